@@ -1,0 +1,30 @@
+# Jotter — `make run` serves on 127.0.0.1:8080 with data in ./jotter-data; `make test` runs every test.
+SWIFT ?= swift
+HOST ?= 127.0.0.1
+PORT ?= 8080
+DATA ?= ./jotter-data
+
+.PHONY: deps build release run test bench clean
+
+deps:
+	@scripts/install-deps
+
+build: deps
+	$(SWIFT) build
+
+release: deps
+	$(SWIFT) build -c release
+
+run: release
+	.build/release/jotter serve --host $(HOST) --port $(PORT) --data $(DATA)
+
+test: deps
+	$(SWIFT) build --build-tests
+	$(SWIFT) test --skip-build
+
+bench: release
+	@scripts/install-bench-deps
+	python3 bench/run.py --jotter .build/release/jotter
+
+clean:
+	rm -rf .build

@@ -1,0 +1,32 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+let package = Package(
+    name: "Jotter",
+    platforms: [.macOS(.v15), .iOS(.v18)],
+    products: [
+        .executable(name: "jotter", targets: ["jotter"]),
+    ],
+    targets: [
+        // C: the parts of libmicrohttpd Swift cannot call directly (variadic functions, macros).
+        .target(
+            name: "CMicroHTTPD",
+            linkerSettings: [.linkedLibrary("microhttpd")]
+        ),
+        // The HTTP framework: engine, routing, middleware, bodies, errors. Knows nothing of notes.
+        .target(name: "JotterHTTP", dependencies: ["CMicroHTTPD"]),
+        // Codable wire types shared by the server and the client SDK.
+        .target(name: "JotterAPI"),
+        // The application: configuration, controllers, `buildApplication`.
+        .target(name: "JotterServer", dependencies: ["JotterHTTP", "JotterAPI"]),
+        // The command-line interface as a library, so commands are testable in-process.
+        .target(name: "JotterCLI", dependencies: ["JotterServer", "JotterHTTP"]),
+        .executableTarget(name: "jotter", dependencies: ["JotterCLI"]),
+
+        // Test helpers: a raw-socket HTTP client and a real server on a free port.
+        .target(name: "JotterTestSupport", dependencies: ["JotterServer"], path: "Tests/JotterTestSupport"),
+        .testTarget(name: "JotterHTTPTests", dependencies: ["JotterHTTP", "JotterTestSupport"]),
+        .testTarget(name: "JotterServerTests", dependencies: ["JotterServer", "JotterHTTP", "JotterAPI", "JotterTestSupport"]),
+        .testTarget(name: "JotterCLITests", dependencies: ["JotterCLI", "jotter", "JotterTestSupport"]),
+    ]
+)

@@ -1,0 +1,37 @@
+/// An RFC 9457 problem as the server sends it on every error (`application/problem+json`).
+///
+/// The server renders these; clients decode them to say what went wrong.
+public struct ProblemDetails: Codable, Sendable, Hashable, Error {
+    /// One invalid field: `{"field":"body","message":"is required"}`.
+    public struct FieldError: Codable, Sendable, Hashable {
+        public var field: String
+        public var message: String
+        public init(field: String, message: String) {
+            self.field = field
+            self.message = message
+        }
+    }
+
+    public var type: String
+    public var title: String
+    public var status: Int
+    public var detail: String?
+    public var errors: [FieldError]?
+    /// The server's request id, to find the request in its log.
+    public var requestID: String?
+
+    enum CodingKeys: String, CodingKey {
+        case type, title, status, detail, errors
+        case requestID = "request_id"
+    }
+
+    public init(type: String = "about:blank", title: String, status: Int, detail: String? = nil,
+                errors: [FieldError]? = nil, requestID: String? = nil) {
+        self.type = type
+        self.title = title
+        self.status = status
+        self.detail = detail
+        self.errors = errors
+        self.requestID = requestID
+    }
+}

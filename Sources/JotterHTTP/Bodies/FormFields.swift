@@ -1,0 +1,95 @@
+/// Decoded `key=value` pairs from a query string or a form-urlencoded body, in order.
+///
+/// A key sent several times keeps every value; `first` answers the first one.
+///
+/// ```swift
+/// let fields = try FormFields(decoding: "name=Bob+Smith&tag=a&tag=b", context: "query")
+/// fields["name"]        // "Bob Smith"
+/// fields.all("tag")     // ["a", "b"]
+/// ```
+public struct FormFields: Sendable, Sequence {
+    public private(set) var pairs: [(key: String, value: String)] = []
+
+    public init() {}
+
+    public init(_ pairs: [(String, String)]) {
+        self.pairs = pairs.map { (key: $0.0, value: $0.1) }
+    }
+
+    /// Decodes `application/x-www-form-urlencoded` text (WHATWG rules, but strict about errors):
+    /// `+` is a space, `%XX` a byte; empty segments (a trailing `&`) are skipped; a segment
+    /// without `=` is a key with an empty value. Bad escapes or invalid UTF-8 throw `400`
+    /// naming `context` ("query", "form body").
+    public init(decoding text: some Collection<UInt8>, context: String) throws(HTTPError) {
+        var segment: [UInt8] = []
+        segment.reserveCapacity(64)
+        for byte in text {
+            if byte == UInt8(ascii: "&") {
+                try appendSegment(segment, context: context)
+                segment.removeAll(keepingCapacity: true)
+            } else {
+                segment.append(byte)
+            }
+        }
+        try appendSegment(segment, context: context)
+    }
+
+    private mutating func appendSegment(_ segment: [UInt8], context: String) throws(HTTPError) {
+        guard !segment.isEmpty else { return }
+        let equals = segment.firstIndex(of: UInt8(ascii: "=")) ?? segment.endIndex
+        let key = try Self.percentDecode(segment[..<equals], plusIsSpace: true, context: context)
+        let value = equals == segment.endIndex
+            ? "" : try Self.percentDecode(segment[(equals + 1)...], plusIsSpace: true, context: context)
+        pairs.append((key: key, value: value))
+    }
+
+    /// The first value for `key`.
+    public subscript(key: String) -> String? {
+        pairs.first { $0.key == key }?.value
+    }
+
+    /// Every value for `key`, in order.
+    public func all(_ key: String) -> [String] {
+        pairs.filter { $0.key == key }.map(\.value)
+    }
+
+    public func makeIterator() -> IndexingIterator<[(key: String, value: String)]> {
+        pairs.makeIterator()
+    }
+
+    /// Percent-decodes `bytes` and checks the result is UTF-8.
+    public static func percentDecode(_ bytes: some Collection<UInt8>, plusIsSpace: Bool,
+                                     context: String) throws(HTTPError) -> String {
+        var out: [UInt8] = []
+        out.reserveCapacity(bytes.count)
+        var index = bytes.startIndex
+        while index != bytes.endIndex {
+            let byte = bytes[index]
+            if byte == UInt8(ascii: "%") {
+                let first = bytes.index(after: index)
+                guard first != bytes.endIndex, bytes.index(after: first) != bytes.endIndex,
+                      let high = hexValue(bytes[first]), let low = hexValue(bytes[bytes.index(after: first)]) else {
+                    throw HTTPError.badRequest("bad percent-encoding in the \(context): '%' must be followed by two hex digits")
+                }
+                out.append(high << 4 | low)
+                index = bytes.index(first, offsetBy: 2)
+                continue
+            }
+            out.append(plusIsSpace && byte == UInt8(ascii: "+") ? UInt8(ascii: " ") : byte)
+            index = bytes.index(after: index)
+        }
+        guard let string = String(validating: out, as: UTF8.self) else {
+            throw HTTPError.badRequest("invalid UTF-8 in the \(context)")
+        }
+        return string
+    }
+
+    private static func hexValue(_ byte: UInt8) -> UInt8? {
+        switch byte {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): byte - UInt8(ascii: "0")
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): byte - UInt8(ascii: "a") + 10
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): byte - UInt8(ascii: "A") + 10
+        default: nil
+        }
+    }
+}

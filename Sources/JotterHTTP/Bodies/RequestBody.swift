@@ -1,0 +1,98 @@
+import Foundation
+
+/// A request body decoded by its Content-Type: form fields, a JSON object, or nothing.
+///
+/// ```swift
+/// let body = try request.body()
+/// let name = try body.string("name")     // nil when absent, 422 when not a string
+/// ```
+public enum RequestBody: Sendable {
+    case empty
+    case form(FormFields)
+    case json([String: JSONValue])
+
+    /// Decodes `bytes` as the media type in `contentType` says.
+    ///
+    /// No Content-Type reads as form-urlencoded (older clients post `name=Bob` that way); an
+    /// empty body is `.empty`; any other media type is `415`; malformed bytes are `400`.
+    public static func decode(_ bytes: [UInt8], contentType: String?) throws(HTTPError) -> RequestBody {
+        let media = contentType.map(MediaType.init) ?? nil
+        if bytes.isEmpty, media?.essence != "multipart/form-data" { return .empty }
+        switch media?.essence {
+        case nil, "application/x-www-form-urlencoded":
+            return .form(try FormFields(decoding: bytes, context: "form body"))
+        case "application/json":
+            return .json(try decodeJSONObject(bytes))
+        default:
+            throw HTTPError(.unsupportedMediaType,
+                            detail: "unsupported Content-Type '\(media?.essence ?? "")': send application/x-www-form-urlencoded, multipart/form-data or application/json")
+        }
+    }
+
+    static func decodeJSONObject(_ bytes: [UInt8]) throws(HTTPError) -> [String: JSONValue] {
+        let value: JSONValue
+        do {
+            value = try JSONCoding.decoder.decode(JSONValue.self, from: Data(bytes))
+        } catch {
+            throw HTTPError.badRequest("malformed JSON body: \(Self.describe(error))")
+        }
+        guard case .object(let object) = value else {
+            throw HTTPError.badRequest("the JSON body must be an object")
+        }
+        return object
+    }
+
+    private static func describe(_ error: any Error) -> String {
+        if case DecodingError.dataCorrupted(let context) = error {
+            let underlying = (context.underlyingError as? NSError)?.userInfo[NSDebugDescriptionErrorKey] as? String
+            return underlying ?? context.debugDescription
+        }
+        return "\(error)"
+    }
+
+    /// The named field as a string: `nil` when absent, `422` "must be a string" when present
+    /// with another JSON type.
+    public func string(_ name: String) throws(HTTPError) -> String? {
+        switch self {
+        case .empty: return nil
+        case .form(let fields): return fields[name]
+        case .json(let object):
+            switch object[name] {
+            case nil: return nil
+            case .string(let value): return value
+            default: throw HTTPError.validation([.init(field: name, message: "must be a string")])
+            }
+        }
+    }
+
+    /// True when the body carries the field at all, whatever its type.
+    public func contains(_ name: String) -> Bool {
+        switch self {
+        case .empty: false
+        case .form(let fields): fields[name] != nil
+        case .json(let object): object[name] != nil
+        }
+    }
+}
+
+/// The essence of a media type (`type/subtype`, lowercased) and its parameters.
+public struct MediaType: Sendable, Hashable {
+    public var essence: String
+    public var parameters: [String: String]
+
+    public init?(_ text: String) {
+        let parts = text.split(separator: ";", omittingEmptySubsequences: false)
+        let essence = parts[0].trimmingCharacters(in: .whitespaces).lowercased()
+        guard essence.contains("/") else { return nil }
+        self.essence = essence
+        var parameters: [String: String] = [:]
+        for part in parts.dropFirst() {
+            guard let equals = part.firstIndex(of: "=") else { continue }
+            let key = part[..<equals].trimmingCharacters(in: .whitespaces).lowercased()
+            var value = part[part.index(after: equals)...].trimmingCharacters(in: .whitespaces)
+            if value.count >= 2, value.hasPrefix("\""), value.hasSuffix("\"") { value = String(value.dropFirst().dropLast()) }
+            parameters[key] = value
+        }
+        self.parameters = parameters
+    }
+}

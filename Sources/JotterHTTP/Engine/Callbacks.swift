@@ -1,0 +1,146 @@
+import CMicroHTTPD
+import Glibc
+
+// The C callbacks libmicrohttpd calls on its threads. They are plain non-capturing functions;
+// the server arrives through `cls` and the request through `*con_cls`, both via `Unmanaged`.
+
+/// Called once the request line is read: creates the request's state.
+func engineURILog(_ cls: UnsafeMutableRawPointer?, _ uri: UnsafePointer<CChar>?, _ connection: OpaquePointer?) -> UnsafeMutableRawPointer? {
+    let server = Unmanaged<HTTPServer>.fromOpaque(cls!).takeUnretainedValue()
+    server.inFlight.add(1, ordering: .relaxed)
+    var address = [CChar](repeating: 0, count: 64)
+    jotter_mhd_client_address(connection, &address, address.count)
+    let state = RequestState(target: uri.map { String(validatingCString: $0) ?? String(cString: $0) } ?? "", remoteAddress: String(cString: address))
+    return Unmanaged.passRetained(state).toOpaque()
+}
+
+/// Called for every request that reached the URI-log callback, completed or aborted.
+func engineRequestCompleted(_ cls: UnsafeMutableRawPointer?, _ connection: OpaquePointer?,
+                            _ conCls: UnsafeMutablePointer<UnsafeMutableRawPointer?>?, _ termination: MHD_RequestTerminationCode) {
+    guard let raw = conCls?.pointee else { return }
+    conCls?.pointee = nil
+    let server = Unmanaged<HTTPServer>.fromOpaque(cls!).takeUnretainedValue()
+    let state = Unmanaged<RequestState>.fromOpaque(raw).takeRetainedValue()
+    server.inFlight.subtract(1, ordering: .releasing)
+    let outcome: String = switch termination.rawValue {  // MHD_REQUEST_TERMINATED_*
+    case 0: ""
+    case 2: "timeout"
+    case 3: "shutdown"
+    case 5: "client-abort"
+    case 4: "read-error"
+    default: "error"
+    }
+    guard server.log.accessLog else { return }
+    // A request the engine refused before our handler saw it (malformed, header section too large)
+    // still gets its line, with status 0 when libmicrohttpd answered it by itself.
+    server.log.access(remote: state.remoteAddress, method: state.method.isEmpty ? "-" : state.method, target: state.target,
+                      version: state.version.isEmpty ? "-" : state.version, status: state.status, bytes: state.bytesSent,
+                      microseconds: Int(Clock.microseconds() - state.started), requestID: state.requestID.isEmpty ? "-" : state.requestID,
+                      outcome: outcome)
+}
+
+/// The access handler: first call reads and checks the header section, later calls feed the
+/// body, the last one answers.
+func engineAccessHandler(_ cls: UnsafeMutableRawPointer?, _ connection: OpaquePointer?, _ url: UnsafePointer<CChar>?,
+                         _ method: UnsafePointer<CChar>?, _ version: UnsafePointer<CChar>?, _ uploadData: UnsafePointer<CChar>?,
+                         _ uploadDataSize: UnsafeMutablePointer<Int>?, _ conCls: UnsafeMutablePointer<UnsafeMutableRawPointer?>?) -> MHD_Result {
+    guard let connection, let raw = conCls?.pointee, let uploadDataSize else { return .NO }
+    let server = Unmanaged<HTTPServer>.fromOpaque(cls!).takeUnretainedValue()
+    let state = Unmanaged<RequestState>.fromOpaque(raw).takeUnretainedValue()
+
+    if state.responded {
+        // Answered early (a refused body): libmicrohttpd discards the rest of the upload.
+        uploadDataSize.pointee = 0
+        return .YES
+    }
+    if !state.headersRead {
+        state.headersRead = true
+        state.method = method.map { String(cString: $0) } ?? ""
+        state.version = version.map { String(cString: $0) } ?? ""
+        state.headers = readHeaders(connection)
+        state.requestID = server.requestID(from: state.headers)
+        if let error = FramingCheck.check(method: state.method, target: state.target, version: state.version, headers: state.headers)
+            ?? server.refuseDeclaredBody(state) {
+            return server.queue(ErrorMiddleware.render(error, requestID: state.requestID), state: state, connection: connection)
+        }
+        return .YES
+    }
+    let size = uploadDataSize.pointee
+    if size > 0 {
+        uploadDataSize.pointee = 0
+        if state.refusal != nil {
+            // libmicrohttpd 0.9.75 can't answer in the middle of a body: drain it (bounded) and
+            // answer on the last call; past the drain budget, close without an answer.
+            state.drained += size
+            return state.drained <= HTTPServer.drainBudget ? .YES : .NO
+        }
+        guard state.body.count + size <= server.configuration.maxBodySize else {
+            state.body = []
+            state.refusal = server.tooLarge()
+            return .YES
+        }
+        uploadData!.withMemoryRebound(to: UInt8.self, capacity: size) { bytes in
+            state.body.append(contentsOf: UnsafeBufferPointer(start: bytes, count: size))
+        }
+        return .YES
+    }
+    if let refusal = state.refusal {
+        return server.queue(ErrorMiddleware.render(refusal, requestID: state.requestID), state: state, connection: connection)
+    }
+    let request = Request(method: HTTPMethod(state.method), target: state.target, version: state.version, headers: state.headers,
+                          body: state.body, id: state.requestID, remoteAddress: state.remoteAddress)
+    state.body = []
+    return server.queue(server.router.respond(to: request), state: state, connection: connection)
+}
+
+/// Every header field of the request, in order, with exact lengths (a NUL inside a value stays
+/// visible to the framing check).
+private func readHeaders(_ connection: OpaquePointer) -> HTTPHeaders {
+    var headers = HTTPHeaders()
+    withUnsafeMutablePointer(to: &headers) { pointer in
+        _ = MHD_get_connection_values_n(connection, .HEADER_KIND, { cls, kind, key, keySize, value, valueSize in
+            let headers = cls!.assumingMemoryBound(to: HTTPHeaders.self)
+            let name = key.map { String(decoding: UnsafeRawBufferPointer(start: $0, count: keySize), as: UTF8.self) } ?? ""
+            let text = value.map { String(decoding: UnsafeRawBufferPointer(start: $0, count: valueSize), as: UTF8.self) } ?? ""
+            headers.pointee.add(name, text)
+            return .YES
+        }, pointer)
+    }
+    return headers
+}
+
+extension HTTPServer {
+    /// Bytes of a refused body read and dropped before its `413` can be sent.
+    static let drainBudget = 64 << 20
+
+    /// `413` at once when Content-Length already says the body is over the limit.
+    func refuseDeclaredBody(_ state: RequestState) -> HTTPError? {
+        guard let declared = state.headers["Content-Length"].flatMap(Int.init), declared > configuration.maxBodySize else { return nil }
+        return tooLarge()
+    }
+
+    func tooLarge() -> HTTPError {
+        HTTPError(.contentTooLarge, detail: "the request body is larger than the limit of \(configuration.maxBodySize) bytes (--max-body-size)",
+                  closesConnection: true)
+    }
+
+    /// Hands `response` to libmicrohttpd for this connection.
+    func queue(_ response: Response, state: RequestState, connection: OpaquePointer) -> MHD_Result {
+        let body = response.body
+        let handle = body.withUnsafeBytes { bytes in
+            jotter_mhd_response_copy(bytes.count, bytes.baseAddress)
+        }
+        guard let handle else { return .NO }
+        defer { MHD_destroy_response(handle) }
+        for field in response.headers {
+            _ = MHD_add_response_header(handle, field.name, field.value)
+        }
+        _ = MHD_add_response_header(handle, "X-Content-Type-Options", "nosniff")
+        if !response.headers.contains("X-Request-Id") {
+            _ = MHD_add_response_header(handle, "X-Request-Id", state.requestID)
+        }
+        state.status = response.status.code
+        state.bytesSent = body.count
+        return MHD_queue_response(connection, UInt32(response.status.code), handle)
+    }
+}

@@ -1,0 +1,115 @@
+/// The header-section checks libmicrohttpd 0.9.75 leaves to us (RFC 9112 §6.3, §3.2, §5.1),
+/// run on the first access-handler call, before any body byte is read. A failure closes the
+/// connection, so nothing can be smuggled behind the request.
+enum FramingCheck {
+    /// The first framing error of a request, if any.
+    static func check(method: String, target: String, version: String, headers: HTTPHeaders) -> HTTPError? {
+        guard !method.isEmpty, method.utf8.allSatisfy(isTokenByte) else {
+            return reject("the request method is not a valid token")
+        }
+        if target.utf8.contains(where: { $0 <= 0x20 || $0 == 0x7F }) {
+            return reject("the request-target contains a space or control character")
+        }
+        guard target.hasPrefix("/") || target == "*" || method == "CONNECT" || target.hasPrefix("http://") || target.hasPrefix("https://") else {
+            return reject("the request-target must start with '/'")
+        }
+        var contentLengths: [String] = []
+        var transferEncodings: [String] = []
+        var hosts: [String] = []
+        for field in headers {
+            guard !field.name.isEmpty, field.name.utf8.allSatisfy(isTokenByte) else {
+                return reject("invalid header field name '\(Logger.sanitize(field.name))' (whitespace before the colon or a forbidden character)")
+            }
+            if field.value.utf8.contains(where: { ($0 < 0x20 && $0 != 0x09) || $0 == 0x7F }) {
+                return reject("header field '\(field.name)' contains a control character")
+            }
+            switch field.name.lowercased() {
+            case "content-length": contentLengths.append(field.value)
+            case "transfer-encoding": transferEncodings.append(field.value)
+            case "host": hosts.append(field.value)
+            default: break
+            }
+        }
+        if !transferEncodings.isEmpty {
+            if !contentLengths.isEmpty {
+                return reject("Content-Length and Transfer-Encoding together make the message length ambiguous")
+            }
+            if version == "HTTP/1.0" {
+                return reject("Transfer-Encoding is not allowed in an HTTP/1.0 request")
+            }
+            let codings = transferEncodings.flatMap { $0.split(separator: ",", omittingEmptySubsequences: false) }
+                .map { $0.trimmingASCIISpaces().lowercased() }
+            if let unknown = codings.first(where: { $0 != "chunked" }) {
+                return HTTPError(.notImplemented, detail: "transfer coding '\(unknown)' is not supported; only 'chunked' is", closesConnection: true)
+            }
+            if codings.count != 1 {
+                return reject("Transfer-Encoding must name 'chunked' exactly once")
+            }
+        }
+        if contentLengths.count > 1 {
+            return reject("Content-Length is repeated")
+        }
+        if let length = contentLengths.first, !isDecimal(length) {
+            return reject("Content-Length '\(Logger.sanitize(length))' is not a decimal number")
+        }
+        if version == "HTTP/1.1" {
+            guard hosts.count == 1 else {
+                return reject(hosts.isEmpty ? "an HTTP/1.1 request must carry a Host header" : "Host is repeated")
+            }
+        }
+        if hosts.count > 1 { return reject("Host is repeated") }
+        if let host = hosts.first, !isValidHost(host) {
+            return reject("Host '\(Logger.sanitize(host))' is not a valid host[:port]")
+        }
+        return nil
+    }
+
+    private static func reject(_ detail: String) -> HTTPError {
+        HTTPError.badRequest(detail, close: true)
+    }
+
+    /// RFC 9110 tchar.
+    static func isTokenByte(_ byte: UInt8) -> Bool {
+        switch byte {
+        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"):
+            true
+        default:
+            "!#$%&'*+-.^_`|~".utf8.contains(byte)
+        }
+    }
+
+    static func isDecimal(_ text: String) -> Bool {
+        !text.isEmpty && text.utf8.count <= 18 && text.utf8.allSatisfy { $0 >= 0x30 && $0 <= 0x39 }
+    }
+
+    /// `uri-host [ ":" port ]` (RFC 9110 §7.2): a reg-name or IPv4 address, or an IP literal in brackets.
+    static func isValidHost(_ host: String) -> Bool {
+        if host.isEmpty { return true }  // allowed when the target has no authority (RFC 9112 §3.2)
+        var name = Substring(host)
+        if name.hasPrefix("[") {
+            guard let close = name.firstIndex(of: "]") else { return false }
+            let literal = name[name.index(after: name.startIndex)..<close]
+            guard !literal.isEmpty, literal.utf8.allSatisfy({ isHexDigit($0) || $0 == UInt8(ascii: ":") || $0 == UInt8(ascii: ".") }) else { return false }
+            name = name[name.index(after: close)...]
+            return name.isEmpty || (name.hasPrefix(":") && name.dropFirst().utf8.allSatisfy { $0 >= 0x30 && $0 <= 0x39 })
+        }
+        if let colon = name.lastIndex(of: ":") {
+            let port = name[name.index(after: colon)...]
+            guard port.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }), port.utf8.count <= 5 else { return false }
+            name = name[..<colon]
+        }
+        guard !name.isEmpty else { return false }
+        return name.utf8.allSatisfy { byte in
+            switch byte {
+            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"):
+                true
+            default:
+                "-._~!$&'()*+,;=%".utf8.contains(byte)
+            }
+        }
+    }
+
+    private static func isHexDigit(_ byte: UInt8) -> Bool {
+        (byte >= 0x30 && byte <= 0x39) || (byte | 0x20 >= 0x61 && byte | 0x20 <= 0x66)
+    }
+}

@@ -1,0 +1,61 @@
+/// An error that renders itself as an RFC 9457 `application/problem+json` response.
+///
+/// Throw it where bad input is found; the error middleware turns it into the response.
+///
+/// ```swift
+/// throw HTTPError(.notFound, detail: "note 42 does not exist")
+/// throw HTTPError.validation([.init(field: "body", message: "is required")])
+/// ```
+public struct HTTPError: Error, Sendable, CustomStringConvertible {
+    /// One invalid field: `{"field":"body","message":"is required"}`.
+    public struct FieldError: Sendable, Hashable, Codable {
+        public var field: String
+        public var message: String
+        public init(field: String, message: String) {
+            self.field = field
+            self.message = message
+        }
+    }
+
+    public var status: HTTPStatus
+    public var detail: String?
+    public var errors: [FieldError]
+    /// Extra response headers, such as `Allow` on a 405.
+    public var headers: HTTPHeaders
+    /// Close the connection after the response (framing errors, refused bodies).
+    public var closesConnection: Bool
+
+    public init(_ status: HTTPStatus, detail: String? = nil, errors: [FieldError] = [],
+                headers: HTTPHeaders = HTTPHeaders(), closesConnection: Bool = false) {
+        self.status = status
+        self.detail = detail
+        self.errors = errors
+        self.headers = headers
+        self.closesConnection = closesConnection
+    }
+
+    /// `422` listing invalid body fields.
+    public static func validation(_ errors: [FieldError]) -> HTTPError {
+        HTTPError(.unprocessableContent, detail: "the request body has invalid fields", errors: errors)
+    }
+
+    /// `400` listing invalid query parameters.
+    public static func badQuery(_ errors: [FieldError]) -> HTTPError {
+        HTTPError(.badRequest, detail: "the query has invalid parameters", errors: errors)
+    }
+
+    /// `400` for a malformed request (framing, encoding); the connection is closed when asked.
+    public static func badRequest(_ detail: String, close: Bool = false) -> HTTPError {
+        HTTPError(.badRequest, detail: detail, closesConnection: close)
+    }
+
+    public var description: String { "\(status)\(detail.map { ": \($0)" } ?? "")" }
+
+    /// The problem+json response for this error.
+    public var response: Response {
+        var response = Response(status: status, problem: Problem(status: status, detail: detail, errors: errors))
+        for field in headers { response.headers.add(field.name, field.value) }
+        if closesConnection { response.headers.set("Connection", "close") }
+        return response
+    }
+}

@@ -1,0 +1,35 @@
+/// Renders every thrown error as problem+json and stamps each response with the headers every
+/// response carries (`X-Request-Id`, `X-Content-Type-Options: nosniff`).
+///
+/// An `HTTPError` renders itself; anything else is a `500` that names the request id and is
+/// logged with its cause, which is never sent to the client.
+public struct ErrorMiddleware: Middleware {
+    let log: Logger
+
+    public init(log: Logger) { self.log = log }
+
+    public func handle(_ request: Request, context: RequestContext, next: Responder) throws -> Response {
+        var response: Response
+        do {
+            response = try next(request, context)
+        } catch let error as HTTPError {
+            response = Self.render(error, requestID: request.id)
+        } catch {
+            log.error("request \(request.id) \(request.method) \(request.path) failed: \(String(reflecting: error))")
+            response = Self.render(HTTPError(.internalServerError, detail: "the server failed to handle this request (request id \(request.id))"),
+                                   requestID: request.id)
+        }
+        response.headers.set("X-Request-Id", request.id)
+        return response
+    }
+
+    /// The problem+json response for `error`, carrying `requestID`.
+    public static func render(_ error: HTTPError, requestID: String) -> Response {
+        var problem = Problem(status: error.status, detail: error.detail, errors: error.errors)
+        problem.requestID = requestID
+        var response = Response(status: error.status, problem: problem)
+        for field in error.headers { response.headers.add(field.name, field.value) }
+        if error.closesConnection { response.headers.set("Connection", "close") }
+        return response
+    }
+}

@@ -1,0 +1,52 @@
+/// An HTTP status code and its reason phrase.
+public struct HTTPStatus: Hashable, Sendable, ExpressibleByIntegerLiteral, CustomStringConvertible {
+    public let code: Int
+    public init(_ code: Int) { self.code = code }
+    public init(integerLiteral code: Int) { self.code = code }
+
+    public static let ok: HTTPStatus = 200
+    public static let created: HTTPStatus = 201
+    public static let noContent: HTTPStatus = 204
+    public static let notModified: HTTPStatus = 304
+    public static let badRequest: HTTPStatus = 400
+    public static let notFound: HTTPStatus = 404
+    public static let methodNotAllowed: HTTPStatus = 405
+    public static let preconditionFailed: HTTPStatus = 412
+    public static let contentTooLarge: HTTPStatus = 413
+    public static let uriTooLong: HTTPStatus = 414
+    public static let unsupportedMediaType: HTTPStatus = 415
+    public static let unprocessableContent: HTTPStatus = 422
+    public static let requestHeaderFieldsTooLarge: HTTPStatus = 431
+    public static let internalServerError: HTTPStatus = 500
+    public static let notImplemented: HTTPStatus = 501
+    public static let serviceUnavailable: HTTPStatus = 503
+
+    /// The RFC 9110 reason phrase, used as a problem's `title`.
+    public var reasonPhrase: String {
+        switch code {
+        case 200: "OK"
+        case 201: "Created"
+        case 204: "No Content"
+        case 206: "Partial Content"
+        case 304: "Not Modified"
+        case 400: "Bad Request"
+        case 404: "Not Found"
+        case 405: "Method Not Allowed"
+        case 409: "Conflict"
+        case 412: "Precondition Failed"
+        case 413: "Content Too Large"
+        case 414: "URI Too Long"
+        case 415: "Unsupported Media Type"
+        case 416: "Range Not Satisfiable"
+        case 422: "Unprocessable Content"
+        case 429: "Too Many Requests"
+        case 431: "Request Header Fields Too Large"
+        case 500: "Internal Server Error"
+        case 501: "Not Implemented"
+        case 503: "Service Unavailable"
+        default: "Status \(code)"
+        }
+    }
+
+    public var description: String { "\(code) \(reasonPhrase)" }
+}

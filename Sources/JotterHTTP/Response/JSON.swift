@@ -1,0 +1,34 @@
+import Foundation
+
+/// Shared JSON coders: one configuration for every body the server writes or reads.
+public enum JSONCoding {
+    public static let encoder: JSONEncoder = {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.withoutEscapingSlashes, .sortedKeys]
+        return encoder
+    }()
+    public static let decoder = JSONDecoder()
+}
+
+/// A response body that is `value` encoded as `application/json`.
+///
+/// ```swift
+/// return JSON(["message": "Hello Bob!"], status: .created)
+/// ```
+public struct JSON<Value: Encodable>: ResponseGenerator {
+    public var value: Value
+    public var status: HTTPStatus
+    public var headers: HTTPHeaders
+
+    public init(_ value: Value, status: HTTPStatus = .ok, headers: HTTPHeaders = HTTPHeaders()) {
+        self.value = value
+        self.status = status
+        self.headers = headers
+    }
+
+    public func response(for request: Request) throws -> Response {
+        var response = Response(status: status, headers: headers, body: [UInt8](try JSONCoding.encoder.encode(value)))
+        response.headers.set("Content-Type", "application/json")
+        return response
+    }
+}

@@ -1,0 +1,41 @@
+/// A route path such as `/notes/:id/content`, matched segment by segment.
+struct PathPattern: Sendable {
+    enum Segment: Sendable, Equatable {
+        case literal(String)
+        case parameter(String)
+    }
+
+    let segments: [Segment]
+
+    init(_ path: String) {
+        segments = path.split(separator: "/").map { part in
+            part.hasPrefix(":") ? .parameter(String(part.dropFirst())) : .literal(String(part))
+        }
+    }
+
+    /// The parameters when `path` (already split and decoded) matches, else `nil`.
+    func match(_ path: [String]) -> Parameters? {
+        guard path.count == segments.count else { return nil }
+        var parameters = Parameters()
+        for (segment, value) in zip(segments, path) {
+            switch segment {
+            case .literal(let literal): if literal != value { return nil }
+            case .parameter(let name): parameters.values.append((name: name, value: value))
+            }
+        }
+        return parameters
+    }
+
+    /// Splits a raw path on `/` and percent-decodes each segment; `400` when it can't.
+    static func segments(of path: Substring) throws(HTTPError) -> [String] {
+        var result: [String] = []
+        for part in path.utf8.split(separator: UInt8(ascii: "/")) {
+            if part.contains(UInt8(ascii: "%")) {
+                result.append(try FormFields.percentDecode(part, plusIsSpace: false, context: "path"))
+            } else {
+                result.append(String(decoding: part, as: UTF8.self))
+            }
+        }
+        return result
+    }
+}

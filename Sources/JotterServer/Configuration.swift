@@ -1,0 +1,28 @@
+import JotterHTTP
+
+/// Everything `jotter serve` can be told, with the defaults of the contract.
+public struct ServerConfiguration: Sendable {
+    public var host = "127.0.0.1"
+    public var port = 8080
+    /// The data folder: `jotter.sqlite`, `uploads/`, temp files.
+    public var dataDirectory = "./jotter-data"
+    public var threads = HTTPServer.Configuration.cores
+    /// Bytes of a non-multipart body, and of the plain fields of a multipart body.
+    public var maxBodySize = 1 << 20
+    /// Open connections from one client address.
+    public var connectionsPerAddress = 256
+    /// Open connections in all.
+    public var connectionLimit = 10_000
+    /// Seconds an idle connection is kept.
+    public var idleTimeout = 30
+    /// Write one access-log line per request to standard error.
+    public var accessLog = true
+
+    public init() {}
+
+    var http: HTTPServer.Configuration {
+        HTTPServer.Configuration(host: host, port: port, threads: threads, connectionLimit: connectionLimit,
+                                 connectionsPerAddress: connectionsPerAddress, idleTimeout: idleTimeout,
+                                 maxBodySize: maxBodySize)
+    }
+}

@@ -1,0 +1,36 @@
+import Foundation
+import JotterAPI
+import JotterHTTP
+
+/// `GET`/`POST /hello` and its alias `/echo_hello.php`: `Hello <name>!`.
+struct HelloController {
+    func register(in routes: inout RouterBuilder) {
+        for path in ["/hello", "/echo_hello.php"] {
+            routes.get(path, handler: hello)
+            routes.post(path, handler: hello)
+        }
+    }
+
+    /// `name` from the body wins over the query; absent is `422`, empty is `Hello !`.
+    @Sendable func hello(_ request: Request, _ context: RequestContext) throws -> Response {
+        let body = try request.body()
+        guard let name = try body.string("name") ?? request.query()["name"] else {
+            throw HTTPError.validation([.init(field: "name", message: "is required")])
+        }
+        let message = "Hello \(name)!"
+        if request.headers["Accept"].map(Self.prefersJSON) == true {
+            return try JSON(HelloMessage(message: message)).response(for: request)
+        }
+        return try message.response(for: request)
+    }
+
+    /// True when the Accept header asks for JSON (`application/json` or `+json`, q > 0).
+    static func prefersJSON(_ accept: String) -> Bool {
+        accept.split(separator: ",").contains { range in
+            let parts = range.split(separator: ";").map { $0.trimmingCharacters(in: .whitespaces).lowercased() }
+            guard let media = parts.first else { return false }
+            let quality = parts.dropFirst().first { $0.hasPrefix("q=") }.flatMap { Double($0.dropFirst(2)) } ?? 1
+            return quality > 0 && (media == "application/json" || media.hasSuffix("+json"))
+        }
+    }
+}

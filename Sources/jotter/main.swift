@@ -1,0 +1,4 @@
+import Foundation
+import JotterCLI
+
+exit(JotterCommandLine.run(Array(CommandLine.arguments.dropFirst())))

@@ -1,0 +1,165 @@
+import Foundation
+import Glibc
+import Synchronization
+import Testing
+@testable import JotterCLI
+import JotterTestSupport
+
+/// Captures what a command prints.
+final class Captured: Sendable {
+    let out = Mutex("")
+    let err = Mutex("")
+    var console: Console {
+        Console(out: { text in self.out.withLock { $0 += text } }, err: { text in self.err.withLock { $0 += text } })
+    }
+}
+
+@Suite("jotter command line, in-process")
+struct CLITests {
+    func run(_ arguments: [String], environment: [String: String] = [:]) -> (status: Int32, out: String, err: String) {
+        let captured = Captured()
+        let status = JotterCommandLine.run(arguments, environment: environment, console: captured.console)
+        return (status, captured.out.withLock { $0 }, captured.err.withLock { $0 })
+    }
+
+    @Test func helpAndVersion() {
+        let help = run(["--help"])
+        #expect(help.status == 0)
+        #expect(help.out.contains("USAGE: jotter <command>"))
+        #expect(help.out.contains("serve"))
+        #expect(run(["--version"]).out == "jotter \(JotterCommandLine.version)\n")
+        let serveHelp = run(["serve", "--help"])
+        #expect(serveHelp.status == 0)
+        #expect(serveHelp.out.contains("--max-body-size"))
+        #expect(run(["help", "serve"]).out == serveHelp.out)
+    }
+
+    @Test("usage errors say what is wrong, show usage, exit 2", arguments: [
+        (["serve", "--bogus"], "unknown option '--bogus'"),
+        (["serve", "--port", "99999"], "--port must be a port number from 0 to 65535, not '99999'"),
+        (["serve", "--port"], "--port needs a value"),
+        (["serve", "--threads", "0"], "--threads must be a whole number from 1 to 256"),
+        (["serve", "--max-body-size", "lots"], "--max-body-size must be a size"),
+        (["serve", "extra"], "unexpected argument 'extra'"),
+        (["frobnicate"], "unknown command 'frobnicate'"),
+        ([], "USAGE: jotter"),
+    ])
+    func usageErrors(_ arguments: [String], _ message: String) {
+        let result = run(arguments)
+        #expect(result.status == 2)
+        #expect(result.err.contains(message), "\(result.err)")
+        #expect(result.err.contains("USAGE:"))
+    }
+
+    @Test("options come from flags or JOTTER_* variables, flags first")
+    func configuration() throws {
+        var arguments = Arguments(["--port=9000", "--max-body-size", "2MiB", "--quiet"],
+                                  environment: ["JOTTER_PORT": "1", "JOTTER_DATA": "/tmp/x", "JOTTER_THREADS": "3"])
+        let command = try ServeCommand(parsing: &arguments)
+        #expect(command.configuration.port == 9000)
+        #expect(command.configuration.maxBodySize == 2 << 20)
+        #expect(command.configuration.dataDirectory == "/tmp/x")
+        #expect(command.configuration.threads == 3)
+        #expect(command.configuration.accessLog == false)
+        let bad = run(["serve"], environment: ["JOTTER_PORT": "http"])
+        #expect(bad.status == 2)
+        #expect(bad.err.contains("(from JOTTER_PORT)"))
+    }
+
+    @Test func sizes() {
+        #expect(parseSize("1048576") == 1 << 20)
+        #expect(parseSize("512K") == 512 << 10)
+        #expect(parseSize("1MiB") == 1 << 20)
+        #expect(parseSize("1gb") == 1 << 30)
+        #expect(parseSize("-1") == nil)
+        #expect(parseSize("MiB") == nil)
+    }
+}
+
+/// The built `jotter` binary, run as a user would.
+@Suite("jotter binary, end to end", .serialized)
+struct BinaryTests {
+    static var binary: URL {
+        // The test bundle sits in the build products folder next to the executable.
+        var url = Bundle.main.bundleURL
+        while url.path != "/" && !FileManager.default.fileExists(atPath: url.appendingPathComponent("jotter").path) {
+            url.deleteLastPathComponent()
+        }
+        return url.appendingPathComponent("jotter")
+    }
+
+    final class Server {
+        let process = Process()
+        let stderr = Pipe()
+        let data: URL
+        var port = 0
+
+        init(_ arguments: [String] = []) throws {
+            data = FileManager.default.temporaryDirectory.appendingPathComponent("jotter-cli-\(UUID().uuidString)")
+            process.executableURL = BinaryTests.binary
+            process.arguments = ["serve", "--port", "0", "--data", data.path] + arguments
+            process.standardError = stderr
+            process.standardOutput = FileHandle.nullDevice
+            try process.run()
+            // The first log line says where it listens.
+            var text = ""
+            let handle = stderr.fileHandleForReading
+            while !text.contains("\n") {
+                let chunk = handle.availableData
+                if chunk.isEmpty { break }
+                text += String(decoding: chunk, as: UTF8.self)
+            }
+            guard let range = text.range(of: #"http://127\.0\.0\.1:(\d+)"#, options: .regularExpression),
+                  let port = Int(text[range].split(separator: ":").last!) else {
+                throw RawHTTP.Failure(message: "no listening line in: \(text)")
+            }
+            self.port = port
+        }
+
+        /// Everything written to stderr until the process ends.
+        func finish() -> (status: Int32, log: String) {
+            process.waitUntilExit()
+            let rest = stderr.fileHandleForReading.readDataToEndOfFile()
+            try? FileManager.default.removeItem(at: data)
+            return (process.terminationStatus, String(decoding: rest, as: UTF8.self))
+        }
+    }
+
+    @Test("serves Hello, logs one line per request, stops on SIGTERM with exit 0")
+    func serveAndStop() throws {
+        let server = try Server()
+        let response = try RawHTTP(port: server.port).request("POST", "/echo_hello.php", body: Array("name=Bob".utf8), close: true)
+        #expect(response.text == "Hello Bob!")
+        kill(server.process.processIdentifier, SIGTERM)
+        let (status, log) = server.finish()
+        #expect(status == 0)
+        #expect(log.contains(#""POST /echo_hello.php HTTP/1.1" 200 10"#))
+        #expect(log.contains("SIGTERM received"))
+    }
+
+    @Test("--quiet silences the access log")
+    func quiet() throws {
+        let server = try Server(["--quiet"])
+        _ = try RawHTTP(port: server.port).request("GET", "/hello?name=Bob", close: true)
+        kill(server.process.processIdentifier, SIGINT)
+        let (status, log) = server.finish()
+        #expect(status == 0)
+        #expect(!log.contains("/hello"))
+    }
+
+    @Test("a port in use is one line and exit 1")
+    func portInUse() throws {
+        let server = try Server()
+        defer { kill(server.process.processIdentifier, SIGTERM); _ = server.finish() }
+        let second = Process()
+        second.executableURL = Self.binary
+        second.arguments = ["serve", "--port", String(server.port), "--data", server.data.path]
+        let err = Pipe()
+        second.standardError = err
+        try second.run()
+        second.waitUntilExit()
+        let text = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        #expect(second.terminationStatus == 1)
+        #expect(text == "error: 127.0.0.1:\(server.port) is already in use (another server is listening there); choose another --port\n")
+    }
+}

@@ -1,0 +1,41 @@
+import Foundation
+import Glibc
+@testable import JotterHTTP
+import JotterTestSupport
+
+/// An `HTTPServer` on a free port with a few routes that exercise the engine.
+final class EngineFixture {
+    let server: HTTPServer
+
+    init(configure: (inout HTTPServer.Configuration) -> Void = { _ in }) throws {
+        var configuration = HTTPServer.Configuration(port: 0, threads: 2)
+        configure(&configuration)
+        var routes = RouterBuilder()
+        routes.add(middleware: ErrorMiddleware(log: Logger(accessLog: false)))
+        routes.get("/hello") { request, _ in "hello" }
+        routes.post("/body") { request, _ in "\(request.method) \(request.rawBody.count)" }
+        routes.put("/body") { request, _ in "\(request.method) \(request.rawBody.count)" }
+        routes.delete("/body") { request, _ in "\(request.method) \(request.rawBody.count)" }
+        routes.post("/streamed", options: RouteOptions(methodOverrideFromBody: false)) { request, _ in "\(request.method)" }
+        routes.put("/streamed") { request, _ in "\(request.method)" }
+        routes.get("/items/:id") { request, context in "item \(try context.parameters.require("id", as: Int.self))" }
+        routes.get("/slow") { request, _ in
+            usleep(400_000)
+            return "slow done"
+        }
+        routes.get("/crash") { request, _ -> String in
+            struct Boom: Error {}
+            throw Boom()
+        }
+        server = HTTPServer(configuration: configuration, router: routes.build(), log: Logger(accessLog: false))
+        try server.start()
+    }
+
+    var port: Int { server.port }
+
+    func connect(from source: String? = nil, timeout: Double = 5) throws -> RawHTTP {
+        try RawHTTP(port: port, sourceAddress: source, timeout: timeout)
+    }
+
+    deinit { server.shutdown() }
+}
