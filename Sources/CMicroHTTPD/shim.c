@@ -2,7 +2,37 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+
+/* Per-connection state kept by the shim: the client address as text, formatted once. */
+typedef struct jotter_connection {
+    char address[INET6_ADDRSTRLEN];
+} jotter_connection;
+
+static void jotter_notify_connection(void *cls, struct MHD_Connection *connection, void **socket_context,
+                                     enum MHD_ConnectionNotificationCode code) {
+    (void)cls;
+    if (code == MHD_CONNECTION_NOTIFY_STARTED) {
+        jotter_connection *state = calloc(1, sizeof(jotter_connection));
+        if (state == NULL) return;
+        strcpy(state->address, "-");
+        const union MHD_ConnectionInfo *info =
+            MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+        if (info != NULL && info->client_addr != NULL) {
+            const struct sockaddr *sa = info->client_addr;
+            if (sa->sa_family == AF_INET) {
+                inet_ntop(AF_INET, &((const struct sockaddr_in *)sa)->sin_addr, state->address, sizeof state->address);
+            } else if (sa->sa_family == AF_INET6) {
+                inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)sa)->sin6_addr, state->address, sizeof state->address);
+            }
+        }
+        *socket_context = state;
+    } else if (code == MHD_CONNECTION_NOTIFY_CLOSED) {
+        free(*socket_context);
+        *socket_context = NULL;
+    }
+}
 
 struct MHD_Daemon *jotter_mhd_start(const jotter_mhd_config *c) {
     unsigned int flags = MHD_USE_EPOLL_INTERNAL_THREAD | MHD_USE_ITC | MHD_ALLOW_SUSPEND_RESUME;
@@ -19,6 +49,7 @@ struct MHD_Daemon *jotter_mhd_start(const jotter_mhd_config *c) {
         MHD_OPTION_CONNECTION_MEMORY_LIMIT, c->connection_memory_limit,
         MHD_OPTION_URI_LOG_CALLBACK, c->uri_log, c->uri_log_cls,
         MHD_OPTION_NOTIFY_COMPLETED, c->completed, c->completed_cls,
+        MHD_OPTION_NOTIFY_CONNECTION, jotter_notify_connection, NULL,
         MHD_OPTION_STRICT_FOR_CLIENT, (int)0, /* our FramingCheck is stricter and answers 400 instead of closing silently */
         MHD_OPTION_END);
 }
@@ -33,18 +64,11 @@ unsigned int jotter_mhd_current_connections(struct MHD_Daemon *daemon) {
     return info ? info->num_connections : 0;
 }
 
-void jotter_mhd_client_address(struct MHD_Connection *connection, char *buffer, size_t size) {
+const char *jotter_mhd_client_address(struct MHD_Connection *connection) {
     const union MHD_ConnectionInfo *info =
-        MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
-    if (size == 0) return;
-    snprintf(buffer, size, "-");
-    if (info == NULL || info->client_addr == NULL) return;
-    const struct sockaddr *sa = info->client_addr;
-    if (sa->sa_family == AF_INET) {
-        inet_ntop(AF_INET, &((const struct sockaddr_in *)sa)->sin_addr, buffer, (socklen_t)size);
-    } else if (sa->sa_family == AF_INET6) {
-        inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)sa)->sin6_addr, buffer, (socklen_t)size);
-    }
+        MHD_get_connection_info(connection, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    if (info == NULL || info->socket_context == NULL) return "-";
+    return ((const jotter_connection *)info->socket_context)->address;
 }
 
 void jotter_mhd_set_connection_timeout(struct MHD_Connection *connection, unsigned int seconds) {

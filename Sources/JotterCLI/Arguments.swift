@@ -1,3 +1,5 @@
+import JotterHTTP
+
 /// A usage mistake on the command line: printed with the command's usage, exit code 2.
 public struct UsageError: Error, CustomStringConvertible, Sendable {
     public let description: String
@@ -85,11 +87,11 @@ struct Arguments {
 
 /// Parses sizes such as `1048576`, `512K`, `1MiB`, `1GB` (binary multiples).
 func parseSize(_ text: String) -> Int? {
-    let lower = text.lowercased().trimmingCharacters(in: .whitespaces)
+    let lower = String(text.lowercased().trimmingASCIISpaces())
     let units: [(String, Int)] = [("gib", 1 << 30), ("gb", 1 << 30), ("g", 1 << 30), ("mib", 1 << 20), ("mb", 1 << 20), ("m", 1 << 20),
                                   ("kib", 1 << 10), ("kb", 1 << 10), ("k", 1 << 10), ("b", 1)]
     for (suffix, factor) in units where lower.hasSuffix(suffix) {
-        guard let number = Int(lower.dropLast(suffix.count).trimmingCharacters(in: .whitespaces)), number >= 0 else { return nil }
+        guard let number = Int(lower.dropLast(suffix.count).trimmingASCIISpaces()), number >= 0 else { return nil }
         let (value, overflow) = number.multipliedReportingOverflow(by: factor)
         return overflow ? nil : value
     }

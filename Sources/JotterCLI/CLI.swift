@@ -1,4 +1,9 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+import Glibc
 
 /// Where a command writes: standard output and error by default, strings in tests.
 public struct Console: Sendable {
@@ -11,9 +16,19 @@ public struct Console: Sendable {
     }
 
     /// The process's standard output and error.
-    public static let standard = Console(
-        out: { text in FileHandle.standardOutput.write(Data(text.utf8)) },
-        err: { text in FileHandle.standardError.write(Data(text.utf8)) })
+    public static let standard = Console(out: { write(1, $0) }, err: { write(2, $0) })
+
+    private static func write(_ fd: Int32, _ text: String) {
+        var text = text
+        text.withUTF8 { buffer in
+            var offset = 0
+            while offset < buffer.count {
+                let written = Glibc.write(fd, buffer.baseAddress! + offset, buffer.count - offset)
+                if written <= 0 { return }
+                offset += written
+            }
+        }
+    }
 }
 
 /// Exit codes of `jotter`, documented in `jotter --help`.
@@ -54,7 +69,7 @@ public enum JotterCommandLine {
 
     static var help: String {
         let width = commands.map { $0.name.count }.max() ?? 0
-        let list = commands.map { "  \($0.name.padding(toLength: width + 2, withPad: " ", startingAt: 0))\($0.summary)" }.joined(separator: "\n")
+        let list = commands.map { "  \($0.name + String(repeating: " ", count: width + 2 - $0.name.count))\($0.summary)" }.joined(separator: "\n")
         return """
         USAGE: jotter <command> [options]
 

@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import JotterHTTP
 
 /// The running Jotter server: the HTTP engine with every route registered.
@@ -50,7 +54,7 @@ public func buildApplication(_ configuration: ServerConfiguration) throws -> App
     do {
         try FileManager.default.createDirectory(atPath: configuration.dataDirectory, withIntermediateDirectories: true)
     } catch {
-        throw ServerStartError(description: "cannot create the data folder '\(configuration.dataDirectory)': \(error.localizedDescription)")
+        throw ServerStartError(description: "cannot create the data folder '\(configuration.dataDirectory)': \(error)")
     }
     var routes = RouterBuilder()
     routes.add(middleware: ErrorMiddleware(log: log))

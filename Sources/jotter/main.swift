@@ -1,4 +1,4 @@
-import Foundation
+import Glibc
 import JotterCLI
 
 exit(JotterCommandLine.run(Array(CommandLine.arguments.dropFirst())))

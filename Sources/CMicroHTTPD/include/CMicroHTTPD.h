@@ -33,8 +33,9 @@ uint16_t jotter_mhd_bound_port(struct MHD_Daemon *daemon);
 /// The number of connections the daemon has open right now.
 unsigned int jotter_mhd_current_connections(struct MHD_Daemon *daemon);
 
-/// The client address of a connection as text ("127.0.0.1", "::1"); writes "-" when unknown.
-void jotter_mhd_client_address(struct MHD_Connection *connection, char *buffer, size_t size);
+/// The client address of a connection as text ("127.0.0.1", "::1"), computed once when the
+/// connection opens; "-" when unknown.
+const char *jotter_mhd_client_address(struct MHD_Connection *connection);
 
 /// Sets a per-connection idle timeout in seconds (0: none), e.g. for long-lived event streams.
 void jotter_mhd_set_connection_timeout(struct MHD_Connection *connection, unsigned int seconds);

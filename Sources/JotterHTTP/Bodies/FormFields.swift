@@ -21,26 +21,31 @@ public struct FormFields: Sendable, Sequence {
     /// without `=` is a key with an empty value. Bad escapes or invalid UTF-8 throw `400`
     /// naming `context` ("query", "form body").
     public init(decoding text: some Collection<UInt8>, context: String) throws(HTTPError) {
-        var segment: [UInt8] = []
-        segment.reserveCapacity(64)
-        for byte in text {
-            if byte == UInt8(ascii: "&") {
-                try appendSegment(segment, context: context)
-                segment.removeAll(keepingCapacity: true)
-            } else {
-                segment.append(byte)
-            }
-        }
-        try appendSegment(segment, context: context)
+        let decoded = text.withContiguousStorageIfAvailable { Self.decode($0, context: context) }
+            ?? Array(text).withUnsafeBufferPointer { Self.decode($0, context: context) }
+        pairs = try decoded.get()
     }
 
-    private mutating func appendSegment(_ segment: [UInt8], context: String) throws(HTTPError) {
-        guard !segment.isEmpty else { return }
-        let equals = segment.firstIndex(of: UInt8(ascii: "=")) ?? segment.endIndex
-        let key = try Self.percentDecode(segment[..<equals], plusIsSpace: true, context: context)
-        let value = equals == segment.endIndex
-            ? "" : try Self.percentDecode(segment[(equals + 1)...], plusIsSpace: true, context: context)
-        pairs.append((key: key, value: value))
+    private static func decode(_ bytes: UnsafeBufferPointer<UInt8>, context: String) -> Result<[(key: String, value: String)], HTTPError> {
+        var pairs: [(key: String, value: String)] = []
+        var start = 0
+        do throws(HTTPError) {
+            while start <= bytes.count {
+                let end = bytes[start...].firstIndex(of: UInt8(ascii: "&")) ?? bytes.count
+                if end > start {
+                    let segment = UnsafeBufferPointer(rebasing: bytes[start..<end])
+                    let equals = segment.firstIndex(of: UInt8(ascii: "=")) ?? segment.count
+                    let key = try percentDecode(UnsafeBufferPointer(rebasing: segment[..<equals]), plusIsSpace: true, context: context)
+                    let value = equals == segment.count ? ""
+                        : try percentDecode(UnsafeBufferPointer(rebasing: segment[(equals + 1)...]), plusIsSpace: true, context: context)
+                    pairs.append((key: key, value: value))
+                }
+                start = end + 1
+            }
+        } catch {
+            return .failure(error)
+        }
+        return .success(pairs)
     }
 
     /// The first value for `key`.
@@ -60,6 +65,12 @@ public struct FormFields: Sendable, Sequence {
     /// Percent-decodes `bytes` and checks the result is UTF-8.
     public static func percentDecode(_ bytes: some Collection<UInt8>, plusIsSpace: Bool,
                                      context: String) throws(HTTPError) -> String {
+        if !bytes.contains(where: { $0 == UInt8(ascii: "%") || (plusIsSpace && $0 == UInt8(ascii: "+")) }) {
+            guard let string = String(validating: bytes, as: UTF8.self) else {
+                throw HTTPError.badRequest("invalid UTF-8 in the \(context)")
+            }
+            return string
+        }
         var out: [UInt8] = []
         out.reserveCapacity(bytes.count)
         var index = bytes.startIndex

@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// A request body decoded by its Content-Type: form fields, a JSON object, or nothing.
 ///
@@ -44,8 +48,7 @@ public enum RequestBody: Sendable {
 
     private static func describe(_ error: any Error) -> String {
         if case DecodingError.dataCorrupted(let context) = error {
-            let underlying = (context.underlyingError as? NSError)?.userInfo[NSDebugDescriptionErrorKey] as? String
-            return underlying ?? context.debugDescription
+            return context.underlyingError.map { "\($0)" } ?? context.debugDescription
         }
         return "\(error)"
     }
@@ -82,14 +85,14 @@ public struct MediaType: Sendable, Hashable {
 
     public init?(_ text: String) {
         let parts = text.split(separator: ";", omittingEmptySubsequences: false)
-        let essence = parts[0].trimmingCharacters(in: .whitespaces).lowercased()
+        let essence = parts[0].trimmingASCIISpaces().lowercased()
         guard essence.contains("/") else { return nil }
         self.essence = essence
         var parameters: [String: String] = [:]
         for part in parts.dropFirst() {
             guard let equals = part.firstIndex(of: "=") else { continue }
-            let key = part[..<equals].trimmingCharacters(in: .whitespaces).lowercased()
-            var value = part[part.index(after: equals)...].trimmingCharacters(in: .whitespaces)
+            let key = part[..<equals].trimmingASCIISpaces().lowercased()
+            var value = String(part[part.index(after: equals)...].trimmingASCIISpaces())
             if value.count >= 2, value.hasPrefix("\""), value.hasSuffix("\"") { value = String(value.dropFirst().dropLast()) }
             parameters[key] = value
         }

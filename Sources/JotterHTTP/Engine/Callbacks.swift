@@ -8,9 +8,9 @@ import Glibc
 func engineURILog(_ cls: UnsafeMutableRawPointer?, _ uri: UnsafePointer<CChar>?, _ connection: OpaquePointer?) -> UnsafeMutableRawPointer? {
     let server = Unmanaged<HTTPServer>.fromOpaque(cls!).takeUnretainedValue()
     server.inFlight.add(1, ordering: .relaxed)
-    var address = [CChar](repeating: 0, count: 64)
-    jotter_mhd_client_address(connection, &address, address.count)
-    let state = RequestState(target: uri.map { String(validatingCString: $0) ?? String(cString: $0) } ?? "", remoteAddress: String(cString: address))
+    let address = String(cString: jotter_mhd_client_address(connection))
+    let state = RequestState(target: uri.map { String(validatingCString: $0) ?? String(decoding: UnsafeRawBufferPointer(start: $0, count: strlen($0)), as: UTF8.self) } ?? "",
+                             remoteAddress: address)
     return Unmanaged.passRetained(state).toOpaque()
 }
 
@@ -135,10 +135,9 @@ extension HTTPServer {
         for field in response.headers {
             _ = MHD_add_response_header(handle, field.name, field.value)
         }
+        // Every response carries these two, errors refused before routing included.
         _ = MHD_add_response_header(handle, "X-Content-Type-Options", "nosniff")
-        if !response.headers.contains("X-Request-Id") {
-            _ = MHD_add_response_header(handle, "X-Request-Id", state.requestID)
-        }
+        _ = MHD_add_response_header(handle, "X-Request-Id", state.requestID)
         state.status = response.status.code
         state.bytesSent = body.count
         return MHD_queue_response(connection, UInt32(response.status.code), handle)

@@ -23,11 +23,12 @@ enum FramingCheck {
             if field.value.utf8.contains(where: { ($0 < 0x20 && $0 != 0x09) || $0 == 0x7F }) {
                 return reject("header field '\(field.name)' contains a control character")
             }
-            switch field.name.lowercased() {
-            case "content-length": contentLengths.append(field.value)
-            case "transfer-encoding": transferEncodings.append(field.value)
-            case "host": hosts.append(field.value)
-            default: break
+            if HTTPHeaders.equal(field.name, "Host") {
+                hosts.append(field.value)
+            } else if HTTPHeaders.equal(field.name, "Content-Length") {
+                contentLengths.append(field.value)
+            } else if HTTPHeaders.equal(field.name, "Transfer-Encoding") {
+                transferEncodings.append(field.value)
             }
         }
         if !transferEncodings.isEmpty {
@@ -69,17 +70,10 @@ enum FramingCheck {
     }
 
     /// RFC 9110 tchar.
-    static func isTokenByte(_ byte: UInt8) -> Bool {
-        switch byte {
-        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"):
-            true
-        default:
-            "!#$%&'*+-.^_`|~".utf8.contains(byte)
-        }
-    }
+    static func isTokenByte(_ byte: UInt8) -> Bool { ASCIISet.token.contains(byte) }
 
     static func isDecimal(_ text: String) -> Bool {
-        !text.isEmpty && text.utf8.count <= 18 && text.utf8.allSatisfy { $0 >= 0x30 && $0 <= 0x39 }
+        !text.isEmpty && text.utf8.count <= 18 && text.utf8.allSatisfy(ASCIISet.digits.contains)
     }
 
     /// `uri-host [ ":" port ]` (RFC 9110 §7.2): a reg-name or IPv4 address, or an IP literal in brackets.
@@ -89,27 +83,15 @@ enum FramingCheck {
         if name.hasPrefix("[") {
             guard let close = name.firstIndex(of: "]") else { return false }
             let literal = name[name.index(after: name.startIndex)..<close]
-            guard !literal.isEmpty, literal.utf8.allSatisfy({ isHexDigit($0) || $0 == UInt8(ascii: ":") || $0 == UInt8(ascii: ".") }) else { return false }
+            guard !literal.isEmpty, literal.utf8.allSatisfy(ASCIISet.ipLiteral.contains) else { return false }
             name = name[name.index(after: close)...]
-            return name.isEmpty || (name.hasPrefix(":") && name.dropFirst().utf8.allSatisfy { $0 >= 0x30 && $0 <= 0x39 })
+            return name.isEmpty || (name.hasPrefix(":") && name.dropFirst().utf8.allSatisfy(ASCIISet.digits.contains))
         }
-        if let colon = name.lastIndex(of: ":") {
-            let port = name[name.index(after: colon)...]
-            guard port.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }), port.utf8.count <= 5 else { return false }
-            name = name[..<colon]
+        if let colon = name.utf8.lastIndex(of: UInt8(ascii: ":")) {
+            let port = name.utf8[name.utf8.index(after: colon)...]
+            guard port.count <= 5, port.allSatisfy(ASCIISet.digits.contains) else { return false }
+            name = Substring(name.utf8[..<colon])
         }
-        guard !name.isEmpty else { return false }
-        return name.utf8.allSatisfy { byte in
-            switch byte {
-            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"):
-                true
-            default:
-                "-._~!$&'()*+,;=%".utf8.contains(byte)
-            }
-        }
-    }
-
-    private static func isHexDigit(_ byte: UInt8) -> Bool {
-        (byte >= 0x30 && byte <= 0x39) || (byte | 0x20 >= 0x61 && byte | 0x20 <= 0x66)
+        return !name.isEmpty && name.utf8.allSatisfy(ASCIISet.regName.contains)
     }
 }

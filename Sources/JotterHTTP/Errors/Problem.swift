@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// An RFC 9457 problem document, as rendered on every error response.
 public struct Problem: Codable, Sendable, Hashable {

@@ -1,5 +1,5 @@
-/// Renders every thrown error as problem+json and stamps each response with the headers every
-/// response carries (`X-Request-Id`, `X-Content-Type-Options: nosniff`).
+/// Renders every thrown error as problem+json carrying the request id. (The engine adds
+/// `X-Request-Id` and `X-Content-Type-Options: nosniff` to every response.)
 ///
 /// An `HTTPError` renders itself; anything else is a `500` that names the request id and is
 /// logged with its cause, which is never sent to the client.
@@ -9,18 +9,15 @@ public struct ErrorMiddleware: Middleware {
     public init(log: Logger) { self.log = log }
 
     public func handle(_ request: Request, context: RequestContext, next: Responder) throws -> Response {
-        var response: Response
         do {
-            response = try next(request, context)
+            return try next(request, context)
         } catch let error as HTTPError {
-            response = Self.render(error, requestID: request.id)
+            return Self.render(error, requestID: request.id)
         } catch {
             log.error("request \(request.id) \(request.method) \(request.path) failed: \(String(reflecting: error))")
-            response = Self.render(HTTPError(.internalServerError, detail: "the server failed to handle this request (request id \(request.id))"),
-                                   requestID: request.id)
+            return Self.render(HTTPError(.internalServerError, detail: "the server failed to handle this request (request id \(request.id))"),
+                               requestID: request.id)
         }
-        response.headers.set("X-Request-Id", request.id)
-        return response
     }
 
     /// The problem+json response for `error`, carrying `requestID`.

@@ -45,7 +45,7 @@ public struct HTTPHeaders: Sendable, Sequence {
     }
 
     /// ASCII case-insensitive comparison, without allocating.
-    static func equal(_ a: String, _ b: String) -> Bool {
+    public static func equal(_ a: String, _ b: String) -> Bool {
         let a = a.utf8, b = b.utf8
         guard a.count == b.count else { return false }
         return zip(a, b).allSatisfy { lower($0) == lower($1) }

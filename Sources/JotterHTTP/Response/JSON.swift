@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// Shared JSON coders: one configuration for every body the server writes or reads.
 public enum JSONCoding {

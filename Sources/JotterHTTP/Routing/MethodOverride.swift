@@ -16,12 +16,3 @@ enum MethodOverride {
         return HTTPMethod(method)
     }
 }
-
-extension StringProtocol {
-    /// Without leading and trailing spaces and tabs (HTTP's optional whitespace).
-    func trimmingASCIISpaces() -> SubSequence {
-        guard let start = firstIndex(where: { $0 != " " && $0 != "\t" }),
-              let end = lastIndex(where: { $0 != " " && $0 != "\t" }) else { return self[endIndex...] }
-        return self[start...end]
-    }
-}

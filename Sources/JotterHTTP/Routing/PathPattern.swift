@@ -13,6 +13,16 @@ struct PathPattern: Sendable {
         }
     }
 
+    /// True when the pattern has no parameters.
+    var isStatic: Bool {
+        segments.allSatisfy { if case .literal = $0 { true } else { false } }
+    }
+
+    /// `/a/b` for a static pattern: the form a request path is looked up by first.
+    var canonicalPath: String {
+        "/" + segments.map { if case .literal(let text) = $0 { text } else { "" } }.joined(separator: "/")
+    }
+
     /// The parameters when `path` (already split and decoded) matches, else `nil`.
     func match(_ path: [String]) -> Parameters? {
         guard path.count == segments.count else { return nil }

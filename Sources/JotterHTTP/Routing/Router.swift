@@ -65,37 +65,50 @@ struct Route: Sendable {
 /// The immutable route table: resolves the method override, the path and its parameters, and
 /// answers `404`, `405` (with `Allow`) and `HEAD` for any `GET` route.
 public struct Router: Sendable {
+    /// Routes without parameters by their canonical path ("/notes"), looked up before any split.
+    let staticRoutes: [String: [Route]]
     let routes: [Route]
     let fallback: Responder
+
+    init(routes: [Route], fallback: @escaping Responder) {
+        self.routes = routes
+        self.fallback = fallback
+        staticRoutes = Dictionary(grouping: routes.filter(\.pattern.isStatic), by: \.pattern.canonicalPath)
+    }
+
+    /// The routes whose path matches, with the path's parameters.
+    func candidates(for path: Substring) throws(HTTPError) -> [(route: Route, parameters: Parameters)] {
+        if let routes = staticRoutes[String(path)] {
+            return routes.map { (route: $0, parameters: Parameters()) }
+        }
+        let segments = try PathPattern.segments(of: path)
+        return routes.compactMap { route in route.pattern.match(segments).map { (route: route, parameters: $0) } }
+    }
 
     /// Answers `request`; never throws, since errors are rendered by the middleware.
     public func respond(to request: Request) -> Response {
         var request = request
         var context = RequestContext()
         do {
-            let segments = try PathPattern.segments(of: request.path)
-            var candidates = routes.compactMap { route in
-                route.pattern.match(segments).map { (route, $0) }
-            }
+            let candidates = try candidates(for: request.path)
             if candidates.isEmpty {
                 context.routingError = HTTPError(.notFound, detail: "no resource at \(request.path)")
                 return try fallback(request, context)
             }
             if request.method == .post {
-                let fromBody = candidates.allSatisfy { $0.0.options.methodOverrideFromBody }
+                let fromBody = candidates.allSatisfy { $0.route.options.methodOverrideFromBody }
                 request.method = try MethodOverride.resolve(request, fromBody: fromBody)
             }
-            let method = request.method == .head && !candidates.contains { $0.0.method == .head } ? .get : request.method
-            candidates = candidates.filter { $0.0.method == method }
-            guard let (route, parameters) = candidates.first else {
-                let allowed = Set(routes.filter { $0.pattern.match(segments) != nil }.map(\.method.rawValue))
+            let method = request.method == .head && !candidates.contains { $0.route.method == .head } ? .get : request.method
+            guard let match = candidates.first(where: { $0.route.method == method }) else {
+                let allowed = Set(candidates.map(\.route.method.rawValue))
                 let allow = (allowed.contains("GET") ? allowed.union(["HEAD"]) : allowed).sorted().joined(separator: ", ")
                 context.routingError = HTTPError(.methodNotAllowed, detail: "\(request.method) is not allowed on \(request.path); allowed: \(allow)",
                                                  headers: HTTPHeaders([("Allow", allow)]))
                 return try fallback(request, context)
             }
-            context.parameters = parameters
-            return try route.responder(request, context)
+            context.parameters = match.parameters
+            return try match.route.responder(request, context)
         } catch let error as HTTPError {
             context.routingError = error
         } catch {

@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import JotterAPI
 import JotterHTTP
 
@@ -27,7 +31,7 @@ struct HelloController {
     /// True when the Accept header asks for JSON (`application/json` or `+json`, q > 0).
     static func prefersJSON(_ accept: String) -> Bool {
         accept.split(separator: ",").contains { range in
-            let parts = range.split(separator: ";").map { $0.trimmingCharacters(in: .whitespaces).lowercased() }
+            let parts = range.split(separator: ";").map { $0.trimmingASCIISpaces().lowercased() }
             guard let media = parts.first else { return false }
             let quality = parts.dropFirst().first { $0.hasPrefix("q=") }.flatMap { Double($0.dropFirst(2)) } ?? 1
             return quality > 0 && (media == "application/json" || media.hasSuffix("+json"))
