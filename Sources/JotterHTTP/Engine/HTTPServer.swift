@@ -34,7 +34,7 @@ public final class HTTPServer: Sendable {
 
         public init(host: String = "127.0.0.1", port: Int = 8080, threads: Int = Configuration.cores,
                     connectionLimit: Int = 10_000, connectionsPerAddress: Int = 256, idleTimeout: Int = 30,
-                    maxBodySize: Int = 1 << 20, connectionMemory: Int = 16 << 10, shutdownGracePeriod: Double = 10) {
+                    maxBodySize: Int = 1 << 20, connectionMemory: Int = 8 << 10, shutdownGracePeriod: Double = 10) {
             self.host = host
             self.port = port
             self.threads = threads
