@@ -6,9 +6,10 @@ import JotterTestSupport
 /// An `HTTPServer` on a free port with a few routes that exercise the engine.
 final class EngineFixture {
     let server: HTTPServer
+    let hub = EventBroadcaster(heartbeat: 0.2)
 
     init(configure: (inout HTTPServer.Configuration) -> Void = { _ in }) throws {
-        var configuration = HTTPServer.Configuration(port: 0, threads: 2)
+        var configuration = HTTPServer.Configuration(port: 0, threads: 2, shutdownGracePeriod: 3)
         configure(&configuration)
         var routes = RouterBuilder()
         routes.add(middleware: ErrorMiddleware(log: Logger(accessLog: false)))
@@ -22,6 +23,29 @@ final class EngineFixture {
         routes.get("/slow") { request, _ in
             usleep(400_000)
             return "slow done"
+        }
+        routes.get("/deferred") { request, _ in
+            Response.deferred { complete in
+                DispatchQueue.global().asyncAfter(deadline: .now() + 0.2) {
+                    complete(Result { try "deferred \(request.id)".response(for: request) })
+                }
+            }
+        }
+        routes.get("/deferred-error") { request, _ in
+            Response.deferred { complete in
+                DispatchQueue.global().async { complete(.failure(HTTPError(.preconditionFailed, detail: "stale"))) }
+            }
+        }
+        let hub = self.hub
+        routes.get("/events") { request, _ in
+            let body = hub.subscribe()
+            body.release(replay: [], after: 0)
+            return Response.stream(body, headers: HTTPHeaders([("Content-Type", "text/event-stream")]))
+        }
+        routes.post("/publish") { request, _ in
+            let fields = try request.body()
+            hub.publish(ServerSentEvent(id: Int64(try fields.string("id") ?? "0"), event: "test", data: try fields.string("data") ?? ""))
+            return "published"
         }
         routes.get("/crash") { request, _ -> String in
             struct Boom: Error {}

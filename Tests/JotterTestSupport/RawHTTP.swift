@@ -137,6 +137,16 @@ public final class RawHTTP {
         }
     }
 
+    /// Reads raw bytes until `marker` has arrived; returns everything read so far (and keeps
+    /// nothing buffered). For streaming responses.
+    public func readStream(until marker: String) throws -> String {
+        let bytes = Array(marker.utf8)
+        _ = try readUntil(bytes)
+        let text = String(decoding: buffer, as: UTF8.self)
+        buffer = []
+        return text
+    }
+
     /// Everything until the server closes the connection (or the timeout).
     public func readToEnd() -> [UInt8] {
         var chunk = [UInt8](repeating: 0, count: 65536)

@@ -22,6 +22,10 @@ func engineRequestCompleted(_ cls: UnsafeMutableRawPointer?, _ connection: Opaqu
     let server = Unmanaged<HTTPServer>.fromOpaque(cls!).takeUnretainedValue()
     let state = Unmanaged<RequestState>.fromOpaque(raw).takeRetainedValue()
     server.inFlight.subtract(1, ordering: .releasing)
+    if let waker = state.waker {
+        waker.close()
+        server.wakers.unregister(waker)
+    }
     let outcome: String = switch termination.rawValue {  // MHD_REQUEST_TERMINATED_*
     case 0: ""
     case 2: "timeout"
@@ -87,10 +91,38 @@ func engineAccessHandler(_ cls: UnsafeMutableRawPointer?, _ connection: OpaquePo
     if let refusal = state.refusal {
         return server.queue(ErrorMiddleware.render(refusal, requestID: state.requestID), state: state, connection: connection)
     }
+    if let slot = state.deferred {
+        // Called again after a deferred answer woke the connection.
+        guard let result = slot.take() else {
+            guard server.isStopping else { return .YES }
+            return server.queue(ErrorMiddleware.render(HTTPError(.serviceUnavailable, detail: "the server is shutting down", closesConnection: true),
+                                                       requestID: state.requestID), state: state, connection: connection)
+        }
+        let response: Response
+        do { response = try result.get() } catch {
+            response = ErrorMiddleware.render(error, for: state.request!, log: server.log)
+        }
+        return server.queue(response, state: state, connection: connection)
+    }
     let request = Request(method: HTTPMethod(state.method), target: state.target, version: state.version, headers: state.headers,
                           body: state.body, id: state.requestID, remoteAddress: state.remoteAddress)
     state.body = []
-    return server.queue(server.router.respond(to: request), state: state, connection: connection)
+    let response = server.router.respond(to: request)
+    if case .deferred(let start) = response.payload {
+        let slot = DeferredSlot()
+        let waker = ConnectionWaker(connection: connection)
+        state.deferred = slot
+        state.waker = waker
+        state.request = request
+        server.wakers.register(waker, kind: .deferred)
+        waker.suspendUnlessWoken()
+        start { result in
+            slot.set(result)
+            waker.wake()
+        }
+        return .YES
+    }
+    return server.queue(response, state: state, connection: connection)
 }
 
 /// Every header field of the request, in order, with exact lengths (a NUL inside a value stays
@@ -127,8 +159,19 @@ extension HTTPServer {
     /// Hands `response` to libmicrohttpd for this connection.
     func queue(_ response: Response, state: RequestState, connection: OpaquePointer) -> MHD_Result {
         let body = response.body
-        let handle = body.withUnsafeBytes { bytes in
-            jotter_mhd_response_copy(bytes.count, bytes.baseAddress)
+        let handle: OpaquePointer?
+        switch response.payload {
+        case .bytes:
+            handle = body.withUnsafeBytes { bytes in jotter_mhd_response_copy(bytes.count, bytes.baseAddress) }
+        case .stream(let stream, let length):
+            let waker = ConnectionWaker(connection: connection)
+            wakers.register(waker, kind: .stream)
+            let context = Unmanaged.passRetained(StreamContext(body: stream, waker: waker, server: self)).toOpaque()
+            handle = MHD_create_response_from_callback(length ?? UInt64.max, 16 << 10, engineStreamRead, context, engineStreamFree)
+            if handle == nil { engineStreamFree(context) } else { stream.start(waker: waker) }
+        case .deferred:
+            log.error("request \(state.requestID): a deferred response answered with another deferred response")
+            return queue(ErrorMiddleware.render(HTTPError(.internalServerError), requestID: state.requestID), state: state, connection: connection)
         }
         guard let handle else { return .NO }
         defer { MHD_destroy_response(handle) }

@@ -62,6 +62,8 @@ public final class HTTPServer: Sendable {
     private let daemon = Mutex<Daemon?>(nil)
     private let boundPort = Atomic<Int>(0)
     let inFlight = Atomic<Int>(0)
+    let stopping = Atomic<Bool>(false)
+    let wakers = WakerRegistry()
     let requestCounter = Atomic<UInt64>(0)
     let idPrefix: String
 
@@ -79,6 +81,9 @@ public final class HTTPServer: Sendable {
 
     /// Requests received and not yet completed.
     public var requestsInFlight: Int { inFlight.load(ordering: .relaxed) }
+
+    /// True once `shutdown()` has begun: streaming bodies end, deferred answers get the grace period.
+    public var isStopping: Bool { stopping.load(ordering: .relaxed) }
 
     /// Binds the socket and starts serving on the engine threads.
     public func start() throws(ServerStartError) {
@@ -110,16 +115,28 @@ public final class HTTPServer: Sendable {
     /// then stops the engine. Safe to call more than once.
     public func shutdown() {
         guard let current = daemon.withLock({ $0 }) else { return }
+        stopping.store(true, ordering: .relaxed)
         let listener = MHD_quiesce_daemon(current.pointer)
         if listener >= 0 { close(listener) }
+        // Streams end now; deferred answers (writes being committed) get the grace period.
+        wakers.wakeAll(.stream)
         let deadline = Clock.microseconds() + UInt64(configuration.shutdownGracePeriod * 1_000_000)
-        while inFlight.load(ordering: .acquiring) > 0, Clock.microseconds() < deadline {
-            usleep(5_000)
-        }
+        waitForRequests(until: deadline)
         let pending = inFlight.load(ordering: .acquiring)
-        if pending > 0 { log.warning("stopping with \(pending) request(s) still in flight after the grace period") }
+        if pending > 0 {
+            log.warning("stopping with \(pending) request(s) still in flight after the grace period")
+            wakers.wakeAll(.deferred)
+            waitForRequests(until: Clock.microseconds() + 1_000_000)
+        }
         daemon.withLock { $0 = nil }
         MHD_stop_daemon(current.pointer)
+    }
+
+    private func waitForRequests(until deadline: UInt64) {
+        while inFlight.load(ordering: .acquiring) > 0, Clock.microseconds() < deadline {
+            wakers.wakeAll(.stream)
+            usleep(5_000)
+        }
     }
 
     /// The next request id: a per-process random prefix and a counter, unless the client sent a

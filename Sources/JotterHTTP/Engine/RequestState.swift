@@ -18,6 +18,10 @@ final class RequestState {
     /// An answer decided while the body was still arriving, sent once it has been drained.
     var refusal: HTTPError?
     var drained = 0
+    /// Set while a deferred answer is awaited (the connection is suspended meanwhile).
+    var deferred: DeferredSlot?
+    var waker: ConnectionWaker?
+    var request: Request?
     /// Set once a response is queued; further body bytes are discarded.
     var status = 0
     var bytesSent = 0

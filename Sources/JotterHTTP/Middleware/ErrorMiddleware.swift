@@ -11,13 +11,17 @@ public struct ErrorMiddleware: Middleware {
     public func handle(_ request: Request, context: RequestContext, next: Responder) throws -> Response {
         do {
             return try next(request, context)
-        } catch let error as HTTPError {
-            return Self.render(error, requestID: request.id)
         } catch {
-            log.error("request \(request.id) \(request.method) \(request.path) failed: \(String(reflecting: error))")
-            return Self.render(HTTPError(.internalServerError, detail: "the server failed to handle this request (request id \(request.id))"),
-                               requestID: request.id)
+            return Self.render(error, for: request, log: log)
         }
+    }
+
+    /// The response for any error: an `HTTPError` renders itself, anything else is a logged 500.
+    public static func render(_ error: any Error, for request: Request, log: Logger) -> Response {
+        if let error = error as? HTTPError { return render(error, requestID: request.id) }
+        log.error("request \(request.id) \(request.method) \(request.path) failed: \(String(reflecting: error))")
+        return render(HTTPError(.internalServerError, detail: "the server failed to handle this request (request id \(request.id))"),
+                      requestID: request.id)
     }
 
     /// The problem+json response for `error`, carrying `requestID`.

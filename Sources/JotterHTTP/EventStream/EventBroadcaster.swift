@@ -1,0 +1,99 @@
+import Glibc
+import Synchronization
+
+/// Sends events to every open event stream, and a heartbeat comment to each at a fixed
+/// interval so that idle streams survive proxies (and dead clients are noticed).
+///
+/// ```swift
+/// let hub = EventBroadcaster(heartbeat: 15)
+/// let body = hub.subscribe()
+/// hub.publish(ServerSentEvent(id: 7, event: "note.created", data: json))
+/// ```
+public final class EventBroadcaster: Sendable {
+    private let subscribers = Mutex<[ObjectIdentifier: EventStreamBody]>([:])
+    private let stopped = Atomic<Bool>(false)
+    public let heartbeatInterval: Double
+
+    public init(heartbeat seconds: Double = 15) {
+        heartbeatInterval = seconds
+        let thread = HeartbeatThread(broadcaster: self)
+        thread.start()
+    }
+
+    /// A new stream body, held until `release` is called on it.
+    public func subscribe() -> EventStreamBody {
+        let body = EventStreamBody { [weak self] body in self?.unsubscribe(body) }
+        subscribers.withLock { $0[ObjectIdentifier(body)] = body }
+        return body
+    }
+
+    func unsubscribe(_ body: EventStreamBody) {
+        _ = subscribers.withLock { $0.removeValue(forKey: ObjectIdentifier(body)) }
+    }
+
+    /// Queues `event` on every stream.
+    public func publish(_ event: ServerSentEvent) {
+        let bytes = event.encoded
+        for body in current() { body.send(id: event.id, bytes) }
+    }
+
+    /// The number of open streams.
+    public var count: Int { subscribers.withLock { $0.count } }
+
+    /// Ends every stream and the heartbeat.
+    public func stop() {
+        stopped.store(true, ordering: .relaxed)
+        for body in current() { body.end() }
+    }
+
+    private func current() -> [EventStreamBody] {
+        subscribers.withLock { Array($0.values) }
+    }
+
+    fileprivate func beat() -> Bool {
+        guard !stopped.load(ordering: .relaxed) else { return false }
+        for body in current() { body.send(id: nil, ServerSentEvent.heartbeat) }
+        return true
+    }
+}
+
+/// A plain thread that sends the heartbeat; it holds the broadcaster weakly and ends with it.
+private final class HeartbeatThread: Sendable {
+    private let broadcaster: WeakBox
+
+    init(broadcaster: EventBroadcaster) {
+        self.broadcaster = WeakBox(broadcaster)
+    }
+
+    func start() {
+        let box = broadcaster
+        let interval = useconds_t(max(0.05, box.value?.heartbeatInterval ?? 15) * 1_000_000)
+        var thread = pthread_t()
+        let context = Unmanaged.passRetained(HeartbeatContext(box: box, interval: interval)).toOpaque()
+        pthread_create(&thread, nil, { raw in
+            let context = Unmanaged<HeartbeatContext>.fromOpaque(raw!).takeRetainedValue()
+            while true {
+                usleep(context.interval)
+                guard let broadcaster = context.box.value, broadcaster.beat() else { break }
+            }
+            return nil
+        }, context)
+        pthread_detach(thread)
+    }
+}
+
+private final class HeartbeatContext: Sendable {
+    let box: WeakBox
+    let interval: useconds_t
+    init(box: WeakBox, interval: useconds_t) {
+        self.box = box
+        self.interval = interval
+    }
+}
+
+private final class WeakBox: Sendable {
+    private let reference: Mutex<Weak>
+    struct Weak: @unchecked Sendable { weak var value: EventBroadcaster? }  // read only under the Mutex
+    init(_ value: EventBroadcaster) { reference = Mutex(Weak(value: value)) }
+    var value: EventBroadcaster? { reference.withLock { $0.value } }
+}

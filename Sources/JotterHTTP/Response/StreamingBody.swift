@@ -1,0 +1,62 @@
+/// What a `StreamingBody` has for the engine right now.
+public enum StreamRead: Sendable {
+    /// This many bytes were written into the buffer.
+    case bytes(Int)
+    /// Nothing yet: the engine suspends the connection until the body calls `waker.wake()`.
+    case wait
+    /// The body is complete.
+    case end
+    /// The body can't be completed; the connection is closed.
+    case failed
+}
+
+/// A response body produced while it is sent — server-sent events, files — without a thread
+/// per connection: when the body has nothing to give, the connection is suspended and costs
+/// no thread until the body wakes it.
+///
+/// ```swift
+/// final class Countdown: StreamingBody { … }
+/// return Response.stream(Countdown(), contentType: "text/plain")
+/// ```
+public protocol StreamingBody: AnyObject, Sendable {
+    /// Called once, on an engine thread, before the first read: call `waker.wake()` whenever a
+    /// `.wait` can make progress.
+    func start(waker: ConnectionWaker)
+    /// Copies up to `buffer.count` bytes of the body, starting at byte `offset`, into `buffer`.
+    /// Called on an engine thread; must not block.
+    func read(into buffer: UnsafeMutableRawBufferPointer, at offset: UInt64) -> StreamRead
+    /// The connection is done with the body: sent, failed, aborted or the server stopping.
+    func finish()
+}
+
+extension Response {
+    /// What the engine sends: bytes in `body`, a streaming body, or an answer that comes later.
+    enum Payload: Sendable {
+        case bytes
+        case stream(any StreamingBody, length: UInt64?)
+        case deferred(@Sendable (_ complete: @escaping @Sendable (Result<Response, any Error>) -> Void) -> Void)
+    }
+
+    /// A response whose body is produced while it is sent; `length` nil means chunked.
+    public static func stream(_ body: any StreamingBody, status: HTTPStatus = .ok, headers: HTTPHeaders = HTTPHeaders(),
+                              length: UInt64? = nil) -> Response {
+        var response = Response(status: status, headers: headers)
+        response.payload = .stream(body, length: length)
+        return response
+    }
+
+    /// A response that is known only later — after a group commit, say. The engine suspends the
+    /// connection (no thread waits) and calls `start`; `start` calls `complete` exactly once,
+    /// from any thread. A failure renders like a thrown error.
+    ///
+    /// ```swift
+    /// return Response.deferred { complete in
+    ///     store.submit(write) { result in complete(result.map(render)) }
+    /// }
+    /// ```
+    public static func deferred(_ start: @escaping @Sendable (_ complete: @escaping @Sendable (Result<Response, any Error>) -> Void) -> Void) -> Response {
+        var response = Response()
+        response.payload = .deferred(start)
+        return response
+    }
+}
