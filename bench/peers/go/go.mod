@@ -1,0 +1,3 @@
+module jotter/bench/peers/go
+
+go 1.19
