@@ -18,15 +18,20 @@ let package = Package(
         // Codable wire types shared by the server and the client SDK.
         .target(name: "JotterAPI"),
         // The application: configuration, controllers, `buildApplication`.
-        .target(name: "JotterServer", dependencies: ["JotterHTTP", "JotterAPI"]),
+        .target(name: "JotterServer", dependencies: ["JotterHTTP", "JotterAPI", "JotterStore"]),
         // The command-line interface as a library, so commands are testable in-process.
-        .target(name: "JotterCLI", dependencies: ["JotterServer", "JotterHTTP"]),
+        .target(name: "JotterCLI", dependencies: ["JotterServer", "JotterHTTP", "JotterStore"]),
         .executableTarget(name: "jotter", dependencies: ["JotterCLI"]),
+        // SQLite from Debian (libsqlite3-dev), as a system library.
+        .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
+        // Persistence behind protocols (NoteStore); the SQLite implementation.
+        .target(name: "JotterStore", dependencies: ["CSQLite"]),
 
         // Test helpers: a raw-socket HTTP client and a real server on a free port.
         .target(name: "JotterTestSupport", dependencies: ["JotterServer"], path: "Tests/JotterTestSupport"),
         .testTarget(name: "JotterHTTPTests", dependencies: ["JotterHTTP", "JotterTestSupport"]),
         .testTarget(name: "JotterServerTests", dependencies: ["JotterServer", "JotterHTTP", "JotterAPI", "JotterTestSupport"]),
         .testTarget(name: "JotterCLITests", dependencies: ["JotterCLI", "jotter", "JotterTestSupport"]),
+        .testTarget(name: "JotterStoreTests", dependencies: ["JotterStore", "CSQLite"]),
     ]
 )

@@ -1,0 +1,46 @@
+/// Turns a user's search words into an FTS5 MATCH expression that cannot fail or inject syntax.
+///
+/// Each whitespace-separated word becomes one quoted phrase (inner `"` doubled), and phrases are
+/// AND-ed: `buy "milk" NEAR(` → `"buy" AND """milk""" AND "NEAR("`. Inside quotes FTS5 reads no
+/// operators, columns, prefixes or parentheses; the tokenizer just splits the phrase into words.
+///
+/// Words with no letter or digit (`*`, `"`, `--`) are dropped: the `unicode61` tokenizer makes no
+/// token from them, and an empty phrase would make the whole query match nothing. A search made
+/// only of such words can match no note; a blank search is no filter.
+///
+/// ```swift
+/// FullTextQuery(search: "café  au lait") // .match("\"café\" AND \"au\" AND \"lait\"")
+/// FullTextQuery(search: "  ")            // .everything
+/// FullTextQuery(search: " * ")           // .nothing
+/// ```
+enum FullTextQuery: Equatable {
+    /// No filter (no search, or a blank one).
+    case everything
+    /// Notes matching this FTS5 MATCH expression.
+    case match(String)
+    /// No note can match (the search has no searchable word).
+    case nothing
+
+    init(search: String?) {
+        let words = (search ?? "").split(whereSeparator: { $0.isWhitespace })
+        guard !words.isEmpty else {
+            self = .everything
+            return
+        }
+        let phrases = words
+            .filter { word in word.unicodeScalars.contains(where: Self.isTokenCharacter) }
+            .map { word in "\"" + word.replacing("\"", with: "\"\"") + "\"" }
+        self = phrases.isEmpty ? .nothing : .match(phrases.joined(separator: " AND "))
+    }
+
+    /// What `unicode61` keeps in tokens by default: letters, numbers, private-use characters.
+    static func isTokenCharacter(_ scalar: Unicode.Scalar) -> Bool {
+        switch scalar.properties.generalCategory {
+        case .uppercaseLetter, .lowercaseLetter, .titlecaseLetter, .modifierLetter, .otherLetter,
+             .decimalNumber, .letterNumber, .otherNumber, .privateUse:
+            return true
+        default:
+            return false
+        }
+    }
+}

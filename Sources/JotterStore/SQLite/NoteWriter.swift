@@ -1,0 +1,79 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// Applies one `NoteWrite` on the writer connection, inside the transaction the writer opened.
+///
+/// Each write reads the note, decides `.notFound` first and then the version precondition, makes
+/// its change and appends its event (trimming the events table to the backlog), all with
+/// prepared statements and bound parameters. The FTS index follows through triggers.
+struct NoteWriter: Sendable {
+    /// Events kept for replay; older ones are deleted as new ones are added.
+    let eventBacklog: Int64
+    /// The clock, in Unix seconds.
+    var now: @Sendable () -> Int64 = { Int64(time(nil)) }
+
+    func apply(_ write: NoteWrite, on db: SQLiteConnection) throws(StoreError) -> NoteWriteResult {
+        switch write {
+        case .create(let body):
+            let time = now()
+            try db.run("INSERT INTO notes (body, created_at, updated_at, version) VALUES (?, ?, ?, 1)",
+                       [.text(body), .integer(time), .integer(time)])
+            let note = NoteRecord(id: db.lastInsertRowID, body: body, createdAt: time, updatedAt: time, version: 1)
+            return .done(note, try appendEvent(.created, note, on: db))
+
+        case .update(let id, let body, let ifVersion):
+            return try ifAllowed(id, ifVersion, on: db) { current throws(StoreError) in
+                var note = current
+                note.body = body
+                note.updatedAt = now()
+                note.version += 1
+                try db.run("UPDATE notes SET body = ?, updated_at = ?, version = ? WHERE id = ?",
+                           [.text(note.body), .integer(note.updatedAt), .integer(note.version), .integer(id)])
+                return .done(note, try appendEvent(.updated, note, on: db))
+            }
+
+        case .touch(let id, let ifVersion):
+            return try ifAllowed(id, ifVersion, on: db) { current throws(StoreError) in
+                var note = current
+                note.updatedAt = now()
+                note.version += 1
+                try db.run("UPDATE notes SET updated_at = ?, version = ? WHERE id = ?",
+                           [.integer(note.updatedAt), .integer(note.version), .integer(id)])
+                return .done(note, try appendEvent(.updated, note, on: db))
+            }
+
+        case .delete(let id, let ifVersion):
+            return try ifAllowed(id, ifVersion, on: db) { note throws(StoreError) in
+                try db.run("DELETE FROM notes WHERE id = ?", [.integer(id)])
+                return .done(note, try appendEvent(.deleted, note, on: db))
+            }
+        }
+    }
+
+    /// Runs `change` on the current note if the write may go ahead: a missing note is
+    /// `.notFound` whatever `ifVersion` says; a stale `ifVersion` is `.versionMismatch`.
+    private func ifAllowed(
+        _ id: Int64, _ ifVersion: Int64?, on db: SQLiteConnection,
+        _ change: (NoteRecord) throws(StoreError) -> NoteWriteResult
+    ) throws(StoreError) -> NoteWriteResult {
+        guard let note = try NoteRows.note(id: id, on: db) else { return .notFound }
+        if let ifVersion, ifVersion != note.version { return .versionMismatch(current: note) }
+        return try change(note)
+    }
+
+    /// Appends an event and trims the backlog; the event id comes from AUTOINCREMENT, so it is
+    /// above every id ever issued, trimmed or not.
+    private func appendEvent(_ kind: NoteEventKind, _ note: NoteRecord, on db: SQLiteConnection) throws(StoreError) -> NoteEvent {
+        try db.run("""
+            INSERT INTO events (kind, note_id, note_body, note_created_at, note_updated_at, note_version, created_at)
+            VALUES (?, ?, ?, ?, ?, ?, ?)
+            """, [.text(kind.rawValue), .integer(note.id), .text(note.body), .integer(note.createdAt),
+                  .integer(note.updatedAt), .integer(note.version), .integer(now())])
+        let id = db.lastInsertRowID
+        try db.run("DELETE FROM events WHERE id <= ?", [.integer(id - eventBacklog)])
+        return NoteEvent(id: id, kind: kind, note: note)
+    }
+}

@@ -1,0 +1,98 @@
+/// The SQLite schema: forward migrations, applied in order at start-up in one transaction.
+///
+/// `schema_version` holds one row with the version of the last migration applied. A database
+/// whose version is above `current` was written by a newer jotter and is refused before
+/// anything — not even the journal mode — is changed.
+enum SQLiteSchema {
+    /// Migration `i` takes the schema from version `i` to `i + 1`. Append only; never edit one
+    /// that has shipped.
+    static let migrations: [String] = [
+        // 1: notes, their full-text index, events.
+        """
+        CREATE TABLE notes (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,   -- AUTOINCREMENT: ids are never reused
+            body TEXT NOT NULL,
+            created_at INTEGER NOT NULL,            -- Unix seconds, UTC
+            updated_at INTEGER NOT NULL,
+            version INTEGER NOT NULL
+        );
+        -- External-content FTS5 index over notes.body, kept in step by the triggers below (so in
+        -- the same transaction as every change to notes, whoever makes it).
+        CREATE VIRTUAL TABLE notes_fts USING fts5(
+            body, content = 'notes', content_rowid = 'id', tokenize = 'unicode61 remove_diacritics 2'
+        );
+        CREATE TRIGGER notes_fts_after_insert AFTER INSERT ON notes BEGIN
+            INSERT INTO notes_fts(rowid, body) VALUES (new.id, new.body);
+        END;
+        CREATE TRIGGER notes_fts_after_delete AFTER DELETE ON notes BEGIN
+            INSERT INTO notes_fts(notes_fts, rowid, body) VALUES ('delete', old.id, old.body);
+        END;
+        CREATE TRIGGER notes_fts_after_update AFTER UPDATE OF body ON notes
+        WHEN old.body IS NOT new.body BEGIN
+            INSERT INTO notes_fts(notes_fts, rowid, body) VALUES ('delete', old.id, old.body);
+            INSERT INTO notes_fts(rowid, body) VALUES (new.id, new.body);
+        END;
+        -- Change events, trimmed to the backlog size; AUTOINCREMENT keeps ids growing after trims.
+        CREATE TABLE events (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            kind TEXT NOT NULL,                     -- note.created | note.updated | note.deleted
+            note_id INTEGER NOT NULL,
+            note_body TEXT NOT NULL,
+            note_created_at INTEGER NOT NULL,
+            note_updated_at INTEGER NOT NULL,
+            note_version INTEGER NOT NULL,
+            created_at INTEGER NOT NULL
+        );
+        """,
+    ]
+
+    /// The schema version this binary writes and understands.
+    static var current: Int64 { Int64(migrations.count) }
+
+    /// Checks the version, switches to WAL and migrates to `current`.
+    ///
+    /// - Throws: `StoreError.newerSchema` (database untouched) or `.notJotterDatabase`.
+    static func prepare(_ db: SQLiteConnection, fileName: String) throws(StoreError) {
+        // Look before touching: a read changes nothing in the file.
+        let found = try storedVersion(db, fileName: fileName)
+        guard found <= current else { throw .newerSchema(file: fileName, found: found, supported: current) }
+
+        let mode = try db.first("PRAGMA journal_mode = WAL") { $0.string(0) }
+        guard mode?.lowercased() == "wal" else {
+            throw .sqlite(code: 1, message: "could not switch \(fileName) to WAL mode (got \(mode ?? "nothing"))")
+        }
+        guard found < current else { return }
+
+        try db.run("BEGIN IMMEDIATE")
+        do throws(StoreError) {
+            // Another process may have migrated between our look and the lock: look again.
+            let version = try storedVersion(db, fileName: fileName)
+            guard version <= current else { throw StoreError.newerSchema(file: fileName, found: version, supported: current) }
+            if version == 0 {
+                try db.execute("CREATE TABLE schema_version (version INTEGER NOT NULL)")
+                try db.run("INSERT INTO schema_version (version) VALUES (0)")
+            }
+            for next in Int(version)..<migrations.count {
+                try db.execute(migrations[next])
+            }
+            try db.run("UPDATE schema_version SET version = ?", [.integer(current)])
+            try db.run("COMMIT")
+        } catch {
+            if !db.isAutocommit { try? db.run("ROLLBACK") }
+            throw error
+        }
+    }
+
+    /// The stored schema version; 0 for an empty database.
+    static func storedVersion(_ db: SQLiteConnection, fileName: String) throws(StoreError) -> Int64 {
+        let hasVersionTable = try db.first(
+            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_version'") { _ in true } ?? false
+        if hasVersionTable {
+            return try db.first("SELECT version FROM schema_version") { $0.int64(0) } ?? 0
+        }
+        let otherTables = try db.first(
+            "SELECT count(*) FROM sqlite_master WHERE name NOT LIKE 'sqlite\\_%' ESCAPE '\\'") { $0.int64(0) } ?? 0
+        guard otherTables == 0 else { throw .notJotterDatabase(file: fileName) }
+        return 0
+    }
+}

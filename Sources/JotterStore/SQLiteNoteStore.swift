@@ -1,0 +1,146 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+import Synchronization
+
+/// The `NoteStore` on an embedded SQLite database at `<dataDirectory>/jotter.sqlite`.
+///
+/// WAL mode; one writer thread owning the only read-write connection commits writes in groups
+/// (`GroupCommitWriter`), acknowledging each only once its commit is durable; reads run on the
+/// caller's thread on pooled read-only connections and never wait for the writer. Opening
+/// creates the file if needed and migrates it; a database from a newer jotter is refused.
+///
+/// ```swift
+/// let store = try SQLiteNoteStore(dataDirectory: "/var/lib/jotter")
+/// defer { store.close() }
+/// store.submit(.create(body: "Buy milk")) { result in … }   // called once durable
+/// let newest = try store.notes(NoteQuery(limit: 20))
+/// ```
+public final class SQLiteNoteStore: NoteStore {
+    /// How durable a commit is when it is acknowledged.
+    public enum Synchronous: String, Sendable {
+        /// fsync the WAL on every commit: an acknowledged write survives power loss (the default).
+        case full = "FULL"
+        /// fsync only at checkpoints: survives a crash of jotter, may lose the last commits on power loss.
+        case normal = "NORMAL"
+    }
+
+    /// Settings for opening the store.
+    public struct Options: Sendable {
+        public var synchronous: Synchronous
+        /// Events kept for replay by `events(after:limit:)`; at least 1.
+        public var eventBacklog: Int
+        /// At most this many writes share one commit.
+        public var maxBatchSize: Int
+        /// Idle read connections kept open (one is in use per concurrently reading thread).
+        public var maxIdleReaders: Int
+        /// How long any connection retries a locked database before failing.
+        public var busyTimeoutMilliseconds: Int32
+
+        public init(synchronous: Synchronous = .full, eventBacklog: Int = 10_000, maxBatchSize: Int = 256,
+                    maxIdleReaders: Int = 16, busyTimeoutMilliseconds: Int32 = 5_000) {
+            self.synchronous = synchronous
+            self.eventBacklog = eventBacklog
+            self.maxBatchSize = maxBatchSize
+            self.maxIdleReaders = maxIdleReaders
+            self.busyTimeoutMilliseconds = busyTimeoutMilliseconds
+        }
+    }
+
+    /// The database file's name inside the data directory.
+    public static let fileName = "jotter.sqlite"
+
+    /// The path of the database file.
+    public let path: String
+    private let writer: GroupCommitWriter
+    private let readers: ReaderPool
+    private let noteWriter: NoteWriter
+
+    /// Opens (creating and migrating as needed) `<dataDirectory>/jotter.sqlite`.
+    ///
+    /// - Parameters:
+    ///   - dataDirectory: the data folder; created if missing.
+    ///   - options: durability, event backlog, batching.
+    /// - Throws: `StoreError.newerSchema` when the database is from a newer jotter (it is left
+    ///   untouched), `.notJotterDatabase`, or an SQLite error.
+    public init(dataDirectory: String, options: Options = Options()) throws(StoreError) {
+        guard options.eventBacklog >= 1 else { throw .invalidArgument("eventBacklog must be at least 1") }
+        do {
+            try FileManager.default.createDirectory(atPath: dataDirectory, withIntermediateDirectories: true)
+        } catch {
+            throw .invalidArgument("cannot create the data directory \(dataDirectory): \(error)")
+        }
+        path = dataDirectory.hasSuffix("/") ? dataDirectory + Self.fileName : dataDirectory + "/" + Self.fileName
+
+        let db = try SQLiteConnection(path: path, flags: SQLiteConnection.readWrite,
+                                      busyTimeoutMilliseconds: options.busyTimeoutMilliseconds)
+        try SQLiteSchema.prepare(db, fileName: Self.fileName)
+        // After the schema check: never change anything in a database we refuse.
+        try db.execute("PRAGMA synchronous = \(options.synchronous.rawValue)")
+        try db.execute("PRAGMA journal_size_limit = 67108864")  // shrink the WAL back to 64 MiB after checkpoints
+
+        noteWriter = NoteWriter(eventBacklog: Int64(options.eventBacklog))
+        readers = ReaderPool(path: path, maxIdle: options.maxIdleReaders,
+                             busyTimeoutMilliseconds: options.busyTimeoutMilliseconds)
+        writer = try GroupCommitWriter(connection: db, maxBatch: options.maxBatchSize)
+    }
+
+    deinit { close() }
+
+    /// Finishes queued writes, then closes every connection. Later calls fail with
+    /// `StoreError.closed`. Idempotent.
+    public func close() {
+        writer.stop()
+        readers.close()
+    }
+
+    /// How many commits the writes so far took (fewer commits than writes = group commit at work).
+    public var statistics: WriteStatistics { writer.statistics }
+
+    // MARK: - Reads
+
+    public func note(id: Int64) throws(StoreError) -> NoteRecord? {
+        try readers.withConnection { db throws(StoreError) in try NoteRows.note(id: id, on: db) }
+    }
+
+    public func notes(_ query: NoteQuery) throws(StoreError) -> [NoteRecord] {
+        try readers.withConnection { db throws(StoreError) in try NoteRows.page(query, on: db) }
+    }
+
+    public func events(after: Int64, limit: Int) throws(StoreError) -> [NoteEvent]? {
+        try readers.withConnection { db throws(StoreError) in
+            try db.readTransaction { () throws(StoreError) in try NoteRows.events(after: after, limit: limit, on: db) }
+        }
+    }
+
+    public func lastEventID() throws(StoreError) -> Int64 {
+        try readers.withConnection { db throws(StoreError) in try NoteRows.lastEventID(on: db) }
+    }
+
+    // MARK: - Writes
+
+    /// Queues `write` for the next group commit; `completion` runs on the writer thread once the
+    /// commit is durable (or failed). After `close()`, `completion` gets `StoreError.closed` at
+    /// once on the calling thread.
+    public func submit(_ write: NoteWrite, completion: @escaping @Sendable (Result<NoteWriteResult, StoreError>) -> Void) {
+        let noteWriter = noteWriter
+        writer.submit(.make({ db throws(StoreError) in try noteWriter.apply(write, on: db) }, completion: completion))
+    }
+
+    /// Blocking convenience over `submit`: returns once the write is durable.
+    ///
+    /// Never call it from a `submit` completion: those run on the writer thread, which would
+    /// then wait for itself.
+    public func perform(_ write: NoteWrite) throws(StoreError) -> NoteWriteResult {
+        let done = Semaphore()
+        let outcome = Mutex<Result<NoteWriteResult, StoreError>?>(nil)
+        submit(write) { result in
+            outcome.withLock { $0 = result }
+            done.signal()
+        }
+        done.wait()
+        return try outcome.withLock { $0! }.get()
+    }
+}

@@ -1,0 +1,73 @@
+/// An error from a note store: SQLite failures, a database newer than this binary, a closed store.
+///
+/// A struct over a private code so cases can grow without breaking callers. Two errors are equal
+/// when their codes are equal (the message is not compared), so tests and callers can match:
+///
+/// ```swift
+/// do { _ = try SQLiteNoteStore(dataDirectory: "/var/lib/jotter") }
+/// catch let error as StoreError where error == .newerSchema { print(error.message) }
+/// ```
+public struct StoreError: Error, Sendable, Hashable, CustomStringConvertible {
+    private enum Code: Hashable, Sendable {
+        case sqlite(Int32)
+        case newerSchema
+        case notJotterDatabase
+        case closed
+        case invalidArgument
+        case system
+    }
+
+    private let code: Code
+    /// What went wrong, in words; for SQLite failures this includes SQLite's own message.
+    public let message: String
+
+    private init(_ code: Code, _ message: String) {
+        self.code = code
+        self.message = message
+    }
+
+    /// The database was written by a newer jotter (its schema version is above what this binary knows).
+    public static let newerSchema = StoreError(.newerSchema, "the database has a newer schema version")
+    /// The file exists and is SQLite, but has tables and no jotter schema version.
+    public static let notJotterDatabase = StoreError(.notJotterDatabase, "not a jotter database")
+    /// The store was closed; no further reads or writes are accepted.
+    public static let closed = StoreError(.closed, "the note store is closed")
+    /// An argument the store cannot use (such as a negative limit or backlog).
+    public static let invalidArgument = StoreError(.invalidArgument, "invalid argument")
+
+    /// The SQLite (extended) result code, when the error came from SQLite.
+    public var sqliteCode: Int32? {
+        if case .sqlite(let code) = code { return code }
+        return nil
+    }
+
+    public var description: String { message }
+
+    public static func == (lhs: StoreError, rhs: StoreError) -> Bool { lhs.code == rhs.code }
+    public func hash(into hasher: inout Hasher) { hasher.combine(code) }
+
+    // MARK: - Constructors with details (internal)
+
+    static func sqlite(code: Int32, message: String, context: String? = nil) -> StoreError {
+        let prefix = context.map { "\($0): " } ?? ""
+        return StoreError(.sqlite(code), "\(prefix)SQLite error \(code): \(message)")
+    }
+
+    static func newerSchema(file: String, found: Int64, supported: Int64) -> StoreError {
+        StoreError(.newerSchema, "\(file) has schema version \(found) but this jotter understands up to "
+            + "\(supported); upgrade jotter (the database was left untouched)")
+    }
+
+    static func notJotterDatabase(file: String) -> StoreError {
+        StoreError(.notJotterDatabase, "\(file) has tables but no jotter schema_version; refusing to use it")
+    }
+
+    static func invalidArgument(_ message: String) -> StoreError {
+        StoreError(.invalidArgument, message)
+    }
+
+    /// The operating system refused something the store needs (such as starting its writer thread).
+    static func system(_ message: String) -> StoreError {
+        StoreError(.system, message)
+    }
+}

@@ -1,0 +1,127 @@
+import Foundation
+import Synchronization
+import Testing
+@testable import JotterStore
+
+@Suite("Notes: create, read, update, delete, preconditions")
+struct NoteCRUDTests {
+    @Test func createThenGet() throws {
+        let fixture = try StoreFixture()
+        let before = Int64(Date().timeIntervalSince1970)
+        let note = try fixture.create("Buy milk")
+        let after = Int64(Date().timeIntervalSince1970)
+
+        #expect(note.id >= 1)
+        #expect(note.body == "Buy milk")
+        #expect(note.version == 1)
+        #expect(note.createdAt == note.updatedAt)
+        #expect((before...after).contains(note.createdAt))
+        #expect(try fixture.store.note(id: note.id) == note)
+        #expect(try fixture.store.note(id: note.id + 1000) == nil)
+    }
+
+    @Test func emptyAndUnicodeBodiesRoundTrip() throws {
+        let fixture = try StoreFixture()
+        for body in ["", "naïve café 日本語 🍕", "line\nbreak\0nul", String(repeating: "x", count: 100_000)] {
+            let note = try fixture.create(body)
+            #expect(try fixture.store.note(id: note.id)?.body == body)
+        }
+    }
+
+    @Test func updateBumpsVersionAndKeepsCreatedAt() throws {
+        let fixture = try StoreFixture()
+        let note = try fixture.create("one")
+        let result = try fixture.store.perform(.update(id: note.id, body: "two", ifVersion: nil))
+        let updated = try #require(result.note)
+        #expect(updated.body == "two")
+        #expect(updated.version == 2)
+        #expect(updated.createdAt == note.createdAt)
+        #expect(updated.updatedAt >= note.updatedAt)
+        #expect(try fixture.store.note(id: note.id) == updated)
+    }
+
+    @Test func updateWithCorrectAndStaleVersion() throws {
+        let fixture = try StoreFixture()
+        let note = try fixture.create("one")
+        let ok = try fixture.store.perform(.update(id: note.id, body: "two", ifVersion: 1))
+        #expect(ok.note?.version == 2)
+
+        let stale = try fixture.store.perform(.update(id: note.id, body: "three", ifVersion: 1))
+        let current = try #require(try fixture.store.note(id: note.id))
+        #expect(stale == .versionMismatch(current: current))
+        #expect(current.body == "two")
+        #expect(current.version == 2)
+    }
+
+    @Test func deleteWithStaleThenCorrectVersion() throws {
+        let fixture = try StoreFixture()
+        let note = try fixture.create("doomed")
+        #expect(try fixture.store.perform(.delete(id: note.id, ifVersion: 7)) == .versionMismatch(current: note))
+        #expect(try fixture.store.note(id: note.id) == note)
+
+        let deleted = try fixture.store.perform(.delete(id: note.id, ifVersion: 1))
+        #expect(deleted.note == note, "delete reports the note as it was")
+        #expect(deleted.event?.kind == .deleted)
+        #expect(try fixture.store.note(id: note.id) == nil)
+        #expect(try fixture.store.perform(.delete(id: note.id, ifVersion: nil)) == .notFound)
+    }
+
+    @Test func notFoundBeatsVersionMismatch() throws {
+        let fixture = try StoreFixture()
+        let missing: Int64 = 424_242
+        for write in [NoteWrite.update(id: missing, body: "x", ifVersion: 3), .delete(id: missing, ifVersion: 3),
+                      .touch(id: missing, ifVersion: 3), .update(id: missing, body: "x", ifVersion: nil)] {
+            #expect(try fixture.store.perform(write) == .notFound)
+        }
+    }
+
+    @Test func touchBumpsVersionNotBody() throws {
+        let fixture = try StoreFixture()
+        let note = try fixture.create("attach here")
+        let touched = try fixture.store.perform(.touch(id: note.id, ifVersion: 1))
+        #expect(touched.note?.version == 2)
+        #expect(touched.note?.body == "attach here")
+        #expect(touched.event?.kind == .updated)
+        #expect(try fixture.store.perform(.touch(id: note.id, ifVersion: 1)) == .versionMismatch(current: touched.note!))
+    }
+
+    @Test func idsAreNeverReused() throws {
+        let fixture = try StoreFixture()
+        let first = try fixture.create("a")
+        let second = try fixture.create("b")
+        _ = try fixture.store.perform(.delete(id: second.id, ifVersion: nil))
+        let third = try fixture.create("c")
+        #expect(first.id < second.id && second.id < third.id)
+    }
+
+    @Test func submitCallsCompletionOnceAfterCommit() throws {
+        let fixture = try StoreFixture()
+        let done = DispatchSemaphore(value: 0)
+        let calls = Counter()
+        fixture.store.submit(.create(body: "async")) { result in
+            calls.increment()
+            // Durable and visible to readers by the time we are told.
+            if case .success(.done(let note, _)) = result, (try? fixture.store.note(id: note.id)) == note {
+                done.signal()
+            }
+        }
+        #expect(done.wait(timeout: .now() + 10) == .success)
+        Thread.sleep(forTimeInterval: 0.05)
+        #expect(calls.value == 1)
+    }
+
+    @Test func closedStoreRefusesWork() throws {
+        let fixture = try StoreFixture()
+        fixture.store.close()
+        #expect(throws: StoreError.closed) { try fixture.store.perform(.create(body: "late")) }
+        #expect(throws: StoreError.closed) { try fixture.store.note(id: 1) }
+    }
+}
+
+/// A thread-safe counter for tests.
+final class Counter: Sendable {
+    private let count = Mutex(0)
+
+    func increment() { count.withLock { $0 += 1 } }
+    var value: Int { count.withLock { $0 } }
+}

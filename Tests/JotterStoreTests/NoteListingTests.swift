@@ -1,0 +1,61 @@
+import Testing
+@testable import JotterStore
+
+@Suite("Notes: listing order, cursor paging, limit")
+struct NoteListingTests {
+    /// A store holding notes "n1"…"n\(count)" with ascending ids.
+    static func fixture(count: Int) throws -> (StoreFixture, [NoteRecord]) {
+        let fixture = try StoreFixture()
+        let notes = try (1...count).map { try fixture.create("n\($0)") }
+        return (fixture, notes)
+    }
+
+    @Test func newestFirstByDefault() throws {
+        let (fixture, notes) = try Self.fixture(count: 5)
+        #expect(try fixture.store.notes(NoteQuery()) == notes.reversed())
+    }
+
+    @Test func oldestFirst() throws {
+        let (fixture, notes) = try Self.fixture(count: 5)
+        #expect(try fixture.store.notes(NoteQuery(order: .oldestFirst)) == notes)
+    }
+
+    @Test func limitCutsThePage() throws {
+        let (fixture, notes) = try Self.fixture(count: 5)
+        #expect(try fixture.store.notes(NoteQuery(limit: 2)) == Array(notes.reversed().prefix(2)))
+        #expect(try fixture.store.notes(NoteQuery(limit: 0)).isEmpty)
+        #expect(try fixture.store.notes(NoteQuery(limit: -3)).isEmpty)
+    }
+
+    @Test(arguments: [NoteOrder.newestFirst, .oldestFirst], [1, 2, 3, 7])
+    func cursorPagingVisitsEveryNoteOnce(order: NoteOrder, pageSize: Int) throws {
+        let (fixture, notes) = try Self.fixture(count: 7)
+        var seen: [NoteRecord] = []
+        var after: Int64? = nil
+        while true {
+            let page = try fixture.store.notes(NoteQuery(limit: pageSize, after: after, order: order))
+            #expect(page.count <= pageSize)
+            if page.isEmpty { break }
+            seen += page
+            after = page.last!.id
+        }
+        #expect(seen == (order == .newestFirst ? notes.reversed() : notes))
+    }
+
+    @Test func cursorSelectsSmallerIdsNewestFirstAndLargerOldestFirst() throws {
+        let (fixture, notes) = try Self.fixture(count: 5)
+        let middle = notes[2].id
+        #expect(try fixture.store.notes(NoteQuery(after: middle)).map(\.id) == [notes[1].id, notes[0].id])
+        #expect(try fixture.store.notes(NoteQuery(after: middle, order: .oldestFirst)).map(\.id) == [notes[3].id, notes[4].id])
+        // A cursor that is no note's id (deleted, or beyond the ends) still works.
+        #expect(try fixture.store.notes(NoteQuery(after: 1_000_000)).count == 5)
+        #expect(try fixture.store.notes(NoteQuery(after: 0, order: .oldestFirst)).count == 5)
+        #expect(try fixture.store.notes(NoteQuery(after: 0)).isEmpty)
+    }
+
+    @Test func deletedNotesLeaveTheListing() throws {
+        let (fixture, notes) = try Self.fixture(count: 3)
+        _ = try fixture.store.perform(.delete(id: notes[1].id, ifVersion: nil))
+        #expect(try fixture.store.notes(NoteQuery(order: .oldestFirst)) == [notes[0], notes[2]])
+    }
+}

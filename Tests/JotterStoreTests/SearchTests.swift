@@ -1,0 +1,88 @@
+import Testing
+@testable import JotterStore
+
+@Suite("Notes: full-text search")
+struct SearchTests {
+    static let bodies = [
+        "Buy milk and eggs",                 // 0
+        "Café au lait with MILK",            // 1
+        "say \"hello\" to the NEAR( team",   // 2
+        "a*b wildcards and (parentheses)",   // 3
+        "日本語のテキスト",                     // 4
+        "ÉCOLE naïve résumé",                // 5
+        "pizza 🍕 tonight",                  // 6
+    ]
+
+    static func fixture() throws -> (StoreFixture, [NoteRecord]) {
+        let fixture = try StoreFixture()
+        return (fixture, try bodies.map { try fixture.create($0) })
+    }
+
+    static func search(_ store: SQLiteNoteStore, _ words: String, order: NoteOrder = .oldestFirst) throws -> [String] {
+        try store.notes(NoteQuery(order: order, search: words)).map(\.body)
+    }
+
+    @Test func wordsAreAndedCaseAndAccentInsensitive() throws {
+        let (fixture, _) = try Self.fixture()
+        let store = fixture.store
+        #expect(try Self.search(store, "milk") == [Self.bodies[0], Self.bodies[1]])
+        #expect(try Self.search(store, "milk", order: .newestFirst) == [Self.bodies[1], Self.bodies[0]])
+        #expect(try Self.search(store, "MILK eggs") == [Self.bodies[0]])
+        #expect(try Self.search(store, "cafe") == [Self.bodies[1]])
+        #expect(try Self.search(store, "ecole NAIVE resume") == [Self.bodies[5]])
+        #expect(try Self.search(store, "日本語のテキスト") == [Self.bodies[4]])
+        #expect(try Self.search(store, "cheese").isEmpty)
+    }
+
+    @Test(arguments: [
+        ("\"", [Int]()), ("*", []), ("\"\"\"", []), ("🍕", []), ("-- ; ')", []),
+        ("AND", [0, 3]), ("and OR not", []), ("NEAR(", [2]), ("NEAR(milk, eggs)", []),
+        ("\"hello\"", [2]), ("hello\"", [2]), ("a*b", [3]), ("mil*", []), ("body:milk", []),
+        ("(parentheses", [3]), ("\"); DROP TABLE notes; --", []), ("^milk", [0, 1]), ("milk +", [0, 1]),
+    ])
+    func hostileInputIsMatchedLiterally(search: String, expected: [Int]) throws {
+        let (fixture, _) = try Self.fixture()
+        #expect(try Self.search(fixture.store, search) == expected.map { Self.bodies[$0] })
+        #expect(try fixture.store.notes(NoteQuery()).count == Self.bodies.count, "nothing was dropped")
+    }
+
+    @Test func blankSearchIsNoFilter() throws {
+        let (fixture, notes) = try Self.fixture()
+        for blank in ["", "   ", "\n\t"] {
+            #expect(try fixture.store.notes(NoteQuery(order: .oldestFirst, search: blank)) == notes)
+        }
+    }
+
+    @Test func searchPagesWithCursorAndLimit() throws {
+        let fixture = try StoreFixture()
+        let matching = try (1...7).map { try fixture.create("match \($0)") }
+        for index in 1...5 { try fixture.create("other \(index)") }
+        let firstPage = try fixture.store.notes(NoteQuery(limit: 3, search: "match"))
+        #expect(firstPage == Array(matching.reversed().prefix(3)))
+        let secondPage = try fixture.store.notes(NoteQuery(limit: 3, after: firstPage.last!.id, search: "match"))
+        #expect(secondPage == Array(matching.reversed().dropFirst(3).prefix(3)))
+        let ascending = try fixture.store.notes(NoteQuery(limit: 10, after: matching[4].id, order: .oldestFirst, search: "match"))
+        #expect(ascending == Array(matching.suffix(2)))
+    }
+
+    @Test func indexFollowsUpdatesAndDeletes() throws {
+        let fixture = try StoreFixture()
+        let note = try fixture.create("apples")
+        _ = try fixture.store.perform(.update(id: note.id, body: "pears", ifVersion: nil))
+        #expect(try Self.search(fixture.store, "apples").isEmpty)
+        #expect(try Self.search(fixture.store, "pears") == ["pears"])
+        _ = try fixture.store.perform(.touch(id: note.id, ifVersion: nil))
+        #expect(try Self.search(fixture.store, "pears") == ["pears"])
+        _ = try fixture.store.perform(.delete(id: note.id, ifVersion: nil))
+        #expect(try Self.search(fixture.store, "pears").isEmpty)
+        fixture.store.close()
+        #expect(try fixture.integrityCheck() == "ok")
+    }
+
+    @Test func queryBuilderQuotesEveryWord() {
+        #expect(FullTextQuery(search: nil) == .everything)
+        #expect(FullTextQuery(search: " ") == .everything)
+        #expect(FullTextQuery(search: "* \"") == .nothing)
+        #expect(FullTextQuery(search: "buy \"milk\" NEAR(") == .match(#""buy" AND """milk""" AND "NEAR(""#))
+    }
+}
