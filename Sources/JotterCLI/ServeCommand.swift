@@ -5,6 +5,7 @@ import Foundation
 #endif
 import Glibc
 import JotterServer
+import JotterStore
 
 /// `jotter serve`: runs the server until SIGINT or SIGTERM, then shuts down gracefully.
 struct ServeCommand: Command {
@@ -28,6 +29,9 @@ struct ServeCommand: Command {
                                     Open connections from one client address
                                     (JOTTER_MAX_CONNECTIONS_PER_ADDRESS, default 256).
       --idle-timeout SECONDS        Close connections idle this long (JOTTER_IDLE_TIMEOUT, default 30).
+      --synchronous full|normal     SQLite durability (JOTTER_SYNCHRONOUS, default full): full syncs
+                                    every commit before it is acknowledged; normal may lose the
+                                    last commits on power loss (not on a crash of jotter).
       --quiet                       No access log (JOTTER_QUIET=1).
       -h, --help                    Show this help.
 
@@ -55,6 +59,8 @@ struct ServeCommand: Command {
         if let timeout = try arguments.option("idle-timeout", environment: "JOTTER_IDLE_TIMEOUT", as: "a positive number of seconds", positive) {
             configuration.idleTimeout = timeout
         }
+        if let mode = try arguments.option("synchronous", environment: "JOTTER_SYNCHRONOUS", as: "full or normal", {
+            SQLiteNoteStore.Synchronous(rawValue: $0.uppercased()) }) { configuration.synchronous = mode }
         configuration.accessLog = !arguments.flag("quiet", environment: "JOTTER_QUIET")
         try arguments.finish()
     }

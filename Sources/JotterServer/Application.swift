@@ -4,6 +4,7 @@ import FoundationEssentials
 import Foundation
 #endif
 import JotterHTTP
+import JotterStore
 
 /// The running Jotter server: the HTTP engine with every route registered.
 ///
@@ -19,11 +20,15 @@ public final class Application: Sendable {
     public let configuration: ServerConfiguration
     let server: HTTPServer
     let log: Logger
+    let notes: SQLiteNoteStore
+    let events: EventBroadcaster
 
-    init(configuration: ServerConfiguration, server: HTTPServer, log: Logger) {
+    init(configuration: ServerConfiguration, server: HTTPServer, log: Logger, notes: SQLiteNoteStore, events: EventBroadcaster) {
         self.configuration = configuration
         self.server = server
         self.log = log
+        self.notes = notes
+        self.events = events
     }
 
     /// Starts serving; the port is known once this returns.
@@ -32,9 +37,12 @@ public final class Application: Sendable {
         log.info("jotter listening on \(url) with \(configuration.threads) engine thread(s), data in \(configuration.dataDirectory)")
     }
 
-    /// Stops accepting, finishes requests in flight, stops.
+    /// Stops accepting, finishes requests in flight (writes are committed), ends event
+    /// streams, closes the database.
     public func shutdown() {
         server.shutdown()
+        events.stop()
+        notes.close()
     }
 
     /// The port in use (the real one when configured with 0).
@@ -56,10 +64,19 @@ public func buildApplication(_ configuration: ServerConfiguration) throws -> App
     } catch {
         throw ServerStartError(description: "cannot create the data folder '\(configuration.dataDirectory)': \(error)")
     }
+    let notes: SQLiteNoteStore
+    do {
+        notes = try SQLiteNoteStore(dataDirectory: configuration.dataDirectory,
+                                    options: .init(synchronous: configuration.synchronous, eventBacklog: configuration.eventBacklog))
+    } catch {
+        throw ServerStartError(description: "cannot open the database in '\(configuration.dataDirectory)': \(error)")
+    }
+    let events = EventBroadcaster(heartbeat: configuration.eventHeartbeat)
     var routes = RouterBuilder()
     routes.add(middleware: ErrorMiddleware(log: log))
     HelloController().register(in: &routes)
     HealthController().register(in: &routes)
+    NotesController(store: notes, events: events, replayLimit: configuration.eventBacklog).register(in: &routes)
     let server = HTTPServer(configuration: configuration.http, router: routes.build(), log: log)
-    return Application(configuration: configuration, server: server, log: log)
+    return Application(configuration: configuration, server: server, log: log, notes: notes, events: events)
 }

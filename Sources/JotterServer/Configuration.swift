@@ -1,4 +1,5 @@
 import JotterHTTP
+import JotterStore
 
 /// Everything `jotter serve` can be told, with the defaults of the contract.
 public struct ServerConfiguration: Sendable {
@@ -17,6 +18,12 @@ public struct ServerConfiguration: Sendable {
     public var idleTimeout = 30
     /// Write one access-log line per request to standard error.
     public var accessLog = true
+    /// SQLite durability: `.full` (default) syncs every commit before it is acknowledged.
+    public var synchronous = SQLiteNoteStore.Synchronous.full
+    /// Seconds between heartbeat comments on event streams.
+    public var eventHeartbeat: Double = 15
+    /// Events kept for streams that reconnect with `Last-Event-ID`.
+    public var eventBacklog = 10_000
 
     public init() {}
 

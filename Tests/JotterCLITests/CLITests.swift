@@ -79,58 +79,12 @@ struct CLITests {
 /// The built `jotter` binary, run as a user would.
 @Suite("jotter binary, end to end", .serialized)
 struct BinaryTests {
-    static var binary: URL {
-        // The test bundle sits in the build products folder next to the executable.
-        var url = Bundle.main.bundleURL
-        while url.path != "/" && !FileManager.default.fileExists(atPath: url.appendingPathComponent("jotter").path) {
-            url.deleteLastPathComponent()
-        }
-        return url.appendingPathComponent("jotter")
-    }
-
-    final class Server {
-        let process = Process()
-        let stderr = Pipe()
-        let data: URL
-        var port = 0
-
-        init(_ arguments: [String] = []) throws {
-            data = FileManager.default.temporaryDirectory.appendingPathComponent("jotter-cli-\(UUID().uuidString)")
-            process.executableURL = BinaryTests.binary
-            process.arguments = ["serve", "--port", "0", "--data", data.path] + arguments
-            process.standardError = stderr
-            process.standardOutput = FileHandle.nullDevice
-            try process.run()
-            // The first log line says where it listens.
-            var text = ""
-            let handle = stderr.fileHandleForReading
-            while !text.contains("\n") {
-                let chunk = handle.availableData
-                if chunk.isEmpty { break }
-                text += String(decoding: chunk, as: UTF8.self)
-            }
-            guard let range = text.range(of: #"http://127\.0\.0\.1:(\d+)"#, options: .regularExpression),
-                  let port = Int(text[range].split(separator: ":").last!) else {
-                throw RawHTTP.Failure(message: "no listening line in: \(text)")
-            }
-            self.port = port
-        }
-
-        /// Everything written to stderr until the process ends.
-        func finish() -> (status: Int32, log: String) {
-            process.waitUntilExit()
-            let rest = stderr.fileHandleForReading.readDataToEndOfFile()
-            try? FileManager.default.removeItem(at: data)
-            return (process.terminationStatus, String(decoding: rest, as: UTF8.self))
-        }
-    }
-
     @Test("serves Hello, logs one line per request, stops on SIGTERM with exit 0")
     func serveAndStop() throws {
-        let server = try Server()
+        let server = try ServerProcess()
         let response = try RawHTTP(port: server.port).request("POST", "/echo_hello.php", body: Array("name=Bob".utf8), close: true)
         #expect(response.text == "Hello Bob!")
-        kill(server.process.processIdentifier, SIGTERM)
+        server.signal(SIGTERM)
         let (status, log) = server.finish()
         #expect(status == 0)
         #expect(log.contains(#""POST /echo_hello.php HTTP/1.1" 200 10"#))
@@ -139,9 +93,9 @@ struct BinaryTests {
 
     @Test("--quiet silences the access log")
     func quiet() throws {
-        let server = try Server(["--quiet"])
+        let server = try ServerProcess(["--quiet"])
         _ = try RawHTTP(port: server.port).request("GET", "/hello?name=Bob", close: true)
-        kill(server.process.processIdentifier, SIGINT)
+        server.signal(SIGINT)
         let (status, log) = server.finish()
         #expect(status == 0)
         #expect(!log.contains("/hello"))
@@ -149,11 +103,11 @@ struct BinaryTests {
 
     @Test("a port in use is one line and exit 1")
     func portInUse() throws {
-        let server = try Server()
-        defer { kill(server.process.processIdentifier, SIGTERM); _ = server.finish() }
+        let server = try ServerProcess()
+        defer { server.signal(SIGTERM); _ = server.finish() }
         let second = Process()
-        second.executableURL = Self.binary
-        second.arguments = ["serve", "--port", String(server.port), "--data", server.data.path]
+        second.executableURL = ServerProcess.binary
+        second.arguments = ["serve", "--port", String(server.port), "--data", server.dataDirectory.path]
         let err = Pipe()
         second.standardError = err
         try second.run()

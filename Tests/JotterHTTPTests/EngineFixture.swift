@@ -6,7 +6,7 @@ import JotterTestSupport
 /// An `HTTPServer` on a free port with a few routes that exercise the engine.
 final class EngineFixture {
     let server: HTTPServer
-    let hub = EventBroadcaster(heartbeat: 0.2)
+    let hub = EventBroadcaster(heartbeat: 30)
 
     init(configure: (inout HTTPServer.Configuration) -> Void = { _ in }) throws {
         var configuration = HTTPServer.Configuration(port: 0, threads: 2, shutdownGracePeriod: 3)

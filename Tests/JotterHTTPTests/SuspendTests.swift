@@ -37,7 +37,8 @@ struct SuspendTests {
         #expect(try response.json()["detail"] as? String == "stale")
     }
 
-    @Test("two subscribers see the same events in order, and heartbeats")
+    /// The fixture's heartbeat is 30 s, so only the publish itself can wake these streams.
+    @Test("two subscribers see the same events in order, each woken by the publish")
     func eventStream() throws {
         let fixture = try EngineFixture()
         let first = try fixture.connect(), second = try fixture.connect()
@@ -56,8 +57,6 @@ struct SuspendTests {
             let events = text.components(separatedBy: "id: ").dropFirst().map { $0.prefix(1) }
             #expect(events == ["1", "2", "3"])
         }
-        // A heartbeat comment comes within the interval (0.2 s here).
-        #expect(try first.readStream(until: ":\n\n").contains(":\n\n"))
     }
 
     @Test("shutdown ends open streams at once")

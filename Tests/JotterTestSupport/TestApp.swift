@@ -11,13 +11,16 @@ import JotterServer
 public final class TestApp: @unchecked Sendable {
     public let app: Application
     public let dataDirectory: URL
+    /// Remove the data folder on `stop()` (off to restart on the same data).
+    public var removesData = true
 
-    public init(configure: (inout ServerConfiguration) -> Void = { _ in }) throws {
-        dataDirectory = FileManager.default.temporaryDirectory.appendingPathComponent("jotter-test-\(UUID().uuidString)")
+    /// A server on a fresh temporary data folder, or on `dataDirectory` when given.
+    public init(dataDirectory: URL? = nil, configure: (inout ServerConfiguration) -> Void = { _ in }) throws {
+        self.dataDirectory = dataDirectory ?? FileManager.default.temporaryDirectory.appendingPathComponent("jotter-test-\(UUID().uuidString)")
         var configuration = ServerConfiguration()
         configuration.port = 0
         configuration.threads = 2
-        configuration.dataDirectory = dataDirectory.path
+        configuration.dataDirectory = self.dataDirectory.path
         configuration.accessLog = ProcessInfo.processInfo.environment["JOTTER_TEST_LOG"] != nil
         configure(&configuration)
         app = try buildApplication(configuration)
@@ -33,7 +36,7 @@ public final class TestApp: @unchecked Sendable {
 
     public func stop() {
         app.shutdown()
-        try? FileManager.default.removeItem(at: dataDirectory)
+        if removesData { try? FileManager.default.removeItem(at: dataDirectory) }
     }
 
     /// Runs `body` against a fresh server and always stops it.

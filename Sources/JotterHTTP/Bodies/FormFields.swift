@@ -104,3 +104,22 @@ public struct FormFields: Sendable, Sequence {
         }
     }
 }
+
+extension FormFields {
+    /// `value` escaped for a query string or form body: unreserved characters kept, space as
+    /// `+`, everything else `%XX` of its UTF-8 bytes.
+    public static func escape(_ value: String) -> String {
+        var out = ""
+        for byte in value.utf8 {
+            if ASCIISet.unreserved.contains(byte) {
+                out.unicodeScalars.append(Unicode.Scalar(byte))
+            } else if byte == UInt8(ascii: " ") {
+                out += "+"
+            } else {
+                let hex = Array("0123456789ABCDEF".utf8)
+                out += "%" + String(decoding: [hex[Int(byte >> 4)], hex[Int(byte & 0xF)]], as: UTF8.self)
+            }
+        }
+        return out
+    }
+}

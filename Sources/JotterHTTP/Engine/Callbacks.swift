@@ -166,7 +166,7 @@ extension HTTPServer {
         case .stream(let stream, let length):
             let waker = ConnectionWaker(connection: connection)
             wakers.register(waker, kind: .stream)
-            let context = Unmanaged.passRetained(StreamContext(body: stream, waker: waker, server: self)).toOpaque()
+            let context = Unmanaged.passRetained(StreamContext(body: stream, waker: waker, engine: engine)).toOpaque()
             handle = MHD_create_response_from_callback(length ?? UInt64.max, 16 << 10, engineStreamRead, context, engineStreamFree)
             if handle == nil { engineStreamFree(context) } else { stream.start(waker: waker) }
         case .deferred:

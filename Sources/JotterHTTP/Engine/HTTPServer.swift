@@ -62,8 +62,8 @@ public final class HTTPServer: Sendable {
     private let daemon = Mutex<Daemon?>(nil)
     private let boundPort = Atomic<Int>(0)
     let inFlight = Atomic<Int>(0)
-    let stopping = Atomic<Bool>(false)
-    let wakers = WakerRegistry()
+    let engine = EngineState()
+    var wakers: WakerRegistry { engine.wakers }
     let requestCounter = Atomic<UInt64>(0)
     let idPrefix: String
 
@@ -83,7 +83,7 @@ public final class HTTPServer: Sendable {
     public var requestsInFlight: Int { inFlight.load(ordering: .relaxed) }
 
     /// True once `shutdown()` has begun: streaming bodies end, deferred answers get the grace period.
-    public var isStopping: Bool { stopping.load(ordering: .relaxed) }
+    public var isStopping: Bool { engine.isStopping }
 
     /// Binds the socket and starts serving on the engine threads.
     public func start() throws(ServerStartError) {
@@ -115,7 +115,7 @@ public final class HTTPServer: Sendable {
     /// then stops the engine. Safe to call more than once.
     public func shutdown() {
         guard let current = daemon.withLock({ $0 }) else { return }
-        stopping.store(true, ordering: .relaxed)
+        engine.stopping.store(true, ordering: .relaxed)
         let listener = MHD_quiesce_daemon(current.pointer)
         if listener >= 0 { close(listener) }
         // Streams end now; deferred answers (writes being committed) get the grace period.

@@ -18,30 +18,43 @@ final class DeferredSlot: Sendable {
     }
 }
 
-/// What the content-reader callback needs: the body, its connection's waker, the server.
+/// The part of the server's state that outlives it for as long as a callback may need it:
+/// libmicrohttpd frees open streams while the server itself is being torn down.
+final class EngineState: Sendable {
+    let stopping = Atomic<Bool>(false)
+    let wakers = WakerRegistry()
+
+    var isStopping: Bool { stopping.load(ordering: .relaxed) }
+}
+
+/// What the content-reader callback needs: the body, its connection's waker, the engine state.
 final class StreamContext {
     let body: any StreamingBody
     let waker: ConnectionWaker
-    unowned let server: HTTPServer
+    let engine: EngineState
 
-    init(body: any StreamingBody, waker: ConnectionWaker, server: HTTPServer) {
+    init(body: any StreamingBody, waker: ConnectionWaker, engine: EngineState) {
         self.body = body
         self.waker = waker
-        self.server = server
+        self.engine = engine
     }
 }
 
 /// libmicrohttpd asks for more of a streaming body.
 func engineStreamRead(_ cls: UnsafeMutableRawPointer?, _ position: UInt64, _ buffer: UnsafeMutablePointer<CChar>?, _ max: Int) -> Int {
     let context = Unmanaged<StreamContext>.fromOpaque(cls!).takeUnretainedValue()
-    if context.server.isStopping { return -1 }  // MHD_CONTENT_READER_END_OF_STREAM
-    switch context.body.read(into: UnsafeMutableRawBufferPointer(start: buffer, count: max), at: position) {
-    case .bytes(let count): return count
-    case .end: return -1                         // MHD_CONTENT_READER_END_OF_STREAM
-    case .failed: return -2                      // MHD_CONTENT_READER_END_WITH_ERROR
-    case .wait:
-        context.waker.suspendUnlessWoken()
-        return 0
+    while true {
+        if context.engine.isStopping { return -1 }  // MHD_CONTENT_READER_END_OF_STREAM
+        switch context.body.read(into: UnsafeMutableRawBufferPointer(start: buffer, count: max), at: position) {
+        case .bytes(let count): return count
+        case .end: return -1                         // MHD_CONTENT_READER_END_OF_STREAM
+        case .failed: return -2                      // MHD_CONTENT_READER_END_WITH_ERROR
+        case .wait:
+            // Returning 0 without suspending would stall: the socket stays writable, so the
+            // edge-triggered event loop never calls again. A wake that came in since the read
+            // means there may be data now: read again.
+            if context.waker.suspendUnlessWoken() { return 0 }
+        }
     }
 }
 
@@ -49,7 +62,7 @@ func engineStreamRead(_ cls: UnsafeMutableRawPointer?, _ position: UInt64, _ buf
 func engineStreamFree(_ cls: UnsafeMutableRawPointer?) {
     let context = Unmanaged<StreamContext>.fromOpaque(cls!).takeRetainedValue()
     context.waker.close()
-    context.server.wakers.unregister(context.waker)
+    context.engine.wakers.unregister(context.waker)
     context.body.finish()
 }
 

@@ -21,6 +21,8 @@ struct ASCIISet: Sendable {
     /// RFC 3986 reg-name characters (unreserved, sub-delims, and `%` of pct-encoded).
     static let regName = ASCIISet("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-._~!$&'()*+,;=%")
     static let ipLiteral = ASCIISet("0123456789abcdefABCDEF:.")
+    /// RFC 3986 unreserved characters.
+    static let unreserved = ASCIISet("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-._~")
 }
 
 extension StringProtocol {

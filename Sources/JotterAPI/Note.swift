@@ -1,0 +1,60 @@
+/// A note as the API sends it.
+///
+/// `id` is a string of digits (`"42"`): the original server sent ids as strings and the
+/// original iPhone client compares them as strings. Timestamps are UTC `yyyy-MM-dd HH:mm:ss`.
+public struct Note: Codable, Sendable, Hashable, Identifiable {
+    public var id: String
+    public var body: String
+    public var createdAt: String
+    public var updatedAt: String
+    /// Grows with every change, attachments included; the ETag is `"<version>"`.
+    public var version: Int
+    public var attachments: [Upload]
+
+    enum CodingKeys: String, CodingKey {
+        case id, body, version, attachments
+        case createdAt = "created_at"
+        case updatedAt = "updated_at"
+    }
+
+    public init(id: String, body: String, createdAt: String, updatedAt: String, version: Int, attachments: [Upload] = []) {
+        self.id = id
+        self.body = body
+        self.createdAt = createdAt
+        self.updatedAt = updatedAt
+        self.version = version
+        self.attachments = attachments
+    }
+
+    /// The strong entity tag of this version: `"3"`.
+    public var etag: String { "\"\(version)\"" }
+}
+
+/// `{"note":{…},"message":"Note Created"}`: the answer to a single-note request.
+public struct NoteEnvelope: Codable, Sendable, Hashable {
+    public var note: Note
+    public var message: String?
+
+    public init(note: Note, message: String? = nil) {
+        self.note = note
+        self.message = message
+    }
+}
+
+/// `{"notes":[…],"next":"/notes?limit=100&after=17"}`: one page of notes; `next` is `null` on
+/// the last page.
+public struct NoteList: Codable, Sendable, Hashable {
+    public var notes: [Note]
+    public var next: String?
+
+    public init(notes: [Note], next: String?) {
+        self.notes = notes
+        self.next = next
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(notes, forKey: .notes)
+        try container.encode(next, forKey: .next)  // null, not absent, on the last page
+    }
+}

@@ -1,0 +1,53 @@
+/// The API's timestamp format: UTC `yyyy-MM-dd HH:mm:ss`, the format the original iPhone
+/// client parses. Pure arithmetic (proleptic Gregorian calendar), no formatter or locale.
+///
+/// ```swift
+/// Timestamp.format(0)                          // "1970-01-01 00:00:00"
+/// Timestamp.parse("2026-11-30 14:35:40")       // 1796049340
+/// ```
+public enum Timestamp {
+    /// Formats Unix seconds.
+    public static func format(_ seconds: Int64) -> String {
+        let days = seconds >= 0 ? seconds / 86_400 : (seconds - 86_399) / 86_400
+        let secondOfDay = seconds - days * 86_400
+        let (year, month, day) = civil(fromDays: days)
+        func two(_ value: Int64) -> String { value < 10 ? "0\(value)" : "\(value)" }
+        let yearText = year < 1000 ? String(repeating: "0", count: 4 - String(year).count) + String(year) : String(year)
+        return "\(yearText)-\(two(month))-\(two(day)) \(two(secondOfDay / 3600)):\(two(secondOfDay % 3600 / 60)):\(two(secondOfDay % 60))"
+    }
+
+    /// Parses `yyyy-MM-dd HH:mm:ss` (hours may have one digit, as `H:mm:ss` allows) to Unix seconds.
+    public static func parse(_ text: String) -> Int64? {
+        let parts = text.split(whereSeparator: { $0 == "-" || $0 == " " || $0 == ":" })
+        guard parts.count == 6, parts.allSatisfy({ $0.allSatisfy(\.isASCII) }) else { return nil }
+        let numbers = parts.compactMap { Int64($0) }
+        guard numbers.count == 6 else { return nil }
+        let (year, month, day, hour, minute, second) = (numbers[0], numbers[1], numbers[2], numbers[3], numbers[4], numbers[5])
+        guard (1...12).contains(month), (1...31).contains(day), (0...23).contains(hour), (0...59).contains(minute), (0...60).contains(second) else {
+            return nil
+        }
+        return days(fromCivil: year, month, day) * 86_400 + hour * 3600 + minute * 60 + second
+    }
+
+    // Howard Hinnant's days_from_civil / civil_from_days.
+    static func civil(fromDays days: Int64) -> (Int64, Int64, Int64) {
+        let z = days + 719_468
+        let era = (z >= 0 ? z : z - 146_096) / 146_097
+        let dayOfEra = z - era * 146_097
+        let yearOfEra = (dayOfEra - dayOfEra / 1460 + dayOfEra / 36524 - dayOfEra / 146_096) / 365
+        let dayOfYear = dayOfEra - (365 * yearOfEra + yearOfEra / 4 - yearOfEra / 100)
+        let mp = (5 * dayOfYear + 2) / 153
+        let day = dayOfYear - (153 * mp + 2) / 5 + 1
+        let month = mp < 10 ? mp + 3 : mp - 9
+        return (yearOfEra + era * 400 + (month <= 2 ? 1 : 0), month, day)
+    }
+
+    static func days(fromCivil year: Int64, _ month: Int64, _ day: Int64) -> Int64 {
+        let y = month <= 2 ? year - 1 : year
+        let era = (y >= 0 ? y : y - 399) / 400
+        let yearOfEra = y - era * 400
+        let dayOfYear = (153 * (month > 2 ? month - 3 : month + 9) + 2) / 5 + day - 1
+        let dayOfEra = yearOfEra * 365 + yearOfEra / 4 - yearOfEra / 100 + dayOfYear
+        return era * 146_097 + dayOfEra - 719_468
+    }
+}

@@ -1,0 +1,43 @@
+/// A stored file, as the API sends it. `noteID` is the note it is attached to, or `nil`.
+public struct Upload: Codable, Sendable, Hashable, Identifiable {
+    public var id: String
+    public var filename: String
+    public var contentType: String
+    public var size: Int64
+    public var sha256: String
+    public var createdAt: String
+    public var noteID: String?
+    /// `/uploads/{id}/content`.
+    public var url: String
+
+    enum CodingKeys: String, CodingKey {
+        case id, filename, size, sha256, url
+        case contentType = "content_type"
+        case createdAt = "created_at"
+        case noteID = "note_id"
+    }
+
+    public init(id: String, filename: String, contentType: String, size: Int64, sha256: String, createdAt: String,
+                noteID: String?, url: String) {
+        self.id = id
+        self.filename = filename
+        self.contentType = contentType
+        self.size = size
+        self.sha256 = sha256
+        self.createdAt = createdAt
+        self.noteID = noteID
+        self.url = url
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(id, forKey: .id)
+        try container.encode(filename, forKey: .filename)
+        try container.encode(contentType, forKey: .contentType)
+        try container.encode(size, forKey: .size)
+        try container.encode(sha256, forKey: .sha256)
+        try container.encode(createdAt, forKey: .createdAt)
+        try container.encode(noteID, forKey: .noteID)  // null, not absent, when unattached
+        try container.encode(url, forKey: .url)
+    }
+}

@@ -1,0 +1,66 @@
+import JotterAPI
+import JotterHTTP
+import JotterStore
+
+extension Note {
+    /// The wire form of a stored note.
+    init(_ record: NoteRecord) {
+        self.init(id: String(record.id), body: record.body, createdAt: Timestamp.format(record.createdAt),
+                  updatedAt: Timestamp.format(record.updatedAt), version: Int(record.version), attachments: [])
+    }
+}
+
+extension NoteEvent {
+    /// The server-sent event for this change: `data` is the note (as it was, when deleted).
+    var serverSentEvent: ServerSentEvent {
+        let data = (try? JSONCoding.encoder.encode(Note(note))).map { String(decoding: $0, as: UTF8.self) } ?? "{}"
+        return ServerSentEvent(id: id, event: kind.rawValue, data: data)
+    }
+}
+
+/// Parsing of the pieces of a notes request.
+enum NoteInput {
+    /// A path id: decimal digits only, else `404` (no note can have such an id).
+    static func id(_ context: RequestContext) throws(HTTPError) -> Int64 {
+        let text = context.parameters["id"] ?? ""
+        guard isDigits(text), let id = Int64(text) else {
+            throw HTTPError(.notFound, detail: "note \(text) does not exist")
+        }
+        return id
+    }
+
+    /// The `body` field: `nil` when absent, `422` when not a string.
+    static func body(_ request: Request) throws(HTTPError) -> String? {
+        try request.body().string("body")
+    }
+
+    /// `limit`, `after`, `order`, `q` of `GET /notes`; every bad one listed in one `400`.
+    static func query(_ request: Request) throws(HTTPError) -> (NoteQuery, given: FormFields) {
+        let fields = try request.query()
+        var query = NoteQuery()
+        var errors: [HTTPError.FieldError] = []
+        if let limit = fields["limit"] {
+            // Digits only; a number too large for Int acts as the maximum, like any over 1000.
+            let value = isDigits(limit) ? (Int(limit) ?? Int.max) : 0
+            if value >= 1 { query.limit = min(value, 1000) }
+            else { errors.append(.init(field: "limit", message: "must be a whole number from 1 to 1000")) }
+        }
+        if let after = fields["after"] {
+            if isDigits(after), let value = Int64(after) { query.after = value }
+            else { errors.append(.init(field: "after", message: "must be a note id")) }
+        }
+        switch fields["order"] {
+        case nil, "desc": query.order = .newestFirst
+        case "asc": query.order = .oldestFirst
+        default: errors.append(.init(field: "order", message: "must be asc or desc"))
+        }
+        if let q = fields["q"], !q.trimmingASCIISpaces().isEmpty { query.search = q }
+        guard errors.isEmpty else { throw HTTPError.badQuery(errors) }
+        return (query, fields)
+    }
+
+    /// One or more ASCII digits, nothing else (no sign, no space).
+    static func isDigits(_ text: String) -> Bool {
+        !text.isEmpty && text.utf8.allSatisfy { $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }
+    }
+}

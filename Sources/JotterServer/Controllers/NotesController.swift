@@ -1,0 +1,142 @@
+import JotterAPI
+import JotterHTTP
+import JotterStore
+
+/// `/notes`: the REST resource of API.md (list, create, show, update, delete) and its live
+/// event stream. Writes are answered only after their commit is durable; the connection is
+/// suspended meanwhile, so waiting writes hold no engine thread and share group commits.
+struct NotesController<Store: NoteStore> {
+    let store: Store
+    let events: EventBroadcaster
+    /// How many missed events a reconnecting stream may replay.
+    let replayLimit: Int
+
+    func register(in routes: inout RouterBuilder) {
+        routes.get("/notes", handler: list)
+        routes.post("/notes", handler: create)
+        routes.get("/notes/events", handler: stream)
+        routes.get("/notes/:id", handler: show)
+        routes.put("/notes/:id", handler: update)
+        routes.patch("/notes/:id", handler: update)
+        routes.delete("/notes/:id", handler: delete)
+    }
+
+    @Sendable func list(_ request: Request, _ context: RequestContext) throws -> JSON<NoteList> {
+        let (query, given) = try NoteInput.query(request)
+        var page = query
+        page.limit = query.limit + 1  // one more tells whether there is a next page
+        var records = try store.notes(page)
+        let more = records.count > query.limit
+        if more { records.removeLast() }
+        var next: String?
+        if more, let last = records.last {
+            next = "/notes?limit=\(query.limit)"
+                + (given["order"].map { "&order=\($0)" } ?? "")
+                + (query.search.map { "&q=\(FormFields.escape($0))" } ?? "")
+                + "&after=\(last.id)"
+        }
+        return JSON(NoteList(notes: records.map(Note.init), next: next))
+    }
+
+    @Sendable func show(_ request: Request, _ context: RequestContext) throws -> Response {
+        let note = try existing(try NoteInput.id(context))
+        if let condition = request.headers["If-None-Match"].map(EntityTagCondition.init), condition.matches(note.etag, weak: true) {
+            return Response(status: .notModified, headers: HTTPHeaders([("ETag", note.etag)]))
+        }
+        return try JSON(NoteEnvelope(note: note), headers: HTTPHeaders([("ETag", note.etag)])).response(for: request)
+    }
+
+    @Sendable func create(_ request: Request, _ context: RequestContext) throws -> Response {
+        guard let body = try NoteInput.body(request) else {
+            throw HTTPError.validation([.init(field: "body", message: "is required")])
+        }
+        return commit(.create(body: body), request: request, status: .created, message: "Note Created")
+    }
+
+    @Sendable func update(_ request: Request, _ context: RequestContext) throws -> Response {
+        let id = try NoteInput.id(context)
+        // A missing note is 404 whatever the preconditions; then If-Match, before anything else.
+        let current = try existing(id)
+        let version = try checkIfMatch(request, current: current)
+        guard let body = try NoteInput.body(request) else {
+            return try JSON(NoteEnvelope(note: current, message: "No Body Sent"), headers: HTTPHeaders([("ETag", current.etag)]))
+                .response(for: request)
+        }
+        return commit(.update(id: id, body: body, ifVersion: version), request: request, status: .ok, message: "Note Updated")
+    }
+
+    @Sendable func delete(_ request: Request, _ context: RequestContext) throws -> Response {
+        let id = try NoteInput.id(context)
+        let version = try checkIfMatch(request, current: try existing(id))
+        return commit(.delete(id: id, ifVersion: version), request: request, status: .ok, message: "Note Deleted")
+    }
+
+    @Sendable func stream(_ request: Request, _ context: RequestContext) throws -> Response {
+        let body = events.subscribe()
+        do {
+            body.send(id: nil, Array("retry: 3000\n\n".utf8))
+            if let header = request.headers["Last-Event-ID"] {
+                if let last = Int64(header.trimmingASCIISpaces()), let missed = try store.events(after: last, limit: replayLimit) {
+                    body.release(replay: missed.map { ($0.id, $0.serverSentEvent.encoded) }, after: last)
+                } else {
+                    // Older than the backlog, or never issued: the client must re-list.
+                    let current = try store.lastEventID()
+                    body.release(replay: [(current, ServerSentEvent(id: current, event: "reload", data: "{}").encoded)], after: 0)
+                }
+            } else {
+                body.release(replay: [], after: try store.lastEventID())
+            }
+        } catch {
+            body.end()
+            throw error
+        }
+        return Response.stream(body, headers: HTTPHeaders([
+            ("Content-Type", "text/event-stream"), ("Cache-Control", "no-cache"), ("X-Accel-Buffering", "no"),
+        ]))
+    }
+
+    // MARK: - Helpers
+
+    private func existing(_ id: Int64) throws -> Note {
+        guard let record = try store.note(id: id) else { throw HTTPError(.notFound, detail: "note \(id) does not exist") }
+        return Note(record)
+    }
+
+    /// The version the write must find (`nil`: any), or `412` when `If-Match` names another.
+    private func checkIfMatch(_ request: Request, current: Note) throws(HTTPError) -> Int64? {
+        guard let header = request.headers["If-Match"] else { return nil }
+        let condition = EntityTagCondition(header)
+        guard condition.matches(current.etag, weak: false) else {
+            throw Self.stale(current)
+        }
+        return condition == .any ? nil : Int64(current.version)
+    }
+
+    private static func stale(_ current: Note) -> HTTPError {
+        HTTPError(.preconditionFailed, detail: "note \(current.id) has changed: its version is now \(current.version) (ETag \(current.etag))",
+                  headers: HTTPHeaders([("ETag", current.etag)]))
+    }
+
+    /// Submits `write` and answers once it is durable, publishing its event first.
+    private func commit(_ write: NoteWrite, request: Request, status: HTTPStatus, message: String) -> Response {
+        let store = self.store, events = self.events
+        return Response.deferred { complete in
+            store.submit(write) { result in
+                complete(Result {
+                    switch try result.get() {
+                    case .done(let record, let event):
+                        events.publish(event.serverSentEvent)
+                        let note = Note(record)
+                        var headers = HTTPHeaders([("ETag", note.etag)])
+                        if status == .created { headers.add("Location", "/notes/\(note.id)") }
+                        return try JSON(NoteEnvelope(note: note, message: message), status: status, headers: headers).response(for: request)
+                    case .notFound:
+                        throw HTTPError(.notFound, detail: "note does not exist")
+                    case .versionMismatch(let current):
+                        throw Self.stale(Note(current))
+                    }
+                })
+            }
+        }
+    }
+}

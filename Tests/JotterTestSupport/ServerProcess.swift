@@ -1,0 +1,143 @@
+import Foundation
+import Glibc
+import Synchronization
+
+/// The built `jotter` binary running `serve` as a separate process, as a user would run it:
+/// signals (`SIGTERM`, `kill -9`) are real, and so is a restart on the same data folder.
+///
+/// ```swift
+/// let server = try ServerProcess(["--quiet"])
+/// let response = try RawHTTP(port: server.port).request("GET", "/hello", close: true)
+/// server.signal(SIGTERM)
+/// let (status, log) = server.finish()
+/// ```
+///
+/// Standard error is drained continuously (so a chatty server never blocks on a full pipe) and
+/// handed back by `finish()`. One still running when released is killed with `SIGKILL`.
+public final class ServerProcess: @unchecked Sendable {
+    /// The `jotter` executable: the test bundle sits in the build products folder next to it
+    /// (`swift build --build-tests` builds it).
+    public static var binary: URL {
+        var url = Bundle.main.bundleURL
+        while url.path != "/" && !FileManager.default.fileExists(atPath: url.appendingPathComponent("jotter").path) {
+            url.deleteLastPathComponent()
+        }
+        return url.appendingPathComponent("jotter")
+    }
+
+    public let process = Process()
+    /// The data folder given to `--data`.
+    public let dataDirectory: URL
+    /// The port it listens on (it was started with `--port 0`).
+    public private(set) var port = 0
+
+    private let stderr = Pipe()
+    private let log = Mutex("")
+    private let drained = DispatchSemaphore(value: 0)
+    private let ownsDataDirectory: Bool
+
+    /// Starts `jotter serve --port 0 --data DIR` plus `arguments` and waits for the line that says
+    /// where it listens.
+    ///
+    /// - Parameters:
+    ///   - dataDirectory: the data folder; `nil` makes a fresh temporary one that `finish()`
+    ///     removes. A given folder is left in place (to restart on it).
+    ///   - startTimeout: seconds to wait for the listening line.
+    /// - Throws: when the binary is missing, or it exits or stays silent instead of listening
+    ///   (the error carries what it wrote to standard error).
+    public init(_ arguments: [String] = [], dataDirectory: URL? = nil, environment: [String: String]? = nil,
+                startTimeout: Double = 15) throws {
+        ownsDataDirectory = dataDirectory == nil
+        self.dataDirectory = dataDirectory
+            ?? FileManager.default.temporaryDirectory.appendingPathComponent("jotter-process-\(UUID().uuidString)")
+        let binary = Self.binary
+        guard FileManager.default.isExecutableFile(atPath: binary.path) else {
+            throw RawHTTP.Failure(message: "no jotter binary next to the tests (\(binary.path)); run `swift build --build-tests` first")
+        }
+        process.executableURL = binary
+        process.arguments = ["serve", "--port", "0", "--data", self.dataDirectory.path] + arguments
+        if let environment { process.environment = environment }
+        process.standardError = stderr
+        process.standardOutput = FileHandle.nullDevice
+        try process.run()
+
+        // The first log line says where it listens.
+        let fd = stderr.fileHandleForReading.fileDescriptor
+        let deadline = Date().addingTimeInterval(startTimeout)
+        var text = ""
+        var ended = false
+        while !text.contains("\n") {
+            let remaining = deadline.timeIntervalSinceNow
+            guard remaining > 0 else { break }
+            var poller = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+            let ready = poll(&poller, 1, Int32(min(remaining, 1) * 1000))
+            if ready < 0 && errno == EINTR { continue }
+            guard ready > 0 else { continue }
+            var chunk = [UInt8](repeating: 0, count: 4096)
+            let count = read(fd, &chunk, chunk.count)
+            if count < 0 && errno == EINTR { continue }
+            if count <= 0 { ended = true; break }
+            text += String(decoding: chunk[..<count], as: UTF8.self)
+        }
+        log.withLock { $0 = text }
+        if !ended {
+            let thread = Thread { [self] in drain(fd) }
+            thread.name = "jotter stderr"
+            thread.start()
+        } else {
+            drained.signal()
+        }
+        guard let range = text.range(of: #"http://127\.0\.0\.1:(\d+)"#, options: .regularExpression),
+              let port = Int(text[range].split(separator: ":").last!) else {
+            if process.isRunning { Glibc.kill(process.processIdentifier, SIGKILL) }
+            let (_, log) = finish()
+            throw RawHTTP.Failure(message: "jotter did not start listening within \(startTimeout) s; it wrote: \(log)")
+        }
+        self.port = port
+    }
+
+    /// A server still running when its last reference goes (a test that threw) is killed, so
+    /// no test leaves a process behind.
+    deinit {
+        if process.isRunning {
+            Glibc.kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+        }
+    }
+
+    /// The process id.
+    public var pid: Int32 { process.processIdentifier }
+
+    /// Sends `signal` (e.g. `SIGTERM`, `SIGKILL`); true if it was delivered to a live process.
+    @discardableResult
+    public func signal(_ signal: Int32) -> Bool {
+        process.isRunning && Glibc.kill(process.processIdentifier, signal) == 0
+    }
+
+    /// Waits for the process to end; its exit status (or terminating signal, see
+    /// `process.terminationReason`) and everything it wrote to standard error. Removes the data
+    /// folder if this made it.
+    @discardableResult
+    public func finish() -> (status: Int32, log: String) {
+        process.waitUntilExit()
+        // EOF follows the exit unless a child kept the pipe open; don't hang on that.
+        _ = drained.wait(timeout: .now() + 5)
+        if ownsDataDirectory { try? FileManager.default.removeItem(at: dataDirectory) }
+        return (process.terminationStatus, log.withLock { $0 })
+    }
+
+    /// Everything written to standard error so far.
+    public var stderrText: String { log.withLock { $0 } }
+
+    private func drain(_ fd: Int32) {
+        var chunk = [UInt8](repeating: 0, count: 65536)
+        while true {
+            let count = read(fd, &chunk, chunk.count)
+            if count < 0 && errno == EINTR { continue }
+            if count <= 0 { break }
+            let text = String(decoding: chunk[..<count], as: UTF8.self)
+            log.withLock { $0 += text }
+        }
+        drained.signal()
+    }
+}
