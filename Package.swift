@@ -6,6 +6,7 @@ let package = Package(
     platforms: [.macOS(.v15), .iOS(.v18)],
     products: [
         .executable(name: "jotter", targets: ["jotter"]),
+        .library(name: "JotterClient", targets: ["JotterClient"]),
     ],
     targets: [
         // C: the parts of libmicrohttpd Swift cannot call directly (variadic functions, macros).
@@ -19,8 +20,10 @@ let package = Package(
         .target(name: "JotterAPI"),
         // The application: configuration, controllers, `buildApplication`.
         .target(name: "JotterServer", dependencies: ["JotterHTTP", "JotterAPI", "JotterStore"]),
+        // The Swift SDK on URLSession (FoundationNetworking on Linux); shares only the wire types.
+        .target(name: "JotterClient", dependencies: ["JotterAPI"]),
         // The command-line interface as a library, so commands are testable in-process.
-        .target(name: "JotterCLI", dependencies: ["JotterServer", "JotterHTTP", "JotterStore"]),
+        .target(name: "JotterCLI", dependencies: ["JotterServer", "JotterHTTP", "JotterStore", "JotterClient"]),
         .executableTarget(name: "jotter", dependencies: ["JotterCLI"]),
         // SQLite from Debian (libsqlite3-dev), as a system library.
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
@@ -33,5 +36,6 @@ let package = Package(
         .testTarget(name: "JotterServerTests", dependencies: ["JotterServer", "JotterHTTP", "JotterAPI", "JotterTestSupport"]),
         .testTarget(name: "JotterCLITests", dependencies: ["JotterCLI", "jotter", "JotterTestSupport"]),
         .testTarget(name: "JotterStoreTests", dependencies: ["JotterStore", "CSQLite"]),
+        .testTarget(name: "JotterClientTests", dependencies: ["JotterClient", "JotterServer", "JotterHTTP", "JotterTestSupport"]),
     ]
 )

@@ -1,0 +1,124 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import JotterAPI
+
+extension JotterClient {
+    /// The `/notes` resource: list, search, create, read, update, delete, and live events.
+    ///
+    /// ```swift
+    /// let note = try await client.notes.create("Buy milk")
+    /// let updated = try await client.notes.update(note.id, body: "Buy oat milk", ifMatch: note.etag)
+    /// try await client.notes.delete(note.id)
+    /// ```
+    public var notes: Notes { Notes(client: self) }
+
+    /// The calls on `/notes`; get it from `client.notes`.
+    public struct Notes: Sendable {
+        let client: JotterClient
+
+        /// The order of a listing.
+        public enum Order: String, Sendable {
+            case newestFirst = "desc", oldestFirst = "asc"
+        }
+
+        /// `GET /notes`: one page of notes; `next` is set when there are more.
+        ///
+        /// ```swift
+        /// var page = try await client.notes.list(query: "milk", limit: 20)
+        /// while let next = try await client.notes.nextPage(after: page) { page = next }
+        /// ```
+        ///
+        /// - Parameters:
+        ///   - query: full-text search words (`nil`: every note).
+        ///   - limit: notes per page (server default 100, at most 1000).
+        ///   - after: the id the page starts after (a cursor; with `.newestFirst`, smaller ids).
+        ///   - order: newest first (default) or oldest first.
+        public func list(query: String? = nil, limit: Int? = nil, after: String? = nil,
+                         order: Order = .newestFirst) async throws(JotterClientError) -> NoteList {
+            var parameters = FormURLEncodedBody()
+            if let limit { parameters.append("limit", String(limit)) }
+            if order == .oldestFirst { parameters.append("order", order.rawValue) }
+            if let query { parameters.append("q", query) }
+            if let after { parameters.append("after", after) }
+            return try await client.send(client.makeRequest("GET", "/notes", query: parameters), decoding: NoteList.self).value
+        }
+
+        /// The page after `page` (following its `next`), or `nil` after the last one.
+        public func nextPage(after page: NoteList) async throws(JotterClientError) -> NoteList? {
+            guard let next = page.next else { return nil }
+            guard let url = client.resolve(next) else { throw .invalidResponse("bad next link '\(next)'") }
+            return try await client.send(client.makeRequest("GET", url: url), decoding: NoteList.self).value
+        }
+
+        /// Every note, page by page as the iteration goes (pages of `pageSize`).
+        ///
+        /// ```swift
+        /// for try await note in client.notes.all(query: "milk") { print(note.body) }
+        /// ```
+        public func all(query: String? = nil, pageSize: Int? = nil, order: Order = .newestFirst) -> NoteSequence {
+            NoteSequence(notes: self, query: query, pageSize: pageSize, order: order)
+        }
+
+        /// `POST /notes`: creates a note. Never retried (a retry could create it twice).
+        ///
+        /// ```swift
+        /// let note = try await client.notes.create("Buy milk")     // note.id == "1", note.version == 1
+        /// ```
+        public func create(_ body: String) async throws(JotterClientError) -> Note {
+            try await write("POST", "/notes", body: body, ifMatch: nil)
+        }
+
+        /// `GET /notes/{id}`: the note; its `etag` is the `ETag` to send back in `ifMatch`.
+        ///
+        /// ```swift
+        /// let note = try await client.notes.get("42")     // throws isNotFound when there is none
+        /// ```
+        public func get(_ id: String) async throws(JotterClientError) -> Note {
+            try await client.send(client.makeRequest("GET", "/notes/" + JotterClient.segment(id)), decoding: NoteEnvelope.self).value.note
+        }
+
+        /// `GET /notes/{id}` with `If-None-Match`: `nil` when the note still has that ETag
+        /// (`304`), else the changed note.
+        ///
+        /// ```swift
+        /// if let changed = try await client.notes.get(note.id, ifNoneMatch: note.etag) { show(changed) }
+        /// ```
+        public func get(_ id: String, ifNoneMatch etag: String) async throws(JotterClientError) -> Note? {
+            let request = client.makeRequest("GET", "/notes/" + JotterClient.segment(id), headers: ["If-None-Match": etag])
+            let (data, response) = try await client.send(request)
+            if response.statusCode == 304 { return nil }
+            return try JotterClient.decode(NoteEnvelope.self, from: data).note
+        }
+
+        /// `PUT /notes/{id}`: replaces the body. With `ifMatch` (a note's `etag`) the server
+        /// refuses with `412` (`isConflict`) when the note changed since that version.
+        ///
+        /// ```swift
+        /// do {
+        ///     note = try await client.notes.update(note.id, body: text, ifMatch: note.etag)
+        /// } catch let error where error.isConflict {
+        ///     note = try await client.notes.get(note.id)     // someone else saved first
+        /// }
+        /// ```
+        public func update(_ id: String, body: String, ifMatch etag: String? = nil) async throws(JotterClientError) -> Note {
+            try await write("PUT", "/notes/" + JotterClient.segment(id), body: body, ifMatch: etag)
+        }
+
+        /// `DELETE /notes/{id}` (and its attachments); returns the note as it was. With
+        /// `ifMatch`, only if it is still that version.
+        public func delete(_ id: String, ifMatch etag: String? = nil) async throws(JotterClientError) -> Note {
+            var request = client.makeRequest("DELETE", "/notes/" + JotterClient.segment(id))
+            if let etag { request.setValue(etag, forHTTPHeaderField: "If-Match") }
+            return try await client.send(request, decoding: NoteEnvelope.self).value.note
+        }
+
+        private func write(_ method: String, _ path: String, body: String, ifMatch etag: String?) async throws(JotterClientError) -> Note {
+            var request = client.makeRequest(method, path)
+            if let etag { request.setValue(etag, forHTTPHeaderField: "If-Match") }
+            FormURLEncodedBody([("body", body)]).apply(to: &request)
+            return try await client.send(request, decoding: NoteEnvelope.self).value.note
+        }
+    }
+}

@@ -1,0 +1,91 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// Building, sending (with retries) and decoding requests: what every API call shares.
+extension JotterClient {
+    /// A request for `path` (percent-encoded already) under `baseURL`, with `query` escaped.
+    func makeRequest(_ method: String, _ path: String, query: FormURLEncodedBody = [:], headers: [String: String] = [:]) -> URLRequest {
+        var text = baseURL.absoluteString
+        while text.hasSuffix("/") { text.removeLast() }
+        text += path
+        if !query.fields.isEmpty { text += "?" + query.encoded }
+        return makeRequest(method, url: URL(string: text) ?? baseURL, headers: headers)
+    }
+
+    /// A request for `url` with the API's `Accept` header.
+    func makeRequest(_ method: String, url: URL, headers: [String: String] = [:]) -> URLRequest {
+        var request = URLRequest(url: url)
+        request.httpMethod = method
+        request.setValue("application/json", forHTTPHeaderField: "Accept")
+        for (name, value) in headers { request.setValue(value, forHTTPHeaderField: name) }
+        return request
+    }
+
+    /// `path` relative to the server (such as a list's `next`), resolved against `baseURL`.
+    func resolve(_ path: String) -> URL? {
+        URL(string: path, relativeTo: baseURL)?.absoluteURL
+    }
+
+    /// `/notes/{id}`: a path segment with everything but unreserved characters escaped.
+    static func segment(_ id: String) -> String {
+        FormURLEncodedBody.percentEncode(id, spaceAsPlus: false)
+    }
+
+    /// Sends `request`, retrying as the policy allows; an error status throws with the
+    /// server's problem details.
+    func send(_ request: URLRequest) async throws(JotterClientError) -> (Data, HTTPURLResponse) {
+        try await withRetries(request) { () async throws(JotterClientError) in
+            let (data, response): (Data, URLResponse)
+            do {
+                (data, response) = try await session.data(for: request)
+            } catch {
+                throw JotterClientError.wrapping(error, url: request.url)
+            }
+            return (data, try Self.checked(response, body: data))
+        }
+    }
+
+    /// Sends `request` and decodes its JSON answer.
+    func send<T: Decodable>(_ request: URLRequest, decoding type: T.Type) async throws(JotterClientError)
+        -> (value: T, response: HTTPURLResponse) {
+        let (data, response) = try await send(request)
+        return (try Self.decode(type, from: data), response)
+    }
+
+    /// Runs `attempt` until it succeeds, the policy gives up, or the task is cancelled.
+    func withRetries<T>(_ request: URLRequest, _ attempt: () async throws(JotterClientError) -> T) async throws(JotterClientError) -> T {
+        var count = 1
+        while true {
+            do {
+                return try await attempt()
+            } catch {
+                guard let delay = configuration.retry.delay(after: error, attempt: count, method: request.httpMethod ?? "GET") else {
+                    throw error
+                }
+                do {
+                    try await Task.sleep(nanoseconds: UInt64(delay * 1_000_000_000))
+                } catch {
+                    throw .cancelled
+                }
+                count += 1
+            }
+        }
+    }
+
+    /// The HTTP response, or the error its status stands for.
+    static func checked(_ response: URLResponse, body: Data) throws(JotterClientError) -> HTTPURLResponse {
+        guard let http = response as? HTTPURLResponse else { throw .invalidResponse("not an HTTP response") }
+        guard http.statusCode < 400 else { throw .http(status: http.statusCode, body: body, response: http) }
+        return http
+    }
+
+    static func decode<T: Decodable>(_ type: T.Type, from data: Data) throws(JotterClientError) -> T {
+        do {
+            return try JSONDecoder().decode(type, from: data)
+        } catch {
+            throw .invalidResponse("cannot read \(T.self) from the JSON: \(error)")
+        }
+    }
+}

@@ -1,0 +1,130 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import JotterAPI
+
+/// Every error the SDK throws: the server's answer when there was one, else what went wrong on
+/// the way.
+///
+/// The server's `application/problem+json` travels with it (`problem`, `status`, `title`,
+/// `detail`, `fieldErrors`); the checks cover the cases an app handles.
+///
+/// ```swift
+/// do {
+///     try await client.notes.update("42", body: text, ifMatch: note.etag)
+/// } catch let error as JotterClientError where error.isConflict {
+///     // someone else changed note 42 meanwhile: reload it and merge
+/// } catch let error as JotterClientError where error.isTransport {
+///     // offline, or the server is down: try again later
+/// }
+/// ```
+public struct JotterClientError: Error, Sendable, CustomStringConvertible {
+    /// What kind of failure this is; new kinds may be added.
+    public struct Kind: Hashable, Sendable, CustomStringConvertible {
+        private enum Base: String, Hashable, Sendable {
+            case httpStatus = "HTTP status", transport, cancelled, invalidResponse = "invalid response", localFile = "local file"
+        }
+        private let base: Base
+
+        /// The server answered with a 4xx or 5xx status.
+        public static let httpStatus = Kind(base: .httpStatus)
+        /// The server could not be reached, or the connection failed (see `urlErrorCode`).
+        public static let transport = Kind(base: .transport)
+        /// The task was cancelled.
+        public static let cancelled = Kind(base: .cancelled)
+        /// The server's answer was not what the API promises (wrong JSON, wrong status).
+        public static let invalidResponse = Kind(base: .invalidResponse)
+        /// A file on this machine could not be read or written.
+        public static let localFile = Kind(base: .localFile)
+
+        public var description: String { base.rawValue }
+    }
+
+    public let kind: Kind
+    /// The HTTP status when the server answered, else `nil`.
+    public let status: Int?
+    /// The server's problem details (RFC 9457) when it sent them.
+    public let problem: ProblemDetails?
+    /// The `URLError` code behind a transport failure.
+    public let urlErrorCode: URLError.Code?
+    /// Seconds the server asked to wait (`Retry-After`), when it did.
+    public let retryAfter: Double?
+    /// What happened, in one line.
+    public let message: String
+
+    init(kind: Kind, status: Int? = nil, problem: ProblemDetails? = nil, urlErrorCode: URLError.Code? = nil,
+         retryAfter: Double? = nil, message: String) {
+        self.kind = kind
+        self.status = status
+        self.problem = problem
+        self.urlErrorCode = urlErrorCode
+        self.retryAfter = retryAfter
+        self.message = message
+    }
+
+    /// The problem's title, or the status's reason.
+    public var title: String? { problem?.title ?? status.map { HTTPURLResponse.localizedString(forStatusCode: $0).capitalized } }
+    /// The problem's detail: what exactly was wrong.
+    public var detail: String? { problem?.detail }
+    /// The invalid fields of a `422` (or `400` for query parameters).
+    public var fieldErrors: [ProblemDetails.FieldError] { problem?.errors ?? [] }
+
+    /// `404`: the note or upload does not exist.
+    public var isNotFound: Bool { status == 404 }
+    /// `412`: `If-Match` named a version that is no longer current.
+    public var isConflict: Bool { status == 412 }
+    /// `422`: a field is missing or invalid (`fieldErrors` says which).
+    public var isValidation: Bool { status == 422 }
+    /// `413`: the body or upload is over the server's limit.
+    public var isTooLarge: Bool { status == 413 }
+    /// The server could not be reached or the connection broke.
+    public var isTransport: Bool { kind == .transport }
+    /// The request was cancelled (the task was cancelled).
+    public var isCancelled: Bool { kind == .cancelled }
+
+    public var description: String { message }
+}
+
+extension JotterClientError {
+    /// An error status, with the problem+json body when the server sent one.
+    static func http(status: Int, body: Data, response: HTTPURLResponse?) -> JotterClientError {
+        let problem = try? JSONDecoder().decode(ProblemDetails.self, from: body)
+        let reason = problem?.title ?? HTTPURLResponse.localizedString(forStatusCode: status).capitalized
+        let detail = problem?.detail.map { ": \($0)" } ?? ""
+        return JotterClientError(kind: .httpStatus, status: status, problem: problem,
+                                 retryAfter: response.flatMap { RetryPolicy.retryAfter($0) },
+                                 message: "\(status) \(reason)\(detail)")
+    }
+
+    /// Maps anything URLSession throws: cancellation (which Linux reports as `URLError(.cancelled)`)
+    /// and transport failures.
+    static func wrapping(_ error: any Error, url: URL?) -> JotterClientError {
+        if let error = error as? JotterClientError { return error }
+        if error is CancellationError { return .cancelled }
+        guard let urlError = error as? URLError else {
+            return JotterClientError(kind: .transport, message: "\(error)")
+        }
+        if urlError.code == .cancelled { return .cancelled }
+        let place = url.flatMap { $0.host }.map { " \($0)\(url?.port.map { ":\($0)" } ?? "")" } ?? ""
+        let what = switch urlError.code {
+        case .cannotConnectToHost: "cannot connect to\(place) (connection refused)"
+        case .timedOut: "timed out waiting for\(place)"
+        case .cannotFindHost, .dnsLookupFailed: "cannot find host\(place)"
+        case .networkConnectionLost: "the connection to\(place) was lost"
+        case .notConnectedToInternet: "not connected to a network"
+        default: "cannot reach\(place): \(urlError.localizedDescription) (URLError \(urlError.code.rawValue))"
+        }
+        return JotterClientError(kind: .transport, urlErrorCode: urlError.code, message: what)
+    }
+
+    static let cancelled = JotterClientError(kind: .cancelled, message: "cancelled")
+
+    static func invalidResponse(_ message: String) -> JotterClientError {
+        JotterClientError(kind: .invalidResponse, message: "unexpected answer from the server: \(message)")
+    }
+
+    static func localFile(_ message: String) -> JotterClientError {
+        JotterClientError(kind: .localFile, message: message)
+    }
+}
