@@ -34,6 +34,9 @@ final class TaskRouter: NSObject, URLSessionDataDelegate, Sendable {
         return stream
     }
 
+    /// Tasks started here and not yet complete.
+    var running: Int { streams.withLock { $0.count } }
+
     private func stream(_ task: URLSessionTask) -> AsyncThrowingStream<TaskEvent, any Error>.Continuation? {
         streams.withLock { $0[task.taskIdentifier] }
     }

@@ -1,0 +1,140 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import JotterAPI
+
+/// One change from `GET /notes/events`.
+public struct NoteEvent: Sendable, Hashable {
+    public enum Change: Sendable, Hashable {
+        case created(Note)
+        case updated(Note)
+        /// The note as it was before it was deleted.
+        case deleted(Note)
+        /// The server could not replay what was missed: list the notes again.
+        case reload
+    }
+
+    /// The event id (it grows across all events and server restarts).
+    public var id: Int64?
+    public var change: Change
+
+    /// The note the event is about (`nil` for `.reload`).
+    public var note: Note? {
+        switch change {
+        case .created(let note), .updated(let note), .deleted(let note): note
+        case .reload: nil
+        }
+    }
+
+    init?(_ event: EventStreamParser.Event) {
+        id = event.id.flatMap { Int64($0) }
+        if event.type == "reload" { change = .reload; return }
+        guard let note = try? JSONDecoder().decode(Note.self, from: Data(event.data.utf8)) else { return nil }
+        switch event.type {
+        case "note.created": change = .created(note)
+        case "note.updated": change = .updated(note)
+        case "note.deleted": change = .deleted(note)
+        default: return nil  // a kind this SDK does not know yet
+        }
+    }
+}
+
+extension JotterClient.Notes {
+    /// The live changes to notes, as they happen.
+    ///
+    /// The stream stays open until you stop iterating (or cancel the task). When the connection
+    /// drops after it was established it reconnects by itself, after the delay the server asked
+    /// for (`retry:`, doubling while the server stays away, at most 30 s), sending
+    /// `Last-Event-ID` so the events missed meanwhile are replayed; when they can't be, you get
+    /// `.reload`. The first connection is retried as `RetryPolicy` says; errors are
+    /// `JotterClientError`.
+    ///
+    /// ```swift
+    /// for try await event in client.notes.events() {
+    ///     switch event.change {
+    ///     case .created(let note), .updated(let note): show(note)
+    ///     case .deleted(let note): remove(note.id)
+    ///     case .reload: reloadEverything()
+    ///     }
+    /// }
+    /// ```
+    ///
+    /// - Parameter lastEventID: resume after this event (a `NoteEvent.id` you saw before).
+    public func events(lastEventID: Int64? = nil) -> AsyncThrowingStream<NoteEvent, any Error> {
+        let (stream, continuation) = AsyncThrowingStream.makeStream(of: NoteEvent.self)
+        let client = self.client
+        let task = Task {
+            var subscription = EventSubscription(client: client, lastEventID: lastEventID)
+            do throws(JotterClientError) {
+                try await subscription.run { continuation.yield($0) }
+            } catch {
+                continuation.finish(throwing: error.isCancelled ? nil : error)
+            }
+        }
+        continuation.onTermination = { _ in task.cancel() }
+        return stream
+    }
+}
+
+/// The connect–read–reconnect loop behind `events()`.
+struct EventSubscription {
+    let client: JotterClient
+    var lastEventID: Int64?
+    /// Milliseconds before reconnecting, as the server last said.
+    private var retry = 3000
+
+    init(client: JotterClient, lastEventID: Int64?) {
+        self.client = client
+        self.lastEventID = lastEventID
+    }
+
+    /// Runs until cancelled, or until an error that reconnecting can't mend.
+    mutating func run(_ deliver: (NoteEvent) -> Void) async throws(JotterClientError) -> Never {
+        var opened = false  // a connection was established at least once
+        var failures = 0    // consecutive failed attempts
+        while true {
+            do {
+                try await connect(deliver) {
+                    opened = true
+                    failures = 0
+                }
+            } catch {
+                if error.isCancelled { throw error }
+                failures += 1
+                guard opened else {
+                    // Never connected: retried as any GET is, then the error is the caller's.
+                    guard let delay = client.configuration.retry.delay(after: error, attempt: failures, method: "GET") else { throw error }
+                    try await Self.sleep(delay)
+                    continue
+                }
+                // Connected before: wait for the server to come back; other errors end the stream.
+                guard error.isTransport || error.status.map(RetryPolicy.retryableStatuses.contains) == true else { throw error }
+            }
+            let seconds = Double(retry) / 1000
+            try await Self.sleep(min(max(seconds, 30), seconds * pow(2, Double(min(max(failures - 1, 0), 5)))))
+        }
+    }
+
+    /// One connection: delivers its events until the server ends it.
+    private mutating func connect(_ deliver: (NoteEvent) -> Void, onOpen: () -> Void) async throws(JotterClientError) {
+        var request = client.makeRequest("GET", "/notes/events", headers: ["Accept": "text/event-stream"])
+        if let lastEventID { request.setValue(String(lastEventID), forHTTPHeaderField: "Last-Event-ID") }
+        var parser = EventStreamParser()
+        try await client.stream(client.session.dataTask(with: request), response: { _ in onOpen() }) { chunk in
+            for event in parser.feed(chunk) {
+                if let id = event.id.flatMap({ Int64($0) }) { lastEventID = id }
+                if let noteEvent = NoteEvent(event) { deliver(noteEvent) }
+            }
+            if let retry = parser.retry { self.retry = retry }
+        }
+    }
+
+    static func sleep(_ seconds: Double) async throws(JotterClientError) {
+        do {
+            try await Task.sleep(nanoseconds: UInt64(seconds * 1_000_000_000))
+        } catch {
+            throw .cancelled
+        }
+    }
+}
