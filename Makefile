@@ -19,6 +19,7 @@ run: release
 	.build/release/jotter serve --host $(HOST) --port $(PORT) --data $(DATA)
 
 test: deps
+	@scripts/test-venv
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build
 
