@@ -75,13 +75,14 @@ public func buildApplication(_ configuration: ServerConfiguration) throws -> App
     var routes = RouterBuilder()
     routes.add(middleware: ErrorMiddleware(log: log))
     HelloController().register(in: &routes)
-    HealthController().register(in: &routes)
+    let metrics = Metrics()
+    HealthController(metrics: metrics).register(in: &routes)
     NotesController(store: notes, events: events, replayLimit: configuration.eventBacklog).register(in: &routes)
     UploadsController(store: notes, events: events).register(in: &routes)
     EchoController().register(in: &routes)
     FormPageController().register(in: &routes)
     var http = configuration.http
     http.temporaryDirectory = notes.temporaryDirectory
-    let server = HTTPServer(configuration: http, router: routes.build(), log: log)
+    let server = HTTPServer(configuration: http, router: routes.build(), log: log, metrics: metrics)
     return Application(configuration: configuration, server: server, log: log, notes: notes, events: events)
 }

@@ -132,6 +132,7 @@ func engineAccessHandler(_ cls: UnsafeMutableRawPointer?, _ connection: OpaquePo
         state.deferred = slot
         state.waker = waker
         state.request = request
+        state.route = response.route
         server.wakers.register(waker, kind: .deferred)
         waker.suspendUnlessWoken()
         start { result in
@@ -213,6 +214,8 @@ extension HTTPServer {
         _ = MHD_add_response_header(handle, "X-Content-Type-Options", "nosniff")
         _ = MHD_add_response_header(handle, "X-Request-Id", state.requestID)
         state.status = response.status.code
+        metrics?.record(method: state.method, route: response.route ?? state.route ?? "unmatched", status: response.status.code,
+                        seconds: Double(Clock.microseconds() - state.started) / 1_000_000)
         switch response.payload {
         case .file(_, _, let length): state.bytesSent = Int(length)
         default: state.bytesSent = body.count

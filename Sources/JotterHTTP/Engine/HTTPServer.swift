@@ -74,10 +74,14 @@ public final class HTTPServer: Sendable {
     let requestCounter = Atomic<UInt64>(0)
     let idPrefix: String
 
-    public init(configuration: Configuration, router: Router, log: Logger) {
+    /// Requests by route and status, and latencies; `nil` records nothing.
+    let metrics: Metrics?
+
+    public init(configuration: Configuration, router: Router, log: Logger, metrics: Metrics? = nil) {
         self.configuration = configuration
         self.router = router
         self.log = log
+        self.metrics = metrics
         var random: UInt32 = 0
         getentropy(&random, MemoryLayout<UInt32>.size)
         idPrefix = String(random, radix: 36)
