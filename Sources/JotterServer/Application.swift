@@ -45,6 +45,9 @@ public final class Application: Sendable {
         notes.close()
     }
 
+    /// Every registered route: method and path pattern (`/notes/:id`).
+    public var routes: [(method: String, path: String)] { server.router.table.map { ($0.method.rawValue, $0.path) } }
+
     /// The port in use (the real one when configured with 0).
     public var port: Int { server.port }
 
@@ -81,6 +84,7 @@ public func buildApplication(_ configuration: ServerConfiguration) throws -> App
     UploadsController(store: notes, events: events).register(in: &routes)
     EchoController().register(in: &routes)
     FormPageController().register(in: &routes)
+    OpenAPIController().register(in: &routes)
     var http = configuration.http
     http.temporaryDirectory = notes.temporaryDirectory
     let server = HTTPServer(configuration: http, router: routes.build(), log: log, metrics: metrics)

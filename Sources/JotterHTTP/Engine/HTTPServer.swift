@@ -63,7 +63,7 @@ public final class HTTPServer: Sendable {
     }
 
     public let configuration: Configuration
-    let router: Router
+    public let router: Router
     let log: Logger
     private let daemon = Mutex<Daemon?>(nil)
     private let boundPort = Atomic<Int>(0)
