@@ -192,11 +192,11 @@ extension HTTPServer {
         switch response.payload {
         case .bytes:
             handle = body.withUnsafeBytes { bytes in jotter_mhd_response_copy(bytes.count, bytes.baseAddress) }
-        case .stream(let stream, let length):
+        case .stream(let stream, let length, let blockSize):
             let waker = ConnectionWaker(connection: connection)
             wakers.register(waker, kind: .stream)
             let context = Unmanaged.passRetained(StreamContext(body: stream, waker: waker, engine: engine)).toOpaque()
-            handle = MHD_create_response_from_callback(length ?? UInt64.max, 16 << 10, engineStreamRead, context, engineStreamFree)
+            handle = MHD_create_response_from_callback(length ?? UInt64.max, blockSize, engineStreamRead, context, engineStreamFree)
             if handle == nil { engineStreamFree(context) } else { stream.start(waker: waker) }
         case .file(let fd, let offset, let length):
             handle = MHD_create_response_from_fd_at_offset64(length, fd, offset)
