@@ -31,6 +31,12 @@ public final class HTTPServer: Sendable {
         public var connectionMemory: Int
         /// Seconds `shutdown()` waits for requests in flight.
         public var shutdownGracePeriod: Double
+        /// Bytes of all file parts of one multipart request together.
+        public var maxUploadSize: Int64 = 1 << 30
+        /// Parts of one multipart request.
+        public var maxParts = 1000
+        /// Where multipart file parts are written while their request runs.
+        public var temporaryDirectory = "/tmp"
 
         public init(host: String = "127.0.0.1", port: Int = 8080, threads: Int = Configuration.cores,
                     connectionLimit: Int = 10_000, connectionsPerAddress: Int = 256, idleTimeout: Int = 30,
@@ -57,20 +63,25 @@ public final class HTTPServer: Sendable {
     }
 
     public let configuration: Configuration
-    let router: Router
+    public let router: Router
     let log: Logger
     private let daemon = Mutex<Daemon?>(nil)
     private let boundPort = Atomic<Int>(0)
     let inFlight = Atomic<Int>(0)
     let engine = EngineState()
+    let watchdog = BodyWatchdog()
     var wakers: WakerRegistry { engine.wakers }
     let requestCounter = Atomic<UInt64>(0)
     let idPrefix: String
 
-    public init(configuration: Configuration, router: Router, log: Logger) {
+    /// Requests by route and status, and latencies; `nil` records nothing.
+    let metrics: Metrics?
+
+    public init(configuration: Configuration, router: Router, log: Logger, metrics: Metrics? = nil) {
         self.configuration = configuration
         self.router = router
         self.log = log
+        self.metrics = metrics
         var random: UInt32 = 0
         getentropy(&random, MemoryLayout<UInt32>.size)
         idPrefix = String(random, radix: 36)
@@ -108,6 +119,7 @@ public final class HTTPServer: Sendable {
             throw ServerStartError(description: "cannot start the HTTP engine on \(ListeningSocket.display(configuration.host, configuration.port))")
         }
         boundPort.store(ListeningSocket.port(of: fd), ordering: .relaxed)
+        watchdog.start()
         daemon.withLock { $0 = Daemon(pointer: started) }
     }
 
@@ -130,6 +142,7 @@ public final class HTTPServer: Sendable {
         }
         daemon.withLock { $0 = nil }
         MHD_stop_daemon(current.pointer)
+        watchdog.stop()
     }
 
     private func waitForRequests(until deadline: UInt64) {

@@ -18,10 +18,14 @@ final class RequestState {
     /// An answer decided while the body was still arriving, sent once it has been drained.
     var refusal: HTTPError?
     var drained = 0
+    /// A multipart body streaming to temporary files.
+    var multipart: MultipartReceiver?
     /// Set while a deferred answer is awaited (the connection is suspended meanwhile).
     var deferred: DeferredSlot?
     var waker: ConnectionWaker?
     var request: Request?
+    /// The route pattern of a deferred answer, for metrics.
+    var route: String?
     /// Set once a response is queued; further body bytes are discarded.
     var status = 0
     var bytesSent = 0
