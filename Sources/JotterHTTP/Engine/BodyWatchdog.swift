@@ -48,7 +48,8 @@ final class BodyWatchdog: Sendable {
     private func sweep() {
         let now = Clock.microseconds()
         entries.withLock { entries in
-            for (key, entry) in entries where now - entry.lastActivity >= Self.interval {
+            // `activity` may have stamped a time after `now` was read: compare without subtracting.
+            for (key, entry) in entries where now >= entry.lastActivity + Self.interval {
                 var byte: UInt8 = 0
                 if recv(entry.fd, &byte, 1, Int32(MSG_PEEK | MSG_DONTWAIT)) == 0 {
                     shutdown(entry.fd, Int32(SHUT_RDWR))
