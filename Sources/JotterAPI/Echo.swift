@@ -1,0 +1,109 @@
+/// The answer of `/echo`: the request as the server read it, in the shape of httpbin's
+/// `/anything`.
+///
+/// In `args` and `form` a key sent once is a string on the wire and several times an array;
+/// here both are arrays (`form["tag"] == ["a", "b"]`), and encoding restores the wire shape.
+public struct EchoResponse: Codable, Sendable, Hashable {
+    /// A file part as the server saw it: hashed while it streamed in, never kept.
+    public struct File: Codable, Sendable, Hashable {
+        public var filename: String
+        public var contentType: String
+        public var size: Int64
+        public var sha256: String
+
+        enum CodingKeys: String, CodingKey {
+            case filename, size, sha256
+            case contentType = "content_type"
+        }
+
+        public init(filename: String, contentType: String, size: Int64, sha256: String) {
+            self.filename = filename
+            self.contentType = contentType
+            self.size = size
+            self.sha256 = sha256
+        }
+    }
+
+    /// Any JSON value (the parsed `json` body).
+    public indirect enum JSONValue: Codable, Sendable, Hashable {
+        case null, bool(Bool), number(Double), string(String), array([JSONValue]), object([String: JSONValue])
+
+        public init(from decoder: any Decoder) throws {
+            let container = try decoder.singleValueContainer()
+            if container.decodeNil() { self = .null }
+            else if let value = try? container.decode(Bool.self) { self = .bool(value) }
+            else if let value = try? container.decode(Double.self) { self = .number(value) }
+            else if let value = try? container.decode(String.self) { self = .string(value) }
+            else if let value = try? container.decode([JSONValue].self) { self = .array(value) }
+            else { self = .object(try container.decode([String: JSONValue].self)) }
+        }
+
+        public func encode(to encoder: any Encoder) throws {
+            var container = encoder.singleValueContainer()
+            switch self {
+            case .null: try container.encodeNil()
+            case .bool(let value): try container.encode(value)
+            case .number(let value): try container.encode(value)
+            case .string(let value): try container.encode(value)
+            case .array(let value): try container.encode(value)
+            case .object(let value): try container.encode(value)
+            }
+        }
+    }
+
+    /// The method, after an `X-HTTP-Method-Override`.
+    public var method: String
+    /// The request target: path and query.
+    public var url: String
+    public var args: [String: [String]]
+    public var form: [String: [String]]
+    public var files: [String: [File]]
+    /// The body parsed as JSON, when it was JSON.
+    public var json: JSONValue?
+    /// The raw body as text when it was neither form nor multipart.
+    public var data: String
+    public var headers: [String: String]
+
+    enum CodingKeys: String, CodingKey { case method, url, args, form, files, json, data, headers }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        method = try container.decode(String.self, forKey: .method)
+        url = try container.decode(String.self, forKey: .url)
+        args = try container.decode([String: OneOrMany<String>].self, forKey: .args).mapValues(\.values)
+        form = try container.decode([String: OneOrMany<String>].self, forKey: .form).mapValues(\.values)
+        files = try container.decode([String: OneOrMany<File>].self, forKey: .files).mapValues(\.values)
+        json = try container.decodeIfPresent(JSONValue.self, forKey: .json).flatMap { $0 == .null ? nil : $0 }
+        data = try container.decode(String.self, forKey: .data)
+        headers = try container.decode([String: String].self, forKey: .headers)
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(method, forKey: .method)
+        try container.encode(url, forKey: .url)
+        try container.encode(args.mapValues(OneOrMany.init), forKey: .args)
+        try container.encode(form.mapValues(OneOrMany.init), forKey: .form)
+        try container.encode(files.mapValues(OneOrMany.init), forKey: .files)
+        try container.encode(json ?? .null, forKey: .json)
+        try container.encode(data, forKey: .data)
+        try container.encode(headers, forKey: .headers)
+    }
+
+    /// One value as itself, several as an array.
+    struct OneOrMany<Value: Codable>: Codable {
+        var values: [Value]
+
+        init(_ values: [Value]) { self.values = values }
+
+        init(from decoder: any Decoder) throws {
+            let container = try decoder.singleValueContainer()
+            if let one = try? container.decode(Value.self) { values = [one] } else { values = try container.decode([Value].self) }
+        }
+
+        func encode(to encoder: any Encoder) throws {
+            var container = encoder.singleValueContainer()
+            if values.count == 1 { try container.encode(values[0]) } else { try container.encode(values) }
+        }
+    }
+}
