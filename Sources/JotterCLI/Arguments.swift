@@ -22,23 +22,30 @@ struct Arguments {
 
     /// The value of `--name` (or its environment variable), removing it from the arguments.
     mutating func option(_ name: String, environment key: String? = nil) throws(UsageError) -> String? {
-        var found: String?
+        var found = try values(["--\(name)"]).last
+        if found == nil, let key, let value = environment[key], !value.isEmpty { found = value }
+        return found
+    }
+
+    /// Every value of an option that may repeat, under any of its spellings, in order:
+    /// `-d a=1 --data b=2 --data=c=3` → `["a=1", "b=2", "c=3"]`.
+    mutating func values(_ spellings: [String]) throws(UsageError) -> [String] {
+        var found: [String] = []
         var index = 0
         while index < remaining.count {
             let argument = remaining[index]
             if argument == "--" { break }
-            if argument == "--\(name)" {
-                guard index + 1 < remaining.count else { throw UsageError("--\(name) needs a value") }
-                found = remaining[index + 1]
+            if spellings.contains(argument) {
+                guard index + 1 < remaining.count else { throw UsageError("\(argument) needs a value") }
+                found.append(remaining[index + 1])
                 remaining.removeSubrange(index...(index + 1))
-            } else if argument.hasPrefix("--\(name)=") {
-                found = String(argument.dropFirst(name.count + 3))
+            } else if let spelling = spellings.first(where: { $0.hasPrefix("--") && argument.hasPrefix($0 + "=") }) {
+                found.append(String(argument.dropFirst(spelling.count + 1)))
                 remaining.remove(at: index)
             } else {
                 index += 1
             }
         }
-        if found == nil, let key, let value = environment[key], !value.isEmpty { found = value }
         return found
     }
 
@@ -96,4 +103,14 @@ func parseSize(_ text: String) -> Int? {
         return overflow ? nil : value
     }
     return Int(lower).flatMap { $0 >= 0 ? $0 : nil }
+}
+
+extension Arguments {
+    /// Exactly one positional argument, named `what` in the usage error.
+    mutating func single(_ what: String) throws(UsageError) -> String {
+        let words = try positionals()
+        guard let first = words.first else { throw UsageError("missing \(what)") }
+        guard words.count == 1 else { throw UsageError("unexpected argument '\(words[1])'") }
+        return first
+    }
 }

@@ -5,18 +5,26 @@ import Foundation
 #endif
 import Glibc
 
-/// Where a command writes: standard output and error by default, strings in tests.
+/// Where a command writes and reads: the process's standard streams by default, strings in tests.
 public struct Console: Sendable {
     public var out: @Sendable (String) -> Void
     public var err: @Sendable (String) -> Void
+    /// True when standard error is a terminal: progress bars are drawn there, else one line
+    /// per file.
+    public var isTerminal: Bool
+    /// Everything on standard input (`notes add -`).
+    public var readInput: @Sendable () -> [UInt8]
 
-    public init(out: @escaping @Sendable (String) -> Void, err: @escaping @Sendable (String) -> Void) {
+    public init(out: @escaping @Sendable (String) -> Void, err: @escaping @Sendable (String) -> Void,
+                isTerminal: Bool = false, readInput: @escaping @Sendable () -> [UInt8] = { [] }) {
         self.out = out
         self.err = err
+        self.isTerminal = isTerminal
+        self.readInput = readInput
     }
 
-    /// The process's standard output and error.
-    public static let standard = Console(out: { write(1, $0) }, err: { write(2, $0) })
+    /// The process's standard output, error and input.
+    public static let standard = Console(out: { write(1, $0) }, err: { write(2, $0) }, isTerminal: isatty(2) == 1, readInput: readAll)
 
     private static func write(_ fd: Int32, _ text: String) {
         var text = text
@@ -29,103 +37,89 @@ public struct Console: Sendable {
             }
         }
     }
+
+    private static func readAll() -> [UInt8] {
+        var bytes: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 65536)
+        while true {
+            let count = read(0, &chunk, chunk.count)
+            if count < 0 && errno == EINTR { continue }
+            if count <= 0 { return bytes }
+            bytes += chunk[..<count]
+        }
+    }
 }
 
 /// Exit codes of `jotter`, documented in `jotter --help`.
 public enum ExitCode {
     public static let success: Int32 = 0
+    /// Anything else: the port is in use, a local file can't be read, the server failed.
     public static let failure: Int32 = 1
     public static let usage: Int32 = 2
+    /// No such note or upload.
+    public static let notFound: Int32 = 3
+    /// The note changed meanwhile (`If-Match` failed): nothing was written.
+    public static let conflict: Int32 = 4
+    /// The server could not be reached.
+    public static let unreachable: Int32 = 5
+    /// The server refused the request as invalid or too large (400, 413, 415, 422).
+    public static let refused: Int32 = 6
+
+    static let help = """
+    EXIT CODES:
+      0  success                 4  conflict: the note changed meanwhile, nothing saved
+      1  failure                 5  server unreachable
+      2  usage error             6  refused by the server: invalid or too large
+      3  not found
+    """
 }
 
-/// A `jotter` subcommand: its help, how it reads its arguments, and what it does.
+/// A `jotter` command or command group: its help and how it reads its arguments.
 protocol Command: SendableMetatype {
     static var name: String { get }
     static var summary: String { get }
     /// The full `--help` text.
     static var help: String { get }
+    /// The subcommands of a group such as `notes`; empty for a command that runs.
+    static var subcommands: [any Command.Type] { get }
+    /// Reads the arguments into the command, ready to run.
+    static func prepare(_ arguments: inout Arguments) throws -> JotterCommandLine.Invocation
+}
+
+extension Command {
+    static var subcommands: [any Command.Type] { [] }
+}
+
+/// A command that keeps the calling thread (`serve`: it blocks its stop signals there and
+/// waits for them in `sigwait`).
+protocol BlockingCommand: Command {
     init(parsing arguments: inout Arguments) throws
     func run(console: Console) throws -> Int32
 }
 
-extension Command {
-    /// Reads the arguments into a command and runs it.
-    static func parseAndRun(_ arguments: [String], environment: [String: String], console: Console) throws -> Int32 {
-        var parsed = Arguments(arguments, environment: environment)
-        let command = try Self(parsing: &parsed)
-        return try command.run(console: console)
+extension BlockingCommand {
+    static func prepare(_ arguments: inout Arguments) throws -> JotterCommandLine.Invocation {
+        .blocking(try Self(parsing: &arguments), help: help)
     }
 }
 
-/// The `jotter` command line: `jotter [--help|--version] COMMAND [OPTIONS]`.
-///
-/// ```swift
-/// let status = JotterCommandLine.run(["serve", "--port", "0"])
-/// ```
-public enum JotterCommandLine {
-    public static let version = "0.1.0"
+/// A command that talks to a server through the SDK.
+protocol AsyncCommand: Command, Sendable {
+    init(parsing arguments: inout Arguments) throws
+    func run(console: Console) async throws -> Int32
+}
 
-    static let commands: [any Command.Type] = [ServeCommand.self]
-
-    static var help: String {
-        let width = commands.map { $0.name.count }.max() ?? 0
-        let list = commands.map { "  \($0.name + String(repeating: " ", count: width + 2 - $0.name.count))\($0.summary)" }.joined(separator: "\n")
-        return """
-        USAGE: jotter <command> [options]
-
-        Jotter: notes, uploads and hello, served over HTTP.
-
-        COMMANDS:
-        \(list)
-
-        OPTIONS:
-          -h, --help     Show help (also after any command: jotter serve --help).
-          --version      Show the version.
-
-        EXIT CODES:
-          0  success    1  failure (e.g. the port is in use)    2  usage error
-
-        """
+extension AsyncCommand {
+    static func prepare(_ arguments: inout Arguments) throws -> JotterCommandLine.Invocation {
+        .async(try Self(parsing: &arguments), help: help)
     }
+}
 
-    /// Runs `arguments` (without the program name) and returns the exit code.
-    public static func run(_ arguments: [String], environment: [String: String] = ProcessInfo.processInfo.environment,
-                           console: Console = .standard) -> Int32 {
-        guard let first = arguments.first else {
-            console.err(help)
-            return ExitCode.usage
-        }
-        switch first {
-        case "-h", "--help", "help":
-            if first == "help", arguments.count > 1, let command = commands.first(where: { $0.name == arguments[1] }) {
-                console.out(command.help)
-            } else {
-                console.out(help)
-            }
-            return ExitCode.success
-        case "--version":
-            console.out("jotter \(version)\n")
-            return ExitCode.success
-        default:
-            break
-        }
-        guard let command = commands.first(where: { $0.name == first }) else {
-            console.err("error: unknown command '\(first)'\n\n\(help)")
-            return ExitCode.usage
-        }
-        let rest = Array(arguments.dropFirst())
-        if Arguments(rest, environment: environment).wantsHelp {
-            console.out(command.help)
-            return ExitCode.success
-        }
-        do {
-            return try command.parseAndRun(rest, environment: environment, console: console)
-        } catch let error as UsageError {
-            console.err("error: \(error)\n\n\(command.help)")
-            return ExitCode.usage
-        } catch {
-            console.err("error: \(error)\n")
-            return ExitCode.failure
-        }
+/// A group of subcommands, such as `notes`: it lists them; run alone, it is a usage error.
+protocol CommandGroup: Command {}
+
+extension CommandGroup {
+    static func prepare(_ arguments: inout Arguments) throws -> JotterCommandLine.Invocation {
+        throw UsageError("missing subcommand: one of \(subcommands.map { $0.name }.joined(separator: ", "))")
     }
 }

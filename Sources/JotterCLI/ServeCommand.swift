@@ -8,7 +8,7 @@ import JotterServer
 import JotterStore
 
 /// `jotter serve`: runs the server until SIGINT or SIGTERM, then shuts down gracefully.
-struct ServeCommand: Command {
+struct ServeCommand: BlockingCommand {
     static let name = "serve"
     static let summary = "Serve the API and the web app."
     static let help = """

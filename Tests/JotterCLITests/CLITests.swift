@@ -101,6 +101,45 @@ struct BinaryTests {
         #expect(!log.contains("/hello"))
     }
 
+    @Test("the client commands, run as a user would: notes, upload, a server that is down")
+    func clientCommands() throws {
+        let server = try ServerProcess(["--quiet"])
+        defer { server.signal(SIGTERM); server.finish() }
+        let environment = ["JOTTER_SERVER": "http://127.0.0.1:\(server.port)", "PATH": "/usr/bin:/bin"]
+        #expect(try Self.jotter(["notes", "add", "from", "the", "binary"], environment: environment) == (0, "Added note 1.\n", ""))
+        let list = try Self.jotter(["notes", "list", "--json"], environment: environment)
+        #expect(list.status == 0)
+        #expect(list.out.contains("\"body\" : \"from the binary\""))
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("jotter-binary-\(UUID().uuidString).txt")
+        try Data("uploaded by the binary".utf8).write(to: file)
+        defer { try? FileManager.default.removeItem(at: file) }
+        let upload = try Self.jotter(["upload", file.path, "--note", "1"], environment: environment)
+        #expect(upload.status == 0)
+        #expect(upload.out.hasPrefix("uploaded \(file.path) as "))
+        #expect(try Self.jotter(["hello", "Bob"], environment: environment).out == "Hello Bob!\n")
+
+        let down = try Self.jotter(["notes", "list", "--server", "http://127.0.0.1:\(try TestApp.unusedPort())"], environment: [:])
+        #expect(down.status == ExitCode.unreachable)
+        #expect(down.out.isEmpty)
+        #expect(down.err.split(separator: "\n").count == 1, "\(down.err)")
+    }
+
+    /// Runs the built `jotter` with `arguments`; its exit status and output.
+    static func jotter(_ arguments: [String], environment: [String: String]) throws -> (status: Int32, out: String, err: String) {
+        let process = Process()
+        process.executableURL = ServerProcess.binary
+        process.arguments = arguments
+        process.environment = environment
+        let out = Pipe(), err = Pipe()
+        process.standardOutput = out
+        process.standardError = err
+        process.standardInput = FileHandle.nullDevice
+        try process.run()
+        let output = out.fileHandleForReading.readDataToEndOfFile(), errors = err.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return (process.terminationStatus, String(decoding: output, as: UTF8.self), String(decoding: errors, as: UTF8.self))
+    }
+
     @Test("a port in use is one line and exit 1")
     func portInUse() throws {
         let server = try ServerProcess()

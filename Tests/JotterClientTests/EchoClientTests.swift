@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import JotterTestSupport
 import JotterAPI
 import JotterClient
 
@@ -53,7 +54,7 @@ struct EchoClientTests {
 
     @Test("multipart files are streamed and described: size and SHA-256; repeated file fields")
     func files() async throws {
-        let folder = try temporaryFolder()
+        let folder = try scratchFolder()
         defer { try? FileManager.default.removeItem(at: folder) }
         let first = pattern(70_000), second = Array("second".utf8)
         var form = MultipartFormData()

@@ -90,7 +90,7 @@ struct EventTests {
     func down() async throws {
         var configuration = JotterClient.Configuration()
         configuration.retry = .never
-        let client = JotterClient(baseURL: URL(string: "http://127.0.0.1:\(try closedPort())")!, configuration: configuration)
+        let client = JotterClient(baseURL: URL(string: "http://127.0.0.1:\(try TestApp.unusedPort())")!, configuration: configuration)
         let error = await #expect(throws: JotterClientError.self) {
             for try await _ in client.notes.events() {}
         }

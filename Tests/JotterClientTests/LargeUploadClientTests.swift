@@ -12,7 +12,7 @@ import JotterTestSupport
 struct LargeUploadClientTests {
     @Test("200 MiB: stored intact; this process's RSS grows by less than 64 MiB")
     func twoHundredMebibytes() async throws {
-        let folder = try temporaryFolder()
+        let folder = try scratchFolder()
         defer { try? FileManager.default.removeItem(at: folder) }
         let (file, size, digest) = try Self.write(mebibytes: 200, into: folder)
         let server = try ServerProcess(["--quiet"])

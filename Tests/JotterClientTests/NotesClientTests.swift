@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import JotterTestSupport
 import JotterAPI
 import JotterClient
 
@@ -108,7 +109,7 @@ struct NotesClientTests {
     func serverDown() async throws {
         var configuration = JotterClient.Configuration()
         configuration.retry = .never
-        let client = JotterClient(baseURL: URL(string: "http://127.0.0.1:\(try closedPort())")!, configuration: configuration)
+        let client = JotterClient(baseURL: URL(string: "http://127.0.0.1:\(try TestApp.unusedPort())")!, configuration: configuration)
         let error = await #expect(throws: JotterClientError.self) { try await client.notes.list() }
         #expect(error?.isTransport == true)
         #expect(error?.status == nil)

@@ -1,6 +1,7 @@
 import Foundation
 import Synchronization
 import Testing
+import JotterTestSupport
 import JotterAPI
 @testable import JotterClient
 import JotterHTTP
@@ -102,7 +103,7 @@ struct RetryTests {
 
     @Test("connection refused: GET is retried with backoff, POST fails at once")
     func refused() async throws {
-        let base = URL(string: "http://127.0.0.1:\(try closedPort())")!
+        let base = URL(string: "http://127.0.0.1:\(try TestApp.unusedPort())")!
         var configuration = JotterClient.Configuration()
         configuration.retry = RetryPolicy(maximumAttempts: 3, initialDelay: 0.2)
         let client = JotterClient(baseURL: base, configuration: configuration)

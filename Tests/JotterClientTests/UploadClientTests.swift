@@ -1,6 +1,7 @@
 import Foundation
 import Synchronization
 import Testing
+import JotterTestSupport
 import JotterAPI
 import JotterClient
 import JotterHTTP
@@ -27,7 +28,7 @@ func sha256(_ bytes: [UInt8]) -> String {
 struct UploadClientTests {
     @Test("upload attaches to a note; list, get, delete; the note's version follows")
     func lifecycle() async throws {
-        let folder = try temporaryFolder()
+        let folder = try scratchFolder()
         defer { try? FileManager.default.removeItem(at: folder) }
         let bytes = pattern(300_000)
         let file = try makeFile(folder, "photo.png", bytes)
@@ -56,7 +57,7 @@ struct UploadClientTests {
 
     @Test("hostile filenames arrive exactly; names come from filename*")
     func filenames() async throws {
-        let folder = try temporaryFolder()
+        let folder = try scratchFolder()
         defer { try? FileManager.default.removeItem(at: folder) }
         let file = try makeFile(folder, "plain.txt", Array("hello".utf8))
         try await withClient { client, _ in
@@ -70,7 +71,7 @@ struct UploadClientTests {
 
     @Test("errors: unknown note (404), over the limit (413), no such local file")
     func errors() async throws {
-        let folder = try temporaryFolder()
+        let folder = try scratchFolder()
         defer { try? FileManager.default.removeItem(at: folder) }
         let big = try makeFile(folder, "big.bin", pattern(256 << 10))
         try await withClient(configure: { $0.maxUploadSize = 64 << 10 }) { client, _ in
@@ -94,7 +95,7 @@ struct UploadClientTests {
 
     @Test("download: whole, resumed from a partial file, a complete file, a file too long")
     func download() async throws {
-        let folder = try temporaryFolder()
+        let folder = try scratchFolder()
         defer { try? FileManager.default.removeItem(at: folder) }
         let bytes = pattern(1_000_000)
         let file = try makeFile(folder, "data.bin", bytes)

@@ -1,0 +1,85 @@
+import Foundation
+import Testing
+import JotterAPI
+@testable import JotterCLI
+import JotterTestSupport
+
+/// `jotter echo`, `upload`, `download`, and how they show progress.
+@Suite("jotter echo, upload, download")
+struct TransferCommandTests {
+    let commands = ClientCommandTests()
+
+    @Test("echo: -q, -d, -F with a file, --json body, -X")
+    func echo() async throws {
+        let folder = try scratchFolder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let file = folder.appendingPathComponent("hi.txt")
+        try Data("hi\n".utf8).write(to: file)
+        try await withApp { app in
+            let form = await commands.jotter(["echo", "-q", "q=a&b", "-d", "name=Bob & Alice", "-d", "x=1+1=2"], app: app)
+            let echoed = try JSONDecoder().decode(EchoResponse.self, from: Data(form.out.utf8))
+            #expect(echoed.method == "POST")
+            #expect(echoed.args == ["q": ["a&b"]])
+            #expect(echoed.form == ["name": ["Bob & Alice"], "x": ["1+1=2"]])
+
+            let multipart = await commands.jotter(["echo", "-X", "PUT", "-F", "note=hello", "-F", "file=@\(file.path)"], app: app)
+            let parts = try JSONDecoder().decode(EchoResponse.self, from: Data(multipart.out.utf8))
+            #expect(parts.method == "PUT")
+            #expect(parts.form == ["note": ["hello"]])
+            #expect(parts.files["file"]?.first?.size == 3)
+            #expect(parts.files["file"]?.first?.filename == "hi.txt")
+
+            let json = await commands.jotter(["echo", "--json", #"{"a":[1,"b"]}"#], app: app)
+            #expect(try JSONDecoder().decode(EchoResponse.self, from: Data(json.out.utf8)).json == .object(["a": .array([.number(1), .string("b")])]))
+        }
+    }
+
+    @Test("upload two files to a note, then download one, resuming a partial file")
+    func uploadAndDownload() async throws {
+        let folder = try scratchFolder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let bytes = (0..<300_000).map { UInt8(truncatingIfNeeded: $0 &* 7919) }
+        let first = folder.appendingPathComponent("one.bin"), second = folder.appendingPathComponent("two.txt")
+        try Data(bytes).write(to: first)
+        try Data("two".utf8).write(to: second)
+        try await withApp { app in
+            _ = await commands.jotter(["notes", "add", "files"], app: app)
+            let uploaded = await commands.jotter(["upload", first.path, second.path, "--note", "1"], app: app)
+            #expect(uploaded.status == 0, "\(uploaded.err)")
+            let lines = uploaded.out.split(separator: "\n")
+            #expect(lines.count == 2)
+            #expect(lines[0].hasPrefix("uploaded \(first.path) as ") && lines[0].contains("  293.0 KiB  in "))
+            #expect(uploaded.err.isEmpty)  // not a terminal: no progress bar
+
+            let json = await commands.jotter(["upload", second.path, "--json"], app: app)
+            let upload = try #require(try JSONDecoder().decode(UploadList.self, from: Data(json.out.utf8)).uploads.first)
+            #expect(upload.filename == "two.txt" && upload.noteID == nil)
+
+            let id = try #require(lines[0].split(separator: " ").dropFirst(3).first.map(String.init))
+            let target = folder.appendingPathComponent("copy.bin")
+            try Data(bytes[..<100_000]).write(to: target)
+            let downloaded = await commands.jotter(["download", id, "-o", target.path], app: app, terminal: true)
+            #expect(downloaded.out == "downloaded \(id) to \(target.path)  293.0 KiB (resumed after 97.7 KiB)\n")
+            #expect(downloaded.err.contains("100%"))  // the bar, drawn on a terminal, then cleared
+            #expect(downloaded.err.hasSuffix("\r\u{1B}[K"))
+            #expect(try Data(contentsOf: target) == Data(bytes))
+            #expect(await commands.jotter(["download", "nope"], app: app).status == ExitCode.notFound)
+        }
+    }
+
+    @Test("the progress line: bar, percent, sizes, rate, ETA")
+    func progressLine() {
+        #expect(ProgressBar.line(label: "a.bin", completed: 5 << 20, total: 10 << 20, transferred: 5 << 20, elapsed: 1)
+                == "a.bin  [##########··········]  50%  5.0 MiB/10.0 MiB  5.2 MB/s  ETA 0:01")
+        #expect(ProgressBar.line(label: "b", completed: 0, total: 100, transferred: 0, elapsed: 0)
+                == "b  [····················]  0%  0 B/100 B  0.0 MB/s  ETA -:--")
+        #expect(ProgressBar.line(label: "c", completed: 2048, total: nil, transferred: 2048, elapsed: 2) == "c  2.0 KiB  0.0 MB/s")
+        #expect(TextFormat.bytes(1023) == "1023 B")
+        #expect(TextFormat.bytes(3 << 30) == "3.0 GiB")
+        #expect(TextFormat.duration(3725) == "1:02:05")
+        #expect(TextFormat.excerpt("short", width: 10) == "short")
+        #expect(TextFormat.excerpt("a long first line", width: 6) == "a lon…")
+        #expect(TextFormat.excerpt("one\ntwo", width: 10) == "one…")
+        #expect(TextFormat.table(["ID", "BODY"], [["1", "x"], ["123", "y"]]) == "ID   BODY\n1    x\n123  y\n")
+    }
+}
