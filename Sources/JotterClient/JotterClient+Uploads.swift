@@ -46,7 +46,8 @@ extension JotterClient {
         ///   - noteID: attach the file to this note (`isNotFound` when there is none).
         ///   - filename: the name to record (default: the file's own name).
         ///   - contentType: default: guessed from the extension.
-        ///   - progress: called as the body goes out (often: throttle what you draw).
+        ///   - progress: called as the body goes out, often and from a background thread: keep
+        ///     it quick and throttle what you draw.
         public func upload(fileAt url: URL, noteID: String? = nil, filename: String? = nil, contentType: String? = nil,
                            progress: (@Sendable (TransferProgress) -> Void)? = nil) async throws(JotterClientError) -> Upload {
             var form = MultipartFormData()
@@ -82,32 +83,39 @@ extension JotterClient {
 
     /// Sends `form` as the body of `request`, streamed from disk, and returns the answer.
     ///
-    /// On Linux the body is a stream (sent chunked: several times faster there than a file
-    /// upload); on Apple platforms it is written to a temporary file and sent with
-    /// `uploadTask(with:fromFile:)`, with its Content-Length. Retried only if the method is
-    /// idempotent.
+    /// On Linux the body is a stream, sent chunked, through the async API: no delegate
+    /// callback per 64 KiB (they cost a fifth of the throughput, measured), progress counted
+    /// as URLSession reads the stream. On Apple platforms it is written to a temporary file
+    /// and sent with `uploadTask(with:fromFile:)` and its Content-Length, progress from the
+    /// delegate. Retried only if the method is idempotent.
     func send(_ form: MultipartFormData, request: URLRequest,
               progress: (@Sendable (TransferProgress) -> Void)?) async throws(JotterClientError) -> (Data, HTTPURLResponse) {
         var request = request
         request.setValue(form.contentType, forHTTPHeaderField: "Content-Type")
         let total = form.contentLength
-        return try await withRetries(request) { () async throws(JotterClientError) in
-            var body = Data()
-            var head: HTTPURLResponse?
-            let report = { (sent: Int64) -> Void in progress?(TransferProgress(completed: min(sent, total), total: total)) }
+        let report = { @Sendable (sent: Int64) -> Void in progress?(TransferProgress(completed: min(sent, total), total: total)) }
+        let (body, head) = try await withRetries(request) { () async throws(JotterClientError) -> (Data, HTTPURLResponse) in
             #if canImport(FoundationNetworking)
-            request.httpBodyStream = MultipartInputStream(form)
-            let task = session.dataTask(with: request)
+            request.httpBodyStream = MultipartInputStream(form, read: report)
+            let (data, response): (Data, URLResponse)
+            do {
+                (data, response) = try await session.data(for: request)
+            } catch {
+                throw JotterClientError.wrapping(error, url: request.url)
+            }
+            return (data, try Self.checked(response, body: data))
             #else
             let file = FileManager.default.temporaryDirectory.appendingPathComponent("jotter-upload-\(UUID().uuidString)")
             try form.writeBody(to: file)
             defer { try? FileManager.default.removeItem(at: file) }
-            let task = session.uploadTask(with: request, fromFile: file)
-            #endif
-            try await stream(task, sent: report, response: { head = $0 }) { body.append($0) }
+            var body = Data()
+            var head: HTTPURLResponse?
+            try await stream(session.uploadTask(with: request, fromFile: file), sent: report, response: { head = $0 }) { body.append($0) }
             guard let head else { throw .invalidResponse("no response") }
-            report(total)
             return (body, head)
+            #endif
         }
+        report(total)
+        return (body, head)
     }
 }

@@ -66,7 +66,8 @@ extension MultipartFormData {
 #if canImport(FoundationNetworking)
 import Glibc
 
-/// The body as an `InputStream` for `httpBodyStream`, reading the files as URLSession pulls.
+/// The body as an `InputStream` for `httpBodyStream`, reading the files as URLSession pulls
+/// and reporting the bytes handed over so far (upload progress without a delegate).
 ///
 /// swift-corelibs-foundation sends a body stream with `Transfer-Encoding: chunked` (and no
 /// Content-Length, which must not be set with it); measured here it streams several times
@@ -82,9 +83,12 @@ final class MultipartInputStream: InputStream, @unchecked Sendable {
     private var descriptor: Int32 = -1
     private var status = Stream.Status.notOpen
     private var failure: (any Error)?
+    private var handedOver: Int64 = 0
+    private let onRead: @Sendable (Int64) -> Void
 
-    init(_ form: MultipartFormData) {
+    init(_ form: MultipartFormData, read onRead: @escaping @Sendable (Int64) -> Void = { _ in }) {
         segments = form.segments
+        self.onRead = onRead
         super.init(data: Data())
     }
 
@@ -123,6 +127,10 @@ final class MultipartInputStream: InputStream, @unchecked Sendable {
             }
         }
         if index == segments.count { status = count == 0 ? .atEnd : status }
+        if count > 0 {
+            handedOver += Int64(count)
+            onRead(handedOver)
+        }
         return count
     }
 
