@@ -55,13 +55,17 @@ public struct EchoResponse: Codable, Sendable, Hashable {
     public var method: String
     /// The request target: path and query.
     public var url: String
+    /// The query parameters, each with every value sent.
     public var args: [String: [String]]
+    /// The form fields (form-urlencoded or the plain fields of multipart).
     public var form: [String: [String]]
+    /// The file parts by field name.
     public var files: [String: [File]]
     /// The body parsed as JSON, when it was JSON.
     public var json: JSONValue?
     /// The raw body as text when it was neither form nor multipart.
     public var data: String
+    /// The request headers (repeated ones joined by commas).
     public var headers: [String: String]
 
     enum CodingKeys: String, CodingKey { case method, url, args, form, files, json, data, headers }

@@ -82,8 +82,9 @@ protocol Command: SendableMetatype {
     static var help: String { get }
     /// The subcommands of a group such as `notes`; empty for a command that runs.
     static var subcommands: [any Command.Type] { get }
-    /// Reads the arguments into the command, ready to run.
-    static func prepare(_ arguments: inout Arguments) throws -> JotterCommandLine.Invocation
+    /// Reads the arguments and starts the command: a blocking one runs to its end right here,
+    /// an async one is handed back to be awaited.
+    static func start(_ arguments: inout Arguments, console: Console) throws -> JotterCommandLine.Invocation
 }
 
 extension Command {
@@ -98,8 +99,8 @@ protocol BlockingCommand: Command {
 }
 
 extension BlockingCommand {
-    static func prepare(_ arguments: inout Arguments) throws -> JotterCommandLine.Invocation {
-        .blocking(try Self(parsing: &arguments), help: help)
+    static func start(_ arguments: inout Arguments, console: Console) throws -> JotterCommandLine.Invocation {
+        .done(try Self(parsing: &arguments).run(console: console))
     }
 }
 
@@ -110,7 +111,7 @@ protocol AsyncCommand: Command, Sendable {
 }
 
 extension AsyncCommand {
-    static func prepare(_ arguments: inout Arguments) throws -> JotterCommandLine.Invocation {
+    static func start(_ arguments: inout Arguments, console: Console) throws -> JotterCommandLine.Invocation {
         .async(try Self(parsing: &arguments), help: help)
     }
 }
@@ -119,7 +120,7 @@ extension AsyncCommand {
 protocol CommandGroup: Command {}
 
 extension CommandGroup {
-    static func prepare(_ arguments: inout Arguments) throws -> JotterCommandLine.Invocation {
+    static func start(_ arguments: inout Arguments, console: Console) throws -> JotterCommandLine.Invocation {
         throw UsageError("missing subcommand: one of \(subcommands.map { $0.name }.joined(separator: ", "))")
     }
 }

@@ -55,8 +55,6 @@ public enum JotterCommandLine {
         switch resolve(arguments, environment: environment, console: console) {
         case .done(let status):
             return status
-        case .blocking(let command, let help):
-            do { return try command.run(console: console) } catch { return report(error, help: help, console: console) }
         case .async(let command, let help):
             let outcome = Outcome()
             Task.detached {
@@ -73,8 +71,6 @@ public enum JotterCommandLine {
         switch resolve(arguments, environment: environment, console: console) {
         case .done(let status):
             return status
-        case .blocking(let command, let help):
-            do { return try command.run(console: console) } catch { return report(error, help: help, console: console) }
         case .async(let command, let help):
             return await runAsync(command, help: help, console: console)
         }
@@ -84,10 +80,10 @@ public enum JotterCommandLine {
         do { return try await command.run(console: console) } catch { return report(error, help: help, console: console) }
     }
 
-    /// What the arguments ask for: an answer already given (help, usage error) or a command.
+    /// What is left to do: nothing but exit (help, a usage error, a blocking command that has
+    /// run), or an async command to await.
     enum Invocation {
         case done(Int32)
-        case blocking(any BlockingCommand, help: String)
         case async(any AsyncCommand, help: String)
     }
 
@@ -124,7 +120,7 @@ public enum JotterCommandLine {
                 throw UsageError("unknown subcommand '\(next)' of \(type.name)")
             }
             var parsed = Arguments(rest, environment: environment)
-            return try type.prepare(&parsed)
+            return try type.start(&parsed, console: console)
         } catch {
             return .done(report(error, help: type.help, console: console))
         }

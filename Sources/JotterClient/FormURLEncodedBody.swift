@@ -37,6 +37,7 @@ public struct FormURLEncodedBody: Sendable, Hashable, ExpressibleByDictionaryLit
         self.fields = fields.map { Field(name: $0.0, value: $0.1) }
     }
 
+    /// `["name": "Bob", "tag": "a"]`, in the order written.
     public init(dictionaryLiteral elements: (String, String)...) {
         self.init(elements)
     }

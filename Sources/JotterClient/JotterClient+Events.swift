@@ -6,6 +6,7 @@ import JotterAPI
 
 /// One change from `GET /notes/events`.
 public struct NoteEvent: Sendable, Hashable {
+    /// What happened to which note.
     public enum Change: Sendable, Hashable {
         case created(Note)
         case updated(Note)
@@ -17,6 +18,7 @@ public struct NoteEvent: Sendable, Hashable {
 
     /// The event id (it grows across all events and server restarts).
     public var id: Int64?
+    /// What happened.
     public var change: Change
 
     /// The note the event is about (`nil` for `.reload`).

@@ -36,15 +36,18 @@ extension JotterClient {
     /// Sends `request`, retrying as the policy allows; an error status throws with the
     /// server's problem details.
     func send(_ request: URLRequest) async throws(JotterClientError) -> (Data, HTTPURLResponse) {
-        try await withRetries(request) { () async throws(JotterClientError) in
-            let (data, response): (Data, URLResponse)
-            do {
-                (data, response) = try await session.data(for: request)
-            } catch {
-                throw JotterClientError.wrapping(error, url: request.url)
-            }
-            return (data, try Self.checked(response, body: data))
+        try await withRetries(request) { () async throws(JotterClientError) in try await exchange(request) }
+    }
+
+    /// One attempt: the answer, or the error it stands for.
+    func exchange(_ request: URLRequest) async throws(JotterClientError) -> (Data, HTTPURLResponse) {
+        let (data, response): (Data, URLResponse)
+        do {
+            (data, response) = try await session.data(for: request)
+        } catch {
+            throw JotterClientError.wrapping(error, url: request.url)
         }
+        return (data, try Self.checked(response, body: data))
     }
 
     /// Sends `request` and decodes its JSON answer.

@@ -97,13 +97,7 @@ extension JotterClient {
         let (body, head) = try await withRetries(request) { () async throws(JotterClientError) -> (Data, HTTPURLResponse) in
             #if canImport(FoundationNetworking)
             request.httpBodyStream = MultipartInputStream(form, read: report)
-            let (data, response): (Data, URLResponse)
-            do {
-                (data, response) = try await session.data(for: request)
-            } catch {
-                throw JotterClientError.wrapping(error, url: request.url)
-            }
-            return (data, try Self.checked(response, body: data))
+            return try await exchange(request)
             #else
             let file = FileManager.default.temporaryDirectory.appendingPathComponent("jotter-upload-\(UUID().uuidString)")
             try form.writeBody(to: file)

@@ -31,6 +31,7 @@ public final class JotterClient: Sendable {
         /// Extra headers on every request, e.g. `["Authorization": "Bearer …"]`.
         public var headers: [String: String] = [:]
 
+        /// The defaults above.
         public init() {}
     }
 
@@ -39,6 +40,7 @@ public final class JotterClient: Sendable {
 
     /// The server, e.g. `http://127.0.0.1:8080`; a path prefix is kept (`https://host/jotter`).
     public let baseURL: URL
+    /// How it talks to the server.
     public let configuration: Configuration
     let session: URLSession
     let tasks: TaskRouter

@@ -41,6 +41,7 @@ public struct JotterClientError: Error, Sendable, CustomStringConvertible {
         public var description: String { base.rawValue }
     }
 
+    /// What kind of failure: `.httpStatus`, `.transport`, `.cancelled`, …
     public let kind: Kind
     /// The HTTP status when the server answered, else `nil`.
     public let status: Int?

@@ -36,6 +36,7 @@ public struct NoteSequence: AsyncSequence, Sendable {
             self.sequence = sequence
         }
 
+        /// The next note; fetches the next page when this one is used up.
         public mutating func next() async throws(JotterClientError) -> Note? {
             while true {
                 if let page, index < page.notes.count {

@@ -27,6 +27,7 @@ public struct RetryPolicy: Sendable, Hashable {
     /// A longer `Retry-After` is not waited for: the error is thrown (its `retryAfter` says how long).
     public var maximumRetryAfter: Double
 
+    /// Four attempts, waits of 0.25 s doubling to 8 s, `Retry-After` up to 30 s by default.
     public init(maximumAttempts: Int = 4, initialDelay: Double = 0.25, maximumDelay: Double = 8, maximumRetryAfter: Double = 30) {
         self.maximumAttempts = max(1, maximumAttempts)
         self.initialDelay = initialDelay

@@ -2,13 +2,13 @@
 (`jotter upload`, the same release binary's client side), against the same server and file.
 
 Each upload is one client process; its wall time gives MB/s (10^6 bytes per second) and
-os.wait4 gives its peak RSS (ru_maxrss). Clients alternate, one at a time; every stored upload
+its VmHWM, sampled every 10 ms, its peak RSS. Clients alternate, one at a time; every stored upload
 is deleted before the next, so the server's disk work is the same for both. The server's
 durable write (fsync of the file) is inside every figure: this compares the clients on equal
 terms, it is not the network's speed."""
-import json, os, statistics, subprocess, time, urllib.request
+import json, os, statistics, subprocess, tempfile, time, urllib.request
 
-from harness import (BenchError, jotter_argv, log_warning, machine_info, now, ratio,
+from harness import (BenchError, jotter_argv, log_warning, machine_info, memory_mib, now, ratio,
                      reproduce_command, start_server)
 
 NAME = "uploads"
@@ -26,16 +26,25 @@ def make_file(path: str, mib: int):
 
 
 def timed(argv: list) -> tuple:
-    """Runs argv; (seconds, peak RSS in MiB, stdout). A failure raises BenchError."""
+    """Runs argv; (seconds, peak RSS in MiB, stdout). A failure raises BenchError.
+
+    Peak RSS is the process's VmHWM, read every 10 ms while it runs: wait4's ru_maxrss would
+    also count this harness's own high-water mark (the child starts as a vfork of it)."""
     t0 = time.monotonic()
-    proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    out, err = proc.stdout.read(), proc.stderr.read()
-    _, status, usage = os.wait4(proc.pid, 0)
-    seconds = time.monotonic() - t0
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    if proc.returncode != 0:
-        raise BenchError(f"{argv[0]} failed ({proc.returncode}): {err.decode(errors='replace')[-500:]}")
-    return seconds, usage.ru_maxrss / 1024, out.decode(errors="replace")
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=err)
+        peak = 0.0
+        while proc.poll() is None:
+            try:
+                peak = max(peak, memory_mib(proc.pid, "VmHWM"))
+            except (OSError, TypeError):
+                pass
+            time.sleep(0.01)
+        seconds = time.monotonic() - t0
+        out.seek(0), err.seek(0)
+        if proc.returncode != 0:
+            raise BenchError(f"{argv[0]} failed ({proc.returncode}): {err.read().decode(errors='replace')[-500:]}")
+        return seconds, peak, out.read().decode(errors="replace")
 
 
 def delete_all(base: str):
@@ -94,7 +103,7 @@ def run(args, tmp: str) -> tuple:
                f"by `curl -F file=@…` and by `jotter upload` (JotterClient on URLSession: the "
                f"body streamed from disk, sent chunked), alternately, each upload deleted before "
                f"the next{median}. MB/s = file bytes / wall time of the client process, the "
-               f"server's durable write included; peak RSS = the client process's ru_maxrss.\n\n"
+               f"server's durable write included; peak RSS = the client process's VmHWM (sampled every 10 ms).\n\n"
                f"Machine: {machine_info()}.\n\n{table}\n\n"
                f"Reproduce (after `scripts/install-bench-deps`):\n\n```\n{command}\n```")
     return table, section
