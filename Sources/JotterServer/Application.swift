@@ -77,6 +77,7 @@ public func buildApplication(_ configuration: ServerConfiguration) throws -> App
     HelloController().register(in: &routes)
     HealthController().register(in: &routes)
     NotesController(store: notes, events: events, replayLimit: configuration.eventBacklog).register(in: &routes)
+    WebController().register(in: &routes)
     let server = HTTPServer(configuration: configuration.http, router: routes.build(), log: log)
     return Application(configuration: configuration, server: server, log: log, notes: notes, events: events)
 }
