@@ -4,7 +4,7 @@ HOST ?= 127.0.0.1
 PORT ?= 8080
 DATA ?= ./jotter-data
 
-.PHONY: deps build release run test bench clean
+.PHONY: deps build release run test browser-test screenshots bench clean
 
 deps:
 	@scripts/install-deps
@@ -21,10 +21,21 @@ run: release
 test: deps
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build
+	scripts/browser-tests
+
+# The web app in headless Chromium against the built server (after swift build).
+browser-test: deps
+	$(SWIFT) build
+	scripts/browser-tests
+
+# The web app's screenshots in docs/.
+screenshots: deps
+	$(SWIFT) build
+	scripts/browser-tests --screenshots
 
 bench: release
 	@scripts/install-bench-deps
 	python3 bench/run.py --jotter .build/release/jotter
 
 clean:
-	rm -rf .build
+	rm -rf .build .venv-browser
