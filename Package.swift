@@ -14,7 +14,9 @@ let package = Package(
             linkerSettings: [.linkedLibrary("microhttpd")]
         ),
         // The HTTP framework: engine, routing, middleware, bodies, errors. Knows nothing of notes.
-        .target(name: "JotterHTTP", dependencies: ["CMicroHTTPD"]),
+        .target(name: "JotterHTTP", dependencies: ["CMicroHTTPD", "CCrypto"]),
+        // OpenSSL's libcrypto from Debian (libssl-dev), for SHA-256 of uploads as they stream.
+        .systemLibrary(name: "CCrypto", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
         // Codable wire types shared by the server and the client SDK.
         .target(name: "JotterAPI"),
         // The application: configuration, controllers, `buildApplication`.

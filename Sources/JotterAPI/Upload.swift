@@ -41,3 +41,15 @@ public struct Upload: Codable, Sendable, Hashable, Identifiable {
         try container.encode(url, forKey: .url)
     }
 }
+
+/// `{"uploads":[…]}`.
+public struct UploadList: Codable, Sendable, Hashable {
+    public var uploads: [Upload]
+    public init(uploads: [Upload]) { self.uploads = uploads }
+}
+
+/// `{"upload":{…}}`.
+public struct UploadEnvelope: Codable, Sendable, Hashable {
+    public var upload: Upload
+    public init(upload: Upload) { self.upload = upload }
+}

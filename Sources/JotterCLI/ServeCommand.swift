@@ -24,6 +24,8 @@ struct ServeCommand: Command {
       --threads N                   Engine threads (JOTTER_THREADS, default: number of cores).
       --max-body-size SIZE          Largest non-upload body, e.g. 1MiB (JOTTER_MAX_BODY_SIZE,
                                     default 1MiB).
+      --max-upload-size SIZE        Largest sum of files in one upload, e.g. 1GiB
+                                    (JOTTER_MAX_UPLOAD_SIZE, default 1GiB).
       --max-connections N           Open connections in all (JOTTER_MAX_CONNECTIONS, default 10000).
       --max-connections-per-address N
                                     Open connections from one client address
@@ -49,6 +51,8 @@ struct ServeCommand: Command {
             Int($0).flatMap { (1...256).contains($0) ? $0 : nil } }) { configuration.threads = threads }
         if let size = try arguments.option("max-body-size", environment: "JOTTER_MAX_BODY_SIZE", as: "a size such as 1048576 or 1MiB",
                                            { parseSize($0).flatMap { $0 > 0 ? $0 : nil } }) { configuration.maxBodySize = size }
+        if let size = try arguments.option("max-upload-size", environment: "JOTTER_MAX_UPLOAD_SIZE", as: "a size such as 1GiB",
+                                           { parseSize($0).flatMap { $0 > 0 ? $0 : nil } }) { configuration.maxUploadSize = Int64(size) }
         if let limit = try arguments.option("max-connections", environment: "JOTTER_MAX_CONNECTIONS", as: "a positive whole number", positive) {
             configuration.connectionLimit = limit
         }

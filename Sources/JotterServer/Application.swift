@@ -77,7 +77,12 @@ public func buildApplication(_ configuration: ServerConfiguration) throws -> App
     HelloController().register(in: &routes)
     HealthController().register(in: &routes)
     NotesController(store: notes, events: events, replayLimit: configuration.eventBacklog).register(in: &routes)
+    UploadsController(store: notes, events: events).register(in: &routes)
+    EchoController().register(in: &routes)
+    FormPageController().register(in: &routes)
     WebController().register(in: &routes)
-    let server = HTTPServer(configuration: configuration.http, router: routes.build(), log: log)
+    var http = configuration.http
+    http.temporaryDirectory = notes.temporaryDirectory
+    let server = HTTPServer(configuration: http, router: routes.build(), log: log)
     return Application(configuration: configuration, server: server, log: log, notes: notes, events: events)
 }

@@ -10,6 +10,8 @@ public struct ServerConfiguration: Sendable {
     public var threads = HTTPServer.Configuration.cores
     /// Bytes of a non-multipart body, and of the plain fields of a multipart body.
     public var maxBodySize = 1 << 20
+    /// Bytes of all file parts of one request together.
+    public var maxUploadSize: Int64 = 1 << 30
     /// Open connections from one client address.
     public var connectionsPerAddress = 256
     /// Open connections in all.
@@ -28,8 +30,10 @@ public struct ServerConfiguration: Sendable {
     public init() {}
 
     var http: HTTPServer.Configuration {
-        HTTPServer.Configuration(host: host, port: port, threads: threads, connectionLimit: connectionLimit,
-                                 connectionsPerAddress: connectionsPerAddress, idleTimeout: idleTimeout,
-                                 maxBodySize: maxBodySize)
+        var http = HTTPServer.Configuration(host: host, port: port, threads: threads, connectionLimit: connectionLimit,
+                                            connectionsPerAddress: connectionsPerAddress, idleTimeout: idleTimeout,
+                                            maxBodySize: maxBodySize)
+        http.maxUploadSize = maxUploadSize
+        return http
     }
 }

@@ -13,6 +13,11 @@ public enum NoteWrite: Sendable {
     /// Bumps version and `updated_at` without changing the body (attachments added or removed);
     /// emits `note.updated`.
     case touch(id: Int64, ifVersion: Int64?)
+    /// Stores received files (moving them out of their temporary files), attached to `noteID`
+    /// when given: the note must exist, and its version grows (a `note.updated` event).
+    case addUploads([NewUpload], noteID: Int64?)
+    /// Deletes an upload; its note, if any, changes version (a `note.updated` event).
+    case deleteUpload(id: String)
 }
 
 /// The outcome of a `NoteWrite`.
@@ -26,6 +31,10 @@ public enum NoteWriteResult: Sendable, Hashable {
     case notFound
     /// `ifVersion` did not match; nothing changed. `current` is the note as stored.
     case versionMismatch(current: NoteRecord)
+    /// The stored uploads, and the note they were attached to with its event.
+    case uploadsAdded([UploadRecord], note: NoteRecord?, event: NoteEvent?)
+    /// The deleted upload, and the note it was attached to with its event.
+    case uploadDeleted(UploadRecord, note: NoteRecord?, event: NoteEvent?)
 }
 
 /// Write counters of a store, to see how well writes share commits.

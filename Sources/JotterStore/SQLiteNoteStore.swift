@@ -18,7 +18,7 @@ import Synchronization
 /// store.submit(.create(body: "Buy milk")) { result in … }   // called once durable
 /// let newest = try store.notes(NoteQuery(limit: 20))
 /// ```
-public final class SQLiteNoteStore: NoteStore {
+public final class SQLiteNoteStore: NoteStore, UploadStore {
     /// How durable a commit is when it is acknowledged.
     public enum Synchronous: String, Sendable {
         /// fsync the WAL on every commit: an acknowledged write survives power loss (the default).
@@ -57,6 +57,7 @@ public final class SQLiteNoteStore: NoteStore {
     private let writer: GroupCommitWriter
     private let readers: ReaderPool
     private let noteWriter: NoteWriter
+    private let files: UploadFiles
 
     /// Opens (creating and migrating as needed) `<dataDirectory>/jotter.sqlite`.
     ///
@@ -81,7 +82,9 @@ public final class SQLiteNoteStore: NoteStore {
         try db.execute("PRAGMA synchronous = \(options.synchronous.rawValue)")
         try db.execute("PRAGMA journal_size_limit = 67108864")  // shrink the WAL back to 64 MiB after checkpoints
 
-        noteWriter = NoteWriter(eventBacklog: Int64(options.eventBacklog))
+        files = try UploadFiles(dataDirectory: dataDirectory)
+        files.removeOrphans(known: try UploadRows.allIDs(on: db))
+        noteWriter = NoteWriter(eventBacklog: Int64(options.eventBacklog), files: files)
         readers = ReaderPool(path: path, maxIdle: options.maxIdleReaders,
                              busyTimeoutMilliseconds: options.busyTimeoutMilliseconds)
         writer = try GroupCommitWriter(connection: db, maxBatch: options.maxBatchSize)
@@ -119,14 +122,26 @@ public final class SQLiteNoteStore: NoteStore {
         try readers.withConnection { db throws(StoreError) in try NoteRows.lastEventID(on: db) }
     }
 
+    /// Where requests put files while they run (`<data>/tmp`, emptied at start-up).
+    public var temporaryDirectory: String { files.temporaryDirectory }
+
     // MARK: - Writes
 
     /// Queues `write` for the next group commit; `completion` runs on the writer thread once the
     /// commit is durable (or failed). After `close()`, `completion` gets `StoreError.closed` at
     /// once on the calling thread.
     public func submit(_ write: NoteWrite, completion: @escaping @Sendable (Result<NoteWriteResult, StoreError>) -> Void) {
-        let noteWriter = noteWriter
-        writer.submit(.make({ db throws(StoreError) in try noteWriter.apply(write, on: db) }, completion: completion))
+        let noteWriter = noteWriter, files = files
+        let changes = FileChanges()
+        writer.submit(.make({ db throws(StoreError) in try noteWriter.apply(write, on: db, changes: changes) }, completion: { result in
+            // Files follow their rows: freed ones go once the delete has committed; ones moved in
+            // go again if the insert did not.
+            switch result {
+            case .success(.notFound), .success(.versionMismatch), .failure: files.remove(changes.added)
+            case .success: files.remove(changes.removed)
+            }
+            completion(result)
+        }))
     }
 
     /// Blocking convenience over `submit`: returns once the write is durable.
@@ -143,4 +158,21 @@ public final class SQLiteNoteStore: NoteStore {
         done.wait()
         return try outcome.withLock { $0! }.get()
     }
+
+    // MARK: - Uploads
+
+    public func upload(id: String) throws(StoreError) -> UploadRecord? {
+        try readers.withConnection { db throws(StoreError) in try UploadRows.upload(id: id, on: db) }
+    }
+
+    public func uploads(limit: Int) throws(StoreError) -> [UploadRecord] {
+        try readers.withConnection { db throws(StoreError) in try UploadRows.uploads(limit: limit, on: db) }
+    }
+
+    public func attachments(of noteIDs: [Int64]) throws(StoreError) -> [Int64: [UploadRecord]] {
+        guard !noteIDs.isEmpty else { return [:] }
+        return try readers.withConnection { db throws(StoreError) in try UploadRows.attachments(of: noteIDs, on: db) }
+    }
+
+    public func contentPath(of id: String) -> String { files.path(of: id) }
 }

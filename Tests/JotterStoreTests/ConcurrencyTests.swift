@@ -73,6 +73,8 @@ struct ConcurrencyTests {
                         retries.add(1, ordering: .relaxed)
                     case .notFound:
                         throw FixtureError("counter note vanished")
+                    case .uploadsAdded, .uploadDeleted:
+                        throw FixtureError("an update answered as an upload")
                     }
                 } catch {
                     failures.withLock { $0.append("\(error)") }

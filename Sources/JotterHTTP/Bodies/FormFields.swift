@@ -48,6 +48,11 @@ public struct FormFields: Sendable, Sequence {
         return .success(pairs)
     }
 
+    /// Appends a pair.
+    public mutating func append(_ key: String, _ value: String) {
+        pairs.append((key: key, value: value))
+    }
+
     /// The first value for `key`.
     public subscript(key: String) -> String? {
         pairs.first { $0.key == key }?.value

@@ -22,6 +22,7 @@ func engineRequestCompleted(_ cls: UnsafeMutableRawPointer?, _ connection: Opaqu
     let server = Unmanaged<HTTPServer>.fromOpaque(cls!).takeUnretainedValue()
     let state = Unmanaged<RequestState>.fromOpaque(raw).takeRetainedValue()
     server.inFlight.subtract(1, ordering: .releasing)
+    state.multipart?.discard()  // temporary files not moved by a handler
     if let waker = state.waker {
         waker.close()
         server.wakers.unregister(waker)
@@ -63,8 +64,12 @@ func engineAccessHandler(_ cls: UnsafeMutableRawPointer?, _ connection: OpaquePo
         state.version = version.map { String(cString: $0) } ?? ""
         state.headers = readHeaders(connection)
         state.requestID = server.requestID(from: state.headers)
-        if let error = FramingCheck.check(method: state.method, target: state.target, version: state.version, headers: state.headers)
-            ?? server.refuseDeclaredBody(state) {
+        do throws(HTTPError) {
+            if let error = FramingCheck.check(method: state.method, target: state.target, version: state.version, headers: state.headers) {
+                throw error
+            }
+            try server.prepareBody(state)
+        } catch {
             return server.queue(ErrorMiddleware.render(error, requestID: state.requestID), state: state, connection: connection)
         }
         return .YES
@@ -78,14 +83,17 @@ func engineAccessHandler(_ cls: UnsafeMutableRawPointer?, _ connection: OpaquePo
             state.drained += size
             return state.drained <= HTTPServer.drainBudget ? .YES : .NO
         }
+        let chunk = UnsafeRawBufferPointer(start: uploadData, count: size)
+        if let multipart = state.multipart {
+            do throws(HTTPError) { try multipart.receive(chunk) } catch { state.refusal = error }
+            return .YES
+        }
         guard state.body.count + size <= server.configuration.maxBodySize else {
             state.body = []
             state.refusal = server.tooLarge()
             return .YES
         }
-        uploadData!.withMemoryRebound(to: UInt8.self, capacity: size) { bytes in
-            state.body.append(contentsOf: UnsafeBufferPointer(start: bytes, count: size))
-        }
+        state.body.append(contentsOf: chunk)
         return .YES
     }
     if let refusal = state.refusal {
@@ -104,8 +112,15 @@ func engineAccessHandler(_ cls: UnsafeMutableRawPointer?, _ connection: OpaquePo
         }
         return server.queue(response, state: state, connection: connection)
     }
+    var multipart: (FormFields, [UploadedFile])?
+    if let receiver = state.multipart {
+        do throws(HTTPError) { try receiver.finish() } catch {
+            return server.queue(ErrorMiddleware.render(error, requestID: state.requestID), state: state, connection: connection)
+        }
+        multipart = (receiver.fields, receiver.files)
+    }
     let request = Request(method: HTTPMethod(state.method), target: state.target, version: state.version, headers: state.headers,
-                          body: state.body, id: state.requestID, remoteAddress: state.remoteAddress)
+                          body: state.body, multipart: multipart, id: state.requestID, remoteAddress: state.remoteAddress)
     state.body = []
     let response = server.router.respond(to: request)
     if case .deferred(let start) = response.payload {
@@ -145,10 +160,20 @@ extension HTTPServer {
     /// Bytes of a refused body read and dropped before its `413` can be sent.
     static let drainBudget = 64 << 20
 
-    /// `413` at once when Content-Length already says the body is over the limit.
-    func refuseDeclaredBody(_ state: RequestState) -> HTTPError? {
-        guard let declared = state.headers["Content-Length"].flatMap(Int.init), declared > configuration.maxBodySize else { return nil }
-        return tooLarge()
+    /// Chooses how the body is read: a multipart body streams to temporary files, anything
+    /// else is held in memory. `413` at once when Content-Length already says it is too large.
+    func prepareBody(_ state: RequestState) throws(HTTPError) {
+        let declared = state.headers["Content-Length"].flatMap(Int64.init)
+        if let contentType = state.headers["Content-Type"], MediaType(contentType)?.essence == "multipart/form-data" {
+            let limits = MultipartLimits(fieldBytes: configuration.maxBodySize, fileBytes: configuration.maxUploadSize, parts: configuration.maxParts)
+            if let declared, declared > limits.fileBytes + Int64(limits.fieldBytes) {
+                throw HTTPError(.contentTooLarge, detail: "the request body is larger than the upload limit of \(limits.fileBytes) bytes (--max-upload-size)",
+                                closesConnection: true)
+            }
+            state.multipart = try MultipartReceiver(contentType: contentType, limits: limits, temporaryDirectory: configuration.temporaryDirectory)
+        } else if let declared, declared > Int64(configuration.maxBodySize) {
+            throw tooLarge()
+        }
     }
 
     func tooLarge() -> HTTPError {
@@ -169,6 +194,9 @@ extension HTTPServer {
             let context = Unmanaged.passRetained(StreamContext(body: stream, waker: waker, engine: engine)).toOpaque()
             handle = MHD_create_response_from_callback(length ?? UInt64.max, 16 << 10, engineStreamRead, context, engineStreamFree)
             if handle == nil { engineStreamFree(context) } else { stream.start(waker: waker) }
+        case .file(let fd, let offset, let length):
+            handle = MHD_create_response_from_fd_at_offset64(length, fd, offset)
+            if handle == nil { close(fd) }
         case .deferred:
             log.error("request \(state.requestID): a deferred response answered with another deferred response")
             return queue(ErrorMiddleware.render(HTTPError(.internalServerError), requestID: state.requestID), state: state, connection: connection)
@@ -182,7 +210,10 @@ extension HTTPServer {
         _ = MHD_add_response_header(handle, "X-Content-Type-Options", "nosniff")
         _ = MHD_add_response_header(handle, "X-Request-Id", state.requestID)
         state.status = response.status.code
-        state.bytesSent = body.count
+        switch response.payload {
+        case .file(_, _, let length): state.bytesSent = Int(length)
+        default: state.bytesSent = body.count
+        }
         return MHD_queue_response(connection, UInt32(response.status.code), handle)
     }
 }

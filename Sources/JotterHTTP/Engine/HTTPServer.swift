@@ -31,6 +31,12 @@ public final class HTTPServer: Sendable {
         public var connectionMemory: Int
         /// Seconds `shutdown()` waits for requests in flight.
         public var shutdownGracePeriod: Double
+        /// Bytes of all file parts of one multipart request together.
+        public var maxUploadSize: Int64 = 1 << 30
+        /// Parts of one multipart request.
+        public var maxParts = 1000
+        /// Where multipart file parts are written while their request runs.
+        public var temporaryDirectory = "/tmp"
 
         public init(host: String = "127.0.0.1", port: Int = 8080, threads: Int = Configuration.cores,
                     connectionLimit: Int = 10_000, connectionsPerAddress: Int = 256, idleTimeout: Int = 30,

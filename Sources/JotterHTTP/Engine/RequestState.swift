@@ -18,6 +18,8 @@ final class RequestState {
     /// An answer decided while the body was still arriving, sent once it has been drained.
     var refusal: HTTPError?
     var drained = 0
+    /// A multipart body streaming to temporary files.
+    var multipart: MultipartReceiver?
     /// Set while a deferred answer is awaited (the connection is suspended meanwhile).
     var deferred: DeferredSlot?
     var waker: ConnectionWaker?

@@ -12,8 +12,10 @@ public struct Request: Sendable {
     public let rawQuery: Substring?
     public let version: String
     public let headers: HTTPHeaders
-    /// The raw body bytes (empty when the body was streamed elsewhere).
+    /// The raw body bytes (empty when the body was streamed elsewhere, as multipart is).
     public let rawBody: [UInt8]
+    /// The file parts of a multipart body, in temporary files until the request completes.
+    public let files: [UploadedFile]
     /// The request id, also sent back as `X-Request-Id`.
     public let id: String
     /// The client's address as text.
@@ -21,7 +23,7 @@ public struct Request: Sendable {
     private let decodedBody: Result<RequestBody, HTTPError>
 
     public init(method: HTTPMethod, target: String, version: String = "HTTP/1.1", headers: HTTPHeaders = HTTPHeaders(),
-                body: [UInt8] = [], id: String = "-", remoteAddress: String = "-") {
+                body: [UInt8] = [], multipart: (fields: FormFields, files: [UploadedFile])? = nil, id: String = "-", remoteAddress: String = "-") {
         self.method = method
         self.originalMethod = method
         self.target = target
@@ -35,9 +37,14 @@ public struct Request: Sendable {
         self.version = version
         self.headers = headers
         self.rawBody = body
+        self.files = multipart?.files ?? []
         self.id = id
         self.remoteAddress = remoteAddress
-        decodedBody = Result { () throws(HTTPError) in try RequestBody.decode(body, contentType: headers["Content-Type"]) }
+        if let multipart {
+            decodedBody = .success(.form(multipart.fields))
+        } else {
+            decodedBody = Result { () throws(HTTPError) in try RequestBody.decode(body, contentType: headers["Content-Type"]) }
+        }
     }
 
     /// The decoded query string; `400` naming the problem when it is malformed.

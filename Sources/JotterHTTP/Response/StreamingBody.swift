@@ -34,6 +34,8 @@ extension Response {
     enum Payload: Sendable {
         case bytes
         case stream(any StreamingBody, length: UInt64?)
+        /// `length` bytes of an open file from `offset`, sent with sendfile; the engine closes `fd`.
+        case file(fd: Int32, offset: UInt64, length: UInt64)
         case deferred(@Sendable (_ complete: @escaping @Sendable (Result<Response, any Error>) -> Void) -> Void)
     }
 
@@ -42,6 +44,15 @@ extension Response {
                               length: UInt64? = nil) -> Response {
         var response = Response(status: status, headers: headers)
         response.payload = .stream(body, length: length)
+        return response
+    }
+
+    /// `length` bytes of the open file `fd` from `offset`, sent by the kernel (sendfile). The
+    /// response owns `fd` and closes it when it is done.
+    public static func file(fd: Int32, offset: UInt64 = 0, length: UInt64, status: HTTPStatus = .ok,
+                            headers: HTTPHeaders = HTTPHeaders()) -> Response {
+        var response = Response(status: status, headers: headers)
+        response.payload = .file(fd: fd, offset: offset, length: length)
         return response
     }
 

@@ -3,18 +3,40 @@ import JotterHTTP
 import JotterStore
 
 extension Note {
-    /// The wire form of a stored note.
-    init(_ record: NoteRecord) {
+    /// The wire form of a stored note with its attachments.
+    init(_ record: NoteRecord, attachments: [UploadRecord]) {
         self.init(id: String(record.id), body: record.body, createdAt: Timestamp.format(record.createdAt),
-                  updatedAt: Timestamp.format(record.updatedAt), version: Int(record.version), attachments: [])
+                  updatedAt: Timestamp.format(record.updatedAt), version: Int(record.version),
+                  attachments: attachments.map(Upload.init))
     }
 }
 
-extension NoteEvent {
-    /// The server-sent event for this change: `data` is the note (as it was, when deleted).
-    var serverSentEvent: ServerSentEvent {
-        let data = (try? JSONCoding.encoder.encode(Note(note))).map { String(decoding: $0, as: UTF8.self) } ?? "{}"
-        return ServerSentEvent(id: id, event: kind.rawValue, data: data)
+extension Upload {
+    /// The wire form of a stored upload.
+    init(_ record: UploadRecord) {
+        self.init(id: record.id, filename: record.filename, contentType: record.contentType, size: record.size,
+                  sha256: record.sha256, createdAt: Timestamp.format(record.createdAt),
+                  noteID: record.noteID.map(String.init), url: "/uploads/\(record.id)/content")
+    }
+}
+
+/// Notes as the API shows them: with their attachments, read in one go per page.
+enum NoteRendering {
+    static func notes(_ records: [NoteRecord], store: some UploadStore) throws -> [Note] {
+        let attachments = try store.attachments(of: records.map(\.id))
+        return records.map { Note($0, attachments: attachments[$0.id] ?? []) }
+    }
+
+    static func note(_ record: NoteRecord, store: some UploadStore) throws -> Note {
+        try notes([record], store: store)[0]
+    }
+
+    /// The server-sent event for a change: `data` is the note (as it was, when deleted —
+    /// its attachments are gone with it by then).
+    static func event(_ event: NoteEvent, store: some UploadStore) throws -> ServerSentEvent {
+        let note = event.kind == .deleted ? Note(event.note, attachments: []) : try self.note(event.note, store: store)
+        let data = String(decoding: try JSONCoding.encoder.encode(note), as: UTF8.self)
+        return ServerSentEvent(id: event.id, event: event.kind.rawValue, data: data)
     }
 }
 

@@ -5,7 +5,7 @@ import JotterStore
 /// `/notes`: the REST resource of API.md (list, create, show, update, delete) and its live
 /// event stream. Writes are answered only after their commit is durable; the connection is
 /// suspended meanwhile, so waiting writes hold no engine thread and share group commits.
-struct NotesController<Store: NoteStore> {
+struct NotesController<Store: NoteStore & UploadStore> {
     let store: Store
     let events: EventBroadcaster
     /// How many missed events a reconnecting stream may replay.
@@ -35,7 +35,7 @@ struct NotesController<Store: NoteStore> {
                 + (query.search.map { "&q=\(FormFields.escape($0))" } ?? "")
                 + "&after=\(last.id)"
         }
-        return JSON(NoteList(notes: records.map(Note.init), next: next))
+        return JSON(NoteList(notes: try NoteRendering.notes(records, store: store), next: next))
     }
 
     @Sendable func show(_ request: Request, _ context: RequestContext) throws -> Response {
@@ -77,7 +77,7 @@ struct NotesController<Store: NoteStore> {
             body.send(id: nil, Array("retry: 3000\n\n".utf8))
             if let header = request.headers["Last-Event-ID"] {
                 if let last = Int64(header.trimmingASCIISpaces()), let missed = try store.events(after: last, limit: replayLimit) {
-                    body.release(replay: missed.map { ($0.id, $0.serverSentEvent.encoded) }, after: last)
+                    body.release(replay: try missed.map { ($0.id, try NoteRendering.event($0, store: store).encoded) }, after: last)
                 } else {
                     // Older than the backlog, or never issued: the client must re-list.
                     let current = try store.lastEventID()
@@ -99,7 +99,7 @@ struct NotesController<Store: NoteStore> {
 
     private func existing(_ id: Int64) throws -> Note {
         guard let record = try store.note(id: id) else { throw HTTPError(.notFound, detail: "note \(id) does not exist") }
-        return Note(record)
+        return try NoteRendering.note(record, store: store)
     }
 
     /// The version the write must find (`nil`: any), or `412` when `If-Match` names another.
@@ -125,15 +125,17 @@ struct NotesController<Store: NoteStore> {
                 complete(Result {
                     switch try result.get() {
                     case .done(let record, let event):
-                        events.publish(event.serverSentEvent)
-                        let note = Note(record)
+                        events.publish(try NoteRendering.event(event, store: store))
+                        let note = event.kind == .deleted ? Note(record, attachments: []) : try NoteRendering.note(record, store: store)
                         var headers = HTTPHeaders([("ETag", note.etag)])
                         if status == .created { headers.add("Location", "/notes/\(note.id)") }
                         return try JSON(NoteEnvelope(note: note, message: message), status: status, headers: headers).response(for: request)
                     case .notFound:
                         throw HTTPError(.notFound, detail: "note does not exist")
                     case .versionMismatch(let current):
-                        throw Self.stale(Note(current))
+                        throw Self.stale(try NoteRendering.note(current, store: store))
+                    case .uploadsAdded, .uploadDeleted:
+                        throw HTTPError(.internalServerError)
                     }
                 })
             }

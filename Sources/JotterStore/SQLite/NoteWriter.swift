@@ -12,10 +12,12 @@ import Darwin
 struct NoteWriter: Sendable {
     /// Events kept for replay; older ones are deleted as new ones are added.
     let eventBacklog: Int64
+    /// The files behind uploads.
+    let files: UploadFiles
     /// The clock, in Unix seconds.
     var now: @Sendable () -> Int64 = { Int64(time(nil)) }
 
-    func apply(_ write: NoteWrite, on db: SQLiteConnection) throws(StoreError) -> NoteWriteResult {
+    func apply(_ write: NoteWrite, on db: SQLiteConnection, changes: FileChanges) throws(StoreError) -> NoteWriteResult {
         switch write {
         case .create(let body):
             let time = now()
@@ -36,21 +38,59 @@ struct NoteWriter: Sendable {
             }
 
         case .touch(let id, let ifVersion):
-            return try ifAllowed(id, ifVersion, on: db) { current throws(StoreError) in
-                var note = current
-                note.updatedAt = now()
-                note.version += 1
-                try db.run("UPDATE notes SET updated_at = ?, version = ? WHERE id = ?",
-                           [.integer(note.updatedAt), .integer(note.version), .integer(id)])
-                return .done(note, try appendEvent(.updated, note, on: db))
-            }
+            return try ifAllowed(id, ifVersion, on: db) { current throws(StoreError) in try touch(current, on: db) }
 
         case .delete(let id, let ifVersion):
             return try ifAllowed(id, ifVersion, on: db) { note throws(StoreError) in
+                // Its attachments go with it: rows now, files once this commits.
+                changes.removed += try db.query("DELETE FROM uploads WHERE note_id = ? RETURNING id", [.integer(id)]) { $0.string(0) }
                 try db.run("DELETE FROM notes WHERE id = ?", [.integer(id)])
                 return .done(note, try appendEvent(.deleted, note, on: db))
             }
+
+        case .addUploads(let uploads, let noteID):
+            var note: NoteRecord?
+            if let noteID {
+                guard let found = try NoteRows.note(id: noteID, on: db) else { return .notFound }
+                note = found
+            }
+            let time = now()
+            var records: [UploadRecord] = []
+            for upload in uploads {
+                let record = UploadRecord(id: UploadFiles.newID(), filename: upload.filename, contentType: upload.contentType,
+                                          size: upload.size, sha256: upload.sha256, createdAt: time, noteID: noteID)
+                try files.adopt(upload.temporaryPath, as: record.id)
+                changes.added.append(record.id)
+                try db.run("INSERT INTO uploads (\(UploadRows.columns)) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                           [.text(record.id), .text(record.filename), .text(record.contentType), .integer(record.size),
+                            .text(record.sha256), .integer(record.createdAt), noteID.map { .integer($0) } ?? .null])
+                records.append(record)
+            }
+            files.syncDirectory()
+            guard let note else { return .uploadsAdded(records, note: nil, event: nil) }
+            guard case .done(let touched, let event) = try touch(note, on: db) else { return .notFound }
+            return .uploadsAdded(records, note: touched, event: event)
+
+        case .deleteUpload(let id):
+            guard let upload = try UploadRows.upload(id: id, on: db) else { return .notFound }
+            try db.run("DELETE FROM uploads WHERE id = ?", [.text(id)])
+            changes.removed.append(id)
+            guard let noteID = upload.noteID, let note = try NoteRows.note(id: noteID, on: db),
+                  case .done(let touched, let event) = try touch(note, on: db) else {
+                return .uploadDeleted(upload, note: nil, event: nil)
+            }
+            return .uploadDeleted(upload, note: touched, event: event)
         }
+    }
+
+    /// A new version of `current` (its attachments changed): `note.updated`.
+    private func touch(_ current: NoteRecord, on db: SQLiteConnection) throws(StoreError) -> NoteWriteResult {
+        var note = current
+        note.updatedAt = now()
+        note.version += 1
+        try db.run("UPDATE notes SET updated_at = ?, version = ? WHERE id = ?",
+                   [.integer(note.updatedAt), .integer(note.version), .integer(note.id)])
+        return .done(note, try appendEvent(.updated, note, on: db))
     }
 
     /// Runs `change` on the current note if the write may go ahead: a missing note is

@@ -44,6 +44,19 @@ enum SQLiteSchema {
             created_at INTEGER NOT NULL
         );
         """,
+        // 2: uploads, optionally attached to a note (deleted with it, by the writer).
+        """
+        CREATE TABLE uploads (
+            id TEXT PRIMARY KEY,                    -- random, chosen by the server; the file is uploads/<id>
+            filename TEXT NOT NULL,                 -- the client's name, cleaned: metadata only
+            content_type TEXT NOT NULL,
+            size INTEGER NOT NULL,
+            sha256 TEXT NOT NULL,
+            created_at INTEGER NOT NULL,
+            note_id INTEGER                         -- NULL: not attached
+        );
+        CREATE INDEX uploads_by_note ON uploads (note_id) WHERE note_id IS NOT NULL;
+        """,
     ]
 
     /// The schema version this binary writes and understands.

@@ -1,0 +1,186 @@
+import Glibc
+
+/// Limits on one `multipart/form-data` body.
+public struct MultipartLimits: Sendable {
+    /// Bytes of all plain fields together (`--max-body-size`).
+    public var fieldBytes: Int
+    /// Bytes of all file parts together (`--max-upload-size`).
+    public var fileBytes: Int64
+    /// Parts in all.
+    public var parts: Int
+
+    public init(fieldBytes: Int, fileBytes: Int64, parts: Int) {
+        self.fieldBytes = fieldBytes
+        self.fileBytes = fileBytes
+        self.parts = parts
+    }
+}
+
+/// Receives one multipart body as it streams in: plain fields into bounded memory, file parts
+/// into temporary files hashed as they are written. On any error every temporary file of the
+/// request is removed at once.
+///
+/// Used only by the engine thread that owns the request.
+final class MultipartReceiver {
+    private var parser: MultipartParser
+    private let limits: MultipartLimits
+    private let directory: String
+    private(set) var fields = FormFields()
+    private(set) var files: [UploadedFile] = []
+    /// Every temporary file created, so that all of them can be removed.
+    private var temporaryPaths: [String] = []
+    private var current: (headers: MultipartPartHeaders, field: [UInt8], sink: FileSink?)?
+    private var fieldBytes = 0
+    private var fileBytes: Int64 = 0
+    private var parts = 0
+
+    init(contentType: String, limits: MultipartLimits, temporaryDirectory: String) throws(HTTPError) {
+        parser = MultipartParser(boundary: try MultipartParser.boundary(of: contentType))
+        self.limits = limits
+        directory = temporaryDirectory
+    }
+
+    /// The next chunk of the body.
+    func receive(_ chunk: UnsafeRawBufferPointer) throws(HTTPError) {
+        do throws(HTTPError) {
+            try parser.feed(chunk) { event throws(HTTPError) in try handle(event) }
+        } catch {
+            discard()
+            throw error
+        }
+    }
+
+    /// The body is complete: fields and files, or `400` when it was cut short.
+    func finish() throws(HTTPError) {
+        do throws(HTTPError) {
+            try parser.finish()
+        } catch {
+            discard()
+            throw error
+        }
+    }
+
+    /// Removes every temporary file this request created (moved ones are already gone).
+    func discard() {
+        current?.sink?.close()
+        current = nil
+        for path in temporaryPaths { unlink(path) }
+        temporaryPaths = []
+    }
+
+    private func handle(_ event: MultipartParser.Event) throws(HTTPError) {
+        switch event {
+        case .begin(let headers):
+            parts += 1
+            guard parts <= limits.parts else {
+                throw HTTPError(.unprocessableContent, detail: "the multipart body has more than \(limits.parts) parts")
+            }
+            var sink: FileSink?
+            if headers.filename != nil {
+                sink = try FileSink(directory: directory)
+                temporaryPaths.append(sink!.path)
+            }
+            current = (headers, [], sink)
+
+        case .data(let bytes):
+            guard current != nil else { return }
+            if let sink = current?.sink {
+                fileBytes += Int64(bytes.count)
+                guard fileBytes <= limits.fileBytes else {
+                    throw HTTPError(.contentTooLarge, detail: "the uploaded files are larger than the limit of \(limits.fileBytes) bytes (--max-upload-size)",
+                                    closesConnection: true)
+                }
+                try sink.write(bytes)
+            } else {
+                fieldBytes += bytes.count
+                guard fieldBytes <= limits.fieldBytes else {
+                    throw HTTPError(.contentTooLarge, detail: "the form fields are larger than the limit of \(limits.fieldBytes) bytes (--max-body-size)",
+                                    closesConnection: true)
+                }
+                current!.field.append(contentsOf: bytes)
+            }
+
+        case .end:
+            guard let part = current else { return }
+            current = nil
+            if let sink = part.sink {
+                let (size, sha256) = try sink.finish()
+                files.append(UploadedFile(field: part.headers.name, filename: cleanFilename(part.headers.filename ?? ""),
+                                          contentType: part.headers.contentType ?? "application/octet-stream",
+                                          size: size, sha256: sha256, temporaryPath: sink.path))
+            } else {
+                guard let value = String(validating: part.field, as: UTF8.self) else {
+                    throw HTTPError.badRequest("multipart field '\(part.headers.name)' is not valid UTF-8")
+                }
+                fields.append(part.headers.name, value)
+            }
+        }
+    }
+}
+
+/// A temporary file that an upload streams into, with its SHA-256 computed on the way.
+final class FileSink {
+    let path: String
+    private var fd: Int32
+    private var hash = SHA256()
+    private var size: Int64 = 0
+    /// Writes are gathered into 256 KiB before they reach the file.
+    private var buffer: [UInt8] = []
+    private static let bufferSize = 256 << 10
+
+    init(directory: String) throws(HTTPError) {
+        var random = [UInt8](repeating: 0, count: 12)
+        getentropy(&random, random.count)
+        path = directory + "/upload-" + random.map { String($0, radix: 16).leftPadded(to: 2) }.joined() + ".part"
+        fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+        guard fd >= 0 else {
+            throw HTTPError(.internalServerError, detail: "cannot create a temporary file for the upload: \(String(cString: strerror(errno)))")
+        }
+        buffer.reserveCapacity(Self.bufferSize)
+    }
+
+    func write(_ bytes: UnsafeRawBufferPointer) throws(HTTPError) {
+        hash.update(bytes)
+        size += Int64(bytes.count)
+        if buffer.count + bytes.count > Self.bufferSize { try flush() }
+        if bytes.count >= Self.bufferSize { try writeAll(bytes) } else { buffer.append(contentsOf: bytes) }
+    }
+
+    /// Flushes and closes the file; its size and digest.
+    func finish() throws(HTTPError) -> (Int64, String) {
+        try flush()
+        close()
+        var done = SHA256()
+        swap(&done, &hash)
+        return (size, done.finish())
+    }
+
+    func close() {
+        if fd >= 0 { Glibc.close(fd) }
+        fd = -1
+    }
+
+    private func flush() throws(HTTPError) {
+        guard !buffer.isEmpty else { return }
+        var failure: HTTPError?
+        buffer.withUnsafeBytes { bytes in
+            do throws(HTTPError) { try writeAll(bytes) } catch { failure = error }
+        }
+        if let failure { throw failure }
+        buffer.removeAll(keepingCapacity: true)
+    }
+
+    private func writeAll(_ bytes: UnsafeRawBufferPointer) throws(HTTPError) {
+        var offset = 0
+        while offset < bytes.count {
+            let written = Glibc.write(fd, bytes.baseAddress! + offset, bytes.count - offset)
+            if written < 0 {
+                if errno == EINTR { continue }
+                throw HTTPError(.internalServerError, detail: "cannot write the upload to disk: \(String(cString: strerror(errno)))")
+            }
+            offset += written
+        }
+    }
+
+    deinit { close() }
+}

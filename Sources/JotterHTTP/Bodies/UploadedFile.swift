@@ -1,0 +1,17 @@
+/// A file part of a `multipart/form-data` request, already on disk in a temporary file.
+///
+/// The temporary file is removed when the request completes unless a handler has moved it
+/// elsewhere (as `/uploads` does, by renaming it into the uploads folder).
+public struct UploadedFile: Sendable, Hashable {
+    /// The form field name.
+    public var field: String
+    /// The client's file name, cleaned (`cleanFilename`): metadata, never a path.
+    public var filename: String
+    /// The part's Content-Type, `application/octet-stream` when it sent none.
+    public var contentType: String
+    public var size: Int64
+    /// SHA-256 of the content, 64 lowercase hex digits.
+    public var sha256: String
+    /// Where the bytes are now: a temporary file owned by the request.
+    public var temporaryPath: String
+}

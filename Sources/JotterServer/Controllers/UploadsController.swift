@@ -1,0 +1,145 @@
+import Glibc
+import JotterAPI
+import JotterHTTP
+import JotterStore
+
+/// `/uploads` (and `POST /upload`, the path of the original upload recipe): store files,
+/// optionally attached to a note; list, show, download (ETag, single Range) and delete them.
+struct UploadsController<Store: NoteStore & UploadStore> {
+    let store: Store
+    let events: EventBroadcaster
+
+    func register(in routes: inout RouterBuilder) {
+        // Streamed bodies: only the override header counts, never a `_method` field.
+        let streamed = RouteOptions(methodOverrideFromBody: false)
+        routes.post("/uploads", options: streamed, handler: create)
+        routes.post("/upload", options: streamed, handler: create)
+        routes.get("/uploads", handler: list)
+        routes.get("/uploads/:id", handler: show)
+        routes.delete("/uploads/:id", options: streamed, handler: delete)
+        routes.get("/uploads/:id/content", handler: content)
+    }
+
+    @Sendable func create(_ request: Request, _ context: RequestContext) throws -> Response {
+        let fields = try request.body()
+        guard case .form = fields, MediaType(request.headers["Content-Type"] ?? "")?.essence == "multipart/form-data" else {
+            throw HTTPError(.unsupportedMediaType, detail: "send the files as multipart/form-data")
+        }
+        guard !request.files.isEmpty else {
+            throw HTTPError.validation([.init(field: "file", message: "at least one file part is required")])
+        }
+        var noteID: Int64?
+        if let text = try fields.string("note_id"), !text.isEmpty {
+            guard NoteInput.isDigits(text), let id = Int64(text) else { throw HTTPError(.notFound, detail: "note \(text) does not exist") }
+            noteID = id
+        }
+        let uploads = request.files.map {
+            NewUpload(temporaryPath: $0.temporaryPath, filename: $0.filename, contentType: UploadPolicy.contentType($0.contentType),
+                      size: $0.size, sha256: $0.sha256)
+        }
+        let store = self.store, events = self.events, target = noteID
+        return Response.deferred { complete in
+            store.submit(.addUploads(uploads, noteID: target)) { result in
+                complete(Result {
+                    switch try result.get() {
+                    case .uploadsAdded(let records, _, let event):
+                        if let event { events.publish(try NoteRendering.event(event, store: store)) }
+                        return try JSON(UploadList(uploads: records.map(Upload.init)), status: .created).response(for: request)
+                    default:
+                        throw HTTPError(.notFound, detail: "note \(target.map(String.init) ?? "") does not exist")
+                    }
+                })
+            }
+        }
+    }
+
+    @Sendable func list(_ request: Request, _ context: RequestContext) throws -> JSON<UploadList> {
+        JSON(UploadList(uploads: try store.uploads(limit: 1000).map(Upload.init)))
+    }
+
+    @Sendable func show(_ request: Request, _ context: RequestContext) throws -> JSON<UploadEnvelope> {
+        JSON(UploadEnvelope(upload: Upload(try existing(context))))
+    }
+
+    @Sendable func delete(_ request: Request, _ context: RequestContext) throws -> Response {
+        let upload = try existing(context)
+        let store = self.store, events = self.events
+        return Response.deferred { complete in
+            store.submit(.deleteUpload(id: upload.id)) { result in
+                complete(Result {
+                    guard case .uploadDeleted(let record, _, let event) = try result.get() else {
+                        throw HTTPError(.notFound, detail: "upload \(upload.id) does not exist")
+                    }
+                    if let event { events.publish(try NoteRendering.event(event, store: store)) }
+                    return try JSON(UploadEnvelope(upload: Upload(record))).response(for: request)
+                })
+            }
+        }
+    }
+
+    @Sendable func content(_ request: Request, _ context: RequestContext) throws -> Response {
+        let upload = try existing(context)
+        let etag = "\"\(upload.sha256)\""
+        var headers = HTTPHeaders([
+            ("Content-Type", upload.contentType), ("ETag", etag), ("Accept-Ranges", "bytes"),
+            ("Content-Disposition", UploadPolicy.disposition(for: upload)),
+            ("Content-Security-Policy", "sandbox; default-src 'none'"),
+        ])
+        if let condition = request.headers["If-None-Match"].map(EntityTagCondition.init), condition.matches(etag, weak: true) {
+            return Response(status: .notModified, headers: headers)
+        }
+        let fd = open(store.contentPath(of: upload.id), O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { throw HTTPError(.notFound, detail: "the content of upload \(upload.id) is gone") }
+        let size = UInt64(upload.size)
+        // If-Range with another validator: the whole content.
+        let rangeHeader = request.headers["If-Range"].map { $0 == etag } == false ? nil : request.headers["Range"]
+        switch ByteRange(rangeHeader, size: size) {
+        case .full:
+            return Response.file(fd: fd, length: size, headers: headers)
+        case .partial(let range):
+            headers.add("Content-Range", "bytes \(range.lowerBound)-\(range.upperBound)/\(size)")
+            return Response.file(fd: fd, offset: range.lowerBound, length: range.upperBound - range.lowerBound + 1,
+                                 status: HTTPStatus(206), headers: headers)
+        case .unsatisfiable:
+            close(fd)
+            throw HTTPError(HTTPStatus(416), detail: "the range is outside the \(size) bytes of upload \(upload.id)",
+                            headers: HTTPHeaders([("Content-Range", "bytes */\(size)")]))
+        }
+    }
+
+    private func existing(_ context: RequestContext) throws -> UploadRecord {
+        let id = context.parameters["id"] ?? ""
+        guard id.utf8.count == 24, id.utf8.allSatisfy({ ASCII.isHexLowercase($0) }), let upload = try store.upload(id: id) else {
+            throw HTTPError(.notFound, detail: "upload \(id) does not exist")
+        }
+        return upload
+    }
+}
+
+enum ASCII {
+    static func isHexLowercase(_ byte: UInt8) -> Bool {
+        (byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9")) || (byte >= UInt8(ascii: "a") && byte <= UInt8(ascii: "f"))
+    }
+}
+
+/// What a stored file is served as.
+enum UploadPolicy {
+    /// Content types shown inline; everything else — HTML and SVG included — is an attachment,
+    /// so an upload never runs as a page of this site.
+    static let inlineTypes: Set<String> = ["image/png", "image/jpeg", "image/gif", "image/webp", "text/plain", "application/pdf"]
+
+    /// The part's media type, lowercased essence with its parameters, or octet-stream when unusable.
+    static func contentType(_ contentType: String) -> String {
+        guard let media = MediaType(contentType), media.essence.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else {
+            return "application/octet-stream"
+        }
+        return media.essence
+    }
+
+    /// `inline` for the safe types, `attachment` otherwise, with the name in both forms.
+    static func disposition(for upload: UploadRecord) -> String {
+        let kind = inlineTypes.contains(upload.contentType) ? "inline" : "attachment"
+        let ascii = String(upload.filename.unicodeScalars.map { $0.isASCII && $0 != "\"" && $0 != "\\" ? Character($0) : "_" })
+        return "\(kind); filename=\"\(ascii)\"; filename*=UTF-8''\(FormFields.escape(upload.filename).replacing("+", with: "%20"))"
+    }
+}

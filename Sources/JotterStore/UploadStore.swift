@@ -1,0 +1,52 @@
+/// A stored file's row: what the API shows of an upload.
+public struct UploadRecord: Sendable, Hashable {
+    /// 24 lowercase hex digits, chosen by the store.
+    public var id: String
+    public var filename: String
+    public var contentType: String
+    public var size: Int64
+    public var sha256: String
+    /// Unix seconds, UTC.
+    public var createdAt: Int64
+    /// The note it is attached to, if any.
+    public var noteID: Int64?
+
+    public init(id: String, filename: String, contentType: String, size: Int64, sha256: String, createdAt: Int64, noteID: Int64?) {
+        self.id = id
+        self.filename = filename
+        self.contentType = contentType
+        self.size = size
+        self.sha256 = sha256
+        self.createdAt = createdAt
+        self.noteID = noteID
+    }
+}
+
+/// A file received in a request, still in its temporary file, to be stored.
+public struct NewUpload: Sendable, Hashable {
+    public var temporaryPath: String
+    public var filename: String
+    public var contentType: String
+    public var size: Int64
+    public var sha256: String
+
+    public init(temporaryPath: String, filename: String, contentType: String, size: Int64, sha256: String) {
+        self.temporaryPath = temporaryPath
+        self.filename = filename
+        self.contentType = contentType
+        self.size = size
+        self.sha256 = sha256
+    }
+}
+
+/// Reading stored uploads. Writes go through `NoteStore.submit` (`.addUploads`,
+/// `.deleteUpload`), so that attaching a file and changing its note are one transaction.
+public protocol UploadStore: Sendable {
+    func upload(id: String) throws -> UploadRecord?
+    /// The newest first.
+    func uploads(limit: Int) throws -> [UploadRecord]
+    /// The attachments of each of `noteIDs` (oldest first); notes without any are absent.
+    func attachments(of noteIDs: [Int64]) throws -> [Int64: [UploadRecord]]
+    /// Where the bytes of upload `id` are on disk.
+    func contentPath(of id: String) -> String
+}
