@@ -5,9 +5,12 @@ Run through `scripts/browser-tests` (which `make test` calls); `JOTTER_BINARY` n
 
 import datetime
 import os
+import shutil
 import sys
+import tempfile
 import time
 import unittest
+import urllib.request
 import zoneinfo
 
 from selenium.common.exceptions import NoAlertPresentException
@@ -247,6 +250,97 @@ class Conflicts(BrowserTest):
         wait(driver, lambda d: any(n["body"] == "Gone soon but edited" for n in server.notes()))
 
 
+class Attachments(BrowserTest):
+    def files(self, *specs):
+        """Writes (name, size or text) files into a temporary folder; returns their paths."""
+        folder = tempfile.mkdtemp(prefix="jotter-files-")
+        self.addCleanup(shutil.rmtree, folder, ignore_errors=True)
+        paths = []
+        for name, content in specs:
+            path = os.path.join(folder, name)
+            with open(path, "wb") as file:
+                file.write(content.encode() if isinstance(content, str) else os.urandom(content))
+            paths.append(path)
+        return paths
+
+    def attachment_names(self):
+        return driver.execute_script(
+            "return [...document.querySelectorAll('#attachment-list .file-name')].map((e) => e.textContent)")
+
+    def test_upload_several_files_with_progress_then_download_and_delete(self):
+        note = server.create("Trip photos")
+        open_app(f"/#/notes/{note['id']}")
+        wait(driver, lambda d: body_text() == "Trip photos")
+        big, small = self.files(("big.bin", 3 * 1024 * 1024), ("notes.txt", "plain words"))
+        # Slow uploads down so the progress bar is seen between empty and full.
+        driver.set_network_conditions(offline=False, latency=0, download_throughput=-1, upload_throughput=2 * 1024 * 1024)
+        try:
+            css("#file-input").send_keys(f"{big}\n{small}")
+            partial = wait(driver, lambda d: d.execute_script("""
+                const bar = document.querySelector('#upload-list progress[aria-label="Uploading big.bin"]');
+                return bar && bar.value > 0 && bar.value < 100 ? bar.value : null;"""), message="progress between 0 and 100")
+            self.assertTrue(0 < partial < 100)
+            self.assertIn("% of 3.0 MB", css('#upload-list li:has(progress[aria-label="Uploading big.bin"]) .upload-status').text)
+            wait(driver, lambda d: sorted(self.attachment_names()) == ["big.bin", "notes.txt"], timeout=20, message="both attached")
+        finally:
+            driver.delete_network_conditions()
+        wait(driver, lambda d: not all_css("#upload-list li"), message="upload rows cleared")
+        saved = server.note(note["id"])
+        self.assertEqual(sorted(a["filename"] for a in saved["attachments"]), ["big.bin", "notes.txt"])
+        self.assertEqual(next(a["size"] for a in saved["attachments"] if a["filename"] == "big.bin"), 3 * 1024 * 1024)
+        self.assertIn("2 attachments", css("#editor-meta").text)
+        wait(driver, lambda d: css(".note-files", link(note["id"])).text == "2 files")
+        # Download: a link to the content with the file's name.
+        text_link = next(a for a in all_css("#attachment-list a.file-name") if a.text == "notes.txt")
+        self.assertEqual(text_link.get_attribute("download"), "notes.txt")
+        self.assertEqual(driver.execute_script("return fetch(arguments[0]).then((r) => r.text())", text_link.get_attribute("href")),
+                         "plain words")
+        # Delete one, after confirming.
+        css('#attachment-list button[aria-label="Delete big.bin"]').click()
+        css('#confirm-actions [data-value="delete"]').click()
+        wait(driver, lambda d: self.attachment_names() == ["notes.txt"], message="attachment deleted")
+        self.assertEqual([a["filename"] for a in server.note(note["id"])["attachments"]], ["notes.txt"])
+        # Attaching changed the note's version; saving text afterwards is not a conflict.
+        css("#body").send_keys(" from Lisbon")
+        save()
+        self.assertEqual(server.note(note["id"])["body"], "Trip photos from Lisbon")
+
+    def test_drop_files_on_a_new_note_saves_it_first(self):
+        open_app("/#/new")
+        css("#body").send_keys("Dropped files")
+        driver.execute_script("""
+            const files = new DataTransfer();
+            files.items.add(new File(['first'], 'one.txt', { type: 'text/plain' }));
+            files.items.add(new File(['second'], 'two.txt', { type: 'text/plain' }));
+            const target = document.getElementById('body');
+            for (const type of ['dragenter', 'dragover', 'drop']) {
+              target.dispatchEvent(new DragEvent(type, { dataTransfer: files, bubbles: true, cancelable: true }));
+            }""")
+        wait(driver, lambda d: sorted(self.attachment_names()) == ["one.txt", "two.txt"], message="dropped files attached")
+        note = next(n for n in server.notes() if n["body"] == "Dropped files")
+        self.assertEqual(len(note["attachments"]), 2)
+        self.assertTrue(driver.current_url.endswith(f"#/notes/{note['id']}"))
+
+    def test_attachments_added_elsewhere_appear(self):
+        note = server.create("Shared")
+        open_app(f"/#/notes/{note['id']}")
+        wait(driver, lambda d: body_text() == "Shared")
+        css("#body").send_keys(" notes")  # unsaved text while a file is attached elsewhere
+        boundary = "jotterboundary"
+        payload = (f"--{boundary}\r\nContent-Disposition: form-data; name=\"note_id\"\r\n\r\n{note['id']}\r\n"
+                   f"--{boundary}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"from-curl.txt\"\r\n"
+                   f"Content-Type: text/plain\r\n\r\nhello\r\n--{boundary}--\r\n").encode()
+        request = urllib.request.Request(server.url + "/uploads", data=payload, method="POST",
+                                         headers={"Content-Type": f"multipart/form-data; boundary={boundary}"})
+        with urllib.request.urlopen(request, timeout=10) as response:
+            self.assertEqual(response.status, 201)
+        wait(driver, lambda d: self.attachment_names() == ["from-curl.txt"], message="live attachment")
+        self.assertEqual(body_text(), "Shared notes")
+        save()  # only the attachments changed elsewhere: no conflict to settle
+        self.assertFalse(css("#conflict-dialog").is_displayed())
+        self.assertEqual(server.note(note["id"])["body"], "Shared notes")
+
+
 class Safety(BrowserTest):
     XSS = '<script>window.__xss = 1</script><img src=x onerror="window.__xss = 2">'
 
@@ -273,6 +367,9 @@ class Keyboard(BrowserTest):
         driver.switch_to.active_element.send_keys(Keys.ESCAPE)
         wait(driver, lambda d: d.switch_to.active_element.get_attribute("data-id") == note["id"], message="focus back on the note")
         self.assertIsNotNone(css("#editor").get_attribute("hidden"))
+        driver.switch_to.active_element.send_keys(Keys.ARROW_DOWN)
+        below = driver.execute_script("return document.querySelectorAll('.note-link')[1].dataset.id")
+        self.assertEqual(driver.switch_to.active_element.get_attribute("data-id"), below)
         driver.switch_to.active_element.send_keys("/")
         self.assertEqual(driver.switch_to.active_element, css("#search"))
 

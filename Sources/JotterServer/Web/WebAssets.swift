@@ -106,7 +106,7 @@ export function uploadFile(file, noteId, onProgress) {
 
 """#),
         "app.js": WebAsset(
-            contentType: "text/javascript; charset=utf-8", etag: #""a44e0c22e7b08501""#,
+            contentType: "text/javascript; charset=utf-8", etag: #""abbf277f4ec3f4fe""#,
             text: #"""
 // Jotter's web app: the list of notes (search, paging, live updates) and the routes
 // `#/` (the list), `#/new` and `#/notes/{id}` (the editor).
@@ -275,6 +275,18 @@ byId('search-form').addEventListener('submit', (event) => {
   loadFirstPage();
 });
 byId('load-more').addEventListener('click', loadMore);
+
+// Up and down arrows move between notes in the list.
+listElement.addEventListener('keydown', (event) => {
+  if (event.key !== 'ArrowDown' && event.key !== 'ArrowUp') return;
+  const links = [...listElement.querySelectorAll('.note-link')];
+  const index = links.indexOf(document.activeElement);
+  const next = links[index < 0 ? 0 : index + (event.key === 'ArrowDown' ? 1 : -1)];
+  if (next) {
+    event.preventDefault();
+    next.focus();
+  }
+});
 
 // MARK: - Messages
 
@@ -651,7 +663,7 @@ export function announce(message) {
 
 """#),
         "editor.js": WebAsset(
-            contentType: "text/javascript; charset=utf-8", etag: #""14d09356021f3cb5""#,
+            contentType: "text/javascript; charset=utf-8", etag: #""36e268d3228ed3b5""#,
             text: #"""
 // The note editor: compose, edit, save with If-Match, delete with confirmation, and the
 // conflict rules: a newer saved version never silently replaces unsaved text, and saving never
@@ -660,9 +672,9 @@ export function announce(message) {
 import * as api from './api.js';
 import { etagOf } from './api.js';
 import { createAttachments } from './attachments.js';
-import { announce, byId } from './dom.js';
+import { announce, byId, el } from './dom.js';
 import { confirmChoice, resolveConflict } from './dialogs.js';
-import { formatDateTime, titleAndPreview } from './format.js';
+import { formatDateTime, formatSince, titleAndPreview } from './format.js';
 
 /**
  * `notes` is the list (`find`, `upsert`, `remove`); `navigate(hash, { replace })` changes the
@@ -725,10 +737,12 @@ export function createEditor({ notes, navigate, toast }) {
     byId('editor-title').textContent = loading ? 'Loading…'
       : base ? titleAndPreview(base.body).title || 'Untitled note' : 'New note';
     const count = base?.attachments?.length ?? 0;
-    byId('editor-meta').textContent = loading ? '' : !base ? 'Not saved yet'
+    const facts = loading ? [] : !base ? ['Not saved yet']
       : [`Created ${formatDateTime(base.created_at)}`,
-        base.updated_at !== base.created_at ? `edited ${formatDateTime(base.updated_at)}` : null,
-        count ? `${count} ${count === 1 ? 'attachment' : 'attachments'}` : null].filter(Boolean).join(' · ');
+        base.updated_at !== base.created_at ? `edited ${formatSince(base.created_at, base.updated_at)}` : null,
+        count ? `${count} ${count === 1 ? 'attachment' : 'attachments'}` : null].filter(Boolean);
+    // Each fact in its own span, so a line breaks between facts, not inside one.
+    byId('editor-meta').replaceChildren(...facts.flatMap((fact, index) => [index ? ' · ' : '', el('span', {}, fact)]));
     saveState.textContent = busy ? 'Saving…' : dirty ? 'Unsaved changes' : base ? 'Saved' : '';
     saveState.dataset.state = busy ? 'busy' : dirty ? 'dirty' : 'saved';
     byId('delete').textContent = base || loading ? 'Delete' : 'Discard';
@@ -741,14 +755,7 @@ export function createEditor({ notes, navigate, toast }) {
     const actions = byId('editor-notice-actions');
     notice.hidden = !remote;
     if (!remote) return;
-    const button = (label, kind, action) => {
-      const element = document.createElement('button');
-      element.type = 'button';
-      element.className = `button small ${kind}`;
-      element.textContent = label;
-      element.addEventListener('click', action);
-      return element;
-    };
+    const button = (label, kind, action) => el('button', { type: 'button', class: `button small ${kind}`, onclick: action }, label);
     if (remote.deleted) {
       byId('editor-notice-text').textContent = 'This note was deleted elsewhere. Your text is still here.';
       actions.replaceChildren(
@@ -908,6 +915,12 @@ export function createEditor({ notes, navigate, toast }) {
       return;
     }
     const mine = textarea.value;
+    if (theirs.body === base.body || theirs.body === mine) {
+      // Only its attachments changed (or it already says what the text says): no text to lose.
+      incoming('note.updated', theirs);
+      if (isDirty()) await save();
+      return;
+    }
     const choice = await resolveConflict({ theirs, mine });
     if (choice === 'theirs') {
       load(theirs);
@@ -1028,7 +1041,7 @@ export function createEditor({ notes, navigate, toast }) {
 
 """#),
         "format.js": WebAsset(
-            contentType: "text/javascript; charset=utf-8", etag: #""9b4803186433e0ab""#,
+            contentType: "text/javascript; charset=utf-8", etag: #""fe340938e7e211ef""#,
             text: #"""
 // Dates, sizes and note titles as the list and editor show them.
 
@@ -1059,6 +1072,13 @@ export function formatTime(date) {
 export function formatDateTime(text) {
   const date = parseTimestamp(text);
   return date ? `${formatDay(date)} at ${formatTime(date)}` : String(text ?? '');
+}
+
+/** When `later` happened, said briefly after `earlier`: only the time when on the same day. */
+export function formatSince(earlier, later) {
+  const [from, to] = [parseTimestamp(earlier), parseTimestamp(later)];
+  if (!from || !to) return formatDateTime(later);
+  return formatDay(from) === formatDay(to) ? `at ${formatTime(to)}` : formatDateTime(later);
 }
 
 /** ISO 8601 for a `<time datetime>` attribute. */
@@ -1099,7 +1119,7 @@ export function titleAndPreview(body) {
 
 """##),
         "index.html": WebAsset(
-            contentType: "text/html; charset=utf-8", etag: #""563a5592f979509e""#,
+            contentType: "text/html; charset=utf-8", etag: #""60c3b4c78e51eb0a""#,
             text: ##"""
 <!doctype html>
 <html lang="en">
@@ -1141,7 +1161,7 @@ export function titleAndPreview(body) {
     <section id="placeholder" class="placeholder" aria-label="No note open">
       <img src="/assets/icon.svg" alt="" width="56" height="56">
       <p>Choose a note, or start a new one.</p>
-      <p class="hint">Shortcuts: <kbd>N</kbd> new note · <kbd>/</kbd> search ·
+      <p class="hint">Shortcuts: <kbd>N</kbd> new note · <kbd>/</kbd> search · <kbd>↑</kbd><kbd>↓</kbd> notes ·
         <kbd>Ctrl</kbd>+<kbd>S</kbd> save · <kbd>Esc</kbd> close</p>
     </section>
 
@@ -1168,7 +1188,7 @@ export function titleAndPreview(body) {
         <ul id="attachment-list" class="attachment-list"></ul>
         <ul id="upload-list" class="upload-list" aria-label="Uploads in progress"></ul>
         <div id="dropzone" class="dropzone">
-          <p>Drop files here or
+          <p><span class="drop-hint">Drop files here or</span>
             <button id="choose-files" class="button subtle small" type="button">Choose files…</button></p>
           <input id="file-input" type="file" multiple hidden aria-label="Attach files">
         </div>
@@ -1282,7 +1302,7 @@ function safeParse(text) {
 
 """#),
         "style.css": WebAsset(
-            contentType: "text/css; charset=utf-8", etag: #""3cddc3df25921c6b""#,
+            contentType: "text/css; charset=utf-8", etag: #""57d69327698e922a""#,
             text: #"""
 /* Jotter web app. Light and dark, phone to desktop; no inline styles (the CSP forbids them). */
 
@@ -1525,11 +1545,13 @@ kbd {
 .save-state { color: var(--muted); font-size: 13px; white-space: nowrap; }
 .save-state[data-state="dirty"] { color: var(--warn); }
 .meta { margin: 0; color: var(--muted); font-size: 13px; }
+.meta span { white-space: nowrap; }
 
 .body {
   flex: 1;
   width: 100%;
-  min-height: 45vh;
+  min-height: 30vh;
+  field-sizing: content;
   padding: 16px 18px;
   border: 1px solid var(--border);
   border-radius: var(--radius);
@@ -1579,11 +1601,25 @@ kbd {
   letter-spacing: .04em;
 }
 .attachment-text { flex: 1; min-width: 0; display: grid; }
+.attachment .button { color: var(--muted); }
+.attachment .button:hover { color: var(--danger); border-color: var(--danger); background: var(--danger-soft); }
 .file-name { overflow: hidden; text-overflow: ellipsis; white-space: nowrap; font-weight: 500; }
 a.file-name { color: var(--text); text-decoration: underline; text-decoration-color: var(--border); text-underline-offset: 3px; }
 a.file-name:hover { text-decoration-color: currentColor; }
 .upload .file-name { flex: 0 1 40%; min-width: 0; }
-.upload progress { flex: 1; min-width: 60px; height: 8px; accent-color: var(--accent); }
+.upload progress {
+  flex: 1;
+  min-width: 60px;
+  height: 8px;
+  appearance: none;
+  border: 0;
+  border-radius: 999px;
+  background: var(--border);
+  overflow: hidden;
+}
+.upload progress::-webkit-progress-bar { background: var(--border); border-radius: 999px; }
+.upload progress::-webkit-progress-value { background: var(--accent); border-radius: 999px; transition: width .2s; }
+.upload progress::-moz-progress-bar { background: var(--accent); border-radius: 999px; }
 .upload-status { color: var(--muted); font-size: 13px; white-space: nowrap; font-variant-numeric: tabular-nums; }
 .upload.failed { border-color: var(--danger); }
 .upload.failed .upload-status { flex: 1; color: var(--danger); white-space: normal; }
@@ -1597,6 +1633,7 @@ a.file-name:hover { text-decoration-color: currentColor; }
   transition: border-color .15s, background-color .15s;
 }
 .dropzone p { margin: 0; display: flex; flex-wrap: wrap; align-items: center; justify-content: center; gap: 8px; }
+@media (pointer: coarse) { .drop-hint { display: none; } }
 .dropzone.active { border-color: var(--accent); background: var(--accent-soft); color: var(--text); }
 
 /* Toast and dialogs */
@@ -1662,7 +1699,7 @@ a.file-name:hover { text-decoration-color: currentColor; }
   .editor-bar .back { margin-right: auto; }
   .editor-title { order: 5; flex: 1 1 60%; font-size: 19px; }
   .save-state { order: 6; }
-  .body { min-height: 50vh; }
+  .body { min-height: 35vh; }
   .versions { grid-template-columns: 1fr; }
   .version-text { max-height: 22vh; }
   .dialog-actions .button { flex: 1 1 auto; }

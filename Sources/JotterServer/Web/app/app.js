@@ -166,6 +166,18 @@ byId('search-form').addEventListener('submit', (event) => {
 });
 byId('load-more').addEventListener('click', loadMore);
 
+// Up and down arrows move between notes in the list.
+listElement.addEventListener('keydown', (event) => {
+  if (event.key !== 'ArrowDown' && event.key !== 'ArrowUp') return;
+  const links = [...listElement.querySelectorAll('.note-link')];
+  const index = links.indexOf(document.activeElement);
+  const next = links[index < 0 ? 0 : index + (event.key === 'ArrowDown' ? 1 : -1)];
+  if (next) {
+    event.preventDefault();
+    next.focus();
+  }
+});
+
 // MARK: - Messages
 
 let toastTimer = null;

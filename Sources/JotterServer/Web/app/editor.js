@@ -5,9 +5,9 @@
 import * as api from './api.js';
 import { etagOf } from './api.js';
 import { createAttachments } from './attachments.js';
-import { announce, byId } from './dom.js';
+import { announce, byId, el } from './dom.js';
 import { confirmChoice, resolveConflict } from './dialogs.js';
-import { formatDateTime, titleAndPreview } from './format.js';
+import { formatDateTime, formatSince, titleAndPreview } from './format.js';
 
 /**
  * `notes` is the list (`find`, `upsert`, `remove`); `navigate(hash, { replace })` changes the
@@ -70,10 +70,12 @@ export function createEditor({ notes, navigate, toast }) {
     byId('editor-title').textContent = loading ? 'Loading…'
       : base ? titleAndPreview(base.body).title || 'Untitled note' : 'New note';
     const count = base?.attachments?.length ?? 0;
-    byId('editor-meta').textContent = loading ? '' : !base ? 'Not saved yet'
+    const facts = loading ? [] : !base ? ['Not saved yet']
       : [`Created ${formatDateTime(base.created_at)}`,
-        base.updated_at !== base.created_at ? `edited ${formatDateTime(base.updated_at)}` : null,
-        count ? `${count} ${count === 1 ? 'attachment' : 'attachments'}` : null].filter(Boolean).join(' · ');
+        base.updated_at !== base.created_at ? `edited ${formatSince(base.created_at, base.updated_at)}` : null,
+        count ? `${count} ${count === 1 ? 'attachment' : 'attachments'}` : null].filter(Boolean);
+    // Each fact in its own span, so a line breaks between facts, not inside one.
+    byId('editor-meta').replaceChildren(...facts.flatMap((fact, index) => [index ? ' · ' : '', el('span', {}, fact)]));
     saveState.textContent = busy ? 'Saving…' : dirty ? 'Unsaved changes' : base ? 'Saved' : '';
     saveState.dataset.state = busy ? 'busy' : dirty ? 'dirty' : 'saved';
     byId('delete').textContent = base || loading ? 'Delete' : 'Discard';
@@ -86,14 +88,7 @@ export function createEditor({ notes, navigate, toast }) {
     const actions = byId('editor-notice-actions');
     notice.hidden = !remote;
     if (!remote) return;
-    const button = (label, kind, action) => {
-      const element = document.createElement('button');
-      element.type = 'button';
-      element.className = `button small ${kind}`;
-      element.textContent = label;
-      element.addEventListener('click', action);
-      return element;
-    };
+    const button = (label, kind, action) => el('button', { type: 'button', class: `button small ${kind}`, onclick: action }, label);
     if (remote.deleted) {
       byId('editor-notice-text').textContent = 'This note was deleted elsewhere. Your text is still here.';
       actions.replaceChildren(
@@ -253,6 +248,12 @@ export function createEditor({ notes, navigate, toast }) {
       return;
     }
     const mine = textarea.value;
+    if (theirs.body === base.body || theirs.body === mine) {
+      // Only its attachments changed (or it already says what the text says): no text to lose.
+      incoming('note.updated', theirs);
+      if (isDirty()) await save();
+      return;
+    }
     const choice = await resolveConflict({ theirs, mine });
     if (choice === 'theirs') {
       load(theirs);

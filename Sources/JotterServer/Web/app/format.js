@@ -29,6 +29,13 @@ export function formatDateTime(text) {
   return date ? `${formatDay(date)} at ${formatTime(date)}` : String(text ?? '');
 }
 
+/** When `later` happened, said briefly after `earlier`: only the time when on the same day. */
+export function formatSince(earlier, later) {
+  const [from, to] = [parseTimestamp(earlier), parseTimestamp(later)];
+  if (!from || !to) return formatDateTime(later);
+  return formatDay(from) === formatDay(to) ? `at ${formatTime(to)}` : formatDateTime(later);
+}
+
 /** ISO 8601 for a `<time datetime>` attribute. */
 export function isoTimestamp(text) {
   const date = parseTimestamp(text);
