@@ -19,6 +19,7 @@ run: release
 	.build/release/jotter serve --host $(HOST) --port $(PORT) --data $(DATA)
 
 test: deps
+	@scripts/test-venv
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build
 	scripts/browser-tests
@@ -38,4 +39,4 @@ bench: release
 	python3 bench/run.py --jotter .build/release/jotter
 
 clean:
-	rm -rf .build .venv-browser
+	rm -rf .build

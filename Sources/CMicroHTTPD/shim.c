@@ -78,3 +78,8 @@ void jotter_mhd_set_connection_timeout(struct MHD_Connection *connection, unsign
 struct MHD_Response *jotter_mhd_response_copy(size_t size, const void *data) {
     return MHD_create_response_from_buffer(size, (void *)data, MHD_RESPMEM_MUST_COPY);
 }
+
+int jotter_mhd_connection_fd(struct MHD_Connection *connection) {
+    const union MHD_ConnectionInfo *info = MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CONNECTION_FD);
+    return info ? (int)info->connect_fd : -1;
+}

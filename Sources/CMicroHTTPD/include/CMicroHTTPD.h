@@ -37,6 +37,9 @@ unsigned int jotter_mhd_current_connections(struct MHD_Daemon *daemon);
 /// connection opens; "-" when unknown.
 const char *jotter_mhd_client_address(struct MHD_Connection *connection);
 
+/// The socket of a connection, or -1.
+int jotter_mhd_connection_fd(struct MHD_Connection *connection);
+
 /// Sets a per-connection idle timeout in seconds (0: none), e.g. for long-lived event streams.
 void jotter_mhd_set_connection_timeout(struct MHD_Connection *connection, unsigned int seconds);
 

@@ -60,7 +60,14 @@ extension MultipartParser {
                 while let next = scalars.first {
                     scalars.removeFirst()
                     if next == "\"" { closed = true; break }
-                    if next == "\\", let escaped = scalars.first { scalars.removeFirst(); value.append(escaped) } else { value.append(next) }
+                    // A backslash escapes only a quote or a backslash: browsers send Windows paths
+                    // (`C:\dir\file`) with their backslashes as they are.
+                    if next == "\\", let escaped = scalars.first, escaped == "\"" || escaped == "\\" {
+                        scalars.removeFirst()
+                        value.append(escaped)
+                    } else {
+                        value.append(next)
+                    }
                 }
                 guard closed else { throw HTTPError.badRequest("unterminated quoted string in a multipart Content-Disposition") }
             } else {

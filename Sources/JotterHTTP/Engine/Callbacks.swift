@@ -21,6 +21,7 @@ func engineRequestCompleted(_ cls: UnsafeMutableRawPointer?, _ connection: Opaqu
     conCls?.pointee = nil
     let server = Unmanaged<HTTPServer>.fromOpaque(cls!).takeUnretainedValue()
     let state = Unmanaged<RequestState>.fromOpaque(raw).takeRetainedValue()
+    server.watchdog.forget(state)
     server.inFlight.subtract(1, ordering: .releasing)
     state.multipart?.discard()  // temporary files not moved by a handler
     if let waker = state.waker {
@@ -77,6 +78,7 @@ func engineAccessHandler(_ cls: UnsafeMutableRawPointer?, _ connection: OpaquePo
     let size = uploadDataSize.pointee
     if size > 0 {
         uploadDataSize.pointee = 0
+        server.watchdog.activity(state, fd: jotter_mhd_connection_fd(connection))
         if state.refusal != nil {
             // libmicrohttpd 0.9.75 can't answer in the middle of a body: drain it (bounded) and
             // answer on the last call; past the drain budget, close without an answer.
@@ -96,6 +98,7 @@ func engineAccessHandler(_ cls: UnsafeMutableRawPointer?, _ connection: OpaquePo
         state.body.append(contentsOf: chunk)
         return .YES
     }
+    server.watchdog.forget(state)  // the body is complete
     if let refusal = state.refusal {
         return server.queue(ErrorMiddleware.render(refusal, requestID: state.requestID), state: state, connection: connection)
     }

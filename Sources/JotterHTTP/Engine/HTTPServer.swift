@@ -69,6 +69,7 @@ public final class HTTPServer: Sendable {
     private let boundPort = Atomic<Int>(0)
     let inFlight = Atomic<Int>(0)
     let engine = EngineState()
+    let watchdog = BodyWatchdog()
     var wakers: WakerRegistry { engine.wakers }
     let requestCounter = Atomic<UInt64>(0)
     let idPrefix: String
@@ -114,6 +115,7 @@ public final class HTTPServer: Sendable {
             throw ServerStartError(description: "cannot start the HTTP engine on \(ListeningSocket.display(configuration.host, configuration.port))")
         }
         boundPort.store(ListeningSocket.port(of: fd), ordering: .relaxed)
+        watchdog.start()
         daemon.withLock { $0 = Daemon(pointer: started) }
     }
 
@@ -136,6 +138,7 @@ public final class HTTPServer: Sendable {
         }
         daemon.withLock { $0 = nil }
         MHD_stop_daemon(current.pointer)
+        watchdog.stop()
     }
 
     private func waitForRequests(until deadline: UInt64) {
