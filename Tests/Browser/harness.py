@@ -19,6 +19,8 @@ from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.support.ui import WebDriverWait
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+# Debian's chromium and chromedriver only: Selenium Manager must never download a browser.
+os.environ["SE_OFFLINE"] = "true"
 
 
 class Server:
@@ -121,7 +123,7 @@ def chrome(timezone="UTC", width=1280, height=800):
                      f"--window-size={width},{height}", f"--user-data-dir={profile}"]:
         options.add_argument(argument)
     options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    environment = dict(os.environ, TZ=timezone, SE_OFFLINE="true")
+    environment = dict(os.environ, TZ=timezone)
     service = Service(shutil.which("chromedriver") or "/usr/bin/chromedriver", env=environment)
     driver = webdriver.Chrome(options=options, service=service)
     driver.profile_directory = profile

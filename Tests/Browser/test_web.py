@@ -403,12 +403,22 @@ class Phone(BrowserTest):
 
 class Restart(BrowserTest):
     def test_reconnects_after_the_server_restarts(self):
-        open_app()
+        note = server.create("Written before the restart")
+        open_app(f"/#/notes/{note['id']}")
+        wait(driver, lambda d: body_text() == "Written before the restart")
         server.stop()
         wait(driver, lambda d: css("#connection").get_attribute("data-state") == "reconnecting", message="reconnecting")
         self.assertEqual(css("#connection-text").text, "Reconnecting…")
+        # Saving while the server is away fails in words, and the text stays.
+        css("#body").send_keys(", saved after it")
+        css("#save").click()
+        wait(driver, lambda d: css("#toast").is_displayed())
+        self.assertIn("Can't reach the server", css("#toast-text").text)
+        self.assertEqual(css("#save-state").text, "Unsaved changes")
         server.start()
         wait(driver, lambda d: css("#connection").get_attribute("data-state") == "live", timeout=20, message="live again")
+        save()
+        self.assertEqual(server.note(note["id"])["body"], "Written before the restart, saved after it")
         server.create("After the restart")
         wait(driver, lambda d: "After the restart" in titles(), message="live after restart")
 

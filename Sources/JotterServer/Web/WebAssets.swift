@@ -663,7 +663,7 @@ export function announce(message) {
 
 """#),
         "editor.js": WebAsset(
-            contentType: "text/javascript; charset=utf-8", etag: #""36e268d3228ed3b5""#,
+            contentType: "text/javascript; charset=utf-8", etag: #""3b5fea23cffc7393""#,
             text: #"""
 // The note editor: compose, edit, save with If-Match, delete with confirmation, and the
 // conflict rules: a newer saved version never silently replaces unsaved text, and saving never
@@ -900,7 +900,7 @@ export function createEditor({ notes, navigate, toast }) {
   /** After a failed write: 412 opens the conflict dialog, 404 means deleted elsewhere. */
   async function failed(error, what) {
     if (error.status === 412) await settle(null);
-    else if (error.status === 404 && base) incoming('note.deleted', base);
+    else if (error.status === 404 && base) incoming('note.deleted', { id: base.id });
     else toast(`${what}: ${error.message}`);
   }
 
@@ -910,7 +910,7 @@ export function createEditor({ notes, navigate, toast }) {
     try {
       theirs = theirs ?? await api.getNote(id);
     } catch (error) {
-      if (error.status === 404) incoming('note.deleted', base);
+      if (error.status === 404) incoming('note.deleted', { id });
       else toast(`Couldn't read the saved version: ${error.message}`);
       return;
     }
@@ -1001,7 +1001,7 @@ export function createEditor({ notes, navigate, toast }) {
       notes.upsert(note);
       incoming('note.updated', note);
     } catch (error) {
-      if (error.status === 404) incoming('note.deleted', base);
+      if (error.status === 404) incoming('note.deleted', { id });
       else toast(error.message);
     }
   }

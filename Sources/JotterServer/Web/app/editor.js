@@ -233,7 +233,7 @@ export function createEditor({ notes, navigate, toast }) {
   /** After a failed write: 412 opens the conflict dialog, 404 means deleted elsewhere. */
   async function failed(error, what) {
     if (error.status === 412) await settle(null);
-    else if (error.status === 404 && base) incoming('note.deleted', base);
+    else if (error.status === 404 && base) incoming('note.deleted', { id: base.id });
     else toast(`${what}: ${error.message}`);
   }
 
@@ -243,7 +243,7 @@ export function createEditor({ notes, navigate, toast }) {
     try {
       theirs = theirs ?? await api.getNote(id);
     } catch (error) {
-      if (error.status === 404) incoming('note.deleted', base);
+      if (error.status === 404) incoming('note.deleted', { id });
       else toast(`Couldn't read the saved version: ${error.message}`);
       return;
     }
@@ -334,7 +334,7 @@ export function createEditor({ notes, navigate, toast }) {
       notes.upsert(note);
       incoming('note.updated', note);
     } catch (error) {
-      if (error.status === 404) incoming('note.deleted', base);
+      if (error.status === 404) incoming('note.deleted', { id });
       else toast(error.message);
     }
   }
