@@ -1,8 +1,11 @@
 # Jotter — `make run` serves on 127.0.0.1:8080 with data in ./jotter-data; `make test` runs every test.
+# `make bench` runs every benchmark scenario (bench/README.md); pass options with
+# BENCH_ARGS, e.g. `make bench BENCH_ARGS="--rounds 3"` or BENCH_ARGS="--scenario notes".
 SWIFT ?= swift
 HOST ?= 127.0.0.1
 PORT ?= 8080
 DATA ?= ./jotter-data
+BENCH_ARGS ?=
 
 .PHONY: deps build release run test browser-test screenshots bench clean
 
@@ -36,7 +39,7 @@ screenshots: deps
 
 bench: release
 	@scripts/install-bench-deps
-	python3 bench/run.py --jotter .build/release/jotter
+	python3 bench/run.py --jotter .build/release/jotter $(BENCH_ARGS)
 
 clean:
 	rm -rf .build

@@ -45,6 +45,9 @@ public final class Application: Sendable {
         notes.close()
     }
 
+    /// Every registered route: method and path pattern (`/notes/:id`).
+    public var routes: [(method: String, path: String)] { server.router.table.map { ($0.method.rawValue, $0.path) } }
+
     /// The port in use (the real one when configured with 0).
     public var port: Int { server.port }
 
@@ -75,14 +78,16 @@ public func buildApplication(_ configuration: ServerConfiguration) throws -> App
     var routes = RouterBuilder()
     routes.add(middleware: ErrorMiddleware(log: log))
     HelloController().register(in: &routes)
-    HealthController().register(in: &routes)
+    let metrics = Metrics()
+    HealthController(metrics: metrics).register(in: &routes)
     NotesController(store: notes, events: events, replayLimit: configuration.eventBacklog).register(in: &routes)
     UploadsController(store: notes, events: events).register(in: &routes)
     EchoController().register(in: &routes)
     FormPageController().register(in: &routes)
+    OpenAPIController().register(in: &routes)
     WebController().register(in: &routes)
     var http = configuration.http
     http.temporaryDirectory = notes.temporaryDirectory
-    let server = HTTPServer(configuration: http, router: routes.build(), log: log)
+    let server = HTTPServer(configuration: http, router: routes.build(), log: log, metrics: metrics)
     return Application(configuration: configuration, server: server, log: log, notes: notes, events: events)
 }

@@ -132,6 +132,7 @@ func engineAccessHandler(_ cls: UnsafeMutableRawPointer?, _ connection: OpaquePo
         state.deferred = slot
         state.waker = waker
         state.request = request
+        state.route = response.route
         server.wakers.register(waker, kind: .deferred)
         waker.suspendUnlessWoken()
         start { result in
@@ -191,11 +192,11 @@ extension HTTPServer {
         switch response.payload {
         case .bytes:
             handle = body.withUnsafeBytes { bytes in jotter_mhd_response_copy(bytes.count, bytes.baseAddress) }
-        case .stream(let stream, let length):
+        case .stream(let stream, let length, let blockSize):
             let waker = ConnectionWaker(connection: connection)
             wakers.register(waker, kind: .stream)
             let context = Unmanaged.passRetained(StreamContext(body: stream, waker: waker, engine: engine)).toOpaque()
-            handle = MHD_create_response_from_callback(length ?? UInt64.max, 16 << 10, engineStreamRead, context, engineStreamFree)
+            handle = MHD_create_response_from_callback(length ?? UInt64.max, blockSize, engineStreamRead, context, engineStreamFree)
             if handle == nil { engineStreamFree(context) } else { stream.start(waker: waker) }
         case .file(let fd, let offset, let length):
             handle = MHD_create_response_from_fd_at_offset64(length, fd, offset)
@@ -213,6 +214,8 @@ extension HTTPServer {
         _ = MHD_add_response_header(handle, "X-Content-Type-Options", "nosniff")
         _ = MHD_add_response_header(handle, "X-Request-Id", state.requestID)
         state.status = response.status.code
+        metrics?.record(method: state.method, route: response.route ?? state.route ?? "unmatched", status: response.status.code,
+                        seconds: Double(Clock.microseconds() - state.started) / 1_000_000)
         switch response.payload {
         case .file(_, _, let length): state.bytesSent = Int(length)
         default: state.bytesSent = body.count

@@ -63,7 +63,7 @@ public final class HTTPServer: Sendable {
     }
 
     public let configuration: Configuration
-    let router: Router
+    public let router: Router
     let log: Logger
     private let daemon = Mutex<Daemon?>(nil)
     private let boundPort = Atomic<Int>(0)
@@ -74,10 +74,14 @@ public final class HTTPServer: Sendable {
     let requestCounter = Atomic<UInt64>(0)
     let idPrefix: String
 
-    public init(configuration: Configuration, router: Router, log: Logger) {
+    /// Requests by route and status, and latencies; `nil` records nothing.
+    let metrics: Metrics?
+
+    public init(configuration: Configuration, router: Router, log: Logger, metrics: Metrics? = nil) {
         self.configuration = configuration
         self.router = router
         self.log = log
+        self.metrics = metrics
         var random: UInt32 = 0
         getentropy(&random, MemoryLayout<UInt32>.size)
         idPrefix = String(random, radix: 36)

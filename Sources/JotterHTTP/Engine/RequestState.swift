@@ -24,6 +24,8 @@ final class RequestState {
     var deferred: DeferredSlot?
     var waker: ConnectionWaker?
     var request: Request?
+    /// The route pattern of a deferred answer, for metrics.
+    var route: String?
     /// Set once a response is queued; further body bytes are discarded.
     var status = 0
     var bytesSent = 0

@@ -1,3 +1,4 @@
+import Dispatch
 import Glibc
 import Synchronization
 
@@ -11,6 +12,9 @@ import Synchronization
 /// ```
 public final class EventBroadcaster: Sendable {
     private let subscribers = Mutex<[ObjectIdentifier: EventStreamBody]>([:])
+    /// Events are made and fanned out here, in order, so that whoever publishes — the database
+    /// writer, say — never waits for thousands of streams.
+    private let queue = DispatchQueue(label: "jotter.events")
     private let stopped = Atomic<Bool>(false)
     public let heartbeatInterval: Double
 
@@ -31,10 +35,25 @@ public final class EventBroadcaster: Sendable {
         _ = subscribers.withLock { $0.removeValue(forKey: ObjectIdentifier(body)) }
     }
 
-    /// Queues `event` on every stream.
+    /// Queues `event` on every stream, on the broadcaster's own thread; returns at once.
     public func publish(_ event: ServerSentEvent) {
-        let bytes = event.encoded
-        for body in current() { body.send(id: event.id, bytes) }
+        publish { event }
+    }
+
+    /// Makes the event on the broadcaster's thread (it may read or encode), then queues it on
+    /// every stream. Events are made and sent in the order they were published; one that
+    /// fails to be made is skipped.
+    public func publish(_ make: @escaping @Sendable () throws -> ServerSentEvent) {
+        queue.async { [self] in
+            guard let event = try? make() else { return }
+            let bytes = event.encoded
+            for body in current() { body.send(id: event.id, bytes) }
+        }
+    }
+
+    /// Waits until everything published so far has been queued on the streams.
+    public func flush() {
+        queue.sync {}
     }
 
     /// The number of open streams.

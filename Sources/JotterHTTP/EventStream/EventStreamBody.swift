@@ -19,10 +19,11 @@ public final class EventStreamBody: StreamingBody {
     private let state = Mutex(State())
     /// Called once when the connection is done with the stream (to unsubscribe).
     private let onFinish: @Sendable (EventStreamBody) -> Void
-    /// Bytes queued beyond this mean the client is not reading: the stream is ended.
+    /// Bytes queued beyond this mean the client is not reading: the stream is ended (it can
+    /// reconnect with `Last-Event-ID` and have what it missed replayed).
     let maxPending: Int
 
-    public init(maxPending: Int = 1 << 20, onFinish: @escaping @Sendable (EventStreamBody) -> Void = { _ in }) {
+    public init(maxPending: Int = 64 << 10, onFinish: @escaping @Sendable (EventStreamBody) -> Void = { _ in }) {
         self.maxPending = maxPending
         self.onFinish = onFinish
     }

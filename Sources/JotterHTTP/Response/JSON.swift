@@ -31,7 +31,15 @@ public struct JSON<Value: Encodable>: ResponseGenerator {
     }
 
     public func response(for request: Request) throws -> Response {
-        var response = Response(status: status, headers: headers, body: [UInt8](try JSONCoding.encoder.encode(value)))
+        let body: [UInt8]
+        if let writable = value as? any JSONWritable {
+            var json = JSONWriter()
+            writable.write(to: &json)
+            body = json.bytes
+        } else {
+            body = [UInt8](try JSONCoding.encoder.encode(value))
+        }
+        var response = Response(status: status, headers: headers, body: body)
         response.headers.set("Content-Type", "application/json")
         return response
     }

@@ -9,6 +9,8 @@ public struct Response: Sendable {
     public var body: [UInt8]
     /// Bytes (in `body`), a stream, or a deferred answer.
     var payload: Payload = .bytes
+    /// The pattern of the route that answered (`/notes/:id`), for metrics; set by the router.
+    var route: String?
 
     public init(status: HTTPStatus = .ok, headers: HTTPHeaders = HTTPHeaders(), body: [UInt8] = []) {
         self.status = status

@@ -33,17 +33,19 @@ extension Response {
     /// What the engine sends: bytes in `body`, a streaming body, or an answer that comes later.
     enum Payload: Sendable {
         case bytes
-        case stream(any StreamingBody, length: UInt64?)
+        case stream(any StreamingBody, length: UInt64?, blockSize: Int)
         /// `length` bytes of an open file from `offset`, sent with sendfile; the engine closes `fd`.
         case file(fd: Int32, offset: UInt64, length: UInt64)
         case deferred(@Sendable (_ complete: @escaping @Sendable (Result<Response, any Error>) -> Void) -> Void)
     }
 
     /// A response whose body is produced while it is sent; `length` nil means chunked.
+    /// `blockSize` is the most the engine asks for at once, and memory held per connection:
+    /// small for event streams (thousands of them), larger for bulk data.
     public static func stream(_ body: any StreamingBody, status: HTTPStatus = .ok, headers: HTTPHeaders = HTTPHeaders(),
-                              length: UInt64? = nil) -> Response {
+                              length: UInt64? = nil, blockSize: Int = 16 << 10) -> Response {
         var response = Response(status: status, headers: headers)
-        response.payload = .stream(body, length: length)
+        response.payload = .stream(body, length: length, blockSize: blockSize)
         return response
     }
 

@@ -6,8 +6,11 @@ struct PathPattern: Sendable {
     }
 
     let segments: [Segment]
+    /// The pattern as registered.
+    let text: String
 
     init(_ path: String) {
+        text = path
         segments = path.split(separator: "/").map { part in
             part.hasPrefix(":") ? .parameter(String(part.dropFirst())) : .literal(String(part))
         }

@@ -70,6 +70,9 @@ public struct Router: Sendable {
     let routes: [Route]
     let fallback: Responder
 
+    /// Every registered method and path pattern, in registration order.
+    public var table: [(method: HTTPMethod, path: String)] { routes.map { ($0.method, $0.pattern.text) } }
+
     init(routes: [Route], fallback: @escaping Responder) {
         self.routes = routes
         self.fallback = fallback
@@ -108,7 +111,9 @@ public struct Router: Sendable {
                 return try fallback(request, context)
             }
             context.parameters = match.parameters
-            return try match.route.responder(request, context)
+            var response = try match.route.responder(request, context)
+            response.route = match.route.pattern.text
+            return response
         } catch let error as HTTPError {
             context.routingError = error
         } catch {

@@ -1,9 +1,15 @@
 import JotterAPI
 import JotterHTTP
 
-/// `GET /healthz`: `{"status":"ok"}` while the server can serve.
+/// `GET /healthz`: `{"status":"ok"}` while the server can serve; `GET /metrics`: Prometheus text.
 struct HealthController {
+    let metrics: Metrics
+
     func register(in routes: inout RouterBuilder) {
         routes.get("/healthz") { request, _ in JSON(HealthStatus(status: "ok")) }
+        let metrics = self.metrics
+        routes.get("/metrics") { request, _ in
+            Response(status: .ok, contentType: Metrics.contentType, body: Array(metrics.render().utf8))
+        }
     }
 }

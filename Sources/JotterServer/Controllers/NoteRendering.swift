@@ -35,7 +35,9 @@ enum NoteRendering {
     /// its attachments are gone with it by then).
     static func event(_ event: NoteEvent, store: some UploadStore) throws -> ServerSentEvent {
         let note = event.kind == .deleted ? Note(event.note, attachments: []) : try self.note(event.note, store: store)
-        let data = String(decoding: try JSONCoding.encoder.encode(note), as: UTF8.self)
+        var json = JSONWriter()
+        note.write(to: &json)
+        let data = String(decoding: json.bytes, as: UTF8.self)
         return ServerSentEvent(id: event.id, event: event.kind.rawValue, data: data)
     }
 }

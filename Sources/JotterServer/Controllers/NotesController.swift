@@ -92,7 +92,7 @@ struct NotesController<Store: NoteStore & UploadStore> {
         }
         return Response.stream(body, headers: HTTPHeaders([
             ("Content-Type", "text/event-stream"), ("Cache-Control", "no-cache"), ("X-Accel-Buffering", "no"),
-        ]))
+        ]), blockSize: 2048)
     }
 
     // MARK: - Helpers
@@ -125,7 +125,7 @@ struct NotesController<Store: NoteStore & UploadStore> {
                 complete(Result {
                     switch try result.get() {
                     case .done(let record, let event):
-                        events.publish(try NoteRendering.event(event, store: store))
+                        events.publish { try NoteRendering.event(event, store: store) }
                         let note = event.kind == .deleted ? Note(record, attachments: []) : try NoteRendering.note(record, store: store)
                         var headers = HTTPHeaders([("ETag", note.etag)])
                         if status == .created { headers.add("Location", "/notes/\(note.id)") }

@@ -43,7 +43,7 @@ struct UploadsController<Store: NoteStore & UploadStore> {
                 complete(Result {
                     switch try result.get() {
                     case .uploadsAdded(let records, _, let event):
-                        if let event { events.publish(try NoteRendering.event(event, store: store)) }
+                        if let event { events.publish { try NoteRendering.event(event, store: store) } }
                         return try JSON(UploadList(uploads: records.map(Upload.init)), status: .created).response(for: request)
                     default:
                         throw HTTPError(.notFound, detail: "note \(target.map(String.init) ?? "") does not exist")
@@ -70,7 +70,7 @@ struct UploadsController<Store: NoteStore & UploadStore> {
                     guard case .uploadDeleted(let record, _, let event) = try result.get() else {
                         throw HTTPError(.notFound, detail: "upload \(upload.id) does not exist")
                     }
-                    if let event { events.publish(try NoteRendering.event(event, store: store)) }
+                    if let event { events.publish { try NoteRendering.event(event, store: store) } }
                     return try JSON(UploadEnvelope(upload: Upload(record))).response(for: request)
                 })
             }

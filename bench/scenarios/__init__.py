@@ -1,0 +1,1 @@
+"""Benchmark scenarios: one module each (NAME, TITLE, run(args, tmp) -> (table, section))."""
