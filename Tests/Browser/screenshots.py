@@ -3,6 +3,7 @@ dialog, and a phone-sized screen. Run by `scripts/browser-tests --screenshots`."
 
 import math
 import os
+import shutil
 import struct
 import sys
 import tempfile
@@ -69,6 +70,7 @@ def shot(driver, name):
 def main():
     server = Server(BINARY)
     driver = chrome()
+    folder = tempfile.mkdtemp(prefix="jotter-shots-")
     try:
         notes = [server.create(body) for body in NOTES]
         css = lambda selector: driver.find_element(By.CSS_SELECTOR, selector)  # noqa: E731
@@ -79,7 +81,6 @@ def main():
         ready()
         shot(driver, "web-list.png")
 
-        folder = tempfile.mkdtemp(prefix="jotter-shots-")
         photo, itinerary, video = (os.path.join(folder, name) for name in ("miradouro.png", "itinerary.pdf", "tram-28.mp4"))
         picture(photo)
         with open(itinerary, "wb") as file:
@@ -127,6 +128,7 @@ def main():
     finally:
         quit_chrome(driver)
         server.close()
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 if __name__ == "__main__":
