@@ -20,7 +20,8 @@ let package = Package(
         // Codable wire types shared by the server and the client SDK.
         .target(name: "JotterAPI"),
         // The application: configuration, controllers, `buildApplication`.
-        .target(name: "JotterServer", dependencies: ["JotterHTTP", "JotterAPI", "JotterStore"]),
+        // The web app's files (Web/app) are embedded as Swift source by scripts/embed-web.
+        .target(name: "JotterServer", dependencies: ["JotterHTTP", "JotterAPI", "JotterStore"], exclude: ["Web/app"]),
         // The command-line interface as a library, so commands are testable in-process.
         .target(name: "JotterCLI", dependencies: ["JotterServer", "JotterHTTP", "JotterStore"]),
         .executableTarget(name: "jotter", dependencies: ["JotterCLI"]),
