@@ -7,7 +7,7 @@ PORT ?= 8080
 DATA ?= ./jotter-data
 BENCH_ARGS ?=
 
-.PHONY: deps build release run test bench clean
+.PHONY: deps build release run test browser-test screenshots bench clean
 
 deps:
 	@scripts/install-deps
@@ -25,6 +25,17 @@ test: deps
 	@scripts/test-venv
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build
+	scripts/browser-tests
+
+# The web app in headless Chromium against the built server (after swift build).
+browser-test: deps
+	$(SWIFT) build
+	scripts/browser-tests
+
+# The web app's screenshots in docs/.
+screenshots: deps
+	$(SWIFT) build
+	scripts/browser-tests --screenshots
 
 bench: release
 	@scripts/install-bench-deps

@@ -21,7 +21,8 @@ let package = Package(
         // Codable wire types shared by the server and the client SDK.
         .target(name: "JotterAPI"),
         // The application: configuration, controllers, `buildApplication`.
-        .target(name: "JotterServer", dependencies: ["JotterHTTP", "JotterAPI", "JotterStore"]),
+        // The web app's files (Web/app) are embedded as Swift source by scripts/embed-web.
+        .target(name: "JotterServer", dependencies: ["JotterHTTP", "JotterAPI", "JotterStore"], exclude: ["Web/app"]),
         // The Swift SDK on URLSession (FoundationNetworking on Linux); shares only the wire types.
         .target(name: "JotterClient", dependencies: ["JotterAPI"]),
         // The command-line interface as a library, so commands are testable in-process.
@@ -37,6 +38,7 @@ let package = Package(
         .testTarget(name: "JotterHTTPTests", dependencies: ["JotterHTTP", "JotterTestSupport"]),
         .testTarget(name: "JotterServerTests", dependencies: ["JotterServer", "JotterHTTP", "JotterAPI", "JotterTestSupport"]),
         .testTarget(name: "JotterCLITests", dependencies: ["JotterCLI", "jotter", "JotterAPI", "JotterClient", "JotterServer", "JotterTestSupport"]),
+        .testTarget(name: "JotterAPITests", dependencies: ["JotterAPI"]),
         .testTarget(name: "JotterStoreTests", dependencies: ["JotterStore", "CSQLite"]),
         .testTarget(name: "JotterClientTests", dependencies: ["JotterClient", "JotterServer", "JotterHTTP", "JotterTestSupport"]),
     ]

@@ -6,14 +6,33 @@
 /// Timestamp.parse("2026-11-30 14:35:40")       // 1796049340
 /// ```
 public enum Timestamp {
-    /// Formats Unix seconds.
+    /// Formats Unix seconds (years 0–9999), digit by digit into a 19-byte buffer.
     public static func format(_ seconds: Int64) -> String {
         let days = seconds >= 0 ? seconds / 86_400 : (seconds - 86_399) / 86_400
         let secondOfDay = seconds - days * 86_400
         let (year, month, day) = civil(fromDays: days)
-        func two(_ value: Int64) -> String { value < 10 ? "0\(value)" : "\(value)" }
-        let yearText = year < 1000 ? String(repeating: "0", count: 4 - String(year).count) + String(year) : String(year)
-        return "\(yearText)-\(two(month))-\(two(day)) \(two(secondOfDay / 3600)):\(two(secondOfDay % 3600 / 60)):\(two(secondOfDay % 60))"
+        let clampedYear = min(max(year, 0), 9999)
+        return String(unsafeUninitializedCapacity: 19) { buffer in
+            func put(_ value: Int64, at index: Int, digits: Int) {
+                var value = value
+                for offset in (0..<digits).reversed() {
+                    buffer[index + offset] = UInt8(ascii: "0") + UInt8(value % 10)
+                    value /= 10
+                }
+            }
+            put(clampedYear, at: 0, digits: 4)
+            buffer[4] = UInt8(ascii: "-")
+            put(month, at: 5, digits: 2)
+            buffer[7] = UInt8(ascii: "-")
+            put(day, at: 8, digits: 2)
+            buffer[10] = UInt8(ascii: " ")
+            put(secondOfDay / 3600, at: 11, digits: 2)
+            buffer[13] = UInt8(ascii: ":")
+            put(secondOfDay % 3600 / 60, at: 14, digits: 2)
+            buffer[16] = UInt8(ascii: ":")
+            put(secondOfDay % 60, at: 17, digits: 2)
+            return 19
+        }
     }
 
     /// Parses `yyyy-MM-dd HH:mm:ss` (hours may have one digit, as `H:mm:ss` allows) to Unix seconds.

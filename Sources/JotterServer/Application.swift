@@ -85,6 +85,7 @@ public func buildApplication(_ configuration: ServerConfiguration) throws -> App
     EchoController().register(in: &routes)
     FormPageController().register(in: &routes)
     OpenAPIController().register(in: &routes)
+    WebController().register(in: &routes)
     var http = configuration.http
     http.temporaryDirectory = notes.temporaryDirectory
     let server = HTTPServer(configuration: http, router: routes.build(), log: log, metrics: metrics)

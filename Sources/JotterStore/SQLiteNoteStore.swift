@@ -175,4 +175,18 @@ public final class SQLiteNoteStore: NoteStore, UploadStore {
     }
 
     public func contentPath(of id: String) -> String { files.path(of: id) }
+
+    public func noteWithAttachments(id: Int64) throws(StoreError) -> (NoteRecord, [UploadRecord])? {
+        try readers.withConnection { db throws(StoreError) in try UploadRows.noteWithAttachments(id: id, on: db) }
+    }
+
+    public func notesWithAttachments(_ query: NoteQuery) throws(StoreError) -> [(NoteRecord, [UploadRecord])] {
+        try readers.withConnection { db throws(StoreError) in
+            try db.readTransaction { () throws(StoreError) -> [(NoteRecord, [UploadRecord])] in
+                let notes = try NoteRows.page(query, on: db)
+                let attachments = try UploadRows.attachments(of: notes.map(\.id), on: db)
+                return notes.map { ($0, attachments[$0.id] ?? []) }
+            }
+        }
+    }
 }

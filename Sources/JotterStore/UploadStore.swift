@@ -49,4 +49,8 @@ public protocol UploadStore: Sendable {
     func attachments(of noteIDs: [Int64]) throws -> [Int64: [UploadRecord]]
     /// Where the bytes of upload `id` are on disk.
     func contentPath(of id: String) -> String
+    /// A note and its attachments, read together (one snapshot, one lock).
+    func noteWithAttachments(id: Int64) throws -> (NoteRecord, [UploadRecord])?
+    /// A page of notes, each with its attachments, read together.
+    func notesWithAttachments(_ query: NoteQuery) throws -> [(NoteRecord, [UploadRecord])]
 }

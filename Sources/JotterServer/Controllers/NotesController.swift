@@ -25,17 +25,17 @@ struct NotesController<Store: NoteStore & UploadStore> {
         let (query, given) = try NoteInput.query(request)
         var page = query
         page.limit = query.limit + 1  // one more tells whether there is a next page
-        var records = try store.notes(page)
+        var records = try store.notesWithAttachments(page)
         let more = records.count > query.limit
         if more { records.removeLast() }
         var next: String?
-        if more, let last = records.last {
+        if more, let last = records.last?.0 {
             next = "/notes?limit=\(query.limit)"
                 + (given["order"].map { "&order=\($0)" } ?? "")
                 + (query.search.map { "&q=\(FormFields.escape($0))" } ?? "")
                 + "&after=\(last.id)"
         }
-        return JSON(NoteList(notes: try NoteRendering.notes(records, store: store), next: next))
+        return JSON(NoteList(notes: records.map { Note($0.0, attachments: $0.1) }, next: next))
     }
 
     @Sendable func show(_ request: Request, _ context: RequestContext) throws -> Response {
@@ -98,8 +98,10 @@ struct NotesController<Store: NoteStore & UploadStore> {
     // MARK: - Helpers
 
     private func existing(_ id: Int64) throws -> Note {
-        guard let record = try store.note(id: id) else { throw HTTPError(.notFound, detail: "note \(id) does not exist") }
-        return try NoteRendering.note(record, store: store)
+        guard let (record, attachments) = try store.noteWithAttachments(id: id) else {
+            throw HTTPError(.notFound, detail: "note \(id) does not exist")
+        }
+        return Note(record, attachments: attachments)
     }
 
     /// The version the write must find (`nil`: any), or `412` when `If-Match` names another.

@@ -2,9 +2,22 @@
 enum UploadRows {
     static let columns = "id, filename, content_type, size, sha256, created_at, note_id"
 
-    static func record(_ row: Statement) -> UploadRecord {
-        UploadRecord(id: row.string(0), filename: row.string(1), contentType: row.string(2), size: row.int64(3),
-                     sha256: row.string(4), createdAt: row.int64(5), noteID: row.isNull(6) ? nil : row.int64(6))
+    static func record(_ row: Statement, from first: Int32 = 0) -> UploadRecord {
+        UploadRecord(id: row.string(first), filename: row.string(first + 1), contentType: row.string(first + 2), size: row.int64(first + 3),
+                     sha256: row.string(first + 4), createdAt: row.int64(first + 5), noteID: row.isNull(first + 6) ? nil : row.int64(first + 6))
+    }
+
+    /// A note and its attachments in one statement (one snapshot, one lock): the note's
+    /// columns, then an upload's (NULL when it has none), a row per attachment.
+    static func noteWithAttachments(id: Int64, on db: SQLiteConnection) throws(StoreError) -> (NoteRecord, [UploadRecord])? {
+        let rows = try db.query("""
+            SELECT n.id, n.body, n.created_at, n.updated_at, n.version,
+                   u.id, u.filename, u.content_type, u.size, u.sha256, u.created_at, u.note_id
+            FROM notes AS n LEFT JOIN uploads AS u ON u.note_id = n.id
+            WHERE n.id = ? ORDER BY u.rowid
+            """, [.integer(id)]) { row in (NoteRows.record(row), row.isNull(5) ? nil : record(row, from: 5)) }
+        guard let note = rows.first?.0 else { return nil }
+        return (note, rows.compactMap(\.1))
     }
 
     static func upload(id: String, on db: SQLiteConnection) throws(StoreError) -> UploadRecord? {
@@ -16,13 +29,16 @@ enum UploadRows {
         try db.query("SELECT \(columns) FROM uploads ORDER BY rowid DESC LIMIT ?", [.integer(Int64(limit))]) { record($0) }
     }
 
-    /// Attachments of each note, oldest first. One query per note keeps the SQL fixed; a page
-    /// has at most 1000 notes and each query is an index look-up.
+    /// Attachments of each note, oldest first: one range scan of the note index over the
+    /// span of ids (fixed SQL), keeping only the notes asked for.
     static func attachments(of noteIDs: [Int64], on db: SQLiteConnection) throws(StoreError) -> [Int64: [UploadRecord]] {
+        guard let low = noteIDs.min(), let high = noteIDs.max() else { return [:] }
+        let wanted = Set(noteIDs)
         var result: [Int64: [UploadRecord]] = [:]
-        for id in noteIDs {
-            let uploads = try db.query("SELECT \(columns) FROM uploads WHERE note_id = ? ORDER BY rowid", [.integer(id)]) { record($0) }
-            if !uploads.isEmpty { result[id] = uploads }
+        let rows = try db.query("SELECT \(columns) FROM uploads WHERE note_id BETWEEN ? AND ? ORDER BY note_id, rowid",
+                                [.integer(low), .integer(high)]) { record($0) }
+        for upload in rows {
+            if let note = upload.noteID, wanted.contains(note) { result[note, default: []].append(upload) }
         }
         return result
     }

@@ -1,0 +1,50 @@
+import JotterHTTP
+
+/// One file of the web app, embedded in the binary by `scripts/embed-web`.
+struct WebAsset: Sendable {
+    let contentType: String
+    /// A strong entity tag derived from the content (`"<sha-256 prefix>"`).
+    let etag: String
+    let text: String
+}
+
+/// `GET /` (the notes web app) and `GET /assets/{name}` (its scripts and styles), served from
+/// memory with `ETag`/`If-None-Match` revalidation and a strict Content-Security-Policy: the page
+/// runs only its own scripts and styles, talks only to this server and can't be framed.
+struct WebController {
+    static let contentSecurityPolicy = [
+        "default-src 'self'", "script-src 'self'", "style-src 'self'", "img-src 'self' blob: data:",
+        "connect-src 'self'", "object-src 'none'", "frame-ancestors 'none'", "base-uri 'none'", "form-action 'self'",
+    ].joined(separator: "; ")
+
+    /// Each asset's bytes, converted once.
+    let files: [String: (asset: WebAsset, body: [UInt8])]
+
+    init(assets: [String: WebAsset] = WebAsset.all) {
+        files = assets.mapValues { ($0, Array($0.text.utf8)) }
+    }
+
+    func register(in routes: inout RouterBuilder) {
+        routes.get("/") { request, _ in try serve("index.html", request) }
+        routes.get("/assets/:name") { request, context in try serve(context.parameters["name"] ?? "", request) }
+    }
+
+    func serve(_ name: String, _ request: Request) throws(HTTPError) -> Response {
+        // The page itself is only ever `/`; its files only under /assets/.
+        guard let file = files[name], name != "index.html" || request.path == "/" else {
+            throw HTTPError(.notFound, detail: "no resource at \(request.path)")
+        }
+        var headers = HTTPHeaders([
+            ("ETag", file.asset.etag),
+            // Revalidate every time: the names carry no version, and a 304 costs one round trip.
+            ("Cache-Control", "no-cache"),
+            ("Content-Security-Policy", Self.contentSecurityPolicy),
+            ("Referrer-Policy", "same-origin"),
+        ])
+        if let condition = request.headers["If-None-Match"].map(EntityTagCondition.init), condition.matches(file.asset.etag, weak: true) {
+            return Response(status: .notModified, headers: headers)
+        }
+        headers.add("Content-Type", file.asset.contentType)
+        return Response(status: .ok, headers: headers, body: file.body)
+    }
+}

@@ -1,0 +1,96 @@
+// The Jotter HTTP API (docs/API.md): JSON requests, problem+json errors in words, uploads
+// through XMLHttpRequest for their progress events.
+
+const UNREACHABLE = "Can't reach the server. Check your connection; your text is still here.";
+
+/** A failed request: `message` is the server's problem `detail`, in words. */
+export class ApiError extends Error {
+  constructor(message, { status = 0, etag = null, aborted = false } = {}) {
+    super(message);
+    this.status = status;
+    this.etag = etag;
+    this.aborted = aborted;
+  }
+}
+
+/** The strong ETag of a note version, for `If-Match`. */
+export const etagOf = (note) => `"${note.version}"`;
+
+function parse(text) {
+  try {
+    return text ? JSON.parse(text) : null;
+  } catch {
+    return null;
+  }
+}
+
+/** The error for a non-2xx answer: the problem's detail plus any field errors. */
+function problem(status, statusText, data, etag) {
+  let message = data?.detail || data?.title || `The server answered ${status} ${statusText}`.trim();
+  if (Array.isArray(data?.errors) && data.errors.length) {
+    message += ` (${data.errors.map((e) => `${e.field} ${e.message}`).join('; ')})`;
+  }
+  return new ApiError(message, { status, etag });
+}
+
+async function request(method, path, { json, ifMatch } = {}) {
+  const headers = { Accept: 'application/json' };
+  if (json !== undefined) headers['Content-Type'] = 'application/json';
+  if (ifMatch) headers['If-Match'] = ifMatch;
+  let response;
+  try {
+    response = await fetch(path, {
+      method,
+      headers,
+      body: json === undefined ? undefined : JSON.stringify(json),
+      cache: 'no-store',
+    });
+  } catch {
+    throw new ApiError(UNREACHABLE);
+  }
+  const data = parse(await response.text().catch(() => ''));
+  if (!response.ok) throw problem(response.status, response.statusText, data, response.headers.get('ETag'));
+  return data;
+}
+
+/** One page of notes: `{notes, next}`; `url` is `/notes?…` or a page's `next`. */
+export const listNotes = (url) => request('GET', url);
+export const getNote = async (id) => (await request('GET', `/notes/${encodeURIComponent(id)}`)).note;
+export const createNote = async (body) => (await request('POST', '/notes', { json: { body } })).note;
+
+/** Saves `body` over `version` of note `id`; `412` (someone else saved first) throws with `.status`. */
+export const updateNote = async (id, body, ifMatch) =>
+  (await request('PUT', `/notes/${encodeURIComponent(id)}`, { json: { body }, ifMatch })).note;
+
+export const deleteNote = async (id, ifMatch) =>
+  (await request('DELETE', `/notes/${encodeURIComponent(id)}`, { ifMatch })).note;
+
+export const deleteUpload = async (id) => (await request('DELETE', `/uploads/${encodeURIComponent(id)}`)).upload;
+
+/**
+ * Uploads `file` attached to note `noteId`, calling `onProgress(loaded, total)` as bytes go out.
+ * Returns `{ done, abort }`: `done` resolves to the created uploads.
+ */
+export function uploadFile(file, noteId, onProgress) {
+  const xhr = new XMLHttpRequest();
+  const done = new Promise((resolve, reject) => {
+    xhr.open('POST', '/uploads');
+    xhr.setRequestHeader('Accept', 'application/json');
+    xhr.upload.addEventListener('progress', (event) => {
+      if (event.lengthComputable) onProgress(event.loaded, event.total);
+    });
+    xhr.addEventListener('load', () => {
+      const data = parse(xhr.responseText);
+      if (xhr.status >= 200 && xhr.status < 300) resolve(data?.uploads ?? []);
+      else reject(problem(xhr.status, xhr.statusText, data, null));
+    });
+    xhr.addEventListener('error', () => reject(new ApiError(
+      "The upload didn't go through: the server closed the connection or can't be reached.")));
+    xhr.addEventListener('abort', () => reject(new ApiError('Upload cancelled.', { aborted: true })));
+    const form = new FormData();
+    form.append('note_id', noteId); // before the file, so the server knows the note first
+    form.append('file', file, file.name);
+    xhr.send(form);
+  });
+  return { done, abort: () => xhr.abort() };
+}

@@ -1,0 +1,297 @@
+// Jotter's web app: the list of notes (search, paging, live updates) and the routes
+// `#/` (the list), `#/new` and `#/notes/{id}` (the editor).
+
+import * as api from './api.js';
+import { announce, byId, el } from './dom.js';
+import { dialogOpen } from './dialogs.js';
+import { createEditor } from './editor.js';
+import { formatDay, formatTime, isoTimestamp, parseTimestamp, titleAndPreview } from './format.js';
+import { connectLive } from './live.js';
+
+const PAGE_SIZE = 50;
+
+const state = {
+  notes: [], // loaded notes, newest first
+  next: null, // the URL of the next page, or null
+  query: '',
+  loading: false,
+  loadingMore: false,
+  error: null,
+  request: 0, // the current list request, so late answers to older ones are dropped
+  fresh: new Set(), // ids that just arrived live (highlighted once)
+};
+
+const listElement = byId('notes');
+const search = byId('search');
+
+// MARK: - The list
+
+/** The list as the editor sees it. */
+const notes = {
+  find: (id) => state.notes.find((note) => note.id === id),
+  /** Adds or replaces `note` (an older version never replaces a newer one). */
+  upsert(note, { fresh = false } = {}) {
+    const index = state.notes.findIndex((known) => known.id === note.id);
+    if (index >= 0) {
+      if (state.notes[index].version > note.version) return;
+      state.notes[index] = note;
+    } else {
+      if (state.query) return; // can't tell whether it matches the search
+      const position = state.notes.findIndex((known) => Number(known.id) < Number(note.id));
+      if (position < 0 && state.next) return; // older than the loaded pages: it comes with them
+      state.notes.splice(position < 0 ? state.notes.length : position, 0, note);
+      if (fresh) state.fresh.add(note.id);
+    }
+    renderList();
+  },
+  remove(id) {
+    const count = state.notes.length;
+    state.notes = state.notes.filter((note) => note.id !== id);
+    if (state.notes.length !== count) renderList();
+  },
+};
+
+function listURL() {
+  const query = new URLSearchParams({ limit: String(PAGE_SIZE) });
+  if (state.query) query.set('q', state.query);
+  return `/notes?${query}`;
+}
+
+async function loadFirstPage() {
+  const request = ++state.request;
+  state.loading = true;
+  state.error = null;
+  renderList();
+  try {
+    const page = await api.listNotes(listURL());
+    if (request !== state.request) return;
+    state.notes = page.notes;
+    state.next = page.next;
+  } catch (error) {
+    if (request !== state.request) return;
+    state.error = error.message;
+  }
+  state.loading = false;
+  renderList();
+}
+
+async function loadMore() {
+  if (!state.next || state.loadingMore) return;
+  const request = state.request;
+  state.loadingMore = true;
+  renderList();
+  try {
+    const page = await api.listNotes(state.next);
+    if (request !== state.request) return;
+    const known = new Set(state.notes.map((note) => note.id));
+    state.notes.push(...page.notes.filter((note) => !known.has(note.id)));
+    state.next = page.next;
+    announce(`${page.notes.length} more ${page.notes.length === 1 ? 'note' : 'notes'} loaded`);
+  } catch (error) {
+    toast(`Couldn't load more notes: ${error.message}`);
+  } finally {
+    state.loadingMore = false;
+    renderList();
+  }
+}
+
+function noteItem(note) {
+  const { title, preview } = titleAndPreview(note.body);
+  const created = parseTimestamp(note.created_at);
+  const files = note.attachments?.length ?? 0;
+  const fresh = state.fresh.delete(note.id);
+  return el('li', { class: fresh ? 'fresh' : null },
+    el('a', { href: `#/notes/${note.id}`, class: 'note-link', 'data-id': note.id,
+      'aria-current': note.id === editor.id ? 'page' : null },
+    el('span', { class: title ? 'note-title' : 'note-title untitled' }, title || 'Empty note'),
+    el('span', { class: 'note-preview' }, preview || (title ? 'No additional text' : '')),
+    el('span', { class: 'note-when' },
+      created ? el('time', { datetime: isoTimestamp(note.created_at) },
+        el('span', { class: 'note-day' }, formatDay(created)), ' ',
+        el('span', { class: 'note-time' }, formatTime(created))) : null,
+      files ? el('span', { class: 'note-files' }, `${files} ${files === 1 ? 'file' : 'files'}`) : null)));
+}
+
+function renderList() {
+  // Rebuilding the list must not take the keyboard focus away from the note it was on.
+  const focused = document.activeElement?.closest?.('.note-link')?.dataset.id;
+  listElement.replaceChildren(...state.notes.map(noteItem));
+  if (focused) listElement.querySelector(`.note-link[data-id="${CSS.escape(focused)}"]`)?.focus();
+  listElement.setAttribute('aria-busy', String(state.loading));
+
+  const message = byId('list-message');
+  const empty = state.notes.length === 0;
+  message.hidden = !(state.error || empty);
+  message.dataset.kind = state.error ? 'error' : state.loading ? 'loading' : 'empty';
+  if (state.error) {
+    message.replaceChildren(el('p', {}, `Couldn't load notes: ${state.error}`),
+      el('button', { type: 'button', class: 'button subtle small', onclick: loadFirstPage }, 'Try again'));
+  } else if (state.loading && empty) {
+    message.replaceChildren(el('p', {}, 'Loading notes…'));
+  } else if (empty && state.query) {
+    message.replaceChildren(el('p', {}, `No notes match “${state.query}”.`));
+  } else if (empty) {
+    message.replaceChildren(el('p', { class: 'strong' }, 'No notes yet'),
+      el('p', {}, 'Your notes will appear here, newest first.'),
+      el('a', { href: '#/new', class: 'button primary small' }, 'Write your first note'));
+  }
+
+  const count = state.notes.length;
+  const counted = `${count}${state.next ? '+' : ''}`;
+  byId('list-status').textContent = state.loading || state.error ? ''
+    : state.query ? `${counted} ${count === 1 && !state.next ? 'match' : 'matches'} for “${state.query}”`
+      : count ? `${counted} ${count === 1 && !state.next ? 'note' : 'notes'}` : '';
+
+  const more = byId('load-more');
+  more.hidden = !state.next || state.loading;
+  more.disabled = state.loadingMore;
+  more.textContent = state.loadingMore ? 'Loading…' : 'Load more notes';
+}
+
+let searchTimer = null;
+search.addEventListener('input', () => {
+  clearTimeout(searchTimer);
+  searchTimer = setTimeout(() => {
+    const query = search.value.trim();
+    if (query === state.query) return;
+    state.query = query;
+    loadFirstPage();
+  }, 250);
+});
+byId('search-form').addEventListener('submit', (event) => {
+  event.preventDefault();
+  clearTimeout(searchTimer);
+  state.query = search.value.trim();
+  loadFirstPage();
+});
+byId('load-more').addEventListener('click', loadMore);
+
+// Up and down arrows move between notes in the list.
+listElement.addEventListener('keydown', (event) => {
+  if (event.key !== 'ArrowDown' && event.key !== 'ArrowUp') return;
+  const links = [...listElement.querySelectorAll('.note-link')];
+  const index = links.indexOf(document.activeElement);
+  const next = links[index < 0 ? 0 : index + (event.key === 'ArrowDown' ? 1 : -1)];
+  if (next) {
+    event.preventDefault();
+    next.focus();
+  }
+});
+
+// MARK: - Messages
+
+let toastTimer = null;
+function toast(message) {
+  byId('toast-text').textContent = message;
+  byId('toast').hidden = false;
+  clearTimeout(toastTimer);
+  toastTimer = setTimeout(() => { byId('toast').hidden = true; }, 10000);
+}
+byId('toast-close').addEventListener('click', () => { byId('toast').hidden = true; });
+
+const CONNECTION = {
+  connecting: ['Connecting…', 'Connecting to the server for live updates'],
+  live: ['Live', 'Changes made elsewhere appear here as they happen'],
+  reconnecting: ['Reconnecting…', 'The server can’t be reached; changes will appear once it is back'],
+  offline: ['Offline', 'This device is offline; changes will appear once it is back online'],
+};
+function showConnection(name) {
+  const [text, title] = CONNECTION[name];
+  const element = byId('connection');
+  element.dataset.state = name;
+  element.title = title;
+  byId('connection-text').textContent = text;
+}
+
+// MARK: - Routes
+
+const editor = createEditor({ notes, navigate, toast });
+let shownHash = location.hash;
+
+/** Goes to `hash`; with `replace`, only records it (the editor already shows it). */
+function navigate(hash, { replace = false } = {}) {
+  if (replace) {
+    history.replaceState(null, '', hash || '#/');
+    shownHash = location.hash;
+    route(false);
+  } else if (location.hash === hash) {
+    route(true);
+  } else {
+    location.hash = hash;
+  }
+}
+
+window.addEventListener('hashchange', async () => {
+  const target = location.hash;
+  const leaving = shownHash !== target && editor.isOpen();
+  if (leaving && !(await editor.canLeave())) {
+    history.pushState(null, '', shownHash); // stay: put the address back
+    return;
+  }
+  shownHash = location.hash;
+  route(true);
+});
+
+/** Shows what the address names; `open` false only updates the list's highlight. */
+function route(open) {
+  const hash = location.hash;
+  const match = /^#\/notes\/(\d+)$/.exec(hash);
+  const previous = editor.id;
+  if (open) {
+    if (hash === '#/new') editor.openNew();
+    else if (match) editor.openNote(match[1]);
+    else editor.close();
+  }
+  document.body.dataset.view = hash === '#/new' || match ? 'editor' : 'list';
+  renderList();
+  if (open && !match && hash !== '#/new' && previous) {
+    // Back to the list: the keyboard continues from the note that was open.
+    (listElement.querySelector(`.note-link[data-id="${CSS.escape(previous)}"]`) ?? listElement).focus();
+  }
+}
+
+byId('new-note').addEventListener('click', () => navigate('#/new'));
+byId('back').addEventListener('click', () => navigate('#/'));
+
+window.addEventListener('keydown', (event) => {
+  if (dialogOpen() || event.altKey) return;
+  const typing = event.target.closest?.('input, textarea, select, [contenteditable]');
+  const command = event.ctrlKey || event.metaKey;
+  if (command && event.key.toLowerCase() === 's') {
+    event.preventDefault();
+    editor.save();
+  } else if (event.key === 'Escape' && editor.isOpen() && !(typing && event.target === search)) {
+    event.preventDefault();
+    navigate('#/');
+  } else if (!typing && !command && event.key === '/') {
+    event.preventDefault();
+    search.focus();
+    search.select();
+  } else if (!typing && !command && event.key.toLowerCase() === 'n') {
+    event.preventDefault();
+    navigate('#/new');
+  }
+});
+
+window.addEventListener('beforeunload', (event) => {
+  if (editor.isDirty()) event.preventDefault();
+});
+
+// MARK: - Live updates
+
+connectLive({
+  state: showConnection,
+  event(kind, note) {
+    if (kind === 'note.deleted') notes.remove(note.id);
+    else if (kind === 'note.created') notes.upsert(note, { fresh: true });
+    else if (notes.find(note.id)) notes.upsert(note);
+    editor.incoming(kind, note);
+  },
+  reload() {
+    loadFirstPage();
+    editor.refresh();
+  },
+});
+
+loadFirstPage();
+route(true);

@@ -1,0 +1,66 @@
+// Live updates: the server-sent events of /notes/events, and the connection state shown in the
+// header. EventSource reconnects by itself (sending Last-Event-ID, so missed events are replayed);
+// if it gives up, a new one is opened with a growing delay and the caller re-lists.
+
+const DELAYS = [1000, 2000, 5000, 10000];
+
+/**
+ * Starts listening. `handlers.event(kind, note)` gets `note.created|updated|deleted`;
+ * `handlers.reload()` when the list must be fetched again; `handlers.state(name)` with
+ * `connecting`, `live`, `reconnecting` or `offline`.
+ */
+export function connectLive(handlers) {
+  let source = null;
+  let attempt = 0;
+  let timer = null;
+  let hadConnection = false;
+
+  const report = (state) => handlers.state(navigator.onLine === false ? 'offline' : state);
+
+  function open() {
+    clearTimeout(timer);
+    source?.close();
+    source = new EventSource('/notes/events');
+    source.addEventListener('open', () => {
+      // A fresh EventSource has no Last-Event-ID: anything missed meanwhile needs a re-list.
+      if (hadConnection && attempt > 0) handlers.reload();
+      hadConnection = true;
+      attempt = 0;
+      report('live');
+    });
+    source.addEventListener('error', () => {
+      if (source.readyState === EventSource.CLOSED) {
+        // It gave up (the server answered with an error): try again later with a new one.
+        const delay = DELAYS[Math.min(attempt, DELAYS.length - 1)];
+        attempt += 1;
+        timer = setTimeout(open, delay);
+      }
+      report('reconnecting');
+    });
+    for (const kind of ['note.created', 'note.updated', 'note.deleted']) {
+      source.addEventListener(kind, (message) => {
+        const note = safeParse(message.data);
+        if (note && typeof note.id === 'string') handlers.event(kind, note);
+      });
+    }
+    source.addEventListener('reload', () => handlers.reload());
+  }
+
+  window.addEventListener('offline', () => report('offline'));
+  window.addEventListener('online', () => {
+    // Don't wait for the next retry: connect now, and catch up.
+    report('reconnecting');
+    attempt = Math.max(attempt, 1);
+    open();
+  });
+  report('connecting');
+  open();
+}
+
+function safeParse(text) {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return null;
+  }
+}

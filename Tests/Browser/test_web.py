@@ -1,0 +1,433 @@
+"""The web app in a real browser (headless Chromium) against the real `jotter serve`.
+
+Run through `scripts/browser-tests` (which `make test` calls); `JOTTER_BINARY` names the binary.
+"""
+
+import datetime
+import os
+import shutil
+import sys
+import tempfile
+import time
+import unittest
+import urllib.request
+import zoneinfo
+
+from selenium.common.exceptions import NoAlertPresentException
+from selenium.webdriver.common.by import By
+from selenium.webdriver.common.keys import Keys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from harness import ROOT, Server, chrome, quit_chrome, wait, wait_until  # noqa: E402
+
+BINARY = os.environ.get("JOTTER_BINARY", os.path.join(ROOT, ".build/debug/jotter"))
+TIMEZONE = "Asia/Kolkata"  # UTC+5:30: a viewer far from UTC, with minutes in the offset
+
+server = None
+driver = None
+
+
+def setUpModule():
+    global server, driver
+    server = Server(BINARY)
+    driver = chrome(timezone=TIMEZONE)
+
+
+def tearDownModule():
+    if driver:
+        quit_chrome(driver)
+    if server:
+        server.close()
+
+
+def css(selector, scope=None):
+    return (scope or driver).find_element(By.CSS_SELECTOR, selector)
+
+
+def all_css(selector, scope=None):
+    return (scope or driver).find_elements(By.CSS_SELECTOR, selector)
+
+
+def titles():
+    """The titles in the list, read at once (the list is re-rendered as events arrive)."""
+    return driver.execute_script("return [...document.querySelectorAll('#notes .note-title')].map((e) => e.textContent)")
+
+
+def link(note_id):
+    return css(f'.note-link[data-id="{note_id}"]')
+
+
+def body_text():
+    return driver.execute_script("return document.getElementById('body').value")
+
+
+def open_app(path="/"):
+    """Loads the app afresh and waits until the list is shown and live updates are on."""
+    driver.get(server.url + path)
+    try:
+        driver.switch_to.alert.accept()  # "leave the page?" left over from a failed test
+    except NoAlertPresentException:
+        pass
+    wait(driver, lambda d: css("#notes").get_attribute("aria-busy") == "false", message="list loaded")
+    wait(driver, lambda d: css("#connection").get_attribute("data-state") == "live", message="live updates on")
+
+
+def save():
+    css("#save").click()
+    wait(driver, lambda d: css("#save-state").text == "Saved", message="saved")
+
+
+class BrowserTest(unittest.TestCase):
+    def tearDown(self):
+        # The page must never break its own policy or throw.
+        problems = [entry["message"] for entry in driver.get_log("browser")
+                    if "Content Security Policy" in entry["message"] or "Uncaught" in entry["message"]]
+        self.assertEqual(problems, [])
+
+
+class Notes(BrowserTest):
+    def test_create_shows_date_and_time_like_the_original_app(self):
+        open_app()
+        css("#new-note").click()
+        textarea = css("#body")
+        self.assertEqual(driver.switch_to.active_element, textarea)
+        textarea.send_keys("Groceries\nmilk, eggs, bread")
+        self.assertEqual(css("#save-state").text, "Unsaved changes")
+        save()
+        note = next(n for n in server.notes() if n["body"] == "Groceries\nmilk, eggs, bread")
+        self.assertTrue(driver.current_url.endswith(f"#/notes/{note['id']}"))
+        item = link(note["id"])
+        self.assertEqual(css(".note-title", item).text, "Groceries")
+        self.assertEqual(css(".note-preview", item).text, "milk, eggs, bread")
+        # EE MMM d yyyy and h:mm a, in the viewer's time zone.
+        created = datetime.datetime.strptime(note["created_at"], "%Y-%m-%d %H:%M:%S").replace(tzinfo=datetime.timezone.utc)
+        local = created.astimezone(zoneinfo.ZoneInfo(TIMEZONE))
+        self.assertEqual(css(".note-day", item).text, f"{local:%a %b} {local.day} {local:%Y}")
+        self.assertEqual(css(".note-time", item).text, f"{local.hour % 12 or 12}:{local:%M} {local:%p}")
+
+    def test_edit(self):
+        note = server.create("Draft\nfirst words")
+        open_app(f"/#/notes/{note['id']}")
+        wait(driver, lambda d: body_text() == "Draft\nfirst words")
+        css("#body").send_keys(" and more")
+        save()
+        self.assertEqual(server.note(note["id"])["body"], "Draft\nfirst words and more")
+        self.assertEqual(server.note(note["id"])["version"], 2)
+        wait(driver, lambda d: css(".note-preview", link(note["id"])).text == "first words and more")
+
+    def test_delete_asks_first(self):
+        note = server.create("Delete me")
+        open_app(f"/#/notes/{note['id']}")
+        wait(driver, lambda d: body_text() == "Delete me")
+        css("#delete").click()
+        dialog = css("#confirm-dialog")
+        self.assertTrue(dialog.is_displayed())
+        self.assertIn("Delete me", css("#confirm-text").text)
+        all_css("#confirm-actions button")[0].click()  # Cancel: nothing happens
+        self.assertFalse(dialog.is_displayed())
+        self.assertIsNotNone(server.note(note["id"]))
+        css("#delete").click()
+        css('#confirm-actions [data-value="delete"]').click()
+        wait(driver, lambda d: not all_css(f'.note-link[data-id="{note["id"]}"]'), message="removed from the list")
+        self.assertIsNone(server.note(note["id"]))
+        self.assertTrue(css("#editor").get_attribute("hidden") is not None)
+
+    def test_search(self):
+        server.create("Quince jam recipe")
+        server.create("Walk the dog")
+        open_app()
+        search = css("#search")
+        search.send_keys("quince")
+        wait(driver, lambda d: titles() == ["Quince jam recipe"], message="search results")
+        self.assertIn("1 match", css("#list-status").text)
+        search.send_keys("zzzz")
+        wait(driver, lambda d: "No notes match" in css("#list-message").text)
+        search.clear()
+        search.send_keys(Keys.ENTER)
+        wait(driver, lambda d: "Walk the dog" in titles())
+
+    def test_paging_with_load_more(self):
+        for number in range(55):
+            server.create(f"Paging note {number}")
+        total = len(server.notes())
+        open_app()
+        self.assertEqual(len(all_css("#notes li")), 50)
+        self.assertIn("50+ notes", css("#list-status").text)
+        more = css("#load-more")
+        more.click()
+        wait(driver, lambda d: len(all_css("#notes li")) == min(total, 100))
+        ids = [int(element.get_attribute("data-id")) for element in all_css(".note-link")]
+        self.assertEqual(ids, sorted(ids, reverse=True))  # newest first, no duplicates
+        self.assertEqual(len(ids), len(set(ids)))
+
+    def test_errors_are_shown_in_words(self):
+        open_app("/#/notes/987654")
+        toast = css("#toast")
+        wait(driver, lambda d: toast.is_displayed())
+        self.assertIn("note 987654 does not exist", css("#toast-text").text)
+
+
+class Live(BrowserTest):
+    def test_changes_from_a_second_window_and_the_api_appear(self):
+        open_app()
+        first = driver.current_window_handle
+        driver.switch_to.new_window("window")
+        try:
+            open_app()
+            css("#new-note").click()
+            css("#body").send_keys("Written in the second window")
+            save()
+        finally:
+            driver.close()
+            driver.switch_to.window(first)
+        wait(driver, lambda d: "Written in the second window" in titles(), message="live create")
+        note = next(n for n in server.notes() if n["body"] == "Written in the second window")
+        server.update(note["id"], "Changed by the API")
+        wait(driver, lambda d: "Changed by the API" in titles(), message="live update")
+        server.delete(note["id"])
+        wait(driver, lambda d: "Changed by the API" not in titles(), message="live delete")
+
+    def test_open_note_follows_changes_when_not_edited(self):
+        note = server.create("Before")
+        open_app(f"/#/notes/{note['id']}")
+        wait(driver, lambda d: body_text() == "Before")
+        server.update(note["id"], "After")
+        wait(driver, lambda d: body_text() == "After", message="editor updated")
+        self.assertEqual(css("#save-state").text, "Saved")
+
+
+class Conflicts(BrowserTest):
+    def start_conflict(self, text):
+        note = server.create(f"{text} original")
+        open_app(f"/#/notes/{note['id']}")
+        wait(driver, lambda d: body_text() == f"{text} original")
+        css("#body").send_keys(" + mine")
+        server.update(note["id"], f"{text} theirs")
+        # Unsaved text is never replaced: a notice says a newer version exists.
+        wait(driver, lambda d: css("#editor-notice").is_displayed(), message="notice")
+        self.assertEqual(body_text(), f"{text} original + mine")
+        css("#save").click()
+        dialog = css("#conflict-dialog")
+        wait(driver, lambda d: dialog.is_displayed(), message="conflict dialog")
+        self.assertEqual(css("#conflict-theirs").text, f"{text} theirs")
+        self.assertEqual(css("#conflict-mine").text, f"{text} original + mine")
+        return note
+
+    def choose(self, value):
+        css(f'#conflict-actions [data-value="{value}"]').click()
+        wait(driver, lambda d: not css("#conflict-dialog").is_displayed())
+
+    def test_overwrite(self):
+        note = self.start_conflict("Overwrite")
+        self.choose("mine")
+        wait(driver, lambda d: css("#save-state").text == "Saved")
+        self.assertEqual(server.note(note["id"])["body"], "Overwrite original + mine")
+        self.assertFalse(css("#editor-notice").is_displayed())
+
+    def test_reload_theirs(self):
+        note = self.start_conflict("Reload")
+        self.choose("theirs")
+        wait(driver, lambda d: body_text() == "Reload theirs")
+        self.assertEqual(server.note(note["id"])["body"], "Reload theirs")
+
+    def test_keep_both(self):
+        note = self.start_conflict("Both")
+        self.choose("both")
+        wait(driver, lambda d: any(n["body"] == "Both original + mine" for n in server.notes()))
+        self.assertEqual(server.note(note["id"])["body"], "Both theirs")
+        copy = next(n for n in server.notes() if n["body"] == "Both original + mine")
+        wait(driver, lambda d: driver.current_url.endswith(f"#/notes/{copy['id']}"))
+
+    def test_deleted_elsewhere_keeps_the_text(self):
+        note = server.create("Gone soon")
+        open_app(f"/#/notes/{note['id']}")
+        wait(driver, lambda d: body_text() == "Gone soon")
+        css("#body").send_keys(" but edited")
+        server.delete(note["id"])
+        wait(driver, lambda d: "deleted elsewhere" in css("#editor-notice-text").text)
+        self.assertEqual(body_text(), "Gone soon but edited")
+        css("#editor-notice-actions .primary").click()  # save as a new note
+        wait(driver, lambda d: any(n["body"] == "Gone soon but edited" for n in server.notes()))
+
+
+class Attachments(BrowserTest):
+    def files(self, *specs):
+        """Writes (name, size or text) files into a temporary folder; returns their paths."""
+        folder = tempfile.mkdtemp(prefix="jotter-files-")
+        self.addCleanup(shutil.rmtree, folder, ignore_errors=True)
+        paths = []
+        for name, content in specs:
+            path = os.path.join(folder, name)
+            with open(path, "wb") as file:
+                file.write(content.encode() if isinstance(content, str) else os.urandom(content))
+            paths.append(path)
+        return paths
+
+    def attachment_names(self):
+        return driver.execute_script(
+            "return [...document.querySelectorAll('#attachment-list .file-name')].map((e) => e.textContent)")
+
+    def test_upload_several_files_with_progress_then_download_and_delete(self):
+        note = server.create("Trip photos")
+        open_app(f"/#/notes/{note['id']}")
+        wait(driver, lambda d: body_text() == "Trip photos")
+        big, small = self.files(("big.bin", 3 * 1024 * 1024), ("notes.txt", "plain words"))
+        # Slow uploads down so the progress bar is seen between empty and full.
+        driver.set_network_conditions(offline=False, latency=0, download_throughput=-1, upload_throughput=2 * 1024 * 1024)
+        try:
+            css("#file-input").send_keys(f"{big}\n{small}")
+            partial = wait(driver, lambda d: d.execute_script("""
+                const bar = document.querySelector('#upload-list progress[aria-label="Uploading big.bin"]');
+                return bar && bar.value > 0 && bar.value < 100 ? bar.value : null;"""), message="progress between 0 and 100")
+            self.assertTrue(0 < partial < 100)
+            self.assertIn("% of 3.0 MB", css('#upload-list li:has(progress[aria-label="Uploading big.bin"]) .upload-status').text)
+            wait(driver, lambda d: sorted(self.attachment_names()) == ["big.bin", "notes.txt"], timeout=20, message="both attached")
+        finally:
+            driver.delete_network_conditions()
+        wait(driver, lambda d: not all_css("#upload-list li"), message="upload rows cleared")
+        saved = server.note(note["id"])
+        self.assertEqual(sorted(a["filename"] for a in saved["attachments"]), ["big.bin", "notes.txt"])
+        self.assertEqual(next(a["size"] for a in saved["attachments"] if a["filename"] == "big.bin"), 3 * 1024 * 1024)
+        self.assertIn("2 attachments", css("#editor-meta").text)
+        wait(driver, lambda d: css(".note-files", link(note["id"])).text == "2 files")
+        # Download: a link to the content with the file's name.
+        text_link = next(a for a in all_css("#attachment-list a.file-name") if a.text == "notes.txt")
+        self.assertEqual(text_link.get_attribute("download"), "notes.txt")
+        self.assertEqual(driver.execute_script("return fetch(arguments[0]).then((r) => r.text())", text_link.get_attribute("href")),
+                         "plain words")
+        # Delete one, after confirming.
+        css('#attachment-list button[aria-label="Delete big.bin"]').click()
+        css('#confirm-actions [data-value="delete"]').click()
+        wait(driver, lambda d: self.attachment_names() == ["notes.txt"], message="attachment deleted")
+        self.assertEqual([a["filename"] for a in server.note(note["id"])["attachments"]], ["notes.txt"])
+        # Attaching changed the note's version; saving text afterwards is not a conflict.
+        css("#body").send_keys(" from Lisbon")
+        save()
+        self.assertEqual(server.note(note["id"])["body"], "Trip photos from Lisbon")
+
+    def test_drop_files_on_a_new_note_saves_it_first(self):
+        open_app("/#/new")
+        css("#body").send_keys("Dropped files")
+        driver.execute_script("""
+            const files = new DataTransfer();
+            files.items.add(new File(['first'], 'one.txt', { type: 'text/plain' }));
+            files.items.add(new File(['second'], 'two.txt', { type: 'text/plain' }));
+            const target = document.getElementById('body');
+            for (const type of ['dragenter', 'dragover', 'drop']) {
+              target.dispatchEvent(new DragEvent(type, { dataTransfer: files, bubbles: true, cancelable: true }));
+            }""")
+        wait(driver, lambda d: sorted(self.attachment_names()) == ["one.txt", "two.txt"], message="dropped files attached")
+        note = next(n for n in server.notes() if n["body"] == "Dropped files")
+        self.assertEqual(len(note["attachments"]), 2)
+        self.assertTrue(driver.current_url.endswith(f"#/notes/{note['id']}"))
+
+    def test_attachments_added_elsewhere_appear(self):
+        note = server.create("Shared")
+        open_app(f"/#/notes/{note['id']}")
+        wait(driver, lambda d: body_text() == "Shared")
+        css("#body").send_keys(" notes")  # unsaved text while a file is attached elsewhere
+        boundary = "jotterboundary"
+        payload = (f"--{boundary}\r\nContent-Disposition: form-data; name=\"note_id\"\r\n\r\n{note['id']}\r\n"
+                   f"--{boundary}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"from-curl.txt\"\r\n"
+                   f"Content-Type: text/plain\r\n\r\nhello\r\n--{boundary}--\r\n").encode()
+        request = urllib.request.Request(server.url + "/uploads", data=payload, method="POST",
+                                         headers={"Content-Type": f"multipart/form-data; boundary={boundary}"})
+        with urllib.request.urlopen(request, timeout=10) as response:
+            self.assertEqual(response.status, 201)
+        wait(driver, lambda d: self.attachment_names() == ["from-curl.txt"], message="live attachment")
+        self.assertEqual(body_text(), "Shared notes")
+        save()  # only the attachments changed elsewhere: no conflict to settle
+        self.assertFalse(css("#conflict-dialog").is_displayed())
+        self.assertEqual(server.note(note["id"])["body"], "Shared notes")
+
+
+class Safety(BrowserTest):
+    XSS = '<script>window.__xss = 1</script><img src=x onerror="window.__xss = 2">'
+
+    def test_markup_in_a_note_is_text(self):
+        note = server.create(self.XSS)
+        open_app()
+        wait(driver, lambda d: self.XSS in titles())
+        open_app(f"/#/notes/{note['id']}")
+        wait(driver, lambda d: body_text() == self.XSS)
+        self.assertEqual(css("#editor-title").text, self.XSS)
+        self.assertEqual(all_css("main img[src='x'], #notes img, #notes script"), [])
+        self.assertIsNone(driver.execute_script("return window.__xss"))
+
+
+class Keyboard(BrowserTest):
+    def test_shortcuts_and_focus(self):
+        open_app()
+        css("body").send_keys("n")
+        wait(driver, lambda d: d.switch_to.active_element == css("#body"))
+        driver.switch_to.active_element.send_keys("Typed with the keyboard")
+        driver.switch_to.active_element.send_keys(Keys.CONTROL, "s")
+        wait(driver, lambda d: css("#save-state").text == "Saved")
+        note = next(n for n in server.notes() if n["body"] == "Typed with the keyboard")
+        driver.switch_to.active_element.send_keys(Keys.ESCAPE)
+        wait(driver, lambda d: d.switch_to.active_element.get_attribute("data-id") == note["id"], message="focus back on the note")
+        self.assertIsNotNone(css("#editor").get_attribute("hidden"))
+        driver.switch_to.active_element.send_keys(Keys.ARROW_DOWN)
+        below = driver.execute_script("return document.querySelectorAll('.note-link')[1].dataset.id")
+        self.assertEqual(driver.switch_to.active_element.get_attribute("data-id"), below)
+        driver.switch_to.active_element.send_keys("/")
+        self.assertEqual(driver.switch_to.active_element, css("#search"))
+
+    def test_every_control_has_a_label(self):
+        open_app("/#/new")
+        unlabeled = driver.execute_script("""
+            return [...document.querySelectorAll('input, textarea, button, select, a[href]')]
+              .filter((e) => !(e.labels?.length || e.getAttribute('aria-label') || e.textContent.trim()))
+              .map((e) => e.outerHTML.slice(0, 80));""")
+        self.assertEqual(unlabeled, [])
+
+
+class Phone(BrowserTest):
+    def test_list_then_editor_at_phone_width(self):
+        note = server.create("On the phone\nsmall screen")
+        driver.set_window_size(390, 844)
+        try:
+            open_app()
+            self.assertTrue(css(".sidebar").is_displayed())
+            self.assertFalse(css("#main").is_displayed())
+            link(note["id"]).click()
+            wait(driver, lambda d: css("#main").is_displayed() and not css(".sidebar").is_displayed())
+            self.assertTrue(css("#back").is_displayed())
+            width = driver.execute_script("return document.documentElement.scrollWidth")
+            self.assertLessEqual(width, 390)  # nothing wider than the screen
+            css("#back").click()
+            wait(driver, lambda d: css(".sidebar").is_displayed())
+        finally:
+            driver.set_window_size(1280, 800)
+
+
+class Restart(BrowserTest):
+    def test_reconnects_after_the_server_restarts(self):
+        note = server.create("Written before the restart")
+        open_app(f"/#/notes/{note['id']}")
+        wait(driver, lambda d: body_text() == "Written before the restart")
+        server.stop()
+        wait(driver, lambda d: css("#connection").get_attribute("data-state") == "reconnecting", message="reconnecting")
+        self.assertEqual(css("#connection-text").text, "Reconnecting…")
+        # Saving while the server is away fails in words, and the text stays.
+        css("#body").send_keys(", saved after it")
+        css("#save").click()
+        wait(driver, lambda d: css("#toast").is_displayed())
+        self.assertIn("Can't reach the server", css("#toast-text").text)
+        self.assertEqual(css("#save-state").text, "Unsaved changes")
+        server.start()
+        wait(driver, lambda d: css("#connection").get_attribute("data-state") == "live", timeout=20, message="live again")
+        save()
+        self.assertEqual(server.note(note["id"])["body"], "Written before the restart, saved after it")
+        server.create("After the restart")
+        wait(driver, lambda d: "After the restart" in titles(), message="live after restart")
+
+
+if __name__ == "__main__":
+    started = time.monotonic()
+    suite = unittest.defaultTestLoader.loadTestsFromModule(sys.modules[__name__])
+    result = unittest.TextTestRunner(verbosity=2).run(suite)
+    failed = len(result.failures) + len(result.errors)
+    print(f"browser tests took {time.monotonic() - started:.1f} s")
+    print(f"browser: {result.testsRun - failed} passed, {failed} failed")
+    sys.exit(0 if result.wasSuccessful() else 1)

@@ -1,0 +1,104 @@
+import Foundation
+import Testing
+import JotterTestSupport
+
+/// `GET /` and `/assets/…`: the embedded web app, its caching headers and its security policy.
+@Suite("Web app")
+struct WebTests {
+    static let app = Result { try TestApp() }
+    /// The package root, found from this file's path.
+    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+    static let appFolder = root.appendingPathComponent("Sources/JotterServer/Web/app")
+
+    func get(_ target: String, headers: [(String, String)] = []) throws -> WireResponse {
+        try Self.app.get().request("GET", target, headers: headers)
+    }
+
+    @Test("WebAssets.swift is up to date with Web/app (scripts/embed-web --check)")
+    func embeddedAssetsAreCurrent() throws {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["python3", Self.root.appendingPathComponent("scripts/embed-web").path, "--check"]
+        let errors = Pipe()
+        process.standardError = errors
+        try process.run()
+        process.waitUntilExit()
+        let message = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        #expect(process.terminationStatus == 0, "\(message)")
+    }
+
+    @Test("every file of Web/app is served byte for byte with its Content-Type", arguments: [
+        ("index.html", "text/html; charset=utf-8"), ("app.js", "text/javascript; charset=utf-8"),
+        ("style.css", "text/css; charset=utf-8"), ("icon.svg", "image/svg+xml"),
+    ])
+    func served(_ name: String, _ contentType: String) throws {
+        let response = try get(name == "index.html" ? "/" : "/assets/\(name)")
+        #expect(response.status == 200)
+        #expect(response.header("Content-Type") == contentType)
+        #expect(response.body == [UInt8](try Data(contentsOf: Self.appFolder.appendingPathComponent(name))))
+        #expect(response.header("Cache-Control") == "no-cache")
+        #expect(response.header("X-Content-Type-Options") == "nosniff")
+    }
+
+    @Test("every module the page loads is served")
+    func modules() throws {
+        let files = try FileManager.default.contentsOfDirectory(atPath: Self.appFolder.path).filter { $0.hasSuffix(".js") }
+        #expect(files.count >= 2)
+        for name in files {
+            #expect(try get("/assets/\(name)").status == 200, "\(name)")
+        }
+    }
+
+    @Test("a strict Content-Security-Policy on the page")
+    func contentSecurityPolicy() throws {
+        let policy = try #require(try get("/").header("Content-Security-Policy"))
+        let directives = Set(policy.split(separator: ";").map { $0.trimmingCharacters(in: .whitespaces) })
+        for directive in ["default-src 'self'", "script-src 'self'", "style-src 'self'", "connect-src 'self'",
+                          "img-src 'self' blob: data:", "frame-ancestors 'none'", "base-uri 'none'", "form-action 'self'"] {
+            #expect(directives.contains(directive), "\(directive)")
+        }
+        #expect(!policy.contains("unsafe"))
+    }
+
+    @Test("the app never puts markup it was given into the page, and has no inline script or style")
+    func textOnly() throws {
+        for name in try FileManager.default.contentsOfDirectory(atPath: Self.appFolder.path) {
+            let text = try String(contentsOf: Self.appFolder.appendingPathComponent(name), encoding: .utf8)
+            for sink in ["innerHTML", "outerHTML", "insertAdjacentHTML", "document.write", "eval(", "new Function"] {
+                #expect(!text.contains(sink), "\(name) uses \(sink)")
+            }
+            if name == "index.html" {
+                #expect(!text.contains("style=") && !text.contains("<style"), "inline style")
+                #expect(text.range(of: #"\son[a-z]+\s*="#, options: .regularExpression) == nil, "inline event handler")
+                #expect(text.components(separatedBy: "<script").count == 2 && text.contains(#"<script type="module" src="/assets/app.js"></script>"#))
+            }
+        }
+    }
+
+    @Test("ETag and If-None-Match: 304 without a body; a changed tag gets the file")
+    func revalidation() throws {
+        let first = try get("/assets/app.js")
+        let etag = try #require(first.header("ETag"))
+        #expect(etag.hasPrefix("\"") && etag.hasSuffix("\"") && !etag.hasPrefix("W/"))
+        let again = try get("/assets/app.js", headers: [("If-None-Match", etag)])
+        #expect(again.status == 304)
+        #expect(again.body.isEmpty)
+        #expect(again.header("ETag") == etag)
+        #expect(try get("/assets/app.js", headers: [("If-None-Match", "W/\(etag)")]).status == 304)
+        #expect(try get("/assets/app.js", headers: [("If-None-Match", #""other""#)]).status == 200)
+        #expect(try get("/", headers: [("If-None-Match", etag)]).status == 200)  // each file has its own tag
+    }
+
+    @Test("unknown assets are 404 problems; HEAD works; the page is only at /")
+    func edges() throws {
+        let missing = try get("/assets/nope.js")
+        #expect(missing.status == 404)
+        #expect(missing.header("Content-Type") == "application/problem+json")
+        #expect(try get("/assets/index.html").status == 404)
+        #expect(try get("/assets/").status == 404)
+        let head = try Self.app.get().request("HEAD", "/")
+        #expect(head.status == 200)
+        #expect(head.body.isEmpty)
+        #expect(try Self.app.get().request("POST", "/").status == 405)
+    }
+}
