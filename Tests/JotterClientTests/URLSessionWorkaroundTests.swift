@@ -1,0 +1,97 @@
+import Foundation
+import Synchronization
+import Testing
+import JotterAPI
+import JotterClient
+import JotterHTTP
+import JotterTestSupport
+
+/// What CLIENT-NOTES measured about URLSession on Linux, and the SDK's answer to each, checked.
+/// (Events through the delegate and resumed downloads are tested in their own suites.)
+@Suite("JotterClient: URLSession on Linux, worked around")
+struct URLSessionWorkaroundTests {
+    /// Requests being answered at once, and the most there were.
+    final class Concurrency: Sendable {
+        private let counts = Mutex((now: 0, most: 0))
+        func begin() { counts.withLock { $0.now += 1; $0.most = max($0.most, $0.now) } }
+        func end() { counts.withLock { $0.now -= 1 } }
+        func reset() -> Int {
+            counts.withLock { counts in
+                defer { counts.most = 0 }
+                return counts.most
+            }
+        }
+    }
+
+    /// A server whose `/hello` answers after `delay` seconds without holding an engine thread.
+    static func slowServer(delay: Double, concurrency: Concurrency = Concurrency()) throws -> HTTPServer {
+        var routes = RouterBuilder()
+        routes.get("/hello") { _, _ in
+            concurrency.begin()
+            return Response.deferred { complete in
+                DispatchQueue.global().asyncAfter(deadline: .now() + delay) {
+                    concurrency.end()
+                    complete(.success(Response(status: .ok, contentType: "application/json", body: Array(#"{"message":"Hi"}"#.utf8))))
+                }
+            }
+        }
+        let server = HTTPServer(configuration: .init(port: 0, threads: 1, shutdownGracePeriod: 0.2), router: routes.build(),
+                                log: Logger(accessLog: false))
+        try server.start()
+        return server
+    }
+
+    /// 32 concurrent calls with `connections` per host.
+    func concurrentCalls(connections: Int, server: HTTPServer) async throws {
+        var configuration = JotterClient.Configuration()
+        configuration.maximumConnectionsPerHost = connections
+        let client = JotterClient(baseURL: URL(string: "http://127.0.0.1:\(server.port)")!, configuration: configuration)
+        try await withThrowingTaskGroup(of: String.self) { group in
+            for _ in 0..<32 { group.addTask { try await client.hello(name: "x") } }
+            for try await greeting in group { #expect(greeting == "Hi") }
+        }
+    }
+
+    @Test("URLSession allows 6 connections per host by default; the SDK's 16 are used at once")
+    func connectionsPerHost() async throws {
+        let concurrency = Concurrency()
+        let server = try Self.slowServer(delay: 0.5, concurrency: concurrency)
+        defer { server.shutdown() }
+        #expect(JotterClient.Configuration().maximumConnectionsPerHost == 16)
+        try await concurrentCalls(connections: 16, server: server)
+        let sixteen = concurrency.reset()
+        try await concurrentCalls(connections: 6, server: server)
+        let six = concurrency.reset()
+        #expect(sixteen > 6 && sixteen <= 16, "\(sixteen) at once")
+        #expect(six <= 6, "\(six) at once")
+    }
+
+    @Test("cancelling the task ends the request at once and is .cancelled, not a transport error")
+    func cancellation() async throws {
+        let server = try Self.slowServer(delay: 5)
+        defer { server.shutdown() }
+        let client = JotterClient(baseURL: URL(string: "http://127.0.0.1:\(server.port)")!)
+        let call = Task<String, any Error> { try await client.hello(name: "x") }
+        try await Task.sleep(for: .milliseconds(100))
+        let start = ContinuousClock.now
+        call.cancel()
+        let result = await call.result
+        #expect(ContinuousClock.now - start < .seconds(3))  // the server would answer after 5 s
+        guard case .failure(let error) = result else { Issue.record("the call was not cancelled"); return }
+        #expect((error as? JotterClientError)?.isCancelled == true, "\(error)")
+    }
+
+    @Test("an upload body is sent chunked, never with a Content-Length beside it")
+    func chunkedUpload() async throws {
+        let folder = try scratchFolder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        var form = MultipartFormData()
+        form.append("x", name: "field")
+        try await TestApp.with { app in
+            let echo = try await JotterClient(baseURL: app.baseURL).echo(method: "POST", body: .multipart(form))
+            #expect(echo.headers["Transfer-Encoding"] == "chunked")
+            #expect(echo.headers["Content-Length"] == nil)
+            #expect(echo.form == ["field": ["x"]])
+        }
+    }
+}
