@@ -107,14 +107,14 @@ struct EventSubscription {
                 guard opened else {
                     // Never connected: retried as any GET is, then the error is the caller's.
                     guard let delay = client.configuration.retry.delay(after: error, attempt: failures, method: "GET") else { throw error }
-                    try await Self.sleep(delay)
+                    try await JotterClient.pause(delay)
                     continue
                 }
                 // Connected before: wait for the server to come back; other errors end the stream.
                 guard error.isTransport || error.status.map(RetryPolicy.retryableStatuses.contains) == true else { throw error }
             }
             let seconds = Double(retry) / 1000
-            try await Self.sleep(min(max(seconds, 30), seconds * pow(2, Double(min(max(failures - 1, 0), 5)))))
+            try await JotterClient.pause(min(max(seconds, 30), seconds * pow(2, Double(min(max(failures - 1, 0), 5)))))
         }
     }
 
@@ -129,14 +129,6 @@ struct EventSubscription {
                 if let noteEvent = NoteEvent(event) { deliver(noteEvent) }
             }
             if let retry = parser.retry { self.retry = retry }
-        }
-    }
-
-    static func sleep(_ seconds: Double) async throws(JotterClientError) {
-        do {
-            try await Task.sleep(nanoseconds: UInt64(seconds * 1_000_000_000))
-        } catch {
-            throw .cancelled
         }
     }
 }

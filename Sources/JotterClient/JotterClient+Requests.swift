@@ -67,13 +67,18 @@ extension JotterClient {
                 guard let delay = configuration.retry.delay(after: error, attempt: count, method: request.httpMethod ?? "GET") else {
                     throw error
                 }
-                do {
-                    try await Task.sleep(nanoseconds: UInt64(delay * 1_000_000_000))
-                } catch {
-                    throw .cancelled
-                }
+                try await Self.pause(delay)
                 count += 1
             }
+        }
+    }
+
+    /// Waits `seconds`; cancellation ends the wait with `.cancelled`.
+    static func pause(_ seconds: Double) async throws(JotterClientError) {
+        do {
+            try await Task.sleep(nanoseconds: UInt64(seconds * 1_000_000_000))
+        } catch {
+            throw .cancelled
         }
     }
 
