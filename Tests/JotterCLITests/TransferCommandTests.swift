@@ -17,12 +17,14 @@ struct TransferCommandTests {
         try Data("hi\n".utf8).write(to: file)
         try await withApp { app in
             let form = await commands.jotter(["echo", "-q", "q=a&b", "-d", "name=Bob & Alice", "-d", "x=1+1=2"], app: app)
+            try #require(form.status == 0, "\(form.err)")
             let echoed = try JSONDecoder().decode(EchoResponse.self, from: Data(form.out.utf8))
             #expect(echoed.method == "POST")
             #expect(echoed.args == ["q": ["a&b"]])
             #expect(echoed.form == ["name": ["Bob & Alice"], "x": ["1+1=2"]])
 
             let multipart = await commands.jotter(["echo", "-X", "PUT", "-F", "note=hello", "-F", "file=@\(file.path)"], app: app)
+            try #require(multipart.status == 0, "\(multipart.err)")
             let parts = try JSONDecoder().decode(EchoResponse.self, from: Data(multipart.out.utf8))
             #expect(parts.method == "PUT")
             #expect(parts.form == ["note": ["hello"]])
@@ -30,6 +32,7 @@ struct TransferCommandTests {
             #expect(parts.files["file"]?.first?.filename == "hi.txt")
 
             let json = await commands.jotter(["echo", "--json", #"{"a":[1,"b"]}"#], app: app)
+            try #require(json.status == 0, "\(json.err)")
             #expect(try JSONDecoder().decode(EchoResponse.self, from: Data(json.out.utf8)).json == .object(["a": .array([.number(1), .string("b")])]))
         }
     }
