@@ -8,7 +8,7 @@ and writes it into the scenario's own section of docs/benchmarks.md:
   notes   /notes on SQLite with 10,000 notes: GET one, GET a page, POST with synchronous
           FULL and NORMAL; jotter's own hello as the reference
   events  10,000 GET /notes/events subscribers: RSS, time for one event to reach all
-  uploads 1 GiB multipart upload by the Swift SDK (jotter upload) and by curl: MB/s, client RSS
+  sdk-upload 1 GiB multipart upload by the Swift SDK (jotter upload) and by curl: MB/s, client RSS
 
     python3 bench/run.py --jotter .build/release/jotter [--scenario hello,notes,events]
         [--duration 10] [--rounds 1] [--threads 1] [--output docs/benchmarks.md] ...
@@ -19,10 +19,10 @@ A scenario is a module under bench/scenarios/ with NAME, TITLE and run(args, tmp
 import argparse, os, shutil, signal, sys, tempfile
 
 from harness import REPO, BenchError, ForeignLoad, raise_nofile, write_section
-from scenarios import events, hello, notes, uploads
+from scenarios import events, hello, notes, sdk_upload
 
-SCENARIOS = {m.NAME: m for m in (hello, notes, events, uploads)}
-JOTTER_ONLY = ("notes", "events", "uploads")
+SCENARIOS = {m.NAME: m for m in (hello, notes, events, sdk_upload)}
+JOTTER_ONLY = ("notes", "events", "sdk-upload")
 
 
 def parse_args():
@@ -51,7 +51,7 @@ def parse_args():
     g.add_argument("--max-connections", type=int, default=12000, help="jotter --max-connections")
     g.add_argument("--fanout-duration", type=int, default=5,
                    help="seconds of POST /notes load while all subscribers listen (0: skip)")
-    g = ap.add_argument_group("uploads")
+    g = ap.add_argument_group("sdk-upload")
     g.add_argument("--upload-mib", type=int, default=1024, help="size of the uploaded file, MiB")
     args = ap.parse_args()
 
@@ -74,7 +74,7 @@ def parse_args():
             ap.error("--jotter PATH (an executable) is needed, or leave jotter out of --peers")
         args.jotter = os.path.abspath(args.jotter)
     tools = ["wrk"] + ([p for p in ("nginx", "go") if p in args.peers] if "hello" in names else []) \
-        + (["curl"] if "uploads" in names else [])
+        + (["curl"] if "sdk-upload" in names else [])
     for tool in tools:
         if not shutil.which(tool):
             ap.error(f"{tool} not found: run scripts/install-bench-deps")

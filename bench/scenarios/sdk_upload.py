@@ -1,4 +1,4 @@
-"""Scenario `uploads`: one 1 GiB file uploaded to POST /uploads by curl and by the Swift SDK
+"""Scenario `sdk-upload`: one 1 GiB file uploaded to POST /uploads by curl and by the Swift SDK
 (`jotter upload`, the same release binary's client side), against the same server and file.
 
 Each upload is one client process; its wall time gives MB/s (10^6 bytes per second) and
@@ -11,7 +11,7 @@ import json, os, statistics, subprocess, tempfile, time, urllib.request
 from harness import (BenchError, jotter_argv, log_warning, machine_info, memory_mib, now, ratio,
                      reproduce_command, start_server)
 
-NAME = "uploads"
+NAME = "sdk-upload"
 TITLE = "a {} MiB multipart upload: the Swift SDK against curl"
 SPEED_TARGET, RSS_TARGET_MIB = 0.8, 64
 
@@ -58,7 +58,7 @@ def run(args, tmp: str) -> tuple:
     mib = args.upload_mib
     size = mib << 20
     title = TITLE.format(f"{mib:,}")
-    print(f"scenario uploads: {title}; {args.threads} engine thread(s), {args.rounds} round(s)", flush=True)
+    print(f"scenario sdk-upload: {title}; {args.threads} engine thread(s), {args.rounds} round(s)", flush=True)
     path = os.path.join(tmp, "upload.bin")
     make_file(path, mib)
     srv = start_server("jotter", jotter_argv(args, os.path.join(tmp, "data"),
