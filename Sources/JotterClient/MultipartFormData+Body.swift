@@ -76,7 +76,7 @@ import Glibc
 ///
 /// `@unchecked Sendable`: URLSession reads a body stream from one task's work, one call at a
 /// time, and nothing else touches it after it is handed over.
-final class MultipartInputStream: InputStream, @unchecked Sendable {
+final class MultipartInputStream: InputStream {
     private let segments: [MultipartFormData.Segment]
     private var index = 0
     private var offset = 0

@@ -98,7 +98,7 @@ struct ClientCommandTests {
             let editing = Task { await jotter(["notes", "edit", "1"], app: app, environment: ["EDITOR": script]) }
             while !FileManager.default.fileExists(atPath: started.path) { try await Task.sleep(for: .milliseconds(20)) }
             _ = try await JotterClient(baseURL: URL(string: "http://127.0.0.1:\(app.port)")!).notes.update("1", body: "someone else's")
-            FileManager.default.createFile(atPath: proceed.path, contents: nil)
+            _ = FileManager.default.createFile(atPath: proceed.path, contents: nil)
             let result = await editing.value
             #expect(result.status == ExitCode.conflict)
             #expect(result.err.hasPrefix("error: note 1 was changed on the server while you edited it (you started from version 1); nothing was saved. Your text is in "))

@@ -61,6 +61,9 @@ struct NotesDurabilityTests {
                 }
                 thread.start()
             }
+            // The kill delay starts once writes are flowing (the server says so), so that a slow
+            // start on a loaded machine still leaves acknowledged writes to check.
+            Self.waitForCreates(atLeast: threadCount, port: server.port, until: Date().addingTimeInterval(10))
             usleep(useconds_t(killAfter * 1000))
             let killed = server.signal(SIGKILL)
             #expect(group.wait(timeout: .now() + 30) == .success, "cycle \(cycle): writer threads did not stop after the kill")
@@ -217,6 +220,19 @@ struct NotesDurabilityTests {
             throw RawHTTP.Failure(message: "sqlite3 \(sql): exit \(process.terminationStatus): \(String(decoding: errors, as: UTF8.self))")
         }
         return String(decoding: output, as: UTF8.self)
+    }
+
+    /// Waits until the server's metrics count `atLeast` notes created since it started.
+    static func waitForCreates(atLeast count: Int, port: Int, until deadline: Date) {
+        let line = #"jotter_http_requests_total{method="POST",route="/notes",status="201"} "#
+        while Date() < deadline {
+            if let text = try? RawHTTP(port: port, timeout: 2).request("GET", "/metrics", close: true).text,
+               let found = text.split(separator: "\n").first(where: { $0.hasPrefix(line) }),
+               let created = Int(found.dropFirst(line.count)), created >= count {
+                return
+            }
+            usleep(10_000)
+        }
     }
 
     static func integrityCheck(_ tool: URL, _ data: URL) throws -> String {
