@@ -1,7 +1,7 @@
 """What every benchmark scenario shares: servers started on free loopback ports, /proc
 accounting (CPU-seconds, RSS), wrk runs and their parsing, the docs/benchmarks.md sections.
 Python 3 standard library only."""
-import datetime, os, platform, re, resource, shlex, signal, socket, subprocess, time
+import datetime, os, platform, pwd, re, resource, shlex, signal, socket, subprocess, time
 import urllib.error, urllib.request
 from dataclasses import dataclass, field
 from typing import Callable, Optional
@@ -181,6 +181,25 @@ def jotter_argv(args, data: str, *extra: str) -> Callable[[int], list]:
     os.makedirs(data, exist_ok=True)
     return lambda port: [args.jotter, "serve", "--host", "127.0.0.1", "--port", str(port),
                          "--threads", str(args.threads), "--quiet", "--data", data, *extra]
+
+
+def nginx_argv(workers: int, tmp: str) -> Callable[[int], list]:
+    """nginx with `workers` workers, config `peers/nginx/nginx.conf.template` rendered into
+    `tmp` (which also holds its pid file, logs and temp dirs); workers run as this user."""
+    os.makedirs(tmp, exist_ok=True)
+    with open(os.path.join(BENCH, "peers", "nginx", "nginx.conf.template")) as f:
+        template = f.read()
+
+    def argv(port):
+        conf = template
+        user = pwd.getpwuid(os.geteuid()).pw_name
+        for k, v in {"WORKERS": workers, "TMP": tmp, "PORT": port, "USER": user}.items():
+            conf = conf.replace(f"@{k}@", str(v))
+        path = os.path.join(tmp, "nginx.conf")
+        with open(path, "w") as f:
+            f.write(conf)
+        return ["nginx", "-p", tmp, "-c", path, "-e", os.path.join(tmp, "error.log")]
+    return argv
 
 
 class ForeignLoad:

@@ -8,9 +8,11 @@ and writes it into the scenario's own section of docs/benchmarks.md:
   notes   /notes on SQLite with 10,000 notes: GET one, GET a page, POST with synchronous
           FULL and NORMAL; jotter's own hello as the reference
   events  10,000 GET /notes/events subscribers: RSS, time for one event to reach all
+  uploads a 1 GiB file with curl to jotter /uploads and to nginx (client_body_in_file_only):
+          MB/s, CPU, peak RSS; then 100 KiB multipart uploads under wrk load
   sdk-upload 1 GiB multipart upload by the Swift SDK (jotter upload) and by curl: MB/s, client RSS
 
-    python3 bench/run.py --jotter .build/release/jotter [--scenario hello,notes,events]
+    python3 bench/run.py --jotter .build/release/jotter [--scenario hello,notes,events,uploads,sdk-upload]
         [--duration 10] [--rounds 1] [--threads 1] [--output docs/benchmarks.md] ...
 
 A scenario is a module under bench/scenarios/ with NAME, TITLE and run(args, tmp) ->
@@ -19,10 +21,10 @@ A scenario is a module under bench/scenarios/ with NAME, TITLE and run(args, tmp
 import argparse, os, shutil, signal, sys, tempfile
 
 from harness import REPO, BenchError, ForeignLoad, raise_nofile, write_section
-from scenarios import events, hello, notes, sdk_upload
+from scenarios import events, hello, notes, sdk_upload, uploads
 
-SCENARIOS = {m.NAME: m for m in (hello, notes, events, sdk_upload)}
-JOTTER_ONLY = ("notes", "events", "sdk-upload")
+SCENARIOS = {m.NAME: m for m in (hello, notes, events, uploads, sdk_upload)}
+JOTTER_ONLY = ("notes", "events", "uploads", "sdk-upload")
 
 
 def parse_args():
@@ -33,7 +35,7 @@ def parse_args():
     ap.add_argument("--duration", type=int, default=10, help="seconds of each measured wrk load")
     ap.add_argument("--threads", type=int, default=1, help="server worker count (all engines)")
     ap.add_argument("--rounds", type=int, default=1,
-                    help="hello, notes: measure N times (interleaved), report medians")
+                    help="hello, notes, uploads (wrk loads): measure N times, report medians")
     ap.add_argument("--output", default=os.path.join(REPO, "docs", "benchmarks.md"))
     ap.add_argument("--start-timeout", type=float, default=15.0)
     g = ap.add_argument_group("hello")
@@ -51,8 +53,12 @@ def parse_args():
     g.add_argument("--max-connections", type=int, default=12000, help="jotter --max-connections")
     g.add_argument("--fanout-duration", type=int, default=5,
                    help="seconds of POST /notes load while all subscribers listen (0: skip)")
-    g = ap.add_argument_group("sdk-upload")
-    g.add_argument("--upload-mib", type=int, default=1024, help="size of the uploaded file, MiB")
+    g = ap.add_argument_group("uploads, sdk-upload")
+    g.add_argument("--upload-mib", type=int, default=1024, help="size of the large file, MiB")
+    g.add_argument("--upload-rounds", type=int, default=3,
+                   help="large-file uploads per server (interleaved), median reported")
+    g.add_argument("--upload-kib", type=int, default=100, help="file part of each wrk upload, KiB")
+    g.add_argument("--upload-connections", type=int, default=16, help="wrk -c for small uploads")
     args = ap.parse_args()
 
     names = list(SCENARIOS) if args.scenario == "all" else \
@@ -73,8 +79,11 @@ def parse_args():
         if not args.jotter or not os.access(args.jotter, os.X_OK):
             ap.error("--jotter PATH (an executable) is needed, or leave jotter out of --peers")
         args.jotter = os.path.abspath(args.jotter)
-    tools = ["wrk"] + ([p for p in ("nginx", "go") if p in args.peers] if "hello" in names else []) \
-        + (["curl"] if "sdk-upload" in names else [])
+    tools = ["wrk"] + ([p for p in ("nginx", "go") if p in args.peers] if "hello" in names else [])
+    if "uploads" in names:
+        tools += ["nginx", "curl", "sha256sum"]
+    if "sdk-upload" in names:
+        tools += ["curl"]
     for tool in tools:
         if not shutil.which(tool):
             ap.error(f"{tool} not found: run scripts/install-bench-deps")

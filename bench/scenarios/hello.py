@@ -4,8 +4,8 @@ keep-alive connections."""
 import http.client, os, statistics, subprocess, time
 
 from harness import (BENCH, BUILD, WARMUP_S, BenchError, f0, http_get, jotter_argv, load,
-                     log_warning, machine_info, memory_mib, now, raise_nofile, reproduce_command,
-                     start_server)
+                     log_warning, machine_info, memory_mib, nginx_argv, now, raise_nofile,
+                     reproduce_command, start_server)
 
 NAME = "hello"
 TITLE = "GET /hello?name=Bob (plain text, keep-alive)"
@@ -33,20 +33,8 @@ def start_engine(name: str, args, tmp: str):
         return start_server(name, jotter_argv(args, os.path.join(tmp, "jotter-data")), tmp,
                             args.start_timeout)
     if name == "nginx":
-        ntmp = os.path.join(tmp, "nginx")
-        os.makedirs(ntmp, exist_ok=True)
-        with open(os.path.join(BENCH, "peers", "nginx", "nginx.conf.template")) as f:
-            template = f.read()
-
-        def argv(port):
-            conf = template
-            for k, v in {"WORKERS": t, "TMP": ntmp, "PORT": port}.items():
-                conf = conf.replace(f"@{k}@", str(v))
-            path = os.path.join(ntmp, "nginx.conf")
-            with open(path, "w") as f:
-                f.write(conf)
-            return ["nginx", "-p", ntmp, "-c", path, "-e", os.path.join(ntmp, "error.log")]
-        return start_server(name, argv, tmp, args.start_timeout)
+        return start_server(name, nginx_argv(t, os.path.join(tmp, "nginx")), tmp,
+                            args.start_timeout)
     if name == "go":
         return start_server(name, lambda port: [args.go_binary, "-addr", f"127.0.0.1:{port}"],
                             tmp, args.start_timeout, env={"GOMAXPROCS": str(t)})
