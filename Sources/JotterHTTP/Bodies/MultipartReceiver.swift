@@ -127,6 +127,12 @@ final class FileSink {
     /// Writes are gathered into 256 KiB before they reach the file.
     private var buffer: [UInt8] = []
     private static let bufferSize = 256 << 10
+    /// Bytes written to the file, and how far the kernel has been asked to write them back.
+    private var written: Int64 = 0
+    private var writebackStarted: Int64 = 0
+    /// Every 16 MiB, the range written before the last 16 MiB is handed to writeback, so the
+    /// fsync that makes an upload durable has little left to do.
+    private static let writebackWindow: Int64 = 16 << 20
 
     init(directory: String) throws(HTTPError) {
         var random = [UInt8](repeating: 0, count: 12)
@@ -179,6 +185,14 @@ final class FileSink {
                 throw HTTPError(.internalServerError, detail: "cannot write the upload to disk: \(String(cString: strerror(errno)))")
             }
             offset += written
+        }
+        self.written += Int64(bytes.count)
+        if self.written - writebackStarted >= 2 * Self.writebackWindow {
+            // Starts asynchronous writeback of the older range (and drops it from the page cache:
+            // it has been hashed already and is never read back while the request runs).
+            let length = self.written - Self.writebackWindow - writebackStarted
+            posix_fadvise(fd, off_t(writebackStarted), off_t(length), POSIX_FADV_DONTNEED)
+            writebackStarted += length
         }
     }
 
