@@ -26,8 +26,14 @@ let package = Package(
         // The Swift SDK on URLSession (FoundationNetworking on Linux); shares only the wire types.
         .target(name: "JotterClient", dependencies: ["JotterAPI"]),
         // The command-line interface as a library, so commands are testable in-process.
-        .target(name: "JotterCLI", dependencies: ["JotterServer", "JotterHTTP", "JotterStore", "JotterClient"]),
+        // The serve command and what every command shares (arguments, exit codes): no client SDK.
+        .target(name: "JotterCLICore", dependencies: ["JotterServer", "JotterHTTP", "JotterStore"]),
+        // The client commands over the SDK, and the `jotter` command line as a whole.
+        .target(name: "JotterCLI", dependencies: ["JotterCLICore", "JotterServer", "JotterHTTP", "JotterStore", "JotterClient"]),
         .executableTarget(name: "jotter", dependencies: ["JotterCLI"]),
+        // `jotter serve` without the client SDK: `jotter serve` runs it when it is beside `jotter`,
+        // so the server process does not load Foundation and FoundationNetworking (9 MiB).
+        .executableTarget(name: "jotter-server", dependencies: ["JotterCLICore"]),
         // SQLite from Debian (libsqlite3-dev), as a system library.
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
         // Persistence behind protocols (NoteStore); the SQLite implementation.
@@ -37,7 +43,7 @@ let package = Package(
         .target(name: "JotterTestSupport", dependencies: ["JotterServer"], path: "Tests/JotterTestSupport"),
         .testTarget(name: "JotterHTTPTests", dependencies: ["JotterHTTP", "JotterTestSupport"]),
         .testTarget(name: "JotterServerTests", dependencies: ["JotterServer", "JotterHTTP", "JotterAPI", "JotterTestSupport"]),
-        .testTarget(name: "JotterCLITests", dependencies: ["JotterCLI", "jotter", "JotterAPI", "JotterClient", "JotterServer", "JotterTestSupport"]),
+        .testTarget(name: "JotterCLITests", dependencies: ["JotterCLI", "JotterCLICore", "jotter", "jotter-server", "JotterAPI", "JotterClient", "JotterServer", "JotterTestSupport"]),
         .testTarget(name: "JotterAPITests", dependencies: ["JotterAPI"]),
         .testTarget(name: "JotterStoreTests", dependencies: ["JotterStore", "CSQLite"]),
         .testTarget(name: "JotterClientTests", dependencies: ["JotterClient", "JotterServer", "JotterHTTP", "JotterTestSupport"]),

@@ -1,3 +1,4 @@
+import JotterCLICore
 import JotterAPI
 
 /// `jotter hello NAME`: the server's greeting.

@@ -1,4 +1,5 @@
 #if canImport(FoundationEssentials)
+import JotterCLICore
 import FoundationEssentials
 #else
 import Foundation
@@ -82,10 +83,7 @@ public enum JotterCommandLine {
 
     /// What is left to do: nothing but exit (help, a usage error, a blocking command that has
     /// run), or an async command to await.
-    enum Invocation {
-        case done(Int32)
-        case async(any AsyncCommand, help: String)
-    }
+    typealias Invocation = CommandInvocation
 
     static func resolve(_ arguments: [String], environment: [String: String], console: Console) -> Invocation {
         guard let first = arguments.first else {
@@ -140,9 +138,6 @@ public enum JotterCommandLine {
     /// Says what went wrong in one line (a usage error adds the usage) and returns the exit code.
     static func report(_ error: any Error, help: String, console: Console) -> Int32 {
         switch error {
-        case let usage as UsageError:
-            console.err("error: \(usage)\n\n\(help)")
-            return ExitCode.usage
         case let failure as CommandFailure:
             console.err("error: \(failure.message)\n")
             return failure.status
@@ -151,8 +146,7 @@ public enum JotterCommandLine {
             console.err("error: \(failure.message)\n")
             return failure.status
         default:
-            console.err("error: \(error)\n")
-            return ExitCode.failure
+            return console.report(error, help: help)
         }
     }
 }

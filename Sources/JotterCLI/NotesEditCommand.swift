@@ -1,3 +1,4 @@
+import JotterCLICore
 import Foundation
 import JotterAPI
 import JotterClient

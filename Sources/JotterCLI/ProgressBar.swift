@@ -1,4 +1,5 @@
 #if canImport(FoundationEssentials)
+import JotterCLICore
 import FoundationEssentials
 #else
 import Foundation

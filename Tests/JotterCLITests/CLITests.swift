@@ -3,6 +3,7 @@ import Glibc
 import Synchronization
 import Testing
 @testable import JotterCLI
+@testable import JotterCLICore
 import JotterTestSupport
 
 /// Captures what a command prints.

@@ -4,6 +4,7 @@ import Testing
 import JotterAPI
 import JotterClient
 @testable import JotterCLI
+@testable import JotterCLICore
 import JotterServer
 import JotterTestSupport
 

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import JotterAPI
 @testable import JotterCLI
+@testable import JotterCLICore
 import JotterTestSupport
 
 /// `jotter echo`, `upload`, `download`, and how they show progress.

@@ -8,10 +8,10 @@ import JotterServer
 import JotterStore
 
 /// `jotter serve`: runs the server until SIGINT or SIGTERM, then shuts down gracefully.
-struct ServeCommand: BlockingCommand {
-    static let name = "serve"
-    static let summary = "Serve the API and the web app."
-    static let help = """
+package struct ServeCommand: BlockingCommand {
+    package static let name = "serve"
+    package static let summary = "Serve the API and the web app."
+    package static let help = """
     USAGE: jotter serve [options]
 
     Serves the Jotter API and web app until SIGINT or SIGTERM, then stops accepting,
@@ -39,9 +39,9 @@ struct ServeCommand: BlockingCommand {
 
     """
 
-    var configuration = ServerConfiguration()
+    package var configuration = ServerConfiguration()
 
-    init(parsing arguments: inout Arguments) throws {
+    package init(parsing arguments: inout Arguments) throws {
         let positive = { (text: String) -> Int? in Int(text).flatMap { $0 > 0 ? $0 : nil } }
         if let host = try arguments.option("host", environment: "JOTTER_HOST") { configuration.host = host }
         if let port = try arguments.option("port", environment: "JOTTER_PORT", as: "a port number from 0 to 65535", {
@@ -69,7 +69,7 @@ struct ServeCommand: BlockingCommand {
         try arguments.finish()
     }
 
-    func run(console: Console) throws -> Int32 {
+    package func run(console: Console) throws -> Int32 {
         // Block the stop signals before any engine thread exists, so every thread inherits the
         // mask and only `sigwait` below sees them.
         var signals = sigset_t()

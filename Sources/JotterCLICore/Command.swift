@@ -65,7 +65,7 @@ public enum ExitCode {
     /// The server refused the request as invalid or too large (400, 413, 415, 422).
     public static let refused: Int32 = 6
 
-    static let help = """
+    package static let help = """
     EXIT CODES:
       0  success                 4  conflict: the note changed meanwhile, nothing saved
       1  failure                 5  server unreachable
@@ -75,7 +75,7 @@ public enum ExitCode {
 }
 
 /// A `jotter` command or command group: its help and how it reads its arguments.
-protocol Command: SendableMetatype {
+package protocol Command: SendableMetatype {
     static var name: String { get }
     static var summary: String { get }
     /// The full `--help` text.
@@ -84,43 +84,61 @@ protocol Command: SendableMetatype {
     static var subcommands: [any Command.Type] { get }
     /// Reads the arguments and starts the command: a blocking one runs to its end right here,
     /// an async one is handed back to be awaited.
-    static func start(_ arguments: inout Arguments, console: Console) throws -> JotterCommandLine.Invocation
+    static func start(_ arguments: inout Arguments, console: Console) throws -> CommandInvocation
 }
 
 extension Command {
-    static var subcommands: [any Command.Type] { [] }
+    package static var subcommands: [any Command.Type] { [] }
 }
 
 /// A command that keeps the calling thread (`serve`: it blocks its stop signals there and
 /// waits for them in `sigwait`).
-protocol BlockingCommand: Command {
+package protocol BlockingCommand: Command {
     init(parsing arguments: inout Arguments) throws
     func run(console: Console) throws -> Int32
 }
 
 extension BlockingCommand {
-    static func start(_ arguments: inout Arguments, console: Console) throws -> JotterCommandLine.Invocation {
+    package static func start(_ arguments: inout Arguments, console: Console) throws -> CommandInvocation {
         .done(try Self(parsing: &arguments).run(console: console))
     }
 }
 
 /// A command that talks to a server through the SDK.
-protocol AsyncCommand: Command, Sendable {
+package protocol AsyncCommand: Command, Sendable {
     init(parsing arguments: inout Arguments) throws
     func run(console: Console) async throws -> Int32
 }
 
 extension AsyncCommand {
-    static func start(_ arguments: inout Arguments, console: Console) throws -> JotterCommandLine.Invocation {
+    package static func start(_ arguments: inout Arguments, console: Console) throws -> CommandInvocation {
         .async(try Self(parsing: &arguments), help: help)
     }
 }
 
 /// A group of subcommands, such as `notes`: it lists them; run alone, it is a usage error.
-protocol CommandGroup: Command {}
+package protocol CommandGroup: Command {}
 
 extension CommandGroup {
-    static func start(_ arguments: inout Arguments, console: Console) throws -> JotterCommandLine.Invocation {
+    package static func start(_ arguments: inout Arguments, console: Console) throws -> CommandInvocation {
         throw UsageError("missing subcommand: one of \(subcommands.map { $0.name }.joined(separator: ", "))")
+    }
+}
+
+/// What starting a command gives: its exit code (it has run), or an async command to await.
+package enum CommandInvocation {
+    case done(Int32)
+    case async(any AsyncCommand, help: String)
+}
+
+extension Console {
+    /// Says what went wrong in one line (a usage error adds the usage) and returns the exit code.
+    package func report(_ error: any Error, help: String) -> Int32 {
+        if let usage = error as? UsageError {
+            err("error: \(usage)\n\n\(help)")
+            return ExitCode.usage
+        }
+        err("error: \(error)\n")
+        return ExitCode.failure
     }
 }

@@ -8,20 +8,20 @@ public struct UsageError: Error, CustomStringConvertible, Sendable {
 
 /// Reads `--name value`, `--name=value`, boolean flags and positional arguments, in the manner
 /// of swift-argument-parser, with a `JOTTER_*` environment fallback for options.
-struct Arguments {
+package struct Arguments {
     private var remaining: [String]
-    let environment: [String: String]
+    package let environment: [String: String]
 
-    init(_ arguments: [String], environment: [String: String]) {
+    package init(_ arguments: [String], environment: [String: String]) {
         remaining = arguments
         self.environment = environment
     }
 
     /// True when `--help` or `-h` is anywhere among the arguments.
-    var wantsHelp: Bool { remaining.contains("--help") || remaining.contains("-h") }
+    package var wantsHelp: Bool { remaining.contains("--help") || remaining.contains("-h") }
 
     /// The value of `--name` (or its environment variable), removing it from the arguments.
-    mutating func option(_ name: String, environment key: String? = nil) throws(UsageError) -> String? {
+    package mutating func option(_ name: String, environment key: String? = nil) throws(UsageError) -> String? {
         var found = try values(["--\(name)"]).last
         if found == nil, let key, let value = environment[key], !value.isEmpty { found = value }
         return found
@@ -29,7 +29,7 @@ struct Arguments {
 
     /// Every value of an option that may repeat, under any of its spellings, in order:
     /// `-d a=1 --data b=2 --data=c=3` → `["a=1", "b=2", "c=3"]`.
-    mutating func values(_ spellings: [String]) throws(UsageError) -> [String] {
+    package mutating func values(_ spellings: [String]) throws(UsageError) -> [String] {
         var found: [String] = []
         var index = 0
         while index < remaining.count {
@@ -50,7 +50,7 @@ struct Arguments {
     }
 
     /// The value of `--name` converted by `convert`, or `nil`; names the flag when it can't be.
-    mutating func option<T>(_ name: String, environment key: String? = nil, as what: String,
+    package mutating func option<T>(_ name: String, environment key: String? = nil, as what: String,
                             _ convert: (String) -> T?) throws(UsageError) -> T? {
         guard let text = try option(name, environment: key) else { return nil }
         guard let value = convert(text) else {
@@ -60,7 +60,7 @@ struct Arguments {
     }
 
     /// Whether `--name` was given (or its environment variable is `1`/`true`/`yes`).
-    mutating func flag(_ name: String, environment key: String? = nil) -> Bool {
+    package mutating func flag(_ name: String, environment key: String? = nil) -> Bool {
         if let index = remaining.firstIndex(of: "--\(name)") {
             remaining.remove(at: index)
             return true
@@ -70,7 +70,7 @@ struct Arguments {
     }
 
     /// The remaining positional arguments; any leftover `--option` is an unknown option.
-    mutating func positionals() throws(UsageError) -> [String] {
+    package mutating func positionals() throws(UsageError) -> [String] {
         var result: [String] = []
         var literal = false
         for argument in remaining {
@@ -86,14 +86,14 @@ struct Arguments {
     }
 
     /// Fails when anything is left unread.
-    mutating func finish() throws(UsageError) {
+    package mutating func finish() throws(UsageError) {
         let extra = try positionals()
         if let first = extra.first { throw UsageError("unexpected argument '\(first)'") }
     }
 }
 
 /// Parses sizes such as `1048576`, `512K`, `1MiB`, `1GB` (binary multiples).
-func parseSize(_ text: String) -> Int? {
+package func parseSize(_ text: String) -> Int? {
     let lower = String(text.lowercased().trimmingASCIISpaces())
     let units: [(String, Int)] = [("gib", 1 << 30), ("gb", 1 << 30), ("g", 1 << 30), ("mib", 1 << 20), ("mb", 1 << 20), ("m", 1 << 20),
                                   ("kib", 1 << 10), ("kb", 1 << 10), ("k", 1 << 10), ("b", 1)]
@@ -107,7 +107,7 @@ func parseSize(_ text: String) -> Int? {
 
 extension Arguments {
     /// Exactly one positional argument, named `what` in the usage error.
-    mutating func single(_ what: String) throws(UsageError) -> String {
+    package mutating func single(_ what: String) throws(UsageError) -> String {
         let words = try positionals()
         guard let first = words.first else { throw UsageError("missing \(what)") }
         guard words.count == 1 else { throw UsageError("unexpected argument '\(words[1])'") }
