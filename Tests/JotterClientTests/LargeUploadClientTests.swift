@@ -62,7 +62,7 @@ struct LargeUploadClientTests {
     /// A file of `mebibytes` MiB of varied bytes; its URL, size and SHA-256.
     static func write(mebibytes: Int, into folder: URL) throws -> (URL, Int64, String) {
         let url = folder.appendingPathComponent("large.bin")
-        FileManager.default.createFile(atPath: url.path, contents: nil)
+        _ = FileManager.default.createFile(atPath: url.path, contents: nil)
         let handle = try FileHandle(forWritingTo: url)
         defer { try? handle.close() }
         var hash = SHA256()

@@ -40,7 +40,15 @@ public final class RawHTTP {
 
     /// Connects to `127.0.0.1:port`, optionally from another loopback source address.
     public init(port: Int, sourceAddress: String? = nil, timeout: Double = 5) throws {
-        fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        fd = try Self.connect(port: port, sourceAddress: sourceAddress, timeout: timeout)
+    }
+
+    /// A connected socket, or an error with nothing left open. `fd` is assigned only on success:
+    /// a class whose initializer throws once every property is set still runs `deinit`, which
+    /// would close the descriptor a second time — by then perhaps another thread's file (the
+    /// tests run servers in this process).
+    private static func connect(port: Int, sourceAddress: String?, timeout: Double) throws -> Int32 {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { throw Failure(message: "socket failed") }
         var tv = timeval(tv_sec: Int(timeout), tv_usec: Int((timeout - Double(Int(timeout))) * 1_000_000))
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
@@ -58,9 +66,14 @@ public final class RawHTTP {
         address.sin_port = UInt16(port).bigEndian
         inet_pton(AF_INET, "127.0.0.1", &address.sin_addr)
         let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 }
         }
-        guard connected else { close(fd); throw Failure(message: "connect to port \(port) failed: \(String(cString: strerror(errno)))") }
+        guard connected else {
+            let reason = String(cString: strerror(errno))
+            close(fd)
+            throw Failure(message: "connect to port \(port) failed: \(reason)")
+        }
+        return fd
     }
 
     deinit { close(fd) }
