@@ -67,15 +67,6 @@ public enum RequestBody: Sendable {
             }
         }
     }
-
-    /// True when the body carries the field at all, whatever its type.
-    public func contains(_ name: String) -> Bool {
-        switch self {
-        case .empty: false
-        case .form(let fields): fields[name] != nil
-        case .json(let object): object[name] != nil
-        }
-    }
 }
 
 /// The essence of a media type (`type/subtype`, lowercased) and its parameters.

@@ -51,9 +51,11 @@ public struct HTTPError: Error, Sendable, CustomStringConvertible {
 
     public var description: String { "\(status)\(detail.map { ": \($0)" } ?? "")" }
 
-    /// The problem+json response for this error.
-    public var response: Response {
-        var response = Response(status: status, problem: Problem(status: status, detail: detail, errors: errors))
+    /// The problem+json response for this error, naming the request it answers.
+    public func response(requestID: String) -> Response {
+        var problem = Problem(status: status, detail: detail, errors: errors)
+        problem.requestID = requestID
+        var response = Response(status: status, problem: problem)
         for field in headers { response.headers.add(field.name, field.value) }
         if closesConnection { response.headers.set("Connection", "close") }
         return response

@@ -26,11 +26,6 @@ public struct ErrorMiddleware: Middleware {
 
     /// The problem+json response for `error`, carrying `requestID`.
     public static func render(_ error: HTTPError, requestID: String) -> Response {
-        var problem = Problem(status: error.status, detail: error.detail, errors: error.errors)
-        problem.requestID = requestID
-        var response = Response(status: error.status, problem: problem)
-        for field in error.headers { response.headers.add(field.name, field.value) }
-        if error.closesConnection { response.headers.set("Connection", "close") }
-        return response
+        error.response(requestID: requestID)
     }
 }
