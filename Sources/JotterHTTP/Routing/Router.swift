@@ -21,24 +21,25 @@ public struct RouterBuilder {
     }
 
     /// Registers `handler` for `method` on `path`; `:name` segments are parameters.
+    /// `operation` is the route's OpenAPI description (`OpenAPIDocument` renders the table).
     public mutating func on<Output: ResponseGenerator>(
-        _ method: HTTPMethod, _ path: String, options: RouteOptions = RouteOptions(),
+        _ method: HTTPMethod, _ path: String, options: RouteOptions = RouteOptions(), operation: OpenAPIOperation? = nil,
         handler: @escaping @Sendable (Request, RequestContext) throws -> Output
     ) {
         let responder = middleware.wrapping { request, context in try handler(request, context).response(for: request) }
-        routes.append(Route(method: method, pattern: PathPattern(path), options: options, responder: responder))
+        routes.append(Route(method: method, pattern: PathPattern(path), options: options, operation: operation, responder: responder))
     }
 
-    public mutating func get<Output: ResponseGenerator>(_ path: String, options: RouteOptions = RouteOptions(),
-        handler: @escaping @Sendable (Request, RequestContext) throws -> Output) { on(.get, path, options: options, handler: handler) }
-    public mutating func post<Output: ResponseGenerator>(_ path: String, options: RouteOptions = RouteOptions(),
-        handler: @escaping @Sendable (Request, RequestContext) throws -> Output) { on(.post, path, options: options, handler: handler) }
-    public mutating func put<Output: ResponseGenerator>(_ path: String, options: RouteOptions = RouteOptions(),
-        handler: @escaping @Sendable (Request, RequestContext) throws -> Output) { on(.put, path, options: options, handler: handler) }
-    public mutating func patch<Output: ResponseGenerator>(_ path: String, options: RouteOptions = RouteOptions(),
-        handler: @escaping @Sendable (Request, RequestContext) throws -> Output) { on(.patch, path, options: options, handler: handler) }
-    public mutating func delete<Output: ResponseGenerator>(_ path: String, options: RouteOptions = RouteOptions(),
-        handler: @escaping @Sendable (Request, RequestContext) throws -> Output) { on(.delete, path, options: options, handler: handler) }
+    public mutating func get<Output: ResponseGenerator>(_ path: String, options: RouteOptions = RouteOptions(), operation: OpenAPIOperation? = nil,
+        handler: @escaping @Sendable (Request, RequestContext) throws -> Output) { on(.get, path, options: options, operation: operation, handler: handler) }
+    public mutating func post<Output: ResponseGenerator>(_ path: String, options: RouteOptions = RouteOptions(), operation: OpenAPIOperation? = nil,
+        handler: @escaping @Sendable (Request, RequestContext) throws -> Output) { on(.post, path, options: options, operation: operation, handler: handler) }
+    public mutating func put<Output: ResponseGenerator>(_ path: String, options: RouteOptions = RouteOptions(), operation: OpenAPIOperation? = nil,
+        handler: @escaping @Sendable (Request, RequestContext) throws -> Output) { on(.put, path, options: options, operation: operation, handler: handler) }
+    public mutating func patch<Output: ResponseGenerator>(_ path: String, options: RouteOptions = RouteOptions(), operation: OpenAPIOperation? = nil,
+        handler: @escaping @Sendable (Request, RequestContext) throws -> Output) { on(.patch, path, options: options, operation: operation, handler: handler) }
+    public mutating func delete<Output: ResponseGenerator>(_ path: String, options: RouteOptions = RouteOptions(), operation: OpenAPIOperation? = nil,
+        handler: @escaping @Sendable (Request, RequestContext) throws -> Output) { on(.delete, path, options: options, operation: operation, handler: handler) }
 
     /// The finished, immutable router.
     public func build() -> Router {
@@ -59,6 +60,7 @@ struct Route: Sendable {
     let method: HTTPMethod
     let pattern: PathPattern
     let options: RouteOptions
+    let operation: OpenAPIOperation?
     let responder: Responder
 }
 
@@ -70,8 +72,8 @@ public struct Router: Sendable {
     let routes: [Route]
     let fallback: Responder
 
-    /// Every registered method and path pattern, in registration order.
-    public var table: [(method: HTTPMethod, path: String)] { routes.map { ($0.method, $0.pattern.text) } }
+    /// Every registered route (method, path pattern, OpenAPI operation), in registration order.
+    public var table: [RouteEntry] { routes.map { RouteEntry(method: $0.method, path: $0.pattern.text, operation: $0.operation) } }
 
     init(routes: [Route], fallback: @escaping Responder) {
         self.routes = routes

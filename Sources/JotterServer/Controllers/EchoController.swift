@@ -14,7 +14,7 @@ struct EchoController {
     func register(in routes: inout RouterBuilder) {
         // Streamed bodies: only the override header counts.
         for method in Self.methods {
-            routes.on(method, "/echo", options: RouteOptions(methodOverrideFromBody: false), handler: echo)
+            routes.on(method, "/echo", options: RouteOptions(methodOverrideFromBody: false), operation: EchoOperations.echo(method), handler: echo)
         }
     }
 

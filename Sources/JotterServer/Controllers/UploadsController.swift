@@ -12,12 +12,12 @@ struct UploadsController<Store: NoteStore & UploadStore> {
     func register(in routes: inout RouterBuilder) {
         // Streamed bodies: only the override header counts, never a `_method` field.
         let streamed = RouteOptions(methodOverrideFromBody: false)
-        routes.post("/uploads", options: streamed, handler: create)
-        routes.post("/upload", options: streamed, handler: create)
-        routes.get("/uploads", handler: list)
-        routes.get("/uploads/:id", handler: show)
-        routes.delete("/uploads/:id", options: streamed, handler: delete)
-        routes.get("/uploads/:id/content", handler: content)
+        routes.post("/uploads", options: streamed, operation: UploadsOperations.create, handler: create)
+        routes.post("/upload", options: streamed, operation: UploadsOperations.alias, handler: create)
+        routes.get("/uploads", operation: UploadsOperations.list, handler: list)
+        routes.get("/uploads/:id", operation: UploadsOperations.show, handler: show)
+        routes.delete("/uploads/:id", options: streamed, operation: UploadsOperations.delete, handler: delete)
+        routes.get("/uploads/:id/content", operation: UploadsOperations.content, handler: content)
     }
 
     @Sendable func create(_ request: Request, _ context: RequestContext) throws -> Response {

@@ -1,0 +1,21 @@
+import JotterAPI
+import JotterHTTP
+import JotterWire
+
+/// The OpenAPI operations of `EchoController`: one per method.
+enum EchoOperations {
+    static func echo(_ method: HTTPMethod) -> OpenAPIOperation {
+        let takesBody = [HTTPMethod.post, .put, .patch].contains(method)
+        return OpenAPIOperation(
+            operationID: "echo" + method.rawValue.prefix(1) + method.rawValue.dropFirst().lowercased(),
+            summary: "\(method) /echo: the request as JSON",
+            description: "Shaped like httpbin's `/anything`. Any query; \(takesBody ? "any body of any content type: form fields and file parts are listed (files hashed as they stream, never kept), JSON is parsed, anything else is returned as text. Only the `X-HTTP-Method-Override` header overrides the method here." : "a body, of any type, is read as on `POST`.")",
+            tags: ["echo"],
+            requestBody: takesBody ? OpenAPIRequestBody(required: false, content: ["*/*": .any()]) : nil,
+            responses: [
+                200: .json(.ref(EchoResponse.self), "the request"),
+                400: .problem("the query, or a form or multipart body, is malformed"),
+                413: .problem("the body is over the server's limits"),
+            ])
+    }
+}
