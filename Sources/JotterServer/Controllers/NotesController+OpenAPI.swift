@@ -7,7 +7,7 @@ enum NotesOperations {
     static let id = OpenAPIParameter.path("id", .string(pattern: "^[0-9]+$", example: "42"),
                                           description: "the note's id (decimal digits); any other id is `404`")
     static let etag = OpenAPIHeader("the note's version, quoted: `\"3\"`", schema: .string(pattern: "^\"[0-9]+\"$"))
-    static let ifMatch = OpenAPIParameter.header("If-Match", description: "an ETag (or `*`): when it is not the note's, nothing changes and the answer is `412`")
+    static let ifMatch = OpenAPIParameter.header("If-Match", description: "ETags separated by commas (`\"3\"`), or `*`: when none is the note's current one (a malformed value never is), nothing changes and the answer is `412`")
     static let stale = OpenAPIResponse.problem("`If-Match` names another version; its `ETag` header is the current one", headers: ["ETag": etag])
     static let missing = OpenAPIResponse.problem("no note has this id")
     static let malformedBody = OpenAPIResponse.problem("the body is malformed (bad JSON, percent-encoding, UTF-8 or multipart), or `_method` is not PUT, PATCH or DELETE")
@@ -60,7 +60,7 @@ enum NotesOperations {
 
     static let show = OpenAPIOperation(
         operationID: "showNote", summary: "Show a note", tags: ["notes"],
-        parameters: [id, .header("If-None-Match", description: "ETags: when one is the note's, the answer is `304`")],
+        parameters: [id, .header("If-None-Match", description: "ETags separated by commas, or `*`: when one is the note's current one, the answer is `304` (a malformed value never matches)")],
         responses: [
             200: .json(.ref(NoteEnvelope.self), "the note", headers: ["ETag": etag]),
             304: .empty("the note is unchanged", headers: ["ETag": etag]),

@@ -62,7 +62,7 @@ enum UploadsOperations {
             id,
             .header("Range", description: "a single byte range"),
             .header("If-Range", description: "the ETag: the Range counts only when it is current"),
-            .header("If-None-Match", description: "ETags: when one is current, the answer is `304`"),
+            .header("If-None-Match", description: "ETags separated by commas, or `*`: when one is current, the answer is `304` (a malformed value never matches)"),
         ],
         responses: [
             200: OpenAPIResponse("the bytes", content: bytes, headers: contentHeaders),

@@ -9,7 +9,7 @@ enum WebOperations {
         "Cache-Control": OpenAPIHeader(schema: .string(enum: ["no-cache"])),
         "Content-Security-Policy": OpenAPIHeader("only this server's own scripts, styles and connections"),
     ]
-    static let ifNoneMatch = OpenAPIParameter.header("If-None-Match", description: "ETags: when one is current, the answer is `304`")
+    static let ifNoneMatch = OpenAPIParameter.header("If-None-Match", description: "ETags separated by commas, or `*`: when one is current, the answer is `304` (a malformed value never matches)")
 
     static let page = OpenAPIOperation(
         operationID: "webApp", summary: "The notes web app", tags: ["web"],
