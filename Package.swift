@@ -44,7 +44,7 @@ let package = Package(
 
         // Test helpers: a raw-socket HTTP client and a real server on a free port.
         .target(name: "JotterTestSupport", dependencies: ["JotterServer"], path: "Tests/JotterTestSupport"),
-        .testTarget(name: "JotterHTTPTests", dependencies: ["JotterHTTP", "JotterTestSupport"]),
+        .testTarget(name: "JotterHTTPTests", dependencies: ["JotterHTTP", "JotterWire", "JotterTestSupport"]),
         .testTarget(name: "JotterServerTests", dependencies: ["JotterServer", "JotterHTTP", "JotterAPI", "JotterWire", "JotterTestSupport"]),
         .testTarget(name: "JotterCLITests", dependencies: ["JotterCLI", "JotterCLICore", "jotter", "jotter-server", "JotterAPI", "JotterClient", "JotterServer", "JotterTestSupport"]),
         .testTarget(name: "JotterAPITests", dependencies: ["JotterAPI"]),
