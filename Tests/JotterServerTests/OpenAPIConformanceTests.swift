@@ -18,6 +18,11 @@ struct OpenAPIConformanceTests {
             validator = try SchemaValidator(documentBytes: try app.request("GET", "/openapi.json").body)
         }
 
+        /// Records an issue listing every answer the document does not describe.
+        func expectNoProblems(sourceLocation: SourceLocation = #_sourceLocation) {
+            #expect(problems.isEmpty, "\(problems.joined(separator: "\n"))", sourceLocation: sourceLocation)
+        }
+
         /// Sends the request, expects `status`, and checks the answer against the operation of
         /// `method` on `route` (an OpenAPI path, `/notes/{id}`).
         @discardableResult
@@ -100,7 +105,7 @@ struct OpenAPIConformanceTests {
             try tour.check("GET", "/assets/nothing.js", route: "/assets/{name}", expect: 404)
             try tour.check("GET", "/assets/%zz", route: "/assets/{name}", expect: 400)
             try tour.check("GET", "/form.html", expect: 200)
-            #expect(tour.problems.isEmpty, "\(tour.problems.joined(separator: "\n"))")
+            tour.expectNoProblems()
         }
     }
 
@@ -139,7 +144,7 @@ struct OpenAPIConformanceTests {
             try tour.check("DELETE", "/notes/\(id)", route: "/notes/{id}", headers: [("If-Match", etag)], expect: 412)
             try tour.check("DELETE", "/notes/\(id)", route: "/notes/{id}", expect: 200)
             try tour.check("DELETE", "/notes/\(id)", route: "/notes/{id}", expect: 404)
-            #expect(tour.problems.isEmpty, "\(tour.problems.joined(separator: "\n"))")
+            tour.expectNoProblems()
         }
     }
 
@@ -184,7 +189,7 @@ struct OpenAPIConformanceTests {
             try tour.check("GET", "/uploads/zz/content", route: content, expect: 404)
             try tour.check("DELETE", "/uploads/\(id)", route: "/uploads/{id}", expect: 200)
             try tour.check("DELETE", "/uploads/\(id)", route: "/uploads/{id}", expect: 404)
-            #expect(tour.problems.isEmpty, "\(tour.problems.joined(separator: "\n"))")
+            tour.expectNoProblems()
         }
     }
 
@@ -209,7 +214,7 @@ struct OpenAPIConformanceTests {
             }
             try tour.check("GET", "/echo?%zz", expect: 400)
             try tour.check("POST", "/echo", headers: [("X-HTTP-Method-Override", "PATCH")], expect: 200, sourceLocation: #_sourceLocation)
-            #expect(tour.problems.isEmpty, "\(tour.problems.joined(separator: "\n"))")
+            tour.expectNoProblems()
         }
     }
 }
