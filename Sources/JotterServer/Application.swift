@@ -78,10 +78,11 @@ public func buildApplication(_ configuration: ServerConfiguration) throws -> App
     let metrics = Metrics()
     var routes = RouterBuilder()
     // Outermost first: every answer — refusals before routing included — gets its id, its log
-    // line and its count; errors are rendered inside them.
+    // line and its count; the configured middleware see every answer with errors rendered.
     routes.add(middleware: RequestIDMiddleware())
     routes.add(middleware: AccessLogMiddleware(log: log))
     routes.add(middleware: metrics)
+    for middleware in configuration.middleware { routes.add(middleware: middleware) }
     routes.add(middleware: ErrorMiddleware(log: log))
     HelloController().register(in: &routes)
     HealthController(metrics: metrics).register(in: &routes)

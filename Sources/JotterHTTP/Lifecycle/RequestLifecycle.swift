@@ -190,6 +190,14 @@ final class RequestLifecycle {
     /// True while a later reply is awaited.
     var isWaiting: Bool { if case .waiting = phase { true } else { false } }
 
+    /// True once the request was refused (its body, if any, is being dropped).
+    var isRefused: Bool {
+        switch phase {
+        case .draining, .refused, .answered: true
+        default: false
+        }
+    }
+
     // MARK: - Answers
 
     /// Answers `error` through `stack`'s middleware (running their head phase first when it

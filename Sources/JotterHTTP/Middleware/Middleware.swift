@@ -5,9 +5,10 @@ public typealias Responder = @Sendable (Request, RequestContext) throws -> Reply
 /// Code that runs around a route's handler, in up to three places of a request's life.
 ///
 /// - `head`: the header section is complete and the route is known; no body byte has been
-///   accepted. Throwing refuses the request at once — nothing of the body is read or stored —
-///   and the error passes through the `handle` of the middleware outside this one, as any
-///   handler's error would. Set context values here (an authenticated user, a rate-limit key).
+///   accepted. Throwing refuses the request at once — nothing of the body is read or stored;
+///   an `HTTPError` is rendered as its problem response, which passes through the `handle` of
+///   the middleware outside this one. Set context values here (an authenticated user, a
+///   rate-limit key).
 /// - `handle`: around the handler, once the body is read. The reply may be `later`: use
 ///   `reply.map` / `reply.recover` to change it, so the change applies whenever it is known.
 /// - `completed`: the request is over — answered, refused before routing, or aborted — with
@@ -69,14 +70,19 @@ public struct CompletedExchange: Sendable {
 /// Routes registered under the same middleware share one stack.
 final class MiddlewareStack: Sendable {
     let middleware: [any Middleware]
-    /// `refusals[i]`: the `handle` of the first `i` middleware around a responder that throws
-    /// `context.refusal` — the answer when middleware `i` refused in its head phase (or, for
-    /// `i == count`, when something refused before the handler ran).
+    /// `refusals[i]`: the `handle` of the first `i` middleware around a responder that answers
+    /// `context.refusal` — when middleware `i` refused in its head phase (or, for `i == count`,
+    /// when something refused before the handler ran). An `HTTPError` is rendered right there,
+    /// so every middleware outside sees the response; any other error is thrown on.
     let refusals: [Responder]
 
     init(_ middleware: [any Middleware]) {
         self.middleware = middleware
-        let refuse: Responder = { _, context in throw context.refusal ?? HTTPError(.internalServerError) }
+        let refuse: Responder = { _, context in
+            let refusal = context.refusal ?? HTTPError(.internalServerError)
+            guard let error = refusal as? HTTPError else { throw refusal }
+            return .now(error.response(requestID: context.requestID))
+        }
         refusals = (0...middleware.count).map { Self.wrap(middleware.prefix($0), around: refuse) }
     }
 
