@@ -121,6 +121,13 @@ struct OpenAPIConformanceTests {
             try tour.check("POST", "/notes", headers: Self.json, body: Array("[1]".utf8), expect: 400)
             try tour.check("POST", "/notes", headers: Self.form, body: Array("body=%zz".utf8), expect: 400)
             try tour.check("POST", "/notes", headers: [("Content-Type", "text/plain")], body: Array("x".utf8), expect: 415)
+            var withFile = MultipartBuilder()
+            withFile.field("body", "x")
+            withFile.file("file", filename: "a.txt", body: [1])
+            try tour.check("POST", "/notes", headers: [("Content-Type", withFile.contentType)], body: withFile.finished(), expect: 415)
+            var fields = MultipartBuilder()
+            fields.field("body", "from multipart")
+            try tour.check("POST", "/notes", headers: [("Content-Type", fields.contentType)], body: fields.finished(), expect: 201)
             try tour.check("POST", "/notes", headers: Self.form, body: Array(("body=" + String(repeating: "x", count: 2000)).utf8), expect: 413)
             try tour.check("GET", "/notes", expect: 200)
             try tour.check("GET", "/notes?limit=1", expect: 200)
@@ -213,6 +220,9 @@ struct OpenAPIConformanceTests {
                 try tour.check(method, "/echo?q=1", expect: 200)
             }
             try tour.check("GET", "/echo?%zz", expect: 400)
+            var many = MultipartBuilder()
+            for index in 0...1000 { many.field("f\(index)", "") }
+            try tour.check("POST", "/echo", headers: [("Content-Type", many.contentType)], body: many.finished(), expect: 422)
             try tour.check("POST", "/echo", headers: [("X-HTTP-Method-Override", "PATCH")], expect: 200, sourceLocation: #_sourceLocation)
             tour.expectNoProblems()
         }

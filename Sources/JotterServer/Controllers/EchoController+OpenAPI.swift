@@ -26,6 +26,7 @@ enum EchoOperations {
                 200: .json(.ref(EchoResponse.self), "the request"),
                 400: .problem("the query, or a form or multipart body, is malformed"),
                 413: .problem("the body is over the server's limits"),
+                422: .problem("a multipart body has too many parts"),
             ])
     }
 }

@@ -23,8 +23,8 @@ enum HelloOperations {
         responses: [
             200: ok, 400: .problem("the body or the query is malformed (bad JSON, percent-encoding, UTF-8 or multipart)"),
             413: .problem("the body is over the server's limit"),
-            415: .problem("the body is not form-urlencoded, multipart or JSON"),
-            422: .problem("no `name` was sent, or it is not a string"),
+            415: .problem("the body is not form-urlencoded, multipart or JSON, or it has a file part (nothing of it is stored)"),
+            422: .problem("no `name` was sent, or it is not a string, or a multipart body has too many parts"),
         ])
 
     static let alias = OpenAPIOperation.alias(of: "/hello", note: "the original client's path")

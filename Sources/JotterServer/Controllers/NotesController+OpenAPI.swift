@@ -12,8 +12,8 @@ enum NotesOperations {
     static let missing = OpenAPIResponse.problem("no note has this id")
     static let malformedBody = OpenAPIResponse.problem("the body is malformed (bad JSON, percent-encoding, UTF-8 or multipart), or `_method` is not PUT, PATCH or DELETE")
     static let tooLarge = OpenAPIResponse.problem("the body is over the server's limit")
-    static let unsupported = OpenAPIResponse.problem("the body is not form-urlencoded, multipart or JSON")
-    static let notString = OpenAPIResponse.problem("`body` is not a string")
+    static let unsupported = OpenAPIResponse.problem("the body is not form-urlencoded, multipart or JSON, or it has a file part (nothing of it is stored)")
+    static let notString = OpenAPIResponse.problem("`body` is not a string, or a multipart body has too many parts")
 
     /// The request fields, as components so the three body types share them.
     static let components: [String: JSONSchema] = [
@@ -45,7 +45,7 @@ enum NotesOperations {
             201: .json(.ref(NoteEnvelope.self), "created (`message` is `Note Created`)",
                        headers: ["ETag": etag, "Location": OpenAPIHeader("the note's path: `/notes/{id}`", schema: .string(pattern: "^/notes/[0-9]+$"))]),
             400: malformedBody, 413: tooLarge, 415: unsupported,
-            422: .problem("`body` is absent or not a string"),
+            422: .problem("`body` is absent or not a string, or a multipart body has too many parts"),
         ])
 
     static let events = OpenAPIOperation(

@@ -12,7 +12,7 @@ enum OpenAPIOperations {
         Notes, file uploads and hello. The wire contract is `docs/API.md`.
 
         - Every error is `application/problem+json` (RFC 9457) with a `detail` and the `request_id` of the log line; validation failures list the bad fields in `errors` (`422` for body fields, `400` for query parameters).
-        - Request bodies may be `application/x-www-form-urlencoded` (also when there is no Content-Type), `multipart/form-data` or `application/json` (an object); other types are `415`, except on `/echo`.
+        - Request bodies may be `application/x-www-form-urlencoded` (also when there is no Content-Type), `multipart/form-data` or `application/json` (an object); other types are `415`, except on `/echo`. File parts are taken only by `/uploads`, `/upload` and `/echo` (elsewhere a file part is `415`, and nothing of it is stored); a body sent where none is taken (every `GET`, `DELETE /uploads/{id}`) is `413`.
         - A `POST` with `X-HTTP-Method-Override: PUT|PATCH|DELETE`, or a `_method` field in a form or JSON body (not on `/uploads` and `/echo`), is routed as that method: `POST /notes/{id}` with `_method=DELETE` deletes the note.
         - `HEAD` works wherever `GET` does. An unknown path is `404`; a known path with another method is `405` with `Allow`.
         - `--max-body-size` (1 MiB) bounds a body that is not multipart and the plain fields of multipart; `--max-upload-size` (1 GiB) bounds the file parts of a request; over either is `413`.

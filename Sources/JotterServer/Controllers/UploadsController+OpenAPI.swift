@@ -33,7 +33,7 @@ enum UploadsOperations {
             404: .problem("`note_id` names no note"),
             413: .problem("the file parts are over `--max-upload-size`, or the plain fields over `--max-body-size`"),
             415: .problem("the body is not multipart/form-data"),
-            422: .problem("there is no file part"),
+            422: .problem("there is no file part, or the body has too many parts"),
         ])
 
     static let alias = OpenAPIOperation.alias(of: "/uploads", note: "the path of the original upload recipe's client")
