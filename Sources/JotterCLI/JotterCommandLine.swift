@@ -31,10 +31,12 @@ public enum JotterCommandLine {
         \(listing(commands))
 
         OPTIONS:
-          -h, --help     Show help (also after any command: jotter notes edit --help).
-          --version      Show the version.
+        \(Option.listing(ClientOptions.options))
+          -h, --help                    Show help (also after any command: jotter notes edit --help).
+          --version                     Show the version.
 
-        Client commands talk to --server URL (JOTTER_SERVER, default \(ClientOptions.defaultServer)).
+        Client commands talk to --server URL (JOTTER_SERVER, default \(ClientOptions.defaultServer)); it and --json
+        may come before the command or after it.
 
         \(ExitCode.help)
 

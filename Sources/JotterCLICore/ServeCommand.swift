@@ -68,6 +68,7 @@ package struct ServeCommand: BlockingCommand {
     }
 
     package func run(console: Console) throws -> Int32 {
+        try Self.prepareDataFolder(configuration.dataDirectory)
         // Block the stop signals before any engine thread exists, so every thread inherits the
         // mask and only `sigwait` below sees them.
         var signals = sigset_t()
@@ -78,7 +79,6 @@ package struct ServeCommand: BlockingCommand {
         signal(SIGPIPE, SIG_IGN)
         raiseOpenFileLimit()
 
-        try Self.prepareDataFolder(configuration.dataDirectory)
         let app = try buildApplication(configuration)
         try app.start()
         var received: Int32 = 0
