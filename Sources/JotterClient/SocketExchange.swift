@@ -64,6 +64,12 @@ final class SocketExchange: @unchecked Sendable {
             if case .cancelled = termination { exchange.cancel() }
         }
         let thread = Thread {
+            // `sendfile` to a peer that closed raises SIGPIPE (it has no MSG_NOSIGNAL): blocked on
+            // this thread, it stays pending here and goes with the thread, and the call fails with EPIPE.
+            var pipeSignal = sigset_t()
+            sigemptyset(&pipeSignal)
+            sigaddset(&pipeSignal, SIGPIPE)
+            pthread_sigmask(SIG_BLOCK, &pipeSignal, nil)
             do {
                 try exchange.perform { continuation.yield($0) }
                 continuation.finish()
@@ -200,9 +206,9 @@ final class SocketExchange: @unchecked Sendable {
         }
     }
 
+    /// The body: literal segments with `send`, files with `sendfile` (no copy through this process).
     private func sendBody(_ fd: Int32, _ segments: [MultipartFormData.Segment], _ report: (TaskEvent) -> Void) throws {
         var sent: Int64 = 0
-        var buffer = [UInt8](repeating: 0, count: 1 << 18)
         for segment in segments {
             switch segment {
             case .bytes(let data):
@@ -216,13 +222,14 @@ final class SocketExchange: @unchecked Sendable {
                 }
                 defer { close(file) }
                 while true {
-                    let count = read(file, &buffer, buffer.count)
+                    let count = sendfile(fd, file, nil, 1 << 20)
                     if count < 0 && errno == EINTR { continue }
+                    if count < 0 && errno == EAGAIN { _ = try wait(fd, for: Int16(POLLOUT)); continue }
+                    if count < 0 && (errno == EPIPE || errno == ECONNRESET) { throw URLError(.networkConnectionLost) }
                     guard count >= 0 else {
                         throw JotterClientError.localFile("cannot read \(url.path): \(String(cString: strerror(errno)))")
                     }
                     if count == 0 { break }
-                    try buffer.withUnsafeBytes { try send(fd, UnsafeRawBufferPointer(rebasing: $0[..<count])) }
                     sent += Int64(count)
                     report(.sent(sent))
                 }

@@ -195,6 +195,27 @@ struct CLIBehaviourTests {
         #expect(result.err == "error: the server answered 404 Not Found without Jotter's error details: is it a Jotter server? (--server URL or JOTTER_SERVER)\n")
     }
 
+    @Test("a server that closes in the middle of an upload is a failure in words, never a SIGPIPE")
+    func closedMidUpload() throws {
+        let server = try PlainServer { client in
+            var buffer = [UInt8](repeating: 0, count: 65536)
+            _ = recv(client, &buffer, buffer.count, 0)
+            _ = "HTTP/1.1 100 Continue\r\n\r\n".withCString { send(client, $0, strlen($0), Int32(MSG_NOSIGNAL)) }
+            _ = recv(client, &buffer, buffer.count, 0)
+            var linger = Glibc.linger(l_onoff: 1, l_linger: 0)  // close with a reset
+            setsockopt(client, SOL_SOCKET, SO_LINGER, &linger, socklen_t(MemoryLayout<Glibc.linger>.size))
+        }
+        defer { server.stop() }
+        let folder = try scratchFolder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let big = folder.appendingPathComponent("big.bin")
+        _ = FileManager.default.createFile(atPath: big.path, contents: nil)
+        #expect(truncate(big.path, 256 << 20) == 0)
+        let result = try BinaryTests.jotter(["upload", big.path, "--server", "127.0.0.1:\(server.port)"], environment: [:])
+        #expect(result.status == ExitCode.unreachable, "\(result)")
+        #expect(result.err.hasPrefix("error: the connection to 127.0.0.1:\(server.port) was lost"), "\(result.err)")
+    }
+
     @Test("notes watch says on standard error when it reconnects")
     func reconnecting() async throws {
         let app = try TestApp()
@@ -214,13 +235,22 @@ struct CLIBehaviourTests {
     }
 }
 
-/// A server that answers every connection with the same bytes: something that is not Jotter.
+/// A server that answers every connection with the same bytes (something that is not Jotter),
+/// or as `handle` does.
 final class PlainServer: @unchecked Sendable {
     let port: Int
     private let fd: Int32
     private let thread: Thread
 
-    init(answer: String) throws {
+    convenience init(answer: String) throws {
+        try self.init { client in
+            var buffer = [UInt8](repeating: 0, count: 65536)
+            _ = recv(client, &buffer, buffer.count, 0)
+            _ = answer.withCString { send(client, $0, strlen($0), Int32(MSG_NOSIGNAL)) }
+        }
+    }
+
+    init(handle: @escaping @Sendable (Int32) -> Void) throws {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         self.fd = fd
         var address = sockaddr_in()
@@ -237,9 +267,7 @@ final class PlainServer: @unchecked Sendable {
             while true {
                 let client = accept(listener, nil, nil)
                 if client < 0 { return }
-                var buffer = [UInt8](repeating: 0, count: 65536)
-                _ = recv(client, &buffer, buffer.count, 0)
-                _ = answer.withCString { send(client, $0, strlen($0), Int32(MSG_NOSIGNAL)) }
+                handle(client)
                 close(client)
             }
         }
