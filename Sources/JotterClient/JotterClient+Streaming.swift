@@ -29,7 +29,7 @@ extension JotterClient {
         if SocketExchange.handles(request.url) {
             let events = SocketExchange.run(request, headers: sessionHeaders,
                                             body: body.map { .segments($0.segments, length: $0.contentLength) } ?? .none,
-                                            idleTimeout: configuration.requestTimeout)
+                                            idleTimeout: configuration.requestTimeout, counter: sockets)
             return try await stream(events, url: request.url, sent: sent, response: response, data: data)
         }
         #endif

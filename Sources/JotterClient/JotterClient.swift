@@ -44,6 +44,10 @@ public final class JotterClient: Sendable {
     public let configuration: Configuration
     let session: URLSession
     let tasks: TaskRouter
+    #if canImport(FoundationNetworking)
+    /// Exchanges over a plain socket still running (`SocketExchange`).
+    let sockets = SocketExchange.Counter()
+    #endif
 
     /// A client for the server at `baseURL`.
     ///

@@ -2,6 +2,7 @@
 import Foundation
 import FoundationNetworking
 import Glibc
+import Synchronization
 
 /// One HTTP/1.1 exchange over a plain POSIX socket, on a thread of its own: for what URLSession
 /// on Linux does badly over `http://`.
@@ -55,15 +56,24 @@ final class SocketExchange: @unchecked Sendable {
         close(wake.write)
     }
 
+    /// Exchanges whose thread is still running, for one client.
+    final class Counter: Sendable {
+        private let count = Atomic<Int>(0)
+        var value: Int { count.load(ordering: .acquiring) }
+        func add(_ delta: Int) { count.add(delta, ordering: .acquiringAndReleasing) }
+    }
+
     /// Starts the exchange and returns what it reports; ending the iteration early cancels it.
     static func run(_ request: URLRequest, headers: [String: String], body: Body = .none,
-                    idleTimeout: Double) -> AsyncThrowingStream<TaskEvent, any Error> {
+                    idleTimeout: Double, counter: Counter) -> AsyncThrowingStream<TaskEvent, any Error> {
         let exchange = SocketExchange(request: request, extraHeaders: headers, body: body, idleTimeout: idleTimeout)
         let (stream, continuation) = AsyncThrowingStream.makeStream(of: TaskEvent.self, throwing: (any Error).self)
         continuation.onTermination = { termination in
             if case .cancelled = termination { exchange.cancel() }
         }
+        counter.add(1)
         let thread = Thread {
+            defer { counter.add(-1) }
             // `sendfile` to a peer that closed raises SIGPIPE (it has no MSG_NOSIGNAL): blocked on
             // this thread, it stays pending here and goes with the thread, and the call fails with EPIPE.
             var pipeSignal = sigset_t()
