@@ -224,9 +224,9 @@ struct CLIBehaviourTests {
             await JotterCommandLine.run(["notes", "watch"], environment: ["JOTTER_SERVER": "127.0.0.1:\(app.port)"], console: captured.console)
         }
         _ = try await JotterClient(baseURL: app.baseURL).notes.create("seen")
-        for _ in 0..<500 where captured.out.withLock({ $0.isEmpty }) { try await Task.sleep(for: .milliseconds(10)) }
+        for _ in 0..<1500 where captured.out.withLock({ $0.isEmpty }) { try await Task.sleep(for: .milliseconds(10)) }
         app.stop()
-        for _ in 0..<500 where captured.err.withLock({ $0.isEmpty }) { try await Task.sleep(for: .milliseconds(10)) }
+        for _ in 0..<1500 where captured.err.withLock({ $0.isEmpty }) { try await Task.sleep(for: .milliseconds(10)) }
         watching.cancel()
         #expect(await watching.value == ExitCode.success)
         let err = captured.err.withLock { $0 }
