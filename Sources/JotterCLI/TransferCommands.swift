@@ -2,6 +2,7 @@ import JotterCLICore
 import Foundation
 import JotterAPI
 import JotterClient
+import Synchronization
 
 /// `jotter upload PATH… [--note ID]`: stores files on the server, streamed from disk.
 struct UploadCommand: AsyncCommand {
@@ -116,10 +117,12 @@ struct DownloadCommand: AsyncCommand {
         let upload = try await client.uploads.get(id)
         let path = output ?? Self.safeName(upload.filename)
         let bar = ProgressBar(label: path, console: console)
+        let start = Mutex<Int64?>(nil)  // the first report: what an earlier attempt left
         let result: DownloadResult
         do {
             result = try await client.uploads.download(id, to: URL(fileURLWithPath: path), replacing: force) { progress in
-                bar.update(completed: progress.completed, total: progress.total)
+                let offset = start.withLock { first in first ?? { first = progress.completed; return progress.completed }() }
+                bar.update(completed: progress.completed, total: progress.total, startedAt: offset)
             }
         } catch let error where error.kind == .destinationExists {
             bar.finish()

@@ -124,6 +124,7 @@ extension JotterClient.Uploads {
 
     /// One `GET` of the content from byte `offset` (`Range` in `request` when it is not 0):
     /// `restart` when the server sends the whole content instead, then every chunk to `write`.
+    /// Progress is reported once where the transfer starts, then after each chunk.
     private func fetch(_ request: URLRequest, upload: Upload, from offset: Int64, progress: (@Sendable (TransferProgress) -> Void)?,
                        restart: () throws(JotterClientError) -> Void,
                        write: (Data) throws(JotterClientError) -> Void) async throws(JotterClientError) {
@@ -135,6 +136,8 @@ extension JotterClient.Uploads {
                 completed = 0
                 try restart()
             }
+            // Where this transfer starts: a rate counts only what is fetched now.
+            progress?(TransferProgress(completed: completed, total: upload.size))
         }) { chunk throws(JotterClientError) in
             try write(chunk)
             completed += Int64(chunk.count)

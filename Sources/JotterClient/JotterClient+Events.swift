@@ -110,7 +110,7 @@ struct EventSubscription {
         var opened = false  // a connection was established at least once
         var failures = 0    // consecutive failed attempts
         while true {
-            var reason = JotterClientError.invalidResponse("the server ended the event stream")
+            var reason = JotterClientError(kind: .transport, message: "the server ended the event stream")
             do {
                 try await connect(deliver) {
                     opened = true
