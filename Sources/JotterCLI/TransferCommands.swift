@@ -73,8 +73,8 @@ struct DownloadCommand: AsyncCommand {
     static let summary = "Download an upload (resumes an interrupted download)."
     static let usage = "jotter download ID [-o PATH|-] [--force] [options]"
     static let about = """
-    Saves the upload's content to PATH (default: its file name, in this folder), or writes it
-    to standard output with -o -. The bytes are checked against the upload's SHA-256 before
+    Saves the upload's content to PATH (default: its file name, in this folder; a PATH that is
+    a folder gets it under its file name), or writes it to standard output with -o -. The bytes are checked against the upload's SHA-256 before
     the file takes its name; an interrupted download is resumed from where it stopped. A
     different file already at PATH is left untouched unless --force; one that already is
     this upload is not fetched again.
@@ -115,7 +115,11 @@ struct DownloadCommand: AsyncCommand {
             return ExitCode.success
         }
         let upload = try await client.uploads.get(id)
-        let path = output ?? Self.safeName(upload.filename)
+        var path = output ?? Self.safeName(upload.filename)
+        var isFolder: ObjCBool = false
+        if FileManager.default.fileExists(atPath: path, isDirectory: &isFolder), isFolder.boolValue {
+            path = URL(fileURLWithPath: path).appendingPathComponent(Self.safeName(upload.filename)).path  // into the folder, as cp does
+        }
         let bar = ProgressBar(label: path, console: console)
         let start = Mutex<Int64?>(nil)  // the first report: what an earlier attempt left
         let result: DownloadResult

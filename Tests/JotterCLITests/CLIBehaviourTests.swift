@@ -138,6 +138,9 @@ struct CLIBehaviourTests {
             #expect(try Data(contentsOf: target) == Data(contentsOf: source))
             let again = await jotter(["download", upload.id, "-o", target.path], app: app)
             #expect(again.out == "\(target.path) already is \(upload.id) (same SHA-256): nothing to download\n")
+            let intoFolder = await jotter(["download", upload.id, "-o", folder.path], app: app)
+            #expect(intoFolder.status == 0, "\(intoFolder.err)")
+            #expect(intoFolder.out == "\(folder.path)/utf8.txt already is \(upload.id) (same SHA-256): nothing to download\n")
 
             let bytes = Mutex<[UInt8]>([])
             let captured = Captured()
