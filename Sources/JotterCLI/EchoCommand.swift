@@ -6,7 +6,10 @@ import JotterClient
 struct EchoCommand: AsyncCommand {
     static let name = "echo"
     static let summary = "Send a request to /echo and show what the server received."
-    static let usage = "jotter echo [-X METHOD] [-H 'Name: value']… [-q key=value]… [-d key=value|@file]… [-F field=value|field=@path[;type=…]]… [--json-body '{…}'|@file]"
+    static let usage = """
+    jotter echo [-X METHOD] [-H 'Name: value']… [-q key=value]… [-d key=value|@file]…
+                       [-F field=value|field=@path[;type=…]]… [--json-body '{…}'|@file]
+    """
     static let about = """
     Sends one request to /echo and prints the server's view of it as JSON (method, args,
     form, files with size and SHA-256, json, data, headers), as curl would send it: -d fields

@@ -48,8 +48,14 @@ package struct Option: Sendable {
         options.map { option in
             let head = "  " + option.names.joined(separator: ", ") + (option.value.map { " " + $0 } ?? "")
             var text = option.help
-            let notes = [option.environment, option.defaultValue.map { "default \($0)" }].compactMap { $0 }
-            if !notes.isEmpty { text += " (" + notes.joined(separator: ", ") + ")" }
+            // A flag's variable is set to 1 (or true, yes).
+            let variable = option.environment.map { option.value == nil ? $0 + "=1" : $0 }
+            let notes = [variable, option.defaultValue.map { "default \($0)" }].compactMap { $0 }
+            if !notes.isEmpty {
+                let period = text.hasSuffix(".")
+                if period { text.removeLast() }
+                text += " (" + notes.joined(separator: ", ") + ")" + (period ? "." : "")
+            }
             let column = 32
             var lines: [String] = []
             var line = head.count < column ? head + String(repeating: " ", count: column - head.count) : head
