@@ -22,11 +22,11 @@ struct ContentHash: ~Copyable {
     init() {}
 
     mutating func update(_ bytes: UnsafeRawBufferPointer) {
-        guard let base = bytes.baseAddress, bytes.count > 0 else { return }
+        guard bytes.count > 0 else { return }
         #if canImport(CryptoKit)
         hash.update(bufferPointer: bytes)
         #else
-        EVP_DigestUpdate(context, base, bytes.count)
+        EVP_DigestUpdate(context, bytes.baseAddress, bytes.count)
         #endif
     }
 

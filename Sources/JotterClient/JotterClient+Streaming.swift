@@ -38,7 +38,9 @@ extension JotterClient {
     }
 
     /// The headers the session adds to every request.
-    var sessionHeaders: [String: String] {
+    var sessionHeaders: [String: String] { Self.sessionHeaders(configuration) }
+
+    static func sessionHeaders(_ configuration: Configuration) -> [String: String] {
         configuration.headers.merging(["User-Agent": configuration.userAgent]) { mine, _ in mine }
     }
 

@@ -65,7 +65,7 @@ public final class JotterClient: Sendable {
         settings.requestCachePolicy = .reloadIgnoringLocalCacheData
         settings.urlCache = nil
         settings.httpShouldSetCookies = false
-        settings.httpAdditionalHeaders = configuration.headers.merging(["User-Agent": configuration.userAgent]) { mine, _ in mine }
+        settings.httpAdditionalHeaders = Self.sessionHeaders(configuration)
         tasks = TaskRouter()
         session = URLSession(configuration: settings, delegate: tasks, delegateQueue: nil)
     }
