@@ -175,6 +175,10 @@ public enum JotterCommandLine {
             let failure = CommandFailure(client)
             console.err("error: \(failure.message)\n")
             return failure.status
+        case let foundation as CocoaError:
+            // Its description is a dump of its fields; its localized description is a sentence.
+            console.err("error: \(foundation.localizedDescription)\n")
+            return ExitCode.failure
         default:
             return console.report(error, command: command)
         }

@@ -76,6 +76,17 @@ struct CLITests {
         #expect(try Arguments(["--", "--help", "-x"], options: [], environment: [:]).positionals() == ["--help", "-x"])
     }
 
+    @Test("a Foundation error is reported as its sentence, not a dump of its fields")
+    func foundationError() {
+        let captured = Captured()
+        let status = JotterCommandLine.report(CocoaError(.fileWriteNoPermission, userInfo: [NSFilePathErrorKey: "/x/y"]),
+                                              command: "jotter notes edit", console: captured.console)
+        let text = captured.err.withLock { $0 }
+        #expect(status == ExitCode.failure)
+        #expect(text.hasPrefix("error: ") && text.hasSuffix("\n") && text.split(separator: "\n").count == 1, "\(text)")
+        #expect(!text.contains("CocoaError") && !text.contains("userInfo"), "\(text)")
+    }
+
     @Test("serve --data on a file says so in words")
     func dataIsAFile() throws {
         let folder = try scratchFolder()
