@@ -83,3 +83,11 @@ int jotter_mhd_connection_fd(struct MHD_Connection *connection) {
     const union MHD_ConnectionInfo *info = MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CONNECTION_FD);
     return info ? (int)info->connect_fd : -1;
 }
+
+void jotter_mhd_skip_query_arguments(const char *uri) {
+    /* libmicrohttpd found the '?' before calling the URI-log callback and parses the
+       arguments from the byte after it once the callback returns; the target lies in the
+       connection's own (writable) read buffer. */
+    char *query = strchr(uri, '?');
+    if (query != NULL) query[1] = '\0';
+}

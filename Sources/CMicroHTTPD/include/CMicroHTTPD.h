@@ -43,6 +43,13 @@ int jotter_mhd_connection_fd(struct MHD_Connection *connection);
 /// Sets a per-connection idle timeout in seconds (0: none), e.g. for long-lived event streams.
 void jotter_mhd_set_connection_timeout(struct MHD_Connection *connection, unsigned int seconds);
 
+/// Called from the URI-log callback with the request-target libmicrohttpd is about to parse:
+/// ends its query right after the '?', so libmicrohttpd stores no GET arguments. We read the
+/// query from the target ourselves; libmicrohttpd 0.9.75 allocates one record per argument
+/// from the connection's memory pool and, when the pool runs out there, queues a 431 it then
+/// never sends (the connection hangs until the idle timeout and its request never completes).
+void jotter_mhd_skip_query_arguments(const char *uri);
+
 /// A response whose body is a copy of `size` bytes at `data`.
 struct MHD_Response *jotter_mhd_response_copy(size_t size, const void *data);
 

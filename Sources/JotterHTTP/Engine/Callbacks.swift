@@ -11,6 +11,7 @@ func engineURILog(_ cls: UnsafeMutableRawPointer?, _ uri: UnsafePointer<CChar>?,
     let server = Unmanaged<HTTPServer>.fromOpaque(cls!).takeUnretainedValue()
     server.inFlight.add(1, ordering: .relaxed)
     let target = uri.map { String(validatingCString: $0) ?? String(decoding: UnsafeRawBufferPointer(start: $0, count: strlen($0)), as: UTF8.self) } ?? ""
+    if let uri { jotter_mhd_skip_query_arguments(uri) }
     let lifecycle = RequestLifecycle(router: server.router, limits: server.limits, target: target,
                                      remoteAddress: String(cString: jotter_mhd_client_address(connection)))
     return Unmanaged.passRetained(RequestState(lifecycle: lifecycle)).toOpaque()
@@ -59,8 +60,9 @@ func engineAccessHandler(_ cls: UnsafeMutableRawPointer?, _ connection: OpaquePo
     }
     if !state.headersRead {
         state.headersRead = true
+        let read = readHeaders(connection)
         let action = lifecycle.headerComplete(method: method.map { String(cString: $0) } ?? "", version: version.map { String(cString: $0) } ?? "",
-                                              headers: readHeaders(connection))
+                                              headers: read.headers, folded: read.folded)
         return server.perform(action, state: state, connection: connection)
     }
     let size = uploadDataSize.pointee
@@ -84,19 +86,38 @@ func engineAccessHandler(_ cls: UnsafeMutableRawPointer?, _ connection: OpaquePo
 }
 
 /// Every header field of the request, in order, with exact lengths (a NUL inside a value stays
-/// visible to the framing check).
-private func readHeaders(_ connection: OpaquePointer) -> HTTPHeaders {
-    var headers = HTTPHeaders()
-    withUnsafeMutablePointer(to: &headers) { pointer in
+/// visible to the framing check), and whether a field was continued by obsolete line folding.
+///
+/// libmicrohttpd 0.9.75 parses the header section in place: a field's value lies just after
+/// its name, separated by the NUL that replaced the colon and any spaces or tabs. A folded line
+/// (one starting with a space or tab) is appended to the previous field's *name*, which
+/// libmicrohttpd copies to a new block further on in the connection's pool — so a name that
+/// does not sit just before its value was folded.
+private func readHeaders(_ connection: OpaquePointer) -> (headers: HTTPHeaders, folded: Bool) {
+    var read = (headers: HTTPHeaders(), folded: false)
+    withUnsafeMutablePointer(to: &read) { pointer in
         _ = MHD_get_connection_values_n(connection, .HEADER_KIND, { cls, kind, key, keySize, value, valueSize in
-            let headers = cls!.assumingMemoryBound(to: HTTPHeaders.self)
+            let read = cls!.assumingMemoryBound(to: (headers: HTTPHeaders, folded: Bool).self)
             let name = key.map { String(decoding: UnsafeRawBufferPointer(start: $0, count: keySize), as: UTF8.self) } ?? ""
             let text = value.map { String(decoding: UnsafeRawBufferPointer(start: $0, count: valueSize), as: UTF8.self) } ?? ""
-            headers.pointee.add(name, text)
+            if let key, let value, !valueFollowsName(key, keySize, value) { read.pointee.folded = true }
+            read.pointee.headers.add(name, text)
             return .YES
         }, pointer)
     }
-    return headers
+    return read
+}
+
+/// True when `value` starts right after `key`'s terminating NUL and optional spaces or tabs.
+private func valueFollowsName(_ key: UnsafePointer<CChar>, _ keySize: Int, _ value: UnsafePointer<CChar>) -> Bool {
+    let end = key + keySize
+    guard value > end, value - end <= 8192, end.pointee == 0 else { return false }
+    var byte = end + 1
+    while byte < value {
+        guard byte.pointee == 0x20 || byte.pointee == 0x09 else { return false }
+        byte += 1
+    }
+    return true
 }
 
 extension HTTPServer {

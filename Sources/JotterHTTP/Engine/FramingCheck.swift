@@ -2,10 +2,26 @@
 /// run on the first access-handler call, before any body byte is read. A failure closes the
 /// connection, so nothing can be smuggled behind the request.
 enum FramingCheck {
-    /// The first framing error of a request, if any.
-    static func check(method: String, target: String, version: String, headers: HTTPHeaders) -> HTTPError? {
+    /// The longest request-target answered normally (longer: `414`).
+    static let maxTargetLength = 8000
+    /// The largest request head answered normally (larger: `431`), counted as libmicrohttpd
+    /// stores it in the connection's memory: the request line, each field's bytes, and a
+    /// 64-byte record per field. Well below `HTTPServer.Configuration.connectionMemory`, so
+    /// there is room left there to build the refusal.
+    static let maxHeadSize = 10 << 10
+    static let fieldRecordSize = 64
+
+    /// The first framing error of a request, if any. `folded`: a header line was continued by
+    /// obsolete line folding (RFC 9112 §5.2), which is refused.
+    static func check(method: String, target: String, version: String, headers: HTTPHeaders, folded: Bool = false) -> HTTPError? {
         guard !method.isEmpty, method.utf8.allSatisfy(isTokenByte) else {
             return reject("the request method is not a valid token")
+        }
+        if target.utf8.count > maxTargetLength {
+            return HTTPError(.uriTooLong, detail: "the request-target is longer than \(maxTargetLength) bytes", closesConnection: true)
+        }
+        if folded {
+            return reject("a header line starts with a space or tab (obsolete line folding is not accepted)")
         }
         if target.utf8.contains(where: { $0 <= 0x20 || $0 == 0x7F }) {
             return reject("the request-target contains a space or control character")
@@ -16,7 +32,9 @@ enum FramingCheck {
         var contentLengths: [String] = []
         var transferEncodings: [String] = []
         var hosts: [String] = []
+        var headSize = method.utf8.count + target.utf8.count + version.utf8.count + 4
         for field in headers {
+            headSize += field.name.utf8.count + field.value.utf8.count + 4 + fieldRecordSize
             guard !field.name.isEmpty, field.name.utf8.allSatisfy(isTokenByte) else {
                 return reject("invalid header field name '\(Logger.sanitize(field.name))' (whitespace before the colon or a forbidden character)")
             }
@@ -30,6 +48,10 @@ enum FramingCheck {
             } else if HTTPHeaders.equal(field.name, "Transfer-Encoding") {
                 transferEncodings.append(field.value)
             }
+        }
+        if headSize > maxHeadSize {
+            return HTTPError(.requestHeaderFieldsTooLarge, detail: "the request's header section is too large (at most \(maxHeadSize) bytes, counting \(fieldRecordSize) per field)",
+                             closesConnection: true)
         }
         if !transferEncodings.isEmpty {
             if !contentLengths.isEmpty {

@@ -76,10 +76,10 @@ final class RequestLifecycle {
 
     // MARK: - Events
 
-    /// The header section is complete.
-    func headerComplete(method: String, version: String, headers: HTTPHeaders) -> Action {
+    /// The header section is complete; `folded` when a field was continued by obsolete line folding.
+    func headerComplete(method: String, version: String, headers: HTTPHeaders, folded: Bool = false) -> Action {
         var head = RequestHead(method: HTTPMethod(method), target: target, version: version, headers: headers, remoteAddress: remoteAddress)
-        if let error = FramingCheck.check(method: method, target: target, version: version, headers: headers) {
+        if let error = FramingCheck.check(method: method, target: target, version: version, headers: headers, folded: folded) {
             self.head = head
             return refuse(error, stack: router.stack, ranHeads: false, now: true)
         }
