@@ -7,6 +7,30 @@
 #include <sys/socket.h>
 #include <microhttpd.h>
 
+/// Bounds how long a connection may take to send a request's header section, and keeps room
+/// in the connection table for new clients: see `jotter_guard_create`.
+typedef struct jotter_guard jotter_guard;
+
+/// A guard for one daemon. A connection must complete each request's header section within
+/// `header_timeout_ms` of opening (or of its previous request's end, for keep-alive); a sweep
+/// every 250 ms shuts down those that don't. When more than `soft_limit` connections are open,
+/// each new one shuts down the connection that has waited longest for its header section
+/// (slow senders and idle keep-alive connections go first, requests being served never).
+jotter_guard *jotter_guard_create(unsigned int header_timeout_ms, unsigned int soft_limit);
+
+/// Stops the sweep and frees the guard; call after `MHD_stop_daemon`.
+void jotter_guard_destroy(jotter_guard *guard);
+
+/// Connections shut down so far for taking too long over their header section, and to make room.
+unsigned long jotter_guard_timed_out(jotter_guard *guard);
+unsigned long jotter_guard_evicted(jotter_guard *guard);
+
+/// The connection's header section is complete (first access-handler call).
+void jotter_mhd_headers_received(struct MHD_Connection *connection);
+
+/// The connection's request is over; its next header section is awaited.
+void jotter_mhd_request_finished(struct MHD_Connection *connection);
+
 /// Everything `jotter_mhd_start` needs; Swift fills it in, C turns it into MHD options.
 typedef struct jotter_mhd_config {
     int listen_fd;                    /* an already bound and listening socket */
@@ -22,6 +46,7 @@ typedef struct jotter_mhd_config {
     void *uri_log_cls;
     MHD_RequestCompletedCallback completed;
     void *completed_cls;
+    jotter_guard *guard;              /* required */
 } jotter_mhd_config;
 
 /// Starts a daemon with an internal epoll thread (or pool) on `config->listen_fd`.

@@ -25,6 +25,7 @@ func engineRequestCompleted(_ cls: UnsafeMutableRawPointer?, _ connection: Opaqu
     let server = Unmanaged<HTTPServer>.fromOpaque(cls!).takeUnretainedValue()
     let state = Unmanaged<RequestState>.fromOpaque(raw).takeRetainedValue()
     server.watchdog.forget(state)
+    if let connection { jotter_mhd_request_finished(connection) }
     server.inFlight.subtract(1, ordering: .releasing)
     if let waker = state.waker {
         waker.close()
@@ -60,15 +61,19 @@ func engineAccessHandler(_ cls: UnsafeMutableRawPointer?, _ connection: OpaquePo
     }
     if !state.headersRead {
         state.headersRead = true
+        jotter_mhd_headers_received(connection)
         let read = readHeaders(connection)
         let action = lifecycle.headerComplete(method: method.map { String(cString: $0) } ?? "", version: version.map { String(cString: $0) } ?? "",
                                               headers: read.headers, folded: read.folded)
+        if case .proceed = action, lifecycle.head?.hasBody == true {
+            server.watchdog.begin(state, fd: jotter_mhd_connection_fd(connection))
+        }
         return server.perform(action, state: state, connection: connection)
     }
     let size = uploadDataSize.pointee
     if size > 0 {
         uploadDataSize.pointee = 0
-        server.watchdog.activity(state, fd: jotter_mhd_connection_fd(connection))
+        server.watchdog.activity(state, fd: jotter_mhd_connection_fd(connection), count: size)
         return server.perform(lifecycle.receive(UnsafeRawBufferPointer(start: uploadData, count: size)), state: state, connection: connection)
     }
     server.watchdog.forget(state)  // the body is complete

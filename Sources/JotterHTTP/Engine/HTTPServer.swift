@@ -30,6 +30,12 @@ public final class HTTPServer: Sendable {
         /// a head over 10 KiB (`431`; a target over 8,000 bytes `414`) while there is still
         /// room here to build the answer, so keep it at 12 KiB or more.
         public var connectionMemory: Int
+        /// Seconds a connection may take to send a request's header section, counted from its
+        /// opening or from its previous request's end (as nginx's `client_header_timeout`).
+        public var headerTimeout: Double = 10
+        /// Bytes per second a request body must average once `headerTimeout` has passed since
+        /// its header section; a slower body is cut (0: no minimum).
+        public var minimumBodyRate = 512
         /// Seconds `shutdown()` waits for requests in flight.
         public var shutdownGracePeriod: Double
         /// Bytes of all file parts of one multipart request together.
@@ -70,7 +76,10 @@ public final class HTTPServer: Sendable {
     private let boundPort = Atomic<Int>(0)
     let inFlight = Atomic<Int>(0)
     let engine = EngineState()
-    let watchdog = BodyWatchdog()
+    let watchdog: BodyWatchdog
+    /// Keeps slow header sections from holding connections (see `jotter_guard_create`).
+    private let guardian = Mutex<Guard?>(nil)
+    struct Guard: @unchecked Sendable { let pointer: OpaquePointer }
     var wakers: WakerRegistry { engine.wakers }
     /// The limits every request's lifecycle works within.
     let limits: RequestLifecycle.Limits
@@ -79,6 +88,7 @@ public final class HTTPServer: Sendable {
         self.configuration = configuration
         self.router = router
         self.log = log
+        watchdog = BodyWatchdog(minimumRate: configuration.minimumBodyRate, grace: configuration.headerTimeout)
         limits = RequestLifecycle.Limits(maxBodySize: configuration.maxBodySize, maxUploadSize: configuration.maxUploadSize,
                                          maxParts: configuration.maxParts, temporaryDirectory: configuration.temporaryDirectory)
     }
@@ -98,7 +108,15 @@ public final class HTTPServer: Sendable {
         var config = jotter_mhd_config()
         config.listen_fd = fd
         config.threads = UInt32(max(1, configuration.threads))
-        config.connection_limit = UInt32(configuration.connectionLimit)
+        // Past the configured limit, each new connection pushes out the one that has waited
+        // longest for its header section; the engine's own limit leaves room for that.
+        let limit = max(1, configuration.connectionLimit)
+        config.connection_limit = UInt32(limit + max(16, limit / 10))
+        guard let guardPointer = jotter_guard_create(UInt32(max(0.001, configuration.headerTimeout) * 1000), UInt32(limit)) else {
+            close(fd)
+            throw ServerStartError(description: "cannot start the HTTP engine's connection guard")
+        }
+        config.guard = guardPointer
         config.per_ip_limit = UInt32(configuration.connectionsPerAddress)
         config.idle_timeout = UInt32(configuration.idleTimeout)
         config.connection_memory_limit = configuration.connectionMemory
@@ -112,11 +130,20 @@ public final class HTTPServer: Sendable {
         config.completed_cls = cls
         guard let started = jotter_mhd_start(&config) else {
             close(fd)
+            jotter_guard_destroy(guardPointer)
             throw ServerStartError(description: "cannot start the HTTP engine on \(ListeningSocket.display(configuration.host, configuration.port))")
         }
         boundPort.store(ListeningSocket.port(of: fd), ordering: .relaxed)
         watchdog.start()
+        guardian.withLock { $0 = Guard(pointer: guardPointer) }
         daemon.withLock { $0 = Daemon(pointer: started) }
+    }
+
+    /// Connections closed for taking longer than `headerTimeout` over a header section, and
+    /// pushed out to make room past `connectionLimit`.
+    public var slowConnectionsClosed: (timedOut: Int, evicted: Int, slowBodies: Int) {
+        let counts = guardian.withLock { current in current.map { (Int(jotter_guard_timed_out($0.pointer)), Int(jotter_guard_evicted($0.pointer))) } }
+        return (counts?.0 ?? 0, counts?.1 ?? 0, watchdog.slowBodies.load(ordering: .relaxed))
     }
 
     /// Stops accepting connections, lets requests in flight finish (up to the grace period),
@@ -138,6 +165,9 @@ public final class HTTPServer: Sendable {
         }
         daemon.withLock { $0 = nil }
         MHD_stop_daemon(current.pointer)
+        if let stopped = guardian.withLock({ current in defer { current = nil }; return current }) {
+            jotter_guard_destroy(stopped.pointer)
+        }
         watchdog.stop()
     }
 

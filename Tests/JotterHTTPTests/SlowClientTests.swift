@@ -1,0 +1,99 @@
+import Foundation
+import Glibc
+import Testing
+import JotterTestSupport
+
+/// Slow clients (slowloris): a header section or a body trickled a byte at a time is cut, and a
+/// full connection table still serves a client that sends its request at once.
+@Suite("Slow clients")
+struct SlowClientTests {
+    /// True once the server has closed `connection` (EOF or reset), without waiting.
+    private func closed(_ connection: RawHTTP) -> Bool {
+        var byte: UInt8 = 0
+        let count = recv(connection.fd, &byte, 1, Int32(MSG_PEEK | MSG_DONTWAIT))
+        return count == 0 || (count < 0 && errno == ECONNRESET)
+    }
+
+    /// Sends `bytes` one at a time every `interval` seconds until the server closes the
+    /// connection; the seconds that took, or nil if it stayed open for `limit` seconds.
+    private func trickle(_ bytes: [UInt8], on connection: RawHTTP, every interval: Double, limit: Double) -> Double? {
+        let start = Date.now
+        var index = 0
+        while Date.now.timeIntervalSince(start) < limit {
+            if closed(connection) { return Date.now.timeIntervalSince(start) }
+            _ = try? connection.send([bytes[index % bytes.count]])
+            index += 1
+            usleep(useconds_t(interval * 1_000_000))
+        }
+        return nil
+    }
+
+    @Test("a header section trickled a byte at a time is cut at the header timeout")
+    func slowHeaderSection() throws {
+        let fixture = try EngineFixture { $0.headerTimeout = 1 }
+        let connection = try fixture.connect()
+        try connection.send("GET /hello HTTP/1.1\r\nHost: x\r\n")
+        let after = trickle(Array("X-Slow: aaaaaaaa".utf8), on: connection, every: 0.2, limit: 4)
+        let seconds = try #require(after, "still open after 4 s")
+        #expect(seconds >= 0.7 && seconds < 2.5, "closed after \(seconds) s")
+        #expect(fixture.server.slowConnectionsClosed.timedOut >= 1)
+    }
+
+    @Test("an idle keep-alive connection gets the header timeout for its next request")
+    func keepAliveHeaderTimeout() throws {
+        let fixture = try EngineFixture { $0.headerTimeout = 1 }
+        let connection = try fixture.connect()
+        #expect(try connection.request("GET", "/hello").status == 200)
+        try connection.send("GET /hel")
+        let after = trickle(Array("lo".utf8), on: connection, every: 0.3, limit: 4)
+        #expect(after != nil, "still open after 4 s")
+    }
+
+    @Test("a body below the minimum rate is cut")
+    func slowBody() throws {
+        let fixture = try EngineFixture {
+            $0.headerTimeout = 1
+            $0.minimumBodyRate = 1000
+        }
+        let connection = try fixture.connect()
+        try connection.send("POST /body HTTP/1.1\r\nHost: x\r\nContent-Length: 100000\r\n\r\n")
+        let after = trickle(Array("0123456789".utf8), on: connection, every: 0.1, limit: 5)
+        let seconds = try #require(after, "still open after 5 s")
+        #expect(seconds >= 0.7 && seconds < 3, "closed after \(seconds) s")
+        #expect(fixture.server.slowConnectionsClosed.slowBodies == 1)
+        // A body at a normal rate is read whole.
+        let fast = try fixture.connect()
+        let response = try fast.request("POST", "/body", body: Array(repeating: 0x61, count: 100_000))
+        #expect(response.text == "POST 100000")
+    }
+
+    @Test("with the table full of slow senders from many addresses, a normal client is served")
+    func fullTable() throws {
+        let fixture = try EngineFixture {
+            $0.connectionLimit = 100
+            $0.connectionsPerAddress = 10
+            $0.headerTimeout = 60  // only the eviction can help within this test
+        }
+        var slow: [RawHTTP] = []
+        for address in 2...16 {  // 15 addresses × 10 = 150 slow connections for 100 places
+            for _ in 0..<10 {
+                let connection = try fixture.connect(from: "127.0.0.\(address)")
+                try connection.send("GET /hello HTTP/1.1\r\nHost: x\r\nX-Slow: ")
+                slow.append(connection)
+            }
+        }
+        usleep(200_000)
+        for attempt in 0..<10 {
+            let client = try fixture.connect(from: "127.0.0.200")
+            let response = try client.request("GET", "/hello")
+            #expect(response.status == 200, "attempt \(attempt)")
+            // The slow senders keep coming back.
+            let again = try fixture.connect(from: "127.0.0.\(2 + attempt)")
+            try again.send("GET /hello HTTP/1.1\r\nHost: x\r\n")
+            slow.append(again)
+        }
+        #expect(fixture.server.slowConnectionsClosed.evicted >= 50)
+        let open = slow.filter { !closed($0) }.count
+        #expect(open <= 100, "\(open) slow connections still open")
+    }
+}
