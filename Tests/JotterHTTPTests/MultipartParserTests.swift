@@ -124,9 +124,21 @@ struct MultipartParserTests {
         ("../../etc/passwd", "passwd"), ("/abs/path/x.png", "x.png"), ("C:\\Users\\me\\doc.pdf", "doc.pdf"),
         ("a\u{0}b\u{1F}c\u{7F}d.txt", "abcd.txt"), ("", "upload"), ("dir/", "upload"), ("\u{1}\u{2}", "upload"),
         ("été.txt", "été.txt"),
+        ("invoice\u{202E}fdp.exe", "invoicefdp.exe"), ("\u{2066}a\u{2069}\u{200F}\u{61C}.txt", "a.txt"),
+        (".", "upload"), ("..", "upload"), ("a/..", "upload"), ("\u{202E}..", "upload"), ("...", "..."), (".hidden", ".hidden"),
     ])
     func clean(_ raw: String, _ expected: String) {
         #expect(cleanFilename(raw) == expected)
+    }
+
+    @Test("a name ending in a backslash, as browsers send it (WHATWG), is read as it is", arguments: [
+        ("name=\"x\\\"", "x\\"), ("name=\"x\\\" ; filename=\"f\"", "x\\"), ("name=\"x\\\"; filename=\"f\"", "x\\"),
+        ("name=\"a\\\"b\"", "a\"b"), ("name=\"C:\\dir\\\"", "C:\\dir\\"),
+    ])
+    func trailingBackslash(_ parameters: String, _ expected: String) throws {
+        let body = "--XyZ\r\nContent-Disposition: form-data; \(parameters)\r\n\r\nv\r\n--XyZ--"
+        let parts = try Self.parse(body)
+        #expect(parts.first?.headers.name == expected)
     }
 
     @Test func longFilenamesAreCutAtACharacter() {

@@ -61,8 +61,11 @@ extension MultipartParser {
                     scalars.removeFirst()
                     if next == "\"" { closed = true; break }
                     // A backslash escapes only a quote or a backslash: browsers send Windows paths
-                    // (`C:\dir\file`) with their backslashes as they are.
-                    if next == "\\", let escaped = scalars.first, escaped == "\"" || escaped == "\\" {
+                    // (`C:\dir\file`) with their backslashes as they are. Browsers never escape
+                    // (WHATWG sends `"` as `%22`), so `name="x\"` is the name `x\`: a `\"` that
+                    // ends the parameter (only spaces, then `;` or the end, follow) closes it.
+                    if next == "\\", let escaped = scalars.first, escaped == "\"" || escaped == "\\",
+                       !(escaped == "\"" && Self.endsParameter(scalars.dropFirst())) {
                         scalars.removeFirst()
                         value.append(escaped)
                     } else {
@@ -76,6 +79,12 @@ extension MultipartParser {
             if parameters[key] == nil { parameters[key] = String(value) }
         }
         return (type, parameters)
+    }
+
+    /// True when only spaces or tabs, then `;` or the end, remain.
+    private static func endsParameter(_ rest: Substring.UnicodeScalarView.SubSequence) -> Bool {
+        let next = rest.first { $0 != " " && $0 != "\t" }
+        return next == nil || next == ";"
     }
 
     /// RFC 5987 `charset'language'percent-encoded` (UTF-8 or ISO-8859-1).
@@ -114,18 +123,28 @@ extension MultipartParser {
 }
 
 /// The client's file name made safe, as the contract says: the last segment after `/` or `\`,
-/// without U+0000–U+001F and U+007F, at most 255 UTF-8 bytes (cut at a character), and
-/// `upload` when nothing is left. It is metadata only — never a path on disk.
+/// without U+0000–U+001F, U+007F and the bidirectional controls (U+061C, U+200E, U+200F,
+/// U+202A–U+202E, U+2066–U+2069, which make `invoice\u{202E}fdp.exe` show as
+/// "invoiceexe.pdf"), at most 255 UTF-8 bytes (cut at a character), and `upload` when nothing
+/// — or only `.` or `..` — is left. It is metadata only — never a path on disk.
 public func cleanFilename(_ name: String) -> String {
     let last = name.split(omittingEmptySubsequences: false) { $0 == "/" || $0 == "\\" }.last.map(String.init) ?? ""
     var cleaned = String.UnicodeScalarView()
     var bytes = 0
-    for scalar in last.unicodeScalars where scalar.value >= 0x20 && scalar.value != 0x7F {
+    for scalar in last.unicodeScalars where scalar.value >= 0x20 && scalar.value != 0x7F && !isBidiControl(scalar) {
         let length = String(scalar).utf8.count
         if bytes + length > 255 { break }
         cleaned.append(scalar)
         bytes += length
     }
     let result = String(cleaned)
-    return result.isEmpty ? "upload" : result
+    return result.isEmpty || result == "." || result == ".." ? "upload" : result
+}
+
+/// The Unicode bidirectional formatting characters (UAX #9).
+private func isBidiControl(_ scalar: Unicode.Scalar) -> Bool {
+    switch scalar.value {
+    case 0x061C, 0x200E, 0x200F, 0x202A...0x202E, 0x2066...0x2069: true
+    default: false
+    }
 }
