@@ -11,6 +11,7 @@ Jotter (`jotter-server`, the process `jotter serve` becomes) and nginx (`return 
 the same `GET /hello?name=Bob`; jotter also answers `GET /notes/{id}`, `GET /notes?limit=100`
 and `POST /notes` (a durable write) on notes it was seeded with."""
 import os, random, re, shutil, socket, statistics, subprocess, time
+from typing import Optional
 
 from harness import (BUILD, BenchError, ForeignLoad, f0, jotter_argv, machine_info, nginx_argv,
                      now, reproduce_command, sh, start_server)
@@ -200,8 +201,10 @@ def start_jotter(args, tmp: str, out_dir: str):
     server = jotter_server_binary(args)
     serve = jotter_argv(args, os.path.join(tmp, "jotter-data"))
     argv = lambda port: callgrind_argv(out_dir, [server, *serve(port)[2:]])  # drop jotter serve
+    # Swift seeds its hash function per process; a fixed seed makes dictionary probes, and so
+    # the counts, repeat from one run to the next (the cost is the same on average).
     return start_server("jotter", argv, tmp, max(args.start_timeout, 120.0),
-                        log_name="jotter-callgrind")
+                        env={"SWIFT_DETERMINISTIC_HASHING": "1"}, log_name="jotter-callgrind")
 
 
 def start_nginx(args, tmp: str, out_dir: str):
@@ -314,6 +317,31 @@ def function_table(rows: list, n: int, total: int, what: str) -> list:
 
 # ------------------------------------------------------------ reporting ---
 
+def previous_run(path: str) -> Optional[dict]:
+    """The figures of this scenario's section in `path` as the last run left them:
+    {"when", "commit", "rows": {label: (jotter Ir, nginx Ir or None)}}, or None."""
+    try:
+        with open(path) as f:
+            doc = f.read()
+    except OSError:
+        return None
+    start, end = f"<!-- bench:{NAME}:start -->", f"<!-- bench:{NAME}:end -->"
+    if start not in doc or end not in doc:
+        return None
+    section = doc[doc.index(start):doc.index(end)]
+    when = re.search(r"^(\d{4}-\d\d-\d\d \d\d:\d\d \S+)\.", section, re.M)
+    commit = re.search(r"jotter commit (\w+)( \(\+ uncommitted changes\))?", section)
+    rows = {}
+    for m in re.finditer(r"^\| (`[^|]+`[^|]*) \| [\d,]+ \| ([\d,]+) \| [\d,]+ \| ([\d,]+|—) \|",
+                         section, re.M):
+        nginx = None if m[3] == "—" else int(m[3].replace(",", ""))
+        rows[m[1]] = (int(m[2].replace(",", "")), nginx)
+    if not rows:
+        return None
+    return {"when": when[1] if when else "?", "commit": commit[0] if commit else "?",
+            "rows": rows}
+
+
 def median(runs: list) -> float:
     return statistics.median(runs)
 
@@ -363,6 +391,19 @@ def render(res: dict, loads: list, args) -> tuple:
         f"Other processes kept {res['busy']:.2f} of the {os.cpu_count()} cores busy on average "
         f"during this run; instruction counts do not depend on that.",
     ]
+    prev = res.get("previous")
+    if prev:
+        diffs = []
+        for load in loads:
+            if load.label not in prev["rows"]:
+                continue
+            pj, pn = prev["rows"][load.label]
+            d = f"{load.label} jotter {100 * (median(j[load.key]['runs']) / pj - 1):+.2f}%"
+            if pn and load.key in n:
+                d += f", nginx {100 * (median(n[load.key]['runs']) / pn - 1):+.2f}%"
+            diffs.append(d)
+        lines.insert(-2, f"- against the previous run in this file ({prev['when']}, "
+                         f"{prev['commit']}): " + "; ".join(diffs))
     table = "\n".join(lines)
 
     h = j["hello"]
@@ -462,6 +503,7 @@ def run(args, tmp: str) -> tuple:
     all_loads = [Load(k, l, None, None, res["jotter"][k]["n"], 0) for k, l in
                  (("hello", "`GET /hello?name=Bob`"), ("note", "`GET /notes/{id}`"),
                   ("list", "`GET /notes?limit=100`"), ("post", "`POST /notes` (durable write)"))]
+    res["previous"] = previous_run(args.output)
     table, detail = render(res, all_loads, args)
 
     command = reproduce_command(args, NAME, [
