@@ -481,16 +481,15 @@ def run(args, tmp: str) -> tuple:
                     got = res[name].setdefault(load.key, {"runs": [], "n": r["n"]})
                     got["runs"] += r["runs"]
                     if rnd == 0:
+                        os.makedirs(BUILD, exist_ok=True)
+                        shutil.copy(r["dump"], os.path.join(BUILD, f"callgrind.out.{name}-{load.key}"))
                         self_rows = annotate(r["dump"], inclusive=False)
                         got["memset"] = sum(ir for ir, fn, _ in self_rows
                                             if re.match(r"(__)?memset", fn)) / r["n"]
                         if name == "jotter" and load.key == "hello":
-                            os.makedirs(BUILD, exist_ok=True)
-                            keep = os.path.join(BUILD, "callgrind.out.jotter-hello")
-                            shutil.copy(r["dump"], keep)
                             got.update(self=self_rows, total=dump_total(r["dump"]),
                                        inclusive=annotate(r["dump"], inclusive=True),
-                                       memset_callers=memset_callers(r["dump"]), kept=keep)
+                                       memset_callers=memset_callers(r["dump"]))
                 if rnd == 0:
                     res["idle_s"] = 2.0
                     res[name]["idle"] = idle_window(srv, out_dir, res["idle_s"])
@@ -528,8 +527,9 @@ def run(args, tmp: str) -> tuple:
         f"Machine: {machine_info(('nginx', 'sqlite'))}; {valgrind}; libmicrohttpd {mhd}.\n\n"
         f"{table}\n\n"
         f"{detail}\n\n"
-        f"The dump of jotter's hello window is kept in `bench/.build/callgrind.out.jotter-hello` "
-        f"(`callgrind_annotate --inclusive=yes` it, or open it in KCachegrind).\n\n"
+        f"The last window of each row is kept as `bench/.build/callgrind.out.SERVER-KIND` "
+        f"(`jotter-hello`, `jotter-note`, `jotter-list`, `jotter-post`, `nginx-hello`): "
+        f"`callgrind_annotate --inclusive=yes` it, or open it in KCachegrind.\n\n"
         f"To reproduce (after `scripts/install-bench-deps`; `make bench "
         f"BENCH_ARGS=\"--scenario {NAME}\"` builds and runs it):\n\n```\n{command}\n```")
     return table, section
