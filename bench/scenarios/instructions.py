@@ -21,6 +21,8 @@ TITLE = "user-space instructions per request (callgrind)"
 HELLO_TARGET, NOTE_TARGET = 2.5, 1.5   # issue 9: hello <= 2.5x nginx, note <= 1.5x hello
 TOOLS = ("valgrind", "callgrind_control", "callgrind_annotate", "nginx")
 TOP = 15                               # functions listed for jotter hello
+LABELS = {"hello": "`GET /hello?name=Bob`", "note": "`GET /notes/{id}`",
+          "list": "`GET /notes?limit=100`", "post": "`POST /notes` (durable write)"}
 REPORTS_LOAD = True                    # run.py: the section tells how busy the machine was
 
 
@@ -493,7 +495,6 @@ def run(args, tmp: str) -> tuple:
     print(f"scenario instructions: {TITLE}; {args.threads} worker(s), {n} requests per window, "
           f"{args.instr_windows} windows, {args.rounds} round(s)", flush=True)
     res = {"jotter": {}, "nginx": {}}
-    loads = []
     for rnd in range(args.rounds):
         if args.rounds > 1:
             print(f"round {rnd + 1}/{args.rounds}", flush=True)
@@ -505,7 +506,7 @@ def run(args, tmp: str) -> tuple:
             try:
                 raw = lambda method, target, body=b"": request_bytes(srv.port, method, target,
                                                                       body)
-                loads = [Load("hello", "`GET /hello?name=Bob`", raw("GET", "/hello?name=Bob"),
+                loads = [Load("hello", LABELS["hello"], raw("GET", "/hello?name=Bob"),
                               hello_check, n, warm)]
                 if name == "jotter":
                     print(f"  seeding {args.instr_notes} notes ...", flush=True)
@@ -513,12 +514,12 @@ def run(args, tmp: str) -> tuple:
                     note = ids[len(ids) // 2]
                     post = b"body=A+note+written+while+counting+instructions&"
                     loads += [
-                        Load("note", "`GET /notes/{id}`", raw("GET", f"/notes/{note}"),
+                        Load("note", LABELS["note"], raw("GET", f"/notes/{note}"),
                              status_check(200), n, warm),
-                        Load("list", "`GET /notes?limit=100`", raw("GET", "/notes?limit=100"),
+                        Load("list", LABELS["list"], raw("GET", "/notes?limit=100"),
                              status_check(200), max(1, n // 10), max(1, warm // 10)),
-                        Load("post", "`POST /notes` (durable write)",
-                             raw("POST", "/notes", post), status_check(201), n // 2, warm)]
+                        Load("post", LABELS["post"], raw("POST", "/notes", post),
+                             status_check(201), max(1, n // 2), warm)]
                 for load in loads:
                     r = measure(srv, out_dir, load, args.instr_windows)
                     got = res[name].setdefault(load.key, {"runs": [], "n": r["n"]})
@@ -542,9 +543,7 @@ def run(args, tmp: str) -> tuple:
                 print(f"  WARNING: jotter under callgrind exited with {stopped['exit']}",
                       flush=True)
     res["busy"] = foreign.cores()
-    all_loads = [Load(k, l, None, None, res["jotter"][k]["n"], 0) for k, l in
-                 (("hello", "`GET /hello?name=Bob`"), ("note", "`GET /notes/{id}`"),
-                  ("list", "`GET /notes?limit=100`"), ("post", "`POST /notes` (durable write)"))]
+    all_loads = [Load(k, label, None, None, res["jotter"][k]["n"], 0) for k, label in LABELS.items()]
     res["previous"] = previous_run(args.output)
     table, detail = render(res, all_loads, args)
 
@@ -560,7 +559,8 @@ def run(args, tmp: str) -> tuple:
         f"## Scenario `{NAME}`: {TITLE}\n\n"
         f"{now()}. Each server under `valgrind --tool=callgrind --collect-atstart=yes`, "
         f"{args.threads} worker(s): jotter = `jotter-server --threads {args.threads} --quiet` "
-        f"(what `jotter serve` execs) on a data folder seeded with {args.instr_notes} notes; "
+        f"(what `jotter serve` execs, `SWIFT_DETERMINISTIC_HASHING=1`) on a data folder "
+        f"seeded with {args.instr_notes} notes; "
         f"nginx = `peers/nginx/nginx.conf.template` with `master_process off` (the one "
         f"process serves). Per request kind: {warm} warm-up requests (a tenth for the list), "
         f"then {args.instr_windows} windows of `callgrind_control -z`, N requests one after "
