@@ -24,7 +24,8 @@ let package = Package(
         // The web app's files (Web/app) are embedded as Swift source by scripts/embed-web.
         .target(name: "JotterServer", dependencies: ["JotterHTTP", "JotterAPI", "JotterStore"], exclude: ["Web/app"]),
         // The Swift SDK on URLSession (FoundationNetworking on Linux); shares only the wire types.
-        .target(name: "JotterClient", dependencies: ["JotterAPI"]),
+        // On Linux it hashes downloads with libcrypto (CryptoKit on Apple platforms).
+        .target(name: "JotterClient", dependencies: ["JotterAPI", .target(name: "CCrypto", condition: .when(platforms: [.linux]))]),
         // The command-line interface as a library, so commands are testable in-process.
         // The serve command and what every command shares (arguments, exit codes): no client SDK.
         .target(name: "JotterCLICore", dependencies: ["JotterServer", "JotterHTTP", "JotterStore"]),
