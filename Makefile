@@ -7,7 +7,7 @@ PORT ?= 8080
 DATA ?= ./jotter-data
 BENCH_ARGS ?=
 
-.PHONY: deps build release run test browser-test screenshots bench clean
+.PHONY: deps build release run test browser-test screenshots openapi bench clean
 
 deps:
 	@scripts/install-deps
@@ -36,6 +36,10 @@ browser-test: deps
 screenshots: deps
 	$(SWIFT) build
 	scripts/browser-tests --screenshots
+
+# Rewrites docs/openapi.json from the document the server serves (a test fails while it is stale).
+openapi: deps
+	JOTTER_UPDATE_OPENAPI=1 $(SWIFT) test --filter snapshotIsCurrent
 
 bench: release
 	@scripts/install-bench-deps
