@@ -5,7 +5,7 @@ import JotterTestSupport
 
 /// Slow clients (slowloris): a header section or a body trickled a byte at a time is cut, and a
 /// full connection table still serves a client that sends its request at once.
-@Suite("Slow clients")
+@Suite("Slow clients", .tags(.timing))
 struct SlowClientTests {
     /// True once the server has closed `connection` (EOF or reset), without waiting.
     private func closed(_ connection: RawHTTP) -> Bool {
