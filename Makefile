@@ -23,7 +23,7 @@ run: release
 
 # Suites tagged `.timing` (wall-clock bounds, heavy load): run after the others, one test at a
 # time, so nothing competes with them for the 2 cores (swift test filters by name, not by tag).
-TIMING_TESTS = RetryTests|URLSessionWorkaroundTests|SuspendTests|EngineTests|NoteEventsTests|NotesDurabilityTests|LargeUploadTests|LargeUploadClientTests|SlowClientTests
+TIMING_TESTS = RetryTests|URLSessionWorkaroundTests|SuspendTests|EngineTests|NoteEventsTests|NotesDurabilityTests|LargeUploadTests|LargeUploadClientTests|SlowClientTests|EventFanOutTests
 
 test: deps
 	@scripts/test-venv

@@ -71,7 +71,7 @@ public final class EventBroadcaster: Sendable {
 
     fileprivate func beat() -> Bool {
         guard !stopped.load(ordering: .relaxed) else { return false }
-        for body in current() { body.send(id: nil, ServerSentEvent.heartbeat) }
+        for body in current() { body.heartbeat() }
         return true
     }
 }

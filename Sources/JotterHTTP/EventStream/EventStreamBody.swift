@@ -6,32 +6,69 @@ import Synchronization
 /// A new subscriber starts *held*: live events are kept aside while the missed ones are
 /// replayed, then `release` sends the replay and the held events in id order, without
 /// duplicates or gaps.
+///
+/// Memory: the queue holds the encoded events themselves — arrays shared by every stream (the
+/// broadcaster encodes each event once), never copies — and is read from front to back, so a
+/// replay of any size is sent in time linear in its size. An event of any size is taken while
+/// the stream's backlog (queued bytes after the event being sent) is empty; a stream whose
+/// backlog would pass `maxPending` is *cut*: nothing more is queued, what is queued (whole
+/// events) is sent and the stream ends, so the client reconnects with `Last-Event-ID` and has what it
+/// missed replayed. Every stream's queue is a run of the same recent events, so all streams
+/// together hold at most `maxPending` plus two events' bytes.
 public final class EventStreamBody: StreamingBody {
     struct State {
-        var pending: [UInt8] = []
+        /// Encoded events (and heartbeats) not yet sent completely, oldest first from `first`.
+        var queue: [[UInt8]] = []
+        var first = 0
+        /// Bytes of `queue[first]` already sent.
+        var offset = 0
+        /// Bytes queued and not yet sent.
+        var queued = 0
         var held: [(id: Int64?, bytes: [UInt8])] = []
         var holding = true
         var lastID: Int64 = 0
         var waker: ConnectionWaker?
         var finished = false
+        /// Too far behind: what is queued is sent, then the stream ends.
+        var cut = false
+
+        /// Queued bytes after the event being sent.
+        var backlog: Int { first < queue.count ? queued - (queue[first].count - offset) : 0 }
+
+        mutating func append(_ bytes: [UInt8]) {
+            guard !bytes.isEmpty else { return }
+            queue.append(bytes)
+            queued += bytes.count
+        }
+
     }
 
     private let state = Mutex(State())
     /// Called once when the connection is done with the stream (to unsubscribe).
     private let onFinish: @Sendable (EventStreamBody) -> Void
-    /// Bytes queued beyond this mean the client is not reading: the stream is ended (it can
-    /// reconnect with `Last-Event-ID` and have what it missed replayed).
+    /// The largest backlog, in bytes, of a stream that is not reading: past it the stream is cut.
     let maxPending: Int
 
-    public init(maxPending: Int = 64 << 10, onFinish: @escaping @Sendable (EventStreamBody) -> Void = { _ in }) {
+    public init(maxPending: Int = 1 << 20, onFinish: @escaping @Sendable (EventStreamBody) -> Void = { _ in }) {
         self.maxPending = maxPending
         self.onFinish = onFinish
     }
 
-    /// Queues a live event (or a heartbeat comment when `id` is nil).
+    /// Queues a heartbeat comment, unless something is queued (bytes are flowing anyway) or the
+    /// stream is still held.
+    func heartbeat() {
+        let waker: ConnectionWaker? = state.withLock { state in
+            guard !state.finished, !state.cut, !state.holding, state.queued == 0 else { return nil }
+            state.append(ServerSentEvent.heartbeat)
+            return state.waker
+        }
+        waker?.wake()
+    }
+
+    /// Queues a live event (or other bytes, such as a `retry:` line, when `id` is nil).
     public func send(id: Int64?, _ bytes: [UInt8]) {
         let waker: ConnectionWaker? = state.withLock { state in
-            guard !state.finished else { return nil }
+            guard !state.finished, !state.cut else { return nil }
             if state.holding {
                 state.held.append((id, bytes))
                 return nil
@@ -40,8 +77,11 @@ public final class EventStreamBody: StreamingBody {
                 guard id > state.lastID else { return nil }
                 state.lastID = id
             }
-            state.pending += bytes
-            if state.pending.count > maxPending { state.finished = true }
+            if state.backlog > 0, state.backlog + bytes.count > maxPending {
+                state.cut = true
+                return state.waker
+            }
+            state.append(bytes)
             return state.waker
         }
         waker?.wake()
@@ -53,7 +93,7 @@ public final class EventStreamBody: StreamingBody {
         let waker: ConnectionWaker? = state.withLock { state in
             state.lastID = max(state.lastID, lastID)
             for event in replay where event.id > state.lastID {
-                state.pending += event.bytes
+                state.append(event.bytes)
                 state.lastID = event.id
             }
             for event in state.held {
@@ -61,7 +101,7 @@ public final class EventStreamBody: StreamingBody {
                     guard id > state.lastID else { continue }
                     state.lastID = id
                 }
-                state.pending += event.bytes
+                state.append(event.bytes)
             }
             state.held = []
             state.holding = false
@@ -77,20 +117,42 @@ public final class EventStreamBody: StreamingBody {
     public func read(into buffer: UnsafeMutableRawBufferPointer, at offset: UInt64) -> StreamRead {
         state.withLock { state in
             if state.finished { return .end }
-            guard !state.pending.isEmpty else { return .wait }
-            let count = min(buffer.count, state.pending.count)
-            state.pending.withUnsafeBytes { buffer.copyMemory(from: UnsafeRawBufferPointer(rebasing: $0[..<count])) }
-            state.pending.removeFirst(count)
-            return .bytes(count)
+            var written = 0
+            while written < buffer.count, state.first < state.queue.count {
+                let chunk = state.queue[state.first]
+                let count = min(buffer.count - written, chunk.count - state.offset)
+                chunk.withUnsafeBytes { bytes in
+                    UnsafeMutableRawBufferPointer(rebasing: buffer[written..<(written + count)])
+                        .copyMemory(from: UnsafeRawBufferPointer(rebasing: bytes[state.offset..<(state.offset + count)]))
+                }
+                written += count
+                state.offset += count
+                state.queued -= count
+                if state.offset == chunk.count {
+                    state.queue[state.first] = []  // sent: release this stream's reference
+                    state.first += 1
+                    state.offset = 0
+                }
+            }
+            if state.first == state.queue.count {
+                state.queue.removeAll(keepingCapacity: true)
+                state.first = 0
+            } else if state.first >= 64, state.first * 2 >= state.queue.count {
+                state.queue.removeSubrange(..<state.first)
+                state.first = 0
+            }
+            if written > 0 { return .bytes(written) }
+            if state.cut { return .end }
+            return .wait
         }
     }
 
     public func finish() {
-        state.withLock { $0.finished = true; $0.waker = nil }
+        state.withLock { $0.finished = true; $0.waker = nil; $0.queue = []; $0.held = [] }
         onFinish(self)
     }
 
-    /// Ends the stream (the server stopping, a client too slow to keep up).
+    /// Ends the stream (the server stopping).
     public func end() {
         let waker = state.withLock { state -> ConnectionWaker? in
             state.finished = true
