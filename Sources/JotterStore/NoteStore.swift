@@ -72,12 +72,30 @@ public struct NoteQuery: Sendable {
     /// never parsed as search syntax; words without a letter or digit are ignored). Nil or blank:
     /// no filter; only punctuation: no note matches.
     public var search: String?
+    /// A budget of body bytes (UTF-8): once the notes read so far hold this many, one more note
+    /// is read — so the caller can tell that the page was cut — and no more. Nil: no budget.
+    /// Cut the page with `NoteQuery.cut(_:limit:budget:)`.
+    public var maxBodyBytes: Int?
 
-    public init(limit: Int = 100, after: Int64? = nil, order: NoteOrder = .newestFirst, search: String? = nil) {
+    public init(limit: Int = 100, after: Int64? = nil, order: NoteOrder = .newestFirst, search: String? = nil,
+                maxBodyBytes: Int? = nil) {
         self.limit = limit
         self.after = after
         self.order = order
         self.search = search
+        self.maxBodyBytes = maxBodyBytes
+    }
+
+    /// How many of `bodySizes` (in page order) make a page of at most `limit` notes within
+    /// `budget` bytes — always at least one — and whether more follow.
+    public static func cut(_ bodySizes: [Int], limit: Int, budget: Int?) -> (count: Int, more: Bool) {
+        var total = 0
+        for (index, size) in bodySizes.enumerated() {
+            if index == limit { return (index, true) }
+            if let budget, index > 0, total + size > budget { return (index, true) }
+            total += size
+        }
+        return (bodySizes.count, false)
     }
 }
 

@@ -44,6 +44,10 @@ enum NoteRendering {
 
 /// Parsing of the pieces of a notes request.
 enum NoteInput {
+    /// Note bodies in one page of `GET /notes`, in bytes: a page is cut short (with `next`) once
+    /// its notes hold this many, so a list of large notes is never built whole in memory.
+    static let pageBudget = 4 << 20
+
     /// A path id: decimal digits only, else `404` (no note can have such an id).
     static func id(_ context: RequestContext) throws(HTTPError) -> Int64 {
         let text = context.parameters["id"] ?? ""

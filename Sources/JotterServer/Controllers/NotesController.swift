@@ -25,9 +25,10 @@ struct NotesController<Store: NoteStore & UploadStore> {
         let (query, given) = try NoteInput.query(request)
         var page = query
         page.limit = query.limit + 1  // one more tells whether there is a next page
+        page.maxBodyBytes = NoteInput.pageBudget
         var records = try store.notesWithAttachments(page)
-        let more = records.count > query.limit
-        if more { records.removeLast() }
+        let (count, more) = NoteQuery.cut(records.map { $0.0.body.utf8.count }, limit: query.limit, budget: NoteInput.pageBudget)
+        records.removeLast(records.count - count)
         var next: String?
         if more, let last = records.last?.0 {
             next = "/notes?limit=\(query.limit)"

@@ -52,7 +52,12 @@ enum NoteRows {
             sql = query.order == .newestFirst ? newestFirst : oldestFirst
             values = [cursor, limit]
         }
-        return try db.query(sql, values) { record($0) }
+        guard let budget = query.maxBodyBytes else { return try db.query(sql, values) { record($0) } }
+        var total = 0
+        return try db.query(sql, values, row: { record($0) }, last: { note in
+            defer { total += note.body.utf8.count }
+            return total >= budget
+        })
     }
 
     // MARK: - Events

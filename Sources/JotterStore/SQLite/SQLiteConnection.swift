@@ -83,6 +83,20 @@ final class SQLiteConnection: @unchecked Sendable {
         return rows
     }
 
+    /// The rows of a query, mapped, up to and including the first for which `last` is true.
+    func query<T>(_ sql: String, _ values: [SQLiteValue] = [], row: (Statement) -> T, last: (T) -> Bool) throws(StoreError) -> [T] {
+        let statement = try statement(sql)
+        defer { statement.reset() }
+        try statement.bind(values)
+        var rows: [T] = []
+        while try statement.step() {
+            let value = row(statement)
+            rows.append(value)
+            if last(value) { break }
+        }
+        return rows
+    }
+
     /// The first row of a query, mapped, or nil when there is none.
     func first<T>(_ sql: String, _ values: [SQLiteValue] = [], row: (Statement) -> T) throws(StoreError) -> T? {
         let statement = try statement(sql)
