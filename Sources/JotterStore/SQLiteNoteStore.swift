@@ -165,8 +165,10 @@ public final class SQLiteNoteStore: NoteStore, UploadStore {
         try readers.withConnection { db throws(StoreError) in try UploadRows.upload(id: id, on: db) }
     }
 
-    public func uploads(limit: Int) throws(StoreError) -> [UploadRecord] {
-        try readers.withConnection { db throws(StoreError) in try UploadRows.uploads(limit: limit, on: db) }
+    public func uploads(_ query: UploadQuery) throws(StoreError) -> [UploadRecord]? {
+        try readers.withConnection { db throws(StoreError) in
+            try db.readTransaction { () throws(StoreError) in try UploadRows.page(query, on: db) }
+        }
     }
 
     public func attachments(of noteIDs: [Int64]) throws(StoreError) -> [Int64: [UploadRecord]] {

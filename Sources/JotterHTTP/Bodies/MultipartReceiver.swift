@@ -77,7 +77,9 @@ final class MultipartReceiver {
             }
             var sink: FileSink?
             if headers.filename != nil {
-                sink = try FileSink(directory: directory)
+                // Text is checked for UTF-8 as it streams in, so it can be served with a charset.
+                let isText = headers.contentType.flatMap(MediaType.init)?.essence.hasPrefix("text/") == true
+                sink = try FileSink(directory: directory, checksUTF8: isText)
                 temporaryPaths.append(sink!.path)
             }
             current = (headers, [], sink)
@@ -107,7 +109,7 @@ final class MultipartReceiver {
                 let (size, sha256) = try sink.finish()
                 files.append(UploadedFile(field: part.headers.name, filename: cleanFilename(part.headers.filename ?? ""),
                                           contentType: part.headers.contentType ?? "application/octet-stream",
-                                          size: size, sha256: sha256, temporaryPath: sink.path))
+                                          size: size, sha256: sha256, temporaryPath: sink.path, isUTF8: sink.utf8?.isComplete))
             } else {
                 guard let value = String(validating: part.field, as: UTF8.self) else {
                     throw HTTPError.badRequest("multipart field '\(part.headers.name)' is not valid UTF-8")
@@ -124,6 +126,8 @@ final class FileSink {
     private var fd: Int32
     private var hash = SHA256()
     private var size: Int64 = 0
+    /// The UTF-8 check of a text part; nil when not asked for.
+    private(set) var utf8: UTF8Validator?
     /// Writes are gathered into 256 KiB before they reach the file.
     private var buffer: [UInt8] = []
     private static let bufferSize = 256 << 10
@@ -134,7 +138,8 @@ final class FileSink {
     /// fsync that makes an upload durable has little left to do.
     private static let writebackWindow: Int64 = 16 << 20
 
-    init(directory: String) throws(HTTPError) {
+    init(directory: String, checksUTF8: Bool = false) throws(HTTPError) {
+        utf8 = checksUTF8 ? UTF8Validator() : nil
         var random = [UInt8](repeating: 0, count: 12)
         getentropy(&random, random.count)
         path = directory + "/upload-" + random.map { String($0, radix: 16).leftPadded(to: 2) }.joined() + ".part"
@@ -147,6 +152,7 @@ final class FileSink {
 
     func write(_ bytes: UnsafeRawBufferPointer) throws(HTTPError) {
         hash.update(bytes)
+        utf8?.update(bytes)
         size += Int64(bytes.count)
         if buffer.count + bytes.count > Self.bufferSize { try flush() }
         if bytes.count >= Self.bufferSize { try writeAll(bytes) } else { buffer.append(contentsOf: bytes) }

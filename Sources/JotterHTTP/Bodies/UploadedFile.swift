@@ -14,4 +14,6 @@ public struct UploadedFile: Sendable, Hashable {
     public var sha256: String
     /// Where the bytes are now: a temporary file owned by the request.
     public var temporaryPath: String
+    /// For a `text/*` part, whether its bytes are well-formed UTF-8; nil for other types.
+    public var isUTF8: Bool? = nil
 }

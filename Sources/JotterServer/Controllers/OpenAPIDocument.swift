@@ -821,16 +821,49 @@ enum OpenAPIDocument {
     "/uploads": {
       "get": {
         "summary": "List uploads, newest first",
+        "parameters": [
+          {
+            "name": "limit",
+            "in": "query",
+            "schema": {
+              "type": "integer",
+              "minimum": 1,
+              "default": 100
+            },
+            "description": "values over 1000 act as 1000"
+          },
+          {
+            "name": "after",
+            "in": "query",
+            "schema": {
+              "type": "string",
+              "pattern": "^[0-9a-f]{24}$"
+            },
+            "description": "cursor: the id of the last upload of the previous page"
+          },
+          {
+            "name": "note_id",
+            "in": "query",
+            "schema": {
+              "type": "string",
+              "pattern": "^([1-9][0-9]*)?$"
+            },
+            "description": "only the attachments of this note; empty: only uploads attached to no note"
+          }
+        ],
         "responses": {
           "200": {
-            "description": "uploads",
+            "description": "one page of uploads",
             "content": {
               "application/json": {
                 "schema": {
-                  "$ref": "#/components/schemas/UploadList"
+                  "$ref": "#/components/schemas/UploadPage"
                 }
               }
             }
+          },
+          "400": {
+            "$ref": "#/components/responses/Problem"
           }
         }
       },
@@ -943,6 +976,45 @@ enum OpenAPIDocument {
             }
           },
           "404": {
+            "$ref": "#/components/responses/Problem"
+          }
+        }
+      },
+      "patch": {
+        "summary": "Attach an upload to a note (note_id empty: to none)",
+        "requestBody": {
+          "required": true,
+          "content": {
+            "application/x-www-form-urlencoded": {
+              "schema": {
+                "$ref": "#/components/schemas/UploadAttachInput"
+              }
+            },
+            "application/json": {
+              "schema": {
+                "$ref": "#/components/schemas/UploadAttachInput"
+              }
+            }
+          }
+        },
+        "responses": {
+          "200": {
+            "description": "the upload as it is now attached",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/UploadEnvelope"
+                }
+              }
+            }
+          },
+          "400": {
+            "$ref": "#/components/responses/Problem"
+          },
+          "404": {
+            "$ref": "#/components/responses/Problem"
+          },
+          "422": {
             "$ref": "#/components/responses/Problem"
           }
         }
@@ -1422,6 +1494,39 @@ enum OpenAPIDocument {
             "items": {
               "$ref": "#/components/schemas/Upload"
             }
+          }
+        }
+      },
+      "UploadPage": {
+        "type": "object",
+        "required": [
+          "uploads",
+          "next"
+        ],
+        "properties": {
+          "uploads": {
+            "type": "array",
+            "items": {
+              "$ref": "#/components/schemas/Upload"
+            }
+          },
+          "next": {
+            "type": [
+              "string",
+              "null"
+            ]
+          }
+        }
+      },
+      "UploadAttachInput": {
+        "type": "object",
+        "required": [
+          "note_id"
+        ],
+        "properties": {
+          "note_id": {
+            "type": "string",
+            "description": "a note id, or empty for no note"
           }
         }
       },

@@ -16,6 +16,7 @@ struct UploadsController<Store: NoteStore & UploadStore> {
         routes.post("/upload", options: streamed, handler: create)
         routes.get("/uploads", handler: list)
         routes.get("/uploads/:id", handler: show)
+        routes.patch("/uploads/:id", handler: attach)
         routes.delete("/uploads/:id", options: streamed, handler: delete)
         routes.get("/uploads/:id/content", handler: content)
     }
@@ -28,13 +29,10 @@ struct UploadsController<Store: NoteStore & UploadStore> {
         guard !request.files.isEmpty else {
             throw HTTPError.validation([.init(field: "file", message: "at least one file part is required")])
         }
-        var noteID: Int64?
-        if let text = try fields.string("note_id"), !text.isEmpty {
-            guard NoteInput.isDigits(text), let id = Int64(text) else { throw HTTPError(.notFound, detail: "note \(text) does not exist") }
-            noteID = id
-        }
+        let noteID = try UploadInput.noteField(try fields.string("note_id") ?? "")
         let uploads = request.files.map {
-            NewUpload(temporaryPath: $0.temporaryPath, filename: $0.filename, contentType: UploadPolicy.contentType($0.contentType),
+            NewUpload(temporaryPath: $0.temporaryPath, filename: $0.filename,
+                      contentType: UploadPolicy.contentType($0.contentType, isUTF8: $0.isUTF8 == true),
                       size: $0.size, sha256: $0.sha256)
         }
         let store = self.store, events = self.events, target = noteID
@@ -53,8 +51,38 @@ struct UploadsController<Store: NoteStore & UploadStore> {
         }
     }
 
-    @Sendable func list(_ request: Request, _ context: RequestContext) throws -> JSON<UploadList> {
-        JSON(UploadList(uploads: try store.uploads(limit: 1000).map(Upload.init)))
+    @Sendable func list(_ request: Request, _ context: RequestContext) throws -> JSON<UploadPage> {
+        let query = try UploadInput.query(request)
+        var page = query
+        page.limit = query.limit + 1  // one more tells whether there is a next page
+        guard var records = try store.uploads(page) else {
+            throw HTTPError.badQuery([.init(field: "after", message: "names no upload (deleted meanwhile?): list again from the start")])
+        }
+        let more = records.count > query.limit
+        if more { records.removeLast() }
+        let next = more ? records.last.map { UploadInput.next(query, last: $0.id) } : nil
+        return JSON(UploadPage(uploads: records.map(Upload.init), next: next))
+    }
+
+    /// `PATCH /uploads/{id}` with `note_id`: attaches the upload to that note (empty: to none).
+    @Sendable func attach(_ request: Request, _ context: RequestContext) throws -> Response {
+        let upload = try existing(context)
+        guard let text = try request.body().string("note_id") else {
+            throw HTTPError.validation([.init(field: "note_id", message: "is required (empty for no note)")])
+        }
+        let noteID = try UploadInput.noteField(text)
+        let store = self.store, events = self.events
+        return Response.deferred { complete in
+            store.submit(.attachUpload(id: upload.id, noteID: noteID)) { result in
+                complete(Result {
+                    guard case .uploadAttached(let record, let changes) = try result.get() else {
+                        throw HTTPError(.notFound, detail: "note \(text) does not exist")
+                    }
+                    for event in changes { events.publish { try NoteRendering.event(event, store: store) } }
+                    return try JSON(UploadEnvelope(upload: Upload(record))).response(for: request)
+                })
+            }
+        }
     }
 
     @Sendable func show(_ request: Request, _ context: RequestContext) throws -> JSON<UploadEnvelope> {
@@ -109,7 +137,7 @@ struct UploadsController<Store: NoteStore & UploadStore> {
 
     private func existing(_ context: RequestContext) throws -> UploadRecord {
         let id = context.parameters["id"] ?? ""
-        guard id.utf8.count == 24, id.utf8.allSatisfy({ ASCII.isHexLowercase($0) }), let upload = try store.upload(id: id) else {
+        guard UploadInput.isUploadID(id), let upload = try store.upload(id: id) else {
             throw HTTPError(.notFound, detail: "upload \(id) does not exist")
         }
         return upload
@@ -128,17 +156,19 @@ enum UploadPolicy {
     /// so an upload never runs as a page of this site.
     static let inlineTypes: Set<String> = ["image/png", "image/jpeg", "image/gif", "image/webp", "text/plain", "application/pdf"]
 
-    /// The part's media type, lowercased essence with its parameters, or octet-stream when unusable.
-    static func contentType(_ contentType: String) -> String {
+    /// The part's media type as stored: its lowercased essence, or octet-stream when unusable.
+    /// Text (`text/*`) whose bytes are UTF-8 gets `; charset=utf-8`, so that browsers don't
+    /// guess another encoding.
+    static func contentType(_ contentType: String, isUTF8: Bool = false) -> String {
         guard let media = MediaType(contentType), media.essence.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else {
             return "application/octet-stream"
         }
-        return media.essence
+        return isUTF8 && media.essence.hasPrefix("text/") ? media.essence + "; charset=utf-8" : media.essence
     }
 
     /// `inline` for the safe types, `attachment` otherwise, with the name in both forms.
     static func disposition(for upload: UploadRecord) -> String {
-        let kind = inlineTypes.contains(upload.contentType) ? "inline" : "attachment"
+        let kind = inlineTypes.contains(MediaType(upload.contentType)?.essence ?? "") ? "inline" : "attachment"
         let ascii = String(upload.filename.unicodeScalars.map { $0.isASCII && $0 != "\"" && $0 != "\\" ? Character($0) : "_" })
         return "\(kind); filename=\"\(ascii)\"; filename*=UTF-8''\(FormFields.escape(upload.filename).replacing("+", with: "%20"))"
     }
