@@ -97,7 +97,8 @@ export function createAttachments({ ensureNote, refresh, toast }) {
       cancel.textContent = 'Dismiss';
       cancel.setAttribute('aria-label', `Dismiss the failed upload of ${file.name}`);
       cancel.addEventListener('click', () => row.remove());
-      toast(`${file.name} was not uploaded: ${error.message}`);
+      announce(`${file.name} was not uploaded: ${error.message}`); // said once, in its row
+
     });
   }
 
@@ -118,14 +119,8 @@ export function createAttachments({ ensureNote, refresh, toast }) {
   }
 
   function item(upload) {
-    const preview = INLINE_IMAGES.has(upload.content_type)
-      ? el('img', { class: 'thumb', src: upload.url, alt: '', loading: 'lazy' })
-      : el('span', { class: 'thumb file-icon', 'aria-hidden': 'true' }, extension(upload.filename));
     return el('li', { class: 'attachment', 'data-id': upload.id },
-      preview,
-      el('span', { class: 'attachment-text' },
-        el('a', { href: upload.url, download: upload.filename, class: 'file-name' }, upload.filename),
-        el('span', { class: 'meta' }, `${formatSize(upload.size)} · ${upload.content_type}`)),
+      ...fileSummary(upload),
       el('button', { type: 'button', class: 'button subtle small', 'aria-label': `Delete ${upload.filename}`, onclick: () => remove(upload) }, 'Delete'));
   }
 
@@ -137,6 +132,20 @@ export function createAttachments({ ensureNote, refresh, toast }) {
       for (const row of uploads.children) row.hidden = row.dataset.note !== noteId;
     },
   };
+}
+
+/**
+ * A stored file as the lists show it: a thumbnail (images) or its extension, then its name
+ * (a download link) over its size and type, and any `extra` facts.
+ */
+export function fileSummary(upload, ...extra) {
+  const preview = INLINE_IMAGES.has(upload.content_type)
+    ? el('img', { class: 'thumb', src: upload.url, alt: '', loading: 'lazy' })
+    : el('span', { class: 'thumb file-icon', 'aria-hidden': 'true' }, extension(upload.filename));
+  return [preview,
+    el('span', { class: 'attachment-text' },
+      el('a', { href: upload.url, download: upload.filename, class: 'file-name' }, upload.filename),
+      el('span', { class: 'meta' }, [formatSize(upload.size), upload.content_type, ...extra].join(' · ')))];
 }
 
 /** `PDF` for `report.pdf`: the label of a file without a preview. */
