@@ -7,10 +7,14 @@ PORT ?= 8080
 DATA ?= ./jotter-data
 BENCH_ARGS ?=
 
-.PHONY: deps build release run test browser-test screenshots bench clean
+.PHONY: deps test-deps build release run test browser-test screenshots bench clean
 
+# What building and serving need; test-deps adds what only the tests need (Chromium and more).
 deps:
 	@scripts/install-deps
+
+test-deps:
+	@scripts/install-deps --test
 
 build: deps
 	$(SWIFT) build
@@ -21,19 +25,19 @@ release: deps
 run: release
 	.build/release/jotter serve --host $(HOST) --port $(PORT) --data $(DATA)
 
-test: deps
+test: test-deps
 	@scripts/test-venv
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build
 	scripts/browser-tests
 
 # The web app in headless Chromium against the built server (after swift build).
-browser-test: deps
+browser-test: test-deps
 	$(SWIFT) build
 	scripts/browser-tests
 
 # The web app's screenshots in docs/.
-screenshots: deps
+screenshots: test-deps
 	$(SWIFT) build
 	scripts/browser-tests --screenshots
 
