@@ -22,12 +22,13 @@ func engineRequestCompleted(_ cls: UnsafeMutableRawPointer?, _ connection: Opaqu
     let server = Unmanaged<HTTPServer>.fromOpaque(cls!).takeUnretainedValue()
     let state = Unmanaged<RequestState>.fromOpaque(raw).takeRetainedValue()
     server.watchdog.forget(state)
-    server.inFlight.subtract(1, ordering: .releasing)
     state.multipart?.discard()  // temporary files not moved by a handler
     if let waker = state.waker {
         waker.close()
         server.wakers.unregister(waker)
     }
+    // Last: whoever waits for the requests to end (shutdown, tests) finds their files gone.
+    server.inFlight.subtract(1, ordering: .releasing)
     let outcome: String = switch termination.rawValue {  // MHD_REQUEST_TERMINATED_*
     case 0: ""
     case 2: "timeout"
