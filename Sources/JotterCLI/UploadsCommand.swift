@@ -19,6 +19,7 @@ struct UploadsCommand: CommandGroup {
 
         """
     }
+    static let usage = "jotter uploads <subcommand> [options]"
 
     /// Where an upload belongs, for people.
     static func place(_ upload: Upload) -> String {
@@ -26,72 +27,82 @@ struct UploadsCommand: CommandGroup {
     }
 }
 
-/// `jotter uploads list [--note ID | --unattached] [--limit N | --all]`.
+/// `jotter uploads list [--note ID | --unattached] [--limit N | --all] [--after ID]`.
 struct UploadsListCommand: AsyncCommand {
     static let name = "list"
     static let summary = "List uploads, newest first."
-    static let help = """
-    USAGE: jotter uploads list [--note ID | --unattached] [--limit N | --all] [options]
-
-    Lists uploads newest first as a table (ID, SIZE, CREATED, NOTE, NAME). When there are more
-    than shown, says so on standard error; --json keeps the server's "next" link.
-
-    OPTIONS:
-      --note ID                     Only the files attached to this note.
-      --unattached                  Only the files attached to no note.
-      --limit N                     At most N uploads (default 100, at most 1000).
-      --after ID                    Start after this upload (a page's last id).
-      --all                         Every upload, following the server's pages.
-    \(ClientOptions.help)
-
+    static let usage = "jotter uploads list [--note ID | --unattached] [--limit N | --all] [--after ID] [options]"
+    static let about = """
+    Lists uploads newest first as a table (ID, SIZE, CREATED, NOTE, NAME). When more follow,
+    it says so on standard error and how to see them; with --json the server's `next` link is
+    kept.
     """
+    static let options = [
+        Option("--note", value: "ID", help: "Only the files attached to this note."),
+        Option("--unattached", help: "Only the files attached to no note."),
+        Option("--limit", value: "N", default: "100", help: "At most N uploads (at most 1000)."),
+        Option("--all", help: "Every upload, however many (following the server's pages)."),
+        Option("--after", value: "ID", help: "Start after this upload id (where a previous listing stopped)."),
+    ] + ClientOptions.options
 
     let options: ClientOptions
     let attachment: JotterClient.Uploads.Attachment
-    let limit: Int
+    /// `nil` with `--all`.
+    let limit: Int?
     let after: String?
-    let all: Bool
 
-    init(parsing arguments: inout Arguments) throws {
-        options = try ClientOptions(parsing: &arguments)
-        let note = try arguments.option("note")
-        let unattached = arguments.flag("unattached")
+    init(parsing arguments: Arguments) throws {
+        options = try ClientOptions(parsing: arguments)
+        let note = arguments.option("--note")
+        let unattached = arguments.flag("--unattached")
         if note != nil && unattached { throw UsageError("choose --note ID or --unattached, not both") }
         attachment = note.map { .note($0) } ?? (unattached ? .unattached : .any)
-        let limit = try arguments.option("limit", as: "a whole number from 1 to 1000", { Int($0).flatMap { (1...1000).contains($0) ? $0 : nil } })
-        after = try arguments.option("after")
-        all = arguments.flag("all")
-        if all && (limit != nil || after != nil) { throw UsageError("--all lists every upload: leave out --limit and --after") }
-        self.limit = limit ?? 100
+        let limit = try arguments.option("--limit", as: "a whole number from 1 to 1000", { Int($0).flatMap { (1...1000).contains($0) ? $0 : nil } })
+        if arguments.flag("--all") {
+            guard limit == nil else { throw UsageError("choose --limit N or --all, not both") }
+            self.limit = nil
+        } else {
+            self.limit = limit ?? 100
+        }
+        after = arguments.option("--after")
         try arguments.finish()
     }
 
     func run(console: Console) async throws -> Int32 {
         let uploads = options.client().uploads
-        let page: UploadPage
-        if all {
-            page = UploadPage(uploads: try await uploads.all(attachment: attachment), next: nil)
-        } else {
-            page = try await uploads.page(limit: limit, after: after, attachment: attachment)
+        var page = try await uploads.page(limit: limit ?? 1000, after: after, attachment: attachment)
+        var listed = page.uploads
+        if limit == nil {
+            while let next = try await uploads.nextPage(after: page) {
+                listed += next.uploads
+                page = next
+            }
         }
         if options.json {
-            console.out(try ClientOptions.json(page))
+            console.out(try ClientOptions.json(UploadPage(uploads: listed, next: page.next)))
             return ExitCode.success
         }
-        if page.uploads.isEmpty {
+        if listed.isEmpty {
             let none = switch attachment {
-            case .any: "No uploads yet.\n"
+            case .any: after == nil ? "No uploads yet.\n" : "No uploads after \(after!).\n"
             case .unattached: "No uploads outside a note.\n"
             case .note(let id): "Note \(id) has no attachments.\n"
             }
             console.out(none)
-        } else {
-            console.out(TextFormat.table(["ID", "SIZE", "CREATED", "NOTE", "NAME"], page.uploads.map {
-                [$0.id, TextFormat.bytes($0.size), $0.createdAt, $0.noteID ?? "-", $0.filename]
-            }))
+            return ExitCode.success
         }
-        if let next = page.next, let last = page.uploads.last {
-            console.err("More uploads follow: --after \(last.id) for the next page, --all for every one (\(next)).\n")
+        let name = { (upload: Upload) in console.outputIsTerminal ? TextFormat.visible(upload.filename) : upload.filename }
+        console.out(TextFormat.table(["ID", "SIZE", "CREATED", "NOTE", "NAME"], listed.map {
+            [$0.id, TextFormat.bytes($0.size), $0.createdAt, $0.noteID ?? "-", name($0)]
+        }))
+        if page.next != nil, let last = listed.last {
+            var command = "jotter uploads list"
+            switch attachment {
+            case .any: break
+            case .unattached: command += " --unattached"
+            case .note(let id): command += " --note \(id)"
+            }
+            console.err("More uploads follow: \(command) --after \(last.id) (or --all)\n")
         }
         return ExitCode.success
     }
@@ -101,21 +112,15 @@ struct UploadsListCommand: AsyncCommand {
 struct UploadsShowCommand: AsyncCommand {
     static let name = "show"
     static let summary = "Show one upload's details."
-    static let help = """
-    USAGE: jotter uploads show ID [options]
-
-    Prints the upload's name, size, type, SHA-256, time, note and download path.
-
-    OPTIONS:
-    \(ClientOptions.help)
-
-    """
+    static let usage = "jotter uploads show ID [options]"
+    static let about = "Prints the upload's name, size, type, SHA-256, time, note and download path."
+    static let options = ClientOptions.options
 
     let options: ClientOptions
     let id: String
 
-    init(parsing arguments: inout Arguments) throws {
-        options = try ClientOptions(parsing: &arguments)
+    init(parsing arguments: Arguments) throws {
+        options = try ClientOptions(parsing: arguments)
         id = try arguments.single("ID")
     }
 
@@ -123,19 +128,20 @@ struct UploadsShowCommand: AsyncCommand {
         let upload = try await options.client().uploads.get(id)
         if options.json {
             console.out(try ClientOptions.json(UploadEnvelope(upload: upload)))
-        } else {
-            console.out("""
-            upload \(upload.id)
-            name     \(upload.filename)
-            size     \(TextFormat.bytes(upload.size)) (\(upload.size) bytes)
-            type     \(upload.contentType)
-            sha256   \(upload.sha256)
-            created  \(upload.createdAt)
-            note     \(UploadsCommand.place(upload))
-            content  \(upload.url)
-
-            """)
+            return ExitCode.success
         }
+        let shown = { (text: String) in console.outputIsTerminal ? TextFormat.visible(text) : text }
+        console.out("""
+        upload \(upload.id)
+        name     \(shown(upload.filename))
+        size     \(TextFormat.bytes(upload.size)) (\(upload.size) bytes)
+        type     \(shown(upload.contentType))
+        sha256   \(upload.sha256)
+        created  \(upload.createdAt)
+        note     \(UploadsCommand.place(upload))
+        content  \(upload.url)
+
+        """)
         return ExitCode.success
     }
 }
@@ -144,35 +150,44 @@ struct UploadsShowCommand: AsyncCommand {
 struct UploadsRemoveCommand: AsyncCommand {
     static let name = "rm"
     static let summary = "Delete uploads."
-    static let help = """
-    USAGE: jotter uploads rm ID… [options]
-
-    Deletes each upload, in order (its note, if any, changes version). Stops at the first
-    that can't be deleted.
-
-    OPTIONS:
-    \(ClientOptions.help)
-
+    static let usage = "jotter uploads rm ID… [options]"
+    static let about = """
+    Deletes each upload, in turn (a note it was attached to gets a new version). One that
+    can't be deleted is reported and the others are still deleted; the exit code is then
+    that of the first failure.
     """
+    static let options = ClientOptions.options
 
     let options: ClientOptions
     let ids: [String]
 
-    init(parsing arguments: inout Arguments) throws {
-        options = try ClientOptions(parsing: &arguments)
-        ids = try arguments.positionals()
+    init(parsing arguments: Arguments) throws {
+        options = try ClientOptions(parsing: arguments)
+        ids = arguments.positionals()
         guard !ids.isEmpty else { throw UsageError("missing ID") }
     }
 
     func run(console: Console) async throws -> Int32 {
         let uploads = options.client().uploads
         var deleted: [Upload] = []
+        var status = ExitCode.success
         for id in ids {
-            let upload = try await uploads.delete(id)
-            deleted.append(upload)
-            if !options.json { console.out("Deleted upload \(upload.id) (\(upload.filename), \(UploadsCommand.place(upload))).\n") }
+            do {
+                let upload = try await uploads.delete(id)
+                deleted.append(upload)
+                if !options.json {
+                    let name = console.outputIsTerminal ? TextFormat.visible(upload.filename) : upload.filename
+                    console.out("Deleted upload \(upload.id) (\(name), \(UploadsCommand.place(upload))).\n")
+                }
+            } catch {
+                // A server that can't be reached won't answer for the next ids either.
+                if error.isTransport || ids.count == 1 { throw error }
+                let failure = CommandFailure(error)
+                console.err("error: \(failure.message)\n")
+                if status == ExitCode.success { status = failure.status }
+            }
         }
         if options.json { console.out(try ClientOptions.json(UploadList(uploads: deleted))) }
-        return ExitCode.success
+        return status
     }
 }

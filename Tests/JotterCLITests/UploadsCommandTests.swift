@@ -46,7 +46,7 @@ struct UploadsCommandTests {
 
             let limited = await commands.jotter(["uploads", "list", "--limit", "2"], app: app)
             #expect(limited.out.split(separator: "\n").count == 3)
-            #expect(limited.err.contains("More uploads follow: --after \(attached[0])"), "\(limited.err)")
+            #expect(limited.err == "More uploads follow: jotter uploads list --after \(attached[0]) (or --all)\n", "\(limited.err)")
             let limitedJSON = await commands.jotter(["uploads", "list", "--limit", "2", "--json"], app: app)
             #expect(try JSONDecoder().decode(UploadPage.self, from: Data(limitedJSON.out.utf8)).next == "/uploads?limit=2&after=\(attached[0])")
             let second = await commands.jotter(["uploads", "list", "--limit", "2", "--after", attached[0], "--json"], app: app)

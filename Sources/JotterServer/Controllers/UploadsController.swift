@@ -10,18 +10,17 @@ struct UploadsController<Store: NoteStore & UploadStore> {
     let events: EventBroadcaster
 
     func register(in routes: inout RouterBuilder) {
-        // Streamed bodies: only the override header counts, never a `_method` field.
-        let streamed = RouteOptions(methodOverrideFromBody: false)
-        routes.post("/uploads", options: streamed, handler: create)
-        routes.post("/upload", options: streamed, handler: create)
-        routes.get("/uploads", handler: list)
-        routes.get("/uploads/:id", handler: show)
-        routes.patch("/uploads/:id", handler: attach)
-        routes.delete("/uploads/:id", options: streamed, handler: delete)
-        routes.get("/uploads/:id/content", handler: content)
+        // Files stream to temporary files; only the override header counts, never a `_method` field.
+        routes.post("/uploads", body: .multipart(), operation: UploadsOperations.create, handler: create)
+        routes.post("/upload", body: .multipart(), operation: UploadsOperations.alias, handler: create)
+        routes.get("/uploads", operation: UploadsOperations.list, handler: list)
+        routes.get("/uploads/:id", operation: UploadsOperations.show, handler: show)
+        routes.patch("/uploads/:id", operation: UploadsOperations.attach, handler: attach)
+        routes.delete("/uploads/:id", body: .none, operation: UploadsOperations.delete, handler: delete)
+        routes.get("/uploads/:id/content", operation: UploadsOperations.content, handler: content)
     }
 
-    @Sendable func create(_ request: Request, _ context: RequestContext) throws -> Response {
+    @Sendable func create(_ request: Request, _ context: RequestContext) throws -> Reply {
         let fields = try request.body()
         guard case .form = fields, MediaType(request.headers["Content-Type"] ?? "")?.essence == "multipart/form-data" else {
             throw HTTPError(.unsupportedMediaType, detail: "send the files as multipart/form-data")
@@ -31,22 +30,20 @@ struct UploadsController<Store: NoteStore & UploadStore> {
         }
         let noteID = try UploadInput.noteField(try fields.string("note_id") ?? "")
         let uploads = request.files.map {
-            NewUpload(temporaryPath: $0.temporaryPath, filename: $0.filename,
+            NewUpload(temporaryPath: $0.location, filename: $0.filename,
                       contentType: UploadPolicy.contentType($0.contentType, isUTF8: $0.isUTF8 == true),
                       size: $0.size, sha256: $0.sha256)
         }
         let store = self.store, events = self.events, target = noteID
-        return Response.deferred { complete in
+        return Reply.later { done in
             store.submit(.addUploads(uploads, noteID: target)) { result in
-                complete(Result {
-                    switch try result.get() {
-                    case .uploadsAdded(let records, _, let event):
-                        if let event { events.publish { try NoteRendering.event(event, store: store) } }
-                        return try JSON(UploadList(uploads: records.map(Upload.init)), status: .created).response(for: request)
-                    default:
+                if case .success(.uploadsAdded(_, _, let event?)) = result { events.publish { try NoteRendering.event(event, store: store) } }
+                done {
+                    guard case .uploadsAdded(let records, _, _) = try result.get() else {
                         throw HTTPError(.notFound, detail: "note \(target.map(String.init) ?? "") does not exist")
                     }
-                })
+                    return try JSON(UploadList(uploads: records.map(Upload.init)), status: .created).response(for: request)
+                }
             }
         }
     }
@@ -65,22 +62,24 @@ struct UploadsController<Store: NoteStore & UploadStore> {
     }
 
     /// `PATCH /uploads/{id}` with `note_id`: attaches the upload to that note (empty: to none).
-    @Sendable func attach(_ request: Request, _ context: RequestContext) throws -> Response {
+    @Sendable func attach(_ request: Request, _ context: RequestContext) throws -> Reply {
         let upload = try existing(context)
         guard let text = try request.body().string("note_id") else {
             throw HTTPError.validation([.init(field: "note_id", message: "is required (empty for no note)")])
         }
         let noteID = try UploadInput.noteField(text)
         let store = self.store, events = self.events
-        return Response.deferred { complete in
+        return Reply.later { done in
             store.submit(.attachUpload(id: upload.id, noteID: noteID)) { result in
-                complete(Result {
-                    guard case .uploadAttached(let record, let changes) = try result.get() else {
+                if case .success(.uploadAttached(_, let changes)) = result {
+                    for event in changes { events.publish { try NoteRendering.event(event, store: store) } }
+                }
+                done {
+                    guard case .uploadAttached(let record, _) = try result.get() else {
                         throw HTTPError(.notFound, detail: "note \(text) does not exist")
                     }
-                    for event in changes { events.publish { try NoteRendering.event(event, store: store) } }
                     return try JSON(UploadEnvelope(upload: Upload(record))).response(for: request)
-                })
+                }
             }
         }
     }
@@ -89,18 +88,18 @@ struct UploadsController<Store: NoteStore & UploadStore> {
         JSON(UploadEnvelope(upload: Upload(try existing(context))))
     }
 
-    @Sendable func delete(_ request: Request, _ context: RequestContext) throws -> Response {
+    @Sendable func delete(_ request: Request, _ context: RequestContext) throws -> Reply {
         let upload = try existing(context)
         let store = self.store, events = self.events
-        return Response.deferred { complete in
+        return Reply.later { done in
             store.submit(.deleteUpload(id: upload.id)) { result in
-                complete(Result {
-                    guard case .uploadDeleted(let record, _, let event) = try result.get() else {
+                if case .success(.uploadDeleted(_, _, let event?)) = result { events.publish { try NoteRendering.event(event, store: store) } }
+                done {
+                    guard case .uploadDeleted(let record, _, _) = try result.get() else {
                         throw HTTPError(.notFound, detail: "upload \(upload.id) does not exist")
                     }
-                    if let event { events.publish { try NoteRendering.event(event, store: store) } }
                     return try JSON(UploadEnvelope(upload: Upload(record))).response(for: request)
-                })
+                }
             }
         }
     }
