@@ -169,24 +169,12 @@ struct UploadsRemoveCommand: AsyncCommand {
 
     func run(console: Console) async throws -> Int32 {
         let uploads = options.client().uploads
-        var deleted: [Upload] = []
-        var status = ExitCode.success
-        for id in ids {
-            do {
-                let upload = try await uploads.delete(id)
-                deleted.append(upload)
-                if !options.json {
-                    let name = console.outputIsTerminal ? TextFormat.visible(upload.filename) : upload.filename
-                    console.out("Deleted upload \(upload.id) (\(name), \(UploadsCommand.place(upload))).\n")
-                }
-            } catch {
-                // A server that can't be reached won't answer for the next ids either.
-                if error.isTransport || ids.count == 1 { throw error }
-                let failure = CommandFailure(error)
-                console.err("error: \(failure.message)\n")
-                if status == ExitCode.success { status = failure.status }
-            }
+        let terminal = console.outputIsTerminal
+        let said = { (upload: Upload) in
+            "Deleted upload \(upload.id) (\(terminal ? TextFormat.visible(upload.filename) : upload.filename), \(UploadsCommand.place(upload))).\n"
         }
+        let (deleted, status) = try await deleteEach(ids, console: console, said: options.json ? nil : said,
+                                                     delete: { id throws(JotterClientError) in try await uploads.delete(id) })
         if options.json { console.out(try ClientOptions.json(UploadList(uploads: deleted))) }
         return status
     }

@@ -483,7 +483,7 @@ route(true);
 
 """#),
         "attachments.js": WebAsset(
-            contentType: "text/javascript; charset=utf-8", etag: #""12187cb332d0a91e""#,
+            contentType: "text/javascript; charset=utf-8", etag: #""c7e96ab9fee9c4a8""#,
             text: #"""
 // A note's attachments: the list (download, delete) and uploads with progress bars, from the
 // file picker or dropped files.
@@ -585,24 +585,11 @@ export function createAttachments({ ensureNote, refresh, toast }) {
       cancel.setAttribute('aria-label', `Dismiss the failed upload of ${file.name}`);
       cancel.addEventListener('click', () => row.remove());
       announce(`${file.name} was not uploaded: ${error.message}`); // said once, in its row
-
     });
   }
 
   async function remove(upload) {
-    const choice = await confirmChoice({
-      title: 'Delete this attachment?',
-      text: `“${upload.filename}” will be deleted from the server. This can't be undone.`,
-      actions: [{ label: 'Cancel', value: null }, { label: 'Delete attachment', value: 'delete', kind: 'danger' }],
-    });
-    if (choice !== 'delete') return;
-    try {
-      await api.deleteUpload(upload.id);
-      announce(`${upload.filename} deleted`);
-    } catch (error) {
-      if (error.status !== 404) toast(`Couldn't delete ${upload.filename}: ${error.message}`);
-    }
-    if (noteId) await refresh(noteId);
+    if (await deleteAfterAsking(upload, { noun: 'attachment', toast }) && noteId) await refresh(noteId);
   }
 
   function item(upload) {
@@ -633,6 +620,29 @@ export function fileSummary(upload, ...extra) {
     el('span', { class: 'attachment-text' },
       el('a', { href: upload.url, download: upload.filename, class: 'file-name' }, upload.filename),
       el('span', { class: 'meta' }, [formatSize(upload.size), upload.content_type, ...extra].join(' · ')))];
+}
+
+/**
+ * Asks first, then deletes `upload` from the server; true once it is gone (deleted here, or
+ * already). `noun` names it in the question ("Delete this attachment?").
+ */
+export async function deleteAfterAsking(upload, { noun, toast }) {
+  const choice = await confirmChoice({
+    title: `Delete this ${noun}?`,
+    text: `“${upload.filename}” will be deleted from the server. This can't be undone.`,
+    actions: [{ label: 'Cancel', value: null }, { label: `Delete ${noun}`, value: 'delete', kind: 'danger' }],
+  });
+  if (choice !== 'delete') return false;
+  try {
+    await api.deleteUpload(upload.id);
+  } catch (error) {
+    if (error.status !== 404) {
+      toast(`Couldn't delete ${upload.filename}: ${error.message}`);
+      return false;
+    }
+  }
+  announce(`${upload.filename} deleted`);
+  return true;
 }
 
 /** `PDF` for `report.pdf`: the label of a file without a preview. */
@@ -1198,15 +1208,14 @@ export function createEditor({ notes, navigate, toast, clearError }) {
 
 """#),
         "files.js": WebAsset(
-            contentType: "text/javascript; charset=utf-8", etag: #""3de7ebb826d0eb56""#,
+            contentType: "text/javascript; charset=utf-8", etag: #""609ce1409e281542""#,
             text: #"""
 // The files attached to no note (`GET /uploads?note_id=`, `#/files`): download one, attach it
 // to a note, or delete it.
 
 import * as api from './api.js';
-import { fileSummary } from './attachments.js';
-import { announce, byId, el } from './dom.js';
-import { confirmChoice } from './dialogs.js';
+import { deleteAfterAsking, fileSummary } from './attachments.js';
+import { byId, el } from './dom.js';
 import { formatDateTime, titleAndPreview } from './format.js';
 
 const FIRST_PAGE = '/uploads?note_id=&limit=50';
@@ -1293,22 +1302,7 @@ export function createFiles({ notes, toast, clearError }) {
   }
 
   async function remove(upload) {
-    const choice = await confirmChoice({
-      title: 'Delete this file?',
-      text: `“${upload.filename}” will be deleted from the server. This can't be undone.`,
-      actions: [{ label: 'Cancel', value: null }, { label: 'Delete file', value: 'delete', kind: 'danger' }],
-    });
-    if (choice !== 'delete') return;
-    try {
-      await api.deleteUpload(upload.id);
-    } catch (error) {
-      if (error.status !== 404) {
-        toast(`Couldn't delete ${upload.filename}: ${error.message}`);
-        return;
-      }
-    }
-    drop(upload);
-    announce(`${upload.filename} deleted`);
+    if (await deleteAfterAsking(upload, { noun: 'file', toast })) drop(upload);
   }
 
   return {

@@ -98,24 +98,11 @@ export function createAttachments({ ensureNote, refresh, toast }) {
       cancel.setAttribute('aria-label', `Dismiss the failed upload of ${file.name}`);
       cancel.addEventListener('click', () => row.remove());
       announce(`${file.name} was not uploaded: ${error.message}`); // said once, in its row
-
     });
   }
 
   async function remove(upload) {
-    const choice = await confirmChoice({
-      title: 'Delete this attachment?',
-      text: `“${upload.filename}” will be deleted from the server. This can't be undone.`,
-      actions: [{ label: 'Cancel', value: null }, { label: 'Delete attachment', value: 'delete', kind: 'danger' }],
-    });
-    if (choice !== 'delete') return;
-    try {
-      await api.deleteUpload(upload.id);
-      announce(`${upload.filename} deleted`);
-    } catch (error) {
-      if (error.status !== 404) toast(`Couldn't delete ${upload.filename}: ${error.message}`);
-    }
-    if (noteId) await refresh(noteId);
+    if (await deleteAfterAsking(upload, { noun: 'attachment', toast }) && noteId) await refresh(noteId);
   }
 
   function item(upload) {
@@ -146,6 +133,29 @@ export function fileSummary(upload, ...extra) {
     el('span', { class: 'attachment-text' },
       el('a', { href: upload.url, download: upload.filename, class: 'file-name' }, upload.filename),
       el('span', { class: 'meta' }, [formatSize(upload.size), upload.content_type, ...extra].join(' · ')))];
+}
+
+/**
+ * Asks first, then deletes `upload` from the server; true once it is gone (deleted here, or
+ * already). `noun` names it in the question ("Delete this attachment?").
+ */
+export async function deleteAfterAsking(upload, { noun, toast }) {
+  const choice = await confirmChoice({
+    title: `Delete this ${noun}?`,
+    text: `“${upload.filename}” will be deleted from the server. This can't be undone.`,
+    actions: [{ label: 'Cancel', value: null }, { label: `Delete ${noun}`, value: 'delete', kind: 'danger' }],
+  });
+  if (choice !== 'delete') return false;
+  try {
+    await api.deleteUpload(upload.id);
+  } catch (error) {
+    if (error.status !== 404) {
+      toast(`Couldn't delete ${upload.filename}: ${error.message}`);
+      return false;
+    }
+  }
+  announce(`${upload.filename} deleted`);
+  return true;
 }
 
 /** `PDF` for `report.pdf`: the label of a file without a preview. */

@@ -2,9 +2,8 @@
 // to a note, or delete it.
 
 import * as api from './api.js';
-import { fileSummary } from './attachments.js';
-import { announce, byId, el } from './dom.js';
-import { confirmChoice } from './dialogs.js';
+import { deleteAfterAsking, fileSummary } from './attachments.js';
+import { byId, el } from './dom.js';
 import { formatDateTime, titleAndPreview } from './format.js';
 
 const FIRST_PAGE = '/uploads?note_id=&limit=50';
@@ -91,22 +90,7 @@ export function createFiles({ notes, toast, clearError }) {
   }
 
   async function remove(upload) {
-    const choice = await confirmChoice({
-      title: 'Delete this file?',
-      text: `“${upload.filename}” will be deleted from the server. This can't be undone.`,
-      actions: [{ label: 'Cancel', value: null }, { label: 'Delete file', value: 'delete', kind: 'danger' }],
-    });
-    if (choice !== 'delete') return;
-    try {
-      await api.deleteUpload(upload.id);
-    } catch (error) {
-      if (error.status !== 404) {
-        toast(`Couldn't delete ${upload.filename}: ${error.message}`);
-        return;
-      }
-    }
-    drop(upload);
-    announce(`${upload.filename} deleted`);
+    if (await deleteAfterAsking(upload, { noun: 'file', toast })) drop(upload);
   }
 
   return {
