@@ -34,6 +34,8 @@ package struct ServeCommand: BlockingCommand {
       --synchronous full|normal     SQLite durability (JOTTER_SYNCHRONOUS, default full): full syncs
                                     every commit before it is acknowledged; normal may lose the
                                     last commits on power loss (not on a crash of jotter).
+      --min-free-space SIZE         /healthz answers 503 below this much free space for the
+                                    data folder (JOTTER_MIN_FREE_SPACE, default 64MiB).
       --quiet                       No access log (JOTTER_QUIET=1).
       -h, --help                    Show this help.
 
@@ -65,6 +67,8 @@ package struct ServeCommand: BlockingCommand {
         }
         if let mode = try arguments.option("synchronous", environment: "JOTTER_SYNCHRONOUS", as: "full or normal", {
             SQLiteNoteStore.Synchronous(rawValue: $0.uppercased()) }) { configuration.synchronous = mode }
+        if let size = try arguments.option("min-free-space", environment: "JOTTER_MIN_FREE_SPACE", as: "a size such as 64MiB",
+                                           parseSize) { configuration.minimumFreeSpace = Int64(size) }
         configuration.accessLog = !arguments.flag("quiet", environment: "JOTTER_QUIET")
         try arguments.finish()
     }

@@ -36,7 +36,7 @@ public final class JotterClient: Sendable {
     }
 
     /// The SDK's version, in `User-Agent`.
-    public static let version = "0.1.0"
+    public static let version = JotterBuild.version
 
     /// The server, e.g. `http://127.0.0.1:8080`; a path prefix is kept (`https://host/jotter`).
     public let baseURL: URL

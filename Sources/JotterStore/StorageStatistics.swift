@@ -33,3 +33,8 @@ extension SQLiteNoteStore {
         _ = try readers.withConnection { db throws(StoreError) in try db.first("SELECT version FROM schema_version") { $0.int64(0) } }
     }
 }
+
+extension SQLiteNoteStore {
+    /// The schema version this build writes and understands; a database above it is refused.
+    public static var schemaVersion: Int64 { SQLiteSchema.current }
+}

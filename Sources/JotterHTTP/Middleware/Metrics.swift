@@ -20,10 +20,18 @@ public final class Metrics: Sendable {
     }
 
     private let state = Mutex(State())
+    /// Text the application appends to every `render()`: gauges it owns (see `addCollector`).
+    private let collectors = Mutex<[@Sendable () -> String]>([])
 
     public static let contentType = "text/plain; version=0.0.4; charset=utf-8"
 
     public init() {}
+
+    /// Appends what `collector` returns (whole `# HELP`/`# TYPE`/sample lines) to every
+    /// `render()`, after the request metrics.
+    public func addCollector(_ collector: @escaping @Sendable () -> String) {
+        collectors.withLock { $0.append(collector) }
+    }
 
     func record(method: String, route: String, status: Int, seconds: Double) {
         state.withLock { state in
@@ -57,10 +65,11 @@ public final class Metrics: Sendable {
             text += "jotter_http_request_duration_seconds_sum{\(label)} \(latency.sum)\n"
             text += "jotter_http_request_duration_seconds_count{\(label)} \(latency.total)\n"
         }
+        for collector in collectors.withLock({ $0 }) { text += collector() }
         return text
     }
 
-    private static func escape(_ value: String) -> String {
+    public static func escape(_ value: String) -> String {
         value.replacing("\\", with: "\\\\").replacing("\"", with: "\\\"").replacing("\n", with: "\\n")
     }
 }

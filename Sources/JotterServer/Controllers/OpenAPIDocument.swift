@@ -253,11 +253,21 @@ enum OpenAPIDocument {
         "summary": "Health",
         "responses": {
           "200": {
-            "description": "the database is open",
+            "description": "ready: the database answers, the data folder is writable, enough space is free",
             "content": {
               "application/json": {
                 "schema": {
                   "$ref": "#/components/schemas/Health"
+                }
+              }
+            }
+          },
+          "503": {
+            "description": "not ready: a problem whose detail names the failed checks, with checks and free_bytes members",
+            "content": {
+              "application/problem+json": {
+                "schema": {
+                  "$ref": "#/components/schemas/Problem"
                 }
               }
             }
@@ -278,6 +288,154 @@ enum OpenAPIDocument {
                 }
               }
             }
+          }
+        }
+      }
+    },
+    "/admin/backups": {
+      "post": {
+        "summary": "Take a consistent snapshot of the database and the uploads it names, while writes go on",
+        "responses": {
+          "201": {
+            "description": "the snapshot and its files",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/BackupEnvelope"
+                }
+              }
+            }
+          },
+          "409": {
+            "$ref": "#/components/responses/Problem"
+          },
+          "500": {
+            "$ref": "#/components/responses/Problem"
+          }
+        }
+      }
+    },
+    "/admin/backups/{id}": {
+      "parameters": [
+        {
+          "name": "id",
+          "in": "path",
+          "required": true,
+          "schema": {
+            "type": "string",
+            "pattern": "^[0-9a-f]{24}$"
+          }
+        }
+      ],
+      "delete": {
+        "summary": "Remove a snapshot",
+        "responses": {
+          "204": {
+            "description": "removed"
+          },
+          "404": {
+            "$ref": "#/components/responses/Problem"
+          }
+        }
+      }
+    },
+    "/admin/backups/{id}/files/jotter.sqlite": {
+      "parameters": [
+        {
+          "name": "id",
+          "in": "path",
+          "required": true,
+          "schema": {
+            "type": "string",
+            "pattern": "^[0-9a-f]{24}$"
+          }
+        }
+      ],
+      "get": {
+        "summary": "The snapshot's database file; single Range requests",
+        "responses": {
+          "200": {
+            "description": "the bytes",
+            "content": {
+              "application/octet-stream": {
+                "schema": {
+                  "type": "string",
+                  "format": "binary"
+                }
+              }
+            }
+          },
+          "206": {
+            "description": "a range",
+            "content": {
+              "application/octet-stream": {
+                "schema": {
+                  "type": "string",
+                  "format": "binary"
+                }
+              }
+            }
+          },
+          "404": {
+            "$ref": "#/components/responses/Problem"
+          },
+          "416": {
+            "$ref": "#/components/responses/Problem"
+          }
+        }
+      }
+    },
+    "/admin/backups/{id}/files/uploads/{upload}": {
+      "parameters": [
+        {
+          "name": "id",
+          "in": "path",
+          "required": true,
+          "schema": {
+            "type": "string",
+            "pattern": "^[0-9a-f]{24}$"
+          }
+        },
+        {
+          "name": "upload",
+          "in": "path",
+          "required": true,
+          "schema": {
+            "type": "string",
+            "pattern": "^[0-9a-f]{24}$"
+          }
+        }
+      ],
+      "get": {
+        "summary": "An upload file of the snapshot; single Range requests",
+        "responses": {
+          "200": {
+            "description": "the bytes",
+            "content": {
+              "application/octet-stream": {
+                "schema": {
+                  "type": "string",
+                  "format": "binary"
+                }
+              }
+            }
+          },
+          "206": {
+            "description": "a range",
+            "content": {
+              "application/octet-stream": {
+                "schema": {
+                  "type": "string",
+                  "format": "binary"
+                }
+              }
+            }
+          },
+          "404": {
+            "$ref": "#/components/responses/Problem"
+          },
+          "416": {
+            "$ref": "#/components/responses/Problem"
           }
         }
       }
@@ -1267,6 +1425,73 @@ enum OpenAPIDocument {
         "properties": {
           "status": {
             "const": "ok"
+          },
+          "checks": {
+            "type": "object",
+            "description": "database, data_folder, free_space: ok or what is wrong",
+            "additionalProperties": {
+              "type": "string"
+            }
+          },
+          "free_bytes": {
+            "type": "integer"
+          }
+        }
+      },
+      "BackupEnvelope": {
+        "type": "object",
+        "required": [
+          "backup"
+        ],
+        "properties": {
+          "backup": {
+            "$ref": "#/components/schemas/Backup"
+          }
+        }
+      },
+      "Backup": {
+        "type": "object",
+        "required": [
+          "id",
+          "created_at",
+          "jotter_version",
+          "schema_version",
+          "notes",
+          "last_event_id",
+          "database_size",
+          "uploads",
+          "files_url"
+        ],
+        "properties": {
+          "id": {
+            "type": "string"
+          },
+          "created_at": {
+            "type": "string"
+          },
+          "jotter_version": {
+            "type": "string"
+          },
+          "schema_version": {
+            "type": "integer"
+          },
+          "notes": {
+            "type": "integer"
+          },
+          "last_event_id": {
+            "type": "integer"
+          },
+          "database_size": {
+            "type": "integer"
+          },
+          "uploads": {
+            "type": "array",
+            "items": {
+              "$ref": "#/components/schemas/Upload"
+            }
+          },
+          "files_url": {
+            "type": "string"
           }
         }
       },
