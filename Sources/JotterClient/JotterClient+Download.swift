@@ -37,11 +37,22 @@ extension JotterClient.Uploads {
     @discardableResult
     public func download(_ id: String, to destination: URL,
                          progress: (@Sendable (TransferProgress) -> Void)? = nil) async throws(JotterClientError) -> DownloadResult {
-        let request = client.makeRequest("GET", "/uploads/" + JotterClient.segment(id) + "/content", headers: ["Accept": "*/*"])
-        var resumedFrom = Self.size(of: destination)
+        try await client.download("/uploads/" + JotterClient.segment(id) + "/content", to: destination,
+                                  size: { () async throws(JotterClientError) in try await get(id).size }, progress: progress)
+    }
+}
+
+extension JotterClient {
+    /// `GET path` into `destination`, resuming a partial file (see `Uploads.download(_:to:progress:)`);
+    /// `size` tells the whole file's size when the server has nothing after what is there.
+    func download(_ path: String, to destination: URL, size: () async throws(JotterClientError) -> Int64,
+                  progress: (@Sendable (TransferProgress) -> Void)?) async throws(JotterClientError) -> DownloadResult {
+        let client = self
+        let request = client.makeRequest("GET", path, headers: ["Accept": "*/*"])
+        var resumedFrom = Uploads.size(of: destination)
         return try await client.withRetries(request) { () async throws(JotterClientError) in
             var request = request
-            let existing = Self.size(of: destination)
+            let existing = Uploads.size(of: destination)
             if existing > 0 { request.setValue("bytes=\(existing)-", forHTTPHeaderField: "Range") }
             var file: FileHandle?
             defer { try? file?.close() }
@@ -50,8 +61,8 @@ extension JotterClient.Uploads {
                 try await client.stream(client.session.dataTask(with: request), response: { head throws(JotterClientError) in
                     let whole = head.statusCode != 206
                     if whole { written = 0; resumedFrom = 0 }
-                    total = whole ? head.expectedContentLength : Self.completeLength(head)
-                    file = try Self.open(destination, truncate: whole)
+                    total = whole ? head.expectedContentLength : Uploads.completeLength(head)
+                    file = try Uploads.open(destination, truncate: whole)
                 }) { chunk throws(JotterClientError) in
                     do { try file?.write(contentsOf: chunk) } catch { throw .localFile("cannot write \(destination.path): \(error.localizedDescription)") }
                     written += Int64(chunk.count)
@@ -59,16 +70,19 @@ extension JotterClient.Uploads {
                 }
             } catch let error where error.status == 416 && existing > 0 {
                 // Nothing after what is there: done if it is the whole upload, else start over.
-                if try await get(id).size == existing { return DownloadResult(url: destination, size: existing, resumedFrom: existing) }
-                try? Self.open(destination, truncate: true).close()
-                guard Self.size(of: destination) == 0 else { throw .localFile("cannot empty \(destination.path)") }
-                return try await download(id, to: destination, progress: progress)
+                if try await size() == existing { return DownloadResult(url: destination, size: existing, resumedFrom: existing) }
+                try? Uploads.open(destination, truncate: true).close()
+                guard Uploads.size(of: destination) == 0 else { throw .localFile("cannot empty \(destination.path)") }
+                return try await download(path, to: destination, size: size, progress: progress)
             }
             if let total, total >= 0, written != total { throw .invalidResponse("got \(written) of \(total) bytes") }
             return DownloadResult(url: destination, size: written, resumedFrom: resumedFrom)
         }
     }
 
+}
+
+extension JotterClient.Uploads {
     /// The total of `Content-Range: bytes 100-199/200`.
     static func completeLength(_ head: HTTPURLResponse) -> Int64? {
         head.value(forHTTPHeaderField: "Content-Range")?.split(separator: "/").last.flatMap { Int64($0) }
