@@ -20,7 +20,7 @@ public enum JotterCommandLine {
 
     static let commands: [any Command.Type] = [
         ServeCommand.self, HelloCommand.self, EchoCommand.self, NotesCommand.self, UploadCommand.self, DownloadCommand.self,
-        BackupCommand.self, RestoreCommand.self,
+        BackupCommand.self, RestoreCommand.self, ExportCommand.self, ImportCommand.self,
     ]
 
     static var help: String {
