@@ -179,4 +179,17 @@ struct BackupCommandTests {
         #expect(restore.err.contains("does not have the SHA-256 its upload was stored with"), "\(restore.err)")
         #expect(!FileManager.default.fileExists(atPath: folder.appendingPathComponent("t/jotter.sqlite").path))
     }
+
+    @Test("backup, restore, export and import have --help and are listed by jotter --help", arguments: ["backup", "restore", "export", "import"])
+    func help(command: String) async throws {
+        let help = await commands.jotter([command, "--help"], app: nil)
+        #expect(help.status == 0)
+        #expect(help.out.hasPrefix("USAGE: jotter \(command) "))
+        let overview = await commands.jotter(["--help"], app: nil)
+        #expect(overview.out.contains("\n  \(command) "))
+        let usage = await commands.jotter([command], app: nil)
+        #expect(usage.status == 2)
+        #expect(usage.err.hasPrefix("error: missing "))
+        #expect(usage.err.contains("USAGE: jotter \(command) "))
+    }
 }
