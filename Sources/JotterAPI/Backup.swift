@@ -4,7 +4,7 @@
 /// The files are `jotter.sqlite` (`databaseSize` bytes) and `uploads/<id>` for every upload,
 /// fetched from `filesURL` + `/jotter.sqlite` and `filesURL` + `/uploads/<id>`.
 public struct Backup: Codable, Sendable, Hashable {
-    /// The snapshot's id on the server.
+    /// The snapshot's id on the server; empty in a backup taken from a data folder directly.
     public var id: String
     /// When the snapshot was taken (UTC, `yyyy-MM-dd HH:mm:ss`).
     public var createdAt: String
@@ -20,7 +20,8 @@ public struct Backup: Codable, Sendable, Hashable {
     public var databaseSize: Int64
     /// Every upload the snapshot names, with its size and SHA-256.
     public var uploads: [Upload]
-    /// `/admin/backups/{id}/files`: where the snapshot's files are served.
+    /// `/admin/backups/{id}/files`: where the snapshot's files are served; `.` in
+    /// `backup.json`, whose files are beside it.
     public var filesURL: String
 
     enum CodingKeys: String, CodingKey {

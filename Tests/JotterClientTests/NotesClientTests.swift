@@ -15,6 +15,20 @@ struct NotesClientTests {
             #expect(empty == "Hello !")
             let healthy = try await client.isHealthy()
             #expect(healthy)
+            #expect(try await client.health().checks?["database"] == "ok")
+        }
+    }
+
+    @Test("isHealthy is false, at once, on a server that is not ready; health() throws its 503 with the failed check")
+    func notReady() async throws {
+        try await withClient(configure: { $0.minimumFreeSpace = .max }) { client, _ in
+            let started = Date()
+            let healthy = try await client.isHealthy()
+            #expect(!healthy)
+            #expect(Date().timeIntervalSince(started) < 2, "not retried")
+            await #expect { _ = try await client.health() } throws: { error in
+                (error as? JotterClientError)?.status == 503 && (error as? JotterClientError)?.detail?.contains("free_space") == true
+            }
         }
     }
 
