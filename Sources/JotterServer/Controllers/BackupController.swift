@@ -95,20 +95,9 @@ final class BackupController: Sendable {
         guard fd >= 0 else { throw HTTPError(.notFound, detail: missing) }
         var info = stat()
         fstat(fd, &info)
-        let size = UInt64(info.st_size)
-        var headers = HTTPHeaders([("Content-Type", "application/octet-stream"), ("Accept-Ranges", "bytes")])
-        switch ByteRange(request.headers["Range"], size: size) {
-        case .full:
-            return Response.file(fd: fd, length: size, headers: headers)
-        case .partial(let range):
-            headers.add("Content-Range", "bytes \(range.lowerBound)-\(range.upperBound)/\(size)")
-            return Response.file(fd: fd, offset: range.lowerBound, length: range.upperBound - range.lowerBound + 1,
-                                 status: HTTPStatus(206), headers: headers)
-        case .unsatisfiable:
-            close(fd)
-            throw HTTPError(HTTPStatus(416), detail: "the range is outside the \(size) bytes of the file",
-                            headers: HTTPHeaders([("Content-Range", "bytes */\(size)")]))
-        }
+        return try Response.ranged(fd: fd, size: UInt64(info.st_size), range: request.headers["Range"],
+                                   headers: HTTPHeaders([("Content-Type", "application/octet-stream"), ("Accept-Ranges", "bytes")]),
+                                   what: "the file")
     }
 
     /// The snapshot's folder; `404` for an id that is not one.
