@@ -75,10 +75,16 @@ public func buildApplication(_ configuration: ServerConfiguration) throws -> App
         throw ServerStartError(description: "cannot open the database in '\(configuration.dataDirectory)': \(error)")
     }
     let events = EventBroadcaster(heartbeat: configuration.eventHeartbeat)
+    let metrics = Metrics()
     var routes = RouterBuilder()
+    // Outermost first: every answer — refusals before routing included — gets its id, its log
+    // line and its count; the configured middleware see every answer with errors rendered.
+    routes.add(middleware: RequestIDMiddleware())
+    routes.add(middleware: AccessLogMiddleware(log: log))
+    routes.add(middleware: metrics)
+    for middleware in configuration.middleware { routes.add(middleware: middleware) }
     routes.add(middleware: ErrorMiddleware(log: log))
     HelloController().register(in: &routes)
-    let metrics = Metrics()
     let gauges = ServerGauges(store: notes, events: events)
     metrics.addCollector { gauges.render() }
     HealthController(metrics: metrics, check: HealthCheck(store: notes, minimumFreeBytes: configuration.minimumFreeSpace)).register(in: &routes)
@@ -91,6 +97,6 @@ public func buildApplication(_ configuration: ServerConfiguration) throws -> App
     WebController().register(in: &routes)
     var http = configuration.http
     http.temporaryDirectory = notes.temporaryDirectory
-    let server = HTTPServer(configuration: http, router: routes.build(), log: log, metrics: metrics)
+    let server = HTTPServer(configuration: http, router: routes.build(), log: log)
     return Application(configuration: configuration, server: server, log: log, notes: notes, events: events)
 }

@@ -29,6 +29,11 @@ public struct ServerConfiguration: Sendable {
     /// `/healthz` answers 503 when less than this many bytes are free for the data folder.
     public var minimumFreeSpace: Int64 = 64 << 20
 
+    /// More middleware around every route, inside the server's request ids, access log and
+    /// metrics, outside its error rendering (so they see errors as responses): for embedding
+    /// applications and tests.
+    public var middleware: [any Middleware] = []
+
     public init() {}
 
     var http: HTTPServer.Configuration {

@@ -40,21 +40,26 @@ final class BackupController: Sendable {
         routes.get("/admin/backups/:id/files/uploads/:upload", handler: upload)
     }
 
-    @Sendable func create(_ request: Request, _ context: RequestContext) throws -> Response {
+    @Sendable func create(_ request: Request, _ context: RequestContext) throws -> Reply {
         guard busy.compareExchange(expected: false, desired: true, ordering: .acquiringAndReleasing).exchanged else {
             throw HTTPError(HTTPStatus(409), detail: "a backup is being made; try again when it is done")
         }
         let controller = self
-        return Response.deferred { complete in
+        return Reply.later { done in
             // Off the engine's threads: a snapshot reads the whole database.
             DispatchQueue.global().async {
-                defer { controller.busy.store(false, ordering: .releasing) }
-                complete(Result { try controller.snapshot().response(for: request) })
+                let result = Result { try controller.snapshot() }
+                controller.busy.store(false, ordering: .releasing)
+                done {
+                    let envelope = try result.get()
+                    return try JSON(envelope, status: .created, headers: HTTPHeaders([("Location", "/admin/backups/\(envelope.backup.id)")]))
+                        .response(for: request)
+                }
             }
         }
     }
 
-    private func snapshot() throws -> JSON<BackupEnvelope> {
+    private func snapshot() throws -> BackupEnvelope {
         removeExpired()
         let id = Self.newID()
         let contents: BackupContents
@@ -68,7 +73,7 @@ final class BackupController: Sendable {
                             schemaVersion: contents.schemaVersion, notes: contents.notes, lastEventID: contents.lastEventID,
                             databaseSize: contents.databaseSize, uploads: contents.uploads.map(Upload.init),
                             filesURL: "/admin/backups/\(id)/files")
-        return JSON(BackupEnvelope(backup: backup), status: .created, headers: HTTPHeaders([("Location", "/admin/backups/\(id)")]))
+        return BackupEnvelope(backup: backup)
     }
 
     @Sendable func delete(_ request: Request, _ context: RequestContext) throws -> Response {

@@ -20,10 +20,10 @@ struct HealthController {
 
     func register(in routes: inout RouterBuilder) {
         let check = self.check
-        routes.get("/healthz") { request, _ in
+        routes.get("/healthz") { request, context in
             let report = check.run()
             guard report.failures.isEmpty else {
-                return HealthProblem(report: report, requestID: request.id).response()
+                return HealthProblem(report: report, requestID: context.requestID).response()
             }
             return try JSON(HealthStatus(status: "ok", checks: report.checks, freeBytes: report.freeBytes)).response(for: request)
         }
