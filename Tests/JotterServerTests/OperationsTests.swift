@@ -34,6 +34,7 @@ struct OperationsTests {
             let response = try app.request("GET", "/healthz")
             #expect(response.status == 503)
             #expect(response.header("Content-Type") == "application/problem+json")
+            #expect(response.header("Retry-After") == "5")
             let json = try response.json()
             #expect(json["status"] as? Int == 503)
             #expect((json["detail"] as? String)?.contains("free_space: only") == true)
