@@ -74,12 +74,20 @@ public struct RouterBuilder {
     }
 }
 
-struct Route: Sendable {
+final class Route: Sendable {
     let method: HTTPMethod
     let pattern: PathPattern
     let body: BodyPolicy
     let stack: MiddlewareStack
     let responder: Responder
+
+    init(method: HTTPMethod, pattern: PathPattern, body: BodyPolicy, stack: MiddlewareStack, responder: @escaping Responder) {
+        self.method = method
+        self.pattern = pattern
+        self.body = body
+        self.stack = stack
+        self.responder = responder
+    }
 }
 
 /// Where a request goes, decided from its head.
@@ -103,7 +111,7 @@ struct RouteMatch {
 /// and answers `404`, `405` (with `Allow`) and `HEAD` for any `GET` route.
 public struct Router: Sendable {
     /// Routes without parameters by their canonical path ("/notes"), looked up before any split.
-    let staticRoutes: [String: [Route]]
+    let staticRoutes: [String: [(route: Route, parameters: Parameters)]]
     let routes: [Route]
     /// The top-level middleware: they answer what no route does.
     let stack: MiddlewareStack
@@ -118,13 +126,12 @@ public struct Router: Sendable {
         self.routes = routes
         self.stack = stack
         staticRoutes = Dictionary(grouping: routes.filter(\.pattern.isStatic), by: \.pattern.canonicalPath)
+            .mapValues { $0.map { (route: $0, parameters: Parameters()) } }
     }
 
     /// The routes whose path matches, with the path's parameters.
     func candidates(for path: Substring) throws(HTTPError) -> [(route: Route, parameters: Parameters)] {
-        if let routes = staticRoutes[String(path)] {
-            return routes.map { (route: $0, parameters: Parameters()) }
-        }
+        if let routes = staticRoutes[String(path)] { return routes }
         let segments = try PathPattern.segments(of: path)
         return routes.compactMap { route in route.pattern.match(segments).map { (route: route, parameters: $0) } }
     }
