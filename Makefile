@@ -14,7 +14,7 @@ UNITDIR ?= $(PREFIX)/lib/systemd/system
 DESTDIR ?=
 CONFIGURATION ?= release
 
-.PHONY: deps build release run test browser-test screenshots bench clean install install-files uninstall
+.PHONY: deps build release run test browser-test screenshots openapi bench clean install install-files uninstall
 
 deps:
 	@scripts/install-deps
@@ -44,6 +44,10 @@ browser-test: deps
 screenshots: deps
 	$(SWIFT) build
 	scripts/browser-tests --screenshots
+
+# Rewrites docs/openapi.json from the document the server serves (a test fails while it is stale).
+openapi: deps
+	JOTTER_UPDATE_OPENAPI=1 $(SWIFT) test --filter snapshotIsCurrent
 
 bench: release
 	@scripts/install-bench-deps

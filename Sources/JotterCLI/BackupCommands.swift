@@ -11,9 +11,8 @@ import JotterStore
 struct BackupCommand: AsyncCommand {
     static let name = "backup"
     static let summary = "Back up a running server (or a data folder) while it takes writes."
-    static let help = """
-    USAGE: jotter backup DEST [--data DIR] [options]
-
+    static let usage = "jotter backup DEST [--data DIR] [options]"
+    static let about = """
     Writes a consistent backup into the folder DEST (created; it must be empty): the
     database as one snapshot taken while writes go on (SQLite's VACUUM INTO, never a copy
     of the live file), every upload that snapshot names, and backup.json (versions, counts,
@@ -23,20 +22,17 @@ struct BackupCommand: AsyncCommand {
     Without --data it asks the server (--server URL) for the snapshot and fetches its files,
     a progress bar on a terminal. With --data it reads the data folder directly, whether or
     not a server is running on it. Restore with: jotter restore DEST --data DIR
-
-    OPTIONS:
-      --data DIR                    Back up this data folder directly instead of a server.
-    \(ClientOptions.help)
-
     """
+    static let options = [Option("--data", value: "DIR", help: "Back up this data folder directly instead of a server.")]
+        + ClientOptions.options
 
     let options: ClientOptions
     let data: String?
     let destination: String
 
-    init(parsing arguments: inout Arguments) throws {
-        options = try ClientOptions(parsing: &arguments)
-        data = try arguments.option("data")
+    init(parsing arguments: Arguments) throws {
+        options = try ClientOptions(parsing: arguments)
+        data = arguments.option("--data")
         destination = try arguments.single("DEST")
     }
 
@@ -98,33 +94,30 @@ struct BackupCommand: AsyncCommand {
 struct RestoreCommand: BlockingCommand {
     static let name = "restore"
     static let summary = "Restore a backup into a data folder (refuses a non-empty one without --force)."
-    static let help = """
-    USAGE: jotter restore SRC --data DIR [--force] [--json]
-
+    static let usage = "jotter restore SRC --data DIR [--force] [--json]"
+    static let about = """
     Checks the backup folder SRC (SQLite's integrity_check, every upload file against its
     SHA-256, a schema this jotter understands), then restores it into the data folder DIR:
     the database last, so an interrupted restore leaves no database behind. Start the
     server on DIR afterwards. DIR must be empty or missing unless --force, which replaces
     its database and uploads. Refused while a server is running on DIR.
-
-    OPTIONS:
-      --data DIR                    The data folder to restore into (required).
-      --force                       Replace the database and uploads already in DIR.
-      --json                        Print what was restored as JSON.
-      -h, --help                    Show this help.
-
     """
+    static let options = [
+        Option("--data", value: "DIR", help: "The data folder to restore into (required)."),
+        Option("--force", help: "Replace the database and uploads already in DIR."),
+        Option("--json", help: "Print what was restored as JSON."),
+    ]
 
     let source: String
     let data: String
     let force: Bool
     let json: Bool
 
-    init(parsing arguments: inout Arguments) throws {
-        guard let data = try arguments.option("data") else { throw UsageError("missing --data DIR (the data folder to restore into)") }
+    init(parsing arguments: Arguments) throws {
+        guard let data = arguments.option("--data") else { throw UsageError("missing --data DIR (the data folder to restore into)") }
         self.data = data
-        force = arguments.flag("force")
-        json = arguments.flag("json")
+        force = arguments.flag("--force")
+        json = arguments.flag("--json")
         source = try arguments.single("SRC")
     }
 

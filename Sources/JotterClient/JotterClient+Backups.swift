@@ -43,7 +43,34 @@ extension JotterClient {
             }
             let path = "/admin/backups/" + JotterClient.segment(backup.id) + "/files/"
                 + file.split(separator: "/").map { JotterClient.segment(String($0)) }.joined(separator: "/")
-            return try await client.download(path, to: destination, size: { () async throws(JotterClientError) in size }, progress: progress)
+            let request = client.makeRequest("GET", path, headers: ["Accept": "*/*"])
+            let client = self.client
+            // Snapshot files never change: what a dropped attempt left is kept, the rest asked with Range.
+            let resumedFrom = try await client.withRetries(request) { () async throws(JotterClientError) -> Int64 in
+                var existing = Uploads.size(of: destination)
+                if existing > size { existing = 0 }
+                let handle = try Uploads.open(destination, truncateTo: existing)
+                defer { try? handle.close() }
+                var written = existing
+                if existing < size {
+                    var request = request
+                    if existing > 0 { request.setValue("bytes=\(existing)-", forHTTPHeaderField: "Range") }
+                    try await client.stream(request, response: { head throws(JotterClientError) in
+                        if head.statusCode != 206 && written > 0 {
+                            do { try handle.truncate(atOffset: 0) } catch { throw .localFile("cannot write \(destination.path): \(error.localizedDescription)") }
+                            written = 0
+                        }
+                        progress?(TransferProgress(completed: written, total: size))
+                    }) { chunk throws(JotterClientError) in
+                        do { try handle.write(contentsOf: chunk) } catch { throw .localFile("cannot write \(destination.path): \(error.localizedDescription)") }
+                        written += Int64(chunk.count)
+                        progress?(TransferProgress(completed: written, total: size))
+                    }
+                }
+                guard written == size else { throw .invalidResponse("got \(written) of the \(size) bytes of \(file)") }
+                return existing
+            }
+            return DownloadResult(url: destination, size: size, resumedFrom: resumedFrom)
         }
 
         /// `DELETE /admin/backups/{id}`: removes the snapshot from the server.

@@ -190,6 +190,6 @@ struct BackupCommandTests {
         let usage = await commands.jotter([command], app: nil)
         #expect(usage.status == 2)
         #expect(usage.err.hasPrefix("error: missing "))
-        #expect(usage.err.contains("USAGE: jotter \(command) "))
+        #expect(usage.err.hasSuffix("\nSee 'jotter \(command) --help'.\n"), "\(usage.err)")
     }
 }

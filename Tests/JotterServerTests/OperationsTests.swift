@@ -114,4 +114,34 @@ struct OperationsTests {
             #expect(try app.request("DELETE", "/admin/backups/..").status == 404)
         }
     }
+
+    @Test("every answer of /healthz and /admin/backups is the one /openapi.json documents")
+    func documented() throws {
+        try TestApp.with { app in
+            let tour = try OpenAPIConformanceTests.Tour(app)
+            _ = try upload(app, Array("bytes".utf8))
+            let created = try tour.check("POST", "/admin/backups", expect: 201)
+            let backup = try #require(try created.json()["backup"] as? [String: Any])
+            let id = try #require(backup["id"] as? String)
+            let uploadID = try #require((backup["uploads"] as? [[String: Any]])?.first?["id"] as? String)
+            let files = "/admin/backups/{id}/files"
+            try tour.check("GET", "/admin/backups/\(id)/files/jotter.sqlite", route: files + "/jotter.sqlite", expect: 200)
+            try tour.check("GET", "/admin/backups/\(id)/files/jotter.sqlite", route: files + "/jotter.sqlite",
+                           headers: [("Range", "bytes=0-99")], expect: 206)
+            try tour.check("GET", "/admin/backups/\(id)/files/uploads/\(uploadID)", route: files + "/uploads/{upload}", expect: 200)
+            try tour.check("GET", "/admin/backups/\(id)/files/uploads/\(uploadID)", route: files + "/uploads/{upload}",
+                           headers: [("Range", "bytes=99-")], expect: 416)
+            try tour.check("GET", "/admin/backups/\(id)/files/uploads/ffffffffffffffffffffffff", route: files + "/uploads/{upload}", expect: 404)
+            try tour.check("DELETE", "/admin/backups/\(id)", route: "/admin/backups/{id}", expect: 204)
+            try tour.check("DELETE", "/admin/backups/\(id)", route: "/admin/backups/{id}", expect: 404)
+            try tour.check("GET", "/admin/backups/\(id)/files/jotter.sqlite", route: files + "/jotter.sqlite", expect: 404)
+            try tour.check("GET", "/healthz", expect: 200)
+            tour.expectNoProblems()
+        }
+        try TestApp.with(configure: { $0.minimumFreeSpace = .max }) { app in
+            let tour = try OpenAPIConformanceTests.Tour(app)
+            try tour.check("GET", "/healthz", expect: 503)
+            tour.expectNoProblems()
+        }
+    }
 }

@@ -9,9 +9,8 @@ import Glibc
 struct ExportCommand: AsyncCommand {
     static let name = "export"
     static let summary = "Export every note and file into one archive (JSON, Markdown, attachments)."
-    static let help = """
-    USAGE: jotter export FILE [--force] [options]
-
+    static let usage = "jotter export FILE [--force] [options]"
+    static let about = """
     Writes every note of the server into the tar archive FILE (gzip-compressed when it ends
     in .gz or .tgz): jotter-export/notes/<id>.json (the note as the API shows it) and
     <id>.md (YAML front matter, then the body exactly), its attachments beside them in
@@ -22,20 +21,16 @@ struct ExportCommand: AsyncCommand {
 
     An export reads the notes page by page while the server goes on: for a snapshot of one
     moment use jotter backup.
-
-    OPTIONS:
-      --force                       Replace FILE if it exists.
-    \(ClientOptions.help)
-
     """
+    static let options = [Option("--force", help: "Replace FILE if it exists.")] + ClientOptions.options
 
     let options: ClientOptions
     let force: Bool
     let path: String
 
-    init(parsing arguments: inout Arguments) throws {
-        options = try ClientOptions(parsing: &arguments)
-        force = arguments.flag("force")
+    init(parsing arguments: Arguments) throws {
+        options = try ClientOptions(parsing: arguments)
+        force = arguments.flag("--force")
         path = try arguments.single("FILE")
     }
 

@@ -9,9 +9,8 @@ import JotterHTTP
 struct ImportCommand: AsyncCommand {
     static let name = "import"
     static let summary = "Import an export archive; what is already there is skipped."
-    static let help = """
-    USAGE: jotter import FILE [options]
-
+    static let usage = "jotter import FILE [options]"
+    static let about = """
     Reads an archive written by jotter export, checks every file in it against the size and
     SHA-256 in its manifest (nothing is written when one fails), then creates on the server
     each note that is not there yet, oldest first, with its attachments, and each upload
@@ -19,17 +18,14 @@ struct ImportCommand: AsyncCommand {
     and the same attachments (file name and SHA-256); a note found with only some of its
     attachments (an import cut short) gets the rest. So importing twice creates nothing new.
     The server gives the notes new ids and times. On a terminal a progress bar shows the bytes.
-
-    OPTIONS:
-    \(ClientOptions.help)
-
     """
+    static let options = ClientOptions.options
 
     let options: ClientOptions
     let path: String
 
-    init(parsing arguments: inout Arguments) throws {
-        options = try ClientOptions(parsing: &arguments)
+    init(parsing arguments: Arguments) throws {
+        options = try ClientOptions(parsing: arguments)
         path = try arguments.single("FILE")
     }
 

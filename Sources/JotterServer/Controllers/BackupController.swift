@@ -34,10 +34,10 @@ final class BackupController: Sendable {
     }
 
     func register(in routes: inout RouterBuilder) {
-        routes.post("/admin/backups", handler: create)
-        routes.delete("/admin/backups/:id", handler: delete)
-        routes.get("/admin/backups/:id/files/jotter.sqlite", handler: database)
-        routes.get("/admin/backups/:id/files/uploads/:upload", handler: upload)
+        routes.post("/admin/backups", body: BodyPolicy.none, operation: BackupOperations.create, handler: create)
+        routes.delete("/admin/backups/:id", body: BodyPolicy.none, operation: BackupOperations.delete, handler: delete)
+        routes.get("/admin/backups/:id/files/jotter.sqlite", operation: BackupOperations.database, handler: database)
+        routes.get("/admin/backups/:id/files/uploads/:upload", operation: BackupOperations.upload, handler: upload)
     }
 
     @Sendable func create(_ request: Request, _ context: RequestContext) throws -> Reply {

@@ -14,7 +14,7 @@ struct EchoController {
     func register(in routes: inout RouterBuilder) {
         // Any body: files stream to temporary files (only the override header counts).
         for method in Self.methods {
-            routes.on(method, "/echo", body: .multipart(), handler: echo)
+            routes.on(method, "/echo", body: .multipart(), operation: EchoOperations.echo(method), handler: echo)
         }
     }
 

@@ -20,7 +20,7 @@ struct HealthController {
 
     func register(in routes: inout RouterBuilder) {
         let check = self.check
-        routes.get("/healthz") { request, context in
+        routes.get("/healthz", operation: HealthOperations.health) { request, context in
             let report = check.run()
             guard report.failures.isEmpty else {
                 return HealthProblem(report: report, requestID: context.requestID).response()
@@ -28,7 +28,7 @@ struct HealthController {
             return try JSON(HealthStatus(status: "ok", checks: report.checks, freeBytes: report.freeBytes)).response(for: request)
         }
         let metrics = self.metrics
-        routes.get("/metrics") { request, _ in
+        routes.get("/metrics", operation: HealthOperations.metrics) { request, _ in
             Response(status: .ok, contentType: Metrics.contentType, body: Array(metrics.render().utf8))
         }
     }
