@@ -28,11 +28,16 @@ release: deps
 run: release
 	.build/release/jotter serve --host $(HOST) --port $(PORT) --data $(DATA)
 
+# Suites tagged `.timing` (wall-clock bounds, heavy load): run after the others, one test at a
+# time, so nothing competes with them for the 2 cores (swift test filters by name, not by tag).
+TIMING_TESTS = RetryTests|URLSessionWorkaroundTests|SuspendTests|EngineTests|NoteEventsTests|NotesDurabilityTests|LargeUploadTests|LargeUploadClientTests
+
 test: deps
 	@scripts/install-deps systemd
 	@scripts/test-venv
 	$(SWIFT) build --build-tests
-	$(SWIFT) test --skip-build
+	$(SWIFT) test --skip-build --skip '$(TIMING_TESTS)'
+	$(SWIFT) test --skip-build --no-parallel --filter '$(TIMING_TESTS)'
 	scripts/browser-tests
 
 # The web app in headless Chromium against the built server (after swift build).

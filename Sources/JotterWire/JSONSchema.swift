@@ -195,24 +195,7 @@ public struct JSONSchema: Sendable, Hashable {
 extension JSONSchema {
     /// A JSON value, for `enum`, `example` and `default`, and for whole documents built from
     /// schemas (objects keep no order: writers sort their keys).
-    public indirect enum Value: Sendable, Hashable, ExpressibleByStringLiteral, ExpressibleByIntegerLiteral,
-        ExpressibleByBooleanLiteral, ExpressibleByArrayLiteral, ExpressibleByDictionaryLiteral {
-        case null
-        case bool(Bool)
-        case integer(Int64)
-        case number(Double)
-        case string(String)
-        case array([Value])
-        case object([String: Value])
-
-        public init(stringLiteral value: String) { self = .string(value) }
-        public init(integerLiteral value: Int64) { self = .integer(value) }
-        public init(booleanLiteral value: Bool) { self = .bool(value) }
-        public init(arrayLiteral elements: Value...) { self = .array(elements) }
-        public init(dictionaryLiteral elements: (String, Value)...) {
-            self = .object(Dictionary(elements, uniquingKeysWith: { _, last in last }))
-        }
-    }
+    public typealias Value = JSONValue
 }
 
 /// A wire type that declares its JSON Schema beside its Codable conformance, so the OpenAPI

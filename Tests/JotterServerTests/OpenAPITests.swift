@@ -132,12 +132,12 @@ struct OpenAPITests {
     /// Samples of every wire type, as the SDK's Codable types and as the server's own encoders
     /// write them; together they use every optional property both ways.
     static func samples() -> [(type: any SchemaDescribing.Type, values: [any Encodable])] {
-        let echoFile = Echo.File(filename: "a.txt", contentType: "text/plain", size: 3, sha256: String(repeating: "b", count: 64))
-        var serverEcho = Echo(method: "POST", url: "/echo?x=1&x=2&y=3", args: ["x": .many(["1", "2"]), "y": .one("3")])
-        serverEcho.form = ["name": .one("Bob")]
-        serverEcho.files = ["file": .one(echoFile), "more": .many([echoFile, echoFile])]
+        let echoFile = EchoResponse.File(filename: "a.txt", contentType: "text/plain", size: 3, sha256: String(repeating: "b", count: 64))
+        var serverEcho = EchoResponse(method: "POST", url: "/echo?x=1&x=2&y=3", args: ["x": ["1", "2"], "y": ["3"]])
+        serverEcho.form = ["name": ["Bob"]]
+        serverEcho.files = ["file": [echoFile], "more": [echoFile, echoFile]]
         serverEcho.headers = ["Host": "localhost"]
-        var jsonEcho = Echo(method: "PUT", url: "/echo", args: [:])
+        var jsonEcho = EchoResponse(method: "PUT", url: "/echo")
         jsonEcho.json = .object(["a": .array([.number(1), .null, .bool(true), .string("x")])])
         jsonEcho.data = #"{"a":[1,null,true,"x"]}"#
         return [

@@ -124,6 +124,7 @@ final class SchemaValidator {
         switch (type, value) {
         case ("null", .null), ("boolean", .bool), ("string", .string), ("array", .array), ("object", .object), ("number", .number): true
         case ("integer", .number(let number)): number.rounded() == number
+        case ("integer", .integer), ("number", .integer): true
         default: false
         }
     }
@@ -133,6 +134,7 @@ final class SchemaValidator {
         case .null: "null"
         case .bool(let flag): "\(flag)"
         case .number(let number): "\(number)"
+        case .integer(let number): "\(number)"
         case .string(let text): "\"\(text)\""
         case .array: "an array"
         case .object: "an object"

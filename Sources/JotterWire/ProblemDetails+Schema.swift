@@ -1,5 +1,3 @@
-import JotterWire
-
 extension ProblemDetails: SchemaDescribing {
     public static var componentName: String { "Problem" }
 
