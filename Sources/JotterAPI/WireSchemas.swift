@@ -5,6 +5,6 @@ public enum WireSchemas {
     public static var types: [any SchemaDescribing.Type] { [
         Note.self, NoteEnvelope.self, NoteList.self, Upload.self, UploadList.self, UploadPage.self, UploadEnvelope.self,
         HelloMessage.self, HealthStatus.self, ProblemDetails.self, ProblemDetails.FieldError.self,
-        EchoResponse.self, EchoResponse.File.self,
+        EchoResponse.self, EchoResponse.File.self, Backup.self, BackupEnvelope.self,
     ] }
 }

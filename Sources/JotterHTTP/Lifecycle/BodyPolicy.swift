@@ -1,13 +1,13 @@
 /// How a route reads its request body — decided from the head, before a body byte is accepted.
 ///
 /// ```swift
-/// routes.get("/notes/:id", handler: show)                                  // .none: GET takes no body
+/// routes.get("/notes/:id", handler: show)                                  // .noBody: GET takes none
 /// routes.post("/notes", body: .buffered(limit: 64 << 10), handler: create) // in memory, bounded
 /// routes.post("/uploads", body: .multipart(), handler: upload)             // files streamed to a store
 /// routes.put("/raw/:id", body: .stream { head, _ in try Receiver(head) }, handler: finish)
 /// ```
 ///
-/// Defaults: `.none` for `GET`, `HEAD` and `OPTIONS`, `.buffered()` otherwise. A body sent to a
+/// Defaults: `.noBody` for `GET`, `HEAD` and `OPTIONS`, `.buffered()` otherwise. A body sent to a
 /// route that takes none, or a file part sent to a route that takes no files, is refused
 /// before anything is stored.
 public struct BodyPolicy: Sendable {
@@ -25,8 +25,9 @@ public struct BodyPolicy: Sendable {
     /// Bytes of all file parts together, or of a raw stream. nil: the server's `maxUploadSize`.
     let streamLimit: Int64?
 
-    /// No body: any body byte is refused (`413`).
-    public static let none = BodyPolicy(kind: .none, memoryLimit: nil, streamLimit: nil)
+    /// No body: any body byte is refused (`413`). (Not `.none`, which in a `BodyPolicy?`
+    /// argument would mean "no policy given" and so the default.)
+    public static let noBody = BodyPolicy(kind: .none, memoryLimit: nil, streamLimit: nil)
 
     /// The body in memory, at most `limit` bytes (nil: the server's `--max-body-size`). A
     /// multipart body is accepted for its plain fields; a file part in it is refused (`415`).
@@ -50,7 +51,7 @@ public struct BodyPolicy: Sendable {
 
     /// The default for `method`.
     static func standard(for method: HTTPMethod) -> BodyPolicy {
-        method == .get || method == .head || method == .options ? .none : .buffered()
+        method == .get || method == .head || method == .options ? .noBody : .buffered()
     }
 
     var isBuffered: Bool { if case .buffered = kind { true } else { false } }

@@ -13,7 +13,7 @@ extension Note {
 
 extension Upload {
     /// The wire form of a stored upload.
-    init(_ record: UploadRecord) {
+    package init(_ record: UploadRecord) {
         self.init(id: record.id, filename: record.filename, contentType: record.contentType, size: record.size,
                   sha256: record.sha256, createdAt: Timestamp.format(record.createdAt),
                   noteID: record.noteID.map(String.init), url: "/uploads/\(record.id)/content")

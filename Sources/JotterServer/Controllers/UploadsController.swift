@@ -16,7 +16,7 @@ struct UploadsController<Store: NoteStore & UploadStore> {
         routes.get("/uploads", operation: UploadsOperations.list, handler: list)
         routes.get("/uploads/:id", operation: UploadsOperations.show, handler: show)
         routes.patch("/uploads/:id", operation: UploadsOperations.attach, handler: attach)
-        routes.delete("/uploads/:id", body: .none, operation: UploadsOperations.delete, handler: delete)
+        routes.delete("/uploads/:id", body: .noBody, operation: UploadsOperations.delete, handler: delete)
         routes.get("/uploads/:id/content", operation: UploadsOperations.content, handler: content)
     }
 
@@ -107,7 +107,7 @@ struct UploadsController<Store: NoteStore & UploadStore> {
     @Sendable func content(_ request: Request, _ context: RequestContext) throws -> Response {
         let upload = try existing(context)
         let etag = "\"\(upload.sha256)\""
-        var headers = HTTPHeaders([
+        let headers = HTTPHeaders([
             ("Content-Type", upload.contentType), ("ETag", etag), ("Accept-Ranges", "bytes"),
             ("Content-Disposition", UploadPolicy.disposition(for: upload)),
             ("Content-Security-Policy", "sandbox; default-src 'none'"),
@@ -117,21 +117,9 @@ struct UploadsController<Store: NoteStore & UploadStore> {
         }
         let fd = open(store.contentPath(of: upload.id), O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { throw HTTPError(.notFound, detail: "the content of upload \(upload.id) is gone") }
-        let size = UInt64(upload.size)
         // If-Range with another validator: the whole content.
         let rangeHeader = request.headers["If-Range"].map { $0 == etag } == false ? nil : request.headers["Range"]
-        switch ByteRange(rangeHeader, size: size) {
-        case .full:
-            return Response.file(fd: fd, length: size, headers: headers)
-        case .partial(let range):
-            headers.add("Content-Range", "bytes \(range.lowerBound)-\(range.upperBound)/\(size)")
-            return Response.file(fd: fd, offset: range.lowerBound, length: range.upperBound - range.lowerBound + 1,
-                                 status: HTTPStatus(206), headers: headers)
-        case .unsatisfiable:
-            close(fd)
-            throw HTTPError(HTTPStatus(416), detail: "the range is outside the \(size) bytes of upload \(upload.id)",
-                            headers: HTTPHeaders([("Content-Range", "bytes */\(size)")]))
-        }
+        return try Response.ranged(fd: fd, size: UInt64(upload.size), range: rangeHeader, headers: headers, what: "upload \(upload.id)")
     }
 
     private func existing(_ context: RequestContext) throws -> UploadRecord {
@@ -170,5 +158,25 @@ enum UploadPolicy {
         let kind = inlineTypes.contains(MediaType(upload.contentType)?.essence ?? "") ? "inline" : "attachment"
         let ascii = String(upload.filename.unicodeScalars.map { $0.isASCII && $0 != "\"" && $0 != "\\" ? Character($0) : "_" })
         return "\(kind); filename=\"\(ascii)\"; filename*=UTF-8''\(FormFields.escape(upload.filename).replacing("+", with: "%20"))"
+    }
+}
+
+extension Response {
+    /// The `size` bytes of the open file `fd`: whole, or the single range a `Range` header asks
+    /// for (`206` with `Content-Range`); a range outside them closes `fd` and throws `416`.
+    static func ranged(fd: Int32, size: UInt64, range: String?, headers: HTTPHeaders, what: String) throws -> Response {
+        var headers = headers
+        switch ByteRange(range, size: size) {
+        case .full:
+            return Response.file(fd: fd, length: size, headers: headers)
+        case .partial(let range):
+            headers.add("Content-Range", "bytes \(range.lowerBound)-\(range.upperBound)/\(size)")
+            return Response.file(fd: fd, offset: range.lowerBound, length: range.upperBound - range.lowerBound + 1,
+                                 status: HTTPStatus(206), headers: headers)
+        case .unsatisfiable:
+            close(fd)
+            throw HTTPError(HTTPStatus(416), detail: "the range is outside the \(size) bytes of \(what)",
+                            headers: HTTPHeaders([("Content-Range", "bytes */\(size)")]))
+        }
     }
 }
