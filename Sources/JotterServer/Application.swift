@@ -83,7 +83,7 @@ public func buildApplication(_ configuration: ServerConfiguration) throws -> App
     routes.add(middleware: AccessLogMiddleware(log: log))
     routes.add(middleware: metrics)
     for middleware in configuration.middleware { routes.add(middleware: middleware) }
-    routes.add(middleware: ErrorMiddleware(log: log))
+    routes.add(middleware: ErrorMiddleware(log: log, translate: StoreErrors.http))
     HelloController().register(in: &routes)
     let gauges = ServerGauges(store: notes, events: events)
     metrics.addCollector { gauges.render() }

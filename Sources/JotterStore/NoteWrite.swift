@@ -55,3 +55,13 @@ public struct WriteStatistics: Sendable, Hashable {
         self.writes = writes
     }
 }
+
+extension NoteWrite {
+    /// Deletions, which still commit when the disk is full (the store keeps a reserve for them).
+    var freesSpace: Bool {
+        switch self {
+        case .delete, .deleteUpload: true
+        default: false
+        }
+    }
+}

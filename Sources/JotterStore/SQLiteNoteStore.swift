@@ -90,7 +90,7 @@ public final class SQLiteNoteStore: NoteStore, UploadStore {
         noteWriter = NoteWriter(eventBacklog: Int64(options.eventBacklog), files: files)
         readers = ReaderPool(path: path, maxIdle: options.maxIdleReaders,
                              busyTimeoutMilliseconds: options.busyTimeoutMilliseconds)
-        writer = try GroupCommitWriter(connection: db, maxBatch: options.maxBatchSize)
+        writer = try GroupCommitWriter(connection: db, maxBatch: options.maxBatchSize, reserve: SpaceReserve(dataDirectory: dataDirectory))
     }
 
     deinit { close() }
@@ -142,7 +142,8 @@ public final class SQLiteNoteStore: NoteStore, UploadStore {
     public func submit(_ write: NoteWrite, completion: @escaping @Sendable (Result<NoteWriteResult, StoreError>) -> Void) {
         let noteWriter = noteWriter, files = files
         let changes = FileChanges()
-        writer.submit(.make({ db throws(StoreError) in try noteWriter.apply(write, on: db, changes: changes) }, completion: { result in
+        writer.submit(.make({ db throws(StoreError) in try noteWriter.apply(write, on: db, changes: changes) }, freesSpace: write.freesSpace,
+                            completion: { result in
             // Files follow their rows: freed ones go once the delete has committed; ones moved in
             // go again if the insert did not.
             switch result {

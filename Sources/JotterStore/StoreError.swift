@@ -52,6 +52,15 @@ public struct StoreError: Error, Sendable, Hashable, CustomStringConvertible {
         return nil
     }
 
+    /// True when the disk (or quota) is full: SQLite's `SQLITE_FULL`, or the system's `ENOSPC`/`EDQUOT`.
+    public var isOutOfSpace: Bool {
+        switch code {
+        case .sqlite(let code): code & 0xFF == 13  // SQLITE_FULL
+        case .system: message.contains("No space left on device") || message.contains("Disk quota exceeded")
+        default: false
+        }
+    }
+
     public var description: String { message }
 
     public static func == (lhs: StoreError, rhs: StoreError) -> Bool { lhs.code == rhs.code }

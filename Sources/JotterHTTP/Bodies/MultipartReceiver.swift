@@ -204,6 +204,9 @@ final class FileSink: MultipartFileWriter {
             let written = Glibc.write(fd, bytes.baseAddress! + offset, bytes.count - offset)
             if written < 0 {
                 if errno == EINTR { continue }
+                if errno == ENOSPC || errno == EDQUOT {
+                    throw HTTPError(.insufficientStorage, detail: "the server's disk is full: the upload was not stored")
+                }
                 throw HTTPError(.internalServerError, detail: "cannot write the upload to disk: \(String(cString: strerror(errno)))")
             }
             offset += written

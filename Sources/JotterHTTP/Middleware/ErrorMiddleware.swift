@@ -1,21 +1,26 @@
 /// Renders every thrown error as problem+json carrying the request id — errors of later
 /// replies included.
 ///
-/// An `HTTPError` renders itself; anything else is a `500` that names the request id and is
+/// An `HTTPError` renders itself; so does any error `translate` turns into one (a store's
+/// "disk full" as `507`, say); anything else is a `500` that names the request id and is
 /// logged with its cause, which is never sent to the client.
 public struct ErrorMiddleware: Middleware {
     let log: Logger
+    let translate: @Sendable (any Error) -> HTTPError?
 
-    public init(log: Logger) { self.log = log }
+    public init(log: Logger, translate: @escaping @Sendable (any Error) -> HTTPError? = { _ in nil }) {
+        self.log = log
+        self.translate = translate
+    }
 
     public func handle(_ request: Request, context: RequestContext, next: Responder) throws -> Reply {
-        let log = self.log
+        let log = self.log, translate = self.translate
         do {
             let reply = try next(request, context)
             guard reply.response == nil else { return reply }
-            return reply.recover { error in Self.render(error, for: request, context: context, log: log) }
+            return reply.recover { error in Self.render(translate(error) ?? error, for: request, context: context, log: log) }
         } catch {
-            return .now(Self.render(error, for: request, context: context, log: log))
+            return .now(Self.render(translate(error) ?? error, for: request, context: context, log: log))
         }
     }
 

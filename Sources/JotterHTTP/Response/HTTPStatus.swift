@@ -22,6 +22,7 @@ public struct HTTPStatus: Hashable, Sendable, ExpressibleByIntegerLiteral, Custo
     public static let internalServerError: HTTPStatus = 500
     public static let notImplemented: HTTPStatus = 501
     public static let serviceUnavailable: HTTPStatus = 503
+    public static let insufficientStorage: HTTPStatus = 507
 
     /// The RFC 9110 reason phrase, used as a problem's `title`.
     public var reasonPhrase: String {

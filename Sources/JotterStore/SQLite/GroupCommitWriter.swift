@@ -23,8 +23,8 @@ final class GroupCommitWriter: Sendable {
     private let thread = Mutex<pthread_t?>(nil)
 
     /// Starts the writer thread; `connection` now belongs to it (the caller must not touch it).
-    init(connection: SQLiteConnection, maxBatch: Int) throws(StoreError) {
-        let loop = WriterLoop(db: connection, queue: queue, maxBatch: max(1, maxBatch), counters: counters)
+    init(connection: SQLiteConnection, maxBatch: Int, reserve: SpaceReserve? = nil) throws(StoreError) {
+        let loop = WriterLoop(db: connection, queue: queue, maxBatch: max(1, maxBatch), counters: counters, reserve: reserve)
         let context = Unmanaged.passRetained(loop).toOpaque()
         var tid = pthread_t()
         let rc = pthread_create(&tid, nil, { context in
@@ -81,12 +81,14 @@ private final class WriterLoop {
     private let queue: WriteQueue
     private let maxBatch: Int
     private let counters: WriterCounters
+    private let reserve: SpaceReserve?
 
-    init(db: SQLiteConnection, queue: WriteQueue, maxBatch: Int, counters: WriterCounters) {
+    init(db: SQLiteConnection, queue: WriteQueue, maxBatch: Int, counters: WriterCounters, reserve: SpaceReserve?) {
         self.db = db
         self.queue = queue
         self.maxBatch = maxBatch
         self.counters = counters
+        self.reserve = reserve
     }
 
     func run() {
@@ -98,8 +100,9 @@ private final class WriterLoop {
         db.close()
     }
 
-    /// One transaction for the whole batch; acknowledgements only after COMMIT returned.
-    private func commit(_ batch: [WriteJob]) {
+    /// One transaction for the whole batch; acknowledgements only after COMMIT returned. When
+    /// the disk is full, the space reserve is released and the deletions are tried again alone.
+    private func commit(_ batch: [WriteJob], retrying: Bool = false) {
         var outcomes: [Outcome] = []
         outcomes.reserveCapacity(batch.count)
         do {
@@ -108,9 +111,18 @@ private final class WriterLoop {
             try db.run("COMMIT")
         } catch {
             if !db.isAutocommit { try? db.run("ROLLBACK") }
+            if !retrying, error.isOutOfSpace, batch.contains(where: \.freesSpace) {
+                // The writes that need space took the deletions down with them: try those again
+                // alone, with the reserve's room.
+                _ = reserve?.release()
+                for job in batch where !job.freesSpace { job.fail(error) }
+                commit(batch.filter(\.freesSpace), retrying: true)
+                return
+            }
             for job in batch { job.fail(error) }
             return
         }
+        reserve?.restoreIfRoom()
         counters.commits.add(1, ordering: .relaxed)
         counters.writes.add(batch.count, ordering: .relaxed)
         for (job, outcome) in zip(batch, outcomes) {

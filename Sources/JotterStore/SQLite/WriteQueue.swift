@@ -8,10 +8,13 @@ import Synchronization
 struct WriteJob: Sendable {
     let apply: @Sendable (SQLiteConnection) throws(StoreError) -> @Sendable () -> Void
     let fail: @Sendable (StoreError) -> Void
+    /// A deletion: retried with the space reserve released when the disk is full.
+    var freesSpace = false
 
     /// A job computing a value in the transaction and handing it to `completion` once durable.
     static func make<Value: Sendable>(
         _ apply: @escaping @Sendable (SQLiteConnection) throws(StoreError) -> Value,
+        freesSpace: Bool = false,
         completion: @escaping @Sendable (Result<Value, StoreError>) -> Void
     ) -> WriteJob {
         WriteJob(
@@ -19,7 +22,8 @@ struct WriteJob: Sendable {
                 let value = try apply(db)
                 return { completion(.success(value)) }
             },
-            fail: { completion(.failure($0)) }
+            fail: { completion(.failure($0)) },
+            freesSpace: freesSpace
         )
     }
 }
