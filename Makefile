@@ -41,6 +41,7 @@ test: test-deps
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build --skip '$(TIMING_TESTS)'
 	$(SWIFT) test --skip-build --no-parallel --filter '$(TIMING_TESTS)'
+	scripts/hostile-tests
 	scripts/browser-tests
 
 # The web app in headless Chromium against the built server (after swift build).

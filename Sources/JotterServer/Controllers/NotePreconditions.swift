@@ -11,12 +11,13 @@ enum NotePreconditions {
     ///   this one.
     static func check(_ request: Request, current: Note) throws(HTTPError) -> Int64? {
         var version: Int64?
-        if let header = request.headers["If-Match"] {
+        // An empty field value is an empty list (RFC 9110 §5.6.1): no condition, as if absent.
+        if let header = request.headers["If-Match"], !header.trimmingASCIISpaces().isEmpty {
             let condition = try parse(header, field: "If-Match")
             guard condition.matches(current.etag, weak: false) else { throw stale(current) }
             if condition != .any { version = Int64(current.version) }
         }
-        if let header = request.headers["If-None-Match"] {
+        if let header = request.headers["If-None-Match"], !header.trimmingASCIISpaces().isEmpty {
             let condition = try parse(header, field: "If-None-Match")
             guard !condition.matches(current.etag, weak: true) else {
                 throw HTTPError(.preconditionFailed,

@@ -7,8 +7,11 @@ enum NotesOperations {
     static let id = OpenAPIParameter.path("id", .string(pattern: "^([1-9][0-9]*|0)$", example: "42"),
                                           description: "the note's id, as the API writes it (decimal digits, no leading zero); any other id is `404`")
     static let etag = OpenAPIHeader("the note's version, quoted: `\"3\"`", schema: .string(pattern: "^\"[0-9]+\"$"))
-    static let ifMatch = OpenAPIParameter.header("If-Match", description: "ETags in double quotes separated by commas (`\"3\"`), or `*`: when none is the note's current one, nothing changes and the answer is `412`; any other form (`3`) is `400`")
-    static let ifNoneMatch = OpenAPIParameter.header("If-None-Match", description: "ETags in double quotes separated by commas, or `*`: when one is the note's current one (`*`: the note exists), nothing changes and the answer is `412`; any other form is `400`")
+    /// `*` or entity tags in double quotes separated by commas, as the writes read them (an
+    /// empty value is no condition).
+    static let entityTagList = JSONSchema.string(pattern: #"^[ \t]*(\*|(W/)?"[^"]*"([ \t]*,[ \t]*(W/)?"[^"]*")*)?[ \t]*$"#)
+    static let ifMatch = OpenAPIParameter.header("If-Match", entityTagList, description: "ETags in double quotes separated by commas (`\"3\"`), or `*`: when none is the note's current one, nothing changes and the answer is `412`; any other form (`3`) is `400`")
+    static let ifNoneMatch = OpenAPIParameter.header("If-None-Match", entityTagList, description: "ETags in double quotes separated by commas, or `*`: when one is the note's current one (`*`: the note exists), nothing changes and the answer is `412`; any other form is `400`")
     static let stale = OpenAPIResponse.problem("`If-Match` names another version, or `If-None-Match` this one; its `ETag` header is the current one", headers: ["ETag": etag])
     static let missing = OpenAPIResponse.problem("no note has this id")
     static let malformedBody = OpenAPIResponse.problem("the body is malformed (bad JSON, percent-encoding, UTF-8 or multipart), `_method` is not PUT, PATCH or DELETE, or (on a write) `If-Match`/`If-None-Match` is not `*` or quoted ETags")
