@@ -11,8 +11,10 @@ and writes it into the scenario's own section of docs/benchmarks.md:
   uploads a 1 GiB file with curl to jotter /uploads and to nginx (client_body_in_file_only):
           MB/s, CPU, peak RSS; then 100 KiB multipart uploads under wrk load
   sdk-upload 1 GiB multipart upload by the Swift SDK (jotter upload) and by curl: MB/s, client RSS
+  peers   the same requests to jotter and to the tutorials' original servers (PHP hello script,
+          iOS Recipes WEBrick server, httpbin, the Laravel notes app): req/s, CPU, RSS, ratios
 
-    python3 bench/run.py --jotter .build/release/jotter [--scenario hello,notes,events,uploads,sdk-upload]
+    python3 bench/run.py --jotter .build/release/jotter [--scenario hello,notes,events,uploads,sdk-upload,peers]
         [--duration 10] [--rounds 1] [--threads 1] [--output docs/benchmarks.md] ...
 
 A scenario is a module under bench/scenarios/ with NAME, TITLE and run(args, tmp) ->
@@ -21,10 +23,10 @@ A scenario is a module under bench/scenarios/ with NAME, TITLE and run(args, tmp
 import argparse, os, shutil, signal, sys, tempfile
 
 from harness import REPO, BenchError, ForeignLoad, raise_nofile, write_section
-from scenarios import events, hello, notes, sdk_upload, uploads
+from scenarios import events, hello, notes, peers, sdk_upload, uploads
 
-SCENARIOS = {m.NAME: m for m in (hello, notes, events, uploads, sdk_upload)}
-JOTTER_ONLY = ("notes", "events", "uploads", "sdk-upload")
+SCENARIOS = {m.NAME: m for m in (hello, notes, events, uploads, sdk_upload, peers)}
+JOTTER_ONLY = ("notes", "events", "uploads", "sdk-upload", "peers")
 
 
 def parse_args():
@@ -43,7 +45,8 @@ def parse_args():
     g.add_argument("--peers", default=",".join(hello.ENGINES), help="comma list of jotter,nginx,go")
     g = ap.add_argument_group("notes")
     g.add_argument("--write-connections", type=int, default=64,
-                   help="wrk connections for POST /notes (and seeding; events: the write load)")
+                   help="wrk connections for POST /notes (and seeding; events: the write "
+                        "load; peers: store)")
     g.add_argument("--seed-notes", type=int, default=10000, help="notes in the table")
     g = ap.add_argument_group("events")
     g.add_argument("--subscribers", type=int, default=10000, help="concurrent event streams")
@@ -84,6 +87,8 @@ def parse_args():
         tools += ["nginx", "curl", "sha256sum"]
     if "sdk-upload" in names:
         tools += ["curl"]
+    if "peers" in names:
+        tools += ["nginx", "php", "ruby"]
     for tool in tools:
         if not shutil.which(tool):
             ap.error(f"{tool} not found: run scripts/install-bench-deps")
