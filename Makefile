@@ -1,13 +1,15 @@
 # Jotter — `make run` serves on 127.0.0.1:8080 with data in ./jotter-data; `make test` runs every test.
 # `make bench` runs every benchmark scenario (bench/README.md); pass options with
 # BENCH_ARGS, e.g. `make bench BENCH_ARGS="--rounds 3"` or BENCH_ARGS="--scenario notes".
+# `make compat` replays the tutorials' iPhone clients against their original servers and
+# jotter, and rewrites docs/compatibility.md (`make test` runs the same check, without writing).
 SWIFT ?= swift
 HOST ?= 127.0.0.1
 PORT ?= 8080
 DATA ?= ./jotter-data
 BENCH_ARGS ?=
 
-.PHONY: deps build release run test browser-test screenshots bench clean
+.PHONY: deps build release run test compat browser-test screenshots bench clean
 
 deps:
 	@scripts/install-deps
@@ -23,9 +25,17 @@ run: release
 
 test: deps
 	@scripts/test-venv
+	@scripts/install-peer-deps
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build
+	python3 bench/compat.py --jotter .build/debug/jotter
 	scripts/browser-tests
+
+# The tutorials' client sequences against the original servers and jotter (bench/compat.py).
+compat: deps
+	@scripts/install-peer-deps
+	$(SWIFT) build
+	python3 bench/compat.py --jotter .build/debug/jotter --write
 
 # The web app in headless Chromium against the built server (after swift build).
 browser-test: deps
@@ -39,6 +49,7 @@ screenshots: deps
 
 bench: release
 	@scripts/install-bench-deps
+	@scripts/install-peer-deps
 	python3 bench/run.py --jotter .build/release/jotter $(BENCH_ARGS)
 
 clean:
