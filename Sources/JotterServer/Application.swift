@@ -75,10 +75,16 @@ public func buildApplication(_ configuration: ServerConfiguration) throws -> App
         throw ServerStartError(description: "cannot open the database in '\(configuration.dataDirectory)': \(error)")
     }
     let events = EventBroadcaster(heartbeat: configuration.eventHeartbeat)
+    let metrics = Metrics()
     var routes = RouterBuilder()
+    // Outermost first: every answer — refusals before routing included — gets its id, its log
+    // line and its count; the configured middleware see every answer with errors rendered.
+    routes.add(middleware: RequestIDMiddleware())
+    routes.add(middleware: AccessLogMiddleware(log: log))
+    routes.add(middleware: metrics)
+    for middleware in configuration.middleware { routes.add(middleware: middleware) }
     routes.add(middleware: ErrorMiddleware(log: log))
     HelloController().register(in: &routes)
-    let metrics = Metrics()
     HealthController(metrics: metrics).register(in: &routes)
     NotesController(store: notes, events: events, replayLimit: configuration.eventBacklog).register(in: &routes)
     UploadsController(store: notes, events: events).register(in: &routes)
@@ -88,6 +94,6 @@ public func buildApplication(_ configuration: ServerConfiguration) throws -> App
     WebController().register(in: &routes)
     var http = configuration.http
     http.temporaryDirectory = notes.temporaryDirectory
-    let server = HTTPServer(configuration: http, router: routes.build(), log: log, metrics: metrics)
+    let server = HTTPServer(configuration: http, router: routes.build(), log: log)
     return Application(configuration: configuration, server: server, log: log, notes: notes, events: events)
 }

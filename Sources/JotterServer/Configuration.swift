@@ -27,6 +27,11 @@ public struct ServerConfiguration: Sendable {
     /// Events kept for streams that reconnect with `Last-Event-ID`.
     public var eventBacklog = 10_000
 
+    /// More middleware around every route, inside the server's request ids, access log and
+    /// metrics, outside its error rendering (so they see errors as responses): for embedding
+    /// applications and tests.
+    public var middleware: [any Middleware] = []
+
     public init() {}
 
     var http: HTTPServer.Configuration {

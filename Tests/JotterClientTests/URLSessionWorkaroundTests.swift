@@ -28,10 +28,10 @@ struct URLSessionWorkaroundTests {
         var routes = RouterBuilder()
         routes.get("/hello") { _, _ in
             concurrency.begin()
-            return Response.deferred { complete in
+            return Reply.later { done in
                 DispatchQueue.global().asyncAfter(deadline: .now() + delay) {
                     concurrency.end()
-                    complete(.success(Response(status: .ok, contentType: "application/json", body: Array(#"{"message":"Hi"}"#.utf8))))
+                    done { Response(status: .ok, contentType: "application/json", body: Array(#"{"message":"Hi"}"#.utf8)) }
                 }
             }
         }

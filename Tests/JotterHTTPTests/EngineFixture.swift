@@ -12,28 +12,29 @@ final class EngineFixture {
         var configuration = HTTPServer.Configuration(port: 0, threads: 2, shutdownGracePeriod: 3)
         configure(&configuration)
         var routes = RouterBuilder()
+        routes.add(middleware: RequestIDMiddleware())
         routes.add(middleware: ErrorMiddleware(log: Logger(accessLog: false)))
         routes.get("/hello") { request, _ in "hello" }
         routes.post("/body") { request, _ in "\(request.method) \(request.rawBody.count)" }
         routes.put("/body") { request, _ in "\(request.method) \(request.rawBody.count)" }
         routes.delete("/body") { request, _ in "\(request.method) \(request.rawBody.count)" }
-        routes.post("/streamed", options: RouteOptions(methodOverrideFromBody: false)) { request, _ in "\(request.method)" }
+        routes.post("/streamed", body: .multipart()) { request, _ in "\(request.method)" }
         routes.put("/streamed") { request, _ in "\(request.method)" }
         routes.get("/items/:id") { request, context in "item \(try context.parameters.require("id", as: Int.self))" }
         routes.get("/slow") { request, _ in
             usleep(400_000)
             return "slow done"
         }
-        routes.get("/deferred") { request, _ in
-            Response.deferred { complete in
+        routes.get("/deferred") { request, context in
+            Reply.later { done in
                 DispatchQueue.global().asyncAfter(deadline: .now() + 0.2) {
-                    complete(Result { try "deferred \(request.id)".response(for: request) })
+                    done { try "deferred \(context.requestID)".response(for: request) }
                 }
             }
         }
         routes.get("/deferred-error") { request, _ in
-            Response.deferred { complete in
-                DispatchQueue.global().async { complete(.failure(HTTPError(.preconditionFailed, detail: "stale"))) }
+            Reply.later { done in
+                DispatchQueue.global().async { done { throw HTTPError(.preconditionFailed, detail: "stale") } }
             }
         }
         let hub = self.hub

@@ -17,27 +17,33 @@ public struct MultipartLimits: Sendable {
 }
 
 /// Receives one multipart body as it streams in: plain fields into bounded memory, file parts
-/// into temporary files hashed as they are written. On any error every temporary file of the
-/// request is removed at once.
+/// into a `MultipartFileStore` (nil: file parts are refused). On any error every file of the
+/// request is discarded at once.
 ///
 /// Used only by the engine thread that owns the request.
 final class MultipartReceiver {
     private var parser: MultipartParser
     private let limits: MultipartLimits
     private let directory: String
+    private let store: (any MultipartFileStore)?
     private(set) var fields = FormFields()
     private(set) var files: [UploadedFile] = []
-    /// Every temporary file created, so that all of them can be removed.
-    private var temporaryPaths: [String] = []
-    private var current: (headers: MultipartPartHeaders, field: [UInt8], sink: FileSink?)?
+    /// Every file writer opened, so that all of them can be discarded.
+    private var writers: [any MultipartFileWriter] = []
+    private var current: (headers: MultipartPartHeaders, field: [UInt8], sink: (any MultipartFileWriter)?)?
     private var fieldBytes = 0
     private var fileBytes: Int64 = 0
     private var parts = 0
+    /// What to call the route in a refusal ("POST /notes").
+    private let routeName: String
 
-    init(contentType: String, limits: MultipartLimits, temporaryDirectory: String) throws(HTTPError) {
+    init(contentType: String, limits: MultipartLimits, temporaryDirectory: String, store: (any MultipartFileStore)?,
+         routeName: String) throws(HTTPError) {
         parser = MultipartParser(boundary: try MultipartParser.boundary(of: contentType))
         self.limits = limits
         directory = temporaryDirectory
+        self.store = store
+        self.routeName = routeName
     }
 
     /// The next chunk of the body.
@@ -60,12 +66,11 @@ final class MultipartReceiver {
         }
     }
 
-    /// Removes every temporary file this request created (moved ones are already gone).
+    /// Discards every file this request stored (temporary files a handler moved are already gone).
     func discard() {
-        current?.sink?.close()
         current = nil
-        for path in temporaryPaths { unlink(path) }
-        temporaryPaths = []
+        for writer in writers { writer.discard() }
+        writers = []
     }
 
     private func handle(_ event: MultipartParser.Event) throws(HTTPError) {
@@ -75,10 +80,15 @@ final class MultipartReceiver {
             guard parts <= limits.parts else {
                 throw HTTPError(.unprocessableContent, detail: "the multipart body has more than \(limits.parts) parts")
             }
-            var sink: FileSink?
-            if headers.filename != nil {
-                sink = try FileSink(directory: directory)
-                temporaryPaths.append(sink!.path)
+            var sink: (any MultipartFileWriter)?
+            if let filename = headers.filename {
+                guard let store else {
+                    throw HTTPError(.unsupportedMediaType, detail: "\(routeName) takes no file parts (field '\(headers.name)' is a file); send only plain fields",
+                                    closesConnection: true)
+                }
+                sink = try store.open(field: headers.name, filename: filename, contentType: headers.contentType ?? "application/octet-stream",
+                                      temporaryDirectory: directory)
+                writers.append(sink!)
             }
             current = (headers, [], sink)
 
@@ -107,7 +117,7 @@ final class MultipartReceiver {
                 let (size, sha256) = try sink.finish()
                 files.append(UploadedFile(field: part.headers.name, filename: cleanFilename(part.headers.filename ?? ""),
                                           contentType: part.headers.contentType ?? "application/octet-stream",
-                                          size: size, sha256: sha256, temporaryPath: sink.path))
+                                          size: size, sha256: sha256, location: sink.location))
             } else {
                 guard let value = String(validating: part.field, as: UTF8.self) else {
                     throw HTTPError.badRequest("multipart field '\(part.headers.name)' is not valid UTF-8")
@@ -119,8 +129,9 @@ final class MultipartReceiver {
 }
 
 /// A temporary file that an upload streams into, with its SHA-256 computed on the way.
-final class FileSink {
+final class FileSink: MultipartFileWriter {
     let path: String
+    var location: String { path }
     private var fd: Int32
     private var hash = SHA256()
     private var size: Int64 = 0
@@ -153,7 +164,7 @@ final class FileSink {
     }
 
     /// Flushes and closes the file; its size and digest.
-    func finish() throws(HTTPError) -> (Int64, String) {
+    func finish() throws(HTTPError) -> (size: Int64, sha256: String) {
         try flush()
         close()
         var done = SHA256()
@@ -164,6 +175,12 @@ final class FileSink {
     func close() {
         if fd >= 0 { Glibc.close(fd) }
         fd = -1
+    }
+
+    /// Closes and removes the file (a no-op once a handler has moved it away).
+    func discard() {
+        close()
+        unlink(path)
     }
 
     private func flush() throws(HTTPError) {

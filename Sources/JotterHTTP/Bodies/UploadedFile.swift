@@ -1,6 +1,7 @@
-/// A file part of a `multipart/form-data` request, already on disk in a temporary file.
+/// A file part of a `multipart/form-data` request, already stored by the route's
+/// `MultipartFileStore` (temporary files by default).
 ///
-/// The temporary file is removed when the request completes unless a handler has moved it
+/// A temporary file is removed when the request completes unless a handler has moved it
 /// elsewhere (as `/uploads` does, by renaming it into the uploads folder).
 public struct UploadedFile: Sendable, Hashable {
     /// The form field name.
@@ -12,6 +13,6 @@ public struct UploadedFile: Sendable, Hashable {
     public var size: Int64
     /// SHA-256 of the content, 64 lowercase hex digits.
     public var sha256: String
-    /// Where the bytes are now: a temporary file owned by the request.
-    public var temporaryPath: String
+    /// Where the bytes are now (for temporary files, the file's path; owned by the request).
+    public var location: String
 }

@@ -3,15 +3,17 @@ import Glibc
 
 // The C callbacks libmicrohttpd calls on its threads. They are plain non-capturing functions;
 // the server arrives through `cls` and the request through `*con_cls`, both via `Unmanaged`.
+// They only translate libmicrohttpd's calls into `RequestLifecycle` events and carry out the
+// actions it returns.
 
 /// Called once the request line is read: creates the request's state.
 func engineURILog(_ cls: UnsafeMutableRawPointer?, _ uri: UnsafePointer<CChar>?, _ connection: OpaquePointer?) -> UnsafeMutableRawPointer? {
     let server = Unmanaged<HTTPServer>.fromOpaque(cls!).takeUnretainedValue()
     server.inFlight.add(1, ordering: .relaxed)
-    let address = String(cString: jotter_mhd_client_address(connection))
-    let state = RequestState(target: uri.map { String(validatingCString: $0) ?? String(decoding: UnsafeRawBufferPointer(start: $0, count: strlen($0)), as: UTF8.self) } ?? "",
-                             remoteAddress: address)
-    return Unmanaged.passRetained(state).toOpaque()
+    let target = uri.map { String(validatingCString: $0) ?? String(decoding: UnsafeRawBufferPointer(start: $0, count: strlen($0)), as: UTF8.self) } ?? ""
+    let lifecycle = RequestLifecycle(router: server.router, limits: server.limits, target: target,
+                                     remoteAddress: String(cString: jotter_mhd_client_address(connection)))
+    return Unmanaged.passRetained(RequestState(lifecycle: lifecycle)).toOpaque()
 }
 
 /// Called for every request that reached the URI-log callback, completed or aborted.
@@ -23,36 +25,32 @@ func engineRequestCompleted(_ cls: UnsafeMutableRawPointer?, _ connection: Opaqu
     let state = Unmanaged<RequestState>.fromOpaque(raw).takeRetainedValue()
     server.watchdog.forget(state)
     server.inFlight.subtract(1, ordering: .releasing)
-    state.multipart?.discard()  // temporary files not moved by a handler
     if let waker = state.waker {
         waker.close()
         server.wakers.unregister(waker)
     }
-    let outcome: String = switch termination.rawValue {  // MHD_REQUEST_TERMINATED_*
-    case 0: ""
-    case 2: "timeout"
-    case 3: "shutdown"
-    case 5: "client-abort"
-    case 4: "read-error"
-    default: "error"
+    let outcome: CompletedExchange.Outcome = switch termination.rawValue {  // MHD_REQUEST_TERMINATED_*
+    case 0: .sent
+    case 2: .timeout
+    case 3: .shutdown
+    case 5: .clientAbort
+    case 4: .readError
+    default: .error
     }
-    guard server.log.accessLog else { return }
-    // A request the engine refused before our handler saw it (malformed, header section too large)
-    // still gets its line, with status 0 when libmicrohttpd answered it by itself.
-    server.log.access(remote: state.remoteAddress, method: state.method.isEmpty ? "-" : state.method, target: state.target,
-                      version: state.version.isEmpty ? "-" : state.version, status: state.status, bytes: state.bytesSent,
-                      microseconds: Int(Clock.microseconds() - state.started), requestID: state.requestID.isEmpty ? "-" : state.requestID,
-                      outcome: outcome)
+    // A request the engine refused before our handler saw it (header section too large) still
+    // reaches the middleware, with status 0: libmicrohttpd answered it by itself.
+    state.lifecycle.completed(status: state.status, bytesSent: state.bytesSent, outcome: outcome)
 }
 
-/// The access handler: first call reads and checks the header section, later calls feed the
-/// body, the last one answers.
+/// The access handler: the first call brings the header section, later calls the body, the
+/// last one (size 0) its end — and, after a later reply woke the connection, the answer.
 func engineAccessHandler(_ cls: UnsafeMutableRawPointer?, _ connection: OpaquePointer?, _ url: UnsafePointer<CChar>?,
                          _ method: UnsafePointer<CChar>?, _ version: UnsafePointer<CChar>?, _ uploadData: UnsafePointer<CChar>?,
                          _ uploadDataSize: UnsafeMutablePointer<Int>?, _ conCls: UnsafeMutablePointer<UnsafeMutableRawPointer?>?) -> MHD_Result {
     guard let connection, let raw = conCls?.pointee, let uploadDataSize else { return .NO }
     let server = Unmanaged<HTTPServer>.fromOpaque(cls!).takeUnretainedValue()
     let state = Unmanaged<RequestState>.fromOpaque(raw).takeUnretainedValue()
+    let lifecycle = state.lifecycle
 
     if state.responded {
         // Answered early (a refused body): libmicrohttpd discards the rest of the upload.
@@ -61,87 +59,28 @@ func engineAccessHandler(_ cls: UnsafeMutableRawPointer?, _ connection: OpaquePo
     }
     if !state.headersRead {
         state.headersRead = true
-        state.method = method.map { String(cString: $0) } ?? ""
-        state.version = version.map { String(cString: $0) } ?? ""
-        state.headers = readHeaders(connection)
-        state.requestID = server.requestID(from: state.headers)
-        do throws(HTTPError) {
-            if let error = FramingCheck.check(method: state.method, target: state.target, version: state.version, headers: state.headers) {
-                throw error
-            }
-            try server.prepareBody(state)
-        } catch {
-            return server.queue(ErrorMiddleware.render(error, requestID: state.requestID), state: state, connection: connection)
-        }
-        return .YES
+        let action = lifecycle.headerComplete(method: method.map { String(cString: $0) } ?? "", version: version.map { String(cString: $0) } ?? "",
+                                              headers: readHeaders(connection))
+        return server.perform(action, state: state, connection: connection)
     }
     let size = uploadDataSize.pointee
     if size > 0 {
         uploadDataSize.pointee = 0
         server.watchdog.activity(state, fd: jotter_mhd_connection_fd(connection))
-        if state.refusal != nil {
-            // libmicrohttpd 0.9.75 can't answer in the middle of a body: drain it (bounded) and
-            // answer on the last call; past the drain budget, close without an answer.
-            state.drained += size
-            return state.drained <= HTTPServer.drainBudget ? .YES : .NO
-        }
-        let chunk = UnsafeRawBufferPointer(start: uploadData, count: size)
-        if let multipart = state.multipart {
-            do throws(HTTPError) { try multipart.receive(chunk) } catch { state.refusal = error }
-            return .YES
-        }
-        guard state.body.count + size <= server.configuration.maxBodySize else {
-            state.body = []
-            state.refusal = server.tooLarge()
-            return .YES
-        }
-        state.body.append(contentsOf: chunk)
-        return .YES
+        return server.perform(lifecycle.receive(UnsafeRawBufferPointer(start: uploadData, count: size)), state: state, connection: connection)
     }
     server.watchdog.forget(state)  // the body is complete
-    if let refusal = state.refusal {
-        return server.queue(ErrorMiddleware.render(refusal, requestID: state.requestID), state: state, connection: connection)
-    }
-    if let slot = state.deferred {
-        // Called again after a deferred answer woke the connection.
-        guard let result = slot.take() else {
+    if let slot = state.slot {
+        // Called again after a later reply woke the connection.
+        guard let render = slot.take() else {
             guard server.isStopping else { return .YES }
-            return server.queue(ErrorMiddleware.render(HTTPError(.serviceUnavailable, detail: "the server is shutting down", closesConnection: true),
-                                                       requestID: state.requestID), state: state, connection: connection)
+            return server.queue(HTTPError(.serviceUnavailable, detail: "the server is shutting down", closesConnection: true)
+                                    .response(requestID: lifecycle.context.requestID), state: state, connection: connection)
         }
-        let response: Response
-        do { response = try result.get() } catch {
-            response = ErrorMiddleware.render(error, for: state.request!, log: server.log)
-        }
-        return server.queue(response, state: state, connection: connection)
+        state.slot = nil
+        return server.queue(lifecycle.resume(render), state: state, connection: connection)
     }
-    var multipart: (FormFields, [UploadedFile])?
-    if let receiver = state.multipart {
-        do throws(HTTPError) { try receiver.finish() } catch {
-            return server.queue(ErrorMiddleware.render(error, requestID: state.requestID), state: state, connection: connection)
-        }
-        multipart = (receiver.fields, receiver.files)
-    }
-    let request = Request(method: HTTPMethod(state.method), target: state.target, version: state.version, headers: state.headers,
-                          body: state.body, multipart: multipart, id: state.requestID, remoteAddress: state.remoteAddress)
-    state.body = []
-    let response = server.router.respond(to: request)
-    if case .deferred(let start) = response.payload {
-        let slot = DeferredSlot()
-        let waker = ConnectionWaker(connection: connection)
-        state.deferred = slot
-        state.waker = waker
-        state.request = request
-        state.route = response.route
-        server.wakers.register(waker, kind: .deferred)
-        waker.suspendUnlessWoken()
-        start { result in
-            slot.set(result)
-            waker.wake()
-        }
-        return .YES
-    }
-    return server.queue(response, state: state, connection: connection)
+    return server.perform(lifecycle.bodyComplete(), state: state, connection: connection)
 }
 
 /// Every header field of the request, in order, with exact lengths (a NUL inside a value stays
@@ -161,28 +100,25 @@ private func readHeaders(_ connection: OpaquePointer) -> HTTPHeaders {
 }
 
 extension HTTPServer {
-    /// Bytes of a refused body read and dropped before its `413` can be sent.
-    static let drainBudget = 64 << 20
-
-    /// Chooses how the body is read: a multipart body streams to temporary files, anything
-    /// else is held in memory. `413` at once when Content-Length already says it is too large.
-    func prepareBody(_ state: RequestState) throws(HTTPError) {
-        let declared = state.headers["Content-Length"].flatMap(Int64.init)
-        if let contentType = state.headers["Content-Type"], MediaType(contentType)?.essence == "multipart/form-data" {
-            let limits = MultipartLimits(fieldBytes: configuration.maxBodySize, fileBytes: configuration.maxUploadSize, parts: configuration.maxParts)
-            if let declared, declared > limits.fileBytes + Int64(limits.fieldBytes) {
-                throw HTTPError(.contentTooLarge, detail: "the request body is larger than the upload limit of \(limits.fileBytes) bytes (--max-upload-size)",
-                                closesConnection: true)
+    /// Carries out what the lifecycle decided.
+    func perform(_ action: RequestLifecycle.Action, state: RequestState, connection: OpaquePointer) -> MHD_Result {
+        switch action {
+        case .proceed: return .YES
+        case .close: return .NO
+        case .respond(let response): return queue(response, state: state, connection: connection)
+        case .wait(let later):
+            let slot = RenderSlot()
+            let waker = ConnectionWaker(connection: connection)
+            state.slot = slot
+            state.waker = waker
+            wakers.register(waker, kind: .later)
+            waker.suspendUnlessWoken()
+            later.start { render in
+                slot.set(render)
+                waker.wake()
             }
-            state.multipart = try MultipartReceiver(contentType: contentType, limits: limits, temporaryDirectory: configuration.temporaryDirectory)
-        } else if let declared, declared > Int64(configuration.maxBodySize) {
-            throw tooLarge()
+            return .YES
         }
-    }
-
-    func tooLarge() -> HTTPError {
-        HTTPError(.contentTooLarge, detail: "the request body is larger than the limit of \(configuration.maxBodySize) bytes (--max-body-size)",
-                  closesConnection: true)
     }
 
     /// Hands `response` to libmicrohttpd for this connection.
@@ -201,21 +137,15 @@ extension HTTPServer {
         case .file(let fd, let offset, let length):
             handle = MHD_create_response_from_fd_at_offset64(length, fd, offset)
             if handle == nil { close(fd) }
-        case .deferred:
-            log.error("request \(state.requestID): a deferred response answered with another deferred response")
-            return queue(ErrorMiddleware.render(HTTPError(.internalServerError), requestID: state.requestID), state: state, connection: connection)
         }
         guard let handle else { return .NO }
         defer { MHD_destroy_response(handle) }
         for field in response.headers {
             _ = MHD_add_response_header(handle, field.name, field.value)
         }
-        // Every response carries these two, errors refused before routing included.
+        // Every response carries it, errors refused before routing included.
         _ = MHD_add_response_header(handle, "X-Content-Type-Options", "nosniff")
-        _ = MHD_add_response_header(handle, "X-Request-Id", state.requestID)
         state.status = response.status.code
-        metrics?.record(method: state.method, route: response.route ?? state.route ?? "unmatched", status: response.status.code,
-                        seconds: Double(Clock.microseconds() - state.started) / 1_000_000)
         switch response.payload {
         case .file(_, _, let length): state.bytesSent = Int(length)
         default: state.bytesSent = body.count

@@ -2,8 +2,8 @@ import CMicroHTTPD
 import Glibc
 import Synchronization
 
-/// The HTTP server: owns a libmicrohttpd daemon (internal epoll thread or pool), assembles
-/// requests on its threads and hands each complete request to the router.
+/// The HTTP server: owns a libmicrohttpd daemon (internal epoll thread or pool) and runs each
+/// request's `RequestLifecycle` on its threads.
 ///
 /// ```swift
 /// let server = HTTPServer(configuration: .init(port: 0), router: routes.build(), log: Logger())
@@ -71,20 +71,15 @@ public final class HTTPServer: Sendable {
     let engine = EngineState()
     let watchdog = BodyWatchdog()
     var wakers: WakerRegistry { engine.wakers }
-    let requestCounter = Atomic<UInt64>(0)
-    let idPrefix: String
+    /// The limits every request's lifecycle works within.
+    let limits: RequestLifecycle.Limits
 
-    /// Requests by route and status, and latencies; `nil` records nothing.
-    let metrics: Metrics?
-
-    public init(configuration: Configuration, router: Router, log: Logger, metrics: Metrics? = nil) {
+    public init(configuration: Configuration, router: Router, log: Logger) {
         self.configuration = configuration
         self.router = router
         self.log = log
-        self.metrics = metrics
-        var random: UInt32 = 0
-        getentropy(&random, MemoryLayout<UInt32>.size)
-        idPrefix = String(random, radix: 36)
+        limits = RequestLifecycle.Limits(maxBodySize: configuration.maxBodySize, maxUploadSize: configuration.maxUploadSize,
+                                         maxParts: configuration.maxParts, temporaryDirectory: configuration.temporaryDirectory)
     }
 
     /// The port the server listens on (the real one when configured with 0).
@@ -93,7 +88,7 @@ public final class HTTPServer: Sendable {
     /// Requests received and not yet completed.
     public var requestsInFlight: Int { inFlight.load(ordering: .relaxed) }
 
-    /// True once `shutdown()` has begun: streaming bodies end, deferred answers get the grace period.
+    /// True once `shutdown()` has begun: streaming bodies end, later replies get the grace period.
     public var isStopping: Bool { engine.isStopping }
 
     /// Binds the socket and starts serving on the engine threads.
@@ -130,14 +125,14 @@ public final class HTTPServer: Sendable {
         engine.stopping.store(true, ordering: .relaxed)
         let listener = MHD_quiesce_daemon(current.pointer)
         if listener >= 0 { close(listener) }
-        // Streams end now; deferred answers (writes being committed) get the grace period.
+        // Streams end now; later replies (writes being committed) get the grace period.
         wakers.wakeAll(.stream)
         let deadline = Clock.microseconds() + UInt64(configuration.shutdownGracePeriod * 1_000_000)
         waitForRequests(until: deadline)
         let pending = inFlight.load(ordering: .acquiring)
         if pending > 0 {
             log.warning("stopping with \(pending) request(s) still in flight after the grace period")
-            wakers.wakeAll(.deferred)
+            wakers.wakeAll(.later)
             waitForRequests(until: Clock.microseconds() + 1_000_000)
         }
         daemon.withLock { $0 = nil }
@@ -150,16 +145,6 @@ public final class HTTPServer: Sendable {
             wakers.wakeAll(.stream)
             usleep(5_000)
         }
-    }
-
-    /// The next request id: a per-process random prefix and a counter, unless the client sent a
-    /// usable `X-Request-Id` of its own.
-    func requestID(from headers: HTTPHeaders) -> String {
-        if let sent = headers["X-Request-Id"], (1...64).contains(sent.utf8.count),
-           sent.utf8.allSatisfy({ FramingCheck.isTokenByte($0) && $0 != UInt8(ascii: "%") }) {
-            return sent
-        }
-        return "\(idPrefix)-\(requestCounter.add(1, ordering: .relaxed).newValue)"
     }
 
     deinit {

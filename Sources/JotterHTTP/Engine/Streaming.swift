@@ -1,17 +1,18 @@
 import CMicroHTTPD
 import Synchronization
 
-/// The answer of a deferred response, handed from whichever thread completes it to the engine
-/// thread that sends it.
-final class DeferredSlot: Sendable {
-    private let result = Mutex<Result<Response, any Error>?>(nil)
+/// The render closure of a later reply, handed from whichever thread finished the work to the
+/// engine thread that renders and sends the response.
+final class RenderSlot: Sendable {
+    typealias Render = @Sendable () throws -> Response
+    private let render = Mutex<Render?>(nil)
 
-    func set(_ value: Result<Response, any Error>) {
-        result.withLock { if $0 == nil { $0 = value } }
+    func set(_ value: @escaping Render) {
+        render.withLock { if $0 == nil { $0 = value } }
     }
 
-    func take() -> Result<Response, any Error>? {
-        result.withLock { value in
+    func take() -> Render? {
+        render.withLock { value in
             defer { value = nil }
             return value
         }
@@ -69,7 +70,7 @@ func engineStreamFree(_ cls: UnsafeMutableRawPointer?) {
 /// The wakers of every suspended-or-suspendable connection, so shutdown can resume them all
 /// (libmicrohttpd must not be stopped with a connection suspended).
 final class WakerRegistry: Sendable {
-    enum Kind { case stream, deferred }
+    enum Kind { case stream, later }
     private let entries = Mutex<[ObjectIdentifier: (waker: ConnectionWaker, kind: Kind)]>([:])
 
     func register(_ waker: ConnectionWaker, kind: Kind) {

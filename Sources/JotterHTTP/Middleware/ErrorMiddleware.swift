@@ -1,5 +1,5 @@
-/// Renders every thrown error as problem+json carrying the request id. (The engine adds
-/// `X-Request-Id` and `X-Content-Type-Options: nosniff` to every response.)
+/// Renders every thrown error as problem+json carrying the request id — errors of later
+/// replies included.
 ///
 /// An `HTTPError` renders itself; anything else is a `500` that names the request id and is
 /// logged with its cause, which is never sent to the client.
@@ -8,24 +8,20 @@ public struct ErrorMiddleware: Middleware {
 
     public init(log: Logger) { self.log = log }
 
-    public func handle(_ request: Request, context: RequestContext, next: Responder) throws -> Response {
+    public func handle(_ request: Request, context: RequestContext, next: Responder) throws -> Reply {
+        let log = self.log
         do {
-            return try next(request, context)
+            return try next(request, context).recover { error in Self.render(error, for: request, context: context, log: log) }
         } catch {
-            return Self.render(error, for: request, log: log)
+            return .now(Self.render(error, for: request, context: context, log: log))
         }
     }
 
     /// The response for any error: an `HTTPError` renders itself, anything else is a logged 500.
-    public static func render(_ error: any Error, for request: Request, log: Logger) -> Response {
-        if let error = error as? HTTPError { return render(error, requestID: request.id) }
-        log.error("request \(request.id) \(request.method) \(request.path) failed: \(String(reflecting: error))")
-        return render(HTTPError(.internalServerError, detail: "the server failed to handle this request (request id \(request.id))"),
-                      requestID: request.id)
-    }
-
-    /// The problem+json response for `error`, carrying `requestID`.
-    public static func render(_ error: HTTPError, requestID: String) -> Response {
-        error.response(requestID: requestID)
+    public static func render(_ error: any Error, for request: Request, context: RequestContext, log: Logger) -> Response {
+        if let error = error as? HTTPError { return error.response(requestID: context.requestID) }
+        log.error("request \(context.requestID) \(request.method) \(Logger.sanitize(String(request.path))) failed: \(String(reflecting: error))")
+        return HTTPError(.internalServerError, detail: "the server failed to handle this request (request id \(context.requestID))")
+            .response(requestID: context.requestID)
     }
 }

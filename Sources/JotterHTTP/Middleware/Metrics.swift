@@ -1,14 +1,19 @@
 import Synchronization
 
-/// Request counts by route and status, and a latency histogram by route, in the Prometheus text
-/// format. Recorded by the engine when a response is queued — so deferred answers count with
-/// their real status — keyed by the route pattern (`/notes/:id`), never by the raw path.
+/// Request counts by method, route and status, and a latency histogram by route, in the
+/// Prometheus text format. A middleware: it records each request when it is over — later
+/// replies with their real status, requests refused before routing as route `unmatched`.
+///
+/// Every label comes from a closed set, so no request can add series: the route pattern
+/// (`/notes/:id`, never the raw path), the standard methods (anything else is `other`), and
+/// the status code.
 ///
 /// ```swift
 /// let metrics = Metrics()
+/// routes.add(middleware: metrics)
 /// routes.get("/metrics") { _, _ in Response(status: .ok, contentType: Metrics.contentType, body: Array(metrics.render().utf8)) }
 /// ```
-public final class Metrics: Sendable {
+public final class Metrics: Middleware {
     /// Upper bounds of the latency buckets, in seconds.
     static let buckets: [Double] = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10]
 
@@ -24,6 +29,15 @@ public final class Metrics: Sendable {
     public static let contentType = "text/plain; version=0.0.4; charset=utf-8"
 
     public init() {}
+
+    /// The methods counted by name; any other is counted as `other`.
+    static let methods: Set<String> = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]
+
+    public func completed(_ exchange: CompletedExchange) {
+        let method = exchange.head.map { Self.methods.contains($0.originalMethod.rawValue) ? $0.originalMethod.rawValue : "other" } ?? "other"
+        record(method: method, route: exchange.context.route ?? "unmatched", status: exchange.status,
+               seconds: Double(exchange.responseMicroseconds ?? exchange.microseconds) / 1_000_000)
+    }
 
     func record(method: String, route: String, status: Int, seconds: Double) {
         state.withLock { state in

@@ -1,57 +1,46 @@
-/// An HTTP request as handlers see it: complete, with its body read.
+/// An HTTP request as handlers see it: its head, and its body as the route's `BodyPolicy` read it.
+///
+/// Everything of the head is readable directly (`request.method`, `request.headers`, …).
+@dynamicMemberLookup
 public struct Request: Sendable {
-    /// The method after any `_method` / `X-HTTP-Method-Override`.
-    public var method: HTTPMethod
-    /// The method on the request line.
-    public let originalMethod: HTTPMethod
-    /// The request-target exactly as sent, e.g. `/hello?name=Bob`.
-    public let target: String
-    /// The path part of the target, still percent-encoded.
-    public let path: Substring
-    /// The query part of the target without `?`, still percent-encoded; `nil` when absent.
-    public let rawQuery: Substring?
-    public let version: String
-    public let headers: HTTPHeaders
-    /// The raw body bytes (empty when the body was streamed elsewhere, as multipart is).
+    public internal(set) var head: RequestHead
+    /// The raw body bytes of a buffered body (empty when the body was streamed elsewhere, as
+    /// multipart file parts and raw streams are).
     public let rawBody: [UInt8]
-    /// The file parts of a multipart body, in temporary files until the request completes.
+    /// The file parts of a multipart body, stored by the route's file store.
     public let files: [UploadedFile]
-    /// The request id, also sent back as `X-Request-Id`.
-    public let id: String
-    /// The client's address as text.
-    public let remoteAddress: String
+    /// The receiver of a `.stream` body, after it has seen the whole body.
+    public let bodyStream: (any RequestBodyStream)?
     private let decodedBody: Result<RequestBody, HTTPError>
 
-    public init(method: HTTPMethod, target: String, version: String = "HTTP/1.1", headers: HTTPHeaders = HTTPHeaders(),
-                body: [UInt8] = [], multipart: (fields: FormFields, files: [UploadedFile])? = nil, id: String = "-", remoteAddress: String = "-") {
-        self.method = method
-        self.originalMethod = method
-        self.target = target
-        if let question = target.firstIndex(of: "?") {
-            path = target[..<question]
-            rawQuery = target[target.index(after: question)...]
-        } else {
-            path = target[...]
-            rawQuery = nil
-        }
-        self.version = version
-        self.headers = headers
+    public init(head: RequestHead, body: [UInt8] = [], multipart: (fields: FormFields, files: [UploadedFile])? = nil,
+                bodyStream: (any RequestBodyStream)? = nil) {
+        self.head = head
         self.rawBody = body
         self.files = multipart?.files ?? []
-        self.id = id
-        self.remoteAddress = remoteAddress
+        self.bodyStream = bodyStream
         if let multipart {
             decodedBody = .success(.form(multipart.fields))
+        } else if body.isEmpty {
+            decodedBody = .success(.empty)
         } else {
-            decodedBody = Result { () throws(HTTPError) in try RequestBody.decode(body, contentType: headers["Content-Type"]) }
+            decodedBody = Result { () throws(HTTPError) in try RequestBody.decode(body, contentType: head.headers["Content-Type"]) }
         }
     }
 
-    /// The decoded query string; `400` naming the problem when it is malformed.
-    public func query() throws(HTTPError) -> FormFields {
-        guard let rawQuery else { return FormFields() }
-        return try FormFields(decoding: rawQuery.utf8, context: "query")
+    /// A request built by hand (tests, the in-process client).
+    public init(method: HTTPMethod, target: String, version: String = "HTTP/1.1", headers: HTTPHeaders = HTTPHeaders(),
+                body: [UInt8] = [], remoteAddress: String = "-") {
+        self.init(head: RequestHead(method: method, target: target, version: version, headers: headers, remoteAddress: remoteAddress), body: body)
     }
+
+    public subscript<Value>(dynamicMember keyPath: KeyPath<RequestHead, Value>) -> Value { head[keyPath: keyPath] }
+
+    /// The method after any `_method` / `X-HTTP-Method-Override`.
+    public var method: HTTPMethod { head.method }
+
+    /// The decoded query string; `400` naming the problem when it is malformed.
+    public func query() throws(HTTPError) -> FormFields { try head.query() }
 
     /// The body decoded by Content-Type (form, JSON or empty); `400`/`415` when it can't be.
     public func body() throws(HTTPError) -> RequestBody {
@@ -59,14 +48,42 @@ public struct Request: Sendable {
     }
 }
 
-/// What the router knows about a request beyond the request itself.
+/// A typed key for a value that middleware puts into the request context.
+///
+/// ```swift
+/// enum CurrentUser: RequestContextKey { typealias Value = User }
+/// context[CurrentUser.self] = user            // in a middleware's head phase
+/// let user = context[CurrentUser.self]        // in a handler
+/// ```
+public protocol RequestContextKey {
+    associatedtype Value: Sendable
+}
+
+/// What the server knows about a request beyond the request itself: path parameters, the
+/// request id, the matched route, and typed values set by middleware.
 public struct RequestContext: Sendable {
     /// Path parameters by name, e.g. `id` for `/notes/:id`.
     public var parameters: Parameters = Parameters()
-    /// The error routing found (404, 405, a bad override), thrown by the fallback responder so
-    /// that it passes through the same middleware as every route.
-    var routingError: HTTPError?
+    /// The request's id (set by `RequestIDMiddleware`), `-` when none was given.
+    public var requestID = "-"
+    /// The pattern of the route that answers (`/notes/:id`); nil when none matched.
+    public internal(set) var route: String?
+    /// An error found before the handler (routing, framing, a head-phase refusal, the body),
+    /// thrown by the responder that stands in for the handler, so that it passes through the
+    /// same middleware as every answer.
+    var refusal: (any Error)?
+    private var values: [(key: ObjectIdentifier, value: any Sendable)] = []
+
     public init() {}
+
+    /// The value middleware stored under `key`, if any.
+    public subscript<Key: RequestContextKey>(key: Key.Type) -> Key.Value? {
+        get { values.first { $0.key == ObjectIdentifier(key) }?.value as? Key.Value }
+        set {
+            values.removeAll { $0.key == ObjectIdentifier(key) }
+            if let newValue { values.append((ObjectIdentifier(key), newValue)) }
+        }
+    }
 }
 
 /// Decoded path parameters, with typed access that fails as `404`.

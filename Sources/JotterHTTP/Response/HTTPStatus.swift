@@ -9,6 +9,8 @@ public struct HTTPStatus: Hashable, Sendable, ExpressibleByIntegerLiteral, Custo
     public static let noContent: HTTPStatus = 204
     public static let notModified: HTTPStatus = 304
     public static let badRequest: HTTPStatus = 400
+    public static let unauthorized: HTTPStatus = 401
+    public static let forbidden: HTTPStatus = 403
     public static let notFound: HTTPStatus = 404
     public static let methodNotAllowed: HTTPStatus = 405
     public static let preconditionFailed: HTTPStatus = 412
@@ -30,6 +32,8 @@ public struct HTTPStatus: Hashable, Sendable, ExpressibleByIntegerLiteral, Custo
         case 206: "Partial Content"
         case 304: "Not Modified"
         case 400: "Bad Request"
+        case 401: "Unauthorized"
+        case 403: "Forbidden"
         case 404: "Not Found"
         case 405: "Method Not Allowed"
         case 409: "Conflict"
@@ -44,6 +48,8 @@ public struct HTTPStatus: Hashable, Sendable, ExpressibleByIntegerLiteral, Custo
         case 500: "Internal Server Error"
         case 501: "Not Implemented"
         case 503: "Service Unavailable"
+        case 505: "HTTP Version Not Supported"
+        case 507: "Insufficient Storage"
         default: "Status \(code)"
         }
     }

@@ -19,7 +19,7 @@ public enum JSONCoding {
 /// ```swift
 /// return JSON(["message": "Hello Bob!"], status: .created)
 /// ```
-public struct JSON<Value: Encodable>: ResponseGenerator {
+public struct JSON<Value: Encodable>: ResponseConvertible {
     public var value: Value
     public var status: HTTPStatus
     public var headers: HTTPHeaders

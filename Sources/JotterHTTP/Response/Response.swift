@@ -7,10 +7,8 @@ public struct Response: Sendable {
     public var status: HTTPStatus
     public var headers: HTTPHeaders
     public var body: [UInt8]
-    /// Bytes (in `body`), a stream, or a deferred answer.
+    /// Bytes (in `body`), a stream, or a file.
     var payload: Payload = .bytes
-    /// The pattern of the route that answered (`/notes/:id`), for metrics; set by the router.
-    var route: String?
 
     public init(status: HTTPStatus = .ok, headers: HTTPHeaders = HTTPHeaders(), body: [UInt8] = []) {
         self.status = status
@@ -21,18 +19,42 @@ public struct Response: Sendable {
     public init(status: HTTPStatus = .ok, contentType: String, body: [UInt8]) {
         self.init(status: status, headers: HTTPHeaders([("Content-Type", contentType)]), body: body)
     }
+
+    /// The length of the body the engine sends (a file's range, a fixed-length stream), or
+    /// nil for a stream of unknown length.
+    public var contentLength: UInt64? {
+        switch payload {
+        case .bytes: UInt64(body.count)
+        case .stream(_, let length, _): length
+        case .file(_, _, let length): length
+        }
+    }
 }
 
-/// Anything a handler can return: a `String`, a `Response`, or `JSON` over an `Encodable` value.
+/// Anything a handler can return: a `String`, a `Response`, a `Reply`, or `JSON` over an
+/// `Encodable` value.
 public protocol ResponseGenerator: SendableMetatype {
+    func reply(for request: Request) throws -> Reply
+}
+
+/// A `ResponseGenerator` whose answer is always known at once.
+public protocol ResponseConvertible: ResponseGenerator {
     func response(for request: Request) throws -> Response
 }
 
-extension Response: ResponseGenerator {
+extension ResponseConvertible {
+    public func reply(for request: Request) throws -> Reply { .now(try response(for: request)) }
+}
+
+extension Reply: ResponseGenerator {
+    public func reply(for request: Request) throws -> Reply { self }
+}
+
+extension Response: ResponseConvertible {
     public func response(for request: Request) throws -> Response { self }
 }
 
-extension String: ResponseGenerator {
+extension String: ResponseConvertible {
     /// `200 text/plain; charset=utf-8` with the string as body.
     public func response(for request: Request) throws -> Response {
         Response(status: .ok, contentType: "text/plain; charset=utf-8", body: Array(utf8))

@@ -30,13 +30,12 @@ public protocol StreamingBody: AnyObject, Sendable {
 }
 
 extension Response {
-    /// What the engine sends: bytes in `body`, a streaming body, or an answer that comes later.
+    /// What the engine sends: bytes in `body`, a streaming body, or a file.
     enum Payload: Sendable {
         case bytes
         case stream(any StreamingBody, length: UInt64?, blockSize: Int)
         /// `length` bytes of an open file from `offset`, sent with sendfile; the engine closes `fd`.
         case file(fd: Int32, offset: UInt64, length: UInt64)
-        case deferred(@Sendable (_ complete: @escaping @Sendable (Result<Response, any Error>) -> Void) -> Void)
     }
 
     /// A response whose body is produced while it is sent; `length` nil means chunked.
@@ -55,21 +54,6 @@ extension Response {
                             headers: HTTPHeaders = HTTPHeaders()) -> Response {
         var response = Response(status: status, headers: headers)
         response.payload = .file(fd: fd, offset: offset, length: length)
-        return response
-    }
-
-    /// A response that is known only later — after a group commit, say. The engine suspends the
-    /// connection (no thread waits) and calls `start`; `start` calls `complete` exactly once,
-    /// from any thread. A failure renders like a thrown error.
-    ///
-    /// ```swift
-    /// return Response.deferred { complete in
-    ///     store.submit(write) { result in complete(result.map(render)) }
-    /// }
-    /// ```
-    public static func deferred(_ start: @escaping @Sendable (_ complete: @escaping @Sendable (Result<Response, any Error>) -> Void) -> Void) -> Response {
-        var response = Response()
-        response.payload = .deferred(start)
         return response
     }
 }

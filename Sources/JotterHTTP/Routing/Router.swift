@@ -1,81 +1,122 @@
-/// Builds the route table: register routes and middleware, then `build()` an immutable `Router`.
+/// Builds the route table: register middleware, routes and groups, then `build()` an
+/// immutable `Router`.
 ///
 /// ```swift
 /// var routes = RouterBuilder()
 /// routes.add(middleware: ErrorMiddleware(log: log))
-/// routes.get("/notes/:id") { request, context in
-///     let id = try context.parameters.require("id", as: Int.self)
-///     return try notes.show(id).response(for: request)
+/// routes.get("/healthz") { _, _ in "ok" }
+/// routes.group { protected in
+///     protected.add(middleware: Authentication())     // only for the routes of this group
+///     protected.get("/notes/:id") { request, context in
+///         let id = try context.parameters.require("id", as: Int.self)
+///         return try notes.show(id).response(for: request)
+///     }
 /// }
 /// let router = routes.build()
 /// ```
 public struct RouterBuilder {
-    var middleware: [any Middleware] = []
+    private(set) var middleware: [any Middleware] = []
+    private var stack: MiddlewareStack?
     var routes: [Route] = []
 
     public init() {}
 
-    /// Adds middleware that wraps every route registered after it, and the 404/405 answers.
+    /// Adds middleware that wraps every route registered after it (in this builder or group),
+    /// and — at the top level — the answers given without a route (404, 405, framing errors).
     public mutating func add(middleware: any Middleware) {
         self.middleware.append(middleware)
+        stack = nil
     }
 
-    /// Registers `handler` for `method` on `path`; `:name` segments are parameters.
+    /// Routes registered in `configure` get the middleware added there too; the middleware
+    /// added inside stays inside.
+    public mutating func group(_ configure: (inout RouterBuilder) -> Void) {
+        var group = RouterBuilder()
+        group.middleware = middleware
+        group.stack = currentStack()
+        configure(&group)
+        routes += group.routes
+    }
+
+    /// Registers `handler` for `method` on `path`; `:name` segments are parameters. `body` says
+    /// how the request body is read (default: none for GET, HEAD and OPTIONS, buffered otherwise).
     public mutating func on<Output: ResponseGenerator>(
-        _ method: HTTPMethod, _ path: String, options: RouteOptions = RouteOptions(),
+        _ method: HTTPMethod, _ path: String, body: BodyPolicy? = nil,
         handler: @escaping @Sendable (Request, RequestContext) throws -> Output
     ) {
-        let responder = middleware.wrapping { request, context in try handler(request, context).response(for: request) }
-        routes.append(Route(method: method, pattern: PathPattern(path), options: options, responder: responder))
+        let stack = currentStack()
+        let responder = stack.wrap { request, context in try handler(request, context).reply(for: request) }
+        routes.append(Route(method: method, pattern: PathPattern(path), body: body ?? .standard(for: method), stack: stack, responder: responder))
     }
 
-    public mutating func get<Output: ResponseGenerator>(_ path: String, options: RouteOptions = RouteOptions(),
-        handler: @escaping @Sendable (Request, RequestContext) throws -> Output) { on(.get, path, options: options, handler: handler) }
-    public mutating func post<Output: ResponseGenerator>(_ path: String, options: RouteOptions = RouteOptions(),
-        handler: @escaping @Sendable (Request, RequestContext) throws -> Output) { on(.post, path, options: options, handler: handler) }
-    public mutating func put<Output: ResponseGenerator>(_ path: String, options: RouteOptions = RouteOptions(),
-        handler: @escaping @Sendable (Request, RequestContext) throws -> Output) { on(.put, path, options: options, handler: handler) }
-    public mutating func patch<Output: ResponseGenerator>(_ path: String, options: RouteOptions = RouteOptions(),
-        handler: @escaping @Sendable (Request, RequestContext) throws -> Output) { on(.patch, path, options: options, handler: handler) }
-    public mutating func delete<Output: ResponseGenerator>(_ path: String, options: RouteOptions = RouteOptions(),
-        handler: @escaping @Sendable (Request, RequestContext) throws -> Output) { on(.delete, path, options: options, handler: handler) }
+    public mutating func get<Output: ResponseGenerator>(_ path: String, body: BodyPolicy? = nil,
+        handler: @escaping @Sendable (Request, RequestContext) throws -> Output) { on(.get, path, body: body, handler: handler) }
+    public mutating func post<Output: ResponseGenerator>(_ path: String, body: BodyPolicy? = nil,
+        handler: @escaping @Sendable (Request, RequestContext) throws -> Output) { on(.post, path, body: body, handler: handler) }
+    public mutating func put<Output: ResponseGenerator>(_ path: String, body: BodyPolicy? = nil,
+        handler: @escaping @Sendable (Request, RequestContext) throws -> Output) { on(.put, path, body: body, handler: handler) }
+    public mutating func patch<Output: ResponseGenerator>(_ path: String, body: BodyPolicy? = nil,
+        handler: @escaping @Sendable (Request, RequestContext) throws -> Output) { on(.patch, path, body: body, handler: handler) }
+    public mutating func delete<Output: ResponseGenerator>(_ path: String, body: BodyPolicy? = nil,
+        handler: @escaping @Sendable (Request, RequestContext) throws -> Output) { on(.delete, path, body: body, handler: handler) }
 
     /// The finished, immutable router.
     public func build() -> Router {
-        Router(routes: routes, fallback: middleware.wrapping { request, context in throw context.routingError ?? HTTPError(.notFound) })
+        var builder = self
+        return Router(routes: routes, stack: builder.currentStack())
     }
-}
 
-/// Per-route settings.
-public struct RouteOptions: Sendable {
-    /// Whether `_method` in a form or JSON body may override POST (streamed bodies: header only).
-    public var methodOverrideFromBody: Bool
-    public init(methodOverrideFromBody: Bool = true) {
-        self.methodOverrideFromBody = methodOverrideFromBody
+    private mutating func currentStack() -> MiddlewareStack {
+        if let stack { return stack }
+        let made = MiddlewareStack(middleware)
+        stack = made
+        return made
     }
 }
 
 struct Route: Sendable {
     let method: HTTPMethod
     let pattern: PathPattern
-    let options: RouteOptions
+    let body: BodyPolicy
+    let stack: MiddlewareStack
     let responder: Responder
 }
 
-/// The immutable route table: resolves the method override, the path and its parameters, and
-/// answers `404`, `405` (with `Allow`) and `HEAD` for any `GET` route.
+/// Where a request goes, decided from its head.
+struct RouteMatch {
+    /// The route that answers; nil while a `_method` field in the body may still choose (see
+    /// `overrideCandidates`), or when `error` answers instead.
+    var route: Route?
+    var parameters = Parameters()
+    /// How the body is read.
+    var body: BodyPolicy = .none
+    /// The middleware whose head phase runs now.
+    var stack: MiddlewareStack
+    /// A POST whose buffered body may carry `_method`: the routes it may pick from, and the POST
+    /// route that answers without one.
+    var overrideCandidates: [(route: Route, parameters: Parameters)] = []
+    /// 400 (bad path), 404 or 405 — answered through the router's own middleware.
+    var error: HTTPError?
+}
+
+/// The immutable route table: resolves the path and its parameters and the method override,
+/// and answers `404`, `405` (with `Allow`) and `HEAD` for any `GET` route.
 public struct Router: Sendable {
     /// Routes without parameters by their canonical path ("/notes"), looked up before any split.
     let staticRoutes: [String: [Route]]
     let routes: [Route]
-    let fallback: Responder
+    /// The top-level middleware: they answer what no route does.
+    let stack: MiddlewareStack
 
     /// Every registered method and path pattern, in registration order.
     public var table: [(method: HTTPMethod, path: String)] { routes.map { ($0.method, $0.pattern.text) } }
 
-    init(routes: [Route], fallback: @escaping Responder) {
+    /// Methods a `_method` field or `X-HTTP-Method-Override` header may turn a POST into.
+    static let overridable: Set<String> = ["PUT", "PATCH", "DELETE"]
+
+    init(routes: [Route], stack: MiddlewareStack) {
         self.routes = routes
-        self.fallback = fallback
+        self.stack = stack
         staticRoutes = Dictionary(grouping: routes.filter(\.pattern.isStatic), by: \.pattern.canonicalPath)
     }
 
@@ -88,37 +129,62 @@ public struct Router: Sendable {
         return routes.compactMap { route in route.pattern.match(segments).map { (route: route, parameters: $0) } }
     }
 
-    /// Answers `request`; never throws, since errors are rendered by the middleware.
-    public func respond(to request: Request) -> Response {
-        var request = request
-        var context = RequestContext()
-        do {
-            let candidates = try candidates(for: request.path)
-            if candidates.isEmpty {
-                context.routingError = HTTPError(.notFound, detail: "no resource at \(request.path)")
-                return try fallback(request, context)
-            }
-            if request.method == .post {
-                let fromBody = candidates.allSatisfy { $0.route.options.methodOverrideFromBody }
-                request.method = try MethodOverride.resolve(request, fromBody: fromBody)
-            }
-            let method = request.method == .head && !candidates.contains { $0.route.method == .head } ? .get : request.method
-            guard let match = candidates.first(where: { $0.route.method == method }) else {
-                let allowed = Set(candidates.map(\.route.method.rawValue))
-                let allow = (allowed.contains("GET") ? allowed.union(["HEAD"]) : allowed).sorted().joined(separator: ", ")
-                context.routingError = HTTPError(.methodNotAllowed, detail: "\(request.method) is not allowed on \(request.path); allowed: \(allow)",
-                                                 headers: HTTPHeaders([("Allow", allow)]))
-                return try fallback(request, context)
-            }
-            context.parameters = match.parameters
-            var response = try match.route.responder(request, context)
-            response.route = match.route.pattern.text
-            return response
-        } catch let error as HTTPError {
-            context.routingError = error
-        } catch {
-            context.routingError = HTTPError(.internalServerError)
+    /// Routes `head` (applying an `X-HTTP-Method-Override` header to a POST).
+    func resolve(_ head: inout RequestHead) -> RouteMatch {
+        let candidates: [(route: Route, parameters: Parameters)]
+        do { candidates = try self.candidates(for: head.path) } catch {
+            return RouteMatch(stack: stack, error: error)
         }
-        return (try? fallback(request, context)) ?? ErrorMiddleware.render(context.routingError ?? HTTPError(.internalServerError), requestID: request.id)
+        guard !candidates.isEmpty else {
+            return RouteMatch(stack: stack, error: HTTPError(.notFound, detail: "no resource at \(Logger.sanitize(String(head.path)))"))
+        }
+        if head.method == .post {
+            if let header = head.headers["X-HTTP-Method-Override"] {
+                do { head.method = try Self.override(header) } catch { return RouteMatch(stack: stack, error: error) }
+            } else if candidates.allSatisfy({ $0.route.body.isBuffered || $0.route.method == .get || $0.route.method == .head }),
+                      candidates.contains(where: { $0.route.method == .post || Self.overridable.contains($0.route.method.rawValue) }) {
+                // `_method` in the body may still choose: read it as the POST route reads its body,
+                // or (no POST route) as the largest of the routes it may choose.
+                let post = candidates.first { $0.route.method == .post }
+                let limits = candidates.filter { $0.route.body.isBuffered }.map { $0.route.body.memoryLimit }
+                let body = post?.route.body ?? .buffered(limit: limits.contains { $0 == nil } ? nil : limits.compactMap { $0 }.max())
+                return RouteMatch(route: nil, parameters: post?.parameters ?? candidates[0].parameters, body: body,
+                                  stack: (post ?? candidates.first { $0.route.body.isBuffered } ?? candidates[0]).route.stack,
+                                  overrideCandidates: candidates)
+            }
+        }
+        return select(head.method, among: candidates, path: head.path)
+    }
+
+    /// After a body that could carry `_method`: the route it (or its absence) picks.
+    func finish(_ match: RouteMatch, head: inout RequestHead, body: RequestBody) -> RouteMatch {
+        do {
+            if let field = try body.string("_method") {
+                head.method = try Self.override(field)
+            }
+        } catch {
+            return RouteMatch(stack: match.stack, error: error)
+        }
+        return select(head.method, among: match.overrideCandidates, path: head.path)
+    }
+
+    private func select(_ method: HTTPMethod, among candidates: [(route: Route, parameters: Parameters)], path: Substring) -> RouteMatch {
+        let wanted = method == .head && !candidates.contains { $0.route.method == .head } ? .get : method
+        guard let match = candidates.first(where: { $0.route.method == wanted }) else {
+            let allowed = Set(candidates.map(\.route.method.rawValue))
+            let allow = (allowed.contains("GET") ? allowed.union(["HEAD"]) : allowed).sorted().joined(separator: ", ")
+            return RouteMatch(stack: stack, error: HTTPError(.methodNotAllowed,
+                detail: "\(Logger.sanitize(method.rawValue)) is not allowed on \(Logger.sanitize(String(path))); allowed: \(allow)",
+                headers: HTTPHeaders([("Allow", allow)])))
+        }
+        return RouteMatch(route: match.route, parameters: match.parameters, body: match.route.body, stack: match.route.stack)
+    }
+
+    private static func override(_ value: String) throws(HTTPError) -> HTTPMethod {
+        let method = value.trimmingASCIISpaces().uppercased()
+        guard overridable.contains(method) else {
+            throw HTTPError.badRequest("method override '\(Logger.sanitize(value))' is not one of PUT, PATCH, DELETE")
+        }
+        return HTTPMethod(method)
     }
 }

@@ -12,9 +12,9 @@ struct EchoController {
     static let methods: [HTTPMethod] = [.get, .post, .put, .patch, .delete, .options]
 
     func register(in routes: inout RouterBuilder) {
-        // Streamed bodies: only the override header counts.
+        // Any body: files stream to temporary files (only the override header counts).
         for method in Self.methods {
-            routes.on(method, "/echo", options: RouteOptions(methodOverrideFromBody: false), handler: echo)
+            routes.on(method, "/echo", body: .multipart(), handler: echo)
         }
     }
 

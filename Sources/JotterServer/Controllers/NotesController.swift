@@ -46,26 +46,26 @@ struct NotesController<Store: NoteStore & UploadStore> {
         return try JSON(NoteEnvelope(note: note), headers: HTTPHeaders([("ETag", note.etag)])).response(for: request)
     }
 
-    @Sendable func create(_ request: Request, _ context: RequestContext) throws -> Response {
+    @Sendable func create(_ request: Request, _ context: RequestContext) throws -> Reply {
         guard let body = try NoteInput.body(request) else {
             throw HTTPError.validation([.init(field: "body", message: "is required")])
         }
         return commit(.create(body: body), request: request, status: .created, message: "Note Created")
     }
 
-    @Sendable func update(_ request: Request, _ context: RequestContext) throws -> Response {
+    @Sendable func update(_ request: Request, _ context: RequestContext) throws -> Reply {
         let id = try NoteInput.id(context)
         // A missing note is 404 whatever the preconditions; then If-Match, before anything else.
         let current = try existing(id)
         let version = try checkIfMatch(request, current: current)
         guard let body = try NoteInput.body(request) else {
             return try JSON(NoteEnvelope(note: current, message: "No Body Sent"), headers: HTTPHeaders([("ETag", current.etag)]))
-                .response(for: request)
+                .reply(for: request)
         }
         return commit(.update(id: id, body: body, ifVersion: version), request: request, status: .ok, message: "Note Updated")
     }
 
-    @Sendable func delete(_ request: Request, _ context: RequestContext) throws -> Response {
+    @Sendable func delete(_ request: Request, _ context: RequestContext) throws -> Reply {
         let id = try NoteInput.id(context)
         let version = try checkIfMatch(request, current: try existing(id))
         return commit(.delete(id: id, ifVersion: version), request: request, status: .ok, message: "Note Deleted")
@@ -119,15 +119,16 @@ struct NotesController<Store: NoteStore & UploadStore> {
                   headers: HTTPHeaders([("ETag", current.etag)]))
     }
 
-    /// Submits `write` and answers once it is durable, publishing its event first.
-    private func commit(_ write: NoteWrite, request: Request, status: HTTPStatus, message: String) -> Response {
+    /// Submits `write` and answers once it is durable, publishing its event first. The writer
+    /// thread only hands the outcome over; the answer is rendered on the engine thread.
+    private func commit(_ write: NoteWrite, request: Request, status: HTTPStatus, message: String) -> Reply {
         let store = self.store, events = self.events
-        return Response.deferred { complete in
+        return Reply.later { done in
             store.submit(write) { result in
-                complete(Result {
+                if case .success(.done(_, let event)) = result { events.publish { try NoteRendering.event(event, store: store) } }
+                done {
                     switch try result.get() {
                     case .done(let record, let event):
-                        events.publish { try NoteRendering.event(event, store: store) }
                         let note = event.kind == .deleted ? Note(record, attachments: []) : try NoteRendering.note(record, store: store)
                         var headers = HTTPHeaders([("ETag", note.etag)])
                         if status == .created { headers.add("Location", "/notes/\(note.id)") }
@@ -139,7 +140,7 @@ struct NotesController<Store: NoteStore & UploadStore> {
                     case .uploadsAdded, .uploadDeleted:
                         throw HTTPError(.internalServerError)
                     }
-                })
+                }
             }
         }
     }

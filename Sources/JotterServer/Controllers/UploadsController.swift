@@ -10,17 +10,16 @@ struct UploadsController<Store: NoteStore & UploadStore> {
     let events: EventBroadcaster
 
     func register(in routes: inout RouterBuilder) {
-        // Streamed bodies: only the override header counts, never a `_method` field.
-        let streamed = RouteOptions(methodOverrideFromBody: false)
-        routes.post("/uploads", options: streamed, handler: create)
-        routes.post("/upload", options: streamed, handler: create)
+        // Files stream to temporary files; only the override header counts, never a `_method` field.
+        routes.post("/uploads", body: .multipart(), handler: create)
+        routes.post("/upload", body: .multipart(), handler: create)
         routes.get("/uploads", handler: list)
         routes.get("/uploads/:id", handler: show)
-        routes.delete("/uploads/:id", options: streamed, handler: delete)
+        routes.delete("/uploads/:id", body: .none, handler: delete)
         routes.get("/uploads/:id/content", handler: content)
     }
 
-    @Sendable func create(_ request: Request, _ context: RequestContext) throws -> Response {
+    @Sendable func create(_ request: Request, _ context: RequestContext) throws -> Reply {
         let fields = try request.body()
         guard case .form = fields, MediaType(request.headers["Content-Type"] ?? "")?.essence == "multipart/form-data" else {
             throw HTTPError(.unsupportedMediaType, detail: "send the files as multipart/form-data")
@@ -34,21 +33,19 @@ struct UploadsController<Store: NoteStore & UploadStore> {
             noteID = id
         }
         let uploads = request.files.map {
-            NewUpload(temporaryPath: $0.temporaryPath, filename: $0.filename, contentType: UploadPolicy.contentType($0.contentType),
+            NewUpload(temporaryPath: $0.location, filename: $0.filename, contentType: UploadPolicy.contentType($0.contentType),
                       size: $0.size, sha256: $0.sha256)
         }
         let store = self.store, events = self.events, target = noteID
-        return Response.deferred { complete in
+        return Reply.later { done in
             store.submit(.addUploads(uploads, noteID: target)) { result in
-                complete(Result {
-                    switch try result.get() {
-                    case .uploadsAdded(let records, _, let event):
-                        if let event { events.publish { try NoteRendering.event(event, store: store) } }
-                        return try JSON(UploadList(uploads: records.map(Upload.init)), status: .created).response(for: request)
-                    default:
+                if case .success(.uploadsAdded(_, _, let event?)) = result { events.publish { try NoteRendering.event(event, store: store) } }
+                done {
+                    guard case .uploadsAdded(let records, _, _) = try result.get() else {
                         throw HTTPError(.notFound, detail: "note \(target.map(String.init) ?? "") does not exist")
                     }
-                })
+                    return try JSON(UploadList(uploads: records.map(Upload.init)), status: .created).response(for: request)
+                }
             }
         }
     }
@@ -61,18 +58,18 @@ struct UploadsController<Store: NoteStore & UploadStore> {
         JSON(UploadEnvelope(upload: Upload(try existing(context))))
     }
 
-    @Sendable func delete(_ request: Request, _ context: RequestContext) throws -> Response {
+    @Sendable func delete(_ request: Request, _ context: RequestContext) throws -> Reply {
         let upload = try existing(context)
         let store = self.store, events = self.events
-        return Response.deferred { complete in
+        return Reply.later { done in
             store.submit(.deleteUpload(id: upload.id)) { result in
-                complete(Result {
-                    guard case .uploadDeleted(let record, _, let event) = try result.get() else {
+                if case .success(.uploadDeleted(_, _, let event?)) = result { events.publish { try NoteRendering.event(event, store: store) } }
+                done {
+                    guard case .uploadDeleted(let record, _, _) = try result.get() else {
                         throw HTTPError(.notFound, detail: "upload \(upload.id) does not exist")
                     }
-                    if let event { events.publish { try NoteRendering.event(event, store: store) } }
                     return try JSON(UploadEnvelope(upload: Upload(record))).response(for: request)
-                })
+                }
             }
         }
     }

@@ -1,0 +1,124 @@
+/// Reads one request body the way its route's `BodyPolicy` says, within the server's limits.
+enum BodyReader {
+    case none
+    /// Any bytes are refused: the route takes no body.
+    case refusing(routeName: String)
+    case buffered(Buffer)
+    case multipart(MultipartReceiver)
+    case stream(StreamReceiver)
+
+    final class Buffer {
+        var bytes: [UInt8] = []
+        let limit: Int
+        let limitName: String
+        init(limit: Int, limitName: String) {
+            self.limit = limit
+            self.limitName = limitName
+        }
+    }
+
+    final class StreamReceiver {
+        let stream: any RequestBodyStream
+        let limit: Int64
+        var received: Int64 = 0
+        var open = true
+        init(stream: any RequestBodyStream, limit: Int64) {
+            self.stream = stream
+            self.limit = limit
+        }
+    }
+
+    /// The reader for `policy`; `413` at once when Content-Length already exceeds its limit.
+    init(policy: BodyPolicy, head: RequestHead, context: RequestContext, limits: RequestLifecycle.Limits, routeName: String) throws {
+        let declared = head.declaredLength
+        let memoryLimit = policy.memoryLimit ?? limits.maxBodySize
+        let memoryName = policy.memoryLimit == nil ? "the limit of \(memoryLimit) bytes (--max-body-size)" : "this endpoint's limit of \(memoryLimit) bytes"
+        let media = head.headers["Content-Type"].flatMap(MediaType.init)
+        func buffer() throws(HTTPError) -> BodyReader {
+            if let declared, declared > Int64(memoryLimit) { throw Self.tooLarge(memoryName) }
+            return head.hasBody ? .buffered(Buffer(limit: memoryLimit, limitName: memoryName)) : .none
+        }
+        func multipart(_ store: (any MultipartFileStore)?, fileLimit: Int64) throws(HTTPError) -> BodyReader {
+            let multipartLimits = MultipartLimits(fieldBytes: memoryLimit, fileBytes: fileLimit, parts: limits.maxParts)
+            if store != nil, let declared, declared > fileLimit + Int64(memoryLimit) {
+                throw HTTPError(.contentTooLarge, detail: "the request body is larger than the upload limit of \(fileLimit) bytes (--max-upload-size)",
+                                closesConnection: true)
+            }
+            if store == nil, let declared, declared > Int64(memoryLimit) { throw Self.tooLarge(memoryName) }
+            return .multipart(try MultipartReceiver(contentType: head.headers["Content-Type"] ?? "", limits: multipartLimits,
+                                                    temporaryDirectory: limits.temporaryDirectory, store: store, routeName: routeName))
+        }
+        switch policy.kind {
+        case .none:
+            self = head.hasBody ? .refusing(routeName: routeName) : .none
+            if head.hasBody, declared != nil {
+                throw HTTPError(.contentTooLarge, detail: "\(routeName) takes no request body", closesConnection: true)
+            }
+        case .buffered:
+            self = media?.essence == "multipart/form-data" ? try multipart(nil, fileLimit: 0) : try buffer()
+        case .multipart(let store):
+            self = media?.essence == "multipart/form-data"
+                ? try multipart(store ?? TemporaryFileStore(), fileLimit: policy.streamLimit ?? limits.maxUploadSize)
+                : try buffer()
+        case .stream(let open):
+            let limit = policy.streamLimit ?? limits.maxUploadSize
+            if let declared, declared > limit {
+                throw HTTPError(.contentTooLarge, detail: "the request body is larger than the limit of \(limit) bytes", closesConnection: true)
+            }
+            self = .stream(StreamReceiver(stream: try open(head, context), limit: limit))
+        }
+    }
+
+    func receive(_ chunk: UnsafeRawBufferPointer) throws {
+        switch self {
+        case .none: throw HTTPError(.contentTooLarge, detail: "this request takes no body", closesConnection: true)
+        case .refusing(let routeName): throw HTTPError(.contentTooLarge, detail: "\(routeName) takes no request body", closesConnection: true)
+        case .buffered(let buffer):
+            guard buffer.bytes.count + chunk.count <= buffer.limit else {
+                buffer.bytes = []
+                throw Self.tooLarge(buffer.limitName)
+            }
+            buffer.bytes.append(contentsOf: chunk)
+        case .multipart(let receiver):
+            try receiver.receive(chunk)
+        case .stream(let receiver):
+            receiver.received += Int64(chunk.count)
+            guard receiver.received <= receiver.limit else {
+                throw HTTPError(.contentTooLarge, detail: "the request body is larger than the limit of \(receiver.limit) bytes", closesConnection: true)
+            }
+            try receiver.stream.receive(chunk)
+        }
+    }
+
+    /// The body is complete: the request as the handler sees it.
+    func finish(head: RequestHead) throws -> Request {
+        switch self {
+        case .none, .refusing: return Request(head: head)
+        case .buffered(let buffer):
+            defer { buffer.bytes = [] }
+            return Request(head: head, body: buffer.bytes)
+        case .multipart(let receiver):
+            try receiver.finish()
+            return Request(head: head, multipart: (receiver.fields, receiver.files))
+        case .stream(let receiver):
+            receiver.open = false
+            try receiver.stream.finish()
+            return Request(head: head, bodyStream: receiver.stream)
+        }
+    }
+
+    /// The request is over or refused: nothing of its body stays behind (files a handler
+    /// moved away are already gone).
+    func discard() {
+        switch self {
+        case .multipart(let receiver): receiver.discard()
+        case .stream(let receiver):
+            if receiver.open { receiver.open = false; receiver.stream.abort() }
+        default: break
+        }
+    }
+
+    static func tooLarge(_ limitName: String) -> HTTPError {
+        HTTPError(.contentTooLarge, detail: "the request body is larger than \(limitName)", closesConnection: true)
+    }
+}

@@ -1,0 +1,261 @@
+import Glibc
+
+/// One request's way through the server, as a small state machine: the engine reports what
+/// happened on the connection (header section complete, body bytes, body complete, a later
+/// reply ready, the end) and does what the returned `Action` says. No libmicrohttpd here, so
+/// tests drive it directly.
+///
+/// ```
+///  head ──▶ body ──▶ handling ──▶ answered
+///    │        │          └──▶ waiting (a later reply) ──▶ answered
+///    └────────┴──▶ refused (answered at once, or after the body is drained)
+/// ```
+///
+/// At the head, the framing is checked, the route is resolved (with any override header), the
+/// head phase of the route's middleware runs and the route's `BodyPolicy` picks the body's
+/// reader — all before a byte of the body is accepted. A refusal there stores nothing.
+final class RequestLifecycle {
+    /// What the engine does next.
+    enum Action {
+        /// Keep reading (the next call brings body bytes, or the end of the body).
+        case proceed
+        /// Send this response.
+        case respond(Response)
+        /// Suspend the connection and run the later reply's work.
+        case wait(Later)
+        /// Close the connection without an answer (a refused body larger than the drain budget).
+        case close
+    }
+
+    enum Phase {
+        case head
+        /// Reading the body.
+        case body
+        /// Refused while the body arrives: the rest is read and dropped, then answered.
+        case draining(Response)
+        /// Refused at the head of a request without a body: answered on the next call.
+        case refused(Response)
+        case waiting(Later)
+        case answered
+    }
+
+    /// The server's limits and folders, as every request sees them.
+    struct Limits {
+        var maxBodySize: Int
+        var maxUploadSize: Int64
+        var maxParts: Int
+        var temporaryDirectory: String
+        /// Bytes of a refused body read and dropped before its answer can be sent.
+        var drainBudget = 64 << 20
+    }
+
+    private let router: Router
+    private let limits: Limits
+    let target: String
+    let remoteAddress: String
+    let started: UInt64
+    private(set) var phase = Phase.head
+    private(set) var head: RequestHead?
+    private(set) var context = RequestContext()
+    private var match: RouteMatch?
+    /// Whose `handle`/`completed` apply: the router's own until a route matched.
+    private var stack: MiddlewareStack
+    private var reader = BodyReader.none
+    private var drained = 0
+    /// Microseconds from the request line to the response handed to the engine.
+    private(set) var answeredAfter: Int?
+
+    init(router: Router, limits: Limits, target: String, remoteAddress: String, started: UInt64 = Clock.microseconds()) {
+        self.router = router
+        self.limits = limits
+        self.target = target
+        self.remoteAddress = remoteAddress
+        self.started = started
+        stack = router.stack
+    }
+
+    // MARK: - Events
+
+    /// The header section is complete.
+    func headerComplete(method: String, version: String, headers: HTTPHeaders) -> Action {
+        var head = RequestHead(method: HTTPMethod(method), target: target, version: version, headers: headers, remoteAddress: remoteAddress)
+        if let error = FramingCheck.check(method: method, target: target, version: version, headers: headers) {
+            self.head = head
+            return refuse(error, stack: router.stack, ranHeads: false, now: true)
+        }
+        let match = router.resolve(&head)
+        self.head = head
+        self.match = match
+        if let error = match.error {
+            return refuse(error, stack: router.stack, ranHeads: false, now: head.hasBody)
+        }
+        stack = match.stack
+        if let index = stack.runHeads(head, context: &context) {
+            return answerRefusal(index, now: head.hasBody)
+        }
+        do {
+            reader = try BodyReader(policy: match.body, head: head, context: context, limits: limits,
+                                    routeName: "\(head.method) \(match.route?.pattern.text ?? String(head.path))")
+        } catch {
+            context.refusal = error
+            return answerRefusal(stack.middleware.count, now: head.hasBody)
+        }
+        phase = .body
+        return .proceed
+    }
+
+    /// Body bytes arrived.
+    func receive(_ chunk: UnsafeRawBufferPointer) -> Action {
+        switch phase {
+        case .body:
+            do { try reader.receive(chunk) } catch {
+                reader.discard()
+                context.refusal = error
+                guard case .respond(let response) = answer(stack.refusals[stack.middleware.count]) else { return .close }
+                phase = .draining(response)
+                drained = chunk.count
+                return drained <= limits.drainBudget ? .proceed : .close
+            }
+            return .proceed
+        case .draining:
+            drained += chunk.count
+            return drained <= limits.drainBudget ? .proceed : .close
+        default:
+            return .proceed  // answered already: the engine discards the rest
+        }
+    }
+
+    /// The body is complete (or there was none): the handler runs.
+    func bodyComplete() -> Action {
+        switch phase {
+        case .refused(let response), .draining(let response):
+            return respond(response)
+        case .body:
+            break
+        default:
+            return .proceed
+        }
+        guard var head, var match else { return .close }
+        let request: Request
+        do {
+            request = try reader.finish(head: head)
+        } catch {
+            reader.discard()
+            context.refusal = error
+            return answerRefusal(stack.middleware.count, now: true)
+        }
+        if match.route == nil {
+            // A POST whose `_method` field picks the route.
+            match = router.finish(match, head: &head, body: (try? request.body()) ?? .empty)
+            if let error = match.error {
+                return refuse(error, stack: router.stack, ranHeads: true, now: true)
+            }
+            if match.stack !== stack {
+                stack = match.stack
+                if let index = stack.runHeads(head, context: &context) { return answerRefusal(index, now: true) }
+            }
+            self.head = head
+        }
+        guard let route = match.route else { return .close }
+        context.parameters = match.parameters
+        context.route = route.pattern.text
+        var routed = request
+        routed.head = head
+        phase = .answered
+        do {
+            return handle(try route.responder(routed, context))
+        } catch {
+            return respond(Self.lastResort(error, context: context))
+        }
+    }
+
+    /// A later reply's work is done: `render` makes its response (on the engine thread).
+    func resume(_ render: () throws -> Response) -> Response {
+        guard case .waiting(let later) = phase else { return Self.lastResort(HTTPError(.internalServerError), context: context) }
+        phase = .answered
+        let response: Response
+        do { response = try later.complete(render) } catch { response = Self.lastResort(error, context: context) }
+        answeredAfter = Int(Clock.microseconds() - started)
+        return response
+    }
+
+    /// The request is over: what was sent, and how it ended. Tells every middleware.
+    func completed(status: Int, bytesSent: Int, outcome: CompletedExchange.Outcome) {
+        reader.discard()
+        stack.completed(CompletedExchange(head: head, target: target, remoteAddress: remoteAddress, context: context, status: status,
+                                          bytesSent: bytesSent, microseconds: Int(Clock.microseconds() - started),
+                                          responseMicroseconds: answeredAfter, outcome: outcome))
+    }
+
+    /// True while a later reply is awaited.
+    var isWaiting: Bool { if case .waiting = phase { true } else { false } }
+
+    /// True once the request was refused (its body, if any, is being dropped).
+    var isRefused: Bool {
+        switch phase {
+        case .draining, .refused, .answered: true
+        default: false
+        }
+    }
+
+    // MARK: - Answers
+
+    /// Answers `error` through `stack`'s middleware (running their head phase first when it
+    /// has not run): at once, or — for a request without a body — on the next call, where a
+    /// normal answer would come, so the connection stays open.
+    private func refuse(_ error: HTTPError, stack: MiddlewareStack, ranHeads: Bool, now: Bool) -> Action {
+        self.stack = stack
+        if !ranHeads, let head, let index = stack.runHeads(head, context: &context) {
+            return answerRefusal(index, now: now)
+        }
+        context.refusal = error
+        return answerRefusal(stack.middleware.count, now: now)
+    }
+
+    private func answerRefusal(_ index: Int, now: Bool) -> Action {
+        let action = answer(stack.refusals[index])
+        guard !now, case .respond(let response) = action else { return action }
+        phase = .refused(response)
+        answeredAfter = nil
+        return .proceed
+    }
+
+    /// The refusal responder's answer for the request as it is.
+    private func answer(_ responder: Responder) -> Action {
+        phase = .answered
+        let request = Request(head: head ?? RequestHead(method: HTTPMethod("-"), target: target, remoteAddress: remoteAddress))
+        do { return handle(try responder(request, context)) } catch {
+            return respond(Self.lastResort(error, context: context))
+        }
+    }
+
+    private func handle(_ reply: Reply) -> Action {
+        switch reply.storage {
+        case .now(let response): return respond(response)
+        case .later(let later):
+            phase = .waiting(later)
+            return .wait(later)
+        }
+    }
+
+    private func respond(_ response: Response) -> Action {
+        phase = .answered
+        answeredAfter = Int(Clock.microseconds() - started)
+        return .respond(response)
+    }
+
+    /// The answer for an error no middleware turned into a response.
+    static func lastResort(_ error: any Error, context: RequestContext) -> Response {
+        ((error as? HTTPError) ?? HTTPError(.internalServerError, detail: "the server failed to handle this request (request id \(context.requestID))"))
+            .response(requestID: context.requestID)
+    }
+}
+
+enum Clock {
+    /// Monotonic time in microseconds.
+    static func microseconds() -> UInt64 {
+        var now = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &now)
+        return UInt64(now.tv_sec) * 1_000_000 + UInt64(now.tv_nsec) / 1000
+    }
+}

@@ -1,0 +1,55 @@
+import Glibc
+import Synchronization
+
+/// Gives each request an id — the client's `X-Request-Id` when it is a short token, otherwise
+/// a per-process random prefix and a counter (`k3x9a-12`) — puts it in `context.requestID`
+/// and sends it back as `X-Request-Id` on every answer.
+///
+/// Register it first, so that the errors refused before routing carry the id too.
+public final class RequestIDMiddleware: Middleware {
+    private let counter = Atomic<UInt64>(0)
+    private let prefix: String
+
+    public init() {
+        var random: UInt32 = 0
+        getentropy(&random, MemoryLayout<UInt32>.size)
+        prefix = String(random, radix: 36) + "-"
+    }
+
+    public func head(_ head: RequestHead, context: inout RequestContext) throws {
+        context.requestID = id(from: head.headers)
+    }
+
+    public func handle(_ request: Request, context: RequestContext, next: Responder) throws -> Reply {
+        let id = context.requestID
+        return try next(request, context).map { response in
+            var response = response
+            response.headers.set("X-Request-Id", id)
+            return response
+        }
+    }
+
+    func id(from headers: HTTPHeaders) -> String {
+        if let sent = headers["X-Request-Id"], (1...64).contains(sent.utf8.count),
+           sent.utf8.allSatisfy({ FramingCheck.isTokenByte($0) && $0 != UInt8(ascii: "%") }) {
+            return sent
+        }
+        return prefix + String(counter.add(1, ordering: .relaxed).newValue)
+    }
+}
+
+/// One access-log line per finished request, refused and aborted ones included:
+/// `2026-11-30T14:35:40Z 127.0.0.1 "GET /hello?name=Bob HTTP/1.1" 200 10 0.085ms id=k3x9a-12`.
+public struct AccessLogMiddleware: Middleware {
+    let log: Logger
+
+    public init(log: Logger) { self.log = log }
+
+    public func completed(_ exchange: CompletedExchange) {
+        guard log.accessLog else { return }
+        let method = exchange.head.map { $0.originalMethod.rawValue } ?? "-"
+        log.access(remote: exchange.remoteAddress, method: method.isEmpty ? "-" : method, target: exchange.target,
+                   version: exchange.head?.version ?? "-", status: exchange.status, bytes: exchange.bytesSent,
+                   microseconds: exchange.microseconds, requestID: exchange.context.requestID, outcome: exchange.outcome.rawValue)
+    }
+}

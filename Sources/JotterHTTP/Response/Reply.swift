@@ -1,0 +1,71 @@
+/// What a handler (and every middleware around it) answers: a response now, or one that is
+/// known later — after a group commit, say.
+///
+/// A later reply holds no thread: the engine suspends the connection and calls `start`, whose
+/// work finishes on any thread by calling `done` with a closure that renders the response.
+/// That closure, and every `map` or `recover` middleware added, run on the engine thread once
+/// the connection resumes, so the thread that did the work (a database writer) only hands over
+/// its result.
+///
+/// ```swift
+/// return Reply.later { done in
+///     store.submit(write) { result in done { try render(result) } }
+/// }
+/// ```
+public struct Reply: Sendable {
+    enum Storage: Sendable {
+        case now(Response)
+        case later(Later)
+    }
+
+    let storage: Storage
+
+    /// A response that is complete now.
+    public static func now(_ response: Response) -> Reply { Reply(storage: .now(response)) }
+
+    /// A response known later. `start` runs once, on the engine thread, after the connection is
+    /// suspended; it must call `done` exactly once, from any thread, with the closure that
+    /// renders the answer (or throws, rendered like any thrown error).
+    public static func later(_ start: @escaping @Sendable (_ done: @escaping @Sendable (_ render: @escaping @Sendable () throws -> Response) -> Void) -> Void) -> Reply {
+        Reply(storage: .later(Later(start: start, finish: { try $0.get() })))
+    }
+
+    /// The response changed by `transform` — now, or on the engine thread once it is known.
+    public func map(_ transform: @escaping @Sendable (Response) throws -> Response) rethrows -> Reply {
+        switch storage {
+        case .now(let response): return .now(try transform(response))
+        case .later(let later):
+            let finish = later.finish
+            return Reply(storage: .later(Later(start: later.start, finish: { try transform(try finish($0)) })))
+        }
+    }
+
+    /// A later reply whose failure is turned into a response by `handler`. (A reply that is
+    /// `now` has no failure: errors before it were thrown.)
+    public func recover(_ handler: @escaping @Sendable (any Error) throws -> Response) -> Reply {
+        guard case .later(let later) = storage else { return self }
+        let finish = later.finish
+        return Reply(storage: .later(Later(start: later.start, finish: { result in
+            do { return try finish(result) } catch { return try handler(error) }
+        })))
+    }
+
+    /// The response, when it is known now.
+    public var response: Response? {
+        if case .now(let response) = storage { return response }
+        return nil
+    }
+}
+
+/// The parts of a later reply: the work, and what turns its outcome into the final response.
+struct Later: Sendable {
+    let start: @Sendable (_ done: @escaping @Sendable (_ render: @escaping @Sendable () throws -> Response) -> Void) -> Void
+    /// The render closure's outcome through every middleware's `map`/`recover`.
+    let finish: @Sendable (Result<Response, any Error>) throws -> Response
+
+    /// Runs `render` and the middleware's transforms; the final response, or the error that
+    /// escaped all of them.
+    func complete(_ render: () throws -> Response) throws -> Response {
+        try finish(Result { try render() })
+    }
+}
