@@ -275,26 +275,33 @@ def recipe_sequence(webrick, jotter) -> list:
     def upload(name, filename, what):
         picture = clients.picture()
         body = clients.recipe_multipart_body(clients.RECIPE_PARAMS, picture, filename=filename)
-        o = send(webrick.base, "POST", "/upload", body, clients.MULTIPART)
+        # jotter first: where a server that used the name as a path would have written it
+        # (beside its data dir, or beside its uploads) is empty until WEBrick writes there.
         j = send(jotter.base, "POST", "/upload", body, clients.MULTIPART)
+        data = jotter.workdir
+        escaped = [os.path.normpath(os.path.join(d, filename))
+                   for d in (data, os.path.join(data, "uploads"), os.path.join(data, "tmp"))]
+        jotter_outside = any(os.path.exists(p) for p in escaped)
+        o = send(webrick.base, "POST", "/upload", body, clients.MULTIPART)
         m = re.search(r"saved to (.*)!", o.body.decode(errors="replace"))
         saved = os.path.normpath(os.path.join(webrick.workdir, m.group(1))) if m else ""
         stored = open(saved, "rb").read() if saved and os.path.isfile(saved) else b""
+        traversal = name.endswith("traversal")
         ov = dict(base_view(o), filename=m.group(1) if m else None,
                   size=len(stored), sha256=hashlib.sha256(stored).hexdigest(),
-                  **({"inside_its_folder": os.path.dirname(saved) == webrick.workdir}
-                     if name.endswith("traversal") else {}))
+                  **({"wrote outside its folder": os.path.dirname(saved) != webrick.workdir}
+                     if traversal else {}))
         up = ((j.json() or {}).get("uploads") or [{}])[0]
         content = send(jotter.base, "GET", up["url"]).body if up.get("url") else b""
         jv = dict(base_view(j), filename=up.get("filename"), size=len(content),
                   sha256=hashlib.sha256(content).hexdigest(),
-                  **({"inside_its_folder": True} if name.endswith("traversal") else {}))
+                  **({"wrote outside its folder": jotter_outside} if traversal else {}))
         if up.get("sha256") != jv["sha256"]:
             jv["sha256"] = f"{up.get('sha256')} (content: {jv['sha256']})"
         expected = hashlib.sha256(picture).hexdigest()
         for v in (ov, jv):   # both must have kept the bytes the client sent
             v["bytes as sent"] = v.pop("sha256") == expected
-        steps.append(Step(name, what, o, j, (ov, jv), beyond=name.endswith("traversal")))
+        steps.append(Step(name, what, o, j, (ov, jv), beyond=traversal))
     upload("recipe/upload", "uploadedPic.jpg",
            "multipart POST `/upload`: `name`, `occupation`, file `filedata` "
            "(`uploadedPic.jpg`, `image/jpeg`, 8 KiB)")
