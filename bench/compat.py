@@ -82,22 +82,13 @@ REASONS = [
      "ascending the default for clients that send no `order`."),
     ("notes/create", "status", "value", ON_PURPOSE,
      "A created note is `201 Created` with `Location` (docs/API.md); the original says 200."),
-    ("notes/create", "note", "added", ON_PURPOSE,
-     "The tutorial's `store()` returns the bare note, yet its client reads "
-     "`[data objectForKey:@\"note\"]` and so adds `nil` to its table: jotter answers "
-     "`{\"note\": …, \"message\": \"Note Created\"}`, what the client reads."),
-    ("notes/create", "message", "added", ON_PURPOSE,
-     "As for update and delete, jotter's answer says what happened: `Note Created`."),
-    ("notes/create", "body|created_at|updated_at|id", "missing", ON_PURPOSE,
-     "The note's fields are inside `note` in jotter's answer (see `note`, added)."),
-    ("notes/delete", "note", "added", ON_PURPOSE,
-     "The tutorial's `destroy()` returns the bare note, yet its client reads "
-     "`[data objectForKey:@\"note\"]` to remove the row: jotter answers "
-     "`{\"note\": …, \"message\": \"Note Deleted\"}`."),
-    ("notes/delete", "message", "added", ON_PURPOSE,
-     "Jotter's answer says what happened: `Note Deleted`, like update's `Note Updated`."),
-    ("notes/delete|notes/show", "body|created_at|updated_at|id", "missing", ON_PURPOSE,
-     "The note's fields are inside `note` in jotter's answer."),
+    ("notes/create|notes/delete", "note|message", "added", ON_PURPOSE,
+     "The tutorial's `store()` and `destroy()` return the bare note, yet its client reads "
+     "`[data objectForKey:@\"note\"]` (the row to add, the row to remove) and gets `nil`. "
+     "Jotter answers `{\"note\": …, \"message\": \"Note Created\"}` (`\"Note Deleted\"`), "
+     "what the client reads, with a message as update has."),
+    ("notes/create|notes/delete|notes/show", "body|created_at|updated_at|id", "missing",
+     ON_PURPOSE, "The note's fields are inside `note` in jotter's answer (`note`, added)."),
     ("notes/show", "note", "added", ON_PURPOSE,
      "`show()` returns the bare note; jotter's single-note answers are all `{\"note\": …}` "
      "(docs/API.md). The tutorial's client never asks for one note."),

@@ -177,9 +177,11 @@ def render(results: dict, all_cases: list) -> str:
             x = j["rps_per_cpu"] / results[(key, other)]["rps_per_cpu"]
             lines.append(f"- {key}: jotter / {other} req/s per CPU-s **{x:,.0f}x** "
                          f"(goal >= {goal}x: {'meets' if x >= goal else '**misses**'})")
-    bad = [f"{name} {key}" for (key, name), r in results.items() if r["errors"] or r["non2xx"]]
+    bad = [f"{name} {key} ({r['errors']} socket errors or timeouts over wrk's 2 s, "
+           f"{r['non2xx']} non-2xx)" for (key, name), r in results.items()
+           if r["errors"] or r["non2xx"]]
     if bad:
-        lines.append(f"- WARNING: socket errors or non-2xx answers: {', '.join(bad)}")
+        lines.append(f"- WARNING: {'; '.join(bad)}")
     for (key, name), r in results.items():
         lines += log_warning(f"{name} ({key})", r["problems"])
     return "\n".join(rows + [""] + lines)
