@@ -15,16 +15,20 @@ let package = Package(
             linkerSettings: [.linkedLibrary("microhttpd")]
         ),
         // The HTTP framework: engine, routing, middleware, bodies, errors. Knows nothing of notes.
-        .target(name: "JotterHTTP", dependencies: ["CMicroHTTPD", "CCrypto"]),
+        .target(name: "JotterHTTP", dependencies: ["CMicroHTTPD", "CCrypto", "JotterWire"]),
+        // What server and clients share about the wire, with no dependencies: JSON Schema values
+        // and `SchemaDescribing`, from which the OpenAPI document is derived.
+        .target(name: "JotterWire"),
         // OpenSSL's libcrypto from Debian (libssl-dev), for SHA-256 of uploads as they stream.
         .systemLibrary(name: "CCrypto", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
         // Codable wire types shared by the server and the client SDK.
-        .target(name: "JotterAPI"),
+        .target(name: "JotterAPI", dependencies: ["JotterWire"]),
         // The application: configuration, controllers, `buildApplication`.
         // The web app's files (Web/app) are embedded as Swift source by scripts/embed-web.
         .target(name: "JotterServer", dependencies: ["JotterHTTP", "JotterAPI", "JotterStore"], exclude: ["Web/app"]),
         // The Swift SDK on URLSession (FoundationNetworking on Linux); shares only the wire types.
-        .target(name: "JotterClient", dependencies: ["JotterAPI"]),
+        // On Linux it hashes downloads with libcrypto (CryptoKit on Apple platforms).
+        .target(name: "JotterClient", dependencies: ["JotterAPI", .target(name: "CCrypto", condition: .when(platforms: [.linux]))]),
         // The command-line interface as a library, so commands are testable in-process.
         // The serve command and what every command shares (arguments, exit codes): no client SDK.
         .target(name: "JotterCLICore", dependencies: ["JotterServer", "JotterHTTP", "JotterStore"]),
@@ -41,8 +45,8 @@ let package = Package(
 
         // Test helpers: a raw-socket HTTP client and a real server on a free port.
         .target(name: "JotterTestSupport", dependencies: ["JotterServer"], path: "Tests/JotterTestSupport"),
-        .testTarget(name: "JotterHTTPTests", dependencies: ["JotterHTTP", "JotterTestSupport"]),
-        .testTarget(name: "JotterServerTests", dependencies: ["JotterServer", "JotterHTTP", "JotterAPI", "JotterTestSupport"]),
+        .testTarget(name: "JotterHTTPTests", dependencies: ["JotterHTTP", "JotterWire", "JotterTestSupport"]),
+        .testTarget(name: "JotterServerTests", dependencies: ["JotterServer", "JotterHTTP", "JotterAPI", "JotterWire", "JotterTestSupport"]),
         .testTarget(name: "JotterCLITests", dependencies: ["JotterCLI", "JotterCLICore", "jotter", "jotter-server", "JotterAPI", "JotterClient", "JotterServer", "JotterTestSupport"]),
         .testTarget(name: "JotterAPITests", dependencies: ["JotterAPI"]),
         .testTarget(name: "JotterStoreTests", dependencies: ["JotterStore", "CSQLite"]),

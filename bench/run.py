@@ -11,10 +11,11 @@ and writes it into the scenario's own section of docs/benchmarks.md:
   uploads a 1 GiB file with curl to jotter /uploads and to nginx (client_body_in_file_only):
           MB/s, CPU, peak RSS; then 100 KiB multipart uploads under wrk load
   sdk-upload 1 GiB multipart upload by the Swift SDK (jotter upload) and by curl: MB/s, client RSS
+  instructions user-space instructions per request under callgrind, jotter and nginx
   peers   the same requests to jotter and to the tutorials' original servers (PHP hello script,
           iOS Recipes WEBrick server, httpbin, the Laravel notes app): req/s, CPU, RSS, ratios
 
-    python3 bench/run.py --jotter .build/release/jotter [--scenario hello,notes,events,uploads,sdk-upload,peers]
+    python3 bench/run.py --jotter .build/release/jotter [--scenario hello,notes,events,uploads,sdk-upload,instructions,peers]
         [--duration 10] [--rounds 1] [--threads 1] [--output docs/benchmarks.md] ...
 
 A scenario is a module under bench/scenarios/ with NAME, TITLE and run(args, tmp) ->
@@ -23,10 +24,14 @@ A scenario is a module under bench/scenarios/ with NAME, TITLE and run(args, tmp
 import argparse, os, shutil, signal, sys, tempfile
 
 from harness import REPO, BenchError, ForeignLoad, raise_nofile, write_section
-from scenarios import events, hello, notes, peers, sdk_upload, uploads
+from scenarios import events, hello, notes, sdk_upload, uploads
+from scenarios import instructions, peers
 
-SCENARIOS = {m.NAME: m for m in (hello, notes, events, uploads, sdk_upload, peers)}
-JOTTER_ONLY = ("notes", "events", "uploads", "sdk-upload", "peers")
+SCENARIOS = {m.NAME: m for m in (hello, notes, events, uploads, sdk_upload)}
+SCENARIOS[instructions.NAME] = instructions
+SCENARIOS[peers.NAME] = peers
+JOTTER_ONLY = ("notes", "events", "uploads", "sdk-upload")
+JOTTER_ONLY += (instructions.NAME, peers.NAME)
 
 
 def parse_args():
@@ -62,6 +67,12 @@ def parse_args():
                    help="large-file uploads per server (interleaved), median reported")
     g.add_argument("--upload-kib", type=int, default=100, help="file part of each wrk upload, KiB")
     g.add_argument("--upload-connections", type=int, default=16, help="wrk -c for small uploads")
+    g = ap.add_argument_group("instructions")
+    g.add_argument("--instr-requests", type=int, default=1000,
+                   help="requests per callgrind window (GET /notes?limit=100: a tenth, POST: half)")
+    g.add_argument("--instr-warmup", type=int, default=100, help="requests before the first window")
+    g.add_argument("--instr-windows", type=int, default=2, help="measured windows per request kind")
+    g.add_argument("--instr-notes", type=int, default=150, help="notes seeded before measuring")
     args = ap.parse_args()
 
     names = list(SCENARIOS) if args.scenario == "all" else \
@@ -87,7 +98,9 @@ def parse_args():
         tools += ["nginx", "curl", "sha256sum"]
     if "sdk-upload" in names:
         tools += ["curl"]
-    if "peers" in names:
+    if instructions.NAME in names:
+        tools += list(instructions.TOOLS)
+    if peers.NAME in names:
         tools += ["nginx", "php", "ruby"]
     for tool in tools:
         if not shutil.which(tool):
@@ -118,6 +131,8 @@ def main() -> int:
         noise = (f"Other processes kept {busy:.2f} of the {os.cpu_count()} cores busy on "
                  f"average during this run" + (" (a quiet machine: under 0.10)." if busy < 0.1
                                                 else ": **figures disturbed**, rerun quietly."))
+        if getattr(SCENARIOS[name], "REPORTS_LOAD", False):  # its section says so itself
+            noise = ""
         section = section.replace("\n\nReproduce (after", f"\n\n{noise}\n\nReproduce (after", 1)
         print("\n" + table + "\n\n" + noise + "\n")
         write_section(args.output, name, section)

@@ -5,22 +5,29 @@ import JotterClient
 /// `--server URL` (or `JOTTER_SERVER`) and `--json`: what every client command reads.
 struct ClientOptions: Sendable {
     static let defaultServer = "http://127.0.0.1:8080"
-    static let help = """
-      --server URL                  The Jotter server (JOTTER_SERVER, default \(defaultServer)).
-      --json                        Print JSON for scripts instead of text.
-      -h, --help                    Show this help.
-    """
+    static let options = [
+        Option("--server", value: "URL", environment: "JOTTER_SERVER", default: defaultServer,
+               help: "The Jotter server; host:port alone means http://host:port."),
+        Option("--json", help: "Print JSON for scripts instead of text."),
+    ]
 
     var server: URL
     var json: Bool
 
-    init(parsing arguments: inout Arguments) throws {
-        let text = try arguments.option("server", environment: "JOTTER_SERVER") ?? Self.defaultServer
-        guard let url = URL(string: text), ["http", "https"].contains(url.scheme?.lowercased() ?? ""), url.host != nil else {
-            throw UsageError("--server must be an http:// or https:// URL, not '\(text)'")
+    init(parsing arguments: Arguments) throws {
+        server = try Self.server(arguments.option("--server") ?? Self.defaultServer)
+        json = arguments.flag("--json")
+    }
+
+    /// `--server`'s URL: `http://` is assumed when no scheme is given (`localhost:8080`).
+    static func server(_ text: String) throws(UsageError) -> URL {
+        let lower = text.lowercased()
+        let full = lower.hasPrefix("http://") || lower.hasPrefix("https://") || !lower.contains("://") && !text.isEmpty
+            ? (lower.contains("://") ? text : "http://" + text) : text
+        guard let url = URL(string: full), ["http", "https"].contains(url.scheme?.lowercased() ?? ""), let host = url.host, !host.isEmpty else {
+            throw UsageError("--server must be a server such as http://127.0.0.1:8080 or 127.0.0.1:8080, not '\(text)'")
         }
-        server = url
-        json = arguments.flag("json")
+        return url
     }
 
     /// A client for the server; a refused connection is tried once more, then reported.
@@ -54,6 +61,10 @@ struct CommandFailure: Error, Sendable {
         let detail = error.detail ?? error.title ?? error.message
         if error.isTransport {
             self.init("\(error.message): is the Jotter server running there? (--server URL or JOTTER_SERVER)", status: ExitCode.unreachable)
+        } else if let status = error.status, error.problem == nil {
+            // Jotter always explains an error status in problem+json: this is something else.
+            self.init("the server answered \(status) \(error.title ?? "") without Jotter's error details: is it a Jotter server? "
+                      + "(--server URL or JOTTER_SERVER)", status: ExitCode.unreachable)
         } else if error.isNotFound {
             self.init(detail, status: ExitCode.notFound)
         } else if error.isConflict {

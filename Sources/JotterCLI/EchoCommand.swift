@@ -6,55 +6,96 @@ import JotterClient
 struct EchoCommand: AsyncCommand {
     static let name = "echo"
     static let summary = "Send a request to /echo and show what the server received."
-    static let help = """
-    USAGE: jotter echo [-X METHOD] [-q key=value]… [-d key=value]… [-F field=value|field=@path]… [--json '{…}']
-
-    Sends one request to /echo and prints the server's view of it as JSON (method, args,
-    form, files with size and SHA-256, json, data, headers). Fields are percent-encoded
-    exactly; files are streamed from disk.
-
-    OPTIONS:
-      -X, --request METHOD          The method (default GET, or POST when there is a body).
-      -q, --query key=value         A query parameter (repeatable).
-      -d, --data key=value          A form field, sent form-urlencoded (repeatable).
-      -F, --form field=value        A multipart field; field=@path sends the file (repeatable).
-      --json '{…}'                  A JSON body (the output is always JSON).
-      --server URL                  The Jotter server (JOTTER_SERVER, default \(ClientOptions.defaultServer)).
-      -h, --help                    Show this help.
-
+    static let usage = """
+    jotter echo [-X METHOD] [-H 'Name: value']… [-q key=value]… [-d key=value|@file]…
+                       [-F field=value|field=@path[;type=…]]… [--json-body '{…}'|@file]
     """
+    static let about = """
+    Sends one request to /echo and prints the server's view of it as JSON (method, args,
+    form, files with size and SHA-256, json, data, headers), as curl would send it: -d fields
+    are percent-encoded exactly (-d @file sends the file's bytes as they are); with -F the -d
+    fields become parts of the multipart body; files are streamed from disk. GET and HEAD
+    carry no body: use -q for their fields.
+    """
+    static let options = [
+        Option("-X", "--request", value: "METHOD", help: "The method (default GET, or POST when there is a body)."),
+        Option("-H", "--header", value: "'Name: value'", repeats: true, help: "A request header (repeatable)."),
+        Option("-q", "--query", value: "key=value", repeats: true, help: "A query parameter (repeatable)."),
+        Option("-d", "--data", value: "key=value", repeats: true,
+               help: "A form field, sent form-urlencoded (repeatable); @file sends the file's bytes."),
+        Option("-F", "--form", value: "field=value", repeats: true,
+               help: "A multipart field; field=@path sends the file, field=@path;type=image/png with its type (repeatable)."),
+        Option("--json-body", value: "'{…}'", help: "A JSON body (application/json); @file reads it from the file."),
+    ] + ClientOptions.options
 
     let server: ClientOptions
-    let method: String?
+    let method: String
     let query: FormURLEncodedBody
+    let headers: [String: String]
     let body: JotterClient.EchoBody?
 
-    init(parsing arguments: inout Arguments) throws {
-        method = try arguments.values(["-X", "--request"]).last
-        query = FormURLEncodedBody(try arguments.values(["-q", "--query"]).map(Self.pair))
-        let data = try arguments.values(["-d", "--data"]).map(Self.pair)
-        let parts = try arguments.values(["-F", "--form"]).map(Self.pair)
-        let json = try arguments.option("json")
-        server = try ClientOptions(parsing: &arguments)
-        try arguments.finish()
-        guard [!data.isEmpty, !parts.isEmpty, json != nil].filter({ $0 }).count <= 1 else {
-            throw UsageError("choose one kind of body: -d, -F or --json")
+    init(parsing arguments: Arguments) throws {
+        query = FormURLEncodedBody(arguments.values("--query").map(Self.pair))
+        var headers: [String: String] = [:]
+        for header in arguments.values("--header") {
+            guard let colon = header.firstIndex(of: ":"), colon > header.startIndex else {
+                throw UsageError("-H takes 'Name: value', not '\(header)'")
+            }
+            headers[String(header[..<colon])] = String(header[header.index(after: colon)...]).trimmingCharacters(in: .whitespaces)
         }
+        let data = arguments.values("--data")
+        let parts = arguments.values("--form")
+        let json = arguments.option("--json-body")
+        server = try ClientOptions(parsing: arguments)
+        try arguments.finish()
+        guard json == nil || (data.isEmpty && parts.isEmpty) else { throw UsageError("--json-body is the whole body: leave out -d and -F") }
         if let json {
-            body = .json(Data(json.utf8))
+            body = .json(try Self.contents(json, option: "--json-body"))
         } else if !parts.isEmpty {
             var form = MultipartFormData()
-            for (name, value) in parts {
-                if value.hasPrefix("@") {
-                    try form.append(fileAt: URL(fileURLWithPath: String(value.dropFirst())), name: name)
-                } else {
-                    form.append(value, name: name)
+            for field in data {
+                guard !field.hasPrefix("@") else { throw UsageError("-d @file can't go into a multipart body: use -F field=@file") }
+                let (name, value) = Self.pair(field)
+                form.append(value, name: name)
+            }
+            for part in parts {
+                let (name, value) = Self.pair(part)
+                guard value.hasPrefix("@") else { form.append(value, name: name); continue }
+                var path = String(value.dropFirst()), type: String?, filename: String?
+                // curl's ;type=… and ;filename=… after the path.
+                while let semicolon = path.lastIndex(of: ";") {
+                    let parameter = path[path.index(after: semicolon)...]
+                    if parameter.hasPrefix("type=") { type = String(parameter.dropFirst(5)) }
+                    else if parameter.hasPrefix("filename=") { filename = String(parameter.dropFirst(9)) }
+                    else { break }
+                    path = String(path[..<semicolon])
                 }
+                try form.append(fileAt: URL(fileURLWithPath: path), name: name, filename: filename, contentType: type)
             }
             body = .multipart(form)
+        } else if !data.isEmpty {
+            var pieces: [Data] = []
+            for field in data {
+                if field.hasPrefix("@") {
+                    pieces.append(try Self.contents(field, option: "-d"))
+                } else {
+                    let (name, value) = Self.pair(field)
+                    pieces.append(FormURLEncodedBody([(name, value)]).data)
+                }
+            }
+            let joined = pieces.reduce(into: Data()) { if !$0.isEmpty { $0.append(UInt8(ascii: "&")) }; $0.append($1) }
+            body = .raw(joined, contentType: headers.first { $0.key.lowercased() == "content-type" }?.value ?? FormURLEncodedBody.contentType)
         } else {
-            body = data.isEmpty ? nil : .form(FormURLEncodedBody(data))
+            body = nil
         }
+        method = (arguments.option("--request") ?? (body == nil ? "GET" : "POST")).uppercased()
+        if body != nil, ["GET", "HEAD"].contains(method) {
+            throw UsageError("a \(method) request carries no body: send the fields with -q key=value, or use -X POST")
+        }
+        if method == "HEAD" {
+            throw UsageError("/echo answers HEAD with headers only, so there is nothing to show: use -X GET")
+        }
+        self.headers = headers
     }
 
     /// `key=value` (a value may hold `=`; no `=` is an empty value).
@@ -63,8 +104,18 @@ struct EchoCommand: AsyncCommand {
         return (String(text[..<equals]), String(text[text.index(after: equals)...]))
     }
 
+    /// The text itself, or the bytes of the file after `@`.
+    static func contents(_ value: String, option: String) throws -> Data {
+        guard value.hasPrefix("@") else { return Data(value.utf8) }
+        let path = String(value.dropFirst())
+        guard let data = FileManager.default.contents(atPath: path) else {
+            throw CommandFailure("cannot read \(path) (for \(option) @\(path)): no such file or not readable")
+        }
+        return data
+    }
+
     func run(console: Console) async throws -> Int32 {
-        let echo = try await server.client().echo(method: method ?? (body == nil ? "GET" : "POST"), query: query, body: body)
+        let echo = try await server.client().echo(method: method, query: query, body: body, headers: headers)
         console.out(try ClientOptions.json(echo))
         return ExitCode.success
     }

@@ -5,22 +5,16 @@ import JotterAPI
 struct HelloCommand: AsyncCommand {
     static let name = "hello"
     static let summary = "Ask the server to say hello."
-    static let help = """
-    USAGE: jotter hello NAME [options]
-
-    Prints the server's greeting for NAME (GET /hello?name=NAME): Hello NAME!
-
-    OPTIONS:
-    \(ClientOptions.help)
-
-    """
+    static let usage = "jotter hello NAME [options]"
+    static let about = "Prints the server's greeting for NAME (GET /hello?name=NAME): Hello NAME!"
+    static let options = ClientOptions.options
 
     let options: ClientOptions
     let name: String
 
-    init(parsing arguments: inout Arguments) throws {
-        options = try ClientOptions(parsing: &arguments)
-        let words = try arguments.positionals()
+    init(parsing arguments: Arguments) throws {
+        options = try ClientOptions(parsing: arguments)
+        let words = arguments.positionals()
         guard !words.isEmpty else { throw UsageError("missing NAME") }
         name = words.joined(separator: " ")
     }

@@ -23,7 +23,7 @@ public enum JotterCommandLine {
 
     static var help: String {
         """
-        USAGE: jotter <command> [options]
+        USAGE: jotter [--server URL] [--json] <command> [options]
 
         Jotter: notes, uploads and hello, served over HTTP.
 
@@ -31,10 +31,12 @@ public enum JotterCommandLine {
         \(listing(commands))
 
         OPTIONS:
-          -h, --help     Show help (also after any command: jotter notes edit --help).
-          --version      Show the version.
+        \(Option.listing(ClientOptions.options))
+          -h, --help                    Show help (also after any command: jotter notes edit --help).
+          --version                     Show the version.
 
-        Client commands talk to --server URL (JOTTER_SERVER, default \(ClientOptions.defaultServer)).
+        Client commands talk to --server URL (JOTTER_SERVER, default \(ClientOptions.defaultServer)); it and --json
+        may come before the command or after it.
 
         \(ExitCode.help)
 
@@ -56,10 +58,10 @@ public enum JotterCommandLine {
         switch resolve(arguments, environment: environment, console: console) {
         case .done(let status):
             return status
-        case .async(let command, let help):
+        case .async(let command, let path):
             let outcome = Outcome()
             Task.detached {
-                let status = await runAsync(command, help: help, console: console)
+                let status = await runAsync(command, path: path, console: console)
                 outcome.finish(status)
             }
             return outcome.wait()
@@ -72,20 +74,25 @@ public enum JotterCommandLine {
         switch resolve(arguments, environment: environment, console: console) {
         case .done(let status):
             return status
-        case .async(let command, let help):
-            return await runAsync(command, help: help, console: console)
+        case .async(let command, let path):
+            return await runAsync(command, path: path, console: console)
         }
     }
 
-    private static func runAsync(_ command: any AsyncCommand, help: String, console: Console) async -> Int32 {
-        do { return try await command.run(console: console) } catch { return report(error, help: help, console: console) }
+    private static func runAsync(_ command: any AsyncCommand, path: String, console: Console) async -> Int32 {
+        do { return try await command.run(console: console) } catch { return report(error, command: path, console: console) }
     }
 
     /// What is left to do: nothing but exit (help, a usage error, a blocking command that has
-    /// run), or an async command to await.
-    typealias Invocation = CommandInvocation
+    /// run), or an async command to await (and the command's words, for its errors).
+    enum Invocation {
+        case done(Int32)
+        case async(any AsyncCommand, path: String)
+    }
 
     static func resolve(_ arguments: [String], environment: [String: String], console: Console) -> Invocation {
+        // Client options may come before the command, as with gh and kubectl.
+        let (global, arguments) = leadingClientOptions(arguments)
         guard let first = arguments.first else {
             console.err(help)
             return .done(ExitCode.usage)
@@ -95,7 +102,7 @@ public enum JotterCommandLine {
             console.out(help)
             return .done(ExitCode.success)
         case "help":
-            let (type, rest) = lookUp(Array(arguments.dropFirst()))
+            let (type, _, rest) = lookUp(Array(arguments.dropFirst()))
             console.out(type.flatMap { rest.isEmpty ? $0.help : nil } ?? help)
             return .done(ExitCode.success)
         case "--version":
@@ -104,12 +111,13 @@ public enum JotterCommandLine {
         default:
             break
         }
-        let (found, rest) = lookUp(arguments)
+        let (found, path, rest) = lookUp(arguments)
         guard let type = found else {
-            console.err("error: unknown command '\(first)'\n\n\(help)")
+            let what = first.hasPrefix("-") ? "unknown option '\(first)'" : "unknown command '\(first)'"
+            console.err("error: \(what)\nSee 'jotter --help'.\n")
             return .done(ExitCode.usage)
         }
-        if Arguments(rest, environment: environment).wantsHelp {
+        if Arguments.wantsHelp(rest) {
             console.out(type.help)
             return .done(ExitCode.success)
         }
@@ -117,26 +125,48 @@ public enum JotterCommandLine {
             if !type.subcommands.isEmpty, let next = rest.first, !next.hasPrefix("-") {
                 throw UsageError("unknown subcommand '\(next)' of \(type.name)")
             }
-            var parsed = Arguments(rest, environment: environment)
-            return try type.start(&parsed, console: console)
+            let parsed = try Arguments(global + rest, options: type.options, environment: environment)
+            switch try type.start(parsed, console: console) {
+            case .done(let status): return .done(status)
+            case .async(let command): return .async(command, path: path)
+            }
         } catch {
-            return .done(report(error, help: type.help, console: console))
+            return .done(report(error, command: path, console: console))
         }
+    }
+
+    /// The `--server URL` and `--json` before the command word, and the arguments after them.
+    static func leadingClientOptions(_ arguments: [String]) -> (options: [String], rest: [String]) {
+        var index = 0
+        while index < arguments.count {
+            let argument = arguments[index]
+            if argument == "--json" || argument.hasPrefix("--server=") {
+                index += 1
+            } else if argument == "--server", index + 1 < arguments.count {
+                index += 2
+            } else {
+                break
+            }
+        }
+        return (Array(arguments[..<index]), Array(arguments[index...]))
     }
 
     /// The command named by the leading words (`notes`, `notes edit`) and what follows them.
-    static func lookUp(_ words: [String]) -> (type: (any Command.Type)?, rest: [String]) {
-        guard let first = words.first, var type = commands.first(where: { $0.name == first }) else { return (nil, words) }
+    static func lookUp(_ words: [String]) -> (type: (any Command.Type)?, path: String, rest: [String]) {
+        guard let first = words.first, var type = commands.first(where: { $0.name == first }) else { return (nil, "jotter", words) }
         var rest = Array(words.dropFirst())
+        var path = "jotter \(first)"
         while let next = rest.first, let sub = type.subcommands.first(where: { $0.name == next }) {
             type = sub
+            path += " \(next)"
             rest.removeFirst()
         }
-        return (type, rest)
+        return (type, path, rest)
     }
 
-    /// Says what went wrong in one line (a usage error adds the usage) and returns the exit code.
-    static func report(_ error: any Error, help: String, console: Console) -> Int32 {
+    /// Says what went wrong in one line (a usage error adds where the help is) and returns the
+    /// exit code.
+    static func report(_ error: any Error, command: String, console: Console) -> Int32 {
         switch error {
         case let failure as CommandFailure:
             console.err("error: \(failure.message)\n")
@@ -145,8 +175,12 @@ public enum JotterCommandLine {
             let failure = CommandFailure(client)
             console.err("error: \(failure.message)\n")
             return failure.status
+        case let foundation as CocoaError:
+            // Its description is a dump of its fields; its localized description is a sentence.
+            console.err("error: \(foundation.localizedDescription)\n")
+            return ExitCode.failure
         default:
-            return console.report(error, help: help)
+            return console.report(error, command: command)
         }
     }
 }

@@ -21,59 +21,95 @@ struct NotesCommand: CommandGroup {
 
         """
     }
+    static let usage = "jotter notes <subcommand> [options]"
 
-    /// One note for people: a heading line, then the body.
-    static func describe(_ note: Note) -> String {
+    /// One note for people: a heading line, then the body; on a terminal, control characters
+    /// in the body and file names are made visible.
+    static func describe(_ note: Note, terminal: Bool) -> String {
+        let shown = { (text: String) in terminal ? TextFormat.visible(text) : text }
         var text = "note \(note.id) · version \(note.version) · created \(note.createdAt) · updated \(note.updatedAt)\n"
         for upload in note.attachments {
-            text += "attachment \(upload.id): \(upload.filename) (\(TextFormat.bytes(upload.size)), \(upload.contentType))\n"
+            text += "attachment \(upload.id): \(shown(upload.filename)) (\(TextFormat.bytes(upload.size)), \(shown(upload.contentType)))\n"
         }
-        return text + "\n" + note.body + (note.body.hasSuffix("\n") ? "" : "\n")
+        return text + "\n" + shown(note.body) + (note.body.hasSuffix("\n") ? "" : "\n")
     }
 }
 
-/// `jotter notes list [--search WORDS] [--limit N]`.
+/// `jotter notes list [--search WORDS] [--limit N | --all] [--order newest|oldest] [--after ID]`.
 struct NotesListCommand: AsyncCommand {
     static let name = "list"
     static let summary = "List notes, newest first."
-    static let help = """
-    USAGE: jotter notes list [--search WORDS] [--limit N] [options]
-
-    Lists notes newest first as a table (ID, UPDATED, first line of the body), following the
-    server's pages as needed.
-
-    OPTIONS:
-      --search WORDS                Only notes matching these words (full-text search).
-      --limit N                     At most N notes (default 100).
-    \(ClientOptions.help)
-
+    static let usage = "jotter notes list [--search WORDS] [--limit N | --all] [--order newest|oldest] [--after ID] [options]"
+    static let about = """
+    Lists notes as a table (ID, UPDATED, first line of the body), newest first unless
+    --order oldest. When more notes follow, it says how many on standard error and how to
+    see them; with --json the server's `next` link is kept.
     """
+    static let options = [
+        Option("--search", value: "WORDS", help: "Only notes matching these words (full-text search)."),
+        Option("--limit", value: "N", default: "100", help: "At most N notes."),
+        Option("--all", help: "Every note, however many (following the server's pages)."),
+        Option("--order", value: "newest|oldest", default: "newest", help: "Which notes come first."),
+        Option("--after", value: "ID", help: "Start after this note id (where a previous listing stopped)."),
+    ] + ClientOptions.options
 
     let options: ClientOptions
     let search: String?
-    let limit: Int
+    /// `nil` with `--all`.
+    let limit: Int?
+    let order: JotterClient.Notes.Order
+    let after: String?
 
-    init(parsing arguments: inout Arguments) throws {
-        options = try ClientOptions(parsing: &arguments)
-        search = try arguments.option("search")
-        limit = try arguments.option("limit", as: "a positive whole number", { Int($0).flatMap { $0 > 0 ? $0 : nil } }) ?? 100
+    init(parsing arguments: Arguments) throws {
+        options = try ClientOptions(parsing: arguments)
+        search = arguments.option("--search")
+        let limit = try arguments.option("--limit", as: "a positive whole number", { Int($0).flatMap { $0 > 0 ? $0 : nil } })
+        if arguments.flag("--all") {
+            guard limit == nil else { throw UsageError("choose --limit N or --all, not both") }
+            self.limit = nil
+        } else {
+            self.limit = limit ?? 100
+        }
+        order = try arguments.option("--order", as: "newest or oldest", {
+            ["newest": .newestFirst, "oldest": .oldestFirst][$0.lowercased()] }) ?? .newestFirst
+        after = arguments.option("--after")
         try arguments.finish()
     }
 
     func run(console: Console) async throws -> Int32 {
-        var notes: [Note] = []
-        for try await note in options.client().notes.all(query: search, pageSize: min(limit, 1000)) {
-            notes.append(note)
-            if notes.count == limit { break }
+        let client = options.client()
+        // Pages sized to what is still wanted, so the last page's `next` continues exactly after it.
+        var page = try await client.notes.list(query: search, limit: min(limit ?? 1000, 1000), after: after, order: order)
+        var notes = page.notes
+        while page.next != nil, limit.map({ notes.count < $0 }) ?? true {
+            page = try await client.notes.list(query: search, limit: min((limit ?? 1000) - (limit == nil ? 0 : notes.count), 1000),
+                                               after: notes.last?.id, order: order)
+            notes += page.notes
         }
         if options.json {
-            console.out(try ClientOptions.json(["notes": notes]))
-        } else if notes.isEmpty {
-            console.out(search == nil ? "No notes yet.\n" : "No notes match '\(search!)'.\n")
-        } else {
-            console.out(TextFormat.table(["ID", "UPDATED", "BODY"], notes.map { [$0.id, $0.updatedAt, TextFormat.excerpt($0.body, width: 60)] }))
+            console.out(try ClientOptions.json(NoteList(notes: notes, next: page.next)))
+            return ExitCode.success
+        }
+        if notes.isEmpty {
+            console.out(search.map { "No notes match '\($0)'.\n" } ?? (after == nil ? "No notes yet.\n" : "No notes after \(after!).\n"))
+            return ExitCode.success
+        }
+        let excerpt = { (note: Note) in TextFormat.excerpt(console.outputIsTerminal ? TextFormat.visible(note.body) : note.body, width: 60) }
+        console.out(TextFormat.table(["ID", "UPDATED", "BODY"], notes.map { [$0.id, $0.updatedAt, excerpt($0)] }))
+        if page.next != nil, let last = notes.last {
+            console.err(try await moreHint(client, after: last.id))
         }
         return ExitCode.success
+    }
+
+    /// `37 more notes: jotter notes list --after 12 (or --all)`, counting up to 1000 more.
+    private func moreHint(_ client: JotterClient, after last: String) async throws -> String {
+        let following = try await client.notes.list(query: search, limit: 1000, after: last, order: order)
+        let count = following.next == nil ? "\(following.notes.count)" : "over 1000"
+        var command = "jotter notes list"
+        if let search { command += " --search '\(search.replacingOccurrences(of: "'", with: "'\\''"))'" }
+        if order == .oldestFirst { command += " --order oldest" }
+        return "\(count) more \(following.notes.count == 1 && following.next == nil ? "note" : "notes"): \(command) --after \(last) (or --all)\n"
     }
 }
 
@@ -81,27 +117,21 @@ struct NotesListCommand: AsyncCommand {
 struct NotesShowCommand: AsyncCommand {
     static let name = "show"
     static let summary = "Show one note in full."
-    static let help = """
-    USAGE: jotter notes show ID [options]
-
-    Prints the note's id, version, times and attachments, then its body.
-
-    OPTIONS:
-    \(ClientOptions.help)
-
-    """
+    static let usage = "jotter notes show ID [options]"
+    static let about = "Prints the note's id, version, times and attachments, then its body."
+    static let options = ClientOptions.options
 
     let options: ClientOptions
     let id: String
 
-    init(parsing arguments: inout Arguments) throws {
-        options = try ClientOptions(parsing: &arguments)
+    init(parsing arguments: Arguments) throws {
+        options = try ClientOptions(parsing: arguments)
         id = try arguments.single("ID")
     }
 
     func run(console: Console) async throws -> Int32 {
         let note = try await options.client().notes.get(id)
-        console.out(options.json ? try ClientOptions.json(NoteEnvelope(note: note)) : NotesCommand.describe(note))
+        console.out(options.json ? try ClientOptions.json(NoteEnvelope(note: note)) : NotesCommand.describe(note, terminal: console.outputIsTerminal))
         return ExitCode.success
     }
 }

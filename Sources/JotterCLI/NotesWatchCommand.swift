@@ -1,4 +1,5 @@
 import JotterCLICore
+import Foundation
 import JotterAPI
 import JotterClient
 
@@ -6,18 +7,16 @@ import JotterClient
 struct NotesWatchCommand: AsyncCommand {
     static let name = "watch"
     static let summary = "Print changes to notes as they happen."
-    static let help = """
-    USAGE: jotter notes watch [--since EVENT-ID] [options]
-
-    Prints one line per change (created, updated, deleted) until interrupted (Ctrl-C).
-    Reconnects by itself when the connection drops, without missing changes. With --json,
-    one JSON object per line: {"id":…,"event":"note.created","note":{…}}.
-
-    OPTIONS:
-      --since EVENT-ID              Replay the changes after this event id first.
-    \(ClientOptions.help)
-
+    static let usage = "jotter notes watch [--since EVENT-ID] [options]"
+    static let about = """
+    Prints one line per change until interrupted (Ctrl-C): the event id (for --since), the
+    time of the change, what happened to which note, and the start of its text. Reconnects
+    by itself when the connection drops, without missing changes (saying so on standard
+    error). With --json, one JSON object per line: {"id":…,"event":"note.created","note":{…}}.
     """
+    static let options = [
+        Option("--since", value: "EVENT-ID", help: "Replay the changes after this event id first."),
+    ] + ClientOptions.options
 
     /// One line of `--json` output.
     struct Line: Encodable {
@@ -29,14 +28,17 @@ struct NotesWatchCommand: AsyncCommand {
     let options: ClientOptions
     let since: Int64?
 
-    init(parsing arguments: inout Arguments) throws {
-        options = try ClientOptions(parsing: &arguments)
-        since = try arguments.option("since", as: "an event id (a whole number)", { Int64($0).flatMap { $0 >= 0 ? $0 : nil } })
+    init(parsing arguments: Arguments) throws {
+        options = try ClientOptions(parsing: arguments)
+        since = try arguments.option("--since", as: "an event id (a whole number)", { Int64($0).flatMap { $0 >= 0 ? $0 : nil } })
         try arguments.finish()
     }
 
     func run(console: Console) async throws -> Int32 {
-        for try await event in options.client().notes.events(lastEventID: since) {
+        let events = options.client().notes.events(lastEventID: since) { interruption in
+            console.err("reconnecting in \(TextFormat.oneDecimal(interruption.delay)) s (\(interruption.reason.message))…\n")
+        }
+        for try await event in events {
             let (kind, note): (String, Note?) = switch event.change {
             case .created(let note): ("created", note)
             case .updated(let note): ("updated", note)
@@ -47,7 +49,14 @@ struct NotesWatchCommand: AsyncCommand {
                 let line = Line(id: event.id, event: note == nil ? kind : "note.\(kind)", note: note)
                 console.out(try ClientOptions.json(line, pretty: false))
             } else if let note {
-                console.out("\(note.updatedAt)  \(kind) note \(note.id)  \(TextFormat.excerpt(note.body, width: 60))\n")
+                // A deletion's note is as it was: its times are not the deletion's, which is now.
+                let time = switch event.change {
+                case .created: note.createdAt
+                case .deleted: Timestamp.format(Int64(Date().timeIntervalSince1970))
+                default: note.updatedAt
+                }
+                let body = console.outputIsTerminal ? TextFormat.visible(note.body) : note.body
+                console.out("event \(event.id.map(String.init) ?? "-")  \(time)  \(kind) note \(note.id)  \(TextFormat.excerpt(body, width: 60))\n")
             } else {
                 console.out("Some changes could not be replayed: list the notes again (jotter notes list).\n")
             }

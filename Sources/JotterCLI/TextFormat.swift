@@ -52,3 +52,27 @@ enum TextFormat {
         }.joined(separator: "\n") + "\n"
     }
 }
+
+extension TextFormat {
+    /// `text` with its control characters made visible, for a terminal: C0 controls but
+    /// newline and tab, and DEL, in caret notation (`ESC` is `^[`), C1 controls as `<U+009B>`.
+    /// A note holding escape sequences can then neither recolour nor rewrite the screen.
+    static func visible(_ text: String) -> String {
+        guard text.unicodeScalars.contains(where: isControl) else { return text }
+        var result = ""
+        for scalar in text.unicodeScalars {
+            switch scalar.value {
+            case 0x0A, 0x09: result.unicodeScalars.append(scalar)
+            case 0x00..<0x20: result += "^" + String(UnicodeScalar(UInt8(scalar.value + 0x40)))
+            case 0x7F: result += "^?"
+            case 0x80..<0xA0: result += "<U+00\(String(scalar.value, radix: 16, uppercase: true))>"
+            default: result.unicodeScalars.append(scalar)
+            }
+        }
+        return result
+    }
+
+    private static func isControl(_ scalar: Unicode.Scalar) -> Bool {
+        (scalar.value < 0x20 && scalar != "\n" && scalar != "\t") || (0x7F..<0xA0).contains(scalar.value)
+    }
+}

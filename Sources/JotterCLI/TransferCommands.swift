@@ -2,43 +2,55 @@ import JotterCLICore
 import Foundation
 import JotterAPI
 import JotterClient
+import Synchronization
 
 /// `jotter upload PATH… [--note ID]`: stores files on the server, streamed from disk.
 struct UploadCommand: AsyncCommand {
     static let name = "upload"
     static let summary = "Upload files, optionally attached to a note."
-    static let help = """
-    USAGE: jotter upload PATH… [--note ID] [options]
-
-    Uploads each file in turn, streamed from disk. On a terminal a progress bar shows the
-    rate and the time left; then one line per file: its upload id, size and rate.
-
-    OPTIONS:
-      --note ID                     Attach the files to this note.
-    \(ClientOptions.help)
-
+    static let usage = "jotter upload PATH… [--note ID] [options]"
+    static let about = """
+    Uploads each file in turn, streamed from disk, after checking that every PATH is a
+    readable file. On a terminal a progress bar shows the rate and the time left; then one
+    line per file: its upload id, size and rate. A file over the server's limit is refused
+    before its bytes are sent (exit 6).
     """
+    static let options = [Option("--note", value: "ID", help: "Attach the files to this note.")] + ClientOptions.options
 
     let options: ClientOptions
     let note: String?
     let paths: [String]
 
-    init(parsing arguments: inout Arguments) throws {
-        options = try ClientOptions(parsing: &arguments)
-        note = try arguments.option("note")
-        paths = try arguments.positionals()
+    init(parsing arguments: Arguments) throws {
+        options = try ClientOptions(parsing: arguments)
+        note = arguments.option("--note")
+        paths = arguments.positionals()
         guard !paths.isEmpty else { throw UsageError("missing PATH") }
     }
 
     func run(console: Console) async throws -> Int32 {
+        // Every file is checked before the first is sent.
+        var forms: [(path: String, form: MultipartFormData)] = []
+        for path in paths {
+            var form = MultipartFormData()
+            if let note { form.append(note, name: "note_id") }
+            do {
+                try form.append(fileAt: URL(fileURLWithPath: path), name: "file")
+            } catch {
+                throw CommandFailure("\(error.message); nothing was uploaded")
+            }
+            forms.append((path, form))
+        }
         let client = options.client()
         var uploads: [Upload] = []
-        for path in paths {
-            let url = URL(fileURLWithPath: path)
-            let bar = ProgressBar(label: url.lastPathComponent, console: console)
+        for (path, form) in forms {
+            let bar = ProgressBar(label: URL(fileURLWithPath: path).lastPathComponent, console: console)
             let upload: Upload
             do {
-                upload = try await client.uploads.upload(fileAt: url, noteID: note) { bar.update(completed: $0.completed, total: $0.total) }
+                guard let first = try await client.uploads.upload(form, progress: { bar.update(completed: $0.completed, total: $0.total) }).first else {
+                    throw CommandFailure("the server stored nothing for \(path)")
+                }
+                upload = first
             } catch {
                 bar.finish()
                 throw error
@@ -55,51 +67,83 @@ struct UploadCommand: AsyncCommand {
     }
 }
 
-/// `jotter download ID [-o PATH]`: fetches an upload, resuming a partial file.
+/// `jotter download ID [-o PATH|-] [--force]`: fetches an upload, checked against its SHA-256.
 struct DownloadCommand: AsyncCommand {
     static let name = "download"
-    static let summary = "Download an upload (resumes a partial file)."
-    static let help = """
-    USAGE: jotter download ID [-o PATH] [options]
-
-    Saves the upload's content to PATH (default: its file name, in this folder). A partial
-    file already there is resumed: only the rest is fetched.
-
-    OPTIONS:
-      -o, --output PATH             Where to save it.
-    \(ClientOptions.help)
-
+    static let summary = "Download an upload (resumes an interrupted download)."
+    static let usage = "jotter download ID [-o PATH|-] [--force] [options]"
+    static let about = """
+    Saves the upload's content to PATH (default: its file name, in this folder; a PATH that is
+    a folder gets it under its file name), or writes it to standard output with -o -. The bytes are checked against the upload's SHA-256 before
+    the file takes its name; an interrupted download is resumed from where it stopped. A
+    different file already at PATH is left untouched unless --force; one that already is
+    this upload is not fetched again.
     """
+    static let options = [
+        Option("-o", "--output", value: "PATH", help: "Where to save it; - for standard output."),
+        Option("--force", help: "Replace a different file already at PATH."),
+    ] + ClientOptions.options
+
+    /// The `--json` summary.
+    struct Summary: Encodable {
+        var path: String
+        var size: Int64
+        var resumedFrom: Int64
+        var alreadyComplete: Bool
+
+        enum CodingKeys: String, CodingKey {
+            case path, size, resumedFrom = "resumed_from", alreadyComplete = "already_complete"
+        }
+    }
 
     let options: ClientOptions
     let id: String
     let output: String?
+    let force: Bool
 
-    init(parsing arguments: inout Arguments) throws {
-        options = try ClientOptions(parsing: &arguments)
-        output = try arguments.values(["-o", "--output"]).last
+    init(parsing arguments: Arguments) throws {
+        options = try ClientOptions(parsing: arguments)
+        output = arguments.option("--output")
+        force = arguments.flag("--force")
         id = try arguments.single("ID")
     }
 
     func run(console: Console) async throws -> Int32 {
         let client = options.client()
+        if output == "-" {
+            try await client.uploads.download(id) { console.outBytes(Array($0)) }
+            return ExitCode.success
+        }
         let upload = try await client.uploads.get(id)
-        let path = output ?? Self.safeName(upload.filename)
+        var path = output ?? Self.safeName(upload.filename)
+        var isFolder: ObjCBool = false
+        if FileManager.default.fileExists(atPath: path, isDirectory: &isFolder), isFolder.boolValue {
+            path = URL(fileURLWithPath: path).appendingPathComponent(Self.safeName(upload.filename)).path  // into the folder, as cp does
+        }
         let bar = ProgressBar(label: path, console: console)
-        let start = DownloadResult(url: URL(fileURLWithPath: path), size: 0, resumedFrom: Int64((try? FileManager.default.attributesOfItem(atPath: path)[.size] as? Int) ?? 0))
+        let start = Mutex<Int64?>(nil)  // the first report: what an earlier attempt left
         let result: DownloadResult
         do {
-            result = try await client.uploads.download(id, to: start.url) { bar.update(completed: $0.completed, total: $0.total, startedAt: start.resumedFrom) }
+            result = try await client.uploads.download(id, to: URL(fileURLWithPath: path), replacing: force) { progress in
+                let offset = start.withLock { first in first ?? { first = progress.completed; return progress.completed }() }
+                bar.update(completed: progress.completed, total: progress.total, startedAt: offset)
+            }
+        } catch let error where error.kind == .destinationExists {
+            bar.finish()
+            throw CommandFailure("\(error.message) (--force replaces it, -o another path)")
         } catch {
             bar.finish()
             throw error
         }
         bar.finish()
         if options.json {
-            console.out(try ClientOptions.json(["path": path, "size": String(result.size), "resumed_from": String(result.resumedFrom)]))
+            console.out(try ClientOptions.json(Summary(path: path, size: result.size, resumedFrom: result.resumedFrom,
+                                                       alreadyComplete: result.alreadyComplete)))
+        } else if result.alreadyComplete {
+            console.out("\(path) already is \(upload.id) (same SHA-256): nothing to download\n")
         } else {
             let resumed = result.resumedFrom > 0 ? " (resumed after \(TextFormat.bytes(result.resumedFrom)))" : ""
-            console.out("downloaded \(upload.id) to \(path)  \(TextFormat.bytes(result.size))\(resumed)\n")
+            console.out("downloaded \(upload.id) to \(path)  \(TextFormat.bytes(result.size))\(resumed), SHA-256 checked\n")
         }
         return ExitCode.success
     }

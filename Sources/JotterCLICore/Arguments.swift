@@ -1,94 +1,192 @@
 import JotterHTTP
 
-/// A usage mistake on the command line: printed with the command's usage, exit code 2.
+/// A usage mistake on the command line: one line and a pointer to `--help`, exit code 2.
 public struct UsageError: Error, CustomStringConvertible, Sendable {
     public let description: String
     public init(_ description: String) { self.description = description }
 }
 
-/// Reads `--name value`, `--name=value`, boolean flags and positional arguments, in the manner
-/// of swift-argument-parser, with a `JOTTER_*` environment fallback for options.
-package struct Arguments {
-    private var remaining: [String]
-    package let environment: [String: String]
+/// One option of a command, declared once: the parser reads it and the help lists it.
+///
+/// ```swift
+/// Option("-X", "--request", value: "METHOD", help: "The method (default GET, or POST when there is a body).")
+/// Option("--port", value: "PORT", environment: "JOTTER_PORT", default: "8080", help: "Port, 0 for any free one.")
+/// Option("--json", help: "Print JSON for scripts instead of text.")
+/// ```
+package struct Option: Sendable {
+    /// Its spellings, short first: `-X`, `--request`.
+    package let names: [String]
+    /// What its value is called in the help (`METHOD`); `nil` for a flag.
+    package let value: String?
+    /// The environment variable read when the option is not given.
+    package let environment: String?
+    /// The default shown in the help.
+    package let defaultValue: String?
+    /// Whether the option may be given several times, every value kept (`-d a=1 -d b=2`).
+    package let repeats: Bool
+    package let help: String
 
-    package init(_ arguments: [String], environment: [String: String]) {
-        remaining = arguments
+    package init(_ names: String..., value: String? = nil, environment: String? = nil, default defaultValue: String? = nil,
+                 repeats: Bool = false, help: String) {
+        self.names = names
+        self.value = value
         self.environment = environment
+        self.defaultValue = defaultValue
+        self.repeats = repeats
+        self.help = help
     }
 
-    /// True when `--help` or `-h` is anywhere among the arguments.
-    package var wantsHelp: Bool { remaining.contains("--help") || remaining.contains("-h") }
+    /// The long name, the key its values are found under: `--request`.
+    package var key: String { names.last! }
 
-    /// The value of `--name` (or its environment variable), removing it from the arguments.
-    package mutating func option(_ name: String, environment key: String? = nil) throws(UsageError) -> String? {
-        var found = try values(["--\(name)"]).last
-        if found == nil, let key, let value = environment[key], !value.isEmpty { found = value }
-        return found
+    /// `-h, --help`: every command has it.
+    package static let help = Option("-h", "--help", help: "Show this help.")
+
+    /// The help's lines for `options`: names and value in a column of 30, then the text (with
+    /// its environment variable and default), wrapped at 92 columns.
+    package static func listing(_ options: [Option]) -> String {
+        options.map { option in
+            let head = "  " + option.names.joined(separator: ", ") + (option.value.map { " " + $0 } ?? "")
+            var text = option.help
+            // A flag's variable is set to 1 (or true, yes).
+            let variable = option.environment.map { option.value == nil ? $0 + "=1" : $0 }
+            let notes = [variable, option.defaultValue.map { "default \($0)" }].compactMap { $0 }
+            if !notes.isEmpty {
+                let period = text.hasSuffix(".")
+                if period { text.removeLast() }
+                text += " (" + notes.joined(separator: ", ") + ")" + (period ? "." : "")
+            }
+            let column = 32
+            var lines: [String] = []
+            var line = head.count < column ? head + String(repeating: " ", count: column - head.count) : head
+            if head.count >= column {
+                lines.append(line)
+                line = String(repeating: " ", count: column)
+            }
+            var empty = true
+            for word in text.split(separator: " ") {
+                if !empty && line.count + 1 + word.count > 92 {
+                    lines.append(line)
+                    line = String(repeating: " ", count: column)
+                    empty = true
+                }
+                line += (empty ? "" : " ") + word
+                empty = false
+            }
+            lines.append(line)
+            return lines.joined(separator: "\n")
+        }.joined(separator: "\n")
     }
+}
 
-    /// Every value of an option that may repeat, under any of its spellings, in order:
-    /// `-d a=1 --data b=2 --data=c=3` → `["a=1", "b=2", "c=3"]`.
-    package mutating func values(_ spellings: [String]) throws(UsageError) -> [String] {
-        var found: [String] = []
+/// A command's arguments read against its declared options: `--name value`, `--name=value`,
+/// `-X value`, flags (repeating one is harmless), positional arguments, and `--` after which
+/// everything is positional. An option not given falls back to its `JOTTER_*` variable.
+package struct Arguments {
+    package let environment: [String: String]
+    private var given: [String: [String]] = [:]
+    private var words: [String] = []
+    private let declared: [Option]
+
+    /// Reads `arguments` against `options` (`--help` is always accepted).
+    /// - Throws: `UsageError` for an unknown option or one missing its value.
+    package init(_ arguments: [String], options: [Option], environment: [String: String]) throws(UsageError) {
+        self.environment = environment
+        declared = options + [.help]
         var index = 0
-        while index < remaining.count {
-            let argument = remaining[index]
-            if argument == "--" { break }
-            if spellings.contains(argument) {
-                guard index + 1 < remaining.count else { throw UsageError("\(argument) needs a value") }
-                found.append(remaining[index + 1])
-                remaining.removeSubrange(index...(index + 1))
-            } else if let spelling = spellings.first(where: { $0.hasPrefix("--") && argument.hasPrefix($0 + "=") }) {
-                found.append(String(argument.dropFirst(spelling.count + 1)))
-                remaining.remove(at: index)
+        while index < arguments.count {
+            let argument = arguments[index]
+            index += 1
+            if argument == "--" {
+                words += arguments[index...]
+                break
+            }
+            guard argument.hasPrefix("-"), argument != "-" else {
+                words.append(argument)
+                continue
+            }
+            var name = argument, inline: String?
+            if argument.hasPrefix("--"), let equals = argument.firstIndex(of: "=") {
+                name = String(argument[..<equals])
+                inline = String(argument[argument.index(after: equals)...])
+            }
+            guard let option = declared.first(where: { $0.names.contains(name) }) else {
+                throw UsageError("unknown option '\(name)'")
+            }
+            if option.value == nil {
+                if inline != nil { throw UsageError("\(name) takes no value") }
+                given[option.key] = [""]
+                continue
+            }
+            let value: String
+            if let inline {
+                value = inline
             } else {
+                guard index < arguments.count else { throw UsageError("\(name) needs a value") }
+                value = arguments[index]
                 index += 1
             }
+            given[option.key] = (option.repeats ? given[option.key] ?? [] : []) + [value]
         }
-        return found
     }
 
-    /// The value of `--name` converted by `convert`, or `nil`; names the flag when it can't be.
-    package mutating func option<T>(_ name: String, environment key: String? = nil, as what: String,
-                            _ convert: (String) -> T?) throws(UsageError) -> T? {
-        guard let text = try option(name, environment: key) else { return nil }
+    /// True when `-h` or `--help` comes before any `--`.
+    package static func wantsHelp(_ arguments: [String]) -> Bool {
+        arguments.prefix { $0 != "--" }.contains { $0 == "--help" || $0 == "-h" }
+    }
+
+    private func option(named name: String) -> Option {
+        guard let option = declared.first(where: { $0.names.contains(name) }) else {
+            preconditionFailure("\(name) is not a declared option")
+        }
+        return option
+    }
+
+    /// The value of option `name` (any of its spellings), else its environment variable, else `nil`.
+    package func option(_ name: String) -> String? {
+        let option = option(named: name)
+        if let value = given[option.key]?.last { return value }
+        if let key = option.environment, let value = environment[key], !value.isEmpty { return value }
+        return nil
+    }
+
+    /// The value of option `name` converted by `convert`, or `nil`; names the option when it can't be.
+    package func option<T>(_ name: String, as what: String, _ convert: (String) -> T?) throws(UsageError) -> T? {
+        guard let text = option(name) else { return nil }
         guard let value = convert(text) else {
-            throw UsageError("--\(name) must be \(what), not '\(text)'\(key.map { environment[$0] == text ? " (from \($0))" : "" } ?? "")")
+            let key = option(named: name).environment
+            let source = key.map { given[option(named: name).key] == nil && environment[$0] == text ? " (from \($0))" : "" } ?? ""
+            throw UsageError("\(option(named: name).key) must be \(what), not '\(text)'\(source)")
         }
         return value
     }
 
-    /// Whether `--name` was given (or its environment variable is `1`/`true`/`yes`).
-    package mutating func flag(_ name: String, environment key: String? = nil) -> Bool {
-        if let index = remaining.firstIndex(of: "--\(name)") {
-            remaining.remove(at: index)
-            return true
-        }
-        if let key, let value = environment[key]?.lowercased() { return ["1", "true", "yes"].contains(value) }
+    /// Every value of a repeatable option, in order: `-d a=1 --data b=2 --data=c=3` → `["a=1", "b=2", "c=3"]`.
+    package func values(_ name: String) -> [String] {
+        given[option(named: name).key] ?? []
+    }
+
+    /// Whether flag `name` was given (or its environment variable is `1`/`true`/`yes`).
+    package func flag(_ name: String) -> Bool {
+        let option = option(named: name)
+        if given[option.key] != nil { return true }
+        if let key = option.environment, let value = environment[key]?.lowercased() { return ["1", "true", "yes"].contains(value) }
         return false
     }
 
-    /// The remaining positional arguments; any leftover `--option` is an unknown option.
-    package mutating func positionals() throws(UsageError) -> [String] {
-        var result: [String] = []
-        var literal = false
-        for argument in remaining {
-            if literal { result.append(argument); continue }
-            if argument == "--" { literal = true; continue }
-            if argument.hasPrefix("-"), argument != "-" {
-                throw UsageError("unknown option '\(argument)'")
-            }
-            result.append(argument)
-        }
-        remaining = []
-        return result
+    /// The positional arguments, in order.
+    package func positionals() -> [String] { words }
+
+    /// Fails when there is any positional argument.
+    package func finish() throws(UsageError) {
+        if let first = words.first { throw UsageError("unexpected argument '\(first)'") }
     }
 
-    /// Fails when anything is left unread.
-    package mutating func finish() throws(UsageError) {
-        let extra = try positionals()
-        if let first = extra.first { throw UsageError("unexpected argument '\(first)'") }
+    /// Exactly one positional argument, named `what` in the usage error.
+    package func single(_ what: String) throws(UsageError) -> String {
+        guard let first = words.first else { throw UsageError("missing \(what)") }
+        guard words.count == 1 else { throw UsageError("unexpected argument '\(words[1])'") }
+        return first
     }
 }
 
@@ -103,14 +201,4 @@ package func parseSize(_ text: String) -> Int? {
         return overflow ? nil : value
     }
     return Int(lower).flatMap { $0 >= 0 ? $0 : nil }
-}
-
-extension Arguments {
-    /// Exactly one positional argument, named `what` in the usage error.
-    package mutating func single(_ what: String) throws(UsageError) -> String {
-        let words = try positionals()
-        guard let first = words.first else { throw UsageError("missing \(what)") }
-        guard words.count == 1 else { throw UsageError("unexpected argument '\(words[1])'") }
-        return first
-    }
 }

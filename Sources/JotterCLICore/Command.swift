@@ -9,32 +9,48 @@ import Glibc
 public struct Console: Sendable {
     public var out: @Sendable (String) -> Void
     public var err: @Sendable (String) -> Void
+    /// Bytes to standard output as they are (`download -o -`).
+    public var outBytes: @Sendable ([UInt8]) -> Void
     /// True when standard error is a terminal: progress bars are drawn there, else one line
     /// per file.
     public var isTerminal: Bool
+    /// True when standard output is a terminal: text from the server is printed with its
+    /// control characters made visible.
+    public var outputIsTerminal: Bool
     /// Everything on standard input (`notes add -`).
     public var readInput: @Sendable () -> [UInt8]
 
     public init(out: @escaping @Sendable (String) -> Void, err: @escaping @Sendable (String) -> Void,
-                isTerminal: Bool = false, readInput: @escaping @Sendable () -> [UInt8] = { [] }) {
+                outBytes: (@Sendable ([UInt8]) -> Void)? = nil, isTerminal: Bool = false, outputIsTerminal: Bool = false,
+                readInput: @escaping @Sendable () -> [UInt8] = { [] }) {
         self.out = out
         self.err = err
+        self.outBytes = outBytes ?? { out(String(decoding: $0, as: UTF8.self)) }
         self.isTerminal = isTerminal
+        self.outputIsTerminal = outputIsTerminal
         self.readInput = readInput
     }
 
     /// The process's standard output, error and input.
-    public static let standard = Console(out: { write(1, $0) }, err: { write(2, $0) }, isTerminal: isatty(2) == 1, readInput: readAll)
+    public static let standard = Console(out: { write(1, $0) }, err: { write(2, $0) }, outBytes: { write(1, $0) },
+                                         isTerminal: isatty(2) == 1, outputIsTerminal: isatty(1) == 1, readInput: readAll)
 
     private static func write(_ fd: Int32, _ text: String) {
         var text = text
-        text.withUTF8 { buffer in
-            var offset = 0
-            while offset < buffer.count {
-                let written = Glibc.write(fd, buffer.baseAddress! + offset, buffer.count - offset)
-                if written <= 0 { return }
-                offset += written
-            }
+        text.withUTF8 { write(fd, $0) }
+    }
+
+    private static func write(_ fd: Int32, _ bytes: [UInt8]) {
+        bytes.withUnsafeBufferPointer { write(fd, $0) }
+    }
+
+    private static func write(_ fd: Int32, _ buffer: UnsafeBufferPointer<UInt8>) {
+        var offset = 0
+        while offset < buffer.count {
+            let written = Glibc.write(fd, buffer.baseAddress! + offset, buffer.count - offset)
+            if written < 0 && errno == EINTR { continue }
+            if written <= 0 { return }
+            offset += written
         }
     }
 
@@ -75,44 +91,57 @@ public enum ExitCode {
 }
 
 /// A `jotter` command or command group: its help and how it reads its arguments.
+///
+/// Its options are declared once, in `options`: the parser reads the arguments against them and
+/// `help` lists them.
 package protocol Command: SendableMetatype {
     static var name: String { get }
     static var summary: String { get }
-    /// The full `--help` text.
+    /// The usage lines, after `USAGE: ` (`jotter notes add TEXT… [options]`).
+    static var usage: String { get }
+    /// What the command does, for its help.
+    static var about: String { get }
+    /// Its options (`-h, --help` is implied).
+    static var options: [Option] { get }
+    /// The full `--help` text: usage, about, options.
     static var help: String { get }
     /// The subcommands of a group such as `notes`; empty for a command that runs.
     static var subcommands: [any Command.Type] { get }
     /// Reads the arguments and starts the command: a blocking one runs to its end right here,
     /// an async one is handed back to be awaited.
-    static func start(_ arguments: inout Arguments, console: Console) throws -> CommandInvocation
+    static func start(_ arguments: Arguments, console: Console) throws -> CommandInvocation
 }
 
 extension Command {
     package static var subcommands: [any Command.Type] { [] }
+    package static var options: [Option] { [] }
+    package static var help: String {
+        "USAGE: \(usage)\n\n\(about)\n\nOPTIONS:\n\(Option.listing(options + [.help]))\n\n"
+    }
 }
 
 /// A command that keeps the calling thread (`serve`: it blocks its stop signals there and
 /// waits for them in `sigwait`).
 package protocol BlockingCommand: Command {
-    init(parsing arguments: inout Arguments) throws
+    init(parsing arguments: Arguments) throws
     func run(console: Console) throws -> Int32
 }
 
 extension BlockingCommand {
-    package static func start(_ arguments: inout Arguments, console: Console) throws -> CommandInvocation {
-        .done(try Self(parsing: &arguments).run(console: console))
+    package static func start(_ arguments: Arguments, console: Console) throws -> CommandInvocation {
+        .done(try Self(parsing: arguments).run(console: console))
     }
 }
 
 /// A command that talks to a server through the SDK.
 package protocol AsyncCommand: Command, Sendable {
-    init(parsing arguments: inout Arguments) throws
+    init(parsing arguments: Arguments) throws
     func run(console: Console) async throws -> Int32
 }
 
 extension AsyncCommand {
-    package static func start(_ arguments: inout Arguments, console: Console) throws -> CommandInvocation {
-        .async(try Self(parsing: &arguments), help: help)
+    package static func start(_ arguments: Arguments, console: Console) throws -> CommandInvocation {
+        .async(try Self(parsing: arguments))
     }
 }
 
@@ -120,7 +149,8 @@ extension AsyncCommand {
 package protocol CommandGroup: Command {}
 
 extension CommandGroup {
-    package static func start(_ arguments: inout Arguments, console: Console) throws -> CommandInvocation {
+    package static var about: String { summary }
+    package static func start(_ arguments: Arguments, console: Console) throws -> CommandInvocation {
         throw UsageError("missing subcommand: one of \(subcommands.map { $0.name }.joined(separator: ", "))")
     }
 }
@@ -128,14 +158,15 @@ extension CommandGroup {
 /// What starting a command gives: its exit code (it has run), or an async command to await.
 package enum CommandInvocation {
     case done(Int32)
-    case async(any AsyncCommand, help: String)
+    case async(any AsyncCommand)
 }
 
 extension Console {
-    /// Says what went wrong in one line (a usage error adds the usage) and returns the exit code.
-    package func report(_ error: any Error, help: String) -> Int32 {
+    /// Says what went wrong in one line (a usage error adds where the help is: `command` is
+    /// `jotter notes add`) and returns the exit code.
+    package func report(_ error: any Error, command: String) -> Int32 {
         if let usage = error as? UsageError {
-            err("error: \(usage)\n\n\(help)")
+            err("error: \(usage)\nSee '\(command) --help'.\n")
             return ExitCode.usage
         }
         err("error: \(error)\n")

@@ -11,65 +11,64 @@ import JotterStore
 package struct ServeCommand: BlockingCommand {
     package static let name = "serve"
     package static let summary = "Serve the API and the web app."
-    package static let help = """
-    USAGE: jotter serve [options]
-
+    package static let usage = "jotter serve [options]"
+    package static let about = """
     Serves the Jotter API and web app until SIGINT or SIGTERM, then stops accepting,
     finishes the requests in flight and exits 0.
 
-    OPTIONS (each also read from the environment variable shown):
-      --host HOST                   Address to listen on (JOTTER_HOST, default 127.0.0.1).
-      --port PORT                   Port, 0 for any free one (JOTTER_PORT, default 8080).
-      --data DIR                    Data folder (JOTTER_DATA, default ./jotter-data).
-      --threads N                   Engine threads (JOTTER_THREADS, default: number of cores).
-      --max-body-size SIZE          Largest non-upload body, e.g. 1MiB (JOTTER_MAX_BODY_SIZE,
-                                    default 1MiB).
-      --max-upload-size SIZE        Largest sum of files in one upload, e.g. 1GiB
-                                    (JOTTER_MAX_UPLOAD_SIZE, default 1GiB).
-      --max-connections N           Open connections in all (JOTTER_MAX_CONNECTIONS, default 10000).
-      --max-connections-per-address N
-                                    Open connections from one client address
-                                    (JOTTER_MAX_CONNECTIONS_PER_ADDRESS, default 256).
-      --idle-timeout SECONDS        Close connections idle this long (JOTTER_IDLE_TIMEOUT, default 30).
-      --synchronous full|normal     SQLite durability (JOTTER_SYNCHRONOUS, default full): full syncs
-                                    every commit before it is acknowledged; normal may lose the
-                                    last commits on power loss (not on a crash of jotter).
-      --quiet                       No access log (JOTTER_QUIET=1).
-      -h, --help                    Show this help.
-
+    Each option is also read from the environment variable shown.
     """
+    package static let options = [
+        Option("--host", value: "HOST", environment: "JOTTER_HOST", default: "127.0.0.1", help: "Address to listen on."),
+        Option("--port", value: "PORT", environment: "JOTTER_PORT", default: "8080", help: "Port, 0 for any free one."),
+        Option("--data", value: "DIR", environment: "JOTTER_DATA", default: "./jotter-data", help: "Data folder."),
+        Option("--threads", value: "N", environment: "JOTTER_THREADS", default: "number of cores", help: "Engine threads."),
+        Option("--max-body-size", value: "SIZE", environment: "JOTTER_MAX_BODY_SIZE", default: "1MiB",
+               help: "Largest non-upload body, e.g. 1MiB."),
+        Option("--max-upload-size", value: "SIZE", environment: "JOTTER_MAX_UPLOAD_SIZE", default: "1GiB",
+               help: "Largest sum of files in one upload, e.g. 1GiB."),
+        Option("--max-connections", value: "N", environment: "JOTTER_MAX_CONNECTIONS", default: "10000", help: "Open connections in all."),
+        Option("--max-connections-per-address", value: "N", environment: "JOTTER_MAX_CONNECTIONS_PER_ADDRESS", default: "256",
+               help: "Open connections from one client address."),
+        Option("--idle-timeout", value: "SECONDS", environment: "JOTTER_IDLE_TIMEOUT", default: "30", help: "Close connections idle this long."),
+        Option("--synchronous", value: "full|normal", environment: "JOTTER_SYNCHRONOUS", default: "full",
+               help: "SQLite durability: full syncs every commit before it is acknowledged; normal may lose the last commits on "
+                   + "power loss (not on a crash of jotter)."),
+        Option("--quiet", environment: "JOTTER_QUIET", help: "No access log."),
+    ]
 
     package var configuration = ServerConfiguration()
 
-    package init(parsing arguments: inout Arguments) throws {
+    package init(parsing arguments: Arguments) throws {
         let positive = { (text: String) -> Int? in Int(text).flatMap { $0 > 0 ? $0 : nil } }
-        if let host = try arguments.option("host", environment: "JOTTER_HOST") { configuration.host = host }
-        if let port = try arguments.option("port", environment: "JOTTER_PORT", as: "a port number from 0 to 65535", {
+        if let host = arguments.option("--host") { configuration.host = host }
+        if let port = try arguments.option("--port", as: "a port number from 0 to 65535", {
             Int($0).flatMap { (0...65535).contains($0) ? $0 : nil } }) { configuration.port = port }
-        if let data = try arguments.option("data", environment: "JOTTER_DATA") { configuration.dataDirectory = data }
-        if let threads = try arguments.option("threads", environment: "JOTTER_THREADS", as: "a whole number from 1 to 256", {
+        if let data = arguments.option("--data") { configuration.dataDirectory = data }
+        if let threads = try arguments.option("--threads", as: "a whole number from 1 to 256", {
             Int($0).flatMap { (1...256).contains($0) ? $0 : nil } }) { configuration.threads = threads }
-        if let size = try arguments.option("max-body-size", environment: "JOTTER_MAX_BODY_SIZE", as: "a size such as 1048576 or 1MiB",
+        if let size = try arguments.option("--max-body-size", as: "a size such as 1048576 or 1MiB",
                                            { parseSize($0).flatMap { $0 > 0 ? $0 : nil } }) { configuration.maxBodySize = size }
-        if let size = try arguments.option("max-upload-size", environment: "JOTTER_MAX_UPLOAD_SIZE", as: "a size such as 1GiB",
+        if let size = try arguments.option("--max-upload-size", as: "a size such as 1GiB",
                                            { parseSize($0).flatMap { $0 > 0 ? $0 : nil } }) { configuration.maxUploadSize = Int64(size) }
-        if let limit = try arguments.option("max-connections", environment: "JOTTER_MAX_CONNECTIONS", as: "a positive whole number", positive) {
+        if let limit = try arguments.option("--max-connections", as: "a positive whole number", positive) {
             configuration.connectionLimit = limit
         }
-        if let limit = try arguments.option("max-connections-per-address", environment: "JOTTER_MAX_CONNECTIONS_PER_ADDRESS",
+        if let limit = try arguments.option("--max-connections-per-address",
                                             as: "a positive whole number", positive) {
             configuration.connectionsPerAddress = limit
         }
-        if let timeout = try arguments.option("idle-timeout", environment: "JOTTER_IDLE_TIMEOUT", as: "a positive number of seconds", positive) {
+        if let timeout = try arguments.option("--idle-timeout", as: "a positive number of seconds", positive) {
             configuration.idleTimeout = timeout
         }
-        if let mode = try arguments.option("synchronous", environment: "JOTTER_SYNCHRONOUS", as: "full or normal", {
+        if let mode = try arguments.option("--synchronous", as: "full or normal", {
             SQLiteNoteStore.Synchronous(rawValue: $0.uppercased()) }) { configuration.synchronous = mode }
-        configuration.accessLog = !arguments.flag("quiet", environment: "JOTTER_QUIET")
+        configuration.accessLog = !arguments.flag("--quiet")
         try arguments.finish()
     }
 
     package func run(console: Console) throws -> Int32 {
+        try Self.prepareDataFolder(configuration.dataDirectory)
         // Block the stop signals before any engine thread exists, so every thread inherits the
         // mask and only `sigwait` below sees them.
         var signals = sigset_t()
@@ -90,6 +89,24 @@ package struct ServeCommand: BlockingCommand {
         return ExitCode.success
     }
 
+    /// Creates the data folder and the folders above it when missing; a file in the way, or a
+    /// folder that can't be made, is said in words (not as a Foundation error dump).
+    static func prepareDataFolder(_ path: String) throws(ServeFailure) {
+        var prefix = path.hasPrefix("/") ? "/" : ""
+        for component in path.split(separator: "/") {
+            prefix += (prefix.isEmpty || prefix.hasSuffix("/") ? "" : "/") + component
+            var info = stat()
+            if stat(prefix, &info) == 0 {
+                guard info.st_mode & S_IFMT == S_IFDIR else {
+                    throw ServeFailure(prefix == path ? "--data \(path) is a file, not a folder: give a folder (it is made if missing)"
+                                                      : "cannot make the data folder \(path): \(prefix) is a file, not a folder")
+                }
+            } else if mkdir(prefix, 0o755) != 0 && errno != EEXIST {
+                throw ServeFailure("cannot make the data folder \(path): \(String(cString: strerror(errno))) (at \(prefix))")
+            }
+        }
+    }
+
     /// Lifts the soft open-files limit to the hard limit: every connection is a descriptor.
     private func raiseOpenFileLimit() {
         var limit = rlimit()
@@ -97,4 +114,10 @@ package struct ServeCommand: BlockingCommand {
         limit.rlim_cur = limit.rlim_max
         setrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
     }
+}
+
+/// Why `serve` could not start, in one line.
+package struct ServeFailure: Error, CustomStringConvertible {
+    package let description: String
+    init(_ description: String) { self.description = description }
 }

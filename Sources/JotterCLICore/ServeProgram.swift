@@ -5,15 +5,14 @@ extension ServeCommand {
     /// client SDK (Foundation and FoundationNetworking: 9 MiB of resident memory). `jotter serve`
     /// runs it when it stands beside `jotter`.
     package static func main(_ arguments: [String], environment: [String: String], console: Console = .standard) -> Int32 {
-        var parsed = Arguments(arguments, environment: environment)
-        if parsed.wantsHelp {
+        if Arguments.wantsHelp(arguments) {
             console.out(help)
             return ExitCode.success
         }
         do {
-            return try ServeCommand(parsing: &parsed).run(console: console)
+            return try ServeCommand(parsing: Arguments(arguments, options: options, environment: environment)).run(console: console)
         } catch {
-            return console.report(error, help: help)
+            return console.report(error, command: "jotter serve")
         }
     }
 

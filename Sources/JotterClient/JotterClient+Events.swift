@@ -42,6 +42,14 @@ public struct NoteEvent: Sendable, Hashable {
     }
 }
 
+/// Why and for how long an event stream waits before it connects again (`events(onReconnect:)`).
+public struct EventStreamInterruption: Sendable {
+    /// Seconds before the next attempt.
+    public var delay: Double
+    /// What ended the connection.
+    public var reason: JotterClientError
+}
+
 extension JotterClient.Notes {
     /// The live changes to notes, as they happen.
     ///
@@ -62,12 +70,16 @@ extension JotterClient.Notes {
     /// }
     /// ```
     ///
-    /// - Parameter lastEventID: resume after this event (a `NoteEvent.id` you saw before).
-    public func events(lastEventID: Int64? = nil) -> AsyncThrowingStream<NoteEvent, any Error> {
+    /// - Parameters:
+    ///   - lastEventID: resume after this event (a `NoteEvent.id` you saw before).
+    ///   - onReconnect: called when an established connection dropped, before waiting to
+    ///     connect again (to tell the user).
+    public func events(lastEventID: Int64? = nil,
+                       onReconnect: (@Sendable (EventStreamInterruption) -> Void)? = nil) -> AsyncThrowingStream<NoteEvent, any Error> {
         let (stream, continuation) = AsyncThrowingStream.makeStream(of: NoteEvent.self)
         let client = self.client
         let task = Task {
-            var subscription = EventSubscription(client: client, lastEventID: lastEventID)
+            var subscription = EventSubscription(client: client, lastEventID: lastEventID, onReconnect: onReconnect)
             do throws(JotterClientError) {
                 try await subscription.run { continuation.yield($0) }
             } catch {
@@ -83,12 +95,14 @@ extension JotterClient.Notes {
 struct EventSubscription {
     let client: JotterClient
     var lastEventID: Int64?
+    let onReconnect: (@Sendable (EventStreamInterruption) -> Void)?
     /// Milliseconds before reconnecting, as the server last said.
     private var retry = 3000
 
-    init(client: JotterClient, lastEventID: Int64?) {
+    init(client: JotterClient, lastEventID: Int64?, onReconnect: (@Sendable (EventStreamInterruption) -> Void)? = nil) {
         self.client = client
         self.lastEventID = lastEventID
+        self.onReconnect = onReconnect
     }
 
     /// Runs until cancelled, or until an error that reconnecting can't mend.
@@ -96,12 +110,14 @@ struct EventSubscription {
         var opened = false  // a connection was established at least once
         var failures = 0    // consecutive failed attempts
         while true {
+            var reason = JotterClientError(kind: .transport, message: "the server ended the event stream")
             do {
                 try await connect(deliver) {
                     opened = true
                     failures = 0
                 }
             } catch {
+                reason = error
                 if error.isCancelled { throw error }
                 failures += 1
                 guard opened else {
@@ -114,7 +130,9 @@ struct EventSubscription {
                 guard error.isTransport || error.status.map(RetryPolicy.retryableStatuses.contains) == true else { throw error }
             }
             let seconds = Double(retry) / 1000
-            try await JotterClient.pause(min(max(seconds, 30), seconds * pow(2, Double(min(max(failures - 1, 0), 5)))))
+            let delay = min(max(seconds, 30), seconds * pow(2, Double(min(max(failures - 1, 0), 5))))
+            onReconnect?(EventStreamInterruption(delay: delay, reason: reason))
+            try await JotterClient.pause(delay)
         }
     }
 
@@ -123,7 +141,7 @@ struct EventSubscription {
         var request = client.makeRequest("GET", "/notes/events", headers: ["Accept": "text/event-stream"])
         if let lastEventID { request.setValue(String(lastEventID), forHTTPHeaderField: "Last-Event-ID") }
         var parser = EventStreamParser()
-        try await client.stream(client.session.dataTask(with: request), response: { _ in onOpen() }) { chunk in
+        try await client.stream(request, response: { _ in onOpen() }) { chunk in
             for event in parser.feed(chunk) {
                 if let id = event.id.flatMap({ Int64($0) }) { lastEventID = id }
                 if let noteEvent = NoteEvent(event) { deliver(noteEvent) }

@@ -90,10 +90,27 @@ extension JotterClient {
     }
 
     static func decode<T: Decodable>(_ type: T.Type, from data: Data) throws(JotterClientError) -> T {
+        guard !data.isEmpty else { throw .invalidResponse("an empty body where JSON was expected") }
         do {
             return try JSONDecoder().decode(type, from: data)
+        } catch let error as DecodingError {
+            throw .invalidResponse("the JSON is not what the API promises: \(describe(error))")
         } catch {
-            throw .invalidResponse("cannot read \(T.self) from the JSON: \(error)")
+            throw .invalidResponse("the body is not JSON")
+        }
+    }
+
+    /// A `DecodingError` in words: which field, and what was wrong with it.
+    static func describe(_ error: DecodingError) -> String {
+        func place(_ path: [any CodingKey]) -> String {
+            path.isEmpty ? "the top level" : "'" + path.map { $0.intValue.map { "[\($0)]" } ?? $0.stringValue }.joined(separator: ".") + "'"
+        }
+        switch error {
+        case .keyNotFound(let key, let context): return "\(place(context.codingPath + [key])) is missing"
+        case .typeMismatch(let type, let context): return "\(place(context.codingPath)) is not a \(type)"
+        case .valueNotFound(let type, let context): return "\(place(context.codingPath)) is null, not a \(type)"
+        case .dataCorrupted(let context): return context.codingPath.isEmpty ? "the body is not JSON" : "\(place(context.codingPath)) is malformed"
+        @unknown default: return "it can't be read"
         }
     }
 }

@@ -15,9 +15,42 @@ extension JotterClient {
                 sent: (Int64) -> Void = { _ in },
                 response: (HTTPURLResponse) throws(JotterClientError) -> Void = { _ in },
                 data: (Data) throws(JotterClientError) -> Void) async throws(JotterClientError) {
+        try await stream(tasks.run(task), url: task.originalRequest?.url, sent: sent, response: response, data: data)
+    }
+
+    /// `request` over a plain socket where that is better than URLSession (an `http://` event
+    /// stream or upload on Linux, see `SocketExchange`), else as a URLSession data task; then as
+    /// `stream(_:sent:response:data:)`.
+    func stream(_ request: URLRequest, body: MultipartFormData? = nil,
+                sent: (Int64) -> Void = { _ in },
+                response: (HTTPURLResponse) throws(JotterClientError) -> Void = { _ in },
+                data: (Data) throws(JotterClientError) -> Void) async throws(JotterClientError) {
+        #if canImport(FoundationNetworking)
+        if SocketExchange.handles(request.url) {
+            let events = SocketExchange.run(request, headers: sessionHeaders,
+                                            body: body.map { .segments($0.segments, length: $0.contentLength) } ?? .none,
+                                            idleTimeout: configuration.requestTimeout, counter: sockets)
+            return try await stream(events, url: request.url, sent: sent, response: response, data: data)
+        }
+        #endif
+        precondition(body == nil, "a multipart body goes over a socket, or through send(_:request:progress:)")
+        try await stream(session.dataTask(with: request), sent: sent, response: response, data: data)
+    }
+
+    /// The headers the session adds to every request.
+    var sessionHeaders: [String: String] { Self.sessionHeaders(configuration) }
+
+    static func sessionHeaders(_ configuration: Configuration) -> [String: String] {
+        configuration.headers.merging(["User-Agent": configuration.userAgent]) { mine, _ in mine }
+    }
+
+    private func stream(_ events: AsyncThrowingStream<TaskEvent, any Error>, url: URL?,
+                        sent: (Int64) -> Void,
+                        response: (HTTPURLResponse) throws(JotterClientError) -> Void,
+                        data: (Data) throws(JotterClientError) -> Void) async throws(JotterClientError) {
         var failure: (head: HTTPURLResponse, body: Data)?
         do {
-            for try await event in tasks.run(task) {
+            for try await event in events {
                 switch event {
                 case .sent(let count):
                     sent(count)
@@ -34,7 +67,7 @@ extension JotterClient {
                 }
             }
         } catch {
-            throw JotterClientError.wrapping(error, url: task.originalRequest?.url)
+            throw JotterClientError.wrapping(error, url: url)
         }
         // A cancelled iteration ends quietly; say so rather than pass it off as complete.
         if Task.isCancelled { throw .cancelled }

@@ -83,11 +83,13 @@ extension JotterClient {
 
     /// Sends `form` as the body of `request`, streamed from disk, and returns the answer.
     ///
-    /// On Linux the body is a stream, sent chunked, through the async API: no delegate
-    /// callback per 64 KiB (they cost a fifth of the throughput, measured), progress counted
-    /// as URLSession reads the stream. On Apple platforms it is written to a temporary file
-    /// and sent with `uploadTask(with:fromFile:)` and its Content-Length, progress from the
-    /// delegate. Retried only if the method is idempotent.
+    /// On Linux over `http://` it goes over a plain socket with its Content-Length and
+    /// `Expect: 100-continue` (`SocketExchange`): a server that refuses it as too large says so
+    /// before the body is sent. Over `https://` on Linux the body is a stream URLSession sends
+    /// chunked (no Content-Length can go with it), progress counted as URLSession reads the
+    /// stream. On Apple platforms it is written to a temporary file and sent with
+    /// `uploadTask(with:fromFile:)` and its Content-Length, progress from the delegate. Retried
+    /// only if the method is idempotent.
     func send(_ form: MultipartFormData, request: URLRequest,
               progress: (@Sendable (TransferProgress) -> Void)?) async throws(JotterClientError) -> (Data, HTTPURLResponse) {
         var request = request
@@ -96,6 +98,13 @@ extension JotterClient {
         let report = { @Sendable (sent: Int64) -> Void in progress?(TransferProgress(completed: min(sent, total), total: total)) }
         let (body, head) = try await withRetries(request) { () async throws(JotterClientError) -> (Data, HTTPURLResponse) in
             #if canImport(FoundationNetworking)
+            if SocketExchange.handles(request.url) {
+                var body = Data()
+                var head: HTTPURLResponse?
+                try await stream(request, body: form, sent: report, response: { head = $0 }) { body.append($0) }
+                guard let head else { throw .invalidResponse("no response") }
+                return (body, head)
+            }
             request.httpBodyStream = MultipartInputStream(form, read: report)
             return try await exchange(request)
             #else

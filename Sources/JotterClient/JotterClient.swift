@@ -44,6 +44,10 @@ public final class JotterClient: Sendable {
     public let configuration: Configuration
     let session: URLSession
     let tasks: TaskRouter
+    #if canImport(FoundationNetworking)
+    /// Exchanges over a plain socket still running (`SocketExchange`).
+    let sockets = SocketExchange.Counter()
+    #endif
 
     /// A client for the server at `baseURL`.
     ///
@@ -61,7 +65,7 @@ public final class JotterClient: Sendable {
         settings.requestCachePolicy = .reloadIgnoringLocalCacheData
         settings.urlCache = nil
         settings.httpShouldSetCookies = false
-        settings.httpAdditionalHeaders = configuration.headers.merging(["User-Agent": configuration.userAgent]) { mine, _ in mine }
+        settings.httpAdditionalHeaders = Self.sessionHeaders(configuration)
         tasks = TaskRouter()
         session = URLSession(configuration: settings, delegate: tasks, delegateQueue: nil)
     }

@@ -24,6 +24,7 @@ public struct JotterClientError: Error, Sendable, CustomStringConvertible {
     public struct Kind: Hashable, Sendable, CustomStringConvertible {
         private enum Base: String, Hashable, Sendable {
             case httpStatus = "HTTP status", transport, cancelled, invalidResponse = "invalid response", localFile = "local file"
+            case destinationExists = "destination exists", invalidRequest = "invalid request"
         }
         private let base: Base
 
@@ -37,6 +38,10 @@ public struct JotterClientError: Error, Sendable, CustomStringConvertible {
         public static let invalidResponse = Kind(base: .invalidResponse)
         /// A file on this machine could not be read or written.
         public static let localFile = Kind(base: .localFile)
+        /// A download's destination is another file, left untouched (pass `replacing: true`).
+        public static let destinationExists = Kind(base: .destinationExists)
+        /// The request can't be sent as asked (a body on `GET` or `HEAD`); nothing was sent.
+        public static let invalidRequest = Kind(base: .invalidRequest)
 
         public var description: String { base.rawValue }
     }

@@ -26,7 +26,7 @@ struct CLITests {
     @Test func helpAndVersion() {
         let help = run(["--help"])
         #expect(help.status == 0)
-        #expect(help.out.contains("USAGE: jotter <command>"))
+        #expect(help.out.contains("USAGE: jotter [--server URL] [--json] <command>"))
         #expect(help.out.contains("serve"))
         #expect(run(["--version"]).out == "jotter \(JotterCommandLine.version)\n")
         let serveHelp = run(["serve", "--help"])
@@ -35,28 +35,76 @@ struct CLITests {
         #expect(run(["help", "serve"]).out == serveHelp.out)
     }
 
-    @Test("usage errors say what is wrong, show usage, exit 2", arguments: [
+    @Test("usage errors say what is wrong in one line, point to --help, exit 2", arguments: [
         (["serve", "--bogus"], "unknown option '--bogus'"),
         (["serve", "--port", "99999"], "--port must be a port number from 0 to 65535, not '99999'"),
         (["serve", "--port"], "--port needs a value"),
         (["serve", "--threads", "0"], "--threads must be a whole number from 1 to 256"),
         (["serve", "--max-body-size", "lots"], "--max-body-size must be a size"),
         (["serve", "extra"], "unexpected argument 'extra'"),
+        (["serve", "--quiet=yes"], "--quiet takes no value"),
         (["frobnicate"], "unknown command 'frobnicate'"),
-        ([], "USAGE: jotter"),
     ])
     func usageErrors(_ arguments: [String], _ message: String) {
         let result = run(arguments)
         #expect(result.status == 2)
-        #expect(result.err.contains(message), "\(result.err)")
-        #expect(result.err.contains("USAGE:"))
+        let lines = result.err.split(separator: "\n")
+        #expect(lines.first == "error: \(message)" || lines.first?.hasPrefix("error: \(message)") == true, "\(result.err)")
+        #expect(lines.count == 2 && lines.last?.hasPrefix("See 'jotter") == true && lines.last?.hasSuffix(" --help'.") == true, "\(result.err)")
+    }
+
+    @Test("no command at all shows the usage, exit 2")
+    func noCommand() {
+        let result = run([])
+        #expect(result.status == 2)
+        #expect(result.err.contains("USAGE: jotter"))
+    }
+
+    @Test("help text and parsing come from one declaration: every declared option is in the help, and parsed")
+    func oneDeclaration() throws {
+        for option in ServeCommand.options {
+            #expect(ServeCommand.help.contains(option.names.joined(separator: ", ")), "\(option.key)")
+            #expect(option.environment.map { ServeCommand.help.contains($0) } ?? true, "\(option.key)")
+        }
+        // A repeated flag is harmless; a repeated option keeps its last value.
+        let arguments = try Arguments(["--quiet", "--quiet", "--port", "1", "--port=2"], options: ServeCommand.options, environment: [:])
+        let command = try ServeCommand(parsing: arguments)
+        #expect(command.configuration.port == 2)
+        #expect(command.configuration.accessLog == false)
+        // After --, everything is an argument, --help included.
+        #expect(Arguments.wantsHelp(["--", "--help"]) == false)
+        #expect(try Arguments(["--", "--help", "-x"], options: [], environment: [:]).positionals() == ["--help", "-x"])
+    }
+
+    @Test("a Foundation error is reported as its sentence, not a dump of its fields")
+    func foundationError() {
+        let captured = Captured()
+        let status = JotterCommandLine.report(CocoaError(.fileWriteNoPermission, userInfo: [NSFilePathErrorKey: "/x/y"]),
+                                              command: "jotter notes edit", console: captured.console)
+        let text = captured.err.withLock { $0 }
+        #expect(status == ExitCode.failure)
+        #expect(text.hasPrefix("error: ") && text.hasSuffix("\n") && text.split(separator: "\n").count == 1, "\(text)")
+        #expect(!text.contains("CocoaError") && !text.contains("userInfo"), "\(text)")
+    }
+
+    @Test("serve --data on a file says so in words")
+    func dataIsAFile() throws {
+        let folder = try scratchFolder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let file = folder.appendingPathComponent("plain.txt")
+        try Data("x".utf8).write(to: file)
+        let result = run(["serve", "--port", "0", "--data", file.path])
+        #expect(result.status == 1)
+        #expect(result.err == "error: --data \(file.path) is a file, not a folder: give a folder (it is made if missing)\n")
+        let below = run(["serve", "--port", "0", "--data", file.path + "/inner"])
+        #expect(below.err == "error: cannot make the data folder \(file.path)/inner: \(file.path) is a file, not a folder\n")
     }
 
     @Test("options come from flags or JOTTER_* variables, flags first")
     func configuration() throws {
-        var arguments = Arguments(["--port=9000", "--max-body-size", "2MiB", "--quiet"],
-                                  environment: ["JOTTER_PORT": "1", "JOTTER_DATA": "/tmp/x", "JOTTER_THREADS": "3"])
-        let command = try ServeCommand(parsing: &arguments)
+        let arguments = try Arguments(["--port=9000", "--max-body-size", "2MiB", "--quiet"], options: ServeCommand.options,
+                                      environment: ["JOTTER_PORT": "1", "JOTTER_DATA": "/tmp/x", "JOTTER_THREADS": "3"])
+        let command = try ServeCommand(parsing: arguments)
         #expect(command.configuration.port == 9000)
         #expect(command.configuration.maxBodySize == 2 << 20)
         #expect(command.configuration.dataDirectory == "/tmp/x")

@@ -19,10 +19,11 @@ struct ClientCommandTests {
 
     /// Runs `jotter ARGUMENTS --server <app>` and captures what it prints.
     func jotter(_ arguments: [String], app: TestApp?, environment: [String: String] = [:], terminal: Bool = false,
-                input: String = "") async -> Result {
+                outputTerminal: Bool = false, input: String = "") async -> Result {
         let captured = Captured()
         var console = captured.console
         console.isTerminal = terminal
+        console.outputIsTerminal = outputTerminal
         console.readInput = { Array(input.utf8) }
         var environment = environment
         if let app { environment["JOTTER_SERVER"] = "http://127.0.0.1:\(app.port)" }
@@ -52,8 +53,9 @@ struct ClientCommandTests {
             #expect(await jotter(["notes", "list", "--search", "milk"], app: app).out.contains("Buy milk"))
             #expect(await jotter(["notes", "list", "--search", "nothing"], app: app).out == "No notes match 'nothing'.\n")
             let json = await jotter(["notes", "list", "--limit", "1", "--json"], app: app)
-            let page = try JSONDecoder().decode([String: [Note]].self, from: Data(json.out.utf8))
-            #expect(page["notes"]?.map(\.body) == ["from stdin\nsecond line"])
+            let page = try JSONDecoder().decode(NoteList.self, from: Data(json.out.utf8))
+            #expect(page.notes.map(\.body) == ["from stdin\nsecond line"])
+            #expect(page.next?.hasPrefix("/notes?") == true)  // kept: there is one more
 
             let show = await jotter(["notes", "show", "1"], app: app)
             #expect(show.out.hasPrefix("note 1 · version 1 · created "))
@@ -122,8 +124,9 @@ struct ClientCommandTests {
             #expect(await watching.value == ExitCode.success)
             let lines = captured.out.withLock { $0 }.split(separator: "\n")
             #expect(lines.count == 2)
-            #expect(lines.first?.hasSuffix("  created note 1  watched") == true)
-            #expect(lines.last?.hasSuffix("  deleted note 1  watched") == true)
+            // The event id (for --since) first, then the time of the event.
+            #expect(lines.first?.hasPrefix("event 1  ") == true && lines.first?.hasSuffix("  created note 1  watched") == true, "\(lines)")
+            #expect(lines.last?.hasPrefix("event 2  ") == true && lines.last?.hasSuffix("  deleted note 1  watched") == true, "\(lines)")
         }
     }
 
@@ -147,11 +150,12 @@ struct ClientCommandTests {
             #expect(missing.status == ExitCode.failure)
             #expect(missing.err.contains("nope"))
         }
-        for arguments in [["notes"], ["notes", "frob"], ["hello"], ["echo", "-d", "a=1", "--json", "{}"], ["notes", "list", "--limit", "0"],
+        for arguments in [["notes"], ["notes", "frob"], ["hello"], ["echo", "-d", "a=1", "--json-body", "{}"], ["notes", "list", "--limit", "0"],
                           ["hello", "x", "--server", "ftp://host"], ["download"], ["notes", "show", "1", "2"]] {
             let result = await jotter(arguments, app: nil)
             #expect(result.status == ExitCode.usage, "\(arguments)")
-            #expect(result.err.hasPrefix("error: ") && result.err.contains("USAGE: jotter"), "\(arguments): \(result.err)")
+            #expect(result.err.hasPrefix("error: ") && result.err.hasSuffix(" --help'.\n"), "\(arguments): \(result.err)")
+            #expect(result.err.split(separator: "\n").count == 2, "\(arguments): \(result.err)")
         }
     }
 

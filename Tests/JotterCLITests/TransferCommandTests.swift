@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import JotterAPI
+import JotterClient
 @testable import JotterCLI
 @testable import JotterCLICore
 import JotterTestSupport
@@ -32,7 +33,7 @@ struct TransferCommandTests {
             #expect(parts.files["file"]?.first?.size == 3)
             #expect(parts.files["file"]?.first?.filename == "hi.txt")
 
-            let json = await commands.jotter(["echo", "--json", #"{"a":[1,"b"]}"#], app: app)
+            let json = await commands.jotter(["echo", "--json-body", #"{"a":[1,"b"]}"#, "--json"], app: app)
             try #require(json.status == 0, "\(json.err)")
             #expect(try JSONDecoder().decode(EchoResponse.self, from: Data(json.out.utf8)).json == .object(["a": .array([.number(1), .string("b")])]))
         }
@@ -61,9 +62,11 @@ struct TransferCommandTests {
 
             let id = try #require(lines[0].split(separator: " ").dropFirst(3).first.map(String.init))
             let target = folder.appendingPathComponent("copy.bin")
-            try Data(bytes[..<100_000]).write(to: target)
+            let sha256 = try await JotterClient(baseURL: app.baseURL).uploads.get(id).sha256
+            // An interrupted download of this upload, as the SDK leaves it.
+            try Data(bytes[..<100_000]).write(to: URL(fileURLWithPath: target.path + ".jotter-part-" + sha256.prefix(16)))
             let downloaded = await commands.jotter(["download", id, "-o", target.path], app: app, terminal: true)
-            #expect(downloaded.out == "downloaded \(id) to \(target.path)  293.0 KiB (resumed after 97.7 KiB)\n")
+            #expect(downloaded.out == "downloaded \(id) to \(target.path)  293.0 KiB (resumed after 97.7 KiB), SHA-256 checked\n")
             #expect(downloaded.err.contains("100%"))  // the bar, drawn on a terminal, then cleared
             #expect(downloaded.err.hasSuffix("\r\u{1B}[K"))
             #expect(try Data(contentsOf: target) == Data(bytes))

@@ -2,7 +2,7 @@ import Foundation
 import Testing
 import JotterTestSupport
 import JotterAPI
-import JotterClient
+@testable import JotterClient
 
 /// `client.echo` shows what the SDK really puts on the wire.
 @Suite("JotterClient: echo and percent-encoding")
@@ -73,5 +73,24 @@ struct EchoClientTests {
         let body = folder.appendingPathComponent("body")
         try form.writeBody(to: body)
         #expect(Int64(try Data(contentsOf: body).count) == form.contentLength)
+    }
+
+    @Test("errors in words: a body on GET is refused before sending; an answer without the JSON names what is missing")
+    func errorsInWords() async throws {
+        try await withClient { client, _ in
+            let get = await #expect(throws: JotterClientError.self) { try await client.echo(method: "GET", body: .form(["a": "1"])) }
+            #expect(get?.kind == .invalidRequest)
+            #expect(get?.message.hasPrefix("a GET request can't carry a body here") == true)
+            let head = await #expect(throws: JotterClientError.self) { try await client.echo(method: "HEAD") }
+            #expect(head?.message == "unexpected answer from the server: an empty body where JSON was expected")
+            #expect(head?.message.contains("DecodingError") == false)
+        }
+        #expect(throws: JotterClientError.self) { try JotterClient.decode(EchoResponse.self, from: Data(#"{"method":5}"#.utf8)) }
+        do {
+            _ = try JotterClient.decode(NoteEnvelope.self, from: Data(#"{"note":{"id":"1","body":7}}"#.utf8))
+            Issue.record("a note with a number for its body was decoded")
+        } catch {
+            #expect(error.message == "unexpected answer from the server: the JSON is not what the API promises: 'note.body' is not a String")
+        }
     }
 }

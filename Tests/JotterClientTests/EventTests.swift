@@ -101,11 +101,13 @@ struct EventTests {
     func cancel() async throws {
         try await withClient { client, app in
             let task = Task { for try await _ in client.notes.events() {} }
-            try await Task.sleep(for: .milliseconds(200))
+            for _ in 0..<1000 where client.tasks.running + client.sockets.value == 0 { try await Task.sleep(for: .milliseconds(10)) }
+            #expect(client.tasks.running + client.sockets.value == 1)
             task.cancel()
             _ = await task.result
-            try await Task.sleep(for: .milliseconds(200))
+            for _ in 0..<200 where client.tasks.running + client.sockets.value > 0 { try await Task.sleep(for: .milliseconds(10)) }
             #expect(client.tasks.running == 0)
+            #expect(client.sockets.value == 0)
         }
     }
 

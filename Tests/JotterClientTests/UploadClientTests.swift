@@ -93,7 +93,7 @@ struct UploadClientTests {
         }
     }
 
-    @Test("download: whole, resumed from a partial file, a complete file, a file too long")
+    @Test("download: whole; an interrupted one resumed with If-Range; a complete file left alone; another file never touched")
     func download() async throws {
         let folder = try scratchFolder()
         defer { try? FileManager.default.removeItem(at: folder) }
@@ -102,27 +102,52 @@ struct UploadClientTests {
         try await withClient { client, _ in
             let upload = try await client.uploads.upload(fileAt: file)
             let target = folder.appendingPathComponent("copy.bin")
+            let partial = folder.appendingPathComponent("copy.bin.jotter-part-" + upload.sha256.prefix(16))
 
             let fresh = try await client.uploads.download(upload.id, to: target)
             #expect(fresh == DownloadResult(url: target, size: 1_000_000, resumedFrom: 0))
             #expect(try Data(contentsOf: target) == Data(bytes))
+            #expect(!FileManager.default.fileExists(atPath: partial.path))
 
-            try Data(bytes[..<123_457]).write(to: target)  // an interrupted download
+            // Already there, the same bytes: nothing fetched, nothing written.
+            let complete = try await client.uploads.download(upload.id, to: target)
+            #expect(complete.alreadyComplete && complete.resumedFrom == 1_000_000)
+
+            // An interrupted download of this upload is continued.
+            try FileManager.default.removeItem(at: target)
+            try Data(bytes[..<123_457]).write(to: partial)
             let reports = Mutex<[TransferProgress]>([])
             let resumed = try await client.uploads.download(upload.id, to: target) { progress in reports.withLock { $0.append(progress) } }
             #expect(resumed.resumedFrom == 123_457)
             #expect(try Data(contentsOf: target) == Data(bytes))
-            #expect(reports.withLock { $0.first?.completed ?? 0 } > 123_457)
+            #expect(reports.withLock { $0.first?.completed } == 123_457)  // where it starts again
+            #expect(reports.withLock { $0.dropFirst().first?.completed ?? 0 } > 123_457)
             #expect(reports.withLock { $0.last } == TransferProgress(completed: 1_000_000, total: 1_000_000))
+            #expect(!FileManager.default.fileExists(atPath: partial.path))
 
-            let complete = try await client.uploads.download(upload.id, to: target)
-            #expect(complete.resumedFrom == 1_000_000)
+            // An unrelated file at the target, shorter or longer, is never appended to or replaced…
+            for unrelated in [Array("hello\n".utf8), bytes + [1, 2, 3]] {
+                try Data(unrelated).write(to: target)
+                let refused = await #expect(throws: JotterClientError.self) { try await client.uploads.download(upload.id, to: target) }
+                #expect(refused?.kind == .destinationExists)
+                #expect(try Data(contentsOf: target) == Data(unrelated))
+            }
+            // …unless asked to.
+            let replaced = try await client.uploads.download(upload.id, to: target, replacing: true)
+            #expect(replaced.resumedFrom == 0)
             #expect(try Data(contentsOf: target) == Data(bytes))
 
-            try Data(bytes + [1, 2, 3]).write(to: target)  // not a prefix of this upload
-            let restarted = try await client.uploads.download(upload.id, to: target)
-            #expect(restarted.resumedFrom == 0)
-            #expect(try Data(contentsOf: target) == Data(bytes))
+            // A partial file whose bytes are not the upload's is caught by the SHA-256 and removed.
+            try FileManager.default.removeItem(at: target)
+            try Data(repeating: 0x55, count: 1000).write(to: partial)
+            let corrupt = await #expect(throws: JotterClientError.self) { try await client.uploads.download(upload.id, to: target) }
+            #expect(corrupt?.kind == .invalidResponse)
+            #expect(!FileManager.default.fileExists(atPath: target.path) && !FileManager.default.fileExists(atPath: partial.path))
+
+            // To a stream, checked too.
+            let streamed = Mutex(Data())
+            _ = try await client.uploads.download(upload.id) { chunk in streamed.withLock { $0.append(chunk) } }
+            #expect(streamed.withLock { $0 } == Data(bytes))
 
             let missing = await #expect(throws: JotterClientError.self) {
                 try await client.uploads.download("nope", to: folder.appendingPathComponent("nope"))

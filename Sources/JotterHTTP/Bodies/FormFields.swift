@@ -28,6 +28,7 @@ public struct FormFields: Sendable, Sequence {
 
     private static func decode(_ bytes: UnsafeBufferPointer<UInt8>, context: String) -> Result<[(key: String, value: String)], HTTPError> {
         var pairs: [(key: String, value: String)] = []
+        pairs.reserveCapacity(4)
         var start = 0
         do throws(HTTPError) {
             while start <= bytes.count {
@@ -70,7 +71,14 @@ public struct FormFields: Sendable, Sequence {
     /// Percent-decodes `bytes` and checks the result is UTF-8.
     public static func percentDecode(_ bytes: some Collection<UInt8>, plusIsSpace: Bool,
                                      context: String) throws(HTTPError) -> String {
-        if !bytes.contains(where: { $0 == UInt8(ascii: "%") || (plusIsSpace && $0 == UInt8(ascii: "+")) }) {
+        var ascii = true
+        var plain = true
+        for byte in bytes {
+            if byte >= 0x80 { ascii = false }
+            if byte == UInt8(ascii: "%") || (plusIsSpace && byte == UInt8(ascii: "+")) { plain = false; break }
+        }
+        if plain {
+            if ascii { return String(decoding: bytes, as: UTF8.self) }  // nothing to validate
             guard let string = String(validating: bytes, as: UTF8.self) else {
                 throw HTTPError.badRequest("invalid UTF-8 in the \(context)")
             }

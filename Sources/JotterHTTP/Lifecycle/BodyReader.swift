@@ -10,10 +10,11 @@ enum BodyReader {
     final class Buffer {
         var bytes: [UInt8] = []
         let limit: Int
-        let limitName: String
-        init(limit: Int, limitName: String) {
+        /// Whether the limit is the route's own (else the server's `--max-body-size`).
+        let isRouteLimit: Bool
+        init(limit: Int, isRouteLimit: Bool) {
             self.limit = limit
-            self.limitName = limitName
+            self.isRouteLimit = isRouteLimit
         }
     }
 
@@ -29,14 +30,21 @@ enum BodyReader {
     }
 
     /// The reader for `policy`; `413` at once when Content-Length already exceeds its limit.
-    init(policy: BodyPolicy, head: RequestHead, context: RequestContext, limits: RequestLifecycle.Limits, routeName: String) throws {
+    init(policy: BodyPolicy, head: RequestHead, context: RequestContext, limits: RequestLifecycle.Limits, routeName: @autoclosure () -> String) throws {
         let declared = head.declaredLength
         let memoryLimit = policy.memoryLimit ?? limits.maxBodySize
-        let memoryName = policy.memoryLimit == nil ? "the limit of \(memoryLimit) bytes (--max-body-size)" : "this endpoint's limit of \(memoryLimit) bytes"
+        let isRouteLimit = policy.memoryLimit != nil
+        if case .none = policy.kind {
+            guard head.hasBody else { self = .none; return }
+            let name = routeName()
+            self = .refusing(routeName: name)
+            if declared != nil { throw HTTPError(.contentTooLarge, detail: "\(name) takes no request body", closesConnection: true) }
+            return
+        }
         let media = head.headers["Content-Type"].flatMap(MediaType.init)
         func buffer() throws(HTTPError) -> BodyReader {
-            if let declared, declared > Int64(memoryLimit) { throw Self.tooLarge(memoryName) }
-            return head.hasBody ? .buffered(Buffer(limit: memoryLimit, limitName: memoryName)) : .none
+            if let declared, declared > Int64(memoryLimit) { throw Self.tooLarge(memoryLimit, isRouteLimit: isRouteLimit) }
+            return head.hasBody ? .buffered(Buffer(limit: memoryLimit, isRouteLimit: isRouteLimit)) : .none
         }
         func multipart(_ store: (any MultipartFileStore)?, fileLimit: Int64) throws(HTTPError) -> BodyReader {
             let multipartLimits = MultipartLimits(fieldBytes: memoryLimit, fileBytes: fileLimit, parts: limits.maxParts)
@@ -44,16 +52,13 @@ enum BodyReader {
                 throw HTTPError(.contentTooLarge, detail: "the request body is larger than the upload limit of \(fileLimit) bytes (--max-upload-size)",
                                 closesConnection: true)
             }
-            if store == nil, let declared, declared > Int64(memoryLimit) { throw Self.tooLarge(memoryName) }
+            if store == nil, let declared, declared > Int64(memoryLimit) { throw Self.tooLarge(memoryLimit, isRouteLimit: isRouteLimit) }
             return .multipart(try MultipartReceiver(contentType: head.headers["Content-Type"] ?? "", limits: multipartLimits,
-                                                    temporaryDirectory: limits.temporaryDirectory, store: store, routeName: routeName))
+                                                    temporaryDirectory: limits.temporaryDirectory, store: store, routeName: routeName()))
         }
         switch policy.kind {
         case .none:
-            self = head.hasBody ? .refusing(routeName: routeName) : .none
-            if head.hasBody, declared != nil {
-                throw HTTPError(.contentTooLarge, detail: "\(routeName) takes no request body", closesConnection: true)
-            }
+            self = .none  // handled above
         case .buffered:
             self = media?.essence == "multipart/form-data" ? try multipart(nil, fileLimit: 0) : try buffer()
         case .multipart(let store):
@@ -76,7 +81,7 @@ enum BodyReader {
         case .buffered(let buffer):
             guard buffer.bytes.count + chunk.count <= buffer.limit else {
                 buffer.bytes = []
-                throw Self.tooLarge(buffer.limitName)
+                throw Self.tooLarge(buffer.limit, isRouteLimit: buffer.isRouteLimit)
             }
             buffer.bytes.append(contentsOf: chunk)
         case .multipart(let receiver):
@@ -118,7 +123,8 @@ enum BodyReader {
         }
     }
 
-    static func tooLarge(_ limitName: String) -> HTTPError {
-        HTTPError(.contentTooLarge, detail: "the request body is larger than \(limitName)", closesConnection: true)
+    static func tooLarge(_ limit: Int, isRouteLimit: Bool) -> HTTPError {
+        let name = isRouteLimit ? "this endpoint's limit of \(limit) bytes" : "the limit of \(limit) bytes (--max-body-size)"
+        return HTTPError(.contentTooLarge, detail: "the request body is larger than \(name)", closesConnection: true)
     }
 }

@@ -11,7 +11,9 @@ public struct ErrorMiddleware: Middleware {
     public func handle(_ request: Request, context: RequestContext, next: Responder) throws -> Reply {
         let log = self.log
         do {
-            return try next(request, context).recover { error in Self.render(error, for: request, context: context, log: log) }
+            let reply = try next(request, context)
+            guard reply.response == nil else { return reply }
+            return reply.recover { error in Self.render(error, for: request, context: context, log: log) }
         } catch {
             return .now(Self.render(error, for: request, context: context, log: log))
         }

@@ -21,8 +21,13 @@ public final class RequestIDMiddleware: Middleware {
     }
 
     public func handle(_ request: Request, context: RequestContext, next: Responder) throws -> Reply {
+        let reply = try next(request, context)
+        if var response = reply.response {  // the common case, without a closure
+            response.headers.set("X-Request-Id", context.requestID)
+            return .now(response)
+        }
         let id = context.requestID
-        return try next(request, context).map { response in
+        return reply.map { response in
             var response = response
             response.headers.set("X-Request-Id", id)
             return response

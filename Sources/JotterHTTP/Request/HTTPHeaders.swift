@@ -10,7 +10,8 @@ public struct HTTPHeaders: Sendable, Sequence {
 
     public init() {}
     public init(_ fields: [(String, String)]) {
-        self.fields = fields.map { (name: $0.0, value: $0.1) }
+        self.fields.reserveCapacity(fields.count + 3)  // room for the headers middleware add
+        for field in fields { self.fields.append((name: field.0, value: field.1)) }
     }
 
     /// Appends a field, keeping any others of the same name.
@@ -46,9 +47,15 @@ public struct HTTPHeaders: Sendable, Sequence {
 
     /// ASCII case-insensitive comparison, without allocating.
     public static func equal(_ a: String, _ b: String) -> Bool {
-        let a = a.utf8, b = b.utf8
-        guard a.count == b.count else { return false }
-        return zip(a, b).allSatisfy { lower($0) == lower($1) }
+        guard a.utf8.count == b.utf8.count else { return false }
+        let fast = a.utf8.withContiguousStorageIfAvailable { a in
+            b.utf8.withContiguousStorageIfAvailable { b in
+                for index in 0..<a.count where lower(a[index]) != lower(b[index]) { return false }
+                return true
+            }
+        }
+        if let fast, let result = fast { return result }
+        return zip(a.utf8, b.utf8).allSatisfy { lower($0) == lower($1) }
     }
 
     @inline(__always) static func lower(_ byte: UInt8) -> UInt8 {

@@ -1,47 +1,69 @@
 /// What is known of a request once its header section is complete: everything but the body.
 ///
 /// Routing, the head phase of middleware and the choice of how the body is read all work on
-/// the head, before a byte of the body has been accepted.
+/// the head, before a byte of the body has been accepted. Copies share one storage, so
+/// passing a head around costs one reference count.
 public struct RequestHead: Sendable {
+    final class Storage: Sendable {
+        let originalMethod: HTTPMethod
+        let target: String
+        let path: Substring
+        let rawQuery: Substring?
+        let version: String
+        let headers: HTTPHeaders
+        let remoteAddress: String
+
+        init(method: HTTPMethod, target: String, version: String, headers: HTTPHeaders, remoteAddress: String) {
+            originalMethod = method
+            self.target = target
+            (path, rawQuery) = Self.split(target)
+            self.version = version
+            self.headers = headers
+            self.remoteAddress = remoteAddress
+        }
+
+        /// The path and query of a request-target; an absolute-form target ("http://host/path",
+        /// RFC 9112 §3.2.2) is routed by its path.
+        static func split(_ target: String) -> (Substring, Substring?) {
+            let bytes = target.utf8
+            var start = bytes.startIndex
+            if bytes.first == UInt8(ascii: "h"), target.hasPrefix("http://") || target.hasPrefix("https://") {
+                let afterScheme = bytes.index(bytes.firstIndex(of: UInt8(ascii: ":"))!, offsetBy: 3)
+                guard let slash = bytes[afterScheme...].firstIndex(where: { $0 == UInt8(ascii: "/") || $0 == UInt8(ascii: "?") }),
+                      bytes[slash] == UInt8(ascii: "/") else {
+                    let query = bytes[afterScheme...].firstIndex(of: UInt8(ascii: "?")).map { target[bytes.index(after: $0)...] }
+                    return ("/", query)
+                }
+                start = slash
+            }
+            guard let question = bytes[start...].firstIndex(of: UInt8(ascii: "?")) else { return (target[start...], nil) }
+            return (target[start..<question], target[bytes.index(after: question)...])
+        }
+    }
+
+    let storage: Storage
     /// The method after an `X-HTTP-Method-Override` header (and, once the body is read, a
     /// `_method` field where the route allows it).
     public internal(set) var method: HTTPMethod
-    /// The method on the request line.
-    public let originalMethod: HTTPMethod
-    /// The request-target exactly as sent, e.g. `/hello?name=Bob`.
-    public let target: String
-    /// The path part of the target, still percent-encoded (the path of an absolute-form target).
-    public let path: Substring
-    /// The query part of the target without `?`, still percent-encoded; `nil` when absent.
-    public let rawQuery: Substring?
-    public let version: String
-    public let headers: HTTPHeaders
-    /// The client's address as text.
-    public let remoteAddress: String
 
     public init(method: HTTPMethod, target: String, version: String = "HTTP/1.1", headers: HTTPHeaders = HTTPHeaders(),
                 remoteAddress: String = "-") {
+        storage = Storage(method: method, target: target, version: version, headers: headers, remoteAddress: remoteAddress)
         self.method = method
-        self.originalMethod = method
-        self.target = target
-        var rest = target[...]
-        // RFC 9112 §3.2.2: absolute-form ("http://host/path") is routed by its path.
-        if rest.hasPrefix("http://") || rest.hasPrefix("https://") {
-            let afterScheme = rest[rest.index(rest.firstIndex(of: ":")!, offsetBy: 3)...]
-            rest = afterScheme.firstIndex(where: { $0 == "/" || $0 == "?" }).map { afterScheme[$0...] } ?? "/"
-            if rest.hasPrefix("?") { rest = ("/" + rest)[...] }
-        }
-        if let question = rest.firstIndex(of: "?") {
-            path = rest[..<question]
-            rawQuery = rest[rest.index(after: question)...]
-        } else {
-            path = rest
-            rawQuery = nil
-        }
-        self.version = version
-        self.headers = headers
-        self.remoteAddress = remoteAddress
     }
+
+    /// The method on the request line.
+    public var originalMethod: HTTPMethod { storage.originalMethod }
+    /// The request-target exactly as sent, e.g. `/hello?name=Bob`.
+    public var target: String { storage.target }
+    /// The path part of the target, still percent-encoded (the path of an absolute-form target).
+    public var path: Substring { storage.path }
+    /// The query part of the target without `?`, still percent-encoded; `nil` when absent.
+    public var rawQuery: Substring? { storage.rawQuery }
+    public var version: String { storage.version }
+    public var headers: HTTPHeaders { storage.headers }
+    /// The client's address as text.
+    public var remoteAddress: String { storage.remoteAddress }
 
     /// The decoded query string; `400` naming the problem when it is malformed.
     public func query() throws(HTTPError) -> FormFields {
@@ -51,9 +73,8 @@ public struct RequestHead: Sendable {
 
     /// True when a body follows the header section (a Content-Length above 0, or chunked).
     public var hasBody: Bool {
-        if headers.contains("Transfer-Encoding") { return true }
-        guard let length = headers["Content-Length"] else { return false }
-        return length != "0"
+        if let length = headers["Content-Length"] { return length != "0" }
+        return headers.contains("Transfer-Encoding")
     }
 
     /// The Content-Length the client declared, if any.

@@ -6,9 +6,9 @@ struct HealthController {
     let metrics: Metrics
 
     func register(in routes: inout RouterBuilder) {
-        routes.get("/healthz") { request, _ in JSON(HealthStatus(status: "ok")) }
+        routes.get("/healthz", operation: HealthOperations.health) { request, _ in JSON(HealthStatus(status: "ok")) }
         let metrics = self.metrics
-        routes.get("/metrics") { request, _ in
+        routes.get("/metrics", operation: HealthOperations.metrics) { request, _ in
             Response(status: .ok, contentType: Metrics.contentType, body: Array(metrics.render().utf8))
         }
     }
