@@ -34,6 +34,8 @@ package struct ServeCommand: BlockingCommand {
         Option("--synchronous", value: "full|normal", environment: "JOTTER_SYNCHRONOUS", default: "full",
                help: "SQLite durability: full syncs every commit before it is acknowledged; normal may lose the last commits on "
                    + "power loss (not on a crash of jotter)."),
+        Option("--min-free-space", value: "SIZE", environment: "JOTTER_MIN_FREE_SPACE", default: "64MiB",
+               help: "/healthz answers 503 when less is free for the data folder."),
         Option("--quiet", environment: "JOTTER_QUIET", help: "No access log."),
     ]
 
@@ -63,6 +65,9 @@ package struct ServeCommand: BlockingCommand {
         }
         if let mode = try arguments.option("--synchronous", as: "full or normal", {
             SQLiteNoteStore.Synchronous(rawValue: $0.uppercased()) }) { configuration.synchronous = mode }
+        if let size = try arguments.option("--min-free-space", as: "a size such as 64MiB", parseSize) {
+            configuration.minimumFreeSpace = Int64(size)
+        }
         configuration.accessLog = !arguments.flag("--quiet")
         try arguments.finish()
     }

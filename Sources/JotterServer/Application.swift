@@ -85,7 +85,10 @@ public func buildApplication(_ configuration: ServerConfiguration) throws -> App
     for middleware in configuration.middleware { routes.add(middleware: middleware) }
     routes.add(middleware: ErrorMiddleware(log: log))
     HelloController().register(in: &routes)
-    HealthController(metrics: metrics).register(in: &routes)
+    let gauges = ServerGauges(store: notes, events: events)
+    metrics.addCollector { gauges.render() }
+    HealthController(metrics: metrics, check: HealthCheck(store: notes, minimumFreeBytes: configuration.minimumFreeSpace)).register(in: &routes)
+    BackupController(store: notes).register(in: &routes)
     NotesController(store: notes, events: events, replayLimit: configuration.eventBacklog).register(in: &routes)
     UploadsController(store: notes, events: events).register(in: &routes)
     EchoController().register(in: &routes)

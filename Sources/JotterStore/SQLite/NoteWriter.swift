@@ -80,6 +80,23 @@ struct NoteWriter: Sendable {
                 return .uploadDeleted(upload, note: nil, event: nil)
             }
             return .uploadDeleted(upload, note: touched, event: event)
+
+        case .attachUpload(let id, let noteID):
+            guard var upload = try UploadRows.upload(id: id, on: db) else { return .notFound }
+            var joined: NoteRecord?
+            if let noteID {
+                guard let found = try NoteRows.note(id: noteID, on: db) else { return .notFound }
+                joined = found
+            }
+            guard upload.noteID != noteID else { return .uploadAttached(upload, events: []) }
+            let left = try upload.noteID.flatMap { old throws(StoreError) in try NoteRows.note(id: old, on: db) }
+            try db.run("UPDATE uploads SET note_id = ? WHERE id = ?", [.integer(noteID), .text(id)])
+            upload.noteID = noteID
+            var events: [NoteEvent] = []
+            for note in [left, joined].compactMap({ $0 }) {
+                if case .done(_, let event) = try touch(note, on: db) { events.append(event) }
+            }
+            return .uploadAttached(upload, events: events)
         }
     }
 
