@@ -54,6 +54,14 @@ compat: deps
 	$(SWIFT) build
 	python3 bench/compat.py --jotter .build/debug/jotter --write
 
+# libFuzzer over the parsers, 60 s each (scripts/fuzz; the corpus is fuzz/corpus).
+fuzz: deps
+	scripts/fuzz 60
+
+# 10 minutes of mixed load against the release server: RSS and open files within ±10 %, 0 errors.
+soak: release
+	scripts/soak 600
+
 # The web app in headless Chromium against the built server (after swift build).
 browser-test: test-deps
 	$(SWIFT) build

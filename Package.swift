@@ -46,6 +46,8 @@ let package = Package(
         .target(name: "JotterStore", dependencies: ["CSQLite"]),
 
         // Test helpers: a raw-socket HTTP client and a real server on a free port.
+        // libFuzzer targets for the parsers (scripts/fuzz); built plainly, it replays a corpus.
+        .executableTarget(name: "jotter-fuzz", dependencies: ["JotterHTTP", "JotterClient"], path: "Sources/jotter-fuzz"),
         .target(name: "JotterTestSupport", dependencies: ["JotterServer"], path: "Tests/JotterTestSupport"),
         .testTarget(name: "JotterHTTPTests", dependencies: ["JotterHTTP", "JotterWire", "JotterTestSupport"]),
         .testTarget(name: "JotterServerTests", dependencies: ["JotterServer", "JotterHTTP", "JotterAPI", "JotterWire", "JotterTestSupport"]),

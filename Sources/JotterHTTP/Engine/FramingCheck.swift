@@ -3,12 +3,12 @@
 /// connection, so nothing can be smuggled behind the request.
 enum FramingCheck {
     /// The longest request-target answered normally (longer: `414`).
-    static let maxTargetLength = 8000
+    static let maxTargetLength = 6000
     /// The largest request head answered normally (larger: `431`), counted as libmicrohttpd
     /// stores it in the connection's memory: the request line, each field's bytes, and a
     /// 64-byte record per field. Well below `HTTPServer.Configuration.connectionMemory`, so
     /// there is room left there to build the refusal.
-    static let maxHeadSize = 10 << 10
+    static let maxHeadSize = 6500
     static let fieldRecordSize = 64
 
     /// The first framing error of a request, if any. `folded`: a header line was continued by

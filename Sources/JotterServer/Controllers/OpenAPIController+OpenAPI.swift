@@ -16,7 +16,7 @@ enum OpenAPIOperations {
         - A `POST` with `X-HTTP-Method-Override: PUT|PATCH|DELETE`, or a `_method` field in a form or JSON body (not on `/uploads` and `/echo`), is routed as that method: `POST /notes/{id}` with `_method=DELETE` deletes the note.
         - `HEAD` works wherever `GET` does. An unknown path is `404`; a known path with another method is `405` with `Allow`.
         - `--max-body-size` (1 MiB) bounds a body that is not multipart and the plain fields of multipart; `--max-upload-size` (1 GiB) bounds the file parts of a request; over either is `413`.
-        - A request-target over 8,000 bytes is `414`, a request head over 10 KiB `431`, a header line starting with a space or tab (obsolete folding) `400`; each closes the connection.
+        - A request-target over 6,000 bytes is `414`, a request head over 6,500 bytes `431`, a header line starting with a space or tab (obsolete folding) `400`; each closes the connection.
         - A write the disk has no room for is `507`, and nothing of it is kept; deletions still work.
         - Every response carries `X-Request-Id` and `X-Content-Type-Options: nosniff`.
         """, servers: ["http://127.0.0.1:8080"])
