@@ -16,6 +16,8 @@ import sys
 import threading
 import time
 
+from proc import rss_kib
+
 BOUNDARY = "HostileBoundary42"
 MULTIPART = (
     f"--{BOUNDARY}\r\nContent-Disposition: form-data; name=\"note\"\r\n\r\nhello\r\n"
@@ -119,14 +121,6 @@ def exchange(port, payload, timeout):
         return received, not received
     finally:
         sock.close()
-
-
-def rss_kib(pid):
-    with open(f"/proc/{pid}/status") as status:
-        for line in status:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-    return 0
 
 
 def main():

@@ -8,26 +8,15 @@ more than 10 % between the first sampled minute (after a warm-up) and the last.
 import argparse
 import http.client
 import json
-import os
 import random
 import socket
 import sys
 import threading
 import time
 
+from proc import open_files, rss_kib
+
 BOUNDARY = "SoakBoundary"
-
-
-def rss_kib(pid):
-    with open(f"/proc/{pid}/status") as status:
-        for line in status:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-    return 0
-
-
-def open_files(pid):
-    return len(os.listdir(f"/proc/{pid}/fd"))
 
 
 class Load:

@@ -201,7 +201,8 @@ struct UploadsTests {
 
     @Test("hostile filenames are made safe and never touch a path", arguments: [
         ("../../etc/passwd", "passwd"), ("/etc/shadow", "shadow"), ("..\\..\\boot.ini", "boot.ini"),
-        ("a\u{0}b.txt", "ab.txt"), ("tab\tnew\nline.txt", "tabnewline.txt"), ("", "upload"), ("..", ".."),
+        ("a\u{0}b.txt", "ab.txt"), ("tab\tnew\nline.txt", "tabnewline.txt"), ("", "upload"), ("..", "upload"), (".", "upload"),
+        ("invoice\u{202E}fdp.exe", "invoicefdp.exe"),
     ])
     func hostileNames(_ name: String, _ expected: String) throws {
         try TestApp.with { app in
