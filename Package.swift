@@ -38,7 +38,9 @@ let package = Package(
         // SQLite from Debian (libsqlite3-dev), as a system library.
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
         // Persistence behind protocols (NoteStore); the SQLite implementation.
-        .target(name: "JotterStore", dependencies: ["CSQLite"]),
+        .target(name: "JotterStore", dependencies: ["CSQLite", "CSodium"]),
+        // libsodium from Debian (libsodium-dev): Argon2id password hashes, random tokens, SHA-256.
+        .systemLibrary(name: "CSodium", pkgConfig: "libsodium", providers: [.apt(["libsodium-dev"])]),
 
         // Test helpers: a raw-socket HTTP client and a real server on a free port.
         .target(name: "JotterTestSupport", dependencies: ["JotterServer"], path: "Tests/JotterTestSupport"),

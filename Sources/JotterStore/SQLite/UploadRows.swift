@@ -9,34 +9,35 @@ enum UploadRows {
 
     /// A note and its attachments in one statement (one snapshot, one lock): the note's
     /// columns, then an upload's (NULL when it has none), a row per attachment.
-    static func noteWithAttachments(id: Int64, on db: SQLiteConnection) throws(StoreError) -> (NoteRecord, [UploadRecord])? {
+    static func noteWithAttachments(id: Int64, owner: Owner, on db: SQLiteConnection) throws(StoreError) -> (NoteRecord, [UploadRecord])? {
         let rows = try db.query("""
             SELECT n.id, n.body, n.created_at, n.updated_at, n.version,
                    u.id, u.filename, u.content_type, u.size, u.sha256, u.created_at, u.note_id
             FROM notes AS n LEFT JOIN uploads AS u ON u.note_id = n.id
-            WHERE n.id = ? ORDER BY u.rowid
-            """, [.integer(id)]) { row in (NoteRows.record(row), row.isNull(5) ? nil : record(row, from: 5)) }
+            WHERE n.id = ? AND n.owner = ? ORDER BY u.rowid
+            """, [.integer(id), .integer(owner.id)]) { row in (NoteRows.record(row), row.isNull(5) ? nil : record(row, from: 5)) }
         guard let note = rows.first?.0 else { return nil }
         return (note, rows.compactMap(\.1))
     }
 
-    static func upload(id: String, on db: SQLiteConnection) throws(StoreError) -> UploadRecord? {
-        try db.first("SELECT \(columns) FROM uploads WHERE id = ?", [.text(id)]) { record($0) }
+    static func upload(id: String, owner: Owner, on db: SQLiteConnection) throws(StoreError) -> UploadRecord? {
+        try db.first("SELECT \(columns) FROM uploads WHERE id = ? AND owner = ?", [.text(id), .integer(owner.id)]) { record($0) }
     }
 
     /// Newest first (insertion order, by rowid).
-    static func uploads(limit: Int, on db: SQLiteConnection) throws(StoreError) -> [UploadRecord] {
-        try db.query("SELECT \(columns) FROM uploads ORDER BY rowid DESC LIMIT ?", [.integer(Int64(limit))]) { record($0) }
+    static func uploads(limit: Int, owner: Owner, on db: SQLiteConnection) throws(StoreError) -> [UploadRecord] {
+        try db.query("SELECT \(columns) FROM uploads WHERE owner = ? ORDER BY rowid DESC LIMIT ?",
+                     [.integer(owner.id), .integer(Int64(limit))]) { record($0) }
     }
 
     /// Attachments of each note, oldest first: one range scan of the note index over the
     /// span of ids (fixed SQL), keeping only the notes asked for.
-    static func attachments(of noteIDs: [Int64], on db: SQLiteConnection) throws(StoreError) -> [Int64: [UploadRecord]] {
+    static func attachments(of noteIDs: [Int64], owner: Owner, on db: SQLiteConnection) throws(StoreError) -> [Int64: [UploadRecord]] {
         guard let low = noteIDs.min(), let high = noteIDs.max() else { return [:] }
         let wanted = Set(noteIDs)
         var result: [Int64: [UploadRecord]] = [:]
-        let rows = try db.query("SELECT \(columns) FROM uploads WHERE note_id BETWEEN ? AND ? ORDER BY note_id, rowid",
-                                [.integer(low), .integer(high)]) { record($0) }
+        let rows = try db.query("SELECT \(columns) FROM uploads WHERE note_id BETWEEN ? AND ? AND owner = ? ORDER BY note_id, rowid",
+                                [.integer(low), .integer(high), .integer(owner.id)]) { record($0) }
         for upload in rows {
             if let note = upload.noteID, wanted.contains(note) { result[note, default: []].append(upload) }
         }
