@@ -45,7 +45,7 @@ let package = Package(
         // Test helpers: a raw-socket HTTP client and a real server on a free port.
         .target(name: "JotterTestSupport", dependencies: ["JotterServer"], path: "Tests/JotterTestSupport"),
         .testTarget(name: "JotterHTTPTests", dependencies: ["JotterHTTP", "JotterTestSupport"]),
-        .testTarget(name: "JotterServerTests", dependencies: ["JotterServer", "JotterHTTP", "JotterAPI", "JotterTestSupport"]),
+        .testTarget(name: "JotterServerTests", dependencies: ["JotterServer", "JotterHTTP", "JotterAPI", "JotterStore", "JotterTestSupport"]),
         .testTarget(name: "JotterCLITests", dependencies: ["JotterCLI", "JotterCLICore", "jotter", "jotter-server", "JotterAPI", "JotterClient", "JotterServer", "JotterTestSupport"]),
         .testTarget(name: "JotterAPITests", dependencies: ["JotterAPI"]),
         .testTarget(name: "JotterStoreTests", dependencies: ["JotterStore", "CSQLite"]),

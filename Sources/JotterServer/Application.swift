@@ -22,19 +22,26 @@ public final class Application: Sendable {
     let log: Logger
     let notes: SQLiteNoteStore
     let events: EventBroadcaster
+    /// Users, tokens and sessions, with the cache of verified credentials.
+    public let accounts: Accounts
 
-    init(configuration: ServerConfiguration, server: HTTPServer, log: Logger, notes: SQLiteNoteStore, events: EventBroadcaster) {
+    init(configuration: ServerConfiguration, server: HTTPServer, log: Logger, notes: SQLiteNoteStore, events: EventBroadcaster,
+         accounts: Accounts) {
         self.configuration = configuration
         self.server = server
         self.log = log
         self.notes = notes
         self.events = events
+        self.accounts = accounts
     }
 
     /// Starts serving; the port is known once this returns.
     public func start() throws {
         try server.start()
         log.info("jotter listening on \(url) with \(configuration.threads) engine thread(s), data in \(configuration.dataDirectory)")
+        if configuration.effectiveAuth == .off && !AuthMode.isLoopback(configuration.host) {
+            log.info("warning: --auth off on \(configuration.host): anyone who can reach this address can read and change every note")
+        }
     }
 
     /// Stops accepting, finishes requests in flight (writes are committed), ends event
@@ -86,8 +93,18 @@ public func buildApplication(_ configuration: ServerConfiguration) throws -> App
     routes.add(middleware: ErrorMiddleware(log: log))
     HelloController().register(in: &routes)
     HealthController(metrics: metrics).register(in: &routes)
-    NotesController(store: notes, events: events, replayLimit: configuration.eventBacklog).register(in: &routes)
-    UploadsController(store: notes, events: events).register(in: &routes)
+    let accounts = Accounts(store: notes, mode: configuration.effectiveAuth, events: events,
+                            refreshInterval: configuration.credentialRefreshInterval)
+    let auth = AuthController(accounts: accounts, secureCookie: false)
+    auth.registerSignIn(in: &routes)
+    // Everything that reads or changes someone's data: authenticated in the head phase.
+    routes.group { authenticated in
+        authenticated.add(middleware: AuthenticationMiddleware(accounts: accounts))
+        HealthController(metrics: metrics).registerMetrics(in: &authenticated)
+        NotesController(store: notes, events: events, replayLimit: configuration.eventBacklog).register(in: &authenticated)
+        UploadsController(store: notes, events: events).register(in: &authenticated)
+        auth.register(in: &authenticated)
+    }
     EchoController().register(in: &routes)
     FormPageController().register(in: &routes)
     OpenAPIController().register(in: &routes)
@@ -95,5 +112,5 @@ public func buildApplication(_ configuration: ServerConfiguration) throws -> App
     var http = configuration.http
     http.temporaryDirectory = notes.temporaryDirectory
     let server = HTTPServer(configuration: http, router: routes.build(), log: log)
-    return Application(configuration: configuration, server: server, log: log, notes: notes, events: events)
+    return Application(configuration: configuration, server: server, log: log, notes: notes, events: events, accounts: accounts)
 }

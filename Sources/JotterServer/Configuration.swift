@@ -27,6 +27,16 @@ public struct ServerConfiguration: Sendable {
     /// Events kept for streams that reconnect with `Last-Event-ID`.
     public var eventBacklog = 10_000
 
+    /// Whether notes, uploads, their events and `/metrics` need credentials; nil: `off` on a
+    /// loopback host, `required` elsewhere (`AuthMode.default(for:)`).
+    public var auth: AuthMode?
+    /// Seconds a verified token or session is trusted before it is read again (changes made
+    /// through this server apply at once; this bounds those made by another process).
+    public var credentialRefreshInterval: Int64 = 10
+
+    /// The authentication mode in force.
+    public var effectiveAuth: AuthMode { auth ?? AuthMode.default(for: host) }
+
     /// More middleware around every route, inside the server's request ids, access log and
     /// metrics, outside its error rendering (so they see errors as responses): for embedding
     /// applications and tests.

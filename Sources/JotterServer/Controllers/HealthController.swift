@@ -7,6 +7,10 @@ struct HealthController {
 
     func register(in routes: inout RouterBuilder) {
         routes.get("/healthz") { request, _ in JSON(HealthStatus(status: "ok")) }
+    }
+
+    /// `/metrics`, registered apart: it needs credentials when they are required.
+    func registerMetrics(in routes: inout RouterBuilder) {
         let metrics = self.metrics
         routes.get("/metrics") { request, _ in
             Response(status: .ok, contentType: Metrics.contentType, body: Array(metrics.render().utf8))

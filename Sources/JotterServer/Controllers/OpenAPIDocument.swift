@@ -248,6 +248,64 @@ enum OpenAPIDocument {
         }
       }
     },
+    "/auth/sessions": {
+      "post": {
+        "summary": "Sign in: a session cookie (HttpOnly, SameSite=Lax) and its CSRF token, or with kind=token an API token",
+        "security": [],
+        "requestBody": { "content": {
+          "application/x-www-form-urlencoded": { "schema": { "$ref": "#/components/schemas/SignIn" } },
+          "application/json": { "schema": { "$ref": "#/components/schemas/SignIn" } } } },
+        "responses": {
+          "201": { "description": "signed in; Set-Cookie for a session, the token (shown once) for kind=token",
+                   "content": { "application/json": { "schema": { "type": "object" } } } },
+          "401": { "$ref": "#/components/responses/Problem" },
+          "422": { "$ref": "#/components/responses/Problem" }
+        }
+      }
+    },
+    "/auth/sessions/current": {
+      "delete": {
+        "summary": "Sign out: revokes the session or token the request carries",
+        "responses": { "204": { "description": "signed out; the cookie is cleared" }, "401": { "$ref": "#/components/responses/Problem" } }
+      }
+    },
+    "/auth/me": {
+      "get": {
+        "summary": "The signed-in user (and the session's CSRF token)",
+        "responses": {
+          "200": { "description": "the user", "content": { "application/json": { "schema": { "type": "object" } } } },
+          "401": { "$ref": "#/components/responses/Problem" }
+        }
+      }
+    },
+    "/auth/tokens": {
+      "get": {
+        "summary": "The user's API tokens (label, created, last used, expiry; never the secret)",
+        "responses": {
+          "200": { "description": "tokens, newest first", "content": { "application/json": { "schema": { "type": "object" } } } },
+          "401": { "$ref": "#/components/responses/Problem" }
+        }
+      },
+      "post": {
+        "summary": "A new API token (label, expires_in seconds); the secret is in this answer only",
+        "responses": {
+          "201": { "description": "the token", "content": { "application/json": { "schema": { "type": "object" } } } },
+          "401": { "$ref": "#/components/responses/Problem" },
+          "422": { "$ref": "#/components/responses/Problem" }
+        }
+      }
+    },
+    "/auth/tokens/{id}": {
+      "delete": {
+        "summary": "Revoke a token: refused from the next request on; its event streams end",
+        "parameters": [ { "name": "id", "in": "path", "required": true, "schema": { "type": "string" } } ],
+        "responses": {
+          "200": { "description": "the revoked token", "content": { "application/json": { "schema": { "type": "object" } } } },
+          "401": { "$ref": "#/components/responses/Problem" },
+          "404": { "$ref": "#/components/responses/Problem" }
+        }
+      }
+    },
     "/healthz": {
       "get": {
         "summary": "Health",
@@ -1205,6 +1263,17 @@ enum OpenAPIDocument {
       }
     },
     "schemas": {
+      "SignIn": {
+        "type": "object",
+        "required": ["name", "password"],
+        "properties": {
+          "name": { "type": "string" },
+          "password": { "type": "string" },
+          "kind": { "type": "string", "enum": ["session", "token"] },
+          "label": { "type": "string" },
+          "expires_in": { "type": "string", "description": "seconds" }
+        }
+      },
       "Problem": {
         "type": "object",
         "required": [

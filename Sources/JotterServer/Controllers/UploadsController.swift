@@ -36,10 +36,12 @@ struct UploadsController<Store: NoteStore & UploadStore> {
             NewUpload(temporaryPath: $0.location, filename: $0.filename, contentType: UploadPolicy.contentType($0.contentType),
                       size: $0.size, sha256: $0.sha256)
         }
-        let store = self.store, events = self.events, target = noteID
+        let store = self.store, events = self.events, target = noteID, owner = context.owner
         return Reply.later { done in
-            store.submit(.addUploads(uploads, noteID: target)) { result in
-                if case .success(.uploadsAdded(_, _, let event?)) = result { events.publish { try NoteRendering.event(event, store: store) } }
+            store.submit(.addUploads(uploads, noteID: target), owner: owner) { result in
+                if case .success(.uploadsAdded(_, _, let event?)) = result {
+                    events.publish(audience: owner.id) { try NoteRendering.event(event, owner: owner, store: store) }
+                }
                 done {
                     guard case .uploadsAdded(let records, _, _) = try result.get() else {
                         throw HTTPError(.notFound, detail: "note \(target.map(String.init) ?? "") does not exist")
@@ -51,7 +53,7 @@ struct UploadsController<Store: NoteStore & UploadStore> {
     }
 
     @Sendable func list(_ request: Request, _ context: RequestContext) throws -> JSON<UploadList> {
-        JSON(UploadList(uploads: try store.uploads(limit: 1000).map(Upload.init)))
+        JSON(UploadList(uploads: try store.uploads(limit: 1000, owner: context.owner).map(Upload.init)))
     }
 
     @Sendable func show(_ request: Request, _ context: RequestContext) throws -> JSON<UploadEnvelope> {
@@ -60,10 +62,12 @@ struct UploadsController<Store: NoteStore & UploadStore> {
 
     @Sendable func delete(_ request: Request, _ context: RequestContext) throws -> Reply {
         let upload = try existing(context)
-        let store = self.store, events = self.events
+        let store = self.store, events = self.events, owner = context.owner
         return Reply.later { done in
-            store.submit(.deleteUpload(id: upload.id)) { result in
-                if case .success(.uploadDeleted(_, _, let event?)) = result { events.publish { try NoteRendering.event(event, store: store) } }
+            store.submit(.deleteUpload(id: upload.id), owner: owner) { result in
+                if case .success(.uploadDeleted(_, _, let event?)) = result {
+                    events.publish(audience: owner.id) { try NoteRendering.event(event, owner: owner, store: store) }
+                }
                 done {
                     guard case .uploadDeleted(let record, _, _) = try result.get() else {
                         throw HTTPError(.notFound, detail: "upload \(upload.id) does not exist")
@@ -106,7 +110,7 @@ struct UploadsController<Store: NoteStore & UploadStore> {
 
     private func existing(_ context: RequestContext) throws -> UploadRecord {
         let id = context.parameters["id"] ?? ""
-        guard id.utf8.count == 24, id.utf8.allSatisfy({ ASCII.isHexLowercase($0) }), let upload = try store.upload(id: id) else {
+        guard id.utf8.count == 24, id.utf8.allSatisfy({ ASCII.isHexLowercase($0) }), let upload = try store.upload(id: id, owner: context.owner) else {
             throw HTTPError(.notFound, detail: "upload \(id) does not exist")
         }
         return upload
