@@ -35,6 +35,8 @@ package struct ServeCommand: BlockingCommand {
                help: "SQLite durability: full syncs every commit before it is acknowledged; normal may lose the last commits on "
                    + "power loss (not on a crash of jotter)."),
         Option("--quiet", environment: "JOTTER_QUIET", help: "No access log."),
+        Option("--auth", value: "required|off", environment: "JOTTER_AUTH", default: "off on a loopback host, required elsewhere",
+               help: "Whether notes, uploads, their events and /metrics need a token or a session; off on another host logs a warning."),
     ]
 
     package var configuration = ServerConfiguration()
@@ -63,6 +65,9 @@ package struct ServeCommand: BlockingCommand {
         }
         if let mode = try arguments.option("--synchronous", as: "full or normal", {
             SQLiteNoteStore.Synchronous(rawValue: $0.uppercased()) }) { configuration.synchronous = mode }
+        if let mode = try arguments.option("--auth", as: "required or off", { AuthMode(rawValue: $0.lowercased()) }) {
+            configuration.auth = mode
+        }
         configuration.accessLog = !arguments.flag("--quiet")
         try arguments.finish()
     }
