@@ -7,7 +7,7 @@ PORT ?= 8080
 DATA ?= ./jotter-data
 BENCH_ARGS ?=
 
-.PHONY: deps build release run test browser-test screenshots bench clean
+.PHONY: deps build release run test browser-test screenshots openapi bench clean
 
 deps:
 	@scripts/install-deps
@@ -21,10 +21,15 @@ release: deps
 run: release
 	.build/release/jotter serve --host $(HOST) --port $(PORT) --data $(DATA)
 
+# Suites tagged `.timing` (wall-clock bounds, heavy load): run after the others, one test at a
+# time, so nothing competes with them for the 2 cores (swift test filters by name, not by tag).
+TIMING_TESTS = RetryTests|URLSessionWorkaroundTests|SuspendTests|EngineTests|NoteEventsTests|NotesDurabilityTests|LargeUploadTests|LargeUploadClientTests
+
 test: deps
 	@scripts/test-venv
 	$(SWIFT) build --build-tests
-	$(SWIFT) test --skip-build
+	$(SWIFT) test --skip-build --skip '$(TIMING_TESTS)'
+	$(SWIFT) test --skip-build --no-parallel --filter '$(TIMING_TESTS)'
 	scripts/browser-tests
 
 # The web app in headless Chromium against the built server (after swift build).
@@ -36,6 +41,10 @@ browser-test: deps
 screenshots: deps
 	$(SWIFT) build
 	scripts/browser-tests --screenshots
+
+# Rewrites docs/openapi.json from the document the server serves (a test fails while it is stale).
+openapi: deps
+	JOTTER_UPDATE_OPENAPI=1 $(SWIFT) test --filter snapshotIsCurrent
 
 bench: release
 	@scripts/install-bench-deps

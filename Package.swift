@@ -15,11 +15,14 @@ let package = Package(
             linkerSettings: [.linkedLibrary("microhttpd")]
         ),
         // The HTTP framework: engine, routing, middleware, bodies, errors. Knows nothing of notes.
-        .target(name: "JotterHTTP", dependencies: ["CMicroHTTPD", "CCrypto"]),
+        .target(name: "JotterHTTP", dependencies: ["CMicroHTTPD", "CCrypto", "JotterWire"]),
+        // What server and clients share about the wire, with no dependencies: JSON Schema values
+        // and `SchemaDescribing`, from which the OpenAPI document is derived.
+        .target(name: "JotterWire"),
         // OpenSSL's libcrypto from Debian (libssl-dev), for SHA-256 of uploads as they stream.
         .systemLibrary(name: "CCrypto", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
         // Codable wire types shared by the server and the client SDK.
-        .target(name: "JotterAPI"),
+        .target(name: "JotterAPI", dependencies: ["JotterWire"]),
         // The application: configuration, controllers, `buildApplication`.
         // The web app's files (Web/app) are embedded as Swift source by scripts/embed-web.
         .target(name: "JotterServer", dependencies: ["JotterHTTP", "JotterAPI", "JotterStore"], exclude: ["Web/app"]),
@@ -44,8 +47,8 @@ let package = Package(
 
         // Test helpers: a raw-socket HTTP client and a real server on a free port.
         .target(name: "JotterTestSupport", dependencies: ["JotterServer"], path: "Tests/JotterTestSupport"),
-        .testTarget(name: "JotterHTTPTests", dependencies: ["JotterHTTP", "JotterTestSupport"]),
-        .testTarget(name: "JotterServerTests", dependencies: ["JotterServer", "JotterHTTP", "JotterAPI", "JotterStore", "JotterTestSupport"]),
+        .testTarget(name: "JotterHTTPTests", dependencies: ["JotterHTTP", "JotterWire", "JotterTestSupport"]),
+        .testTarget(name: "JotterServerTests", dependencies: ["JotterServer", "JotterHTTP", "JotterAPI", "JotterWire", "JotterStore", "JotterTestSupport"]),
         .testTarget(name: "JotterCLITests", dependencies: ["JotterCLI", "JotterCLICore", "jotter", "jotter-server", "JotterAPI", "JotterClient", "JotterServer", "JotterTestSupport"]),
         .testTarget(name: "JotterAPITests", dependencies: ["JotterAPI"]),
         .testTarget(name: "JotterStoreTests", dependencies: ["JotterStore", "CSQLite"]),

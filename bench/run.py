@@ -11,6 +11,7 @@ and writes it into the scenario's own section of docs/benchmarks.md:
   uploads a 1 GiB file with curl to jotter /uploads and to nginx (client_body_in_file_only):
           MB/s, CPU, peak RSS; then 100 KiB multipart uploads under wrk load
   sdk-upload 1 GiB multipart upload by the Swift SDK (jotter upload) and by curl: MB/s, client RSS
+  instructions user-space instructions per request under callgrind, jotter and nginx
 
     python3 bench/run.py --jotter .build/release/jotter [--scenario hello,notes,events,uploads,sdk-upload]
         [--duration 10] [--rounds 1] [--threads 1] [--output docs/benchmarks.md] ...
@@ -22,9 +23,12 @@ import argparse, os, shutil, signal, sys, tempfile
 
 from harness import REPO, BenchError, ForeignLoad, raise_nofile, write_section
 from scenarios import events, hello, notes, sdk_upload, uploads
+from scenarios import instructions
 
 SCENARIOS = {m.NAME: m for m in (hello, notes, events, uploads, sdk_upload)}
+SCENARIOS[instructions.NAME] = instructions
 JOTTER_ONLY = ("notes", "events", "uploads", "sdk-upload")
+JOTTER_ONLY += (instructions.NAME,)
 
 
 def parse_args():
@@ -59,6 +63,12 @@ def parse_args():
                    help="large-file uploads per server (interleaved), median reported")
     g.add_argument("--upload-kib", type=int, default=100, help="file part of each wrk upload, KiB")
     g.add_argument("--upload-connections", type=int, default=16, help="wrk -c for small uploads")
+    g = ap.add_argument_group("instructions")
+    g.add_argument("--instr-requests", type=int, default=1000,
+                   help="requests per callgrind window (GET /notes?limit=100: a tenth, POST: half)")
+    g.add_argument("--instr-warmup", type=int, default=100, help="requests before the first window")
+    g.add_argument("--instr-windows", type=int, default=2, help="measured windows per request kind")
+    g.add_argument("--instr-notes", type=int, default=150, help="notes seeded before measuring")
     args = ap.parse_args()
 
     names = list(SCENARIOS) if args.scenario == "all" else \
@@ -84,6 +94,8 @@ def parse_args():
         tools += ["nginx", "curl", "sha256sum"]
     if "sdk-upload" in names:
         tools += ["curl"]
+    if instructions.NAME in names:
+        tools += list(instructions.TOOLS)
     for tool in tools:
         if not shutil.which(tool):
             ap.error(f"{tool} not found: run scripts/install-bench-deps")
@@ -113,6 +125,8 @@ def main() -> int:
         noise = (f"Other processes kept {busy:.2f} of the {os.cpu_count()} cores busy on "
                  f"average during this run" + (" (a quiet machine: under 0.10)." if busy < 0.1
                                                 else ": **figures disturbed**, rerun quietly."))
+        if getattr(SCENARIOS[name], "REPORTS_LOAD", False):  # its section says so itself
+            noise = ""
         section = section.replace("\n\nReproduce (after", f"\n\n{noise}\n\nReproduce (after", 1)
         print("\n" + table + "\n\n" + noise + "\n")
         write_section(args.output, name, section)

@@ -1,3 +1,5 @@
+import JotterWire
+
 /// The answer of `/echo`: the request as the server read it, in the shape of httpbin's
 /// `/anything`.
 ///
@@ -25,31 +27,7 @@ public struct EchoResponse: Codable, Sendable, Hashable {
     }
 
     /// Any JSON value (the parsed `json` body).
-    public indirect enum JSONValue: Codable, Sendable, Hashable {
-        case null, bool(Bool), number(Double), string(String), array([JSONValue]), object([String: JSONValue])
-
-        public init(from decoder: any Decoder) throws {
-            let container = try decoder.singleValueContainer()
-            if container.decodeNil() { self = .null }
-            else if let value = try? container.decode(Bool.self) { self = .bool(value) }
-            else if let value = try? container.decode(Double.self) { self = .number(value) }
-            else if let value = try? container.decode(String.self) { self = .string(value) }
-            else if let value = try? container.decode([JSONValue].self) { self = .array(value) }
-            else { self = .object(try container.decode([String: JSONValue].self)) }
-        }
-
-        public func encode(to encoder: any Encoder) throws {
-            var container = encoder.singleValueContainer()
-            switch self {
-            case .null: try container.encodeNil()
-            case .bool(let value): try container.encode(value)
-            case .number(let value): try container.encode(value)
-            case .string(let value): try container.encode(value)
-            case .array(let value): try container.encode(value)
-            case .object(let value): try container.encode(value)
-            }
-        }
-    }
+    public typealias JSONValue = JotterWire.JSONValue
 
     /// The method, after an `X-HTTP-Method-Override`.
     public var method: String
@@ -69,6 +47,18 @@ public struct EchoResponse: Codable, Sendable, Hashable {
     public var headers: [String: String]
 
     enum CodingKeys: String, CodingKey { case method, url, args, form, files, json, data, headers }
+
+    public init(method: String, url: String, args: [String: [String]] = [:], form: [String: [String]] = [:],
+                files: [String: [File]] = [:], json: JSONValue? = nil, data: String = "", headers: [String: String] = [:]) {
+        self.method = method
+        self.url = url
+        self.args = args
+        self.form = form
+        self.files = files
+        self.json = json
+        self.data = data
+        self.headers = headers
+    }
 
     public init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)

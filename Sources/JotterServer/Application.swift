@@ -107,10 +107,13 @@ public func buildApplication(_ configuration: ServerConfiguration) throws -> App
     }
     EchoController().register(in: &routes)
     FormPageController().register(in: &routes)
-    OpenAPIController().register(in: &routes)
+    let openAPI = OpenAPIController()
+    openAPI.register(in: &routes)
     WebController().register(in: &routes)
     var http = configuration.http
     http.temporaryDirectory = notes.temporaryDirectory
-    let server = HTTPServer(configuration: http, router: routes.build(), log: log)
+    let router = routes.build()
+    openAPI.publish(router)
+    let server = HTTPServer(configuration: http, router: router, log: log)
     return Application(configuration: configuration, server: server, log: log, notes: notes, events: events, accounts: accounts)
 }

@@ -9,7 +9,7 @@ import JotterTestSupport
 /// built binary) to the real server: the file is streamed from disk, so the client's memory does
 /// not grow with it. A process of its own, because this test process runs every other suite at
 /// the same time (servers and uploads included) and its RSS says nothing about one client.
-@Suite("JotterClient: large upload", .serialized)
+@Suite("JotterClient: large upload", .tags(.timing), .serialized)
 struct LargeUploadClientTests {
     @Test("200 MiB: stored intact; the client's peak RSS stays under 64 MiB")
     func twoHundredMebibytes() throws {

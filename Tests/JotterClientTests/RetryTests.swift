@@ -51,7 +51,7 @@ final class FlakyServer: Sendable {
     deinit { server.shutdown() }
 }
 
-@Suite("JotterClient: retries")
+@Suite("JotterClient: retries", .tags(.timing), .serialized)
 struct RetryTests {
     let clock = ContinuousClock()
 
@@ -91,7 +91,7 @@ struct RetryTests {
         let start = clock.now
         await #expect(throws: JotterClientError.self) { try await patient.client().hello(name: "x") }
         #expect(patient.count == 1)
-        #expect(clock.now - start < .seconds(10))
+        #expect(clock.now - start < .seconds(60))  // it would have waited 120 s
 
         let down = try FlakyServer(failures: 100, retryAfter: nil)
         let error = await #expect(throws: JotterClientError.self) {

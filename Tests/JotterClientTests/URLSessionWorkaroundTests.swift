@@ -8,7 +8,7 @@ import JotterTestSupport
 
 /// What CLIENT-NOTES measured about URLSession on Linux, and the SDK's answer to each, checked.
 /// (Events through the delegate and resumed downloads are tested in their own suites.)
-@Suite("JotterClient: URLSession on Linux, worked around")
+@Suite("JotterClient: URLSession on Linux, worked around", .tags(.timing), .serialized)
 struct URLSessionWorkaroundTests {
     /// Requests being answered at once, and the most there were.
     final class Concurrency: Sendable {

@@ -4,7 +4,7 @@ import Testing
 @testable import JotterHTTP
 import JotterTestSupport
 
-@Suite("Engine: connections, limits, routing, shutdown")
+@Suite("Engine: connections, limits, routing, shutdown", .tags(.timing), .serialized)
 struct EngineTests {
     @Test("keep-alive serves several requests on one connection")
     func keepAlive() throws {

@@ -5,7 +5,7 @@ import Testing
 import JotterTestSupport
 
 /// Deferred answers and streaming bodies suspend their connection instead of holding a thread.
-@Suite("Suspended connections: deferred answers and event streams")
+@Suite("Suspended connections: deferred answers and event streams", .tags(.timing), .serialized)
 struct SuspendTests {
     @Test("a deferred answer arrives after the connection was suspended")
     func deferred() throws {

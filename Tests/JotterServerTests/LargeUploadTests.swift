@@ -6,7 +6,7 @@ import JotterTestSupport
 
 /// A 1 GiB upload through the real binary: it streams to disk and the server's memory does not
 /// grow with the file.
-@Suite("Large uploads", .serialized)
+@Suite("Large uploads", .tags(.timing), .serialized)
 struct LargeUploadTests {
     @Test("1 GiB through /uploads: stored intact, server peak RSS under 64 MiB")
     func oneGibibyte() throws {

@@ -4,7 +4,7 @@ import Testing
 import JotterTestSupport
 
 /// `GET /notes/events`: live changes as server-sent events, replay with `Last-Event-ID`.
-@Suite("Note events")
+@Suite("Note events", .tags(.timing), .serialized)
 struct NoteEventsTests {
     struct Event: Equatable {
         var id: Int64

@@ -6,7 +6,7 @@ import JotterTestSupport
 
 /// Durability and conflict safety of `/notes` (issue 3, Tests): acknowledged writes survive a
 /// `kill -9` of the real binary, and concurrent `If-Match` updates never lose one another.
-@Suite("Notes durability and conflict safety", .serialized)
+@Suite("Notes durability and conflict safety", .tags(.timing), .serialized)
 struct NotesDurabilityTests {
 
     // MARK: - Crash test

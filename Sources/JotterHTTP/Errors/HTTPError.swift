@@ -1,3 +1,9 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+
 /// An error that renders itself as an RFC 9457 `application/problem+json` response.
 ///
 /// Throw it where bad input is found; the error middleware turns it into the response.
@@ -8,14 +14,7 @@
 /// ```
 public struct HTTPError: Error, Sendable, CustomStringConvertible {
     /// One invalid field: `{"field":"body","message":"is required"}`.
-    public struct FieldError: Sendable, Hashable, Codable {
-        public var field: String
-        public var message: String
-        public init(field: String, message: String) {
-            self.field = field
-            self.message = message
-        }
-    }
+    public typealias FieldError = ProblemDetails.FieldError
 
     public var status: HTTPStatus
     public var detail: String?
@@ -53,11 +52,19 @@ public struct HTTPError: Error, Sendable, CustomStringConvertible {
 
     /// The problem+json response for this error, naming the request it answers.
     public func response(requestID: String) -> Response {
-        var problem = Problem(status: status, detail: detail, errors: errors)
-        problem.requestID = requestID
+        let problem = ProblemDetails(title: status.reasonPhrase, status: status.code, detail: detail,
+                                     errors: errors.isEmpty ? nil : errors, requestID: requestID)
         var response = Response(status: status, problem: problem)
         for field in headers { response.headers.add(field.name, field.value) }
         if closesConnection { response.headers.set("Connection", "close") }
         return response
+    }
+}
+
+extension Response {
+    /// A response whose body is `problem` as `application/problem+json`.
+    public init(status: HTTPStatus, problem: ProblemDetails) {
+        let data = (try? JSONCoding.encoder.encode(problem)) ?? Data()
+        self.init(status: status, contentType: "application/problem+json", body: [UInt8](data))
     }
 }

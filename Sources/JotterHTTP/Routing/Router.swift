@@ -40,25 +40,27 @@ public struct RouterBuilder {
 
     /// Registers `handler` for `method` on `path`; `:name` segments are parameters. `body` says
     /// how the request body is read (default: none for GET, HEAD and OPTIONS, buffered otherwise).
+    /// `operation` is the route's OpenAPI description (`OpenAPIDocument` renders the table).
     public mutating func on<Output: ResponseGenerator>(
-        _ method: HTTPMethod, _ path: String, body: BodyPolicy? = nil,
+        _ method: HTTPMethod, _ path: String, body: BodyPolicy? = nil, operation: OpenAPIOperation? = nil,
         handler: @escaping @Sendable (Request, RequestContext) throws -> Output
     ) {
         let stack = currentStack()
         let responder = stack.wrap { request, context in try handler(request, context).reply(for: request) }
-        routes.append(Route(method: method, pattern: PathPattern(path), body: body ?? .standard(for: method), stack: stack, responder: responder))
+        routes.append(Route(method: method, pattern: PathPattern(path), body: body ?? .standard(for: method), operation: operation,
+                            stack: stack, responder: responder))
     }
 
-    public mutating func get<Output: ResponseGenerator>(_ path: String, body: BodyPolicy? = nil,
-        handler: @escaping @Sendable (Request, RequestContext) throws -> Output) { on(.get, path, body: body, handler: handler) }
-    public mutating func post<Output: ResponseGenerator>(_ path: String, body: BodyPolicy? = nil,
-        handler: @escaping @Sendable (Request, RequestContext) throws -> Output) { on(.post, path, body: body, handler: handler) }
-    public mutating func put<Output: ResponseGenerator>(_ path: String, body: BodyPolicy? = nil,
-        handler: @escaping @Sendable (Request, RequestContext) throws -> Output) { on(.put, path, body: body, handler: handler) }
-    public mutating func patch<Output: ResponseGenerator>(_ path: String, body: BodyPolicy? = nil,
-        handler: @escaping @Sendable (Request, RequestContext) throws -> Output) { on(.patch, path, body: body, handler: handler) }
-    public mutating func delete<Output: ResponseGenerator>(_ path: String, body: BodyPolicy? = nil,
-        handler: @escaping @Sendable (Request, RequestContext) throws -> Output) { on(.delete, path, body: body, handler: handler) }
+    public mutating func get<Output: ResponseGenerator>(_ path: String, body: BodyPolicy? = nil, operation: OpenAPIOperation? = nil,
+        handler: @escaping @Sendable (Request, RequestContext) throws -> Output) { on(.get, path, body: body, operation: operation, handler: handler) }
+    public mutating func post<Output: ResponseGenerator>(_ path: String, body: BodyPolicy? = nil, operation: OpenAPIOperation? = nil,
+        handler: @escaping @Sendable (Request, RequestContext) throws -> Output) { on(.post, path, body: body, operation: operation, handler: handler) }
+    public mutating func put<Output: ResponseGenerator>(_ path: String, body: BodyPolicy? = nil, operation: OpenAPIOperation? = nil,
+        handler: @escaping @Sendable (Request, RequestContext) throws -> Output) { on(.put, path, body: body, operation: operation, handler: handler) }
+    public mutating func patch<Output: ResponseGenerator>(_ path: String, body: BodyPolicy? = nil, operation: OpenAPIOperation? = nil,
+        handler: @escaping @Sendable (Request, RequestContext) throws -> Output) { on(.patch, path, body: body, operation: operation, handler: handler) }
+    public mutating func delete<Output: ResponseGenerator>(_ path: String, body: BodyPolicy? = nil, operation: OpenAPIOperation? = nil,
+        handler: @escaping @Sendable (Request, RequestContext) throws -> Output) { on(.delete, path, body: body, operation: operation, handler: handler) }
 
     /// The finished, immutable router.
     public func build() -> Router {
@@ -78,13 +80,16 @@ final class Route: Sendable {
     let method: HTTPMethod
     let pattern: PathPattern
     let body: BodyPolicy
+    let operation: OpenAPIOperation?
     let stack: MiddlewareStack
     let responder: Responder
 
-    init(method: HTTPMethod, pattern: PathPattern, body: BodyPolicy, stack: MiddlewareStack, responder: @escaping Responder) {
+    init(method: HTTPMethod, pattern: PathPattern, body: BodyPolicy, operation: OpenAPIOperation? = nil, stack: MiddlewareStack,
+         responder: @escaping Responder) {
         self.method = method
         self.pattern = pattern
         self.body = body
+        self.operation = operation
         self.stack = stack
         self.responder = responder
     }
@@ -116,8 +121,8 @@ public struct Router: Sendable {
     /// The top-level middleware: they answer what no route does.
     let stack: MiddlewareStack
 
-    /// Every registered method and path pattern, in registration order.
-    public var table: [(method: HTTPMethod, path: String)] { routes.map { ($0.method, $0.pattern.text) } }
+    /// Every registered route (method, path pattern, OpenAPI operation), in registration order.
+    public var table: [RouteEntry] { routes.map { RouteEntry(method: $0.method, path: $0.pattern.text, operation: $0.operation) } }
 
     /// Methods a `_method` field or `X-HTTP-Method-Override` header may turn a POST into.
     static let overridable: Set<String> = ["PUT", "PATCH", "DELETE"]

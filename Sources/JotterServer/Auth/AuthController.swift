@@ -13,18 +13,18 @@ struct AuthController {
 
     /// `POST /auth/sessions` needs no credentials; it goes outside the authenticated group.
     func registerSignIn(in routes: inout RouterBuilder) {
-        routes.post("/auth/sessions", body: .buffered(limit: 16 << 10), handler: signIn)
+        routes.post("/auth/sessions", body: .buffered(limit: 16 << 10), operation: AuthOperations.signIn, handler: signIn)
     }
 
     /// The routes of a signed-in user: inside the authenticated group.
     func register(in routes: inout RouterBuilder) {
         routes.group { signedIn in
             signedIn.add(middleware: RequireUser())
-            signedIn.get("/auth/me", handler: me)
-            signedIn.delete("/auth/sessions/current", body: .none, handler: signOut)
-            signedIn.get("/auth/tokens", handler: tokens)
-            signedIn.post("/auth/tokens", body: .buffered(limit: 16 << 10), handler: createToken)
-            signedIn.delete("/auth/tokens/:id", body: .none, handler: revokeToken)
+            signedIn.get("/auth/me", operation: AuthOperations.me, handler: me)
+            signedIn.delete("/auth/sessions/current", body: .none, operation: AuthOperations.signOut, handler: signOut)
+            signedIn.get("/auth/tokens", operation: AuthOperations.tokens, handler: tokens)
+            signedIn.post("/auth/tokens", body: .buffered(limit: 16 << 10), operation: AuthOperations.createToken, handler: createToken)
+            signedIn.delete("/auth/tokens/:id", body: .none, operation: AuthOperations.revokeToken, handler: revokeToken)
         }
     }
 

@@ -4,7 +4,7 @@ import JotterHTTP
 /// like the test form that came with the original upload recipe.
 struct FormPageController {
     func register(in routes: inout RouterBuilder) {
-        routes.get("/form.html") { request, _ in
+        routes.get("/form.html", operation: WebOperations.form) { request, _ in
             Response(status: .ok, headers: HTTPHeaders([
                 ("Content-Type", "text/html; charset=utf-8"),
                 ("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"),

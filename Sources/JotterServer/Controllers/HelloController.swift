@@ -9,10 +9,10 @@ import JotterHTTP
 /// `GET`/`POST /hello` and its alias `/echo_hello.php`: `Hello <name>!`.
 struct HelloController {
     func register(in routes: inout RouterBuilder) {
-        for path in ["/hello", "/echo_hello.php"] {
-            routes.get(path, handler: hello)
-            routes.post(path, handler: hello)
-        }
+        routes.get("/hello", operation: HelloOperations.get, handler: hello)
+        routes.post("/hello", operation: HelloOperations.post, handler: hello)
+        routes.get("/echo_hello.php", operation: HelloOperations.alias, handler: hello)
+        routes.post("/echo_hello.php", operation: HelloOperations.alias, handler: hello)
     }
 
     /// `name` from the body wins over the query; absent is `422`, empty is `Hello !`.

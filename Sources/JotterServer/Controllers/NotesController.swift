@@ -12,13 +12,13 @@ struct NotesController<Store: NoteStore & UploadStore> {
     let replayLimit: Int
 
     func register(in routes: inout RouterBuilder) {
-        routes.get("/notes", handler: list)
-        routes.post("/notes", handler: create)
-        routes.get("/notes/events", handler: stream)
-        routes.get("/notes/:id", handler: show)
-        routes.put("/notes/:id", handler: update)
-        routes.patch("/notes/:id", handler: update)
-        routes.delete("/notes/:id", handler: delete)
+        routes.get("/notes", operation: NotesOperations.list, handler: list)
+        routes.post("/notes", operation: NotesOperations.create, handler: create)
+        routes.get("/notes/events", operation: NotesOperations.events, handler: stream)
+        routes.get("/notes/:id", operation: NotesOperations.show, handler: show)
+        routes.put("/notes/:id", operation: NotesOperations.update("PUT"), handler: update)
+        routes.patch("/notes/:id", operation: NotesOperations.update("PATCH"), handler: update)
+        routes.delete("/notes/:id", operation: NotesOperations.delete, handler: delete)
     }
 
     @Sendable func list(_ request: Request, _ context: RequestContext) throws -> JSON<NoteList> {

@@ -11,12 +11,12 @@ struct UploadsController<Store: NoteStore & UploadStore> {
 
     func register(in routes: inout RouterBuilder) {
         // Files stream to temporary files; only the override header counts, never a `_method` field.
-        routes.post("/uploads", body: .multipart(), handler: create)
-        routes.post("/upload", body: .multipart(), handler: create)
-        routes.get("/uploads", handler: list)
-        routes.get("/uploads/:id", handler: show)
-        routes.delete("/uploads/:id", body: .none, handler: delete)
-        routes.get("/uploads/:id/content", handler: content)
+        routes.post("/uploads", body: .multipart(), operation: UploadsOperations.create, handler: create)
+        routes.post("/upload", body: .multipart(), operation: UploadsOperations.alias, handler: create)
+        routes.get("/uploads", operation: UploadsOperations.list, handler: list)
+        routes.get("/uploads/:id", operation: UploadsOperations.show, handler: show)
+        routes.delete("/uploads/:id", body: .none, operation: UploadsOperations.delete, handler: delete)
+        routes.get("/uploads/:id/content", operation: UploadsOperations.content, handler: content)
     }
 
     @Sendable func create(_ request: Request, _ context: RequestContext) throws -> Reply {

@@ -25,8 +25,8 @@ struct WebController {
     }
 
     func register(in routes: inout RouterBuilder) {
-        routes.get("/") { request, _ in try serve("index.html", request) }
-        routes.get("/assets/:name") { request, context in try serve(context.parameters["name"] ?? "", request) }
+        routes.get("/", operation: WebOperations.page) { request, _ in try serve("index.html", request) }
+        routes.get("/assets/:name", operation: WebOperations.asset(names: files.keys.filter { $0 != "index.html" }.sorted())) { request, context in try serve(context.parameters["name"] ?? "", request) }
     }
 
     func serve(_ name: String, _ request: Request) throws(HTTPError) -> Response {

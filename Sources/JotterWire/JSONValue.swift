@@ -1,11 +1,29 @@
-/// Any JSON value, as decoded from a request body.
-public enum JSONValue: Sendable, Hashable, Codable {
+/// Any JSON value: a parsed request body, the `json` of an echo, a value of a schema or of the
+/// OpenAPI document. The one JSON value type of the server, the SDK and the document.
+///
+/// Decoding gives every number as `.number`; `.integer` is for values written in code
+/// (literals), which encode without a fraction.
+///
+/// ```swift
+/// let value: JSONValue = ["name": "Bob", "tags": ["a", "b"], "count": 2]
+/// ```
+public indirect enum JSONValue: Sendable, Hashable, Codable, ExpressibleByStringLiteral, ExpressibleByIntegerLiteral,
+    ExpressibleByBooleanLiteral, ExpressibleByArrayLiteral, ExpressibleByDictionaryLiteral {
     case null
     case bool(Bool)
+    case integer(Int64)
     case number(Double)
     case string(String)
     case array([JSONValue])
     case object([String: JSONValue])
+
+    public init(stringLiteral value: String) { self = .string(value) }
+    public init(integerLiteral value: Int64) { self = .integer(value) }
+    public init(booleanLiteral value: Bool) { self = .bool(value) }
+    public init(arrayLiteral elements: JSONValue...) { self = .array(elements) }
+    public init(dictionaryLiteral elements: (String, JSONValue)...) {
+        self = .object(Dictionary(elements, uniquingKeysWith: { _, last in last }))
+    }
 
     public init(from decoder: any Decoder) throws {
         let container = try decoder.singleValueContainer()
@@ -22,6 +40,7 @@ public enum JSONValue: Sendable, Hashable, Codable {
         switch self {
         case .null: try container.encodeNil()
         case .bool(let value): try container.encode(value)
+        case .integer(let value): try container.encode(value)
         case .number(let value): try container.encode(value)
         case .string(let value): try container.encode(value)
         case .array(let value): try container.encode(value)

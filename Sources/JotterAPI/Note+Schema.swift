@@ -1,0 +1,44 @@
+import JotterWire
+
+extension Note: SchemaDescribing {
+    public static var schema: JSONSchema {
+        .object([
+            "id": .string(pattern: "^[0-9]+$", description: "decimal digits, as a string", example: "42"),
+            "body": .string(description: "the note's text; may be empty", example: "Buy milk"),
+            "created_at": Timestamp.schema,
+            "updated_at": Timestamp.schema,
+            "version": .integer(minimum: 1, description: "grows with every change, attachments included; the ETag is `\"<version>\"`"),
+            "attachments": .array(of: .ref(Upload.self), description: "the files attached to the note, oldest first"),
+        ], additional: .forbidden, description: "A note.")
+    }
+}
+
+extension NoteEnvelope: SchemaDescribing {
+    /// The messages a write answers with.
+    public static let messages = ["Note Created", "Note Updated", "No Body Sent", "Note Deleted"]
+
+    public static var schema: JSONSchema {
+        .object([
+            "note": .ref(Note.self),
+            "message": .string(enum: messages, description: "what a write did; absent when the note is only read"),
+        ], optional: ["message"], additional: .forbidden, description: "One note, and what a write did to it.")
+    }
+}
+
+extension NoteList: SchemaDescribing {
+    public static var schema: JSONSchema {
+        .object([
+            "notes": .array(of: .ref(Note.self)),
+            "next": JSONSchema.string(description: "the path of the next page (it repeats `limit`, `order` and `q` and sets `after`), or `null` on the last page",
+                                      example: "/notes?limit=100&after=17").orNull,
+        ], additional: .forbidden, description: "One page of notes.")
+    }
+}
+
+extension Timestamp {
+    /// A timestamp on the wire: UTC `yyyy-MM-dd HH:mm:ss`.
+    public static var schema: JSONSchema {
+        .string(pattern: "^[0-9]{4}-[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2}$", description: "UTC, `yyyy-MM-dd HH:mm:ss`",
+                example: "2026-11-30 14:35:40")
+    }
+}

@@ -1,0 +1,11 @@
+import JotterWire
+
+/// Every wire type with a schema, for the OpenAPI document's components.
+public enum WireSchemas {
+    public static var types: [any SchemaDescribing.Type] { [
+        Note.self, NoteEnvelope.self, NoteList.self, Upload.self, UploadList.self, UploadEnvelope.self,
+        HelloMessage.self, HealthStatus.self, ProblemDetails.self, ProblemDetails.FieldError.self,
+        EchoResponse.self, EchoResponse.File.self,
+        UserInfo.self, SessionInfo.self, TokenInfo.self, TokenList.self, IssuedToken.self,
+    ] }
+}

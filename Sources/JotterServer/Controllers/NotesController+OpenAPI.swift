@@ -1,0 +1,93 @@
+import JotterAPI
+import JotterHTTP
+import JotterWire
+
+/// The OpenAPI operations of `NotesController`.
+enum NotesOperations {
+    static let id = OpenAPIParameter.path("id", .string(pattern: "^[0-9]+$", example: "42"),
+                                          description: "the note's id (decimal digits); any other id is `404`")
+    static let etag = OpenAPIHeader("the note's version, quoted: `\"3\"`", schema: .string(pattern: "^\"[0-9]+\"$"))
+    static let ifMatch = OpenAPIParameter.header("If-Match", description: "ETags separated by commas (`\"3\"`), or `*`: when none is the note's current one (a malformed value never is), nothing changes and the answer is `412`")
+    static let stale = OpenAPIResponse.problem("`If-Match` names another version; its `ETag` header is the current one", headers: ["ETag": etag])
+    static let missing = OpenAPIResponse.problem("no note has this id")
+    static let malformedBody = OpenAPIResponse.problem("the body is malformed (bad JSON, percent-encoding, UTF-8 or multipart), or `_method` is not PUT, PATCH or DELETE")
+    static let tooLarge = OpenAPIResponse.problem("the body is over the server's limit")
+    static let unsupported = OpenAPIResponse.problem("the body is not form-urlencoded, multipart or JSON, or it has a file part (nothing of it is stored)")
+    static let notString = OpenAPIResponse.problem("`body` is not a string, or a multipart body has too many parts")
+
+    /// The request fields, as components so the three body types share them.
+    static let components: [String: JSONSchema] = [
+        "NoteFields": .object(["body": .string(description: "the note's text; absent leaves the note unchanged")], optional: ["body"],
+                              description: "A note's fields. Client-sent `id`, `version`, `created_at` and `updated_at` are ignored."),
+        "NewNoteFields": .object(["body": .string(description: "the note's text; an empty string is a valid note")],
+                                 description: "The fields of a new note."),
+    ]
+
+    static let list = OpenAPIOperation(
+        operationID: "listNotes", summary: "List notes, newest first", tags: ["notes"],
+        parameters: [
+            .query("limit", .integer(minimum: 1, description: "values over 1000 act as 1000"), description: "notes per page (default 100)"),
+            .query("after", .integer(minimum: 0, maximum: Int64.max, format: "int64"),
+                   description: "cursor: a note id; with the default order the page has smaller ids, with `order=asc` larger ones"),
+            .query("order", .string(enum: ["desc", "asc"]), description: "`desc` (default) newest first, `asc` oldest first"),
+            .query("q", description: "full-text search over the notes' bodies; blank means none"),
+        ],
+        responses: [
+            200: .json(.ref(NoteList.self), "a page, and the path of the next one"),
+            400: .problem("a query parameter is invalid (each one is listed in `errors`), or the query is not valid percent-encoded UTF-8"),
+        ])
+
+    static let create = OpenAPIOperation(
+        operationID: "createNote", summary: "Create a note",
+        description: "Answered once the note is durable.", tags: ["notes"],
+        requestBody: .fields(.ref(named: "NewNoteFields"), required: true),
+        responses: [
+            201: .json(.ref(NoteEnvelope.self), "created (`message` is `Note Created`)",
+                       headers: ["ETag": etag, "Location": OpenAPIHeader("the note's path: `/notes/{id}`", schema: .string(pattern: "^/notes/[0-9]+$"))]),
+            400: malformedBody, 413: tooLarge, 415: unsupported,
+            422: .problem("`body` is absent or not a string, or a multipart body has too many parts"),
+        ])
+
+    static let events = OpenAPIOperation(
+        operationID: "noteEvents", summary: "Live changes as server-sent events",
+        description: """
+            Events `note.created`, `note.updated` and `note.deleted`, whose `data` is the note (as it was, for `note.deleted`), and `id` an integer that grows across all events and restarts. Without `Last-Event-ID` the stream starts with the next event; with it the missed events are replayed first, or, when they can't be, one `reload` event tells the client to list again. A `:` comment every 15 s.
+            """,
+        tags: ["notes"],
+        parameters: [.header("Last-Event-ID", description: "the id of the last event received")],
+        responses: [200: OpenAPIResponse("the stream; it does not end", content: ["text/event-stream": .string()],
+                                         headers: ["Cache-Control": OpenAPIHeader(schema: .string(enum: ["no-cache"]))])])
+
+    static let show = OpenAPIOperation(
+        operationID: "showNote", summary: "Show a note", tags: ["notes"],
+        parameters: [id, .header("If-None-Match", description: "ETags separated by commas, or `*`: when one is the note's current one, the answer is `304` (a malformed value never matches)")],
+        responses: [
+            200: .json(.ref(NoteEnvelope.self), "the note", headers: ["ETag": etag]),
+            304: .empty("the note is unchanged", headers: ["ETag": etag]),
+            404: missing,
+        ])
+
+    /// `PUT` and `PATCH` do the same.
+    static func update(_ method: String) -> OpenAPIOperation {
+        OpenAPIOperation(
+            operationID: method == "PUT" ? "updateNote" : "patchNote", summary: "Update a note",
+            description: "A missing note is `404`; then `If-Match` is checked; without a `body` field nothing changes (`No Body Sent`). Also `POST /notes/{id}` with `_method=\(method)` or `X-HTTP-Method-Override: \(method)`. Answered once the change is durable.",
+            tags: ["notes"],
+            parameters: [id, ifMatch],
+            requestBody: .fields(.ref(named: "NoteFields"), required: false),
+            responses: [
+                200: .json(.ref(NoteEnvelope.self), "updated (`Note Updated`), or unchanged (`No Body Sent`)", headers: ["ETag": etag]),
+                400: malformedBody, 404: missing, 412: stale, 413: tooLarge, 415: unsupported, 422: notString,
+            ])
+    }
+
+    static let delete = OpenAPIOperation(
+        operationID: "deleteNote", summary: "Delete a note and its attachments",
+        description: "Also `POST /notes/{id}` with `_method=DELETE` or `X-HTTP-Method-Override: DELETE`. Answered once the deletion is durable.",
+        tags: ["notes"],
+        parameters: [id, ifMatch],
+        responses: [
+            200: .json(.ref(NoteEnvelope.self), "the note as it was (`Note Deleted`)", headers: ["ETag": etag]),
+            404: missing, 412: stale,
+        ])
+}

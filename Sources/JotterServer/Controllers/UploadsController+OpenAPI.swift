@@ -1,0 +1,78 @@
+import JotterAPI
+import JotterHTTP
+import JotterWire
+
+/// The OpenAPI operations of `UploadsController`.
+enum UploadsOperations {
+    static let id = OpenAPIParameter.path("id", .string(pattern: Upload.idPattern, example: "7c1a0e5b9d3f4a2e8b6c0d1f"),
+                                          description: "the upload's id; any other id is `404`")
+    static let missing = OpenAPIResponse.problem("no upload has this id")
+    static let etag = OpenAPIHeader("the bytes' SHA-256, quoted", schema: .string(pattern: "^\"[0-9a-f]{64}\"$"))
+    static let bytes: [String: JSONSchema] = ["*/*": .binary()]
+    static let contentHeaders: [String: OpenAPIHeader] = [
+        "ETag": etag,
+        "Accept-Ranges": OpenAPIHeader(schema: .string(enum: ["bytes"])),
+        "Content-Disposition": OpenAPIHeader("`inline` for PNG, JPEG, GIF, WebP, plain text and PDF, else `attachment`; with the file name",
+                                             schema: .string(pattern: "^(inline|attachment); ")),
+        "Content-Security-Policy": OpenAPIHeader(schema: .string(enum: ["sandbox; default-src 'none'"])),
+    ]
+
+    static let create = OpenAPIOperation(
+        operationID: "createUploads", summary: "Upload files",
+        description: "One or more file parts, under any field names (`file` here; repeat it, or use other names, for several). Answered once the files and their rows are durable; an aborted, refused or over-limit upload leaves nothing behind. Only the `X-HTTP-Method-Override` header overrides the method here.",
+        tags: ["uploads"],
+        requestBody: OpenAPIRequestBody(required: true, content: [
+            "multipart/form-data": .object([
+                "file": .binary(description: "a file part"),
+                "note_id": .string(pattern: "^[0-9]*$", description: "the note to attach the files to; empty means none"),
+            ], optional: ["note_id"]),
+        ]),
+        responses: [
+            201: .json(.ref(UploadList.self), "stored"),
+            400: .problem("the multipart body is malformed"),
+            404: .problem("`note_id` names no note"),
+            413: .problem("the file parts are over `--max-upload-size`, or the plain fields over `--max-body-size`"),
+            415: .problem("the body is not multipart/form-data"),
+            422: .problem("there is no file part, or the body has too many parts"),
+        ])
+
+    static let alias = OpenAPIOperation.alias(of: "/uploads", note: "the path of the original upload recipe's client")
+
+    static let list = OpenAPIOperation(
+        operationID: "listUploads", summary: "List uploads, newest first (at most 1000)", tags: ["uploads"],
+        responses: [200: .json(.ref(UploadList.self), "the uploads")])
+
+    static let show = OpenAPIOperation(
+        operationID: "showUpload", summary: "Show an upload", tags: ["uploads"],
+        parameters: [id],
+        responses: [200: .json(.ref(UploadEnvelope.self), "the upload"), 404: missing])
+
+    static let delete = OpenAPIOperation(
+        operationID: "deleteUpload", summary: "Delete an upload",
+        description: "The bytes are gone from disk once this answers; a note it was attached to gets a new version.",
+        tags: ["uploads"],
+        parameters: [id],
+        responses: [200: .json(.ref(UploadEnvelope.self), "the upload as it was"), 404: missing])
+
+    static let content = OpenAPIOperation(
+        operationID: "uploadContent", summary: "The bytes of an upload",
+        description: "With its stored Content-Type. One range at most (`bytes=0-99`, `bytes=100-`, `bytes=-100`); a Range of another unit, or several ranges, is answered with the whole content.",
+        tags: ["uploads"],
+        parameters: [
+            id,
+            .header("Range", description: "a single byte range"),
+            .header("If-Range", description: "the ETag: the Range counts only when it is current"),
+            .header("If-None-Match", description: "ETags separated by commas, or `*`: when one is current, the answer is `304` (a malformed value never matches)"),
+        ],
+        responses: [
+            200: OpenAPIResponse("the bytes", content: bytes, headers: contentHeaders),
+            206: OpenAPIResponse("the range", content: bytes, headers: contentHeaders.merging([
+                "Content-Range": OpenAPIHeader("`bytes first-last/size`", schema: .string(pattern: "^bytes [0-9]+-[0-9]+/[0-9]+$")),
+            ]) { first, _ in first }),
+            304: .empty("unchanged", headers: contentHeaders),
+            404: .problem("no upload has this id, or its bytes are gone"),
+            416: .problem("the range is outside the content", headers: [
+                "Content-Range": OpenAPIHeader("`bytes */size`", schema: .string(pattern: "^bytes \\*/[0-9]+$")),
+            ]),
+        ])
+}

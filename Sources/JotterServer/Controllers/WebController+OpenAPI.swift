@@ -1,0 +1,38 @@
+import JotterHTTP
+import JotterWire
+
+/// The OpenAPI operations of `WebController` and `FormPageController`.
+enum WebOperations {
+    static let etag = OpenAPIHeader("a strong tag of the content", schema: .string(pattern: "^\"[0-9a-f]+\"$"))
+    static let cacheHeaders: [String: OpenAPIHeader] = [
+        "ETag": etag,
+        "Cache-Control": OpenAPIHeader(schema: .string(enum: ["no-cache"])),
+        "Content-Security-Policy": OpenAPIHeader("only this server's own scripts, styles and connections"),
+    ]
+    static let ifNoneMatch = OpenAPIParameter.header("If-None-Match", description: "ETags separated by commas, or `*`: when one is current, the answer is `304` (a malformed value never matches)")
+
+    static let page = OpenAPIOperation(
+        operationID: "webApp", summary: "The notes web app", tags: ["web"],
+        parameters: [ifNoneMatch],
+        responses: [
+            200: OpenAPIResponse("the page", content: ["text/html": .string()], headers: cacheHeaders),
+            304: .empty("unchanged", headers: cacheHeaders),
+        ])
+
+    static func asset(names: [String]) -> OpenAPIOperation {
+        OpenAPIOperation(
+            operationID: "webAsset", summary: "A script, style sheet or icon of the web app", tags: ["web"],
+            parameters: [.path("name", .string(enum: names), description: "the file's name"), ifNoneMatch],
+            responses: [
+                200: OpenAPIResponse("the file", content: ["text/javascript": .string(), "text/css": .string(), "image/svg+xml": .string()],
+                                     headers: cacheHeaders),
+                304: .empty("unchanged", headers: cacheHeaders),
+                404: .problem("no such file"),
+            ])
+    }
+
+    static let form = OpenAPIOperation(
+        operationID: "testForm", summary: "A test form posting to /echo and /uploads", tags: ["web"],
+        responses: [200: OpenAPIResponse("the page", content: ["text/html": .string()],
+                                         headers: ["Cache-Control": OpenAPIHeader(schema: .string(enum: ["no-cache"]))])])
+}

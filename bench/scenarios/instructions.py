@@ -1,0 +1,578 @@
+"""Scenario `instructions`: user-space instructions per request, counted by callgrind.
+
+Each server runs under `valgrind --tool=callgrind`. After a warm-up, the counters are zeroed
+(`callgrind_control -z PID`), exactly N requests are sent one after the other on one
+keep-alive connection, the counters are dumped (`callgrind_control -d PID`) and the dump's
+total Ir (instructions executed in user space, all threads of the process) is divided by N.
+Instruction counts do not depend on what else the machine runs, so this is the figure to
+quote when the machine is busy.
+
+Jotter (`jotter-server`, the process `jotter serve` becomes) and nginx (`return 200`) answer
+the same `GET /hello?name=Bob`; jotter also answers `GET /notes/{id}`, `GET /notes?limit=100`
+and `POST /notes` (a durable write) on notes it was seeded with."""
+import os, random, re, shutil, socket, statistics, subprocess, time
+from typing import Optional
+
+from harness import (BUILD, BenchError, ForeignLoad, f0, jotter_argv, machine_info, nginx_argv,
+                     now, reproduce_command, sh, start_server)
+
+NAME = "instructions"
+TITLE = "user-space instructions per request (callgrind)"
+HELLO_TARGET, NOTE_TARGET = 2.5, 1.5   # issue 9: hello <= 2.5x nginx, note <= 1.5x hello
+TOOLS = ("valgrind", "callgrind_control", "callgrind_annotate", "nginx")
+TOP = 15                               # functions listed for jotter hello
+LABELS = {"hello": "`GET /hello?name=Bob`", "note": "`GET /notes/{id}`",
+          "list": "`GET /notes?limit=100`", "post": "`POST /notes` (durable write)"}
+REPORTS_LOAD = True                    # run.py: the section tells how busy the machine was
+
+
+# --------------------------------------------------------------- client ---
+
+class KeepAliveClient:
+    """One HTTP/1.1 connection; sends a request, reads its whole answer (Content-Length
+    framing), then the next: never two requests in flight, like one wrk connection."""
+
+    def __init__(self, port: int):
+        self.sock = socket.create_connection(("127.0.0.1", port), timeout=120)
+        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.buf = b""
+
+    def close(self):
+        self.sock.close()
+
+    def _more(self):
+        data = self.sock.recv(1 << 16)
+        if not data:
+            raise BenchError("the server closed the keep-alive connection")
+        self.buf += data
+
+    def exchange(self, raw: bytes):
+        """Sends one request; returns (status, headers dict, body)."""
+        self.sock.sendall(raw)
+        while b"\r\n\r\n" not in self.buf:
+            self._more()
+        head, _, self.buf = self.buf.partition(b"\r\n\r\n")
+        lines = head.decode("latin-1").split("\r\n")
+        status = int(lines[0].split()[1])
+        headers = {}
+        for line in lines[1:]:
+            k, _, v = line.partition(":")
+            headers[k.strip().lower()] = v.strip()
+        if "content-length" not in headers or headers.get("connection", "").lower() == "close":
+            raise BenchError(f"answer without Content-Length or not keep-alive: {head[:300]!r}")
+        length = int(headers["content-length"])
+        while len(self.buf) < length:
+            self._more()
+        body, self.buf = self.buf[:length], self.buf[length:]
+        return status, headers, body
+
+def request_bytes(port: int, method: str, target: str, body: bytes = b"",
+                  content_type: str = "application/x-www-form-urlencoded") -> bytes:
+    """The bytes of one HTTP/1.1 request (sent as they are, every time)."""
+    head = f"{method} {target} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n"
+    if body:
+        head += f"Content-Type: {content_type}\r\nContent-Length: {len(body)}\r\n"
+    return head.encode() + b"\r\n" + body
+
+
+# ------------------------------------------------------------ callgrind ---
+
+def callgrind_argv(out_dir: str, argv: list) -> list:
+    """argv under callgrind, counting from the start; dumps go to out_dir/callgrind.out.PID[.N]."""
+    os.makedirs(out_dir, exist_ok=True)
+    return ["valgrind", "--tool=callgrind", "--collect-atstart=yes",
+            f"--callgrind-out-file={os.path.join(out_dir, 'callgrind.out.%p')}", *argv]
+
+
+def callgrind_control(flag: str, pid: int):
+    p = subprocess.run(["callgrind_control", flag, str(pid)], capture_output=True, text=True,
+                       timeout=120)
+    if p.returncode != 0 or "OK." not in p.stdout:
+        raise BenchError(f"callgrind_control {flag} {pid} failed: {p.stdout}{p.stderr}")
+
+
+def dumps(out_dir: str, pid: int) -> dict:
+    """{part number: path} of the dumps callgrind_control -d made for pid."""
+    found = {}
+    for name in os.listdir(out_dir):
+        m = re.fullmatch(rf"callgrind\.out\.{pid}\.(\d+)", name)
+        if m:
+            found[int(m[1])] = os.path.join(out_dir, name)
+    return found
+
+
+def dump_total(path: str) -> int:
+    """The Ir of a dump: its `summary:` line (what callgrind_annotate calls PROGRAM TOTALS)."""
+    with open(path) as f:
+        for line in f:
+            if line.startswith("summary:"):
+                return int(line.split()[1])
+    raise BenchError(f"no summary line in {path}")
+
+
+def window(srv, out_dir: str, send) -> tuple:
+    """Zeroes the counters, runs send(), dumps; returns (Ir in between, dump path)."""
+    before = set(dumps(out_dir, srv.proc.pid))
+    callgrind_control("-z", srv.proc.pid)
+    send()
+    callgrind_control("-d", srv.proc.pid)
+    srv.check_alive()
+    new = {k: v for k, v in dumps(out_dir, srv.proc.pid).items() if k not in before}
+    if not new:
+        raise BenchError(f"callgrind_control -d {srv.proc.pid} wrote no dump")
+    if len(new) > 1:
+        print(f"  WARNING {srv.name}: {len(new)} new dumps in one window: " +
+              ", ".join(f"part {k} {f0(dump_total(v))} Ir ({sh(['head', '-c', '600', v])!r})"
+                        for k, v in sorted(new.items())), flush=True)
+    path = new[max(new)]
+    return dump_total(path), path
+
+
+# ------------------------------------------------------------- requests ---
+
+def hello_check(status, headers, body):
+    return status == 200 and body == b"Hello Bob!"
+
+
+def status_check(code):
+    return lambda status, headers, body: status == code
+
+
+class Load:
+    """One kind of request: sent `warmup` times, then measured in windows of `n`."""
+
+    def __init__(self, key, label, raw, check, n, warmup):
+        self.key, self.label, self.raw, self.check, self.n, self.warmup = \
+            key, label, raw, check, n, warmup
+
+    def send(self, client, count: int):
+        for i in range(count):
+            status, headers, body = client.exchange(self.raw)
+            if not self.check(status, headers, body):
+                raise BenchError(f"{self.label}: request {i} -> {status} {body[:200]!r}")
+
+
+def measure(srv, out_dir: str, load: Load, windows: int) -> dict:
+    """Warm-up, then `windows` measured windows of load.n requests on one connection."""
+    client = KeepAliveClient(srv.port)
+    try:
+        load.send(client, load.warmup)
+        runs, path = [], None
+        for _ in range(windows):
+            total, path = window(srv, out_dir, lambda: load.send(client, load.n))
+            runs.append(total / load.n)
+        print(f"  {srv.name} {load.label}: " + ", ".join(f"{f0(x)}" for x in runs)
+              + f" Ir/request ({load.n} requests per window)", flush=True)
+        return {"runs": runs, "dump": path, "n": load.n}
+    finally:
+        client.close()
+
+
+def idle_window(srv, out_dir: str, seconds: float) -> int:
+    """Ir while no request arrives (timers, background threads), over `seconds`."""
+    return window(srv, out_dir, lambda: time.sleep(seconds))[0]
+
+
+def seed_notes(srv, count: int) -> list:
+    """`count` notes through POST /notes on one keep-alive connection; their ids."""
+    rnd = random.Random(42)
+    words = "milk eggs bread call alice bob meeting review draft plan garden book".split()
+    client = KeepAliveClient(srv.port)
+    ids = []
+    try:
+        for i in range(count):
+            body = f"body=Note+{i}:+" + "+".join(rnd.choices(words, k=rnd.randint(4, 24))) + "&"
+            status, headers, _ = client.exchange(request_bytes(srv.port, "POST", "/notes",
+                                                               body.encode()))
+            if status != 201 or "location" not in headers:
+                raise BenchError(f"seeding: POST /notes -> {status}")
+            ids.append(int(headers["location"].rsplit("/", 1)[1]))
+    finally:
+        client.close()
+    return ids
+
+
+# ------------------------------------------------------------- servers ---
+
+def jotter_server_binary(args) -> str:
+    """`jotter serve` execs `jotter-server` beside it; run that one, so callgrind counts the
+    server process itself and not a launcher."""
+    path = os.path.join(os.path.dirname(args.jotter), "jotter-server")
+    if not os.access(path, os.X_OK):
+        raise BenchError(f"{path} not found: build with `swift build -c release`")
+    return path
+
+
+def start_jotter(args, tmp: str, out_dir: str):
+    server = jotter_server_binary(args)
+    serve = jotter_argv(args, os.path.join(tmp, "jotter-data"))
+    argv = lambda port: callgrind_argv(out_dir, [server, *serve(port)[2:]])  # drop jotter serve
+    # Swift seeds its hash function per process; a fixed seed makes dictionary probes, and so
+    # the counts, repeat from one run to the next (the cost is the same on average).
+    return start_server("jotter", argv, tmp, max(args.start_timeout, 120.0),
+                        env={"SWIFT_DETERMINISTIC_HASHING": "1"}, log_name="jotter-callgrind")
+
+
+def start_nginx(args, tmp: str, out_dir: str):
+    """nginx with master_process off: the one process serves, as the single worker does
+    under a master (callgrind_control reaches the process valgrind started, not a child it
+    forked)."""
+    render = nginx_argv(args.threads, os.path.join(tmp, "nginx"))
+
+    def argv(port):
+        cmd = render(port)
+        conf = cmd[cmd.index("-c") + 1]
+        with open(conf) as f:
+            text = f.read()
+        if "master_process on;" not in text:
+            raise BenchError("peers/nginx/nginx.conf.template: no `master_process on;` to turn off")
+        with open(conf, "w") as f:
+            f.write(text.replace("master_process on;", "master_process off;"))
+        return callgrind_argv(out_dir, cmd)
+    return start_server("nginx", argv, tmp, max(args.start_timeout, 120.0),
+                        log_name="nginx-callgrind")
+
+
+# ------------------------------------------------------------ annotate ---
+
+ANNOTATE_LINE = re.compile(r"^\s*([\d,]+)\s+\(\s*[\d.]+%\)\s+(\S.*)$")
+
+
+def demangle(names: list) -> list:
+    tool = shutil.which("swift-demangle")
+    if not tool or not names:
+        return names
+    p = subprocess.run([tool, "--simplified", "--compact"], input="\n".join(names) + "\n",
+                       capture_output=True, text=True, timeout=60)
+    out = p.stdout.splitlines()
+    return out if p.returncode == 0 and len(out) == len(names) else names
+
+
+DUMP_NAME = re.compile(r"^(c?)(fn|ob|fl|fi|fe)=(?:\((\d+)\))?\s*(.*)$")
+
+
+def self_costs(path: str) -> list:
+    """[(Ir, function, object)] of a dump by self cost, largest first, read from the dump
+    itself: every cost line but those of calls, summed per function and object (it adds up to
+    the dump's total). callgrind_annotate also counts a call that was under way when the
+    counters were zeroed (`calls=0`: a thread's entry frames, such as `start_thread`) as self
+    cost of its caller."""
+    npos, tables, obj, fn, skip = 1, {"fn": {}, "ob": {}, "fl": {}}, "", "", False
+    cost = {}
+    with open(path) as f:
+        for line in f:
+            c = line[:1]
+            if c.isdigit() or c in "+-*":
+                if skip:                         # the inclusive cost of a call
+                    skip = False
+                    continue
+                parts = line.split()
+                if len(parts) > npos:
+                    cost[(fn, obj)] = cost.get((fn, obj), 0) + int(parts[npos])
+            elif line.startswith("calls="):
+                skip = True
+            elif line.startswith("positions:"):
+                npos = len(line.split()) - 1
+            elif m := DUMP_NAME.match(line.rstrip("\n")):
+                table = tables["fl" if m[2] in ("fl", "fi", "fe") else m[2]]
+                name = m[4]
+                if m[3] is not None:             # name compression: (id) name, then (id)
+                    if name:
+                        table[m[3]] = name
+                    else:
+                        name = table.get(m[3], "?")
+                if not m[1] and m[2] == "ob":
+                    obj = name
+                elif not m[1] and m[2] == "fn":
+                    fn = name
+    rows = sorted(cost.items(), key=lambda kv: -kv[1])
+    names = demangle([fn for (fn, _), _ in rows])
+    return [(ir, name, os.path.basename(o) or "?") for ((_, o), ir), name in zip(rows, names)]
+
+
+def inclusive_costs(path: str) -> list:
+    """[(Ir, function, object)] of a dump by inclusive cost, largest first, from
+    callgrind_annotate. A function whose code callgrind attributes to several source files
+    (inlining) is one row: the largest of its pieces' inclusive costs."""
+    p = subprocess.run(["callgrind_annotate", "--inclusive=yes", "--threshold=100", "--auto=no",
+                        path], capture_output=True, text=True, timeout=300)
+    if p.returncode != 0:
+        raise BenchError(f"callgrind_annotate failed: {p.stderr}")
+    cost, objects = {}, {}
+    for line in p.stdout.splitlines():
+        m = ANNOTATE_LINE.match(line)
+        if not m or "PROGRAM TOTALS" in line:
+            continue
+        where, obj = m[2], ""
+        if where.endswith("]") and " [" in where:
+            where, _, obj = where.rpartition(" [")
+            obj = os.path.basename(obj[:-1])
+        function = where.split(":", 1)[-1]           # file:function (the file may be ???)
+        cost[function] = max(cost.get(function, 0), int(m[1].replace(",", "")))
+        if obj:
+            objects.setdefault(function, obj)
+    rows = sorted(cost.items(), key=lambda kv: -kv[1])
+    names = demangle([fn for fn, _ in rows])
+    return [(ir, name, objects.get(fn, "?")) for (fn, ir), name in zip(rows, names)]
+
+
+def memset_callers(path: str) -> list:
+    """[(Ir, calls, caller)] into memset (any libc variant), from callgrind_annotate's
+    caller tree."""
+    p = subprocess.run(["callgrind_annotate", "--tree=caller", "--threshold=100", "--auto=no",
+                        path], capture_output=True, text=True, timeout=300)
+    callers, block = [], []
+    for line in p.stdout.splitlines():
+        if not line.strip():
+            block = []
+            continue
+        m = re.match(r"^\s*([\d,]+)\s+\(\s*[\d.]+%\)\s+([<*])\s+(\S.*)$", line)
+        if not m:
+            continue
+        if m[2] == "<":
+            block.append(m)
+        elif re.search(r":__memset\w*|:memset\b", m[3]):
+            for c in block:
+                calls = re.search(r"\((\d[\d,]*)x\)", c[3])
+                where = re.sub(r" \(\d[\d,]*x\)", "", c[3])
+                fn, _, obj = where.rpartition(" [")
+                callers.append((int(c[1].replace(",", "")),
+                                int(calls[1].replace(",", "")) if calls else 0,
+                                fn.split(":", 1)[-1], os.path.basename(obj.rstrip("]"))))
+    names = demangle([c[2] for c in callers])
+    return [(ir, calls, f"{name} [{obj}]") for (ir, calls, _, obj), name in zip(callers, names)]
+
+
+THREAD_ENTRY = re.compile(r"^(clone|start_thread|clone3)$")
+# frames that only forward to the function below them (their inclusive cost repeats it)
+FORWARDER = re.compile(r"^(partial apply for |reabstraction |@objc )*(thunk for |closure #\d+ in )?"
+                       r"(thunk|partial apply)|^@objc |^partial apply for ")
+
+
+def function_table(rows: list, n: int, total: int, what: str) -> list:
+    out = [f"| # | {what} Ir/request | % | function | object |", "|--:|--:|--:|---|---|"]
+    shown = [r for r in rows if not THREAD_ENTRY.match(r[1])
+             and not (what == "inclusive" and FORWARDER.match(r[1]))][:TOP]
+    for i, (ir, fn, obj) in enumerate(shown, 1):
+        fn = fn if len(fn) <= 110 else fn[:107] + "..."
+        fn = fn.replace("|", "\\|")
+        out.append(f"| {i} | {f0(ir / n)} | {100 * ir / total:.1f} | `{fn}` | {obj} |")
+    return out
+
+
+# ------------------------------------------------------------ reporting ---
+
+def previous_run(path: str) -> Optional[dict]:
+    """The figures of this scenario's section in `path` as the last run left them:
+    {"when", "commit", "rows": {label: (jotter Ir, nginx Ir or None)}}, or None."""
+    try:
+        with open(path) as f:
+            doc = f.read()
+    except OSError:
+        return None
+    start, end = f"<!-- bench:{NAME}:start -->", f"<!-- bench:{NAME}:end -->"
+    if start not in doc or end not in doc:
+        return None
+    section = doc[doc.index(start):doc.index(end)]
+    when = re.search(r"^(\d{4}-\d\d-\d\d \d\d:\d\d \S+)\.", section, re.M)
+    commit = re.search(r"jotter commit (\w+)( \(\+ uncommitted changes\))?", section)
+    rows = {}
+    for m in re.finditer(r"^\| (`[^|]+`[^|]*) \| [\d,]+ \| ([\d,]+) \| [\d,]+ \| ([\d,]+|—) \|",
+                         section, re.M):
+        nginx = None if m[3] == "—" else int(m[3].replace(",", ""))
+        rows[m[1]] = (int(m[2].replace(",", "")), nginx)
+    if not rows:
+        return None
+    return {"when": when[1] if when else "?", "commit": commit[0] if commit else "?",
+            "rows": rows}
+
+
+def median(runs: list) -> float:
+    return statistics.median(runs)
+
+
+def spread(runs: list) -> str:
+    """(max - min) / median, in percent, over every window of every round."""
+    return f"{100 * (max(runs) - min(runs)) / median(runs):.3f}%" if len(runs) > 1 else "n/a"
+
+
+def render(res: dict, loads: list, args) -> tuple:
+    j, n = res["jotter"], res["nginx"]
+    hello = median(j["hello"]["runs"])
+    rows = ["| request | N per window | jotter Ir/request | of which `memset` | nginx Ir/request "
+            "| jotter ÷ nginx | ÷ jotter hello | spread of windows (jotter; nginx) |",
+            "|---|--:|--:|--:|--:|--:|--:|---|"]
+    for load in loads:
+        r, ng = j[load.key], n.get(load.key)
+        ir = median(r["runs"])
+        nginx_ir = f0(median(ng["runs"])) if ng else "—"
+        vs_nginx = f"**{ir / median(ng['runs']):.2f}x**" if ng else "—"
+        vs_hello = "1.00" if load.key == "hello" else f"**{ir / hello:.2f}**"
+        windows = f"{len(r['runs'])} windows, {spread(r['runs'])}"
+        if ng:
+            windows += f"; {len(ng['runs'])} windows, {spread(ng['runs'])}"
+        rows.append(f"| {load.label} | {load.n:,} | {f0(ir)} | {f0(r['memset'])} | {nginx_ir} "
+                    f"| {vs_nginx} | {vs_hello} | {windows} |")
+    hello_ratio = hello / median(n["hello"]["runs"])
+    note_ratio = median(j["note"]["runs"]) / hello
+    verdict = lambda v, t: "meets" if v <= t else "**misses**"
+    lines = rows + [
+        "",
+        f"- hello, jotter ÷ nginx: **{hello_ratio:.2f}x** (target <= {HELLO_TARGET}x: "
+        f"{verdict(hello_ratio, HELLO_TARGET)})",
+        f"- `GET /notes/{{id}}` ÷ hello: **{note_ratio:.2f}** (target <= {NOTE_TARGET}: "
+        f"{verdict(note_ratio, NOTE_TARGET)})",
+        f"- jotter hello without `memset`: {f0(hello - j['hello']['memset'])} Ir/request, "
+        f"{(hello - j['hello']['memset']) / median(n['hello']['runs']):.2f}x nginx "
+        f"(nginx's own `memset`: {f0(n['hello']['memset'])})",
+        f"- idle window (counters zeroed, {res['idle_s']:.0f} s without a request, dumped): "
+        f"jotter {f0(j['idle'])} Ir, nginx {f0(n['idle'])} Ir in all (timers, background "
+        f"threads, the two callgrind_control calls): at most {j['idle'] / loads[0].n:.1f} and "
+        f"{n['idle'] / loads[0].n:.1f} Ir per request in a window of {loads[0].n:,}",
+        "- `POST /notes` differs more from one window to the next than the reads: the "
+        "SQLite file grows as the windows go (B-tree page splits, the WAL's automatic "
+        "checkpoint every 1000 pages land in some windows and not others)",
+        "",
+        f"Other processes kept {res['busy']:.2f} of the {os.cpu_count()} cores busy on average "
+        f"during this run; instruction counts do not depend on that.",
+    ]
+    prev = res.get("previous")
+    if prev:
+        diffs = []
+        for load in loads:
+            if load.label not in prev["rows"]:
+                continue
+            pj, pn = prev["rows"][load.label]
+            d = f"{load.label} jotter {100 * (median(j[load.key]['runs']) / pj - 1):+.2f}%"
+            if pn and load.key in n:
+                d += f", nginx {100 * (median(n[load.key]['runs']) / pn - 1):+.2f}%"
+            diffs.append(d)
+        lines.insert(-2, f"- against the previous run in this file ({prev['when']}, "
+                         f"{prev['commit']}): " + "; ".join(diffs))
+    table = "\n".join(lines)
+
+    h = j["hello"]
+    total = h["total"]
+    detail = ["### Where jotter's `GET /hello?name=Bob` goes", "",
+              f"From the last measured window ({h['n']:,} requests): self costs summed from "
+              f"the dump's cost lines, inclusive costs and the callers of `memset` from "
+              f"`callgrind_annotate`; Swift names demangled. libmicrohttpd's internal "
+              f"functions have no symbol in "
+              f"Debian's package and show as addresses (bench/README.md names the ones that "
+              f"matter).", "",
+              f"Self cost, top {TOP}:", ""]
+    detail += function_table(h["self"], h["n"], total, "self")
+    by_object = {}
+    for ir, fn, obj in h["self"]:
+        key = f"{obj} (`memset`)" if re.match(r"(__)?memset", fn) else obj
+        by_object[key] = by_object.get(key, 0) + ir
+    detail += ["", "Self cost by object:", "", "| object | Ir/request | % |", "|---|--:|--:|"]
+    for obj, ir in sorted(by_object.items(), key=lambda kv: -kv[1]):
+        if ir / h["n"] >= 10:
+            detail.append(f"| {obj} | {f0(ir / h['n'])} | {100 * ir / total:.1f} |")
+    detail += ["", f"Inclusive cost, top {TOP} (thread entry frames and thunks that only "
+               f"forward left out):", ""]
+    detail += function_table(h["inclusive"], h["n"], total, "inclusive")
+    detail += ["", "Callers of `memset`:", "",
+               "| caller | calls per request | Ir per call | Ir/request |", "|---|--:|--:|--:|"]
+    for ir, calls, caller in sorted(h["memset_callers"], reverse=True):
+        detail.append(f"| `{caller}` | {calls / h['n']:.2f} | {f0(ir / calls) if calls else '?'} "
+                      f"| {f0(ir / h['n'])} |")
+    detail += ["", "callgrind counts every iteration of a `rep stos` as one instruction, so "
+               "glibc's `memset` of N bytes (which uses `rep stosb` above 2 KiB) counts about N: "
+               "its Ir overstates its CPU time. The figures still hold between versions of "
+               "the same code."]
+    return table, "\n".join(detail)
+
+
+def run(args, tmp: str) -> tuple:
+    for tool in TOOLS:
+        if not shutil.which(tool):
+            raise BenchError(f"{tool} not found: run scripts/install-bench-deps")
+    foreign = ForeignLoad()
+    out_dir = os.path.join(tmp, "callgrind")
+    n, warm = args.instr_requests, args.instr_warmup
+    print(f"scenario instructions: {TITLE}; {args.threads} worker(s), {n} requests per window, "
+          f"{args.instr_windows} windows, {args.rounds} round(s)", flush=True)
+    res = {"jotter": {}, "nginx": {}}
+    for rnd in range(args.rounds):
+        if args.rounds > 1:
+            print(f"round {rnd + 1}/{args.rounds}", flush=True)
+        round_tmp = os.path.join(tmp, f"round{rnd}")
+        os.makedirs(round_tmp)
+        for name in ("jotter", "nginx"):
+            start = start_jotter if name == "jotter" else start_nginx
+            srv = start(args, round_tmp, out_dir)
+            try:
+                raw = lambda method, target, body=b"": request_bytes(srv.port, method, target,
+                                                                      body)
+                loads = [Load("hello", LABELS["hello"], raw("GET", "/hello?name=Bob"),
+                              hello_check, n, warm)]
+                if name == "jotter":
+                    print(f"  seeding {args.instr_notes} notes ...", flush=True)
+                    ids = seed_notes(srv, args.instr_notes)
+                    note = ids[len(ids) // 2]
+                    post = b"body=A+note+written+while+counting+instructions&"
+                    loads += [
+                        Load("note", LABELS["note"], raw("GET", f"/notes/{note}"),
+                             status_check(200), n, warm),
+                        Load("list", LABELS["list"], raw("GET", "/notes?limit=100"),
+                             status_check(200), max(1, n // 10), max(1, warm // 10)),
+                        Load("post", LABELS["post"], raw("POST", "/notes", post),
+                             status_check(201), max(1, n // 2), warm)]
+                for load in loads:
+                    r = measure(srv, out_dir, load, args.instr_windows)
+                    got = res[name].setdefault(load.key, {"runs": [], "n": r["n"]})
+                    got["runs"] += r["runs"]
+                    if rnd == 0:
+                        os.makedirs(BUILD, exist_ok=True)
+                        shutil.copy(r["dump"], os.path.join(BUILD, f"callgrind.out.{name}-{load.key}"))
+                        self_rows = self_costs(r["dump"])
+                        got["memset"] = sum(ir for ir, fn, _ in self_rows
+                                            if re.match(r"(__)?memset", fn)) / r["n"]
+                        if name == "jotter" and load.key == "hello":
+                            got.update(self=self_rows, total=dump_total(r["dump"]),
+                                       inclusive=inclusive_costs(r["dump"]),
+                                       memset_callers=memset_callers(r["dump"]))
+                if rnd == 0:
+                    res["idle_s"] = 2.0
+                    res[name]["idle"] = idle_window(srv, out_dir, res["idle_s"])
+            finally:
+                stopped = srv.stop(timeout=60)
+            if name == "jotter" and stopped["exit"] != 0:
+                print(f"  WARNING: jotter under callgrind exited with {stopped['exit']}",
+                      flush=True)
+    res["busy"] = foreign.cores()
+    all_loads = [Load(k, label, None, None, res["jotter"][k]["n"], 0) for k, label in LABELS.items()]
+    res["previous"] = previous_run(args.output)
+    table, detail = render(res, all_loads, args)
+
+    command = reproduce_command(args, NAME, [
+        ("--threads", args.threads, 1), ("--rounds", args.rounds, 1),
+        ("--instr-requests", args.instr_requests, 1000),
+        ("--instr-warmup", args.instr_warmup, 100),
+        ("--instr-windows", args.instr_windows, 2), ("--instr-notes", args.instr_notes, 150)])
+    valgrind = sh(["valgrind", "--version"])
+    mhd = sh(["dpkg-query", "-W", "-f=${Version}", "libmicrohttpd12"]) or "?"
+    rounds = (f" {args.rounds} rounds, each with fresh servers;" if args.rounds > 1 else "")
+    section = (
+        f"## Scenario `{NAME}`: {TITLE}\n\n"
+        f"{now()}. Each server under `valgrind --tool=callgrind --collect-atstart=yes`, "
+        f"{args.threads} worker(s): jotter = `jotter-server --threads {args.threads} --quiet` "
+        f"(what `jotter serve` execs, `SWIFT_DETERMINISTIC_HASHING=1`) on a data folder "
+        f"seeded with {args.instr_notes} notes; "
+        f"nginx = `peers/nginx/nginx.conf.template` with `master_process off` (the one "
+        f"process serves). Per request kind: {warm} warm-up requests (a tenth for the list), "
+        f"then {args.instr_windows} windows of `callgrind_control -z`, N requests one after "
+        f"the other on one keep-alive connection, `callgrind_control -d`;{rounds} Ir/request = "
+        f"the dump's total Ir (user space, all threads) / N, median over the windows. "
+        f"`POST /notes` writes the same body each time, one request in flight.\n\n"
+        f"Machine: {machine_info(('nginx', 'sqlite'))}; {valgrind}; libmicrohttpd {mhd}.\n\n"
+        f"{table}\n\n"
+        f"{detail}\n\n"
+        f"The last window of each row is kept as `bench/.build/callgrind.out.SERVER-KIND` "
+        f"(`jotter-hello`, `jotter-note`, `jotter-list`, `jotter-post`, `nginx-hello`): "
+        f"`callgrind_annotate --inclusive=yes` it, or open it in KCachegrind.\n\n"
+        f"To reproduce (after `scripts/install-bench-deps`; `make bench "
+        f"BENCH_ARGS=\"--scenario {NAME}\"` builds and runs it):\n\n```\n{command}\n```")
+    return table, section
