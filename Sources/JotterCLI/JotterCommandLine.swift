@@ -19,6 +19,7 @@ public enum JotterCommandLine {
 
     static let commands: [any Command.Type] = [
         ServeCommand.self, HelloCommand.self, EchoCommand.self, NotesCommand.self, UploadCommand.self, DownloadCommand.self,
+        UsersCommand.self, TokensCommand.self,
     ]
 
     static var help: String {

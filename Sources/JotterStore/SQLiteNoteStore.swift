@@ -38,6 +38,10 @@ public final class SQLiteNoteStore: NoteStore, UploadStore, AccountStore {
         public var maxIdleReaders: Int
         /// How long any connection retries a locked database before failing.
         public var busyTimeoutMilliseconds: Int32
+        /// Empty `tmp/` and delete upload files without a row at opening (what a crash left).
+        /// Off for a second process on a folder a server may be using (`jotter users` on
+        /// `--data`): the server's uploads in flight are in those places.
+        public var removesOrphans: Bool = true
 
         public init(synchronous: Synchronous = .full, eventBacklog: Int = 10_000, maxBatchSize: Int = 256,
                     maxIdleReaders: Int = 16, busyTimeoutMilliseconds: Int32 = 5_000) {
@@ -83,7 +87,7 @@ public final class SQLiteNoteStore: NoteStore, UploadStore, AccountStore {
         try db.execute("PRAGMA journal_size_limit = 67108864")  // shrink the WAL back to 64 MiB after checkpoints
 
         files = try UploadFiles(dataDirectory: dataDirectory)
-        files.removeOrphans(known: try UploadRows.allIDs(on: db))
+        if options.removesOrphans { files.removeOrphans(known: try UploadRows.allIDs(on: db)) }
         noteWriter = NoteWriter(eventBacklog: Int64(options.eventBacklog), files: files)
         readers = ReaderPool(path: path, maxIdle: options.maxIdleReaders,
                              busyTimeoutMilliseconds: options.busyTimeoutMilliseconds)
