@@ -43,6 +43,7 @@ def main():
     parser.add_argument("--jotter", default=".build/release/jotter")
     parser.add_argument("--requests", type=int, default=2000)
     parser.add_argument("--warmup", type=int, default=300)
+    parser.add_argument("--keep", help="a folder to copy the two callgrind dumps into (for callgrind_annotate)")
     args = parser.parse_args()
     jotter = os.path.abspath(args.jotter)
     server = os.path.join(os.path.dirname(jotter), "jotter-server")
@@ -84,6 +85,8 @@ def main():
             subprocess.run(["callgrind_control", "-d", str(process.pid)], check=True, capture_output=True)
             dumps = sorted(glob.glob(out + ".*"), key=os.path.getmtime)
             results[name] = total_instructions(dumps[-1]) / args.requests
+            if args.keep:
+                shutil.copy(dumps[-1], os.path.join(args.keep, f"callgrind.{name}"))
         conn.close()
         process.terminate()
         process.wait(timeout=120)

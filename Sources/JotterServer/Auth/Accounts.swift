@@ -27,7 +27,8 @@ public final class Accounts: Sendable {
         var readAt: Int64
     }
 
-    private let cache = Mutex<[[UInt8]: Entry]>([:])
+    /// Verified credentials by their secret.
+    private let cache = Mutex<[String: Entry]>([:])
     /// Whose data a request without credentials under `--auth off` reaches, and when it was read.
     private let anonymous = Mutex<(owner: Owner, user: UserRecord?, readAt: Int64)?>(nil)
 
@@ -53,33 +54,41 @@ public final class Accounts: Sendable {
     // MARK: - Credentials
 
     /// The principal for `secret`, or `401` when it is malformed, unknown, revoked or expired.
+    ///
+    /// A secret seen in the last `refreshInterval` seconds is found in memory — by the secret
+    /// itself, which every request carries anyway — and costs no format check, no hash and no
+    /// database read; any other is checked (prefix, checksum), hashed and read from the store.
     public func verify(_ secret: Substring, viaCookie: Bool) throws(HTTPError) -> Principal {
-        // The cookie carries only sessions; the Authorization header either kind.
-        guard let kind = Secret.kind(of: secret), kind == .session || !viaCookie else {
-            throw Self.unauthorized("the credential is malformed", invalid: true)
-        }
-        let digest = Secret.digest(secret)
+        let key = String(secret)
         let clock = Self.monotonic()
-        var entry = cache.withLock { cache in cache[digest] }
-        if entry == nil || clock - entry!.readAt >= refreshInterval {
-            guard let found = try? store.credential(digest: digest) else {
-                cache.withLock { _ = $0.removeValue(forKey: digest) }
+        var entry: Entry
+        if let cached = cache.withLock({ $0[key] }), clock - cached.readAt < refreshInterval {
+            entry = cached
+        } else {
+            // The cookie carries only sessions; the Authorization header either kind.
+            guard let kind = Secret.kind(of: secret), kind == .session || !viaCookie else {
+                throw Self.unauthorized("the credential is malformed", invalid: true)
+            }
+            guard let found = try? store.credential(digest: Secret.digest(secret)) else {
+                cache.withLock { _ = $0.removeValue(forKey: key) }
                 throw Self.unauthorized("the credential is not known", invalid: true)
             }
             entry = Entry(credential: found.0, user: found.1, readAt: clock)
+            let read = entry
+            cache.withLock { $0[key] = read }
         }
-        guard var entry else { throw Self.unauthorized("the credential is not known", invalid: true) }
+        guard entry.credential.kind == .session || !viaCookie else { throw Self.unauthorized("the credential is malformed", invalid: true) }
         let now = Self.now()
         guard entry.credential.isValid(at: now) else {
-            cache.withLock { _ = $0.removeValue(forKey: digest) }
+            cache.withLock { _ = $0.removeValue(forKey: key) }
             throw Self.unauthorized(entry.credential.revokedAt != nil ? "the credential was revoked" : "the credential has expired", invalid: true)
         }
         if now - (entry.credential.lastUsedAt ?? 0) >= Self.lastUsedResolution {
             entry.credential.lastUsedAt = now
             store.submit(.markUsed(id: entry.credential.id, at: now)) { _ in }
+            let used = entry
+            cache.withLock { $0[key] = used }
         }
-        let stored = entry
-        cache.withLock { $0[digest] = stored }
         return Principal(user: entry.user, owner: entry.user.owner, credential: entry.credential, viaCookie: viaCookie)
     }
 
