@@ -75,17 +75,36 @@ public struct MediaType: Sendable, Hashable {
     public var parameters: [String: String]
 
     public init?(_ text: String) {
-        let parts = text.split(separator: ";", omittingEmptySubsequences: false)
-        let essence = parts[0].trimmingASCIISpaces().lowercased()
-        guard essence.contains("/") else { return nil }
-        self.essence = essence
+        // Byte-wise: this runs on every request that has a Content-Type.
+        let utf8 = Array(text.utf8)
+        func trimmed(_ range: Range<Int>) -> Range<Int> {
+            var lower = range.lowerBound, upper = range.upperBound
+            while lower < upper, utf8[lower] == 0x20 || utf8[lower] == 0x09 { lower += 1 }
+            while upper > lower, utf8[upper - 1] == 0x20 || utf8[upper - 1] == 0x09 { upper -= 1 }
+            return lower..<upper
+        }
+        func lowercased(_ range: Range<Int>) -> String {
+            String(decoding: utf8[range].map { $0 >= 0x41 && $0 <= 0x5A ? $0 | 0x20 : $0 }, as: UTF8.self)
+        }
+        var segments: [Range<Int>] = []
+        var start = 0
+        for index in utf8.indices where utf8[index] == UInt8(ascii: ";") {
+            segments.append(start..<index)
+            start = index + 1
+        }
+        segments.append(start..<utf8.count)
+        let essenceRange = trimmed(segments[0])
+        guard utf8[essenceRange].contains(UInt8(ascii: "/")) else { return nil }
+        essence = lowercased(essenceRange)
         var parameters: [String: String] = [:]
-        for part in parts.dropFirst() {
-            guard let equals = part.firstIndex(of: "=") else { continue }
-            let key = part[..<equals].trimmingASCIISpaces().lowercased()
-            var value = String(part[part.index(after: equals)...].trimmingASCIISpaces())
-            if value.count >= 2, value.hasPrefix("\""), value.hasSuffix("\"") { value = String(value.dropFirst().dropLast()) }
-            parameters[key] = value
+        for segment in segments.dropFirst() {
+            guard let equals = utf8[segment].firstIndex(of: UInt8(ascii: "=")) else { continue }
+            let key = lowercased(trimmed(segment.lowerBound..<equals))
+            var value = trimmed((equals + 1)..<segment.upperBound)
+            if value.count >= 2, utf8[value.lowerBound] == UInt8(ascii: "\""), utf8[value.upperBound - 1] == UInt8(ascii: "\"") {
+                value = (value.lowerBound + 1)..<(value.upperBound - 1)
+            }
+            parameters[key] = String(decoding: utf8[value], as: UTF8.self)
         }
         self.parameters = parameters
     }

@@ -42,6 +42,7 @@ struct PathPattern: Sendable {
     /// Splits a raw path on `/` and percent-decodes each segment; `400` when it can't.
     static func segments(of path: Substring) throws(HTTPError) -> [String] {
         var result: [String] = []
+        result.reserveCapacity(4)
         for part in path.utf8.split(separator: UInt8(ascii: "/")) {
             if part.contains(UInt8(ascii: "%")) {
                 result.append(try FormFields.percentDecode(part, plusIsSpace: false, context: "path"))
