@@ -46,7 +46,7 @@ let package = Package(
         .systemLibrary(name: "CSodium", pkgConfig: "libsodium", providers: [.apt(["libsodium-dev"])]),
 
         // Test helpers: a raw-socket HTTP client and a real server on a free port.
-        .target(name: "JotterTestSupport", dependencies: ["JotterServer"], path: "Tests/JotterTestSupport"),
+        .target(name: "JotterTestSupport", dependencies: ["JotterServer", "JotterStore"], path: "Tests/JotterTestSupport"),
         .testTarget(name: "JotterHTTPTests", dependencies: ["JotterHTTP", "JotterWire", "JotterTestSupport"]),
         .testTarget(name: "JotterServerTests", dependencies: ["JotterServer", "JotterHTTP", "JotterAPI", "JotterWire", "JotterStore", "JotterTestSupport"]),
         .testTarget(name: "JotterCLITests", dependencies: ["JotterCLI", "JotterCLICore", "jotter", "jotter-server", "JotterAPI", "JotterClient", "JotterServer", "JotterTestSupport"]),

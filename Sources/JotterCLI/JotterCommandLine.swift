@@ -19,7 +19,7 @@ public enum JotterCommandLine {
 
     static let commands: [any Command.Type] = [
         ServeCommand.self, HelloCommand.self, EchoCommand.self, NotesCommand.self, UploadCommand.self, DownloadCommand.self,
-        UsersCommand.self, TokensCommand.self,
+        UsersCommand.self, TokensCommand.self, LoginCommand.self, LogoutCommand.self,
     ]
 
     static var help: String {

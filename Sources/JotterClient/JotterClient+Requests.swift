@@ -42,6 +42,7 @@ extension JotterClient {
     /// One attempt: the answer, or the error it stands for.
     func exchange(_ request: URLRequest) async throws(JotterClientError) -> (Data, HTTPURLResponse) {
         let (data, response): (Data, URLResponse)
+        let request = try await adapted(request)
         do {
             (data, response) = try await session.data(for: request)
         } catch {

@@ -8,11 +8,12 @@ import JotterTestSupport
 @Suite("jotter users and tokens, on the data folder", .serialized)
 struct AccountCommandTests {
     /// Runs the built `jotter` with `input` on standard input (not a terminal).
-    static func jotter(_ arguments: [String], input: String = "") throws -> (status: Int32, out: String, err: String) {
+    static func jotter(_ arguments: [String], input: String = "", environment: [String: String] = ["PATH": "/usr/bin:/bin"]) throws
+        -> (status: Int32, out: String, err: String) {
         let process = Process()
         process.executableURL = ServerProcess.binary
         process.arguments = arguments
-        process.environment = ["PATH": "/usr/bin:/bin"]
+        process.environment = environment
         let out = Pipe(), err = Pipe(), stdin = Pipe()
         process.standardOutput = out
         process.standardError = err
