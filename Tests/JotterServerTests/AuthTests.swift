@@ -106,6 +106,24 @@ struct AuthTests {
         }
     }
 
+    @Test("sign-in attempts are limited per name (and per address): 429 with Retry-After, before any password is checked")
+    func signInLimit() throws {
+        try TestApp.with(configure: Self.required) { app in
+            try app.addUser("ann", password: "right one")
+            let form = [("Content-Type", "application/x-www-form-urlencoded")]
+            for _ in 0..<10 {
+                #expect(try app.request("POST", "/auth/sessions", headers: form, body: "name=ann&password=guess").status == 401)
+            }
+            let limited = try app.request("POST", "/auth/sessions", headers: form, body: "name=ann&password=right%20one")
+            #expect(limited.status == 429)
+            #expect(Int(limited.header("Retry-After") ?? "") ?? 0 >= 1)
+            #expect(limited.header("Content-Type") == "application/problem+json")
+            // The address's bucket is spent too: another name from here is refused as well.
+            try app.addUser("bob")
+            #expect(try app.request("POST", "/auth/sessions", headers: form, body: "name=bob&password=x").status == 429)
+        }
+    }
+
     @Test("a session cookie: HttpOnly, SameSite=Lax, with an expiry; writes need same-origin and the CSRF token; sign-out ends it")
     func sessions() throws {
         try TestApp.with(configure: Self.required) { app in

@@ -10,6 +10,8 @@ struct AuthController {
     let accounts: Accounts
     /// Mark the cookie `Secure` (the server speaks TLS).
     let secureCookie: Bool
+    /// Sign-in attempts per client address and per name.
+    var limiter = SignInLimiter()
 
     /// `POST /auth/sessions` needs no credentials; it goes outside the authenticated group.
     func registerSignIn(in routes: inout RouterBuilder) {
@@ -34,6 +36,7 @@ struct AuthController {
         guard !name.isEmpty, !password.isEmpty else {
             throw HTTPError.validation([.init(field: name.isEmpty ? "name" : "password", message: "is required")])
         }
+        try limiter.attempt(address: request.remoteAddress, name: name)
         let wantsToken = try body.string("kind") == "token"
         let label = try body.string("label") ?? (wantsToken ? "sign-in" : "web")
         let expiresIn = try Self.expiry(body)
