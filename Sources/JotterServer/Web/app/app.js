@@ -7,6 +7,7 @@ import { dialogOpen } from './dialogs.js';
 import { createEditor } from './editor.js';
 import { formatDay, formatTime, isoTimestamp, parseTimestamp, titleAndPreview } from './format.js';
 import { connectLive } from './live.js';
+import { setupAccount } from './account.js';
 
 const PAGE_SIZE = 50;
 
@@ -279,7 +280,7 @@ window.addEventListener('beforeunload', (event) => {
 
 // MARK: - Live updates
 
-connectLive({
+const live = connectLive({
   state: showConnection,
   event(kind, note) {
     if (kind === 'note.deleted') notes.remove(note.id);
@@ -293,5 +294,12 @@ connectLive({
   },
 });
 
+setupAccount({
+  signedIn() {
+    loadFirstPage();
+    live.reconnect();
+    editor.refresh();
+  },
+});
 loadFirstPage();
 route(true);
