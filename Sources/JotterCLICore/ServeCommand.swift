@@ -37,6 +37,8 @@ package struct ServeCommand: BlockingCommand {
         Option("--quiet", environment: "JOTTER_QUIET", help: "No access log."),
         Option("--auth", value: "required|off", environment: "JOTTER_AUTH", default: "off on a loopback host, required elsewhere",
                help: "Whether notes, uploads, their events and /metrics need a token or a session; off on another host logs a warning."),
+        Option("--tls-cert", value: "FILE", environment: "JOTTER_TLS_CERT", help: "Serve HTTPS with this PEM certificate (chain)."),
+        Option("--tls-key", value: "FILE", environment: "JOTTER_TLS_KEY", help: "The PEM private key of --tls-cert."),
     ]
 
     package var configuration = ServerConfiguration()
@@ -68,6 +70,8 @@ package struct ServeCommand: BlockingCommand {
         if let mode = try arguments.option("--auth", as: "required or off", { AuthMode(rawValue: $0.lowercased()) }) {
             configuration.auth = mode
         }
+        configuration.tlsCertificatePath = arguments.option("--tls-cert")
+        configuration.tlsKeyPath = arguments.option("--tls-key")
         configuration.accessLog = !arguments.flag("--quiet")
         try arguments.finish()
     }

@@ -61,7 +61,7 @@ public final class Application: Sendable {
     /// `http://host:port` of the running server.
     public var url: String {
         let host = configuration.host.contains(":") ? "[\(configuration.host)]" : configuration.host
-        return "http://\(host):\(port)"
+        return "\(configuration.tlsCertificatePath == nil ? "http" : "https")://\(host):\(port)"
     }
 }
 
@@ -81,6 +81,7 @@ public func buildApplication(_ configuration: ServerConfiguration) throws -> App
     } catch {
         throw ServerStartError(description: "cannot open the database in '\(configuration.dataDirectory)': \(error)")
     }
+    let tls = try TLSFiles.read(configuration)
     let events = EventBroadcaster(heartbeat: configuration.eventHeartbeat)
     let metrics = Metrics()
     var routes = RouterBuilder()
@@ -89,13 +90,14 @@ public func buildApplication(_ configuration: ServerConfiguration) throws -> App
     routes.add(middleware: RequestIDMiddleware())
     routes.add(middleware: AccessLogMiddleware(log: log))
     routes.add(middleware: metrics)
+    if tls != nil { routes.add(middleware: StrictTransportSecurity()) }
     for middleware in configuration.middleware { routes.add(middleware: middleware) }
     routes.add(middleware: ErrorMiddleware(log: log))
     HelloController().register(in: &routes)
     HealthController(metrics: metrics).register(in: &routes)
     let accounts = Accounts(store: notes, mode: configuration.effectiveAuth, events: events,
                             refreshInterval: configuration.credentialRefreshInterval)
-    let auth = AuthController(accounts: accounts, secureCookie: false)
+    let auth = AuthController(accounts: accounts, secureCookie: tls != nil)
     auth.registerSignIn(in: &routes)
     // Everything that reads or changes someone's data: authenticated in the head phase.
     routes.group { authenticated in
@@ -112,6 +114,7 @@ public func buildApplication(_ configuration: ServerConfiguration) throws -> App
     WebController().register(in: &routes)
     var http = configuration.http
     http.temporaryDirectory = notes.temporaryDirectory
+    http.tls = tls
     let router = routes.build()
     openAPI.publish(router)
     let server = HTTPServer(configuration: http, router: router, log: log)

@@ -34,6 +34,11 @@ public struct ServerConfiguration: Sendable {
     /// through this server apply at once; this bounds those made by another process).
     public var credentialRefreshInterval: Int64 = 10
 
+    /// HTTPS: PEM files of the certificate (chain) and its private key, read at start-up.
+    /// With them, every answer carries `Strict-Transport-Security` and the session cookie is `Secure`.
+    public var tlsCertificatePath: String?
+    public var tlsKeyPath: String?
+
     /// The authentication mode in force.
     public var effectiveAuth: AuthMode { auth ?? AuthMode.default(for: host) }
 
