@@ -198,3 +198,50 @@ struct AuthTests {
         }
     }
 }
+
+/// `Idempotency-Key` on `POST /notes` and `POST /uploads`.
+@Suite("Idempotency keys")
+struct IdempotencyTests {
+    @Test("a retried POST /notes with the same key creates one note and gets the first answer; another body is 422; keys are per user")
+    func notes() throws {
+        try TestApp.with(configure: { $0.auth = .required }) { app in
+            try app.addUser("ann")
+            try app.addUser("bob")
+            let ann = try app.token("ann"), bob = try app.token("bob")
+            let key = [("Idempotency-Key", "retry-7f3a")]
+            let first = try app.request("POST", "/notes", token: ann, headers: key, body: "body=once")
+            #expect(first.status == 201)
+            let again = try app.request("POST", "/notes", token: ann, headers: key, body: "body=once")
+            #expect(again.status == 201)
+            #expect(again.text == first.text)
+            #expect(again.header("Location") == first.header("Location"))
+            #expect(again.header("Idempotent-Replayed") == "true")
+            #expect((try app.request("GET", "/notes", token: ann).json()["notes"] as? [Any])?.count == 1)
+            #expect(try app.request("POST", "/notes", token: ann, headers: key, body: "body=twice").status == 422)
+            // Bob's same key is Bob's own.
+            #expect(try app.request("POST", "/notes", token: bob, headers: key, body: "body=once").header("Idempotent-Replayed") == nil)
+            #expect(try app.request("POST", "/notes", token: ann, headers: [("Idempotency-Key", "")], body: "body=x").status == 400)
+            // Without a key, every POST creates.
+            _ = try app.request("POST", "/notes", token: ann, body: "body=once")
+            #expect((try app.request("GET", "/notes", token: ann).json()["notes"] as? [Any])?.count == 2)
+        }
+    }
+
+    @Test("a retried upload with the same key stores the file once, even with another multipart boundary")
+    func uploads() throws {
+        try TestApp.with(configure: { $0.auth = .required }) { app in
+            try app.addUser("ann")
+            let ann = try app.token("ann")
+            var answers: [WireResponse] = []
+            for boundary in ["first-boundary", "second-boundary"] {
+                var parts = MultipartBuilder(boundary: boundary)
+                parts.file("file", filename: "a.txt", contentType: "text/plain", body: Array("same bytes".utf8))
+                answers.append(try app.request("POST", "/uploads", token: ann, headers: [("Content-Type", parts.contentType), ("Idempotency-Key", "up-1")],
+                                               body: String(decoding: parts.finished(), as: UTF8.self)))
+            }
+            #expect(answers.map(\.status) == [201, 201])
+            #expect(answers[0].text == answers[1].text)
+            #expect((try app.request("GET", "/uploads", token: ann).json()["uploads"] as? [Any])?.count == 1)
+        }
+    }
+}
