@@ -1,16 +1,27 @@
 # Jotter — `make run` serves on 127.0.0.1:8080 with data in ./jotter-data; `make test` runs every test.
 # `make bench` runs every benchmark scenario (bench/README.md); pass options with
 # BENCH_ARGS, e.g. `make bench BENCH_ARGS="--rounds 3"` or BENCH_ARGS="--scenario notes".
+# `make install` builds the release and installs jotter, jotter-server and the systemd unit
+# under PREFIX (default /usr/local), staged under DESTDIR when given (docs/deployment.md).
 SWIFT ?= swift
 HOST ?= 127.0.0.1
 PORT ?= 8080
 DATA ?= ./jotter-data
 BENCH_ARGS ?=
+PREFIX ?= /usr/local
+BINDIR ?= $(PREFIX)/bin
+UNITDIR ?= $(PREFIX)/lib/systemd/system
+DESTDIR ?=
+CONFIGURATION ?= release
 
-.PHONY: deps build release run test browser-test screenshots openapi bench clean
+.PHONY: deps test-deps build release run test browser-test screenshots openapi bench clean install install-files uninstall
 
+# What building and serving need; test-deps adds what only the tests need (Chromium and more).
 deps:
 	@scripts/install-deps
+
+test-deps:
+	@scripts/install-deps --test
 
 build: deps
 	$(SWIFT) build
@@ -25,7 +36,7 @@ run: release
 # time, so nothing competes with them for the 2 cores (swift test filters by name, not by tag).
 TIMING_TESTS = RetryTests|URLSessionWorkaroundTests|SuspendTests|EngineTests|NoteEventsTests|NotesDurabilityTests|LargeUploadTests|LargeUploadClientTests
 
-test: deps
+test: test-deps
 	@scripts/test-venv
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build --skip '$(TIMING_TESTS)'
@@ -33,12 +44,12 @@ test: deps
 	scripts/browser-tests
 
 # The web app in headless Chromium against the built server (after swift build).
-browser-test: deps
+browser-test: test-deps
 	$(SWIFT) build
 	scripts/browser-tests
 
 # The web app's screenshots in docs/.
-screenshots: deps
+screenshots: test-deps
 	$(SWIFT) build
 	scripts/browser-tests --screenshots
 
@@ -49,6 +60,22 @@ openapi: deps
 bench: release
 	@scripts/install-bench-deps
 	python3 bench/run.py --jotter .build/release/jotter $(BENCH_ARGS)
+
+# The release build's two programs (no test code: `swift build` builds no test target) and
+# the systemd unit, its ExecStart pointing at BINDIR.
+install: deps
+	$(SWIFT) build -c $(CONFIGURATION)
+	@$(MAKE) --no-print-directory install-files
+
+# What `install` copies, from what `swift build -c $(CONFIGURATION)` made; builds nothing.
+install-files:
+	install -d "$(DESTDIR)$(BINDIR)" "$(DESTDIR)$(UNITDIR)"
+	install -m 0755 .build/$(CONFIGURATION)/jotter .build/$(CONFIGURATION)/jotter-server "$(DESTDIR)$(BINDIR)/"
+	sed 's#^ExecStart=/usr/local/bin/jotter-server #ExecStart=$(BINDIR)/jotter-server #' contrib/jotter.service > "$(DESTDIR)$(UNITDIR)/jotter.service"
+	chmod 0644 "$(DESTDIR)$(UNITDIR)/jotter.service"
+
+uninstall:
+	rm -f "$(DESTDIR)$(BINDIR)/jotter" "$(DESTDIR)$(BINDIR)/jotter-server" "$(DESTDIR)$(UNITDIR)/jotter.service"
 
 clean:
 	rm -rf .build

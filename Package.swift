@@ -33,7 +33,9 @@ let package = Package(
         // The serve command and what every command shares (arguments, exit codes): no client SDK.
         .target(name: "JotterCLICore", dependencies: ["JotterServer", "JotterHTTP", "JotterStore"]),
         // The client commands over the SDK, and the `jotter` command line as a whole.
-        .target(name: "JotterCLI", dependencies: ["JotterCLICore", "JotterServer", "JotterHTTP", "JotterStore", "JotterClient"]),
+        .target(name: "JotterCLI", dependencies: ["JotterCLICore", "JotterServer", "JotterHTTP", "JotterStore", "JotterClient", "CArchive"]),
+        // libarchive from Debian (libarchive-dev), for the tar archives of `jotter export`/`import`.
+        .systemLibrary(name: "CArchive", pkgConfig: "libarchive", providers: [.apt(["libarchive-dev"])]),
         .executableTarget(name: "jotter", dependencies: ["JotterCLI"]),
         // `jotter serve` without the client SDK: `jotter serve` runs it when it is beside `jotter`,
         // so the server process does not load Foundation and FoundationNetworking (9 MiB).

@@ -9,7 +9,7 @@ extension Upload: SchemaDescribing {
             "id": .string(pattern: idPattern, example: "7c1a0e5b9d3f4a2e8b6c0d1f"),
             "filename": .string(minLength: 1, description: "the client's file name made safe (the last path segment, without control characters, at most 255 UTF-8 bytes); metadata only",
                                 example: "photo.png"),
-            "content_type": .string(description: "the part's media type, lowercased, without parameters; `application/octet-stream` when unusable",
+            "content_type": .string(description: "the part's media type, lowercased, without the client's parameters; `application/octet-stream` when unusable; text (`text/*`) whose bytes are UTF-8 adds `; charset=utf-8`",
                                     example: "image/png"),
             "size": .integer(minimum: 0, format: "int64", description: "bytes"),
             "sha256": .string(pattern: "^[0-9a-f]{64}$", description: "SHA-256 of the bytes, lowercase hexadecimal"),
@@ -23,6 +23,16 @@ extension Upload: SchemaDescribing {
 extension UploadList: SchemaDescribing {
     public static var schema: JSONSchema {
         .object(["uploads": .array(of: .ref(Upload.self), description: "newest first")], additional: .forbidden)
+    }
+}
+
+extension UploadPage: SchemaDescribing {
+    public static var schema: JSONSchema {
+        .object([
+            "uploads": .array(of: .ref(Upload.self), description: "newest first"),
+            "next": JSONSchema.string(description: "the path of the next page (it repeats `limit` and `note_id` and sets `after`), or `null` on the last page",
+                                      example: "/uploads?limit=100&after=7c1a0e5b9d3f4a2e8b6c0d1f").orNull,
+        ], additional: .forbidden, description: "One page of uploads.")
     }
 }
 

@@ -48,6 +48,23 @@ public struct UploadList: Codable, Sendable, Hashable {
     public init(uploads: [Upload]) { self.uploads = uploads }
 }
 
+/// One page of `GET /uploads`: `{"uploads":[…],"next":"/uploads?…"}`; `next` is nil on the last page.
+public struct UploadPage: Codable, Sendable, Hashable {
+    public var uploads: [Upload]
+    /// The path-absolute URL of the next page, or nil.
+    public var next: String?
+    public init(uploads: [Upload], next: String?) {
+        self.uploads = uploads
+        self.next = next
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(uploads, forKey: .uploads)
+        try container.encode(next, forKey: .next)  // null, not absent, on the last page
+    }
+}
+
 /// `{"upload":{…}}`.
 public struct UploadEnvelope: Codable, Sendable, Hashable {
     public var upload: Upload

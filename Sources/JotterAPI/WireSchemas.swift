@@ -3,9 +3,9 @@ import JotterWire
 /// Every wire type with a schema, for the OpenAPI document's components.
 public enum WireSchemas {
     public static var types: [any SchemaDescribing.Type] { [
-        Note.self, NoteEnvelope.self, NoteList.self, Upload.self, UploadList.self, UploadEnvelope.self,
+        Note.self, NoteEnvelope.self, NoteList.self, Upload.self, UploadList.self, UploadPage.self, UploadEnvelope.self,
         HelloMessage.self, HealthStatus.self, ProblemDetails.self, ProblemDetails.FieldError.self,
-        EchoResponse.self, EchoResponse.File.self,
+        EchoResponse.self, EchoResponse.File.self, Backup.self, BackupEnvelope.self,
         UserInfo.self, SessionInfo.self, TokenInfo.self, TokenList.self, IssuedToken.self,
     ] }
 }

@@ -5,6 +5,7 @@ import FoundationEssentials
 import Foundation
 #endif
 import Dispatch
+import JotterAPI
 import JotterClient
 import Synchronization
 
@@ -15,10 +16,12 @@ import Synchronization
 /// let status = await JotterCommandLine.run(["notes", "list", "--json"])   // from async code
 /// ```
 public enum JotterCommandLine {
-    public static let version = "0.1.0"
+    public static let version = JotterBuild.version
 
     static let commands: [any Command.Type] = [
         ServeCommand.self, HelloCommand.self, EchoCommand.self, NotesCommand.self, UploadCommand.self, DownloadCommand.self,
+        UploadsCommand.self,
+        BackupCommand.self, RestoreCommand.self, ExportCommand.self, ImportCommand.self,
         UsersCommand.self, TokensCommand.self, LoginCommand.self, LogoutCommand.self,
     ]
 

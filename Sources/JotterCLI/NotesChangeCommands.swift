@@ -62,30 +62,13 @@ struct NotesRemoveCommand: AsyncCommand {
     }
 
     func run(console: Console) async throws -> Int32 {
-        let client = options.client()
-        var deleted: [Note] = []
-        var status = ExitCode.success
-        for id in ids {
-            switch await Self.delete(id, client: client) {
-            case .success(let note):
-                deleted.append(note)
-                if !options.json { console.out("Deleted note \(note.id).\n") }
-            case .failure(let error):
-                // A server that can't be reached won't answer for the next ids either.
-                if error.isTransport || ids.count == 1 { throw error }
-                let failure = CommandFailure(error)
-                console.err("error: \(failure.message)\n")
-                if status == ExitCode.success { status = failure.status }
-            }
-        }
+        let notes = options.client().notes
+        let (deleted, status) = try await deleteEach(ids, console: console, said: options.json ? nil : { (note: Note) in "Deleted note \(note.id).\n" },
+                                                     delete: { id throws(JotterClientError) in try await notes.delete(id) })
         if options.json {
             console.out(ids.count == 1 && deleted.count == 1 ? try ClientOptions.json(NoteEnvelope(note: deleted[0]))
                                                                : try ClientOptions.json(["notes": deleted]))
         }
         return status
-    }
-
-    private static func delete(_ id: String, client: JotterClient) async -> Result<Note, JotterClientError> {
-        do { return .success(try await client.notes.delete(id)) } catch { return .failure(error) }
     }
 }

@@ -34,6 +34,8 @@ package struct ServeCommand: BlockingCommand {
         Option("--synchronous", value: "full|normal", environment: "JOTTER_SYNCHRONOUS", default: "full",
                help: "SQLite durability: full syncs every commit before it is acknowledged; normal may lose the last commits on "
                    + "power loss (not on a crash of jotter)."),
+        Option("--min-free-space", value: "SIZE", environment: "JOTTER_MIN_FREE_SPACE", default: "64MiB",
+               help: "/healthz answers 503 when less is free for the data folder."),
         Option("--quiet", environment: "JOTTER_QUIET", help: "No access log."),
         Option("--auth", value: "required|off", environment: "JOTTER_AUTH", default: "off on a loopback host, required elsewhere",
                help: "Whether notes, uploads, their events and /metrics need a token or a session; off on another host logs a warning."),
@@ -72,6 +74,9 @@ package struct ServeCommand: BlockingCommand {
         }
         configuration.tlsCertificatePath = arguments.option("--tls-cert")
         configuration.tlsKeyPath = arguments.option("--tls-key")
+        if let size = try arguments.option("--min-free-space", as: "a size such as 64MiB", parseSize) {
+            configuration.minimumFreeSpace = Int64(size)
+        }
         configuration.accessLog = !arguments.flag("--quiet")
         try arguments.finish()
     }

@@ -65,9 +65,9 @@ extension JotterClient {
             return try JotterClient.decode(UploadList.self, from: data).uploads
         }
 
-        /// `GET /uploads`: every upload, newest first.
+        /// `GET /uploads`: every upload, newest first (every page; `page(limit:after:attachment:)` for one).
         public func list() async throws(JotterClientError) -> [Upload] {
-            try await client.send(client.makeRequest("GET", "/uploads"), decoding: UploadList.self).value.uploads
+            try await all()
         }
 
         /// `GET /uploads/{id}`.

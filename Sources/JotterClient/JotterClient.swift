@@ -49,7 +49,7 @@ public final class JotterClient: Sendable {
     }
 
     /// The SDK's version, in `User-Agent`.
-    public static let version = "0.1.0"
+    public static let version = JotterBuild.version
 
     /// The server, e.g. `http://127.0.0.1:8080`; a path prefix is kept (`https://host/jotter`).
     public let baseURL: URL
@@ -97,8 +97,21 @@ public final class JotterClient: Sendable {
         return try await send(request, decoding: HelloMessage.self).value.message
     }
 
-    /// `GET /healthz`: true when the server is up and its database open.
+    /// `GET /healthz`: true when the server is ready (its database answers, its data folder is
+    /// writable and has space), false when it answers that it is not (`503`, asked once, not
+    /// retried). `health()` tells what was checked.
     public func isHealthy() async throws(JotterClientError) -> Bool {
-        try await send(makeRequest("GET", "/healthz"), decoding: HealthStatus.self).value.status == "ok"
+        do throws(JotterClientError) {
+            return try await health().status == "ok"
+        } catch let error where error.status == 503 {
+            return false
+        }
+    }
+
+    /// `GET /healthz`, asked once: the status with each check and the free space; a server
+    /// that is not ready throws its `503` (the failed checks are in the error's `detail`).
+    public func health() async throws(JotterClientError) -> HealthStatus {
+        let (data, _) = try await exchange(makeRequest("GET", "/healthz"))
+        return try Self.decode(HealthStatus.self, from: data)
     }
 }

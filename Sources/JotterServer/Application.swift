@@ -94,7 +94,10 @@ public func buildApplication(_ configuration: ServerConfiguration) throws -> App
     for middleware in configuration.middleware { routes.add(middleware: middleware) }
     routes.add(middleware: ErrorMiddleware(log: log))
     HelloController().register(in: &routes)
-    HealthController(metrics: metrics).register(in: &routes)
+    let gauges = ServerGauges(store: notes, events: events)
+    metrics.addCollector { gauges.render() }
+    let health = HealthController(metrics: metrics, check: HealthCheck(store: notes, minimumFreeBytes: configuration.minimumFreeSpace))
+    health.register(in: &routes)
     let accounts = Accounts(store: notes, mode: configuration.effectiveAuth, events: events,
                             refreshInterval: configuration.credentialRefreshInterval)
     let auth = AuthController(accounts: accounts, secureCookie: tls != nil)
@@ -103,10 +106,14 @@ public func buildApplication(_ configuration: ServerConfiguration) throws -> App
     routes.group { authenticated in
         authenticated.add(middleware: AuthenticationMiddleware(accounts: accounts))
         authenticated.add(middleware: IdempotencyMiddleware())
-        HealthController(metrics: metrics).registerMetrics(in: &authenticated)
+        health.registerMetrics(in: &authenticated)
         NotesController(store: notes, events: events, replayLimit: configuration.eventBacklog).register(in: &authenticated)
         UploadsController(store: notes, events: events).register(in: &authenticated)
         auth.register(in: &authenticated)
+        authenticated.group { admin in
+            admin.add(middleware: RequireAdmin(mode: accounts.mode))
+            BackupController(store: notes).register(in: &admin)
+        }
     }
     EchoController().register(in: &routes)
     FormPageController().register(in: &routes)

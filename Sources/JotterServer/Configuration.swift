@@ -26,6 +26,8 @@ public struct ServerConfiguration: Sendable {
     public var eventHeartbeat: Double = 15
     /// Events kept for streams that reconnect with `Last-Event-ID`.
     public var eventBacklog = 10_000
+    /// `/healthz` answers 503 when less than this many bytes are free for the data folder.
+    public var minimumFreeSpace: Int64 = 64 << 20
 
     /// Whether notes, uploads, their events and `/metrics` need credentials; nil: `off` on a
     /// loopback host, `required` elsewhere (`AuthMode.default(for:)`).

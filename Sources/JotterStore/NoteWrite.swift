@@ -18,6 +18,10 @@ public enum NoteWrite: Sendable {
     case addUploads([NewUpload], noteID: Int64?)
     /// Deletes an upload; its note, if any, changes version (a `note.updated` event).
     case deleteUpload(id: String)
+    /// Attaches an upload to `noteID` (nil: to no note). The note it leaves and the note it
+    /// joins each change version (a `note.updated` event each); attaching it where it already
+    /// is changes nothing. `.notFound` when the upload or the note does not exist.
+    case attachUpload(id: String, noteID: Int64?)
 }
 
 /// The outcome of a `NoteWrite`.
@@ -35,6 +39,8 @@ public enum NoteWriteResult: Sendable, Hashable {
     case uploadsAdded([UploadRecord], note: NoteRecord?, event: NoteEvent?)
     /// The deleted upload, and the note it was attached to with its event.
     case uploadDeleted(UploadRecord, note: NoteRecord?, event: NoteEvent?)
+    /// The upload as it is now attached, and the events of the notes it left and joined.
+    case uploadAttached(UploadRecord, events: [NoteEvent])
 }
 
 /// Write counters of a store, to see how well writes share commits.

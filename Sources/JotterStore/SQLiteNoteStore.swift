@@ -59,9 +59,11 @@ public final class SQLiteNoteStore: NoteStore, UploadStore, AccountStore {
     /// The path of the database file.
     public let path: String
     private let writer: GroupCommitWriter
-    private let readers: ReaderPool
+    let readers: ReaderPool
     private let noteWriter: NoteWriter
     private let files: UploadFiles
+    /// Held shared while open, so a restore (which needs it exclusive) never runs under us.
+    private let folderLock: DataFolderLock
 
     /// Opens (creating and migrating as needed) `<dataDirectory>/jotter.sqlite`.
     ///
@@ -77,6 +79,7 @@ public final class SQLiteNoteStore: NoteStore, UploadStore, AccountStore {
         } catch {
             throw .invalidArgument("cannot create the data directory \(dataDirectory): \(error)")
         }
+        folderLock = try DataFolderLock(dataDirectory, exclusive: false)
         path = dataDirectory.hasSuffix("/") ? dataDirectory + Self.fileName : dataDirectory + "/" + Self.fileName
 
         let db = try SQLiteConnection(path: path, flags: SQLiteConnection.readWrite,
@@ -101,7 +104,13 @@ public final class SQLiteNoteStore: NoteStore, UploadStore, AccountStore {
     public func close() {
         writer.stop()
         readers.close()
+        folderLock.unlock()
     }
+
+    /// Holds back the deletion of upload files until `releaseRemovals()` (a backup copying them).
+    func holdRemovals() { files.removals.hold() }
+
+    func releaseRemovals() { files.removals.release() }
 
     /// How many commits the writes so far took (fewer commits than writes = group commit at work).
     public var statistics: WriteStatistics { writer.statistics }
@@ -174,8 +183,10 @@ public final class SQLiteNoteStore: NoteStore, UploadStore, AccountStore {
         try readers.withConnection { db throws(StoreError) in try UploadRows.upload(id: id, owner: owner, on: db) }
     }
 
-    public func uploads(limit: Int, owner: Owner) throws(StoreError) -> [UploadRecord] {
-        try readers.withConnection { db throws(StoreError) in try UploadRows.uploads(limit: limit, owner: owner, on: db) }
+    public func uploads(_ query: UploadQuery, owner: Owner) throws(StoreError) -> [UploadRecord]? {
+        try readers.withConnection { db throws(StoreError) in
+            try db.readTransaction { () throws(StoreError) in try UploadRows.page(query, owner: owner, on: db) }
+        }
     }
 
     public func attachments(of noteIDs: [Int64], owner: Owner) throws(StoreError) -> [Int64: [UploadRecord]] {

@@ -15,6 +15,9 @@ public struct StoreError: Error, Sendable, Hashable, CustomStringConvertible {
         case closed
         case invalidArgument
         case system
+        case notEmpty
+        case inUse
+        case corrupt
     }
 
     private let code: Code
@@ -34,6 +37,14 @@ public struct StoreError: Error, Sendable, Hashable, CustomStringConvertible {
     public static let closed = StoreError(.closed, "the note store is closed")
     /// An argument the store cannot use (such as a negative limit or backlog).
     public static let invalidArgument = StoreError(.invalidArgument, "invalid argument")
+
+    /// A backup or restore target has files in it (restore: pass `replacing` to replace them).
+    public static let notEmpty = StoreError(.notEmpty, "the folder is not empty")
+    /// The data folder is in use: a restore while a server runs on it, or the reverse.
+    public static let inUse = StoreError(.inUse, "the data folder is in use")
+    /// A backup failed its check: SQLite's `integrity_check`, or an upload file missing or of
+    /// the wrong size.
+    public static let corrupt = StoreError(.corrupt, "the backup is damaged")
 
     /// The SQLite (extended) result code, when the error came from SQLite.
     public var sqliteCode: Int32? {
@@ -65,6 +76,10 @@ public struct StoreError: Error, Sendable, Hashable, CustomStringConvertible {
     static func invalidArgument(_ message: String) -> StoreError {
         StoreError(.invalidArgument, message)
     }
+
+    static func notEmpty(_ message: String) -> StoreError { StoreError(.notEmpty, message) }
+    static func inUse(_ message: String) -> StoreError { StoreError(.inUse, message) }
+    static func corrupt(_ message: String) -> StoreError { StoreError(.corrupt, message) }
 
     /// The operating system refused something the store needs (such as starting its writer thread).
     static func system(_ message: String) -> StoreError {

@@ -44,8 +44,9 @@ public struct NewUpload: Sendable, Hashable {
 /// transaction.
 public protocol UploadStore: Sendable {
     func upload(id: String, owner: Owner) throws -> UploadRecord?
-    /// The newest first.
-    func uploads(limit: Int, owner: Owner) throws -> [UploadRecord]
+    /// One page of `owner`'s uploads, newest first, after the `query.after` cursor and filtered
+    /// by `query.attachment`; nil when `query.after` names no upload of theirs.
+    func uploads(_ query: UploadQuery, owner: Owner) throws -> [UploadRecord]?
     /// The attachments of each of `noteIDs` (oldest first); notes without any are absent.
     func attachments(of noteIDs: [Int64], owner: Owner) throws -> [Int64: [UploadRecord]]
     /// Where the bytes of upload `id` are on disk.
@@ -54,4 +55,33 @@ public protocol UploadStore: Sendable {
     func noteWithAttachments(id: Int64, owner: Owner) throws -> (NoteRecord, [UploadRecord])?
     /// A page of notes, each with its attachments, read together.
     func notesWithAttachments(_ query: NoteQuery, owner: Owner) throws -> [(NoteRecord, [UploadRecord])]
+}
+
+/// A page request for `UploadStore.uploads(_:)`.
+///
+/// ```swift
+/// let loose = try store.uploads(UploadQuery(limit: 50, attachment: .unattached))
+/// ```
+public struct UploadQuery: Sendable, Hashable {
+    /// Which uploads a listing shows.
+    public enum Attachment: Sendable, Hashable {
+        /// Every upload.
+        case any
+        /// Only uploads attached to no note.
+        case unattached
+        /// Only the attachments of this note.
+        case note(Int64)
+    }
+
+    /// At most this many uploads (0 or less gives none).
+    public var limit: Int
+    /// A cursor: the id of the last upload of the previous page (uploads older than it follow).
+    public var after: String?
+    public var attachment: Attachment
+
+    public init(limit: Int = 100, after: String? = nil, attachment: Attachment = .any) {
+        self.limit = limit
+        self.after = after
+        self.attachment = attachment
+    }
 }

@@ -4,6 +4,7 @@ Run through `scripts/browser-tests` (which `make test` calls); `JOTTER_BINARY` n
 """
 
 import datetime
+import json
 import os
 import shutil
 import subprocess
@@ -17,6 +18,7 @@ import zoneinfo
 from selenium.common.exceptions import NoAlertPresentException
 from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
+from selenium.webdriver.support.ui import Select
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from harness import ROOT, Server, chrome, quit_chrome, wait, wait_until  # noqa: E402
@@ -62,20 +64,40 @@ def body_text():
     return driver.execute_script("return document.getElementById('body').value")
 
 
-def open_app(path="/"):
-    """Loads the app afresh and waits until the list is shown and live updates are on."""
-    driver.get(server.url + path)
+def leave_page():
+    """Unloads the page (answering a "leave the page?" left by the test before)."""
+    driver.get("about:blank")
     try:
-        driver.switch_to.alert.accept()  # "leave the page?" left over from a failed test
+        driver.switch_to.alert.accept()
     except NoAlertPresentException:
         pass
+
+
+def open_app(path="/", autosave=True):
+    """Loads the app in a new document and waits until the list is shown and live updates are on.
+
+    Going through about:blank matters: a URL that differs from the current one only in its
+    fragment would not load a new page, and the test would inherit the last one's state (such
+    as a save still in flight). `autosave=False` holds automatic saves, for tests that look at
+    unsaved text."""
+    leave_page()
+    driver.get(server.url + path)
     wait(driver, lambda d: css("#notes").get_attribute("aria-busy") == "false", message="list loaded")
     wait(driver, lambda d: css("#connection").get_attribute("data-state") == "live", message="live updates on")
+    if not autosave:
+        driver.execute_script("document.body.dataset.autosaveDelay = '3600000'")
+
+
+def page_state():
+    """What the page shows, for a failure message."""
+    return driver.execute_script("""return {url: location.href, state: document.getElementById('save-state').textContent,
+        toast: document.getElementById('toast').hidden ? null : document.getElementById('toast-text').textContent,
+        dialog: document.querySelector('dialog[open] h2')?.textContent ?? null}""")
 
 
 def save():
     css("#save").click()
-    wait(driver, lambda d: css("#save-state").text == "Saved", message="saved")
+    wait(driver, lambda d: css("#save-state").text == "Saved", message=f"saved ({page_state()})")
 
 
 class BrowserTest(unittest.TestCase):
@@ -88,7 +110,7 @@ class BrowserTest(unittest.TestCase):
 
 class Notes(BrowserTest):
     def test_create_shows_date_and_time_like_the_original_app(self):
-        open_app()
+        open_app(autosave=False)
         css("#new-note").click()
         textarea = css("#body")
         self.assertEqual(driver.switch_to.active_element, textarea)
@@ -130,8 +152,76 @@ class Notes(BrowserTest):
         css("#delete").click()
         css('#confirm-actions [data-value="delete"]').click()
         wait(driver, lambda d: not all_css(f'.note-link[data-id="{note["id"]}"]'), message="removed from the list")
-        self.assertIsNone(server.note(note["id"]))
         self.assertTrue(css("#editor").get_attribute("hidden") is not None)
+        # Said as what happened here, with Undo for a few seconds; then it is gone for good.
+        self.assertEqual(css("#toast-text").text, "Note deleted")
+        self.assertEqual(css("#toast-action").text, "Undo")
+        wait_until(lambda: server.note(note["id"]) is None, timeout=20, message="deleted on the server")
+        wait(driver, lambda d: not css("#toast").is_displayed(), message="the Undo offer goes")
+        self.assertEqual(server.note(note["id"]), None)
+        self.assertNotIn("elsewhere", css("#toast-text").text)
+
+    def test_undo_delete_keeps_the_note(self):
+        note = server.create("Undo me\nplease")
+        open_app(f"/#/notes/{note['id']}")
+        wait(driver, lambda d: body_text() == "Undo me\nplease")
+        css("#delete").click()
+        css('#confirm-actions [data-value="delete"]').click()
+        wait(driver, lambda d: css("#toast").is_displayed() and css("#toast-text").text == "Note deleted")
+        self.assertEqual(all_css(f'.note-link[data-id="{note["id"]}"]'), [])
+        css("#toast-action").click()
+        wait(driver, lambda d: body_text() == "Undo me\nplease", message="the note is open again")
+        self.assertTrue(driver.current_url.endswith(f"#/notes/{note['id']}"))
+        self.assertTrue(all_css(f'.note-link[data-id="{note["id"]}"]'))
+        time.sleep(6)  # past the Undo window: nothing is deleted later
+        self.assertEqual(server.note(note["id"])["version"], 1)
+
+    def test_autosave(self):
+        note = server.create("Autosaved")
+        open_app(f"/#/notes/{note['id']}")
+        wait(driver, lambda d: body_text() == "Autosaved")
+        css("#body").send_keys(" as I type")
+        # No Save click: a moment after typing stops it is saved, with If-Match, and says so.
+        wait(driver, lambda d: css("#save-state").text == "Saved" and server.note(note["id"])["body"] == "Autosaved as I type",
+             timeout=15, message=f"autosaved ({page_state()})")
+        self.assertEqual(server.note(note["id"])["version"], 2)
+        # A new note is created by typing alone, once it has text.
+        css("#new-note").click()
+        css("#body").send_keys("Typed, never saved by hand")
+        wait(driver, lambda d: any(n["body"] == "Typed, never saved by hand" for n in server.notes()), timeout=15)
+        created = next(n for n in server.notes() if n["body"] == "Typed, never saved by hand")
+        wait(driver, lambda d: d.current_url.endswith(f"#/notes/{created['id']}") and css("#save-state").text == "Saved")
+
+    def test_autosave_never_overwrites_a_newer_version(self):
+        note = server.create("Base text")
+        open_app(f"/#/notes/{note['id']}")
+        wait(driver, lambda d: body_text() == "Base text")
+        driver.execute_script("document.body.dataset.autosaveDelay = '1500'")
+        server.update(note["id"], "Changed elsewhere")
+        wait(driver, lambda d: body_text() == "Changed elsewhere")
+        # An edit that races a save made elsewhere: the automatic save goes with If-Match, gets
+        # 412 and asks, as Save does.
+        driver.execute_script("""
+            const area = document.getElementById('body');
+            area.value = 'Mine, typed over the old version';
+            area.dispatchEvent(new Event('input'));""")
+        server.update(note["id"], "Changed again elsewhere")
+        wait(driver, lambda d: css("#editor-notice").is_displayed() or css("#conflict-dialog").is_displayed(), timeout=15)
+        time.sleep(2)  # longer than the autosave delay
+        self.assertEqual(server.note(note["id"])["body"], "Changed again elsewhere")
+        self.assertEqual(body_text(), "Mine, typed over the old version")
+
+    def test_too_large_a_note_says_the_limit_once(self):
+        open_app("/#/new", autosave=False)
+        driver.execute_script("""
+            const area = document.getElementById('body');
+            area.value = 'x'.repeat(1100000);
+            area.dispatchEvent(new Event('input'));""")
+        css("#save").click()
+        wait(driver, lambda d: css("#toast").is_displayed(), timeout=15, message="an error")
+        self.assertEqual(css("#toast-text").text, "Couldn't save: Notes can be at most 1 MB.")
+        self.assertEqual(css("#save-state").text, "Unsaved changes")
+        self.assertEqual(len(body_text()), 1100000)
 
     def test_search(self):
         server.create("Quince jam recipe")
@@ -165,7 +255,17 @@ class Notes(BrowserTest):
         open_app("/#/notes/987654")
         toast = css("#toast")
         wait(driver, lambda d: toast.is_displayed())
-        self.assertIn("note 987654 does not exist", css("#toast-text").text)
+        self.assertEqual(css("#toast-text").text, "There is no note 987654: it may have been deleted.")
+        # A link to a missing note leads back to the list, never to an empty "New note".
+        wait(driver, lambda d: css("#editor").get_attribute("hidden") is not None, message="editor closed")
+        self.assertTrue(css("#placeholder").is_displayed())
+        self.assertEqual(css("body").get_attribute("data-view"), "list")
+        self.assertFalse(driver.current_url.endswith("987654"))
+        # The error stays until a later success makes it stale.
+        css("#new-note").click()
+        css("#body").send_keys("After the error")
+        wait(driver, lambda d: not toast.is_displayed(), timeout=15, message="stale error cleared")
+        self.assertTrue(any(n["body"] == "After the error" for n in server.notes()))
 
 
 class Live(BrowserTest):
@@ -188,6 +288,18 @@ class Live(BrowserTest):
         server.delete(note["id"])
         wait(driver, lambda d: "Changed by the API" not in titles(), message="live delete")
 
+    def test_pages_left_behind_hold_no_connection(self):
+        # A browser allows six connections to one server. Each page left behind (kept in the
+        # back/forward cache) used to keep its event stream open, until the requests of the
+        # page in front waited for a free connection for half a minute.
+        note = server.create("Opened many times")
+        for _ in range(8):
+            open_app(f"/#/notes/{note['id']}", autosave=False)
+        wait(driver, lambda d: body_text() == "Opened many times")
+        css("#body").send_keys(", saved at once")
+        css("#save").click()
+        wait(driver, lambda d: css("#save-state").text == "Saved", timeout=5, message=f"saved without waiting ({page_state()})")
+
     def test_open_note_follows_changes_when_not_edited(self):
         note = server.create("Before")
         open_app(f"/#/notes/{note['id']}")
@@ -200,7 +312,7 @@ class Live(BrowserTest):
 class Conflicts(BrowserTest):
     def start_conflict(self, text):
         note = server.create(f"{text} original")
-        open_app(f"/#/notes/{note['id']}")
+        open_app(f"/#/notes/{note['id']}", autosave=False)
         wait(driver, lambda d: body_text() == f"{text} original")
         css("#body").send_keys(" + mine")
         server.update(note["id"], f"{text} theirs")
@@ -209,7 +321,7 @@ class Conflicts(BrowserTest):
         self.assertEqual(body_text(), f"{text} original + mine")
         css("#save").click()
         dialog = css("#conflict-dialog")
-        wait(driver, lambda d: dialog.is_displayed(), message="conflict dialog")
+        wait(driver, lambda d: dialog.is_displayed(), message=f"conflict dialog ({page_state()})")
         self.assertEqual(css("#conflict-theirs").text, f"{text} theirs")
         self.assertEqual(css("#conflict-mine").text, f"{text} original + mine")
         return note
@@ -241,7 +353,7 @@ class Conflicts(BrowserTest):
 
     def test_deleted_elsewhere_keeps_the_text(self):
         note = server.create("Gone soon")
-        open_app(f"/#/notes/{note['id']}")
+        open_app(f"/#/notes/{note['id']}", autosave=False)
         wait(driver, lambda d: body_text() == "Gone soon")
         css("#body").send_keys(" but edited")
         server.delete(note["id"])
@@ -324,7 +436,7 @@ class Attachments(BrowserTest):
 
     def test_attachments_added_elsewhere_appear(self):
         note = server.create("Shared")
-        open_app(f"/#/notes/{note['id']}")
+        open_app(f"/#/notes/{note['id']}", autosave=False)
         wait(driver, lambda d: body_text() == "Shared")
         css("#body").send_keys(" notes")  # unsaved text while a file is attached elsewhere
         boundary = "jotterboundary"
@@ -340,6 +452,45 @@ class Attachments(BrowserTest):
         save()  # only the attachments changed elsewhere: no conflict to settle
         self.assertFalse(css("#conflict-dialog").is_displayed())
         self.assertEqual(server.note(note["id"])["body"], "Shared notes")
+
+
+class Files(BrowserTest):
+    def upload(self, name, content, note_id=None):
+        boundary = "jotterboundary"
+        field = f"--{boundary}\r\nContent-Disposition: form-data; name=\"note_id\"\r\n\r\n{note_id}\r\n" if note_id else ""
+        payload = (f"{field}--{boundary}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"{name}\"\r\n"
+                   f"Content-Type: text/plain\r\n\r\n{content}\r\n--{boundary}--\r\n").encode()
+        request = urllib.request.Request(server.url + "/uploads", data=payload, method="POST",
+                                         headers={"Content-Type": f"multipart/form-data; boundary={boundary}"})
+        with urllib.request.urlopen(request, timeout=10) as response:
+            return json.loads(response.read())["uploads"][0]
+
+    def names(self):
+        return driver.execute_script("return [...document.querySelectorAll('#file-list .file-name')].map((e) => e.textContent)")
+
+    def test_files_in_no_note_can_be_attached_or_deleted(self):
+        note = server.create("Holiday plans")
+        self.upload("attached.txt", "in a note", note_id=note["id"])
+        loose = self.upload("loose.txt", "Grüße aus Köln")
+        doomed = self.upload("doomed.txt", "delete me")
+        open_app()
+        css("#files-link").click()
+        wait(driver, lambda d: sorted(self.names()) == ["doomed.txt", "loose.txt"], message="files in no note")
+        self.assertTrue(driver.current_url.endswith("#/files"))
+        row = css(f'#file-list li[data-id="{loose["id"]}"]')
+        self.assertIn("text/plain; charset=utf-8", row.text)
+        # Attach one to a note: it leaves this view and shows in the note.
+        Select(css("select", row)).select_by_visible_text("Holiday plans")
+        css('button[aria-label="Attach loose.txt"]', row).click()
+        wait(driver, lambda d: self.names() == ["doomed.txt"], message="attached file left the view")
+        self.assertEqual(server.request("GET", f"/uploads/{loose['id']}")[2]["upload"]["note_id"], note["id"])
+        wait(driver, lambda d: css(".note-files", link(note["id"])).text == "2 files", message="the note shows it")
+        # Delete the other, after confirming.
+        css(f'#file-list li[data-id="{doomed["id"]}"] button[aria-label="Delete doomed.txt"]').click()
+        css('#confirm-actions [data-value="delete"]').click()
+        wait(driver, lambda d: self.names() == [], message="deleted")
+        self.assertEqual(server.request("GET", f"/uploads/{doomed['id']}")[0], 404)
+        self.assertIn("Every file is attached to a note", css("#files-message").text)
 
 
 class Safety(BrowserTest):
@@ -401,11 +552,26 @@ class Phone(BrowserTest):
         finally:
             driver.set_window_size(1280, 800)
 
+    def test_new_note_at_phone_width_types_into_the_note(self):
+        driver.set_window_size(390, 844)
+        try:
+            open_app(autosave=False)
+            css("#new-note").click()
+            wait(driver, lambda d: css("#main").is_displayed())
+            self.assertEqual(driver.switch_to.active_element, css("#body"))
+            # Typed keys go to the text, never to the page's shortcuts (N is "new note").
+            driver.switch_to.active_element.send_keys("Phone note, nice")
+            self.assertEqual(body_text(), "Phone note, nice")
+            save()
+            self.assertTrue(any(n["body"] == "Phone note, nice" for n in server.notes()))
+        finally:
+            driver.set_window_size(1280, 800)
+
 
 class Restart(BrowserTest):
     def test_reconnects_after_the_server_restarts(self):
         note = server.create("Written before the restart")
-        open_app(f"/#/notes/{note['id']}")
+        open_app(f"/#/notes/{note['id']}", autosave=False)
         wait(driver, lambda d: body_text() == "Written before the restart")
         server.stop()
         wait(driver, lambda d: css("#connection").get_attribute("data-state") == "reconnecting", message="reconnecting")
@@ -420,6 +586,7 @@ class Restart(BrowserTest):
         wait(driver, lambda d: css("#connection").get_attribute("data-state") == "live", timeout=20, message="live again")
         save()
         self.assertEqual(server.note(note["id"])["body"], "Written before the restart, saved after it")
+        self.assertFalse(css("#toast").is_displayed(), "the error is stale once the save went through")
         server.create("After the restart")
         wait(driver, lambda d: "After the restart" in titles(), message="live after restart")
 

@@ -3,6 +3,18 @@ import Testing
 import JotterTestSupport
 import JotterAPI
 import JotterClient
+import JotterHTTP
+import Synchronization
+
+/// Counts the `/healthz` requests the server's handlers see.
+final class HealthRequests: Middleware {
+    let count = Atomic<Int>(0)
+
+    func handle(_ request: Request, context: RequestContext, next: Responder) throws -> Reply {
+        if request.path == "/healthz" { count.add(1, ordering: .relaxed) }
+        return try next(request, context)
+    }
+}
 
 /// Every `client.notes` call against the real server.
 @Suite("JotterClient: notes")
@@ -15,6 +27,20 @@ struct NotesClientTests {
             #expect(empty == "Hello !")
             let healthy = try await client.isHealthy()
             #expect(healthy)
+            #expect(try await client.health().checks?["database"] == "ok")
+        }
+    }
+
+    @Test("isHealthy is false, at once, on a server that is not ready; health() throws its 503 with the failed check")
+    func notReady() async throws {
+        let counter = HealthRequests()
+        try await withClient(configure: { $0.minimumFreeSpace = .max; $0.middleware = [counter] }) { client, _ in
+            let healthy = try await client.isHealthy()
+            #expect(!healthy)
+            #expect(counter.count.load(ordering: .relaxed) == 1, "asked once, not retried")
+            await #expect { _ = try await client.health() } throws: { error in
+                (error as? JotterClientError)?.status == 503 && (error as? JotterClientError)?.detail?.contains("free_space") == true
+            }
         }
     }
 

@@ -103,7 +103,11 @@ struct LifecycleTests {
         routes.get("/thing") { _, _ in "thing" }
         routes.post("/form") { request, _ in "name=\(try request.body().string("name") ?? "-")" }
         routes.post("/small", body: .buffered(limit: 8)) { request, _ in "\(request.rawBody.count)" }
+        routes.delete("/thing", body: .noBody) { _, _ in "deleted" }
         let client = InProcessClient(router: routes.build(), temporaryDirectory: folder)
+        // A route that says it takes no body refuses one, whatever its method's default.
+        #expect(client.send("DELETE", "/thing", body: "x=1").status == 413)
+        #expect(client.send("DELETE", "/thing").text == "deleted")
 
         let get = client.send("GET", "/thing", body: "hello")
         #expect(get.status == 413)

@@ -52,6 +52,7 @@ struct CrossUserTests {
         if path.hasPrefix("/uploads/") { return world.upload }
         if path.hasPrefix("/auth/tokens/") { return world.tokenID }
         if path == "/assets/:name" { return .some(nil) }
+        if path.hasPrefix("/admin/") { return .some(nil) }  // administrators only: see adminOnly()
         return nil
     }
 
@@ -95,6 +96,16 @@ struct CrossUserTests {
             #expect(try world.snapshot() == before)
             #expect(try app.request("GET", "/notes/\(world.note)", token: world.a).status == 200)
             #expect(try app.request("GET", "/auth/me", token: world.a).status == 200)  // A's token was not revoked by B
+        }
+    }
+
+    @Test("administrators only: /admin/backups is 403 for another user, 401 without credentials")
+    func adminOnly() throws {
+        try TestApp.with(configure: { $0.auth = .required }) { app in
+            let world = try World(app)
+            #expect(try app.request("POST", "/admin/backups", token: world.b).status == 403)
+            #expect(try app.request("DELETE", "/admin/backups/\(String(repeating: "0", count: 24))", token: world.b).status == 403)
+            #expect(try app.request("POST", "/admin/backups").status == 401)
         }
     }
 

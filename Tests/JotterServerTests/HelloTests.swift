@@ -80,6 +80,8 @@ struct HelloTests {
         #expect(wrong.status == 405)
         #expect(wrong.header("Allow") == "GET, HEAD, POST")
         let health = try request("GET", "/healthz")
-        #expect(health.text == #"{"status":"ok"}"#)
+        // {"status":"ok"} as before, with what was checked beside it (OperationsTests).
+        #expect(try health.json()["status"] as? String == "ok")
+        #expect(health.header("Content-Type") == "application/json")
     }
 }

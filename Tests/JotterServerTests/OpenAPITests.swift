@@ -122,6 +122,11 @@ struct OpenAPITests {
     static let note = Note(id: "42", body: "Buy milk", createdAt: "2026-11-30 14:35:40", updatedAt: "2026-11-30 14:35:41",
                            version: 3, attachments: [attached])
     static let empty = Note(id: "1", body: "", createdAt: "1970-01-01 00:00:00", updatedAt: "1970-01-01 00:00:00", version: 1)
+    static let backup = Backup(id: "5f0c9a1b2d3e4f5061728394", createdAt: "2026-12-01 09:30:00", jotterVersion: "0.1.0", schemaVersion: 2,
+                               notes: 2000, lastEventID: 2051, databaseSize: 4_517_560, uploads: [attached],
+                               filesURL: "/admin/backups/5f0c9a1b2d3e4f5061728394/files")
+    /// `backup.json` of a backup taken from a data folder directly.
+    static var local: Backup { var backup = backup; backup.id = ""; backup.filesURL = "."; backup.uploads = []; return backup }
     static let file = EchoResponse.File(filename: "a.txt", contentType: "text/plain", size: 3, sha256: String(repeating: "b", count: 64))
 
     /// Samples of every wire type, as the SDK's Codable types and as the server's own encoders
@@ -145,9 +150,13 @@ struct OpenAPITests {
             (NoteList.self, [NoteList(notes: [note, empty], next: "/notes?limit=2&after=1"), NoteList(notes: [], next: nil)]),
             (Upload.self, [upload, attached]),
             (UploadList.self, [UploadList(uploads: [upload, attached]), UploadList(uploads: [])]),
+            (UploadPage.self, [UploadPage(uploads: [upload, attached], next: "/uploads?limit=2&after=7c1a0e5b9d3f4a2e8b6c0d1f"), UploadPage(uploads: [], next: nil)]),
             (UploadEnvelope.self, [UploadEnvelope(upload: attached)]),
             (HelloMessage.self, [HelloMessage(message: "Hello Bob!")]),
-            (HealthStatus.self, [HealthStatus(status: "ok")]),
+            (HealthStatus.self, [HealthStatus(status: "ok"),
+                                 HealthStatus(status: "ok", checks: ["database": "ok", "data_folder": "ok", "free_space": "ok"], freeBytes: 1 << 33)]),
+            (Backup.self, [backup, local]),
+            (BackupEnvelope.self, [BackupEnvelope(backup: backup)]),
             (ProblemDetails.self, [
                 ProblemDetails(title: "Not Found", status: 404, detail: "note 42 does not exist", requestID: "k3x9a-12"),
                 ProblemDetails(title: "Unprocessable Content", status: 422, detail: "the request body has invalid fields",

@@ -107,7 +107,8 @@ struct AccountStoreTests {
         #expect(try store.notesWithAttachments(NoteQuery(order: .oldestFirst), owner: bob).map(\.0.body) == ["bob's plan"])
         #expect(try store.attachments(of: [note.id], owner: bob).isEmpty)
         #expect(try store.upload(id: file, owner: bob) == nil)
-        #expect(try store.uploads(limit: 10, owner: bob).isEmpty)
+        #expect(try store.uploads(UploadQuery(limit: 10), owner: bob)?.isEmpty == true)
+        #expect(try store.uploads(UploadQuery(limit: 10, after: file), owner: bob) == nil)  // A's id is no cursor for B
         #expect(try store.events(after: 0, limit: 100, owner: bob)?.map(\.note.body) == ["bob's plan"])
 
         #expect(try store.perform(.update(id: note.id, body: "bob was here", ifVersion: nil), owner: bob) == .notFound)

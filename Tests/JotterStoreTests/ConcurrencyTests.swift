@@ -73,7 +73,7 @@ struct ConcurrencyTests {
                         retries.add(1, ordering: .relaxed)
                     case .notFound:
                         throw FixtureError("counter note vanished")
-                    case .uploadsAdded, .uploadDeleted:
+                    case .uploadsAdded, .uploadDeleted, .uploadAttached:
                         throw FixtureError("an update answered as an upload")
                     }
                 } catch {

@@ -37,8 +37,10 @@ struct SearchTests {
     @Test(arguments: [
         ("\"", [Int]()), ("*", []), ("\"\"\"", []), ("🍕", []), ("-- ; ')", []),
         ("AND", [0, 3]), ("and OR not", []), ("NEAR(", [2]), ("NEAR(milk, eggs)", []),
-        ("\"hello\"", [2]), ("hello\"", [2]), ("a*b", [3]), ("mil*", []), ("body:milk", []),
+        ("\"hello\"", [2]), ("hello\"", [2]), ("a*b", [3]), ("mil*", [0, 1]), ("body:milk", []),
         ("(parentheses", [3]), ("\"); DROP TABLE notes; --", []), ("^milk", [0, 1]), ("milk +", [0, 1]),
+        ("a\u{0}", [0, 1, 3]), ("mil\u{0}k", []), ("milk\u{7}eggs", [0]),
+        ("\u{FFFD}", []), ("\u{10FFFF}", []), ("e\u{301}cole", [5]), ("\u{FEFF}milk", [0, 1]), ("x\"*", []),
     ])
     func hostileInputIsMatchedLiterally(search: String, expected: [Int]) throws {
         let (fixture, _) = try Self.fixture()
@@ -46,9 +48,23 @@ struct SearchTests {
         #expect(try fixture.store.notes(NoteQuery()).count == Self.bodies.count, "nothing was dropped")
     }
 
+    @Test("every word also matches longer words it begins, as while typing")
+    func prefixesMatch() throws {
+        let fixture = try StoreFixture()
+        let bodies = ["Shopping list: apples, milk", "Appointment with the dentist", "Milestones for Q3"]
+        for body in bodies { try fixture.create(body) }
+        #expect(try Self.search(fixture.store, "shop") == [bodies[0]])
+        #expect(try Self.search(fixture.store, "app") == [bodies[0], bodies[1]])
+        #expect(try Self.search(fixture.store, "mil") == [bodies[0], bodies[2]])
+        #expect(try Self.search(fixture.store, "shopping mil") == [bodies[0]])
+        #expect(try Self.search(fixture.store, "apples m") == [bodies[0]])
+        #expect(try Self.search(fixture.store, "dentists").isEmpty)  // a prefix, never a suffix or a stem
+        #expect(try Self.search(fixture.store, "hopping").isEmpty)
+    }
+
     @Test func blankSearchIsNoFilter() throws {
         let (fixture, notes) = try Self.fixture()
-        for blank in ["", "   ", "\n\t"] {
+        for blank in ["", "   ", "\n\t", "\u{0}", "\u{1}\u{7F}"] {
             #expect(try fixture.store.notes(NoteQuery(order: .oldestFirst, search: blank)) == notes)
         }
     }
@@ -83,6 +99,7 @@ struct SearchTests {
         #expect(FullTextQuery(search: nil) == .everything)
         #expect(FullTextQuery(search: " ") == .everything)
         #expect(FullTextQuery(search: "* \"") == .nothing)
-        #expect(FullTextQuery(search: "buy \"milk\" NEAR(") == .match(#""buy" AND """milk""" AND "NEAR(""#))
+        #expect(FullTextQuery(search: "buy \"milk\" NEAR(") == .match(#""buy" * AND """milk""" * AND "NEAR(" *"#))
+        #expect(FullTextQuery(search: "a\u{0}b") == .match(#""a" * AND "b" *"#))
     }
 }

@@ -11,7 +11,7 @@ extension SQLiteNoteStore {
     }
     func events(after: Int64, limit: Int) throws -> [NoteEvent]? { try events(after: after, limit: limit, owner: .unclaimed) }
     func upload(id: String) throws -> UploadRecord? { try upload(id: id, owner: .unclaimed) }
-    func uploads(limit: Int) throws -> [UploadRecord] { try uploads(limit: limit, owner: .unclaimed) }
+    func uploads(_ query: UploadQuery) throws -> [UploadRecord]? { try uploads(query, owner: .unclaimed) }
     func attachments(of noteIDs: [Int64]) throws -> [Int64: [UploadRecord]] { try attachments(of: noteIDs, owner: .unclaimed) }
     func noteWithAttachments(id: Int64) throws -> (NoteRecord, [UploadRecord])? { try noteWithAttachments(id: id, owner: .unclaimed) }
     func notesWithAttachments(_ query: NoteQuery) throws -> [(NoteRecord, [UploadRecord])] { try notesWithAttachments(query, owner: .unclaimed) }

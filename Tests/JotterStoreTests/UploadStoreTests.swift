@@ -40,9 +40,66 @@ struct UploadStoreTests {
         let store = try SQLiteNoteStore(dataDirectory: directory.path)
         let temporary = try temporaryFile(directory.path, [9])
         #expect(try store.perform(.addUploads([newUpload(temporary, size: 1)], noteID: 42)) == .notFound)
-        #expect(try store.uploads(limit: 10).isEmpty)
+        #expect(try store.uploads(UploadQuery(limit: 10)) == [])
         #expect(try FileManager.default.contentsOfDirectory(atPath: directory.path + "/uploads").isEmpty)
         #expect(FileManager.default.fileExists(atPath: temporary))
+    }
+
+    func add(_ store: SQLiteNoteStore, _ directory: TemporaryDirectory, noteID: Int64?) throws -> UploadRecord {
+        let temporary = try temporaryFile(directory.path, [7])
+        guard case .uploadsAdded(let records, _, _) = try store.perform(.addUploads([newUpload(temporary, size: 1)], noteID: noteID)) else {
+            throw FixtureError("not added")
+        }
+        return records[0]
+    }
+
+    @Test("pages newest first after a cursor, filtered by note or by none; an unknown cursor is nil")
+    func paging() throws {
+        let directory = try TemporaryDirectory()
+        let store = try SQLiteNoteStore(dataDirectory: directory.path)
+        guard case .done(let note, _) = try store.perform(.create(body: "n")) else { Issue.record("no note"); return }
+        let uploads = try (0..<7).map { try add(store, directory, noteID: $0 % 3 == 0 ? note.id : nil) }.map(\.id)
+        let newest = Array(uploads.reversed())
+        let first = try #require(try store.uploads(UploadQuery(limit: 3)))
+        #expect(first.map(\.id) == Array(newest.prefix(3)))
+        let second = try #require(try store.uploads(UploadQuery(limit: 3, after: first.last!.id)))
+        #expect(second.map(\.id) == Array(newest.dropFirst(3).prefix(3)))
+        #expect(try store.uploads(UploadQuery(limit: 10, attachment: .note(note.id)))?.map(\.id) == [uploads[6], uploads[3], uploads[0]])
+        #expect(try store.uploads(UploadQuery(limit: 10, attachment: .unattached))?.map(\.id) == [uploads[5], uploads[4], uploads[2], uploads[1]])
+        #expect(try store.uploads(UploadQuery(limit: 1, after: uploads[4], attachment: .unattached))?.map(\.id) == [uploads[2]])
+        #expect(try store.uploads(UploadQuery(limit: 10, attachment: .note(note.id + 1))) == [])
+        #expect(try store.uploads(UploadQuery(after: "0123456789abcdef01234567")) == nil)
+    }
+
+    @Test("attaching moves an upload between notes, changing the version of each with an event")
+    func attach() throws {
+        let directory = try TemporaryDirectory()
+        let store = try SQLiteNoteStore(dataDirectory: directory.path)
+        guard case .done(let first, _) = try store.perform(.create(body: "first")),
+              case .done(let second, _) = try store.perform(.create(body: "second")) else { Issue.record("no notes"); return }
+        let upload = try add(store, directory, noteID: nil)
+        guard case .uploadAttached(let attached, let events) = try store.perform(.attachUpload(id: upload.id, noteID: first.id)) else {
+            Issue.record("not attached"); return
+        }
+        #expect(attached.noteID == first.id)
+        #expect(events.map(\.note.id) == [first.id])
+        #expect(try store.note(id: first.id)?.version == 2)
+        guard case .uploadAttached(let moved, let movedEvents) = try store.perform(.attachUpload(id: upload.id, noteID: second.id)) else {
+            Issue.record("not moved"); return
+        }
+        #expect(moved.noteID == second.id)
+        #expect(movedEvents.map(\.note.id) == [first.id, second.id])
+        #expect(try store.attachments(of: [first.id, second.id]).mapValues { $0.map(\.id) } == [second.id: [upload.id]])
+        #expect(try store.perform(.attachUpload(id: upload.id, noteID: second.id)) == .uploadAttached(moved, events: []))
+        guard case .uploadAttached(let detached, let detachEvents) = try store.perform(.attachUpload(id: upload.id, noteID: nil)) else {
+            Issue.record("not detached"); return
+        }
+        #expect(detached.noteID == nil)
+        #expect(detachEvents.map(\.note.version) == [3])
+        #expect(try store.perform(.attachUpload(id: upload.id, noteID: 99)) == .notFound)
+        #expect(try store.perform(.attachUpload(id: "0123456789abcdef01234567", noteID: first.id)) == .notFound)
+        #expect(try store.upload(id: upload.id)?.noteID == nil)
+        #expect(FileManager.default.fileExists(atPath: store.contentPath(of: upload.id)))
     }
 
     @Test("start-up removes files without a row and empties tmp/, keeping stored uploads")

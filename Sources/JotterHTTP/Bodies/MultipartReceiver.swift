@@ -117,7 +117,7 @@ final class MultipartReceiver {
                 let (size, sha256) = try sink.finish()
                 files.append(UploadedFile(field: part.headers.name, filename: cleanFilename(part.headers.filename ?? ""),
                                           contentType: part.headers.contentType ?? "application/octet-stream",
-                                          size: size, sha256: sha256, location: sink.location))
+                                          size: size, sha256: sha256, location: sink.location, isUTF8: sink.isUTF8))
             } else {
                 guard let value = String(validating: part.field, as: UTF8.self) else {
                     throw HTTPError.badRequest("multipart field '\(part.headers.name)' is not valid UTF-8")
@@ -135,6 +135,9 @@ final class FileSink: MultipartFileWriter {
     private var fd: Int32
     private var hash = SHA256()
     private var size: Int64 = 0
+    /// The UTF-8 check of a text part; nil when not asked for.
+    private var utf8: UTF8Validator?
+    var isUTF8: Bool? { utf8?.isComplete }
     /// Writes are gathered into 256 KiB before they reach the file.
     private var buffer: [UInt8] = []
     private static let bufferSize = 256 << 10
@@ -145,7 +148,8 @@ final class FileSink: MultipartFileWriter {
     /// fsync that makes an upload durable has little left to do.
     private static let writebackWindow: Int64 = 16 << 20
 
-    init(directory: String) throws(HTTPError) {
+    init(directory: String, checksUTF8: Bool = false) throws(HTTPError) {
+        utf8 = checksUTF8 ? UTF8Validator() : nil
         var random = [UInt8](repeating: 0, count: 12)
         getentropy(&random, random.count)
         path = directory + "/upload-" + random.map { String($0, radix: 16).leftPadded(to: 2) }.joined() + ".part"
@@ -158,6 +162,7 @@ final class FileSink: MultipartFileWriter {
 
     func write(_ bytes: UnsafeRawBufferPointer) throws(HTTPError) {
         hash.update(bytes)
+        utf8?.update(bytes)
         size += Int64(bytes.count)
         if buffer.count + bytes.count > Self.bufferSize { try flush() }
         if bytes.count >= Self.bufferSize { try writeAll(bytes) } else { buffer.append(contentsOf: bytes) }

@@ -34,6 +34,11 @@ public enum RequestBody: Sendable {
     }
 
     static func decodeJSONObject(_ bytes: [UInt8]) throws(HTTPError) -> [String: JSONValue] {
+        // JSON text is UTF-8 (RFC 8259 §8.1); checked first, since the decoder reports bad bytes
+        // inside a string as a type mismatch.
+        var utf8 = UTF8Validator()
+        bytes.withUnsafeBytes { utf8.update($0) }
+        guard utf8.isComplete else { throw HTTPError.badRequest("malformed JSON body: it is not valid UTF-8") }
         let value: JSONValue
         do {
             value = try JSONCoding.decoder.decode(JSONValue.self, from: Data(bytes))
@@ -50,7 +55,8 @@ public enum RequestBody: Sendable {
         if case DecodingError.dataCorrupted(let context) = error {
             return context.underlyingError.map { "\($0)" } ?? context.debugDescription
         }
-        return "\(error)"
+        // Any other decoding error (the JSON itself was readable): no Swift dump in the answer.
+        return "it is not valid JSON"
     }
 
     /// The named field as a string: `nil` when absent, `422` "must be a string" when present

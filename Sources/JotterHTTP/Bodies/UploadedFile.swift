@@ -15,4 +15,6 @@ public struct UploadedFile: Sendable, Hashable {
     public var sha256: String
     /// Where the bytes are now (for temporary files, the file's path; owned by the request).
     public var location: String
+    /// For a `text/*` part, whether its bytes are well-formed UTF-8; nil when not checked.
+    public var isUTF8: Bool? = nil
 }

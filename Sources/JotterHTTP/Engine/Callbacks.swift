@@ -24,7 +24,6 @@ func engineRequestCompleted(_ cls: UnsafeMutableRawPointer?, _ connection: Opaqu
     let server = Unmanaged<HTTPServer>.fromOpaque(cls!).takeUnretainedValue()
     let state = Unmanaged<RequestState>.fromOpaque(raw).takeRetainedValue()
     server.watchdog.forget(state)
-    server.inFlight.subtract(1, ordering: .releasing)
     if let waker = state.waker {
         waker.close()
         server.wakers.unregister(waker)
@@ -40,6 +39,9 @@ func engineRequestCompleted(_ cls: UnsafeMutableRawPointer?, _ connection: Opaqu
     // A request the engine refused before our handler saw it (header section too large) still
     // reaches the middleware, with status 0: libmicrohttpd answered it by itself.
     state.lifecycle.completed(status: state.status, bytesSent: state.bytesSent, outcome: outcome)
+    // Last, after `completed` discarded the request's files: whoever waits for the requests to
+    // end (shutdown, tests) finds nothing of them left.
+    server.inFlight.subtract(1, ordering: .releasing)
 }
 
 /// The access handler: the first call brings the header section, later calls the body, the

@@ -1,13 +1,13 @@
 /// How a route reads its request body — decided from the head, before a body byte is accepted.
 ///
 /// ```swift
-/// routes.get("/notes/:id", handler: show)                                  // .none: GET takes no body
+/// routes.get("/notes/:id", handler: show)                                  // .noBody: GET takes none
 /// routes.post("/notes", body: .buffered(limit: 64 << 10), handler: create) // in memory, bounded
 /// routes.post("/uploads", body: .multipart(), handler: upload)             // files streamed to a store
 /// routes.put("/raw/:id", body: .stream { head, _ in try Receiver(head) }, handler: finish)
 /// ```
 ///
-/// Defaults: `.none` for `GET`, `HEAD` and `OPTIONS`, `.buffered()` otherwise. A body sent to a
+/// Defaults: `.noBody` for `GET`, `HEAD` and `OPTIONS`, `.buffered()` otherwise. A body sent to a
 /// route that takes none, or a file part sent to a route that takes no files, is refused
 /// before anything is stored.
 public struct BodyPolicy: Sendable {
@@ -25,8 +25,9 @@ public struct BodyPolicy: Sendable {
     /// Bytes of all file parts together, or of a raw stream. nil: the server's `maxUploadSize`.
     let streamLimit: Int64?
 
-    /// No body: any body byte is refused (`413`).
-    public static let none = BodyPolicy(kind: .none, memoryLimit: nil, streamLimit: nil)
+    /// No body: any body byte is refused (`413`). (Not `.none`, which in a `BodyPolicy?`
+    /// argument would mean "no policy given" and so the default.)
+    public static let noBody = BodyPolicy(kind: .none, memoryLimit: nil, streamLimit: nil)
 
     /// The body in memory, at most `limit` bytes (nil: the server's `--max-body-size`). A
     /// multipart body is accepted for its plain fields; a file part in it is refused (`415`).
@@ -50,7 +51,7 @@ public struct BodyPolicy: Sendable {
 
     /// The default for `method`.
     static func standard(for method: HTTPMethod) -> BodyPolicy {
-        method == .get || method == .head || method == .options ? .none : .buffered()
+        method == .get || method == .head || method == .options ? .noBody : .buffered()
     }
 
     var isBuffered: Bool { if case .buffered = kind { true } else { false } }
@@ -82,14 +83,22 @@ public protocol MultipartFileWriter: AnyObject {
     func write(_ bytes: UnsafeRawBufferPointer) throws(HTTPError)
     /// All bytes written: their count and SHA-256 (64 lowercase hex digits).
     func finish() throws(HTTPError) -> (size: Int64, sha256: String)
+    /// For a text part, whether all its bytes were well-formed UTF-8; nil when not checked.
+    var isUTF8: Bool? { get }
     /// Removes what was written (the request failed, or its handler did not take the file).
     func discard()
+}
+
+extension MultipartFileWriter {
+    /// Not checked, unless a writer says otherwise.
+    public var isUTF8: Bool? { nil }
 }
 
 /// The default `MultipartFileStore`: a temporary file per part, hashed as it is written.
 public struct TemporaryFileStore: MultipartFileStore {
     public init() {}
     public func open(field: String, filename: String, contentType: String, temporaryDirectory: String) throws(HTTPError) -> any MultipartFileWriter {
-        try FileSink(directory: temporaryDirectory)
+        // Text is checked for UTF-8 as it streams in, so it can be served with its charset.
+        try FileSink(directory: temporaryDirectory, checksUTF8: MediaType(contentType)?.essence.hasPrefix("text/") == true)
     }
 }

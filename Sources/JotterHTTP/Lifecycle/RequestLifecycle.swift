@@ -71,6 +71,7 @@ final class RequestLifecycle {
         self.target = target
         self.remoteAddress = remoteAddress
         self.started = started
+        context.started = started
         stack = router.stack
     }
 

@@ -1,8 +1,8 @@
 import Synchronization
 
 /// Request counts by method, route and status, and a latency histogram by route, in the
-/// Prometheus text format. A middleware: it records each request when it is over — later
-/// replies with their real status, requests refused before routing as route `unmatched`.
+/// Prometheus text format. A middleware: it records each answer as it is handed to the engine —
+/// later replies with their real status, requests refused before routing as route `unmatched`.
 ///
 /// Every label comes from a closed set, so no request can add series: the route pattern
 /// (`/notes/:id`, never the raw path), the standard methods (anything else is `other`), and
@@ -34,19 +34,48 @@ public final class Metrics: Middleware {
     }
 
     private let routes = Mutex<[String: Series]>([:])
+    /// Text the application appends to every `render()`: gauges it owns (see `addCollector`).
+    private let collectors = Mutex<[@Sendable () -> String]>([])
 
     public static let contentType = "text/plain; version=0.0.4; charset=utf-8"
 
     public init() {}
 
+    /// Appends what `collector` returns (whole `# HELP`/`# TYPE`/sample lines) to every
+    /// `render()`, after the request metrics.
+    public func addCollector(_ collector: @escaping @Sendable () -> String) {
+        collectors.withLock { $0.append(collector) }
+    }
+
     /// The methods counted by name; any other is counted as `other` (the last index).
     static let methods = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "other"]
 
+    /// Counts every answer the server makes, as it is handed over — before the client can see it,
+    /// so a client that reads `/metrics` next finds its request counted.
+    public func handle(_ request: Request, context: RequestContext, next: Responder) throws -> Reply {
+        let reply = try next(request, context)
+        if let response = reply.response {
+            record(request.head, context: context, status: response.status.code)
+            return reply
+        }
+        return reply.map { [self] response in
+            record(request.head, context: context, status: response.status.code)
+            return response
+        }
+    }
+
+    /// Counts what libmicrohttpd answered by itself before the request reached the middleware
+    /// (a request line or header section too long: status 0, route `unmatched`).
     public func completed(_ exchange: CompletedExchange) {
-        let name = exchange.head?.originalMethod.rawValue
+        guard exchange.head == nil else { return }
+        record(method: Self.methods.count - 1, route: "unmatched", status: exchange.status,
+               seconds: Double(exchange.microseconds) / 1_000_000)
+    }
+
+    private func record(_ head: RequestHead, context: RequestContext, status: Int) {
+        let name = head.originalMethod.rawValue
         let method = Self.methods.firstIndex { $0 == name } ?? Self.methods.count - 1
-        record(method: method, route: exchange.context.route ?? "unmatched", status: exchange.status,
-               seconds: Double(exchange.responseMicroseconds ?? exchange.microseconds) / 1_000_000)
+        record(method: method, route: context.route ?? "unmatched", status: status, seconds: Double(context.elapsedMicroseconds) / 1_000_000)
     }
 
     func record(method: Int, route: String, status: Int, seconds: Double) {
@@ -76,10 +105,11 @@ public final class Metrics: Middleware {
             text += "jotter_http_request_duration_seconds_sum{\(label)} \(series.sum)\n"
             text += "jotter_http_request_duration_seconds_count{\(label)} \(series.total)\n"
         }
+        for collector in collectors.withLock({ $0 }) { text += collector() }
         return text
     }
 
-    private static func escape(_ value: String) -> String {
+    public static func escape(_ value: String) -> String {
         value.replacing("\\", with: "\\\\").replacing("\"", with: "\\\"").replacing("\n", with: "\\n")
     }
 }

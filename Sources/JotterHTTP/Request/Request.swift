@@ -68,6 +68,11 @@ public struct RequestContext: Sendable {
     public var requestID = "-"
     /// The pattern of the route that answers (`/notes/:id`); nil when none matched.
     public internal(set) var route: String?
+    /// When the request line arrived (monotonic microseconds).
+    var started: UInt64 = 0
+
+    /// Microseconds since the request line arrived.
+    public var elapsedMicroseconds: Int { started == 0 ? 0 : Int(Clock.microseconds() - started) }
     /// An error found before the handler (routing, framing, a head-phase refusal, the body),
     /// thrown by the responder that stands in for the handler, so that it passes through the
     /// same middleware as every answer.

@@ -102,7 +102,7 @@ struct RouteMatch {
     var route: Route?
     var parameters = Parameters()
     /// How the body is read.
-    var body: BodyPolicy = .none
+    var body: BodyPolicy = .noBody
     /// The middleware whose head phase runs now.
     var stack: MiddlewareStack
     /// A POST whose buffered body may carry `_method`: the routes it may pick from, and the POST

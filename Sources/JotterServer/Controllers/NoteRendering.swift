@@ -13,7 +13,7 @@ extension Note {
 
 extension Upload {
     /// The wire form of a stored upload.
-    init(_ record: UploadRecord) {
+    package init(_ record: UploadRecord) {
         self.init(id: record.id, filename: record.filename, contentType: record.contentType, size: record.size,
                   sha256: record.sha256, createdAt: Timestamp.format(record.createdAt),
                   noteID: record.noteID.map(String.init), url: "/uploads/\(record.id)/content")
@@ -44,13 +44,27 @@ enum NoteRendering {
 
 /// Parsing of the pieces of a notes request.
 enum NoteInput {
-    /// A path id: decimal digits only, else `404` (no note can have such an id).
+    /// A path id: a note id as the API writes them, else `404` (no note can have such an id).
     static func id(_ context: RequestContext) throws(HTTPError) -> Int64 {
         let text = context.parameters["id"] ?? ""
-        guard isDigits(text), let id = Int64(text) else {
+        guard let id = noteID(text) else {
             throw HTTPError(.notFound, detail: "note \(text) does not exist")
         }
         return id
+    }
+
+    /// The note id `text` names: decimal digits exactly as the API writes ids (`"42"`; never
+    /// `"042"` or `"+42"`), else nil.
+    static func noteID(_ text: String) -> Int64? {
+        guard isDigits(text), let id = Int64(text), String(id) == text else { return nil }
+        return id
+    }
+
+    /// A `limit` query value: 1…1000 (larger numbers act as 1000), nil when not a whole number from 1.
+    static func limit(_ text: String) -> Int? {
+        // Digits only; a number too large for Int acts as the maximum, like any over 1000.
+        let value = isDigits(text) ? (Int(text) ?? Int.max) : 0
+        return value >= 1 ? min(value, 1000) : nil
     }
 
     /// The `body` field: `nil` when absent, `422` when not a string.
@@ -64,9 +78,7 @@ enum NoteInput {
         var query = NoteQuery()
         var errors: [HTTPError.FieldError] = []
         if let limit = fields["limit"] {
-            // Digits only; a number too large for Int acts as the maximum, like any over 1000.
-            let value = isDigits(limit) ? (Int(limit) ?? Int.max) : 0
-            if value >= 1 { query.limit = min(value, 1000) }
+            if let value = Self.limit(limit) { query.limit = value }
             else { errors.append(.init(field: "limit", message: "must be a whole number from 1 to 1000")) }
         }
         if let after = fields["after"] {

@@ -4,13 +4,14 @@ import JotterWire
 
 /// The OpenAPI operations of `NotesController`.
 enum NotesOperations {
-    static let id = OpenAPIParameter.path("id", .string(pattern: "^[0-9]+$", example: "42"),
-                                          description: "the note's id (decimal digits); any other id is `404`")
+    static let id = OpenAPIParameter.path("id", .string(pattern: "^([1-9][0-9]*|0)$", example: "42"),
+                                          description: "the note's id, as the API writes it (decimal digits, no leading zero); any other id is `404`")
     static let etag = OpenAPIHeader("the note's version, quoted: `\"3\"`", schema: .string(pattern: "^\"[0-9]+\"$"))
-    static let ifMatch = OpenAPIParameter.header("If-Match", description: "ETags separated by commas (`\"3\"`), or `*`: when none is the note's current one (a malformed value never is), nothing changes and the answer is `412`")
-    static let stale = OpenAPIResponse.problem("`If-Match` names another version; its `ETag` header is the current one", headers: ["ETag": etag])
+    static let ifMatch = OpenAPIParameter.header("If-Match", description: "ETags in double quotes separated by commas (`\"3\"`), or `*`: when none is the note's current one, nothing changes and the answer is `412`; any other form (`3`) is `400`")
+    static let ifNoneMatch = OpenAPIParameter.header("If-None-Match", description: "ETags in double quotes separated by commas, or `*`: when one is the note's current one (`*`: the note exists), nothing changes and the answer is `412`; any other form is `400`")
+    static let stale = OpenAPIResponse.problem("`If-Match` names another version, or `If-None-Match` this one; its `ETag` header is the current one", headers: ["ETag": etag])
     static let missing = OpenAPIResponse.problem("no note has this id")
-    static let malformedBody = OpenAPIResponse.problem("the body is malformed (bad JSON, percent-encoding, UTF-8 or multipart), or `_method` is not PUT, PATCH or DELETE")
+    static let malformedBody = OpenAPIResponse.problem("the body is malformed (bad JSON, percent-encoding, UTF-8 or multipart), `_method` is not PUT, PATCH or DELETE, or (on a write) `If-Match`/`If-None-Match` is not `*` or quoted ETags")
     static let tooLarge = OpenAPIResponse.problem("the body is over the server's limit")
     static let unsupported = OpenAPIResponse.problem("the body is not form-urlencoded, multipart or JSON, or it has a file part (nothing of it is stored)")
     static let notString = OpenAPIResponse.problem("`body` is not a string, or a multipart body has too many parts")
@@ -73,7 +74,7 @@ enum NotesOperations {
             operationID: method == "PUT" ? "updateNote" : "patchNote", summary: "Update a note",
             description: "A missing note is `404`; then `If-Match` is checked; without a `body` field nothing changes (`No Body Sent`). Also `POST /notes/{id}` with `_method=\(method)` or `X-HTTP-Method-Override: \(method)`. Answered once the change is durable.",
             tags: ["notes"],
-            parameters: [id, ifMatch],
+            parameters: [id, ifMatch, ifNoneMatch],
             requestBody: .fields(.ref(named: "NoteFields"), required: false),
             responses: [
                 200: .json(.ref(NoteEnvelope.self), "updated (`Note Updated`), or unchanged (`No Body Sent`)", headers: ["ETag": etag]),
@@ -85,9 +86,9 @@ enum NotesOperations {
         operationID: "deleteNote", summary: "Delete a note and its attachments",
         description: "Also `POST /notes/{id}` with `_method=DELETE` or `X-HTTP-Method-Override: DELETE`. Answered once the deletion is durable.",
         tags: ["notes"],
-        parameters: [id, ifMatch],
+        parameters: [id, ifMatch, ifNoneMatch],
         responses: [
             200: .json(.ref(NoteEnvelope.self), "the note as it was (`Note Deleted`)", headers: ["ETag": etag]),
-            404: missing, 412: stale,
+            400: .problem("`If-Match` or `If-None-Match` is not `*` or quoted ETags"), 404: missing, 412: stale,
         ])
 }

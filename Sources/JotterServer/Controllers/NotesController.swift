@@ -106,19 +106,9 @@ struct NotesController<Store: NoteStore & UploadStore> {
         return Note(record, attachments: attachments)
     }
 
-    /// The version the write must find (`nil`: any), or `412` when `If-Match` names another.
+    /// The version the write must find (`nil`: any); `412`/`400` from the conditional headers.
     private func checkIfMatch(_ request: Request, current: Note) throws(HTTPError) -> Int64? {
-        guard let header = request.headers["If-Match"] else { return nil }
-        let condition = EntityTagCondition(header)
-        guard condition.matches(current.etag, weak: false) else {
-            throw Self.stale(current)
-        }
-        return condition == .any ? nil : Int64(current.version)
-    }
-
-    private static func stale(_ current: Note) -> HTTPError {
-        HTTPError(.preconditionFailed, detail: "note \(current.id) has changed: its version is now \(current.version) (ETag \(current.etag))",
-                  headers: HTTPHeaders([("ETag", current.etag)]))
+        try NotePreconditions.check(request, current: current)
     }
 
     /// Submits `write` and answers once it is durable, publishing its event first. The writer
@@ -140,8 +130,8 @@ struct NotesController<Store: NoteStore & UploadStore> {
                     case .notFound:
                         throw HTTPError(.notFound, detail: "note does not exist")
                     case .versionMismatch(let current):
-                        throw Self.stale(try NoteRendering.note(current, owner: owner, store: store))
-                    case .uploadsAdded, .uploadDeleted:
+                        throw NotePreconditions.stale(try NoteRendering.note(current, owner: owner, store: store))
+                    case .uploadsAdded, .uploadDeleted, .uploadAttached:
                         throw HTTPError(.internalServerError)
                     }
                 }

@@ -22,5 +22,6 @@ enum OpenAPIOperations {
     /// The component schemas: the wire types' own, and the request fields.
     static var components: [String: JSONSchema] {
         JSONSchema.components(WireSchemas.types).merging(NotesOperations.components) { first, _ in first }
+            .merging(HealthOperations.components) { first, _ in first }
     }
 }

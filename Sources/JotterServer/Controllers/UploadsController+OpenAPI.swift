@@ -39,8 +39,32 @@ enum UploadsOperations {
     static let alias = OpenAPIOperation.alias(of: "/uploads", note: "the path of the original upload recipe's client")
 
     static let list = OpenAPIOperation(
-        operationID: "listUploads", summary: "List uploads, newest first (at most 1000)", tags: ["uploads"],
-        responses: [200: .json(.ref(UploadList.self), "the uploads")])
+        operationID: "listUploads", summary: "List uploads, newest first", tags: ["uploads"],
+        parameters: [
+            .query("limit", .integer(minimum: 1, description: "values over 1000 act as 1000"), description: "uploads per page (default 100)"),
+            .query("after", .string(pattern: Upload.idPattern), description: "cursor: the id of the last upload of the previous page"),
+            .query("note_id", .string(pattern: "^([1-9][0-9]*|0)?$"),
+                   description: "only the attachments of this note; empty (`note_id=`): only the uploads attached to no note"),
+        ],
+        responses: [
+            200: .json(.ref(UploadPage.self), "a page, and the path of the next one"),
+            400: .problem("a query parameter is invalid, or `after` names no upload (each one is listed in `errors`)"),
+        ])
+
+    static let attach = OpenAPIOperation(
+        operationID: "attachUpload", summary: "Attach an upload to a note, or to none",
+        description: "The note it leaves and the note it joins each get a new version (a `note.updated` event each); attaching it where it is changes nothing. Answered once the change is durable.",
+        tags: ["uploads"],
+        parameters: [id],
+        requestBody: .fields(.object(["note_id": .string(pattern: "^([1-9][0-9]*|0)?$", description: "the note to attach it to; empty means none")]),
+                             required: true),
+        responses: [
+            200: .json(.ref(UploadEnvelope.self), "the upload as it is now attached"),
+            400: .problem("the body is malformed"),
+            404: .problem("no upload has this id, or `note_id` names no note"),
+            415: .problem("the body is not form-urlencoded, multipart or JSON"),
+            422: .problem("`note_id` is absent or not a string"),
+        ])
 
     static let show = OpenAPIOperation(
         operationID: "showUpload", summary: "Show an upload", tags: ["uploads"],

@@ -15,7 +15,8 @@ struct UploadsController<Store: NoteStore & UploadStore> {
         routes.post("/upload", body: .multipart(), operation: UploadsOperations.alias, handler: create)
         routes.get("/uploads", operation: UploadsOperations.list, handler: list)
         routes.get("/uploads/:id", operation: UploadsOperations.show, handler: show)
-        routes.delete("/uploads/:id", body: .none, operation: UploadsOperations.delete, handler: delete)
+        routes.patch("/uploads/:id", operation: UploadsOperations.attach, handler: attach)
+        routes.delete("/uploads/:id", body: .noBody, operation: UploadsOperations.delete, handler: delete)
         routes.get("/uploads/:id/content", operation: UploadsOperations.content, handler: content)
     }
 
@@ -27,13 +28,10 @@ struct UploadsController<Store: NoteStore & UploadStore> {
         guard !request.files.isEmpty else {
             throw HTTPError.validation([.init(field: "file", message: "at least one file part is required")])
         }
-        var noteID: Int64?
-        if let text = try fields.string("note_id"), !text.isEmpty {
-            guard NoteInput.isDigits(text), let id = Int64(text) else { throw HTTPError(.notFound, detail: "note \(text) does not exist") }
-            noteID = id
-        }
+        let noteID = try UploadInput.noteField(try fields.string("note_id") ?? "")
         let uploads = request.files.map {
-            NewUpload(temporaryPath: $0.location, filename: $0.filename, contentType: UploadPolicy.contentType($0.contentType),
+            NewUpload(temporaryPath: $0.location, filename: $0.filename,
+                      contentType: UploadPolicy.contentType($0.contentType, isUTF8: $0.isUTF8 == true),
                       size: $0.size, sha256: $0.sha256)
         }
         let store = self.store, events = self.events, target = noteID, owner = context.owner
@@ -52,8 +50,40 @@ struct UploadsController<Store: NoteStore & UploadStore> {
         }
     }
 
-    @Sendable func list(_ request: Request, _ context: RequestContext) throws -> JSON<UploadList> {
-        JSON(UploadList(uploads: try store.uploads(limit: 1000, owner: context.owner).map(Upload.init)))
+    @Sendable func list(_ request: Request, _ context: RequestContext) throws -> JSON<UploadPage> {
+        let query = try UploadInput.query(request)
+        var page = query
+        page.limit = query.limit + 1  // one more tells whether there is a next page
+        guard var records = try store.uploads(page, owner: context.owner) else {
+            throw HTTPError.badQuery([.init(field: "after", message: "names no upload (deleted meanwhile?): list again from the start")])
+        }
+        let more = records.count > query.limit
+        if more { records.removeLast() }
+        let next = more ? records.last.map { UploadInput.next(query, last: $0.id) } : nil
+        return JSON(UploadPage(uploads: records.map(Upload.init), next: next))
+    }
+
+    /// `PATCH /uploads/{id}` with `note_id`: attaches the upload to that note (empty: to none).
+    @Sendable func attach(_ request: Request, _ context: RequestContext) throws -> Reply {
+        let upload = try existing(context)
+        guard let text = try request.body().string("note_id") else {
+            throw HTTPError.validation([.init(field: "note_id", message: "is required (empty for no note)")])
+        }
+        let noteID = try UploadInput.noteField(text)
+        let store = self.store, events = self.events, owner = context.owner
+        return Reply.later { done in
+            store.submit(.attachUpload(id: upload.id, noteID: noteID), owner: owner) { result in
+                if case .success(.uploadAttached(_, let changes)) = result {
+                    for event in changes { events.publish(audience: owner.id) { try NoteRendering.event(event, owner: owner, store: store) } }
+                }
+                done {
+                    guard case .uploadAttached(let record, _) = try result.get() else {
+                        throw HTTPError(.notFound, detail: "note \(text) does not exist")
+                    }
+                    return try JSON(UploadEnvelope(upload: Upload(record))).response(for: request)
+                }
+            }
+        }
     }
 
     @Sendable func show(_ request: Request, _ context: RequestContext) throws -> JSON<UploadEnvelope> {
@@ -81,7 +111,7 @@ struct UploadsController<Store: NoteStore & UploadStore> {
     @Sendable func content(_ request: Request, _ context: RequestContext) throws -> Response {
         let upload = try existing(context)
         let etag = "\"\(upload.sha256)\""
-        var headers = HTTPHeaders([
+        let headers = HTTPHeaders([
             ("Content-Type", upload.contentType), ("ETag", etag), ("Accept-Ranges", "bytes"),
             ("Content-Disposition", UploadPolicy.disposition(for: upload)),
             ("Content-Security-Policy", "sandbox; default-src 'none'"),
@@ -91,26 +121,14 @@ struct UploadsController<Store: NoteStore & UploadStore> {
         }
         let fd = open(store.contentPath(of: upload.id), O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { throw HTTPError(.notFound, detail: "the content of upload \(upload.id) is gone") }
-        let size = UInt64(upload.size)
         // If-Range with another validator: the whole content.
         let rangeHeader = request.headers["If-Range"].map { $0 == etag } == false ? nil : request.headers["Range"]
-        switch ByteRange(rangeHeader, size: size) {
-        case .full:
-            return Response.file(fd: fd, length: size, headers: headers)
-        case .partial(let range):
-            headers.add("Content-Range", "bytes \(range.lowerBound)-\(range.upperBound)/\(size)")
-            return Response.file(fd: fd, offset: range.lowerBound, length: range.upperBound - range.lowerBound + 1,
-                                 status: HTTPStatus(206), headers: headers)
-        case .unsatisfiable:
-            close(fd)
-            throw HTTPError(HTTPStatus(416), detail: "the range is outside the \(size) bytes of upload \(upload.id)",
-                            headers: HTTPHeaders([("Content-Range", "bytes */\(size)")]))
-        }
+        return try Response.ranged(fd: fd, size: UInt64(upload.size), range: rangeHeader, headers: headers, what: "upload \(upload.id)")
     }
 
     private func existing(_ context: RequestContext) throws -> UploadRecord {
         let id = context.parameters["id"] ?? ""
-        guard id.utf8.count == 24, id.utf8.allSatisfy({ ASCII.isHexLowercase($0) }), let upload = try store.upload(id: id, owner: context.owner) else {
+        guard UploadInput.isUploadID(id), let upload = try store.upload(id: id, owner: context.owner) else {
             throw HTTPError(.notFound, detail: "upload \(id) does not exist")
         }
         return upload
@@ -129,18 +147,40 @@ enum UploadPolicy {
     /// so an upload never runs as a page of this site.
     static let inlineTypes: Set<String> = ["image/png", "image/jpeg", "image/gif", "image/webp", "text/plain", "application/pdf"]
 
-    /// The part's media type, lowercased essence with its parameters, or octet-stream when unusable.
-    static func contentType(_ contentType: String) -> String {
+    /// The part's media type as stored: its lowercased essence, or octet-stream when unusable.
+    /// Text (`text/*`) whose bytes are UTF-8 gets `; charset=utf-8`, so that browsers don't
+    /// guess another encoding.
+    static func contentType(_ contentType: String, isUTF8: Bool = false) -> String {
         guard let media = MediaType(contentType), media.essence.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else {
             return "application/octet-stream"
         }
-        return media.essence
+        return isUTF8 && media.essence.hasPrefix("text/") ? media.essence + "; charset=utf-8" : media.essence
     }
 
     /// `inline` for the safe types, `attachment` otherwise, with the name in both forms.
     static func disposition(for upload: UploadRecord) -> String {
-        let kind = inlineTypes.contains(upload.contentType) ? "inline" : "attachment"
+        let kind = inlineTypes.contains(MediaType(upload.contentType)?.essence ?? "") ? "inline" : "attachment"
         let ascii = String(upload.filename.unicodeScalars.map { $0.isASCII && $0 != "\"" && $0 != "\\" ? Character($0) : "_" })
         return "\(kind); filename=\"\(ascii)\"; filename*=UTF-8''\(FormFields.escape(upload.filename).replacing("+", with: "%20"))"
+    }
+}
+
+extension Response {
+    /// The `size` bytes of the open file `fd`: whole, or the single range a `Range` header asks
+    /// for (`206` with `Content-Range`); a range outside them closes `fd` and throws `416`.
+    static func ranged(fd: Int32, size: UInt64, range: String?, headers: HTTPHeaders, what: String) throws -> Response {
+        var headers = headers
+        switch ByteRange(range, size: size) {
+        case .full:
+            return Response.file(fd: fd, length: size, headers: headers)
+        case .partial(let range):
+            headers.add("Content-Range", "bytes \(range.lowerBound)-\(range.upperBound)/\(size)")
+            return Response.file(fd: fd, offset: range.lowerBound, length: range.upperBound - range.lowerBound + 1,
+                                 status: HTTPStatus(206), headers: headers)
+        case .unsatisfiable:
+            close(fd)
+            throw HTTPError(HTTPStatus(416), detail: "the range is outside the \(size) bytes of \(what)",
+                            headers: HTTPHeaders([("Content-Range", "bytes */\(size)")]))
+        }
     }
 }

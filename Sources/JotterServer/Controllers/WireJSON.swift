@@ -57,6 +57,15 @@ extension UploadList: JSONWritable {
     }
 }
 
+extension UploadPage: JSONWritable {
+    public func write(to json: inout JSONWriter) {
+        json.object { json in
+            json.field("next") { $0.optionalString(next) }
+            json.field("uploads") { $0.array(uploads) { json, upload in upload.write(to: &json) } }
+        }
+    }
+}
+
 extension UploadEnvelope: JSONWritable {
     public func write(to json: inout JSONWriter) {
         json.object { json in json.field("upload") { upload.write(to: &$0) } }

@@ -82,7 +82,7 @@ export async function setupAccount({ signedIn }) {
 
 """#),
         "api.js": WebAsset(
-            contentType: "text/javascript; charset=utf-8", etag: #""7674ba43511d0b41""#,
+            contentType: "text/javascript; charset=utf-8", etag: #""60b168918d7db5a5""#,
             text: #"""
 // The Jotter HTTP API (docs/API.md): JSON requests, problem+json errors in words, uploads
 // through XMLHttpRequest for their progress events.
@@ -110,8 +110,31 @@ function parse(text) {
   }
 }
 
+/** `1 MB` for 1048576: a limit as people say it (whole units when it is one). */
+function limitInWords(bytes) {
+  const units = ['bytes', 'KB', 'MB', 'GB', 'TB'];
+  let value = bytes;
+  let unit = 0;
+  while (value >= 1024 && unit < units.length - 1) {
+    value /= 1024;
+    unit += 1;
+  }
+  return `${Number.isInteger(value) ? value : value.toFixed(1)} ${units[unit]}`;
+}
+
+/**
+ * What was too large, in a person's words: `413` answers name the limit in bytes and the
+ * server option ("larger than the limit of 1048576 bytes (--max-body-size)").
+ */
+function tooLarge(data, what) {
+  const limit = /limit of (\d+) bytes/.exec(data?.detail ?? '');
+  const size = limit ? limitInWords(Number(limit[1])) : null;
+  return size ? `${what} can be at most ${size}.` : `${what} are larger than the server accepts.`;
+}
+
 /** The error for a non-2xx answer: the problem's detail plus any field errors. */
-function problem(status, statusText, data, etag) {
+function problem(status, statusText, data, etag, what = 'Notes') {
+  if (status === 413) return new ApiError(tooLarge(data, what), { status, etag });
   let message = data?.detail || data?.title || `The server answered ${status} ${statusText}`.trim();
   if (Array.isArray(data?.errors) && data.errors.length) {
     message += ` (${data.errors.map((e) => `${e.field} ${e.message}`).join('; ')})`;
@@ -132,7 +155,7 @@ export function onUnauthorized(handler) {
   unauthorized = handler;
 }
 
-async function request(method, path, { json, ifMatch } = {}) {
+async function request(method, path, { json, ifMatch, keepalive = false } = {}) {
   const headers = { Accept: 'application/json' };
   if (json !== undefined) headers['Content-Type'] = 'application/json';
   if (ifMatch) headers['If-Match'] = ifMatch;
@@ -144,6 +167,7 @@ async function request(method, path, { json, ifMatch } = {}) {
       headers,
       body: json === undefined ? undefined : JSON.stringify(json),
       cache: 'no-store',
+      keepalive,
     });
   } catch {
     throw new ApiError(UNREACHABLE);
@@ -169,10 +193,18 @@ export const createNote = async (body) => (await request('POST', '/notes', { jso
 export const updateNote = async (id, body, ifMatch) =>
   (await request('PUT', `/notes/${encodeURIComponent(id)}`, { json: { body }, ifMatch })).note;
 
-export const deleteNote = async (id, ifMatch) =>
-  (await request('DELETE', `/notes/${encodeURIComponent(id)}`, { ifMatch })).note;
+/** Deletes note `id` if it is still `ifMatch`; `keepalive` lets it finish while the page unloads. */
+export const deleteNote = async (id, ifMatch, { keepalive = false } = {}) =>
+  (await request('DELETE', `/notes/${encodeURIComponent(id)}`, { ifMatch, keepalive })).note;
 
 export const deleteUpload = async (id) => (await request('DELETE', `/uploads/${encodeURIComponent(id)}`)).upload;
+
+/** One page of uploads: `{uploads, next}`; `url` is `/uploads?…` or a page's `next`. */
+export const listUploads = (url) => request('GET', url);
+
+/** Attaches upload `id` to note `noteId` (`''`: to no note); the upload as it is now. */
+export const attachUpload = async (id, noteId) =>
+  (await request('PATCH', `/uploads/${encodeURIComponent(id)}`, { json: { note_id: noteId } })).upload;
 
 /**
  * Uploads `file` attached to note `noteId`, calling `onProgress(loaded, total)` as bytes go out.
@@ -191,7 +223,7 @@ export function uploadFile(file, noteId, onProgress) {
       const data = parse(xhr.responseText);
       if (xhr.status === 401) unauthorized();
       if (xhr.status >= 200 && xhr.status < 300) resolve(data?.uploads ?? []);
-      else reject(problem(xhr.status, xhr.statusText, data, null));
+      else reject(problem(xhr.status, xhr.statusText, data, null, 'Files'));
     });
     xhr.addEventListener('error', () => reject(new ApiError(
       "The upload didn't go through: the server closed the connection or can't be reached.")));
@@ -206,15 +238,16 @@ export function uploadFile(file, noteId, onProgress) {
 
 """#),
         "app.js": WebAsset(
-            contentType: "text/javascript; charset=utf-8", etag: #""6284727f37ac5ee2""#,
+            contentType: "text/javascript; charset=utf-8", etag: #""e3030d9d11c26873""#,
             text: #"""
 // Jotter's web app: the list of notes (search, paging, live updates) and the routes
-// `#/` (the list), `#/new` and `#/notes/{id}` (the editor).
+// `#/` (the list), `#/new` and `#/notes/{id}` (the editor), `#/files` (files in no note).
 
 import * as api from './api.js';
 import { announce, byId, el } from './dom.js';
 import { dialogOpen } from './dialogs.js';
 import { createEditor } from './editor.js';
+import { createFiles } from './files.js';
 import { formatDay, formatTime, isoTimestamp, parseTimestamp, titleAndPreview } from './format.js';
 import { connectLive } from './live.js';
 import { setupAccount } from './account.js';
@@ -230,6 +263,7 @@ const state = {
   error: null,
   request: 0, // the current list request, so late answers to older ones are dropped
   fresh: new Set(), // ids that just arrived live (highlighted once)
+  hidden: new Set(), // ids deleted here while Undo is still offered
 };
 
 const listElement = byId('notes');
@@ -240,6 +274,17 @@ const search = byId('search');
 /** The list as the editor sees it. */
 const notes = {
   find: (id) => state.notes.find((note) => note.id === id),
+  /** The loaded notes that are shown, newest first. */
+  all: () => state.notes.filter((note) => !state.hidden.has(note.id)),
+  /** Takes `id` out of sight (deleted, Undo still possible); `unhide` brings it back. */
+  hide(id) {
+    state.hidden.add(id);
+    renderList();
+  },
+  unhide(id) {
+    state.hidden.delete(id);
+    renderList();
+  },
   /** Adds or replaces `note` (an older version never replaces a newer one). */
   upsert(note, { fresh = false } = {}) {
     const index = state.notes.findIndex((known) => known.id === note.id);
@@ -258,6 +303,7 @@ const notes = {
   remove(id) {
     const count = state.notes.length;
     state.notes = state.notes.filter((note) => note.id !== id);
+    state.hidden.delete(id);
     if (state.notes.length !== count) renderList();
   },
 };
@@ -278,6 +324,7 @@ async function loadFirstPage() {
     if (request !== state.request) return;
     state.notes = page.notes;
     state.next = page.next;
+    clearError();
   } catch (error) {
     if (request !== state.request) return;
     state.error = error.message;
@@ -326,12 +373,13 @@ function noteItem(note) {
 function renderList() {
   // Rebuilding the list must not take the keyboard focus away from the note it was on.
   const focused = document.activeElement?.closest?.('.note-link')?.dataset.id;
-  listElement.replaceChildren(...state.notes.map(noteItem));
+  const shown = notes.all();
+  listElement.replaceChildren(...shown.map(noteItem));
   if (focused) listElement.querySelector(`.note-link[data-id="${CSS.escape(focused)}"]`)?.focus();
   listElement.setAttribute('aria-busy', String(state.loading));
 
   const message = byId('list-message');
-  const empty = state.notes.length === 0;
+  const empty = shown.length === 0;
   message.hidden = !(state.error || empty);
   message.dataset.kind = state.error ? 'error' : state.loading ? 'loading' : 'empty';
   if (state.error) {
@@ -347,7 +395,7 @@ function renderList() {
       el('a', { href: '#/new', class: 'button primary small' }, 'Write your first note'));
   }
 
-  const count = state.notes.length;
+  const count = shown.length;
   const counted = `${count}${state.next ? '+' : ''}`;
   byId('list-status').textContent = state.loading || state.error ? ''
     : state.query ? `${counted} ${count === 1 && !state.next ? 'match' : 'matches'} for “${state.query}”`
@@ -392,13 +440,35 @@ listElement.addEventListener('keydown', (event) => {
 // MARK: - Messages
 
 let toastTimer = null;
-function toast(message) {
+
+/**
+ * Shows `message`. An error (the default `kind`) stays until it is dismissed or a later success
+ * makes it stale (`clearError`); a notice (`kind: 'info'`) goes after `timeout` ms. `action`
+ * adds a button, `{ label, run }`, such as Undo.
+ */
+function toast(message, { kind = 'error', action = null, timeout = 6000 } = {}) {
+  const element = byId('toast');
+  const button = byId('toast-action');
   byId('toast-text').textContent = message;
-  byId('toast').hidden = false;
+  button.hidden = !action;
+  button.textContent = action?.label ?? '';
+  button.onclick = action ? () => { hideToast(); action.run(); } : null;
+  element.dataset.kind = kind;
+  element.hidden = false;
   clearTimeout(toastTimer);
-  toastTimer = setTimeout(() => { byId('toast').hidden = true; }, 10000);
+  if (kind !== 'error') toastTimer = setTimeout(hideToast, timeout);
 }
-byId('toast-close').addEventListener('click', () => { byId('toast').hidden = true; });
+
+function hideToast() {
+  clearTimeout(toastTimer);
+  byId('toast').hidden = true;
+}
+
+/** After a success, an error shown before it is no longer true: it goes. */
+function clearError() {
+  if (byId('toast').dataset.kind === 'error') hideToast();
+}
+byId('toast-close').addEventListener('click', hideToast);
 
 const CONNECTION = {
   connecting: ['Connecting…', 'Connecting to the server for live updates'],
@@ -416,7 +486,8 @@ function showConnection(name) {
 
 // MARK: - Routes
 
-const editor = createEditor({ notes, navigate, toast });
+const editor = createEditor({ notes, navigate, toast, clearError });
+const files = createFiles({ notes, toast, clearError });
 let shownHash = location.hash;
 
 /** Goes to `hash`; with `replace`, only records it (the editor already shows it). */
@@ -448,14 +519,18 @@ function route(open) {
   const hash = location.hash;
   const match = /^#\/notes\/(\d+)$/.exec(hash);
   const previous = editor.id;
+  const view = hash === '#/new' || match ? 'editor' : hash === '#/files' ? 'files' : 'list';
+  // First: on a phone only the view's pane is shown, and what opens next focuses inside it.
+  document.body.dataset.view = view;
   if (open) {
     if (hash === '#/new') editor.openNew();
     else if (match) editor.openNote(match[1]);
     else editor.close();
+    if (view === 'files') files.open();
+    else files.close();
   }
-  document.body.dataset.view = hash === '#/new' || match ? 'editor' : 'list';
   renderList();
-  if (open && !match && hash !== '#/new' && previous) {
+  if (open && view === 'list' && previous) {
     // Back to the list: the keyboard continues from the note that was open.
     (listElement.querySelector(`.note-link[data-id="${CSS.escape(previous)}"]`) ?? listElement).focus();
   }
@@ -516,7 +591,7 @@ route(true);
 
 """#),
         "attachments.js": WebAsset(
-            contentType: "text/javascript; charset=utf-8", etag: #""e41fc0cacf8966b5""#,
+            contentType: "text/javascript; charset=utf-8", etag: #""c7e96ab9fee9c4a8""#,
             text: #"""
 // A note's attachments: the list (download, delete) and uploads with progress bars, from the
 // file picker or dropped files.
@@ -617,35 +692,17 @@ export function createAttachments({ ensureNote, refresh, toast }) {
       cancel.textContent = 'Dismiss';
       cancel.setAttribute('aria-label', `Dismiss the failed upload of ${file.name}`);
       cancel.addEventListener('click', () => row.remove());
-      toast(`${file.name} was not uploaded: ${error.message}`);
+      announce(`${file.name} was not uploaded: ${error.message}`); // said once, in its row
     });
   }
 
   async function remove(upload) {
-    const choice = await confirmChoice({
-      title: 'Delete this attachment?',
-      text: `“${upload.filename}” will be deleted from the server. This can't be undone.`,
-      actions: [{ label: 'Cancel', value: null }, { label: 'Delete attachment', value: 'delete', kind: 'danger' }],
-    });
-    if (choice !== 'delete') return;
-    try {
-      await api.deleteUpload(upload.id);
-      announce(`${upload.filename} deleted`);
-    } catch (error) {
-      if (error.status !== 404) toast(`Couldn't delete ${upload.filename}: ${error.message}`);
-    }
-    if (noteId) await refresh(noteId);
+    if (await deleteAfterAsking(upload, { noun: 'attachment', toast }) && noteId) await refresh(noteId);
   }
 
   function item(upload) {
-    const preview = INLINE_IMAGES.has(upload.content_type)
-      ? el('img', { class: 'thumb', src: upload.url, alt: '', loading: 'lazy' })
-      : el('span', { class: 'thumb file-icon', 'aria-hidden': 'true' }, extension(upload.filename));
     return el('li', { class: 'attachment', 'data-id': upload.id },
-      preview,
-      el('span', { class: 'attachment-text' },
-        el('a', { href: upload.url, download: upload.filename, class: 'file-name' }, upload.filename),
-        el('span', { class: 'meta' }, `${formatSize(upload.size)} · ${upload.content_type}`)),
+      ...fileSummary(upload),
       el('button', { type: 'button', class: 'button subtle small', 'aria-label': `Delete ${upload.filename}`, onclick: () => remove(upload) }, 'Delete'));
   }
 
@@ -657,6 +714,43 @@ export function createAttachments({ ensureNote, refresh, toast }) {
       for (const row of uploads.children) row.hidden = row.dataset.note !== noteId;
     },
   };
+}
+
+/**
+ * A stored file as the lists show it: a thumbnail (images) or its extension, then its name
+ * (a download link) over its size and type, and any `extra` facts.
+ */
+export function fileSummary(upload, ...extra) {
+  const preview = INLINE_IMAGES.has(upload.content_type)
+    ? el('img', { class: 'thumb', src: upload.url, alt: '', loading: 'lazy' })
+    : el('span', { class: 'thumb file-icon', 'aria-hidden': 'true' }, extension(upload.filename));
+  return [preview,
+    el('span', { class: 'attachment-text' },
+      el('a', { href: upload.url, download: upload.filename, class: 'file-name' }, upload.filename),
+      el('span', { class: 'meta' }, [formatSize(upload.size), upload.content_type, ...extra].join(' · ')))];
+}
+
+/**
+ * Asks first, then deletes `upload` from the server; true once it is gone (deleted here, or
+ * already). `noun` names it in the question ("Delete this attachment?").
+ */
+export async function deleteAfterAsking(upload, { noun, toast }) {
+  const choice = await confirmChoice({
+    title: `Delete this ${noun}?`,
+    text: `“${upload.filename}” will be deleted from the server. This can't be undone.`,
+    actions: [{ label: 'Cancel', value: null }, { label: `Delete ${noun}`, value: 'delete', kind: 'danger' }],
+  });
+  if (choice !== 'delete') return false;
+  try {
+    await api.deleteUpload(upload.id);
+  } catch (error) {
+    if (error.status !== 404) {
+      toast(`Couldn't delete ${upload.filename}: ${error.message}`);
+      return false;
+    }
+  }
+  announce(`${upload.filename} deleted`);
+  return true;
 }
 
 /** `PDF` for `report.pdf`: the label of a file without a preview. */
@@ -771,7 +865,7 @@ export function announce(message) {
 
 """#),
         "editor.js": WebAsset(
-            contentType: "text/javascript; charset=utf-8", etag: #""3b5fea23cffc7393""#,
+            contentType: "text/javascript; charset=utf-8", etag: #""79a40810b691d9e8""#,
             text: #"""
 // The note editor: compose, edit, save with If-Match, delete with confirmation, and the
 // conflict rules: a newer saved version never silently replaces unsaved text, and saving never
@@ -784,11 +878,17 @@ import { announce, byId, el } from './dom.js';
 import { confirmChoice, resolveConflict } from './dialogs.js';
 import { formatDateTime, formatSince, titleAndPreview } from './format.js';
 
+/** How long after the last keystroke the text is saved (a `data-autosave-delay` on <body> overrides it). */
+const AUTOSAVE_DELAY = 1000;
+/** How long "Note deleted" offers Undo before the note is deleted on the server. */
+const UNDO_DELAY = 5000;
+
 /**
- * `notes` is the list (`find`, `upsert`, `remove`); `navigate(hash, { replace })` changes the
- * route; `toast(message)` shows an error in words.
+ * `notes` is the list (`find`, `upsert`, `remove`, `hide`, `unhide`); `navigate(hash, { replace })`
+ * changes the route; `toast(message, options)` shows a message in words (an error unless
+ * `options.kind` says otherwise) and `clearError()` takes a stale error away after a success.
  */
-export function createEditor({ notes, navigate, toast }) {
+export function createEditor({ notes, navigate, toast, clearError }) {
   const form = byId('editor');
   const textarea = byId('body');
   const saveState = byId('save-state');
@@ -800,6 +900,10 @@ export function createEditor({ notes, navigate, toast }) {
   let pending = null; // the latest event for this note that arrived while busy
   let opened = 0; // which open() is current, so a late answer for another note is dropped
   let loading = false; // the open note is not read yet
+  let saving = null; // the save in flight, to wait for before leaving
+  let autosaveTimer = null;
+  let autosaveFailed = false; // the last automatic save failed: say so instead of "Unsaved changes"
+  let pendingDelete = null; // { note, timer }: deleted here, Undo still possible
 
   const isOpen = () => !form.hidden;
   const isDirty = () => isOpen() && textarea.value !== (base?.body ?? '');
@@ -818,7 +922,10 @@ export function createEditor({ notes, navigate, toast }) {
     event.preventDefault();
     save();
   });
-  textarea.addEventListener('input', render);
+  textarea.addEventListener('input', () => {
+    render();
+    scheduleAutosave();
+  });
   textarea.addEventListener('keydown', (event) => {
     if (event.key === 'Enter' && (event.ctrlKey || event.metaKey)) {
       event.preventDefault();
@@ -851,7 +958,7 @@ export function createEditor({ notes, navigate, toast }) {
         count ? `${count} ${count === 1 ? 'attachment' : 'attachments'}` : null].filter(Boolean);
     // Each fact in its own span, so a line breaks between facts, not inside one.
     byId('editor-meta').replaceChildren(...facts.flatMap((fact, index) => [index ? ' · ' : '', el('span', {}, fact)]));
-    saveState.textContent = busy ? 'Saving…' : dirty ? 'Unsaved changes' : base ? 'Saved' : '';
+    saveState.textContent = busy ? 'Saving…' : dirty ? (autosaveFailed ? 'Not saved yet' : 'Unsaved changes') : base ? 'Saved' : '';
     saveState.dataset.state = busy ? 'busy' : dirty ? 'dirty' : 'saved';
     byId('delete').textContent = base || loading ? 'Delete' : 'Discard';
     form.setAttribute('aria-busy', String(busy || loading));
@@ -909,9 +1016,11 @@ export function createEditor({ notes, navigate, toast }) {
       loading = false;
       render();
       if (error.status === 404) {
+        // A link to a note that is gone: back to the list, never an empty "New note".
         notes.remove(id);
+        close();
         navigate('#/', { replace: true });
-        toast(`That note doesn't exist any more: ${error.message}.`);
+        toast(`There is no note ${id}: it may have been deleted.`);
       } else {
         toast(`Couldn't open the note: ${error.message}`);
       }
@@ -921,6 +1030,7 @@ export function createEditor({ notes, navigate, toast }) {
   function close() {
     opened += 1;
     loading = false;
+    clearTimeout(autosaveTimer);
     load(null);
     form.hidden = true;
     byId('placeholder').hidden = false;
@@ -947,7 +1057,7 @@ export function createEditor({ notes, navigate, toast }) {
       } else {
         close();
         navigate('#/', { replace: true });
-        toast('The note you had open was deleted elsewhere.');
+        toast('This note was deleted elsewhere.', { kind: 'info' });
       }
       return;
     }
@@ -984,14 +1094,37 @@ export function createEditor({ notes, navigate, toast }) {
     }
   }
 
-  /** Saves the text: creates the note, or writes over the version it is based on. */
-  async function save() {
-    if (busy || loading || !isOpen() || remote?.deleted) return;
-    if (base && !isDirty() && !remote) {
-      announce('Already saved');
+  /** Saves the text a moment after typing stops, with the same If-Match rules as Save. */
+  function scheduleAutosave() {
+    clearTimeout(autosaveTimer);
+    const delay = Number(document.body.dataset.autosaveDelay) || AUTOSAVE_DELAY;
+    autosaveTimer = setTimeout(autosave, delay);
+  }
+
+  async function autosave() {
+    // A newer version saved elsewhere waits for the user's choice (the notice offers it).
+    if (!isOpen() || loading || remote || !isDirty()) return;
+    if (busy) {
+      scheduleAutosave();
       return;
     }
-    const body = textarea.value;
+    if (!base && !textarea.value.trim()) return; // no empty notes from a stray keystroke
+    await save({ auto: true });
+  }
+
+  /** Saves the text: creates the note, or writes over the version it is based on. */
+  function save({ auto = false } = {}) {
+    if (busy || loading || !isOpen() || remote?.deleted) return saving ?? Promise.resolve();
+    if (base && !isDirty() && !remote) {
+      if (!auto) announce('Already saved');
+      return Promise.resolve();
+    }
+    clearTimeout(autosaveTimer);
+    saving = write(textarea.value, auto).finally(() => { saving = null; });
+    return saving;
+  }
+
+  async function write(body, auto) {
     const failure = await run(async () => {
       if (!base) {
         const note = await api.createNote(body);
@@ -1000,9 +1133,22 @@ export function createEditor({ notes, navigate, toast }) {
       } else {
         adopt(await api.updateNote(base.id, body, etagOf(base)));
       }
-      announce('Note saved');
+      autosaveFailed = false;
+      clearError();
+      if (!auto) announce('Note saved');
     });
-    if (failure) await failed(failure, "Couldn't save");
+    if (!failure) {
+      if (isDirty()) scheduleAutosave(); // typed on while it was saving
+      return;
+    }
+    if (auto && failure.status !== 412 && failure.status !== 404) {
+      // Said once, in the editor; the next keystroke or reconnection tries again.
+      if (!autosaveFailed) toast(`Couldn't save: ${failure.message}`);
+      autosaveFailed = true;
+      render();
+      return;
+    }
+    await failed(failure, "Couldn't save");
   }
 
   /** After a failed write: 412 opens the conflict dialog, 404 means deleted elsewhere. */
@@ -1073,33 +1219,47 @@ export function createEditor({ notes, navigate, toast }) {
       actions: [{ label: 'Cancel', value: null }, { label: 'Delete note', value: 'delete', kind: 'danger' }],
     });
     if (choice !== 'delete') return;
-    let ifMatch = etagOf(note);
-    for (;;) {
-      try {
-        await api.deleteNote(note.id, ifMatch);
-        break;
-      } catch (error) {
-        if (error.status === 404) break;
-        if (error.status !== 412) {
-          toast(`Couldn't delete: ${error.message}`);
-          return;
-        }
-        const again = await confirmChoice({
-          title: 'This note changed since you opened it',
-          text: 'A newer version was saved elsewhere. Delete it anyway, or look at it first?',
-          actions: [{ label: 'Show the newer version', value: 'show' }, { label: 'Delete anyway', value: 'delete', kind: 'danger' }],
-        });
-        if (again !== 'delete') {
-          reread(note.id);
-          return;
-        }
-        ifMatch = error.etag ?? '*';
-      }
-    }
-    notes.remove(note.id);
+    // Gone from here at once; deleted on the server once Undo is no longer offered.
+    await finishDelete();
+    notes.hide(note.id);
+    pendingDelete = { note, timer: setTimeout(finishDelete, UNDO_DELAY) };
     load(null);
     navigate('#/');
-    announce('Note deleted');
+    toast('Note deleted', { kind: 'info', timeout: UNDO_DELAY, action: { label: 'Undo', run: undoDelete } });
+  }
+
+  /** Undo: the note was never deleted on the server; it is shown and opened again. */
+  function undoDelete() {
+    if (!pendingDelete) return;
+    const { note, timer } = pendingDelete;
+    clearTimeout(timer);
+    pendingDelete = null;
+    notes.unhide(note.id);
+    navigate(`#/notes/${note.id}`);
+    announce('Note restored');
+  }
+
+  /** Deletes the note waiting for its Undo to expire (at once with `keepalive`, as the page goes). */
+  async function finishDelete({ keepalive = false } = {}) {
+    if (!pendingDelete) return;
+    const { note, timer } = pendingDelete;
+    clearTimeout(timer);
+    pendingDelete = null;
+    try {
+      await api.deleteNote(note.id, etagOf(note), { keepalive });
+      notes.remove(note.id);
+    } catch (error) {
+      if (error.status === 404) {
+        notes.remove(note.id);
+        return;
+      }
+      // Changed elsewhere meanwhile (412), or the server is away: it stays, and the list shows it.
+      notes.unhide(note.id);
+      const title = titleAndPreview(note.body).title || 'Untitled note';
+      toast(error.status === 412 ? `“${title}” was changed elsewhere, so it was not deleted.`
+        : `Couldn't delete “${title}”: ${error.message}`);
+      if (error.status === 412) reread(note.id);
+    }
   }
 
   /** Reads note `id` again and takes it in as a change made elsewhere. */
@@ -1124,6 +1284,7 @@ export function createEditor({ notes, navigate, toast }) {
 
   /** Whether the editor may be left: asks to save or discard unsaved text first. */
   async function canLeave() {
+    if (saving) await saving; // a save in flight decides by itself
     if (!isDirty()) return true;
     const choice = await confirmChoice({
       title: 'Save your changes?',
@@ -1138,12 +1299,135 @@ export function createEditor({ notes, navigate, toast }) {
     return choice === 'discard';
   }
 
+  // A delete still waiting for its Undo goes through as the page goes.
+  window.addEventListener('pagehide', () => finishDelete({ keepalive: true }));
+
   return {
     openNew, openNote, close, save, incoming, canLeave, isDirty, isOpen,
     /** The id of the open note, if it is saved. */
     get id() { return base?.id ?? null; },
-    /** Re-reads the open note (after the event stream asked for a reload). */
-    refresh: () => { if (isOpen() && base) reread(base.id); },
+    /** Re-reads the open note (after the event stream asked for a reload, or reconnected). */
+    refresh: () => {
+      if (isOpen() && base) reread(base.id);
+      if (isDirty()) scheduleAutosave(); // an automatic save that failed meanwhile goes again
+    },
+  };
+}
+
+"""#),
+        "files.js": WebAsset(
+            contentType: "text/javascript; charset=utf-8", etag: #""609ce1409e281542""#,
+            text: #"""
+// The files attached to no note (`GET /uploads?note_id=`, `#/files`): download one, attach it
+// to a note, or delete it.
+
+import * as api from './api.js';
+import { deleteAfterAsking, fileSummary } from './attachments.js';
+import { byId, el } from './dom.js';
+import { formatDateTime, titleAndPreview } from './format.js';
+
+const FIRST_PAGE = '/uploads?note_id=&limit=50';
+
+/**
+ * `notes.all()` gives the loaded notes (the choices to attach to); `toast(message, options)`
+ * shows a message, `clearError()` takes a stale error away.
+ */
+export function createFiles({ notes, toast, clearError }) {
+  const section = byId('files');
+  const list = byId('file-list');
+  const more = byId('files-more');
+  let uploads = [];
+  let next = null;
+  let loading = false;
+  let request = 0; // the current listing, so late answers to older ones are dropped
+
+  more.addEventListener('click', () => {
+    if (next && !loading) load(next);
+  });
+
+  async function load(url) {
+    const token = ++request;
+    loading = true;
+    render();
+    try {
+      const page = await api.listUploads(url);
+      if (token !== request) return;
+      const known = new Set(uploads.map((upload) => upload.id));
+      uploads.push(...page.uploads.filter((upload) => !known.has(upload.id)));
+      next = page.next;
+      clearError();
+    } catch (error) {
+      if (token !== request) return;
+      toast(`Couldn't list the files: ${error.message}`);
+    }
+    loading = false;
+    render();
+  }
+
+  function render() {
+    list.replaceChildren(...uploads.map(item));
+    list.setAttribute('aria-busy', String(loading));
+    const message = byId('files-message');
+    message.hidden = uploads.length > 0;
+    message.textContent = loading ? 'Loading files…' : 'Every file is attached to a note.';
+    more.hidden = !next;
+    more.disabled = loading;
+    more.textContent = loading ? 'Loading…' : 'Load more files';
+  }
+
+  function item(upload) {
+    const choices = notes.all();
+    const select = el('select', { class: 'attach-select', 'aria-label': `Note to attach ${upload.filename} to` },
+      el('option', { value: '' }, choices.length ? 'Attach to a note…' : 'No notes to attach to'),
+      ...choices.map((note) => el('option', { value: note.id }, titleAndPreview(note.body).title || 'Untitled note')));
+    const attach = el('button', { type: 'button', class: 'button small', disabled: true,
+      'aria-label': `Attach ${upload.filename}`, onclick: () => attachTo(upload, select.value) }, 'Attach');
+    select.addEventListener('change', () => { attach.disabled = !select.value; });
+    return el('li', { class: 'attachment', 'data-id': upload.id },
+      ...fileSummary(upload, formatDateTime(upload.created_at)),
+      el('span', { class: 'file-actions' }, select, attach,
+        el('button', { type: 'button', class: 'button subtle small', 'aria-label': `Delete ${upload.filename}`,
+          onclick: () => remove(upload) }, 'Delete')));
+  }
+
+  function drop(upload) {
+    uploads = uploads.filter((known) => known.id !== upload.id);
+    render();
+  }
+
+  async function attachTo(upload, noteId) {
+    if (!noteId) return;
+    try {
+      await api.attachUpload(upload.id, noteId);
+    } catch (error) {
+      toast(`Couldn't attach ${upload.filename}: ${error.message}`);
+      return;
+    }
+    drop(upload);
+    clearError();
+    const title = titleAndPreview(notes.find(noteId)?.body).title || 'Untitled note';
+    toast(`${upload.filename} is attached to “${title}”.`, { kind: 'info' });
+  }
+
+  async function remove(upload) {
+    if (await deleteAfterAsking(upload, { noun: 'file', toast })) drop(upload);
+  }
+
+  return {
+    /** Shows the view with a fresh first page. */
+    open() {
+      section.hidden = false;
+      byId('placeholder').hidden = true;
+      uploads = [];
+      next = null;
+      load(FIRST_PAGE);
+      byId('files-title').focus();
+    },
+    close() {
+      request += 1;
+      section.hidden = true;
+    },
+    isOpen: () => !section.hidden,
   };
 }
 
@@ -1227,7 +1511,7 @@ export function titleAndPreview(body) {
 
 """##),
         "index.html": WebAsset(
-            contentType: "text/html; charset=utf-8", etag: #""8c32e154678cc784""#,
+            contentType: "text/html; charset=utf-8", etag: #""58a23912673e638d""#,
             text: ##"""
 <!doctype html>
 <html lang="en">
@@ -1266,6 +1550,7 @@ export function titleAndPreview(body) {
     <ul id="notes" class="note-list" tabindex="-1" aria-label="Notes" aria-busy="true"></ul>
     <div id="list-message" class="list-message" hidden></div>
     <button id="load-more" class="button subtle load-more" type="button" hidden>Load more notes</button>
+    <a id="files-link" class="files-link" href="#/files">Files not in a note</a>
   </nav>
 
   <main id="main" class="main">
@@ -1274,6 +1559,17 @@ export function titleAndPreview(body) {
       <p>Choose a note, or start a new one.</p>
       <p class="hint">Shortcuts: <kbd>N</kbd> new note · <kbd>/</kbd> search · <kbd>↑</kbd><kbd>↓</kbd> notes ·
         <kbd>Ctrl</kbd>+<kbd>S</kbd> save · <kbd>Esc</kbd> close</p>
+    </section>
+
+    <section id="files" class="files" aria-labelledby="files-title" hidden>
+      <div class="editor-bar">
+        <a class="button subtle back" href="#/"><span aria-hidden="true">‹</span> Notes</a>
+        <h2 id="files-title" class="editor-title" tabindex="-1">Files not in a note</h2>
+      </div>
+      <p class="meta">Uploaded without a note, or left when one was detached. Attach each to a note, or delete it.</p>
+      <ul id="file-list" class="attachment-list" aria-labelledby="files-title"></ul>
+      <p id="files-message" class="list-message" hidden></p>
+      <button id="files-more" class="button subtle load-more" type="button" hidden>Load more files</button>
     </section>
 
     <form id="editor" class="editor" aria-labelledby="editor-title" hidden novalidate>
@@ -1310,6 +1606,7 @@ export function titleAndPreview(body) {
 
 <div id="toast" class="toast" role="alert" hidden>
   <p id="toast-text"></p>
+  <button id="toast-action" class="button small" type="button" hidden>Undo</button>
   <button id="toast-close" class="button subtle small" type="button" aria-label="Dismiss message">Dismiss</button>
 </div>
 <div id="announcer" class="visually-hidden" aria-live="polite"></div>
@@ -1355,7 +1652,7 @@ export function titleAndPreview(body) {
 
 """##),
         "live.js": WebAsset(
-            contentType: "text/javascript; charset=utf-8", etag: #""42eafc438c5efc3b""#,
+            contentType: "text/javascript; charset=utf-8", etag: #""4832085025746ce4""#,
             text: #"""
 // Live updates: the server-sent events of /notes/events, and the connection state shown in the
 // header. EventSource reconnects by itself (sending Last-Event-ID, so missed events are replayed);
@@ -1405,6 +1702,20 @@ export function connectLive(handlers) {
     source.addEventListener('reload', () => handlers.reload());
   }
 
+  // A page that is left may be kept in the back/forward cache: its stream would stay open and
+  // hold one of the few connections the browser allows per server, so requests of the next page
+  // wait for it. Close it as the page goes; a page shown again reconnects and catches up.
+  window.addEventListener('pagehide', () => {
+    clearTimeout(timer);
+    source?.close();
+    source = null;
+  });
+  window.addEventListener('pageshow', (event) => {
+    if (!event.persisted) return;
+    report('reconnecting');
+    attempt = Math.max(attempt, 1);
+    open();
+  });
   window.addEventListener('offline', () => report('offline'));
   window.addEventListener('online', () => {
     // Don't wait for the next retry: connect now, and catch up.
@@ -1433,7 +1744,7 @@ function safeParse(text) {
 
 """#),
         "style.css": WebAsset(
-            contentType: "text/css; charset=utf-8", etag: #""f02f61ec1e899bdb""#,
+            contentType: "text/css; charset=utf-8", etag: #""1eb17d95957a0787""#,
             text: #"""
 /* Jotter web app. Light and dark, phone to desktop; no inline styles (the CSP forbids them). */
 
@@ -1642,6 +1953,8 @@ kbd {
 .list-message .strong { color: var(--text); font-weight: 600; font-size: 17px; margin-bottom: 4px; }
 .list-message[data-kind="error"] { color: var(--danger); }
 .load-more { margin: 10px 14px 16px; }
+.files-link { margin: auto 16px 14px; padding-top: 10px; color: var(--muted); font-size: 14px; }
+.files-link:hover { color: var(--text); }
 
 /* Placeholder and editor */
 
@@ -1732,6 +2045,28 @@ kbd {
   letter-spacing: .04em;
 }
 .attachment-text { flex: 1; min-width: 0; display: grid; }
+
+/* Files not in a note */
+
+.files {
+  display: flex; flex-direction: column;
+  gap: 12px;
+  max-width: 860px;
+  margin: 0 auto;
+  padding: 20px 28px 32px;
+}
+.files .list-message { padding: 24px 0; }
+.file-actions { display: flex; flex-wrap: wrap; align-items: center; gap: 6px; }
+.attach-select {
+  min-height: 32px;
+  max-width: 220px;
+  padding: 0 8px;
+  border: 1px solid var(--border);
+  border-radius: 8px;
+  background: var(--surface);
+  color: var(--text);
+  font: 14px var(--font);
+}
 .attachment .button { color: var(--muted); }
 .attachment .button:hover { color: var(--danger); border-color: var(--danger); background: var(--danger-soft); }
 .file-name { overflow: hidden; text-overflow: ellipsis; white-space: nowrap; font-weight: 500; }
@@ -1781,6 +2116,7 @@ a.file-name:hover { text-decoration-color: currentColor; }
   box-shadow: var(--shadow);
 }
 .toast p { flex: 1; margin: 0; font-size: 14px; }
+.toast #toast-action { background: var(--ink-text); color: var(--ink); border-color: var(--ink-text); }
 .toast .button { color: inherit; border-color: color-mix(in srgb, var(--ink-text), transparent 60%); }
 .toast .button:hover { background: color-mix(in srgb, var(--ink-text), transparent 88%); }
 
@@ -1823,7 +2159,9 @@ a.file-name:hover { text-decoration-color: currentColor; }
   .sidebar { border-right: 0; background: var(--bg); }
   .note-list { padding: 0 6px; }
   body[data-view="list"] .main { display: none; }
-  body[data-view="editor"] .sidebar { display: none; }
+  body[data-view="editor"] .sidebar, body[data-view="files"] .sidebar { display: none; }
+  .files { padding: 12px 12px 24px; }
+  .files .attachment { flex-wrap: wrap; }
   .back { display: inline-flex; }
   .editor { padding: 12px 12px 24px; gap: 10px; }
   .editor-bar { flex-wrap: wrap; }

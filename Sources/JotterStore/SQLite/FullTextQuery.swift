@@ -1,15 +1,18 @@
 /// Turns a user's search words into an FTS5 MATCH expression that cannot fail or inject syntax.
 ///
-/// Each whitespace-separated word becomes one quoted phrase (inner `"` doubled), and phrases are
-/// AND-ed: `buy "milk" NEAR(` → `"buy" AND """milk""" AND "NEAR("`. Inside quotes FTS5 reads no
-/// operators, columns, prefixes or parentheses; the tokenizer just splits the phrase into words.
+/// Each word (split at white space and control characters) becomes one quoted phrase (inner `"`
+/// doubled) followed by FTS5's prefix marker, and the phrases are AND-ed:
+/// `buy "milk" NEAR(` → `"buy" * AND """milk""" * AND "NEAR(" *`. Inside quotes FTS5 reads no
+/// operators, columns or parentheses; the tokenizer just splits the phrase into words, and the
+/// `*` after the closing quote makes its last word match any word that starts with it — so
+/// `shop` finds "Shopping" while it is being typed.
 ///
 /// Words with no letter or digit (`*`, `"`, `--`) are dropped: the `unicode61` tokenizer makes no
 /// token from them, and an empty phrase would make the whole query match nothing. A search made
 /// only of such words can match no note; a blank search is no filter.
 ///
 /// ```swift
-/// FullTextQuery(search: "café  au lait") // .match("\"café\" AND \"au\" AND \"lait\"")
+/// FullTextQuery(search: "café  au lait") // .match("\"café\" * AND \"au\" * AND \"lait\" *")
 /// FullTextQuery(search: "  ")            // .everything
 /// FullTextQuery(search: " * ")           // .nothing
 /// ```
@@ -22,14 +25,15 @@ enum FullTextQuery: Equatable {
     case nothing
 
     init(search: String?) {
-        let words = (search ?? "").split(whereSeparator: { $0.isWhitespace })
+        // Control characters (NUL included) separate words like white space: FTS5 must never see them.
+        let words = (search ?? "").split(whereSeparator: { $0.isWhitespace || $0.unicodeScalars.contains { $0.properties.generalCategory == .control } })
         guard !words.isEmpty else {
             self = .everything
             return
         }
         let phrases = words
             .filter { word in word.unicodeScalars.contains(where: Self.isTokenCharacter) }
-            .map { word in "\"" + word.replacing("\"", with: "\"\"") + "\"" }
+            .map { word in "\"" + word.replacing("\"", with: "\"\"") + "\" *" }
         self = phrases.isEmpty ? .nothing : .match(phrases.joined(separator: " AND "))
     }
 

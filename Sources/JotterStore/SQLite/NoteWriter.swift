@@ -81,6 +81,23 @@ struct NoteWriter: Sendable {
                 return .uploadDeleted(upload, note: nil, event: nil)
             }
             return .uploadDeleted(upload, note: touched, event: event)
+
+        case .attachUpload(let id, let noteID):
+            guard var upload = try UploadRows.upload(id: id, owner: owner, on: db) else { return .notFound }
+            var joined: NoteRecord?
+            if let noteID {
+                guard let found = try NoteRows.note(id: noteID, owner: owner, on: db) else { return .notFound }
+                joined = found
+            }
+            guard upload.noteID != noteID else { return .uploadAttached(upload, events: []) }
+            let left = try upload.noteID.flatMap { old throws(StoreError) in try NoteRows.note(id: old, owner: owner, on: db) }
+            try db.run("UPDATE uploads SET note_id = ? WHERE id = ? AND owner = ?", [.integer(noteID), .text(id), .integer(owner.id)])
+            upload.noteID = noteID
+            var events: [NoteEvent] = []
+            for note in [left, joined].compactMap({ $0 }) {
+                if case .done(_, let event) = try touch(note, owner: owner, on: db) { events.append(event) }
+            }
+            return .uploadAttached(upload, events: events)
         }
     }
 

@@ -19,6 +19,8 @@ internal import CSQLite
 final class SQLiteConnection: @unchecked Sendable {
     /// Read-write, created if missing, no SQLite mutex, extended result codes.
     static let readWrite = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_EXRESCODE
+    /// Read-write, never created, no SQLite mutex, extended result codes.
+    static let readWriteExisting = SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_EXRESCODE
     /// Read-only, no SQLite mutex, extended result codes.
     static let readOnly = SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_EXRESCODE
 

@@ -12,6 +12,8 @@ import Darwin
 struct UploadFiles: Sendable {
     let directory: String
     let temporaryDirectory: String
+    /// Holds back removals while a backup copies files (`SQLiteNoteStore.backup(to:)`).
+    let removals = RemovalGate()
 
     init(dataDirectory: String) throws(StoreError) {
         directory = dataDirectory + "/uploads"
@@ -50,24 +52,16 @@ struct UploadFiles: Sendable {
         close(fd)
     }
 
+    /// Deletes the files of `ids` — later, if a backup is copying files right now.
     func remove(_ ids: [String]) {
-        for id in ids { unlink(path(of: id)) }
+        guard !ids.isEmpty else { return }
+        let paths = ids.map(path(of:))
+        removals.remove(paths)
     }
 
     /// At start-up: empties `tmp/` and deletes files in `uploads/` that no row names.
     func removeOrphans(known: Set<String>) {
-        for name in Self.entries(of: temporaryDirectory) { unlink(temporaryDirectory + "/" + name) }
-        for name in Self.entries(of: directory) where !known.contains(name) { unlink(path(of: name)) }
-    }
-
-    private static func entries(of folder: String) -> [String] {
-        guard let dir = opendir(folder) else { return [] }
-        defer { closedir(dir) }
-        var names: [String] = []
-        while let entry = readdir(dir) {
-            let name = withUnsafePointer(to: entry.pointee.d_name) { $0.withMemoryRebound(to: CChar.self, capacity: 256) { String(cString: $0) } }
-            if name != "." && name != ".." { names.append(name) }
-        }
-        return names
+        for name in FileTransfer.entries(of: temporaryDirectory) { unlink(temporaryDirectory + "/" + name) }
+        for name in FileTransfer.entries(of: directory) where !known.contains(name) { unlink(path(of: name)) }
     }
 }

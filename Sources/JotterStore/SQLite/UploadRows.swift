@@ -24,10 +24,30 @@ enum UploadRows {
         try db.first("SELECT \(columns) FROM uploads WHERE id = ? AND owner = ?", [.text(id), .integer(owner.id)]) { record($0) }
     }
 
-    /// Newest first (insertion order, by rowid).
-    static func uploads(limit: Int, owner: Owner, on db: SQLiteConnection) throws(StoreError) -> [UploadRecord] {
-        try db.query("SELECT \(columns) FROM uploads WHERE owner = ? ORDER BY rowid DESC LIMIT ?",
-                     [.integer(owner.id), .integer(Int64(limit))]) { record($0) }
+    // One fixed text per filter; the cursor is a rowid (the far end when there is none).
+    private static let everyUpload = "SELECT \(columns) FROM uploads WHERE owner = ? AND rowid < ? ORDER BY rowid DESC LIMIT ?"
+    private static let unattachedUploads =
+        "SELECT \(columns) FROM uploads WHERE owner = ? AND note_id IS NULL AND rowid < ? ORDER BY rowid DESC LIMIT ?"
+    private static let uploadsOfNote =
+        "SELECT \(columns) FROM uploads WHERE owner = ? AND note_id = ? AND rowid < ? ORDER BY rowid DESC LIMIT ?"
+
+    /// A page of `owner`'s uploads, newest first (insertion order, by rowid); nil when the
+    /// cursor names no upload of theirs. Run in a read transaction, so the cursor and the page
+    /// come from one snapshot.
+    static func page(_ query: UploadQuery, owner: Owner, on db: SQLiteConnection) throws(StoreError) -> [UploadRecord]? {
+        var cursor = Int64.max
+        if let after = query.after {
+            let found = try db.first("SELECT rowid FROM uploads WHERE id = ? AND owner = ?", [.text(after), .integer(owner.id)], row: { $0.int64(0) })
+            guard let rowid = found else { return nil }
+            cursor = rowid
+        }
+        guard query.limit > 0 else { return [] }
+        let limit = SQLiteValue.integer(Int64(query.limit)), who = SQLiteValue.integer(owner.id)
+        switch query.attachment {
+        case .any: return try db.query(everyUpload, [who, .integer(cursor), limit]) { record($0) }
+        case .unattached: return try db.query(unattachedUploads, [who, .integer(cursor), limit]) { record($0) }
+        case .note(let id): return try db.query(uploadsOfNote, [who, .integer(id), .integer(cursor), limit]) { record($0) }
+        }
     }
 
     /// Attachments of each note, oldest first: one range scan of the note index over the

@@ -24,8 +24,31 @@ function parse(text) {
   }
 }
 
+/** `1 MB` for 1048576: a limit as people say it (whole units when it is one). */
+function limitInWords(bytes) {
+  const units = ['bytes', 'KB', 'MB', 'GB', 'TB'];
+  let value = bytes;
+  let unit = 0;
+  while (value >= 1024 && unit < units.length - 1) {
+    value /= 1024;
+    unit += 1;
+  }
+  return `${Number.isInteger(value) ? value : value.toFixed(1)} ${units[unit]}`;
+}
+
+/**
+ * What was too large, in a person's words: `413` answers name the limit in bytes and the
+ * server option ("larger than the limit of 1048576 bytes (--max-body-size)").
+ */
+function tooLarge(data, what) {
+  const limit = /limit of (\d+) bytes/.exec(data?.detail ?? '');
+  const size = limit ? limitInWords(Number(limit[1])) : null;
+  return size ? `${what} can be at most ${size}.` : `${what} are larger than the server accepts.`;
+}
+
 /** The error for a non-2xx answer: the problem's detail plus any field errors. */
-function problem(status, statusText, data, etag) {
+function problem(status, statusText, data, etag, what = 'Notes') {
+  if (status === 413) return new ApiError(tooLarge(data, what), { status, etag });
   let message = data?.detail || data?.title || `The server answered ${status} ${statusText}`.trim();
   if (Array.isArray(data?.errors) && data.errors.length) {
     message += ` (${data.errors.map((e) => `${e.field} ${e.message}`).join('; ')})`;
@@ -46,7 +69,7 @@ export function onUnauthorized(handler) {
   unauthorized = handler;
 }
 
-async function request(method, path, { json, ifMatch } = {}) {
+async function request(method, path, { json, ifMatch, keepalive = false } = {}) {
   const headers = { Accept: 'application/json' };
   if (json !== undefined) headers['Content-Type'] = 'application/json';
   if (ifMatch) headers['If-Match'] = ifMatch;
@@ -58,6 +81,7 @@ async function request(method, path, { json, ifMatch } = {}) {
       headers,
       body: json === undefined ? undefined : JSON.stringify(json),
       cache: 'no-store',
+      keepalive,
     });
   } catch {
     throw new ApiError(UNREACHABLE);
@@ -83,10 +107,18 @@ export const createNote = async (body) => (await request('POST', '/notes', { jso
 export const updateNote = async (id, body, ifMatch) =>
   (await request('PUT', `/notes/${encodeURIComponent(id)}`, { json: { body }, ifMatch })).note;
 
-export const deleteNote = async (id, ifMatch) =>
-  (await request('DELETE', `/notes/${encodeURIComponent(id)}`, { ifMatch })).note;
+/** Deletes note `id` if it is still `ifMatch`; `keepalive` lets it finish while the page unloads. */
+export const deleteNote = async (id, ifMatch, { keepalive = false } = {}) =>
+  (await request('DELETE', `/notes/${encodeURIComponent(id)}`, { ifMatch, keepalive })).note;
 
 export const deleteUpload = async (id) => (await request('DELETE', `/uploads/${encodeURIComponent(id)}`)).upload;
+
+/** One page of uploads: `{uploads, next}`; `url` is `/uploads?…` or a page's `next`. */
+export const listUploads = (url) => request('GET', url);
+
+/** Attaches upload `id` to note `noteId` (`''`: to no note); the upload as it is now. */
+export const attachUpload = async (id, noteId) =>
+  (await request('PATCH', `/uploads/${encodeURIComponent(id)}`, { json: { note_id: noteId } })).upload;
 
 /**
  * Uploads `file` attached to note `noteId`, calling `onProgress(loaded, total)` as bytes go out.
@@ -105,7 +137,7 @@ export function uploadFile(file, noteId, onProgress) {
       const data = parse(xhr.responseText);
       if (xhr.status === 401) unauthorized();
       if (xhr.status >= 200 && xhr.status < 300) resolve(data?.uploads ?? []);
-      else reject(problem(xhr.status, xhr.statusText, data, null));
+      else reject(problem(xhr.status, xhr.statusText, data, null, 'Files'));
     });
     xhr.addEventListener('error', () => reject(new ApiError(
       "The upload didn't go through: the server closed the connection or can't be reached.")));

@@ -1,10 +1,11 @@
 // Jotter's web app: the list of notes (search, paging, live updates) and the routes
-// `#/` (the list), `#/new` and `#/notes/{id}` (the editor).
+// `#/` (the list), `#/new` and `#/notes/{id}` (the editor), `#/files` (files in no note).
 
 import * as api from './api.js';
 import { announce, byId, el } from './dom.js';
 import { dialogOpen } from './dialogs.js';
 import { createEditor } from './editor.js';
+import { createFiles } from './files.js';
 import { formatDay, formatTime, isoTimestamp, parseTimestamp, titleAndPreview } from './format.js';
 import { connectLive } from './live.js';
 import { setupAccount } from './account.js';
@@ -20,6 +21,7 @@ const state = {
   error: null,
   request: 0, // the current list request, so late answers to older ones are dropped
   fresh: new Set(), // ids that just arrived live (highlighted once)
+  hidden: new Set(), // ids deleted here while Undo is still offered
 };
 
 const listElement = byId('notes');
@@ -30,6 +32,17 @@ const search = byId('search');
 /** The list as the editor sees it. */
 const notes = {
   find: (id) => state.notes.find((note) => note.id === id),
+  /** The loaded notes that are shown, newest first. */
+  all: () => state.notes.filter((note) => !state.hidden.has(note.id)),
+  /** Takes `id` out of sight (deleted, Undo still possible); `unhide` brings it back. */
+  hide(id) {
+    state.hidden.add(id);
+    renderList();
+  },
+  unhide(id) {
+    state.hidden.delete(id);
+    renderList();
+  },
   /** Adds or replaces `note` (an older version never replaces a newer one). */
   upsert(note, { fresh = false } = {}) {
     const index = state.notes.findIndex((known) => known.id === note.id);
@@ -48,6 +61,7 @@ const notes = {
   remove(id) {
     const count = state.notes.length;
     state.notes = state.notes.filter((note) => note.id !== id);
+    state.hidden.delete(id);
     if (state.notes.length !== count) renderList();
   },
 };
@@ -68,6 +82,7 @@ async function loadFirstPage() {
     if (request !== state.request) return;
     state.notes = page.notes;
     state.next = page.next;
+    clearError();
   } catch (error) {
     if (request !== state.request) return;
     state.error = error.message;
@@ -116,12 +131,13 @@ function noteItem(note) {
 function renderList() {
   // Rebuilding the list must not take the keyboard focus away from the note it was on.
   const focused = document.activeElement?.closest?.('.note-link')?.dataset.id;
-  listElement.replaceChildren(...state.notes.map(noteItem));
+  const shown = notes.all();
+  listElement.replaceChildren(...shown.map(noteItem));
   if (focused) listElement.querySelector(`.note-link[data-id="${CSS.escape(focused)}"]`)?.focus();
   listElement.setAttribute('aria-busy', String(state.loading));
 
   const message = byId('list-message');
-  const empty = state.notes.length === 0;
+  const empty = shown.length === 0;
   message.hidden = !(state.error || empty);
   message.dataset.kind = state.error ? 'error' : state.loading ? 'loading' : 'empty';
   if (state.error) {
@@ -137,7 +153,7 @@ function renderList() {
       el('a', { href: '#/new', class: 'button primary small' }, 'Write your first note'));
   }
 
-  const count = state.notes.length;
+  const count = shown.length;
   const counted = `${count}${state.next ? '+' : ''}`;
   byId('list-status').textContent = state.loading || state.error ? ''
     : state.query ? `${counted} ${count === 1 && !state.next ? 'match' : 'matches'} for “${state.query}”`
@@ -182,13 +198,35 @@ listElement.addEventListener('keydown', (event) => {
 // MARK: - Messages
 
 let toastTimer = null;
-function toast(message) {
+
+/**
+ * Shows `message`. An error (the default `kind`) stays until it is dismissed or a later success
+ * makes it stale (`clearError`); a notice (`kind: 'info'`) goes after `timeout` ms. `action`
+ * adds a button, `{ label, run }`, such as Undo.
+ */
+function toast(message, { kind = 'error', action = null, timeout = 6000 } = {}) {
+  const element = byId('toast');
+  const button = byId('toast-action');
   byId('toast-text').textContent = message;
-  byId('toast').hidden = false;
+  button.hidden = !action;
+  button.textContent = action?.label ?? '';
+  button.onclick = action ? () => { hideToast(); action.run(); } : null;
+  element.dataset.kind = kind;
+  element.hidden = false;
   clearTimeout(toastTimer);
-  toastTimer = setTimeout(() => { byId('toast').hidden = true; }, 10000);
+  if (kind !== 'error') toastTimer = setTimeout(hideToast, timeout);
 }
-byId('toast-close').addEventListener('click', () => { byId('toast').hidden = true; });
+
+function hideToast() {
+  clearTimeout(toastTimer);
+  byId('toast').hidden = true;
+}
+
+/** After a success, an error shown before it is no longer true: it goes. */
+function clearError() {
+  if (byId('toast').dataset.kind === 'error') hideToast();
+}
+byId('toast-close').addEventListener('click', hideToast);
 
 const CONNECTION = {
   connecting: ['Connecting…', 'Connecting to the server for live updates'],
@@ -206,7 +244,8 @@ function showConnection(name) {
 
 // MARK: - Routes
 
-const editor = createEditor({ notes, navigate, toast });
+const editor = createEditor({ notes, navigate, toast, clearError });
+const files = createFiles({ notes, toast, clearError });
 let shownHash = location.hash;
 
 /** Goes to `hash`; with `replace`, only records it (the editor already shows it). */
@@ -238,14 +277,18 @@ function route(open) {
   const hash = location.hash;
   const match = /^#\/notes\/(\d+)$/.exec(hash);
   const previous = editor.id;
+  const view = hash === '#/new' || match ? 'editor' : hash === '#/files' ? 'files' : 'list';
+  // First: on a phone only the view's pane is shown, and what opens next focuses inside it.
+  document.body.dataset.view = view;
   if (open) {
     if (hash === '#/new') editor.openNew();
     else if (match) editor.openNote(match[1]);
     else editor.close();
+    if (view === 'files') files.open();
+    else files.close();
   }
-  document.body.dataset.view = hash === '#/new' || match ? 'editor' : 'list';
   renderList();
-  if (open && !match && hash !== '#/new' && previous) {
+  if (open && view === 'list' && previous) {
     // Back to the list: the keyboard continues from the note that was open.
     (listElement.querySelector(`.note-link[data-id="${CSS.escape(previous)}"]`) ?? listElement).focus();
   }

@@ -97,35 +97,17 @@ export function createAttachments({ ensureNote, refresh, toast }) {
       cancel.textContent = 'Dismiss';
       cancel.setAttribute('aria-label', `Dismiss the failed upload of ${file.name}`);
       cancel.addEventListener('click', () => row.remove());
-      toast(`${file.name} was not uploaded: ${error.message}`);
+      announce(`${file.name} was not uploaded: ${error.message}`); // said once, in its row
     });
   }
 
   async function remove(upload) {
-    const choice = await confirmChoice({
-      title: 'Delete this attachment?',
-      text: `“${upload.filename}” will be deleted from the server. This can't be undone.`,
-      actions: [{ label: 'Cancel', value: null }, { label: 'Delete attachment', value: 'delete', kind: 'danger' }],
-    });
-    if (choice !== 'delete') return;
-    try {
-      await api.deleteUpload(upload.id);
-      announce(`${upload.filename} deleted`);
-    } catch (error) {
-      if (error.status !== 404) toast(`Couldn't delete ${upload.filename}: ${error.message}`);
-    }
-    if (noteId) await refresh(noteId);
+    if (await deleteAfterAsking(upload, { noun: 'attachment', toast }) && noteId) await refresh(noteId);
   }
 
   function item(upload) {
-    const preview = INLINE_IMAGES.has(upload.content_type)
-      ? el('img', { class: 'thumb', src: upload.url, alt: '', loading: 'lazy' })
-      : el('span', { class: 'thumb file-icon', 'aria-hidden': 'true' }, extension(upload.filename));
     return el('li', { class: 'attachment', 'data-id': upload.id },
-      preview,
-      el('span', { class: 'attachment-text' },
-        el('a', { href: upload.url, download: upload.filename, class: 'file-name' }, upload.filename),
-        el('span', { class: 'meta' }, `${formatSize(upload.size)} · ${upload.content_type}`)),
+      ...fileSummary(upload),
       el('button', { type: 'button', class: 'button subtle small', 'aria-label': `Delete ${upload.filename}`, onclick: () => remove(upload) }, 'Delete'));
   }
 
@@ -137,6 +119,43 @@ export function createAttachments({ ensureNote, refresh, toast }) {
       for (const row of uploads.children) row.hidden = row.dataset.note !== noteId;
     },
   };
+}
+
+/**
+ * A stored file as the lists show it: a thumbnail (images) or its extension, then its name
+ * (a download link) over its size and type, and any `extra` facts.
+ */
+export function fileSummary(upload, ...extra) {
+  const preview = INLINE_IMAGES.has(upload.content_type)
+    ? el('img', { class: 'thumb', src: upload.url, alt: '', loading: 'lazy' })
+    : el('span', { class: 'thumb file-icon', 'aria-hidden': 'true' }, extension(upload.filename));
+  return [preview,
+    el('span', { class: 'attachment-text' },
+      el('a', { href: upload.url, download: upload.filename, class: 'file-name' }, upload.filename),
+      el('span', { class: 'meta' }, [formatSize(upload.size), upload.content_type, ...extra].join(' · ')))];
+}
+
+/**
+ * Asks first, then deletes `upload` from the server; true once it is gone (deleted here, or
+ * already). `noun` names it in the question ("Delete this attachment?").
+ */
+export async function deleteAfterAsking(upload, { noun, toast }) {
+  const choice = await confirmChoice({
+    title: `Delete this ${noun}?`,
+    text: `“${upload.filename}” will be deleted from the server. This can't be undone.`,
+    actions: [{ label: 'Cancel', value: null }, { label: `Delete ${noun}`, value: 'delete', kind: 'danger' }],
+  });
+  if (choice !== 'delete') return false;
+  try {
+    await api.deleteUpload(upload.id);
+  } catch (error) {
+    if (error.status !== 404) {
+      toast(`Couldn't delete ${upload.filename}: ${error.message}`);
+      return false;
+    }
+  }
+  announce(`${upload.filename} deleted`);
+  return true;
 }
 
 /** `PDF` for `report.pdf`: the label of a file without a preview. */

@@ -9,11 +9,17 @@ import { announce, byId, el } from './dom.js';
 import { confirmChoice, resolveConflict } from './dialogs.js';
 import { formatDateTime, formatSince, titleAndPreview } from './format.js';
 
+/** How long after the last keystroke the text is saved (a `data-autosave-delay` on <body> overrides it). */
+const AUTOSAVE_DELAY = 1000;
+/** How long "Note deleted" offers Undo before the note is deleted on the server. */
+const UNDO_DELAY = 5000;
+
 /**
- * `notes` is the list (`find`, `upsert`, `remove`); `navigate(hash, { replace })` changes the
- * route; `toast(message)` shows an error in words.
+ * `notes` is the list (`find`, `upsert`, `remove`, `hide`, `unhide`); `navigate(hash, { replace })`
+ * changes the route; `toast(message, options)` shows a message in words (an error unless
+ * `options.kind` says otherwise) and `clearError()` takes a stale error away after a success.
  */
-export function createEditor({ notes, navigate, toast }) {
+export function createEditor({ notes, navigate, toast, clearError }) {
   const form = byId('editor');
   const textarea = byId('body');
   const saveState = byId('save-state');
@@ -25,6 +31,10 @@ export function createEditor({ notes, navigate, toast }) {
   let pending = null; // the latest event for this note that arrived while busy
   let opened = 0; // which open() is current, so a late answer for another note is dropped
   let loading = false; // the open note is not read yet
+  let saving = null; // the save in flight, to wait for before leaving
+  let autosaveTimer = null;
+  let autosaveFailed = false; // the last automatic save failed: say so instead of "Unsaved changes"
+  let pendingDelete = null; // { note, timer }: deleted here, Undo still possible
 
   const isOpen = () => !form.hidden;
   const isDirty = () => isOpen() && textarea.value !== (base?.body ?? '');
@@ -43,7 +53,10 @@ export function createEditor({ notes, navigate, toast }) {
     event.preventDefault();
     save();
   });
-  textarea.addEventListener('input', render);
+  textarea.addEventListener('input', () => {
+    render();
+    scheduleAutosave();
+  });
   textarea.addEventListener('keydown', (event) => {
     if (event.key === 'Enter' && (event.ctrlKey || event.metaKey)) {
       event.preventDefault();
@@ -76,7 +89,7 @@ export function createEditor({ notes, navigate, toast }) {
         count ? `${count} ${count === 1 ? 'attachment' : 'attachments'}` : null].filter(Boolean);
     // Each fact in its own span, so a line breaks between facts, not inside one.
     byId('editor-meta').replaceChildren(...facts.flatMap((fact, index) => [index ? ' · ' : '', el('span', {}, fact)]));
-    saveState.textContent = busy ? 'Saving…' : dirty ? 'Unsaved changes' : base ? 'Saved' : '';
+    saveState.textContent = busy ? 'Saving…' : dirty ? (autosaveFailed ? 'Not saved yet' : 'Unsaved changes') : base ? 'Saved' : '';
     saveState.dataset.state = busy ? 'busy' : dirty ? 'dirty' : 'saved';
     byId('delete').textContent = base || loading ? 'Delete' : 'Discard';
     form.setAttribute('aria-busy', String(busy || loading));
@@ -134,9 +147,11 @@ export function createEditor({ notes, navigate, toast }) {
       loading = false;
       render();
       if (error.status === 404) {
+        // A link to a note that is gone: back to the list, never an empty "New note".
         notes.remove(id);
+        close();
         navigate('#/', { replace: true });
-        toast(`That note doesn't exist any more: ${error.message}.`);
+        toast(`There is no note ${id}: it may have been deleted.`);
       } else {
         toast(`Couldn't open the note: ${error.message}`);
       }
@@ -146,6 +161,7 @@ export function createEditor({ notes, navigate, toast }) {
   function close() {
     opened += 1;
     loading = false;
+    clearTimeout(autosaveTimer);
     load(null);
     form.hidden = true;
     byId('placeholder').hidden = false;
@@ -172,7 +188,7 @@ export function createEditor({ notes, navigate, toast }) {
       } else {
         close();
         navigate('#/', { replace: true });
-        toast('The note you had open was deleted elsewhere.');
+        toast('This note was deleted elsewhere.', { kind: 'info' });
       }
       return;
     }
@@ -209,14 +225,37 @@ export function createEditor({ notes, navigate, toast }) {
     }
   }
 
-  /** Saves the text: creates the note, or writes over the version it is based on. */
-  async function save() {
-    if (busy || loading || !isOpen() || remote?.deleted) return;
-    if (base && !isDirty() && !remote) {
-      announce('Already saved');
+  /** Saves the text a moment after typing stops, with the same If-Match rules as Save. */
+  function scheduleAutosave() {
+    clearTimeout(autosaveTimer);
+    const delay = Number(document.body.dataset.autosaveDelay) || AUTOSAVE_DELAY;
+    autosaveTimer = setTimeout(autosave, delay);
+  }
+
+  async function autosave() {
+    // A newer version saved elsewhere waits for the user's choice (the notice offers it).
+    if (!isOpen() || loading || remote || !isDirty()) return;
+    if (busy) {
+      scheduleAutosave();
       return;
     }
-    const body = textarea.value;
+    if (!base && !textarea.value.trim()) return; // no empty notes from a stray keystroke
+    await save({ auto: true });
+  }
+
+  /** Saves the text: creates the note, or writes over the version it is based on. */
+  function save({ auto = false } = {}) {
+    if (busy || loading || !isOpen() || remote?.deleted) return saving ?? Promise.resolve();
+    if (base && !isDirty() && !remote) {
+      if (!auto) announce('Already saved');
+      return Promise.resolve();
+    }
+    clearTimeout(autosaveTimer);
+    saving = write(textarea.value, auto).finally(() => { saving = null; });
+    return saving;
+  }
+
+  async function write(body, auto) {
     const failure = await run(async () => {
       if (!base) {
         const note = await api.createNote(body);
@@ -225,9 +264,22 @@ export function createEditor({ notes, navigate, toast }) {
       } else {
         adopt(await api.updateNote(base.id, body, etagOf(base)));
       }
-      announce('Note saved');
+      autosaveFailed = false;
+      clearError();
+      if (!auto) announce('Note saved');
     });
-    if (failure) await failed(failure, "Couldn't save");
+    if (!failure) {
+      if (isDirty()) scheduleAutosave(); // typed on while it was saving
+      return;
+    }
+    if (auto && failure.status !== 412 && failure.status !== 404) {
+      // Said once, in the editor; the next keystroke or reconnection tries again.
+      if (!autosaveFailed) toast(`Couldn't save: ${failure.message}`);
+      autosaveFailed = true;
+      render();
+      return;
+    }
+    await failed(failure, "Couldn't save");
   }
 
   /** After a failed write: 412 opens the conflict dialog, 404 means deleted elsewhere. */
@@ -298,33 +350,47 @@ export function createEditor({ notes, navigate, toast }) {
       actions: [{ label: 'Cancel', value: null }, { label: 'Delete note', value: 'delete', kind: 'danger' }],
     });
     if (choice !== 'delete') return;
-    let ifMatch = etagOf(note);
-    for (;;) {
-      try {
-        await api.deleteNote(note.id, ifMatch);
-        break;
-      } catch (error) {
-        if (error.status === 404) break;
-        if (error.status !== 412) {
-          toast(`Couldn't delete: ${error.message}`);
-          return;
-        }
-        const again = await confirmChoice({
-          title: 'This note changed since you opened it',
-          text: 'A newer version was saved elsewhere. Delete it anyway, or look at it first?',
-          actions: [{ label: 'Show the newer version', value: 'show' }, { label: 'Delete anyway', value: 'delete', kind: 'danger' }],
-        });
-        if (again !== 'delete') {
-          reread(note.id);
-          return;
-        }
-        ifMatch = error.etag ?? '*';
-      }
-    }
-    notes.remove(note.id);
+    // Gone from here at once; deleted on the server once Undo is no longer offered.
+    await finishDelete();
+    notes.hide(note.id);
+    pendingDelete = { note, timer: setTimeout(finishDelete, UNDO_DELAY) };
     load(null);
     navigate('#/');
-    announce('Note deleted');
+    toast('Note deleted', { kind: 'info', timeout: UNDO_DELAY, action: { label: 'Undo', run: undoDelete } });
+  }
+
+  /** Undo: the note was never deleted on the server; it is shown and opened again. */
+  function undoDelete() {
+    if (!pendingDelete) return;
+    const { note, timer } = pendingDelete;
+    clearTimeout(timer);
+    pendingDelete = null;
+    notes.unhide(note.id);
+    navigate(`#/notes/${note.id}`);
+    announce('Note restored');
+  }
+
+  /** Deletes the note waiting for its Undo to expire (at once with `keepalive`, as the page goes). */
+  async function finishDelete({ keepalive = false } = {}) {
+    if (!pendingDelete) return;
+    const { note, timer } = pendingDelete;
+    clearTimeout(timer);
+    pendingDelete = null;
+    try {
+      await api.deleteNote(note.id, etagOf(note), { keepalive });
+      notes.remove(note.id);
+    } catch (error) {
+      if (error.status === 404) {
+        notes.remove(note.id);
+        return;
+      }
+      // Changed elsewhere meanwhile (412), or the server is away: it stays, and the list shows it.
+      notes.unhide(note.id);
+      const title = titleAndPreview(note.body).title || 'Untitled note';
+      toast(error.status === 412 ? `“${title}” was changed elsewhere, so it was not deleted.`
+        : `Couldn't delete “${title}”: ${error.message}`);
+      if (error.status === 412) reread(note.id);
+    }
   }
 
   /** Reads note `id` again and takes it in as a change made elsewhere. */
@@ -349,6 +415,7 @@ export function createEditor({ notes, navigate, toast }) {
 
   /** Whether the editor may be left: asks to save or discard unsaved text first. */
   async function canLeave() {
+    if (saving) await saving; // a save in flight decides by itself
     if (!isDirty()) return true;
     const choice = await confirmChoice({
       title: 'Save your changes?',
@@ -363,11 +430,17 @@ export function createEditor({ notes, navigate, toast }) {
     return choice === 'discard';
   }
 
+  // A delete still waiting for its Undo goes through as the page goes.
+  window.addEventListener('pagehide', () => finishDelete({ keepalive: true }));
+
   return {
     openNew, openNote, close, save, incoming, canLeave, isDirty, isOpen,
     /** The id of the open note, if it is saved. */
     get id() { return base?.id ?? null; },
-    /** Re-reads the open note (after the event stream asked for a reload). */
-    refresh: () => { if (isOpen() && base) reread(base.id); },
+    /** Re-reads the open note (after the event stream asked for a reload, or reconnected). */
+    refresh: () => {
+      if (isOpen() && base) reread(base.id);
+      if (isDirty()) scheduleAutosave(); // an automatic save that failed meanwhile goes again
+    },
   };
 }

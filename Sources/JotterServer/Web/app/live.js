@@ -46,6 +46,20 @@ export function connectLive(handlers) {
     source.addEventListener('reload', () => handlers.reload());
   }
 
+  // A page that is left may be kept in the back/forward cache: its stream would stay open and
+  // hold one of the few connections the browser allows per server, so requests of the next page
+  // wait for it. Close it as the page goes; a page shown again reconnects and catches up.
+  window.addEventListener('pagehide', () => {
+    clearTimeout(timer);
+    source?.close();
+    source = null;
+  });
+  window.addEventListener('pageshow', (event) => {
+    if (!event.persisted) return;
+    report('reconnecting');
+    attempt = Math.max(attempt, 1);
+    open();
+  });
   window.addEventListener('offline', () => report('offline'));
   window.addEventListener('online', () => {
     // Don't wait for the next retry: connect now, and catch up.

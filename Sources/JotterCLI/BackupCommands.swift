@@ -1,0 +1,216 @@
+import JotterCLICore
+import Foundation
+import Glibc
+import JotterAPI
+import JotterClient
+import JotterHTTP
+import JotterServer
+import JotterStore
+
+/// `jotter backup DEST [--data DIR]`: an online backup into a new folder.
+struct BackupCommand: AsyncCommand {
+    static let name = "backup"
+    static let summary = "Back up a running server (or a data folder) while it takes writes."
+    static let usage = "jotter backup DEST [--data DIR] [options]"
+    static let about = """
+    Writes a consistent backup into the folder DEST (created; it must be empty): the
+    database as one snapshot taken while writes go on (SQLite's VACUUM INTO, never a copy
+    of the live file), every upload that snapshot names, and backup.json (versions, counts,
+    each upload's size and SHA-256). Every file is checked before it reports success: the
+    database with SQLite's integrity_check, each upload against its SHA-256.
+
+    Without --data it asks the server (--server URL) for the snapshot and fetches its files,
+    a progress bar on a terminal. With --data it reads the data folder directly, whether or
+    not a server is running on it. Restore with: jotter restore DEST --data DIR
+    """
+    static let options = [Option("--data", value: "DIR", help: "Back up this data folder directly instead of a server.")]
+        + ClientOptions.options
+
+    let options: ClientOptions
+    let data: String?
+    let destination: String
+
+    init(parsing arguments: Arguments) throws {
+        options = try ClientOptions(parsing: arguments)
+        data = arguments.option("--data")
+        destination = try arguments.single("DEST")
+    }
+
+    func run(console: Console) async throws -> Int32 {
+        let backup: Backup
+        if let data {
+            if console.isTerminal { console.err("taking a snapshot of \(data)…\r") }
+            let contents = try BackupFolder.failure { () throws(StoreError) in
+                try DataFolderBackup.snapshot(dataDirectory: data, into: destination)
+            }
+            if console.isTerminal { console.err("\u{1B}[K") }
+            backup = BackupFolder.manifest(contents)
+        } else {
+            backup = try await fetch(console: console)
+        }
+        try BackupFolder.verify(destination, console: console)
+        try BackupFolder.writeManifest(backup, in: destination)
+        if options.json {
+            console.out(try ClientOptions.json(BackupEnvelope(backup: backup)))
+        } else {
+            let bytes = backup.uploads.reduce(backup.databaseSize) { $0 + $1.size }
+            console.out("backed up \(backup.notes) notes and \(backup.uploads.count) uploads (\(TextFormat.bytes(bytes))) to \(destination)\n")
+        }
+        return ExitCode.success
+    }
+
+    /// The server's snapshot, fetched into `destination` file by file; removed from the
+    /// server afterwards, whatever happened.
+    private func fetch(console: Console) async throws -> Backup {
+        try BackupFolder.failure { () throws(StoreError) in try BackupFolder.prepareEmpty(destination) }
+        let client = options.client()
+        var backup = try await client.backups.create()
+        do {
+            let folder = URL(fileURLWithPath: destination)
+            try FileManager.default.createDirectory(at: folder.appendingPathComponent("uploads"), withIntermediateDirectories: true)
+            let total = backup.uploads.reduce(backup.databaseSize) { $0 + $1.size }
+            let bar = ProgressBar(label: "backup", console: console)
+            var done: Int64 = 0
+            let files = [("jotter.sqlite", backup.databaseSize)] + backup.uploads.map { ("uploads/" + $0.id, $0.size) }
+            for (file, size) in files {
+                let before = done
+                try await client.backups.download(backup, file: file, to: folder.appendingPathComponent(file)) {
+                    bar.update(completed: before + $0.completed, total: total)
+                }
+                done += size
+            }
+            bar.finish()
+        } catch {
+            try? await client.backups.delete(backup.id)
+            throw error
+        }
+        try? await client.backups.delete(backup.id)
+        backup.filesURL = "."
+        return backup
+    }
+}
+
+/// `jotter restore SRC --data DIR [--force]`: a backup back into a data folder.
+struct RestoreCommand: BlockingCommand {
+    static let name = "restore"
+    static let summary = "Restore a backup into a data folder (refuses a non-empty one without --force)."
+    static let usage = "jotter restore SRC --data DIR [--force] [--json]"
+    static let about = """
+    Checks the backup folder SRC (SQLite's integrity_check, every upload file against its
+    SHA-256, a schema this jotter understands), then restores it into the data folder DIR:
+    the database last, so an interrupted restore leaves no database behind. Start the
+    server on DIR afterwards. DIR must be empty or missing unless --force, which replaces
+    its database and uploads. Refused while a server is running on DIR.
+    """
+    static let options = [
+        Option("--data", value: "DIR", help: "The data folder to restore into (required)."),
+        Option("--force", help: "Replace the database and uploads already in DIR."),
+        Option("--json", help: "Print what was restored as JSON."),
+    ]
+
+    let source: String
+    let data: String
+    let force: Bool
+    let json: Bool
+
+    init(parsing arguments: Arguments) throws {
+        guard let data = arguments.option("--data") else { throw UsageError("missing --data DIR (the data folder to restore into)") }
+        self.data = data
+        force = arguments.flag("--force")
+        json = arguments.flag("--json")
+        source = try arguments.single("SRC")
+    }
+
+    func run(console: Console) throws -> Int32 {
+        try BackupFolder.verify(source, console: console)
+        let contents: BackupContents
+        do {
+            contents = try DataFolderBackup.restore(from: source, into: data, replacing: force)
+        } catch let error where error == .notEmpty {
+            throw CommandFailure("\(data) is not empty; pass --force to replace its database and uploads")
+        } catch {
+            throw CommandFailure("cannot restore \(source): \(error)")
+        }
+        let backup = BackupFolder.manifest(contents)
+        if json {
+            console.out(try ClientOptions.json(BackupEnvelope(backup: backup)))
+        } else {
+            console.out("restored \(contents.notes) notes and \(contents.uploads.count) uploads from \(source) into \(data)\n")
+        }
+        return ExitCode.success
+    }
+}
+
+/// What backing up and restoring share: the backup folder's checks and its manifest.
+enum BackupFolder {
+    static let manifestName = "backup.json"
+
+    /// The manifest of a folder's contents, its files beside it.
+    static func manifest(_ contents: BackupContents) -> Backup {
+        Backup(id: "", createdAt: Timestamp.format(Int64(time(nil))), jotterVersion: JotterBuild.version,
+               schemaVersion: contents.schemaVersion, notes: contents.notes, lastEventID: contents.lastEventID,
+               databaseSize: contents.databaseSize, uploads: contents.uploads.map(Upload.init), filesURL: ".")
+    }
+
+    static func writeManifest(_ backup: Backup, in folder: String) throws {
+        let path = folder + "/" + manifestName
+        do {
+            try Data(try ClientOptions.json(backup).utf8).write(to: URL(fileURLWithPath: path), options: .atomic)
+        } catch {
+            throw CommandFailure("cannot write \(path): \(error.localizedDescription)")
+        }
+    }
+
+    /// Fails unless `folder` is a whole backup: the database passes `integrity_check` and
+    /// every upload file it names has its size and SHA-256.
+    static func verify(_ folder: String, console: Console) throws {
+        let contents = try failure { () throws(StoreError) in try DataFolderBackup.contents(ofBackup: folder) }
+        let bar = ProgressBar(label: "checking", console: console)
+        let total = contents.uploads.reduce(0) { $0 + $1.size }
+        var done: Int64 = 0
+        for upload in contents.uploads {
+            let path = folder + "/uploads/" + upload.id
+            guard let digest = sha256(of: path), digest == upload.sha256 else {
+                bar.finish()
+                throw CommandFailure("\(path) does not have the SHA-256 its upload was stored with; the backup is damaged")
+            }
+            done += upload.size
+            bar.update(completed: done, total: total)
+        }
+        bar.finish()
+    }
+
+    /// The SHA-256 of the file at `path`, or nil when it can't be read.
+    static func sha256(of path: String) -> String? {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return nil }
+        defer { close(fd) }
+        var hash = SHA256()
+        var buffer = [UInt8](repeating: 0, count: 1 << 20)
+        while true {
+            let count = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            if count < 0 && errno == EINTR { continue }
+            if count < 0 { return nil }
+            if count == 0 { return hash.finish() }
+            buffer.withUnsafeBytes { hash.update(UnsafeRawBufferPointer(rebasing: $0.prefix(count))) }
+        }
+    }
+
+    /// Creates `folder`, or checks that it is empty.
+    static func prepareEmpty(_ folder: String) throws(StoreError) {
+        if let entries = try? FileManager.default.contentsOfDirectory(atPath: folder) {
+            guard entries.isEmpty else { throw StoreError.notEmpty }
+        }
+    }
+
+    /// Runs a store call, turning its error into a one-line command failure.
+    static func failure<T>(_ body: () throws(StoreError) -> T) throws -> T {
+        do {
+            return try body()
+        } catch let error where error == .notEmpty {
+            throw CommandFailure("the backup folder is not empty; give a new or empty folder")
+        } catch {
+            throw CommandFailure(error.message)
+        }
+    }
+}

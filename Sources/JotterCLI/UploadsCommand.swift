@@ -1,0 +1,181 @@
+import JotterCLICore
+import JotterAPI
+import JotterClient
+
+/// `jotter uploads …`: the files stored on the server.
+struct UploadsCommand: CommandGroup {
+    static let name = "uploads"
+    static let summary = "List, show and remove uploaded files."
+    static let subcommands: [any Command.Type] = [UploadsListCommand.self, UploadsShowCommand.self, UploadsRemoveCommand.self]
+    static var help: String {
+        """
+        USAGE: jotter uploads <subcommand> [options]
+
+        SUBCOMMANDS:
+        \(JotterCommandLine.listing(subcommands))
+
+        Each takes --server URL (JOTTER_SERVER) and --json; see jotter uploads <subcommand> --help.
+        Upload files with jotter upload, fetch them with jotter download.
+
+        """
+    }
+    static let usage = "jotter uploads <subcommand> [options]"
+
+    /// Where an upload belongs, for people.
+    static func place(_ upload: Upload) -> String {
+        upload.noteID.map { "note \($0)" } ?? "no note"
+    }
+}
+
+/// `jotter uploads list [--note ID | --unattached] [--limit N | --all] [--after ID]`.
+struct UploadsListCommand: AsyncCommand {
+    static let name = "list"
+    static let summary = "List uploads, newest first."
+    static let usage = "jotter uploads list [--note ID | --unattached] [--limit N | --all] [--after ID] [options]"
+    static let about = """
+    Lists uploads newest first as a table (ID, SIZE, CREATED, NOTE, NAME). When more follow,
+    it says so on standard error and how to see them; with --json the server's `next` link is
+    kept.
+    """
+    static let options = [
+        Option("--note", value: "ID", help: "Only the files attached to this note."),
+        Option("--unattached", help: "Only the files attached to no note."),
+        Option("--limit", value: "N", default: "100", help: "At most N uploads (at most 1000)."),
+        Option("--all", help: "Every upload, however many (following the server's pages)."),
+        Option("--after", value: "ID", help: "Start after this upload id (where a previous listing stopped)."),
+    ] + ClientOptions.options
+
+    let options: ClientOptions
+    let attachment: JotterClient.Uploads.Attachment
+    /// `nil` with `--all`.
+    let limit: Int?
+    let after: String?
+
+    init(parsing arguments: Arguments) throws {
+        options = try ClientOptions(parsing: arguments)
+        let note = arguments.option("--note")
+        let unattached = arguments.flag("--unattached")
+        if note != nil && unattached { throw UsageError("choose --note ID or --unattached, not both") }
+        attachment = note.map { .note($0) } ?? (unattached ? .unattached : .any)
+        let limit = try arguments.option("--limit", as: "a whole number from 1 to 1000", { Int($0).flatMap { (1...1000).contains($0) ? $0 : nil } })
+        if arguments.flag("--all") {
+            guard limit == nil else { throw UsageError("choose --limit N or --all, not both") }
+            self.limit = nil
+        } else {
+            self.limit = limit ?? 100
+        }
+        after = arguments.option("--after")
+        try arguments.finish()
+    }
+
+    func run(console: Console) async throws -> Int32 {
+        let uploads = options.client().uploads
+        var page = try await uploads.page(limit: limit ?? 1000, after: after, attachment: attachment)
+        var listed = page.uploads
+        if limit == nil {
+            while let next = try await uploads.nextPage(after: page) {
+                listed += next.uploads
+                page = next
+            }
+        }
+        if options.json {
+            console.out(try ClientOptions.json(UploadPage(uploads: listed, next: page.next)))
+            return ExitCode.success
+        }
+        if listed.isEmpty {
+            let none = switch attachment {
+            case .any: after == nil ? "No uploads yet.\n" : "No uploads after \(after!).\n"
+            case .unattached: "No uploads outside a note.\n"
+            case .note(let id): "Note \(id) has no attachments.\n"
+            }
+            console.out(none)
+            return ExitCode.success
+        }
+        let name = { (upload: Upload) in console.outputIsTerminal ? TextFormat.visible(upload.filename) : upload.filename }
+        console.out(TextFormat.table(["ID", "SIZE", "CREATED", "NOTE", "NAME"], listed.map {
+            [$0.id, TextFormat.bytes($0.size), $0.createdAt, $0.noteID ?? "-", name($0)]
+        }))
+        if page.next != nil, let last = listed.last {
+            var command = "jotter uploads list"
+            switch attachment {
+            case .any: break
+            case .unattached: command += " --unattached"
+            case .note(let id): command += " --note \(id)"
+            }
+            console.err("More uploads follow: \(command) --after \(last.id) (or --all)\n")
+        }
+        return ExitCode.success
+    }
+}
+
+/// `jotter uploads show ID`.
+struct UploadsShowCommand: AsyncCommand {
+    static let name = "show"
+    static let summary = "Show one upload's details."
+    static let usage = "jotter uploads show ID [options]"
+    static let about = "Prints the upload's name, size, type, SHA-256, time, note and download path."
+    static let options = ClientOptions.options
+
+    let options: ClientOptions
+    let id: String
+
+    init(parsing arguments: Arguments) throws {
+        options = try ClientOptions(parsing: arguments)
+        id = try arguments.single("ID")
+    }
+
+    func run(console: Console) async throws -> Int32 {
+        let upload = try await options.client().uploads.get(id)
+        if options.json {
+            console.out(try ClientOptions.json(UploadEnvelope(upload: upload)))
+            return ExitCode.success
+        }
+        let shown = { (text: String) in console.outputIsTerminal ? TextFormat.visible(text) : text }
+        console.out("""
+        upload \(upload.id)
+        name     \(shown(upload.filename))
+        size     \(TextFormat.bytes(upload.size)) (\(upload.size) bytes)
+        type     \(shown(upload.contentType))
+        sha256   \(upload.sha256)
+        created  \(upload.createdAt)
+        note     \(UploadsCommand.place(upload))
+        content  \(upload.url)
+
+        """)
+        return ExitCode.success
+    }
+}
+
+/// `jotter uploads rm ID…`.
+struct UploadsRemoveCommand: AsyncCommand {
+    static let name = "rm"
+    static let summary = "Delete uploads."
+    static let usage = "jotter uploads rm ID… [options]"
+    static let about = """
+    Deletes each upload, in turn (a note it was attached to gets a new version). One that
+    can't be deleted is reported and the others are still deleted; the exit code is then
+    that of the first failure.
+    """
+    static let options = ClientOptions.options
+
+    let options: ClientOptions
+    let ids: [String]
+
+    init(parsing arguments: Arguments) throws {
+        options = try ClientOptions(parsing: arguments)
+        ids = arguments.positionals()
+        guard !ids.isEmpty else { throw UsageError("missing ID") }
+    }
+
+    func run(console: Console) async throws -> Int32 {
+        let uploads = options.client().uploads
+        let terminal = console.outputIsTerminal
+        let said = { (upload: Upload) in
+            "Deleted upload \(upload.id) (\(terminal ? TextFormat.visible(upload.filename) : upload.filename), \(UploadsCommand.place(upload))).\n"
+        }
+        let (deleted, status) = try await deleteEach(ids, console: console, said: options.json ? nil : said,
+                                                     delete: { id throws(JotterClientError) in try await uploads.delete(id) })
+        if options.json { console.out(try ClientOptions.json(UploadList(uploads: deleted))) }
+        return status
+    }
+}

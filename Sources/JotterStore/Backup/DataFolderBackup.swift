@@ -1,0 +1,224 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// What a backup holds: read from its own database snapshot, so it describes exactly the
+/// snapshot and the upload files copied beside it.
+public struct BackupContents: Sendable, Hashable {
+    /// The schema version of the snapshot.
+    public var schemaVersion: Int64
+    /// Notes in the snapshot.
+    public var notes: Int64
+    /// The id of the last change event issued before the snapshot (0 when none).
+    public var lastEventID: Int64
+    /// The size of the database file in the backup.
+    public var databaseSize: Int64
+    /// Every upload the snapshot names; each has its file in `uploads/` beside the database.
+    public var uploads: [UploadRecord]
+
+    public init(schemaVersion: Int64, notes: Int64, lastEventID: Int64, databaseSize: Int64, uploads: [UploadRecord]) {
+        self.schemaVersion = schemaVersion
+        self.notes = notes
+        self.lastEventID = lastEventID
+        self.databaseSize = databaseSize
+        self.uploads = uploads
+    }
+}
+
+/// Online backup and restore of a data folder: a consistent snapshot of the database (SQLite's
+/// `VACUUM INTO`, which reads one transaction's snapshot while writers go on — never a copy
+/// of the live file) and of every upload file that snapshot names.
+///
+/// A backup folder looks like a data folder: `jotter.sqlite` and `uploads/<id>`.
+///
+/// ```swift
+/// let contents = try DataFolderBackup.snapshot(dataDirectory: "/var/lib/jotter", into: "/backups/2026-12-01")
+/// try DataFolderBackup.restore(from: "/backups/2026-12-01", into: "/var/lib/jotter-new", replacing: false)
+/// ```
+///
+/// From another process than the server, an upload deleted between the snapshot and the copy
+/// of its file makes the snapshot be taken again (up to `attempts` times); inside the server,
+/// `SQLiteNoteStore.backup(into:)` holds deletions back instead, so that never happens.
+public enum DataFolderBackup {
+    /// How many snapshots a backup from outside the server takes before giving up, when
+    /// uploads keep being deleted under it.
+    public static let attempts = 5
+
+    /// Snapshots `dataDirectory` into `destination` (created; it must not exist or be empty).
+    ///
+    /// - Parameters:
+    ///   - linkUploads: hard-link the upload files instead of copying them (they never change
+    ///     once stored); falls back to a copy across file systems.
+    /// - Returns: what the snapshot holds, read back from it after `integrity_check` said ok.
+    /// - Throws: `StoreError.notEmpty` when `destination` has files, `.notJotterDatabase` when
+    ///   there is no database, SQLite errors.
+    public static func snapshot(dataDirectory: String, into destination: String,
+                                linkUploads: Bool = false) throws(StoreError) -> BackupContents {
+        let source = databasePath(in: dataDirectory)
+        guard access(source, F_OK) == 0 else {
+            throw .invalidArgument("there is no \(SQLiteNoteStore.fileName) in \(dataDirectory)")
+        }
+        try makeEmptyFolder(destination)
+        for attempt in 1...attempts {
+            let target = databasePath(in: destination)
+            do {
+                let db = try openForReading(source)
+                try db.run("VACUUM INTO ?", [.text(target)])
+                db.close()
+                let contents = try self.contents(ofBackup: destination, checkFiles: false)
+                try FileTransfer.makeFolder(destination + "/uploads")
+                for upload in contents.uploads {
+                    try FileTransfer.place(dataDirectory + "/uploads/" + upload.id, at: destination + "/uploads/" + upload.id,
+                                           link: linkUploads)
+                }
+                FileTransfer.syncFolder(destination + "/uploads")
+                FileTransfer.syncFolder(destination)
+                return contents
+            } catch let missing as FileTransfer.SourceMissing {
+                // Deleted after our snapshot by a server in another process: take a new one.
+                removeBackupFiles(in: destination)
+                if attempt == attempts {
+                    throw .invalidArgument("uploads kept being deleted during the backup (\(missing.path)); try again")
+                }
+            } catch let error as StoreError {
+                removeBackupFiles(in: destination)
+                throw error
+            } catch {
+                removeBackupFiles(in: destination)
+                throw .system("\(error)")
+            }
+        }
+        throw .invalidArgument("unreachable")
+    }
+
+    /// What the backup (or data folder) at `folder` holds, after SQLite's `integrity_check`
+    /// said ok; with `checkFiles`, also that every upload file is there with its size.
+    ///
+    /// - Throws: `.corrupt` when the integrity check or a file fails, `.newerSchema` when
+    ///   the snapshot is from a newer jotter.
+    public static func contents(ofBackup folder: String, checkFiles: Bool = true) throws(StoreError) -> BackupContents {
+        let path = databasePath(in: folder)
+        guard access(path, R_OK) == 0 else { throw .invalidArgument("there is no readable \(SQLiteNoteStore.fileName) in \(folder)") }
+        let db = try openForReading(path)
+        defer { db.close() }
+        let problems = try db.query("PRAGMA integrity_check") { $0.string(0) }
+        guard problems == ["ok"] else {
+            throw .corrupt("\(path) failed SQLite's integrity_check: \(problems.prefix(3).joined(separator: "; "))")
+        }
+        let contents = try db.readTransaction { () throws(StoreError) -> BackupContents in
+            let version = try SQLiteSchema.storedVersion(db, fileName: path)
+            guard version <= SQLiteSchema.current else {
+                throw StoreError.newerSchema(file: path, found: version, supported: SQLiteSchema.current)
+            }
+            guard version >= 2 else { throw StoreError.notJotterDatabase(file: path) }
+            return BackupContents(
+                schemaVersion: version,
+                notes: try db.first("SELECT count(*) FROM notes") { $0.int64(0) } ?? 0,
+                lastEventID: try NoteRows.lastEventID(on: db),
+                databaseSize: FileTransfer.size(of: path) ?? 0,
+                uploads: try db.query("SELECT \(UploadRows.columns) FROM uploads ORDER BY rowid") { UploadRows.record($0) })
+        }
+        if checkFiles {
+            for upload in contents.uploads {
+                let file = folder + "/uploads/" + upload.id
+                guard let size = FileTransfer.size(of: file) else { throw .corrupt("\(file) is missing") }
+                guard size == upload.size else { throw .corrupt("\(file) has \(size) bytes, not \(upload.size)") }
+            }
+        }
+        return contents
+    }
+
+    /// Restores the backup at `backup` into `dataDirectory`, which must be empty or not exist
+    /// unless `replacing` (then its database and uploads are replaced; other files are left).
+    /// Refused while a server has `dataDirectory` open.
+    ///
+    /// The database is written under a temporary name and renamed into place last, after the
+    /// upload files: an interrupted restore leaves no database behind, only files the next
+    /// start removes.
+    public static func restore(from backup: String, into dataDirectory: String, replacing: Bool) throws(StoreError) -> BackupContents {
+        let contents = try self.contents(ofBackup: backup)
+        if access(dataDirectory, F_OK) != 0 {
+            try FileTransfer.makeFolder(dataDirectory)
+        }
+        let lock = try DataFolderLock(dataDirectory, exclusive: true)
+        defer { lock.unlock() }
+        if !FileTransfer.entries(of: dataDirectory).isEmpty {
+            guard replacing else { throw .notEmpty("\(dataDirectory) is not empty") }
+            removeBackupFiles(in: dataDirectory)
+            for name in FileTransfer.entries(of: dataDirectory + "/tmp") { unlink(dataDirectory + "/tmp/" + name) }
+        }
+        let staging = databasePath(in: dataDirectory) + ".restoring"
+        unlink(staging)
+        do {
+            try FileTransfer.makeFolder(dataDirectory + "/uploads")
+            for upload in contents.uploads {
+                try FileTransfer.place(backup + "/uploads/" + upload.id, at: dataDirectory + "/uploads/" + upload.id, link: false)
+            }
+            FileTransfer.syncFolder(dataDirectory + "/uploads")
+            let db = try openForReading(databasePath(in: backup))
+            try db.run("VACUUM INTO ?", [.text(staging)])
+            db.close()
+            guard rename(staging, databasePath(in: dataDirectory)) == 0 else {
+                throw StoreError.system("cannot move the restored database into place: \(String(cString: strerror(errno)))")
+            }
+            FileTransfer.syncFolder(dataDirectory)
+        } catch let error as StoreError {
+            unlink(staging)
+            throw error
+        } catch {
+            unlink(staging)
+            throw .corrupt("\(error)")
+        }
+        return contents
+    }
+
+    // MARK: - Helpers
+
+    static func databasePath(in folder: String) -> String {
+        (folder.hasSuffix("/") ? folder : folder + "/") + SQLiteNoteStore.fileName
+    }
+
+    /// A read-only connection; a read-write one (which changes nothing either) when the folder
+    /// lacks the `-shm` file a read-only connection to a WAL database needs.
+    private static func openForReading(_ path: String) throws(StoreError) -> SQLiteConnection {
+        do {
+            let db = try SQLiteConnection(path: path, flags: SQLiteConnection.readOnly)
+            _ = try db.first("SELECT count(*) FROM sqlite_master") { $0.int64(0) }
+            return db
+        } catch {
+            return try SQLiteConnection(path: path, flags: SQLiteConnection.readWriteExisting)
+        }
+    }
+
+    /// Creates `folder` (and its parents), or checks that it is empty.
+    private static func makeEmptyFolder(_ folder: String) throws(StoreError) {
+        if access(folder, F_OK) == 0 {
+            guard FileTransfer.entries(of: folder).isEmpty else { throw .notEmpty("\(folder) is not empty") }
+        } else {
+            try FileTransfer.makeFolder(folder)
+        }
+    }
+
+    /// Removes the database (with its `-wal`/`-shm`) and every upload file from `folder`.
+    private static func removeBackupFiles(in folder: String) {
+        let db = databasePath(in: folder)
+        for path in [db, db + "-wal", db + "-shm", db + "-journal"] { unlink(path) }
+        for name in FileTransfer.entries(of: folder + "/uploads") { unlink(folder + "/uploads/" + name) }
+    }
+}
+
+extension SQLiteNoteStore {
+    /// The data folder this store was opened on.
+    public var dataDirectory: String { String(path.dropLast(Self.fileName.count + 1)) }
+
+    /// A consistent backup of this store, taken while writes go on: the database snapshot and
+    /// a hard link (or copy) of every upload file it names, into `destination` (created; must
+    /// be empty). Upload files deleted meanwhile stay until the files are placed.
+    public func backup(into destination: String, linkUploads: Bool = true) throws(StoreError) -> BackupContents {
+        holdRemovals()
+        defer { releaseRemovals() }
+        return try DataFolderBackup.snapshot(dataDirectory: dataDirectory, into: destination, linkUploads: linkUploads)
+    }
+}

@@ -1,0 +1,122 @@
+import Foundation
+import Testing
+import JotterAPI
+import JotterClient
+@testable import JotterCLI
+import JotterTestSupport
+
+/// `jotter uploads list|show|rm`, and the SDK's upload pages and attach underneath.
+@Suite("jotter uploads")
+struct UploadsCommandTests {
+    let commands = ClientCommandTests()
+
+    /// Uploads `count` small files (`file0.txt`…), attached to `note` when given; their ids, oldest first.
+    func uploadFiles(_ client: JotterClient, _ folder: URL, count: Int, note: String? = nil) async throws -> [String] {
+        var ids: [String] = []
+        for n in 0..<count {
+            let file = folder.appendingPathComponent("file\(n).txt")
+            try Data("content \(n)".utf8).write(to: file)
+            ids.append(try await client.uploads.upload(fileAt: file, noteID: note).id)
+        }
+        return ids
+    }
+
+    @Test("list: a table newest first, --note and --unattached filter, --limit says more follow, --all lists every one")
+    func list() async throws {
+        let folder = try scratchFolder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        try await withApp { app in
+            let client = JotterClient(baseURL: app.baseURL)
+            let note = try await client.notes.create("with files")
+            let loose = try await uploadFiles(client, folder, count: 3)
+            let attached = try await uploadFiles(client, folder, count: 2, note: note.id)
+
+            let table = await commands.jotter(["uploads", "list"], app: app)
+            try #require(table.status == 0, "\(table.err)")
+            let lines = table.out.split(separator: "\n")
+            #expect(lines.first?.hasPrefix("ID") == true && lines.first?.hasSuffix("NAME") == true)
+            #expect(lines.dropFirst().map { String($0.prefix(24)) } == (loose + attached).reversed())
+            #expect(table.err.isEmpty)
+
+            let onlyNote = await commands.jotter(["uploads", "list", "--note", note.id, "--json"], app: app)
+            let notePage = try JSONDecoder().decode(UploadPage.self, from: Data(onlyNote.out.utf8))
+            #expect(notePage.uploads.map(\.id) == attached.reversed())
+            let unattached = await commands.jotter(["uploads", "list", "--unattached", "--json"], app: app)
+            #expect(try JSONDecoder().decode(UploadPage.self, from: Data(unattached.out.utf8)).uploads.map(\.id) == loose.reversed())
+
+            let limited = await commands.jotter(["uploads", "list", "--limit", "2"], app: app)
+            #expect(limited.out.split(separator: "\n").count == 3)
+            #expect(limited.err == "More uploads follow: jotter uploads list --after \(attached[0]) (or --all)\n", "\(limited.err)")
+            let limitedJSON = await commands.jotter(["uploads", "list", "--limit", "2", "--json"], app: app)
+            #expect(try JSONDecoder().decode(UploadPage.self, from: Data(limitedJSON.out.utf8)).next == "/uploads?limit=2&after=\(attached[0])")
+            let second = await commands.jotter(["uploads", "list", "--limit", "2", "--after", attached[0], "--json"], app: app)
+            #expect(try JSONDecoder().decode(UploadPage.self, from: Data(second.out.utf8)).uploads.map(\.id) == [loose[2], loose[1]])
+
+            let every = await commands.jotter(["uploads", "list", "--all", "--json"], app: app)
+            let all = try JSONDecoder().decode(UploadPage.self, from: Data(every.out.utf8))
+            #expect(all.uploads.count == 5 && all.next == nil)
+
+            #expect(await commands.jotter(["uploads", "list", "--note", "1", "--unattached"], app: app).status == 2)
+            #expect(await commands.jotter(["uploads", "list", "--all", "--limit", "3"], app: app).status == 2)
+            #expect(await commands.jotter(["uploads", "list", "--limit", "0"], app: app).status == 2)
+        }
+    }
+
+    @Test("--all follows the pages past the server's page size")
+    func allPages() async throws {
+        let folder = try scratchFolder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        try await withApp { app in
+            let client = JotterClient(baseURL: app.baseURL)
+            let ids = try await uploadFiles(client, folder, count: 7)
+            #expect(try await client.uploads.all(pageSize: 2).map(\.id) == ids.reversed())
+            #expect(try await client.uploads.list().map(\.id) == ids.reversed())
+            let first = try await client.uploads.page(limit: 3)
+            #expect(first.uploads.count == 3 && first.next != nil)
+        }
+    }
+
+    @Test("show prints the details; rm deletes several; unknown ids exit 3")
+    func showAndRemove() async throws {
+        let folder = try scratchFolder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        try await withApp { app in
+            let client = JotterClient(baseURL: app.baseURL)
+            let ids = try await uploadFiles(client, folder, count: 3)
+            let shown = await commands.jotter(["uploads", "show", ids[0]], app: app)
+            try #require(shown.status == 0, "\(shown.err)")
+            #expect(shown.out.contains("name     file0.txt\n"))
+            #expect(shown.out.contains("type     text/plain; charset=utf-8\n"))
+            #expect(shown.out.contains("note     no note\n"))
+            let json = await commands.jotter(["uploads", "show", ids[0], "--json"], app: app)
+            #expect(try JSONDecoder().decode(UploadEnvelope.self, from: Data(json.out.utf8)).upload.id == ids[0])
+
+            let removed = await commands.jotter(["uploads", "rm", ids[0], ids[1]], app: app)
+            #expect(removed.status == 0, "\(removed.err)")
+            #expect(removed.out == "Deleted upload \(ids[0]) (file0.txt, no note).\nDeleted upload \(ids[1]) (file1.txt, no note).\n")
+            #expect(try await client.uploads.list().map(\.id) == [ids[2]])
+            let missing = await commands.jotter(["uploads", "rm", ids[0]], app: app)
+            #expect(missing.status == 3)
+            #expect(await commands.jotter(["uploads", "show", "0123456789abcdef01234567"], app: app).status == 3)
+            #expect(await commands.jotter(["uploads", "rm"], app: app).status == 2)
+        }
+    }
+
+    @Test("the SDK attaches an upload to a note and back to none")
+    func attach() async throws {
+        let folder = try scratchFolder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        try await withApp { app in
+            let client = JotterClient(baseURL: app.baseURL)
+            let note = try await client.notes.create("target")
+            let id = try #require(try await uploadFiles(client, folder, count: 1).first)
+            #expect(try await client.uploads.attach(id, toNote: note.id).noteID == note.id)
+            #expect(try await client.notes.get(note.id).attachments.map(\.id) == [id])
+            #expect(try await client.uploads.page(attachment: .unattached).uploads.isEmpty)
+            #expect(try await client.uploads.attach(id, toNote: nil).noteID == nil)
+            #expect(try await client.uploads.page(attachment: .unattached).uploads.map(\.id) == [id])
+            let error = await #expect(throws: JotterClientError.self) { try await client.uploads.attach(id, toNote: "999") }
+            #expect(error?.isNotFound == true)
+        }
+    }
+}

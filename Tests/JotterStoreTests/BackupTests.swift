@@ -1,0 +1,150 @@
+import Foundation
+import Synchronization
+import Testing
+@testable import JotterStore
+
+/// Online backups of a data folder and their restore.
+@Suite("Backup and restore")
+struct BackupTests {
+    /// A stored upload whose bytes are `bytes`, attached to `noteID`.
+    @discardableResult
+    func addUpload(_ store: SQLiteNoteStore, _ bytes: [UInt8], noteID: Int64?) throws -> UploadRecord {
+        let path = store.temporaryDirectory + "/t-\(UUID().uuidString)"
+        try Data(bytes).write(to: URL(fileURLWithPath: path))
+        let upload = NewUpload(temporaryPath: path, filename: "f-\(bytes.first ?? 0).bin", contentType: "application/octet-stream",
+                               size: Int64(bytes.count), sha256: "bytes-\(bytes.count)-\(bytes.first ?? 0)")
+        guard case .uploadsAdded(let records, _, _) = try store.perform(.addUploads([upload], noteID: noteID)) else {
+            throw FixtureError("upload not added")
+        }
+        return records[0]
+    }
+
+    @Test("a backup taken while writers create, update and delete holds every note acknowledged before it, and every upload it names")
+    func backupDuringWrites() throws {
+        let fixture = try StoreFixture()
+        let store = fixture.store
+        var before: [NoteRecord] = []
+        for index in 0..<200 { before.append(try fixture.create("before \(index)")) }
+        for index in 0..<20 { try addUpload(store, [UInt8](repeating: UInt8(index), count: 1000 + index), noteID: before[index].id) }
+        before = try before.map { try #require(try store.note(id: $0.id)) }  // as acknowledged: attaching changed versions
+
+        let stop = Atomic<Bool>(false)
+        let written = Atomic<Int>(0)
+        let destination = try TemporaryDirectory()
+        let backupFolder = destination.path + "/backup"
+        let outcome = Mutex<Result<BackupContents, StoreError>?>(nil)
+        onThreads(3) { thread in
+            if thread == 0 {
+                while written.load(ordering: .relaxed) < 50 { usleep(1000) }
+                outcome.withLock { $0 = Result { () throws(StoreError) in try store.backup(into: backupFolder) } }
+                stop.store(true, ordering: .relaxed)
+                return
+            }
+            var index = 0
+            while !stop.load(ordering: .relaxed) {
+                index += 1
+                // Creates, uploads and deletions, so files vanish while the backup runs.
+                _ = try? store.perform(.create(body: "during \(thread)-\(index)"))
+                if let upload = try? addUpload(store, [UInt8](repeating: UInt8(100 + thread), count: 500), noteID: nil) {
+                    _ = try? store.perform(.deleteUpload(id: upload.id))
+                }
+                written.add(1, ordering: .relaxed)
+            }
+        }
+        let contents = try #require(try outcome.withLock { $0 }?.get())
+        #expect(try StoreFixture.integrityCheck(path: backupFolder + "/jotter.sqlite") == "ok")
+        let checked = try DataFolderBackup.contents(ofBackup: backupFolder)
+        #expect(checked == contents)
+        #expect(contents.notes >= 250)
+        for upload in contents.uploads {
+            // Stored bytes are `size` times the byte in the file name (the original may be gone by now).
+            let bytes = try Data(contentsOf: URL(fileURLWithPath: backupFolder + "/uploads/" + upload.id))
+            #expect(bytes == Self.expectedBytes(upload), "upload \(upload.id)")
+        }
+        #expect(contents.uploads.count >= 20)
+
+        let restored = try TemporaryDirectory()
+        _ = try DataFolderBackup.restore(from: backupFolder, into: restored.path + "/data", replacing: false)
+        let reopened = try SQLiteNoteStore(dataDirectory: restored.path + "/data")
+        defer { reopened.close() }
+        for note in before { #expect(try reopened.note(id: note.id) == note) }
+        #expect(try reopened.uploads(UploadQuery(limit: 1000))?.count == contents.uploads.count)
+        for upload in contents.uploads {
+            #expect(FileManager.default.contents(atPath: reopened.contentPath(of: upload.id)) == Self.expectedBytes(upload))
+        }
+        #expect(try StoreFixture.integrityCheck(path: restored.path + "/data/jotter.sqlite") == "ok")
+    }
+
+    static func expectedBytes(_ upload: UploadRecord) -> Data {
+        let byte = UInt8(upload.filename.dropFirst(2).dropLast(4)) ?? 0
+        return Data(repeating: byte, count: Int(upload.size))
+    }
+
+    @Test("an upload deleted while a backup holds removals keeps its file until the backup lets go")
+    func removalsHeldBack() throws {
+        let fixture = try StoreFixture()
+        let upload = try addUpload(fixture.store, [1, 2, 3], noteID: nil)
+        fixture.store.holdRemovals()
+        _ = try fixture.store.perform(.deleteUpload(id: upload.id))
+        #expect(FileManager.default.fileExists(atPath: fixture.store.contentPath(of: upload.id)))
+        fixture.store.releaseRemovals()
+        #expect(!FileManager.default.fileExists(atPath: fixture.store.contentPath(of: upload.id)))
+    }
+
+    @Test("a restore refuses a non-empty folder unless replacing, and a folder a store has open")
+    func restoreRefusals() throws {
+        let fixture = try StoreFixture()
+        try fixture.create("kept")
+        let folder = try TemporaryDirectory()
+        _ = try fixture.store.backup(into: folder.path + "/b")
+        #expect(throws: StoreError.notEmpty) { try DataFolderBackup.snapshot(dataDirectory: fixture.directory.path, into: folder.path + "/b") }
+
+        let target = try TemporaryDirectory()
+        try Data("x".utf8).write(to: URL(fileURLWithPath: target.path + "/something"))
+        #expect(throws: StoreError.notEmpty) { try DataFolderBackup.restore(from: folder.path + "/b", into: target.path, replacing: false) }
+        #expect(FileManager.default.fileExists(atPath: target.path + "/something"))
+
+        let running = try SQLiteNoteStore(dataDirectory: target.path)
+        #expect(throws: StoreError.inUse) { try DataFolderBackup.restore(from: folder.path + "/b", into: target.path, replacing: true) }
+        running.close()
+
+        _ = try DataFolderBackup.restore(from: folder.path + "/b", into: target.path, replacing: true)
+        let reopened = try SQLiteNoteStore(dataDirectory: target.path)
+        defer { reopened.close() }
+        #expect(try reopened.notes(NoteQuery()).map(\.body) == ["kept"])
+        // While it is open, nothing can restore over it.
+        #expect(throws: StoreError.inUse) { try DataFolderBackup.restore(from: folder.path + "/b", into: target.path, replacing: true) }
+    }
+
+    @Test("a damaged backup is refused: a missing upload file, a database from a newer jotter")
+    func damagedBackups() throws {
+        let fixture = try StoreFixture()
+        let note = try fixture.create("n")
+        let upload = try addUpload(fixture.store, [7, 7], noteID: note.id)
+        let folder = try TemporaryDirectory()
+        _ = try fixture.store.backup(into: folder.path + "/b")
+        try FileManager.default.removeItem(atPath: folder.path + "/b/uploads/" + upload.id)
+        #expect(throws: StoreError.corrupt) { try DataFolderBackup.restore(from: folder.path + "/b", into: folder.path + "/t", replacing: false) }
+        #expect(!FileManager.default.fileExists(atPath: folder.path + "/t/jotter.sqlite"))
+
+        _ = try fixture.store.backup(into: folder.path + "/c")
+        let db = try SQLiteConnection(path: folder.path + "/c/jotter.sqlite", flags: SQLiteConnection.readWrite)
+        try db.run("UPDATE schema_version SET version = 99")
+        db.close()
+        #expect(throws: StoreError.newerSchema) { try DataFolderBackup.restore(from: folder.path + "/c", into: folder.path + "/u", replacing: false) }
+    }
+
+    @Test("storage statistics count notes and uploads and their bytes")
+    func statistics() throws {
+        let fixture = try StoreFixture()
+        let note = try fixture.create("n")
+        try fixture.create("m")
+        try addUpload(fixture.store, [UInt8](repeating: 1, count: 300), noteID: note.id)
+        try addUpload(fixture.store, [UInt8](repeating: 2, count: 200), noteID: nil)
+        let statistics = try fixture.store.storageStatistics()
+        #expect(statistics.notes == 2)
+        #expect(statistics.uploads == 2)
+        #expect(statistics.uploadBytes == 500)
+        #expect(statistics.databaseBytes > 0)
+    }
+}
