@@ -91,6 +91,7 @@ public func buildApplication(_ configuration: ServerConfiguration) throws -> App
     routes.add(middleware: AccessLogMiddleware(log: log))
     routes.add(middleware: metrics)
     if tls != nil { routes.add(middleware: StrictTransportSecurity()) }
+    if !configuration.corsOrigins.isEmpty { routes.add(middleware: CORSMiddleware(origins: configuration.corsOrigins)) }
     for middleware in configuration.middleware { routes.add(middleware: middleware) }
     routes.add(middleware: ErrorMiddleware(log: log))
     HelloController().register(in: &routes)
@@ -105,6 +106,7 @@ public func buildApplication(_ configuration: ServerConfiguration) throws -> App
     // Everything that reads or changes someone's data: authenticated in the head phase.
     routes.group { authenticated in
         authenticated.add(middleware: AuthenticationMiddleware(accounts: accounts))
+        if configuration.requestsPerMinute > 0 { authenticated.add(middleware: RequestRateLimit(perMinute: configuration.requestsPerMinute)) }
         authenticated.add(middleware: IdempotencyMiddleware())
         health.registerMetrics(in: &authenticated)
         NotesController(store: notes, events: events, replayLimit: configuration.eventBacklog).register(in: &authenticated)

@@ -41,6 +41,12 @@ public struct ServerConfiguration: Sendable {
     public var tlsCertificatePath: String?
     public var tlsKeyPath: String?
 
+    /// Origins (`https://app.example.com`) whose pages may call the API (CORS); none by default.
+    public var corsOrigins: [String] = []
+    /// Requests a minute that one token or session may make (`429` beyond, with `RateLimit`
+    /// headers on every answer); 0 for no limit.
+    public var requestsPerMinute = 1200
+
     /// The authentication mode in force.
     public var effectiveAuth: AuthMode { auth ?? AuthMode.default(for: host) }
 

@@ -245,3 +245,53 @@ struct IdempotencyTests {
         }
     }
 }
+
+/// Per-token request limits and CORS.
+@Suite("Request limits and CORS")
+struct LimitsAndCORSTests {
+    @Test("a token's requests are limited per minute: RateLimit headers on each answer, 429 with Retry-After beyond; other tokens unaffected")
+    func perToken() throws {
+        try TestApp.with(configure: { $0.auth = .required; $0.requestsPerMinute = 5 }) { app in
+            try app.addUser("ann")
+            let first = try app.token("ann"), second = try app.token("ann")
+            var remaining: [String] = []
+            for _ in 0..<5 {
+                let response = try app.request("GET", "/notes", token: first)
+                #expect(response.status == 200)
+                #expect(response.header("RateLimit-Policy") == "5;w=60")
+                remaining.append(String(response.header("RateLimit")?.split(separator: ",")[1].split(separator: "=")[1] ?? ""))
+            }
+            #expect(remaining == ["4", "3", "2", "1", "0"])
+            let refused = try app.request("POST", "/notes", token: first, body: "body=too%20many")
+            #expect(refused.status == 429)
+            #expect(Int(refused.header("Retry-After") ?? "") ?? 0 >= 1)
+            #expect(refused.header("RateLimit")?.contains("remaining=0") == true)
+            #expect(try app.request("GET", "/notes", token: second).status == 200)
+            #expect((try app.request("GET", "/notes", token: second).json()["notes"] as? [Any])?.isEmpty == true)  // nothing was created
+        }
+    }
+
+    @Test("CORS: nothing allowed by default; a configured origin gets its preflight answered and Access-Control-Allow-Origin")
+    func cors() throws {
+        let preflight = [("Origin", "https://app.example.com"), ("Access-Control-Request-Method", "POST"),
+                         ("Access-Control-Request-Headers", "authorization, content-type")]
+        try TestApp.with(configure: { $0.auth = .required }) { app in
+            let response = try app.request("OPTIONS", "/notes", headers: preflight)
+            #expect(response.header("Access-Control-Allow-Origin") == nil)
+            #expect(try app.request("GET", "/hello?name=a", headers: [("Origin", "https://app.example.com")]).header("Access-Control-Allow-Origin") == nil)
+        }
+        try TestApp.with(configure: { $0.auth = .required; $0.corsOrigins = ["https://app.example.com"] }) { app in
+            let response = try app.request("OPTIONS", "/notes", headers: preflight)
+            #expect(response.status == 204)
+            #expect(response.header("Access-Control-Allow-Origin") == "https://app.example.com")
+            #expect(response.header("Access-Control-Allow-Methods")?.contains("PUT") == true)
+            #expect(response.header("Access-Control-Allow-Headers")?.contains("Authorization") == true)
+            #expect(response.header("Access-Control-Allow-Credentials") == nil)
+            let refused = try app.request("GET", "/notes", headers: [("Origin", "https://app.example.com")])
+            #expect(refused.status == 401)
+            #expect(refused.header("Access-Control-Allow-Origin") == "https://app.example.com")
+            let other = try app.request("OPTIONS", "/notes", headers: [("Origin", "https://evil.example"), ("Access-Control-Request-Method", "POST")])
+            #expect(other.header("Access-Control-Allow-Origin") == nil)
+        }
+    }
+}
