@@ -49,3 +49,9 @@ extension IssuedToken: SchemaDescribing {
         ], additional: .forbidden)
     }
 }
+
+extension UserList: SchemaDescribing {
+    public static var schema: JSONSchema {
+        .object(["users": .array(of: .ref(UserInfo.self), description: "in the order they were added")], additional: .forbidden)
+    }
+}

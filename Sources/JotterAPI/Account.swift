@@ -85,3 +85,9 @@ public struct IssuedToken: Codable, Sendable, Hashable {
         self.user = user
     }
 }
+
+/// `GET /users`: every user (administrators only).
+public struct UserList: Codable, Sendable, Hashable {
+    public var users: [UserInfo]
+    public init(users: [UserInfo]) { self.users = users }
+}

@@ -41,7 +41,7 @@ package struct ServeCommand: BlockingCommand {
                help: "Whether notes, uploads, their events and /metrics need a token or a session; off on another host logs a warning."),
         Option("--cors-origin", value: "ORIGIN", environment: "JOTTER_CORS_ORIGIN", repeats: true,
                help: "Let pages of this origin (https://app.example.com) call the API; repeatable (the variable: separated by spaces); none by default."),
-        Option("--rate-limit", value: "N", environment: "JOTTER_RATE_LIMIT", default: "1200",
+        Option("--rate-limit", value: "N", environment: "JOTTER_RATE_LIMIT", default: "6000",
                help: "Requests a minute one token or session may make (429 beyond); 0 for no limit."),
         Option("--tls-cert", value: "FILE", environment: "JOTTER_TLS_CERT", help: "Serve HTTPS with this PEM certificate (chain)."),
         Option("--tls-key", value: "FILE", environment: "JOTTER_TLS_KEY", help: "The PEM private key of --tls-cert."),

@@ -115,6 +115,7 @@ public func buildApplication(_ configuration: ServerConfiguration) throws -> App
         authenticated.group { admin in
             admin.add(middleware: RequireAdmin(mode: accounts.mode))
             BackupController(store: notes).register(in: &admin)
+            UsersController(accounts: accounts).register(in: &admin)
         }
     }
     EchoController().register(in: &routes)

@@ -45,7 +45,7 @@ public struct ServerConfiguration: Sendable {
     public var corsOrigins: [String] = []
     /// Requests a minute that one token or session may make (`429` beyond, with `RateLimit`
     /// headers on every answer); 0 for no limit.
-    public var requestsPerMinute = 1200
+    public var requestsPerMinute = 6000
 
     /// The authentication mode in force.
     public var effectiveAuth: AuthMode { auth ?? AuthMode.default(for: host) }

@@ -46,4 +46,34 @@ struct LoginTests {
             #expect(try jotter(["logout"]).out == "Not signed in to http://127.0.0.1:\(app.port).\n")
         }
     }
+
+    @Test("users and tokens through a server: an administrator's token manages users, anyone their own tokens; others get 403")
+    func throughTheServer() throws {
+        try TestApp.with(configure: { $0.auth = .required }) { app in
+            try app.addUser("root", password: "root's password", admin: true)
+            try app.addUser("ann", password: "ann's password")
+            let admin = try app.token("root", password: "root's password"), ann = try app.token("ann", password: "ann's password")
+            let server = "http://127.0.0.1:\(app.port)"
+            func jotter(_ arguments: [String], token: String, input: String = "") throws -> (status: Int32, out: String, err: String) {
+                try AccountCommandTests.jotter(arguments + ["--server", server], input: input,
+                                               environment: ["PATH": "/usr/bin:/bin", "HOME": "/nonexistent", "JOTTER_TOKEN": token])
+            }
+            #expect(try jotter(["users", "add", "carl"], token: admin, input: "carl's password\n") == (0, "Added user carl.\n", ""))
+            #expect(try jotter(["users", "list"], token: admin).out.contains("carl                 no"))
+            let refused = try jotter(["users", "list"], token: ann)
+            #expect(refused.status == 1 && refused.err.contains("only an administrator"), "\(refused.err)")
+            #expect(try jotter(["users", "passwd", "carl"], token: admin, input: "carl's new password\n").status == 0)
+            #expect(try app.token("carl", password: "carl's new password").hasPrefix("jot_"))
+
+            let created = try jotter(["tokens", "create", "--name", "script", "--expires", "1d"], token: ann)
+            #expect(created.status == 0 && created.out.hasPrefix("jot_"))
+            let listed = try jotter(["tokens", "list"], token: ann)
+            #expect(listed.out.contains("script") && !listed.out.contains(created.out.trimmingCharacters(in: .whitespacesAndNewlines)))
+            let id = try #require(listed.out.split(separator: "\n").dropFirst().first(where: { $0.contains("script") })?.split(separator: " ").first)
+            #expect(try jotter(["tokens", "revoke", String(id)], token: ann).out == "Revoked token \(id) (script).\n")
+            #expect(try app.request("GET", "/notes", token: created.out.trimmingCharacters(in: .whitespacesAndNewlines)).status == 401)
+            #expect(try jotter(["users", "remove", "carl", "--yes"], token: admin).status == 0)
+            #expect(!(try jotter(["users", "list"], token: admin).out.contains("carl")))
+        }
+    }
 }

@@ -52,7 +52,7 @@ struct CrossUserTests {
         if path.hasPrefix("/uploads/") { return world.upload }
         if path.hasPrefix("/auth/tokens/") { return world.tokenID }
         if path == "/assets/:name" { return .some(nil) }
-        if path.hasPrefix("/admin/") { return .some(nil) }  // administrators only: see adminOnly()
+        if path.hasPrefix("/admin/") || path.hasPrefix("/users/") { return .some(nil) }  // administrators only: see adminOnly()
         return nil
     }
 
@@ -106,6 +106,11 @@ struct CrossUserTests {
             #expect(try app.request("POST", "/admin/backups", token: world.b).status == 403)
             #expect(try app.request("DELETE", "/admin/backups/\(String(repeating: "0", count: 24))", token: world.b).status == 403)
             #expect(try app.request("POST", "/admin/backups").status == 401)
+            for (method, target) in [("GET", "/users"), ("POST", "/users"), ("PUT", "/users/ann/password"), ("DELETE", "/users/ann")] {
+                #expect(try app.request(method, target, token: world.b, body: method == "GET" || method == "DELETE" ? "" : "password=xxxxxxxxxx").status == 403,
+                        "\(method) \(target)")
+            }
+            #expect(try app.request("GET", "/auth/me", token: world.a).status == 200)  // ann is still there
         }
     }
 

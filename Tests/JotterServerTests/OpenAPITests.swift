@@ -173,6 +173,7 @@ struct OpenAPITests {
             ]),
             (EchoResponse.File.self, [file, echoFile]),
             (UserInfo.self, [user]),
+            (UserList.self, [UserList(users: [user]), UserList(users: [])]),
             (SessionInfo.self, [SessionInfo(user: user, csrfToken: String(repeating: "a1", count: 16), expiresAt: "2026-12-15T10:00:00Z"),
                                 SessionInfo(user: user)]),
             (TokenInfo.self, [token, used]),
