@@ -117,6 +117,9 @@ struct RouteMatch {
 public struct Router: Sendable {
     /// Routes without parameters by their canonical path ("/notes"), looked up before any split.
     let staticRoutes: [String: [(route: Route, parameters: Parameters)]]
+    /// The patterns with parameters, each once with its routes, by segment count, in
+    /// registration order: a path is split and matched once per pattern, not once per route.
+    let dynamicPatterns: [Int: [(pattern: PathPattern, routes: [Route])]]
     let routes: [Route]
     /// The top-level middleware: they answer what no route does.
     let stack: MiddlewareStack
@@ -132,13 +135,27 @@ public struct Router: Sendable {
         self.stack = stack
         staticRoutes = Dictionary(grouping: routes.filter(\.pattern.isStatic), by: \.pattern.canonicalPath)
             .mapValues { $0.map { (route: $0, parameters: Parameters()) } }
+        var patterns: [(pattern: PathPattern, routes: [Route])] = []
+        for route in routes where !route.pattern.isStatic {
+            if let index = patterns.firstIndex(where: { $0.pattern.text == route.pattern.text }) {
+                patterns[index].routes.append(route)
+            } else {
+                patterns.append((route.pattern, [route]))
+            }
+        }
+        dynamicPatterns = Dictionary(grouping: patterns, by: \.pattern.segments.count)
     }
 
     /// The routes whose path matches, with the path's parameters.
     func candidates(for path: Substring) throws(HTTPError) -> [(route: Route, parameters: Parameters)] {
         if let routes = staticRoutes[String(path)] { return routes }
         let segments = try PathPattern.segments(of: path)
-        return routes.compactMap { route in route.pattern.match(segments).map { (route: route, parameters: $0) } }
+        var found: [(route: Route, parameters: Parameters)] = []
+        for (pattern, routes) in dynamicPatterns[segments.count] ?? [] {
+            guard let parameters = pattern.match(segments) else { continue }
+            found += routes.map { (route: $0, parameters: parameters) }
+        }
+        return found
     }
 
     /// Routes `head` (applying an `X-HTTP-Method-Override` header to a POST).
