@@ -74,6 +74,13 @@ enum DataFolder {
         }
     }
 
+    /// Runs `body` on the store of the data folder `path`, closing it after.
+    static func with<T>(_ path: String, _ body: (SQLiteNoteStore) throws -> T) throws -> T {
+        let store = try self.store(path)
+        defer { store.close() }
+        return try body(store)
+    }
+
     static func user(_ name: String, in store: SQLiteNoteStore) throws -> UserRecord {
         guard let user = try store.user(named: name) else { throw CommandFailure("no user is named \(name)", status: ExitCode.notFound) }
         return user
@@ -128,9 +135,7 @@ struct UsersAddCommand: AsyncCommand {
         name = try arguments.single("NAME")
         admin = arguments.flag("--admin")
         place = try AccountPlace(arguments)
-        guard !name.isEmpty, name.count <= 64, name.unicodeScalars.allSatisfy({ $0.properties.isAlphabetic || "0123456789._-@".unicodeScalars.contains($0) }) else {
-            throw UsageError("a user name is 1 to 64 letters, digits and . _ - @")
-        }
+        guard UserName.isValid(name) else { throw UsageError("a user name \(UserName.rule)") }
     }
 
     func run(console: Console) async throws -> Int32 {
@@ -174,9 +179,7 @@ struct UsersListCommand: AsyncCommand {
             let users = try await AccountPlace.remote(options) { client throws(JotterClientError) in try await client.users() }
             rows = users.map { ($0.name, $0.admin, $0.createdAt) }
         case .folder(let data):
-            let store = try DataFolder.store(data)
-            defer { store.close() }
-            rows = try store.users().map { ($0.name, $0.isAdmin, DataFolder.date($0.createdAt)) }
+            rows = try DataFolder.with(data) { store in try store.users().map { ($0.name, $0.isAdmin, DataFolder.date($0.createdAt)) } }
         }
         var text = "NAME                 ADMIN  CREATED\n"
         for row in rows {
@@ -248,9 +251,7 @@ struct UsersRemoveCommand: AsyncCommand {
         case .server(let options):
             try await AccountPlace.remote(options) { client throws(JotterClientError) in try await client.removeUser(name) }
         case .folder(let data):
-            let store = try DataFolder.store(data)
-            defer { store.close() }
-            _ = try store.perform(.removeUser(userID: try DataFolder.user(name, in: store).id))
+            _ = try DataFolder.with(data) { store in try store.perform(.removeUser(userID: try DataFolder.user(name, in: store).id)) }
         }
         console.out("Removed \(name) with their notes and uploads.\n")
         return ExitCode.success

@@ -83,15 +83,6 @@ struct UsersController {
     }
 }
 
-/// What a user name may be: 1 to 64 letters, digits and `. _ - @`.
-enum UserName {
-    static let rule = "must be 1 to 64 letters, digits and . _ - @"
-    static func isValid(_ name: String) -> Bool {
-        !name.isEmpty && name.count <= 64
-            && name.unicodeScalars.allSatisfy { $0.properties.isAlphabetic || "0123456789._-@".unicodeScalars.contains($0) }
-    }
-}
-
 /// The OpenAPI operations of `UsersController`.
 enum UsersOperations {
     static let name = OpenAPIParameter.path("name", .string(), description: "the user's name")

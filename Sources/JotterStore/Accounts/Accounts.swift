@@ -98,3 +98,13 @@ public protocol AccountStore: Sendable {
     func submit(_ write: AccountWrite, completion: @escaping @Sendable (Result<AccountWriteResult, StoreError>) -> Void)
     func perform(_ write: AccountWrite) throws -> AccountWriteResult
 }
+
+/// What a user name may be: 1 to 64 letters, digits and `. _ - @` (checked by the CLI and the
+/// server alike).
+public enum UserName {
+    public static let rule = "must be 1 to 64 letters, digits and . _ - @"
+    public static func isValid(_ name: String) -> Bool {
+        !name.isEmpty && name.count <= 64
+            && name.unicodeScalars.allSatisfy { $0.properties.isAlphabetic || "0123456789._-@".unicodeScalars.contains($0) }
+    }
+}
