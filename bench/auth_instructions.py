@@ -55,7 +55,9 @@ class Measured:
             return http.client.HTTPSConnection("127.0.0.1", self.port, timeout=60, context=self.context)
         return http.client.HTTPConnection("127.0.0.1", self.port, timeout=60)
 
-    def counted(self, work, count):
+    keep = None
+
+    def counted(self, work, count, name=None):
         """Instructions per unit of `work()` run `count` times between a zero and a dump."""
         for old in glob.glob(self.out + ".*"):
             os.remove(old)
@@ -64,6 +66,8 @@ class Measured:
             work()
         subprocess.run(["callgrind_control", "-d", str(self.process.pid)], check=True, capture_output=True)
         dumps = sorted(glob.glob(self.out + ".*"), key=os.path.getmtime)
+        if self.keep and name:
+            shutil.copy(dumps[-1], os.path.join(self.keep, "callgrind." + name))
         return total_instructions(dumps[-1]) / count
 
     def stop(self):
@@ -94,6 +98,7 @@ def main():
     parser.add_argument("--requests", type=int, default=2000)
     parser.add_argument("--warmup", type=int, default=300)
     parser.add_argument("--tls", action="store_true", help="also measure HTTPS")
+    parser.add_argument("--keep", help="a folder to copy each kind's callgrind dump into (for callgrind_annotate)")
     args = parser.parse_args()
     jotter = os.path.abspath(args.jotter)
     server_binary = os.path.join(os.path.dirname(jotter), "jotter-server")
@@ -112,8 +117,9 @@ def main():
         for headers in [{}, bearer]:
             for _ in range(args.warmup):
                 get(conn, path, headers)
-        results["plain, unauthenticated"] = server.counted(lambda: get(conn, path, {}), args.requests)
-        results["plain, authenticated"] = server.counted(lambda: get(conn, path, bearer), args.requests)
+        Measured.keep = args.keep
+        results["plain, unauthenticated"] = server.counted(lambda: get(conn, path, {}), args.requests, "unauthenticated")
+        results["plain, authenticated"] = server.counted(lambda: get(conn, path, bearer), args.requests, "authenticated")
         conn.close()
         results["plain, new connection each"] = server.counted(lambda: fresh(server, path), args.requests // 4)
         server.stop()

@@ -105,8 +105,7 @@ public func buildApplication(_ configuration: ServerConfiguration) throws -> App
     auth.registerSignIn(in: &routes)
     // Everything that reads or changes someone's data: authenticated in the head phase.
     routes.group { authenticated in
-        authenticated.add(middleware: AuthenticationMiddleware(accounts: accounts))
-        if configuration.requestsPerMinute > 0 { authenticated.add(middleware: RequestRateLimit(perMinute: configuration.requestsPerMinute)) }
+        authenticated.add(middleware: AuthenticationMiddleware(accounts: accounts, requestsPerMinute: configuration.requestsPerMinute))
         authenticated.add(middleware: IdempotencyMiddleware())
         health.registerMetrics(in: &authenticated)
         NotesController(store: notes, events: events, replayLimit: configuration.eventBacklog).register(in: &authenticated)

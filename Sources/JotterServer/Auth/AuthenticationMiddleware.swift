@@ -13,22 +13,40 @@ public struct AuthenticationMiddleware: Middleware {
     public static let cookieName = "jotter_session"
     public static let csrfHeader = "X-CSRF-Token"
     let accounts: Accounts
+    /// Requests a minute per credential; nil for no limit.
+    let limiter: RequestRateLimit?
 
-    public init(accounts: Accounts) { self.accounts = accounts }
+    public init(accounts: Accounts, requestsPerMinute: Int = 0) {
+        self.accounts = accounts
+        limiter = requestsPerMinute > 0 ? RequestRateLimit(perMinute: requestsPerMinute) : nil
+    }
 
     public func head(_ head: RequestHead, context: inout RequestContext) throws {
+        var principal: Principal
         if let authorization = head.headers["Authorization"] {
             let value = authorization.trimmingASCIISpaces()
             guard value.utf8.count > 7, HTTPHeaders.equal(String(value.prefix(7)), "Bearer ") else {
                 throw Accounts.unauthorized("use Authorization: Bearer <token>", invalid: true)
             }
-            context[Authenticated.self] = try accounts.verify(value.dropFirst(7).drop { $0 == " " }, viaCookie: false)
+            principal = try accounts.verify(value.dropFirst(7).drop { $0 == " " }, viaCookie: false)
         } else if let cookie = head.headers["Cookie"], let session = Self.cookie(Self.cookieName, in: cookie) {
-            let principal = try accounts.verify(session, viaCookie: true)
+            principal = try accounts.verify(session, viaCookie: true)
             if ![HTTPMethod.get, .head, .options].contains(head.method) { try Self.checkCSRF(head, session: session) }
-            context[Authenticated.self] = principal
         } else {
             context[Authenticated.self] = try accounts.anonymousPrincipal()
+            return
+        }
+        if let limiter, let id = principal.credential?.id { principal.rateLimit = try limiter.take(id) }
+        context[Authenticated.self] = principal
+    }
+
+    /// The rate-limit headers on the answer of a request with credentials.
+    public func handle(_ request: Request, context: RequestContext, next: Responder) throws -> Reply {
+        guard let limiter, let left = context.principal?.rateLimit else { return try next(request, context) }
+        return try next(request, context).map { response in
+            var response = response
+            limiter.stamp(&response, left)
+            return response
         }
     }
 

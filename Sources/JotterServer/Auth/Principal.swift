@@ -30,6 +30,8 @@ public struct Principal: Sendable {
     public var credential: CredentialRecord?
     /// The credential came in the session cookie (so writes need the CSRF check).
     public var viaCookie: Bool
+    /// What the request left of its credential's rate limit.
+    var rateLimit: RequestRateLimit.Left?
 
     public init(user: UserRecord?, owner: Owner, credential: CredentialRecord? = nil, viaCookie: Bool = false) {
         self.user = user
