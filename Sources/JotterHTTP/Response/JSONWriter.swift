@@ -112,4 +112,10 @@ public struct JSONWriter {
 /// `JSONEncoder`.
 public protocol JSONWritable {
     func write(to json: inout JSONWriter)
+    /// About how many bytes `write` produces, so the buffer is allocated once.
+    var estimatedJSONSize: Int { get }
+}
+
+extension JSONWritable {
+    public var estimatedJSONSize: Int { 256 }
 }
