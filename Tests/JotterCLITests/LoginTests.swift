@@ -54,9 +54,11 @@ struct LoginTests {
             try app.addUser("ann", password: "ann's password")
             let admin = try app.token("root", password: "root's password"), ann = try app.token("ann", password: "ann's password")
             let server = "http://127.0.0.1:\(app.port)"
+            let home = try scratchFolder()  // Foundation keeps caches under $HOME
+            defer { try? FileManager.default.removeItem(at: home) }
             func jotter(_ arguments: [String], token: String, input: String = "") throws -> (status: Int32, out: String, err: String) {
                 try AccountCommandTests.jotter(arguments + ["--server", server], input: input,
-                                               environment: ["PATH": "/usr/bin:/bin", "HOME": "/nonexistent", "JOTTER_TOKEN": token])
+                                               environment: ["PATH": "/usr/bin:/bin", "HOME": home.path, "JOTTER_TOKEN": token])
             }
             #expect(try jotter(["users", "add", "carl"], token: admin, input: "carl's password\n") == (0, "Added user carl.\n", ""))
             #expect(try jotter(["users", "list"], token: admin).out.contains("carl                 no"))
