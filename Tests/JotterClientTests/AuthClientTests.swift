@@ -7,6 +7,7 @@ import Testing
 import JotterClient
 import JotterServer
 import JotterTestSupport
+import JotterHTTP
 
 @Suite("JotterClient with accounts")
 struct AuthClientTests {
@@ -64,6 +65,35 @@ struct AuthClientTests {
             _ = try await client.notes.create("adapted")
             #expect(try await client.notes.list().notes.count == 1)
             #expect(calls.withLock { $0 } == 2)
+        }
+    }
+
+    /// Lets the first `POST /notes` reach the handler (the note is stored) but loses its answer:
+    /// a 503 instead, as a proxy that timed out would send. It notes every key it saw.
+    final class LoseFirstAnswer: Middleware {
+        let keys = Mutex<[String]>([])
+        func handle(_ request: Request, context: RequestContext, next: Responder) throws -> Reply {
+            guard request.method == .post, request.path == "/notes" else { return try next(request, context) }
+            let first = keys.withLock { keys in
+                keys.append(request.headers["Idempotency-Key"] ?? "")
+                return keys.count == 1
+            }
+            return try next(request, context).map { response in
+                guard first else { return response }
+                return Response(status: .serviceUnavailable, headers: HTTPHeaders([("Retry-After", "0"), ("Content-Type", "application/problem+json")]),
+                                body: Array(#"{"type":"about:blank","title":"Service Unavailable","status":503}"#.utf8))
+            }
+        }
+    }
+
+    @Test("a POST whose answer was lost is retried with the same Idempotency-Key: one note, the first answer")
+    func retriedPostCreatesOnce() async throws {
+        let lose = LoseFirstAnswer()
+        try await withClient(configure: { $0.middleware = [lose] }) { client, app in
+            let note = try await client.notes.create("exactly once")
+            let keys = lose.keys.withLock { $0 }
+            #expect(keys.count == 2 && keys[0] == keys[1] && !keys[0].isEmpty)
+            #expect(try await client.notes.list().notes.map(\.id) == [note.id])
         }
     }
 }
