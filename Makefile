@@ -42,6 +42,9 @@ test: test-deps
 	@scripts/test-venv
 	@scripts/install-peer-deps
 	$(SWIFT) build --build-tests
+	@# The release build too: `make run` and `make install` use it, and Swift's optimizer has
+	@# crashed on code the debug build compiles.
+	$(SWIFT) build -c release
 	$(SWIFT) test --skip-build --skip '$(TIMING_TESTS)'
 	$(SWIFT) test --skip-build --no-parallel --filter '$(TIMING_TESTS)'
 	scripts/hostile-tests
