@@ -15,20 +15,20 @@ struct DiskFullStoreTests {
         defer { disk.unmount() }
         let store = try SQLiteNoteStore(dataDirectory: disk.path + "/data")
         defer { store.close() }
-        guard case .done(let victim, _) = try store.perform(.create(body: "delete me")) else {
+        guard case .done(let victim, _) = try store.perform(.create(body: "delete me"), owner: .unclaimed) else {
             Issue.record("create failed"); return
         }
         disk.fill()
         // A completion that waits holds the writer thread, so the next two writes share a batch.
         let results = Mutex<[Int: Result<NoteWriteResult, StoreError>]>([:])
         let done = DispatchSemaphore(value: 0)
-        store.submit(.touch(id: victim.id, ifVersion: nil)) { _ in usleep(300_000) }
+        store.submit(.touch(id: victim.id, ifVersion: nil), owner: .unclaimed) { _ in usleep(300_000) }
         usleep(50_000)
-        store.submit(.create(body: String(repeating: "x", count: 2 << 20))) { result in
+        store.submit(.create(body: String(repeating: "x", count: 2 << 20)), owner: .unclaimed) { result in
             results.withLock { $0[0] = result }
             done.signal()
         }
-        store.submit(.delete(id: victim.id, ifVersion: nil)) { result in
+        store.submit(.delete(id: victim.id, ifVersion: nil), owner: .unclaimed) { result in
             results.withLock { $0[1] = result }
             done.signal()
         }
@@ -39,6 +39,6 @@ struct DiskFullStoreTests {
         #expect(error.isOutOfSpace, "\(error)")
         guard case .success(.done(let deleted, _)) = outcome[1] else { Issue.record("delete: \(String(describing: outcome[1]))"); return }
         #expect(deleted.id == victim.id)
-        #expect(try store.note(id: victim.id) == nil)
+        #expect(try store.note(id: victim.id, owner: .unclaimed) == nil)
     }
 }
