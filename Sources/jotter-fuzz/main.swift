@@ -5,6 +5,9 @@
 //
 // Built with `-sanitize=fuzzer,address` and `-DFUZZING`, it hands over to libFuzzer's driver; built plainly (as `swift build` does), it replays the files it is given
 // through the same target, so a crash found once stays a regression check.
+// Debug builds only: the parsers are internal, reached with `@testable import`, which a release
+// build (`make test` builds one) does not allow.
+#if DEBUG
 import Foundation
 @testable import JotterClient
 @testable import JotterHTTP
@@ -101,4 +104,7 @@ for argument in CommandLine.arguments.dropFirst() {
     }
 }
 print("jotter-fuzz: \(fuzzTarget): \(replayed) input(s) replayed without a crash")
+#endif
+#else
+print("jotter-fuzz: build it in debug (scripts/fuzz does)")
 #endif
