@@ -9,7 +9,9 @@ enum NotesOperations {
     static let etag = OpenAPIHeader("the note's version, quoted: `\"3\"`", schema: .string(pattern: "^\"[0-9]+\"$"))
     /// `*` or entity tags in double quotes separated by commas, as the writes read them (an
     /// empty value is no condition).
-    static let entityTagList = JSONSchema.string(pattern: #"^[ \t]*(\*|(W/)?"[^"]*"([ \t]*,[ \t]*(W/)?"[^"]*")*)?[ \t]*$"#)
+    /// A tag's characters are RFC 9110's `etagc` but the comma, which separates the list here.
+    static let entityTagList = JSONSchema.string(
+        pattern: #"^[ \t]*(\*|(W/)?"[\x21\x23-\x2B\x2D-\x7E]*"([ \t]*,[ \t]*(W/)?"[\x21\x23-\x2B\x2D-\x7E]*")*)?[ \t]*$"#)
     static let ifMatch = OpenAPIParameter.header("If-Match", entityTagList, description: "ETags in double quotes separated by commas (`\"3\"`), or `*`: when none is the note's current one, nothing changes and the answer is `412`; any other form (`3`) is `400`")
     static let ifNoneMatch = OpenAPIParameter.header("If-None-Match", entityTagList, description: "ETags in double quotes separated by commas, or `*`: when one is the note's current one (`*`: the note exists), nothing changes and the answer is `412`; any other form is `400`")
     static let stale = OpenAPIResponse.problem("`If-Match` names another version, or `If-None-Match` this one; its `ETag` header is the current one", headers: ["ETag": etag])
