@@ -14,7 +14,7 @@ UNITDIR ?= $(PREFIX)/lib/systemd/system
 DESTDIR ?=
 CONFIGURATION ?= release
 
-.PHONY: deps test-deps build release run test browser-test screenshots openapi bench clean install install-files uninstall
+.PHONY: deps test-deps build release run test swift-tests browser-test screenshots openapi bench clean install install-files uninstall
 
 # What building and serving need; test-deps adds what only the tests need (Chromium and more).
 deps:
@@ -36,12 +36,18 @@ run: release
 # time, so nothing competes with them for the 2 cores (swift test filters by name, not by tag).
 TIMING_TESTS = RetryTests|URLSessionWorkaroundTests|SuspendTests|EngineTests|NoteEventsTests|NotesDurabilityTests|LargeUploadTests|LargeUploadClientTests
 
+# Both passes run inside scripts/test-services: a throwaway PostgreSQL cluster and SeaweedFS (S3),
+# stopped and removed afterwards, their URLs and credentials in JOTTER_TEST_* variables.
 test: test-deps
 	@scripts/test-venv
 	$(SWIFT) build --build-tests
+	scripts/test-services $(MAKE) --no-print-directory swift-tests
+	scripts/browser-tests
+
+# The two `swift test` passes of `make test`, after its build; expects scripts/test-services around it.
+swift-tests:
 	$(SWIFT) test --skip-build --skip '$(TIMING_TESTS)'
 	$(SWIFT) test --skip-build --no-parallel --filter '$(TIMING_TESTS)'
-	scripts/browser-tests
 
 # The web app in headless Chromium against the built server (after swift build).
 browser-test: test-deps
