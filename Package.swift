@@ -44,6 +44,15 @@ let package = Package(
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
         // Persistence behind protocols (NoteStore); the SQLite implementation.
         .target(name: "JotterStore", dependencies: ["CSQLite"]),
+        // libpq from Debian (libpq-dev), the PostgreSQL client library.
+        .systemLibrary(name: "CLibPQ", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),
+        // PostgreSQL over libpq: connections from a URL, a bounded pool, prepared statements with
+        // text parameters, typed rows, transactions, errors classified by SQLSTATE.
+        .target(name: "JotterPostgres", dependencies: ["CLibPQ"]),
+        // libcurl from Debian (libcurl4-openssl-dev): HTTP and AWS SigV4 signing for S3.
+        .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
+        // Blob storage behind `BlobStore`: a local folder and an S3-compatible bucket (libcurl).
+        .target(name: "JotterBlobs", dependencies: ["CCurl", "CCrypto"]),
 
         // Test helpers: a raw-socket HTTP client and a real server on a free port.
         .target(name: "JotterTestSupport", dependencies: ["JotterServer"], path: "Tests/JotterTestSupport"),
@@ -52,6 +61,8 @@ let package = Package(
         .testTarget(name: "JotterCLITests", dependencies: ["JotterCLI", "JotterCLICore", "jotter", "jotter-server", "JotterAPI", "JotterClient", "JotterServer", "JotterTestSupport"]),
         .testTarget(name: "JotterAPITests", dependencies: ["JotterAPI"]),
         .testTarget(name: "JotterStoreTests", dependencies: ["JotterStore", "CSQLite"]),
+        .testTarget(name: "JotterPostgresTests", dependencies: ["JotterPostgres"]),
+        .testTarget(name: "JotterBlobsTests", dependencies: ["JotterBlobs"]),
         .testTarget(name: "JotterClientTests", dependencies: ["JotterClient", "JotterServer", "JotterHTTP", "JotterTestSupport"]),
     ]
 )
