@@ -1,6 +1,8 @@
 # Jotter — `make run` serves on 127.0.0.1:8080 with data in ./jotter-data; `make test` runs every test.
 # `make bench` runs every benchmark scenario (bench/README.md); pass options with
 # BENCH_ARGS, e.g. `make bench BENCH_ARGS="--rounds 3"` or BENCH_ARGS="--scenario notes".
+# `make compat` replays the tutorials' iPhone clients against their original servers and
+# jotter, and rewrites docs/compatibility.md (`make test` runs the same check, without writing).
 # `make install` builds the release and installs jotter, jotter-server and the systemd unit
 # under PREFIX (default /usr/local), staged under DESTDIR when given (docs/deployment.md).
 SWIFT ?= swift
@@ -14,7 +16,7 @@ UNITDIR ?= $(PREFIX)/lib/systemd/system
 DESTDIR ?=
 CONFIGURATION ?= release
 
-.PHONY: deps test-deps build release run test swift-tests browser-test screenshots openapi bench clean install install-files uninstall
+.PHONY: deps test-deps build release run test swift-tests compat browser-test screenshots openapi bench clean install install-files uninstall
 
 # What building and serving need; test-deps adds what only the tests need (Chromium and more).
 deps:
@@ -40,14 +42,22 @@ TIMING_TESTS = PostgresRestartTests|RetryTests|URLSessionWorkaroundTests|Suspend
 # stopped and removed afterwards, their URLs and credentials in JOTTER_TEST_* variables.
 test: test-deps
 	@scripts/test-venv
+	@scripts/install-peer-deps
 	$(SWIFT) build --build-tests
 	scripts/test-services $(MAKE) --no-print-directory swift-tests
+	python3 bench/compat.py --jotter .build/debug/jotter
 	scripts/browser-tests
 
 # The two `swift test` passes of `make test`, after its build; expects scripts/test-services around it.
 swift-tests:
 	$(SWIFT) test --skip-build --skip '$(TIMING_TESTS)'
 	$(SWIFT) test --skip-build --no-parallel --filter '$(TIMING_TESTS)'
+
+# The tutorials' client sequences against the original servers and jotter (bench/compat.py).
+compat: deps
+	@scripts/install-peer-deps
+	$(SWIFT) build
+	python3 bench/compat.py --jotter .build/debug/jotter --write
 
 # The web app in headless Chromium against the built server (after swift build).
 browser-test: test-deps
@@ -65,6 +75,7 @@ openapi: deps
 
 bench: release
 	@scripts/install-bench-deps
+	@scripts/install-peer-deps
 	python3 bench/run.py --jotter .build/release/jotter $(BENCH_ARGS)
 
 # The release build's two programs (no test code: `swift build` builds no test target) and

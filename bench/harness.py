@@ -144,15 +144,21 @@ def http_get(url: str, timeout=2.0):
 
 
 def start_server(name: str, argv_for: Callable[[int], list], tmp: str, timeout: float,
-                 env: Optional[dict] = None, log_name: Optional[str] = None) -> Server:
-    """Starts argv_for(port) on a free port in its own session; returns once /healthz is 200.
-    Idle RSS (`Server.idle_rss`) is read once the port accepts, before any HTTP request."""
+                 env: Optional[dict] = None, log_name: Optional[str] = None,
+                 ready: Optional[Callable[["Server"], bool]] = None,
+                 cwd: Optional[str] = None, wait_port: bool = True) -> Server:
+    """Starts argv_for(port) on a free port in its own session (in folder `cwd`); returns once
+    ready(server) is true — by default, once /healthz is 200.
+    Idle RSS (`Server.idle_rss`) is read once the port accepts, before any HTTP request
+    (wait_port=False: a server that listens on no TCP port, e.g. php-fpm on a unix socket;
+    idle RSS is then read once it is ready)."""
     port = free_port()
     argv = argv_for(port)
     log = os.path.join(tmp, f"{log_name or name}.log")
     with open(log, "wb") as logf:
         proc = subprocess.Popen(argv, env=dict(os.environ, **(env or {})), stdin=subprocess.DEVNULL,
-                                stdout=logf, stderr=subprocess.STDOUT, start_new_session=True)
+                                stdout=logf, stderr=subprocess.STDOUT, start_new_session=True,
+                                cwd=cwd)
     srv = Server(name, port, proc, log, argv)
     deadline = time.monotonic() + timeout
 
@@ -169,10 +175,15 @@ def start_server(name: str, argv_for: Callable[[int], list], tmp: str, timeout: 
                          f"(exit={proc.poll()}): {shlex.join(argv)}\n{srv.log_tail()}")
 
     # Port open (TCP connect only, no HTTP request yet) -> idle RSS; then ready = /healthz 200.
-    wait_until(lambda: socket.create_connection(("127.0.0.1", port), timeout=0.5).close() or True)
-    time.sleep(0.3)
-    srv.idle_rss = memory_mib(proc.pid, "VmRSS")
-    wait_until(lambda: http_get(srv.base + "/healthz")[0] == 200)
+    if wait_port:
+        wait_until(lambda: socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+                   or True)
+        time.sleep(0.3)
+        srv.idle_rss = memory_mib(proc.pid, "VmRSS")
+    wait_until(lambda: ready(srv) if ready else http_get(srv.base + "/healthz")[0] == 200)
+    if not wait_port:
+        time.sleep(0.3)
+        srv.idle_rss = memory_mib(proc.pid, "VmRSS")
     return srv
 
 
@@ -271,8 +282,11 @@ def wrk(url: str, duration: int, connections: int, script: Optional[str] = None,
 
 def load(srv: Server, path: str, duration: int, connections: int, script: Optional[str] = None,
          script_args: tuple = (), label: str = "", warmup: int = WARMUP_S) -> dict:
-    """wrk warm-up, then the measured wrk run with the server's CPU-seconds around it."""
+    """wrk warm-up, then the measured wrk run with the server's CPU-seconds around it.
+    `srv`: a Server, or anything with .name, .base, .check_alive() and .cpu_seconds() (a
+    server of several process trees, e.g. nginx + php-fpm)."""
     url = srv.base + path
+    server_cpu = getattr(srv, "cpu_seconds", None) or (lambda: cpu_seconds(srv.proc.pid))
     label = label or f"{srv.name} {path}"
     warm = {"requests": 0, "non2xx": 0}
     if warmup:
@@ -280,9 +294,9 @@ def load(srv: Server, path: str, duration: int, connections: int, script: Option
         warm = parse_wrk(wrk(url, warmup, connections, script, script_args))
         time.sleep(0.5)
     print(f"  {label}: measuring {duration}s, -c{connections} ...", flush=True)
-    cpu0 = cpu_seconds(srv.proc.pid)
+    cpu0 = server_cpu()
     out = wrk(url, duration, connections, script, script_args)
-    cpu = cpu_seconds(srv.proc.pid) - cpu0
+    cpu = server_cpu() - cpu0
     srv.check_alive()
     r = parse_wrk(out)
     r["cpu_s"] = cpu

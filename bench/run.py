@@ -12,8 +12,10 @@ and writes it into the scenario's own section of docs/benchmarks.md:
           MB/s, CPU, peak RSS; then 100 KiB multipart uploads under wrk load
   sdk-upload 1 GiB multipart upload by the Swift SDK (jotter upload) and by curl: MB/s, client RSS
   instructions user-space instructions per request under callgrind, jotter and nginx
+  peers   the same requests to jotter and to the tutorials' original servers (PHP hello script,
+          iOS Recipes WEBrick server, httpbin, the Laravel notes app): req/s, CPU, RSS, ratios
 
-    python3 bench/run.py --jotter .build/release/jotter [--scenario hello,notes,events,uploads,sdk-upload]
+    python3 bench/run.py --jotter .build/release/jotter [--scenario hello,notes,events,uploads,sdk-upload,instructions,peers]
         [--duration 10] [--rounds 1] [--threads 1] [--output docs/benchmarks.md] ...
 
 A scenario is a module under bench/scenarios/ with NAME, TITLE and run(args, tmp) ->
@@ -23,12 +25,13 @@ import argparse, os, shutil, signal, sys, tempfile
 
 from harness import REPO, BenchError, ForeignLoad, raise_nofile, write_section
 from scenarios import events, hello, notes, sdk_upload, uploads
-from scenarios import instructions
+from scenarios import instructions, peers
 
 SCENARIOS = {m.NAME: m for m in (hello, notes, events, uploads, sdk_upload)}
 SCENARIOS[instructions.NAME] = instructions
+SCENARIOS[peers.NAME] = peers
 JOTTER_ONLY = ("notes", "events", "uploads", "sdk-upload")
-JOTTER_ONLY += (instructions.NAME,)
+JOTTER_ONLY += (instructions.NAME, peers.NAME)
 
 
 def parse_args():
@@ -47,7 +50,8 @@ def parse_args():
     g.add_argument("--peers", default=",".join(hello.ENGINES), help="comma list of jotter,nginx,go")
     g = ap.add_argument_group("notes")
     g.add_argument("--write-connections", type=int, default=64,
-                   help="wrk connections for POST /notes (and seeding; events: the write load)")
+                   help="wrk connections for POST /notes (and seeding; events: the write "
+                        "load; peers: store)")
     g.add_argument("--seed-notes", type=int, default=10000, help="notes in the table")
     g = ap.add_argument_group("events")
     g.add_argument("--subscribers", type=int, default=10000, help="concurrent event streams")
@@ -96,6 +100,8 @@ def parse_args():
         tools += ["curl"]
     if instructions.NAME in names:
         tools += list(instructions.TOOLS)
+    if peers.NAME in names:
+        tools += ["nginx", "php", "ruby"]
     for tool in tools:
         if not shutil.which(tool):
             ap.error(f"{tool} not found: run scripts/install-bench-deps")

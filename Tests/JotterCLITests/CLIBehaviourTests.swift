@@ -102,9 +102,12 @@ struct CLIBehaviourTests {
         let good = folder.appendingPathComponent("a.txt")
         try Data("a".utf8).write(to: good)
         try await withApp(configure: { $0.maxUploadSize = 1 << 20 }) { app in
-            let missing = await jotter(["upload", good.path, "/nonexistent"], app: app)
+            // Not "/nonexistent": on Debian that is the home of system accounts, and a service's
+            // process may create it while the tests run (it did once, and this test saw a folder).
+            let absent = folder.appendingPathComponent("absent.txt").path
+            let missing = await jotter(["upload", good.path, absent], app: app)
             #expect(missing.status == ExitCode.failure)
-            #expect(missing.err == "error: cannot read /nonexistent: no such file or not readable; nothing was uploaded\n")
+            #expect(missing.err == "error: cannot read \(absent): no such file or not readable; nothing was uploaded\n")
             let stored = try await JotterClient(baseURL: app.baseURL).uploads.list()
             #expect(stored.isEmpty)
 

@@ -45,7 +45,8 @@ public struct JSONWriter {
         if needsComma { bytes.append(UInt8(ascii: ",")) }
         bytes.append(UInt8(ascii: "\""))
         key.withUTF8Buffer { bytes.append(contentsOf: $0) }
-        bytes.append(contentsOf: [UInt8(ascii: "\""), UInt8(ascii: ":")])
+        bytes.append(UInt8(ascii: "\""))
+        bytes.append(UInt8(ascii: ":"))
         needsComma = false
         write(&self)
         needsComma = true
@@ -67,7 +68,20 @@ public struct JSONWriter {
     }
 
     public mutating func integer(_ value: Int64) {
-        bytes.append(contentsOf: String(value).utf8)
+        guard value != .min else { bytes.append(contentsOf: String(value).utf8); return }
+        if value < 0 { bytes.append(UInt8(ascii: "-")) }
+        var magnitude = value.magnitude
+        var digits: (UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8,
+                     UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8) = (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+        var count = 0
+        withUnsafeMutableBytes(of: &digits) { buffer in
+            repeat {
+                buffer[19 - count] = UInt8(ascii: "0") + UInt8(magnitude % 10)
+                magnitude /= 10
+                count += 1
+            } while magnitude > 0
+            bytes.append(contentsOf: UnsafeRawBufferPointer(rebasing: buffer[(20 - count)...]))
+        }
     }
 
     public mutating func null() {
@@ -98,4 +112,10 @@ public struct JSONWriter {
 /// `JSONEncoder`.
 public protocol JSONWritable {
     func write(to json: inout JSONWriter)
+    /// About how many bytes `write` produces, so the buffer is allocated once.
+    var estimatedJSONSize: Int { get }
+}
+
+extension JSONWritable {
+    public var estimatedJSONSize: Int { 256 }
 }

@@ -42,7 +42,18 @@ extension NoteEnvelope: JSONWritable {
     }
 }
 
+extension Note {
+    /// The fixed part of a note's JSON (keys, id, timestamps, version) and of each attachment's.
+    public var estimatedJSONSize: Int { 160 + body.utf8.count + attachments.count * 260 }
+}
+
+extension NoteEnvelope {
+    public var estimatedJSONSize: Int { 64 + note.estimatedJSONSize }
+}
+
 extension NoteList: JSONWritable {
+    public var estimatedJSONSize: Int { notes.reduce(64) { $0 + $1.estimatedJSONSize } }
+
     public func write(to json: inout JSONWriter) {
         json.object { json in
             json.field("next") { $0.optionalString(next) }

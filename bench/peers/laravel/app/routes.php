@@ -1,0 +1,3 @@
+<?php
+
+Route::Resource('notes', 'NotesController');
