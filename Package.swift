@@ -43,7 +43,9 @@ let package = Package(
         // SQLite from Debian (libsqlite3-dev), as a system library.
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
         // Persistence behind protocols (NoteStore); the SQLite implementation.
-        .target(name: "JotterStore", dependencies: ["CSQLite"]),
+        .target(name: "JotterStore", dependencies: ["CSQLite", "CSodium"]),
+        // libsodium from Debian (libsodium-dev): Argon2id password hashes, random tokens, SHA-256.
+        .systemLibrary(name: "CSodium", pkgConfig: "libsodium", providers: [.apt(["libsodium-dev"])]),
         // libpq from Debian (libpq-dev), the PostgreSQL client library.
         .systemLibrary(name: "CLibPQ", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),
         // PostgreSQL over libpq: connections from a URL, a bounded pool, prepared statements with
@@ -55,9 +57,9 @@ let package = Package(
         .target(name: "JotterBlobs", dependencies: ["CCurl", "CCrypto"]),
 
         // Test helpers: a raw-socket HTTP client and a real server on a free port.
-        .target(name: "JotterTestSupport", dependencies: ["JotterServer"], path: "Tests/JotterTestSupport"),
+        .target(name: "JotterTestSupport", dependencies: ["JotterServer", "JotterStore"], path: "Tests/JotterTestSupport"),
         .testTarget(name: "JotterHTTPTests", dependencies: ["JotterHTTP", "JotterWire", "JotterTestSupport"]),
-        .testTarget(name: "JotterServerTests", dependencies: ["JotterServer", "JotterHTTP", "JotterAPI", "JotterWire", "JotterTestSupport"]),
+        .testTarget(name: "JotterServerTests", dependencies: ["JotterServer", "JotterHTTP", "JotterAPI", "JotterWire", "JotterStore", "JotterTestSupport"]),
         .testTarget(name: "JotterCLITests", dependencies: ["JotterCLI", "JotterCLICore", "jotter", "jotter-server", "JotterAPI", "JotterClient", "JotterServer", "JotterTestSupport"]),
         .testTarget(name: "JotterAPITests", dependencies: ["JotterAPI"]),
         .testTarget(name: "JotterStoreTests", dependencies: ["JotterStore", "CSQLite"]),

@@ -39,6 +39,14 @@ struct MHD_Daemon *jotter_mhd_start(const jotter_mhd_config *c) {
     if (c->turbo) flags |= MHD_USE_TURBO;
     /* A pool of one is the single internal thread: only ask for a pool when there are several. */
     unsigned int pool = c->threads > 1 ? c->threads : 0;
+    /* HTTPS: GnuTLS inside libmicrohttpd, the certificate and key given in memory. */
+    struct MHD_OptionItem tls[] = {
+        { MHD_OPTION_HTTPS_MEM_CERT, 0, (void *)c->tls_cert },
+        { MHD_OPTION_HTTPS_MEM_KEY, 0, (void *)c->tls_key },
+        { MHD_OPTION_END, 0, NULL },
+    };
+    if (c->tls_cert != NULL) flags |= MHD_USE_TLS;
+    else tls[0].option = MHD_OPTION_END;
     return MHD_start_daemon(
         flags, 0, NULL, NULL, c->handler, c->handler_cls,
         MHD_OPTION_LISTEN_SOCKET, (MHD_socket)c->listen_fd,
@@ -51,7 +59,12 @@ struct MHD_Daemon *jotter_mhd_start(const jotter_mhd_config *c) {
         MHD_OPTION_NOTIFY_COMPLETED, c->completed, c->completed_cls,
         MHD_OPTION_NOTIFY_CONNECTION, jotter_notify_connection, NULL,
         MHD_OPTION_STRICT_FOR_CLIENT, (int)0, /* our FramingCheck is stricter and answers 400 instead of closing silently */
+        MHD_OPTION_ARRAY, tls,
         MHD_OPTION_END);
+}
+
+int jotter_mhd_supports_tls(void) {
+    return MHD_is_feature_supported(MHD_FEATURE_TLS) == MHD_YES;
 }
 
 uint16_t jotter_mhd_bound_port(struct MHD_Daemon *daemon) {

@@ -6,5 +6,6 @@ public enum WireSchemas {
         Note.self, NoteEnvelope.self, NoteList.self, Upload.self, UploadList.self, UploadPage.self, UploadEnvelope.self,
         HelloMessage.self, HealthStatus.self, ProblemDetails.self, ProblemDetails.FieldError.self,
         EchoResponse.self, EchoResponse.File.self, Backup.self, BackupEnvelope.self,
+        UserInfo.self, UserList.self, SessionInfo.self, TokenInfo.self, TokenList.self, IssuedToken.self,
     ] }
 }

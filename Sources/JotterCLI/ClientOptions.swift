@@ -9,14 +9,20 @@ struct ClientOptions: Sendable {
         Option("--server", value: "URL", environment: "JOTTER_SERVER", default: defaultServer,
                help: "The Jotter server; host:port alone means http://host:port."),
         Option("--json", help: "Print JSON for scripts instead of text."),
+        Option("--token", value: "TOKEN", environment: "JOTTER_TOKEN",
+               help: "An API token (jot_…); default: the one jotter login kept for the server."),
     ]
 
     var server: URL
     var json: Bool
+    /// Sent as `Authorization: Bearer`.
+    var token: String?
 
     init(parsing arguments: Arguments) throws {
         server = try Self.server(arguments.option("--server") ?? Self.defaultServer)
         json = arguments.flag("--json")
+        token = arguments.option("--token").flatMap { $0.isEmpty ? nil : $0 }
+            ?? StoredTokens(environment: arguments.environment).token(for: server)
     }
 
     /// `--server`'s URL: `http://` is assumed when no scheme is given (`localhost:8080`).
@@ -35,6 +41,7 @@ struct ClientOptions: Sendable {
         var configuration = JotterClient.Configuration()
         configuration.userAgent = "jotter/\(JotterCommandLine.version)"
         configuration.retry = RetryPolicy(maximumAttempts: 2)
+        configuration.token = token
         return JotterClient(baseURL: server, configuration: configuration)
     }
 
@@ -65,6 +72,8 @@ struct CommandFailure: Error, Sendable {
             // Jotter always explains an error status in problem+json: this is something else.
             self.init("the server answered \(status) \(error.title ?? "") without Jotter's error details: is it a Jotter server? "
                       + "(--server URL or JOTTER_SERVER)", status: ExitCode.unreachable)
+        } else if error.isUnauthorized {
+            self.init("\(detail): sign in with jotter login, or give a token (--token or JOTTER_TOKEN)", status: ExitCode.failure)
         } else if error.isNotFound {
             self.init(detail, status: ExitCode.notFound)
         } else if error.isConflict {

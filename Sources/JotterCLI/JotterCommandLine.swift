@@ -22,6 +22,7 @@ public enum JotterCommandLine {
         ServeCommand.self, HelloCommand.self, EchoCommand.self, NotesCommand.self, UploadCommand.self, DownloadCommand.self,
         UploadsCommand.self,
         BackupCommand.self, RestoreCommand.self, ExportCommand.self, ImportCommand.self,
+        UsersCommand.self, TokensCommand.self, LoginCommand.self, LogoutCommand.self,
     ]
 
     static var help: String {

@@ -37,6 +37,14 @@ package struct ServeCommand: BlockingCommand {
         Option("--min-free-space", value: "SIZE", environment: "JOTTER_MIN_FREE_SPACE", default: "64MiB",
                help: "/healthz answers 503 when less is free for the data folder."),
         Option("--quiet", environment: "JOTTER_QUIET", help: "No access log."),
+        Option("--auth", value: "required|off", environment: "JOTTER_AUTH", default: "off on a loopback host, required elsewhere",
+               help: "Whether notes, uploads, their events and /metrics need a token or a session; off on another host logs a warning."),
+        Option("--cors-origin", value: "ORIGIN", environment: "JOTTER_CORS_ORIGIN", repeats: true,
+               help: "Let pages of this origin (https://app.example.com) call the API; repeatable (the variable: separated by spaces); none by default."),
+        Option("--rate-limit", value: "N", environment: "JOTTER_RATE_LIMIT", default: "6000",
+               help: "Requests a minute one token or session may make (429 beyond); 0 for no limit."),
+        Option("--tls-cert", value: "FILE", environment: "JOTTER_TLS_CERT", help: "Serve HTTPS with this PEM certificate (chain)."),
+        Option("--tls-key", value: "FILE", environment: "JOTTER_TLS_KEY", help: "The PEM private key of --tls-cert."),
     ]
 
     package var configuration = ServerConfiguration()
@@ -65,6 +73,17 @@ package struct ServeCommand: BlockingCommand {
         }
         if let mode = try arguments.option("--synchronous", as: "full or normal", {
             SQLiteNoteStore.Synchronous(rawValue: $0.uppercased()) }) { configuration.synchronous = mode }
+        if let mode = try arguments.option("--auth", as: "required or off", { AuthMode(rawValue: $0.lowercased()) }) {
+            configuration.auth = mode
+        }
+        let origins = arguments.values("--cors-origin")
+        configuration.corsOrigins = !origins.isEmpty ? origins
+            : (arguments.environment["JOTTER_CORS_ORIGIN"] ?? "").split(separator: " ").map(String.init)
+        if let limit = try arguments.option("--rate-limit", as: "a whole number of requests a minute", { Int($0).flatMap { $0 >= 0 ? $0 : nil } }) {
+            configuration.requestsPerMinute = limit
+        }
+        configuration.tlsCertificatePath = arguments.option("--tls-cert")
+        configuration.tlsKeyPath = arguments.option("--tls-key")
         if let size = try arguments.option("--min-free-space", as: "a size such as 64MiB", parseSize) {
             configuration.minimumFreeSpace = Int64(size)
         }

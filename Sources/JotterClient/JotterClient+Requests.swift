@@ -19,6 +19,8 @@ extension JotterClient {
         var request = URLRequest(url: url)
         request.httpMethod = method
         request.setValue("application/json", forHTTPHeaderField: "Accept")
+        // Every POST carries a key, so that a retry creates nothing twice (RetryPolicy).
+        if method == "POST" { request.setValue(UUID().uuidString, forHTTPHeaderField: "Idempotency-Key") }
         for (name, value) in headers { request.setValue(value, forHTTPHeaderField: name) }
         return request
     }
@@ -42,6 +44,7 @@ extension JotterClient {
     /// One attempt: the answer, or the error it stands for.
     func exchange(_ request: URLRequest) async throws(JotterClientError) -> (Data, HTTPURLResponse) {
         let (data, response): (Data, URLResponse)
+        let request = try await adapted(request)
         do {
             (data, response) = try await session.data(for: request)
         } catch {
@@ -64,7 +67,8 @@ extension JotterClient {
             do {
                 return try await attempt()
             } catch {
-                guard let delay = configuration.retry.delay(after: error, attempt: count, method: request.httpMethod ?? "GET") else {
+                guard let delay = configuration.retry.delay(after: error, attempt: count, method: request.httpMethod ?? "GET",
+                                                            idempotencyKey: request.value(forHTTPHeaderField: "Idempotency-Key") != nil) else {
                     throw error
                 }
                 try await Self.pause(delay)

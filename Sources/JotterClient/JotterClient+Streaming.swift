@@ -25,6 +25,7 @@ extension JotterClient {
                 sent: (Int64) -> Void = { _ in },
                 response: (HTTPURLResponse) throws(JotterClientError) -> Void = { _ in },
                 data: (Data) throws(JotterClientError) -> Void) async throws(JotterClientError) {
+        let request = try await adapted(request)
         #if canImport(FoundationNetworking)
         if SocketExchange.handles(request.url) {
             let events = SocketExchange.run(request, headers: sessionHeaders,
@@ -41,7 +42,17 @@ extension JotterClient {
     var sessionHeaders: [String: String] { Self.sessionHeaders(configuration) }
 
     static func sessionHeaders(_ configuration: Configuration) -> [String: String] {
-        configuration.headers.merging(["User-Agent": configuration.userAgent]) { mine, _ in mine }
+        var headers = configuration.headers.merging(["User-Agent": configuration.userAgent]) { mine, _ in mine }
+        if let token = configuration.token { headers["Authorization"] = "Bearer \(token)" }
+        return headers
+    }
+
+    /// `request` as `Configuration.adaptRequest` changes it (unchanged without one).
+    func adapted(_ request: URLRequest) async throws(JotterClientError) -> URLRequest {
+        guard let adapt = configuration.adaptRequest else { return request }
+        do { return try await adapt(request) } catch {
+            throw JotterClientError(kind: .invalidRequest, message: "the request adapter failed: \(error)")
+        }
     }
 
     private func stream(_ events: AsyncThrowingStream<TaskEvent, any Error>, url: URL?,

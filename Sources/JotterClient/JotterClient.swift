@@ -28,8 +28,21 @@ public final class JotterClient: Sendable {
         public var retry = RetryPolicy()
         /// Sent as `User-Agent` (instead of URLSession's, which names the libcurl version on Linux).
         public var userAgent = "JotterClient/\(JotterClient.version)"
-        /// Extra headers on every request, e.g. `["Authorization": "Bearer …"]`.
+        /// Extra headers on every request.
         public var headers: [String: String] = [:]
+        /// An API token (`jot_…`) sent as `Authorization: Bearer` on every request.
+        public var token: String?
+        /// Called with every request before it is sent (retries included), to change it: a
+        /// token that is refreshed, a signature. Runs after `token` and `headers` are applied.
+        ///
+        /// ```swift
+        /// configuration.adaptRequest = { request in
+        ///     var request = request
+        ///     request.setValue("Bearer \(await tokens.current())", forHTTPHeaderField: "Authorization")
+        ///     return request
+        /// }
+        /// ```
+        public var adaptRequest: (@Sendable (URLRequest) async throws -> URLRequest)?
 
         /// The defaults above.
         public init() {}

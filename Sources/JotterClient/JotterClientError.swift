@@ -78,6 +78,8 @@ public struct JotterClientError: Error, Sendable, CustomStringConvertible {
 
     /// `404`: the note or upload does not exist.
     public var isNotFound: Bool { status == 404 }
+    /// `401`: no token, or one that is malformed, unknown, revoked or expired (sign in again).
+    public var isUnauthorized: Bool { status == 401 }
     /// `412`: `If-Match` named a version that is no longer current.
     public var isConflict: Bool { status == 412 }
     /// `422`: a field is missing or invalid (`fieldErrors` says which).

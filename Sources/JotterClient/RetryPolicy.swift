@@ -9,8 +9,9 @@ import JotterAPI
 /// `GET`, `HEAD`, `PUT` and `DELETE` are retried when the connection fails and on `429 Too
 /// Many Requests` and `503 Service Unavailable`; a `Retry-After` from the server is honoured
 /// (up to `maximumRetryAfter`), otherwise the wait doubles from `initialDelay` up to
-/// `maximumDelay`, with jitter. `POST` and `PATCH` are never retried: the server may have acted
-/// on the first attempt.
+/// `maximumDelay`, with jitter. A `POST` is retried only with an `Idempotency-Key` (the SDK
+/// sends one on every POST, so the server answers a retry with the first answer and creates
+/// nothing twice); `PATCH` never.
 ///
 /// ```swift
 /// var configuration = JotterClient.Configuration()
@@ -46,8 +47,9 @@ public struct RetryPolicy: Sendable, Hashable {
 
     /// Seconds to wait before attempt `attempt + 1` after `error` ended attempt `attempt`
     /// (counted from 1), or `nil` when the request must not be sent again.
-    func delay(after error: JotterClientError, attempt: Int, method: String) -> Double? {
-        guard attempt < maximumAttempts, Self.idempotentMethods.contains(method.uppercased()) else { return nil }
+    func delay(after error: JotterClientError, attempt: Int, method: String, idempotencyKey: Bool = false) -> Double? {
+        let method = method.uppercased()
+        guard attempt < maximumAttempts, Self.idempotentMethods.contains(method) || (method == "POST" && idempotencyKey) else { return nil }
         if let status = error.status {
             guard Self.retryableStatuses.contains(status) else { return nil }
         } else {

@@ -22,19 +22,26 @@ public final class Application: Sendable {
     let log: Logger
     let notes: SQLiteNoteStore
     let events: EventBroadcaster
+    /// Users, tokens and sessions, with the cache of verified credentials.
+    public let accounts: Accounts
 
-    init(configuration: ServerConfiguration, server: HTTPServer, log: Logger, notes: SQLiteNoteStore, events: EventBroadcaster) {
+    init(configuration: ServerConfiguration, server: HTTPServer, log: Logger, notes: SQLiteNoteStore, events: EventBroadcaster,
+         accounts: Accounts) {
         self.configuration = configuration
         self.server = server
         self.log = log
         self.notes = notes
         self.events = events
+        self.accounts = accounts
     }
 
     /// Starts serving; the port is known once this returns.
     public func start() throws {
         try server.start()
         log.info("jotter listening on \(url) with \(configuration.threads) engine thread(s), data in \(configuration.dataDirectory)")
+        if configuration.effectiveAuth == .off && !AuthMode.isLoopback(configuration.host) {
+            log.info("warning: --auth off on \(configuration.host): anyone who can reach this address can read and change every note")
+        }
     }
 
     /// Stops accepting, finishes requests in flight (writes are committed), ends event
@@ -54,7 +61,7 @@ public final class Application: Sendable {
     /// `http://host:port` of the running server.
     public var url: String {
         let host = configuration.host.contains(":") ? "[\(configuration.host)]" : configuration.host
-        return "http://\(host):\(port)"
+        return "\(configuration.tlsCertificatePath == nil ? "http" : "https")://\(host):\(port)"
     }
 }
 
@@ -74,6 +81,7 @@ public func buildApplication(_ configuration: ServerConfiguration) throws -> App
     } catch {
         throw ServerStartError(description: "cannot open the database in '\(configuration.dataDirectory)': \(error)")
     }
+    let tls = try TLSFiles.read(configuration)
     let events = EventBroadcaster(heartbeat: configuration.eventHeartbeat)
     let metrics = Metrics()
     var routes = RouterBuilder()
@@ -82,15 +90,33 @@ public func buildApplication(_ configuration: ServerConfiguration) throws -> App
     routes.add(middleware: RequestIDMiddleware())
     routes.add(middleware: AccessLogMiddleware(log: log))
     routes.add(middleware: metrics)
+    if tls != nil { routes.add(middleware: StrictTransportSecurity()) }
+    if !configuration.corsOrigins.isEmpty { routes.add(middleware: CORSMiddleware(origins: configuration.corsOrigins)) }
     for middleware in configuration.middleware { routes.add(middleware: middleware) }
     routes.add(middleware: ErrorMiddleware(log: log))
     HelloController().register(in: &routes)
     let gauges = ServerGauges(store: notes, events: events)
     metrics.addCollector { gauges.render() }
-    HealthController(metrics: metrics, check: HealthCheck(store: notes, minimumFreeBytes: configuration.minimumFreeSpace)).register(in: &routes)
-    BackupController(store: notes).register(in: &routes)
-    NotesController(store: notes, events: events, replayLimit: configuration.eventBacklog).register(in: &routes)
-    UploadsController(store: notes, events: events).register(in: &routes)
+    let health = HealthController(metrics: metrics, check: HealthCheck(store: notes, minimumFreeBytes: configuration.minimumFreeSpace))
+    health.register(in: &routes)
+    let accounts = Accounts(store: notes, mode: configuration.effectiveAuth, events: events,
+                            refreshInterval: configuration.credentialRefreshInterval)
+    let auth = AuthController(accounts: accounts, secureCookie: tls != nil)
+    auth.registerSignIn(in: &routes)
+    // Everything that reads or changes someone's data: authenticated in the head phase.
+    routes.group { authenticated in
+        authenticated.add(middleware: AuthenticationMiddleware(accounts: accounts, requestsPerMinute: configuration.requestsPerMinute))
+        authenticated.add(middleware: IdempotencyMiddleware())
+        health.registerMetrics(in: &authenticated)
+        NotesController(store: notes, events: events, replayLimit: configuration.eventBacklog).register(in: &authenticated)
+        UploadsController(store: notes, events: events).register(in: &authenticated)
+        auth.register(in: &authenticated)
+        authenticated.group { admin in
+            admin.add(middleware: RequireAdmin(mode: accounts.mode))
+            BackupController(store: notes).register(in: &admin)
+            UsersController(accounts: accounts).register(in: &admin)
+        }
+    }
     EchoController().register(in: &routes)
     FormPageController().register(in: &routes)
     let openAPI = OpenAPIController()
@@ -98,8 +124,9 @@ public func buildApplication(_ configuration: ServerConfiguration) throws -> App
     WebController().register(in: &routes)
     var http = configuration.http
     http.temporaryDirectory = notes.temporaryDirectory
+    http.tls = tls
     let router = routes.build()
     openAPI.publish(router)
     let server = HTTPServer(configuration: http, router: router, log: log)
-    return Application(configuration: configuration, server: server, log: log, notes: notes, events: events)
+    return Application(configuration: configuration, server: server, log: log, notes: notes, events: events, accounts: accounts)
 }

@@ -29,6 +29,27 @@ public struct ServerConfiguration: Sendable {
     /// `/healthz` answers 503 when less than this many bytes are free for the data folder.
     public var minimumFreeSpace: Int64 = 64 << 20
 
+    /// Whether notes, uploads, their events and `/metrics` need credentials; nil: `off` on a
+    /// loopback host, `required` elsewhere (`AuthMode.default(for:)`).
+    public var auth: AuthMode?
+    /// Seconds a verified token or session is trusted before it is read again (changes made
+    /// through this server apply at once; this bounds those made by another process).
+    public var credentialRefreshInterval: Int64 = 10
+
+    /// HTTPS: PEM files of the certificate (chain) and its private key, read at start-up.
+    /// With them, every answer carries `Strict-Transport-Security` and the session cookie is `Secure`.
+    public var tlsCertificatePath: String?
+    public var tlsKeyPath: String?
+
+    /// Origins (`https://app.example.com`) whose pages may call the API (CORS); none by default.
+    public var corsOrigins: [String] = []
+    /// Requests a minute that one token or session may make (`429` beyond, with `RateLimit`
+    /// headers on every answer); 0 for no limit.
+    public var requestsPerMinute = 6000
+
+    /// The authentication mode in force.
+    public var effectiveAuth: AuthMode { auth ?? AuthMode.default(for: host) }
+
     /// More middleware around every route, inside the server's request ids, access log and
     /// metrics, outside its error rendering (so they see errors as responses): for embedding
     /// applications and tests.

@@ -5,17 +5,23 @@
 ///
 /// ```swift
 /// let store: any NoteStore = try SQLiteNoteStore(dataDirectory: "/var/lib/jotter")
-/// if case .done(let note, let event) = try store.perform(.create(body: "Buy milk")) {
+/// if case .done(let note, let event) = try store.perform(.create(body: "Buy milk"), owner: user.owner) {
 ///     print(note.id, event.id)
 /// }
-/// let page = try store.notes(NoteQuery(limit: 100, order: .newestFirst, search: "milk"))
+/// let page = try store.notes(NoteQuery(limit: 100, order: .newestFirst, search: "milk"), owner: user.owner)
+/// ```
+///
+/// Every read and write is scoped by an `Owner`: another owner's note is as absent as one that
+/// never existed.
+///
+/// ```swift
 /// ```
 public protocol NoteStore: Sendable {
-    /// The note with `id`, or nil when there is none.
-    func note(id: Int64) throws -> NoteRecord?
+    /// `owner`'s note with `id`, or nil when there is none.
+    func note(id: Int64, owner: Owner) throws -> NoteRecord?
 
-    /// One page of notes in `query.order`, after the `query.after` cursor, filtered by `query.search`.
-    func notes(_ query: NoteQuery) throws -> [NoteRecord]
+    /// One page of `owner`'s notes in `query.order`, after the `query.after` cursor, filtered by `query.search`.
+    func notes(_ query: NoteQuery, owner: Owner) throws -> [NoteRecord]
 
     /// Runs the write durably; `completion` is called exactly once, on a store thread, only
     /// after the commit is durable.
@@ -23,15 +29,17 @@ public protocol NoteStore: Sendable {
     /// The completion must return quickly and must not call `perform` (it runs on the writer).
     /// - Parameters:
     ///   - write: what to change.
+    ///   - owner: whose notes and uploads it reads and changes (and whose a created one becomes).
     ///   - completion: the outcome (`.done`, `.notFound`, `.versionMismatch`) or a `StoreError`.
-    func submit(_ write: NoteWrite, completion: @escaping @Sendable (Result<NoteWriteResult, StoreError>) -> Void)
+    func submit(_ write: NoteWrite, owner: Owner, completion: @escaping @Sendable (Result<NoteWriteResult, StoreError>) -> Void)
 
     /// Blocking convenience over `submit`: returns once the write is durable.
-    func perform(_ write: NoteWrite) throws -> NoteWriteResult
+    func perform(_ write: NoteWrite, owner: Owner) throws -> NoteWriteResult
 
-    /// Events with id > `after`, oldest first, at most `limit`; nil when `after` is older than the
-    /// kept backlog or greater than the last issued id (the client must re-list).
-    func events(after: Int64, limit: Int) throws -> [NoteEvent]?
+    /// `owner`'s events with id > `after`, oldest first, at most `limit`; nil when `after` is
+    /// older than the kept backlog or greater than the last issued id (the client must re-list).
+    /// Ids are shared by all owners, so one owner's ids have gaps.
+    func events(after: Int64, limit: Int, owner: Owner) throws -> [NoteEvent]?
 
     /// The id of the last event ever issued (0 when none), which never goes backwards.
     func lastEventID() throws -> Int64

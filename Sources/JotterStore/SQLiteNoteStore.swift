@@ -15,10 +15,10 @@ import Synchronization
 /// ```swift
 /// let store = try SQLiteNoteStore(dataDirectory: "/var/lib/jotter")
 /// defer { store.close() }
-/// store.submit(.create(body: "Buy milk")) { result in … }   // called once durable
-/// let newest = try store.notes(NoteQuery(limit: 20))
+/// store.submit(.create(body: "Buy milk"), owner: user.owner) { result in … }   // called once durable
+/// let newest = try store.notes(NoteQuery(limit: 20), owner: user.owner)
 /// ```
-public final class SQLiteNoteStore: NoteStore, UploadStore {
+public final class SQLiteNoteStore: NoteStore, UploadStore, AccountStore {
     /// How durable a commit is when it is acknowledged.
     public enum Synchronous: String, Sendable {
         /// fsync the WAL on every commit: an acknowledged write survives power loss (the default).
@@ -38,6 +38,10 @@ public final class SQLiteNoteStore: NoteStore, UploadStore {
         public var maxIdleReaders: Int
         /// How long any connection retries a locked database before failing.
         public var busyTimeoutMilliseconds: Int32
+        /// Empty `tmp/` and delete upload files without a row at opening (what a crash left).
+        /// Off for a second process on a folder a server may be using (`jotter users` on
+        /// `--data`): the server's uploads in flight are in those places.
+        public var removesOrphans: Bool = true
 
         public init(synchronous: Synchronous = .full, eventBacklog: Int = 10_000, maxBatchSize: Int = 256,
                     maxIdleReaders: Int = 16, busyTimeoutMilliseconds: Int32 = 5_000) {
@@ -86,7 +90,7 @@ public final class SQLiteNoteStore: NoteStore, UploadStore {
         try db.execute("PRAGMA journal_size_limit = 67108864")  // shrink the WAL back to 64 MiB after checkpoints
 
         files = try UploadFiles(dataDirectory: dataDirectory)
-        files.removeOrphans(known: try UploadRows.allIDs(on: db))
+        if options.removesOrphans { files.removeOrphans(known: try UploadRows.allIDs(on: db)) }
         noteWriter = NoteWriter(eventBacklog: Int64(options.eventBacklog), files: files)
         readers = ReaderPool(path: path, maxIdle: options.maxIdleReaders,
                              busyTimeoutMilliseconds: options.busyTimeoutMilliseconds)
@@ -113,17 +117,17 @@ public final class SQLiteNoteStore: NoteStore, UploadStore {
 
     // MARK: - Reads
 
-    public func note(id: Int64) throws(StoreError) -> NoteRecord? {
-        try readers.withConnection { db throws(StoreError) in try NoteRows.note(id: id, on: db) }
+    public func note(id: Int64, owner: Owner) throws(StoreError) -> NoteRecord? {
+        try readers.withConnection { db throws(StoreError) in try NoteRows.note(id: id, owner: owner, on: db) }
     }
 
-    public func notes(_ query: NoteQuery) throws(StoreError) -> [NoteRecord] {
-        try readers.withConnection { db throws(StoreError) in try NoteRows.page(query, on: db) }
+    public func notes(_ query: NoteQuery, owner: Owner) throws(StoreError) -> [NoteRecord] {
+        try readers.withConnection { db throws(StoreError) in try NoteRows.page(query, owner: owner, on: db) }
     }
 
-    public func events(after: Int64, limit: Int) throws(StoreError) -> [NoteEvent]? {
+    public func events(after: Int64, limit: Int, owner: Owner) throws(StoreError) -> [NoteEvent]? {
         try readers.withConnection { db throws(StoreError) in
-            try db.readTransaction { () throws(StoreError) in try NoteRows.events(after: after, limit: limit, on: db) }
+            try db.readTransaction { () throws(StoreError) in try NoteRows.events(after: after, limit: limit, owner: owner, on: db) }
         }
     }
 
@@ -139,10 +143,10 @@ public final class SQLiteNoteStore: NoteStore, UploadStore {
     /// Queues `write` for the next group commit; `completion` runs on the writer thread once the
     /// commit is durable (or failed). After `close()`, `completion` gets `StoreError.closed` at
     /// once on the calling thread.
-    public func submit(_ write: NoteWrite, completion: @escaping @Sendable (Result<NoteWriteResult, StoreError>) -> Void) {
+    public func submit(_ write: NoteWrite, owner: Owner, completion: @escaping @Sendable (Result<NoteWriteResult, StoreError>) -> Void) {
         let noteWriter = noteWriter, files = files
         let changes = FileChanges()
-        writer.submit(.make({ db throws(StoreError) in try noteWriter.apply(write, on: db, changes: changes) }, completion: { result in
+        writer.submit(.make({ db throws(StoreError) in try noteWriter.apply(write, owner: owner, on: db, changes: changes) }, completion: { result in
             // Files follow their rows: freed ones go once the delete has committed; ones moved in
             // go again if the insert did not.
             switch result {
@@ -157,10 +161,15 @@ public final class SQLiteNoteStore: NoteStore, UploadStore {
     ///
     /// Never call it from a `submit` completion: those run on the writer thread, which would
     /// then wait for itself.
-    public func perform(_ write: NoteWrite) throws(StoreError) -> NoteWriteResult {
+    public func perform(_ write: NoteWrite, owner: Owner) throws(StoreError) -> NoteWriteResult {
+        try Self.wait { submit(write, owner: owner, completion: $0) }
+    }
+
+    /// Runs `start` and blocks until the completion it is given is called.
+    static func wait<Value: Sendable>(_ start: (@escaping @Sendable (Result<Value, StoreError>) -> Void) -> Void) throws(StoreError) -> Value {
         let done = Semaphore()
-        let outcome = Mutex<Result<NoteWriteResult, StoreError>?>(nil)
-        submit(write) { result in
+        let outcome = Mutex<Result<Value, StoreError>?>(nil)
+        start { result in
             outcome.withLock { $0 = result }
             done.signal()
         }
@@ -170,34 +179,78 @@ public final class SQLiteNoteStore: NoteStore, UploadStore {
 
     // MARK: - Uploads
 
-    public func upload(id: String) throws(StoreError) -> UploadRecord? {
-        try readers.withConnection { db throws(StoreError) in try UploadRows.upload(id: id, on: db) }
+    public func upload(id: String, owner: Owner) throws(StoreError) -> UploadRecord? {
+        try readers.withConnection { db throws(StoreError) in try UploadRows.upload(id: id, owner: owner, on: db) }
     }
 
-    public func uploads(_ query: UploadQuery) throws(StoreError) -> [UploadRecord]? {
+    public func uploads(_ query: UploadQuery, owner: Owner) throws(StoreError) -> [UploadRecord]? {
         try readers.withConnection { db throws(StoreError) in
-            try db.readTransaction { () throws(StoreError) in try UploadRows.page(query, on: db) }
+            try db.readTransaction { () throws(StoreError) in try UploadRows.page(query, owner: owner, on: db) }
         }
     }
 
-    public func attachments(of noteIDs: [Int64]) throws(StoreError) -> [Int64: [UploadRecord]] {
+    public func attachments(of noteIDs: [Int64], owner: Owner) throws(StoreError) -> [Int64: [UploadRecord]] {
         guard !noteIDs.isEmpty else { return [:] }
-        return try readers.withConnection { db throws(StoreError) in try UploadRows.attachments(of: noteIDs, on: db) }
+        return try readers.withConnection { db throws(StoreError) in try UploadRows.attachments(of: noteIDs, owner: owner, on: db) }
     }
 
     public func contentPath(of id: String) -> String { files.path(of: id) }
 
-    public func noteWithAttachments(id: Int64) throws(StoreError) -> (NoteRecord, [UploadRecord])? {
-        try readers.withConnection { db throws(StoreError) in try UploadRows.noteWithAttachments(id: id, on: db) }
+    public func noteWithAttachments(id: Int64, owner: Owner) throws(StoreError) -> (NoteRecord, [UploadRecord])? {
+        try readers.withConnection { db throws(StoreError) in try UploadRows.noteWithAttachments(id: id, owner: owner, on: db) }
     }
 
-    public func notesWithAttachments(_ query: NoteQuery) throws(StoreError) -> [(NoteRecord, [UploadRecord])] {
+    public func notesWithAttachments(_ query: NoteQuery, owner: Owner) throws(StoreError) -> [(NoteRecord, [UploadRecord])] {
         try readers.withConnection { db throws(StoreError) in
             try db.readTransaction { () throws(StoreError) -> [(NoteRecord, [UploadRecord])] in
-                let notes = try NoteRows.page(query, on: db)
-                let attachments = try UploadRows.attachments(of: notes.map(\.id), on: db)
+                let notes = try NoteRows.page(query, owner: owner, on: db)
+                let attachments = try UploadRows.attachments(of: notes.map(\.id), owner: owner, on: db)
                 return notes.map { ($0, attachments[$0.id] ?? []) }
             }
         }
+    }
+}
+
+// MARK: - Accounts
+
+extension SQLiteNoteStore {
+    public func users() throws(StoreError) -> [UserRecord] {
+        try readers.withConnection { db throws(StoreError) in try AccountRows.users(on: db) }
+    }
+
+    public func user(named name: String) throws(StoreError) -> UserRecord? {
+        try readers.withConnection { db throws(StoreError) in try AccountRows.user(named: name, on: db) }
+    }
+
+    public func user(id: Int64) throws(StoreError) -> UserRecord? {
+        try readers.withConnection { db throws(StoreError) in try AccountRows.user(id: id, on: db) }
+    }
+
+    public func passwordHash(userID: Int64) throws(StoreError) -> String? {
+        try readers.withConnection { db throws(StoreError) in try AccountRows.passwordHash(userID: userID, on: db) }
+    }
+
+    public func credential(digest: [UInt8]) throws(StoreError) -> (CredentialRecord, UserRecord)? {
+        try readers.withConnection { db throws(StoreError) in try AccountRows.credential(digest: digest, on: db) }
+    }
+
+    public func credentials(userID: Int64, kind: CredentialKind) throws(StoreError) -> [CredentialRecord] {
+        try readers.withConnection { db throws(StoreError) in try AccountRows.credentials(userID: userID, kind: kind, on: db) }
+    }
+
+    /// Queues an account change for the next group commit; `completion` runs on the writer
+    /// thread once it is durable. A removed user's files go once the removal has committed.
+    public func submit(_ write: AccountWrite, completion: @escaping @Sendable (Result<AccountWriteResult, StoreError>) -> Void) {
+        let files = files, now = noteWriter.now
+        let changes = FileChanges()
+        writer.submit(.make({ db throws(StoreError) in try AccountRows.apply(write, now: now(), on: db, changes: changes) }, completion: { result in
+            if case .success(.done) = result { files.remove(changes.removed) }
+            completion(result)
+        }))
+    }
+
+    /// Blocking convenience over `submit(_:completion:)`; never from a completion.
+    public func perform(_ write: AccountWrite) throws(StoreError) -> AccountWriteResult {
+        try Self.wait { submit(write, completion: $0) }
     }
 }

@@ -39,21 +39,22 @@ public struct NewUpload: Sendable, Hashable {
     }
 }
 
-/// Reading stored uploads. Writes go through `NoteStore.submit` (`.addUploads`,
-/// `.deleteUpload`), so that attaching a file and changing its note are one transaction.
+/// Reading stored uploads, each scoped by its `Owner`. Writes go through `NoteStore.submit`
+/// (`.addUploads`, `.deleteUpload`), so that attaching a file and changing its note are one
+/// transaction.
 public protocol UploadStore: Sendable {
-    func upload(id: String) throws -> UploadRecord?
-    /// One page of uploads, newest first, after the `query.after` cursor and filtered by
-    /// `query.attachment`; nil when `query.after` names no upload.
-    func uploads(_ query: UploadQuery) throws -> [UploadRecord]?
+    func upload(id: String, owner: Owner) throws -> UploadRecord?
+    /// One page of `owner`'s uploads, newest first, after the `query.after` cursor and filtered
+    /// by `query.attachment`; nil when `query.after` names no upload of theirs.
+    func uploads(_ query: UploadQuery, owner: Owner) throws -> [UploadRecord]?
     /// The attachments of each of `noteIDs` (oldest first); notes without any are absent.
-    func attachments(of noteIDs: [Int64]) throws -> [Int64: [UploadRecord]]
+    func attachments(of noteIDs: [Int64], owner: Owner) throws -> [Int64: [UploadRecord]]
     /// Where the bytes of upload `id` are on disk.
     func contentPath(of id: String) -> String
     /// A note and its attachments, read together (one snapshot, one lock).
-    func noteWithAttachments(id: Int64) throws -> (NoteRecord, [UploadRecord])?
+    func noteWithAttachments(id: Int64, owner: Owner) throws -> (NoteRecord, [UploadRecord])?
     /// A page of notes, each with its attachments, read together.
-    func notesWithAttachments(_ query: NoteQuery) throws -> [(NoteRecord, [UploadRecord])]
+    func notesWithAttachments(_ query: NoteQuery, owner: Owner) throws -> [(NoteRecord, [UploadRecord])]
 }
 
 /// A page request for `UploadStore.uploads(_:)`.

@@ -26,8 +26,9 @@ os.environ["SE_OFFLINE"] = "true"
 class Server:
     """`jotter serve --port 0` on a temporary data folder; `restart()` keeps port and data."""
 
-    def __init__(self, binary, data=None, port=0):
+    def __init__(self, binary, data=None, port=0, arguments=()):
         self.binary = binary
+        self.arguments = list(arguments)
         self.data = data or tempfile.mkdtemp(prefix="jotter-browser-")
         self.owns_data = data is None
         self.port = port
@@ -37,7 +38,7 @@ class Server:
 
     def start(self):
         self.process = subprocess.Popen(
-            [self.binary, "serve", "--port", str(self.port), "--data", self.data, "--quiet"],
+            [self.binary, "serve", "--port", str(self.port), "--data", self.data, "--quiet", *self.arguments],
             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         line = self.process.stderr.readline()
         self.log.append(line)

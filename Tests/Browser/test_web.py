@@ -7,6 +7,7 @@ import datetime
 import json
 import os
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -588,6 +589,100 @@ class Restart(BrowserTest):
         self.assertFalse(css("#toast").is_displayed(), "the error is stale once the save went through")
         server.create("After the restart")
         wait(driver, lambda d: "After the restart" in titles(), message="live after restart")
+
+
+class Accounts(unittest.TestCase):
+    """Two people on a server that requires sign-in, each in a browser of their own (cookies
+    ignore ports, so these browsers never visit the other tests' server)."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.data = tempfile.mkdtemp(prefix="jotter-browser-accounts-")
+        for name in ["ann", "bob"]:
+            subprocess.run([BINARY, "users", "add", name, "--data", cls.data], input=f"{name}'s password\n".encode(),
+                           check=True, capture_output=True)
+        cls.server = Server(BINARY, data=cls.data, arguments=["--auth", "required"])
+        cls.ann = chrome(timezone=TIMEZONE)
+        cls.bob = chrome(timezone=TIMEZONE)
+
+    @classmethod
+    def tearDownClass(cls):
+        for browser in [cls.ann, cls.bob]:
+            quit_chrome(browser)
+        cls.server.close()
+        shutil.rmtree(cls.data, ignore_errors=True)
+
+    def sign_in(self, browser, name):
+        """Signs in through the dialog, unless this browser's session is `name`'s already."""
+        wait(browser, lambda d: d.find_element(By.ID, "sign-in-dialog").is_displayed()
+             or d.find_element(By.ID, "account-name").text == name, message="sign-in shown")
+        if not browser.find_element(By.ID, "sign-in-dialog").is_displayed():
+            return
+        browser.find_element(By.ID, "sign-in-name").clear()
+        browser.find_element(By.ID, "sign-in-name").send_keys(name)
+        browser.find_element(By.ID, "sign-in-password").send_keys(f"{name}'s password")
+        browser.find_element(By.ID, "sign-in-submit").click()
+        wait(browser, lambda d: not d.find_element(By.ID, "sign-in-dialog").is_displayed(), message="signed in")
+        wait(browser, lambda d: d.find_element(By.ID, "account-name").text == name)
+        wait(browser, lambda d: d.find_element(By.ID, "connection").get_attribute("data-state") == "live", message="live")
+
+    def write(self, browser, text):
+        browser.get(self.server.url + "/#/new")
+        wait(browser, lambda d: d.find_element(By.ID, "body").is_displayed())
+        browser.find_element(By.ID, "body").send_keys(text)
+        browser.find_element(By.ID, "save").click()
+        wait(browser, lambda d: d.find_element(By.ID, "save-state").text == "Saved", message="saved")
+
+    @staticmethod
+    def titles(browser):
+        return browser.execute_script("return [...document.querySelectorAll('#notes .note-title')].map((e) => e.textContent)")
+
+    def test_sign_in_and_another_user_sees_nothing_live(self):
+        for browser, name in [(self.ann, "ann"), (self.bob, "bob")]:
+            browser.get(self.server.url + "/")
+            self.sign_in(browser, name)
+        cookie = self.ann.get_cookie("jotter_session")
+        self.assertTrue(cookie["httpOnly"])
+        self.assertEqual(cookie["sameSite"], "Lax")
+        self.assertIn("expiry", cookie)
+        self.write(self.ann, "Ann's first secret")
+        self.write(self.bob, "Bob's own note")
+        self.ann.get(self.server.url + "/")
+        wait(self.ann, lambda d: "Ann's first secret" in self.titles(d))
+        self.bob.get(self.server.url + "/")
+        wait(self.bob, lambda d: "Bob's own note" in self.titles(d))
+        wait(self.bob, lambda d: d.find_element(By.ID, "connection").get_attribute("data-state") == "live")
+        # Ann writes while Bob watches: Bob's list never shows it; Bob's own writes still arrive live.
+        self.write(self.ann, "Ann's second secret")
+        status, _, answer = self.server.request("POST", "/notes", {"body": "Bob's live note"},
+                                                headers={"Authorization": f"Bearer {self.token('bob')}"})
+        self.assertEqual(status, 201, answer)
+        wait(self.bob, lambda d: "Bob's live note" in self.titles(d), message="bob's live note")
+        self.assertFalse([t for t in self.titles(self.bob) if t.startswith("Ann")], self.titles(self.bob))
+        self.assertFalse([t for t in self.titles(self.ann) if t.startswith("Bob")], self.titles(self.ann))
+
+    def token(self, name):
+        status, _, answer = self.server.request("POST", "/auth/sessions", {"name": name, "password": f"{name}'s password", "kind": "token"})
+        self.assertEqual(status, 201, answer)
+        return answer["token"]
+
+    def test_an_ended_session_asks_to_sign_in_and_keeps_the_text(self):
+        self.ann.get(self.server.url + "/")
+        self.sign_in(self.ann, "ann")
+        self.ann.get(self.server.url + "/#/new")
+        wait(self.ann, lambda d: d.find_element(By.ID, "body").is_displayed())
+        self.ann.find_element(By.ID, "body").send_keys("Typed before the session ended")
+        # The session ends on the server (as it would when it expires).
+        session = self.ann.get_cookie("jotter_session")["value"]
+        status, _, _ = self.server.request("DELETE", "/auth/sessions/current", headers={"Authorization": f"Bearer {session}"})
+        self.assertEqual(status, 204)
+        self.ann.find_element(By.ID, "save").click()
+        wait(self.ann, lambda d: d.find_element(By.ID, "sign-in-dialog").is_displayed(), message="asked to sign in")
+        self.assertIn("still here", self.ann.find_element(By.ID, "sign-in-reason").text)
+        self.sign_in(self.ann, "ann")
+        self.assertEqual(self.ann.execute_script("return document.getElementById('body').value"), "Typed before the session ended")
+        self.ann.find_element(By.ID, "save").click()
+        wait(self.ann, lambda d: d.find_element(By.ID, "save-state").text == "Saved", message="saved after signing in")
 
 
 if __name__ == "__main__":

@@ -140,6 +140,10 @@ struct OpenAPITests {
         var jsonEcho = EchoResponse(method: "PUT", url: "/echo")
         jsonEcho.json = .object(["a": .array([.number(1), .null, .bool(true), .string("x")])])
         jsonEcho.data = #"{"a":[1,null,true,"x"]}"#
+        let user = UserInfo(id: "1", name: "ann", admin: true, createdAt: "2026-12-01T10:00:00Z")
+        let token = TokenInfo(id: "3", label: "laptop", createdAt: "2026-12-01T10:00:00Z", lastUsedAt: nil, expiresAt: nil, revokedAt: nil)
+        let used = TokenInfo(id: "4", label: "ci", createdAt: "2026-12-01T10:00:00Z", lastUsedAt: "2026-12-01T10:05:00Z",
+                             expiresAt: "2026-12-31T10:00:00Z", revokedAt: "2026-12-02T10:00:00Z")
         return [
             (Note.self, [note, empty]),
             (NoteEnvelope.self, NoteEnvelope.messages.map { NoteEnvelope(note: note, message: $0) } + [NoteEnvelope(note: empty)]),
@@ -168,6 +172,13 @@ struct OpenAPITests {
                 serverEcho, jsonEcho,
             ]),
             (EchoResponse.File.self, [file, echoFile]),
+            (UserInfo.self, [user]),
+            (UserList.self, [UserList(users: [user]), UserList(users: [])]),
+            (SessionInfo.self, [SessionInfo(user: user, csrfToken: String(repeating: "a1", count: 16), expiresAt: "2026-12-15T10:00:00Z"),
+                                SessionInfo(user: user)]),
+            (TokenInfo.self, [token, used]),
+            (TokenList.self, [TokenList(tokens: [used, token])]),
+            (IssuedToken.self, [IssuedToken(token: "jot_" + String(repeating: "Ab1", count: 12), info: token, user: user)]),
         ]
     }
 

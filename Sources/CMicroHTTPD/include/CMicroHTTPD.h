@@ -16,6 +16,8 @@ typedef struct jotter_mhd_config {
     unsigned int idle_timeout;        /* seconds a connection may stay idle */
     size_t connection_memory_limit;   /* bytes of per-connection memory pool */
     int turbo;                        /* MHD_USE_TURBO */
+    const char *tls_cert;             /* PEM certificate (chain) for HTTPS through GnuTLS; NULL: plain HTTP */
+    const char *tls_key;              /* PEM private key of tls_cert */
     MHD_AccessHandlerCallback handler;
     void *handler_cls;
     void *(*uri_log)(void *cls, const char *uri, struct MHD_Connection *connection);
@@ -26,6 +28,9 @@ typedef struct jotter_mhd_config {
 
 /// Starts a daemon with an internal epoll thread (or pool) on `config->listen_fd`.
 struct MHD_Daemon *jotter_mhd_start(const jotter_mhd_config *config);
+
+/// Whether this libmicrohttpd was built with TLS (GnuTLS).
+int jotter_mhd_supports_tls(void);
 
 /// The port the daemon's listening socket is bound to, or 0.
 uint16_t jotter_mhd_bound_port(struct MHD_Daemon *daemon);

@@ -37,6 +37,9 @@ public final class HTTPServer: Sendable {
         public var maxParts = 1000
         /// Where multipart file parts are written while their request runs.
         public var temporaryDirectory = "/tmp"
+        /// HTTPS (libmicrohttpd's GnuTLS): the PEM certificate chain and its private key; nil
+        /// for plain HTTP.
+        public var tls: (certificate: String, key: String)?
 
         public init(host: String = "127.0.0.1", port: Int = 8080, threads: Int = Configuration.cores,
                     connectionLimit: Int = 10_000, connectionsPerAddress: Int = 256, idleTimeout: Int = 30,
@@ -109,9 +112,27 @@ public final class HTTPServer: Sendable {
         config.uri_log_cls = cls
         config.completed = engineRequestCompleted
         config.completed_cls = cls
-        guard let started = jotter_mhd_start(&config) else {
+        if configuration.tls != nil && jotter_mhd_supports_tls() == 0 {
             close(fd)
-            throw ServerStartError(description: "cannot start the HTTP engine on \(ListeningSocket.display(configuration.host, configuration.port))")
+            throw ServerStartError(description: "this libmicrohttpd was built without TLS: serve plain HTTP behind a TLS proxy instead")
+        }
+        let started: OpaquePointer?
+        if let tls = configuration.tls {
+            started = tls.certificate.withCString { certificate -> OpaquePointer? in
+                tls.key.withCString { key -> OpaquePointer? in
+                    config.tls_cert = certificate
+                    config.tls_key = key
+                    return jotter_mhd_start(&config)  // GnuTLS copies what it keeps
+                }
+            }
+        } else {
+            started = jotter_mhd_start(&config)
+        }
+        guard let started else {
+            close(fd)
+            throw ServerStartError(description: configuration.tls == nil
+                ? "cannot start the HTTP engine on \(ListeningSocket.display(configuration.host, configuration.port))"
+                : "cannot start HTTPS on \(ListeningSocket.display(configuration.host, configuration.port)): is the key the certificate's, both in PEM?")
         }
         boundPort.store(ListeningSocket.port(of: fd), ordering: .relaxed)
         watchdog.start()

@@ -11,7 +11,13 @@ import Synchronization
 /// hub.publish(ServerSentEvent(id: 7, event: "note.created", data: json))
 /// ```
 public final class EventBroadcaster: Sendable {
-    private let subscribers = Mutex<[ObjectIdentifier: EventStreamBody]>([:])
+    /// Each open stream with whose events it gets and the credential it was opened with.
+    private let subscribers = Mutex<[ObjectIdentifier: Subscriber]>([:])
+    private struct Subscriber {
+        let body: EventStreamBody
+        let audience: Int64
+        let credential: Int64?
+    }
     /// Events are made and fanned out here, in order, so that whoever publishes — the database
     /// writer, say — never waits for thousands of streams.
     private let queue = DispatchQueue(label: "jotter.events")
@@ -24,11 +30,18 @@ public final class EventBroadcaster: Sendable {
         thread.start()
     }
 
-    /// A new stream body, held until `release` is called on it.
-    public func subscribe() -> EventStreamBody {
+    /// A new stream body, held until `release` is called on it. It gets the events published to
+    /// its `audience` (or to everyone); `credential` names what it was opened with, for `end(credential:)`.
+    public func subscribe(audience: Int64 = 0, credential: Int64? = nil) -> EventStreamBody {
         let body = EventStreamBody { [weak self] body in self?.unsubscribe(body) }
-        subscribers.withLock { $0[ObjectIdentifier(body)] = body }
+        subscribers.withLock { $0[ObjectIdentifier(body)] = Subscriber(body: body, audience: audience, credential: credential) }
         return body
+    }
+
+    /// Ends every stream opened with `credential` (it was revoked).
+    public func end(credential: Int64) {
+        let ended = subscribers.withLock { $0.values.filter { $0.credential == credential }.map(\.body) }
+        for body in ended { body.end() }
     }
 
     func unsubscribe(_ body: EventStreamBody) {
@@ -37,17 +50,17 @@ public final class EventBroadcaster: Sendable {
 
     /// Queues `event` on every stream, on the broadcaster's own thread; returns at once.
     public func publish(_ event: ServerSentEvent) {
-        publish { event }
+        publish(audience: nil) { event }
     }
 
     /// Makes the event on the broadcaster's thread (it may read or encode), then queues it on
-    /// every stream. Events are made and sent in the order they were published; one that
-    /// fails to be made is skipped.
-    public func publish(_ make: @escaping @Sendable () throws -> ServerSentEvent) {
+    /// every stream of `audience` (nil: every stream). Events are made and sent in the order
+    /// they were published; one that fails to be made is skipped.
+    public func publish(audience: Int64? = nil, _ make: @escaping @Sendable () throws -> ServerSentEvent) {
         queue.async { [self] in
             guard let event = try? make() else { return }
             let bytes = event.encoded
-            for body in current() { body.send(id: event.id, bytes) }
+            for body in current(audience: audience) { body.send(id: event.id, bytes) }
         }
     }
 
@@ -65,8 +78,11 @@ public final class EventBroadcaster: Sendable {
         for body in current() { body.end() }
     }
 
-    private func current() -> [EventStreamBody] {
-        subscribers.withLock { Array($0.values) }
+    private func current(audience: Int64? = nil) -> [EventStreamBody] {
+        subscribers.withLock { subscribers in
+            guard let audience else { return subscribers.values.map(\.body) }
+            return subscribers.values.filter { $0.audience == audience }.map(\.body)
+        }
     }
 
     fileprivate func beat() -> Bool {

@@ -27,6 +27,10 @@ struct HealthController {
             }
             return try JSON(HealthStatus(status: "ok", checks: report.checks, freeBytes: report.freeBytes)).response(for: request)
         }
+    }
+
+    /// `/metrics`, registered apart: it needs credentials when they are required.
+    func registerMetrics(in routes: inout RouterBuilder) {
         let metrics = self.metrics
         routes.get("/metrics", operation: HealthOperations.metrics) { request, _ in
             Response(status: .ok, contentType: Metrics.contentType, body: Array(metrics.render().utf8))

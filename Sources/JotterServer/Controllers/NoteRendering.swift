@@ -22,19 +22,19 @@ extension Upload {
 
 /// Notes as the API shows them: with their attachments, read in one go per page.
 enum NoteRendering {
-    static func notes(_ records: [NoteRecord], store: some UploadStore) throws -> [Note] {
-        let attachments = try store.attachments(of: records.map(\.id))
+    static func notes(_ records: [NoteRecord], owner: Owner, store: some UploadStore) throws -> [Note] {
+        let attachments = try store.attachments(of: records.map(\.id), owner: owner)
         return records.map { Note($0, attachments: attachments[$0.id] ?? []) }
     }
 
-    static func note(_ record: NoteRecord, store: some UploadStore) throws -> Note {
-        try notes([record], store: store)[0]
+    static func note(_ record: NoteRecord, owner: Owner, store: some UploadStore) throws -> Note {
+        try notes([record], owner: owner, store: store)[0]
     }
 
     /// The server-sent event for a change: `data` is the note (as it was, when deleted —
     /// its attachments are gone with it by then).
-    static func event(_ event: NoteEvent, store: some UploadStore) throws -> ServerSentEvent {
-        let note = event.kind == .deleted ? Note(event.note, attachments: []) : try self.note(event.note, store: store)
+    static func event(_ event: NoteEvent, owner: Owner, store: some UploadStore) throws -> ServerSentEvent {
+        let note = event.kind == .deleted ? Note(event.note, attachments: []) : try self.note(event.note, owner: owner, store: store)
         var json = JSONWriter()
         note.write(to: &json)
         let data = String(decoding: json.bytes, as: UTF8.self)

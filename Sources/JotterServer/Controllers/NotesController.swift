@@ -25,7 +25,7 @@ struct NotesController<Store: NoteStore & UploadStore> {
         let (query, given) = try NoteInput.query(request)
         var page = query
         page.limit = query.limit + 1  // one more tells whether there is a next page
-        var records = try store.notesWithAttachments(page)
+        var records = try store.notesWithAttachments(page, owner: context.owner)
         let more = records.count > query.limit
         if more { records.removeLast() }
         var next: String?
@@ -39,7 +39,7 @@ struct NotesController<Store: NoteStore & UploadStore> {
     }
 
     @Sendable func show(_ request: Request, _ context: RequestContext) throws -> Response {
-        let note = try existing(try NoteInput.id(context))
+        let note = try existing(try NoteInput.id(context), owner: context.owner)
         if let condition = request.headers["If-None-Match"].map(EntityTagCondition.init), condition.matches(note.etag, weak: true) {
             return Response(status: .notModified, headers: HTTPHeaders([("ETag", note.etag)]))
         }
@@ -50,34 +50,36 @@ struct NotesController<Store: NoteStore & UploadStore> {
         guard let body = try NoteInput.body(request) else {
             throw HTTPError.validation([.init(field: "body", message: "is required")])
         }
-        return commit(.create(body: body), request: request, status: .created, message: "Note Created")
+        return commit(.create(body: body), owner: context.owner, request: request, status: .created, message: "Note Created")
     }
 
     @Sendable func update(_ request: Request, _ context: RequestContext) throws -> Reply {
         let id = try NoteInput.id(context)
         // A missing note is 404 whatever the preconditions; then If-Match, before anything else.
-        let current = try existing(id)
+        let current = try existing(id, owner: context.owner)
         let version = try checkIfMatch(request, current: current)
         guard let body = try NoteInput.body(request) else {
             return try JSON(NoteEnvelope(note: current, message: "No Body Sent"), headers: HTTPHeaders([("ETag", current.etag)]))
                 .reply(for: request)
         }
-        return commit(.update(id: id, body: body, ifVersion: version), request: request, status: .ok, message: "Note Updated")
+        return commit(.update(id: id, body: body, ifVersion: version), owner: context.owner, request: request, status: .ok, message: "Note Updated")
     }
 
     @Sendable func delete(_ request: Request, _ context: RequestContext) throws -> Reply {
         let id = try NoteInput.id(context)
-        let version = try checkIfMatch(request, current: try existing(id))
-        return commit(.delete(id: id, ifVersion: version), request: request, status: .ok, message: "Note Deleted")
+        let version = try checkIfMatch(request, current: try existing(id, owner: context.owner))
+        return commit(.delete(id: id, ifVersion: version), owner: context.owner, request: request, status: .ok, message: "Note Deleted")
     }
 
     @Sendable func stream(_ request: Request, _ context: RequestContext) throws -> Response {
-        let body = events.subscribe()
+        let owner = context.owner
+        // Only the owner's events; ended when the credential it was opened with is revoked.
+        let body = events.subscribe(audience: owner.id, credential: context.principal?.credential?.id)
         do {
             body.send(id: nil, Array("retry: 3000\n\n".utf8))
             if let header = request.headers["Last-Event-ID"] {
-                if let last = Int64(header.trimmingASCIISpaces()), let missed = try store.events(after: last, limit: replayLimit) {
-                    body.release(replay: try missed.map { ($0.id, try NoteRendering.event($0, store: store).encoded) }, after: last)
+                if let last = Int64(header.trimmingASCIISpaces()), let missed = try store.events(after: last, limit: replayLimit, owner: owner) {
+                    body.release(replay: try missed.map { ($0.id, try NoteRendering.event($0, owner: owner, store: store).encoded) }, after: last)
                 } else {
                     // Older than the backlog, or never issued: the client must re-list.
                     let current = try store.lastEventID()
@@ -97,8 +99,8 @@ struct NotesController<Store: NoteStore & UploadStore> {
 
     // MARK: - Helpers
 
-    private func existing(_ id: Int64) throws -> Note {
-        guard let (record, attachments) = try store.noteWithAttachments(id: id) else {
+    private func existing(_ id: Int64, owner: Owner) throws -> Note {
+        guard let (record, attachments) = try store.noteWithAttachments(id: id, owner: owner) else {
             throw HTTPError(.notFound, detail: "note \(id) does not exist")
         }
         return Note(record, attachments: attachments)
@@ -111,22 +113,24 @@ struct NotesController<Store: NoteStore & UploadStore> {
 
     /// Submits `write` and answers once it is durable, publishing its event first. The writer
     /// thread only hands the outcome over; the answer is rendered on the engine thread.
-    private func commit(_ write: NoteWrite, request: Request, status: HTTPStatus, message: String) -> Reply {
+    private func commit(_ write: NoteWrite, owner: Owner, request: Request, status: HTTPStatus, message: String) -> Reply {
         let store = self.store, events = self.events
         return Reply.later { done in
-            store.submit(write) { result in
-                if case .success(.done(_, let event)) = result { events.publish { try NoteRendering.event(event, store: store) } }
+            store.submit(write, owner: owner) { result in
+                if case .success(.done(_, let event)) = result {
+                    events.publish(audience: owner.id) { try NoteRendering.event(event, owner: owner, store: store) }
+                }
                 done {
                     switch try result.get() {
                     case .done(let record, let event):
-                        let note = event.kind == .deleted ? Note(record, attachments: []) : try NoteRendering.note(record, store: store)
+                        let note = event.kind == .deleted ? Note(record, attachments: []) : try NoteRendering.note(record, owner: owner, store: store)
                         var headers = HTTPHeaders([("ETag", note.etag)])
                         if status == .created { headers.add("Location", "/notes/\(note.id)") }
                         return try JSON(NoteEnvelope(note: note, message: message), status: status, headers: headers).response(for: request)
                     case .notFound:
                         throw HTTPError(.notFound, detail: "note does not exist")
                     case .versionMismatch(let current):
-                        throw NotePreconditions.stale(try NoteRendering.note(current, store: store))
+                        throw NotePreconditions.stale(try NoteRendering.note(current, owner: owner, store: store))
                     case .uploadsAdded, .uploadDeleted, .uploadAttached:
                         throw HTTPError(.internalServerError)
                     }

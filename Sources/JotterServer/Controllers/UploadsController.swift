@@ -34,10 +34,12 @@ struct UploadsController<Store: NoteStore & UploadStore> {
                       contentType: UploadPolicy.contentType($0.contentType, isUTF8: $0.isUTF8 == true),
                       size: $0.size, sha256: $0.sha256)
         }
-        let store = self.store, events = self.events, target = noteID
+        let store = self.store, events = self.events, target = noteID, owner = context.owner
         return Reply.later { done in
-            store.submit(.addUploads(uploads, noteID: target)) { result in
-                if case .success(.uploadsAdded(_, _, let event?)) = result { events.publish { try NoteRendering.event(event, store: store) } }
+            store.submit(.addUploads(uploads, noteID: target), owner: owner) { result in
+                if case .success(.uploadsAdded(_, _, let event?)) = result {
+                    events.publish(audience: owner.id) { try NoteRendering.event(event, owner: owner, store: store) }
+                }
                 done {
                     guard case .uploadsAdded(let records, _, _) = try result.get() else {
                         throw HTTPError(.notFound, detail: "note \(target.map(String.init) ?? "") does not exist")
@@ -52,7 +54,7 @@ struct UploadsController<Store: NoteStore & UploadStore> {
         let query = try UploadInput.query(request)
         var page = query
         page.limit = query.limit + 1  // one more tells whether there is a next page
-        guard var records = try store.uploads(page) else {
+        guard var records = try store.uploads(page, owner: context.owner) else {
             throw HTTPError.badQuery([.init(field: "after", message: "names no upload (deleted meanwhile?): list again from the start")])
         }
         let more = records.count > query.limit
@@ -68,11 +70,11 @@ struct UploadsController<Store: NoteStore & UploadStore> {
             throw HTTPError.validation([.init(field: "note_id", message: "is required (empty for no note)")])
         }
         let noteID = try UploadInput.noteField(text)
-        let store = self.store, events = self.events
+        let store = self.store, events = self.events, owner = context.owner
         return Reply.later { done in
-            store.submit(.attachUpload(id: upload.id, noteID: noteID)) { result in
+            store.submit(.attachUpload(id: upload.id, noteID: noteID), owner: owner) { result in
                 if case .success(.uploadAttached(_, let changes)) = result {
-                    for event in changes { events.publish { try NoteRendering.event(event, store: store) } }
+                    for event in changes { events.publish(audience: owner.id) { try NoteRendering.event(event, owner: owner, store: store) } }
                 }
                 done {
                     guard case .uploadAttached(let record, _) = try result.get() else {
@@ -90,10 +92,12 @@ struct UploadsController<Store: NoteStore & UploadStore> {
 
     @Sendable func delete(_ request: Request, _ context: RequestContext) throws -> Reply {
         let upload = try existing(context)
-        let store = self.store, events = self.events
+        let store = self.store, events = self.events, owner = context.owner
         return Reply.later { done in
-            store.submit(.deleteUpload(id: upload.id)) { result in
-                if case .success(.uploadDeleted(_, _, let event?)) = result { events.publish { try NoteRendering.event(event, store: store) } }
+            store.submit(.deleteUpload(id: upload.id), owner: owner) { result in
+                if case .success(.uploadDeleted(_, _, let event?)) = result {
+                    events.publish(audience: owner.id) { try NoteRendering.event(event, owner: owner, store: store) }
+                }
                 done {
                     guard case .uploadDeleted(let record, _, _) = try result.get() else {
                         throw HTTPError(.notFound, detail: "upload \(upload.id) does not exist")
@@ -124,7 +128,7 @@ struct UploadsController<Store: NoteStore & UploadStore> {
 
     private func existing(_ context: RequestContext) throws -> UploadRecord {
         let id = context.parameters["id"] ?? ""
-        guard UploadInput.isUploadID(id), let upload = try store.upload(id: id) else {
+        guard UploadInput.isUploadID(id), let upload = try store.upload(id: id, owner: context.owner) else {
             throw HTTPError(.notFound, detail: "upload \(id) does not exist")
         }
         return upload

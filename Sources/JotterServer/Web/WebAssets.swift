@@ -4,8 +4,85 @@
 extension WebAsset {
     /// The web app's files by name, as served under `/assets/` (and `index.html` at `/`).
     static let all: [String: WebAsset] = [
+        "account.js": WebAsset(
+            contentType: "text/javascript; charset=utf-8", etag: #""a47379b9dffd050b""#,
+            text: #"""
+// Signing in and out. Under `--auth required` (or once a session has expired) the server answers
+// 401: the sign-in dialog opens over the page, so whatever is in the editor stays there, and
+// after signing in the list and the live updates start again.
+
+import * as api from './api.js';
+import { byId } from './dom.js';
+
+const dialog = byId('sign-in-dialog');
+const form = byId('sign-in-form');
+const error = byId('sign-in-error');
+
+/** Starts the account controls; `signedIn()` is called after each sign-in. */
+export async function setupAccount({ signedIn }) {
+  let asking = false;
+
+  function show(user) {
+    byId('account').hidden = !user;
+    byId('account-name').textContent = user ? user.name : '';
+    byId('sign-in-button').hidden = Boolean(user);
+  }
+
+  function ask(reason) {
+    if (asking) return;
+    asking = true;
+    byId('sign-in-reason').textContent = reason;
+    error.hidden = true;
+    dialog.showModal();
+    byId('sign-in-name').focus();
+  }
+
+  form.addEventListener('submit', async (event) => {
+    event.preventDefault();
+    error.hidden = true;
+    try {
+      const session = await api.signIn(byId('sign-in-name').value, byId('sign-in-password').value);
+      api.setSession(session.csrf_token);
+      byId('sign-in-password').value = '';
+      show(session.user);
+      asking = false;
+      dialog.close();
+      signedIn();
+    } catch (failure) {
+      error.textContent = failure.status === 401 ? 'The name or the password is wrong.' : failure.message;
+      error.hidden = false;
+    }
+  });
+  dialog.addEventListener('cancel', (event) => event.preventDefault()); // Esc does not dismiss it
+
+  byId('sign-in-button').addEventListener('click', () => ask('Sign in to see your notes.'));
+  byId('sign-out').addEventListener('click', async () => {
+    try {
+      await api.signOut();
+    } catch {
+      // Signed out already (expired): nothing to revoke.
+    }
+    location.reload();
+  });
+
+  api.onUnauthorized(() => {
+    api.setSession(null);
+    show(null);
+    ask('Your session has ended. Sign in again; what you were writing is still here.');
+  });
+
+  try {
+    const session = await api.me();
+    api.setSession(session.csrf_token ?? null);
+    show(session.user);
+  } catch {
+    show(null);
+  }
+}
+
+"""#),
         "api.js": WebAsset(
-            contentType: "text/javascript; charset=utf-8", etag: #""0f019277950f5cde""#,
+            contentType: "text/javascript; charset=utf-8", etag: #""60b168918d7db5a5""#,
             text: #"""
 // The Jotter HTTP API (docs/API.md): JSON requests, problem+json errors in words, uploads
 // through XMLHttpRequest for their progress events.
@@ -65,10 +142,24 @@ function problem(status, statusText, data, etag, what = 'Notes') {
   return new ApiError(message, { status, etag });
 }
 
+// The session's CSRF token (from sign-in or /auth/me), sent with every write.
+let csrfToken = null;
+// Called when the server answers 401: the session ended (or there never was one).
+let unauthorized = () => {};
+
+export function setSession(token) {
+  csrfToken = token;
+}
+
+export function onUnauthorized(handler) {
+  unauthorized = handler;
+}
+
 async function request(method, path, { json, ifMatch, keepalive = false } = {}) {
   const headers = { Accept: 'application/json' };
   if (json !== undefined) headers['Content-Type'] = 'application/json';
   if (ifMatch) headers['If-Match'] = ifMatch;
+  if (csrfToken && method !== 'GET') headers['X-CSRF-Token'] = csrfToken;
   let response;
   try {
     response = await fetch(path, {
@@ -82,9 +173,16 @@ async function request(method, path, { json, ifMatch, keepalive = false } = {}) 
     throw new ApiError(UNREACHABLE);
   }
   const data = parse(await response.text().catch(() => ''));
+  if (response.status === 401 && !path.startsWith('/auth/')) unauthorized();
   if (!response.ok) throw problem(response.status, response.statusText, data, response.headers.get('ETag'));
   return data;
 }
+
+/** The signed-in user and the session's CSRF token; throws with status 401 when there is none. */
+export const me = () => request('GET', '/auth/me');
+/** Signs in for a session cookie; resolves to `{user, csrf_token, expires_at}`. */
+export const signIn = (name, password) => request('POST', '/auth/sessions', { json: { name, password } });
+export const signOut = () => request('DELETE', '/auth/sessions/current');
 
 /** One page of notes: `{notes, next}`; `url` is `/notes?…` or a page's `next`. */
 export const listNotes = (url) => request('GET', url);
@@ -117,11 +215,13 @@ export function uploadFile(file, noteId, onProgress) {
   const done = new Promise((resolve, reject) => {
     xhr.open('POST', '/uploads');
     xhr.setRequestHeader('Accept', 'application/json');
+    if (csrfToken) xhr.setRequestHeader('X-CSRF-Token', csrfToken);
     xhr.upload.addEventListener('progress', (event) => {
       if (event.lengthComputable) onProgress(event.loaded, event.total);
     });
     xhr.addEventListener('load', () => {
       const data = parse(xhr.responseText);
+      if (xhr.status === 401) unauthorized();
       if (xhr.status >= 200 && xhr.status < 300) resolve(data?.uploads ?? []);
       else reject(problem(xhr.status, xhr.statusText, data, null, 'Files'));
     });
@@ -138,7 +238,7 @@ export function uploadFile(file, noteId, onProgress) {
 
 """#),
         "app.js": WebAsset(
-            contentType: "text/javascript; charset=utf-8", etag: #""bd4fc855b653da10""#,
+            contentType: "text/javascript; charset=utf-8", etag: #""e3030d9d11c26873""#,
             text: #"""
 // Jotter's web app: the list of notes (search, paging, live updates) and the routes
 // `#/` (the list), `#/new` and `#/notes/{id}` (the editor), `#/files` (files in no note).
@@ -150,6 +250,7 @@ import { createEditor } from './editor.js';
 import { createFiles } from './files.js';
 import { formatDay, formatTime, isoTimestamp, parseTimestamp, titleAndPreview } from './format.js';
 import { connectLive } from './live.js';
+import { setupAccount } from './account.js';
 
 const PAGE_SIZE = 50;
 
@@ -464,7 +565,7 @@ window.addEventListener('beforeunload', (event) => {
 
 // MARK: - Live updates
 
-connectLive({
+const live = connectLive({
   state: showConnection,
   event(kind, note) {
     if (kind === 'note.deleted') notes.remove(note.id);
@@ -478,6 +579,13 @@ connectLive({
   },
 });
 
+setupAccount({
+  signedIn() {
+    loadFirstPage();
+    live.reconnect();
+    editor.refresh();
+  },
+});
 loadFirstPage();
 route(true);
 
@@ -1403,7 +1511,7 @@ export function titleAndPreview(body) {
 
 """##),
         "index.html": WebAsset(
-            contentType: "text/html; charset=utf-8", etag: #""6218462d131bf4d3""#,
+            contentType: "text/html; charset=utf-8", etag: #""58a23912673e638d""#,
             text: ##"""
 <!doctype html>
 <html lang="en">
@@ -1423,6 +1531,9 @@ export function titleAndPreview(body) {
   <p id="connection" class="connection" data-state="connecting" role="status">
     <span class="dot" aria-hidden="true"></span><span id="connection-text">Connecting…</span>
   </p>
+  <p id="account" class="account" hidden><span id="account-name"></span>
+    <button id="sign-out" class="button subtle small" type="button">Sign out</button></p>
+  <button id="sign-in-button" class="button subtle small" type="button" hidden>Sign in</button>
   <button id="new-note" class="button primary" type="button" aria-keyshortcuts="n" title="New note (N)">
     <span aria-hidden="true" class="plus">+</span> New note
   </button>
@@ -1506,6 +1617,19 @@ export function titleAndPreview(body) {
   <div id="confirm-actions" class="dialog-actions"></div>
 </dialog>
 
+<dialog id="sign-in-dialog" class="dialog" aria-labelledby="sign-in-title" aria-describedby="sign-in-reason">
+  <form id="sign-in-form" class="sign-in" novalidate>
+    <h2 id="sign-in-title">Sign in</h2>
+    <p id="sign-in-reason"></p>
+    <label for="sign-in-name">Name</label>
+    <input id="sign-in-name" name="name" autocomplete="username" autocapitalize="off" spellcheck="false" required>
+    <label for="sign-in-password">Password</label>
+    <input id="sign-in-password" name="password" type="password" autocomplete="current-password" required>
+    <p id="sign-in-error" class="sign-in-error" role="alert" hidden></p>
+    <div class="dialog-actions"><button id="sign-in-submit" class="button primary" type="submit">Sign in</button></div>
+  </form>
+</dialog>
+
 <dialog id="conflict-dialog" class="dialog wide" aria-labelledby="conflict-title" aria-describedby="conflict-text">
   <h2 id="conflict-title">This note changed while you were editing</h2>
   <p id="conflict-text"></p>
@@ -1528,7 +1652,7 @@ export function titleAndPreview(body) {
 
 """##),
         "live.js": WebAsset(
-            contentType: "text/javascript; charset=utf-8", etag: #""9525828d4878f3ad""#,
+            contentType: "text/javascript; charset=utf-8", etag: #""4832085025746ce4""#,
             text: #"""
 // Live updates: the server-sent events of /notes/events, and the connection state shown in the
 // header. EventSource reconnects by itself (sending Last-Event-ID, so missed events are replayed);
@@ -1601,6 +1725,13 @@ export function connectLive(handlers) {
   });
   report('connecting');
   open();
+  return {
+    /** Connects again now (after signing in), catching up with a re-list. */
+    reconnect() {
+      attempt = Math.max(attempt, 1);
+      open();
+    },
+  };
 }
 
 function safeParse(text) {
@@ -1613,7 +1744,7 @@ function safeParse(text) {
 
 """#),
         "style.css": WebAsset(
-            contentType: "text/css; charset=utf-8", etag: #""a89873074afcf150""#,
+            contentType: "text/css; charset=utf-8", etag: #""1eb17d95957a0787""#,
             text: #"""
 /* Jotter web app. Light and dark, phone to desktop; no inline styles (the CSP forbids them). */
 
@@ -2047,6 +2178,12 @@ a.file-name:hover { text-decoration-color: currentColor; }
 @media (prefers-reduced-motion: reduce) {
   *, *::before, *::after { animation: none !important; transition: none !important; }
 }
+
+/* Account */
+.account { display: flex; align-items: center; gap: 8px; margin: 0; color: var(--muted); font-size: 14px; }
+.sign-in { display: grid; gap: 6px; }
+.sign-in input { font: inherit; padding: 8px 10px; border: 1px solid var(--border, #ccc); border-radius: 8px; }
+.sign-in-error { margin: 4px 0 0; color: var(--danger, #b3261e); }
 
 """#),
     ]

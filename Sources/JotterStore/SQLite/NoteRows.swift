@@ -9,8 +9,9 @@ enum NoteRows {
                    updatedAt: row.int64(first + 3), version: row.int64(first + 4))
     }
 
-    static func note(id: Int64, on db: SQLiteConnection) throws(StoreError) -> NoteRecord? {
-        try db.first("SELECT id, body, created_at, updated_at, version FROM notes WHERE id = ?", [.integer(id)]) {
+    static func note(id: Int64, owner: Owner, on db: SQLiteConnection) throws(StoreError) -> NoteRecord? {
+        try db.first("SELECT id, body, created_at, updated_at, version FROM notes WHERE id = ? AND owner = ?",
+                     [.integer(id), .integer(owner.id)]) {
             record($0)
         }
     }
@@ -18,22 +19,22 @@ enum NoteRows {
     // MARK: - Listing
 
     private static let newestFirst =
-        "SELECT id, body, created_at, updated_at, version FROM notes WHERE id < ? ORDER BY id DESC LIMIT ?"
+        "SELECT id, body, created_at, updated_at, version FROM notes WHERE owner = ? AND id < ? ORDER BY id DESC LIMIT ?"
     private static let oldestFirst =
-        "SELECT id, body, created_at, updated_at, version FROM notes WHERE id > ? ORDER BY id ASC LIMIT ?"
+        "SELECT id, body, created_at, updated_at, version FROM notes WHERE owner = ? AND id > ? ORDER BY id ASC LIMIT ?"
     // The FTS table drives the loop (CROSS JOIN keeps it outermost) and yields rowids in order.
     private static let searchNewestFirst = """
         SELECT n.id, n.body, n.created_at, n.updated_at, n.version
         FROM notes_fts CROSS JOIN notes AS n ON n.id = notes_fts.rowid
-        WHERE notes_fts MATCH ? AND notes_fts.rowid < ? ORDER BY notes_fts.rowid DESC LIMIT ?
+        WHERE notes_fts MATCH ? AND n.owner = ? AND notes_fts.rowid < ? ORDER BY notes_fts.rowid DESC LIMIT ?
         """
     private static let searchOldestFirst = """
         SELECT n.id, n.body, n.created_at, n.updated_at, n.version
         FROM notes_fts CROSS JOIN notes AS n ON n.id = notes_fts.rowid
-        WHERE notes_fts MATCH ? AND notes_fts.rowid > ? ORDER BY notes_fts.rowid ASC LIMIT ?
+        WHERE notes_fts MATCH ? AND n.owner = ? AND notes_fts.rowid > ? ORDER BY notes_fts.rowid ASC LIMIT ?
         """
 
-    static func page(_ query: NoteQuery, on db: SQLiteConnection) throws(StoreError) -> [NoteRecord] {
+    static func page(_ query: NoteQuery, owner: Owner, on db: SQLiteConnection) throws(StoreError) -> [NoteRecord] {
         guard query.limit > 0 else { return [] }
         let limit = SQLiteValue.integer(Int64(query.limit))
         let cursor: SQLiteValue = switch query.order {
@@ -47,10 +48,10 @@ enum NoteRows {
             return []
         case .match(let match):
             sql = query.order == .newestFirst ? searchNewestFirst : searchOldestFirst
-            values = [.text(match), cursor, limit]
+            values = [.text(match), .integer(owner.id), cursor, limit]
         case .everything:
             sql = query.order == .newestFirst ? newestFirst : oldestFirst
-            values = [cursor, limit]
+            values = [.integer(owner.id), cursor, limit]
         }
         return try db.query(sql, values) { record($0) }
     }
@@ -62,9 +63,10 @@ enum NoteRows {
         try db.first("SELECT seq FROM sqlite_sequence WHERE name = 'events'") { $0.int64(0) } ?? 0
     }
 
-    /// Events after `after`, or nil when they can't all be replayed. Run in a read transaction,
-    /// so the bounds and the rows come from one snapshot.
-    static func events(after: Int64, limit: Int, on db: SQLiteConnection) throws(StoreError) -> [NoteEvent]? {
+    /// `owner`'s events after `after`, or nil when they can't all be replayed (the bounds are
+    /// those of the one id sequence all users share). Run in a read transaction, so the bounds
+    /// and the rows come from one snapshot.
+    static func events(after: Int64, limit: Int, owner: Owner, on db: SQLiteConnection) throws(StoreError) -> [NoteEvent]? {
         let last = try lastEventID(on: db)
         let oldestKept = try db.first("SELECT min(id) FROM events") { $0.optionalInt64(0) }.flatMap { $0 } ?? (last + 1)
         // Replayable: every event after `after` is still kept, and `after` was issued (or is 0).
@@ -72,8 +74,8 @@ enum NoteRows {
         guard limit > 0, after < last else { return [] }
         return try db.query("""
             SELECT id, kind, note_id, note_body, note_created_at, note_updated_at, note_version
-            FROM events WHERE id > ? ORDER BY id ASC LIMIT ?
-            """, [.integer(after), .integer(Int64(limit))]) { row in
+            FROM events WHERE owner = ? AND id > ? ORDER BY id ASC LIMIT ?
+            """, [.integer(owner.id), .integer(after), .integer(Int64(limit))]) { row in
             // Only NoteWriter writes `kind`, always a NoteEventKind raw value.
             NoteEvent(id: row.int64(0), kind: NoteEventKind(rawValue: row.string(1)) ?? .updated,
                       note: record(row, from: 2))

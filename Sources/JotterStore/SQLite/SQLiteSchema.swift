@@ -57,6 +57,35 @@ enum SQLiteSchema {
         );
         CREATE INDEX uploads_by_note ON uploads (note_id) WHERE note_id IS NOT NULL;
         """,
+        // 3: users and their credentials; every note, upload and event belongs to one user.
+        // Existing rows get owner 0 ("unclaimed"): the first user created takes them over.
+        """
+        CREATE TABLE users (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            name TEXT NOT NULL UNIQUE COLLATE NOCASE,
+            password_hash TEXT NOT NULL,            -- Argon2id, libsodium's crypto_pwhash_str format
+            is_admin INTEGER NOT NULL DEFAULT 0,
+            created_at INTEGER NOT NULL
+        );
+        CREATE TABLE credentials (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            user_id INTEGER NOT NULL,
+            kind TEXT NOT NULL,                     -- token | session
+            label TEXT NOT NULL,
+            digest BLOB NOT NULL UNIQUE,            -- SHA-256 of the secret; the secret is never stored
+            created_at INTEGER NOT NULL,
+            last_used_at INTEGER,
+            expires_at INTEGER,
+            revoked_at INTEGER
+        );
+        CREATE INDEX credentials_by_user ON credentials (user_id, kind);
+        ALTER TABLE notes ADD COLUMN owner INTEGER NOT NULL DEFAULT 0;
+        ALTER TABLE uploads ADD COLUMN owner INTEGER NOT NULL DEFAULT 0;
+        ALTER TABLE events ADD COLUMN owner INTEGER NOT NULL DEFAULT 0;
+        CREATE INDEX notes_by_owner ON notes (owner, id);
+        CREATE INDEX uploads_by_owner ON uploads (owner);
+        CREATE INDEX events_by_owner ON events (owner, id);
+        """,
     ]
 
     /// The schema version this binary writes and understands.

@@ -9,54 +9,55 @@ enum UploadRows {
 
     /// A note and its attachments in one statement (one snapshot, one lock): the note's
     /// columns, then an upload's (NULL when it has none), a row per attachment.
-    static func noteWithAttachments(id: Int64, on db: SQLiteConnection) throws(StoreError) -> (NoteRecord, [UploadRecord])? {
+    static func noteWithAttachments(id: Int64, owner: Owner, on db: SQLiteConnection) throws(StoreError) -> (NoteRecord, [UploadRecord])? {
         let rows = try db.query("""
             SELECT n.id, n.body, n.created_at, n.updated_at, n.version,
                    u.id, u.filename, u.content_type, u.size, u.sha256, u.created_at, u.note_id
             FROM notes AS n LEFT JOIN uploads AS u ON u.note_id = n.id
-            WHERE n.id = ? ORDER BY u.rowid
-            """, [.integer(id)]) { row in (NoteRows.record(row), row.isNull(5) ? nil : record(row, from: 5)) }
+            WHERE n.id = ? AND n.owner = ? ORDER BY u.rowid
+            """, [.integer(id), .integer(owner.id)]) { row in (NoteRows.record(row), row.isNull(5) ? nil : record(row, from: 5)) }
         guard let note = rows.first?.0 else { return nil }
         return (note, rows.compactMap(\.1))
     }
 
-    static func upload(id: String, on db: SQLiteConnection) throws(StoreError) -> UploadRecord? {
-        try db.first("SELECT \(columns) FROM uploads WHERE id = ?", [.text(id)]) { record($0) }
+    static func upload(id: String, owner: Owner, on db: SQLiteConnection) throws(StoreError) -> UploadRecord? {
+        try db.first("SELECT \(columns) FROM uploads WHERE id = ? AND owner = ?", [.text(id), .integer(owner.id)]) { record($0) }
     }
 
     // One fixed text per filter; the cursor is a rowid (the far end when there is none).
-    private static let everyUpload = "SELECT \(columns) FROM uploads WHERE rowid < ? ORDER BY rowid DESC LIMIT ?"
+    private static let everyUpload = "SELECT \(columns) FROM uploads WHERE owner = ? AND rowid < ? ORDER BY rowid DESC LIMIT ?"
     private static let unattachedUploads =
-        "SELECT \(columns) FROM uploads WHERE note_id IS NULL AND rowid < ? ORDER BY rowid DESC LIMIT ?"
+        "SELECT \(columns) FROM uploads WHERE owner = ? AND note_id IS NULL AND rowid < ? ORDER BY rowid DESC LIMIT ?"
     private static let uploadsOfNote =
-        "SELECT \(columns) FROM uploads WHERE note_id = ? AND rowid < ? ORDER BY rowid DESC LIMIT ?"
+        "SELECT \(columns) FROM uploads WHERE owner = ? AND note_id = ? AND rowid < ? ORDER BY rowid DESC LIMIT ?"
 
-    /// A page, newest first (insertion order, by rowid); nil when the cursor names no upload.
-    /// Run in a read transaction, so the cursor and the page come from one snapshot.
-    static func page(_ query: UploadQuery, on db: SQLiteConnection) throws(StoreError) -> [UploadRecord]? {
+    /// A page of `owner`'s uploads, newest first (insertion order, by rowid); nil when the
+    /// cursor names no upload of theirs. Run in a read transaction, so the cursor and the page
+    /// come from one snapshot.
+    static func page(_ query: UploadQuery, owner: Owner, on db: SQLiteConnection) throws(StoreError) -> [UploadRecord]? {
         var cursor = Int64.max
         if let after = query.after {
-            let found = try db.first("SELECT rowid FROM uploads WHERE id = ?", [.text(after)], row: { $0.int64(0) })
+            let found = try db.first("SELECT rowid FROM uploads WHERE id = ? AND owner = ?", [.text(after), .integer(owner.id)], row: { $0.int64(0) })
             guard let rowid = found else { return nil }
             cursor = rowid
         }
         guard query.limit > 0 else { return [] }
-        let limit = SQLiteValue.integer(Int64(query.limit))
+        let limit = SQLiteValue.integer(Int64(query.limit)), who = SQLiteValue.integer(owner.id)
         switch query.attachment {
-        case .any: return try db.query(everyUpload, [.integer(cursor), limit]) { record($0) }
-        case .unattached: return try db.query(unattachedUploads, [.integer(cursor), limit]) { record($0) }
-        case .note(let id): return try db.query(uploadsOfNote, [.integer(id), .integer(cursor), limit]) { record($0) }
+        case .any: return try db.query(everyUpload, [who, .integer(cursor), limit]) { record($0) }
+        case .unattached: return try db.query(unattachedUploads, [who, .integer(cursor), limit]) { record($0) }
+        case .note(let id): return try db.query(uploadsOfNote, [who, .integer(id), .integer(cursor), limit]) { record($0) }
         }
     }
 
     /// Attachments of each note, oldest first: one range scan of the note index over the
     /// span of ids (fixed SQL), keeping only the notes asked for.
-    static func attachments(of noteIDs: [Int64], on db: SQLiteConnection) throws(StoreError) -> [Int64: [UploadRecord]] {
+    static func attachments(of noteIDs: [Int64], owner: Owner, on db: SQLiteConnection) throws(StoreError) -> [Int64: [UploadRecord]] {
         guard let low = noteIDs.min(), let high = noteIDs.max() else { return [:] }
         let wanted = Set(noteIDs)
         var result: [Int64: [UploadRecord]] = [:]
-        let rows = try db.query("SELECT \(columns) FROM uploads WHERE note_id BETWEEN ? AND ? ORDER BY note_id, rowid",
-                                [.integer(low), .integer(high)]) { record($0) }
+        let rows = try db.query("SELECT \(columns) FROM uploads WHERE note_id BETWEEN ? AND ? AND owner = ? ORDER BY note_id, rowid",
+                                [.integer(low), .integer(high), .integer(owner.id)]) { record($0) }
         for upload in rows {
             if let note = upload.noteID, wanted.contains(note) { result[note, default: []].append(upload) }
         }

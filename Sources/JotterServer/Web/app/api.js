@@ -56,10 +56,24 @@ function problem(status, statusText, data, etag, what = 'Notes') {
   return new ApiError(message, { status, etag });
 }
 
+// The session's CSRF token (from sign-in or /auth/me), sent with every write.
+let csrfToken = null;
+// Called when the server answers 401: the session ended (or there never was one).
+let unauthorized = () => {};
+
+export function setSession(token) {
+  csrfToken = token;
+}
+
+export function onUnauthorized(handler) {
+  unauthorized = handler;
+}
+
 async function request(method, path, { json, ifMatch, keepalive = false } = {}) {
   const headers = { Accept: 'application/json' };
   if (json !== undefined) headers['Content-Type'] = 'application/json';
   if (ifMatch) headers['If-Match'] = ifMatch;
+  if (csrfToken && method !== 'GET') headers['X-CSRF-Token'] = csrfToken;
   let response;
   try {
     response = await fetch(path, {
@@ -73,9 +87,16 @@ async function request(method, path, { json, ifMatch, keepalive = false } = {}) 
     throw new ApiError(UNREACHABLE);
   }
   const data = parse(await response.text().catch(() => ''));
+  if (response.status === 401 && !path.startsWith('/auth/')) unauthorized();
   if (!response.ok) throw problem(response.status, response.statusText, data, response.headers.get('ETag'));
   return data;
 }
+
+/** The signed-in user and the session's CSRF token; throws with status 401 when there is none. */
+export const me = () => request('GET', '/auth/me');
+/** Signs in for a session cookie; resolves to `{user, csrf_token, expires_at}`. */
+export const signIn = (name, password) => request('POST', '/auth/sessions', { json: { name, password } });
+export const signOut = () => request('DELETE', '/auth/sessions/current');
 
 /** One page of notes: `{notes, next}`; `url` is `/notes?…` or a page's `next`. */
 export const listNotes = (url) => request('GET', url);
@@ -108,11 +129,13 @@ export function uploadFile(file, noteId, onProgress) {
   const done = new Promise((resolve, reject) => {
     xhr.open('POST', '/uploads');
     xhr.setRequestHeader('Accept', 'application/json');
+    if (csrfToken) xhr.setRequestHeader('X-CSRF-Token', csrfToken);
     xhr.upload.addEventListener('progress', (event) => {
       if (event.lengthComputable) onProgress(event.loaded, event.total);
     });
     xhr.addEventListener('load', () => {
       const data = parse(xhr.responseText);
+      if (xhr.status === 401) unauthorized();
       if (xhr.status >= 200 && xhr.status < 300) resolve(data?.uploads ?? []);
       else reject(problem(xhr.status, xhr.statusText, data, null, 'Files'));
     });

@@ -8,6 +8,7 @@ import { createEditor } from './editor.js';
 import { createFiles } from './files.js';
 import { formatDay, formatTime, isoTimestamp, parseTimestamp, titleAndPreview } from './format.js';
 import { connectLive } from './live.js';
+import { setupAccount } from './account.js';
 
 const PAGE_SIZE = 50;
 
@@ -322,7 +323,7 @@ window.addEventListener('beforeunload', (event) => {
 
 // MARK: - Live updates
 
-connectLive({
+const live = connectLive({
   state: showConnection,
   event(kind, note) {
     if (kind === 'note.deleted') notes.remove(note.id);
@@ -336,5 +337,12 @@ connectLive({
   },
 });
 
+setupAccount({
+  signedIn() {
+    loadFirstPage();
+    live.reconnect();
+    editor.refresh();
+  },
+});
 loadFirstPage();
 route(true);

@@ -69,6 +69,13 @@ export function connectLive(handlers) {
   });
   report('connecting');
   open();
+  return {
+    /** Connects again now (after signing in), catching up with a re-list. */
+    reconnect() {
+      attempt = Math.max(attempt, 1);
+      open();
+    },
+  };
 }
 
 function safeParse(text) {

@@ -1,0 +1,389 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+import Glibc
+import JotterAPI
+import JotterCLICore
+import JotterClient
+import JotterStore
+
+/// `jotter users …`: the server's users, managed on the data folder (no server needed; a
+/// running server sees the change within its credential refresh interval, 10 s), or through
+/// a running server with an administrator's token (`--server`).
+struct UsersCommand: CommandGroup {
+    static let name = "users"
+    static let summary = "Add, list, change the password of and remove users (--data, or --server as an admin)."
+    static let usage = "jotter users <subcommand> [options]"
+    static let subcommands: [any Command.Type] = [UsersAddCommand.self, UsersListCommand.self, UsersPasswdCommand.self, UsersRemoveCommand.self]
+    static var help: String { DataFolder.groupHelp(usage, subcommands) }
+}
+
+/// `jotter tokens …`: API tokens, on the data folder.
+struct TokensCommand: CommandGroup {
+    static let name = "tokens"
+    static let summary = "Create, list and revoke API tokens (--data, or --server for the signed-in user)."
+    static let usage = "jotter tokens <subcommand> [options]"
+    static let subcommands: [any Command.Type] = [TokensCreateCommand.self, TokensListCommand.self, TokensRevokeCommand.self]
+    static var help: String { DataFolder.groupHelp(usage, subcommands) }
+}
+
+/// Where an account command acts: on the data folder, or through a server (`--server`, or
+/// `JOTTER_SERVER` when `--data` is not given) with a token.
+enum AccountPlace {
+    case folder(String)
+    case server(ClientOptions)
+
+    static let options = [DataFolder.option] + ClientOptions.options
+
+    init(_ arguments: Arguments) throws {
+        if arguments.option("--data") == nil, arguments.option("--server") != nil {
+            self = .server(try ClientOptions(parsing: arguments))
+        } else {
+            self = .folder(DataFolder.open(arguments))
+        }
+    }
+
+    /// Runs `body` with the server's client, saying an SDK error as the client commands do.
+    static func remote<T>(_ options: ClientOptions, _ body: (JotterClient) async throws(JotterClientError) -> T) async throws -> T {
+        do { return try await body(options.client()) } catch { throw CommandFailure(error) }
+    }
+}
+
+/// What the account commands share: the data folder, opened without touching a running
+/// server's files in flight.
+enum DataFolder {
+    static let option = Option("--data", value: "DIR", environment: "JOTTER_DATA", default: "./jotter-data",
+                               help: "Data folder of the server (it may be running); wins over --server.")
+
+    /// A group's help: usage and its subcommands.
+    static func groupHelp(_ usage: String, _ subcommands: [any Command.Type]) -> String {
+        let width = subcommands.map { $0.name.count }.max() ?? 0
+        let list = subcommands.map { "  " + DataFolder.pad($0.name, width + 2) + $0.summary }.joined(separator: "\n")
+        return "USAGE: \(usage)\n\nSUBCOMMANDS:\n\(list)\n\nEach works on the data folder (--data DIR, JOTTER_DATA), or with --server URL (JOTTER_SERVER) and a token\nthrough the running server; see <subcommand> --help.\n\n"
+    }
+
+    static func open(_ arguments: Arguments) -> String { arguments.option("--data") ?? "./jotter-data" }
+
+    static func store(_ path: String) throws -> SQLiteNoteStore {
+        var options = SQLiteNoteStore.Options()
+        options.removesOrphans = false
+        do { return try SQLiteNoteStore(dataDirectory: path, options: options) } catch {
+            throw CommandFailure("cannot open the data folder \(path): \(error)")
+        }
+    }
+
+    /// Runs `body` on the store of the data folder `path`, closing it after.
+    static func with<T>(_ path: String, _ body: (SQLiteNoteStore) throws -> T) throws -> T {
+        let store = try self.store(path)
+        defer { store.close() }
+        return try body(store)
+    }
+
+    static func user(_ name: String, in store: SQLiteNoteStore) throws -> UserRecord {
+        guard let user = try store.user(named: name) else { throw CommandFailure("no user is named \(name)", status: ExitCode.notFound) }
+        return user
+    }
+
+    /// A new password: twice from the terminal (not echoed), or the first line of standard input.
+    static func password(for name: String, console: Console) throws -> String {
+        let password: String
+        if isatty(0) == 1 {
+            let first = String(cString: getpass("New password for \(name): "))
+            let second = String(cString: getpass("Again: "))
+            guard first == second else { throw CommandFailure("the two passwords differ; nothing changed") }
+            password = first
+        } else {
+            password = String(decoding: console.readInput(), as: UTF8.self).split(separator: "\n", omittingEmptySubsequences: false)
+                .first.map(String.init) ?? ""
+        }
+        guard password.count >= 8 else { throw CommandFailure("a password needs at least 8 characters; nothing changed") }
+        return password
+    }
+
+    static func date(_ seconds: Int64?) -> String {
+        guard let seconds else { return "-" }
+        var time = time_t(seconds)
+        var parts = tm()
+        gmtime_r(&time, &parts)
+        let two = { (value: Int32) -> String in value < 10 ? "0\(value)" : "\(value)" }
+        let day = "\(parts.tm_year + 1900)-\(two(parts.tm_mon + 1))-\(two(parts.tm_mday))"
+        return day + " " + two(parts.tm_hour) + ":" + two(parts.tm_min)
+    }
+
+    /// `text` followed by spaces up to `width` characters.
+    static func pad(_ text: String, _ width: Int) -> String {
+        text + String(repeating: " ", count: max(0, width - text.count))
+    }
+}
+
+struct UsersAddCommand: AsyncCommand {
+    static let name = "add"
+    static let summary = "Add a user."
+    static let usage = "jotter users add NAME [--admin] [--data DIR | --server URL]"
+    static let about = """
+    Adds a user. The password is asked twice on a terminal, else read from the first line of
+    standard input; it is stored as an Argon2id hash only. The first user ever added takes over
+    the notes and uploads stored before there were users. With --server, an administrator's
+    token is needed (jotter login, --token or JOTTER_TOKEN).
+    """
+    static let options = [Option("--admin", help: "The user may manage users.")] + AccountPlace.options
+    let name: String, admin: Bool, place: AccountPlace
+
+    init(parsing arguments: Arguments) throws {
+        name = try arguments.single("NAME")
+        admin = arguments.flag("--admin")
+        place = try AccountPlace(arguments)
+        guard UserName.isValid(name) else { throw UsageError("a user name \(UserName.rule)") }
+    }
+
+    func run(console: Console) async throws -> Int32 {
+        let password = try DataFolder.password(for: name, console: console)
+        switch place {
+        case .server(let options):
+            let user = try await AccountPlace.remote(options) { client throws(JotterClientError) in
+                try await client.addUser(name: name, password: password, admin: admin)
+            }
+            console.out("Added user \(user.name)\(user.admin ? " (admin)" : "").\n")
+        case .folder(let data):
+            let store = try DataFolder.store(data)
+            defer { store.close() }
+            let first = try store.users().isEmpty
+            guard case .user(let user) = try store.perform(.addUser(name: name, passwordHash: try PasswordHash.make(password), isAdmin: admin)) else {
+                throw CommandFailure("a user named \(name) exists already")
+            }
+            console.out("Added user \(user.name)\(admin ? " (admin)" : "")\(first ? "; the notes and uploads stored so far are theirs" : "").\n")
+        }
+        return ExitCode.success
+    }
+}
+
+struct UsersListCommand: AsyncCommand {
+    static let name = "list"
+    static let summary = "List the users."
+    static let usage = "jotter users list [--data DIR | --server URL]"
+    static let about = "Lists the users: name, whether an administrator, when added (UTC)."
+    static let options = AccountPlace.options
+    let place: AccountPlace
+
+    init(parsing arguments: Arguments) throws {
+        place = try AccountPlace(arguments)
+        try arguments.finish()
+    }
+
+    func run(console: Console) async throws -> Int32 {
+        var rows: [(name: String, admin: Bool, created: String)] = []
+        switch place {
+        case .server(let options):
+            let users = try await AccountPlace.remote(options) { client throws(JotterClientError) in try await client.users() }
+            rows = users.map { ($0.name, $0.admin, $0.createdAt) }
+        case .folder(let data):
+            rows = try DataFolder.with(data) { store in try store.users().map { ($0.name, $0.isAdmin, DataFolder.date($0.createdAt)) } }
+        }
+        var text = "NAME                 ADMIN  CREATED\n"
+        for row in rows {
+            let admin = row.admin ? "yes    " : "no     "
+            text += DataFolder.pad(row.name, 20) + " " + admin + row.created + "\n"
+        }
+        console.out(text)
+        return ExitCode.success
+    }
+}
+
+struct UsersPasswdCommand: AsyncCommand {
+    static let name = "passwd"
+    static let summary = "Change a user's password."
+    static let usage = "jotter users passwd NAME [--data DIR | --server URL]"
+    static let about = "Sets a new password (asked as for users add); the user's web sessions end, their API tokens stay."
+    static let options = AccountPlace.options
+    let name: String, place: AccountPlace
+
+    init(parsing arguments: Arguments) throws {
+        name = try arguments.single("NAME")
+        place = try AccountPlace(arguments)
+    }
+
+    func run(console: Console) async throws -> Int32 {
+        switch place {
+        case .server(let options):
+            let password = try DataFolder.password(for: name, console: console)
+            try await AccountPlace.remote(options) { client throws(JotterClientError) in try await client.setPassword(user: name, password: password) }
+        case .folder(let data):
+            let store = try DataFolder.store(data)
+            defer { store.close() }
+            let user = try DataFolder.user(name, in: store)
+            let password = try DataFolder.password(for: name, console: console)
+            _ = try store.perform(.setPassword(userID: user.id, passwordHash: try PasswordHash.make(password)))
+        }
+        console.out("Changed the password of \(name).\n")
+        return ExitCode.success
+    }
+}
+
+struct UsersRemoveCommand: AsyncCommand {
+    static let name = "remove"
+    static let summary = "Remove a user with their notes and uploads."
+    static let usage = "jotter users remove NAME [--yes] [--data DIR | --server URL]"
+    static let about = """
+    Removes the user, their notes, uploads (the files too), tokens and sessions. Asks first on
+    a terminal; elsewhere --yes is needed.
+    """
+    static let options = [Option("--yes", help: "Do not ask.")] + AccountPlace.options
+    let name: String, yes: Bool, place: AccountPlace
+
+    init(parsing arguments: Arguments) throws {
+        name = try arguments.single("NAME")
+        yes = arguments.flag("--yes")
+        place = try AccountPlace(arguments)
+    }
+
+    func run(console: Console) async throws -> Int32 {
+        if !yes {
+            guard isatty(0) == 1 else { throw UsageError("removing \(name) deletes their notes and uploads: add --yes to confirm") }
+            console.err("Remove \(name) with all their notes and uploads? [y/N] ")
+            guard let answer = readLine(), ["y", "yes"].contains(answer.lowercased()) else {
+                console.err("Nothing removed.\n")
+                return ExitCode.failure
+            }
+        }
+        switch place {
+        case .server(let options):
+            try await AccountPlace.remote(options) { client throws(JotterClientError) in try await client.removeUser(name) }
+        case .folder(let data):
+            _ = try DataFolder.with(data) { store in try store.perform(.removeUser(userID: try DataFolder.user(name, in: store).id)) }
+        }
+        console.out("Removed \(name) with their notes and uploads.\n")
+        return ExitCode.success
+    }
+}
+
+struct TokensCreateCommand: AsyncCommand {
+    static let name = "create"
+    static let summary = "Create an API token."
+    static let usage = "jotter tokens create [--user NAME] [--name LABEL] [--expires 30d] [--data DIR | --server URL]"
+    static let about = """
+    Prints a new API token once (jot_…); only its SHA-256 is stored. On the data folder it is
+    --user's; with --server, the signed-in user's. Give it to the CLI as JOTTER_TOKEN or to
+    `Authorization: Bearer`.
+    """
+    static let options = [
+        Option("--user", value: "NAME", help: "Whose token it is (the data folder only; required there)."),
+        Option("--name", value: "LABEL", help: "What it is for, shown by tokens list."),
+        Option("--expires", value: "DURATION", help: "Lifetime such as 12h, 30d or 1y; no expiry when absent."),
+    ] + AccountPlace.options
+    let user: String?, label: String, expires: Int64?, place: AccountPlace
+
+    init(parsing arguments: Arguments) throws {
+        user = arguments.option("--user")
+        label = arguments.option("--name") ?? ""
+        expires = try arguments.option("--expires", as: "a duration such as 12h, 30d or 1y", Self.duration)
+        place = try AccountPlace(arguments)
+        if case .folder = place, user == nil { throw UsageError("--user NAME is required on the data folder") }
+        try arguments.finish()
+    }
+
+    /// `90m`, `12h`, `30d`, `1y` (or plain seconds) as seconds.
+    static func duration(_ text: String) -> Int64? {
+        let units: [Character: Int64] = ["s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400, "y": 365 * 86400]
+        guard let last = text.last else { return nil }
+        let (number, unit) = last.isNumber ? (text, Int64(1)) : (String(text.dropLast()), units[last] ?? 0)
+        guard unit > 0, let value = Int64(number), value > 0, value <= 100 * 365 * 86400 / unit else { return nil }
+        return value * unit
+    }
+
+    func run(console: Console) async throws -> Int32 {
+        switch place {
+        case .server(let options):
+            let issued = try await AccountPlace.remote(options) { client throws(JotterClientError) in
+                try await client.createToken(label: label, expiresIn: expires.map { Int($0) })
+            }
+            console.out(issued.token + "\n")
+        case .folder(let data):
+            let store = try DataFolder.store(data)
+            defer { store.close() }
+            let owner = try DataFolder.user(user ?? "", in: store)
+            let secret = Secret.make(prefix: Secret.tokenPrefix)
+            let expiresAt = expires.map { Int64(time(nil)) + $0 }
+            _ = try store.perform(.issue(userID: owner.id, kind: .token, label: label, digest: Secret.digest(secret), expiresAt: expiresAt))
+            console.out(secret + "\n")
+        }
+        return ExitCode.success
+    }
+}
+
+struct TokensListCommand: AsyncCommand {
+    static let name = "list"
+    static let summary = "List API tokens."
+    static let usage = "jotter tokens list [--user NAME] [--data DIR | --server URL]"
+    static let about = "Lists tokens, newest first: id, label, created, last used, expiry (UTC), revoked — --user's on the data folder, the signed-in user's with --server."
+    static let options = [Option("--user", value: "NAME", help: "Whose tokens (the data folder only; required there).")] + AccountPlace.options
+    let user: String?, place: AccountPlace
+
+    init(parsing arguments: Arguments) throws {
+        user = arguments.option("--user")
+        place = try AccountPlace(arguments)
+        if case .folder = place, user == nil { throw UsageError("--user NAME is required on the data folder") }
+        try arguments.finish()
+    }
+
+    func run(console: Console) async throws -> Int32 {
+        var rows: [(id: String, label: String, dates: [String?])] = []
+        switch place {
+        case .server(let options):
+            let tokens = try await AccountPlace.remote(options) { client throws(JotterClientError) in try await client.tokens() }
+            rows = tokens.map { ($0.id, $0.label, [$0.createdAt, $0.lastUsedAt, $0.expiresAt, $0.revokedAt]) }
+        case .folder(let data):
+            let store = try DataFolder.store(data)
+            defer { store.close() }
+            let owner = try DataFolder.user(user ?? "", in: store)
+            rows = try store.credentials(userID: owner.id, kind: .token).map { token in
+                (String(token.id), token.label, [token.createdAt, token.lastUsedAt, token.expiresAt, token.revokedAt].map { $0.map { DataFolder.date($0) } })
+            }
+        }
+        var text = "ID     LABEL                CREATED           LAST USED         EXPIRES           REVOKED\n"
+        for row in rows {
+            let dates: [String] = row.dates.map { DataFolder.pad($0 ?? "-", 17) }
+            let line: String = DataFolder.pad(row.id, 6) + " " + DataFolder.pad(row.label.isEmpty ? "-" : row.label, 20) + " " + dates.joined(separator: " ")
+            text += String(line.reversed().drop { $0 == " " }.reversed()) + "\n"
+        }
+        console.out(text)
+        return ExitCode.success
+    }
+}
+
+struct TokensRevokeCommand: AsyncCommand {
+    static let name = "revoke"
+    static let summary = "Revoke an API token."
+    static let usage = "jotter tokens revoke ID [--data DIR | --server URL]"
+    static let about = """
+    Revokes the token with this id (from tokens list). Through --server it is refused from the
+    next request on; on the data folder a running server refuses it within 10 s.
+    """
+    static let options = AccountPlace.options
+    let id: Int64, place: AccountPlace
+
+    init(parsing arguments: Arguments) throws {
+        let text = try arguments.single("ID")
+        guard let id = Int64(text), id > 0 else { throw UsageError("ID is a token's number, from jotter tokens list") }
+        self.id = id
+        place = try AccountPlace(arguments)
+    }
+
+    func run(console: Console) async throws -> Int32 {
+        let label: String
+        switch place {
+        case .server(let options):
+            label = try await AccountPlace.remote(options) { client throws(JotterClientError) in try await client.revokeToken(String(id)) }.label
+        case .folder(let data):
+            let store = try DataFolder.store(data)
+            defer { store.close() }
+            guard case .credential(let token) = try store.perform(.revoke(id: id, userID: nil)), token.kind == .token else {
+                throw CommandFailure("no token has id \(id)", status: ExitCode.notFound)
+            }
+            label = token.label
+        }
+        console.out("Revoked token \(id)\(label.isEmpty ? "" : " (\(label))").\n")
+        return ExitCode.success
+    }
+}

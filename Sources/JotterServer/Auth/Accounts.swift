@@ -1,0 +1,172 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import JotterHTTP
+import JotterStore
+import Synchronization
+
+/// Verifies credentials and keeps what it verified in memory, so that an authenticated request
+/// costs no database round trip: a token or session is read from the store once, then again
+/// only after `refreshInterval` seconds (for changes made by another process on the same data
+/// folder). Changes made through this server — a revoked token, a removed user, a new
+/// password — drop the cached entries at once, so they take effect on the next request.
+public final class Accounts: Sendable {
+    public let store: SQLiteNoteStore
+    public let mode: AuthMode
+    let events: EventBroadcaster
+    /// Seconds a verified credential is trusted without reading it again.
+    let refreshInterval: Int64
+    /// How often, at most, `last_used_at` is written for one credential.
+    static let lastUsedResolution: Int64 = 60
+    /// How long a web session lasts.
+    public let sessionLifetime: Int64
+
+    private struct Entry {
+        var credential: CredentialRecord
+        var user: UserRecord
+        var readAt: Int64
+    }
+
+    /// Verified credentials by their secret.
+    private let cache = Mutex<[String: Entry]>([:])
+    /// Whose data a request without credentials under `--auth off` reaches, and when it was read.
+    private let anonymous = Mutex<(owner: Owner, user: UserRecord?, readAt: Int64)?>(nil)
+
+    public init(store: SQLiteNoteStore, mode: AuthMode, events: EventBroadcaster,
+                refreshInterval: Int64 = 10, sessionLifetime: Int64 = 14 * 24 * 3600) {
+        self.store = store
+        self.mode = mode
+        self.events = events
+        self.refreshInterval = refreshInterval
+        self.sessionLifetime = sessionLifetime
+    }
+
+    /// Unix seconds now.
+    static func now() -> Int64 { Int64(time(nil)) }
+
+    /// Monotonic seconds, for the cache.
+    static func monotonic() -> Int64 {
+        var spec = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &spec)
+        return Int64(spec.tv_sec)
+    }
+
+    // MARK: - Credentials
+
+    /// The principal for `secret`, or `401` when it is malformed, unknown, revoked or expired.
+    ///
+    /// A secret seen in the last `refreshInterval` seconds is found in memory — by the secret
+    /// itself, which every request carries anyway — and costs no format check, no hash and no
+    /// database read; any other is checked (prefix, checksum), hashed and read from the store.
+    public func verify(_ secret: Substring, viaCookie: Bool) throws(HTTPError) -> Principal {
+        let key = String(secret)
+        let clock = Self.monotonic()
+        var entry: Entry
+        if let cached = cache.withLock({ $0[key] }), clock - cached.readAt < refreshInterval {
+            entry = cached
+        } else {
+            // The cookie carries only sessions; the Authorization header either kind.
+            guard let kind = Secret.kind(of: secret), kind == .session || !viaCookie else {
+                throw Self.unauthorized("the credential is malformed", invalid: true)
+            }
+            guard let found = try? store.credential(digest: Secret.digest(secret)) else {
+                cache.withLock { _ = $0.removeValue(forKey: key) }
+                throw Self.unauthorized("the credential is not known", invalid: true)
+            }
+            entry = Entry(credential: found.0, user: found.1, readAt: clock)
+            let read = entry
+            cache.withLock { $0[key] = read }
+        }
+        guard entry.credential.kind == .session || !viaCookie else { throw Self.unauthorized("the credential is malformed", invalid: true) }
+        let now = Self.now()
+        guard entry.credential.isValid(at: now) else {
+            cache.withLock { _ = $0.removeValue(forKey: key) }
+            throw Self.unauthorized(entry.credential.revokedAt != nil ? "the credential was revoked" : "the credential has expired", invalid: true)
+        }
+        if now - (entry.credential.lastUsedAt ?? 0) >= Self.lastUsedResolution {
+            entry.credential.lastUsedAt = now
+            store.submit(.markUsed(id: entry.credential.id, at: now)) { _ in }
+            let used = entry
+            cache.withLock { $0[key] = used }
+        }
+        return Principal(user: entry.user, owner: entry.user.owner, credential: entry.credential, viaCookie: viaCookie)
+    }
+
+    /// A request without credentials: `401` when they are required, else the anonymous principal.
+    public func anonymousPrincipal() throws(HTTPError) -> Principal {
+        guard mode == .off else { throw Self.unauthorized("this server needs a token (Authorization: Bearer jot_…) or a session", invalid: false) }
+        let clock = Self.monotonic()
+        if let known = anonymous.withLock({ $0 }), clock - known.readAt < refreshInterval {
+            return Principal(user: nil, owner: known.owner)
+        }
+        let first = (try? store.users())?.first
+        let owner = first?.owner ?? .unclaimed
+        anonymous.withLock { $0 = (owner, first, clock) }
+        return Principal(user: nil, owner: owner)
+    }
+
+    /// Issues a new secret of `kind` for `user`; the secret is returned once and only its
+    /// SHA-256 is stored.
+    public func issue(_ kind: CredentialKind, for user: UserRecord, label: String, expiresAt: Int64?,
+                      completion: @escaping @Sendable (Result<(secret: String, record: CredentialRecord), StoreError>) -> Void) {
+        let secret = Secret.make(prefix: kind == .token ? Secret.tokenPrefix : Secret.sessionPrefix)
+        store.submit(.issue(userID: user.id, kind: kind, label: label, digest: Secret.digest(secret), expiresAt: expiresAt)) { result in
+            completion(result.flatMap { outcome in
+                guard case .credential(let record) = outcome else { return .failure(StoreError.invalidArgument) }
+                return .success((secret, record))
+            })
+        }
+    }
+
+    /// Revokes credential `id` (only `userID`'s when given); effective on the next request, and
+    /// its open event streams end.
+    public func revoke(id: Int64, userID: Int64?, completion: @escaping @Sendable (Result<CredentialRecord?, StoreError>) -> Void) {
+        store.submit(.revoke(id: id, userID: userID)) { [self] result in
+            if case .success(.credential(let record)) = result { forget(credential: record.id) }
+            completion(result.map { if case .credential(let record) = $0 { record } else { nil } })
+        }
+    }
+
+    /// Drops the cached entries of a credential and ends its event streams.
+    public func forget(credential id: Int64) {
+        cache.withLock { cache in cache = cache.filter { $0.value.credential.id != id } }
+        events.end(credential: id)
+    }
+
+    /// Drops everything cached about `userID` (removed, or a new password) and ends their streams.
+    public func forget(user userID: Int64) {
+        let ended = cache.withLock { cache -> [Int64] in
+            let ids = cache.values.filter { $0.user.id == userID }.map(\.credential.id)
+            cache = cache.filter { $0.value.user.id != userID }
+            return ids
+        }
+        anonymous.withLock { $0 = nil }
+        for id in ended { events.end(credential: id) }
+    }
+
+    /// A user was added: the anonymous owner may have changed.
+    public func usersChanged() {
+        anonymous.withLock { $0 = nil }
+    }
+
+    // MARK: - Passwords
+
+    /// The user whose name and password these are, or nil. An unknown name costs the same
+    /// Argon2id verification as a known one.
+    public func check(name: String, password: String) -> UserRecord? {
+        guard let user = try? store.user(named: name), let hash = try? store.passwordHash(userID: user.id) else {
+            _ = PasswordHash.verify(password, hash: PasswordHash.decoy)
+            return nil
+        }
+        return PasswordHash.verify(password, hash: hash) ? user : nil
+    }
+
+    // MARK: - Answers
+
+    /// `401` with a `WWW-Authenticate` challenge (RFC 6750: `error="invalid_token"` when one was
+    /// given but is no good).
+    static func unauthorized(_ detail: String, invalid: Bool) -> HTTPError {
+        let challenge = invalid ? "Bearer realm=\"jotter\", error=\"invalid_token\"" : "Bearer realm=\"jotter\""
+        return HTTPError(.unauthorized, detail: detail, headers: HTTPHeaders([("WWW-Authenticate", challenge)]))
+    }
+}

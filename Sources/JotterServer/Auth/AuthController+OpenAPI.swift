@@ -1,0 +1,53 @@
+import JotterAPI
+import JotterHTTP
+import JotterWire
+
+/// The OpenAPI operations of `AuthController`.
+enum AuthOperations {
+    static let unauthorized = OpenAPIResponse.problem("no valid token or session (with `WWW-Authenticate`)")
+    static let expiresIn = JSONSchema.string(pattern: "^[0-9]+$", description: "seconds until it expires, 60 to 315360000")
+
+    static let signIn = OpenAPIOperation(
+        operationID: "signIn", summary: "Sign in",
+        description: "A name and password give a web session — the `jotter_session` cookie (HttpOnly, SameSite=Lax, Secure under TLS, Max-Age) and its CSRF token — or, with `kind=token`, an API token shown this once. Sign-in is public; a wrong name costs as long as a wrong password.",
+        tags: ["auth"],
+        requestBody: .fields(.object([
+            "name": .string(), "password": .string(),
+            "kind": .string(enum: ["session", "token"], description: "`session` unless `token`"),
+            "label": .string(description: "what the session or token is for"),
+            "expires_in": expiresIn,
+        ], optional: ["kind", "label", "expires_in"]), required: true),
+        responses: [
+            201: OpenAPIResponse("signed in: a `SessionInfo` with the cookie, or an `IssuedToken`", content: [
+                "application/json": .oneOf([.ref(SessionInfo.self), .ref(IssuedToken.self)]),
+            ], headers: ["Set-Cookie": OpenAPIHeader("for a session: the session cookie", required: false)]),
+            401: .problem("the name or the password is wrong"),
+            422: .problem("the name or the password is missing"),
+        ])
+
+    static let signOut = OpenAPIOperation(
+        operationID: "signOut", summary: "Sign out",
+        description: "Revokes the session or token this request carries; a session's cookie is cleared.",
+        tags: ["auth"],
+        responses: [204: .empty("signed out"), 401: unauthorized])
+
+    static let me = OpenAPIOperation(
+        operationID: "me", summary: "The signed-in user", tags: ["auth"],
+        responses: [200: .json(.ref(SessionInfo.self), "the user, and for a session its CSRF token"), 401: unauthorized])
+
+    static let tokens = OpenAPIOperation(
+        operationID: "listTokens", summary: "The signed-in user's API tokens", tags: ["auth"],
+        responses: [200: .json(.ref(TokenList.self), "the tokens, never their secrets"), 401: unauthorized])
+
+    static let createToken = OpenAPIOperation(
+        operationID: "createToken", summary: "Create an API token", tags: ["auth"],
+        requestBody: .fields(.object(["label": .string(), "expires_in": expiresIn], optional: ["label", "expires_in"]), required: false),
+        responses: [201: .json(.ref(IssuedToken.self), "the token, shown this once"), 401: unauthorized, 422: .problem("`expires_in` is out of range")])
+
+    static let revokeToken = OpenAPIOperation(
+        operationID: "revokeToken", summary: "Revoke an API token",
+        description: "Refused from the next request on; the event streams opened with it end.",
+        tags: ["auth"],
+        parameters: [.path("id", .string(pattern: "^[0-9]+$"), description: "the token's id")],
+        responses: [200: .json(.ref(TokenInfo.self), "the revoked token"), 401: unauthorized, 404: .problem("the user has no token with this id")])
+}

@@ -1,0 +1,164 @@
+import Dispatch
+import JotterAPI
+import JotterHTTP
+import JotterStore
+
+/// `/auth`: sign in (`POST /auth/sessions`: a session cookie for the web app, or a token),
+/// sign out (`DELETE /auth/sessions/current`), who am I (`GET /auth/me`) and the user's API
+/// tokens (`GET/POST /auth/tokens`, `DELETE /auth/tokens/:id`).
+struct AuthController {
+    let accounts: Accounts
+    /// Mark the cookie `Secure` (the server speaks TLS).
+    let secureCookie: Bool
+    /// Sign-in attempts per client address and per name.
+    var limiter = SignInLimiter()
+
+    /// `POST /auth/sessions` needs no credentials; it goes outside the authenticated group.
+    func registerSignIn(in routes: inout RouterBuilder) {
+        routes.post("/auth/sessions", body: .buffered(limit: 16 << 10), operation: AuthOperations.signIn, handler: signIn)
+    }
+
+    /// The routes of a signed-in user: inside the authenticated group.
+    func register(in routes: inout RouterBuilder) {
+        routes.group { signedIn in
+            signedIn.add(middleware: RequireUser())
+            signedIn.get("/auth/me", operation: AuthOperations.me, handler: me)
+            signedIn.delete("/auth/sessions/current", body: .none, operation: AuthOperations.signOut, handler: signOut)
+            signedIn.get("/auth/tokens", operation: AuthOperations.tokens, handler: tokens)
+            signedIn.post("/auth/tokens", body: .buffered(limit: 16 << 10), operation: AuthOperations.createToken, handler: createToken)
+            signedIn.delete("/auth/tokens/:id", body: .none, operation: AuthOperations.revokeToken, handler: revokeToken)
+        }
+    }
+
+    @Sendable func signIn(_ request: Request, _ context: RequestContext) throws -> Reply {
+        let body = try request.body()
+        let name = try body.string("name") ?? "", password = try body.string("password") ?? ""
+        guard !name.isEmpty, !password.isEmpty else {
+            throw HTTPError.validation([.init(field: name.isEmpty ? "name" : "password", message: "is required")])
+        }
+        try limiter.attempt(address: request.remoteAddress, name: name)
+        let wantsToken = try body.string("kind") == "token"
+        let label = try body.string("label") ?? (wantsToken ? "sign-in" : "web")
+        let expiresIn = try Self.expiry(body)
+        let now = Accounts.now()
+        let expiresAt: Int64? = wantsToken ? expiresIn.map { now + $0 } : now + (expiresIn ?? accounts.sessionLifetime)
+        let accounts = self.accounts, secure = secureCookie
+        return Reply.later { done in
+            // Argon2id takes tens of milliseconds and 64 MiB: never on an engine thread.
+            DispatchQueue.global().async {
+              guard let user = accounts.check(name: name, password: password) else {
+                done {
+                    throw HTTPError(.unauthorized, detail: "the name or the password is wrong",
+                                    headers: HTTPHeaders([("WWW-Authenticate", "Bearer realm=\"jotter\"")]))
+                }
+                return
+              }
+              accounts.issue(wantsToken ? .token : .session, for: user, label: label, expiresAt: expiresAt) { result in
+                done {
+                    let (secret, record) = try result.get()
+                    if wantsToken {
+                        return try JSON(IssuedToken(token: secret, info: TokenInfo(record), user: UserInfo(user)), status: .created)
+                            .response(for: request)
+                    }
+                    let info = SessionInfo(user: UserInfo(user), csrfToken: AuthenticationMiddleware.csrfToken(forSession: secret),
+                                           expiresAt: record.expiresAt.map(Timestamp.format))
+                    let cookie = Self.cookie(secret, maxAge: (record.expiresAt ?? now) - now, secure: secure)
+                    return try JSON(info, status: .created, headers: HTTPHeaders([("Set-Cookie", cookie), ("Cache-Control", "no-store")]))
+                        .response(for: request)
+                }
+              }
+            }
+        }
+    }
+
+    @Sendable func me(_ request: Request, _ context: RequestContext) throws -> Response {
+        guard let principal = context.principal, let user = principal.user else { throw HTTPError(.unauthorized) }
+        var csrf: String?
+        if principal.viaCookie, let cookie = request.headers["Cookie"],
+           let session = AuthenticationMiddleware.cookie(AuthenticationMiddleware.cookieName, in: cookie) {
+            csrf = AuthenticationMiddleware.csrfToken(forSession: session)
+        }
+        return try JSON(SessionInfo(user: UserInfo(user), csrfToken: csrf, expiresAt: principal.credential?.expiresAt.map(Timestamp.format)),
+                        headers: HTTPHeaders([("Cache-Control", "no-store")])).response(for: request)
+    }
+
+    @Sendable func signOut(_ request: Request, _ context: RequestContext) throws -> Reply {
+        guard let principal = context.principal, let credential = principal.credential else { throw HTTPError(.unauthorized) }
+        let secure = secureCookie
+        return Reply.later { done in
+            accounts.revoke(id: credential.id, userID: credential.userID) { result in
+                done {
+                    _ = try result.get()
+                    var headers = HTTPHeaders()
+                    if principal.viaCookie { headers.add("Set-Cookie", Self.cookie("", maxAge: 0, secure: secure)) }
+                    return Response(status: .noContent, headers: headers)
+                }
+            }
+        }
+    }
+
+    @Sendable func tokens(_ request: Request, _ context: RequestContext) throws -> JSON<TokenList> {
+        guard let user = context.principal?.user else { throw HTTPError(.unauthorized) }
+        return JSON(TokenList(tokens: try accounts.store.credentials(userID: user.id, kind: .token).map(TokenInfo.init)))
+    }
+
+    @Sendable func createToken(_ request: Request, _ context: RequestContext) throws -> Reply {
+        guard let user = context.principal?.user else { throw HTTPError(.unauthorized) }
+        let body = try request.body()
+        let label = try body.string("label") ?? ""
+        let expiresAt = try Self.expiry(body).map { Accounts.now() + $0 }
+        return Reply.later { done in
+            accounts.issue(.token, for: user, label: label, expiresAt: expiresAt) { result in
+                done {
+                    let (secret, record) = try result.get()
+                    return try JSON(IssuedToken(token: secret, info: TokenInfo(record), user: UserInfo(user)), status: .created)
+                        .response(for: request)
+                }
+            }
+        }
+    }
+
+    @Sendable func revokeToken(_ request: Request, _ context: RequestContext) throws -> Reply {
+        guard let user = context.principal?.user else { throw HTTPError(.unauthorized) }
+        let text = context.parameters["id"] ?? ""
+        guard NoteInput.isDigits(text), let id = Int64(text) else { throw HTTPError(.notFound, detail: "token \(text) does not exist") }
+        return Reply.later { done in
+            accounts.revoke(id: id, userID: user.id) { result in
+                done {
+                    guard let record = try result.get(), record.kind == .token else {
+                        throw HTTPError(.notFound, detail: "token \(id) does not exist")
+                    }
+                    return try JSON(TokenInfo(record)).response(for: request)
+                }
+            }
+        }
+    }
+
+    /// `expires_in` (seconds, 60 to 10 years), nil when absent.
+    static func expiry(_ body: RequestBody) throws(HTTPError) -> Int64? {
+        guard let text = try body.string("expires_in"), !text.isEmpty else { return nil }
+        guard NoteInput.isDigits(text), let seconds = Int64(text), seconds >= 60, seconds <= 10 * 365 * 86400 else {
+            throw HTTPError.validation([.init(field: "expires_in", message: "must be a number of seconds from 60 to 315360000")])
+        }
+        return seconds
+    }
+
+    /// The session cookie: HttpOnly, SameSite=Lax, Secure under TLS, with an expiry.
+    static func cookie(_ secret: String, maxAge: Int64, secure: Bool) -> String {
+        "\(AuthenticationMiddleware.cookieName)=\(secret); Path=/; Max-Age=\(max(0, maxAge)); HttpOnly; SameSite=Lax" + (secure ? "; Secure" : "")
+    }
+}
+
+extension UserInfo {
+    init(_ record: UserRecord) {
+        self.init(id: String(record.id), name: record.name, admin: record.isAdmin, createdAt: Timestamp.format(record.createdAt))
+    }
+}
+
+extension TokenInfo {
+    init(_ record: CredentialRecord) {
+        self.init(id: String(record.id), label: record.label, createdAt: Timestamp.format(record.createdAt),
+                  lastUsedAt: record.lastUsedAt.map(Timestamp.format), expiresAt: record.expiresAt.map(Timestamp.format),
+                  revokedAt: record.revokedAt.map(Timestamp.format))
+    }
+}

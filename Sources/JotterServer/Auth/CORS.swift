@@ -1,0 +1,34 @@
+import JotterHTTP
+
+/// Cross-origin access for the origins of `--cors-origin` (none by default): their requests
+/// get `Access-Control-Allow-Origin`, and their preflight `OPTIONS` is answered `204` with the
+/// methods and headers the API takes. Tokens go in `Authorization`; cookies are not offered
+/// cross-origin (no `Access-Control-Allow-Credentials`).
+struct CORSMiddleware: Middleware {
+    let origins: Set<String>
+    static let methods = "GET, HEAD, POST, PUT, PATCH, DELETE"
+    static let allowedHeaders = "Authorization, Content-Type, If-Match, If-None-Match, If-Range, Range, Idempotency-Key, Last-Event-ID, X-HTTP-Method-Override"
+    static let exposedHeaders = "ETag, Location, Retry-After, RateLimit, RateLimit-Policy, X-Request-Id, Idempotent-Replayed, Content-Disposition"
+
+    init(origins: [String]) {
+        self.origins = Set(origins.map { $0.hasSuffix("/") ? String($0.dropLast()) : $0 })
+    }
+
+    func handle(_ request: Request, context: RequestContext, next: Responder) throws -> Reply {
+        guard let origin = request.headers["Origin"], origins.contains(origin) else { return try next(request, context) }
+        if request.head.originalMethod == .options, request.headers["Access-Control-Request-Method"] != nil {
+            return .now(Response(status: HTTPStatus(204), headers: HTTPHeaders([
+                ("Access-Control-Allow-Origin", origin), ("Vary", "Origin"),
+                ("Access-Control-Allow-Methods", Self.methods), ("Access-Control-Allow-Headers", Self.allowedHeaders),
+                ("Access-Control-Max-Age", "600"),
+            ])))
+        }
+        return try next(request, context).map { response in
+            var response = response
+            response.headers.set("Access-Control-Allow-Origin", origin)
+            response.headers.add("Vary", "Origin")
+            response.headers.set("Access-Control-Expose-Headers", Self.exposedHeaders)
+            return response
+        }
+    }
+}

@@ -1,0 +1,106 @@
+import Foundation
+import Glibc
+import Testing
+import JotterTestSupport
+
+/// `jotter users` and `jotter tokens` on a data folder, run as a user would, and the server
+/// that the folder then serves.
+@Suite("jotter users and tokens, on the data folder", .serialized)
+struct AccountCommandTests {
+    /// Runs the built `jotter` with `input` on standard input (not a terminal).
+    static func jotter(_ arguments: [String], input: String = "", environment: [String: String] = ["PATH": "/usr/bin:/bin"]) throws
+        -> (status: Int32, out: String, err: String) {
+        let process = Process()
+        process.executableURL = ServerProcess.binary
+        process.arguments = arguments
+        process.environment = environment
+        let out = Pipe(), err = Pipe(), stdin = Pipe()
+        process.standardOutput = out
+        process.standardError = err
+        process.standardInput = stdin
+        try process.run()
+        stdin.fileHandleForWriting.write(Data(input.utf8))
+        try stdin.fileHandleForWriting.close()
+        let output = out.fileHandleForReading.readDataToEndOfFile(), errors = err.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return (process.terminationStatus, String(decoding: output, as: UTF8.self), String(decoding: errors, as: UTF8.self))
+    }
+
+    @Test("users add/list/passwd/remove and tokens create/list/revoke; a created token opens the server, a revoked one does not")
+    func dataFolder() throws {
+        let data = try scratchFolder()
+        defer { try? FileManager.default.removeItem(at: data) }
+        let folder = ["--data", data.path]
+        #expect(try Self.jotter(["users", "add", "ann", "--admin"] + folder, input: "short\n") == (1, "", "error: a password needs at least 8 characters; nothing changed\n"))
+        #expect(try Self.jotter(["users", "add", "ann", "--admin"] + folder, input: "ann's password\n").status == 0)
+        #expect(try Self.jotter(["users", "add", "ANN"] + folder, input: "another password\n").err == "error: a user named ANN exists already\n")
+        #expect(try Self.jotter(["users", "add", "bob"] + folder, input: "bob's password\n").out == "Added user bob.\n")
+        let list = try Self.jotter(["users", "list"] + folder)
+        #expect(list.out.contains("ann                  yes") && list.out.contains("bob                  no"))
+        #expect(!list.out.contains("password") && !list.out.contains("argon2"))
+        #expect(try Self.jotter(["users", "passwd", "nobody"] + folder, input: "whatever12\n") == (3, "", "error: no user is named nobody\n"))
+        #expect(try Self.jotter(["users", "passwd", "bob"] + folder, input: "bob's new password\n").status == 0)
+
+        let created = try Self.jotter(["tokens", "create", "--user", "ann", "--name", "laptop", "--expires", "30d"] + folder)
+        #expect(created.status == 0)
+        let token = created.out.trimmingCharacters(in: .whitespacesAndNewlines)
+        #expect(token.hasPrefix("jot_") && token.count == 40)
+        #expect(try Self.jotter(["tokens", "create", "--user", "ann", "--expires", "soon"] + folder).status == 2)
+        let tokens = try Self.jotter(["tokens", "list", "--user", "ann"] + folder)
+        #expect(tokens.out.contains("laptop") && !tokens.out.contains(token))
+
+        let server = try ServerProcess(["--quiet", "--auth", "required"], dataDirectory: data)
+        let notes = try RawHTTP(port: server.port).request("GET", "/notes", headers: [("Authorization", "Bearer \(token)")], close: true)
+        #expect(notes.status == 200)
+        #expect(try RawHTTP(port: server.port).request("GET", "/notes", close: true).status == 401)
+        let signIn = try RawHTTP(port: server.port).request("POST", "/auth/sessions", headers: [("Content-Type", "application/x-www-form-urlencoded")],
+                                                            body: Array("name=bob&password=bob%27s%20new%20password".utf8), close: true)
+        #expect(signIn.status == 201)
+        server.signal(SIGTERM)
+        _ = server.finish()
+
+        #expect(try Self.jotter(["tokens", "revoke", "1"] + folder).out == "Revoked token 1 (laptop).\n")
+        #expect(try Self.jotter(["tokens", "revoke", "99"] + folder).status == 3)
+        let after = try Self.jotter(["tokens", "list", "--user", "ann"] + folder)
+        #expect(after.out.split(separator: "\n").dropFirst().first?.hasSuffix("-") == false)  // REVOKED now has a date
+        let restarted = try ServerProcess(["--quiet", "--auth", "required"], dataDirectory: data)
+        #expect(try RawHTTP(port: restarted.port).request("GET", "/notes", headers: [("Authorization", "Bearer \(token)")], close: true).status == 401)
+        restarted.signal(SIGTERM)
+        _ = restarted.finish()
+
+        #expect(try Self.jotter(["users", "remove", "bob"] + folder).status == 2)  // no terminal, no --yes
+        #expect(try Self.jotter(["users", "remove", "bob", "--yes"] + folder).status == 0)
+        #expect(!(try Self.jotter(["users", "list"] + folder).out.contains("bob")))
+        for help in [["users", "--help"], ["tokens", "--help"], ["users", "add", "--help"], ["tokens", "create", "--help"]] {
+            #expect(try Self.jotter(help).status == 0, "\(help)")
+        }
+    }
+
+    @Test("--auth off on an address other than loopback logs a warning; the default there is required")
+    func offElsewhereWarns() throws {
+        func firstLines(_ arguments: [String]) throws -> String {
+            let data = try scratchFolder()
+            defer { try? FileManager.default.removeItem(at: data) }
+            let process = Process()
+            process.executableURL = ServerProcess.binary
+            process.arguments = ["serve", "--host", "0.0.0.0", "--port", "0", "--quiet", "--data", data.path] + arguments
+            let err = Pipe()
+            process.standardError = err
+            try process.run()
+            defer { process.terminate(); process.waitUntilExit() }
+            var text = ""
+            let deadline = Date().addingTimeInterval(15)
+            while !text.contains("listening") || (arguments.contains("off") && !text.contains("warning")) {
+                guard Date() < deadline else { break }
+                let chunk = err.fileHandleForReading.availableData
+                if chunk.isEmpty { break }
+                text += String(decoding: chunk, as: UTF8.self)
+            }
+            return text
+        }
+        let off = try firstLines(["--auth", "off"])
+        #expect(off.contains("warning: --auth off on 0.0.0.0"), "\(off)")
+        let required = try firstLines([])
+        #expect(required.contains("listening") && !required.contains("warning"), "\(required)")
+    }
+}

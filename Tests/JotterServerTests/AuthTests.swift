@@ -1,0 +1,297 @@
+import Foundation
+import Testing
+import JotterServer
+import JotterStore
+import JotterTestSupport
+
+/// Authentication: tokens, sessions, `--auth required|off`, refusals before the body.
+@Suite("Authentication")
+struct AuthTests {
+    static func required(_ configuration: inout ServerConfiguration) { configuration.auth = .required }
+
+    @Test("the default: off on loopback, required on any other address")
+    func defaults() {
+        #expect(AuthMode.default(for: "127.0.0.1") == .off)
+        #expect(AuthMode.default(for: "::1") == .off)
+        #expect(AuthMode.default(for: "localhost") == .off)
+        #expect(AuthMode.default(for: "0.0.0.0") == .required)
+        #expect(AuthMode.default(for: "192.168.1.20") == .required)
+        #expect(AuthMode.default(for: "::") == .required)
+    }
+
+    @Test("required: notes, uploads, events and /metrics answer 401 with WWW-Authenticate and problem+json; public routes stay public")
+    func requiredRefuses() throws {
+        try TestApp.with(configure: Self.required) { app in
+            for (method, target) in [("GET", "/notes"), ("POST", "/notes"), ("GET", "/notes/1"), ("DELETE", "/notes/1"),
+                                     ("GET", "/notes/events"), ("GET", "/uploads"), ("GET", "/metrics"), ("GET", "/auth/me")] {
+                let response = try app.request(method, target)
+                #expect(response.status == 401, "\(method) \(target)")
+                #expect(response.header("WWW-Authenticate") == "Bearer realm=\"jotter\"", "\(method) \(target)")
+                #expect(response.header("Content-Type") == "application/problem+json", "\(method) \(target)")
+                #expect(try response.json()["status"] as? Int == 401)
+            }
+            for target in ["/hello?name=Bob", "/echo_hello.php?name=Bob", "/healthz", "/form.html", "/", "/openapi.json"] {
+                #expect(try app.request("GET", target).status == 200, "\(target)")
+            }
+            #expect(try app.request("POST", "/echo", headers: [("Content-Type", "application/x-www-form-urlencoded")], body: "a=1").status == 200)
+        }
+    }
+
+    @Test("required: a 100 MiB upload without a token is refused at its head; nothing reaches the data folder")
+    func refusedBeforeTheBody() throws {
+        try TestApp.with(configure: Self.required) { app in
+            let connection = try RawHTTP(port: app.port, timeout: 10)
+            try connection.send("POST /uploads HTTP/1.1\r\nHost: x\r\nContent-Type: multipart/form-data; boundary=b\r\nContent-Length: \(100 << 20)\r\n\r\n")
+            try connection.send("--b\r\nContent-Disposition: form-data; name=\"file\"; filename=\"big.bin\"\r\n\r\n" + String(repeating: "a", count: 65536))
+            let response = try connection.readResponse()
+            #expect(response.status == 401)
+            #expect(connection.isClosedByServer())
+            let tmp = (try? FileManager.default.contentsOfDirectory(atPath: app.dataDirectory.appendingPathComponent("tmp").path)) ?? []
+            let uploads = (try? FileManager.default.contentsOfDirectory(atPath: app.dataDirectory.appendingPathComponent("uploads").path)) ?? []
+            #expect(tmp.isEmpty && uploads.isEmpty)
+        }
+    }
+
+    @Test("a token works; malformed, wrong-prefix, bad-checksum, unknown, revoked and expired ones are 401 invalid_token")
+    func tokens() throws {
+        try TestApp.with(configure: Self.required) { app in
+            try app.addUser("ann")
+            let token = try app.token("ann")
+            #expect(token.hasPrefix("jot_"))
+            #expect(try app.request("GET", "/notes", token: token).status == 200)
+            #expect(try app.request("GET", "/auth/me", token: token).json()["user"].flatMap { ($0 as? [String: Any])?["name"] as? String } == "ann")
+
+            var flipped = Array(token)
+            flipped[8] = flipped[8] == "x" ? "y" : "x"
+            let unknown = Secret.make(prefix: Secret.tokenPrefix)
+            for bad in ["nonsense", "ghp_" + token.dropFirst(4), String(flipped), String(token.dropLast()), unknown] {
+                let response = try app.request("GET", "/notes", token: bad)
+                #expect(response.status == 401, "\(bad)")
+                #expect(response.header("WWW-Authenticate")?.contains("error=\"invalid_token\"") == true)
+            }
+            #expect(try app.request("GET", "/notes", headers: [("Authorization", "Basic YW5uOnB3")]).status == 401)
+
+            // Revoked through the API: refused on the very next request.
+            let other = try app.token("ann")
+            let listed = try app.request("GET", "/auth/tokens", token: token).json()["tokens"] as? [[String: Any]]
+            #expect(listed?.count == 2)
+            let id = try #require(listed?.first?["id"] as? String)
+            #expect(try app.request("DELETE", "/auth/tokens/\(id)", token: token).status == 200)
+            #expect(try app.request("GET", "/notes", token: other).status == 401)
+            #expect(try app.request("GET", "/notes", token: token).status == 200)
+
+            // Expired: issued with an expiry already past.
+            let expired = Secret.make(prefix: Secret.tokenPrefix)
+            let ann = try #require(try app.app.accounts.store.user(named: "ann"))
+            _ = try app.app.accounts.store.perform(.issue(userID: ann.id, kind: .token, label: "old", digest: Secret.digest(expired), expiresAt: 1))
+            let response = try app.request("GET", "/notes", token: expired)
+            #expect(response.status == 401)
+            #expect(try response.json()["detail"] as? String == "the credential has expired")
+        }
+    }
+
+    @Test("a wrong password, an unknown name and a missing field do not sign in")
+    func wrongPasswords() throws {
+        try TestApp.with(configure: Self.required) { app in
+            try app.addUser("ann", password: "right one")
+            let form = [("Content-Type", "application/x-www-form-urlencoded")]
+            for body in ["name=ann&password=wrong", "name=nobody&password=right%20one", "name=ANN&password=right%20on"] {
+                let response = try app.request("POST", "/auth/sessions", headers: form, body: body)
+                #expect(response.status == 401, "\(body)")
+                #expect(response.header("Set-Cookie") == nil)
+                #expect(!response.text.contains("right one"))
+            }
+            #expect(try app.request("POST", "/auth/sessions", headers: form, body: "name=ann").status == 422)
+            #expect(try app.request("POST", "/auth/sessions", headers: form, body: "name=ann&password=right%20one").status == 201)
+        }
+    }
+
+    @Test("sign-in attempts are limited per name (and per address): 429 with Retry-After, before any password is checked")
+    func signInLimit() throws {
+        try TestApp.with(configure: Self.required) { app in
+            try app.addUser("ann", password: "right one")
+            let form = [("Content-Type", "application/x-www-form-urlencoded")]
+            for _ in 0..<10 {
+                #expect(try app.request("POST", "/auth/sessions", headers: form, body: "name=ann&password=guess").status == 401)
+            }
+            let limited = try app.request("POST", "/auth/sessions", headers: form, body: "name=ann&password=right%20one")
+            #expect(limited.status == 429)
+            #expect(Int(limited.header("Retry-After") ?? "") ?? 0 >= 1)
+            #expect(limited.header("Content-Type") == "application/problem+json")
+            // The address's bucket is spent too: another name from here is refused as well.
+            try app.addUser("bob")
+            #expect(try app.request("POST", "/auth/sessions", headers: form, body: "name=bob&password=x").status == 429)
+        }
+    }
+
+    @Test("a session cookie: HttpOnly, SameSite=Lax, with an expiry; writes need same-origin and the CSRF token; sign-out ends it")
+    func sessions() throws {
+        try TestApp.with(configure: Self.required) { app in
+            try app.addUser("ann")
+            let response = try app.request("POST", "/auth/sessions", headers: [("Content-Type", "application/json")],
+                                           body: #"{"name":"ann","password":"password of ann"}"#)
+            #expect(response.status == 201)
+            let setCookie = try #require(response.header("Set-Cookie"))
+            #expect(setCookie.hasPrefix("jotter_session=jots_"))
+            #expect(setCookie.contains("; HttpOnly") && setCookie.contains("; SameSite=Lax") && setCookie.contains("; Max-Age=1209600"))
+            #expect(!setCookie.contains("Secure"))
+            let csrf = try #require(try response.json()["csrf_token"] as? String)
+            let cookie = ("Cookie", String(setCookie.split(separator: ";")[0]))
+            let form = ("Content-Type", "application/x-www-form-urlencoded")
+
+            #expect(try app.request("GET", "/notes", headers: [cookie]).status == 200)
+            #expect(try app.request("GET", "/auth/me", headers: [cookie]).json()["csrf_token"] as? String == csrf)
+            // CSRF: no token; a token but from another site; another origin; a wrong token.
+            #expect(try app.request("POST", "/notes", headers: [cookie, form], body: "body=x").status == 403)
+            #expect(try app.request("POST", "/notes", headers: [cookie, form, ("X-CSRF-Token", csrf), ("Sec-Fetch-Site", "cross-site")], body: "body=x").status == 403)
+            #expect(try app.request("POST", "/notes", headers: [cookie, form, ("X-CSRF-Token", csrf), ("Origin", "http://evil.example")], body: "body=x").status == 403)
+            #expect(try app.request("POST", "/notes", headers: [cookie, form, ("X-CSRF-Token", String(csrf.reversed()))], body: "body=x").status == 403)
+            #expect(try app.request("GET", "/notes", headers: [cookie]).json()["notes"].map { ($0 as? [Any])?.count } == 0)
+            let created = try app.request("POST", "/notes", headers: [cookie, form, ("X-CSRF-Token", csrf), ("Sec-Fetch-Site", "same-origin"),
+                                                                        ("Origin", "http://127.0.0.1")], body: "body=x")
+            #expect(created.status == 201)
+            // The session is not a bearer token for the cookie's kind check, and a token is not a cookie.
+            let token = try app.token("ann")
+            #expect(try app.request("GET", "/notes", headers: [("Cookie", "jotter_session=\(token)")]).status == 401)
+
+            let out = try app.request("DELETE", "/auth/sessions/current", headers: [cookie, ("X-CSRF-Token", csrf)])
+            #expect(out.status == 204)
+            #expect(out.header("Set-Cookie")?.contains("Max-Age=0") == true)
+            #expect(try app.request("GET", "/notes", headers: [cookie]).status == 401)
+        }
+    }
+
+    @Test("off: requests without credentials reach the first user's notes; bad credentials are still 401; /auth/me needs a user")
+    func off() throws {
+        try TestApp.with(configure: { $0.auth = .off }) { app in
+            let created = try app.request("POST", "/notes", body: "body=before%20accounts")
+            #expect(created.status == 201)
+            try app.addUser("ann")
+            try app.addUser("bob")
+            #expect(try app.request("GET", "/notes").text.contains("before accounts"))
+            #expect(try app.request("GET", "/notes", token: try app.token("ann")).text.contains("before accounts"))
+            #expect(!(try app.request("GET", "/notes", token: try app.token("bob")).text.contains("before accounts")))
+            #expect(try app.request("GET", "/notes", token: "jot_nonsense").status == 401)
+            #expect(try app.request("GET", "/auth/me").status == 401)
+        }
+    }
+
+    @Test("revoking a token ends the event streams opened with it, and only those")
+    func revocationEndsStreams() throws {
+        try TestApp.with(configure: Self.required) { app in
+            try app.addUser("ann")
+            let doomed = try app.token("ann"), kept = try app.token("ann")
+            func open(_ token: String) throws -> RawHTTP {
+                let connection = try RawHTTP(port: app.port, timeout: 5)
+                try connection.send("GET /notes/events HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer \(token)\r\n\r\n")
+                _ = try connection.readStream(until: "retry: 3000\n\n")
+                return connection
+            }
+            let stream = try open(doomed), other = try open(kept)
+            let tokens = try app.request("GET", "/auth/tokens", token: kept).json()["tokens"] as? [[String: Any]]
+            let id = try #require(tokens?.last?["id"] as? String)  // newest first: the last is the first issued
+            #expect(try app.request("DELETE", "/auth/tokens/\(id)", token: kept).status == 200)
+            // The response ends: its last chunk arrives (the connection may stay open).
+            #expect(try stream.readStream(until: "0\r\n\r\n").hasSuffix("0\r\n\r\n"))
+            #expect(try app.request("POST", "/notes", token: kept, body: "body=still%20here").status == 201)
+            #expect(try other.readStream(until: "still here").contains("note.created"))
+        }
+    }
+}
+
+/// `Idempotency-Key` on `POST /notes` and `POST /uploads`.
+@Suite("Idempotency keys")
+struct IdempotencyTests {
+    @Test("a retried POST /notes with the same key creates one note and gets the first answer; another body is 422; keys are per user")
+    func notes() throws {
+        try TestApp.with(configure: { $0.auth = .required }) { app in
+            try app.addUser("ann")
+            try app.addUser("bob")
+            let ann = try app.token("ann"), bob = try app.token("bob")
+            let key = [("Idempotency-Key", "retry-7f3a")]
+            let first = try app.request("POST", "/notes", token: ann, headers: key, body: "body=once")
+            #expect(first.status == 201)
+            let again = try app.request("POST", "/notes", token: ann, headers: key, body: "body=once")
+            #expect(again.status == 201)
+            #expect(again.text == first.text)
+            #expect(again.header("Location") == first.header("Location"))
+            #expect(again.header("Idempotent-Replayed") == "true")
+            #expect((try app.request("GET", "/notes", token: ann).json()["notes"] as? [Any])?.count == 1)
+            #expect(try app.request("POST", "/notes", token: ann, headers: key, body: "body=twice").status == 422)
+            // Bob's same key is Bob's own.
+            #expect(try app.request("POST", "/notes", token: bob, headers: key, body: "body=once").header("Idempotent-Replayed") == nil)
+            #expect(try app.request("POST", "/notes", token: ann, headers: [("Idempotency-Key", "")], body: "body=x").status == 400)
+            // Without a key, every POST creates.
+            _ = try app.request("POST", "/notes", token: ann, body: "body=once")
+            #expect((try app.request("GET", "/notes", token: ann).json()["notes"] as? [Any])?.count == 2)
+        }
+    }
+
+    @Test("a retried upload with the same key stores the file once, even with another multipart boundary")
+    func uploads() throws {
+        try TestApp.with(configure: { $0.auth = .required }) { app in
+            try app.addUser("ann")
+            let ann = try app.token("ann")
+            var answers: [WireResponse] = []
+            for boundary in ["first-boundary", "second-boundary"] {
+                var parts = MultipartBuilder(boundary: boundary)
+                parts.file("file", filename: "a.txt", contentType: "text/plain", body: Array("same bytes".utf8))
+                answers.append(try app.request("POST", "/uploads", token: ann, headers: [("Content-Type", parts.contentType), ("Idempotency-Key", "up-1")],
+                                               body: String(decoding: parts.finished(), as: UTF8.self)))
+            }
+            #expect(answers.map(\.status) == [201, 201])
+            #expect(answers[0].text == answers[1].text)
+            #expect((try app.request("GET", "/uploads", token: ann).json()["uploads"] as? [Any])?.count == 1)
+        }
+    }
+}
+
+/// Per-token request limits and CORS.
+@Suite("Request limits and CORS")
+struct LimitsAndCORSTests {
+    @Test("a token's requests are limited per minute: RateLimit headers on each answer, 429 with Retry-After beyond; other tokens unaffected")
+    func perToken() throws {
+        try TestApp.with(configure: { $0.auth = .required; $0.requestsPerMinute = 5 }) { app in
+            try app.addUser("ann")
+            let first = try app.token("ann"), second = try app.token("ann")
+            var remaining: [String] = []
+            for _ in 0..<5 {
+                let response = try app.request("GET", "/notes", token: first)
+                #expect(response.status == 200)
+                #expect(response.header("RateLimit-Policy") == "5;w=60")
+                remaining.append(String(response.header("RateLimit")?.split(separator: ",")[1].split(separator: "=")[1] ?? ""))
+            }
+            #expect(remaining == ["4", "3", "2", "1", "0"])
+            let refused = try app.request("POST", "/notes", token: first, body: "body=too%20many")
+            #expect(refused.status == 429)
+            #expect(Int(refused.header("Retry-After") ?? "") ?? 0 >= 1)
+            #expect(refused.header("RateLimit")?.contains("remaining=0") == true)
+            #expect(try app.request("GET", "/notes", token: second).status == 200)
+            #expect((try app.request("GET", "/notes", token: second).json()["notes"] as? [Any])?.isEmpty == true)  // nothing was created
+        }
+    }
+
+    @Test("CORS: nothing allowed by default; a configured origin gets its preflight answered and Access-Control-Allow-Origin")
+    func cors() throws {
+        let preflight = [("Origin", "https://app.example.com"), ("Access-Control-Request-Method", "POST"),
+                         ("Access-Control-Request-Headers", "authorization, content-type")]
+        try TestApp.with(configure: { $0.auth = .required }) { app in
+            let response = try app.request("OPTIONS", "/notes", headers: preflight)
+            #expect(response.header("Access-Control-Allow-Origin") == nil)
+            #expect(try app.request("GET", "/hello?name=a", headers: [("Origin", "https://app.example.com")]).header("Access-Control-Allow-Origin") == nil)
+        }
+        try TestApp.with(configure: { $0.auth = .required; $0.corsOrigins = ["https://app.example.com"] }) { app in
+            let response = try app.request("OPTIONS", "/notes", headers: preflight)
+            #expect(response.status == 204)
+            #expect(response.header("Access-Control-Allow-Origin") == "https://app.example.com")
+            #expect(response.header("Access-Control-Allow-Methods")?.contains("PUT") == true)
+            #expect(response.header("Access-Control-Allow-Headers")?.contains("Authorization") == true)
+            #expect(response.header("Access-Control-Allow-Credentials") == nil)
+            let refused = try app.request("GET", "/notes", headers: [("Origin", "https://app.example.com")])
+            #expect(refused.status == 401)
+            #expect(refused.header("Access-Control-Allow-Origin") == "https://app.example.com")
+            let other = try app.request("OPTIONS", "/notes", headers: [("Origin", "https://evil.example"), ("Access-Control-Request-Method", "POST")])
+            #expect(other.header("Access-Control-Allow-Origin") == nil)
+        }
+    }
+}
