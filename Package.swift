@@ -63,8 +63,8 @@ let package = Package(
         .testTarget(name: "JotterCLITests", dependencies: ["JotterCLI", "JotterCLICore", "jotter", "jotter-server", "JotterAPI", "JotterClient", "JotterServer", "JotterTestSupport"]),
         .testTarget(name: "JotterAPITests", dependencies: ["JotterAPI"]),
         .testTarget(name: "JotterStoreTests", dependencies: ["JotterStore", "CSQLite"]),
-        .testTarget(name: "JotterPostgresTests", dependencies: ["JotterPostgres"]),
-        .testTarget(name: "JotterBlobsTests", dependencies: ["JotterBlobs"]),
+        .testTarget(name: "JotterPostgresTests", dependencies: ["JotterPostgres", "JotterTestSupport"]),
+        .testTarget(name: "JotterBlobsTests", dependencies: ["JotterBlobs", "JotterTestSupport"]),
         .testTarget(name: "JotterClientTests", dependencies: ["JotterClient", "JotterServer", "JotterHTTP", "JotterTestSupport"]),
     ]
 )

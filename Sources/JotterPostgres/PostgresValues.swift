@@ -21,6 +21,13 @@ extension PostgresDecodable {
         return text
     }
 
+    /// The text read by a `LosslessStringConvertible` initialiser (integers, `Double`).
+    static func parsed(_ text: String?) throws(PostgresError) -> Self where Self: LosslessStringConvertible {
+        let text = try nonNull(text)
+        guard let value = Self(text) else { throw unreadable(text) }
+        return value
+    }
+
     static func unreadable(_ text: String) -> PostgresError {
         PostgresError(kind: .decoding, message: "'\(text.prefix(40))' is not a \(Self.self)")
     }
@@ -40,30 +47,18 @@ extension String: PostgresEncodable, PostgresDecodable {
 
 extension Int: PostgresEncodable, PostgresDecodable {
     public var postgresText: String { String(self) }
-    public static func decode(postgresText: String?) throws(PostgresError) -> Int {
-        let text = try nonNull(postgresText)
-        guard let value = Int(text) else { throw unreadable(text) }
-        return value
-    }
+    public static func decode(postgresText: String?) throws(PostgresError) -> Int { try parsed(postgresText) }
 }
 
 extension Int64: PostgresEncodable, PostgresDecodable {
     public var postgresText: String { String(self) }
-    public static func decode(postgresText: String?) throws(PostgresError) -> Int64 {
-        let text = try nonNull(postgresText)
-        guard let value = Int64(text) else { throw unreadable(text) }
-        return value
-    }
+    public static func decode(postgresText: String?) throws(PostgresError) -> Int64 { try parsed(postgresText) }
 }
 
 extension UInt64: PostgresEncodable, PostgresDecodable {
     public var postgresText: String { String(self) }
     /// Reads `xid8` and non-negative `numeric`/`bigint` columns.
-    public static func decode(postgresText: String?) throws(PostgresError) -> UInt64 {
-        let text = try nonNull(postgresText)
-        guard let value = UInt64(text) else { throw unreadable(text) }
-        return value
-    }
+    public static func decode(postgresText: String?) throws(PostgresError) -> UInt64 { try parsed(postgresText) }
 }
 
 extension Bool: PostgresEncodable, PostgresDecodable {
@@ -79,11 +74,7 @@ extension Bool: PostgresEncodable, PostgresDecodable {
 
 extension Double: PostgresEncodable, PostgresDecodable {
     public var postgresText: String { String(self) }
-    public static func decode(postgresText: String?) throws(PostgresError) -> Double {
-        let text = try nonNull(postgresText)
-        guard let value = Double(text) else { throw unreadable(text) }
-        return value
-    }
+    public static func decode(postgresText: String?) throws(PostgresError) -> Double { try parsed(postgresText) }
 }
 
 /// `bytea`, in PostgreSQL's hex text format (`\x0aff…`).

@@ -1,10 +1,12 @@
 import Foundation
 import JotterBlobs
+import JotterTestSupport
 import Testing
 
 /// A 64 MiB object streamed up and down while this process's peak RSS is watched. Runs in the
 /// TIMING_TESTS pass, alone, so no other test moves the peak.
-@Suite struct LargeBlobTests {
+@Suite(.tags(.timing), .serialized)
+struct LargeBlobTests {
     static let chunk = 1 << 20
     static let chunks = 64
 

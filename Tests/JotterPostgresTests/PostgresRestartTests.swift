@@ -1,8 +1,9 @@
 import JotterPostgres
+import JotterTestSupport
 import Testing
 
 /// Takes the whole server away, so it runs in the TIMING_TESTS pass, alone.
-@Suite(.enabled(if: TestDatabase.url != nil && TestDatabase.restartProgram != nil, TestDatabase.skipMessage))
+@Suite(.tags(.timing), .serialized, .enabled(if: TestDatabase.url != nil && TestDatabase.restartProgram != nil, TestDatabase.skipMessage))
 struct PostgresRestartTests {
     @Test func poolComesBackAfterServerRestart() throws {
         let pool = try PostgresPool(.init(url: TestDatabase.url!, size: 2))
