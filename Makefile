@@ -44,6 +44,9 @@ test: test-deps
 	@scripts/test-venv
 	@scripts/install-peer-deps
 	$(SWIFT) build --build-tests
+	@# The release build too: `make run` and `make install` use it, and Swift's optimizer has
+	@# crashed on code the debug build compiles.
+	$(SWIFT) build -c release
 	scripts/test-services $(MAKE) --no-print-directory swift-tests
 	python3 bench/compat.py --jotter .build/debug/jotter
 	scripts/browser-tests

@@ -239,22 +239,35 @@ struct UsersRemoveCommand: AsyncCommand {
     }
 
     func run(console: Console) async throws -> Int32 {
-        if !yes {
-            guard isatty(0) == 1 else { throw UsageError("removing \(name) deletes their notes and uploads: add --yes to confirm") }
-            console.err("Remove \(name) with all their notes and uploads? [y/N] ")
-            guard let answer = readLine(), ["y", "yes"].contains(answer.lowercased()) else {
-                console.err("Nothing removed.\n")
-                return ExitCode.failure
-            }
-        }
+        guard try confirmed(console) else { return ExitCode.failure }
         switch place {
-        case .server(let options):
-            try await AccountPlace.remote(options) { client throws(JotterClientError) in try await client.removeUser(name) }
-        case .folder(let data):
-            _ = try DataFolder.with(data) { store in try store.perform(.removeUser(userID: try DataFolder.user(name, in: store).id)) }
+        case .server(let options): try await Self.remove(name, through: options)
+        case .folder(let data): try Self.remove(name, in: data)
         }
         console.out("Removed \(name) with their notes and uploads.\n")
         return ExitCode.success
+    }
+
+    /// Whether to go on: `--yes`, or "y" at the prompt on a terminal.
+    private func confirmed(_ console: Console) throws -> Bool {
+        if yes { return true }
+        guard isatty(0) == 1 else { throw UsageError("removing \(name) deletes their notes and uploads: add --yes to confirm") }
+        console.err("Remove \(name) with all their notes and uploads? [y/N] ")
+        guard let answer = readLine(), ["y", "yes"].contains(answer.lowercased()) else {
+            console.err("Nothing removed.\n")
+            return false
+        }
+        return true
+    }
+
+    // The prompt and both branches are functions of their own: inline in `run`, Swift 6.3.1's
+    // optimizer crashes (signal 11 splitting the coroutine of `run`) in release builds.
+    @inline(never) private static func remove(_ name: String, through options: ClientOptions) async throws {
+        try await AccountPlace.remote(options) { client throws(JotterClientError) in try await client.removeUser(name) }
+    }
+
+    @inline(never) private static func remove(_ name: String, in data: String) throws {
+        _ = try DataFolder.with(data) { store in try store.perform(.removeUser(userID: try DataFolder.user(name, in: store).id)) }
     }
 }
 
