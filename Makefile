@@ -16,7 +16,7 @@ UNITDIR ?= $(PREFIX)/lib/systemd/system
 DESTDIR ?=
 CONFIGURATION ?= release
 
-.PHONY: deps test-deps build release run test compat browser-test screenshots openapi bench clean install install-files uninstall
+.PHONY: deps test-deps build release run test swift-tests compat browser-test screenshots openapi bench clean install install-files uninstall
 
 # What building and serving need; test-deps adds what only the tests need (Chromium and more).
 deps:
@@ -36,8 +36,10 @@ run: release
 
 # Suites tagged `.timing` (wall-clock bounds, heavy load): run after the others, one test at a
 # time, so nothing competes with them for the 2 cores (swift test filters by name, not by tag).
-TIMING_TESTS = RetryTests|URLSessionWorkaroundTests|SuspendTests|EngineTests|NoteEventsTests|NotesDurabilityTests|LargeUploadTests|LargeUploadClientTests|SlowClientTests|EventFanOutTests
+TIMING_TESTS = PostgresRestartTests|LargeBlobTests|RetryTests|URLSessionWorkaroundTests|SuspendTests|EngineTests|NoteEventsTests|NotesDurabilityTests|LargeUploadTests|LargeUploadClientTests|SlowClientTests|EventFanOutTests
 
+# Both passes run inside scripts/test-services: a throwaway PostgreSQL cluster and SeaweedFS (S3),
+# stopped and removed afterwards, their URLs and credentials in JOTTER_TEST_* variables.
 test: test-deps
 	@scripts/test-venv
 	@scripts/install-peer-deps
@@ -45,11 +47,15 @@ test: test-deps
 	@# The release build too: `make run` and `make install` use it, and Swift's optimizer has
 	@# crashed on code the debug build compiles.
 	$(SWIFT) build -c release
-	$(SWIFT) test --skip-build --skip '$(TIMING_TESTS)'
-	$(SWIFT) test --skip-build --no-parallel --filter '$(TIMING_TESTS)'
+	scripts/test-services $(MAKE) --no-print-directory swift-tests
 	scripts/hostile-tests
 	python3 bench/compat.py --jotter .build/debug/jotter
 	scripts/browser-tests
+
+# The two `swift test` passes of `make test`, after its build; expects scripts/test-services around it.
+swift-tests:
+	$(SWIFT) test --skip-build --skip '$(TIMING_TESTS)'
+	$(SWIFT) test --skip-build --no-parallel --filter '$(TIMING_TESTS)'
 
 # The tutorials' client sequences against the original servers and jotter (bench/compat.py).
 compat: deps

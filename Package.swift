@@ -46,6 +46,15 @@ let package = Package(
         .target(name: "JotterStore", dependencies: ["CSQLite", "CSodium"]),
         // libsodium from Debian (libsodium-dev): Argon2id password hashes, random tokens, SHA-256.
         .systemLibrary(name: "CSodium", pkgConfig: "libsodium", providers: [.apt(["libsodium-dev"])]),
+        // libpq from Debian (libpq-dev), the PostgreSQL client library.
+        .systemLibrary(name: "CLibPQ", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),
+        // PostgreSQL over libpq: connections from a URL, a bounded pool, prepared statements with
+        // text parameters, typed rows, transactions, errors classified by SQLSTATE.
+        .target(name: "JotterPostgres", dependencies: ["CLibPQ"]),
+        // libcurl from Debian (libcurl4-openssl-dev): HTTP and AWS SigV4 signing for S3.
+        .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
+        // Blob storage behind `BlobStore`: a local folder and an S3-compatible bucket (libcurl).
+        .target(name: "JotterBlobs", dependencies: ["CCurl", "CCrypto"]),
 
         // Test helpers: a raw-socket HTTP client and a real server on a free port.
         // libFuzzer targets for the parsers (scripts/fuzz); built plainly, it replays a corpus.
@@ -56,6 +65,8 @@ let package = Package(
         .testTarget(name: "JotterCLITests", dependencies: ["JotterCLI", "JotterCLICore", "jotter", "jotter-server", "JotterAPI", "JotterClient", "JotterServer", "JotterTestSupport"]),
         .testTarget(name: "JotterAPITests", dependencies: ["JotterAPI"]),
         .testTarget(name: "JotterStoreTests", dependencies: ["JotterStore", "CSQLite"]),
+        .testTarget(name: "JotterPostgresTests", dependencies: ["JotterPostgres", "JotterTestSupport"]),
+        .testTarget(name: "JotterBlobsTests", dependencies: ["JotterBlobs", "JotterTestSupport"]),
         .testTarget(name: "JotterClientTests", dependencies: ["JotterClient", "JotterServer", "JotterHTTP", "JotterTestSupport"]),
     ]
 )

@@ -1,0 +1,261 @@
+import CCrypto
+import CCurl
+import Synchronization
+
+/// Blobs in an S3-compatible bucket (AWS S3, SeaweedFS, MinIO, …), path-style addressed
+/// (`ENDPOINT/BUCKET/KEY`). libcurl does the HTTP and the AWS Signature Version 4
+/// (`CURLOPT_AWS_SIGV4`); this type only builds the requests and reads the answers.
+///
+/// Objects up to `partSize` go up in one `PUT`; larger ones as a multipart upload, one part in
+/// memory at a time (aborted if anything fails, so no parts are left behind). Each body sent
+/// carries its SHA-256 in `x-amz-content-sha256`, which the server checks. Downloads stream to
+/// the sink as libcurl receives them, with an HTTP `Range` when asked.
+public final class S3BlobStore: BlobStore {
+    /// Where the bucket is and who signs.
+    public struct Configuration: Sendable, Equatable {
+        public var bucket: String
+        /// `http(s)://host[:port]`, no path. AWS: `https://s3.REGION.amazonaws.com`.
+        public var endpoint: String
+        public var region: String
+        public var accessKey: String
+        public var secretKey: String
+        /// AWS_SESSION_TOKEN for temporary credentials, sent as `x-amz-security-token`.
+        public var sessionToken: String?
+        /// Bytes per multipart part, and the largest object sent in one PUT (S3's minimum part
+        /// is 5 MiB; the default is 8 MiB).
+        public var partSize: Int
+        /// Seconds a request may take to connect; a stalled transfer fails after as long.
+        public var connectTimeoutSeconds: Int
+
+        public init(bucket: String, endpoint: String, region: String, accessKey: String, secretKey: String,
+                    sessionToken: String? = nil, partSize: Int = 8 << 20, connectTimeoutSeconds: Int = 10) {
+            self.bucket = bucket
+            self.endpoint = endpoint.hasSuffix("/") ? String(endpoint.dropLast()) : endpoint
+            self.region = region
+            self.accessKey = accessKey
+            self.secretKey = secretKey
+            self.sessionToken = sessionToken
+            self.partSize = max(partSize, 5 << 20)
+            self.connectTimeoutSeconds = connectTimeoutSeconds
+        }
+
+        /// Reads `s3://BUCKET?endpoint=URL&region=REGION` (query values percent-encoded).
+        /// Whatever the URL leaves out comes from the environment: `AWS_ENDPOINT_URL_S3` or
+        /// `AWS_ENDPOINT_URL`, `AWS_REGION` or `AWS_DEFAULT_REGION` (else `us-east-1`), and the
+        /// credentials always do: `AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`, `AWS_SESSION_TOKEN`.
+        public init(url: String, environment: [String: String]) throws {
+            guard url.hasPrefix("s3://") else { throw BlobError.invalidConfiguration("'\(url)' is not an s3:// URL") }
+            let rest = url.dropFirst("s3://".count)
+            let bucket = String(rest.prefix { $0 != "?" && $0 != "/" })
+            guard !bucket.isEmpty else { throw BlobError.invalidConfiguration("no bucket in '\(url)'") }
+            var query: [String: String] = [:]
+            if let mark = rest.firstIndex(of: "?") {
+                for pair in rest[rest.index(after: mark)...].split(separator: "&") {
+                    let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+                    guard let name = percentDecoded(parts[0]), let value = percentDecoded(parts.count > 1 ? parts[1] : "") else {
+                        throw BlobError.invalidConfiguration("bad percent-encoding in '\(url)'")
+                    }
+                    guard ["endpoint", "region"].contains(name) else { throw BlobError.invalidConfiguration("unknown option '\(name)' in '\(url)'") }
+                    query[name] = value
+                }
+            }
+            func setting(_ names: String...) -> String? { names.lazy.compactMap { environment[$0] }.first { !$0.isEmpty } }
+            guard let endpoint = query["endpoint"] ?? setting("AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL"),
+                  endpoint.hasPrefix("http://") || endpoint.hasPrefix("https://") else {
+                throw BlobError.invalidConfiguration("no http(s) endpoint: add ?endpoint=URL or set AWS_ENDPOINT_URL")
+            }
+            guard let accessKey = setting("AWS_ACCESS_KEY_ID"), let secretKey = setting("AWS_SECRET_ACCESS_KEY") else {
+                throw BlobError.invalidConfiguration("AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY must be set")
+            }
+            self.init(bucket: bucket, endpoint: endpoint, region: query["region"] ?? setting("AWS_REGION", "AWS_DEFAULT_REGION") ?? "us-east-1",
+                      accessKey: accessKey, secretKey: secretKey, sessionToken: setting("AWS_SESSION_TOKEN"))
+        }
+    }
+
+    public let configuration: Configuration
+
+    public init(_ configuration: Configuration) {
+        _ = S3BlobStore.globalInit
+        self.configuration = configuration
+    }
+
+    /// `curl_global_init` once per process, before any handle.
+    private static let globalInit: Void = { curl_global_init(Int(CURL_GLOBAL_DEFAULT)) }()
+
+    // MARK: - BlobStore
+
+    @discardableResult
+    public func put(_ key: String, chunks next: () throws -> [UInt8]?) throws -> BlobInfo {
+        try validateBlobKey(key)
+        var part = try fill(from: next)
+        if !part.more {
+            let answer = try request("PUT", key: key, body: part.bytes)
+            try answer.check()
+            return BlobInfo(key: key, size: Int64(part.bytes.count), etag: answer.header("etag") ?? "")
+        }
+        let started = try request("POST", key: key, query: [("uploads", "")], body: [])
+        try started.check()
+        guard let uploadID = XMLText.values(of: "UploadId", in: started.body).first else {
+            throw BlobError.server(status: started.status, code: "", message: "no UploadId in the answer")
+        }
+        var etags: [String] = []
+        var size: Int64 = 0
+        do {
+            while true {
+                let answer = try request("PUT", key: key, query: [("partNumber", String(etags.count + 1)), ("uploadId", uploadID)], body: part.bytes)
+                try answer.check()
+                etags.append(answer.header("etag") ?? "")
+                size += Int64(part.bytes.count)
+                guard part.more else { break }
+                part = try fill(from: next, carrying: part.carry)
+                if part.bytes.isEmpty { break }
+            }
+            var xml = "<CompleteMultipartUpload>"
+            for (index, etag) in etags.enumerated() {
+                xml += "<Part><PartNumber>\(index + 1)</PartNumber><ETag>\(XMLText.escaped(etag))</ETag></Part>"
+            }
+            xml += "</CompleteMultipartUpload>"
+            let done = try request("POST", key: key, query: [("uploadId", uploadID)], body: Array(xml.utf8))
+            try done.check()
+            // S3 can answer 200 with an <Error> body when completing fails late.
+            if let code = XMLText.values(of: "Code", in: done.body).first {
+                throw BlobError.server(status: done.status, code: code, message: XMLText.values(of: "Message", in: done.body).first ?? "")
+            }
+            let etag = XMLText.values(of: "ETag", in: done.body).first
+            return BlobInfo(key: key, size: size, etag: try etag ?? head(key)?.etag ?? "")
+        } catch {
+            _ = try? request("DELETE", key: key, query: [("uploadId", uploadID)], body: nil)
+            throw error
+        }
+    }
+
+    @discardableResult
+    public func get(_ key: String, range: ClosedRange<Int64>?, into sink: (UnsafeRawBufferPointer) throws -> Void) throws -> BlobInfo {
+        try validateBlobKey(key)
+        var headers: [String] = []
+        if let range { headers.append("Range: bytes=\(range.lowerBound)-\(range.upperBound)") }
+        // The transfer ends before `request` returns: the sink does not really escape.
+        let answer = try withoutActuallyEscaping(sink) { sink in
+            try request("GET", key: key, headers: headers, body: nil, sink: sink)
+        }
+        if answer.status == 404 { throw BlobError.notFound(key) }
+        if answer.status == 416 { throw BlobError.invalidRange }
+        try answer.check()
+        return BlobInfo(key: key, size: answer.totalSize ?? 0, etag: answer.header("etag") ?? "")
+    }
+
+    public func head(_ key: String) throws -> BlobInfo? {
+        try validateBlobKey(key)
+        let answer = try request("HEAD", key: key, body: nil)
+        if answer.status == 404 { return nil }
+        try answer.check()
+        return BlobInfo(key: key, size: answer.header("content-length").flatMap { Int64($0) } ?? 0, etag: answer.header("etag") ?? "")
+    }
+
+    public func delete(_ key: String) throws {
+        try validateBlobKey(key)
+        let answer = try request("DELETE", key: key, body: nil)
+        if answer.status == 404 { return }
+        try answer.check()
+    }
+
+    public func list(prefix: String) throws -> [BlobInfo] {
+        var found: [BlobInfo] = []
+        var token: String?
+        repeat {
+            var query = [("list-type", "2"), ("prefix", prefix)]
+            if let token { query.insert(("continuation-token", token), at: 0) }
+            let answer = try request("GET", key: nil, query: query, body: nil)
+            try answer.check()
+            for contents in XMLText.elements("Contents", in: answer.body) {
+                guard let key = XMLText.values(of: "Key", in: contents).first else { continue }
+                let size = XMLText.values(of: "Size", in: contents).first.flatMap { Int64($0) } ?? 0
+                found.append(BlobInfo(key: key, size: size, etag: XMLText.values(of: "ETag", in: contents).first ?? ""))
+            }
+            let truncated = XMLText.values(of: "IsTruncated", in: answer.body).first == "true"
+            token = truncated ? XMLText.values(of: "NextContinuationToken", in: answer.body).first : nil
+        } while token != nil
+        return found.sorted { $0.key.utf8.lexicographicallyPrecedes($1.key.utf8) }
+    }
+
+    // MARK: - Parts
+
+    private struct Part { var bytes: [UInt8]; var more: Bool; var carry: [UInt8] }
+
+    /// Collects up to `partSize` bytes; `more` says whether the source has more after them
+    /// (bytes past the part are carried into the next).
+    private func fill(from next: () throws -> [UInt8]?, carrying carry: [UInt8] = []) throws -> Part {
+        let limit = configuration.partSize
+        var bytes = carry
+        bytes.reserveCapacity(limit)
+        while bytes.count < limit {
+            guard let chunk = try next() else { return Part(bytes: bytes, more: false, carry: []) }
+            bytes.append(contentsOf: chunk)
+        }
+        let carried = Array(bytes[limit...])
+        bytes.removeLast(bytes.count - limit)
+        // Exactly full: peek so that the last part is never empty.
+        if carried.isEmpty {
+            guard let chunk = try next() else { return Part(bytes: bytes, more: false, carry: []) }
+            return Part(bytes: bytes, more: true, carry: chunk)
+        }
+        return Part(bytes: bytes, more: true, carry: carried)
+    }
+
+    // MARK: - Requests
+
+    /// Percent-encodes per RFC 3986 (unreserved kept; `/` kept in paths), as SigV4 expects.
+    static func encoded(_ text: String, keepSlash: Bool) -> String {
+        var out = ""
+        for byte in text.utf8 {
+            switch byte {
+            case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
+                 UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "~"):
+                out.unicodeScalars.append(Unicode.Scalar(byte))
+            case UInt8(ascii: "/") where keepSlash:
+                out += "/"
+            default:
+                out += "%" + String(byte >> 4, radix: 16, uppercase: true) + String(byte & 0xf, radix: 16, uppercase: true)
+            }
+        }
+        return out
+    }
+
+    private func request(_ method: String, key: String?, query: [(String, String)] = [], headers: [String] = [],
+                         body: [UInt8]?, sink: ((UnsafeRawBufferPointer) throws -> Void)? = nil) throws -> S3Answer {
+        // The query is sent sorted and fully encoded, every name with `=`: already SigV4's
+        // canonical form, whatever the libcurl version does with it.
+        let queryText = query.map { (Self.encoded($0.0, keepSlash: false), Self.encoded($0.1, keepSlash: false)) }
+            .sorted { $0.0 < $1.0 }.map { "\($0.0)=\($0.1)" }.joined(separator: "&")
+        var url = configuration.endpoint + "/" + Self.encoded(configuration.bucket, keepSlash: false)
+        url += key.map { "/" + Self.encoded($0, keepSlash: true) } ?? "/"
+        if !queryText.isEmpty { url += "?" + queryText }
+        var allHeaders = headers
+        allHeaders.append("x-amz-content-sha256: " + (body.map(sha256Hex) ?? sha256Hex([])))
+        if let token = configuration.sessionToken { allHeaders.append("x-amz-security-token: \(token)") }
+        return try S3Transfer(configuration: configuration, method: method, url: url, headers: allHeaders, body: body, sink: sink).perform()
+    }
+}
+
+/// SHA-256 of `bytes` in lower-case hex (libcrypto).
+func sha256Hex(_ bytes: [UInt8]) -> String {
+    var digest = [UInt8](repeating: 0, count: 32)
+    var length: UInt32 = 0
+    _ = bytes.withUnsafeBytes { EVP_Digest($0.baseAddress, $0.count, &digest, &length, EVP_sha256(), nil) }
+    return digest.map { ($0 < 16 ? "0" : "") + String($0, radix: 16) }.joined()
+}
+
+private func percentDecoded(_ text: Substring) -> String? {
+    var bytes: [UInt8] = []
+    var iterator = text.utf8.makeIterator()
+    while let byte = iterator.next() {
+        if byte == UInt8(ascii: "%") {
+            guard let high = iterator.next(), let low = iterator.next(),
+                  let value = UInt8(String(decoding: [high, low], as: UTF8.self), radix: 16) else { return nil }
+            bytes.append(value)
+        } else {
+            bytes.append(byte == UInt8(ascii: "+") ? UInt8(ascii: " ") : byte)
+        }
+    }
+    return String(validating: bytes, as: UTF8.self)
+}

@@ -1,0 +1,72 @@
+import CLibPQ
+
+/// The rows a statement returned (text format), owning libpq's result until it goes away.
+///
+/// ```swift
+/// let rows = try connection.query("SELECT id, body FROM notes WHERE id = $1", [id])
+/// for row in rows { let body: String = try row.value("body") }
+/// ```
+public final class PostgresResult: Sequence {
+    let handle: OpaquePointer
+
+    init(handle: OpaquePointer) { self.handle = handle }
+
+    deinit { PQclear(handle) }
+
+    /// The number of rows.
+    public var count: Int { Int(PQntuples(handle)) }
+
+    /// Rows changed by an INSERT, UPDATE or DELETE (0 for other statements).
+    public var affectedRows: Int { Int(String(cString: PQcmdTuples(handle))) ?? 0 }
+
+    /// The column names, in order.
+    public var columns: [String] {
+        (0..<PQnfields(handle)).map { String(cString: PQfname(handle, $0)) }
+    }
+
+    /// The row at `index` (0-based, below `count`).
+    public subscript(index: Int) -> PostgresRow {
+        precondition(index >= 0 && index < count, "row \(index) of \(count)")
+        return PostgresRow(result: self, index: Int32(index))
+    }
+
+    /// The first row, or nil when there is none.
+    public var first: PostgresRow? { count > 0 ? self[0] : nil }
+
+    public func makeIterator() -> AnyIterator<PostgresRow> {
+        var next = 0
+        return AnyIterator { [self] in
+            guard next < count else { return nil }
+            defer { next += 1 }
+            return self[next]
+        }
+    }
+}
+
+/// One row of a `PostgresResult`; keeps the result alive.
+public struct PostgresRow {
+    let result: PostgresResult
+    let index: Int32
+
+    /// The column's text, nil when NULL.
+    public func text(_ column: Int) throws(PostgresError) -> String? {
+        guard column >= 0, column < Int(PQnfields(result.handle)) else {
+            throw PostgresError(kind: .decoding, message: "no column \(column)")
+        }
+        let field = Int32(column)
+        if PQgetisnull(result.handle, index, field) != 0 { return nil }
+        return String(cString: PQgetvalue(result.handle, index, field))
+    }
+
+    /// The column at `column` (0-based) read as `T`.
+    public func value<T: PostgresDecodable>(_ column: Int, as type: T.Type = T.self) throws(PostgresError) -> T {
+        try T.decode(postgresText: text(column))
+    }
+
+    /// The column named `name` read as `T`.
+    public func value<T: PostgresDecodable>(_ name: String, as type: T.Type = T.self) throws(PostgresError) -> T {
+        let column = Int(PQfnumber(result.handle, "\"" + name.replacing("\"", with: "\"\"") + "\""))
+        guard column >= 0 else { throw PostgresError(kind: .decoding, message: "no column named \(name)") }
+        return try value(column, as: type)
+    }
+}

@@ -1,0 +1,99 @@
+import Foundation
+import JotterPostgres
+import Synchronization
+import Testing
+
+@Suite(.enabled(if: TestDatabase.url != nil, TestDatabase.skipMessage))
+struct PostgresPoolTests {
+    @Test func poolNeverOpensMoreThanItsSize() throws {
+        let pool = try PostgresPool(.init(url: TestDatabase.url!, size: 2, acquireTimeoutMilliseconds: 300))
+        let busiest = Atomic<Int>(0)
+        let errors = Mutex<[PostgresError.Kind]>([])
+        DispatchQueue.concurrentPerform(iterations: 6) { _ in
+            do {
+                try pool.withConnection { connection in
+                    busiest.max(pool.openConnections, ordering: .relaxed)
+                    _ = try connection.query("SELECT pg_sleep(0.05)")
+                }
+            } catch let error as PostgresError {
+                errors.withLock { $0.append(error.kind) }
+            } catch {
+                Issue.record("\(error)")
+            }
+        }
+        #expect(busiest.load(ordering: .relaxed) <= 2)
+        #expect(errors.withLock { $0 }.isEmpty)
+        #expect(pool.openConnections == 2)
+        #expect(pool.idleConnections == 2)
+    }
+
+    @Test func waitingTooLongIsPoolTimeout() throws {
+        let pool = try PostgresPool(.init(url: TestDatabase.url!, size: 1, acquireTimeoutMilliseconds: 100))
+        let started = ContinuousClock.now
+        let error = try pool.withConnection { _ in
+            postgresError { try pool.withConnection { _ in } }
+        }
+        #expect(error?.kind == .poolTimeout)
+        #expect(error?.isTransient == true)
+        #expect(ContinuousClock.now - started >= .milliseconds(100))
+        // The slot came back: the pool works again.
+        #expect(try pool.withConnection { try $0.query("SELECT 1")[0].value(0, as: Int.self) } == 1)
+    }
+
+    @Test func transactionRunsAgainAfterSerializationFailure() throws {
+        let pool = try PostgresPool(.init(url: TestDatabase.url!, size: 2))
+        let other = try TestDatabase.connect()
+        let table = TestDatabase.uniqueName("retry")
+        try other.execute("CREATE TABLE \(table) (id integer PRIMARY KEY, n integer); INSERT INTO \(table) VALUES (1, 0)")
+        defer { _ = try? other.execute("DROP TABLE \(table)") }
+        var runs = 0
+        let final: Int = try pool.transaction(isolation: .serializable) { connection in
+            runs += 1
+            let n: Int = try connection.query("SELECT n FROM \(table) WHERE id = $1", [1])[0].value(0)
+            if runs == 1 { try other.query("UPDATE \(table) SET n = n + 100 WHERE id = $1", [1]) }
+            return try connection.query("UPDATE \(table) SET n = $1 WHERE id = $2 RETURNING n", [n + 1, 1])[0].value(0)
+        }
+        #expect(runs == 2)
+        #expect(final == 101)
+    }
+
+    @Test func nonRetryableErrorsAreNotRetried() throws {
+        let pool = try PostgresPool(.init(url: TestDatabase.url!, size: 1))
+        var runs = 0
+        let error = postgresError {
+            try pool.transaction { connection in
+                runs += 1
+                try connection.query("SELECT 1/0")
+            }
+        }
+        #expect(error?.sqlState == "22012")
+        #expect(runs == 1)
+    }
+
+    @Test func poolReplacesATerminatedConnection() throws {
+        let pool = try PostgresPool(.init(url: TestDatabase.url!, size: 1))
+        let firstPID = try pool.withConnection { $0.backendPID }
+        let killer = try TestDatabase.connect()
+        #expect(try killer.query("SELECT pg_terminate_backend($1)", [firstPID])[0].value(0) == true)
+        // Wait until the server has closed it, then the next check-out notices before any query.
+        for _ in 0..<100 {
+            let alive: Int = try killer.query("SELECT count(*) FROM pg_stat_activity WHERE pid = $1", [firstPID])[0].value(0)
+            if alive == 0 { break }
+            usleep(10_000)
+        }
+        let (secondPID, one) = try pool.withConnection { connection in
+            (connection.backendPID, try connection.query("SELECT 1")[0].value(0, as: Int.self))
+        }
+        #expect(one == 1)
+        #expect(secondPID != firstPID)
+        #expect(pool.openConnections == 1)
+    }
+
+    @Test func closedPoolRefusesCheckOut() throws {
+        let pool = try PostgresPool(.init(url: TestDatabase.url!, size: 1))
+        try pool.withConnection { _ in }
+        pool.close()
+        #expect(pool.openConnections == 0)
+        #expect(postgresError { try pool.withConnection { _ in } }?.kind == .unavailable)
+    }
+}
