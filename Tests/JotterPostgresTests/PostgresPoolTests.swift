@@ -1,6 +1,7 @@
 import Foundation
 import JotterPostgres
 import Synchronization
+import Glibc
 import Testing
 
 @Suite(.enabled(if: TestDatabase.url != nil, TestDatabase.skipMessage))
@@ -75,12 +76,15 @@ struct PostgresPoolTests {
         let firstPID = try pool.withConnection { $0.backendPID }
         let killer = try TestDatabase.connect()
         #expect(try killer.query("SELECT pg_terminate_backend($1)", [firstPID])[0].value(0) == true)
-        // Wait until the server has closed it, then the next check-out notices before any query.
-        for _ in 0..<100 {
-            let alive: Int = try killer.query("SELECT count(*) FROM pg_stat_activity WHERE pid = $1", [firstPID])[0].value(0)
-            if alive == 0 { break }
+        // Wait until the backend process has exited — then its socket is closed and the FIN is
+        // on its way — and the next check-out notices before any query. (It leaves
+        // pg_stat_activity before it exits: waiting for that alone let the check-out find the
+        // socket still open on a loaded machine.)
+        for _ in 0..<500 {
+            if kill(pid_t(firstPID), 0) != 0 && errno == ESRCH { break }
             usleep(10_000)
         }
+        usleep(20_000)
         let (secondPID, one) = try pool.withConnection { connection in
             (connection.backendPID, try connection.query("SELECT 1")[0].value(0, as: Int.self))
         }
