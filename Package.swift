@@ -43,7 +43,7 @@ let package = Package(
         // SQLite from Debian (libsqlite3-dev), as a system library.
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
         // Persistence behind protocols (NoteStore); the SQLite implementation.
-        .target(name: "JotterStore", dependencies: ["CSQLite", "CSodium"]),
+        .target(name: "JotterStore", dependencies: ["CSQLite", "CSodium", "JotterPostgres", "JotterBlobs"]),
         // libsodium from Debian (libsodium-dev): Argon2id password hashes, random tokens, SHA-256.
         .systemLibrary(name: "CSodium", pkgConfig: "libsodium", providers: [.apt(["libsodium-dev"])]),
         // libpq from Debian (libpq-dev), the PostgreSQL client library.
@@ -64,7 +64,7 @@ let package = Package(
         .testTarget(name: "JotterServerTests", dependencies: ["JotterServer", "JotterHTTP", "JotterAPI", "JotterWire", "JotterStore", "JotterTestSupport"]),
         .testTarget(name: "JotterCLITests", dependencies: ["JotterCLI", "JotterCLICore", "jotter", "jotter-server", "JotterAPI", "JotterClient", "JotterServer", "JotterTestSupport"]),
         .testTarget(name: "JotterAPITests", dependencies: ["JotterAPI"]),
-        .testTarget(name: "JotterStoreTests", dependencies: ["JotterStore", "CSQLite"]),
+        .testTarget(name: "JotterStoreTests", dependencies: ["JotterStore", "CSQLite", "JotterPostgres", "JotterBlobs"]),
         .testTarget(name: "JotterPostgresTests", dependencies: ["JotterPostgres", "JotterTestSupport"]),
         .testTarget(name: "JotterBlobsTests", dependencies: ["JotterBlobs", "JotterTestSupport"]),
         .testTarget(name: "JotterClientTests", dependencies: ["JotterClient", "JotterServer", "JotterHTTP", "JotterTestSupport"]),
