@@ -94,6 +94,10 @@ public final class PostgresConnection: @unchecked Sendable {
     public func query(_ sql: String, _ parameters: [(any PostgresEncodable)?] = []) throws -> PostgresResult {
         let name = try preparedName(for: sql)
         let texts = parameters.map { $0?.postgresText }
+        // libpq takes C strings: a NUL would cut the value short without a word. Refuse it.
+        if let index = texts.firstIndex(where: { $0?.utf8.contains(0) == true }) {
+            throw PostgresError(kind: .other, message: "parameter $\(index + 1) holds a NUL character, which PostgreSQL text cannot store")
+        }
         let result = withOptionalCStrings(texts) { pointers in
             PQexecPrepared(handle, name, Int32(pointers.count), pointers, nil, nil, 0)
         }

@@ -33,33 +33,13 @@ enum PostgresServer {
     }
 }
 
-/// A `PostgresStore` on a database of its own, dropped when the fixture goes away, with its
-/// upload blobs in a temporary folder.
-final class PostgresStoreFixture: Sendable {
-    let database: String
-    let url: String
-    let blobDirectory: TemporaryDirectory
-    let store: PostgresStore
-
-    init(options: PostgresStore.Options = .init(), poolSize: Int = 4) throws {
-        database = try PostgresServer.createDatabase()
-        url = PostgresServer.url(database: database)
-        blobDirectory = try TemporaryDirectory()
-        do {
-            store = try PostgresStore(url: url, poolSize: poolSize, blobs: try LocalBlobStore(root: blobDirectory.path), options: options)
-        } catch {
-            PostgresServer.dropDatabase(database)
-            throw error
-        }
-    }
-
+extension StoreFixture {
+    /// The PostgreSQL store of a `.postgres` fixture.
+    var postgres: PostgresStore { store as! PostgresStore }
+    /// Its database's URL.
+    var url: String { database!.url }
     /// A connection of the test's own to the store's database.
     func connect() throws -> PostgresConnection { try PostgresConnection(url: url) }
-
-    deinit {
-        store.close()
-        PostgresServer.dropDatabase(database)
-    }
 }
 
 @Suite("PostgreSQL tests are run when they must be")

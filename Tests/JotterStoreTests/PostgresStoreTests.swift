@@ -11,13 +11,13 @@ import Testing
 struct PostgresStoreTests {
     @Test("a newer schema is refused and left untouched")
     func newerSchemaIsRefused() throws {
-        let fixture = try PostgresStoreFixture()
-        fixture.store.close()
+        let fixture = try StoreFixture(.postgres)
+        fixture.postgres.close()
         let db = try fixture.connect()
         try db.execute("UPDATE schema_version SET version = 99")
         let tables: Int64 = try db.query("SELECT count(*) FROM pg_tables WHERE schemaname = current_schema()")[0].value(0)
         #expect(throws: StoreError.newerSchema) {
-            _ = try PostgresStore(url: fixture.url, poolSize: 2, blobs: fixture.store.blobs)
+            _ = try PostgresStore(url: fixture.url, poolSize: 2, blobs: fixture.postgres.blobs, temporaryDirectory: fixture.directory.path + "/tmp")
         }
         #expect(try db.query("SELECT version FROM schema_version")[0].value(0, as: Int64.self) == 99)
         #expect(try db.query("SELECT count(*) FROM pg_tables WHERE schemaname = current_schema()")[0].value(0, as: Int64.self) == tables)
@@ -31,7 +31,7 @@ struct PostgresStoreTests {
         try PostgresConnection(url: url).execute("CREATE TABLE theirs (x int)")
         let blobs = try TemporaryDirectory()
         #expect(throws: StoreError.notJotterDatabase) {
-            _ = try PostgresStore(url: url, poolSize: 1, blobs: try LocalBlobStore(root: blobs.path))
+            _ = try PostgresStore(url: url, poolSize: 1, blobs: try LocalBlobStore(root: blobs.path), temporaryDirectory: blobs.path + "/tmp")
         }
     }
 
@@ -45,7 +45,7 @@ struct PostgresStoreTests {
         let stores = Mutex<[PostgresStore]>([])
         onThreads(4) { _ in
             do {
-                let store = try PostgresStore(url: url, poolSize: 1, blobs: try LocalBlobStore(root: blobs.path))
+                let store = try PostgresStore(url: url, poolSize: 1, blobs: try LocalBlobStore(root: blobs.path), temporaryDirectory: blobs.path + "/tmp")
                 stores.withLock { $0.append(store) }
             } catch {
                 failures.withLock { $0.append("\(error)") }
@@ -60,23 +60,23 @@ struct PostgresStoreTests {
 
     @Test("every instance's feed delivers every instance's events, in id order, once")
     func feedsSeeOtherInstances() throws {
-        let fixture = try PostgresStoreFixture()
-        let other = try PostgresStore(url: fixture.url, poolSize: 2, blobs: fixture.store.blobs)
+        let fixture = try StoreFixture(.postgres)
+        let other = try PostgresStore(url: fixture.url, poolSize: 2, blobs: fixture.postgres.blobs, temporaryDirectory: fixture.directory.path + "/tmp")
         defer { other.close() }
         let seenHere = Mutex<[Int64]>([]), seenThere = Mutex<[Int64]>([])
-        fixture.store.observeEvents { event, _ in seenHere.withLock { $0.append(event.id) } }
+        fixture.postgres.observeEvents { event, _ in seenHere.withLock { $0.append(event.id) } }
         other.observeEvents { event, _ in seenThere.withLock { $0.append(event.id) } }
         var ids: [Int64] = []
         for index in 0..<10 {
-            ids.append(try create(index % 2 == 0 ? fixture.store : other, "n\(index)").event.id)
+            ids.append(try create(index % 2 == 0 ? fixture.postgres : other, "n\(index)").event.id)
         }
         #expect(try waitFor { seenHere.withLock { $0 } == ids && seenThere.withLock { $0 } == ids })
     }
 
     @Test("the last event id does not go back when the newest events' user is removed")
     func lastEventIDSurvivesUserRemoval() throws {
-        let fixture = try PostgresStoreFixture()
-        let store = fixture.store
+        let fixture = try StoreFixture(.postgres)
+        let store = fixture.postgres
         let alice = try userID(store.perform(.addUser(name: "alice", passwordHash: "x", isAdmin: true)))
         let bob = try userID(store.perform(.addUser(name: "bob", passwordHash: "x", isAdmin: false)))
         let first = try create(store, "alice's", owner: Owner(id: alice))
@@ -89,25 +89,25 @@ struct PostgresStoreTests {
 
     @Test("the backlog is trimmed in the background, and replay after a trimmed id is refused")
     func backlogIsTrimmed() throws {
-        let fixture = try PostgresStoreFixture(options: .init(eventBacklog: 3))
-        let events = try (1...6).map { try create(fixture.store, "n\($0)").event }
-        #expect(try fixture.store.events(after: events[2].id, limit: 10, owner: .unclaimed) == Array(events[3...]))
-        #expect(try fixture.store.events(after: events[1].id, limit: 10, owner: .unclaimed) == nil)
+        let fixture = try StoreFixture(.postgres, options: .init(eventBacklog: 3))
+        let events = try (1...6).map { try create(fixture.postgres, "n\($0)").event }
+        #expect(try fixture.postgres.events(after: events[2].id, limit: 10, owner: .unclaimed) == Array(events[3...]))
+        #expect(try fixture.postgres.events(after: events[1].id, limit: 10, owner: .unclaimed) == nil)
         let db = try fixture.connect()
         #expect(try waitFor { try db.query("SELECT count(*) FROM events")[0].value(0, as: Int64.self) == 3 })
-        #expect(try fixture.store.events(after: events[2].id, limit: 10, owner: .unclaimed) == Array(events[3...]))
-        #expect(try fixture.store.events(after: events[1].id, limit: 10, owner: .unclaimed) == nil)
-        #expect(try fixture.store.lastEventID() == events[5].id)
+        #expect(try fixture.postgres.events(after: events[2].id, limit: 10, owner: .unclaimed) == Array(events[3...]))
+        #expect(try fixture.postgres.events(after: events[1].id, limit: 10, owner: .unclaimed) == nil)
+        #expect(try fixture.postgres.lastEventID() == events[5].id)
     }
 
     @Test("writes commit with synchronous_commit on, whatever the server's default")
     func writesAreDurable() throws {
-        let fixture = try PostgresStoreFixture()
+        let fixture = try StoreFixture(.postgres)
         let db = try fixture.connect()
         #expect(try db.query("SHOW synchronous_commit")[0].value(0, as: String.self) == "off", "the test server's default")
-        #expect(try create(fixture.store, "durable").note.version == 1)
+        #expect(try create(fixture.postgres, "durable").note.version == 1)
         // The setting is per transaction: look at what the store's transaction ran with.
-        let value = try fixture.store.read { db in
+        let value = try fixture.postgres.read { db in
             try db.transaction { db -> String in
                 try db.execute("SET LOCAL synchronous_commit TO on")
                 return try db.query("SHOW synchronous_commit")[0].value(0)
@@ -118,12 +118,12 @@ struct PostgresStoreTests {
 
     @Test("a server that can't be reached is unavailable, and health says why")
     func unreachableServerIsUnavailable() throws {
-        let fixture = try PostgresStoreFixture()
-        #expect(fixture.store.health() == ["database": "ok"])
+        let fixture = try StoreFixture(.postgres)
+        #expect(fixture.postgres.health() == ["database": "ok"])
         var components = URLComponents(string: fixture.url)!
         components.port = 1  // nothing listens there
         #expect(throws: StoreError.unavailable) {
-            _ = try PostgresStore(url: components.string!, poolSize: 1, blobs: fixture.store.blobs)
+            _ = try PostgresStore(url: components.string!, poolSize: 1, blobs: fixture.postgres.blobs, temporaryDirectory: fixture.directory.path + "/tmp")
         }
     }
 
@@ -150,7 +150,7 @@ func waitFor(seconds: Double = 10, _ condition: () throws -> Bool) throws -> Boo
 }
 
 func postgresCreate(_ store: PostgresStore, _ body: String, owner: Owner = .unclaimed) throws -> NoteChange {
-    try PostgresStore.wait { store.createNote(body: body, owner: owner, completion: $0) }
+    try StoreWait.wait { store.createNote(body: body, owner: owner, completion: $0) }
 }
 
 /// A transaction held open for over a second holds back every reader of events on the
@@ -159,8 +159,8 @@ func postgresCreate(_ store: PostgresStore, _ body: String, owner: Owner = .uncl
 struct PostgresLateCommitTests {
     @Test("an event committed late is delivered, before the later ids, never skipped")
     func lateCommitIsNotSkipped() throws {
-        let fixture = try PostgresStoreFixture()
-        let store = fixture.store
+        let fixture = try StoreFixture(.postgres)
+        let store = fixture.postgres
         let observed = Mutex<[Int64]>([])
         store.observeEvents { event, _ in observed.withLock { $0.append(event.id) } }
         let before = try postgresCreate(store, "before")

@@ -20,8 +20,8 @@ struct ThroughputReport {
         print(line)
     }
 
-    @Test(arguments: [SQLiteNoteStore.Synchronous.full, .normal])
-    func rawSQLiteSingleRowCommits(synchronous: SQLiteNoteStore.Synchronous) throws {
+    @Test(arguments: [SQLiteStore.Synchronous.full, .normal])
+    func rawSQLiteSingleRowCommits(synchronous: SQLiteStore.Synchronous) throws {
         let directory = try TemporaryDirectory()
         defer { withExtendedLifetime(directory) {} }  // keep the folder until the test ends
         let db = try SQLiteConnection(path: directory.databasePath, flags: SQLiteConnection.readWrite)
@@ -34,33 +34,33 @@ struct ThroughputReport {
         Self.report("raw SQLite autocommit INSERT, \(synchronous)", writes: count, commits: count, seconds: seconds)
     }
 
-    @Test(arguments: [SQLiteNoteStore.Synchronous.full, .normal])
-    func singleWriter(synchronous: SQLiteNoteStore.Synchronous) throws {
+    @Test(arguments: [SQLiteStore.Synchronous.full, .normal])
+    func singleWriter(synchronous: SQLiteStore.Synchronous) throws {
         let fixture = try StoreFixture(options: .init(synchronous: synchronous))
         let count = synchronous == .full ? 3_000 : 20_000
         let seconds = try Self.seconds {
-            for index in 0..<count { _ = try fixture.store.perform(.create(body: "single \(index)")) }
+            for index in 0..<count { _ = try fixture.sqlite!.perform(.create(body: "single \(index)")) }
         }
-        let statistics = fixture.store.statistics
+        let statistics = fixture.sqlite!.statistics
         Self.report("store, 1 thread perform(create), \(synchronous)", writes: statistics.writes,
                     commits: statistics.commits, seconds: seconds)
     }
 
-    @Test(arguments: [SQLiteNoteStore.Synchronous.full, .normal])
-    func eightThreadsGrouped(synchronous: SQLiteNoteStore.Synchronous) throws {
+    @Test(arguments: [SQLiteStore.Synchronous.full, .normal])
+    func eightThreadsGrouped(synchronous: SQLiteStore.Synchronous) throws {
         let fixture = try StoreFixture(options: .init(synchronous: synchronous))
         let seconds = Self.seconds {
             onThreads(8) { thread in
-                for index in 0..<2_000 { _ = try? fixture.store.perform(.create(body: "t\(thread) \(index)")) }
+                for index in 0..<2_000 { _ = try? fixture.sqlite!.perform(.create(body: "t\(thread) \(index)")) }
             }
         }
-        let statistics = fixture.store.statistics
+        let statistics = fixture.sqlite!.statistics
         Self.report("store, 8 threads x 2000 perform(create), \(synchronous)", writes: statistics.writes,
                     commits: statistics.commits, seconds: seconds)
     }
 
-    @Test(arguments: [SQLiteNoteStore.Synchronous.full, .normal])
-    func manyInFlightSubmits(synchronous: SQLiteNoteStore.Synchronous) throws {
+    @Test(arguments: [SQLiteStore.Synchronous.full, .normal])
+    func manyInFlightSubmits(synchronous: SQLiteStore.Synchronous) throws {
         // Like the HTTP engine: many requests suspended on their write at once (here 64 in flight).
         let fixture = try StoreFixture(options: .init(synchronous: synchronous))
         let total = 20_000
@@ -69,14 +69,14 @@ struct ThroughputReport {
         let seconds = Self.seconds {
             for index in 0..<total {
                 inFlight.wait()
-                fixture.store.submit(.create(body: "s\(index)")) { _ in
+                fixture.sqlite!.submit(.create(body: "s\(index)")) { _ in
                     inFlight.signal()
                     finished.signal()
                 }
             }
             for _ in 0..<total { finished.wait() }
         }
-        let statistics = fixture.store.statistics
+        let statistics = fixture.sqlite!.statistics
         Self.report("store, 64 in-flight submit(create), \(synchronous)", writes: statistics.writes,
                     commits: statistics.commits, seconds: seconds)
     }
@@ -86,14 +86,14 @@ struct ThroughputReport {
         let notes = 10_000
         let finished = DispatchSemaphore(value: 0)
         for index in 0..<notes {
-            fixture.store.submit(.create(body: "note number \(index) with a few words of text")) { _ in finished.signal() }
+            fixture.sqlite!.submit(.create(body: "note number \(index) with a few words of text")) { _ in finished.signal() }
         }
         for _ in 0..<notes { finished.wait() }
         let lookups = 200_000
         for threads in [1, 2] {
             let seconds = Self.seconds {
                 onThreads(threads) { thread in
-                    for index in 0..<(lookups / threads) { _ = try? fixture.store.note(id: Int64(1 + (index * 7919 + thread) % notes)) }
+                    for index in 0..<(lookups / threads) { _ = try? fixture.sqlite!.note(id: Int64(1 + (index * 7919 + thread) % notes)) }
                 }
             }
             print("store, note(id:) on \(threads) thread(s): \(Int(Double(lookups) / seconds)) reads/s, "
@@ -101,11 +101,11 @@ struct ThroughputReport {
         }
         let pages = 2_000
         let seconds = try Self.seconds {
-            for _ in 0..<pages { _ = try fixture.store.notes(NoteQuery(limit: 100)) }
+            for _ in 0..<pages { _ = try fixture.sqlite!.notes(NoteQuery(limit: 100)) }
         }
         print("store, notes(limit: 100) on 1 thread: \(Int(Double(pages) / seconds)) pages/s")
         let searches = try Self.seconds {
-            for index in 0..<pages { _ = try fixture.store.notes(NoteQuery(limit: 100, search: "number \(index)")) }
+            for index in 0..<pages { _ = try fixture.sqlite!.notes(NoteQuery(limit: 100, search: "number \(index)")) }
         }
         print("store, notes(limit: 100, search: 2 words) on 1 thread: \(Int(Double(pages) / searches)) searches/s")
     }

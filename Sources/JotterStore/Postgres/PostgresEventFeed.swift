@@ -48,9 +48,12 @@ final class PostgresEventFeed: Sendable {
         thread.withLock { $0 = tid }
     }
 
-    /// Sets the handler; events committed since the store opened are delivered from now on.
-    func observe(_ handler: @escaping @Sendable (NoteEvent, Owner) -> Void) {
-        state.withLock { $0.handler = handler }
+    /// Sets the handler; the events after `position` (when given) are delivered to it.
+    func observe(_ handler: @escaping @Sendable (NoteEvent, Owner) -> Void, from position: Int64?) {
+        state.withLock { state in
+            if let position { self.position.store(position, ordering: .relaxed) }
+            state.handler = handler
+        }
     }
 
     /// Ends the thread (within about 0.1 s) and closes its connection. Idempotent.

@@ -12,7 +12,7 @@ enum PostgresNoteRows {
 
     /// A `NoteRecord` from the columns `id, body, created_at, updated_at, version` at `first`.
     static func record(_ row: PostgresRow, from first: Int = 0) throws -> NoteRecord {
-        NoteRecord(id: try row.value(first), body: try row.value(first + 1), createdAt: try row.value(first + 2),
+        NoteRecord(id: try row.value(first), body: PostgresText.decode(try row.value(first + 1)), createdAt: try row.value(first + 2),
                    updatedAt: try row.value(first + 3), version: try row.value(first + 4))
     }
 
@@ -86,7 +86,7 @@ enum PostgresNoteRows {
         """
 
     static func create(body: String, owner: Owner, in write: PostgresWrite) throws -> (NoteRecord, NoteEvent) {
-        let row = try write.db.query(create, [owner.id, body, write.now, write.nextSeq()])[0]
+        let row = try write.db.query(create, [owner.id, PostgresText.encode(body), write.now, write.nextSeq()])[0]
         return try changed(row, .created)
     }
 
@@ -94,7 +94,7 @@ enum PostgresNoteRows {
     /// `ifVersion` (the caller reads the note to tell which).
     static func update(id: Int64, body: String?, ifVersion: Int64?, owner: Owner, in write: PostgresWrite) throws -> (NoteRecord, NoteEvent)? {
         let seq = write.peekSeq()
-        guard let row = try write.db.query(update, [body, write.now, id, owner.id, ifVersion, seq]).first else { return nil }
+        guard let row = try write.db.query(update, [body.map(PostgresText.encode), write.now, id, owner.id, ifVersion, seq]).first else { return nil }
         write.takeSeq()
         return try changed(row, .updated)
     }

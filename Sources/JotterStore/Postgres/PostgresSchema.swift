@@ -17,14 +17,16 @@ enum PostgresSchema {
         // events, uploads, users, credentials; every row owned).
         """
         -- Search: words are runs of letters and digits (as SQLite's unicode61 tokenizer splits
-        -- them), combining marks dropped, then unaccented and lower-cased.
+        -- them), combining marks dropped, then unaccented and lower-cased. Text escapes
+        -- (PostgresText: U+FFFF and the character after it) separate words like NUL does.
         CREATE EXTENSION IF NOT EXISTS unaccent;
         CREATE TEXT SEARCH CONFIGURATION jotter_search (COPY = simple);
         ALTER TEXT SEARCH CONFIGURATION jotter_search ALTER MAPPING FOR word, numword WITH unaccent, simple;
         CREATE FUNCTION jotter_search_vector(body text) RETURNS tsvector
             LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
             RETURN to_tsvector('jotter_search'::regconfig,
-                               regexp_replace(regexp_replace(body, '[\\u0300-\\u036f]+', '', 'g'), '[^[:alnum:]]+', ' ', 'g'));
+                               regexp_replace(regexp_replace(regexp_replace(body, '\\uffff.', ' ', 'g'),
+                                                             '[\\u0300-\\u036f]+', '', 'g'), '[^[:alnum:]]+', ' ', 'g'));
         -- One search word: its words in a phrase, the last one a prefix ('a*b' -> 'a' <-> 'b':*);
         -- NULL when it has none.
         CREATE FUNCTION jotter_word_query(word text) RETURNS tsquery
@@ -42,7 +44,7 @@ enum PostgresSchema {
         CREATE TABLE notes (
             id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,  -- never reused
             owner bigint NOT NULL DEFAULT 0,                     -- users.id; 0: unclaimed
-            body text NOT NULL,
+            body text NOT NULL,                                  -- NUL escaped (PostgresText)
             created_at bigint NOT NULL,                          -- Unix seconds, UTC
             updated_at bigint NOT NULL,
             version bigint NOT NULL,

@@ -90,15 +90,22 @@ extension PostgresStore {
     /// Records uploads whose blobs are stored; nil when `noteID` names no note of `owner`'s.
     public func addUploads(_ uploads: [NewUpload], noteID: Int64?, owner: Owner, completion: @escaping StoreCompletion<UploadsAdded?>) {
         let rows = uploads.map { (id: $0.id, filename: $0.filename, contentType: $0.contentType, size: $0.size, sha256: $0.sha256) }
-        write({ write in
+        let blobs = blobs
+        write({ write -> UploadsAdded? in
             guard let (records, change) = try PostgresUploadRows.add(rows, noteID: noteID, owner: owner, in: write) else { return nil }
             return UploadsAdded(uploads: records, change: change.map { NoteChange(note: $0.0, event: $0.1) })
-        }, completion: completion)
+        }, completion: { result in
+            // Bytes without a committed row go again.
+            if case .success(.some) = result {} else {
+                for upload in uploads { try? blobs.delete(UploadRecord.blobKey(upload.id)) }
+            }
+            completion(result)
+        })
     }
 
     /// nil when there is no such upload. The blob is deleted once the row's delete committed.
     public func deleteUpload(id: String, owner: Owner, completion: @escaping StoreCompletion<UploadRemoved?>) {
-        write({ write in
+        write({ write -> UploadRemoved? in
             guard let (upload, change) = try PostgresUploadRows.delete(id: id, owner: owner, in: write) else { return nil }
             return UploadRemoved(upload: upload, change: change.map { NoteChange(note: $0.0, event: $0.1) })
         }, completion: completion)
@@ -106,7 +113,7 @@ extension PostgresStore {
 
     /// nil when the upload or the note does not exist.
     public func attachUpload(id: String, noteID: Int64?, owner: Owner, completion: @escaping StoreCompletion<UploadAttached?>) {
-        write({ write in
+        write({ write -> UploadAttached? in
             guard let (upload, events) = try PostgresUploadRows.attach(id: id, noteID: noteID, owner: owner, in: write) else { return nil }
             return UploadAttached(upload: upload, events: events)
         }, completion: completion)
@@ -145,14 +152,25 @@ extension PostgresStore {
     public func submit(_ write: AccountWrite, completion: @escaping @Sendable (Result<AccountWriteResult, StoreError>) -> Void) {
         self.write({ transaction in try PostgresAccountRows.apply(write, in: transaction) }, completion: completion)
     }
+}
 
-    /// Blocking convenience over `submit(_:completion:)`; never from a completion.
-    public func perform(_ write: AccountWrite) throws(StoreError) -> AccountWriteResult {
-        try PostgresStore.wait { submit(write, completion: $0) }
+// MARK: - Statistics
+
+extension PostgresStore {
+    /// Counts notes and uploads in one snapshot (a scan of each table: for scrape intervals)
+    /// and the database's size (`pg_database_size`).
+    public func storageStatistics() throws(StoreError) -> StorageStatistics {
+        try read { db in
+            let row = try db.query("""
+                SELECT (SELECT count(*) FROM notes), (SELECT count(*) FROM uploads), (SELECT coalesce(sum(size), 0) FROM uploads)::bigint,
+                       pg_database_size(current_database())
+                """)[0]
+            return StorageStatistics(notes: try row.value(0), uploads: try row.value(1), uploadBytes: try row.value(2), databaseBytes: try row.value(3))
+        }
     }
 
-    /// Runs `start` and blocks until the completion it is given is called.
-    static func wait<Value: Sendable>(_ start: (@escaping StoreCompletion<Value>) -> Void) throws(StoreError) -> Value {
-        try SQLiteNoteStore.wait(start)
-    }
+    /// The schema version this build writes and understands; a database above it is refused.
+    public static var schemaVersion: Int64 { PostgresSchema.current }
+
+    public var schemaVersion: Int64 { Self.schemaVersion }
 }

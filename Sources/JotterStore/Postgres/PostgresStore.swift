@@ -1,3 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
 import JotterBlobs
 import JotterPostgres
 import Synchronization
@@ -19,7 +24,7 @@ import Synchronization
 /// defer { store.close() }
 /// store.createNote(body: "Buy milk", owner: user.owner) { result in … }   // called once committed
 /// ```
-public final class PostgresStore: Sendable {
+public final class PostgresStore: DataStore {
     /// Settings beyond the URL and the pool size.
     public struct Options: Sendable {
         /// Events kept for replay by `events(after:limit:owner:)`; at least 1.
@@ -39,6 +44,8 @@ public final class PostgresStore: Sendable {
     /// Where upload bytes are; the store deletes an upload's blob once its row's delete committed.
     public let blobs: any BlobStore
     let options: Options
+    /// A folder for files of requests in flight (multipart parts before they are stored).
+    public let temporaryDirectory: String
     let pool: PostgresPool
     private let threads: StoreThreads
     private let feed: PostgresEventFeed
@@ -50,11 +57,19 @@ public final class PostgresStore: Sendable {
     ///   - url: a `postgres://` URL or a libpq connection string.
     ///   - poolSize: the most connections open at once (the event feed has one more of its own).
     ///   - blobs: where upload bytes are.
+    ///   - temporaryDirectory: where requests keep files in flight (created if missing).
     /// - Throws: `StoreError.newerSchema`, `.notJotterDatabase`, `.unavailable` when PostgreSQL
     ///   can't be reached, `.invalidArgument` for a URL libpq can't read.
-    public init(url: String, poolSize: Int, blobs: any BlobStore, options: Options = Options()) throws(StoreError) {
+    public init(url: String, poolSize: Int, blobs: any BlobStore, temporaryDirectory: String,
+                options: Options = Options()) throws(StoreError) {
         guard options.eventBacklog >= 1 else { throw .invalidArgument("eventBacklog must be at least 1") }
         self.blobs = blobs
+        do {
+            try FileManager.default.createDirectory(atPath: temporaryDirectory, withIntermediateDirectories: true)
+        } catch {
+            throw .invalidArgument("cannot create the folder \(temporaryDirectory): \(error)")
+        }
+        self.temporaryDirectory = temporaryDirectory
         self.options = options
         do {
             pool = try PostgresPool(.init(url: url, size: poolSize, acquireTimeoutMilliseconds: options.acquireTimeoutMilliseconds))
@@ -70,7 +85,7 @@ public final class PostgresStore: Sendable {
                 }
             }
         }
-        threads = try StoreThreads(count: max(2, 2 * pool.configuration.size), name: "PostgreSQL store")
+        threads = try StoreThreads(count: max(2, 2 * pool.configuration.size))
         do {
             feed = try PostgresEventFeed(url: url, backlog: options.eventBacklog, position: position)
         } catch {
@@ -94,15 +109,12 @@ public final class PostgresStore: Sendable {
     public var readsWait: Bool { true }
 
     /// Runs `work` on one of the store's threads (on the caller's once the store is closed).
-    public func dispatch(_ work: @escaping @Sendable () -> Void) {
-        if !threads.run(work) { work() }
-    }
+    public func dispatch(_ work: @escaping @Sendable () -> Void) { threads.run(work) }
 
     /// Every committed event, exactly once each, in event-id order — this instance's and every
-    /// other's — on the event thread. Events committed since the store opened are delivered
-    /// once this is set.
+    /// other's — on the event thread, from the last event id when it is set.
     public func observeEvents(_ handler: @escaping @Sendable (NoteEvent, Owner) -> Void) {
-        feed.observe(handler)
+        feed.observe(handler, from: try? lastEventID())
     }
 
     /// `["database": "ok"]`, or why not.
@@ -157,8 +169,7 @@ public final class PostgresStore: Sendable {
             }
             completion(result)
         }
-        if threads.isCurrent { return work() }
-        if !threads.run(work) { completion(.failure(.closed)) }
+        if threads.isCurrent { work() } else { threads.run(work) }
     }
 
     /// Waits (up to 10 s) until every transaction older than `txid` has ended, so that the
@@ -197,9 +208,9 @@ public final class PostgresStore: Sendable {
         } catch let error as StoreError {
             throw error
         } catch let error as PostgresError {
-            throw error.isTransient ? StoreError.postgresUnavailable(error.description) : StoreError.system(error.description)
+            throw error.isTransient ? StoreError.unavailable(error.description) : StoreError.database(error.description)
         } catch {
-            throw StoreError.system("\(error)")
+            throw StoreError.database("\(error)")
         }
     }
 }
