@@ -2,6 +2,7 @@ import Foundation
 import JotterBlobs
 import JotterPostgres
 import Synchronization
+import JotterTestSupport
 import Testing
 @testable import JotterStore
 
@@ -195,5 +196,28 @@ struct PostgresLateCommitTests {
         #expect(try store.events(after: position, limit: 10, owner: .unclaimed)?.map(\.id) == [lateEvent.id, b.event.id])
         #expect(try store.lastEventID() == b.event.id)
         #expect(try waitFor { observed.withLock { $0 } == [before.event.id, lateEvent.id, b.event.id] })
+    }
+}
+
+/// Takes the whole server away, so it runs in the TIMING_TESTS pass, alone.
+@Suite(.tags(.timing), .serialized,
+       .enabled(if: PostgresServer.available && PostgresRestart.program != nil, PostgresServer.skipMessage))
+struct PostgresStoreRestartTests {
+    @Test("after PostgreSQL restarts, reads, writes and the event feed come back by themselves")
+    func storeComesBackAfterServerRestart() throws {
+        let fixture = try StoreFixture(.postgres)
+        let store = fixture.postgres
+        let observed = Mutex<[Int64]>([])
+        store.observeEvents { event, _ in observed.withLock { $0.append(event.id) } }
+        let before = try postgresCreate(store, "before")
+        #expect(try waitFor { observed.withLock { $0 } == [before.event.id] })
+
+        try PostgresRestart.run()  // every pooled connection and the feed's are now dead
+
+        let after = try postgresCreate(store, "after")
+        #expect(after.event.id > before.event.id)
+        #expect(try store.note(id: after.note.id, owner: .unclaimed) == after.note)
+        #expect(store.health() == ["database": "ok"])
+        #expect(try waitFor { observed.withLock { $0 } == [before.event.id, after.event.id] })
     }
 }
