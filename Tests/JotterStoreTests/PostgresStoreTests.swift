@@ -150,6 +150,23 @@ func waitFor(seconds: Double = 10, _ condition: () throws -> Bool) throws -> Boo
     return try condition()
 }
 
+/// A PostgreSQL store whose event ids are observed, with one note created and observed.
+func observedStore() throws -> (StoreFixture, ObservedIDs, NoteChange) {
+    let fixture = try StoreFixture(.postgres)
+    let observed = ObservedIDs()
+    fixture.postgres.observeEvents { event, _ in observed.append(event.id) }
+    let before = try postgresCreate(fixture.postgres, "before")
+    #expect(try waitFor { observed.ids == [before.event.id] })
+    return (fixture, observed, before)
+}
+
+/// The event ids an observer was given, in order.
+final class ObservedIDs: Sendable {
+    private let list = Mutex<[Int64]>([])
+    func append(_ id: Int64) { list.withLock { $0.append(id) } }
+    var ids: [Int64] { list.withLock { $0 } }
+}
+
 func postgresCreate(_ store: PostgresStore, _ body: String, owner: Owner = .unclaimed) throws -> NoteChange {
     try StoreWait.wait { store.createNote(body: body, owner: owner, completion: $0) }
 }
@@ -160,12 +177,8 @@ func postgresCreate(_ store: PostgresStore, _ body: String, owner: Owner = .uncl
 struct PostgresLateCommitTests {
     @Test("an event committed late is delivered, before the later ids, never skipped")
     func lateCommitIsNotSkipped() throws {
-        let fixture = try StoreFixture(.postgres)
+        let (fixture, observed, before) = try observedStore()
         let store = fixture.postgres
-        let observed = Mutex<[Int64]>([])
-        store.observeEvents { event, _ in observed.withLock { $0.append(event.id) } }
-        let before = try postgresCreate(store, "before")
-        #expect(try waitFor { observed.withLock { $0 } == [before.event.id] })
         let position = try store.lastEventID()
         #expect(position == before.event.id)
 
@@ -186,7 +199,7 @@ struct PostgresLateCommitTests {
         #expect(try store.lastEventID() == position)
         #expect(try store.events(after: position, limit: 10, owner: .unclaimed) == [])
         Thread.sleep(forTimeInterval: 1.3)  // the feed's periodic read too
-        #expect(observed.withLock { $0 } == [before.event.id])
+        #expect(observed.ids == [before.event.id])
         #expect(bResult.withLock { $0 } == nil, "B is acknowledged only once its event is visible")
 
         try a.execute("NOTIFY jotter_events; COMMIT")
@@ -195,7 +208,7 @@ struct PostgresLateCommitTests {
         #expect(lateEvent.id < b.event.id, "A's id is the smaller: it is delivered first")
         #expect(try store.events(after: position, limit: 10, owner: .unclaimed)?.map(\.id) == [lateEvent.id, b.event.id])
         #expect(try store.lastEventID() == b.event.id)
-        #expect(try waitFor { observed.withLock { $0 } == [before.event.id, lateEvent.id, b.event.id] })
+        #expect(try waitFor { observed.ids == [before.event.id, lateEvent.id, b.event.id] })
     }
 }
 
@@ -205,12 +218,8 @@ struct PostgresLateCommitTests {
 struct PostgresStoreRestartTests {
     @Test("after PostgreSQL restarts, reads, writes and the event feed come back by themselves")
     func storeComesBackAfterServerRestart() throws {
-        let fixture = try StoreFixture(.postgres)
+        let (fixture, observed, before) = try observedStore()
         let store = fixture.postgres
-        let observed = Mutex<[Int64]>([])
-        store.observeEvents { event, _ in observed.withLock { $0.append(event.id) } }
-        let before = try postgresCreate(store, "before")
-        #expect(try waitFor { observed.withLock { $0 } == [before.event.id] })
 
         try PostgresRestart.run()  // every pooled connection and the feed's are now dead
 
@@ -218,6 +227,6 @@ struct PostgresStoreRestartTests {
         #expect(after.event.id > before.event.id)
         #expect(try store.note(id: after.note.id, owner: .unclaimed) == after.note)
         #expect(store.health() == ["database": "ok"])
-        #expect(try waitFor { observed.withLock { $0 } == [before.event.id, after.event.id] })
+        #expect(try waitFor { observed.ids == [before.event.id, after.event.id] })
     }
 }

@@ -25,7 +25,7 @@ final class PostgresEventFeed: Sendable {
     }
 
     private let state = Mutex(State())
-    private let thread = Mutex<pthread_t?>(nil)
+    private let thread: StoreThreads
     private let url: String
     private let backlog: Int
     /// The last event id handed over (or skipped before a handler was set: none are).
@@ -35,17 +35,8 @@ final class PostgresEventFeed: Sendable {
         self.url = url
         self.backlog = backlog
         self.position = Atomic(position)
-        let box = Unmanaged.passRetained(self).toOpaque()
-        var tid = pthread_t()
-        let rc = pthread_create(&tid, nil, { context in
-            Unmanaged<PostgresEventFeed>.fromOpaque(context!).takeRetainedValue().run()
-            return nil
-        }, box)
-        guard rc == 0 else {
-            Unmanaged<PostgresEventFeed>.fromOpaque(box).release()
-            throw .system("could not start the PostgreSQL event thread (pthread_create: \(rc))")
-        }
-        thread.withLock { $0 = tid }
+        thread = try StoreThreads(count: 1)
+        thread.run { [self] in run() }
     }
 
     /// Sets the handler; the events after `position` (when given) are delivered to it.
@@ -59,8 +50,7 @@ final class PostgresEventFeed: Sendable {
     /// Ends the thread (within about 0.1 s) and closes its connection. Idempotent.
     func stop() {
         state.withLock { $0.stopped = true }
-        guard let tid = thread.withLock({ tid in defer { tid = nil }; return tid }) else { return }
-        if pthread_equal(tid, pthread_self()) != 0 { pthread_detach(tid) } else { pthread_join(tid, nil) }
+        thread.stop()
     }
 
     private var stopped: Bool { state.withLock { $0.stopped } }
