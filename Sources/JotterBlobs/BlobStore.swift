@@ -82,11 +82,15 @@ public struct BlobInfo: Sendable, Equatable {
     public let size: Int64
     /// Changes whenever the content changes; quoted as HTTP sends it (`"…"`).
     public let etag: String
+    /// When the object was stored, Unix seconds; given by `list` (what an orphan sweep needs
+    /// to spare uploads still in flight), nil where the store did not say.
+    public let modified: Int64?
 
-    public init(key: String, size: Int64, etag: String) {
+    public init(key: String, size: Int64, etag: String, modified: Int64? = nil) {
         self.key = key
         self.size = size
         self.etag = etag
+        self.modified = modified
     }
 }
 

@@ -148,7 +148,7 @@ public struct LocalBlobStore: BlobStore {
     private static func info(_ key: String, _ status: stat) -> BlobInfo {
         let modified = Int64(status.st_mtim.tv_sec) * 1_000_000_000 + Int64(status.st_mtim.tv_nsec)
         let etag = "\"" + String(UInt64(status.st_size), radix: 16) + "-" + String(UInt64(bitPattern: modified), radix: 16) + "\""
-        return BlobInfo(key: key, size: Int64(status.st_size), etag: etag)
+        return BlobInfo(key: key, size: Int64(status.st_size), etag: etag, modified: Int64(status.st_mtim.tv_sec))
     }
 
     private static func makeDirectories(_ path: String) throws {
