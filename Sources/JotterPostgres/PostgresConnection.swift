@@ -114,8 +114,13 @@ public final class PostgresConnection: @unchecked Sendable {
     /// Runs `body` in a transaction: `BEGIN` (at `isolation`), then `COMMIT` when it returns or
     /// `ROLLBACK` when it throws. A connection lost during `COMMIT` is `.commitOutcomeUnknown`.
     /// Nested calls run inside the outer transaction (no savepoints).
+    ///
+    /// `settings` are `SET LOCAL name TO 'value'` for this transaction only, sent with `BEGIN`
+    /// in the same round trip (e.g. `[("synchronous_commit", "on")]`). Names are SQL text:
+    /// constants of the caller's, never input.
     public func transaction<T>(
         isolation: PostgresIsolation = .readCommitted,
+        settings: [(name: String, value: String)] = [],
         _ body: (PostgresConnection) throws -> T
     ) throws -> T {
         if transactionDepth > 0 {
@@ -123,7 +128,8 @@ public final class PostgresConnection: @unchecked Sendable {
             defer { transactionDepth -= 1 }
             return try body(self)
         }
-        try execute("BEGIN ISOLATION LEVEL \(isolation.rawValue)")
+        let locals = settings.map { "; SET LOCAL \($0.name) TO '\($0.value.replacing("'", with: "''"))'" }.joined()
+        try execute("BEGIN ISOLATION LEVEL \(isolation.rawValue)" + locals)
         transactionDepth = 1
         defer { transactionDepth = 0 }
         let value: T

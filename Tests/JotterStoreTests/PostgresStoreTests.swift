@@ -106,15 +106,26 @@ struct PostgresStoreTests {
         let fixture = try StoreFixture(.postgres)
         let db = try fixture.connect()
         #expect(try db.query("SHOW synchronous_commit")[0].value(0, as: String.self) == "off", "the test server's default")
-        #expect(try create(fixture.postgres, "durable").note.version == 1)
-        // The setting is per transaction: look at what the store's transaction ran with.
-        let value = try fixture.postgres.read { db in
-            try db.transaction { db -> String in
-                try db.execute("SET LOCAL synchronous_commit TO on")
-                return try db.query("SHOW synchronous_commit")[0].value(0)
-            }
+        let setting = try StoreWait.wait { (done: @escaping StoreCompletion<String>) in
+            fixture.postgres.write({ write in try write.db.query("SHOW synchronous_commit")[0].value(0) }, completion: done)
         }
-        #expect(value == "on")
+        #expect(setting == "on")
+        // Only for the store's transactions: its connection's session keeps the default.
+        #expect(try fixture.postgres.read { db in try db.query("SHOW synchronous_commit")[0].value(0, as: String.self) } == "off")
+    }
+
+    @Test("statistics count notes and uploads and size the database")
+    func storageStatistics() throws {
+        let fixture = try StoreFixture(.postgres)
+        let note = try fixture.create("one")
+        try fixture.create("two")
+        let path = fixture.directory.path + "/tmp/t"
+        try Data([1, 2, 3, 4]).write(to: URL(fileURLWithPath: path))
+        _ = try fixture.store.perform(.addUploads([try fixture.store.stage(path, size: 4)], noteID: note.id), owner: .unclaimed)
+        let statistics = try fixture.store.storageStatistics()
+        #expect(statistics.notes == 2 && statistics.uploads == 1 && statistics.uploadBytes == 4)
+        #expect(statistics.databaseBytes > 1_000_000)
+        #expect(fixture.store.schemaVersion == PostgresSchema.current)
     }
 
     @Test("a server that can't be reached is unavailable, and health says why")
@@ -173,7 +184,7 @@ func postgresCreate(_ store: PostgresStore, _ body: String, owner: Owner = .uncl
 
 /// A transaction held open for over a second holds back every reader of events on the
 /// cluster: run alone (it is in the Makefile's TIMING_TESTS).
-@Suite("PostgreSQL store: late commits", .enabled(if: PostgresServer.available, PostgresServer.skipMessage))
+@Suite("PostgreSQL store: late commits", .tags(.timing), .enabled(if: PostgresServer.available, PostgresServer.skipMessage))
 struct PostgresLateCommitTests {
     @Test("an event committed late is delivered, before the later ids, never skipped")
     func lateCommitIsNotSkipped() throws {

@@ -145,17 +145,14 @@ public final class PostgresStore: DataStore {
                 let (value, removed) = try Self.mapped {
                     try Self.retrying(options.attempts) {
                         try pool.withConnection { db -> (T, [String]) in
-                            let (value, removed, txid) = try db.transaction { db -> (T, [String], String?) in
+                            // Durable when acknowledged, whatever the server's default.
+                            let (value, removed, txid) = try db.transaction(settings: [("synchronous_commit", "on")]) { db -> (T, [String], String?) in
                                 let write = PostgresWrite(db: db, now: Int64(time(nil)))
                                 let value = try body(write)
-                                // Durable when acknowledged, whatever the server's default; wake every instance's feed.
-                                guard write.events > 0 else {
-                                    try db.execute("SET LOCAL synchronous_commit TO on")
-                                    return (value, write.removedUploads, nil)
-                                }
-                                let txid: String? = try db.execute("""
-                                    SET LOCAL synchronous_commit TO on; NOTIFY \(PostgresEventFeed.channel); SELECT pg_current_xact_id()
-                                    """).first?.value(0)
+                                guard write.events > 0 else { return (value, write.removedUploads, nil) }
+                                // Wake every instance's feed.
+                                let txid: String? = try db.execute("NOTIFY \(PostgresEventFeed.channel); SELECT pg_current_xact_id()")
+                                    .first?.value(0)
                                 return (value, write.removedUploads, txid)
                             }
                             if let txid { Self.waitUntilVisible(txid, on: db) }
