@@ -66,6 +66,20 @@ struct SearchTests {
         #expect(try Self.search(fixture.store, "hopping").isEmpty)
     }
 
+    @Test("words are runs of letters and digits, whatever looks like a number; diacritics go, letters stay", arguments: Backend.all)
+    func wordsAreRunsOfLettersAndDigits(backend: Backend) throws {
+        let fixture = try StoreFixture(backend)
+        let bodies = ["2e3x", "x-ray 1.5", "Straße", "Łódź"]
+        for body in bodies { try fixture.create(body) }
+        #expect(try Self.search(fixture.store, "x") == [bodies[1]])
+        #expect(try Self.search(fixture.store, "2e3") == [bodies[0]])
+        #expect(try Self.search(fixture.store, "5") == [bodies[1]])
+        #expect(try Self.search(fixture.store, "strasse").isEmpty)
+        #expect(try Self.search(fixture.store, "STRA") == [bodies[2]])
+        #expect(try Self.search(fixture.store, "lodz").isEmpty)
+        #expect(try Self.search(fixture.store, "łodz") == [bodies[3]])
+    }
+
     @Test(arguments: Backend.all) func blankSearchIsNoFilter(backend: Backend) throws {
         let (fixture, notes) = try Self.fixture(backend)
         for blank in ["", "   ", "\n\t", "\u{0}", "\u{1}\u{7F}"] {

@@ -16,17 +16,25 @@ enum PostgresSchema {
         // 1: everything the SQLite schema has at its version 3 (notes with full-text search,
         // events, uploads, users, credentials; every row owned).
         """
-        -- Search: words are runs of letters and digits (as SQLite's unicode61 tokenizer splits
-        -- them), combining marks dropped, then unaccented and lower-cased. Text escapes
+        -- Search: the body lower-cased, diacritics removed (decomposed, combining marks
+        -- U+0300-U+036F dropped, composed again: what unicode61's remove_diacritics 2 does), cut
+        -- into runs of letters and digits (every other character separates words, as in
+        -- unicode61), each run a lexeme at its position. Built without PostgreSQL's parser,
+        -- which splits runs it takes for numbers ('2e3x' -> '2e3', 'x'). Text escapes
         -- (PostgresText: U+FFFF and the character after it) separate words like NUL does.
-        CREATE EXTENSION IF NOT EXISTS unaccent;
-        CREATE TEXT SEARCH CONFIGURATION jotter_search (COPY = simple);
-        ALTER TEXT SEARCH CONFIGURATION jotter_search ALTER MAPPING FOR word, numword WITH unaccent, simple;
+        -- Left out, as to_tsvector leaves them out: words over 2046 bytes, and the words after
+        -- the first 900 kB (a tsvector holds at most 1 MB).
         CREATE FUNCTION jotter_search_vector(body text) RETURNS tsvector
             LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
-            RETURN to_tsvector('jotter_search'::regconfig,
-                               regexp_replace(regexp_replace(regexp_replace(body, '\\uffff.', ' ', 'g'),
-                                                             '[\\u0300-\\u036f]+', '', 'g'), '[^[:alnum:]]+', ' ', 'g'));
+            RETURN (SELECT coalesce(string_agg('''' || replace(replace(word, '\\', '\\\\'), '''', '''''') || ''':'
+                                               || least(position, 16383), ' '), '')::tsvector
+                    FROM (SELECT word, position, sum(octet_length(word) + 8) OVER (ORDER BY position) AS bytes
+                          FROM regexp_split_to_table(
+                                   normalize(regexp_replace(normalize(lower(regexp_replace(body, '\\uffff.', ' ', 'g')), NFD),
+                                                            '[\\u0300-\\u036f]+', '', 'g'), NFC),
+                                   '[^[:alnum:]]+') WITH ORDINALITY AS split(word, position)
+                          WHERE word <> '' AND octet_length(word) <= 2046) AS words
+                    WHERE bytes <= 900000);
         -- One search word: its words in a phrase, the last one a prefix ('a*b' -> 'a' <-> 'b':*);
         -- NULL when it has none.
         CREATE FUNCTION jotter_word_query(word text) RETURNS tsquery
