@@ -109,4 +109,26 @@ struct ThroughputReport {
         }
         print("store, notes(limit: 100, search: 2 words) on 1 thread: \(Int(Double(pages) / searches)) searches/s")
     }
+
+    @Test("PostgreSQL store: creates from 1 and 8 threads, note reads", .enabled(if: PostgresServer.available))
+    func postgres() throws {
+        let fixture = try StoreFixture(.postgres)
+        let store = fixture.store
+        let single = 2_000
+        var seconds = try Self.seconds {
+            for index in 0..<single { _ = try store.perform(.create(body: "single \(index)"), owner: .unclaimed) }
+        }
+        Self.report("PostgreSQL store, 1 thread perform(create)", writes: single, commits: single, seconds: seconds)
+        seconds = Self.seconds {
+            onThreads(8) { thread in
+                for index in 0..<500 { _ = try? store.perform(.create(body: "t\(thread) \(index)"), owner: .unclaimed) }
+            }
+        }
+        Self.report("PostgreSQL store, 8 threads x 500 perform(create)", writes: 4_000, commits: 4_000, seconds: seconds)
+        let id = try store.notes(NoteQuery(limit: 1), owner: .unclaimed)[0].id
+        seconds = try Self.seconds { for _ in 0..<5_000 { _ = try store.note(id: id, owner: .unclaimed) } }
+        print("PostgreSQL store, 1 thread note(id:): 5000 reads in \(String(format: "%.2f", seconds)) s = \(Int(5_000 / seconds)) reads/s")
+        seconds = try Self.seconds { for _ in 0..<500 { _ = try store.notes(NoteQuery(limit: 100), owner: .unclaimed) } }
+        print("PostgreSQL store, 1 thread notes(limit: 100): 500 pages in \(String(format: "%.2f", seconds)) s = \(Int(500 / seconds)) pages/s")
+    }
 }
