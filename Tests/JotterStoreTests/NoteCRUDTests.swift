@@ -110,6 +110,22 @@ struct NoteCRUDTests {
         #expect(calls.value == 1)
     }
 
+    @Test("closing lets the queued writes finish", arguments: Backend.all)
+    func closeFinishesQueuedWrites(backend: Backend) throws {
+        let fixture = try StoreFixture(backend)
+        let outcomes = Mutex<[Result<NoteChange, StoreError>]>([])
+        for index in 0..<50 {
+            fixture.store.createNote(body: "queued \(index)", owner: .unclaimed) { result in outcomes.withLock { $0.append(result) } }
+        }
+        fixture.store.close()
+        let results = outcomes.withLock { $0 }
+        #expect(results.count == 50)
+        #expect(results.allSatisfy { (try? $0.get()) != nil })
+        let reopened = try fixture.reopen()
+        defer { reopened.close() }
+        #expect(try reopened.notes(NoteQuery(limit: 100)).count == 50)
+    }
+
     @Test(arguments: Backend.all) func closedStoreRefusesWork(backend: Backend) throws {
         let fixture = try StoreFixture(backend)
         fixture.store.close()

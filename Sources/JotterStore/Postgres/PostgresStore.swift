@@ -139,8 +139,9 @@ public final class PostgresStore: DataStore {
     /// blobs of the uploads it removed once it committed, then calls `completion`. From a store
     /// thread (a blocking convenience inside dispatched work) it runs right there.
     func write<T: Sendable>(_ body: @escaping @Sendable (PostgresWrite) throws -> T, completion: @escaping StoreCompletion<T>) {
+        // Refused once closed; what was queued before still runs (close() lets it finish).
+        guard !closed.load(ordering: .acquiring) else { return completion(.failure(.closed)) }
         let work: @Sendable () -> Void = { [self] in
-            guard !closed.load(ordering: .relaxed) || threads.isCurrent else { return completion(.failure(.closed)) }
             let result = Result { () throws(StoreError) -> T in
                 let (value, removed) = try Self.mapped {
                     try Self.retrying(options.attempts) {
