@@ -124,3 +124,48 @@ struct PostgresServerTests {
         }
     }
 }
+
+/// PostgreSQL taken away under a running server: every request that needs it is a `503` with
+/// `Retry-After` (nothing half-stored), `/healthz` says the database is the reason, and once
+/// PostgreSQL is back the server serves again by itself.
+@Suite("Server on PostgreSQL: database down", .tags(.timing), .serialized,
+       .enabled(if: SharedBackend.available && PostgresRestart.program != nil, Comment(rawValue: SharedBackend.skipMessage)))
+struct PostgresDownTests {
+    @Test func unavailableThenBack() throws {
+        let backend = try SharedBackend()
+        try TestApp.with(configure: backend.configure) { app in
+            let created = try app.request("POST", "/notes", headers: [("Content-Type", "application/json")], body: #"{"body":"kept"}"#)
+            let id = try #require((try created.json()["note"] as? [String: Any])?["id"] as? String)
+            try PostgresRestart.run("stop")
+            var restarted = false
+            defer { if !restarted { try? PostgresRestart.run("start") } }
+
+            for (method, target, body) in [("GET", "/notes/\(id)", ""), ("GET", "/notes", ""), ("POST", "/notes", #"{"body":"lost"}"#)] {
+                let refused = try app.request(method, target, headers: [("Content-Type", "application/json")], body: body)
+                #expect(refused.status == 503, "\(method) \(target): \(refused.text)")
+                #expect(refused.header("Retry-After") != nil, "\(method) \(target)")
+                #expect(refused.header("Content-Type") == "application/problem+json")
+            }
+            let health = try app.request("GET", "/healthz")
+            #expect(health.status == 503)
+            let checks = try health.json()["checks"] as? [String: String]
+            #expect(checks?["database"] != "ok")
+            #expect(checks?["blob_store"] == "ok")
+
+            try PostgresRestart.run("start")
+            restarted = true
+            // Back by itself: the pool replaces its dead connections (a bound for "never", not a timing claim).
+            let deadline = Date().addingTimeInterval(30)
+            var last = try app.request("GET", "/notes/\(id)")
+            while last.status != 200, Date() < deadline {
+                usleep(200_000)
+                last = try app.request("GET", "/notes/\(id)")
+            }
+            #expect(last.status == 200, "\(last.text)")
+            #expect(try app.request("GET", "/healthz").status == 200)
+            // The refused POST stored nothing.
+            let bodies = try #require(try app.request("GET", "/notes").json()["notes"] as? [[String: Any]]).compactMap { $0["body"] as? String }
+            #expect(bodies == ["kept"])
+        }
+    }
+}

@@ -1,14 +1,15 @@
 import Foundation
 
 /// The program scripts/test-services gives in `JOTTER_TEST_POSTGRES_RESTART`: it restarts the
-/// test PostgreSQL server (immediate stop, same port), dropping every connection.
+/// test PostgreSQL server (immediate stop, same port), dropping every connection; `run("stop")`
+/// and `run("start")` take it away and bring it back.
 public enum PostgresRestart {
     public static let program = ProcessInfo.processInfo.environment["JOTTER_TEST_POSTGRES_RESTART"]
 
     /// Runs the program and waits for it. (posix_spawn and waitpid: Foundation's
     /// `Process.waitUntilExit` can miss the exit when called from a Swift Testing task. The
     /// child gets no blocked signals and default handlers, which the server it starts relies on.)
-    public static func run() throws {
+    public static func run(_ action: String = "restart") throws {
         guard let program else { throw RestartError(message: "JOTTER_TEST_POSTGRES_RESTART is not set") }
         var pid: pid_t = 0
         var attributes = posix_spawnattr_t()
@@ -21,8 +22,8 @@ public enum PostgresRestart {
         posix_spawnattr_setsigdefault(&attributes, &all)
         posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
         let spawned = program.withCString { path in
-            var argv: [UnsafeMutablePointer<CChar>?] = [strdup(path), nil]
-            defer { free(argv[0]) }
+            var argv: [UnsafeMutablePointer<CChar>?] = [strdup(path), strdup(action), nil]
+            defer { free(argv[0]); free(argv[1]) }
             return posix_spawn(&pid, path, nil, &attributes, &argv, environ)
         }
         guard spawned == 0 else { throw RestartError(message: "cannot run \(program): \(spawned)") }
