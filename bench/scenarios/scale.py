@@ -295,6 +295,6 @@ def run(args, tmp: str) -> tuple:
                f"everything shares the machine, so more instances add no cores: req/s shows "
                f"contention, µs/req the cost.\n\n"
                f"Machine: {machine_info(['nginx', 'sqlite'])}; {pg_version}.\n\n{table}\n\n"
-               f"Reproduce (after `scripts/install-bench-deps` and `scripts/install-deps --test`):"
+               f"Reproduce (after `scripts/install-bench-deps`):"
                f"\n\n```\n{command}\n```")
     return table, section
