@@ -161,3 +161,27 @@ struct ScaleOutTests {
         #expect(cluster.nginx.accessLog().suffix(6).contains { $0.upstreams == [victimAddress] }, "nginx sends it requests again")
     }
 }
+
+/// The load balancer configuration itself, without PostgreSQL: nginx accepts it, and the
+/// deployment guide shows it as it is.
+@Suite("contrib/nginx/jotter.conf")
+struct NginxConfigurationTests {
+    @Test("nginx starts with it and passes requests to the instance")
+    func nginxAcceptsIt() throws {
+        let server = try ServerProcess(["--quiet"])
+        defer { server.signal(SIGTERM); server.finish() }
+        let nginx = try NginxProcess(instances: [server.port])
+        defer { nginx.stop() }
+        let response = try RawHTTP(port: nginx.port).request("GET", "/healthz", close: true)
+        #expect(response.status == 200, "\(response.text)")
+        #expect(nginx.accessLog().map(\.upstreams) == [["127.0.0.1:\(server.port)"]])
+    }
+
+    @Test("docs/deployment.md quotes it whole")
+    func documentationQuotesIt() throws {
+        let configuration = try String(contentsOf: NginxProcess.template, encoding: .utf8)
+        let guide = try String(contentsOf: NginxProcess.template.deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent("docs/deployment.md"), encoding: .utf8)
+        #expect(guide.contains("```nginx\n" + configuration + "```\n"))
+    }
+}
