@@ -21,7 +21,8 @@ public final class EventStreamConnection {
     /// The response's status code and head (status line and header lines).
     public private(set) var status = 0
     public private(set) var head = ""
-    private let fd: Int32
+    private let connection: RawHTTP
+    private var fd: Int32 { connection.fd }
     private var raw: [UInt8] = []
     /// Decoded body bytes not yet parsed into events.
     private var text: [UInt8] = []
@@ -33,32 +34,25 @@ public final class EventStreamConnection {
     /// reads the response head; for a `200`, also waits for the `retry:` line that the server
     /// sends once the stream is subscribed.
     public init(port: Int, lastEventID: Int64? = nil, timeout: Double = 10) throws {
-        let fd = try Self.connect(port: port)
-        self.fd = fd
+        connection = try RawHTTP(port: port, timeout: timeout)
+        let fd = connection.fd
         var request = "GET /notes/events HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: text/event-stream\r\n"
         if let lastEventID { request += "Last-Event-ID: \(lastEventID)\r\n" }
         let bytes = Array((request + "\r\n").utf8)
         guard bytes.withUnsafeBytes({ send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }) == bytes.count else {
-            close(fd)
             throw RawHTTP.Failure(message: "send to port \(port) failed")
         }
         let deadline = Date().addingTimeInterval(timeout)
         var headEnd: Int?
-        do {
-            while headEnd == nil {
-                try receive(until: deadline)
-                headEnd = Self.find([13, 10, 13, 10], in: raw)
-            }
-        } catch {
-            close(fd)
-            throw error
+        while headEnd == nil {
+            try receive(until: deadline)
+            headEnd = Self.find([13, 10, 13, 10], in: raw)
         }
         head = String(decoding: raw[..<headEnd!], as: UTF8.self)
         raw.removeFirst(headEnd! + 4)
         status = Int(head.split(separator: " ").dropFirst().first ?? "") ?? 0
         guard status == 200 else { return }
         guard head.lowercased().contains("transfer-encoding: chunked") else {
-            close(fd)
             throw RawHTTP.Failure(message: "event stream not chunked: \(head)")
         }
         while !String(decoding: text, as: UTF8.self).contains("retry:") {
@@ -67,8 +61,6 @@ public final class EventStreamConnection {
             try receive(until: deadline)
         }
     }
-
-    deinit { close(fd) }
 
     /// The next `count` events, in the order they came; throws when they have not all arrived
     /// within `seconds` (saying which did) or the stream ended.
@@ -182,23 +174,5 @@ public final class EventStreamConnection {
             return start
         }
         return nil
-    }
-
-    private static func connect(port: Int) throws -> Int32 {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { throw RawHTTP.Failure(message: "socket failed") }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = UInt16(port).bigEndian
-        inet_pton(AF_INET, "127.0.0.1", &address.sin_addr)
-        let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 }
-        }
-        guard connected else {
-            let reason = String(cString: strerror(errno))
-            close(fd)
-            throw RawHTTP.Failure(message: "connect to port \(port) failed: \(reason)")
-        }
-        return fd
     }
 }

@@ -12,7 +12,7 @@ import glob, json, os, pwd, random, shutil, subprocess, time, asyncio
 
 from harness import (REPO, WARMUP_S, BenchError, cpu_seconds, f0, free_port, http_get,
                      load, log_warning, machine_info, now, reproduce_command, start_server)
-from scenarios.notes import WORDS, _post_notes, newest_id, seed
+from scenarios.notes import WORDS, _post_notes, post_load, seed
 
 NAME = "scale"
 TITLE = "N instances on PostgreSQL behind nginx, next to one on SQLite ({:,} notes)"
@@ -117,6 +117,7 @@ class Deployment:
 
     def __init__(self, instances: list, nginx=None, postgres=None):
         self.instances, self.nginx, self.postgres = instances, nginx, postgres
+        self.snapshots = []  # components() at each cpu_seconds() call: load() calls it around its measured run
         front = nginx or instances[0]
         self.name, self.base = front.name, front.base
 
@@ -133,7 +134,8 @@ class Deployment:
         return cpu
 
     def cpu_seconds(self) -> float:
-        return sum(self.components().values())
+        self.snapshots.append(self.components())
+        return sum(self.snapshots[-1].values())
 
     def stop(self):
         if self.nginx:
@@ -146,25 +148,17 @@ def measure(deployment: Deployment, args, ids_file: str, label: str) -> dict:
     rows = {}
     some_id = open(ids_file).readline().strip()
     for key, what, script, conns in LOADS:
-        status, body = http_get(f"{deployment.base}/notes/{some_id}" if key == "get"
-                                else f"{deployment.base}/notes?limit=100")
+        path = "/notes?limit=100" if key == "list" else f"/notes/{some_id}"
+        status, body = http_get(deployment.base + path)
         if status != 200:
-            raise BenchError(f"{label}: sanity GET -> {status} {body[:200]!r}")
-        path = "/notes" if key == "post" else ("/notes?limit=100" if key == "list" else
-                                                f"/notes/{some_id}")
-        before_id = newest_id(deployment) if key == "post" else 0
-        c0 = deployment.components()
-        r = load(deployment, path, args.duration, getattr(args, conns), script,
-                 (ids_file,) if key == "get" else (), label=f"{label} {what}")
-        c1 = deployment.components()
-        r["per_component"] = {k: c1[k] - c0[k] for k in c0}
-        if key == "post":
-            created = newest_id(deployment) - before_id
-            acknowledged = r["warmup_requests"] + r["requests"] - r["non2xx"]
-            r["created"], r["acknowledged"] = created, acknowledged
-            if created < acknowledged:
-                print(f"  WARNING {label}: {acknowledged} notes acknowledged but only {created} "
-                      f"in the table", flush=True)
+            raise BenchError(f"{label}: GET {path} -> {status} {body[:200]!r}")
+        if key == "post":  # also checks that every 201 is a note in the table
+            r = post_load(deployment, args, f"{label} {what}")
+        else:
+            r = load(deployment, path, args.duration, getattr(args, conns), script,
+                     (ids_file,) if key == "get" else (), label=f"{label} {what}")
+        before, after = deployment.snapshots[-2:]  # around the measured run
+        r["per_component"] = {k: after[k] - before[k] for k in before}
         rows[key] = r
     return rows
 
