@@ -66,22 +66,22 @@ enum DataFolder {
 
     static func open(_ arguments: Arguments) -> String { arguments.option("--data") ?? "./jotter-data" }
 
-    static func store(_ path: String) throws -> SQLiteNoteStore {
-        var options = SQLiteNoteStore.Options()
+    static func store(_ path: String) throws -> SQLiteStore {
+        var options = SQLiteStore.Options()
         options.removesOrphans = false
-        do { return try SQLiteNoteStore(dataDirectory: path, options: options) } catch {
+        do { return try SQLiteStore(dataDirectory: path, options: options) } catch {
             throw CommandFailure("cannot open the data folder \(path): \(error)")
         }
     }
 
     /// Runs `body` on the store of the data folder `path`, closing it after.
-    static func with<T>(_ path: String, _ body: (SQLiteNoteStore) throws -> T) throws -> T {
+    static func with<T>(_ path: String, _ body: (SQLiteStore) throws -> T) throws -> T {
         let store = try self.store(path)
         defer { store.close() }
         return try body(store)
     }
 
-    static func user(_ name: String, in store: SQLiteNoteStore) throws -> UserRecord {
+    static func user(_ name: String, in store: SQLiteStore) throws -> UserRecord {
         guard let user = try store.user(named: name) else { throw CommandFailure("no user is named \(name)", status: ExitCode.notFound) }
         return user
     }

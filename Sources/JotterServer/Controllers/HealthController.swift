@@ -10,7 +10,8 @@ import JotterStore
 
 /// `GET /healthz`: ready or not, with each check; `GET /metrics`: Prometheus text.
 ///
-/// Ready (`200 {"status":"ok","checks":{…},"free_bytes":N}`) when the database answers a read,
+/// Ready (`200 {"status":"ok","checks":{…},"free_bytes":N}`) when the store's checks pass (the
+/// database answers a read; with PostgreSQL, also the blob store),
 /// a file can be created in the data folder and at least `minimumFreeBytes` are free there;
 /// otherwise `503` problem+json whose `detail` names what failed, with the same `checks` and
 /// `free_bytes` members.
@@ -46,19 +47,15 @@ struct HealthCheck: Sendable {
         var failures: [String] { checks.filter { $0.value != "ok" }.map { "\($0.key): \($0.value)" }.sorted() }
     }
 
-    let store: SQLiteNoteStore
+    let store: any DataStore
+    let dataDirectory: String
     let minimumFreeBytes: Int64
 
     func run() -> Report {
         var report = Report()
-        do {
-            try store.checkReadable()
-            report.checks["database"] = "ok"
-        } catch {
-            report.checks["database"] = "cannot read the database: \(error)"
-        }
+        report.checks = store.health()
         report.checks["data_folder"] = Self.writable(store.temporaryDirectory)
-        report.freeBytes = Self.freeBytes(store.dataDirectory)
+        report.freeBytes = Self.freeBytes(dataDirectory)
         if let free = report.freeBytes {
             report.checks["free_space"] = free >= minimumFreeBytes ? "ok"
                 : "only \(free) bytes free in the data folder (at least \(minimumFreeBytes) wanted)"
