@@ -41,10 +41,16 @@ struct SharedBackend {
         if !missing.isEmpty {
             return "\(missing.joined(separator: ", ")) not set: run under scripts/test-services (make test does)"
         }
-        let help = (try? runProgram([ServerProcess.binary.path, "serve", "--help"]))?.output ?? ""
-        if !help.contains("--database") || !help.contains("--blob-store") {
-            return "jotter serve has no --database/--blob-store yet: the PostgreSQL store is not on this branch"
-        }
+        // A build whose store factory has no PostgreSQL refuses --database postgres://… at start-up.
+        guard let backend = try? SharedBackend() else { return nil }   // the tests then say why
+        defer { backend.remove() }
+        do {
+            let probe = try ServerProcess(["--quiet", "--database", backend.databaseURL])
+            probe.signal(SIGTERM)
+            probe.finish()
+        } catch where "\(error)".contains("no PostgreSQL store") {
+            return "this jotter has no PostgreSQL store yet (jotter serve --database postgres://… says: this build has no PostgreSQL store)"
+        } catch {}
         return nil
     }()
 
@@ -64,9 +70,9 @@ struct SharedBackend {
         let created = try runProgram(["psql", adminURL, "-v", "ON_ERROR_STOP=1", "-qc", "CREATE DATABASE \(database)"])
         guard created.status == 0 else { throw RawHTTP.Failure(message: "CREATE DATABASE failed: \(created.output)") }
         // postgres://user:password@host:port/DATABASE?…: the same server, the new database.
-        var components = try #require(URLComponents(string: adminURL))
+        guard var components = URLComponents(string: adminURL) else { throw RawHTTP.Failure(message: "cannot read \(adminURL)") }
         components.path = "/\(database)"
-        databaseURL = try #require(components.string)
+        databaseURL = components.string!
 
         let endpoint = env["JOTTER_TEST_S3_ENDPOINT"]!, region = env["JOTTER_TEST_S3_REGION"] ?? "us-east-1"
         let key = env["JOTTER_TEST_S3_ACCESS_KEY"]!, secret = env["JOTTER_TEST_S3_SECRET_KEY"]!
