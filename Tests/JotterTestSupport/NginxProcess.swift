@@ -117,6 +117,19 @@ public final class NginxProcess: @unchecked Sendable {
     /// The master's process id (0 once stopped).
     public var pid: Int32 { process?.processIdentifier ?? 0 }
 
+    /// Every request nginx has logged, once there are at least `count` lines (or `within`
+    /// seconds have passed): nginx writes a request's line after its last byte has gone, so a
+    /// client that has its answer may read the log a moment before the line is there.
+    public func accessLog(atLeast count: Int, within seconds: Double = 5) -> [LogLine] {
+        let deadline = Date().addingTimeInterval(seconds)
+        var lines = accessLog()
+        while lines.count < count && Date() < deadline {
+            usleep(10_000)
+            lines = accessLog()
+        }
+        return lines
+    }
+
     /// Every request nginx has logged so far (a request is logged when it ends).
     public func accessLog() -> [LogLine] {
         let text = (try? String(contentsOf: folder.appendingPathComponent("access.log"), encoding: .utf8)) ?? ""
