@@ -64,7 +64,7 @@ let package = Package(
         .testTarget(name: "JotterServerTests", dependencies: ["JotterServer", "JotterHTTP", "JotterAPI", "JotterWire", "JotterStore", "JotterTestSupport"]),
         .testTarget(name: "JotterCLITests", dependencies: ["JotterCLI", "JotterCLICore", "jotter", "jotter-server", "JotterAPI", "JotterClient", "JotterServer", "JotterTestSupport"]),
         .testTarget(name: "JotterAPITests", dependencies: ["JotterAPI"]),
-        .testTarget(name: "JotterStoreTests", dependencies: ["JotterStore", "JotterBlobs", "CSQLite"]),
+        .testTarget(name: "JotterStoreTests", dependencies: ["JotterStore", "CSQLite", "JotterPostgres", "JotterBlobs", "JotterTestSupport"]),
         .testTarget(name: "JotterPostgresTests", dependencies: ["JotterPostgres", "JotterTestSupport"]),
         .testTarget(name: "JotterBlobsTests", dependencies: ["JotterBlobs", "JotterTestSupport"]),
         .testTarget(name: "JotterClientTests", dependencies: ["JotterClient", "JotterServer", "JotterHTTP", "JotterTestSupport"]),
