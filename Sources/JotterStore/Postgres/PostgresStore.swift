@@ -49,6 +49,8 @@ public final class PostgresStore: DataStore {
     let pool: PostgresPool
     private let threads: StoreThreads
     private let feed: PostgresEventFeed
+    /// The hourly orphan sweep of the blobs (`PostgresStore+Sweep.swift`).
+    private let sweeper: PeriodicTask
     private let closed = Atomic<Bool>(false)
 
     /// Connects, migrates (or refuses a newer schema, untouched) and starts the store's threads.
@@ -92,6 +94,8 @@ public final class PostgresStore: DataStore {
             threads.stop()
             throw error
         }
+        let sweep = Self.uploadSweep(blobs: blobs, pool: pool)
+        sweeper = PeriodicTask(every: 3600, after: 60) { _ = try? sweep.run(now: Int64(time(nil))) }
     }
 
     deinit { close() }
@@ -100,6 +104,7 @@ public final class PostgresStore: DataStore {
     /// `StoreError.closed`. Idempotent.
     public func close() {
         guard !closed.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        sweeper.stop()
         threads.stop()
         feed.stop()
         pool.close()
