@@ -29,71 +29,53 @@ func runProgram(_ arguments: [String], environment: [String: String] = [:]) thro
     return ((status >> 8) & 0xFF, text)
 }
 
-/// The shared services of a scale-out: a fresh PostgreSQL database and a fresh S3 bucket on
-/// the servers scripts/test-services started (make test runs the tests under it), dropped by
-/// `remove()`.
-struct SharedBackend {
+/// The shared services of a scale-out: a fresh database (`SharedBackend`, dropped when the
+/// last reference goes) and a fresh bucket of its own, on the servers scripts/test-services
+/// started (make test runs the tests under it).
+struct ScaleOutBackend {
     static let environment = ProcessInfo.processInfo.environment
     /// Why the scale-out can't run here, or nil. In CI (`CI` set) it must run: missing
     /// services fail the tests instead of skipping them.
     static let unavailable: String? = {
-        let missing = ["JOTTER_TEST_POSTGRES_URL", "JOTTER_TEST_S3_ENDPOINT", "JOTTER_TEST_S3_BUCKET",
-                       "JOTTER_TEST_S3_ACCESS_KEY", "JOTTER_TEST_S3_SECRET_KEY"].filter { environment[$0]?.isEmpty ?? true }
-        guard !missing.isEmpty, environment["CI"]?.isEmpty ?? true else { return nil }
-        return "\(missing.joined(separator: ", ")) not set: run under scripts/test-services (make test does)"
+        guard !SharedBackend.available, environment["CI"]?.isEmpty ?? true else { return nil }
+        return SharedBackend.skipMessage
     }()
 
-    let databaseURL: String
+    let database: SharedBackend
+    var databaseURL: String { database.databaseURL }
     let blobStoreURL: String
-    /// The credentials `--blob-store` takes from the environment.
-    let instanceEnvironment: [String: String]
-    private let adminURL: String
-    private let database: String
+    /// What every instance runs with: the test's environment and the bucket's credentials.
+    var instanceEnvironment: [String: String] { database.processEnvironment }
 
     /// Creates the database and the bucket.
     init() throws {
+        database = try SharedBackend()
         let env = Self.environment
         func value(_ name: String) throws -> String {
             guard let value = env[name], !value.isEmpty else { throw RawHTTP.Failure(message: "\(name) is not set: run under scripts/test-services") }
             return value
         }
-        adminURL = try value("JOTTER_TEST_POSTGRES_URL")
-        let suffix = UInt64.random(in: 0...UInt64.max) % 1_000_000_000_000
-        database = "jotter_scale_\(suffix)"
-        let created = try runProgram(["psql", adminURL, "-v", "ON_ERROR_STOP=1", "-qc", "CREATE DATABASE \(database)"])
-        guard created.status == 0 else { throw RawHTTP.Failure(message: "CREATE DATABASE failed: \(created.output)") }
-        // postgres://user:password@host:port/DATABASE?…: the same server, the new database.
-        guard var components = URLComponents(string: adminURL) else { throw RawHTTP.Failure(message: "cannot read \(adminURL)") }
-        components.path = "/\(database)"
-        databaseURL = components.string!
-
         let endpoint = try value("JOTTER_TEST_S3_ENDPOINT"), region = env["JOTTER_TEST_S3_REGION"] ?? "us-east-1"
         let key = try value("JOTTER_TEST_S3_ACCESS_KEY"), secret = try value("JOTTER_TEST_S3_SECRET_KEY")
-        let bucket = "jotter-scale-\(suffix)"
+        let bucket = "jotter-scale-\(UInt64.random(in: 0...UInt64.max) % 1_000_000_000_000)"
         let made = try runProgram(["curl", "-sS", "-o", "/dev/null", "-w", "%{http_code}", "-X", "PUT",
                                    "--aws-sigv4", "aws:amz:\(region):s3", "--user", "\(key):\(secret)", "\(endpoint)/\(bucket)"])
         guard made.status == 0, made.output == "200" else { throw RawHTTP.Failure(message: "creating bucket \(bucket) failed: \(made.output)") }
         blobStoreURL = "s3://\(bucket)?endpoint=\(endpoint)&region=\(region)"
-        instanceEnvironment = ["AWS_ACCESS_KEY_ID": key, "AWS_SECRET_ACCESS_KEY": secret]
-    }
-
-    /// Drops the database (the bucket goes with SeaweedFS's folder when test-services ends).
-    func remove() {
-        _ = try? runProgram(["psql", adminURL, "-qc", "DROP DATABASE IF EXISTS \(database) WITH (FORCE)"])
     }
 }
 
 /// N `jotter serve` instances and nginx (`contrib/nginx/jotter.conf`) in front of them. Each
-/// instance has a data folder of its own (its temp files); with a `SharedBackend` they share
+/// instance has a data folder of its own (its temp files); with a `ScaleOutBackend` they share
 /// the database and the blob store. `stop()` ends everything, also when a test failed midway.
 final class ScaleOutCluster: @unchecked Sendable {
-    let backend: SharedBackend?
+    private(set) var backend: ScaleOutBackend?
     private(set) var instances: [ServerProcess] = []
     private let folders: [URL]
     private(set) var nginx: NginxProcess!
 
     /// Starts `count` instances (on `backend`, or each on SQLite in its own folder) and nginx.
-    init(instances count: Int, backend: SharedBackend?) throws {
+    init(instances count: Int, backend: ScaleOutBackend?) throws {
         self.backend = backend
         folders = (0..<count).map { _ in
             FileManager.default.temporaryDirectory.appendingPathComponent("jotter-scale-\(UUID().uuidString)")
@@ -133,7 +115,8 @@ final class ScaleOutCluster: @unchecked Sendable {
         instances[index] = try start(index, port: port)
     }
 
-    /// Stops nginx and every instance (SIGTERM, then SIGKILL), removes their folders. Idempotent.
+    /// Stops nginx and every instance (SIGTERM, then SIGKILL), removes their folders and drops
+    /// the database (the bucket goes with SeaweedFS's folder when test-services ends). Idempotent.
     func stop() {
         nginx?.stop()
         for instance in instances where instance.process.isRunning {
@@ -145,7 +128,7 @@ final class ScaleOutCluster: @unchecked Sendable {
         for instance in instances { _ = instance.finish() }
         instances = []
         for folder in folders { try? FileManager.default.removeItem(at: folder) }
-        backend?.remove()
+        backend = nil
     }
 
     /// One request on a new connection to `port`.

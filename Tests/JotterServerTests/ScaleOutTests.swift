@@ -8,10 +8,10 @@ import Testing
 /// contrib/nginx/jotter.conf — the deployment docs/deployment.md describes, with real processes.
 /// Run alone in the timing pass: it keeps both cores busy.
 @Suite("N instances on PostgreSQL and S3 behind nginx", .tags(.timing), .serialized,
-       .enabled(if: SharedBackend.unavailable == nil, Comment(rawValue: SharedBackend.unavailable ?? "")))
+       .enabled(if: ScaleOutBackend.unavailable == nil, Comment(rawValue: ScaleOutBackend.unavailable ?? "")))
 struct ScaleOutTests {
     func cluster(_ count: Int = 3) throws -> ScaleOutCluster {
-        try ScaleOutCluster(instances: count, backend: SharedBackend())
+        try ScaleOutCluster(instances: count, backend: ScaleOutBackend())
     }
 
     @Test("a note written through one instance reaches the event streams of every instance, direct and through nginx")
