@@ -14,8 +14,10 @@ and writes it into the scenario's own section of docs/benchmarks.md:
   instructions user-space instructions per request under callgrind, jotter and nginx
   peers   the same requests to jotter and to the tutorials' original servers (PHP hello script,
           iOS Recipes WEBrick server, httpbin, the Laravel notes app): req/s, CPU, RSS, ratios
+  scale   1, 2, 3 instances on PostgreSQL behind nginx and one on SQLite: GET one, GET a page,
+          durable POST; req/s and CPU per request of each component (jotter, postgres, nginx)
 
-    python3 bench/run.py --jotter .build/release/jotter [--scenario hello,notes,events,uploads,sdk-upload,instructions,peers]
+    python3 bench/run.py --jotter .build/release/jotter [--scenario hello,notes,events,uploads,sdk-upload,instructions,peers,scale]
         [--duration 10] [--rounds 1] [--threads 1] [--output docs/benchmarks.md] ...
 
 A scenario is a module under bench/scenarios/ with NAME, TITLE and run(args, tmp) ->
@@ -25,13 +27,14 @@ import argparse, os, shutil, signal, sys, tempfile
 
 from harness import REPO, BenchError, ForeignLoad, raise_nofile, write_section
 from scenarios import events, hello, notes, sdk_upload, uploads
-from scenarios import instructions, peers
+from scenarios import instructions, peers, scale
 
 SCENARIOS = {m.NAME: m for m in (hello, notes, events, uploads, sdk_upload)}
 SCENARIOS[instructions.NAME] = instructions
 SCENARIOS[peers.NAME] = peers
+SCENARIOS[scale.NAME] = scale
 JOTTER_ONLY = ("notes", "events", "uploads", "sdk-upload")
-JOTTER_ONLY += (instructions.NAME, peers.NAME)
+JOTTER_ONLY += (instructions.NAME, peers.NAME, scale.NAME)
 
 
 def parse_args():
@@ -102,6 +105,8 @@ def parse_args():
         tools += list(instructions.TOOLS)
     if peers.NAME in names:
         tools += ["nginx", "php", "ruby"]
+    if scale.NAME in names:
+        tools += list(scale.TOOLS)
     for tool in tools:
         if not shutil.which(tool):
             ap.error(f"{tool} not found: run scripts/install-bench-deps")

@@ -1,0 +1,248 @@
+import Foundation
+import Glibc
+import JotterTestSupport
+import Synchronization
+import Testing
+
+/// Runs a program to its end (posix_spawn + waitpid: Foundation's `Process.waitUntilExit` can
+/// miss the exit when called from a Swift Testing task), standard output and error in one text.
+func runProgram(_ arguments: [String], environment: [String: String] = [:]) throws -> (status: Int32, output: String) {
+    let output = FileManager.default.temporaryDirectory.appendingPathComponent("jotter-run-\(UUID().uuidString)")
+    defer { try? FileManager.default.removeItem(at: output) }
+    var actions = posix_spawn_file_actions_t()
+    posix_spawn_file_actions_init(&actions)
+    defer { posix_spawn_file_actions_destroy(&actions) }
+    posix_spawn_file_actions_addopen(&actions, 1, output.path, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+    posix_spawn_file_actions_adddup2(&actions, 1, 2)
+    posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+    var merged = ProcessInfo.processInfo.environment
+    merged.merge(environment) { $1 }
+    let argv = arguments.map { strdup($0) } + [nil]
+    let envp = merged.map { strdup("\($0.key)=\($0.value)") } + [nil]
+    defer { argv.forEach { free($0) }; envp.forEach { free($0) } }
+    var pid: pid_t = 0
+    let spawned = posix_spawnp(&pid, arguments[0], &actions, nil, argv, envp)
+    guard spawned == 0 else { throw RawHTTP.Failure(message: "cannot run \(arguments[0]): \(String(cString: strerror(spawned)))") }
+    var status: Int32 = 0
+    while waitpid(pid, &status, 0) == -1 && errno == EINTR {}
+    let text = (try? String(contentsOf: output, encoding: .utf8)) ?? ""
+    return ((status >> 8) & 0xFF, text)
+}
+
+/// The shared services of a scale-out: a fresh database (`SharedBackend`, dropped when the
+/// last reference goes) and a fresh bucket of its own, on the servers scripts/test-services
+/// started (make test runs the tests under it).
+struct ScaleOutBackend {
+    static let environment = ProcessInfo.processInfo.environment
+    /// Why the scale-out can't run here, or nil. In CI (`CI` set) it must run: missing
+    /// services fail the tests instead of skipping them.
+    static let unavailable: String? = {
+        guard !SharedBackend.available, environment["CI"]?.isEmpty ?? true else { return nil }
+        return SharedBackend.skipMessage
+    }()
+
+    let database: SharedBackend
+    var databaseURL: String { database.databaseURL }
+    let blobStoreURL: String
+    /// What every instance runs with: the test's environment and the bucket's credentials.
+    var instanceEnvironment: [String: String] { database.processEnvironment }
+
+    /// Creates the database and the bucket.
+    init() throws {
+        database = try SharedBackend()
+        let env = Self.environment
+        func value(_ name: String) throws -> String {
+            guard let value = env[name], !value.isEmpty else { throw RawHTTP.Failure(message: "\(name) is not set: run under scripts/test-services") }
+            return value
+        }
+        let endpoint = try value("JOTTER_TEST_S3_ENDPOINT"), region = env["JOTTER_TEST_S3_REGION"] ?? "us-east-1"
+        let key = try value("JOTTER_TEST_S3_ACCESS_KEY"), secret = try value("JOTTER_TEST_S3_SECRET_KEY")
+        let bucket = "jotter-scale-\(UInt64.random(in: 0...UInt64.max) % 1_000_000_000_000)"
+        let made = try runProgram(["curl", "-sS", "-o", "/dev/null", "-w", "%{http_code}", "-X", "PUT",
+                                   "--aws-sigv4", "aws:amz:\(region):s3", "--user", "\(key):\(secret)", "\(endpoint)/\(bucket)"])
+        guard made.status == 0, made.output == "200" else { throw RawHTTP.Failure(message: "creating bucket \(bucket) failed: \(made.output)") }
+        blobStoreURL = "s3://\(bucket)?endpoint=\(endpoint)&region=\(region)"
+    }
+}
+
+/// N `jotter serve` instances and nginx (`contrib/nginx/jotter.conf`) in front of them. Each
+/// instance has a data folder of its own (its temp files); with a `ScaleOutBackend` they share
+/// the database and the blob store. `stop()` ends everything, also when a test failed midway.
+final class ScaleOutCluster: @unchecked Sendable {
+    private(set) var backend: ScaleOutBackend?
+    private(set) var instances: [ServerProcess] = []
+    private let folders: [URL]
+    private(set) var nginx: NginxProcess!
+
+    /// Starts `count` instances (on `backend`, or each on SQLite in its own folder) and nginx.
+    init(instances count: Int, backend: ScaleOutBackend?) throws {
+        self.backend = backend
+        folders = (0..<count).map { _ in
+            FileManager.default.temporaryDirectory.appendingPathComponent("jotter-scale-\(UUID().uuidString)")
+        }
+        do {
+            for index in 0..<count { instances.append(try start(index, port: 0)) }
+            nginx = try NginxProcess(instances: instances.map(\.port))
+        } catch {
+            stop()
+            throw error
+        }
+    }
+
+    deinit { stop() }
+
+    private func arguments(port: Int) -> [String] {
+        var arguments = ["--port", "\(port)", "--quiet", "--threads", "2"]
+        if let backend { arguments += ["--database", backend.databaseURL, "--blob-store", backend.blobStoreURL] }
+        return arguments
+    }
+
+    private func start(_ index: Int, port: Int) throws -> ServerProcess {
+        var environment = ProcessInfo.processInfo.environment
+        environment.merge(backend?.instanceEnvironment ?? [:]) { $1 }
+        return try ServerProcess(arguments(port: port), dataDirectory: folders[index], environment: environment)
+    }
+
+    /// Sends SIGKILL to instance `index` and waits for it to be gone.
+    func kill(_ index: Int) {
+        instances[index].signal(SIGKILL)
+        instances[index].process.waitUntilExit()
+    }
+
+    /// Starts instance `index` again on its port and data folder (after `kill`).
+    func restart(_ index: Int) throws {
+        let port = instances[index].port
+        instances[index] = try start(index, port: port)
+    }
+
+    /// Stops nginx and every instance (SIGTERM, then SIGKILL), removes their folders and drops
+    /// the database (the bucket goes with SeaweedFS's folder when test-services ends). Idempotent.
+    func stop() {
+        nginx?.stop()
+        for instance in instances where instance.process.isRunning {
+            instance.signal(SIGTERM)
+            let deadline = Date().addingTimeInterval(15)
+            while instance.process.isRunning && Date() < deadline { usleep(10_000) }
+            instance.signal(SIGKILL)
+        }
+        for instance in instances { _ = instance.finish() }
+        instances = []
+        for folder in folders { try? FileManager.default.removeItem(at: folder) }
+        backend = nil
+    }
+
+    /// One request on a new connection to `port`.
+    func request(_ port: Int, _ method: String, _ target: String, headers: [(String, String)] = [],
+                 body: [UInt8] = []) throws -> WireResponse {
+        try RawHTTP(port: port, timeout: 10).request(method, target, headers: headers, body: body, close: true)
+    }
+
+    /// `GET target` with curl (RawHTTP's debug build takes seconds over a body of megabytes):
+    /// the status, the response headers (names lowercased) and the body.
+    func download(_ port: Int, _ target: String, headers: [(String, String)] = []) throws
+        -> (status: Int, headers: [String: String], body: [UInt8]) {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("jotter-download-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let body = folder.appendingPathComponent("body"), head = folder.appendingPathComponent("head")
+        let run = try runProgram(["curl", "-sS", "--max-time", "30", "-o", body.path, "-D", head.path]
+            + headers.flatMap { ["-H", "\($0.0): \($0.1)"] } + ["http://127.0.0.1:\(port)\(target)"])
+        guard run.status == 0 else { throw RawHTTP.Failure(message: "curl \(target) on \(port) failed: \(run.output)") }
+        let lines = try String(contentsOf: head, encoding: .utf8).components(separatedBy: "\r\n")
+        let status = Int(lines.first?.split(separator: " ").dropFirst().first ?? "") ?? 0
+        var fields: [String: String] = [:]
+        for line in lines.dropFirst() {
+            guard let colon = line.firstIndex(of: ":") else { continue }
+            fields[line[..<colon].lowercased()] = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+        }
+        return (status, fields, [UInt8](try Data(contentsOf: body)))
+    }
+
+    /// `POST /notes` to `port`; the new note's id.
+    func createNote(_ port: Int, _ body: String) throws -> String {
+        let response = try request(port, "POST", "/notes", headers: [("Content-Type", "application/x-www-form-urlencoded")],
+                                   body: Array("body=\(body)".utf8))
+        guard response.status == 201, let note = try response.json()["note"] as? [String: Any], let id = note["id"] as? String else {
+            throw RawHTTP.Failure(message: "POST /notes to \(port) -> \(response.status) \(response.text)")
+        }
+        return id
+    }
+
+    /// The value of gauge `name` in `/metrics` of the instance on `port`.
+    func gauge(_ port: Int, _ name: String) throws -> Double? {
+        let text = try request(port, "GET", "/metrics").text
+        return text.split(separator: "\n").first { $0.hasPrefix(name + " ") }
+            .flatMap { Double($0.split(separator: " ")[1]) }
+    }
+}
+
+/// Keep-alive clients sending a mix of requests until stopped, each on its own thread (not
+/// Swift's cooperative pool, which the test itself runs on): per request the method, the
+/// port it was sent to, and the status or the transport error.
+final class MixedLoad: @unchecked Sendable {
+    struct Outcome: Sendable {
+        var port: Int
+        var method: String
+        var target: String
+        /// nil: no answer (connect, send or receive failed; the message in `error`).
+        var status: Int?
+        var error: String?
+        var noteID: String?
+    }
+
+    private let running = Atomic<Bool>(true)
+    private let outcomes = Mutex<[Outcome]>([])
+    private let finished = DispatchGroup()
+
+    /// `clients` lists the port of each client; every client loops over `GET /notes/{readID}`,
+    /// `POST /notes` and `GET /notes?limit=10` on one connection (a new one after a failure),
+    /// waiting `pause` seconds after each answer (so that the notes created stay well within
+    /// the event backlog that a replay can serve).
+    init(clients: [Int], readID: String, pause: Double = 0.005) {
+        for (index, port) in clients.enumerated() {
+            finished.enter()
+            let thread = Thread { [self] in
+                defer { finished.leave() }
+                var connection: RawHTTP?
+                var step = index
+                while running.load(ordering: .relaxed) {
+                    step += 1
+                    let (method, target, body): (String, String, [UInt8]) = switch step % 3 {
+                    case 0: ("GET", "/notes/\(readID)", [])
+                    case 1: ("POST", "/notes", Array("body=load+\(index)+\(step)".utf8))
+                    default: ("GET", "/notes?limit=10", [])
+                    }
+                    var outcome = Outcome(port: port, method: method, target: target)
+                    do {
+                        if connection == nil { connection = try RawHTTP(port: port, timeout: 10) }
+                        let headers = method == "POST" ? [("Content-Type", "application/x-www-form-urlencoded")] : []
+                        let response = try connection!.request(method, target, headers: headers, body: body)
+                        outcome.status = response.status
+                        if method == "POST", response.status == 201 {
+                            outcome.noteID = (try? response.json()["note"] as? [String: Any])?["id"] as? String
+                        }
+                        if response.header("Connection")?.lowercased() == "close" { connection = nil }
+                    } catch {
+                        outcome.error = "\(error)"
+                        connection = nil
+                    }
+                    let recorded = outcome
+                    outcomes.withLock { $0.append(recorded) }
+                    usleep(useconds_t(pause * 1_000_000))
+                }
+            }
+            thread.name = "load \(index)"
+            thread.start()
+        }
+    }
+
+    /// Stops the clients (each finishes the request it is in) and returns every outcome.
+    func stop() -> [Outcome] {
+        running.store(false, ordering: .relaxed)
+        finished.wait()
+        return outcomes.withLock { $0 }
+    }
+
+    /// Outcomes so far.
+    var count: Int { outcomes.withLock { $0.count } }
+}

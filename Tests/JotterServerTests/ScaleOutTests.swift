@@ -1,0 +1,192 @@
+import Foundation
+import Glibc
+import JotterTestSupport
+import Testing
+
+/// Three `jotter serve` processes on one PostgreSQL database and one S3 bucket (the throwaway
+/// servers of scripts/test-services, a fresh database and bucket per test), behind nginx running
+/// contrib/nginx/jotter.conf — the deployment docs/deployment.md describes, with real processes.
+/// Run alone in the timing pass: it keeps both cores busy.
+@Suite("N instances on PostgreSQL and S3 behind nginx", .tags(.timing), .serialized,
+       .enabled(if: ScaleOutBackend.unavailable == nil, Comment(rawValue: ScaleOutBackend.unavailable ?? "")))
+struct ScaleOutTests {
+    func cluster(_ count: Int = 3) throws -> ScaleOutCluster {
+        try ScaleOutCluster(instances: count, backend: ScaleOutBackend())
+    }
+
+    @Test("a note written through one instance reaches the event streams of every instance, direct and through nginx")
+    func eventsReachEveryInstance() throws {
+        let cluster = try cluster()
+        defer { cluster.stop() }
+        let ports = cluster.instances.map(\.port)
+        let direct = try ports.map { try EventStreamConnection(port: $0) }
+        // nginx hands out requests in turn (one worker, round robin): one stream per instance.
+        let proxied = try ports.map { _ in try EventStreamConnection(port: cluster.nginx.port) }
+        for port in ports {
+            #expect(try cluster.gauge(port, "jotter_event_streams") == 2, "instance \(port): one direct stream, one through nginx")
+        }
+        let streams = direct + proxied
+
+        let id = try cluster.createNote(ports[0], "written+on+the+first")
+        let update = try cluster.request(cluster.nginx.port, "PUT", "/notes/\(id)",
+                                         headers: [("Content-Type", "application/x-www-form-urlencoded")], body: Array("body=changed".utf8))
+        #expect(update.status == 200)
+        #expect(try cluster.request(ports[2], "DELETE", "/notes/\(id)").status == 200)
+
+        var seen: [[EventStreamConnection.Event]] = []
+        for (index, stream) in streams.enumerated() {
+            let events = try stream.next(3, within: 15)
+            #expect(events.map(\.name) == ["note.created", "note.updated", "note.deleted"], "stream \(index)")
+            #expect(events.allSatisfy { $0.noteID == id }, "stream \(index): \(events)")
+            seen.append(events)
+        }
+        // The same ids everywhere, growing.
+        #expect(Set(seen.map { $0.map(\.id) }).count == 1, "\(seen)")
+        #expect(seen[0].map(\.id) == seen[0].map(\.id).sorted())
+    }
+
+    @Test("an upload made through one instance downloads, whole and by Range, through the others and nginx")
+    func uploadsAreShared() throws {
+        let cluster = try cluster()
+        defer { cluster.stop() }
+        let ports = cluster.instances.map(\.port)
+        // Larger than nginx's buffers and than one S3 part, not a round size.
+        var bytes = [UInt8](repeating: 0, count: (9 << 20) + 12_345)
+        bytes.withUnsafeMutableBytes { arc4random_buf($0.baseAddress!, $0.count) }
+        for uploadPort in [cluster.nginx.port, ports[1]] {
+            var parts = MultipartBuilder()
+            parts.file("file", filename: "data.bin", body: bytes)
+            let created = try cluster.request(uploadPort, "POST", "/uploads", headers: [("Content-Type", parts.contentType)],
+                                              body: parts.finished())
+            try #require(created.status == 201, "\(created.text)")
+            let upload = try #require((try created.json()["uploads"] as? [[String: Any]])?.first)
+            let id = try #require(upload["id"] as? String)
+            #expect(upload["size"] as? Int == bytes.count)
+
+            var etags = Set<String>()
+            for port in ports + [cluster.nginx.port] {
+                let whole = try cluster.download(port, "/uploads/\(id)/content")
+                #expect(whole.status == 200, "port \(port)")
+                #expect(whole.body == bytes, "port \(port): \(whole.body.count) bytes")
+                let etag = try #require(whole.headers["etag"])
+                etags.insert(etag)
+
+                let start = 5 << 20 + 7, end = start + 100_000
+                let range = try cluster.download(port, "/uploads/\(id)/content", headers: [("Range", "bytes=\(start)-\(end)")])
+                #expect(range.status == 206, "port \(port)")
+                #expect(range.headers["content-range"] == "bytes \(start)-\(end)/\(bytes.count)")
+                #expect(range.body == Array(bytes[start...end]))
+
+                let tail = try cluster.download(port, "/uploads/\(id)/content",
+                                               headers: [("Range", "bytes=-10"), ("If-Range", etag)])
+                #expect(tail.status == 206)
+                #expect(tail.body == Array(bytes.suffix(10)))
+                let stale = try cluster.download(port, "/uploads/\(id)/content",
+                                                headers: [("Range", "bytes=0-9"), ("If-Range", "\"not-the-etag\"")])
+                #expect(stale.status == 200 && stale.body.count == bytes.count)
+            }
+            #expect(etags.count == 1, "one ETag on every instance: \(etags)")
+        }
+    }
+
+    /// What "zero errors" means here. Eight clients send, each on one keep-alive connection,
+    /// `GET /notes/{id}`, `POST /notes` and `GET /notes?limit=10` in turn, 5 ms apart: four
+    /// through nginx, two straight to each of the two instances that stay up.
+    /// One instance gets SIGKILL after 1.5 s; the load goes on 3 s more. Then:
+    /// - a client of a surviving instance (straight to it) has every request answered 2xx, and
+    ///   no connection fails;
+    /// - a client of nginx has every GET answered 2xx (a GET in flight on the killed instance is
+    ///   resent by nginx to another: `proxy_next_upstream error timeout`), and every POST 2xx
+    ///   except those nginx had passed on to the killed instance when it died: nginx never
+    ///   resends a POST (it may have been committed), so such a POST is answered 502. Those are
+    ///   not counted as errors but checked: each one is a 502 that nginx's access log shows went
+    ///   to the killed instance alone, and there are at most as many as nginx clients (one
+    ///   request in flight per connection). Any other non-2xx, or a failed connection, fails the
+    ///   test;
+    /// - nginx logged every request, and met the dead instance: a request resent from it, or a
+    ///   POST answered 502 (else the kill was not tested).
+    /// The instance is then started again on its port: a stream on it with the `Last-Event-ID`
+    /// of the last event it had delivered before the kill replays every note acknowledged
+    /// since, and nginx sends it requests again.
+    @Test("killing one instance during a load through nginx leaves the others' clients with zero errors; restarted, it catches up")
+    func killDuringLoad() throws {
+        let cluster = try cluster()
+        defer { cluster.stop() }
+        let ports = cluster.instances.map(\.port)
+        let victim = 2, victimAddress = "127.0.0.1:\(ports[2])"
+        let readID = try cluster.createNote(ports[0], "read+by+the+load")
+        let victimStream = try EventStreamConnection(port: ports[victim])
+        _ = try cluster.createNote(ports[1], "before+the+kill")
+        let beforeKill = try #require(try victimStream.next(1, within: 15).first)
+
+        let nginxClients = 4
+        let clients = Array(repeating: cluster.nginx.port, count: nginxClients) + [ports[0], ports[0], ports[1], ports[1]]
+        let load = MixedLoad(clients: clients, readID: readID)
+        usleep(1_500_000)
+        let beforeCount = load.count
+        cluster.kill(victim)
+        usleep(3_000_000)
+        let outcomes = load.stop()
+        #expect(beforeCount > 30, "the load was running before the kill (\(beforeCount) requests)")
+        #expect(outcomes.count - beforeCount > 60, "and after it (\(outcomes.count - beforeCount) requests)")
+
+        let failedDirect = outcomes.filter { $0.port != cluster.nginx.port && !(200..<300).contains($0.status ?? 0) }
+        #expect(failedDirect.isEmpty, "clients of the surviving instances: \(failedDirect.prefix(5))")
+        let proxied = outcomes.filter { $0.port == cluster.nginx.port }
+        let failedGets = proxied.filter { $0.method == "GET" && !(200..<300).contains($0.status ?? 0) }
+        #expect(failedGets.isEmpty, "GETs through nginx: \(failedGets.prefix(5))")
+        let failedPosts = proxied.filter { $0.method == "POST" && !(200..<300).contains($0.status ?? 0) }
+        #expect(failedPosts.allSatisfy { $0.status == 502 }, "POSTs through nginx: \(failedPosts.prefix(5))")
+        #expect(failedPosts.count <= nginxClients)
+        let log = cluster.nginx.accessLog(atLeast: proxied.count)
+        #expect(log.count == proxied.count, "nginx logged every request of its clients")
+        let logged502 = log.filter { $0.status == 502 }
+        #expect(logged502.count == failedPosts.count, "\(logged502)")
+        #expect(logged502.allSatisfy { $0.method == "POST" && $0.upstreams == [victimAddress] }, "\(logged502)")
+        // nginx met the dead instance (or the test proved nothing): a request resent from it to
+        // another, or a POST it had passed on answered 502 (after either, nginx leaves it out).
+        #expect(log.contains { $0.upstreams.first == victimAddress && ($0.upstreams.count > 1 || $0.status == 502) },
+                "no request went to the killed instance after the kill")
+
+        // Restarted: catches up from the last event it delivered.
+        let acknowledged = Set(outcomes.compactMap(\.noteID))
+        try cluster.restart(victim)
+        let replay = try EventStreamConnection(port: ports[victim], lastEventID: beforeKill.id)
+        // At least those events (POSTs answered 502 may have been committed too), then any late ones.
+        let replayed = try replay.next(acknowledged.count, within: 30) + replay.drain(for: 2)
+        let created = Set(replayed.filter { $0.name == "note.created" }.compactMap(\.noteID))
+        let missing = acknowledged.subtracting(created)
+        #expect(missing.isEmpty, "acknowledged notes missing from the replay on the restarted instance: \(missing.prefix(10))")
+        let live = try cluster.createNote(ports[0], "after+the+restart")
+        #expect(replay.drain(for: 3).contains { $0.noteID == live && $0.name == "note.created" })
+
+        // nginx tries it again once fail_timeout (5 s) has passed since its failure.
+        usleep(5_500_000)
+        for _ in 0..<6 { #expect(try cluster.request(cluster.nginx.port, "GET", "/notes/\(readID)").status == 200) }
+        #expect(cluster.nginx.accessLog(atLeast: log.count + 6).suffix(6).contains { $0.upstreams == [victimAddress] }, "nginx sends it requests again")
+    }
+}
+
+/// The load balancer configuration itself, without PostgreSQL: nginx accepts it, and the
+/// deployment guide shows it as it is.
+@Suite("contrib/nginx/jotter.conf")
+struct NginxConfigurationTests {
+    @Test("nginx starts with it and passes requests to the instance")
+    func nginxAcceptsIt() throws {
+        let server = try ServerProcess(["--quiet"])
+        defer { server.signal(SIGTERM); server.finish() }
+        let nginx = try NginxProcess(instances: [server.port])
+        defer { nginx.stop() }
+        let response = try RawHTTP(port: nginx.port).request("GET", "/healthz", close: true)
+        #expect(response.status == 200, "\(response.text)")
+        #expect(nginx.accessLog(atLeast: 1).map(\.upstreams) == [["127.0.0.1:\(server.port)"]])
+    }
+
+    @Test("docs/deployment.md quotes it whole")
+    func documentationQuotesIt() throws {
+        let configuration = try String(contentsOf: NginxProcess.template, encoding: .utf8)
+        let guide = try String(contentsOf: NginxProcess.template.deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent("docs/deployment.md"), encoding: .utf8)
+        #expect(guide.contains("```nginx\n" + configuration + "```\n"))
+    }
+}
