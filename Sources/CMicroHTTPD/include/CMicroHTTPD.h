@@ -83,4 +83,22 @@ void jotter_mhd_skip_query_arguments(const char *uri);
 /// A response whose body is a copy of `size` bytes at `data`.
 struct MHD_Response *jotter_mhd_response_copy(size_t size, const void *data);
 
+/// The size libmicrohttpd recorded for the request's header section (the request line, every
+/// header line and the empty line, as they lie in the connection's memory pool), or 0 before
+/// the header section is complete.
+size_t jotter_mhd_request_header_size(struct MHD_Connection *connection);
+
+/// Writes `size` bytes of a complete HTTP response straight to the connection's socket (through
+/// GnuTLS on HTTPS), bypassing libmicrohttpd, then shuts the sending side down. For answers
+/// libmicrohttpd 0.9.75 cannot build: it writes a response's header section into the
+/// connection's memory pool, and when the request head left too little room there it closes
+/// the connection without a word. The caller then returns MHD_NO so libmicrohttpd closes the
+/// connection. Waits at most `timeout_ms` for room in the socket's send buffer. Returns 1 when
+/// every byte was handed to the kernel.
+int jotter_mhd_send_direct(struct MHD_Connection *connection, const void *data, size_t size, int timeout_ms);
+
+/// The current time as an IMF-fixdate ("Tue, 01 Dec 2026 12:00:59 GMT"), as libmicrohttpd's
+/// Date header writes it; `buffer` holds at least 30 bytes.
+void jotter_http_date(char *buffer);
+
 #endif
