@@ -25,7 +25,7 @@ let package = Package(
         .target(name: "JotterAPI", dependencies: ["JotterWire"]),
         // The application: configuration, controllers, `buildApplication`.
         // The web app's files (Web/app) are embedded as Swift source by scripts/embed-web.
-        .target(name: "JotterServer", dependencies: ["JotterHTTP", "JotterAPI", "JotterStore"], exclude: ["Web/app"]),
+        .target(name: "JotterServer", dependencies: ["JotterHTTP", "JotterAPI", "JotterStore", "JotterBlobs"], exclude: ["Web/app"]),
         // The Swift SDK on URLSession (FoundationNetworking on Linux); shares only the wire types.
         // On Linux it hashes downloads with libcrypto (CryptoKit on Apple platforms).
         .target(name: "JotterClient", dependencies: ["JotterAPI", .target(name: "CCrypto", condition: .when(platforms: [.linux]))]),
@@ -42,8 +42,8 @@ let package = Package(
         .executableTarget(name: "jotter-server", dependencies: ["JotterCLICore"]),
         // SQLite from Debian (libsqlite3-dev), as a system library.
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
-        // Persistence behind protocols (NoteStore); the SQLite implementation.
-        .target(name: "JotterStore", dependencies: ["CSQLite", "CSodium"]),
+        // Persistence behind protocols (DataStore): SQLite with local files, PostgreSQL with a BlobStore.
+        .target(name: "JotterStore", dependencies: ["CSQLite", "CSodium", "JotterBlobs", "JotterPostgres"]),
         // libsodium from Debian (libsodium-dev): Argon2id password hashes, random tokens, SHA-256.
         .systemLibrary(name: "CSodium", pkgConfig: "libsodium", providers: [.apt(["libsodium-dev"])]),
         // libpq from Debian (libpq-dev), the PostgreSQL client library.
@@ -64,7 +64,7 @@ let package = Package(
         .testTarget(name: "JotterServerTests", dependencies: ["JotterServer", "JotterHTTP", "JotterAPI", "JotterWire", "JotterStore", "JotterTestSupport"]),
         .testTarget(name: "JotterCLITests", dependencies: ["JotterCLI", "JotterCLICore", "jotter", "jotter-server", "JotterAPI", "JotterClient", "JotterServer", "JotterTestSupport"]),
         .testTarget(name: "JotterAPITests", dependencies: ["JotterAPI"]),
-        .testTarget(name: "JotterStoreTests", dependencies: ["JotterStore", "CSQLite"]),
+        .testTarget(name: "JotterStoreTests", dependencies: ["JotterStore", "JotterBlobs", "CSQLite"]),
         .testTarget(name: "JotterPostgresTests", dependencies: ["JotterPostgres", "JotterTestSupport"]),
         .testTarget(name: "JotterBlobsTests", dependencies: ["JotterBlobs", "JotterTestSupport"]),
         .testTarget(name: "JotterClientTests", dependencies: ["JotterClient", "JotterServer", "JotterHTTP", "JotterTestSupport"]),

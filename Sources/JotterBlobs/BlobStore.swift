@@ -1,3 +1,7 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// Where upload bytes live: a local folder (`LocalBlobStore`) or an S3-compatible bucket
 /// (`S3BlobStore`). Keys are relative paths (`uploads/ab/cdef`): no leading `/`, no empty, `.`
 /// or `..` segment. Every operation is synchronous and may block on disk or network; memory
@@ -28,6 +32,11 @@ public protocol BlobStore: Sendable {
 
     /// Every object whose key starts with `prefix`, sorted by key.
     func list(prefix: String) throws -> [BlobInfo]
+
+    /// Stores the file at `path` under `key`, the file being the caller's to give up: after
+    /// `put` returns (or throws) it may be gone.
+    @discardableResult
+    func put(_ key: String, movingFile path: String) throws -> BlobInfo
 }
 
 extension BlobStore {
@@ -36,6 +45,15 @@ extension BlobStore {
     public func put(_ key: String, contentsOfFile path: String, chunkSize: Int = 1 << 20) throws -> BlobInfo {
         let file = try BlobFile(readingFrom: path)
         return try put(key) { try file.read(upTo: chunkSize) }
+    }
+
+    /// Stores a file's contents, then removes the file (for stores that keep bytes elsewhere;
+    /// `LocalBlobStore` renames the file into place instead).
+    @discardableResult
+    public func put(_ key: String, movingFile path: String) throws -> BlobInfo {
+        let info = try put(key, contentsOfFile: path)
+        unlink(path)
+        return info
     }
 
     /// Stores bytes held in memory.
@@ -64,11 +82,15 @@ public struct BlobInfo: Sendable, Equatable {
     public let size: Int64
     /// Changes whenever the content changes; quoted as HTTP sends it (`"…"`).
     public let etag: String
+    /// When the object was stored, Unix seconds; given by `list` (what an orphan sweep needs
+    /// to spare uploads still in flight), nil where the store did not say.
+    public let modified: Int64?
 
-    public init(key: String, size: Int64, etag: String) {
+    public init(key: String, size: Int64, etag: String, modified: Int64? = nil) {
         self.key = key
         self.size = size
         self.etag = etag
+        self.modified = modified
     }
 }
 

@@ -45,6 +45,27 @@ public struct LocalBlobStore: BlobStore {
         return info
     }
 
+    /// Moves the file into place: fsync, `rename` (the file must be on the same file system
+    /// as `root`, as the data folder's `tmp/` is; otherwise its bytes are copied), fsync of the
+    /// folder. The move is atomic: the key holds the old object or the new one, never a part.
+    @discardableResult
+    public func put(_ key: String, movingFile path: String) throws -> BlobInfo {
+        let destination = try self.path(for: key)
+        let directory = String(destination[..<destination.lastIndex(of: "/")!])
+        try Self.makeDirectories(directory)
+        let file = try BlobFile(readingFrom: path)
+        try file.sync()
+        guard rename(path, destination) == 0 else {
+            guard errno == EXDEV else { throw BlobError.io("rename: \(errorText())") }
+            let info = try put(key, contentsOfFile: path)
+            unlink(path)
+            return info
+        }
+        try Self.syncDirectory(directory)
+        guard let info = try head(key) else { throw BlobError.notFound(key) }
+        return info
+    }
+
     @discardableResult
     public func get(_ key: String, range: ClosedRange<Int64>?, into sink: (UnsafeRawBufferPointer) throws -> Void) throws -> BlobInfo {
         let path = try path(for: key)
@@ -127,7 +148,7 @@ public struct LocalBlobStore: BlobStore {
     private static func info(_ key: String, _ status: stat) -> BlobInfo {
         let modified = Int64(status.st_mtim.tv_sec) * 1_000_000_000 + Int64(status.st_mtim.tv_nsec)
         let etag = "\"" + String(UInt64(status.st_size), radix: 16) + "-" + String(UInt64(bitPattern: modified), radix: 16) + "\""
-        return BlobInfo(key: key, size: Int64(status.st_size), etag: etag)
+        return BlobInfo(key: key, size: Int64(status.st_size), etag: etag, modified: Int64(status.st_mtim.tv_sec))
     }
 
     private static func makeDirectories(_ path: String) throws {

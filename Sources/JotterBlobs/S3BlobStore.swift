@@ -1,3 +1,6 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 import CCrypto
 import CCurl
 import Synchronization
@@ -73,6 +76,11 @@ public final class S3BlobStore: BlobStore {
     }
 
     public let configuration: Configuration
+    /// Idle easy handles, with their open connections.
+    private let handles = CurlHandles(keep: 16)
+    /// Attempts per request when the bucket is unreachable or answers 5xx (each after a pause:
+    /// 0.1 s, then 0.4 s); a download that has begun is not repeated.
+    static let attempts = 3
 
     public init(_ configuration: Configuration) {
         _ = S3BlobStore.globalInit
@@ -170,12 +178,27 @@ public final class S3BlobStore: BlobStore {
             for contents in XMLText.elements("Contents", in: answer.body) {
                 guard let key = XMLText.values(of: "Key", in: contents).first else { continue }
                 let size = XMLText.values(of: "Size", in: contents).first.flatMap { Int64($0) } ?? 0
-                found.append(BlobInfo(key: key, size: size, etag: XMLText.values(of: "ETag", in: contents).first ?? ""))
+                let modified = XMLText.values(of: "LastModified", in: contents).first.flatMap(Self.unixSeconds)
+                found.append(BlobInfo(key: key, size: size, etag: XMLText.values(of: "ETag", in: contents).first ?? "", modified: modified))
             }
             let truncated = XMLText.values(of: "IsTruncated", in: answer.body).first == "true"
             token = truncated ? XMLText.values(of: "NextContinuationToken", in: answer.body).first : nil
         } while token != nil
         return found.sorted { $0.key.utf8.lexicographicallyPrecedes($1.key.utf8) }
+    }
+
+    /// `2026-12-01T12:00:00.000Z` (S3's `LastModified`) as Unix seconds (libc's `timegm`).
+    static func unixSeconds(_ text: String) -> Int64? {
+        let fields = text.split(whereSeparator: { !$0.isNumber }).prefix(6).compactMap { Int32($0) }
+        guard text.hasSuffix("Z"), fields.count == 6 else { return nil }
+        var parts = tm()
+        parts.tm_year = fields[0] - 1900
+        parts.tm_mon = fields[1] - 1
+        parts.tm_mday = fields[2]
+        parts.tm_hour = fields[3]
+        parts.tm_min = fields[4]
+        parts.tm_sec = fields[5]
+        return Int64(timegm(&parts))
     }
 
     // MARK: - Parts
@@ -233,7 +256,22 @@ public final class S3BlobStore: BlobStore {
         var allHeaders = headers
         allHeaders.append("x-amz-content-sha256: " + (body.map(sha256Hex) ?? sha256Hex([])))
         if let token = configuration.sessionToken { allHeaders.append("x-amz-security-token: \(token)") }
-        return try S3Transfer(configuration: configuration, method: method, url: url, headers: allHeaders, body: body, sink: sink).perform()
+        // Every request here may be repeated: PUTs of objects and parts replace what they wrote,
+        // GET/HEAD/DELETE are idempotent, completing an upload twice gives the same object, and
+        // a repeated start only leaves an unused upload id (which the bucket's lifecycle drops).
+        var attempt = 1
+        while true {
+            let transfer = try S3Transfer(configuration: configuration, handles: handles, method: method, url: url,
+                                          headers: allHeaders, body: body, sink: sink)
+            do {
+                let answer = try transfer.perform()
+                if answer.status < 500 || attempt == Self.attempts || transfer.delivered { return answer }
+            } catch let error as BlobError {
+                guard error.isTransient, attempt < Self.attempts, !transfer.delivered else { throw error }
+            }
+            usleep(useconds_t(100_000 << (2 * (attempt - 1))))
+            attempt += 1
+        }
     }
 }
 

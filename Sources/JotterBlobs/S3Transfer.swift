@@ -1,4 +1,5 @@
 import CCurl
+import Synchronization
 
 /// One S3 answer: status, headers (names lower-cased), and the body unless it went to a sink.
 struct S3Answer {
@@ -26,9 +27,46 @@ struct S3Answer {
     }
 }
 
+/// libcurl easy handles kept for reuse: a handle keeps its connections (and TLS sessions) open
+/// between requests, so consecutive requests to the bucket skip the TCP and TLS handshakes.
+final class CurlHandles: @unchecked Sendable {
+    // @unchecked: the pointers are only handed out and taken back under `lock`; a handle is
+    // used by one transfer at a time.
+    private struct Handle: @unchecked Sendable { let pointer: UnsafeMutableRawPointer }
+    private let lock = Mutex<[Handle]>([])
+    private let keep: Int
+
+    init(keep: Int) { self.keep = keep }
+
+    /// An idle handle (reset to defaults, its connection cache kept), or a new one.
+    func take() throws -> UnsafeMutableRawPointer {
+        if let handle = lock.withLock({ $0.popLast() })?.pointer {
+            curl_easy_reset(handle)
+            return handle
+        }
+        guard let handle = curl_easy_init() else { throw BlobError.transport("curl_easy_init failed") }
+        return handle
+    }
+
+    /// Gives `handle` back; past `keep` idle ones it is closed.
+    func give(_ handle: UnsafeMutableRawPointer) {
+        let kept = lock.withLock { idle -> Bool in
+            guard idle.count < keep else { return false }
+            idle.append(Handle(pointer: handle))
+            return true
+        }
+        if !kept { curl_easy_cleanup(handle) }
+    }
+
+    deinit {
+        for handle in lock.withLock({ $0 }) { curl_easy_cleanup(handle.pointer) }
+    }
+}
+
 /// One request on a libcurl easy handle, signed by libcurl with AWS SigV4.
 final class S3Transfer {
     private let handle: UnsafeMutableRawPointer
+    private let handles: CurlHandles
     private let method: String
     private let body: [UInt8]?
     private let sink: ((UnsafeRawBufferPointer) throws -> Void)?
@@ -36,12 +74,14 @@ final class S3Transfer {
     private var answer = S3Answer()
     private var uploaded = 0
     private var sinkError: (any Error)?
+    /// Whether any byte reached the sink (a transfer that did cannot be tried again).
+    private(set) var delivered = false
     private let errorBuffer = UnsafeMutablePointer<CChar>.allocate(capacity: Int(CURL_ERROR_SIZE) + 1)
 
-    init(configuration: S3BlobStore.Configuration, method: String, url: String, headers: [String],
+    init(configuration: S3BlobStore.Configuration, handles: CurlHandles, method: String, url: String, headers: [String],
          body: [UInt8]?, sink: ((UnsafeRawBufferPointer) throws -> Void)?) throws {
-        guard let handle = curl_easy_init() else { throw BlobError.transport("curl_easy_init failed") }
-        self.handle = handle
+        handle = try handles.take()
+        self.handles = handles
         self.method = method
         self.body = body
         self.sink = sink
@@ -76,8 +116,10 @@ final class S3Transfer {
     }
 
     deinit {
+        // The handle keeps pointers to the header list and the error buffer until reset.
+        curl_easy_reset(handle)
         curl_slist_free_all(headerList)
-        curl_easy_cleanup(handle)
+        handles.give(handle)
         errorBuffer.deallocate()
     }
 
@@ -144,6 +186,7 @@ final class S3Transfer {
         var status = 0
         jotter_curl_getinfo_long(handle, CURLINFO_RESPONSE_CODE, &status)
         if let sink, (200..<300).contains(status) {
+            delivered = true
             do { try sink(bytes) } catch { sinkError = error; return false }
         } else if answer.body.count < 1 << 20 {
             answer.body.append(contentsOf: bytes)

@@ -29,19 +29,20 @@ struct TokensCommand: CommandGroup {
     static var help: String { DataFolder.groupHelp(usage, subcommands) }
 }
 
-/// Where an account command acts: on the data folder, or through a server (`--server`, or
-/// `JOTTER_SERVER` when `--data` is not given) with a token.
+/// Where an account command acts: on the server's store — the data folder, or its PostgreSQL
+/// database (`--database`) — or through a server (`--server`, or `JOTTER_SERVER` when neither
+/// `--data` nor `--database` is given) with a token.
 enum AccountPlace {
-    case folder(String)
+    case folder(StorePlace)
     case server(ClientOptions)
 
-    static let options = [DataFolder.option] + ClientOptions.options
+    static let options = [DataFolder.option, DataFolder.databaseOption] + ClientOptions.options
 
     init(_ arguments: Arguments) throws {
-        if arguments.option("--data") == nil, arguments.option("--server") != nil {
+        if arguments.option("--data") == nil, arguments.option("--database") == nil, arguments.option("--server") != nil {
             self = .server(try ClientOptions(parsing: arguments))
         } else {
-            self = .folder(DataFolder.open(arguments))
+            self = .folder(StorePlace(data: DataFolder.open(arguments), database: arguments.option("--database")))
         }
     }
 
@@ -51,37 +52,50 @@ enum AccountPlace {
     }
 }
 
-/// What the account commands share: the data folder, opened without touching a running
+/// The store an account command opens: the data folder's SQLite, or PostgreSQL.
+struct StorePlace {
+    var data: String
+    /// A `postgres://` URL; nil for the data folder's database.
+    var database: String?
+}
+
+/// What the account commands share: the server's store, opened without touching a running
 /// server's files in flight.
 enum DataFolder {
     static let option = Option("--data", value: "DIR", environment: "JOTTER_DATA", default: "./jotter-data",
                                help: "Data folder of the server (it may be running); wins over --server.")
+    static let databaseOption = Option("--database", value: "URL", environment: "JOTTER_DATABASE_URL",
+                                       help: "The server's PostgreSQL (postgres://…) instead of the data folder's database; wins over --server.")
 
     /// A group's help: usage and its subcommands.
     static func groupHelp(_ usage: String, _ subcommands: [any Command.Type]) -> String {
         let width = subcommands.map { $0.name.count }.max() ?? 0
         let list = subcommands.map { "  " + DataFolder.pad($0.name, width + 2) + $0.summary }.joined(separator: "\n")
-        return "USAGE: \(usage)\n\nSUBCOMMANDS:\n\(list)\n\nEach works on the data folder (--data DIR, JOTTER_DATA), or with --server URL (JOTTER_SERVER) and a token\nthrough the running server; see <subcommand> --help.\n\n"
+        return "USAGE: \(usage)\n\nSUBCOMMANDS:\n\(list)\n\nEach works on the server's store — the data folder (--data DIR, JOTTER_DATA) or its PostgreSQL\n(--database URL, JOTTER_DATABASE_URL) — or with --server URL (JOTTER_SERVER) and a token through the\nrunning server; see <subcommand> --help.\n\n"
     }
 
     static func open(_ arguments: Arguments) -> String { arguments.option("--data") ?? "./jotter-data" }
 
-    static func store(_ path: String) throws -> SQLiteNoteStore {
-        var options = SQLiteNoteStore.Options()
-        options.removesOrphans = false
-        do { return try SQLiteNoteStore(dataDirectory: path, options: options) } catch {
-            throw CommandFailure("cannot open the data folder \(path): \(error)")
+    static func store(_ place: StorePlace) throws -> any DataStore {
+        var configuration = StoreConfiguration(dataDirectory: place.data)
+        do { configuration.database = try .parse(place.database ?? "sqlite", poolSize: 2) } catch { throw UsageError(error.message) }
+        if case .sqlite(var options) = configuration.database {
+            options.removesOrphans = false  // a running server's uploads in flight are in tmp/
+            configuration.database = .sqlite(options)
+        }
+        do { return try openDataStore(configuration) } catch {
+            throw CommandFailure("cannot open the database \(configuration.databaseDescription): \(error)")
         }
     }
 
-    /// Runs `body` on the store of the data folder `path`, closing it after.
-    static func with<T>(_ path: String, _ body: (SQLiteNoteStore) throws -> T) throws -> T {
-        let store = try self.store(path)
+    /// Runs `body` on the store of `place`, closing it after.
+    static func with<T>(_ place: StorePlace, _ body: (any DataStore) throws -> T) throws -> T {
+        let store = try self.store(place)
         defer { store.close() }
         return try body(store)
     }
 
-    static func user(_ name: String, in store: SQLiteNoteStore) throws -> UserRecord {
+    static func user(_ name: String, in store: any DataStore) throws -> UserRecord {
         guard let user = try store.user(named: name) else { throw CommandFailure("no user is named \(name)", status: ExitCode.notFound) }
         return user
     }
@@ -266,7 +280,7 @@ struct UsersRemoveCommand: AsyncCommand {
         try await AccountPlace.remote(options) { client throws(JotterClientError) in try await client.removeUser(name) }
     }
 
-    @inline(never) private static func remove(_ name: String, in data: String) throws {
+    @inline(never) private static func remove(_ name: String, in data: StorePlace) throws {
         _ = try DataFolder.with(data) { store in try store.perform(.removeUser(userID: try DataFolder.user(name, in: store).id)) }
     }
 }

@@ -31,6 +31,14 @@ package struct ServeCommand: BlockingCommand {
         Option("--max-connections-per-address", value: "N", environment: "JOTTER_MAX_CONNECTIONS_PER_ADDRESS", default: "256",
                help: "Open connections from one client address."),
         Option("--idle-timeout", value: "SECONDS", environment: "JOTTER_IDLE_TIMEOUT", default: "30", help: "Close connections idle this long."),
+        Option("--database", value: "sqlite|URL", environment: "JOTTER_DATABASE_URL", default: "sqlite",
+               help: "sqlite: jotter.sqlite in the data folder (one machine); a postgres:// URL: PostgreSQL, which any number of "
+                   + "instances may share."),
+        Option("--database-pool", value: "N", environment: "JOTTER_DATABASE_POOL", default: "8",
+               help: "PostgreSQL connections this instance opens at most."),
+        Option("--blob-store", value: "URL", environment: "JOTTER_BLOB_STORE", default: "the data folder's uploads/",
+               help: "With PostgreSQL: where upload bytes go, s3://BUCKET?endpoint=URL&region=R (credentials from AWS_ACCESS_KEY_ID "
+                   + "and AWS_SECRET_ACCESS_KEY)."),
         Option("--synchronous", value: "full|normal", environment: "JOTTER_SYNCHRONOUS", default: "full",
                help: "SQLite durability: full syncs every commit before it is acknowledged; normal may lose the last commits on "
                    + "power loss (not on a crash of jotter)."),
@@ -71,8 +79,21 @@ package struct ServeCommand: BlockingCommand {
         if let timeout = try arguments.option("--idle-timeout", as: "a positive number of seconds", positive) {
             configuration.idleTimeout = timeout
         }
-        if let mode = try arguments.option("--synchronous", as: "full or normal", {
-            SQLiteNoteStore.Synchronous(rawValue: $0.uppercased()) }) { configuration.synchronous = mode }
+        let pool = try arguments.option("--database-pool", as: "a whole number from 1 to 1000", {
+            Int($0).flatMap { (1...1000).contains($0) ? $0 : nil } }) ?? 8
+        if let database = try arguments.option("--database", as: "sqlite or a postgres:// URL", {
+            try? StoreConfiguration.Database.parse($0, poolSize: pool) }) { configuration.database = database }
+        if let mode = try arguments.option("--synchronous", as: "full or normal", { SQLiteStore.Synchronous(rawValue: $0.uppercased()) }) {
+            guard case .sqlite(var options) = configuration.database else {
+                throw UsageError("--synchronous is SQLite's durability; PostgreSQL commits durably (synchronous_commit)")
+            }
+            options.synchronous = mode
+            configuration.database = .sqlite(options)
+        }
+        configuration.blobStore = arguments.option("--blob-store")
+        if configuration.blobStore != nil, case .sqlite = configuration.database {
+            throw UsageError("--blob-store needs --database postgres://…: with SQLite, uploads stay in the data folder")
+        }
         if let mode = try arguments.option("--auth", as: "required or off", { AuthMode(rawValue: $0.lowercased()) }) {
             configuration.auth = mode
         }

@@ -20,12 +20,12 @@ public final class Application: Sendable {
     public let configuration: ServerConfiguration
     let server: HTTPServer
     let log: Logger
-    let notes: SQLiteNoteStore
+    let notes: any DataStore
     let events: EventBroadcaster
     /// Users, tokens and sessions, with the cache of verified credentials.
     public let accounts: Accounts
 
-    init(configuration: ServerConfiguration, server: HTTPServer, log: Logger, notes: SQLiteNoteStore, events: EventBroadcaster,
+    init(configuration: ServerConfiguration, server: HTTPServer, log: Logger, notes: any DataStore, events: EventBroadcaster,
          accounts: Accounts) {
         self.configuration = configuration
         self.server = server
@@ -38,7 +38,8 @@ public final class Application: Sendable {
     /// Starts serving; the port is known once this returns.
     public func start() throws {
         try server.start()
-        log.info("jotter listening on \(url) with \(configuration.threads) engine thread(s), data in \(configuration.dataDirectory)")
+        log.info("jotter listening on \(url) with \(configuration.threads) engine thread(s), data in \(configuration.dataDirectory)"
+            + (configuration.store.usesPostgres ? ", database \(configuration.store.databaseDescription)" : ""))
         if configuration.effectiveAuth == .off && !AuthMode.isLoopback(configuration.host) {
             log.info("warning: --auth off on \(configuration.host): anyone who can reach this address can read and change every note")
         }
@@ -74,15 +75,19 @@ public func buildApplication(_ configuration: ServerConfiguration) throws -> App
     } catch {
         throw ServerStartError(description: "cannot create the data folder '\(configuration.dataDirectory)': \(error)")
     }
-    let notes: SQLiteNoteStore
+    let notes: any DataStore
     do {
-        notes = try SQLiteNoteStore(dataDirectory: configuration.dataDirectory,
-                                    options: .init(synchronous: configuration.synchronous, eventBacklog: configuration.eventBacklog))
+        notes = try openDataStore(configuration.store)
     } catch {
-        throw ServerStartError(description: "cannot open the database in '\(configuration.dataDirectory)': \(error)")
+        throw ServerStartError(description: "cannot open the database \(configuration.store.databaseDescription): \(error)")
     }
     let tls = try TLSFiles.read(configuration)
     let events = EventBroadcaster(heartbeat: configuration.eventHeartbeat)
+    // Every committed event — with PostgreSQL, those of every instance — reaches the streams
+    // of its owner from here, in id order.
+    notes.observeEvents { [notes] event, owner in
+        events.publish(audience: owner.id) { try NoteRendering.event(event, owner: owner, store: notes) }
+    }
     let metrics = Metrics()
     var routes = RouterBuilder()
     // Outermost first: every answer — refusals before routing included — gets its id, its log
@@ -95,9 +100,10 @@ public func buildApplication(_ configuration: ServerConfiguration) throws -> App
     for middleware in configuration.middleware { routes.add(middleware: middleware) }
     routes.add(middleware: ErrorMiddleware(log: log, translate: StoreErrors.http))
     HelloController().register(in: &routes)
-    let gauges = ServerGauges(store: notes, events: events)
+    let gauges = ServerGauges(store: notes, dataDirectory: configuration.dataDirectory, events: events)
     metrics.addCollector { gauges.render() }
-    let health = HealthController(metrics: metrics, check: HealthCheck(store: notes, minimumFreeBytes: configuration.minimumFreeSpace))
+    let health = HealthController(metrics: metrics, check: HealthCheck(store: notes, dataDirectory: configuration.dataDirectory,
+                                                                       minimumFreeBytes: configuration.minimumFreeSpace))
     health.register(in: &routes)
     let accounts = Accounts(store: notes, mode: configuration.effectiveAuth, events: events,
                             refreshInterval: configuration.credentialRefreshInterval)
@@ -113,7 +119,7 @@ public func buildApplication(_ configuration: ServerConfiguration) throws -> App
         auth.register(in: &authenticated)
         authenticated.group { admin in
             admin.add(middleware: RequireAdmin(mode: accounts.mode))
-            BackupController(store: notes).register(in: &admin)
+            BackupController(store: notes as? SQLiteStore, dataDirectory: configuration.dataDirectory).register(in: &admin)
             UsersController(accounts: accounts).register(in: &admin)
         }
     }

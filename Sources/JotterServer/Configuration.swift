@@ -5,8 +5,14 @@ import JotterStore
 public struct ServerConfiguration: Sendable {
     public var host = "127.0.0.1"
     public var port = 8080
-    /// The data folder: `jotter.sqlite`, `uploads/`, temp files.
+    /// The data folder: `jotter.sqlite`, `uploads/`, temp files (with PostgreSQL: temp files,
+    /// and uploads unless `blobStore` names a bucket).
     public var dataDirectory = "./jotter-data"
+    /// The database: SQLite in the data folder (with its durability), or PostgreSQL.
+    public var database = StoreConfiguration.Database.sqlite(SQLiteStore.Options())
+    /// Where upload bytes go with PostgreSQL: nil for the data folder's `uploads/`, or an
+    /// `s3://BUCKET?endpoint=URL&region=R` URL (credentials from the `AWS_*` variables).
+    public var blobStore: String?
     public var threads = HTTPServer.Configuration.cores
     /// Bytes of a non-multipart body, and of the plain fields of a multipart body.
     public var maxBodySize = 1 << 20
@@ -20,8 +26,6 @@ public struct ServerConfiguration: Sendable {
     public var idleTimeout = 30
     /// Write one access-log line per request to standard error.
     public var accessLog = true
-    /// SQLite durability: `.full` (default) syncs every commit before it is acknowledged.
-    public var synchronous = SQLiteNoteStore.Synchronous.full
     /// Seconds between heartbeat comments on event streams.
     public var eventHeartbeat: Double = 15
     /// Events kept for streams that reconnect with `Last-Event-ID`.
@@ -56,6 +60,15 @@ public struct ServerConfiguration: Sendable {
     public var middleware: [any Middleware] = []
 
     public init() {}
+
+    /// What `openDataStore` is given.
+    var store: StoreConfiguration {
+        var store = StoreConfiguration(dataDirectory: dataDirectory)
+        store.database = database
+        store.blobStore = blobStore
+        store.eventBacklog = eventBacklog
+        return store
+    }
 
     var http: HTTPServer.Configuration {
         var http = HTTPServer.Configuration(host: host, port: port, threads: threads, connectionLimit: connectionLimit,

@@ -1,21 +1,18 @@
-/// Persistence for notes, their change events and their versions.
+/// Persistence for notes and their change events, scoped by `Owner`.
 ///
-/// Implemented by `SQLiteNoteStore` (and later by a PostgreSQL store). Reads are synchronous and
-/// may run on any thread; writes are queued, committed durably, then acknowledged.
+/// Implemented by `SQLiteStore` and `PostgresStore`. Reads are synchronous and may run on any
+/// thread (with PostgreSQL they wait for a round trip: see `DataStore.readsWait`). Each write is
+/// its own operation with its own outcome; it is queued, committed durably, and only then
+/// handed to its completion, on a store thread.
 ///
 /// ```swift
-/// let store: any NoteStore = try SQLiteNoteStore(dataDirectory: "/var/lib/jotter")
-/// if case .done(let note, let event) = try store.perform(.create(body: "Buy milk"), owner: user.owner) {
-///     print(note.id, event.id)
+/// store.createNote(body: "Buy milk", owner: user.owner) { result in
+///     if case .success(let change) = result { print(change.note.id, change.event.id) }
 /// }
 /// let page = try store.notes(NoteQuery(limit: 100, order: .newestFirst, search: "milk"), owner: user.owner)
 /// ```
 ///
-/// Every read and write is scoped by an `Owner`: another owner's note is as absent as one that
-/// never existed.
-///
-/// ```swift
-/// ```
+/// Another owner's note is as absent as one that never existed.
 public protocol NoteStore: Sendable {
     /// `owner`'s note with `id`, or nil when there is none.
     func note(id: Int64, owner: Owner) throws -> NoteRecord?
@@ -23,26 +20,71 @@ public protocol NoteStore: Sendable {
     /// One page of `owner`'s notes in `query.order`, after the `query.after` cursor, filtered by `query.search`.
     func notes(_ query: NoteQuery, owner: Owner) throws -> [NoteRecord]
 
-    /// Runs the write durably; `completion` is called exactly once, on a store thread, only
-    /// after the commit is durable.
-    ///
-    /// The completion must return quickly and must not call `perform` (it runs on the writer).
-    /// - Parameters:
-    ///   - write: what to change.
-    ///   - owner: whose notes and uploads it reads and changes (and whose a created one becomes).
-    ///   - completion: the outcome (`.done`, `.notFound`, `.versionMismatch`) or a `StoreError`.
-    func submit(_ write: NoteWrite, owner: Owner, completion: @escaping @Sendable (Result<NoteWriteResult, StoreError>) -> Void)
-
-    /// Blocking convenience over `submit`: returns once the write is durable.
-    func perform(_ write: NoteWrite, owner: Owner) throws -> NoteWriteResult
-
-    /// `owner`'s events with id > `after`, oldest first, at most `limit`; nil when `after` is
-    /// older than the kept backlog or greater than the last issued id (the client must re-list).
-    /// Ids are shared by all owners, so one owner's ids have gaps.
+    /// `owner`'s events with id > `after`, in id order, at most `limit`; nil when `after` is
+    /// older than the kept backlog or above the last event id (the client must re-list).
+    /// Ids grow in the order events become visible and are shared by all owners, so one
+    /// owner's ids have gaps (a backend may leave gaps of its own).
     func events(after: Int64, limit: Int, owner: Owner) throws -> [NoteEvent]?
 
-    /// The id of the last event ever issued (0 when none), which never goes backwards.
+    /// The id of the last visible event (0 when none); it never goes backwards.
     func lastEventID() throws -> Int64
+
+    /// A new note at version 1 (`created_at` = `updated_at` = now), `owner`'s.
+    func createNote(body: String, owner: Owner, completion: @escaping StoreCompletion<NoteChange>)
+
+    /// Replaces the body (`ifVersion` nil: unconditionally). `body` nil is a touch: version and
+    /// `updated_at` grow, the body stays (attachments changed); either way a `note.updated` event.
+    func updateNote(id: Int64, body: String?, ifVersion: Int64?, owner: Owner, completion: @escaping StoreCompletion<NoteWriteOutcome>)
+
+    /// Removes the note with its attachments (rows now, their bytes once this committed).
+    func deleteNote(id: Int64, ifVersion: Int64?, owner: Owner, completion: @escaping StoreCompletion<NoteWriteOutcome>)
+}
+
+/// Called once, on a store thread, with a write's outcome — only after it is durable (or failed).
+/// It must return quickly and must not wait for another write.
+public typealias StoreCompletion<Value: Sendable> = @Sendable (Result<Value, StoreError>) -> Void
+
+/// A committed change of a note, with the event it made.
+public struct NoteChange: Sendable, Hashable {
+    /// The note after the change; for a delete, the note as it was.
+    public var note: NoteRecord
+    public var event: NoteEvent
+
+    public init(note: NoteRecord, event: NoteEvent) {
+        self.note = note
+        self.event = event
+    }
+}
+
+/// The outcome of a write on an existing note.
+///
+/// `.notFound` is decided before the version: a missing note is missing whatever the
+/// preconditions (RFC 9110 §13.2.1).
+public enum NoteWriteOutcome: Sendable, Hashable {
+    case done(NoteChange)
+    /// `owner` has no note with that id.
+    case notFound
+    /// `ifVersion` did not match; nothing changed. `current` is the note as stored.
+    case versionMismatch(current: NoteRecord)
+
+    /// The change, when the write was done.
+    public var change: NoteChange? {
+        if case .done(let change) = self { return change }
+        return nil
+    }
+}
+
+/// Write counters of a store, to see how well writes share commits.
+public struct WriteStatistics: Sendable, Hashable {
+    /// Transactions committed (each holding one batch of writes).
+    public var commits: Int
+    /// Writes completed (successfully or not) through those commits.
+    public var writes: Int
+
+    public init(commits: Int, writes: Int) {
+        self.commits = commits
+        self.writes = writes
+    }
 }
 
 /// A stored note. Times are Unix seconds, UTC.

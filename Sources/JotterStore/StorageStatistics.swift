@@ -4,7 +4,7 @@ public struct StorageStatistics: Sendable, Hashable {
     public var uploads: Int64
     /// The sum of the uploads' sizes.
     public var uploadBytes: Int64
-    /// The database file with its write-ahead log.
+    /// The database: SQLite's file with its write-ahead log, or PostgreSQL's `pg_database_size`.
     public var databaseBytes: Int64
 
     public init(notes: Int64, uploads: Int64, uploadBytes: Int64, databaseBytes: Int64) {
@@ -15,7 +15,7 @@ public struct StorageStatistics: Sendable, Hashable {
     }
 }
 
-extension SQLiteNoteStore {
+extension SQLiteStore {
     /// Counts notes and uploads in one snapshot (a scan of each table: cheap at scrape
     /// intervals, not for every request) and sizes the database files.
     public func storageStatistics() throws(StoreError) -> StorageStatistics {
@@ -34,7 +34,9 @@ extension SQLiteNoteStore {
     }
 }
 
-extension SQLiteNoteStore {
+extension SQLiteStore {
     /// The schema version this build writes and understands; a database above it is refused.
     public static var schemaVersion: Int64 { SQLiteSchema.current }
+
+    public var schemaVersion: Int64 { Self.schemaVersion }
 }

@@ -1,10 +1,10 @@
-/// An error from a note store: SQLite failures, a database newer than this binary, a closed store.
+/// An error from a store: SQLite or PostgreSQL failures, a database that cannot be reached, a database newer than this binary, a closed store.
 ///
 /// A struct over a private code so cases can grow without breaking callers. Two errors are equal
 /// when their codes are equal (the message is not compared), so tests and callers can match:
 ///
 /// ```swift
-/// do { _ = try SQLiteNoteStore(dataDirectory: "/var/lib/jotter") }
+/// do { _ = try SQLiteStore(dataDirectory: "/var/lib/jotter") }
 /// catch let error as StoreError where error == .newerSchema { print(error.message) }
 /// ```
 public struct StoreError: Error, Sendable, Hashable, CustomStringConvertible {
@@ -18,6 +18,8 @@ public struct StoreError: Error, Sendable, Hashable, CustomStringConvertible {
         case notEmpty
         case inUse
         case corrupt
+        case unavailable
+        case database
     }
 
     private let code: Code
@@ -46,6 +48,15 @@ public struct StoreError: Error, Sendable, Hashable, CustomStringConvertible {
     /// the wrong size.
     public static let corrupt = StoreError(.corrupt, "the backup is damaged")
 
+    /// The database cannot be reached now (connection refused or lost, the server shutting
+    /// down): the request may be tried again later, and the HTTP layer answers `503` with
+    /// `Retry-After`. Nothing of the failed write was kept — unless its commit outcome is
+    /// unknown, which the message says.
+    public static let unavailable = StoreError(.unavailable, "the database is unavailable")
+
+    /// True when trying again later may succeed (`unavailable`).
+    public var isTransient: Bool { code == .unavailable }
+
     /// The SQLite (extended) result code, when the error came from SQLite.
     public var sqliteCode: Int32? {
         if case .sqlite(let code) = code { return code }
@@ -73,7 +84,7 @@ public struct StoreError: Error, Sendable, Hashable, CustomStringConvertible {
         return StoreError(.sqlite(code), "\(prefix)SQLite error \(code): \(message)")
     }
 
-    static func newerSchema(file: String, found: Int64, supported: Int64) -> StoreError {
+    public static func newerSchema(file: String, found: Int64, supported: Int64) -> StoreError {
         StoreError(.newerSchema, "\(file) has schema version \(found) but this jotter understands up to "
             + "\(supported); upgrade jotter (the database was left untouched)")
     }
@@ -82,16 +93,22 @@ public struct StoreError: Error, Sendable, Hashable, CustomStringConvertible {
         StoreError(.notJotterDatabase, "\(file) has tables but no jotter schema_version; refusing to use it")
     }
 
-    static func invalidArgument(_ message: String) -> StoreError {
+    public static func invalidArgument(_ message: String) -> StoreError {
         StoreError(.invalidArgument, message)
     }
+
+    /// The database cannot be reached; `message` says why.
+    public static func unavailable(_ message: String) -> StoreError { StoreError(.unavailable, message) }
+
+    /// A database (not SQLite) refused a statement; `message` has its own message.
+    public static func database(_ message: String) -> StoreError { StoreError(.database, message) }
 
     static func notEmpty(_ message: String) -> StoreError { StoreError(.notEmpty, message) }
     static func inUse(_ message: String) -> StoreError { StoreError(.inUse, message) }
     static func corrupt(_ message: String) -> StoreError { StoreError(.corrupt, message) }
 
     /// The operating system refused something the store needs (such as starting its writer thread).
-    static func system(_ message: String) -> StoreError {
+    public static func system(_ message: String) -> StoreError {
         StoreError(.system, message)
     }
 }

@@ -1,3 +1,9 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
 /// A stored file's row: what the API shows of an upload.
 public struct UploadRecord: Sendable, Hashable {
     /// 24 lowercase hex digits, chosen by the store.
@@ -22,16 +28,31 @@ public struct UploadRecord: Sendable, Hashable {
     }
 }
 
-/// A file received in a request, still in its temporary file, to be stored.
+extension UploadRecord {
+    /// A new random upload id: 24 lowercase hex digits (96 bits from the system's entropy).
+    public static func newID() -> String {
+        var random = [UInt8](repeating: 0, count: 12)
+        random.withUnsafeMutableBytes { _ = getentropy($0.baseAddress, $0.count) }
+        return random.map { ($0 < 16 ? "0" : "") + String($0, radix: 16) }.joined()
+    }
+
+    /// The key of upload `id`'s bytes in the store's `BlobStore` (`uploads/<id>`; with the
+    /// local folder, the file `<data>/uploads/<id>`).
+    public static func blobKey(_ id: String) -> String { "uploads/" + id }
+}
+
+/// A file whose bytes are already stored (`DataStore.blobs`, key `UploadRecord.blobKey(id)`),
+/// to be recorded by `UploadStore.addUploads`.
 public struct NewUpload: Sendable, Hashable {
-    public var temporaryPath: String
+    /// Chosen before the bytes were stored (`UploadRecord.newID()`), never by the client.
+    public var id: String
     public var filename: String
     public var contentType: String
     public var size: Int64
     public var sha256: String
 
-    public init(temporaryPath: String, filename: String, contentType: String, size: Int64, sha256: String) {
-        self.temporaryPath = temporaryPath
+    public init(id: String, filename: String, contentType: String, size: Int64, sha256: String) {
+        self.id = id
         self.filename = filename
         self.contentType = contentType
         self.size = size
@@ -39,9 +60,13 @@ public struct NewUpload: Sendable, Hashable {
     }
 }
 
-/// Reading stored uploads, each scoped by its `Owner`. Writes go through `NoteStore.submit`
-/// (`.addUploads`, `.deleteUpload`), so that attaching a file and changing its note are one
-/// transaction.
+/// Stored uploads, each scoped by its `Owner`. Attaching a file and changing its note's
+/// version are one transaction.
+///
+/// Bytes are stored before their row: the caller puts them in the blob store, then calls
+/// `addUploads`, which deletes them again when it does not commit them. Deleting rows deletes
+/// the bytes once the delete has committed; bytes left by a crash in between are orphans the
+/// store sweeps.
 public protocol UploadStore: Sendable {
     func upload(id: String, owner: Owner) throws -> UploadRecord?
     /// One page of `owner`'s uploads, newest first, after the `query.after` cursor and filtered
@@ -49,12 +74,58 @@ public protocol UploadStore: Sendable {
     func uploads(_ query: UploadQuery, owner: Owner) throws -> [UploadRecord]?
     /// The attachments of each of `noteIDs` (oldest first); notes without any are absent.
     func attachments(of noteIDs: [Int64], owner: Owner) throws -> [Int64: [UploadRecord]]
-    /// Where the bytes of upload `id` are on disk.
-    func contentPath(of id: String) -> String
-    /// A note and its attachments, read together (one snapshot, one lock).
+    /// A note and its attachments, read together (one snapshot).
     func noteWithAttachments(id: Int64, owner: Owner) throws -> (NoteRecord, [UploadRecord])?
     /// A page of notes, each with its attachments, read together.
     func notesWithAttachments(_ query: NoteQuery, owner: Owner) throws -> [(NoteRecord, [UploadRecord])]
+
+    /// Records uploads whose bytes are stored, attached to `noteID` when given (the note's
+    /// version grows: a `note.updated` event). nil when `noteID` names no note of `owner`'s;
+    /// then, as on failure, the bytes are deleted.
+    func addUploads(_ uploads: [NewUpload], noteID: Int64?, owner: Owner, completion: @escaping StoreCompletion<UploadsAdded?>)
+    /// Deletes an upload (its note, if any, changes version); nil when there is none.
+    func deleteUpload(id: String, owner: Owner, completion: @escaping StoreCompletion<UploadRemoved?>)
+    /// Attaches an upload to `noteID` (nil: to no note). The note it leaves and the note it
+    /// joins each change version (an event each); attaching it where it already is changes
+    /// nothing. nil when the upload or the note does not exist.
+    func attachUpload(id: String, noteID: Int64?, owner: Owner, completion: @escaping StoreCompletion<UploadAttached?>)
+}
+
+/// What `UploadStore.addUploads` stored.
+public struct UploadsAdded: Sendable, Hashable {
+    public var uploads: [UploadRecord]
+    /// The note they were attached to, with its event.
+    public var change: NoteChange?
+
+    public init(uploads: [UploadRecord], change: NoteChange?) {
+        self.uploads = uploads
+        self.change = change
+    }
+}
+
+/// What `UploadStore.deleteUpload` removed.
+public struct UploadRemoved: Sendable, Hashable {
+    public var upload: UploadRecord
+    /// The note it was attached to, with its event.
+    public var change: NoteChange?
+
+    public init(upload: UploadRecord, change: NoteChange?) {
+        self.upload = upload
+        self.change = change
+    }
+}
+
+/// What `UploadStore.attachUpload` changed.
+public struct UploadAttached: Sendable, Hashable {
+    /// The upload as it is now attached.
+    public var upload: UploadRecord
+    /// The events of the note it left and the note it joined (none when nothing changed).
+    public var events: [NoteEvent]
+
+    public init(upload: UploadRecord, events: [NoteEvent]) {
+        self.upload = upload
+        self.events = events
+    }
 }
 
 /// A page request for `UploadStore.uploads(_:)`.

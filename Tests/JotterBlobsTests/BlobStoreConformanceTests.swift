@@ -55,6 +55,9 @@ import Testing
         let all = try store.list(prefix: fixture.prefix)
         #expect(all.map(\.key) == ["a/1", "a/2", "ab", "b/1"].map(fixture.key))
         #expect(all.first?.size == 3)
+        // Each listed object says when it was stored (what the orphan sweep goes by).
+        let now = Int64(Date().timeIntervalSince1970)
+        for blob in all { #expect(blob.modified.map { abs(now - $0) <= 120 } == true, "\(blob.key): \(String(describing: blob.modified))") }
         for blob in all { try store.delete(blob.key) }
         #expect(try store.list(prefix: fixture.prefix).isEmpty)
     }

@@ -6,22 +6,35 @@ import Testing
 
 @Suite(.enabled(if: TestDatabase.url != nil, TestDatabase.skipMessage))
 struct PostgresPoolTests {
+    /// Six threads of their own (not `concurrentPerform`, which on a loaded machine may run
+    /// every iteration on one thread), each holding a connection until another is held too.
     @Test func poolNeverOpensMoreThanItsSize() throws {
-        let pool = try PostgresPool(.init(url: TestDatabase.url!, size: 2, acquireTimeoutMilliseconds: 300))
+        let pool = try PostgresPool(.init(url: TestDatabase.url!, size: 2, acquireTimeoutMilliseconds: 10_000))
         let busiest = Atomic<Int>(0)
+        let inside = Atomic<Int>(0)
         let errors = Mutex<[PostgresError.Kind]>([])
-        DispatchQueue.concurrentPerform(iterations: 6) { _ in
-            do {
-                try pool.withConnection { connection in
-                    busiest.max(pool.openConnections, ordering: .relaxed)
-                    _ = try connection.query("SELECT pg_sleep(0.05)")
+        let group = DispatchGroup()
+        for _ in 0..<6 {
+            group.enter()
+            Thread {
+                defer { group.leave() }
+                do {
+                    try pool.withConnection { connection in
+                        busiest.max(pool.openConnections, ordering: .relaxed)
+                        inside.add(1, ordering: .relaxed)
+                        // Wait (up to 5 s) until a second thread holds a connection too.
+                        let deadline = ContinuousClock.now + .seconds(5)
+                        while inside.load(ordering: .relaxed) < 2, ContinuousClock.now < deadline { usleep(1000) }
+                        _ = try connection.query("SELECT pg_sleep(0.05)")
+                    }
+                } catch let error as PostgresError {
+                    errors.withLock { $0.append(error.kind) }
+                } catch {
+                    Issue.record("\(error)")
                 }
-            } catch let error as PostgresError {
-                errors.withLock { $0.append(error.kind) }
-            } catch {
-                Issue.record("\(error)")
-            }
+            }.start()
         }
+        group.wait()
         #expect(busiest.load(ordering: .relaxed) <= 2)
         #expect(errors.withLock { $0 }.isEmpty)
         #expect(pool.openConnections == 2)

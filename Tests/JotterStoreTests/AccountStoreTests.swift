@@ -5,18 +5,17 @@ import Testing
 /// Users, credentials and owners in the store: every query is scoped by its owner.
 @Suite("Accounts in the store")
 struct AccountStoreTests {
-    func addUser(_ store: SQLiteNoteStore, _ name: String, admin: Bool = false) throws -> UserRecord {
+    func addUser(_ store: SQLiteStore, _ name: String, admin: Bool = false) throws -> UserRecord {
         guard case .user(let user) = try store.perform(.addUser(name: name, passwordHash: try PasswordHash.make("pw-\(name)"), isAdmin: admin)) else {
             throw FixtureError("user \(name) not added")
         }
         return user
     }
 
-    func upload(_ store: SQLiteNoteStore, _ directory: TemporaryDirectory, note: Int64?, owner: Owner) throws -> NoteWriteResult {
+    func upload(_ store: SQLiteStore, _ directory: TemporaryDirectory, note: Int64?, owner: Owner) throws -> NoteWriteResult {
         let path = directory.path + "/tmp/t-\(UUID().uuidString)"
         try Data([1, 2, 3]).write(to: URL(fileURLWithPath: path))
-        let upload = NewUpload(temporaryPath: path, filename: "f.bin", contentType: "application/octet-stream", size: 3,
-                               sha256: String(repeating: "0", count: 64))
+        let upload = try store.stage(path, size: 3)
         return try store.perform(.addUploads([upload], noteID: note), owner: owner)
     }
 
@@ -180,7 +179,7 @@ struct AccountStoreTests {
                 """)
             db.close()
         }
-        let store = try SQLiteNoteStore(dataDirectory: directory.path)
+        let store = try SQLiteStore(dataDirectory: directory.path)
         defer { store.close() }
         #expect(try MigrationTests.schemaVersion(at: directory.databasePath) == SQLiteSchema.current)
         #expect(try store.note(id: 1, owner: .unclaimed)?.body == "old note")

@@ -8,11 +8,11 @@ import Testing
 struct BackupTests {
     /// A stored upload whose bytes are `bytes`, attached to `noteID`.
     @discardableResult
-    func addUpload(_ store: SQLiteNoteStore, _ bytes: [UInt8], noteID: Int64?) throws -> UploadRecord {
+    func addUpload(_ store: SQLiteStore, _ bytes: [UInt8], noteID: Int64?) throws -> UploadRecord {
         let path = store.temporaryDirectory + "/t-\(UUID().uuidString)"
         try Data(bytes).write(to: URL(fileURLWithPath: path))
-        let upload = NewUpload(temporaryPath: path, filename: "f-\(bytes.first ?? 0).bin", contentType: "application/octet-stream",
-                               size: Int64(bytes.count), sha256: "bytes-\(bytes.count)-\(bytes.first ?? 0)")
+        let upload = try store.stage(path, size: Int64(bytes.count), filename: "f-\(bytes.first ?? 0).bin",
+                                     sha256: "bytes-\(bytes.count)-\(bytes.first ?? 0)")
         guard case .uploadsAdded(let records, _, _) = try store.perform(.addUploads([upload], noteID: noteID)) else {
             throw FixtureError("upload not added")
         }
@@ -65,7 +65,7 @@ struct BackupTests {
 
         let restored = try TemporaryDirectory()
         _ = try DataFolderBackup.restore(from: backupFolder, into: restored.path + "/data", replacing: false)
-        let reopened = try SQLiteNoteStore(dataDirectory: restored.path + "/data")
+        let reopened = try SQLiteStore(dataDirectory: restored.path + "/data")
         defer { reopened.close() }
         for note in before { #expect(try reopened.note(id: note.id) == note) }
         #expect(try reopened.uploads(UploadQuery(limit: 1000))?.count == contents.uploads.count)
@@ -104,12 +104,12 @@ struct BackupTests {
         #expect(throws: StoreError.notEmpty) { try DataFolderBackup.restore(from: folder.path + "/b", into: target.path, replacing: false) }
         #expect(FileManager.default.fileExists(atPath: target.path + "/something"))
 
-        let running = try SQLiteNoteStore(dataDirectory: target.path)
+        let running = try SQLiteStore(dataDirectory: target.path)
         #expect(throws: StoreError.inUse) { try DataFolderBackup.restore(from: folder.path + "/b", into: target.path, replacing: true) }
         running.close()
 
         _ = try DataFolderBackup.restore(from: folder.path + "/b", into: target.path, replacing: true)
-        let reopened = try SQLiteNoteStore(dataDirectory: target.path)
+        let reopened = try SQLiteStore(dataDirectory: target.path)
         defer { reopened.close() }
         #expect(try reopened.notes(NoteQuery()).map(\.body) == ["kept"])
         // While it is open, nothing can restore over it.

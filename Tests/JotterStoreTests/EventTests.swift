@@ -63,11 +63,11 @@ struct EventTests {
     @Test func idsContinueAfterReopening() throws {
         let directory = try TemporaryDirectory()
         defer { withExtendedLifetime(directory) {} }  // keep the folder until the test ends
-        var store = try SQLiteNoteStore(dataDirectory: directory.path, options: .init(eventBacklog: 2))
+        var store = try SQLiteStore(dataDirectory: directory.path, options: .init(eventBacklog: 2))
         let first = try (1...4).map { try store.perform(.create(body: "n\($0)")).event! }
         store.close()
 
-        store = try SQLiteNoteStore(dataDirectory: directory.path, options: .init(eventBacklog: 2))
+        store = try SQLiteStore(dataDirectory: directory.path, options: .init(eventBacklog: 2))
         defer { store.close() }
         #expect(try store.lastEventID() == first.last!.id)
         #expect(try store.events(after: first[2].id, limit: 10) == [first[3]])

@@ -23,7 +23,7 @@ struct MigrationTests {
     @Test func createsAMissingDataDirectory() throws {
         let parent = try TemporaryDirectory()
         defer { withExtendedLifetime(parent) {} }  // keep the folder until the test ends
-        let store = try SQLiteNoteStore(dataDirectory: parent.path + "/a/b/")
+        let store = try SQLiteStore(dataDirectory: parent.path + "/a/b/")
         defer { store.close() }
         #expect(store.path == parent.path + "/a/b/jotter.sqlite")
         #expect(FileManager.default.fileExists(atPath: store.path))
@@ -32,10 +32,10 @@ struct MigrationTests {
     @Test func reopeningKeepsDataAndVersion() throws {
         let directory = try TemporaryDirectory()
         defer { withExtendedLifetime(directory) {} }  // keep the folder until the test ends
-        var store = try SQLiteNoteStore(dataDirectory: directory.path)
+        var store = try SQLiteStore(dataDirectory: directory.path)
         let note = try #require(try store.perform(.create(body: "kept")).note)
         store.close()
-        store = try SQLiteNoteStore(dataDirectory: directory.path)
+        store = try SQLiteStore(dataDirectory: directory.path)
         defer { store.close() }
         #expect(try store.note(id: note.id) == note)
         #expect(try Self.schemaVersion(at: store.path) == SQLiteSchema.current)
@@ -44,7 +44,7 @@ struct MigrationTests {
     @Test func newerDatabaseIsRefusedUntouched() throws {
         let directory = try TemporaryDirectory()
         defer { withExtendedLifetime(directory) {} }  // keep the folder until the test ends
-        let store = try SQLiteNoteStore(dataDirectory: directory.path)
+        let store = try SQLiteStore(dataDirectory: directory.path)
         _ = try store.perform(.create(body: "from the future"))
         store.close()
         let db = try SQLiteConnection(path: directory.databasePath, flags: SQLiteConnection.readWrite)
@@ -56,7 +56,7 @@ struct MigrationTests {
         let bytesBefore = try Data(contentsOf: URL(fileURLWithPath: directory.databasePath))
 
         let error = #expect(throws: StoreError.newerSchema) {
-            try SQLiteNoteStore(dataDirectory: directory.path, options: .init(synchronous: .normal))
+            try SQLiteStore(dataDirectory: directory.path, options: .init(synchronous: .normal))
         }
         #expect(error?.message.contains("jotter.sqlite has schema version 99") == true)
         #expect(error?.message.contains("understands up to \(SQLiteSchema.current); upgrade jotter") == true)
@@ -71,7 +71,7 @@ struct MigrationTests {
         let db = try SQLiteConnection(path: directory.databasePath, flags: SQLiteConnection.readWrite)
         try db.execute("CREATE TABLE somebody_elses (x)")
         db.close()
-        #expect(throws: StoreError.notJotterDatabase) { try SQLiteNoteStore(dataDirectory: directory.path) }
+        #expect(throws: StoreError.notJotterDatabase) { try SQLiteStore(dataDirectory: directory.path) }
     }
 
     @Test func garbageFileIsAnSQLiteError() throws {
@@ -79,7 +79,7 @@ struct MigrationTests {
         defer { withExtendedLifetime(directory) {} }  // keep the folder until the test ends
         try Data(repeating: 0x41, count: 4096).write(to: URL(fileURLWithPath: directory.databasePath))
         do {
-            _ = try SQLiteNoteStore(dataDirectory: directory.path)
+            _ = try SQLiteStore(dataDirectory: directory.path)
             Issue.record("opened a file that is not a database")
         } catch {
             #expect(error.sqliteCode != nil)

@@ -18,7 +18,7 @@ struct SearchTests {
         return (fixture, try bodies.map { try fixture.create($0) })
     }
 
-    static func search(_ store: SQLiteNoteStore, _ words: String, order: NoteOrder = .oldestFirst) throws -> [String] {
+    static func search(_ store: SQLiteStore, _ words: String, order: NoteOrder = .oldestFirst) throws -> [String] {
         try store.notes(NoteQuery(order: order, search: words)).map(\.body)
     }
 

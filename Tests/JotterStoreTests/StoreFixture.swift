@@ -12,19 +12,19 @@ final class TemporaryDirectory: Sendable {
         try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
     }
 
-    var databasePath: String { path + "/" + SQLiteNoteStore.fileName }
+    var databasePath: String { path + "/" + SQLiteStore.fileName }
 
     deinit { try? FileManager.default.removeItem(atPath: path) }
 }
 
-/// A `SQLiteNoteStore` in its own temporary directory.
+/// A `SQLiteStore` in its own temporary directory.
 final class StoreFixture: Sendable {
     let directory: TemporaryDirectory
-    let store: SQLiteNoteStore
+    let store: SQLiteStore
 
-    init(options: SQLiteNoteStore.Options = .init()) throws {
+    init(options: SQLiteStore.Options = .init()) throws {
         directory = try TemporaryDirectory()
-        store = try SQLiteNoteStore(dataDirectory: directory.path, options: options)
+        store = try SQLiteStore(dataDirectory: directory.path, options: options)
     }
 
     /// Creates a note and returns it.
@@ -69,18 +69,4 @@ func onThreads(_ count: Int, _ body: @escaping @Sendable (Int) -> Void) {
         thread.start()
     }
     group.wait()
-}
-
-extension NoteWriteResult {
-    /// The note of a `.done` result.
-    var note: NoteRecord? {
-        if case .done(let note, _) = self { return note }
-        return nil
-    }
-
-    /// The event of a `.done` result.
-    var event: NoteEvent? {
-        if case .done(_, let event) = self { return event }
-        return nil
-    }
 }

@@ -20,8 +20,8 @@ struct ThroughputReport {
         print(line)
     }
 
-    @Test(arguments: [SQLiteNoteStore.Synchronous.full, .normal])
-    func rawSQLiteSingleRowCommits(synchronous: SQLiteNoteStore.Synchronous) throws {
+    @Test(arguments: [SQLiteStore.Synchronous.full, .normal])
+    func rawSQLiteSingleRowCommits(synchronous: SQLiteStore.Synchronous) throws {
         let directory = try TemporaryDirectory()
         defer { withExtendedLifetime(directory) {} }  // keep the folder until the test ends
         let db = try SQLiteConnection(path: directory.databasePath, flags: SQLiteConnection.readWrite)
@@ -34,8 +34,8 @@ struct ThroughputReport {
         Self.report("raw SQLite autocommit INSERT, \(synchronous)", writes: count, commits: count, seconds: seconds)
     }
 
-    @Test(arguments: [SQLiteNoteStore.Synchronous.full, .normal])
-    func singleWriter(synchronous: SQLiteNoteStore.Synchronous) throws {
+    @Test(arguments: [SQLiteStore.Synchronous.full, .normal])
+    func singleWriter(synchronous: SQLiteStore.Synchronous) throws {
         let fixture = try StoreFixture(options: .init(synchronous: synchronous))
         let count = synchronous == .full ? 3_000 : 20_000
         let seconds = try Self.seconds {
@@ -46,8 +46,8 @@ struct ThroughputReport {
                     commits: statistics.commits, seconds: seconds)
     }
 
-    @Test(arguments: [SQLiteNoteStore.Synchronous.full, .normal])
-    func eightThreadsGrouped(synchronous: SQLiteNoteStore.Synchronous) throws {
+    @Test(arguments: [SQLiteStore.Synchronous.full, .normal])
+    func eightThreadsGrouped(synchronous: SQLiteStore.Synchronous) throws {
         let fixture = try StoreFixture(options: .init(synchronous: synchronous))
         let seconds = Self.seconds {
             onThreads(8) { thread in
@@ -59,8 +59,8 @@ struct ThroughputReport {
                     commits: statistics.commits, seconds: seconds)
     }
 
-    @Test(arguments: [SQLiteNoteStore.Synchronous.full, .normal])
-    func manyInFlightSubmits(synchronous: SQLiteNoteStore.Synchronous) throws {
+    @Test(arguments: [SQLiteStore.Synchronous.full, .normal])
+    func manyInFlightSubmits(synchronous: SQLiteStore.Synchronous) throws {
         // Like the HTTP engine: many requests suspended on their write at once (here 64 in flight).
         let fixture = try StoreFixture(options: .init(synchronous: synchronous))
         let total = 20_000

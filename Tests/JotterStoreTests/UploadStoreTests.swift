@@ -11,17 +11,17 @@ struct UploadStoreTests {
         return path
     }
 
-    func newUpload(_ path: String, size: Int64) -> NewUpload {
-        NewUpload(temporaryPath: path, filename: "f.bin", contentType: "application/octet-stream", size: size, sha256: String(repeating: "0", count: 64))
+    func newUpload(_ store: SQLiteStore, _ path: String, size: Int64) throws -> NewUpload {
+        try store.stage(path, size: size)
     }
 
     @Test("adding moves the file in with its row; attaching bumps the note; deleting the note deletes the files")
     func lifecycle() throws {
         let directory = try TemporaryDirectory()
-        let store = try SQLiteNoteStore(dataDirectory: directory.path)
+        let store = try SQLiteStore(dataDirectory: directory.path)
         guard case .done(let note, _) = try store.perform(.create(body: "n")) else { Issue.record("no note"); return }
         let temporary = try temporaryFile(directory.path, [1, 2, 3])
-        guard case .uploadsAdded(let records, let touched, let event) = try store.perform(.addUploads([newUpload(temporary, size: 3)], noteID: note.id)) else {
+        guard case .uploadsAdded(let records, let touched, let event) = try store.perform(.addUploads([try newUpload(store, temporary, size: 3)], noteID: note.id)) else {
             Issue.record("not added"); return
         }
         #expect(!FileManager.default.fileExists(atPath: temporary))
@@ -34,20 +34,20 @@ struct UploadStoreTests {
         #expect(!FileManager.default.fileExists(atPath: store.contentPath(of: records[0].id)))
     }
 
-    @Test("an unknown note stores nothing and leaves the temporary file to its request")
+    @Test("an unknown note stores no row, and the staged bytes are deleted again")
     func unknownNote() throws {
         let directory = try TemporaryDirectory()
-        let store = try SQLiteNoteStore(dataDirectory: directory.path)
+        let store = try SQLiteStore(dataDirectory: directory.path)
         let temporary = try temporaryFile(directory.path, [9])
-        #expect(try store.perform(.addUploads([newUpload(temporary, size: 1)], noteID: 42)) == .notFound)
+        #expect(try store.perform(.addUploads([try newUpload(store, temporary, size: 1)], noteID: 42)) == .notFound)
         #expect(try store.uploads(UploadQuery(limit: 10)) == [])
         #expect(try FileManager.default.contentsOfDirectory(atPath: directory.path + "/uploads").isEmpty)
-        #expect(FileManager.default.fileExists(atPath: temporary))
+        #expect(!FileManager.default.fileExists(atPath: temporary))
     }
 
-    func add(_ store: SQLiteNoteStore, _ directory: TemporaryDirectory, noteID: Int64?) throws -> UploadRecord {
+    func add(_ store: SQLiteStore, _ directory: TemporaryDirectory, noteID: Int64?) throws -> UploadRecord {
         let temporary = try temporaryFile(directory.path, [7])
-        guard case .uploadsAdded(let records, _, _) = try store.perform(.addUploads([newUpload(temporary, size: 1)], noteID: noteID)) else {
+        guard case .uploadsAdded(let records, _, _) = try store.perform(.addUploads([try newUpload(store, temporary, size: 1)], noteID: noteID)) else {
             throw FixtureError("not added")
         }
         return records[0]
@@ -56,7 +56,7 @@ struct UploadStoreTests {
     @Test("pages newest first after a cursor, filtered by note or by none; an unknown cursor is nil")
     func paging() throws {
         let directory = try TemporaryDirectory()
-        let store = try SQLiteNoteStore(dataDirectory: directory.path)
+        let store = try SQLiteStore(dataDirectory: directory.path)
         guard case .done(let note, _) = try store.perform(.create(body: "n")) else { Issue.record("no note"); return }
         let uploads = try (0..<7).map { try add(store, directory, noteID: $0 % 3 == 0 ? note.id : nil) }.map(\.id)
         let newest = Array(uploads.reversed())
@@ -74,7 +74,7 @@ struct UploadStoreTests {
     @Test("attaching moves an upload between notes, changing the version of each with an event")
     func attach() throws {
         let directory = try TemporaryDirectory()
-        let store = try SQLiteNoteStore(dataDirectory: directory.path)
+        let store = try SQLiteStore(dataDirectory: directory.path)
         guard case .done(let first, _) = try store.perform(.create(body: "first")),
               case .done(let second, _) = try store.perform(.create(body: "second")) else { Issue.record("no notes"); return }
         let upload = try add(store, directory, noteID: nil)
@@ -107,9 +107,9 @@ struct UploadStoreTests {
         let directory = try TemporaryDirectory()
         var kept = ""
         do {
-            let store = try SQLiteNoteStore(dataDirectory: directory.path)
+            let store = try SQLiteStore(dataDirectory: directory.path)
             let temporary = try temporaryFile(directory.path, [5])
-            guard case .uploadsAdded(let records, _, _) = try store.perform(.addUploads([newUpload(temporary, size: 1)], noteID: nil)) else {
+            guard case .uploadsAdded(let records, _, _) = try store.perform(.addUploads([try newUpload(store, temporary, size: 1)], noteID: nil)) else {
                 Issue.record("not added"); return
             }
             kept = records[0].id
@@ -118,7 +118,7 @@ struct UploadStoreTests {
         // What a crash between rename and commit, or during a request, leaves behind:
         try Data([1]).write(to: URL(fileURLWithPath: directory.path + "/uploads/0123456789abcdef01234567"))
         try Data([2]).write(to: URL(fileURLWithPath: directory.path + "/tmp/upload-left.part"))
-        let reopened = try SQLiteNoteStore(dataDirectory: directory.path)
+        let reopened = try SQLiteStore(dataDirectory: directory.path)
         #expect(try FileManager.default.contentsOfDirectory(atPath: directory.path + "/uploads") == [kept])
         #expect(try FileManager.default.contentsOfDirectory(atPath: directory.path + "/tmp").isEmpty)
         #expect(try reopened.upload(id: kept) != nil)

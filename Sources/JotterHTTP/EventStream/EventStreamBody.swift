@@ -18,12 +18,7 @@ import Synchronization
 public final class EventStreamBody: StreamingBody {
     struct State {
         /// Encoded events (and heartbeats) not yet sent completely, oldest first from `first`.
-        var queue: [[UInt8]] = []
-        var first = 0
-        /// Bytes of `queue[first]` already sent.
-        var offset = 0
-        /// Bytes queued and not yet sent.
-        var queued = 0
+        var queue = ChunkQueue()
         var held: [(id: Int64?, bytes: [UInt8])] = []
         var holding = true
         var lastID: Int64 = 0
@@ -33,13 +28,9 @@ public final class EventStreamBody: StreamingBody {
         var cut = false
 
         /// Queued bytes after the event being sent.
-        var backlog: Int { first < queue.count ? queued - (queue[first].count - offset) : 0 }
+        var backlog: Int { queue.backlog }
 
-        mutating func append(_ bytes: [UInt8]) {
-            guard !bytes.isEmpty else { return }
-            queue.append(bytes)
-            queued += bytes.count
-        }
+        mutating func append(_ bytes: [UInt8]) { queue.append(bytes) }
 
     }
 
@@ -58,7 +49,7 @@ public final class EventStreamBody: StreamingBody {
     /// stream is still held.
     func heartbeat() {
         let waker: ConnectionWaker? = state.withLock { state in
-            guard !state.finished, !state.cut, !state.holding, state.queued == 0 else { return nil }
+            guard !state.finished, !state.cut, !state.holding, state.queue.count == 0 else { return nil }
             state.append(ServerSentEvent.heartbeat)
             return state.waker
         }
@@ -117,30 +108,7 @@ public final class EventStreamBody: StreamingBody {
     public func read(into buffer: UnsafeMutableRawBufferPointer, at offset: UInt64) -> StreamRead {
         state.withLock { state in
             if state.finished { return .end }
-            var written = 0
-            while written < buffer.count, state.first < state.queue.count {
-                let chunk = state.queue[state.first]
-                let count = min(buffer.count - written, chunk.count - state.offset)
-                chunk.withUnsafeBytes { bytes in
-                    UnsafeMutableRawBufferPointer(rebasing: buffer[written..<(written + count)])
-                        .copyMemory(from: UnsafeRawBufferPointer(rebasing: bytes[state.offset..<(state.offset + count)]))
-                }
-                written += count
-                state.offset += count
-                state.queued -= count
-                if state.offset == chunk.count {
-                    state.queue[state.first] = []  // sent: release this stream's reference
-                    state.first += 1
-                    state.offset = 0
-                }
-            }
-            if state.first == state.queue.count {
-                state.queue.removeAll(keepingCapacity: true)
-                state.first = 0
-            } else if state.first >= 64, state.first * 2 >= state.queue.count {
-                state.queue.removeSubrange(..<state.first)
-                state.first = 0
-            }
+            let written = state.queue.drain(into: buffer)
             if written > 0 { return .bytes(written) }
             if state.cut { return .end }
             return .wait
@@ -148,7 +116,7 @@ public final class EventStreamBody: StreamingBody {
     }
 
     public func finish() {
-        state.withLock { $0.finished = true; $0.waker = nil; $0.queue = []; $0.held = [] }
+        state.withLock { $0.finished = true; $0.waker = nil; $0.queue.removeAll(); $0.held = [] }
         onFinish(self)
     }
 

@@ -30,6 +30,27 @@ public struct Reply: Sendable {
         Reply(storage: .later(Later(start: start, finish: { try $0.get() })))
     }
 
+    /// The reply `work` makes, made elsewhere: `schedule` runs `work` on a thread that may
+    /// block (a database round trip), and the reply it returns — now or later — becomes this
+    /// one's. A thrown error is rendered like any other.
+    ///
+    /// ```swift
+    /// return Reply.elsewhere(store.dispatch) { .now(try render(store.note(id: id))) }
+    /// ```
+    public static func elsewhere(_ schedule: @escaping @Sendable (@escaping @Sendable () -> Void) -> Void,
+                                 _ work: @escaping @Sendable () throws -> Reply) -> Reply {
+        .later { done in
+            schedule {
+                let reply: Reply
+                do { reply = try work() } catch { return done { throw error } }
+                switch reply.storage {
+                case .now(let response): done { response }
+                case .later(let later): later.start { render in done { try later.complete(render) } }
+                }
+            }
+        }
+    }
+
     /// The response changed by `transform` — now, or on the engine thread once it is known.
     public func map(_ transform: @escaping @Sendable (Response) throws -> Response) rethrows -> Reply {
         switch storage {

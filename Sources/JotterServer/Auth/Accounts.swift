@@ -11,7 +11,7 @@ import Synchronization
 /// folder). Changes made through this server — a revoked token, a removed user, a new
 /// password — drop the cached entries at once, so they take effect on the next request.
 public final class Accounts: Sendable {
-    public let store: SQLiteNoteStore
+    public let store: any AccountStore
     public let mode: AuthMode
     let events: EventBroadcaster
     /// Seconds a verified credential is trusted without reading it again.
@@ -32,7 +32,7 @@ public final class Accounts: Sendable {
     /// Whose data a request without credentials under `--auth off` reaches, and when it was read.
     private let anonymous = Mutex<(owner: Owner, user: UserRecord?, readAt: Int64)?>(nil)
 
-    public init(store: SQLiteNoteStore, mode: AuthMode, events: EventBroadcaster,
+    public init(store: any AccountStore, mode: AuthMode, events: EventBroadcaster,
                 refreshInterval: Int64 = 10, sessionLifetime: Int64 = 14 * 24 * 3600) {
         self.store = store
         self.mode = mode

@@ -19,17 +19,20 @@ import Synchronization
 /// /admin/backups/{id}` removes the snapshot. Snapshots left behind are removed an hour after
 /// they were made (checked whenever one is made, and at start-up). One snapshot is made at a
 /// time: a second `POST` meanwhile is `409`.
+///
+/// With PostgreSQL there is nothing here to snapshot (the data is the database's and the
+/// bucket's, backed up with their own tools): `POST` is `501`.
 final class BackupController: Sendable {
-    let store: SQLiteNoteStore
+    let store: SQLiteStore?
     /// `<data>/backups`.
     let folder: String
     /// Seconds a snapshot is kept when nobody deletes it.
     let keepSeconds: Int64 = 3600
     private let busy = Atomic<Bool>(false)
 
-    init(store: SQLiteNoteStore) {
+    init(store: SQLiteStore?, dataDirectory: String) {
         self.store = store
-        folder = store.dataDirectory + "/backups"
+        folder = dataDirectory + "/backups"
         removeExpired()
     }
 
@@ -41,6 +44,10 @@ final class BackupController: Sendable {
     }
 
     @Sendable func create(_ request: Request, _ context: RequestContext) throws -> Reply {
+        guard let store else {
+            throw HTTPError(HTTPStatus(501), detail: "this server keeps its data in PostgreSQL: back up the database (pg_dump) "
+                + "and the blob store with their own tools")
+        }
         guard busy.compareExchange(expected: false, desired: true, ordering: .acquiringAndReleasing).exchanged else {
             throw HTTPError(HTTPStatus(409), detail: "a backup is being made; try again when it is done")
         }
@@ -48,7 +55,7 @@ final class BackupController: Sendable {
         return Reply.later { done in
             // Off the engine's threads: a snapshot reads the whole database.
             DispatchQueue.global().async {
-                let result = Result { try controller.snapshot() }
+                let result = Result { try controller.snapshot(store) }
                 controller.busy.store(false, ordering: .releasing)
                 done {
                     let envelope = try result.get()
@@ -59,9 +66,9 @@ final class BackupController: Sendable {
         }
     }
 
-    private func snapshot() throws -> BackupEnvelope {
+    private func snapshot(_ store: SQLiteStore) throws -> BackupEnvelope {
         removeExpired()
-        let id = Self.newID()
+        let id = UploadRecord.newID()
         let contents: BackupContents
         do {
             contents = try store.backup(into: folder + "/" + id)
@@ -83,7 +90,7 @@ final class BackupController: Sendable {
     }
 
     @Sendable func database(_ request: Request, _ context: RequestContext) throws -> Response {
-        try serve(try existing(context) + "/" + SQLiteNoteStore.fileName, request: request)
+        try serve(try existing(context) + "/" + SQLiteStore.fileName, request: request)
     }
 
     @Sendable func upload(_ request: Request, _ context: RequestContext) throws -> Response {
@@ -123,11 +130,5 @@ final class BackupController: Sendable {
             let made = (try? FileManager.default.attributesOfItem(atPath: path))?[.modificationDate] as? Date ?? now
             if now.timeIntervalSince(made) > Double(keepSeconds) { try? FileManager.default.removeItem(atPath: path) }
         }
-    }
-
-    private static func newID() -> String {
-        var random = [UInt8](repeating: 0, count: 12)
-        random.withUnsafeMutableBytes { _ = getentropy($0.baseAddress, $0.count) }
-        return random.map { ($0 < 16 ? "0" : "") + String($0, radix: 16) }.joined()
     }
 }

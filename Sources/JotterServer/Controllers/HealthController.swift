@@ -5,12 +5,14 @@ import Foundation
 #endif
 import Glibc
 import JotterAPI
+import JotterBlobs
 import JotterHTTP
 import JotterStore
 
 /// `GET /healthz`: ready or not, with each check; `GET /metrics`: Prometheus text.
 ///
-/// Ready (`200 {"status":"ok","checks":{…},"free_bytes":N}`) when the database answers a read,
+/// Ready (`200 {"status":"ok","checks":{…},"free_bytes":N}`) when the store's checks pass (the
+/// database answers a read; with PostgreSQL, also the blob store),
 /// a file can be created in the data folder and at least `minimumFreeBytes` are free there;
 /// otherwise `503` problem+json whose `detail` names what failed, with the same `checks` and
 /// `free_bytes` members.
@@ -20,20 +22,24 @@ struct HealthController {
 
     func register(in routes: inout RouterBuilder) {
         let check = self.check
+        // The checks ask the database: on a store thread when that is a round trip.
         routes.get("/healthz", operation: HealthOperations.health) { request, context in
-            let report = check.run()
-            guard report.failures.isEmpty else {
-                return HealthProblem(report: report, requestID: context.requestID).response()
+            try check.store.reading {
+                let report = check.run()
+                guard report.failures.isEmpty else {
+                    return .now(HealthProblem(report: report, requestID: context.requestID).response())
+                }
+                return try JSON(HealthStatus(status: "ok", checks: report.checks, freeBytes: report.freeBytes)).reply(for: request)
             }
-            return try JSON(HealthStatus(status: "ok", checks: report.checks, freeBytes: report.freeBytes)).response(for: request)
         }
     }
 
     /// `/metrics`, registered apart: it needs credentials when they are required.
     func registerMetrics(in routes: inout RouterBuilder) {
-        let metrics = self.metrics
+        let metrics = self.metrics, store = check.store
+        // The gauges count what is stored: on a store thread when that is a round trip.
         routes.get("/metrics", operation: HealthOperations.metrics) { request, _ in
-            Response(status: .ok, contentType: Metrics.contentType, body: Array(metrics.render().utf8))
+            try store.reading { .now(Response(status: .ok, contentType: Metrics.contentType, body: Array(metrics.render().utf8))) }
         }
     }
 }
@@ -46,19 +52,24 @@ struct HealthCheck: Sendable {
         var failures: [String] { checks.filter { $0.value != "ok" }.map { "\($0.key): \($0.value)" }.sorted() }
     }
 
-    let store: SQLiteNoteStore
+    let store: any DataStore
+    let dataDirectory: String
     let minimumFreeBytes: Int64
 
     func run() -> Report {
         var report = Report()
-        do {
-            try store.checkReadable()
-            report.checks["database"] = "ok"
-        } catch {
-            report.checks["database"] = "cannot read the database: \(error)"
+        report.checks = store.health()
+        if !(store.blobs is LocalBlobStore) {
+            // A bucket: one HEAD of a key that is never stored answers 404 when all is well.
+            do {
+                _ = try store.blobs.head("healthz")
+                report.checks["blob_store"] = "ok"
+            } catch {
+                report.checks["blob_store"] = "cannot reach the blob store: \(error)"
+            }
         }
         report.checks["data_folder"] = Self.writable(store.temporaryDirectory)
-        report.freeBytes = Self.freeBytes(store.dataDirectory)
+        report.freeBytes = Self.freeBytes(dataDirectory)
         if let free = report.freeBytes {
             report.checks["free_space"] = free >= minimumFreeBytes ? "ok"
                 : "only \(free) bytes free in the data folder (at least \(minimumFreeBytes) wanted)"

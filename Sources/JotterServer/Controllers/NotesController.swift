@@ -4,9 +4,10 @@ import JotterStore
 
 /// `/notes`: the REST resource of API.md (list, create, show, update, delete) and its live
 /// event stream. Writes are answered only after their commit is durable; the connection is
-/// suspended meanwhile, so waiting writes hold no engine thread and share group commits.
-struct NotesController<Store: NoteStore & UploadStore> {
-    let store: Store
+/// suspended meanwhile, so waiting writes hold no engine thread and share group commits. Events
+/// reach the streams from the store (`DataStore.observeEvents`), not from here.
+struct NotesController {
+    let store: any DataStore
     let events: EventBroadcaster
     /// How many missed events a reconnecting stream may replay.
     let replayLimit: Int
@@ -21,81 +22,104 @@ struct NotesController<Store: NoteStore & UploadStore> {
         routes.delete("/notes/:id", operation: NotesOperations.delete, handler: delete)
     }
 
-    @Sendable func list(_ request: Request, _ context: RequestContext) throws -> JSON<NoteList> {
+    @Sendable func list(_ request: Request, _ context: RequestContext) throws -> Reply {
         let (query, given) = try NoteInput.query(request)
-        var page = query
-        page.limit = query.limit + 1  // one more tells whether there is a next page
-        page.maxBodyBytes = NoteInput.pageBudget
-        var records = try store.notesWithAttachments(page, owner: context.owner)
-        let (count, more) = NoteQuery.cut(records.map { $0.0.body.utf8.count }, limit: query.limit, budget: NoteInput.pageBudget)
-        records.removeLast(records.count - count)
-        var next: String?
-        if more, let last = records.last?.0 {
-            next = "/notes?limit=\(query.limit)"
-                + (given["order"].map { "&order=\($0)" } ?? "")
-                + (query.search.map { "&q=\(FormFields.escape($0))" } ?? "")
-                + "&after=\(last.id)"
+        let store = store, owner = context.owner
+        return try store.reading {
+            var page = query
+            page.limit = query.limit + 1  // one more tells whether there is a next page
+            page.maxBodyBytes = NoteInput.pageBudget
+            var records = try store.notesWithAttachments(page, owner: owner)
+            let (count, more) = NoteQuery.cut(records.map { $0.0.body.utf8.count }, limit: query.limit, budget: NoteInput.pageBudget)
+            records.removeLast(records.count - count)
+            var next: String?
+            if more, let last = records.last?.0 {
+                next = "/notes?limit=\(query.limit)"
+                    + (given["order"].map { "&order=\($0)" } ?? "")
+                    + (query.search.map { "&q=\(FormFields.escape($0))" } ?? "")
+                    + "&after=\(last.id)"
+            }
+            return try JSON(NoteList(notes: records.map { Note($0.0, attachments: $0.1) }, next: next)).reply(for: request)
         }
-        return JSON(NoteList(notes: records.map { Note($0.0, attachments: $0.1) }, next: next))
     }
 
-    @Sendable func show(_ request: Request, _ context: RequestContext) throws -> Response {
-        let note = try existing(try NoteInput.id(context), owner: context.owner)
-        if let condition = request.headers["If-None-Match"].map(EntityTagCondition.init), condition.matches(note.etag, weak: true) {
-            return Response(status: .notModified, headers: HTTPHeaders([("ETag", note.etag)]))
+    @Sendable func show(_ request: Request, _ context: RequestContext) throws -> Reply {
+        let id = try NoteInput.id(context)
+        return try store.reading { [self] in
+            let note = try existing(id, owner: context.owner)
+            if let condition = request.headers["If-None-Match"].map(EntityTagCondition.init), condition.matches(note.etag, weak: true) {
+                return .now(Response(status: .notModified, headers: HTTPHeaders([("ETag", note.etag)])))
+            }
+            return try JSON(NoteEnvelope(note: note), headers: HTTPHeaders([("ETag", note.etag)])).reply(for: request)
         }
-        return try JSON(NoteEnvelope(note: note), headers: HTTPHeaders([("ETag", note.etag)])).response(for: request)
     }
 
     @Sendable func create(_ request: Request, _ context: RequestContext) throws -> Reply {
         guard let body = try NoteInput.body(request) else {
             throw HTTPError.validation([.init(field: "body", message: "is required")])
         }
-        return commit(.create(body: body), owner: context.owner, request: request, status: .created, message: "Note Created")
+        let store = store, owner = context.owner
+        return Reply.later { done in
+            store.createNote(body: body, owner: owner) { result in
+                // A new note has no attachments: nothing to read.
+                done { try Self.answer(Note(try result.get().note, attachments: []), request: request, status: .created, message: "Note Created") }
+            }
+        }
     }
 
     @Sendable func update(_ request: Request, _ context: RequestContext) throws -> Reply {
         let id = try NoteInput.id(context)
-        // A missing note is 404 whatever the preconditions; then If-Match, before anything else.
-        let current = try existing(id, owner: context.owner)
-        let version = try checkIfMatch(request, current: current)
-        guard let body = try NoteInput.body(request) else {
-            return try JSON(NoteEnvelope(note: current, message: "No Body Sent"), headers: HTTPHeaders([("ETag", current.etag)]))
-                .reply(for: request)
+        return try store.reading { [self] in
+            // A missing note is 404 whatever the preconditions; then If-Match, before anything else.
+            let current = try existing(id, owner: context.owner)
+            let version = try checkIfMatch(request, current: current)
+            guard let body = try NoteInput.body(request) else {
+                return try JSON(NoteEnvelope(note: current, message: "No Body Sent"), headers: HTTPHeaders([("ETag", current.etag)]))
+                    .reply(for: request)
+            }
+            return commit(owner: context.owner, request: request, message: "Note Updated") { store, completion in
+                store.updateNote(id: id, body: body, ifVersion: version, owner: context.owner, completion: completion)
+            }
         }
-        return commit(.update(id: id, body: body, ifVersion: version), owner: context.owner, request: request, status: .ok, message: "Note Updated")
     }
 
     @Sendable func delete(_ request: Request, _ context: RequestContext) throws -> Reply {
         let id = try NoteInput.id(context)
-        let version = try checkIfMatch(request, current: try existing(id, owner: context.owner))
-        return commit(.delete(id: id, ifVersion: version), owner: context.owner, request: request, status: .ok, message: "Note Deleted")
+        return try store.reading { [self] in
+            let version = try checkIfMatch(request, current: try existing(id, owner: context.owner))
+            return commit(owner: context.owner, request: request, message: "Note Deleted") { store, completion in
+                store.deleteNote(id: id, ifVersion: version, owner: context.owner, completion: completion)
+            }
+        }
     }
 
-    @Sendable func stream(_ request: Request, _ context: RequestContext) throws -> Response {
-        let owner = context.owner
-        // Only the owner's events; ended when the credential it was opened with is revoked.
-        let body = events.subscribe(audience: owner.id, credential: context.principal?.credential?.id)
-        do {
-            body.send(id: nil, Array("retry: 3000\n\n".utf8))
-            if let header = request.headers["Last-Event-ID"] {
-                if let last = Int64(header.trimmingASCIISpaces()), let missed = try store.events(after: last, limit: replayLimit, owner: owner) {
-                    body.release(replay: try missed.map { ($0.id, try NoteRendering.event($0, owner: owner, store: store).encoded) }, after: last)
+    @Sendable func stream(_ request: Request, _ context: RequestContext) throws -> Reply {
+        let store = store, events = events, replayLimit = replayLimit, owner = context.owner
+        let credential = context.principal?.credential?.id
+        return try store.reading {
+            // Only the owner's events; ended when the credential it was opened with is revoked.
+            let body = events.subscribe(audience: owner.id, credential: credential)
+            do {
+                body.send(id: nil, Array("retry: 3000\n\n".utf8))
+                if let header = request.headers["Last-Event-ID"] {
+                    if let last = Int64(header.trimmingASCIISpaces()), let missed = try store.events(after: last, limit: replayLimit, owner: owner) {
+                        body.release(replay: try missed.map { ($0.id, try NoteRendering.event($0, owner: owner, store: store).encoded) }, after: last)
+                    } else {
+                        // Older than the backlog, or never issued: the client must re-list.
+                        let current = try store.lastEventID()
+                        body.release(replay: [(current, ServerSentEvent(id: current, event: "reload", data: "{}").encoded)], after: 0)
+                    }
                 } else {
-                    // Older than the backlog, or never issued: the client must re-list.
-                    let current = try store.lastEventID()
-                    body.release(replay: [(current, ServerSentEvent(id: current, event: "reload", data: "{}").encoded)], after: 0)
+                    body.release(replay: [], after: try store.lastEventID())
                 }
-            } else {
-                body.release(replay: [], after: try store.lastEventID())
+            } catch {
+                body.end()
+                throw error
             }
-        } catch {
-            body.end()
-            throw error
+            return .now(Response.stream(body, headers: HTTPHeaders([
+                ("Content-Type", "text/event-stream"), ("Cache-Control", "no-cache"), ("X-Accel-Buffering", "no"),
+            ]), blockSize: 2048))
         }
-        return Response.stream(body, headers: HTTPHeaders([
-            ("Content-Type", "text/event-stream"), ("Cache-Control", "no-cache"), ("X-Accel-Buffering", "no"),
-        ]), blockSize: 2048)
     }
 
     // MARK: - Helpers
@@ -112,31 +136,33 @@ struct NotesController<Store: NoteStore & UploadStore> {
         try NotePreconditions.check(request, current: current)
     }
 
-    /// Submits `write` and answers once it is durable, publishing its event first. The writer
-    /// thread only hands the outcome over; the answer is rendered on the engine thread.
-    private func commit(_ write: NoteWrite, owner: Owner, request: Request, status: HTTPStatus, message: String) -> Reply {
-        let store = self.store, events = self.events
+    /// Starts a write on an existing note and answers once it is durable: `200` with the note
+    /// (read again with its attachments, unless deleted), `404`, or `412` with the current note.
+    private func commit(owner: Owner, request: Request, message: String,
+                        _ start: @escaping @Sendable (any DataStore, @escaping StoreCompletion<NoteWriteOutcome>) -> Void) -> Reply {
+        let store = store
         return Reply.later { done in
-            store.submit(write, owner: owner) { result in
-                if case .success(.done(_, let event)) = result {
-                    events.publish(audience: owner.id) { try NoteRendering.event(event, owner: owner, store: store) }
-                }
-                done {
+            start(store) { result in
+                store.answer(done) {
                     switch try result.get() {
-                    case .done(let record, let event):
-                        let note = event.kind == .deleted ? Note(record, attachments: []) : try NoteRendering.note(record, owner: owner, store: store)
-                        var headers = HTTPHeaders([("ETag", note.etag)])
-                        if status == .created { headers.add("Location", "/notes/\(note.id)") }
-                        return try JSON(NoteEnvelope(note: note, message: message), status: status, headers: headers).response(for: request)
+                    case .done(let change):
+                        let note = change.event.kind == .deleted ? Note(change.note, attachments: [])
+                            : try NoteRendering.note(change.note, owner: owner, store: store)
+                        return try Self.answer(note, request: request, status: .ok, message: message)
                     case .notFound:
                         throw HTTPError(.notFound, detail: "note does not exist")
                     case .versionMismatch(let current):
                         throw NotePreconditions.stale(try NoteRendering.note(current, owner: owner, store: store))
-                    case .uploadsAdded, .uploadDeleted, .uploadAttached:
-                        throw HTTPError(.internalServerError)
                     }
                 }
             }
         }
+    }
+
+    /// The answer to a committed write: the note with its ETag (and `Location` when created).
+    private static func answer(_ note: Note, request: Request, status: HTTPStatus, message: String) throws -> Response {
+        var headers = HTTPHeaders([("ETag", note.etag)])
+        if status == .created { headers.add("Location", "/notes/\(note.id)") }
+        return try JSON(NoteEnvelope(note: note, message: message), status: status, headers: headers).response(for: request)
     }
 }

@@ -7,7 +7,8 @@ import JotterStore
 /// free space, uptime and the build. Read when scraped (a count of each table: fine at scrape
 /// intervals).
 struct ServerGauges: Sendable {
-    let store: SQLiteNoteStore
+    let store: any DataStore
+    let dataDirectory: String
     let events: EventBroadcaster
     /// Monotonic seconds at start-up.
     let started = ServerGauges.monotonicSeconds()
@@ -22,15 +23,15 @@ struct ServerGauges: Sendable {
             gauge("jotter_notes", "Notes stored.", statistics.notes)
             gauge("jotter_uploads", "Uploads stored.", statistics.uploads)
             gauge("jotter_upload_bytes", "Bytes of the stored uploads.", statistics.uploadBytes)
-            gauge("jotter_database_bytes", "Bytes of the database file and its write-ahead log.", statistics.databaseBytes)
+            gauge("jotter_database_bytes", "Bytes of the database (SQLite: the file and its write-ahead log).", statistics.databaseBytes)
         }
-        if let free = HealthCheck.freeBytes(store.dataDirectory) {
+        if let free = HealthCheck.freeBytes(dataDirectory) {
             gauge("jotter_data_free_bytes", "Bytes free for the data folder.", free)
         }
         gauge("jotter_event_streams", "Open /notes/events streams.", events.count)
         gauge("jotter_uptime_seconds", "Seconds since the server started.", (Self.monotonicSeconds() - started).rounded())
         gauge("jotter_build_info", "The running build: jotter version and the database schema version it writes.", 1,
-              labels: "{version=\"\(Metrics.escape(JotterBuild.version))\",schema_version=\"\(SQLiteNoteStore.schemaVersion)\"}")
+              labels: "{version=\"\(Metrics.escape(JotterBuild.version))\",schema_version=\"\(store.schemaVersion)\"}")
         return text
     }
 

@@ -1,12 +1,29 @@
+import JotterBlobs
 import JotterHTTP
 import JotterStore
 
 /// How store failures reach the client: a full disk is `507 Insufficient Storage` (the write
-/// was refused and nothing of it kept); any other store failure stays a logged `500`.
+/// was refused and nothing of it kept); a database or blob store that cannot be reached now is
+/// `503 Service Unavailable` with `Retry-After`; any other store failure stays a logged `500`.
 enum StoreErrors {
+    /// Seconds a client is told to wait when the database or the blob store is unavailable.
+    static let retryAfter = "2"
+
     @Sendable static func http(_ error: any Error) -> HTTPError? {
-        guard let error = error as? StoreError, error.isOutOfSpace else { return nil }
-        return HTTPError(.insufficientStorage, detail: "the server's disk is full: the write was not stored; "
-            + "deleting notes or uploads frees space")
+        if let error = error as? StoreError {
+            if error.isOutOfSpace {
+                return HTTPError(.insufficientStorage, detail: "the server's disk is full: the write was not stored; "
+                    + "deleting notes or uploads frees space")
+            }
+            if error.isTransient {
+                return HTTPError(.serviceUnavailable, detail: "the database is unavailable: \(error.message)",
+                                 headers: HTTPHeaders([("Retry-After", retryAfter)]))
+            }
+        }
+        if let error = error as? BlobError, error.isTransient {
+            return HTTPError(.serviceUnavailable, detail: "the blob store is unavailable: \(error)",
+                             headers: HTTPHeaders([("Retry-After", retryAfter)]))
+        }
+        return nil
     }
 }

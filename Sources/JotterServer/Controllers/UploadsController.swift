@@ -1,12 +1,18 @@
 import Glibc
+import JotterBlobs
 import JotterAPI
 import JotterHTTP
 import JotterStore
 
 /// `/uploads` (and `POST /upload`, the path of the original upload recipe): store files,
 /// optionally attached to a note; list, show, download (ETag, single Range) and delete them.
-struct UploadsController<Store: NoteStore & UploadStore> {
-    let store: Store
+///
+/// A file part streams to a temporary file; the handler then moves it into the store's blob
+/// store (a rename into the data folder, or a multipart upload to the bucket) on a store
+/// thread, and only then records its row. Downloads come from the blob store: by `sendfile`
+/// from the local folder, streamed from the bucket otherwise.
+struct UploadsController {
+    let store: any DataStore
     let events: EventBroadcaster
 
     func register(in routes: inout RouterBuilder) {
@@ -28,102 +34,115 @@ struct UploadsController<Store: NoteStore & UploadStore> {
         guard !request.files.isEmpty else {
             throw HTTPError.validation([.init(field: "file", message: "at least one file part is required")])
         }
-        let noteID = try UploadInput.noteField(try fields.string("note_id") ?? "")
-        let uploads = request.files.map {
-            NewUpload(temporaryPath: $0.location, filename: $0.filename,
-                      contentType: UploadPolicy.contentType($0.contentType, isUTF8: $0.isUTF8 == true),
-                      size: $0.size, sha256: $0.sha256)
-        }
-        let store = self.store, events = self.events, target = noteID, owner = context.owner
-        return Reply.later { done in
-            store.submit(.addUploads(uploads, noteID: target), owner: owner) { result in
-                if case .success(.uploadsAdded(_, _, let event?)) = result {
-                    events.publish(audience: owner.id) { try NoteRendering.event(event, owner: owner, store: store) }
-                }
-                done {
-                    guard case .uploadsAdded(let records, _, _) = try result.get() else {
-                        throw HTTPError(.notFound, detail: "note \(target.map(String.init) ?? "") does not exist")
+        let target = try UploadInput.noteField(try fields.string("note_id") ?? "")
+        let files = request.files, store = store, owner = context.owner
+        // Moving the bytes blocks (fsync, or the network): never on an engine thread.
+        return Reply.elsewhere(store.dispatch) {
+            let uploads = try Self.storeBytes(files, in: store.blobs)
+            return Reply.later { done in
+                store.addUploads(uploads, noteID: target, owner: owner) { result in
+                    done {
+                        guard let added = try result.get() else {
+                            throw HTTPError(.notFound, detail: "note \(target.map(String.init) ?? "") does not exist")
+                        }
+                        return try JSON(UploadList(uploads: added.uploads.map(Upload.init)), status: .created).response(for: request)
                     }
-                    return try JSON(UploadList(uploads: records.map(Upload.init)), status: .created).response(for: request)
                 }
             }
         }
     }
 
-    @Sendable func list(_ request: Request, _ context: RequestContext) throws -> JSON<UploadPage> {
-        let query = try UploadInput.query(request)
-        var page = query
-        page.limit = query.limit + 1  // one more tells whether there is a next page
-        guard var records = try store.uploads(page, owner: context.owner) else {
-            throw HTTPError.badQuery([.init(field: "after", message: "names no upload (deleted meanwhile?): list again from the start")])
+    /// Puts each file's bytes in the blob store under a fresh id; on a failure, removes those
+    /// already put and throws.
+    private static func storeBytes(_ files: [UploadedFile], in blobs: any BlobStore) throws -> [NewUpload] {
+        var uploads: [NewUpload] = []
+        do {
+            for file in files {
+                let id = UploadRecord.newID()
+                try blobs.put(UploadRecord.blobKey(id), movingFile: file.location)
+                uploads.append(NewUpload(id: id, filename: file.filename,
+                                         contentType: UploadPolicy.contentType(file.contentType, isUTF8: file.isUTF8 == true),
+                                         size: file.size, sha256: file.sha256))
+            }
+        } catch {
+            for upload in uploads { try? blobs.delete(UploadRecord.blobKey(upload.id)) }
+            throw error
         }
-        let more = records.count > query.limit
-        if more { records.removeLast() }
-        let next = more ? records.last.map { UploadInput.next(query, last: $0.id) } : nil
-        return JSON(UploadPage(uploads: records.map(Upload.init), next: next))
+        return uploads
+    }
+
+    @Sendable func list(_ request: Request, _ context: RequestContext) throws -> Reply {
+        let query = try UploadInput.query(request)
+        let store = store, owner = context.owner
+        return try store.reading {
+            var page = query
+            page.limit = query.limit + 1  // one more tells whether there is a next page
+            guard var records = try store.uploads(page, owner: owner) else {
+                throw HTTPError.badQuery([.init(field: "after", message: "names no upload (deleted meanwhile?): list again from the start")])
+            }
+            let more = records.count > query.limit
+            if more { records.removeLast() }
+            let next = more ? records.last.map { UploadInput.next(query, last: $0.id) } : nil
+            return try JSON(UploadPage(uploads: records.map(Upload.init), next: next)).reply(for: request)
+        }
     }
 
     /// `PATCH /uploads/{id}` with `note_id`: attaches the upload to that note (empty: to none).
     @Sendable func attach(_ request: Request, _ context: RequestContext) throws -> Reply {
-        let upload = try existing(context)
-        guard let text = try request.body().string("note_id") else {
-            throw HTTPError.validation([.init(field: "note_id", message: "is required (empty for no note)")])
-        }
-        let noteID = try UploadInput.noteField(text)
-        let store = self.store, events = self.events, owner = context.owner
-        return Reply.later { done in
-            store.submit(.attachUpload(id: upload.id, noteID: noteID), owner: owner) { result in
-                if case .success(.uploadAttached(_, let changes)) = result {
-                    for event in changes { events.publish(audience: owner.id) { try NoteRendering.event(event, owner: owner, store: store) } }
-                }
-                done {
-                    guard case .uploadAttached(let record, _) = try result.get() else {
-                        throw HTTPError(.notFound, detail: "note \(text) does not exist")
+        let store = store, owner = context.owner
+        return try store.reading { [self] in
+            let upload = try existing(context)
+            guard let text = try request.body().string("note_id") else {
+                throw HTTPError.validation([.init(field: "note_id", message: "is required (empty for no note)")])
+            }
+            let noteID = try UploadInput.noteField(text)
+            return Reply.later { done in
+                store.attachUpload(id: upload.id, noteID: noteID, owner: owner) { result in
+                    done {
+                        guard let attached = try result.get() else { throw HTTPError(.notFound, detail: "note \(text) does not exist") }
+                        return try JSON(UploadEnvelope(upload: Upload(attached.upload))).response(for: request)
                     }
-                    return try JSON(UploadEnvelope(upload: Upload(record))).response(for: request)
                 }
             }
         }
     }
 
-    @Sendable func show(_ request: Request, _ context: RequestContext) throws -> JSON<UploadEnvelope> {
-        JSON(UploadEnvelope(upload: Upload(try existing(context))))
+    @Sendable func show(_ request: Request, _ context: RequestContext) throws -> Reply {
+        try store.reading { [self] in try JSON(UploadEnvelope(upload: Upload(try existing(context)))).reply(for: request) }
     }
 
     @Sendable func delete(_ request: Request, _ context: RequestContext) throws -> Reply {
-        let upload = try existing(context)
-        let store = self.store, events = self.events, owner = context.owner
-        return Reply.later { done in
-            store.submit(.deleteUpload(id: upload.id), owner: owner) { result in
-                if case .success(.uploadDeleted(_, _, let event?)) = result {
-                    events.publish(audience: owner.id) { try NoteRendering.event(event, owner: owner, store: store) }
-                }
-                done {
-                    guard case .uploadDeleted(let record, _, _) = try result.get() else {
-                        throw HTTPError(.notFound, detail: "upload \(upload.id) does not exist")
+        let store = store, owner = context.owner
+        return try store.reading { [self] in
+            let upload = try existing(context)
+            return Reply.later { done in
+                store.deleteUpload(id: upload.id, owner: owner) { result in
+                    done {
+                        guard let removed = try result.get() else { throw HTTPError(.notFound, detail: "upload \(upload.id) does not exist") }
+                        return try JSON(UploadEnvelope(upload: Upload(removed.upload))).response(for: request)
                     }
-                    return try JSON(UploadEnvelope(upload: Upload(record))).response(for: request)
                 }
             }
         }
     }
 
-    @Sendable func content(_ request: Request, _ context: RequestContext) throws -> Response {
-        let upload = try existing(context)
-        let etag = "\"\(upload.sha256)\""
-        let headers = HTTPHeaders([
-            ("Content-Type", upload.contentType), ("ETag", etag), ("Accept-Ranges", "bytes"),
-            ("Content-Disposition", UploadPolicy.disposition(for: upload)),
-            ("Content-Security-Policy", "sandbox; default-src 'none'"),
-        ])
-        if let condition = request.headers["If-None-Match"].map(EntityTagCondition.init), condition.matches(etag, weak: true) {
-            return Response(status: .notModified, headers: headers)
+    @Sendable func content(_ request: Request, _ context: RequestContext) throws -> Reply {
+        try store.reading { [self] in
+            let upload = try existing(context)
+            let etag = "\"\(upload.sha256)\""
+            let headers = HTTPHeaders([
+                ("Content-Type", upload.contentType), ("ETag", etag), ("Accept-Ranges", "bytes"),
+                ("Content-Disposition", UploadPolicy.disposition(for: upload)),
+                ("Content-Security-Policy", "sandbox; default-src 'none'"),
+            ])
+            if let condition = request.headers["If-None-Match"].map(EntityTagCondition.init), condition.matches(etag, weak: true) {
+                return .now(Response(status: .notModified, headers: headers))
+            }
+            // If-Range with another validator: the whole content.
+            let rangeHeader = request.headers["If-Range"].map { $0 == etag } == false ? nil : request.headers["Range"]
+            return .now(try BlobResponse.make(store: store, key: UploadRecord.blobKey(upload.id), size: UInt64(upload.size),
+                                              range: rangeHeader, headers: headers, what: "upload \(upload.id)"))
         }
-        let fd = open(store.contentPath(of: upload.id), O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { throw HTTPError(.notFound, detail: "the content of upload \(upload.id) is gone") }
-        // If-Range with another validator: the whole content.
-        let rangeHeader = request.headers["If-Range"].map { $0 == etag } == false ? nil : request.headers["Range"]
-        return try Response.ranged(fd: fd, size: UInt64(upload.size), range: rangeHeader, headers: headers, what: "upload \(upload.id)")
     }
 
     private func existing(_ context: RequestContext) throws -> UploadRecord {
@@ -169,16 +188,29 @@ extension Response {
     /// The `size` bytes of the open file `fd`: whole, or the single range a `Range` header asks
     /// for (`206` with `Content-Range`); a range outside them closes `fd` and throws `416`.
     static func ranged(fd: Int32, size: UInt64, range: String?, headers: HTTPHeaders, what: String) throws -> Response {
+        do {
+            return try ranged(size: size, range: range, headers: headers, what: what) { offset, length, status, headers in
+                Response.file(fd: fd, offset: offset, length: length, status: status, headers: headers)
+            }
+        } catch {
+            close(fd)
+            throw error
+        }
+    }
+
+    /// Whole, or the single range a `Range` header asks for (`206` with `Content-Range`), of
+    /// `size` bytes: `make` gets the offset, length, status and headers; a range outside the
+    /// bytes throws `416`.
+    static func ranged(size: UInt64, range: String?, headers: HTTPHeaders, what: String,
+                       make: (_ offset: UInt64, _ length: UInt64, HTTPStatus, HTTPHeaders) throws -> Response) throws -> Response {
         var headers = headers
         switch ByteRange(range, size: size) {
         case .full:
-            return Response.file(fd: fd, length: size, headers: headers)
+            return try make(0, size, .ok, headers)
         case .partial(let range):
             headers.add("Content-Range", "bytes \(range.lowerBound)-\(range.upperBound)/\(size)")
-            return Response.file(fd: fd, offset: range.lowerBound, length: range.upperBound - range.lowerBound + 1,
-                                 status: HTTPStatus(206), headers: headers)
+            return try make(range.lowerBound, range.upperBound - range.lowerBound + 1, HTTPStatus(206), headers)
         case .unsatisfiable:
-            close(fd)
             throw HTTPError(HTTPStatus(416), detail: "the range is outside the \(size) bytes of \(what)",
                             headers: HTTPHeaders([("Content-Range", "bytes */\(size)")]))
         }

@@ -96,7 +96,6 @@ public protocol AccountStore: Sendable {
     /// `userID`'s credentials of `kind`, newest first, revoked ones included.
     func credentials(userID: Int64, kind: CredentialKind) throws -> [CredentialRecord]
     func submit(_ write: AccountWrite, completion: @escaping @Sendable (Result<AccountWriteResult, StoreError>) -> Void)
-    func perform(_ write: AccountWrite) throws -> AccountWriteResult
 }
 
 /// What a user name may be: 1 to 64 letters, digits and `. _ - @` (checked by the CLI and the

@@ -40,7 +40,7 @@ public struct BackupContents: Sendable, Hashable {
 ///
 /// From another process than the server, an upload deleted between the snapshot and the copy
 /// of its file makes the snapshot be taken again (up to `attempts` times); inside the server,
-/// `SQLiteNoteStore.backup(into:)` holds deletions back instead, so that never happens.
+/// `SQLiteStore.backup(into:)` holds deletions back instead, so that never happens.
 public enum DataFolderBackup {
     /// How many snapshots a backup from outside the server takes before giving up, when
     /// uploads keep being deleted under it.
@@ -58,7 +58,7 @@ public enum DataFolderBackup {
                                 linkUploads: Bool = false) throws(StoreError) -> BackupContents {
         let source = databasePath(in: dataDirectory)
         guard access(source, F_OK) == 0 else {
-            throw .invalidArgument("there is no \(SQLiteNoteStore.fileName) in \(dataDirectory)")
+            throw .invalidArgument("there is no \(SQLiteStore.fileName) in \(dataDirectory)")
         }
         try makeEmptyFolder(destination)
         for attempt in 1...attempts {
@@ -100,7 +100,7 @@ public enum DataFolderBackup {
     ///   the snapshot is from a newer jotter.
     public static func contents(ofBackup folder: String, checkFiles: Bool = true) throws(StoreError) -> BackupContents {
         let path = databasePath(in: folder)
-        guard access(path, R_OK) == 0 else { throw .invalidArgument("there is no readable \(SQLiteNoteStore.fileName) in \(folder)") }
+        guard access(path, R_OK) == 0 else { throw .invalidArgument("there is no readable \(SQLiteStore.fileName) in \(folder)") }
         let db = try openForReading(path)
         defer { db.close() }
         let problems = try db.query("PRAGMA integrity_check") { $0.string(0) }
@@ -177,7 +177,7 @@ public enum DataFolderBackup {
     // MARK: - Helpers
 
     static func databasePath(in folder: String) -> String {
-        (folder.hasSuffix("/") ? folder : folder + "/") + SQLiteNoteStore.fileName
+        (folder.hasSuffix("/") ? folder : folder + "/") + SQLiteStore.fileName
     }
 
     /// A read-only connection; a read-write one (which changes nothing either) when the folder
@@ -209,10 +209,7 @@ public enum DataFolderBackup {
     }
 }
 
-extension SQLiteNoteStore {
-    /// The data folder this store was opened on.
-    public var dataDirectory: String { String(path.dropLast(Self.fileName.count + 1)) }
-
+extension SQLiteStore {
     /// A consistent backup of this store, taken while writes go on: the database snapshot and
     /// a hard link (or copy) of every upload file it names, into `destination` (created; must
     /// be empty). Upload files deleted meanwhile stay until the files are placed.

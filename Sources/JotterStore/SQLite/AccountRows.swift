@@ -51,7 +51,7 @@ enum AccountRows {
 
     /// Applies `write` inside the writer's transaction; `removed` collects upload ids whose
     /// files go once it commits.
-    static func apply(_ write: AccountWrite, now: Int64, on db: SQLiteConnection, changes: FileChanges) throws(StoreError) -> AccountWriteResult {
+    static func apply(_ write: AccountWrite, now: Int64, on db: SQLiteConnection, changes: WriteEffects) throws(StoreError) -> AccountWriteResult {
         switch write {
         case .addUser(let name, let hash, let isAdmin):
             if try user(named: name, on: db) != nil { return .nameTaken }

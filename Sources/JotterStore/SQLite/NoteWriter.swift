@@ -4,127 +4,126 @@ import Glibc
 import Darwin
 #endif
 
-/// Applies one `NoteWrite` on the writer connection, inside the transaction the writer opened.
+/// The note and upload writes, each applied on the writer connection inside the transaction
+/// (and savepoint) the writer opened.
 ///
 /// Each write reads the note, decides `.notFound` first and then the version precondition, makes
 /// its change and appends its event (trimming the events table to the backlog), all with
-/// prepared statements and bound parameters. The FTS index follows through triggers.
+/// prepared statements and bound parameters. The FTS index follows through triggers. What must
+/// happen after the commit — files to delete, events to publish — goes into `effects`.
 struct NoteWriter: Sendable {
     /// Events kept for replay; older ones are deleted as new ones are added.
     let eventBacklog: Int64
-    /// The files behind uploads.
-    let files: UploadFiles
     /// The clock, in Unix seconds.
     var now: @Sendable () -> Int64 = { Int64(time(nil)) }
 
-    func apply(_ write: NoteWrite, owner: Owner, on db: SQLiteConnection, changes: FileChanges) throws(StoreError) -> NoteWriteResult {
-        switch write {
-        case .create(let body):
-            let time = now()
-            try db.run("INSERT INTO notes (body, created_at, updated_at, version, owner) VALUES (?, ?, ?, 1, ?)",
-                       [.text(body), .integer(time), .integer(time), .integer(owner.id)])
-            let note = NoteRecord(id: db.lastInsertRowID, body: body, createdAt: time, updatedAt: time, version: 1)
-            return .done(note, try appendEvent(.created, note, owner: owner, on: db))
+    func create(body: String, owner: Owner, on db: SQLiteConnection, effects: WriteEffects) throws(StoreError) -> NoteChange {
+        let time = now()
+        try db.run("INSERT INTO notes (body, created_at, updated_at, version, owner) VALUES (?, ?, ?, 1, ?)",
+                   [.text(body), .integer(time), .integer(time), .integer(owner.id)])
+        let note = NoteRecord(id: db.lastInsertRowID, body: body, createdAt: time, updatedAt: time, version: 1)
+        return NoteChange(note: note, event: try appendEvent(.created, note, owner: owner, on: db, effects: effects))
+    }
 
-        case .update(let id, let body, let ifVersion):
-            return try ifAllowed(id, ifVersion, owner: owner, on: db) { current throws(StoreError) in
-                var note = current
-                note.body = body
-                note.updatedAt = now()
-                note.version += 1
-                try db.run("UPDATE notes SET body = ?, updated_at = ?, version = ? WHERE id = ? AND owner = ?",
-                           [.text(note.body), .integer(note.updatedAt), .integer(note.version), .integer(id), .integer(owner.id)])
-                return .done(note, try appendEvent(.updated, note, owner: owner, on: db))
-            }
-
-        case .touch(let id, let ifVersion):
-            return try ifAllowed(id, ifVersion, owner: owner, on: db) { current throws(StoreError) in try touch(current, owner: owner, on: db) }
-
-        case .delete(let id, let ifVersion):
-            return try ifAllowed(id, ifVersion, owner: owner, on: db) { note throws(StoreError) in
-                // Its attachments go with it: rows now, files once this commits.
-                changes.removed += try db.query("DELETE FROM uploads WHERE note_id = ? AND owner = ? RETURNING id",
-                                                [.integer(id), .integer(owner.id)]) { $0.string(0) }
-                try db.run("DELETE FROM notes WHERE id = ? AND owner = ?", [.integer(id), .integer(owner.id)])
-                return .done(note, try appendEvent(.deleted, note, owner: owner, on: db))
-            }
-
-        case .addUploads(let uploads, let noteID):
-            var note: NoteRecord?
-            if let noteID {
-                guard let found = try NoteRows.note(id: noteID, owner: owner, on: db) else { return .notFound }
-                note = found
-            }
-            let time = now()
-            var records: [UploadRecord] = []
-            for upload in uploads {
-                let record = UploadRecord(id: UploadFiles.newID(), filename: upload.filename, contentType: upload.contentType,
-                                          size: upload.size, sha256: upload.sha256, createdAt: time, noteID: noteID)
-                try files.adopt(upload.temporaryPath, as: record.id)
-                changes.added.append(record.id)
-                try db.run("INSERT INTO uploads (\(UploadRows.columns), owner) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                           [.text(record.id), .text(record.filename), .text(record.contentType), .integer(record.size),
-                            .text(record.sha256), .integer(record.createdAt), noteID.map { .integer($0) } ?? .null, .integer(owner.id)])
-                records.append(record)
-            }
-            files.syncDirectory()
-            guard let note else { return .uploadsAdded(records, note: nil, event: nil) }
-            guard case .done(let touched, let event) = try touch(note, owner: owner, on: db) else { return .notFound }
-            return .uploadsAdded(records, note: touched, event: event)
-
-        case .deleteUpload(let id):
-            guard let upload = try UploadRows.upload(id: id, owner: owner, on: db) else { return .notFound }
-            try db.run("DELETE FROM uploads WHERE id = ? AND owner = ?", [.text(id), .integer(owner.id)])
-            changes.removed.append(id)
-            guard let noteID = upload.noteID, let note = try NoteRows.note(id: noteID, owner: owner, on: db),
-                  case .done(let touched, let event) = try touch(note, owner: owner, on: db) else {
-                return .uploadDeleted(upload, note: nil, event: nil)
-            }
-            return .uploadDeleted(upload, note: touched, event: event)
-
-        case .attachUpload(let id, let noteID):
-            guard var upload = try UploadRows.upload(id: id, owner: owner, on: db) else { return .notFound }
-            var joined: NoteRecord?
-            if let noteID {
-                guard let found = try NoteRows.note(id: noteID, owner: owner, on: db) else { return .notFound }
-                joined = found
-            }
-            guard upload.noteID != noteID else { return .uploadAttached(upload, events: []) }
-            let left = try upload.noteID.flatMap { old throws(StoreError) in try NoteRows.note(id: old, owner: owner, on: db) }
-            try db.run("UPDATE uploads SET note_id = ? WHERE id = ? AND owner = ?", [.integer(noteID), .text(id), .integer(owner.id)])
-            upload.noteID = noteID
-            var events: [NoteEvent] = []
-            for note in [left, joined].compactMap({ $0 }) {
-                if case .done(_, let event) = try touch(note, owner: owner, on: db) { events.append(event) }
-            }
-            return .uploadAttached(upload, events: events)
+    /// An update, or (body nil) a touch.
+    func update(id: Int64, body: String?, ifVersion: Int64?, owner: Owner, on db: SQLiteConnection,
+                effects: WriteEffects) throws(StoreError) -> NoteWriteOutcome {
+        try ifAllowed(id, ifVersion, owner: owner, on: db) { current throws(StoreError) in
+            guard let body else { return try touch(current, owner: owner, on: db, effects: effects) }
+            var note = current
+            note.body = body
+            note.updatedAt = now()
+            note.version += 1
+            try db.run("UPDATE notes SET body = ?, updated_at = ?, version = ? WHERE id = ? AND owner = ?",
+                       [.text(note.body), .integer(note.updatedAt), .integer(note.version), .integer(id), .integer(owner.id)])
+            return NoteChange(note: note, event: try appendEvent(.updated, note, owner: owner, on: db, effects: effects))
         }
     }
 
+    func delete(id: Int64, ifVersion: Int64?, owner: Owner, on db: SQLiteConnection, effects: WriteEffects) throws(StoreError) -> NoteWriteOutcome {
+        try ifAllowed(id, ifVersion, owner: owner, on: db) { note throws(StoreError) in
+            // Its attachments go with it: rows now, files once this commits.
+            effects.removed += try db.query("DELETE FROM uploads WHERE note_id = ? AND owner = ? RETURNING id",
+                                            [.integer(id), .integer(owner.id)]) { $0.string(0) }
+            try db.run("DELETE FROM notes WHERE id = ? AND owner = ?", [.integer(id), .integer(owner.id)])
+            return NoteChange(note: note, event: try appendEvent(.deleted, note, owner: owner, on: db, effects: effects))
+        }
+    }
+
+    /// Rows for uploads whose files are in place; nil when the note does not exist.
+    func addUploads(_ uploads: [NewUpload], noteID: Int64?, owner: Owner, on db: SQLiteConnection,
+                    effects: WriteEffects) throws(StoreError) -> UploadsAdded? {
+        var note: NoteRecord?
+        if let noteID {
+            guard let found = try NoteRows.note(id: noteID, owner: owner, on: db) else { return nil }
+            note = found
+        }
+        let time = now()
+        var records: [UploadRecord] = []
+        for upload in uploads {
+            let record = UploadRecord(id: upload.id, filename: upload.filename, contentType: upload.contentType,
+                                      size: upload.size, sha256: upload.sha256, createdAt: time, noteID: noteID)
+            try db.run("INSERT INTO uploads (\(UploadRows.columns), owner) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                       [.text(record.id), .text(record.filename), .text(record.contentType), .integer(record.size),
+                        .text(record.sha256), .integer(record.createdAt), noteID.map { .integer($0) } ?? .null, .integer(owner.id)])
+            records.append(record)
+        }
+        return UploadsAdded(uploads: records, change: try note.map { note throws(StoreError) in try touch(note, owner: owner, on: db, effects: effects) })
+    }
+
+    func deleteUpload(id: String, owner: Owner, on db: SQLiteConnection, effects: WriteEffects) throws(StoreError) -> UploadRemoved? {
+        guard let upload = try UploadRows.upload(id: id, owner: owner, on: db) else { return nil }
+        try db.run("DELETE FROM uploads WHERE id = ? AND owner = ?", [.text(id), .integer(owner.id)])
+        effects.removed.append(id)
+        guard let noteID = upload.noteID, let note = try NoteRows.note(id: noteID, owner: owner, on: db) else {
+            return UploadRemoved(upload: upload, change: nil)
+        }
+        return UploadRemoved(upload: upload, change: try touch(note, owner: owner, on: db, effects: effects))
+    }
+
+    func attachUpload(id: String, noteID: Int64?, owner: Owner, on db: SQLiteConnection, effects: WriteEffects) throws(StoreError) -> UploadAttached? {
+        guard var upload = try UploadRows.upload(id: id, owner: owner, on: db) else { return nil }
+        var joined: NoteRecord?
+        if let noteID {
+            guard let found = try NoteRows.note(id: noteID, owner: owner, on: db) else { return nil }
+            joined = found
+        }
+        guard upload.noteID != noteID else { return UploadAttached(upload: upload, events: []) }
+        let left = try upload.noteID.flatMap { old throws(StoreError) in try NoteRows.note(id: old, owner: owner, on: db) }
+        try db.run("UPDATE uploads SET note_id = ? WHERE id = ? AND owner = ?", [.integer(noteID), .text(id), .integer(owner.id)])
+        upload.noteID = noteID
+        var events: [NoteEvent] = []
+        for note in [left, joined].compactMap({ $0 }) {
+            events.append(try touch(note, owner: owner, on: db, effects: effects).event)
+        }
+        return UploadAttached(upload: upload, events: events)
+    }
+
     /// A new version of `current` (its attachments changed): `note.updated`.
-    private func touch(_ current: NoteRecord, owner: Owner, on db: SQLiteConnection) throws(StoreError) -> NoteWriteResult {
+    private func touch(_ current: NoteRecord, owner: Owner, on db: SQLiteConnection, effects: WriteEffects) throws(StoreError) -> NoteChange {
         var note = current
         note.updatedAt = now()
         note.version += 1
         try db.run("UPDATE notes SET updated_at = ?, version = ? WHERE id = ? AND owner = ?",
                    [.integer(note.updatedAt), .integer(note.version), .integer(note.id), .integer(owner.id)])
-        return .done(note, try appendEvent(.updated, note, owner: owner, on: db))
+        return NoteChange(note: note, event: try appendEvent(.updated, note, owner: owner, on: db, effects: effects))
     }
 
     /// Runs `change` on the current note if the write may go ahead: a missing note is
     /// `.notFound` whatever `ifVersion` says; a stale `ifVersion` is `.versionMismatch`.
     private func ifAllowed(
         _ id: Int64, _ ifVersion: Int64?, owner: Owner, on db: SQLiteConnection,
-        _ change: (NoteRecord) throws(StoreError) -> NoteWriteResult
-    ) throws(StoreError) -> NoteWriteResult {
+        _ change: (NoteRecord) throws(StoreError) -> NoteChange
+    ) throws(StoreError) -> NoteWriteOutcome {
         guard let note = try NoteRows.note(id: id, owner: owner, on: db) else { return .notFound }
         if let ifVersion, ifVersion != note.version { return .versionMismatch(current: note) }
-        return try change(note)
+        return .done(try change(note))
     }
 
     /// Appends an event and trims the backlog; the event id comes from AUTOINCREMENT, so it is
-    /// above every id ever issued, trimmed or not.
-    private func appendEvent(_ kind: NoteEventKind, _ note: NoteRecord, owner: Owner, on db: SQLiteConnection) throws(StoreError) -> NoteEvent {
+    /// above every id ever issued, trimmed or not. Published once the transaction commits.
+    private func appendEvent(_ kind: NoteEventKind, _ note: NoteRecord, owner: Owner, on db: SQLiteConnection,
+                             effects: WriteEffects) throws(StoreError) -> NoteEvent {
         try db.run("""
             INSERT INTO events (kind, note_id, note_body, note_created_at, note_updated_at, note_version, created_at, owner)
             VALUES (?, ?, ?, ?, ?, ?, ?, ?)
@@ -132,6 +131,8 @@ struct NoteWriter: Sendable {
                   .integer(note.updatedAt), .integer(note.version), .integer(now()), .integer(owner.id)])
         let id = db.lastInsertRowID
         try db.run("DELETE FROM events WHERE id <= ?", [.integer(id - eventBacklog)])
-        return NoteEvent(id: id, kind: kind, note: note)
+        let event = NoteEvent(id: id, kind: kind, note: note)
+        effects.events.append(event)
+        return event
     }
 }

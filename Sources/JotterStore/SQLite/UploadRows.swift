@@ -69,12 +69,12 @@ enum UploadRows {
     }
 }
 
-/// The files one write moved in or freed; acted on once its transaction has committed or failed.
-/// Only the writer thread touches it: filled while the write runs, read in its completion,
-/// which the writer also runs — so it needs no lock.
-final class FileChanges: @unchecked Sendable {
-    /// Files renamed into uploads/: removed again if the transaction does not commit.
-    var added: [String] = []
-    /// Files whose rows were deleted: removed once the transaction has committed.
+/// What one write leaves to do once its transaction has committed: upload files to delete,
+/// events to publish. Only the writer thread touches it: filled while the write runs, read in
+/// its completion, which the writer also runs — so it needs no lock.
+final class WriteEffects: @unchecked Sendable {
+    /// Uploads whose rows were deleted: their files go once the transaction has committed.
     var removed: [String] = []
+    /// The events the write appended, published once it has committed.
+    var events: [NoteEvent] = []
 }

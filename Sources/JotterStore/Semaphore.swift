@@ -13,12 +13,12 @@ import Darwin
 ///
 /// `@unchecked Sendable`: the stored pointers are fixed at init and point to heap pthread
 /// objects that live until deinit; `count` is only read or written with `mutex` locked.
-final class Semaphore: @unchecked Sendable {
+public final class Semaphore: @unchecked Sendable {
     private let mutex: UnsafeMutablePointer<pthread_mutex_t>
     private let condition: UnsafeMutablePointer<pthread_cond_t>
     private var count: Int
 
-    init(value: Int = 0) {
+    public init(value: Int = 0) {
         count = value
         mutex = .allocate(capacity: 1)
         condition = .allocate(capacity: 1)
@@ -34,7 +34,7 @@ final class Semaphore: @unchecked Sendable {
     }
 
     /// Adds one to the count, waking one waiter.
-    func signal() {
+    public func signal() {
         pthread_mutex_lock(mutex)
         count += 1
         pthread_cond_signal(condition)
@@ -42,7 +42,7 @@ final class Semaphore: @unchecked Sendable {
     }
 
     /// Waits until the count is above zero, then takes one.
-    func wait() {
+    public func wait() {
         pthread_mutex_lock(mutex)
         while count == 0 { pthread_cond_wait(condition, mutex) }
         count -= 1

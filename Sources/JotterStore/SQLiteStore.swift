@@ -3,9 +3,11 @@ import FoundationEssentials
 #else
 import Foundation
 #endif
+import JotterBlobs
 import Synchronization
 
-/// The `NoteStore` on an embedded SQLite database at `<dataDirectory>/jotter.sqlite`.
+/// The `DataStore` of one machine: an embedded SQLite database at `<dataDirectory>/jotter.sqlite`
+/// and upload files in `<dataDirectory>/uploads/` (a `LocalBlobStore` on the data folder).
 ///
 /// WAL mode; one writer thread owning the only read-write connection commits writes in groups
 /// (`GroupCommitWriter`), acknowledging each only once its commit is durable; reads run on the
@@ -13,12 +15,12 @@ import Synchronization
 /// creates the file if needed and migrates it; a database from a newer jotter is refused.
 ///
 /// ```swift
-/// let store = try SQLiteNoteStore(dataDirectory: "/var/lib/jotter")
+/// let store = try SQLiteStore(dataDirectory: "/var/lib/jotter")
 /// defer { store.close() }
-/// store.submit(.create(body: "Buy milk"), owner: user.owner) { result in … }   // called once durable
+/// store.createNote(body: "Buy milk", owner: user.owner) { result in … }   // called once durable
 /// let newest = try store.notes(NoteQuery(limit: 20), owner: user.owner)
 /// ```
-public final class SQLiteNoteStore: NoteStore, UploadStore, AccountStore {
+public final class SQLiteStore: DataStore {
     /// How durable a commit is when it is acknowledged.
     public enum Synchronous: String, Sendable {
         /// fsync the WAL on every commit: an acknowledged write survives power loss (the default).
@@ -62,6 +64,13 @@ public final class SQLiteNoteStore: NoteStore, UploadStore, AccountStore {
     let readers: ReaderPool
     private let noteWriter: NoteWriter
     private let files: UploadFiles
+    private let observer = EventObserver()
+    /// Where blob moves run (fsync and rename of an upload's file), off the engine threads.
+    private let threads: StoreThreads
+    /// The upload files, as blobs: keys `uploads/<id>` under the data folder.
+    public let blobs: any BlobStore
+    /// The data folder this store was opened on.
+    public let dataDirectory: String
     /// Held shared while open, so a restore (which needs it exclusive) never runs under us.
     private let folderLock: DataFolderLock
 
@@ -89,9 +98,16 @@ public final class SQLiteNoteStore: NoteStore, UploadStore, AccountStore {
         try db.execute("PRAGMA synchronous = \(options.synchronous.rawValue)")
         try db.execute("PRAGMA journal_size_limit = 67108864")  // shrink the WAL back to 64 MiB after checkpoints
 
+        self.dataDirectory = dataDirectory
         files = try UploadFiles(dataDirectory: dataDirectory)
+        do {
+            blobs = try LocalBlobStore(root: dataDirectory)
+        } catch {
+            throw .invalidArgument("cannot use \(dataDirectory) for uploads: \(error)")
+        }
         if options.removesOrphans { files.removeOrphans(known: try UploadRows.allIDs(on: db)) }
-        noteWriter = NoteWriter(eventBacklog: Int64(options.eventBacklog), files: files)
+        noteWriter = NoteWriter(eventBacklog: Int64(options.eventBacklog))
+        threads = try StoreThreads(count: 2)
         readers = ReaderPool(path: path, maxIdle: options.maxIdleReaders,
                              busyTimeoutMilliseconds: options.busyTimeoutMilliseconds)
         writer = try GroupCommitWriter(connection: db, maxBatch: options.maxBatchSize, reserve: SpaceReserve(dataDirectory: dataDirectory))
@@ -104,7 +120,27 @@ public final class SQLiteNoteStore: NoteStore, UploadStore, AccountStore {
     public func close() {
         writer.stop()
         readers.close()
+        threads.stop()
         folderLock.unlock()
+    }
+
+    /// False: reads are local and short.
+    public var readsWait: Bool { false }
+
+    public func dispatch(_ work: @escaping @Sendable () -> Void) { threads.run(work) }
+
+    /// Events are handed over on the writer thread, in commit order, before the completion of
+    /// the write that made them.
+    public func observeEvents(_ handler: @escaping @Sendable (NoteEvent, Owner) -> Void) { observer.set(handler) }
+
+    /// `database`: whether a pooled connection can read the schema version.
+    public func health() -> [String: String] {
+        do {
+            try checkReadable()
+            return ["database": "ok"]
+        } catch {
+            return ["database": "cannot read the database: \(error)"]
+        }
     }
 
     /// Holds back the deletion of upload files until `releaseRemovals()` (a backup copying them).
@@ -140,42 +176,63 @@ public final class SQLiteNoteStore: NoteStore, UploadStore, AccountStore {
 
     // MARK: - Writes
 
-    /// Queues `write` for the next group commit; `completion` runs on the writer thread once the
-    /// commit is durable (or failed). After `close()`, `completion` gets `StoreError.closed` at
-    /// once on the calling thread.
-    public func submit(_ write: NoteWrite, owner: Owner, completion: @escaping @Sendable (Result<NoteWriteResult, StoreError>) -> Void) {
+    public func createNote(body: String, owner: Owner, completion: @escaping StoreCompletion<NoteChange>) {
+        let noteWriter = noteWriter
+        submit({ db, effects throws(StoreError) in try noteWriter.create(body: body, owner: owner, on: db, effects: effects) },
+               owner: owner, completion: completion)
+    }
+
+    public func updateNote(id: Int64, body: String?, ifVersion: Int64?, owner: Owner, completion: @escaping StoreCompletion<NoteWriteOutcome>) {
+        let noteWriter = noteWriter
+        submit({ db, effects throws(StoreError) in
+            try noteWriter.update(id: id, body: body, ifVersion: ifVersion, owner: owner, on: db, effects: effects)
+        }, owner: owner, completion: completion)
+    }
+
+    public func deleteNote(id: Int64, ifVersion: Int64?, owner: Owner, completion: @escaping StoreCompletion<NoteWriteOutcome>) {
+        let noteWriter = noteWriter
+        submit({ db, effects throws(StoreError) in try noteWriter.delete(id: id, ifVersion: ifVersion, owner: owner, on: db, effects: effects) },
+               owner: owner, freesSpace: true, completion: completion)
+    }
+
+    public func addUploads(_ uploads: [NewUpload], noteID: Int64?, owner: Owner, completion: @escaping StoreCompletion<UploadsAdded?>) {
         let noteWriter = noteWriter, files = files
-        let changes = FileChanges()
-        writer.submit(.make({ db throws(StoreError) in try noteWriter.apply(write, owner: owner, on: db, changes: changes) }, freesSpace: write.freesSpace,
-                            completion: { result in
-            // Files follow their rows: freed ones go once the delete has committed; ones moved in
-            // go again if the insert did not.
-            switch result {
-            case .success(.notFound), .success(.versionMismatch), .failure: files.remove(changes.added)
-            case .success: files.remove(changes.removed)
+        submit({ db, effects throws(StoreError) in
+            try noteWriter.addUploads(uploads, noteID: noteID, owner: owner, on: db, effects: effects)
+        }, owner: owner, completion: { result in
+            // Bytes without a committed row go again.
+            if case .success(.some) = result {} else { files.remove(uploads.map(\.id)) }
+            completion(result)
+        })
+    }
+
+    public func deleteUpload(id: String, owner: Owner, completion: @escaping StoreCompletion<UploadRemoved?>) {
+        let noteWriter = noteWriter
+        submit({ db, effects throws(StoreError) in try noteWriter.deleteUpload(id: id, owner: owner, on: db, effects: effects) },
+               owner: owner, freesSpace: true, completion: completion)
+    }
+
+    public func attachUpload(id: String, noteID: Int64?, owner: Owner, completion: @escaping StoreCompletion<UploadAttached?>) {
+        let noteWriter = noteWriter
+        submit({ db, effects throws(StoreError) in
+            try noteWriter.attachUpload(id: id, noteID: noteID, owner: owner, on: db, effects: effects)
+        }, owner: owner, completion: completion)
+    }
+
+    /// Queues `apply` for the next group commit; once it has committed, the files it freed go,
+    /// its events are handed to the observer, then `completion` runs — all on the writer thread.
+    /// After `close()`, `completion` gets `StoreError.closed` at once on the calling thread.
+    private func submit<Value: Sendable>(_ apply: @escaping @Sendable (SQLiteConnection, WriteEffects) throws(StoreError) -> Value,
+                                         owner: Owner, freesSpace: Bool = false, completion: @escaping StoreCompletion<Value>) {
+        let files = files, observer = observer
+        let effects = WriteEffects()
+        writer.submit(.make({ db throws(StoreError) in try apply(db, effects) }, freesSpace: freesSpace, completion: { result in
+            if case .success = result {
+                files.remove(effects.removed)
+                observer.deliver(effects.events, owner: owner)
             }
             completion(result)
         }))
-    }
-
-    /// Blocking convenience over `submit`: returns once the write is durable.
-    ///
-    /// Never call it from a `submit` completion: those run on the writer thread, which would
-    /// then wait for itself.
-    public func perform(_ write: NoteWrite, owner: Owner) throws(StoreError) -> NoteWriteResult {
-        try Self.wait { submit(write, owner: owner, completion: $0) }
-    }
-
-    /// Runs `start` and blocks until the completion it is given is called.
-    static func wait<Value: Sendable>(_ start: (@escaping @Sendable (Result<Value, StoreError>) -> Void) -> Void) throws(StoreError) -> Value {
-        let done = Semaphore()
-        let outcome = Mutex<Result<Value, StoreError>?>(nil)
-        start { result in
-            outcome.withLock { $0 = result }
-            done.signal()
-        }
-        done.wait()
-        return try outcome.withLock { $0! }.get()
     }
 
     // MARK: - Uploads
@@ -195,8 +252,6 @@ public final class SQLiteNoteStore: NoteStore, UploadStore, AccountStore {
         return try readers.withConnection { db throws(StoreError) in try UploadRows.attachments(of: noteIDs, owner: owner, on: db) }
     }
 
-    public func contentPath(of id: String) -> String { files.path(of: id) }
-
     public func noteWithAttachments(id: Int64, owner: Owner) throws(StoreError) -> (NoteRecord, [UploadRecord])? {
         try readers.withConnection { db throws(StoreError) in try UploadRows.noteWithAttachments(id: id, owner: owner, on: db) }
     }
@@ -214,7 +269,7 @@ public final class SQLiteNoteStore: NoteStore, UploadStore, AccountStore {
 
 // MARK: - Accounts
 
-extension SQLiteNoteStore {
+extension SQLiteStore {
     public func users() throws(StoreError) -> [UserRecord] {
         try readers.withConnection { db throws(StoreError) in try AccountRows.users(on: db) }
     }
@@ -243,15 +298,10 @@ extension SQLiteNoteStore {
     /// thread once it is durable. A removed user's files go once the removal has committed.
     public func submit(_ write: AccountWrite, completion: @escaping @Sendable (Result<AccountWriteResult, StoreError>) -> Void) {
         let files = files, now = noteWriter.now
-        let changes = FileChanges()
-        writer.submit(.make({ db throws(StoreError) in try AccountRows.apply(write, now: now(), on: db, changes: changes) }, completion: { result in
-            if case .success(.done) = result { files.remove(changes.removed) }
+        let effects = WriteEffects()
+        writer.submit(.make({ db throws(StoreError) in try AccountRows.apply(write, now: now(), on: db, changes: effects) }, completion: { result in
+            if case .success(.done) = result { files.remove(effects.removed) }
             completion(result)
         }))
-    }
-
-    /// Blocking convenience over `submit(_:completion:)`; never from a completion.
-    public func perform(_ write: AccountWrite) throws(StoreError) -> AccountWriteResult {
-        try Self.wait { submit(write, completion: $0) }
     }
 }

@@ -1,0 +1,117 @@
+import JotterBlobs
+import Synchronization
+
+/// Everything the server keeps — notes, uploads and their bytes, events, accounts — behind
+/// one value per backend: `SQLiteStore` (one machine, the default) or `PostgresStore` (any
+/// number of instances on one PostgreSQL and one blob store).
+///
+/// ```swift
+/// let store = try openDataStore(.sqlite(dataDirectory: "/var/lib/jotter"))
+/// store.observeEvents { event, owner in broadcaster.publish(…) }
+/// defer { store.close() }
+/// ```
+public protocol DataStore: NoteStore, UploadStore, AccountStore {
+    /// Where upload bytes are (key `UploadRecord.blobKey(id)`): a local folder or a bucket.
+    var blobs: any BlobStore { get }
+
+    /// True when a read may wait on the network (PostgreSQL): request handlers then run their
+    /// reads through `dispatch`, so no engine thread waits for a round trip. False when reads
+    /// are local and short (SQLite): they run where the request is.
+    var readsWait: Bool { get }
+
+    /// Runs `work` soon on one of the store's own threads (blocking reads, blob transfers) —
+    /// never on Swift's cooperative pool.
+    func dispatch(_ work: @escaping @Sendable () -> Void)
+
+    /// Calls `handler` with every committed event, exactly once each, in id order: for
+    /// PostgreSQL, those committed by other instances too. Set once, before serving; events
+    /// committed before it is set are not replayed to it.
+    func observeEvents(_ handler: @escaping @Sendable (NoteEvent, Owner) -> Void)
+
+    /// One entry per check (`database`, …): "ok", or why not. `/healthz` reports them.
+    func health() -> [String: String]
+
+    /// Counts of what is stored and the database's size, for `/metrics` (a scan of each table:
+    /// for scrape intervals, not for every request).
+    func storageStatistics() throws -> StorageStatistics
+
+    /// The schema version this build writes and understands.
+    var schemaVersion: Int64 { get }
+
+    /// A folder for files of requests in flight (multipart parts before they are stored).
+    var temporaryDirectory: String { get }
+
+    /// Finishes queued writes, then closes every connection; later writes fail with
+    /// `StoreError.closed`. Idempotent.
+    func close()
+}
+
+// MARK: - Blocking conveniences
+
+extension NoteStore {
+    /// Blocks until `createNote` is durable. Never from a completion (it would wait for itself).
+    public func createNote(body: String, owner: Owner) throws(StoreError) -> NoteChange {
+        try StoreWait.wait { createNote(body: body, owner: owner, completion: $0) }
+    }
+
+    /// Blocks until `updateNote` is durable. Never from a completion.
+    public func updateNote(id: Int64, body: String?, ifVersion: Int64?, owner: Owner) throws(StoreError) -> NoteWriteOutcome {
+        try StoreWait.wait { updateNote(id: id, body: body, ifVersion: ifVersion, owner: owner, completion: $0) }
+    }
+
+    /// Blocks until `deleteNote` is durable. Never from a completion.
+    public func deleteNote(id: Int64, ifVersion: Int64?, owner: Owner) throws(StoreError) -> NoteWriteOutcome {
+        try StoreWait.wait { deleteNote(id: id, ifVersion: ifVersion, owner: owner, completion: $0) }
+    }
+}
+
+extension UploadStore {
+    /// Blocks until `addUploads` is durable. Never from a completion.
+    public func addUploads(_ uploads: [NewUpload], noteID: Int64?, owner: Owner) throws(StoreError) -> UploadsAdded? {
+        try StoreWait.wait { addUploads(uploads, noteID: noteID, owner: owner, completion: $0) }
+    }
+
+    /// Blocks until `deleteUpload` is durable. Never from a completion.
+    public func deleteUpload(id: String, owner: Owner) throws(StoreError) -> UploadRemoved? {
+        try StoreWait.wait { deleteUpload(id: id, owner: owner, completion: $0) }
+    }
+
+    /// Blocks until `attachUpload` is durable. Never from a completion.
+    public func attachUpload(id: String, noteID: Int64?, owner: Owner) throws(StoreError) -> UploadAttached? {
+        try StoreWait.wait { attachUpload(id: id, noteID: noteID, owner: owner, completion: $0) }
+    }
+}
+
+extension AccountStore {
+    /// Blocks until `submit(_:completion:)` is durable. Never from a completion.
+    public func perform(_ write: AccountWrite) throws(StoreError) -> AccountWriteResult {
+        try StoreWait.wait { submit(write, completion: $0) }
+    }
+}
+
+/// Turns a completion-taking call into a blocking one.
+public enum StoreWait {
+    /// Runs `start` and blocks until the completion it is given is called.
+    public static func wait<Value: Sendable>(_ start: (@escaping StoreCompletion<Value>) -> Void) throws(StoreError) -> Value {
+        let done = Semaphore()
+        let outcome = Mutex<Result<Value, StoreError>?>(nil)
+        start { result in
+            outcome.withLock { $0 = result }
+            done.signal()
+        }
+        done.wait()
+        return try outcome.withLock { $0! }.get()
+    }
+}
+
+/// The handler `observeEvents` was given, called by a store as its events commit.
+final class EventObserver: Sendable {
+    private let handler = Mutex<(@Sendable (NoteEvent, Owner) -> Void)?>(nil)
+
+    func set(_ handler: @escaping @Sendable (NoteEvent, Owner) -> Void) { self.handler.withLock { $0 = handler } }
+
+    func deliver(_ events: [NoteEvent], owner: Owner) {
+        guard !events.isEmpty, let handler = handler.withLock({ $0 }) else { return }
+        for event in events { handler(event, owner) }
+    }
+}
