@@ -70,14 +70,14 @@ struct HostileHeadTests {
 
     /// Everything the server sent before closing, checked to be one whole answer with `status`:
     /// one status line, the body as long as its Content-Length, nothing after it.
-    private func expectOneAnswer(_ connection: RawHTTP, _ status: Int, _ what: String) {
+    private func expectOneAnswer(_ connection: RawHTTP, _ statuses: Set<Int>, _ what: String) {
         let raw = connection.readToEnd()
         let text = String(decoding: raw, as: UTF8.self)
         guard let end = text.range(of: "\r\n\r\n") else {
             Issue.record("\(what): no answer (\(raw.count) bytes)")
             return
         }
-        #expect(text.hasPrefix("HTTP/1.1 \(status) "), "\(what): \(text.prefix(60))")
+        #expect(statuses.contains { text.hasPrefix("HTTP/1.1 \($0) ") }, "\(what): \(text.prefix(60))")
         #expect(text.components(separatedBy: "HTTP/1.1 ").count == 2, "\(what): more than one status line")
         let head = text[..<end.lowerBound].lowercased()
         let length = head.components(separatedBy: "\r\n").first { $0.hasPrefix("content-length:") }
@@ -98,7 +98,7 @@ struct HostileHeadTests {
         for length in 6_600...8_400 {
             let connection = try fixture.connect(timeout: 2)
             try connection.send("GET /hello HTTP/1.1\r\nHost: x\r\nX-Big: \(String(repeating: "a", count: length))\r\n\r\n")
-            expectOneAnswer(connection, 431, "X-Big of \(length) bytes")
+            expectOneAnswer(connection, [431], "X-Big of \(length) bytes")
         }
         expectNothingInFlight(fixture)
     }
@@ -110,10 +110,7 @@ struct HostileHeadTests {
             let connection = try fixture.connect(timeout: 2)
             try connection.send("GET /hello?x=\(String(repeating: "a", count: length - 9)) HTTP/1.1\r\nHost: x\r\n\r\n")
             // Past the pool, libmicrohttpd itself refuses: 431 once the target is read.
-            let raw = connection.readToEnd()
-            let text = String(decoding: raw, as: UTF8.self)
-            #expect(text.hasPrefix("HTTP/1.1 414 ") || text.hasPrefix("HTTP/1.1 431 "), "target of \(length) bytes: \(text.prefix(60))")
-            #expect(text.components(separatedBy: "HTTP/1.1 ").count == 2, "target of \(length) bytes")
+            expectOneAnswer(connection, [414, 431], "target of \(length) bytes")
         }
         expectNothingInFlight(fixture)
     }
