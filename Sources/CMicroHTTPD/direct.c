@@ -8,10 +8,22 @@
 
 /* Answers written past libmicrohttpd (see jotter_mhd_send_direct in CMicroHTTPD.h). */
 
-size_t jotter_mhd_request_header_size(struct MHD_Connection *connection) {
+#define JOTTER_ROUND16(n) (((n) + 15) & ~(size_t)15)
+
+size_t jotter_mhd_reply_room(struct MHD_Connection *connection, size_t pool_size) {
     const union MHD_ConnectionInfo *info =
         MHD_get_connection_info(connection, MHD_CONNECTION_INFO_REQUEST_HEADER_SIZE);
-    return info ? info->header_size : 0;
+    if (info == NULL) return 0;
+    size_t head = info->header_size + 144;  /* what a grown read buffer keeps past the head */
+    if (head < pool_size / 2) head = pool_size / 2;
+    /* struct MHD_HTTP_Header: 7 words, rounded to 16 */
+    size_t used = JOTTER_ROUND16(head)
+        + 64 * (size_t)MHD_get_connection_values(connection, MHD_HEADER_KIND | MHD_COOKIE_KIND | MHD_GET_ARGUMENT_KIND, NULL, NULL);
+    const char *cookie = NULL;
+    size_t cookie_size = 0;
+    if (MHD_lookup_connection_value_n(connection, MHD_HEADER_KIND, MHD_HTTP_HEADER_COOKIE, 6, &cookie, &cookie_size) == MHD_YES)
+        used += JOTTER_ROUND16(cookie_size + 1);
+    return used < pool_size ? pool_size - used : 0;
 }
 
 /* GnuTLS is loaded with libmicrohttpd when it was built with TLS; looked up at run time so

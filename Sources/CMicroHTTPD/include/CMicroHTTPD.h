@@ -83,10 +83,14 @@ void jotter_mhd_skip_query_arguments(const char *uri);
 /// A response whose body is a copy of `size` bytes at `data`.
 struct MHD_Response *jotter_mhd_response_copy(size_t size, const void *data);
 
-/// The size libmicrohttpd recorded for the request's header section (the request line, every
-/// header line and the empty line, as they lie in the connection's memory pool), or 0 before
-/// the header section is complete.
-size_t jotter_mhd_request_header_size(struct MHD_Connection *connection);
+/// The least room libmicrohttpd 0.9.75 will have left in the connection's memory pool of
+/// `pool_size` bytes to build a response's header section for the current request: the pool
+/// less the head it parsed in place (the request line, every header line and the empty line;
+/// rounded to 16, and at least the read buffer's first size, half the pool, since what was read
+/// past the head stays there too; a read buffer grown for a larger head keeps up to 128 + 16
+/// bytes past it), a 64-byte record per header field, cookie and query argument, and the copy
+/// of the Cookie field its cookie parser makes. 0 before the header section is complete.
+size_t jotter_mhd_reply_room(struct MHD_Connection *connection, size_t pool_size);
 
 /// Writes `size` bytes of a complete HTTP response straight to the connection's socket (through
 /// GnuTLS on HTTPS), bypassing libmicrohttpd, then shuts the sending side down. For answers

@@ -66,7 +66,6 @@ func engineAccessHandler(_ cls: UnsafeMutableRawPointer?, _ connection: OpaquePo
         state.headersRead = true
         jotter_mhd_headers_received(connection)
         let read = readHeaders(connection)
-        state.fieldCost = DirectAnswer.fieldCost(read.headers)
         state.folded = read.folded
         state.headRequest = method.map { strcmp($0, "HEAD") == 0 } ?? false
         let action = lifecycle.headerComplete(method: method.map { String(cString: $0) } ?? "", version: version.map { String(cString: $0) } ?? "",

@@ -15,9 +15,7 @@ final class RequestState {
     /// The status queued; 0 until a response is.
     var status = 0
     var bytesSent = 0
-    /// What the head takes of the connection's memory besides its text (`DirectAnswer.fieldCost`),
-    /// whether it was folded, and whether it is a HEAD request: for `DirectAnswer`.
-    var fieldCost = 0
+    /// Whether the head was folded, and whether it is a HEAD request: for `DirectAnswer`.
     var folded = false
     var headRequest = false
     /// The answer went to the socket past libmicrohttpd (`DirectAnswer`), all of it.
