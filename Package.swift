@@ -59,12 +59,12 @@ let package = Package(
         // Test helpers: a raw-socket HTTP client and a real server on a free port.
         // libFuzzer targets for the parsers (scripts/fuzz); built plainly, it replays a corpus.
         .executableTarget(name: "jotter-fuzz", dependencies: ["JotterHTTP", "JotterClient"], path: "Sources/jotter-fuzz"),
-        .target(name: "JotterTestSupport", dependencies: ["JotterServer", "JotterStore"], path: "Tests/JotterTestSupport"),
+        .target(name: "JotterTestSupport", dependencies: ["JotterServer", "JotterStore", "JotterPostgres"], path: "Tests/JotterTestSupport"),
         .testTarget(name: "JotterHTTPTests", dependencies: ["JotterHTTP", "JotterWire", "JotterTestSupport"]),
-        .testTarget(name: "JotterServerTests", dependencies: ["JotterServer", "JotterHTTP", "JotterAPI", "JotterWire", "JotterStore", "JotterTestSupport"]),
+        .testTarget(name: "JotterServerTests", dependencies: ["JotterServer", "JotterHTTP", "JotterAPI", "JotterWire", "JotterStore", "JotterBlobs", "JotterTestSupport"]),
         .testTarget(name: "JotterCLITests", dependencies: ["JotterCLI", "JotterCLICore", "jotter", "jotter-server", "JotterAPI", "JotterClient", "JotterServer", "JotterTestSupport"]),
         .testTarget(name: "JotterAPITests", dependencies: ["JotterAPI"]),
-        .testTarget(name: "JotterStoreTests", dependencies: ["JotterStore", "JotterBlobs", "CSQLite"]),
+        .testTarget(name: "JotterStoreTests", dependencies: ["JotterStore", "CSQLite", "JotterPostgres", "JotterBlobs", "JotterTestSupport"]),
         .testTarget(name: "JotterPostgresTests", dependencies: ["JotterPostgres", "JotterTestSupport"]),
         .testTarget(name: "JotterBlobsTests", dependencies: ["JotterBlobs", "JotterTestSupport"]),
         .testTarget(name: "JotterClientTests", dependencies: ["JotterClient", "JotterServer", "JotterHTTP", "JotterTestSupport"]),

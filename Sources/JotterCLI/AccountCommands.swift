@@ -135,7 +135,7 @@ enum DataFolder {
 struct UsersAddCommand: AsyncCommand {
     static let name = "add"
     static let summary = "Add a user."
-    static let usage = "jotter users add NAME [--admin] [--data DIR | --server URL]"
+    static let usage = "jotter users add NAME [--admin] [--data DIR | --database URL | --server URL]"
     static let about = """
     Adds a user. The password is asked twice on a terminal, else read from the first line of
     standard input; it is stored as an Argon2id hash only. The first user ever added takes over
@@ -176,7 +176,7 @@ struct UsersAddCommand: AsyncCommand {
 struct UsersListCommand: AsyncCommand {
     static let name = "list"
     static let summary = "List the users."
-    static let usage = "jotter users list [--data DIR | --server URL]"
+    static let usage = "jotter users list [--data DIR | --database URL | --server URL]"
     static let about = "Lists the users: name, whether an administrator, when added (UTC)."
     static let options = AccountPlace.options
     let place: AccountPlace
@@ -208,7 +208,7 @@ struct UsersListCommand: AsyncCommand {
 struct UsersPasswdCommand: AsyncCommand {
     static let name = "passwd"
     static let summary = "Change a user's password."
-    static let usage = "jotter users passwd NAME [--data DIR | --server URL]"
+    static let usage = "jotter users passwd NAME [--data DIR | --database URL | --server URL]"
     static let about = "Sets a new password (asked as for users add); the user's web sessions end, their API tokens stay."
     static let options = AccountPlace.options
     let name: String, place: AccountPlace
@@ -238,7 +238,7 @@ struct UsersPasswdCommand: AsyncCommand {
 struct UsersRemoveCommand: AsyncCommand {
     static let name = "remove"
     static let summary = "Remove a user with their notes and uploads."
-    static let usage = "jotter users remove NAME [--yes] [--data DIR | --server URL]"
+    static let usage = "jotter users remove NAME [--yes] [--data DIR | --database URL | --server URL]"
     static let about = """
     Removes the user, their notes, uploads (the files too), tokens and sessions. Asks first on
     a terminal; elsewhere --yes is needed.
@@ -288,7 +288,7 @@ struct UsersRemoveCommand: AsyncCommand {
 struct TokensCreateCommand: AsyncCommand {
     static let name = "create"
     static let summary = "Create an API token."
-    static let usage = "jotter tokens create [--user NAME] [--name LABEL] [--expires 30d] [--data DIR | --server URL]"
+    static let usage = "jotter tokens create [--user NAME] [--name LABEL] [--expires 30d] [--data DIR | --database URL | --server URL]"
     static let about = """
     Prints a new API token once (jot_…); only its SHA-256 is stored. On the data folder it is
     --user's; with --server, the signed-in user's. Give it to the CLI as JOTTER_TOKEN or to
@@ -342,7 +342,7 @@ struct TokensCreateCommand: AsyncCommand {
 struct TokensListCommand: AsyncCommand {
     static let name = "list"
     static let summary = "List API tokens."
-    static let usage = "jotter tokens list [--user NAME] [--data DIR | --server URL]"
+    static let usage = "jotter tokens list [--user NAME] [--data DIR | --database URL | --server URL]"
     static let about = "Lists tokens, newest first: id, label, created, last used, expiry (UTC), revoked — --user's on the data folder, the signed-in user's with --server."
     static let options = [Option("--user", value: "NAME", help: "Whose tokens (the data folder only; required there).")] + AccountPlace.options
     let user: String?, place: AccountPlace
@@ -382,7 +382,7 @@ struct TokensListCommand: AsyncCommand {
 struct TokensRevokeCommand: AsyncCommand {
     static let name = "revoke"
     static let summary = "Revoke an API token."
-    static let usage = "jotter tokens revoke ID [--data DIR | --server URL]"
+    static let usage = "jotter tokens revoke ID [--data DIR | --database URL | --server URL]"
     static let about = """
     Revokes the token with this id (from tokens list). Through --server it is refused from the
     next request on; on the data folder a running server refuses it within 10 s.

@@ -94,6 +94,10 @@ public final class PostgresConnection: @unchecked Sendable {
     public func query(_ sql: String, _ parameters: [(any PostgresEncodable)?] = []) throws -> PostgresResult {
         let name = try preparedName(for: sql)
         let texts = parameters.map { $0?.postgresText }
+        // libpq takes C strings: a NUL would cut the value short without a word. Refuse it.
+        if let index = texts.firstIndex(where: { $0?.utf8.contains(0) == true }) {
+            throw PostgresError(kind: .other, message: "parameter $\(index + 1) holds a NUL character, which PostgreSQL text cannot store")
+        }
         let result = withOptionalCStrings(texts) { pointers in
             PQexecPrepared(handle, name, Int32(pointers.count), pointers, nil, nil, 0)
         }
@@ -110,8 +114,13 @@ public final class PostgresConnection: @unchecked Sendable {
     /// Runs `body` in a transaction: `BEGIN` (at `isolation`), then `COMMIT` when it returns or
     /// `ROLLBACK` when it throws. A connection lost during `COMMIT` is `.commitOutcomeUnknown`.
     /// Nested calls run inside the outer transaction (no savepoints).
+    ///
+    /// `settings` are `SET LOCAL name TO 'value'` for this transaction only, sent with `BEGIN`
+    /// in the same round trip (e.g. `[("synchronous_commit", "on")]`). Names are SQL text:
+    /// constants of the caller's, never input.
     public func transaction<T>(
         isolation: PostgresIsolation = .readCommitted,
+        settings: [(name: String, value: String)] = [],
         _ body: (PostgresConnection) throws -> T
     ) throws -> T {
         if transactionDepth > 0 {
@@ -119,7 +128,8 @@ public final class PostgresConnection: @unchecked Sendable {
             defer { transactionDepth -= 1 }
             return try body(self)
         }
-        try execute("BEGIN ISOLATION LEVEL \(isolation.rawValue)")
+        let locals = settings.map { "; SET LOCAL \($0.name) TO '\($0.value.replacing("'", with: "''"))'" }.joined()
+        try execute("BEGIN ISOLATION LEVEL \(isolation.rawValue)" + locals)
         transactionDepth = 1
         defer { transactionDepth = 0 }
         let value: T

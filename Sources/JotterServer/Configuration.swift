@@ -1,3 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
 import JotterHTTP
 import JotterStore
 
@@ -13,6 +18,8 @@ public struct ServerConfiguration: Sendable {
     /// Where upload bytes go with PostgreSQL: nil for the data folder's `uploads/`, or an
     /// `s3://BUCKET?endpoint=URL&region=R` URL (credentials from the `AWS_*` variables).
     public var blobStore: String?
+    /// Where the blob store's `AWS_*` credentials are read from (the process's environment).
+    public var environment: [String: String] = ProcessInfo.processInfo.environment
     public var threads = HTTPServer.Configuration.cores
     /// Bytes of a non-multipart body, and of the plain fields of a multipart body.
     public var maxBodySize = 1 << 20
@@ -63,7 +70,7 @@ public struct ServerConfiguration: Sendable {
 
     /// What `openDataStore` is given.
     var store: StoreConfiguration {
-        var store = StoreConfiguration(dataDirectory: dataDirectory)
+        var store = StoreConfiguration(dataDirectory: dataDirectory, environment: environment)
         store.database = database
         store.blobStore = blobStore
         store.eventBacklog = eventBacklog

@@ -89,8 +89,11 @@ public func openDataStore(_ configuration: StoreConfiguration) throws(StoreError
         }
         options.eventBacklog = configuration.eventBacklog
         return try SQLiteStore(dataDirectory: configuration.dataDirectory, options: options)
-    case .postgres:
-        throw .invalidArgument("this build has no PostgreSQL store")
+    case .postgres(let url, let poolSize):
+        let blobs = try openBlobStore(configuration.blobStore, dataDirectory: configuration.dataDirectory,
+                                      environment: configuration.environment)
+        return try PostgresStore(url: url, poolSize: poolSize, blobs: blobs, temporaryDirectory: configuration.dataDirectory + "/tmp",
+                                 options: PostgresStore.Options(eventBacklog: configuration.eventBacklog))
     }
 }
 

@@ -53,6 +53,12 @@ public final class StoreThreads: Sendable {
         if queued { ready.signal() } else { work() }
     }
 
+    /// Whether the calling thread is one of these (work there must not queue work and wait for it).
+    public var isCurrent: Bool {
+        let me = pthread_self()
+        return threads.withLock { $0.contains { pthread_equal($0, me) != 0 } }
+    }
+
     /// Runs what is queued, then ends the threads. Idempotent; from one of its own threads it
     /// does not wait.
     public func stop() {

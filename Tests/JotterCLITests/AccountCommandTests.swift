@@ -104,3 +104,26 @@ struct AccountCommandTests {
         #expect(required.contains("listening") && !required.contains("warning"), "\(required)")
     }
 }
+
+/// The same commands on a PostgreSQL deployment (`--database`), and an instance on that
+/// database honouring what they made.
+@Suite("jotter users and tokens, on PostgreSQL", .serialized, .enabled(if: SharedBackend.available, Comment(rawValue: SharedBackend.skipMessage)))
+struct PostgresAccountCommandTests {
+    @Test func usersAndTokensOnTheDatabase() throws {
+        let backend = try SharedBackend()
+        let database = ["--database", backend.databaseURL]
+        #expect(try AccountCommandTests.jotter(["users", "add", "ann", "--admin"] + database, input: "ann's password\n").status == 0)
+        let list = try AccountCommandTests.jotter(["users", "list"] + database)
+        #expect(list.out.contains("ann                  yes"), "\(list)")
+        let created = try AccountCommandTests.jotter(["tokens", "create", "--user", "ann", "--name", "ci"] + database)
+        #expect(created.status == 0, "\(created.err)")
+        let token = try #require(created.out.split(separator: "\n").first { $0.hasPrefix("jot_") }.map(String.init))
+        let server = try ServerProcess(backend.arguments + ["--quiet", "--auth", "required"], environment: backend.processEnvironment)
+        defer { server.signal(SIGTERM); _ = server.finish() }
+        let connection = try RawHTTP(port: server.port)
+        #expect(try connection.request("GET", "/notes", headers: [("Authorization", "Bearer \(token)")], close: true).status == 200)
+        #expect(try RawHTTP(port: server.port).request("GET", "/notes", close: true).status == 401)
+        #expect(try AccountCommandTests.jotter(["users", "remove", "ann", "--yes"] + database).status == 0)
+        #expect(try AccountCommandTests.jotter(["users", "list"] + database).out.contains("ann") == false)
+    }
+}

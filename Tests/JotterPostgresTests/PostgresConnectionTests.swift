@@ -24,6 +24,15 @@ struct PostgresConnectionTests {
         #expect(postgresError { _ = try row.value(9, as: Int.self) }?.kind == .decoding)
     }
 
+    @Test("a parameter holding NUL is refused, never cut short")
+    func nulIsRefused() throws {
+        let connection = try TestDatabase.connect()
+        let error = postgresError { _ = try connection.query("SELECT $1::text", ["before\0after"]) }
+        #expect(error?.kind == .other)
+        #expect(error?.message.contains("NUL") == true)
+        #expect(try connection.query("SELECT $1::text", ["still usable"])[0].value(0) == "still usable")
+    }
+
     @Test func parametersAreNeverSQL() throws {
         let connection = try TestDatabase.connect()
         let table = TestDatabase.uniqueName("notes")

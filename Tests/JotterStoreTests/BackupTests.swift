@@ -22,7 +22,7 @@ struct BackupTests {
     @Test("a backup taken while writers create, update and delete holds every note acknowledged before it, and every upload it names")
     func backupDuringWrites() throws {
         let fixture = try StoreFixture()
-        let store = fixture.store
+        let store = fixture.sqlite!
         var before: [NoteRecord] = []
         for index in 0..<200 { before.append(try fixture.create("before \(index)")) }
         for index in 0..<20 { try addUpload(store, [UInt8](repeating: UInt8(index), count: 1000 + index), noteID: before[index].id) }
@@ -83,12 +83,12 @@ struct BackupTests {
     @Test("an upload deleted while a backup holds removals keeps its file until the backup lets go")
     func removalsHeldBack() throws {
         let fixture = try StoreFixture()
-        let upload = try addUpload(fixture.store, [1, 2, 3], noteID: nil)
-        fixture.store.holdRemovals()
-        _ = try fixture.store.perform(.deleteUpload(id: upload.id))
-        #expect(FileManager.default.fileExists(atPath: fixture.store.contentPath(of: upload.id)))
-        fixture.store.releaseRemovals()
-        #expect(!FileManager.default.fileExists(atPath: fixture.store.contentPath(of: upload.id)))
+        let upload = try addUpload(fixture.sqlite!, [1, 2, 3], noteID: nil)
+        fixture.sqlite!.holdRemovals()
+        _ = try fixture.sqlite!.perform(.deleteUpload(id: upload.id))
+        #expect(FileManager.default.fileExists(atPath: fixture.sqlite!.contentPath(of: upload.id)))
+        fixture.sqlite!.releaseRemovals()
+        #expect(!FileManager.default.fileExists(atPath: fixture.sqlite!.contentPath(of: upload.id)))
     }
 
     @Test("a restore refuses a non-empty folder unless replacing, and a folder a store has open")
@@ -96,7 +96,7 @@ struct BackupTests {
         let fixture = try StoreFixture()
         try fixture.create("kept")
         let folder = try TemporaryDirectory()
-        _ = try fixture.store.backup(into: folder.path + "/b")
+        _ = try fixture.sqlite!.backup(into: folder.path + "/b")
         #expect(throws: StoreError.notEmpty) { try DataFolderBackup.snapshot(dataDirectory: fixture.directory.path, into: folder.path + "/b") }
 
         let target = try TemporaryDirectory()
@@ -120,14 +120,14 @@ struct BackupTests {
     func damagedBackups() throws {
         let fixture = try StoreFixture()
         let note = try fixture.create("n")
-        let upload = try addUpload(fixture.store, [7, 7], noteID: note.id)
+        let upload = try addUpload(fixture.sqlite!, [7, 7], noteID: note.id)
         let folder = try TemporaryDirectory()
-        _ = try fixture.store.backup(into: folder.path + "/b")
+        _ = try fixture.sqlite!.backup(into: folder.path + "/b")
         try FileManager.default.removeItem(atPath: folder.path + "/b/uploads/" + upload.id)
         #expect(throws: StoreError.corrupt) { try DataFolderBackup.restore(from: folder.path + "/b", into: folder.path + "/t", replacing: false) }
         #expect(!FileManager.default.fileExists(atPath: folder.path + "/t/jotter.sqlite"))
 
-        _ = try fixture.store.backup(into: folder.path + "/c")
+        _ = try fixture.sqlite!.backup(into: folder.path + "/c")
         let db = try SQLiteConnection(path: folder.path + "/c/jotter.sqlite", flags: SQLiteConnection.readWrite)
         try db.run("UPDATE schema_version SET version = 99")
         db.close()
@@ -139,9 +139,9 @@ struct BackupTests {
         let fixture = try StoreFixture()
         let note = try fixture.create("n")
         try fixture.create("m")
-        try addUpload(fixture.store, [UInt8](repeating: 1, count: 300), noteID: note.id)
-        try addUpload(fixture.store, [UInt8](repeating: 2, count: 200), noteID: nil)
-        let statistics = try fixture.store.storageStatistics()
+        try addUpload(fixture.sqlite!, [UInt8](repeating: 1, count: 300), noteID: note.id)
+        try addUpload(fixture.sqlite!, [UInt8](repeating: 2, count: 200), noteID: nil)
+        let statistics = try fixture.sqlite!.storageStatistics()
         #expect(statistics.notes == 2)
         #expect(statistics.uploads == 2)
         #expect(statistics.uploadBytes == 500)

@@ -5,8 +5,8 @@ import Testing
 
 @Suite("Notes: create, read, update, delete, preconditions")
 struct NoteCRUDTests {
-    @Test func createThenGet() throws {
-        let fixture = try StoreFixture()
+    @Test(arguments: Backend.all) func createThenGet(backend: Backend) throws {
+        let fixture = try StoreFixture(backend)
         let before = Int64(Date().timeIntervalSince1970)
         let note = try fixture.create("Buy milk")
         let after = Int64(Date().timeIntervalSince1970)
@@ -20,16 +20,16 @@ struct NoteCRUDTests {
         #expect(try fixture.store.note(id: note.id + 1000) == nil)
     }
 
-    @Test func emptyAndUnicodeBodiesRoundTrip() throws {
-        let fixture = try StoreFixture()
+    @Test(arguments: Backend.all) func emptyAndUnicodeBodiesRoundTrip(backend: Backend) throws {
+        let fixture = try StoreFixture(backend)
         for body in ["", "naïve café 日本語 🍕", "line\nbreak\0nul", String(repeating: "x", count: 100_000)] {
             let note = try fixture.create(body)
             #expect(try fixture.store.note(id: note.id)?.body == body)
         }
     }
 
-    @Test func updateBumpsVersionAndKeepsCreatedAt() throws {
-        let fixture = try StoreFixture()
+    @Test(arguments: Backend.all) func updateBumpsVersionAndKeepsCreatedAt(backend: Backend) throws {
+        let fixture = try StoreFixture(backend)
         let note = try fixture.create("one")
         let result = try fixture.store.perform(.update(id: note.id, body: "two", ifVersion: nil))
         let updated = try #require(result.note)
@@ -40,8 +40,8 @@ struct NoteCRUDTests {
         #expect(try fixture.store.note(id: note.id) == updated)
     }
 
-    @Test func updateWithCorrectAndStaleVersion() throws {
-        let fixture = try StoreFixture()
+    @Test(arguments: Backend.all) func updateWithCorrectAndStaleVersion(backend: Backend) throws {
+        let fixture = try StoreFixture(backend)
         let note = try fixture.create("one")
         let ok = try fixture.store.perform(.update(id: note.id, body: "two", ifVersion: 1))
         #expect(ok.note?.version == 2)
@@ -53,8 +53,8 @@ struct NoteCRUDTests {
         #expect(current.version == 2)
     }
 
-    @Test func deleteWithStaleThenCorrectVersion() throws {
-        let fixture = try StoreFixture()
+    @Test(arguments: Backend.all) func deleteWithStaleThenCorrectVersion(backend: Backend) throws {
+        let fixture = try StoreFixture(backend)
         let note = try fixture.create("doomed")
         #expect(try fixture.store.perform(.delete(id: note.id, ifVersion: 7)) == .versionMismatch(current: note))
         #expect(try fixture.store.note(id: note.id) == note)
@@ -66,8 +66,8 @@ struct NoteCRUDTests {
         #expect(try fixture.store.perform(.delete(id: note.id, ifVersion: nil)) == .notFound)
     }
 
-    @Test func notFoundBeatsVersionMismatch() throws {
-        let fixture = try StoreFixture()
+    @Test(arguments: Backend.all) func notFoundBeatsVersionMismatch(backend: Backend) throws {
+        let fixture = try StoreFixture(backend)
         let missing: Int64 = 424_242
         for write in [NoteWrite.update(id: missing, body: "x", ifVersion: 3), .delete(id: missing, ifVersion: 3),
                       .touch(id: missing, ifVersion: 3), .update(id: missing, body: "x", ifVersion: nil)] {
@@ -75,8 +75,8 @@ struct NoteCRUDTests {
         }
     }
 
-    @Test func touchBumpsVersionNotBody() throws {
-        let fixture = try StoreFixture()
+    @Test(arguments: Backend.all) func touchBumpsVersionNotBody(backend: Backend) throws {
+        let fixture = try StoreFixture(backend)
         let note = try fixture.create("attach here")
         let touched = try fixture.store.perform(.touch(id: note.id, ifVersion: 1))
         #expect(touched.note?.version == 2)
@@ -85,8 +85,8 @@ struct NoteCRUDTests {
         #expect(try fixture.store.perform(.touch(id: note.id, ifVersion: 1)) == .versionMismatch(current: touched.note!))
     }
 
-    @Test func idsAreNeverReused() throws {
-        let fixture = try StoreFixture()
+    @Test(arguments: Backend.all) func idsAreNeverReused(backend: Backend) throws {
+        let fixture = try StoreFixture(backend)
         let first = try fixture.create("a")
         let second = try fixture.create("b")
         _ = try fixture.store.perform(.delete(id: second.id, ifVersion: nil))
@@ -94,8 +94,8 @@ struct NoteCRUDTests {
         #expect(first.id < second.id && second.id < third.id)
     }
 
-    @Test func submitCallsCompletionOnceAfterCommit() throws {
-        let fixture = try StoreFixture()
+    @Test(arguments: Backend.all) func submitCallsCompletionOnceAfterCommit(backend: Backend) throws {
+        let fixture = try StoreFixture(backend)
         let done = DispatchSemaphore(value: 0)
         let calls = Counter()
         fixture.store.submit(.create(body: "async")) { result in
@@ -110,8 +110,24 @@ struct NoteCRUDTests {
         #expect(calls.value == 1)
     }
 
-    @Test func closedStoreRefusesWork() throws {
-        let fixture = try StoreFixture()
+    @Test("closing lets the queued writes finish", arguments: Backend.all)
+    func closeFinishesQueuedWrites(backend: Backend) throws {
+        let fixture = try StoreFixture(backend)
+        let outcomes = Mutex<[Result<NoteChange, StoreError>]>([])
+        for index in 0..<50 {
+            fixture.store.createNote(body: "queued \(index)", owner: .unclaimed) { result in outcomes.withLock { $0.append(result) } }
+        }
+        fixture.store.close()
+        let results = outcomes.withLock { $0 }
+        #expect(results.count == 50)
+        #expect(results.allSatisfy { (try? $0.get()) != nil })
+        let reopened = try fixture.reopen()
+        defer { reopened.close() }
+        #expect(try reopened.notes(NoteQuery(limit: 100)).count == 50)
+    }
+
+    @Test(arguments: Backend.all) func closedStoreRefusesWork(backend: Backend) throws {
+        let fixture = try StoreFixture(backend)
         fixture.store.close()
         #expect(throws: StoreError.closed) { try fixture.store.perform(.create(body: "late")) }
         #expect(throws: StoreError.closed) { try fixture.store.note(id: 1) }

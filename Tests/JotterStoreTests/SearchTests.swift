@@ -13,17 +13,17 @@ struct SearchTests {
         "pizza 🍕 tonight",                  // 6
     ]
 
-    static func fixture() throws -> (StoreFixture, [NoteRecord]) {
-        let fixture = try StoreFixture()
+    static func fixture(_ backend: Backend) throws -> (StoreFixture, [NoteRecord]) {
+        let fixture = try StoreFixture(backend)
         return (fixture, try bodies.map { try fixture.create($0) })
     }
 
-    static func search(_ store: SQLiteStore, _ words: String, order: NoteOrder = .oldestFirst) throws -> [String] {
+    static func search(_ store: any DataStore, _ words: String, order: NoteOrder = .oldestFirst) throws -> [String] {
         try store.notes(NoteQuery(order: order, search: words)).map(\.body)
     }
 
-    @Test func wordsAreAndedCaseAndAccentInsensitive() throws {
-        let (fixture, _) = try Self.fixture()
+    @Test(arguments: Backend.all) func wordsAreAndedCaseAndAccentInsensitive(backend: Backend) throws {
+        let (fixture, _) = try Self.fixture(backend)
         let store = fixture.store
         #expect(try Self.search(store, "milk") == [Self.bodies[0], Self.bodies[1]])
         #expect(try Self.search(store, "milk", order: .newestFirst) == [Self.bodies[1], Self.bodies[0]])
@@ -34,23 +34,27 @@ struct SearchTests {
         #expect(try Self.search(store, "cheese").isEmpty)
     }
 
-    @Test(arguments: [
+    static let hostileCases: [(search: String, expected: [Int])] = [
         ("\"", [Int]()), ("*", []), ("\"\"\"", []), ("🍕", []), ("-- ; ')", []),
         ("AND", [0, 3]), ("and OR not", []), ("NEAR(", [2]), ("NEAR(milk, eggs)", []),
         ("\"hello\"", [2]), ("hello\"", [2]), ("a*b", [3]), ("mil*", [0, 1]), ("body:milk", []),
         ("(parentheses", [3]), ("\"); DROP TABLE notes; --", []), ("^milk", [0, 1]), ("milk +", [0, 1]),
         ("a\u{0}", [0, 1, 3]), ("mil\u{0}k", []), ("milk\u{7}eggs", [0]),
         ("\u{FFFD}", []), ("\u{10FFFF}", []), ("e\u{301}cole", [5]), ("\u{FEFF}milk", [0, 1]), ("x\"*", []),
-    ])
-    func hostileInputIsMatchedLiterally(search: String, expected: [Int]) throws {
-        let (fixture, _) = try Self.fixture()
-        #expect(try Self.search(fixture.store, search) == expected.map { Self.bodies[$0] })
+    ]
+
+    @Test(arguments: Backend.all)
+    func hostileInputIsMatchedLiterally(backend: Backend) throws {
+        let (fixture, _) = try Self.fixture(backend)
+        for (search, expected) in Self.hostileCases {
+            #expect(try Self.search(fixture.store, search) == expected.map { Self.bodies[$0] }, "search \(search.debugDescription)")
+        }
         #expect(try fixture.store.notes(NoteQuery()).count == Self.bodies.count, "nothing was dropped")
     }
 
-    @Test("every word also matches longer words it begins, as while typing")
-    func prefixesMatch() throws {
-        let fixture = try StoreFixture()
+    @Test("every word also matches longer words it begins, as while typing", arguments: Backend.all)
+    func prefixesMatch(backend: Backend) throws {
+        let fixture = try StoreFixture(backend)
         let bodies = ["Shopping list: apples, milk", "Appointment with the dentist", "Milestones for Q3"]
         for body in bodies { try fixture.create(body) }
         #expect(try Self.search(fixture.store, "shop") == [bodies[0]])
@@ -62,15 +66,29 @@ struct SearchTests {
         #expect(try Self.search(fixture.store, "hopping").isEmpty)
     }
 
-    @Test func blankSearchIsNoFilter() throws {
-        let (fixture, notes) = try Self.fixture()
+    @Test("words are runs of letters and digits, whatever looks like a number; diacritics go, letters stay", arguments: Backend.all)
+    func wordsAreRunsOfLettersAndDigits(backend: Backend) throws {
+        let fixture = try StoreFixture(backend)
+        let bodies = ["2e3x", "x-ray 1.5", "Straße", "Łódź"]
+        for body in bodies { try fixture.create(body) }
+        #expect(try Self.search(fixture.store, "x") == [bodies[1]])
+        #expect(try Self.search(fixture.store, "2e3") == [bodies[0]])
+        #expect(try Self.search(fixture.store, "5") == [bodies[1]])
+        #expect(try Self.search(fixture.store, "strasse").isEmpty)
+        #expect(try Self.search(fixture.store, "STRA") == [bodies[2]])
+        #expect(try Self.search(fixture.store, "lodz").isEmpty)
+        #expect(try Self.search(fixture.store, "łodz") == [bodies[3]])
+    }
+
+    @Test(arguments: Backend.all) func blankSearchIsNoFilter(backend: Backend) throws {
+        let (fixture, notes) = try Self.fixture(backend)
         for blank in ["", "   ", "\n\t", "\u{0}", "\u{1}\u{7F}"] {
             #expect(try fixture.store.notes(NoteQuery(order: .oldestFirst, search: blank)) == notes)
         }
     }
 
-    @Test func searchPagesWithCursorAndLimit() throws {
-        let fixture = try StoreFixture()
+    @Test(arguments: Backend.all) func searchPagesWithCursorAndLimit(backend: Backend) throws {
+        let fixture = try StoreFixture(backend)
         let matching = try (1...7).map { try fixture.create("match \($0)") }
         for index in 1...5 { try fixture.create("other \(index)") }
         let firstPage = try fixture.store.notes(NoteQuery(limit: 3, search: "match"))
@@ -81,8 +99,8 @@ struct SearchTests {
         #expect(ascending == Array(matching.suffix(2)))
     }
 
-    @Test func indexFollowsUpdatesAndDeletes() throws {
-        let fixture = try StoreFixture()
+    @Test(arguments: Backend.all) func indexFollowsUpdatesAndDeletes(backend: Backend) throws {
+        let fixture = try StoreFixture(backend)
         let note = try fixture.create("apples")
         _ = try fixture.store.perform(.update(id: note.id, body: "pears", ifVersion: nil))
         #expect(try Self.search(fixture.store, "apples").isEmpty)

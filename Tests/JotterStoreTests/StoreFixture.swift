@@ -1,4 +1,7 @@
 import Foundation
+import JotterBlobs
+import JotterPostgres
+import Testing
 @testable import JotterStore
 
 /// A fresh data directory under the system temp folder, removed when the fixture goes away
@@ -17,15 +20,60 @@ final class TemporaryDirectory: Sendable {
     deinit { try? FileManager.default.removeItem(atPath: path) }
 }
 
-/// A `SQLiteStore` in its own temporary directory.
-final class StoreFixture: Sendable {
-    let directory: TemporaryDirectory
-    let store: SQLiteStore
+/// The backends every behaviour test runs against: SQLite always, PostgreSQL when the test
+/// server is given (`make test` gives it; in CI its absence fails `PostgresAvailabilityTests`).
+enum Backend: String, Sendable, CustomTestStringConvertible {
+    case sqlite
+    case postgres
 
-    init(options: SQLiteStore.Options = .init()) throws {
+    static let all: [Backend] = PostgresServer.available ? [.sqlite, .postgres] : [.sqlite]
+
+    var testDescription: String { rawValue }
+}
+
+/// A store of `backend` on its own data folder (SQLite: everything; PostgreSQL: the upload
+/// blobs and `tmp/`) and, for PostgreSQL, its own database, dropped when the fixture goes away.
+final class StoreFixture: Sendable {
+    let backend: Backend
+    let directory: TemporaryDirectory
+    let store: any DataStore
+    /// The PostgreSQL database's name and URL.
+    let database: (name: String, url: String)?
+
+    init(_ backend: Backend = .sqlite, options: SQLiteStore.Options = .init()) throws {
+        self.backend = backend
         directory = try TemporaryDirectory()
-        store = try SQLiteStore(dataDirectory: directory.path, options: options)
+        switch backend {
+        case .sqlite:
+            database = nil
+            store = try SQLiteStore(dataDirectory: directory.path, options: options)
+        case .postgres:
+            let name = try PostgresServer.createDatabase()
+            database = (name, PostgresServer.url(database: name))
+            do {
+                store = try Self.openPostgres(url: database!.url, directory: directory, eventBacklog: options.eventBacklog)
+            } catch {
+                PostgresServer.dropDatabase(name)
+                throw error
+            }
+        }
     }
+
+    static func openPostgres(url: String, directory: TemporaryDirectory, eventBacklog: Int = 10_000) throws -> PostgresStore {
+        try PostgresStore(url: url, poolSize: 4, blobs: try LocalBlobStore(root: directory.path),
+                          temporaryDirectory: directory.path + "/tmp", options: .init(eventBacklog: eventBacklog))
+    }
+
+    /// Another store on the same data (after `store.close()`: a restart).
+    func reopen(options: SQLiteStore.Options = .init()) throws -> any DataStore {
+        switch backend {
+        case .sqlite: return try SQLiteStore(dataDirectory: directory.path, options: options)
+        case .postgres: return try Self.openPostgres(url: database!.url, directory: directory, eventBacklog: options.eventBacklog)
+        }
+    }
+
+    /// The SQLite store, for what only it has (its file, group-commit statistics).
+    var sqlite: SQLiteStore? { store as? SQLiteStore }
 
     /// Creates a note and returns it.
     @discardableResult
@@ -36,9 +84,20 @@ final class StoreFixture: Sendable {
         return note
     }
 
-    /// `PRAGMA integrity_check` plus the FTS5 index check, on a fresh read-write connection.
+    /// Where upload `id`'s bytes are (both backends keep them in the fixture's folder).
+    func contentPath(of id: String) -> String { directory.path + "/" + UploadRecord.blobKey(id) }
+
+    /// "ok" when the stored data is consistent. SQLite: `PRAGMA integrity_check` plus the FTS5
+    /// index check, on a fresh read-write connection. PostgreSQL: every search vector is its
+    /// body's, and every attachment's note exists.
     func integrityCheck() throws -> String {
-        try Self.integrityCheck(path: directory.databasePath)
+        guard let database else { return try Self.integrityCheck(path: directory.databasePath) }
+        let db = try PostgresConnection(url: database.url)
+        let stale: Int64 = try db.query("SELECT count(*) FROM notes WHERE search IS DISTINCT FROM jotter_search_vector(body)")[0].value(0)
+        let dangling: Int64 = try db.query("""
+            SELECT count(*) FROM uploads AS u WHERE note_id IS NOT NULL AND NOT EXISTS (SELECT 1 FROM notes AS n WHERE n.id = u.note_id)
+            """)[0].value(0)
+        return stale == 0 && dangling == 0 ? "ok" : "\(stale) stale search vectors, \(dangling) attachments of missing notes"
     }
 
     static func integrityCheck(path: String) throws -> String {
@@ -49,7 +108,10 @@ final class StoreFixture: Sendable {
         return try db.query("PRAGMA integrity_check") { $0.string(0) }.joined(separator: "\n")
     }
 
-    deinit { store.close() }
+    deinit {
+        store.close()
+        if let database { PostgresServer.dropDatabase(database.name) }
+    }
 }
 
 struct FixtureError: Error, CustomStringConvertible {

@@ -2,7 +2,7 @@
 
 /// The store's reads and writes on the unclaimed owner (a data folder with no users yet), for
 /// the tests of behaviour that does not depend on who owns what.
-extension SQLiteStore {
+extension DataStore {
     func note(id: Int64) throws -> NoteRecord? { try note(id: id, owner: .unclaimed) }
     func notes(_ query: NoteQuery) throws -> [NoteRecord] { try notes(query, owner: .unclaimed) }
     func perform(_ write: NoteWrite) throws -> NoteWriteResult { try perform(write, owner: .unclaimed) }

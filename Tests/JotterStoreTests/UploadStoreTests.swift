@@ -11,33 +11,33 @@ struct UploadStoreTests {
         return path
     }
 
-    func newUpload(_ store: SQLiteStore, _ path: String, size: Int64) throws -> NewUpload {
+    func newUpload(_ store: any DataStore, _ path: String, size: Int64) throws -> NewUpload {
         try store.stage(path, size: size)
     }
 
-    @Test("adding moves the file in with its row; attaching bumps the note; deleting the note deletes the files")
-    func lifecycle() throws {
-        let directory = try TemporaryDirectory()
-        let store = try SQLiteStore(dataDirectory: directory.path)
+    @Test("adding moves the file in with its row; attaching bumps the note; deleting the note deletes the files", arguments: Backend.all)
+    func lifecycle(backend: Backend) throws {
+        let fixture = try StoreFixture(backend)
+        let directory = fixture.directory, store = fixture.store
         guard case .done(let note, _) = try store.perform(.create(body: "n")) else { Issue.record("no note"); return }
         let temporary = try temporaryFile(directory.path, [1, 2, 3])
         guard case .uploadsAdded(let records, let touched, let event) = try store.perform(.addUploads([try newUpload(store, temporary, size: 3)], noteID: note.id)) else {
             Issue.record("not added"); return
         }
         #expect(!FileManager.default.fileExists(atPath: temporary))
-        #expect(FileManager.default.contents(atPath: store.contentPath(of: records[0].id)) == Data([1, 2, 3]))
+        #expect(FileManager.default.contents(atPath: fixture.contentPath(of: records[0].id)) == Data([1, 2, 3]))
         #expect(touched?.version == 2)
         #expect(event?.kind == .updated)
         #expect(try store.attachments(of: [note.id])[note.id]?.map(\.id) == [records[0].id])
         _ = try store.perform(.delete(id: note.id, ifVersion: nil))
         #expect(try store.upload(id: records[0].id) == nil)
-        #expect(!FileManager.default.fileExists(atPath: store.contentPath(of: records[0].id)))
+        #expect(!FileManager.default.fileExists(atPath: fixture.contentPath(of: records[0].id)))
     }
 
-    @Test("an unknown note stores no row, and the staged bytes are deleted again")
-    func unknownNote() throws {
-        let directory = try TemporaryDirectory()
-        let store = try SQLiteStore(dataDirectory: directory.path)
+    @Test("an unknown note stores no row, and the staged bytes are deleted again", arguments: Backend.all)
+    func unknownNote(backend: Backend) throws {
+        let fixture = try StoreFixture(backend)
+        let directory = fixture.directory, store = fixture.store
         let temporary = try temporaryFile(directory.path, [9])
         #expect(try store.perform(.addUploads([try newUpload(store, temporary, size: 1)], noteID: 42)) == .notFound)
         #expect(try store.uploads(UploadQuery(limit: 10)) == [])
@@ -45,7 +45,7 @@ struct UploadStoreTests {
         #expect(!FileManager.default.fileExists(atPath: temporary))
     }
 
-    func add(_ store: SQLiteStore, _ directory: TemporaryDirectory, noteID: Int64?) throws -> UploadRecord {
+    func add(_ store: any DataStore, _ directory: TemporaryDirectory, noteID: Int64?) throws -> UploadRecord {
         let temporary = try temporaryFile(directory.path, [7])
         guard case .uploadsAdded(let records, _, _) = try store.perform(.addUploads([try newUpload(store, temporary, size: 1)], noteID: noteID)) else {
             throw FixtureError("not added")
@@ -53,10 +53,10 @@ struct UploadStoreTests {
         return records[0]
     }
 
-    @Test("pages newest first after a cursor, filtered by note or by none; an unknown cursor is nil")
-    func paging() throws {
-        let directory = try TemporaryDirectory()
-        let store = try SQLiteStore(dataDirectory: directory.path)
+    @Test("pages newest first after a cursor, filtered by note or by none; an unknown cursor is nil", arguments: Backend.all)
+    func paging(backend: Backend) throws {
+        let fixture = try StoreFixture(backend)
+        let directory = fixture.directory, store = fixture.store
         guard case .done(let note, _) = try store.perform(.create(body: "n")) else { Issue.record("no note"); return }
         let uploads = try (0..<7).map { try add(store, directory, noteID: $0 % 3 == 0 ? note.id : nil) }.map(\.id)
         let newest = Array(uploads.reversed())
@@ -71,10 +71,10 @@ struct UploadStoreTests {
         #expect(try store.uploads(UploadQuery(after: "0123456789abcdef01234567")) == nil)
     }
 
-    @Test("attaching moves an upload between notes, changing the version of each with an event")
-    func attach() throws {
-        let directory = try TemporaryDirectory()
-        let store = try SQLiteStore(dataDirectory: directory.path)
+    @Test("attaching moves an upload between notes, changing the version of each with an event", arguments: Backend.all)
+    func attach(backend: Backend) throws {
+        let fixture = try StoreFixture(backend)
+        let directory = fixture.directory, store = fixture.store
         guard case .done(let first, _) = try store.perform(.create(body: "first")),
               case .done(let second, _) = try store.perform(.create(body: "second")) else { Issue.record("no notes"); return }
         let upload = try add(store, directory, noteID: nil)
@@ -99,7 +99,7 @@ struct UploadStoreTests {
         #expect(try store.perform(.attachUpload(id: upload.id, noteID: 99)) == .notFound)
         #expect(try store.perform(.attachUpload(id: "0123456789abcdef01234567", noteID: first.id)) == .notFound)
         #expect(try store.upload(id: upload.id)?.noteID == nil)
-        #expect(FileManager.default.fileExists(atPath: store.contentPath(of: upload.id)))
+        #expect(FileManager.default.fileExists(atPath: fixture.contentPath(of: upload.id)))
     }
 
     @Test("start-up removes files without a row and empties tmp/, keeping stored uploads")

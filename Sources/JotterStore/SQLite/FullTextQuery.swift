@@ -25,16 +25,21 @@ enum FullTextQuery: Equatable {
     case nothing
 
     init(search: String?) {
-        // Control characters (NUL included) separate words like white space: FTS5 must never see them.
-        let words = (search ?? "").split(whereSeparator: { $0.isWhitespace || $0.unicodeScalars.contains { $0.properties.generalCategory == .control } })
-        guard !words.isEmpty else {
+        guard let words = Self.words(of: search) else {
             self = .everything
             return
         }
-        let phrases = words
-            .filter { word in word.unicodeScalars.contains(where: Self.isTokenCharacter) }
-            .map { word in "\"" + word.replacing("\"", with: "\"\"") + "\" *" }
+        let phrases = words.map { word in "\"" + word.replacing("\"", with: "\"\"") + "\" *" }
         self = phrases.isEmpty ? .nothing : .match(phrases.joined(separator: " AND "))
+    }
+
+    /// The words a search is made of (the PostgreSQL store searches for the same ones): nil
+    /// for a blank search (no filter), empty when no word has a letter or digit (no match).
+    static func words(of search: String?) -> [Substring]? {
+        // Control characters (NUL included) separate words like white space: FTS5 must never see them.
+        let words = (search ?? "").split(whereSeparator: { $0.isWhitespace || $0.unicodeScalars.contains { $0.properties.generalCategory == .control } })
+        guard !words.isEmpty else { return nil }
+        return words.filter { word in word.unicodeScalars.contains(where: Self.isTokenCharacter) }
     }
 
     /// What `unicode61` keeps in tokens by default: letters, numbers, private-use characters.

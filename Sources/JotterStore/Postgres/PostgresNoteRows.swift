@@ -1,0 +1,191 @@
+import JotterPostgres
+
+/// The note, search and event statements of the PostgreSQL store.
+///
+/// Every statement is fixed text with `$n` parameters (prepared once per connection); a listing
+/// picks one of four texts by order and by whether it searches. Writes are single statements
+/// that change the note and append its event together (`UPDATE … RETURNING` feeding an
+/// `INSERT` in one `WITH`), conditional on the version in their `WHERE`: no read-then-write
+/// race, so READ COMMITTED is enough.
+enum PostgresNoteRows {
+    static let columns = "id, body, created_at, updated_at, version"
+
+    /// A `NoteRecord` from the columns `id, body, created_at, updated_at, version` at `first`.
+    static func record(_ row: PostgresRow, from first: Int = 0) throws -> NoteRecord {
+        NoteRecord(id: try row.value(first), body: PostgresText.decode(try row.value(first + 1)), createdAt: try row.value(first + 2),
+                   updatedAt: try row.value(first + 3), version: try row.value(first + 4))
+    }
+
+    static func note(id: Int64, owner: Owner, on db: PostgresConnection) throws -> NoteRecord? {
+        try db.query("SELECT \(columns) FROM notes WHERE id = $1 AND owner = $2", [id, owner.id]).first.map { try record($0) }
+    }
+
+    // MARK: - Listing
+
+    // `before`: the body bytes of the notes ahead of the one before this one. A row is read while
+    // that is under the budget: once the notes read hold the budget, one more is read, no more.
+    private static func listing(_ filter: String, _ order: String) -> String {
+        """
+        SELECT \(columns) FROM (
+            SELECT \(columns), coalesce(sum(octet_length(body)) OVER (ORDER BY id \(order) ROWS BETWEEN UNBOUNDED PRECEDING AND 2 PRECEDING), 0) AS before
+            FROM (SELECT \(columns) FROM notes WHERE \(filter) ORDER BY id \(order) LIMIT $3) AS page
+        ) AS counted WHERE before < $4 ORDER BY id \(order)
+        """
+    }
+    private static let newestFirst = listing("owner = $1 AND id < $2", "DESC")
+    private static let oldestFirst = listing("owner = $1 AND id > $2", "ASC")
+    private static let searchNewestFirst = listing("owner = $1 AND id < $2 AND search @@ jotter_search_query(string_to_array($5, E'\\n'))", "DESC")
+    private static let searchOldestFirst = listing("owner = $1 AND id > $2 AND search @@ jotter_search_query(string_to_array($5, E'\\n'))", "ASC")
+
+    static func page(_ query: NoteQuery, owner: Owner, on db: PostgresConnection) throws -> [NoteRecord] {
+        guard query.limit > 0 else { return [] }
+        let cursor: Int64 = switch query.order {
+        case .newestFirst: query.after ?? .max
+        case .oldestFirst: query.after ?? .min
+        }
+        let budget = Int64(query.maxBodyBytes ?? Int.max)
+        let rows: PostgresResult
+        if let words = FullTextQuery.words(of: query.search) {
+            guard !words.isEmpty else { return [] }
+            // Words never hold a newline (they are split at white space): one parameter carries them all.
+            rows = try db.query(query.order == .newestFirst ? searchNewestFirst : searchOldestFirst,
+                                [owner.id, cursor, query.limit, budget, words.joined(separator: "\n")])
+        } else {
+            rows = try db.query(query.order == .newestFirst ? newestFirst : oldestFirst, [owner.id, cursor, query.limit, budget])
+        }
+        return try rows.map { try record($0) }
+    }
+
+    // MARK: - Writes
+
+    /// The event an `INSERT` appends for the note row `n` (a `WITH` name), as `($seq, owner, kind)`.
+    private static func appendEvent(seq: String, owner: String, kind: String) -> String {
+        """
+        e AS (INSERT INTO events (seq, owner, kind, note_id, note_body, note_created_at, note_updated_at, note_version, created_at)
+              SELECT \(seq), \(owner), \(kind), id, body, created_at, updated_at, version, extract(epoch FROM now())::bigint FROM n RETURNING id)
+        """
+    }
+
+    private static let create = """
+        WITH n AS (INSERT INTO notes (owner, body, created_at, updated_at, version) VALUES ($1, $2, $3, $3, 1) RETURNING \(columns)),
+        \(appendEvent(seq: "$4", owner: "$1", kind: "'note.created'"))
+        SELECT n.id, n.body, n.created_at, n.updated_at, n.version, e.id FROM n, e
+        """
+    // $1 body (NULL: a touch), $2 now, $3 id, $4 owner, $5 the version required (NULL: any), $6 seq.
+    private static let update = """
+        WITH n AS (UPDATE notes SET body = coalesce($1::text, body), updated_at = $2, version = version + 1
+                   WHERE id = $3 AND owner = $4 AND ($5::bigint IS NULL OR version = $5::bigint) RETURNING \(columns)),
+        \(appendEvent(seq: "$6", owner: "$4", kind: "'note.updated'"))
+        SELECT n.id, n.body, n.created_at, n.updated_at, n.version, e.id FROM n, e
+        """
+    // $1 id, $2 owner, $3 the version required (NULL: any), $4 seq.
+    private static let delete = """
+        WITH n AS (DELETE FROM notes WHERE id = $1 AND owner = $2 AND ($3::bigint IS NULL OR version = $3::bigint) RETURNING \(columns)),
+        \(appendEvent(seq: "$4", owner: "$2", kind: "'note.deleted'"))
+        SELECT n.id, n.body, n.created_at, n.updated_at, n.version, e.id FROM n, e
+        """
+
+    static func create(body: String, owner: Owner, in write: PostgresWrite) throws -> (NoteRecord, NoteEvent) {
+        let row = try write.db.query(create, [owner.id, PostgresText.encode(body), write.now, write.nextSeq()])[0]
+        return try changed(row, .created)
+    }
+
+    /// Updates (or with `body` nil touches) the note; nil when no row matched `id`, `owner` and
+    /// `ifVersion` (the caller reads the note to tell which).
+    static func update(id: Int64, body: String?, ifVersion: Int64?, owner: Owner, in write: PostgresWrite) throws -> (NoteRecord, NoteEvent)? {
+        let seq = write.peekSeq()
+        guard let row = try write.db.query(update, [body.map(PostgresText.encode), write.now, id, owner.id, ifVersion, seq]).first else { return nil }
+        write.takeSeq()
+        return try changed(row, .updated)
+    }
+
+    static func delete(id: Int64, ifVersion: Int64?, owner: Owner, in write: PostgresWrite) throws -> (NoteRecord, NoteEvent)? {
+        let seq = write.peekSeq()
+        guard let row = try write.db.query(delete, [id, owner.id, ifVersion, seq]).first else { return nil }
+        write.takeSeq()
+        // Its attachments go with it: rows now, blobs once this commits.
+        write.removedUploads += try write.db.query("DELETE FROM uploads WHERE note_id = $1 AND owner = $2 RETURNING id",
+                                                   [id, owner.id]).map { try $0.value(0) }
+        return try changed(row, .deleted)
+    }
+
+    private static func changed(_ row: PostgresRow, _ kind: NoteEventKind) throws -> (NoteRecord, NoteEvent) {
+        let note = try record(row)
+        return (note, NoteEvent(id: try row.value(5), kind: kind, note: note))
+    }
+
+    // MARK: - Events
+
+    /// `below`: event ids of transactions every snapshot now sees as ended (committed or not),
+    /// `(pg_snapshot_xmin << 16)`. Nothing can appear beneath it later.
+    static let horizon = "(pg_snapshot_xmin(pg_current_snapshot())::text::bigint << 16)"
+
+    /// The last visible event id: the newest below the horizon, or the high-water mark of
+    /// removed users' events once it is below the horizon too.
+    private static let last = """
+        greatest(CASE WHEN m.high_water < h.below THEN m.high_water ELSE 0 END,
+                 coalesce((SELECT max(id) FROM events WHERE id < h.below), 0))
+        """
+
+    static let lastEventID = """
+        WITH h AS (SELECT \(horizon) AS below) SELECT \(last) FROM event_marks AS m, h
+        """
+
+    // $1 owner, $2 after, $3 limit, $4 backlog. One statement, so one snapshot: the bounds and
+    // the rows agree. `trimmed`: the newest id not kept — trimmed already, or beyond the
+    // newest `backlog` (trimming catches up in the background).
+    private static let replay = """
+        WITH h AS (SELECT \(horizon) AS below),
+        b AS (SELECT greatest(m.trimmed_through,
+                              coalesce((SELECT id FROM events WHERE id < h.below ORDER BY id DESC OFFSET $4 LIMIT 1), 0)) AS trimmed,
+                     \(last) AS last, h.below
+              FROM event_marks AS m, h)
+        SELECT b.trimmed, b.last, e.id, e.kind, e.note_id, e.note_body, e.note_created_at, e.note_updated_at, e.note_version
+        FROM b LEFT JOIN LATERAL (
+            SELECT * FROM events WHERE owner = $1 AND id > $2 AND id < b.below AND $2 >= b.trimmed AND $2 <= b.last
+            ORDER BY id LIMIT $3
+        ) AS e ON true ORDER BY e.id
+        """
+
+    static func lastEventID(on db: PostgresConnection) throws -> Int64 {
+        try db.query(lastEventID)[0].value(0)
+    }
+
+    /// `owner`'s events after `after`, or nil when they can't all be replayed.
+    static func events(after: Int64, limit: Int, owner: Owner, backlog: Int, on db: PostgresConnection) throws -> [NoteEvent]? {
+        guard after >= 0 else { return nil }
+        let rows = try db.query(replay, [owner.id, after, max(0, limit), backlog])
+        guard let bounds = rows.first else { return nil }
+        let trimmed: Int64 = try bounds.value(0), last: Int64 = try bounds.value(1)
+        guard after >= trimmed, after <= last else { return nil }
+        return try rows.compactMap { row in
+            guard let id: Int64 = try row.value(2) else { return nil }
+            return NoteEvent(id: id, kind: NoteEventKind(rawValue: try row.value(3)) ?? .updated, note: try record(row, from: 4))
+        }
+    }
+
+    /// Every owner's events after `after` below the horizon, oldest first: what the event feed delivers.
+    static func feed(after: Int64, limit: Int, on db: PostgresConnection) throws -> [(NoteEvent, Owner)] {
+        try db.query("""
+            SELECT id, owner, kind, note_id, note_body, note_created_at, note_updated_at, note_version FROM events
+            WHERE id > $1 AND id < \(horizon) ORDER BY id LIMIT $2
+            """, [after, limit]).map { row in
+            (NoteEvent(id: try row.value(0), kind: NoteEventKind(rawValue: try row.value(2)) ?? .updated, note: try record(row, from: 3)),
+             Owner(id: try row.value(1)))
+        }
+    }
+
+    /// Deletes the events beyond the newest `backlog` below the horizon, remembering the newest
+    /// deleted id; one instance at a time (the others skip: it is not theirs to wait for).
+    static func trim(backlog: Int, on db: PostgresConnection) throws {
+        try db.query("""
+            WITH lock AS MATERIALIZED (SELECT pg_try_advisory_xact_lock($2) AS got),
+            cut AS MATERIALIZED (SELECT id FROM events, lock WHERE lock.got AND id < \(horizon) ORDER BY id DESC OFFSET $1 LIMIT 1),
+            gone AS (DELETE FROM events WHERE id <= (SELECT id FROM cut))
+            UPDATE event_marks SET trimmed_through = greatest(trimmed_through, (SELECT id FROM cut)) WHERE EXISTS (SELECT 1 FROM cut)
+            """, [backlog, trimLock])
+    }
+
+    /// The advisory lock the trimming holds.
+    static let trimLock: Int64 = 0x6A6F_7474_6572_0002
+}

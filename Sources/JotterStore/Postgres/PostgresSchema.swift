@@ -1,0 +1,161 @@
+import JotterPostgres
+
+/// The PostgreSQL schema: forward migrations, versioned like the SQLite store's.
+///
+/// `schema_version` holds one row with the version of the last migration applied. Opening runs
+/// the missing migrations in one transaction under a transaction-level advisory lock, so N
+/// instances starting at once migrate once (the others wait, then find nothing to do). A
+/// database whose version is above `current` was written by a newer jotter and is refused
+/// before anything is changed.
+enum PostgresSchema {
+    /// The advisory lock key migrations run under ("jotter" in ASCII, then 1).
+    static let migrationLock: Int64 = 0x6A6F_7474_6572_0001
+
+    /// Migration `i` takes the schema from version `i` to `i + 1`. Append only.
+    static let migrations: [String] = [
+        // 1: everything the SQLite schema has at its version 3 (notes with full-text search,
+        // events, uploads, users, credentials; every row owned).
+        """
+        -- Search: the body lower-cased, diacritics removed (decomposed, combining marks
+        -- U+0300-U+036F dropped, composed again: what unicode61's remove_diacritics 2 does), cut
+        -- into runs of letters and digits (every other character separates words, as in
+        -- unicode61), each run a lexeme at its position. Built without PostgreSQL's parser,
+        -- which splits runs it takes for numbers ('2e3x' -> '2e3', 'x'). Text escapes
+        -- (PostgresText: U+FFFF and the character after it) separate words like NUL does.
+        -- Left out, as to_tsvector leaves them out: words over 2046 bytes, and the words after
+        -- the first 900 kB (a tsvector holds at most 1 MB).
+        CREATE FUNCTION jotter_search_vector(body text) RETURNS tsvector
+            LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+            RETURN (SELECT coalesce(string_agg('''' || replace(replace(word, '\\', '\\\\'), '''', '''''') || ''':'
+                                               || least(position, 16383), ' '), '')::tsvector
+                    FROM (SELECT word, position, sum(octet_length(word) + 8) OVER (ORDER BY position) AS bytes
+                          FROM regexp_split_to_table(
+                                   normalize(regexp_replace(normalize(lower(regexp_replace(body, '\\uffff.', ' ', 'g')), NFD),
+                                                            '[\\u0300-\\u036f]+', '', 'g'), NFC),
+                                   '[^[:alnum:]]+') WITH ORDINALITY AS split(word, position)
+                          WHERE word <> '' AND octet_length(word) <= 2046) AS words
+                    WHERE bytes <= 900000);
+        -- One search word: its words in a phrase, the last one a prefix ('a*b' -> 'a' <-> 'b':*);
+        -- NULL when it has none.
+        CREATE FUNCTION jotter_word_query(word text) RETURNS tsquery
+            LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+            RETURN (SELECT string_agg('''' || replace(replace(lexeme, '\\', '\\\\'), '''', '''''') || ''''
+                                      || CASE WHEN pos = last THEN ':*' ELSE '' END, ' <-> ' ORDER BY pos)::tsquery
+                    FROM (SELECT lexeme, pos, max(pos) OVER () AS last
+                          FROM unnest(jotter_search_vector(word)) AS v(lexeme, positions, weights), unnest(positions) AS pos) AS words);
+        -- Every search word, AND-ed; NULL (nothing matches) when one of them has no word.
+        CREATE FUNCTION jotter_search_query(words text[]) RETURNS tsquery
+            LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+            RETURN (SELECT CASE WHEN count(*) = count(q) THEN string_agg('(' || q::text || ')', ' & ')::tsquery END
+                    FROM (SELECT jotter_word_query(w) AS q FROM unnest(words) AS w) AS each_word);
+
+        CREATE TABLE notes (
+            id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,  -- never reused
+            owner bigint NOT NULL DEFAULT 0,                     -- users.id; 0: unclaimed
+            body text NOT NULL,                                  -- NUL escaped (PostgresText)
+            created_at bigint NOT NULL,                          -- Unix seconds, UTC
+            updated_at bigint NOT NULL,
+            version bigint NOT NULL,
+            search tsvector GENERATED ALWAYS AS (jotter_search_vector(body)) STORED
+        );
+        CREATE INDEX notes_by_owner ON notes (owner, id);
+        CREATE INDEX notes_search ON notes USING gin (search);
+
+        -- Change events. The id orders them by committing transaction: (txid << 16) | seq, and
+        -- readers only read below the oldest transaction still running, so one that commits
+        -- late is never skipped.
+        CREATE TABLE events (
+            txid xid8 NOT NULL DEFAULT pg_current_xact_id(),
+            seq integer NOT NULL CHECK (seq BETWEEN 0 AND 65535),  -- the event's place in its transaction
+            id bigint GENERATED ALWAYS AS ((txid::text::bigint << 16) | seq) STORED PRIMARY KEY,
+            owner bigint NOT NULL DEFAULT 0,
+            kind text NOT NULL,                                  -- note.created | note.updated | note.deleted
+            note_id bigint NOT NULL,
+            note_body text NOT NULL,
+            note_created_at bigint NOT NULL,
+            note_updated_at bigint NOT NULL,
+            note_version bigint NOT NULL,
+            created_at bigint NOT NULL
+        );
+        CREATE INDEX events_by_owner ON events (owner, id);
+        -- trimmed_through: the newest event id trimmed from the backlog; high_water: the newest
+        -- id deleted with its user (so the last event id never goes backwards).
+        CREATE TABLE event_marks (
+            one boolean PRIMARY KEY DEFAULT true CHECK (one),
+            trimmed_through bigint NOT NULL DEFAULT 0,
+            high_water bigint NOT NULL DEFAULT 0
+        );
+        INSERT INTO event_marks DEFAULT VALUES;
+
+        CREATE TABLE uploads (
+            seq bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, -- insertion order
+            id text NOT NULL UNIQUE,                             -- random, chosen by the server; the blob is uploads/<id>
+            owner bigint NOT NULL DEFAULT 0,
+            filename text NOT NULL,
+            content_type text NOT NULL,
+            size bigint NOT NULL,
+            sha256 text NOT NULL,
+            created_at bigint NOT NULL,
+            note_id bigint                                       -- NULL: not attached
+        );
+        CREATE INDEX uploads_by_owner ON uploads (owner, seq);
+        CREATE INDEX uploads_by_note ON uploads (note_id, seq) WHERE note_id IS NOT NULL;
+
+        CREATE TABLE users (
+            id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+            name text NOT NULL,
+            password_hash text NOT NULL,                         -- Argon2id, libsodium's crypto_pwhash_str format
+            is_admin boolean NOT NULL DEFAULT false,
+            created_at bigint NOT NULL
+        );
+        -- Unique ignoring ASCII case, like SQLite's NOCASE (lower() under "C" folds ASCII only).
+        CREATE UNIQUE INDEX users_by_name ON users (lower(name COLLATE "C"));
+        CREATE TABLE credentials (
+            id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+            user_id bigint NOT NULL,
+            kind text NOT NULL,                                  -- token | session
+            label text NOT NULL,
+            digest bytea NOT NULL UNIQUE,                        -- SHA-256 of the secret; the secret is never stored
+            created_at bigint NOT NULL,
+            last_used_at bigint,
+            expires_at bigint,
+            revoked_at bigint
+        );
+        CREATE INDEX credentials_by_user ON credentials (user_id, kind);
+        """,
+    ]
+
+    /// The schema version this binary writes and understands.
+    static var current: Int64 { Int64(migrations.count) }
+
+    /// Brings the database to `current`, or refuses it (untouched) when it is newer, or when it
+    /// has tables but no `schema_version`.
+    static func prepare(_ db: PostgresConnection, name: String) throws {
+        try db.transaction { db in
+            try db.query("SELECT pg_advisory_xact_lock($1)", [migrationLock])
+            let found = try storedVersion(db, name: name)
+            guard found <= current else { throw StoreError.newerSchema(file: name, found: found, supported: current) }
+            guard found < current else { return }
+            if found == 0 {
+                try db.execute("CREATE TABLE schema_version (version bigint NOT NULL); INSERT INTO schema_version VALUES (0)")
+            }
+            for next in Int(found)..<migrations.count {
+                try db.execute(migrations[next])
+            }
+            try db.query("UPDATE schema_version SET version = $1", [current])
+        }
+    }
+
+    /// The stored version; 0 for a database with no tables in the current schema.
+    static func storedVersion(_ db: PostgresConnection, name: String) throws -> Int64 {
+        let tables: Int64 = try db.query("""
+            SELECT count(*) FROM pg_tables WHERE schemaname = current_schema()
+            """)[0].value(0)
+        let hasVersion: Bool = try db.query("SELECT to_regclass('schema_version') IS NOT NULL")[0].value(0)
+        if hasVersion {
+            return try db.query("SELECT version FROM schema_version").first?.value(0) ?? 0
+        }
+        guard tables == 0 else { throw StoreError.notJotterDatabase(file: name) }
+        return 0
+    }
+}

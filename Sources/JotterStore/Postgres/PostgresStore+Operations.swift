@@ -1,0 +1,176 @@
+import JotterPostgres
+
+// MARK: - Notes
+
+extension PostgresStore {
+    public func note(id: Int64, owner: Owner) throws(StoreError) -> NoteRecord? {
+        try read { db in try PostgresNoteRows.note(id: id, owner: owner, on: db) }
+    }
+
+    public func notes(_ query: NoteQuery, owner: Owner) throws(StoreError) -> [NoteRecord] {
+        try read { db in try PostgresNoteRows.page(query, owner: owner, on: db) }
+    }
+
+    /// `owner`'s events with id > `after`, in event-id order, at most `limit`; nil when `after`
+    /// is older than the kept backlog or above the last event id. Ids have gaps.
+    public func events(after: Int64, limit: Int, owner: Owner) throws(StoreError) -> [NoteEvent]? {
+        try read { db in try PostgresNoteRows.events(after: after, limit: limit, owner: owner, backlog: options.eventBacklog, on: db) }
+    }
+
+    /// The id of the last visible event (0 when none); never goes backwards.
+    public func lastEventID() throws(StoreError) -> Int64 {
+        try read { db in try PostgresNoteRows.lastEventID(on: db) }
+    }
+
+    public func createNote(body: String, owner: Owner, completion: @escaping StoreCompletion<NoteChange>) {
+        write({ write in
+            let (note, event) = try PostgresNoteRows.create(body: body, owner: owner, in: write)
+            return NoteChange(note: note, event: event)
+        }, completion: completion)
+    }
+
+    /// `body` nil: a touch (version and updated_at grow, body unchanged).
+    public func updateNote(id: Int64, body: String?, ifVersion: Int64?, owner: Owner, completion: @escaping StoreCompletion<NoteWriteOutcome>) {
+        write({ write in
+            if let (note, event) = try PostgresNoteRows.update(id: id, body: body, ifVersion: ifVersion, owner: owner, in: write) {
+                return .done(NoteChange(note: note, event: event))
+            }
+            return try Self.refusal(id: id, owner: owner, on: write.db)
+        }, completion: completion)
+    }
+
+    /// Deletes the note and its attachments (rows now, blobs once committed).
+    public func deleteNote(id: Int64, ifVersion: Int64?, owner: Owner, completion: @escaping StoreCompletion<NoteWriteOutcome>) {
+        write({ write in
+            if let (note, event) = try PostgresNoteRows.delete(id: id, ifVersion: ifVersion, owner: owner, in: write) {
+                return .done(NoteChange(note: note, event: event))
+            }
+            return try Self.refusal(id: id, owner: owner, on: write.db)
+        }, completion: completion)
+    }
+
+    /// Why a conditional write matched no row: no such note (decided first), or another version.
+    private static func refusal(id: Int64, owner: Owner, on db: PostgresConnection) throws -> NoteWriteOutcome {
+        guard let current = try PostgresNoteRows.note(id: id, owner: owner, on: db) else { return .notFound }
+        return .versionMismatch(current: current)
+    }
+}
+
+// MARK: - Uploads
+
+extension PostgresStore {
+    public func upload(id: String, owner: Owner) throws(StoreError) -> UploadRecord? {
+        try read { db in try PostgresUploadRows.upload(id: id, owner: owner, on: db) }
+    }
+
+    public func uploads(_ query: UploadQuery, owner: Owner) throws(StoreError) -> [UploadRecord]? {
+        try read { db in try PostgresUploadRows.page(query, owner: owner, on: db) }
+    }
+
+    public func attachments(of noteIDs: [Int64], owner: Owner) throws(StoreError) -> [Int64: [UploadRecord]] {
+        guard !noteIDs.isEmpty else { return [:] }
+        return try read { db in try PostgresUploadRows.attachments(of: noteIDs, owner: owner, on: db) }
+    }
+
+    public func noteWithAttachments(id: Int64, owner: Owner) throws(StoreError) -> (NoteRecord, [UploadRecord])? {
+        try read { db in try PostgresUploadRows.noteWithAttachments(id: id, owner: owner, on: db) }
+    }
+
+    /// A page of notes with their attachments, from one snapshot (a repeatable-read transaction).
+    public func notesWithAttachments(_ query: NoteQuery, owner: Owner) throws(StoreError) -> [(NoteRecord, [UploadRecord])] {
+        try read { db in
+            try db.transaction(isolation: .repeatableRead) { db in
+                let notes = try PostgresNoteRows.page(query, owner: owner, on: db)
+                let attachments = try PostgresUploadRows.attachments(of: notes.map(\.id), owner: owner, on: db)
+                return notes.map { ($0, attachments[$0.id] ?? []) }
+            }
+        }
+    }
+
+    /// Records uploads whose blobs are stored; nil when `noteID` names no note of `owner`'s.
+    public func addUploads(_ uploads: [NewUpload], noteID: Int64?, owner: Owner, completion: @escaping StoreCompletion<UploadsAdded?>) {
+        let rows = uploads.map { (id: $0.id, filename: $0.filename, contentType: $0.contentType, size: $0.size, sha256: $0.sha256) }
+        let blobs = blobs
+        write({ write -> UploadsAdded? in
+            guard let (records, change) = try PostgresUploadRows.add(rows, noteID: noteID, owner: owner, in: write) else { return nil }
+            return UploadsAdded(uploads: records, change: change.map { NoteChange(note: $0.0, event: $0.1) })
+        }, completion: { result in
+            // Bytes without a committed row go again.
+            if case .success(.some) = result {} else {
+                for upload in uploads { try? blobs.delete(UploadRecord.blobKey(upload.id)) }
+            }
+            completion(result)
+        })
+    }
+
+    /// nil when there is no such upload. The blob is deleted once the row's delete committed.
+    public func deleteUpload(id: String, owner: Owner, completion: @escaping StoreCompletion<UploadRemoved?>) {
+        write({ write -> UploadRemoved? in
+            guard let (upload, change) = try PostgresUploadRows.delete(id: id, owner: owner, in: write) else { return nil }
+            return UploadRemoved(upload: upload, change: change.map { NoteChange(note: $0.0, event: $0.1) })
+        }, completion: completion)
+    }
+
+    /// nil when the upload or the note does not exist.
+    public func attachUpload(id: String, noteID: Int64?, owner: Owner, completion: @escaping StoreCompletion<UploadAttached?>) {
+        write({ write -> UploadAttached? in
+            guard let (upload, events) = try PostgresUploadRows.attach(id: id, noteID: noteID, owner: owner, in: write) else { return nil }
+            return UploadAttached(upload: upload, events: events)
+        }, completion: completion)
+    }
+}
+
+// MARK: - Accounts
+
+extension PostgresStore {
+    public func users() throws(StoreError) -> [UserRecord] {
+        try read { db in try PostgresAccountRows.users(on: db) }
+    }
+
+    public func user(named name: String) throws(StoreError) -> UserRecord? {
+        try read { db in try PostgresAccountRows.user(named: name, on: db) }
+    }
+
+    public func user(id: Int64) throws(StoreError) -> UserRecord? {
+        try read { db in try PostgresAccountRows.user(id: id, on: db) }
+    }
+
+    public func passwordHash(userID: Int64) throws(StoreError) -> String? {
+        try read { db in try PostgresAccountRows.passwordHash(userID: userID, on: db) }
+    }
+
+    public func credential(digest: [UInt8]) throws(StoreError) -> (CredentialRecord, UserRecord)? {
+        try read { db in try PostgresAccountRows.credential(digest: digest, on: db) }
+    }
+
+    public func credentials(userID: Int64, kind: CredentialKind) throws(StoreError) -> [CredentialRecord] {
+        try read { db in try PostgresAccountRows.credentials(userID: userID, kind: kind, on: db) }
+    }
+
+    /// Runs an account change on a store thread; `completion` once it committed. A removed
+    /// user's upload blobs go once the removal has committed.
+    public func submit(_ write: AccountWrite, completion: @escaping @Sendable (Result<AccountWriteResult, StoreError>) -> Void) {
+        self.write({ transaction in try PostgresAccountRows.apply(write, in: transaction) }, completion: completion)
+    }
+}
+
+// MARK: - Statistics
+
+extension PostgresStore {
+    /// Counts notes and uploads in one snapshot (a scan of each table: for scrape intervals)
+    /// and the database's size (`pg_database_size`).
+    public func storageStatistics() throws(StoreError) -> StorageStatistics {
+        try read { db in
+            let row = try db.query("""
+                SELECT (SELECT count(*) FROM notes), (SELECT count(*) FROM uploads), (SELECT coalesce(sum(size), 0) FROM uploads)::bigint,
+                       pg_database_size(current_database())
+                """)[0]
+            return StorageStatistics(notes: try row.value(0), uploads: try row.value(1), uploadBytes: try row.value(2), databaseBytes: try row.value(3))
+        }
+    }
+
+    /// The schema version this build writes and understands; a database above it is refused.
+    public static var schemaVersion: Int64 { PostgresSchema.current }
+
+    public var schemaVersion: Int64 { Self.schemaVersion }
+}

@@ -1,0 +1,36 @@
+/// Note bodies as PostgreSQL stores them: `text` cannot hold NUL, which a note body may, so
+/// NUL is stored as U+FFFF "0" and U+FFFF itself as U+FFFF "F" (U+FFFF is a noncharacter,
+/// rare in text). Bodies without either are stored as they are.
+enum PostgresText {
+    private static let escape: Unicode.Scalar = "\u{FFFF}"
+
+    static func encode(_ text: String) -> String {
+        guard text.unicodeScalars.contains(where: { $0 == "\0" || $0 == escape }) else { return text }
+        var encoded = String.UnicodeScalarView()
+        for scalar in text.unicodeScalars {
+            switch scalar {
+            case "\0": encoded.append(escape); encoded.append("0")
+            case escape: encoded.append(escape); encoded.append("F")
+            default: encoded.append(scalar)
+            }
+        }
+        return String(encoded)
+    }
+
+    static func decode(_ text: String) -> String {
+        guard text.unicodeScalars.contains(escape) else { return text }
+        var decoded = String.UnicodeScalarView()
+        var escaped = false
+        for scalar in text.unicodeScalars {
+            if escaped {
+                decoded.append(scalar == "0" ? "\0" : escape)
+                escaped = false
+            } else if scalar == escape {
+                escaped = true
+            } else {
+                decoded.append(scalar)
+            }
+        }
+        return String(decoded)
+    }
+}
