@@ -6,7 +6,7 @@ extension UserInfo: SchemaDescribing {
             "id": .string(pattern: "^[0-9]+$"),
             "name": .string(example: "ann"),
             "admin": .boolean(description: "may manage users"),
-            "created_at": .string(format: "date-time"),
+            "created_at": Timestamp.schema,
         ], additional: .forbidden)
     }
 }
@@ -16,7 +16,7 @@ extension SessionInfo: SchemaDescribing {
         .object([
             "user": .ref(UserInfo.self),
             "csrf_token": .string(pattern: "^[0-9a-f]{32}$", description: "for a session: send it as `X-CSRF-Token` on every write"),
-            "expires_at": .string(format: "date-time", description: "when the session or token ends; absent when it does not"),
+            "expires_at": Timestamp.schema(description: "when the session or token ends; absent when it does not"),
         ], optional: ["csrf_token", "expires_at"], additional: .forbidden)
     }
 }
@@ -26,10 +26,10 @@ extension TokenInfo: SchemaDescribing {
         .object([
             "id": .string(pattern: "^[0-9]+$", description: "what `DELETE /auth/tokens/{id}` takes"),
             "label": .string(),
-            "created_at": .string(format: "date-time"),
-            "last_used_at": .string(format: "date-time", description: "to the minute; absent when never used"),
-            "expires_at": .string(format: "date-time", description: "absent when it does not expire"),
-            "revoked_at": .string(format: "date-time", description: "absent unless revoked"),
+            "created_at": Timestamp.schema,
+            "last_used_at": Timestamp.schema(description: "to the minute; absent when never used"),
+            "expires_at": Timestamp.schema(description: "absent when it does not expire"),
+            "revoked_at": Timestamp.schema(description: "absent unless revoked"),
         ], optional: ["last_used_at", "expires_at", "revoked_at"], additional: .forbidden)
     }
 }

@@ -37,8 +37,11 @@ extension NoteList: SchemaDescribing {
 
 extension Timestamp {
     /// A timestamp on the wire: UTC `yyyy-MM-dd HH:mm:ss`.
-    public static var schema: JSONSchema {
-        .string(pattern: "^[0-9]{4}-[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2}$", description: "UTC, `yyyy-MM-dd HH:mm:ss`",
-                example: "2026-11-30 14:35:40")
+    public static var schema: JSONSchema { schema(description: nil) }
+
+    /// The same, with what the field means after the format.
+    public static func schema(description: String?) -> JSONSchema {
+        .string(pattern: "^[0-9]{4}-[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2}$",
+                description: "UTC, `yyyy-MM-dd HH:mm:ss`" + (description.map { "; \($0)" } ?? ""), example: "2026-11-30 14:35:40")
     }
 }

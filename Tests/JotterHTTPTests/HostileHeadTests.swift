@@ -43,20 +43,6 @@ struct HostileHeadTests {
         expectNothingInFlight(fixture)
     }
 
-    @Test("a target that fills the connection's memory is answered or closed at once, and completes",
-          arguments: [7_900, 8_080, 8_120, 8_175, 8_300])
-    func targetsFillingTheMemory(_ length: Int) throws {
-        let fixture = try EngineFixture()
-        let connection = try fixture.connect(timeout: 2)
-        try connection.send("GET /hello?x=\(String(repeating: "a", count: length - 9)) HTTP/1.1\r\nHost: x\r\n\r\n")
-        if let response = try? connection.readResponse() {
-            #expect([414, 431].contains(response.status), "\(response.status)")
-            #expect(response.raw.components(separatedBy: "HTTP/1.1 ").count == 2)
-        }
-        #expect(connection.isClosedByServer())
-        expectNothingInFlight(fixture)
-    }
-
     @Test("a large header section is 431", arguments: [6_600, 7_000, 7_400])
     func largeHeaderSection(_ length: Int) throws {
         let fixture = try EngineFixture()
@@ -82,18 +68,84 @@ struct HostileHeadTests {
         expectNothingInFlight(fixture)
     }
 
-    @Test("a head that fills the connection's memory is closed, and completes")
-    func headFillingTheMemory() throws {
+    /// Everything the server sent before closing, checked to be one whole answer with `status`:
+    /// one status line, the body as long as its Content-Length, nothing after it.
+    private func expectOneAnswer(_ connection: RawHTTP, _ statuses: Set<Int>, _ what: String) {
+        let raw = connection.readToEnd()
+        let text = String(decoding: raw, as: UTF8.self)
+        guard let end = text.range(of: "\r\n\r\n") else {
+            Issue.record("\(what): no answer (\(raw.count) bytes)")
+            return
+        }
+        #expect(statuses.contains { text.hasPrefix("HTTP/1.1 \($0) ") }, "\(what): \(text.prefix(60))")
+        #expect(text.components(separatedBy: "HTTP/1.1 ").count == 2, "\(what): more than one status line")
+        let head = text[..<end.lowerBound].lowercased()
+        let length = head.components(separatedBy: "\r\n").first { $0.hasPrefix("content-length:") }
+            .flatMap { Int($0.dropFirst("content-length:".count).trimmingCharacters(in: .whitespaces)) }
+        #expect(length == text[end.upperBound...].utf8.count, "\(what): body of \(text[end.upperBound...].utf8.count) bytes")
+        #expect(head.contains("connection: close"), "\(what)")
+    }
+
+    // libmicrohttpd 0.9.75 builds a response's header section in the connection's 8 KiB
+    // memory pool, after the request head: a head that left less than about 250 bytes there
+    // was closed without an answer (X-Big of 7,784–8,023 bytes against jotter-server, targets
+    // of 7,895–8,102). The engine now writes those answers itself (`DirectAnswer`). Byte by
+    // byte from well below the band to past the pool, where libmicrohttpd refuses by itself.
+
+    @Test("every head size up to and past the connection's memory gets one whole 431")
+    func headSizesAcrossTheMemory() throws {
         let fixture = try EngineFixture()
-        // Every size from just under the connection's memory to past it: each connection gets
-        // an answer (431, 414) or is closed — none is left waiting for the idle timeout.
-        for length in stride(from: 7_500, through: 8_400, by: 20) {
+        for length in 6_600...8_400 {
             let connection = try fixture.connect(timeout: 2)
             try connection.send("GET /hello HTTP/1.1\r\nHost: x\r\nX-Big: \(String(repeating: "a", count: length))\r\n\r\n")
-            if let response = try? connection.readResponse() {
-                #expect([414, 431].contains(response.status), "\(length): \(response.status)")
-            }
-            #expect(connection.isClosedByServer(), "\(length)")
+            expectOneAnswer(connection, [431], "X-Big of \(length) bytes")
+        }
+        expectNothingInFlight(fixture)
+    }
+
+    @Test("every target length up to and past the connection's memory gets one whole 414 or 431")
+    func targetLengthsAcrossTheMemory() throws {
+        let fixture = try EngineFixture()
+        for length in 7_400...8_300 {
+            let connection = try fixture.connect(timeout: 2)
+            try connection.send("GET /hello?x=\(String(repeating: "a", count: length - 9)) HTTP/1.1\r\nHost: x\r\n\r\n")
+            // Past the pool, libmicrohttpd itself refuses: 431 once the target is read.
+            expectOneAnswer(connection, [414, 431], "target of \(length) bytes")
+        }
+        expectNothingInFlight(fixture)
+    }
+
+    @Test("a HEAD in the band gets the header section alone, and a body sent with the head is no obstacle")
+    func directAnswerShapes() throws {
+        let fixture = try EngineFixture()
+        let head = try fixture.connect(timeout: 2)
+        try head.send("HEAD /hello HTTP/1.1\r\nHost: x\r\nX-Big: \(String(repeating: "a", count: 7_950))\r\n\r\n")
+        let text = String(decoding: head.readToEnd(), as: UTF8.self)
+        #expect(text.hasPrefix("HTTP/1.1 431 "))
+        #expect(text.hasSuffix("\r\n\r\n"), "a HEAD answer carries no body: \(text.suffix(40))")
+        let post = try fixture.connect(timeout: 2)
+        try post.send("POST /body HTTP/1.1\r\nHost: x\r\nContent-Length: 50\r\nX-Big: \(String(repeating: "a", count: 7_850))\r\n\r\n"
+                      + String(repeating: "b", count: 50))
+        let answer = String(decoding: post.readToEnd(), as: UTF8.self)
+        #expect(answer.hasPrefix("HTTP/1.1 431 "), "\(answer.prefix(60))")
+        expectNothingInFlight(fixture)
+    }
+
+    // libmicrohttpd refuses these heads itself, in `parse_connection_headers`, and then builds
+    // its header section a second time (docs/http-engine.md, "Known gaps"): recorded as a known
+    // issue, so the test reports it once the double answer is gone.
+    @Test("a Content-Length that is no 64-bit number, or a Cookie field too large for the pool, is refused once",
+          arguments: ["POST /body HTTP/1.1\r\nHost: x\r\nContent-Length: 99999999999999999999\r\n\r\n",
+                      "POST /body HTTP/1.1\r\nHost: x\r\nContent-Length: abc\r\n\r\n",
+                      "GET /hello HTTP/1.1\r\nHost: x\r\nCookie: a=\(String(repeating: "v", count: 5_000))\r\n\r\n"])
+    func refusedByLibmicrohttpd(_ request: String) throws {
+        let fixture = try EngineFixture()
+        let connection = try fixture.connect(timeout: 2)
+        try connection.send(request)
+        let text = String(decoding: connection.readToEnd(), as: UTF8.self)
+        #expect(["HTTP/1.1 400 ", "HTTP/1.1 413 ", "HTTP/1.1 431 "].contains { text.hasPrefix($0) }, "\(text.prefix(60))")
+        withKnownIssue("libmicrohttpd 0.9.75 sends the status line and headers twice") {
+            #expect(text.components(separatedBy: "HTTP/1.1 ").count == 2, "\(text)")
         }
         expectNothingInFlight(fixture)
     }

@@ -106,6 +106,41 @@ struct AuthTests {
         }
     }
 
+    @Test("a malformed sign-in is 422 and takes nothing from the limiter: an unknown kind, an expires_in that is no number, a label that is no string")
+    func malformedSignIn() throws {
+        try TestApp.with(configure: Self.required) { app in
+            try app.addUser("ann", password: "right one")
+            let form = [("Content-Type", "application/x-www-form-urlencoded")]
+            for _ in 0..<6 {
+                #expect(try app.request("POST", "/auth/sessions", headers: form, body: "name=ann&password=guess&kind=AAA").status == 422)
+                #expect(try app.request("POST", "/auth/sessions", headers: form, body: "name=ann&password=guess&expires_in=%C2%84").status == 422)
+            }
+            for _ in 0..<12 {
+                let json = try app.request("POST", "/auth/sessions", headers: [("Content-Type", "application/json")],
+                                           body: #"{"name":"ann","password":"guess","label":{}}"#)
+                #expect([400, 422].contains(json.status), "\(json.status)")
+            }
+            #expect(try app.request("POST", "/auth/sessions", headers: form, body: "name=ann&password=right%20one&kind=session").status == 201)
+        }
+    }
+
+    @Test("adding a user: admin is true/1/yes/on or false/0/no/off in any case, anything else 422")
+    func adminField() throws {
+        try TestApp.with(configure: Self.required) { app in
+            try app.addUser("root", password: "root password", admin: true)
+            let token = try app.token("root", password: "root password")
+            for (index, (value, admin)) in [("YES", true), ("on", true), ("1", true), ("off", false), ("False", false)].enumerated() {
+                let response = try app.request("POST", "/users", token: token, body: "name=u\(index)&password=xxxxxxxxxx&admin=\(value)")
+                #expect(response.status == 201, "\(value)")
+                #expect(try response.json()["admin"] as? Bool == admin, "\(value)")
+            }
+            for value in ["AAA", "", "2"] {
+                let response = try app.request("POST", "/users", token: token, body: "name=x\(value)&password=xxxxxxxxxx&admin=\(value)")
+                #expect(response.status == 422, "'\(value)'")
+            }
+        }
+    }
+
     @Test("sign-in attempts are limited per name (and per address): 429 with Retry-After, before any password is checked")
     func signInLimit() throws {
         try TestApp.with(configure: Self.required) { app in

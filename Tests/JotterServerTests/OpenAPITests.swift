@@ -140,10 +140,10 @@ struct OpenAPITests {
         var jsonEcho = EchoResponse(method: "PUT", url: "/echo")
         jsonEcho.json = .object(["a": .array([.number(1), .null, .bool(true), .string("x")])])
         jsonEcho.data = #"{"a":[1,null,true,"x"]}"#
-        let user = UserInfo(id: "1", name: "ann", admin: true, createdAt: "2026-12-01T10:00:00Z")
-        let token = TokenInfo(id: "3", label: "laptop", createdAt: "2026-12-01T10:00:00Z", lastUsedAt: nil, expiresAt: nil, revokedAt: nil)
-        let used = TokenInfo(id: "4", label: "ci", createdAt: "2026-12-01T10:00:00Z", lastUsedAt: "2026-12-01T10:05:00Z",
-                             expiresAt: "2026-12-31T10:00:00Z", revokedAt: "2026-12-02T10:00:00Z")
+        let user = UserInfo(id: "1", name: "ann", admin: true, createdAt: "2026-12-01 10:00:00")
+        let token = TokenInfo(id: "3", label: "laptop", createdAt: "2026-12-01 10:00:00", lastUsedAt: nil, expiresAt: nil, revokedAt: nil)
+        let used = TokenInfo(id: "4", label: "ci", createdAt: "2026-12-01 10:00:00", lastUsedAt: "2026-12-01 10:05:00",
+                             expiresAt: "2026-12-31 10:00:00", revokedAt: "2026-12-02 10:00:00")
         return [
             (Note.self, [note, empty]),
             (NoteEnvelope.self, NoteEnvelope.messages.map { NoteEnvelope(note: note, message: $0) } + [NoteEnvelope(note: empty)]),
@@ -174,7 +174,7 @@ struct OpenAPITests {
             (EchoResponse.File.self, [file, echoFile]),
             (UserInfo.self, [user]),
             (UserList.self, [UserList(users: [user]), UserList(users: [])]),
-            (SessionInfo.self, [SessionInfo(user: user, csrfToken: String(repeating: "a1", count: 16), expiresAt: "2026-12-15T10:00:00Z"),
+            (SessionInfo.self, [SessionInfo(user: user, csrfToken: String(repeating: "a1", count: 16), expiresAt: "2026-12-15 10:00:00"),
                                 SessionInfo(user: user)]),
             (TokenInfo.self, [token, used]),
             (TokenList.self, [TokenList(tokens: [used, token])]),

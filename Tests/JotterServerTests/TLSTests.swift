@@ -82,4 +82,23 @@ struct TLSTests {
         #expect(throws: ServerStartError.self) { try app.start() }
         app.shutdown()
     }
+
+    @Test("a head that leaves libmicrohttpd no room for the answer is answered over HTTPS too (431, once)")
+    func crampedHeadOverTLS() throws {
+        let certificate = try Self.certificate()
+        defer { try? FileManager.default.removeItem(at: certificate) }
+        try TestApp.with(configure: {
+            $0.tlsCertificatePath = certificate.path + "/cert.pem"
+            $0.tlsKeyPath = certificate.path + "/key.pem"
+        }) { app in
+            // Around the band where libmicrohttpd's pool has no room left for a header section
+            // (docs/http-engine.md, "A head that nearly fills the pool").
+            for length in stride(from: 7_700, through: 8_060, by: 30) {
+                let answer = try Self.curl(["-H", "X-Big: " + String(repeating: "a", count: length), "https://127.0.0.1:\(app.port)/healthz"],
+                                           certificate: certificate)
+                #expect(answer.hasPrefix("HTTP/1.1 431 "), "X-Big of \(length) bytes: \(answer.prefix(40))")
+                #expect(answer.components(separatedBy: "HTTP/1.1 ").count == 2, "X-Big of \(length) bytes")
+            }
+        }
+    }
 }

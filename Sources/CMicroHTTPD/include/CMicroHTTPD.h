@@ -83,4 +83,26 @@ void jotter_mhd_skip_query_arguments(const char *uri);
 /// A response whose body is a copy of `size` bytes at `data`.
 struct MHD_Response *jotter_mhd_response_copy(size_t size, const void *data);
 
+/// The least room libmicrohttpd 0.9.75 will have left in the connection's memory pool of
+/// `pool_size` bytes to build a response's header section for the current request: the pool
+/// less the head it parsed in place (the request line, every header line and the empty line;
+/// rounded to 16, and at least the read buffer's first size, half the pool, since what was read
+/// past the head stays there too; a read buffer grown for a larger head keeps up to 128 + 16
+/// bytes past it), a 64-byte record per header field, cookie and query argument, and the copy
+/// of the Cookie field its cookie parser makes. 0 before the header section is complete.
+size_t jotter_mhd_reply_room(struct MHD_Connection *connection, size_t pool_size);
+
+/// Writes `size` bytes of a complete HTTP response straight to the connection's socket (through
+/// GnuTLS on HTTPS), bypassing libmicrohttpd, then shuts the sending side down. For answers
+/// libmicrohttpd 0.9.75 cannot build: it writes a response's header section into the
+/// connection's memory pool, and when the request head left too little room there it closes
+/// the connection without a word. The caller then returns MHD_NO so libmicrohttpd closes the
+/// connection. Waits at most `timeout_ms` for room in the socket's send buffer. Returns 1 when
+/// every byte was handed to the kernel.
+int jotter_mhd_send_direct(struct MHD_Connection *connection, const void *data, size_t size, int timeout_ms);
+
+/// The current time as an IMF-fixdate ("Tue, 01 Dec 2026 12:00:59 GMT"), as libmicrohttpd's
+/// Date header writes it; `buffer` holds at least 30 bytes.
+void jotter_http_date(char *buffer);
+
 #endif

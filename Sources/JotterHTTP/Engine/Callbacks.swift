@@ -31,6 +31,7 @@ func engineRequestCompleted(_ cls: UnsafeMutableRawPointer?, _ connection: Opaqu
         server.wakers.unregister(waker)
     }
     let outcome: CompletedExchange.Outcome = switch termination.rawValue {  // MHD_REQUEST_TERMINATED_*
+    case _ where state.answeredDirectly: .sent
     case 0: .sent
     case 2: .timeout
     case 3: .shutdown
@@ -65,6 +66,8 @@ func engineAccessHandler(_ cls: UnsafeMutableRawPointer?, _ connection: OpaquePo
         state.headersRead = true
         jotter_mhd_headers_received(connection)
         let read = readHeaders(connection)
+        state.folded = read.folded
+        state.headRequest = method.map { strcmp($0, "HEAD") == 0 } ?? false
         let action = lifecycle.headerComplete(method: method.map { String(cString: $0) } ?? "", version: version.map { String(cString: $0) } ?? "",
                                               headers: read.headers, folded: read.folded)
         if case .proceed = action, lifecycle.head?.hasBody == true {
@@ -151,6 +154,7 @@ extension HTTPServer {
 
     /// Hands `response` to libmicrohttpd for this connection.
     func queue(_ response: Response, state: RequestState, connection: OpaquePointer) -> MHD_Result {
+        if answerDirectlyIfCramped(response, state: state, connection: connection) { return .NO }
         let body = response.body
         let handle: OpaquePointer?
         switch response.payload {

@@ -15,6 +15,11 @@ final class RequestState {
     /// The status queued; 0 until a response is.
     var status = 0
     var bytesSent = 0
+    /// Whether the head was folded, and whether it is a HEAD request: for `DirectAnswer`.
+    var folded = false
+    var headRequest = false
+    /// The answer went to the socket past libmicrohttpd (`DirectAnswer`), all of it.
+    var answeredDirectly = false
 
     init(lifecycle: RequestLifecycle) {
         self.lifecycle = lifecycle

@@ -5,15 +5,16 @@ import JotterWire
 /// The OpenAPI operations of `AuthController`.
 enum AuthOperations {
     static let unauthorized = OpenAPIResponse.problem("no valid token or session (with `WWW-Authenticate`)")
-    static let expiresIn = JSONSchema.string(pattern: "^[0-9]+$", description: "seconds until it expires, 60 to 315360000")
+    static let malformed = OpenAPIResponse.problem("the body is malformed (bad JSON, percent-encoding, UTF-8 or multipart)")
+    static let expiresIn = JSONSchema.string(pattern: "^[0-9]*$", description: "seconds until it expires, 60 to 315360000; empty is as if absent")
 
     static let signIn = OpenAPIOperation(
         operationID: "signIn", summary: "Sign in",
         description: "A name and password give a web session — the `jotter_session` cookie (HttpOnly, SameSite=Lax, Secure under TLS, Max-Age) and its CSRF token — or, with `kind=token`, an API token shown this once. Sign-in is public; a wrong name costs as long as a wrong password.",
         tags: ["auth"],
         requestBody: .fields(.object([
-            "name": .string(), "password": .string(),
-            "kind": .string(enum: ["session", "token"], description: "`session` unless `token`"),
+            "name": .string(minLength: 1), "password": .string(minLength: 1),
+            "kind": .string(enum: ["session", "token"], description: "`session` when absent"),
             "label": .string(description: "what the session or token is for"),
             "expires_in": expiresIn,
         ], optional: ["kind", "label", "expires_in"]), required: true),
@@ -21,8 +22,10 @@ enum AuthOperations {
             201: OpenAPIResponse("signed in: a `SessionInfo` with the cookie, or an `IssuedToken`", content: [
                 "application/json": .oneOf([.ref(SessionInfo.self), .ref(IssuedToken.self)]),
             ], headers: ["Set-Cookie": OpenAPIHeader("for a session: the session cookie", required: false)]),
+            400: malformed,
             401: .problem("the name or the password is wrong"),
-            422: .problem("the name or the password is missing"),
+            422: .problem("the name or the password is missing, `kind` is neither `session` nor `token`, or `expires_in` is out of range"),
+            429: .problem("too many failed sign-ins from this address or for this name; `Retry-After` says when to try again"),
         ])
 
     static let signOut = OpenAPIOperation(
@@ -42,7 +45,7 @@ enum AuthOperations {
     static let createToken = OpenAPIOperation(
         operationID: "createToken", summary: "Create an API token", tags: ["auth"],
         requestBody: .fields(.object(["label": .string(), "expires_in": expiresIn], optional: ["label", "expires_in"]), required: false),
-        responses: [201: .json(.ref(IssuedToken.self), "the token, shown this once"), 401: unauthorized, 422: .problem("`expires_in` is out of range")])
+        responses: [201: .json(.ref(IssuedToken.self), "the token, shown this once"), 400: malformed, 401: unauthorized, 422: .problem("`expires_in` is out of range")])
 
     static let revokeToken = OpenAPIOperation(
         operationID: "revokeToken", summary: "Revoke an API token",

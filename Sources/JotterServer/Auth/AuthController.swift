@@ -36,10 +36,15 @@ struct AuthController {
         guard !name.isEmpty, !password.isEmpty else {
             throw HTTPError.validation([.init(field: name.isEmpty ? "name" : "password", message: "is required")])
         }
-        try limiter.attempt(address: request.remoteAddress, name: name)
-        let wantsToken = try body.string("kind") == "token"
-        let label = try body.string("label") ?? (wantsToken ? "sign-in" : "web")
+        let kind = try body.string("kind") ?? "session"
+        guard kind == "session" || kind == "token" else {
+            throw HTTPError.validation([.init(field: "kind", message: "must be session or token")])
+        }
         let expiresIn = try Self.expiry(body)
+        let wantsToken = kind == "token"
+        let label = try body.string("label") ?? (wantsToken ? "sign-in" : "web")
+        // Only a well-formed attempt takes from the sign-in limiter (a malformed one is 400 or 422).
+        try limiter.attempt(address: request.remoteAddress, name: name)
         let now = Accounts.now()
         let expiresAt: Int64? = wantsToken ? expiresIn.map { now + $0 } : now + (expiresIn ?? accounts.sessionLifetime)
         let accounts = self.accounts, secure = secureCookie

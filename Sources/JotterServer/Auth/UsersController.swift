@@ -21,7 +21,11 @@ struct UsersController {
     @Sendable func add(_ request: Request, _ context: RequestContext) throws -> Reply {
         let body = try request.body()
         let name = try body.string("name") ?? "", password = try body.string("password") ?? ""
-        let admin = try body.string("admin").map { ["true", "1", "yes", "on"].contains($0.lowercased()) } ?? false
+        let adminText = try body.string("admin")?.lowercased() ?? "false"
+        guard UsersOperations.adminValues.contains(adminText) else {
+            throw HTTPError.validation([.init(field: "admin", message: "must be true or false")])
+        }
+        let admin = ["true", "1", "yes", "on"].contains(adminText)
         guard UserName.isValid(name) else { throw HTTPError.validation([.init(field: "name", message: UserName.rule)]) }
         guard password.count >= 8 else { throw HTTPError.validation([.init(field: "password", message: "needs at least 8 characters")]) }
         let accounts = self.accounts
@@ -92,13 +96,16 @@ enum UsersOperations {
         operationID: "listUsers", summary: "List the users (administrators)", tags: ["users"],
         responses: [200: .json(.ref(UserList.self), "the users"), 401: AuthOperations.unauthorized, 403: forbidden])
 
+    /// What `admin` may be (any case): the first four make an administrator.
+    static let adminValues = ["true", "1", "yes", "on", "false", "0", "no", "off"]
+
     static let add = OpenAPIOperation(
         operationID: "addUser", summary: "Add a user (administrators)",
         description: "The first user ever added takes over the notes and uploads stored before there were users.",
         tags: ["users"],
-        requestBody: .fields(.object(["name": .string(), "password": .string(minLength: 8),
-                                      "admin": .string(enum: ["true", "false"])], optional: ["admin"]), required: true),
-        responses: [201: .json(.ref(UserInfo.self), "added"), 401: AuthOperations.unauthorized, 403: forbidden,
+        requestBody: .fields(.object(["name": .string(pattern: "^[\\p{L}0-9._@-]+$", maxLength: 64, description: "letters, digits and `. _ - @`"), "password": .string(minLength: 8),
+                                      "admin": .string(enum: adminValues, description: "`true`, `1`, `yes` or `on` (any case) make an administrator")], optional: ["admin"]), required: true),
+        responses: [201: .json(.ref(UserInfo.self), "added"), 400: AuthOperations.malformed, 401: AuthOperations.unauthorized, 403: forbidden,
                     409: .problem("the name is taken"), 422: .problem("the name or the password is not acceptable")])
 
     static let password = OpenAPIOperation(

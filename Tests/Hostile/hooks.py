@@ -1,0 +1,71 @@
+"""schemathesis hooks for scripts/hostile-tests (SCHEMATHESIS_HOOKS=hooks, Tests/Hostile on PYTHONPATH).
+
+Every request is signed in as the administrator scripts/hostile-tests sets up
+(JOTTER_HOSTILE_TOKEN), except a sign-out: `DELETE /auth/sessions/current` revokes the
+credential it is sent with, so each one gets a token of its own, created just before it
+through `POST /auth/tokens`.
+"""
+import json
+import os
+import urllib.request
+
+import schemathesis
+
+BASE = os.environ["JOTTER_HOSTILE_URL"]
+ADMIN_TOKEN = os.environ["JOTTER_HOSTILE_TOKEN"]
+SIGN_OUT = "DELETE /auth/sessions/current"
+
+
+def _bearer(case, token):
+    case.headers = dict(case.headers or {})
+    case.headers["Authorization"] = f"Bearer {token}"
+
+
+@schemathesis.auth().skip_for(name=SIGN_OUT)
+class Administrator:
+    def get(self, case, ctx):
+        return ADMIN_TOKEN
+
+    def set(self, case, data, ctx):
+        _bearer(case, data)
+
+
+@schemathesis.auth(refresh_interval=None).apply_to(name=SIGN_OUT)
+class TokenToSignOut:
+    def get(self, case, ctx):
+        request = urllib.request.Request(
+            f"{BASE}/auth/tokens", data=b"label=sign-out", method="POST",
+            headers={"Authorization": f"Bearer {ADMIN_TOKEN}", "Content-Type": "application/x-www-form-urlencoded"})
+        with urllib.request.urlopen(request, timeout=10) as response:
+            return json.load(response)["token"]
+
+    def set(self, case, data, ctx):
+        _bearer(case, data)
+
+
+ADMIN_NAME = "hostile-admin"
+_admin_token_id = []
+
+
+def _token_id():
+    """The id of the administrator's own token (the one labelled hostile-tests)."""
+    if not _admin_token_id:
+        request = urllib.request.Request(f"{BASE}/auth/tokens", headers={"Authorization": f"Bearer {ADMIN_TOKEN}"})
+        with urllib.request.urlopen(request, timeout=10) as response:
+            tokens = json.load(response)["tokens"]
+        _admin_token_id.append(next(t["id"] for t in tokens if t["label"] == "hostile-tests"))
+    return _admin_token_id[0]
+
+
+@schemathesis.hook
+def before_call(ctx, case, **kwargs):
+    """No case revokes the administrator's token, removes the administrator or changes its
+    password (every later request would then be refused, which ones depending on the order):
+    such a case names a token or user that does not exist instead, a documented 404. The
+    stateful phase takes these names from earlier responses, so generation filters can't."""
+    label = case.operation.label
+    parameters = case.path_parameters or {}
+    if label == "DELETE /auth/tokens/{id}" and str(parameters.get("id")) == _token_id():
+        case.path_parameters = {**parameters, "id": "999999999"}
+    elif label in ("DELETE /users/{name}", "PUT /users/{name}/password") and parameters.get("name") == ADMIN_NAME:
+        case.path_parameters = {**parameters, "name": ADMIN_NAME + "-not"}
