@@ -27,9 +27,7 @@ public struct LocalBlobStore: BlobStore {
 
     @discardableResult
     public func put(_ key: String, chunks next: () throws -> [UInt8]?) throws -> BlobInfo {
-        let destination = try path(for: key)
-        let directory = String(destination[..<destination.lastIndex(of: "/")!])
-        try Self.makeDirectories(directory)
+        let (destination, directory) = try place(for: key)
         let temporary = directory + "/" + Self.temporaryPrefix + String(UInt64.random(in: 0...UInt64.max), radix: 16)
         do {
             let file = try BlobFile(creating: temporary)
@@ -50,9 +48,7 @@ public struct LocalBlobStore: BlobStore {
     /// folder. The move is atomic: the key holds the old object or the new one, never a part.
     @discardableResult
     public func put(_ key: String, movingFile path: String) throws -> BlobInfo {
-        let destination = try self.path(for: key)
-        let directory = String(destination[..<destination.lastIndex(of: "/")!])
-        try Self.makeDirectories(directory)
+        let (destination, directory) = try place(for: key)
         let file = try BlobFile(readingFrom: path)
         try file.sync()
         guard rename(path, destination) == 0 else {
@@ -113,6 +109,14 @@ public struct LocalBlobStore: BlobStore {
     }
 
     // MARK: - Files
+
+    /// The file behind `key` and its folder, created if missing.
+    private func place(for key: String) throws -> (path: String, directory: String) {
+        let destination = try path(for: key)
+        let directory = String(destination[..<destination.lastIndex(of: "/")!])
+        try Self.makeDirectories(directory)
+        return (destination, directory)
+    }
 
     private func walk(_ relative: String, prefix: String, into found: inout [BlobInfo]) throws {
         let directory = relative.isEmpty ? root : root + "/" + relative

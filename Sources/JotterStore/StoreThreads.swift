@@ -62,13 +62,12 @@ public final class StoreThreads: Sendable {
     /// Runs what is queued, then ends the threads. Idempotent; from one of its own threads it
     /// does not wait.
     public func stop() {
-        let count = state.withLock { state -> Int in
-            guard !state.stopping else { return 0 }
-            state.stopping = true
-            return 1
+        let first = state.withLock { state -> Bool in
+            defer { state.stopping = true }
+            return !state.stopping
         }
+        guard first else { return }
         let tids = threads.withLock { tids in defer { tids = [] }; return tids }
-        guard count > 0 else { return }
         for _ in tids { ready.signal() }
         for tid in tids {
             if pthread_equal(tid, pthread_self()) != 0 { pthread_detach(tid) } else { pthread_join(tid, nil) }
