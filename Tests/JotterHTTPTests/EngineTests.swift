@@ -84,8 +84,8 @@ struct EngineTests {
         #expect(try fixture.connect().request("POST", "/body", body: [UInt8](repeating: 65, count: 1001)).status == 413)
     }
 
-    /// libmicrohttpd 0.9.75 can't answer before the body ends, so the rest is drained (up to
-    /// `HTTPServer.drainBudget`) and the 413 follows the last chunk; the handler never runs.
+    /// The 413 is sent as soon as the body passes the limit and the connection closes; the
+    /// handler never runs.
     @Test("a chunked body over the limit is refused with 413 and the connection closed")
     func streamedTooLarge() throws {
         let fixture = try EngineFixture { $0.maxBodySize = 1000 }

@@ -10,6 +10,8 @@ enum FramingCheck {
     /// there is room left there to build the refusal.
     static let maxHeadSize = 6500
     static let fieldRecordSize = 64
+    /// The most bytes of a head the parser reads before it answers `431` without looking further.
+    static let maxParsedHead = 8192
 
     /// The first framing error of a request, if any. `folded`: a header line was continued by
     /// obsolete line folding (RFC 9112 §5.2), which is refused.

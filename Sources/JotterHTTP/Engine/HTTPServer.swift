@@ -48,6 +48,18 @@ public final class HTTPServer: Sendable {
         /// HTTPS (libmicrohttpd's GnuTLS): the PEM certificate chain and its private key; nil
         /// for plain HTTP.
         public var tls: (certificate: String, key: String)?
+        /// Which HTTP engine serves plain HTTP: Jotter's own event loops (the default), or
+        /// libmicrohttpd (being retired; still the one for HTTPS) when `JOTTER_HTTP_ENGINE` is
+        /// `microhttpd`.
+        public var engine: Engine = Engine.fromEnvironment
+
+        public enum Engine: String, Sendable {
+            case jotter, microhttpd
+
+            static var fromEnvironment: Engine {
+                getenv("JOTTER_HTTP_ENGINE").flatMap { Engine(rawValue: String(cString: $0)) } ?? .jotter
+            }
+        }
 
         public init(host: String = "127.0.0.1", port: Int = 8080, threads: Int = Configuration.cores,
                     connectionLimit: Int = 10_000, connectionsPerAddress: Int = 256, idleTimeout: Int = 30,
@@ -87,14 +99,21 @@ public final class HTTPServer: Sendable {
     var wakers: WakerRegistry { engine.wakers }
     /// The limits every request's lifecycle works within.
     let limits: RequestLifecycle.Limits
+    /// Jotter's own engine: its loops, counters and connection table.
+    private let loops = Mutex<[EventLoop]>([])
+    let counters = EngineCounters()
+    let connections: ConnectionTable
 
     public init(configuration: Configuration, router: Router, log: Logger) {
         self.configuration = configuration
         self.router = router
         self.log = log
         watchdog = BodyWatchdog(minimumRate: configuration.minimumBodyRate, grace: configuration.headerTimeout)
-        limits = RequestLifecycle.Limits(maxBodySize: configuration.maxBodySize, maxUploadSize: configuration.maxUploadSize,
+        var limits = RequestLifecycle.Limits(maxBodySize: configuration.maxBodySize, maxUploadSize: configuration.maxUploadSize,
                                          maxParts: configuration.maxParts, temporaryDirectory: configuration.temporaryDirectory)
+        limits.answersMidBody = configuration.engine == .jotter && configuration.tls == nil
+        self.limits = limits
+        connections = ConnectionTable(limit: configuration.connectionLimit, perAddress: configuration.connectionsPerAddress)
     }
 
     /// The port the server listens on (the real one when configured with 0).
@@ -109,6 +128,10 @@ public final class HTTPServer: Sendable {
     /// Binds the socket and starts serving on the engine threads.
     public func start() throws(ServerStartError) {
         let fd = try ListeningSocket.open(host: configuration.host, port: configuration.port)
+        if configuration.engine == .jotter, configuration.tls == nil {
+            try startLoops(listener: fd)
+            return
+        }
         var config = jotter_mhd_config()
         config.listen_fd = fd
         config.threads = UInt32(max(1, configuration.threads))
@@ -162,16 +185,22 @@ public final class HTTPServer: Sendable {
         daemon.withLock { $0 = Daemon(pointer: started) }
     }
 
-    /// Connections closed for taking longer than `headerTimeout` over a header section, and
-    /// pushed out to make room past `connectionLimit`.
-    public var slowConnectionsClosed: (timedOut: Int, evicted: Int, slowBodies: Int) {
+    /// Connections closed for taking longer than `headerTimeout` over a header section, pushed
+    /// out to make room past `connectionLimit`, cut for a body below `minimumBodyRate`, and
+    /// refused at the limit because no open connection could be pushed out.
+    public var slowConnectionsClosed: (timedOut: Int, evicted: Int, slowBodies: Int, refused: Int) {
+        if configuration.engine == .jotter, configuration.tls == nil {
+            return (counters.timedOut.load(ordering: .relaxed), counters.evicted.load(ordering: .relaxed),
+                    counters.slowBodies.load(ordering: .relaxed), counters.refused.load(ordering: .relaxed))
+        }
         let counts = guardian.withLock { current in current.map { (Int(jotter_guard_timed_out($0.pointer)), Int(jotter_guard_evicted($0.pointer))) } }
-        return (counts?.0 ?? 0, counts?.1 ?? 0, watchdog.slowBodies.load(ordering: .relaxed))
+        return (counts?.0 ?? 0, counts?.1 ?? 0, watchdog.slowBodies.load(ordering: .relaxed), 0)
     }
 
     /// Stops accepting connections, lets requests in flight finish (up to the grace period),
     /// then stops the engine. Safe to call more than once.
     public func shutdown() {
+        if stopLoops() { return }
         guard let current = daemon.withLock({ $0 }) else { return }
         engine.stopping.store(true, ordering: .relaxed)
         let listener = MHD_quiesce_daemon(current.pointer)
@@ -192,6 +221,39 @@ public final class HTTPServer: Sendable {
             jotter_guard_destroy(stopped.pointer)
         }
         watchdog.stop()
+    }
+
+    private func startLoops(listener fd: Int32) throws(ServerStartError) {
+        var started: [EventLoop] = []
+        for _ in 0..<max(1, configuration.threads) {
+            started.append(try EventLoop(server: self, listener: fd))
+        }
+        listener.store(fd, ordering: .relaxed)
+        boundPort.store(ListeningSocket.port(of: fd), ordering: .relaxed)
+        loops.withLock { $0 = started }
+        for loop in started { loop.start() }
+    }
+
+    private let listener = Atomic<Int32>(-1)
+
+    /// Shuts Jotter's own engine down; false when it is not running.
+    private func stopLoops() -> Bool {
+        let running = loops.withLock { loops in defer { loops = [] }; return loops }
+        guard !running.isEmpty else { return loops.withLock { _ in listener.load(ordering: .relaxed) == -2 } }
+        engine.stopping.store(true, ordering: .relaxed)
+        for loop in running { loop.post(.quiesce) }
+        let deadline = Clock.microseconds() + UInt64(configuration.shutdownGracePeriod * 1_000_000)
+        while inFlight.load(ordering: .acquiring) > 0, Clock.microseconds() < deadline {
+            for loop in running { loop.post(.quiesce) }
+            usleep(5_000)
+        }
+        let pending = inFlight.load(ordering: .acquiring)
+        if pending > 0 { log.warning("stopping with \(pending) request(s) still in flight after the grace period") }
+        for loop in running { loop.post(.stop) }
+        for loop in running { loop.join() }
+        let fd = listener.exchange(-2, ordering: .relaxed)
+        if fd >= 0 { close(fd) }
+        return true
     }
 
     private func waitForRequests(until deadline: UInt64) {

@@ -47,6 +47,9 @@ final class RequestLifecycle {
         var temporaryDirectory: String
         /// Bytes of a refused body read and dropped before its answer can be sent.
         var drainBudget = 64 << 20
+        /// The engine can answer in the middle of a body: a refusal there is answered at once
+        /// (and the connection closed) instead of after the rest is drained.
+        var answersMidBody = false
     }
 
     private let router: Router
@@ -105,6 +108,12 @@ final class RequestLifecycle {
         return .proceed
     }
 
+    /// The head could not be parsed (a framing error, a limit): answered at once through the
+    /// router's middleware, as any refusal before routing.
+    func malformed(_ error: HTTPError) -> Action {
+        refuse(error, stack: router.stack, ranHeads: true, now: true)
+    }
+
     /// Body bytes arrived.
     func receive(_ chunk: UnsafeRawBufferPointer) -> Action {
         switch phase {
@@ -113,6 +122,7 @@ final class RequestLifecycle {
                 reader.discard()
                 context.refusal = error
                 guard case .respond(let response) = answer(stack.refusals[stack.middleware.count]) else { return .close }
+                if limits.answersMidBody { return respond(response) }
                 phase = .draining(response)
                 drained = chunk.count
                 return drained <= limits.drainBudget ? .proceed : .close

@@ -62,3 +62,10 @@ public struct HTTPHeaders: Sendable, Sequence {
         byte >= 0x41 && byte <= 0x5A ? byte | 0x20 : byte
     }
 }
+
+extension HTTPHeaders {
+    /// The fields as parsed, in order, taken without a copy.
+    init(fields: [(name: String, value: String)]) {
+        self.fields = fields
+    }
+}

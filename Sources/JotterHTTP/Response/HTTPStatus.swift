@@ -4,6 +4,9 @@ public struct HTTPStatus: Hashable, Sendable, ExpressibleByIntegerLiteral, Custo
     public init(_ code: Int) { self.code = code }
     public init(integerLiteral code: Int) { self.code = code }
 
+    public static let `continue`: HTTPStatus = 100
+    /// An interim answer of resumable uploads (draft-ietf-httpbis-resumable-upload).
+    public static let uploadResumptionSupported: HTTPStatus = 104
     public static let ok: HTTPStatus = 200
     public static let created: HTTPStatus = 201
     public static let noContent: HTTPStatus = 204
@@ -23,10 +26,13 @@ public struct HTTPStatus: Hashable, Sendable, ExpressibleByIntegerLiteral, Custo
     public static let notImplemented: HTTPStatus = 501
     public static let serviceUnavailable: HTTPStatus = 503
     public static let insufficientStorage: HTTPStatus = 507
+    public static let httpVersionNotSupported: HTTPStatus = 505
 
     /// The RFC 9110 reason phrase, used as a problem's `title`.
     public var reasonPhrase: String {
         switch code {
+        case 100: "Continue"
+        case 104: "Upload Resumption Supported"
         case 200: "OK"
         case 201: "Created"
         case 204: "No Content"

@@ -1,0 +1,257 @@
+import CEngine
+import Glibc
+import Synchronization
+
+/// One engine thread: an epoll set over the listening socket (shared by every loop, woken one
+/// at a time with `EPOLLEXCLUSIVE`) and the connections this loop accepted, which stay on it
+/// for their whole life. Other threads reach a connection only by posting a `Task` (a later
+/// reply ready, a stream with new bytes), which wakes the loop through an eventfd.
+///
+/// Time is checked every 250 ms by a sweep over the loop's connections: header deadline, idle
+/// timeout, minimum body rate, lingering closes. No other thread watches a socket.
+final class EventLoop: @unchecked Sendable {
+    /// What another thread asks of this loop.
+    enum Task: Sendable {
+        /// A later reply's render closure for the connection with this token.
+        case resume(UInt64, @Sendable () throws -> Response)
+        /// A streaming body has bytes (or its end) for the connection.
+        case wake(UInt64)
+        /// Stop accepting; end streams; close connections waiting for a request.
+        case quiesce
+        /// Close everything and end the thread.
+        case stop
+    }
+
+    unowned let server: HTTPServer
+    let epoll: Int32
+    private let wakeFD: Int32
+    private let listener: Int32
+    private let inbox = Mutex<[Task]>([])
+    /// Loop-thread state from here on.
+    private var connections: [UInt64: HTTP1Connection] = [:]
+    private var nextToken: UInt64 = 16
+    private var accepting = true
+    private var running = true
+    private(set) var quiescing = false
+    /// Bytes read from sockets land here first (a body straight into its reader from here).
+    let readBuffer: UnsafeMutableRawBufferPointer
+    /// A streaming body writes into this before the socket; only what the socket did not take
+    /// is copied to the connection.
+    let streamBuffer: UnsafeMutableRawBufferPointer
+    var date = DateField()
+    private var thread = pthread_t()
+    private var lastSweep: UInt64 = 0
+
+    static let listenerToken: UInt64 = 1
+    static let wakeToken: UInt64 = 2
+    static let readBufferSize = 256 << 10
+    static let sweepInterval: UInt64 = 250_000
+
+    init(server: HTTPServer, listener: Int32) throws(ServerStartError) {
+        self.server = server
+        self.listener = listener
+        epoll = jotter_epoll_create()
+        wakeFD = jotter_eventfd()
+        guard epoll >= 0, wakeFD >= 0 else { throw ServerStartError(description: "cannot create the engine's event loop: \(String(cString: strerror(errno)))") }
+        readBuffer = .allocate(byteCount: Self.readBufferSize, alignment: 16)
+        streamBuffer = .allocate(byteCount: 64 << 10 + 16, alignment: 16)
+        jotter_epoll_add(epoll, listener, Epoll.input | Epoll.exclusive, Self.listenerToken)
+        jotter_epoll_add(epoll, wakeFD, Epoll.input, Self.wakeToken)
+    }
+
+    deinit {
+        close(epoll)
+        close(wakeFD)
+        readBuffer.deallocate()
+        streamBuffer.deallocate()
+    }
+
+    func start() {
+        let context = Unmanaged.passRetained(self).toOpaque()
+        pthread_create(&thread, nil, { raw in
+            let loop = Unmanaged<EventLoop>.fromOpaque(raw!).takeRetainedValue()
+            loop.run()
+            return nil
+        }, context)
+    }
+
+    func join() { pthread_join(thread, nil) }
+
+    /// Hands `task` to the loop. Any thread.
+    func post(_ task: Task) {
+        let first = inbox.withLock { inbox in
+            inbox.append(task)
+            return inbox.count == 1
+        }
+        if first {
+            var one: UInt64 = 1
+            _ = write(wakeFD, &one, 8)
+        }
+    }
+
+    // MARK: - The loop
+
+    private func run() {
+        let tokens = UnsafeMutablePointer<UInt64>.allocate(capacity: 256)
+        let events = UnsafeMutablePointer<UInt32>.allocate(capacity: 256)
+        defer { tokens.deallocate(); events.deallocate() }
+        lastSweep = Clock.microseconds()
+        while running {
+            let count = jotter_epoll_wait(epoll, tokens, events, 256, 250)
+            date.refresh()
+            if count > 0 {
+                for index in 0..<Int(count) {
+                    switch tokens[index] {
+                    case Self.listenerToken: acceptConnections()
+                    case Self.wakeToken: takeTasks()
+                    case let token:
+                        connections[token]?.handle(events: events[index])
+                    }
+                }
+            }
+            let now = Clock.microseconds()
+            if now >= lastSweep + Self.sweepInterval {
+                lastSweep = now
+                sweep(now: now)
+            }
+        }
+        for connection in Array(connections.values) { connection.abort(.shutdown) }
+        connections = [:]
+    }
+
+    private func takeTasks() {
+        var value: UInt64 = 0
+        _ = read(wakeFD, &value, 8)
+        let tasks = inbox.withLock { inbox in
+            defer { inbox.removeAll(keepingCapacity: true) }
+            return inbox
+        }
+        for task in tasks {
+            switch task {
+            case .resume(let token, let render): connections[token]?.resume(render)
+            case .wake(let token): connections[token]?.streamWoken()
+            case .quiesce:
+                quiescing = true
+                if accepting {
+                    accepting = false
+                    jotter_epoll_remove(epoll, listener)
+                }
+                for connection in Array(connections.values) { connection.quiesce() }
+            case .stop:
+                running = false
+            }
+        }
+    }
+
+    private func sweep(now: UInt64) {
+        for connection in Array(connections.values) { connection.check(now: now) }
+    }
+
+    // MARK: - Connections
+
+    private func acceptConnections() {
+        var address = [CChar](repeating: 0, count: 64)
+        for _ in 0..<64 {
+            let fd = jotter_accept(listener, &address, 64)
+            guard fd >= 0 else { return }
+            let text = String(cString: address)
+            guard server.connections.admit(text) else {
+                close(fd)
+                continue
+            }
+            if server.connections.overLimit, !evictOne() {
+                server.connections.release(text)
+                server.counters.refused.add(1, ordering: .relaxed)
+                close(fd)
+                continue
+            }
+            let token = nextToken
+            nextToken += 1
+            let connection = HTTP1Connection(loop: self, fd: fd, token: token, address: text)
+            connections[token] = connection
+            jotter_epoll_add(epoll, fd, Epoll.input, token)
+        }
+    }
+
+    /// Past the connection limit: closes the connection of this loop that has waited longest for
+    /// its header section — never one opened in the last 100 ms, nor one being served. False
+    /// when there is none (the new connection is refused instead).
+    private func evictOne() -> Bool {
+        let now = Clock.microseconds()
+        var oldest: HTTP1Connection?
+        for connection in connections.values {
+            guard let since = connection.waitingForHeadSince, now >= since + 100_000, now >= connection.opened + 100_000 else { continue }
+            if let current = oldest, current.waitingForHeadSince! <= since { continue }
+            oldest = connection
+        }
+        guard let oldest else { return false }
+        server.counters.evicted.add(1, ordering: .relaxed)
+        oldest.abort(.error)
+        return true
+    }
+
+    /// Called by a connection that has closed its socket.
+    func forget(_ connection: HTTP1Connection) {
+        connections.removeValue(forKey: connection.token)
+        server.connections.release(connection.address)
+    }
+
+    func setInterest(_ fd: Int32, token: UInt64, _ events: UInt32) {
+        jotter_epoll_modify(epoll, fd, events, token)
+    }
+}
+
+/// Open connections in all and per client address, shared by the loops.
+final class ConnectionTable: Sendable {
+    private let counts = Mutex<(total: Int, byAddress: [String: Int])>((0, [:]))
+    let limit: Int
+    let perAddress: Int
+
+    init(limit: Int, perAddress: Int) {
+        self.limit = max(1, limit)
+        self.perAddress = perAddress
+    }
+
+    /// Counts a new connection from `address`; false when that address has its share open.
+    func admit(_ address: String) -> Bool {
+        counts.withLock { counts in
+            let current = counts.byAddress[address, default: 0]
+            if perAddress > 0, current >= perAddress { return false }
+            counts.byAddress[address] = current + 1
+            counts.total += 1
+            return true
+        }
+    }
+
+    func release(_ address: String) {
+        counts.withLock { counts in
+            counts.total -= 1
+            if let current = counts.byAddress[address] {
+                if current <= 1 { counts.byAddress.removeValue(forKey: address) } else { counts.byAddress[address] = current - 1 }
+            }
+        }
+    }
+
+    /// More connections are open than the limit (the one just admitted included).
+    var overLimit: Bool { counts.withLock { $0.total > limit } }
+
+    var total: Int { counts.withLock { $0.total } }
+}
+
+/// What the loops count, for `HTTPServer.slowConnectionsClosed` and the logs.
+final class EngineCounters: Sendable {
+    let timedOut = Atomic<Int>(0)
+    let evicted = Atomic<Int>(0)
+    let slowBodies = Atomic<Int>(0)
+    let refused = Atomic<Int>(0)
+}
+
+
+/// epoll's flags as the engine uses them.
+enum Epoll {
+    static let input = UInt32(JOTTER_EPOLL_IN)
+    static let output = UInt32(JOTTER_EPOLL_OUT)
+    static let error = UInt32(JOTTER_EPOLL_ERR)
+    static let hangUp = UInt32(JOTTER_EPOLL_HUP)
+    static let exclusive = UInt32(JOTTER_EPOLL_EXCLUSIVE)
+}

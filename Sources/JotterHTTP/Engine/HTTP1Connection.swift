@@ -1,0 +1,716 @@
+import Glibc
+
+/// One HTTP/1.1 connection on its event loop: reads requests with `RequestParser`, runs each
+/// through its `RequestLifecycle`, and writes the answers in request order (pipelining).
+///
+/// Reading stops while a request waits for a later reply, while a streaming answer is being
+/// sent, and while more than `outputHighWater` bytes of answers wait for the client to read
+/// them; bytes already read are kept (`stash`) and parsed when the connection may go on.
+/// Loop thread only.
+final class HTTP1Connection {
+    /// One answer being written.
+    struct Outgoing {
+        var bytes: [UInt8]
+        /// The body array of a bytes response, written after `bytes` in the same `writev`.
+        var body: [UInt8]
+        var sent = 0
+        var file: (fd: Int32, offset: Int, remaining: Int)?
+        var stream: StreamState?
+        let lifecycle: RequestLifecycle?
+        let status: Int
+        var bodyBytes = 0
+        let closeAfter: Bool
+    }
+
+    final class StreamState {
+        let body: any StreamingBody
+        let chunked: Bool
+        let blockSize: Int
+        var position: UInt64 = 0
+        /// Bytes read from the body that the socket did not take yet.
+        var pending: [UInt8] = []
+        var pendingSent = 0
+        var waiting = false
+        var ended = false
+        var finished = false
+        init(body: any StreamingBody, chunked: Bool, blockSize: Int) {
+            self.body = body
+            self.chunked = chunked
+            self.blockSize = blockSize
+        }
+    }
+
+    unowned let loop: EventLoop
+    let fd: Int32
+    let token: UInt64
+    let address: String
+    let opened: UInt64
+    private var server: HTTPServer { loop.server }
+    private let parser: RequestParser
+    /// Unparsed bytes kept between reads: a head in progress (from offset 0) or what followed
+    /// a request the connection must answer first.
+    private var stash: UnsafeMutableRawPointer?
+    private var stashCapacity = 0
+    private var stashStart = 0
+    private var stashEnd = 0
+    /// The stash holds a head in progress whose spans point into it.
+    private var stashHoldsHead = false
+    /// The request being read or awaited, until its answer is queued.
+    private var request: RequestLifecycle?
+    private var requestIsHead = false
+    private var requestHTTP10 = false
+    private var requestHasBody = false
+    /// A later reply is awaited for `request`.
+    private var waiting = false
+    /// The answer was queued before the body was read: what follows is dropped, then the
+    /// connection closes.
+    private var discarding = false
+    private var queue: [Outgoing] = []
+    private var queuedBytes = 0
+    private var interest: UInt32 = Epoll.input
+    private var closed = false
+    /// After the last answer of a connection that closes: the write side is shut, reads are
+    /// dropped until the client closes or this time passes.
+    private var lingerUntil: UInt64?
+    /// Bytes dropped while lingering before the connection is closed anyway (a client still
+    /// sending a refused body is not read to its end).
+    private var lingerBudget = 256 << 10
+    /// When the connection began waiting for a request's header section (opened, or the last
+    /// request ended); nil while a request is being read or served.
+    private(set) var waitingForHeadSince: UInt64?
+    private var bodyStarted: UInt64 = 0
+    private var bodyBytes = 0
+    private var lastActivity: UInt64
+    private var waker: ConnectionWaker?
+
+    static let outputHighWater = 1 << 20
+    static let stashHeadCapacity = 16 << 10
+
+    init(loop: EventLoop, fd: Int32, token: UInt64, address: String) {
+        self.loop = loop
+        self.fd = fd
+        self.token = token
+        self.address = address
+        let now = Clock.microseconds()
+        opened = now
+        lastActivity = now
+        waitingForHeadSince = now
+        parser = RequestParser(maxTarget: FramingCheck.maxTargetLength, maxHead: FramingCheck.maxParsedHead)
+    }
+
+    deinit { stash?.deallocate() }
+
+    // MARK: - Events
+
+    func handle(events: UInt32) {
+        if events & (Epoll.error | Epoll.hangUp) != 0 && events & Epoll.input == 0 {
+            abort(.clientAbort)
+            return
+        }
+        if events & Epoll.output != 0 { flush() }
+        if !closed, events & Epoll.input != 0 { readable() }
+    }
+
+    /// A later reply is ready.
+    func resume(_ render: () throws -> Response) {
+        guard waiting, let request else { return }
+        waiting = false
+        let response = request.resume(render)
+        answer(response)
+        continueInput()
+    }
+
+    /// A streaming body has something for us.
+    func streamWoken() {
+        waker?.woken()
+        guard let stream = queue.first?.stream, stream.waiting else { return }
+        stream.waiting = false
+        flush()
+    }
+
+    /// The server stops: a connection waiting for a request closes; streams end.
+    func quiesce() {
+        if request == nil, queue.isEmpty, !stashHoldsHead {
+            abort(.shutdown)
+            return
+        }
+        if let stream = queue.first?.stream, stream.waiting {
+            stream.waiting = false
+            flush()
+        }
+    }
+
+    /// The sweep: deadlines.
+    func check(now: UInt64) {
+        let configuration = server.configuration
+        if let lingerUntil {
+            if now >= lingerUntil { finishClose() }
+            return
+        }
+        if let since = waitingForHeadSince, queue.isEmpty, now >= since + UInt64(configuration.headerTimeout * 1_000_000) {
+            server.counters.timedOut.add(1, ordering: .relaxed)
+            abort(.timeout)
+            return
+        }
+        if request != nil, !waiting, requestHasBody, configuration.minimumBodyRate > 0 {
+            let grace = UInt64(configuration.headerTimeout * 1_000_000)
+            if now >= bodyStarted + grace, UInt64(bodyBytes) * 1_000_000 < UInt64(configuration.minimumBodyRate) * (now - bodyStarted) {
+                server.counters.slowBodies.add(1, ordering: .relaxed)
+                abort(.timeout)
+                return
+            }
+        }
+        let streamWaiting = queue.first?.stream?.waiting == true
+        if !waiting, !streamWaiting, now >= lastActivity + UInt64(configuration.idleTimeout) * 1_000_000 {
+            abort(.timeout)
+        }
+    }
+
+    // MARK: - Reading
+
+    private func readable() {
+        if lingerUntil != nil {
+            let count = recv(fd, loop.readBuffer.baseAddress, loop.readBuffer.count, 0)
+            if count > 0 { lingerBudget -= count }
+            if count == 0 || lingerBudget <= 0 || (count < 0 && errno != EAGAIN && errno != EINTR) { finishClose() }
+            return
+        }
+        var rounds = 0
+        while !closed, mayParse, rounds < 16 {
+            rounds += 1
+            if stashEnd > stashStart, !stashHoldsHead {
+                processStash()
+                continue
+            }
+            let target: UnsafeMutableRawPointer
+            let room: Int
+            if stashHoldsHead {
+                ensureStash(capacity: Self.stashHeadCapacity)
+                target = stash! + stashEnd
+                room = stashCapacity - stashEnd
+                if room == 0 {
+                    refuseMalformed(HTTPError(.requestHeaderFieldsTooLarge, detail: "the request's header section is too large", closesConnection: true))
+                    return
+                }
+            } else {
+                target = loop.readBuffer.baseAddress!
+                room = loop.readBuffer.count
+            }
+            let count = recv(fd, target, room, 0)
+            if count == 0 {
+                peerClosed()
+                return
+            }
+            if count < 0 {
+                if errno == EAGAIN || errno == EINTR { return }
+                abort(.readError)
+                return
+            }
+            lastActivity = Clock.microseconds()
+            if discarding { continue }
+            if stashHoldsHead {
+                let from = stashEnd
+                stashEnd += count
+                process(UnsafeRawPointer(stash!), from: from, to: stashEnd, inStash: true)
+            } else {
+                process(UnsafeRawPointer(loop.readBuffer.baseAddress!), from: 0, to: count, inStash: false)
+            }
+            if count < room { return }
+        }
+        updateInterest()
+    }
+
+    /// Whether the next request may be parsed now.
+    private var mayParse: Bool {
+        !waiting && !discarding && queue.first?.stream == nil && queuedBytes < Self.outputHighWater
+    }
+
+    private func processStash() {
+        let from = stashStart
+        process(UnsafeRawPointer(stash!), from: from, to: stashEnd, inStash: true)
+    }
+
+    /// Parses `base[from..<to]`; keeps what could not be parsed yet.
+    private func process(_ base: UnsafeRawPointer, from: Int, to: Int, inStash: Bool) {
+        let outcome = parser.execute(base, from: from, to: to) { event in
+            switch event {
+            case .head: headComplete(base)
+            case .body(let offset, let count): bodyReceived(UnsafeRawBufferPointer(start: base + offset, count: count))
+            case .end: requestComplete()
+            }
+            return !closed && (mayParse || requestInBody)
+        }
+        guard !closed else { return }
+        switch outcome {
+        case .failed(let error):
+            refuseMalformed(error)
+        case .paused(let position):
+            keep(base, from: position, to: to, inStash: inStash, head: false)
+        case .consumed:
+            if parser.inHead {
+                keep(base, from: parser.messageStart, to: to, inStash: inStash, head: true)
+            } else {
+                stashStart = 0
+                stashEnd = 0
+                stashHoldsHead = false
+                releaseStashIfLarge()
+            }
+        }
+    }
+
+    private var requestInBody: Bool { request != nil && !waiting && requestHasBody && !discarding }
+
+    /// Keeps `base[from..<to]` at the front of the stash; `head`: they are a head in progress.
+    private func keep(_ base: UnsafeRawPointer, from: Int, to: Int, inStash: Bool, head: Bool) {
+        let count = to - from
+        if inStash {
+            if head || from > 0 {
+                memmove(stash!, stash! + from, count)
+            }
+        } else {
+            ensureStash(capacity: max(count, head ? Self.stashHeadCapacity : count))
+            memcpy(stash!, base + from, count)
+        }
+        if head { parser.rebase(from) }
+        stashStart = 0
+        stashEnd = count
+        stashHoldsHead = head
+    }
+
+    private func ensureStash(capacity: Int) {
+        guard stashCapacity < capacity else { return }
+        let grown = UnsafeMutableRawPointer.allocate(byteCount: capacity, alignment: 16)
+        if let stash {
+            if stashEnd > stashStart { memcpy(grown + stashStart, stash + stashStart, stashEnd - stashStart) }
+            stash.deallocate()
+        }
+        stash = grown
+        stashCapacity = capacity
+    }
+
+    private func releaseStashIfLarge() {
+        // An idle connection keeps no buffer.
+        if let stash, stashEnd == 0 {
+            stash.deallocate()
+            self.stash = nil
+            stashCapacity = 0
+        }
+    }
+
+    /// Parsing may go on again: what was kept is parsed, and reading resumes.
+    private func continueInput() {
+        guard !closed else { return }
+        if mayParse, stashEnd > stashStart, !stashHoldsHead {
+            processStash()
+        }
+        guard !closed else { return }
+        updateInterest()
+        if mayParse, interest & Epoll.input != 0 {
+            readable()
+        }
+    }
+
+    // MARK: - Requests
+
+    private func headComplete(_ base: UnsafeRawPointer) {
+        let parsed = parser.head(base)
+        let lifecycle = RequestLifecycle(router: server.router, limits: server.limits, target: parsed.target, remoteAddress: address)
+        server.inFlight.add(1, ordering: .relaxed)
+        request = lifecycle
+        waitingForHeadSince = nil
+        requestIsHead = parsed.method == "HEAD"
+        requestHTTP10 = parsed.version == "HTTP/1.0"
+        requestHasBody = parser.hasBody
+        bodyStarted = Clock.microseconds()
+        bodyBytes = 0
+        let action = lifecycle.headerComplete(method: parsed.method, version: parsed.version, headers: parsed.headers)
+        switch action {
+        case .proceed:
+            if requestHasBody, !requestHTTP10, !lifecycle.isRefused,
+               let expect = parsed.headers["Expect"], HTTPHeaders.equal(expect, "100-continue") {
+                queueRaw(ResponseHead.interim(.continue, headers: HTTPHeaders()))
+            }
+        case .respond(let response):
+            if requestHasBody { discarding = true }
+            answer(response)
+        case .close:
+            abort(.error)
+        case .wait(let later):
+            if requestHasBody { discarding = true }
+            startLater(later)
+        }
+    }
+
+    private func bodyReceived(_ chunk: UnsafeRawBufferPointer) {
+        guard let request, !discarding else { return }
+        bodyBytes += chunk.count
+        switch request.receive(chunk) {
+        case .proceed: break
+        case .respond(let response):
+            discarding = true
+            answer(response)
+        case .close, .wait: abort(.error)
+        }
+    }
+
+    private func requestComplete() {
+        guard let request, !discarding else { return }
+        let keepAlive = parser.keepAlive
+        if !keepAlive { closeAfterAnswers = true }
+        switch request.bodyComplete() {
+        case .respond(let response): answer(response)
+        case .wait(let later): startLater(later)
+        case .close: abort(.error)
+        case .proceed: break
+        }
+    }
+
+    private var closeAfterAnswers = false
+
+    private func startLater(_ later: Later) {
+        waiting = true
+        let loop = self.loop
+        let token = self.token
+        later.start { render in loop.post(.resume(token, render)) }
+    }
+
+    /// A head that could not be parsed: answered through the router's middleware; the
+    /// connection closes after it.
+    private func refuseMalformed(_ error: HTTPError) {
+        let lifecycle = request ?? {
+            server.inFlight.add(1, ordering: .relaxed)
+            return RequestLifecycle(router: server.router, limits: server.limits, target: "", remoteAddress: address)
+        }()
+        request = lifecycle
+        waitingForHeadSince = nil
+        discarding = true
+        waiting = false
+        if case .respond(let response) = lifecycle.malformed(error) {
+            answer(response)
+        } else {
+            abort(.error)
+        }
+    }
+
+    // MARK: - Answers
+
+    /// Queues the answer of `request` and starts writing it.
+    private func answer(_ original: Response) {
+        guard let lifecycle = request else { return }
+        request = nil
+        let response = original
+        let closing = closeAfterAnswers || discarding || loop.quiescing || server.isStopping
+            || response.headers["Connection"].map { HTTPHeaders.equal($0, "close") } == true
+        let status = response.status.code
+        let bodyAllowed = status >= 200 && status != 204 && status != 304
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(256 + (response.payload.isBytes && !requestIsHead ? response.body.count : 0))
+        var outgoing: Outgoing
+        switch response.payload {
+        case .bytes:
+            ResponseHead.write(response, framing: bodyAllowed ? .length(UInt64(response.body.count)) : .none, keepAlive: !closing,
+                               http10: requestHTTP10, date: loop.date, into: &bytes)
+            let body = bodyAllowed && !requestIsHead ? response.body : []
+            // A small body goes in the head's array; a large one is written from its own.
+            var separate: [UInt8] = []
+            if body.count <= 4096 { bytes.append(contentsOf: body) } else { separate = body }
+            outgoing = Outgoing(bytes: bytes, body: separate, lifecycle: lifecycle, status: status, bodyBytes: body.count, closeAfter: closing)
+        case .file(let fileFD, let offset, let length):
+            ResponseHead.write(response, framing: .length(length), keepAlive: !closing, http10: requestHTTP10, date: loop.date, into: &bytes)
+            outgoing = Outgoing(bytes: bytes, body: [], lifecycle: lifecycle, status: status, bodyBytes: Int(length), closeAfter: closing)
+            if requestIsHead || length == 0 { close(fileFD) } else { outgoing.file = (fileFD, Int(offset), Int(length)) }
+        case .stream(let body, let length, let blockSize):
+            let chunked = length == nil && !requestHTTP10
+            let closes = closing || (length == nil && requestHTTP10)
+            let framing: ResponseHead.Framing = !bodyAllowed ? .none : length.map { .length($0) } ?? (chunked ? .chunked : .closeDelimited)
+            ResponseHead.write(response, framing: framing, keepAlive: !closes, http10: requestHTTP10, date: loop.date, into: &bytes)
+            outgoing = Outgoing(bytes: bytes, body: [], lifecycle: lifecycle, status: status, closeAfter: closes)
+            if requestIsHead || !bodyAllowed {
+                body.finish()
+            } else {
+                let state = StreamState(body: body, chunked: chunked, blockSize: min(blockSize, 64 << 10))
+                outgoing.stream = state
+                let waker = ConnectionWaker(loop: loop, token: token)
+                self.waker = waker
+                body.start(waker: waker)
+            }
+        }
+        if closing { closeAfterAnswers = true }
+        queuedBytes += outgoing.bytes.count + outgoing.body.count
+        queue.append(outgoing)
+        flush()
+    }
+
+    /// Bytes that are not an answer of their own (an interim response).
+    private func queueRaw(_ bytes: [UInt8]) {
+        queuedBytes += bytes.count
+        queue.append(Outgoing(bytes: bytes, body: [], lifecycle: nil, status: 0, closeAfter: false))
+        flush()
+    }
+
+    // MARK: - Writing
+
+    private enum Progress { case done, blocked, waiting, failed }
+
+    private func flush() {
+        while !closed, !queue.isEmpty {
+            switch writeFront() {
+            case .done:
+                let finished = queue.removeFirst()
+                queuedBytes -= finished.bytes.count + finished.body.count
+                if let lifecycle = finished.lifecycle { complete(lifecycle, status: finished.status, bytes: finished.bodyBytes, outcome: .sent) }
+                if finished.stream != nil { waker?.close(); waker = nil }
+                if finished.closeAfter {
+                    closeGracefully()
+                    return
+                }
+                if queue.isEmpty {
+                    if request == nil { waitingForHeadSince = Clock.microseconds() }
+                    continueInputSoon()
+                }
+            case .blocked:
+                want(write: true)
+                return
+            case .waiting:
+                want(write: false)
+                return
+            case .failed:
+                abort(.clientAbort)
+                return
+            }
+        }
+        want(write: false)
+    }
+
+    private var inputPending = false
+
+    /// After an answer went out: reading resumes (outside of `flush`, which `process` calls).
+    private func continueInputSoon() {
+        guard !inputPending else { return }
+        inputPending = true
+        defer { inputPending = false }
+        if !waiting, request == nil { continueInput() }
+    }
+
+    private func writeFront() -> Progress {
+        var front = queue[0]
+        defer { if !closed, !queue.isEmpty { queue[0] = front } }
+        let total = front.bytes.count + front.body.count
+        if front.sent < total {
+            let written = front.bytes.withUnsafeBytes { head in
+                front.body.withUnsafeBytes { body in
+                    var vectors = [iovec](repeating: iovec(), count: 2)
+                    var count = 0
+                    if front.sent < head.count {
+                        vectors[0] = iovec(iov_base: UnsafeMutableRawPointer(mutating: head.baseAddress! + front.sent), iov_len: head.count - front.sent)
+                        count = 1
+                        if body.count > 0 {
+                            vectors[1] = iovec(iov_base: UnsafeMutableRawPointer(mutating: body.baseAddress!), iov_len: body.count)
+                            count = 2
+                        }
+                    } else {
+                        let offset = front.sent - head.count
+                        vectors[0] = iovec(iov_base: UnsafeMutableRawPointer(mutating: body.baseAddress! + offset), iov_len: body.count - offset)
+                        count = 1
+                    }
+                    return vectors.withUnsafeMutableBufferPointer { vectors in
+                        var message = msghdr()
+                        message.msg_iov = vectors.baseAddress
+                        message.msg_iovlen = count
+                        return sendmsg(fd, &message, Int32(MSG_NOSIGNAL))
+                    }
+                }
+            }
+            if written < 0 { return errno == EAGAIN || errno == EINTR ? .blocked : .failed }
+            lastActivity = Clock.microseconds()
+            front.sent += written
+            if front.sent < total { return .blocked }
+        }
+        if var file = front.file {
+            while file.remaining > 0 {
+                var offset = off_t(file.offset)
+                let sent = sendfile(fd, file.fd, &offset, min(file.remaining, 1 << 20))
+                if sent < 0 {
+                    front.file = file
+                    return errno == EAGAIN || errno == EINTR ? .blocked : .failed
+                }
+                if sent == 0 { front.file = file; return .failed }  // the file is shorter than announced
+                lastActivity = Clock.microseconds()
+                file.offset += sent
+                file.remaining -= sent
+            }
+            close(file.fd)
+            front.file = nil
+        }
+        if let stream = front.stream {
+            return writeStream(stream)
+        }
+        return .done
+    }
+
+    private func writeStream(_ stream: StreamState) -> Progress {
+        while true {
+            if stream.pendingSent < stream.pending.count {
+                let written = stream.pending.withUnsafeBytes { bytes in
+                    send(fd, bytes.baseAddress! + stream.pendingSent, bytes.count - stream.pendingSent, Int32(MSG_NOSIGNAL))
+                }
+                if written < 0 { return errno == EAGAIN || errno == EINTR ? .blocked : .failed }
+                lastActivity = Clock.microseconds()
+                stream.pendingSent += written
+                if stream.pendingSent < stream.pending.count { return .blocked }
+                stream.pending = []
+                stream.pendingSent = 0
+            }
+            if stream.ended {
+                finishStream(stream)
+                return .done
+            }
+            // Room in front of the data for a chunk's size line, and after it for its CRLF.
+            let buffer = loop.streamBuffer
+            let prefix = stream.chunked ? 10 : 0
+            let room = min(stream.blockSize, buffer.count - prefix - 7)
+            let read: StreamRead = server.isStopping ? .end
+                : stream.body.read(into: UnsafeMutableRawBufferPointer(start: buffer.baseAddress! + prefix, count: room), at: stream.position)
+            var start = prefix
+            var end = prefix
+            switch read {
+            case .bytes(let count):
+                guard count > 0 else { stream.waiting = true; return .waiting }
+                stream.position += UInt64(count)
+                end = prefix + count
+                if stream.chunked {
+                    var size: [UInt8] = []
+                    appendHex(count, to: &size)
+                    size.append(0x0D); size.append(0x0A)
+                    start = prefix - size.count
+                    size.withUnsafeBytes { (buffer.baseAddress! + start).copyMemory(from: $0.baseAddress!, byteCount: $0.count) }
+                    buffer[end] = 0x0D; buffer[end + 1] = 0x0A
+                    end += 2
+                }
+            case .wait:
+                stream.waiting = true
+                return .waiting
+            case .end:
+                stream.ended = true
+                if stream.chunked {
+                    let last: StaticString = "0\r\n\r\n"
+                    (buffer.baseAddress! + start).copyMemory(from: last.utf8Start, byteCount: 5)
+                    end = start + 5
+                }
+            case .failed:
+                finishStream(stream)
+                return .failed
+            }
+            guard end > start else { continue }
+            let written = send(fd, buffer.baseAddress! + start, end - start, Int32(MSG_NOSIGNAL))
+            if written < 0, errno != EAGAIN, errno != EINTR { return .failed }
+            let taken = max(0, written)
+            if taken > 0 { lastActivity = Clock.microseconds() }
+            if taken < end - start {
+                stream.pending = Array(UnsafeRawBufferPointer(start: buffer.baseAddress! + start + taken, count: end - start - taken))
+                stream.pendingSent = 0
+                return .blocked
+            }
+        }
+    }
+
+    private func finishStream(_ stream: StreamState) {
+        guard !stream.finished else { return }
+        stream.finished = true
+        stream.body.finish()
+    }
+
+    private func appendHex(_ value: Int, to bytes: inout [UInt8]) {
+        let digits: [UInt8] = Array("0123456789abcdef".utf8)
+        var shift = (Int.bitWidth - value.leadingZeroBitCount + 3) / 4 * 4
+        if shift == 0 { bytes.append(0x30); return }
+        while shift > 0 {
+            shift -= 4
+            bytes.append(digits[(value >> shift) & 0xF])
+        }
+    }
+
+    private func want(write: Bool) {
+        var events: UInt32 = 0
+        if write { events |= Epoll.output }
+        if lingerUntil != nil || mayParse || requestInBody { events |= Epoll.input }
+        setInterest(events)
+    }
+
+    private func updateInterest() {
+        let writing = interest & Epoll.output != 0
+        want(write: writing)
+    }
+
+    private func setInterest(_ events: UInt32) {
+        guard !closed, events != interest else { return }
+        interest = events
+        loop.setInterest(fd, token: token, events)
+    }
+
+    // MARK: - The end
+
+    private func complete(_ lifecycle: RequestLifecycle, status: Int, bytes: Int, outcome: CompletedExchange.Outcome) {
+        lifecycle.completed(status: status, bytesSent: bytes, outcome: outcome)
+        server.inFlight.subtract(1, ordering: .releasing)
+    }
+
+    private func peerClosed() {
+        if request == nil, queue.isEmpty {
+            finishClose()
+        } else if request != nil, !waiting, !discarding {
+            abort(.clientAbort)  // the client hung up inside a request
+        } else {
+            // Answers are still owed (a later reply, a response being written): the client may
+            // have only shut its write side. Stop reading; the writes tell.
+            setInterest(interest & ~Epoll.input)
+            closeAfterAnswers = true
+            discarding = true
+            if queue.isEmpty, !waiting { finishClose() }
+        }
+    }
+
+    /// After the last answer of a connection that closes: shut the write side and drop what the
+    /// client still sends for a moment, so a refusal is read before the reset a close with
+    /// unread bytes would cause.
+    private func closeGracefully() {
+        shutdown(fd, Int32(SHUT_WR))
+        lingerUntil = Clock.microseconds() + 2_000_000
+        stashStart = 0
+        stashEnd = 0
+        setInterest(Epoll.input)
+    }
+
+    /// Ends everything now: a request in flight and every queued answer end with `outcome`.
+    func abort(_ outcome: CompletedExchange.Outcome) {
+        guard !closed else { return }
+        if let request {
+            self.request = nil
+            complete(request, status: 0, bytes: 0, outcome: outcome)
+        }
+        for outgoing in queue {
+            if let file = outgoing.file { close(file.fd) }
+            if let stream = outgoing.stream { finishStream(stream) }
+            if let lifecycle = outgoing.lifecycle { complete(lifecycle, status: outgoing.status, bytes: 0, outcome: outcome) }
+        }
+        queue = []
+        finishClose()
+    }
+
+    private func finishClose() {
+        guard !closed else { return }
+        if !queue.isEmpty || request != nil {
+            abort(.clientAbort)
+            return
+        }
+        closed = true
+        waker?.close()
+        waker = nil
+        Glibc.close(fd)
+        loop.forget(self)
+    }
+}
+
+extension Response.Payload {
+    var isBytes: Bool { if case .bytes = self { true } else { false } }
+}

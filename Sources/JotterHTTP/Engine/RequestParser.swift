@@ -1,0 +1,158 @@
+import CLLHTTP
+
+/// One connection's request parser: llhttp (strict, Debian's node-llhttp sources) behind the C
+/// shim in `Sources/CLLHTTP`, which records the head as spans of the buffer being parsed and
+/// queues what it found — a head, body pieces, a request's end — for the connection to act on.
+///
+/// The head of one request must be parsed from one buffer: when a call ends inside a head, the
+/// connection moves the bytes from `messageStart` to the front of a buffer of its own, calls
+/// `rebase`, and parses what arrives next into that buffer right after them.
+final class RequestParser {
+    /// What one call found, in order.
+    enum Event {
+        case head
+        case body(offset: Int, count: Int)
+        case end
+    }
+
+    enum Outcome {
+        /// Everything given was consumed.
+        case consumed
+        /// Stopped early, after an event, at this offset.
+        case paused(at: Int)
+        case failed(HTTPError)
+    }
+
+    private let parser: UnsafeMutablePointer<jotter_parser>
+
+    init(maxTarget: Int, maxHead: Int) {
+        parser = .allocate(capacity: 1)
+        jotter_parser_init(parser, UInt32(maxTarget), UInt32(maxHead))
+    }
+
+    deinit { parser.deallocate() }
+
+    /// Parses `base[from..<to]`, calling `handle` for each event in order. `handle` returns
+    /// false to stop (the connection is closing, or waits before it may parse further).
+    func execute(_ base: UnsafeRawPointer, from: Int, to: Int, handle: (Event) -> Bool) -> Outcome {
+        var position = from
+        while true {
+            var consumed: UInt32 = 0
+            let status = jotter_parser_execute(parser, base.assumingMemoryBound(to: CChar.self), UInt32(position), UInt32(to), &consumed)
+            let count = Int(parser.pointee.event_count)
+            var stopped = false
+            withUnsafePointer(to: &parser.pointee.events) { events in
+                events.withMemoryRebound(to: jotter_event.self, capacity: Int(JOTTER_MAX_EVENTS)) { events in
+                    for index in 0..<count where !stopped {
+                        let event = events[index]
+                        switch Int32(event.kind) {
+                        case Int32(JOTTER_EVENT_HEAD): stopped = !handle(.head)
+                        case Int32(JOTTER_EVENT_BODY): stopped = !handle(.body(offset: Int(event.span.offset), count: Int(event.span.length)))
+                        default: stopped = !handle(.end)
+                        }
+                    }
+                }
+            }
+            position = Int(consumed)
+            switch status {
+            case HPE_OK:
+                return stopped && position < to ? .paused(at: position) : .consumed
+            case HPE_PAUSED:
+                // Paused after a head or a request's end: go on (with no bytes left, the parser
+                // may still reach the end of a request without a body).
+                if stopped { return position >= to ? .consumed : .paused(at: position) }
+            default:
+                return .failed(error(status))
+            }
+        }
+    }
+
+    /// The error that stopped the parser, as Jotter answers it.
+    private func error(_ status: llhttp_errno_t) -> HTTPError {
+        switch Int32(parser.pointee.limit) {
+        case Int32(JOTTER_LIMIT_TARGET):
+            return HTTPError(.uriTooLong, detail: "the request-target is longer than \(parser.pointee.max_target) bytes", closesConnection: true)
+        case Int32(JOTTER_LIMIT_HEAD):
+            return HTTPError(.requestHeaderFieldsTooLarge,
+                             detail: "the request's header section is too large (at most \(parser.pointee.max_head) bytes and \(JOTTER_MAX_FIELDS) fields)",
+                             closesConnection: true)
+        case Int32(JOTTER_LIMIT_FOLDED):
+            return .badRequest("a header line starts with a space or tab (obsolete line folding is not accepted)", close: true)
+        default:
+            break
+        }
+        let reason = String(cString: jotter_parser_reason(parser))
+        switch status {
+        case HPE_UNEXPECTED_CONTENT_LENGTH:
+            return .badRequest("Content-Length and Transfer-Encoding together make the message length ambiguous", close: true)
+        case HPE_INVALID_CONTENT_LENGTH:
+            return .badRequest(reason.contains("Duplicate") ? "Content-Length is repeated" : "Content-Length is not a decimal number that fits 64 bits (\(reason))", close: true)
+        case HPE_INVALID_CHUNK_SIZE:
+            return .badRequest("malformed chunk size (\(reason))", close: true)
+        case HPE_INVALID_HEADER_TOKEN:
+            return .badRequest("invalid header field (\(reason))", close: true)
+        case HPE_INVALID_METHOD:
+            return .badRequest("the request method is not one this server knows (\(reason))", close: true)
+        case HPE_INVALID_URL:
+            return .badRequest("malformed request-target (\(reason))", close: true)
+        case HPE_INVALID_VERSION:
+            return HTTPError(.httpVersionNotSupported, detail: "only HTTP/1.0 and HTTP/1.1 are served here (\(reason))", closesConnection: true)
+        case HPE_INVALID_TRANSFER_ENCODING where reason.contains("chunked"):
+            return HTTPError(.notImplemented, detail: "only the 'chunked' transfer coding is supported, once and last (\(reason))", closesConnection: true)
+        default:
+            return .badRequest("malformed request: \(reason)", close: true)
+        }
+    }
+
+    /// True while a head has begun and is not complete.
+    var inHead: Bool { parser.pointee.in_head != 0 }
+
+    /// Where the request being parsed began in the buffer.
+    var messageStart: Int { Int(parser.pointee.message_start) }
+
+    /// The spans of the head in progress moved `delta` bytes towards the buffer's start.
+    func rebase(_ delta: Int) {
+        guard delta > 0 else { return }
+        jotter_parser_rebase(parser, UInt32(delta))
+    }
+
+    /// Whether the connection stays open after the request just parsed (RFC 9112 §9.3).
+    var keepAlive: Bool { llhttp_should_keep_alive(&parser.pointee.llhttp) != 0 }
+
+    /// The request just parsed has a body (a Content-Length above 0, or chunked).
+    var hasBody: Bool {
+        let flags = UInt32(parser.pointee.llhttp.flags)
+        return flags & UInt32(F_CHUNKED.rawValue) != 0 || (flags & UInt32(F_CONTENT_LENGTH.rawValue) != 0 && parser.pointee.llhttp.content_length > 0)
+    }
+
+    var version: (major: Int, minor: Int) { (Int(parser.pointee.llhttp.http_major), Int(parser.pointee.llhttp.http_minor)) }
+
+    /// The head just parsed, read from `base` (the buffer its spans point into).
+    func head(_ base: UnsafeRawPointer) -> (method: String, target: String, version: String, headers: HTTPHeaders) {
+        func text(_ span: jotter_span) -> String {
+            String(decoding: UnsafeRawBufferPointer(start: base + Int(span.offset), count: Int(span.length)), as: UTF8.self)
+        }
+        let count = Int(parser.pointee.field_count)
+        var fields: [(name: String, value: String)] = []
+        fields.reserveCapacity(count + 3)
+        withUnsafePointer(to: &parser.pointee.names) { names in
+            withUnsafePointer(to: &parser.pointee.values) { values in
+                names.withMemoryRebound(to: jotter_span.self, capacity: Int(JOTTER_MAX_FIELDS)) { names in
+                    values.withMemoryRebound(to: jotter_span.self, capacity: Int(JOTTER_MAX_FIELDS)) { values in
+                        for index in 0..<count {
+                            // llhttp drops the whitespace before a value, not after it (RFC 9112 §5.1: OWS on both sides).
+                            var value = values[index]
+                            while value.length > 0, base.load(fromByteOffset: Int(value.offset + value.length - 1), as: UInt8.self) == 0x20
+                                    || (value.length > 0 && base.load(fromByteOffset: Int(value.offset + value.length - 1), as: UInt8.self) == 0x09) {
+                                value.length -= 1
+                            }
+                            fields.append((text(names[index]), text(value)))
+                        }
+                    }
+                }
+            }
+        }
+        let version = self.version
+        return (text(parser.pointee.method), text(parser.pointee.target), "HTTP/\(version.major).\(version.minor)", HTTPHeaders(fields: fields))
+    }
+}

@@ -1,0 +1,129 @@
+import Glibc
+
+/// The status line and header section of a response, as the engine writes it: the handler's
+/// fields, then `Date`, `X-Content-Type-Options`, the framing (`Content-Length` or chunked) and
+/// `Connection` — which are the engine's alone.
+enum ResponseHead {
+    enum Framing {
+        /// `Content-Length: n` (also for a HEAD request's answer, which carries no body).
+        case length(UInt64)
+        case chunked
+        /// No length: the body ends when the connection closes (a stream to an HTTP/1.0 client).
+        case closeDelimited
+        /// No body by definition (1xx, 204, 304).
+        case none
+    }
+
+    /// Appends the head to `bytes`.
+    static func write(_ response: Response, framing: Framing, keepAlive: Bool, http10: Bool, date: DateField, into bytes: inout [UInt8]) {
+        let status = response.status
+        bytes.append(contentsOf: http10 ? httpVersion10 : httpVersion11)
+        appendDecimal(status.code, to: &bytes)
+        bytes.append(0x20)
+        bytes.append(contentsOf: status.reasonPhrase.utf8)
+        bytes.append(contentsOf: crlf)
+        date.append(to: &bytes)
+        for field in response.headers.fields where !engineOwned(field.name) {
+            bytes.append(contentsOf: field.name.utf8)
+            bytes.append(contentsOf: colonSpace)
+            bytes.append(contentsOf: field.value.utf8)
+            bytes.append(contentsOf: crlf)
+        }
+        bytes.append(contentsOf: noSniff)
+        switch framing {
+        case .length(let length):
+            bytes.append(contentsOf: contentLength)
+            appendDecimal(length, to: &bytes)
+            bytes.append(contentsOf: crlf)
+        case .chunked:
+            bytes.append(contentsOf: chunked)
+        case .closeDelimited, .none:
+            break
+        }
+        if !keepAlive {
+            bytes.append(contentsOf: connectionClose)
+        } else if http10 {
+            bytes.append(contentsOf: connectionKeepAlive)
+        }
+        bytes.append(contentsOf: crlf)
+    }
+
+    /// An interim response (`100 Continue`, `104 Upload Resumption Supported`) with its fields.
+    static func interim(_ status: HTTPStatus, headers: HTTPHeaders) -> [UInt8] {
+        var bytes: [UInt8] = []
+        bytes.append(contentsOf: httpVersion11)
+        appendDecimal(status.code, to: &bytes)
+        bytes.append(0x20)
+        bytes.append(contentsOf: status.reasonPhrase.utf8)
+        bytes.append(contentsOf: crlf)
+        for field in headers.fields where !engineOwned(field.name) {
+            bytes.append(contentsOf: field.name.utf8)
+            bytes.append(contentsOf: colonSpace)
+            bytes.append(contentsOf: field.value.utf8)
+            bytes.append(contentsOf: crlf)
+        }
+        bytes.append(contentsOf: crlf)
+        return bytes
+    }
+
+    /// Fields the engine writes itself: a handler's are dropped (`Connection: close` from an
+    /// error is honoured through `keepAlive`).
+    @inline(__always) static func engineOwned(_ name: String) -> Bool {
+        let count = name.utf8.count
+        guard count == 10 || count == 14 || count == 17 || count == 4 else { return false }
+        return HTTPHeaders.equal(name, "Connection") || HTTPHeaders.equal(name, "Content-Length")
+            || HTTPHeaders.equal(name, "Transfer-Encoding") || HTTPHeaders.equal(name, "Date")
+    }
+
+    static func appendDecimal<T: BinaryInteger>(_ value: T, to bytes: inout [UInt8]) {
+        var value = UInt64(value)
+        var digits: (UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8,
+                     UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8) =
+            (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+        var count = 0
+        withUnsafeMutableBytes(of: &digits) { digits in
+            repeat {
+                digits[19 - count] = UInt8(truncatingIfNeeded: value % 10) + 0x30
+                value /= 10
+                count += 1
+            } while value > 0
+            bytes.append(contentsOf: UnsafeRawBufferPointer(rebasing: digits[(20 - count)...]))
+        }
+    }
+
+    static let httpVersion11: StaticString = "HTTP/1.1 "
+    static let httpVersion10: StaticString = "HTTP/1.0 "
+    static let crlf: StaticString = "\r\n"
+    static let colonSpace: StaticString = ": "
+    static let noSniff: StaticString = "X-Content-Type-Options: nosniff\r\n"
+    static let contentLength: StaticString = "Content-Length: "
+    static let chunked: StaticString = "Transfer-Encoding: chunked\r\n"
+    static let connectionClose: StaticString = "Connection: close\r\n"
+    static let connectionKeepAlive: StaticString = "Connection: keep-alive\r\n"
+}
+
+extension Array where Element == UInt8 {
+    @inline(__always) mutating func append(contentsOf string: StaticString) {
+        append(contentsOf: UnsafeRawBufferPointer(start: string.utf8Start, count: string.utf8CodeUnitCount))
+    }
+}
+
+/// The `Date` field of one event loop, formatted again only when the second changes.
+struct DateField {
+    private var second: time_t = 0
+    private var field: [UInt8] = []
+
+    mutating func refresh() {
+        let now = time(nil)
+        guard now != second else { return }
+        second = now
+        var parts = tm()
+        var seconds = now
+        gmtime_r(&seconds, &parts)
+        var text = [CChar](repeating: 0, count: 40)
+        let count = strftime(&text, 40, "Date: %a, %d %b %Y %H:%M:%S GMT\r\n", &parts)
+        field = text[0..<count].map { UInt8(bitPattern: $0) }
+    }
+
+    func append(to bytes: inout [UInt8]) { bytes.append(contentsOf: field) }
+}
