@@ -57,6 +57,8 @@ final class HTTP1Connection {
     private var stashHoldsHead = false
     /// The request being read or awaited, until its answer is queued.
     private var request: RequestLifecycle?
+    /// The request whose interim responses may still be sent (until its answer is queued).
+    private var currentRequest: RequestLifecycle?
     private var requestIsHead = false
     private var requestHTTP10 = false
     private var requestHasBody = false
@@ -243,7 +245,11 @@ final class HTTP1Connection {
         guard !closed else { return }
         switch outcome {
         case .failed(let error):
-            refuseMalformed(error)
+            if let line = parser.unknownMethod(base, to: to) {
+                refuseMalformed(server.router.refusal(method: line.method, target: line.target) ?? error, target: line.target)
+            } else {
+                refuseMalformed(error)
+            }
         case .paused(let position):
             keep(base, from: position, to: to, inStash: inStash, head: false)
         case .consumed:
@@ -304,17 +310,24 @@ final class HTTP1Connection {
             processStash()
         }
         guard !closed else { return }
+        // epoll is level-triggered: bytes waiting in the socket are reported again.
         updateInterest()
-        if mayParse, interest & Epoll.input != 0 {
-            readable()
-        }
     }
 
     // MARK: - Requests
 
     private func headComplete(_ base: UnsafeRawPointer) {
         let parsed = parser.head(base)
-        let lifecycle = RequestLifecycle(router: server.router, limits: server.limits, target: parsed.target, remoteAddress: address)
+        let http10 = parsed.version == "HTTP/1.0"
+        // RFC 9110 §15.2: no 1xx to an HTTP/1.0 client.
+        let interim = http10 ? nil : InterimSink { [weak self] status, headers in
+            guard let self, !closed, request != nil, request === currentRequest else { return false }
+            queueRaw(ResponseHead.interim(status, headers: headers))
+            return true
+        }
+        let lifecycle = RequestLifecycle(router: server.router, limits: server.limits, target: parsed.target, remoteAddress: address,
+                                         interim: interim)
+        currentRequest = lifecycle
         server.inFlight.add(1, ordering: .relaxed)
         request = lifecycle
         waitingForHeadSince = nil
@@ -376,10 +389,10 @@ final class HTTP1Connection {
 
     /// A head that could not be parsed: answered through the router's middleware; the
     /// connection closes after it.
-    private func refuseMalformed(_ error: HTTPError) {
+    private func refuseMalformed(_ error: HTTPError, target: String = "") {
         let lifecycle = request ?? {
             server.inFlight.add(1, ordering: .relaxed)
-            return RequestLifecycle(router: server.router, limits: server.limits, target: "", remoteAddress: address)
+            return RequestLifecycle(router: server.router, limits: server.limits, target: target, remoteAddress: address)
         }()
         request = lifecycle
         waitingForHeadSince = nil

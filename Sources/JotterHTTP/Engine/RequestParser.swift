@@ -104,6 +104,17 @@ final class RequestParser {
         }
     }
 
+    /// The method and target of a request line whose method llhttp does not know (`QUERY`,
+    /// `BREW`): a valid token, so the router can answer `405` (or `404`) for it.
+    func unknownMethod(_ base: UnsafeRawPointer, to: Int) -> (method: String, target: String)? {
+        guard parser.pointee.llhttp.error == HPE_INVALID_METHOD.rawValue else { return nil }
+        let bytes = UnsafeRawBufferPointer(start: base + messageStart, count: to - messageStart)
+        guard let space = bytes.firstIndex(of: 0x20), space > 0, bytes[..<space].allSatisfy(FramingCheck.isTokenByte) else { return nil }
+        let rest = bytes[(space + 1)...]
+        guard let end = rest.firstIndex(where: { $0 == 0x20 || $0 == 0x0D || $0 == 0x0A }), end > rest.startIndex else { return nil }
+        return (String(decoding: bytes[..<space], as: UTF8.self), String(decoding: rest[..<end], as: UTF8.self))
+    }
+
     /// True while a head has begun and is not complete.
     var inHead: Bool { parser.pointee.in_head != 0 }
 

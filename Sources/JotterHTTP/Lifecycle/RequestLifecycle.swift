@@ -68,13 +68,15 @@ final class RequestLifecycle {
     /// Microseconds from the request line to the response handed to the engine.
     private(set) var answeredAfter: Int?
 
-    init(router: Router, limits: Limits, target: String, remoteAddress: String, started: UInt64 = Clock.microseconds()) {
+    init(router: Router, limits: Limits, target: String, remoteAddress: String, started: UInt64 = Clock.microseconds(),
+         interim: InterimSink? = nil) {
         self.router = router
         self.limits = limits
         self.target = target
         self.remoteAddress = remoteAddress
         self.started = started
         context.started = started
+        context.interimSink = interim
         stack = router.stack
     }
 

@@ -70,6 +70,8 @@ public struct RequestContext: Sendable {
     public internal(set) var route: String?
     /// When the request line arrived (monotonic microseconds).
     var started: UInt64 = 0
+    /// Where interim responses go: the request's connection (nil where the engine can't send them).
+    var interimSink: InterimSink?
 
     /// Microseconds since the request line arrived.
     public var elapsedMicroseconds: Int { started == 0 ? 0 : Int(Clock.microseconds() - started) }
@@ -80,6 +82,17 @@ public struct RequestContext: Sendable {
     private var values: [(key: ObjectIdentifier, value: any Sendable)] = []
 
     public init() {}
+
+    /// Sends an interim (1xx) response with `headers` before the final answer — e.g. `104
+    /// Upload Resumption Supported` with `Location` while an upload's body arrives. Call it on
+    /// the request's engine thread (a head phase, a body policy's receiver, a handler); it is
+    /// written in order, before the final answer. False when it was not sent: the engine can't
+    /// (libmicrohttpd), the status is not 1xx (or is 101), or the final answer is already out.
+    @discardableResult
+    public func sendInterim(_ status: HTTPStatus, headers: HTTPHeaders = HTTPHeaders()) -> Bool {
+        guard (100...199).contains(status.code), status.code != 101, let interimSink else { return false }
+        return interimSink.send(status, headers)
+    }
 
     /// The value middleware stored under `key`, if any.
     public subscript<Key: RequestContextKey>(key: Key.Type) -> Key.Value? {
@@ -107,4 +120,11 @@ public struct Parameters: Sendable {
         }
         return value
     }
+}
+
+/// The connection's end of `RequestContext.sendInterim`: called only on the connection's own
+/// event loop, which is what makes the unchecked sendability sound.
+final class InterimSink: @unchecked Sendable {
+    let send: (HTTPStatus, HTTPHeaders) -> Bool
+    init(_ send: @escaping (HTTPStatus, HTTPHeaders) -> Bool) { self.send = send }
 }

@@ -32,6 +32,7 @@ public struct HTTPStatus: Hashable, Sendable, ExpressibleByIntegerLiteral, Custo
     public var reasonPhrase: String {
         switch code {
         case 100: "Continue"
+        case 103: "Early Hints"
         case 104: "Upload Resumption Supported"
         case 200: "OK"
         case 201: "Created"

@@ -159,6 +159,16 @@ public struct Router: Sendable {
     }
 
     /// Routes `head` (applying an `X-HTTP-Method-Override` header to a POST).
+    /// The router's answer for a method no route has (`404` for an unknown path, else `405`
+    /// with `Allow`), closing the connection: for a request whose head the engine could not
+    /// parse past its method.
+    func refusal(method: String, target: String) -> HTTPError? {
+        var head = RequestHead(method: HTTPMethod(method), target: target)
+        guard var error = resolve(&head).error else { return nil }
+        error.closesConnection = true
+        return error
+    }
+
     func resolve(_ head: inout RequestHead) -> RouteMatch {
         let candidates: [(route: Route, parameters: Parameters)]
         do { candidates = try self.candidates(for: head.path) } catch {
