@@ -71,23 +71,40 @@ public struct JSONWriter {
         storage.append(UInt8(ascii: "\""))
     }
 
-    /// UTF-8 bytes as a JSON string's content: runs that need no escape go in with one copy.
+    /// UTF-8 bytes as a JSON string's content: runs that need no escape go in with one copy
+    /// (most strings: one scan, one copy).
     private mutating func appendEscaped(_ utf8: UnsafeBufferPointer<UInt8>) {
-        var start = 0
-        var index = 0
-        let count = utf8.count
-        while index < count {
-            let byte = utf8[index]
-            if byte >= 0x20 && byte != UInt8(ascii: "\"") && byte != UInt8(ascii: "\\") {
-                index += 1
-                continue
-            }
-            if start < index { storage.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[start..<index])) }
-            escape(byte)
-            index += 1
-            start = index
+        guard let base = utf8.baseAddress else { return }
+        let end = base + utf8.count
+        var start = base
+        var cursor = base
+        while true {
+            // Eight bytes at a time while none of them needs an escape, then byte by byte.
+            while end - cursor >= 8, !Self.anyNeedsEscape(UnsafeRawPointer(cursor).loadUnaligned(as: UInt64.self)) { cursor += 8 }
+            while cursor < end, !Self.needsEscape(cursor.pointee) { cursor += 1 }
+            if start < cursor { storage.append(contentsOf: UnsafeBufferPointer(start: start, count: cursor - start)) }
+            guard cursor < end else { return }
+            escape(cursor.pointee)
+            cursor += 1
+            start = cursor
         }
-        if start < count { storage.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[start..<count])) }
+    }
+
+    /// Whether any of the eight bytes of `word` is below 0x20, `"` or `\\` (exact: the
+    /// classic has-zero-byte and has-less-than tests, no false positives).
+    @inline(__always)
+    private static func anyNeedsEscape(_ word: UInt64) -> Bool {
+        let ones: UInt64 = 0x0101_0101_0101_0101, highs: UInt64 = 0x8080_8080_8080_8080
+        let control = (word &- ones &* 0x20) & ~word & highs
+        let quote = word ^ (ones &* 0x22), backslash = word ^ (ones &* 0x5C)
+        let quotes = (quote &- ones) & ~quote & highs
+        let backslashes = (backslash &- ones) & ~backslash & highs
+        return (control | quotes | backslashes) != 0
+    }
+
+    @inline(__always)
+    private static func needsEscape(_ byte: UInt8) -> Bool {
+        byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\")
     }
 
     /// A string of decimal digits: `"42"` for an id kept as a number.
