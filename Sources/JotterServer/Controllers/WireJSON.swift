@@ -89,12 +89,27 @@ extension UploadEnvelope: JSONWritable {
 extension JSONWriter {
     /// A timestamp as the API writes it (`"2026-11-30 14:35:40"`), with no String made.
     mutating func timestamp(_ seconds: Int64) {
-        var text: (UInt64, UInt64, UInt64) = (0, 0, 0)  // 24 bytes: `"`, 19, `"`
-        withUnsafeMutableBytes(of: &text) { buffer in
+        var text = QuotedTimestamp(seconds)
+        withUnsafeBytes(of: &text.bytes) { raw(UnsafeRawBufferPointer(rebasing: $0[0..<21])) }
+    }
+
+    /// The same, already formatted.
+    mutating func timestamp(_ text: QuotedTimestamp) {
+        var text = text
+        withUnsafeBytes(of: &text.bytes) { raw(UnsafeRawBufferPointer(rebasing: $0[0..<21])) }
+    }
+}
+
+/// The 21 bytes of a quoted timestamp, on the stack: a note whose two timestamps are equal (one
+/// never updated) formats once.
+struct QuotedTimestamp {
+    var bytes: (UInt64, UInt64, UInt64) = (0, 0, 0)  // 24 bytes: `"`, 19, `"`
+
+    init(_ seconds: Int64) {
+        withUnsafeMutableBytes(of: &bytes) { buffer in
             buffer[0] = UInt8(ascii: "\"")
             Timestamp.write(seconds, to: UnsafeMutableRawBufferPointer(rebasing: buffer[1..<20]))
             buffer[20] = UInt8(ascii: "\"")
-            raw(UnsafeRawBufferPointer(rebasing: buffer[0..<21]))
         }
     }
 }
@@ -117,9 +132,10 @@ struct StoredNote: JSONWritable, Encodable {
         json.object { json in
             json.field("attachments") { $0.array(attachments) { json, upload in Upload(upload).write(to: &json) } }
             json.field("body") { $0.string(record.body) }
-            json.field("created_at") { $0.timestamp(record.createdAt) }
+            let created = QuotedTimestamp(record.createdAt)
+            json.field("created_at") { $0.timestamp(created) }
             json.field("id") { $0.quotedInteger(record.id) }
-            json.field("updated_at") { $0.timestamp(record.updatedAt) }
+            json.field("updated_at") { record.updatedAt == record.createdAt ? $0.timestamp(created) : $0.timestamp(record.updatedAt) }
             json.field("version") { $0.integer(record.version) }
         }
     }
