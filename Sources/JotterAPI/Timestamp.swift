@@ -8,31 +8,35 @@
 public enum Timestamp {
     /// Formats Unix seconds (years 0–9999), digit by digit into a 19-byte buffer.
     public static func format(_ seconds: Int64) -> String {
+        String(unsafeUninitializedCapacity: 19) { buffer in
+            write(seconds, to: UnsafeMutableRawBufferPointer(buffer))
+            return 19
+        }
+    }
+
+    /// The 19 bytes of `format(seconds)` into `buffer` (at least 19 bytes), with no String made.
+    public static func write(_ seconds: Int64, to buffer: UnsafeMutableRawBufferPointer) {
+        precondition(buffer.count >= 19)
         let days = seconds >= 0 ? seconds / 86_400 : (seconds - 86_399) / 86_400
         let secondOfDay = seconds - days * 86_400
         let (year, month, day) = civil(fromDays: days)
         let clampedYear = min(max(year, 0), 9999)
-        return String(unsafeUninitializedCapacity: 19) { buffer in
-            func put(_ value: Int64, at index: Int, digits: Int) {
-                var value = value
-                for offset in (0..<digits).reversed() {
-                    buffer[index + offset] = UInt8(ascii: "0") + UInt8(value % 10)
-                    value /= 10
-                }
-            }
-            put(clampedYear, at: 0, digits: 4)
-            buffer[4] = UInt8(ascii: "-")
-            put(month, at: 5, digits: 2)
-            buffer[7] = UInt8(ascii: "-")
-            put(day, at: 8, digits: 2)
-            buffer[10] = UInt8(ascii: " ")
-            put(secondOfDay / 3600, at: 11, digits: 2)
-            buffer[13] = UInt8(ascii: ":")
-            put(secondOfDay % 3600 / 60, at: 14, digits: 2)
-            buffer[16] = UInt8(ascii: ":")
-            put(secondOfDay % 60, at: 17, digits: 2)
-            return 19
+        func two(_ value: Int64, at index: Int) {
+            buffer[index] = UInt8(ascii: "0") + UInt8(truncatingIfNeeded: value / 10)
+            buffer[index + 1] = UInt8(ascii: "0") + UInt8(truncatingIfNeeded: value % 10)
         }
+        two(clampedYear / 100, at: 0)
+        two(clampedYear % 100, at: 2)
+        buffer[4] = UInt8(ascii: "-")
+        two(month, at: 5)
+        buffer[7] = UInt8(ascii: "-")
+        two(day, at: 8)
+        buffer[10] = UInt8(ascii: " ")
+        two(secondOfDay / 3600, at: 11)
+        buffer[13] = UInt8(ascii: ":")
+        two(secondOfDay % 3600 / 60, at: 14)
+        buffer[16] = UInt8(ascii: ":")
+        two(secondOfDay % 60, at: 17)
     }
 
     /// Parses `yyyy-MM-dd HH:mm:ss` (hours may have one digit, as `H:mm:ss` allows) to Unix seconds.

@@ -261,7 +261,8 @@ public final class SQLiteStore: DataStore {
             try db.readTransaction { () throws(StoreError) -> [(NoteRecord, [UploadRecord])] in
                 let notes = try NoteRows.page(query, owner: owner, on: db)
                 let attachments = try UploadRows.attachments(of: notes.map(\.id), owner: owner, on: db)
-                return notes.map { ($0, attachments[$0.id] ?? []) }
+                // Most pages have no attachment: no lookup per note then.
+                return attachments.isEmpty ? notes.map { ($0, []) } : notes.map { ($0, attachments[$0.id] ?? []) }
             }
         }
     }

@@ -3,6 +3,7 @@ import Testing
 import JotterAPI
 import JotterHTTP
 @testable import JotterServer
+import JotterStore
 
 /// The hand-written JSON of the wire types must be exactly what `JSONEncoder` writes.
 @Suite("Wire JSON")
@@ -33,6 +34,34 @@ struct WireJSONTests {
         ]
         for (ours, foundation) in pairs {
             #expect(ours == foundation)
+        }
+    }
+
+    /// Notes written straight from their records are the `Note`s JSONEncoder writes.
+    @Test func storedNotesMatchTheirWireForm() throws {
+        let attachment = UploadRecord(id: "0123456789abcdef01234567", filename: Self.hostile, contentType: "text/plain", size: 5,
+                                      sha256: String(repeating: "b", count: 64), createdAt: 1_796_049_340, noteID: 42)
+        let records = [
+            NoteRecord(id: 42, body: Self.hostile, createdAt: 1_796_049_340, updatedAt: 1_796_049_341, version: 7),
+            NoteRecord(id: 1, body: "", createdAt: 0, updatedAt: 59, version: 1),
+            NoteRecord(id: 9_007_199_254_740_993, body: "x", createdAt: -1, updatedAt: 253_402_300_799, version: 1 << 40),
+            NoteRecord(id: 7, body: "plain text", createdAt: 951_782_400, updatedAt: 4_107_542_399, version: 10),
+        ]
+        let stored = records.enumerated().map { StoredNote(record: $1, attachments: $0 == 0 ? [attachment, attachment] : []) }
+        let pairs = try stored.map { try both($0) } + [
+            try both(StoredNoteEnvelope(note: stored[0], message: "Note Created")), try both(StoredNoteEnvelope(note: stored[1])),
+            try both(StoredNoteList(notes: stored, next: "/notes?limit=4&after=7")), try both(StoredNoteList(notes: [], next: nil)),
+        ]
+        for (ours, foundation) in pairs {
+            #expect(ours == foundation)
+        }
+        for note in stored {
+            var json = JSONWriter()
+            note.note.write(to: &json)
+            var direct = JSONWriter()
+            note.write(to: &direct)
+            #expect(direct.bytes == json.bytes)
+            #expect(note.etag == note.note.etag)
         }
     }
 }

@@ -55,12 +55,15 @@ public final class EventBroadcaster: Sendable {
 
     /// Makes the event on the broadcaster's thread (it may read or encode), then queues it on
     /// every stream of `audience` (nil: every stream). Events are made and sent in the order
-    /// they were published; one that fails to be made is skipped.
+    /// they were published; one that fails to be made is skipped, and one that no stream of
+    /// `audience` is open for is not made at all. (A stream that opens meanwhile starts after
+    /// the last event already issued, this one included: it would not send it anyway.)
     public func publish(audience: Int64? = nil, _ make: @escaping @Sendable () throws -> ServerSentEvent) {
         queue.async { [self] in
-            guard let event = try? make() else { return }
+            let bodies = current(audience: audience)
+            guard !bodies.isEmpty, let event = try? make() else { return }
             let bytes = event.encoded
-            for body in current(audience: audience) { body.send(id: event.id, bytes) }
+            for body in bodies { body.send(id: event.id, bytes) }
         }
     }
 

@@ -17,6 +17,26 @@ public struct ServerSentEvent: Sendable, Hashable {
 
     /// The event on the wire; multi-line data becomes several `data:` lines.
     public var encoded: [UInt8] {
+        // One line (every note event: JSON has no raw line breaks): the bytes straight out,
+        // without splitting into Characters. Data with a CR or LF takes the general path.
+        if !data.utf8.contains(where: { $0 == 0x0A || $0 == 0x0D }) {
+            var bytes: [UInt8] = []
+            bytes.reserveCapacity(data.utf8.count + (event?.utf8.count ?? 0) + 40)
+            if let id {
+                bytes.append(contentsOf: "id: ".utf8)
+                bytes.append(contentsOf: String(id).utf8)
+                bytes.append(0x0A)
+            }
+            if let event {
+                bytes.append(contentsOf: "event: ".utf8)
+                bytes.append(contentsOf: event.utf8)
+                bytes.append(0x0A)
+            }
+            bytes.append(contentsOf: "data: ".utf8)
+            bytes.append(contentsOf: data.utf8)
+            bytes.append(contentsOf: [0x0A, 0x0A])
+            return bytes
+        }
         var text = ""
         if let id { text += "id: \(id)\n" }
         if let event { text += "event: \(event)\n" }

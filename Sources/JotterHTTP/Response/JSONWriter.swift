@@ -13,64 +13,120 @@
 /// json.bytes   // {"id":"1","version":3}
 /// ```
 public struct JSONWriter {
-    public private(set) var bytes: [UInt8] = []
-    private var needsComma = false
+    // Inlinable, so the closures of `object`/`field`/`array` are inlined into the writers of
+    // other modules instead of being called (and the generic `array` specialized there).
+    @usableFromInline var storage: [UInt8] = []
+    @usableFromInline var needsComma = false
 
+    /// The JSON written so far.
+    public var bytes: [UInt8] { storage }
+
+    @inlinable
     public init(capacity: Int = 256) {
-        bytes.reserveCapacity(capacity)
+        storage.reserveCapacity(capacity)
     }
 
+    @inlinable
     public mutating func object(_ fields: (inout JSONWriter) -> Void) {
-        bytes.append(UInt8(ascii: "{"))
+        storage.append(UInt8(ascii: "{"))
         needsComma = false
         fields(&self)
-        bytes.append(UInt8(ascii: "}"))
+        storage.append(UInt8(ascii: "}"))
         needsComma = true
     }
 
+    @inlinable
     public mutating func array<S: Sequence>(_ elements: S, _ write: (inout JSONWriter, S.Element) -> Void) {
-        bytes.append(UInt8(ascii: "["))
+        storage.append(UInt8(ascii: "["))
         needsComma = false
         for element in elements {
-            if needsComma { bytes.append(UInt8(ascii: ",")) }
+            if needsComma { storage.append(UInt8(ascii: ",")) }
             write(&self, element)
             needsComma = true
         }
-        bytes.append(UInt8(ascii: "]"))
+        storage.append(UInt8(ascii: "]"))
         needsComma = true
     }
 
     /// `"key":` then the value `write` produces. Keys are plain ASCII names.
+    @inlinable
     public mutating func field(_ key: StaticString, _ write: (inout JSONWriter) -> Void) {
-        if needsComma { bytes.append(UInt8(ascii: ",")) }
-        bytes.append(UInt8(ascii: "\""))
-        key.withUTF8Buffer { bytes.append(contentsOf: $0) }
-        bytes.append(UInt8(ascii: "\""))
-        bytes.append(UInt8(ascii: ":"))
+        if needsComma { storage.append(UInt8(ascii: ",")) }
+        storage.append(UInt8(ascii: "\""))
+        key.withUTF8Buffer { storage.append(contentsOf: $0) }
+        storage.append(UInt8(ascii: "\""))
+        storage.append(UInt8(ascii: ":"))
         needsComma = false
         write(&self)
         needsComma = true
     }
 
+    /// A string, escaped: `"`, `\` and control characters (the short forms where JSON has one).
     public mutating func string(_ value: String) {
-        bytes.append(UInt8(ascii: "\""))
-        var value = value
-        value.withUTF8 { utf8 in
-            var start = 0
-            for (index, byte) in utf8.enumerated() where byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") {
-                bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[start..<index]))
-                escape(byte)
-                start = index + 1
-            }
-            bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[start...]))
+        storage.append(UInt8(ascii: "\""))
+        if value.utf8.withContiguousStorageIfAvailable({ appendEscaped($0) }) == nil {
+            let copy = Array(value.utf8)
+            copy.withUnsafeBufferPointer { appendEscaped($0) }
         }
-        bytes.append(UInt8(ascii: "\""))
+        storage.append(UInt8(ascii: "\""))
+    }
+
+    /// UTF-8 bytes as a JSON string's content: runs that need no escape go in with one copy
+    /// (most strings: one scan, one copy).
+    private mutating func appendEscaped(_ utf8: UnsafeBufferPointer<UInt8>) {
+        guard let base = utf8.baseAddress else { return }
+        let end = base + utf8.count
+        var start = base
+        var cursor = base
+        while true {
+            // Eight bytes at a time while none of them needs an escape, then byte by byte.
+            while end - cursor >= 8, !Self.anyNeedsEscape(UnsafeRawPointer(cursor).loadUnaligned(as: UInt64.self)) { cursor += 8 }
+            while cursor < end, !Self.needsEscape(cursor.pointee) { cursor += 1 }
+            if start < cursor { storage.append(contentsOf: UnsafeBufferPointer(start: start, count: cursor - start)) }
+            guard cursor < end else { return }
+            escape(cursor.pointee)
+            cursor += 1
+            start = cursor
+        }
+    }
+
+    /// Whether any of the eight bytes of `word` is below 0x20, `"` or `\\` (exact: the
+    /// classic has-zero-byte and has-less-than tests, no false positives).
+    @inline(__always)
+    private static func anyNeedsEscape(_ word: UInt64) -> Bool {
+        let ones: UInt64 = 0x0101_0101_0101_0101, highs: UInt64 = 0x8080_8080_8080_8080
+        let control = (word &- ones &* 0x20) & ~word & highs
+        let quote = word ^ (ones &* 0x22), backslash = word ^ (ones &* 0x5C)
+        let quotes = (quote &- ones) & ~quote & highs
+        let backslashes = (backslash &- ones) & ~backslash & highs
+        return (control | quotes | backslashes) != 0
+    }
+
+    @inline(__always)
+    private static func needsEscape(_ byte: UInt8) -> Bool {
+        byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\")
+    }
+
+    /// A string of decimal digits: `"42"` for an id kept as a number.
+    public mutating func quotedInteger(_ value: Int64) {
+        storage.append(UInt8(ascii: "\""))
+        integer(value)
+        storage.append(UInt8(ascii: "\""))
+    }
+
+    /// Bytes that are already JSON (or a string's content that needs no escape), as they are.
+    public mutating func raw(_ bytes: UnsafeRawBufferPointer) {
+        storage.append(contentsOf: bytes)
     }
 
     public mutating func integer(_ value: Int64) {
-        guard value != .min else { bytes.append(contentsOf: String(value).utf8); return }
-        if value < 0 { bytes.append(UInt8(ascii: "-")) }
+        guard value != .min else { storage.append(contentsOf: String(value).utf8); return }
+        if value < 0 { storage.append(UInt8(ascii: "-")) }
         var magnitude = value.magnitude
+        if magnitude < 10 {
+            storage.append(UInt8(ascii: "0") + UInt8(magnitude))
+            return
+        }
         var digits: (UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8,
                      UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8) = (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
         var count = 0
@@ -80,30 +136,46 @@ public struct JSONWriter {
                 magnitude /= 10
                 count += 1
             } while magnitude > 0
-            bytes.append(contentsOf: UnsafeRawBufferPointer(rebasing: buffer[(20 - count)...]))
+            storage.append(contentsOf: UnsafeRawBufferPointer(rebasing: buffer[(20 - count)...]))
         }
     }
 
     public mutating func null() {
-        bytes.append(contentsOf: "null".utf8)
+        storage.append(contentsOf: "null".utf8)
     }
 
     public mutating func optionalString(_ value: String?) {
         if let value { string(value) } else { null() }
     }
 
-    private mutating func escape(_ byte: UInt8) {
+    /// The second byte of a two-byte escape (`\n`…) by control character, 0 where JSON has
+    /// none (those are written `\u00XX`).
+    private static let shortEscapes: [UInt8] = (0..<0x20).map { byte -> UInt8 in
         switch byte {
-        case UInt8(ascii: "\""): bytes.append(contentsOf: [0x5C, 0x22])
-        case UInt8(ascii: "\\"): bytes.append(contentsOf: [0x5C, 0x5C])
-        case 0x0A: bytes.append(contentsOf: [0x5C, UInt8(ascii: "n")])
-        case 0x0D: bytes.append(contentsOf: [0x5C, UInt8(ascii: "r")])
-        case 0x09: bytes.append(contentsOf: [0x5C, UInt8(ascii: "t")])
-        case 0x08: bytes.append(contentsOf: [0x5C, UInt8(ascii: "b")])
-        case 0x0C: bytes.append(contentsOf: [0x5C, UInt8(ascii: "f")])
-        default:
-            let hex = Array("0123456789abcdef".utf8)
-            bytes.append(contentsOf: [0x5C, UInt8(ascii: "u"), UInt8(ascii: "0"), UInt8(ascii: "0"), hex[Int(byte >> 4)], hex[Int(byte & 0xF)]])
+        case 0x0A: UInt8(ascii: "n")
+        case 0x0D: UInt8(ascii: "r")
+        case 0x09: UInt8(ascii: "t")
+        case 0x08: UInt8(ascii: "b")
+        case 0x0C: UInt8(ascii: "f")
+        default: 0
+        }
+    }
+
+    private mutating func escape(_ byte: UInt8) {
+        if byte >= 0x20 {  // `"` or `\`
+            storage.append(0x5C)
+            storage.append(byte)
+            return
+        }
+        let short = Self.shortEscapes[Int(byte)]
+        if short != 0 {
+            storage.append(0x5C)
+            storage.append(short)
+        } else {
+            let hex: StaticString = "0123456789abcdef"
+            hex.withUTF8Buffer { hex in
+                storage.append(contentsOf: [0x5C, UInt8(ascii: "u"), UInt8(ascii: "0"), UInt8(ascii: "0"), hex[Int(byte >> 4)], hex[Int(byte & 0xF)]])
+            }
         }
     }
 }

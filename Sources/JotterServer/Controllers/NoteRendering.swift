@@ -34,8 +34,11 @@ enum NoteRendering {
     /// The server-sent event for a change: `data` is the note (as it was, when deleted —
     /// its attachments are gone with it by then).
     static func event(_ event: NoteEvent, owner: Owner, store: some UploadStore) throws -> ServerSentEvent {
-        let note = event.kind == .deleted ? Note(event.note, attachments: []) : try self.note(event.note, owner: owner, store: store)
-        var json = JSONWriter()
+        // A deleted note's attachments are gone; a created one has none yet (uploads attach by
+        // later writes, each with its own event): neither needs a read.
+        let attachments = event.kind == .updated ? try store.attachments(of: [event.note.id], owner: owner)[event.note.id] ?? [] : []
+        let note = StoredNote(record: event.note, attachments: attachments)
+        var json = JSONWriter(capacity: note.estimatedJSONSize)
         note.write(to: &json)
         let data = String(decoding: json.bytes, as: UTF8.self)
         return ServerSentEvent(id: event.id, event: event.kind.rawValue, data: data)

@@ -39,18 +39,19 @@ struct NotesController {
                     + (query.search.map { "&q=\(FormFields.escape($0))" } ?? "")
                     + "&after=\(last.id)"
             }
-            return try JSON(NoteList(notes: records.map { Note($0.0, attachments: $0.1) }, next: next)).reply(for: request)
+            return try JSON(StoredNoteList(notes: records.map { StoredNote(record: $0.0, attachments: $0.1) }, next: next)).reply(for: request)
         }
     }
 
     @Sendable func show(_ request: Request, _ context: RequestContext) throws -> Reply {
         let id = try NoteInput.id(context)
         return try store.reading { [self] in
-            let note = try existing(id, owner: context.owner)
-            if let condition = request.headers["If-None-Match"].map(EntityTagCondition.init), condition.matches(note.etag, weak: true) {
-                return .now(Response(status: .notModified, headers: HTTPHeaders([("ETag", note.etag)])))
+            let note = try stored(id, owner: context.owner)
+            let etag = note.etag
+            if let condition = request.headers["If-None-Match"].map(EntityTagCondition.init), condition.matches(etag, weak: true) {
+                return .now(Response(status: .notModified, headers: HTTPHeaders([("ETag", etag)])))
             }
-            return try JSON(NoteEnvelope(note: note), headers: HTTPHeaders([("ETag", note.etag)])).reply(for: request)
+            return try JSON(StoredNoteEnvelope(note: note), headers: HTTPHeaders([("ETag", etag)])).reply(for: request)
         }
     }
 
@@ -62,7 +63,10 @@ struct NotesController {
         return Reply.later { done in
             store.createNote(body: body, owner: owner) { result in
                 // A new note has no attachments: nothing to read.
-                done { try Self.answer(Note(try result.get().note, attachments: []), request: request, status: .created, message: "Note Created") }
+                done {
+                    try Self.answer(StoredNote(record: try result.get().note, attachments: []), request: request,
+                                    status: .created, message: "Note Created")
+                }
             }
         }
     }
@@ -125,10 +129,14 @@ struct NotesController {
     // MARK: - Helpers
 
     private func existing(_ id: Int64, owner: Owner) throws -> Note {
+        try stored(id, owner: owner).note
+    }
+
+    private func stored(_ id: Int64, owner: Owner) throws -> StoredNote {
         guard let (record, attachments) = try store.noteWithAttachments(id: id, owner: owner) else {
             throw HTTPError(.notFound, detail: "note \(id) does not exist")
         }
-        return Note(record, attachments: attachments)
+        return StoredNote(record: record, attachments: attachments)
     }
 
     /// The version the write must find (`nil`: any); `412`/`400` from the conditional headers.
@@ -164,5 +172,12 @@ struct NotesController {
         var headers = HTTPHeaders([("ETag", note.etag)])
         if status == .created { headers.add("Location", "/notes/\(note.id)") }
         return try JSON(NoteEnvelope(note: note, message: message), status: status, headers: headers).response(for: request)
+    }
+
+    /// The same, written straight from the stored record.
+    private static func answer(_ note: StoredNote, request: Request, status: HTTPStatus, message: String) throws -> Response {
+        var headers = HTTPHeaders([("ETag", note.etag)])
+        if status == .created { headers.add("Location", "/notes/\(note.record.id)") }
+        return try JSON(StoredNoteEnvelope(note: note, message: message), status: status, headers: headers).response(for: request)
     }
 }

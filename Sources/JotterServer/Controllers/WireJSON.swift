@@ -1,5 +1,6 @@
 import JotterAPI
 import JotterHTTP
+import JotterStore
 
 // The wire types written with `JSONWriter` (keys sorted, as `JSONCoding.encoder` writes them):
 // notes are read far more often than anything else is encoded. `WireJSONTests` checks that
@@ -81,4 +82,97 @@ extension UploadEnvelope: JSONWritable {
     public func write(to json: inout JSONWriter) {
         json.object { json in json.field("upload") { upload.write(to: &$0) } }
     }
+}
+
+// MARK: - Stored notes, written straight from their records
+
+extension JSONWriter {
+    /// A timestamp as the API writes it (`"2026-11-30 14:35:40"`), with no String made.
+    mutating func timestamp(_ seconds: Int64) {
+        var text = QuotedTimestamp(seconds)
+        withUnsafeBytes(of: &text.bytes) { raw(UnsafeRawBufferPointer(rebasing: $0[0..<21])) }
+    }
+
+    /// The same, already formatted.
+    mutating func timestamp(_ text: QuotedTimestamp) {
+        var text = text
+        withUnsafeBytes(of: &text.bytes) { raw(UnsafeRawBufferPointer(rebasing: $0[0..<21])) }
+    }
+}
+
+/// The 21 bytes of a quoted timestamp, on the stack: a note whose two timestamps are equal (one
+/// never updated) formats once.
+struct QuotedTimestamp {
+    var bytes: (UInt64, UInt64, UInt64) = (0, 0, 0)  // 24 bytes: `"`, 19, `"`
+
+    init(_ seconds: Int64) {
+        withUnsafeMutableBytes(of: &bytes) { buffer in
+            buffer[0] = UInt8(ascii: "\"")
+            Timestamp.write(seconds, to: UnsafeMutableRawBufferPointer(rebasing: buffer[1..<20]))
+            buffer[20] = UInt8(ascii: "\"")
+        }
+    }
+}
+
+/// A stored note in its wire form, written byte for byte as `Note(record, attachments:)` is
+/// (`WireJSONTests` checks), without making the `Note` and its strings first: a page of notes
+/// goes from the rows into the response buffer.
+struct StoredNote: JSONWritable, Encodable {
+    var record: NoteRecord
+    var attachments: [UploadRecord]
+
+    /// The strong entity tag of this version, as `Note.etag`: `"3"`.
+    var etag: String { "\"\(record.version)\"" }
+
+    var note: Note { Note(record, attachments: attachments) }
+
+    var estimatedJSONSize: Int { 160 + record.body.utf8.count + attachments.count * 260 }
+
+    func write(to json: inout JSONWriter) {
+        json.object { json in
+            json.field("attachments") { $0.array(attachments) { json, upload in Upload(upload).write(to: &json) } }
+            json.field("body") { $0.string(record.body) }
+            let created = QuotedTimestamp(record.createdAt)
+            json.field("created_at") { $0.timestamp(created) }
+            json.field("id") { $0.quotedInteger(record.id) }
+            json.field("updated_at") { record.updatedAt == record.createdAt ? $0.timestamp(created) : $0.timestamp(record.updatedAt) }
+            json.field("version") { $0.integer(record.version) }
+        }
+    }
+
+    func encode(to encoder: any Encoder) throws { try note.encode(to: encoder) }
+}
+
+/// `NoteEnvelope` of a stored note.
+struct StoredNoteEnvelope: JSONWritable, Encodable {
+    var note: StoredNote
+    var message: String?
+
+    var estimatedJSONSize: Int { 64 + note.estimatedJSONSize }
+
+    func write(to json: inout JSONWriter) {
+        json.object { json in
+            if let message { json.field("message") { $0.string(message) } }
+            json.field("note") { note.write(to: &$0) }
+        }
+    }
+
+    func encode(to encoder: any Encoder) throws { try NoteEnvelope(note: note.note, message: message).encode(to: encoder) }
+}
+
+/// `NoteList` of stored notes.
+struct StoredNoteList: JSONWritable, Encodable {
+    var notes: [StoredNote]
+    var next: String?
+
+    var estimatedJSONSize: Int { notes.reduce(64) { $0 + $1.estimatedJSONSize } }
+
+    func write(to json: inout JSONWriter) {
+        json.object { json in
+            json.field("next") { $0.optionalString(next) }
+            json.field("notes") { $0.array(notes) { json, note in note.write(to: &json) } }
+        }
+    }
+
+    func encode(to encoder: any Encoder) throws { try NoteList(notes: notes.map(\.note), next: next).encode(to: encoder) }
 }

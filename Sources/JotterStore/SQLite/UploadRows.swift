@@ -54,10 +54,11 @@ enum UploadRows {
     /// span of ids (fixed SQL), keeping only the notes asked for.
     static func attachments(of noteIDs: [Int64], owner: Owner, on db: SQLiteConnection) throws(StoreError) -> [Int64: [UploadRecord]] {
         guard let low = noteIDs.min(), let high = noteIDs.max() else { return [:] }
-        let wanted = Set(noteIDs)
         var result: [Int64: [UploadRecord]] = [:]
         let rows = try db.query("SELECT \(columns) FROM uploads WHERE note_id BETWEEN ? AND ? AND owner = ? ORDER BY note_id, rowid",
                                 [.integer(low), .integer(high), .integer(owner.id)]) { record($0) }
+        guard !rows.isEmpty else { return result }  // most pages: no set of ids to build
+        let wanted = Set(noteIDs)
         for upload in rows {
             if let note = upload.noteID, wanted.contains(note) { result[note, default: []].append(upload) }
         }
