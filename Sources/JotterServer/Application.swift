@@ -96,6 +96,8 @@ public func buildApplication(_ configuration: ServerConfiguration) throws -> App
     routes.add(middleware: AccessLogMiddleware(log: log))
     routes.add(middleware: metrics)
     if tls != nil { routes.add(middleware: StrictTransportSecurity()) }
+    routes.add(middleware: BrowserProtection(listenHost: configuration.host, corsOrigins: configuration.corsOrigins,
+                                             allowedHosts: configuration.allowedHosts))
     if !configuration.corsOrigins.isEmpty { routes.add(middleware: CORSMiddleware(origins: configuration.corsOrigins)) }
     for middleware in configuration.middleware { routes.add(middleware: middleware) }
     routes.add(middleware: ErrorMiddleware(log: log, translate: StoreErrors.http))

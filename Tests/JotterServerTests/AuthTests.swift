@@ -41,7 +41,7 @@ struct AuthTests {
     func refusedBeforeTheBody() throws {
         try TestApp.with(configure: Self.required) { app in
             let connection = try RawHTTP(port: app.port, timeout: 10)
-            try connection.send("POST /uploads HTTP/1.1\r\nHost: x\r\nContent-Type: multipart/form-data; boundary=b\r\nContent-Length: \(100 << 20)\r\n\r\n")
+            try connection.send("POST /uploads HTTP/1.1\r\nHost: localhost\r\nContent-Type: multipart/form-data; boundary=b\r\nContent-Length: \(100 << 20)\r\n\r\n")
             try connection.send("--b\r\nContent-Disposition: form-data; name=\"file\"; filename=\"big.bin\"\r\n\r\n" + String(repeating: "a", count: 65536))
             let response = try connection.readResponse()
             #expect(response.status == 401)
@@ -218,7 +218,7 @@ struct AuthTests {
             let doomed = try app.token("ann"), kept = try app.token("ann")
             func open(_ token: String) throws -> RawHTTP {
                 let connection = try RawHTTP(port: app.port, timeout: 5)
-                try connection.send("GET /notes/events HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer \(token)\r\n\r\n")
+                try connection.send("GET /notes/events HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer \(token)\r\n\r\n")
                 _ = try connection.readStream(until: "retry: 3000\n\n")
                 return connection
             }

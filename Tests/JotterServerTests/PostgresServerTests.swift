@@ -85,7 +85,7 @@ struct PostgresServerTests {
         try TestApp.with(configure: backend.configure) { first in
             try TestApp.with(configure: backend.configure) { second in
                 let stream = try RawHTTP(port: second.port, timeout: 20)
-                try stream.send("GET /notes/events HTTP/1.1\r\nHost: x\r\n\r\n")
+                try stream.send("GET /notes/events HTTP/1.1\r\nHost: localhost\r\n\r\n")
                 _ = try stream.readStream(until: "retry: 3000\n\n")
                 let created = try first.request("POST", "/notes", headers: [("Content-Type", "application/json")], body: #"{"body":"from the first"}"#)
                 #expect(created.status == 201)
