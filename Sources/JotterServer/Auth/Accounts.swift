@@ -69,7 +69,12 @@ public final class Accounts: Sendable {
             guard let kind = Secret.kind(of: secret), kind == .session || !viaCookie else {
                 throw Self.unauthorized("the credential is malformed", invalid: true)
             }
-            guard let found = try? store.credential(digest: Secret.digest(secret)) else {
+            let stored: (CredentialRecord, UserRecord)?
+            do { stored = try store.credential(digest: Secret.digest(secret)) } catch {
+                // Not an answer about the credential: neither 401 nor a cached "unknown".
+                throw Self.unavailable(error)
+            }
+            guard let found = stored else {
                 cache.withLock { _ = $0.removeValue(forKey: key) }
                 throw Self.unauthorized("the credential is not known", invalid: true)
             }
@@ -92,14 +97,16 @@ public final class Accounts: Sendable {
         return Principal(user: entry.user, owner: entry.user.owner, credential: entry.credential, viaCookie: viaCookie)
     }
 
-    /// A request without credentials: `401` when they are required, else the anonymous principal.
+    /// A request without credentials: `401` when they are required, else the anonymous principal;
+    /// `503` when the store cannot say who the first user is (nothing is cached then).
     public func anonymousPrincipal() throws(HTTPError) -> Principal {
         guard mode == .off else { throw Self.unauthorized("this server needs a token (Authorization: Bearer jot_…) or a session", invalid: false) }
         let clock = Self.monotonic()
         if let known = anonymous.withLock({ $0 }), clock - known.readAt < refreshInterval {
             return Principal(user: nil, owner: known.owner)
         }
-        let first = (try? store.users())?.first
+        let first: UserRecord?
+        do { first = try store.users().first } catch { throw Self.unavailable(error) }
         let owner = first?.owner ?? .unclaimed
         anonymous.withLock { $0 = (owner, first, clock) }
         return Principal(user: nil, owner: owner)
@@ -152,9 +159,17 @@ public final class Accounts: Sendable {
     // MARK: - Passwords
 
     /// The user whose name and password these are, or nil. An unknown name costs the same
-    /// Argon2id verification as a known one.
-    public func check(name: String, password: String) -> UserRecord? {
-        guard let user = try? store.user(named: name), let hash = try? store.passwordHash(userID: user.id) else {
+    /// Argon2id verification as a known one. `503` when the store cannot be read: a failed
+    /// read is not a wrong password.
+    public func check(name: String, password: String) throws(HTTPError) -> UserRecord? {
+        let user: UserRecord?, hash: String?
+        do {
+            user = try store.user(named: name)
+            hash = try user.flatMap { try store.passwordHash(userID: $0.id) }
+        } catch {
+            throw Self.unavailable(error)
+        }
+        guard let user, let hash else {
             _ = PasswordHash.verify(password, hash: PasswordHash.decoy)
             return nil
         }
@@ -162,6 +177,16 @@ public final class Accounts: Sendable {
     }
 
     // MARK: - Answers
+
+    /// `503` with `Retry-After` for a store that failed while authenticating: the request is
+    /// neither refused as unauthenticated nor let through as someone else.
+    static func unavailable(_ error: any Error) -> HTTPError {
+        var answer = StoreErrors.http(error) ?? HTTPError(.serviceUnavailable)
+        if answer.status != .serviceUnavailable { answer = HTTPError(.serviceUnavailable) }
+        answer.detail = "the accounts cannot be read now (\(error)); try again shortly"
+        answer.headers.set("Retry-After", StoreErrors.retryAfter)
+        return answer
+    }
 
     /// `401` with a `WWW-Authenticate` challenge (RFC 6750: `error="invalid_token"` when one was
     /// given but is no good).
