@@ -37,6 +37,30 @@ struct AuthTests {
         }
     }
 
+    @Test("an unknown method on a known path is 405 with Allow before authentication; _method still needs credentials")
+    func methodNotAllowedBeforeAuth() throws {
+        try TestApp.with(configure: Self.required) { app in
+            for target in ["/auth/sessions/current", "/auth/tokens/1", "/notes/1", "/users/ann/password"] {
+                for body in ["", "label=x"] {
+                    let refused = try app.request("POST", target, headers: [("Content-Type", "application/x-www-form-urlencoded")], body: body)
+                    #expect(refused.status == 405, "POST \(target) \(body): \(refused.text)")
+                    #expect(refused.header("Allow") != nil, "POST \(target)")
+                    #expect(refused.header("WWW-Authenticate") == nil)
+                }
+                #expect(try app.request("TRACE", target).status == 405, "TRACE \(target)")
+            }
+            let overridden = try app.request("POST", "/auth/tokens/1", headers: [("Content-Type", "application/x-www-form-urlencoded")],
+                                             body: "_method=DELETE")
+            #expect(overridden.status == 401, "\(overridden.text)")
+            try app.addUser("ann", password: "correct horse")
+            let token = try app.token("ann", password: "correct horse")
+            let created = try app.request("POST", "/notes", token: token, body: "body=x")
+            let id = try #require((try created.json()["note"] as? [String: Any])?["id"] as? String)
+            #expect(try app.request("POST", "/notes/\(id)", token: token, body: "_method=PATCH&body=y").status == 200)
+            #expect(try app.request("POST", "/notes/\(id)", token: nil, body: "_method=PATCH&body=z").status == 401)
+        }
+    }
+
     @Test("required: a 100 MiB upload without a token is refused at its head; nothing reaches the data folder")
     func refusedBeforeTheBody() throws {
         try TestApp.with(configure: Self.required) { app in
