@@ -37,6 +37,26 @@ struct AuthTests {
         }
     }
 
+    @Test("expires_in: the served document's pattern accepts exactly what sign-in accepts (its bounds are in the document)")
+    func expiresInBoundsDocumented() throws {
+        try TestApp.with(configure: Self.required) { app in
+            let document = try app.request("GET", "/openapi.json").json()
+            let paths = try #require(document["paths"] as? [String: Any])
+            let post = try #require((paths["/auth/sessions"] as? [String: Any])?["post"] as? [String: Any])
+            let content = try #require((post["requestBody"] as? [String: Any])?["content"] as? [String: Any])
+            let schema = try #require((content["application/x-www-form-urlencoded"] as? [String: Any])?["schema"] as? [String: Any])
+            let field = try #require((schema["properties"] as? [String: Any])?["expires_in"] as? [String: Any])
+            let pattern = try NSRegularExpression(pattern: try #require(field["pattern"] as? String))
+            try app.addUser("ann", password: "correct horse")
+            for value in ["", "59", "60", "0060", "3600", "99999999", "315359999", "315360000", "315360001", "999999999", "1e3", "-60"] {
+                let documented = pattern.firstMatch(in: value, range: NSRange(value.startIndex..., in: value)) != nil
+                let answer = try app.request("POST", "/auth/sessions", headers: [("Content-Type", "application/x-www-form-urlencoded")],
+                                             body: "name=ann&password=correct+horse&kind=token&expires_in=\(value)")
+                #expect((answer.status == 201) == documented, "expires_in=\(value): \(answer.status), document says \(documented)")
+            }
+        }
+    }
+
     @Test("an unknown method on a known path is 405 with Allow before authentication; _method still needs credentials")
     func methodNotAllowedBeforeAuth() throws {
         try TestApp.with(configure: Self.required) { app in
