@@ -26,7 +26,7 @@ struct CLITests {
     @Test func helpAndVersion() {
         let help = run(["--help"])
         #expect(help.status == 0)
-        #expect(help.out.contains("USAGE: jotter [--server URL] [--json] <command>"))
+        #expect(help.out.contains("USAGE: jotter [--server URL] [--token TOKEN] [--json] <command>"))
         #expect(help.out.contains("serve"))
         #expect(run(["--version"]).out == "jotter \(JotterCommandLine.version)\n")
         let serveHelp = run(["serve", "--help"])
