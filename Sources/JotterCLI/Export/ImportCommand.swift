@@ -48,7 +48,7 @@ struct ImportCommand: AsyncCommand {
             existing[note.body, default: []].append((note.id, note.attachments.map { FileKey(filename: $0.filename, sha256: $0.sha256) }))
         }
         var loose: [FileKey: Int] = [:]
-        for upload in try await client.uploads.list() where upload.noteID == nil {
+        for upload in try await client.uploads.all(attachment: .unattached) {
             loose[FileKey(filename: upload.filename, sha256: upload.sha256), default: 0] += 1
         }
 
