@@ -60,6 +60,36 @@ struct CLITests {
         #expect(result.err.contains("USAGE: jotter"))
     }
 
+    /// `KEY=VALUE` lines read as systemd's `EnvironmentFile=` reads them: lines starting with
+    /// `#` or `;` and empty lines skipped, the value everything after the first `=` (a
+    /// trailing `# …` stays in it).
+    static func environmentFile(_ text: String) -> [String: String] {
+        var environment: [String: String] = [:]
+        for line in text.split(separator: "\n", omittingEmptySubsequences: false) {
+            let trimmed = line.drop { $0 == " " || $0 == "\t" }
+            guard !trimmed.isEmpty, trimmed.first != "#", trimmed.first != ";", let equals = trimmed.firstIndex(of: "=") else { continue }
+            environment[String(trimmed[..<equals]).trimmingCharacters(in: .whitespaces)] =
+                String(trimmed[trimmed.index(after: equals)...]).trimmingCharacters(in: .whitespaces)
+        }
+        return environment
+    }
+
+    @Test("docs/deployment.md's instance environment, read as systemd's EnvironmentFile= reads it, is one jotter serve accepts")
+    func deploymentEnvironmentFile() throws {
+        let text = try String(contentsOf: InstallTests.root.appendingPathComponent("docs/deployment.md"), encoding: .utf8)
+        let section = try #require(text.range(of: "### Configuring each instance"))
+        let start = try #require(text.range(of: "```sh\n", range: section.upperBound..<text.endIndex))
+        let end = try #require(text.range(of: "```", range: start.upperBound..<text.endIndex))
+        let environment = Self.environmentFile(String(text[start.upperBound..<end.lowerBound]))
+        #expect(environment["JOTTER_DATABASE_POOL"] == "8")
+        #expect(environment.values.allSatisfy { !$0.contains("#") }, "\(environment)")
+        let command = try ServeCommand(parsing: try Arguments([], options: ServeCommand.options, environment: environment))
+        #expect(command.configuration.host == "0.0.0.0")
+        #expect(command.configuration.dataDirectory == "/var/lib/jotter")
+        #expect(command.configuration.maxUploadSize == 1 << 30)
+        #expect(command.configuration.blobStore?.hasPrefix("s3://jotter-uploads") == true)
+    }
+
     @Test("help text and parsing come from one declaration: every declared option is in the help, and parsed")
     func oneDeclaration() throws {
         for option in ServeCommand.options {
