@@ -38,6 +38,7 @@ public final class Application: Sendable {
     /// Starts serving; the port is known once this returns.
     public func start() throws {
         try server.start()
+        accounts.startRechecking()
         log.info("jotter listening on \(url) with \(configuration.threads) engine thread(s), data in \(configuration.dataDirectory)"
             + (configuration.store.usesPostgres ? ", database \(configuration.store.databaseDescription)" : ""))
         if configuration.effectiveAuth == .off && !AuthMode.isLoopback(configuration.host) {
@@ -49,6 +50,7 @@ public final class Application: Sendable {
     /// streams, closes the database.
     public func shutdown() {
         server.shutdown()
+        accounts.stopRechecking()
         events.stop()
         notes.close()
     }

@@ -255,6 +255,34 @@ struct AuthTests {
         }
     }
 
+    @Test("a token revoked and a user removed on the store directly (as with --data): their open streams end within the refresh interval")
+    func revocationElsewhereEndsStreams() throws {
+        try TestApp.with(configure: { $0.auth = .required; $0.credentialRefreshInterval = 2 }) { app in
+            try app.addUser("ann")
+            let bob = try app.addUser("bob")
+            let doomed = try app.token("ann"), kept = try app.token("ann"), bobs = try app.token("bob")
+            func open(_ token: String) throws -> RawHTTP {
+                let connection = try RawHTTP(port: app.port, timeout: 8)
+                try connection.send("GET /notes/events HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer \(token)\r\n\r\n")
+                _ = try connection.readStream(until: "retry: 3000\n\n")
+                return connection
+            }
+            let stream = try open(doomed), other = try open(kept), removed = try open(bobs)
+            let tokens = try app.request("GET", "/auth/tokens", token: kept).json()["tokens"] as? [[String: Any]]
+            let text = try #require(tokens?.last?["id"] as? String)
+            let id = try #require(Int64(text))
+            // Straight to the store, as `jotter tokens revoke --data` and `users remove --data` do: the server is not told.
+            _ = try app.app.accounts.store.perform(.revoke(id: id, userID: nil))
+            _ = try app.app.accounts.store.perform(.removeUser(userID: bob.id))
+            let started = Date()
+            #expect(try stream.readStream(until: "0\r\n\r\n").hasSuffix("0\r\n\r\n"))
+            #expect(try removed.readStream(until: "0\r\n\r\n").hasSuffix("0\r\n\r\n"))
+            #expect(Date().timeIntervalSince(started) < 6, "the streams ended only after \(Date().timeIntervalSince(started)) s")
+            #expect(try app.request("POST", "/notes", token: kept, body: "body=still%20here").status == 201)
+            #expect(try other.readStream(until: "still here").contains("note.created"))
+        }
+    }
+
     @Test("revoking a token ends the event streams opened with it, and only those")
     func revocationEndsStreams() throws {
         try TestApp.with(configure: Self.required) { app in

@@ -62,7 +62,8 @@ public final class Accounts: Sendable {
         let key = String(secret)
         let clock = Self.monotonic()
         var entry: Entry
-        if let cached = cache.withLock({ $0[key] }), clock - cached.readAt < refreshInterval {
+        let cached = cache.withLock { $0[key] }
+        if let cached, clock - cached.readAt < refreshInterval {
             entry = cached
         } else {
             // The cookie carries only sessions; the Authorization header either kind.
@@ -76,6 +77,8 @@ public final class Accounts: Sendable {
             }
             guard let found = stored else {
                 cache.withLock { _ = $0.removeValue(forKey: key) }
+                // Gone from the store (its user removed on the data folder): so are its streams.
+                if let cached { forget(credential: cached.credential.id) }
                 throw Self.unauthorized("the credential is not known", invalid: true)
             }
             entry = Entry(credential: found.0, user: found.1, readAt: clock)
@@ -85,7 +88,8 @@ public final class Accounts: Sendable {
         guard entry.credential.kind == .session || !viaCookie else { throw Self.unauthorized("the credential is malformed", invalid: true) }
         let now = Self.now()
         guard entry.credential.isValid(at: now) else {
-            cache.withLock { _ = $0.removeValue(forKey: key) }
+            // Revoked or expired, perhaps by another process: its streams end too.
+            forget(credential: entry.credential.id)
             throw Self.unauthorized(entry.credential.revokedAt != nil ? "the credential was revoked" : "the credential has expired", invalid: true)
         }
         if now - (entry.credential.lastUsedAt ?? 0) >= Self.lastUsedResolution {
@@ -96,6 +100,47 @@ public final class Accounts: Sendable {
         }
         return Principal(user: entry.user, owner: entry.user.owner, credential: entry.credential, viaCookie: viaCookie)
     }
+
+    /// Checks again, against the store, every credential that open event streams were opened
+    /// with and that was read more than `refreshInterval` seconds ago; the streams of one that
+    /// was revoked, expired or removed meanwhile (by another process: `jotter tokens revoke
+    /// --data`, `jotter users remove --data`) end. A failed read ends nothing.
+    public func recheckStreams() {
+        let open = events.openCredentials
+        guard !open.isEmpty else { return }
+        let clock = Self.monotonic()
+        let due = cache.withLock { cache in
+            cache.filter { open.contains($0.value.credential.id) && clock - $0.value.readAt >= refreshInterval }.map(\.key)
+        }
+        for secret in due {
+            // The request path's own check: it reads the store, refreshes the entry, and ends the
+            // streams of a credential that is no longer good.
+            _ = try? verify(Substring(secret), viaCookie: false)
+        }
+    }
+
+    private let recheckStopped = Atomic<Bool>(false)
+
+    /// Runs `recheckStreams()` every second on a thread of its own, until `stopRechecking()`:
+    /// a stream's credential is read again once it is `refreshInterval` seconds old, so a
+    /// revocation elsewhere ends its streams as soon as it stops new requests.
+    public func startRechecking() {
+        let context = Unmanaged.passRetained(self).toOpaque()
+        var thread = pthread_t()
+        pthread_create(&thread, nil, { raw in
+            let accounts = Unmanaged<Accounts>.fromOpaque(raw!).takeRetainedValue()
+            while !accounts.recheckStopped.load(ordering: .relaxed) {
+                usleep(1_000_000)
+                if accounts.recheckStopped.load(ordering: .relaxed) { break }
+                accounts.recheckStreams()
+            }
+            return nil
+        }, context)
+        pthread_detach(thread)
+    }
+
+    /// Ends the thread of `startRechecking()` (within one interval).
+    public func stopRechecking() { recheckStopped.store(true, ordering: .relaxed) }
 
     /// A request without credentials: `401` when they are required, else the anonymous principal;
     /// `503` when the store cannot say who the first user is (nothing is cached then).
