@@ -117,12 +117,13 @@ public func buildApplication(_ configuration: ServerConfiguration) throws -> App
     routes.group { authenticated in
         authenticated.add(middleware: AuthenticationMiddleware(accounts: accounts, requestsPerMinute: configuration.requestsPerMinute))
         authenticated.add(middleware: IdempotencyMiddleware())
-        health.registerMetrics(in: &authenticated)
         NotesController(store: notes, events: events, replayLimit: configuration.eventBacklog).register(in: &authenticated)
         UploadsController(store: notes, events: events).register(in: &authenticated)
         auth.register(in: &authenticated)
         authenticated.group { admin in
             admin.add(middleware: RequireAdmin(mode: accounts.mode))
+            // Every route's counts and the store's sizes: an administrator's (anyone's under --auth off).
+            health.registerMetrics(in: &admin)
             BackupController(store: notes as? SQLiteStore, dataDirectory: configuration.dataDirectory).register(in: &admin)
             UsersController(accounts: accounts).register(in: &admin)
         }

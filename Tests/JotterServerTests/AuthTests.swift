@@ -57,6 +57,20 @@ struct AuthTests {
         }
     }
 
+    @Test("/metrics under --auth required is an administrator's: 403 for another user; under --auth off it stays open")
+    func metricsForAdmins() throws {
+        try TestApp.with(configure: Self.required) { app in
+            try app.addUser("root", admin: true)
+            try app.addUser("ann")
+            #expect(try app.request("GET", "/metrics", token: try app.token("ann")).status == 403)
+            #expect(try app.request("GET", "/metrics", token: try app.token("root")).status == 200)
+        }
+        try TestApp.with { app in
+            let open = try app.request("GET", "/metrics")
+            #expect(open.status == 200)
+        }
+    }
+
     @Test("an unknown method on a known path is 405 with Allow before authentication; _method still needs credentials")
     func methodNotAllowedBeforeAuth() throws {
         try TestApp.with(configure: Self.required) { app in
