@@ -58,7 +58,7 @@ struct ExportImportTests {
             for batch in [500, 500, 5] {
                 var parts = MultipartBuilder()
                 for index in 0..<batch { parts.file("file", filename: "f\(batch)-\(index).txt", body: Array("x\(batch)-\(index)".utf8)) }
-                let stored = try RawHTTP(port: app.port).request("POST", "/uploads", headers: [("Content-Type", parts.contentType)],
+                let stored = try RawHTTP(port: app.port, timeout: 120).request("POST", "/uploads", headers: [("Content-Type", parts.contentType)],
                                                                  body: parts.finished(), close: true)
                 try #require(stored.status == 201, "\(stored.text)")
             }
