@@ -90,6 +90,14 @@ struct CLITests {
         #expect(command.configuration.blobStore?.hasPrefix("s3://jotter-uploads") == true)
     }
 
+    @Test("counts read as English: 1 note, 1 upload, 0 files, 2 notes")
+    func counts() {
+        #expect(TextFormat.count(1, "note") == "1 note")
+        #expect(TextFormat.count(1, "upload") == "1 upload")
+        #expect(TextFormat.count(0, "file") == "0 files")
+        #expect(TextFormat.count(2, "note") == "2 notes")
+    }
+
     @Test("help text and parsing come from one declaration: every declared option is in the help, and parsed")
     func oneDeclaration() throws {
         for option in ServeCommand.options {

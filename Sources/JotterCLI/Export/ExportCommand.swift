@@ -129,7 +129,7 @@ struct ExportCommand: AsyncCommand {
         if options.json {
             console.out(try ClientOptions.json(["path": path, "notes": String(manifest.notes.count), "files": String(files), "bytes": String(total)]))
         } else {
-            console.out("exported \(manifest.notes.count) notes and \(files) files (\(TextFormat.bytes(total))) to \(path)\n")
+            console.out("exported \(TextFormat.count(manifest.notes.count, "note")) and \(TextFormat.count(files, "file")) (\(TextFormat.bytes(total))) to \(path)\n")
         }
         return ExitCode.success
     }

@@ -113,7 +113,7 @@ struct ImportCommand: AsyncCommand {
             console.out(try ClientOptions.json(["created_notes": created, "completed_notes": completed, "uploaded_files": files, "already_there": skipped]))
         } else {
             let finished = completed > 0 ? ", completed \(completed)" : ""
-            console.out("imported \(created) notes and \(files) files from \(path)\(finished) (\(skipped) already there)\n")
+            console.out("imported \(TextFormat.count(created, "note")) and \(TextFormat.count(files, "file")) from \(path)\(finished) (\(skipped) already there)\n")
         }
         return ExitCode.success
     }
