@@ -36,7 +36,8 @@ enum AccountPlace {
     case folder(StorePlace)
     case server(ClientOptions)
 
-    static let options = [DataFolder.option, DataFolder.databaseOption] + ClientOptions.options
+    /// The account commands print text only: no `--json`.
+    static let options = [DataFolder.option, DataFolder.databaseOption] + ClientOptions.connection
 
     init(_ arguments: Arguments) throws {
         if arguments.option("--data") == nil, arguments.option("--database") == nil, arguments.option("--server") != nil {

@@ -54,7 +54,7 @@ struct BackupCommand: AsyncCommand {
             console.out(try ClientOptions.json(BackupEnvelope(backup: backup)))
         } else {
             let bytes = backup.uploads.reduce(backup.databaseSize) { $0 + $1.size }
-            console.out("backed up \(backup.notes) notes and \(backup.uploads.count) uploads (\(TextFormat.bytes(bytes))) to \(destination)\n")
+            console.out("backed up \(TextFormat.count(Int(backup.notes), "note")) and \(TextFormat.count(backup.uploads.count, "upload")) (\(TextFormat.bytes(bytes))) to \(destination)\n")
         }
         return ExitCode.success
     }
@@ -135,7 +135,7 @@ struct RestoreCommand: BlockingCommand {
         if json {
             console.out(try ClientOptions.json(BackupEnvelope(backup: backup)))
         } else {
-            console.out("restored \(contents.notes) notes and \(contents.uploads.count) uploads from \(source) into \(data)\n")
+            console.out("restored \(TextFormat.count(Int(contents.notes), "note")) and \(TextFormat.count(contents.uploads.count, "upload")) from \(source) into \(data)\n")
         }
         return ExitCode.success
     }

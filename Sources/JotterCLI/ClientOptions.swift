@@ -2,16 +2,21 @@ import JotterCLICore
 import Foundation
 import JotterClient
 
-/// `--server URL` (or `JOTTER_SERVER`) and `--json`: what every client command reads.
+/// `--server URL` (or `JOTTER_SERVER`), `--token` and `--json`: what every client command reads.
+/// A command that prints JSON declares `options`; one that does not declares `connection`, so
+/// that `--json` is a usage error there rather than silently ignored.
 struct ClientOptions: Sendable {
     static let defaultServer = "http://127.0.0.1:8080"
+    static let jsonOption = Option("--json", help: "Print JSON for scripts instead of text.")
     static let options = [
         Option("--server", value: "URL", environment: "JOTTER_SERVER", default: defaultServer,
                help: "The Jotter server; host:port alone means http://host:port."),
-        Option("--json", help: "Print JSON for scripts instead of text."),
+        jsonOption,
         Option("--token", value: "TOKEN", environment: "JOTTER_TOKEN",
                help: "An API token (jot_…); default: the one jotter login kept for the server."),
     ]
+    /// `options` without `--json`.
+    static let connection = options.filter { $0.key != jsonOption.key }
 
     var server: URL
     var json: Bool
@@ -20,7 +25,7 @@ struct ClientOptions: Sendable {
 
     init(parsing arguments: Arguments) throws {
         server = try Self.server(arguments.option("--server") ?? Self.defaultServer)
-        json = arguments.flag("--json")
+        json = arguments.declares("--json") && arguments.flag("--json")
         token = arguments.option("--token").flatMap { $0.isEmpty ? nil : $0 }
             ?? StoredTokens(environment: arguments.environment).token(for: server)
     }

@@ -27,7 +27,7 @@ public enum JotterCommandLine {
 
     static var help: String {
         """
-        USAGE: jotter [--server URL] [--json] <command> [options]
+        USAGE: jotter [--server URL] [--token TOKEN] [--json] <command> [options]
 
         Jotter: notes, uploads and hello, served over HTTP.
 
@@ -39,8 +39,8 @@ public enum JotterCommandLine {
           -h, --help                    Show help (also after any command: jotter notes edit --help).
           --version                     Show the version.
 
-        Client commands talk to --server URL (JOTTER_SERVER, default \(ClientOptions.defaultServer)); it and --json
-        may come before the command or after it.
+        Client commands talk to --server URL (JOTTER_SERVER, default \(ClientOptions.defaultServer)); it, --token and
+        --json may come before the command or after it. A command that prints no JSON refuses --json.
 
         \(ExitCode.help)
 
@@ -144,9 +144,13 @@ public enum JotterCommandLine {
         var index = 0
         while index < arguments.count {
             let argument = arguments[index]
-            if argument == "--json" || argument.hasPrefix("--server=") {
+            // Any option of `ClientOptions.options`, as its declaration says: a flag, `--name=value`
+            // or `--name value`.
+            let name = argument.split(separator: "=", maxSplits: 1).first.map(String.init) ?? argument
+            guard argument.hasPrefix("--"), let option = ClientOptions.options.first(where: { $0.names.contains(name) }) else { break }
+            if option.value == nil || argument.contains("=") {
                 index += 1
-            } else if argument == "--server", index + 1 < arguments.count {
+            } else if index + 1 < arguments.count {
                 index += 2
             } else {
                 break

@@ -61,7 +61,7 @@ struct LoginCommand: AsyncCommand {
     ~/.config/jotter/tokens (mode 0600), used by every command for that server.
     JOTTER_TOKEN or --token, when given, wins over it.
     """
-    static let options = [Option("--name", value: "NAME", help: "Your user name.")] + ClientOptions.options
+    static let options = [Option("--name", value: "NAME", help: "Your user name.")] + ClientOptions.connection
 
     let options: ClientOptions
     let name: String?
@@ -104,7 +104,7 @@ struct LogoutCommand: AsyncCommand {
     static let summary = "Revoke and forget the token kept for the server."
     static let usage = "jotter logout [options]"
     static let about = "Revokes the token `jotter login` kept for the server and removes it from ~/.config/jotter/tokens."
-    static let options = ClientOptions.options
+    static let options = ClientOptions.connection
 
     let options: ClientOptions
     let stored: StoredTokens

@@ -1,6 +1,11 @@
 /// How the client commands write sizes, rates, durations and tables for people.
 enum TextFormat {
     /// `512 B`, `1.5 KiB`, `2.3 MiB`, `1.0 GiB`.
+    /// `1 note`, `2 notes`, `0 notes`: a count with its noun, plural unless it is one.
+    static func count(_ count: Int, _ noun: String) -> String {
+        "\(count) \(noun)\(count == 1 ? "" : "s")"
+    }
+
     static func bytes(_ count: Int64) -> String {
         guard count >= 1024 else { return "\(count) B" }
         var value = Double(count) / 1024

@@ -110,6 +110,7 @@ struct DownloadCommand: AsyncCommand {
 
     func run(console: Console) async throws -> Int32 {
         let client = options.client()
+        let id = try await UploadID.resolve(self.id, client: client)
         if output == "-" {
             try await client.uploads.download(id) { console.outBytes(Array($0)) }
             return ExitCode.success

@@ -109,11 +109,47 @@ struct UploadsListCommand: AsyncCommand {
 }
 
 /// `jotter uploads show ID`.
+/// Upload ids as the CLI takes them: whole, or — as git takes commits — a unique prefix of at
+/// least 4 hex digits (`7c1a`, also written `7c1a…`).
+enum UploadID {
+    static let fullLength = 24
+
+    /// The whole id that `text` names: itself when it is whole (or no hex prefix at all, for the
+    /// server to answer), else the one upload whose id starts with it.
+    static func resolve(_ text: String, client: JotterClient) async throws -> String {
+        let prefix = trimmed(text)
+        guard prefix.count < fullLength, prefix.allSatisfy(\.isHexDigit) else { return text }
+        return try match(prefix, among: try await client.uploads.all())
+    }
+
+    /// `text` without the `…` (or `...`) that marks an id written short.
+    static func trimmed(_ text: String) -> String {
+        let lowered = text.lowercased()
+        if lowered.hasSuffix("…") { return String(lowered.dropLast()) }
+        if lowered.hasSuffix("...") { return String(lowered.dropLast(3)) }
+        return lowered
+    }
+
+    /// The id among `uploads` that starts with `prefix`: too short is a usage error, none is
+    /// "not found" (exit 3), several are listed (exit 2) so a longer prefix can be given.
+    static func match(_ prefix: String, among uploads: [Upload]) throws -> String {
+        guard prefix.count >= 4 else { throw UsageError("an upload id needs at least 4 characters, not '\(prefix)'") }
+        let found = uploads.filter { $0.id.hasPrefix(prefix) }
+        switch found.count {
+        case 1: return found[0].id
+        case 0: throw CommandFailure("no upload has an id starting with \(prefix)", status: ExitCode.notFound)
+        default:
+            let candidates = found.map { "  \($0.id)  \(TextFormat.visible($0.filename))" }.joined(separator: "\n")
+            throw CommandFailure("the id \(prefix) is ambiguous; candidates:\n\(candidates)", status: ExitCode.usage)
+        }
+    }
+}
+
 struct UploadsShowCommand: AsyncCommand {
     static let name = "show"
     static let summary = "Show one upload's details."
     static let usage = "jotter uploads show ID [options]"
-    static let about = "Prints the upload's name, size, type, SHA-256, time, note and download path."
+    static let about = "Prints the upload's name, size, type, SHA-256, time, note and download path. ID may be a unique prefix (4 characters or more), as git takes commits."
     static let options = ClientOptions.options
 
     let options: ClientOptions
@@ -125,7 +161,8 @@ struct UploadsShowCommand: AsyncCommand {
     }
 
     func run(console: Console) async throws -> Int32 {
-        let upload = try await options.client().uploads.get(id)
+        let client = options.client()
+        let upload = try await client.uploads.get(try await UploadID.resolve(id, client: client))
         if options.json {
             console.out(try ClientOptions.json(UploadEnvelope(upload: upload)))
             return ExitCode.success
@@ -154,7 +191,7 @@ struct UploadsRemoveCommand: AsyncCommand {
     static let about = """
     Deletes each upload, in turn (a note it was attached to gets a new version). One that
     can't be deleted is reported and the others are still deleted; the exit code is then
-    that of the first failure.
+    that of the first failure. An ID may be a unique prefix (4 characters or more).
     """
     static let options = ClientOptions.options
 
@@ -168,7 +205,10 @@ struct UploadsRemoveCommand: AsyncCommand {
     }
 
     func run(console: Console) async throws -> Int32 {
-        let uploads = options.client().uploads
+        let client = options.client()
+        var ids: [String] = []
+        for id in self.ids { ids.append(try await UploadID.resolve(id, client: client)) }
+        let uploads = client.uploads
         let terminal = console.outputIsTerminal
         let said = { (upload: Upload) in
             "Deleted upload \(upload.id) (\(terminal ? TextFormat.visible(upload.filename) : upload.filename), \(UploadsCommand.place(upload))).\n"

@@ -174,6 +174,11 @@ package struct Arguments {
         return false
     }
 
+    /// Whether the command declared option `name` (shared option sets ask before reading one).
+    package func declares(_ name: String) -> Bool {
+        declared.contains { $0.names.contains(name) }
+    }
+
     /// The positional arguments, in order.
     package func positionals() -> [String] { words }
 

@@ -49,6 +49,9 @@ package struct ServeCommand: BlockingCommand {
                help: "Whether notes, uploads, their events and /metrics need a token or a session; off on another host logs a warning."),
         Option("--cors-origin", value: "ORIGIN", environment: "JOTTER_CORS_ORIGIN", repeats: true,
                help: "Let pages of this origin (https://app.example.com) call the API; repeatable (the variable: separated by spaces); none by default."),
+        Option("--allowed-host", value: "NAME", environment: "JOTTER_ALLOWED_HOST", repeats: true,
+               help: "On a loopback --host: a Host name served besides localhost, 127.0.0.1 and [::1] (a reverse proxy's public "
+                   + "name); repeatable (the variable: separated by spaces). Any other Host is 421, against DNS rebinding."),
         Option("--rate-limit", value: "N", environment: "JOTTER_RATE_LIMIT", default: "6000",
                help: "Requests a minute one token or session may make (429 beyond); 0 for no limit."),
         Option("--tls-cert", value: "FILE", environment: "JOTTER_TLS_CERT", help: "Serve HTTPS with this PEM certificate (chain)."),
@@ -100,6 +103,9 @@ package struct ServeCommand: BlockingCommand {
         let origins = arguments.values("--cors-origin")
         configuration.corsOrigins = !origins.isEmpty ? origins
             : (arguments.environment["JOTTER_CORS_ORIGIN"] ?? "").split(separator: " ").map(String.init)
+        let hosts = arguments.values("--allowed-host")
+        configuration.allowedHosts = !hosts.isEmpty ? hosts
+            : (arguments.environment["JOTTER_ALLOWED_HOST"] ?? "").split(separator: " ").map(String.init)
         if let limit = try arguments.option("--rate-limit", as: "a whole number of requests a minute", { Int($0).flatMap { $0 >= 0 ? $0 : nil } }) {
             configuration.requestsPerMinute = limit
         }

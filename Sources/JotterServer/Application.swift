@@ -38,6 +38,7 @@ public final class Application: Sendable {
     /// Starts serving; the port is known once this returns.
     public func start() throws {
         try server.start()
+        accounts.startRechecking()
         log.info("jotter listening on \(url) with \(configuration.threads) engine thread(s), data in \(configuration.dataDirectory)"
             + (configuration.store.usesPostgres ? ", database \(configuration.store.databaseDescription)" : ""))
         if configuration.effectiveAuth == .off && !AuthMode.isLoopback(configuration.host) {
@@ -49,6 +50,7 @@ public final class Application: Sendable {
     /// streams, closes the database.
     public func shutdown() {
         server.shutdown()
+        accounts.stopRechecking()
         events.stop()
         notes.close()
     }
@@ -96,6 +98,8 @@ public func buildApplication(_ configuration: ServerConfiguration) throws -> App
     routes.add(middleware: AccessLogMiddleware(log: log))
     routes.add(middleware: metrics)
     if tls != nil { routes.add(middleware: StrictTransportSecurity()) }
+    routes.add(middleware: BrowserProtection(listenHost: configuration.host, corsOrigins: configuration.corsOrigins,
+                                             allowedHosts: configuration.allowedHosts))
     if !configuration.corsOrigins.isEmpty { routes.add(middleware: CORSMiddleware(origins: configuration.corsOrigins)) }
     for middleware in configuration.middleware { routes.add(middleware: middleware) }
     routes.add(middleware: ErrorMiddleware(log: log, translate: StoreErrors.http))
@@ -113,12 +117,13 @@ public func buildApplication(_ configuration: ServerConfiguration) throws -> App
     routes.group { authenticated in
         authenticated.add(middleware: AuthenticationMiddleware(accounts: accounts, requestsPerMinute: configuration.requestsPerMinute))
         authenticated.add(middleware: IdempotencyMiddleware())
-        health.registerMetrics(in: &authenticated)
         NotesController(store: notes, events: events, replayLimit: configuration.eventBacklog).register(in: &authenticated)
         UploadsController(store: notes, events: events).register(in: &authenticated)
         auth.register(in: &authenticated)
         authenticated.group { admin in
             admin.add(middleware: RequireAdmin(mode: accounts.mode))
+            // Every route's counts and the store's sizes: an administrator's (anyone's under --auth off).
+            health.registerMetrics(in: &admin)
             BackupController(store: notes as? SQLiteStore, dataDirectory: configuration.dataDirectory).register(in: &admin)
             UsersController(accounts: accounts).register(in: &admin)
         }

@@ -52,8 +52,13 @@ public struct ServerConfiguration: Sendable {
     public var tlsCertificatePath: String?
     public var tlsKeyPath: String?
 
-    /// Origins (`https://app.example.com`) whose pages may call the API (CORS); none by default.
+    /// Origins (`https://app.example.com`) whose pages may call the API (CORS), and whose
+    /// unsafe requests pass the cross-origin check; none by default.
     public var corsOrigins: [String] = []
+    /// On a loopback `host`: more names than `localhost`, `127.0.0.1` and `[::1]` that a
+    /// request's `Host` may carry (a reverse proxy's public name); any other is `421`, against
+    /// DNS rebinding. Ignored on any other host.
+    public var allowedHosts: [String] = []
     /// Requests a minute that one token or session may make (`429` beyond, with `RateLimit`
     /// headers on every answer); 0 for no limit.
     public var requestsPerMinute = 6000

@@ -115,13 +115,28 @@ public final class SQLiteStore: DataStore {
 
     deinit { close() }
 
-    /// Finishes queued writes, then closes every connection. Later calls fail with
+    /// Finishes queued writes, closes every connection, then checkpoints the write-ahead log
+    /// into `jotter.sqlite` and truncates it (`wal_checkpoint(TRUNCATE)`), so that the database
+    /// file alone holds every commit — a copy of it is complete. Later calls fail with
     /// `StoreError.closed`. Idempotent.
     public func close() {
+        guard !closed.exchange(true, ordering: .acquiringAndReleasing) else { return }
         writer.stop()
         readers.close()
         threads.stop()
+        checkpoint()
         folderLock.unlock()
+    }
+
+    private let closed = Atomic<Bool>(false)
+
+    /// Copies the WAL into the database and truncates it, on a connection of its own (the
+    /// readers are read-only and cannot). Best effort: another process reading the data
+    /// folder at this moment may keep part of the log, which SQLite applies on the next open.
+    private func checkpoint() {
+        guard let db = try? SQLiteConnection(path: path, flags: SQLiteConnection.readWriteExisting) else { return }
+        _ = try? db.first("PRAGMA wal_checkpoint(TRUNCATE)") { $0.int64(0) }
+        db.close()
     }
 
     /// False: reads are local and short.

@@ -33,6 +33,29 @@ struct CLIBehaviourTests {
         }
     }
 
+    @Test("--token before the command is read as after it; --json on a command that prints no JSON is a usage error")
+    func globalTokenAndRefusedJSON() async throws {
+        try await withApp(configure: { $0.auth = .required }) { app in
+            try app.addUser("ann", password: "correct horse", admin: true)
+            let token = try app.token("ann", password: "correct horse")
+            _ = try app.request("POST", "/notes", token: token, body: "body=mine")
+            let server = "http://127.0.0.1:\(app.port)"
+            for arguments in [["--token", token, "notes", "list"], ["--token=\(token)", "notes", "list"],
+                              ["--server", server, "--token", token, "--json", "notes", "list"]] {
+                let listed = await commands.jotter(arguments, app: nil, environment: ["JOTTER_SERVER": server])
+                #expect(listed.status == 0, "\(arguments): \(listed.err)")
+                #expect(listed.out.contains("mine"), "\(arguments)")
+            }
+            for arguments in [["users", "list", "--json"], ["tokens", "list", "--json"], ["tokens", "create", "--json"],
+                              ["--json", "users", "list"], ["login", "--name", "ann", "--json"], ["logout", "--json"]] {
+                let refused = await commands.jotter(arguments + ["--server", server, "--token", token], app: nil)
+                #expect(refused.status == ExitCode.usage, "\(arguments): \(refused.out)")
+                #expect(refused.err.hasPrefix("error: unknown option '--json'"), "\(arguments): \(refused.err)")
+                #expect(refused.out.isEmpty, "\(arguments)")
+            }
+        }
+    }
+
     @Test("notes add -- --help adds the note; a repeated flag is fine; a usage error is one line and a pointer to --help")
     func parsing() async throws {
         try await withApp { app in

@@ -26,7 +26,7 @@ struct CLITests {
     @Test func helpAndVersion() {
         let help = run(["--help"])
         #expect(help.status == 0)
-        #expect(help.out.contains("USAGE: jotter [--server URL] [--json] <command>"))
+        #expect(help.out.contains("USAGE: jotter [--server URL] [--token TOKEN] [--json] <command>"))
         #expect(help.out.contains("serve"))
         #expect(run(["--version"]).out == "jotter \(JotterCommandLine.version)\n")
         let serveHelp = run(["serve", "--help"])
@@ -58,6 +58,44 @@ struct CLITests {
         let result = run([])
         #expect(result.status == 2)
         #expect(result.err.contains("USAGE: jotter"))
+    }
+
+    /// `KEY=VALUE` lines read as systemd's `EnvironmentFile=` reads them: lines starting with
+    /// `#` or `;` and empty lines skipped, the value everything after the first `=` (a
+    /// trailing `# …` stays in it).
+    static func environmentFile(_ text: String) -> [String: String] {
+        var environment: [String: String] = [:]
+        for line in text.split(separator: "\n", omittingEmptySubsequences: false) {
+            let trimmed = line.drop { $0 == " " || $0 == "\t" }
+            guard !trimmed.isEmpty, trimmed.first != "#", trimmed.first != ";", let equals = trimmed.firstIndex(of: "=") else { continue }
+            environment[String(trimmed[..<equals]).trimmingCharacters(in: .whitespaces)] =
+                String(trimmed[trimmed.index(after: equals)...]).trimmingCharacters(in: .whitespaces)
+        }
+        return environment
+    }
+
+    @Test("docs/deployment.md's instance environment, read as systemd's EnvironmentFile= reads it, is one jotter serve accepts")
+    func deploymentEnvironmentFile() throws {
+        let text = try String(contentsOf: InstallTests.root.appendingPathComponent("docs/deployment.md"), encoding: .utf8)
+        let section = try #require(text.range(of: "### Configuring each instance"))
+        let start = try #require(text.range(of: "```sh\n", range: section.upperBound..<text.endIndex))
+        let end = try #require(text.range(of: "```", range: start.upperBound..<text.endIndex))
+        let environment = Self.environmentFile(String(text[start.upperBound..<end.lowerBound]))
+        #expect(environment["JOTTER_DATABASE_POOL"] == "8")
+        #expect(environment.values.allSatisfy { !$0.contains("#") }, "\(environment)")
+        let command = try ServeCommand(parsing: try Arguments([], options: ServeCommand.options, environment: environment))
+        #expect(command.configuration.host == "0.0.0.0")
+        #expect(command.configuration.dataDirectory == "/var/lib/jotter")
+        #expect(command.configuration.maxUploadSize == 1 << 30)
+        #expect(command.configuration.blobStore?.hasPrefix("s3://jotter-uploads") == true)
+    }
+
+    @Test("counts read as English: 1 note, 1 upload, 0 files, 2 notes")
+    func counts() {
+        #expect(TextFormat.count(1, "note") == "1 note")
+        #expect(TextFormat.count(1, "upload") == "1 upload")
+        #expect(TextFormat.count(0, "file") == "0 files")
+        #expect(TextFormat.count(2, "note") == "2 notes")
     }
 
     @Test("help text and parsing come from one declaration: every declared option is in the help, and parsed")

@@ -50,6 +50,36 @@ struct ExportImportTests {
             uploads: manifest.uploads.map { [$0.filename, $0.contentType, String($0.size), $0.sha256] })
     }
 
+    @Test("export takes every upload attached to no note, past one listing page of 1000, without a warning; .tar.gz and .tgz are gzip")
+    func beyondOnePageAndGzip() async throws {
+        let scratch = try scratchFolder()
+        defer { try? FileManager.default.removeItem(at: scratch) }
+        try await withApp { app in
+            for batch in [500, 500, 5] {
+                var parts = MultipartBuilder()
+                for index in 0..<batch { parts.file("file", filename: "f\(batch)-\(index).txt", body: Array("x\(batch)-\(index)".utf8)) }
+                let stored = try RawHTTP(port: app.port, timeout: 120).request("POST", "/uploads", headers: [("Content-Type", parts.contentType)],
+                                                                 body: parts.finished(), close: true)
+                try #require(stored.status == 201, "\(stored.text)")
+            }
+            for name in ["all.tar", "all.tar.gz", "all.tgz"] {
+                let path = scratch.appendingPathComponent(name).path
+                let export = await commands.jotter(["export", path], app: app)
+                #expect(export.status == 0, "\(export.err)")
+                #expect(export.err.isEmpty, "\(export.err)")
+                #expect(export.out.contains("1005 files"), "\(export.out)")
+                let folder = scratch.appendingPathComponent("x-\(name)")
+                try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+                #expect(try ExtractedArchive(path: path, into: folder.path).manifest.uploads.count == 1005)
+                if name != "all.tar" {
+                    let magic = try [UInt8](Data(contentsOf: URL(fileURLWithPath: path)).prefix(2))
+                    #expect(magic == [0x1f, 0x8b], "\(name) is not gzip")
+                    _ = try BackupCommandTests.tool(["gzip", "-t", path])
+                }
+            }
+        }
+    }
+
     @Test("export → import into an empty server → export again gives the same notes and bytes; a second import creates nothing")
     func roundTrip() async throws {
         let scratch = try scratchFolder()

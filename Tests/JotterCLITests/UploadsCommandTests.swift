@@ -3,6 +3,7 @@ import Testing
 import JotterAPI
 import JotterClient
 @testable import JotterCLI
+@testable import JotterCLICore
 import JotterTestSupport
 
 /// `jotter uploads list|show|rm`, and the SDK's upload pages and attach underneath.
@@ -117,6 +118,56 @@ struct UploadsCommandTests {
             #expect(try await client.uploads.page(attachment: .unattached).uploads.map(\.id) == [id])
             let error = await #expect(throws: JotterClientError.self) { try await client.uploads.attach(id, toNote: "999") }
             #expect(error?.isNotFound == true)
+        }
+    }
+}
+
+/// Upload ids written short, as git takes commits.
+@Suite("jotter: upload id prefixes")
+struct UploadIDPrefixTests {
+    let commands = ClientCommandTests()
+
+    func upload(_ id: String, _ name: String) -> Upload {
+        Upload(id: id, filename: name, contentType: "text/plain", size: 1, sha256: String(repeating: "0", count: 64),
+               createdAt: "2026-01-01T00:00:00Z", noteID: nil, url: "/uploads/\(id)/content")
+    }
+
+    @Test("a unique prefix names its upload; none is not found; several are listed; fewer than 4 characters is a usage error")
+    func matching() throws {
+        let uploads = [upload("7c1a00000000000000000001", "a.txt"), upload("7c1b00000000000000000002", "b.txt"),
+                       upload("7c1b00000000000000000003", "c.txt")]
+        #expect(try UploadID.match("7c1a", among: uploads) == "7c1a00000000000000000001")
+        #expect(UploadID.trimmed("7C1A…") == "7c1a")
+        #expect(throws: CommandFailure.self) { try UploadID.match("ffff", among: uploads) }
+        do {
+            _ = try UploadID.match("7c1b", among: uploads)
+            Issue.record("an ambiguous prefix was taken")
+        } catch let failure as CommandFailure {
+            #expect(failure.status == ExitCode.usage)
+            #expect(failure.message.contains("7c1b00000000000000000002") && failure.message.contains("7c1b00000000000000000003"))
+        }
+        #expect(throws: UsageError.self) { try UploadID.match("7c1", among: uploads) }
+    }
+
+    @Test("uploads show, download and rm take a unique prefix, also written with …")
+    func commandsTakePrefixes() async throws {
+        let scratch = try scratchFolder()
+        defer { try? FileManager.default.removeItem(at: scratch) }
+        try await withApp { app in
+            let file = scratch.appendingPathComponent("hello.txt")
+            try Data("hello".utf8).write(to: file)
+            let stored = try await JotterClient(baseURL: app.baseURL).uploads.upload(fileAt: file)
+            let short = String(stored.id.prefix(6))
+            let shown = await commands.jotter(["uploads", "show", short + "…"], app: app)
+            #expect(shown.status == 0, "\(shown.err)")
+            #expect(shown.out.contains(stored.id))
+            let copy = scratch.appendingPathComponent("copy.txt").path
+            let fetched = await commands.jotter(["download", short, "-o", copy], app: app)
+            #expect(fetched.status == 0, "\(fetched.err)")
+            #expect(try String(contentsOfFile: copy, encoding: .utf8) == "hello")
+            let removed = await commands.jotter(["uploads", "rm", short], app: app)
+            #expect(removed.status == 0, "\(removed.err)")
+            #expect(try await JotterClient(baseURL: app.baseURL).uploads.all().isEmpty)
         }
     }
 }

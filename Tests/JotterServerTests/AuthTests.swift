@@ -37,11 +37,69 @@ struct AuthTests {
         }
     }
 
+    @Test("expires_in: the served document's pattern accepts exactly what sign-in accepts (its bounds are in the document)")
+    func expiresInBoundsDocumented() throws {
+        try TestApp.with(configure: Self.required) { app in
+            let document = try app.request("GET", "/openapi.json").json()
+            let paths = try #require(document["paths"] as? [String: Any])
+            let post = try #require((paths["/auth/sessions"] as? [String: Any])?["post"] as? [String: Any])
+            let content = try #require((post["requestBody"] as? [String: Any])?["content"] as? [String: Any])
+            let schema = try #require((content["application/x-www-form-urlencoded"] as? [String: Any])?["schema"] as? [String: Any])
+            let field = try #require((schema["properties"] as? [String: Any])?["expires_in"] as? [String: Any])
+            let pattern = try NSRegularExpression(pattern: try #require(field["pattern"] as? String))
+            try app.addUser("ann", password: "correct horse")
+            for value in ["", "59", "60", "0060", "3600", "99999999", "315359999", "315360000", "315360001", "999999999", "1e3", "-60"] {
+                let documented = pattern.firstMatch(in: value, range: NSRange(value.startIndex..., in: value)) != nil
+                let answer = try app.request("POST", "/auth/sessions", headers: [("Content-Type", "application/x-www-form-urlencoded")],
+                                             body: "name=ann&password=correct+horse&kind=token&expires_in=\(value)")
+                #expect((answer.status == 201) == documented, "expires_in=\(value): \(answer.status), document says \(documented)")
+            }
+        }
+    }
+
+    @Test("/metrics under --auth required is an administrator's: 403 for another user; under --auth off it stays open")
+    func metricsForAdmins() throws {
+        try TestApp.with(configure: Self.required) { app in
+            try app.addUser("root", admin: true)
+            try app.addUser("ann")
+            #expect(try app.request("GET", "/metrics", token: try app.token("ann")).status == 403)
+            #expect(try app.request("GET", "/metrics", token: try app.token("root")).status == 200)
+        }
+        try TestApp.with { app in
+            let open = try app.request("GET", "/metrics")
+            #expect(open.status == 200)
+        }
+    }
+
+    @Test("an unknown method on a known path is 405 with Allow before authentication; _method still needs credentials")
+    func methodNotAllowedBeforeAuth() throws {
+        try TestApp.with(configure: Self.required) { app in
+            for target in ["/auth/sessions/current", "/auth/tokens/1", "/notes/1", "/users/ann/password"] {
+                for body in ["", "label=x"] {
+                    let refused = try app.request("POST", target, headers: [("Content-Type", "application/x-www-form-urlencoded")], body: body)
+                    #expect(refused.status == 405, "POST \(target) \(body): \(refused.text)")
+                    #expect(refused.header("Allow") != nil, "POST \(target)")
+                    #expect(refused.header("WWW-Authenticate") == nil)
+                }
+                #expect(try app.request("TRACE", target).status == 405, "TRACE \(target)")
+            }
+            let overridden = try app.request("POST", "/auth/tokens/1", headers: [("Content-Type", "application/x-www-form-urlencoded")],
+                                             body: "_method=DELETE")
+            #expect(overridden.status == 401, "\(overridden.text)")
+            try app.addUser("ann", password: "correct horse")
+            let token = try app.token("ann", password: "correct horse")
+            let created = try app.request("POST", "/notes", token: token, body: "body=x")
+            let id = try #require((try created.json()["note"] as? [String: Any])?["id"] as? String)
+            #expect(try app.request("POST", "/notes/\(id)", token: token, body: "_method=PATCH&body=y").status == 200)
+            #expect(try app.request("POST", "/notes/\(id)", token: nil, body: "_method=PATCH&body=z").status == 401)
+        }
+    }
+
     @Test("required: a 100 MiB upload without a token is refused at its head; nothing reaches the data folder")
     func refusedBeforeTheBody() throws {
         try TestApp.with(configure: Self.required) { app in
             let connection = try RawHTTP(port: app.port, timeout: 10)
-            try connection.send("POST /uploads HTTP/1.1\r\nHost: x\r\nContent-Type: multipart/form-data; boundary=b\r\nContent-Length: \(100 << 20)\r\n\r\n")
+            try connection.send("POST /uploads HTTP/1.1\r\nHost: localhost\r\nContent-Type: multipart/form-data; boundary=b\r\nContent-Length: \(100 << 20)\r\n\r\n")
             try connection.send("--b\r\nContent-Disposition: form-data; name=\"file\"; filename=\"big.bin\"\r\n\r\n" + String(repeating: "a", count: 65536))
             let response = try connection.readResponse()
             #expect(response.status == 401)
@@ -211,6 +269,34 @@ struct AuthTests {
         }
     }
 
+    @Test("a token revoked and a user removed on the store directly (as with --data): their open streams end within the refresh interval")
+    func revocationElsewhereEndsStreams() throws {
+        try TestApp.with(configure: { $0.auth = .required; $0.credentialRefreshInterval = 2 }) { app in
+            try app.addUser("ann")
+            let bob = try app.addUser("bob")
+            let doomed = try app.token("ann"), kept = try app.token("ann"), bobs = try app.token("bob")
+            func open(_ token: String) throws -> RawHTTP {
+                let connection = try RawHTTP(port: app.port, timeout: 8)
+                try connection.send("GET /notes/events HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer \(token)\r\n\r\n")
+                _ = try connection.readStream(until: "retry: 3000\n\n")
+                return connection
+            }
+            let stream = try open(doomed), other = try open(kept), removed = try open(bobs)
+            let tokens = try app.request("GET", "/auth/tokens", token: kept).json()["tokens"] as? [[String: Any]]
+            let text = try #require(tokens?.last?["id"] as? String)
+            let id = try #require(Int64(text))
+            // Straight to the store, as `jotter tokens revoke --data` and `users remove --data` do: the server is not told.
+            _ = try app.app.accounts.store.perform(.revoke(id: id, userID: nil))
+            _ = try app.app.accounts.store.perform(.removeUser(userID: bob.id))
+            let started = Date()
+            #expect(try stream.readStream(until: "0\r\n\r\n").hasSuffix("0\r\n\r\n"))
+            #expect(try removed.readStream(until: "0\r\n\r\n").hasSuffix("0\r\n\r\n"))
+            #expect(Date().timeIntervalSince(started) < 6, "the streams ended only after \(Date().timeIntervalSince(started)) s")
+            #expect(try app.request("POST", "/notes", token: kept, body: "body=still%20here").status == 201)
+            #expect(try other.readStream(until: "still here").contains("note.created"))
+        }
+    }
+
     @Test("revoking a token ends the event streams opened with it, and only those")
     func revocationEndsStreams() throws {
         try TestApp.with(configure: Self.required) { app in
@@ -218,7 +304,7 @@ struct AuthTests {
             let doomed = try app.token("ann"), kept = try app.token("ann")
             func open(_ token: String) throws -> RawHTTP {
                 let connection = try RawHTTP(port: app.port, timeout: 5)
-                try connection.send("GET /notes/events HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer \(token)\r\n\r\n")
+                try connection.send("GET /notes/events HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer \(token)\r\n\r\n")
                 _ = try connection.readStream(until: "retry: 3000\n\n")
                 return connection
             }

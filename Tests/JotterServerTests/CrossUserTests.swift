@@ -138,7 +138,7 @@ struct CrossUserTests {
             let world = try World(app)
             func open(_ token: String, lastEventID: String? = nil) throws -> RawHTTP {
                 let connection = try RawHTTP(port: app.port, timeout: 5)
-                try connection.send("GET /notes/events HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer \(token)\r\n"
+                try connection.send("GET /notes/events HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer \(token)\r\n"
                                     + (lastEventID.map { "Last-Event-ID: \($0)\r\n" } ?? "") + "\r\n")
                 return connection
             }

@@ -49,7 +49,7 @@ struct LargeUploadTests {
         let tail = Array("\r\n--\(boundary)--\r\n".utf8)
 
         let connection = try RawHTTP(port: server.port, timeout: 120)
-        try connection.send("POST /uploads HTTP/1.1\r\nHost: x\r\nContent-Type: multipart/form-data; boundary=\(boundary)\r\n"
+        try connection.send("POST /uploads HTTP/1.1\r\nHost: localhost\r\nContent-Type: multipart/form-data; boundary=\(boundary)\r\n"
                             + "Content-Length: \(head.count + size + tail.count)\r\n\r\n")
         try connection.send(head)
         var hash = SHA256()

@@ -38,7 +38,7 @@ struct MiddlewareTests {
             let size = 100 << 20
             let preamble = Array("--b\r\nContent-Disposition: form-data; name=\"file\"; filename=\"big.bin\"\r\n\r\n".utf8)
             let connection = try RawHTTP(port: app.port, timeout: 10)
-            try connection.send("POST /uploads HTTP/1.1\r\nHost: x\r\nContent-Type: multipart/form-data; boundary=b\r\nContent-Length: \(size)\r\n\r\n")
+            try connection.send("POST /uploads HTTP/1.1\r\nHost: localhost\r\nContent-Type: multipart/form-data; boundary=b\r\nContent-Length: \(size)\r\n\r\n")
             try connection.send(preamble)
             let response = try connection.readResponse()
             #expect(response.status == 401)

@@ -43,7 +43,7 @@ struct NoteEventsTests {
     /// Opens an event stream and waits until the server has it subscribed.
     func subscribe(_ app: TestApp, lastEventID: String? = nil) throws -> EventReader {
         let connection = try RawHTTP(port: app.port)
-        var request = "GET /notes/events HTTP/1.1\r\nHost: x\r\n"
+        var request = "GET /notes/events HTTP/1.1\r\nHost: localhost\r\n"
         if let lastEventID { request += "Last-Event-ID: \(lastEventID)\r\n" }
         try connection.send(request + "\r\n")
         let reader = EventReader(connection)

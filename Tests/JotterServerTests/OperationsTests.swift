@@ -63,7 +63,7 @@ struct OperationsTests {
             _ = try app.request("POST", "/notes", body: "body=two")
             _ = try upload(app, [UInt8](repeating: 7, count: 1234), noteID: "1")
             let stream = try RawHTTP(port: app.port)
-            try stream.send("GET /notes/events HTTP/1.1\r\nHost: x\r\n\r\n")
+            try stream.send("GET /notes/events HTTP/1.1\r\nHost: localhost\r\n\r\n")
             _ = try stream.readStream(until: "\r\n\r\n")
             let text = try app.request("GET", "/metrics").text
             #expect(text.contains("# TYPE jotter_notes gauge\njotter_notes 2\n"))

@@ -85,7 +85,7 @@ struct PostgresServerTests {
         try TestApp.with(configure: backend.configure) { first in
             try TestApp.with(configure: backend.configure) { second in
                 let stream = try RawHTTP(port: second.port, timeout: 20)
-                try stream.send("GET /notes/events HTTP/1.1\r\nHost: x\r\n\r\n")
+                try stream.send("GET /notes/events HTTP/1.1\r\nHost: localhost\r\n\r\n")
                 _ = try stream.readStream(until: "retry: 3000\n\n")
                 let created = try first.request("POST", "/notes", headers: [("Content-Type", "application/json")], body: #"{"body":"from the first"}"#)
                 #expect(created.status == 201)
@@ -166,6 +166,60 @@ struct PostgresDownTests {
             // The refused POST stored nothing.
             let bodies = try #require(try app.request("GET", "/notes").json()["notes"] as? [[String: Any]]).compactMap { $0["body"] as? String }
             #expect(bodies == ["kept"])
+        }
+    }
+
+    /// Waits until the server reads PostgreSQL again (a bound for "never", not a timing claim).
+    func waitForDatabase(_ app: TestApp) throws {
+        let deadline = Date().addingTimeInterval(30)
+        while try app.request("GET", "/healthz").status != 200, Date() < deadline { usleep(200_000) }
+    }
+
+    @Test("--auth required, PostgreSQL down: a valid token and a correct sign-in are 503 with Retry-After, never 401")
+    func authRequiredDuringOutage() throws {
+        let backend = try SharedBackend()
+        try TestApp.with(configure: { backend.configure(&$0); $0.auth = .required; $0.credentialRefreshInterval = 0 }) { app in
+            try app.addUser("ann", password: "correct horse")
+            let token = try app.token("ann", password: "correct horse")
+            #expect(try app.request("GET", "/notes", token: token).status == 200)
+            try PostgresRestart.run("stop")
+            var restarted = false
+            defer { if !restarted { try? PostgresRestart.run("start") } }
+            let read = try app.request("GET", "/notes", token: token)
+            #expect(read.status == 503, "\(read.text)")
+            #expect(read.header("Retry-After") != nil)
+            #expect(read.header("WWW-Authenticate") == nil)
+            let signIn = try app.request("POST", "/auth/sessions", headers: [("Content-Type", "application/x-www-form-urlencoded")],
+                                         body: "name=ann&password=correct+horse&kind=token")
+            #expect(signIn.status == 503, "\(signIn.text)")
+            #expect(signIn.header("Retry-After") != nil)
+            try PostgresRestart.run("start")
+            restarted = true
+            try waitForDatabase(app)
+            #expect(try app.request("GET", "/notes", token: token).status == 200)
+        }
+    }
+
+    @Test("--auth off, PostgreSQL down: a request is 503, and nothing of it is cached: notes written right after are the user's")
+    func authOffDuringOutage() throws {
+        let backend = try SharedBackend()
+        try TestApp.with(configure: { backend.configure(&$0); $0.auth = .off; $0.credentialRefreshInterval = 60 }) { app in
+            try app.addUser("ann", password: "correct horse")  // the anonymous owner is read on the next request
+            try PostgresRestart.run("stop")
+            var restarted = false
+            defer { if !restarted { try? PostgresRestart.run("start") } }
+            let refused = try app.request("GET", "/notes")
+            #expect(refused.status == 503, "\(refused.text)")
+            #expect(refused.header("Retry-After") != nil)
+            try PostgresRestart.run("start")
+            restarted = true
+            try waitForDatabase(app)
+            let created = try app.request("POST", "/notes", headers: [("Content-Type", "application/json")], body: #"{"body":"after"}"#)
+            #expect(created.status == 201, "\(created.text)")
+            let token = try app.token("ann", password: "correct horse")
+            let bodies = try #require(try app.request("GET", "/notes", token: token).json()["notes"] as? [[String: Any]])
+                .compactMap { $0["body"] as? String }
+            #expect(bodies == ["after"], "the note was stored for another owner than the one user")
         }
     }
 }

@@ -241,7 +241,7 @@ struct UploadsTests {
             over.file("f", filename: "over.bin", body: [UInt8](repeating: 1, count: 1001))
             let body = over.finished()
             let connection = try RawHTTP(port: app.port)
-            var head = "POST /uploads HTTP/1.1\r\nHost: x\r\nContent-Type: \(over.contentType)\r\n"
+            var head = "POST /uploads HTTP/1.1\r\nHost: localhost\r\nContent-Type: \(over.contentType)\r\n"
             head += declared ? "Content-Length: \(body.count)\r\n\r\n" : "Transfer-Encoding: chunked\r\n\r\n"
             try connection.send(Array(head.utf8) + (declared ? body : Array(String(body.count, radix: 16).utf8) + [13, 10] + body + Array("\r\n0\r\n\r\n".utf8)))
             let response = try connection.readResponse()
@@ -291,7 +291,7 @@ struct UploadsTests {
             parts.file("f", filename: "big.bin", body: [UInt8](repeating: 7, count: 3 << 20))
             let body = parts.finished()
             let connection = try RawHTTP(port: app.port)
-            try connection.send("POST /uploads HTTP/1.1\r\nHost: x\r\nContent-Type: \(parts.contentType)\r\nContent-Length: \(body.count)\r\n\r\n")
+            try connection.send("POST /uploads HTTP/1.1\r\nHost: localhost\r\nContent-Type: \(parts.contentType)\r\nContent-Length: \(body.count)\r\n\r\n")
             try connection.send(Array(body.prefix(2 << 20)))
             // The temporary file exists while the upload runs…
             #expect(waitUntil { !filesOnDisk(app).tmp.isEmpty }, "the upload never started")

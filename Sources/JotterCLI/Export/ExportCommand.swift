@@ -64,11 +64,8 @@ struct ExportCommand: AsyncCommand {
         let client = options.client()
         var notes: [Note] = []
         for try await note in client.notes.all(pageSize: 1000, order: .oldestFirst) { notes.append(note) }
-        let uploads = try await client.uploads.list()
-        if uploads.count >= 1000 {
-            console.err("warning: the server lists only its 1000 newest uploads: older uploads attached to no note are not exported\n")
-        }
-        let unattached = Array(uploads.filter { $0.noteID == nil }.reversed())
+        // Every page of them, oldest first.
+        let unattached = Array(try await client.uploads.all(attachment: .unattached).reversed())
 
         // The manifest first: every size and SHA-256 is known before a byte is fetched.
         var members: [(name: String, bytes: [UInt8]?, upload: Upload?)] = []
@@ -99,7 +96,8 @@ struct ExportCommand: AsyncCommand {
         }
         try FileManager.default.createDirectory(at: scratch, withIntermediateDirectories: true)
         let now = Int64(Date().timeIntervalSince1970)
-        let tar = try TarWriter(path: partial)
+        // Compressed as the final name says, not the temporary one.
+        let tar = try TarWriter(path: partial, gzip: TarWriter.isGzip(path))
         try tar.add(ExportManifest.path, bytes: Array(try ExportManifest.encoder.encode(manifest)) + [0x0A], modified: now)
         let total = manifest.files.reduce(0) { $0 + $1.size }
         let bar = ProgressBar(label: "export", console: console)
@@ -131,7 +129,7 @@ struct ExportCommand: AsyncCommand {
         if options.json {
             console.out(try ClientOptions.json(["path": path, "notes": String(manifest.notes.count), "files": String(files), "bytes": String(total)]))
         } else {
-            console.out("exported \(manifest.notes.count) notes and \(files) files (\(TextFormat.bytes(total))) to \(path)\n")
+            console.out("exported \(TextFormat.count(manifest.notes.count, "note")) and \(TextFormat.count(files, "file")) (\(TextFormat.bytes(total))) to \(path)\n")
         }
         return ExitCode.success
     }

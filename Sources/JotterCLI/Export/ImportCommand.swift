@@ -48,7 +48,7 @@ struct ImportCommand: AsyncCommand {
             existing[note.body, default: []].append((note.id, note.attachments.map { FileKey(filename: $0.filename, sha256: $0.sha256) }))
         }
         var loose: [FileKey: Int] = [:]
-        for upload in try await client.uploads.list() where upload.noteID == nil {
+        for upload in try await client.uploads.all(attachment: .unattached) {
             loose[FileKey(filename: upload.filename, sha256: upload.sha256), default: 0] += 1
         }
 
@@ -113,7 +113,7 @@ struct ImportCommand: AsyncCommand {
             console.out(try ClientOptions.json(["created_notes": created, "completed_notes": completed, "uploaded_files": files, "already_there": skipped]))
         } else {
             let finished = completed > 0 ? ", completed \(completed)" : ""
-            console.out("imported \(created) notes and \(files) files from \(path)\(finished) (\(skipped) already there)\n")
+            console.out("imported \(TextFormat.count(created, "note")) and \(TextFormat.count(files, "file")) from \(path)\(finished) (\(skipped) already there)\n")
         }
         return ExitCode.success
     }

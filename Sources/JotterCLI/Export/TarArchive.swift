@@ -1,8 +1,9 @@
 internal import CArchive
 import Glibc
 
-/// A tar archive being written with libarchive (GNU tar format, gzip-compressed when the
-/// name ends in `.gz` or `.tgz`). Files are streamed in, never held in memory whole.
+/// A tar archive being written with libarchive (GNU tar format, gzip-compressed when asked —
+/// by default when the name ends in `.gz` or `.tgz`). Files are streamed in, never held in
+/// memory whole.
 ///
 /// GNU format rather than pax: names are stored as their UTF-8 bytes, with no conversion
 /// through the C locale (libarchive 3.6's UTF-8 path setter crashes in the "C" locale, and
@@ -18,11 +19,16 @@ final class TarWriter {
     private var archive: OpaquePointer?
     let path: String
 
-    init(path: String) throws {
+    /// Whether an archive named `name` is gzip-compressed: it ends in `.gz` or `.tgz`.
+    static func isGzip(_ name: String) -> Bool { name.hasSuffix(".gz") || name.hasSuffix(".tgz") }
+
+    /// Writes to `path`; `gzip` says whether to compress (say it when `path` is a temporary
+    /// name for the final one).
+    init(path: String, gzip: Bool? = nil) throws {
         self.path = path
         archive = archive_write_new()
         archive_write_set_format_gnutar(archive)
-        if path.hasSuffix(".gz") || path.hasSuffix(".tgz") { archive_write_add_filter_gzip(archive) }
+        if gzip ?? Self.isGzip(path) { archive_write_add_filter_gzip(archive) }
         guard archive_write_open_filename(archive, path) == ARCHIVE_OK else {
             let message = Self.message(archive)
             archive_write_free(archive)

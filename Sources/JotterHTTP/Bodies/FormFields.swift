@@ -1,11 +1,14 @@
 /// Decoded `key=value` pairs from a query string or a form-urlencoded body, in order.
 ///
-/// A key sent several times keeps every value; `first` answers the first one.
+/// A key sent several times keeps every value; the subscript answers the last one, as PHP
+/// (`$_POST`, `$_GET`) and Laravel read a repeated key.
 ///
 /// ```swift
-/// let fields = try FormFields(decoding: "name=Bob+Smith&tag=a&tag=b", context: "query")
+/// let fields = try FormFields(decoding: "name=Bob+Smith&tag=a&tag=b&pct=100%", context: "query")
 /// fields["name"]        // "Bob Smith"
+/// fields["tag"]         // "b"
 /// fields.all("tag")     // ["a", "b"]
+/// fields["pct"]         // "100%": a `%` without two hex digits is itself
 /// ```
 public struct FormFields: Sendable, Sequence {
     public private(set) var pairs: [(key: String, value: String)] = []
@@ -16,10 +19,11 @@ public struct FormFields: Sendable, Sequence {
         self.pairs = pairs.map { (key: $0.0, value: $0.1) }
     }
 
-    /// Decodes `application/x-www-form-urlencoded` text (WHATWG rules, but strict about errors):
-    /// `+` is a space, `%XX` a byte; empty segments (a trailing `&`) are skipped; a segment
-    /// without `=` is a key with an empty value. Bad escapes or invalid UTF-8 throw `400`
-    /// naming `context` ("query", "form body").
+    /// Decodes `application/x-www-form-urlencoded` text (WHATWG rules, but strict about UTF-8):
+    /// `+` is a space, `%XX` a byte, and a `%` not followed by two hex digits stays a `%` (as
+    /// browsers, PHP and Laravel read `100%`); empty segments (a trailing `&`) are skipped; a
+    /// segment without `=` is a key with an empty value. Invalid UTF-8 throws `400` naming
+    /// `context` ("query", "form body").
     public init(decoding text: some Collection<UInt8>, context: String) throws(HTTPError) {
         let decoded = text.withContiguousStorageIfAvailable { Self.decode($0, context: context) }
             ?? Array(text).withUnsafeBufferPointer { Self.decode($0, context: context) }
@@ -36,9 +40,11 @@ public struct FormFields: Sendable, Sequence {
                 if end > start {
                     let segment = UnsafeBufferPointer(rebasing: bytes[start..<end])
                     let equals = segment.firstIndex(of: UInt8(ascii: "=")) ?? segment.count
-                    let key = try percentDecode(UnsafeBufferPointer(rebasing: segment[..<equals]), plusIsSpace: true, context: context)
+                    let key = try percentDecode(UnsafeBufferPointer(rebasing: segment[..<equals]), plusIsSpace: true,
+                                                literalPercent: true, context: context)
                     let value = equals == segment.count ? ""
-                        : try percentDecode(UnsafeBufferPointer(rebasing: segment[(equals + 1)...]), plusIsSpace: true, context: context)
+                        : try percentDecode(UnsafeBufferPointer(rebasing: segment[(equals + 1)...]), plusIsSpace: true,
+                                            literalPercent: true, context: context)
                     pairs.append((key: key, value: value))
                 }
                 start = end + 1
@@ -54,9 +60,10 @@ public struct FormFields: Sendable, Sequence {
         pairs.append((key: key, value: value))
     }
 
-    /// The first value for `key`.
+    /// The value for `key`: the last one when it was sent several times (as PHP reads
+    /// `name=Bob&name=Eve`: `Eve`); `all(_:)` has every one.
     public subscript(key: String) -> String? {
-        pairs.first { $0.key == key }?.value
+        pairs.last { $0.key == key }?.value
     }
 
     /// Every value for `key`, in order.
@@ -68,8 +75,9 @@ public struct FormFields: Sendable, Sequence {
         pairs.makeIterator()
     }
 
-    /// Percent-decodes `bytes` and checks the result is UTF-8.
-    public static func percentDecode(_ bytes: some Collection<UInt8>, plusIsSpace: Bool,
+    /// Percent-decodes `bytes` and checks the result is UTF-8. A `%` not followed by two hex
+    /// digits is `400` — or, with `literalPercent` (form bodies and queries), kept as it is.
+    public static func percentDecode(_ bytes: some Collection<UInt8>, plusIsSpace: Bool, literalPercent: Bool = false,
                                      context: String) throws(HTTPError) -> String {
         var ascii = true
         var plain = true
@@ -93,6 +101,11 @@ public struct FormFields: Sendable, Sequence {
                 let first = bytes.index(after: index)
                 guard first != bytes.endIndex, bytes.index(after: first) != bytes.endIndex,
                       let high = hexValue(bytes[first]), let low = hexValue(bytes[bytes.index(after: first)]) else {
+                    if literalPercent {
+                        out.append(byte)
+                        index = first
+                        continue
+                    }
                     throw HTTPError.badRequest("bad percent-encoding in the \(context): '%' must be followed by two hex digits")
                 }
                 out.append(high << 4 | low)

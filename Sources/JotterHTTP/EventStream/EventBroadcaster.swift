@@ -38,6 +38,11 @@ public final class EventBroadcaster: Sendable {
         return body
     }
 
+    /// The credentials that open streams were opened with (to check they are still valid).
+    public var openCredentials: Set<Int64> {
+        subscribers.withLock { Set($0.values.compactMap(\.credential)) }
+    }
+
     /// Ends every stream opened with `credential` (it was revoked).
     public func end(credential: Int64) {
         let ended = subscribers.withLock { $0.values.filter { $0.credential == credential }.map(\.body) }

@@ -20,6 +20,7 @@ public struct HTTPStatus: Hashable, Sendable, ExpressibleByIntegerLiteral, Custo
     public static let contentTooLarge: HTTPStatus = 413
     public static let uriTooLong: HTTPStatus = 414
     public static let unsupportedMediaType: HTTPStatus = 415
+    public static let misdirectedRequest: HTTPStatus = 421
     public static let unprocessableContent: HTTPStatus = 422
     public static let requestHeaderFieldsTooLarge: HTTPStatus = 431
     public static let internalServerError: HTTPStatus = 500
@@ -50,6 +51,7 @@ public struct HTTPStatus: Hashable, Sendable, ExpressibleByIntegerLiteral, Custo
         case 414: "URI Too Long"
         case 415: "Unsupported Media Type"
         case 416: "Range Not Satisfiable"
+        case 421: "Misdirected Request"
         case 422: "Unprocessable Content"
         case 429: "Too Many Requests"
         case 431: "Request Header Fields Too Large"

@@ -183,13 +183,15 @@ public struct Router: Sendable {
             } else if candidates.allSatisfy({ $0.route.body.isBuffered || $0.route.method == .get || $0.route.method == .head }),
                       candidates.contains(where: { $0.route.method == .post || Self.overridable.contains($0.route.method.rawValue) }) {
                 // `_method` in the body may still choose: read it as the POST route reads its body,
-                // or (no POST route) as the largest of the routes it may choose.
+                // or (no POST route) as the largest of the routes it may choose — then under the
+                // router's own middleware only, so that a POST without `_method` is `405` before
+                // any route's middleware (authentication) has run; the route `_method` picks runs
+                // its middleware's head phase once the body is read.
                 let post = candidates.first { $0.route.method == .post }
                 let limits = candidates.filter { $0.route.body.isBuffered }.map { $0.route.body.memoryLimit }
                 let body = post?.route.body ?? .buffered(limit: limits.contains { $0 == nil } ? nil : limits.compactMap { $0 }.max())
                 return RouteMatch(route: nil, parameters: post?.parameters ?? candidates[0].parameters, body: body,
-                                  stack: (post ?? candidates.first { $0.route.body.isBuffered } ?? candidates[0]).route.stack,
-                                  overrideCandidates: candidates)
+                                  stack: post?.route.stack ?? stack, overrideCandidates: candidates)
             }
         }
         return select(head.method, among: candidates, path: head.path)

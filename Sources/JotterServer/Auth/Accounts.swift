@@ -62,15 +62,23 @@ public final class Accounts: Sendable {
         let key = String(secret)
         let clock = Self.monotonic()
         var entry: Entry
-        if let cached = cache.withLock({ $0[key] }), clock - cached.readAt < refreshInterval {
+        let cached = cache.withLock { $0[key] }
+        if let cached, clock - cached.readAt < refreshInterval {
             entry = cached
         } else {
             // The cookie carries only sessions; the Authorization header either kind.
             guard let kind = Secret.kind(of: secret), kind == .session || !viaCookie else {
                 throw Self.unauthorized("the credential is malformed", invalid: true)
             }
-            guard let found = try? store.credential(digest: Secret.digest(secret)) else {
+            let stored: (CredentialRecord, UserRecord)?
+            do { stored = try store.credential(digest: Secret.digest(secret)) } catch {
+                // Not an answer about the credential: neither 401 nor a cached "unknown".
+                throw Self.unavailable(error)
+            }
+            guard let found = stored else {
                 cache.withLock { _ = $0.removeValue(forKey: key) }
+                // Gone from the store (its user removed on the data folder): so are its streams.
+                if let cached { forget(credential: cached.credential.id) }
                 throw Self.unauthorized("the credential is not known", invalid: true)
             }
             entry = Entry(credential: found.0, user: found.1, readAt: clock)
@@ -80,7 +88,8 @@ public final class Accounts: Sendable {
         guard entry.credential.kind == .session || !viaCookie else { throw Self.unauthorized("the credential is malformed", invalid: true) }
         let now = Self.now()
         guard entry.credential.isValid(at: now) else {
-            cache.withLock { _ = $0.removeValue(forKey: key) }
+            // Revoked or expired, perhaps by another process: its streams end too.
+            forget(credential: entry.credential.id)
             throw Self.unauthorized(entry.credential.revokedAt != nil ? "the credential was revoked" : "the credential has expired", invalid: true)
         }
         if now - (entry.credential.lastUsedAt ?? 0) >= Self.lastUsedResolution {
@@ -92,14 +101,57 @@ public final class Accounts: Sendable {
         return Principal(user: entry.user, owner: entry.user.owner, credential: entry.credential, viaCookie: viaCookie)
     }
 
-    /// A request without credentials: `401` when they are required, else the anonymous principal.
+    /// Checks again, against the store, every credential that open event streams were opened
+    /// with and that was read more than `refreshInterval` seconds ago; the streams of one that
+    /// was revoked, expired or removed meanwhile (by another process: `jotter tokens revoke
+    /// --data`, `jotter users remove --data`) end. A failed read ends nothing.
+    public func recheckStreams() {
+        let open = events.openCredentials
+        guard !open.isEmpty else { return }
+        let clock = Self.monotonic()
+        let due = cache.withLock { cache in
+            cache.filter { open.contains($0.value.credential.id) && clock - $0.value.readAt >= refreshInterval }.map(\.key)
+        }
+        for secret in due {
+            // The request path's own check: it reads the store, refreshes the entry, and ends the
+            // streams of a credential that is no longer good.
+            _ = try? verify(Substring(secret), viaCookie: false)
+        }
+    }
+
+    private let recheckStopped = Atomic<Bool>(false)
+
+    /// Runs `recheckStreams()` every second on a thread of its own, until `stopRechecking()`:
+    /// a stream's credential is read again once it is `refreshInterval` seconds old, so a
+    /// revocation elsewhere ends its streams as soon as it stops new requests.
+    public func startRechecking() {
+        let context = Unmanaged.passRetained(self).toOpaque()
+        var thread = pthread_t()
+        pthread_create(&thread, nil, { raw in
+            let accounts = Unmanaged<Accounts>.fromOpaque(raw!).takeRetainedValue()
+            while !accounts.recheckStopped.load(ordering: .relaxed) {
+                usleep(1_000_000)
+                if accounts.recheckStopped.load(ordering: .relaxed) { break }
+                accounts.recheckStreams()
+            }
+            return nil
+        }, context)
+        pthread_detach(thread)
+    }
+
+    /// Ends the thread of `startRechecking()` (within one interval).
+    public func stopRechecking() { recheckStopped.store(true, ordering: .relaxed) }
+
+    /// A request without credentials: `401` when they are required, else the anonymous principal;
+    /// `503` when the store cannot say who the first user is (nothing is cached then).
     public func anonymousPrincipal() throws(HTTPError) -> Principal {
         guard mode == .off else { throw Self.unauthorized("this server needs a token (Authorization: Bearer jot_…) or a session", invalid: false) }
         let clock = Self.monotonic()
         if let known = anonymous.withLock({ $0 }), clock - known.readAt < refreshInterval {
             return Principal(user: nil, owner: known.owner)
         }
-        let first = (try? store.users())?.first
+        let first: UserRecord?
+        do { first = try store.users().first } catch { throw Self.unavailable(error) }
         let owner = first?.owner ?? .unclaimed
         anonymous.withLock { $0 = (owner, first, clock) }
         return Principal(user: nil, owner: owner)
@@ -152,9 +204,17 @@ public final class Accounts: Sendable {
     // MARK: - Passwords
 
     /// The user whose name and password these are, or nil. An unknown name costs the same
-    /// Argon2id verification as a known one.
-    public func check(name: String, password: String) -> UserRecord? {
-        guard let user = try? store.user(named: name), let hash = try? store.passwordHash(userID: user.id) else {
+    /// Argon2id verification as a known one. `503` when the store cannot be read: a failed
+    /// read is not a wrong password.
+    public func check(name: String, password: String) throws(HTTPError) -> UserRecord? {
+        let user: UserRecord?, hash: String?
+        do {
+            user = try store.user(named: name)
+            hash = try user.flatMap { try store.passwordHash(userID: $0.id) }
+        } catch {
+            throw Self.unavailable(error)
+        }
+        guard let user, let hash else {
             _ = PasswordHash.verify(password, hash: PasswordHash.decoy)
             return nil
         }
@@ -162,6 +222,16 @@ public final class Accounts: Sendable {
     }
 
     // MARK: - Answers
+
+    /// `503` with `Retry-After` for a store that failed while authenticating: the request is
+    /// neither refused as unauthenticated nor let through as someone else.
+    static func unavailable(_ error: any Error) -> HTTPError {
+        var answer = StoreErrors.http(error) ?? HTTPError(.serviceUnavailable)
+        if answer.status != .serviceUnavailable { answer = HTTPError(.serviceUnavailable) }
+        answer.detail = "the accounts cannot be read now (\(error)); try again shortly"
+        answer.headers.set("Retry-After", StoreErrors.retryAfter)
+        return answer
+    }
 
     /// `401` with a `WWW-Authenticate` challenge (RFC 6750: `error="invalid_token"` when one was
     /// given but is no good).

@@ -6,7 +6,11 @@ import JotterWire
 enum AuthOperations {
     static let unauthorized = OpenAPIResponse.problem("no valid token or session (with `WWW-Authenticate`)")
     static let malformed = OpenAPIResponse.problem("the body is malformed (bad JSON, percent-encoding, UTF-8 or multipart)")
-    static let expiresIn = JSONSchema.string(pattern: "^[0-9]*$", description: "seconds until it expires, 60 to 315360000; empty is as if absent")
+    /// The bounds `AuthController.expiry` enforces, as a pattern (a form field is text): empty,
+    /// or 60 to 315360000 (ten years), leading zeros allowed.
+    static let expiresInPattern = #"^(|0*([6-9][0-9]|[1-9][0-9]{2,7}|[12][0-9]{8}|30[0-9]{7}|31[0-4][0-9]{6}|315[0-2][0-9]{5}|3153[0-5][0-9]{4}|315360000))$"#
+    static let expiresIn = JSONSchema.string(pattern: expiresInPattern,
+                                             description: "seconds until it expires, 60 to 315360000 (ten years); empty is as if absent")
 
     static let signIn = OpenAPIOperation(
         operationID: "signIn", summary: "Sign in",

@@ -51,7 +51,12 @@ struct AuthController {
         return Reply.later { done in
             // Argon2id takes tens of milliseconds and 64 MiB: never on an engine thread.
             DispatchQueue.global().async {
-              guard let user = accounts.check(name: name, password: password) else {
+              let user: UserRecord?
+              do { user = try accounts.check(name: name, password: password) } catch {
+                done { throw error }
+                return
+              }
+              guard let user else {
                 done {
                     throw HTTPError(.unauthorized, detail: "the name or the password is wrong",
                                     headers: HTTPHeaders([("WWW-Authenticate", "Bearer realm=\"jotter\"")]))

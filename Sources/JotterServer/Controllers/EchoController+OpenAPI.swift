@@ -14,6 +14,9 @@ enum EchoOperations {
         "application/octet-stream": .binary(),
     ])
 
+    /// `POST /post`: the recipe's WEBrick servlet path.
+    static let postAlias = OpenAPIOperation.alias(of: "/echo", note: "the recipe's WEBrick servlet path")
+
     static func echo(_ method: HTTPMethod) -> OpenAPIOperation {
         let takesBody = [HTTPMethod.post, .put, .patch].contains(method)
         return OpenAPIOperation(

@@ -8,7 +8,8 @@ import JotterHTTP
 
 /// `/echo` on any method: the request as JSON, shaped like httpbin's `/anything`, for testing
 /// clients. It accepts any content type. File parts are described (name, type, size, SHA-256),
-/// never held in memory.
+/// never held in memory. `POST /post` is an alias (the path of the recipe's WEBrick servlet,
+/// as `/echo_hello.php` is the PHP tutorial's for `/hello`).
 struct EchoController {
     static let methods: [HTTPMethod] = [.get, .post, .put, .patch, .delete, .options]
 
@@ -17,6 +18,7 @@ struct EchoController {
         for method in Self.methods {
             routes.on(method, "/echo", body: .multipart(), operation: EchoOperations.echo(method), handler: echo)
         }
+        routes.post("/post", body: .multipart(), operation: EchoOperations.postAlias, handler: echo)
     }
 
     @Sendable func echo(_ request: Request, _ context: RequestContext) throws -> JSON<EchoResponse> {

@@ -79,6 +79,16 @@ enum NoteInput {
         try request.body().string("body")
     }
 
+    /// The new body of an update: as `body`, except that an empty `body` field of a form is
+    /// none — the tutorial's edit screen sends `body=` for a note it did not touch, and its
+    /// controller answers "No Body Sent" with the note unchanged. An empty JSON string empties.
+    static func updatedBody(_ request: Request) throws(HTTPError) -> String? {
+        let body = try request.body()
+        guard let text = try body.string("body") else { return nil }
+        if text.isEmpty, case .form = body { return nil }
+        return text
+    }
+
     /// `limit`, `after`, `order`, `q` of `GET /notes`; every bad one listed in one `400`.
     static func query(_ request: Request) throws(HTTPError) -> (NoteQuery, given: FormFields) {
         let fields = try request.query()

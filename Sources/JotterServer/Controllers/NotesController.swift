@@ -77,7 +77,7 @@ struct NotesController {
             // A missing note is 404 whatever the preconditions; then If-Match, before anything else.
             let current = try existing(id, owner: context.owner)
             let version = try checkIfMatch(request, current: current)
-            guard let body = try NoteInput.body(request) else {
+            guard let body = try NoteInput.updatedBody(request) else {
                 return try JSON(NoteEnvelope(note: current, message: "No Body Sent"), headers: HTTPHeaders([("ETag", current.etag)]))
                     .reply(for: request)
             }

@@ -1,0 +1,74 @@
+import JotterHTTP
+
+/// What a browser may be made to do by a page of another site, refused on every route before
+/// routing, authentication or any body byte:
+///
+/// - **Cross-origin writes** (as Go 1.25's `CrossOriginProtection`): a request with an unsafe
+///   method (anything but `GET`, `HEAD`, `OPTIONS`) is `403` when the browser marks it
+///   `Sec-Fetch-Site: cross-site`/`same-site`, or — from a browser that sends no
+///   `Sec-Fetch-Site` — when its `Origin` is neither this server's (`Host`) nor one of
+///   `--cors-origin`. A client that sends neither header (curl, the SDK, the CLI) is not affected.
+/// - **DNS rebinding**: on a loopback listener only a `Host` of `localhost`, `127.0.0.1`,
+///   `[::1]` (the listener's own address, any port) or of `--allowed-host` is served; any other
+///   is `421 Misdirected Request`, so a page whose name was rebound to 127.0.0.1 reads nothing.
+struct BrowserProtection: Middleware {
+    /// Origins of `--cors-origin`, without a trailing slash.
+    let trustedOrigins: Set<String>
+    /// Lowercased host names served on a loopback listener; nil when any `Host` is served.
+    let allowedHosts: Set<String>?
+
+    init(listenHost: String, corsOrigins: [String], allowedHosts: [String]) {
+        trustedOrigins = Set(corsOrigins.map { $0.hasSuffix("/") ? String($0.dropLast()) : $0 })
+        if AuthMode.isLoopback(listenHost) {
+            let listener = listenHost.contains(":") && !listenHost.hasPrefix("[") ? "[\(listenHost)]" : listenHost
+            self.allowedHosts = Set((["localhost", "127.0.0.1", "[::1]", listener] + allowedHosts).map { Self.hostName($0) })
+        } else {
+            self.allowedHosts = nil
+        }
+    }
+
+    func head(_ head: RequestHead, context: inout RequestContext) throws {
+        if let allowedHosts, let host = head.headers["Host"], !allowedHosts.contains(Self.hostName(host)) {
+            throw HTTPError(.misdirectedRequest, detail: "this server does not answer for the host '\(host.prefix(200))'; "
+                + "serve it with --allowed-host NAME")
+        }
+        try checkOrigin(head)
+    }
+
+    /// `403` for an unsafe request a browser made on behalf of another site.
+    func checkOrigin(_ head: RequestHead) throws(HTTPError) {
+        let method = head.originalMethod
+        guard method != .get, method != .head, method != .options else { return }
+        let origin = head.headers["Origin"]
+        if let origin, trustedOrigins.contains(origin) { return }
+        if let site = head.headers["Sec-Fetch-Site"] {
+            guard site == "same-origin" || site == "none" else {
+                throw HTTPError(.forbidden, detail: "a \(method) from another site (Sec-Fetch-Site: \(site.prefix(200))) is refused")
+            }
+            return
+        }
+        guard let origin else { return }
+        let host = head.headers["Host"] ?? ""
+        guard HTTPHeaders.equal(origin, "http://\(host)") || HTTPHeaders.equal(origin, "https://\(host)") else {
+            throw HTTPError(.forbidden, detail: "a \(method) from another origin (\(origin.prefix(200))) is refused")
+        }
+    }
+
+    /// The host of a `Host` value without its port, lowercased: `[::1]:8080` → `[::1]`.
+    static func hostName(_ value: String) -> String {
+        let value = value.trimmingASCIISpaces().lowercased()
+        if value.hasPrefix("[") {
+            guard let close = value.firstIndex(of: "]") else { return value }
+            return String(value[...close])
+        }
+        guard let colon = value.lastIndex(of: ":"), value[value.index(after: colon)...].allSatisfy(\.isASCIIDigit) else {
+            return value.hasSuffix(".") ? String(value.dropLast()) : value
+        }
+        let name = value[..<colon]
+        return String(name.hasSuffix(".") ? name.dropLast() : name)
+    }
+}
+
+private extension Character {
+    var isASCIIDigit: Bool { isASCII && isNumber }
+}
