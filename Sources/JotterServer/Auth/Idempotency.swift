@@ -21,7 +21,8 @@ final class IdempotencyMiddleware: Middleware {
     init(store: any DataStore) { self.store = store }
 
     func handle(_ request: Request, context: RequestContext, next: Responder) throws -> Reply {
-        guard request.method == .post, let key = request.headers[Self.header] else { return try next(request, context) }
+        // A refused request (its body over the limit, say) runs nothing: there is nothing to keep.
+        guard request.method == .post, !context.isRefused, let key = request.headers[Self.header] else { return try next(request, context) }
         guard (1...255).contains(key.utf8.count), key.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else {
             throw HTTPError.badRequest("Idempotency-Key must be 1 to 255 visible ASCII characters")
         }
