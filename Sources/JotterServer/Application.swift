@@ -116,7 +116,7 @@ public func buildApplication(_ configuration: ServerConfiguration) throws -> App
     // Everything that reads or changes someone's data: authenticated in the head phase.
     routes.group { authenticated in
         authenticated.add(middleware: AuthenticationMiddleware(accounts: accounts, requestsPerMinute: configuration.requestsPerMinute))
-        authenticated.add(middleware: IdempotencyMiddleware())
+        authenticated.add(middleware: IdempotencyMiddleware(store: notes))
         NotesController(store: notes, events: events, replayLimit: configuration.eventBacklog).register(in: &authenticated)
         UploadsController(store: notes, events: events).register(in: &authenticated)
         auth.register(in: &authenticated)

@@ -237,7 +237,7 @@ public final class SQLiteStore: DataStore {
     /// Queues `apply` for the next group commit; once it has committed, the files it freed go,
     /// its events are handed to the observer, then `completion` runs — all on the writer thread.
     /// After `close()`, `completion` gets `StoreError.closed` at once on the calling thread.
-    private func submit<Value: Sendable>(_ apply: @escaping @Sendable (SQLiteConnection, WriteEffects) throws(StoreError) -> Value,
+    func submit<Value: Sendable>(_ apply: @escaping @Sendable (SQLiteConnection, WriteEffects) throws(StoreError) -> Value,
                                          owner: Owner, freesSpace: Bool = false, completion: @escaping StoreCompletion<Value>) {
         let files = files, observer = observer
         let effects = WriteEffects()

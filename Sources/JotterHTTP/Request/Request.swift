@@ -79,6 +79,9 @@ public struct RequestContext: Sendable {
     /// thrown by the responder that stands in for the handler, so that it passes through the
     /// same middleware as every answer.
     var refusal: (any Error)?
+    /// True when the request is being refused before its handler (routing, framing, a head
+    /// phase, the body): `next` throws that refusal, and no handler runs.
+    public var isRefused: Bool { refusal != nil }
     private var values: [(key: ObjectIdentifier, value: any Sendable)] = []
 
     public init() {}

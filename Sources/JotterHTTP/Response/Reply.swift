@@ -61,6 +61,36 @@ public struct Reply: Sendable {
         }
     }
 
+    /// The reply `transform` makes of this one's outcome, on a thread `schedule` provides (one
+    /// that may block: a database write that must follow the answer before it is sent). The
+    /// reply becomes `later` whatever this one is. A thrown error is rendered like any other.
+    ///
+    /// ```swift
+    /// return reply.then(on: store.dispatch) { outcome in
+    ///     if case .success(let response) = outcome { try keep(response) }
+    ///     return .now(try outcome.get())
+    /// }
+    /// ```
+    public func then(on schedule: @escaping @Sendable (@escaping @Sendable () -> Void) -> Void,
+                     _ transform: @escaping @Sendable (Result<Response, any Error>) throws -> Reply) -> Reply {
+        switch storage {
+        case .now(let response): return .elsewhere(schedule) { try transform(.success(response)) }
+        case .later(let later):
+            return .later { done in
+                later.start { render in
+                    schedule {
+                        let reply: Reply
+                        do { reply = try transform(Result { try later.complete(render) }) } catch { return done { throw error } }
+                        switch reply.storage {
+                        case .now(let response): done { response }
+                        case .later(let next): next.start { render in done { try next.complete(render) } }
+                        }
+                    }
+                }
+            }
+        }
+    }
+
     /// A later reply whose failure is turned into a response by `handler`. (A reply that is
     /// `now` has no failure: errors before it were thrown.)
     public func recover(_ handler: @escaping @Sendable (any Error) throws -> Response) -> Reply {

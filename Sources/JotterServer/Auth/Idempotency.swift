@@ -3,72 +3,89 @@ import Glibc
 #endif
 import JotterHTTP
 import JotterStore
-import Synchronization
 
 /// `Idempotency-Key` on POST (`POST /notes`, `POST /uploads`): a retry with the same key and
 /// the same body gets the first answer again (with `Idempotent-Replayed: true`) and creates
 /// nothing; the same key with a different body is `422`; while the first is still running,
-/// `409`. Keys are per user, kept 24 hours in memory (not across a restart). Only successful
-/// answers are kept: after an error the retry runs again.
+/// `409`. Keys are per user and kept in the database (`IdempotencyStore`) for 24 hours, so a
+/// retry that reaches another instance, or this one after a restart, is answered the same.
+/// The claim is one atomic database write: of two requests racing on one key, on any number of
+/// instances, one runs and the other gets `409`. Only successful answers are kept: after an
+/// error the retry runs again. An answer over 64 KiB, or one pushed past its owner's 1 MiB of
+/// kept answers, is kept as a reference: its retry gets `303 See Other` to its `Location`.
 final class IdempotencyMiddleware: Middleware {
     static let header = "Idempotency-Key"
-    static let lifetime: Int64 = 24 * 3600
-    static let maxEntries = 100_000
 
-    private enum State {
-        case running(fingerprint: [UInt8])
-        case done(fingerprint: [UInt8], response: Response, at: Int64)
-    }
+    private let store: any DataStore
 
-    private let entries = Mutex<[String: State]>([:])
+    init(store: any DataStore) { self.store = store }
 
     func handle(_ request: Request, context: RequestContext, next: Responder) throws -> Reply {
-        guard request.method == .post, let key = request.headers[Self.header] else { return try next(request, context) }
+        // A refused request (its body over the limit, say) runs nothing: there is nothing to keep.
+        guard request.method == .post, !context.isRefused, let key = request.headers[Self.header] else { return try next(request, context) }
         guard (1...255).contains(key.utf8.count), key.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else {
             throw HTTPError.badRequest("Idempotency-Key must be 1 to 255 visible ASCII characters")
         }
-        let slot = "\(context.owner.id) \(request.path) \(key)"
+        let slot = "\(request.path) \(key)"
+        let owner = context.owner
         let fingerprint = Self.fingerprint(request)
+        let store = store
+        // The claim waits for its commit here, on the calling thread: the responder cannot be
+        // called later. (A PostgreSQL round trip, or a SQLite group commit.)
         let now = Int64(time(nil))
-        let found: State? = entries.withLock { entries in
-            if case .done(_, _, let at)? = entries[slot], now - at >= Self.lifetime { entries[slot] = nil }
-            if let existing = entries[slot] { return existing }
-            if entries.count >= Self.maxEntries {
-                entries = entries.filter { if case .done(_, _, let at) = $0.value { now - at < Self.lifetime } else { true } }
-            }
-            entries[slot] = .running(fingerprint: fingerprint)
-            return nil
-        }
-        switch found {
-        case .running?:
+        switch try store.claimIdempotencyKey(slot, fingerprint: fingerprint, owner: owner, now: now) {
+        case .running:
             throw HTTPError(HTTPStatus(409), detail: "a request with this Idempotency-Key is still running; retry once it has answered")
-        case .done(let first, let response, _)?:
-            guard first == fingerprint else {
-                throw HTTPError(.unprocessableContent, detail: "this Idempotency-Key was used with a different request body")
-            }
-            var replayed = response
-            replayed.headers.set("Idempotent-Replayed", "true")
-            return .now(replayed)
-        case nil:
+        case .mismatch:
+            throw HTTPError(.unprocessableContent, detail: "this Idempotency-Key was used with a different request body")
+        case .replay(let answer):
+            return .now(Self.replay(answer))
+        case .claimed:
             break
         }
-        let forget: @Sendable () -> Void = { [self] in _ = self.entries.withLock { $0.removeValue(forKey: slot) } }
+        let release: @Sendable () -> Void = { store.releaseIdempotencyKey(slot, owner: owner) { _ in } }
         let reply: Reply
         do { reply = try next(request, context) } catch {
-            forget()
+            release()
             throw error
         }
-        return reply.map { [self] response in
-            if (200..<300).contains(response.status.code) && response.contentLength == UInt64(response.body.count) {
-                self.entries.withLock { $0[slot] = .done(fingerprint: fingerprint, response: response, at: now) }
-            } else {
-                forget()
+        // The answer is stored before it is sent (on a store thread): a retry that follows it finds it.
+        return reply.then(on: store.dispatch) { outcome in
+            guard case .success(let response) = outcome, (200..<300).contains(response.status.code),
+                  response.contentLength == UInt64(response.body.count) else {
+                release()
+                return .now(try outcome.get())
             }
-            return response
-        }.recover { error in
-            forget()
-            throw error
+            do {
+                try StoreWait.wait { store.completeIdempotencyKey(slot, answer: Self.answer(response), owner: owner, now: now, completion: $0) }
+            } catch {
+                release()
+            }
+            return .now(response)
         }
+    }
+
+    /// What is kept of `response`.
+    static func answer(_ response: Response) -> IdempotentAnswer {
+        IdempotentAnswer(status: response.status.code, head: response.headers.map { "\($0.name): \($0.value)\n" }.joined(),
+                         body: response.body, location: response.headers["Location"])
+    }
+
+    /// The kept answer again; a reference (no body kept) as `303 See Other` to what it created.
+    static func replay(_ answer: IdempotentAnswer) -> Response {
+        var response: Response
+        if let body = answer.body {
+            var headers = HTTPHeaders()
+            for line in answer.head.split(separator: "\n") {
+                guard let colon = line.firstIndex(of: ":") else { continue }
+                headers.add(String(line[..<colon]), String(line[line.index(after: colon)...].dropFirst()))
+            }
+            response = Response(status: HTTPStatus(answer.status), headers: headers, body: body)
+        } else {
+            response = Response(status: HTTPStatus(303), headers: HTTPHeaders([("Location", answer.location ?? "/")]))
+        }
+        response.headers.set("Idempotent-Replayed", "true")
+        return response
     }
 
     /// What makes two requests the same: the body's bytes, or for multipart the files (name,

@@ -50,8 +50,12 @@ enum NotesOperations {
         responses: [
             201: .json(.ref(NoteEnvelope.self), "created (`message` is `Note Created`)",
                        headers: ["ETag": etag, "Location": OpenAPIHeader("the note's path: `/notes/{id}`", schema: .string(pattern: "^/notes/[0-9]+$"))]),
-            400: malformedBody, 413: tooLarge, 415: unsupported,
-            422: .problem("`body` is absent or not a string, or a multipart body has too many parts"),
+            303: .empty("a retry with an `Idempotency-Key` whose first answer was kept as a reference (it was over 64 KiB, or older ones past the user's budget): `Location` is the note it created, `Idempotent-Replayed` is `true`",
+                        headers: ["Location": OpenAPIHeader("the note's path: `/notes/{id}`", schema: .string(pattern: "^/notes/[0-9]+$"))]),
+            400: malformedBody,
+            409: .problem("a request with this `Idempotency-Key` is still running (on any instance)"),
+            413: tooLarge, 415: unsupported,
+            422: .problem("`body` is absent or not a string, or a multipart body has too many parts, or the `Idempotency-Key` was used with another body"),
         ])
 
     static let events = OpenAPIOperation(

@@ -31,9 +31,10 @@ enum UploadsOperations {
             201: .json(.ref(UploadList.self), "stored"),
             400: .problem("the multipart body is malformed"),
             404: .problem("`note_id` names no note"),
+            409: .problem("a request with this `Idempotency-Key` is still running (on any instance)"),
             413: .problem("the file parts are over `--max-upload-size`, or the plain fields over `--max-body-size`"),
             415: .problem("the body is not multipart/form-data"),
-            422: .problem("there is no file part, or the body has too many parts"),
+            422: .problem("there is no file part, or the body has too many parts, or the `Idempotency-Key` was used with another body"),
         ])
 
     static let alias = OpenAPIOperation.alias(of: "/uploads", note: "the path of the original upload recipe's client")

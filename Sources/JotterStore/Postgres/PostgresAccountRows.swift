@@ -84,6 +84,7 @@ enum PostgresAccountRows {
                 UPDATE event_marks SET high_water = greatest(high_water, (SELECT max(id) FROM gone)) WHERE EXISTS (SELECT 1 FROM gone)
                 """, [userID])
             try db.query("DELETE FROM credentials WHERE user_id = $1", [userID])
+            try db.query("DELETE FROM idempotency_keys WHERE owner = $1", [userID])
             try db.query("DELETE FROM users WHERE id = $1", [userID])
             return .done
 

@@ -123,6 +123,23 @@ enum PostgresSchema {
         );
         CREATE INDEX credentials_by_user ON credentials (user_id, kind);
         """,
+        // 2: Idempotency-Key answers (IdempotencyStore), shared by every instance.
+        """
+        CREATE TABLE idempotency_keys (
+            owner bigint NOT NULL,
+            key text NOT NULL,                                   -- the request's path, a space, the client's key
+            fingerprint bytea NOT NULL,                          -- SHA-256 of what makes two requests the same
+            claimed_at bigint NOT NULL,                          -- Unix seconds, UTC
+            expires_at bigint NOT NULL,                          -- claimed: claimed_at + lease; answered: + 24 h
+            status integer,                                      -- NULL: claimed, not answered yet
+            head text,
+            body bytea,                                          -- NULL once answered: kept as a reference (location)
+            location text,
+            bytes bigint NOT NULL DEFAULT 0,                     -- head + body, counted against the owner's budget
+            PRIMARY KEY (owner, key)
+        );
+        CREATE INDEX idempotency_keys_by_expiry ON idempotency_keys (expires_at);
+        """,
     ]
 
     /// The schema version this binary writes and understands.

@@ -81,6 +81,7 @@ enum AccountRows {
             try db.run("DELETE FROM notes WHERE owner = ?", [.integer(userID)])
             try db.run("DELETE FROM events WHERE owner = ?", [.integer(userID)])
             try db.run("DELETE FROM credentials WHERE user_id = ?", [.integer(userID)])
+            try db.run("DELETE FROM idempotency_keys WHERE owner = ?", [.integer(userID)])
             try db.run("DELETE FROM users WHERE id = ?", [.integer(userID)])
             return .done
 

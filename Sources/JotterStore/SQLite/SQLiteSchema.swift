@@ -86,6 +86,23 @@ enum SQLiteSchema {
         CREATE INDEX uploads_by_owner ON uploads (owner);
         CREATE INDEX events_by_owner ON events (owner, id);
         """,
+        // 4: Idempotency-Key answers (IdempotencyStore), shared by every request of the owner.
+        """
+        CREATE TABLE idempotency_keys (
+            owner INTEGER NOT NULL,
+            key TEXT NOT NULL,                      -- the request's path, a space, the client's key
+            fingerprint BLOB NOT NULL,              -- SHA-256 of what makes two requests the same
+            claimed_at INTEGER NOT NULL,            -- Unix seconds, UTC
+            expires_at INTEGER NOT NULL,            -- claimed: claimed_at + lease; answered: + 24 h
+            status INTEGER,                         -- NULL: claimed, not answered yet
+            head TEXT,
+            body BLOB,                              -- NULL once answered: kept as a reference (location)
+            location TEXT,
+            bytes INTEGER NOT NULL DEFAULT 0,       -- head + body, counted against the owner's budget
+            PRIMARY KEY (owner, key)
+        ) WITHOUT ROWID;
+        CREATE INDEX idempotency_keys_by_expiry ON idempotency_keys (expires_at);
+        """,
     ]
 
     /// The schema version this binary writes and understands.

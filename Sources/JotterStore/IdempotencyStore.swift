@@ -1,0 +1,69 @@
+/// A stored answer to a request sent with an `Idempotency-Key`: what a retry gets again.
+public struct IdempotentAnswer: Sendable, Equatable {
+    /// The HTTP status code.
+    public var status: Int
+    /// The header fields, one `name: value` per line.
+    public var head: String
+    /// The body; nil when it was not kept (too large, or the owner's budget was spent): the
+    /// answer is then a reference to what the request created, `location`.
+    public var body: [UInt8]?
+    /// The `Location` of what the request created, if it said.
+    public var location: String?
+
+    public init(status: Int, head: String, body: [UInt8]?, location: String?) {
+        self.status = status
+        self.head = head
+        self.body = body
+        self.location = location
+    }
+
+    /// Bytes the answer takes from its owner's budget.
+    var bytes: Int64 { Int64(head.utf8.count + (body?.count ?? 0)) }
+}
+
+/// What claiming an idempotency key found.
+public enum IdempotencyClaim: Sendable, Equatable {
+    /// The key is the caller's now: it does the work, then completes or releases the key.
+    case claimed
+    /// Another request (on this instance or another) holds the key and has not answered.
+    case running
+    /// The key was used with a different request.
+    case mismatch
+    /// The key was used with this request; its answer.
+    case replay(IdempotentAnswer)
+}
+
+/// The limits idempotency keys are kept under.
+public enum IdempotencyLimits {
+    /// How long a completed key answers again: 24 hours.
+    public static let lifetime: Int64 = 24 * 3600
+    /// A claim older than this without an answer is taken over: the instance that held it
+    /// stopped before answering.
+    public static let lease: Int64 = 300
+    /// An answer whose head and body are above this is kept as a reference (status, head,
+    /// `Location`) without its body.
+    public static let maxAnswerBytes = 64 * 1024
+    /// The bytes of kept answers per owner: past it, the oldest answers lose their bodies (those
+    /// without a `Location` go); the references (head only) have a budget of the same size, past
+    /// which the oldest go. At most twice this per owner, then.
+    public static let maxBytesPerOwner: Int64 = 1 << 20
+}
+
+/// `Idempotency-Key`s and their answers, shared by every instance on one database.
+///
+/// A key is per owner. `claimIdempotencyKey` is one atomic statement sequence in its own
+/// transaction: of two requests racing on one key — on one instance or two — one gets
+/// `.claimed`, the other `.running`. Expired keys are swept as their owner claims new ones.
+public protocol IdempotencyStore: Sendable {
+    /// Claims `key` for a request with `fingerprint`, or says what holds it. Blocks until
+    /// durable; never from a completion.
+    func claimIdempotencyKey(_ key: String, fingerprint: [UInt8], owner: Owner, now: Int64) throws(StoreError) -> IdempotencyClaim
+
+    /// Stores the answer of a claimed key (kept `IdempotencyLimits.lifetime` from `now`),
+    /// within the owner's byte budget.
+    func completeIdempotencyKey(_ key: String, answer: IdempotentAnswer, owner: Owner, now: Int64,
+                                completion: @escaping StoreCompletion<Void>)
+
+    /// Forgets a claimed key that has no answer (the request failed): a retry runs again.
+    func releaseIdempotencyKey(_ key: String, owner: Owner, completion: @escaping StoreCompletion<Void>)
+}

@@ -1,0 +1,81 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+
+/// The `idempotency_keys` statements of the SQLite store, run by the writer.
+enum IdempotencyRows {
+    /// Sweeps expired keys (answers past 24 h, claims past their lease), then claims `key` or
+    /// reads what holds it.
+    static func claim(_ key: String, fingerprint: [UInt8], owner: Owner, now: Int64, on db: SQLiteConnection) throws(StoreError) -> IdempotencyClaim {
+        try db.run("DELETE FROM idempotency_keys WHERE expires_at <= ?", [.integer(now)])
+        try db.run("""
+            INSERT INTO idempotency_keys (owner, key, fingerprint, claimed_at, expires_at) VALUES (?, ?, ?, ?, ?)
+            ON CONFLICT DO NOTHING
+            """, [.integer(owner.id), .text(key), .blob(Data(fingerprint)), .integer(now), .integer(now + IdempotencyLimits.lease)])
+        if try db.first("SELECT changes()", row: { $0.int64(0) }) == 1 { return .claimed }
+        let found = try db.first("SELECT fingerprint, status, head, body, location FROM idempotency_keys WHERE owner = ? AND key = ?",
+                                 [.integer(owner.id), .text(key)]) { row -> IdempotencyClaim in
+            guard [UInt8](row.data(0)) == fingerprint else { return .mismatch }
+            guard let status = row.optionalInt64(1) else { return .running }
+            return .replay(IdempotentAnswer(status: Int(status), head: row.string(2), body: row.isNull(3) ? nil : [UInt8](row.data(3)),
+                                            location: row.optionalString(4)))
+        }
+        return found ?? .running
+    }
+
+    /// Stores the answer, then keeps the owner's answers within their budget: the bodies kept
+    /// add up to at most `IdempotencyLimits.maxBytesPerOwner`, and so do the references.
+    static func complete(_ key: String, answer: IdempotentAnswer, owner: Owner, now: Int64, on db: SQLiteConnection) throws(StoreError) {
+        let body = answer.body.flatMap { answer.bytes <= IdempotencyLimits.maxAnswerBytes ? $0 : nil }
+        let kept = IdempotentAnswer(status: answer.status, head: answer.head, body: body, location: answer.location)
+        guard kept.body != nil || kept.location != nil else { return try release(key, owner: owner, on: db) }
+        try db.run("""
+            UPDATE idempotency_keys SET status = ?, head = ?, body = ?, location = ?, bytes = ?, expires_at = ?
+            WHERE owner = ? AND key = ? AND status IS NULL
+            """, [.integer(Int64(kept.status)), .text(kept.head), kept.body.map { .blob(Data($0)) } ?? .null, .text(kept.location),
+                  .integer(kept.bytes), .integer(now + IdempotencyLimits.lifetime), .integer(owner.id), .text(key)])
+        // Bodies first: past the budget, an answer with a Location becomes a reference, one without goes.
+        let bodiesPast = pastBudget(bodies: true)
+        let values: [SQLiteValue] = [.integer(owner.id), .integer(IdempotencyLimits.maxBytesPerOwner)]
+        try db.run("""
+            UPDATE idempotency_keys SET body = NULL, bytes = length(CAST(head AS BLOB))
+            WHERE owner = ?1 AND location IS NOT NULL AND key IN (\(bodiesPast))
+            """, values)
+        try db.run("DELETE FROM idempotency_keys WHERE owner = ?1 AND key IN (\(bodiesPast))", values)
+        // Then references: past the budget, the oldest go.
+        try db.run("DELETE FROM idempotency_keys WHERE owner = ?1 AND key IN (\(pastBudget(bodies: false)))", values)
+    }
+
+    /// The keys of the owner's answers with (or without) a body past the budget, newest first.
+    static func pastBudget(bodies: Bool) -> String {
+        """
+        SELECT key FROM (SELECT key, sum(bytes) OVER (ORDER BY claimed_at DESC, key DESC) AS total FROM idempotency_keys
+                         WHERE owner = ?1 AND status IS NOT NULL AND body IS \(bodies ? "NOT NULL" : "NULL")) AS kept WHERE total > ?2
+        """
+    }
+
+    static func release(_ key: String, owner: Owner, on db: SQLiteConnection) throws(StoreError) {
+        try db.run("DELETE FROM idempotency_keys WHERE owner = ? AND key = ? AND status IS NULL", [.integer(owner.id), .text(key)])
+    }
+}
+
+extension SQLiteStore {
+    public func claimIdempotencyKey(_ key: String, fingerprint: [UInt8], owner: Owner, now: Int64) throws(StoreError) -> IdempotencyClaim {
+        try StoreWait.wait { completion in
+            submit({ db, _ throws(StoreError) in try IdempotencyRows.claim(key, fingerprint: fingerprint, owner: owner, now: now, on: db) },
+                   owner: owner, completion: completion)
+        }
+    }
+
+    public func completeIdempotencyKey(_ key: String, answer: IdempotentAnswer, owner: Owner, now: Int64,
+                                       completion: @escaping StoreCompletion<Void>) {
+        submit({ db, _ throws(StoreError) in try IdempotencyRows.complete(key, answer: answer, owner: owner, now: now, on: db) },
+               owner: owner, completion: completion)
+    }
+
+    public func releaseIdempotencyKey(_ key: String, owner: Owner, completion: @escaping StoreCompletion<Void>) {
+        submit({ db, _ throws(StoreError) in try IdempotencyRows.release(key, owner: owner, on: db) }, owner: owner, completion: completion)
+    }
+}

@@ -1,0 +1,92 @@
+import Foundation
+import Synchronization
+import Testing
+import JotterTestSupport
+
+/// `Idempotency-Key` answers kept in the database: across a restart, across instances on one
+/// PostgreSQL, within a byte budget.
+@Suite("Idempotency keys in the database")
+struct SharedIdempotencyTests {
+    static func noteCount(_ app: TestApp, limit: Int = 20) throws -> Int? {
+        (try app.request("GET", "/notes?limit=\(limit)").json()["notes"] as? [Any])?.count
+    }
+
+    @Test("SQLite: a POST retried after a restart gets the first answer and creates nothing")
+    func afterRestart() throws {
+        let first = try TestApp()
+        first.removesData = false
+        let key = [("Idempotency-Key", "restart-1")]
+        let created = try first.request("POST", "/notes", headers: key, body: "body=once")
+        #expect(created.status == 201)
+        first.stop()
+        let second = try TestApp(dataDirectory: first.dataDirectory)
+        defer { second.stop() }
+        let again = try second.request("POST", "/notes", headers: key, body: "body=once")
+        #expect(again.status == 201)
+        #expect(again.header("Idempotent-Replayed") == "true")
+        #expect(again.text == created.text)
+        #expect(again.header("Location") == created.header("Location"))
+        #expect(try Self.noteCount(second) == 1)
+    }
+
+    @Test("an answer over 64 KiB is kept as a reference: the retry is 303 See Other to the note, and creates nothing")
+    func largeAnswerIsAReference() throws {
+        try TestApp.with { app in
+            let body = "body=" + String(repeating: "x", count: 100_000)
+            let key = [("Idempotency-Key", "large-1")]
+            let created = try app.request("POST", "/notes", headers: key, body: body)
+            #expect(created.status == 201)
+            let again = try app.request("POST", "/notes", headers: key, body: body)
+            #expect(again.status == 303)
+            #expect(again.header("Location") == created.header("Location"))
+            #expect(again.header("Idempotent-Replayed") == "true")
+            #expect(try Self.noteCount(app) == 1)
+        }
+    }
+}
+
+/// Two instances on one PostgreSQL and bucket.
+@Suite("Idempotency keys across instances", .enabled(if: SharedBackend.available, Comment(rawValue: SharedBackend.skipMessage)))
+struct IdempotencyAcrossInstancesTests {
+    @Test("one key sent to two instances at once: one note, the other answer 409 or the same answer; after a restart, the same answer")
+    func race() throws {
+        let backend = try SharedBackend()
+        let keys = (0..<12).map { "race-\($0)" }
+        var firstAnswers: [String: (status: Int, text: String, replayed: Bool)] = [:]
+        try TestApp.with(configure: backend.configure) { one in
+            try TestApp.with(configure: backend.configure) { two in
+                let answers = Mutex<[(String, WireResponse)]>([])
+                DispatchQueue.concurrentPerform(iterations: keys.count * 2) { index in
+                    let key = keys[index / 2], app = index % 2 == 0 ? one : two
+                    if let response = try? app.request("POST", "/notes", headers: [("Idempotency-Key", key)], body: "body=\(key)") {
+                        answers.withLock { $0.append((key, response)) }
+                    }
+                }
+                let all = answers.withLock { $0 }
+                #expect(all.count == keys.count * 2)
+                for key in keys {
+                    let pair = all.filter { $0.0 == key }.map(\.1)
+                    let created = pair.filter { $0.status == 201 && $0.header("Idempotent-Replayed") == nil }
+                    #expect(created.count == 1, "\(key): \(pair.map(\.status))")
+                    for other in pair where other.header("Idempotent-Replayed") != nil || other.status != 201 {
+                        #expect(other.status == 409 || (other.status == 201 && other.text == created.first?.text), "\(key): \(other.status)")
+                    }
+                    if let answer = created.first { firstAnswers[key] = (answer.status, answer.text, false) }
+                }
+                let count = try SharedIdempotencyTests.noteCount(one, limit: 100)
+                #expect(count == keys.count)
+            }
+        }
+        // Both instances gone; a new one on the same database answers every key the same.
+        try TestApp.with(configure: backend.configure) { three in
+            for key in keys {
+                let again = try three.request("POST", "/notes", headers: [("Idempotency-Key", key)], body: "body=\(key)")
+                #expect(again.status == 201)
+                #expect(again.header("Idempotent-Replayed") == "true")
+                #expect(again.text == firstAnswers[key]?.text)
+            }
+            let count = try SharedIdempotencyTests.noteCount(three, limit: 100)
+            #expect(count == keys.count)
+        }
+    }
+}

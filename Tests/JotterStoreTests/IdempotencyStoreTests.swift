@@ -1,0 +1,91 @@
+import Foundation
+import Testing
+@testable import JotterStore
+
+/// `IdempotencyStore` on both backends: claims, answers, expiry and the per-owner byte budget.
+@Suite("Idempotency keys in the store")
+struct IdempotencyStoreTests {
+    static let print: [UInt8] = Array(repeating: 1, count: 32)
+
+    static func answer(_ body: Int, location: String? = "/notes/1") -> IdempotentAnswer {
+        IdempotentAnswer(status: 201, head: "Content-Type: application/json\n", body: Array(repeating: 0x61, count: body), location: location)
+    }
+
+    static func complete(_ store: any DataStore, _ key: String, _ answer: IdempotentAnswer, owner: Owner, now: Int64) throws {
+        try StoreWait.wait { store.completeIdempotencyKey(key, answer: answer, owner: owner, now: now, completion: $0) }
+    }
+
+    @Test("a claimed key is running until answered, then replays; another fingerprint is a mismatch; keys are per owner; a release frees it",
+          arguments: Backend.all)
+    func claims(backend: Backend) throws {
+        let fixture = try StoreFixture(backend)
+        let store = fixture.store, ann = Owner(id: 1), bob = Owner(id: 2)
+        #expect(try store.claimIdempotencyKey("k", fingerprint: Self.print, owner: ann, now: 1000) == .claimed)
+        #expect(try store.claimIdempotencyKey("k", fingerprint: Self.print, owner: ann, now: 1001) == .running)
+        #expect(try store.claimIdempotencyKey("k", fingerprint: Self.print, owner: bob, now: 1001) == .claimed)
+        try Self.complete(store, "k", Self.answer(10), owner: ann, now: 1002)
+        #expect(try store.claimIdempotencyKey("k", fingerprint: Self.print, owner: ann, now: 1003) == .replay(Self.answer(10)))
+        #expect(try store.claimIdempotencyKey("k", fingerprint: [2], owner: ann, now: 1003) == .mismatch)
+        try StoreWait.wait { store.releaseIdempotencyKey("k", owner: bob, completion: $0) }
+        #expect(try store.claimIdempotencyKey("k", fingerprint: Self.print, owner: bob, now: 1004) == .claimed)
+    }
+
+    @Test("answers expire after 24 h and unanswered claims after their lease: both are swept and the key is free again",
+          arguments: Backend.all)
+    func expiry(backend: Backend) throws {
+        let fixture = try StoreFixture(backend)
+        let store = fixture.store, ann = Owner(id: 1)
+        #expect(try store.claimIdempotencyKey("done", fingerprint: Self.print, owner: ann, now: 1000) == .claimed)
+        try Self.complete(store, "done", Self.answer(10), owner: ann, now: 1000)
+        #expect(try store.claimIdempotencyKey("stuck", fingerprint: Self.print, owner: ann, now: 1000) == .claimed)
+        #expect(try store.claimIdempotencyKey("stuck", fingerprint: Self.print, owner: ann, now: 1000 + IdempotencyLimits.lease - 1) == .running)
+        #expect(try store.claimIdempotencyKey("stuck", fingerprint: Self.print, owner: ann, now: 1000 + IdempotencyLimits.lease) == .claimed)
+        let later = 1000 + IdempotencyLimits.lifetime
+        #expect(try store.claimIdempotencyKey("done", fingerprint: Self.print, owner: ann, now: later - 1) == .replay(Self.answer(10)))
+        #expect(try store.claimIdempotencyKey("other", fingerprint: Self.print, owner: ann, now: later) == .claimed)
+        // The sweep of that claim removed the expired answer: the key is free.
+        #expect(try store.claimIdempotencyKey("done", fingerprint: [9], owner: ann, now: later) == .claimed)
+    }
+
+    @Test("an owner's answers stay within their byte budget: large and older answers are kept as references (no body), those without a Location go",
+          arguments: Backend.all)
+    func budget(backend: Backend) throws {
+        let fixture = try StoreFixture(backend)
+        let store = fixture.store, ann = Owner(id: 1), bob = Owner(id: 2)
+        // Over the per-answer bound: kept without the body.
+        #expect(try store.claimIdempotencyKey("big", fingerprint: Self.print, owner: ann, now: 1000) == .claimed)
+        try Self.complete(store, "big", Self.answer(IdempotencyLimits.maxAnswerBytes), owner: ann, now: 1000)
+        guard case .replay(let big) = try store.claimIdempotencyKey("big", fingerprint: Self.print, owner: ann, now: 1001) else {
+            Issue.record("no replay"); return
+        }
+        #expect(big.body == nil && big.location == "/notes/1" && big.status == 201)
+        // Without a Location a large answer cannot be a reference: the key is released.
+        #expect(try store.claimIdempotencyKey("big-anonymous", fingerprint: Self.print, owner: ann, now: 1000) == .claimed)
+        try Self.complete(store, "big-anonymous", Self.answer(IdempotencyLimits.maxAnswerBytes, location: nil), owner: ann, now: 1000)
+        #expect(try store.claimIdempotencyKey("big-anonymous", fingerprint: Self.print, owner: ann, now: 1001) == .claimed)
+        // 40 answers of 60 KiB (2.4 MiB) for a budget of 1 MiB: the newest are whole, the oldest references.
+        let size = 60 * 1024
+        for index in 0..<40 {
+            #expect(try store.claimIdempotencyKey("n\(index)", fingerprint: Self.print, owner: ann, now: 2000 + Int64(index)) == .claimed)
+            try Self.complete(store, "n\(index)", Self.answer(size, location: index % 2 == 0 ? "/notes/\(index)" : nil), owner: ann,
+                              now: 2000 + Int64(index))
+        }
+        var whole = 0, references = 0, gone = 0
+        for index in 0..<40 {
+            switch try store.claimIdempotencyKey("n\(index)", fingerprint: Self.print, owner: ann, now: 3000) {
+            case .replay(let answer) where answer.body != nil: whole += 1
+            case .replay: references += 1
+            default: gone += 1
+            }
+        }
+        #expect(whole * size <= Int(IdempotencyLimits.maxBytesPerOwner) && whole >= 15)
+        #expect(references >= 10 && gone >= 10, "whole \(whole), references \(references), gone \(gone)")
+        if case .replay(let newest) = try store.claimIdempotencyKey("n39", fingerprint: Self.print, owner: ann, now: 3000) {
+            #expect(newest.body?.count == size)
+        } else {
+            Issue.record("the newest answer was not kept")
+        }
+        // Another owner's budget is their own.
+        #expect(try store.claimIdempotencyKey("n0", fingerprint: Self.print, owner: bob, now: 3000) == .claimed)
+    }
+}
