@@ -111,7 +111,8 @@ public func buildApplication(_ configuration: ServerConfiguration) throws -> App
     health.register(in: &routes)
     let accounts = Accounts(store: notes, mode: configuration.effectiveAuth, events: events,
                             refreshInterval: configuration.credentialRefreshInterval)
-    let auth = AuthController(accounts: accounts, secureCookie: tls != nil)
+    let auth = AuthController(accounts: accounts, secureCookie: tls != nil,
+                              limiter: SignInLimiter(burst: configuration.signInBurst, interval: configuration.signInRefillSeconds))
     auth.registerSignIn(in: &routes)
     // Everything that reads or changes someone's data: authenticated in the head phase.
     routes.group { authenticated in

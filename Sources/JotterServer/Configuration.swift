@@ -62,6 +62,10 @@ public struct ServerConfiguration: Sendable {
     /// Requests a minute that one token or session may make (`429` beyond, with `RateLimit`
     /// headers on every answer); 0 for no limit.
     public var requestsPerMinute = 6000
+    /// Sign-in attempts per client address and per name: a burst of `signInBurst`, then one
+    /// every `signInRefillSeconds`.
+    public var signInBurst = 10
+    public var signInRefillSeconds: Double = 6
 
     /// The authentication mode in force.
     public var effectiveAuth: AuthMode { auth ?? AuthMode.default(for: host) }

@@ -201,7 +201,9 @@ struct AuthTests {
 
     @Test("sign-in attempts are limited per name (and per address): 429 with Retry-After, before any password is checked")
     func signInLimit() throws {
-        try TestApp.with(configure: Self.required) { app in
+        // One attempt back per 10 minutes: the ten failed sign-ins (Argon2 each, slow on a loaded
+        // machine) cannot earn one back before the eleventh, however long they take.
+        try TestApp.with(configure: { Self.required(&$0); $0.signInRefillSeconds = 600 }) { app in
             try app.addUser("ann", password: "right one")
             let form = [("Content-Type", "application/x-www-form-urlencoded")]
             for _ in 0..<10 {
