@@ -95,7 +95,7 @@ public final class PostgresStore: DataStore {
             throw error
         }
         let sweep = Self.uploadSweep(blobs: blobs, pool: pool)
-        sweeper = PeriodicTask(every: 3600, after: 60) { _ = try? sweep.run(now: Int64(time(nil))) }
+        sweeper = PeriodicTask(every: 3600, after: 60) { _ = try? sweep.run(now: WallClock.seconds()) }
     }
 
     deinit { close() }
@@ -153,7 +153,7 @@ public final class PostgresStore: DataStore {
                         try pool.withConnection { db -> (T, [String]) in
                             // Durable when acknowledged, whatever the server's default.
                             let (value, removed, txid) = try db.transaction(settings: [("synchronous_commit", "on")]) { db -> (T, [String], String?) in
-                                let write = PostgresWrite(db: db, now: Int64(time(nil)))
+                                let write = PostgresWrite(db: db, now: WallClock.seconds())
                                 let value = try body(write)
                                 guard write.events > 0 else { return (value, write.removedUploads, nil) }
                                 // Wake every instance's feed.

@@ -15,7 +15,7 @@ struct NoteWriter: Sendable {
     /// Events kept for replay; older ones are deleted as new ones are added.
     let eventBacklog: Int64
     /// The clock, in Unix seconds.
-    var now: @Sendable () -> Int64 = { Int64(time(nil)) }
+    var now: @Sendable () -> Int64 = { WallClock.seconds() }
 
     func create(body: String, owner: Owner, on db: SQLiteConnection, effects: WriteEffects) throws(StoreError) -> NoteChange {
         let time = now()
