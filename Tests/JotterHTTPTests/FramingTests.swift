@@ -53,6 +53,10 @@ struct FramingTests {
         Case(name: "DEL in a header value", request: "GET /hello HTTP/1.1\r\nHost: x\r\nFoo: a\u{7F}b\r\n\r\n", status: 400),
         Case(name: "NUL in a header name", request: "GET /hello HTTP/1.1\r\nHost: x\r\nFo\u{0}o: bar\r\n\r\n", status: 400),
         Case(name: "space inside the request-target", request: "GET /hel lo HTTP/1.1\r\nHost: x\r\n\r\n", status: 400),
+        // llhttp passes a line with no name; Jotter refuses it.
+        Case(name: "empty field name", request: "GET /hello HTTP/1.1\r\nHost: x\r\n: bar\r\n\r\n", status: 400),
+        Case(name: "DEL in the request-target", request: "GET /hel\u{7F}lo HTTP/1.1\r\nHost: x\r\n\r\n", status: 400),
+        Case(name: "non-ASCII byte in a header name", request: "GET /hello HTTP/1.1\r\nHost: x\r\nF\u{E4}o: bar\r\n\r\n", status: 400),
     ]
 
     @Test("refused with the connection closed", arguments: cases)

@@ -138,32 +138,45 @@ final class RequestParser {
 
     var version: (major: Int, minor: Int) { (Int(parser.pointee.llhttp.http_major), Int(parser.pointee.llhttp.http_minor)) }
 
-    /// The head just parsed, read from `base` (the buffer its spans point into).
+    /// The head just parsed, read from `base` (the buffer its spans point into). The field
+    /// lines are copied once, as one run of bytes; each field is a pair of spans of it.
     func head(_ base: UnsafeRawPointer) -> (method: String, target: String, version: String, headers: HTTPHeaders) {
         func text(_ span: jotter_span) -> String {
             String(decoding: UnsafeRawBufferPointer(start: base + Int(span.offset), count: Int(span.length)), as: UTF8.self)
         }
         let count = Int(parser.pointee.field_count)
-        var fields: [(name: String, value: String)] = []
-        fields.reserveCapacity(count + 3)
-        withUnsafePointer(to: &parser.pointee.names) { names in
-            withUnsafePointer(to: &parser.pointee.values) { values in
-                names.withMemoryRebound(to: jotter_span.self, capacity: Int(JOTTER_MAX_FIELDS)) { names in
-                    values.withMemoryRebound(to: jotter_span.self, capacity: Int(JOTTER_MAX_FIELDS)) { values in
-                        for index in 0..<count {
-                            // llhttp drops the whitespace before a value, not after it (RFC 9112 §5.1: OWS on both sides).
-                            var value = values[index]
-                            while value.length > 0, base.load(fromByteOffset: Int(value.offset + value.length - 1), as: UInt8.self) == 0x20
-                                    || (value.length > 0 && base.load(fromByteOffset: Int(value.offset + value.length - 1), as: UInt8.self) == 0x09) {
-                                value.length -= 1
+        var headers = HTTPHeaders()
+        if count > 0 {
+            withUnsafePointer(to: &parser.pointee.names) { names in
+                withUnsafePointer(to: &parser.pointee.values) { values in
+                    names.withMemoryRebound(to: jotter_span.self, capacity: Int(JOTTER_MAX_FIELDS)) { names in
+                        values.withMemoryRebound(to: jotter_span.self, capacity: Int(JOTTER_MAX_FIELDS)) { values in
+                            let first = names[0].offset
+                            var last = names[count - 1].offset + names[count - 1].length
+                            if values[count - 1].length > 0 { last = values[count - 1].offset + values[count - 1].length }
+                            var spans: [HTTPHeaders.Span] = []
+                            spans.reserveCapacity(count + 3)  // room for a middleware's additions
+                            for index in 0..<count {
+                                // llhttp drops the whitespace before a value, not after it (RFC 9112 §5.1: OWS on both sides).
+                                var value = values[index]
+                                while value.length > 0 {
+                                    let byte = base.load(fromByteOffset: Int(value.offset + value.length - 1), as: UInt8.self)
+                                    guard byte == 0x20 || byte == 0x09 else { break }
+                                    value.length -= 1
+                                }
+                                spans.append(HTTPHeaders.Span(nameStart: names[index].offset - first, nameCount: names[index].length,
+                                                              valueStart: value.length > 0 ? value.offset - first : 0, valueCount: value.length))
                             }
-                            fields.append((text(names[index]), text(value)))
+                            let bytes = [UInt8](UnsafeRawBufferPointer(start: base + Int(first), count: Int(last - first)))
+                            headers = HTTPHeaders(bytes: bytes, spans: spans)
                         }
                     }
                 }
             }
         }
         let version = self.version
-        return (text(parser.pointee.method), text(parser.pointee.target), "HTTP/\(version.major).\(version.minor)", HTTPHeaders(fields: fields))
+        let versionText = version.major == 1 && version.minor == 1 ? "HTTP/1.1" : version.major == 1 && version.minor == 0 ? "HTTP/1.0"
+            : "HTTP/\(version.major).\(version.minor)"
+        return (text(parser.pointee.method), text(parser.pointee.target), versionText, headers)
     }
 }

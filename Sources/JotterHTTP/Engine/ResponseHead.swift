@@ -23,12 +23,7 @@ enum ResponseHead {
         bytes.append(contentsOf: status.reasonPhrase.utf8)
         bytes.append(contentsOf: crlf)
         date.append(to: &bytes)
-        for field in response.headers.fields where !engineOwned(field.name) {
-            bytes.append(contentsOf: field.name.utf8)
-            bytes.append(contentsOf: colonSpace)
-            bytes.append(contentsOf: field.value.utf8)
-            bytes.append(contentsOf: crlf)
-        }
+        appendFields(response.headers, to: &bytes)
         bytes.append(contentsOf: noSniff)
         switch framing {
         case .length(let length):
@@ -56,23 +51,34 @@ enum ResponseHead {
         bytes.append(0x20)
         bytes.append(contentsOf: status.reasonPhrase.utf8)
         bytes.append(contentsOf: crlf)
-        for field in headers.fields where !engineOwned(field.name) {
-            bytes.append(contentsOf: field.name.utf8)
-            bytes.append(contentsOf: colonSpace)
-            bytes.append(contentsOf: field.value.utf8)
-            bytes.append(contentsOf: crlf)
-        }
+        appendFields(headers, to: &bytes)
         bytes.append(contentsOf: crlf)
         return bytes
     }
 
+    /// The fields but those the engine owns, straight from their bytes.
+    private static func appendFields(_ headers: HTTPHeaders, to bytes: inout [UInt8]) {
+        headers.forEachField { name, value in
+            if !engineOwned(name) {
+                bytes.append(contentsOf: name)
+                bytes.append(contentsOf: colonSpace)
+                bytes.append(contentsOf: value)
+                bytes.append(contentsOf: crlf)
+            }
+            return true
+        }
+    }
+
     /// Fields the engine writes itself: a handler's are dropped (`Connection: close` from an
     /// error is honoured through `keepAlive`).
-    @inline(__always) static func engineOwned(_ name: String) -> Bool {
-        let count = name.utf8.count
-        guard count == 10 || count == 14 || count == 17 || count == 4 else { return false }
-        return HTTPHeaders.equal(name, "Connection") || HTTPHeaders.equal(name, "Content-Length")
-            || HTTPHeaders.equal(name, "Transfer-Encoding") || HTTPHeaders.equal(name, "Date")
+    @inline(__always) static func engineOwned(_ name: UnsafeRawBufferPointer) -> Bool {
+        switch name.count {
+        case 4: HTTPHeaders.equal(name, "date")
+        case 10: HTTPHeaders.equal(name, "connection")
+        case 14: HTTPHeaders.equal(name, "content-length")
+        case 17: HTTPHeaders.equal(name, "transfer-encoding")
+        default: false
+        }
     }
 
     static func appendDecimal<T: BinaryInteger>(_ value: T, to bytes: inout [UInt8]) {

@@ -17,7 +17,9 @@ public struct Response: Sendable {
     }
 
     public init(status: HTTPStatus = .ok, contentType: String, body: [UInt8]) {
-        self.init(status: status, headers: HTTPHeaders([("Content-Type", contentType)]), body: body)
+        var headers = HTTPHeaders()
+        headers.add("Content-Type", contentType)
+        self.init(status: status, headers: headers, body: body)
     }
 
     /// The length of the body the engine sends (a file's range, a fixed-length stream), or

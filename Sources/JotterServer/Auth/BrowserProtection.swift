@@ -56,6 +56,7 @@ struct BrowserProtection: Middleware {
 
     /// The host of a `Host` value without its port, lowercased: `[::1]:8080` → `[::1]`.
     static func hostName(_ value: String) -> String {
+        if let name = asciiHostName(value) { return name }
         let value = value.trimmingASCIISpaces().lowercased()
         if value.hasPrefix("[") {
             guard let close = value.firstIndex(of: "]") else { return value }
@@ -66,6 +67,36 @@ struct BrowserProtection: Middleware {
         }
         let name = value[..<colon]
         return String(name.hasSuffix(".") ? name.dropLast() : name)
+    }
+}
+
+extension BrowserProtection {
+    /// `hostName` of an ASCII value (every valid `Host`), on its bytes: no Unicode case
+    /// mapping or grapheme breaking, and no allocation for a name of up to 15 bytes.
+    static func asciiHostName(_ value: String) -> String? {
+        var value = value
+        return value.withUTF8 { bytes -> String? in
+            guard !bytes.contains(where: { $0 >= 0x80 }) else { return nil }
+            var start = 0, end = bytes.count
+            while start < end, bytes[start] == 0x20 || bytes[start] == 0x09 { start += 1 }
+            while end > start, bytes[end - 1] == 0x20 || bytes[end - 1] == 0x09 { end -= 1 }
+            if start < end, bytes[start] == UInt8(ascii: "[") {
+                if let close = bytes[start..<end].firstIndex(of: UInt8(ascii: "]")) { end = close + 1 }
+            } else {
+                if let colon = bytes[start..<end].lastIndex(of: UInt8(ascii: ":")),
+                   bytes[(colon + 1)..<end].allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) {
+                    end = colon
+                }
+                if end > start, bytes[end - 1] == UInt8(ascii: ".") { end -= 1 }
+            }
+            return String(unsafeUninitializedCapacity: end - start) { buffer in
+                for index in start..<end {
+                    let byte = bytes[index]
+                    buffer[index - start] = byte >= 0x41 && byte <= 0x5A ? byte | 0x20 : byte
+                }
+                return end - start
+            }
+        }
     }
 }
 
