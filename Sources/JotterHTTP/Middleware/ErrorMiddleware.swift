@@ -17,7 +17,7 @@ public struct ErrorMiddleware: Middleware {
         let log = self.log, translate = self.translate
         do {
             let reply = try next(request, context)
-            guard reply.response == nil else { return reply }
+            guard reply.nowStatus == nil else { return reply }
             return reply.recover { error in Self.render(translate(error) ?? error, for: request, context: context, log: log) }
         } catch {
             return .now(Self.render(translate(error) ?? error, for: request, context: context, log: log))

@@ -54,8 +54,8 @@ public final class Metrics: Middleware {
     /// so a client that reads `/metrics` next finds its request counted.
     public func handle(_ request: Request, context: RequestContext, next: Responder) throws -> Reply {
         let reply = try next(request, context)
-        if let response = reply.response {
-            record(request.head, context: context, status: response.status.code)
+        if let status = reply.nowStatus {
+            record(request.head, context: context, status: status)
             return reply
         }
         return reply.map { [self] response in

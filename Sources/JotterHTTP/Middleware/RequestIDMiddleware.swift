@@ -21,11 +21,9 @@ public final class RequestIDMiddleware: Middleware {
     }
 
     public func handle(_ request: Request, context: RequestContext, next: Responder) throws -> Reply {
-        let reply = try next(request, context)
-        if var response = reply.response {  // the common case, without a closure
-            response.headers.set("X-Request-Id", context.requestID)
-            return .now(response)
-        }
+        var reply = try next(request, context)
+        let sent = reply.updateNow { $0.headers.set("X-Request-Id", context.requestID) }  // the common case, without a closure
+        if sent { return reply }
         let id = context.requestID
         return reply.map { response in
             var response = response

@@ -18,7 +18,7 @@ public struct Reply: Sendable {
         case later(Later)
     }
 
-    let storage: Storage
+    private(set) var storage: Storage
 
     /// A response that is complete now.
     public static func now(_ response: Response) -> Reply { Reply(storage: .now(response)) }
@@ -104,6 +104,22 @@ public struct Reply: Sendable {
     /// The response, when it is known now.
     public var response: Response? {
         if case .now(let response) = storage { return response }
+        return nil
+    }
+
+    /// Changes the response in place when it is known now (its fields stay uniquely owned, so
+    /// adding one copies nothing); false for a later reply.
+    mutating func updateNow(_ change: (inout Response) -> Void) -> Bool {
+        guard case .now(var response) = storage else { return false }
+        storage = .now(Response())  // drop the reply's reference before changing the response
+        change(&response)
+        storage = .now(response)
+        return true
+    }
+
+    /// The status of a response known now, read without copying it.
+    var nowStatus: Int? {
+        if case .now(let response) = storage { return response.status.code }
         return nil
     }
 }
