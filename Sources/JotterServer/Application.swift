@@ -77,6 +77,9 @@ public final class Application: Sendable {
     /// The port in use (the real one when configured with 0).
     public var port: Int { server.port }
 
+    /// Requests received and not yet completed (every protocol, every stream).
+    public var requestsInFlight: Int { server.requestsInFlight }
+
     /// `http://host:port` of the running server.
     public var url: String {
         let host = configuration.host.contains(":") ? "[\(configuration.host)]" : configuration.host
