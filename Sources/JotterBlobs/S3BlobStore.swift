@@ -119,18 +119,22 @@ public final class S3BlobStore: BlobStore {
     }
 
     @discardableResult
-    public func get(_ key: String, range: ClosedRange<Int64>?, into sink: (UnsafeRawBufferPointer) throws -> Void) throws -> BlobInfo {
+    public func get(_ key: String, range: ClosedRange<Int64>?, opened: (BlobInfo) throws -> Void,
+                    into sink: (UnsafeRawBufferPointer) throws -> Void) throws -> BlobInfo {
         try validateBlobKey(key)
         var headers: [String] = []
         if let range { headers.append("Range: bytes=\(range.lowerBound)-\(range.upperBound)") }
-        // The transfer ends before `request` returns: the sink does not really escape.
+        let info = { (answer: S3Answer) in BlobInfo(key: key, size: answer.totalSize ?? 0, etag: answer.header("etag") ?? "") }
+        // The transfer ends before `request` returns: the closures do not really escape.
         let answer = try withoutActuallyEscaping(sink) { sink in
-            try request("GET", key: key, headers: headers, body: nil, sink: sink)
+            try withoutActuallyEscaping(opened) { opened in
+                try request("GET", key: key, headers: headers, body: nil, opened: { try opened(info($0)) }, sink: sink)
+            }
         }
         if answer.status == 404 { throw BlobError.notFound(key) }
         if answer.status == 416 { throw BlobError.invalidRange }
         try answer.check()
-        return BlobInfo(key: key, size: answer.totalSize ?? 0, etag: answer.header("etag") ?? "")
+        return info(answer)
     }
 
     public func head(_ key: String) throws -> BlobInfo? {
@@ -226,7 +230,8 @@ public final class S3BlobStore: BlobStore {
     }
 
     func request(_ method: String, key: String?, query: [(String, String)] = [], headers: [String] = [],
-                         body: [UInt8]?, sink: ((UnsafeRawBufferPointer) throws -> Void)? = nil) throws -> S3Answer {
+                         body: [UInt8]?, opened: ((S3Answer) throws -> Void)? = nil,
+                         sink: ((UnsafeRawBufferPointer) throws -> Void)? = nil) throws -> S3Answer {
         // The query is sent sorted and fully encoded, every name with `=`: already SigV4's
         // canonical form, whatever the libcurl version does with it.
         let queryText = query.map { (Self.encoded($0.0, keepSlash: false), Self.encoded($0.1, keepSlash: false)) }
@@ -243,7 +248,7 @@ public final class S3BlobStore: BlobStore {
         var attempt = 1
         while true {
             let transfer = try S3Transfer(configuration: configuration, handles: handles, method: method, url: url,
-                                          headers: allHeaders, body: body, sink: sink)
+                                          headers: allHeaders, body: body, opened: opened, sink: sink)
             do {
                 let answer = try transfer.perform()
                 if answer.status < 500 || attempt == Self.attempts || transfer.delivered { return answer }

@@ -160,8 +160,8 @@ struct UploadsController {
             }
             // If-Range with another validator: the whole content.
             let rangeHeader = request.headers["If-Range"].map { $0 == etag } == false ? nil : request.headers["Range"]
-            return .now(try BlobResponse.make(store: store, key: UploadRecord.blobKey(upload.id), size: UInt64(upload.size),
-                                              range: rangeHeader, headers: headers, what: "upload \(upload.id)"))
+            return try BlobResponse.make(store: store, key: UploadRecord.blobKey(upload.id), size: UInt64(upload.size),
+                                         range: rangeHeader, headers: headers, what: "upload \(upload.id)")
         }
     }
 
