@@ -126,7 +126,7 @@ public func buildApplication(_ configuration: ServerConfiguration) throws -> App
     routes.group { authenticated in
         authenticated.add(middleware: AuthenticationMiddleware(accounts: accounts, requestsPerMinute: configuration.requestsPerMinute,
                                                                  counters: counters))
-        authenticated.add(middleware: IdempotencyMiddleware(store: notes))
+        authenticated.add(middleware: IdempotencyMiddleware(store: notes, transactional: ["/notes"]))
         NotesController(store: notes, events: events, replayLimit: configuration.eventBacklog).register(in: &authenticated)
         UploadsController(store: notes, events: events).register(in: &authenticated)
         auth.register(in: &authenticated)
