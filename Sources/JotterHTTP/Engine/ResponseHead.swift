@@ -71,6 +71,11 @@ enum ResponseHead {
 
     /// Fields the engine writes itself: a handler's are dropped (`Connection: close` from an
     /// error is honoured through `keepAlive`).
+    static func engineOwned(_ name: String) -> Bool {
+        var name = name
+        return name.withUTF8 { engineOwned(UnsafeRawBufferPointer($0)) }
+    }
+
     @inline(__always) static func engineOwned(_ name: UnsafeRawBufferPointer) -> Bool {
         switch name.count {
         case 4: HTTPHeaders.equal(name, "date")
