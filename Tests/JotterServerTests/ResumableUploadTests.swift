@@ -469,3 +469,40 @@ enum ToolDigest {
         return stride(from: 0, to: hex.count, by: 2).map { UInt8(String(decoding: hex[$0..<$0 + 2], as: UTF8.self), radix: 16)! }
     }
 }
+
+/// tuspy from `.venv-test` (scripts/test-venv) against the tus endpoints.
+@Suite("Resumable uploads: tuspy")
+struct TusClientTests {
+    @Test("tuspy uploads in chunks with sha1 checksums, stops, and a new uploader resumes from the server's offset")
+    func tuspy() throws {
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let python = root.appendingPathComponent(".venv-test/bin/python")
+        guard FileManager.default.isExecutableFile(atPath: python.path) else {
+            throw RawHTTP.Failure(message: "tuspy is not installed: run scripts/test-venv (make test does)")
+        }
+        try TestApp.with { app in
+            let file = ResumableUploadTests.bytes(700_000, seed: 42)
+            let path = app.dataDirectory.appendingPathComponent("tus-input.bin")
+            try Data(file).write(to: path)
+            let process = Process()
+            process.executableURL = python
+            process.arguments = [root.appendingPathComponent("Tests/Resumable/tus_upload.py").path, "http://127.0.0.1:\(app.port)/uploads",
+                                 path.path, String(100_000), "3"]
+            let output = Pipe(), errors = Pipe()
+            process.standardOutput = output
+            process.standardError = errors
+            try process.run()
+            process.waitUntilExit()
+            let lines = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self).split(separator: "\n")
+            #expect(process.terminationStatus == 0, "\(String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self))")
+            let location = try #require(lines.first.map(String.init))
+            #expect(lines.dropFirst().first == "300000")
+            let id = try #require(location.split(separator: "/").last.map(String.init))
+            let shown = try #require(try app.request("GET", "/uploads/\(id)").json()["upload"] as? [String: Any])
+            #expect(shown["filename"] as? String == "tuspy.bin")
+            #expect(shown["content_type"] as? String == "application/x-test")
+            #expect(shown["size"] as? Int == file.count)
+            #expect(shown["sha256"] as? String == SHA256Hex.of(file))
+        }
+    }
+}
