@@ -109,12 +109,17 @@ public func buildApplication(_ configuration: ServerConfiguration) throws -> App
         throw ServerStartError(description: "cannot prepare resumable uploads in '\(configuration.dataDirectory)': \(error)")
     }
     var routes = RouterBuilder()
+    do {
+        routes.trustedProxies = try TrustedProxies(configuration.trustedProxies)
+    } catch {
+        throw ServerStartError(description: "--trusted-proxy: \(error)")
+    }
     // Outermost first: every answer — refusals before routing included — gets its id, its log
     // line and its count; the configured middleware see every answer with errors rendered.
     routes.add(middleware: RequestIDMiddleware())
     routes.add(middleware: AccessLogMiddleware(log: log))
     routes.add(middleware: metrics)
-    if tls != nil { routes.add(middleware: StrictTransportSecurity()) }
+    if tls != nil || !routes.trustedProxies.isEmpty { routes.add(middleware: StrictTransportSecurity(always: tls != nil)) }
     routes.add(middleware: BrowserProtection(listenHost: configuration.host, corsOrigins: configuration.corsOrigins,
                                              allowedHosts: configuration.allowedHosts))
     if !configuration.corsOrigins.isEmpty { routes.add(middleware: CORSMiddleware(origins: configuration.corsOrigins)) }

@@ -66,6 +66,11 @@ public struct ServerConfiguration: Sendable {
     /// request's `Host` may carry (a reverse proxy's public name); any other is `421`, against
     /// DNS rebinding. Ignored on any other host.
     public var allowedHosts: [String] = []
+    /// Reverse proxies (CIDR blocks or addresses) whose `Forwarded` or `X-Forwarded-For` /
+    /// `X-Forwarded-Proto` give the client's address and scheme — for the access log, the
+    /// sign-in limiter, the session cookie's `Secure` and HSTS; from any other peer those
+    /// headers are ignored. None by default.
+    public var trustedProxies: [String] = []
     /// Requests a minute that one token or session may make (`429` beyond, with `RateLimit`
     /// headers on every answer); 0 for no limit.
     public var requestsPerMinute = 6000

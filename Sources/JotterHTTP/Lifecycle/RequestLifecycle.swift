@@ -195,7 +195,7 @@ final class RequestLifecycle {
     /// The request is over: what was sent, and how it ended. Tells every middleware.
     func completed(status: Int, bytesSent: Int, outcome: CompletedExchange.Outcome) {
         reader.discard()
-        stack.completed(CompletedExchange(head: head, target: target, remoteAddress: remoteAddress, context: context, status: status,
+        stack.completed(CompletedExchange(head: head, target: target, remoteAddress: head?.remoteAddress ?? remoteAddress, context: context, status: status,
                                           bytesSent: bytesSent, microseconds: Int(Clock.microseconds() - started),
                                           responseMicroseconds: answeredAfter, outcome: outcome))
     }

@@ -62,8 +62,16 @@ public struct RequestHead: Sendable {
     public var rawQuery: Substring? { storage.rawQuery }
     public var version: String { storage.version }
     public var headers: HTTPHeaders { storage.headers }
-    /// The client's address as text.
-    public var remoteAddress: String { storage.remoteAddress }
+    /// The client's address as text: the connection's peer, or — on a connection from a
+    /// trusted proxy (`TrustedProxies`) — the client it forwarded the request for.
+    public var remoteAddress: String { forwarded?.address ?? storage.remoteAddress }
+    /// The connection's peer address (the proxy, when one forwarded the request).
+    public var peerAddress: String { storage.remoteAddress }
+    /// The scheme a trusted proxy says the client used (`https` or `http`); nil when no
+    /// trusted proxy said (then the connection's own scheme applies).
+    public var forwardedProto: String? { forwarded?.proto }
+    /// What trusted proxies said of the client (set by the router).
+    var forwarded: ForwardedClient?
 
     /// The decoded query string; `400` naming the problem when it is malformed.
     public func query() throws(HTTPError) -> FormFields {
