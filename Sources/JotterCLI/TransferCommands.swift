@@ -28,21 +28,23 @@ struct UploadCommand: AsyncCommand {
     let options: ClientOptions
     let note: String?
     let resume: Bool
+    let environment: [String: String]
     let paths: [String]
 
     init(parsing arguments: Arguments) throws {
         options = try ClientOptions(parsing: arguments)
         note = arguments.option("--note")
         resume = arguments.flag("--resume")
+        environment = arguments.environment
         paths = arguments.positionals()
         guard !paths.isEmpty else { throw UsageError("missing PATH") }
     }
 
     /// Where `--resume` keeps the state of `path`'s upload.
-    static func stateFile(for path: String) throws -> URL {
-        let environment = ProcessInfo.processInfo.environment
+    static func stateFile(for path: String, environment: [String: String]) throws -> URL {
+        let home = environment["HOME"].flatMap { $0.isEmpty ? nil : URL(fileURLWithPath: $0) } ?? FileManager.default.homeDirectoryForCurrentUser
         let base = environment["XDG_STATE_HOME"].flatMap { $0.isEmpty ? nil : URL(fileURLWithPath: $0) }
-            ?? FileManager.default.homeDirectoryForCurrentUser.appendingPathComponent(".local/state")
+            ?? home.appendingPathComponent(".local/state")
         let folder = base.appendingPathComponent("jotter/uploads")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         // FNV-1a of the absolute path: one state file per file.
@@ -104,7 +106,7 @@ extension UploadCommand {
             let start = Atomic<Int64>(0)
             let upload: Upload
             do {
-                upload = try await client.uploads.resumableUpload(fileAt: URL(fileURLWithPath: path), state: try Self.stateFile(for: path), noteID: note,
+                upload = try await client.uploads.resumableUpload(fileAt: URL(fileURLWithPath: path), state: try Self.stateFile(for: path, environment: environment), noteID: note,
                                                                  resumed: { start.store($0, ordering: .relaxed) },
                                                                  progress: { bar.update(completed: $0.completed, total: $0.total) })
             } catch {
