@@ -395,6 +395,27 @@ struct ResumableUploadTests {
         }
     }
 
+    @Test("PostgreSQL and a bucket (one instance): the partial bytes on the data folder, the finished upload in the bucket",
+          .enabled(if: SharedBackend.available))
+    func bucket() throws {
+        let shared = try SharedBackend()
+        try TestApp.with(configure: shared.configure) { app in
+            let file = Self.bytes(250_000, seed: 9)
+            let connection = try RawHTTP(port: app.port, timeout: 5)
+            try connection.send(Self.creation(version: 8, complete: true, length: file.count))
+            let path = Self.path(of: try #require(try connection.readResponse().header("Location")))
+            try connection.send(Array(file[..<100_000]))
+            shutdown(connection.fd, Int32(SHUT_RDWR))
+            let head = try RawHTTP(port: app.port).request("HEAD", path, headers: [("Upload-Draft-Interop-Version", "8")], close: true)
+            let offset = try #require(Int(head.header("Upload-Offset") ?? ""))
+            let done = try Self.append(app, path, version: 8, offset: offset, body: Array(file[offset...]), complete: true)
+            #expect(done.status == 201, "\(done.text)")
+            let id = String(path.dropFirst("/uploads/".count))
+            #expect(try content(app, id) == file)
+            #expect(try FileManager.default.contentsOfDirectory(atPath: app.dataDirectory.appendingPathComponent("partial").path).isEmpty)
+        }
+    }
+
     // MARK: - tus 1.0
 
     @Test("tus: creation, creation-with-upload, HEAD, PATCH with checksums, metadata, termination, method override", arguments: backends)
