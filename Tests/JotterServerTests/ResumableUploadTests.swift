@@ -352,6 +352,39 @@ struct ResumableUploadTests {
         #expect((try done.json()["uploads"] as? [[String: Any]])?.first?["sha256"] as? String == SHA256Hex.of(file))
     }
 
+    @Test("kill -9 of the server mid-upload: the restarted server resumes at what reached the file, same SHA-256")
+    func killed() throws {
+        let data = FileManager.default.temporaryDirectory.appendingPathComponent("jotter-kill-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: data) }
+        let file = Self.bytes(400_000, seed: 11)
+        let first = try ServerProcess(["--quiet"], dataDirectory: data)
+        let connection = try RawHTTP(port: first.port, timeout: 5)
+        try connection.send(Self.creation(version: 8, complete: true, length: file.count))
+        let path = Self.path(of: try #require(try connection.readResponse().header("Location")))
+        try connection.send(Array(file[..<150_000]))
+        // Until the bytes are on the server's side (the offset stops growing), then the kill.
+        for _ in 0..<200 {
+            let partial = data.appendingPathComponent("partial").appendingPathComponent(String(path.dropFirst("/uploads/".count)))
+            if ((try? FileManager.default.attributesOfItem(atPath: partial.path)[.size] as? Int) ?? 0) == 150_000 { break }
+            usleep(10_000)
+        }
+        #expect(first.signal(SIGKILL))
+        _ = first.finish()
+        let second = try ServerProcess(["--quiet"], dataDirectory: data)
+        defer { _ = second.signal(SIGTERM); _ = second.finish() }
+        let head = try RawHTTP(port: second.port).request("HEAD", path, headers: [("Upload-Draft-Interop-Version", "8")], close: true)
+        #expect(head.status == 204)
+        let offset = try #require(Int(head.header("Upload-Offset") ?? ""))
+        #expect(offset == 150_000)
+        var patch = "PATCH \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\nUpload-Draft-Interop-Version: 8\r\nUpload-Offset: \(offset)\r\n"
+        patch += "Upload-Complete: ?1\r\nContent-Type: application/partial-upload\r\nContent-Length: \(file.count - offset)\r\nConnection: close\r\n\r\n"
+        let append = try RawHTTP(port: second.port, timeout: 5)
+        try append.send(Array(patch.utf8) + Array(file[offset...]))
+        let done = try append.readResponse()
+        #expect(done.status == 201, "\(done.text)")
+        #expect((try done.json()["uploads"] as? [[String: Any]])?.first?["sha256"] as? String == SHA256Hex.of(file))
+    }
+
     @Test("expired partial uploads are swept: row and bytes")
     func expiry() throws {
         try withApp(.sqlite, configure: { $0.resumableUploadLifetime = 1; $0.resumableSweepInterval = 0.2 }) { app in
