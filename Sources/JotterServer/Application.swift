@@ -119,7 +119,8 @@ public func buildApplication(_ configuration: ServerConfiguration) throws -> App
     do {
         resumable = try ResumableUploads(store: notes, dataDirectory: configuration.dataDirectory,
                                          limits: .init(maxSize: configuration.maxUploadSize, lifetime: configuration.resumableUploadLifetime,
-                                                       perUser: configuration.resumableUploadsPerUser),
+                                                       perUser: configuration.resumableUploadsPerUser,
+                                                       bytesPerUser: configuration.resumableBytesPerUser),
                                          secure: tls != nil)
     } catch {
         throw ServerStartError(description: "cannot prepare resumable uploads in '\(configuration.dataDirectory)': \(error)")

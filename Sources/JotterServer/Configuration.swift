@@ -30,6 +30,8 @@ public struct ServerConfiguration: Sendable {
     public var resumableUploadLifetime: Int64 = 24 * 3600
     /// Unfinished resumable uploads one user may have at once.
     public var resumableUploadsPerUser = 100
+    /// Bytes one user's unfinished resumable uploads may declare or hold together.
+    public var resumableBytesPerUser: Int64 = 16 << 30
     /// Seconds between sweeps of expired resumable uploads.
     public var resumableSweepInterval: Double = 60
     /// Open connections from one client address.

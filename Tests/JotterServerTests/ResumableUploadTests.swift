@@ -276,15 +276,14 @@ struct ResumableUploadTests {
             try first.send(Self.creation(version: 8, complete: true, length: file.count))
             let path = Self.path(of: try #require(try first.readResponse().header("Location")))
             try first.send(Array(file[..<10_000]))
-            // Wait until the server has the bytes (the offset no longer grows), then take over.
-            var offset = -1
-            for _ in 0..<200 {
-                let head = try RawHTTP(port: app.port).request("HEAD", path, headers: [("Upload-Draft-Interop-Version", "8")], close: true)
-                offset = Int(head.header("Upload-Offset") ?? "") ?? -1
-                if offset == 10_000 { break }
+            // Wait until the server has the bytes (on disk: a HEAD would take the upload over), then take over.
+            let partial = app.dataDirectory.appendingPathComponent("partial").appendingPathComponent(String(path.dropFirst("/uploads/".count)))
+            for _ in 0..<500 {
+                if ((try? FileManager.default.attributesOfItem(atPath: partial.path)[.size] as? Int) ?? 0) == 10_000 { break }
                 usleep(10_000)
             }
-            #expect(offset == 10_000)
+            let taken = try RawHTTP(port: app.port).request("HEAD", path, headers: [("Upload-Draft-Interop-Version", "8")], close: true)
+            #expect(taken.header("Upload-Offset") == "10000")
             // The old request goes on: it is refused and its connection closed, nothing written.
             try? first.send(Array(file[10_000..<20_000]))
             let refused = try? first.readResponse()
@@ -401,12 +400,22 @@ struct ResumableUploadTests {
             }
             #expect(gone)
             #expect(try FileManager.default.contentsOfDirectory(atPath: partial).isEmpty)
+            // A file no row names (a crash before its row), untouched for longer than a row lives.
+            let orphan = app.dataDirectory.appendingPathComponent("partial/0123456789abcdef01234567")
+            try Data("left".utf8).write(to: orphan)
+            try FileManager.default.setAttributes([.modificationDate: Date().addingTimeInterval(-3600)], ofItemAtPath: orphan.path)
+            var swept = false
+            for _ in 0..<100 where !swept {
+                usleep(100_000)
+                swept = !FileManager.default.fileExists(atPath: orphan.path)
+            }
+            #expect(swept)
         }
     }
 
     @Test("authentication before any byte; another user's upload is 404; the per-user limit", arguments: backends)
     func users(_ backend: Backend) throws {
-        try withApp(backend, configure: { $0.auth = .required; $0.resumableUploadsPerUser = 1 }) { app in
+        try withApp(backend, configure: { $0.auth = .required; $0.resumableUploadsPerUser = 1; $0.resumableBytesPerUser = 1000 }) { app in
             try app.addUser("ann")
             try app.addUser("bob")
             let ann = try app.token("ann"), bob = try app.token("bob")
@@ -425,6 +434,10 @@ struct ResumableUploadTests {
             let second = try RawHTTP(port: app.port, timeout: 5)
             try second.send(Self.creation(version: 8, complete: false, length: 4, extra: [("Authorization", "Bearer \(ann)")]) + "abcd")
             #expect(try second.readResponse().status == 429)
+            // Bob's first would hold more than his 1000 bytes.
+            let large = try RawHTTP(port: app.port, timeout: 5)
+            try large.send(Self.creation(version: 8, complete: false, length: 4, extra: [("Authorization", "Bearer \(bob)"), ("Upload-Length", "5000")]))
+            #expect(try large.readResponse().status == 429)
         }
     }
 

@@ -23,6 +23,20 @@ final class PartialFiles: Sendable {
 
     func path(of id: String) -> String { directory + "/" + id }
 
+    /// Every partial file's name and modification time (Unix seconds).
+    func listing() -> [(name: String, modified: Int64)] {
+        guard let stream = opendir(directory) else { return [] }
+        defer { closedir(stream) }
+        var found: [(String, Int64)] = []
+        while let entry = readdir(stream) {
+            let name = withUnsafePointer(to: entry.pointee.d_name) { $0.withMemoryRebound(to: CChar.self, capacity: 256) { String(cString: $0) } }
+            guard name != ".", name != ".." else { continue }
+            var status = stat()
+            if stat(path(of: name), &status) == 0 { found.append((name, Int64(status.st_mtim.tv_sec))) }
+        }
+        return found
+    }
+
     /// Creates the empty file of a new upload.
     func create(_ id: String) throws(HTTPError) {
         let fd = open(path(of: id), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)

@@ -20,6 +20,8 @@ final class ResumableUploads: Sendable {
         var lifetime: Int64
         /// Partial uploads one user may have at once.
         var perUser: Int
+        /// Bytes one user's partial uploads may declare or hold together.
+        var bytesPerUser: Int64
     }
 
     let store: any DataStore
@@ -135,6 +137,10 @@ final class ResumableUploads: Sendable {
         let usage = try store.partialUploadUsage(owner: owner)
         guard usage.count < limits.perUser else {
             throw HTTPError(HTTPStatus(429), detail: "you have \(usage.count) unfinished resumable uploads, the most one user may have: finish or cancel some",
+                            closesConnection: true)
+        }
+        guard usage.bytes + (length ?? 0) <= limits.bytesPerUser else {
+            throw HTTPError(HTTPStatus(429), detail: "your unfinished resumable uploads hold \(usage.bytes) bytes; with this one they would pass the limit of \(limits.bytesPerUser): finish or cancel some",
                             closesConnection: true)
         }
         let now = UnixTime.now()
@@ -496,6 +502,12 @@ final class ResumableUploads: Sendable {
                 removed += 1
             }
             if expired.count < 100 { break }
+        }
+        // Files no row names (a crash between a file and its row): untouched for longer than
+        // any row lives, so whatever row they had has expired and gone.
+        for (name, modified) in files.listing() where modified < now - limits.lifetime - 60 {
+            files.retire(name, removingFile: true)
+            removed += 1
         }
         return removed
     }
