@@ -85,6 +85,9 @@ public final class Application: Sendable {
     /// The port in use (the real one when configured with 0).
     public var port: Int { server.port }
 
+    /// Requests received and not yet completed (every protocol, every stream).
+    public var requestsInFlight: Int { server.requestsInFlight }
+
     /// `http://host:port` of the running server.
     public var url: String {
         let host = configuration.host.contains(":") ? "[\(configuration.host)]" : configuration.host
@@ -150,13 +153,17 @@ public func buildApplication(_ configuration: ServerConfiguration) throws -> App
     health.register(in: &routes)
     let accounts = Accounts(store: notes, mode: configuration.effectiveAuth, events: events,
                             refreshInterval: configuration.credentialRefreshInterval)
+    // Limits: in memory with SQLite (one process), in a table every instance shares with PostgreSQL.
+    let counters: any LimitCounters = (notes as? PostgresStore)?.limitCounters ?? MemoryLimitCounters()
     let auth = AuthController(accounts: accounts, secureCookie: tls != nil,
-                              limiter: SignInLimiter(burst: configuration.signInBurst, interval: configuration.signInRefillSeconds))
+                              limiter: SignInLimiter(burst: configuration.signInBurst, interval: configuration.signInRefillSeconds,
+                                                     counters: counters))
     auth.registerSignIn(in: &routes)
     // Everything that reads or changes someone's data: authenticated in the head phase.
     routes.group { authenticated in
-        authenticated.add(middleware: AuthenticationMiddleware(accounts: accounts, requestsPerMinute: configuration.requestsPerMinute))
-        authenticated.add(middleware: IdempotencyMiddleware(store: notes))
+        authenticated.add(middleware: AuthenticationMiddleware(accounts: accounts, requestsPerMinute: configuration.requestsPerMinute,
+                                                                 counters: counters))
+        authenticated.add(middleware: IdempotencyMiddleware(store: notes, transactional: ["/notes"]))
         NotesController(store: notes, events: events, replayLimit: configuration.eventBacklog).register(in: &authenticated)
         UploadsController(store: notes, events: events, resumable: resumable).register(in: &authenticated)
         auth.register(in: &authenticated)

@@ -197,6 +197,18 @@ public final class SQLiteStore: DataStore {
                owner: owner, completion: completion)
     }
 
+    public func createNote(body: String, owner: Owner, claiming claim: IdempotencyKeyClaim,
+                           completion: @escaping StoreCompletion<KeyedOutcome<NoteChange>>) {
+        let noteWriter = noteWriter
+        submit({ db, effects throws(StoreError) -> KeyedOutcome<NoteChange> in
+            let found = try IdempotencyRows.claim(claim.key, fingerprint: claim.fingerprint, owner: owner, now: claim.now, on: db)
+            guard found == .claimed else { return .refused(found) }
+            let change = try noteWriter.create(body: body, owner: owner, on: db, effects: effects)
+            try IdempotencyRows.keepPending(claim.key, location: "/notes/\(change.note.id)", owner: owner, now: claim.now, on: db)
+            return .done(change)
+        }, owner: owner, completion: completion)
+    }
+
     public func updateNote(id: Int64, body: String?, ifVersion: Int64?, owner: Owner, completion: @escaping StoreCompletion<NoteWriteOutcome>) {
         let noteWriter = noteWriter
         submit({ db, effects throws(StoreError) in

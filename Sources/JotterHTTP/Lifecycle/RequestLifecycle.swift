@@ -75,8 +75,11 @@ final class RequestLifecycle {
     // MARK: - Events
 
     /// The header section is complete; `folded` when a field was continued by obsolete line folding.
-    func headerComplete(method: String, version: String, headers: HTTPHeaders, folded: Bool = false) -> Action {
-        var head = RequestHead(method: HTTPMethod(method), target: target, version: version, headers: headers, remoteAddress: remoteAddress)
+    /// - Parameter bodyFollows: whether a body follows, when the protocol says so (HTTP/2); nil
+    ///   on HTTP/1.1, where the header fields say.
+    func headerComplete(method: String, version: String, headers: HTTPHeaders, folded: Bool = false, bodyFollows: Bool? = nil) -> Action {
+        var head = RequestHead(method: HTTPMethod(method), target: target, version: version, headers: headers, remoteAddress: remoteAddress,
+                               bodyFollows: bodyFollows)
         if let error = FramingCheck.check(method: method, target: target, version: version, headers: headers, folded: folded) {
             self.head = head
             return refuse(error, stack: router.stack, ranHeads: false, now: true)

@@ -16,9 +16,10 @@ public struct AuthenticationMiddleware: Middleware {
     /// Requests a minute per credential; nil for no limit.
     let limiter: RequestRateLimit?
 
-    public init(accounts: Accounts, requestsPerMinute: Int = 0) {
+    /// `counters`: where the per-token buckets are (shared by every instance with PostgreSQL).
+    public init(accounts: Accounts, requestsPerMinute: Int = 0, counters: any LimitCounters = MemoryLimitCounters()) {
         self.accounts = accounts
-        limiter = requestsPerMinute > 0 ? RequestRateLimit(perMinute: requestsPerMinute) : nil
+        limiter = requestsPerMinute > 0 ? RequestRateLimit(perMinute: requestsPerMinute, counters: counters) : nil
     }
 
     public func head(_ head: RequestHead, context: inout RequestContext) throws {

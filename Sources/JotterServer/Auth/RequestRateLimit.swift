@@ -1,5 +1,5 @@
 import JotterHTTP
-import Synchronization
+import JotterStore
 
 /// Requests per token (or session): a bucket of `perMinute` requests, refilled evenly over a
 /// minute. `AuthenticationMiddleware` takes one per request with credentials, at its head, and
@@ -7,12 +7,11 @@ import Synchronization
 /// `RateLimit: limit=N, remaining=R, reset=S` (the IETF httpapi draft's fields); beyond the
 /// limit the request is refused with `429` and `Retry-After`. Requests without credentials
 /// (`--auth off`) are not counted.
+///
+/// The buckets are in `counters`: this process's memory with SQLite; with PostgreSQL the
+/// shared `limit_buckets` table, so a token gets `perMinute` across all instances (one
+/// statement per request, measured in docs/deployment.md).
 final class RequestRateLimit: Sendable {
-    struct Bucket {
-        var tokens: Double
-        var updated: Double
-    }
-
     /// What one request left in its bucket, for the headers of its answer.
     struct Left: Sendable {
         var remaining: Int
@@ -22,26 +21,21 @@ final class RequestRateLimit: Sendable {
     let limit: Int
     let policy: String
     private let prefix: String
-    private let buckets = Mutex<[Int64: Bucket]>([:])
+    private let counters: any LimitCounters
 
-    init(perMinute: Int) {
+    init(perMinute: Int, counters: any LimitCounters = MemoryLimitCounters()) {
+        self.counters = counters
         limit = perMinute
         policy = "\(perMinute);w=60"
         prefix = "limit=\(perMinute), remaining="
     }
 
-    /// Takes one request from credential `id`'s bucket, or throws `429`.
-    func take(_ id: Int64) throws(HTTPError) -> Left {
-        let now = SignInLimiter.now(), rate = Double(limit) / 60, capacity = Double(limit)
-        let (allowed, tokens): (Bool, Double) = buckets.withLock { buckets in
-            var bucket = buckets[id] ?? Bucket(tokens: capacity, updated: now)
-            bucket.tokens = min(capacity, bucket.tokens + (now - bucket.updated) * rate)
-            bucket.updated = now
-            let allowed = bucket.tokens >= 1
-            if allowed { bucket.tokens -= 1 }
-            buckets[id] = bucket
-            return (allowed, bucket.tokens)
-        }
+    /// Takes one request from credential `id`'s bucket, or throws `429` (`503` when the shared
+    /// counters cannot be reached).
+    func take(_ id: Int64) throws -> Left {
+        let rate = Double(limit) / 60, capacity = Double(limit)
+        let taken = try counters.take(["token \(id)"], capacity: capacity, interval: 1 / rate)
+        let allowed = taken.allowed, tokens = taken.tokens[0]
         guard allowed else {
             let wait = max(1, Int(((1 - tokens) / rate).rounded(.up)))
             throw HTTPError(HTTPStatus(429), detail: "more than \(limit) requests a minute with this token: try again in \(wait) s",

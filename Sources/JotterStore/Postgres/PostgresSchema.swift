@@ -140,7 +140,19 @@ enum PostgresSchema {
         );
         CREATE INDEX idempotency_keys_by_expiry ON idempotency_keys (expires_at);
         """,
-        // 3: resumable uploads in progress (IETF draft, tus), as SQLite's version 5.
+        // 3: the token buckets of the sign-in limiter and the per-token rate limit
+        // (LimitCounters), shared by every instance. Unlogged: counters need no crash safety
+        // (after a crash every bucket is full again) and skip the WAL.
+        """
+        CREATE UNLOGGED TABLE limit_buckets (
+            key text PRIMARY KEY,                                -- "address 192.0.2.1", "name ann", "token 42"
+            tokens float8 NOT NULL,                              -- after the last take
+            updated float8 NOT NULL,                             -- the database's clock, Unix seconds
+            allowed boolean NOT NULL,                            -- whether the last take got a token
+            full_at float8 NOT NULL                              -- when the bucket is full again: then it may go
+        );
+        """,
+        // 4: resumable uploads in progress (IETF draft, tus), as SQLite's version 5.
         """
         CREATE TABLE partial_uploads (
             id text PRIMARY KEY,
