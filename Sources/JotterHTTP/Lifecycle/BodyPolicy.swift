@@ -101,11 +101,18 @@ public protocol MultipartFileWriter: AnyObject {
     var isUTF8: Bool? { get }
     /// Removes what was written (the request failed, or its handler did not take the file).
     func discard()
+    /// Back-pressure: true when the writer is behind (say, a part still on its way to a bucket)
+    /// and wants no more bytes for now; it then calls `ready` once, from any thread, when it
+    /// can take them, and the engine reads no more of the request's body until then. `write`
+    /// must still accept what was already read (at most one read of the socket).
+    func mustWait(then ready: @escaping @Sendable () -> Void) -> Bool
 }
 
 extension MultipartFileWriter {
     /// Not checked, unless a writer says otherwise.
     public var isUTF8: Bool? { nil }
+    /// Never behind, unless a writer says otherwise (a file on a local disk).
+    public func mustWait(then ready: @escaping @Sendable () -> Void) -> Bool { false }
 }
 
 /// The default `MultipartFileStore`: a temporary file per part, hashed as it is written.

@@ -80,6 +80,12 @@ enum BodyReader {
         }
     }
 
+    /// Whether the consumer is behind and wants no more bytes until it calls `ready`.
+    func mustWait(then ready: @escaping @Sendable () -> Void) -> Bool {
+        if case .multipart(let receiver) = self { return receiver.mustWait(then: ready) }
+        return false
+    }
+
     func receive(_ chunk: UnsafeRawBufferPointer) throws {
         switch self {
         case .none: throw HTTPError(.contentTooLarge, detail: "this request takes no body", closesConnection: true)
