@@ -16,6 +16,8 @@ public struct BodyPolicy: Sendable {
         case buffered
         case multipart(files: (any MultipartFileStore)?)
         case stream(@Sendable (RequestHead, RequestContext) throws -> any RequestBodyStream)
+        /// Picked from the head (after the head phase of middleware).
+        case choosing(@Sendable (RequestHead) -> BodyPolicy)
     }
 
     let kind: Kind
@@ -47,6 +49,18 @@ public struct BodyPolicy: Sendable {
     /// the head phase of middleware), at most `limit` bytes (nil: the server's `--max-upload-size`).
     public static func stream(limit: Int64? = nil, _ open: @escaping @Sendable (RequestHead, RequestContext) throws -> any RequestBodyStream) -> BodyPolicy {
         BodyPolicy(kind: .stream(open), memoryLimit: nil, streamLimit: limit)
+    }
+
+    /// The policy `pick` returns for the request's head (its Content-Type, its fields): one
+    /// route that takes a multipart form or a raw body, or a raw append or a small form.
+    ///
+    /// ```swift
+    /// routes.post("/uploads", body: .choosing { head in
+    ///     head.headers["Content-Type"]?.hasPrefix("multipart/") == true ? .multipart() : .stream { … }
+    /// }, handler: create)
+    /// ```
+    public static func choosing(_ pick: @escaping @Sendable (RequestHead) -> BodyPolicy) -> BodyPolicy {
+        BodyPolicy(kind: .choosing(pick), memoryLimit: nil, streamLimit: nil)
     }
 
     /// The default for `method`.
