@@ -3,8 +3,10 @@ import FoundationEssentials
 #else
 import Foundation
 #endif
+import Glibc
 import JotterHTTP
 import JotterStore
+import Synchronization
 
 /// The running Jotter server: the HTTP engine with every route registered.
 ///
@@ -24,9 +26,13 @@ public final class Application: Sendable {
     let events: EventBroadcaster
     /// Users, tokens and sessions, with the cache of verified credentials.
     public let accounts: Accounts
+    let resumable: ResumableUploads
+    private let sweeper: PeriodicTask
 
     init(configuration: ServerConfiguration, server: HTTPServer, log: Logger, notes: any DataStore, events: EventBroadcaster,
-         accounts: Accounts) {
+         accounts: Accounts, resumable: ResumableUploads) {
+        self.resumable = resumable
+        sweeper = PeriodicTask(interval: configuration.resumableSweepInterval) { resumable.sweep(now: UnixTime.now()) }
         self.configuration = configuration
         self.server = server
         self.log = log
@@ -39,6 +45,7 @@ public final class Application: Sendable {
     public func start() throws {
         try server.start()
         accounts.startRechecking()
+        sweeper.start()
         log.info("jotter listening on \(url) with \(configuration.threads) engine thread(s), data in \(configuration.dataDirectory)"
             + (configuration.store.usesPostgres ? ", database \(configuration.store.databaseDescription)" : ""))
         if configuration.effectiveAuth == .off && !AuthMode.isLoopback(configuration.host) {
@@ -50,6 +57,7 @@ public final class Application: Sendable {
     /// streams, closes the database.
     public func shutdown() {
         server.shutdown()
+        sweeper.stop()
         accounts.stopRechecking()
         events.stop()
         notes.close()
@@ -110,6 +118,16 @@ public func buildApplication(_ configuration: ServerConfiguration) throws -> App
         events.publish(audience: owner.id) { try NoteRendering.event(event, owner: owner, store: notes) }
     }
     let metrics = Metrics()
+    let resumable: ResumableUploads
+    do {
+        resumable = try ResumableUploads(store: notes, dataDirectory: configuration.dataDirectory,
+                                         limits: .init(maxSize: configuration.maxUploadSize, lifetime: configuration.resumableUploadLifetime,
+                                                       perUser: configuration.resumableUploadsPerUser,
+                                                       bytesPerUser: configuration.resumableBytesPerUser),
+                                         secure: tls != nil)
+    } catch {
+        throw ServerStartError(description: "cannot prepare resumable uploads in '\(configuration.dataDirectory)': \(error)")
+    }
     var routes = RouterBuilder()
     do {
         routes.trustedProxies = try TrustedProxies(configuration.trustedProxies)
@@ -147,7 +165,7 @@ public func buildApplication(_ configuration: ServerConfiguration) throws -> App
                                                                  counters: counters))
         authenticated.add(middleware: IdempotencyMiddleware(store: notes, transactional: ["/notes"]))
         NotesController(store: notes, events: events, replayLimit: configuration.eventBacklog).register(in: &authenticated)
-        UploadsController(store: notes, events: events).register(in: &authenticated)
+        UploadsController(store: notes, events: events, resumable: resumable).register(in: &authenticated)
         auth.register(in: &authenticated)
         authenticated.group { admin in
             admin.add(middleware: RequireAdmin(mode: accounts.mode))
@@ -168,5 +186,43 @@ public func buildApplication(_ configuration: ServerConfiguration) throws -> App
     let router = routes.build()
     openAPI.publish(router)
     let server = HTTPServer(configuration: http, router: router, log: log)
-    return Application(configuration: configuration, server: server, log: log, notes: notes, events: events, accounts: accounts)
+    return Application(configuration: configuration, server: server, log: log, notes: notes, events: events, accounts: accounts,
+                       resumable: resumable)
+}
+
+/// Runs `work` every `interval` seconds on a thread of its own, from `start()` until `stop()`
+/// (the first run at once: what expired while the server was down).
+final class PeriodicTask: Sendable {
+    private let interval: Double
+    private let work: @Sendable () -> Void
+    private let stopped = Atomic<Bool>(false)
+    private let started = Atomic<Bool>(false)
+
+    init(interval: Double, _ work: @escaping @Sendable () -> Void) {
+        self.interval = interval
+        self.work = work
+    }
+
+    func start() {
+        guard interval > 0, !started.exchange(true, ordering: .relaxed) else { return }
+        let context = Unmanaged.passRetained(self).toOpaque()
+        var thread = pthread_t()
+        pthread_create(&thread, nil, { raw in
+            let task = Unmanaged<PeriodicTask>.fromOpaque(raw!).takeRetainedValue()
+            var waited = task.interval
+            while !task.stopped.load(ordering: .relaxed) {
+                if waited >= task.interval {
+                    task.work()
+                    waited = 0
+                }
+                usleep(100_000)
+                waited += 0.1
+            }
+            return nil
+        }, context)
+        pthread_detach(thread)
+    }
+
+    /// Ends the thread (within 0.1 s, or after the run under way).
+    func stop() { stopped.store(true, ordering: .relaxed) }
 }

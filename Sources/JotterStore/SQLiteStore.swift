@@ -62,7 +62,7 @@ public final class SQLiteStore: DataStore {
     public let path: String
     private let writer: GroupCommitWriter
     let readers: ReaderPool
-    private let noteWriter: NoteWriter
+    let noteWriter: NoteWriter
     private let files: UploadFiles
     private let observer = EventObserver()
     /// Where blob moves run (fsync and rename of an upload's file), off the engine threads.

@@ -17,6 +17,8 @@ final class EventLoop: @unchecked Sendable {
         case resume(UInt64, stream: Int32, @Sendable () throws -> Response)
         /// A streaming body has bytes (or its end) for the connection's stream.
         case wake(UInt64, stream: Int32)
+        /// A request body's consumer caught up: reading the body of `stream` (0 on HTTP/1.1) goes on.
+        case bodyReady(UInt64, stream: Int32)
         /// The connection's TLS session holds decrypted bytes: read them (no event will say so).
         case read(UInt64)
         /// Stop accepting; end streams; close connections waiting for a request.
@@ -134,6 +136,7 @@ final class EventLoop: @unchecked Sendable {
             case .resume(let token, let stream, let render): connections[token]?.resume(stream: stream, render)
             case .wake(let token, let stream): connections[token]?.streamWoken(stream: stream)
             case .read(let token): connections[token]?.readAgain()
+            case .bodyReady(let token, let stream): connections[token]?.bodyReady(stream: stream)
             case .quiesce:
                 quiescing = true
                 if accepting {
@@ -291,6 +294,8 @@ protocol LoopConnection: AnyObject {
     func streamWoken(stream: Int32)
     /// Read again without an event (bytes OpenSSL already decrypted).
     func readAgain()
+    /// The consumer of `stream`'s request body caught up (back-pressure): read on.
+    func bodyReady(stream: Int32)
     /// The server stops: finish what is in flight, take nothing new.
     func quiesce()
     /// The sweep: deadlines.

@@ -86,6 +86,9 @@ final class HTTP1Connection: LoopConnection {
     /// request ended); nil while a request is being read or served.
     private(set) var waitingForHeadSince: UInt64?
     private var bodyStarted: UInt64 = 0
+    /// The body's consumer is behind (`RequestLifecycle.bodyMustWait`): nothing more is read
+    /// until it calls back; since when.
+    private var bodyPausedSince: UInt64?
     private var bodyBytes = 0
     private var lastActivity: UInt64
     private var waker: ConnectionWaker?
@@ -185,6 +188,17 @@ final class HTTP1Connection: LoopConnection {
         continueInput()
     }
 
+    /// The body's consumer caught up: what was kept is parsed, and reading resumes. The pause
+    /// does not count against the body's minimum rate, nor as idle time.
+    func bodyReady(stream: Int32) {
+        guard let since = bodyPausedSince else { return }
+        bodyPausedSince = nil
+        let now = Clock.microseconds()
+        bodyStarted += now - since
+        lastActivity = now
+        continueInput()
+    }
+
     /// A streaming body has something for us.
     func streamWoken(stream: Int32) {
         waker?.woken()
@@ -217,6 +231,7 @@ final class HTTP1Connection: LoopConnection {
             abort(.timeout)
             return
         }
+        if bodyPausedSince != nil { return }  // the server is behind, not the client
         if request != nil, !waiting, requestHasBody, configuration.minimumBodyRate > 0 {
             let grace = UInt64(configuration.headerTimeout * 1_000_000)
             if now >= bodyStarted + grace, UInt64(bodyBytes) * 1_000_000 < UInt64(configuration.minimumBodyRate) * (now - bodyStarted) {
@@ -312,7 +327,7 @@ final class HTTP1Connection: LoopConnection {
 
     /// Whether the next request may be parsed now.
     private var mayParse: Bool {
-        !waiting && !discarding && queue.first?.stream == nil && queuedBytes < Self.outputHighWater
+        !waiting && !discarding && bodyPausedSince == nil && queue.first?.stream == nil && queuedBytes < Self.outputHighWater
     }
 
     private func processStash() {
@@ -352,7 +367,7 @@ final class HTTP1Connection: LoopConnection {
         }
     }
 
-    private var requestInBody: Bool { request != nil && !waiting && requestHasBody && !discarding }
+    private var requestInBody: Bool { request != nil && !waiting && requestHasBody && !discarding && bodyPausedSince == nil }
 
     /// Keeps `base[from..<to]` at the front of the stash; `head`: they are a head in progress.
     private func keep(_ base: UnsafeRawPointer, from: Int, to: Int, inStash: Bool, head: Bool) {
@@ -449,7 +464,11 @@ final class HTTP1Connection: LoopConnection {
         guard let request, !discarding else { return }
         bodyBytes += chunk.count
         switch request.receive(chunk) {
-        case .proceed: break
+        case .proceed:
+            let loop = self.loop, token = self.token
+            if request.bodyMustWait(then: { loop.post(.bodyReady(token, stream: 0)) }) {
+                bodyPausedSince = Clock.microseconds()
+            }
         case .respond(let response):
             discarding = true
             answer(response)

@@ -66,6 +66,9 @@ final class HTTP2Connection: LoopConnection {
     private var closed = false
     private var quiescing = false
     private var readWantsWrite = false
+    /// Streams whose body consumer is behind (back-pressure): the connection reads nothing more
+    /// until each has called back.
+    private var pausedStreams: Set<Int32> = []
     private var lastActivity: UInt64
     /// When the last stream ended (or the connection began): an HTTP/2 connection with no
     /// stream open is held to the header deadline, as an idle HTTP/1.1 connection is.
@@ -141,7 +144,7 @@ final class HTTP2Connection: LoopConnection {
 
     private func readable() {
         var rounds = 0
-        while !closed, rounds < 16 {
+        while !closed, pausedStreams.isEmpty, rounds < 16 {
             rounds += 1
             let buffer = loop.readBuffer
             let count = io.receive(buffer.baseAddress!, buffer.count)
@@ -222,7 +225,8 @@ final class HTTP2Connection: LoopConnection {
         }
         if configuration.minimumBodyRate > 0, let session {
             let grace = UInt64(configuration.headerTimeout * 1_000_000)
-            for stream in streams.values where stream.hasBody && !stream.waiting && !stream.answered && stream.lifecycle != nil {
+            for stream in streams.values where stream.hasBody && !stream.waiting && !stream.answered && stream.lifecycle != nil
+                && !pausedStreams.contains(stream.id) {
                 if now >= stream.bodyStarted + grace,
                    UInt64(stream.bodyBytes) * 1_000_000 < UInt64(configuration.minimumBodyRate) * (now - stream.bodyStarted) {
                     server.counters.slowBodies.add(1, ordering: .relaxed)
@@ -230,7 +234,7 @@ final class HTTP2Connection: LoopConnection {
                 }
             }
         }
-        let streaming = streams.values.contains { $0.deferred || $0.waiting }
+        let streaming = !pausedStreams.isEmpty || streams.values.contains { $0.deferred || $0.waiting }
         if !streaming, now >= lastActivity + UInt64(configuration.idleTimeout) * 1_000_000 {
             server.counters.timedOut.add(1, ordering: .relaxed)
             abort(.timeout)
@@ -324,12 +328,20 @@ final class HTTP2Connection: LoopConnection {
         guard let stream = streams[id], let lifecycle = stream.lifecycle, !stream.discarding, !stream.answered else { return }
         stream.bodyBytes += bytes.count
         switch lifecycle.receive(bytes) {
-        case .proceed: break
+        case .proceed:
+            let loop = self.loop, token = self.token
+            if lifecycle.bodyMustWait(then: { loop.post(.bodyReady(token, stream: id)) }) { pausedStreams.insert(id) }
         case .respond(let response):
             stream.discarding = true
             answer(stream, response)
         case .close, .wait: reset(stream)
         }
+    }
+
+    func bodyReady(stream id: Int32) {
+        guard pausedStreams.remove(id) != nil, pausedStreams.isEmpty, !closed else { return }
+        lastActivity = Clock.microseconds()
+        readable()
     }
 
     fileprivate func bodyEnded(_ id: Int32) {
@@ -371,6 +383,7 @@ final class HTTP2Connection: LoopConnection {
     }
 
     fileprivate func streamClosed(_ id: Int32) {
+        if pausedStreams.remove(id) != nil, pausedStreams.isEmpty { loop.post(.read(token)) }
         guard let stream = streams.removeValue(forKey: id) else { return }
         complete(stream, outcome: .clientAbort)
         release(stream)
@@ -547,7 +560,7 @@ final class HTTP2Connection: LoopConnection {
             }
             let written = output.withUnsafeBytes { bytes in io.transmit(bytes.baseAddress! + outputSent, bytes.count - outputSent) }
             if written == ConnectionIO.wouldBlock {
-                setInterest(Epoll.input | Epoll.output)
+                setInterest((pausedStreams.isEmpty ? Epoll.input : 0) | Epoll.output)
                 return
             }
             if written < 0 {
@@ -557,7 +570,8 @@ final class HTTP2Connection: LoopConnection {
             lastActivity = Clock.microseconds()
             outputSent += written
         }
-        setInterest(readWantsWrite ? Epoll.input | Epoll.output : Epoll.input)
+        let input = pausedStreams.isEmpty ? Epoll.input : 0
+        setInterest(readWantsWrite ? input | Epoll.output : input)
         if nghttp2_session_want_read(session) == 0 && nghttp2_session_want_write(session) == 0 {
             finishClose()
         } else if quiescing, streams.isEmpty {

@@ -128,6 +128,13 @@ final class RequestLifecycle {
         }
     }
 
+    /// Back-pressure, asked after each piece of the body: true when the body's consumer is
+    /// behind; it calls `ready` (any thread) when the engine may read on.
+    func bodyMustWait(then ready: @escaping @Sendable () -> Void) -> Bool {
+        guard case .body = phase else { return false }
+        return reader.mustWait(then: ready)
+    }
+
     /// The body is complete (or there was none): the handler runs.
     func bodyComplete() -> Action {
         switch phase {

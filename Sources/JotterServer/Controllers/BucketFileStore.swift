@@ -11,9 +11,9 @@ import Synchronization
 ///
 /// A part's bytes gather in memory up to the bucket's part size (8 MiB by default); a full part
 /// goes up on a thread of its own while the next one fills. When that one is full too and the
-/// first is still on its way, `write` waits for it — at most two parts in memory per file, and
-/// the client is slowed down to the bucket's pace (the engine reads no more of its body
-/// meanwhile). The last part and the completion are the handler's (`take`, then
+/// first is still on its way, the writer says so (`mustWait`): the engine reads no more of the
+/// body until the part has arrived, so the client is slowed down to the bucket's pace without
+/// an engine thread waiting — at most two parts (and one read) in memory per file. The last part and the completion are the handler's (`take`, then
 /// `BucketFileWriter.commit`, off the engine thread), so the row is written only after the
 /// object is whole. A request that ends otherwise — cut, refused, failed — has its writers
 /// discarded, which aborts their multipart uploads.
@@ -80,6 +80,8 @@ final class BucketFileWriter: MultipartFileWriter, @unchecked Sendable {
             var failure: (any Error)?
             /// A part thread is running.
             var busy = false
+            /// Called when the running part thread ends: the engine reads the body on.
+            var onIdle: (@Sendable () -> Void)?
         }
         let state = Mutex(State())
         /// Signalled when a part thread ends.
@@ -102,14 +104,19 @@ final class BucketFileWriter: MultipartFileWriter, @unchecked Sendable {
         hash.update(bytes)
         utf8?.update(bytes)
         size += Int64(bytes.count)
-        let partSize = bucket.configuration.partSize
-        var offset = 0
-        while offset < bytes.count {
-            if buffer.count == partSize { try sendPart() }
-            if buffer.isEmpty { buffer.reserveCapacity(partSize) }
-            let n = min(partSize - buffer.count, bytes.count - offset)
-            buffer.append(contentsOf: UnsafeRawBufferPointer(rebasing: bytes[offset..<offset + n]))
-            offset += n
+        if buffer.isEmpty { buffer.reserveCapacity(bucket.configuration.partSize) }
+        buffer.append(contentsOf: bytes)
+        try sendFullParts()
+    }
+
+    /// Behind: more than a part waits here while the previous one is still on its way. The
+    /// engine then reads no more of the body until `ready` (when that part has arrived).
+    func mustWait(then ready: @escaping @Sendable () -> Void) -> Bool {
+        guard buffer.count > bucket.configuration.partSize else { return false }
+        return shared.withLock { state in
+            guard state.busy else { return false }  // it just arrived: the next write sends
+            state.onIdle = ready
+            return true
         }
     }
 
@@ -157,14 +164,21 @@ final class BucketFileWriter: MultipartFileWriter, @unchecked Sendable {
 
     // MARK: - Parts
 
-    /// Hands the full buffer to a part thread, once the previous one is done (the wait that
-    /// bounds memory to two parts and slows the client down).
-    private func sendPart() throws(HTTPError) {
-        waitIdle()
-        if let failure = shared.withLock({ $0.failure }) { throw Self.refusal(failure) }
+    /// Hands full parts to a part thread while none is on its way (a byte past the part stays,
+    /// so the last part is `commit`'s); what is left waits for `mustWait`'s call back.
+    private func sendFullParts() throws(HTTPError) {
+        let partSize = bucket.configuration.partSize
+        while buffer.count > partSize, !shared.withLock({ $0.busy }) {
+            if let failure = shared.withLock({ $0.failure }) { throw Self.refusal(failure) }
+            let part = Array(buffer[0..<partSize])
+            buffer.removeFirst(partSize)
+            try sendPart(part)
+        }
+    }
+
+    private func sendPart(_ bytes: [UInt8]) throws(HTTPError) {
         sent += 1
-        let number = sent, bytes = buffer, bucket = bucket, key = location
-        buffer = []
+        let number = sent, bucket = bucket, key = location
         shared.withLock { $0.busy = true }
         let started = StoreThreads.detach { [shared] in
             do {
@@ -179,8 +193,13 @@ final class BucketFileWriter: MultipartFileWriter, @unchecked Sendable {
             } catch {
                 shared.withLock { $0.failure = error }
             }
-            shared.withLock { $0.busy = false }
+            let ready = shared.withLock { state -> (@Sendable () -> Void)? in
+                state.busy = false
+                defer { state.onIdle = nil }
+                return state.onIdle
+            }
             shared.idle.signal()
+            ready?()
         }
         if !started {
             shared.withLock { $0.busy = false; $0.failure = BlobError.transport("no thread for the upload to the bucket") }

@@ -16,27 +16,39 @@ import JotterStore
 struct UploadsController {
     let store: any DataStore
     let events: EventBroadcaster
+    let resumable: ResumableUploads
     /// Where file parts go when the blobs are in a bucket; nil: temporary files.
     let bucketFiles: BucketFileStore?
 
-    init(store: any DataStore, events: EventBroadcaster) {
+    init(store: any DataStore, events: EventBroadcaster, resumable: ResumableUploads) {
         self.store = store
         self.events = events
+        self.resumable = resumable
         bucketFiles = (store.blobs as? S3BlobStore).map(BucketFileStore.init)
     }
 
     func register(in routes: inout RouterBuilder) {
-        // Only the override header counts, never a `_method` field.
-        routes.post("/uploads", body: .multipart(files: bucketFiles), operation: UploadsOperations.create, handler: create)
-        routes.post("/upload", body: .multipart(files: bucketFiles), operation: UploadsOperations.alias, handler: create)
+        // Only the override header counts, never a `_method` field. A body that is not
+        // multipart is one file's raw bytes (resumable with the draft's fields or tus's:
+        // `ResumableUploads`).
+        let resumable = resumable, bucketFiles = bucketFiles
+        let creation = BodyPolicy.choosing { head in
+            MediaType(head.headers["Content-Type"] ?? "")?.essence == "multipart/form-data" ? .multipart(files: bucketFiles) : resumable.creation
+        }
+        routes.post("/uploads", body: creation, operation: UploadsOperations.create, handler: create)
+        routes.post("/upload", body: creation, operation: UploadsOperations.alias, handler: create)
+        routes.on(.options, "/uploads", operation: UploadsOperations.options) { request, context in resumable.options(request, context) }
         routes.get("/uploads", operation: UploadsOperations.list, handler: list)
         routes.get("/uploads/:id", operation: UploadsOperations.show, handler: show)
-        routes.patch("/uploads/:id", operation: UploadsOperations.attach, handler: attach)
+        routes.on(.head, "/uploads/:id", operation: UploadsOperations.offset, handler: head)
+        routes.patch("/uploads/:id", body: .choosing { head in ResumableUploads.isAppend(head) ? resumable.append : .buffered() },
+                     operation: UploadsOperations.attach, handler: attach)
         routes.delete("/uploads/:id", body: .noBody, operation: UploadsOperations.delete, handler: delete)
         routes.get("/uploads/:id/content", operation: UploadsOperations.content, handler: content)
     }
 
     @Sendable func create(_ request: Request, _ context: RequestContext) throws -> Reply {
+        if let receiver = request.bodyStream as? UploadReceiver { return try resumable.finish(request, context, receiver: receiver) }
         let fields = try request.body()
         guard case .form = fields, MediaType(request.headers["Content-Type"] ?? "")?.essence == "multipart/form-data" else {
             throw HTTPError(.unsupportedMediaType, detail: "send the files as multipart/form-data")
@@ -109,6 +121,7 @@ struct UploadsController {
 
     /// `PATCH /uploads/{id}` with `note_id`: attaches the upload to that note (empty: to none).
     @Sendable func attach(_ request: Request, _ context: RequestContext) throws -> Reply {
+        if let receiver = request.bodyStream as? UploadReceiver { return try resumable.finish(request, context, receiver: receiver) }
         let store = store, owner = context.owner
         return try store.reading { [self] in
             let upload = try existing(context)
@@ -127,6 +140,14 @@ struct UploadsController {
         }
     }
 
+    /// `HEAD /uploads/{id}`: a resumable upload's offset, or the head of `show`.
+    @Sendable func head(_ request: Request, _ context: RequestContext) throws -> Reply {
+        try store.reading { [self] in
+            if let reply = try resumable.offset(request, context) { return reply }
+            return try JSON(UploadEnvelope(upload: Upload(try existing(context)))).reply(for: request)
+        }
+    }
+
     @Sendable func show(_ request: Request, _ context: RequestContext) throws -> Reply {
         try store.reading { [self] in try JSON(UploadEnvelope(upload: Upload(try existing(context)))).reply(for: request) }
     }
@@ -134,6 +155,7 @@ struct UploadsController {
     @Sendable func delete(_ request: Request, _ context: RequestContext) throws -> Reply {
         let store = store, owner = context.owner
         return try store.reading { [self] in
+            if let reply = try resumable.cancel(request, context) { return reply }
             let upload = try existing(context)
             return Reply.later { done in
                 store.deleteUpload(id: upload.id, owner: owner) { result in

@@ -152,6 +152,25 @@ enum PostgresSchema {
             full_at float8 NOT NULL                              -- when the bucket is full again: then it may go
         );
         """,
+        // 4: resumable uploads in progress (IETF draft, tus), as SQLite's version 5.
+        """
+        CREATE TABLE partial_uploads (
+            id text PRIMARY KEY,
+            owner bigint NOT NULL,
+            protocol text NOT NULL,                              -- ietf-3 … ietf-8 | tus | raw
+            filename text NOT NULL,
+            content_type text NOT NULL,
+            length bigint,                                       -- declared total; NULL while unknown
+            upload_offset bigint NOT NULL,                       -- bytes kept as of the last request's end
+            note_id bigint,                                      -- attached to on completion
+            expected_sha256 text,                                -- from Repr-Digest, checked on completion
+            backend_state text NOT NULL DEFAULT '',              -- an S3 multipart upload's id and parts
+            created_at bigint NOT NULL,                          -- Unix seconds, UTC
+            expires_at bigint NOT NULL
+        );
+        CREATE INDEX partial_uploads_by_owner ON partial_uploads (owner);
+        CREATE INDEX partial_uploads_by_expiry ON partial_uploads (expires_at);
+        """,
     ]
 
     /// The schema version this binary writes and understands.
