@@ -86,6 +86,13 @@ struct ConnectionIO {
         return transmit(buffer.baseAddress!, read)
     }
 
+    /// Bytes wait to be read: the loop was busy, the client was not late (the sweep asks before
+    /// it closes a connection for a deadline).
+    var hasUnreadBytes: Bool {
+        var byte: UInt8 = 0
+        return recv(fd, &byte, 1, Int32(MSG_PEEK | MSG_DONTWAIT)) > 0 || holdsBytes
+    }
+
     /// OpenSSL holds decrypted bytes the socket will not announce again.
     var holdsBytes: Bool { tls.map { jotter_tls_pending($0) > 0 } ?? false }
 

@@ -226,7 +226,8 @@ final class HTTP1Connection: LoopConnection {
             if now >= lingerUntil { finishClose() }
             return
         }
-        if let since = waitingForHeadSince, queue.isEmpty, now >= since + UInt64(configuration.headerTimeout * 1_000_000) {
+        if let since = waitingForHeadSince, queue.isEmpty, now >= since + UInt64(configuration.headerTimeout * 1_000_000),
+           !io.hasUnreadBytes {
             server.counters.timedOut.add(1, ordering: .relaxed)
             abort(.timeout)
             return
@@ -241,7 +242,7 @@ final class HTTP1Connection: LoopConnection {
             }
         }
         let streamWaiting = queue.first?.stream?.waiting == true
-        if !waiting, !streamWaiting, now >= lastActivity + UInt64(configuration.idleTimeout) * 1_000_000 {
+        if !waiting, !streamWaiting, now >= lastActivity + UInt64(configuration.idleTimeout) * 1_000_000, !io.hasUnreadBytes {
             abort(.timeout)
         }
     }

@@ -219,7 +219,9 @@ final class HTTP2Connection: LoopConnection {
 
     func check(now: UInt64) {
         let configuration = server.configuration
-        if let idleSince, streams.isEmpty, now >= idleSince + UInt64(configuration.headerTimeout * 1_000_000) {
+        // Bytes waiting unread mean the loop was busy, not that the client was late.
+        let unread = io.hasUnreadBytes
+        if let idleSince, streams.isEmpty, now >= idleSince + UInt64(configuration.headerTimeout * 1_000_000), !unread {
             goAway()
             return
         }
@@ -235,7 +237,7 @@ final class HTTP2Connection: LoopConnection {
             }
         }
         let streaming = !pausedStreams.isEmpty || streams.values.contains { $0.deferred || $0.waiting }
-        if !streaming, now >= lastActivity + UInt64(configuration.idleTimeout) * 1_000_000 {
+        if !streaming, !unread, now >= lastActivity + UInt64(configuration.idleTimeout) * 1_000_000 {
             server.counters.timedOut.add(1, ordering: .relaxed)
             abort(.timeout)
             return
