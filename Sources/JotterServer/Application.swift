@@ -110,7 +110,9 @@ public func buildApplication(_ configuration: ServerConfiguration) throws -> App
                                                                        minimumFreeBytes: configuration.minimumFreeSpace))
     health.register(in: &routes)
     let accounts = Accounts(store: notes, mode: configuration.effectiveAuth, events: events,
-                            refreshInterval: configuration.credentialRefreshInterval)
+                            refreshInterval: configuration.credentialRefreshInterval,
+                            hashing: PasswordHashing(width: configuration.passwordHashingWidth,
+                                                     queueLimit: configuration.passwordHashingQueue))
     let auth = AuthController(accounts: accounts, secureCookie: tls != nil,
                               limiter: SignInLimiter(burst: configuration.signInBurst, interval: configuration.signInRefillSeconds))
     auth.registerSignIn(in: &routes)

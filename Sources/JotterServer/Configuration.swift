@@ -62,10 +62,15 @@ public struct ServerConfiguration: Sendable {
     /// Requests a minute that one token or session may make (`429` beyond, with `RateLimit`
     /// headers on every answer); 0 for no limit.
     public var requestsPerMinute = 6000
-    /// Sign-in attempts per client address and per name: a burst of `signInBurst`, then one
-    /// every `signInRefillSeconds`.
+    /// Sign-in attempts per client address (all) and per (name, address) (failures): a burst of
+    /// `signInBurst`, then one every `signInRefillSeconds`; per name (failures from anywhere)
+    /// ten times as many, ten times as fast.
     public var signInBurst = 10
     public var signInRefillSeconds: Double = 6
+    /// Argon2id hashes (sign-in checks, new passwords) that run at once, and how many more may
+    /// wait; past that a sign-in is `503` with `Retry-After`.
+    public var passwordHashingWidth = HTTPServer.Configuration.cores
+    public var passwordHashingQueue = 16
 
     /// The authentication mode in force.
     public var effectiveAuth: AuthMode { auth ?? AuthMode.default(for: host) }

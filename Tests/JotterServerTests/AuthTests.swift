@@ -219,6 +219,66 @@ struct AuthTests {
         }
     }
 
+    /// A form sign-in from loopback address `source` (the server listens on 127.0.0.1).
+    static func signIn(_ app: TestApp, from source: String, name: String, password: String) throws -> WireResponse {
+        let client = try RawHTTP(port: app.port, sourceAddress: source)
+        return try client.request("POST", "/auth/sessions", headers: [("Content-Type", "application/x-www-form-urlencoded")],
+                                  body: Array("name=\(name)&password=\(FormEscape.escape(password))".utf8), close: true)
+    }
+
+    @Test("one guesser cannot lock a user out: failures count per (name, address), and per name only at ten times that; an address the name signed in from stays open")
+    func signInLockout() throws {
+        // Two attempts per address and pair, twenty failures per name, nothing refilled during the test.
+        try TestApp.with(configure: { Self.required(&$0); $0.signInBurst = 2; $0.signInRefillSeconds = 600 }) { app in
+            try app.addUser("ann", password: "right one")
+            #expect(try Self.signIn(app, from: "127.0.0.3", name: "ann", password: "right one").status == 201)
+            // The guesser spends its pair's attempts...
+            for _ in 0..<2 { #expect(try Self.signIn(app, from: "127.0.0.2", name: "ann", password: "guess").status == 401) }
+            let held = try Self.signIn(app, from: "127.0.0.2", name: "ann", password: "right one")
+            #expect(held.status == 429)
+            #expect(Int(held.header("Retry-After") ?? "") ?? 0 >= 1)
+            // ...and ann, from anywhere else, still signs in.
+            #expect(try Self.signIn(app, from: "127.0.0.4", name: "ann", password: "right one").status == 201)
+            // Twenty failures from ten addresses spend the name: a new address is held...
+            for index in 10..<19 {
+                for _ in 0..<2 { #expect(try Self.signIn(app, from: "127.0.0.\(index)", name: "ann", password: "guess").status == 401) }
+            }
+            let spent = try Self.signIn(app, from: "127.0.0.5", name: "ann", password: "right one")
+            #expect(spent.status == 429)
+            #expect(spent.header("Content-Type") == "application/problem+json")
+            // ...but the addresses ann signed in from are not.
+            #expect(try Self.signIn(app, from: "127.0.0.3", name: "ann", password: "right one").status == 201)
+            #expect(try Self.signIn(app, from: "127.0.0.4", name: "ann", password: "right one").status == 201)
+        }
+    }
+
+    @Test("password hashing is bounded: one at a time and one waiting here, the rest 503 with Retry-After before any hash; then sign-in works again")
+    func signInHashingBounded() throws {
+        try TestApp.with(configure: { Self.required(&$0); $0.passwordHashingWidth = 1; $0.passwordHashingQueue = 1 }) { app in
+            try app.addUser("ann", password: "right one")
+            let clients = try (0..<8).map { _ in try RawHTTP(port: app.port, timeout: 30) }
+            for (index, client) in clients.enumerated() {
+                let body = "name=nobody\(index)&password=guess"
+                try client.send("POST /auth/sessions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/x-www-form-urlencoded\r\n"
+                                + "Content-Length: \(body.utf8.count)\r\n\r\n" + body)
+            }
+            let answers = try clients.map { try $0.readResponse() }
+            let refused = answers.filter { $0.status == 503 }
+            let statuses = answers.map { String($0.status) }.joined(separator: " ")
+            let checked = answers.filter { $0.status == 401 }.count
+            #expect(checked + refused.count == 8, "\(statuses)")
+            // The first is hashed, one waits; the others arrive while the first is still hashing.
+            #expect(refused.count >= 1, "\(statuses)")
+            #expect(refused.count <= 6, "\(statuses)")
+            for answer in refused {
+                #expect(answer.header("Retry-After") == "1")
+                #expect(answer.header("Content-Type") == "application/problem+json")
+            }
+            #expect(try app.request("POST", "/auth/sessions", headers: [("Content-Type", "application/x-www-form-urlencoded")],
+                                    body: "name=ann&password=right%20one").status == 201)
+        }
+    }
+
     @Test("a session cookie: HttpOnly, SameSite=Lax, with an expiry; writes need same-origin and the CSRF token; sign-out ends it")
     func sessions() throws {
         try TestApp.with(configure: Self.required) { app in

@@ -20,6 +20,8 @@ public final class Accounts: Sendable {
     static let lastUsedResolution: Int64 = 60
     /// How long a web session lasts.
     public let sessionLifetime: Int64
+    /// Where every Argon2id hash of the server runs: as many at once as the cores, a short queue.
+    public let hashing: PasswordHashing
 
     private struct Entry {
         var credential: CredentialRecord
@@ -33,7 +35,9 @@ public final class Accounts: Sendable {
     private let anonymous = Mutex<(owner: Owner, user: UserRecord?, readAt: Int64)?>(nil)
 
     public init(store: any AccountStore, mode: AuthMode, events: EventBroadcaster,
-                refreshInterval: Int64 = 10, sessionLifetime: Int64 = 14 * 24 * 3600) {
+                refreshInterval: Int64 = 10, sessionLifetime: Int64 = 14 * 24 * 3600,
+                hashing: PasswordHashing = PasswordHashing()) {
+        self.hashing = hashing
         self.store = store
         self.mode = mode
         self.events = events

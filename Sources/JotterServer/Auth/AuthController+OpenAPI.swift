@@ -29,7 +29,8 @@ enum AuthOperations {
             400: malformed,
             401: .problem("the name or the password is wrong"),
             422: .problem("the name or the password is missing, `kind` is neither `session` nor `token`, or `expires_in` is out of range"),
-            429: .problem("too many failed sign-ins from this address or for this name; `Retry-After` says when to try again"),
+            429: .problem("too many sign-ins from this address, or failed ones for this name from this address or from everywhere; `Retry-After` says when to try again"),
+            503: .problem("too many passwords are being checked right now, or the accounts cannot be read; `Retry-After` says when to try again"),
         ])
 
     static let signOut = OpenAPIOperation(
