@@ -112,13 +112,17 @@ public func buildApplication(_ configuration: ServerConfiguration) throws -> App
     let accounts = Accounts(store: notes, mode: configuration.effectiveAuth, events: events,
                             refreshInterval: configuration.credentialRefreshInterval,
                             hashing: PasswordHashing(width: configuration.passwordHashingWidth,
-                                                     queueLimit: configuration.passwordHashingQueue))
+                                                     queueLimit: configuration.passwordHashingQueue),
+                            failedChecksBurst: configuration.failedCredentialBurst,
+                            failedChecksRefillSeconds: configuration.failedCredentialRefillSeconds,
+                            tokensPerUser: configuration.tokensPerUser)
     let auth = AuthController(accounts: accounts, secureCookie: tls != nil,
                               limiter: SignInLimiter(burst: configuration.signInBurst, interval: configuration.signInRefillSeconds))
     auth.registerSignIn(in: &routes)
     // Everything that reads or changes someone's data: authenticated in the head phase.
     routes.group { authenticated in
-        authenticated.add(middleware: AuthenticationMiddleware(accounts: accounts, requestsPerMinute: configuration.requestsPerMinute))
+        authenticated.add(middleware: AuthenticationMiddleware(accounts: accounts, requestsPerMinute: configuration.requestsPerMinute,
+                                                                 requestsPerUserMinute: configuration.requestsPerUserMinute))
         authenticated.add(middleware: IdempotencyMiddleware(store: notes))
         NotesController(store: notes, events: events, replayLimit: configuration.eventBacklog).register(in: &authenticated)
         UploadsController(store: notes, events: events).register(in: &authenticated)

@@ -22,6 +22,10 @@ public final class Accounts: Sendable {
     public let sessionLifetime: Int64
     /// Where every Argon2id hash of the server runs: as many at once as the cores, a short queue.
     public let hashing: PasswordHashing
+    /// Credentials that were no good (malformed or unknown), per client address; nil for no limit.
+    let failedChecks: TokenBuckets<String>?
+    /// Tokens (unrevoked, unexpired) one user may have; 0 for no limit.
+    public let tokensPerUser: Int
 
     private struct Entry {
         var credential: CredentialRecord
@@ -36,8 +40,11 @@ public final class Accounts: Sendable {
 
     public init(store: any AccountStore, mode: AuthMode, events: EventBroadcaster,
                 refreshInterval: Int64 = 10, sessionLifetime: Int64 = 14 * 24 * 3600,
-                hashing: PasswordHashing = PasswordHashing()) {
+                hashing: PasswordHashing = PasswordHashing(),
+                failedChecksBurst: Int = 100, failedChecksRefillSeconds: Double = 1, tokensPerUser: Int = 100) {
         self.hashing = hashing
+        failedChecks = failedChecksBurst > 0 ? TokenBuckets(capacity: failedChecksBurst, interval: failedChecksRefillSeconds) : nil
+        self.tokensPerUser = tokensPerUser
         self.store = store
         self.mode = mode
         self.events = events
@@ -62,7 +69,11 @@ public final class Accounts: Sendable {
     /// A secret seen in the last `refreshInterval` seconds is found in memory — by the secret
     /// itself, which every request carries anyway — and costs no format check, no hash and no
     /// database read; any other is checked (prefix, checksum), hashed and read from the store.
-    public func verify(_ secret: Substring, viaCookie: Bool) throws(HTTPError) -> Principal {
+    ///
+    /// A secret never verified here, sent from `address`, first passes the failure limit of
+    /// that address (`failedChecks`): once it has sent too many secrets that were no good, such
+    /// requests are `429` with `Retry-After` before anything is looked up.
+    public func verify(_ secret: Substring, viaCookie: Bool, from address: String? = nil) throws(HTTPError) -> Principal {
         let key = String(secret)
         let clock = Self.monotonic()
         var entry: Entry
@@ -70,8 +81,19 @@ public final class Accounts: Sendable {
         if let cached, clock - cached.readAt < refreshInterval {
             entry = cached
         } else {
+            // Guesses: a secret not known here counts against its address when it fails.
+            let guess = cached == nil ? address.flatMap { address in failedChecks.map { ($0, address) } } : nil
+            if let (failures, address) = guess {
+                let wait = failures.wait(address)
+                if wait > 0 {
+                    let seconds = max(1, Int(wait.rounded(.up)))
+                    throw HTTPError(HTTPStatus(429), detail: "too many unknown credentials from this address: try again in \(seconds) s",
+                                    headers: HTTPHeaders([("Retry-After", String(seconds))]))
+                }
+            }
             // The cookie carries only sessions; the Authorization header either kind.
             guard let kind = Secret.kind(of: secret), kind == .session || !viaCookie else {
+                if let (failures, address) = guess { failures.spend(address) }
                 throw Self.unauthorized("the credential is malformed", invalid: true)
             }
             let stored: (CredentialRecord, UserRecord)?
@@ -80,6 +102,7 @@ public final class Accounts: Sendable {
                 throw Self.unavailable(error)
             }
             guard let found = stored else {
+                if let (failures, address) = guess { failures.spend(address) }
                 cache.withLock { _ = $0.removeValue(forKey: key) }
                 // Gone from the store (its user removed on the data folder): so are its streams.
                 if let cached { forget(credential: cached.credential.id) }
@@ -171,6 +194,22 @@ public final class Accounts: Sendable {
                 guard case .credential(let record) = outcome else { return .failure(StoreError.invalidArgument) }
                 return .success((secret, record))
             })
+        }
+    }
+
+    /// `409` when `user` has `tokensPerUser` tokens already (revoked and expired ones do not
+    /// count), `503` when they cannot be read: asked before a token is issued.
+    public func checkRoomForToken(_ user: UserRecord) throws(HTTPError) {
+        guard tokensPerUser > 0 else { return }
+        let count: Int
+        do {
+            let now = Self.now()
+            count = try store.credentials(userID: user.id, kind: .token).filter { $0.isValid(at: now) }.count
+        } catch {
+            throw Self.unavailable(error)
+        }
+        guard count < tokensPerUser else {
+            throw HTTPError(HTTPStatus(409), detail: "\(user.name) has \(count) tokens, the most one user may have: revoke one first (jotter tokens revoke)")
         }
     }
 

@@ -68,6 +68,12 @@ struct AuthController {
                         return
                     }
                     limiter.succeeded(address: address, name: name)
+                    if wantsToken {
+                        do { try accounts.checkRoomForToken(user) } catch {
+                            done { throw error }
+                            return
+                        }
+                    }
                     accounts.issue(wantsToken ? .token : .session, for: user, label: label, expiresAt: expiresAt) { result in
                         done {
                             let (secret, record) = try result.get()
@@ -127,6 +133,7 @@ struct AuthController {
         let body = try request.body()
         let label = try body.string("label") ?? ""
         let expiresAt = try Self.expiry(body).map { Accounts.now() + $0 }
+        try accounts.checkRoomForToken(user)
         return Reply.later { done in
             accounts.issue(.token, for: user, label: label, expiresAt: expiresAt) { result in
                 done {

@@ -1,60 +1,61 @@
 import JotterHTTP
-import Synchronization
 
-/// Requests per token (or session): a bucket of `perMinute` requests, refilled evenly over a
-/// minute. `AuthenticationMiddleware` takes one per request with credentials, at its head, and
-/// puts the headers on the answer: `RateLimit-Policy: N;w=60` and
-/// `RateLimit: limit=N, remaining=R, reset=S` (the IETF httpapi draft's fields); beyond the
+/// Requests per token (or session) and per user: a bucket of `perMinute` requests for each
+/// credential and one of `perUserMinute` for each user (all their tokens and sessions
+/// together, so more tokens give no more requests), refilled evenly over a minute.
+/// `AuthenticationMiddleware` takes one from both per request with credentials, at its head,
+/// and puts the headers of the nearer limit on the answer: `RateLimit-Policy: N;w=60` and
+/// `RateLimit: limit=N, remaining=R, reset=S` (the IETF httpapi draft's fields); beyond a
 /// limit the request is refused with `429` and `Retry-After`. Requests without credentials
 /// (`--auth off`) are not counted.
 final class RequestRateLimit: Sendable {
-    struct Bucket {
-        var tokens: Double
-        var updated: Double
-    }
-
-    /// What one request left in its bucket, for the headers of its answer.
+    /// What one request left in its buckets, for the headers of its answer.
     struct Left: Sendable {
+        var limit: Int
         var remaining: Int
         var reset: Int
     }
 
     let limit: Int
-    let policy: String
-    private let prefix: String
-    private let buckets = Mutex<[Int64: Bucket]>([:])
+    let userLimit: Int
+    private let credentials: TokenBuckets<Int64>
+    private let users: TokenBuckets<Int64>
 
-    init(perMinute: Int) {
+    init(perMinute: Int, perUserMinute: Int? = nil) {
         limit = perMinute
-        policy = "\(perMinute);w=60"
-        prefix = "limit=\(perMinute), remaining="
+        userLimit = perUserMinute ?? perMinute
+        credentials = TokenBuckets(capacity: perMinute, interval: 60 / Double(perMinute))
+        users = TokenBuckets(capacity: userLimit, interval: 60 / Double(userLimit))
     }
 
-    /// Takes one request from credential `id`'s bucket, or throws `429`.
-    func take(_ id: Int64) throws(HTTPError) -> Left {
-        let now = SignInLimiter.now(), rate = Double(limit) / 60, capacity = Double(limit)
-        let (allowed, tokens): (Bool, Double) = buckets.withLock { buckets in
-            var bucket = buckets[id] ?? Bucket(tokens: capacity, updated: now)
-            bucket.tokens = min(capacity, bucket.tokens + (now - bucket.updated) * rate)
-            bucket.updated = now
-            let allowed = bucket.tokens >= 1
-            if allowed { bucket.tokens -= 1 }
-            buckets[id] = bucket
-            return (allowed, bucket.tokens)
+    /// Takes one request from credential `id`'s bucket and from user `userID`'s, or throws
+    /// `429` (taking from neither).
+    func take(_ id: Int64, user userID: Int64) throws(HTTPError) -> Left {
+        let now = TokenBucket.now()
+        // The user's bucket first: a refusal there costs the credential nothing.
+        let userWait = users.take(userID, now: now)
+        if userWait > 0 { throw refusal(limit: userLimit, wait: userWait, of: "by this user with all their tokens and sessions") }
+        let wait = credentials.take(id, now: now)
+        if wait > 0 {
+            users.with(userID, now: now) { $0.tokens = min(users.capacity, $0.tokens + 1) }
+            throw refusal(limit: limit, wait: wait, of: "with this token")
         }
-        guard allowed else {
-            let wait = max(1, Int(((1 - tokens) / rate).rounded(.up)))
-            throw HTTPError(HTTPStatus(429), detail: "more than \(limit) requests a minute with this token: try again in \(wait) s",
-                            headers: HTTPHeaders([("Retry-After", String(wait)), ("RateLimit-Policy", policy),
-                                                  ("RateLimit", "limit=\(limit), remaining=0, reset=\(wait)")]))
-        }
-        // Seconds until the bucket is full again.
-        return Left(remaining: Int(tokens), reset: Int(((capacity - tokens) / rate).rounded(.up)))
+        let mine = credentials.with(id, now: now) { $0.tokens }, theirs = users.with(userID, now: now) { $0.tokens }
+        // The headers of the nearer limit; reset: seconds until that bucket is full again.
+        let (limit, tokens, interval) = theirs < mine ? (userLimit, theirs, users.interval) : (self.limit, mine, credentials.interval)
+        return Left(limit: limit, remaining: Int(tokens), reset: Int(((Double(limit) - tokens) * interval).rounded(.up)))
+    }
+
+    private func refusal(limit: Int, wait: Double, of whom: String) -> HTTPError {
+        let seconds = max(1, Int(wait.rounded(.up)))
+        return HTTPError(HTTPStatus(429), detail: "more than \(limit) requests a minute \(whom): try again in \(seconds) s",
+                         headers: HTTPHeaders([("Retry-After", String(seconds)), ("RateLimit-Policy", "\(limit);w=60"),
+                                               ("RateLimit", "limit=\(limit), remaining=0, reset=\(seconds)")]))
     }
 
     /// The two headers, on `response`.
     func stamp(_ response: inout Response, _ left: Left) {
-        response.headers.add("RateLimit-Policy", policy)
-        response.headers.add("RateLimit", prefix + String(left.remaining) + ", reset=" + String(left.reset))
+        response.headers.add("RateLimit-Policy", String(left.limit) + ";w=60")
+        response.headers.add("RateLimit", "limit=" + String(left.limit) + ", remaining=" + String(left.remaining) + ", reset=" + String(left.reset))
     }
 }

@@ -1,6 +1,3 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import JotterHTTP
 import Synchronization
 
@@ -18,17 +15,12 @@ import Synchronization
 ///
 /// A refused attempt is `429` with `Retry-After`, answered before any password is checked.
 final class SignInLimiter: Sendable {
-    struct Bucket {
-        var tokens: Double
-        var updated: Double
-    }
-
     let burst: Double
     let interval: Double
     let nameFactor: Double
     let trustSeconds: Double
     private struct State {
-        var buckets: [String: Bucket] = [:]
+        var buckets: [String: TokenBucket] = [:]
         /// "name address" → when the name last signed in from there.
         var trusted: [String: Double] = [:]
     }
@@ -41,11 +33,7 @@ final class SignInLimiter: Sendable {
         self.trustSeconds = trustSeconds
     }
 
-    static func now() -> Double {
-        var spec = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &spec)
-        return Double(spec.tv_sec) + Double(spec.tv_nsec) / 1e9
-    }
+    static func now() -> Double { TokenBucket.now() }
 
     private enum Key {
         case address, pair, name
@@ -60,11 +48,10 @@ final class SignInLimiter: Sendable {
         key == .name ? (burst * nameFactor, interval / nameFactor) : (burst, interval)
     }
 
-    private func refilled(_ key: (Key, String), in state: inout State, now: Double) -> Bucket {
+    private func refilled(_ key: (Key, String), in state: inout State, now: Double) -> TokenBucket {
         let (burst, interval) = capacity(key.0)
-        var bucket = state.buckets[key.1] ?? Bucket(tokens: burst, updated: now)
-        bucket.tokens = min(burst, bucket.tokens + (now - bucket.updated) / interval)
-        bucket.updated = now
+        var bucket = state.buckets[key.1] ?? TokenBucket(tokens: burst, updated: now)
+        bucket.refill(capacity: burst, interval: interval, now: now)
         return bucket
     }
 
@@ -83,8 +70,7 @@ final class SignInLimiter: Sendable {
             var buckets = keys.map { refilled($0, in: &state, now: now) }
             var wait = 0.0
             for (index, key) in keys.enumerated() where !(key.0 == .name && trusted) {
-                let tokens = buckets[index].tokens
-                if tokens < 1 { wait = max(wait, (1 - tokens) * capacity(key.0).interval) }
+                wait = max(wait, buckets[index].wait(interval: capacity(key.0).interval))
             }
             if wait == 0 { buckets[0].tokens -= 1 }
             for (key, bucket) in zip(keys, buckets) { state.buckets[key.1] = bucket }
