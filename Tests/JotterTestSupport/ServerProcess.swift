@@ -87,7 +87,7 @@ public final class ServerProcess: @unchecked Sendable {
         } else {
             drained.signal()
         }
-        guard let range = text.range(of: #"http://127\.0\.0\.1:(\d+)"#, options: .regularExpression),
+        guard let range = text.range(of: #"https?://127\.0\.0\.1:(\d+)"#, options: .regularExpression),
               let port = Int(text[range].split(separator: ":").last!) else {
             if process.isRunning { Glibc.kill(process.processIdentifier, SIGKILL) }
             let (_, log) = finish()
