@@ -104,6 +104,7 @@ enum PostgresNoteRows {
         guard let row = try write.db.query(delete, [id, owner.id, ifVersion, seq]).first else { return nil }
         write.takeSeq()
         // Its attachments go with it: rows now, blobs once this commits.
+        try PostgresUploadRows.keepPlaces(where: "note_id = $1 AND owner = $2", [id, owner.id], in: write)
         write.removedUploads += try write.db.query("DELETE FROM uploads WHERE note_id = $1 AND owner = $2 RETURNING id",
                                                    [id, owner.id]).map { try $0.value(0) }
         return try changed(row, .deleted)

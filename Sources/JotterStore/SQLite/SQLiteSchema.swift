@@ -103,6 +103,17 @@ enum SQLiteSchema {
         ) WITHOUT ROWID;
         CREATE INDEX idempotency_keys_by_expiry ON idempotency_keys (expires_at);
         """,
+        // 5: where deleted uploads were, so that a listing's cursor naming one goes on after its
+        // place (`UploadRows.page`); kept a week.
+        """
+        CREATE TABLE removed_uploads (
+            id TEXT PRIMARY KEY,
+            owner INTEGER NOT NULL,
+            position INTEGER NOT NULL,              -- its rowid in uploads
+            removed_at INTEGER NOT NULL             -- Unix seconds, UTC
+        ) WITHOUT ROWID;
+        CREATE INDEX removed_uploads_by_time ON removed_uploads (removed_at);
+        """,
     ]
 
     /// The schema version this binary writes and understands.
