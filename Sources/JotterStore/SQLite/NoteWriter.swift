@@ -126,14 +126,15 @@ struct NoteWriter: Sendable {
     /// above every id ever issued, trimmed or not. Published once the transaction commits.
     private func appendEvent(_ kind: NoteEventKind, _ note: NoteRecord, owner: Owner, on db: SQLiteConnection,
                              effects: WriteEffects) throws(StoreError) -> NoteEvent {
+        let time = now()
         try db.run("""
             INSERT INTO events (kind, note_id, note_body, note_created_at, note_updated_at, note_version, created_at, owner)
             VALUES (?, ?, ?, ?, ?, ?, ?, ?)
             """, [.text(kind.rawValue), .integer(note.id), .text(note.body), .integer(note.createdAt),
-                  .integer(note.updatedAt), .integer(note.version), .integer(now()), .integer(owner.id)])
+                  .integer(note.updatedAt), .integer(note.version), .integer(time), .integer(owner.id)])
         let id = db.lastInsertRowID
         try db.run("DELETE FROM events WHERE id <= ?", [.integer(id - eventBacklog)])
-        let event = NoteEvent(id: id, kind: kind, note: note)
+        let event = NoteEvent(id: id, kind: kind, note: note, at: time)
         effects.events.append(event)
         return event
     }
