@@ -139,7 +139,7 @@ public func buildApplication(_ configuration: ServerConfiguration) throws -> App
     FormPageController().register(in: &routes)
     let openAPI = OpenAPIController()
     openAPI.register(in: &routes)
-    WebController().register(in: &routes)
+    WebController(auth: accounts.mode).register(in: &routes)
     var http = configuration.http
     http.temporaryDirectory = notes.temporaryDirectory
     http.tls = tls
