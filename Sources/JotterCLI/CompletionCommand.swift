@@ -38,12 +38,36 @@ struct CommandTree {
 
     // MARK: - bash
 
+    /// `_jotter_valued PATH OPTION` (the option takes a value there) and `_jotter_path_valued`
+    /// (a file or folder): the same in bash and zsh.
+    var valueFunctions: String {
+        func patterns(_ include: (Option) -> Bool) -> String {
+            let all = nodes.flatMap { node in node.options.filter(include).flatMap { $0.names.map { Self.quoted(node.path + ":" + $0) } } }
+            return all.isEmpty ? "''" : all.joined(separator: "|")
+        }
+        return """
+        # Options that take a value, as "path:option".
+        _jotter_valued() {
+          case "$1:$2" in
+            \(patterns { $0.value != nil })) return 0 ;;
+          esac
+          return 1
+        }
+
+        # Options whose value is a file or folder.
+        _jotter_path_valued() {
+          case "$1:$2" in
+            \(patterns(Self.takesPath))) return 0 ;;
+          esac
+          return 1
+        }
+        """
+    }
+
     var bash: String {
         func cases(_ body: (Node) -> String?) -> String {
             nodes.compactMap { node in body(node).map { "    \(Self.quoted(node.path))) echo \(Self.quoted($0)) ;;" } }.joined(separator: "\n")
         }
-        let valued = nodes.flatMap { node in node.options.filter { $0.value != nil }.flatMap { $0.names.map { Self.quoted(node.path + ":" + $0) } } }
-        let paths = nodes.flatMap { node in node.options.filter(Self.takesPath).flatMap { $0.names.map { Self.quoted(node.path + ":" + $0) } } }
         return """
         # bash completion for jotter, made by `jotter completion bash` from the commands' own declarations.
         # Load it with: source <(jotter completion bash)   (or save it in /etc/bash_completion.d/jotter)
@@ -60,21 +84,7 @@ struct CommandTree {
           esac
         }
 
-        # Options that take a value, as "path:option".
-        _jotter_valued() {
-          case "$1:$2" in
-            \(valued.isEmpty ? "''" : valued.joined(separator: "|"))) return 0 ;;
-          esac
-          return 1
-        }
-
-        # Options whose value is a file or folder.
-        _jotter_path_valued() {
-          case "$1:$2" in
-            \(paths.isEmpty ? "''" : paths.joined(separator: "|"))) return 0 ;;
-          esac
-          return 1
-        }
+        \(valueFunctions)
 
         _jotter() {
           local cur=${COMP_WORDS[COMP_CWORD]} prev=${COMP_WORDS[COMP_CWORD-1]} words_path= i w
@@ -126,8 +136,6 @@ struct CommandTree {
         let subcommandCases = nodes.filter { !$0.subcommands.isEmpty }
             .map { "    \(Self.quoted($0.path))) reply=(\(entries($0).joined(separator: " "))) ;;" }.joined(separator: "\n")
         let optionCases = nodes.map { "    \(Self.quoted($0.path))) reply=(\(optionEntries($0).joined(separator: " "))) ;;" }.joined(separator: "\n")
-        let valued = nodes.flatMap { node in node.options.filter { $0.value != nil }.flatMap { $0.names.map { Self.quoted(node.path + ":" + $0) } } }
-        let paths = nodes.flatMap { node in node.options.filter(Self.takesPath).flatMap { $0.names.map { Self.quoted(node.path + ":" + $0) } } }
         return """
         #compdef jotter
         # zsh completion for jotter, made by `jotter completion zsh` from the commands' own declarations.
@@ -147,19 +155,7 @@ struct CommandTree {
           esac
         }
 
-        _jotter_valued() {
-          case "$1:$2" in
-            \(valued.isEmpty ? "''" : valued.joined(separator: "|"))) return 0 ;;
-          esac
-          return 1
-        }
-
-        _jotter_path_valued() {
-          case "$1:$2" in
-            \(paths.isEmpty ? "''" : paths.joined(separator: "|"))) return 0 ;;
-          esac
-          return 1
-        }
+        \(valueFunctions)
 
         _jotter() {
           local words_path= i w
