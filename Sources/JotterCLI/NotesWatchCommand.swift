@@ -58,9 +58,9 @@ struct NotesWatchCommand: AsyncCommand {
                 // A deletion's note is as it was: its times are not the deletion's, which the event says
                 // (a server before it did: now).
                 let time = switch event.change {
-                case .created: note.createdAt
-                case .deleted: event.deletedAt ?? Timestamp.format(Int64(Date().timeIntervalSince1970))
-                default: note.updatedAt
+                case .created: TextFormat.time(note.createdAt)
+                case .deleted: TextFormat.time(event.deletedAt ?? Timestamp.format(Int64(Date().timeIntervalSince1970)))
+                default: TextFormat.time(note.updatedAt)
                 }
                 let body = console.outputIsTerminal ? TextFormat.visible(note.body) : note.body
                 console.out("event \(event.id.map(String.init) ?? "-")  \(time)  \(kind) note \(note.id)  \(TextFormat.excerpt(body, width: 60))\n")

@@ -146,6 +146,9 @@ class Notes(BrowserTest):
         dialog = css("#confirm-dialog")
         self.assertTrue(dialog.is_displayed())
         self.assertIn("Delete me", css("#confirm-text").text)
+        # It offers Undo afterwards, so it does not say the opposite first.
+        self.assertNotIn("can't be undone", css("#confirm-text").text)
+        self.assertIn("undo it for a few seconds", css("#confirm-text").text)
         all_css("#confirm-actions button")[0].click()  # Cancel: nothing happens
         self.assertFalse(dialog.is_displayed())
         self.assertIsNotNone(server.note(note["id"]))
@@ -219,7 +222,7 @@ class Notes(BrowserTest):
             area.dispatchEvent(new Event('input'));""")
         css("#save").click()
         wait(driver, lambda d: css("#toast").is_displayed(), timeout=15, message="an error")
-        self.assertEqual(css("#toast-text").text, "Couldn't save: Notes can be at most 1 MB.")
+        self.assertEqual(css("#toast-text").text, "Couldn't save: Notes can be at most 1 MiB.")
         self.assertEqual(css("#save-state").text, "Unsaved changes")
         self.assertEqual(len(body_text()), 1100000)
 
@@ -393,7 +396,7 @@ class Attachments(BrowserTest):
                 const bar = document.querySelector('#upload-list progress[aria-label="Uploading big.bin"]');
                 return bar && bar.value > 0 && bar.value < 100 ? bar.value : null;"""), message="progress between 0 and 100")
             self.assertTrue(0 < partial < 100)
-            self.assertIn("% of 3.0 MB", css('#upload-list li:has(progress[aria-label="Uploading big.bin"]) .upload-status').text)
+            self.assertIn("% of 3.0 MiB", css('#upload-list li:has(progress[aria-label="Uploading big.bin"]) .upload-status').text)
             wait(driver, lambda d: sorted(self.attachment_names()) == ["big.bin", "notes.txt"], timeout=20, message="both attached")
         finally:
             driver.delete_network_conditions()

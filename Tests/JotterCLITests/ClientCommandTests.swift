@@ -47,7 +47,8 @@ struct ClientCommandTests {
             let list = await jotter(["notes", "list"], app: app)
             let lines = list.out.split(separator: "\n")
             #expect(lines.count == 3)
-            #expect(lines[0].hasPrefix("ID  UPDATED              BODY"))
+            #expect(lines[0].hasPrefix("ID  UPDATED                  BODY"))
+            #expect(lines[1].contains(" UTC  from stdin"), "times say their zone")
             #expect(lines[1].hasPrefix("2 ") && lines[1].hasSuffix("  from stdin…"))
             #expect(lines[2].hasSuffix("  Buy milk"))
             #expect(await jotter(["notes", "list", "--search", "milk"], app: app).out.contains("Buy milk"))
@@ -154,7 +155,7 @@ struct ClientCommandTests {
             let deletedAt = try #require(line["deleted_at"] as? String)
             #expect(deletedAt < replayedAt, "deleted \(deletedAt), replayed \(replayedAt)")
             let text = try await watched(app, count: 2)
-            #expect(text.last?.hasPrefix("event 2  \(deletedAt)  deleted note 1") == true, "\(text)")
+            #expect(text.last?.hasPrefix("event 2  \(deletedAt) UTC  deleted note 1") == true, "\(text)")
         }
     }
 

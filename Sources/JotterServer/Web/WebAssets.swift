@@ -135,7 +135,7 @@ export async function setupAccount({ signedIn }) {
 
 """#),
         "api.js": WebAsset(
-            contentType: "text/javascript; charset=utf-8", etag: #""60b168918d7db5a5""#,
+            contentType: "text/javascript; charset=utf-8", etag: #""7a7ae2da333d8887""#,
             text: #"""
 // The Jotter HTTP API (docs/API.md): JSON requests, problem+json errors in words, uploads
 // through XMLHttpRequest for their progress events.
@@ -163,9 +163,9 @@ function parse(text) {
   }
 }
 
-/** `1 MB` for 1048576: a limit as people say it (whole units when it is one). */
+/** `1 MiB` for 1048576: a limit as people say it (whole units when it is one; binary units, as counted). */
 function limitInWords(bytes) {
-  const units = ['bytes', 'KB', 'MB', 'GB', 'TB'];
+  const units = ['bytes', 'KiB', 'MiB', 'GiB', 'TiB'];
   let value = bytes;
   let unit = 0;
   while (value >= 1024 && unit < units.length - 1) {
@@ -1539,7 +1539,7 @@ export function createFiles({ notes, toast, clearError }) {
 
 """#),
         "format.js": WebAsset(
-            contentType: "text/javascript; charset=utf-8", etag: #""fe340938e7e211ef""#,
+            contentType: "text/javascript; charset=utf-8", etag: #""7801d921621fa01e""#,
             text: #"""
 // Dates, sizes and note titles as the list and editor show them.
 
@@ -1585,10 +1585,10 @@ export function isoTimestamp(text) {
   return date ? date.toISOString() : '';
 }
 
-/** `1.4 MB`, `512 bytes`. */
+/** `1.4 MiB`, `512 bytes` (binary units: counted in 1024s, so named so). */
 export function formatSize(bytes) {
   if (bytes < 1024) return `${bytes} ${bytes === 1 ? 'byte' : 'bytes'}`;
-  const units = ['KB', 'MB', 'GB', 'TB'];
+  const units = ['KiB', 'MiB', 'GiB', 'TiB'];
   let value = bytes / 1024;
   let unit = 0;
   while (value >= 1024 && unit < units.length - 1) {
