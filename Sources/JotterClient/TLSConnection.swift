@@ -2,7 +2,7 @@
 import Foundation
 import FoundationNetworking
 import Glibc
-import CTLS
+internal import CTLS  // not part of the SDK's interface: an app needs no OpenSSL module map
 
 /// TLS over a connected socket with OpenSSL, for `SocketExchange`: how the SDK speaks HTTPS to a
 /// server whose certificate comes from a private CA (`ServerTrust.certificateAuthorities`) or
