@@ -51,6 +51,8 @@ struct WebTests {
             let required = try app.request("GET", "/")
             #expect(required.text.contains("<body data-view=\"list\" data-auth=\"required\">"))
             #expect(required.header("ETag") != off.header("ETag"))
+            // Still the documented form (hex in quotes), under either mode.
+            for page in [off, required] { #expect(page.header("ETag")?.wholeMatch(of: /"[0-9a-f]+"/) != nil, "\(page.header("ETag") ?? "")") }
         }
     }
 

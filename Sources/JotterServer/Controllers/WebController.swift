@@ -27,7 +27,7 @@ struct WebController {
         var assets = assets
         if let page = assets["index.html"] {
             let text = page.text.replacing("<body data-view=\"list\">", with: "<body data-view=\"list\" data-auth=\"\(auth.rawValue)\">")
-            assets["index.html"] = WebAsset(contentType: page.contentType, etag: String(page.etag.dropLast()) + "-\(auth.rawValue)\"",
+            assets["index.html"] = WebAsset(contentType: page.contentType, etag: String(page.etag.dropLast()) + (auth == .off ? "0" : "1") + "\"",  // still hex, as documented
                                             text: text)
         }
         files = assets.mapValues { ($0, Array($0.text.utf8)) }
