@@ -9,18 +9,14 @@ let package = Package(
         .library(name: "JotterClient", targets: ["JotterClient"]),
     ],
     targets: [
-        // C: the parts of libmicrohttpd Swift cannot call directly (variadic functions, macros).
-        .target(
-            name: "CMicroHTTPD",
-            linkerSettings: [.linkedLibrary("microhttpd")]
-        ),
         // llhttp 8.1, compiled from the C sources Debian's node-llhttp installs under /usr/share,
         // and the shim that records a request's head as spans of the read buffer.
         .target(name: "CLLHTTP"),
-        // epoll, eventfd and accept4 for the engine's event loops (GNU extensions Glibc's module leaves out).
-        .target(name: "CEngine"),
+        // epoll, eventfd and accept4 for the engine's event loops (GNU extensions Glibc's module
+        // leaves out), and TLS on those sockets with OpenSSL 3's libssl (libssl-dev).
+        .target(name: "CEngine", linkerSettings: [.linkedLibrary("ssl"), .linkedLibrary("crypto")]),
         // The HTTP framework: engine, routing, middleware, bodies, errors. Knows nothing of notes.
-        .target(name: "JotterHTTP", dependencies: ["CMicroHTTPD", "CLLHTTP", "CEngine", "CCrypto", "JotterWire"]),
+        .target(name: "JotterHTTP", dependencies: ["CLLHTTP", "CEngine", "CCrypto", "JotterWire"]),
         // What server and clients share about the wire, with no dependencies: JSON Schema values
         // and `SchemaDescribing`, from which the OpenAPI document is derived.
         .target(name: "JotterWire"),

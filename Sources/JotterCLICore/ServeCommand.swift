@@ -14,7 +14,8 @@ package struct ServeCommand: BlockingCommand {
     package static let usage = "jotter serve [options]"
     package static let about = """
     Serves the Jotter API and web app until SIGINT or SIGTERM, then stops accepting,
-    finishes the requests in flight and exits 0.
+    finishes the requests in flight and exits 0. SIGHUP reads --tls-cert and --tls-key
+    again: new connections get the new certificate, open ones keep theirs.
 
     Each option is also read from the environment variable shown.
     """
@@ -130,12 +131,13 @@ package struct ServeCommand: BlockingCommand {
 
     package func run(console: Console) throws -> Int32 {
         try Self.prepareDataFolder(configuration.dataDirectory)
-        // Block the stop signals before any engine thread exists, so every thread inherits the
-        // mask and only `sigwait` below sees them.
+        // Block the signals before any engine thread exists, so every thread inherits the mask
+        // and only `sigwait` below sees them.
         var signals = sigset_t()
         sigemptyset(&signals)
         sigaddset(&signals, SIGINT)
         sigaddset(&signals, SIGTERM)
+        sigaddset(&signals, SIGHUP)
         pthread_sigmask(SIG_BLOCK, &signals, nil)
         signal(SIGPIPE, SIG_IGN)
         raiseOpenFileLimit()
@@ -143,7 +145,15 @@ package struct ServeCommand: BlockingCommand {
         let app = try buildApplication(configuration)
         try app.start()
         var received: Int32 = 0
-        sigwait(&signals, &received)
+        // SIGHUP: the certificate and key are read again (renewed by certbot, say); the server
+        // goes on with the previous ones when the new files are not usable.
+        while sigwait(&signals, &received) == 0, received == SIGHUP {
+            do {
+                try app.reloadTLS()
+            } catch {
+                console.err("SIGHUP: \(error.description)\n")
+            }
+        }
         console.err("\(received == SIGINT ? "SIGINT" : "SIGTERM") received: finishing requests in flight, then stopping\n")
         app.shutdown()
         console.err("stopped\n")

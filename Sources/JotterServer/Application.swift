@@ -55,6 +55,22 @@ public final class Application: Sendable {
         notes.close()
     }
 
+    /// Reads `--tls-cert` and `--tls-key` again and serves new connections with them (SIGHUP);
+    /// open connections keep the certificate they began with. On an error the server keeps
+    /// the current certificate and the error says why.
+    public func reloadTLS() throws(ServerStartError) {
+        guard configuration.tlsCertificatePath != nil else {
+            throw ServerStartError(description: "this server serves plain HTTP (no --tls-cert): nothing to reload")
+        }
+        do {
+            guard let files = try TLSFiles.read(configuration) else { return }
+            try server.reloadTLS(certificate: files.certificate, key: files.key)
+        } catch {
+            throw ServerStartError(description: "the new certificate was not loaded, the previous one stays: \(error.description)")
+        }
+        log.info("TLS certificate reloaded from \(configuration.tlsCertificatePath ?? "")")
+    }
+
     /// Every registered route: method and path pattern (`/notes/:id`).
     public var routes: [(method: String, path: String)] { server.router.table.map { ($0.method.rawValue, $0.path) } }
 

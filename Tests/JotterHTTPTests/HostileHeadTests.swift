@@ -3,8 +3,8 @@ import Glibc
 import Testing
 import JotterTestSupport
 
-/// Request heads an attacker shapes to exhaust libmicrohttpd's per-connection memory or to
-/// make headers mean something else: each gets an answer, and nothing stays in flight.
+/// Request heads an attacker shapes to exhaust a connection's memory or to make headers mean
+/// something else: each gets one answer, and nothing stays in flight.
 @Suite("Hostile request heads")
 struct HostileHeadTests {
     /// Waits (bounded) for every request to complete, so a leaked request fails the test.
@@ -86,13 +86,12 @@ struct HostileHeadTests {
         #expect(head.contains("connection: close"), "\(what)")
     }
 
-    // libmicrohttpd 0.9.75 builds a response's header section in the connection's 8 KiB
-    // memory pool, after the request head: a head that left less than about 250 bytes there
-    // was closed without an answer (X-Big of 7,784–8,023 bytes against jotter-server, targets
-    // of 7,895–8,102). The engine now writes those answers itself (`DirectAnswer`). Byte by
-    // byte from well below the band to past the pool, where libmicrohttpd refuses by itself.
+    // Heads from below the limit (6,500 bytes counted as `FramingCheck` does) to past what the
+    // parser reads at all (8 KiB), byte by byte: the band where libmicrohttpd, the engine before
+    // this one, closed connections unanswered (X-Big of 7,784–8,023 bytes, targets of
+    // 7,895–8,102) stays covered.
 
-    @Test("every head size up to and past the connection's memory gets one whole 431")
+    @Test("every head size up to and past the parser's limit gets one whole 431")
     func headSizesAcrossTheMemory() throws {
         let fixture = try EngineFixture()
         for length in 6_600...8_400 {
@@ -103,20 +102,20 @@ struct HostileHeadTests {
         expectNothingInFlight(fixture)
     }
 
-    @Test("every target length up to and past the connection's memory gets one whole 414 or 431")
+    @Test("every target length up to and past the parser's limit gets one whole 414 or 431")
     func targetLengthsAcrossTheMemory() throws {
         let fixture = try EngineFixture()
         for length in 7_400...8_300 {
             let connection = try fixture.connect(timeout: 2)
             try connection.send("GET /hello?x=\(String(repeating: "a", count: length - 9)) HTTP/1.1\r\nHost: x\r\n\r\n")
-            // Past the pool, libmicrohttpd itself refuses: 431 once the target is read.
+            // Past the parser's limit the head is refused as a whole: 431.
             expectOneAnswer(connection, [414, 431], "target of \(length) bytes")
         }
         expectNothingInFlight(fixture)
     }
 
-    @Test("a HEAD in the band gets the header section alone, and a body sent with the head is no obstacle")
-    func directAnswerShapes() throws {
+    @Test("a HEAD near the limit gets the header section alone, and a body sent with the head is no obstacle")
+    func refusalShapes() throws {
         let fixture = try EngineFixture()
         let head = try fixture.connect(timeout: 2)
         try head.send("HEAD /hello HTTP/1.1\r\nHost: x\r\nX-Big: \(String(repeating: "a", count: 7_950))\r\n\r\n")
@@ -131,9 +130,9 @@ struct HostileHeadTests {
         expectNothingInFlight(fixture)
     }
 
-    // libmicrohttpd 0.9.75 sent the status line and headers of these answers twice; each is
-    // answered once now: a Content-Length that is no 64-bit decimal is refused, a 5 KB Cookie
-    // (within the head's limit) is served.
+    // libmicrohttpd 0.9.75 sent the status line and headers of these answers twice: a
+    // Content-Length that is no 64-bit decimal is refused, a 5 KB Cookie (within the head's
+    // limit) is served, each answered once.
     @Test("a Content-Length that is no 64-bit number is refused once, a 5 KB Cookie is served once",
           arguments: [("POST /body HTTP/1.1\r\nHost: x\r\nContent-Length: 99999999999999999999\r\n\r\n", 400),
                       ("POST /body HTTP/1.1\r\nHost: x\r\nContent-Length: abc\r\n\r\n", 400),

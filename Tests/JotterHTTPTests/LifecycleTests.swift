@@ -3,7 +3,7 @@ import Synchronization
 import Testing
 @testable import JotterHTTP
 
-/// The request lifecycle driven in process, without libmicrohttpd or a socket.
+/// The request lifecycle driven in process, without a socket.
 @Suite("Request lifecycle: route first, body policies, middleware phases")
 struct LifecycleTests {
     /// Refuses every request in its head phase, as an authentication middleware would.

@@ -4,12 +4,18 @@ import JotterHTTP
 import JotterServer
 import JotterTestSupport
 
-/// HTTPS through libmicrohttpd's GnuTLS, with a certificate `openssl` makes for the test.
+/// HTTPS on the engine's OpenSSL sessions, with certificates `openssl` makes for the test.
 @Suite("HTTPS")
 struct TLSTests {
     /// A self-signed certificate for 127.0.0.1 and its key, in a fresh folder.
     static func certificate() throws -> URL {
         let folder = try scratchFolder()
+        try makeCertificate(in: folder)
+        return folder
+    }
+
+    /// Writes cert.pem and key.pem (a new key and a new self-signed certificate) into `folder`.
+    static func makeCertificate(in folder: URL) throws {
         let openssl = Process()
         openssl.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
         openssl.arguments = ["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", folder.path + "/key.pem",
@@ -18,7 +24,6 @@ struct TLSTests {
         try openssl.run()
         openssl.waitUntilExit()
         try #require(openssl.terminationStatus == 0, "openssl could not make a certificate")
-        return folder
     }
 
     /// curl, verifying the server against `certificate`: status line, headers and body.
@@ -28,7 +33,7 @@ struct TLSTests {
         process.arguments = ["-s", "-i", "--cacert", certificate.path + "/cert.pem", "--max-time", "10"] + arguments
         // To a file, not a pipe: reading a pipe here can be interrupted (EINTR) and Foundation traps.
         let output = certificate.appendingPathComponent("curl-\(UUID().uuidString).out")
-        FileManager.default.createFile(atPath: output.path, contents: nil)
+        _ = FileManager.default.createFile(atPath: output.path, contents: nil)
         let handle = try FileHandle(forWritingTo: output)
         process.standardOutput = handle
         try process.run()
@@ -83,22 +88,144 @@ struct TLSTests {
         app.shutdown()
     }
 
-    @Test("a head that leaves libmicrohttpd no room for the answer is answered over HTTPS too (431, once)")
-    func crampedHeadOverTLS() throws {
+    @Test("heads around 8 KiB over HTTPS: 431 once each, as over plain HTTP")
+    func largeHeadsOverTLS() throws {
         let certificate = try Self.certificate()
         defer { try? FileManager.default.removeItem(at: certificate) }
         try TestApp.with(configure: {
             $0.tlsCertificatePath = certificate.path + "/cert.pem"
             $0.tlsKeyPath = certificate.path + "/key.pem"
         }) { app in
-            // Around the band where libmicrohttpd's pool has no room left for a header section
-            // (docs/http-engine.md, "A head that nearly fills the pool").
-            for length in stride(from: 7_700, through: 8_060, by: 30) {
+            for length in stride(from: 7_700, through: 8_060, by: 90) {
                 let answer = try Self.curl(["-H", "X-Big: " + String(repeating: "a", count: length), "https://127.0.0.1:\(app.port)/healthz"],
                                            certificate: certificate)
                 #expect(answer.hasPrefix("HTTP/1.1 431 "), "X-Big of \(length) bytes: \(answer.prefix(40))")
                 #expect(answer.components(separatedBy: "HTTP/1.1 ").count == 2, "X-Big of \(length) bytes")
             }
         }
+    }
+
+    @Test("pipelined requests over one TLS connection are answered in order; an event stream over HTTPS gets its event")
+    func pipeliningAndEventsOverTLS() throws {
+        let certificate = try Self.certificate()
+        defer { try? FileManager.default.removeItem(at: certificate) }
+        try TestApp.with(configure: {
+            $0.tlsCertificatePath = certificate.path + "/cert.pem"
+            $0.tlsKeyPath = certificate.path + "/key.pem"
+        }) { app in
+            let session = try TLSClient(port: app.port)
+            defer { session.stop() }
+            session.send("GET /hello?name=One HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\nGET /hello?name=Two HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
+                + "GET /hello?name=Three HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+            let answers = session.wait(until: { $0.contains("Hello Three!") })
+            let order = ["Hello One!", "Hello Two!", "Hello Three!"].map { answers.range(of: $0)?.lowerBound }
+            #expect(order.allSatisfy { $0 != nil } && order[0]! < order[1]! && order[1]! < order[2]!, "\(answers)")
+
+            let events = try TLSClient(port: app.port)
+            defer { events.stop() }
+            events.send("GET /notes/events HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+            #expect(events.wait(until: { $0.contains("text/event-stream") }).contains("200 OK"))
+            _ = try Self.curl(["-d", "body=over TLS", "https://127.0.0.1:\(app.port)/notes"], certificate: certificate)
+            #expect(events.wait(until: { $0.contains("over TLS") }).contains("event: note.created"))
+        }
+    }
+
+    @Test("SIGHUP: new connections get the renewed certificate, an open connection goes on; unusable files keep the previous one")
+    func reloadOnSIGHUP() throws {
+        let first = try Self.certificate()
+        let folder = try scratchFolder()
+        defer {
+            try? FileManager.default.removeItem(at: first)
+            try? FileManager.default.removeItem(at: folder)
+        }
+        for name in ["cert.pem", "key.pem"] {
+            try FileManager.default.copyItem(at: first.appendingPathComponent(name), to: folder.appendingPathComponent(name))
+        }
+        let server = try ServerProcess(["--tls-cert", folder.path + "/cert.pem", "--tls-key", folder.path + "/key.pem"])
+        defer {
+            server.signal(SIGTERM)
+            _ = server.finish()
+        }
+        let base = "https://127.0.0.1:\(server.port)"
+        #expect(try Self.curl([base + "/healthz"], certificate: first).hasPrefix("HTTP/1.1 200"))
+        let open = try TLSClient(port: server.port)
+        defer { open.stop() }
+        open.send("GET /hello?name=Before HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+        #expect(open.wait(until: { $0.contains("Hello Before!") }).contains("Hello Before!"))
+
+        // Renewed: a new key and certificate written over the files, then SIGHUP.
+        let renewed = try scratchFolder()
+        defer { try? FileManager.default.removeItem(at: renewed) }
+        try Self.makeCertificate(in: renewed)
+        for name in ["cert.pem", "key.pem"] {
+            try Data(contentsOf: renewed.appendingPathComponent(name)).write(to: folder.appendingPathComponent(name))
+        }
+        #expect(server.signal(SIGHUP))
+        #expect(Self.waitFor(server, "TLS certificate reloaded"))
+        #expect(try Self.curl([base + "/healthz"], certificate: renewed).hasPrefix("HTTP/1.1 200"))
+        #expect(try Self.curl([base + "/healthz"], certificate: first).isEmpty, "the old certificate is no longer served")
+        // The connection opened before the reload still works.
+        open.send("GET /hello?name=After HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+        #expect(open.wait(until: { $0.contains("Hello After!") }).contains("Hello After!"))
+
+        // A broken key: the server says so and keeps serving the renewed certificate.
+        try Data("not a key".utf8).write(to: folder.appendingPathComponent("key.pem"))
+        #expect(server.signal(SIGHUP))
+        #expect(Self.waitFor(server, "the previous one stays"))
+        #expect(try Self.curl([base + "/healthz"], certificate: renewed).hasPrefix("HTTP/1.1 200"))
+        #expect(server.process.isRunning)
+    }
+
+    static func waitFor(_ server: ServerProcess, _ text: String) -> Bool {
+        let deadline = Date().addingTimeInterval(10)
+        while Date() < deadline {
+            if server.stderrText.contains(text) { return true }
+            usleep(20_000)
+        }
+        return false
+    }
+}
+
+/// One TLS connection held open by `openssl s_client`: what is sent goes out on it, what
+/// comes back collects in a file.
+final class TLSClient: @unchecked Sendable {
+    private let process = Process()
+    private let input = Pipe()
+    private let output: URL
+
+    init(port: Int) throws {
+        output = FileManager.default.temporaryDirectory.appendingPathComponent("tls-client-\(UUID().uuidString).out")
+        _ = FileManager.default.createFile(atPath: output.path, contents: nil)
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
+        // The certificate is checked by curl in the tests; s_client only holds the connection.
+        process.arguments = ["s_client", "-connect", "127.0.0.1:\(port)", "-quiet", "-alpn", "http/1.1"]
+        signal(SIGPIPE, SIG_IGN)
+        process.standardInput = input
+        process.standardOutput = try FileHandle(forWritingTo: output)
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+    }
+
+    func send(_ text: String) {
+        input.fileHandleForWriting.write(Data(text.utf8))
+    }
+
+    /// What arrived so far once `done` says it is complete, or after 10 seconds.
+    func wait(until done: (String) -> Bool) -> String {
+        let deadline = Date().addingTimeInterval(10)
+        var text = ""
+        repeat {
+            text = (try? String(contentsOf: output, encoding: .utf8)) ?? ""
+            if done(text) { return text }
+            usleep(20_000)
+        } while Date() < deadline
+        return text
+    }
+
+    func stop() {
+        // SIGKILL: a child started from a test's thread inherits a mask that blocks SIGTERM.
+        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+        process.waitUntilExit()
+        try? FileManager.default.removeItem(at: output)
     }
 }

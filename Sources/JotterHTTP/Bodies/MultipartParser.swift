@@ -13,9 +13,8 @@ public struct MultipartPartHeaders: Sendable, Hashable {
 /// arrive, part boundaries and data come out, and memory stays bounded by the part headers.
 /// It does no I/O; `MultipartReceiver` decides where the data goes.
 ///
-/// libmicrohttpd's `MHD_PostProcessor` was the first choice, but in 0.9.75 it reads only quoted
-/// `key="value"` parameters and cuts them at the first quote, so RFC 5987 `filename*` (which
-/// the contract requires), unquoted values and escaped quotes are lost.
+/// Part headers take RFC 5987 `filename*` (which the contract requires), unquoted values and
+/// escaped quotes.
 struct MultipartParser {
     enum Event {
         case begin(MultipartPartHeaders)

@@ -16,6 +16,8 @@ final class EventLoop: @unchecked Sendable {
         case resume(UInt64, @Sendable () throws -> Response)
         /// A streaming body has bytes (or its end) for the connection.
         case wake(UInt64)
+        /// The connection's TLS session holds decrypted bytes: read them (no event will say so).
+        case read(UInt64)
         /// Stop accepting; end streams; close connections waiting for a request.
         case quiesce
         /// Close everything and end the thread.
@@ -130,6 +132,7 @@ final class EventLoop: @unchecked Sendable {
             switch task {
             case .resume(let token, let render): connections[token]?.resume(render)
             case .wake(let token): connections[token]?.streamWoken()
+            case .read(let token): connections[token]?.readAgain()
             case .quiesce:
                 quiescing = true
                 if accepting {
@@ -154,7 +157,7 @@ final class EventLoop: @unchecked Sendable {
         for _ in 0..<64 {
             let fd = jotter_accept(listener, &address, 64)
             guard fd >= 0 else { return }
-            let text = String(cString: address)
+            let text = String(decoding: address.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
             guard server.connections.admit(text) else {
                 close(fd)
                 continue
@@ -165,9 +168,18 @@ final class EventLoop: @unchecked Sendable {
                 close(fd)
                 continue
             }
+            var session: UnsafeMutableRawPointer?
+            if let context = server.tlsContext {
+                session = context.session(fd: fd)
+                if session == nil {
+                    server.connections.release(text)
+                    close(fd)
+                    continue
+                }
+            }
             let token = nextToken
             nextToken += 1
-            let connection = HTTP1Connection(loop: self, fd: fd, token: token, address: text)
+            let connection = HTTP1Connection(loop: self, fd: fd, token: token, address: text, tls: session)
             connections[token] = connection
             jotter_epoll_add(epoll, fd, Epoll.input, token)
         }

@@ -1,13 +1,12 @@
-/// The header-section checks libmicrohttpd 0.9.75 leaves to us (RFC 9112 §6.3, §3.2, §5.1),
-/// run on the first access-handler call, before any body byte is read. A failure closes the
+/// The header-section checks of RFC 9112 (§6.3, §3.2, §5.1) beyond llhttp's own, run when the
+/// head is complete, before any body byte is read. A failure closes the
 /// connection, so nothing can be smuggled behind the request.
 enum FramingCheck {
     /// The longest request-target answered normally (longer: `414`).
     static let maxTargetLength = 6000
-    /// The largest request head answered normally (larger: `431`), counted as libmicrohttpd
-    /// stores it in the connection's memory: the request line, each field's bytes, and a
-    /// 64-byte record per field. Well below `HTTPServer.Configuration.connectionMemory`, so
-    /// there is room left there to build the refusal.
+    /// The largest request head answered normally (larger: `431`), counted as: the request
+    /// line, each field's bytes, and a 64-byte record per field (so many tiny fields cost as
+    /// much as they would take to store).
     static let maxHeadSize = 6500
     static let fieldRecordSize = 64
     /// The most bytes of a head the parser reads before it answers `431` without looking further.

@@ -1,3 +1,4 @@
+import CEngine
 import Glibc
 
 /// One HTTP/1.1 connection on its event loop: reads requests with `RequestParser`, runs each
@@ -6,7 +7,10 @@ import Glibc
 /// Reading stops while a request waits for a later reply, while a streaming answer is being
 /// sent, and while more than `outputHighWater` bytes of answers wait for the client to read
 /// them; bytes already read are kept (`stash`) and parsed when the connection may go on.
-/// Loop thread only.
+///
+/// On an HTTPS listener every read and write goes through the connection's OpenSSL session
+/// (`tls`) once its handshake is done; files are then read into the loop's stream buffer and
+/// written through it, as TLS cannot `sendfile`. Loop thread only.
 final class HTTP1Connection {
     /// One answer being written.
     struct Outgoing {
@@ -84,15 +88,23 @@ final class HTTP1Connection {
     private var bodyBytes = 0
     private var lastActivity: UInt64
     private var waker: ConnectionWaker?
+    /// The OpenSSL session of an HTTPS connection; nil for plain HTTP.
+    private var tls: UnsafeMutableRawPointer?
+    private var handshaking: Bool
+    private var handshakeStarted = false
+    /// The last TLS read could not go on until the socket takes bytes (a record OpenSSL must send).
+    private var readWantsWrite = false
 
     static let outputHighWater = 1 << 20
     static let stashHeadCapacity = 16 << 10
 
-    init(loop: EventLoop, fd: Int32, token: UInt64, address: String) {
+    init(loop: EventLoop, fd: Int32, token: UInt64, address: String, tls: UnsafeMutableRawPointer? = nil) {
         self.loop = loop
         self.fd = fd
         self.token = token
         self.address = address
+        self.tls = tls
+        handshaking = tls != nil
         let now = Clock.microseconds()
         opened = now
         lastActivity = now
@@ -109,8 +121,134 @@ final class HTTP1Connection {
             abort(.clientAbort)
             return
         }
-        if events & Epoll.output != 0 { flush() }
+        if handshaking {
+            continueHandshake()
+            return
+        }
+        if events & Epoll.output != 0 {
+            flush()
+            if readWantsWrite, !closed {
+                readWantsWrite = false
+                readable()
+            }
+        }
         if !closed, events & Epoll.input != 0 { readable() }
+    }
+
+    /// The TLS handshake, as far as the socket allows. A client that sends plain HTTP to the
+    /// HTTPS port gets a plain `400` saying so.
+    private func continueHandshake() {
+        guard let tls else { return }
+        if lingerUntil != nil {
+            readable()
+            return
+        }
+        var first: UInt8 = 0
+        // The first byte of a TLS connection starts a handshake record (22); a letter starts a
+        // plain HTTP request line.
+        if !handshakeStarted, recv(fd, &first, 1, Int32(MSG_PEEK)) == 1, first != 0x16 {
+            jotter_tls_free(tls)
+            self.tls = nil
+            handshaking = false
+            refuseMalformed(HTTPError(.badRequest, detail: "this port serves HTTPS: send the request to https://", closesConnection: true))
+            return
+        }
+        if !handshakeStarted, first == 0 { return }  // nothing to read yet
+        handshakeStarted = true
+        switch jotter_tls_handshake(tls) {
+        case 0:
+            handshaking = false
+            lastActivity = Clock.microseconds()
+            setInterest(Epoll.input)
+            readable()
+        case Int(JOTTER_TLS_WANT_READ):
+            setInterest(Epoll.input)
+        case Int(JOTTER_TLS_WANT_WRITE):
+            setInterest(Epoll.output)
+        default:
+            // A failed or abandoned handshake: nothing was asked, nothing is logged as a request.
+            finishClose()
+        }
+    }
+
+    // MARK: - Transport
+
+    /// Reads into `buffer`: a byte count, 0 at the peer's end, -1 when nothing is there now,
+    /// -2 on an error.
+    private func receive(_ buffer: UnsafeMutableRawPointer, _ capacity: Int) -> Int {
+        guard let tls else {
+            let count = recv(fd, buffer, capacity, 0)
+            if count >= 0 { return count }
+            return errno == EAGAIN || errno == EINTR ? -1 : -2
+        }
+        let count = jotter_tls_read(tls, buffer, capacity)
+        switch count {
+        case 0...: return count
+        case Int(JOTTER_TLS_WANT_READ): return -1
+        case Int(JOTTER_TLS_WANT_WRITE):
+            readWantsWrite = true
+            setInterest(interest | Epoll.output)
+            return -1
+        case Int(JOTTER_TLS_CLOSED): return 0
+        default: return -2
+        }
+    }
+
+    /// Writes what the socket takes of `buffer`: a byte count, -1 when it takes nothing now,
+    /// -2 on an error.
+    private func transmit(_ buffer: UnsafeRawPointer, _ count: Int) -> Int {
+        guard let tls else {
+            let written = send(fd, buffer, count, Int32(MSG_NOSIGNAL))
+            if written >= 0 { return written }
+            return errno == EAGAIN || errno == EINTR ? -1 : -2
+        }
+        let written = jotter_tls_write(tls, buffer, count)
+        switch written {
+        case 0...: return written
+        case Int(JOTTER_TLS_WANT_READ), Int(JOTTER_TLS_WANT_WRITE): return -1
+        default: return -2
+        }
+    }
+
+    /// Writes `first` then `second` as far as the socket takes them: one `sendmsg` for plain
+    /// HTTP, records one after the other over TLS. Same results as `transmit`.
+    private func transmit(_ first: UnsafeRawBufferPointer, _ second: UnsafeRawBufferPointer) -> Int {
+        guard tls == nil else {
+            var total = 0
+            for part in [first, second] where part.count > 0 {
+                let written = transmit(part.baseAddress!, part.count)
+                if written < 0 { return total > 0 ? total : written }
+                total += written
+                if written < part.count { break }
+            }
+            return total
+        }
+        var vectors = (iovec(iov_base: UnsafeMutableRawPointer(mutating: first.baseAddress), iov_len: first.count),
+                       iovec(iov_base: UnsafeMutableRawPointer(mutating: second.baseAddress), iov_len: second.count))
+        let written = withUnsafeMutableBytes(of: &vectors) { raw in
+            var message = msghdr()
+            message.msg_iov = raw.baseAddress!.assumingMemoryBound(to: iovec.self)
+            message.msg_iovlen = second.count > 0 ? 2 : 1
+            return sendmsg(fd, &message, Int32(MSG_NOSIGNAL))
+        }
+        if written >= 0 { return written }
+        return errno == EAGAIN || errno == EINTR ? -1 : -2
+    }
+
+    /// Sends up to `count` bytes of `file` from `offset`: `sendfile` for plain HTTP; over TLS,
+    /// read into the loop's stream buffer and written from there. Same results as `transmit`;
+    /// 0 when the file ended early.
+    private func transmit(file: Int32, offset: Int, count: Int) -> Int {
+        guard tls != nil else {
+            var position = off_t(offset)
+            let sent = sendfile(fd, file, &position, count)
+            if sent >= 0 { return sent }
+            return errno == EAGAIN || errno == EINTR ? -1 : -2
+        }
+        let buffer = loop.streamBuffer
+        let read = pread(file, buffer.baseAddress, min(count, buffer.count), off_t(offset))
+        if read <= 0 { return read == 0 ? 0 : -2 }
+        return transmit(buffer.baseAddress!, read)
     }
 
     /// A later reply is ready.
@@ -172,6 +310,7 @@ final class HTTP1Connection {
 
     private func readable() {
         if lingerUntil != nil {
+            // What a closing client still sends is dropped unread (TLS records included).
             let count = recv(fd, loop.readBuffer.baseAddress, loop.readBuffer.count, 0)
             if count > 0 { lingerBudget -= count }
             if count == 0 || lingerBudget <= 0 || (count < 0 && errno != EAGAIN && errno != EINTR) { finishClose() }
@@ -198,13 +337,13 @@ final class HTTP1Connection {
                 target = loop.readBuffer.baseAddress!
                 room = loop.readBuffer.count
             }
-            let count = recv(fd, target, room, 0)
+            let count = receive(target, room)
             if count == 0 {
                 peerClosed()
                 return
             }
+            if count == -1 { return }
             if count < 0 {
-                if errno == EAGAIN || errno == EINTR { return }
                 abort(.readError)
                 return
             }
@@ -217,9 +356,19 @@ final class HTTP1Connection {
             } else {
                 process(UnsafeRawPointer(loop.readBuffer.baseAddress!), from: 0, to: count, inStash: false)
             }
-            if count < room { return }
+            if count < room, !tlsHoldsBytes { return }
         }
+        if tlsHoldsBytes, !closed, mayParse { loop.post(.read(token)) }
         updateInterest()
+    }
+
+    /// OpenSSL holds decrypted bytes the socket will not announce again.
+    private var tlsHoldsBytes: Bool { tls.map { jotter_tls_pending($0) > 0 } ?? false }
+
+    /// Reading again without an event: bytes OpenSSL holds (`EventLoop.Task.read`).
+    func readAgain() {
+        guard !closed, !handshaking else { return }
+        readable()
     }
 
     /// Whether the next request may be parsed now.
@@ -310,7 +459,9 @@ final class HTTP1Connection {
             processStash()
         }
         guard !closed else { return }
-        // epoll is level-triggered: bytes waiting in the socket are reported again.
+        // epoll is level-triggered: bytes waiting in the socket are reported again; those
+        // OpenSSL already decrypted are not.
+        if mayParse, tlsHoldsBytes { loop.post(.read(token)) }
         updateInterest()
     }
 
@@ -512,40 +663,23 @@ final class HTTP1Connection {
         if front.sent < total {
             let written = front.bytes.withUnsafeBytes { head in
                 front.body.withUnsafeBytes { body in
-                    var vectors = [iovec](repeating: iovec(), count: 2)
-                    var count = 0
                     if front.sent < head.count {
-                        vectors[0] = iovec(iov_base: UnsafeMutableRawPointer(mutating: head.baseAddress! + front.sent), iov_len: head.count - front.sent)
-                        count = 1
-                        if body.count > 0 {
-                            vectors[1] = iovec(iov_base: UnsafeMutableRawPointer(mutating: body.baseAddress!), iov_len: body.count)
-                            count = 2
-                        }
-                    } else {
-                        let offset = front.sent - head.count
-                        vectors[0] = iovec(iov_base: UnsafeMutableRawPointer(mutating: body.baseAddress! + offset), iov_len: body.count - offset)
-                        count = 1
+                        return transmit(UnsafeRawBufferPointer(rebasing: head[front.sent...]), body)
                     }
-                    return vectors.withUnsafeMutableBufferPointer { vectors in
-                        var message = msghdr()
-                        message.msg_iov = vectors.baseAddress
-                        message.msg_iovlen = count
-                        return sendmsg(fd, &message, Int32(MSG_NOSIGNAL))
-                    }
+                    return transmit(UnsafeRawBufferPointer(rebasing: body[(front.sent - head.count)...]), UnsafeRawBufferPointer(start: nil, count: 0))
                 }
             }
-            if written < 0 { return errno == EAGAIN || errno == EINTR ? .blocked : .failed }
+            if written < 0 { return written == -1 ? .blocked : .failed }
             lastActivity = Clock.microseconds()
             front.sent += written
             if front.sent < total { return .blocked }
         }
         if var file = front.file {
             while file.remaining > 0 {
-                var offset = off_t(file.offset)
-                let sent = sendfile(fd, file.fd, &offset, min(file.remaining, 1 << 20))
+                let sent = transmit(file: file.fd, offset: file.offset, count: min(file.remaining, 1 << 20))
                 if sent < 0 {
                     front.file = file
-                    return errno == EAGAIN || errno == EINTR ? .blocked : .failed
+                    return sent == -1 ? .blocked : .failed
                 }
                 if sent == 0 { front.file = file; return .failed }  // the file is shorter than announced
                 lastActivity = Clock.microseconds()
@@ -565,9 +699,9 @@ final class HTTP1Connection {
         while true {
             if stream.pendingSent < stream.pending.count {
                 let written = stream.pending.withUnsafeBytes { bytes in
-                    send(fd, bytes.baseAddress! + stream.pendingSent, bytes.count - stream.pendingSent, Int32(MSG_NOSIGNAL))
+                    transmit(bytes.baseAddress! + stream.pendingSent, bytes.count - stream.pendingSent)
                 }
-                if written < 0 { return errno == EAGAIN || errno == EINTR ? .blocked : .failed }
+                if written < 0 { return written == -1 ? .blocked : .failed }
                 lastActivity = Clock.microseconds()
                 stream.pendingSent += written
                 if stream.pendingSent < stream.pending.count { return .blocked }
@@ -615,8 +749,8 @@ final class HTTP1Connection {
                 return .failed
             }
             guard end > start else { continue }
-            let written = send(fd, buffer.baseAddress! + start, end - start, Int32(MSG_NOSIGNAL))
-            if written < 0, errno != EAGAIN, errno != EINTR { return .failed }
+            let written = transmit(buffer.baseAddress! + start, end - start)
+            if written == -2 { return .failed }
             let taken = max(0, written)
             if taken > 0 { lastActivity = Clock.microseconds() }
             if taken < end - start {
@@ -645,7 +779,7 @@ final class HTTP1Connection {
 
     private func want(write: Bool) {
         var events: UInt32 = 0
-        if write { events |= Epoll.output }
+        if write || readWantsWrite { events |= Epoll.output }
         if lingerUntil != nil || mayParse || requestInBody { events |= Epoll.input }
         setInterest(events)
     }
@@ -687,6 +821,7 @@ final class HTTP1Connection {
     /// client still sends for a moment, so a refusal is read before the reset a close with
     /// unread bytes would cause.
     private func closeGracefully() {
+        if let tls { jotter_tls_shutdown(tls) }
         shutdown(fd, Int32(SHUT_WR))
         lingerUntil = Clock.microseconds() + 2_000_000
         stashStart = 0
@@ -719,6 +854,10 @@ final class HTTP1Connection {
         closed = true
         waker?.close()
         waker = nil
+        if let tls {
+            jotter_tls_free(tls)
+            self.tls = nil
+        }
         Glibc.close(fd)
         loop.forget(self)
     }

@@ -8,8 +8,7 @@ public struct ServerStartError: Error, CustomStringConvertible, Sendable {
 
 /// Opens a non-blocking, listening TCP socket on `host:port` (port 0: any free port).
 ///
-/// The socket is ours rather than libmicrohttpd's so that a failure says exactly what went
-/// wrong ("127.0.0.1:8080 is already in use") and works for names, IPv4 and IPv6.
+/// A failure says exactly what went wrong ("127.0.0.1:8080 is already in use") and works for names, IPv4 and IPv6.
 enum ListeningSocket {
     static func open(host: String, port: Int, backlog: Int32 = 1024) throws(ServerStartError) -> Int32 {
         var hints = addrinfo()

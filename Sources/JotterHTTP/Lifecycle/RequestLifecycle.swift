@@ -2,13 +2,13 @@ import Glibc
 
 /// One request's way through the server, as a small state machine: the engine reports what
 /// happened on the connection (header section complete, body bytes, body complete, a later
-/// reply ready, the end) and does what the returned `Action` says. No libmicrohttpd here, so
-/// tests drive it directly.
+/// reply ready, the end) and does what the returned `Action` says. No socket here, so tests
+/// drive it directly.
 ///
 /// ```
 ///  head ──▶ body ──▶ handling ──▶ answered
 ///    │        │          └──▶ waiting (a later reply) ──▶ answered
-///    └────────┴──▶ refused (answered at once, or after the body is drained)
+///    └────────┴──▶ refused (answered at once; the engine drops the rest of the body)
 /// ```
 ///
 /// At the head, the framing is checked, the route is resolved (with any override header), the
@@ -23,7 +23,7 @@ final class RequestLifecycle {
         case respond(Response)
         /// Suspend the connection and run the later reply's work.
         case wait(Later)
-        /// Close the connection without an answer (a refused body larger than the drain budget).
+        /// Close the connection without an answer.
         case close
     }
 
@@ -31,8 +31,6 @@ final class RequestLifecycle {
         case head
         /// Reading the body.
         case body
-        /// Refused while the body arrives: the rest is read and dropped, then answered.
-        case draining(Response)
         /// Refused at the head of a request without a body: answered on the next call.
         case refused(Response)
         case waiting(Later)
@@ -45,11 +43,6 @@ final class RequestLifecycle {
         var maxUploadSize: Int64
         var maxParts: Int
         var temporaryDirectory: String
-        /// Bytes of a refused body read and dropped before its answer can be sent.
-        var drainBudget = 64 << 20
-        /// The engine can answer in the middle of a body: a refusal there is answered at once
-        /// (and the connection closed) instead of after the rest is drained.
-        var answersMidBody = false
     }
 
     private let router: Router
@@ -64,7 +57,6 @@ final class RequestLifecycle {
     /// Whose `handle`/`completed` apply: the router's own until a route matched.
     private var stack: MiddlewareStack
     private var reader = BodyReader.none
-    private var drained = 0
     /// Microseconds from the request line to the response handed to the engine.
     private(set) var answeredAfter: Int?
 
@@ -123,16 +115,11 @@ final class RequestLifecycle {
             do { try reader.receive(chunk) } catch {
                 reader.discard()
                 context.refusal = error
+                // Answered at once; the engine drops the rest of the body and closes after it.
                 guard case .respond(let response) = answer(stack.refusals[stack.middleware.count]) else { return .close }
-                if limits.answersMidBody { return respond(response) }
-                phase = .draining(response)
-                drained = chunk.count
-                return drained <= limits.drainBudget ? .proceed : .close
+                return respond(response)
             }
             return .proceed
-        case .draining:
-            drained += chunk.count
-            return drained <= limits.drainBudget ? .proceed : .close
         default:
             return .proceed  // answered already: the engine discards the rest
         }
@@ -141,7 +128,7 @@ final class RequestLifecycle {
     /// The body is complete (or there was none): the handler runs.
     func bodyComplete() -> Action {
         switch phase {
-        case .refused(let response), .draining(let response):
+        case .refused(let response):
             return respond(response)
         case .body:
             break
@@ -206,7 +193,7 @@ final class RequestLifecycle {
     /// True once the request was refused (its body, if any, is being dropped).
     var isRefused: Bool {
         switch phase {
-        case .draining, .refused, .answered: true
+        case .refused, .answered: true
         default: false
         }
     }

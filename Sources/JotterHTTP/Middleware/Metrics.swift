@@ -64,7 +64,7 @@ public final class Metrics: Middleware {
         }
     }
 
-    /// Counts what libmicrohttpd answered by itself before the request reached the middleware
+    /// Counts what the engine answered before the request reached the middleware
     /// (a request line or header section too long: status 0, route `unmatched`).
     public func completed(_ exchange: CompletedExchange) {
         guard exchange.head == nil else { return }

@@ -49,7 +49,7 @@ public struct CompletedExchange: Sendable {
     }
 
     /// The request line and headers; nil when the engine refused it before they were read
-    /// (a request line or header section too long, an unknown version: libmicrohttpd answers those).
+    /// (a request line or header section that cannot be parsed, or is too long).
     public var head: RequestHead?
     /// The raw request-target, known even when `head` is not.
     public var target: String

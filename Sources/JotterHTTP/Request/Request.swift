@@ -89,8 +89,8 @@ public struct RequestContext: Sendable {
     /// Sends an interim (1xx) response with `headers` before the final answer — e.g. `104
     /// Upload Resumption Supported` with `Location` while an upload's body arrives. Call it on
     /// the request's engine thread (a head phase, a body policy's receiver, a handler); it is
-    /// written in order, before the final answer. False when it was not sent: the engine can't
-    /// (libmicrohttpd), the status is not 1xx (or is 101), or the final answer is already out.
+    /// written in order, before the final answer. False when it was not sent: the client speaks
+    /// HTTP/1.0, the status is not 1xx (or is 101), or the final answer is already out.
     @discardableResult
     public func sendInterim(_ status: HTTPStatus, headers: HTTPHeaders = HTTPHeaders()) -> Bool {
         guard (100...199).contains(status.code), status.code != 101, let interimSink else { return false }

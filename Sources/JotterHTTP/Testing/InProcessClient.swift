@@ -1,3 +1,4 @@
+import Synchronization
 import Dispatch
 import Glibc
 
@@ -114,6 +115,24 @@ public struct InProcessClient: Sendable {
             }
             stream.finish()
             return bytes
+        }
+    }
+}
+
+/// The render closure of a later reply, handed from whichever thread finished the work to the
+/// thread that renders the response.
+final class RenderSlot: Sendable {
+    typealias Render = @Sendable () throws -> Response
+    private let render = Mutex<Render?>(nil)
+
+    func set(_ value: @escaping Render) {
+        render.withLock { if $0 == nil { $0 = value } }
+    }
+
+    func take() -> Render? {
+        render.withLock { value in
+            defer { value = nil }
+            return value
         }
     }
 }
