@@ -16,7 +16,10 @@ let package = Package(
         // leaves out), and TLS on those sockets with OpenSSL 3's libssl (libssl-dev).
         .target(name: "CEngine", linkerSettings: [.linkedLibrary("ssl"), .linkedLibrary("crypto")]),
         // The HTTP framework: engine, routing, middleware, bodies, errors. Knows nothing of notes.
-        .target(name: "JotterHTTP", dependencies: ["CLLHTTP", "CEngine", "CCrypto", "JotterWire"]),
+        .target(name: "JotterHTTP", dependencies: ["CLLHTTP", "CEngine", "CNGHTTP2", "CCrypto", "JotterWire"]),
+        // libnghttp2 from Debian (libnghttp2-dev): HTTP/2 framing, HPACK, flow control and
+        // stream states for the engine's HTTP/2 connections.
+        .systemLibrary(name: "CNGHTTP2", pkgConfig: "libnghttp2", providers: [.apt(["libnghttp2-dev"])]),
         // What server and clients share about the wire, with no dependencies: JSON Schema values
         // and `SchemaDescribing`, from which the OpenAPI document is derived.
         .target(name: "JotterWire"),

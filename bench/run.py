@@ -14,6 +14,8 @@ and writes it into the scenario's own section of docs/benchmarks.md:
   instructions user-space instructions per request under callgrind, jotter and nginx
   peers   the same requests to jotter and to the tutorials' original servers (PHP hello script,
           iOS Recipes WEBrick server, httpbin, the Laravel notes app): req/s, CPU, RSS, ratios
+  http2   GET /hello over HTTP/2 (h2load -c 10 -m 100) on jotter and nginx: requests per server
+          CPU-second; RSS with 1,000 event streams on 10 connections
   scale   1, 2, 3 instances on PostgreSQL behind nginx and one on SQLite: GET one, GET a page,
           durable POST; req/s and CPU per request of each component (jotter, postgres, nginx)
 
@@ -27,14 +29,15 @@ import argparse, os, shutil, signal, sys, tempfile
 
 from harness import REPO, BenchError, ForeignLoad, raise_nofile, write_section
 from scenarios import events, hello, notes, sdk_upload, uploads
-from scenarios import instructions, peers, scale
+from scenarios import http2, instructions, peers, scale
 
 SCENARIOS = {m.NAME: m for m in (hello, notes, events, uploads, sdk_upload)}
 SCENARIOS[instructions.NAME] = instructions
 SCENARIOS[peers.NAME] = peers
 SCENARIOS[scale.NAME] = scale
+SCENARIOS[http2.NAME] = http2
 JOTTER_ONLY = ("notes", "events", "uploads", "sdk-upload")
-JOTTER_ONLY += (instructions.NAME, peers.NAME, scale.NAME)
+JOTTER_ONLY += (instructions.NAME, peers.NAME, scale.NAME, http2.NAME)
 
 
 def parse_args():

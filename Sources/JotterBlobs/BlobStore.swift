@@ -19,10 +19,16 @@ public protocol BlobStore: Sendable {
     @discardableResult
     func put(_ key: String, chunks next: () throws -> [UInt8]?) throws -> BlobInfo
 
-    /// Streams the object's bytes (all, or `range`, both ends inclusive and clamped to the
-    /// object's size) to `sink`, in chunks, returning what `head` would.
+    /// Opens the object (all of it, or `range`, both ends inclusive and clamped to the object's
+    /// size), calls `opened` with what `head` would return once the store has answered — before
+    /// any byte reaches `sink` — then streams the bytes to `sink`, in chunks. A missing key
+    /// (`BlobError.notFound`), a range past the end (`.invalidRange`) or an unreachable store
+    /// (a transient error) throws before `opened` is called, so a caller can still choose its
+    /// answer; once `opened` returned, a failure means the bytes were cut short. An error thrown
+    /// by `opened` stops the transfer and is rethrown.
     @discardableResult
-    func get(_ key: String, range: ClosedRange<Int64>?, into sink: (UnsafeRawBufferPointer) throws -> Void) throws -> BlobInfo
+    func get(_ key: String, range: ClosedRange<Int64>?, opened: (BlobInfo) throws -> Void,
+             into sink: (UnsafeRawBufferPointer) throws -> Void) throws -> BlobInfo
 
     /// The object's size and ETag, or nil when there is no such key.
     func head(_ key: String) throws -> BlobInfo?
@@ -40,6 +46,13 @@ public protocol BlobStore: Sendable {
 }
 
 extension BlobStore {
+    /// Streams the object's bytes (all, or `range`, both ends inclusive and clamped to the
+    /// object's size) to `sink`, in chunks, returning what `head` would.
+    @discardableResult
+    public func get(_ key: String, range: ClosedRange<Int64>?, into sink: (UnsafeRawBufferPointer) throws -> Void) throws -> BlobInfo {
+        try get(key, range: range, opened: { _ in }, into: sink)
+    }
+
     /// Stores a file's contents, read in chunks of `chunkSize` bytes.
     @discardableResult
     public func put(_ key: String, contentsOfFile path: String, chunkSize: Int = 1 << 20) throws -> BlobInfo {

@@ -10,7 +10,8 @@ import Synchronization
 /// (`CURLOPT_AWS_SIGV4`); this type only builds the requests and reads the answers.
 ///
 /// Objects up to `partSize` go up in one `PUT`; larger ones as a multipart upload, one part in
-/// memory at a time (aborted if anything fails, so no parts are left behind). Each body sent
+/// memory at a time (aborted if anything fails, so no parts are left behind); the multipart
+/// primitives themselves are public (S3Multipart.swift) for callers that receive an object over time. Each body sent
 /// carries its SHA-256 in `x-amz-content-sha256`, which the server checks. Downloads stream to
 /// the sink as libcurl receives them, with an HTTP `Range` when asked.
 public final class S3BlobStore: BlobStore {
@@ -101,55 +102,39 @@ public final class S3BlobStore: BlobStore {
             try answer.check()
             return BlobInfo(key: key, size: Int64(part.bytes.count), etag: answer.header("etag") ?? "")
         }
-        let started = try request("POST", key: key, query: [("uploads", "")], body: [])
-        try started.check()
-        guard let uploadID = XMLText.values(of: "UploadId", in: started.body).first else {
-            throw BlobError.server(status: started.status, code: "", message: "no UploadId in the answer")
-        }
-        var etags: [String] = []
-        var size: Int64 = 0
+        let uploadID = try createMultipartUpload(key)
+        var parts: [UploadedPart] = []
         do {
             while true {
-                let answer = try request("PUT", key: key, query: [("partNumber", String(etags.count + 1)), ("uploadId", uploadID)], body: part.bytes)
-                try answer.check()
-                etags.append(answer.header("etag") ?? "")
-                size += Int64(part.bytes.count)
+                parts.append(try uploadPart(key, uploadID: uploadID, number: parts.count + 1, bytes: part.bytes))
                 guard part.more else { break }
                 part = try fill(from: next, carrying: part.carry)
                 if part.bytes.isEmpty { break }
             }
-            var xml = "<CompleteMultipartUpload>"
-            for (index, etag) in etags.enumerated() {
-                xml += "<Part><PartNumber>\(index + 1)</PartNumber><ETag>\(XMLText.escaped(etag))</ETag></Part>"
-            }
-            xml += "</CompleteMultipartUpload>"
-            let done = try request("POST", key: key, query: [("uploadId", uploadID)], body: Array(xml.utf8))
-            try done.check()
-            // S3 can answer 200 with an <Error> body when completing fails late.
-            if let code = XMLText.values(of: "Code", in: done.body).first {
-                throw BlobError.server(status: done.status, code: code, message: XMLText.values(of: "Message", in: done.body).first ?? "")
-            }
-            let etag = XMLText.values(of: "ETag", in: done.body).first
-            return BlobInfo(key: key, size: size, etag: try etag ?? head(key)?.etag ?? "")
+            return try completeMultipartUpload(key, uploadID: uploadID, parts: parts)
         } catch {
-            _ = try? request("DELETE", key: key, query: [("uploadId", uploadID)], body: nil)
+            try? abortMultipartUpload(key, uploadID: uploadID)
             throw error
         }
     }
 
     @discardableResult
-    public func get(_ key: String, range: ClosedRange<Int64>?, into sink: (UnsafeRawBufferPointer) throws -> Void) throws -> BlobInfo {
+    public func get(_ key: String, range: ClosedRange<Int64>?, opened: (BlobInfo) throws -> Void,
+                    into sink: (UnsafeRawBufferPointer) throws -> Void) throws -> BlobInfo {
         try validateBlobKey(key)
         var headers: [String] = []
         if let range { headers.append("Range: bytes=\(range.lowerBound)-\(range.upperBound)") }
-        // The transfer ends before `request` returns: the sink does not really escape.
+        let info = { (answer: S3Answer) in BlobInfo(key: key, size: answer.totalSize ?? 0, etag: answer.header("etag") ?? "") }
+        // The transfer ends before `request` returns: the closures do not really escape.
         let answer = try withoutActuallyEscaping(sink) { sink in
-            try request("GET", key: key, headers: headers, body: nil, sink: sink)
+            try withoutActuallyEscaping(opened) { opened in
+                try request("GET", key: key, headers: headers, body: nil, opened: { try opened(info($0)) }, sink: sink)
+            }
         }
         if answer.status == 404 { throw BlobError.notFound(key) }
         if answer.status == 416 { throw BlobError.invalidRange }
         try answer.check()
-        return BlobInfo(key: key, size: answer.totalSize ?? 0, etag: answer.header("etag") ?? "")
+        return info(answer)
     }
 
     public func head(_ key: String) throws -> BlobInfo? {
@@ -244,8 +229,9 @@ public final class S3BlobStore: BlobStore {
         return out
     }
 
-    private func request(_ method: String, key: String?, query: [(String, String)] = [], headers: [String] = [],
-                         body: [UInt8]?, sink: ((UnsafeRawBufferPointer) throws -> Void)? = nil) throws -> S3Answer {
+    func request(_ method: String, key: String?, query: [(String, String)] = [], headers: [String] = [],
+                         body: [UInt8]?, opened: ((S3Answer) throws -> Void)? = nil,
+                         sink: ((UnsafeRawBufferPointer) throws -> Void)? = nil) throws -> S3Answer {
         // The query is sent sorted and fully encoded, every name with `=`: already SigV4's
         // canonical form, whatever the libcurl version does with it.
         let queryText = query.map { (Self.encoded($0.0, keepSlash: false), Self.encoded($0.1, keepSlash: false)) }
@@ -262,7 +248,7 @@ public final class S3BlobStore: BlobStore {
         var attempt = 1
         while true {
             let transfer = try S3Transfer(configuration: configuration, handles: handles, method: method, url: url,
-                                          headers: allHeaders, body: body, sink: sink)
+                                          headers: allHeaders, body: body, opened: opened, sink: sink)
             do {
                 let answer = try transfer.perform()
                 if answer.status < 500 || attempt == Self.attempts || transfer.delivered { return answer }

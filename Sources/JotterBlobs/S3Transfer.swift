@@ -70,6 +70,8 @@ final class S3Transfer {
     private let method: String
     private let body: [UInt8]?
     private let sink: ((UnsafeRawBufferPointer) throws -> Void)?
+    /// Called once with a 2xx answer's status and headers, before its first body byte.
+    private let opened: ((S3Answer) throws -> Void)?
     private var headerList: UnsafeMutablePointer<curl_slist>?
     private var answer = S3Answer()
     private var uploaded = 0
@@ -79,11 +81,12 @@ final class S3Transfer {
     private let errorBuffer = UnsafeMutablePointer<CChar>.allocate(capacity: Int(CURL_ERROR_SIZE) + 1)
 
     init(configuration: S3BlobStore.Configuration, handles: CurlHandles, method: String, url: String, headers: [String],
-         body: [UInt8]?, sink: ((UnsafeRawBufferPointer) throws -> Void)?) throws {
+         body: [UInt8]?, opened: ((S3Answer) throws -> Void)? = nil, sink: ((UnsafeRawBufferPointer) throws -> Void)?) throws {
         handle = try handles.take()
         self.handles = handles
         self.method = method
         self.body = body
+        self.opened = opened
         self.sink = sink
         setString(CURLOPT_URL, url)
         setString(CURLOPT_AWS_SIGV4, "aws:amz:\(configuration.region):s3")
@@ -134,8 +137,7 @@ final class S3Transfer {
         jotter_curl_setopt_pointer(handle, CURLOPT_HEADERDATA, context)
         jotter_curl_setopt_data_callback(handle, CURLOPT_HEADERFUNCTION) { buffer, size, count, context in
             let transfer = Unmanaged<S3Transfer>.fromOpaque(context!).takeUnretainedValue()
-            transfer.received(header: UnsafeRawBufferPointer(start: buffer, count: size * count))
-            return size * count
+            return transfer.received(header: UnsafeRawBufferPointer(start: buffer, count: size * count)) ? size * count : 0
         }
         jotter_curl_setopt_pointer(handle, CURLOPT_WRITEDATA, context)
         jotter_curl_setopt_data_callback(handle, CURLOPT_WRITEFUNCTION) { buffer, size, count, context in
@@ -170,16 +172,29 @@ final class S3Transfer {
         return answer
     }
 
-    private func received(header line: UnsafeRawBufferPointer) {
+    /// False stops the transfer (`opened` threw).
+    private func received(header line: UnsafeRawBufferPointer) -> Bool {
         let text = String(decoding: line, as: UTF8.self).trimmingSuffixNewlines()
         if text.hasPrefix("HTTP/") {
             answer.headers = [:] // a new answer (after 100 Continue, or a redirect)
-            return
+            return true
         }
-        guard let colon = text.firstIndex(of: ":") else { return }
+        if text.isEmpty {
+            // The end of a header section: a final 2xx answer is open.
+            var status = 0
+            jotter_curl_getinfo_long(handle, CURLINFO_RESPONSE_CODE, &status)
+            if let opened, (200..<300).contains(status), !delivered {
+                answer.status = status
+                delivered = true
+                do { try opened(answer) } catch { sinkError = error; return false }
+            }
+            return true
+        }
+        guard let colon = text.firstIndex(of: ":") else { return true }
         let name = text[..<colon].lowercased()
         let value = text[text.index(after: colon)...].drop { $0 == " " || $0 == "\t" }
         answer.headers[name] = String(value)
+        return true
     }
 
     private func received(body bytes: UnsafeRawBufferPointer) -> Bool {

@@ -8,27 +8,53 @@ import Synchronization
 struct UploadCommand: AsyncCommand {
     static let name = "upload"
     static let summary = "Upload files, optionally attached to a note."
-    static let usage = "jotter upload PATH… [--note ID] [options]"
+    static let usage = "jotter upload PATH… [--note ID] [--resume] [options]"
     static let about = """
     Uploads each file in turn, streamed from disk, after checking that every PATH is a
     readable file. On a terminal a progress bar shows the rate and the time left; then one
     line per file: its upload id, size and rate. A file over the server's limit is refused
     before its bytes are sent (exit 6).
+
+    With --resume each file goes as a resumable upload (tus 1.0, in 8 MiB chunks) whose state
+    is kept in $XDG_STATE_HOME/jotter/uploads (default ~/.local/state/jotter/uploads): run the
+    same command again after an interruption and only the rest is sent ("resumed at N bytes";
+    the progress bar counts the bytes already on the server).
     """
-    static let options = [Option("--note", value: "ID", help: "Attach the files to this note.")] + ClientOptions.options
+    static let options = [
+        Option("--note", value: "ID", help: "Attach the files to this note."),
+        Option("--resume", help: "Resumable: an interrupted upload goes on from where it stopped when run again."),
+    ] + ClientOptions.options
 
     let options: ClientOptions
     let note: String?
+    let resume: Bool
+    let environment: [String: String]
     let paths: [String]
 
     init(parsing arguments: Arguments) throws {
         options = try ClientOptions(parsing: arguments)
         note = arguments.option("--note")
+        resume = arguments.flag("--resume")
+        environment = arguments.environment
         paths = arguments.positionals()
         guard !paths.isEmpty else { throw UsageError("missing PATH") }
     }
 
+    /// Where `--resume` keeps the state of `path`'s upload.
+    static func stateFile(for path: String, environment: [String: String]) throws -> URL {
+        let home = environment["HOME"].flatMap { $0.isEmpty ? nil : URL(fileURLWithPath: $0) } ?? FileManager.default.homeDirectoryForCurrentUser
+        let base = environment["XDG_STATE_HOME"].flatMap { $0.isEmpty ? nil : URL(fileURLWithPath: $0) }
+            ?? home.appendingPathComponent(".local/state")
+        let folder = base.appendingPathComponent("jotter/uploads")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        // FNV-1a of the absolute path: one state file per file.
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        for byte in URL(fileURLWithPath: path).standardizedFileURL.path.utf8 { hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3 }
+        return folder.appendingPathComponent(String(hash, radix: 16) + ".json")
+    }
+
     func run(console: Console) async throws -> Int32 {
+        if resume { return try await runResumable(console: console) }
         // Every file is checked before the first is sent.
         var forms: [(path: String, form: MultipartFormData)] = []
         for path in paths {
@@ -60,6 +86,41 @@ struct UploadCommand: AsyncCommand {
             if !options.json {
                 console.out("uploaded \(path) as \(upload.id)  \(TextFormat.bytes(upload.size))  "
                             + "in \(TextFormat.oneDecimal(bar.elapsed)) s (\(TextFormat.rate(Double(upload.size) / max(bar.elapsed, 0.001))))\n")
+            }
+        }
+        if options.json { console.out(try ClientOptions.json(UploadList(uploads: uploads))) }
+        return ExitCode.success
+    }
+}
+
+extension UploadCommand {
+    /// `--resume`: each file as a resumable upload, its state in a file.
+    func runResumable(console: Console) async throws -> Int32 {
+        for path in paths where !FileManager.default.isReadableFile(atPath: path) {
+            throw CommandFailure("cannot read \(path); nothing was uploaded")
+        }
+        let client = options.client()
+        var uploads: [Upload] = []
+        for path in paths {
+            let bar = ProgressBar(label: URL(fileURLWithPath: path).lastPathComponent, console: console)
+            let start = Atomic<Int64>(0)
+            let upload: Upload
+            do {
+                upload = try await client.uploads.resumableUpload(fileAt: URL(fileURLWithPath: path), state: try Self.stateFile(for: path, environment: environment), noteID: note,
+                                                                 resumed: { start.store($0, ordering: .relaxed) },
+                                                                 progress: { bar.update(completed: $0.completed, total: $0.total) })
+            } catch {
+                bar.finish()
+                throw error
+            }
+            bar.finish()
+            uploads.append(upload)
+            if !options.json {
+                let resumedAt = start.load(ordering: .relaxed)
+                let sent = upload.size - resumedAt
+                console.out("uploaded \(path) as \(upload.id)  \(TextFormat.bytes(upload.size))"
+                            + (resumedAt > 0 ? "  resumed at \(resumedAt) bytes" : "")
+                            + "  in \(TextFormat.oneDecimal(bar.elapsed)) s (\(TextFormat.rate(Double(sent) / max(bar.elapsed, 0.001))))\n")
             }
         }
         if options.json { console.out(try ClientOptions.json(UploadList(uploads: uploads))) }

@@ -4,6 +4,7 @@ import FoundationEssentials
 import Foundation
 #endif
 import Glibc
+import JotterHTTP
 import JotterServer
 import JotterStore
 
@@ -53,6 +54,10 @@ package struct ServeCommand: BlockingCommand {
         Option("--allowed-host", value: "NAME", environment: "JOTTER_ALLOWED_HOST", repeats: true,
                help: "On a loopback --host: a Host name served besides localhost, 127.0.0.1 and [::1] (a reverse proxy's public "
                    + "name); repeatable (the variable: separated by spaces). Any other Host is 421, against DNS rebinding."),
+        Option("--trusted-proxy", value: "CIDR", environment: "JOTTER_TRUSTED_PROXY", repeats: true,
+               help: "A reverse proxy (10.0.0.0/8, 127.0.0.1, ::1) whose Forwarded or X-Forwarded-For/-Proto headers give the client's "
+                   + "address and scheme (logs, sign-in limits, Secure cookies, HSTS); repeatable (the variable: separated by spaces). "
+                   + "From any other peer those headers are ignored; none by default."),
         Option("--rate-limit", value: "N", environment: "JOTTER_RATE_LIMIT", default: "6000",
                help: "Requests a minute one token or session may make (429 beyond); 0 for no limit."),
         Option("--user-rate-limit", value: "N", environment: "JOTTER_USER_RATE_LIMIT", default: "as --rate-limit",
@@ -111,6 +116,12 @@ package struct ServeCommand: BlockingCommand {
         let hosts = arguments.values("--allowed-host")
         configuration.allowedHosts = !hosts.isEmpty ? hosts
             : (arguments.environment["JOTTER_ALLOWED_HOST"] ?? "").split(separator: " ").map(String.init)
+        let proxies = arguments.values("--trusted-proxy")
+        configuration.trustedProxies = !proxies.isEmpty ? proxies
+            : (arguments.environment["JOTTER_TRUSTED_PROXY"] ?? "").split(separator: " ").map(String.init)
+        for proxy in configuration.trustedProxies where TrustedProxies.Block(proxy) == nil {
+            throw UsageError("--trusted-proxy must be an IP address or CIDR block (10.0.0.0/8, ::1), not '\(proxy)'")
+        }
         if let limit = try arguments.option("--rate-limit", as: "a whole number of requests a minute", { Int($0).flatMap { $0 >= 0 ? $0 : nil } }) {
             configuration.requestsPerMinute = limit
         }

@@ -3,8 +3,10 @@ import FoundationEssentials
 #else
 import Foundation
 #endif
+import Glibc
 import JotterHTTP
 import JotterStore
+import Synchronization
 
 /// The running Jotter server: the HTTP engine with every route registered.
 ///
@@ -24,9 +26,13 @@ public final class Application: Sendable {
     let events: EventBroadcaster
     /// Users, tokens and sessions, with the cache of verified credentials.
     public let accounts: Accounts
+    let resumable: ResumableUploads
+    private let sweeper: PeriodicTask
 
     init(configuration: ServerConfiguration, server: HTTPServer, log: Logger, notes: any DataStore, events: EventBroadcaster,
-         accounts: Accounts) {
+         accounts: Accounts, resumable: ResumableUploads) {
+        self.resumable = resumable
+        sweeper = PeriodicTask(interval: configuration.resumableSweepInterval) { resumable.sweep(now: UnixTime.now()) }
         self.configuration = configuration
         self.server = server
         self.log = log
@@ -39,6 +45,7 @@ public final class Application: Sendable {
     public func start() throws {
         try server.start()
         accounts.startRechecking()
+        sweeper.start()
         log.info("jotter listening on \(url) with \(configuration.threads) engine thread(s), data in \(configuration.dataDirectory)"
             + (configuration.store.usesPostgres ? ", database \(configuration.store.databaseDescription)" : ""))
         if configuration.effectiveAuth == .off && !AuthMode.isLoopback(configuration.host) {
@@ -50,6 +57,7 @@ public final class Application: Sendable {
     /// streams, closes the database.
     public func shutdown() {
         server.shutdown()
+        sweeper.stop()
         accounts.stopRechecking()
         events.stop()
         notes.close()
@@ -76,6 +84,9 @@ public final class Application: Sendable {
 
     /// The port in use (the real one when configured with 0).
     public var port: Int { server.port }
+
+    /// Requests received and not yet completed (every protocol, every stream).
+    public var requestsInFlight: Int { server.requestsInFlight }
 
     /// `http://host:port` of the running server.
     public var url: String {
@@ -107,13 +118,28 @@ public func buildApplication(_ configuration: ServerConfiguration) throws -> App
         events.publish(audience: owner.id) { try NoteRendering.event(event, owner: owner, store: notes) }
     }
     let metrics = Metrics()
+    let resumable: ResumableUploads
+    do {
+        resumable = try ResumableUploads(store: notes, dataDirectory: configuration.dataDirectory,
+                                         limits: .init(maxSize: configuration.maxUploadSize, lifetime: configuration.resumableUploadLifetime,
+                                                       perUser: configuration.resumableUploadsPerUser,
+                                                       bytesPerUser: configuration.resumableBytesPerUser),
+                                         secure: tls != nil)
+    } catch {
+        throw ServerStartError(description: "cannot prepare resumable uploads in '\(configuration.dataDirectory)': \(error)")
+    }
     var routes = RouterBuilder()
+    do {
+        routes.trustedProxies = try TrustedProxies(configuration.trustedProxies)
+    } catch {
+        throw ServerStartError(description: "--trusted-proxy: \(error)")
+    }
     // Outermost first: every answer — refusals before routing included — gets its id, its log
     // line and its count; the configured middleware see every answer with errors rendered.
     routes.add(middleware: RequestIDMiddleware())
     routes.add(middleware: AccessLogMiddleware(log: log))
     routes.add(middleware: metrics)
-    if tls != nil { routes.add(middleware: StrictTransportSecurity()) }
+    if tls != nil || !routes.trustedProxies.isEmpty { routes.add(middleware: StrictTransportSecurity(always: tls != nil)) }
     routes.add(middleware: BrowserProtection(listenHost: configuration.host, corsOrigins: configuration.corsOrigins,
                                              allowedHosts: configuration.allowedHosts))
     if !configuration.corsOrigins.isEmpty { routes.add(middleware: CORSMiddleware(origins: configuration.corsOrigins)) }
@@ -125,23 +151,27 @@ public func buildApplication(_ configuration: ServerConfiguration) throws -> App
     let health = HealthController(metrics: metrics, check: HealthCheck(store: notes, dataDirectory: configuration.dataDirectory,
                                                                        minimumFreeBytes: configuration.minimumFreeSpace))
     health.register(in: &routes)
+    // Limits: in memory with SQLite (one process), in a table every instance shares with PostgreSQL.
+    let counters: any LimitCounters = (notes as? PostgresStore)?.limitCounters ?? MemoryLimitCounters()
     let accounts = Accounts(store: notes, mode: configuration.effectiveAuth, events: events,
                             refreshInterval: configuration.credentialRefreshInterval,
                             hashing: PasswordHashing(width: configuration.passwordHashingWidth,
                                                      queueLimit: configuration.passwordHashingQueue),
                             failedChecksBurst: configuration.failedCredentialBurst,
                             failedChecksRefillSeconds: configuration.failedCredentialRefillSeconds,
-                            tokensPerUser: configuration.tokensPerUser)
+                            tokensPerUser: configuration.tokensPerUser, counters: counters)
     let auth = AuthController(accounts: accounts, secureCookie: tls != nil,
-                              limiter: SignInLimiter(burst: configuration.signInBurst, interval: configuration.signInRefillSeconds))
+                              limiter: SignInLimiter(burst: configuration.signInBurst, interval: configuration.signInRefillSeconds,
+                                                     counters: counters))
     auth.registerSignIn(in: &routes)
     // Everything that reads or changes someone's data: authenticated in the head phase.
     routes.group { authenticated in
         authenticated.add(middleware: AuthenticationMiddleware(accounts: accounts, requestsPerMinute: configuration.requestsPerMinute,
-                                                                 requestsPerUserMinute: configuration.requestsPerUserMinute))
-        authenticated.add(middleware: IdempotencyMiddleware(store: notes))
+                                                                 requestsPerUserMinute: configuration.requestsPerUserMinute,
+                                                                 counters: counters))
+        authenticated.add(middleware: IdempotencyMiddleware(store: notes, transactional: ["/notes"]))
         NotesController(store: notes, events: events, replayLimit: configuration.eventBacklog).register(in: &authenticated)
-        UploadsController(store: notes, events: events).register(in: &authenticated)
+        UploadsController(store: notes, events: events, resumable: resumable).register(in: &authenticated)
         auth.register(in: &authenticated)
         authenticated.group { admin in
             admin.add(middleware: RequireAdmin(mode: accounts.mode))
@@ -162,5 +192,43 @@ public func buildApplication(_ configuration: ServerConfiguration) throws -> App
     let router = routes.build()
     openAPI.publish(router)
     let server = HTTPServer(configuration: http, router: router, log: log)
-    return Application(configuration: configuration, server: server, log: log, notes: notes, events: events, accounts: accounts)
+    return Application(configuration: configuration, server: server, log: log, notes: notes, events: events, accounts: accounts,
+                       resumable: resumable)
+}
+
+/// Runs `work` every `interval` seconds on a thread of its own, from `start()` until `stop()`
+/// (the first run at once: what expired while the server was down).
+final class PeriodicTask: Sendable {
+    private let interval: Double
+    private let work: @Sendable () -> Void
+    private let stopped = Atomic<Bool>(false)
+    private let started = Atomic<Bool>(false)
+
+    init(interval: Double, _ work: @escaping @Sendable () -> Void) {
+        self.interval = interval
+        self.work = work
+    }
+
+    func start() {
+        guard interval > 0, !started.exchange(true, ordering: .relaxed) else { return }
+        let context = Unmanaged.passRetained(self).toOpaque()
+        var thread = pthread_t()
+        pthread_create(&thread, nil, { raw in
+            let task = Unmanaged<PeriodicTask>.fromOpaque(raw!).takeRetainedValue()
+            var waited = task.interval
+            while !task.stopped.load(ordering: .relaxed) {
+                if waited >= task.interval {
+                    task.work()
+                    waited = 0
+                }
+                usleep(100_000)
+                waited += 0.1
+            }
+            return nil
+        }, context)
+        pthread_detach(thread)
+    }
+
+    /// Ends the thread (within 0.1 s, or after the run under way).
+    func stop() { stopped.store(true, ordering: .relaxed) }
 }

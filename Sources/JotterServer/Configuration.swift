@@ -25,6 +25,15 @@ public struct ServerConfiguration: Sendable {
     public var maxBodySize = 1 << 20
     /// Bytes of all file parts of one request together.
     public var maxUploadSize: Int64 = 1 << 30
+    /// Seconds a resumable upload lives after its last append before the sweep deletes it
+    /// (`Upload-Limit: max-age`, tus `Upload-Expires`).
+    public var resumableUploadLifetime: Int64 = 24 * 3600
+    /// Unfinished resumable uploads one user may have at once.
+    public var resumableUploadsPerUser = 100
+    /// Bytes one user's unfinished resumable uploads may declare or hold together.
+    public var resumableBytesPerUser: Int64 = 16 << 30
+    /// Seconds between sweeps of expired resumable uploads.
+    public var resumableSweepInterval: Double = 60
     /// Open connections from one client address.
     public var connectionsPerAddress = 256
     /// Open connections in all.
@@ -59,6 +68,11 @@ public struct ServerConfiguration: Sendable {
     /// request's `Host` may carry (a reverse proxy's public name); any other is `421`, against
     /// DNS rebinding. Ignored on any other host.
     public var allowedHosts: [String] = []
+    /// Reverse proxies (CIDR blocks or addresses) whose `Forwarded` or `X-Forwarded-For` /
+    /// `X-Forwarded-Proto` give the client's address and scheme — for the access log, the
+    /// sign-in limiter, the session cookie's `Secure` and HSTS; from any other peer those
+    /// headers are ignored. None by default.
+    public var trustedProxies: [String] = []
     /// Requests a minute that one token or session may make (`429` beyond, with `RateLimit`
     /// headers on every answer); 0 for no limit.
     public var requestsPerMinute = 6000

@@ -30,11 +30,14 @@ enum TLSFiles {
     }
 }
 
-/// `Strict-Transport-Security` on every answer of an HTTPS server: browsers then use HTTPS
-/// for this host for a year.
+/// `Strict-Transport-Security` on every answer of an HTTPS server (`always`), and on those a
+/// trusted proxy says went over HTTPS: browsers then use HTTPS for this host for a year.
 struct StrictTransportSecurity: Middleware {
+    var always = true
+
     func handle(_ request: Request, context: RequestContext, next: Responder) throws -> Reply {
-        try next(request, context).map { response in
+        guard always || request.forwardedProto == "https" else { return try next(request, context) }
+        return try next(request, context).map { response in
             var response = response
             response.headers.set("Strict-Transport-Security", "max-age=31536000")
             return response

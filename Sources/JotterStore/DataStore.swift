@@ -10,7 +10,7 @@ import Synchronization
 /// store.observeEvents { event, owner in broadcaster.publish(…) }
 /// defer { store.close() }
 /// ```
-public protocol DataStore: NoteStore, UploadStore, AccountStore, IdempotencyStore {
+public protocol DataStore: NoteStore, UploadStore, PartialUploadStore, AccountStore, IdempotencyStore {
     /// Where upload bytes are (key `UploadRecord.blobKey(id)`): a local folder or a bucket.
     var blobs: any BlobStore { get }
 

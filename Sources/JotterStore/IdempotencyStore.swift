@@ -33,6 +33,42 @@ public enum IdempotencyClaim: Sendable, Equatable {
     case replay(IdempotentAnswer)
 }
 
+/// An `Idempotency-Key` to claim in the transaction of the write it guards (`createNote(…
+/// claiming:)`): the claim, the write and what it created (its `Location`) commit together, so
+/// a crash between them can neither leave the key claimed by a write that happened (a retry
+/// after the lease would write again) nor hold it for one that did not. Until the full answer
+/// is stored the key is `.running` (a racing retry gets `409`); a key whose answer never came
+/// (the instance stopped) replays, after the lease, as a reference to what was created.
+public struct IdempotencyKeyClaim: Sendable, Equatable {
+    /// The request's path, a space, the client's key.
+    public var key: String
+    public var fingerprint: [UInt8]
+    /// Unix seconds.
+    public var now: Int64
+
+    public init(key: String, fingerprint: [UInt8], now: Int64) {
+        self.key = key
+        self.fingerprint = fingerprint
+        self.now = now
+    }
+}
+
+/// A keyed write's outcome: done (the key is the caller's, to complete with the full answer),
+/// or refused because the key was not free.
+public enum KeyedOutcome<Value: Sendable>: Sendable {
+    case done(Value)
+    /// `.running`, `.mismatch` or `.replay`: nothing was written.
+    case refused(IdempotencyClaim)
+}
+
+extension IdempotentAnswer {
+    /// What a keyed write whose full answer never came replays: a reference to what it created
+    /// (`303 See Other` to `location`).
+    public static func reference(location: String) -> IdempotentAnswer {
+        IdempotentAnswer(status: 201, head: "Location: \(location)\n", body: nil, location: location)
+    }
+}
+
 /// The limits idempotency keys are kept under.
 public enum IdempotencyLimits {
     /// How long a completed key answers again: 24 hours.
@@ -47,6 +83,14 @@ public enum IdempotencyLimits {
     /// without a `Location` go); the references (head only) have a budget of the same size, past
     /// which the oldest go. At most twice this per owner, then.
     public static let maxBytesPerOwner: Int64 = 1 << 20
+
+    /// A key claimed and not answered: running while its lease lasts; past it, a write that
+    /// committed (`location`) replays as a reference to what it created — a claim without one
+    /// has expired and been swept before this is asked.
+    static func pending(location: String?, claimedAt: Int64, now: Int64) -> IdempotencyClaim {
+        guard let location, claimedAt + lease <= now else { return .running }
+        return .replay(.reference(location: location))
+    }
 }
 
 /// `Idempotency-Key`s and their answers, shared by every instance on one database.
@@ -60,7 +104,7 @@ public protocol IdempotencyStore: Sendable {
     func claimIdempotencyKey(_ key: String, fingerprint: [UInt8], owner: Owner, now: Int64) throws(StoreError) -> IdempotencyClaim
 
     /// Stores the answer of a claimed key (kept `IdempotencyLimits.lifetime` from `now`),
-    /// within the owner's byte budget.
+    /// within the owner's byte budget; it replaces the reference a keyed write kept.
     func completeIdempotencyKey(_ key: String, answer: IdempotentAnswer, owner: Owner, now: Int64,
                                 completion: @escaping StoreCompletion<Void>)
 

@@ -31,6 +31,11 @@ public protocol NoteStore: Sendable {
 
     /// A new note at version 1 (`created_at` = `updated_at` = now), `owner`'s.
     func createNote(body: String, owner: Owner, completion: @escaping StoreCompletion<NoteChange>)
+    /// `createNote` under an `Idempotency-Key` claimed in the same transaction, which also keeps
+    /// a reference answer (`201`, `Location: /notes/{id}`); refused, without a write, when the key
+    /// is held, was used for another request, or has an answer.
+    func createNote(body: String, owner: Owner, claiming claim: IdempotencyKeyClaim,
+                    completion: @escaping StoreCompletion<KeyedOutcome<NoteChange>>)
 
     /// Replaces the body (`ifVersion` nil: unconditionally). `body` nil is a touch: version and
     /// `updated_at` grow, the body stays (attachments changed); either way a `note.updated` event.

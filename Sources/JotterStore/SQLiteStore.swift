@@ -62,7 +62,7 @@ public final class SQLiteStore: DataStore {
     public let path: String
     private let writer: GroupCommitWriter
     let readers: ReaderPool
-    private let noteWriter: NoteWriter
+    let noteWriter: NoteWriter
     private let files: UploadFiles
     private let observer = EventObserver()
     /// Where blob moves run (fsync and rename of an upload's file), off the engine threads.
@@ -195,6 +195,18 @@ public final class SQLiteStore: DataStore {
         let noteWriter = noteWriter
         submit({ db, effects throws(StoreError) in try noteWriter.create(body: body, owner: owner, on: db, effects: effects) },
                owner: owner, completion: completion)
+    }
+
+    public func createNote(body: String, owner: Owner, claiming claim: IdempotencyKeyClaim,
+                           completion: @escaping StoreCompletion<KeyedOutcome<NoteChange>>) {
+        let noteWriter = noteWriter
+        submit({ db, effects throws(StoreError) -> KeyedOutcome<NoteChange> in
+            let found = try IdempotencyRows.claim(claim.key, fingerprint: claim.fingerprint, owner: owner, now: claim.now, on: db)
+            guard found == .claimed else { return .refused(found) }
+            let change = try noteWriter.create(body: body, owner: owner, on: db, effects: effects)
+            try IdempotencyRows.keepPending(claim.key, location: "/notes/\(change.note.id)", owner: owner, now: claim.now, on: db)
+            return .done(change)
+        }, owner: owner, completion: completion)
     }
 
     public func updateNote(id: Int64, body: String?, ifVersion: Int64?, owner: Owner, completion: @escaping StoreCompletion<NoteWriteOutcome>) {

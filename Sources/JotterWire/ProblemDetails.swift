@@ -19,6 +19,9 @@ public struct ProblemDetails: Codable, Sendable, Hashable, Error {
     public var errors: [FieldError]?
     /// The server's request id, to find the request in its log.
     public var requestID: String?
+    /// Extension members of a problem type that defines integer ones (the resumable-upload
+    /// draft's `expected-offset` and `provided-offset`), sent beside the standard members.
+    public var integerMembers: [String: Int64]? = nil
 
     enum CodingKeys: String, CodingKey {
         case type, title, status, detail, errors
@@ -33,5 +36,29 @@ public struct ProblemDetails: Codable, Sendable, Hashable, Error {
         self.detail = detail
         self.errors = errors
         self.requestID = requestID
+    }
+}
+
+extension ProblemDetails {
+    private struct MemberKey: CodingKey {
+        var stringValue: String
+        var intValue: Int? { nil }
+        init(stringValue: String) { self.stringValue = stringValue }
+        init?(intValue: Int) { nil }
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(type, forKey: .type)
+        try container.encode(title, forKey: .title)
+        try container.encode(status, forKey: .status)
+        try container.encodeIfPresent(detail, forKey: .detail)
+        try container.encodeIfPresent(errors, forKey: .errors)
+        try container.encodeIfPresent(requestID, forKey: .requestID)
+        guard let integerMembers else { return }
+        var members = encoder.container(keyedBy: MemberKey.self)
+        for (name, value) in integerMembers.sorted(by: { $0.key < $1.key }) {
+            try members.encode(value, forKey: MemberKey(stringValue: name))
+        }
     }
 }

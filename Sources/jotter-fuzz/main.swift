@@ -9,6 +9,7 @@
 // build (`make test` builds one) does not allow.
 #if DEBUG
 import Foundation
+import Glibc
 @testable import JotterClient
 @testable import JotterHTTP
 
@@ -65,8 +66,70 @@ func fuzzOne(_ target: String, _ bytes: [UInt8]) {
             _ = parser.feed(bytes[start..<min(bytes.count, start + step)])
             start += step
         }
+    case "connection":
+        ConnectionFuzz.shared.drive(bytes, prefix: [])
+    case "http2":
+        ConnectionFuzz.shared.drive(bytes, prefix: Array("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".utf8))
     default:
-        fatalError("JOTTER_FUZZ must be one of: multipart, form, framing, range, etag, event-stream")
+        fatalError("JOTTER_FUZZ must be one of: multipart, form, framing, range, etag, event-stream, connection, http2")
+    }
+}
+
+/// The connection targets: a real server in this process (one event loop, a few routes that
+/// read bodies in each way), and the input written to a new connection in pieces of sizes the
+/// first byte picks, then the write side shut. Whatever the bytes, the server answers and/or
+/// closes within 5 s, and no request stays in flight — else the target traps.
+final class ConnectionFuzz: @unchecked Sendable {
+    static let shared = ConnectionFuzz()
+    let server: HTTPServer
+
+    private init() {
+        var routes = RouterBuilder()
+        routes.get("/hello") { request, _ in "Hello \(try request.head.query()["name"] ?? "")!" }
+        routes.post("/body") { request, _ in "\(request.rawBody.count)" }
+        routes.post("/files", body: .multipart()) { request, _ in "\(request.files.count)" }
+        routes.put("/notes/:id") { request, context in "\(try context.parameters.require("id", as: Int.self))" }
+        routes.get("/later") { request, _ in
+            Reply.later { done in DispatchQueue.global().async { done { try "later".response(for: request) } } }
+        }
+        var configuration = HTTPServer.Configuration(port: 0, threads: 1, shutdownGracePeriod: 1)
+        configuration.headerTimeout = 2
+        server = HTTPServer(configuration: configuration, router: routes.build(), log: Logger(accessLog: false))
+        do { try server.start() } catch { fatalError("the fuzz server did not start: \(error.description)") }
+    }
+
+    func drive(_ bytes: [UInt8], prefix: [UInt8]) {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = in_port_t(UInt16(server.port).bigEndian)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard connected == 0 else { fatalError("cannot connect to the fuzz server") }
+        var timeout = timeval(tv_sec: 5, tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        let input = prefix + bytes.dropFirst()
+        let step = max(1, Int(bytes.first ?? 255))
+        var start = 0
+        while start < input.count {
+            let end = min(input.count, start + step)
+            let sent = input[start..<end].withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            if sent <= 0 { break }  // the server closed: it refused what it read
+            start += sent
+        }
+        shutdown(fd, Int32(SHUT_WR))
+        var buffer = [UInt8](repeating: 0, count: 65536)
+        while true {
+            let count = recv(fd, &buffer, buffer.count, 0)
+            if count == 0 || (count < 0 && errno == ECONNRESET) { break }
+            if count < 0 { fatalError("the server neither answered nor closed within 5 s") }
+        }
+        let deadline = Date().addingTimeInterval(3)
+        while server.requestsInFlight > 0, Date() < deadline { usleep(1_000) }
+        if server.requestsInFlight > 0 { fatalError("\(server.requestsInFlight) request(s) still in flight after the connection closed") }
     }
 }
 

@@ -4,6 +4,7 @@ Run through `scripts/browser-tests` (which `make test` calls); `JOTTER_BINARY` n
 """
 
 import datetime
+import hashlib
 import json
 import os
 import shutil
@@ -382,6 +383,30 @@ class Attachments(BrowserTest):
     def attachment_names(self):
         return driver.execute_script(
             "return [...document.querySelectorAll('#attachment-list .file-name')].map((e) => e.textContent)")
+
+    def test_upload_resumes_after_the_network_drops(self):
+        note = server.create("Flaky link")
+        open_app(f"/#/notes/{note['id']}")
+        wait(driver, lambda d: body_text() == "Flaky link")
+        (big,) = self.files(("long.bin", 10 * 1024 * 1024))
+        with open(big, "rb") as file:
+            expected = hashlib.sha256(file.read()).hexdigest()
+        driver.set_network_conditions(offline=False, latency=0, download_throughput=-1, upload_throughput=4 * 1024 * 1024)
+        try:
+            css("#file-input").send_keys(big)
+            wait(driver, lambda d: d.execute_script("""
+                const bar = document.querySelector('#upload-list progress[aria-label="Uploading long.bin"]');
+                return bar && bar.value > 10 ? bar.value : null;"""), message="part of it sent")
+            # The network drops for two seconds, then comes back: the upload goes on by itself.
+            driver.set_network_conditions(offline=True, latency=0, download_throughput=0, upload_throughput=0)
+            time.sleep(2)
+            driver.set_network_conditions(offline=False, latency=0, download_throughput=-1, upload_throughput=8 * 1024 * 1024)
+            wait(driver, lambda d: self.attachment_names() == ["long.bin"], timeout=60, message="attached after the drop")
+        finally:
+            driver.delete_network_conditions()
+        saved = server.note(note["id"])
+        self.assertEqual(saved["attachments"][0]["size"], 10 * 1024 * 1024)
+        self.assertEqual(saved["attachments"][0]["sha256"], expected)
 
     def test_upload_several_files_with_progress_then_download_and_delete(self):
         note = server.create("Trip photos")

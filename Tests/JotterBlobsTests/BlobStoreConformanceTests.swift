@@ -173,3 +173,50 @@ import Testing
         }
     }
 }
+
+/// `get`'s `opened`: what the object is, before any byte, and never for one that is not there.
+@Suite struct BlobOpenTests {
+    @Test(arguments: Backend.available) func openedComesFirstAndOnlyForAnObjectThere(_ backend: Backend) throws {
+        let fixture = try BlobFixture(backend)
+        let store = fixture.store, key = fixture.key("opened")
+        let bytes = patternChunk(7, size: 300_000)
+        try store.put(key, bytes: bytes)
+        var events: [String] = []
+        var openedInfo: BlobInfo?
+        try store.get(key, range: 1000...1999, opened: { info in
+            openedInfo = info
+            events.append("opened")
+        }, into: { chunk in
+            if events.last != "bytes" { events.append("bytes") }
+        })
+        #expect(events == ["opened", "bytes"])
+        #expect(openedInfo?.size == Int64(bytes.count))
+        #expect(openedInfo?.etag == (try store.head(key))?.etag)
+
+        var opened = false
+        #expect(throws: BlobError.notFound(fixture.key("missing"))) {
+            try store.get(fixture.key("missing"), range: nil, opened: { _ in opened = true }, into: { _ in })
+        }
+        #expect(throws: BlobError.invalidRange) {
+            try store.get(key, range: 400_000...400_010, opened: { _ in opened = true }, into: { _ in })
+        }
+        #expect(!opened)
+
+        // An error from `opened` stops the transfer before any byte, and is rethrown.
+        struct Refused: Error {}
+        var received = 0
+        #expect(throws: Refused.self) {
+            try store.get(key, range: nil, opened: { _ in throw Refused() }, into: { received += $0.count })
+        }
+        #expect(received == 0)
+    }
+
+    @Test func anUnreachableBucketThrowsBeforeOpened() throws {
+        let store = S3BlobStore(.init(bucket: "b", endpoint: "http://127.0.0.1:9", region: "us-east-1", accessKey: "a", secretKey: "s"))
+        var opened = false
+        #expect {
+            try store.get("x", range: nil, opened: { _ in opened = true }, into: { _ in })
+        } throws: { ($0 as? BlobError)?.isTransient == true }
+        #expect(!opened)
+    }
+}

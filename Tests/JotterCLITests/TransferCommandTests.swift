@@ -90,3 +90,41 @@ struct TransferCommandTests {
         #expect(TextFormat.table(["ID", "BODY"], [["1", "x"], ["123", "y"]]) == "ID   BODY\n1    x\n123  y\n")
     }
 }
+
+/// `jotter upload --resume`: an interrupted resumable upload goes on from the server's offset.
+@Suite("jotter upload --resume")
+struct ResumeUploadCommandTests {
+    let commands = ClientCommandTests()
+
+    @Test("a state file left by an interrupted upload: the rerun sends only the rest and says where it resumed")
+    func resume() async throws {
+        let folder = try scratchFolder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let bytes = (0..<300_000).map { UInt8(truncatingIfNeeded: $0 &* 7919) }
+        let file = folder.appendingPathComponent("big.bin")
+        try Data(bytes).write(to: file)
+        let environment = ["XDG_STATE_HOME": folder.appendingPathComponent("state").path]
+        try await withApp { app in
+            // The first run was cut after 100,000 bytes: its upload and state file are there.
+            let created = try RawHTTP(port: app.port).request("POST", "/uploads", headers: [
+                ("Tus-Resumable", "1.0.0"), ("Upload-Length", "300000"), ("Content-Type", "application/offset+octet-stream"),
+            ], body: Array(bytes[..<100_000]), close: true)
+            #expect(created.status == 201)
+            // RawHTTP's Host has no port: the absolute Location names 127.0.0.1 alone.
+            let absolute = try #require(created.header("Location"))
+            let path = String(absolute[try #require(absolute.range(of: "/uploads/")).lowerBound...])
+            let location = "http://127.0.0.1:\(app.port)" + path
+            let attributes = try FileManager.default.attributesOfItem(atPath: file.path)
+            let modified = (attributes[.modificationDate] as? Date)?.timeIntervalSince1970 ?? 0
+            let stateFile = try UploadCommand.stateFile(for: file.path, environment: environment)
+            try JSONSerialization.data(withJSONObject: ["location": location, "path": file.path, "size": 300_000, "modified": modified])
+                .write(to: stateFile)
+            let run = await commands.jotter(["upload", "--resume", file.path], app: app, environment: environment)
+            #expect(run.status == 0, "\(run.err)")
+            #expect(run.out.contains("resumed at 100000 bytes"), "\(run.out)")
+            #expect(!FileManager.default.fileExists(atPath: stateFile.path))
+            let help = await commands.jotter(["upload", "--help"], app: nil)
+            #expect(help.out.contains("--resume"))
+        }
+    }
+}

@@ -49,6 +49,24 @@ struct SlowClientTests {
         #expect(after != nil, "still open after 4 s")
     }
 
+    @Test("a head sent in time while the loop was busy is served, not cut at the header deadline")
+    func busyLoopIsNotTheClientsDelay() throws {
+        // One loop; connection B opens, then A's request keeps the loop busy (400 ms) past B's
+        // deadline (300 ms) while B's request, sent well within it, waits in B's socket.
+        let fixture = try EngineFixture {
+            $0.threads = 1
+            $0.headerTimeout = 0.3
+        }
+        let b = try fixture.connect()
+        let a = try fixture.connect()
+        usleep(20_000)
+        try a.send("GET /slow HTTP/1.1\r\nHost: x\r\n\r\n")
+        usleep(100_000)
+        try b.send("GET /hello HTTP/1.1\r\nHost: x\r\n\r\n")
+        #expect(try b.readResponse().status == 200)
+        #expect(try a.readResponse().status == 200)
+    }
+
     @Test("a body below the minimum rate is cut")
     func slowBody() throws {
         let fixture = try EngineFixture {

@@ -30,6 +30,53 @@ struct IdempotencyStoreTests {
         #expect(try store.claimIdempotencyKey("k", fingerprint: Self.print, owner: bob, now: 1004) == .claimed)
     }
 
+    @Test("a keyed note: the claim and a reference answer commit with the note; the key then replays it and nothing more is written",
+          arguments: Backend.all)
+    func claimedInTheNotesTransaction(backend: Backend) throws {
+        let fixture = try StoreFixture(backend)
+        let store = fixture.store, ann = Owner(id: 1), now = Int64(Date().timeIntervalSince1970)
+        let claim = IdempotencyKeyClaim(key: "/notes k", fingerprint: Self.print, now: now)
+        guard case .done(let change) = try StoreWait.wait({ store.createNote(body: "once", owner: ann, claiming: claim, completion: $0) }) else {
+            Issue.record("the first keyed create was refused")
+            return
+        }
+        // Until the full answer is stored, the key is running (a racing retry is 409) …
+        #expect(try store.claimIdempotencyKey("/notes k", fingerprint: Self.print, owner: ann, now: now + 1) == .running)
+        guard case .refused(.running) = try StoreWait.wait({ store.createNote(body: "once", owner: ann, claiming: claim, completion: $0) }) else {
+            Issue.record("the same key wrote again")
+            return
+        }
+        // … and past the lease without one (its instance stopped right after the commit), it
+        // replays as a reference to the note: never a second note, and a release cannot free it.
+        try StoreWait.wait { store.releaseIdempotencyKey("/notes k", owner: ann, completion: $0) }
+        let later = now + IdempotencyLimits.lease + 1
+        let reference = IdempotentAnswer.reference(location: "/notes/\(change.note.id)")
+        #expect(try store.claimIdempotencyKey("/notes k", fingerprint: Self.print, owner: ann, now: later) == .replay(reference))
+        let retried = IdempotencyKeyClaim(key: "/notes k", fingerprint: Self.print, now: later)
+        guard case .refused(.replay(reference)) = try StoreWait.wait({ store.createNote(body: "once", owner: ann, claiming: retried, completion: $0) }) else {
+            Issue.record("the same key wrote again after the lease")
+            return
+        }
+        let other = IdempotencyKeyClaim(key: "/notes k", fingerprint: [9], now: now)
+        guard case .refused(.mismatch) = try StoreWait.wait({ store.createNote(body: "other", owner: ann, claiming: other, completion: $0) }) else {
+            Issue.record("another body under the same key was not a mismatch")
+            return
+        }
+        #expect(try store.notes(NoteQuery(), owner: ann).map(\.id) == [change.note.id])
+        // The full answer replaces the reference.
+        let full = Self.answer(10, location: "/notes/\(change.note.id)")
+        try Self.complete(store, "/notes k", full, owner: ann, now: now + 2)
+        #expect(try store.claimIdempotencyKey("/notes k", fingerprint: Self.print, owner: ann, now: now + 3) == .replay(full))
+        // A key held by a request still running refuses the keyed write.
+        #expect(try store.claimIdempotencyKey("/notes held", fingerprint: Self.print, owner: ann, now: now) == .claimed)
+        let held = IdempotencyKeyClaim(key: "/notes held", fingerprint: Self.print, now: now)
+        guard case .refused(.running) = try StoreWait.wait({ store.createNote(body: "x", owner: ann, claiming: held, completion: $0) }) else {
+            Issue.record("a held key did not refuse the write")
+            return
+        }
+        #expect(try store.notes(NoteQuery(), owner: ann).count == 1)
+    }
+
     @Test("answers expire after 24 h and unanswered claims after their lease: both are swept and the key is free again",
           arguments: Backend.all)
     func expiry(backend: Backend) throws {

@@ -148,3 +148,14 @@ private func isBidiControl(_ scalar: Unicode.Scalar) -> Bool {
     default: false
     }
 }
+
+/// A request's own `Content-Disposition` (RFC 6266), as a raw upload sends it:
+/// `attachment; filename="cat.png"; filename*=UTF-8''…` — the multipart parts' parser.
+public enum ContentDisposition {
+    /// The file name it gives (`filename*` over `filename`), cleaned (`cleanFilename`); nil
+    /// when it names none. `400` when it is malformed.
+    public static func filename(_ header: String) throws(HTTPError) -> String? {
+        let (_, parameters) = try MultipartParser.parseParameters(header)
+        return try (parameters["filename*"].map(MultipartParser.decodeExtendedValue) ?? parameters["filename"]).map(cleanFilename)
+    }
+}

@@ -56,6 +56,11 @@ final class MultipartReceiver {
         }
     }
 
+    /// Whether the file part being written wants no more bytes for now (`MultipartFileWriter.mustWait`).
+    func mustWait(then ready: @escaping @Sendable () -> Void) -> Bool {
+        current?.sink?.mustWait(then: ready) ?? false
+    }
+
     /// The body is complete: fields and files, or `400` when it was cut short.
     func finish() throws(HTTPError) {
         do throws(HTTPError) {

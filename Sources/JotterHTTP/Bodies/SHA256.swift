@@ -39,3 +39,39 @@ public struct SHA256: ~Copyable {
         return hash.finish()
     }
 }
+
+/// An incremental digest by algorithm name (libcrypto), for checksums a client sends: tus's
+/// `Upload-Checksum` (sha1, sha256) and RFC 9530's `Repr-Digest` (sha-256).
+///
+/// ```swift
+/// var digest = MessageDigest(.sha1)
+/// digest.update(bytes)
+/// digest.finish()   // 20 bytes
+/// ```
+public struct MessageDigest: ~Copyable {
+    public enum Algorithm: Sendable {
+        case sha1, sha256
+    }
+
+    private let context: OpaquePointer
+
+    public init(_ algorithm: Algorithm) {
+        context = EVP_MD_CTX_new()
+        EVP_DigestInit_ex(context, algorithm == .sha1 ? EVP_sha1() : EVP_sha256(), nil)
+    }
+
+    deinit { EVP_MD_CTX_free(context) }
+
+    public mutating func update(_ bytes: UnsafeRawBufferPointer) {
+        guard let base = bytes.baseAddress, bytes.count > 0 else { return }
+        EVP_DigestUpdate(context, base, bytes.count)
+    }
+
+    /// The digest's bytes. Call once.
+    public consuming func finish() -> [UInt8] {
+        var digest = [UInt8](repeating: 0, count: 64)
+        var length: UInt32 = 0
+        EVP_DigestFinal_ex(context, &digest, &length)
+        return Array(digest.prefix(Int(length)))
+    }
+}

@@ -6,15 +6,17 @@
 /// validator.update(chunk1); validator.update(chunk2)
 /// validator.isComplete   // true when everything so far is UTF-8 and no sequence is cut off
 /// ```
-struct UTF8Validator: Sendable {
+public struct UTF8Validator: Sendable {
+    public init() {}
+
     /// False once a byte was found that can't be UTF-8 here.
-    private(set) var isValid = true
+    public private(set) var isValid = true
     /// Continuation bytes still expected, and the range the next one must be in.
     private var pending = 0
     private var low: UInt8 = 0x80
     private var high: UInt8 = 0xBF
 
-    mutating func update(_ bytes: UnsafeRawBufferPointer) {
+    public mutating func update(_ bytes: UnsafeRawBufferPointer) {
         guard isValid else { return }
         for byte in bytes {
             if pending > 0 {
@@ -38,5 +40,5 @@ struct UTF8Validator: Sendable {
     }
 
     /// Everything so far is UTF-8 and ends on a character boundary.
-    var isComplete: Bool { isValid && pending == 0 }
+    public var isComplete: Bool { isValid && pending == 0 }
 }

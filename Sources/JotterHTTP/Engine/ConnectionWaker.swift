@@ -9,10 +9,12 @@ public final class ConnectionWaker: Sendable {
     private let state = Mutex(State.running)
     private let loop: EventLoop
     private let token: UInt64
+    private let stream: Int32
 
-    init(loop: EventLoop, token: UInt64) {
+    init(loop: EventLoop, token: UInt64, stream: Int32) {
         self.loop = loop
         self.token = token
+        self.stream = stream
     }
 
     /// Tells the connection's loop to write what the body has now. Safe from any thread, any
@@ -23,7 +25,7 @@ public final class ConnectionWaker: Sendable {
             state = .wakePending
             return true
         }
-        if post { loop.post(.wake(token)) }
+        if post { loop.post(.wake(token, stream: stream)) }
     }
 
     /// The loop took the wake: the next one posts again.

@@ -12,10 +12,13 @@ import Synchronization
 final class EventLoop: @unchecked Sendable {
     /// What another thread asks of this loop.
     enum Task: Sendable {
-        /// A later reply's render closure for the connection with this token.
-        case resume(UInt64, @Sendable () throws -> Response)
-        /// A streaming body has bytes (or its end) for the connection.
-        case wake(UInt64)
+        /// A later reply's render closure for the connection with this token (and, on HTTP/2,
+        /// the stream; 0 on HTTP/1.1).
+        case resume(UInt64, stream: Int32, @Sendable () throws -> Response)
+        /// A streaming body has bytes (or its end) for the connection's stream.
+        case wake(UInt64, stream: Int32)
+        /// A request body's consumer caught up: reading the body of `stream` (0 on HTTP/1.1) goes on.
+        case bodyReady(UInt64, stream: Int32)
         /// The connection's TLS session holds decrypted bytes: read them (no event will say so).
         case read(UInt64)
         /// Stop accepting; end streams; close connections waiting for a request.
@@ -30,7 +33,7 @@ final class EventLoop: @unchecked Sendable {
     private let listener: Int32
     private let inbox = Mutex<[Task]>([])
     /// Loop-thread state from here on.
-    private var connections: [UInt64: HTTP1Connection] = [:]
+    private var connections: [UInt64: any LoopConnection] = [:]
     private var nextToken: UInt64 = 16
     private var accepting = true
     private var running = true
@@ -130,9 +133,10 @@ final class EventLoop: @unchecked Sendable {
         }
         for task in tasks {
             switch task {
-            case .resume(let token, let render): connections[token]?.resume(render)
-            case .wake(let token): connections[token]?.streamWoken()
+            case .resume(let token, let stream, let render): connections[token]?.resume(stream: stream, render)
+            case .wake(let token, let stream): connections[token]?.streamWoken(stream: stream)
             case .read(let token): connections[token]?.readAgain()
+            case .bodyReady(let token, let stream): connections[token]?.bodyReady(stream: stream)
             case .quiesce:
                 quiescing = true
                 if accepting {
@@ -190,7 +194,7 @@ final class EventLoop: @unchecked Sendable {
     /// when there is none (the new connection is refused instead).
     private func evictOne() -> Bool {
         let now = Clock.microseconds()
-        var oldest: HTTP1Connection?
+        var oldest: (any LoopConnection)?
         for connection in connections.values {
             guard let since = connection.waitingForHeadSince, now >= since + 100_000, now >= connection.opened + 100_000 else { continue }
             if let current = oldest, current.waitingForHeadSince! <= since { continue }
@@ -203,9 +207,14 @@ final class EventLoop: @unchecked Sendable {
     }
 
     /// Called by a connection that has closed its socket.
-    func forget(_ connection: HTTP1Connection) {
+    func forget(_ connection: any LoopConnection) {
         connections.removeValue(forKey: connection.token)
         server.connections.release(connection.address)
+    }
+
+    /// An HTTP/1.1 connection that turned out to speak HTTP/2 hands its socket to `successor`.
+    func replace(token: UInt64, with successor: any LoopConnection) {
+        connections[token] = successor
     }
 
     func setInterest(_ fd: Int32, token: UInt64, _ events: UInt32) {
@@ -266,4 +275,31 @@ enum Epoll {
     static let error = UInt32(JOTTER_EPOLL_ERR)
     static let hangUp = UInt32(JOTTER_EPOLL_HUP)
     static let exclusive = UInt32(JOTTER_EPOLL_EXCLUSIVE)
+}
+
+/// What an event loop drives: one accepted socket, speaking HTTP/1.1 (`HTTP1Connection`) or
+/// HTTP/2 (`HTTP2Connection`). Loop thread only.
+protocol LoopConnection: AnyObject {
+    var token: UInt64 { get }
+    var address: String { get }
+    /// When the connection was accepted.
+    var opened: UInt64 { get }
+    /// Since when it has been waiting for a request's header section; nil while serving one.
+    var waitingForHeadSince: UInt64? { get }
+    /// epoll reported `events` for the socket.
+    func handle(events: UInt32)
+    /// A later reply for `stream` (0 on HTTP/1.1) is ready.
+    func resume(stream: Int32, _ render: () throws -> Response)
+    /// A streaming body of `stream` has bytes or its end.
+    func streamWoken(stream: Int32)
+    /// Read again without an event (bytes OpenSSL already decrypted).
+    func readAgain()
+    /// The consumer of `stream`'s request body caught up (back-pressure): read on.
+    func bodyReady(stream: Int32)
+    /// The server stops: finish what is in flight, take nothing new.
+    func quiesce()
+    /// The sweep: deadlines.
+    func check(now: UInt64)
+    /// Ends everything now.
+    func abort(_ outcome: CompletedExchange.Outcome)
 }

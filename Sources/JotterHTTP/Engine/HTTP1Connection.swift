@@ -11,7 +11,7 @@ import Glibc
 /// On an HTTPS listener every read and write goes through the connection's OpenSSL session
 /// (`tls`) once its handshake is done; files are then read into the loop's stream buffer and
 /// written through it, as TLS cannot `sendfile`. Loop thread only.
-final class HTTP1Connection {
+final class HTTP1Connection: LoopConnection {
     /// One answer being written.
     struct Outgoing {
         var bytes: [UInt8]
@@ -45,7 +45,8 @@ final class HTTP1Connection {
     }
 
     unowned let loop: EventLoop
-    let fd: Int32
+    private var io: ConnectionIO
+    var fd: Int32 { io.fd }
     let token: UInt64
     let address: String
     let opened: UInt64
@@ -85,25 +86,28 @@ final class HTTP1Connection {
     /// request ended); nil while a request is being read or served.
     private(set) var waitingForHeadSince: UInt64?
     private var bodyStarted: UInt64 = 0
+    /// The body's consumer is behind (`RequestLifecycle.bodyMustWait`): nothing more is read
+    /// until it calls back; since when.
+    private var bodyPausedSince: UInt64?
     private var bodyBytes = 0
     private var lastActivity: UInt64
     private var waker: ConnectionWaker?
-    /// The OpenSSL session of an HTTPS connection; nil for plain HTTP.
-    private var tls: UnsafeMutableRawPointer?
     private var handshaking: Bool
     private var handshakeStarted = false
     /// The last TLS read could not go on until the socket takes bytes (a record OpenSSL must send).
     private var readWantsWrite = false
+    /// Nothing but the start of the HTTP/2 preface has been read: `PRI * HTTP/2.0…` makes this
+    /// an HTTP/2 connection with prior knowledge (RFC 9113 §3.3).
+    private var mayBeHTTP2 = true
 
     static let outputHighWater = 1 << 20
     static let stashHeadCapacity = 16 << 10
 
     init(loop: EventLoop, fd: Int32, token: UInt64, address: String, tls: UnsafeMutableRawPointer? = nil) {
         self.loop = loop
-        self.fd = fd
+        io = ConnectionIO(fd: fd, tls: tls)
         self.token = token
         self.address = address
-        self.tls = tls
         handshaking = tls != nil
         let now = Clock.microseconds()
         opened = now
@@ -138,7 +142,7 @@ final class HTTP1Connection {
     /// The TLS handshake, as far as the socket allows. A client that sends plain HTTP to the
     /// HTTPS port gets a plain `400` saying so.
     private func continueHandshake() {
-        guard let tls else { return }
+        guard let tls = io.tls else { return }
         if lingerUntil != nil {
             readable()
             return
@@ -148,7 +152,7 @@ final class HTTP1Connection {
         // plain HTTP request line.
         if !handshakeStarted, recv(fd, &first, 1, Int32(MSG_PEEK)) == 1, first != 0x16 {
             jotter_tls_free(tls)
-            self.tls = nil
+            io.tls = nil
             handshaking = false
             refuseMalformed(HTTPError(.badRequest, detail: "this port serves HTTPS: send the request to https://", closesConnection: true))
             return
@@ -159,6 +163,10 @@ final class HTTP1Connection {
         case 0:
             handshaking = false
             lastActivity = Clock.microseconds()
+            if io.negotiatedProtocol == "h2" {
+                handOff(bytes: UnsafeRawBufferPointer(start: nil, count: 0))
+                return
+            }
             setInterest(Epoll.input)
             readable()
         case Int(JOTTER_TLS_WANT_READ):
@@ -171,88 +179,8 @@ final class HTTP1Connection {
         }
     }
 
-    // MARK: - Transport
-
-    /// Reads into `buffer`: a byte count, 0 at the peer's end, -1 when nothing is there now,
-    /// -2 on an error.
-    private func receive(_ buffer: UnsafeMutableRawPointer, _ capacity: Int) -> Int {
-        guard let tls else {
-            let count = recv(fd, buffer, capacity, 0)
-            if count >= 0 { return count }
-            return errno == EAGAIN || errno == EINTR ? -1 : -2
-        }
-        let count = jotter_tls_read(tls, buffer, capacity)
-        switch count {
-        case 0...: return count
-        case Int(JOTTER_TLS_WANT_READ): return -1
-        case Int(JOTTER_TLS_WANT_WRITE):
-            readWantsWrite = true
-            setInterest(interest | Epoll.output)
-            return -1
-        case Int(JOTTER_TLS_CLOSED): return 0
-        default: return -2
-        }
-    }
-
-    /// Writes what the socket takes of `buffer`: a byte count, -1 when it takes nothing now,
-    /// -2 on an error.
-    private func transmit(_ buffer: UnsafeRawPointer, _ count: Int) -> Int {
-        guard let tls else {
-            let written = send(fd, buffer, count, Int32(MSG_NOSIGNAL))
-            if written >= 0 { return written }
-            return errno == EAGAIN || errno == EINTR ? -1 : -2
-        }
-        let written = jotter_tls_write(tls, buffer, count)
-        switch written {
-        case 0...: return written
-        case Int(JOTTER_TLS_WANT_READ), Int(JOTTER_TLS_WANT_WRITE): return -1
-        default: return -2
-        }
-    }
-
-    /// Writes `first` then `second` as far as the socket takes them: one `sendmsg` for plain
-    /// HTTP, records one after the other over TLS. Same results as `transmit`.
-    private func transmit(_ first: UnsafeRawBufferPointer, _ second: UnsafeRawBufferPointer) -> Int {
-        guard tls == nil else {
-            var total = 0
-            for part in [first, second] where part.count > 0 {
-                let written = transmit(part.baseAddress!, part.count)
-                if written < 0 { return total > 0 ? total : written }
-                total += written
-                if written < part.count { break }
-            }
-            return total
-        }
-        var vectors = (iovec(iov_base: UnsafeMutableRawPointer(mutating: first.baseAddress), iov_len: first.count),
-                       iovec(iov_base: UnsafeMutableRawPointer(mutating: second.baseAddress), iov_len: second.count))
-        let written = withUnsafeMutableBytes(of: &vectors) { raw in
-            var message = msghdr()
-            message.msg_iov = raw.baseAddress!.assumingMemoryBound(to: iovec.self)
-            message.msg_iovlen = second.count > 0 ? 2 : 1
-            return sendmsg(fd, &message, Int32(MSG_NOSIGNAL))
-        }
-        if written >= 0 { return written }
-        return errno == EAGAIN || errno == EINTR ? -1 : -2
-    }
-
-    /// Sends up to `count` bytes of `file` from `offset`: `sendfile` for plain HTTP; over TLS,
-    /// read into the loop's stream buffer and written from there. Same results as `transmit`;
-    /// 0 when the file ended early.
-    private func transmit(file: Int32, offset: Int, count: Int) -> Int {
-        guard tls != nil else {
-            var position = off_t(offset)
-            let sent = sendfile(fd, file, &position, count)
-            if sent >= 0 { return sent }
-            return errno == EAGAIN || errno == EINTR ? -1 : -2
-        }
-        let buffer = loop.streamBuffer
-        let read = pread(file, buffer.baseAddress, min(count, buffer.count), off_t(offset))
-        if read <= 0 { return read == 0 ? 0 : -2 }
-        return transmit(buffer.baseAddress!, read)
-    }
-
     /// A later reply is ready.
-    func resume(_ render: () throws -> Response) {
+    func resume(stream: Int32, _ render: () throws -> Response) {
         guard waiting, let request else { return }
         waiting = false
         let response = request.resume(render)
@@ -260,8 +188,19 @@ final class HTTP1Connection {
         continueInput()
     }
 
+    /// The body's consumer caught up: what was kept is parsed, and reading resumes. The pause
+    /// does not count against the body's minimum rate, nor as idle time.
+    func bodyReady(stream: Int32) {
+        guard let since = bodyPausedSince else { return }
+        bodyPausedSince = nil
+        let now = Clock.microseconds()
+        bodyStarted += now - since
+        lastActivity = now
+        continueInput()
+    }
+
     /// A streaming body has something for us.
-    func streamWoken() {
+    func streamWoken(stream: Int32) {
         waker?.woken()
         guard let stream = queue.first?.stream, stream.waiting else { return }
         stream.waiting = false
@@ -287,11 +226,13 @@ final class HTTP1Connection {
             if now >= lingerUntil { finishClose() }
             return
         }
-        if let since = waitingForHeadSince, queue.isEmpty, now >= since + UInt64(configuration.headerTimeout * 1_000_000) {
+        if let since = waitingForHeadSince, queue.isEmpty, now >= since + UInt64(configuration.headerTimeout * 1_000_000),
+           !io.hasUnreadBytes {
             server.counters.timedOut.add(1, ordering: .relaxed)
             abort(.timeout)
             return
         }
+        if bodyPausedSince != nil { return }  // the server is behind, not the client
         if request != nil, !waiting, requestHasBody, configuration.minimumBodyRate > 0 {
             let grace = UInt64(configuration.headerTimeout * 1_000_000)
             if now >= bodyStarted + grace, UInt64(bodyBytes) * 1_000_000 < UInt64(configuration.minimumBodyRate) * (now - bodyStarted) {
@@ -301,7 +242,7 @@ final class HTTP1Connection {
             }
         }
         let streamWaiting = queue.first?.stream?.waiting == true
-        if !waiting, !streamWaiting, now >= lastActivity + UInt64(configuration.idleTimeout) * 1_000_000 {
+        if !waiting, !streamWaiting, now >= lastActivity + UInt64(configuration.idleTimeout) * 1_000_000, !io.hasUnreadBytes {
             abort(.timeout)
         }
     }
@@ -337,18 +278,32 @@ final class HTTP1Connection {
                 target = loop.readBuffer.baseAddress!
                 room = loop.readBuffer.count
             }
-            let count = receive(target, room)
+            let count = io.receive(target, room)
             if count == 0 {
                 peerClosed()
                 return
             }
-            if count == -1 { return }
+            if count == ConnectionIO.readWantsWrite {
+                readWantsWrite = true
+                setInterest(interest | Epoll.output)
+                return
+            }
+            if count == ConnectionIO.wouldBlock { return }
             if count < 0 {
                 abort(.readError)
                 return
             }
             lastActivity = Clock.microseconds()
             if discarding { continue }
+            if mayBeHTTP2 {
+                let bytes = stashHoldsHead ? UnsafeRawBufferPointer(start: stash!, count: stashEnd + count)
+                    : UnsafeRawBufferPointer(start: target, count: count)
+                if HTTP2Connection.startsWithPreface(bytes) {
+                    handOff(bytes: bytes)
+                    return
+                }
+                mayBeHTTP2 = false
+            }
             if stashHoldsHead {
                 let from = stashEnd
                 stashEnd += count
@@ -363,7 +318,7 @@ final class HTTP1Connection {
     }
 
     /// OpenSSL holds decrypted bytes the socket will not announce again.
-    private var tlsHoldsBytes: Bool { tls.map { jotter_tls_pending($0) > 0 } ?? false }
+    private var tlsHoldsBytes: Bool { io.holdsBytes }
 
     /// Reading again without an event: bytes OpenSSL holds (`EventLoop.Task.read`).
     func readAgain() {
@@ -373,7 +328,7 @@ final class HTTP1Connection {
 
     /// Whether the next request may be parsed now.
     private var mayParse: Bool {
-        !waiting && !discarding && queue.first?.stream == nil && queuedBytes < Self.outputHighWater
+        !waiting && !discarding && bodyPausedSince == nil && queue.first?.stream == nil && queuedBytes < Self.outputHighWater
     }
 
     private func processStash() {
@@ -413,7 +368,7 @@ final class HTTP1Connection {
         }
     }
 
-    private var requestInBody: Bool { request != nil && !waiting && requestHasBody && !discarding }
+    private var requestInBody: Bool { request != nil && !waiting && requestHasBody && !discarding && bodyPausedSince == nil }
 
     /// Keeps `base[from..<to]` at the front of the stash; `head`: they are a head in progress.
     private func keep(_ base: UnsafeRawPointer, from: Int, to: Int, inStash: Bool, head: Bool) {
@@ -468,6 +423,7 @@ final class HTTP1Connection {
     // MARK: - Requests
 
     private func headComplete(_ base: UnsafeRawPointer) {
+        mayBeHTTP2 = false
         let parsed = parser.head(base)
         let http10 = parsed.version == "HTTP/1.0"
         // RFC 9110 §15.2: no 1xx to an HTTP/1.0 client.
@@ -509,7 +465,11 @@ final class HTTP1Connection {
         guard let request, !discarding else { return }
         bodyBytes += chunk.count
         switch request.receive(chunk) {
-        case .proceed: break
+        case .proceed:
+            let loop = self.loop, token = self.token
+            if request.bodyMustWait(then: { loop.post(.bodyReady(token, stream: 0)) }) {
+                bodyPausedSince = Clock.microseconds()
+            }
         case .respond(let response):
             discarding = true
             answer(response)
@@ -535,7 +495,7 @@ final class HTTP1Connection {
         waiting = true
         let loop = self.loop
         let token = self.token
-        later.start { render in loop.post(.resume(token, render)) }
+        later.start { render in loop.post(.resume(token, stream: 0, render)) }
     }
 
     /// A head that could not be parsed: answered through the router's middleware; the
@@ -594,7 +554,7 @@ final class HTTP1Connection {
             } else {
                 let state = StreamState(body: body, chunked: chunked, blockSize: min(blockSize, 64 << 10))
                 outgoing.stream = state
-                let waker = ConnectionWaker(loop: loop, token: token)
+                let waker = ConnectionWaker(loop: loop, token: token, stream: 0)
                 self.waker = waker
                 body.start(waker: waker)
             }
@@ -664,9 +624,9 @@ final class HTTP1Connection {
             let written = front.bytes.withUnsafeBytes { head in
                 front.body.withUnsafeBytes { body in
                     if front.sent < head.count {
-                        return transmit(UnsafeRawBufferPointer(rebasing: head[front.sent...]), body)
+                        return io.transmit(UnsafeRawBufferPointer(rebasing: head[front.sent...]), body)
                     }
-                    return transmit(UnsafeRawBufferPointer(rebasing: body[(front.sent - head.count)...]), UnsafeRawBufferPointer(start: nil, count: 0))
+                    return io.transmit(UnsafeRawBufferPointer(rebasing: body[(front.sent - head.count)...]), UnsafeRawBufferPointer(start: nil, count: 0))
                 }
             }
             if written < 0 { return written == -1 ? .blocked : .failed }
@@ -676,7 +636,7 @@ final class HTTP1Connection {
         }
         if var file = front.file {
             while file.remaining > 0 {
-                let sent = transmit(file: file.fd, offset: file.offset, count: min(file.remaining, 1 << 20))
+                let sent = io.transmit(file: file.fd, offset: file.offset, count: min(file.remaining, 1 << 20), buffer: loop.streamBuffer)
                 if sent < 0 {
                     front.file = file
                     return sent == -1 ? .blocked : .failed
@@ -699,7 +659,7 @@ final class HTTP1Connection {
         while true {
             if stream.pendingSent < stream.pending.count {
                 let written = stream.pending.withUnsafeBytes { bytes in
-                    transmit(bytes.baseAddress! + stream.pendingSent, bytes.count - stream.pendingSent)
+                    io.transmit(bytes.baseAddress! + stream.pendingSent, bytes.count - stream.pendingSent)
                 }
                 if written < 0 { return written == -1 ? .blocked : .failed }
                 lastActivity = Clock.microseconds()
@@ -749,7 +709,7 @@ final class HTTP1Connection {
                 return .failed
             }
             guard end > start else { continue }
-            let written = transmit(buffer.baseAddress! + start, end - start)
+            let written = io.transmit(buffer.baseAddress! + start, end - start)
             if written == -2 { return .failed }
             let taken = max(0, written)
             if taken > 0 { lastActivity = Clock.microseconds() }
@@ -797,6 +757,15 @@ final class HTTP1Connection {
 
     // MARK: - The end
 
+    /// This connection speaks HTTP/2 from here: its socket, session and the bytes read so far go
+    /// to an `HTTP2Connection` under the same token; this object lets go without closing.
+    private func handOff(bytes: UnsafeRawBufferPointer) {
+        closed = true
+        let successor = HTTP2Connection(loop: loop, io: io, token: token, address: address, opened: opened)
+        loop.replace(token: token, with: successor)
+        successor.start(with: bytes)
+    }
+
     private func complete(_ lifecycle: RequestLifecycle, status: Int, bytes: Int, outcome: CompletedExchange.Outcome) {
         lifecycle.completed(status: status, bytesSent: bytes, outcome: outcome)
         server.inFlight.subtract(1, ordering: .releasing)
@@ -821,8 +790,7 @@ final class HTTP1Connection {
     /// client still sends for a moment, so a refusal is read before the reset a close with
     /// unread bytes would cause.
     private func closeGracefully() {
-        if let tls { jotter_tls_shutdown(tls) }
-        shutdown(fd, Int32(SHUT_WR))
+        io.shutdownWrites()
         lingerUntil = Clock.microseconds() + 2_000_000
         stashStart = 0
         stashEnd = 0
@@ -854,11 +822,7 @@ final class HTTP1Connection {
         closed = true
         waker?.close()
         waker = nil
-        if let tls {
-            jotter_tls_free(tls)
-            self.tls = nil
-        }
-        Glibc.close(fd)
+        io.close()
         loop.forget(self)
     }
 }

@@ -84,7 +84,7 @@ public final class HTTPServer: Sendable {
     }
 
     /// The ALPN protocols HTTPS offers, in order of preference.
-    static let protocols = ["http/1.1"]
+    static let protocols = ["h2", "http/1.1"]
 
     /// The port the server listens on (the real one when configured with 0).
     public var port: Int { boundPort.load(ordering: .relaxed) }

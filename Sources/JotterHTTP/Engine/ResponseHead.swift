@@ -126,4 +126,7 @@ struct DateField {
     }
 
     func append(to bytes: inout [UInt8]) { bytes.append(contentsOf: field) }
+
+    /// The value alone (`Wed, 02 Dec 2026 01:47:43 GMT`), for HTTP/2's `date`.
+    var value: String { field.count > 8 ? String(decoding: field[6..<(field.count - 2)], as: UTF8.self) : "" }
 }

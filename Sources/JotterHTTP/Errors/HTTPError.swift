@@ -23,6 +23,10 @@ public struct HTTPError: Error, Sendable, CustomStringConvertible {
     public var headers: HTTPHeaders
     /// Close the connection after the response (framing errors, refused bodies).
     public var closesConnection: Bool
+    /// The problem type's URI (RFC 9457 `type`), `about:blank` unless a registered type fits.
+    public var type = "about:blank"
+    /// Integer extension members the problem type defines (`expected-offset`, …).
+    public var integerMembers: [String: Int64]? = nil
 
     public init(_ status: HTTPStatus, detail: String? = nil, errors: [FieldError] = [],
                 headers: HTTPHeaders = HTTPHeaders(), closesConnection: Bool = false) {
@@ -52,8 +56,9 @@ public struct HTTPError: Error, Sendable, CustomStringConvertible {
 
     /// The problem+json response for this error, naming the request it answers.
     public func response(requestID: String) -> Response {
-        let problem = ProblemDetails(title: status.reasonPhrase, status: status.code, detail: detail,
+        var problem = ProblemDetails(type: type, title: status.reasonPhrase, status: status.code, detail: detail,
                                      errors: errors.isEmpty ? nil : errors, requestID: requestID)
+        problem.integerMembers = integerMembers
         var response = Response(status: status, problem: problem)
         for field in headers { response.headers.add(field.name, field.value) }
         if closesConnection { response.headers.set("Connection", "close") }

@@ -16,6 +16,8 @@ public struct BodyPolicy: Sendable {
         case buffered
         case multipart(files: (any MultipartFileStore)?)
         case stream(@Sendable (RequestHead, RequestContext) throws -> any RequestBodyStream)
+        /// Picked from the head (after the head phase of middleware).
+        case choosing(@Sendable (RequestHead) -> BodyPolicy)
     }
 
     let kind: Kind
@@ -47,6 +49,18 @@ public struct BodyPolicy: Sendable {
     /// the head phase of middleware), at most `limit` bytes (nil: the server's `--max-upload-size`).
     public static func stream(limit: Int64? = nil, _ open: @escaping @Sendable (RequestHead, RequestContext) throws -> any RequestBodyStream) -> BodyPolicy {
         BodyPolicy(kind: .stream(open), memoryLimit: nil, streamLimit: limit)
+    }
+
+    /// The policy `pick` returns for the request's head (its Content-Type, its fields): one
+    /// route that takes a multipart form or a raw body, or a raw append or a small form.
+    ///
+    /// ```swift
+    /// routes.post("/uploads", body: .choosing { head in
+    ///     head.headers["Content-Type"]?.hasPrefix("multipart/") == true ? .multipart() : .stream { … }
+    /// }, handler: create)
+    /// ```
+    public static func choosing(_ pick: @escaping @Sendable (RequestHead) -> BodyPolicy) -> BodyPolicy {
+        BodyPolicy(kind: .choosing(pick), memoryLimit: nil, streamLimit: nil)
     }
 
     /// The default for `method`.
@@ -87,11 +101,18 @@ public protocol MultipartFileWriter: AnyObject {
     var isUTF8: Bool? { get }
     /// Removes what was written (the request failed, or its handler did not take the file).
     func discard()
+    /// Back-pressure: true when the writer is behind (say, a part still on its way to a bucket)
+    /// and wants no more bytes for now; it then calls `ready` once, from any thread, when it
+    /// can take them, and the engine reads no more of the request's body until then. `write`
+    /// must still accept what was already read (at most one read of the socket).
+    func mustWait(then ready: @escaping @Sendable () -> Void) -> Bool
 }
 
 extension MultipartFileWriter {
     /// Not checked, unless a writer says otherwise.
     public var isUTF8: Bool? { nil }
+    /// Never behind, unless a writer says otherwise (a file on a local disk).
+    public func mustWait(then ready: @escaping @Sendable () -> Void) -> Bool { false }
 }
 
 /// The default `MultipartFileStore`: a temporary file per part, hashed as it is written.

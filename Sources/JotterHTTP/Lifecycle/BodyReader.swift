@@ -31,6 +31,12 @@ enum BodyReader {
 
     /// The reader for `policy`; `413` at once when Content-Length already exceeds its limit.
     init(policy: BodyPolicy, head: RequestHead, context: RequestContext, limits: RequestLifecycle.Limits, routeName: @autoclosure () -> String) throws {
+        if case .choosing(let pick) = policy.kind {
+            let chosen = pick(head)
+            if case .choosing = chosen.kind { throw HTTPError(.internalServerError, detail: "a body policy chose another choice") }
+            try self.init(policy: chosen, head: head, context: context, limits: limits, routeName: routeName())
+            return
+        }
         let declared = head.declaredLength
         let memoryLimit = policy.memoryLimit ?? limits.maxBodySize
         let isRouteLimit = policy.memoryLimit != nil
@@ -57,7 +63,7 @@ enum BodyReader {
                                                     temporaryDirectory: limits.temporaryDirectory, store: store, routeName: routeName()))
         }
         switch policy.kind {
-        case .none:
+        case .none, .choosing:
             self = .none  // handled above
         case .buffered:
             self = media?.essence == "multipart/form-data" ? try multipart(nil, fileLimit: 0) : try buffer()
@@ -72,6 +78,12 @@ enum BodyReader {
             }
             self = .stream(StreamReceiver(stream: try open(head, context), limit: limit))
         }
+    }
+
+    /// Whether the consumer is behind and wants no more bytes until it calls `ready`.
+    func mustWait(then ready: @escaping @Sendable () -> Void) -> Bool {
+        if case .multipart(let receiver) = self { return receiver.mustWait(then: ready) }
+        return false
     }
 
     func receive(_ chunk: UnsafeRawBufferPointer) throws {

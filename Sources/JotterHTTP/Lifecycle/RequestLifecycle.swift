@@ -75,8 +75,11 @@ final class RequestLifecycle {
     // MARK: - Events
 
     /// The header section is complete; `folded` when a field was continued by obsolete line folding.
-    func headerComplete(method: String, version: String, headers: HTTPHeaders, folded: Bool = false) -> Action {
-        var head = RequestHead(method: HTTPMethod(method), target: target, version: version, headers: headers, remoteAddress: remoteAddress)
+    /// - Parameter bodyFollows: whether a body follows, when the protocol says so (HTTP/2); nil
+    ///   on HTTP/1.1, where the header fields say.
+    func headerComplete(method: String, version: String, headers: HTTPHeaders, folded: Bool = false, bodyFollows: Bool? = nil) -> Action {
+        var head = RequestHead(method: HTTPMethod(method), target: target, version: version, headers: headers, remoteAddress: remoteAddress,
+                               bodyFollows: bodyFollows)
         if let error = FramingCheck.check(method: method, target: target, version: version, headers: headers, folded: folded) {
             self.head = head
             return refuse(error, stack: router.stack, ranHeads: false, now: true)
@@ -123,6 +126,13 @@ final class RequestLifecycle {
         default:
             return .proceed  // answered already: the engine discards the rest
         }
+    }
+
+    /// Back-pressure, asked after each piece of the body: true when the body's consumer is
+    /// behind; it calls `ready` (any thread) when the engine may read on.
+    func bodyMustWait(then ready: @escaping @Sendable () -> Void) -> Bool {
+        guard case .body = phase else { return false }
+        return reader.mustWait(then: ready)
     }
 
     /// The body is complete (or there was none): the handler runs.
@@ -182,7 +192,7 @@ final class RequestLifecycle {
     /// The request is over: what was sent, and how it ended. Tells every middleware.
     func completed(status: Int, bytesSent: Int, outcome: CompletedExchange.Outcome) {
         reader.discard()
-        stack.completed(CompletedExchange(head: head, target: target, remoteAddress: remoteAddress, context: context, status: status,
+        stack.completed(CompletedExchange(head: head, target: target, remoteAddress: head?.remoteAddress ?? remoteAddress, context: context, status: status,
                                           bytesSent: bytesSent, microseconds: Int(Clock.microseconds() - started),
                                           responseMicroseconds: answeredAfter, outcome: outcome))
     }

@@ -12,14 +12,18 @@ public struct RequestHead: Sendable {
         let version: String
         let headers: HTTPHeaders
         let remoteAddress: String
+        /// Whether a body follows, when the protocol says so itself (HTTP/2: no END_STREAM on
+        /// the HEADERS frame); nil: from Content-Length and Transfer-Encoding (HTTP/1.1).
+        let bodyFollows: Bool?
 
-        init(method: HTTPMethod, target: String, version: String, headers: HTTPHeaders, remoteAddress: String) {
+        init(method: HTTPMethod, target: String, version: String, headers: HTTPHeaders, remoteAddress: String, bodyFollows: Bool?) {
             originalMethod = method
             self.target = target
             (path, rawQuery) = Self.split(target)
             self.version = version
             self.headers = headers
             self.remoteAddress = remoteAddress
+            self.bodyFollows = bodyFollows
         }
 
         /// The path and query of a request-target; an absolute-form target ("http://host/path",
@@ -48,7 +52,12 @@ public struct RequestHead: Sendable {
 
     public init(method: HTTPMethod, target: String, version: String = "HTTP/1.1", headers: HTTPHeaders = HTTPHeaders(),
                 remoteAddress: String = "-") {
-        storage = Storage(method: method, target: target, version: version, headers: headers, remoteAddress: remoteAddress)
+        self.init(method: method, target: target, version: version, headers: headers, remoteAddress: remoteAddress, bodyFollows: nil)
+    }
+
+    init(method: HTTPMethod, target: String, version: String, headers: HTTPHeaders, remoteAddress: String, bodyFollows: Bool?) {
+        storage = Storage(method: method, target: target, version: version, headers: headers, remoteAddress: remoteAddress,
+                          bodyFollows: bodyFollows)
         self.method = method
     }
 
@@ -62,8 +71,16 @@ public struct RequestHead: Sendable {
     public var rawQuery: Substring? { storage.rawQuery }
     public var version: String { storage.version }
     public var headers: HTTPHeaders { storage.headers }
-    /// The client's address as text.
-    public var remoteAddress: String { storage.remoteAddress }
+    /// The client's address as text: the connection's peer, or — on a connection from a
+    /// trusted proxy (`TrustedProxies`) — the client it forwarded the request for.
+    public var remoteAddress: String { forwarded?.address ?? storage.remoteAddress }
+    /// The connection's peer address (the proxy, when one forwarded the request).
+    public var peerAddress: String { storage.remoteAddress }
+    /// The scheme a trusted proxy says the client used (`https` or `http`); nil when no
+    /// trusted proxy said (then the connection's own scheme applies).
+    public var forwardedProto: String? { forwarded?.proto }
+    /// What trusted proxies said of the client (set by the router).
+    var forwarded: ForwardedClient?
 
     /// The decoded query string; `400` naming the problem when it is malformed.
     public func query() throws(HTTPError) -> FormFields {
@@ -71,8 +88,10 @@ public struct RequestHead: Sendable {
         return try FormFields(decoding: rawQuery.utf8, context: "query")
     }
 
-    /// True when a body follows the header section (a Content-Length above 0, or chunked).
+    /// True when a body follows the header section (a Content-Length above 0, or chunked; on
+    /// HTTP/2, a HEADERS frame that does not end the stream).
     public var hasBody: Bool {
+        if let follows = storage.bodyFollows { return follows && headers["Content-Length"] != "0" }
         if let length = headers["Content-Length"] { return length != "0" }
         return headers.contains("Transfer-Encoding")
     }

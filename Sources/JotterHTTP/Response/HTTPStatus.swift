@@ -23,6 +23,8 @@ public struct HTTPStatus: Hashable, Sendable, ExpressibleByIntegerLiteral, Custo
     public static let misdirectedRequest: HTTPStatus = 421
     public static let unprocessableContent: HTTPStatus = 422
     public static let requestHeaderFieldsTooLarge: HTTPStatus = 431
+    /// tus 1.0's checksum extension: the body's checksum does not match `Upload-Checksum`.
+    public static let checksumMismatch: HTTPStatus = 460
     public static let internalServerError: HTTPStatus = 500
     public static let notImplemented: HTTPStatus = 501
     public static let serviceUnavailable: HTTPStatus = 503
@@ -55,6 +57,7 @@ public struct HTTPStatus: Hashable, Sendable, ExpressibleByIntegerLiteral, Custo
         case 422: "Unprocessable Content"
         case 429: "Too Many Requests"
         case 431: "Request Header Fields Too Large"
+        case 460: "Checksum Mismatch"
         case 500: "Internal Server Error"
         case 501: "Not Implemented"
         case 503: "Service Unavailable"

@@ -18,6 +18,9 @@ public struct RouterBuilder {
     private(set) var middleware: [any Middleware] = []
     private var stack: MiddlewareStack?
     var routes: [Route] = []
+    /// Peers whose `Forwarded` / `X-Forwarded-For` / `X-Forwarded-Proto` give the client's
+    /// address and scheme (`RequestHead.remoteAddress`, `forwardedProto`); none by default.
+    public var trustedProxies = TrustedProxies()
 
     public init() {}
 
@@ -65,7 +68,7 @@ public struct RouterBuilder {
     /// The finished, immutable router.
     public func build() -> Router {
         var builder = self
-        return Router(routes: routes, stack: builder.currentStack())
+        return Router(routes: routes, stack: builder.currentStack(), trustedProxies: trustedProxies)
     }
 
     private mutating func currentStack() -> MiddlewareStack {
@@ -123,6 +126,7 @@ public struct Router: Sendable {
     let routes: [Route]
     /// The top-level middleware: they answer what no route does.
     let stack: MiddlewareStack
+    let trustedProxies: TrustedProxies
 
     /// Every registered route (method, path pattern, OpenAPI operation), in registration order.
     public var table: [RouteEntry] { routes.map { RouteEntry(method: $0.method, path: $0.pattern.text, operation: $0.operation) } }
@@ -130,9 +134,10 @@ public struct Router: Sendable {
     /// Methods a `_method` field or `X-HTTP-Method-Override` header may turn a POST into.
     static let overridable: Set<String> = ["PUT", "PATCH", "DELETE"]
 
-    init(routes: [Route], stack: MiddlewareStack) {
+    init(routes: [Route], stack: MiddlewareStack, trustedProxies: TrustedProxies = TrustedProxies()) {
         self.routes = routes
         self.stack = stack
+        self.trustedProxies = trustedProxies
         staticRoutes = Dictionary(grouping: routes.filter(\.pattern.isStatic), by: \.pattern.canonicalPath)
             .mapValues { $0.map { (route: $0, parameters: Parameters()) } }
         var patterns: [(pattern: PathPattern, routes: [Route])] = []
@@ -170,6 +175,7 @@ public struct Router: Sendable {
     }
 
     func resolve(_ head: inout RequestHead) -> RouteMatch {
+        if !trustedProxies.isEmpty { head.forwarded = trustedProxies.forwarded(peer: head.peerAddress, headers: head.headers) }
         let candidates: [(route: Route, parameters: Parameters)]
         do { candidates = try self.candidates(for: head.path) } catch {
             return RouteMatch(stack: stack, error: error)

@@ -22,8 +22,11 @@ public final class Accounts: Sendable {
     public let sessionLifetime: Int64
     /// Where every Argon2id hash of the server runs: as many at once as the cores, a short queue.
     public let hashing: PasswordHashing
-    /// Credentials that were no good (malformed or unknown), per client address; nil for no limit.
-    let failedChecks: TokenBuckets<String>?
+    /// Credentials that were no good (malformed or unknown), per client address (`failed A`
+    /// in the limit counters): burst and seconds per token; nil for no limit.
+    let failedChecks: (burst: Double, interval: Double)?
+    /// Where `failedChecks` counts (shared by every instance with PostgreSQL).
+    let counters: any LimitCounters
     /// Tokens (unrevoked, unexpired) one user may have; 0 for no limit.
     public let tokensPerUser: Int
 
@@ -41,9 +44,11 @@ public final class Accounts: Sendable {
     public init(store: any AccountStore, mode: AuthMode, events: EventBroadcaster,
                 refreshInterval: Int64 = 10, sessionLifetime: Int64 = 14 * 24 * 3600,
                 hashing: PasswordHashing = PasswordHashing(),
-                failedChecksBurst: Int = 100, failedChecksRefillSeconds: Double = 1, tokensPerUser: Int = 100) {
+                failedChecksBurst: Int = 100, failedChecksRefillSeconds: Double = 1, tokensPerUser: Int = 100,
+                counters: any LimitCounters = MemoryLimitCounters()) {
         self.hashing = hashing
-        failedChecks = failedChecksBurst > 0 ? TokenBuckets(capacity: failedChecksBurst, interval: failedChecksRefillSeconds) : nil
+        failedChecks = failedChecksBurst > 0 ? (Double(failedChecksBurst), failedChecksRefillSeconds) : nil
+        self.counters = counters
         self.tokensPerUser = tokensPerUser
         self.store = store
         self.mode = mode
@@ -82,9 +87,13 @@ public final class Accounts: Sendable {
             entry = cached
         } else {
             // Guesses: a secret not known here counts against its address when it fails.
-            let guess = cached == nil ? address.flatMap { address in failedChecks.map { ($0, address) } } : nil
-            if let (failures, address) = guess {
-                let wait = failures.wait(address)
+            let guess = cached == nil ? address.flatMap { address in failedChecks.map { ($0, "failed " + address) } } : nil
+            if let (failures, key) = guess {
+                // Looks only (cost 0): a failure spends one below.
+                let wait: Double
+                do { wait = try counters.take([key], capacity: failures.burst, interval: failures.interval, cost: 0).wait(interval: failures.interval) } catch {
+                    throw Self.unavailable(error)
+                }
                 if wait > 0 {
                     let seconds = max(1, Int(wait.rounded(.up)))
                     throw HTTPError(HTTPStatus(429), detail: "too many unknown credentials from this address: try again in \(seconds) s",
@@ -93,7 +102,7 @@ public final class Accounts: Sendable {
             }
             // The cookie carries only sessions; the Authorization header either kind.
             guard let kind = Secret.kind(of: secret), kind == .session || !viaCookie else {
-                if let (failures, address) = guess { failures.spend(address) }
+                if let (failures, key) = guess { _ = try? counters.take([key], capacity: failures.burst, interval: failures.interval) }
                 throw Self.unauthorized("the credential is malformed", invalid: true)
             }
             let stored: (CredentialRecord, UserRecord)?
@@ -102,7 +111,7 @@ public final class Accounts: Sendable {
                 throw Self.unavailable(error)
             }
             guard let found = stored else {
-                if let (failures, address) = guess { failures.spend(address) }
+                if let (failures, key) = guess { _ = try? counters.take([key], capacity: failures.burst, interval: failures.interval) }
                 cache.withLock { _ = $0.removeValue(forKey: key) }
                 // Gone from the store (its user removed on the data folder): so are its streams.
                 if let cached { forget(credential: cached.credential.id) }

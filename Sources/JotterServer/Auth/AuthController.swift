@@ -8,7 +8,8 @@ import JotterStore
 /// tokens (`GET/POST /auth/tokens`, `DELETE /auth/tokens/:id`).
 struct AuthController {
     let accounts: Accounts
-    /// Mark the cookie `Secure` (the server speaks TLS).
+    /// Mark the cookie `Secure` (the server speaks TLS); a request a trusted proxy says came
+    /// over HTTPS gets it too.
     let secureCookie: Bool
     /// Sign-in attempts per client address, per (name, address) and per name.
     var limiter = SignInLimiter()
@@ -48,7 +49,7 @@ struct AuthController {
         try limiter.attempt(address: address, name: name)
         let now = Accounts.now()
         let expiresAt: Int64? = wantsToken ? expiresIn.map { now + $0 } : now + (expiresIn ?? accounts.sessionLifetime)
-        let accounts = self.accounts, secure = secureCookie
+        let accounts = self.accounts, secure = secureCookie || request.forwardedProto == "https"
         return Reply.later { done in
             // Argon2id takes tens of milliseconds and 64 MiB: never on an engine thread, and no
             // more at once than there are cores (a full queue is 503 before anything is hashed).
@@ -110,7 +111,7 @@ struct AuthController {
 
     @Sendable func signOut(_ request: Request, _ context: RequestContext) throws -> Reply {
         guard let principal = context.principal, let credential = principal.credential else { throw HTTPError(.unauthorized) }
-        let secure = secureCookie
+        let secure = secureCookie || request.forwardedProto == "https"
         return Reply.later { done in
             accounts.revoke(id: credential.id, userID: credential.userID) { result in
                 done {

@@ -13,12 +13,21 @@ import JotterStore
 /// instances, one runs and the other gets `409`. Only successful answers are kept: after an
 /// error the retry runs again. An answer over 64 KiB, or one pushed past its owner's 1 MiB of
 /// kept answers, is kept as a reference: its retry gets `303 See Other` to its `Location`.
+///
+/// On the routes in `transactional` (`POST /notes`) the claim is no write of its own: the
+/// handler finds it in the context (`IdempotencyKeyed`) and makes it in the transaction that
+/// creates the note, which also keeps a reference answer — claim and note commit together.
+/// A refused claim comes back as `IdempotencyRefused`, answered here like any other.
 final class IdempotencyMiddleware: Middleware {
     static let header = "Idempotency-Key"
 
     private let store: any DataStore
+    private let transactional: Set<String>
 
-    init(store: any DataStore) { self.store = store }
+    init(store: any DataStore, transactional: Set<String> = []) {
+        self.store = store
+        self.transactional = transactional
+    }
 
     func handle(_ request: Request, context: RequestContext, next: Responder) throws -> Reply {
         // A refused request (its body over the limit, say) runs nothing: there is nothing to keep.
@@ -30,19 +39,24 @@ final class IdempotencyMiddleware: Middleware {
         let owner = context.owner
         let fingerprint = Self.fingerprint(request)
         let store = store
+        let now = Int64(time(nil))
+        if transactional.contains(String(request.path)) {
+            var keyed = context
+            keyed[IdempotencyKeyed.self] = IdempotencyKeyClaim(key: slot, fingerprint: fingerprint, now: now)
+            // No claim was made here: a failure before the handler's transaction leaves nothing to release.
+            return try next(request, keyed).then(on: store.dispatch) { outcome in
+                if case .failure(let error as IdempotencyRefused) = outcome { return .now(try Self.refusal(error.claim)) }
+                guard case .success(let response) = outcome, (200..<300).contains(response.status.code),
+                      response.contentLength == UInt64(response.body.count) else { return .now(try outcome.get()) }
+                // The reference the transaction kept becomes the whole answer (if this fails, the reference stays).
+                try? StoreWait.wait { store.completeIdempotencyKey(slot, answer: Self.answer(response), owner: owner, now: now, completion: $0) }
+                return .now(response)
+            }
+        }
         // The claim waits for its commit here, on the calling thread: the responder cannot be
         // called later. (A PostgreSQL round trip, or a SQLite group commit.)
-        let now = Int64(time(nil))
-        switch try store.claimIdempotencyKey(slot, fingerprint: fingerprint, owner: owner, now: now) {
-        case .running:
-            throw HTTPError(HTTPStatus(409), detail: "a request with this Idempotency-Key is still running; retry once it has answered")
-        case .mismatch:
-            throw HTTPError(.unprocessableContent, detail: "this Idempotency-Key was used with a different request body")
-        case .replay(let answer):
-            return .now(Self.replay(answer))
-        case .claimed:
-            break
-        }
+        let claim = try store.claimIdempotencyKey(slot, fingerprint: fingerprint, owner: owner, now: now)
+        guard claim == .claimed else { return .now(try Self.refusal(claim)) }
         let release: @Sendable () -> Void = { store.releaseIdempotencyKey(slot, owner: owner) { _ in } }
         let reply: Reply
         do { reply = try next(request, context) } catch {
@@ -62,6 +76,21 @@ final class IdempotencyMiddleware: Middleware {
                 release()
             }
             return .now(response)
+        }
+    }
+
+    /// The answer to a claim that was not free: the kept answer again, `409` while the first
+    /// request runs, `422` for another request under the same key.
+    static func refusal(_ claim: IdempotencyClaim) throws -> Response {
+        switch claim {
+        case .running:
+            throw HTTPError(HTTPStatus(409), detail: "a request with this Idempotency-Key is still running; retry once it has answered")
+        case .mismatch:
+            throw HTTPError(.unprocessableContent, detail: "this Idempotency-Key was used with a different request body")
+        case .replay(let answer):
+            return Self.replay(answer)
+        case .claimed:
+            throw HTTPError(.internalServerError, detail: "an idempotency claim was refused as claimed")
         }
     }
 
@@ -99,4 +128,15 @@ final class IdempotencyMiddleware: Middleware {
         for file in request.files { text += "\n\(file.filename)\u{0}\(file.size)\u{0}\(file.sha256)" }
         return Secret.digest(text)
     }
+}
+
+/// The `Idempotency-Key` a transactional route claims in its own write (set by
+/// `IdempotencyMiddleware`); absent when the request has no key.
+enum IdempotencyKeyed: RequestContextKey {
+    typealias Value = IdempotencyKeyClaim
+}
+
+/// A keyed write refused because its key was not free; `IdempotencyMiddleware` answers it.
+struct IdempotencyRefused: Error {
+    let claim: IdempotencyClaim
 }

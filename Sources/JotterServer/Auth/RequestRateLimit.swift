@@ -1,4 +1,5 @@
 import JotterHTTP
+import JotterStore
 
 /// Requests per token (or session) and per user: a bucket of `perMinute` requests for each
 /// credential and one of `perUserMinute` for each user (all their tokens and sessions
@@ -8,6 +9,10 @@ import JotterHTTP
 /// `RateLimit: limit=N, remaining=R, reset=S` (the IETF httpapi draft's fields); beyond a
 /// limit the request is refused with `429` and `Retry-After`. Requests without credentials
 /// (`--auth off`) are not counted.
+///
+/// The buckets are in `counters`: this process's memory with SQLite; with PostgreSQL the
+/// shared `limit_buckets` table, so a token gets `perMinute` across all instances (one
+/// statement per request, measured in docs/deployment.md).
 final class RequestRateLimit: Sendable {
     /// What one request left in its buckets, for the headers of its answer.
     struct Left: Sendable {
@@ -18,32 +23,33 @@ final class RequestRateLimit: Sendable {
 
     let limit: Int
     let userLimit: Int
-    private let credentials: TokenBuckets<Int64>
-    private let users: TokenBuckets<Int64>
+    private let counters: any LimitCounters
 
-    init(perMinute: Int, perUserMinute: Int? = nil) {
+    init(perMinute: Int, perUserMinute: Int? = nil, counters: any LimitCounters = MemoryLimitCounters()) {
+        self.counters = counters
         limit = perMinute
-        userLimit = perUserMinute ?? perMinute
-        credentials = TokenBuckets(capacity: perMinute, interval: 60 / Double(perMinute))
-        users = TokenBuckets(capacity: userLimit, interval: 60 / Double(userLimit))
+        userLimit = max(1, perUserMinute ?? perMinute)
     }
 
     /// Takes one request from credential `id`'s bucket and from user `userID`'s, or throws
-    /// `429` (taking from neither).
-    func take(_ id: Int64, user userID: Int64) throws(HTTPError) -> Left {
-        let now = TokenBucket.now()
+    /// `429` (taking from neither; `503` when the shared counters cannot be reached).
+    func take(_ id: Int64, user userID: Int64) throws -> Left {
+        let interval = 60 / Double(limit), userInterval = 60 / Double(userLimit)
+        let userKey = "user " + String(userID)
         // The user's bucket first: a refusal there costs the credential nothing.
-        let userWait = users.take(userID, now: now)
-        if userWait > 0 { throw refusal(limit: userLimit, wait: userWait, of: "by this user with all their tokens and sessions") }
-        let wait = credentials.take(id, now: now)
-        if wait > 0 {
-            users.with(userID, now: now) { $0.tokens = min(users.capacity, $0.tokens + 1) }
-            throw refusal(limit: limit, wait: wait, of: "with this token")
+        let theirs = try counters.take([userKey], capacity: Double(userLimit), interval: userInterval)
+        guard theirs.allowed else {
+            throw refusal(limit: userLimit, wait: theirs.wait(interval: userInterval), of: "by this user with all their tokens and sessions")
         }
-        let mine = credentials.with(id, now: now) { $0.tokens }, theirs = users.with(userID, now: now) { $0.tokens }
+        let mine = try counters.take(["token " + String(id)], capacity: Double(limit), interval: interval)
+        guard mine.allowed else {
+            _ = try? counters.take([userKey], capacity: Double(userLimit), interval: userInterval, cost: -1)
+            throw refusal(limit: limit, wait: mine.wait(interval: interval), of: "with this token")
+        }
         // The headers of the nearer limit; reset: seconds until that bucket is full again.
-        let (limit, tokens, interval) = theirs < mine ? (userLimit, theirs, users.interval) : (self.limit, mine, credentials.interval)
-        return Left(limit: limit, remaining: Int(tokens), reset: Int(((Double(limit) - tokens) * interval).rounded(.up)))
+        let (limit, tokens, each) = theirs.tokens[0] < mine.tokens[0] ? (userLimit, theirs.tokens[0], userInterval)
+                                                                       : (self.limit, mine.tokens[0], interval)
+        return Left(limit: limit, remaining: Int(tokens), reset: Int(((Double(limit) - tokens) * each).rounded(.up)))
     }
 
     private func refusal(limit: Int, wait: Double, of whom: String) -> HTTPError {

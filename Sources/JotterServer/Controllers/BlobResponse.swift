@@ -7,43 +7,72 @@ import Synchronization
 /// An upload's bytes as a response, from wherever the store keeps them: a local file goes by
 /// `sendfile`; an object in a bucket streams through a bounded buffer fed by a thread of its
 /// own, so a slow client holds at most `BlobStreamBody.bufferLimit` bytes of it.
+///
+/// From a bucket the status waits for the bucket's answer (`BlobStore.get`'s `opened`): an
+/// object gone behind Jotter's back is a `404`, an unreachable bucket a `503` with
+/// `Retry-After` — never a `200` and a cut connection.
 enum BlobResponse {
     /// Downloads from a bucket streaming at once; more are `503` with `Retry-After`.
     static let maxStreams = 64
     private static let streams = Atomic<Int>(0)
 
-    static func make(store: any DataStore, key: String, size: UInt64, range: String?, headers: HTTPHeaders, what: String) throws -> Response {
+    static func make(store: any DataStore, key: String, size: UInt64, range: String?, headers: HTTPHeaders, what: String) throws -> Reply {
         if let local = store.blobs as? LocalBlobStore {
             let fd = open(try local.path(for: key), O_RDONLY | O_CLOEXEC)
             guard fd >= 0 else { throw HTTPError(.notFound, detail: "the content of \(what) is gone") }
-            return try Response.ranged(fd: fd, size: size, range: range, headers: headers, what: what)
+            return .now(try Response.ranged(fd: fd, size: size, range: range, headers: headers, what: what))
         }
-        return try Response.ranged(size: size, range: range, headers: headers, what: what) { offset, length, status, headers in
-            guard streams.add(1, ordering: .relaxed).newValue <= maxStreams else {
-                streams.subtract(1, ordering: .relaxed)
-                throw HTTPError(.serviceUnavailable, detail: "too many downloads in progress; try again shortly",
-                                headers: HTTPHeaders([("Retry-After", "1")]))
+        // The range is checked against the row's size first (a 416 needs no request to the bucket).
+        var chosen: (offset: UInt64, length: UInt64, status: HTTPStatus, headers: HTTPHeaders)?
+        _ = try Response.ranged(size: size, range: range, headers: headers, what: what) { offset, length, status, headers in
+            chosen = (offset, length, status, headers)
+            return Response(status: status)
+        }
+        guard let (offset, length, status, headers) = chosen else { throw HTTPError(.internalServerError) }
+        guard streams.add(1, ordering: .relaxed).newValue <= maxStreams else {
+            streams.subtract(1, ordering: .relaxed)
+            throw busy("too many downloads in progress; try again shortly")
+        }
+        let blobs = store.blobs
+        if length == 0 {
+            // An empty object: nothing to stream, but it must still be there.
+            defer { streams.subtract(1, ordering: .relaxed) }
+            return Reply.elsewhere(store.dispatch) {
+                guard try blobs.head(key) != nil else { throw BlobResponse.gone(what) }
+                return .now(Response.stream(BlobStreamBody(ended: true), status: status, headers: headers, length: 0, blockSize: 64 << 10))
             }
-            let body = BlobStreamBody()
-            let blobs = store.blobs
-            let byteRange: ClosedRange<Int64>? = length == 0 ? nil : Int64(offset)...Int64(offset + length - 1)
+        }
+        let byteRange = Int64(offset)...Int64(offset + length - 1)
+        return Reply.later { done in
             let started = StoreThreads.detach {
                 defer { streams.subtract(1, ordering: .relaxed) }
-                guard length > 0 else { return body.end(failed: false) }
+                let body = BlobStreamBody()
+                var answered = false
                 do {
-                    try blobs.get(key, range: byteRange) { bytes in try body.push(bytes) }
+                    try blobs.get(key, range: byteRange, opened: { _ in
+                        answered = true
+                        done { Response.stream(body, status: status, headers: headers, length: length, blockSize: 64 << 10) }
+                    }, into: { bytes in try body.push(bytes) })
                     body.end(failed: false)
                 } catch {
-                    body.end(failed: true)
+                    if answered { return body.end(failed: true) }
+                    if case BlobError.notFound = error { return done { throw BlobResponse.gone(what) } }
+                    done { throw error }
                 }
             }
-            guard started else {
+            if !started {
                 streams.subtract(1, ordering: .relaxed)
-                throw HTTPError(.serviceUnavailable, detail: "cannot start a download now; try again shortly",
-                                headers: HTTPHeaders([("Retry-After", "1")]))
+                done { throw BlobResponse.busy("cannot start a download now; try again shortly") }
             }
-            return Response.stream(body, status: status, headers: headers, length: length, blockSize: 64 << 10)
         }
+    }
+
+    private static func gone(_ what: String) -> HTTPError {
+        HTTPError(.notFound, detail: "the content of \(what) is gone from the blob store")
+    }
+
+    private static func busy(_ detail: String) -> HTTPError {
+        HTTPError(.serviceUnavailable, detail: detail, headers: HTTPHeaders([("Retry-After", "1")]))
     }
 }
 
@@ -66,6 +95,10 @@ final class BlobStreamBody: StreamingBody {
 
     private let state = Mutex(State())
     private let room = Semaphore()
+
+    init(ended: Bool = false) {
+        state.withLock { $0.ended = ended }
+    }
 
     func start(waker: ConnectionWaker) {
         state.withLock { $0.waker = waker }

@@ -60,6 +60,21 @@ struct NotesController {
             throw HTTPError.validation([.init(field: "body", message: "is required")])
         }
         let store = store, owner = context.owner
+        if let claim = context[IdempotencyKeyed.self] {
+            // The key is claimed in the note's own transaction.
+            return Reply.later { done in
+                store.createNote(body: body, owner: owner, claiming: claim) { result in
+                    done {
+                        switch try result.get() {
+                        case .refused(let found): throw IdempotencyRefused(claim: found)
+                        case .done(let change):
+                            return try Self.answer(StoredNote(record: change.note, attachments: []), request: request,
+                                                   status: .created, message: "Note Created")
+                        }
+                    }
+                }
+            }
+        }
         return Reply.later { done in
             store.createNote(body: body, owner: owner) { result in
                 // A new note has no attachments: nothing to read.

@@ -19,23 +19,42 @@ enum UploadsOperations {
 
     static let create = OpenAPIOperation(
         operationID: "createUploads", summary: "Upload files",
-        description: "One or more file parts, under any field names (`file` here; repeat it, or use other names, for several). Answered once the files and their rows are durable; an aborted, refused or over-limit upload leaves nothing behind. Only the `X-HTTP-Method-Override` header overrides the method here.",
+        description: "One or more file parts, under any field names (`file` here; repeat it, or use other names, for several); or one file's raw bytes, its type in `Content-Type` and its name in `Content-Disposition: attachment; filename=…` (`note_id` then in the query). A raw body with the resumable-upload draft's fields (`Upload-Complete`, `Upload-Draft-Interop-Version` 3 to 8) or `Tus-Resumable: 1.0.0` creates a resumable upload at `/uploads/{id}` (docs/API.md, \"Resumable uploads\"). Answered once the files and their rows are durable; an aborted, refused or over-limit upload leaves nothing behind (a resumable one keeps what arrived). Only the `X-HTTP-Method-Override` header overrides the method here.",
         tags: ["uploads"],
+        parameters: [.query("note_id", .string(pattern: "^[0-9]*$"), description: "raw bodies: the note to attach the file to")],
         requestBody: OpenAPIRequestBody(required: true, content: [
             "multipart/form-data": .object([
                 "file": .binary(description: "a file part"),
                 "note_id": .string(pattern: "^[0-9]*$", description: "the note to attach the files to; empty means none"),
             ], optional: ["note_id"]),
+            "*/*": .binary(description: "one file's bytes, with Content-Disposition"),
         ]),
         responses: [
-            201: .json(.ref(UploadList.self), "stored"),
-            400: .problem("the multipart body is malformed"),
+            201: .json(.ref(UploadList.self), "stored; a resumable upload not complete yet answers 201 with `Location` and no body"),
+            400: .problem("the multipart body is malformed, or a resumable upload's fields are"),
             404: .problem("`note_id` names no note"),
-            409: .problem("a request with this `Idempotency-Key` is still running (on any instance)"),
+            409: .problem("a request with this `Idempotency-Key` is still running (on any instance), or the upload's length values disagree"),
+            412: .problem("`Tus-Resumable` names another tus version"),
             413: .problem("the file parts are over `--max-upload-size`, or the plain fields over `--max-body-size`"),
-            415: .problem("the body is not multipart/form-data"),
+            415: .problem("the body is not multipart/form-data, nor a raw file with Content-Disposition"),
             422: .problem("there is no file part, or the body has too many parts, or the `Idempotency-Key` was used with another body"),
+            429: .problem("the user has as many unfinished resumable uploads as allowed"),
+            460: .problem("tus: the body's checksum is not `Upload-Checksum`"),
         ])
+
+    static let options = OpenAPIOperation(
+        operationID: "uploadLimits", summary: "Resumable upload limits",
+        description: "`Upload-Limit` (the draft) and `Tus-Version`, `Tus-Extension`, `Tus-Max-Size`, `Tus-Checksum-Algorithm` (tus 1.0).",
+        tags: ["uploads"],
+        responses: [204: .empty("the limits, in fields")])
+
+    static let offset = OpenAPIOperation(
+        operationID: "uploadOffset", summary: "A resumable upload's offset",
+        description: "With the draft's or tus's fields: `Upload-Offset`, `Upload-Complete` (`Upload-Incomplete` in interop version 3), `Upload-Length`, `Upload-Limit`, `Cache-Control: no-store`; a request still appending to it is ended. Without them, on an ordinary upload: the head of `GET /uploads/{id}`.",
+        tags: ["uploads"],
+        parameters: [id],
+        responses: [200: .empty("tus: the offset, or the upload's head"), 204: .empty("the draft: the offset"), 404: missing,
+                    412: .problem("`Tus-Resumable` names another tus version")])
 
     static let alias = OpenAPIOperation.alias(of: "/uploads", note: "the path of the original upload recipe's client")
 
@@ -61,6 +80,11 @@ enum UploadsOperations {
                              required: true),
         responses: [
             200: .json(.ref(UploadEnvelope.self), "the upload as it is now attached"),
+            201: .json(.ref(UploadList.self), "an append (`application/partial-upload`, `application/offset+octet-stream`) completed the resumable upload (interop versions 3–5 also answer an incomplete append 201)"),
+            204: .empty("an append was stored; the upload is not complete"),
+            409: .problem("an append's `Upload-Offset` is not the upload's offset (`Upload-Offset` in the answer says it)"),
+            412: .problem("`Tus-Resumable` names another tus version"),
+            460: .problem("tus: the body's checksum is not `Upload-Checksum`"),
             400: .problem("the body is malformed"),
             404: .problem("no upload has this id, or `note_id` names no note"),
             415: .problem("the body is not form-urlencoded, multipart or JSON"),
@@ -77,7 +101,7 @@ enum UploadsOperations {
         description: "The bytes are gone from disk once this answers; a note it was attached to gets a new version.",
         tags: ["uploads"],
         parameters: [id],
-        responses: [200: .json(.ref(UploadEnvelope.self), "the upload as it was"), 404: missing])
+        responses: [200: .json(.ref(UploadEnvelope.self), "the upload as it was"), 204: .empty("a resumable upload was cancelled"), 404: missing])
 
     static let content = OpenAPIOperation(
         operationID: "uploadContent", summary: "The bytes of an upload",

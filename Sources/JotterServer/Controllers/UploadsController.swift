@@ -7,26 +7,48 @@ import JotterStore
 /// `/uploads` (and `POST /upload`, the path of the original upload recipe): store files,
 /// optionally attached to a note; list, show, download (ETag, single Range) and delete them.
 ///
-/// A file part streams to a temporary file; the handler then moves it into the store's blob
-/// store (a rename into the data folder, or a multipart upload to the bucket) on a store
-/// thread, and only then records its row. Downloads come from the blob store: by `sendfile`
-/// from the local folder, streamed from the bucket otherwise.
+/// With the local folder, a file part streams to a temporary file, which the handler renames
+/// into the folder on a store thread. With a bucket, a file part streams into the bucket as it
+/// arrives (`BucketFileStore`: a multipart upload, no temporary file), and the handler stores
+/// the last part and completes it. Either way the row is recorded only after the bytes are
+/// whole. Downloads come from the blob store: by `sendfile` from the local folder, streamed
+/// from the bucket otherwise.
 struct UploadsController {
     let store: any DataStore
     let events: EventBroadcaster
+    let resumable: ResumableUploads
+    /// Where file parts go when the blobs are in a bucket; nil: temporary files.
+    let bucketFiles: BucketFileStore?
+
+    init(store: any DataStore, events: EventBroadcaster, resumable: ResumableUploads) {
+        self.store = store
+        self.events = events
+        self.resumable = resumable
+        bucketFiles = (store.blobs as? S3BlobStore).map(BucketFileStore.init)
+    }
 
     func register(in routes: inout RouterBuilder) {
-        // Files stream to temporary files; only the override header counts, never a `_method` field.
-        routes.post("/uploads", body: .multipart(), operation: UploadsOperations.create, handler: create)
-        routes.post("/upload", body: .multipart(), operation: UploadsOperations.alias, handler: create)
+        // Only the override header counts, never a `_method` field. A body that is not
+        // multipart is one file's raw bytes (resumable with the draft's fields or tus's:
+        // `ResumableUploads`).
+        let resumable = resumable, bucketFiles = bucketFiles
+        let creation = BodyPolicy.choosing { head in
+            MediaType(head.headers["Content-Type"] ?? "")?.essence == "multipart/form-data" ? .multipart(files: bucketFiles) : resumable.creation
+        }
+        routes.post("/uploads", body: creation, operation: UploadsOperations.create, handler: create)
+        routes.post("/upload", body: creation, operation: UploadsOperations.alias, handler: create)
+        routes.on(.options, "/uploads", operation: UploadsOperations.options) { request, context in resumable.options(request, context) }
         routes.get("/uploads", operation: UploadsOperations.list, handler: list)
         routes.get("/uploads/:id", operation: UploadsOperations.show, handler: show)
-        routes.patch("/uploads/:id", operation: UploadsOperations.attach, handler: attach)
+        routes.on(.head, "/uploads/:id", operation: UploadsOperations.offset, handler: head)
+        routes.patch("/uploads/:id", body: .choosing { head in ResumableUploads.isAppend(head) ? resumable.append : .buffered() },
+                     operation: UploadsOperations.attach, handler: attach)
         routes.delete("/uploads/:id", body: .noBody, operation: UploadsOperations.delete, handler: delete)
         routes.get("/uploads/:id/content", operation: UploadsOperations.content, handler: content)
     }
 
     @Sendable func create(_ request: Request, _ context: RequestContext) throws -> Reply {
+        if let receiver = request.bodyStream as? UploadReceiver { return try resumable.finish(request, context, receiver: receiver) }
         let fields = try request.body()
         guard case .form = fields, MediaType(request.headers["Content-Type"] ?? "")?.essence == "multipart/form-data" else {
             throw HTTPError(.unsupportedMediaType, detail: "send the files as multipart/form-data")
@@ -35,10 +57,10 @@ struct UploadsController {
             throw HTTPError.validation([.init(field: "file", message: "at least one file part is required")])
         }
         let target = try UploadInput.noteField(try fields.string("note_id") ?? "")
-        let files = request.files, store = store, owner = context.owner
+        let files = request.files, store = store, owner = context.owner, bucketFiles = bucketFiles
         // Moving the bytes blocks (fsync, or the network): never on an engine thread.
         return Reply.elsewhere(store.dispatch) {
-            let uploads = try Self.storeBytes(files, in: store.blobs)
+            let uploads = try Self.storeBytes(files, in: store.blobs, streamed: bucketFiles)
             return Reply.later { done in
                 store.addUploads(uploads, noteID: target, owner: owner) { result in
                     done {
@@ -52,14 +74,24 @@ struct UploadsController {
         }
     }
 
-    /// Puts each file's bytes in the blob store under a fresh id; on a failure, removes those
-    /// already put and throws.
-    private static func storeBytes(_ files: [UploadedFile], in blobs: any BlobStore) throws -> [NewUpload] {
+    /// Puts each file's bytes in the blob store under a fresh id (a file streamed to the bucket
+    /// is completed there under the id it got when it began); on a failure, removes those
+    /// already put, abandons those streamed and not completed, and throws.
+    private static func storeBytes(_ files: [UploadedFile], in blobs: any BlobStore, streamed: BucketFileStore?) throws -> [NewUpload] {
         var uploads: [NewUpload] = []
+        var writers = files.map { file in streamed?.take(file.location) }
+        defer { for writer in writers { writer?.abandon() } }
         do {
-            for file in files {
-                let id = UploadRecord.newID()
-                try blobs.put(UploadRecord.blobKey(id), movingFile: file.location)
+            for (index, file) in files.enumerated() {
+                let id: String
+                if let writer = writers[index] {
+                    writers[index] = nil
+                    id = writer.id
+                    try writer.commit()
+                } else {
+                    id = UploadRecord.newID()
+                    try blobs.put(UploadRecord.blobKey(id), movingFile: file.location)
+                }
                 uploads.append(NewUpload(id: id, filename: file.filename,
                                          contentType: UploadPolicy.contentType(file.contentType, isUTF8: file.isUTF8 == true),
                                          size: file.size, sha256: file.sha256))
@@ -89,6 +121,7 @@ struct UploadsController {
 
     /// `PATCH /uploads/{id}` with `note_id`: attaches the upload to that note (empty: to none).
     @Sendable func attach(_ request: Request, _ context: RequestContext) throws -> Reply {
+        if let receiver = request.bodyStream as? UploadReceiver { return try resumable.finish(request, context, receiver: receiver) }
         let store = store, owner = context.owner
         return try store.reading { [self] in
             let upload = try existing(context)
@@ -107,6 +140,14 @@ struct UploadsController {
         }
     }
 
+    /// `HEAD /uploads/{id}`: a resumable upload's offset, or the head of `show`.
+    @Sendable func head(_ request: Request, _ context: RequestContext) throws -> Reply {
+        try store.reading { [self] in
+            if let reply = try resumable.offset(request, context) { return reply }
+            return try JSON(UploadEnvelope(upload: Upload(try existing(context)))).reply(for: request)
+        }
+    }
+
     @Sendable func show(_ request: Request, _ context: RequestContext) throws -> Reply {
         try store.reading { [self] in try JSON(UploadEnvelope(upload: Upload(try existing(context)))).reply(for: request) }
     }
@@ -114,6 +155,7 @@ struct UploadsController {
     @Sendable func delete(_ request: Request, _ context: RequestContext) throws -> Reply {
         let store = store, owner = context.owner
         return try store.reading { [self] in
+            if let reply = try resumable.cancel(request, context) { return reply }
             let upload = try existing(context)
             return Reply.later { done in
                 store.deleteUpload(id: upload.id, owner: owner) { result in
@@ -140,8 +182,8 @@ struct UploadsController {
             }
             // If-Range with another validator: the whole content.
             let rangeHeader = request.headers["If-Range"].map { $0 == etag } == false ? nil : request.headers["Range"]
-            return .now(try BlobResponse.make(store: store, key: UploadRecord.blobKey(upload.id), size: UInt64(upload.size),
-                                              range: rangeHeader, headers: headers, what: "upload \(upload.id)"))
+            return try BlobResponse.make(store: store, key: UploadRecord.blobKey(upload.id), size: UInt64(upload.size),
+                                         range: rangeHeader, headers: headers, what: "upload \(upload.id)")
         }
     }
 

@@ -135,10 +135,10 @@ export async function setupAccount({ signedIn }) {
 
 """#),
         "api.js": WebAsset(
-            contentType: "text/javascript; charset=utf-8", etag: #""7a7ae2da333d8887""#,
+            contentType: "text/javascript; charset=utf-8", etag: #""e7c9750fc74e9eb5""#,
             text: #"""
 // The Jotter HTTP API (docs/API.md): JSON requests, problem+json errors in words, uploads
-// through XMLHttpRequest for their progress events.
+// through XMLHttpRequest for their progress events, resumable (tus) across network drops.
 
 const UNREACHABLE = "Can't reach the server. Check your connection; your text is still here.";
 
@@ -259,34 +259,89 @@ export const listUploads = (url) => request('GET', url);
 export const attachUpload = async (id, noteId) =>
   (await request('PATCH', `/uploads/${encodeURIComponent(id)}`, { json: { note_id: noteId } })).upload;
 
-/**
- * Uploads `file` attached to note `noteId`, calling `onProgress(loaded, total)` as bytes go out.
- * Returns `{ done, abort }`: `done` resolves to the created uploads.
- */
-export function uploadFile(file, noteId, onProgress) {
-  const xhr = new XMLHttpRequest();
-  const done = new Promise((resolve, reject) => {
-    xhr.open('POST', '/uploads');
+const TUS = { 'Tus-Resumable': '1.0.0' };
+const CHUNK = 4 * 1024 * 1024;
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+const base64 = (text) => btoa(Array.from(new TextEncoder().encode(text), (byte) => String.fromCharCode(byte)).join(''));
+
+/** One XMLHttpRequest (for its upload progress); resolves to it on any answer, rejects on a
+ * network failure (`status` 0) or an abort. `state.xhr` is the request under way. */
+function send(method, url, state, { headers = {}, body = null, onProgress } = {}) {
+  return new Promise((resolve, reject) => {
+    const xhr = new XMLHttpRequest();
+    state.xhr = xhr;
+    xhr.open(method, url);
     xhr.setRequestHeader('Accept', 'application/json');
     if (csrfToken) xhr.setRequestHeader('X-CSRF-Token', csrfToken);
-    xhr.upload.addEventListener('progress', (event) => {
-      if (event.lengthComputable) onProgress(event.loaded, event.total);
-    });
+    for (const [name, value] of Object.entries(headers)) xhr.setRequestHeader(name, value);
+    if (onProgress) xhr.upload.addEventListener('progress', (event) => onProgress(event.loaded));
     xhr.addEventListener('load', () => {
-      const data = parse(xhr.responseText);
       if (xhr.status === 401) unauthorized();
-      if (xhr.status >= 200 && xhr.status < 300) resolve(data?.uploads ?? []);
-      else reject(problem(xhr.status, xhr.statusText, data, null, 'Files'));
+      resolve(xhr);
     });
     xhr.addEventListener('error', () => reject(new ApiError(
       "The upload didn't go through: the server closed the connection or can't be reached.")));
     xhr.addEventListener('abort', () => reject(new ApiError('Upload cancelled.', { aborted: true })));
-    const form = new FormData();
-    form.append('note_id', noteId); // before the file, so the server knows the note first
-    form.append('file', file, file.name);
-    xhr.send(form);
+    xhr.send(body);
   });
-  return { done, abort: () => xhr.abort() };
+}
+
+/**
+ * Uploads `file` attached to note `noteId`, calling `onProgress(loaded, total)` as bytes go out.
+ * Resumable (tus 1.0 over `/uploads`, in 4 MiB chunks): when the network drops, it waits, asks
+ * the server how far it got (`HEAD`) and sends only the rest; `loaded` counts what the server
+ * has. Returns `{ done, abort }`: `done` resolves to the created uploads; `abort` cancels (and
+ * deletes what was sent).
+ */
+export function uploadFile(file, noteId, onProgress) {
+  const state = { xhr: null, aborted: false, location: null };
+  const refused = (xhr) => problem(xhr.status, xhr.statusText, parse(xhr.responseText), null, 'Files');
+  const done = (async () => {
+    const created = await send('POST', `/uploads?note_id=${encodeURIComponent(noteId)}`, state, { headers: {
+      ...TUS, 'Upload-Length': String(file.size),
+      'Upload-Metadata': `filename ${base64(file.name)},filetype ${base64(file.type || 'application/octet-stream')}`,
+    } });
+    if (created.status !== 201) throw refused(created);
+    if (file.size === 0) return parse(created.responseText)?.uploads ?? [];
+    state.location = created.getResponseHeader('Location');
+    let offset = 0;
+    let failures = 0;
+    while (offset < file.size) {
+      if (state.aborted) throw new ApiError('Upload cancelled.', { aborted: true });
+      const start = offset;
+      try {
+        const xhr = await send('PATCH', state.location, state, {
+          headers: { ...TUS, 'Upload-Offset': String(start), 'Content-Type': 'application/offset+octet-stream' },
+          body: file.slice(start, Math.min(file.size, start + CHUNK)),
+          onProgress: (loaded) => onProgress(start + loaded, file.size),
+        });
+        if (xhr.status !== 204 && xhr.status !== 409) throw refused(xhr);
+        offset = Number(xhr.getResponseHeader('Upload-Offset') ?? start);
+        failures = 0;
+        onProgress(offset, file.size);
+      } catch (error) {
+        if (error.aborted || error.status || failures >= 60) throw error;
+        // The network dropped: wait, then go on from what the server has.
+        failures += 1;
+        await sleep(Math.min(500 * failures, 5000));
+        try {
+          const head = await send('HEAD', state.location, state, { headers: TUS });
+          if (head.status === 200) offset = Number(head.getResponseHeader('Upload-Offset') ?? offset);
+          else if (head.status === 404) throw refused(head);
+        } catch (again) {
+          if (again.aborted || again.status) throw again;
+        }
+      }
+    }
+    const id = state.location.split('/').pop();
+    return [(await request('GET', `/uploads/${encodeURIComponent(id)}`)).upload];
+  })();
+  const abort = () => {
+    state.aborted = true;
+    state.xhr?.abort();
+    if (state.location) send('DELETE', state.location, { xhr: null }, { headers: TUS }).catch(() => {});
+  };
+  return { done, abort };
 }
 
 """#),

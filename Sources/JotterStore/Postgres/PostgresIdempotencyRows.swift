@@ -11,10 +11,12 @@ enum PostgresIdempotencyRows {
             ON CONFLICT DO NOTHING RETURNING 1
             """, [owner.id, key, PostgresBytes(fingerprint), now, now + IdempotencyLimits.lease])
         if inserted.count == 1 { return .claimed }
-        guard let row = try db.query("SELECT fingerprint, status, head, body, location FROM idempotency_keys WHERE owner = $1 AND key = $2",
+        guard let row = try db.query("SELECT fingerprint, status, head, body, location, claimed_at FROM idempotency_keys WHERE owner = $1 AND key = $2",
                                      [owner.id, key]).first else { return .running }
         guard try row.value(0, as: PostgresBytes.self).bytes == fingerprint else { return .mismatch }
-        guard let status = try row.value(1, as: Int?.self) else { return .running }
+        guard let status = try row.value(1, as: Int?.self) else {
+            return IdempotencyLimits.pending(location: try row.value(4, as: String?.self), claimedAt: try row.value(5, as: Int64.self), now: now)
+        }
         return .replay(IdempotentAnswer(status: status, head: try row.value(2), body: try row.value(3, as: PostgresBytes?.self)?.bytes,
                                         location: try row.value(4)))
     }
@@ -48,8 +50,15 @@ enum PostgresIdempotencyRows {
         """
     }
 
+    /// As `IdempotencyRows.keepPending`.
+    static func keepPending(_ key: String, location: String, owner: Owner, now: Int64, on db: PostgresConnection) throws {
+        try db.query("UPDATE idempotency_keys SET location = $3, expires_at = $4 WHERE owner = $1 AND key = $2 AND status IS NULL",
+                     [owner.id, key, location, now + IdempotencyLimits.lifetime])
+    }
+
+    /// Forgets an unanswered claim — not one whose write committed (it has a location).
     static func release(_ key: String, owner: Owner, on db: PostgresConnection) throws {
-        try db.query("DELETE FROM idempotency_keys WHERE owner = $1 AND key = $2 AND status IS NULL", [owner.id, key])
+        try db.query("DELETE FROM idempotency_keys WHERE owner = $1 AND key = $2 AND status IS NULL AND location IS NULL", [owner.id, key])
     }
 }
 

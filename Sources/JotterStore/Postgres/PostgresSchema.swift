@@ -140,7 +140,38 @@ enum PostgresSchema {
         );
         CREATE INDEX idempotency_keys_by_expiry ON idempotency_keys (expires_at);
         """,
-        // 3: where deleted uploads were, so that a listing's cursor naming one goes on after its
+        // 3: the token buckets of the sign-in limiter and the per-token rate limit
+        // (LimitCounters), shared by every instance. Unlogged: counters need no crash safety
+        // (after a crash every bucket is full again) and skip the WAL.
+        """
+        CREATE UNLOGGED TABLE limit_buckets (
+            key text PRIMARY KEY,                                -- "address 192.0.2.1", "name ann", "token 42"
+            tokens float8 NOT NULL,                              -- after the last take
+            updated float8 NOT NULL,                             -- the database's clock, Unix seconds
+            allowed boolean NOT NULL,                            -- whether the last take got a token
+            full_at float8 NOT NULL                              -- when the bucket is full again: then it may go
+        );
+        """,
+        // 4: resumable uploads in progress (IETF draft, tus), as SQLite's version 5.
+        """
+        CREATE TABLE partial_uploads (
+            id text PRIMARY KEY,
+            owner bigint NOT NULL,
+            protocol text NOT NULL,                              -- ietf-3 … ietf-8 | tus | raw
+            filename text NOT NULL,
+            content_type text NOT NULL,
+            length bigint,                                       -- declared total; NULL while unknown
+            upload_offset bigint NOT NULL,                       -- bytes kept as of the last request's end
+            note_id bigint,                                      -- attached to on completion
+            expected_sha256 text,                                -- from Repr-Digest, checked on completion
+            backend_state text NOT NULL DEFAULT '',              -- an S3 multipart upload's id and parts
+            created_at bigint NOT NULL,                          -- Unix seconds, UTC
+            expires_at bigint NOT NULL
+        );
+        CREATE INDEX partial_uploads_by_owner ON partial_uploads (owner);
+        CREATE INDEX partial_uploads_by_expiry ON partial_uploads (expires_at);
+        """,
+        // 5: where deleted uploads were, so that a listing's cursor naming one goes on after its
         // place (`PostgresUploadRows.page`); kept a week.
         """
         CREATE TABLE removed_uploads (

@@ -29,6 +29,17 @@ extension PostgresStore {
         }, completion: completion)
     }
 
+    public func createNote(body: String, owner: Owner, claiming claim: IdempotencyKeyClaim,
+                           completion: @escaping StoreCompletion<KeyedOutcome<NoteChange>>) {
+        write({ write in
+            let found = try PostgresIdempotencyRows.claim(claim.key, fingerprint: claim.fingerprint, owner: owner, now: claim.now, on: write.db)
+            guard found == .claimed else { return .refused(found) }
+            let (note, event) = try PostgresNoteRows.create(body: body, owner: owner, in: write)
+            try PostgresIdempotencyRows.keepPending(claim.key, location: "/notes/\(note.id)", owner: owner, now: claim.now, on: write.db)
+            return .done(NoteChange(note: note, event: event))
+        }, completion: completion)
+    }
+
     /// `body` nil: a touch (version and updated_at grow, body unchanged).
     public func updateNote(id: Int64, body: String?, ifVersion: Int64?, owner: Owner, completion: @escaping StoreCompletion<NoteWriteOutcome>) {
         write({ write in

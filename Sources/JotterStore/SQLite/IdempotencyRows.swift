@@ -15,10 +15,12 @@ enum IdempotencyRows {
             ON CONFLICT DO NOTHING
             """, [.integer(owner.id), .text(key), .blob(Data(fingerprint)), .integer(now), .integer(now + IdempotencyLimits.lease)])
         if try db.first("SELECT changes()", row: { $0.int64(0) }) == 1 { return .claimed }
-        let found = try db.first("SELECT fingerprint, status, head, body, location FROM idempotency_keys WHERE owner = ? AND key = ?",
+        let found = try db.first("SELECT fingerprint, status, head, body, location, claimed_at FROM idempotency_keys WHERE owner = ? AND key = ?",
                                  [.integer(owner.id), .text(key)]) { row -> IdempotencyClaim in
             guard [UInt8](row.data(0)) == fingerprint else { return .mismatch }
-            guard let status = row.optionalInt64(1) else { return .running }
+            guard let status = row.optionalInt64(1) else {
+                return IdempotencyLimits.pending(location: row.optionalString(4), claimedAt: row.int64(5), now: now)
+            }
             return .replay(IdempotentAnswer(status: Int(status), head: row.string(2), body: row.isNull(3) ? nil : [UInt8](row.data(3)),
                                             location: row.optionalString(4)))
         }
@@ -56,8 +58,17 @@ enum IdempotencyRows {
         """
     }
 
+    /// Inside the write a claimed key guards: records what it created (`location`) and keeps the
+    /// key for 24 h, still unanswered (`IdempotencyLimits.pending`).
+    static func keepPending(_ key: String, location: String, owner: Owner, now: Int64, on db: SQLiteConnection) throws(StoreError) {
+        try db.run("UPDATE idempotency_keys SET location = ?, expires_at = ? WHERE owner = ? AND key = ? AND status IS NULL",
+                   [.text(location), .integer(now + IdempotencyLimits.lifetime), .integer(owner.id), .text(key)])
+    }
+
+    /// Forgets an unanswered claim — not one whose write committed (it has a location).
     static func release(_ key: String, owner: Owner, on db: SQLiteConnection) throws(StoreError) {
-        try db.run("DELETE FROM idempotency_keys WHERE owner = ? AND key = ? AND status IS NULL", [.integer(owner.id), .text(key)])
+        try db.run("DELETE FROM idempotency_keys WHERE owner = ? AND key = ? AND status IS NULL AND location IS NULL",
+                   [.integer(owner.id), .text(key)])
     }
 }
 

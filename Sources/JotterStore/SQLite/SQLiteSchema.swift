@@ -103,7 +103,27 @@ enum SQLiteSchema {
         ) WITHOUT ROWID;
         CREATE INDEX idempotency_keys_by_expiry ON idempotency_keys (expires_at);
         """,
-        // 5: where deleted uploads were, so that a listing's cursor naming one goes on after its
+        // 5: resumable uploads in progress (IETF draft, tus); their bytes are partial/<id>. On
+        // completion the row becomes an ordinary upload with the same id.
+        """
+        CREATE TABLE partial_uploads (
+            id TEXT PRIMARY KEY,                    -- random, chosen by the server, as an upload's
+            owner INTEGER NOT NULL,
+            protocol TEXT NOT NULL,                 -- ietf-3 … ietf-8 | tus | raw
+            filename TEXT NOT NULL,
+            content_type TEXT NOT NULL,
+            length INTEGER,                         -- declared total; NULL while unknown
+            upload_offset INTEGER NOT NULL,         -- bytes kept as of the last request's end
+            note_id INTEGER,                        -- attached to on completion
+            expected_sha256 TEXT,                   -- from Repr-Digest, checked on completion
+            backend_state TEXT NOT NULL DEFAULT '', -- an S3 multipart upload's id and parts
+            created_at INTEGER NOT NULL,            -- Unix seconds, UTC
+            expires_at INTEGER NOT NULL
+        ) WITHOUT ROWID;
+        CREATE INDEX partial_uploads_by_owner ON partial_uploads (owner);
+        CREATE INDEX partial_uploads_by_expiry ON partial_uploads (expires_at);
+        """,
+        // 6: where deleted uploads were, so that a listing's cursor naming one goes on after its
         // place (`UploadRows.page`); kept a week.
         """
         CREATE TABLE removed_uploads (

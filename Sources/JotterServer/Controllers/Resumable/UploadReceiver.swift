@@ -1,0 +1,133 @@
+import Glibc
+import JotterHTTP
+import JotterStore
+
+/// Receives the raw body of an upload request (`POST /uploads` with the file's bytes, or an
+/// append `PATCH /uploads/{id}`) on the request's engine thread: into a temporary file for a
+/// plain raw upload, into the upload's partial file for a resumable one.
+final class UploadReceiver: RequestBodyStream, @unchecked Sendable {
+    /// What the request carries, fixed at its head.
+    struct Plan: Sendable {
+        var dialect: UploadDialect
+        /// The partial upload (nil: a plain raw upload).
+        var record: PartialUploadRecord?
+        /// Where this request's bytes start.
+        var startOffset: Int64
+        /// The upload's declared total, if known: no byte past it is accepted.
+        var length: Int64?
+        /// The client says this request's content ends the upload (IETF); tus completes at `length`.
+        var completes: Bool
+        /// tus `Upload-Checksum` of this request's content.
+        var checksum: (MessageDigest.Algorithm, [UInt8])?
+        /// Whether this request created the upload (its answer is the creation's).
+        var creates: Bool
+        var filename: String
+        var contentType: String
+        var noteID: Int64?
+    }
+
+    let plan: Plan
+    let owner: Owner
+    let context: RequestContext
+    let path: String
+    let fd: Int32
+    /// The partial upload's shared state and the generation this request holds (partial only).
+    let entry: PartialFile?
+    let generation: UInt64
+    private(set) var offset: Int64
+    /// Plain raw uploads: hashed as they arrive.
+    private var hash: SHA256? = SHA256()
+    private var checksum: MessageDigest?
+    private var nextProgress: Int64
+    private var finished = false
+    /// Called once when the request ends without a complete body (records the offset).
+    private let onAbort: @Sendable (UploadReceiver) -> Void
+    static let progressInterval: Int64 = 8 << 20
+
+    init(plan: Plan, owner: Owner, context: RequestContext, path: String, entry: PartialFile?, generation: UInt64,
+         onAbort: @escaping @Sendable (UploadReceiver) -> Void) throws(HTTPError) {
+        self.plan = plan
+        self.owner = owner
+        self.context = context
+        self.path = path
+        self.entry = entry
+        self.generation = generation
+        self.onAbort = onAbort
+        offset = plan.startOffset
+        nextProgress = plan.startOffset + Self.progressInterval
+        let flags = entry == nil ? O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC : O_WRONLY | O_CLOEXEC
+        fd = open(path, flags, 0o600)
+        guard fd >= 0 else {
+            throw HTTPError(errno == ENOSPC ? .insufficientStorage : .internalServerError, detail: "cannot open the upload's file: \(String(cString: strerror(errno)))")
+        }
+        if entry != nil { hash = nil }
+        if let (algorithm, _) = plan.checksum { checksum = MessageDigest(algorithm) }
+    }
+
+    deinit {
+        close(fd)
+        if entry == nil, !finished { unlink(path) }
+    }
+
+    var received: Int64 { offset - plan.startOffset }
+
+    func receive(_ chunk: UnsafeRawBufferPointer) throws {
+        if let length = plan.length, offset + Int64(chunk.count) > length {
+            throw HTTPError(.contentTooLarge, detail: "the upload's bytes go past its declared length of \(length) bytes", closesConnection: true)
+        }
+        if let entry {
+            guard try entry.write(chunk, at: offset, fd: fd, generation: generation) else {
+                throw HTTPError(HTTPStatus(409), detail: "a newer request took this upload over", closesConnection: true)
+            }
+        } else {
+            var done = 0
+            while done < chunk.count {
+                let n = Glibc.write(fd, chunk.baseAddress! + done, chunk.count - done)
+                if n < 0 {
+                    if errno == EINTR { continue }
+                    throw HTTPError(errno == ENOSPC ? .insufficientStorage : .internalServerError,
+                                    detail: "cannot store the upload: \(String(cString: strerror(errno)))", closesConnection: true)
+                }
+                done += n
+            }
+            if var running = hash.take() {
+                running.update(chunk)
+                hash = consume running
+            }
+        }
+        if var running = checksum.take() {
+            running.update(chunk)
+            checksum = consume running
+        }
+        offset += Int64(chunk.count)
+        if case .ietf(let version) = plan.dialect, DraftRules(sent: version).sendsProgress, offset >= nextProgress {
+            nextProgress = offset + Self.progressInterval
+            context.sendInterim(.uploadResumptionSupported, headers: HTTPHeaders([
+                ("Upload-Draft-Interop-Version", String(version ?? 8)), ("Upload-Offset", String(offset)),
+            ]))
+        }
+    }
+
+    func finish() throws {
+        finished = true
+        if let (_, expected) = plan.checksum, let running = checksum.take(), running.finish() != expected {
+            // The chunk is not kept: tus's checksum extension.
+            entry?.truncate(to: plan.startOffset, fd: fd, generation: generation)
+            offset = plan.startOffset
+            throw HTTPError(.checksumMismatch, detail: "the body's checksum does not match Upload-Checksum; nothing of it was kept",
+                            headers: HTTPHeaders([("Tus-Resumable", UploadDialect.tusVersion), ("Upload-Offset", String(plan.startOffset))]))
+        }
+    }
+
+    func abort() {
+        guard !finished else { return }
+        finished = true
+        onAbort(self)
+    }
+
+    /// The SHA-256 of a plain raw upload's bytes. Once.
+    func takeSHA256() -> String? { hash.take()?.finish() }
+
+    /// Whether the request still holds its partial upload.
+    var holdsUpload: Bool { entry?.holds(generation) ?? true }
+}

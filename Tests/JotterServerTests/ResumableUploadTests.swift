@@ -1,0 +1,575 @@
+import Foundation
+import Glibc
+import Testing
+import JotterTestSupport
+@testable import JotterServer
+
+/// Raw-body and resumable uploads on the wire, byte by byte over raw sockets (a 104 is an
+/// interim answer Python's http.client would take for the final one): the IETF draft at each
+/// interop version URLSession and others send (3 to 8), and tus 1.0, on SQLite and on
+/// PostgreSQL with the data folder.
+@Suite("Resumable uploads")
+struct ResumableUploadTests {
+    enum Backend: String, CaseIterable, CustomTestStringConvertible {
+        case sqlite, postgres
+        var testDescription: String { rawValue }
+    }
+
+    static var backends: [Backend] { SharedBackend.available ? Backend.allCases : [.sqlite] }
+
+    /// A server on `backend` (PostgreSQL with uploads in the data folder: no bucket).
+    func withApp<T>(_ backend: Backend, configure: (inout ServerConfiguration) -> Void = { _ in }, _ body: (TestApp) throws -> T) throws -> T {
+        let shared = backend == .postgres ? try SharedBackend() : nil
+        return try TestApp.with(configure: { configuration in
+            if let shared { configuration.database = .postgres(url: shared.databaseURL, poolSize: 4) }
+            configure(&configuration)
+        }, body)
+    }
+
+    static func bytes(_ count: Int, seed: UInt32 = 7) -> [UInt8] {
+        var state = seed
+        return (0..<count).map { _ in
+            state = state &* 1_103_515_245 &+ 12345
+            return UInt8(truncatingIfNeeded: state >> 16)
+        }
+    }
+
+    /// The head of a creation request at interop `version` (nil: no version field).
+    static func creation(version: Int?, complete: Bool, length: Int, extra: [(String, String)] = []) -> String {
+        var text = "POST /uploads HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: image/png\r\nContent-Disposition: attachment; filename=\"cat.png\"\r\n"
+        if let version { text += "Upload-Draft-Interop-Version: \(version)\r\n" }
+        text += version == 3 ? "Upload-Incomplete: \(complete ? "?0" : "?1")\r\n" : "Upload-Complete: \(complete ? "?1" : "?0")\r\n"
+        for (name, value) in extra { text += "\(name): \(value)\r\n" }
+        return text + "Content-Length: \(length)\r\n\r\n"
+    }
+
+    static func completeField(_ version: Int, _ complete: Bool) -> (String, String) {
+        version == 3 ? ("Upload-Incomplete", complete ? "?0" : "?1") : ("Upload-Complete", complete ? "?1" : "?0")
+    }
+
+    /// Appends `body` at `offset` to `location` (a path), by `version`'s rules.
+    static func append(_ app: TestApp, _ path: String, version: Int, offset: Int, body: [UInt8], complete: Bool,
+                       extra: [(String, String)] = []) throws -> WireResponse {
+        var headers = [("Upload-Draft-Interop-Version", String(version)), ("Upload-Offset", String(offset)), completeField(version, complete)]
+        if version >= 6 { headers.append(("Content-Type", "application/partial-upload")) }
+        return try RawHTTP(port: app.port).request("PATCH", path, headers: headers + extra, body: body, close: true)
+    }
+
+    static func path(of location: String) -> String {
+        location.hasPrefix("http") ? String(location[location.range(of: "/uploads/")!.lowerBound...]) : location
+    }
+
+    func content(_ app: TestApp, _ id: String) throws -> [UInt8] {
+        try RawHTTP(port: app.port).request("GET", "/uploads/\(id)/content", close: true).body
+    }
+
+    // MARK: - Raw bodies
+
+    @Test("a raw body with Content-Disposition is an ordinary upload", arguments: backends)
+    func rawBody(_ backend: Backend) throws {
+        try withApp(backend) { app in
+            let file = Self.bytes(100_000)
+            let response = try RawHTTP(port: app.port).request("POST", "/uploads", headers: [
+                ("Content-Type", "image/png"), ("Content-Disposition", "attachment; filename=\"cat.png\"; filename*=UTF-8''k%C3%A4tzchen.png"),
+            ], body: file, close: true)
+            #expect(response.status == 201, "\(response.text)")
+            let upload = try #require((try response.json()["uploads"] as? [[String: Any]])?.first)
+            #expect(upload["filename"] as? String == "kätzchen.png")
+            #expect(upload["content_type"] as? String == "image/png")
+            #expect(upload["size"] as? Int == file.count)
+            #expect(upload["sha256"] as? String == SHA256Hex.of(file))
+            #expect(try content(app, try #require(upload["id"] as? String)) == file)
+            // Without a file name it is still refused as before, and leaves nothing.
+            let refused = try RawHTTP(port: app.port).request("POST", "/uploads", headers: [("Content-Type", "image/png")], body: file, close: true)
+            #expect(refused.status == 415)
+            #expect(try app.request("GET", "/uploads").json()["uploads"].map { ($0 as? [Any])?.count } == 1)
+        }
+    }
+
+    // MARK: - The draft, version by version
+
+    @Test("each interop version: 104 with Location before the body, cut, HEAD, PATCH the rest, same bytes", arguments: 3...8)
+    func interopVersion(_ version: Int) throws {
+        try withApp(.sqlite) { app in
+            let file = Self.bytes(300_000, seed: UInt32(version))
+            let connection = try RawHTTP(port: app.port, timeout: 5)
+            try connection.send(Self.creation(version: version, complete: true, length: file.count))
+            let interim = try connection.readResponse()
+            #expect(interim.status == 104)
+            #expect(interim.header("Upload-Draft-Interop-Version") == String(version))
+            let location = try #require(interim.header("Location"))
+            #expect(location.hasPrefix("http://127.0.0.1/uploads/"))
+            switch version {
+            case 3...5: #expect(interim.header("Upload-Limit") == nil)
+            case 6: #expect(interim.header("Upload-Limit")?.contains("expires=") == true)
+            default: #expect(interim.header("Upload-Limit")?.contains("max-age=86400") == true)
+            }
+            // The connection drops after part of the body.
+            try connection.send(Array(file[..<120_000]))
+            shutdown(connection.fd, Int32(SHUT_RDWR))
+
+            let path = Self.path(of: location)
+            let head = try RawHTTP(port: app.port).request("HEAD", path, headers: [("Upload-Draft-Interop-Version", String(version))], close: true)
+            #expect(head.status == 204)
+            #expect(head.header("Cache-Control") == "no-store")
+            let (field, incomplete) = Self.completeField(version, false)
+            #expect(head.header(field) == incomplete)
+            #expect(head.header("Upload-Length") == String(file.count))
+            let offset = try #require(head.header("Upload-Offset").flatMap(Int.init))
+            #expect(offset <= 120_000)
+
+            let done = try Self.append(app, path, version: version, offset: offset, body: Array(file[offset...]), complete: true)
+            #expect(done.status == 201, "\(done.text)")
+            #expect(done.header(Self.completeField(version, true).0) == Self.completeField(version, true).1)
+            let upload = try #require((try done.json()["uploads"] as? [[String: Any]])?.first)
+            #expect(upload["sha256"] as? String == SHA256Hex.of(file))
+            #expect(upload["filename"] as? String == "cat.png")
+            let id = try #require(upload["id"] as? String)
+            #expect(path == "/uploads/\(id)")
+            #expect(try content(app, id) == file)
+            // Complete now: HEAD says so, and another append is refused.
+            let after = try RawHTTP(port: app.port).request("HEAD", path, headers: [("Upload-Draft-Interop-Version", String(version))], close: true)
+            #expect(after.header(Self.completeField(version, true).0) == Self.completeField(version, true).1)
+            #expect(after.header("Upload-Offset") == String(file.count))
+            let again = try Self.append(app, path, version: version, offset: file.count, body: [1], complete: true)
+            #expect(again.status == 400)
+            if version >= 6 { #expect(try again.json()["type"] as? String == "https://iana.org/assignments/http-problem-types#completed-upload") }
+        }
+    }
+
+    @Test("no 104 when the interop version is missing or unknown; the upload is still stored", arguments: [nil, 2, 99] as [Int?])
+    func noInterimForUnknownVersion(_ version: Int?) throws {
+        try withApp(.sqlite) { app in
+            let file = Self.bytes(5000)
+            let connection = try RawHTTP(port: app.port, timeout: 5)
+            var head = Self.creation(version: version, complete: true, length: file.count, extra: [("Connection", "close")])
+            if version == 2 { head = head.replacingOccurrences(of: "Upload-Incomplete: ?0", with: "Upload-Complete: ?1") }
+            try connection.send(Array(head.utf8) + file)
+            let text = String(decoding: connection.readToEnd(), as: UTF8.self)
+            #expect(text.hasPrefix("HTTP/1.1 201 Created\r\n"), "\(text.prefix(300))")
+            #expect(!text.contains(" 104 "))
+            #expect(text.contains(SHA256Hex.of(file)))
+        }
+    }
+
+    @Test("incomplete creation and appends in parts (Upload-Complete: ?0), then the last part", arguments: [3, 5, 6, 8])
+    func inParts(_ version: Int) throws {
+        try withApp(.sqlite) { app in
+            let file = Self.bytes(90_000)
+            let connection = try RawHTTP(port: app.port, timeout: 5)
+            try connection.send(Array(Self.creation(version: version, complete: false, length: 30_000).utf8) + Array(file[..<30_000]))
+            #expect(try connection.readResponse().status == 104)
+            let created = try connection.readResponse()
+            #expect(created.status == 201)
+            #expect(created.header("Upload-Offset") == "30000")
+            let path = Self.path(of: try #require(created.header("Location")))
+            let middle = try Self.append(app, path, version: version, offset: 30_000, body: Array(file[30_000..<60_000]), complete: false)
+            #expect(middle.status == (version <= 5 ? 201 : 204))
+            #expect(middle.header(Self.completeField(version, false).0) == Self.completeField(version, false).1)
+            let last = try Self.append(app, path, version: version, offset: 60_000, body: Array(file[60_000...]), complete: true)
+            #expect(last.status == 201)
+            #expect((try last.json()["uploads"] as? [[String: Any]])?.first?["sha256"] as? String == SHA256Hex.of(file))
+        }
+    }
+
+    @Test("an append at the wrong offset: 409 with the right Upload-Offset and the problem type", arguments: [3, 6, 8])
+    func mismatchingOffset(_ version: Int) throws {
+        try withApp(.sqlite) { app in
+            let connection = try RawHTTP(port: app.port, timeout: 5)
+            try connection.send(Self.creation(version: version, complete: false, length: 10) + "0123456789")
+            #expect(try connection.readResponse().status == 104)
+            let created = try connection.readResponse()
+            #expect(created.status == 201)
+            #expect(created.header("Upload-Offset") == "10")
+            #expect(created.header(Self.completeField(version, false).0) == Self.completeField(version, false).1)
+            let path = Self.path(of: try #require(created.header("Location")))
+            let wrong = try Self.append(app, path, version: version, offset: 4, body: Array("abc".utf8), complete: false)
+            #expect(wrong.status == 409)
+            #expect(wrong.header("Upload-Offset") == "10")
+            #expect(wrong.header(Self.completeField(version, false).0) == Self.completeField(version, false).1)
+            let problem = try wrong.json()
+            if version >= 6 {
+                #expect(problem["type"] as? String == "https://iana.org/assignments/http-problem-types#mismatching-upload-offset")
+                #expect(problem["expected-offset"] as? Int == 10)
+                #expect(problem["provided-offset"] as? Int == 4)
+            }
+            let more = try Self.append(app, path, version: version, offset: 10, body: Array("abc".utf8), complete: false)
+            #expect(more.status == (version <= 5 ? 201 : 204))
+            #expect(more.header("Upload-Offset") == "13")
+            let last = try Self.append(app, path, version: version, offset: 13, body: Array("!".utf8), complete: true)
+            #expect(last.status == 201)
+            let upload = try #require((try last.json()["uploads"] as? [[String: Any]])?.first)
+            #expect(try content(app, try #require(upload["id"] as? String)) == Array("0123456789abc!".utf8))
+        }
+    }
+
+    @Test("v6+: an append that is not application/partial-upload is 415; lengths that disagree are refused")
+    func appendRules() throws {
+        try withApp(.sqlite) { app in
+            let connection = try RawHTTP(port: app.port, timeout: 5)
+            try connection.send(Self.creation(version: 8, complete: false, length: 3, extra: [("Upload-Length", "10")]) + "abc")
+            #expect(try connection.readResponse().status == 104)
+            let created = try connection.readResponse()
+            let path = Self.path(of: try #require(created.header("Location")))
+            let plain = try RawHTTP(port: app.port).request("PATCH", path, headers: [
+                ("Upload-Draft-Interop-Version", "8"), ("Upload-Offset", "3"), ("Upload-Complete", "?0"), ("Content-Type", "application/octet-stream"),
+            ], body: [1, 2], close: true)
+            #expect(plain.status == 415)
+            // Upload-Length 10 was recorded: completing at 5 bytes disagrees.
+            let short = try Self.append(app, path, version: 8, offset: 3, body: [1, 2], complete: true)
+            #expect(short.status == 400)
+            #expect(try short.json()["type"] as? String == "https://iana.org/assignments/http-problem-types#inconsistent-upload-length")
+            // Past the declared length: refused, nothing kept.
+            let long = try Self.append(app, path, version: 8, offset: 3, body: Array(repeating: 9, count: 20), complete: false)
+            #expect(long.status == 413)
+            let head = try RawHTTP(port: app.port).request("HEAD", path, headers: [("Upload-Draft-Interop-Version", "8")], close: true)
+            #expect(head.header("Upload-Offset") == "3")
+            #expect(head.header("Upload-Limit")?.hasPrefix("max-size=") == true)
+        }
+    }
+
+    @Test("Repr-Digest: a wrong sha-256 discards the upload; the right one is accepted")
+    func reprDigest() throws {
+        try withApp(.sqlite) { app in
+            let file = Self.bytes(2000)
+            let right = ":" + Data(ToolDigest.bytes("sha256sum", file)).base64EncodedString() + ":"
+            let wrong = ":" + Data(repeating: 0, count: 32).base64EncodedString() + ":"
+            let refusedConnection = try RawHTTP(port: app.port, timeout: 5)
+            try refusedConnection.send(Array(Self.creation(version: 8, complete: true, length: file.count, extra: [("Repr-Digest", "sha-256=\(wrong)")]).utf8) + file)
+            #expect(try refusedConnection.readResponse().status == 104)
+            let refused = try refusedConnection.readResponse()
+            #expect(refused.status == 400)
+            #expect(refused.header("Upload-Complete") == "?1")
+            #expect(try app.request("GET", "/uploads").json()["uploads"].map { ($0 as? [Any])?.count } == 0)
+            #expect(try FileManager.default.contentsOfDirectory(atPath: app.dataDirectory.appendingPathComponent("partial").path).isEmpty)
+            let acceptedConnection = try RawHTTP(port: app.port, timeout: 5)
+            try acceptedConnection.send(Array(Self.creation(version: 8, complete: true, length: file.count,
+                                                            extra: [("Repr-Digest", "sha-512=:AAAA:, sha-256=\(right)")]).utf8) + file)
+            #expect(try acceptedConnection.readResponse().status == 104)
+            #expect(try acceptedConnection.readResponse().status == 201)
+        }
+    }
+
+    @Test("DELETE cancels: the bytes and the row go; OPTIONS tells the limits", arguments: backends)
+    func cancelAndOptions(_ backend: Backend) throws {
+        try withApp(backend) { app in
+            let connection = try RawHTTP(port: app.port, timeout: 5)
+            try connection.send(Self.creation(version: 7, complete: false, length: 4) + "abcd")
+            #expect(try connection.readResponse().status == 104)
+            let path = Self.path(of: try #require(try connection.readResponse().header("Location")))
+            let deleted = try RawHTTP(port: app.port).request("DELETE", path, headers: [("Upload-Draft-Interop-Version", "7")], close: true)
+            #expect(deleted.status == 204)
+            #expect(try RawHTTP(port: app.port).request("HEAD", path, headers: [("Upload-Draft-Interop-Version", "7")], close: true).status == 404)
+            #expect(try FileManager.default.contentsOfDirectory(atPath: app.dataDirectory.appendingPathComponent("partial").path).isEmpty)
+            let options = try RawHTTP(port: app.port).request("OPTIONS", "/uploads", headers: [("Upload-Draft-Interop-Version", "8")], close: true)
+            #expect(options.status == 204)
+            #expect(options.header("Upload-Limit") == "max-size=\(1 << 30), max-age=86400")
+            #expect(options.header("Tus-Version") == "1.0.0")
+        }
+    }
+
+    @Test("a new HEAD ends the request still appending: its later bytes are refused, the offset stays usable")
+    func takeOver() throws {
+        try withApp(.sqlite) { app in
+            let file = Self.bytes(50_000)
+            let first = try RawHTTP(port: app.port, timeout: 5)
+            try first.send(Self.creation(version: 8, complete: true, length: file.count))
+            let path = Self.path(of: try #require(try first.readResponse().header("Location")))
+            try first.send(Array(file[..<10_000]))
+            // Wait until the server has the bytes (on disk: a HEAD would take the upload over), then take over.
+            let partial = app.dataDirectory.appendingPathComponent("partial").appendingPathComponent(String(path.dropFirst("/uploads/".count)))
+            for _ in 0..<500 {
+                if ((try? FileManager.default.attributesOfItem(atPath: partial.path)[.size] as? Int) ?? 0) == 10_000 { break }
+                usleep(10_000)
+            }
+            let taken = try RawHTTP(port: app.port).request("HEAD", path, headers: [("Upload-Draft-Interop-Version", "8")], close: true)
+            #expect(taken.header("Upload-Offset") == "10000")
+            // The old request goes on: it is refused and its connection closed, nothing written.
+            try? first.send(Array(file[10_000..<20_000]))
+            let refused = try? first.readResponse()
+            #expect(refused?.status == 409)
+            #expect(first.isClosedByServer())
+            let head = try RawHTTP(port: app.port).request("HEAD", path, headers: [("Upload-Draft-Interop-Version", "8")], close: true)
+            #expect(head.header("Upload-Offset") == "10000")
+            let done = try Self.append(app, path, version: 8, offset: 10_000, body: Array(file[10_000...]), complete: true)
+            #expect(done.status == 201)
+            #expect((try done.json()["uploads"] as? [[String: Any]])?.first?["sha256"] as? String == SHA256Hex.of(file))
+        }
+    }
+
+    @Test("cut at random points and resumed: the stored SHA-256 is the file's every time", arguments: backends)
+    func randomCuts(_ backend: Backend) throws {
+        try withApp(backend) { app in
+            var generator = SystemRandomNumberGenerator()
+            for round in 0..<10 {
+                let file = Self.bytes(Int.random(in: 1...400_000, using: &generator), seed: UInt32(round))
+                let cut = Int.random(in: 0...file.count, using: &generator)
+                let connection = try RawHTTP(port: app.port, timeout: 5)
+                try connection.send(Self.creation(version: 6, complete: true, length: file.count))
+                let path = Self.path(of: try #require(try connection.readResponse().header("Location")))
+                try connection.send(Array(file[..<cut]))
+                shutdown(connection.fd, Int32(SHUT_RDWR))
+                var offset = 0
+                var done: WireResponse?
+                while done == nil {
+                    let head = try RawHTTP(port: app.port).request("HEAD", path, headers: [("Upload-Draft-Interop-Version", "6")], close: true)
+                    offset = try #require(Int(head.header("Upload-Offset") ?? ""))
+                    if head.header("Upload-Complete") == "?1" { break }
+                    done = try Self.append(app, path, version: 6, offset: offset, body: Array(file[offset...]), complete: true)
+                }
+                let id = String(path.dropFirst("/uploads/".count))
+                let shown = try app.request("GET", "/uploads/\(id)")
+                #expect((try shown.json()["upload"] as? [String: Any])?["sha256"] as? String == SHA256Hex.of(file), "round \(round), cut at \(cut), size \(file.count), offset \(offset): \(done?.status ?? 0) \(done?.text ?? "") / \(shown.text)")
+            }
+        }
+    }
+
+    @Test("a server restart resumes: the partial file and its row are durable", arguments: backends)
+    func restart(_ backend: Backend) throws {
+        let shared = backend == .postgres ? try SharedBackend() : nil
+        func configure(_ configuration: inout ServerConfiguration) {
+            if let shared { configuration.database = .postgres(url: shared.databaseURL, poolSize: 4) }
+        }
+        let file = Self.bytes(200_000)
+        let first = try TestApp(configure: configure)
+        first.removesData = false
+        let connection = try RawHTTP(port: first.port, timeout: 5)
+        try connection.send(Self.creation(version: 8, complete: true, length: file.count))
+        let path = Self.path(of: try #require(try connection.readResponse().header("Location")))
+        try connection.send(Array(file[..<80_000]))
+        usleep(200_000)
+        shutdown(connection.fd, Int32(SHUT_RDWR))
+        first.stop()
+        let second = try TestApp(dataDirectory: first.dataDirectory, configure: configure)
+        defer { second.stop() }
+        let head = try RawHTTP(port: second.port).request("HEAD", path, headers: [("Upload-Draft-Interop-Version", "8")], close: true)
+        #expect(head.status == 204)
+        let offset = try #require(Int(head.header("Upload-Offset") ?? ""))
+        #expect(offset == 80_000)
+        let done = try Self.append(second, path, version: 8, offset: offset, body: Array(file[offset...]), complete: true)
+        #expect(done.status == 201, "\(done.text)")
+        #expect((try done.json()["uploads"] as? [[String: Any]])?.first?["sha256"] as? String == SHA256Hex.of(file))
+    }
+
+    @Test("kill -9 of the server mid-upload: the restarted server resumes at what reached the file, same SHA-256")
+    func killed() throws {
+        let data = FileManager.default.temporaryDirectory.appendingPathComponent("jotter-kill-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: data) }
+        let file = Self.bytes(400_000, seed: 11)
+        let first = try ServerProcess(["--quiet"], dataDirectory: data)
+        let connection = try RawHTTP(port: first.port, timeout: 5)
+        try connection.send(Self.creation(version: 8, complete: true, length: file.count))
+        let path = Self.path(of: try #require(try connection.readResponse().header("Location")))
+        try connection.send(Array(file[..<150_000]))
+        // Until the bytes are on the server's side (the offset stops growing), then the kill.
+        for _ in 0..<200 {
+            let partial = data.appendingPathComponent("partial").appendingPathComponent(String(path.dropFirst("/uploads/".count)))
+            if ((try? FileManager.default.attributesOfItem(atPath: partial.path)[.size] as? Int) ?? 0) == 150_000 { break }
+            usleep(10_000)
+        }
+        #expect(first.signal(SIGKILL))
+        _ = first.finish()
+        let second = try ServerProcess(["--quiet"], dataDirectory: data)
+        defer { _ = second.signal(SIGTERM); _ = second.finish() }
+        let head = try RawHTTP(port: second.port).request("HEAD", path, headers: [("Upload-Draft-Interop-Version", "8")], close: true)
+        #expect(head.status == 204)
+        let offset = try #require(Int(head.header("Upload-Offset") ?? ""))
+        #expect(offset == 150_000)
+        var patch = "PATCH \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\nUpload-Draft-Interop-Version: 8\r\nUpload-Offset: \(offset)\r\n"
+        patch += "Upload-Complete: ?1\r\nContent-Type: application/partial-upload\r\nContent-Length: \(file.count - offset)\r\nConnection: close\r\n\r\n"
+        let append = try RawHTTP(port: second.port, timeout: 5)
+        try append.send(Array(patch.utf8) + Array(file[offset...]))
+        let done = try append.readResponse()
+        #expect(done.status == 201, "\(done.text)")
+        #expect((try done.json()["uploads"] as? [[String: Any]])?.first?["sha256"] as? String == SHA256Hex.of(file))
+    }
+
+    @Test("expired partial uploads are swept: row and bytes")
+    func expiry() throws {
+        try withApp(.sqlite, configure: { $0.resumableUploadLifetime = 1; $0.resumableSweepInterval = 0.2 }) { app in
+            let connection = try RawHTTP(port: app.port, timeout: 5)
+            try connection.send(Self.creation(version: 8, complete: false, length: 4) + "abcd")
+            #expect(try connection.readResponse().status == 104)
+            let path = Self.path(of: try #require(try connection.readResponse().header("Location")))
+            let partial = app.dataDirectory.appendingPathComponent("partial").path
+            #expect(try FileManager.default.contentsOfDirectory(atPath: partial).count == 1)
+            var gone = false
+            for _ in 0..<100 where !gone {
+                usleep(100_000)
+                gone = try RawHTTP(port: app.port).request("HEAD", path, headers: [("Upload-Draft-Interop-Version", "8")], close: true).status == 404
+            }
+            #expect(gone)
+            #expect(try FileManager.default.contentsOfDirectory(atPath: partial).isEmpty)
+            // A file no row names (a crash before its row), untouched for longer than a row lives.
+            let orphan = app.dataDirectory.appendingPathComponent("partial/0123456789abcdef01234567")
+            try Data("left".utf8).write(to: orphan)
+            try FileManager.default.setAttributes([.modificationDate: Date().addingTimeInterval(-3600)], ofItemAtPath: orphan.path)
+            var swept = false
+            for _ in 0..<100 where !swept {
+                usleep(100_000)
+                swept = !FileManager.default.fileExists(atPath: orphan.path)
+            }
+            #expect(swept)
+        }
+    }
+
+    @Test("authentication before any byte; another user's upload is 404; the per-user limit", arguments: backends)
+    func users(_ backend: Backend) throws {
+        try withApp(backend, configure: { $0.auth = .required; $0.resumableUploadsPerUser = 1; $0.resumableBytesPerUser = 1000 }) { app in
+            try app.addUser("ann")
+            try app.addUser("bob")
+            let ann = try app.token("ann"), bob = try app.token("bob")
+            // No credentials: refused at the head, no 104, nothing stored.
+            let anonymous = try RawHTTP(port: app.port, timeout: 5)
+            try anonymous.send(Self.creation(version: 8, complete: false, length: 4))
+            #expect(try anonymous.readResponse().status == 401)
+            let connection = try RawHTTP(port: app.port, timeout: 5)
+            try connection.send(Self.creation(version: 8, complete: false, length: 4, extra: [("Authorization", "Bearer \(ann)")]) + "abcd")
+            #expect(try connection.readResponse().status == 104)
+            let path = Self.path(of: try #require(try connection.readResponse().header("Location")))
+            let theirs = try RawHTTP(port: app.port).request("HEAD", path, headers: [("Upload-Draft-Interop-Version", "8"), ("Authorization", "Bearer \(bob)")], close: true)
+            #expect(theirs.status == 404)
+            let append = try Self.append(app, path, version: 8, offset: 4, body: [1], complete: true, extra: [("Authorization", "Bearer \(bob)")])
+            #expect(append.status == 404)
+            let second = try RawHTTP(port: app.port, timeout: 5)
+            try second.send(Self.creation(version: 8, complete: false, length: 4, extra: [("Authorization", "Bearer \(ann)")]) + "abcd")
+            #expect(try second.readResponse().status == 429)
+            // Bob's first would hold more than his 1000 bytes.
+            let large = try RawHTTP(port: app.port, timeout: 5)
+            try large.send(Self.creation(version: 8, complete: false, length: 4, extra: [("Authorization", "Bearer \(bob)"), ("Upload-Length", "5000")]))
+            #expect(try large.readResponse().status == 429)
+        }
+    }
+
+    @Test("PostgreSQL and a bucket (one instance): the partial bytes on the data folder, the finished upload in the bucket",
+          .enabled(if: SharedBackend.available))
+    func bucket() throws {
+        let shared = try SharedBackend()
+        try TestApp.with(configure: shared.configure) { app in
+            let file = Self.bytes(250_000, seed: 9)
+            let connection = try RawHTTP(port: app.port, timeout: 5)
+            try connection.send(Self.creation(version: 8, complete: true, length: file.count))
+            let path = Self.path(of: try #require(try connection.readResponse().header("Location")))
+            try connection.send(Array(file[..<100_000]))
+            shutdown(connection.fd, Int32(SHUT_RDWR))
+            let head = try RawHTTP(port: app.port).request("HEAD", path, headers: [("Upload-Draft-Interop-Version", "8")], close: true)
+            let offset = try #require(Int(head.header("Upload-Offset") ?? ""))
+            let done = try Self.append(app, path, version: 8, offset: offset, body: Array(file[offset...]), complete: true)
+            #expect(done.status == 201, "\(done.text)")
+            let id = String(path.dropFirst("/uploads/".count))
+            #expect(try content(app, id) == file)
+            #expect(try FileManager.default.contentsOfDirectory(atPath: app.dataDirectory.appendingPathComponent("partial").path).isEmpty)
+        }
+    }
+
+    // MARK: - tus 1.0
+
+    @Test("tus: creation, creation-with-upload, HEAD, PATCH with checksums, metadata, termination, method override", arguments: backends)
+    func tus(_ backend: Backend) throws {
+        try withApp(backend) { app in
+            let file = Self.bytes(30_000)
+            let tus = [("Tus-Resumable", "1.0.0")]
+            let metadata = "filename \(Data("dog.jpg".utf8).base64EncodedString()),filetype \(Data("image/jpeg".utf8).base64EncodedString())"
+            let created = try RawHTTP(port: app.port).request("POST", "/uploads", headers: tus + [
+                ("Upload-Length", String(file.count)), ("Upload-Metadata", metadata), ("Content-Type", "application/offset+octet-stream"),
+            ], body: Array(file[..<10_000]), close: true)
+            #expect(created.status == 201, "\(created.text)")
+            #expect(created.header("Upload-Offset") == "10000")
+            #expect(created.header("Tus-Resumable") == "1.0.0")
+            #expect(created.header("Upload-Expires")?.hasSuffix(" GMT") == true)
+            let path = Self.path(of: try #require(created.header("Location")))
+            let head = try RawHTTP(port: app.port).request("HEAD", path, headers: tus, close: true)
+            #expect(head.status == 200)
+            #expect(head.header("Upload-Offset") == "10000")
+            #expect(head.header("Upload-Length") == String(file.count))
+            #expect(head.header("Cache-Control") == "no-store")
+            func patch(_ range: Range<Int>, checksum: String?, override: Bool = false) throws -> WireResponse {
+                var headers = tus + [("Upload-Offset", String(range.lowerBound)), ("Content-Type", "application/offset+octet-stream")]
+                if let checksum { headers.append(("Upload-Checksum", checksum)) }
+                if override { headers.append(("X-HTTP-Method-Override", "PATCH")) }
+                return try RawHTTP(port: app.port).request(override ? "POST" : "PATCH", path, headers: headers, body: Array(file[range]), close: true)
+            }
+            let sha1 = "sha1 " + Data(ToolDigest.bytes("sha1sum", Array(file[10_000..<20_000]))).base64EncodedString()
+            let bad = try patch(10_000..<20_000, checksum: "sha256 " + Data(repeating: 1, count: 32).base64EncodedString())
+            #expect(bad.status == 460)
+            #expect(try RawHTTP(port: app.port).request("HEAD", path, headers: tus, close: true).header("Upload-Offset") == "10000")
+            let good = try patch(10_000..<20_000, checksum: sha1, override: true)
+            #expect(good.status == 204, "\(good.text)")
+            #expect(good.header("Upload-Offset") == "20000")
+            let wrong = try patch(10_000..<20_000, checksum: nil)
+            #expect(wrong.status == 409)
+            let sha256 = "sha256 " + Data(ToolDigest.bytes("sha256sum", Array(file[20_000...]))).base64EncodedString()
+            let last = try patch(20_000..<file.count, checksum: sha256)
+            #expect(last.status == 204)
+            #expect(last.header("Upload-Offset") == String(file.count))
+            let id = String(path.dropFirst("/uploads/".count))
+            let shown = try #require(try app.request("GET", "/uploads/\(id)").json()["upload"] as? [String: Any])
+            #expect(shown["filename"] as? String == "dog.jpg")
+            #expect(shown["content_type"] as? String == "image/jpeg")
+            #expect(shown["sha256"] as? String == SHA256Hex.of(file))
+            // Termination of another, and a version this server does not speak.
+            let other = try RawHTTP(port: app.port).request("POST", "/uploads", headers: tus + [("Upload-Length", "5")], close: true)
+            #expect(other.status == 201)
+            let otherPath = Self.path(of: try #require(other.header("Location")))
+            #expect(try RawHTTP(port: app.port).request("DELETE", otherPath, headers: tus, close: true).status == 204)
+            #expect(try RawHTTP(port: app.port).request("HEAD", otherPath, headers: tus, close: true).status == 404)
+            let old = try RawHTTP(port: app.port).request("POST", "/uploads", headers: [("Tus-Resumable", "0.2.2"), ("Upload-Length", "5")], close: true)
+            #expect(old.status == 412)
+            #expect(old.header("Tus-Version") == "1.0.0")
+        }
+    }
+}
+
+/// Digests by the system's tools (not the server's code), as raw bytes.
+enum ToolDigest {
+    static func bytes(_ tool: String, _ data: [UInt8]) -> [UInt8] {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/" + tool)
+        let input = Pipe(), output = Pipe()
+        process.standardInput = input
+        process.standardOutput = output
+        try? process.run()
+        input.fileHandleForWriting.write(Data(data))
+        try? input.fileHandleForWriting.close()
+        process.waitUntilExit()
+        let hex = Array(String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self).split(separator: " ")[0].utf8)
+        return stride(from: 0, to: hex.count, by: 2).map { UInt8(String(decoding: hex[$0..<$0 + 2], as: UTF8.self), radix: 16)! }
+    }
+}
+
+/// tuspy from `.venv-test` (scripts/test-venv) against the tus endpoints.
+@Suite("Resumable uploads: tuspy")
+struct TusClientTests {
+    @Test("tuspy uploads in chunks with sha1 checksums, stops, and a new uploader resumes from the server's offset")
+    func tuspy() throws {
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let python = root.appendingPathComponent(".venv-test/bin/python")
+        guard FileManager.default.isExecutableFile(atPath: python.path) else {
+            throw RawHTTP.Failure(message: "tuspy is not installed: run scripts/test-venv (make test does)")
+        }
+        try TestApp.with { app in
+            let file = ResumableUploadTests.bytes(700_000, seed: 42)
+            let path = app.dataDirectory.appendingPathComponent("tus-input.bin")
+            try Data(file).write(to: path)
+            let process = Process()
+            process.executableURL = python
+            process.arguments = [root.appendingPathComponent("Tests/Resumable/tus_upload.py").path, "http://127.0.0.1:\(app.port)/uploads",
+                                 path.path, String(100_000), "3"]
+            let output = Pipe(), errors = Pipe()
+            process.standardOutput = output
+            process.standardError = errors
+            try process.run()
+            process.waitUntilExit()
+            let lines = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self).split(separator: "\n")
+            #expect(process.terminationStatus == 0, "\(String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self))")
+            let location = try #require(lines.first.map(String.init))
+            #expect(lines.dropFirst().first == "300000")
+            let id = try #require(location.split(separator: "/").last.map(String.init))
+            let shown = try #require(try app.request("GET", "/uploads/\(id)").json()["upload"] as? [String: Any])
+            #expect(shown["filename"] as? String == "tuspy.bin")
+            #expect(shown["content_type"] as? String == "application/x-test")
+            #expect(shown["size"] as? Int == file.count)
+            #expect(shown["sha256"] as? String == SHA256Hex.of(file))
+        }
+    }
+}

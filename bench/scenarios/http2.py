@@ -1,0 +1,111 @@
+"""Scenario `http2`: GET /hello?name=Bob over HTTP/2 with prior knowledge (h2c), h2load from
+Debian's nghttp2-client, `-c 10 -m 100`, on jotter and on nginx 1.22 (`listen … http2`,
+`return 200`), one at a time, same worker count: req/s and req/s per server CPU-second; then
+the server's RSS with 1,000 streams open (10 connections × 100 event streams on jotter)."""
+import os, re, subprocess, time
+
+from harness import (BenchError, cpu_seconds, jotter_argv, machine_info, memory_mib, now,
+                     reproduce_command, start_server)
+
+NAME = "http2"
+TITLE = "GET /hello?name=Bob over HTTP/2 (h2load -c 10 -m 100, prior knowledge)"
+PATH = "/hello?name=Bob"
+
+NGINX_CONF = """worker_processes @WORKERS@;
+daemon off;
+pid @TMP@/nginx.pid;
+error_log @TMP@/error.log warn;
+events { worker_connections 4096; }
+http {
+    access_log off;
+    server_tokens off;
+    http2_max_requests 100000000;
+    server {
+        listen 127.0.0.1:@PORT@ http2;
+        location = /healthz { return 200 "ok"; }
+        location = /hello { default_type text/plain; return 200 "Hello Bob!"; }
+    }
+}
+"""
+
+
+def h2_ready(srv) -> bool:
+    p = subprocess.run(["h2load", "-n", "1", "-c", "1", f"http://127.0.0.1:{srv.port}/healthz"],
+                       capture_output=True, text=True, timeout=5)
+    return "1 succeeded" in p.stdout
+
+
+def start(name: str, args, tmp: str):
+    if name == "jotter":
+        return start_server(name, jotter_argv(args, os.path.join(tmp, "jotter-h2")), tmp, args.start_timeout,
+                            ready=h2_ready)
+    folder = os.path.join(tmp, "nginx-h2")
+    os.makedirs(folder, exist_ok=True)
+
+    def argv(port):
+        conf = NGINX_CONF
+        for k, v in {"WORKERS": args.threads, "TMP": folder, "PORT": port}.items():
+            conf = conf.replace(f"@{k}@", str(v))
+        path = os.path.join(folder, "nginx.conf")
+        with open(path, "w") as f:
+            f.write(conf)
+        return ["nginx", "-p", folder, "-c", path, "-e", os.path.join(folder, "error.log")]
+    return start_server(name, argv, tmp, args.start_timeout, ready=h2_ready)
+
+
+def h2load(port: int, requests: int) -> dict:
+    p = subprocess.run(["h2load", "-n", str(requests), "-c", "10", "-m", "100", f"http://127.0.0.1:{port}{PATH}"],
+                       capture_output=True, text=True, timeout=600)
+    done = re.search(r"requests: \d+ total, \d+ started, (\d+) done, (\d+) succeeded", p.stdout)
+    rps = re.search(r"finished in [\d.]+m?s, ([\d.]+) req/s", p.stdout)
+    if not done or not rps:
+        raise BenchError(f"h2load output not understood:\n{p.stdout}{p.stderr}")
+    return {"succeeded": int(done.group(2)), "rps": float(rps.group(1))}
+
+
+def measure(name: str, args, tmp: str) -> dict:
+    srv = start(name, args, tmp)
+    try:
+        h2load(srv.port, 20_000)  # warm-up
+        cpu0 = cpu_seconds(srv.proc.pid)
+        result = h2load(srv.port, args.h2_requests)
+        cpu = cpu_seconds(srv.proc.pid) - cpu0
+        result.update(engine=name, cpu_s=cpu, per_cpu=result["succeeded"] / cpu if cpu > 0 else 0.0,
+                      peak_rss=memory_mib(srv.proc.pid, "VmHWM"))
+        if name == "jotter":
+            result.update(streams_rss(srv))
+        srv.check_alive()
+    finally:
+        srv.stop()
+    return result
+
+
+def streams_rss(srv) -> dict:
+    """RSS with 1,000 event streams open on 10 HTTP/2 connections (h2load holding them)."""
+    before = memory_mib(srv.proc.pid, "VmRSS")
+    p = subprocess.Popen(["h2load", "-n", "1000", "-c", "10", "-m", "100", "--duration", "4", "--warm-up-time", "0",
+                          f"http://127.0.0.1:{srv.port}/notes/events"],
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    time.sleep(3)
+    during = memory_mib(srv.proc.pid, "VmRSS")
+    p.wait(timeout=30)
+    return {"streams_before": before, "streams_rss": during}
+
+
+def run(args, tmp: str) -> tuple:
+    if not hasattr(args, "h2_requests"):
+        args.h2_requests = 200_000
+    print(f"scenario http2: {TITLE}; {args.threads} worker(s), {args.h2_requests:,} requests", flush=True)
+    results = [measure(name, args, tmp) for name in ("jotter", "nginx")]
+    rows = ["| server | req/s | server CPU-s | requests per CPU-s | peak RSS MiB |", "|---|--:|--:|--:|--:|"]
+    for r in results:
+        rows.append(f"| {r['engine']} | {r['rps']:,.0f} | {r['cpu_s']:.2f} | {r['per_cpu']:,.0f} | {r['peak_rss']:.1f} |")
+    jotter, nginx = results
+    rows += ["", f"- jotter/nginx: requests per server CPU-second **{jotter['per_cpu'] / nginx['per_cpu']:.2f}x** (goal ≥ 1.0x), "
+                 f"req/s {jotter['rps'] / nginx['rps']:.2f}x",
+             f"- jotter with 1,000 event streams open on 10 connections: RSS {jotter['streams_rss']:.1f} MiB "
+             f"({jotter['streams_before']:.1f} MiB before: ~{(jotter['streams_rss'] - jotter['streams_before']) * 1024 / 1000:.1f} KiB per stream)"]
+    table = "\n".join(rows)
+    section = (f"## {TITLE}\n\n{table}\n\nMeasured {now()}; {machine_info(('nginx', 'h2load'))}.\n\n"
+               f"Reproduce: `{reproduce_command(args, NAME, [])}`\n")
+    return table, section
