@@ -32,7 +32,10 @@ let package = Package(
         .target(name: "JotterServer", dependencies: ["JotterHTTP", "JotterAPI", "JotterStore", "JotterBlobs"], exclude: ["Web/app"]),
         // The Swift SDK on URLSession (FoundationNetworking on Linux); shares only the wire types.
         // On Linux it hashes downloads with libcrypto (CryptoKit on Apple platforms).
-        .target(name: "JotterClient", dependencies: ["JotterAPI", .target(name: "CCrypto", condition: .when(platforms: [.linux]))]),
+        .target(name: "JotterClient", dependencies: ["JotterAPI", .target(name: "CCrypto", condition: .when(platforms: [.linux])),
+                                                    .target(name: "CTLS", condition: .when(platforms: [.linux]))]),
+        // OpenSSL's TLS client: the SDK's own HTTPS with a private CA (--cacert) or none (--insecure) on Linux.
+        .systemLibrary(name: "CTLS", pkgConfig: "libssl", providers: [.apt(["libssl-dev"])]),
         // The command-line interface as a library, so commands are testable in-process.
         // The serve command and what every command shares (arguments, exit codes): no client SDK.
         .target(name: "JotterCLICore", dependencies: ["JotterServer", "JotterHTTP", "JotterStore"]),

@@ -117,16 +117,6 @@ enum DataFolder {
         return password
     }
 
-    static func date(_ seconds: Int64?) -> String {
-        guard let seconds else { return "-" }
-        var time = time_t(seconds)
-        var parts = tm()
-        gmtime_r(&time, &parts)
-        let two = { (value: Int32) -> String in value < 10 ? "0\(value)" : "\(value)" }
-        let day = "\(parts.tm_year + 1900)-\(two(parts.tm_mon + 1))-\(two(parts.tm_mday))"
-        return day + " " + two(parts.tm_hour) + ":" + two(parts.tm_min)
-    }
-
     /// `text` followed by spaces up to `width` characters.
     static func pad(_ text: String, _ width: Int) -> String {
         text + String(repeating: " ", count: max(0, width - text.count))
@@ -192,16 +182,11 @@ struct UsersListCommand: AsyncCommand {
         switch place {
         case .server(let options):
             let users = try await AccountPlace.remote(options) { client throws(JotterClientError) in try await client.users() }
-            rows = users.map { ($0.name, $0.admin, $0.createdAt) }
+            rows = users.map { ($0.name, $0.admin, TextFormat.time($0.createdAt)) }
         case .folder(let data):
-            rows = try DataFolder.with(data) { store in try store.users().map { ($0.name, $0.isAdmin, DataFolder.date($0.createdAt)) } }
+            rows = try DataFolder.with(data) { store in try store.users().map { ($0.name, $0.isAdmin, TextFormat.time(seconds: $0.createdAt)) } }
         }
-        var text = "NAME                 ADMIN  CREATED\n"
-        for row in rows {
-            let admin = row.admin ? "yes    " : "no     "
-            text += DataFolder.pad(row.name, 20) + " " + admin + row.created + "\n"
-        }
-        console.out(text)
+        console.out(TextFormat.table(["NAME", "ADMIN", "CREATED"], rows.map { [$0.name, $0.admin ? "yes" : "no", $0.created] }))
         return ExitCode.success
     }
 }
@@ -356,26 +341,23 @@ struct TokensListCommand: AsyncCommand {
     }
 
     func run(console: Console) async throws -> Int32 {
-        var rows: [(id: String, label: String, dates: [String?])] = []
+        var rows: [(id: String, label: String, dates: [String])] = []
         switch place {
         case .server(let options):
             let tokens = try await AccountPlace.remote(options) { client throws(JotterClientError) in try await client.tokens() }
-            rows = tokens.map { ($0.id, $0.label, [$0.createdAt, $0.lastUsedAt, $0.expiresAt, $0.revokedAt]) }
+            rows = tokens.map { ($0.id, $0.label, [$0.createdAt, $0.lastUsedAt, $0.expiresAt, $0.revokedAt].map(TextFormat.time)) }
         case .folder(let data):
             let store = try DataFolder.store(data)
             defer { store.close() }
             let owner = try DataFolder.user(user ?? "", in: store)
             rows = try store.credentials(userID: owner.id, kind: .token).map { token in
-                (String(token.id), token.label, [token.createdAt, token.lastUsedAt, token.expiresAt, token.revokedAt].map { $0.map { DataFolder.date($0) } })
+                (String(token.id), token.label, [token.createdAt, token.lastUsedAt, token.expiresAt, token.revokedAt].map(TextFormat.time(seconds:)))
             }
         }
-        var text = "ID     LABEL                CREATED           LAST USED         EXPIRES           REVOKED\n"
-        for row in rows {
-            let dates: [String] = row.dates.map { DataFolder.pad($0 ?? "-", 17) }
-            let line: String = DataFolder.pad(row.id, 6) + " " + DataFolder.pad(row.label.isEmpty ? "-" : row.label, 20) + " " + dates.joined(separator: " ")
-            text += String(line.reversed().drop { $0 == " " }.reversed()) + "\n"
-        }
-        console.out(text)
+        // One table however long the label or the times (over --server and on the data folder alike).
+        let shown = { (text: String) in console.outputIsTerminal ? TextFormat.visible(text) : text }
+        console.out(TextFormat.table(["ID", "LABEL", "CREATED", "LAST USED", "EXPIRES", "REVOKED"],
+                                     rows.map { [$0.id, $0.label.isEmpty ? "-" : shown($0.label)] + $0.dates }))
         return ExitCode.success
     }
 }

@@ -14,6 +14,10 @@ struct ClientOptions: Sendable {
         jsonOption,
         Option("--token", value: "TOKEN", environment: "JOTTER_TOKEN",
                help: "An API token (jot_…); default: the one jotter login kept for the server."),
+        Option("--cacert", value: "FILE", environment: "JOTTER_CACERT",
+               help: "For an https:// server: trust only the certificate authorities in this PEM file (a private CA)."),
+        Option("--insecure", environment: "JOTTER_INSECURE",
+               help: "For an https:// server: do not verify its certificate at all (a test server only)."),
     ]
     /// `options` without `--json`.
     static let connection = options.filter { $0.key != jsonOption.key }
@@ -22,12 +26,22 @@ struct ClientOptions: Sendable {
     var json: Bool
     /// Sent as `Authorization: Bearer`.
     var token: String?
+    /// What an `https://` server's certificate is checked against.
+    var trust = JotterClient.ServerTrust.system
 
     init(parsing arguments: Arguments) throws {
         server = try Self.server(arguments.option("--server") ?? Self.defaultServer)
         json = arguments.declares("--json") && arguments.flag("--json")
         token = arguments.option("--token").flatMap { $0.isEmpty ? nil : $0 }
             ?? StoredTokens(environment: arguments.environment).token(for: server)
+        let insecure = arguments.flag("--insecure")
+        if let file = arguments.option("--cacert"), !file.isEmpty {
+            guard !insecure else { throw UsageError("--cacert and --insecure: give one (--insecure verifies nothing)") }
+            guard FileManager.default.isReadableFile(atPath: file) else { throw UsageError("--cacert \(file): no such readable file") }
+            trust = .certificateAuthorities(URL(fileURLWithPath: file))
+        } else if insecure {
+            trust = .insecure
+        }
     }
 
     /// `--server`'s URL: `http://` is assumed when no scheme is given (`localhost:8080`).
@@ -47,6 +61,7 @@ struct ClientOptions: Sendable {
         configuration.userAgent = "jotter/\(JotterCommandLine.version)"
         configuration.retry = RetryPolicy(maximumAttempts: 2)
         configuration.token = token
+        configuration.trust = trust
         return JotterClient(baseURL: server, configuration: configuration)
     }
 
@@ -71,7 +86,9 @@ struct CommandFailure: Error, Sendable {
     /// What an SDK error means on the command line.
     init(_ error: JotterClientError) {
         let detail = error.detail ?? error.title ?? error.message
-        if error.isTransport {
+        if error.isTLS {
+            self.init(error.message + "; a server with a private CA: --cacert FILE (or JOTTER_CACERT)", status: ExitCode.unreachable)
+        } else if error.isTransport {
             self.init("\(error.message): is the Jotter server running there? (--server URL or JOTTER_SERVER)", status: ExitCode.unreachable)
         } else if let status = error.status, error.problem == nil {
             // Jotter always explains an error status in problem+json: this is something else.

@@ -22,8 +22,11 @@ public enum JotterCommandLine {
         ServeCommand.self, HelloCommand.self, EchoCommand.self, NotesCommand.self, UploadCommand.self, DownloadCommand.self,
         UploadsCommand.self,
         BackupCommand.self, RestoreCommand.self, ExportCommand.self, ImportCommand.self,
-        UsersCommand.self, TokensCommand.self, LoginCommand.self, LogoutCommand.self,
+        UsersCommand.self, TokensCommand.self, LoginCommand.self, LogoutCommand.self, CompletionCommand.self,
     ]
+
+    /// Every command's path, subcommands and options: what the completions and the manual page are made from.
+    static var tree: CommandTree { CommandTree(commands, rootOptions: ClientOptions.options) }
 
     static var help: String {
         """
@@ -38,6 +41,9 @@ public enum JotterCommandLine {
         \(Option.listing(ClientOptions.options))
           -h, --help                    Show help (also after any command: jotter notes edit --help).
           --version                     Show the version.
+
+        jotter help COMMAND shows a command's help, jotter help --man the manual page; jotter
+        completion bash|zsh|fish prints a shell completion script.
 
         Client commands talk to --server URL (JOTTER_SERVER, default \(ClientOptions.defaultServer)); it, --token and
         --json may come before the command or after it. A command that prints no JSON refuses --json.
@@ -106,7 +112,17 @@ public enum JotterCommandLine {
             console.out(help)
             return .done(ExitCode.success)
         case "help":
-            let (type, _, rest) = lookUp(Array(arguments.dropFirst()))
+            var words = Array(arguments.dropFirst())
+            if words.contains("--man") {
+                words.removeAll { $0 == "--man" }
+                guard words.isEmpty else {
+                    console.err("error: jotter help --man prints the whole manual: no command with it\nSee 'jotter --help'.\n")
+                    return .done(ExitCode.usage)
+                }
+                console.out(tree.man)
+                return .done(ExitCode.success)
+            }
+            let (type, _, rest) = lookUp(words)
             console.out(type.flatMap { rest.isEmpty ? $0.help : nil } ?? help)
             return .done(ExitCode.success)
         case "--version":

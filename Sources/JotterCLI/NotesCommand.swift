@@ -27,7 +27,7 @@ struct NotesCommand: CommandGroup {
     /// in the body and file names are made visible.
     static func describe(_ note: Note, terminal: Bool) -> String {
         let shown = { (text: String) in terminal ? TextFormat.visible(text) : text }
-        var text = "note \(note.id) · version \(note.version) · created \(note.createdAt) · updated \(note.updatedAt)\n"
+        var text = "note \(note.id) · version \(note.version) · created \(TextFormat.time(note.createdAt)) · updated \(TextFormat.time(note.updatedAt))\n"
         for upload in note.attachments {
             text += "attachment \(upload.id): \(shown(upload.filename)) (\(TextFormat.bytes(upload.size)), \(shown(upload.contentType)))\n"
         }
@@ -95,7 +95,7 @@ struct NotesListCommand: AsyncCommand {
             return ExitCode.success
         }
         let excerpt = { (note: Note) in TextFormat.excerpt(console.outputIsTerminal ? TextFormat.visible(note.body) : note.body, width: 60) }
-        console.out(TextFormat.table(["ID", "UPDATED", "BODY"], notes.map { [$0.id, $0.updatedAt, excerpt($0)] }))
+        console.out(TextFormat.table(["ID", "UPDATED", "BODY"], notes.map { [$0.id, TextFormat.time($0.updatedAt), excerpt($0)] }))
         if page.next != nil, let last = notes.last {
             console.err(try await moreHint(client, after: last.id))
         }

@@ -23,6 +23,12 @@ struct NotesWatchCommand: AsyncCommand {
         var id: Int64?
         var event: String
         var note: Note?
+        /// For a deletion: when it happened.
+        var deletedAt: String?
+
+        enum CodingKeys: String, CodingKey {
+            case id, event, note, deletedAt = "deleted_at"
+        }
     }
 
     let options: ClientOptions
@@ -46,14 +52,15 @@ struct NotesWatchCommand: AsyncCommand {
             case .reload: ("reload", nil)
             }
             if options.json {
-                let line = Line(id: event.id, event: note == nil ? kind : "note.\(kind)", note: note)
+                let line = Line(id: event.id, event: note == nil ? kind : "note.\(kind)", note: note, deletedAt: event.deletedAt)
                 console.out(try ClientOptions.json(line, pretty: false))
             } else if let note {
-                // A deletion's note is as it was: its times are not the deletion's, which is now.
+                // A deletion's note is as it was: its times are not the deletion's, which the event says
+                // (a server before it did: now).
                 let time = switch event.change {
-                case .created: note.createdAt
-                case .deleted: Timestamp.format(Int64(Date().timeIntervalSince1970))
-                default: note.updatedAt
+                case .created: TextFormat.time(note.createdAt)
+                case .deleted: TextFormat.time(event.deletedAt ?? Timestamp.format(Int64(Date().timeIntervalSince1970)))
+                default: TextFormat.time(note.updatedAt)
                 }
                 let body = console.outputIsTerminal ? TextFormat.visible(note.body) : note.body
                 console.out("event \(event.id.map(String.init) ?? "-")  \(time)  \(kind) note \(note.id)  \(TextFormat.excerpt(body, width: 60))\n")

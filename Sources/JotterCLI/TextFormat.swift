@@ -1,11 +1,25 @@
+import JotterAPI
+
 /// How the client commands write sizes, rates, durations and tables for people.
 enum TextFormat {
-    /// `512 B`, `1.5 KiB`, `2.3 MiB`, `1.0 GiB`.
     /// `1 note`, `2 notes`, `0 notes`: a count with its noun, plural unless it is one.
     static func count(_ count: Int, _ noun: String) -> String {
         "\(count) \(noun)\(count == 1 ? "" : "s")"
     }
 
+    /// A time of the API (`2026-11-30 14:35:40`, always UTC) as people read it: `2026-11-30
+    /// 14:35:40 UTC`; nil is `-`.
+    static func time(_ wire: String?) -> String {
+        guard let wire, !wire.isEmpty else { return "-" }
+        return wire.hasSuffix("UTC") || wire.hasSuffix("Z") ? wire : wire + " UTC"
+    }
+
+    /// Unix seconds as `time(_:)` writes them.
+    static func time(seconds: Int64?) -> String {
+        time(seconds.map { Timestamp.format($0) })
+    }
+
+    /// `512 B`, `1.5 KiB`, `2.3 MiB`, `1.0 GiB`.
     static func bytes(_ count: Int64) -> String {
         guard count >= 1024 else { return "\(count) B" }
         var value = Double(count) / 1024
@@ -44,8 +58,8 @@ enum TextFormat {
     /// Left-aligned columns two spaces apart, with a header row; the last column is not padded.
     ///
     /// ```
-    /// ID  UPDATED              BODY
-    /// 12  2026-11-30 14:35:40  Buy milk
+    /// ID  UPDATED                  BODY
+    /// 12  2026-11-30 14:35:40 UTC  Buy milk
     /// ```
     static func table(_ header: [String], _ rows: [[String]]) -> String {
         let all = [header] + rows

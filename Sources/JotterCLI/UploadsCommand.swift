@@ -93,7 +93,7 @@ struct UploadsListCommand: AsyncCommand {
         }
         let name = { (upload: Upload) in console.outputIsTerminal ? TextFormat.visible(upload.filename) : upload.filename }
         console.out(TextFormat.table(["ID", "SIZE", "CREATED", "NOTE", "NAME"], listed.map {
-            [$0.id, TextFormat.bytes($0.size), $0.createdAt, $0.noteID ?? "-", name($0)]
+            [$0.id, TextFormat.bytes($0.size), TextFormat.time($0.createdAt), $0.noteID ?? "-", name($0)]
         }))
         if page.next != nil, let last = listed.last {
             var command = "jotter uploads list"
@@ -174,7 +174,7 @@ struct UploadsShowCommand: AsyncCommand {
         size     \(TextFormat.bytes(upload.size)) (\(upload.size) bytes)
         type     \(shown(upload.contentType))
         sha256   \(upload.sha256)
-        created  \(upload.createdAt)
+        created  \(TextFormat.time(upload.createdAt))
         note     \(UploadsCommand.place(upload))
         content  \(upload.url)
 

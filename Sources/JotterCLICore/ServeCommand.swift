@@ -60,6 +60,10 @@ package struct ServeCommand: BlockingCommand {
                    + "From any other peer those headers are ignored; none by default."),
         Option("--rate-limit", value: "N", environment: "JOTTER_RATE_LIMIT", default: "6000",
                help: "Requests a minute one token or session may make (429 beyond); 0 for no limit."),
+        Option("--user-rate-limit", value: "N", environment: "JOTTER_USER_RATE_LIMIT", default: "as --rate-limit",
+               help: "Requests a minute one user may make with all their tokens and sessions together (429 beyond)."),
+        Option("--max-tokens-per-user", value: "N", environment: "JOTTER_MAX_TOKENS_PER_USER", default: "100",
+               help: "API tokens one user may hold (revoked and expired ones not counted; 409 beyond); 0 for no limit."),
         Option("--tls-cert", value: "FILE", environment: "JOTTER_TLS_CERT", help: "Serve HTTPS with this PEM certificate (chain)."),
         Option("--tls-key", value: "FILE", environment: "JOTTER_TLS_KEY", help: "The PEM private key of --tls-cert."),
     ]
@@ -120,6 +124,12 @@ package struct ServeCommand: BlockingCommand {
         }
         if let limit = try arguments.option("--rate-limit", as: "a whole number of requests a minute", { Int($0).flatMap { $0 >= 0 ? $0 : nil } }) {
             configuration.requestsPerMinute = limit
+        }
+        if let limit = try arguments.option("--user-rate-limit", as: "a positive whole number of requests a minute", positive) {
+            configuration.requestsPerUserMinute = limit
+        }
+        if let limit = try arguments.option("--max-tokens-per-user", as: "a whole number of tokens", { Int($0).flatMap { $0 >= 0 ? $0 : nil } }) {
+            configuration.tokensPerUser = limit
         }
         configuration.tlsCertificatePath = arguments.option("--tls-cert")
         configuration.tlsKeyPath = arguments.option("--tls-key")

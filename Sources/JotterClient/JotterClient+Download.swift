@@ -129,7 +129,7 @@ extension JotterClient.Uploads {
                        restart: () throws(JotterClientError) -> Void,
                        write: (Data) throws(JotterClientError) -> Void) async throws(JotterClientError) {
         var completed = offset
-        try await client.stream(client.session.dataTask(with: request), response: { head throws(JotterClientError) in
+        try await client.stream(request, viaSessionUnless: true, response: { head throws(JotterClientError) in
             if head.statusCode == 206 {
                 guard Self.rangeStart(head) == offset else { throw .invalidResponse("a range that does not start at byte \(offset)") }
             } else if offset > 0 {

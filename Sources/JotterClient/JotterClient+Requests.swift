@@ -46,12 +46,47 @@ extension JotterClient {
         let (data, response): (Data, URLResponse)
         let request = try await adapted(request)
         do {
+            #if canImport(FoundationNetworking)
+            if SocketExchange.needsOwnTLS(request.url, trust: configuration.trust) {
+                (data, response) = try await ownTLS(request)
+                return (data, try Self.checked(response, body: data))
+            }
+            #endif
             (data, response) = try await session.data(for: request)
         } catch {
             throw JotterClientError.wrapping(error, url: request.url)
         }
         return (data, try Self.checked(response, body: data))
     }
+
+    #if canImport(FoundationNetworking)
+    /// One exchange over a TLS connection of the SDK's own (`ServerTrust`), its body collected.
+    private func ownTLS(_ request: URLRequest) async throws -> (Data, URLResponse) {
+        var body = request.httpBody ?? Data()
+        if body.isEmpty, let stream = request.httpBodyStream {
+            stream.open()
+            defer { stream.close() }
+            var chunk = [UInt8](repeating: 0, count: 1 << 16)
+            while true {
+                let count = stream.read(&chunk, maxLength: chunk.count)
+                if count <= 0 { break }
+                body.append(contentsOf: chunk[..<count])
+            }
+        }
+        var head: HTTPURLResponse?
+        var data = Data()
+        for try await event in SocketExchange.run(request, headers: sessionHeaders, body: .data(body), idleTimeout: configuration.requestTimeout,
+                                                  trust: configuration.trust, counter: sockets) {
+            switch event {
+            case .response(let response): head = response
+            case .data(let chunk): data.append(chunk)
+            case .sent: break
+            }
+        }
+        guard let head else { throw URLError(.badServerResponse) }
+        return (data, head)
+    }
+    #endif
 
     /// Sends `request` and decodes its JSON answer.
     func send<T: Decodable>(_ request: URLRequest, decoding type: T.Type) async throws(JotterClientError)

@@ -21,16 +21,19 @@ extension JotterClient {
     /// `request` over a plain socket where that is better than URLSession (an `http://` event
     /// stream or upload on Linux, see `SocketExchange`), else as a URLSession data task; then as
     /// `stream(_:sent:response:data:)`.
-    func stream(_ request: URLRequest, body: MultipartFormData? = nil,
+    ///
+    /// `viaSessionUnless`: only what needs the SDK's own TLS goes over a socket (a download).
+    func stream(_ request: URLRequest, body: MultipartFormData? = nil, viaSessionUnless ownTLSOnly: Bool = false,
                 sent: (Int64) -> Void = { _ in },
                 response: (HTTPURLResponse) throws(JotterClientError) -> Void = { _ in },
                 data: (Data) throws(JotterClientError) -> Void) async throws(JotterClientError) {
         let request = try await adapted(request)
         #if canImport(FoundationNetworking)
-        if SocketExchange.handles(request.url) {
+        if ownTLSOnly ? SocketExchange.needsOwnTLS(request.url, trust: configuration.trust)
+            : SocketExchange.handles(request.url, trust: configuration.trust) {
             let events = SocketExchange.run(request, headers: sessionHeaders,
                                             body: body.map { .segments($0.segments, length: $0.contentLength) } ?? .none,
-                                            idleTimeout: configuration.requestTimeout, counter: sockets)
+                                            idleTimeout: configuration.requestTimeout, trust: configuration.trust, counter: sockets)
             return try await stream(events, url: request.url, sent: sent, response: response, data: data)
         }
         #endif

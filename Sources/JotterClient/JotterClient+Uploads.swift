@@ -98,7 +98,7 @@ extension JotterClient {
         let report = { @Sendable (sent: Int64) -> Void in progress?(TransferProgress(completed: min(sent, total), total: total)) }
         let (body, head) = try await withRetries(request) { () async throws(JotterClientError) -> (Data, HTTPURLResponse) in
             #if canImport(FoundationNetworking)
-            if SocketExchange.handles(request.url) {
+            if SocketExchange.handles(request.url, trust: configuration.trust) {
                 var body = Data()
                 var head: HTTPURLResponse?
                 try await stream(request, body: form, sent: report, response: { head = $0 }) { body.append($0) }

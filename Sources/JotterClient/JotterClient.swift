@@ -43,9 +43,31 @@ public final class JotterClient: Sendable {
         /// }
         /// ```
         public var adaptRequest: (@Sendable (URLRequest) async throws -> URLRequest)?
+        /// Which certificates an `https://` server may present: the system's store (the
+        /// default), the authorities in a PEM file (a private CA), or any (`.insecure`).
+        ///
+        /// ```swift
+        /// configuration.trust = .certificateAuthorities(URL(fileURLWithPath: "/etc/jotter/ca.pem"))
+        /// ```
+        public var trust: ServerTrust = .system
 
         /// The defaults above.
         public init() {}
+    }
+
+    /// What an `https://` server's certificate is checked against.
+    ///
+    /// On Linux, with anything but `.system` the SDK speaks TLS itself (OpenSSL over its own
+    /// socket, one connection per request), since URLSession there verifies only against the
+    /// system's store. On Apple platforms only `.system` is supported.
+    public enum ServerTrust: Sendable, Equatable {
+        /// The system's certificate authorities.
+        case system
+        /// Only the certificate authorities in this PEM file (as `curl --cacert`).
+        case certificateAuthorities(URL)
+        /// No verification at all: anyone on the way can read and change the traffic. For
+        /// a test server only (as `curl --insecure`).
+        case insecure
     }
 
     /// The SDK's version, in `User-Agent`.

@@ -24,7 +24,7 @@ public struct JotterClientError: Error, Sendable, CustomStringConvertible {
     public struct Kind: Hashable, Sendable, CustomStringConvertible {
         private enum Base: String, Hashable, Sendable {
             case httpStatus = "HTTP status", transport, cancelled, invalidResponse = "invalid response", localFile = "local file"
-            case destinationExists = "destination exists", invalidRequest = "invalid request"
+            case destinationExists = "destination exists", invalidRequest = "invalid request", tls = "TLS"
         }
         private let base: Base
 
@@ -40,6 +40,10 @@ public struct JotterClientError: Error, Sendable, CustomStringConvertible {
         public static let localFile = Kind(base: .localFile)
         /// A download's destination is another file, left untouched (pass `replacing: true`).
         public static let destinationExists = Kind(base: .destinationExists)
+        /// The TLS handshake with an `https://` server failed: its certificate is not trusted
+        /// (a private CA: `Configuration.trust`), has expired or names another host, or the
+        /// two sides share no protocol. Not retried.
+        public static let tls = Kind(base: .tls)
         /// The request can't be sent as asked (a body on `GET` or `HEAD`); nothing was sent.
         public static let invalidRequest = Kind(base: .invalidRequest)
 
@@ -88,6 +92,8 @@ public struct JotterClientError: Error, Sendable, CustomStringConvertible {
     public var isTooLarge: Bool { status == 413 }
     /// The server could not be reached or the connection broke.
     public var isTransport: Bool { kind == .transport }
+    /// The TLS handshake failed (see `Kind.tls`).
+    public var isTLS: Bool { kind == .tls }
     /// The request was cancelled (the task was cancelled).
     public var isCancelled: Bool { kind == .cancelled }
 
@@ -115,6 +121,12 @@ extension JotterClientError {
         }
         if urlError.code == .cancelled { return .cancelled }
         let place = url.flatMap { $0.host }.map { " \($0)\(url?.port.map { ":\($0)" } ?? "")" } ?? ""
+        if isTLS(urlError) {
+            // The SDK's own TLS says "TLS: …" already; URLSession (libcurl) says "SSL …".
+            var what = urlError.localizedDescription
+            if !what.hasPrefix("TLS: ") { what = "TLS: \(what)" }
+            return JotterClientError(kind: .tls, urlErrorCode: urlError.code, message: "\(what) (connecting to\(place))")
+        }
         let what = switch urlError.code {
         case .cannotConnectToHost: "cannot connect to\(place) (connection refused)"
         case .timedOut: "timed out waiting for\(place)"
@@ -124,6 +136,18 @@ extension JotterClientError {
         default: "cannot reach\(place): \(urlError.localizedDescription) (URLError \(urlError.code.rawValue))"
         }
         return JotterClientError(kind: .transport, urlErrorCode: urlError.code, message: what)
+    }
+
+    /// A TLS failure: URLError's TLS codes, or libcurl's SSL errors, which URLSession on Linux
+    /// reports as `URLError(.unknown)` ("SSL certificate problem: unable to get local issuer
+    /// certificate").
+    static func isTLS(_ error: URLError) -> Bool {
+        let codes: Set<URLError.Code> = [.secureConnectionFailed, .serverCertificateHasBadDate, .serverCertificateUntrusted,
+                                         .serverCertificateHasUnknownRoot, .serverCertificateNotYetValid,
+                                         .clientCertificateRejected, .clientCertificateRequired]
+        if codes.contains(error.code) { return true }
+        let text = error.localizedDescription
+        return error.code == .unknown && (text.contains("SSL") || text.contains("TLS") || text.contains("certificate"))
     }
 
     static let cancelled = JotterClientError(kind: .cancelled, message: "cancelled")

@@ -17,26 +17,45 @@ import Synchronization
 ///
 /// It reports what a URLSession task reports (`TaskEvent`), and fails with the `URLError` codes
 /// URLSession uses, so everything above it is shared. Cancelling the iteration wakes the thread
-/// and closes the connection at once. `https://` is not handled here: the SDK uses URLSession.
+/// and closes the connection at once.
+///
+/// `https://` goes here only when the server's certificate is to be checked against other
+/// authorities than the system's, or not at all (`JotterClient.ServerTrust`): then every
+/// request does, over TLS from OpenSSL (`TLSConnection`), one connection each. Otherwise the
+/// SDK uses URLSession for HTTPS.
 final class SocketExchange: @unchecked Sendable {
     /// What to send after the head.
     enum Body {
         case none
         /// The multipart body, `length` bytes, read from its segments as it goes out.
         case segments([MultipartFormData.Segment], length: Int64)
+        /// Bytes in memory, sent after the head with their Content-Length.
+        case data(Data)
     }
 
     private let request: URLRequest
     private let extraHeaders: [String: String]
     private let body: Body
     private let idleTimeout: Double
+    private let trust: JotterClient.ServerTrust
     /// Written to wake the thread out of `poll` when the iteration is cancelled.
     private let wake: (read: Int32, write: Int32)
 
-    /// Whether `url` can go over a plain socket.
-    static func handles(_ url: URL?) -> Bool { url?.scheme?.lowercased() == "http" && url?.host != nil }
+    /// Whether `url` can go over a plain socket: `http://`, and `https://` with a trust of
+    /// its own (`needsOwnTLS`).
+    static func handles(_ url: URL?, trust: JotterClient.ServerTrust) -> Bool {
+        url?.host != nil && (url?.scheme?.lowercased() == "http" || needsOwnTLS(url, trust: trust))
+    }
 
-    private init(request: URLRequest, extraHeaders: [String: String], body: Body, idleTimeout: Double) {
+    /// Whether `url` is HTTPS whose certificate URLSession cannot check as `trust` asks: every
+    /// request to it goes over a socket of ours.
+    static func needsOwnTLS(_ url: URL?, trust: JotterClient.ServerTrust) -> Bool {
+        trust != .system && url?.scheme?.lowercased() == "https" && url?.host != nil
+    }
+
+    private init(request: URLRequest, extraHeaders: [String: String], body: Body, idleTimeout: Double,
+                 trust: JotterClient.ServerTrust) {
+        self.trust = trust
         self.request = request
         self.extraHeaders = extraHeaders
         self.body = body
@@ -65,8 +84,9 @@ final class SocketExchange: @unchecked Sendable {
 
     /// Starts the exchange and returns what it reports; ending the iteration early cancels it.
     static func run(_ request: URLRequest, headers: [String: String], body: Body = .none,
-                    idleTimeout: Double, counter: Counter) -> AsyncThrowingStream<TaskEvent, any Error> {
-        let exchange = SocketExchange(request: request, extraHeaders: headers, body: body, idleTimeout: idleTimeout)
+                    idleTimeout: Double, trust: JotterClient.ServerTrust = .system,
+                    counter: Counter) -> AsyncThrowingStream<TaskEvent, any Error> {
+        let exchange = SocketExchange(request: request, extraHeaders: headers, body: body, idleTimeout: idleTimeout, trust: trust)
         let (stream, continuation) = AsyncThrowingStream.makeStream(of: TaskEvent.self, throwing: (any Error).self)
         continuation.onTermination = { termination in
             if case .cancelled = termination { exchange.cancel() }
@@ -101,8 +121,17 @@ final class SocketExchange: @unchecked Sendable {
 
     private func perform(_ report: (TaskEvent) -> Void) throws {
         guard let url = request.url, let host = url.host else { throw URLError(.badURL) }
-        let fd = try connect(host: host, port: url.port ?? 80)
+        let secure = url.scheme?.lowercased() == "https"
+        let fd = try connect(host: host, port: url.port ?? (secure ? 443 : 80))
         defer { close(fd) }
+        if secure {
+            // The handshake blocks: bounded by the idle timeout in each direction.
+            var limit = timeval(tv_sec: Int(idleTimeout), tv_usec: 0)
+            setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &limit, socklen_t(MemoryLayout<timeval>.size))
+            setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &limit, socklen_t(MemoryLayout<timeval>.size))
+            tls = try TLSConnection(fd: fd, host: host, trust: trust)
+        }
+        defer { tls = nil }
         var reader = Reader(fd: fd, exchange: self)
 
         var head = "\(request.httpMethod ?? "GET") \(Self.target(url)) HTTP/1.1\r\n"
@@ -118,8 +147,15 @@ final class SocketExchange: @unchecked Sendable {
         if case .segments(_, let length) = body {
             head += "Content-Length: \(length)\r\nExpect: 100-continue\r\n"
         }
+        if case .data(let data) = body, !data.isEmpty || !["GET", "HEAD"].contains(request.httpMethod?.uppercased() ?? "GET") {
+            head += "Content-Length: \(data.count)\r\n"
+        }
         head += "Connection: close\r\n\r\n"
         try send(fd, Array(head.utf8))
+        if case .data(let data) = body, !data.isEmpty {
+            try data.withUnsafeBytes { try send(fd, $0) }
+            report(.sent(Int64(data.count)))
+        }
 
         var response: Response?
         if case .segments(let segments, _) = body {
@@ -205,7 +241,11 @@ final class SocketExchange: @unchecked Sendable {
         try bytes.withUnsafeBytes { try send(fd, $0) }
     }
 
+    /// The TLS connection over the socket, for `https://`.
+    fileprivate var tls: TLSConnection?
+
     private func send(_ fd: Int32, _ bytes: UnsafeRawBufferPointer) throws {
+        if let tls { return try tls.write(bytes) }
         var offset = 0
         while offset < bytes.count {
             let sent = Glibc.send(fd, bytes.baseAddress! + offset, bytes.count - offset, Int32(MSG_NOSIGNAL))
@@ -231,6 +271,22 @@ final class SocketExchange: @unchecked Sendable {
                     throw JotterClientError.localFile("cannot read \(url.path): \(String(cString: strerror(errno)))")
                 }
                 defer { close(file) }
+                if tls != nil {
+                    // No sendfile through TLS: the file goes through a buffer.
+                    var chunk = [UInt8](repeating: 0, count: 1 << 16)
+                    while true {
+                        let count = Glibc.read(file, &chunk, chunk.count)
+                        if count < 0 && errno == EINTR { continue }
+                        guard count >= 0 else {
+                            throw JotterClientError.localFile("cannot read \(url.path): \(String(cString: strerror(errno)))")
+                        }
+                        if count == 0 { break }
+                        try chunk.withUnsafeBytes { try send(fd, UnsafeRawBufferPointer(rebasing: $0[..<count])) }
+                        sent += Int64(count)
+                        report(.sent(sent))
+                    }
+                    continue
+                }
                 while true {
                     let count = sendfile(fd, file, nil, 1 << 20)
                     if count < 0 && errno == EINTR { continue }
@@ -267,7 +323,7 @@ final class SocketExchange: @unchecked Sendable {
 
         /// True when bytes are (or the end is) available within `seconds`.
         mutating func waitForData(seconds: Double) throws -> Bool {
-            if start < buffer.count { return true }
+            if start < buffer.count || exchange.tls?.hasBuffered == true { return true }
             return try exchange.wait(fd, for: Int16(POLLIN), seconds: seconds)
         }
 
@@ -277,8 +333,9 @@ final class SocketExchange: @unchecked Sendable {
             if start > 0 && start == buffer.count { buffer.removeAll(keepingCapacity: true); start = 0 }
             var chunk = [UInt8](repeating: 0, count: 65536)
             while true {
-                _ = try exchange.wait(fd, for: Int16(POLLIN))
-                let count = recv(fd, &chunk, chunk.count, 0)
+                if exchange.tls?.hasBuffered != true { _ = try exchange.wait(fd, for: Int16(POLLIN)) }
+                let count = try exchange.tls.map { tls in try chunk.withUnsafeMutableBytes { try tls.read($0.baseAddress!, $0.count) } }
+                    ?? recv(fd, &chunk, chunk.count, 0)
                 if count < 0 && (errno == EINTR || errno == EAGAIN) { continue }
                 if count < 0 && errno == ECONNRESET { ended = true; return false }
                 guard count >= 0 else { throw URLError(.networkConnectionLost) }

@@ -151,10 +151,15 @@ public func buildApplication(_ configuration: ServerConfiguration) throws -> App
     let health = HealthController(metrics: metrics, check: HealthCheck(store: notes, dataDirectory: configuration.dataDirectory,
                                                                        minimumFreeBytes: configuration.minimumFreeSpace))
     health.register(in: &routes)
-    let accounts = Accounts(store: notes, mode: configuration.effectiveAuth, events: events,
-                            refreshInterval: configuration.credentialRefreshInterval)
     // Limits: in memory with SQLite (one process), in a table every instance shares with PostgreSQL.
     let counters: any LimitCounters = (notes as? PostgresStore)?.limitCounters ?? MemoryLimitCounters()
+    let accounts = Accounts(store: notes, mode: configuration.effectiveAuth, events: events,
+                            refreshInterval: configuration.credentialRefreshInterval,
+                            hashing: PasswordHashing(width: configuration.passwordHashingWidth,
+                                                     queueLimit: configuration.passwordHashingQueue),
+                            failedChecksBurst: configuration.failedCredentialBurst,
+                            failedChecksRefillSeconds: configuration.failedCredentialRefillSeconds,
+                            tokensPerUser: configuration.tokensPerUser, counters: counters)
     let auth = AuthController(accounts: accounts, secureCookie: tls != nil,
                               limiter: SignInLimiter(burst: configuration.signInBurst, interval: configuration.signInRefillSeconds,
                                                      counters: counters))
@@ -162,6 +167,7 @@ public func buildApplication(_ configuration: ServerConfiguration) throws -> App
     // Everything that reads or changes someone's data: authenticated in the head phase.
     routes.group { authenticated in
         authenticated.add(middleware: AuthenticationMiddleware(accounts: accounts, requestsPerMinute: configuration.requestsPerMinute,
+                                                                 requestsPerUserMinute: configuration.requestsPerUserMinute,
                                                                  counters: counters))
         authenticated.add(middleware: IdempotencyMiddleware(store: notes, transactional: ["/notes"]))
         NotesController(store: notes, events: events, replayLimit: configuration.eventBacklog).register(in: &authenticated)
@@ -179,7 +185,7 @@ public func buildApplication(_ configuration: ServerConfiguration) throws -> App
     FormPageController().register(in: &routes)
     let openAPI = OpenAPIController()
     openAPI.register(in: &routes)
-    WebController().register(in: &routes)
+    WebController(auth: accounts.mode).register(in: &routes)
     var http = configuration.http
     http.temporaryDirectory = notes.temporaryDirectory
     http.tls = tls

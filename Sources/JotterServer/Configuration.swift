@@ -76,10 +76,25 @@ public struct ServerConfiguration: Sendable {
     /// Requests a minute that one token or session may make (`429` beyond, with `RateLimit`
     /// headers on every answer); 0 for no limit.
     public var requestsPerMinute = 6000
-    /// Sign-in attempts per client address and per name: a burst of `signInBurst`, then one
-    /// every `signInRefillSeconds`.
+    /// Requests a minute that one user may make with all their tokens and sessions together;
+    /// nil for as many as `requestsPerMinute`.
+    public var requestsPerUserMinute: Int?
+    /// API tokens (unrevoked, unexpired) one user may hold: creating another is `409`; 0 for no limit.
+    public var tokensPerUser = 100
+    /// Credentials that are no good (malformed or unknown) one client address may send: a
+    /// burst of `failedCredentialBurst`, then one every `failedCredentialRefillSeconds`; beyond,
+    /// a request with a credential never verified is `429` before it is looked up. 0: no limit.
+    public var failedCredentialBurst = 100
+    public var failedCredentialRefillSeconds: Double = 1
+    /// Sign-in attempts per client address (all) and per (name, address) (failures): a burst of
+    /// `signInBurst`, then one every `signInRefillSeconds`; per name (failures from anywhere)
+    /// ten times as many, ten times as fast.
     public var signInBurst = 10
     public var signInRefillSeconds: Double = 6
+    /// Argon2id hashes (sign-in checks, new passwords) that run at once, and how many more may
+    /// wait; past that a sign-in is `503` with `Retry-After`.
+    public var passwordHashingWidth = HTTPServer.Configuration.cores
+    public var passwordHashingQueue = 16
 
     /// The authentication mode in force.
     public var effectiveAuth: AuthMode { auth ?? AuthMode.default(for: host) }

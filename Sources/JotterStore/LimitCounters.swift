@@ -11,10 +11,24 @@ import Synchronization
 /// so that N instances allow what one does.
 ///
 /// A bucket holds up to `capacity` tokens and gains one every `interval` seconds; a bucket
-/// never seen is full. `take` takes one token from every bucket of `keys` when each has one,
-/// and from none otherwise — atomically, also across instances.
+/// never seen is full. `take` takes `cost` tokens (one unless told) from every bucket of `keys`
+/// when each has at least one, and from none otherwise — atomically, also across instances. A
+/// cost of 0 only looks (what a failure limit checks before the failure is known); a negative
+/// cost gives tokens back, up to `capacity`, and is always allowed.
 public protocol LimitCounters: Sendable {
-    func take(_ keys: [String], capacity: Double, interval: Double) throws(StoreError) -> LimitTake
+    func take(_ keys: [String], capacity: Double, interval: Double, cost: Double) throws(StoreError) -> LimitTake
+}
+
+extension LimitCounters {
+    /// Takes one token from every bucket of `keys` when each has one, from none otherwise.
+    public func take(_ keys: [String], capacity: Double, interval: Double) throws(StoreError) -> LimitTake {
+        try take(keys, capacity: capacity, interval: interval, cost: 1)
+    }
+
+    /// Whether `take` with `cost` is allowed on buckets holding `tokens` (refilled).
+    static func allows(_ tokens: [Double], cost: Double) -> Bool {
+        cost < 0 || tokens.allSatisfy { $0 >= 1 }
+    }
 }
 
 /// What `LimitCounters.take` did.
@@ -56,7 +70,7 @@ public final class MemoryLimitCounters: LimitCounters {
         return Double(spec.tv_sec) + Double(spec.tv_nsec) / 1e9
     }
 
-    public func take(_ keys: [String], capacity: Double, interval: Double) throws(StoreError) -> LimitTake {
+    public func take(_ keys: [String], capacity: Double, interval: Double, cost: Double) throws(StoreError) -> LimitTake {
         let now = clock()
         return buckets.withLock { buckets in
             // Buckets full again are the same as none: dropped when there are many.
@@ -67,8 +81,8 @@ public final class MemoryLimitCounters: LimitCounters {
                 bucket.updated = now
                 return bucket
             }
-            let allowed = refilled.allSatisfy { $0.tokens >= 1 }
-            if allowed { for index in refilled.indices { refilled[index].tokens -= 1 } }
+            let allowed = Self.allows(refilled.map(\.tokens), cost: cost)
+            if allowed { for index in refilled.indices { refilled[index].tokens = min(capacity, refilled[index].tokens - cost) } }
             for (key, bucket) in zip(keys, refilled) { buckets[key] = bucket }
             return LimitTake(allowed: allowed, tokens: refilled.map(\.tokens))
         }

@@ -167,10 +167,14 @@ public struct NoteEvent: Sendable, Hashable {
     public var kind: NoteEventKind
     /// The note after the change; for `.deleted`, the note as it was.
     public var note: NoteRecord
+    /// When the change was made (Unix seconds, UTC): for `.deleted`, when the note was deleted,
+    /// which none of its own times say.
+    public var at: Int64
 
-    public init(id: Int64, kind: NoteEventKind, note: NoteRecord) {
+    public init(id: Int64, kind: NoteEventKind, note: NoteRecord, at: Int64) {
         self.id = id
         self.kind = kind
         self.note = note
+        self.at = at
     }
 }

@@ -147,6 +147,9 @@ class Notes(BrowserTest):
         dialog = css("#confirm-dialog")
         self.assertTrue(dialog.is_displayed())
         self.assertIn("Delete me", css("#confirm-text").text)
+        # It offers Undo afterwards, so it does not say the opposite first.
+        self.assertNotIn("can't be undone", css("#confirm-text").text)
+        self.assertIn("undo it for a few seconds", css("#confirm-text").text)
         all_css("#confirm-actions button")[0].click()  # Cancel: nothing happens
         self.assertFalse(dialog.is_displayed())
         self.assertIsNotNone(server.note(note["id"]))
@@ -220,7 +223,7 @@ class Notes(BrowserTest):
             area.dispatchEvent(new Event('input'));""")
         css("#save").click()
         wait(driver, lambda d: css("#toast").is_displayed(), timeout=15, message="an error")
-        self.assertEqual(css("#toast-text").text, "Couldn't save: Notes can be at most 1 MB.")
+        self.assertEqual(css("#toast-text").text, "Couldn't save: Notes can be at most 1 MiB.")
         self.assertEqual(css("#save-state").text, "Unsaved changes")
         self.assertEqual(len(body_text()), 1100000)
 
@@ -418,7 +421,7 @@ class Attachments(BrowserTest):
                 const bar = document.querySelector('#upload-list progress[aria-label="Uploading big.bin"]');
                 return bar && bar.value > 0 && bar.value < 100 ? bar.value : null;"""), message="progress between 0 and 100")
             self.assertTrue(0 < partial < 100)
-            self.assertIn("% of 3.0 MB", css('#upload-list li:has(progress[aria-label="Uploading big.bin"]) .upload-status').text)
+            self.assertIn("% of 3.0 MiB", css('#upload-list li:has(progress[aria-label="Uploading big.bin"]) .upload-status').text)
             wait(driver, lambda d: sorted(self.attachment_names()) == ["big.bin", "notes.txt"], timeout=20, message="both attached")
         finally:
             driver.delete_network_conditions()
@@ -615,6 +618,32 @@ class Restart(BrowserTest):
         server.create("After the restart")
         wait(driver, lambda d: "After the restart" in titles(), message="live after restart")
 
+    def test_autosave_goes_through_once_the_server_is_back(self):
+        note = server.create("Autosaved across a restart")
+        open_app(f"/#/notes/{note['id']}")
+        wait(driver, lambda d: body_text() == "Autosaved across a restart")
+        server.stop()
+        wait(driver, lambda d: css("#connection").get_attribute("data-state") == "reconnecting", message="reconnecting")
+        css("#body").send_keys(", typed while it was away")
+        wait(driver, lambda d: css("#save-state").text == "Not saved yet", timeout=15, message=f"autosave failed ({page_state()})")
+        server.start()
+        # No keystroke, no click: the text reaches the server by itself.
+        wait_until(lambda: (server.note(note["id"]) or {}).get("body") == "Autosaved across a restart, typed while it was away",
+                   timeout=30, message=f"autosaved after the restart ({page_state()})")
+        wait(driver, lambda d: css("#save-state").text == "Saved", message="says saved")
+
+
+class Console(BrowserTest):
+    def test_auth_off_asks_nothing_that_fails(self):
+        """Under --auth off a newcomer's devtools stay clean: no /auth/me (a 401 there), no error."""
+        driver.get_log("browser")  # what earlier tests left
+        open_app("/")
+        paths = driver.execute_script("return performance.getEntriesByType('resource').map((e) => new URL(e.name).pathname)")
+        self.assertNotIn("/auth/me", paths)
+        self.assertIn("/notes", paths)
+        errors = [entry for entry in driver.get_log("browser") if entry["level"] == "SEVERE"]
+        self.assertEqual(errors, [])
+
 
 class Accounts(unittest.TestCase):
     """Two people on a server that requires sign-in, each in a browser of their own (cookies
@@ -661,6 +690,29 @@ class Accounts(unittest.TestCase):
     @staticmethod
     def titles(browser):
         return browser.execute_script("return [...document.querySelectorAll('#notes .note-title')].map((e) => e.textContent)")
+
+    def test_first_visit_is_a_sign_in_page_and_signing_out_says_so(self):
+        browser = chrome(timezone=TIMEZONE)
+        try:
+            browser.get(self.server.url + "/#/notes/1")
+            wait(browser, lambda d: d.find_element(By.ID, "sign-in-dialog").is_displayed(), message="the sign-in page")
+            self.assertEqual(browser.find_element(By.ID, "sign-in-reason").text, "Sign in to see your notes.")
+            # Nothing failed on the way: no error, no "Reconnecting…", no list that could not load.
+            self.assertFalse(browser.find_element(By.ID, "toast").is_displayed())
+            self.assertFalse(browser.find_element(By.ID, "connection").is_displayed())
+            self.assertFalse(browser.find_element(By.ID, "sign-in-error").is_displayed())
+            paths = browser.execute_script("return performance.getEntriesByType('resource').map((e) => new URL(e.name).pathname)")
+            self.assertFalse([path for path in paths if path.startswith("/notes")], paths)
+            self.sign_in(browser, "ann")
+            wait(browser, lambda d: d.find_element(By.ID, "notes").get_attribute("aria-busy") == "false", message="list loaded")
+            browser.find_element(By.ID, "sign-out").click()
+            wait(browser, lambda d: d.find_element(By.ID, "sign-in-dialog").is_displayed(), message="signed out")
+            reason = browser.find_element(By.ID, "sign-in-reason").text
+            self.assertEqual(reason, "You are signed out. Sign in to see your notes.")
+            self.assertNotIn("ended", reason)
+            self.assertFalse(browser.find_element(By.ID, "connection").is_displayed())
+        finally:
+            quit_chrome(browser)
 
     def test_sign_in_and_another_user_sees_nothing_live(self):
         for browser, name in [(self.ann, "ann"), (self.bob, "bob")]:

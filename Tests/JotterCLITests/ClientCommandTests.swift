@@ -47,7 +47,8 @@ struct ClientCommandTests {
             let list = await jotter(["notes", "list"], app: app)
             let lines = list.out.split(separator: "\n")
             #expect(lines.count == 3)
-            #expect(lines[0].hasPrefix("ID  UPDATED              BODY"))
+            #expect(lines[0].hasPrefix("ID  UPDATED                  BODY"))
+            #expect(lines[1].contains(" UTC  from stdin"), "times say their zone")
             #expect(lines[1].hasPrefix("2 ") && lines[1].hasSuffix("  from stdin…"))
             #expect(lines[2].hasSuffix("  Buy milk"))
             #expect(await jotter(["notes", "list", "--search", "milk"], app: app).out.contains("Buy milk"))
@@ -127,6 +128,34 @@ struct ClientCommandTests {
             // The event id (for --since) first, then the time of the event.
             #expect(lines.first?.hasPrefix("event 1  ") == true && lines.first?.hasSuffix("  created note 1  watched") == true, "\(lines)")
             #expect(lines.last?.hasPrefix("event 2  ") == true && lines.last?.hasSuffix("  deleted note 1  watched") == true, "\(lines)")
+        }
+    }
+
+    /// The lines `notes watch --since 0 ARGUMENTS` prints once it has shown `count`.
+    func watched(_ app: TestApp, _ arguments: [String] = [], count: Int) async throws -> [Substring] {
+        let captured = Captured()
+        let environment = ["JOTTER_SERVER": "http://127.0.0.1:\(app.port)"]
+        let watching = Task { await JotterCommandLine.run(["notes", "watch", "--since", "0"] + arguments, environment: environment, console: captured.console) }
+        for _ in 0..<500 where captured.out.withLock({ $0.split(separator: "\n").count }) < count { try await Task.sleep(for: .milliseconds(10)) }
+        watching.cancel()
+        _ = await watching.value
+        return captured.out.withLock { $0 }.split(separator: "\n")
+    }
+
+    @Test("notes watch --since shows when a deletion happened, not when it was replayed (--json: deleted_at)")
+    func watchReplaysDeletionTime() async throws {
+        try await withApp { app in
+            _ = await jotter(["notes", "add", "gone"], app: app)
+            _ = await jotter(["notes", "rm", "1"], app: app)
+            try await Task.sleep(for: .milliseconds(1200))
+            let replayedAt = Timestamp.format(Int64(Date().timeIntervalSince1970))
+            let json = try await watched(app, ["--json"], count: 2)
+            let line = try #require(json.last.map { try JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] } ?? nil)
+            #expect(line["event"] as? String == "note.deleted")
+            let deletedAt = try #require(line["deleted_at"] as? String)
+            #expect(deletedAt < replayedAt, "deleted \(deletedAt), replayed \(replayedAt)")
+            let text = try await watched(app, count: 2)
+            #expect(text.last?.hasPrefix("event 2  \(deletedAt) UTC  deleted note 1") == true, "\(text)")
         }
     }
 

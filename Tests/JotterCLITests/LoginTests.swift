@@ -61,7 +61,7 @@ struct LoginTests {
                                                environment: ["PATH": "/usr/bin:/bin", "HOME": home.path, "JOTTER_TOKEN": token])
             }
             #expect(try jotter(["users", "add", "carl"], token: admin, input: "carl's password\n") == (0, "Added user carl.\n", ""))
-            #expect(try jotter(["users", "list"], token: admin).out.contains("carl                 no"))
+            #expect(try jotter(["users", "list"], token: admin).out.contains("carl  no"))
             let refused = try jotter(["users", "list"], token: ann)
             #expect(refused.status == 1 && refused.err.contains("only an administrator"), "\(refused.err)")
             #expect(try jotter(["users", "passwd", "carl"], token: admin, input: "carl's new password\n").status == 0)
@@ -71,6 +71,18 @@ struct LoginTests {
             #expect(created.status == 0 && created.out.hasPrefix("jot_"))
             let listed = try jotter(["tokens", "list"], token: ann)
             #expect(listed.out.contains("script") && !listed.out.contains(created.out.trimmingCharacters(in: .whitespacesAndNewlines)))
+            // Aligned however long the times the server sends: every column starts where its header does.
+            let rows = listed.out.split(separator: "\n").map(String.init)
+            let header = try #require(rows.first)
+            for column in ["LABEL", "CREATED", "LAST USED", "EXPIRES", "REVOKED"] {
+                let start = try #require(header.range(of: column)).lowerBound.utf16Offset(in: header)
+                for row in rows.dropFirst() {
+                    let index = row.index(row.startIndex, offsetBy: start, limitedBy: row.endIndex) ?? row.endIndex
+                    #expect(index == row.startIndex || row[row.index(before: index)] == " " && (index == row.endIndex || row[index] != " "),
+                            "\(column) in \(listed.out)")
+                }
+            }
+            #expect(rows.dropFirst().allSatisfy { $0.contains(" UTC") }, "\(listed.out)")
             let id = try #require(listed.out.split(separator: "\n").dropFirst().first(where: { $0.contains("script") })?.split(separator: " ").first)
             #expect(try jotter(["tokens", "revoke", String(id)], token: ann).out == "Revoked token \(id) (script).\n")
             #expect(try app.request("GET", "/notes", token: created.out.trimmingCharacters(in: .whitespacesAndNewlines)).status == 401)

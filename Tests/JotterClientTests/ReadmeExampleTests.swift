@@ -35,7 +35,9 @@ struct ReadmeExampleTests {
             process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
             process.arguments = ["swiftc", "-emit-sil", "-o", "/dev/null", main.path, "-module-name", "ReadmeApp",
                                  "-I", modules.path,
-                                 "-Xcc", "-fmodule-map-file=" + Self.root.appendingPathComponent("Sources/CCrypto/module.modulemap").path]
+                                 // The SDK's system libraries on Linux, as SwiftPM hands them to an app that depends on it.
+                                 "-Xcc", "-fmodule-map-file=" + Self.root.appendingPathComponent("Sources/CCrypto/module.modulemap").path,
+                                 "-Xcc", "-fmodule-map-file=" + Self.root.appendingPathComponent("Sources/CTLS/module.modulemap").path]
             let errors = Pipe()
             process.standardError = errors
             process.standardOutput = FileHandle.nullDevice

@@ -219,6 +219,66 @@ struct AuthTests {
         }
     }
 
+    /// A form sign-in from loopback address `source` (the server listens on 127.0.0.1).
+    static func signIn(_ app: TestApp, from source: String, name: String, password: String) throws -> WireResponse {
+        let client = try RawHTTP(port: app.port, sourceAddress: source)
+        return try client.request("POST", "/auth/sessions", headers: [("Content-Type", "application/x-www-form-urlencoded")],
+                                  body: Array("name=\(name)&password=\(FormEscape.escape(password))".utf8), close: true)
+    }
+
+    @Test("one guesser cannot lock a user out: failures count per (name, address), and per name only at ten times that; an address the name signed in from stays open")
+    func signInLockout() throws {
+        // Two attempts per address and pair, twenty failures per name, nothing refilled during the test.
+        try TestApp.with(configure: { Self.required(&$0); $0.signInBurst = 2; $0.signInRefillSeconds = 600 }) { app in
+            try app.addUser("ann", password: "right one")
+            #expect(try Self.signIn(app, from: "127.0.0.3", name: "ann", password: "right one").status == 201)
+            // The guesser spends its pair's attempts...
+            for _ in 0..<2 { #expect(try Self.signIn(app, from: "127.0.0.2", name: "ann", password: "guess").status == 401) }
+            let held = try Self.signIn(app, from: "127.0.0.2", name: "ann", password: "right one")
+            #expect(held.status == 429)
+            #expect(Int(held.header("Retry-After") ?? "") ?? 0 >= 1)
+            // ...and ann, from anywhere else, still signs in.
+            #expect(try Self.signIn(app, from: "127.0.0.4", name: "ann", password: "right one").status == 201)
+            // Twenty failures from ten addresses spend the name: a new address is held...
+            for index in 10..<19 {
+                for _ in 0..<2 { #expect(try Self.signIn(app, from: "127.0.0.\(index)", name: "ann", password: "guess").status == 401) }
+            }
+            let spent = try Self.signIn(app, from: "127.0.0.5", name: "ann", password: "right one")
+            #expect(spent.status == 429)
+            #expect(spent.header("Content-Type") == "application/problem+json")
+            // ...but the addresses ann signed in from are not.
+            #expect(try Self.signIn(app, from: "127.0.0.3", name: "ann", password: "right one").status == 201)
+            #expect(try Self.signIn(app, from: "127.0.0.4", name: "ann", password: "right one").status == 201)
+        }
+    }
+
+    @Test("password hashing is bounded: one at a time and one waiting here, the rest 503 with Retry-After before any hash; then sign-in works again")
+    func signInHashingBounded() throws {
+        try TestApp.with(configure: { Self.required(&$0); $0.passwordHashingWidth = 1; $0.passwordHashingQueue = 1 }) { app in
+            try app.addUser("ann", password: "right one")
+            let clients = try (0..<8).map { _ in try RawHTTP(port: app.port, timeout: 30) }
+            for (index, client) in clients.enumerated() {
+                let body = "name=nobody\(index)&password=guess"
+                try client.send("POST /auth/sessions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/x-www-form-urlencoded\r\n"
+                                + "Content-Length: \(body.utf8.count)\r\n\r\n" + body)
+            }
+            let answers = try clients.map { try $0.readResponse() }
+            let refused = answers.filter { $0.status == 503 }
+            let statuses = answers.map { String($0.status) }.joined(separator: " ")
+            let checked = answers.filter { $0.status == 401 }.count
+            #expect(checked + refused.count == 8, "\(statuses)")
+            // The first is hashed, one waits; the others arrive while the first is still hashing.
+            #expect(refused.count >= 1, "\(statuses)")
+            #expect(refused.count <= 6, "\(statuses)")
+            for answer in refused {
+                #expect(answer.header("Retry-After") == "1")
+                #expect(answer.header("Content-Type") == "application/problem+json")
+            }
+            #expect(try app.request("POST", "/auth/sessions", headers: [("Content-Type", "application/x-www-form-urlencoded")],
+                                    body: "name=ann&password=right%20one").status == 201)
+        }
+    }
+
     @Test("a session cookie: HttpOnly, SameSite=Lax, with an expiry; writes need same-origin and the CSRF token; sign-out ends it")
     func sessions() throws {
         try TestApp.with(configure: Self.required) { app in
@@ -372,11 +432,12 @@ struct IdempotencyTests {
 /// Per-token request limits and CORS.
 @Suite("Request limits and CORS")
 struct LimitsAndCORSTests {
-    @Test("a token's requests are limited per minute: RateLimit headers on each answer, 429 with Retry-After beyond; other tokens unaffected")
+    @Test("a token's requests are limited per minute: RateLimit headers on each answer, 429 with Retry-After beyond; the user's other tokens share the user's limit, other users are unaffected")
     func perToken() throws {
         try TestApp.with(configure: { $0.auth = .required; $0.requestsPerMinute = 5 }) { app in
             try app.addUser("ann")
-            let first = try app.token("ann"), second = try app.token("ann")
+            try app.addUser("bob")
+            let first = try app.token("ann"), second = try app.token("ann"), bobs = try app.token("bob")
             var remaining: [String] = []
             for _ in 0..<5 {
                 let response = try app.request("GET", "/notes", token: first)
@@ -389,8 +450,81 @@ struct LimitsAndCORSTests {
             #expect(refused.status == 429)
             #expect(Int(refused.header("Retry-After") ?? "") ?? 0 >= 1)
             #expect(refused.header("RateLimit")?.contains("remaining=0") == true)
-            #expect(try app.request("GET", "/notes", token: second).status == 200)
-            #expect((try app.request("GET", "/notes", token: second).json()["notes"] as? [Any])?.isEmpty == true)  // nothing was created
+            // More tokens give no more requests: ann's second is refused by her own limit.
+            let theirs = try app.request("GET", "/notes", token: second)
+            #expect(theirs.status == 429)
+            #expect(theirs.text.contains("this user"))
+            #expect(try app.request("GET", "/notes", token: bobs).status == 200)
+            #expect((try app.request("GET", "/notes", token: bobs).json()["notes"] as? [Any])?.isEmpty == true)
+        }
+    }
+
+    @Test("per user and per token: --user-rate-limit above --rate-limit lets a second token use the rest, and the headers name the nearer limit")
+    func perUser() throws {
+        try TestApp.with(configure: { $0.auth = .required; $0.requestsPerMinute = 5; $0.requestsPerUserMinute = 8 }) { app in
+            try app.addUser("ann")
+            let first = try app.token("ann"), second = try app.token("ann")
+            for _ in 0..<5 { #expect(try app.request("GET", "/notes", token: first).status == 200) }
+            let byToken = try app.request("GET", "/notes", token: first)
+            #expect(byToken.status == 429)
+            #expect(byToken.text.contains("with this token"))
+            var policies: [String] = []
+            for _ in 0..<3 {
+                let response = try app.request("GET", "/notes", token: second)
+                #expect(response.status == 200)
+                policies.append(response.header("RateLimit-Policy") ?? "")
+            }
+            #expect(policies == ["8;w=60", "8;w=60", "8;w=60"])
+            let byUser = try app.request("GET", "/notes", token: second)
+            #expect(byUser.status == 429)
+            #expect(byUser.header("RateLimit-Policy") == "8;w=60")
+            #expect(byUser.text.contains("this user"))
+        }
+    }
+
+    @Test("failed bearer checks are throttled per address: unknown or malformed tokens past the burst are 429 before any look-up; known tokens and other addresses go on")
+    func failedTokensThrottled() throws {
+        try TestApp.with(configure: { $0.auth = .required; $0.failedCredentialBurst = 5; $0.failedCredentialRefillSeconds = 600 }) { app in
+            try app.addUser("ann")
+            let token = try app.token("ann")
+            #expect(try app.request("GET", "/notes", token: token).status == 200)
+            for index in 0..<5 {
+                let guess = index % 2 == 0 ? "jot_0000000000000000000000000000000000000000000\(index)" : "nonsense\(index)"
+                #expect(try app.request("GET", "/notes", token: guess).status == 401, "\(guess)")
+            }
+            let held = try app.request("GET", "/notes", token: "jot_guess")
+            #expect(held.status == 429)
+            #expect(Int(held.header("Retry-After") ?? "") ?? 0 >= 500)
+            #expect(held.header("Content-Type") == "application/problem+json")
+            // A token verified before is not a guess.
+            #expect(try app.request("GET", "/notes", token: token).status == 200)
+            // Another address has its own count.
+            let other = try RawHTTP(port: app.port, sourceAddress: "127.0.0.2")
+            #expect(try other.request("GET", "/notes", headers: [("Authorization", "Bearer jot_guess")]).status == 401)
+        }
+    }
+
+    @Test("a user holds at most --max-tokens-per-user tokens: one more is 409 (sign-in for a token too) and stores nothing; revoked ones do not count")
+    func tokensCapped() throws {
+        try TestApp.with(configure: { $0.auth = .required; $0.tokensPerUser = 3 }) { app in
+            try app.addUser("ann")
+            let token = try app.token("ann")
+            #expect(try app.request("POST", "/auth/tokens", token: token, body: "label=two").status == 201)
+            let third = try app.request("POST", "/auth/tokens", token: token, body: "label=three")
+            #expect(third.status == 201)
+            let refused = try app.request("POST", "/auth/tokens", token: token, body: "label=four")
+            #expect(refused.status == 409)
+            #expect(refused.header("Content-Type") == "application/problem+json")
+            let signIn = try app.request("POST", "/auth/sessions", headers: [("Content-Type", "application/x-www-form-urlencoded")],
+                                         body: "name=ann&password=password%20of%20ann&kind=token")
+            #expect(signIn.status == 409)
+            #expect((try app.request("GET", "/auth/tokens", token: token).json()["tokens"] as? [Any])?.count == 3)
+            // A session is no token: the web app can still sign in.
+            #expect(try app.request("POST", "/auth/sessions", headers: [("Content-Type", "application/x-www-form-urlencoded")],
+                                    body: "name=ann&password=password%20of%20ann").status == 201)
+            let id = try #require((try third.json()["info"] as? [String: Any])?["id"] as? String)
+            #expect(try app.request("DELETE", "/auth/tokens/\(id)", token: token).status == 200)
+            #expect(try app.request("POST", "/auth/tokens", token: token, body: "label=again").status == 201)
         }
     }
 

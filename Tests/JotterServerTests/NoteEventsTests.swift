@@ -33,6 +33,9 @@ struct NoteEventsTests {
             }
         }
 
+        /// What has been read so far, raw.
+        var received: String { text }
+
         /// Everything that has arrived so far, raw.
         func raw(until marker: String) throws -> String {
             text += try connection.readStream(until: marker)
@@ -109,6 +112,33 @@ struct NoteEventsTests {
             let current = try subscribe(app, lastEventID: String(firstEvent.id + 3))
             _ = try write(app, "POST", "/notes", "body=five")
             #expect(try current.next(1).map(\.body) == ["five"])
+        }
+    }
+
+    /// The `data:` JSON of the first `note.deleted` event in `text`.
+    static func deletion(in text: String) throws -> [String: Any] {
+        let block = try #require(text.replacingOccurrences(of: "\r\n", with: "\n").components(separatedBy: "\n\n")
+            .first { $0.contains("event: note.deleted") })
+        let data = try #require(block.split(separator: "\n").first { $0.hasPrefix("data: ") }).dropFirst(6)
+        return try #require(try JSONSerialization.jsonObject(with: Data(data.utf8)) as? [String: Any])
+    }
+
+    @Test("note.deleted carries deleted_at, when the note was deleted: live, and the same in a replay seconds later")
+    func deletionTime() throws {
+        try TestApp.with { app in
+            let live = try subscribe(app)
+            _ = try write(app, "POST", "/notes", "body=doomed")
+            Thread.sleep(forTimeInterval: 1.1)
+            _ = try write(app, "DELETE", "/notes/1", "")
+            _ = try live.next(2)
+            let seen = try Self.deletion(in: live.received)
+            let deletedAt = try #require(seen["deleted_at"] as? String)
+            #expect(deletedAt > (seen["updated_at"] as? String ?? ""), "deleted \(deletedAt), last updated \(seen["updated_at"] ?? "")")
+            Thread.sleep(forTimeInterval: 1.1)
+            let replay = try subscribe(app, lastEventID: "0")
+            _ = try replay.next(2)
+            let replayed = try Self.deletion(in: replay.received)
+            #expect(replayed["deleted_at"] as? String == deletedAt)
         }
     }
 

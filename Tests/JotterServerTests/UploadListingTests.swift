@@ -91,6 +91,23 @@ struct UploadListingTests {
         }
     }
 
+    @Test("a next link whose upload was deleted meanwhile still works: the listing goes on after its place (and /notes after a deleted note)")
+    func cursorDeleted() throws {
+        try TestApp.with { app in
+            var created: [String] = []
+            for _ in 0..<5 { created.append(try #require(try upload(app)["id"] as? String)) }
+            let (first, next) = try page(app, "/uploads?limit=2")
+            #expect(first == [created[4], created[3]])
+            #expect([200, 204].contains(try app.request("DELETE", "/uploads/\(created[3])").status))
+            let rest = try page(app, try #require(next))
+            #expect(rest.ids == [created[2], created[1]])
+            for body in ["a", "b", "c", "d"] { _ = try app.request("POST", "/notes", body: "body=\(body)") }
+            #expect([200, 204].contains(try app.request("DELETE", "/notes/3").status))
+            let notes = try app.request("GET", "/notes?limit=10&after=3").json()["notes"] as? [[String: Any]]
+            #expect(notes?.compactMap { $0["id"] as? String } == ["2", "1"])
+        }
+    }
+
     @Test("bad limit, after or note_id is 400 listing each", arguments: [
         ("limit=0", ["limit"]), ("limit=x", ["limit"]), ("after=nope", ["after"]), ("note_id=abc", ["note_id"]),
         ("note_id=01", ["note_id"]), ("limit=-1&note_id=x&after=1", ["limit", "after", "note_id"]),

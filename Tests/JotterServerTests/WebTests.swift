@@ -35,9 +35,25 @@ struct WebTests {
         let response = try get(name == "index.html" ? "/" : "/assets/\(name)")
         #expect(response.status == 200)
         #expect(response.header("Content-Type") == contentType)
-        #expect(response.body == [UInt8](try Data(contentsOf: Self.appFolder.appendingPathComponent(name))))
+        var file = String(decoding: try Data(contentsOf: Self.appFolder.appendingPathComponent(name)), as: UTF8.self)
+        // The page says the server's auth mode (loopback: off), and nothing else changes.
+        if name == "index.html" { file = file.replacing("<body data-view=\"list\">", with: "<body data-view=\"list\" data-auth=\"off\">") }
+        #expect(response.body == Array(file.utf8))
         #expect(response.header("Cache-Control") == "no-cache")
         #expect(response.header("X-Content-Type-Options") == "nosniff")
+    }
+
+    @Test("the page names the server's auth mode (the app asks nothing before it knows), with an ETag of its own per mode")
+    func authMode() throws {
+        let off = try get("/")
+        #expect(off.text.contains("<body data-view=\"list\" data-auth=\"off\">"))
+        try TestApp.with(configure: { $0.auth = .required }) { app in
+            let required = try app.request("GET", "/")
+            #expect(required.text.contains("<body data-view=\"list\" data-auth=\"required\">"))
+            #expect(required.header("ETag") != off.header("ETag"))
+            // Still the documented form (hex in quotes), under either mode.
+            for page in [off, required] { #expect(page.header("ETag")?.wholeMatch(of: /"[0-9a-f]+"/) != nil, "\(page.header("ETag") ?? "")") }
+        }
     }
 
     @Test("every module the page loads is served")

@@ -24,6 +24,30 @@ import Testing
         #expect(try counters.take(["b"], capacity: 3, interval: 10).tokens == [2])
     }
 
+    /// A cost of 0 looks without taking (the failure limits check before they know), a negative
+    /// one gives back up to the capacity, always.
+    static func checkCosts(_ counters: any LimitCounters) throws {
+        #expect(try counters.take(["c"], capacity: 2, interval: 3600, cost: 0).tokens[0] > 1.99)
+        #expect(try counters.take(["c"], capacity: 2, interval: 3600).allowed)
+        #expect(try counters.take(["c"], capacity: 2, interval: 3600).allowed)
+        let looked = try counters.take(["c"], capacity: 2, interval: 3600, cost: 0)
+        #expect(!looked.allowed && looked.tokens[0] < 0.01)
+        #expect(try counters.take(["c"], capacity: 2, interval: 3600, cost: -1).allowed)
+        #expect(try counters.take(["c"], capacity: 2, interval: 3600, cost: 0).allowed)
+        let refilled = try counters.take(["c"], capacity: 2, interval: 3600, cost: -5)
+        #expect(refilled.allowed && refilled.tokens[0] > 1.99 && refilled.tokens[0] <= 2)
+    }
+
+    @Test func memoryCostsLookAndGiveBack() throws {
+        try Self.checkCosts(MemoryLimitCounters())
+    }
+
+    @Test(.enabled(if: PostgresServer.available, PostgresServer.skipMessage))
+    func postgresCostsLookAndGiveBack() throws {
+        let fixture = try StoreFixture(.postgres)
+        try Self.checkCosts(fixture.postgres.limitCounters)
+    }
+
     @Test(.enabled(if: PostgresServer.available, PostgresServer.skipMessage))
     func postgresBucketsAreSharedByInstances() throws {
         let fixture = try StoreFixture(.postgres)

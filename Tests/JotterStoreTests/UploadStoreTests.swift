@@ -71,6 +71,27 @@ struct UploadStoreTests {
         #expect(try store.uploads(UploadQuery(after: "0123456789abcdef01234567")) == nil)
     }
 
+    @Test("a cursor naming a deleted upload goes on after its place: deleted alone, or with its note", arguments: Backend.all)
+    func cursorAfterDeletion(backend: Backend) throws {
+        let fixture = try StoreFixture(backend)
+        let directory = fixture.directory, store = fixture.store
+        guard case .done(let note, _) = try store.perform(.create(body: "n")) else { Issue.record("no note"); return }
+        let uploads = try (0..<6).map { try add(store, directory, noteID: $0 == 3 ? note.id : nil) }.map(\.id)
+        // Newest first: 5 4 3 2 1 0. A client had a page ending at 4, then 4 was deleted.
+        _ = try store.perform(.deleteUpload(id: uploads[4]))
+        #expect(try store.uploads(UploadQuery(limit: 2, after: uploads[4]))?.map(\.id) == [uploads[3], uploads[2]])
+        // 3 goes with its note.
+        _ = try store.perform(.delete(id: note.id, ifVersion: nil))
+        #expect(try store.uploads(UploadQuery(limit: 2, after: uploads[3]))?.map(\.id) == [uploads[2], uploads[1]])
+        #expect(try store.uploads(UploadQuery(limit: 10, after: uploads[3], attachment: .unattached))?.map(\.id) == [uploads[2], uploads[1], uploads[0]])
+        // A new upload is newer than every place: never in a page after one.
+        let later = try add(store, directory, noteID: nil).id
+        #expect(try store.uploads(UploadQuery(limit: 10, after: uploads[4]))?.map(\.id) == [uploads[2], uploads[1], uploads[0]])
+        #expect(try store.uploads(UploadQuery(limit: 1))?.map(\.id) == [later])
+        // An id that never was still names nothing.
+        #expect(try store.uploads(UploadQuery(after: "0123456789abcdef01234567")) == nil)
+    }
+
     @Test("attaching moves an upload between notes, changing the version of each with an event", arguments: Backend.all)
     func attach(backend: Backend) throws {
         let fixture = try StoreFixture(backend)

@@ -20,6 +20,15 @@ public final class Accounts: Sendable {
     static let lastUsedResolution: Int64 = 60
     /// How long a web session lasts.
     public let sessionLifetime: Int64
+    /// Where every Argon2id hash of the server runs: as many at once as the cores, a short queue.
+    public let hashing: PasswordHashing
+    /// Credentials that were no good (malformed or unknown), per client address (`failed A`
+    /// in the limit counters): burst and seconds per token; nil for no limit.
+    let failedChecks: (burst: Double, interval: Double)?
+    /// Where `failedChecks` counts (shared by every instance with PostgreSQL).
+    let counters: any LimitCounters
+    /// Tokens (unrevoked, unexpired) one user may have; 0 for no limit.
+    public let tokensPerUser: Int
 
     private struct Entry {
         var credential: CredentialRecord
@@ -33,7 +42,14 @@ public final class Accounts: Sendable {
     private let anonymous = Mutex<(owner: Owner, user: UserRecord?, readAt: Int64)?>(nil)
 
     public init(store: any AccountStore, mode: AuthMode, events: EventBroadcaster,
-                refreshInterval: Int64 = 10, sessionLifetime: Int64 = 14 * 24 * 3600) {
+                refreshInterval: Int64 = 10, sessionLifetime: Int64 = 14 * 24 * 3600,
+                hashing: PasswordHashing = PasswordHashing(),
+                failedChecksBurst: Int = 100, failedChecksRefillSeconds: Double = 1, tokensPerUser: Int = 100,
+                counters: any LimitCounters = MemoryLimitCounters()) {
+        self.hashing = hashing
+        failedChecks = failedChecksBurst > 0 ? (Double(failedChecksBurst), failedChecksRefillSeconds) : nil
+        self.counters = counters
+        self.tokensPerUser = tokensPerUser
         self.store = store
         self.mode = mode
         self.events = events
@@ -58,7 +74,11 @@ public final class Accounts: Sendable {
     /// A secret seen in the last `refreshInterval` seconds is found in memory — by the secret
     /// itself, which every request carries anyway — and costs no format check, no hash and no
     /// database read; any other is checked (prefix, checksum), hashed and read from the store.
-    public func verify(_ secret: Substring, viaCookie: Bool) throws(HTTPError) -> Principal {
+    ///
+    /// A secret never verified here, sent from `address`, first passes the failure limit of
+    /// that address (`failedChecks`): once it has sent too many secrets that were no good, such
+    /// requests are `429` with `Retry-After` before anything is looked up.
+    public func verify(_ secret: Substring, viaCookie: Bool, from address: String? = nil) throws(HTTPError) -> Principal {
         let key = String(secret)
         let clock = Self.monotonic()
         var entry: Entry
@@ -66,8 +86,23 @@ public final class Accounts: Sendable {
         if let cached, clock - cached.readAt < refreshInterval {
             entry = cached
         } else {
+            // Guesses: a secret not known here counts against its address when it fails.
+            let guess = cached == nil ? address.flatMap { address in failedChecks.map { ($0, "failed " + address) } } : nil
+            if let (failures, key) = guess {
+                // Looks only (cost 0): a failure spends one below.
+                let wait: Double
+                do { wait = try counters.take([key], capacity: failures.burst, interval: failures.interval, cost: 0).wait(interval: failures.interval) } catch {
+                    throw Self.unavailable(error)
+                }
+                if wait > 0 {
+                    let seconds = max(1, Int(wait.rounded(.up)))
+                    throw HTTPError(HTTPStatus(429), detail: "too many unknown credentials from this address: try again in \(seconds) s",
+                                    headers: HTTPHeaders([("Retry-After", String(seconds))]))
+                }
+            }
             // The cookie carries only sessions; the Authorization header either kind.
             guard let kind = Secret.kind(of: secret), kind == .session || !viaCookie else {
+                if let (failures, key) = guess { _ = try? counters.take([key], capacity: failures.burst, interval: failures.interval) }
                 throw Self.unauthorized("the credential is malformed", invalid: true)
             }
             let stored: (CredentialRecord, UserRecord)?
@@ -76,6 +111,7 @@ public final class Accounts: Sendable {
                 throw Self.unavailable(error)
             }
             guard let found = stored else {
+                if let (failures, key) = guess { _ = try? counters.take([key], capacity: failures.burst, interval: failures.interval) }
                 cache.withLock { _ = $0.removeValue(forKey: key) }
                 // Gone from the store (its user removed on the data folder): so are its streams.
                 if let cached { forget(credential: cached.credential.id) }
@@ -167,6 +203,22 @@ public final class Accounts: Sendable {
                 guard case .credential(let record) = outcome else { return .failure(StoreError.invalidArgument) }
                 return .success((secret, record))
             })
+        }
+    }
+
+    /// `409` when `user` has `tokensPerUser` tokens already (revoked and expired ones do not
+    /// count), `503` when they cannot be read: asked before a token is issued.
+    public func checkRoomForToken(_ user: UserRecord) throws(HTTPError) {
+        guard tokensPerUser > 0 else { return }
+        let count: Int
+        do {
+            let now = Self.now()
+            count = try store.credentials(userID: user.id, kind: .token).filter { $0.isValid(at: now) }.count
+        } catch {
+            throw Self.unavailable(error)
+        }
+        guard count < tokensPerUser else {
+            throw HTTPError(HTTPStatus(409), detail: "\(user.name) has \(count) tokens, the most one user may have: revoke one first (jotter tokens revoke)")
         }
     }
 

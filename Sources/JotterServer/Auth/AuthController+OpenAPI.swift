@@ -28,8 +28,10 @@ enum AuthOperations {
             ], headers: ["Set-Cookie": OpenAPIHeader("for a session: the session cookie", required: false)]),
             400: malformed,
             401: .problem("the name or the password is wrong"),
+            409: .problem("with `kind=token`: the user holds the most tokens one user may have (revoke one first)"),
             422: .problem("the name or the password is missing, `kind` is neither `session` nor `token`, or `expires_in` is out of range"),
-            429: .problem("too many failed sign-ins from this address or for this name; `Retry-After` says when to try again"),
+            429: .problem("too many sign-ins from this address, or failed ones for this name from this address or from everywhere; `Retry-After` says when to try again"),
+            503: .problem("too many passwords are being checked right now, or the accounts cannot be read; `Retry-After` says when to try again"),
         ])
 
     static let signOut = OpenAPIOperation(
@@ -49,7 +51,8 @@ enum AuthOperations {
     static let createToken = OpenAPIOperation(
         operationID: "createToken", summary: "Create an API token", tags: ["auth"],
         requestBody: .fields(.object(["label": .string(), "expires_in": expiresIn], optional: ["label", "expires_in"]), required: false),
-        responses: [201: .json(.ref(IssuedToken.self), "the token, shown this once"), 400: malformed, 401: unauthorized, 422: .problem("`expires_in` is out of range")])
+        responses: [201: .json(.ref(IssuedToken.self), "the token, shown this once"), 400: malformed, 401: unauthorized,
+                    409: .problem("the user holds the most tokens one user may have (revoke one first)"), 422: .problem("`expires_in` is out of range")])
 
     static let revokeToken = OpenAPIOperation(
         operationID: "revokeToken", summary: "Revoke an API token",

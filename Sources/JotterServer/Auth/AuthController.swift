@@ -11,7 +11,7 @@ struct AuthController {
     /// Mark the cookie `Secure` (the server speaks TLS); a request a trusted proxy says came
     /// over HTTPS gets it too.
     let secureCookie: Bool
-    /// Sign-in attempts per client address and per name.
+    /// Sign-in attempts per client address, per (name, address) and per name.
     var limiter = SignInLimiter()
 
     /// `POST /auth/sessions` needs no credentials; it goes outside the authenticated group.
@@ -45,39 +45,55 @@ struct AuthController {
         let wantsToken = kind == "token"
         let label = try body.string("label") ?? (wantsToken ? "sign-in" : "web")
         // Only a well-formed attempt takes from the sign-in limiter (a malformed one is 400 or 422).
-        try limiter.attempt(address: request.remoteAddress, name: name)
+        let address = request.remoteAddress, limiter = self.limiter
+        try limiter.attempt(address: address, name: name)
         let now = Accounts.now()
         let expiresAt: Int64? = wantsToken ? expiresIn.map { now + $0 } : now + (expiresIn ?? accounts.sessionLifetime)
         let accounts = self.accounts, secure = secureCookie || request.forwardedProto == "https"
         return Reply.later { done in
-            // Argon2id takes tens of milliseconds and 64 MiB: never on an engine thread.
-            DispatchQueue.global().async {
-              let user: UserRecord?
-              do { user = try accounts.check(name: name, password: password) } catch {
-                done { throw error }
-                return
-              }
-              guard let user else {
-                done {
-                    throw HTTPError(.unauthorized, detail: "the name or the password is wrong",
-                                    headers: HTTPHeaders([("WWW-Authenticate", "Bearer realm=\"jotter\"")]))
-                }
-                return
-              }
-              accounts.issue(wantsToken ? .token : .session, for: user, label: label, expiresAt: expiresAt) { result in
-                done {
-                    let (secret, record) = try result.get()
-                    if wantsToken {
-                        return try JSON(IssuedToken(token: secret, info: TokenInfo(record), user: UserInfo(user)), status: .created)
-                            .response(for: request)
+            // Argon2id takes tens of milliseconds and 64 MiB: never on an engine thread, and no
+            // more at once than there are cores (a full queue is 503 before anything is hashed).
+            do {
+                try accounts.hashing.run {
+                    let user: UserRecord?
+                    do { user = try accounts.check(name: name, password: password) } catch {
+                        done { throw error }
+                        return
                     }
-                    let info = SessionInfo(user: UserInfo(user), csrfToken: AuthenticationMiddleware.csrfToken(forSession: secret),
-                                           expiresAt: record.expiresAt.map(Timestamp.format))
-                    let cookie = Self.cookie(secret, maxAge: (record.expiresAt ?? now) - now, secure: secure)
-                    return try JSON(info, status: .created, headers: HTTPHeaders([("Set-Cookie", cookie), ("Cache-Control", "no-store")]))
-                        .response(for: request)
+                    guard let user else {
+                        limiter.failed(address: address, name: name)
+                        done {
+                            throw HTTPError(.unauthorized, detail: "the name or the password is wrong",
+                                            headers: HTTPHeaders([("WWW-Authenticate", "Bearer realm=\"jotter\"")]))
+                        }
+                        return
+                    }
+                    limiter.succeeded(address: address, name: name)
+                    if wantsToken {
+                        do { try accounts.checkRoomForToken(user) } catch {
+                            done { throw error }
+                            return
+                        }
+                    }
+                    accounts.issue(wantsToken ? .token : .session, for: user, label: label, expiresAt: expiresAt) { result in
+                        done {
+                            let (secret, record) = try result.get()
+                            if wantsToken {
+                                return try JSON(IssuedToken(token: secret, info: TokenInfo(record), user: UserInfo(user)), status: .created)
+                                    .response(for: request)
+                            }
+                            let info = SessionInfo(user: UserInfo(user), csrfToken: AuthenticationMiddleware.csrfToken(forSession: secret),
+                                                   expiresAt: record.expiresAt.map(Timestamp.format))
+                            let cookie = Self.cookie(secret, maxAge: (record.expiresAt ?? now) - now, secure: secure)
+                            return try JSON(info, status: .created, headers: HTTPHeaders([("Set-Cookie", cookie), ("Cache-Control", "no-store")]))
+                                .response(for: request)
+                        }
+                    }
                 }
-              }
+            } catch {
+                // Not checked: the attempt is given back to the address.
+                limiter.refund(address: address, name: name)
+                done { throw error }
             }
         }
     }
@@ -118,6 +134,7 @@ struct AuthController {
         let body = try request.body()
         let label = try body.string("label") ?? ""
         let expiresAt = try Self.expiry(body).map { Accounts.now() + $0 }
+        try accounts.checkRoomForToken(user)
         return Reply.later { done in
             accounts.issue(.token, for: user, label: label, expiresAt: expiresAt) { result in
                 done {

@@ -13,13 +13,17 @@ public struct AuthenticationMiddleware: Middleware {
     public static let cookieName = "jotter_session"
     public static let csrfHeader = "X-CSRF-Token"
     let accounts: Accounts
-    /// Requests a minute per credential; nil for no limit.
+    /// Requests a minute per credential and per user; nil for no limit.
     let limiter: RequestRateLimit?
 
-    /// `counters`: where the per-token buckets are (shared by every instance with PostgreSQL).
-    public init(accounts: Accounts, requestsPerMinute: Int = 0, counters: any LimitCounters = MemoryLimitCounters()) {
+    /// `requestsPerMinute` per token or session (0: no limit), `requestsPerUserMinute` per
+    /// user over all of theirs (nil: as many as one token's); `counters`: where the buckets are
+    /// (shared by every instance with PostgreSQL).
+    public init(accounts: Accounts, requestsPerMinute: Int = 0, requestsPerUserMinute: Int? = nil,
+                counters: any LimitCounters = MemoryLimitCounters()) {
         self.accounts = accounts
-        limiter = requestsPerMinute > 0 ? RequestRateLimit(perMinute: requestsPerMinute, counters: counters) : nil
+        limiter = requestsPerMinute > 0 ? RequestRateLimit(perMinute: requestsPerMinute, perUserMinute: requestsPerUserMinute,
+                                                           counters: counters) : nil
     }
 
     public func head(_ head: RequestHead, context: inout RequestContext) throws {
@@ -29,15 +33,17 @@ public struct AuthenticationMiddleware: Middleware {
             guard value.utf8.count > 7, HTTPHeaders.equal(String(value.prefix(7)), "Bearer ") else {
                 throw Accounts.unauthorized("use Authorization: Bearer <token>", invalid: true)
             }
-            principal = try accounts.verify(value.dropFirst(7).drop { $0 == " " }, viaCookie: false)
+            principal = try accounts.verify(value.dropFirst(7).drop { $0 == " " }, viaCookie: false, from: head.remoteAddress)
         } else if let cookie = head.headers["Cookie"], let session = Self.cookie(Self.cookieName, in: cookie) {
-            principal = try accounts.verify(session, viaCookie: true)
+            principal = try accounts.verify(session, viaCookie: true, from: head.remoteAddress)
             if ![HTTPMethod.get, .head, .options].contains(head.method) { try Self.checkCSRF(head, session: session) }
         } else {
             context[Authenticated.self] = try accounts.anonymousPrincipal()
             return
         }
-        if let limiter, let id = principal.credential?.id { principal.rateLimit = try limiter.take(id) }
+        if let limiter, let id = principal.credential?.id, let user = principal.user?.id {
+            principal.rateLimit = try limiter.take(id, user: user)
+        }
         context[Authenticated.self] = principal
     }
 

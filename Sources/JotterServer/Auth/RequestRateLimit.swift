@@ -1,10 +1,12 @@
 import JotterHTTP
 import JotterStore
 
-/// Requests per token (or session): a bucket of `perMinute` requests, refilled evenly over a
-/// minute. `AuthenticationMiddleware` takes one per request with credentials, at its head, and
-/// puts the headers on the answer: `RateLimit-Policy: N;w=60` and
-/// `RateLimit: limit=N, remaining=R, reset=S` (the IETF httpapi draft's fields); beyond the
+/// Requests per token (or session) and per user: a bucket of `perMinute` requests for each
+/// credential and one of `perUserMinute` for each user (all their tokens and sessions
+/// together, so more tokens give no more requests), refilled evenly over a minute.
+/// `AuthenticationMiddleware` takes one from both per request with credentials, at its head,
+/// and puts the headers of the nearer limit on the answer: `RateLimit-Policy: N;w=60` and
+/// `RateLimit: limit=N, remaining=R, reset=S` (the IETF httpapi draft's fields); beyond a
 /// limit the request is refused with `429` and `Retry-After`. Requests without credentials
 /// (`--auth off`) are not counted.
 ///
@@ -12,43 +14,54 @@ import JotterStore
 /// shared `limit_buckets` table, so a token gets `perMinute` across all instances (one
 /// statement per request, measured in docs/deployment.md).
 final class RequestRateLimit: Sendable {
-    /// What one request left in its bucket, for the headers of its answer.
+    /// What one request left in its buckets, for the headers of its answer.
     struct Left: Sendable {
+        var limit: Int
         var remaining: Int
         var reset: Int
     }
 
     let limit: Int
-    let policy: String
-    private let prefix: String
+    let userLimit: Int
     private let counters: any LimitCounters
 
-    init(perMinute: Int, counters: any LimitCounters = MemoryLimitCounters()) {
+    init(perMinute: Int, perUserMinute: Int? = nil, counters: any LimitCounters = MemoryLimitCounters()) {
         self.counters = counters
         limit = perMinute
-        policy = "\(perMinute);w=60"
-        prefix = "limit=\(perMinute), remaining="
+        userLimit = max(1, perUserMinute ?? perMinute)
     }
 
-    /// Takes one request from credential `id`'s bucket, or throws `429` (`503` when the shared
-    /// counters cannot be reached).
-    func take(_ id: Int64) throws -> Left {
-        let rate = Double(limit) / 60, capacity = Double(limit)
-        let taken = try counters.take(["token \(id)"], capacity: capacity, interval: 1 / rate)
-        let allowed = taken.allowed, tokens = taken.tokens[0]
-        guard allowed else {
-            let wait = max(1, Int(((1 - tokens) / rate).rounded(.up)))
-            throw HTTPError(HTTPStatus(429), detail: "more than \(limit) requests a minute with this token: try again in \(wait) s",
-                            headers: HTTPHeaders([("Retry-After", String(wait)), ("RateLimit-Policy", policy),
-                                                  ("RateLimit", "limit=\(limit), remaining=0, reset=\(wait)")]))
+    /// Takes one request from credential `id`'s bucket and from user `userID`'s, or throws
+    /// `429` (taking from neither; `503` when the shared counters cannot be reached).
+    func take(_ id: Int64, user userID: Int64) throws -> Left {
+        let interval = 60 / Double(limit), userInterval = 60 / Double(userLimit)
+        let userKey = "user " + String(userID)
+        // The user's bucket first: a refusal there costs the credential nothing.
+        let theirs = try counters.take([userKey], capacity: Double(userLimit), interval: userInterval)
+        guard theirs.allowed else {
+            throw refusal(limit: userLimit, wait: theirs.wait(interval: userInterval), of: "by this user with all their tokens and sessions")
         }
-        // Seconds until the bucket is full again.
-        return Left(remaining: Int(tokens), reset: Int(((capacity - tokens) / rate).rounded(.up)))
+        let mine = try counters.take(["token " + String(id)], capacity: Double(limit), interval: interval)
+        guard mine.allowed else {
+            _ = try? counters.take([userKey], capacity: Double(userLimit), interval: userInterval, cost: -1)
+            throw refusal(limit: limit, wait: mine.wait(interval: interval), of: "with this token")
+        }
+        // The headers of the nearer limit; reset: seconds until that bucket is full again.
+        let (limit, tokens, each) = theirs.tokens[0] < mine.tokens[0] ? (userLimit, theirs.tokens[0], userInterval)
+                                                                       : (self.limit, mine.tokens[0], interval)
+        return Left(limit: limit, remaining: Int(tokens), reset: Int(((Double(limit) - tokens) * each).rounded(.up)))
+    }
+
+    private func refusal(limit: Int, wait: Double, of whom: String) -> HTTPError {
+        let seconds = max(1, Int(wait.rounded(.up)))
+        return HTTPError(HTTPStatus(429), detail: "more than \(limit) requests a minute \(whom): try again in \(seconds) s",
+                         headers: HTTPHeaders([("Retry-After", String(seconds)), ("RateLimit-Policy", "\(limit);w=60"),
+                                               ("RateLimit", "limit=\(limit), remaining=0, reset=\(seconds)")]))
     }
 
     /// The two headers, on `response`.
     func stamp(_ response: inout Response, _ left: Left) {
-        response.headers.add("RateLimit-Policy", policy)
-        response.headers.add("RateLimit", prefix + String(left.remaining) + ", reset=" + String(left.reset))
+        response.headers.add("RateLimit-Policy", String(left.limit) + ";w=60")
+        response.headers.add("RateLimit", "limit=" + String(left.limit) + ", remaining=" + String(left.remaining) + ", reset=" + String(left.reset))
     }
 }

@@ -1,32 +1,93 @@
 import JotterHTTP
 import JotterStore
 
-/// Limits sign-in attempts per client address and per user name, so passwords cannot be
-/// guessed quickly from one place or against one account from many: each key has a bucket of
-/// `burst` attempts refilled at one per `interval` seconds. A refused attempt is `429` with
-/// `Retry-After`, answered before any password is checked.
+/// Limits sign-in attempts, so passwords cannot be guessed quickly from one place nor against
+/// one account from many, without letting one guesser lock a user out. Each key has a bucket
+/// of attempts refilled evenly:
+///
+/// - per client address (`address A`), every attempt: `burst`, then one every `interval` seconds;
+/// - per (name, address) (`pair N A`), failed attempts: `burst`, one every `interval` seconds —
+///   one guesser against one name is held at that pace;
+/// - per name (`name N`), failed attempts from every address: `nameFactor` times as many
+///   (`burst × nameFactor`, one every `interval / nameFactor` seconds), so a guesser at its own
+///   pace cannot empty it. When it is empty, only addresses where the name signed in
+///   successfully in the last `trustSeconds` may still try (within their own buckets).
+///
+/// Where the name signed in is a bucket too (`known N A`, capacity 1, one token per
+/// `trustSeconds`): emptied by a sign-in, so it is known while the bucket is not full again.
+/// A refused attempt is `429` with `Retry-After`, answered before any password is checked.
 ///
 /// The buckets are in `counters`: this process's memory with SQLite, the database's
 /// `limit_buckets` with PostgreSQL — there every instance counts the same attempts.
 final class SignInLimiter: Sendable {
     let burst: Double
     let interval: Double
+    let nameFactor: Double
+    let trustSeconds: Double
     let counters: any LimitCounters
 
-    init(burst: Int = 10, interval: Double = 6, counters: any LimitCounters = MemoryLimitCounters()) {
+    init(burst: Int = 10, interval: Double = 6, nameFactor: Int = 10, trustSeconds: Double = 30 * 86400,
+         counters: any LimitCounters = MemoryLimitCounters()) {
         self.burst = Double(burst)
         self.interval = interval
+        self.nameFactor = Double(max(1, nameFactor))
+        self.trustSeconds = trustSeconds
         self.counters = counters
     }
 
-    /// Takes one attempt from the address's and the name's buckets, or throws `429` naming
-    /// the seconds until one is free (`503` when the shared counters cannot be reached).
+    private struct Keys {
+        var address, pair, name, known: String
+
+        init(address: String, name: String) {
+            let name = name.lowercased()
+            self.address = "address " + address
+            pair = "pair " + name + " " + address
+            self.name = "name " + name
+            known = "known " + name + " " + address
+        }
+    }
+
+    /// Takes one attempt from the address's bucket when the address, the (name, address) pair
+    /// and the name (unless this address is known for it) all have one left; else throws `429`
+    /// naming the seconds until they do (`503` when the shared counters cannot be reached).
     func attempt(address: String, name: String) throws {
-        let keys = ["address " + address, "name " + name.lowercased()]
-        let wait = try counters.take(keys, capacity: burst, interval: interval).wait(interval: interval)
+        let keys = Keys(address: address, name: name)
+        // Looks first (cost 0): the pair and the name lose attempts only by failures.
+        let pair = try counters.take([keys.pair], capacity: burst, interval: interval, cost: 0)
+        var wait = pair.wait(interval: interval)
+        let known = try counters.take([keys.known], capacity: 1, interval: trustSeconds, cost: 0).tokens[0] < 1
+        if !known {
+            let nameInterval = interval / nameFactor
+            wait = max(wait, try counters.take([keys.name], capacity: burst * nameFactor, interval: nameInterval, cost: 0)
+                .wait(interval: nameInterval))
+        }
+        if wait == 0 { wait = try counters.take([keys.address], capacity: burst, interval: interval).wait(interval: interval) }
         guard wait > 0 else { return }
-        let seconds = Int(wait.rounded(.up))
+        let seconds = max(1, Int(wait.rounded(.up)))
         throw HTTPError(HTTPStatus(429), detail: "too many sign-in attempts: try again in \(seconds) s",
                         headers: HTTPHeaders([("Retry-After", String(seconds))]))
+    }
+
+    /// An attempt that `attempt` let through was never checked (the server was too busy):
+    /// the address gets it back.
+    func refund(address: String, name: String) {
+        _ = try? counters.take([Keys(address: address, name: name).address], capacity: burst, interval: interval, cost: -1)
+    }
+
+    /// The password was wrong: the (name, address) pair and the name each lose an attempt.
+    func failed(address: String, name: String) {
+        let keys = Keys(address: address, name: name)
+        _ = try? counters.take([keys.pair], capacity: burst, interval: interval)
+        _ = try? counters.take([keys.name], capacity: burst * nameFactor, interval: interval / nameFactor)
+    }
+
+    /// The name signed in from this address: its pair's failures are forgotten, and the
+    /// address may sign in as the name even while the name's own bucket is empty.
+    func succeeded(address: String, name: String) {
+        let keys = Keys(address: address, name: name)
+        _ = try? counters.take([keys.pair], capacity: burst, interval: interval, cost: -burst)
+        // Known from now on: the bucket filled, then emptied.
+        _ = try? counters.take([keys.known], capacity: 1, interval: trustSeconds, cost: -1)
+        _ = try? counters.take([keys.known], capacity: 1, interval: trustSeconds)
     }
 }

@@ -30,7 +30,7 @@ struct UsersController {
         guard password.count >= 8 else { throw HTTPError.validation([.init(field: "password", message: "needs at least 8 characters")]) }
         let accounts = self.accounts
         return Reply.later { done in
-            DispatchQueue.global().async {
+            accounts.hashing.run(orRefuse: done) {
                 let hash = Result { try PasswordHash.make(password) }
                 guard case .success(let hash) = hash else { done { throw HTTPError(.internalServerError) }; return }
                 accounts.store.submit(.addUser(name: name, passwordHash: hash, isAdmin: admin)) { result in
@@ -53,7 +53,7 @@ struct UsersController {
         guard password.count >= 8 else { throw HTTPError.validation([.init(field: "password", message: "needs at least 8 characters")]) }
         let accounts = self.accounts
         return Reply.later { done in
-            DispatchQueue.global().async {
+            accounts.hashing.run(orRefuse: done) {
                 guard let hash = try? PasswordHash.make(password) else { done { throw HTTPError(.internalServerError) }; return }
                 accounts.store.submit(.setPassword(userID: user.id, passwordHash: hash)) { result in
                     accounts.forget(user: user.id)  // its sessions were ended

@@ -37,7 +37,7 @@ enum NoteRendering {
         // A deleted note's attachments are gone; a created one has none yet (uploads attach by
         // later writes, each with its own event): neither needs a read.
         let attachments = event.kind == .updated ? try store.attachments(of: [event.note.id], owner: owner)[event.note.id] ?? [] : []
-        let note = StoredNote(record: event.note, attachments: attachments)
+        let note = StoredNote(record: event.note, attachments: attachments, deletedAt: event.kind == .deleted ? event.at : nil)
         var json = JSONWriter(capacity: note.estimatedJSONSize)
         note.write(to: &json)
         let data = String(decoding: json.bytes, as: UTF8.self)

@@ -61,7 +61,7 @@ enum NotesOperations {
     static let events = OpenAPIOperation(
         operationID: "noteEvents", summary: "Live changes as server-sent events",
         description: """
-            Events `note.created`, `note.updated` and `note.deleted`, whose `data` is the note (as it was, for `note.deleted`), and `id` an integer that grows across all events and restarts. Without `Last-Event-ID` the stream starts with the next event; with it the missed events are replayed first, or, when they can't be, one `reload` event tells the client to list again. A `:` comment every 15 s.
+            Events `note.created`, `note.updated` and `note.deleted`, whose `data` is the note (as it was, for `note.deleted`, with `deleted_at`: when it was deleted), and `id` an integer that grows across all events and restarts. Without `Last-Event-ID` the stream starts with the next event; with it the missed events are replayed first, or, when they can't be, one `reload` event tells the client to list again. A `:` comment every 15 s.
             """,
         tags: ["notes"],
         parameters: [.header("Last-Event-ID", description: "the id of the last event received")],

@@ -110,7 +110,7 @@ struct UploadsController {
             var page = query
             page.limit = query.limit + 1  // one more tells whether there is a next page
             guard var records = try store.uploads(page, owner: owner) else {
-                throw HTTPError.badQuery([.init(field: "after", message: "names no upload (deleted meanwhile?): list again from the start")])
+                throw HTTPError.badQuery([.init(field: "after", message: "names no upload of yours (or one deleted over a week ago): list again from the start")])
             }
             let more = records.count > query.limit
             if more { records.removeLast() }

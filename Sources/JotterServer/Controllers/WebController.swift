@@ -20,7 +20,16 @@ struct WebController {
     /// Each asset's bytes, converted once.
     let files: [String: (asset: WebAsset, body: [UInt8])]
 
-    init(assets: [String: WebAsset] = WebAsset.all) {
+    /// `auth`: the page says which mode the server runs in (`<body data-auth="off">`), so the
+    /// app knows without asking whether a visitor without a session must sign in first (and
+    /// under `--auth off` asks no `/auth/me` that can only be a 401).
+    init(assets: [String: WebAsset] = WebAsset.all, auth: AuthMode = .required) {
+        var assets = assets
+        if let page = assets["index.html"] {
+            let text = page.text.replacing("<body data-view=\"list\">", with: "<body data-view=\"list\" data-auth=\"\(auth.rawValue)\">")
+            assets["index.html"] = WebAsset(contentType: page.contentType, etag: String(page.etag.dropLast()) + (auth == .off ? "0" : "1") + "\"",  // still hex, as documented
+                                            text: text)
+        }
         files = assets.mapValues { ($0, Array($0.text.utf8)) }
     }
 

@@ -120,6 +120,8 @@ struct QuotedTimestamp {
 struct StoredNote: JSONWritable, Encodable {
     var record: NoteRecord
     var attachments: [UploadRecord]
+    /// In a `note.deleted` event: when the note was deleted (none of its own times say).
+    var deletedAt: Int64? = nil
 
     /// The strong entity tag of this version, as `Note.etag`: `"3"`.
     var etag: String { "\"\(record.version)\"" }
@@ -134,6 +136,7 @@ struct StoredNote: JSONWritable, Encodable {
             json.field("body") { $0.string(record.body) }
             let created = QuotedTimestamp(record.createdAt)
             json.field("created_at") { $0.timestamp(created) }
+            if let deletedAt { json.field("deleted_at") { $0.timestamp(deletedAt) } }
             json.field("id") { $0.quotedInteger(record.id) }
             json.field("updated_at") { record.updatedAt == record.createdAt ? $0.timestamp(created) : $0.timestamp(record.updatedAt) }
             json.field("version") { $0.integer(record.version) }

@@ -5,11 +5,14 @@ extension WebAsset {
     /// The web app's files by name, as served under `/assets/` (and `index.html` at `/`).
     static let all: [String: WebAsset] = [
         "account.js": WebAsset(
-            contentType: "text/javascript; charset=utf-8", etag: #""a47379b9dffd050b""#,
+            contentType: "text/javascript; charset=utf-8", etag: #""7527654ae50b2b7c""#,
             text: #"""
-// Signing in and out. Under `--auth required` (or once a session has expired) the server answers
-// 401: the sign-in dialog opens over the page, so whatever is in the editor stays there, and
-// after signing in the list and the live updates start again.
+// Signing in and out. Under `--auth required` a visitor without a session sees the sign-in page
+// first; once a session ends (it expired, or was revoked) the server answers 401 and the sign-in
+// dialog opens over the page, so whatever is in the editor stays there, and after signing in the
+// list and the live updates start again. Under `--auth off` the notes need no session: the page
+// asks `/auth/me` only when this browser signed in before (the cookie is HttpOnly, so a note in
+// localStorage says so), and a newcomer's console shows no failed request.
 
 import * as api from './api.js';
 import { byId } from './dom.js';
@@ -17,10 +20,38 @@ import { byId } from './dom.js';
 const dialog = byId('sign-in-dialog');
 const form = byId('sign-in-form');
 const error = byId('sign-in-error');
+/** localStorage: this browser has signed in (a session cookie may be there). */
+const SIGNED_IN = 'jotter-signed-in';
+/** sessionStorage: the page was reloaded by "Sign out". */
+const SIGNED_OUT = 'jotter-signed-out';
 
-/** Starts the account controls; `signedIn()` is called after each sign-in. */
+function remember(signedIn) {
+  try {
+    if (signedIn) localStorage.setItem(SIGNED_IN, '1');
+    else localStorage.removeItem(SIGNED_IN);
+  } catch {
+    // Storage refused (a private window's quota): only the /auth/me question is affected.
+  }
+}
+
+function stored(storage, key) {
+  try {
+    return storage.getItem(key);
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * Starts the account controls; `signedIn()` is called after each sign-in made here. Resolves to
+ * true when the notes can be shown now (signed in, or the server needs no session), false when
+ * the visitor must sign in first (the sign-in page is shown; `signedIn()` follows).
+ */
 export async function setupAccount({ signedIn }) {
   let asking = false;
+  const required = document.body.dataset.auth !== 'off';
+  const signedOut = stored(sessionStorage, SIGNED_OUT) !== null;
+  try { sessionStorage.removeItem(SIGNED_OUT); } catch { /* nothing kept */ }
 
   function show(user) {
     byId('account').hidden = !user;
@@ -28,9 +59,11 @@ export async function setupAccount({ signedIn }) {
     byId('sign-in-button').hidden = Boolean(user);
   }
 
-  function ask(reason) {
+  function ask(reason, { page = false } = {}) {
     if (asking) return;
     asking = true;
+    // A sign-in page hides the empty app behind the dialog; over a page in use, it stays.
+    if (page) document.body.dataset.signedOut = '';
     byId('sign-in-reason').textContent = reason;
     error.hidden = true;
     dialog.showModal();
@@ -43,9 +76,11 @@ export async function setupAccount({ signedIn }) {
     try {
       const session = await api.signIn(byId('sign-in-name').value, byId('sign-in-password').value);
       api.setSession(session.csrf_token);
+      remember(true);
       byId('sign-in-password').value = '';
       show(session.user);
       asking = false;
+      delete document.body.dataset.signedOut;
       dialog.close();
       signedIn();
     } catch (failure) {
@@ -62,27 +97,45 @@ export async function setupAccount({ signedIn }) {
     } catch {
       // Signed out already (expired): nothing to revoke.
     }
+    remember(false);
+    try { sessionStorage.setItem(SIGNED_OUT, '1'); } catch { /* the page just says "Sign in" */ }
     location.reload();
   });
 
   api.onUnauthorized(() => {
     api.setSession(null);
+    remember(false);
     show(null);
     ask('Your session has ended. Sign in again; what you were writing is still here.');
   });
 
+  if (!required && stored(localStorage, SIGNED_IN) === null) {
+    show(null); // no session to look for: the notes need none
+    return true;
+  }
   try {
     const session = await api.me();
     api.setSession(session.csrf_token ?? null);
+    remember(true);
     show(session.user);
-  } catch {
+    return true;
+  } catch (failure) {
+    api.setSession(null);
+    if (failure.status === 401) remember(false);
     show(null);
+    if (!required) return true;
+    ask(signedOut ? 'You are signed out. Sign in to see your notes.' : 'Sign in to see your notes.', { page: true });
+    if (failure.status !== 401) {
+      error.textContent = failure.message;
+      error.hidden = false;
+    }
+    return false;
   }
 }
 
 """#),
         "api.js": WebAsset(
-            contentType: "text/javascript; charset=utf-8", etag: #""be72fc55ec9f5cd3""#,
+            contentType: "text/javascript; charset=utf-8", etag: #""e7c9750fc74e9eb5""#,
             text: #"""
 // The Jotter HTTP API (docs/API.md): JSON requests, problem+json errors in words, uploads
 // through XMLHttpRequest for their progress events, resumable (tus) across network drops.
@@ -110,9 +163,9 @@ function parse(text) {
   }
 }
 
-/** `1 MB` for 1048576: a limit as people say it (whole units when it is one). */
+/** `1 MiB` for 1048576: a limit as people say it (whole units when it is one; binary units, as counted). */
 function limitInWords(bytes) {
-  const units = ['bytes', 'KB', 'MB', 'GB', 'TB'];
+  const units = ['bytes', 'KiB', 'MiB', 'GiB', 'TiB'];
   let value = bytes;
   let unit = 0;
   while (value >= 1024 && unit < units.length - 1) {
@@ -293,7 +346,7 @@ export function uploadFile(file, noteId, onProgress) {
 
 """#),
         "app.js": WebAsset(
-            contentType: "text/javascript; charset=utf-8", etag: #""e3030d9d11c26873""#,
+            contentType: "text/javascript; charset=utf-8", etag: #""8316f93a03aa36f0""#,
             text: #"""
 // Jotter's web app: the list of notes (search, paging, live updates) and the routes
 // `#/` (the list), `#/new` and `#/notes/{id}` (the editor), `#/files` (files in no note).
@@ -620,29 +673,61 @@ window.addEventListener('beforeunload', (event) => {
 
 // MARK: - Live updates
 
-const live = connectLive({
-  state: showConnection,
-  event(kind, note) {
-    if (kind === 'note.deleted') notes.remove(note.id);
-    else if (kind === 'note.created') notes.upsert(note, { fresh: true });
-    else if (notes.find(note.id)) notes.upsert(note);
-    editor.incoming(kind, note);
-  },
-  reload() {
-    loadFirstPage();
-    editor.refresh();
-  },
-});
+/** Started once the notes can be shown (signed in, or no session needed). */
+let live = null;
 
+function startLive() {
+  byId('connection').hidden = false;
+  if (live) {
+    live.reconnect();
+    return;
+  }
+  live = connectLive({
+    state: showConnection,
+    event(kind, note) {
+      if (kind === 'note.deleted') notes.remove(note.id);
+      else if (kind === 'note.created') notes.upsert(note, { fresh: true });
+      else if (notes.find(note.id)) notes.upsert(note);
+      editor.incoming(kind, note);
+    },
+    reload() {
+      loadFirstPage();
+      editor.refresh();
+    },
+    // Back after a break (EventSource reconnected by itself, replaying what it missed): an
+    // automatic save that failed meanwhile goes now.
+    reconnected: () => editor.retrySave(),
+  });
+}
+
+// MARK: - Start
+
+let started = false;
+
+/** Shows the notes: the list, the note or files the address names, and the live updates. */
+function start() {
+  started = true;
+  loadFirstPage();
+  route(true);
+  startLive();
+}
+
+// Nothing is asked of the API before it is known whether a session is needed: a first visit
+// under --auth required is a sign-in page, not a list that failed to load.
+byId('connection').hidden = true;
 setupAccount({
   signedIn() {
+    if (!started) {
+      start();
+      return;
+    }
     loadFirstPage();
-    live.reconnect();
+    startLive();
     editor.refresh();
   },
+}).then((ready) => {
+  if (ready) start();
 });
-loadFirstPage();
-route(true);
 
 """#),
         "attachments.js": WebAsset(
@@ -920,7 +1005,7 @@ export function announce(message) {
 
 """#),
         "editor.js": WebAsset(
-            contentType: "text/javascript; charset=utf-8", etag: #""79a40810b691d9e8""#,
+            contentType: "text/javascript; charset=utf-8", etag: #""f15372eeea3e1caa""#,
             text: #"""
 // The note editor: compose, edit, save with If-Match, delete with confirmation, and the
 // conflict rules: a newer saved version never silently replaces unsaved text, and saving never
@@ -937,6 +1022,8 @@ import { formatDateTime, formatSince, titleAndPreview } from './format.js';
 const AUTOSAVE_DELAY = 1000;
 /** How long "Note deleted" offers Undo before the note is deleted on the server. */
 const UNDO_DELAY = 5000;
+/** After an automatic save failed (the server away), when it is tried again: growing, then every 30 s. */
+const RETRY_DELAYS = [2000, 5000, 10000, 30000];
 
 /**
  * `notes` is the list (`find`, `upsert`, `remove`, `hide`, `unhide`); `navigate(hash, { replace })`
@@ -958,6 +1045,8 @@ export function createEditor({ notes, navigate, toast, clearError }) {
   let saving = null; // the save in flight, to wait for before leaving
   let autosaveTimer = null;
   let autosaveFailed = false; // the last automatic save failed: say so instead of "Unsaved changes"
+  let retryTimer = null; // the next try of an automatic save that failed
+  let retries = 0;
   let pendingDelete = null; // { note, timer }: deleted here, Undo still possible
 
   const isOpen = () => !form.hidden;
@@ -1086,6 +1175,8 @@ export function createEditor({ notes, navigate, toast, clearError }) {
     opened += 1;
     loading = false;
     clearTimeout(autosaveTimer);
+    clearTimeout(retryTimer);
+    retries = 0;
     load(null);
     form.hidden = true;
     byId('placeholder').hidden = false;
@@ -1193,14 +1284,22 @@ export function createEditor({ notes, navigate, toast, clearError }) {
       if (!auto) announce('Note saved');
     });
     if (!failure) {
+      clearTimeout(retryTimer);
+      retries = 0;
       if (isDirty()) scheduleAutosave(); // typed on while it was saving
       return;
     }
     if (auto && failure.status !== 412 && failure.status !== 404) {
-      // Said once, in the editor; the next keystroke or reconnection tries again.
+      // Said once, in the editor; tried again by itself a little later (and at once when the
+      // live updates are back, or at the next keystroke).
       if (!autosaveFailed) toast(`Couldn't save: ${failure.message}`);
       autosaveFailed = true;
       render();
+      if (failure.status !== 401) {
+        clearTimeout(retryTimer);
+        retryTimer = setTimeout(autosave, RETRY_DELAYS[Math.min(retries, RETRY_DELAYS.length - 1)]);
+        retries += 1;
+      }
       return;
     }
     await failed(failure, "Couldn't save");
@@ -1270,7 +1369,7 @@ export function createEditor({ notes, navigate, toast, clearError }) {
     const files = note.attachments?.length ?? 0;
     const choice = await confirmChoice({
       title: 'Delete this note?',
-      text: `“${titleAndPreview(note.body).title || 'Untitled note'}”${files ? ` and its ${files} ${files === 1 ? 'attachment' : 'attachments'}` : ''} will be deleted. This can't be undone.`,
+      text: `“${titleAndPreview(note.body).title || 'Untitled note'}”${files ? ` and its ${files} ${files === 1 ? 'attachment' : 'attachments'}` : ''} will be deleted. You can undo it for a few seconds.`,
       actions: [{ label: 'Cancel', value: null }, { label: 'Delete note', value: 'delete', kind: 'danger' }],
     });
     if (choice !== 'delete') return;
@@ -1365,6 +1464,13 @@ export function createEditor({ notes, navigate, toast, clearError }) {
     refresh: () => {
       if (isOpen() && base) reread(base.id);
       if (isDirty()) scheduleAutosave(); // an automatic save that failed meanwhile goes again
+    },
+    /** The server is back: an automatic save that failed goes again now. */
+    retrySave: () => {
+      if (!autosaveFailed || !isDirty()) return;
+      clearTimeout(retryTimer);
+      retries = 0;
+      scheduleAutosave();
     },
   };
 }
@@ -1488,7 +1594,7 @@ export function createFiles({ notes, toast, clearError }) {
 
 """#),
         "format.js": WebAsset(
-            contentType: "text/javascript; charset=utf-8", etag: #""fe340938e7e211ef""#,
+            contentType: "text/javascript; charset=utf-8", etag: #""7801d921621fa01e""#,
             text: #"""
 // Dates, sizes and note titles as the list and editor show them.
 
@@ -1534,10 +1640,10 @@ export function isoTimestamp(text) {
   return date ? date.toISOString() : '';
 }
 
-/** `1.4 MB`, `512 bytes`. */
+/** `1.4 MiB`, `512 bytes` (binary units: counted in 1024s, so named so). */
 export function formatSize(bytes) {
   if (bytes < 1024) return `${bytes} ${bytes === 1 ? 'byte' : 'bytes'}`;
-  const units = ['KB', 'MB', 'GB', 'TB'];
+  const units = ['KiB', 'MiB', 'GiB', 'TiB'];
   let value = bytes / 1024;
   let unit = 0;
   while (value >= 1024 && unit < units.length - 1) {
@@ -1707,7 +1813,7 @@ export function titleAndPreview(body) {
 
 """##),
         "live.js": WebAsset(
-            contentType: "text/javascript; charset=utf-8", etag: #""4832085025746ce4""#,
+            contentType: "text/javascript; charset=utf-8", etag: #""3aeccfc144367d3c""#,
             text: #"""
 // Live updates: the server-sent events of /notes/events, and the connection state shown in the
 // header. EventSource reconnects by itself (sending Last-Event-ID, so missed events are replayed);
@@ -1717,7 +1823,8 @@ const DELAYS = [1000, 2000, 5000, 10000];
 
 /**
  * Starts listening. `handlers.event(kind, note)` gets `note.created|updated|deleted`;
- * `handlers.reload()` when the list must be fetched again; `handlers.state(name)` with
+ * `handlers.reload()` when the list must be fetched again; `handlers.reconnected()` when the
+ * stream is back after a break (the server can be reached again); `handlers.state(name)` with
  * `connecting`, `live`, `reconnecting` or `offline`.
  */
 export function connectLive(handlers) {
@@ -1725,6 +1832,7 @@ export function connectLive(handlers) {
   let attempt = 0;
   let timer = null;
   let hadConnection = false;
+  let broken = false; // an error since the last open
 
   const report = (state) => handlers.state(navigator.onLine === false ? 'offline' : state);
 
@@ -1735,11 +1843,15 @@ export function connectLive(handlers) {
     source.addEventListener('open', () => {
       // A fresh EventSource has no Last-Event-ID: anything missed meanwhile needs a re-list.
       if (hadConnection && attempt > 0) handlers.reload();
+      const back = hadConnection && broken;
       hadConnection = true;
+      broken = false;
       attempt = 0;
       report('live');
+      if (back) handlers.reconnected?.();
     });
     source.addEventListener('error', () => {
+      broken = true;
       if (source.readyState === EventSource.CLOSED) {
         // It gave up (the server answered with an error): try again later with a new one.
         const delay = DELAYS[Math.min(attempt, DELAYS.length - 1)];
@@ -1799,7 +1911,7 @@ function safeParse(text) {
 
 """#),
         "style.css": WebAsset(
-            contentType: "text/css; charset=utf-8", etag: #""1eb17d95957a0787""#,
+            contentType: "text/css; charset=utf-8", etag: #""8bdb9ed5a481a1c6""#,
             text: #"""
 /* Jotter web app. Light and dark, phone to desktop; no inline styles (the CSP forbids them). */
 
@@ -1848,6 +1960,8 @@ function safeParse(text) {
 
 *, *::before, *::after { box-sizing: border-box; }
 [hidden] { display: none !important; }
+/* A visitor who must sign in first sees the sign-in page, not an empty app behind it. */
+body[data-signed-out] .layout, body[data-signed-out] #new-note { visibility: hidden; }
 
 html, body { height: 100%; }
 body {

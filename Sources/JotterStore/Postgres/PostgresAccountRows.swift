@@ -77,6 +77,7 @@ enum PostgresAccountRows {
             try db.query("SELECT pg_advisory_xact_lock($1)", [accountsLock])
             guard try user(id: userID, on: db) != nil else { return .notFound }
             transaction.removedUploads += try db.query("DELETE FROM uploads WHERE owner = $1 RETURNING id", [userID]).map { try $0.value(0) }
+            try db.query("DELETE FROM removed_uploads WHERE owner = $1", [userID])
             try db.query("DELETE FROM notes WHERE owner = $1", [userID])
             // The last event id must not go back when the newest events were theirs.
             try db.query("""

@@ -22,12 +22,12 @@ final class PostgresLimitCounters: LimitCounters {
 
     static let now = "extract(epoch FROM clock_timestamp())::float8"
 
-    func take(_ keys: [String], capacity: Double, interval: Double) throws(StoreError) -> LimitTake {
+    func take(_ keys: [String], capacity: Double, interval: Double, cost: Double) throws(StoreError) -> LimitTake {
         if sinceSweep.add(1, ordering: .relaxed).newValue >= Self.sweepEvery {
             sinceSweep.store(0, ordering: .relaxed)
             _ = try? store.read { db in try db.query("DELETE FROM limit_buckets WHERE full_at < \(Self.now)") }
         }
-        if keys.count == 1 {
+        if keys.count == 1 && cost == 1 {
             return try store.read { db in
                 let row = try db.query("""
                     WITH clock AS (SELECT \(Self.now) AS now)
@@ -56,11 +56,11 @@ final class PostgresLimitCounters: LimitCounters {
                     let tokens: Double = try row.value(0), updated: Double = try row.value(1), now: Double = try row.value(2)
                     buckets[index] = (min(capacity, tokens + max(0, now - updated) / interval), now)
                 }
-                let allowed = buckets.values.allSatisfy { $0.tokens >= 1 }
+                let allowed = Self.allows(keys.indices.map { buckets[$0]!.tokens }, cost: cost)
                 var left: [Double] = []
                 for index in keys.indices {
                     let bucket = buckets[index]!
-                    let tokens = allowed ? bucket.tokens - 1 : bucket.tokens
+                    let tokens = allowed ? min(capacity, bucket.tokens - cost) : bucket.tokens
                     left.append(tokens)
                     try db.query("UPDATE limit_buckets SET tokens = $2::float8, updated = $3::float8, allowed = $4, full_at = $5::float8 WHERE key = $1",
                                  [keys[index], tokens, bucket.now, allowed, bucket.now + (capacity - tokens) * interval])

@@ -62,27 +62,28 @@ enum PostgresNoteRows {
     private static func appendEvent(seq: String, owner: String, kind: String) -> String {
         """
         e AS (INSERT INTO events (seq, owner, kind, note_id, note_body, note_created_at, note_updated_at, note_version, created_at)
-              SELECT \(seq), \(owner), \(kind), id, body, created_at, updated_at, version, extract(epoch FROM now())::bigint FROM n RETURNING id)
+              SELECT \(seq), \(owner), \(kind), id, body, created_at, updated_at, version, extract(epoch FROM now())::bigint FROM n
+              RETURNING id, created_at)
         """
     }
 
     private static let create = """
         WITH n AS (INSERT INTO notes (owner, body, created_at, updated_at, version) VALUES ($1, $2, $3, $3, 1) RETURNING \(columns)),
         \(appendEvent(seq: "$4", owner: "$1", kind: "'note.created'"))
-        SELECT n.id, n.body, n.created_at, n.updated_at, n.version, e.id FROM n, e
+        SELECT n.id, n.body, n.created_at, n.updated_at, n.version, e.id, e.created_at FROM n, e
         """
     // $1 body (NULL: a touch), $2 now, $3 id, $4 owner, $5 the version required (NULL: any), $6 seq.
     private static let update = """
         WITH n AS (UPDATE notes SET body = coalesce($1::text, body), updated_at = $2, version = version + 1
                    WHERE id = $3 AND owner = $4 AND ($5::bigint IS NULL OR version = $5::bigint) RETURNING \(columns)),
         \(appendEvent(seq: "$6", owner: "$4", kind: "'note.updated'"))
-        SELECT n.id, n.body, n.created_at, n.updated_at, n.version, e.id FROM n, e
+        SELECT n.id, n.body, n.created_at, n.updated_at, n.version, e.id, e.created_at FROM n, e
         """
     // $1 id, $2 owner, $3 the version required (NULL: any), $4 seq.
     private static let delete = """
         WITH n AS (DELETE FROM notes WHERE id = $1 AND owner = $2 AND ($3::bigint IS NULL OR version = $3::bigint) RETURNING \(columns)),
         \(appendEvent(seq: "$4", owner: "$2", kind: "'note.deleted'"))
-        SELECT n.id, n.body, n.created_at, n.updated_at, n.version, e.id FROM n, e
+        SELECT n.id, n.body, n.created_at, n.updated_at, n.version, e.id, e.created_at FROM n, e
         """
 
     static func create(body: String, owner: Owner, in write: PostgresWrite) throws -> (NoteRecord, NoteEvent) {
@@ -104,6 +105,7 @@ enum PostgresNoteRows {
         guard let row = try write.db.query(delete, [id, owner.id, ifVersion, seq]).first else { return nil }
         write.takeSeq()
         // Its attachments go with it: rows now, blobs once this commits.
+        try PostgresUploadRows.keepPlaces(where: "note_id = $1 AND owner = $2", [id, owner.id], in: write)
         write.removedUploads += try write.db.query("DELETE FROM uploads WHERE note_id = $1 AND owner = $2 RETURNING id",
                                                    [id, owner.id]).map { try $0.value(0) }
         return try changed(row, .deleted)
@@ -111,7 +113,7 @@ enum PostgresNoteRows {
 
     private static func changed(_ row: PostgresRow, _ kind: NoteEventKind) throws -> (NoteRecord, NoteEvent) {
         let note = try record(row)
-        return (note, NoteEvent(id: try row.value(5), kind: kind, note: note))
+        return (note, NoteEvent(id: try row.value(5), kind: kind, note: note, at: try row.value(6)))
     }
 
     // MARK: - Events
@@ -140,7 +142,8 @@ enum PostgresNoteRows {
                               coalesce((SELECT id FROM events WHERE id < h.below ORDER BY id DESC OFFSET $4 LIMIT 1), 0)) AS trimmed,
                      \(last) AS last, h.below
               FROM event_marks AS m, h)
-        SELECT b.trimmed, b.last, e.id, e.kind, e.note_id, e.note_body, e.note_created_at, e.note_updated_at, e.note_version
+        SELECT b.trimmed, b.last, e.id, e.kind, e.note_id, e.note_body, e.note_created_at, e.note_updated_at, e.note_version,
+               e.created_at
         FROM b LEFT JOIN LATERAL (
             SELECT * FROM events WHERE owner = $1 AND id > $2 AND id < b.below AND $2 >= b.trimmed AND $2 <= b.last
             ORDER BY id LIMIT $3
@@ -160,17 +163,19 @@ enum PostgresNoteRows {
         guard after >= trimmed, after <= last else { return nil }
         return try rows.compactMap { row in
             guard let id: Int64 = try row.value(2) else { return nil }
-            return NoteEvent(id: id, kind: NoteEventKind(rawValue: try row.value(3)) ?? .updated, note: try record(row, from: 4))
+            return NoteEvent(id: id, kind: NoteEventKind(rawValue: try row.value(3)) ?? .updated, note: try record(row, from: 4),
+                             at: try row.value(9))
         }
     }
 
     /// Every owner's events after `after` below the horizon, oldest first: what the event feed delivers.
     static func feed(after: Int64, limit: Int, on db: PostgresConnection) throws -> [(NoteEvent, Owner)] {
         try db.query("""
-            SELECT id, owner, kind, note_id, note_body, note_created_at, note_updated_at, note_version FROM events
+            SELECT id, owner, kind, note_id, note_body, note_created_at, note_updated_at, note_version, created_at FROM events
             WHERE id > $1 AND id < \(horizon) ORDER BY id LIMIT $2
             """, [after, limit]).map { row in
-            (NoteEvent(id: try row.value(0), kind: NoteEventKind(rawValue: try row.value(2)) ?? .updated, note: try record(row, from: 3)),
+            (NoteEvent(id: try row.value(0), kind: NoteEventKind(rawValue: try row.value(2)) ?? .updated, note: try record(row, from: 3),
+                       at: try row.value(8)),
              Owner(id: try row.value(1)))
         }
     }

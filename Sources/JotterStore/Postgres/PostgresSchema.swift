@@ -171,6 +171,17 @@ enum PostgresSchema {
         CREATE INDEX partial_uploads_by_owner ON partial_uploads (owner);
         CREATE INDEX partial_uploads_by_expiry ON partial_uploads (expires_at);
         """,
+        // 5: where deleted uploads were, so that a listing's cursor naming one goes on after its
+        // place (`PostgresUploadRows.page`); kept a week.
+        """
+        CREATE TABLE removed_uploads (
+            id text PRIMARY KEY,
+            owner bigint NOT NULL,
+            seq bigint NOT NULL,                                 -- its seq in uploads
+            removed_at bigint NOT NULL                           -- Unix seconds, UTC
+        );
+        CREATE INDEX removed_uploads_by_time ON removed_uploads (removed_at);
+        """,
     ]
 
     /// The schema version this binary writes and understands.

@@ -33,7 +33,8 @@ enum PostgresUploadRows {
     private static func listing(_ filter: String) -> String {
         """
         WITH c AS (SELECT CASE WHEN $2::text IS NULL THEN 9223372036854775807
-                               ELSE (SELECT seq FROM uploads WHERE id = $2::text AND owner = $1) END AS cursor)
+                               ELSE coalesce((SELECT seq FROM uploads WHERE id = $2::text AND owner = $1),
+                                             (SELECT seq FROM removed_uploads WHERE id = $2::text AND owner = $1)) END AS cursor)
         SELECT c.cursor, u.id, u.filename, u.content_type, u.size, u.sha256, u.created_at, u.note_id
         FROM c LEFT JOIN LATERAL (
             SELECT * FROM uploads WHERE owner = $1 AND seq < c.cursor\(filter) ORDER BY seq DESC LIMIT $3
@@ -103,8 +104,19 @@ enum PostgresUploadRows {
         return (records, change)
     }
 
+    /// Keeps the places of the uploads `condition` selects (`$1`, `$2` bound to `values`), about
+    /// to be deleted, and forgets places older than a week.
+    static func keepPlaces(where condition: String, _ values: [(any PostgresEncodable)?], in write: PostgresWrite) throws {
+        try write.db.query("DELETE FROM removed_uploads WHERE removed_at < $1", [write.now - 7 * 86400])
+        try write.db.query("""
+            INSERT INTO removed_uploads (id, owner, seq, removed_at) SELECT id, owner, seq, $3::bigint FROM uploads WHERE \(condition)
+            ON CONFLICT (id) DO UPDATE SET owner = excluded.owner, seq = excluded.seq, removed_at = excluded.removed_at
+            """, values + [write.now])
+    }
+
     /// Deletes an upload (its blob goes once this commits); its note, if any, gets a new version.
     static func delete(id: String, owner: Owner, in write: PostgresWrite) throws -> (upload: UploadRecord, change: (NoteRecord, NoteEvent)?)? {
+        try keepPlaces(where: "id = $1 AND owner = $2", [id, owner.id], in: write)
         guard let row = try write.db.query("DELETE FROM uploads WHERE id = $1 AND owner = $2 RETURNING \(columns)", [id, owner.id]).first else {
             return nil
         }

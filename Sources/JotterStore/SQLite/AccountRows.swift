@@ -78,6 +78,7 @@ enum AccountRows {
         case .removeUser(let userID):
             guard try user(id: userID, on: db) != nil else { return .notFound }
             changes.removed += try db.query("DELETE FROM uploads WHERE owner = ? RETURNING id", [.integer(userID)]) { $0.string(0) }
+            try db.run("DELETE FROM removed_uploads WHERE owner = ?", [.integer(userID)])
             try db.run("DELETE FROM notes WHERE owner = ?", [.integer(userID)])
             try db.run("DELETE FROM events WHERE owner = ?", [.integer(userID)])
             try db.run("DELETE FROM credentials WHERE user_id = ?", [.integer(userID)])

@@ -78,12 +78,12 @@ enum NoteRows {
         guard after >= 0, after <= last, after >= oldestKept - 1 else { return nil }
         guard limit > 0, after < last else { return [] }
         return try db.query("""
-            SELECT id, kind, note_id, note_body, note_created_at, note_updated_at, note_version
+            SELECT id, kind, note_id, note_body, note_created_at, note_updated_at, note_version, created_at
             FROM events WHERE owner = ? AND id > ? ORDER BY id ASC LIMIT ?
             """, [.integer(owner.id), .integer(after), .integer(Int64(limit))]) { row in
             // Only NoteWriter writes `kind`, always a NoteEventKind raw value.
             NoteEvent(id: row.int64(0), kind: NoteEventKind(rawValue: row.string(1)) ?? .updated,
-                      note: record(row, from: 2))
+                      note: record(row, from: 2), at: row.int64(7))
         }
     }
 }

@@ -43,6 +43,7 @@ struct NoteWriter: Sendable {
     func delete(id: Int64, ifVersion: Int64?, owner: Owner, on db: SQLiteConnection, effects: WriteEffects) throws(StoreError) -> NoteWriteOutcome {
         try ifAllowed(id, ifVersion, owner: owner, on: db) { note throws(StoreError) in
             // Its attachments go with it: rows now, files once this commits.
+            try UploadRows.keepPlaces(where: "note_id = ? AND owner = ?", [.integer(id), .integer(owner.id)], now: now(), on: db)
             effects.removed += try db.query("DELETE FROM uploads WHERE note_id = ? AND owner = ? RETURNING id",
                                             [.integer(id), .integer(owner.id)]) { $0.string(0) }
             try db.run("DELETE FROM notes WHERE id = ? AND owner = ?", [.integer(id), .integer(owner.id)])
@@ -73,6 +74,7 @@ struct NoteWriter: Sendable {
 
     func deleteUpload(id: String, owner: Owner, on db: SQLiteConnection, effects: WriteEffects) throws(StoreError) -> UploadRemoved? {
         guard let upload = try UploadRows.upload(id: id, owner: owner, on: db) else { return nil }
+        try UploadRows.keepPlaces(where: "id = ? AND owner = ?", [.text(id), .integer(owner.id)], now: now(), on: db)
         try db.run("DELETE FROM uploads WHERE id = ? AND owner = ?", [.text(id), .integer(owner.id)])
         effects.removed.append(id)
         guard let noteID = upload.noteID, let note = try NoteRows.note(id: noteID, owner: owner, on: db) else {
@@ -124,14 +126,15 @@ struct NoteWriter: Sendable {
     /// above every id ever issued, trimmed or not. Published once the transaction commits.
     private func appendEvent(_ kind: NoteEventKind, _ note: NoteRecord, owner: Owner, on db: SQLiteConnection,
                              effects: WriteEffects) throws(StoreError) -> NoteEvent {
+        let time = now()
         try db.run("""
             INSERT INTO events (kind, note_id, note_body, note_created_at, note_updated_at, note_version, created_at, owner)
             VALUES (?, ?, ?, ?, ?, ?, ?, ?)
             """, [.text(kind.rawValue), .integer(note.id), .text(note.body), .integer(note.createdAt),
-                  .integer(note.updatedAt), .integer(note.version), .integer(now()), .integer(owner.id)])
+                  .integer(note.updatedAt), .integer(note.version), .integer(time), .integer(owner.id)])
         let id = db.lastInsertRowID
         try db.run("DELETE FROM events WHERE id <= ?", [.integer(id - eventBacklog)])
-        let event = NoteEvent(id: id, kind: kind, note: note)
+        let event = NoteEvent(id: id, kind: kind, note: note, at: time)
         effects.events.append(event)
         return event
     }

@@ -123,6 +123,17 @@ enum SQLiteSchema {
         CREATE INDEX partial_uploads_by_owner ON partial_uploads (owner);
         CREATE INDEX partial_uploads_by_expiry ON partial_uploads (expires_at);
         """,
+        // 6: where deleted uploads were, so that a listing's cursor naming one goes on after its
+        // place (`UploadRows.page`); kept a week.
+        """
+        CREATE TABLE removed_uploads (
+            id TEXT PRIMARY KEY,
+            owner INTEGER NOT NULL,
+            position INTEGER NOT NULL,              -- its rowid in uploads
+            removed_at INTEGER NOT NULL             -- Unix seconds, UTC
+        ) WITHOUT ROWID;
+        CREATE INDEX removed_uploads_by_time ON removed_uploads (removed_at);
+        """,
     ]
 
     /// The schema version this binary writes and understands.

@@ -37,7 +37,12 @@ enum UploadRows {
     static func page(_ query: UploadQuery, owner: Owner, on db: SQLiteConnection) throws(StoreError) -> [UploadRecord]? {
         var cursor = Int64.max
         if let after = query.after {
-            let found = try db.first("SELECT rowid FROM uploads WHERE id = ? AND owner = ?", [.text(after), .integer(owner.id)], row: { $0.int64(0) })
+            // A deleted upload's place is kept for a while: the listing goes on after it.
+            var found = try db.first("SELECT rowid FROM uploads WHERE id = ? AND owner = ?", [.text(after), .integer(owner.id)], row: { $0.int64(0) })
+            if found == nil {
+                found = try db.first("SELECT position FROM removed_uploads WHERE id = ? AND owner = ?", [.text(after), .integer(owner.id)],
+                                     row: { $0.int64(0) })
+            }
             guard let rowid = found else { return nil }
             cursor = rowid
         }
@@ -63,6 +68,17 @@ enum UploadRows {
             if let note = upload.noteID, wanted.contains(note) { result[note, default: []].append(upload) }
         }
         return result
+    }
+
+    /// How long a deleted upload's place is kept for cursors.
+    static let removedKept: Int64 = 7 * 86400
+
+    /// Keeps the places of the uploads `condition` selects (`?` bound to `values`), about to be
+    /// deleted, and forgets places older than a week.
+    static func keepPlaces(where condition: String, _ values: [SQLiteValue], now: Int64, on db: SQLiteConnection) throws(StoreError) {
+        try db.run("DELETE FROM removed_uploads WHERE removed_at < ?", [.integer(now - removedKept)])
+        try db.run("INSERT OR REPLACE INTO removed_uploads (id, owner, position, removed_at) SELECT id, owner, rowid, ? FROM uploads WHERE "
+                   + condition, [.integer(now)] + values)
     }
 
     static func allIDs(on db: SQLiteConnection) throws(StoreError) -> Set<String> {

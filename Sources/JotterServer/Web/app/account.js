@@ -1,6 +1,9 @@
-// Signing in and out. Under `--auth required` (or once a session has expired) the server answers
-// 401: the sign-in dialog opens over the page, so whatever is in the editor stays there, and
-// after signing in the list and the live updates start again.
+// Signing in and out. Under `--auth required` a visitor without a session sees the sign-in page
+// first; once a session ends (it expired, or was revoked) the server answers 401 and the sign-in
+// dialog opens over the page, so whatever is in the editor stays there, and after signing in the
+// list and the live updates start again. Under `--auth off` the notes need no session: the page
+// asks `/auth/me` only when this browser signed in before (the cookie is HttpOnly, so a note in
+// localStorage says so), and a newcomer's console shows no failed request.
 
 import * as api from './api.js';
 import { byId } from './dom.js';
@@ -8,10 +11,38 @@ import { byId } from './dom.js';
 const dialog = byId('sign-in-dialog');
 const form = byId('sign-in-form');
 const error = byId('sign-in-error');
+/** localStorage: this browser has signed in (a session cookie may be there). */
+const SIGNED_IN = 'jotter-signed-in';
+/** sessionStorage: the page was reloaded by "Sign out". */
+const SIGNED_OUT = 'jotter-signed-out';
 
-/** Starts the account controls; `signedIn()` is called after each sign-in. */
+function remember(signedIn) {
+  try {
+    if (signedIn) localStorage.setItem(SIGNED_IN, '1');
+    else localStorage.removeItem(SIGNED_IN);
+  } catch {
+    // Storage refused (a private window's quota): only the /auth/me question is affected.
+  }
+}
+
+function stored(storage, key) {
+  try {
+    return storage.getItem(key);
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * Starts the account controls; `signedIn()` is called after each sign-in made here. Resolves to
+ * true when the notes can be shown now (signed in, or the server needs no session), false when
+ * the visitor must sign in first (the sign-in page is shown; `signedIn()` follows).
+ */
 export async function setupAccount({ signedIn }) {
   let asking = false;
+  const required = document.body.dataset.auth !== 'off';
+  const signedOut = stored(sessionStorage, SIGNED_OUT) !== null;
+  try { sessionStorage.removeItem(SIGNED_OUT); } catch { /* nothing kept */ }
 
   function show(user) {
     byId('account').hidden = !user;
@@ -19,9 +50,11 @@ export async function setupAccount({ signedIn }) {
     byId('sign-in-button').hidden = Boolean(user);
   }
 
-  function ask(reason) {
+  function ask(reason, { page = false } = {}) {
     if (asking) return;
     asking = true;
+    // A sign-in page hides the empty app behind the dialog; over a page in use, it stays.
+    if (page) document.body.dataset.signedOut = '';
     byId('sign-in-reason').textContent = reason;
     error.hidden = true;
     dialog.showModal();
@@ -34,9 +67,11 @@ export async function setupAccount({ signedIn }) {
     try {
       const session = await api.signIn(byId('sign-in-name').value, byId('sign-in-password').value);
       api.setSession(session.csrf_token);
+      remember(true);
       byId('sign-in-password').value = '';
       show(session.user);
       asking = false;
+      delete document.body.dataset.signedOut;
       dialog.close();
       signedIn();
     } catch (failure) {
@@ -53,20 +88,38 @@ export async function setupAccount({ signedIn }) {
     } catch {
       // Signed out already (expired): nothing to revoke.
     }
+    remember(false);
+    try { sessionStorage.setItem(SIGNED_OUT, '1'); } catch { /* the page just says "Sign in" */ }
     location.reload();
   });
 
   api.onUnauthorized(() => {
     api.setSession(null);
+    remember(false);
     show(null);
     ask('Your session has ended. Sign in again; what you were writing is still here.');
   });
 
+  if (!required && stored(localStorage, SIGNED_IN) === null) {
+    show(null); // no session to look for: the notes need none
+    return true;
+  }
   try {
     const session = await api.me();
     api.setSession(session.csrf_token ?? null);
+    remember(true);
     show(session.user);
-  } catch {
+    return true;
+  } catch (failure) {
+    api.setSession(null);
+    if (failure.status === 401) remember(false);
     show(null);
+    if (!required) return true;
+    ask(signedOut ? 'You are signed out. Sign in to see your notes.' : 'Sign in to see your notes.', { page: true });
+    if (failure.status !== 401) {
+      error.textContent = failure.message;
+      error.hidden = false;
+    }
+    return false;
   }
 }

@@ -24,9 +24,9 @@ function parse(text) {
   }
 }
 
-/** `1 MB` for 1048576: a limit as people say it (whole units when it is one). */
+/** `1 MiB` for 1048576: a limit as people say it (whole units when it is one; binary units, as counted). */
 function limitInWords(bytes) {
-  const units = ['bytes', 'KB', 'MB', 'GB', 'TB'];
+  const units = ['bytes', 'KiB', 'MiB', 'GiB', 'TiB'];
   let value = bytes;
   let unit = 0;
   while (value >= 1024 && unit < units.length - 1) {

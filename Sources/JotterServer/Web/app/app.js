@@ -323,26 +323,58 @@ window.addEventListener('beforeunload', (event) => {
 
 // MARK: - Live updates
 
-const live = connectLive({
-  state: showConnection,
-  event(kind, note) {
-    if (kind === 'note.deleted') notes.remove(note.id);
-    else if (kind === 'note.created') notes.upsert(note, { fresh: true });
-    else if (notes.find(note.id)) notes.upsert(note);
-    editor.incoming(kind, note);
-  },
-  reload() {
-    loadFirstPage();
-    editor.refresh();
-  },
-});
+/** Started once the notes can be shown (signed in, or no session needed). */
+let live = null;
 
+function startLive() {
+  byId('connection').hidden = false;
+  if (live) {
+    live.reconnect();
+    return;
+  }
+  live = connectLive({
+    state: showConnection,
+    event(kind, note) {
+      if (kind === 'note.deleted') notes.remove(note.id);
+      else if (kind === 'note.created') notes.upsert(note, { fresh: true });
+      else if (notes.find(note.id)) notes.upsert(note);
+      editor.incoming(kind, note);
+    },
+    reload() {
+      loadFirstPage();
+      editor.refresh();
+    },
+    // Back after a break (EventSource reconnected by itself, replaying what it missed): an
+    // automatic save that failed meanwhile goes now.
+    reconnected: () => editor.retrySave(),
+  });
+}
+
+// MARK: - Start
+
+let started = false;
+
+/** Shows the notes: the list, the note or files the address names, and the live updates. */
+function start() {
+  started = true;
+  loadFirstPage();
+  route(true);
+  startLive();
+}
+
+// Nothing is asked of the API before it is known whether a session is needed: a first visit
+// under --auth required is a sign-in page, not a list that failed to load.
+byId('connection').hidden = true;
 setupAccount({
   signedIn() {
+    if (!started) {
+      start();
+      return;
+    }
     loadFirstPage();
-    live.reconnect();
+    startLive();
     editor.refresh();
   },
+}).then((ready) => {
+  if (ready) start();
 });
-loadFirstPage();
-route(true);

@@ -13,6 +13,8 @@ import { formatDateTime, formatSince, titleAndPreview } from './format.js';
 const AUTOSAVE_DELAY = 1000;
 /** How long "Note deleted" offers Undo before the note is deleted on the server. */
 const UNDO_DELAY = 5000;
+/** After an automatic save failed (the server away), when it is tried again: growing, then every 30 s. */
+const RETRY_DELAYS = [2000, 5000, 10000, 30000];
 
 /**
  * `notes` is the list (`find`, `upsert`, `remove`, `hide`, `unhide`); `navigate(hash, { replace })`
@@ -34,6 +36,8 @@ export function createEditor({ notes, navigate, toast, clearError }) {
   let saving = null; // the save in flight, to wait for before leaving
   let autosaveTimer = null;
   let autosaveFailed = false; // the last automatic save failed: say so instead of "Unsaved changes"
+  let retryTimer = null; // the next try of an automatic save that failed
+  let retries = 0;
   let pendingDelete = null; // { note, timer }: deleted here, Undo still possible
 
   const isOpen = () => !form.hidden;
@@ -162,6 +166,8 @@ export function createEditor({ notes, navigate, toast, clearError }) {
     opened += 1;
     loading = false;
     clearTimeout(autosaveTimer);
+    clearTimeout(retryTimer);
+    retries = 0;
     load(null);
     form.hidden = true;
     byId('placeholder').hidden = false;
@@ -269,14 +275,22 @@ export function createEditor({ notes, navigate, toast, clearError }) {
       if (!auto) announce('Note saved');
     });
     if (!failure) {
+      clearTimeout(retryTimer);
+      retries = 0;
       if (isDirty()) scheduleAutosave(); // typed on while it was saving
       return;
     }
     if (auto && failure.status !== 412 && failure.status !== 404) {
-      // Said once, in the editor; the next keystroke or reconnection tries again.
+      // Said once, in the editor; tried again by itself a little later (and at once when the
+      // live updates are back, or at the next keystroke).
       if (!autosaveFailed) toast(`Couldn't save: ${failure.message}`);
       autosaveFailed = true;
       render();
+      if (failure.status !== 401) {
+        clearTimeout(retryTimer);
+        retryTimer = setTimeout(autosave, RETRY_DELAYS[Math.min(retries, RETRY_DELAYS.length - 1)]);
+        retries += 1;
+      }
       return;
     }
     await failed(failure, "Couldn't save");
@@ -346,7 +360,7 @@ export function createEditor({ notes, navigate, toast, clearError }) {
     const files = note.attachments?.length ?? 0;
     const choice = await confirmChoice({
       title: 'Delete this note?',
-      text: `“${titleAndPreview(note.body).title || 'Untitled note'}”${files ? ` and its ${files} ${files === 1 ? 'attachment' : 'attachments'}` : ''} will be deleted. This can't be undone.`,
+      text: `“${titleAndPreview(note.body).title || 'Untitled note'}”${files ? ` and its ${files} ${files === 1 ? 'attachment' : 'attachments'}` : ''} will be deleted. You can undo it for a few seconds.`,
       actions: [{ label: 'Cancel', value: null }, { label: 'Delete note', value: 'delete', kind: 'danger' }],
     });
     if (choice !== 'delete') return;
@@ -441,6 +455,13 @@ export function createEditor({ notes, navigate, toast, clearError }) {
     refresh: () => {
       if (isOpen() && base) reread(base.id);
       if (isDirty()) scheduleAutosave(); // an automatic save that failed meanwhile goes again
+    },
+    /** The server is back: an automatic save that failed goes again now. */
+    retrySave: () => {
+      if (!autosaveFailed || !isDirty()) return;
+      clearTimeout(retryTimer);
+      retries = 0;
+      scheduleAutosave();
     },
   };
 }

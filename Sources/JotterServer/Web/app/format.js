@@ -42,10 +42,10 @@ export function isoTimestamp(text) {
   return date ? date.toISOString() : '';
 }
 
-/** `1.4 MB`, `512 bytes`. */
+/** `1.4 MiB`, `512 bytes` (binary units: counted in 1024s, so named so). */
 export function formatSize(bytes) {
   if (bytes < 1024) return `${bytes} ${bytes === 1 ? 'byte' : 'bytes'}`;
-  const units = ['KB', 'MB', 'GB', 'TB'];
+  const units = ['KiB', 'MiB', 'GiB', 'TiB'];
   let value = bytes / 1024;
   let unit = 0;
   while (value >= 1024 && unit < units.length - 1) {

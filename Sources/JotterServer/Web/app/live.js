@@ -6,7 +6,8 @@ const DELAYS = [1000, 2000, 5000, 10000];
 
 /**
  * Starts listening. `handlers.event(kind, note)` gets `note.created|updated|deleted`;
- * `handlers.reload()` when the list must be fetched again; `handlers.state(name)` with
+ * `handlers.reload()` when the list must be fetched again; `handlers.reconnected()` when the
+ * stream is back after a break (the server can be reached again); `handlers.state(name)` with
  * `connecting`, `live`, `reconnecting` or `offline`.
  */
 export function connectLive(handlers) {
@@ -14,6 +15,7 @@ export function connectLive(handlers) {
   let attempt = 0;
   let timer = null;
   let hadConnection = false;
+  let broken = false; // an error since the last open
 
   const report = (state) => handlers.state(navigator.onLine === false ? 'offline' : state);
 
@@ -24,11 +26,15 @@ export function connectLive(handlers) {
     source.addEventListener('open', () => {
       // A fresh EventSource has no Last-Event-ID: anything missed meanwhile needs a re-list.
       if (hadConnection && attempt > 0) handlers.reload();
+      const back = hadConnection && broken;
       hadConnection = true;
+      broken = false;
       attempt = 0;
       report('live');
+      if (back) handlers.reconnected?.();
     });
     source.addEventListener('error', () => {
+      broken = true;
       if (source.readyState === EventSource.CLOSED) {
         // It gave up (the server answered with an error): try again later with a new one.
         const delay = DELAYS[Math.min(attempt, DELAYS.length - 1)];

@@ -1,0 +1,139 @@
+import Foundation
+import Testing
+@testable import JotterCLI
+import JotterCLICore
+import JotterTestSupport
+
+/// `jotter completion bash|zsh|fish` and `jotter help --man`, made from the commands' own
+/// declarations, run in the real shells (zsh and fish: scripts/install-deps --test installs them).
+@Suite("Shell completions and the manual page")
+struct CompletionTests {
+    /// Runs `program arguments`; its exit status, standard output and error.
+    static func run(_ program: String, _ arguments: [String], input: String? = nil) throws -> (status: Int32, out: String, err: String) {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: program)
+        process.arguments = arguments
+        let folder = try scratchFolder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        // Files, not pipes: reading a pipe here can be interrupted (EINTR) and Foundation traps.
+        let out = folder.appendingPathComponent("out"), err = folder.appendingPathComponent("err")
+        FileManager.default.createFile(atPath: out.path, contents: nil)
+        FileManager.default.createFile(atPath: err.path, contents: nil)
+        let outHandle = try FileHandle(forWritingTo: out), errHandle = try FileHandle(forWritingTo: err)
+        process.standardOutput = outHandle
+        process.standardError = errHandle
+        if let input {
+            let file = folder.appendingPathComponent("in")
+            try Data(input.utf8).write(to: file)
+            process.standardInput = try FileHandle(forReadingFrom: file)
+        } else {
+            process.standardInput = FileHandle.nullDevice
+        }
+        try process.run()
+        process.waitUntilExit()
+        try outHandle.close()
+        try errHandle.close()
+        return (process.terminationStatus, try String(contentsOf: out, encoding: .utf8), try String(contentsOf: err, encoding: .utf8))
+    }
+
+    /// The script `jotter completion SHELL` prints, in a file.
+    static func script(_ shell: String) throws -> URL {
+        let printed = try BinaryTests.jotter(["completion", shell], environment: [:])
+        try #require(printed.status == 0, "\(printed.err)")
+        let file = try scratchFolder().appendingPathComponent("jotter.\(shell)")
+        try Data(printed.out.utf8).write(to: file)
+        return file
+    }
+
+    @Test("bash: commands, subcommands after client options, each command's own options, paths for file options; every command of the table")
+    func bash() throws {
+        let script = try Self.script("bash")
+        #expect(try Self.run("/bin/bash", ["-n", script.path]).status == 0)
+        // Each case: the words, then what is offered for the last one.
+        let cases: [([String], String)] = [
+            (["jotter", "no"], "notes"),
+            (["jotter", "notes", ""], "list show add edit rm watch"),
+            (["jotter", "--server", "h:1", "notes", "l"], "list"),
+            (["jotter", "download", "abc", "--ou"], "--output"),
+            (["jotter", "uploads", "list", "--after", "x", "--j"], "--json"),
+            (["jotter", "help", "--m"], "--man"),
+            (["jotter", "completion", "--h"], "--help"),
+        ]
+        var program = "source \(script.path)\nt() { COMP_WORDS=(\"$@\"); COMP_CWORD=$(($# - 1)); _jotter; echo \"${COMPREPLY[*]}\"; }\n"
+        for (words, _) in cases { program += "t " + words.map { "'\($0)'" }.joined(separator: " ") + "\n" }
+        // Every path's subcommands, as the command table declares them.
+        let tree = JotterCommandLine.tree
+        for node in tree.nodes { program += "printf '%s\\n' \"$(_jotter_subcommands '\(node.path)')\"\n" }
+        let result = try Self.run("/bin/bash", ["-c", program])
+        #expect(result.status == 0, "\(result.err)")
+        let lines = result.out.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+        for (index, (words, expected)) in cases.enumerated() {
+            #expect(lines[index] == expected, "\(words)")
+        }
+        for (index, node) in tree.nodes.enumerated() {
+            #expect(lines[cases.count + index] == node.subcommands.joined(separator: " "), "'\(node.path)'")
+        }
+        #expect(tree.nodes.map(\.path).contains("notes add"))
+        #expect(tree.nodes.map(\.path).contains("tokens revoke"))
+    }
+
+    @Test("zsh: the script parses and lists subcommands and options with their descriptions")
+    func zsh() throws {
+        let script = try Self.script("zsh")
+        #expect(try Self.run("/usr/bin/zsh", ["-n", script.path]).status == 0)
+        let result = try Self.run("/usr/bin/zsh", ["-fc", """
+            autoload -U compinit && compinit -u -D
+            source \(script.path)
+            _jotter_subcommands notes; print -rl -- $reply
+            _jotter_options 'notes list'; print -rl -- $reply
+            _jotter_valued 'notes list' --limit && print valued
+            _jotter_path_valued 'download' --output && print path
+            """])
+        #expect(result.status == 0, "\(result.err)")
+        #expect(result.out.contains("add:Add a note.\n"))
+        #expect(result.out.contains("--limit:At most N notes.\n"))
+        #expect(result.out.contains("--server:The Jotter server; host\\:port alone"))
+        #expect(result.out.contains("valued\npath\n"))
+    }
+
+    @Test("fish: complete -C offers subcommands with their summaries and the options of the command being typed")
+    func fish() throws {
+        let script = try Self.script("fish")
+        #expect(try Self.run("/usr/bin/fish", ["--no-execute", script.path]).status == 0)
+        let result = try Self.run("/usr/bin/fish", ["-c", """
+            source \(script.path)
+            complete -C 'jotter notes '
+            echo ---
+            complete -C 'jotter --server h:1 notes list --l'
+            echo ---
+            complete -C 'jotter up'
+            """])
+        #expect(result.status == 0, "\(result.err)")
+        let parts = result.out.components(separatedBy: "---\n")
+        try #require(parts.count == 3, "\(result.out)")
+        #expect(parts[0].contains("add\tAdd a note.\n"))
+        #expect(parts[0].contains("watch\t"))
+        #expect(parts[1] == "--limit\tAt most N notes.\n")
+        #expect(parts[2].hasPrefix("upload\t") && parts[2].contains("uploads\t"))
+    }
+
+    @Test("jotter help --man: a manual page that groff reads without a warning, with every command, option variable and exit code")
+    func manualPage() throws {
+        let printed = try BinaryTests.jotter(["help", "--man"], environment: [:])
+        #expect(printed.status == 0)
+        #expect(printed.out.hasPrefix(".TH JOTTER 1 "))
+        for node in JotterCommandLine.tree.nodes.dropFirst() where node.path != "help" {
+            #expect(printed.out.contains(".SS jotter \(node.path.replacing("-", with: "\\-"))\n"), "\(node.path)")
+        }
+        for variable in ["JOTTER_SERVER", "JOTTER_TOKEN", "JOTTER_CACERT", "JOTTER_PORT", "JOTTER_MAX_TOKENS_PER_USER"] {
+            #expect(printed.out.contains(".B \(variable.replacing("-", with: "\\-"))\n"), "\(variable)")
+        }
+        #expect(printed.out.contains(".SH EXIT STATUS"))
+        let groff = try Self.run("/usr/bin/groff", ["-man", "-z", "-ww"], input: printed.out)
+        #expect(groff.status == 0)
+        #expect(groff.err.isEmpty, "\(groff.err)")
+        #expect(try BinaryTests.jotter(["help", "notes", "--man"], environment: [:]).status == ExitCode.usage)
+        #expect(try BinaryTests.jotter(["completion", "tcsh"], environment: [:]).status == ExitCode.usage)
+        #expect(try BinaryTests.jotter(["completion"], environment: [:]).status == ExitCode.usage)
+    }
+}
