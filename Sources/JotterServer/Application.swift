@@ -85,6 +85,9 @@ public final class Application: Sendable {
     /// The port in use (the real one when configured with 0).
     public var port: Int { server.port }
 
+    /// Connections open now (every protocol).
+    public var openConnections: Int { server.openConnections }
+
     /// Requests received and not yet completed (every protocol, every stream).
     public var requestsInFlight: Int { server.requestsInFlight }
 

@@ -106,6 +106,24 @@ struct TLSTests {
         }
     }
 
+    @Test("a connection closed before its handshake is closed at once (the loop does not spin on it until the deadline)")
+    func closedBeforeHandshake() throws {
+        let certificate = try Self.certificate()
+        defer { try? FileManager.default.removeItem(at: certificate) }
+        try TestApp.with(configure: {
+            $0.tlsCertificatePath = certificate.path + "/cert.pem"
+            $0.tlsKeyPath = certificate.path + "/key.pem"
+        }) { app in
+            for _ in 0..<5 {
+                let connection = try RawHTTP(port: app.port, timeout: 2)
+                _ = connection  // connected, then closed without a byte
+            }
+            let deadline = Date().addingTimeInterval(2)  // the header deadline is 10 s
+            while app.app.openConnections > 0, Date() < deadline { usleep(20_000) }
+            #expect(app.app.openConnections == 0)
+        }
+    }
+
     @Test("pipelined requests over one TLS connection are answered in order; an event stream over HTTPS gets its event")
     func pipeliningAndEventsOverTLS() throws {
         let certificate = try Self.certificate()

@@ -147,18 +147,25 @@ final class HTTP1Connection: LoopConnection {
             readable()
             return
         }
-        var first: UInt8 = 0
-        // The first byte of a TLS connection starts a handshake record (22); a letter starts a
-        // plain HTTP request line.
-        if !handshakeStarted, recv(fd, &first, 1, Int32(MSG_PEEK)) == 1, first != 0x16 {
-            jotter_tls_free(tls)
-            io.tls = nil
-            handshaking = false
-            refuseMalformed(HTTPError(.badRequest, detail: "this port serves HTTPS: send the request to https://", closesConnection: true))
-            return
+        if !handshakeStarted {
+            // The first byte of a TLS connection starts a handshake record (22); a letter starts a
+            // plain HTTP request line.
+            var first: UInt8 = 0
+            let peeked = recv(fd, &first, 1, Int32(MSG_PEEK))
+            if peeked == 0 || (peeked < 0 && errno != EAGAIN && errno != EINTR) {
+                finishClose()  // closed (or failed) before a byte: nothing was asked
+                return
+            }
+            if peeked < 0 { return }  // nothing to read yet
+            if first != 0x16 {
+                jotter_tls_free(tls)
+                io.tls = nil
+                handshaking = false
+                refuseMalformed(HTTPError(.badRequest, detail: "this port serves HTTPS: send the request to https://", closesConnection: true))
+                return
+            }
+            handshakeStarted = true
         }
-        if !handshakeStarted, first == 0 { return }  // nothing to read yet
-        handshakeStarted = true
         switch jotter_tls_handshake(tls) {
         case 0:
             handshaking = false

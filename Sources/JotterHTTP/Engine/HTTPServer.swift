@@ -89,6 +89,9 @@ public final class HTTPServer: Sendable {
     /// The port the server listens on (the real one when configured with 0).
     public var port: Int { boundPort.load(ordering: .relaxed) }
 
+    /// Connections open now, every protocol.
+    public var openConnections: Int { connections.total }
+
     /// Requests received and not yet completed.
     public var requestsInFlight: Int { inFlight.load(ordering: .relaxed) }
 
