@@ -46,6 +46,8 @@ final class EventLoop: @unchecked Sendable {
     var date = DateField()
     private var thread = pthread_t()
     private var lastSweep: UInt64 = 0
+    /// When epoll last returned: bytes that arrived before it have been read.
+    private(set) var polledAt: UInt64 = 0
 
     static let listenerToken: UInt64 = 1
     static let wakeToken: UInt64 = 2
@@ -103,6 +105,7 @@ final class EventLoop: @unchecked Sendable {
         lastSweep = Clock.microseconds()
         while running {
             let count = jotter_epoll_wait(epoll, tokens, events, 256, 250)
+            polledAt = Clock.microseconds()
             date.refresh()
             if count > 0 {
                 for index in 0..<Int(count) {
@@ -210,6 +213,13 @@ final class EventLoop: @unchecked Sendable {
     func forget(_ connection: any LoopConnection) {
         connections.removeValue(forKey: connection.token)
         server.connections.release(connection.address)
+    }
+
+    /// Whether a connection may be closed for a deadline that fell at `deadline`: not when the
+    /// loop has not polled since (it was busy) and the connection's bytes wait unread — the loop
+    /// was late, not the client.
+    func deadlinePassed(_ deadline: UInt64, unread: () -> Bool) -> Bool {
+        polledAt >= deadline || !unread()
     }
 
     /// An HTTP/1.1 connection that turned out to speak HTTP/2 hands its socket to `successor`.

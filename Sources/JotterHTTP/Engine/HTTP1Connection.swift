@@ -234,7 +234,7 @@ final class HTTP1Connection: LoopConnection {
             return
         }
         if let since = waitingForHeadSince, queue.isEmpty, now >= since + UInt64(configuration.headerTimeout * 1_000_000),
-           !io.hasUnreadBytes {
+           loop.deadlinePassed(since + UInt64(configuration.headerTimeout * 1_000_000), unread: { io.hasUnreadBytes }) {
             server.counters.timedOut.add(1, ordering: .relaxed)
             abort(.timeout)
             return
@@ -249,7 +249,8 @@ final class HTTP1Connection: LoopConnection {
             }
         }
         let streamWaiting = queue.first?.stream?.waiting == true
-        if !waiting, !streamWaiting, now >= lastActivity + UInt64(configuration.idleTimeout) * 1_000_000, !io.hasUnreadBytes {
+        let idleDeadline = lastActivity + UInt64(configuration.idleTimeout) * 1_000_000
+        if !waiting, !streamWaiting, now >= idleDeadline, loop.deadlinePassed(idleDeadline, unread: { io.hasUnreadBytes }) {
             abort(.timeout)
         }
     }

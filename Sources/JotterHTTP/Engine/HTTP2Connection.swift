@@ -219,9 +219,8 @@ final class HTTP2Connection: LoopConnection {
 
     func check(now: UInt64) {
         let configuration = server.configuration
-        // Bytes waiting unread mean the loop was busy, not that the client was late.
-        let unread = io.hasUnreadBytes
-        if let idleSince, streams.isEmpty, now >= idleSince + UInt64(configuration.headerTimeout * 1_000_000), !unread {
+        if let idleSince, streams.isEmpty, now >= idleSince + UInt64(configuration.headerTimeout * 1_000_000),
+           loop.deadlinePassed(idleSince + UInt64(configuration.headerTimeout * 1_000_000), unread: { io.hasUnreadBytes }) {
             goAway()
             return
         }
@@ -237,7 +236,8 @@ final class HTTP2Connection: LoopConnection {
             }
         }
         let streaming = !pausedStreams.isEmpty || streams.values.contains { $0.deferred || $0.waiting }
-        if !streaming, !unread, now >= lastActivity + UInt64(configuration.idleTimeout) * 1_000_000 {
+        let idleDeadline = lastActivity + UInt64(configuration.idleTimeout) * 1_000_000
+        if !streaming, now >= idleDeadline, loop.deadlinePassed(idleDeadline, unread: { io.hasUnreadBytes }) {
             server.counters.timedOut.add(1, ordering: .relaxed)
             abort(.timeout)
             return
