@@ -559,7 +559,16 @@ struct TusClientTests {
             process.standardOutput = output
             process.standardError = errors
             try process.run()
-            process.waitUntilExit()
+            // Bounded: once the resuming uploader got no answer and hung the whole run (cause not
+            // found yet); a hang is this test's failure, not the suite's.
+            let deadline = Date().addingTimeInterval(60)
+            while process.isRunning, Date() < deadline { usleep(50_000) }
+            if process.isRunning {
+                kill(process.processIdentifier, SIGKILL)  // SIGKILL: the child inherits a mask blocking SIGTERM
+                process.waitUntilExit()
+                Issue.record("tuspy got no answer within 60 s")
+                return
+            }
             let lines = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self).split(separator: "\n")
             #expect(process.terminationStatus == 0, "\(String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self))")
             let location = try #require(lines.first.map(String.init))
