@@ -67,7 +67,9 @@ struct HTTP2Tests {
         #expect(result == "PASS", "\(result)")
     }
 
-    /// curl over HTTP/2: status line, headers and body (the protocol curl spoke is on the status line).
+    /// curl with `arguments`: status line, headers and body (the protocol curl spoke is on the
+    /// status line). Its output goes to a file in `folder`, not a pipe: reading a pipe here can be
+    /// interrupted (EINTR) and Foundation traps.
     static func curl(_ arguments: [String], folder: URL) throws -> String {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/curl")

@@ -26,21 +26,10 @@ struct TLSTests {
         try #require(openssl.terminationStatus == 0, "openssl could not make a certificate")
     }
 
-    /// curl, verifying the server against `certificate`: status line, headers and body.
+    /// curl over HTTP/1.1, verifying the server against `certificate`: status line, headers and
+    /// body. (HTTP/2, which curl would pick by ALPN, has HTTP2Tests.)
     static func curl(_ arguments: [String], certificate: URL) throws -> String {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/curl")
-        // HTTP/1.1 over TLS here; HTTP/2 (which curl would pick by ALPN) has HTTP2Tests.
-        process.arguments = ["-s", "-i", "--http1.1", "--cacert", certificate.path + "/cert.pem", "--max-time", "10"] + arguments
-        // To a file, not a pipe: reading a pipe here can be interrupted (EINTR) and Foundation traps.
-        let output = certificate.appendingPathComponent("curl-\(UUID().uuidString).out")
-        _ = FileManager.default.createFile(atPath: output.path, contents: nil)
-        let handle = try FileHandle(forWritingTo: output)
-        process.standardOutput = handle
-        try process.run()
-        process.waitUntilExit()
-        try handle.close()
-        return String(decoding: try Data(contentsOf: output), as: UTF8.self)
+        try HTTP2Tests.curl(["--http1.1", "--cacert", certificate.path + "/cert.pem"] + arguments, folder: certificate)
     }
 
     @Test("serves HTTPS with HSTS; the session cookie is Secure; uploads and the API work; plain HTTP gets nothing")
