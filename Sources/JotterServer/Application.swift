@@ -195,6 +195,11 @@ public func buildApplication(_ configuration: ServerConfiguration) throws -> App
     let router = routes.build()
     openAPI.publish(router)
     let server = HTTPServer(configuration: http, router: router, log: log)
+    metrics.addCollector { [unowned server] in
+        let open = server.openConnectionsByProtocol
+        return "# HELP jotter_http_connections Connections open now, by protocol.\n# TYPE jotter_http_connections gauge\n"
+            + "jotter_http_connections{protocol=\"HTTP/1\"} \(open.http1)\njotter_http_connections{protocol=\"HTTP/2\"} \(open.http2)\n"
+    }
     return Application(configuration: configuration, server: server, log: log, notes: notes, events: events, accounts: accounts,
                        resumable: resumable)
 }

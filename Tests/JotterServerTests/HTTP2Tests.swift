@@ -135,6 +135,34 @@ struct HTTP2Tests {
         }
     }
 
+    @Test("metrics count requests and open connections by protocol; the access log names HTTP/2.0")
+    func protocolInMetricsAndLog() throws {
+        let folder = try scratchFolder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let server = try ServerProcess()
+        defer { server.finish() }
+        let base = "http://127.0.0.1:\(server.port)"
+        for _ in 0..<3 { _ = try Self.curl(["--http2-prior-knowledge", base + "/hello?name=h2"], folder: folder) }
+        _ = try Self.curl(["--http1.1", base + "/hello?name=h1"], folder: folder)
+        let metrics = try Self.curl(["--http2-prior-knowledge", base + "/metrics"], folder: folder)
+        #expect(metrics.contains(#"jotter_http_requests_by_protocol_total{protocol="HTTP/2"} 3"#), "\(metrics.suffix(1500))")
+        #expect(metrics.contains(#"jotter_http_requests_by_protocol_total{protocol="HTTP/1.1"} 1"#))
+        // Once the server has seen curl's earlier connections close, the /metrics request's own
+        // is the one connection open, and it speaks HTTP/2.
+        let settled = #/jotter_http_connections\{protocol="HTTP/1"\} 0\njotter_http_connections\{protocol="HTTP/2"\} 1\n/#
+        var gauges = metrics
+        let deadline = Date().addingTimeInterval(5)
+        while !gauges.contains(settled), Date() < deadline {
+            usleep(50_000)
+            gauges = try Self.curl(["--http2-prior-knowledge", base + "/metrics"], folder: folder)
+        }
+        #expect(gauges.contains(settled), "\(gauges.suffix(400))")
+        server.signal(SIGKILL)
+        let log = server.finish().log
+        #expect(log.contains(#""GET /hello?name=h2 HTTP/2.0" 200"#), "\(log.suffix(800))")
+        #expect(log.contains(#""GET /hello?name=h1 HTTP/1.1" 200"#))
+    }
+
     @Test("HTTPS: ALPN picks h2 for curl --http2, http/1.1 for --http1.1; every endpoint answers over h2")
     func overTLS() throws {
         let certificate = try TLSTests.certificate()

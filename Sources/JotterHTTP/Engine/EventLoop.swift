@@ -275,6 +275,8 @@ final class EngineCounters: Sendable {
     let evicted = Atomic<Int>(0)
     let slowBodies = Atomic<Int>(0)
     let refused = Atomic<Int>(0)
+    /// Connections open now that speak HTTP/2 (the rest of the table speaks HTTP/1.x).
+    let http2Connections = Atomic<Int>(0)
 }
 
 

@@ -91,6 +91,7 @@ final class HTTP2Connection: LoopConnection {
         let now = Clock.microseconds()
         lastActivity = now
         idleSince = now
+        loop.server.counters.http2Connections.add(1, ordering: .relaxed)
     }
 
     /// Whether `bytes` begin an HTTP/2 client preface (at least its first 4 bytes, `PRI `).
@@ -607,6 +608,7 @@ final class HTTP2Connection: LoopConnection {
         }
         streams = [:]
         closed = true
+        server.counters.http2Connections.subtract(1, ordering: .relaxed)
         if let session {
             self.session = nil
             nghttp2_session_del(session)

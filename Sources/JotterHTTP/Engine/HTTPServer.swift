@@ -92,6 +92,12 @@ public final class HTTPServer: Sendable {
     /// Connections open now, every protocol.
     public var openConnections: Int { connections.total }
 
+    /// Connections open now, by the protocol they speak.
+    public var openConnectionsByProtocol: (http1: Int, http2: Int) {
+        let http2 = counters.http2Connections.load(ordering: .relaxed)
+        return (max(0, connections.total - http2), http2)
+    }
+
     /// Requests received and not yet completed.
     public var requestsInFlight: Int { inFlight.load(ordering: .relaxed) }
 

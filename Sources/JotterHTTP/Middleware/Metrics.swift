@@ -34,6 +34,8 @@ public final class Metrics: Middleware {
     }
 
     private let routes = Mutex<[String: Series]>([:])
+    /// Requests by `protocols` index.
+    private let byProtocol = Mutex<[Int]>([Int](repeating: 0, count: Metrics.protocols.count))
     /// Text the application appends to every `render()`: gauges it owns (see `addCollector`).
     private let collectors = Mutex<[@Sendable () -> String]>([])
 
@@ -49,6 +51,12 @@ public final class Metrics: Middleware {
 
     /// The methods counted by name; any other is counted as `other` (the last index).
     static let methods = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "other"]
+
+    /// The protocols requests are counted by: a request's version (`HTTP/2.0` is `HTTP/2`).
+    static let protocols = ["HTTP/1.0", "HTTP/1.1", "HTTP/2"]
+
+    /// The label of a request's version.
+    public static func protocolName(_ version: String) -> String { version == "HTTP/2.0" ? "HTTP/2" : version }
 
     /// Counts every answer the server makes, as it is handed over — before the client can see it,
     /// so a client that reads `/metrics` next finds its request counted.
@@ -76,6 +84,8 @@ public final class Metrics: Middleware {
         let name = head.originalMethod.rawValue
         let method = Self.methods.firstIndex { $0 == name } ?? Self.methods.count - 1
         record(method: method, route: context.route ?? "unmatched", status: status, seconds: Double(context.elapsedMicroseconds) / 1_000_000)
+        let version = Self.protocolName(head.version)
+        if let index = Self.protocols.firstIndex(of: version) { byProtocol.withLock { $0[index] += 1 } }
     }
 
     func record(method: Int, route: String, status: Int, seconds: Double) {
@@ -104,6 +114,11 @@ public final class Metrics: Middleware {
             text += "jotter_http_request_duration_seconds_bucket{\(label),le=\"+Inf\"} \(series.total)\n"
             text += "jotter_http_request_duration_seconds_sum{\(label)} \(series.sum)\n"
             text += "jotter_http_request_duration_seconds_count{\(label)} \(series.total)\n"
+        }
+        text += "# HELP jotter_http_requests_by_protocol_total HTTP requests answered, by protocol.\n"
+        text += "# TYPE jotter_http_requests_by_protocol_total counter\n"
+        for (name, count) in zip(Self.protocols, byProtocol.withLock { $0 }) {
+            text += "jotter_http_requests_by_protocol_total{protocol=\"\(name)\"} \(count)\n"
         }
         for collector in collectors.withLock({ $0 }) { text += collector() }
         return text

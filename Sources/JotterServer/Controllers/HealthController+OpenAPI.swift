@@ -26,7 +26,7 @@ enum HealthOperations {
 
     static let metrics = OpenAPIOperation(
         operationID: "metrics", summary: "Prometheus metrics",
-        description: "Requests by route pattern and status, and a latency histogram, in the text exposition format 0.0.4; gauges read when scraped: `jotter_notes`, `jotter_uploads`, `jotter_upload_bytes`, `jotter_database_bytes`, `jotter_data_free_bytes`, `jotter_event_streams`, `jotter_uptime_seconds`, `jotter_build_info`.",
+        description: "Requests by route pattern and status, a latency histogram, requests by protocol (`jotter_http_requests_by_protocol_total`) and open connections by protocol (`jotter_http_connections`), in the text exposition format 0.0.4; gauges read when scraped: `jotter_notes`, `jotter_uploads`, `jotter_upload_bytes`, `jotter_database_bytes`, `jotter_data_free_bytes`, `jotter_event_streams`, `jotter_uptime_seconds`, `jotter_build_info`.",
         tags: ["service"],
         responses: [200: OpenAPIResponse("the metrics", content: ["text/plain": .string()])])
 }
