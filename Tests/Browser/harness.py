@@ -6,6 +6,7 @@ import os
 import re
 import shutil
 import signal
+import ssl
 import subprocess
 import tempfile
 import threading
@@ -21,6 +22,19 @@ from selenium.webdriver.support.ui import WebDriverWait
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 # Debian's chromium and chromedriver only: Selenium Manager must never download a browser.
 os.environ["SE_OFFLINE"] = "true"
+# JOTTER_BROWSER_TLS=1: every server serves HTTPS with a throwaway certificate, so Chromium
+# speaks HTTP/2 to it (ALPN); the browsers accept that certificate.
+TLS = os.environ.get("JOTTER_BROWSER_TLS") == "1"
+
+
+def throwaway_certificate():
+    """A self-signed certificate for 127.0.0.1 in a new folder: (folder, cert.pem, key.pem)."""
+    folder = tempfile.mkdtemp(prefix="jotter-browser-tls-")
+    certificate, key = os.path.join(folder, "cert.pem"), os.path.join(folder, "key.pem")
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
+                    "-keyout", key, "-out", certificate, "-days", "2", "-subj", "/CN=127.0.0.1",
+                    "-addext", "subjectAltName=IP:127.0.0.1"], check=True, capture_output=True)
+    return folder, certificate, key
 
 
 class Server:
@@ -34,6 +48,12 @@ class Server:
         self.port = port
         self.log = []
         self.process = None
+        self.tls_folder = None
+        self.context = None
+        if TLS:
+            self.tls_folder, certificate, key = throwaway_certificate()
+            self.arguments += ["--tls-cert", certificate, "--tls-key", key]
+            self.context = ssl.create_default_context(cafile=certificate)
         self.start()
 
     def start(self):
@@ -42,7 +62,7 @@ class Server:
             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         line = self.process.stderr.readline()
         self.log.append(line)
-        match = re.search(r"http://127\.0\.0\.1:(\d+)", line)
+        match = re.search(r"https?://127\.0\.0\.1:(\d+)", line)
         if not match:
             self.process.kill()
             raise RuntimeError(f"jotter did not start: {line}{self.process.stderr.read()}")
@@ -55,7 +75,7 @@ class Server:
 
     @property
     def url(self):
-        return f"http://127.0.0.1:{self.port}"
+        return f"{'https' if TLS else 'http'}://127.0.0.1:{self.port}"
 
     def stop(self):
         if self.process and self.process.poll() is None:
@@ -74,6 +94,8 @@ class Server:
         self.stop()
         if self.owns_data:
             shutil.rmtree(self.data, ignore_errors=True)
+        if self.tls_folder:
+            shutil.rmtree(self.tls_folder, ignore_errors=True)
 
     # The API, for arranging and checking what the browser did.
 
@@ -83,7 +105,7 @@ class Server:
         if data is not None:
             request.add_header("Content-Type", "application/json")
         try:
-            with urllib.request.urlopen(request, timeout=10) as response:
+            with urllib.request.urlopen(request, timeout=10, context=self.context) as response:
                 text = response.read().decode()
                 return response.status, dict(response.headers), json.loads(text) if text.startswith("{") else text
         except urllib.error.HTTPError as error:
@@ -117,11 +139,12 @@ def chrome(timezone="UTC", width=1280, height=800):
     profile = tempfile.mkdtemp(prefix="jotter-chromium-")
     options = webdriver.ChromeOptions()
     options.binary_location = shutil.which("chromium") or "/usr/bin/chromium"
-    for argument in ["--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu",
+    for argument in (["--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu",
                      "--no-first-run", "--disable-extensions", "--disable-background-networking",
                      "--disable-renderer-backgrounding", "--disable-background-timer-throttling",
                      "--disable-backgrounding-occluded-windows", "--lang=en-US",
-                     f"--window-size={width},{height}", f"--user-data-dir={profile}"]:
+                     f"--window-size={width},{height}", f"--user-data-dir={profile}"]
+                     + (["--ignore-certificate-errors"] if TLS else [])):
         options.add_argument(argument)
     options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
     environment = dict(os.environ, TZ=timezone)

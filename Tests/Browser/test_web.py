@@ -7,6 +7,7 @@ import datetime
 import hashlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -22,6 +23,7 @@ from selenium.webdriver.common.keys import Keys
 from selenium.webdriver.support.ui import Select
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import harness  # noqa: E402
 from harness import ROOT, Server, chrome, quit_chrome, wait, wait_until  # noqa: E402
 
 BINARY = os.environ.get("JOTTER_BINARY", os.path.join(ROOT, ".build/debug/jotter"))
@@ -313,6 +315,44 @@ class Live(BrowserTest):
         self.assertEqual(css("#save-state").text, "Saved")
 
 
+@unittest.skipUnless(harness.TLS, "over HTTP/1.1 a browser opens at most six connections to a server")
+class Tabs(BrowserTest):
+    def test_twenty_tabs_share_one_connection_and_all_stay_live(self):
+        """Over HTTPS the browser speaks HTTP/2: each tab's event stream is a stream on one
+        connection, so twenty tabs are all live and a change reaches every one of them."""
+        first = driver.current_window_handle
+        open_app()
+        self.assertEqual(driver.execute_script("return performance.getEntriesByType('navigation')[0].nextHopProtocol"), "h2")
+        tabs = []
+        try:
+            for _ in range(19):
+                driver.switch_to.new_window("tab")
+                tabs.append(driver.current_window_handle)
+                driver.get(server.url + "/")
+            for tab in [first] + tabs:
+                driver.switch_to.window(tab)
+                wait(driver, lambda d: css("#connection").get_attribute("data-state") == "live", timeout=20,
+                     message="every tab live")
+            status, _, metrics = server.request("GET", "/metrics")
+            self.assertEqual(status, 200)
+            streams = int(re.search(r"^jotter_event_streams (\d+)$", metrics, re.M).group(1))
+            self.assertGreaterEqual(streams, 20, metrics)
+            self.assertRegex(metrics, r'jotter_http_requests_by_protocol_total\{protocol="HTTP/2"\} [1-9]')
+            # One browser, one origin: its tabs share a connection (HTTP/1.1 would need twenty).
+            connections = int(re.search(r'^jotter_http_connections\{protocol="HTTP/2"\} (\d+)$', metrics, re.M).group(1))
+            self.assertLessEqual(connections, 2, metrics)
+            note = server.create("Seen by twenty tabs")
+            for tab in [first] + tabs:
+                driver.switch_to.window(tab)
+                wait(driver, lambda d: "Seen by twenty tabs" in titles(), message="the new note in every tab")
+        finally:
+            for tab in tabs:
+                driver.switch_to.window(tab)
+                driver.close()
+            driver.switch_to.window(first)
+        server.delete(note["id"])
+
+
 class Conflicts(BrowserTest):
     def start_conflict(self, text):
         note = server.create(f"{text} original")
@@ -473,7 +513,7 @@ class Attachments(BrowserTest):
                    f"Content-Type: text/plain\r\n\r\nhello\r\n--{boundary}--\r\n").encode()
         request = urllib.request.Request(server.url + "/uploads", data=payload, method="POST",
                                          headers={"Content-Type": f"multipart/form-data; boundary={boundary}"})
-        with urllib.request.urlopen(request, timeout=10) as response:
+        with urllib.request.urlopen(request, timeout=10, context=server.context) as response:
             self.assertEqual(response.status, 201)
         wait(driver, lambda d: self.attachment_names() == ["from-curl.txt"], message="live attachment")
         self.assertEqual(body_text(), "Shared notes")
@@ -490,7 +530,7 @@ class Files(BrowserTest):
                    f"Content-Type: text/plain\r\n\r\n{content}\r\n--{boundary}--\r\n").encode()
         request = urllib.request.Request(server.url + "/uploads", data=payload, method="POST",
                                          headers={"Content-Type": f"multipart/form-data; boundary={boundary}"})
-        with urllib.request.urlopen(request, timeout=10) as response:
+        with urllib.request.urlopen(request, timeout=10, context=server.context) as response:
             return json.loads(response.read())["uploads"][0]
 
     def names(self):
@@ -767,6 +807,7 @@ if __name__ == "__main__":
     suite = unittest.defaultTestLoader.loadTestsFromModule(sys.modules[__name__])
     result = unittest.TextTestRunner(verbosity=2).run(suite)
     failed = len(result.failures) + len(result.errors)
-    print(f"browser tests took {time.monotonic() - started:.1f} s")
-    print(f"browser: {result.testsRun - failed} passed, {failed} failed")
+    over = "HTTPS, HTTP/2" if harness.TLS else "HTTP/1.1"
+    print(f"browser tests ({over}) took {time.monotonic() - started:.1f} s")
+    print(f"browser ({over}): {result.testsRun - failed} passed, {failed} failed")
     sys.exit(0 if result.wasSuccessful() else 1)
