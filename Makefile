@@ -88,6 +88,7 @@ openapi: deps
 bench: release
 	@scripts/install-bench-deps
 	@scripts/install-peer-deps
+	@scripts/test-venv
 	python3 bench/run.py --jotter .build/release/jotter $(BENCH_ARGS)
 
 # The release build's two programs (no test code: `swift build` builds no test target) and

@@ -39,6 +39,7 @@ static int on_message_begin(llhttp_t *p) {
     memset(&parser->method, 0, sizeof parser->method);
     memset(&parser->target, 0, sizeof parser->target);
     parser->field_count = 0;
+    parser->version_end = 0;
     parser->value_open = 0;
     parser->in_head = 1;
     return 0;
@@ -59,6 +60,12 @@ static int on_url(llhttp_t *p, const char *at, size_t length) {
         return HPE_USER;
     }
     return within_head(parser, at, length) ? 0 : HPE_USER;
+}
+
+static int on_version(llhttp_t *p, const char *at, size_t length) {
+    jotter_parser *parser = PARSER(p);
+    parser->version_end = (uint32_t)(at - parser->base) + (uint32_t)length;
+    return 0;
 }
 
 static int on_header_field(llhttp_t *p, const char *at, size_t length) {
@@ -113,6 +120,19 @@ static int on_header_value(llhttp_t *p, const char *at, size_t length) {
 static int on_headers_complete(llhttp_t *p) {
     jotter_parser *parser = PARSER(p);
     parser->in_head = 0;
+    /* llhttp takes a request line without a version for HTTP/0.9, and any major version. */
+    if (p->http_major != 1) {
+        parser->limit = JOTTER_LIMIT_VERSION;
+        return HPE_USER;
+    }
+    /* llhttp takes a bare LF at the end of the request line (and of the head, below, and of a
+       chunked body's last line): RFC 9112 §2.2 lets a recipient do so, but a proxy in front
+       that does not would see other messages than this server. Refused, as bare LF is
+       everywhere else. The whole head lies in this buffer. */
+    if (parser->base[parser->version_end] != '\r') {
+        parser->limit = JOTTER_LIMIT_BARE_LF;
+        return HPE_USER;
+    }
     /* No protocol switch on HTTP/1.1 (Upgrade: h2c, websocket; CONNECT): the request is
        answered as any other, and the connection goes on in HTTP/1.1. */
     p->upgrade = 0;
@@ -150,6 +170,7 @@ void jotter_parser_init(jotter_parser *parser, uint32_t max_target, uint32_t max
         s.on_message_begin = on_message_begin;
         s.on_method = on_method;
         s.on_url = on_url;
+        s.on_version = on_version;
         s.on_header_field = on_header_field;
         s.on_header_field_complete = on_header_field_complete;
         s.on_header_value = on_header_value;
@@ -171,12 +192,30 @@ llhttp_errno_t jotter_parser_execute(jotter_parser *parser, const char *data, ui
     parser->event_count = 0;
     if (!parser->in_head) parser->message_start = from;
     llhttp_errno_t error = llhttp_execute(&parser->llhttp, data + from, to - from);
+    char last_byte = parser->last_byte;
     if (error == HPE_OK) {
         *consumed = to;
     } else {
         const char *position = llhttp_get_error_pos(&parser->llhttp);
         *consumed = position ? (uint32_t)(position - data) : to;
-        if (error == HPE_PAUSED) llhttp_resume(&parser->llhttp);
+    }
+    if (*consumed > from) parser->last_byte = data[*consumed - 1];
+    if (error != HPE_OK) {
+        if (error == HPE_PAUSED) {
+            /* Paused just past the LF that ends a head (its empty line) or a chunked body
+               (the empty line after the last chunk or the trailer fields): a CR comes first. */
+            uint32_t kind = parser->event_count ? parser->events[parser->event_count - 1].kind : 0;
+            int chunked = (parser->llhttp.flags & F_CHUNKED) != 0;
+            char before = *consumed >= from + 2 ? data[*consumed - 2] : last_byte;
+            if ((kind == JOTTER_EVENT_HEAD || (kind == JOTTER_EVENT_END && chunked))
+                && *consumed > from && data[*consumed - 1] == '\n' && before != '\r') {
+                parser->event_count--;
+                parser->limit = JOTTER_LIMIT_BARE_LF;
+                llhttp_set_error_reason(&parser->llhttp, "bare LF");
+                return HPE_USER;
+            }
+            llhttp_resume(&parser->llhttp);
+        }
     }
     return error;
 }

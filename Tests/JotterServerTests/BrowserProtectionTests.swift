@@ -92,6 +92,17 @@ struct BrowserProtectionTests {
         }
     }
 
+    @Test("an absolute-form target names the host instead of Host (RFC 9112 §3.2.2): a foreign one is 421, an allowed one served")
+    func absoluteFormHost() throws {
+        try TestApp.with { app in
+            let refused = try request(app, "GET", "http://evil.example/notes", host: "localhost")
+            #expect(refused.status == 421, "\(refused.text)")
+            let served = try request(app, "GET", "http://localhost:\(app.port)/hello?name=a", host: "evil.example")
+            #expect(served.status == 200, "\(served.text)")
+            #expect(served.text == "Hello a!")
+        }
+    }
+
     @Test("a listener on another address serves any Host (a proxy or DNS name in front of it)")
     func anyHostElsewhere() throws {
         try TestApp.with(configure: { $0.host = "0.0.0.0" }) { app in

@@ -34,6 +34,8 @@ enum {
     JOTTER_LIMIT_TARGET = 414,   /* the request-target is longer than max_target */
     JOTTER_LIMIT_HEAD = 431,     /* the head is larger than max_head, or has too many fields */
     JOTTER_LIMIT_FOLDED = 400,   /* a header line continued by obsolete line folding */
+    JOTTER_LIMIT_BARE_LF = 1400, /* a line of the head, or a chunked body's last line, ends in LF alone */
+    JOTTER_LIMIT_VERSION = 505,  /* a request line of HTTP/0.9 (no version) or HTTP/2 and later */
 };
 
 /// One connection's HTTP/1.1 request parser: llhttp, strict, with the head recorded as spans of
@@ -50,6 +52,7 @@ typedef struct jotter_parser {
     /* The request being parsed. */
     jotter_span method;
     jotter_span target;
+    uint32_t version_end;  /* just past the request line's version ("HTTP/1.1"): its CR */
     jotter_span names[JOTTER_MAX_FIELDS];
     jotter_span values[JOTTER_MAX_FIELDS];
     uint32_t field_count;
@@ -57,6 +60,7 @@ typedef struct jotter_parser {
     int in_head;
     int value_open;   /* the last callback was a value piece of names[field_count - 1] */
     uint32_t limit;   /* JOTTER_LIMIT_* */
+    char last_byte;   /* the last byte of the previous call's data */
     /* The call in progress. */
     const char *base;
     jotter_event events[JOTTER_MAX_EVENTS];

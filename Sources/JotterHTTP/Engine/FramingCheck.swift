@@ -23,8 +23,14 @@ enum FramingCheck {
         if folded {
             return reject("a header line starts with a space or tab (obsolete line folding is not accepted)")
         }
-        guard target.utf8.first == UInt8(ascii: "/") || target == "*" || method == "CONNECT" || target.hasPrefix("http://")
-                || target.hasPrefix("https://") else {
+        // RFC 9112 §3.2: origin-form and absolute-form for every method, the asterisk-form for
+        // OPTIONS alone; the authority-form belongs to CONNECT, which an origin server doesn't serve.
+        if method == "CONNECT" {
+            return HTTPError(.notImplemented, detail: "CONNECT is not served: this is an origin server, not a proxy", closesConnection: true)
+        }
+        if target == "*" {
+            if method != "OPTIONS" { return reject("the request-target '*' is for OPTIONS alone") }
+        } else if target.utf8.first != UInt8(ascii: "/"), !target.hasPrefix("http://"), !target.hasPrefix("https://") {
             return reject("the request-target must start with '/'")
         }
         // Field names and values are checked by llhttp in strict mode (a name is a token, a

@@ -78,6 +78,14 @@ final class RequestParser {
                              closesConnection: true)
         case Int32(JOTTER_LIMIT_FOLDED):
             return .badRequest("a header line starts with a space or tab (obsolete line folding is not accepted)", close: true)
+        case Int32(JOTTER_LIMIT_BARE_LF):
+            return .badRequest("a line ends in LF without CR (every line of a request ends in CRLF here)", close: true)
+        case Int32(JOTTER_LIMIT_VERSION):
+            let version = self.version
+            return HTTPError(.httpVersionNotSupported,
+                             detail: version.major == 0 ? "a request line without an HTTP version (HTTP/0.9) is not served; only HTTP/1.0 and HTTP/1.1 are"
+                                : "HTTP/\(version.major).\(version.minor) in a request line is not served; only HTTP/1.0 and HTTP/1.1 are (HTTP/2 begins with its connection preface)",
+                             closesConnection: true)
         default:
             break
         }

@@ -71,6 +71,17 @@ public struct RequestHead: Sendable {
     public var rawQuery: Substring? { storage.rawQuery }
     public var version: String { storage.version }
     public var headers: HTTPHeaders { storage.headers }
+    /// The host (and port) the request is for: the authority of an absolute-form target —
+    /// which an origin server uses instead of `Host` (RFC 9112 §3.2.2) — or else `Host`
+    /// (HTTP/2's `:authority`).
+    public var authority: String? {
+        let target = storage.target
+        let schemeLength = target.hasPrefix("http://") ? 7 : target.hasPrefix("https://") ? 8 : 0
+        guard schemeLength > 0 else { return headers["Host"] }
+        let rest = target.utf8.dropFirst(schemeLength)
+        let end = rest.firstIndex { $0 == UInt8(ascii: "/") || $0 == UInt8(ascii: "?") } ?? rest.endIndex
+        return String(target[rest.startIndex..<end])
+    }
     /// The client's address as text: the connection's peer, or — on a connection from a
     /// trusted proxy (`TrustedProxies`) — the client it forwarded the request for.
     public var remoteAddress: String { forwarded?.address ?? storage.remoteAddress }

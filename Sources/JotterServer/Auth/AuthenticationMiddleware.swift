@@ -82,7 +82,7 @@ public struct AuthenticationMiddleware: Middleware {
                 throw HTTPError(.forbidden, detail: "a write from another site is refused")
             }
         } else if let origin = head.headers["Origin"] {
-            let host = head.headers["Host"] ?? ""
+            let host = head.authority ?? ""
             guard origin == "http://\(host)" || origin == "https://\(host)" else {
                 throw HTTPError(.forbidden, detail: "a write from another origin is refused")
             }

@@ -28,7 +28,7 @@ struct BrowserProtection: Middleware {
     }
 
     func head(_ head: RequestHead, context: inout RequestContext) throws {
-        if let allowedHosts, let host = head.headers["Host"], !allowedHosts.contains(Self.hostName(host)) {
+        if let allowedHosts, let host = head.authority, !allowedHosts.contains(Self.hostName(host)) {
             throw HTTPError(.misdirectedRequest, detail: "this server does not answer for the host '\(host.prefix(200))'; "
                 + "serve it with --allowed-host NAME")
         }
@@ -48,7 +48,7 @@ struct BrowserProtection: Middleware {
             return
         }
         guard let origin else { return }
-        let host = head.headers["Host"] ?? ""
+        let host = head.authority ?? ""
         guard HTTPHeaders.equal(origin, "http://\(host)") || HTTPHeaders.equal(origin, "https://\(host)") else {
             throw HTTPError(.forbidden, detail: "a \(method) from another origin (\(origin.prefix(200))) is refused")
         }

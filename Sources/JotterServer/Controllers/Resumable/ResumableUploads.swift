@@ -524,7 +524,7 @@ final class ResumableUploads: Sendable {
     /// `/uploads/{id}`, absolute when the request named its host.
     func location(_ id: String, _ head: RequestHead) -> String {
         let path = "/uploads/" + id
-        guard let host = head.headers["Host"], !host.isEmpty, host.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F && $0 != UInt8(ascii: "/") }) else {
+        guard let host = head.authority, !host.isEmpty, host.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F && $0 != UInt8(ascii: "/") }) else {
             return path
         }
         return (secure ? "https://" : "http://") + host + path
