@@ -20,7 +20,8 @@ events { worker_connections 4096; }
 http {
     access_log off;
     server_tokens off;
-    http2_max_requests 100000000;
+    # nginx 1.22 ends an HTTP/2 connection after keepalive_requests (1,000) requests.
+    keepalive_requests 100000000;
     server {
         listen 127.0.0.1:@PORT@ http2;
         location = /healthz { return 200 "ok"; }
@@ -61,7 +62,10 @@ def h2load(port: int, requests: int) -> dict:
     rps = re.search(r"finished in [\d.]+m?s, ([\d.]+) req/s", p.stdout)
     if not done or not rps:
         raise BenchError(f"h2load output not understood:\n{p.stdout}{p.stderr}")
-    return {"succeeded": int(done.group(2)), "rps": float(rps.group(1))}
+    succeeded = int(done.group(2))
+    if succeeded < requests:
+        raise BenchError(f"h2load: only {succeeded:,} of {requests:,} requests succeeded:\n{p.stdout[-2000:]}")
+    return {"succeeded": succeeded, "rps": float(rps.group(1))}
 
 
 def measure(name: str, args, tmp: str) -> dict:

@@ -443,7 +443,7 @@ final class HTTP2Connection: LoopConnection {
         }
         stream.bodyLength = Int(length ?? 0)
         var fields: [(String, String)] = []
-        fields.reserveCapacity(response.headers.fields.count + 3)
+        fields.reserveCapacity(response.headers.count + 3)
         for field in response.headers.fields where !ResponseHead.engineOwned(field.name) && !Self.connectionSpecific(field.name) {
             fields.append((field.name.lowercased(), field.value))
         }
