@@ -442,58 +442,90 @@ final class HTTP2Connection: LoopConnection {
             }
         }
         stream.bodyLength = Int(length ?? 0)
-        var fields: [(String, String)] = []
-        fields.reserveCapacity(response.headers.count + 3)
-        for field in response.headers.fields where !ResponseHead.engineOwned(field.name) && !Self.connectionSpecific(field.name) {
-            fields.append((field.name.lowercased(), field.value))
+        var block = HeaderBlock(status: status, headers: response.headers)
+        block.append(Self.dateName, loop.date.value.utf8)
+        block.append(Self.noSniffName, Self.noSniff)
+        if bodyAllowed, let length {
+            var digits: [UInt8] = []
+            ResponseHead.appendDecimal(length, to: &digits)
+            block.append(Self.contentLengthName, digits)
         }
-        fields.append(("date", loop.date.value))
-        fields.append(("x-content-type-options", "nosniff"))
-        if bodyAllowed, let length { fields.append(("content-length", String(length))) }
         if case .none = stream.source {
-            _ = submit(session, stream.id, status: status, fields: fields, provider: nil)
+            _ = block.submit(session, stream.id, provider: nil)
         } else {
             var provider = nghttp2_data_provider(source: nghttp2_data_source(ptr: nil), read_callback: http2ReadBody)
-            _ = submit(session, stream.id, status: status, fields: fields, provider: &provider)
+            _ = block.submit(session, stream.id, provider: &provider)
         }
     }
 
+    private static let dateName = Array("date".utf8), noSniffName = Array("x-content-type-options".utf8)
+    private static let noSniff = Array("nosniff".utf8), contentLengthName = Array("content-length".utf8)
+
     /// Fields HTTP/2 forbids (RFC 9113 §8.2.2).
-    static func connectionSpecific(_ name: String) -> Bool {
-        HTTPHeaders.equal(name, "Keep-Alive") || HTTPHeaders.equal(name, "Proxy-Connection") || HTTPHeaders.equal(name, "Upgrade")
+    @inline(__always) static func connectionSpecific(_ name: UnsafeRawBufferPointer) -> Bool {
+        switch name.count {
+        case 7: HTTPHeaders.equal(name, "upgrade")
+        case 10: HTTPHeaders.equal(name, "keep-alive")
+        case 16: HTTPHeaders.equal(name, "proxy-connection")
+        default: false
+        }
     }
 
     private func submitHeaders(_ session: OpaquePointer, _ id: Int32, status: Int, headers: HTTPHeaders, endStream: Bool) -> Bool {
-        var fields: [(String, String)] = []
-        for field in headers.fields where !ResponseHead.engineOwned(field.name) && !Self.connectionSpecific(field.name) {
-            fields.append((field.name.lowercased(), field.value))
-        }
-        return submit(session, id, status: status, fields: fields, provider: nil, interim: true)
+        HeaderBlock(status: status, headers: headers).submit(session, id, provider: nil, interim: true)
     }
 
-    /// Submits `:status` and `fields` (a final answer, with its body's provider; or a 1xx).
-    private func submit(_ session: OpaquePointer, _ id: Int32, status: Int, fields: [(String, String)],
-                        provider: UnsafePointer<nghttp2_data_provider>?, interim: Bool = false) -> Bool {
-        // Names and values laid end to end in one buffer that nghttp2 copies from.
-        var bytes: [UInt8] = Array(":status".utf8) + Array(String(status).utf8)
-        var spans: [(Int, Int, Int, Int)] = [(0, 7, 7, bytes.count - 7)]
-        for (name, value) in fields {
-            let nameStart = bytes.count
-            bytes.append(contentsOf: name.utf8)
-            let valueStart = bytes.count
-            bytes.append(contentsOf: value.utf8)
-            spans.append((nameStart, valueStart - nameStart, valueStart, bytes.count - valueStart))
+    /// `:status` and the fields of an answer, names lowercased, laid end to end in one buffer
+    /// that nghttp2 copies from (HPACK), with no string per field.
+    private struct HeaderBlock {
+        var bytes: [UInt8] = []
+        /// name start, name length, value start, value length.
+        var spans: [(Int, Int, Int, Int)] = []
+
+        /// `:status` and the handler's fields but those the engine owns or HTTP/2 forbids.
+        init(status: Int, headers: HTTPHeaders) {
+            bytes.reserveCapacity(256)
+            spans.reserveCapacity(headers.count + 4)
+            var digits: [UInt8] = []
+            ResponseHead.appendDecimal(status, to: &digits)
+            append(HeaderBlock.statusName, digits)
+            headers.forEachField { name, value in
+                if !ResponseHead.engineOwned(name), !HTTP2Connection.connectionSpecific(name) {
+                    let nameStart = bytes.count
+                    for byte in name { bytes.append(byte >= 0x41 && byte <= 0x5A ? byte | 0x20 : byte) }
+                    let valueStart = bytes.count
+                    bytes.append(contentsOf: value)
+                    spans.append((nameStart, valueStart - nameStart, valueStart, bytes.count - valueStart))
+                }
+                return true
+            }
         }
-        return bytes.withUnsafeMutableBufferPointer { buffer -> Bool in
-            let base = buffer.baseAddress!
-            var list = spans.map { span in
-                nghttp2_nv(name: base + span.0, value: base + span.2, namelen: span.1, valuelen: span.3,
-                           flags: UInt8(NGHTTP2_NV_FLAG_NONE.rawValue))
+
+        static let statusName = Array(":status".utf8)
+
+        /// Appends a field whose name is lowercase already.
+        mutating func append(_ name: [UInt8], _ value: some Sequence<UInt8>) {
+            let nameStart = bytes.count
+            bytes.append(contentsOf: name)
+            let valueStart = bytes.count
+            bytes.append(contentsOf: value)
+            spans.append((nameStart, name.count, valueStart, bytes.count - valueStart))
+        }
+
+        /// Submits the block: a final answer (with its body's provider), or a 1xx.
+        func submit(_ session: OpaquePointer, _ id: Int32, provider: UnsafePointer<nghttp2_data_provider>?, interim: Bool = false) -> Bool {
+            var bytes = bytes
+            return bytes.withUnsafeMutableBufferPointer { buffer -> Bool in
+                let base = buffer.baseAddress!
+                var list = spans.map { span in
+                    nghttp2_nv(name: base + span.0, value: base + span.2, namelen: span.1, valuelen: span.3,
+                               flags: UInt8(NGHTTP2_NV_FLAG_NONE.rawValue))
+                }
+                if interim {
+                    return nghttp2_submit_headers(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), id, nil, &list, list.count, nil) >= 0
+                }
+                return nghttp2_submit_response(session, id, &list, list.count, provider) == 0
             }
-            if interim {
-                return nghttp2_submit_headers(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), id, nil, &list, list.count, nil) >= 0
-            }
-            return nghttp2_submit_response(session, id, &list, list.count, provider) == 0
         }
     }
 
