@@ -10,12 +10,12 @@
    jotter `/uploads`; afterwards the files in `<data>/uploads/`, `GET /uploads` and the
    table's rows must match the 201s wrk counted. nginx `/upload-clean` (body to a temp file,
    deleted after the request) is the reference."""
-import hashlib, json, os, re, shutil, sqlite3, statistics, subprocess, threading, time
+import hashlib, json, os, re, shutil, signal, sqlite3, statistics, subprocess, threading, time
 import urllib.error, urllib.request
 
 from harness import (WARMUP_S, BenchError, cpu_seconds, f0, http_get, jotter_argv, load,
                      log_warning, machine_info, memory_mib, nginx_argv, now, parse_wrk,
-                     reproduce_command, sh, start_server, tree_sum, wrk)
+                     process_tree, reproduce_command, sh, start_server, tree_sum, wrk)
 
 NAME = "uploads"
 TITLE = "multipart uploads: one {} file with curl, {} KiB files under wrk load"
@@ -122,8 +122,31 @@ def curl_upload(url: str, path: str, answer: str) -> dict:
 
 # ---------------------------------------------------------- large file ---
 
-def large_round(engine: str, args, tmp: str, src: str, digest: str) -> dict:
-    """One fresh server, one upload of `src`, every check; the stored copy removed after."""
+def start_read_count(pid: int, out: str) -> subprocess.Popen:
+    """strace -c on every thread of `pid`'s tree, counting the calls that read a socket."""
+    argv = ["strace", "-f", "-qq", "-c", "-e", "trace=recvfrom,recvmsg,read,readv", "-o", out]
+    for p in process_tree(pid):
+        argv += ["-p", str(p)]
+    tracer = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    time.sleep(1.0)   # attached
+    return tracer
+
+
+def stop_read_count(tracer: subprocess.Popen, out: str) -> int:
+    tracer.send_signal(signal.SIGINT)
+    tracer.wait(timeout=30)
+    calls = 0
+    with open(out) as f:
+        for line in f:
+            fields = line.split()
+            if fields and fields[-1] in ("recvfrom", "recvmsg", "read", "readv"):
+                calls += int(fields[3])  # % time, seconds, usecs/call, calls, [errors,] syscall
+    return calls
+
+
+def large_round(engine: str, args, tmp: str, src: str, digest: str, count_reads: bool = False) -> dict:
+    """One fresh server, one upload of `src`, every check; the stored copy removed after.
+    `count_reads`: under strace, for the number of read calls only (not timed)."""
     size = os.path.getsize(src)
     if engine == "jotter":
         data = os.path.join(tmp, "uploads-large-data")
@@ -141,13 +164,19 @@ def large_round(engine: str, args, tmp: str, src: str, digest: str) -> dict:
         os.sync()   # neither server pays for the other's (or the file's) writeback
         sampler = Sampler(srv.proc.pid, watch, size)
         cpu0 = cpu_seconds(srv.proc.pid)
+        counts = os.path.join(tmp, f"strace-{engine}.txt")
+        tracer = start_read_count(srv.proc.pid, counts) if count_reads else None
         sampler.start()
         try:
             r = curl_upload(url, src, os.path.join(tmp, f"answer-{engine}.txt"))
         finally:
             t_end = time.monotonic()
             sampler.stop()
+            if tracer:
+                read_calls = stop_read_count(tracer, counts)
         r["cpu_s"] = cpu_seconds(srv.proc.pid) - cpu0
+        if tracer:
+            r["read_calls"] = read_calls
         r["peak_rss"] = memory_mib(srv.proc.pid, "VmHWM")
         r["idle_rss"] = srv.idle_rss
         r["sampled_rss"], r["seen_file"] = sampler.max_rss, sampler.max_file
@@ -315,6 +344,10 @@ def render(large: dict, small: dict, args, size: int) -> str:
         f"- jotter/nginx MB/s: **{rel:.2f}** (target >= {MBPS_TARGET}: {ok(rel >= MBPS_TARGET)})"
         f"; MB per server CPU-s: jotter {per_cpu(j)}, nginx {per_cpu(n)}",
         f"- MB/s of each round: jotter {each(j)}; nginx {each(n)}",
+        f"- server CPU-s per GiB: jotter {j['cpu_s'] / (size / 2**30):.2f}, nginx {n['cpu_s'] / (size / 2**30):.2f}",
+        (f"- calls that read the socket per GiB (`recvfrom`/`recvmsg`/`read`/`readv`, `strace -f -c` on one more "
+         f"upload each, not timed): jotter **{j['read_calls'] / (size / 2**30):,.0f}** (goal ≤ 16,000), nginx "
+         f"{n['read_calls'] / (size / 2**30):,.0f}" if "read_calls" in j else "- read calls: not counted (no strace)"),
         f"- Receiving alone (until the server had written as many bytes as the file holds, "
         f"`wchar` in `/proc/PID/io` sampled every 0.05 s): jotter {j['read_s']:.2f} s = "
         f"{f0(size / j['read_s'] / 1e6)} MB/s, nginx {n['read_s']:.2f} s = "
@@ -399,8 +432,12 @@ def run(args, tmp: str) -> tuple:
         print(f"large file, round {rnd + 1}/{args.upload_rounds}", flush=True)
         for engine in runs:
             runs[engine].append(large_round(engine, args, tmp, src, digest))
-    os.remove(src)
     large = {e: median_of(r) for e, r in runs.items()}
+    if shutil.which("strace"):
+        print("large file, once more under strace (read calls counted, not timed)", flush=True)
+        for engine in runs:
+            large[engine]["read_calls"] = large_round(engine, args, tmp, src, digest, count_reads=True)["read_calls"]
+    os.remove(src)
 
     small_runs = {"jotter": [], "nginx": []}
     for rnd in range(args.rounds):
