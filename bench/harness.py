@@ -34,6 +34,12 @@ def sh(cmd) -> str:
 
 def raise_nofile(n: int):
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard != resource.RLIM_INFINITY and hard < n:
+        try:  # root may raise the hard limit too (the servers started from here inherit it)
+            resource.setrlimit(resource.RLIMIT_NOFILE, (n, n))
+            return
+        except (ValueError, OSError):
+            pass
     want = n if hard == resource.RLIM_INFINITY else min(n, hard)
     if soft < want:
         resource.setrlimit(resource.RLIMIT_NOFILE, (want, hard))
