@@ -11,13 +11,41 @@ import JotterTestSupport
 struct ReadmeExampleTests {
     static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
 
+    /// Every ```swift block of the README.
+    static func swiftBlocks() throws -> [String] {
+        let text = try String(contentsOf: root.appendingPathComponent("README.md"), encoding: .utf8)
+        return text.components(separatedBy: "```swift\n").dropFirst().map { $0.components(separatedBy: "```")[0] }
+    }
+
     /// Every ```swift block of the README that is a program (it imports JotterClient).
     static func programs() throws -> [String] {
-        let text = try String(contentsOf: root.appendingPathComponent("README.md"), encoding: .utf8)
-        return text.components(separatedBy: "```swift\n").dropFirst().compactMap { block in
-            let code = block.components(separatedBy: "```")[0]
-            return code.contains("import JotterClient") ? code : nil
-        }
+        try swiftBlocks().filter { $0.contains("import JotterClient") }
+    }
+
+    /// The README's lines for an app's Package.swift, in a package of their own in a folder not
+    /// named jotter, beside this repository's folder named `jotter` as the README assumes:
+    /// SwiftPM resolves them (a wrong `package:` name or a missing `.package(…)` is an error here).
+    @Test("the README's Package.swift lines resolve in an app folder beside the repository (../jotter)")
+    func manifestResolves() throws {
+        let lines = try #require(try Self.swiftBlocks().first { $0.contains("In Package.swift") }, "no Package.swift block in the README")
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("jotter-readme-manifest-\(UUID().uuidString)")
+        let app = folder.appendingPathComponent("my-app")
+        try FileManager.default.createDirectory(at: app.appendingPathComponent("Sources/MyApp"), withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        try FileManager.default.createSymbolicLink(at: folder.appendingPathComponent("jotter"), withDestinationURL: Self.root)
+        let manifest = "// swift-tools-version:6.0\nimport PackageDescription\n\nlet package = Package(\n    name: \"MyApp\",\n\(lines))\n"
+        try Data(manifest.utf8).write(to: app.appendingPathComponent("Package.swift"))
+        try Data("import JotterClient\n".utf8).write(to: app.appendingPathComponent("Sources/MyApp/main.swift"))
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["swift", "package", "--package-path", app.path, "resolve"]
+        let errors = Pipe()
+        process.standardError = errors
+        process.standardOutput = FileHandle.nullDevice
+        try process.run()
+        let output = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 0, "\(manifest)\n\(output.prefix(3000))")
     }
 
     @Test("the README's program compiles as main.swift with only import Foundation and import JotterClient")
