@@ -36,16 +36,8 @@ struct ReadmeExampleTests {
         let manifest = "// swift-tools-version:6.0\nimport PackageDescription\n\nlet package = Package(\n    name: \"MyApp\",\n\(lines))\n"
         try Data(manifest.utf8).write(to: app.appendingPathComponent("Package.swift"))
         try Data("import JotterClient\n".utf8).write(to: app.appendingPathComponent("Sources/MyApp/main.swift"))
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["swift", "package", "--package-path", app.path, "resolve"]
-        let errors = Pipe()
-        process.standardError = errors
-        process.standardOutput = FileHandle.nullDevice
-        try process.run()
-        let output = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        #expect(process.terminationStatus == 0, "\(manifest)\n\(output.prefix(3000))")
+        let (status, errors) = try runTool(["swift", "package", "--package-path", app.path, "resolve"])
+        #expect(status == 0, "\(manifest)\n\(errors.prefix(3000))")
     }
 
     @Test("the README's program compiles as main.swift with only import Foundation and import JotterClient")
@@ -138,18 +130,9 @@ struct ReadmeExampleTests {
     /// system libraries; its exit status and what it wrote to standard error.
     static func swiftc(_ main: URL, _ arguments: [String]) throws -> (status: Int32, errors: String) {
         let modules = root.appendingPathComponent(".build/debug/Modules")
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["swiftc", main.path, "-module-name", "ReadmeApp", "-I", modules.path,
-                             // The SDK's system libraries on Linux, as SwiftPM hands them to an app that depends on it.
-                             "-Xcc", "-fmodule-map-file=" + root.appendingPathComponent("Sources/CCrypto/module.modulemap").path,
-                             "-Xcc", "-fmodule-map-file=" + root.appendingPathComponent("Sources/CTLS/module.modulemap").path] + arguments
-        let errors = Pipe()
-        process.standardError = errors
-        process.standardOutput = FileHandle.nullDevice
-        try process.run()
-        let output = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        return (process.terminationStatus, output)
+        return try runTool(["swiftc", main.path, "-module-name", "ReadmeApp", "-I", modules.path,
+                            // The SDK's system libraries on Linux, as SwiftPM hands them to an app that depends on it.
+                            "-Xcc", "-fmodule-map-file=" + root.appendingPathComponent("Sources/CCrypto/module.modulemap").path,
+                            "-Xcc", "-fmodule-map-file=" + root.appendingPathComponent("Sources/CTLS/module.modulemap").path] + arguments)
     }
 }
