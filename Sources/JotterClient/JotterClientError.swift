@@ -122,9 +122,15 @@ extension JotterClientError {
         if urlError.code == .cancelled { return .cancelled }
         let place = url.flatMap { $0.host }.map { " \($0)\(url?.port.map { ":\($0)" } ?? "")" } ?? ""
         if isTLS(urlError) {
-            // The SDK's own TLS says "TLS: …" already; URLSession (libcurl) says "SSL …".
+            // The SDK's own TLS says "TLS: …" already; URLSession (libcurl) says "SSL …", and an
+            // untrusted certificate in the words the SDK's own TLS uses for it.
             var what = urlError.localizedDescription
-            if !what.hasPrefix("TLS: ") { what = "TLS: \(what)" }
+            let untrusted = "SSL certificate problem: "
+            if what.hasPrefix(untrusted), let host = url?.host {
+                what = "TLS: the certificate of \(host) is not trusted (\(what.dropFirst(untrusted.count)))"
+            } else if !what.hasPrefix("TLS: ") {
+                what = "TLS: \(what)"
+            }
             return JotterClientError(kind: .tls, urlErrorCode: urlError.code, message: "\(what) (connecting to\(place))")
         }
         let what = switch urlError.code {
