@@ -421,6 +421,151 @@ def malformed_requests(port):
     return "a request without :path: no RST_STREAM"
 
 
+def raw_connection(port):
+    """A socket past the connection preface and an empty SETTINGS (ours is not acknowledged:
+    the cases below send their own frames and read only the GOAWAY)."""
+    sock = socket.create_connection(("127.0.0.1", port), timeout=10)
+    sock.sendall(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + raw_frame(0x4, 0x0, 0, b""))
+    return sock
+
+
+def headers_block(path="/hello?name=x"):
+    import hpack
+    return hpack.Encoder().encode([(":method", "GET"), (":path", path), (":scheme", "http"), (":authority", "127.0.0.1")])
+
+
+def expect_goaway(port, frames, codes, what):
+    """Sends `frames` after the preface: None when a GOAWAY with one of `codes` arrives."""
+    sock = raw_connection(port)
+    try:
+        sock.sendall(frames)
+    except (BrokenPipeError, ConnectionResetError):
+        return f"{what}: the connection was reset before a GOAWAY"
+    code = raw_goaway(sock)
+    sock.close()
+    if code is None:
+        return f"{what}: no GOAWAY, the connection still open"
+    if code == -1:
+        return f"{what}: closed without a GOAWAY"
+    names = {int(c): c.name for c in ErrorCodes}
+    return None if code in codes else f"{what}: GOAWAY {names.get(code, code)}, expected {' or '.join(c.name for c in codes)}"
+
+
+# Frame and stream rules of RFC 9113 (the cases h2spec covers), each a connection error.
+
+@case
+def frame_size(port):
+    # §4.2: a frame over SETTINGS_MAX_FRAME_SIZE (16,384 unless raised); a PING not 8 bytes;
+    # a SETTINGS whose length is no multiple of 6.
+    for frames, what in [
+        (raw_frame(0x1, 0x4, 1, headers_block()) + raw_frame(0x0, 0x0, 1, b"x" * 16_385), "a 16,385-byte DATA frame"),
+        (raw_frame(0x6, 0x0, 0, b"1234567"), "a 7-byte PING"),
+        (raw_frame(0x4, 0x0, 0, b"\x00\x03\x00\x00\x00"), "a 5-byte SETTINGS"),
+        (raw_frame(0x8, 0x0, 0, b"\x00\x00\x01"), "a 3-byte WINDOW_UPDATE"),
+    ]:
+        problem = expect_goaway(port, frames, (ErrorCodes.FRAME_SIZE_ERROR,), what)
+        if problem:
+            return problem
+    return None
+
+
+@case
+def stream_states(port):
+    # §5.1: frames a stream's state does not allow; §5.1.1: client streams are odd and increasing.
+    block = headers_block()
+    for frames, codes, what in [
+        (raw_frame(0x0, 0x1, 1, b"abc"), (ErrorCodes.PROTOCOL_ERROR,), "DATA on an idle stream"),
+        (raw_frame(0x1, 0x5, 2, block), (ErrorCodes.PROTOCOL_ERROR,), "HEADERS on an even stream id"),
+        (raw_frame(0x1, 0x5, 1, block) + raw_frame(0x0, 0x1, 1, b"late"), (ErrorCodes.STREAM_CLOSED,),
+         "DATA after END_STREAM"),
+        (raw_frame(0x2, 0x0, 0, b"\x00\x00\x00\x00\x10"), (ErrorCodes.PROTOCOL_ERROR,), "PRIORITY on stream 0"),
+        (raw_frame(0x3, 0x0, 0, b"\x00\x00\x00\x08"), (ErrorCodes.PROTOCOL_ERROR,), "RST_STREAM on stream 0"),
+        (raw_frame(0x3, 0x0, 7, b"\x00\x00\x00\x08"), (ErrorCodes.PROTOCOL_ERROR,), "RST_STREAM on an idle stream"),
+        (raw_frame(0x9, 0x4, 1, block), (ErrorCodes.PROTOCOL_ERROR,), "CONTINUATION without HEADERS"),
+        (raw_frame(0x5, 0x4, 1, b"\x00\x00\x00\x02" + block), (ErrorCodes.PROTOCOL_ERROR,), "PUSH_PROMISE from a client"),
+    ]:
+        problem = expect_goaway(port, frames, codes, what)
+        if problem:
+            return problem
+    # A HEADERS on a stream id lower than the last: libnghttp2 ignores it rather than ending
+    # the connection (it cannot tell a late frame of a stream it reset from a bad one; its
+    # session.c says so) — never answered, though.
+    sock = raw_connection(port)
+    sock.sendall(raw_frame(0x1, 0x5, 5, block) + raw_frame(0x1, 0x5, 3, headers_block()))
+    sock.settimeout(2)
+    data = b""
+    try:
+        while True:
+            chunk = sock.recv(65536)
+            if not chunk:
+                break
+            data += chunk
+    except (socket.timeout, ConnectionResetError):
+        pass
+    sock.close()
+    offset, answered = 0, set()
+    while offset + 9 <= len(data):
+        length = int.from_bytes(data[offset:offset + 3], "big")
+        if data[offset + 3] == 0x1:
+            answered.add(int.from_bytes(data[offset + 5:offset + 9], "big") & 0x7FFFFFFF)
+        offset += 9 + length
+    if 3 in answered:
+        return "HEADERS on a stream id lower than the last was answered"
+    return None
+
+
+@case
+def flow_control_errors(port):
+    # §6.9: a WINDOW_UPDATE of 0 on the connection, or one that takes a window past 2^31 - 1;
+    # §6.5.2: SETTINGS_INITIAL_WINDOW_SIZE past 2^31 - 1.
+    for frames, codes, what in [
+        (raw_frame(0x8, 0x0, 0, b"\x00\x00\x00\x00"), (ErrorCodes.PROTOCOL_ERROR,), "WINDOW_UPDATE of 0"),
+        (raw_frame(0x8, 0x0, 0, b"\x7f\xff\xff\xff"), (ErrorCodes.FLOW_CONTROL_ERROR,), "a connection window past 2^31 - 1"),
+        (raw_frame(0x4, 0x0, 0, b"\x00\x04\x80\x00\x00\x00"), (ErrorCodes.FLOW_CONTROL_ERROR,), "INITIAL_WINDOW_SIZE of 2^31"),
+        (raw_frame(0x4, 0x0, 0, b"\x00\x02\x00\x00\x00\x02"), (ErrorCodes.PROTOCOL_ERROR,), "ENABLE_PUSH of 2"),
+        (raw_frame(0x4, 0x0, 0, b"\x00\x05\x00\x00\x10\x00"), (ErrorCodes.PROTOCOL_ERROR,), "MAX_FRAME_SIZE below 16,384"),
+    ]:
+        problem = expect_goaway(port, frames, codes, what)
+        if problem:
+            return problem
+    return None
+
+
+@case
+def hpack_errors(port):
+    # RFC 7541: an index past the tables, index 0, and a dynamic table size update above the
+    # SETTINGS_HEADER_TABLE_SIZE the server allows (4,096) are COMPRESSION_ERROR.
+    for block, what in [
+        (b"\xff\x80\x01", "an index past the static and dynamic tables"),
+        (b"\x80", "index 0"),
+        (b"\x3f\xe1\x3f" + headers_block(), "a table size update to 8,192"),
+        (b"\x82\x86" + b"\x00\x03abc\x7f", "a literal whose value length runs past the block"),
+    ]:
+        problem = expect_goaway(port, raw_frame(0x1, 0x5, 1, block), (ErrorCodes.COMPRESSION_ERROR,), what)
+        if problem:
+            return problem
+    return None
+
+
+@case
+def settings_flood(port):
+    # SETTINGS sent without reading the acknowledgements: the server must not queue them forever.
+    sock = raw_connection(port)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    settings = raw_frame(0x4, 0x0, 0, b"\x00\x03\x00\x00\x00\x64")
+    begun = time.time()
+    try:
+        for _ in range(200):
+            sock.sendall(settings * 1000)
+            if time.time() - begun > 15:
+                return "200,000 SETTINGS unread for 15 s: the connection still open"
+    except (BrokenPipeError, ConnectionResetError):
+        return None
+    except socket.timeout:
+        return "the server stopped reading SETTINGS but kept the connection open"
+    return "200,000 SETTINGS unread: the connection still open"
+
+
 @case
 def bad_preface(port):
     sock = socket.create_connection(("127.0.0.1", port), timeout=5)
