@@ -567,6 +567,23 @@ def settings_flood(port):
 
 
 @case
+def zero_window_stall(port):
+    # A client that opens no window for its answer and then says nothing: the answer cannot be
+    # sent, and the idle rule (the test server's: 2 s) ends the connection all the same.
+    client = Client(port, window=0)
+    client.request("GET", "/openapi.json")
+    begun = time.time()
+    while time.time() - begun < 10 and not client.closed:
+        client.receive(0.5)
+        if any(isinstance(e, h2.events.ConnectionTerminated) for e in client.events):
+            break
+    if not client.closed and not any(isinstance(e, h2.events.ConnectionTerminated) for e in client.events):
+        return "a stream stalled on a zero window: the connection still open after 10 s"
+    waited = time.time() - begun
+    return None if waited >= 1.5 else f"closed after {waited:.1f} s, before the idle timeout"
+
+
+@case
 def bad_preface(port):
     sock = socket.create_connection(("127.0.0.1", port), timeout=5)
     sock.sendall(b"PRI * HTTP/2.0\r\n\r\nXX\r\n\r\n" + b"\x00" * 20)

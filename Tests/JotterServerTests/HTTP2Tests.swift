@@ -50,6 +50,15 @@ struct HTTP2Tests {
         }
     }
 
+    @Test("a stream the peer opens no window for: the idle rule still ends the silent connection, nothing left in flight")
+    func zeroWindowStall() throws {
+        try TestApp.with(configure: { $0.idleTimeout = 2 }) { app in
+            let result = try Self.run("zero_window_stall", port: app.port)
+            #expect(result == "PASS", "\(result)")
+            #expect(Self.settles(app), "the stalled stream is still in flight")
+        }
+    }
+
     static func settles(_ app: TestApp) -> Bool {
         let deadline = Date().addingTimeInterval(3)
         while app.app.requestsInFlight > 0, Date() < deadline { usleep(10_000) }
