@@ -21,9 +21,10 @@ public enum Timestamp {
         let secondOfDay = seconds - days * 86_400
         let (year, month, day) = civil(fromDays: days)
         let clampedYear = min(max(year, 0), 9999)
+        // Each pair of digits is one load from `pairs` and one two-byte store.
+        let base = buffer.baseAddress!
         func two(_ value: Int64, at index: Int) {
-            buffer[index] = UInt8(ascii: "0") + UInt8(truncatingIfNeeded: value / 10)
-            buffer[index + 1] = UInt8(ascii: "0") + UInt8(truncatingIfNeeded: value % 10)
+            (base + index).storeBytes(of: Self.pairs[Int(value)], as: UInt16.self)
         }
         two(clampedYear / 100, at: 0)
         two(clampedYear % 100, at: 2)
@@ -37,6 +38,12 @@ public enum Timestamp {
         two(secondOfDay % 3600 / 60, at: 14)
         buffer[16] = UInt8(ascii: ":")
         two(secondOfDay % 60, at: 17)
+    }
+
+    /// "00"…"99" as the two bytes of each number, in memory order.
+    private static let pairs: [UInt16] = (0..<100).map { value in
+        let high = UInt16(UInt8(ascii: "0") + UInt8(value / 10)), low = UInt16(UInt8(ascii: "0") + UInt8(value % 10))
+        return UInt16(littleEndian: high | low << 8)
     }
 
     /// Parses `yyyy-MM-dd HH:mm:ss` (hours may have one digit, as `H:mm:ss` allows) to Unix seconds.

@@ -106,12 +106,24 @@ public enum StoreWait {
 
 /// The handler `observeEvents` was given, called by a store as its events commit.
 final class EventObserver: Sendable {
-    private let handler = Mutex<(@Sendable (NoteEvent, Owner) -> Void)?>(nil)
+    /// The handler in a class: a closure stored in the `Mutex` itself would be re-thunked (its
+    /// abstraction converted there and back) by every `withLock` that hands it out, each time
+    /// wrapping the last, so that every delivery would cost more (and nest deeper) than the one
+    /// before it.
+    private final class Handler: Sendable {
+        let call: @Sendable (NoteEvent, Owner) -> Void
+        init(_ call: @escaping @Sendable (NoteEvent, Owner) -> Void) { self.call = call }
+    }
 
-    func set(_ handler: @escaping @Sendable (NoteEvent, Owner) -> Void) { self.handler.withLock { $0 = handler } }
+    private let handler = Mutex<Handler?>(nil)
+
+    func set(_ handler: @escaping @Sendable (NoteEvent, Owner) -> Void) {
+        let boxed = Handler(handler)
+        self.handler.withLock { $0 = boxed }
+    }
 
     func deliver(_ events: [NoteEvent], owner: Owner) {
         guard !events.isEmpty, let handler = handler.withLock({ $0 }) else { return }
-        for event in events { handler(event, owner) }
+        for event in events { handler.call(event, owner) }
     }
 }

@@ -12,50 +12,96 @@
 /// }
 /// json.bytes   // {"id":"1","version":3}
 /// ```
-public struct JSONWriter {
-    // Inlinable, so the closures of `object`/`field`/`array` are inlined into the writers of
-    // other modules instead of being called (and the generic `array` specialized there).
-    @usableFromInline var storage: [UInt8] = []
+public struct JSONWriter: ~Copyable {
+    // Its own buffer, not an `Array`: every write is a capacity check and a store or a
+    // `memcpy`, with no uniqueness check and no generic copy loop (a page of notes is some
+    // thousand small writes). Inlinable, so the closures of `object`/`field`/`array` are inlined
+    // into the writers of other modules instead of being called (and `array` specialized there).
+    @usableFromInline var base: UnsafeMutablePointer<UInt8>
+    @usableFromInline var count = 0
+    @usableFromInline var capacity: Int
     @usableFromInline var needsComma = false
 
     /// The JSON written so far.
-    public var bytes: [UInt8] { storage }
+    public var bytes: [UInt8] { Array(UnsafeBufferPointer(start: base, count: count)) }
 
     @inlinable
     public init(capacity: Int = 256) {
-        storage.reserveCapacity(capacity)
+        self.capacity = max(capacity, 16)
+        base = .allocate(capacity: self.capacity)
+    }
+
+    deinit { base.deallocate() }
+
+    /// Room for `extra` more bytes.
+    @inlinable @inline(__always)
+    mutating func reserve(_ extra: Int) {
+        if capacity &- count < extra { grow(extra) }
+    }
+
+    @usableFromInline
+    mutating func grow(_ extra: Int) {
+        let larger = Swift.max(capacity * 2, count + extra)
+        let moved = UnsafeMutablePointer<UInt8>.allocate(capacity: larger)
+        moved.initialize(from: base, count: count)
+        base.deallocate()
+        base = moved
+        capacity = larger
+    }
+
+    @inlinable @inline(__always)
+    mutating func append(_ byte: UInt8) {
+        reserve(1)
+        base[count] = byte
+        count &+= 1
+    }
+
+    @inlinable @inline(__always)
+    mutating func append(_ bytes: UnsafeRawBufferPointer) {
+        guard let source = bytes.baseAddress, !bytes.isEmpty else { return }
+        reserve(bytes.count)
+        UnsafeMutableRawPointer(base + count).copyMemory(from: source, byteCount: bytes.count)
+        count &+= bytes.count
+    }
+
+    @inlinable @inline(__always)
+    mutating func append(_ bytes: UnsafeBufferPointer<UInt8>) {
+        append(UnsafeRawBufferPointer(bytes))
     }
 
     @inlinable
     public mutating func object(_ fields: (inout JSONWriter) -> Void) {
-        storage.append(UInt8(ascii: "{"))
+        append(UInt8(ascii: "{"))
         needsComma = false
         fields(&self)
-        storage.append(UInt8(ascii: "}"))
+        append(UInt8(ascii: "}"))
         needsComma = true
     }
 
     @inlinable
     public mutating func array<S: Sequence>(_ elements: S, _ write: (inout JSONWriter, S.Element) -> Void) {
-        storage.append(UInt8(ascii: "["))
+        append(UInt8(ascii: "["))
         needsComma = false
         for element in elements {
-            if needsComma { storage.append(UInt8(ascii: ",")) }
+            if needsComma { append(UInt8(ascii: ",")) }
             write(&self, element)
             needsComma = true
         }
-        storage.append(UInt8(ascii: "]"))
+        append(UInt8(ascii: "]"))
         needsComma = true
     }
 
     /// `"key":` then the value `write` produces. Keys are plain ASCII names.
     @inlinable
     public mutating func field(_ key: StaticString, _ write: (inout JSONWriter) -> Void) {
-        if needsComma { storage.append(UInt8(ascii: ",")) }
-        storage.append(UInt8(ascii: "\""))
-        key.withUTF8Buffer { storage.append(contentsOf: $0) }
-        storage.append(UInt8(ascii: "\""))
-        storage.append(UInt8(ascii: ":"))
+        let length = key.utf8CodeUnitCount
+        reserve(length &+ 4)
+        if needsComma { base[count] = UInt8(ascii: ","); count &+= 1 }
+        base[count] = UInt8(ascii: "\"")
+        UnsafeMutableRawPointer(base + (count &+ 1)).copyMemory(from: key.utf8Start, byteCount: length)
+        base[count &+ 1 &+ length] = UInt8(ascii: "\"")
+        base[count &+ 2 &+ length] = UInt8(ascii: ":")
+        count &+= length &+ 3
         needsComma = false
         write(&self)
         needsComma = true
@@ -63,12 +109,10 @@ public struct JSONWriter {
 
     /// A string, escaped: `"`, `\` and control characters (the short forms where JSON has one).
     public mutating func string(_ value: String) {
-        storage.append(UInt8(ascii: "\""))
-        if value.utf8.withContiguousStorageIfAvailable({ appendEscaped($0) }) == nil {
-            let copy = Array(value.utf8)
-            copy.withUnsafeBufferPointer { appendEscaped($0) }
-        }
-        storage.append(UInt8(ascii: "\""))
+        append(UInt8(ascii: "\""))
+        var value = value
+        value.withUTF8 { appendEscaped($0) }
+        append(UInt8(ascii: "\""))
     }
 
     /// UTF-8 bytes as a JSON string's content: runs that need no escape go in with one copy
@@ -82,7 +126,7 @@ public struct JSONWriter {
             // Eight bytes at a time while none of them needs an escape, then byte by byte.
             while end - cursor >= 8, !Self.anyNeedsEscape(UnsafeRawPointer(cursor).loadUnaligned(as: UInt64.self)) { cursor += 8 }
             while cursor < end, !Self.needsEscape(cursor.pointee) { cursor += 1 }
-            if start < cursor { storage.append(contentsOf: UnsafeBufferPointer(start: start, count: cursor - start)) }
+            if start < cursor { append(UnsafeBufferPointer(start: start, count: cursor - start)) }
             guard cursor < end else { return }
             escape(cursor.pointee)
             cursor += 1
@@ -109,22 +153,22 @@ public struct JSONWriter {
 
     /// A string of decimal digits: `"42"` for an id kept as a number.
     public mutating func quotedInteger(_ value: Int64) {
-        storage.append(UInt8(ascii: "\""))
+        append(UInt8(ascii: "\""))
         integer(value)
-        storage.append(UInt8(ascii: "\""))
+        append(UInt8(ascii: "\""))
     }
 
     /// Bytes that are already JSON (or a string's content that needs no escape), as they are.
     public mutating func raw(_ bytes: UnsafeRawBufferPointer) {
-        storage.append(contentsOf: bytes)
+        append(bytes)
     }
 
     public mutating func integer(_ value: Int64) {
-        guard value != .min else { storage.append(contentsOf: String(value).utf8); return }
-        if value < 0 { storage.append(UInt8(ascii: "-")) }
+        guard value != .min else { var text = String(value); text.withUTF8 { append($0) }; return }
+        if value < 0 { append(UInt8(ascii: "-")) }
         var magnitude = value.magnitude
         if magnitude < 10 {
-            storage.append(UInt8(ascii: "0") + UInt8(magnitude))
+            append(UInt8(ascii: "0") + UInt8(magnitude))
             return
         }
         var digits: (UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8,
@@ -136,12 +180,13 @@ public struct JSONWriter {
                 magnitude /= 10
                 count += 1
             } while magnitude > 0
-            storage.append(contentsOf: UnsafeRawBufferPointer(rebasing: buffer[(20 - count)...]))
+            append(UnsafeRawBufferPointer(rebasing: buffer[(20 - count)...]))
         }
     }
 
     public mutating func null() {
-        storage.append(contentsOf: "null".utf8)
+        let null: StaticString = "null"
+        append(UnsafeRawBufferPointer(start: null.utf8Start, count: null.utf8CodeUnitCount))
     }
 
     public mutating func optionalString(_ value: String?) {
@@ -163,18 +208,18 @@ public struct JSONWriter {
 
     private mutating func escape(_ byte: UInt8) {
         if byte >= 0x20 {  // `"` or `\`
-            storage.append(0x5C)
-            storage.append(byte)
+            append(0x5C)
+            append(byte)
             return
         }
         let short = Self.shortEscapes[Int(byte)]
         if short != 0 {
-            storage.append(0x5C)
-            storage.append(short)
+            append(0x5C)
+            append(short)
         } else {
             let hex: StaticString = "0123456789abcdef"
             hex.withUTF8Buffer { hex in
-                storage.append(contentsOf: [0x5C, UInt8(ascii: "u"), UInt8(ascii: "0"), UInt8(ascii: "0"), hex[Int(byte >> 4)], hex[Int(byte & 0xF)]])
+                for digit in [0x5C, UInt8(ascii: "u"), UInt8(ascii: "0"), UInt8(ascii: "0"), hex[Int(byte >> 4)], hex[Int(byte & 0xF)]] { append(digit) }
             }
         }
     }

@@ -40,16 +40,29 @@ struct PathPattern: Sendable {
     }
 
     /// Splits a raw path on `/` and percent-decodes each segment; `400` when it can't.
+    /// Empty segments (`//`, a trailing `/`) are left out.
     static func segments(of path: Substring) throws(HTTPError) -> [String] {
         var result: [String] = []
         result.reserveCapacity(4)
-        for part in path.utf8.split(separator: UInt8(ascii: "/")) {
-            if part.contains(UInt8(ascii: "%")) {
-                result.append(try FormFields.percentDecode(part, plusIsSpace: false, context: "path"))
-            } else {
-                result.append(String(decoding: part, as: UTF8.self))
+        // One pass over the bytes, noting whether a segment holds a `%` as it goes.
+        let utf8 = path.utf8
+        var start = utf8.startIndex, index = start, escaped = false
+        while true {
+            let atEnd = index == utf8.endIndex
+            let byte = atEnd ? UInt8(ascii: "/") : utf8[index]
+            if byte == UInt8(ascii: "/") {
+                if start < index {
+                    let part = utf8[start..<index]
+                    result.append(escaped ? try FormFields.percentDecode(part, plusIsSpace: false, context: "path")
+                                          : String(decoding: part, as: UTF8.self))
+                }
+                if atEnd { return result }
+                escaped = false
+                start = utf8.index(after: index)
+            } else if byte == UInt8(ascii: "%") {
+                escaped = true
             }
+            index = utf8.index(after: index)
         }
-        return result
     }
 }

@@ -158,7 +158,8 @@ public struct Router: Sendable {
         var found: [(route: Route, parameters: Parameters)] = []
         for (pattern, routes) in dynamicPatterns[segments.count] ?? [] {
             guard let parameters = pattern.match(segments) else { continue }
-            found += routes.map { (route: $0, parameters: parameters) }
+            found.reserveCapacity(found.count + routes.count)
+            for route in routes { found.append((route: route, parameters: parameters)) }
         }
         return found
     }

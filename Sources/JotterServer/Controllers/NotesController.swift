@@ -29,17 +29,16 @@ struct NotesController {
             var page = query
             page.limit = query.limit + 1  // one more tells whether there is a next page
             page.maxBodyBytes = NoteInput.pageBudget
-            var records = try store.notesWithAttachments(page, owner: owner)
+            let records = try store.notesWithAttachments(page, owner: owner)
             let (count, more) = NoteQuery.cut(records.map { $0.0.body.utf8.count }, limit: query.limit, budget: NoteInput.pageBudget)
-            records.removeLast(records.count - count)
             var next: String?
-            if more, let last = records.last?.0 {
+            if more, count > 0 {
                 next = "/notes?limit=\(query.limit)"
                     + (given["order"].map { "&order=\($0)" } ?? "")
                     + (query.search.map { "&q=\(FormFields.escape($0))" } ?? "")
-                    + "&after=\(last.id)"
+                    + "&after=\(records[count - 1].0.id)"
             }
-            return try JSON(StoredNoteList(notes: records.map { StoredNote(record: $0.0, attachments: $0.1) }, next: next)).reply(for: request)
+            return try JSON(StoredNoteList(rows: records, count: count, next: next)).reply(for: request)
         }
     }
 

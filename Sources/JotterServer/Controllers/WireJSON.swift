@@ -130,7 +130,10 @@ struct StoredNote: JSONWritable, Encodable {
 
     var estimatedJSONSize: Int { 160 + record.body.utf8.count + attachments.count * 260 }
 
-    func write(to json: inout JSONWriter) {
+    func write(to json: inout JSONWriter) { Self.write(record, attachments, deletedAt: deletedAt, to: &json) }
+
+    /// The note of `record` with `attachments`, from the parts (a page writes its rows as they are).
+    static func write(_ record: borrowing NoteRecord, _ attachments: borrowing [UploadRecord], deletedAt: Int64? = nil, to json: inout JSONWriter) {
         json.object { json in
             json.field("attachments") { $0.array(attachments) { json, upload in Upload(upload).write(to: &json) } }
             json.field("body") { $0.string(record.body) }
@@ -163,19 +166,39 @@ struct StoredNoteEnvelope: JSONWritable, Encodable {
     func encode(to encoder: any Encoder) throws { try NoteEnvelope(note: note.note, message: message).encode(to: encoder) }
 }
 
-/// `NoteList` of stored notes.
+/// `NoteList` of stored notes: the first `count` rows of a page as the store returned them,
+/// written with no `StoredNote` made per row.
 struct StoredNoteList: JSONWritable, Encodable {
-    var notes: [StoredNote]
+    var rows: [(NoteRecord, [UploadRecord])]
+    var count: Int
     var next: String?
 
-    var estimatedJSONSize: Int { notes.reduce(64) { $0 + $1.estimatedJSONSize } }
+    init(rows: [(NoteRecord, [UploadRecord])], count: Int? = nil, next: String?) {
+        self.rows = rows
+        self.count = min(count ?? rows.count, rows.count)
+        self.next = next
+    }
+
+    init(notes: [StoredNote], next: String?) {
+        self.init(rows: notes.map { ($0.record, $0.attachments) }, next: next)
+    }
+
+    var estimatedJSONSize: Int {
+        var size = 64
+        for index in 0..<count { size += 160 + rows[index].0.body.utf8.count + rows[index].1.count * 260 }
+        return size
+    }
 
     func write(to json: inout JSONWriter) {
         json.object { json in
             json.field("next") { $0.optionalString(next) }
-            json.field("notes") { $0.array(notes) { json, note in note.write(to: &json) } }
+            json.field("notes") { json in
+                json.array(0..<count) { json, index in StoredNote.write(rows[index].0, rows[index].1, to: &json) }
+            }
         }
     }
 
-    func encode(to encoder: any Encoder) throws { try NoteList(notes: notes.map(\.note), next: next).encode(to: encoder) }
+    func encode(to encoder: any Encoder) throws {
+        try NoteList(notes: rows[..<count].map { Note($0.0, attachments: $0.1) }, next: next).encode(to: encoder)
+    }
 }

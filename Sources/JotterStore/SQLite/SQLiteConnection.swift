@@ -26,6 +26,11 @@ final class SQLiteConnection: @unchecked Sendable {
 
     private(set) var handle: OpaquePointer?
     private var cache: [String: Statement] = [:]
+    /// The same statements by where their SQL text's bytes are: the queries are fixed strings
+    /// (literals and `static let`s, whose bytes never move), so this finds them with one integer
+    /// hash and one comparison instead of hashing the whole text. A text whose bytes sit where
+    /// another's were only misses here (the comparison) and is found by its text.
+    private var byAddress: [UnsafeRawPointer: (sql: String, statement: Statement)] = [:]
     let path: String
 
     /// Opens `path` with `flags` and sets a busy timeout, so lock waits retry instead of failing.
@@ -47,6 +52,7 @@ final class SQLiteConnection: @unchecked Sendable {
 
     /// Finalizes every cached statement and closes the connection. Idempotent.
     func close() {
+        byAddress.removeAll()
         cache.removeAll()
         if let handle { sqlite3_close_v2(handle) }
         handle = nil
@@ -54,7 +60,14 @@ final class SQLiteConnection: @unchecked Sendable {
 
     /// The cached prepared statement for `sql`, preparing it on first use.
     func statement(_ sql: String) throws(StoreError) -> Statement {
-        if let cached = cache[sql] { return cached }
+        // Only large (heap or literal) texts have an address of their own; a small string's
+        // bytes are copied out for the call.
+        let address = sql.utf8.count > 15 ? sql.utf8.withContiguousStorageIfAvailable { UnsafeRawPointer($0.baseAddress) } ?? nil : nil
+        if let address, let known = byAddress[address], known.sql == sql { return known.statement }
+        if let cached = cache[sql] {
+            if let address { remember(address, sql, cached) }
+            return cached
+        }
         guard let handle else { throw .closed }
         var stmt: OpaquePointer?
         let rc = sqlite3_prepare_v3(handle, sql, -1, UInt32(SQLITE_PREPARE_PERSISTENT), &stmt, nil)
@@ -64,7 +77,15 @@ final class SQLiteConnection: @unchecked Sendable {
         }
         let statement = Statement(handle: stmt, connection: self)
         cache[sql] = statement
+        if let address { remember(address, sql, statement) }
         return statement
+    }
+
+    /// Files a statement by its text's address; texts built afresh each time (whose addresses
+    /// vary) could fill this without end, so it starts over once it outgrows the cache.
+    private func remember(_ address: UnsafeRawPointer, _ sql: String, _ statement: Statement) {
+        if byAddress.count >= 2 * cache.count + 64 { byAddress.removeAll(keepingCapacity: true) }
+        byAddress[address] = (sql, statement)
     }
 
     /// Runs `sql` with `values` to completion (INSERT/UPDATE/DELETE/BEGIN/COMMIT…).

@@ -55,13 +55,14 @@ enum UploadRows {
         }
     }
 
+    private static let attachmentsBetween = "SELECT \(columns) FROM uploads WHERE note_id BETWEEN ? AND ? AND owner = ? ORDER BY note_id, rowid"
+
     /// Attachments of each note, oldest first: one range scan of the note index over the
     /// span of ids (fixed SQL), keeping only the notes asked for.
     static func attachments(of noteIDs: [Int64], owner: Owner, on db: SQLiteConnection) throws(StoreError) -> [Int64: [UploadRecord]] {
         guard let low = noteIDs.min(), let high = noteIDs.max() else { return [:] }
         var result: [Int64: [UploadRecord]] = [:]
-        let rows = try db.query("SELECT \(columns) FROM uploads WHERE note_id BETWEEN ? AND ? AND owner = ? ORDER BY note_id, rowid",
-                                [.integer(low), .integer(high), .integer(owner.id)]) { record($0) }
+        let rows = try db.query(attachmentsBetween, [.integer(low), .integer(high), .integer(owner.id)]) { record($0) }
         guard !rows.isEmpty else { return result }  // most pages: no set of ids to build
         let wanted = Set(noteIDs)
         for upload in rows {
