@@ -89,4 +89,51 @@ struct IdempotencyAcrossInstancesTests {
             #expect(count == keys.count)
         }
     }
+
+    @Test("one keyed upload sent to two instances at once: one upload, the other answer 409 or the same answer; a retry on a new instance, the same answer")
+    func uploadRace() throws {
+        let backend = try SharedBackend()
+        let keys = (0..<8).map { "upload-race-\($0)" }
+        var parts = MultipartBuilder()
+        parts.file("file", filename: "race.bin", body: [UInt8](repeating: 7, count: 100_000))
+        let body = parts.finished(), type = [("Content-Type", parts.contentType)]
+        @Sendable func post(_ app: TestApp, _ key: String) throws -> WireResponse {
+            try RawHTTP(port: app.port, timeout: 20).request("POST", "/uploads", headers: type + [("Idempotency-Key", key)], body: body, close: true)
+        }
+        func uploadCount(_ app: TestApp) throws -> Int? {
+            (try app.request("GET", "/uploads?limit=100").json()["uploads"] as? [Any])?.count
+        }
+        var firstAnswers: [String: String] = [:]
+        try TestApp.with(configure: backend.configure) { one in
+            try TestApp.with(configure: backend.configure) { two in
+                let answers = Mutex<[(String, WireResponse)]>([])
+                DispatchQueue.concurrentPerform(iterations: keys.count * 2) { index in
+                    let key = keys[index / 2]
+                    if let response = try? post(index % 2 == 0 ? one : two, key) { answers.withLock { $0.append((key, response)) } }
+                }
+                let all = answers.withLock { $0 }
+                #expect(all.count == keys.count * 2)
+                for key in keys {
+                    let pair = all.filter { $0.0 == key }.map(\.1)
+                    let created = pair.filter { $0.status == 201 && $0.header("Idempotent-Replayed") == nil }
+                    #expect(created.count == 1, "\(key): \(pair.map(\.status))")
+                    for other in pair where other.header("Idempotent-Replayed") != nil || other.status != 201 {
+                        #expect(other.status == 409 || (other.status == 201 && other.text == created.first?.text), "\(key): \(other.status)")
+                    }
+                    firstAnswers[key] = created.first?.text
+                }
+                let count = try uploadCount(one)
+                #expect(count == keys.count)
+            }
+        }
+        try TestApp.with(configure: backend.configure) { three in
+            for key in keys {
+                let again = try post(three, key)
+                #expect(again.status == 201 && again.header("Idempotent-Replayed") == "true", "\(key): \(again.status)")
+                #expect(again.text == firstAnswers[key])
+            }
+            let count = try uploadCount(three)
+            #expect(count == keys.count)
+        }
+    }
 }
