@@ -13,7 +13,8 @@ import Synchronization
 /// memory at a time (aborted if anything fails, so no parts are left behind); the multipart
 /// primitives themselves are public (S3Multipart.swift) for callers that receive an object over time. Each body sent
 /// carries its SHA-256 in `x-amz-content-sha256`, which the server checks. Downloads stream to
-/// the sink as libcurl receives them, with an HTTP `Range` when asked.
+/// the sink as libcurl receives them, with an HTTP `Range` when asked; `download` does the same
+/// without a thread of the caller's (S3Download.swift).
 public final class S3BlobStore: BlobStore {
     /// Where the bucket is and who signs.
     public struct Configuration: Sendable, Equatable {
@@ -78,7 +79,9 @@ public final class S3BlobStore: BlobStore {
 
     public let configuration: Configuration
     /// Idle easy handles, with their open connections.
-    private let handles = CurlHandles(keep: 16)
+    let handles = CurlHandles(keep: 16)
+    /// The thread and multi handle behind `download` (S3Download.swift).
+    let downloads = S3Downloads()
     /// Attempts per request when the bucket is unreachable or answers 5xx (each after a pause:
     /// 0.1 s, then 0.4 s); a download that has begun is not repeated.
     static let attempts = 3
@@ -122,19 +125,32 @@ public final class S3BlobStore: BlobStore {
     public func get(_ key: String, range: ClosedRange<Int64>?, opened: (BlobInfo) throws -> Void,
                     into sink: (UnsafeRawBufferPointer) throws -> Void) throws -> BlobInfo {
         try validateBlobKey(key)
-        var headers: [String] = []
-        if let range { headers.append("Range: bytes=\(range.lowerBound)-\(range.upperBound)") }
-        let info = { (answer: S3Answer) in BlobInfo(key: key, size: answer.totalSize ?? 0, etag: answer.header("etag") ?? "") }
         // The transfer ends before `request` returns: the closures do not really escape.
         let answer = try withoutActuallyEscaping(sink) { sink in
             try withoutActuallyEscaping(opened) { opened in
-                try request("GET", key: key, headers: headers, body: nil, opened: { try opened(info($0)) }, sink: sink)
+                try request("GET", key: key, headers: Self.rangeHeaders(range), body: nil,
+                            opened: { try opened(Self.info(key, $0)) }, sink: sink)
             }
         }
+        return try Self.downloaded(key, answer)
+    }
+
+    /// The `Range` header a download of `range` sends.
+    static func rangeHeaders(_ range: ClosedRange<Int64>?) -> [String] {
+        range.map { ["Range: bytes=\($0.lowerBound)-\($0.upperBound)"] } ?? []
+    }
+
+    /// What a download's 2xx answer says of the whole object.
+    static func info(_ key: String, _ answer: S3Answer) -> BlobInfo {
+        BlobInfo(key: key, size: answer.totalSize ?? 0, etag: answer.header("etag") ?? "")
+    }
+
+    /// A finished download's answer as `get` returns it, or the error it stands for.
+    static func downloaded(_ key: String, _ answer: S3Answer) throws -> BlobInfo {
         if answer.status == 404 { throw BlobError.notFound(key) }
         if answer.status == 416 { throw BlobError.invalidRange }
         try answer.check()
-        return info(answer)
+        return info(key, answer)
     }
 
     public func head(_ key: String) throws -> BlobInfo? {
@@ -232,16 +248,7 @@ public final class S3BlobStore: BlobStore {
     func request(_ method: String, key: String?, query: [(String, String)] = [], headers: [String] = [],
                          body: [UInt8]?, opened: ((S3Answer) throws -> Void)? = nil,
                          sink: ((UnsafeRawBufferPointer) throws -> Void)? = nil) throws -> S3Answer {
-        // The query is sent sorted and fully encoded, every name with `=`: already SigV4's
-        // canonical form, whatever the libcurl version does with it.
-        let queryText = query.map { (Self.encoded($0.0, keepSlash: false), Self.encoded($0.1, keepSlash: false)) }
-            .sorted { $0.0 < $1.0 }.map { "\($0.0)=\($0.1)" }.joined(separator: "&")
-        var url = configuration.endpoint + "/" + Self.encoded(configuration.bucket, keepSlash: false)
-        url += key.map { "/" + Self.encoded($0, keepSlash: true) } ?? "/"
-        if !queryText.isEmpty { url += "?" + queryText }
-        var allHeaders = headers
-        allHeaders.append("x-amz-content-sha256: " + (body.map(sha256Hex) ?? sha256Hex([])))
-        if let token = configuration.sessionToken { allHeaders.append("x-amz-security-token: \(token)") }
+        let (url, allHeaders) = address(key: key, query: query, headers: headers, body: body)
         // Every request here may be repeated: PUTs of objects and parts replace what they wrote,
         // GET/HEAD/DELETE are idempotent, completing an upload twice gives the same object, and
         // a repeated start only leaves an unused upload id (which the bucket's lifecycle drops).
@@ -255,9 +262,27 @@ public final class S3BlobStore: BlobStore {
             } catch let error as BlobError {
                 guard error.isTransient, attempt < Self.attempts, !transfer.delivered else { throw error }
             }
-            usleep(useconds_t(100_000 << (2 * (attempt - 1))))
+            usleep(useconds_t(Self.pause(after: attempt) * 1000))
             attempt += 1
         }
+    }
+
+    /// Milliseconds to wait before attempt `attempt + 1` of a request (100, then 400).
+    static func pause(after attempt: Int) -> Int { 100 << (2 * (attempt - 1)) }
+
+    /// A request's URL and headers (libcurl adds the signature).
+    func address(key: String?, query: [(String, String)] = [], headers: [String] = [], body: [UInt8]?) -> (url: String, headers: [String]) {
+        // The query is sent sorted and fully encoded, every name with `=`: already SigV4's
+        // canonical form, whatever the libcurl version does with it.
+        let queryText = query.map { (Self.encoded($0.0, keepSlash: false), Self.encoded($0.1, keepSlash: false)) }
+            .sorted { $0.0 < $1.0 }.map { "\($0.0)=\($0.1)" }.joined(separator: "&")
+        var url = configuration.endpoint + "/" + Self.encoded(configuration.bucket, keepSlash: false)
+        url += key.map { "/" + Self.encoded($0, keepSlash: true) } ?? "/"
+        if !queryText.isEmpty { url += "?" + queryText }
+        var allHeaders = headers
+        allHeaders.append("x-amz-content-sha256: " + (body.map(sha256Hex) ?? sha256Hex([])))
+        if let token = configuration.sessionToken { allHeaders.append("x-amz-security-token: \(token)") }
+        return (url, allHeaders)
     }
 }
 

@@ -133,22 +133,7 @@ final class S3Transfer {
 
     /// Runs the request to its end; a sink's error is rethrown, a transport failure is `.transport`.
     func perform() throws -> S3Answer {
-        let context = Unmanaged.passUnretained(self).toOpaque()
-        jotter_curl_setopt_pointer(handle, CURLOPT_HEADERDATA, context)
-        jotter_curl_setopt_data_callback(handle, CURLOPT_HEADERFUNCTION) { buffer, size, count, context in
-            let transfer = Unmanaged<S3Transfer>.fromOpaque(context!).takeUnretainedValue()
-            return transfer.received(header: UnsafeRawBufferPointer(start: buffer, count: size * count)) ? size * count : 0
-        }
-        jotter_curl_setopt_pointer(handle, CURLOPT_WRITEDATA, context)
-        jotter_curl_setopt_data_callback(handle, CURLOPT_WRITEFUNCTION) { buffer, size, count, context in
-            let transfer = Unmanaged<S3Transfer>.fromOpaque(context!).takeUnretainedValue()
-            return transfer.received(body: UnsafeRawBufferPointer(start: buffer, count: size * count)) ? size * count : 0
-        }
-        jotter_curl_setopt_pointer(handle, CURLOPT_READDATA, context)
-        jotter_curl_setopt_data_callback(handle, CURLOPT_READFUNCTION) { buffer, size, count, context in
-            let transfer = Unmanaged<S3Transfer>.fromOpaque(context!).takeUnretainedValue()
-            return transfer.send(into: UnsafeMutableRawBufferPointer(start: buffer, count: size * count))
-        }
+        attach()
         let code: CURLcode = withExtendedLifetime(body) {
             if method == "POST" {
                 // POST bodies (small XML) are handed over whole; libcurl copies nothing.
@@ -161,6 +146,36 @@ final class S3Transfer {
             }
             return curl_easy_perform(handle)
         }
+        return try finish(code)
+    }
+
+    /// The easy handle, for a multi handle to drive (`attach` first, `finish` when it is done).
+    /// Only for transfers without a POST body.
+    var easyHandle: UnsafeMutableRawPointer { handle }
+
+    /// Points libcurl's callbacks at this transfer (which must outlive the transfer's run).
+    func attach() {
+        let context = Unmanaged.passUnretained(self).toOpaque()
+        jotter_curl_setopt_pointer(handle, CURLOPT_HEADERDATA, context)
+        jotter_curl_setopt_data_callback(handle, CURLOPT_HEADERFUNCTION) { buffer, size, count, context in
+            let transfer = Unmanaged<S3Transfer>.fromOpaque(context!).takeUnretainedValue()
+            return transfer.received(header: UnsafeRawBufferPointer(start: buffer, count: size * count)) ? size * count : 0
+        }
+        jotter_curl_setopt_pointer(handle, CURLOPT_WRITEDATA, context)
+        jotter_curl_setopt_data_callback(handle, CURLOPT_WRITEFUNCTION) { buffer, size, count, context in
+            let transfer = Unmanaged<S3Transfer>.fromOpaque(context!).takeUnretainedValue()
+            return transfer.received(body: UnsafeRawBufferPointer(start: buffer, count: size * count))
+        }
+        jotter_curl_setopt_pointer(handle, CURLOPT_READDATA, context)
+        jotter_curl_setopt_data_callback(handle, CURLOPT_READFUNCTION) { buffer, size, count, context in
+            let transfer = Unmanaged<S3Transfer>.fromOpaque(context!).takeUnretainedValue()
+            return transfer.send(into: UnsafeMutableRawBufferPointer(start: buffer, count: size * count))
+        }
+    }
+
+    /// The answer once libcurl ended the transfer with `code`: a sink's or `opened`'s error is
+    /// rethrown, a transport failure is `.transport`.
+    func finish(_ code: CURLcode) throws -> S3Answer {
         if let sinkError { throw sinkError }
         guard code == CURLE_OK else {
             let detail = String(cString: errorBuffer)
@@ -197,17 +212,26 @@ final class S3Transfer {
         return true
     }
 
-    private func received(body bytes: UnsafeRawBufferPointer) -> Bool {
+    /// What the write callback answers: all taken, 0 to stop (the sink threw), or libcurl's
+    /// pause (the sink threw `SinkFull`: the same bytes come again once the transfer is resumed).
+    private func received(body bytes: UnsafeRawBufferPointer) -> Int {
         var status = 0
         jotter_curl_getinfo_long(handle, CURLINFO_RESPONSE_CODE, &status)
         if let sink, (200..<300).contains(status) {
             delivered = true
-            do { try sink(bytes) } catch { sinkError = error; return false }
+            do { try sink(bytes) } catch is SinkFull { return S3Transfer.pause } catch { sinkError = error; return 0 }
         } else if answer.body.count < 1 << 20 {
             answer.body.append(contentsOf: bytes)
         }
-        return true
+        return bytes.count
     }
+
+    /// `CURL_WRITEFUNC_PAUSE` (a macro Swift does not import).
+    static let pause = 0x1000_0001
+
+    /// Thrown by a sink that cannot take the bytes now: the transfer pauses (only where a multi
+    /// handle drives it, which resumes it with `curl_easy_pause`).
+    struct SinkFull: Error {}
 
     private func send(into buffer: UnsafeMutableRawBufferPointer) -> Int {
         guard let body else { return 0 }

@@ -31,7 +31,7 @@ package struct ServeCommand: BlockingCommand {
                help: "Largest sum of files in one upload, e.g. 1GiB."),
         Option("--max-connections", value: "N", environment: "JOTTER_MAX_CONNECTIONS", default: "10000", help: "Open connections in all."),
         Option("--max-connections-per-address", value: "N", environment: "JOTTER_MAX_CONNECTIONS_PER_ADDRESS", default: "256",
-               help: "Open connections from one client address."),
+               help: "Open connections from one client address (a --trusted-proxy is not held to it)."),
         Option("--idle-timeout", value: "SECONDS", environment: "JOTTER_IDLE_TIMEOUT", default: "30", help: "Close connections idle this long."),
         Option("--database", value: "sqlite|URL", environment: "JOTTER_DATABASE_URL", default: "sqlite",
                help: "sqlite: jotter.sqlite in the data folder (one machine); a postgres:// URL: PostgreSQL, which any number of "

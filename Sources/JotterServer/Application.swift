@@ -172,7 +172,11 @@ public func buildApplication(_ configuration: ServerConfiguration) throws -> App
         authenticated.add(middleware: AuthenticationMiddleware(accounts: accounts, requestsPerMinute: configuration.requestsPerMinute,
                                                                  requestsPerUserMinute: configuration.requestsPerUserMinute,
                                                                  counters: counters))
-        authenticated.add(middleware: IdempotencyMiddleware(store: notes, transactional: ["/notes"]))
+        // A note, and the rows of a multipart upload, claim the key in their own transaction (a
+        // resumable upload's creation claims it first).
+        authenticated.add(middleware: IdempotencyMiddleware(store: notes, transactional: { request in
+            request.path == "/notes" || (request.path == "/uploads" && !request.files.isEmpty)
+        }))
         NotesController(store: notes, events: events, replayLimit: configuration.eventBacklog).register(in: &authenticated)
         UploadsController(store: notes, events: events, resumable: resumable).register(in: &authenticated)
         auth.register(in: &authenticated)

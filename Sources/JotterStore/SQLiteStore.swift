@@ -233,6 +233,25 @@ public final class SQLiteStore: DataStore {
         })
     }
 
+    public func addUploads(_ uploads: [NewUpload], noteID: Int64?, owner: Owner, claiming claim: IdempotencyKeyClaim,
+                           completion: @escaping StoreCompletion<KeyedOutcome<UploadsAdded?>>) {
+        let noteWriter = noteWriter, files = files
+        submit({ db, effects throws(StoreError) -> KeyedOutcome<UploadsAdded?> in
+            let found = try IdempotencyRows.claim(claim.key, fingerprint: claim.fingerprint, owner: owner, now: claim.now, on: db)
+            guard found == .claimed else { return .refused(found) }
+            guard let added = try noteWriter.addUploads(uploads, noteID: noteID, owner: owner, on: db, effects: effects) else {
+                try IdempotencyRows.release(claim.key, owner: owner, on: db)
+                return .done(nil)
+            }
+            try IdempotencyRows.keepPending(claim.key, location: "/uploads/\(uploads[0].id)", owner: owner, now: claim.now, on: db)
+            return .done(added)
+        }, owner: owner, completion: { result in
+            // Bytes without a committed row go again.
+            if case .success(.done(.some)) = result {} else { files.remove(uploads.map(\.id)) }
+            completion(result)
+        })
+    }
+
     public func deleteUpload(id: String, owner: Owner, completion: @escaping StoreCompletion<UploadRemoved?>) {
         let noteWriter = noteWriter
         submit({ db, effects throws(StoreError) in try noteWriter.deleteUpload(id: id, owner: owner, on: db, effects: effects) },

@@ -83,6 +83,12 @@ public protocol UploadStore: Sendable {
     /// version grows: a `note.updated` event). nil when `noteID` names no note of `owner`'s;
     /// then, as on failure, the bytes are deleted.
     func addUploads(_ uploads: [NewUpload], noteID: Int64?, owner: Owner, completion: @escaping StoreCompletion<UploadsAdded?>)
+    /// `addUploads` under an `Idempotency-Key` claimed in the same transaction, which also keeps
+    /// a reference answer (`Location: /uploads/{first id}`); refused, without a row, when the key
+    /// is held, was used for another request, or has an answer (the bytes are deleted then too).
+    /// No note (`.done(nil)`) leaves the key free.
+    func addUploads(_ uploads: [NewUpload], noteID: Int64?, owner: Owner, claiming claim: IdempotencyKeyClaim,
+                    completion: @escaping StoreCompletion<KeyedOutcome<UploadsAdded?>>)
     /// Deletes an upload (its note, if any, changes version); nil when there is none.
     func deleteUpload(id: String, owner: Owner, completion: @escaping StoreCompletion<UploadRemoved?>)
     /// Attaches an upload to `noteID` (nil: to no note). The note it leaves and the note it

@@ -48,6 +48,29 @@ struct SharedIdempotencyTests {
 /// Two instances on one PostgreSQL and bucket.
 @Suite("Idempotency keys across instances", .enabled(if: SharedBackend.available, Comment(rawValue: SharedBackend.skipMessage)))
 struct IdempotencyAcrossInstancesTests {
+    /// Sends every key twice at once (`send(index)`: key `index / 2`, to instance `index % 2`);
+    /// checks that each key made one answer and its other answer is `409` or the same one again.
+    /// The first answer of each key.
+    static func race(_ keys: [String], send: @escaping @Sendable (Int) throws -> WireResponse) -> [String: WireResponse] {
+        let answers = Mutex<[(String, WireResponse)]>([])
+        DispatchQueue.concurrentPerform(iterations: keys.count * 2) { index in
+            if let response = try? send(index) { answers.withLock { $0.append((keys[index / 2], response)) } }
+        }
+        let all = answers.withLock { $0 }
+        #expect(all.count == keys.count * 2)
+        var first: [String: WireResponse] = [:]
+        for key in keys {
+            let pair = all.filter { $0.0 == key }.map(\.1)
+            let created = pair.filter { $0.status == 201 && $0.header("Idempotent-Replayed") == nil }
+            #expect(created.count == 1, "\(key): \(pair.map(\.status))")
+            for other in pair where other.header("Idempotent-Replayed") != nil || other.status != 201 {
+                #expect(other.status == 409 || (other.status == 201 && other.text == created.first?.text), "\(key): \(other.status)")
+            }
+            first[key] = created.first
+        }
+        return first
+    }
+
     @Test("one key sent to two instances at once: one note, the other answer 409 or the same answer; after a restart, the same answer")
     func race() throws {
         let backend = try SharedBackend()
@@ -55,24 +78,10 @@ struct IdempotencyAcrossInstancesTests {
         var firstAnswers: [String: (status: Int, text: String, replayed: Bool)] = [:]
         try TestApp.with(configure: backend.configure) { one in
             try TestApp.with(configure: backend.configure) { two in
-                let answers = Mutex<[(String, WireResponse)]>([])
-                DispatchQueue.concurrentPerform(iterations: keys.count * 2) { index in
-                    let key = keys[index / 2], app = index % 2 == 0 ? one : two
-                    if let response = try? app.request("POST", "/notes", headers: [("Idempotency-Key", key)], body: "body=\(key)") {
-                        answers.withLock { $0.append((key, response)) }
-                    }
+                let created = Self.race(keys) { index in
+                    try (index % 2 == 0 ? one : two).request("POST", "/notes", headers: [("Idempotency-Key", keys[index / 2])], body: "body=\(keys[index / 2])")
                 }
-                let all = answers.withLock { $0 }
-                #expect(all.count == keys.count * 2)
-                for key in keys {
-                    let pair = all.filter { $0.0 == key }.map(\.1)
-                    let created = pair.filter { $0.status == 201 && $0.header("Idempotent-Replayed") == nil }
-                    #expect(created.count == 1, "\(key): \(pair.map(\.status))")
-                    for other in pair where other.header("Idempotent-Replayed") != nil || other.status != 201 {
-                        #expect(other.status == 409 || (other.status == 201 && other.text == created.first?.text), "\(key): \(other.status)")
-                    }
-                    if let answer = created.first { firstAnswers[key] = (answer.status, answer.text, false) }
-                }
+                for (key, answer) in created { firstAnswers[key] = (answer.status, answer.text, false) }
                 let count = try SharedIdempotencyTests.noteCount(one, limit: 100)
                 #expect(count == keys.count)
             }
@@ -86,6 +95,39 @@ struct IdempotencyAcrossInstancesTests {
                 #expect(again.text == firstAnswers[key]?.text)
             }
             let count = try SharedIdempotencyTests.noteCount(three, limit: 100)
+            #expect(count == keys.count)
+        }
+    }
+
+    @Test("one keyed upload sent to two instances at once: one upload, the other answer 409 or the same answer; a retry on a new instance, the same answer")
+    func uploadRace() throws {
+        let backend = try SharedBackend()
+        let keys = (0..<8).map { "upload-race-\($0)" }
+        var parts = MultipartBuilder()
+        parts.file("file", filename: "race.bin", body: [UInt8](repeating: 7, count: 100_000))
+        let body = parts.finished(), type = [("Content-Type", parts.contentType)]
+        @Sendable func post(_ app: TestApp, _ key: String) throws -> WireResponse {
+            try RawHTTP(port: app.port, timeout: 20).request("POST", "/uploads", headers: type + [("Idempotency-Key", key)], body: body, close: true)
+        }
+        func uploadCount(_ app: TestApp) throws -> Int? {
+            (try app.request("GET", "/uploads?limit=100").json()["uploads"] as? [Any])?.count
+        }
+        var firstAnswers: [String: String] = [:]
+        try TestApp.with(configure: backend.configure) { one in
+            try TestApp.with(configure: backend.configure) { two in
+                let created = Self.race(keys) { index in try post(index % 2 == 0 ? one : two, keys[index / 2]) }
+                for (key, answer) in created { firstAnswers[key] = answer.text }
+                let count = try uploadCount(one)
+                #expect(count == keys.count)
+            }
+        }
+        try TestApp.with(configure: backend.configure) { three in
+            for key in keys {
+                let again = try post(three, key)
+                #expect(again.status == 201 && again.header("Idempotent-Replayed") == "true", "\(key): \(again.status)")
+                #expect(again.text == firstAnswers[key])
+            }
+            let count = try uploadCount(three)
             #expect(count == keys.count)
         }
     }

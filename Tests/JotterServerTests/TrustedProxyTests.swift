@@ -36,6 +36,65 @@ struct TrustedProxyTests {
         #expect(direct.count == 1 && direct[0].contains(" 127.0.0.3 \"") && !direct[0].contains("198.51.100"), "\(direct)")
     }
 
+    @Test("through nginx the per-address connection limit leaves nginx alone, and still holds for a direct client")
+    func connectionLimitThroughNginx() throws {
+        try TestApp.with(configure: { configuration in
+            configuration.trustedProxies = ["127.0.0.1"]
+            configuration.connectionsPerAddress = 4
+        }) { app in
+            let nginx = try NginxProcess(instances: [app.port])
+            defer { nginx.stop() }
+            // Eight clients' event streams: nginx holds eight connections to the instance, from 127.0.0.1.
+            var streams: [RawHTTP] = []
+            for client in 2...9 {
+                let stream = try RawHTTP(port: nginx.port, sourceAddress: "127.0.0.\(client)", timeout: 10)
+                try stream.send("GET /notes/events HTTP/1.1\r\nHost: localhost\r\n\r\n")
+                let head = try stream.readStream(until: "\r\n\r\n")
+                #expect(head.hasPrefix("HTTP/1.1 200"), "client 127.0.0.\(client): \(head.prefix(200))")
+                streams.append(stream)
+            }
+            // A client straight to the instance still has its four.
+            var direct: [RawHTTP] = []
+            for _ in 0..<4 {
+                let stream = try RawHTTP(port: app.port, sourceAddress: "127.0.0.10", timeout: 10)
+                try stream.send("GET /notes/events HTTP/1.1\r\nHost: localhost\r\n\r\n")
+                #expect(try stream.readStream(until: "\r\n\r\n").hasPrefix("HTTP/1.1 200"))
+                direct.append(stream)
+            }
+            let fifth = try RawHTTP(port: app.port, sourceAddress: "127.0.0.10", timeout: 5)
+            #expect(fifth.isClosedByServer())
+        }
+    }
+
+    @Test("through nginx the sign-in limiter counts each client's guesses, not nginx's; a spoofed X-Forwarded-For from another peer does not escape it")
+    func signInLimiterThroughNginx() throws {
+        try TestApp.with(configure: { configuration in
+            configuration.trustedProxies = ["127.0.0.1"]
+            configuration.auth = .required
+            configuration.signInRefillSeconds = 600
+        }) { app in
+            try app.addUser("ann")
+            try app.addUser("bob")
+            let nginx = try NginxProcess(instances: [app.port])
+            defer { nginx.stop() }
+            let form = [("Content-Type", "application/x-www-form-urlencoded")]
+            func signIn(_ port: Int, from source: String, _ body: String, headers: [(String, String)] = []) throws -> Int {
+                try RawHTTP(port: port, sourceAddress: source).request("POST", "/auth/sessions", headers: form + headers,
+                                                                     body: Array(body.utf8), close: true).status
+            }
+            // One client through nginx spends its address's attempts (a burst of 10)…
+            for _ in 0..<10 { #expect(try signIn(nginx.port, from: "127.0.0.2", "name=ann&password=guess") == 401) }
+            #expect(try signIn(nginx.port, from: "127.0.0.2", "name=bob&password=password%20of%20bob") == 429)
+            // …another client through the same nginx still has all of its own.
+            #expect(try signIn(nginx.port, from: "127.0.0.3", "name=bob&password=password%20of%20bob") == 201)
+            // Straight from an untrusted peer, a new X-Forwarded-For each time changes nothing.
+            for guess in 0..<10 {
+                #expect(try signIn(app.port, from: "127.0.0.4", "name=ann&password=guess", headers: [("X-Forwarded-For", "198.51.100.\(guess)")]) == 401)
+            }
+            #expect(try signIn(app.port, from: "127.0.0.4", "name=bob&password=password%20of%20bob", headers: [("X-Forwarded-For", "198.51.100.99")]) == 429)
+        }
+    }
+
     @Test("HTTPS said by a trusted proxy: the session cookie is Secure and HSTS is sent; said by anyone else, neither")
     func httpsFromTheProxy() throws {
         for trusted in [true, false] {

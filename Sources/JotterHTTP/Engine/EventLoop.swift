@@ -237,17 +237,21 @@ final class ConnectionTable: Sendable {
     private let counts = Mutex<(total: Int, byAddress: [String: Int])>((0, [:]))
     let limit: Int
     let perAddress: Int
+    /// Peers whose connections carry many clients (trusted proxies): not held to `perAddress`.
+    let unlimited: TrustedProxies
 
-    init(limit: Int, perAddress: Int) {
+    init(limit: Int, perAddress: Int, unlimited: TrustedProxies = TrustedProxies()) {
         self.limit = max(1, limit)
         self.perAddress = perAddress
+        self.unlimited = unlimited
     }
 
-    /// Counts a new connection from `address`; false when that address has its share open.
+    /// Counts a new connection from `address`; false when that address has its share open
+    /// (never for a trusted proxy).
     func admit(_ address: String) -> Bool {
         counts.withLock { counts in
             let current = counts.byAddress[address, default: 0]
-            if perAddress > 0, current >= perAddress { return false }
+            if perAddress > 0, current >= perAddress, !unlimited.contains(address) { return false }
             counts.byAddress[address] = current + 1
             counts.total += 1
             return true

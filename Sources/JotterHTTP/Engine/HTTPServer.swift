@@ -19,7 +19,9 @@ public final class HTTPServer: Sendable {
         public var threads: Int
         /// Open connections in all.
         public var connectionLimit: Int
-        /// Open connections from one client address, so one address can't starve the rest.
+        /// Open connections from one client address, so one address can't starve the rest. A
+        /// trusted proxy (`Router.trustedProxies`) is not limited: its connections are many
+        /// clients' (the proxy limits those; contrib/nginx/jotter.conf's `limit_conn`).
         public var connectionsPerAddress: Int
         /// Seconds a connection may stay idle (keep-alive included) before it is closed.
         public var idleTimeout: Int
@@ -80,7 +82,8 @@ public final class HTTPServer: Sendable {
         self.log = log
         limits = RequestLifecycle.Limits(maxBodySize: configuration.maxBodySize, maxUploadSize: configuration.maxUploadSize,
                                          maxParts: configuration.maxParts, temporaryDirectory: configuration.temporaryDirectory)
-        connections = ConnectionTable(limit: configuration.connectionLimit, perAddress: configuration.connectionsPerAddress)
+        connections = ConnectionTable(limit: configuration.connectionLimit, perAddress: configuration.connectionsPerAddress,
+                                      unlimited: router.trustedProxies)
     }
 
     /// The ALPN protocols HTTPS offers, in order of preference.

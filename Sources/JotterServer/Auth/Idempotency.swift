@@ -14,17 +14,19 @@ import JotterStore
 /// error the retry runs again. An answer over 64 KiB, or one pushed past its owner's 1 MiB of
 /// kept answers, is kept as a reference: its retry gets `303 See Other` to its `Location`.
 ///
-/// On the routes in `transactional` (`POST /notes`) the claim is no write of its own: the
-/// handler finds it in the context (`IdempotencyKeyed`) and makes it in the transaction that
-/// creates the note, which also keeps a reference answer — claim and note commit together.
+/// On the requests `transactional` picks (`POST /notes`, a multipart `POST /uploads`) the
+/// claim is no write of its own: the handler finds it in the context (`IdempotencyKeyed`) and makes it in the
+/// transaction that creates the note or the upload rows, which also keeps a reference answer —
+/// claim and rows commit together (a refused upload's bytes are deleted again).
 /// A refused claim comes back as `IdempotencyRefused`, answered here like any other.
 final class IdempotencyMiddleware: Middleware {
     static let header = "Idempotency-Key"
 
     private let store: any DataStore
-    private let transactional: Set<String>
+    /// Whether a request's route claims the key in its own transaction.
+    private let transactional: @Sendable (Request) -> Bool
 
-    init(store: any DataStore, transactional: Set<String> = []) {
+    init(store: any DataStore, transactional: @escaping @Sendable (Request) -> Bool = { _ in false }) {
         self.store = store
         self.transactional = transactional
     }
@@ -40,7 +42,7 @@ final class IdempotencyMiddleware: Middleware {
         let fingerprint = Self.fingerprint(request)
         let store = store
         let now = Int64(time(nil))
-        if transactional.contains(String(request.path)) {
+        if transactional(request) {
             var keyed = context
             keyed[IdempotencyKeyed.self] = IdempotencyKeyClaim(key: slot, fingerprint: fingerprint, now: now)
             // No claim was made here: a failure before the handler's transaction leaves nothing to release.

@@ -5,15 +5,19 @@ import JotterStore
 import Synchronization
 
 /// An upload's bytes as a response, from wherever the store keeps them: a local file goes by
-/// `sendfile`; an object in a bucket streams through a bounded buffer fed by a thread of its
-/// own, so a slow client holds at most `BlobStreamBody.bufferLimit` bytes of it.
+/// `sendfile`; an object in a bucket streams through a `BlobDownload` — every download of the
+/// bucket shares one libcurl thread, and the engine drains each one's bounded buffer as its
+/// client reads (a client that stops reading pauses its transfer: it holds at most
+/// `bufferLimit` bytes and no thread).
 ///
-/// From a bucket the status waits for the bucket's answer (`BlobStore.get`'s `opened`): an
+/// From a bucket the status waits for the bucket's answer (`BlobDownload.whenOpened`): an
 /// object gone behind Jotter's back is a `404`, an unreachable bucket a `503` with
 /// `Retry-After` — never a `200` and a cut connection.
 enum BlobResponse {
-    /// Downloads from a bucket streaming at once; more are `503` with `Retry-After`.
-    static let maxStreams = 64
+    /// Downloads from a bucket streaming at once; more are `503` with `Retry-After`. Each holds
+    /// at most `bufferLimit` bytes (and libcurl's 16 KiB block), no thread.
+    static let maxStreams = 1024
+    static let bufferLimit = 128 << 10
     private static let streams = Atomic<Int>(0)
 
     static func make(store: any DataStore, key: String, size: UInt64, range: String?, headers: HTTPHeaders, what: String) throws -> Reply {
@@ -22,6 +26,7 @@ enum BlobResponse {
             guard fd >= 0 else { throw HTTPError(.notFound, detail: "the content of \(what) is gone") }
             return .now(try Response.ranged(fd: fd, size: size, range: range, headers: headers, what: what))
         }
+        guard let bucket = store.blobs as? S3BlobStore else { throw HTTPError(.internalServerError, detail: "unknown blob store") }
         // The range is checked against the row's size first (a 416 needs no request to the bucket).
         var chosen: (offset: UInt64, length: UInt64, status: HTTPStatus, headers: HTTPHeaders)?
         _ = try Response.ranged(size: size, range: range, headers: headers, what: what) { offset, length, status, headers in
@@ -29,40 +34,28 @@ enum BlobResponse {
             return Response(status: status)
         }
         guard let (offset, length, status, headers) = chosen else { throw HTTPError(.internalServerError) }
+        if length == 0 {
+            // An empty object: nothing to stream, but it must still be there.
+            return Reply.elsewhere(store.dispatch) {
+                guard try bucket.head(key) != nil else { throw BlobResponse.gone(what) }
+                return .now(Response(status: status, headers: headers))
+            }
+        }
         guard streams.add(1, ordering: .relaxed).newValue <= maxStreams else {
             streams.subtract(1, ordering: .relaxed)
             throw busy("too many downloads in progress; try again shortly")
         }
-        let blobs = store.blobs
-        if length == 0 {
-            // An empty object: nothing to stream, but it must still be there.
-            defer { streams.subtract(1, ordering: .relaxed) }
-            return Reply.elsewhere(store.dispatch) {
-                guard try blobs.head(key) != nil else { throw BlobResponse.gone(what) }
-                return .now(Response.stream(BlobStreamBody(ended: true), status: status, headers: headers, length: 0, blockSize: 64 << 10))
-            }
-        }
-        let byteRange = Int64(offset)...Int64(offset + length - 1)
+        let download = bucket.download(key, range: Int64(offset)...Int64(offset + length - 1), bufferLimit: bufferLimit)
+        let body = BucketStreamBody(download) { streams.subtract(1, ordering: .relaxed) }
         return Reply.later { done in
-            let started = StoreThreads.detach {
-                defer { streams.subtract(1, ordering: .relaxed) }
-                let body = BlobStreamBody()
-                var answered = false
-                do {
-                    try blobs.get(key, range: byteRange, opened: { _ in
-                        answered = true
-                        done { Response.stream(body, status: status, headers: headers, length: length, blockSize: 64 << 10) }
-                    }, into: { bytes in try body.push(bytes) })
-                    body.end(failed: false)
-                } catch {
-                    if answered { return body.end(failed: true) }
+            download.whenOpened { outcome in
+                switch outcome {
+                case .success: done { Response.stream(body, status: status, headers: headers, length: length, blockSize: 64 << 10) }
+                case .failure(let error):
+                    body.finish()
                     if case BlobError.notFound = error { return done { throw BlobResponse.gone(what) } }
                     done { throw error }
                 }
-            }
-            if !started {
-                streams.subtract(1, ordering: .relaxed)
-                done { throw BlobResponse.busy("cannot start a download now; try again shortly") }
             }
         }
     }
@@ -76,84 +69,37 @@ enum BlobResponse {
     }
 }
 
-/// A response body filled by a producer thread (`push`, which blocks while the buffer is full)
-/// and drained by the engine (`read`, which never blocks).
-final class BlobStreamBody: StreamingBody {
-    static let bufferLimit = 1 << 20
+/// A bucket download as a response body: the engine reads what has arrived, and waits (its
+/// connection suspended) until the download has more.
+final class BucketStreamBody: StreamingBody {
+    private let download: BlobDownload
+    /// Called once, when the body is done with (sent, failed, or never sent).
+    private let released: Mutex<(@Sendable () -> Void)?>
 
-    struct Cancelled: Error {}
-
-    private struct State {
-        var queue = ChunkQueue()
-        var ended = false
-        var failed = false
-        /// The engine is done with the body: the producer stops.
-        var finished = false
-        var producerWaiting = false
-        var waker: ConnectionWaker?
-    }
-
-    private let state = Mutex(State())
-    private let room = Semaphore()
-
-    init(ended: Bool = false) {
-        state.withLock { $0.ended = ended }
+    init(_ download: BlobDownload, released: @escaping @Sendable () -> Void) {
+        self.download = download
+        self.released = Mutex(released)
     }
 
     func start(waker: ConnectionWaker) {
-        state.withLock { $0.waker = waker }
+        download.notify { waker.wake() }
     }
 
     func read(into buffer: UnsafeMutableRawBufferPointer, at offset: UInt64) -> StreamRead {
-        let (read, wakeProducer) = state.withLock { state -> (StreamRead, Bool) in
-            let written = state.queue.drain(into: buffer)
-            let wake = state.producerWaiting && state.queue.count < Self.bufferLimit
-            if wake { state.producerWaiting = false }
-            if written > 0 { return (.bytes(written), wake) }
-            if state.failed { return (.failed, wake) }
-            return (state.ended ? .end : .wait, wake)
+        switch download.read(into: buffer) {
+        case .bytes(let count): .bytes(count)
+        case .wait: .wait
+        case .end: .end
+        case .failed: .failed
         }
-        if wakeProducer { room.signal() }
-        return read
     }
 
     func finish() {
-        let wake = state.withLock { state -> Bool in
-            state.finished = true
-            state.queue.removeAll()
-            defer { state.producerWaiting = false }
-            return state.producerWaiting
-        }
-        if wake { room.signal() }
+        download.cancel()
+        released.withLock { released in defer { released = nil }; return released }?()
     }
 
-    /// Adds bytes, waiting while the buffer is full; throws once the engine is done with the body.
-    func push(_ bytes: UnsafeRawBufferPointer) throws {
-        while true {
-            let (proceed, finished) = state.withLock { state -> (Bool, Bool) in
-                if state.finished { return (false, true) }
-                if state.queue.count < Self.bufferLimit { return (true, false) }
-                state.producerWaiting = true
-                return (false, false)
-            }
-            if finished { throw Cancelled() }
-            if proceed { break }
-            room.wait()
-        }
-        let waker = state.withLock { state -> ConnectionWaker? in
-            state.queue.append(Array(bytes))
-            return state.waker
-        }
-        waker?.wake()
-    }
-
-    /// No more bytes; `failed`: the object could not be read whole (the connection is closed).
-    func end(failed: Bool) {
-        let waker = state.withLock { state -> ConnectionWaker? in
-            state.ended = true
-            state.failed = failed
-            return state.waker
-        }
-        waker?.wake()
-    }
+    /// A response the engine dropped unsent (its connection closed while the bucket answered)
+    /// is never started nor finished: its download ends here.
+    deinit { finish() }
 }

@@ -61,15 +61,25 @@ struct UploadsController {
         // Moving the bytes blocks (fsync, or the network): never on an engine thread.
         return Reply.elsewhere(store.dispatch) {
             let uploads = try Self.storeBytes(files, in: store.blobs, streamed: bucketFiles)
-            return Reply.later { done in
-                store.addUploads(uploads, noteID: target, owner: owner) { result in
-                    done {
-                        guard let added = try result.get() else {
-                            throw HTTPError(.notFound, detail: "note \(target.map(String.init) ?? "") does not exist")
+            let answer = { @Sendable (added: UploadsAdded?) throws -> Response in
+                guard let added else { throw HTTPError(.notFound, detail: "note \(target.map(String.init) ?? "") does not exist") }
+                return try JSON(UploadList(uploads: added.uploads.map(Upload.init)), status: .created).response(for: request)
+            }
+            if let claim = context[IdempotencyKeyed.self] {
+                // The key is claimed in the rows' own transaction.
+                return Reply.later { done in
+                    store.addUploads(uploads, noteID: target, owner: owner, claiming: claim) { result in
+                        done {
+                            switch try result.get() {
+                            case .refused(let found): throw IdempotencyRefused(claim: found)
+                            case .done(let added): return try answer(added)
+                            }
                         }
-                        return try JSON(UploadList(uploads: added.uploads.map(Upload.init)), status: .created).response(for: request)
                     }
                 }
+            }
+            return Reply.later { done in
+                store.addUploads(uploads, noteID: target, owner: owner) { result in done { try answer(try result.get()) } }
             }
         }
     }

@@ -100,14 +100,37 @@ extension PostgresStore {
 
     /// Records uploads whose blobs are stored; nil when `noteID` names no note of `owner`'s.
     public func addUploads(_ uploads: [NewUpload], noteID: Int64?, owner: Owner, completion: @escaping StoreCompletion<UploadsAdded?>) {
+        addUploads(uploads, noteID: noteID, owner: owner, claiming: nil) { result in
+            completion(result.map { if case .done(let added) = $0 { added } else { nil } })
+        }
+    }
+
+    public func addUploads(_ uploads: [NewUpload], noteID: Int64?, owner: Owner, claiming claim: IdempotencyKeyClaim,
+                           completion: @escaping StoreCompletion<KeyedOutcome<UploadsAdded?>>) {
+        addUploads(uploads, noteID: noteID, owner: owner, claiming: Optional(claim), completion: completion)
+    }
+
+    /// Both `addUploads`: the claim, when there is one, is made and kept in the rows' transaction.
+    private func addUploads(_ uploads: [NewUpload], noteID: Int64?, owner: Owner, claiming claim: IdempotencyKeyClaim?,
+                            completion: @escaping StoreCompletion<KeyedOutcome<UploadsAdded?>>) {
         let rows = uploads.map { (id: $0.id, filename: $0.filename, contentType: $0.contentType, size: $0.size, sha256: $0.sha256) }
         let blobs = blobs
-        write({ write -> UploadsAdded? in
-            guard let (records, change) = try PostgresUploadRows.add(rows, noteID: noteID, owner: owner, in: write) else { return nil }
-            return UploadsAdded(uploads: records, change: change.map { NoteChange(note: $0.0, event: $0.1) })
+        write({ write -> KeyedOutcome<UploadsAdded?> in
+            if let claim {
+                let found = try PostgresIdempotencyRows.claim(claim.key, fingerprint: claim.fingerprint, owner: owner, now: claim.now, on: write.db)
+                guard found == .claimed else { return .refused(found) }
+            }
+            guard let (records, change) = try PostgresUploadRows.add(rows, noteID: noteID, owner: owner, in: write) else {
+                if let claim { try PostgresIdempotencyRows.release(claim.key, owner: owner, on: write.db) }
+                return .done(nil)
+            }
+            if let claim {
+                try PostgresIdempotencyRows.keepPending(claim.key, location: "/uploads/\(records[0].id)", owner: owner, now: claim.now, on: write.db)
+            }
+            return .done(UploadsAdded(uploads: records, change: change.map { NoteChange(note: $0.0, event: $0.1) }))
         }, completion: { result in
             // Bytes without a committed row go again.
-            if case .success(.some) = result {} else {
+            if case .success(.done(.some)) = result {} else {
                 for upload in uploads { try? blobs.delete(UploadRecord.blobKey(upload.id)) }
             }
             completion(result)
