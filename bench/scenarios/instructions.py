@@ -513,10 +513,8 @@ def render(res: dict, loads: list, args) -> tuple:
     detail = ["### Where jotter's `GET /hello?name=Bob` goes", "",
               f"From the last measured window ({h['n']:,} requests): self costs summed from "
               f"the dump's cost lines, inclusive costs and the callers of `memset` from "
-              f"`callgrind_annotate`; Swift names demangled. libmicrohttpd's internal "
-              f"functions have no symbol in "
-              f"Debian's package and show as addresses (bench/README.md names the ones that "
-              f"matter).", "",
+              f"`callgrind_annotate`; Swift names demangled; a C library's internal "
+              f"functions without a symbol in Debian's package show as addresses.", "",
               f"Self cost, top {TOP}:", ""]
     detail += function_table(h["self"], h["n"], total, "self")
     by_object = {}
@@ -629,7 +627,7 @@ def run(args, tmp: str) -> tuple:
         ("--instr-warmup", args.instr_warmup, 100),
         ("--instr-windows", args.instr_windows, 2), ("--instr-notes", args.instr_notes, 150)])
     valgrind = sh(["valgrind", "--version"])
-    mhd = sh(["dpkg-query", "-W", "-f=${Version}", "libmicrohttpd12"]) or "?"
+    llhttp = sh(["dpkg-query", "-W", "-f=${Version}", "node-llhttp"]) or "?"
     rounds = (f" {args.rounds} rounds, each with fresh servers;" if args.rounds > 1 else "")
     section = (
         f"## Scenario `{NAME}`: {TITLE}\n\n"
@@ -643,7 +641,7 @@ def run(args, tmp: str) -> tuple:
         f"the other on one keep-alive connection, `callgrind_control -d`;{rounds} Ir/request = "
         f"the dump's total Ir (user space, all threads) / N, median over the windows. "
         f"`POST /notes` writes the same body each time, one request in flight.\n\n"
-        f"Machine: {machine_info(('nginx', 'sqlite'))}; {valgrind}; libmicrohttpd {mhd}.\n\n"
+        f"Machine: {machine_info(('nginx', 'sqlite'))}; {valgrind}; llhttp (node-llhttp) {llhttp}.\n\n"
         f"{table}\n\n"
         f"{detail}\n\n"
         f"The last window of each row is kept as `bench/.build/callgrind.out.SERVER-KIND` "
