@@ -345,26 +345,31 @@ def continuation_flood(port):
     return "200 CONTINUATION frames: no GOAWAY, the connection still open" if code is None else None
 
 
-@case
-def ping_flood(port):
-    # PINGs sent without reading any answer: the server must not queue acknowledgements forever.
-    sock = socket.create_connection(("127.0.0.1", port), timeout=10)
+def unread_flood(sock, frame, name):
+    """Sends `frame` 200,000 times without reading what the server answers to each: None when
+    the server closes the connection (it must not queue its answers forever)."""
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
-    conn = h2.connection.H2Connection(config=h2.config.H2Configuration(client_side=True))
-    conn.initiate_connection()
-    sock.sendall(conn.data_to_send())
-    ping = raw_frame(0x6, 0x0, 0, b"12345678")
     begun = time.time()
     try:
         for _ in range(200):
-            sock.sendall(ping * 1000)
+            sock.sendall(frame * 1000)
             if time.time() - begun > 15:
-                return "200,000 PINGs unread for 15 s: the connection still open"
+                return f"200,000 {name} unread for 15 s: the connection still open"
     except (BrokenPipeError, ConnectionResetError):
         return None
     except socket.timeout:
-        return "the server stopped reading PINGs but kept the connection open"
-    return "200,000 PINGs unread: the connection still open"
+        return f"the server stopped reading {name} but kept the connection open"
+    return f"200,000 {name} unread: the connection still open"
+
+
+@case
+def ping_flood(port):
+    # PINGs sent without reading any acknowledgement.
+    sock = socket.create_connection(("127.0.0.1", port), timeout=10)
+    conn = h2.connection.H2Connection(config=h2.config.H2Configuration(client_side=True))
+    conn.initiate_connection()
+    sock.sendall(conn.data_to_send())
+    return unread_flood(sock, raw_frame(0x6, 0x0, 0, b"12345678"), "PINGs")
 
 
 @case
@@ -549,21 +554,8 @@ def hpack_errors(port):
 
 @case
 def settings_flood(port):
-    # SETTINGS sent without reading the acknowledgements: the server must not queue them forever.
-    sock = raw_connection(port)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
-    settings = raw_frame(0x4, 0x0, 0, b"\x00\x03\x00\x00\x00\x64")
-    begun = time.time()
-    try:
-        for _ in range(200):
-            sock.sendall(settings * 1000)
-            if time.time() - begun > 15:
-                return "200,000 SETTINGS unread for 15 s: the connection still open"
-    except (BrokenPipeError, ConnectionResetError):
-        return None
-    except socket.timeout:
-        return "the server stopped reading SETTINGS but kept the connection open"
-    return "200,000 SETTINGS unread: the connection still open"
+    # SETTINGS sent without reading any acknowledgement.
+    return unread_flood(raw_connection(port), raw_frame(0x4, 0x0, 0, b"\x00\x03\x00\x00\x00\x64"), "SETTINGS")
 
 
 @case
