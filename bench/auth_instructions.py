@@ -9,11 +9,15 @@ keep-alive connection, and callgrind_control -d dumps the counts; then the next 
 
     python3 bench/auth_instructions.py --jotter .build/release/jotter [--requests 2000] [--tls]
 
+--postgres runs the server on a throwaway PostgreSQL cluster (the `scale` scenario's, durable
+settings) instead of SQLite: the authenticated request then takes from the shared rate limit's
+`limit_buckets` rows, so the difference is that limiter's cost in the server (PostgreSQL's own
+CPU is not counted). Needs Debian's postgresql.
 --tls also measures HTTPS (a certificate made with openssl): per request on one keep-alive
 connection, and per new connection (handshake included, one request each).
 Needs valgrind (scripts/install-bench-deps) and, for --tls, openssl.
 """
-import argparse, glob, http.client, os, re, shutil, socket, ssl, subprocess, tempfile, time
+import argparse, glob, http.client, os, re, shutil, socket, ssl, subprocess, sys, tempfile, time
 
 
 def free_port():
@@ -98,6 +102,7 @@ def main():
     parser.add_argument("--requests", type=int, default=2000)
     parser.add_argument("--warmup", type=int, default=300)
     parser.add_argument("--tls", action="store_true", help="also measure HTTPS")
+    parser.add_argument("--postgres", action="store_true", help="the store on a throwaway PostgreSQL cluster")
     parser.add_argument("--keep", help="a folder to copy each kind's callgrind dump into (for callgrind_annotate)")
     args = parser.parse_args()
     jotter = os.path.abspath(args.jotter)
@@ -111,14 +116,23 @@ def main():
         command = [stripped]
     else:
         command = [jotter, "serve"]
+    pg = None
     try:
-        subprocess.run([jotter, "users", "add", "bench", "--data", data], input=b"bench-password\n", check=True, capture_output=True)
-        token = subprocess.run([jotter, "tokens", "create", "--user", "bench", "--data", data], check=True,
+        place = []
+        if args.postgres:
+            sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+            from scenarios.scale import Postgres
+            pg_folder = tempfile.mkdtemp(prefix="jotter-auth-pg-")
+            pg = Postgres(os.path.join(pg_folder, "pg"))
+            place = ["--database", pg.url]
+        subprocess.run([jotter, "users", "add", "bench", "--data", data, *place], input=b"bench-password\n", check=True,
+                       capture_output=True)
+        token = subprocess.run([jotter, "tokens", "create", "--user", "bench", "--data", data, *place], check=True,
                                capture_output=True).stdout.decode().strip()
         bearer = {"Authorization": f"Bearer {token}"}
         results = {}
 
-        server = Measured(command, data, [])
+        server = Measured(command, data, place)
         path = create_note(server, token)
         conn = server.connect()
         for headers in [{}, bearer]:
@@ -136,7 +150,8 @@ def main():
             subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", cert,
                             "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1", "-days", "2"],
                            check=True, capture_output=True)
-            server = Measured(command, data, ["--tls-cert", cert, "--tls-key", key], context=ssl.create_default_context(cafile=cert))
+            server = Measured(command, data, ["--tls-cert", cert, "--tls-key", key, *place],
+                              context=ssl.create_default_context(cafile=cert))
             conn = server.connect()
             for _ in range(args.warmup):
                 get(conn, path, {})
@@ -153,6 +168,9 @@ def main():
                   f"new connection each: {results['TLS, new connection each'] / results['plain, new connection each']:.1f}")
         print(f"({args.requests} keep-alive requests per kind after {args.warmup} to warm up; {args.requests // 4} connections)")
     finally:
+        if pg:
+            pg.stop()
+            shutil.rmtree(pg_folder, ignore_errors=True)
         shutil.rmtree(data, ignore_errors=True)
 
 

@@ -141,9 +141,10 @@ class Server:
                 "killed": self.proc.returncode == -signal.SIGKILL}
 
 
-def http_get(url: str, timeout=2.0):
+def http_get(url: str, timeout=2.0, headers: Optional[dict] = None):
     try:
-        with urllib.request.urlopen(url, timeout=timeout) as r:
+        with urllib.request.urlopen(urllib.request.Request(url, headers=headers or {}),
+                                    timeout=timeout) as r:
             return r.status, r.read().decode(errors="replace")
     except urllib.error.HTTPError as e:
         return e.code, ""

@@ -29,15 +29,16 @@ import argparse, os, shutil, signal, sys, tempfile
 
 from harness import REPO, BenchError, ForeignLoad, raise_nofile, write_section
 from scenarios import events, hello, notes, sdk_upload, uploads
-from scenarios import http2, instructions, peers, scale
+from scenarios import bucket_upload, http2, instructions, peers, scale
 
 SCENARIOS = {m.NAME: m for m in (hello, notes, events, uploads, sdk_upload)}
 SCENARIOS[instructions.NAME] = instructions
 SCENARIOS[peers.NAME] = peers
 SCENARIOS[scale.NAME] = scale
 SCENARIOS[http2.NAME] = http2
+SCENARIOS[bucket_upload.NAME] = bucket_upload
 JOTTER_ONLY = ("notes", "events", "uploads", "sdk-upload")
-JOTTER_ONLY += (instructions.NAME, peers.NAME, scale.NAME, http2.NAME)
+JOTTER_ONLY += (instructions.NAME, peers.NAME, scale.NAME, http2.NAME, bucket_upload.NAME)
 
 
 def parse_args():
@@ -110,6 +111,8 @@ def parse_args():
         tools += ["nginx", "php", "ruby"]
     if scale.NAME in names:
         tools += list(scale.TOOLS)
+    if bucket_upload.NAME in names:
+        tools += list(bucket_upload.TOOLS)
     for tool in tools:
         if not shutil.which(tool):
             ap.error(f"{tool} not found: run scripts/install-bench-deps")

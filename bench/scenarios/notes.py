@@ -56,10 +56,14 @@ async def _post_notes(port: int, bodies: list, concurrency: int) -> list:
     return ids
 
 
-def seed(args, tmp: str) -> dict:
+def seed(args, tmp: str, prepare=None) -> dict:
     """A fresh data dir with args.seed_notes notes created through the API (synchronous=FULL),
-    the server stopped cleanly; later servers start from copies of it."""
+    the server stopped cleanly; later servers start from copies of it. `prepare(data)`, when
+    given, runs on the empty data dir before the server starts (e.g. to add a user first)."""
     data = os.path.join(tmp, "notes-seed")
+    if prepare:
+        os.makedirs(data, exist_ok=True)
+        prepare(data)
     srv = start_server("jotter", jotter_argv(args, data), tmp, args.start_timeout,
                        log_name="jotter-seed")
     try:

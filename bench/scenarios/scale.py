@@ -1,6 +1,8 @@
 """Scenario `scale`: 1, 2 and 3 `jotter serve` instances on one PostgreSQL database behind
 nginx (contrib/nginx/jotter.conf), next to one instance on SQLite (no nginx), with the same
-seeded notes: GET /notes/{id}, GET /notes?limit=100 and durable POST /notes. On 2 cores the
+seeded notes: GET /notes/{id} (without and with a Bearer token: the per-token rate limit, shared
+through PostgreSQL's limit_buckets, runs on every request with one), GET /notes?limit=100 and
+durable POST /notes. On 2 cores the
 instances, PostgreSQL, nginx and wrk share the machine, so the figure that compares is the
 CPU each component spends per request (utime+stime from /proc/PID/stat of each process tree,
 before and after the measured run), next to req/s.
@@ -18,8 +20,13 @@ NAME = "scale"
 TITLE = "N instances on PostgreSQL behind nginx, next to one on SQLite ({:,} notes)"
 TOOLS = ("wrk", "nginx")
 INSTANCES = (1, 2, 3)
+# Requests a minute per token and per user: high enough that the authenticated load is never
+# refused, so every request pays for the limiter (its buckets taken, none refused).
+RATE_LIMIT = "1000000000"
+USER = "bench"
 LOADS = [  # key, label, wrk script, connections attribute
     ("get", "`GET /notes/{id}`", "lua/note_get.lua", "connections"),
+    ("get_auth", "`GET /notes/{id}`, Bearer token", "lua/note_get.lua", "connections"),
     ("list", "`GET /notes?limit=100`", None, "connections"),
     ("post", "`POST /notes` (durable)", "lua/note_post.lua", "write_connections"),
 ]
@@ -62,6 +69,15 @@ class Postgres:
                            capture_output=True, text=True, timeout=120)
         if p.returncode != 0:
             raise BenchError(f"{program} failed: {p.stdout}{p.stderr}")
+
+    def query(self, sql: str) -> str:
+        """`sql` through psql on the cluster's socket, unaligned, tuples only."""
+        p = subprocess.run(self.as_pg + [os.path.join(self.bin, "psql"), "-h", self.folder, "-p",
+                                         str(self.port), "-U", "jotter", "-d", "jotter", "-tAc", sql],
+                           capture_output=True, text=True, timeout=60)
+        if p.returncode != 0:
+            raise BenchError(f"psql {sql!r} failed: {p.stdout}{p.stderr}")
+        return p.stdout.strip()
 
     def version(self) -> str:
         p = subprocess.run([os.path.join(self.bin, "postgres"), "--version"], capture_output=True,
@@ -144,19 +160,23 @@ class Deployment:
             s.stop(timeout=15)
 
 
-def measure(deployment: Deployment, args, ids_file: str, label: str) -> dict:
+def measure(deployment: Deployment, args, ids_file: str, label: str, token: str) -> dict:
+    """Every load of LOADS; `token` (of the user who owns the seeded notes) for the
+    authenticated one."""
     rows = {}
     some_id = open(ids_file).readline().strip()
     for key, what, script, conns in LOADS:
         path = "/notes?limit=100" if key == "list" else f"/notes/{some_id}"
-        status, body = http_get(deployment.base + path)
+        headers = {"Authorization": f"Bearer {token}"} if key == "get_auth" else {}
+        status, body = http_get(deployment.base + path, headers=headers)
         if status != 200:
             raise BenchError(f"{label}: GET {path} -> {status} {body[:200]!r}")
         if key == "post":  # also checks that every 201 is a note in the table
             r = post_load(deployment, args, f"{label} {what}")
         else:
+            script_args = {"get": (ids_file,), "get_auth": (ids_file, token)}.get(key, ())
             r = load(deployment, path, args.duration, getattr(args, conns), script,
-                     (ids_file,) if key == "get" else (), label=f"{label} {what}")
+                     script_args, label=f"{label} {what}")
         before, after = deployment.snapshots[-2:]  # around the measured run
         r["per_component"] = {k: after[k] - before[k] for k in before}
         rows[key] = r
@@ -170,10 +190,26 @@ def start_instances(args, tmp: str, count: int, database: str, base_port: int = 
         os.makedirs(data, exist_ok=True)
         argv = lambda port, data=data: [args.jotter, "serve", "--host", "127.0.0.1", "--port",
                                         str(port), "--threads", str(args.threads), "--quiet",
-                                        "--data", data, "--database", database]
+                                        "--data", data, "--database", database,
+                                        "--rate-limit", RATE_LIMIT]
         servers.append(start_server("jotter", argv, tmp, args.start_timeout,
                                     log_name=f"jotter-pg-{count}-{i}"))
     return servers
+
+
+def add_user_and_token(args, *place: str) -> str:
+    """USER, the first and only user (so requests without credentials act as them under
+    `--auth off` and see the same notes as their token), and a token of theirs; `place`: the
+    store's options (`--data DIR`, or `--database URL`)."""
+    for argv, stdin in (([args.jotter, "users", "add", USER, *place], "bench-password\n"),
+                        ([args.jotter, "tokens", "create", "--user", USER, *place], None)):
+        p = subprocess.run(argv, input=stdin, capture_output=True, text=True, timeout=120)
+        if p.returncode != 0:
+            raise BenchError(f"{' '.join(argv[1:3])} failed: {p.stdout}{p.stderr}")
+    token = p.stdout.strip()
+    if not token.startswith("jot_"):
+        raise BenchError(f"tokens create printed {token!r}")
+    return token
 
 
 def seed_postgres(args, tmp: str, pg: Postgres) -> dict:
@@ -213,6 +249,19 @@ def render(results: list, args) -> str:
                          f"{r['errors']}, {r['non2xx']} | {cell('jotter')} | {cell('postgres')} | "
                          f"{cell('nginx')} | {total:.0f} | {f0(1e6 / total) if total else 'n/a'} |")
     lines.append("")
+    lines.append("The token's cost: `GET /notes/{id}` with a Bearer token minus without, same setup "
+                 "(the token checked, then one take from the user's and one from the token's rate "
+                 "limit bucket: in memory on SQLite, two `limit_buckets` statements on PostgreSQL):")
+    lines.append("")
+    for setup, rows in results:
+        per = {key: {k: v / (rows[key]["requests"] or 1) * 1e6
+                     for k, v in rows[key]["per_component"].items()} for key in ("get", "get_auth")}
+        extra = {k: per["get_auth"][k] - per["get"][k] for k in per["get"]}
+        total, plain = sum(extra.values()), sum(per["get"].values())
+        parts = ", ".join(f"{k} {v:+.0f}" for k, v in extra.items())
+        lines.append(f"- {setup}: **{total:+.0f} µs** per request ({parts}), "
+                     f"{sum(per['get_auth'].values()) / plain:.2f}× the unauthenticated read")
+    lines.append("")
     for setup, rows in results:
         p = rows["post"]
         lines.append(f"- {setup}: `POST /notes` created {p['created']:,} notes for "
@@ -229,23 +278,29 @@ def run(args, tmp: str) -> tuple:
     title = TITLE.format(args.seed_notes)
     print(f"scenario scale: {title}", flush=True)
     results, problems = [], []
-    sqlite_seed = seed(args, tmp)
+    tokens = {}
+    sqlite_seed = seed(args, tmp, lambda data: tokens.update(
+        sqlite=add_user_and_token(args, "--data", data)))
     data = os.path.join(tmp, "scale-sqlite")
     shutil.copytree(sqlite_seed["data"], data)
     srv = start_server("jotter", lambda port: [args.jotter, "serve", "--host", "127.0.0.1",
                                                "--port", str(port), "--threads", str(args.threads),
-                                               "--quiet", "--data", data],
+                                               "--quiet", "--data", data,
+                                               "--rate-limit", RATE_LIMIT],
                        tmp, args.start_timeout, log_name="jotter-sqlite")
     deployment = Deployment([srv])
     try:
         results.append(("1 instance, SQLite, no nginx",
-                        measure(deployment, args, sqlite_seed["ids_file"], "SQLite")))
+                        measure(deployment, args, sqlite_seed["ids_file"], "SQLite",
+                                tokens["sqlite"])))
     finally:
         deployment.stop()
     problems += srv.problems()
 
     pg = Postgres(os.path.join(tmp, "pg"))
     try:
+        token = add_user_and_token(args, "--data", os.path.join(tmp, "pg-accounts"),
+                                   "--database", pg.url)
         seeded = seed_postgres(args, tmp, pg)
         problems += seeded["problems"]
         for count in INSTANCES:
@@ -255,7 +310,7 @@ def run(args, tmp: str) -> tuple:
                 nginx = start_nginx(tmp, [s.port for s in instances], args.start_timeout)
                 deployment = Deployment(instances, nginx, pg)
                 label = f"{count} instance{'s' if count > 1 else ''}, PostgreSQL, nginx"
-                results.append((label, measure(deployment, args, seeded["ids_file"], label)))
+                results.append((label, measure(deployment, args, seeded["ids_file"], label, token)))
             finally:
                 if nginx:
                     nginx.stop()
@@ -282,7 +337,13 @@ def run(args, tmp: str) -> tuple:
                f"database grows by the notes each `POST` load writes. Every load is `wrk -t1 "
                f"-cN -d{args.duration}s --latency` after a {WARMUP_S} s warm-up, against nginx "
                f"(SQLite: the instance), in the order of the table; reads -c{args.connections}, "
-               f"writes -c{args.write_connections}. µs/req = the user+system CPU of each "
+               f"writes -c{args.write_connections}. Each setup's one user (added before the "
+               f"seed, so requests without credentials act as them under `--auth off`) has a "
+               f"token; `GET /notes/{{id}}`, Bearer token is the same load with `Authorization: "
+               f"Bearer jot_…` on every request: the token checked, then one take from the "
+               f"user's and one from the token's rate-limit bucket (`--rate-limit {RATE_LIMIT}`, "
+               f"so none is refused) — in memory on SQLite, in PostgreSQL's `limit_buckets` "
+               f"(`LimitCounters`, shared by the instances) otherwise. µs/req = the user+system CPU of each "
                f"component's process tree during the measured run (`/proc/PID/stat`, before and "
                f"after: every instance together; the postmaster with all its backends; the nginx "
                f"master and worker) / requests; wrk's own CPU is not counted. On 2 cores "
