@@ -65,24 +65,34 @@ struct ScaleOutBackend {
     }
 }
 
-/// N `jotter serve` instances and nginx (`contrib/nginx/jotter.conf`) in front of them. Each
-/// instance has a data folder of its own (its temp files); with a `ScaleOutBackend` they share
-/// the database and the blob store. `stop()` ends everything, also when a test failed midway.
+/// N `jotter serve` instances and a load balancer in front of them: nginx
+/// (`contrib/nginx/jotter.conf`) or HAProxy (`contrib/haproxy/jotter.cfg`). Each instance has a
+/// data folder of its own (its temp files); with a `ScaleOutBackend` they share the database and
+/// the blob store. `stop()` ends everything, also when a test failed midway.
 final class ScaleOutCluster: @unchecked Sendable {
+    /// The load balancer in front of the instances.
+    enum Balancer { case nginx, haproxy }
+
     private(set) var backend: ScaleOutBackend?
     private(set) var instances: [ServerProcess] = []
     private let folders: [URL]
+    /// Set with `.nginx`.
     private(set) var nginx: NginxProcess!
+    /// Set with `.haproxy`.
+    private(set) var haproxy: HAProxyProcess!
 
-    /// Starts `count` instances (on `backend`, or each on SQLite in its own folder) and nginx.
-    init(instances count: Int, backend: ScaleOutBackend?) throws {
+    /// Starts `count` instances (on `backend`, or each on SQLite in its own folder) and `balancer`.
+    init(instances count: Int, backend: ScaleOutBackend?, balancer: Balancer = .nginx) throws {
         self.backend = backend
         folders = (0..<count).map { _ in
             FileManager.default.temporaryDirectory.appendingPathComponent("jotter-scale-\(UUID().uuidString)")
         }
         do {
             for index in 0..<count { instances.append(try start(index, port: 0)) }
-            nginx = try NginxProcess(instances: instances.map(\.port))
+            switch balancer {
+            case .nginx: nginx = try NginxProcess(instances: instances.map(\.port))
+            case .haproxy: haproxy = try HAProxyProcess(instances: instances.map(\.port))
+            }
         } catch {
             stop()
             throw error
@@ -115,10 +125,12 @@ final class ScaleOutCluster: @unchecked Sendable {
         instances[index] = try start(index, port: port)
     }
 
-    /// Stops nginx and every instance (SIGTERM, then SIGKILL), removes their folders and drops
-    /// the database (the bucket goes with SeaweedFS's folder when test-services ends). Idempotent.
+    /// Stops the load balancer and every instance (SIGTERM, then SIGKILL), removes their folders
+    /// and drops the database (the bucket goes with SeaweedFS's folder when test-services ends).
+    /// Idempotent.
     func stop() {
         nginx?.stop()
+        haproxy?.stop()
         for instance in instances where instance.process.isRunning {
             instance.signal(SIGTERM)
             let deadline = Date().addingTimeInterval(15)
