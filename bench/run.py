@@ -18,6 +18,8 @@ and writes it into the scenario's own section of docs/benchmarks.md:
           CPU-second; RSS with 1,000 event streams on 10 connections
   scale   1, 2, 3 instances on PostgreSQL behind nginx and one on SQLite: GET one, GET a page,
           durable POST; req/s and CPU per request of each component (jotter, postgres, nginx)
+  resumable a 1 GiB resumable upload cut at 50 % and resumed: bytes re-sent; its MB/s against
+          a plain raw-body upload of the same file
 
     python3 bench/run.py --jotter .build/release/jotter [--scenario hello,notes,events,uploads,sdk-upload,instructions,peers,scale]
         [--duration 10] [--rounds 1] [--threads 1] [--output docs/benchmarks.md] ...
@@ -29,7 +31,7 @@ import argparse, os, shutil, signal, sys, tempfile
 
 from harness import REPO, BenchError, ForeignLoad, raise_nofile, write_section
 from scenarios import events, hello, notes, sdk_upload, uploads
-from scenarios import bucket_upload, http2, instructions, peers, scale
+from scenarios import bucket_upload, http2, instructions, peers, resumable, scale
 
 SCENARIOS = {m.NAME: m for m in (hello, notes, events, uploads, sdk_upload)}
 SCENARIOS[instructions.NAME] = instructions
@@ -37,8 +39,9 @@ SCENARIOS[peers.NAME] = peers
 SCENARIOS[scale.NAME] = scale
 SCENARIOS[http2.NAME] = http2
 SCENARIOS[bucket_upload.NAME] = bucket_upload
+SCENARIOS[resumable.NAME] = resumable
 JOTTER_ONLY = ("notes", "events", "uploads", "sdk-upload")
-JOTTER_ONLY += (instructions.NAME, peers.NAME, scale.NAME, http2.NAME, bucket_upload.NAME)
+JOTTER_ONLY += (instructions.NAME, peers.NAME, scale.NAME, http2.NAME, bucket_upload.NAME, resumable.NAME)
 
 
 def parse_args():
@@ -68,7 +71,7 @@ def parse_args():
     g.add_argument("--max-connections", type=int, default=12000, help="jotter --max-connections")
     g.add_argument("--fanout-duration", type=int, default=5,
                    help="seconds of POST /notes load while all subscribers listen (0: skip)")
-    g = ap.add_argument_group("uploads, sdk-upload")
+    g = ap.add_argument_group("uploads, sdk-upload, resumable")
     g.add_argument("--upload-mib", type=int, default=1024, help="size of the large file, MiB")
     g.add_argument("--upload-rounds", type=int, default=3,
                    help="large-file uploads per server (interleaved), median reported")
@@ -113,6 +116,8 @@ def parse_args():
         tools += list(scale.TOOLS)
     if bucket_upload.NAME in names:
         tools += list(bucket_upload.TOOLS)
+    if resumable.NAME in names:
+        tools += list(resumable.TOOLS)
     for tool in tools:
         if not shutil.which(tool):
             ap.error(f"{tool} not found: run scripts/install-bench-deps")
