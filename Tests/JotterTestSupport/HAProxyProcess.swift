@@ -66,8 +66,10 @@ public final class HAProxyProcess: @unchecked Sendable {
             let site = kept.replacingOccurrences(of: Self.bindLine, with: "    bind 127.0.0.1:\(port)\n")
             let configuration = (site.hasSuffix("\n") ? site : site + "\n") + servers
             try configuration.write(to: folder.appendingPathComponent("jotter.cfg"), atomically: true, encoding: .utf8)
-            FileManager.default.createFile(atPath: logFile.path, contents: nil)
-            FileManager.default.createFile(atPath: errorFile.path, contents: nil)
+            guard FileManager.default.createFile(atPath: logFile.path, contents: nil),
+                  FileManager.default.createFile(atPath: errorFile.path, contents: nil) else {
+                throw RawHTTP.Failure(message: "cannot create HAProxy's log files in \(folder.path)")
+            }
             let process = Process()
             process.executableURL = URL(fileURLWithPath: haproxy)
             // -db: in the foreground, one process; the files in order, global first.
@@ -77,13 +79,9 @@ public final class HAProxyProcess: @unchecked Sendable {
             process.standardError = try FileHandle(forWritingTo: errorFile)
             try process.run()
             self.process = process
-            let deadline = Date().addingTimeInterval(startTimeout)
-            while process.isRunning && Date() < deadline {
-                if (try? RawHTTP(port: port, timeout: 1)) != nil {
-                    self.port = port
-                    return
-                }
-                usleep(20_000)
+            if ProxyProcess.accepts(port, while: process, timeout: startTimeout) {
+                self.port = port
+                return
             }
             lastOutput = errorLog
             stopProcess()
@@ -104,13 +102,7 @@ public final class HAProxyProcess: @unchecked Sendable {
     /// Every request HAProxy has logged, once there are at least `count` lines (or `within`
     /// seconds have passed): a request is logged when it ends.
     public func accessLog(atLeast count: Int, within seconds: Double = 5) -> [NginxProcess.LogLine] {
-        let deadline = Date().addingTimeInterval(seconds)
-        var lines = accessLog()
-        while lines.count < count && Date() < deadline {
-            usleep(10_000)
-            lines = accessLog()
-        }
-        return lines
+        ProxyProcess.lines(atLeast: count, within: seconds, accessLog)
     }
 
     /// Every request HAProxy has logged so far, in `option httplog`'s format; the instance that
@@ -145,7 +137,6 @@ public final class HAProxyProcess: @unchecked Sendable {
     private func stopProcess() {
         guard let process else { return }
         self.process = nil
-        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
-        process.waitUntilExit()
+        ProxyProcess.stop(process, signal: SIGKILL, grace: 0)
     }
 }

@@ -71,13 +71,9 @@ public final class NginxProcess: @unchecked Sendable {
             process.standardError = FileHandle.nullDevice
             try process.run()
             self.process = process
-            let deadline = Date().addingTimeInterval(startTimeout)
-            while process.isRunning && Date() < deadline {
-                if (try? RawHTTP(port: port, timeout: 1)) != nil {
-                    self.port = port
-                    return
-                }
-                usleep(20_000)
+            if ProxyProcess.accepts(port, while: process, timeout: startTimeout) {
+                self.port = port
+                return
             }
             lastLog = (try? String(contentsOf: folder.appendingPathComponent("error.log"), encoding: .utf8)) ?? ""
             stopProcess()
@@ -121,13 +117,7 @@ public final class NginxProcess: @unchecked Sendable {
     /// seconds have passed): nginx writes a request's line after its last byte has gone, so a
     /// client that has its answer may read the log a moment before the line is there.
     public func accessLog(atLeast count: Int, within seconds: Double = 5) -> [LogLine] {
-        let deadline = Date().addingTimeInterval(seconds)
-        var lines = accessLog()
-        while lines.count < count && Date() < deadline {
-            usleep(10_000)
-            lines = accessLog()
-        }
-        return lines
+        ProxyProcess.lines(atLeast: count, within: seconds, accessLog)
     }
 
     /// Every request nginx has logged so far (a request is logged when it ends).
@@ -159,13 +149,7 @@ public final class NginxProcess: @unchecked Sendable {
     private func stopProcess() {
         guard let process else { return }
         self.process = nil
-        if process.isRunning {
-            kill(process.processIdentifier, SIGTERM)
-            let deadline = Date().addingTimeInterval(5)
-            while process.isRunning && Date() < deadline { usleep(10_000) }
-            if process.isRunning { kill(process.processIdentifier, SIGKILL) }
-        }
-        process.waitUntilExit()
+        ProxyProcess.stop(process, signal: SIGTERM, grace: 5)
     }
 
     /// A loopback port free at this moment.
