@@ -5,9 +5,10 @@ import Testing
 
 /// Three `jotter serve` processes on one PostgreSQL database and one S3 bucket (the throwaway
 /// servers of scripts/test-services, a fresh database and bucket per test), behind nginx running
-/// contrib/nginx/jotter.conf — the deployment docs/deployment.md describes, with real processes.
+/// contrib/nginx/jotter.conf — the deployment docs/deployment.md describes, with real processes —
+/// and two behind HAProxy running contrib/haproxy/jotter.cfg for resumable uploads.
 /// Run alone in the timing pass: it keeps both cores busy.
-@Suite("N instances on PostgreSQL and S3 behind nginx", .tags(.timing), .serialized,
+@Suite("N instances on PostgreSQL and S3 behind nginx or HAProxy", .tags(.timing), .serialized,
        .enabled(if: ScaleOutBackend.unavailable == nil, Comment(rawValue: ScaleOutBackend.unavailable ?? "")))
 struct ScaleOutTests {
     func cluster(_ count: Int = 3) throws -> ScaleOutCluster {
