@@ -296,6 +296,25 @@ struct HAProxyConfigurationTests {
         #expect(ResumableUploadTests.path(of: location) == "/uploads/\(try #require(upload["id"] as? String))")
     }
 
+    @Test("it holds a client address to 256 open connections (the instance leaves the trusted proxy out of its own limit); another address still connects")
+    func connectionsPerClient() throws {
+        let server = try ServerProcess(["--quiet", "--trusted-proxy", "127.0.0.1"])
+        defer { server.signal(SIGKILL); server.finish() }
+        let haproxy = try HAProxyProcess(instances: [server.port])
+        defer { haproxy.stop() }
+        var open: [RawHTTP] = []
+        for index in 0..<256 {
+            let connection = try RawHTTP(port: haproxy.port, sourceAddress: "127.0.0.2", timeout: 10)
+            let response = try connection.request("GET", "/healthz")
+            try #require(response.status == 200, "connection \(index + 1): \(response.raw)")
+            open.append(connection)
+        }
+        let beyond = try RawHTTP(port: haproxy.port, sourceAddress: "127.0.0.2", timeout: 5)
+        #expect(beyond.isClosedByServer(), "the 257th connection of 127.0.0.2")
+        #expect(try RawHTTP(port: haproxy.port, sourceAddress: "127.0.0.3").request("GET", "/healthz", close: true).status == 200)
+        open.removeAll()
+    }
+
     @Test("docs/deployment.md quotes it whole")
     func documentationQuotesIt() throws {
         let configuration = try String(contentsOf: HAProxyProcess.template, encoding: .utf8)
