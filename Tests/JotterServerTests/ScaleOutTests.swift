@@ -231,8 +231,8 @@ struct ScaleOutTests {
     }
 }
 
-/// The load balancer configuration itself, without PostgreSQL: nginx accepts it, and the
-/// deployment guide shows it as it is.
+/// The load balancer configuration itself, without PostgreSQL: nginx accepts it, holds a
+/// resumable upload's 104 back (docs/deployment.md), and the deployment guide shows it as it is.
 @Suite("contrib/nginx/jotter.conf")
 struct NginxConfigurationTests {
     @Test("nginx starts with it and passes requests to the instance")
@@ -244,6 +244,19 @@ struct NginxConfigurationTests {
         let response = try RawHTTP(port: nginx.port).request("GET", "/healthz", close: true)
         #expect(response.status == 200, "\(response.text)")
         #expect(nginx.accessLog(atLeast: 1).map(\.upstreams) == [["127.0.0.1:\(server.port)"]])
+    }
+
+    /// What docs/deployment.md says of nginx 1.22 and resumable uploads, kept true: the 104
+    /// that HAProxy passes on (HAProxyConfigurationTests) never reaches the client before the body.
+    @Test("it does not pass a resumable upload's 104 on: nothing reaches the client before the body")
+    func interimResponseHeld() throws {
+        let server = try ServerProcess(["--quiet"])
+        defer { server.signal(SIGKILL); server.finish() }
+        let nginx = try NginxProcess(instances: [server.port])
+        defer { nginx.stop() }
+        let connection = try RawHTTP(port: nginx.port, timeout: 2)
+        try connection.send(ResumableUploadTests.creation(version: 6, complete: true, length: 300_000))
+        #expect(throws: (any Error).self, "nginx passed an answer on before the body") { try connection.readResponse() }
     }
 
     @Test("docs/deployment.md quotes it whole")
