@@ -513,8 +513,8 @@ final class HTTP2Connection: LoopConnection {
         }
 
         /// Submits the block: a final answer (with its body's provider), or a 1xx.
-        func submit(_ session: OpaquePointer, _ id: Int32, provider: UnsafePointer<nghttp2_data_provider>?, interim: Bool = false) -> Bool {
-            var bytes = bytes
+        consuming func submit(_ session: OpaquePointer, _ id: Int32, provider: UnsafePointer<nghttp2_data_provider>?, interim: Bool = false) -> Bool {
+            let spans = spans
             return bytes.withUnsafeMutableBufferPointer { buffer -> Bool in
                 let base = buffer.baseAddress!
                 var list = spans.map { span in
