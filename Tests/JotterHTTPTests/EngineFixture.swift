@@ -7,6 +7,9 @@ import JotterTestSupport
 final class EngineFixture {
     let server: HTTPServer
     let hub = EventBroadcaster(heartbeat: 30)
+    /// `GET /hold` holds its loop: its later reply's render signals `held`, then waits for `gate`.
+    let held = DispatchSemaphore(value: 0)
+    let gate = DispatchSemaphore(value: 0)
 
     init(configure: (inout HTTPServer.Configuration) -> Void = { _ in }) throws {
         var configuration = HTTPServer.Configuration(port: 0, threads: 2, shutdownGracePeriod: 3)
@@ -35,6 +38,18 @@ final class EngineFixture {
         routes.get("/deferred-error") { request, _ in
             Reply.later { done in
                 DispatchQueue.global().async { done { throw HTTPError(.preconditionFailed, detail: "stale") } }
+            }
+        }
+        let held = self.held, gate = self.gate
+        routes.get("/hold") { request, _ in
+            Reply.later { done in
+                DispatchQueue.global().async {
+                    done {
+                        held.signal()
+                        gate.wait()
+                        return try "released".response(for: request)
+                    }
+                }
             }
         }
         let hub = self.hub

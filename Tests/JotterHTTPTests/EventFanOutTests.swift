@@ -102,6 +102,35 @@ struct EventFanOutTests {
         hub.stop()
     }
 
+    @Test("one event to many streams: their wakes are run in turns, the sockets polled between")
+    func wakesRunInTurns() throws {
+        let count = 3 * EventLoop.taskBudget
+        let fixture = try EngineFixture {
+            $0.threads = 1
+            $0.connectionsPerAddress = count + 8
+        }
+        let streams = try (0..<count).map { _ in
+            let stream = try fixture.connect(timeout: 10)
+            try stream.send("GET /events HTTP/1.1\r\nHost: x\r\n\r\n")
+            return stream
+        }
+        for stream in streams { _ = try stream.readStream(until: "\r\n\r\n") }
+        while fixture.hub.count < count { usleep(1_000) }
+        // The loop is held inside a task while the event wakes every stream: all their wakes
+        // are queued when it goes on.
+        let holder = try fixture.connect(timeout: 10)
+        try holder.send("GET /hold HTTP/1.1\r\nHost: x\r\n\r\n")
+        fixture.held.wait()
+        fixture.hub.publish(ServerSentEvent(id: 1, event: "test", data: "fan-out"))
+        fixture.hub.flush()
+        fixture.server.counters.mostTasksInOneTurn.store(0, ordering: .relaxed)
+        fixture.gate.signal()
+        #expect(try holder.readResponse().body == Array("released".utf8))
+        for stream in streams { #expect(try stream.readStream(until: "\n\n").contains("id: 1\n")) }
+        let most = fixture.server.counters.mostTasksInOneTurn.load(ordering: .relaxed)
+        #expect(most > 0 && most <= EventLoop.taskBudget, "\(most) tasks ran between two polls")
+    }
+
     @Test("over a socket: a 200 KB event reaches the stream")
     func largeEventOverSocket() throws {
         let fixture = try EngineFixture()

@@ -9,6 +9,12 @@ import Synchronization
 ///
 /// Time is checked every 250 ms by a sweep over the loop's connections: header deadline, idle
 /// timeout, minimum body rate, lingering closes. No other thread watches a socket.
+///
+/// Each turn handles what epoll reported (at most 256 sockets), then at most `taskBudget`
+/// posted tasks, oldest first; tasks left over wait for the next turn, which polls without
+/// blocking. One event published to thousands of streams posts a wake for each of them: they
+/// are taken in turns, with the sockets polled between, so a new connection or request waits
+/// for one turn of writes, never for the whole fan-out.
 final class EventLoop: @unchecked Sendable {
     /// What another thread asks of this loop.
     enum Task: Sendable {
@@ -32,6 +38,9 @@ final class EventLoop: @unchecked Sendable {
     private let wakeFD: Int32
     private let listener: Int32
     private let inbox = Mutex<[Task]>([])
+    /// Tasks taken from the inbox and not yet run (loop thread), from `nextTask` on.
+    private var taken: [Task] = []
+    private var nextTask = 0
     /// Loop-thread state from here on.
     private var connections: [UInt64: any LoopConnection] = [:]
     private var nextToken: UInt64 = 16
@@ -53,6 +62,8 @@ final class EventLoop: @unchecked Sendable {
     static let wakeToken: UInt64 = 2
     static let readBufferSize = 256 << 10
     static let sweepInterval: UInt64 = 250_000
+    /// The most posted tasks one turn runs (as many as the sockets one poll reports).
+    static let taskBudget = 256
 
     init(server: HTTPServer, listener: Int32) throws(ServerStartError) {
         self.server = server
@@ -104,19 +115,25 @@ final class EventLoop: @unchecked Sendable {
         defer { tokens.deallocate(); events.deallocate() }
         lastSweep = Clock.microseconds()
         while running {
-            let count = jotter_epoll_wait(epoll, tokens, events, 256, 250)
+            // Tasks left from the last turn: poll without waiting, then run more of them.
+            let count = jotter_epoll_wait(epoll, tokens, events, 256, nextTask < taken.count ? 0 : 250)
             polledAt = Clock.microseconds()
             date.refresh()
+            var signalled = false
             if count > 0 {
                 for index in 0..<Int(count) {
                     switch tokens[index] {
                     case Self.listenerToken: acceptConnections()
-                    case Self.wakeToken: takeTasks()
+                    case Self.wakeToken:
+                        var value: UInt64 = 0
+                        _ = read(wakeFD, &value, 8)
+                        signalled = true
                     case let token:
                         connections[token]?.handle(events: events[index])
                     }
                 }
             }
+            if signalled || nextTask < taken.count { runTasks() }
             let now = Clock.microseconds()
             if now >= lastSweep + Self.sweepInterval {
                 lastSweep = now
@@ -127,29 +144,45 @@ final class EventLoop: @unchecked Sendable {
         connections = [:]
     }
 
-    private func takeTasks() {
-        var value: UInt64 = 0
-        _ = read(wakeFD, &value, 8)
-        let tasks = inbox.withLock { inbox in
-            defer { inbox.removeAll(keepingCapacity: true) }
-            return inbox
+    /// Runs up to `taskBudget` posted tasks, oldest first, taking the inbox whenever what was
+    /// taken before has run. Ends with the inbox taken when nothing taken is left, so that tasks
+    /// posted before the eventfd was read are never left waiting for a poll that blocks.
+    private func runTasks() {
+        var ran = 0
+        while ran < Self.taskBudget, running {
+            if nextTask == taken.count, !takeInbox() { break }
+            let task = taken[nextTask]
+            nextTask += 1
+            ran += 1
+            run(task)
         }
-        for task in tasks {
-            switch task {
-            case .resume(let token, let stream, let render): connections[token]?.resume(stream: stream, render)
-            case .wake(let token, let stream): connections[token]?.streamWoken(stream: stream)
-            case .read(let token): connections[token]?.readAgain()
-            case .bodyReady(let token, let stream): connections[token]?.bodyReady(stream: stream)
-            case .quiesce:
-                quiescing = true
-                if accepting {
-                    accepting = false
-                    jotter_epoll_remove(epoll, listener)
-                }
-                for connection in Array(connections.values) { connection.quiesce() }
-            case .stop:
-                running = false
+        if nextTask == taken.count { _ = takeInbox() }
+        server.counters.noteTurn(tasks: ran)
+    }
+
+    /// Moves what was posted since the last take into `taken`; false when nothing was.
+    private func takeInbox() -> Bool {
+        taken.removeAll(keepingCapacity: true)
+        nextTask = 0
+        inbox.withLock { swap(&$0, &taken) }
+        return !taken.isEmpty
+    }
+
+    private func run(_ task: Task) {
+        switch task {
+        case .resume(let token, let stream, let render): connections[token]?.resume(stream: stream, render)
+        case .wake(let token, let stream): connections[token]?.streamWoken(stream: stream)
+        case .read(let token): connections[token]?.readAgain()
+        case .bodyReady(let token, let stream): connections[token]?.bodyReady(stream: stream)
+        case .quiesce:
+            quiescing = true
+            if accepting {
+                accepting = false
+                jotter_epoll_remove(epoll, listener)
             }
+            for connection in Array(connections.values) { connection.quiesce() }
+        case .stop:
+            running = false
         }
     }
 
@@ -281,6 +314,18 @@ final class EngineCounters: Sendable {
     let refused = Atomic<Int>(0)
     /// Connections open now that speak HTTP/2 (the rest of the table speaks HTTP/1.x).
     let http2Connections = Atomic<Int>(0)
+    /// The most posted tasks any loop ran in one turn, between two polls.
+    let mostTasksInOneTurn = Atomic<Int>(0)
+
+    /// A loop ran `tasks` posted tasks in one turn.
+    func noteTurn(tasks: Int) {
+        var seen = mostTasksInOneTurn.load(ordering: .relaxed)
+        while tasks > seen {
+            let (exchanged, current) = mostTasksInOneTurn.compareExchange(expected: seen, desired: tasks, ordering: .relaxed)
+            if exchanged { break }
+            seen = current
+        }
+    }
 }
 
 
