@@ -115,7 +115,14 @@ struct SlowClientTests {
         // pushed out; before that the newcomer is refused.
         let closedSlow = fixture.server.slowConnectionsClosed
         #expect(closedSlow.evicted + closedSlow.refused >= 50)
-        let open = slow.filter { !closed($0) }.count
+        // The last reconnection may still wait in the listen backlog, its connect done, the
+        // eviction it causes not yet made (a busy machine): count once the server has caught up.
+        var open = slow.filter { !closed($0) }.count
+        let deadline = Date().addingTimeInterval(3)
+        while open > 100, Date() < deadline {
+            usleep(20_000)
+            open = slow.filter { !closed($0) }.count
+        }
         #expect(open <= 100, "\(open) slow connections still open")
     }
 }

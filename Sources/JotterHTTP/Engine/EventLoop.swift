@@ -27,6 +27,9 @@ final class EventLoop: @unchecked Sendable {
         case bodyReady(UInt64, stream: Int32)
         /// The connection's TLS session holds decrypted bytes: read them (no event will say so).
         case read(UInt64)
+        /// The table is full and another loop admitted a connection it had none to evict for:
+        /// close this loop's connection that has waited longest for its head.
+        case evict
         /// Stop accepting; end streams; close connections waiting for a request.
         case quiesce
         /// Close everything and end the thread.
@@ -57,6 +60,9 @@ final class EventLoop: @unchecked Sendable {
     private var lastSweep: UInt64 = 0
     /// When epoll last returned: bytes that arrived before it have been read.
     private(set) var polledAt: UInt64 = 0
+    /// Since when this loop's connection that has waited longest for its head has waited (0:
+    /// none waits), as of its last sweep: where another loop may send an eviction.
+    let oldestHeadWait = Atomic<UInt64>(0)
 
     static let listenerToken: UInt64 = 1
     static let wakeToken: UInt64 = 2
@@ -174,6 +180,8 @@ final class EventLoop: @unchecked Sendable {
         case .wake(let token, let stream): connections[token]?.streamWoken(stream: stream)
         case .read(let token): connections[token]?.readAgain()
         case .bodyReady(let token, let stream): connections[token]?.bodyReady(stream: stream)
+        case .evict:
+            if !evictOne() { oldestHeadWait.store(0, ordering: .relaxed) }
         case .quiesce:
             quiescing = true
             if accepting {
@@ -187,7 +195,12 @@ final class EventLoop: @unchecked Sendable {
     }
 
     private func sweep(now: UInt64) {
-        for connection in Array(connections.values) { connection.check(now: now) }
+        var oldest = UInt64.max
+        for connection in Array(connections.values) {
+            connection.check(now: now)
+            if let since = connection.waitingForHeadSince, since < oldest { oldest = since }
+        }
+        oldestHeadWait.store(oldest == .max ? 0 : oldest, ordering: .relaxed)
     }
 
     // MARK: - Connections
@@ -202,11 +215,16 @@ final class EventLoop: @unchecked Sendable {
                 close(fd)
                 continue
             }
+            // Past the limit a slow head makes room — on this loop, or on another whose last sweep
+            // saw one waiting long enough (the kernel may give one loop every slow connection).
             if server.connections.overLimit, !evictOne() {
-                server.connections.release(text)
-                server.counters.refused.add(1, ordering: .relaxed)
-                close(fd)
-                continue
+                guard let other = server.loopToEvict(besides: self) else {
+                    server.connections.release(text)
+                    server.counters.refused.add(1, ordering: .relaxed)
+                    close(fd)
+                    continue
+                }
+                other.post(.evict)
             }
             var session: UnsafeMutableRawPointer?
             if let context = server.tlsContext {
@@ -222,6 +240,8 @@ final class EventLoop: @unchecked Sendable {
             let connection = HTTP1Connection(loop: self, fd: fd, token: token, address: text, tls: session)
             connections[token] = connection
             jotter_epoll_add(epoll, fd, Epoll.input, token)
+            // It waits for its head from now: the oldest such, if none waited (the sweep keeps it exact).
+            if oldestHeadWait.load(ordering: .relaxed) == 0 { oldestHeadWait.store(connection.opened, ordering: .relaxed) }
         }
     }
 

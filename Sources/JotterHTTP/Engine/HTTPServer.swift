@@ -86,6 +86,18 @@ public final class HTTPServer: Sendable {
                                       unlimited: router.trustedProxies)
     }
 
+    /// The loop, other than `loop`, whose oldest connection waiting for its head has waited
+    /// longest — at least the 100 ms that make it evictable — as of that loop's last sweep.
+    func loopToEvict(besides loop: EventLoop) -> EventLoop? {
+        let now = Clock.microseconds()
+        return loops.withLock { loops in
+            loops.filter { $0 !== loop }
+                .map { ($0, $0.oldestHeadWait.load(ordering: .relaxed)) }
+                .filter { $0.1 != 0 && now >= $0.1 + 100_000 }
+                .min { $0.1 < $1.1 }?.0
+        }
+    }
+
     /// The ALPN protocols HTTPS offers, in order of preference.
     static let protocols = ["h2", "http/1.1"]
 
