@@ -25,6 +25,8 @@ final class EventLoop: @unchecked Sendable {
         case wake(UInt64, stream: Int32)
         /// A request body's consumer caught up: reading the body of `stream` (0 on HTTP/1.1) goes on.
         case bodyReady(UInt64, stream: Int32)
+        /// An interim answer sent from another thread (`RequestContext.sendInterim`).
+        case interim(InterimSink, HTTPStatus, HTTPHeaders)
         /// The connection's TLS session holds decrypted bytes: read them (no event will say so).
         case read(UInt64)
         /// The table is full and another loop admitted a connection it had none to evict for:
@@ -100,6 +102,9 @@ final class EventLoop: @unchecked Sendable {
     }
 
     func join() { pthread_join(thread, nil) }
+
+    /// Whether the calling thread is this loop's.
+    var isCurrent: Bool { pthread_equal(pthread_self(), thread) != 0 }
 
     /// Hands `task` to the loop. Any thread.
     func post(_ task: Task) {
@@ -180,6 +185,7 @@ final class EventLoop: @unchecked Sendable {
         case .wake(let token, let stream): connections[token]?.streamWoken(stream: stream)
         case .read(let token): connections[token]?.readAgain()
         case .bodyReady(let token, let stream): connections[token]?.bodyReady(stream: stream)
+        case .interim(let sink, let status, let headers): _ = sink.sendOnLoop(status, headers)
         case .evict:
             if !evictOne() { oldestHeadWait.store(0, ordering: .relaxed) }
         case .quiesce:

@@ -62,8 +62,6 @@ final class HTTP1Connection: LoopConnection {
     private var stashHoldsHead = false
     /// The request being read or awaited, until its answer is queued.
     private var request: RequestLifecycle?
-    /// The request whose interim responses may still be sent (until its answer is queued).
-    private var currentRequest: RequestLifecycle?
     private var requestIsHead = false
     private var requestHTTP10 = false
     private var requestHasBody = false
@@ -203,6 +201,18 @@ final class HTTP1Connection: LoopConnection {
         let now = Clock.microseconds()
         bodyStarted += now - since
         lastActivity = now
+        if let request, !discarding {
+            switch request.bodyResumed() {
+            case .respond(let response):
+                discarding = true
+                answer(response)
+            case .close, .wait:
+                abort(.error)
+                return
+            case .proceed:
+                break
+            }
+        }
         continueInput()
     }
 
@@ -435,14 +445,17 @@ final class HTTP1Connection: LoopConnection {
         let parsed = parser.head(base)
         let http10 = parsed.version == "HTTP/1.0"
         // RFC 9110 §15.2: no 1xx to an HTTP/1.0 client.
-        let interim = http10 ? nil : InterimSink { [weak self] status, headers in
-            guard let self, !closed, request != nil, request === currentRequest else { return false }
+        // The sink serves this request only: one posted from another thread may arrive after
+        // its answer, while the next request is read.
+        let owner = InterimOwner()
+        let interim = http10 ? nil : InterimSink(loop: loop) { [weak self] status, headers in
+            guard let self, !closed, let mine = owner.request, request === mine else { return false }
             queueRaw(ResponseHead.interim(status, headers: headers))
             return true
         }
         let lifecycle = RequestLifecycle(router: server.router, limits: server.limits, target: parsed.target, remoteAddress: address,
                                          interim: interim)
-        currentRequest = lifecycle
+        owner.request = lifecycle
         server.inFlight.add(1, ordering: .relaxed)
         request = lifecycle
         waitingForHeadSince = nil
@@ -457,6 +470,13 @@ final class HTTP1Connection: LoopConnection {
             if requestHasBody, !requestHTTP10, !lifecycle.isRefused,
                let expect = parsed.headers["Expect"], HTTPHeaders.equal(expect, "100-continue") {
                 queueRaw(ResponseHead.interim(.continue, headers: HTTPHeaders()))
+            }
+            // The body's consumer may not be ready for it yet (its store work runs elsewhere).
+            if requestHasBody, !lifecycle.isRefused {
+                let loop = self.loop, token = self.token
+                if lifecycle.bodyMustWait(then: { loop.post(.bodyReady(token, stream: 0)) }) {
+                    bodyPausedSince = Clock.microseconds()
+                }
             }
         case .respond(let response):
             if requestHasBody { discarding = true }
@@ -837,4 +857,9 @@ final class HTTP1Connection: LoopConnection {
 
 extension Response.Payload {
     var isBytes: Bool { if case .bytes = self { true } else { false } }
+}
+
+/// Which request an interim sink belongs to (set once the request's lifecycle exists).
+private final class InterimOwner {
+    weak var request: RequestLifecycle?
 }

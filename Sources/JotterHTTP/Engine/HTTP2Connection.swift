@@ -298,7 +298,7 @@ final class HTTP2Connection: LoopConnection {
         stream.headComplete = true
         if !stream.cookies.isEmpty { stream.headers.add("cookie", stream.cookies.joined(separator: "; ")) }
         if stream.headers["Host"] == nil, !stream.authority.isEmpty { stream.headers.add("host", stream.authority) }
-        let interim = InterimSink { [weak self, weak stream] status, headers in
+        let interim = InterimSink(loop: loop) { [weak self, weak stream] status, headers in
             guard let self, let stream, !closed, !stream.answered, let session else { return false }
             return submitHeaders(session, stream.id, status: status.code, headers: headers, endStream: false)
         }
@@ -314,6 +314,11 @@ final class HTTP2Connection: LoopConnection {
             if stream.hasBody, !lifecycle.isRefused, let expect = stream.headers["Expect"], HTTPHeaders.equal(expect, "100-continue"),
                let session {
                 _ = submitHeaders(session, id, status: 100, headers: HTTPHeaders(), endStream: false)
+            }
+            // The body's consumer may not be ready for it yet (its store work runs elsewhere).
+            if stream.hasBody, !lifecycle.isRefused {
+                let loop = self.loop, token = self.token
+                if lifecycle.bodyMustWait(then: { loop.post(.bodyReady(token, stream: id)) }) { pausedStreams.insert(id) }
             }
         case .respond(let response):
             if stream.hasBody { stream.discarding = true }
@@ -342,7 +347,21 @@ final class HTTP2Connection: LoopConnection {
     }
 
     func bodyReady(stream id: Int32) {
-        guard pausedStreams.remove(id) != nil, pausedStreams.isEmpty, !closed else { return }
+        guard pausedStreams.remove(id) != nil, !closed else { return }
+        if let stream = streams[id], let lifecycle = stream.lifecycle, !stream.discarding, !stream.answered {
+            switch lifecycle.bodyResumed() {
+            case .respond(let response):
+                stream.discarding = true
+                answer(stream, response)
+                flush()
+            case .close, .wait:
+                reset(stream)
+                flush()
+            case .proceed:
+                break
+            }
+        }
+        guard pausedStreams.isEmpty else { return }
         lastActivity = Clock.microseconds()
         readable()
     }

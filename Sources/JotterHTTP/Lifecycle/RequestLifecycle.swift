@@ -115,24 +115,36 @@ final class RequestLifecycle {
     func receive(_ chunk: UnsafeRawBufferPointer) -> Action {
         switch phase {
         case .body:
-            do { try reader.receive(chunk) } catch {
-                reader.discard()
-                context.refusal = error
-                // Answered at once; the engine drops the rest of the body and closes after it.
-                guard case .respond(let response) = answer(stack.refusals[stack.middleware.count]) else { return .close }
-                return respond(response)
-            }
+            do { try reader.receive(chunk) } catch { return refuseBody(error) }
             return .proceed
         default:
             return .proceed  // answered already: the engine discards the rest
         }
     }
 
-    /// Back-pressure, asked after each piece of the body: true when the body's consumer is
-    /// behind; it calls `ready` (any thread) when the engine may read on.
+    /// Back-pressure, asked before the body's first byte and after each piece of it: true when
+    /// the body's consumer is behind (or not ready yet); it calls `ready` (any thread) when the
+    /// engine may read on, and the engine then calls `bodyResumed`.
     func bodyMustWait(then ready: @escaping @Sendable () -> Void) -> Bool {
         guard case .body = phase else { return false }
         return reader.mustWait(then: ready)
+    }
+
+    /// The body's consumer called `ready`: reading goes on, unless it refuses the request now
+    /// (what it waited for failed) — then it is answered at once, as a refusal mid-body is.
+    func bodyResumed() -> Action {
+        guard case .body = phase else { return .proceed }
+        do { try reader.resumed() } catch { return refuseBody(error) }
+        return .proceed
+    }
+
+    /// The body's reader refused the request: answered at once; the engine drops the rest of
+    /// the body and closes after it.
+    private func refuseBody(_ error: any Error) -> Action {
+        reader.discard()
+        context.refusal = error
+        guard case .respond(let response) = answer(stack.refusals[stack.middleware.count]) else { return .close }
+        return respond(response)
     }
 
     /// The body is complete (or there was none): the handler runs.

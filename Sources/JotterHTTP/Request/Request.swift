@@ -87,10 +87,13 @@ public struct RequestContext: Sendable {
     public init() {}
 
     /// Sends an interim (1xx) response with `headers` before the final answer — e.g. `104
-    /// Upload Resumption Supported` with `Location` while an upload's body arrives. Call it on
-    /// the request's engine thread (a head phase, a body policy's receiver, a handler); it is
-    /// written in order, before the final answer. False when it was not sent: the client speaks
-    /// HTTP/1.0, the status is not 1xx (or is 101), or the final answer is already out.
+    /// Upload Resumption Supported` with `Location` while an upload's body arrives. On the
+    /// request's engine thread (a head phase, a body policy's receiver, a handler) it is queued
+    /// at once; from another thread (a store thread that prepared the upload) it is posted to
+    /// that engine thread, ahead of whatever that thread posts after it (its `bodyReady`, its
+    /// later reply). Written in order, before the final answer. False when it was not sent: the
+    /// client speaks HTTP/1.0, the status is not 1xx (or is 101), or the final answer is already
+    /// out (posted from another thread: true, and dropped there if the answer went first).
     @discardableResult
     public func sendInterim(_ status: HTTPStatus, headers: HTTPHeaders = HTTPHeaders()) -> Bool {
         guard (100...199).contains(status.code), status.code != 101, let interimSink else { return false }
@@ -125,9 +128,22 @@ public struct Parameters: Sendable {
     }
 }
 
-/// The connection's end of `RequestContext.sendInterim`: called only on the connection's own
-/// event loop, which is what makes the unchecked sendability sound.
+/// The connection's end of `RequestContext.sendInterim`. `sendOnLoop` runs only on the
+/// connection's own event loop, which is what makes the unchecked sendability sound: called
+/// from another thread, the interim answer is posted to that loop (in order with the other
+/// tasks posted there, so before a `bodyReady` or a later reply posted after it).
 final class InterimSink: @unchecked Sendable {
-    let send: (HTTPStatus, HTTPHeaders) -> Bool
-    init(_ send: @escaping (HTTPStatus, HTTPHeaders) -> Bool) { self.send = send }
+    private let loop: EventLoop?
+    let sendOnLoop: (HTTPStatus, HTTPHeaders) -> Bool
+
+    init(loop: EventLoop?, _ send: @escaping (HTTPStatus, HTTPHeaders) -> Bool) {
+        self.loop = loop
+        sendOnLoop = send
+    }
+
+    func send(_ status: HTTPStatus, _ headers: HTTPHeaders) -> Bool {
+        guard let loop, !loop.isCurrent else { return sendOnLoop(status, headers) }
+        loop.post(.interim(self, status, headers))
+        return true
+    }
 }
