@@ -48,7 +48,7 @@ public final class PostgresStore: DataStore {
     public let temporaryDirectory: String
     let pool: PostgresPool
     private let threads: StoreThreads
-    private let feed: PostgresEventFeed
+    let feed: PostgresEventFeed
     /// The hourly orphan sweep of the blobs (`PostgresStore+Sweep.swift`).
     private let sweeper: PeriodicTask
     private let closed = Atomic<Bool>(false)
