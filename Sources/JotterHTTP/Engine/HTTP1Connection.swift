@@ -62,6 +62,8 @@ final class HTTP1Connection: LoopConnection {
     private var stashHoldsHead = false
     /// The request being read or awaited, until its answer is queued.
     private var request: RequestLifecycle?
+    /// The request whose interim responses may still be sent (until its answer is queued).
+    private var currentRequest: RequestLifecycle?
     private var requestIsHead = false
     private var requestHTTP10 = false
     private var requestHasBody = false
@@ -201,18 +203,6 @@ final class HTTP1Connection: LoopConnection {
         let now = Clock.microseconds()
         bodyStarted += now - since
         lastActivity = now
-        if let request, !discarding {
-            switch request.bodyResumed() {
-            case .respond(let response):
-                discarding = true
-                answer(response)
-            case .close, .wait:
-                abort(.error)
-                return
-            case .proceed:
-                break
-            }
-        }
         continueInput()
     }
 
@@ -356,6 +346,10 @@ final class HTTP1Connection: LoopConnection {
 
     /// Parses `base[from..<to]`; keeps what could not be parsed yet.
     private func process(_ base: UnsafeRawPointer, from: Int, to: Int, inStash: Bool) {
+        // An answer written from inside the parse must not parse again (the stash it would read
+        // is the one being parsed): the parse goes on by itself once the answer is out.
+        parsing = true
+        defer { parsing = false }
         let outcome = parser.execute(base, from: from, to: to) { event in
             switch event {
             case .head: headComplete(base)
@@ -428,7 +422,7 @@ final class HTTP1Connection: LoopConnection {
     /// Parsing may go on again: what was kept is parsed, and reading resumes.
     private func continueInput() {
         guard !closed else { return }
-        if mayParse, stashEnd > stashStart, !stashHoldsHead {
+        if !parsing, mayParse, stashEnd > stashStart, !stashHoldsHead {
             processStash()
         }
         guard !closed else { return }
@@ -445,17 +439,14 @@ final class HTTP1Connection: LoopConnection {
         let parsed = parser.head(base)
         let http10 = parsed.version == "HTTP/1.0"
         // RFC 9110 §15.2: no 1xx to an HTTP/1.0 client.
-        // The sink serves this request only: one posted from another thread may arrive after
-        // its answer, while the next request is read.
-        let owner = InterimOwner()
         let interim = http10 ? nil : InterimSink(loop: loop) { [weak self] status, headers in
-            guard let self, !closed, let mine = owner.request, request === mine else { return false }
+            guard let self, !closed, request != nil, request === currentRequest else { return false }
             queueRaw(ResponseHead.interim(status, headers: headers))
             return true
         }
         let lifecycle = RequestLifecycle(router: server.router, limits: server.limits, target: parsed.target, remoteAddress: address,
                                          interim: interim)
-        owner.request = lifecycle
+        currentRequest = lifecycle
         server.inFlight.add(1, ordering: .relaxed)
         request = lifecycle
         waitingForHeadSince = nil
@@ -464,19 +455,18 @@ final class HTTP1Connection: LoopConnection {
         requestHasBody = parser.hasBody
         bodyStarted = Clock.microseconds()
         bodyBytes = 0
-        let action = lifecycle.headerComplete(method: parsed.method, version: parsed.version, headers: parsed.headers)
+        // Known at the head: a request that ends there may be answered before its end is parsed.
+        if !parser.keepAlive { closeAfterAnswers = true }
+        headActed(lifecycle.headerComplete(method: parsed.method, version: parsed.version, headers: parsed.headers), lifecycle)
+    }
+
+    /// Carries out the action of a request's head.
+    private func headActed(_ action: RequestLifecycle.Action, _ lifecycle: RequestLifecycle) {
         switch action {
         case .proceed:
             if requestHasBody, !requestHTTP10, !lifecycle.isRefused,
-               let expect = parsed.headers["Expect"], HTTPHeaders.equal(expect, "100-continue") {
+               let expect = lifecycle.head?.headers["Expect"], HTTPHeaders.equal(expect, "100-continue") {
                 queueRaw(ResponseHead.interim(.continue, headers: HTTPHeaders()))
-            }
-            // The body's consumer may not be ready for it yet (its store work runs elsewhere).
-            if requestHasBody, !lifecycle.isRefused {
-                let loop = self.loop, token = self.token
-                if lifecycle.bodyMustWait(then: { loop.post(.bodyReady(token, stream: 0)) }) {
-                    bodyPausedSince = Clock.microseconds()
-                }
             }
         case .respond(let response):
             if requestHasBody { discarding = true }
@@ -486,6 +476,8 @@ final class HTTP1Connection: LoopConnection {
         case .wait(let later):
             if requestHasBody { discarding = true }
             startLater(later)
+        case .elsewhere:
+            goAway(lifecycle, atHead: true)
         }
     }
 
@@ -501,23 +493,59 @@ final class HTTP1Connection: LoopConnection {
         case .respond(let response):
             discarding = true
             answer(response)
-        case .close, .wait: abort(.error)
+        case .close, .wait, .elsewhere: abort(.error)
         }
     }
 
     private func requestComplete() {
         guard let request, !discarding else { return }
-        let keepAlive = parser.keepAlive
-        if !keepAlive { closeAfterAnswers = true }
-        switch request.bodyComplete() {
+        if !parser.keepAlive { closeAfterAnswers = true }
+        bodyActed(request.bodyComplete(), request)
+    }
+
+    /// Carries out the action of a request's end.
+    private func bodyActed(_ action: RequestLifecycle.Action, _ lifecycle: RequestLifecycle) {
+        switch action {
         case .respond(let response): answer(response)
         case .wait(let later): startLater(later)
         case .close: abort(.error)
         case .proceed: break
+        case .elsewhere: goAway(lifecycle, atHead: false)
         }
     }
 
     private var closeAfterAnswers = false
+    /// The step away (`waiting`) began at the request's head, not at its end.
+    private var awayAtHead = false
+
+    /// The request's next step runs on its route's executor: nothing more of it is read meanwhile.
+    private func goAway(_ lifecycle: RequestLifecycle, atHead: Bool) {
+        waiting = true
+        awayAtHead = atHead
+        let loop = self.loop, token = self.token, away = RequestLifecycle.Away(lifecycle)
+        lifecycle.goAway { loop.post(.landed(token, stream: 0, away)) }
+    }
+
+    /// Back from the executor: its action, where the request was, and reading goes on.
+    func landed(stream: Int32, _ lifecycle: RequestLifecycle) -> Bool {
+        guard waiting, !closed, request === lifecycle else { return false }
+        waiting = false
+        let action = lifecycle.landed()
+        if awayAtHead {
+            // The time away is the server's: the body's rate counts from now.
+            bodyStarted = Clock.microseconds()
+            lastActivity = bodyStarted
+            if discarding, case .proceed = action {
+                abort(.clientAbort)  // the client went away before its body could be read
+                return true
+            }
+            headActed(action, lifecycle)
+        } else {
+            bodyActed(action, lifecycle)
+        }
+        continueInput()
+        return true
+    }
 
     private func startLater(_ later: Later) {
         waiting = true
@@ -635,6 +663,8 @@ final class HTTP1Connection: LoopConnection {
     }
 
     private var inputPending = false
+    /// `process` is under way: the parser is not entered again.
+    private var parsing = false
 
     /// After an answer went out: reading resumes (outside of `flush`, which `process` calls).
     private func continueInputSoon() {
@@ -857,9 +887,4 @@ final class HTTP1Connection: LoopConnection {
 
 extension Response.Payload {
     var isBytes: Bool { if case .bytes = self { true } else { false } }
-}
-
-/// Which request an interim sink belongs to (set once the request's lifecycle exists).
-private final class InterimOwner {
-    weak var request: RequestLifecycle?
 }

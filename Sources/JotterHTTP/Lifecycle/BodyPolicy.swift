@@ -80,22 +80,17 @@ public protocol RequestBodyStream: AnyObject, Sendable {
     func finish() throws
     /// The request ended without a complete body, or was refused: release what was kept.
     func abort()
-    /// Back-pressure, as `MultipartFileWriter.mustWait`, asked before the first byte of the body
-    /// and after each piece of it: true when the receiver is behind (what it needs from a store
-    /// is not ready yet, a part is still on its way to a bucket) and wants no more bytes for
-    /// now; it then calls `ready` once, from any thread, and the engine reads no more of the
-    /// body until then. `receive` must still accept what was already read (one read of the
-    /// socket, or of an HTTP/2 connection).
+    /// Back-pressure, as `MultipartFileWriter.mustWait`, asked after each piece of the body:
+    /// true when the receiver is behind (a part still on its way to a bucket) and wants no more
+    /// bytes for now; it then calls `ready` once, from any thread, and the engine reads no more
+    /// of the body until then. `receive` must still accept what was already read (one read of
+    /// the socket, or of an HTTP/2 connection).
     func mustWait(then ready: @escaping @Sendable () -> Void) -> Bool
-    /// Called on the engine thread once `ready` was: throwing refuses the request now (what the
-    /// receiver waited for failed), as throwing from `receive` does.
-    func resumed() throws
 }
 
 extension RequestBodyStream {
     /// Never behind, unless a receiver says otherwise.
     public func mustWait(then ready: @escaping @Sendable () -> Void) -> Bool { false }
-    public func resumed() throws {}
 }
 
 /// Where the file parts of multipart bodies go while they stream in (`BodyPolicy.multipart`):

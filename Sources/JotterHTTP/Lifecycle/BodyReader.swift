@@ -89,11 +89,6 @@ enum BodyReader {
         }
     }
 
-    /// The consumer caught up after `mustWait`: it may refuse the request now.
-    func resumed() throws {
-        if case .stream(let receiver) = self, receiver.open { try receiver.stream.resumed() }
-    }
-
     func receive(_ chunk: UnsafeRawBufferPointer) throws {
         switch self {
         case .none: throw HTTPError(.contentTooLarge, detail: "this request takes no body", closesConnection: true)

@@ -87,17 +87,15 @@ public struct RequestContext: Sendable {
     public init() {}
 
     /// Sends an interim (1xx) response with `headers` before the final answer — e.g. `104
-    /// Upload Resumption Supported` with `Location` while an upload's body arrives. On the
-    /// request's engine thread (a head phase, a body policy's receiver, a handler) it is queued
-    /// at once; from another thread (a store thread that prepared the upload) it is posted to
-    /// that engine thread, ahead of whatever that thread posts after it (its `bodyReady`, its
-    /// later reply). Written in order, before the final answer. False when it was not sent: the
-    /// client speaks HTTP/1.0, the status is not 1xx (or is 101), or the final answer is already
-    /// out (posted from another thread: true, and dropped there if the answer went first).
+    /// Upload Resumption Supported` with `Location` while an upload's body arrives. Call it from
+    /// the request's own work (a head phase, a body policy's receiver, a handler), on its loop or
+    /// its route's executor; it is written in order, before the final answer. False when it was not sent: the client speaks
+    /// HTTP/1.0, the status is not 1xx (or is 101), or the final answer is already out (sent
+    /// from a route's executor it is posted to the loop, and true means it is on its way).
     @discardableResult
     public func sendInterim(_ status: HTTPStatus, headers: HTTPHeaders = HTTPHeaders()) -> Bool {
         guard (100...199).contains(status.code), status.code != 101, let interimSink else { return false }
-        return interimSink.send(status, headers)
+        return interimSink(status, headers)
     }
 
     /// The value middleware stored under `key`, if any.
@@ -128,21 +126,21 @@ public struct Parameters: Sendable {
     }
 }
 
-/// The connection's end of `RequestContext.sendInterim`. `sendOnLoop` runs only on the
-/// connection's own event loop, which is what makes the unchecked sendability sound: called
-/// from another thread, the interim answer is posted to that loop (in order with the other
-/// tasks posted there, so before a `bodyReady` or a later reply posted after it).
+/// The connection's end of `RequestContext.sendInterim`. `send` runs only on the connection's
+/// own event loop, which is what makes the unchecked sendability sound: called on another thread
+/// (a route's executor), the response is posted to the loop, behind what that thread posted
+/// before, ahead of the request's landing.
 final class InterimSink: @unchecked Sendable {
+    let send: (HTTPStatus, HTTPHeaders) -> Bool
     private let loop: EventLoop?
-    let sendOnLoop: (HTTPStatus, HTTPHeaders) -> Bool
-
-    init(loop: EventLoop?, _ send: @escaping (HTTPStatus, HTTPHeaders) -> Bool) {
+    init(loop: EventLoop? = nil, _ send: @escaping (HTTPStatus, HTTPHeaders) -> Bool) {
         self.loop = loop
-        sendOnLoop = send
+        self.send = send
     }
 
-    func send(_ status: HTTPStatus, _ headers: HTTPHeaders) -> Bool {
-        guard let loop, !loop.isCurrent else { return sendOnLoop(status, headers) }
+    /// Sends now on the loop; off it, posts (and says true: it is on its way).
+    func callAsFunction(_ status: HTTPStatus, _ headers: HTTPHeaders) -> Bool {
+        guard let loop, !loop.isCurrent else { return send(status, headers) }
         loop.post(.interim(self, status, headers))
         return true
     }

@@ -12,8 +12,8 @@ import JotterStore
 /// same id (its bytes in the blob store under `uploads/<id>`).
 ///
 /// Every request is authenticated in its head phase, before any byte is read; another user's
-/// upload is `404`. What a request needs of the store runs where the store's reads may run
-/// (`UploadReceiver.start`): never on an engine thread with PostgreSQL.
+/// upload is `404`. What a request needs of the store runs on its route's executor, before
+/// its body is read (the routes that take bytes run on the store's threads).
 final class ResumableUploads: Sendable {
     struct Limits: Sendable {
         /// The largest upload (`--max-upload-size`): `Upload-Limit: max-size`, `Tus-Max-Size`.
@@ -58,26 +58,22 @@ final class ResumableUploads: Sendable {
             || UploadDialect.of(head.headers) != .raw
     }
 
-    /// Where a request's store work runs: right here with local reads, on a store thread otherwise.
-    private var preparing: ((@escaping @Sendable () -> Void) -> Void)? {
-        guard store.readsWait else { return nil }
-        let store = store
-        return { work in store.dispatch(work) }
-    }
-
-    /// A receiver for a resumable request; a request that ends without its whole body keeps
-    /// what arrived (none of it when it was tentative), off the engine thread.
-    private func receiver(_ context: RequestContext, rawFile: String? = nil) throws -> UploadReceiver {
-        let store = store, lifetime = limits.lifetime
-        return try UploadReceiver(owner: context.owner, context: context, rawFile: rawFile) { receiver in
+    /// The receiver of a request whose store work is done (`writer`: a resumable one's bytes);
+    /// a request that ends without its whole body keeps what arrived (none of it when it was
+    /// tentative), on a store thread.
+    private func receiver(_ plan: UploadReceiver.Plan, _ context: RequestContext, writer: (any PartialWriter)?,
+                          rawFile: String? = nil) throws -> UploadReceiver {
+        let threads = store.threads, lifetime = limits.lifetime
+        return try UploadReceiver(plan: plan, owner: context.owner, context: context, writer: writer, rawFile: rawFile) { receiver in
             guard let writer = receiver.writer else { return }
             let length = receiver.plan.length, tentative = receiver.isTentative
-            store.dispatch { _ = try? writer.keep(length: length, expiresAt: UnixTime.now() + lifetime, discarding: tentative) }
+            threads.run { _ = try? writer.keep(length: length, expiresAt: UnixTime.now() + lifetime, discarding: tentative) }
         }
     }
 
     // MARK: - Creation
 
+    /// On the route's executor: the store work is done here, before any byte of the body.
     private func openCreation(_ head: RequestHead, _ context: RequestContext) throws -> UploadReceiver {
         let dialect = UploadDialect.of(head.headers)
         let owner = context.owner
@@ -94,12 +90,8 @@ final class ResumableUploads: Sendable {
             }
             let plan = UploadReceiver.Plan(dialect: .raw, record: nil, startOffset: 0, length: head.declaredLength, completes: true, checksum: nil,
                                            creates: true, filename: filename, contentType: plainType(), noteID: noteID)
-            let made = try receiver(context, rawFile: store.temporaryDirectory + "/raw-" + UploadRecord.newID())
-            try made.start(on: preparing) { [self] in
-                try requireNote(noteID, owner: owner)
-                return .init(plan: plan, writer: nil)
-            }
-            return made
+            try requireNote(noteID, owner: owner)
+            return try receiver(plan, context, writer: nil, rawFile: store.temporaryDirectory + "/raw-" + UploadRecord.newID())
 
         case .tus:
             try Self.checkTusVersion(headers)
@@ -118,16 +110,12 @@ final class ResumableUploads: Sendable {
             let filename = cleanFilename(metadata["filename"] ?? metadata["name"] ?? "upload")
             let type = UploadPolicy.contentType(metadata["filetype"] ?? metadata["type"] ?? "application/octet-stream")
             let checksum = try Tus.checksum(headers["Upload-Checksum"])
-            let made = try receiver(context)
-            try made.start(on: preparing) { [self] in
-                try requireNote(noteID, owner: owner)
-                let (record, writer) = try createRecord(dialect: .tus, filename: filename, contentType: type, length: length, noteID: noteID,
-                                                        expectedSHA256: nil, owner: owner, tentative: checksum != nil)
-                return .init(plan: UploadReceiver.Plan(dialect: .tus, record: record, startOffset: 0, length: length, completes: false,
-                                                       checksum: checksum, creates: true, filename: filename, contentType: type, noteID: noteID),
-                             writer: writer)
-            }
-            return made
+            try requireNote(noteID, owner: owner)
+            let (record, writer) = try createRecord(dialect: .tus, filename: filename, contentType: type, length: length, noteID: noteID,
+                                                    expectedSHA256: nil, owner: owner, tentative: checksum != nil)
+            let plan = UploadReceiver.Plan(dialect: .tus, record: record, startOffset: 0, length: length, completes: false,
+                                           checksum: checksum, creates: true, filename: filename, contentType: type, noteID: noteID)
+            return try receiver(plan, context, writer: writer)
 
         case .ietf(let version):
             let rules = DraftRules(sent: version)
@@ -140,23 +128,18 @@ final class ResumableUploads: Sendable {
                                 headers: draftHeaders(rules, complete: false, expiresAt: nil), closesConnection: true)
             }
             let expected = try Self.reprDigest(headers)
-            let type = plainType()
-            let made = try receiver(context)
-            try made.start(on: preparing) { [self] in
-                try requireNote(noteID, owner: owner)
-                let (record, writer) = try createRecord(dialect: dialect, filename: disposition ?? "upload", contentType: type, length: length,
-                                                        noteID: noteID, expectedSHA256: expected, owner: owner, tentative: false)
-                // The request holds the upload before the client learns where it is: a HEAD right
-                // after the 104 takes it over, never the other way round.
-                if rules.sendsInterim {
-                    var interim = HTTPHeaders([("Location", self.location(record.id, head)), ("Upload-Draft-Interop-Version", String(rules.version))])
-                    if let limit = rules.limit(maxSize: limits.maxSize, remainingSeconds: limits.lifetime) { interim.add("Upload-Limit", limit) }
-                    context.sendInterim(.uploadResumptionSupported, headers: interim)
-                }
-                return .init(plan: UploadReceiver.Plan(dialect: dialect, record: record, startOffset: 0, length: length, completes: complete,
-                                                       checksum: nil, creates: true, filename: record.filename, contentType: record.contentType,
-                                                       noteID: noteID),
-                             writer: writer)
+            try requireNote(noteID, owner: owner)
+            let (record, writer) = try createRecord(dialect: dialect, filename: disposition ?? "upload", contentType: plainType(), length: length,
+                                                    noteID: noteID, expectedSHA256: expected, owner: owner, tentative: false)
+            let plan = UploadReceiver.Plan(dialect: dialect, record: record, startOffset: 0, length: length, completes: complete,
+                                           checksum: nil, creates: true, filename: record.filename, contentType: record.contentType, noteID: noteID)
+            // The request holds the upload before the client learns where it is: a HEAD right
+            // after the 104 takes it over, never the other way round.
+            let made = try receiver(plan, context, writer: writer)
+            if rules.sendsInterim {
+                var interim = HTTPHeaders([("Location", location(record.id, head)), ("Upload-Draft-Interop-Version", String(rules.version))])
+                if let limit = rules.limit(maxSize: limits.maxSize, remainingSeconds: limits.lifetime) { interim.add("Upload-Limit", limit) }
+                context.sendInterim(.uploadResumptionSupported, headers: interim)
             }
             return made
         }
@@ -189,16 +172,11 @@ final class ResumableUploads: Sendable {
 
     // MARK: - Append
 
+    /// On the route's executor: takes the upload over for an append and checks the request
+    /// against it, before any byte of the body.
     private func openAppend(_ head: RequestHead, _ context: RequestContext) throws -> UploadReceiver {
         let id = try Self.uploadID(head)
         let owner = context.owner
-        let made = try receiver(context)
-        try made.start(on: preparing) { [self] in try prepareAppend(head, id: id, owner: owner) }
-        return made
-    }
-
-    /// Takes the upload over for an append and checks the request against it.
-    private func prepareAppend(_ head: RequestHead, id: String, owner: Owner) throws -> UploadReceiver.Prepared {
         let headers = head.headers
         let tentative = UploadDialect.of(headers) == .tus && headers["Upload-Checksum"] != nil
         switch try storage.takeOver(id, owner: owner, appending: true, tentative: tentative) {
@@ -212,7 +190,7 @@ final class ResumableUploads: Sendable {
         case .held(let record, let offset, let writer):
             guard let writer else { throw HTTPError(.internalServerError) }
             do {
-                return .init(plan: try appendPlan(head, record: record, offset: offset), writer: writer)
+                return try receiver(try appendPlan(head, record: record, offset: offset), context, writer: writer)
             } catch {
                 // Refused: the upload stays as it was.
                 writer.release()
@@ -293,27 +271,14 @@ final class ResumableUploads: Sendable {
 
     // MARK: - After the body
 
-    /// The answer once an upload request's body has ended (and the request was prepared): made
-    /// on a store thread, since keeping or completing the upload waits on disk, database or bucket.
+    /// The answer once an upload request's body has arrived whole, on the route's executor (the
+    /// store's threads): keeping or completing the upload waits on disk, database or bucket.
     func finish(_ request: Request, _ context: RequestContext, receiver: UploadReceiver) throws -> Reply {
-        let store = store
-        return Reply.later { [self] done in
-            receiver.whenPrepared {
-                store.dispatch {
-                    do {
-                        let response = try self.afterBody(request, receiver: receiver)
-                        done { response }
-                    } catch {
-                        done { throw error }
-                    }
-                }
-            }
-        }
+        .now(try afterBody(request, receiver: receiver))
     }
 
     private func afterBody(_ request: Request, receiver: UploadReceiver) throws -> Response {
-        try receiver.finishPrepared()
-        let plan = receiver.plan!
+        let plan = receiver.plan
         guard let record = plan.record, let writer = receiver.writer else { return try storeRaw(request, receiver: receiver) }
         let complete: Bool
         switch plan.dialect {
@@ -356,7 +321,7 @@ final class ResumableUploads: Sendable {
     /// checked against `Repr-Digest`) and replaces its row by the ordinary upload: what
     /// `POST /uploads` answers.
     private func completeUpload(_ request: Request, receiver: UploadReceiver, record: PartialUploadRecord, writer: any PartialWriter) throws -> Response {
-        let store = store, owner = receiver.owner, plan = receiver.plan!, length = receiver.offset
+        let store = store, owner = receiver.owner, plan = receiver.plan, length = receiver.offset
         if let declared = plan.length, declared != length {
             // What arrived is kept: the client may append the rest.
             _ = try? writer.keep(length: plan.length, expiresAt: UnixTime.now() + limits.lifetime, discarding: false)
@@ -406,7 +371,7 @@ final class ResumableUploads: Sendable {
 
     /// A plain raw upload: its bytes into the blob store, then its row.
     private func storeRaw(_ request: Request, receiver: UploadReceiver) throws -> Response {
-        let plan = receiver.plan!
+        let plan = receiver.plan
         guard let sha256 = receiver.takeSHA256(), let path = receiver.path else { throw HTTPError(.internalServerError) }
         let upload = NewUpload(id: UploadRecord.newID(), filename: plan.filename, contentType: plan.contentType, size: receiver.offset, sha256: sha256)
         do { try store.blobs.put(UploadRecord.blobKey(upload.id), movingFile: path) } catch {
@@ -423,7 +388,7 @@ final class ResumableUploads: Sendable {
 
     /// `HEAD /uploads/{id}` in either protocol: the offset (taking the upload over from any
     /// request still appending). nil: not a resumable-upload request on an ordinary upload.
-    /// Blocks (a store thread, or the engine thread with SQLite).
+    /// Blocks: on the route's executor (the loop only with the data folder and SQLite).
     func offset(_ request: Request, _ context: RequestContext) throws -> Reply? {
         let id = try Self.uploadID(request.head)
         let dialect = UploadDialect.of(request.headers)
@@ -492,7 +457,7 @@ final class ResumableUploads: Sendable {
 
     /// `DELETE /uploads/{id}` of a partial upload: stops any request appending, deletes its
     /// bytes and row (`204`). nil: no partial upload has this id (an ordinary delete follows).
-    /// Blocks (a store thread, or the engine thread with SQLite).
+    /// Blocks: on the route's executor (the loop only with the data folder and SQLite).
     func cancel(_ request: Request, _ context: RequestContext) throws -> Reply? {
         let id = try Self.uploadID(request.head)
         if UploadDialect.of(request.headers) == .tus { try Self.checkTusVersion(request.headers) }
