@@ -35,9 +35,10 @@ public protocol BucketPartialUploadStore: Sendable {
     /// another request took the upload over.
     func reservePartialUploadPart(id: String, owner: Owner, generation: Int64, leaseSeconds: Int64) throws(StoreError) -> Int?
 
-    /// Records what the holder of `generation` stored, in one transaction; false (nothing
-    /// recorded) when another request took the upload over or it is gone.
-    func recordPartialUpload(id: String, owner: Owner, generation: Int64, _ recording: PartialUploadRecording) throws(StoreError) -> Bool
+    /// Records what the holder of `generation` stored, in one transaction (with the next part's
+    /// number when `recording.reservesNextPart`); nil (nothing recorded) when another request
+    /// took the upload over or it is gone.
+    func recordPartialUpload(id: String, owner: Owner, generation: Int64, _ recording: PartialUploadRecording) throws(StoreError) -> PartialUploadRecorded?
 
     /// Asks every instance to stop the request appending to `id` (it records what it has).
     func announcePartialUploadTakeOver(id: String)
@@ -104,10 +105,12 @@ public struct PartialUploadRecording: Sendable {
     public var leaseSeconds: Int64 = 0
     /// Being completed from now on: no take-over until the lease runs out.
     public var seal = false
+    /// Hand out the next part number too (a request sending part after part saves a commit each).
+    public var reservesNextPart = false
 
     public init(parts: [S3BlobStore.UploadedPart] = [], partsSHA256: [UInt8]? = nil, partsEnd: Int64? = nil,
                 tailPiece: (start: Int64, bytes: [UInt8])? = nil, offset: Int64? = nil, length: Int64? = nil,
-                expiresAt: Int64? = nil, leaseSeconds: Int64 = 0, seal: Bool = false) {
+                expiresAt: Int64? = nil, leaseSeconds: Int64 = 0, seal: Bool = false, reservesNextPart: Bool = false) {
         self.parts = parts
         self.partsSHA256 = partsSHA256
         self.partsEnd = partsEnd
@@ -117,5 +120,14 @@ public struct PartialUploadRecording: Sendable {
         self.expiresAt = expiresAt
         self.leaseSeconds = leaseSeconds
         self.seal = seal
+        self.reservesNextPart = reservesNextPart
     }
+}
+
+/// What `recordPartialUpload` did.
+public struct PartialUploadRecorded: Sendable, Equatable {
+    /// The part number handed out with it (`PartialUploadRecording.reservesNextPart`).
+    public var reservedPart: Int?
+
+    public init(reservedPart: Int?) { self.reservedPart = reservedPart }
 }

@@ -43,7 +43,7 @@ struct BucketPartialUploadStoreTests {
         #expect(hold.partsSHA256 == Self.empty)
         #expect(hold.record.backendState == "multipart-1")
         #expect(try store.reservePartialUploadPart(id: made.id, owner: owner, generation: 1, leaseSeconds: 0) == nil)
-        #expect(try !store.recordPartialUpload(id: made.id, owner: owner, generation: 1, PartialUploadRecording(offset: 50)))
+        #expect(try store.recordPartialUpload(id: made.id, owner: owner, generation: 1, PartialUploadRecording(offset: 50)) == nil)
         #expect(try store.partialUpload(id: made.id, owner: owner)?.offset == 0)
         // Numbers are never handed out twice, whoever holds the upload.
         #expect(try store.reservePartialUploadPart(id: made.id, owner: owner, generation: 2, leaseSeconds: 0) == 2)
@@ -56,7 +56,7 @@ struct BucketPartialUploadStoreTests {
         let made = record()
         try store.createPartialUpload(made, owner: owner, leaseSeconds: 30, emptySHA256: Self.empty)
         #expect(try { if case .busy = try store.takeOverPartialUpload(id: made.id, owner: owner, leaseSeconds: 0, force: false, loadingBytes: false) { true } else { false } }())
-        #expect(try store.recordPartialUpload(id: made.id, owner: owner, generation: 1, PartialUploadRecording(leaseSeconds: 0)))
+        #expect(try store.recordPartialUpload(id: made.id, owner: owner, generation: 1, PartialUploadRecording(leaseSeconds: 0)) != nil)
         let second = try held(store.takeOverPartialUpload(id: made.id, owner: owner, leaseSeconds: 30, force: false, loadingBytes: true))
         #expect(second.generation == 2)
         #expect(try { if case .busy = try store.takeOverPartialUpload(id: made.id, owner: owner, leaseSeconds: 0, force: false, loadingBytes: false) { true } else { false } }())
@@ -75,21 +75,25 @@ struct BucketPartialUploadStoreTests {
         // Two requests' pieces of tail, then a part that covers them and more, then a new piece.
         let bytes = (0..<300).map { UInt8(truncatingIfNeeded: $0 &* 7) }
         #expect(try store.recordPartialUpload(id: made.id, owner: owner, generation: 1,
-                                              PartialUploadRecording(tailPiece: (0, Array(bytes[0..<40])), offset: 40, expiresAt: 5_000_000_000)))
+                                              PartialUploadRecording(tailPiece: (0, Array(bytes[0..<40])), offset: 40, expiresAt: 5_000_000_000)) != nil)
         var hold = try held(store.takeOverPartialUpload(id: made.id, owner: owner, leaseSeconds: 0, force: false, loadingBytes: true))
         #expect(hold.tail == Array(bytes[0..<40]))
         #expect(hold.record.expiresAt == 5_000_000_000)
         #expect(try store.recordPartialUpload(id: made.id, owner: owner, generation: hold.generation,
-                                              PartialUploadRecording(tailPiece: (40, Array(bytes[40..<90])), offset: 90, length: 300)))
+                                              PartialUploadRecording(tailPiece: (40, Array(bytes[40..<90])), offset: 90, length: 300)) != nil)
         hold = try held(store.takeOverPartialUpload(id: made.id, owner: owner, leaseSeconds: 0, force: false, loadingBytes: true))
         #expect(hold.tail == Array(bytes[0..<90]))
         #expect(hold.record.length == 300)
         let number = try #require(try store.reservePartialUploadPart(id: made.id, owner: owner, generation: hold.generation, leaseSeconds: 0))
         let part = S3BlobStore.UploadedPart(number: number, etag: "\"e1\"", size: 100)
+        // Recording a part hands out the next one's number in the same transaction.
+        let recorded = try store.recordPartialUpload(id: made.id, owner: owner, generation: hold.generation,
+                                                     PartialUploadRecording(parts: [part], partsSHA256: [1, 0xBB], partsEnd: 100, offset: 100,
+                                                                            reservesNextPart: true))
+        #expect(recorded == PartialUploadRecorded(reservedPart: number + 1))
+        #expect(try store.reservePartialUploadPart(id: made.id, owner: owner, generation: hold.generation, leaseSeconds: 0) == number + 2)
         #expect(try store.recordPartialUpload(id: made.id, owner: owner, generation: hold.generation,
-                                              PartialUploadRecording(parts: [part], partsSHA256: [1, 0xBB], partsEnd: 100, offset: 100)))
-        #expect(try store.recordPartialUpload(id: made.id, owner: owner, generation: hold.generation,
-                                              PartialUploadRecording(tailPiece: (100, Array(bytes[100..<130])), offset: 130)))
+                                              PartialUploadRecording(tailPiece: (100, Array(bytes[100..<130])), offset: 130)) != nil)
         hold = try held(store.takeOverPartialUpload(id: made.id, owner: owner, leaseSeconds: 0, force: false, loadingBytes: true))
         #expect(hold.parts == [part])
         #expect(hold.partsEnd == 100)
@@ -111,7 +115,7 @@ struct BucketPartialUploadStoreTests {
         var bytes = [UInt8](repeating: 0, count: 8 << 20)
         for index in bytes.indices { bytes[index] = UInt8(truncatingIfNeeded: index &* 2_654_435_761 >> 7) }
         #expect(try store.recordPartialUpload(id: made.id, owner: owner, generation: 1,
-                                              PartialUploadRecording(tailPiece: (0, bytes), offset: Int64(bytes.count))))
+                                              PartialUploadRecording(tailPiece: (0, bytes), offset: Int64(bytes.count))) != nil)
         let hold = try held(store.takeOverPartialUpload(id: made.id, owner: owner, leaseSeconds: 0, force: false, loadingBytes: true))
         #expect(hold.tail == bytes)
     }
@@ -121,7 +125,7 @@ struct BucketPartialUploadStoreTests {
         let made = record()
         try store.createPartialUpload(made, owner: owner, leaseSeconds: 0, emptySHA256: Self.empty)
         #expect(try store.recordPartialUpload(id: made.id, owner: owner, generation: 1,
-                                              PartialUploadRecording(offset: 100, leaseSeconds: 1, seal: true)))
+                                              PartialUploadRecording(offset: 100, leaseSeconds: 1, seal: true)) != nil)
         #expect(try { if case .sealed = try store.takeOverPartialUpload(id: made.id, owner: owner, leaseSeconds: 0, force: true, loadingBytes: false) { true } else { false } }())
         usleep(2_100_000)
         let hold = try held(store.takeOverPartialUpload(id: made.id, owner: owner, leaseSeconds: 0, force: false, loadingBytes: false))

@@ -147,17 +147,21 @@ extension PostgresStore: BucketPartialUploadStore {
         }
     }
 
-    public func recordPartialUpload(id: String, owner: Owner, generation: Int64, _ recording: PartialUploadRecording) throws(StoreError) -> Bool {
+    public func recordPartialUpload(id: String, owner: Owner, generation: Int64,
+                                    _ recording: PartialUploadRecording) throws(StoreError) -> PartialUploadRecorded? {
         try StoreWait.wait { completion in
-            write({ write -> Bool in
+            write({ write -> PartialUploadRecorded? in
                 let db = write.db
-                guard try !db.query("""
+                guard let row = try db.query("""
                     UPDATE partial_uploads SET upload_offset = coalesce($4, upload_offset), length = coalesce($5, length),
                         expires_at = coalesce($6, expires_at), parts_sha256 = coalesce($7, parts_sha256),
-                        writer_until = CASE WHEN $8::bigint > 0 THEN \(Self.now) + $8::bigint ELSE 0 END, sealed = $9
-                    WHERE id = $1 AND owner = $2 AND generation = $3 RETURNING id
+                        writer_until = CASE WHEN $8::bigint > 0 THEN \(Self.now) + $8::bigint ELSE 0 END, sealed = $9,
+                        next_part = next_part + $10::integer
+                    WHERE id = $1 AND owner = $2 AND generation = $3 RETURNING next_part - 1
                     """, [id, owner.id, generation, recording.offset, recording.length, recording.expiresAt,
-                          recording.partsSHA256.map { PostgresBytes($0) }, recording.leaseSeconds, recording.seal]).isEmpty else { return false }
+                          recording.partsSHA256.map { PostgresBytes($0) }, recording.leaseSeconds, recording.seal,
+                          recording.reservesNextPart ? 1 : 0]).first else { return nil }
+                let recorded = PartialUploadRecorded(reservedPart: recording.reservesNextPart ? try row.value(0, as: Int.self) : nil)
                 for part in recording.parts {
                     try db.query("INSERT INTO partial_upload_parts (upload_id, number, size, etag) VALUES ($1, $2, $3, $4)",
                                  [id, part.number, part.size, part.etag])
@@ -169,7 +173,7 @@ extension PostgresStore: BucketPartialUploadStore {
                     try db.query("INSERT INTO partial_upload_tails (upload_id, start, bytes) VALUES ($1, $2, $3)",
                                  [id, piece.start, PostgresBytes(piece.bytes)])
                 }
-                return true
+                return recorded
             }, completion: completion)
         }
     }

@@ -157,16 +157,15 @@ final class BucketPartials: PartialStorage {
 
 /// What one request appends to a partial upload in the bucket (`BucketPartials`).
 ///
-/// The bytes gather in memory; each time more than a part is there, a part goes up on a thread
-/// of its own — its number from the row, its bytes hashed, uploaded, then recorded (unless the
-/// request is `tentative`: a tus checksum must hold first, so its parts are recorded at its
-/// end) — while the next fills. When that one is full too and the first is still on its way,
-/// the engine reads no more of the body until it has arrived (`mustWait`): at most two parts
-/// and a read in memory. When the request ends, `keep` or `complete` (off the engine thread)
-/// store what is left.
+/// The bytes gather in memory and are hashed as they arrive (the SHA-256 state kept at each
+/// part's end); each time more than a part is there, a part goes up on a thread of its own —
+/// uploaded, then recorded with that state and the next part's number (unless the request is
+/// `tentative`: a tus checksum must hold first, so its parts are recorded at its end) — while
+/// the next fills. When that one is full too and the first is still on its way, the engine
+/// reads no more of the body until it has arrived (`mustWait`): at most two parts and a read in
+/// memory. When the request ends, `keep` or `complete` (off the engine thread) store what is left.
 final class BucketPartialWriter: PartialWriter, @unchecked Sendable {
-    // @unchecked: `hash` belongs to the part thread while one runs (`busy`), else to the thread
-    // that keeps or completes — handed over through `state`'s lock; the rest is in `state`.
+    // @unchecked: everything that changes is in `state`, behind its lock.
     let id: String
     private let owner: Owner
     private let key: String
@@ -177,10 +176,8 @@ final class BucketPartialWriter: PartialWriter, @unchecked Sendable {
     private let partSize: Int
     private var rows: any BucketPartialUploadStore { partials.rows }
     private var bucket: S3BlobStore { partials.bucket }
-    /// The SHA-256 of the bytes before `State.base`.
-    private var hash: SHA256
 
-    private struct State {
+    private struct State: ~Copyable {
         /// The bytes after `base`, not in a part yet.
         var buffer: [UInt8]
         /// Where the parts end: recorded ones, and those this request has sent.
@@ -191,6 +188,15 @@ final class BucketPartialWriter: PartialWriter, @unchecked Sendable {
         var parts: [S3BlobStore.UploadedPart]
         /// Parts a tentative request stored and has not recorded yet.
         var unrecorded: [S3BlobStore.UploadedPart] = []
+        /// The number the row handed out for the next part, with the last record.
+        var reserved: Int?
+        /// The SHA-256 of every byte so far (`base` + the buffer), and its state at each part's
+        /// end not recorded yet, by offset.
+        var hash: SHA256
+        var hashed: Int64
+        var boundaries: [Int64: [UInt8]] = [:]
+        /// Where this request's parts start: the parts' ends are this plus whole parts.
+        let partsStart: Int64
         /// A part thread runs.
         var busy = false
         /// Called when it ends: the engine reads the body on.
@@ -201,6 +207,19 @@ final class BucketPartialWriter: PartialWriter, @unchecked Sendable {
         var stopped = false
         /// Kept or completed: nothing more is recorded.
         var finished = false
+
+        /// Hashes `bytes`, the next ones, keeping the state at each part's end they pass.
+        mutating func absorb(_ bytes: UnsafeRawBufferPointer, partSize: Int) {
+            var from = 0
+            while from < bytes.count {
+                let next = partsStart + ((hashed - partsStart) / Int64(partSize) + 1) * Int64(partSize)
+                let count = Int(min(Int64(bytes.count - from), next - hashed))
+                hash.update(UnsafeRawBufferPointer(rebasing: bytes[from..<from + count]))
+                hashed += Int64(count)
+                from += count
+                if hashed == next { boundaries[next] = hash.state }
+            }
+        }
     }
     private let state: Mutex<State>
     /// Signalled when a part thread ends.
@@ -210,7 +229,6 @@ final class BucketPartialWriter: PartialWriter, @unchecked Sendable {
         guard let hash = SHA256(state: hold.partsSHA256) else {
             throw HTTPError(.internalServerError, detail: "upload \(hold.record.id): its recorded SHA-256 state is unreadable")
         }
-        self.hash = hash
         id = hold.record.id
         self.owner = owner
         key = UploadRecord.blobKey(hold.record.id)
@@ -219,7 +237,10 @@ final class BucketPartialWriter: PartialWriter, @unchecked Sendable {
         self.tentative = tentative
         self.partials = partials
         partSize = partials.bucket.configuration.partSize
-        state = Mutex(State(buffer: hold.tail, base: hold.partsEnd, recorded: hold.record.offset, parts: hold.parts))
+        var initial = State(buffer: hold.tail, base: hold.partsEnd, recorded: hold.record.offset, parts: hold.parts,
+                            hash: hash, hashed: hold.partsEnd, partsStart: hold.partsEnd)
+        hold.tail.withUnsafeBytes { initial.absorb($0, partSize: partials.bucket.configuration.partSize) }
+        state = Mutex(initial)
     }
 
     // MARK: - While the body arrives (engine thread)
@@ -231,6 +252,7 @@ final class BucketPartialWriter: PartialWriter, @unchecked Sendable {
             if state.stopped || state.finished { throw HTTPError.takenOver(id) }
             if state.buffer.capacity < partSize { state.buffer.reserveCapacity(partSize + chunk.count) }
             state.buffer.append(contentsOf: chunk)
+            state.absorb(chunk, partSize: partSize)
         }
         sendFullPart()
     }
@@ -247,26 +269,34 @@ final class BucketPartialWriter: PartialWriter, @unchecked Sendable {
     /// so that the last part is `complete`'s).
     private func sendFullPart() {
         let partSize = partSize
-        let cut = state.withLock { state -> (bytes: [UInt8], end: Int64)? in
+        let cut = state.withLock { state -> (bytes: [UInt8], end: Int64, sha256: [UInt8]?)? in
             guard state.buffer.count > partSize, !state.busy, state.failure == nil, !state.stopped, !state.finished else { return nil }
             let bytes = Array(state.buffer[..<partSize])
             state.buffer.removeFirst(partSize)
             state.base += Int64(partSize)
             state.busy = true
-            return (bytes, state.base)
+            return (bytes, state.base, state.boundaries[state.base])
         }
         guard let cut else { return }
         let started = StoreThreads.detach { [self] in
             do {
                 let part = try storePart(cut.bytes)
                 if !tentative {
-                    let recording = PartialUploadRecording(parts: [part], partsSHA256: hash.state, partsEnd: cut.end, offset: cut.end,
-                                                           expiresAt: UnixTime.now() + partials.lifetime, leaseSeconds: BucketPartials.lease)
-                    guard try rows.recordPartialUpload(id: id, owner: owner, generation: generation, recording) else { throw HTTPError.takenOver(id) }
+                    let recording = PartialUploadRecording(parts: [part], partsSHA256: cut.sha256, partsEnd: cut.end, offset: cut.end,
+                                                           expiresAt: UnixTime.now() + partials.lifetime, leaseSeconds: BucketPartials.lease,
+                                                           reservesNextPart: true)
+                    guard let recorded = try rows.recordPartialUpload(id: id, owner: owner, generation: generation, recording) else {
+                        throw HTTPError.takenOver(id)
+                    }
+                    state.withLock { state in
+                        state.reserved = recorded.reservedPart
+                        state.recorded = cut.end
+                        state.boundaries[cut.end] = nil
+                    }
                 }
                 state.withLock { state in
                     state.parts.append(part)
-                    if tentative { state.unrecorded.append(part) } else { state.recorded = cut.end }
+                    if tentative { state.unrecorded.append(part) }
                 }
             } catch {
                 state.withLock { $0.failure = Self.refusal(error) }
@@ -304,53 +334,79 @@ final class BucketPartialWriter: PartialWriter, @unchecked Sendable {
         if !StoreThreads.detach(record) { record() }
     }
 
-    func keep(length: Int64?, expiresAt: Int64, discarding: Bool) throws -> Bool {
+    /// What keeping or completing goes on from, taken once no part is on its way.
+    private struct Rest {
+        var buffer: [UInt8]
+        var base: Int64
+        var recorded: Int64
+        var parts: [S3BlobStore.UploadedPart]
+        var unrecorded: [S3BlobStore.UploadedPart]
+        var failure: HTTPError?
+    }
+
+    /// Waits for the part on its way, then takes what is left; nil when the request was kept
+    /// or completed already (or, `completing`, was stopped: taken over).
+    private func finishing(completing: Bool) throws(HTTPError) -> Rest? {
         waitIdle()
-        guard let taken = state.withLock({ state -> State? in
-            guard !state.finished else { return nil }
+        return try state.withLock { (state: inout State) throws(HTTPError) -> Rest? in
+            guard !state.finished else {
+                if completing { throw HTTPError.takenOver(id) }
+                return nil
+            }
+            if completing {
+                if let failure = state.failure { throw failure }
+                if state.stopped { throw HTTPError.takenOver(id) }
+            }
             state.finished = true
-            return state
-        }) else { return false }
+            defer { state.buffer = [] }
+            return Rest(buffer: state.buffer, base: state.base, recorded: state.recorded, parts: state.parts,
+                        unrecorded: state.unrecorded, failure: state.failure)
+        }
+    }
+
+    func keep(length: Int64?, expiresAt: Int64, discarding: Bool) throws -> Bool {
+        guard let rest = try finishing(completing: false) else { return false }
         defer { partials.unregister(self) }
-        guard !discarding, taken.failure == nil else {
+        guard !discarding, rest.failure == nil else {
             // Nothing of this request stays (a part of it was lost, or its checksum could not
             // hold): the row keeps what was recorded before; the lease goes.
-            return try rows.recordPartialUpload(id: id, owner: owner, generation: generation, PartialUploadRecording(leaseSeconds: 0))
+            return try rows.recordPartialUpload(id: id, owner: owner, generation: generation, PartialUploadRecording(leaseSeconds: 0)) != nil
         }
         do {
             // Full parts first: the tail recorded is at most a part.
-            var buffer = taken.buffer, base = taken.base, parts = taken.unrecorded
+            var buffer = rest.buffer, base = rest.base, parts = rest.unrecorded
             while buffer.count > partSize {
                 parts.append(try storePart(Array(buffer[..<partSize])))
                 buffer.removeFirst(partSize)
                 base += Int64(partSize)
             }
             // The bytes the row has not got yet: those past its offset (or past the new parts).
-            let from = max(base, taken.recorded)
+            let from = max(base, rest.recorded)
             let piece = Array(buffer[Int(from - base)...])
-            let recording = PartialUploadRecording(parts: parts, partsSHA256: parts.isEmpty ? nil : hash.state, partsEnd: parts.isEmpty ? nil : base,
+            let sha256 = parts.isEmpty ? nil : state.withLock { $0.boundaries[base] }
+            let recording = PartialUploadRecording(parts: parts, partsSHA256: sha256, partsEnd: parts.isEmpty ? nil : base,
                                                    tailPiece: piece.isEmpty ? nil : (from, piece), offset: base + Int64(buffer.count),
                                                    length: length, expiresAt: expiresAt, leaseSeconds: 0)
-            return try rows.recordPartialUpload(id: id, owner: owner, generation: generation, recording)
+            return try rows.recordPartialUpload(id: id, owner: owner, generation: generation, recording) != nil
         } catch {
             releaseLease()
             throw error
         }
     }
 
+    func release() {
+        guard (try? finishing(completing: false)) != nil else { return }
+        releaseLease()
+        partials.unregister(self)
+    }
+
     func complete(length: Int64, expected: String?) throws -> String {
-        waitIdle()
-        let taken = try state.withLock { (state: inout State) throws(HTTPError) -> State in
-            if let failure = state.failure { throw failure }
-            if state.stopped || state.finished { throw HTTPError.takenOver(id) }
-            state.finished = true
-            return state
-        }
+        guard let rest = try finishing(completing: true) else { throw HTTPError.takenOver(id) }
         defer { partials.unregister(self) }
-        var buffer = taken.buffer, parts = taken.parts, newParts = taken.unrecorded
-        guard taken.base + Int64(buffer.count) == length else {
+        var buffer = rest.buffer, parts = rest.parts, newParts = rest.unrecorded
+        guard rest.base + Int64(buffer.count) == length else {
             releaseLease()
-            throw HTTPError(.internalServerError, detail: "upload \(id) holds \(taken.base + Int64(buffer.count)) bytes, not \(length)")
+            throw HTTPError(.internalServerError, detail: "upload \(id) holds \(rest.base + Int64(buffer.count)) bytes, not \(length)")
         }
         do {
             // The rest as parts, the last one as long as what is left (none for an empty upload).
@@ -365,10 +421,11 @@ final class BucketPartialWriter: PartialWriter, @unchecked Sendable {
             releaseLease()
             throw error
         }
-        let whole = hash.state
-        var done = SHA256()
-        swap(&done, &hash)
-        let sha256 = done.finish()
+        let (whole, sha256) = state.withLock { state -> ([UInt8], String) in
+            var done = SHA256()
+            swap(&done, &state.hash)
+            return (done.state, done.finish())
+        }
         if let expected, expected != sha256 {
             try? bucket.abortMultipartUpload(key, uploadID: uploadID)
             throw PartialDigestMismatch(actual: sha256)
@@ -377,7 +434,7 @@ final class BucketPartialWriter: PartialWriter, @unchecked Sendable {
         // are recorded, so the upload can be completed again).
         let seal = PartialUploadRecording(parts: newParts, partsSHA256: whole, partsEnd: length, offset: length, length: length,
                                           leaseSeconds: BucketPartials.sealLease, seal: true)
-        guard try rows.recordPartialUpload(id: id, owner: owner, generation: generation, seal) else { throw HTTPError.takenOver(id) }
+        guard try rows.recordPartialUpload(id: id, owner: owner, generation: generation, seal) != nil else { throw HTTPError.takenOver(id) }
         do {
             if parts.isEmpty {
                 // No multipart upload completes without a part: an empty object instead.
@@ -401,29 +458,22 @@ final class BucketPartialWriter: PartialWriter, @unchecked Sendable {
 
     // MARK: - Parts
 
-    /// Stores `bytes` as the upload's next part: its number from the row (which also says the
-    /// request still holds the upload), its bytes into `hash`, then the bucket.
+    /// Stores `bytes` as the upload's next part, under the number the row handed out with the
+    /// last record, or a new one (which also says the request still holds the upload).
     private func storePart(_ bytes: [UInt8]) throws -> S3BlobStore.UploadedPart {
-        guard let number = try rows.reservePartialUploadPart(id: id, owner: owner, generation: generation, leaseSeconds: BucketPartials.lease) else {
+        let reserved = state.withLock { state in
+            defer { state.reserved = nil }
+            return state.reserved
+        }
+        guard let number = try reserved
+                ?? rows.reservePartialUploadPart(id: id, owner: owner, generation: generation, leaseSeconds: BucketPartials.lease) else {
             throw HTTPError.takenOver(id)
         }
         guard number <= S3BlobStore.maximumPartNumber else {
             throw HTTPError(.contentTooLarge, detail: "upload \(id) would need more than \(S3BlobStore.maximumPartNumber) parts in the bucket",
                             closesConnection: true)
         }
-        bytes.withUnsafeBytes { hash.update($0) }
         return try bucket.uploadPart(key, uploadID: uploadID, number: number, bytes: bytes)
-    }
-
-    func release() {
-        let first = state.withLock { state -> Bool in
-            defer { state.finished = true }
-            return !state.finished
-        }
-        guard first else { return }
-        waitIdle()
-        releaseLease()
-        partials.unregister(self)
     }
 
     /// Gives the lease up (and a seal), recording nothing else: a take-over need not wait.
