@@ -55,7 +55,7 @@ final class EventLoop: @unchecked Sendable {
     /// A streaming body writes into this before the socket; only what the socket did not take
     /// is copied to the connection.
     let streamBuffer: UnsafeMutableRawBufferPointer
-    var date = DateField()
+    let date = DateField()
     private var thread = pthread_t()
     private var lastSweep: UInt64 = 0
     /// When epoll last returned: bytes that arrived before it have been read.

@@ -59,6 +59,8 @@ final class RequestLifecycle {
     private var reader = BodyReader.none
     /// Microseconds from the request line to the response handed to the engine.
     private(set) var answeredAfter: Int?
+    /// `completed` was called.
+    private(set) var isCompleted = false
 
     init(router: Router, limits: Limits, target: String, remoteAddress: String, started: UInt64 = Clock.microseconds(),
          interim: InterimSink? = nil) {
@@ -189,8 +191,11 @@ final class RequestLifecycle {
         return response
     }
 
-    /// The request is over: what was sent, and how it ended. Tells every middleware.
+    /// The request is over: what was sent, and how it ended. Tells every middleware. Exactly
+    /// once per request (checked in debug builds: the fuzzer's state-machine target relies on it).
     func completed(status: Int, bytesSent: Int, outcome: CompletedExchange.Outcome) {
+        assert(!isCompleted, "a request was completed twice")
+        isCompleted = true
         reader.discard()
         stack.completed(CompletedExchange(head: head, target: target, remoteAddress: head?.remoteAddress ?? remoteAddress, context: context, status: status,
                                           bytesSent: bytesSent, microseconds: Int(Clock.microseconds() - started),

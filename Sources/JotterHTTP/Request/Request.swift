@@ -127,7 +127,27 @@ public struct Parameters: Sendable {
 
 /// The connection's end of `RequestContext.sendInterim`: called only on the connection's own
 /// event loop, which is what makes the unchecked sendability sound.
+///
+/// HTTP/2 hands over a closure that submits HEADERS. HTTP/1.1 uses one sink per connection as
+/// a queue: while `isOpen` (a request is being read or served and not answered yet) interim
+/// responses are kept in `queued`, as bytes, and the connection takes them after each call
+/// into the request's lifecycle, ahead of whatever that call answered.
 final class InterimSink: @unchecked Sendable {
-    let send: (HTTPStatus, HTTPHeaders) -> Bool
-    init(_ send: @escaping (HTTPStatus, HTTPHeaders) -> Bool) { self.send = send }
+    private let submit: ((HTTPStatus, HTTPHeaders) -> Bool)?
+    /// HTTP/1.1: whether interim responses are taken now.
+    var isOpen = false
+    /// HTTP/1.1: interim responses taken and not yet handed to the connection's output.
+    var queued: [[UInt8]] = []
+
+    init(_ submit: @escaping (HTTPStatus, HTTPHeaders) -> Bool) { self.submit = submit }
+
+    /// A queue for an HTTP/1.1 connection.
+    init() { submit = nil }
+
+    func send(_ status: HTTPStatus, _ headers: HTTPHeaders) -> Bool {
+        if let submit { return submit(status, headers) }
+        guard isOpen else { return false }
+        queued.append(ResponseHead.interim(status, headers: headers))
+        return true
+    }
 }
