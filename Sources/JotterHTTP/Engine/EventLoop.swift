@@ -45,7 +45,9 @@ final class EventLoop: @unchecked Sendable {
     private var taken: [Task] = []
     private var nextTask = 0
     /// Loop-thread state from here on.
-    private var connections: [UInt64: any LoopConnection] = [:]
+    /// Unchecked for exclusive access: the loop thread reads a connection out of it before it
+    /// calls the connection, which may then remove itself (`forget`).
+    @exclusivity(unchecked) private var connections: [UInt64: any LoopConnection] = [:]
     private var nextToken: UInt64 = 16
     private var accepting = true
     private var running = true

@@ -12,19 +12,22 @@ import Glibc
 /// loop's stream buffer and written through it, as TLS cannot `sendfile`. Loop thread only.
 final class HTTP1Connection: LoopConnection {
     unowned let loop: EventLoop
-    private var io: ConnectionIO
+    @exclusivity(unchecked) private var io: ConnectionIO
     let token: UInt64
     let address: String
     let opened: UInt64
-    private var machine: HTTP1StateMachine
+    // The state below is unchecked for exclusive access (no runtime check per access): only the
+    // loop thread touches it, and nothing the machine calls (middleware, handlers, bodies) can
+    // reach this connection but by posting a task to the loop.
+    @exclusivity(unchecked) private var machine: HTTP1StateMachine
     /// What epoll reports for the socket.
-    private var interest = HTTP1StateMachine.Interest(read: true, write: false)
+    @exclusivity(unchecked) private var interest = HTTP1StateMachine.Interest(read: true, write: false)
     /// The waker of the streaming body being sent, if any.
-    private var waker: ConnectionWaker?
-    private var handshaking: Bool
-    private var handshakeStarted = false
+    @exclusivity(unchecked) private var waker: ConnectionWaker?
+    @exclusivity(unchecked) private var handshaking: Bool
+    @exclusivity(unchecked) private var handshakeStarted = false
     /// The socket was closed or handed to an `HTTP2Connection`: nothing more is done here.
-    private var finished = false
+    @exclusivity(unchecked) private var finished = false
 
     init(loop: EventLoop, fd: Int32, token: UInt64, address: String, tls: UnsafeMutableRawPointer? = nil) {
         self.loop = loop

@@ -766,35 +766,39 @@ struct HTTP1StateMachine: ~Copyable {
         let bodyAllowed = status >= 200 && status != 204 && status != 304
         var bytes: [UInt8] = []
         bytes.reserveCapacity(256 + (response.payload.isBytes && !requestIsHead ? response.body.count : 0))
-        var outgoing: Outgoing
+        var separate: [UInt8] = []
+        var bodyBytes = 0
+        var closes = closesAfter
+        var file: (fd: Int32, offset: Int, remaining: Int)?
+        var stream: StreamState?
         switch response.payload {
         case .bytes:
             ResponseHead.write(response, framing: bodyAllowed ? .length(UInt64(response.body.count)) : .none, keepAlive: !closesAfter,
                                http10: requestHTTP10, date: date, into: &bytes)
-            let body = bodyAllowed && !requestIsHead ? response.body : []
-            // A small body goes in the head's array; a large one is written from its own.
-            var separate: [UInt8] = []
-            if body.count <= 4096 { bytes.append(contentsOf: body) } else { separate = body }
-            outgoing = Outgoing(head: bytes, body: separate, lifecycle: lifecycle, status: status, bodyBytes: body.count, closeAfter: closesAfter)
+            if bodyAllowed, !requestIsHead {
+                // A small body goes in the head's array; a large one is written from its own.
+                bodyBytes = response.body.count
+                if bodyBytes <= 4096 { bytes.append(contentsOf: response.body) } else { separate = response.body }
+            }
         case .file(let fileFD, let offset, let length):
             ResponseHead.write(response, framing: .length(length), keepAlive: !closesAfter, http10: requestHTTP10, date: date, into: &bytes)
-            outgoing = Outgoing(head: bytes, body: [], lifecycle: lifecycle, status: status, bodyBytes: Int(length), closeAfter: closesAfter)
-            if requestIsHead || length == 0 { Glibc.close(fileFD) } else { outgoing.file = (fileFD, Int(offset), Int(length)) }
+            bodyBytes = Int(length)
+            if requestIsHead || length == 0 { Glibc.close(fileFD) } else { file = (fileFD, Int(offset), Int(length)) }
         case .stream(let body, let length, let blockSize):
             let chunked = length == nil && !requestHTTP10
-            let closes = closesAfter || (length == nil && requestHTTP10)
+            closes = closesAfter || (length == nil && requestHTTP10)
             let framing: ResponseHead.Framing = !bodyAllowed ? .none : length.map { .length($0) } ?? (chunked ? .chunked : .closeDelimited)
             ResponseHead.write(response, framing: framing, keepAlive: !closes, http10: requestHTTP10, date: date, into: &bytes)
-            outgoing = Outgoing(head: bytes, body: [], lifecycle: lifecycle, status: status, closeAfter: closes)
             if requestIsHead || !bodyAllowed {
                 body.finish()
             } else {
-                outgoing.stream = StreamState(body: body, chunked: chunked, blockSize: min(blockSize, Self.streamPiece))
+                stream = StreamState(body: body, chunked: chunked, blockSize: min(blockSize, Self.streamPiece))
             }
         }
-        if outgoing.closeAfter { closeAfterAnswers = true }
-        queuedBytes += outgoing.head.count + outgoing.body.count
-        queue.append(outgoing)
+        if closes { closeAfterAnswers = true }
+        queuedBytes += bytes.count + separate.count
+        queue.append(Outgoing(head: bytes, body: separate, file: file, stream: stream, lifecycle: lifecycle, status: status, bodyBytes: bodyBytes,
+                              closeAfter: closes))
     }
 
     /// Bytes that are not an answer of their own (an interim response).
@@ -927,7 +931,8 @@ struct HTTP1StateMachine: ~Copyable {
 
     /// The front answer is written: its request is complete.
     private mutating func finishFront() {
-        let finished = queue.removeFirst()
+        // Moved out, not copied: usually the only answer queued.
+        let finished = queue.count == 1 ? queue.removeLast() : queue.removeFirst()
         queuedBytes -= finished.head.count + finished.body.count
         if let lifecycle = finished.lifecycle { complete(lifecycle, status: finished.status, bytes: finished.bodyBytes, outcome: .sent) }
         if finished.closeAfter {

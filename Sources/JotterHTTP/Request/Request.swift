@@ -134,10 +134,12 @@ public struct Parameters: Sendable {
 /// into the request's lifecycle, ahead of whatever that call answered.
 final class InterimSink: @unchecked Sendable {
     private let submit: ((HTTPStatus, HTTPHeaders) -> Bool)?
+    // Unchecked for exclusive access: one loop thread, and the connection looks at these only
+    // between the calls that may send.
     /// HTTP/1.1: whether interim responses are taken now.
-    var isOpen = false
+    @exclusivity(unchecked) var isOpen = false
     /// HTTP/1.1: interim responses taken and not yet handed to the connection's output.
-    var queued: [[UInt8]] = []
+    @exclusivity(unchecked) var queued: [[UInt8]] = []
 
     init(_ submit: @escaping (HTTPStatus, HTTPHeaders) -> Bool) { self.submit = submit }
 
