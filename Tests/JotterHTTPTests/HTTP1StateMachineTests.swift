@@ -506,6 +506,20 @@ struct HTTP1StateMachineTests {
         #expect(connection.output.count < 600, "no body was written for HEAD")
     }
 
+    @Test("a head that cannot be parsed after a HEAD or an HTTP/1.0 request: its refusal is HTTP/1.1 with its body")
+    func malformedAfterHead() {
+        let setup = Setup()
+        for first in ["HEAD /hello HTTP/1.1\r\nHost: a\r\n\r\n", "GET /hello HTTP/1.0\r\nConnection: keep-alive\r\n\r\n"] {
+            var connection = setup.connection()
+            connection.send(Array((first + "PC\0\0 / HTTP/1.1\r\n\r\n").utf8))
+            let answers = Self.answers(connection.output, heads: first.hasPrefix("HEAD") ? [0] : [])
+            #expect(answers.count == 2, "after \(first.debugDescription)")
+            #expect(answers.last?.version == "HTTP/1.1" && answers.last?.status == 400)
+            #expect(answers.last.map { $0.body.utf8.count == Int($0.fields["content-length"] ?? "") && $0.body.contains("Bad Request") } == true,
+                    "the refusal's body is written")
+        }
+    }
+
     @Test("HTTP/1.0: answered in HTTP/1.0 and closed, unless it asks for keep-alive; never a 100")
     func http10() {
         let setup = Setup()

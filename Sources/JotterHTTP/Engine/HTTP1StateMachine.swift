@@ -730,6 +730,10 @@ struct HTTP1StateMachine: ~Copyable {
         } else {
             server.inFlight.add(1, ordering: .relaxed)
             lifecycle = RequestLifecycle(router: server.router, limits: server.limits, target: target, remoteAddress: address, started: now)
+            // Nothing of the request before it applies (a HEAD's answer has no body; HTTP/1.0's…).
+            requestIsHead = false
+            requestHTTP10 = false
+            requestHasBody = false
         }
         request = lifecycle
         waitingForHeadSince = nil
