@@ -768,8 +768,7 @@ struct HTTP1StateMachine: ~Copyable {
             || response.headers["Connection"].map { HTTPHeaders.equal($0, "close") } == true
         let status = response.status.code
         let bodyAllowed = status >= 200 && status != 204 && status != 304
-        var bytes: [UInt8] = []
-        bytes.reserveCapacity(256 + (response.payload.isBytes && !requestIsHead ? response.body.count : 0))
+        let bytes: [UInt8]
         var separate: [UInt8] = []
         var bodyBytes = 0
         var closes = closesAfter
@@ -777,22 +776,20 @@ struct HTTP1StateMachine: ~Copyable {
         var stream: StreamState?
         switch response.payload {
         case .bytes:
-            ResponseHead.write(response, framing: bodyAllowed ? .length(UInt64(response.body.count)) : .none, keepAlive: !closesAfter,
-                               http10: requestHTTP10, date: date, into: &bytes)
-            if bodyAllowed, !requestIsHead {
-                // A small body goes in the head's array; a large one is written from its own.
-                bodyBytes = response.body.count
-                if bodyBytes <= 4096 { bytes.append(contentsOf: response.body) } else { separate = response.body }
-            }
+            // A small body goes in the head's array; a large one is written from its own.
+            if bodyAllowed, !requestIsHead { bodyBytes = response.body.count }
+            bytes = ResponseHead.head(response, framing: bodyAllowed ? .length(UInt64(response.body.count)) : .none, keepAlive: !closesAfter,
+                                      http10: requestHTTP10, date: date, body: bodyBytes > 0 && bodyBytes <= 4096)
+            if bodyBytes > 4096 { separate = response.body }
         case .file(let fileFD, let offset, let length):
-            ResponseHead.write(response, framing: .length(length), keepAlive: !closesAfter, http10: requestHTTP10, date: date, into: &bytes)
+            bytes = ResponseHead.head(response, framing: .length(length), keepAlive: !closesAfter, http10: requestHTTP10, date: date, body: false)
             bodyBytes = Int(length)
             if requestIsHead || length == 0 { Glibc.close(fileFD) } else { file = (fileFD, Int(offset), Int(length)) }
         case .stream(let body, let length, let blockSize):
             let chunked = length == nil && !requestHTTP10
             closes = closesAfter || (length == nil && requestHTTP10)
             let framing: ResponseHead.Framing = !bodyAllowed ? .none : length.map { .length($0) } ?? (chunked ? .chunked : .closeDelimited)
-            ResponseHead.write(response, framing: framing, keepAlive: !closes, http10: requestHTTP10, date: date, into: &bytes)
+            bytes = ResponseHead.head(response, framing: framing, keepAlive: !closes, http10: requestHTTP10, date: date, body: false)
             if requestIsHead || !bodyAllowed {
                 body.finish()
             } else {
@@ -982,8 +979,4 @@ struct HTTP1StateMachine: ~Copyable {
         }
         closing = true
     }
-}
-
-extension Response.Payload {
-    var isBytes: Bool { if case .bytes = self { true } else { false } }
 }
