@@ -17,44 +17,6 @@ struct HTTP1StateMachineTests {
         var all: [(target: String, status: Int, outcome: CompletedExchange.Outcome)] { exchanges.withLock { $0 } }
     }
 
-    /// A multipart file writer that is behind after its first bytes until released.
-    final class Gate: @unchecked Sendable {
-        let state = Mutex<(received: Int, ready: (@Sendable () -> Void)?, released: Bool, paused: Int)>((0, nil, false, 0))
-
-        func release() {
-            let ready = state.withLock { state -> (@Sendable () -> Void)? in
-                state.released = true
-                defer { state.ready = nil }
-                return state.ready
-            }
-            ready?()
-        }
-    }
-
-    struct GatedStore: MultipartFileStore {
-        let gate: Gate
-        func open(field: String, filename: String, contentType: String, temporaryDirectory: String) throws(HTTPError) -> any MultipartFileWriter {
-            Writer(gate: gate)
-        }
-    }
-
-    final class Writer: MultipartFileWriter {
-        let gate: Gate
-        init(gate: Gate) { self.gate = gate }
-        var location: String { "gated" }
-        func write(_ bytes: UnsafeRawBufferPointer) throws(HTTPError) { gate.state.withLock { $0.received += bytes.count } }
-        func finish() throws(HTTPError) -> (size: Int64, sha256: String) { (Int64(gate.state.withLock { $0.received }), "") }
-        func discard() {}
-        func mustWait(then ready: @escaping @Sendable () -> Void) -> Bool {
-            gate.state.withLock { state in
-                guard !state.released, state.received > 0 else { return false }
-                state.ready = ready
-                state.paused += 1
-                return true
-            }
-        }
-    }
-
     /// A streaming body whose pieces the test hands over one by one.
     final class Script: StreamingBody, @unchecked Sendable {
         let state = Mutex<(pieces: [[UInt8]], ended: Bool, waker: ConnectionWaker?, finished: Bool)>(([], false, nil, false))
@@ -90,7 +52,7 @@ struct HTTP1StateMachineTests {
     /// Routes and a server (never started: only its routes, limits and counters are used).
     final class Setup: @unchecked Sendable {
         let completions = Completions()
-        let gate = Gate()
+        let gate = BodyGate()
         let script = Script()
         let server: HTTPServer
         let file: String
