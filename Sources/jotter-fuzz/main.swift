@@ -160,7 +160,7 @@ final class MachineFuzz: @unchecked Sendable {
         routes.post("/files", body: .multipart(files: valve)) { request, _ in "\(request.files.count)" }
         routes.put("/notes/:id") { request, context in "\(try context.parameters.require("id", as: Int.self))" }
         routes.get("/later") { request, _ in Reply.later { done in done { try "later".response(for: request) } } }
-        routes.get("/big") { _, _ in Response(status: .ok, contentType: "text/plain", body: [UInt8](repeating: 0x62, count: 9_000)) }
+        routes.get("/big") { _, _ in Response(status: .ok, contentType: "text/plain", body: [UInt8](repeating: 0x62, count: 5_000)) }
         let path = file
         routes.get("/file") { _, _ in Response.file(fd: Glibc.open(path, O_RDONLY), offset: 3, length: 9) }
         let streams = self.streams
@@ -237,38 +237,47 @@ final class MachineFuzz: @unchecked Sendable {
     /// The statuses of the final answers in `bytes`, in order, as far as they are complete;
     /// `heads`: positions of answers without a body (to HEAD).
     static func finalStatuses(_ bytes: [UInt8], heads: Set<Int>) -> [Int] {
-        var statuses: [Int] = []
-        var position = 0
-        func find(_ pattern: [UInt8], from: Int) -> Int? {
-            guard from + pattern.count <= bytes.count else { return nil }
-            return (from...(bytes.count - pattern.count)).first { bytes[$0..<($0 + pattern.count)].elementsEqual(pattern) }
-        }
-        while let end = find([13, 10, 13, 10], from: position) {
-            let head = String(decoding: bytes[position..<end], as: UTF8.self).lowercased()
-            let lines = head.components(separatedBy: "\r\n")
-            let parts = lines[0].split(separator: " ")
-            guard parts.count >= 2, let status = Int(parts[1]) else { return statuses }
-            position = end + 4
-            if status < 200 { continue }
-            let length = lines.first { $0.hasPrefix("content-length:") }.flatMap { Int($0.dropFirst(15).trimmingCharacters(in: .whitespaces)) }
-            if heads.contains(statuses.count) || status == 204 || status == 304 {
-            } else if let length {
-                guard position + length <= bytes.count else { return statuses }
-                position += length
-            } else if lines.contains("transfer-encoding: chunked") {
-                while true {
-                    guard let lineEnd = find([13, 10], from: position),
-                          let size = Int(String(decoding: bytes[position..<lineEnd], as: UTF8.self), radix: 16) else { return statuses }
-                    position = lineEnd + 2 + size + 2
-                    guard position <= bytes.count else { return statuses }
-                    if size == 0 { break }
+        bytes.withUnsafeBytes { raw -> [Int] in
+            var statuses: [Int] = []
+            var position = 0
+            func find(_ pattern: StaticString, from: Int) -> Int? {
+                let count = pattern.utf8CodeUnitCount
+                var start = from
+                while start + count <= raw.count {
+                    guard let hit = memchr(raw.baseAddress! + start, Int32(pattern.utf8Start.pointee), raw.count - start - count + 1) else { return nil }
+                    let at = raw.baseAddress!.distance(to: UnsafeRawPointer(hit))
+                    if memcmp(raw.baseAddress! + at, pattern.utf8Start, count) == 0 { return at }
+                    start = at + 1
                 }
-            } else {
-                position = bytes.count
+                return nil
             }
-            statuses.append(status)
+            while let end = find("\r\n\r\n", from: position) {
+                let head = String(decoding: raw[position..<end], as: UTF8.self).lowercased()
+                let lines = head.components(separatedBy: "\r\n")
+                let parts = lines[0].split(separator: " ")
+                guard parts.count >= 2, let status = Int(parts[1]) else { return statuses }
+                position = end + 4
+                if status < 200 { continue }
+                let length = lines.first { $0.hasPrefix("content-length:") }.flatMap { Int($0.dropFirst(15).trimmingCharacters(in: .whitespaces)) }
+                if heads.contains(statuses.count) || status == 204 || status == 304 {
+                } else if let length {
+                    guard position + length <= raw.count else { return statuses }
+                    position += length
+                } else if lines.contains("transfer-encoding: chunked") {
+                    while true {
+                        guard let lineEnd = find("\r\n", from: position),
+                              let size = Int(String(decoding: raw[position..<lineEnd], as: UTF8.self), radix: 16) else { return statuses }
+                        position = lineEnd + 2 + size + 2
+                        guard position <= raw.count else { return statuses }
+                        if size == 0 { break }
+                    }
+                } else {
+                    position = raw.count
+                }
+                statuses.append(status)
+            }
+            return statuses
         }
-        return statuses
     }
 }
 

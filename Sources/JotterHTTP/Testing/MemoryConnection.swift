@@ -186,10 +186,11 @@ struct MemoryConnection: ~Copyable {
                     action = clientClosed ? machine.peerClosed() : machine.readBlocked()
                 }
             case .write(let first, let from, let second):
-                let bytes = Array(first[from...]) + second
-                action = write(bytes)
+                action = first.withUnsafeBytes { first in
+                    second.withUnsafeBytes { second in write(UnsafeRawBufferPointer(rebasing: first[from...]), second) }
+                }
             case .writeBuffer(let bytes):
-                action = write(Array(bytes))
+                action = write(bytes, UnsafeRawBufferPointer(start: nil, count: 0))
             case .sendFile(let fd, let offset, let count):
                 guard clientReads else {
                     action = machine.writeBlocked()
@@ -235,14 +236,17 @@ struct MemoryConnection: ~Copyable {
         }
     }
 
-    private mutating func write(_ bytes: [UInt8]) -> HTTP1StateMachine.Action {
+    /// Takes what the socket would of `first` then `second` (copying only that).
+    private mutating func write(_ first: UnsafeRawBufferPointer, _ second: UnsafeRawBufferPointer) -> HTTP1StateMachine.Action {
         guard clientReads else { return machine.writeBlocked() }
         writes += 1
         if writesShut { violations.append("a write after the write side was shut") }
-        if bytes.isEmpty { violations.append("an empty write") }
-        let count = min(bytes.count, writeSize)
-        output.append(contentsOf: bytes[..<count])
-        return machine.wrote(count, now: now)
+        if first.count + second.count == 0 { violations.append("an empty write") }
+        let fromFirst = min(first.count, writeSize)
+        output.append(contentsOf: first[..<fromFirst])
+        let fromSecond = min(second.count, writeSize - fromFirst)
+        output.append(contentsOf: second[..<fromSecond])
+        return machine.wrote(fromFirst + fromSecond, now: now)
     }
 }
 
