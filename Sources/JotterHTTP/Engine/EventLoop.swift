@@ -51,7 +51,6 @@ final class EventLoop: @unchecked Sendable {
     private var nextToken: UInt64 = 16
     private var accepting = true
     private var running = true
-    private(set) var quiescing = false
     /// Bytes read from sockets land here first (a body straight into its reader from here).
     let readBuffer: UnsafeMutableRawBufferPointer
     /// A streaming body writes into this before the socket; only what the socket did not take
@@ -185,7 +184,6 @@ final class EventLoop: @unchecked Sendable {
         case .evict:
             if !evictOne() { oldestHeadWait.store(0, ordering: .relaxed) }
         case .quiesce:
-            quiescing = true
             if accepting {
                 accepting = false
                 jotter_epoll_remove(epoll, listener)
