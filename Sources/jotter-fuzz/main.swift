@@ -81,9 +81,10 @@ func fuzzOne(_ target: String, _ bytes: [UInt8]) {
 /// socket and no thread (`MemoryConnection`). The input is what the client sends, in reads and
 /// writes of sizes its first two bytes pick; a byte 0xFF followed by an operation byte is an
 /// event instead of data: time passes (and the sweep runs), a later reply is ready, the
-/// client stops or starts reading, a stream has bytes, a body's consumer catches up, quiesce
-/// (0xFF 0xFF is a 0xFF byte). At the end the client reads everything, every reply is handed
-/// back and the client closes. Checked, whatever the bytes: no action after the connection
+/// client stops or starts reading, a stream has bytes, a body's consumer catches up, quiesce,
+/// a route's executor runs what it was given and its steps land (0xFF 0xFF is a 0xFF byte).
+/// At the end the client reads everything, every reply and step is handed back and the client
+/// closes. Checked, whatever the bytes: no action after the connection
 /// ended, no write after its write side was shut, no wait for bytes that are there while
 /// nothing is read (a spin); the connection ends; no request stays in flight and none is
 /// completed twice (`RequestLifecycle.completed` asserts it); the answers written are, in order,
@@ -144,9 +145,19 @@ final class MachineFuzz: @unchecked Sendable {
         }
     }
 
+    /// A route's executor whose work waits until the input says it runs (on this thread).
+    final class Executor: JotterHTTP.Executor, @unchecked Sendable {
+        var work: [@Sendable () -> Void] = []
+        func execute(_ work: @escaping @Sendable () -> Void) { self.work.append(work) }
+        func run() {
+            while !work.isEmpty { work.removeFirst()() }
+        }
+    }
+
     let record = Record()
     let streams = Drip()
     let valve = Valve()
+    let executor = Executor()
     let server: HTTPServer
     let file: String
 
@@ -160,6 +171,11 @@ final class MachineFuzz: @unchecked Sendable {
         routes.post("/files", body: .multipart(files: valve)) { request, _ in "\(request.files.count)" }
         routes.put("/notes/:id") { request, context in "\(try context.parameters.require("id", as: Int.self))" }
         routes.get("/later") { request, _ in Reply.later { done in done { try "later".response(for: request) } } }
+        routes.get("/away", runs: .executor(executor)) { _, _ in "away" }
+        routes.post("/away", runs: .executor(executor)) { request, context in
+            context.sendInterim(.uploadResumptionSupported)
+            return Reply.later { done in done { try "\(request.rawBody.count)".response(for: request) } }
+        }
         routes.get("/big") { _, _ in Response(status: .ok, contentType: "text/plain", body: [UInt8](repeating: 0x62, count: 5_000)) }
         let path = file
         routes.get("/file") { _, _ in Response.file(fd: Glibc.open(path, O_RDONLY), offset: 3, length: 9) }
@@ -176,6 +192,7 @@ final class MachineFuzz: @unchecked Sendable {
         streams.ended = false
         valve.behind = false
         valve.ready = nil
+        executor.work = []
         var connection = MemoryConnection(server: server, readBufferSize: 1 << 12)
         connection.readSize = input.count > 0 && input[0] > 0 ? Int(input[0]) : .max
         connection.writeSize = input.count > 1 && input[1] > 0 ? Int(input[1]) : .max
@@ -196,7 +213,7 @@ final class MachineFuzz: @unchecked Sendable {
             }
             connection.send(pending)
             pending = []
-            switch operation % 8 {
+            switch operation % 9 {
             case 0: connection.now += 1_000_000 * UInt64(1 + operation / 8); connection.tick()
             case 1: connection.resumeLater()
             case 2: connection.clientReads.toggle(); connection.pump()
@@ -204,7 +221,8 @@ final class MachineFuzz: @unchecked Sendable {
             case 4: if valve.catchUp() { connection.bodyReady() }
             case 5: connection.quiesce()
             case 6: connection.polledAt = connection.now - 1; connection.now += 10_000_000; connection.tick(); connection.polledAt = nil
-            default: streams.ended = true; streams.waker?.wake(); connection.deliverWakes()
+            case 7: streams.ended = true; streams.waker?.wake(); connection.deliverWakes()
+            default: executor.run(); connection.interimsQueued(); while connection.land() {}
             }
         }
         connection.send(pending)
@@ -212,6 +230,9 @@ final class MachineFuzz: @unchecked Sendable {
         connection.clientReads = true
         streams.ended = true
         for _ in 0..<64 where !connection.ended {
+            executor.run()
+            connection.interimsQueued()
+            while connection.land() {}
             while connection.resumeLater() {}
             streams.waker?.wake()
             connection.deliverWakes()
@@ -223,6 +244,9 @@ final class MachineFuzz: @unchecked Sendable {
         let violations = connection.violations
         if !violations.isEmpty { fatalError("the state machine broke a rule: \(violations)") }
         if !connection.ended { fatalError("the connection neither closed nor handed over after the client closed and 192 s passed") }
+        // Steps still away when the connection ended land now; their requests complete then.
+        executor.run()
+        while connection.land() {}
         if server.requestsInFlight != 0 { fatalError("\(server.requestsInFlight) request(s) still in flight after the connection ended") }
         if connection.handedOff == nil {
             let sent = record.exchanges.filter { $0.outcome == .sent }

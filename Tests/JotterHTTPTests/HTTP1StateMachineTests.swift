@@ -17,6 +17,22 @@ struct HTTP1StateMachineTests {
         var all: [(target: String, status: Int, outcome: CompletedExchange.Outcome)] { exchanges.withLock { $0 } }
     }
 
+    /// An executor whose work waits until the test runs it, on the test's thread.
+    final class ManualExecutor: Executor, @unchecked Sendable {
+        let work = Mutex<[@Sendable () -> Void]>([])
+        func execute(_ work: @escaping @Sendable () -> Void) { self.work.withLock { $0.append(work) } }
+        /// Runs what was handed over; how many pieces of work ran.
+        @discardableResult
+        func run() -> Int {
+            var ran = 0
+            while let next = work.withLock({ $0.isEmpty ? nil : $0.removeFirst() }) {
+                next()
+                ran += 1
+            }
+            return ran
+        }
+    }
+
     /// A streaming body whose pieces the test hands over one by one.
     final class Script: StreamingBody, @unchecked Sendable {
         let state = Mutex<(pieces: [[UInt8]], ended: Bool, waker: ConnectionWaker?, finished: Bool)>(([], false, nil, false))
@@ -54,6 +70,7 @@ struct HTTP1StateMachineTests {
         let completions = Completions()
         let gate = BodyGate()
         let script = Script()
+        let executor = ManualExecutor()
         let server: HTTPServer
         let file: String
 
@@ -72,6 +89,11 @@ struct HTTP1StateMachineTests {
             let script = self.script
             routes.get("/stream") { _, _ in Response.stream(script, headers: HTTPHeaders([("Content-Type", "text/plain")])) }
             routes.post("/gated", body: .multipart(files: GatedStore(gate: gate))) { request, _ in "files \(request.files.map(\.size))" }
+            routes.get("/away", runs: .executor(executor)) { _, _ in "away" }
+            routes.post("/away", runs: .executor(executor)) { request, context in
+                context.sendInterim(.uploadResumptionSupported, headers: HTTPHeaders([("Upload-Offset", "\(request.rawBody.count)")]))
+                return "away \(request.rawBody.count)"
+            }
             var configuration = HTTPServer.Configuration(port: 0, threads: 1, shutdownGracePeriod: 1)
             configure(&configuration)
             server = HTTPServer(configuration: configuration, router: routes.build(), log: Logger(accessLog: false))
@@ -437,6 +459,64 @@ struct HTTP1StateMachineTests {
         #expect(Self.answers(connection.output) == [Self.ok("later"), Self.ok("hello"), Self.ok("item 3")])
         #expect(setup.completions.all.map(\.target) == ["/later", "/hello", "/items/3"])
         #expect(connection.machine.heldBufferBytes == 0)
+    }
+
+    // MARK: - Work on a route's executor
+
+    @Test("a route on an executor: nothing more is parsed until its step lands; then its answer, then the requests behind it")
+    func awayWithoutBody() {
+        let setup = Setup()
+        var connection = setup.connection()
+        connection.send(Array("GET /away HTTP/1.1\r\nHost: a\r\n\r\nGET /hello HTTP/1.1\r\nHost: a\r\n\r\n".utf8))
+        #expect(connection.output.isEmpty && !connection.interest.read)
+        #expect(connection.machine.heldBufferBytes > 0, "the request behind is kept")
+        #expect(connection.land() == false, "nothing ran yet")
+        #expect(setup.executor.run() == 1, "a request without a body makes one trip")
+        #expect(connection.land() == true)
+        #expect(Self.answers(connection.output) == [Self.ok("away"), Self.ok("hello")])
+        #expect(setup.completions.all.map(\.target) == ["/away", "/hello"])
+        #expect(connection.violations.isEmpty)
+    }
+
+    @Test("a route with a body on an executor: its head's trip, then its body read on the loop, then its end's trip; an interim sent there goes out when it reaches the loop, before the answer")
+    func awayWithBody() {
+        let setup = Setup()
+        var connection = setup.connection()
+        connection.send(Array("POST /away HTTP/1.1\r\nHost: a\r\nExpect: 100-continue\r\nContent-Length: 5\r\n\r\n".utf8))
+        #expect(connection.output.isEmpty, "no 100 before the head phase, away, accepted the body")
+        setup.executor.run()
+        connection.land()
+        #expect(connection.output == Array("HTTP/1.1 100 Continue\r\n\r\n".utf8))
+        connection.send(Array("hello".utf8))
+        #expect(Self.answers(connection.output).count == 1, "the handler waits for its trip")
+        #expect(setup.executor.run() == 1)
+        connection.interimsQueued()  // the loop took the interim posted from the executor
+        let interim = Answer(version: "HTTP/1.1", status: 104, fields: ["upload-offset": "5"], body: "")
+        #expect(Self.answers(connection.output).last == interim)
+        connection.land()
+        #expect(Self.answers(connection.output) == [Answer(version: "HTTP/1.1", status: 100, fields: [:], body: ""), interim, Self.ok("away 5")])
+    }
+
+    @Test("a client that hangs up while its request is away: completed once, when the step lands, as a client abort")
+    func awayAbandoned() {
+        let setup = Setup()
+        var connection = setup.connection()
+        connection.send(Array("POST /away HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\n\r\n".utf8))
+        connection.abort(.clientAbort)
+        #expect(connection.closed == true)
+        #expect(setup.completions.all.isEmpty, "completion waits for the landing")
+        setup.executor.run()
+        connection.land()
+        #expect(setup.completions.all.map(\.outcome) == [.clientAbort])
+
+        var halfClosed = setup.connection()
+        halfClosed.send(Array("POST /away HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\n\r\n".utf8))
+        halfClosed.closeInput()
+        setup.executor.run()
+        halfClosed.land()
+        #expect(halfClosed.closed == true, "its body can never come")
+        #expect(setup.completions.all.map(\.outcome) == [.clientAbort, .clientAbort])
+        #expect(setup.server.requestsInFlight == 0)
     }
 
     @Test("quiesce: an idle connection closes at once; one with a request in flight answers it with Connection: close")

@@ -38,7 +38,8 @@ final class HTTP1Connection: LoopConnection {
         let now = Clock.microseconds()
         opened = now
         machine = HTTP1StateMachine(server: loop.server, address: address, now: now, date: loop.date, readBuffer: loop.readBuffer,
-                                    streamBuffer: loop.streamBuffer, bodyReady: { [loop] in loop.post(.bodyReady(token, stream: 0)) })
+                                    streamBuffer: loop.streamBuffer, bodyReady: { [loop] in loop.post(.bodyReady(token, stream: 0)) },
+                                    interims: InterimSink(loop: loop, connection: token))
     }
 
     var waitingForHeadSince: UInt64? { machine.waitingForHeadSince }
@@ -62,6 +63,19 @@ final class HTTP1Connection: LoopConnection {
     func resume(stream: Int32, _ render: () throws -> Response) {
         guard !finished else { return }
         run(machine.resume(now: Clock.microseconds(), render))
+    }
+
+    /// A request's step on its route's executor is back.
+    func landed(stream: Int32, _ lifecycle: RequestLifecycle) -> Bool {
+        guard !finished, let action = machine.landed(lifecycle, now: Clock.microseconds()) else { return false }
+        run(action)
+        return true
+    }
+
+    /// Interim responses posted from a route's executor were queued.
+    func interimsQueued() {
+        guard !finished else { return }
+        run(machine.interimsQueued())
     }
 
     /// The body's consumer caught up.
@@ -128,6 +142,10 @@ final class HTTP1Connection: LoopConnection {
             case .startLater(let later):
                 let loop = self.loop, token = self.token
                 later.start { render in loop.post(.resume(token, stream: 0, render)) }
+                action = machine.performed()
+            case .goAway(let lifecycle):
+                let loop = self.loop, token = self.token, away = RequestLifecycle.Away(lifecycle)
+                lifecycle.goAway { loop.post(.landed(token, stream: 0, away)) }
                 action = machine.performed()
             case .startStream(let body):
                 waker?.close()

@@ -39,6 +39,9 @@ struct HTTP1StateMachine: ~Copyable {
         case sendFile(fd: Int32, offset: Int, count: Int)
         /// Start a later reply's work; its render closure comes back as `resume` (answer: `performed`).
         case startLater(Later)
+        /// Send the request's next step to its route's executor (`RequestLifecycle.goAway`); it
+        /// comes back as `landed` (answer: `performed`).
+        case goAway(RequestLifecycle)
         /// Give a streaming body its waker, before its first read (answer: `performed`).
         case startStream(any StreamingBody)
         /// Shut the write side (TLS: close_notify first); then the connection lingers (answer: `performed`).
@@ -120,7 +123,7 @@ struct HTTP1StateMachine: ~Copyable {
     private let bodyReady: @Sendable () -> Void
     private let parser: RequestParser
     /// The connection's interim responses (`RequestContext.sendInterim`), taken after each lifecycle call.
-    private let interims = InterimSink()
+    private let interims: InterimSink
 
     // MARK: - Input
 
@@ -150,10 +153,14 @@ struct HTTP1StateMachine: ~Copyable {
     private var requestIsHead = false
     private var requestHTTP10 = false
     private var requestHasBody = false
-    /// A later reply is awaited for `request`.
+    /// A later reply, or the landing of a step on the route's executor, is awaited for `request`.
     private var waiting = false
     /// The later reply whose work is to be started.
     private var laterToStart: Later?
+    /// The request whose next step is to go to its route's executor.
+    private var awayToStart: RequestLifecycle?
+    /// The step away began at the request's head, not at its end.
+    private var awayAtHead = false
     /// The answer was queued before the body was read: what follows is dropped, then the
     /// connection closes.
     private var discarding = false
@@ -201,14 +208,16 @@ struct HTTP1StateMachine: ~Copyable {
     ///   - now: when the connection was accepted.
     ///   - readBuffer, streamBuffer: the event loop's buffers, shared by its connections.
     ///   - bodyReady: what a request body's consumer that is behind calls when it can take more.
+    ///   - interims: the connection's queue of interim responses (`InterimSink(loop:connection:)`).
     init(server: HTTPServer, address: String, now: UInt64, date: DateField, readBuffer: UnsafeMutableRawBufferPointer,
-         streamBuffer: UnsafeMutableRawBufferPointer, bodyReady: @escaping @Sendable () -> Void) {
+         streamBuffer: UnsafeMutableRawBufferPointer, bodyReady: @escaping @Sendable () -> Void, interims: InterimSink) {
         self.server = server
         self.address = address
         self.date = date
         self.readBuffer = readBuffer
         self.streamBuffer = streamBuffer
         self.bodyReady = bodyReady
+        self.interims = interims
         self.now = now
         lastActivity = now
         waitingForHeadSince = now
@@ -448,6 +457,38 @@ struct HTTP1StateMachine: ~Copyable {
         return next()
     }
 
+    /// The step `lifecycle` ran on its route's executor is back: its action is carried out where
+    /// the request was (its head or its end), and reading goes on. nil when the connection no
+    /// longer waits for it (the request ended meanwhile: the caller completes it).
+    mutating func landed(_ lifecycle: RequestLifecycle, now: UInt64) -> Action? {
+        guard waiting, !closing, !isFinished, request === lifecycle else { return nil }
+        self.now = now
+        waiting = false
+        let action = lifecycle.landed()
+        takeInterims()
+        if awayAtHead {
+            // The time away is the server's: the body's rate counts from now.
+            bodyStarted = now
+            lastActivity = now
+            if discarding, case .proceed = action {
+                terminate(.clientAbort)  // the client went away before its body could be read
+                return next()
+            }
+            headActed(action, lifecycle)
+        } else {
+            bodyActed(action, lifecycle)
+        }
+        return next()
+    }
+
+    /// Interim responses were queued outside a lifecycle call (sent from the route's executor
+    /// and posted to the loop): they go out now.
+    mutating func interimsQueued() -> Action {
+        guard !closing, !isFinished else { return next() }
+        takeInterims()
+        return next()
+    }
+
     /// The body's consumer caught up: what was kept is parsed, and reading resumes. The pause
     /// does not count against the body's minimum rate, nor as idle time.
     mutating func bodyReady(now: UInt64) -> Action {
@@ -504,6 +545,10 @@ struct HTTP1StateMachine: ~Copyable {
             if let later = laterToStart {
                 laterToStart = nil
                 return .startLater(later)
+            }
+            if let lifecycle = awayToStart {
+                awayToStart = nil
+                return .goAway(lifecycle)
             }
             if shutdownPending {
                 shutdownPending = false
@@ -572,8 +617,11 @@ struct HTTP1StateMachine: ~Copyable {
     }
 
     /// A request's body is being read.
-    private var requestInBody: Bool {
-        request != nil && !waiting && requestHasBody && !discarding && bodyPausedSince == nil && !closing
+    private var requestInBody: Bool { requestHasBody && requestInProgress }
+
+    /// A request is being parsed, up to its end, and nothing waits before that.
+    private var requestInProgress: Bool {
+        request != nil && !waiting && !discarding && bodyPausedSince == nil && !closing
     }
 
     private mutating func processStash() {
@@ -589,7 +637,7 @@ struct HTTP1StateMachine: ~Copyable {
             case .body(let offset, let count): bodyReceived(UnsafeRawBufferPointer(start: base + offset, count: count))
             case .end: requestComplete()
             }
-            return !closing && (mayParse || requestInBody)
+            return !closing && (mayParse || requestInProgress)
         }
         guard !closing else { return }
         switch outcome {
@@ -669,12 +717,19 @@ struct HTTP1StateMachine: ~Copyable {
         requestHasBody = parser.hasBody
         bodyStarted = now
         bodyBytes = 0
+        // Known at the head: a request that ends there may be answered before its end is parsed.
+        if !parser.keepAlive { closeAfterAnswers = true }
         let action = lifecycle.headerComplete(method: parsed.method, version: parsed.version, headers: parsed.headers)
         takeInterims()
+        headActed(action, lifecycle)
+    }
+
+    /// Carries out the action of a request's head (at once, or when it lands from the executor).
+    private mutating func headActed(_ action: RequestLifecycle.Action, _ lifecycle: RequestLifecycle) {
         switch action {
         case .proceed:
-            if requestHasBody, !http10, !lifecycle.isRefused,
-               let expect = parsed.headers["Expect"], HTTPHeaders.equal(expect, "100-continue") {
+            if requestHasBody, !requestHTTP10, !lifecycle.isRefused,
+               let expect = lifecycle.head?.headers["Expect"], HTTPHeaders.equal(expect, "100-continue") {
                 queueRaw(ResponseHead.interim(.continue, headers: HTTPHeaders()))
             }
         case .respond(let response):
@@ -685,6 +740,8 @@ struct HTTP1StateMachine: ~Copyable {
         case .wait(let later):
             if requestHasBody { discarding = true }
             startLater(later)
+        case .elsewhere:
+            goAway(lifecycle, atHead: true)
         }
     }
 
@@ -699,7 +756,7 @@ struct HTTP1StateMachine: ~Copyable {
         case .respond(let response):
             discarding = true
             answer(response)
-        case .close, .wait: terminate(.error)
+        case .close, .wait, .elsewhere: terminate(.error)
         }
     }
 
@@ -708,12 +765,25 @@ struct HTTP1StateMachine: ~Copyable {
         if !parser.keepAlive { closeAfterAnswers = true }
         let action = request.bodyComplete()
         takeInterims()
+        bodyActed(action, request)
+    }
+
+    /// Carries out the action of a request's end (at once, or when it lands from the executor).
+    private mutating func bodyActed(_ action: RequestLifecycle.Action, _ lifecycle: RequestLifecycle) {
         switch action {
         case .respond(let response): answer(response)
         case .wait(let later): startLater(later)
         case .close: terminate(.error)
         case .proceed: break
+        case .elsewhere: goAway(lifecycle, atHead: false)
         }
+    }
+
+    /// The request's next step runs on its route's executor: nothing more of it is read meanwhile.
+    private mutating func goAway(_ lifecycle: RequestLifecycle, atHead: Bool) {
+        waiting = true
+        awayAtHead = atHead
+        awayToStart = lifecycle
     }
 
     private mutating func startLater(_ later: Later) {
@@ -740,6 +810,7 @@ struct HTTP1StateMachine: ~Copyable {
         discarding = true
         waiting = false
         laterToStart = nil
+        awayToStart = nil
         let action = lifecycle.malformed(error)
         takeInterims()
         if case .respond(let response) = action {
@@ -955,6 +1026,7 @@ struct HTTP1StateMachine: ~Copyable {
         guard !closing, !isFinished else { return }
         interims.isOpen = false
         laterToStart = nil
+        awayToStart = nil
         if let request {
             self.request = nil
             complete(request, status: 0, bytes: 0, outcome: outcome)

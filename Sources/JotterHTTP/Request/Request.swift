@@ -87,14 +87,15 @@ public struct RequestContext: Sendable {
     public init() {}
 
     /// Sends an interim (1xx) response with `headers` before the final answer — e.g. `104
-    /// Upload Resumption Supported` with `Location` while an upload's body arrives. Call it on
-    /// the request's engine thread (a head phase, a body policy's receiver, a handler); it is
-    /// written in order, before the final answer. False when it was not sent: the client speaks
-    /// HTTP/1.0, the status is not 1xx (or is 101), or the final answer is already out.
+    /// Upload Resumption Supported` with `Location` while an upload's body arrives. Call it from
+    /// the request's own work (a head phase, a body policy's receiver, a handler), on its loop or
+    /// its route's executor; it is written in order, before the final answer. False when it was not sent: the client speaks
+    /// HTTP/1.0, the status is not 1xx (or is 101), or the final answer is already out (sent
+    /// from a route's executor it is posted to the loop, and true means it is on its way).
     @discardableResult
     public func sendInterim(_ status: HTTPStatus, headers: HTTPHeaders = HTTPHeaders()) -> Bool {
         guard (100...199).contains(status.code), status.code != 101, let interimSink else { return false }
-        return interimSink.send(status, headers)
+        return interimSink(status, headers)
     }
 
     /// The value middleware stored under `key`, if any.
@@ -125,15 +126,22 @@ public struct Parameters: Sendable {
     }
 }
 
-/// The connection's end of `RequestContext.sendInterim`: called only on the connection's own
-/// event loop, which is what makes the unchecked sendability sound.
+/// The connection's end of `RequestContext.sendInterim`. `send` runs only on the connection's
+/// own event loop, which is what makes the unchecked sendability sound: called on another thread
+/// (a route's executor), the response is posted to the loop, behind what that thread posted
+/// before, ahead of the request's landing.
 ///
 /// HTTP/2 hands over a closure that submits HEADERS. HTTP/1.1 uses one sink per connection as
 /// a queue: while `isOpen` (a request is being read or served and not answered yet) interim
 /// responses are kept in `queued`, as bytes, and the connection takes them after each call
-/// into the request's lifecycle, ahead of whatever that call answered.
+/// into the request's lifecycle, ahead of whatever that call answered; one posted from another
+/// thread is queued when the loop takes it, and the connection (`connection`, its token) is told
+/// to write it (`LoopConnection.interimsQueued`).
 final class InterimSink: @unchecked Sendable {
     private let submit: ((HTTPStatus, HTTPHeaders) -> Bool)?
+    private let loop: EventLoop?
+    /// HTTP/1.1: the token of the connection whose queue this is.
+    let connection: UInt64?
     // Unchecked for exclusive access: one loop thread, and the connection looks at these only
     // between the calls that may send.
     /// HTTP/1.1: whether interim responses are taken now.
@@ -141,15 +149,32 @@ final class InterimSink: @unchecked Sendable {
     /// HTTP/1.1: interim responses taken and not yet handed to the connection's output.
     @exclusivity(unchecked) var queued: [[UInt8]] = []
 
-    init(_ submit: @escaping (HTTPStatus, HTTPHeaders) -> Bool) { self.submit = submit }
+    init(loop: EventLoop? = nil, _ submit: @escaping (HTTPStatus, HTTPHeaders) -> Bool) {
+        self.loop = loop
+        self.submit = submit
+        connection = nil
+    }
 
-    /// A queue for an HTTP/1.1 connection.
-    init() { submit = nil }
+    /// A queue for the HTTP/1.1 connection `connection` on `loop` (neither: a connection driven
+    /// without a loop, on one thread).
+    init(loop: EventLoop? = nil, connection: UInt64? = nil) {
+        self.loop = loop
+        self.connection = connection
+        submit = nil
+    }
 
+    /// On the loop: submits (HTTP/2) or queues (HTTP/1.1) now.
     func send(_ status: HTTPStatus, _ headers: HTTPHeaders) -> Bool {
         if let submit { return submit(status, headers) }
         guard isOpen else { return false }
         queued.append(ResponseHead.interim(status, headers: headers))
+        return true
+    }
+
+    /// Sends now on the loop; off it, posts (and says true: it is on its way).
+    func callAsFunction(_ status: HTTPStatus, _ headers: HTTPHeaders) -> Bool {
+        guard let loop, !loop.isCurrent else { return send(status, headers) }
+        loop.post(.interim(self, status, headers))
         return true
     }
 }

@@ -56,7 +56,8 @@ struct MemoryConnection: ~Copyable {
         self.now = now
         let mail = self.mail
         machine = HTTP1StateMachine(server: server, address: "127.0.0.1", now: now, date: date, readBuffer: readBuffer,
-                                    streamBuffer: streamBuffer, bodyReady: { mail.bodyCalledBack.store(true, ordering: .releasing) })
+                                    streamBuffer: streamBuffer, bodyReady: { mail.bodyCalledBack.store(true, ordering: .releasing) },
+                                    interims: InterimSink())
     }
 
     deinit {
@@ -131,6 +132,21 @@ struct MemoryConnection: ~Copyable {
         return true
     }
 
+    /// The oldest step done on a route's executor is handed back (as the loop would: a request
+    /// the connection no longer waits for is completed as it ended); false when none is.
+    @discardableResult
+    mutating func land() -> Bool {
+        let away = mail.landings.withLock { $0.isEmpty ? nil : $0.removeFirst() }
+        guard let away else { return false }
+        guard !ended, let action = machine.landed(away.lifecycle, now: now) else {
+            away.lifecycle.finishAbandoned()
+            return true
+        }
+        run(action)
+        pump()
+        return true
+    }
+
     /// The body's consumer caught up.
     mutating func bodyReady() {
         guard !ended else { return }
@@ -146,6 +162,13 @@ struct MemoryConnection: ~Copyable {
             run(machine.streamWoken())
             pump()
         }
+    }
+
+    /// Interim responses sent from a route's executor reached the loop.
+    mutating func interimsQueued() {
+        guard !ended else { return }
+        run(machine.interimsQueued())
+        pump()
     }
 
     mutating func quiesce() {
@@ -210,6 +233,10 @@ struct MemoryConnection: ~Copyable {
                 let mail = self.mail
                 later.start { render in mail.laters.withLock { $0.append(render) } }
                 action = machine.performed()
+            case .goAway(let lifecycle):
+                let mail = self.mail, away = RequestLifecycle.Away(lifecycle)
+                lifecycle.goAway { mail.landings.withLock { $0.append(away) } }
+                action = machine.performed()
             case .startStream(let body):
                 let mail = self.mail
                 waker?.close()
@@ -255,6 +282,8 @@ extension MemoryConnection {
     final class Mailbox: Sendable {
         /// Render closures of later replies whose work called `done`, oldest first.
         let laters = Mutex<[@Sendable () throws -> Response]>([])
+        /// Requests whose step on their route's executor is done, in the order they landed.
+        let landings = Mutex<[RequestLifecycle.Away]>([])
         /// Wakes of streaming bodies not yet delivered.
         let wakes = Atomic<Int>(0)
         /// A paused body's consumer called back (`bodyReady`).
