@@ -763,6 +763,9 @@ struct HTTP1StateMachine: ~Copyable {
     private mutating func requestComplete() {
         guard let request, !discarding else { return }
         if !parser.keepAlive { closeAfterAnswers = true }
+        // A consumer that asked to wait on the last piece: nothing more of this body is to be
+        // read, so there is nothing to pause (its call back finds nothing to resume).
+        bodyPausedSince = nil
         let action = request.bodyComplete()
         takeInterims()
         bodyActed(action, request)
