@@ -202,6 +202,15 @@ struct HTTP1StateMachineTests {
         }
     }
 
+    @Test("a pipelined head with a field line without a name, completed in a later read: refused, not a crash")
+    func emptyFieldNameAcrossReads() {
+        let setup = Setup()
+        var connection = setup.connection()
+        connection.send(Array("GET /hello HTTP/1.1\r\nHost: a\r\n\r\nGET /hello HTTP/1.1\r\n: v\r\n".utf8))
+        connection.send(Array("Host: a\r\n\r\n".utf8))
+        #expect(Self.answers(connection.output).map(\.status) == [200, 400])
+    }
+
     @Test("one byte per read, and every read size up to the whole: the same answers")
     func readSizes() {
         for size in [1, 2, 3, 7, 16, 100, Self.four.bytes.count] {
