@@ -58,26 +58,9 @@ struct BodyBackPressureTests {
         #expect(gate.state.withLock { $0.paused } == 1)
     }
 
-    /// A raw-body receiver that is behind after its first bytes until the gate opens.
-    final class GatedStream: RequestBodyStream, @unchecked Sendable {
-        let gate: Gate
-        init(gate: Gate) { self.gate = gate }
-        func receive(_ chunk: UnsafeRawBufferPointer) throws { gate.state.withLock { $0.received += chunk.count } }
-        func finish() throws {}
-        func abort() {}
-        func mustWait(then ready: @escaping @Sendable () -> Void) -> Bool {
-            gate.state.withLock { state in
-                guard !state.released, state.received > 0 else { return false }
-                state.ready = ready
-                state.paused += 1
-                return true
-            }
-        }
-    }
-
     @Test("a raw body's receiver that is behind holds the rest of the body back, as a file writer does; released, all of it is read")
     func streamPausesAndResumes() throws {
-        let gate = Gate()
+        let gate = BodyGate()
         var routes = RouterBuilder()
         routes.put("/gated", body: .stream { _, _ in GatedStream(gate: gate) }) { _, _ in
             "received \(gate.state.withLock { $0.received })"
