@@ -33,9 +33,7 @@ public struct JSON<Value: Encodable>: ResponseConvertible {
     public func response(for request: Request) throws -> Response {
         let body: [UInt8]
         if let writable = value as? any JSONWritable {
-            var json = JSONWriter(capacity: writable.estimatedJSONSize)
-            writable.write(to: &json)
-            body = json.bytes
+            body = JSONWriter.bytes(capacity: writable.estimatedJSONSize) { writable.write(to: &$0) }
         } else {
             body = [UInt8](try JSONCoding.encoder.encode(value))
         }
