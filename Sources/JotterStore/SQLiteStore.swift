@@ -302,13 +302,13 @@ public final class SQLiteStore: DataStore {
         try readers.withConnection { db throws(StoreError) in try UploadRows.noteWithAttachments(id: id, owner: owner, on: db) }
     }
 
-    public func notesWithAttachments(_ query: NoteQuery, owner: Owner) throws(StoreError) -> [(NoteRecord, [UploadRecord])] {
+    public func notesWithAttachments(_ query: NoteQuery, owner: Owner) throws(StoreError) -> NotePage {
         try readers.withConnection { db throws(StoreError) in
-            try db.readTransaction { () throws(StoreError) -> [(NoteRecord, [UploadRecord])] in
-                let notes = try NoteRows.page(query, owner: owner, on: db)
-                let attachments = try UploadRows.attachments(of: notes.map(\.id), owner: owner, on: db)
-                // Most pages have no attachment: no lookup per note then.
-                return attachments.isEmpty ? notes.map { ($0, []) } : notes.map { ($0, attachments[$0.id] ?? []) }
+            try db.readTransaction { () throws(StoreError) -> NotePage in
+                var page = NotePage(capacity: query.limit)
+                try NoteRows.page(query, owner: owner, into: &page, on: db)
+                page.attachmentsByNote = try UploadRows.attachments(of: page.notes.map(\.id), owner: owner, on: db)
+                return page
             }
         }
     }

@@ -76,8 +76,8 @@ public protocol UploadStore: Sendable {
     func attachments(of noteIDs: [Int64], owner: Owner) throws -> [Int64: [UploadRecord]]
     /// A note and its attachments, read together (one snapshot).
     func noteWithAttachments(id: Int64, owner: Owner) throws -> (NoteRecord, [UploadRecord])?
-    /// A page of notes, each with its attachments, read together.
-    func notesWithAttachments(_ query: NoteQuery, owner: Owner) throws -> [(NoteRecord, [UploadRecord])]
+    /// A page of notes, each with its attachments, read together (one snapshot), as `NoteStore.notes` selects them.
+    func notesWithAttachments(_ query: NoteQuery, owner: Owner) throws -> NotePage
 
     /// Records uploads whose bytes are stored, attached to `noteID` when given (the note's
     /// version grows: a `note.updated` event). nil when `noteID` names no note of `owner`'s;

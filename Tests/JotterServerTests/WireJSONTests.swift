@@ -50,7 +50,8 @@ struct WireJSONTests {
         let stored = records.enumerated().map { StoredNote(record: $1, attachments: $0 == 0 ? [attachment, attachment] : []) }
         let pairs = try stored.map { try both($0) } + [
             try both(StoredNoteEnvelope(note: stored[0], message: "Note Created")), try both(StoredNoteEnvelope(note: stored[1])),
-            try both(StoredNoteList(notes: stored, next: "/notes?limit=4&after=7")), try both(StoredNoteList(notes: [], next: nil)),
+            try both(StoredNoteList(page: NotePage(records, attachments: [42: [attachment, attachment]]), next: "/notes?limit=4&after=7")),
+            try both(StoredNoteList(page: NotePage(records), count: 2, next: nil)), try both(StoredNoteList(page: NotePage([]), next: nil)),
         ]
         for (ours, foundation) in pairs {
             #expect(ours == foundation)

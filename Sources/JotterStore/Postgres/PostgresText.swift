@@ -17,6 +17,17 @@ enum PostgresText {
         return String(encoded)
     }
 
+    /// Whether stored bytes hold U+FFFF (EF BF BF), so `decode` may change them; most bodies do not.
+    static func mayBeEncoded(_ utf8: UnsafeRawBufferPointer) -> Bool {
+        guard utf8.count >= 3 else { return false }
+        var index = 0
+        while index <= utf8.count - 3 {
+            if utf8[index] == 0xEF, utf8[index + 1] == 0xBF, utf8[index + 2] == 0xBF { return true }
+            index += 1
+        }
+        return false
+    }
+
     static func decode(_ text: String) -> String {
         guard text.unicodeScalars.contains(escape) else { return text }
         var decoded = String.UnicodeScalarView()

@@ -120,6 +120,17 @@ final class SQLiteConnection: @unchecked Sendable {
         return rows
     }
 
+    /// Runs a query and hands each row to `row` while it is current, until `row` returns false
+    /// or the rows end; the statement is reset before returning.
+    func forEachRow(_ sql: String, _ values: [SQLiteValue] = [], _ row: (Statement) throws(StoreError) -> Bool) throws(StoreError) {
+        let statement = try statement(sql)
+        defer { statement.reset() }
+        try statement.bind(values)
+        while try statement.step() {
+            guard try row(statement) else { return }
+        }
+    }
+
     /// The first row of a query, mapped, or nil when there is none.
     func first<T>(_ sql: String, _ values: [SQLiteValue] = [], row: (Statement) -> T) throws(StoreError) -> T? {
         let statement = try statement(sql)
