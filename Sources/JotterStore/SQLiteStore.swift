@@ -106,6 +106,8 @@ public final class SQLiteStore: DataStore {
             throw .invalidArgument("cannot use \(dataDirectory) for uploads: \(error)")
         }
         if options.removesOrphans { files.removeOrphans(known: try UploadRows.allIDs(on: db)) }
+        // The writer keeps the full-text index itself, once per transaction (FullTextIndex).
+        try db.disableTriggers()
         noteWriter = NoteWriter(eventBacklog: Int64(options.eventBacklog))
         threads = try StoreThreads(count: 2)
         readers = ReaderPool(path: path, maxIdle: options.maxIdleReaders,
@@ -178,7 +180,9 @@ public final class SQLiteStore: DataStore {
 
     public func events(after: Int64, limit: Int, owner: Owner) throws(StoreError) -> [NoteEvent]? {
         try readers.withConnection { db throws(StoreError) in
-            try db.readTransaction { () throws(StoreError) in try NoteRows.events(after: after, limit: limit, owner: owner, on: db) }
+            try db.readTransaction { () throws(StoreError) in
+                try NoteRows.events(after: after, limit: limit, owner: owner, backlog: noteWriter.eventBacklog, on: db)
+            }
         }
     }
 

@@ -107,11 +107,13 @@ enum NoteRows {
     }
 
     /// `owner`'s events after `after`, or nil when they can't all be replayed (the bounds are
-    /// those of the one id sequence all users share). Run in a read transaction, so the bounds
-    /// and the rows come from one snapshot.
-    static func events(after: Int64, limit: Int, owner: Owner, on db: SQLiteConnection) throws(StoreError) -> [NoteEvent]? {
+    /// those of the one id sequence all users share): the last `backlog` events are kept (the
+    /// writer trims the table only now and then, so older rows may still be there — they count
+    /// as gone). Run in a read transaction, so the bounds and the rows come from one snapshot.
+    static func events(after: Int64, limit: Int, owner: Owner, backlog: Int64, on db: SQLiteConnection) throws(StoreError) -> [NoteEvent]? {
         let last = try lastEventID(on: db)
-        let oldestKept = try db.first("SELECT min(id) FROM events") { $0.optionalInt64(0) }.flatMap { $0 } ?? (last + 1)
+        let oldestRow = try db.first("SELECT min(id) FROM events") { $0.optionalInt64(0) }.flatMap { $0 } ?? (last + 1)
+        let oldestKept = max(oldestRow, last - backlog + 1)
         // Replayable: every event after `after` is still kept, and `after` was issued (or is 0).
         guard after >= 0, after <= last, after >= oldestKept - 1 else { return nil }
         guard limit > 0, after < last else { return [] }

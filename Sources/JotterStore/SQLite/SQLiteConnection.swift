@@ -32,6 +32,10 @@ final class SQLiteConnection: @unchecked Sendable {
     /// another's were only misses here (the comparison) and is found by its text.
     private var byAddress: [UnsafeRawPointer: (sql: String, statement: Statement)] = [:]
     let path: String
+    /// Statements held back to the end of the writer's transaction (`deferUntilCommit`), and the
+    /// number of the first of them (`deferredMark`).
+    private var deferred: [(sql: String, values: [SQLiteValue])] = []
+    private var deferredBase = 0
 
     /// Opens `path` with `flags` and sets a busy timeout, so lock waits retry instead of failing.
     init(path: String, flags: Int32, busyTimeoutMilliseconds: Int32 = 5_000) throws(StoreError) {
@@ -162,6 +166,43 @@ final class SQLiteConnection: @unchecked Sendable {
             if !isAutocommit { try? run("ROLLBACK") }
             throw error
         }
+    }
+
+    /// Holds `sql` back until `runDeferred()`, which the writer calls at the end of each
+    /// transaction, before COMMIT (the full-text index: `FullTextIndex`).
+    func deferUntilCommit(_ sql: String, _ values: [SQLiteValue]) {
+        deferred.append((sql, values))
+    }
+
+    /// Where the statements deferred from now on start: `discardDeferred(from:)` forgets them.
+    var deferredMark: Int { deferredBase + deferred.count }
+
+    /// Forgets the statements deferred since `mark` (a job rolled back to its savepoint).
+    func discardDeferred(from mark: Int) {
+        let kept = max(0, mark - deferredBase)
+        if kept < deferred.count { deferred.removeSubrange(kept...) }
+    }
+
+    /// Forgets every deferred statement (the transaction was rolled back).
+    func discardAllDeferred() {
+        deferredBase += deferred.count
+        deferred.removeAll(keepingCapacity: true)
+    }
+
+    /// Runs the deferred statements, in the order they were deferred.
+    func runDeferred() throws(StoreError) {
+        guard !deferred.isEmpty else { return }
+        let pending = deferred
+        discardAllDeferred()
+        for statement in pending { try run(statement.sql, statement.values) }
+    }
+
+    /// Turns the schema's triggers off on this connection (`SQLITE_DBCONFIG_ENABLE_TRIGGER`):
+    /// whoever uses it then makes their changes itself. Other connections keep them.
+    func disableTriggers() throws(StoreError) {
+        guard let handle else { throw .closed }
+        let rc = jotter_sqlite3_enable_triggers(handle, 0)
+        guard rc == SQLITE_OK else { throw error(rc, context: "disable triggers") }
     }
 
     /// The rowid of the last INSERT on this connection.
