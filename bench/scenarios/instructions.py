@@ -31,6 +31,7 @@ TOOLS = ("valgrind", "callgrind_control", "callgrind_annotate", "nginx")
 TOP = 15                               # functions listed for jotter hello
 LABELS = {"hello": "`GET /hello?name=Bob`",
           "browser": "`GET /hello?name=Bob`, browser head (13 fields)",
+          "hellolog": "`GET /hello?name=Bob`, access log on",
           "note": "`GET /notes/{id}`",
           "list": "`GET /notes?limit=100`", "post": "`POST /notes` (durable write)"}
 REPORTS_LOAD = True                    # run.py: the section tells how busy the machine was
@@ -245,14 +246,19 @@ def stripped_copy(path: str, tmp: str) -> str:
     return copy
 
 
-def start_jotter(args, tmp: str, out_dir: str):
+def start_jotter(args, tmp: str, out_dir: str, access_log: bool = False):
+    """access_log: without `--quiet`, so every request writes its access-log line (to the
+    server's log file here)."""
     server = stripped_copy(jotter_server_binary(args), tmp)
-    serve = jotter_argv(args, os.path.join(tmp, "jotter-data"))
-    argv = lambda port: callgrind_argv(out_dir, [server, *serve(port)[2:]])  # drop jotter serve
+    name = "jotter-log" if access_log else "jotter"
+    serve = jotter_argv(args, os.path.join(tmp, f"{name}-data"))
+    # drop `jotter serve`; keep --quiet unless the log is measured
+    argv = lambda port: callgrind_argv(out_dir, [server, *[a for a in serve(port)[2:]
+                                                           if not (access_log and a == "--quiet")]])
     # Swift seeds its hash function per process; a fixed seed makes dictionary probes, and so
     # the counts, repeat from one run to the next (the cost is the same on average).
-    return start_server("jotter", argv, tmp, max(args.start_timeout, 120.0),
-                        env={"SWIFT_DETERMINISTIC_HASHING": "1"}, log_name="jotter-callgrind")
+    return start_server(name, argv, tmp, max(args.start_timeout, 120.0),
+                        env={"SWIFT_DETERMINISTIC_HASHING": "1"}, log_name=f"{name}-callgrind")
 
 
 def start_nginx(args, tmp: str, out_dir: str):
@@ -473,6 +479,8 @@ def render(res: dict, loads: list, args) -> tuple:
         f"- each extra header field (browser head − 55-byte head, ÷ {extra}): jotter "
         f"{f0(per_field(j))} Ir, nginx {f0(per_field(n))} Ir: **{field_ratio:.2f}x** (goal <= 2x: "
         f"{verdict(field_ratio, 2.0)})",
+        f"- the access-log line (hello with the log on − hello under `--quiet`): "
+        f"{f0(median(j['hellolog']['runs']) - hello)} Ir per request",
         f"- `GET /notes/{{id}}` ÷ hello: **{note_ratio:.2f}** (target <= {NOTE_TARGET}: "
         f"{verdict(note_ratio, NOTE_TARGET)})",
         f"- `GET /notes?limit=100`: **{f0(list_ir)}** Ir/request, {f0(list_ir / 100)} per note "
@@ -616,6 +624,20 @@ def run(args, tmp: str) -> tuple:
             if name == "jotter" and stopped["exit"] != 0:
                 print(f"  WARNING: jotter under callgrind exited with {stopped['exit']}",
                       flush=True)
+        # The same hello from a server writing its access log (the one above runs --quiet).
+        srv = start_jotter(args, round_tmp, out_dir, access_log=True)
+        try:
+            load = Load("hellolog", LABELS["hellolog"],
+                        request_bytes(srv.port, "GET", "/hello?name=Bob"), hello_check, n, warm)
+            r = measure(srv, out_dir, load, args.instr_windows)
+            got = res["jotter"].setdefault("hellolog", {"runs": [], "n": r["n"]})
+            got["runs"] += r["runs"]
+            if rnd == 0:
+                shutil.copy(r["dump"], os.path.join(BUILD, "callgrind.out.jotter-hellolog"))
+                got["memset"] = sum(ir for ir, fn, _ in self_costs(r["dump"])
+                                    if re.match(r"(__)?memset", fn)) / r["n"]
+        finally:
+            srv.stop(timeout=60)
     res["busy"] = foreign.cores()
     all_loads = [Load(k, label, None, None, res["jotter"][k]["n"], 0) for k, label in LABELS.items()]
     res["previous"] = previous_run(args.output)
@@ -640,12 +662,13 @@ def run(args, tmp: str) -> tuple:
         f"then {args.instr_windows} windows of `callgrind_control -z`, N requests one after "
         f"the other on one keep-alive connection, `callgrind_control -d`;{rounds} Ir/request = "
         f"the dump's total Ir (user space, all threads) / N, median over the windows. "
-        f"`POST /notes` writes the same body each time, one request in flight.\n\n"
+        f"`POST /notes` writes the same body each time, one request in flight. The access-log "
+        f"row: a second jotter the same way but without `--quiet` (its log to a file).\n\n"
         f"Machine: {machine_info(('nginx', 'sqlite'))}; {valgrind}; llhttp (node-llhttp) {llhttp}.\n\n"
         f"{table}\n\n"
         f"{detail}\n\n"
         f"The last window of each row is kept as `bench/.build/callgrind.out.SERVER-KIND` "
-        f"(`jotter-hello`, `jotter-note`, `jotter-list`, `jotter-post`, `nginx-hello`): "
+        f"(`jotter-hello`, `jotter-note`, `jotter-list`, `jotter-post`, `jotter-hellolog`, `nginx-hello`): "
         f"`callgrind_annotate --inclusive=yes` it, or open it in KCachegrind.\n\n"
         f"To reproduce (after `scripts/install-bench-deps`; `make bench "
         f"BENCH_ARGS=\"--scenario {NAME}\"` builds and runs it):\n\n```\n{command}\n```")
