@@ -92,6 +92,14 @@ extension UploadEnvelope: JSONWritable {
 enum NoteJSON {
     static func write(id: Int64, body: UnsafeRawBufferPointer, createdAt: Int64, updatedAt: Int64, version: Int64,
                       attachments: [UploadRecord], deletedAt: Int64? = nil, to json: inout JSONWriter) {
+        var timestamps = QuotedTimestamps()
+        write(id: id, body: body, createdAt: createdAt, updatedAt: updatedAt, version: version, attachments: attachments,
+              deletedAt: deletedAt, timestamps: &timestamps, to: &json)
+    }
+
+    /// The same, its timestamps from `timestamps` (shared by the notes of a page).
+    static func write(id: Int64, body: UnsafeRawBufferPointer, createdAt: Int64, updatedAt: Int64, version: Int64,
+                      attachments: [UploadRecord], deletedAt: Int64? = nil, timestamps: inout QuotedTimestamps, to json: inout JSONWriter) {
         if attachments.isEmpty {
             json.raw("{\"attachments\":[],\"body\":")
         } else {
@@ -104,16 +112,16 @@ enum NoteJSON {
         }
         json.string(utf8: body)
         json.raw(",\"created_at\":")
-        let created = QuotedTimestamp(createdAt)
+        let created = timestamps.quoted(createdAt)
         json.timestamp(created)
         if let deletedAt {
             json.raw(",\"deleted_at\":")
-            json.timestamp(QuotedTimestamp(deletedAt))
+            json.timestamp(timestamps.quoted(deletedAt))
         }
         json.raw(",\"id\":")
         json.quotedInteger(id)
         json.raw(",\"updated_at\":")
-        json.timestamp(updatedAt == createdAt ? created : QuotedTimestamp(updatedAt))
+        json.timestamp(updatedAt == createdAt ? created : timestamps.quoted(updatedAt))
         json.raw(",\"version\":")
         json.integer(version)
         json.raw("}")
@@ -142,6 +150,28 @@ struct QuotedTimestamp {
             Timestamp.write(seconds, to: UnsafeMutableRawBufferPointer(rebasing: buffer[1..<20]))
             buffer[20] = UInt8(ascii: "\"")
         }
+    }
+}
+
+/// Quoted timestamps for the notes of one answer: the date of the last one's day is kept, so
+/// a timestamp on the same day formats only its time (a page's notes mostly share days).
+struct QuotedTimestamps {
+    private var day = Int64.min
+    private var last = QuotedTimestamp(0)
+
+    mutating func quoted(_ seconds: Int64) -> QuotedTimestamp {
+        let day = seconds >= 0 ? seconds / 86_400 : (seconds - 86_399) / 86_400
+        guard day == self.day else {
+            self.day = day
+            last = QuotedTimestamp(seconds)
+            return last
+        }
+        var stamp = last
+        withUnsafeMutableBytes(of: &stamp.bytes) { buffer in
+            // `"yyyy-MM-dd ` is the day's; the time is bytes 12 ..< 20.
+            Timestamp.writeTime(ofDay: seconds - day * 86_400, to: UnsafeMutableRawBufferPointer(rebasing: buffer[12..<20]))
+        }
+        return stamp
     }
 }
 
@@ -213,12 +243,13 @@ struct StoredNoteList: JSONWritable, Encodable {
         json.raw("{\"next\":")
         json.optionalString(next)
         json.raw(",\"notes\":[")
+        var timestamps = QuotedTimestamps()
         for index in 0..<count {
             if index > 0 { json.raw(",") }
             let note = page[index]
             page.withBody(at: index) { body in
                 NoteJSON.write(id: note.id, body: body, createdAt: note.createdAt, updatedAt: note.updatedAt, version: note.version,
-                               attachments: page.attachments(at: index), to: &json)
+                               attachments: page.attachments(at: index), timestamps: &timestamps, to: &json)
             }
         }
         json.raw("]}")
