@@ -26,7 +26,7 @@ public struct JSON<Value: Encodable>: ResponseConvertible {
 
     /// How a `JSONWritable` value writes itself (set by the initialiser that knows the type is
     /// one, so no response looks the conformance up at run time).
-    private var writer: (write: (Value, inout JSONWriter) -> Void, estimate: (Value) -> Int)?
+    private var written: ((Value) -> [UInt8])?
 
     public init(_ value: Value, status: HTTPStatus = .ok, headers: HTTPHeaders = HTTPHeaders()) {
         self.value = value
@@ -39,13 +39,13 @@ public struct JSON<Value: Encodable>: ResponseConvertible {
         self.value = value
         self.status = status
         self.headers = headers
-        writer = ({ value, json in value.write(to: &json) }, { $0.estimatedJSONSize })
+        written = { value in JSONWriter.bytes(capacity: value.estimatedJSONSize) { value.write(to: &$0) } }
     }
 
     public func response(for request: Request) throws -> Response {
         let body: [UInt8]
-        if let writer {
-            body = JSONWriter.bytes(capacity: writer.estimate(value)) { writer.write(value, &$0) }
+        if let written {
+            body = written(value)
         } else if let writable = value as? any JSONWritable {
             body = JSONWriter.bytes(capacity: writable.estimatedJSONSize) { writable.write(to: &$0) }
         } else {
