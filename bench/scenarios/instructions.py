@@ -13,7 +13,7 @@ and `POST /notes` (a durable write) on notes it was seeded with."""
 import os, random, re, shutil, socket, statistics, subprocess, time
 from typing import Optional
 
-from harness import (BUILD, BenchError, ForeignLoad, f0, jotter_argv, machine_info, nginx_argv,
+from harness import (BENCH, BUILD, BenchError, ForeignLoad, f0, jotter_argv, machine_info, nginx_argv,
                      now, reproduce_command, sh, start_server)
 
 NAME = "instructions"
@@ -33,7 +33,9 @@ LABELS = {"hello": "`GET /hello?name=Bob`",
           "browser": "`GET /hello?name=Bob`, browser head (13 fields)",
           "hellolog": "`GET /hello?name=Bob`, access log on",
           "note": "`GET /notes/{id}`",
-          "list": "`GET /notes?limit=100`", "post": "`POST /notes` (durable write)"}
+          "list": "`GET /notes?limit=100`", "post": "`POST /notes` (durable write)",
+          "post64": "`POST /notes` (durable write), 64 clients"}
+WRK_SECONDS = 10                       # each window of the 64-client POST load
 REPORTS_LOAD = True                    # run.py: the section tells how busy the machine was
 
 
@@ -200,6 +202,35 @@ def measure(srv, out_dir: str, load: Load, windows: int) -> dict:
         return {"runs": runs, "dump": path, "n": load.n}
     finally:
         client.close()
+
+
+def measure_wrk(srv, out_dir: str, windows: int) -> dict:
+    """Durable POSTs from 64 keep-alive connections at once (wrk, `lua/note_post.lua`), so
+    writes share group commits: a 2 s warm-up, then `windows` windows of WRK_SECONDS; Ir per
+    request = the window's Ir / the requests wrk completed in it. How many writes share a
+    commit follows how fast the server runs under callgrind on this machine, so this row moves
+    more between runs than the others."""
+    script = os.path.join(BENCH, "lua", "note_post.lua")
+    url = f"http://127.0.0.1:{srv.port}/notes"
+
+    def wrk(seconds: int) -> int:
+        p = subprocess.run(["wrk", "-t1", "-c64", f"-d{seconds}s", "-s", script, url],
+                           capture_output=True, text=True, timeout=seconds + 120)
+        done = re.search(r"(\d+) requests in", p.stdout)
+        if p.returncode != 0 or not done or "Non-2xx" in p.stdout:
+            raise BenchError(f"wrk -c64 POST /notes: {p.stdout}{p.stderr}")
+        return int(done[1])
+
+    wrk(2)
+    runs, counts, path = [], [], None
+    for _ in range(windows):
+        got = {}
+        total, path = window(srv, out_dir, lambda: got.update(n=wrk(WRK_SECONDS)))
+        runs.append(total / got["n"])
+        counts.append(got["n"])
+    print(f"  {srv.name} POST /notes, 64 clients: " + ", ".join(f0(x) for x in runs)
+          + f" Ir/request ({', '.join(map(str, counts))} requests)", flush=True)
+    return {"runs": runs, "dump": path, "n": min(counts)}
 
 
 def idle_window(srv, out_dir: str, seconds: float) -> int:
@@ -486,7 +517,9 @@ def render(res: dict, loads: list, args) -> tuple:
         f"- `GET /notes?limit=100`: **{f0(list_ir)}** Ir/request, {f0(list_ir / 100)} per note "
         f"(goal <= {f0(LIST_GOAL)}: {verdict(list_ir, LIST_GOAL)})",
         f"- durable `POST /notes`: **{f0(post_ir)}** Ir/request (goal <= {f0(POST_GOAL)}: "
-        f"{verdict(post_ir, POST_GOAL)})",
+        f"{verdict(post_ir, POST_GOAL)}); from 64 clients at once (`wrk -c64 -d{WRK_SECONDS}s`, "
+        f"writes sharing group commits): {f0(median(j['post64']['runs']))} Ir/request — how many "
+        f"share a commit depends on the machine's load, so this one moves between runs",
         f"- jotter hello without `memset`: {f0(hello - j['hello']['memset'])} Ir/request, "
         f"{(hello - j['hello']['memset']) / median(n['hello']['runs']):.2f}x nginx "
         f"(nginx's own `memset`: {f0(n['hello']['memset'])})",
@@ -600,8 +633,11 @@ def run(args, tmp: str) -> tuple:
                              status_check(200), max(1, n // 10), max(1, warm // 10)),
                         Load("post", LABELS["post"], raw("POST", "/notes", post),
                              status_check(201), max(1, n // 2), warm)]
+                if name == "jotter":
+                    loads.append(Load("post64", LABELS["post64"], None, None, 0, 0))
                 for load in loads:
-                    r = measure(srv, out_dir, load, args.instr_windows)
+                    r = (measure_wrk(srv, out_dir, args.instr_windows) if load.key == "post64"
+                         else measure(srv, out_dir, load, args.instr_windows))
                     got = res[name].setdefault(load.key, {"runs": [], "n": r["n"]})
                     got["runs"] += r["runs"]
                     if rnd == 0:
@@ -662,13 +698,15 @@ def run(args, tmp: str) -> tuple:
         f"then {args.instr_windows} windows of `callgrind_control -z`, N requests one after "
         f"the other on one keep-alive connection, `callgrind_control -d`;{rounds} Ir/request = "
         f"the dump's total Ir (user space, all threads) / N, median over the windows. "
-        f"`POST /notes` writes the same body each time, one request in flight. The access-log "
+        f"`POST /notes` writes the same body each time, one request in flight; its 64-client row "
+        f"is `wrk -t1 -c64 -d{WRK_SECONDS}s -s bench/lua/note_post.lua` per window (N: the fewest "
+        f"requests of a window), after 2 s of the same. The access-log "
         f"row: a second jotter the same way but without `--quiet` (its log to a file).\n\n"
         f"Machine: {machine_info(('nginx', 'sqlite'))}; {valgrind}; llhttp (node-llhttp) {llhttp}.\n\n"
         f"{table}\n\n"
         f"{detail}\n\n"
         f"The last window of each row is kept as `bench/.build/callgrind.out.SERVER-KIND` "
-        f"(`jotter-hello`, `jotter-note`, `jotter-list`, `jotter-post`, `jotter-hellolog`, `nginx-hello`): "
+        f"(`jotter-hello`, `jotter-note`, `jotter-list`, `jotter-post`, `jotter-post64`, `jotter-hellolog`, `nginx-hello`): "
         f"`callgrind_annotate --inclusive=yes` it, or open it in KCachegrind.\n\n"
         f"To reproduce (after `scripts/install-bench-deps`; `make bench "
         f"BENCH_ARGS=\"--scenario {NAME}\"` builds and runs it):\n\n```\n{command}\n```")
