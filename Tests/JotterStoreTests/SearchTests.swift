@@ -151,6 +151,29 @@ struct SearchTests {
         #expect(try fixture.integrityCheck() == "ok")
     }
 
+    /// A user's removal makes the index changes deferred before it first; when that job then
+    /// fails, its savepoint undoes them with it and they are made again at the end, so the
+    /// notes written before it in the same commit stay searchable.
+    @Test func aFailedJobUndoesNoEarlierJobsIndexChanges() throws {
+        let fixture = try StoreFixture(.sqlite)
+        let store = try #require(fixture.sqlite)
+        let done = Counter()
+        store.submit({ _, _ throws(StoreError) in usleep(200_000) }, owner: .unclaimed) { _ in done.increment() }
+        usleep(20_000)
+        store.createNote(body: "kept before", owner: .unclaimed) { _ in done.increment() }
+        store.submit({ db, _ throws(StoreError) in
+            try FullTextIndex.removeAll(owner: 999, on: db)
+            throw StoreError.invalidArgument("this job fails after making the earlier index changes")
+        }, owner: .unclaimed) { _ in done.increment() }
+        store.createNote(body: "kept after", owner: .unclaimed) { _ in done.increment() }
+        let deadline = Date().addingTimeInterval(10)
+        while done.value < 4, Date() < deadline { usleep(1_000) }
+        #expect(done.value == 4)
+        #expect(try Self.search(store, "kept") == ["kept before", "kept after"])
+        store.close()
+        #expect(try fixture.integrityCheck() == "ok")
+    }
+
     /// Only the writer's connection has the schema's triggers off: any other connection that
     /// changes notes (a tool, the sqlite3 shell) still keeps the index with them.
     @Test func anotherConnectionKeepsTheIndexThroughTheTriggers() throws {

@@ -117,8 +117,9 @@ private final class WriterLoop {
             }
             try db.runDeferred()
             try db.run("COMMIT")
+            db.endDeferred()
         } catch {
-            db.discardAllDeferred()
+            db.endDeferred()
             if !db.isAutocommit { try? db.run("ROLLBACK") }
             if !retrying, error.isOutOfSpace, batch.contains(where: \.freesSpace) {
                 // The writes that need space took the deletions down with them: try those again
@@ -153,8 +154,8 @@ private final class WriterLoop {
             return .applied(acknowledge)
         } catch {
             if db.isAutocommit { throw error }
-            db.discardDeferred(from: deferred)
             try db.run("ROLLBACK TO job")
+            db.rollBackDeferred(to: deferred)
             try db.run("RELEASE job")
             return .failed(error)
         }

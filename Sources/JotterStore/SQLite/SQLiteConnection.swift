@@ -32,10 +32,10 @@ final class SQLiteConnection: @unchecked Sendable {
     /// another's were only misses here (the comparison) and is found by its text.
     private var byAddress: [UnsafeRawPointer: (sql: String, statement: Statement)] = [:]
     let path: String
-    /// Statements held back to the end of the writer's transaction (`deferUntilCommit`), and the
-    /// number of the first of them (`deferredMark`).
+    /// Statements held back to the end of the writer's transaction (`deferUntilCommit`), and how
+    /// many of them have run in it so far.
     private var deferred: [(sql: String, values: [SQLiteValue])] = []
-    private var deferredBase = 0
+    private var deferredRun = 0
 
     /// Opens `path` with `flags` and sets a busy timeout, so lock waits retry instead of failing.
     init(path: String, flags: Int32, busyTimeoutMilliseconds: Int32 = 5_000) throws(StoreError) {
@@ -174,27 +174,36 @@ final class SQLiteConnection: @unchecked Sendable {
         deferred.append((sql, values))
     }
 
-    /// Where the statements deferred from now on start: `discardDeferred(from:)` forgets them.
-    var deferredMark: Int { deferredBase + deferred.count }
-
-    /// Forgets the statements deferred since `mark` (a job rolled back to its savepoint).
-    func discardDeferred(from mark: Int) {
-        let kept = max(0, mark - deferredBase)
-        if kept < deferred.count { deferred.removeSubrange(kept...) }
+    /// Where the deferred statements stand: taken when a savepoint begins, for
+    /// `rollBackDeferred(to:)` when it is rolled back.
+    struct DeferredMark {
+        fileprivate let count: Int
+        fileprivate let run: Int
     }
 
-    /// Forgets every deferred statement (the transaction was rolled back).
-    func discardAllDeferred() {
-        deferredBase += deferred.count
+    var deferredMark: DeferredMark { DeferredMark(count: deferred.count, run: deferredRun) }
+
+    /// After `ROLLBACK TO` the savepoint begun at `mark`: the statements deferred since are
+    /// forgotten, and those run since (earlier ones, run early by `runDeferred()`) — undone
+    /// with the savepoint — are run again at the end.
+    func rollBackDeferred(to mark: DeferredMark) {
+        if mark.count < deferred.count { deferred.removeSubrange(mark.count...) }
+        deferredRun = min(deferredRun, mark.run)
+    }
+
+    /// Forgets every deferred statement: the transaction committed or was rolled back.
+    func endDeferred() {
         deferred.removeAll(keepingCapacity: true)
+        deferredRun = 0
     }
 
-    /// Runs the deferred statements, in the order they were deferred.
+    /// Runs the deferred statements not run yet, in the order they were deferred.
     func runDeferred() throws(StoreError) {
-        guard !deferred.isEmpty else { return }
-        let pending = deferred
-        discardAllDeferred()
-        for statement in pending { try run(statement.sql, statement.values) }
+        while deferredRun < deferred.count {
+            let statement = deferred[deferredRun]
+            try run(statement.sql, statement.values)
+            deferredRun += 1
+        }
     }
 
     /// Turns the schema's triggers off on this connection (`SQLITE_DBCONFIG_ENABLE_TRIGGER`):
