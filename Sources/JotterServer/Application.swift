@@ -166,9 +166,11 @@ public func buildApplication(_ configuration: ServerConfiguration) throws -> App
     let auth = AuthController(accounts: accounts, secureCookie: tls != nil,
                               limiter: SignInLimiter(burst: configuration.signInBurst, interval: configuration.signInRefillSeconds,
                                                      counters: counters))
-    auth.registerSignIn(in: &routes)
-    // Everything that reads or changes someone's data: authenticated in the head phase.
+    auth.registerSignIn(in: &routes, runs: notes.readPlace)
+    // Everything that reads or changes someone's data: authenticated in the head phase, which
+    // reads credentials and limits from the store — so these routes run where its reads do.
     routes.group { authenticated in
+        authenticated.runs = notes.readPlace
         authenticated.add(middleware: AuthenticationMiddleware(accounts: accounts, requestsPerMinute: configuration.requestsPerMinute,
                                                                  requestsPerUserMinute: configuration.requestsPerUserMinute,
                                                                  counters: counters))

@@ -14,14 +14,14 @@ public protocol DataStore: NoteStore, UploadStore, PartialUploadStore, AccountSt
     /// Where upload bytes are (key `UploadRecord.blobKey(id)`): a local folder or a bucket.
     var blobs: any BlobStore { get }
 
-    /// True when a read may wait on the network (PostgreSQL): request handlers then run their
-    /// reads through `dispatch`, so no engine thread waits for a round trip. False when reads
-    /// are local and short (SQLite): they run where the request is.
-    var readsWait: Bool { get }
+    /// Where a request that reads the store does its work: nil when reads are local and short
+    /// (SQLite) — on the request's own thread; the store's `threads` when a read may wait on the
+    /// network (PostgreSQL), so that no engine thread waits for a round trip.
+    var readThreads: StoreThreads? { get }
 
-    /// Runs `work` soon on one of the store's own threads (blocking reads, blob transfers) —
-    /// never on Swift's cooperative pool.
-    func dispatch(_ work: @escaping @Sendable () -> Void)
+    /// The store's own threads, for work that blocks whatever the backend: moving a file's bytes
+    /// into the blob store (fsync, the network), waiting for a write's commit.
+    var threads: StoreThreads { get }
 
     /// Calls `handler` with every committed event, exactly once each, in id order: for
     /// PostgreSQL, those committed by other instances too. Set once, before serving; events

@@ -66,7 +66,7 @@ public final class SQLiteStore: DataStore {
     private let files: UploadFiles
     private let observer = EventObserver()
     /// Where blob moves run (fsync and rename of an upload's file), off the engine threads.
-    private let threads: StoreThreads
+    public let threads: StoreThreads
     /// The upload files, as blobs: keys `uploads/<id>` under the data folder.
     public let blobs: any BlobStore
     /// The data folder this store was opened on.
@@ -141,10 +141,8 @@ public final class SQLiteStore: DataStore {
         db.close()
     }
 
-    /// False: reads are local and short.
-    public var readsWait: Bool { false }
-
-    public func dispatch(_ work: @escaping @Sendable () -> Void) { threads.run(work) }
+    /// nil: reads are local and short, they run where the request is.
+    public var readThreads: StoreThreads? { nil }
 
     /// Events are handed over on the writer thread, in commit order, before the completion of
     /// the write that made them.

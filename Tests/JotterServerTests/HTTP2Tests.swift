@@ -145,6 +145,17 @@ struct HTTP2Tests {
         }
     }
 
+    @Test("curl --http2-prior-knowledge on PostgreSQL + S3, where the routes run on the store's threads: every endpoint answers",
+          .enabled(if: SharedBackend.available, Comment(rawValue: SharedBackend.skipMessage)))
+    func priorKnowledgeOnPostgres() throws {
+        let folder = try scratchFolder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let backend = try SharedBackend()
+        try TestApp.with(configure: backend.configure) { app in
+            try Self.endpoints(base: "http://127.0.0.1:\(app.port)", transport: ["--http2-prior-knowledge"], folder: folder)
+        }
+    }
+
     @Test("metrics count requests and open connections by protocol; the access log names HTTP/2.0")
     func protocolInMetricsAndLog() throws {
         let folder = try scratchFolder()

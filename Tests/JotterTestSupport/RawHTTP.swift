@@ -78,6 +78,17 @@ public final class RawHTTP {
 
     deinit { close(fd) }
 
+    /// Ends the connection with a reset (RST), as a client that crashed or lost its network: the
+    /// socket is closed with a zero linger, and `fd` then names `/dev/null` until `deinit` closes
+    /// it (so the number is never closed twice).
+    public func reset() {
+        var linger = Glibc.linger(l_onoff: 1, l_linger: 0)
+        setsockopt(fd, SOL_SOCKET, SO_LINGER, &linger, socklen_t(MemoryLayout<Glibc.linger>.size))
+        let null = open("/dev/null", O_RDWR | O_CLOEXEC)
+        dup2(null, fd)
+        close(null)
+    }
+
     /// Sends raw bytes.
     public func send(_ bytes: [UInt8]) throws {
         var offset = 0

@@ -21,6 +21,11 @@ final class EventLoop: @unchecked Sendable {
         /// A later reply's render closure for the connection with this token (and, on HTTP/2,
         /// the stream; 0 on HTTP/1.1).
         case resume(UInt64, stream: Int32, @Sendable () throws -> Response)
+        /// A request's step on its route's executor is done (`RequestLifecycle.goAway`): the
+        /// connection carries out its action, or — gone — the request is completed as it ended.
+        case landed(UInt64, stream: Int32, RequestLifecycle.Away)
+        /// An interim response sent off the loop (from a route's executor), in order.
+        case interim(InterimSink, HTTPStatus, HTTPHeaders)
         /// A streaming body has bytes (or its end) for the connection's stream.
         case wake(UInt64, stream: Int32)
         /// A request body's consumer caught up: reading the body of `stream` (0 on HTTP/1.1) goes on.
@@ -101,6 +106,9 @@ final class EventLoop: @unchecked Sendable {
 
     func join() { pthread_join(thread, nil) }
 
+    /// Whether the calling thread is this loop's.
+    var isCurrent: Bool { pthread_equal(pthread_self(), thread) != 0 }
+
     /// Hands `task` to the loop. Any thread.
     func post(_ task: Task) {
         let first = inbox.withLock { inbox in
@@ -177,6 +185,9 @@ final class EventLoop: @unchecked Sendable {
     private func run(_ task: Task) {
         switch task {
         case .resume(let token, let stream, let render): connections[token]?.resume(stream: stream, render)
+        case .landed(let token, let stream, let lifecycle):
+            if connections[token]?.landed(stream: stream, lifecycle.lifecycle) != true { lifecycle.lifecycle.finishAbandoned() }
+        case .interim(let sink, let status, let headers): _ = sink.send(status, headers)
         case .wake(let token, let stream): connections[token]?.streamWoken(stream: stream)
         case .read(let token): connections[token]?.readAgain()
         case .bodyReady(let token, let stream): connections[token]?.bodyReady(stream: stream)
@@ -371,6 +382,9 @@ protocol LoopConnection: AnyObject {
     func handle(events: UInt32)
     /// A later reply for `stream` (0 on HTTP/1.1) is ready.
     func resume(stream: Int32, _ render: () throws -> Response)
+    /// `lifecycle`'s step on its route's executor is done; false when the connection no longer
+    /// waits for it (the stream or the request ended meanwhile).
+    func landed(stream: Int32, _ lifecycle: RequestLifecycle) -> Bool
     /// A streaming body of `stream` has bytes or its end.
     func streamWoken(stream: Int32)
     /// Read again without an event (bytes OpenSSL already decrypted).

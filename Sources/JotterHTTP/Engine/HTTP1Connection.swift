@@ -346,6 +346,10 @@ final class HTTP1Connection: LoopConnection {
 
     /// Parses `base[from..<to]`; keeps what could not be parsed yet.
     private func process(_ base: UnsafeRawPointer, from: Int, to: Int, inStash: Bool) {
+        // An answer written from inside the parse must not parse again (the stash it would read
+        // is the one being parsed): the parse goes on by itself once the answer is out.
+        parsing = true
+        defer { parsing = false }
         let outcome = parser.execute(base, from: from, to: to) { event in
             switch event {
             case .head: headComplete(base)
@@ -418,7 +422,7 @@ final class HTTP1Connection: LoopConnection {
     /// Parsing may go on again: what was kept is parsed, and reading resumes.
     private func continueInput() {
         guard !closed else { return }
-        if mayParse, stashEnd > stashStart, !stashHoldsHead {
+        if !parsing, mayParse, stashEnd > stashStart, !stashHoldsHead {
             processStash()
         }
         guard !closed else { return }
@@ -435,7 +439,7 @@ final class HTTP1Connection: LoopConnection {
         let parsed = parser.head(base)
         let http10 = parsed.version == "HTTP/1.0"
         // RFC 9110 §15.2: no 1xx to an HTTP/1.0 client.
-        let interim = http10 ? nil : InterimSink { [weak self] status, headers in
+        let interim = http10 ? nil : InterimSink(loop: loop) { [weak self] status, headers in
             guard let self, !closed, request != nil, request === currentRequest else { return false }
             queueRaw(ResponseHead.interim(status, headers: headers))
             return true
@@ -451,11 +455,17 @@ final class HTTP1Connection: LoopConnection {
         requestHasBody = parser.hasBody
         bodyStarted = Clock.microseconds()
         bodyBytes = 0
-        let action = lifecycle.headerComplete(method: parsed.method, version: parsed.version, headers: parsed.headers)
+        // Known at the head: a request that ends there may be answered before its end is parsed.
+        if !parser.keepAlive { closeAfterAnswers = true }
+        headActed(lifecycle.headerComplete(method: parsed.method, version: parsed.version, headers: parsed.headers), lifecycle)
+    }
+
+    /// Carries out the action of a request's head.
+    private func headActed(_ action: RequestLifecycle.Action, _ lifecycle: RequestLifecycle) {
         switch action {
         case .proceed:
             if requestHasBody, !requestHTTP10, !lifecycle.isRefused,
-               let expect = parsed.headers["Expect"], HTTPHeaders.equal(expect, "100-continue") {
+               let expect = lifecycle.head?.headers["Expect"], HTTPHeaders.equal(expect, "100-continue") {
                 queueRaw(ResponseHead.interim(.continue, headers: HTTPHeaders()))
             }
         case .respond(let response):
@@ -466,6 +476,8 @@ final class HTTP1Connection: LoopConnection {
         case .wait(let later):
             if requestHasBody { discarding = true }
             startLater(later)
+        case .elsewhere:
+            goAway(lifecycle, atHead: true)
         }
     }
 
@@ -481,23 +493,59 @@ final class HTTP1Connection: LoopConnection {
         case .respond(let response):
             discarding = true
             answer(response)
-        case .close, .wait: abort(.error)
+        case .close, .wait, .elsewhere: abort(.error)
         }
     }
 
     private func requestComplete() {
         guard let request, !discarding else { return }
-        let keepAlive = parser.keepAlive
-        if !keepAlive { closeAfterAnswers = true }
-        switch request.bodyComplete() {
+        if !parser.keepAlive { closeAfterAnswers = true }
+        bodyActed(request.bodyComplete(), request)
+    }
+
+    /// Carries out the action of a request's end.
+    private func bodyActed(_ action: RequestLifecycle.Action, _ lifecycle: RequestLifecycle) {
+        switch action {
         case .respond(let response): answer(response)
         case .wait(let later): startLater(later)
         case .close: abort(.error)
         case .proceed: break
+        case .elsewhere: goAway(lifecycle, atHead: false)
         }
     }
 
     private var closeAfterAnswers = false
+    /// The step away (`waiting`) began at the request's head, not at its end.
+    private var awayAtHead = false
+
+    /// The request's next step runs on its route's executor: nothing more of it is read meanwhile.
+    private func goAway(_ lifecycle: RequestLifecycle, atHead: Bool) {
+        waiting = true
+        awayAtHead = atHead
+        let loop = self.loop, token = self.token, away = RequestLifecycle.Away(lifecycle)
+        lifecycle.goAway { loop.post(.landed(token, stream: 0, away)) }
+    }
+
+    /// Back from the executor: its action, where the request was, and reading goes on.
+    func landed(stream: Int32, _ lifecycle: RequestLifecycle) -> Bool {
+        guard waiting, !closed, request === lifecycle else { return false }
+        waiting = false
+        let action = lifecycle.landed()
+        if awayAtHead {
+            // The time away is the server's: the body's rate counts from now.
+            bodyStarted = Clock.microseconds()
+            lastActivity = bodyStarted
+            if discarding, case .proceed = action {
+                abort(.clientAbort)  // the client went away before its body could be read
+                return true
+            }
+            headActed(action, lifecycle)
+        } else {
+            bodyActed(action, lifecycle)
+        }
+        continueInput()
+        return true
+    }
 
     private func startLater(_ later: Later) {
         waiting = true
@@ -615,6 +663,8 @@ final class HTTP1Connection: LoopConnection {
     }
 
     private var inputPending = false
+    /// `process` is under way: the parser is not entered again.
+    private var parsing = false
 
     /// After an answer went out: reading resumes (outside of `flush`, which `process` calls).
     private func continueInputSoon() {

@@ -30,7 +30,13 @@ final class HTTP2Connection: LoopConnection {
         var bodyBytes = 0
         /// The answer was submitted before the body ended: the rest of the body is dropped.
         var discarding = false
+        /// A later reply, or a step on the route's executor (`awayAtHead`: its head's), is awaited.
         var waiting = false
+        var awayAtHead = false
+        /// Body bytes that arrived while the head's step was away, given to the body once it is back.
+        var held: [UInt8] = []
+        /// The client ended the stream (END_STREAM seen).
+        var ended = false
         var answered = false
         var completed = false
         var source = Source.none
@@ -298,7 +304,7 @@ final class HTTP2Connection: LoopConnection {
         stream.headComplete = true
         if !stream.cookies.isEmpty { stream.headers.add("cookie", stream.cookies.joined(separator: "; ")) }
         if stream.headers["Host"] == nil, !stream.authority.isEmpty { stream.headers.add("host", stream.authority) }
-        let interim = InterimSink { [weak self, weak stream] status, headers in
+        let interim = InterimSink(loop: loop) { [weak self, weak stream] status, headers in
             guard let self, let stream, !closed, !stream.answered, let session else { return false }
             return submitHeaders(session, stream.id, status: status.code, headers: headers, endStream: false)
         }
@@ -309,11 +315,17 @@ final class HTTP2Connection: LoopConnection {
         stream.isHead = stream.method == "HEAD"
         stream.hasBody = !endStream
         stream.bodyStarted = Clock.microseconds()
-        switch lifecycle.headerComplete(method: stream.method, version: "HTTP/2.0", headers: stream.headers, bodyFollows: !endStream) {
+        headActed(stream, lifecycle.headerComplete(method: stream.method, version: "HTTP/2.0", headers: stream.headers, bodyFollows: !endStream))
+        if endStream { bodyComplete(stream) }
+    }
+
+    /// Carries out the action of a stream's head.
+    private func headActed(_ stream: Stream, _ action: RequestLifecycle.Action) {
+        switch action {
         case .proceed:
-            if stream.hasBody, !lifecycle.isRefused, let expect = stream.headers["Expect"], HTTPHeaders.equal(expect, "100-continue"),
-               let session {
-                _ = submitHeaders(session, id, status: 100, headers: HTTPHeaders(), endStream: false)
+            if stream.hasBody, stream.lifecycle?.isRefused == false, let expect = stream.headers["Expect"],
+               HTTPHeaders.equal(expect, "100-continue"), let session {
+                _ = submitHeaders(session, stream.id, status: 100, headers: HTTPHeaders(), endStream: false)
             }
         case .respond(let response):
             if stream.hasBody { stream.discarding = true }
@@ -323,12 +335,51 @@ final class HTTP2Connection: LoopConnection {
             startLater(stream, later)
         case .close:
             reset(stream)
+        case .elsewhere:
+            goAway(stream, atHead: true)
         }
-        if endStream { bodyComplete(stream) }
+    }
+
+    /// The stream's next step runs on its route's executor. Away at its head, the connection
+    /// reads no more (as for a paused body) and keeps the stream's DATA already read for it.
+    private func goAway(_ stream: Stream, atHead: Bool) {
+        guard let lifecycle = stream.lifecycle else { return }
+        stream.waiting = true
+        stream.awayAtHead = atHead
+        if atHead, stream.hasBody { pausedStreams.insert(stream.id) }
+        let loop = self.loop, token = self.token, id = stream.id, away = RequestLifecycle.Away(lifecycle)
+        lifecycle.goAway { loop.post(.landed(token, stream: id, away)) }
+    }
+
+    func landed(stream id: Int32, _ lifecycle: RequestLifecycle) -> Bool {
+        guard !closed, let stream = streams[id], stream.waiting, stream.lifecycle === lifecycle else { return false }
+        stream.waiting = false
+        let action = lifecycle.landed()
+        if stream.awayAtHead {
+            stream.awayAtHead = false
+            stream.bodyStarted = Clock.microseconds()
+            let paused = pausedStreams.remove(id) != nil  // before the held bytes, which may pause it again
+            headActed(stream, action)
+            if !stream.held.isEmpty {
+                let held = stream.held
+                stream.held = []
+                held.withUnsafeBytes { data(id, $0) }
+            }
+            if stream.ended { bodyComplete(stream) }
+            if paused, pausedStreams.isEmpty { readable() }
+        } else {
+            bodyActed(stream, action)
+        }
+        flush()
+        return true
     }
 
     fileprivate func data(_ id: Int32, _ bytes: UnsafeRawBufferPointer) {
         guard let stream = streams[id], let lifecycle = stream.lifecycle, !stream.discarding, !stream.answered else { return }
+        if stream.waiting, stream.awayAtHead {
+            stream.held.append(contentsOf: bytes)
+            return
+        }
         stream.bodyBytes += bytes.count
         switch lifecycle.receive(bytes) {
         case .proceed:
@@ -337,7 +388,7 @@ final class HTTP2Connection: LoopConnection {
         case .respond(let response):
             stream.discarding = true
             answer(stream, response)
-        case .close, .wait: reset(stream)
+        case .close, .wait, .elsewhere: reset(stream)
         }
     }
 
@@ -353,12 +404,19 @@ final class HTTP2Connection: LoopConnection {
     }
 
     private func bodyComplete(_ stream: Stream) {
+        stream.ended = true
         guard let lifecycle = stream.lifecycle, !stream.discarding, !stream.answered, !stream.waiting else { return }
-        switch lifecycle.bodyComplete() {
+        bodyActed(stream, lifecycle.bodyComplete())
+    }
+
+    /// Carries out the action of a stream's end.
+    private func bodyActed(_ stream: Stream, _ action: RequestLifecycle.Action) {
+        switch action {
         case .respond(let response): answer(stream, response)
         case .wait(let later): startLater(stream, later)
         case .close: reset(stream)
         case .proceed: break
+        case .elsewhere: goAway(stream, atHead: false)
         }
     }
 

@@ -14,6 +14,13 @@ import Glibc
 /// At the head, the framing is checked, the route is resolved (with any override header), the
 /// head phase of the route's middleware runs and the route's `BodyPolicy` picks the body's
 /// reader — all before a byte of the body is accepted. A refusal there stores nothing.
+///
+/// A route that runs on an executor (`WorkPlace`) has its work done there: the engine gets
+/// `.elsewhere`, calls `goAway(landed:)`, reads nothing more of the request meanwhile, and once
+/// `landed` was called (from the executor's thread) takes the step's action from `landed()` on
+/// its own thread. Between the two only the executor touches the lifecycle; a connection that
+/// ends meanwhile calls `completed` as always, which then waits for the landing
+/// (`finishAbandoned`).
 final class RequestLifecycle {
     /// What the engine does next.
     enum Action {
@@ -23,6 +30,9 @@ final class RequestLifecycle {
         case respond(Response)
         /// Suspend the connection and run the later reply's work.
         case wait(Later)
+        /// Suspend the connection (read nothing more of this request) and call `goAway(landed:)`:
+        /// the next step runs on the route's executor; `landed()` then gives its action.
+        case elsewhere
         /// Close the connection without an answer.
         case close
     }
@@ -59,6 +69,16 @@ final class RequestLifecycle {
     private var reader = BodyReader.none
     /// Microseconds from the request line to the response handed to the engine.
     private(set) var answeredAfter: Int?
+    /// The step `.elsewhere` announced, until `goAway` takes it.
+    private var awayStep: (executor: any Executor, work: () -> Action)?
+    /// The step `goAway` hands to the executor.
+    private var takenStep: (executor: any Executor, work: () -> Action)?
+    /// The action of the step that ran elsewhere, until `landed()` takes it.
+    private var landing: Action?
+    /// Between `goAway` and `landed()`/`finishAbandoned()`: the executor has the lifecycle.
+    private(set) var isAway = false
+    /// How the request ended while it was away (`completed` waits for the landing).
+    private var abandoned: (status: Int, bytesSent: Int, outcome: CompletedExchange.Outcome)?
 
     init(router: Router, limits: Limits, target: String, remoteAddress: String, started: UInt64 = Clock.microseconds(),
          interim: InterimSink? = nil) {
@@ -91,6 +111,18 @@ final class RequestLifecycle {
             return refuse(error, stack: router.stack, ranHeads: false, now: head.hasBody)
         }
         stack = match.stack
+        guard let executor = match.place.executor else { return headPhase() }
+        return elsewhere(executor) { [self] in
+            // A request that ends at its head makes one trip: its handler runs there too.
+            let action = headPhase()
+            guard case .proceed = action, self.head?.hasBody == false else { return action }
+            return bodyComplete(leaving: false)
+        }
+    }
+
+    /// The head phase of the route's middleware, then the body policy's reader.
+    private func headPhase() -> Action {
+        guard let head, let match else { return .close }
         if let index = stack.runHeads(head, context: &context) {
             return answerRefusal(index, now: head.hasBody)
         }
@@ -136,7 +168,10 @@ final class RequestLifecycle {
     }
 
     /// The body is complete (or there was none): the handler runs.
-    func bodyComplete() -> Action {
+    func bodyComplete() -> Action { bodyComplete(leaving: true) }
+
+    /// `leaving`: on the engine's thread, where a route that runs on an executor goes there.
+    private func bodyComplete(leaving: Bool) -> Action {
         switch phase {
         case .refused(let response):
             return respond(response)
@@ -146,6 +181,9 @@ final class RequestLifecycle {
             return .proceed
         }
         guard var head, var match else { return .close }
+        if leaving, match.route != nil, let executor = match.place.executor {
+            return elsewhere(executor) { [self] in bodyComplete(leaving: false) }
+        }
         let request: Request
         do {
             request = try reader.finish(head: head)
@@ -160,11 +198,22 @@ final class RequestLifecycle {
             if let error = match.error {
                 return refuse(error, stack: router.stack, ranHeads: true, now: true)
             }
-            if match.stack !== stack {
-                stack = match.stack
-                if let index = stack.runHeads(head, context: &context) { return answerRefusal(index, now: true) }
-            }
             self.head = head
+            self.match = match
+            if leaving, let executor = match.place.executor {
+                // `_method` picked a route that runs elsewhere: its head phase runs there too.
+                return elsewhere(executor) { [self] in handlerPhase(request, head: head, match: match) }
+            }
+        }
+        return handlerPhase(request, head: head, match: match)
+    }
+
+    /// The handler of the route `match` names (after the head phase of its middleware, when
+    /// `_method` chose a route under other middleware than the POST's).
+    private func handlerPhase(_ request: Request, head: RequestHead, match: RouteMatch) -> Action {
+        if match.stack !== stack {
+            stack = match.stack
+            if let index = stack.runHeads(head, context: &context) { return answerRefusal(index, now: true) }
         }
         guard let route = match.route else { return .close }
         context.parameters = match.parameters
@@ -179,6 +228,68 @@ final class RequestLifecycle {
         }
     }
 
+    // MARK: - Work elsewhere
+
+    /// The lifecycle on its way to and back from the executor: the executor's thread runs `work`
+    /// and writes `landing`; the engine's thread reads it after the landing was posted.
+    final class Away: @unchecked Sendable {
+        let lifecycle: RequestLifecycle
+        init(_ lifecycle: RequestLifecycle) { self.lifecycle = lifecycle }
+    }
+
+    private func elsewhere(_ executor: any Executor, _ work: @escaping () -> Action) -> Action {
+        awayStep = (executor, work)
+        return .elsewhere
+    }
+
+    /// Runs the step `.elsewhere` announced on the route's executor, then calls `landed` (on
+    /// the executor's thread). A later reply's work is started there, and its response rendered
+    /// there, with every middleware's `map`, before `landed` is called.
+    func goAway(landed: @escaping @Sendable () -> Void) {
+        guard let step = awayStep else { return }
+        awayStep = nil
+        takenStep = step
+        isAway = true
+        let away = Away(self)
+        step.executor.execute { away.lifecycle.runAway(landed) }
+    }
+
+    /// On the executor: the step, then — for a later reply — its work, rendered there too.
+    private func runAway(_ landed: @escaping @Sendable () -> Void) {
+        guard let step = takenStep else { return }
+        takenStep = nil
+        let action = step.work()
+        guard case .wait(let later) = action else {
+            landing = action
+            return landed()
+        }
+        let away = Away(self), executor = step.executor
+        later.start { render in
+            executor.execute {
+                away.lifecycle.landing = .respond(away.lifecycle.resume(render))
+                landed()
+            }
+        }
+    }
+
+    /// Back from the executor (on the engine's thread): what the step that ran there decided.
+    func landed() -> Action {
+        isAway = false
+        defer { landing = nil }
+        return landing ?? .close
+    }
+
+    /// Back from the executor after the connection ended (on the engine's thread): the request
+    /// is completed as it ended, and what its answer held is let go.
+    func finishAbandoned() {
+        isAway = false
+        if case .respond(let response) = landing { response.payload.release() }
+        landing = nil
+        let (status, bytes, outcome) = abandoned ?? (0, 0, .clientAbort)
+        abandoned = nil
+        completed(status: status, bytesSent: bytes, outcome: outcome)
+    }
+
     /// A later reply's work is done: `render` makes its response (on the engine thread).
     func resume(_ render: () throws -> Response) -> Response {
         guard case .waiting(let later) = phase else { return Self.lastResort(HTTPError(.internalServerError), context: context) }
@@ -190,7 +301,12 @@ final class RequestLifecycle {
     }
 
     /// The request is over: what was sent, and how it ended. Tells every middleware.
+    /// While the request is away, this waits for its landing (`finishAbandoned`).
     func completed(status: Int, bytesSent: Int, outcome: CompletedExchange.Outcome) {
+        if isAway {
+            abandoned = (status, bytesSent, outcome)
+            return
+        }
         reader.discard()
         stack.completed(CompletedExchange(head: head, target: target, remoteAddress: head?.remoteAddress ?? remoteAddress, context: context, status: status,
                                           bytesSent: bytesSent, microseconds: Int(Clock.microseconds() - started),

@@ -87,14 +87,15 @@ public struct RequestContext: Sendable {
     public init() {}
 
     /// Sends an interim (1xx) response with `headers` before the final answer — e.g. `104
-    /// Upload Resumption Supported` with `Location` while an upload's body arrives. Call it on
-    /// the request's engine thread (a head phase, a body policy's receiver, a handler); it is
-    /// written in order, before the final answer. False when it was not sent: the client speaks
-    /// HTTP/1.0, the status is not 1xx (or is 101), or the final answer is already out.
+    /// Upload Resumption Supported` with `Location` while an upload's body arrives. Call it from
+    /// the request's own work (a head phase, a body policy's receiver, a handler), on its loop or
+    /// its route's executor; it is written in order, before the final answer. False when it was not sent: the client speaks
+    /// HTTP/1.0, the status is not 1xx (or is 101), or the final answer is already out (sent
+    /// from a route's executor it is posted to the loop, and true means it is on its way).
     @discardableResult
     public func sendInterim(_ status: HTTPStatus, headers: HTTPHeaders = HTTPHeaders()) -> Bool {
         guard (100...199).contains(status.code), status.code != 101, let interimSink else { return false }
-        return interimSink.send(status, headers)
+        return interimSink(status, headers)
     }
 
     /// The value middleware stored under `key`, if any.
@@ -125,9 +126,22 @@ public struct Parameters: Sendable {
     }
 }
 
-/// The connection's end of `RequestContext.sendInterim`: called only on the connection's own
-/// event loop, which is what makes the unchecked sendability sound.
+/// The connection's end of `RequestContext.sendInterim`. `send` runs only on the connection's
+/// own event loop, which is what makes the unchecked sendability sound: called on another thread
+/// (a route's executor), the response is posted to the loop, behind what that thread posted
+/// before, ahead of the request's landing.
 final class InterimSink: @unchecked Sendable {
     let send: (HTTPStatus, HTTPHeaders) -> Bool
-    init(_ send: @escaping (HTTPStatus, HTTPHeaders) -> Bool) { self.send = send }
+    private let loop: EventLoop?
+    init(loop: EventLoop? = nil, _ send: @escaping (HTTPStatus, HTTPHeaders) -> Bool) {
+        self.loop = loop
+        self.send = send
+    }
+
+    /// Sends now on the loop; off it, posts (and says true: it is on its way).
+    func callAsFunction(_ status: HTTPStatus, _ headers: HTTPHeaders) -> Bool {
+        guard let loop, !loop.isCurrent else { return send(status, headers) }
+        loop.post(.interim(self, status, headers))
+        return true
+    }
 }

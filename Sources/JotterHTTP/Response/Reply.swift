@@ -30,27 +30,6 @@ public struct Reply: Sendable {
         Reply(storage: .later(Later(start: start, finish: { try $0.get() })))
     }
 
-    /// The reply `work` makes, made elsewhere: `schedule` runs `work` on a thread that may
-    /// block (a database round trip), and the reply it returns — now or later — becomes this
-    /// one's. A thrown error is rendered like any other.
-    ///
-    /// ```swift
-    /// return Reply.elsewhere(store.dispatch) { .now(try render(store.note(id: id))) }
-    /// ```
-    public static func elsewhere(_ schedule: @escaping @Sendable (@escaping @Sendable () -> Void) -> Void,
-                                 _ work: @escaping @Sendable () throws -> Reply) -> Reply {
-        .later { done in
-            schedule {
-                let reply: Reply
-                do { reply = try work() } catch { return done { throw error } }
-                switch reply.storage {
-                case .now(let response): done { response }
-                case .later(let later): later.start { render in done { try later.complete(render) } }
-                }
-            }
-        }
-    }
-
     /// The response changed by `transform` — now, or on the engine thread once it is known.
     public func map(_ transform: @escaping @Sendable (Response) throws -> Response) rethrows -> Reply {
         switch storage {
@@ -61,30 +40,31 @@ public struct Reply: Sendable {
         }
     }
 
-    /// The reply `transform` makes of this one's outcome, on a thread `schedule` provides (one
-    /// that may block: a database write that must follow the answer before it is sent). The
-    /// reply becomes `later` whatever this one is. A thrown error is rendered like any other.
+    /// The reply `transform` makes of this one's outcome, on `executor` (a thread that may block:
+    /// a database write that must follow the answer before it is sent). The reply becomes
+    /// `later` whatever this one is. A thrown error is rendered like any other.
     ///
     /// ```swift
-    /// return reply.then(on: store.dispatch) { outcome in
+    /// return reply.then(on: storeThreads) { outcome in
     ///     if case .success(let response) = outcome { try keep(response) }
     ///     return .now(try outcome.get())
     /// }
     /// ```
-    public func then(on schedule: @escaping @Sendable (@escaping @Sendable () -> Void) -> Void,
+    public func then(on executor: any Executor,
                      _ transform: @escaping @Sendable (Result<Response, any Error>) throws -> Reply) -> Reply {
+        let start: @Sendable (@escaping @Sendable (Result<Response, any Error>) -> Void) -> Void
         switch storage {
-        case .now(let response): return .elsewhere(schedule) { try transform(.success(response)) }
-        case .later(let later):
-            return .later { done in
-                later.start { render in
-                    schedule {
-                        let reply: Reply
-                        do { reply = try transform(Result { try later.complete(render) }) } catch { return done { throw error } }
-                        switch reply.storage {
-                        case .now(let response): done { response }
-                        case .later(let next): next.start { render in done { try next.complete(render) } }
-                        }
+        case .now(let response): start = { $0(.success(response)) }
+        case .later(let later): start = { outcome in later.start { render in outcome(Result { try later.complete(render) }) } }
+        }
+        return .later { done in
+            start { outcome in
+                executor.execute {
+                    let reply: Reply
+                    do { reply = try transform(outcome) } catch { return done { throw error } }
+                    switch reply.storage {
+                    case .now(let response): done { response }
+                    case .later(let next): next.start { render in done { try next.complete(render) } }
                     }
                 }
             }

@@ -1,3 +1,5 @@
+import Glibc
+
 /// What a `StreamingBody` has for the engine right now.
 public enum StreamRead: Sendable {
     /// This many bytes were written into the buffer.
@@ -36,6 +38,15 @@ extension Response {
         case stream(any StreamingBody, length: UInt64?, blockSize: Int)
         /// `length` bytes of an open file from `offset`, sent with sendfile; the engine closes `fd`.
         case file(fd: Int32, offset: UInt64, length: UInt64)
+
+        /// Lets go of what a payload holds that will never be sent: closes a file, finishes a stream.
+        func release() {
+            switch self {
+            case .bytes: break
+            case .stream(let body, _, _): body.finish()
+            case .file(let fd, _, _): close(fd)
+            }
+        }
     }
 
     /// A response whose body is produced while it is sent; `length` nil means chunked.

@@ -21,6 +21,9 @@ public struct RouterBuilder {
     /// Peers whose `Forwarded` / `X-Forwarded-For` / `X-Forwarded-Proto` give the client's
     /// address and scheme (`RequestHead.remoteAddress`, `forwardedProto`); none by default.
     public var trustedProxies = TrustedProxies()
+    /// Where the routes registered from now on run when they don't say (`WorkPlace`); a group
+    /// starts with its parent's. `.loop` by default.
+    public var runs = WorkPlace.loop
 
     public init() {}
 
@@ -36,34 +39,36 @@ public struct RouterBuilder {
     public mutating func group(_ configure: (inout RouterBuilder) -> Void) {
         var group = RouterBuilder()
         group.middleware = middleware
+        group.runs = runs
         group.stack = currentStack()
         configure(&group)
         routes += group.routes
     }
 
     /// Registers `handler` for `method` on `path`; `:name` segments are parameters. `body` says
-    /// how the request body is read (default: none for GET, HEAD and OPTIONS, buffered otherwise).
-    /// `operation` is the route's OpenAPI description (`OpenAPIDocument` renders the table).
+    /// how the request body is read (default: none for GET, HEAD and OPTIONS, buffered otherwise);
+    /// `runs` where the route's work runs (default: the builder's `runs`). `operation` is the
+    /// route's OpenAPI description (`OpenAPIDocument` renders the table).
     public mutating func on<Output: ResponseGenerator>(
-        _ method: HTTPMethod, _ path: String, body: BodyPolicy? = nil, operation: OpenAPIOperation? = nil,
+        _ method: HTTPMethod, _ path: String, body: BodyPolicy? = nil, runs: WorkPlace? = nil, operation: OpenAPIOperation? = nil,
         handler: @escaping @Sendable (Request, RequestContext) throws -> Output
     ) {
         let stack = currentStack()
         let responder = stack.wrap { request, context in try handler(request, context).reply(for: request) }
-        routes.append(Route(method: method, pattern: PathPattern(path), body: body ?? .standard(for: method), operation: operation,
-                            stack: stack, responder: responder))
+        routes.append(Route(method: method, pattern: PathPattern(path), body: body ?? .standard(for: method), place: runs ?? self.runs,
+                            operation: operation, stack: stack, responder: responder))
     }
 
-    public mutating func get<Output: ResponseGenerator>(_ path: String, body: BodyPolicy? = nil, operation: OpenAPIOperation? = nil,
-        handler: @escaping @Sendable (Request, RequestContext) throws -> Output) { on(.get, path, body: body, operation: operation, handler: handler) }
-    public mutating func post<Output: ResponseGenerator>(_ path: String, body: BodyPolicy? = nil, operation: OpenAPIOperation? = nil,
-        handler: @escaping @Sendable (Request, RequestContext) throws -> Output) { on(.post, path, body: body, operation: operation, handler: handler) }
-    public mutating func put<Output: ResponseGenerator>(_ path: String, body: BodyPolicy? = nil, operation: OpenAPIOperation? = nil,
-        handler: @escaping @Sendable (Request, RequestContext) throws -> Output) { on(.put, path, body: body, operation: operation, handler: handler) }
-    public mutating func patch<Output: ResponseGenerator>(_ path: String, body: BodyPolicy? = nil, operation: OpenAPIOperation? = nil,
-        handler: @escaping @Sendable (Request, RequestContext) throws -> Output) { on(.patch, path, body: body, operation: operation, handler: handler) }
-    public mutating func delete<Output: ResponseGenerator>(_ path: String, body: BodyPolicy? = nil, operation: OpenAPIOperation? = nil,
-        handler: @escaping @Sendable (Request, RequestContext) throws -> Output) { on(.delete, path, body: body, operation: operation, handler: handler) }
+    public mutating func get<Output: ResponseGenerator>(_ path: String, body: BodyPolicy? = nil, runs: WorkPlace? = nil, operation: OpenAPIOperation? = nil,
+        handler: @escaping @Sendable (Request, RequestContext) throws -> Output) { on(.get, path, body: body, runs: runs, operation: operation, handler: handler) }
+    public mutating func post<Output: ResponseGenerator>(_ path: String, body: BodyPolicy? = nil, runs: WorkPlace? = nil, operation: OpenAPIOperation? = nil,
+        handler: @escaping @Sendable (Request, RequestContext) throws -> Output) { on(.post, path, body: body, runs: runs, operation: operation, handler: handler) }
+    public mutating func put<Output: ResponseGenerator>(_ path: String, body: BodyPolicy? = nil, runs: WorkPlace? = nil, operation: OpenAPIOperation? = nil,
+        handler: @escaping @Sendable (Request, RequestContext) throws -> Output) { on(.put, path, body: body, runs: runs, operation: operation, handler: handler) }
+    public mutating func patch<Output: ResponseGenerator>(_ path: String, body: BodyPolicy? = nil, runs: WorkPlace? = nil, operation: OpenAPIOperation? = nil,
+        handler: @escaping @Sendable (Request, RequestContext) throws -> Output) { on(.patch, path, body: body, runs: runs, operation: operation, handler: handler) }
+    public mutating func delete<Output: ResponseGenerator>(_ path: String, body: BodyPolicy? = nil, runs: WorkPlace? = nil, operation: OpenAPIOperation? = nil,
+        handler: @escaping @Sendable (Request, RequestContext) throws -> Output) { on(.delete, path, body: body, runs: runs, operation: operation, handler: handler) }
 
     /// The finished, immutable router.
     public func build() -> Router {
@@ -83,15 +88,17 @@ final class Route: Sendable {
     let method: HTTPMethod
     let pattern: PathPattern
     let body: BodyPolicy
+    let place: WorkPlace
     let operation: OpenAPIOperation?
     let stack: MiddlewareStack
     let responder: Responder
 
-    init(method: HTTPMethod, pattern: PathPattern, body: BodyPolicy, operation: OpenAPIOperation? = nil, stack: MiddlewareStack,
-         responder: @escaping Responder) {
+    init(method: HTTPMethod, pattern: PathPattern, body: BodyPolicy, place: WorkPlace = .loop, operation: OpenAPIOperation? = nil,
+         stack: MiddlewareStack, responder: @escaping Responder) {
         self.method = method
         self.pattern = pattern
         self.body = body
+        self.place = place
         self.operation = operation
         self.stack = stack
         self.responder = responder
@@ -106,6 +113,8 @@ struct RouteMatch {
     var parameters = Parameters()
     /// How the body is read.
     var body: BodyPolicy = .noBody
+    /// Where the route's work runs (while `_method` may still choose: the POST route's place).
+    var place = WorkPlace.loop
     /// The middleware whose head phase runs now.
     var stack: MiddlewareStack
     /// A POST whose buffered body may carry `_method`: the routes it may pick from, and the POST
@@ -198,7 +207,7 @@ public struct Router: Sendable {
                 let limits = candidates.filter { $0.route.body.isBuffered }.map { $0.route.body.memoryLimit }
                 let body = post?.route.body ?? .buffered(limit: limits.contains { $0 == nil } ? nil : limits.compactMap { $0 }.max())
                 return RouteMatch(route: nil, parameters: post?.parameters ?? candidates[0].parameters, body: body,
-                                  stack: post?.route.stack ?? stack, overrideCandidates: candidates)
+                                  place: post?.route.place ?? .loop, stack: post?.route.stack ?? stack, overrideCandidates: candidates)
             }
         }
         return select(head.method, among: candidates, path: head.path)
@@ -225,7 +234,8 @@ public struct Router: Sendable {
                 detail: "\(Logger.sanitize(method.rawValue)) is not allowed on \(Logger.sanitize(String(path))); allowed: \(allow)",
                 headers: HTTPHeaders([("Allow", allow)])))
         }
-        return RouteMatch(route: match.route, parameters: match.parameters, body: match.route.body, stack: match.route.stack)
+        return RouteMatch(route: match.route, parameters: match.parameters, body: match.route.body, place: match.route.place,
+                          stack: match.route.stack)
     }
 
     private static func override(_ value: String) throws(HTTPError) -> HTTPMethod {

@@ -48,7 +48,7 @@ public struct InProcessClient: Sendable {
         }
         let lifecycle = RequestLifecycle(router: router, limits: limits, target: target, remoteAddress: remoteAddress)
         var accepted = 0
-        var action = lifecycle.headerComplete(method: method, version: "HTTP/1.1", headers: fields)
+        var action = Self.settle(lifecycle.headerComplete(method: method, version: "HTTP/1.1", headers: fields), lifecycle)
         var beforeBody = true
         if case .proceed = action {
             var offset = 0
@@ -59,13 +59,13 @@ public struct InProcessClient: Sendable {
                 offset = end
             }
             beforeBody = false
-            if case .proceed = action { action = lifecycle.bodyComplete() }
+            if case .proceed = action { action = Self.settle(lifecycle.bodyComplete(), lifecycle) }
         }
         let response: Response?
         switch action {
         case .respond(let answer): response = answer
         case .wait(let later): response = Self.wait(for: later, lifecycle: lifecycle)
-        case .proceed, .close: response = nil
+        case .proceed, .close, .elsewhere: response = nil
         }
         guard let response else {
             lifecycle.completed(status: 0, bytesSent: 0, outcome: .error)
@@ -81,6 +81,15 @@ public struct InProcessClient: Sendable {
 
     public func send(_ method: String, _ target: String, headers: [(String, String)] = [], body: String) -> Answer {
         send(method, target, headers: headers, body: Array(body.utf8))
+    }
+
+    /// A step on the route's executor, waited for: its action.
+    private static func settle(_ action: RequestLifecycle.Action, _ lifecycle: RequestLifecycle) -> RequestLifecycle.Action {
+        guard case .elsewhere = action else { return action }
+        let ready = DispatchSemaphore(value: 0)
+        lifecycle.goAway { ready.signal() }
+        ready.wait()
+        return lifecycle.landed()
     }
 
     private static func wait(for later: Later, lifecycle: RequestLifecycle) -> Response {

@@ -1,4 +1,3 @@
-import Dispatch
 import JotterAPI
 import JotterHTTP
 import JotterStore
@@ -14,9 +13,10 @@ struct AuthController {
     /// Sign-in attempts per client address, per (name, address) and per name.
     var limiter = SignInLimiter()
 
-    /// `POST /auth/sessions` needs no credentials; it goes outside the authenticated group.
-    func registerSignIn(in routes: inout RouterBuilder) {
-        routes.post("/auth/sessions", body: .buffered(limit: 16 << 10), operation: AuthOperations.signIn, handler: signIn)
+    /// `POST /auth/sessions` needs no credentials; it goes outside the authenticated group, and
+    /// runs where the store's reads do (`place`: its limits and the user are read there).
+    func registerSignIn(in routes: inout RouterBuilder, runs place: WorkPlace) {
+        routes.post("/auth/sessions", body: .buffered(limit: 16 << 10), runs: place, operation: AuthOperations.signIn, handler: signIn)
     }
 
     /// The routes of a signed-in user: inside the authenticated group.

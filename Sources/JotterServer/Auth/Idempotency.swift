@@ -46,7 +46,7 @@ final class IdempotencyMiddleware: Middleware {
             var keyed = context
             keyed[IdempotencyKeyed.self] = IdempotencyKeyClaim(key: slot, fingerprint: fingerprint, now: now)
             // No claim was made here: a failure before the handler's transaction leaves nothing to release.
-            return try next(request, keyed).then(on: store.dispatch) { outcome in
+            return try next(request, keyed).then(on: StoreExecutor(threads: store.threads)) { outcome in
                 if case .failure(let error as IdempotencyRefused) = outcome { return .now(try Self.refusal(error.claim)) }
                 guard case .success(let response) = outcome, (200..<300).contains(response.status.code),
                       response.contentLength == UInt64(response.body.count) else { return .now(try outcome.get()) }
@@ -66,7 +66,7 @@ final class IdempotencyMiddleware: Middleware {
             throw error
         }
         // The answer is stored before it is sent (on a store thread): a retry that follows it finds it.
-        return reply.then(on: store.dispatch) { outcome in
+        return reply.then(on: StoreExecutor(threads: store.threads)) { outcome in
             guard case .success(let response) = outcome, (200..<300).contains(response.status.code),
                   response.contentLength == UInt64(response.body.count) else {
                 release()

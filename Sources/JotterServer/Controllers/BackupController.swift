@@ -3,7 +3,6 @@ import FoundationEssentials
 #else
 import Foundation
 #endif
-import Dispatch
 import Glibc
 import JotterAPI
 import JotterHTTP
@@ -37,13 +36,14 @@ final class BackupController: Sendable {
     }
 
     func register(in routes: inout RouterBuilder) {
-        routes.post("/admin/backups", body: .noBody, operation: BackupOperations.create, handler: create)
+        // A snapshot reads the whole database: on the store's threads.
+        routes.post("/admin/backups", body: .noBody, runs: store?.blockingPlace, operation: BackupOperations.create, handler: create)
         routes.delete("/admin/backups/:id", body: .noBody, operation: BackupOperations.delete, handler: delete)
         routes.get("/admin/backups/:id/files/jotter.sqlite", operation: BackupOperations.database, handler: database)
         routes.get("/admin/backups/:id/files/uploads/:upload", operation: BackupOperations.upload, handler: upload)
     }
 
-    @Sendable func create(_ request: Request, _ context: RequestContext) throws -> Reply {
+    @Sendable func create(_ request: Request, _ context: RequestContext) throws -> Response {
         guard let store else {
             throw HTTPError(HTTPStatus(501), detail: "this server keeps its data in PostgreSQL: back up the database (pg_dump) "
                 + "and the blob store with their own tools")
@@ -51,19 +51,11 @@ final class BackupController: Sendable {
         guard busy.compareExchange(expected: false, desired: true, ordering: .acquiringAndReleasing).exchanged else {
             throw HTTPError(HTTPStatus(409), detail: "a backup is being made; try again when it is done")
         }
-        let controller = self
-        return Reply.later { done in
-            // Off the engine's threads: a snapshot reads the whole database.
-            DispatchQueue.global().async {
-                let result = Result { try controller.snapshot(store) }
-                controller.busy.store(false, ordering: .releasing)
-                done {
-                    let envelope = try result.get()
-                    return try JSON(envelope, status: .created, headers: HTTPHeaders([("Location", "/admin/backups/\(envelope.backup.id)")]))
-                        .response(for: request)
-                }
-            }
-        }
+        let result = Result { try snapshot(store) }
+        busy.store(false, ordering: .releasing)
+        let envelope = try result.get()
+        return try JSON(envelope, status: .created, headers: HTTPHeaders([("Location", "/admin/backups/\(envelope.backup.id)")]))
+            .response(for: request)
     }
 
     private func snapshot(_ store: SQLiteStore) throws -> BackupEnvelope {

@@ -35,11 +35,10 @@ enum BlobResponse {
         }
         guard let (offset, length, status, headers) = chosen else { throw HTTPError(.internalServerError) }
         if length == 0 {
-            // An empty object: nothing to stream, but it must still be there.
-            return Reply.elsewhere(store.dispatch) {
-                guard try bucket.head(key) != nil else { throw BlobResponse.gone(what) }
-                return .now(Response(status: status, headers: headers))
-            }
+            // An empty object: nothing to stream, but it must still be there (the route runs on
+            // the store's threads when its blobs are in a bucket).
+            guard try bucket.head(key) != nil else { throw BlobResponse.gone(what) }
+            return .now(Response(status: status, headers: headers))
         }
         guard streams.add(1, ordering: .relaxed).newValue <= maxStreams else {
             streams.subtract(1, ordering: .relaxed)

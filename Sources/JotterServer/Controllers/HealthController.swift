@@ -23,23 +23,21 @@ struct HealthController {
     func register(in routes: inout RouterBuilder) {
         let check = self.check
         // The checks ask the database: on a store thread when that is a round trip.
-        routes.get("/healthz", operation: HealthOperations.health) { request, context in
-            try check.store.reading {
-                let report = check.run()
-                guard report.failures.isEmpty else {
-                    return .now(HealthProblem(report: report, requestID: context.requestID).response())
-                }
-                return try JSON(HealthStatus(status: "ok", checks: report.checks, freeBytes: report.freeBytes)).reply(for: request)
+        routes.get("/healthz", runs: check.store.readPlace, operation: HealthOperations.health) { request, context -> Reply in
+            let report = check.run()
+            guard report.failures.isEmpty else {
+                return .now(HealthProblem(report: report, requestID: context.requestID).response())
             }
+            return try JSON(HealthStatus(status: "ok", checks: report.checks, freeBytes: report.freeBytes)).reply(for: request)
         }
     }
 
     /// `/metrics`, registered apart: it needs credentials when they are required.
     func registerMetrics(in routes: inout RouterBuilder) {
-        let metrics = self.metrics, store = check.store
+        let metrics = self.metrics
         // The gauges count what is stored: on a store thread when that is a round trip.
-        routes.get("/metrics", operation: HealthOperations.metrics) { request, _ in
-            try store.reading { .now(Response(status: .ok, contentType: Metrics.contentType, body: Array(metrics.render().utf8))) }
+        routes.get("/metrics", runs: check.store.readPlace, operation: HealthOperations.metrics) { request, _ in
+            Response(status: .ok, contentType: Metrics.contentType, body: Array(metrics.render().utf8))
         }
     }
 }

@@ -25,33 +25,29 @@ struct NotesController {
     @Sendable func list(_ request: Request, _ context: RequestContext) throws -> Reply {
         let (query, given) = try NoteInput.query(request)
         let store = store, owner = context.owner
-        return try store.reading {
-            var page = query
-            page.limit = query.limit + 1  // one more tells whether there is a next page
-            page.maxBodyBytes = NoteInput.pageBudget
-            let notes = try store.notesWithAttachments(page, owner: owner)
-            let (count, more) = NoteQuery.cut(notes.notes.lazy.map(\.bodyCount), limit: query.limit, budget: NoteInput.pageBudget)
-            var next: String?
-            if more, count > 0 {
-                next = "/notes?limit=\(query.limit)"
-                    + (given["order"].map { "&order=\($0)" } ?? "")
-                    + (query.search.map { "&q=\(FormFields.escape($0))" } ?? "")
-                    + "&after=\(notes[count - 1].id)"
-            }
-            return try JSON(StoredNoteList(page: notes, count: count, next: next)).reply(for: request)
+        var page = query
+        page.limit = query.limit + 1  // one more tells whether there is a next page
+        page.maxBodyBytes = NoteInput.pageBudget
+        let notes = try store.notesWithAttachments(page, owner: owner)
+        let (count, more) = NoteQuery.cut(notes.notes.lazy.map(\.bodyCount), limit: query.limit, budget: NoteInput.pageBudget)
+        var next: String?
+        if more, count > 0 {
+            next = "/notes?limit=\(query.limit)"
+                + (given["order"].map { "&order=\($0)" } ?? "")
+                + (query.search.map { "&q=\(FormFields.escape($0))" } ?? "")
+                + "&after=\(notes[count - 1].id)"
         }
+        return try JSON(StoredNoteList(page: notes, count: count, next: next)).reply(for: request)
     }
 
     @Sendable func show(_ request: Request, _ context: RequestContext) throws -> Reply {
         let id = try NoteInput.id(context)
-        return try store.reading { [self] in
-            let note = try stored(id, owner: context.owner)
-            let etag = note.etag
-            if let condition = request.headers["If-None-Match"].map(EntityTagCondition.init), condition.matches(etag, weak: true) {
-                return .now(Response(status: .notModified, headers: HTTPHeaders([("ETag", etag)])))
-            }
-            return try JSON(StoredNoteEnvelope(note: note), headers: HTTPHeaders([("ETag", etag)])).reply(for: request)
+        let note = try stored(id, owner: context.owner)
+        let etag = note.etag
+        if let condition = request.headers["If-None-Match"].map(EntityTagCondition.init), condition.matches(etag, weak: true) {
+            return .now(Response(status: .notModified, headers: HTTPHeaders([("ETag", etag)])))
         }
+        return try JSON(StoredNoteEnvelope(note: note), headers: HTTPHeaders([("ETag", etag)])).reply(for: request)
     }
 
     @Sendable func create(_ request: Request, _ context: RequestContext) throws -> Reply {
@@ -87,57 +83,51 @@ struct NotesController {
 
     @Sendable func update(_ request: Request, _ context: RequestContext) throws -> Reply {
         let id = try NoteInput.id(context)
-        return try store.reading { [self] in
-            // A missing note is 404 whatever the preconditions; then If-Match, before anything else.
-            let current = try existing(id, owner: context.owner)
-            let version = try checkIfMatch(request, current: current)
-            guard let body = try NoteInput.updatedBody(request) else {
-                return try JSON(NoteEnvelope(note: current, message: "No Body Sent"), headers: HTTPHeaders([("ETag", current.etag)]))
-                    .reply(for: request)
-            }
-            return commit(owner: context.owner, request: request, message: "Note Updated") { store, completion in
-                store.updateNote(id: id, body: body, ifVersion: version, owner: context.owner, completion: completion)
-            }
+        // A missing note is 404 whatever the preconditions; then If-Match, before anything else.
+        let current = try existing(id, owner: context.owner)
+        let version = try checkIfMatch(request, current: current)
+        guard let body = try NoteInput.updatedBody(request) else {
+            return try JSON(NoteEnvelope(note: current, message: "No Body Sent"), headers: HTTPHeaders([("ETag", current.etag)]))
+                .reply(for: request)
+        }
+        return commit(owner: context.owner, request: request, message: "Note Updated") { store, completion in
+            store.updateNote(id: id, body: body, ifVersion: version, owner: context.owner, completion: completion)
         }
     }
 
     @Sendable func delete(_ request: Request, _ context: RequestContext) throws -> Reply {
         let id = try NoteInput.id(context)
-        return try store.reading { [self] in
-            let version = try checkIfMatch(request, current: try existing(id, owner: context.owner))
-            return commit(owner: context.owner, request: request, message: "Note Deleted") { store, completion in
-                store.deleteNote(id: id, ifVersion: version, owner: context.owner, completion: completion)
-            }
+        let version = try checkIfMatch(request, current: try existing(id, owner: context.owner))
+        return commit(owner: context.owner, request: request, message: "Note Deleted") { store, completion in
+            store.deleteNote(id: id, ifVersion: version, owner: context.owner, completion: completion)
         }
     }
 
     @Sendable func stream(_ request: Request, _ context: RequestContext) throws -> Reply {
         let store = store, events = events, replayLimit = replayLimit, owner = context.owner
         let credential = context.principal?.credential?.id
-        return try store.reading {
-            // Only the owner's events; ended when the credential it was opened with is revoked.
-            let body = events.subscribe(audience: owner.id, credential: credential)
-            do {
-                body.send(id: nil, Array("retry: 3000\n\n".utf8))
-                if let header = request.headers["Last-Event-ID"] {
-                    if let last = Int64(header.trimmingASCIISpaces()), let missed = try store.events(after: last, limit: replayLimit, owner: owner) {
-                        body.release(replay: try missed.map { ($0.id, try NoteRendering.event($0, owner: owner, store: store).encoded) }, after: last)
-                    } else {
-                        // Older than the backlog, or never issued: the client must re-list.
-                        let current = try store.lastEventID()
-                        body.release(replay: [(current, ServerSentEvent(id: current, event: "reload", data: "{}").encoded)], after: 0)
-                    }
+        // Only the owner's events; ended when the credential it was opened with is revoked.
+        let body = events.subscribe(audience: owner.id, credential: credential)
+        do {
+            body.send(id: nil, Array("retry: 3000\n\n".utf8))
+            if let header = request.headers["Last-Event-ID"] {
+                if let last = Int64(header.trimmingASCIISpaces()), let missed = try store.events(after: last, limit: replayLimit, owner: owner) {
+                    body.release(replay: try missed.map { ($0.id, try NoteRendering.event($0, owner: owner, store: store).encoded) }, after: last)
                 } else {
-                    body.release(replay: [], after: try store.lastEventID())
+                    // Older than the backlog, or never issued: the client must re-list.
+                    let current = try store.lastEventID()
+                    body.release(replay: [(current, ServerSentEvent(id: current, event: "reload", data: "{}").encoded)], after: 0)
                 }
-            } catch {
-                body.end()
-                throw error
+            } else {
+                body.release(replay: [], after: try store.lastEventID())
             }
-            return .now(Response.stream(body, headers: HTTPHeaders([
-                ("Content-Type", "text/event-stream"), ("Cache-Control", "no-cache"), ("X-Accel-Buffering", "no"),
-            ]), blockSize: 2048))
+        } catch {
+            body.end()
+            throw error
         }
+        return .now(Response.stream(body, headers: HTTPHeaders([
+            ("Content-Type", "text/event-stream"), ("Cache-Control", "no-cache"), ("X-Accel-Buffering", "no"),
+        ]), blockSize: 2048))
     }
 
     // MARK: - Helpers
@@ -165,7 +155,7 @@ struct NotesController {
         let store = store
         return Reply.later { done in
             start(store) { result in
-                store.answer(done) {
+                done {
                     switch try result.get() {
                     case .done(let change):
                         let note = change.event.kind == .deleted ? Note(change.note, attachments: [])

@@ -35,16 +35,20 @@ struct UploadsController {
         let creation = BodyPolicy.choosing { head in
             MediaType(head.headers["Content-Type"] ?? "")?.essence == "multipart/form-data" ? .multipart(files: bucketFiles) : resumable.creation
         }
-        routes.post("/uploads", body: creation, operation: UploadsOperations.create, handler: create)
-        routes.post("/upload", body: creation, operation: UploadsOperations.alias, handler: create)
+        // Storing a file's bytes blocks (fsync, or the network): on the store's threads.
+        let storing = store.blockingPlace
+        routes.post("/uploads", body: creation, runs: storing, operation: UploadsOperations.create, handler: create)
+        routes.post("/upload", body: creation, runs: storing, operation: UploadsOperations.alias, handler: create)
         routes.on(.options, "/uploads", operation: UploadsOperations.options) { request, context in resumable.options(request, context) }
         routes.get("/uploads", operation: UploadsOperations.list, handler: list)
         routes.get("/uploads/:id", operation: UploadsOperations.show, handler: show)
         routes.on(.head, "/uploads/:id", operation: UploadsOperations.offset, handler: head)
         routes.patch("/uploads/:id", body: .choosing { head in ResumableUploads.isAppend(head) ? resumable.append : .buffered() },
-                     operation: UploadsOperations.attach, handler: attach)
+                     runs: storing, operation: UploadsOperations.attach, handler: attach)
         routes.delete("/uploads/:id", body: .noBody, operation: UploadsOperations.delete, handler: delete)
-        routes.get("/uploads/:id/content", operation: UploadsOperations.content, handler: content)
+        // A bucket's object is asked for before the answer (an empty one by a HEAD request).
+        routes.get("/uploads/:id/content", runs: store.blobs is LocalBlobStore ? nil : storing, operation: UploadsOperations.content,
+                   handler: content)
     }
 
     @Sendable func create(_ request: Request, _ context: RequestContext) throws -> Reply {
@@ -57,30 +61,28 @@ struct UploadsController {
             throw HTTPError.validation([.init(field: "file", message: "at least one file part is required")])
         }
         let target = try UploadInput.noteField(try fields.string("note_id") ?? "")
-        let files = request.files, store = store, owner = context.owner, bucketFiles = bucketFiles
-        // Moving the bytes blocks (fsync, or the network): never on an engine thread.
-        return Reply.elsewhere(store.dispatch) {
-            let uploads = try Self.storeBytes(files, in: store.blobs, streamed: bucketFiles)
-            let answer = { @Sendable (added: UploadsAdded?) throws -> Response in
-                guard let added else { throw HTTPError(.notFound, detail: "note \(target.map(String.init) ?? "") does not exist") }
-                return try JSON(UploadList(uploads: added.uploads.map(Upload.init)), status: .created).response(for: request)
-            }
-            if let claim = context[IdempotencyKeyed.self] {
-                // The key is claimed in the rows' own transaction.
-                return Reply.later { done in
-                    store.addUploads(uploads, noteID: target, owner: owner, claiming: claim) { result in
-                        done {
-                            switch try result.get() {
-                            case .refused(let found): throw IdempotencyRefused(claim: found)
-                            case .done(let added): return try answer(added)
-                            }
+        let files = request.files, store = store, owner = context.owner
+        // Moving the bytes blocks (fsync, or the network): the route runs on the store's threads.
+        let uploads = try Self.storeBytes(files, in: store.blobs, streamed: bucketFiles)
+        let answer = { @Sendable (added: UploadsAdded?) throws -> Response in
+            guard let added else { throw HTTPError(.notFound, detail: "note \(target.map(String.init) ?? "") does not exist") }
+            return try JSON(UploadList(uploads: added.uploads.map(Upload.init)), status: .created).response(for: request)
+        }
+        if let claim = context[IdempotencyKeyed.self] {
+            // The key is claimed in the rows' own transaction.
+            return Reply.later { done in
+                store.addUploads(uploads, noteID: target, owner: owner, claiming: claim) { result in
+                    done {
+                        switch try result.get() {
+                        case .refused(let found): throw IdempotencyRefused(claim: found)
+                        case .done(let added): return try answer(added)
                         }
                     }
                 }
             }
-            return Reply.later { done in
-                store.addUploads(uploads, noteID: target, owner: owner) { result in done { try answer(try result.get()) } }
-            }
+        }
+        return Reply.later { done in
+            store.addUploads(uploads, noteID: target, owner: owner) { result in done { try answer(try result.get()) } }
         }
     }
 
@@ -116,35 +118,31 @@ struct UploadsController {
     @Sendable func list(_ request: Request, _ context: RequestContext) throws -> Reply {
         let query = try UploadInput.query(request)
         let store = store, owner = context.owner
-        return try store.reading {
-            var page = query
-            page.limit = query.limit + 1  // one more tells whether there is a next page
-            guard var records = try store.uploads(page, owner: owner) else {
-                throw HTTPError.badQuery([.init(field: "after", message: "names no upload of yours (or one deleted over a week ago): list again from the start")])
-            }
-            let more = records.count > query.limit
-            if more { records.removeLast() }
-            let next = more ? records.last.map { UploadInput.next(query, last: $0.id) } : nil
-            return try JSON(UploadPage(uploads: records.map(Upload.init), next: next)).reply(for: request)
+        var page = query
+        page.limit = query.limit + 1  // one more tells whether there is a next page
+        guard var records = try store.uploads(page, owner: owner) else {
+            throw HTTPError.badQuery([.init(field: "after", message: "names no upload of yours (or one deleted over a week ago): list again from the start")])
         }
+        let more = records.count > query.limit
+        if more { records.removeLast() }
+        let next = more ? records.last.map { UploadInput.next(query, last: $0.id) } : nil
+        return try JSON(UploadPage(uploads: records.map(Upload.init), next: next)).reply(for: request)
     }
 
     /// `PATCH /uploads/{id}` with `note_id`: attaches the upload to that note (empty: to none).
     @Sendable func attach(_ request: Request, _ context: RequestContext) throws -> Reply {
         if let receiver = request.bodyStream as? UploadReceiver { return try resumable.finish(request, context, receiver: receiver) }
         let store = store, owner = context.owner
-        return try store.reading { [self] in
-            let upload = try existing(context)
-            guard let text = try request.body().string("note_id") else {
-                throw HTTPError.validation([.init(field: "note_id", message: "is required (empty for no note)")])
-            }
-            let noteID = try UploadInput.noteField(text)
-            return Reply.later { done in
-                store.attachUpload(id: upload.id, noteID: noteID, owner: owner) { result in
-                    done {
-                        guard let attached = try result.get() else { throw HTTPError(.notFound, detail: "note \(text) does not exist") }
-                        return try JSON(UploadEnvelope(upload: Upload(attached.upload))).response(for: request)
-                    }
+        let upload = try existing(context)
+        guard let text = try request.body().string("note_id") else {
+            throw HTTPError.validation([.init(field: "note_id", message: "is required (empty for no note)")])
+        }
+        let noteID = try UploadInput.noteField(text)
+        return Reply.later { done in
+            store.attachUpload(id: upload.id, noteID: noteID, owner: owner) { result in
+                done {
+                    guard let attached = try result.get() else { throw HTTPError(.notFound, detail: "note \(text) does not exist") }
+                    return try JSON(UploadEnvelope(upload: Upload(attached.upload))).response(for: request)
                 }
             }
         }
@@ -152,49 +150,43 @@ struct UploadsController {
 
     /// `HEAD /uploads/{id}`: a resumable upload's offset, or the head of `show`.
     @Sendable func head(_ request: Request, _ context: RequestContext) throws -> Reply {
-        try store.reading { [self] in
-            if let reply = try resumable.offset(request, context) { return reply }
-            return try JSON(UploadEnvelope(upload: Upload(try existing(context)))).reply(for: request)
-        }
+        if let reply = try resumable.offset(request, context) { return reply }
+        return try JSON(UploadEnvelope(upload: Upload(try existing(context)))).reply(for: request)
     }
 
     @Sendable func show(_ request: Request, _ context: RequestContext) throws -> Reply {
-        try store.reading { [self] in try JSON(UploadEnvelope(upload: Upload(try existing(context)))).reply(for: request) }
+        try JSON(UploadEnvelope(upload: Upload(try existing(context)))).reply(for: request)
     }
 
     @Sendable func delete(_ request: Request, _ context: RequestContext) throws -> Reply {
         let store = store, owner = context.owner
-        return try store.reading { [self] in
-            if let reply = try resumable.cancel(request, context) { return reply }
-            let upload = try existing(context)
-            return Reply.later { done in
-                store.deleteUpload(id: upload.id, owner: owner) { result in
-                    done {
-                        guard let removed = try result.get() else { throw HTTPError(.notFound, detail: "upload \(upload.id) does not exist") }
-                        return try JSON(UploadEnvelope(upload: Upload(removed.upload))).response(for: request)
-                    }
+        if let reply = try resumable.cancel(request, context) { return reply }
+        let upload = try existing(context)
+        return Reply.later { done in
+            store.deleteUpload(id: upload.id, owner: owner) { result in
+                done {
+                    guard let removed = try result.get() else { throw HTTPError(.notFound, detail: "upload \(upload.id) does not exist") }
+                    return try JSON(UploadEnvelope(upload: Upload(removed.upload))).response(for: request)
                 }
             }
         }
     }
 
     @Sendable func content(_ request: Request, _ context: RequestContext) throws -> Reply {
-        try store.reading { [self] in
-            let upload = try existing(context)
-            let etag = "\"\(upload.sha256)\""
-            let headers = HTTPHeaders([
-                ("Content-Type", upload.contentType), ("ETag", etag), ("Accept-Ranges", "bytes"),
-                ("Content-Disposition", UploadPolicy.disposition(for: upload)),
-                ("Content-Security-Policy", "sandbox; default-src 'none'"),
-            ])
-            if let condition = request.headers["If-None-Match"].map(EntityTagCondition.init), condition.matches(etag, weak: true) {
-                return .now(Response(status: .notModified, headers: headers))
-            }
-            // If-Range with another validator: the whole content.
-            let rangeHeader = request.headers["If-Range"].map { $0 == etag } == false ? nil : request.headers["Range"]
-            return try BlobResponse.make(store: store, key: UploadRecord.blobKey(upload.id), size: UInt64(upload.size),
-                                         range: rangeHeader, headers: headers, what: "upload \(upload.id)")
+        let upload = try existing(context)
+        let etag = "\"\(upload.sha256)\""
+        let headers = HTTPHeaders([
+            ("Content-Type", upload.contentType), ("ETag", etag), ("Accept-Ranges", "bytes"),
+            ("Content-Disposition", UploadPolicy.disposition(for: upload)),
+            ("Content-Security-Policy", "sandbox; default-src 'none'"),
+        ])
+        if let condition = request.headers["If-None-Match"].map(EntityTagCondition.init), condition.matches(etag, weak: true) {
+            return .now(Response(status: .notModified, headers: headers))
         }
+        // If-Range with another validator: the whole content.
+        let rangeHeader = request.headers["If-Range"].map { $0 == etag } == false ? nil : request.headers["Range"]
+        return try BlobResponse.make(store: store, key: UploadRecord.blobKey(upload.id), size: UInt64(upload.size),
+                                     range: rangeHeader, headers: headers, what: "upload \(upload.id)")
     }
 
     private func existing(_ context: RequestContext) throws -> UploadRecord {

@@ -9,8 +9,8 @@ import Synchronization
 
 /// The store on PostgreSQL, for several `jotter serve` instances sharing one database.
 ///
-/// Reads run on the calling thread on a pooled connection (they wait on the network: `readsWait`
-/// is true, so the server runs them through `dispatch`). Writes run on the store's own threads,
+/// Reads run on the calling thread on a pooled connection (they wait on the network, so the
+/// server runs requests that read on `readThreads`). Writes run on the store's own threads,
 /// each in one READ COMMITTED transaction with `synchronous_commit` on, and call their
 /// completion once `COMMIT` has returned. Retryable failures (serialization failure, deadlock,
 /// a connection lost before `COMMIT`) are retried inside the store; PostgreSQL unreachable is
@@ -47,7 +47,8 @@ public final class PostgresStore: DataStore {
     /// A folder for files of requests in flight (multipart parts before they are stored).
     public let temporaryDirectory: String
     let pool: PostgresPool
-    private let threads: StoreThreads
+    /// Where writes run, and requests that read (`readThreads`).
+    public let threads: StoreThreads
     private let feed: PostgresEventFeed
     /// The hourly orphan sweep of the blobs (`PostgresStore+Sweep.swift`).
     private let sweeper: PeriodicTask
@@ -110,11 +111,8 @@ public final class PostgresStore: DataStore {
         pool.close()
     }
 
-    /// True: every read waits on the network.
-    public var readsWait: Bool { true }
-
-    /// Runs `work` on one of the store's threads (on the caller's once the store is closed).
-    public func dispatch(_ work: @escaping @Sendable () -> Void) { threads.run(work) }
+    /// The store's threads: every read waits on the network.
+    public var readThreads: StoreThreads? { threads }
 
     /// Every committed event, exactly once each, in event-id order — this instance's and every
     /// other's — on the event thread, from the last event id when it is set.

@@ -268,13 +268,13 @@ final class ResumableUploads: Sendable {
     /// The answer once an upload request's body has arrived whole.
     func finish(_ request: Request, _ context: RequestContext, receiver: UploadReceiver) throws -> Reply {
         let plan = receiver.plan
-        guard let record = plan.record else { return storeRaw(request, receiver: receiver) }
+        guard let record = plan.record else { return try storeRaw(request, receiver: receiver) }
         let complete: Bool
         switch plan.dialect {
         case .tus: complete = receiver.offset == record.length
         default: complete = plan.completes
         }
-        if complete { return completeUpload(request, receiver: receiver, record: record) }
+        if complete { return try completeUpload(request, receiver: receiver, record: record) }
         // More to come: the row learns the offset, then the answer.
         let store = store, owner = receiver.owner, offset = receiver.offset, expiresAt = UnixTime.now() + limits.lifetime
         let progress = PartialUploadProgress(offset: offset, length: plan.length, expiresAt: expiresAt, backendState: record.backendState)
@@ -283,14 +283,12 @@ final class ResumableUploads: Sendable {
             if case .ietf(let version) = plan.dialect, DraftRules(sent: version).version <= 5 { return .created }
             return .noContent
         }()
-        return Reply.elsewhere(store.dispatch) {
-            guard fdatasync(receiver.fd) == 0 else { throw HTTPError(.insufficientStorage, detail: "cannot store the upload's bytes") }
-            return Reply.later { done in
-                store.updatePartialUpload(id: record.id, progress: progress, owner: owner) { result in
-                    done {
-                        guard try result.get() else { throw HTTPError(.notFound, detail: "upload \(record.id) was cancelled meanwhile") }
-                        return Response(status: status, headers: headers)
-                    }
+        guard fdatasync(receiver.fd) == 0 else { throw HTTPError(.insufficientStorage, detail: "cannot store the upload's bytes") }
+        return Reply.later { done in
+            store.updatePartialUpload(id: record.id, progress: progress, owner: owner) { result in
+                done {
+                    guard try result.get() else { throw HTTPError(.notFound, detail: "upload \(record.id) was cancelled meanwhile") }
+                    return Response(status: status, headers: headers)
                 }
             }
         }
@@ -314,37 +312,35 @@ final class ResumableUploads: Sendable {
 
     /// Seals the partial upload, checks its length and digest, moves its bytes into the blob
     /// store and replaces its row by the ordinary upload: what `POST /uploads` answers.
-    private func completeUpload(_ request: Request, receiver: UploadReceiver, record: PartialUploadRecord) -> Reply {
+    private func completeUpload(_ request: Request, receiver: UploadReceiver, record: PartialUploadRecord) throws -> Reply {
         let store = store, files = files, owner = receiver.owner, plan = receiver.plan, length = receiver.offset
         let path = files.path(of: record.id)
-        return Reply.elsewhere(store.dispatch) { [self] in
-            guard fsync(receiver.fd) == 0 else { throw HTTPError(.insufficientStorage, detail: "cannot store the upload's bytes") }
-            if let declared = plan.length, declared != length {
-                throw completionError(plan, status: .badRequest, "the upload ends at \(length) bytes, not at its declared length of \(declared)")
-            }
-            let (sealed, running) = receiver.entry!.seal(generation: receiver.generation, length: length)
-            guard sealed else { throw HTTPError(HTTPStatus(409), detail: "a newer request took upload \(record.id) over") }
-            let sha256 = try running ?? fileSHA256(path)
-            if let expected = record.expectedSHA256, expected != sha256 {
-                // Nothing half-stored: the upload is gone.
-                files.retire(record.id, removingFile: true)
-                _ = try? store.deletePartialUpload(id: record.id, owner: owner)
-                throw completionError(plan, status: .badRequest, "the upload's SHA-256 is \(sha256), not the one Repr-Digest gave: it was discarded")
-            }
-            let key = UploadRecord.blobKey(record.id)
-            try store.blobs.put(key, movingFile: path)
-            files.retire(record.id, removingFile: false)
-            let upload = NewUpload(id: record.id, filename: record.filename, contentType: record.contentType, size: length, sha256: sha256)
-            let headers = completionHeaders(plan, record: record, request: request, length: length)
-            return Reply.later { done in
-                store.completePartialUpload(upload, owner: owner) { result in
-                    done {
-                        guard let added = try result.get() else {
-                            try? store.blobs.delete(key)
-                            throw HTTPError(.notFound, detail: "upload \(record.id) was cancelled meanwhile")
-                        }
-                        return try Self.created(added, request: request, headers: headers, noContent: plan.dialect == .tus && !plan.creates)
+        guard fsync(receiver.fd) == 0 else { throw HTTPError(.insufficientStorage, detail: "cannot store the upload's bytes") }
+        if let declared = plan.length, declared != length {
+            throw completionError(plan, status: .badRequest, "the upload ends at \(length) bytes, not at its declared length of \(declared)")
+        }
+        let (sealed, running) = receiver.entry!.seal(generation: receiver.generation, length: length)
+        guard sealed else { throw HTTPError(HTTPStatus(409), detail: "a newer request took upload \(record.id) over") }
+        let sha256 = try running ?? fileSHA256(path)
+        if let expected = record.expectedSHA256, expected != sha256 {
+            // Nothing half-stored: the upload is gone.
+            files.retire(record.id, removingFile: true)
+            _ = try? store.deletePartialUpload(id: record.id, owner: owner)
+            throw completionError(plan, status: .badRequest, "the upload's SHA-256 is \(sha256), not the one Repr-Digest gave: it was discarded")
+        }
+        let key = UploadRecord.blobKey(record.id)
+        try store.blobs.put(key, movingFile: path)
+        files.retire(record.id, removingFile: false)
+        let upload = NewUpload(id: record.id, filename: record.filename, contentType: record.contentType, size: length, sha256: sha256)
+        let headers = completionHeaders(plan, record: record, request: request, length: length)
+        return Reply.later { done in
+            store.completePartialUpload(upload, owner: owner) { result in
+                done {
+                    guard let added = try result.get() else {
+                        try? store.blobs.delete(key)
+                        throw HTTPError(.notFound, detail: "upload \(record.id) was cancelled meanwhile")
                     }
+                    return try Self.created(added, request: request, headers: headers, noContent: plan.dialect == .tus && !plan.creates)
                 }
             }
         }
@@ -376,21 +372,19 @@ final class ResumableUploads: Sendable {
     }
 
     /// A plain raw upload: its bytes into the blob store, then its row.
-    private func storeRaw(_ request: Request, receiver: UploadReceiver) -> Reply {
+    private func storeRaw(_ request: Request, receiver: UploadReceiver) throws -> Reply {
         let store = store, plan = receiver.plan, owner = receiver.owner
         guard let sha256 = receiver.takeSHA256() else { return .now(HTTPError(.internalServerError).response(requestID: "-")) }
         let upload = NewUpload(id: UploadRecord.newID(), filename: plan.filename, contentType: plan.contentType, size: receiver.offset, sha256: sha256)
-        return Reply.elsewhere(store.dispatch) {
-            do { try store.blobs.put(UploadRecord.blobKey(upload.id), movingFile: receiver.path) } catch {
-                unlink(receiver.path)
-                throw error
-            }
-            return Reply.later { done in
-                store.addUploads([upload], noteID: plan.noteID, owner: owner) { result in
-                    done {
-                        guard let added = try result.get() else { throw HTTPError(.notFound, detail: "note \(plan.noteID.map(String.init) ?? "") does not exist") }
-                        return try JSON(UploadList(uploads: added.uploads.map(Upload.init)), status: .created).response(for: request)
-                    }
+        do { try store.blobs.put(UploadRecord.blobKey(upload.id), movingFile: receiver.path) } catch {
+            unlink(receiver.path)
+            throw error
+        }
+        return Reply.later { done in
+            store.addUploads([upload], noteID: plan.noteID, owner: owner) { result in
+                done {
+                    guard let added = try result.get() else { throw HTTPError(.notFound, detail: "note \(plan.noteID.map(String.init) ?? "") does not exist") }
+                    return try JSON(UploadList(uploads: added.uploads.map(Upload.init)), status: .created).response(for: request)
                 }
             }
         }
