@@ -10,7 +10,7 @@ quote when the machine is busy.
 Jotter (`jotter-server`, the process `jotter serve` becomes) and nginx (`return 200`) answer
 the same `GET /hello?name=Bob`; jotter also answers `GET /notes/{id}`, `GET /notes?limit=100`
 and `POST /notes` (a durable write) on notes it was seeded with."""
-import os, random, re, shutil, socket, statistics, subprocess, time
+import glob, os, random, re, shutil, socket, statistics, subprocess, time
 from typing import Optional
 
 from harness import (BENCH, BUILD, BenchError, ForeignLoad, f0, jotter_argv, machine_info, nginx_argv,
@@ -34,7 +34,8 @@ LABELS = {"hello": "`GET /hello?name=Bob`",
           "hellolog": "`GET /hello?name=Bob`, access log on",
           "note": "`GET /notes/{id}`",
           "list": "`GET /notes?limit=100`", "post": "`POST /notes` (durable write)",
-          "post64": "`POST /notes` (durable write), 64 clients"}
+          "post64": "`POST /notes` (durable write), 64 clients",
+          "pgnote": "`GET /notes/{id}`, PostgreSQL", "pglist": "`GET /notes?limit=100`, PostgreSQL"}
 WRK_SECONDS = 10                       # each window of the 64-client POST load
 REPORTS_LOAD = True                    # run.py: the section tells how busy the machine was
 
@@ -233,6 +234,33 @@ def measure_wrk(srv, out_dir: str, windows: int) -> dict:
     return {"runs": runs, "dump": path, "n": min(counts)}
 
 
+def measure_postgres(args, tmp: str, out_dir: str, res: dict, rnd: int, n: int, warm: int):
+    """`GET /notes/{id}` and `GET /notes?limit=100` from a jotter storing in a throwaway
+    PostgreSQL cluster (`scale`'s), seeded the same way; callgrind counts jotter's process, not
+    the database server's."""
+    from scenarios.scale import Postgres
+    pg = Postgres(os.path.join(tmp, "postgres"))
+    try:
+        srv = start_jotter(args, tmp, out_dir, database=pg.url)
+        try:
+            ids = seed_notes(srv, args.instr_notes)
+            raw = lambda target: request_bytes(srv.port, "GET", target)
+            for load in (Load("pgnote", LABELS["pgnote"], raw(f"/notes/{ids[len(ids) // 2]}"), status_check(200), n, warm),
+                         Load("pglist", LABELS["pglist"], raw("/notes?limit=100"), status_check(200),
+                              max(1, n // 10), max(1, warm // 10))):
+                r = measure(srv, out_dir, load, args.instr_windows)
+                got = res["jotter"].setdefault(load.key, {"runs": [], "n": r["n"]})
+                got["runs"] += r["runs"]
+                if rnd == 0:
+                    shutil.copy(r["dump"], os.path.join(BUILD, f"callgrind.out.jotter-{load.key}"))
+                    got["memset"] = sum(ir for ir, fn, _ in self_costs(r["dump"])
+                                        if re.match(r"(__)?memset", fn)) / r["n"]
+        finally:
+            srv.stop(timeout=60)
+    finally:
+        pg.stop()
+
+
 def idle_window(srv, out_dir: str, seconds: float) -> int:
     """Ir while no request arrives (timers, background threads), over `seconds`."""
     return window(srv, out_dir, lambda: time.sleep(seconds))[0]
@@ -277,12 +305,12 @@ def stripped_copy(path: str, tmp: str) -> str:
     return copy
 
 
-def start_jotter(args, tmp: str, out_dir: str, access_log: bool = False):
+def start_jotter(args, tmp: str, out_dir: str, access_log: bool = False, database: Optional[str] = None):
     """access_log: without `--quiet`, so every request writes its access-log line (to the
-    server's log file here)."""
+    server's log file here). database: a `postgres://` URL to store in instead of SQLite."""
     server = stripped_copy(jotter_server_binary(args), tmp)
-    name = "jotter-log" if access_log else "jotter"
-    serve = jotter_argv(args, os.path.join(tmp, f"{name}-data"))
+    name = "jotter-log" if access_log else "jotter-pg" if database else "jotter"
+    serve = jotter_argv(args, os.path.join(tmp, f"{name}-data"), *(["--database", database] if database else []))
     # drop `jotter serve`; keep --quiet unless the log is measured
     argv = lambda port: callgrind_argv(out_dir, [server, *[a for a in serve(port)[2:]
                                                            if not (access_log and a == "--quiet")]])
@@ -520,6 +548,9 @@ def render(res: dict, loads: list, args) -> tuple:
         f"{verdict(post_ir, POST_GOAL)}); from 64 clients at once (`wrk -c64 -d{WRK_SECONDS}s`, "
         f"writes sharing group commits): {f0(median(j['post64']['runs']))} Ir/request — how many "
         f"share a commit depends on the machine's load, so this one moves between runs",
+        *([f"- on PostgreSQL (jotter's instructions; the database server's are not counted): "
+           f"`GET /notes/{{id}}` {f0(median(j['pgnote']['runs']))}, `GET /notes?limit=100` "
+           f"{f0(median(j['pglist']['runs']))} Ir/request"] if "pglist" in j else []),
         f"- jotter hello without `memset`: {f0(hello - j['hello']['memset'])} Ir/request, "
         f"{(hello - j['hello']['memset']) / median(n['hello']['runs']):.2f}x nginx "
         f"(nginx's own `memset`: {f0(n['hello']['memset'])})",
@@ -674,8 +705,14 @@ def run(args, tmp: str) -> tuple:
                                     if re.match(r"(__)?memset", fn)) / r["n"]
         finally:
             srv.stop(timeout=60)
+        # The reads again with the notes on PostgreSQL (jotter's instructions only).
+        if shutil.which("initdb") or glob.glob("/usr/lib/postgresql/*/bin/initdb"):
+            measure_postgres(args, round_tmp, out_dir, res, rnd, n, warm)
+        else:
+            print("  PostgreSQL is not installed: its rows are left out", flush=True)
     res["busy"] = foreign.cores()
-    all_loads = [Load(k, label, None, None, res["jotter"][k]["n"], 0) for k, label in LABELS.items()]
+    all_loads = [Load(k, label, None, None, res["jotter"][k]["n"], 0) for k, label in LABELS.items()
+                 if k in res["jotter"]]
     res["previous"] = previous_run(args.output)
     table, detail = render(res, all_loads, args)
 
@@ -700,13 +737,14 @@ def run(args, tmp: str) -> tuple:
         f"the dump's total Ir (user space, all threads) / N, median over the windows. "
         f"`POST /notes` writes the same body each time, one request in flight; its 64-client row "
         f"is `wrk -t1 -c64 -d{WRK_SECONDS}s -s bench/lua/note_post.lua` per window (N: the fewest "
-        f"requests of a window), after 2 s of the same. The access-log "
+        f"requests of a window), after 2 s of the same. The PostgreSQL rows: a third jotter with "
+        f"`--database` on a throwaway cluster (`scale`'s settings), seeded the same way. The access-log "
         f"row: a second jotter the same way but without `--quiet` (its log to a file).\n\n"
         f"Machine: {machine_info(('nginx', 'sqlite'))}; {valgrind}; llhttp (node-llhttp) {llhttp}.\n\n"
         f"{table}\n\n"
         f"{detail}\n\n"
         f"The last window of each row is kept as `bench/.build/callgrind.out.SERVER-KIND` "
-        f"(`jotter-hello`, `jotter-note`, `jotter-list`, `jotter-post`, `jotter-post64`, `jotter-hellolog`, `nginx-hello`): "
+        f"(`jotter-hello`, `jotter-note`, `jotter-list`, `jotter-post`, `jotter-post64`, `jotter-hellolog`, `jotter-pgnote`, `jotter-pglist`, `nginx-hello`): "
         f"`callgrind_annotate --inclusive=yes` it, or open it in KCachegrind.\n\n"
         f"To reproduce (after `scripts/install-bench-deps`; `make bench "
         f"BENCH_ARGS=\"--scenario {NAME}\"` builds and runs it):\n\n```\n{command}\n```")
