@@ -10,7 +10,7 @@ quote when the machine is busy.
 Jotter (`jotter-server`, the process `jotter serve` becomes) and nginx (`return 200`) answer
 the same `GET /hello?name=Bob`; jotter also answers `GET /notes/{id}`, `GET /notes?limit=100`
 and `POST /notes` (a durable write) on notes it was seeded with."""
-import glob, os, random, re, shutil, socket, statistics, subprocess, time
+import glob, os, random, re, shutil, socket, statistics, subprocess, tempfile, time
 from typing import Optional
 
 from harness import (BENCH, BUILD, BenchError, ForeignLoad, f0, jotter_argv, machine_info, nginx_argv,
@@ -239,7 +239,10 @@ def measure_postgres(args, tmp: str, out_dir: str, res: dict, rnd: int, n: int, 
     PostgreSQL cluster (`scale`'s), seeded the same way; callgrind counts jotter's process, not
     the database server's."""
     from scenarios.scale import Postgres
-    pg = Postgres(os.path.join(tmp, "postgres"))
+    # A folder of its own right under the system's temp folder: the cluster runs as the
+    # `postgres` user when we are root, who must reach it (the run's own folder is private).
+    folder = tempfile.mkdtemp(prefix="jotter-bench-pg-")
+    pg = Postgres(os.path.join(folder, "pg"))
     try:
         srv = start_jotter(args, tmp, out_dir, database=pg.url)
         try:
@@ -259,6 +262,7 @@ def measure_postgres(args, tmp: str, out_dir: str, res: dict, rnd: int, n: int, 
             srv.stop(timeout=60)
     finally:
         pg.stop()
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def idle_window(srv, out_dir: str, seconds: float) -> int:
