@@ -8,8 +8,13 @@ import CLibPQ
 /// ```
 public final class PostgresResult: Sequence {
     let handle: OpaquePointer
+    /// How many columns each row has (asked of libpq once).
+    let columnCount: Int
 
-    init(handle: OpaquePointer) { self.handle = handle }
+    init(handle: OpaquePointer) {
+        self.handle = handle
+        columnCount = Int(PQnfields(handle))
+    }
 
     deinit { PQclear(handle) }
 
@@ -78,7 +83,7 @@ public struct PostgresRow {
 
     /// The column's bytes in libpq's result (which this row keeps alive), nil when NULL.
     private func rawBytes(_ column: Int) throws(PostgresError) -> UnsafeRawBufferPointer? {
-        guard column >= 0, column < Int(PQnfields(result.handle)) else {
+        guard column >= 0, column < result.columnCount else {
             throw PostgresError(kind: .decoding, message: "no column \(column)")
         }
         let field = Int32(column)

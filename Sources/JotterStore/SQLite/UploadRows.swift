@@ -66,14 +66,7 @@ enum UploadRows {
     /// span of ids (fixed SQL), keeping only the notes asked for.
     static func attachments(of noteIDs: [Int64], owner: Owner, on db: SQLiteConnection) throws(StoreError) -> [Int64: [UploadRecord]] {
         guard let low = noteIDs.min(), let high = noteIDs.max() else { return [:] }
-        var result: [Int64: [UploadRecord]] = [:]
-        let rows = try db.query(attachmentsBetween, [.integer(low), .integer(high), .integer(owner.id)]) { record($0) }
-        guard !rows.isEmpty else { return result }  // most pages: no set of ids to build
-        let wanted = Set(noteIDs)
-        for upload in rows {
-            if let note = upload.noteID, wanted.contains(note) { result[note, default: []].append(upload) }
-        }
-        return result
+        return try db.query(attachmentsBetween, [.integer(low), .integer(high), .integer(owner.id)]) { record($0) }.byNote(keeping: noteIDs)
     }
 
     /// How long a deleted upload's place is kept for cursors.
