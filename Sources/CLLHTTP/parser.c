@@ -222,10 +222,12 @@ llhttp_errno_t jotter_parser_execute(jotter_parser *parser, const char *data, ui
 
 void jotter_parser_rebase(jotter_parser *parser, uint32_t delta) {
     parser->message_start -= delta;
+    if (parser->version_end) parser->version_end -= delta;
     if (parser->method.length) parser->method.offset -= delta;
     if (parser->target.length) parser->target.offset -= delta;
     for (uint32_t i = 0; i < parser->field_count; i++) {
-        if (parser->names[i].length) parser->names[i].offset -= delta;
+        /* A name's offset is set when its line begins, empty or not (`: value`). */
+        parser->names[i].offset -= delta;
         if (parser->values[i].length) parser->values[i].offset -= delta;
     }
 }

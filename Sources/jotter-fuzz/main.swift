@@ -1,4 +1,4 @@
-// libFuzzer targets for Jotter's parsers, one executable: `JOTTER_FUZZ` names the parser.
+// libFuzzer targets for Jotter's parsers and its HTTP/1.1 connection, one executable: `JOTTER_FUZZ` names the target.
 //
 //   scripts/fuzz               (or `make fuzz`): each target for 60 s on its corpus, fuzz/corpus/<name>
 //   JOTTER_FUZZ=range .build/debug/jotter-fuzz fuzz/corpus/range
@@ -66,12 +66,242 @@ func fuzzOne(_ target: String, _ bytes: [UInt8]) {
             _ = parser.feed(bytes[start..<min(bytes.count, start + step)])
             start += step
         }
+    case "machine":
+        MachineFuzz.shared.drive(bytes)
     case "connection":
         ConnectionFuzz.shared.drive(bytes, prefix: [])
     case "http2":
         ConnectionFuzz.shared.drive(bytes, prefix: Array("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".utf8))
     default:
-        fatalError("JOTTER_FUZZ must be one of: multipart, form, framing, range, etag, event-stream, connection, http2")
+        fatalError("JOTTER_FUZZ must be one of: multipart, form, framing, range, etag, event-stream, machine, connection, http2")
+    }
+}
+
+/// The `machine` target: the HTTP/1.1 connection's state machine driven directly, with no
+/// socket and no thread (`MemoryConnection`). The input is what the client sends, in reads and
+/// writes of sizes its first two bytes pick; a byte 0xFF followed by an operation byte is an
+/// event instead of data: time passes (and the sweep runs), a later reply is ready, the
+/// client stops or starts reading, a stream has bytes, a body's consumer catches up, quiesce,
+/// a route's executor runs what it was given and its steps land (0xFF 0xFF is a 0xFF byte).
+/// At the end the client reads everything, every reply and step is handed back and the client
+/// closes. Checked, whatever the bytes: no action after the connection
+/// ended, no write after its write side was shut, no wait for bytes that are there while
+/// nothing is read (a spin); the connection ends; no request stays in flight and none is
+/// completed twice (`RequestLifecycle.completed` asserts it); the answers written are, in order,
+/// those of the requests completed as sent.
+final class MachineFuzz: @unchecked Sendable {
+    static let shared = MachineFuzz()
+
+    /// What every completed request reported, in order.
+    final class Record: Middleware, @unchecked Sendable {
+        var exchanges: [(status: Int, method: String?, outcome: CompletedExchange.Outcome)] = []
+        func completed(_ exchange: CompletedExchange) {
+            exchanges.append((exchange.status, exchange.head?.method.rawValue, exchange.outcome))
+        }
+    }
+
+    /// A streaming body that gives one piece for each wake the input asks for, then ends.
+    final class Drip: StreamingBody, @unchecked Sendable {
+        var pieces = 0
+        var ended = false
+        var waker: ConnectionWaker?
+        func start(waker: ConnectionWaker) { self.waker = waker }
+        func read(into buffer: UnsafeMutableRawBufferPointer, at offset: UInt64) -> StreamRead {
+            if pieces > 0 {
+                pieces -= 1
+                let count = min(buffer.count, 3 + Int(offset % 5))
+                buffer.baseAddress!.initializeMemory(as: UInt8.self, repeating: 0x64, count: count)
+                return .bytes(count)
+            }
+            return ended ? .end : .wait
+        }
+        func finish() {}
+    }
+
+    /// A file writer that is behind after its first bytes until the input says it caught up.
+    final class Valve: MultipartFileStore, MultipartFileWriter, @unchecked Sendable {
+        var behind = false
+        var ready: (@Sendable () -> Void)?
+        var received = 0
+        func open(field: String, filename: String, contentType: String, temporaryDirectory: String) throws(HTTPError) -> any MultipartFileWriter { self }
+        var location: String { "valve" }
+        func write(_ bytes: UnsafeRawBufferPointer) throws(HTTPError) { received += bytes.count }
+        func finish() throws(HTTPError) -> (size: Int64, sha256: String) { (Int64(received), "") }
+        func discard() {}
+        func mustWait(then ready: @escaping @Sendable () -> Void) -> Bool {
+            guard !behind, received > 0 else { return false }
+            behind = true
+            self.ready = ready
+            return true
+        }
+        /// Calls back; true when it was behind.
+        func catchUp() -> Bool {
+            guard behind, let ready else { return false }
+            behind = false
+            self.ready = nil
+            received = 0
+            ready()
+            return true
+        }
+    }
+
+    /// A route's executor whose work waits until the input says it runs (on this thread).
+    final class Executor: JotterHTTP.Executor, @unchecked Sendable {
+        var work: [@Sendable () -> Void] = []
+        func execute(_ work: @escaping @Sendable () -> Void) { self.work.append(work) }
+        func run() {
+            while !work.isEmpty { work.removeFirst()() }
+        }
+    }
+
+    let record = Record()
+    let streams = Drip()
+    let valve = Valve()
+    let executor = Executor()
+    let server: HTTPServer
+    let file: String
+
+    private init() {
+        file = NSTemporaryDirectory() + "jotter-fuzz-machine-\(getpid())"
+        _ = FileManager.default.createFile(atPath: file, contents: Data("0123456789abcdef".utf8))
+        var routes = RouterBuilder()
+        routes.add(middleware: record)
+        routes.get("/hello") { request, _ in "Hello \(try request.head.query()["name"] ?? "")!" }
+        routes.post("/body") { request, _ in "\(request.rawBody.count)" }
+        routes.post("/files", body: .multipart(files: valve)) { request, _ in "\(request.files.count)" }
+        routes.put("/notes/:id") { request, context in "\(try context.parameters.require("id", as: Int.self))" }
+        routes.get("/later") { request, _ in Reply.later { done in done { try "later".response(for: request) } } }
+        routes.get("/away", runs: .executor(executor)) { _, _ in "away" }
+        routes.post("/away", runs: .executor(executor)) { request, context in
+            context.sendInterim(.uploadResumptionSupported)
+            return Reply.later { done in done { try "\(request.rawBody.count)".response(for: request) } }
+        }
+        routes.get("/big") { _, _ in Response(status: .ok, contentType: "text/plain", body: [UInt8](repeating: 0x62, count: 5_000)) }
+        let path = file
+        routes.get("/file") { _, _ in Response.file(fd: Glibc.open(path, O_RDONLY), offset: 3, length: 9) }
+        let streams = self.streams
+        routes.get("/stream") { _, _ in Response.stream(streams) }
+        var configuration = HTTPServer.Configuration(port: 0, threads: 1, maxBodySize: 4096, shutdownGracePeriod: 1)
+        configuration.headerTimeout = 10
+        server = HTTPServer(configuration: configuration, router: routes.build(), log: Logger(accessLog: false))
+    }
+
+    func drive(_ input: [UInt8]) {
+        record.exchanges = []
+        streams.pieces = 0
+        streams.ended = false
+        valve.behind = false
+        valve.ready = nil
+        executor.work = []
+        var connection = MemoryConnection(server: server, readBufferSize: 1 << 12)
+        connection.readSize = input.count > 0 && input[0] > 0 ? Int(input[0]) : .max
+        connection.writeSize = input.count > 1 && input[1] > 0 ? Int(input[1]) : .max
+        var pending: [UInt8] = []
+        var index = 2
+        while index < input.count {
+            let byte = input[index]
+            index += 1
+            guard byte == 0xFF, index < input.count else {
+                pending.append(byte)
+                continue
+            }
+            let operation = input[index]
+            index += 1
+            if operation == 0xFF {
+                pending.append(0xFF)
+                continue
+            }
+            connection.send(pending)
+            pending = []
+            switch operation % 9 {
+            case 0: connection.now += 1_000_000 * UInt64(1 + operation / 8); connection.tick()
+            case 1: connection.resumeLater()
+            case 2: connection.clientReads.toggle(); connection.pump()
+            case 3: streams.pieces += 1; streams.waker?.wake(); connection.deliverWakes()
+            case 4: if valve.catchUp() { connection.bodyReady() }
+            case 5: connection.quiesce()
+            case 6: connection.polledAt = connection.now - 1; connection.now += 10_000_000; connection.tick(); connection.polledAt = nil
+            case 7: streams.ended = true; streams.waker?.wake(); connection.deliverWakes()
+            default: executor.run(); connection.interimsQueued(); while connection.land() {}
+            }
+        }
+        connection.send(pending)
+        // The end: the client reads, every reply and stream is let go, the client closes, time passes.
+        connection.clientReads = true
+        streams.ended = true
+        for _ in 0..<64 where !connection.ended {
+            executor.run()
+            connection.interimsQueued()
+            while connection.land() {}
+            while connection.resumeLater() {}
+            streams.waker?.wake()
+            connection.deliverWakes()
+            if valve.catchUp() { connection.bodyReady() }
+            connection.closeInput()
+            connection.now += 3_000_000
+            connection.tick()
+        }
+        let violations = connection.violations
+        if !violations.isEmpty { fatalError("the state machine broke a rule: \(violations)") }
+        if !connection.ended { fatalError("the connection neither closed nor handed over after the client closed and 192 s passed") }
+        // Steps still away when the connection ended land now; their requests complete then.
+        executor.run()
+        while connection.land() {}
+        if server.requestsInFlight != 0 { fatalError("\(server.requestsInFlight) request(s) still in flight after the connection ended") }
+        if connection.handedOff == nil {
+            let sent = record.exchanges.filter { $0.outcome == .sent }
+            let heads = Set(record.exchanges.indices.filter { record.exchanges[$0].method == "HEAD" })
+            let written = Self.finalStatuses(connection.output, heads: heads)
+            if Array(written.prefix(sent.count)) != sent.map(\.status) || written.count > sent.count + 1 {
+                fatalError("answers written \(written) are not those of the requests completed as sent \(sent.map(\.status)), in order")
+            }
+        }
+    }
+
+    /// The statuses of the final answers in `bytes`, in order, as far as they are complete;
+    /// `heads`: positions of answers without a body (to HEAD).
+    static func finalStatuses(_ bytes: [UInt8], heads: Set<Int>) -> [Int] {
+        bytes.withUnsafeBytes { raw -> [Int] in
+            var statuses: [Int] = []
+            var position = 0
+            func find(_ pattern: StaticString, from: Int) -> Int? {
+                let count = pattern.utf8CodeUnitCount
+                var start = from
+                while start + count <= raw.count {
+                    guard let hit = memchr(raw.baseAddress! + start, Int32(pattern.utf8Start.pointee), raw.count - start - count + 1) else { return nil }
+                    let at = raw.baseAddress!.distance(to: UnsafeRawPointer(hit))
+                    if memcmp(raw.baseAddress! + at, pattern.utf8Start, count) == 0 { return at }
+                    start = at + 1
+                }
+                return nil
+            }
+            while let end = find("\r\n\r\n", from: position) {
+                let head = String(decoding: raw[position..<end], as: UTF8.self).lowercased()
+                let lines = head.components(separatedBy: "\r\n")
+                let parts = lines[0].split(separator: " ")
+                guard parts.count >= 2, let status = Int(parts[1]) else { return statuses }
+                position = end + 4
+                if status < 200 { continue }
+                let length = lines.first { $0.hasPrefix("content-length:") }.flatMap { Int($0.dropFirst(15).trimmingCharacters(in: .whitespaces)) }
+                if heads.contains(statuses.count) || status == 204 || status == 304 {
+                } else if let length {
+                    guard position + length <= raw.count else { return statuses }
+                    position += length
+                } else if lines.contains("transfer-encoding: chunked") {
+                    while true {
+                        guard let lineEnd = find("\r\n", from: position),
+                              let size = Int(String(decoding: raw[position..<lineEnd], as: UTF8.self), radix: 16) else { return statuses }
+                        position = lineEnd + 2 + size + 2
+                        guard position <= raw.count else { return statuses }
+                        if size == 0 { break }
+                    }
+                } else {
+                    position = raw.count
+                }
+                statuses.append(status)
+            }
+            return statuses
+        }
     }
 }
 

@@ -349,26 +349,37 @@ def continuation_flood(port):
 
 
 def unread_flood(sock, frame, name):
-    """Sends `frame` 200,000 times without reading what the server answers to each: None when
-    the server closes the connection (it must not queue its answers forever)."""
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    """Sends `frame` up to 1,000,000 times without reading what the server answers to each: None
+    when the server closes the connection (it must not queue its answers forever). The client's
+    receive buffer is set small before it connects, so its window stays small; the server's send
+    buffer grows to tcp_wmem's maximum (4 MiB here), which 200,000 acknowledgements of 9 bytes
+    would not fill — the server would never see its acknowledgements queue up."""
     begun = time.time()
     try:
-        for _ in range(200):
+        for _ in range(1000):
             sock.sendall(frame * 1000)
             if time.time() - begun > 15:
-                return f"200,000 {name} unread for 15 s: the connection still open"
+                return f"{name} unread for 15 s: the connection still open"
     except (BrokenPipeError, ConnectionResetError):
         return None
     except socket.timeout:
         return f"the server stopped reading {name} but kept the connection open"
-    return f"200,000 {name} unread: the connection still open"
+    return f"1,000,000 {name} unread: the connection still open"
+
+
+def small_window_socket(port):
+    """A connected socket whose receive buffer (so its TCP window) was made small before connecting."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    sock.settimeout(10)
+    sock.connect(("127.0.0.1", port))
+    return sock
 
 
 @case
 def ping_flood(port):
     # PINGs sent without reading any acknowledgement.
-    sock = socket.create_connection(("127.0.0.1", port), timeout=10)
+    sock = small_window_socket(port)
     conn = h2.connection.H2Connection(config=h2.config.H2Configuration(client_side=True))
     conn.initiate_connection()
     sock.sendall(conn.data_to_send())
@@ -429,10 +440,10 @@ def malformed_requests(port):
     return "a request without :path: no RST_STREAM"
 
 
-def raw_connection(port):
-    """A socket past the connection preface and an empty SETTINGS (ours is not acknowledged:
-    the cases below send their own frames and read only the GOAWAY)."""
-    sock = socket.create_connection(("127.0.0.1", port), timeout=10)
+def raw_connection(port, sock=None):
+    """A socket (`sock`, or a new one) past the connection preface and an empty SETTINGS (ours is
+    not acknowledged: the cases below send their own frames and read only the GOAWAY)."""
+    sock = sock or socket.create_connection(("127.0.0.1", port), timeout=10)
     sock.sendall(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + raw_frame(0x4, 0x0, 0, b""))
     return sock
 
@@ -558,7 +569,8 @@ def hpack_errors(port):
 @case
 def settings_flood(port):
     # SETTINGS sent without reading any acknowledgement.
-    return unread_flood(raw_connection(port), raw_frame(0x4, 0x0, 0, b"\x00\x03\x00\x00\x00\x64"), "SETTINGS")
+    return unread_flood(raw_connection(port, small_window_socket(port)), raw_frame(0x4, 0x0, 0, b"\x00\x03\x00\x00\x00\x64"),
+                        "SETTINGS")
 
 
 @case

@@ -10,47 +10,9 @@ import JotterTestSupport
 /// serving other connections; when the writer calls back, the body is read to its end.
 @Suite("Body back-pressure")
 struct BodyBackPressureTests {
-    /// A writer that is behind after its first bytes until the test lets it go.
-    final class Gate: @unchecked Sendable {
-        let state = Mutex<(received: Int, ready: (@Sendable () -> Void)?, released: Bool, paused: Int)>((0, nil, false, 0))
-
-        func release() {
-            let ready = state.withLock { state -> (@Sendable () -> Void)? in
-                state.released = true
-                defer { state.ready = nil }
-                return state.ready
-            }
-            ready?()
-        }
-    }
-
-    struct GatedStore: MultipartFileStore {
-        let gate: Gate
-        func open(field: String, filename: String, contentType: String, temporaryDirectory: String) throws(HTTPError) -> any MultipartFileWriter {
-            Writer(gate: gate)
-        }
-    }
-
-    final class Writer: MultipartFileWriter {
-        let gate: Gate
-        init(gate: Gate) { self.gate = gate }
-        var location: String { "gated" }
-        func write(_ bytes: UnsafeRawBufferPointer) throws(HTTPError) { gate.state.withLock { $0.received += bytes.count } }
-        func finish() throws(HTTPError) -> (size: Int64, sha256: String) { (Int64(gate.state.withLock { $0.received }), "") }
-        func discard() {}
-        func mustWait(then ready: @escaping @Sendable () -> Void) -> Bool {
-            gate.state.withLock { state in
-                guard !state.released, state.received > 0 else { return false }
-                state.ready = ready
-                state.paused += 1
-                return true
-            }
-        }
-    }
-
     @Test("a writer that is behind stops the reading of its body, not the loop; released, the body is read to its end")
     func pausesAndResumes() throws {
-        let gate = Gate()
+        let gate = BodyGate()
         var routes = RouterBuilder()
         routes.get("/hello") { _, _ in "hello" }
         routes.post("/gated", body: .multipart(files: GatedStore(gate: gate))) { request, _ in

@@ -64,7 +64,7 @@ struct HTTPHeadersTests {
         response.headers.add("Connection", "close")
         response.headers.add("X-Request-Id", "k-1")
         var bytes: [UInt8] = []
-        var date = DateField()
+        let date = DateField()
         date.refresh()
         ResponseHead.write(response, framing: .length(0), keepAlive: true, http10: false, date: date, into: &bytes)
         let text = String(decoding: bytes, as: UTF8.self)

@@ -6,15 +6,23 @@ import Synchronization
 public final class ConnectionWaker: Sendable {
     private enum State { case running, wakePending, closed }
 
+    /// Where a wake goes: the connection's loop, or (a connection driven without a loop, as in
+    /// the state machine's tests) a function.
+    private enum Target: Sendable {
+        case loop(EventLoop, token: UInt64, stream: Int32)
+        case call(@Sendable () -> Void)
+    }
+
     private let state = Mutex(State.running)
-    private let loop: EventLoop
-    private let token: UInt64
-    private let stream: Int32
+    private let target: Target
 
     init(loop: EventLoop, token: UInt64, stream: Int32) {
-        self.loop = loop
-        self.token = token
-        self.stream = stream
+        target = .loop(loop, token: token, stream: stream)
+    }
+
+    /// A waker that calls `wake` (any thread) instead of posting to a loop.
+    init(calling wake: @escaping @Sendable () -> Void) {
+        target = .call(wake)
     }
 
     /// Tells the connection's loop to write what the body has now. Safe from any thread, any
@@ -25,7 +33,11 @@ public final class ConnectionWaker: Sendable {
             state = .wakePending
             return true
         }
-        if post { loop.post(.wake(token, stream: stream)) }
+        guard post else { return }
+        switch target {
+        case .loop(let loop, let token, let stream): loop.post(.wake(token, stream: stream))
+        case .call(let wake): wake()
+        }
     }
 
     /// The loop took the wake: the next one posts again.

@@ -50,17 +50,18 @@ final class EventLoop: @unchecked Sendable {
     private var taken: [Task] = []
     private var nextTask = 0
     /// Loop-thread state from here on.
-    private var connections: [UInt64: any LoopConnection] = [:]
+    /// Unchecked for exclusive access: the loop thread reads a connection out of it before it
+    /// calls the connection, which may then remove itself (`forget`).
+    @exclusivity(unchecked) private var connections: [UInt64: any LoopConnection] = [:]
     private var nextToken: UInt64 = 16
     private var accepting = true
     private var running = true
-    private(set) var quiescing = false
     /// Bytes read from sockets land here first (a body straight into its reader from here).
     let readBuffer: UnsafeMutableRawBufferPointer
     /// A streaming body writes into this before the socket; only what the socket did not take
     /// is copied to the connection.
     let streamBuffer: UnsafeMutableRawBufferPointer
-    var date = DateField()
+    let date = DateField()
     private var thread = pthread_t()
     private var lastSweep: UInt64 = 0
     /// When epoll last returned: bytes that arrived before it have been read.
@@ -187,14 +188,14 @@ final class EventLoop: @unchecked Sendable {
         case .resume(let token, let stream, let render): connections[token]?.resume(stream: stream, render)
         case .landed(let token, let stream, let lifecycle):
             if connections[token]?.landed(stream: stream, lifecycle.lifecycle) != true { lifecycle.lifecycle.finishAbandoned() }
-        case .interim(let sink, let status, let headers): _ = sink.send(status, headers)
+        case .interim(let sink, let status, let headers):
+            if sink.send(status, headers), let token = sink.connection { connections[token]?.interimsQueued() }
         case .wake(let token, let stream): connections[token]?.streamWoken(stream: stream)
         case .read(let token): connections[token]?.readAgain()
         case .bodyReady(let token, let stream): connections[token]?.bodyReady(stream: stream)
         case .evict:
             if !evictOne() { oldestHeadWait.store(0, ordering: .relaxed) }
         case .quiesce:
-            quiescing = true
             if accepting {
                 accepting = false
                 jotter_epoll_remove(epoll, listener)
@@ -385,6 +386,9 @@ protocol LoopConnection: AnyObject {
     /// `lifecycle`'s step on its route's executor is done; false when the connection no longer
     /// waits for it (the stream or the request ended meanwhile).
     func landed(stream: Int32, _ lifecycle: RequestLifecycle) -> Bool
+    /// HTTP/1.1: interim responses were queued outside a call into a request's lifecycle (posted
+    /// from a route's executor): write them now. (HTTP/2 submits them as they come.)
+    func interimsQueued()
     /// A streaming body of `stream` has bytes or its end.
     func streamWoken(stream: Int32)
     /// Read again without an event (bytes OpenSSL already decrypted).
@@ -397,4 +401,9 @@ protocol LoopConnection: AnyObject {
     func check(now: UInt64)
     /// Ends everything now.
     func abort(_ outcome: CompletedExchange.Outcome)
+}
+
+extension LoopConnection {
+    /// Nothing to write: HTTP/2 submits interim responses as they come.
+    func interimsQueued() {}
 }

@@ -100,12 +100,21 @@ final class HTTP2Connection: LoopConnection {
         loop.server.counters.http2Connections.add(1, ordering: .relaxed)
     }
 
-    /// Whether `bytes` begin an HTTP/2 client preface (at least its first 4 bytes, `PRI `).
-    static func startsWithPreface(_ bytes: UnsafeRawBufferPointer) -> Bool {
-        guard bytes.count >= 4 else { return false }
+    /// How the first bytes of a connection stand to the HTTP/2 client preface.
+    enum PrefaceMatch {
+        /// They begin it (at least its first 4 bytes, `PRI `): HTTP/2 with prior knowledge.
+        case begun
+        /// Fewer than 4 bytes, all of the preface so far: too early to tell.
+        case undecided
+        /// Not the preface.
+        case absent
+    }
+
+    /// Whether `bytes` begin an HTTP/2 client preface.
+    static func preface(in bytes: UnsafeRawBufferPointer) -> PrefaceMatch {
         let count = min(bytes.count, preface.count)
-        for index in 0..<count where bytes[index] != preface[index] { return false }
-        return true
+        for index in 0..<count where bytes[index] != preface[index] { return .absent }
+        return bytes.count >= 4 ? .begun : .undecided
     }
 
     /// Starts the session: our SETTINGS, then `bytes` already read (the preface, perhaps more).

@@ -33,7 +33,10 @@ final class RequestParser {
     deinit { parser.deallocate() }
 
     /// Parses `base[from..<to]`, calling `handle` for each event in order. `handle` returns
-    /// false to stop (the connection is closing, or waits before it may parse further).
+    /// false to stop (the connection is closing, or waits before it may parse further): parsing
+    /// stops after the events of the current step, which llhttp has consumed already — a head
+    /// or a request's end ends a step, but body pieces (and the end after them) come in one, so
+    /// they are all handed over (a body's consumer that asked to wait takes what was read).
     func execute(_ base: UnsafeRawPointer, from: Int, to: Int, handle: (Event) -> Bool) -> Outcome {
         var position = from
         while true {
@@ -43,13 +46,15 @@ final class RequestParser {
             var stopped = false
             withUnsafePointer(to: &parser.pointee.events) { events in
                 events.withMemoryRebound(to: jotter_event.self, capacity: Int(JOTTER_MAX_EVENTS)) { events in
-                    for index in 0..<count where !stopped {
+                    for index in 0..<count {
                         let event = events[index]
+                        let goOn: Bool
                         switch Int32(event.kind) {
-                        case Int32(JOTTER_EVENT_HEAD): stopped = !handle(.head)
-                        case Int32(JOTTER_EVENT_BODY): stopped = !handle(.body(offset: Int(event.span.offset), count: Int(event.span.length)))
-                        default: stopped = !handle(.end)
+                        case Int32(JOTTER_EVENT_HEAD): goOn = handle(.head)
+                        case Int32(JOTTER_EVENT_BODY): goOn = handle(.body(offset: Int(event.span.offset), count: Int(event.span.length)))
+                        default: goOn = handle(.end)
                         }
+                        if !goOn { stopped = true }
                     }
                 }
             }

@@ -16,31 +16,98 @@ enum ResponseHead {
 
     /// Appends the head to `bytes`.
     static func write(_ response: Response, framing: Framing, keepAlive: Bool, http10: Bool, date: DateField, into bytes: inout [UInt8]) {
-        let status = response.status
-        bytes.append(contentsOf: http10 ? httpVersion10 : httpVersion11)
-        appendDecimal(status.code, to: &bytes)
-        bytes.append(0x20)
-        bytes.append(contentsOf: status.reasonPhrase.utf8)
-        bytes.append(contentsOf: crlf)
-        date.append(to: &bytes)
-        appendFields(response.headers, to: &bytes)
-        bytes.append(contentsOf: noSniff)
-        switch framing {
-        case .length(let length):
-            bytes.append(contentsOf: contentLength)
-            appendDecimal(length, to: &bytes)
-            bytes.append(contentsOf: crlf)
-        case .chunked:
-            bytes.append(contentsOf: chunked)
-        case .closeDelimited, .none:
-            break
+        bytes.append(contentsOf: head(response, framing: framing, keepAlive: keepAlive, http10: http10, date: date, body: false))
+    }
+
+    /// The head, followed by the response's body when `body` is true, in one array made at its
+    /// size: each piece is copied once, with no growth and no per-piece capacity check.
+    static func head(_ response: Response, framing: Framing, keepAlive: Bool, http10: Bool, date: DateField, body: Bool) -> [UInt8] {
+        var reason = response.status.reasonPhrase
+        var capacity = httpVersion11.utf8CodeUnitCount + 20 + 1 + reason.utf8.count + crlf.utf8CodeUnitCount + date.count
+            + noSniff.utf8CodeUnitCount + contentLength.utf8CodeUnitCount + 20 + connectionKeepAlive.utf8CodeUnitCount + 2 * crlf.utf8CodeUnitCount
+            + chunked.utf8CodeUnitCount + (body ? response.body.count : 0)
+        response.headers.forEachField { name, value in
+            if !engineOwned(name) { capacity += name.count + value.count + 4 }
+            return true
         }
-        if !keepAlive {
-            bytes.append(contentsOf: connectionClose)
-        } else if http10 {
-            bytes.append(contentsOf: connectionKeepAlive)
+        return [UInt8](unsafeUninitializedCapacity: capacity) { buffer, count in
+            var out = Writer(start: buffer.baseAddress!)
+            out.put(http10 ? httpVersion10 : httpVersion11)
+            out.putDecimal(UInt64(response.status.code))
+            out.put(0x20)
+            reason.withUTF8 { out.put(UnsafeRawBufferPointer($0)) }
+            out.put(crlf)
+            date.withBytes { out.put($0) }
+            response.headers.forEachField { name, value in
+                if !engineOwned(name) {
+                    out.put(name)
+                    out.put(colonSpace)
+                    out.put(value)
+                    out.put(crlf)
+                }
+                return true
+            }
+            out.put(noSniff)
+            switch framing {
+            case .length(let length):
+                out.put(contentLength)
+                out.putDecimal(length)
+                out.put(crlf)
+            case .chunked:
+                out.put(chunked)
+            case .closeDelimited, .none:
+                break
+            }
+            if !keepAlive {
+                out.put(connectionClose)
+            } else if http10 {
+                out.put(connectionKeepAlive)
+            }
+            out.put(crlf)
+            if body { response.body.withUnsafeBytes { out.put($0) } }
+            count = out.start.distance(to: out.position)
         }
-        bytes.append(contentsOf: crlf)
+    }
+
+    /// Writes into memory sized beforehand.
+    private struct Writer {
+        let start: UnsafeMutablePointer<UInt8>
+        var position: UnsafeMutablePointer<UInt8>
+
+        init(start: UnsafeMutablePointer<UInt8>) {
+            self.start = start
+            position = start
+        }
+
+        mutating func put(_ bytes: UnsafeRawBufferPointer) {
+            guard let base = bytes.baseAddress, bytes.count > 0 else { return }
+            UnsafeMutableRawPointer(position).copyMemory(from: base, byteCount: bytes.count)
+            position += bytes.count
+        }
+
+        mutating func put(_ string: StaticString) {
+            put(UnsafeRawBufferPointer(start: string.utf8Start, count: string.utf8CodeUnitCount))
+        }
+
+        mutating func put(_ byte: UInt8) {
+            position.pointee = byte
+            position += 1
+        }
+
+        mutating func putDecimal(_ value: UInt64) {
+            var digits = 1
+            var rest = value / 10
+            while rest > 0 {
+                digits += 1
+                rest /= 10
+            }
+            var remaining = value
+            for index in stride(from: digits - 1, through: 0, by: -1) {
+                position[index] = UInt8(truncatingIfNeeded: remaining % 10) + 0x30
+                remaining /= 10
+            }
+            position += digits
+        }
     }
 
     /// An interim response (`100 Continue`, `104 Upload Resumption Supported`) with its fields.
@@ -119,12 +186,13 @@ extension Array where Element == UInt8 {
     }
 }
 
-/// The `Date` field of one event loop, formatted again only when the second changes.
-struct DateField {
+/// The `Date` field of one event loop, formatted again only when the second changes; the loop
+/// refreshes it each turn and its connections read it when they write a head.
+final class DateField {
     private var second: time_t = 0
     private var field: [UInt8] = []
 
-    mutating func refresh() {
+    func refresh() {
         let now = time(nil)
         guard now != second else { return }
         second = now
@@ -137,6 +205,11 @@ struct DateField {
     }
 
     func append(to bytes: inout [UInt8]) { bytes.append(contentsOf: field) }
+
+    /// The field's bytes (`Date: …\r\n`).
+    func withBytes<Result>(_ body: (UnsafeRawBufferPointer) -> Result) -> Result { field.withUnsafeBytes(body) }
+
+    var count: Int { field.count }
 
     /// The value alone (`Wed, 02 Dec 2026 01:47:43 GMT`), for HTTP/2's `date`.
     var value: String { field.count > 8 ? String(decoding: field[6..<(field.count - 2)], as: UTF8.self) : "" }

@@ -130,12 +130,45 @@ public struct Parameters: Sendable {
 /// own event loop, which is what makes the unchecked sendability sound: called on another thread
 /// (a route's executor), the response is posted to the loop, behind what that thread posted
 /// before, ahead of the request's landing.
+///
+/// HTTP/2 hands over a closure that submits HEADERS. HTTP/1.1 uses one sink per connection as
+/// a queue: while `isOpen` (a request is being read or served and not answered yet) interim
+/// responses are kept in `queued`, as bytes, and the connection takes them after each call
+/// into the request's lifecycle, ahead of whatever that call answered; one posted from another
+/// thread is queued when the loop takes it, and the connection (`connection`, its token) is told
+/// to write it (`LoopConnection.interimsQueued`).
 final class InterimSink: @unchecked Sendable {
-    let send: (HTTPStatus, HTTPHeaders) -> Bool
+    private let submit: ((HTTPStatus, HTTPHeaders) -> Bool)?
     private let loop: EventLoop?
-    init(loop: EventLoop? = nil, _ send: @escaping (HTTPStatus, HTTPHeaders) -> Bool) {
+    /// HTTP/1.1: the token of the connection whose queue this is.
+    let connection: UInt64?
+    // Unchecked for exclusive access: one loop thread, and the connection looks at these only
+    // between the calls that may send.
+    /// HTTP/1.1: whether interim responses are taken now.
+    @exclusivity(unchecked) var isOpen = false
+    /// HTTP/1.1: interim responses taken and not yet handed to the connection's output.
+    @exclusivity(unchecked) var queued: [[UInt8]] = []
+
+    init(loop: EventLoop? = nil, _ submit: @escaping (HTTPStatus, HTTPHeaders) -> Bool) {
         self.loop = loop
-        self.send = send
+        self.submit = submit
+        connection = nil
+    }
+
+    /// A queue for the HTTP/1.1 connection `connection` on `loop` (neither: a connection driven
+    /// without a loop, on one thread).
+    init(loop: EventLoop? = nil, connection: UInt64? = nil) {
+        self.loop = loop
+        self.connection = connection
+        submit = nil
+    }
+
+    /// On the loop: submits (HTTP/2) or queues (HTTP/1.1) now.
+    func send(_ status: HTTPStatus, _ headers: HTTPHeaders) -> Bool {
+        if let submit { return submit(status, headers) }
+        guard isOpen else { return false }
+        queued.append(ResponseHead.interim(status, headers: headers))
+        return true
     }
 
     /// Sends now on the loop; off it, posts (and says true: it is on its way).

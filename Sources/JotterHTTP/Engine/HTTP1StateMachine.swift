@@ -1,0 +1,1057 @@
+import Glibc
+
+/// One HTTP/1.1 connection as a state machine with no socket: it takes events — bytes read,
+/// bytes the socket took, the socket ready, a tick of the sweep, a later reply ready, a body's
+/// consumer ready, a stream woken, the peer's end, quiesce — and returns the next thing to do
+/// (`Action`): read into this buffer, write these bytes, send this file range, start a later
+/// reply's work or a streaming body, shut the write side, wait for the socket, hand over to
+/// HTTP/2, close. `HTTP1Connection` does the I/O on the event loop and feeds each result back;
+/// tests and the fuzzer do the same with byte arrays (`Tests/JotterHTTPTests/HTTP1StateMachineTests.swift`).
+///
+/// Each event returns one action; an action that does something (`read`, `write`, `sendFile`,
+/// `startLater`, `startStream`, `shutdownWrites`, `drain`) is answered by the event that says
+/// how it went, and the next action follows; `wait` ends the chain until the socket or another
+/// thread has news; `close` and `handOff` end the connection. Time comes in with the events
+/// (`now`), never from a clock; the machine reads none.
+///
+/// What it keeps: requests are parsed (llhttp, `RequestParser`) and run through their
+/// `RequestLifecycle` in order, answers queued and written in request order (pipelining);
+/// parsing stops while a later reply is awaited, a streaming answer is being sent, a body's
+/// consumer is behind, or more than `outputHighWater` bytes of answers wait — what was read
+/// beyond is kept (`stash`) and parsed when the connection may go on. An idle connection holds
+/// no buffer. Not thread-safe: one event loop drives it.
+struct HTTP1StateMachine: ~Copyable {
+    /// What the driver does next.
+    enum Action {
+        /// Read from the connection into `buffer` (answer: `received`, `readBlocked`,
+        /// `readNeedsWritable`, `peerClosed`, `readFailed`).
+        case read(UnsafeMutableRawBufferPointer)
+        /// Lingering: read and drop what the client still sends, TLS records included, from the
+        /// socket itself (same answers as `read`).
+        case drain(UnsafeMutableRawBufferPointer)
+        /// Write `first[from...]` then `second` in one `writev` (answer: `wrote`, `writeBlocked`,
+        /// `writeFailed`).
+        case write([UInt8], from: Int, [UInt8])
+        /// Write these bytes of the loop's stream buffer (a streaming body's piece).
+        case writeBuffer(UnsafeRawBufferPointer)
+        /// Send `count` bytes of the open file `fd` from `offset` (`sendfile`; over TLS read into
+        /// the loop's stream buffer and written). `wrote(0)` means the file ended early.
+        case sendFile(fd: Int32, offset: Int, count: Int)
+        /// Start a later reply's work; its render closure comes back as `resume` (answer: `performed`).
+        case startLater(Later)
+        /// Send the request's next step to its route's executor (`RequestLifecycle.goAway`); it
+        /// comes back as `landed` (answer: `performed`).
+        case goAway(RequestLifecycle)
+        /// Give a streaming body its waker, before its first read (answer: `performed`).
+        case startStream(any StreamingBody)
+        /// Shut the write side (TLS: close_notify first); then the connection lingers (answer: `performed`).
+        case shutdownWrites
+        /// The sweep needs to know whether bytes wait unread: ask `tick` again with `unread`.
+        case checkUnread
+        /// The connection speaks HTTP/2 with prior knowledge: hand it over with these bytes read
+        /// so far (valid until the next call). Nothing more comes from this machine.
+        case handOff(UnsafeRawBufferPointer)
+        /// Nothing to do until the socket is ready for what `Interest` says, or another event.
+        case wait(Interest)
+        /// Close the connection. Every request was completed. Nothing more comes from this machine.
+        case close
+    }
+
+    /// What the connection waits for from its socket.
+    struct Interest: Equatable {
+        var read: Bool
+        var write: Bool
+    }
+
+    /// One answer being written.
+    struct Outgoing {
+        var head: [UInt8]
+        /// The body array of a bytes response, written after `head` in the same `writev`.
+        var body: [UInt8]
+        var sent = 0
+        var file: (fd: Int32, offset: Int, remaining: Int)?
+        var stream: StreamState?
+        let lifecycle: RequestLifecycle?
+        let status: Int
+        var bodyBytes = 0
+        let closeAfter: Bool
+    }
+
+    /// A streaming body being sent.
+    struct StreamState {
+        let body: any StreamingBody
+        let chunked: Bool
+        let blockSize: Int
+        var started = false
+        var position: UInt64 = 0
+        /// Bytes read from the body that the socket did not take yet.
+        var pending: [UInt8] = []
+        var pendingSent = 0
+        var waiting = false
+        var ended = false
+        var finished = false
+    }
+
+    /// What the last write action was, to read its answer.
+    private enum Writing {
+        case bytes
+        case file
+        case pending
+        /// The stream buffer's `start..<end`.
+        case buffer(Int, Int)
+    }
+
+    static let outputHighWater = 1 << 20
+    static let stashHeadCapacity = 16 << 10
+    /// A connection that closes lingers this long after its last answer (or until the client closes)…
+    static let lingerTime: UInt64 = 2_000_000
+    /// …and drops at most this many bytes meanwhile.
+    static let lingerBytes = 256 << 10
+    /// Reads in a row on one readiness report before the loop serves others.
+    static let readRounds = 16
+
+    // MARK: - Environment
+
+    private let server: HTTPServer
+    private let date: DateField
+    let address: String
+    /// The loop's read buffer: bytes are parsed where they land, and a body goes from here to its reader.
+    private let readBuffer: UnsafeMutableRawBufferPointer
+    /// The loop's stream buffer: a streaming body's piece is read here and written from here.
+    private let streamBuffer: UnsafeMutableRawBufferPointer
+    /// Handed to a body's consumer that is behind; it calls it (any thread) when it can take more.
+    private let bodyReady: @Sendable () -> Void
+    private let parser: RequestParser
+    /// The connection's interim responses (`RequestContext.sendInterim`), taken after each lifecycle call.
+    private let interims: InterimSink
+
+    // MARK: - Input
+
+    /// Unparsed bytes kept between reads: a head in progress (from offset 0) or what followed
+    /// a request the connection must answer first.
+    private var stash: UnsafeMutableRawPointer?
+    private var stashCapacity = 0
+    private var stashStart = 0
+    private var stashEnd = 0
+    /// The stash holds a head in progress whose spans point into it.
+    private var stashHoldsHead = false
+    /// Nothing but the start of the HTTP/2 preface has been read: `PRI * HTTP/2.0…` makes this
+    /// an HTTP/2 connection with prior knowledge (RFC 9113 §3.3).
+    private var mayBeHTTP2 = true
+    /// The socket was reported readable and has not run dry since.
+    private var readReady = false
+    private var roundsLeft = 0
+    /// The last read could not go on until the socket takes bytes (a TLS record to send).
+    private var readWantsWrite = false
+    /// The pending read goes into the stash (a head in progress), not the loop's buffer.
+    private var readingIntoStash = false
+
+    // MARK: - Requests
+
+    /// The request being read or awaited, until its answer is queued.
+    private var request: RequestLifecycle?
+    private var requestIsHead = false
+    private var requestHTTP10 = false
+    private var requestHasBody = false
+    /// A later reply, or the landing of a step on the route's executor, is awaited for `request`.
+    private var waiting = false
+    /// The later reply whose work is to be started.
+    private var laterToStart: Later?
+    /// The request whose next step is to go to its route's executor.
+    private var awayToStart: RequestLifecycle?
+    /// The step away began at the request's head, not at its end.
+    private var awayAtHead = false
+    /// The answer was queued before the body was read: what follows is dropped, then the
+    /// connection closes.
+    private var discarding = false
+    /// The connection closes once the answers queued are written.
+    private var closeAfterAnswers = false
+    private var quiescing = false
+
+    // MARK: - Output
+
+    private var queue: [Outgoing] = []
+    private var queuedBytes = 0
+    /// The socket did not take all of the last write: wait until it is writable.
+    private var outputBlocked = false
+    private var writing: Writing?
+    /// The write side is to be shut (the last answer of a closing connection went out).
+    private var shutdownPending = false
+
+    // MARK: - Time
+
+    /// The latest time an event brought.
+    private var now: UInt64
+    private var lastActivity: UInt64
+    /// When the connection began waiting for a request's header section (opened, or the last
+    /// request ended); nil while a request is being read or served.
+    private(set) var waitingForHeadSince: UInt64?
+    private var bodyStarted: UInt64 = 0
+    /// The body's consumer is behind (`RequestLifecycle.bodyMustWait`): nothing more is read
+    /// until it calls back; since when.
+    private var bodyPausedSince: UInt64?
+    private var bodyBytes = 0
+    /// After the last answer of a connection that closes: the write side is shut, reads are
+    /// dropped until the client closes or this time passes.
+    private var lingerUntil: UInt64?
+    private var lingerBudget = HTTP1StateMachine.lingerBytes
+
+    // MARK: - The end
+
+    /// The connection is to close: the next action is `close`.
+    private var closing = false
+    /// `close` or `handOff` was returned.
+    private(set) var isFinished = false
+
+    /// - Parameters:
+    ///   - server: routes, limits, timeouts, and the counters the connection adds to.
+    ///   - now: when the connection was accepted.
+    ///   - readBuffer, streamBuffer: the event loop's buffers, shared by its connections.
+    ///   - bodyReady: what a request body's consumer that is behind calls when it can take more.
+    ///   - interims: the connection's queue of interim responses (`InterimSink(loop:connection:)`).
+    init(server: HTTPServer, address: String, now: UInt64, date: DateField, readBuffer: UnsafeMutableRawBufferPointer,
+         streamBuffer: UnsafeMutableRawBufferPointer, bodyReady: @escaping @Sendable () -> Void, interims: InterimSink) {
+        self.server = server
+        self.address = address
+        self.date = date
+        self.readBuffer = readBuffer
+        self.streamBuffer = streamBuffer
+        self.bodyReady = bodyReady
+        self.interims = interims
+        self.now = now
+        lastActivity = now
+        waitingForHeadSince = now
+        parser = RequestParser(maxTarget: FramingCheck.maxTargetLength, maxHead: FramingCheck.maxParsedHead)
+    }
+
+    deinit { stash?.deallocate() }
+
+    // MARK: - Events from the socket
+
+    /// The socket can be read (`read`) and/or written (`write`).
+    mutating func ready(read: Bool, write: Bool) -> Action {
+        if write {
+            outputBlocked = false
+            if readWantsWrite {
+                readWantsWrite = false
+                readReady = true
+                roundsLeft = Self.readRounds
+            }
+        }
+        if read {
+            readReady = true
+            roundsLeft = Self.readRounds
+        }
+        return next()
+    }
+
+    /// The TLS handshake is done (HTTPS): requests may come.
+    mutating func handshakeFinished(now: UInt64) -> Action {
+        self.now = now
+        lastActivity = now
+        readReady = true
+        roundsLeft = Self.readRounds
+        return next()
+    }
+
+    /// The last `read` (or `drain`) put `count` (> 0) bytes into its buffer. `more`: the TLS
+    /// session holds more decrypted bytes than the socket will announce.
+    mutating func received(_ count: Int, now: UInt64, more: Bool = false) -> Action {
+        self.now = now
+        lastActivity = now
+        if lingerUntil != nil {
+            lingerBudget -= count
+            if lingerBudget <= 0 { finishClose() }
+            return next()
+        }
+        roundsLeft -= 1
+        let room: Int
+        if readingIntoStash {
+            room = stashCapacity - stashEnd
+        } else {
+            room = readBuffer.count
+        }
+        if count < room, !more { readReady = false }
+        if roundsLeft <= 0 { readReady = false }
+        if discarding { return next() }
+        if mayBeHTTP2 {
+            let bytes = readingIntoStash ? UnsafeRawBufferPointer(start: stash!, count: stashEnd + count)
+                : UnsafeRawBufferPointer(start: readBuffer.baseAddress, count: count)
+            switch HTTP2Connection.preface(in: bytes) {
+            case .begun:
+                isFinished = true
+                return .handOff(bytes)
+            case .undecided:
+                break  // too short to tell: kept as a head in progress, decided when more comes
+            case .absent:
+                mayBeHTTP2 = false
+            }
+        }
+        if readingIntoStash {
+            let from = stashEnd
+            stashEnd += count
+            process(UnsafeRawPointer(stash!), from: from, to: stashEnd, inStash: true)
+        } else {
+            process(UnsafeRawPointer(readBuffer.baseAddress!), from: 0, to: count, inStash: false)
+        }
+        return next()
+    }
+
+    /// The socket had nothing to read.
+    mutating func readBlocked() -> Action {
+        readReady = false
+        return next()
+    }
+
+    /// The TLS session can read on only once the socket takes bytes.
+    mutating func readNeedsWritable() -> Action {
+        readReady = false
+        readWantsWrite = true
+        return next()
+    }
+
+    /// The peer closed its side (a read returned 0).
+    mutating func peerClosed() -> Action {
+        readReady = false
+        if lingerUntil != nil || (request == nil && queue.isEmpty) {
+            finishClose()
+        } else if request != nil, !waiting, !discarding {
+            terminate(.clientAbort)  // the client hung up inside a request
+        } else {
+            // Answers are still owed (a later reply, a response being written): the client may
+            // have only shut its write side. Stop reading; the writes tell.
+            closeAfterAnswers = true
+            discarding = true
+            if queue.isEmpty, !waiting { finishClose() }
+        }
+        return next()
+    }
+
+    /// A read failed (not for lack of bytes).
+    mutating func readFailed() -> Action {
+        if lingerUntil != nil { finishClose() } else { terminate(.readError) }
+        return next()
+    }
+
+    /// The socket reported an error or hang-up with nothing to read.
+    mutating func hungUp() -> Action {
+        terminate(.clientAbort)
+        return next()
+    }
+
+    /// The last write action's socket took `count` bytes (0 from `sendFile`: the file ended early).
+    mutating func wrote(_ count: Int, now: UInt64) -> Action {
+        self.now = now
+        guard let writing, !queue.isEmpty else { return next() }
+        self.writing = nil
+        if count > 0 { lastActivity = now }
+        switch writing {
+        case .bytes:
+            queue[0].sent += count
+            if queue[0].sent < queue[0].head.count + queue[0].body.count { outputBlocked = true }
+        case .file:
+            guard count > 0 else {
+                terminate(.clientAbort)  // the file is shorter than announced
+                return next()
+            }
+            queue[0].file!.offset += count
+            queue[0].file!.remaining -= count
+        case .pending:
+            queue[0].stream!.pendingSent += count
+            if queue[0].stream!.pendingSent < queue[0].stream!.pending.count {
+                outputBlocked = true
+            } else {
+                queue[0].stream!.pending = []
+                queue[0].stream!.pendingSent = 0
+            }
+        case .buffer(let start, let end):
+            if start + count < end {
+                keepStreamBytes(from: start + count, to: end)
+                outputBlocked = true
+            }
+        }
+        return next()
+    }
+
+    /// The last write action's socket took nothing: wait until it is writable.
+    mutating func writeBlocked() -> Action {
+        if case .buffer(let start, let end) = writing { keepStreamBytes(from: start, to: end) }
+        writing = nil
+        outputBlocked = true
+        return next()
+    }
+
+    /// A write failed: the client is gone.
+    mutating func writeFailed() -> Action {
+        writing = nil
+        terminate(.clientAbort)
+        return next()
+    }
+
+    /// The last `startLater`, `startStream` or `shutdownWrites` was done.
+    mutating func performed() -> Action {
+        next()
+    }
+
+    // MARK: - Events from elsewhere
+
+    /// The sweep, at `now`; the loop last polled at `polledAt`. `unread`: whether bytes wait
+    /// unread (nil: not asked yet — the answer is `checkUnread` when it matters). A deadline
+    /// that passed while the loop had not polled since and bytes wait unread is the loop's
+    /// lateness, not the client's.
+    mutating func tick(now: UInt64, polledAt: UInt64, unread: Bool? = nil) -> Action {
+        guard !closing, !isFinished else { return next() }
+        self.now = now
+        if let lingerUntil {
+            if now >= lingerUntil { finishClose() }
+            return next()
+        }
+        let configuration = server.configuration
+        let headerTimeout = UInt64(configuration.headerTimeout * 1_000_000)
+        if let since = waitingForHeadSince, queue.isEmpty, now >= since + headerTimeout {
+            switch late(since + headerTimeout, polledAt: polledAt, unread: unread) {
+            case true?:
+                server.counters.timedOut.add(1, ordering: .relaxed)
+                terminate(.timeout)
+                return next()
+            case nil: return .checkUnread
+            case false?: break
+            }
+        }
+        if bodyPausedSince != nil { return next() }  // the server is behind, not the client
+        if request != nil, !waiting, requestHasBody, configuration.minimumBodyRate > 0 {
+            if now >= bodyStarted + headerTimeout,
+               UInt64(bodyBytes) * 1_000_000 < UInt64(configuration.minimumBodyRate) * (now - bodyStarted) {
+                server.counters.slowBodies.add(1, ordering: .relaxed)
+                terminate(.timeout)
+                return next()
+            }
+        }
+        let streamWaiting = queue.first?.stream?.waiting == true
+        let idleDeadline = lastActivity + UInt64(configuration.idleTimeout) * 1_000_000
+        if !waiting, !streamWaiting, now >= idleDeadline {
+            switch late(idleDeadline, polledAt: polledAt, unread: unread) {
+            case true?: terminate(.timeout)
+            case nil: return .checkUnread
+            case false?: break
+            }
+        }
+        return next()
+    }
+
+    /// Whether the client is late for `deadline`: yes when the loop polled after it, or when no
+    /// bytes wait unread; nil when that must be asked.
+    private func late(_ deadline: UInt64, polledAt: UInt64, unread: Bool?) -> Bool? {
+        if polledAt >= deadline { return true }
+        return unread.map { !$0 }
+    }
+
+    /// A later reply is ready: `render` makes its response.
+    mutating func resume(now: UInt64, _ render: () throws -> Response) -> Action {
+        guard waiting, let request, !closing, !isFinished else { return next() }
+        self.now = now
+        waiting = false
+        let response = request.resume(render)
+        takeInterims()
+        answer(response)
+        return next()
+    }
+
+    /// The step `lifecycle` ran on its route's executor is back: its action is carried out where
+    /// the request was (its head or its end), and reading goes on. nil when the connection no
+    /// longer waits for it (the request ended meanwhile: the caller completes it).
+    mutating func landed(_ lifecycle: RequestLifecycle, now: UInt64) -> Action? {
+        guard waiting, !closing, !isFinished, request === lifecycle else { return nil }
+        self.now = now
+        waiting = false
+        let action = lifecycle.landed()
+        takeInterims()
+        if awayAtHead {
+            // The time away is the server's: the body's rate counts from now.
+            bodyStarted = now
+            lastActivity = now
+            if discarding, case .proceed = action {
+                terminate(.clientAbort)  // the client went away before its body could be read
+                return next()
+            }
+            headActed(action, lifecycle)
+        } else {
+            bodyActed(action, lifecycle)
+        }
+        return next()
+    }
+
+    /// Interim responses were queued outside a lifecycle call (sent from the route's executor
+    /// and posted to the loop): they go out now.
+    mutating func interimsQueued() -> Action {
+        guard !closing, !isFinished else { return next() }
+        takeInterims()
+        return next()
+    }
+
+    /// The body's consumer caught up: what was kept is parsed, and reading resumes. The pause
+    /// does not count against the body's minimum rate, nor as idle time.
+    mutating func bodyReady(now: UInt64) -> Action {
+        guard let since = bodyPausedSince, !closing, !isFinished else { return next() }
+        self.now = now
+        bodyPausedSince = nil
+        bodyStarted += now - since
+        lastActivity = now
+        return next()
+    }
+
+    /// A streaming body has something for us.
+    mutating func streamWoken() -> Action {
+        if !queue.isEmpty, queue[0].stream?.waiting == true { queue[0].stream!.waiting = false }
+        return next()
+    }
+
+    /// The server stops: a connection waiting for a request closes; streams end.
+    mutating func quiesce() -> Action {
+        guard !closing, !isFinished else { return next() }
+        quiescing = true
+        if request == nil, queue.isEmpty, !stashHoldsHead {
+            terminate(.shutdown)
+        } else if !queue.isEmpty, queue[0].stream?.waiting == true {
+            queue[0].stream!.waiting = false
+        }
+        return next()
+    }
+
+    /// A head that could not be parsed, or bytes that are not HTTP: answered with `error`
+    /// through the router's middleware; the connection closes after it.
+    mutating func refuse(_ error: HTTPError) -> Action {
+        refuseMalformed(error)
+        return next()
+    }
+
+    /// Ends everything now: a request in flight and every queued answer end with `outcome`.
+    mutating func abort(_ outcome: CompletedExchange.Outcome) -> Action {
+        terminate(outcome)
+        return next()
+    }
+
+    // MARK: - The next action
+
+    /// What to do now, from the state: start what is due, write what is queued, parse what
+    /// was kept, read, or wait.
+    private mutating func next() -> Action {
+        while true {
+            if isFinished { return .close }
+            if closing {
+                isFinished = true
+                return .close
+            }
+            if let later = laterToStart {
+                laterToStart = nil
+                return .startLater(later)
+            }
+            if let lifecycle = awayToStart {
+                awayToStart = nil
+                return .goAway(lifecycle)
+            }
+            if shutdownPending {
+                shutdownPending = false
+                lingerUntil = now + Self.lingerTime
+                stashStart = 0
+                stashEnd = 0
+                stashHoldsHead = false
+                releaseStashIfEmpty()
+                return .shutdownWrites
+            }
+            if lingerUntil != nil {
+                return readReady ? .drain(readBuffer) : .wait(Interest(read: true, write: false))
+            }
+            if !outputBlocked, !queue.isEmpty {
+                switch writeFront() {
+                case .act(let action): return action
+                case .again: continue
+                case .idle: break
+                }
+            }
+            if mayParse || requestInBody {
+                if stashEnd > stashStart, !stashHoldsHead {
+                    processStash()
+                    continue
+                }
+                if readReady {
+                    if let action = readAction() { return action }
+                    continue
+                }
+            }
+            return .wait(interest)
+        }
+    }
+
+    /// Bytes of buffer the connection holds of its own (the stash): none while it is idle.
+    var heldBufferBytes: Int { stashCapacity }
+
+    /// What the socket should report.
+    var interest: Interest {
+        Interest(read: lingerUntil != nil || mayParse || requestInBody, write: (outputBlocked && !queue.isEmpty) || readWantsWrite)
+    }
+
+    /// Where the next read goes: the stash, right after a head in progress, or the loop's buffer.
+    /// nil when the head can grow no more (answered `431`).
+    private mutating func readAction() -> Action? {
+        if stashHoldsHead {
+            ensureStash(capacity: Self.stashHeadCapacity)
+            let room = stashCapacity - stashEnd
+            if room == 0 {
+                refuseMalformed(HTTPError(.requestHeaderFieldsTooLarge, detail: "the request's header section is too large", closesConnection: true))
+                return nil
+            }
+            readingIntoStash = true
+            return .read(UnsafeMutableRawBufferPointer(start: stash! + stashEnd, count: room))
+        }
+        readingIntoStash = false
+        return .read(readBuffer)
+    }
+
+    // MARK: - Parsing
+
+    /// Whether the next request may be parsed now.
+    private var mayParse: Bool {
+        !waiting && !discarding && !closeAfterAnswers && bodyPausedSince == nil && !closing && lingerUntil == nil
+            && queue.first?.stream == nil && queuedBytes < Self.outputHighWater
+    }
+
+    /// A request's body is being read.
+    private var requestInBody: Bool { requestHasBody && requestInProgress }
+
+    /// A request is being parsed, up to its end, and nothing waits before that.
+    private var requestInProgress: Bool {
+        request != nil && !waiting && !discarding && bodyPausedSince == nil && !closing
+    }
+
+    private mutating func processStash() {
+        process(UnsafeRawPointer(stash!), from: stashStart, to: stashEnd, inStash: true)
+    }
+
+    /// Parses `base[from..<to]`; keeps what could not be parsed yet.
+    private mutating func process(_ base: UnsafeRawPointer, from: Int, to: Int, inStash: Bool) {
+        let parser = self.parser
+        let outcome = parser.execute(base, from: from, to: to) { event in
+            switch event {
+            case .head: headComplete(base)
+            case .body(let offset, let count): bodyReceived(UnsafeRawBufferPointer(start: base + offset, count: count))
+            case .end: requestComplete()
+            }
+            return !closing && (mayParse || requestInProgress)
+        }
+        guard !closing else { return }
+        switch outcome {
+        case .failed(let error):
+            if let line = parser.unknownMethod(base, to: to) {
+                refuseMalformed(server.router.refusal(method: line.method, target: line.target) ?? error, target: line.target)
+            } else {
+                refuseMalformed(error)
+            }
+        case .paused(let position):
+            keep(base, from: position, to: to, inStash: inStash, head: false)
+        case .consumed:
+            if parser.inHead {
+                keep(base, from: parser.messageStart, to: to, inStash: inStash, head: true)
+            } else {
+                stashStart = 0
+                stashEnd = 0
+                stashHoldsHead = false
+                releaseStashIfEmpty()
+            }
+        }
+    }
+
+    /// Keeps `base[from..<to]` at the front of the stash; `head`: they are a head in progress.
+    private mutating func keep(_ base: UnsafeRawPointer, from: Int, to: Int, inStash: Bool, head: Bool) {
+        let count = to - from
+        if inStash {
+            if count > 0, head || from > 0 {
+                memmove(stash!, stash! + from, count)
+            }
+        } else {
+            ensureStash(capacity: max(count, head ? Self.stashHeadCapacity : count))
+            memcpy(stash!, base + from, count)
+        }
+        if head { parser.rebase(from) }
+        stashStart = 0
+        stashEnd = count
+        stashHoldsHead = head
+        releaseStashIfEmpty()
+    }
+
+    private mutating func ensureStash(capacity: Int) {
+        guard stashCapacity < capacity else { return }
+        let grown = UnsafeMutableRawPointer.allocate(byteCount: capacity, alignment: 16)
+        if let stash {
+            if stashEnd > stashStart { memcpy(grown + stashStart, stash + stashStart, stashEnd - stashStart) }
+            stash.deallocate()
+        }
+        stash = grown
+        stashCapacity = capacity
+    }
+
+    /// An idle connection keeps no buffer.
+    private mutating func releaseStashIfEmpty() {
+        if let stash, stashEnd == 0, !stashHoldsHead {
+            stash.deallocate()
+            self.stash = nil
+            stashCapacity = 0
+        }
+    }
+
+    // MARK: - Requests
+
+    private mutating func headComplete(_ base: UnsafeRawPointer) {
+        mayBeHTTP2 = false
+        let parsed = parser.head(base)
+        let http10 = parsed.version == "HTTP/1.0"
+        // RFC 9110 §15.2: no 1xx to an HTTP/1.0 client.
+        interims.isOpen = !http10
+        let lifecycle = RequestLifecycle(router: server.router, limits: server.limits, target: parsed.target, remoteAddress: address,
+                                         started: now, interim: http10 ? nil : interims)
+        server.inFlight.add(1, ordering: .relaxed)
+        request = lifecycle
+        waitingForHeadSince = nil
+        requestIsHead = parsed.method == "HEAD"
+        requestHTTP10 = http10
+        requestHasBody = parser.hasBody
+        bodyStarted = now
+        bodyBytes = 0
+        // Known at the head: a request that ends there may be answered before its end is parsed.
+        if !parser.keepAlive { closeAfterAnswers = true }
+        let action = lifecycle.headerComplete(method: parsed.method, version: parsed.version, headers: parsed.headers)
+        takeInterims()
+        headActed(action, lifecycle)
+    }
+
+    /// Carries out the action of a request's head (at once, or when it lands from the executor).
+    private mutating func headActed(_ action: RequestLifecycle.Action, _ lifecycle: RequestLifecycle) {
+        switch action {
+        case .proceed:
+            if requestHasBody, !requestHTTP10, !lifecycle.isRefused,
+               let expect = lifecycle.head?.headers["Expect"], HTTPHeaders.equal(expect, "100-continue") {
+                queueRaw(ResponseHead.interim(.continue, headers: HTTPHeaders()))
+            }
+        case .respond(let response):
+            if requestHasBody { discarding = true }
+            answer(response)
+        case .close:
+            terminate(.error)
+        case .wait(let later):
+            if requestHasBody { discarding = true }
+            startLater(later)
+        case .elsewhere:
+            goAway(lifecycle, atHead: true)
+        }
+    }
+
+    private mutating func bodyReceived(_ chunk: UnsafeRawBufferPointer) {
+        guard let request, !discarding else { return }
+        bodyBytes += chunk.count
+        let action = request.receive(chunk)
+        takeInterims()
+        switch action {
+        case .proceed:
+            if request.bodyMustWait(then: bodyReady) { bodyPausedSince = now }
+        case .respond(let response):
+            discarding = true
+            answer(response)
+        case .close, .wait, .elsewhere: terminate(.error)
+        }
+    }
+
+    private mutating func requestComplete() {
+        guard let request, !discarding else { return }
+        if !parser.keepAlive { closeAfterAnswers = true }
+        // A consumer that asked to wait on the last piece: nothing more of this body is to be
+        // read, so there is nothing to pause (its call back finds nothing to resume).
+        bodyPausedSince = nil
+        let action = request.bodyComplete()
+        takeInterims()
+        bodyActed(action, request)
+    }
+
+    /// Carries out the action of a request's end (at once, or when it lands from the executor).
+    private mutating func bodyActed(_ action: RequestLifecycle.Action, _ lifecycle: RequestLifecycle) {
+        switch action {
+        case .respond(let response): answer(response)
+        case .wait(let later): startLater(later)
+        case .close: terminate(.error)
+        case .proceed: break
+        case .elsewhere: goAway(lifecycle, atHead: false)
+        }
+    }
+
+    /// The request's next step runs on its route's executor: nothing more of it is read meanwhile.
+    private mutating func goAway(_ lifecycle: RequestLifecycle, atHead: Bool) {
+        waiting = true
+        awayAtHead = atHead
+        awayToStart = lifecycle
+    }
+
+    private mutating func startLater(_ later: Later) {
+        waiting = true
+        laterToStart = later
+    }
+
+    /// A head that could not be parsed: answered through the router's middleware; the
+    /// connection closes after it.
+    private mutating func refuseMalformed(_ error: HTTPError, target: String = "") {
+        let lifecycle: RequestLifecycle
+        if let request {
+            lifecycle = request
+        } else {
+            server.inFlight.add(1, ordering: .relaxed)
+            lifecycle = RequestLifecycle(router: server.router, limits: server.limits, target: target, remoteAddress: address, started: now)
+            // Nothing of the request before it applies (a HEAD's answer has no body; HTTP/1.0's…).
+            requestIsHead = false
+            requestHTTP10 = false
+            requestHasBody = false
+        }
+        request = lifecycle
+        waitingForHeadSince = nil
+        discarding = true
+        waiting = false
+        laterToStart = nil
+        awayToStart = nil
+        let action = lifecycle.malformed(error)
+        takeInterims()
+        if case .respond(let response) = action {
+            answer(response)
+        } else {
+            terminate(.error)
+        }
+    }
+
+    /// Interim responses the last lifecycle call sent go out before anything it answered.
+    private mutating func takeInterims() {
+        guard !interims.queued.isEmpty else { return }
+        let taken = interims.queued
+        interims.queued = []
+        for bytes in taken { queueRaw(bytes) }
+    }
+
+    // MARK: - Answers
+
+    /// Queues the answer of `request`.
+    private mutating func answer(_ response: Response) {
+        guard let lifecycle = request else { return }
+        request = nil
+        interims.isOpen = false
+        let closesAfter = closeAfterAnswers || discarding || quiescing || server.isStopping
+            || response.headers["Connection"].map { HTTPHeaders.equal($0, "close") } == true
+        let status = response.status.code
+        let bodyAllowed = status >= 200 && status != 204 && status != 304
+        let bytes: [UInt8]
+        var separate: [UInt8] = []
+        var bodyBytes = 0
+        var closes = closesAfter
+        var file: (fd: Int32, offset: Int, remaining: Int)?
+        var stream: StreamState?
+        switch response.payload {
+        case .bytes:
+            // A small body goes in the head's array; a large one is written from its own.
+            if bodyAllowed, !requestIsHead { bodyBytes = response.body.count }
+            bytes = ResponseHead.head(response, framing: bodyAllowed ? .length(UInt64(response.body.count)) : .none, keepAlive: !closesAfter,
+                                      http10: requestHTTP10, date: date, body: bodyBytes > 0 && bodyBytes <= 4096)
+            if bodyBytes > 4096 { separate = response.body }
+        case .file(let fileFD, let offset, let length):
+            bytes = ResponseHead.head(response, framing: .length(length), keepAlive: !closesAfter, http10: requestHTTP10, date: date, body: false)
+            bodyBytes = Int(length)
+            if requestIsHead || length == 0 { Glibc.close(fileFD) } else { file = (fileFD, Int(offset), Int(length)) }
+        case .stream(let body, let length, let blockSize):
+            let chunked = length == nil && !requestHTTP10
+            closes = closesAfter || (length == nil && requestHTTP10)
+            let framing: ResponseHead.Framing = !bodyAllowed ? .none : length.map { .length($0) } ?? (chunked ? .chunked : .closeDelimited)
+            bytes = ResponseHead.head(response, framing: framing, keepAlive: !closes, http10: requestHTTP10, date: date, body: false)
+            if requestIsHead || !bodyAllowed {
+                body.finish()
+            } else {
+                stream = StreamState(body: body, chunked: chunked, blockSize: min(blockSize, Self.streamPiece))
+            }
+        }
+        if closes { closeAfterAnswers = true }
+        queuedBytes += bytes.count + separate.count
+        queue.append(Outgoing(head: bytes, body: separate, file: file, stream: stream, lifecycle: lifecycle, status: status, bodyBytes: bodyBytes,
+                              closeAfter: closes))
+    }
+
+    /// Bytes that are not an answer of their own (an interim response).
+    private mutating func queueRaw(_ bytes: [UInt8]) {
+        queuedBytes += bytes.count
+        queue.append(Outgoing(head: bytes, body: [], lifecycle: nil, status: 0, closeAfter: false))
+    }
+
+    // MARK: - Writing
+
+    private enum Step {
+        case act(Action)
+        /// Progress without I/O: look again.
+        case again
+        /// The front waits (a stream with nothing to send).
+        case idle
+    }
+
+    /// The largest piece of a streaming body read at once (the loop's stream buffer holds it
+    /// with a chunk's framing).
+    static let streamPiece = 64 << 10
+    /// Room before a piece for its chunk-size line (16 hex digits at most… of which 64 KiB needs 5) and CRLF.
+    private static let chunkPrefix = 10
+
+    private mutating func writeFront() -> Step {
+        let sent = queue[0].sent
+        let headCount = queue[0].head.count
+        if sent < headCount + queue[0].body.count {
+            writing = .bytes
+            if sent < headCount { return .act(.write(queue[0].head, from: sent, queue[0].body)) }
+            return .act(.write(queue[0].body, from: sent - headCount, []))
+        }
+        if let file = queue[0].file {
+            if file.remaining > 0 {
+                writing = .file
+                return .act(.sendFile(fd: file.fd, offset: file.offset, count: min(file.remaining, 1 << 20)))
+            }
+            Glibc.close(file.fd)
+            queue[0].file = nil
+        }
+        if queue[0].stream != nil { return writeStream() }
+        finishFront()
+        return .again
+    }
+
+    private mutating func writeStream() -> Step {
+        if !queue[0].stream!.started {
+            queue[0].stream!.started = true
+            return .act(.startStream(queue[0].stream!.body))
+        }
+        if queue[0].stream!.pendingSent < queue[0].stream!.pending.count {
+            writing = .pending
+            return .act(.write(queue[0].stream!.pending, from: queue[0].stream!.pendingSent, []))
+        }
+        if queue[0].stream!.ended {
+            Self.finishStream(&queue[0].stream!)
+            finishFront()
+            return .again
+        }
+        if queue[0].stream!.waiting { return .idle }
+        // Room in front of the data for a chunk's size line, and after it for its CRLF.
+        let chunked = queue[0].stream!.chunked
+        let prefix = chunked ? Self.chunkPrefix : 0
+        let room = min(queue[0].stream!.blockSize, streamBuffer.count - prefix - 7)
+        let base = streamBuffer.baseAddress!
+        let read: StreamRead = quiescing || server.isStopping ? .end
+            : queue[0].stream!.body.read(into: UnsafeMutableRawBufferPointer(start: base + prefix, count: room), at: queue[0].stream!.position)
+        var start = prefix
+        var end = prefix
+        switch read {
+        case .bytes(let count):
+            guard count > 0 else {
+                queue[0].stream!.waiting = true
+                return .idle
+            }
+            queue[0].stream!.position += UInt64(count)
+            end = prefix + count
+            if chunked {
+                start = Self.writeChunkSize(count, before: prefix, in: base)
+                streamBuffer[end] = 0x0D
+                streamBuffer[end + 1] = 0x0A
+                end += 2
+            }
+        case .wait:
+            queue[0].stream!.waiting = true
+            return .idle
+        case .end:
+            queue[0].stream!.ended = true
+            guard chunked else { return .again }
+            let last: StaticString = "0\r\n\r\n"
+            (base + start).copyMemory(from: last.utf8Start, byteCount: 5)
+            end = start + 5
+        case .failed:
+            Self.finishStream(&queue[0].stream!)
+            terminate(.clientAbort)
+            return .again
+        }
+        writing = .buffer(start, end)
+        return .act(.writeBuffer(UnsafeRawBufferPointer(start: base + start, count: end - start)))
+    }
+
+    /// Writes `count` in hex and CRLF just before `offset`; where it begins.
+    static func writeChunkSize(_ count: Int, before offset: Int, in base: UnsafeMutableRawPointer) -> Int {
+        var position = offset - 2
+        base.storeBytes(of: 0x0D, toByteOffset: position, as: UInt8.self)
+        base.storeBytes(of: 0x0A, toByteOffset: position + 1, as: UInt8.self)
+        var value = count
+        repeat {
+            position -= 1
+            let digit = UInt8(value & 0xF)
+            base.storeBytes(of: digit < 10 ? 0x30 + digit : 0x57 + digit, toByteOffset: position, as: UInt8.self)
+            value >>= 4
+        } while value > 0
+        return position
+    }
+
+    /// What the socket did not take of the stream buffer's `start..<end` is kept by the stream
+    /// (the buffer is the loop's, shared by its connections).
+    private mutating func keepStreamBytes(from start: Int, to end: Int) {
+        guard !queue.isEmpty, queue[0].stream != nil else { return }
+        queue[0].stream!.pending = Array(UnsafeRawBufferPointer(start: streamBuffer.baseAddress! + start, count: end - start))
+        queue[0].stream!.pendingSent = 0
+    }
+
+    private static func finishStream(_ stream: inout StreamState) {
+        guard !stream.finished else { return }
+        stream.finished = true
+        stream.body.finish()
+    }
+
+    /// The front answer is written: its request is complete.
+    private mutating func finishFront() {
+        // Moved out, not copied: usually the only answer queued.
+        let finished = queue.count == 1 ? queue.removeLast() : queue.removeFirst()
+        queuedBytes -= finished.head.count + finished.body.count
+        if let lifecycle = finished.lifecycle { complete(lifecycle, status: finished.status, bytes: finished.bodyBytes, outcome: .sent) }
+        if finished.closeAfter {
+            shutdownPending = true
+            return
+        }
+        if queue.isEmpty, request == nil { waitingForHeadSince = now }
+    }
+
+    // MARK: - The end
+
+    private func complete(_ lifecycle: RequestLifecycle, status: Int, bytes: Int, outcome: CompletedExchange.Outcome) {
+        lifecycle.completed(status: status, bytesSent: bytes, outcome: outcome)
+        server.inFlight.subtract(1, ordering: .releasing)
+    }
+
+    /// Ends every request in flight and queued answer with `outcome`; the connection closes.
+    private mutating func terminate(_ outcome: CompletedExchange.Outcome) {
+        guard !closing, !isFinished else { return }
+        interims.isOpen = false
+        laterToStart = nil
+        awayToStart = nil
+        if let request {
+            self.request = nil
+            complete(request, status: 0, bytes: 0, outcome: outcome)
+        }
+        let queued = queue
+        queue = []
+        queuedBytes = 0
+        for var outgoing in queued {
+            if let file = outgoing.file { Glibc.close(file.fd) }
+            if outgoing.stream != nil { Self.finishStream(&outgoing.stream!) }
+            if let lifecycle = outgoing.lifecycle { complete(lifecycle, status: outgoing.status, bytes: 0, outcome: outcome) }
+        }
+        closing = true
+    }
+
+    /// Closes once nothing is owed; what still is ends as a client abort.
+    private mutating func finishClose() {
+        guard !closing, !isFinished else { return }
+        if !queue.isEmpty || request != nil {
+            terminate(.clientAbort)
+            return
+        }
+        closing = true
+    }
+}

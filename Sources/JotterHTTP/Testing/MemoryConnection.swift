@@ -1,0 +1,292 @@
+import Glibc
+import Synchronization
+
+/// An `HTTP1StateMachine` driven with bytes in memory instead of a socket, as
+/// `HTTP1Connection` drives it with one: what the client sends is read in pieces of at most
+/// `readSize` bytes, each write takes at most `writeSize` bytes (nothing while the client
+/// does not read), and time is what the caller says. For the machine's tests and the fuzzer.
+///
+/// It checks what a socket would suffer from: an action after the connection ended, a write
+/// after the write side was shut, a wait for bytes that are there while nothing is read (a
+/// level-triggered loop would spin).
+struct MemoryConnection: ~Copyable {
+    private(set) var machine: HTTP1StateMachine
+    /// Sent by the client and not read yet.
+    private var input: [UInt8] = []
+    private var inputStart = 0
+    /// The client shut its write side.
+    private(set) var clientClosed = false
+    /// What the server wrote, in order.
+    private(set) var output: [UInt8] = []
+    /// The most one read takes.
+    var readSize = Int.max
+    /// The most one write takes.
+    var writeSize = Int.max
+    /// The client reads what is written (else the socket takes nothing: writes block).
+    var clientReads = true
+    /// The clock, as the loop would pass it (microseconds).
+    var now: UInt64
+    /// When the loop last polled (the sweep's `polledAt`); follows `now` unless set.
+    var polledAt: UInt64?
+    /// What the machine waits for, after its last `wait`.
+    private(set) var interest = HTTP1StateMachine.Interest(read: true, write: false)
+    /// The write side was shut (the connection lingers).
+    private(set) var writesShut = false
+    /// The machine said `close`.
+    private(set) var closed = false
+    /// The machine handed the connection to HTTP/2 with these bytes.
+    private(set) var handedOff: [UInt8]?
+    /// Rules a socket would see broken (see the type's description); empty when none was.
+    private(set) var violations: [String] = []
+    /// Reads and writes done.
+    private(set) var reads = 0
+    private(set) var writes = 0
+    /// What other threads hand back: later replies' render closures, wakes, a body consumer's call.
+    let mail = Mailbox()
+    private let readBuffer: UnsafeMutableRawBufferPointer
+    private let streamBuffer: UnsafeMutableRawBufferPointer
+    /// The waker of the streaming body being sent.
+    private var waker: ConnectionWaker?
+
+    init(server: HTTPServer, now: UInt64 = 1_000_000_000, readBufferSize: Int = EventLoop.readBufferSize) {
+        readBuffer = .allocate(byteCount: readBufferSize, alignment: 16)
+        streamBuffer = .allocate(byteCount: 64 << 10 + 16, alignment: 16)
+        let date = DateField()
+        date.refresh()
+        self.now = now
+        let mail = self.mail
+        machine = HTTP1StateMachine(server: server, address: "127.0.0.1", now: now, date: date, readBuffer: readBuffer,
+                                    streamBuffer: streamBuffer, bodyReady: { mail.bodyCalledBack.store(true, ordering: .releasing) },
+                                    interims: InterimSink())
+    }
+
+    deinit {
+        readBuffer.deallocate()
+        streamBuffer.deallocate()
+    }
+
+    var ended: Bool { closed || handedOff != nil }
+
+    /// Bytes written that the caller has not taken.
+    mutating func takeOutput() -> [UInt8] {
+        defer { output = [] }
+        return output
+    }
+
+    // MARK: - The client
+
+    /// The client sends `bytes`; the connection runs as far as it can.
+    mutating func send(_ bytes: some Sequence<UInt8>) {
+        input.append(contentsOf: bytes)
+        pump()
+    }
+
+    /// `bytes` arrive, and the loop has not polled since: nothing is read until `pump` (or an event).
+    mutating func arrive(_ bytes: some Sequence<UInt8>) {
+        input.append(contentsOf: bytes)
+    }
+
+    /// The client shuts its write side.
+    mutating func closeInput() {
+        clientClosed = true
+        pump()
+    }
+
+    /// Bytes sent and not read yet.
+    var unread: Int { input.count - inputStart }
+
+    /// Reports readiness as a level-triggered epoll would, until the machine waits for
+    /// something the memory socket does not have.
+    mutating func pump() {
+        var rounds = 0
+        while !ended, rounds < 100_000 {
+            rounds += 1
+            let readable = interest.read && (unread > 0 || clientClosed)
+            let writable = interest.write && clientReads
+            guard readable || writable else { return }
+            let before = (reads, writes)
+            run(machine.ready(read: readable, write: writable))
+            if !ended, (reads, writes) == before, case let wanted = interest, (wanted.read && readable) || (wanted.write && writable) {
+                violations.append("the socket was reported ready and nothing was read or written, and the connection waits for it again (a level-triggered loop would spin)")
+                return
+            }
+        }
+    }
+
+    // MARK: - Events from elsewhere
+
+    /// The sweep at `now`.
+    mutating func tick() {
+        guard !ended else { return }
+        run(machine.tick(now: now, polledAt: polledAt ?? now))
+        pump()
+    }
+
+    /// The oldest later reply whose work is done is handed back; false when none is.
+    @discardableResult
+    mutating func resumeLater() -> Bool {
+        let render = mail.laters.withLock { $0.isEmpty ? nil : $0.removeFirst() }
+        guard let render, !ended else { return false }
+        run(machine.resume(now: now, render))
+        pump()
+        return true
+    }
+
+    /// The oldest step done on a route's executor is handed back (as the loop would: a request
+    /// the connection no longer waits for is completed as it ended); false when none is.
+    @discardableResult
+    mutating func land() -> Bool {
+        let away = mail.landings.withLock { $0.isEmpty ? nil : $0.removeFirst() }
+        guard let away else { return false }
+        guard !ended, let action = machine.landed(away.lifecycle, now: now) else {
+            away.lifecycle.finishAbandoned()
+            return true
+        }
+        run(action)
+        pump()
+        return true
+    }
+
+    /// The body's consumer caught up.
+    mutating func bodyReady() {
+        guard !ended else { return }
+        run(machine.bodyReady(now: now))
+        pump()
+    }
+
+    /// Delivers the wakes of streaming bodies.
+    mutating func deliverWakes() {
+        while mail.wakes.load(ordering: .relaxed) > 0, !ended {
+            mail.wakes.subtract(1, ordering: .relaxed)
+            waker?.woken()
+            run(machine.streamWoken())
+            pump()
+        }
+    }
+
+    /// Interim responses sent from a route's executor reached the loop.
+    mutating func interimsQueued() {
+        guard !ended else { return }
+        run(machine.interimsQueued())
+        pump()
+    }
+
+    mutating func quiesce() {
+        guard !ended else { return }
+        run(machine.quiesce())
+        pump()
+    }
+
+    mutating func abort(_ outcome: CompletedExchange.Outcome) {
+        guard !ended else { return }
+        run(machine.abort(outcome))
+    }
+
+    // MARK: - Actions
+
+    mutating func run(_ first: HTTP1StateMachine.Action) {
+        var action = first
+        while true {
+            if ended {
+                violations.append("an action after the connection ended: \(action)")
+                return
+            }
+            switch action {
+            case .read(let buffer), .drain(let buffer):
+                reads += 1
+                if unread > 0 {
+                    let count = min(unread, buffer.count, readSize)
+                    input.withUnsafeBytes { bytes in
+                        buffer.baseAddress!.copyMemory(from: bytes.baseAddress! + inputStart, byteCount: count)
+                    }
+                    inputStart += count
+                    if inputStart == input.count {
+                        input = []
+                        inputStart = 0
+                    }
+                    action = machine.received(count, now: now)
+                } else {
+                    action = clientClosed ? machine.peerClosed() : machine.readBlocked()
+                }
+            case .write(let first, let from, let second):
+                action = first.withUnsafeBytes { first in
+                    second.withUnsafeBytes { second in write(UnsafeRawBufferPointer(rebasing: first[from...]), second) }
+                }
+            case .writeBuffer(let bytes):
+                action = write(bytes, UnsafeRawBufferPointer(start: nil, count: 0))
+            case .sendFile(let fd, let offset, let count):
+                guard clientReads else {
+                    action = machine.writeBlocked()
+                    break
+                }
+                writes += 1
+                if writesShut { violations.append("a file sent after the write side was shut") }
+                var piece = [UInt8](repeating: 0, count: min(count, writeSize, 1 << 20))
+                let read = pread(fd, &piece, piece.count, off_t(offset))
+                if read < 0 {
+                    action = machine.writeFailed()
+                } else {
+                    output.append(contentsOf: piece[..<read])
+                    action = machine.wrote(read, now: now)
+                }
+            case .startLater(let later):
+                let mail = self.mail
+                later.start { render in mail.laters.withLock { $0.append(render) } }
+                action = machine.performed()
+            case .goAway(let lifecycle):
+                let mail = self.mail, away = RequestLifecycle.Away(lifecycle)
+                lifecycle.goAway { mail.landings.withLock { $0.append(away) } }
+                action = machine.performed()
+            case .startStream(let body):
+                let mail = self.mail
+                waker?.close()
+                let waker = ConnectionWaker(calling: { mail.wakes.add(1, ordering: .relaxed) })
+                self.waker = waker
+                body.start(waker: waker)
+                action = machine.performed()
+            case .shutdownWrites:
+                if writesShut { violations.append("the write side was shut twice") }
+                writesShut = true
+                action = machine.performed()
+            case .checkUnread:
+                action = machine.tick(now: now, polledAt: polledAt ?? now, unread: unread > 0)
+            case .handOff(let bytes):
+                handedOff = Array(bytes)
+                return
+            case .wait(let wanted):
+                interest = wanted
+                return
+            case .close:
+                closed = true
+                return
+            }
+        }
+    }
+
+    /// Takes what the socket would of `first` then `second` (copying only that).
+    private mutating func write(_ first: UnsafeRawBufferPointer, _ second: UnsafeRawBufferPointer) -> HTTP1StateMachine.Action {
+        guard clientReads else { return machine.writeBlocked() }
+        writes += 1
+        if writesShut { violations.append("a write after the write side was shut") }
+        if first.count + second.count == 0 { violations.append("an empty write") }
+        let fromFirst = min(first.count, writeSize)
+        output.append(contentsOf: first[..<fromFirst])
+        let fromSecond = min(second.count, writeSize - fromFirst)
+        output.append(contentsOf: second[..<fromSecond])
+        return machine.wrote(fromFirst + fromSecond, now: now)
+    }
+}
+
+extension MemoryConnection {
+    /// What other threads hand to a memory connection.
+    final class Mailbox: Sendable {
+        /// Render closures of later replies whose work called `done`, oldest first.
+        let laters = Mutex<[@Sendable () throws -> Response]>([])
+        /// Requests whose step on their route's executor is done, in the order they landed.
+        let landings = Mutex<[RequestLifecycle.Away]>([])
+        /// Wakes of streaming bodies not yet delivered.
+        let wakes = Atomic<Int>(0)
+        /// A paused body's consumer called back (`bodyReady`).
+        let bodyCalledBack = Atomic<Bool>(false)
+    }
+}
