@@ -97,6 +97,16 @@ public struct PostgresRow {
         let negative = bytes.first == UInt8(ascii: "-")
         if negative || bytes.first == UInt8(ascii: "+") { index = 1 }
         guard index < bytes.count else { return nil }
+        if bytes.count - index <= 18 {  // cannot overflow: no checks per digit (ids, times, versions)
+            var value: Int64 = 0
+            while index < bytes.count {
+                let digit = bytes[index] &- UInt8(ascii: "0")
+                guard digit < 10 else { return nil }
+                value = value &* 10 &+ Int64(digit)
+                index &+= 1
+            }
+            return negative ? -value : value
+        }
         var magnitude: UInt64 = 0
         while index < bytes.count {
             let digit = bytes[index] &- UInt8(ascii: "0")
