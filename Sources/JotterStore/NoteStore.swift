@@ -1,7 +1,7 @@
 /// Persistence for notes and their change events, scoped by `Owner`.
 ///
 /// Implemented by `SQLiteStore` and `PostgresStore`. Reads are synchronous and may run on any
-/// thread (with PostgreSQL they wait for a round trip: see `DataStore.readsWait`). Each write is
+/// thread (with PostgreSQL they wait for a round trip: see `DataStore.readThreads`). Each write is
 /// its own operation with its own outcome; it is queued, committed durably, and only then
 /// handed to its completion, on a store thread.
 ///
