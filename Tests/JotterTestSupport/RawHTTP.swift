@@ -89,13 +89,30 @@ public final class RawHTTP {
         close(null)
     }
 
-    /// Sends raw bytes.
+    /// Sends raw bytes. When the server closed the connection before taking them all, the
+    /// error says how far the send got and what the server answered before it closed.
     public func send(_ bytes: [UInt8]) throws {
         var offset = 0
         while offset < bytes.count {
             let sent = bytes[offset...].withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
-            guard sent > 0 else { throw Failure(message: "send failed: \(String(cString: strerror(errno)))") }
+            guard sent > 0 else {
+                let reason = String(cString: strerror(errno))
+                let answer = String(decoding: buffer + readWaiting(), as: UTF8.self)
+                throw Failure(message: "send failed: \(reason) after \(offset) of \(bytes.count) bytes; the server answered "
+                              + (answer.isEmpty ? "nothing" : "«\(answer.prefix(2000))»"))
+            }
             offset += sent
+        }
+    }
+
+    /// The bytes already received and not read, without waiting for more.
+    private func readWaiting() -> [UInt8] {
+        var received: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 65536)
+        while true {
+            let count = recv(fd, &chunk, chunk.count, Int32(MSG_DONTWAIT))
+            guard count > 0 else { return received }
+            received += chunk[..<count]
         }
     }
 
