@@ -15,9 +15,12 @@ import JotterBlobs
 /// the request names the generation it got, and is refused once another request has taken the
 /// upload over — so a request that was overtaken can no longer record anything, wherever it
 /// runs. A request appending holds a lease (`writer_until`, renewed by each part); a take-over
-/// while it runs is refused (`.busy`) so that the caller can first ask it to stop
-/// (`announcePartialUploadTakeOver`: every instance's `observePartialUploadTakeOvers` handler
-/// hears it) and give it a moment to record what it received, then try again — or force it.
+/// while it runs is refused (`.busy`, naming the holder's generation) so that the caller can
+/// first ask that holder to stop (`announcePartialUploadTakeOver`: every instance's
+/// `observePartialUploadTakeOvers` handler hears it) and give it a moment to record what it
+/// received, then try again — or force it. An announcement names the generation it is for:
+/// heard late (after the announcing request was answered, and a later request took the upload
+/// over), it must not stop that later request.
 ///
 /// All calls block (the network): never on an engine thread.
 public protocol BucketPartialUploadStore: Sendable {
@@ -40,12 +43,14 @@ public protocol BucketPartialUploadStore: Sendable {
     /// took the upload over or it is gone.
     func recordPartialUpload(id: String, owner: Owner, generation: Int64, _ recording: PartialUploadRecording) throws(StoreError) -> PartialUploadRecorded?
 
-    /// Asks every instance to stop the request appending to `id` (it records what it has).
-    func announcePartialUploadTakeOver(id: String)
+    /// Asks every instance to stop the request appending to `id` that holds generation
+    /// `holder` (or an earlier one): it records what it has. nil: any request on it (the
+    /// upload is being removed).
+    func announcePartialUploadTakeOver(id: String, holder: Int64?)
 
-    /// Calls `handler` with the id of every upload a take-over was announced for, on any
-    /// instance (this one's included). Set once, before serving.
-    func observePartialUploadTakeOvers(_ handler: @escaping @Sendable (String) -> Void)
+    /// Calls `handler` with the upload's id and the holder's generation (nil: any) of every
+    /// take-over announced, on any instance (this one's included). Set once, before serving.
+    func observePartialUploadTakeOvers(_ handler: @escaping @Sendable (_ id: String, _ holder: Int64?) -> Void)
 
     /// Which of `ids` have a partial upload row (for the sweep of multipart uploads no row names).
     func knownPartialUploadIDs(_ ids: [String]) throws(StoreError) -> Set<String>
@@ -55,8 +60,9 @@ public protocol BucketPartialUploadStore: Sendable {
 public enum PartialUploadTakeOver: Sendable {
     /// The caller holds the upload now.
     case held(PartialUploadHold)
-    /// Another request appending holds a lease: ask it to stop, then try again (or force).
-    case busy
+    /// Another request appending holds a lease — the holder of generation `holder`: ask it to
+    /// stop, then try again (or force).
+    case busy(holder: Int64)
     /// A request is completing it (sealed, its lease running).
     case sealed
     /// No such partial upload of this owner (completed, cancelled, expired, or never).

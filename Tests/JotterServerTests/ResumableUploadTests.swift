@@ -415,6 +415,51 @@ struct ResumableUploadTests {
         }
     }
 
+    /// With the bucket, a take-over asks the request appending to stop on every instance by a
+    /// PostgreSQL NOTIFY, which each instance hears on a thread of its own — late, when the
+    /// machine is busy: after the request that sent it was answered, and after the append
+    /// that followed took the upload over. The notice is for the request it displaced, never
+    /// for a later one.
+    @Test("a take-over's notice heard late stops nothing but the request it displaced: the append after it goes on",
+          .enabled(if: SharedBackend.available, Comment(rawValue: SharedBackend.skipMessage)))
+    func lateTakeOverNotice() throws {
+        try withApp(.bucket) { app in
+            let databaseURL = try #require({ if case .postgres(let url, _) = app.app.configuration.database { url } else { nil } }())
+            func generation(_ id: String) throws -> Int64 {
+                let run = try runProgram(["psql", "-qtAX", databaseURL, "-c", "SELECT generation FROM partial_uploads WHERE id = '\(id)'"])
+                return Int64(run.output.trimmingCharacters(in: .whitespacesAndNewlines)) ?? 0
+            }
+            let file = Self.bytes(300_000, seed: 13)
+            let creation = try RawHTTP(port: app.port, timeout: 5)
+            try creation.send(Self.creation(version: 6, complete: true, length: file.count))
+            let path = Self.path(of: try #require(try creation.readResponse().header("Location")))
+            let id = String(path.dropFirst("/uploads/".count))
+            try creation.send(Array(file[..<100_000]))
+            shutdown(creation.fd, Int32(SHUT_RDWR))
+            let head = try RawHTTP(port: app.port).request("HEAD", path, headers: [("Upload-Draft-Interop-Version", "6")], close: true)
+            let offset = try #require(Int(head.header("Upload-Offset") ?? ""), "\(head.raw)")
+            let displaced = try generation(id) - 1
+
+            // The append's head and some of its body: once it holds the upload…
+            let patch = try RawHTTP(port: app.port, timeout: 10)
+            let rest = Array(file[offset...])
+            try patch.send(Array(("PATCH \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: \(rest.count)\r\nConnection: close\r\n"
+                                  + "Upload-Draft-Interop-Version: 6\r\nUpload-Offset: \(offset)\r\nUpload-Complete: ?1\r\n"
+                                  + "Content-Type: application/partial-upload\r\n\r\n").utf8) + rest[..<50_000])
+            let deadline = Date().addingTimeInterval(10)
+            while try generation(id) == displaced + 1, Date() < deadline { usleep(20_000) }
+            #expect(try generation(id) == displaced + 2)
+            // …the notice that displaced the creating request arrives, as a late NOTIFY would.
+            let rows = try #require(app.app.notes as? any BucketPartialUploadStore)
+            rows.announcePartialUploadTakeOver(id: id, holder: displaced)
+            usleep(500_000)
+            try patch.send(Array(rest[50_000...]))
+            let done = try patch.readFinalResponse()
+            #expect(done.status == 201, "\(done.raw)")
+            #expect((try done.json()["uploads"] as? [[String: Any]])?.first?["sha256"] as? String == SHA256Hex.of(file))
+        }
+    }
+
     @Test("cut at 100 random points and resumed: the stored SHA-256 is the file's every time", arguments: backends)
     func randomCuts(_ backend: Backend) throws {
         try withApp(backend) { app in

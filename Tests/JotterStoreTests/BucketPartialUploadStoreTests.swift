@@ -51,15 +51,15 @@ struct BucketPartialUploadStoreTests {
         #expect(try { if case .missing = try store.takeOverPartialUpload(id: made.id, owner: Owner(id: 2), leaseSeconds: 0, force: true, loadingBytes: false) { true } else { false } }())
     }
 
-    @Test("an appending holder's lease makes a take-over busy until it gives the lease up, or the take-over is forced")
+    @Test("an appending holder's lease makes a take-over busy (naming the holder's generation) until it gives the lease up, or the take-over is forced")
     func leases() throws {
         let made = record()
         try store.createPartialUpload(made, owner: owner, leaseSeconds: 30, emptySHA256: Self.empty)
-        #expect(try { if case .busy = try store.takeOverPartialUpload(id: made.id, owner: owner, leaseSeconds: 0, force: false, loadingBytes: false) { true } else { false } }())
+        #expect(try { if case .busy(holder: 1) = try store.takeOverPartialUpload(id: made.id, owner: owner, leaseSeconds: 0, force: false, loadingBytes: false) { true } else { false } }())
         #expect(try store.recordPartialUpload(id: made.id, owner: owner, generation: 1, PartialUploadRecording(leaseSeconds: 0)) != nil)
         let second = try held(store.takeOverPartialUpload(id: made.id, owner: owner, leaseSeconds: 30, force: false, loadingBytes: true))
         #expect(second.generation == 2)
-        #expect(try { if case .busy = try store.takeOverPartialUpload(id: made.id, owner: owner, leaseSeconds: 0, force: false, loadingBytes: false) { true } else { false } }())
+        #expect(try { if case .busy(holder: 2) = try store.takeOverPartialUpload(id: made.id, owner: owner, leaseSeconds: 0, force: false, loadingBytes: false) { true } else { false } }())
         let forced = try held(store.takeOverPartialUpload(id: made.id, owner: owner, leaseSeconds: 0, force: true, loadingBytes: false))
         #expect(forced.generation == 3)
         // A lease that ran out holds nobody up.
@@ -133,20 +133,22 @@ struct BucketPartialUploadStoreTests {
         #expect(try held(store.takeOverPartialUpload(id: made.id, owner: owner, leaseSeconds: 0, force: false, loadingBytes: false)).generation == hold.generation + 1)
     }
 
-    @Test("an announced take-over reaches the observer of every store on the database, another instance's too")
+    @Test("an announced take-over reaches the observer of every store on the database, another instance's too, with the generation it is for")
     func announcements() throws {
         let other = try StoreFixture.openPostgres(url: fixture.database!.url, directory: fixture.directory)
         defer { other.close() }
         let heard = Mutex<[String]>([])
-        other.observePartialUploadTakeOvers { id in heard.withLock { $0.append(id) } }
-        store.observePartialUploadTakeOvers { id in heard.withLock { $0.append("self " + id) } }
+        other.observePartialUploadTakeOvers { id, holder in heard.withLock { $0.append("\(id) \(holder.map(String.init) ?? "any")") } }
+        store.observePartialUploadTakeOvers { id, holder in heard.withLock { $0.append("self \(id) \(holder.map(String.init) ?? "any")") } }
         // A store's feed LISTENs once its connection is up: until then an announcement passes it
         // by (a take-over then waits out the lease instead), so this one is repeated.
         let deadline = Date().addingTimeInterval(10)
-        while Set(heard.withLock({ $0 })).count < 2, Date() < deadline {
-            store.announcePartialUploadTakeOver(id: "0123456789abcdef01234567")
+        while Set(heard.withLock({ $0 })).count < 4, Date() < deadline {
+            store.announcePartialUploadTakeOver(id: "0123456789abcdef01234567", holder: 7)
+            store.announcePartialUploadTakeOver(id: "89abcdef0123456789abcdef", holder: nil)
             usleep(200_000)
         }
-        #expect(Set(heard.withLock { $0 }) == ["0123456789abcdef01234567", "self 0123456789abcdef01234567"])
+        #expect(Set(heard.withLock { $0 }) == ["0123456789abcdef01234567 7", "self 0123456789abcdef01234567 7",
+                                                "89abcdef0123456789abcdef any", "self 89abcdef0123456789abcdef any"])
     }
 }

@@ -17,13 +17,25 @@ import Synchronization
 /// the backlog, at most once a second.
 ///
 /// The same connection LISTENs on `jotter_uploads`, where a request taking a resumable upload
-/// over names it (`BucketPartialUploadStore.announcePartialUploadTakeOver`): the payload goes
-/// to the take-over handler as it arrives.
+/// over names it and the generation it displaces (`BucketPartialUploadStore.announcePartialUploadTakeOver`):
+/// they go to the take-over handler as they arrive — which may be late (this thread reads the
+/// events too): the generation says which request the announcement was for.
 final class PostgresEventFeed: Sendable {
     /// The channel writers notify.
     static let channel = "jotter_events"
-    /// The channel of resumable-upload take-overs (payload: the upload's id).
+    /// The channel of resumable-upload take-overs (payload: `takeOverPayload`).
     static let uploadsChannel = "jotter_uploads"
+
+    /// The upload's id, then a space and the displaced holder's generation when there is one.
+    static func takeOverPayload(id: String, holder: Int64?) -> String {
+        holder.map { id + " " + String($0) } ?? id
+    }
+
+    /// `takeOverPayload`'s parts.
+    static func takeOver(_ payload: String) -> (id: String, holder: Int64?) {
+        let fields = payload.split(separator: " ", maxSplits: 1)
+        return (fields.first.map(String.init) ?? "", fields.count > 1 ? Int64(fields[1]) : nil)
+    }
 
     private struct State {
         var handler: (@Sendable (NoteEvent, Owner) -> Void)?
@@ -57,7 +69,7 @@ final class PostgresEventFeed: Sendable {
     }
 
     /// Sets the handler of resumable-upload take-overs (`uploadsChannel`).
-    func observeTakeOvers(_ handler: @escaping @Sendable (String) -> Void) {
+    func observeTakeOvers(_ handler: @escaping @Sendable (_ id: String, _ holder: Int64?) -> Void) {
         let boxed = TakeOverHandler(call: handler)
         state.withLock { $0.takeOvers = boxed }
     }
@@ -98,7 +110,8 @@ final class PostgresEventFeed: Sendable {
                 }
                 for notification in try db.notifications(timeoutMilliseconds: 100) {
                     if notification.channel == Self.uploadsChannel {
-                        state.withLock { $0.takeOvers }?.call(notification.payload)
+                        let (id, holder) = Self.takeOver(notification.payload)
+                        state.withLock { $0.takeOvers }?.call(id, holder)
                     } else {
                         due = true
                         untrimmed = true
@@ -126,8 +139,8 @@ final class PostgresEventFeed: Sendable {
 
 /// The handler of resumable-upload take-overs.
 final class TakeOverHandler: Sendable {
-    let call: @Sendable (String) -> Void
-    init(call: @escaping @Sendable (String) -> Void) { self.call = call }
+    let call: @Sendable (_ id: String, _ holder: Int64?) -> Void
+    init(call: @escaping @Sendable (_ id: String, _ holder: Int64?) -> Void) { self.call = call }
 }
 
 /// Seconds on a clock that never jumps.

@@ -109,10 +109,10 @@ extension PostgresStore: BucketPartialUploadStore {
                     WHERE id = $1 AND owner = $2 AND (writer_until <= \(Self.now) OR ($4::boolean AND NOT sealed))
                     RETURNING \(PostgresPartialUploadRows.columns), generation, parts_sha256
                     """, [id, owner.id, leaseSeconds, force]).first else {
-                    guard let found = try db.query("SELECT sealed FROM partial_uploads WHERE id = $1 AND owner = $2", [id, owner.id]).first else {
+                    guard let found = try db.query("SELECT sealed, generation FROM partial_uploads WHERE id = $1 AND owner = $2", [id, owner.id]).first else {
                         return .missing
                     }
-                    return try found.value(0, as: Bool.self) ? .sealed : .busy
+                    return try found.value(0, as: Bool.self) ? .sealed : .busy(holder: try found.value(1))
                 }
                 let record = try PostgresPartialUploadRows.record(row)
                 var hold = PartialUploadHold(record: record, generation: try row.value(11), parts: [],
@@ -178,11 +178,12 @@ extension PostgresStore: BucketPartialUploadStore {
         }
     }
 
-    public func announcePartialUploadTakeOver(id: String) {
-        _ = try? read { db in try db.query("SELECT pg_notify($1, $2)", [PostgresEventFeed.uploadsChannel, id]) }
+    public func announcePartialUploadTakeOver(id: String, holder: Int64?) {
+        let payload = PostgresEventFeed.takeOverPayload(id: id, holder: holder)
+        _ = try? read { db in try db.query("SELECT pg_notify($1, $2)", [PostgresEventFeed.uploadsChannel, payload]) }
     }
 
-    public func observePartialUploadTakeOvers(_ handler: @escaping @Sendable (String) -> Void) {
+    public func observePartialUploadTakeOvers(_ handler: @escaping @Sendable (_ id: String, _ holder: Int64?) -> Void) {
         feed.observeTakeOvers(handler)
     }
 

@@ -23,7 +23,9 @@ import Synchronization
 /// runs. Before that, the appending request is asked to stop — directly on this instance, by a
 /// PostgreSQL NOTIFY on the others — and given `patience` to record what it received (its part
 /// on the way, its tail), so the new request resumes from every byte received; an instance
-/// that went away holds nobody up longer than that. Part numbers are handed out by the row and
+/// that went away holds nobody up longer than that. The NOTIFY names the generation it is for,
+/// and stops no writer holding a later one: heard late, it would otherwise stop the request
+/// that came after the one that sent it. Part numbers are handed out by the row and
 /// never reused, so a part a stopped request still had on its way can never stand in for one
 /// of the new request's: the completion names only recorded parts.
 final class BucketPartials: PartialStorage {
@@ -48,7 +50,7 @@ final class BucketPartials: PartialStorage {
         self.rows = rows
         self.bucket = bucket
         self.lifetime = lifetime
-        rows.observePartialUploadTakeOvers { [weak self] id in self?.stopWriter(id) }
+        rows.observePartialUploadTakeOvers { [weak self] id, holder in self?.stopWriter(id, holder: holder) }
     }
 
     // MARK: - PartialStorage
@@ -79,10 +81,10 @@ final class BucketPartials: PartialStorage {
             case .held(let hold):
                 let writer = appending ? try register(hold, owner: owner, tentative: tentative) : nil
                 return .held(record: hold.record, offset: hold.record.offset, writer: writer)
-            case .busy:
+            case .busy(let holder):
                 // Appending on another instance (or recording here): ask it to stop, wait for it.
                 if !announced {
-                    rows.announcePartialUploadTakeOver(id: id)
+                    rows.announcePartialUploadTakeOver(id: id, holder: holder)
                     announced = true
                 }
                 usleep(20_000)
@@ -97,7 +99,7 @@ final class BucketPartials: PartialStorage {
     func cancel(_ id: String, owner: Owner) throws -> Bool {
         guard let record = try store.partialUpload(id: id, owner: owner) else { return false }
         stopWriter(id)
-        rows.announcePartialUploadTakeOver(id: id)
+        rows.announcePartialUploadTakeOver(id: id, holder: nil)
         // Once the row is gone, nothing of a request still appending can be recorded.
         guard try store.deletePartialUpload(id: id, owner: owner) else { return false }
         try? bucket.abortMultipartUpload(UploadRecord.blobKey(id), uploadID: record.backendState)
@@ -106,7 +108,7 @@ final class BucketPartials: PartialStorage {
 
     func expire(_ record: PartialUploadRecord, owner: Owner) {
         stopWriter(record.id)
-        rows.announcePartialUploadTakeOver(id: record.id)
+        rows.announcePartialUploadTakeOver(id: record.id, holder: nil)
         guard (try? store.deletePartialUpload(id: record.id, owner: owner)) == true else { return }
         try? bucket.abortMultipartUpload(UploadRecord.blobKey(record.id), uploadID: record.backendState)
     }
@@ -149,9 +151,11 @@ final class BucketPartials: PartialStorage {
         }
     }
 
-    /// Asks the request appending to `id` on this instance, if any, to stop and record what it has.
-    private func stopWriter(_ id: String) {
-        writers.withLock { $0[id] }?.stop()
+    /// Asks the request appending to `id` on this instance, if any, to stop and record what it
+    /// has — only when it holds generation `holder` or an earlier one (nil: whichever it holds).
+    private func stopWriter(_ id: String, holder: Int64? = nil) {
+        guard let writer = writers.withLock({ $0[id] }), holder.map({ writer.generation <= $0 }) ?? true else { return }
+        writer.stop()
     }
 }
 
@@ -170,7 +174,8 @@ final class BucketPartialWriter: PartialWriter, @unchecked Sendable {
     private let owner: Owner
     private let key: String
     private let uploadID: String
-    private let generation: Int64
+    /// The generation the request holds the upload with.
+    let generation: Int64
     private let tentative: Bool
     private let partials: BucketPartials
     private let partSize: Int
