@@ -193,7 +193,7 @@ final class MachineFuzz: @unchecked Sendable {
         valve.behind = false
         valve.ready = nil
         executor.work = []
-        var connection = MemoryConnection(server: server, readBufferSize: 1 << 12)
+        var connection = MemoryConnection<HTTP1StateMachine>(server: server, readBufferSize: 1 << 12)
         connection.readSize = input.count > 0 && input[0] > 0 ? Int(input[0]) : .max
         connection.writeSize = input.count > 1 && input[1] > 0 ? Int(input[1]) : .max
         var pending: [UInt8] = []
