@@ -20,14 +20,6 @@ enum ConnectionAction {
     /// Send `count` bytes of the open file `fd` from `offset` (`sendfile`; over TLS read into
     /// the loop's stream buffer and written). `wrote(0)` means the file ended early.
     case sendFile(fd: Int32, offset: Int, count: Int)
-    /// Start a later reply's work; its render closure comes back as `resume` for `stream`
-    /// (answer: `performed`).
-    case startLater(Later, stream: Int32)
-    /// Send the request's next step to its route's executor (`RequestLifecycle.goAway`); it
-    /// comes back as `landed` for `stream` (answer: `performed`).
-    case goAway(RequestLifecycle, stream: Int32)
-    /// Give a streaming body its waker, before its first read (answer: `performed`).
-    case startStream(any StreamingBody, ConnectionWaker)
     /// Shut the write side (TLS: close_notify first); then the connection lingers (answer: `performed`).
     case shutdownWrites
     /// The sweep needs to know whether bytes wait unread: ask `tick` again with `unread`.
@@ -73,7 +65,7 @@ protocol ConnectionMachine: ~Copyable {
     mutating func writeBlocked() -> ConnectionAction
     /// A write failed: the client is gone.
     mutating func writeFailed() -> ConnectionAction
-    /// The last `startLater`, `goAway`, `startStream` or `shutdownWrites` was done.
+    /// The last `shutdownWrites` was done.
     mutating func performed() -> ConnectionAction
     /// The sweep, at `now`; the loop last polled at `polledAt`. `unread`: whether bytes wait
     /// unread (nil: not asked yet — the answer is `checkUnread` when it matters).
@@ -113,7 +105,9 @@ extension ConnectionMachine where Self: ~Copyable {
 /// The way back to one connection from other threads: what a later reply's work, a route's
 /// executor, a body's consumer or a streaming body hands back reaches the connection as a task
 /// of its event loop (`EventLoop.Task`, with the connection's token) — or, for a machine driven
-/// in memory, goes to a function that keeps the tasks (`MemoryConnection`).
+/// in memory, goes to a function that keeps the tasks (`MemoryConnection`). A machine starts
+/// such work itself, through here, once the event that decided it is over (never from inside
+/// the parser or nghttp2's callbacks); the result comes back as an event.
 struct Handback: Sendable {
     let token: UInt64
     private let target: Target

@@ -10,7 +10,7 @@ import Glibc
 /// (`MemoryConnection`, `Tests/JotterHTTPTests/HTTP1StateMachineTests.swift`).
 ///
 /// Each event returns one action; an action that does something (`read`, `write`, `sendFile`,
-/// `startLater`, `startStream`, `shutdownWrites`, `drain`) is answered by the event that says
+/// `shutdownWrites`, `drain`) is answered by the event that says
 /// how it went, and the next action follows; `wait` ends the chain until the socket or another
 /// thread has news; `close` and `handOff` end the connection. Time comes in with the events
 /// (`now`), never from a clock; the machine reads none (`ConnectionMachine`).
@@ -85,7 +85,8 @@ struct HTTP1StateMachine: ConnectionMachine, ~Copyable {
     private let streamBuffer: UnsafeMutableRawBufferPointer
     /// Handed to a body's consumer that is behind; it calls it (any thread) when it can take more.
     private let bodyReady: @Sendable () -> Void
-    /// The way back to this connection from other threads (streaming bodies' wakers).
+    /// The way back to this connection from other threads: later replies, steps on a route's
+    /// executor, streaming bodies' wakes.
     private let handback: Handback
     private let parser: RequestParser
     /// The connection's interim responses (`RequestContext.sendInterim`), taken after each lifecycle call.
@@ -356,7 +357,7 @@ struct HTTP1StateMachine: ConnectionMachine, ~Copyable {
         return next()
     }
 
-    /// The last `startLater`, `startStream` or `shutdownWrites` was done.
+    /// The last `shutdownWrites` was done.
     mutating func performed() -> Action {
         next()
     }
@@ -505,13 +506,14 @@ struct HTTP1StateMachine: ConnectionMachine, ~Copyable {
                 isFinished = true
                 return .close
             }
+            // Work handed to other threads once the event is over, never from inside the parser.
             if let later = laterToStart {
                 laterToStart = nil
-                return .startLater(later, stream: 0)
+                handback.startLater(later, stream: 0)
             }
             if let lifecycle = awayToStart {
                 awayToStart = nil
-                return .goAway(lifecycle, stream: 0)
+                handback.goAway(lifecycle, stream: 0)
             }
             if shutdownPending {
                 shutdownPending = false
@@ -887,7 +889,8 @@ struct HTTP1StateMachine: ConnectionMachine, ~Copyable {
             queue[0].stream!.started = true
             let waker = ConnectionWaker(handback, stream: 0)
             queue[0].stream!.waker = waker
-            return .act(.startStream(queue[0].stream!.body, waker))
+            queue[0].stream!.body.start(waker: waker)
+            return .again
         }
         if queue[0].stream!.pendingSent < queue[0].stream!.pending.count {
             writing = .pending

@@ -5,8 +5,8 @@ import Glibc
 /// connection takes (`ConnectionMachine`: bytes read, bytes the socket took, the socket ready, a
 /// tick of the sweep, a later reply ready, a step back from a route's executor, a body's
 /// consumer ready, a stream woken, the peer's end, quiesce) and returns the next thing to do
-/// (`ConnectionAction`): read into the loop's buffer, write these frames, start a later reply's
-/// work, a step on a route's executor or a streaming body, wait for the socket, close.
+/// (`ConnectionAction`): read into the loop's buffer, write these frames, wait for the socket,
+/// close.
 /// `HTTP2Connection` does the I/O on the event loop (`SocketDriver`, shared with HTTP/1.1); tests
 /// and the fuzzer do the same with byte arrays (`MemoryConnection`,
 /// `Tests/JotterHTTPTests/HTTP2StateMachineTests.swift`).
@@ -22,8 +22,8 @@ import Glibc
 /// executor, interim responses and streaming bodies — and its answer goes out as HEADERS and DATA
 /// frames under the peer's windows: bytes, a file read in pieces (`pread`), or a streaming body
 /// that defers its stream until its waker posts. What is started elsewhere (a later reply's work,
-/// a step away, a streaming body) is returned as an action once nghttp2's call is over, never run
-/// inside a callback. Time comes in with the events (`now`); the machine reads no clock. Not
+/// a step away, a streaming body) is handed over through the `Handback` once nghttp2's call is
+/// over, never from inside a callback. Time comes in with the events (`now`); the machine reads no clock. Not
 /// thread-safe: one event loop drives it.
 struct HTTP2StateMachine: ConnectionMachine, ~Copyable {
     /// One request and its answer.
@@ -74,7 +74,7 @@ struct HTTP2StateMachine: ConnectionMachine, ~Copyable {
         case stream(any StreamingBody)
     }
 
-    /// Work to start elsewhere once nghttp2's call is over (returned as actions, in order).
+    /// Work to hand to other threads once nghttp2's call is over, in order.
     private enum Start {
         case later(Int32, Later)
         case away(Int32, RequestLifecycle)
@@ -461,7 +461,7 @@ struct HTTP2StateMachine: ConnectionMachine, ~Copyable {
                 finish()
                 return .close
             }
-            if let start = nextStart() { return start }
+            if !starts.isEmpty { startWork() }
             if !outputBlocked {
                 if pendingSent < pending.count {
                     writing = .pending
@@ -509,19 +509,20 @@ struct HTTP2StateMachine: ConnectionMachine, ~Copyable {
         roundsLeft = Self.readRounds
     }
 
-    /// The first start still valid (its stream open and waiting for it), as an action.
-    private mutating func nextStart() -> ConnectionAction? {
+    /// Hands to other threads the work the last event started, once nghttp2's call is over:
+    /// what is still valid (its stream open and waiting for it) — a stream reset in the same read
+    /// as its head never sends its step away.
+    private mutating func startWork() {
         while !starts.isEmpty {
             switch starts.removeFirst() {
             case .later(let id, let later):
-                if let stream = streams[id], stream.waiting { return .startLater(later, stream: id) }
+                if let stream = streams[id], stream.waiting { handback.startLater(later, stream: id) }
             case .away(let id, let lifecycle):
-                if let stream = streams[id], stream.waiting, stream.lifecycle === lifecycle { return .goAway(lifecycle, stream: id) }
+                if let stream = streams[id], stream.waiting, stream.lifecycle === lifecycle { handback.goAway(lifecycle, stream: id) }
             case .stream(let id, let body, let waker):
-                if let stream = streams[id], stream.waker === waker { return .startStream(body, waker) }
+                if let stream = streams[id], stream.waker === waker { body.start(waker: waker) }
             }
         }
-        return nil
     }
 
     // MARK: - nghttp2

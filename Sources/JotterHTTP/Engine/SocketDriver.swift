@@ -2,9 +2,9 @@ import Glibc
 
 /// The I/O of a connection's state machine on its event loop, the same for HTTP/1.1
 /// (`HTTP1Connection`) and HTTP/2 (`HTTP2Connection`): each action the machine returns is done
-/// here — a read or write through `ConnectionIO` (plain or TLS), `sendfile`, epoll interest,
-/// starting a later reply's work, a step on a route's executor or a streaming body — and its
-/// result fed back as the next event, until the machine waits or ends. Loop thread only.
+/// here — a read or write through `ConnectionIO` (plain or TLS), `sendfile`, shutting the write
+/// side, epoll interest — and its result fed back as the next event, until the machine waits or
+/// ends. What other threads hand back comes in as loop tasks (`event(_:_:)`). Loop thread only.
 struct SocketDriver {
     unowned let loop: EventLoop
     var io: ConnectionIO
@@ -32,12 +32,12 @@ struct SocketDriver {
     var token: UInt64 { handback.token }
 
     /// Whether epoll reported an error or hang-up with nothing to read.
-    static func hungUp(_ events: UInt32) -> Bool {
+    @inline(__always) static func hungUp(_ events: UInt32) -> Bool {
         events & (Epoll.error | Epoll.hangUp) != 0 && events & Epoll.input == 0
     }
 
     /// What epoll reported, as the machine's event.
-    static func event<Machine: ConnectionMachine & ~Copyable>(_ events: UInt32, _ machine: inout Machine) -> ConnectionAction {
+    @inline(__always) static func event<Machine: ConnectionMachine & ~Copyable>(_ events: UInt32, _ machine: inout Machine) -> ConnectionAction {
         if hungUp(events) { return machine.hungUp() }
         return machine.ready(read: events & Epoll.input != 0, write: events & Epoll.output != 0)
     }
@@ -88,15 +88,6 @@ struct SocketDriver {
                 action = Self.writeResult(io.transmit(bytes.baseAddress!, bytes.count), &machine)
             case .sendFile(let fd, let offset, let count):
                 action = Self.writeResult(io.transmit(file: fd, offset: offset, count: count, buffer: loop.streamBuffer), &machine)
-            case .startLater(let later, let stream):
-                handback.startLater(later, stream: stream)
-                action = machine.performed()
-            case .goAway(let lifecycle, let stream):
-                handback.goAway(lifecycle, stream: stream)
-                action = machine.performed()
-            case .startStream(let body, let waker):
-                body.start(waker: waker)
-                action = machine.performed()
             case .shutdownWrites:
                 io.shutdownWrites()
                 action = machine.performed()
@@ -116,7 +107,7 @@ struct SocketDriver {
         }
     }
 
-    private static func readResult<Machine: ConnectionMachine & ~Copyable>(_ count: Int, _ machine: inout Machine) -> ConnectionAction {
+    @inline(__always) private static func readResult<Machine: ConnectionMachine & ~Copyable>(_ count: Int, _ machine: inout Machine) -> ConnectionAction {
         switch count {
         case 0: machine.peerClosed()
         case ConnectionIO.wouldBlock: machine.readBlocked()
@@ -125,7 +116,7 @@ struct SocketDriver {
         }
     }
 
-    private static func writeResult<Machine: ConnectionMachine & ~Copyable>(_ written: Int, _ machine: inout Machine) -> ConnectionAction {
+    @inline(__always) private static func writeResult<Machine: ConnectionMachine & ~Copyable>(_ written: Int, _ machine: inout Machine) -> ConnectionAction {
         if written >= 0 { return machine.wrote(written, now: Clock.microseconds()) }
         return written == ConnectionIO.wouldBlock ? machine.writeBlocked() : machine.writeFailed()
     }

@@ -46,8 +46,6 @@ struct MemoryConnection<Machine: ConnectionMachine & ~Copyable>: ~Copyable {
     private(set) var writes = 0
     /// What other threads handed back (the tasks a loop would run), in order.
     let mail: Mailbox
-    /// The way back to this connection: into `mail`.
-    private let handback: Handback
     private let readBuffer: UnsafeMutableRawBufferPointer
     private let streamBuffer: UnsafeMutableRawBufferPointer
 
@@ -62,8 +60,7 @@ struct MemoryConnection<Machine: ConnectionMachine & ~Copyable>: ~Copyable {
         self.now = now
         let mail = Mailbox()
         self.mail = mail
-        handback = mail.handback
-        machine = make(handback, readBuffer, streamBuffer, date)
+        machine = make(mail.handback, readBuffer, streamBuffer, date)
     }
 
     deinit {
@@ -239,15 +236,6 @@ struct MemoryConnection<Machine: ConnectionMachine & ~Copyable>: ~Copyable {
                     output.append(contentsOf: piece[..<read])
                     action = machine.wrote(read, now: now)
                 }
-            case .startLater(let later, let stream):
-                handback.startLater(later, stream: stream)
-                action = machine.performed()
-            case .goAway(let lifecycle, let stream):
-                handback.goAway(lifecycle, stream: stream)
-                action = machine.performed()
-            case .startStream(let body, let waker):
-                body.start(waker: waker)
-                action = machine.performed()
             case .shutdownWrites:
                 if writesShut { violations.append("the write side was shut twice") }
                 writesShut = true
