@@ -33,6 +33,35 @@ enum ConnectionAction {
     case close
 }
 
+/// What the socket did not take of bytes written from the loop's stream buffer (a streaming
+/// body's piece, HTTP/2 frames): copied out, since the buffer is the next connection's once the
+/// action is done, and written before anything else.
+struct Leftover {
+    private(set) var bytes: [UInt8] = []
+    private(set) var sent = 0
+
+    /// Nothing is left to write.
+    var isEmpty: Bool { sent >= bytes.count }
+
+    /// The write of what is left.
+    var write: ConnectionAction { .write(bytes, from: sent, []) }
+
+    /// Keeps `buffer[start..<end]`.
+    mutating func keep(_ buffer: UnsafeMutableRawBufferPointer, from start: Int, to end: Int) {
+        bytes = Array(UnsafeRawBufferPointer(rebasing: buffer[start..<end]))
+        sent = 0
+    }
+
+    /// The socket took `count` bytes of it; true when it took all (the copy is let go).
+    mutating func wrote(_ count: Int) -> Bool {
+        sent += count
+        guard sent >= bytes.count else { return false }
+        bytes = []
+        sent = 0
+        return true
+    }
+}
+
 /// What a connection waits for from its socket.
 struct ConnectionInterest: Equatable {
     var read: Bool

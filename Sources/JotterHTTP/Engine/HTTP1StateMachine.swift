@@ -47,8 +47,7 @@ struct HTTP1StateMachine: ConnectionMachine, ~Copyable {
         var started = false
         var position: UInt64 = 0
         /// Bytes read from the body that the socket did not take yet.
-        var pending: [UInt8] = []
-        var pendingSent = 0
+        var leftover = Leftover()
         var waiting = false
         var ended = false
         var finished = false
@@ -60,7 +59,7 @@ struct HTTP1StateMachine: ConnectionMachine, ~Copyable {
     private enum Writing {
         case bytes
         case file
-        case pending
+        case leftover
         /// The stream buffer's `start..<end`.
         case buffer(Int, Int)
     }
@@ -325,14 +324,8 @@ struct HTTP1StateMachine: ConnectionMachine, ~Copyable {
             }
             queue[0].file!.offset += count
             queue[0].file!.remaining -= count
-        case .pending:
-            queue[0].stream!.pendingSent += count
-            if queue[0].stream!.pendingSent < queue[0].stream!.pending.count {
-                outputBlocked = true
-            } else {
-                queue[0].stream!.pending = []
-                queue[0].stream!.pendingSent = 0
-            }
+        case .leftover:
+            if !queue[0].stream!.leftover.wrote(count) { outputBlocked = true }
         case .buffer(let start, let end):
             if start + count < end {
                 keepStreamBytes(from: start + count, to: end)
@@ -892,9 +885,9 @@ struct HTTP1StateMachine: ConnectionMachine, ~Copyable {
             queue[0].stream!.body.start(waker: waker)
             return .again
         }
-        if queue[0].stream!.pendingSent < queue[0].stream!.pending.count {
-            writing = .pending
-            return .act(.write(queue[0].stream!.pending, from: queue[0].stream!.pendingSent, []))
+        if !queue[0].stream!.leftover.isEmpty {
+            writing = .leftover
+            return .act(queue[0].stream!.leftover.write)
         }
         if queue[0].stream!.ended {
             Self.finishStream(&queue[0].stream!)
@@ -962,8 +955,7 @@ struct HTTP1StateMachine: ConnectionMachine, ~Copyable {
     /// (the buffer is the loop's, shared by its connections).
     private mutating func keepStreamBytes(from start: Int, to end: Int) {
         guard !queue.isEmpty, queue[0].stream != nil else { return }
-        queue[0].stream!.pending = Array(UnsafeRawBufferPointer(start: streamBuffer.baseAddress! + start, count: end - start))
-        queue[0].stream!.pendingSent = 0
+        queue[0].stream!.leftover.keep(streamBuffer, from: start, to: end)
     }
 
     private static func finishStream(_ stream: inout StreamState) {

@@ -14,7 +14,7 @@ import Glibc
 /// libnghttp2 does the framing, HPACK, flow control and stream states: bytes go in through
 /// `nghttp2_session_mem_recv`, and frames come out of `nghttp2_session_send` into the loop's
 /// stream buffer, up to its size, written from there; only what the socket did not take is
-/// copied to the machine (`pending`). nghttp2's callbacks run inside those two calls, and reach
+/// copied to the machine (`Leftover`). nghttp2's callbacks run inside those two calls, and reach
 /// the machine through the session's user pointer, set to the machine's address for each call.
 ///
 /// Each stream runs its request through a `RequestLifecycle` exactly as an HTTP/1.1 request does
@@ -83,7 +83,7 @@ struct HTTP2StateMachine: ConnectionMachine, ~Copyable {
 
     /// What the last write action was, to read its answer.
     private enum Writing {
-        case pending
+        case leftover
         /// The loop's stream buffer, `0..<count`.
         case buffer(Int)
     }
@@ -130,8 +130,7 @@ struct HTTP2StateMachine: ConnectionMachine, ~Copyable {
     // MARK: - Output
 
     /// Frames the socket did not take, copied out of the loop's stream buffer.
-    private var pending: [UInt8] = []
-    private var pendingSent = 0
+    private var leftover = Leftover()
     /// Bytes of the loop's stream buffer filled by the `nghttp2_session_send` under way.
     private var filled = 0
     private var writing: Writing?
@@ -285,14 +284,8 @@ struct HTTP2StateMachine: ConnectionMachine, ~Copyable {
         self.writing = nil
         if count > 0 { lastActivity = now }
         switch writing {
-        case .pending:
-            pendingSent += count
-            if pendingSent < pending.count {
-                outputBlocked = true
-            } else {
-                pending = []
-                pendingSent = 0
-            }
+        case .leftover:
+            if !leftover.wrote(count) { outputBlocked = true }
         case .buffer(let end):
             if count < end {
                 keepOutput(from: count, to: end)
@@ -448,11 +441,11 @@ struct HTTP2StateMachine: ConnectionMachine, ~Copyable {
 
     /// Bytes of output the connection holds of its own (what the socket did not take): none
     /// while it is idle.
-    var heldOutputBytes: Int { pending.count }
+    var heldOutputBytes: Int { leftover.bytes.count }
 
     // MARK: - The next action
 
-    /// What to do now, from the state: start what is due, write what is pending or what
+    /// What to do now, from the state: start what is due, write what is left over or what
     /// nghttp2 has to send, read, or wait.
     private mutating func next() -> ConnectionAction {
         while true {
@@ -463,9 +456,9 @@ struct HTTP2StateMachine: ConnectionMachine, ~Copyable {
             }
             if !starts.isEmpty { startWork() }
             if !outputBlocked {
-                if pendingSent < pending.count {
-                    writing = .pending
-                    return .write(pending, from: pendingSent, [])
+                if !leftover.isEmpty {
+                    writing = .leftover
+                    return leftover.write
                 }
                 let count = makeFrames()
                 if closing { continue }
@@ -572,8 +565,7 @@ struct HTTP2StateMachine: ConnectionMachine, ~Copyable {
     /// What the socket did not take of the stream buffer's `start..<end` is kept (the buffer is
     /// the loop's, shared by its connections).
     private mutating func keepOutput(from start: Int, to end: Int) {
-        pending = Array(UnsafeRawBufferPointer(start: outputBuffer.baseAddress! + start, count: end - start))
-        pendingSent = 0
+        leftover.keep(outputBuffer, from: start, to: end)
     }
 
     private func submitGoAway() {
@@ -775,7 +767,7 @@ struct HTTP2StateMachine: ConnectionMachine, ~Copyable {
     /// The connection is closed: the session goes.
     private mutating func finish() {
         isFinished = true
-        pending = []
+        leftover = Leftover()
         if let session {
             self.session = nil
             nghttp2_session_del(session)
