@@ -237,12 +237,10 @@ struct HTTP2StateMachineTests {
         let setup = Setup()
         var connection = Self.connection(setup)
         connection.readSize = 1000
-        let boundary = "b"
-        let head = "--\(boundary)\r\nContent-Disposition: form-data; name=\"file\"; filename=\"a.bin\"\r\nContent-Type: application/octet-stream\r\n\r\n"
         let size = 50_000
-        let body = Array(head.utf8) + [UInt8](repeating: 0x61, count: size) + Array("\r\n--\(boundary)--\r\n".utf8)
         let client = H2Client()
-        let id = client.request("POST", "/gated", headers: [("content-type", "multipart/form-data; boundary=\(boundary)")], body: body)
+        let id = client.request("POST", "/gated", headers: [("content-type", HTTP1StateMachineTests.oneFileType)],
+                                body: HTTP1StateMachineTests.oneFile(size: size))
         Self.converse(client, &connection)
         let atPause = setup.gate.state.withLock { $0.received }
         #expect(atPause > 0 && atPause < size)
