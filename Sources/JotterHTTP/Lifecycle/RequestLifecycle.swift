@@ -316,6 +316,9 @@ final class RequestLifecycle {
         }
         assert(!isCompleted, "a request was completed twice")
         isCompleted = true
+        // A step announced (`.elsewhere`) and never sent away — its connection or stream ended
+        // first — is dropped: it holds the lifecycle.
+        awayStep = nil
         reader.discard()
         stack.completed(CompletedExchange(head: head, target: target, remoteAddress: head?.remoteAddress ?? remoteAddress, context: context, status: status,
                                           bytesSent: bytesSent, microseconds: Int(Clock.microseconds() - started),
