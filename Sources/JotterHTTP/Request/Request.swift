@@ -4,28 +4,47 @@
 @dynamicMemberLookup
 public struct Request: Sendable {
     public internal(set) var head: RequestHead
+    /// What the body brought; nil without one (a request is copied often: one reference).
+    private let content: Content?
+
+    private final class Content: Sendable {
+        let rawBody: [UInt8]
+        let files: [UploadedFile]
+        let bodyStream: (any RequestBodyStream)?
+        let decodedBody: Result<RequestBody, HTTPError>
+
+        init(rawBody: [UInt8], files: [UploadedFile], bodyStream: (any RequestBodyStream)?, decodedBody: Result<RequestBody, HTTPError>) {
+            self.rawBody = rawBody
+            self.files = files
+            self.bodyStream = bodyStream
+            self.decodedBody = decodedBody
+        }
+    }
+
     /// The raw body bytes of a buffered body (empty when the body was streamed elsewhere, as
     /// multipart file parts and raw streams are).
-    public let rawBody: [UInt8]
+    public var rawBody: [UInt8] { content?.rawBody ?? [] }
     /// The file parts of a multipart body, stored by the route's file store.
-    public let files: [UploadedFile]
+    public var files: [UploadedFile] { content?.files ?? [] }
     /// The receiver of a `.stream` body, after it has seen the whole body.
-    public let bodyStream: (any RequestBodyStream)?
-    private let decodedBody: Result<RequestBody, HTTPError>
+    public var bodyStream: (any RequestBodyStream)? { content?.bodyStream }
 
     public init(head: RequestHead, body: [UInt8] = [], multipart: (fields: FormFields, files: [UploadedFile])? = nil,
                 bodyStream: (any RequestBodyStream)? = nil) {
         self.head = head
-        self.rawBody = body
-        self.files = multipart?.files ?? []
-        self.bodyStream = bodyStream
+        let decoded: Result<RequestBody, HTTPError>
         if let multipart {
-            decodedBody = .success(.form(multipart.fields))
+            decoded = .success(.form(multipart.fields))
         } else if body.isEmpty {
-            decodedBody = .success(.empty)
+            guard bodyStream != nil else {
+                content = nil
+                return
+            }
+            decoded = .success(.empty)
         } else {
-            decodedBody = Result { () throws(HTTPError) in try RequestBody.decode(body, contentType: head.headers["Content-Type"]) }
+            decoded = Result { () throws(HTTPError) in try RequestBody.decode(body, contentType: head.headers["Content-Type"]) }
         }
+        content = Content(rawBody: body, files: multipart?.files ?? [], bodyStream: bodyStream, decodedBody: decoded)
     }
 
     /// A request built by hand (tests, the in-process client).
@@ -34,17 +53,18 @@ public struct Request: Sendable {
         self.init(head: RequestHead(method: method, target: target, version: version, headers: headers, remoteAddress: remoteAddress), body: body)
     }
 
-    public subscript<Value>(dynamicMember keyPath: KeyPath<RequestHead, Value>) -> Value { head[keyPath: keyPath] }
+    @inlinable public subscript<Value>(dynamicMember keyPath: KeyPath<RequestHead, Value>) -> Value { head[keyPath: keyPath] }
 
     /// The method after any `_method` / `X-HTTP-Method-Override`.
-    public var method: HTTPMethod { head.method }
+    @inlinable public var method: HTTPMethod { head.method }
 
     /// The decoded query string; `400` naming the problem when it is malformed.
     public func query() throws(HTTPError) -> FormFields { try head.query() }
 
     /// The body decoded by Content-Type (form, JSON or empty); `400`/`415` when it can't be.
     public func body() throws(HTTPError) -> RequestBody {
-        try decodedBody.get()
+        guard let content else { return .empty }
+        return try content.decodedBody.get()
     }
 }
 
@@ -67,7 +87,9 @@ public struct RequestContext: Sendable {
     /// The request's id (set by `RequestIDMiddleware`), `-` when none was given.
     public var requestID = "-"
     /// The pattern of the route that answers (`/notes/:id`); nil when none matched.
-    public internal(set) var route: String?
+    public var route: String? { matchedRoute?.pattern.text }
+    /// The route that answers, once its handler is reached.
+    var matchedRoute: Route?
     /// When the request line arrived (monotonic microseconds).
     var started: UInt64 = 0
     /// Where interim responses go: the request's connection (nil where the engine can't send them).
