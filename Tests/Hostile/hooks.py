@@ -69,3 +69,10 @@ def before_call(ctx, case, **kwargs):
         case.path_parameters = {**parameters, "id": "999999999"}
     elif label in ("DELETE /users/{name}", "PUT /users/{name}/password") and parameters.get("name") == ADMIN_NAME:
         case.path_parameters = {**parameters, "name": ADMIN_NAME + "-not"}
+    if label in ("POST /uploads", "POST /upload") and (case.media_type or "").startswith("multipart/") \
+            and not isinstance(case.body, dict):
+        # The raw `*/*` body of these two (a string, not an object) given a multipart
+        # Content-Type is sent by schemathesis in one boundary, which is no multipart body (its own
+        # encoder says so): the server's 400 is right, yet was counted against a positive case.
+        # Sent as the raw bytes it is.
+        case.media_type = "application/octet-stream"

@@ -90,6 +90,9 @@ struct MultipartParserTests {
         ("--XyZ\r\nContent-Disposition: form-data; name=\"a\"\r\n\r\nx", "truncated"),
         ("--XyZ\r\nContent-Disposition: form-data; name=\"a\"\r\n\r\nx\r\n--XyZ", "truncated"),
         ("no boundary anywhere", "no boundary line"),
+        // A boundary line straight after the first (schemathesis's wrapping of a non-object value).
+        ("--XyZ\r\n--XyZ--\r\n", "ends in a part's header section"),
+        ("--XyZ\r\nContent-Disposition: form-data; name=\"a\"\r\n", "ends in a part's header section"),
         ("--XyZgarbage\r\nContent-Disposition: form-data; name=\"a\"\r\n\r\nx\r\n--XyZ--", "malformed multipart boundary line"),
         ("--XyZ\r\nContent-Disposition: attachment; name=\"a\"\r\n\r\nx\r\n--XyZ--", "not form-data"),
         ("--XyZ\r\nContent-Disposition: form-data; filename=\"a\"\r\n\r\nx\r\n--XyZ--", "has no name"),

@@ -71,10 +71,13 @@ struct MultipartParser {
 
     /// The body has ended: it must have ended with the closing boundary.
     func finish() throws(HTTPError) {
-        guard state == .epilogue else {
-            throw HTTPError.badRequest(state == .preamble
-                ? "the multipart body has no boundary line (is the boundary right?)"
-                : "the multipart body is truncated: it ends before the closing boundary")
+        switch state {
+        case .epilogue: return
+        case .preamble: throw HTTPError.badRequest("the multipart body has no boundary line (is the boundary right?)")
+        case .headers:
+            throw HTTPError.badRequest("the multipart body ends in a part's header section: a part needs its header lines, "
+                + "a blank line, then its content")
+        case .afterBoundary, .body: throw HTTPError.badRequest("the multipart body is truncated: it ends before the closing boundary")
         }
     }
 
