@@ -3,24 +3,28 @@
 /// renders the refusal). Call it as a function: `try next(request, context)`.
 ///
 /// The chain is an index into the route's middleware, not a closure per layer: calling it runs
-/// the next middleware's `handle` with a responder one step further in.
-public struct Responder: Sendable {
+/// the next middleware's `handle` with a responder one step further in. A responder is for the
+/// call it is passed to: call it there (or not at all), don't keep it for later — it refers to
+/// the route and its middleware without retaining them (the router holds them; the call that
+/// made the responder keeps them alive while it runs), which saves a retain and a release of
+/// each per middleware.
+public struct Responder: @unchecked Sendable {
     /// What answers once every middleware has run.
-    enum Endpoint: Sendable {
+    enum Endpoint {
         /// The route's handler.
-        case route(Route)
+        case route(Unmanaged<Route>)
         /// The refusal in `context.refusal`, rendered (an `HTTPError`) or thrown on.
         case refusal
         case function(@Sendable (Request, RequestContext) throws -> Reply)
     }
 
-    let stack: MiddlewareStack
+    let stack: Unmanaged<MiddlewareStack>
     /// The middleware that runs next, and the one past the last that runs.
     let index: Int
     let end: Int
     let endpoint: Endpoint
 
-    init(stack: MiddlewareStack, index: Int, end: Int, endpoint: Endpoint) {
+    init(stack: Unmanaged<MiddlewareStack>, index: Int, end: Int, endpoint: Endpoint) {
         self.stack = stack
         self.index = index
         self.end = end
@@ -30,17 +34,18 @@ public struct Responder: Sendable {
     /// A responder that answers with `respond`, with no middleware before it (to run a
     /// middleware by itself in a test).
     public init(_ respond: @escaping @Sendable (Request, RequestContext) throws -> Reply) {
-        self.init(stack: MiddlewareStack.none, index: 0, end: 0, endpoint: .function(respond))
+        self.init(stack: .passUnretained(MiddlewareStack.none), index: 0, end: 0, endpoint: .function(respond))
     }
 
     /// Passes the request on: to the next middleware's `handle`, or to what answers.
     public func callAsFunction(_ request: Request, _ context: RequestContext) throws -> Reply {
         if index < end {
-            return try stack.layers[index].handle(request, context: context,
-                                                  next: Responder(stack: stack, index: index + 1, end: end, endpoint: endpoint))
+            return try stack._withUnsafeGuaranteedRef {
+                try $0.layers[index].handle(request, context: context, next: Responder(stack: stack, index: index + 1, end: end, endpoint: endpoint))
+            }
         }
         switch endpoint {
-        case .route(let route): return try route.handler(request, context)
+        case .route(let route): return try route._withUnsafeGuaranteedRef { try $0.handler(request, context) }
         case .refusal:
             let refusal = context.refusal ?? HTTPError(.internalServerError)
             guard let error = refusal as? HTTPError else { throw refusal }
@@ -135,7 +140,9 @@ final class MiddlewareStack: Sendable {
 
     /// `route`'s handler inside every middleware of the stack.
     func respond(_ request: Request, _ context: RequestContext, route: Route) throws -> Reply {
-        try Responder(stack: self, index: 0, end: middleware.count, endpoint: .route(route))(request, context)
+        try withExtendedLifetime((self, route)) {
+            try Responder(stack: .passUnretained(self), index: 0, end: middleware.count, endpoint: .route(.passUnretained(route)))(request, context)
+        }
     }
 
     /// The answer for `context.refusal` through the `handle` of the first `count` middleware —
@@ -143,7 +150,7 @@ final class MiddlewareStack: Sendable {
     /// before the handler ran). An `HTTPError` is rendered, so every middleware outside sees the
     /// response; any other error is thrown on.
     func refuse(_ request: Request, _ context: RequestContext, through count: Int) throws -> Reply {
-        try Responder(stack: self, index: 0, end: count, endpoint: .refusal)(request, context)
+        try withExtendedLifetime(self) { try Responder(stack: .passUnretained(self), index: 0, end: count, endpoint: .refusal)(request, context) }
     }
 
     /// Runs every head phase in order; the index of the one that threw (its error in

@@ -46,9 +46,12 @@ struct BrowserProtection: Middleware {
         guard let name = Self.asciiHostRange(value) else {
             return allowedHosts.contains(Self.hostName(String(decoding: value, as: UTF8.self)))
         }
-        return allowedHostBytes.contains { allowed in
-            allowed.count == name.count && zip(allowed, name).allSatisfy { $0 == Self.lower($1) }
+        for allowed in allowedHostBytes where allowed.count == name.count {
+            var index = 0
+            while index < name.count, allowed[index] == Self.lower(value[name.lowerBound + index]) { index += 1 }
+            if index == name.count { return true }
         }
+        return false
     }
 
     /// `403` for an unsafe request a browser made on behalf of another site.
@@ -94,7 +97,7 @@ extension BrowserProtection {
         return value.withUTF8 { bytes -> String? in
             guard let name = asciiHostRange(UnsafeRawBufferPointer(bytes)) else { return nil }
             return String(unsafeUninitializedCapacity: name.count) { buffer in
-                for (index, byte) in name.enumerated() { buffer[index] = Self.lower(byte) }
+                for index in name.indices { buffer[index - name.lowerBound] = Self.lower(bytes[index]) }
                 return name.count
             }
         }
@@ -102,22 +105,27 @@ extension BrowserProtection {
 
     private static func lower(_ byte: UInt8) -> UInt8 { byte >= 0x41 && byte <= 0x5A ? byte | 0x20 : byte }
 
-    /// The bytes of `hostName` of an ASCII value, before lowercasing; nil when it is not ASCII.
-    static func asciiHostRange(_ bytes: UnsafeRawBufferPointer) -> Slice<UnsafeRawBufferPointer>? {
-        guard !bytes.contains(where: { $0 >= 0x80 }) else { return nil }
+    /// Where the bytes of `hostName` of an ASCII value are, before lowercasing; nil when it is
+    /// not ASCII. (Plain loops: this runs on every request.)
+    static func asciiHostRange(_ bytes: UnsafeRawBufferPointer) -> Range<Int>? {
+        for byte in bytes where byte >= 0x80 { return nil }
         var start = 0, end = bytes.count
         while start < end, bytes[start] == 0x20 || bytes[start] == 0x09 { start += 1 }
         while end > start, bytes[end - 1] == 0x20 || bytes[end - 1] == 0x09 { end -= 1 }
         if start < end, bytes[start] == UInt8(ascii: "[") {
-            if let close = bytes[start..<end].firstIndex(of: UInt8(ascii: "]")) { end = close + 1 }
+            var close = start
+            while close < end, bytes[close] != UInt8(ascii: "]") { close += 1 }
+            if close < end { end = close + 1 }
         } else {
-            if let colon = bytes[start..<end].lastIndex(of: UInt8(ascii: ":")),
-               bytes[(colon + 1)..<end].allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) {
-                end = colon
+            // A port: the digits after the last colon.
+            var digits = end
+            while digits > start, bytes[digits - 1] >= 0x30, bytes[digits - 1] <= 0x39 { digits -= 1 }
+            if digits > start, bytes[digits - 1] == UInt8(ascii: ":") {
+                end = digits - 1
             }
             if end > start, bytes[end - 1] == UInt8(ascii: ".") { end -= 1 }
         }
-        return bytes[start..<end]
+        return start..<end
     }
 }
 
