@@ -33,11 +33,22 @@ public enum Timestamp {
         buffer[7] = UInt8(ascii: "-")
         two(day, at: 8)
         buffer[10] = UInt8(ascii: " ")
-        two(secondOfDay / 3600, at: 11)
-        buffer[13] = UInt8(ascii: ":")
-        two(secondOfDay % 3600 / 60, at: 14)
-        buffer[16] = UInt8(ascii: ":")
-        two(secondOfDay % 60, at: 17)
+        writeTime(ofDay: secondOfDay, to: UnsafeMutableRawBufferPointer(rebasing: buffer[11..<19]))
+    }
+
+    /// The 8 bytes `HH:mm:ss` of a second of the day (0 ..< 86,400) into `buffer` (at least 8
+    /// bytes): the end of `write` — for a caller that already has the date of that day.
+    public static func writeTime(ofDay second: Int64, to buffer: UnsafeMutableRawBufferPointer) {
+        precondition(buffer.count >= 8 && second >= 0 && second < 86_400)
+        let base = buffer.baseAddress!
+        func two(_ value: Int64, at index: Int) {
+            (base + index).storeBytes(of: Self.pairs[Int(value)], as: UInt16.self)
+        }
+        two(second / 3600, at: 0)
+        buffer[2] = UInt8(ascii: ":")
+        two(second % 3600 / 60, at: 3)
+        buffer[5] = UInt8(ascii: ":")
+        two(second % 60, at: 6)
     }
 
     /// "00"…"99" as the two bytes of each number, in memory order.

@@ -1,7 +1,7 @@
 /// Persistence for notes and their change events, scoped by `Owner`.
 ///
 /// Implemented by `SQLiteStore` and `PostgresStore`. Reads are synchronous and may run on any
-/// thread (with PostgreSQL they wait for a round trip: see `DataStore.readsWait`). Each write is
+/// thread (with PostgreSQL they wait for a round trip: see `DataStore.readThreads`). Each write is
 /// its own operation with its own outcome; it is queued, committed durably, and only then
 /// handed to its completion, on a store thread.
 ///
@@ -143,14 +143,16 @@ public struct NoteQuery: Sendable {
 
     /// How many of `bodySizes` (in page order) make a page of at most `limit` notes within
     /// `budget` bytes — always at least one — and whether more follow.
-    public static func cut(_ bodySizes: [Int], limit: Int, budget: Int?) -> (count: Int, more: Bool) {
-        var total = 0
+    @inlinable
+    public static func cut(_ bodySizes: some Sequence<Int>, limit: Int, budget: Int?) -> (count: Int, more: Bool) {
+        var total = 0, count = 0
         for (index, size) in bodySizes.enumerated() {
+            count = index + 1
             if index == limit { return (index, true) }
             if let budget, index > 0, total + size > budget { return (index, true) }
             total += size
         }
-        return (bodySizes.count, false)
+        return (count, false)
     }
 }
 

@@ -106,6 +106,8 @@ public final class SQLiteStore: DataStore {
             throw .invalidArgument("cannot use \(dataDirectory) for uploads: \(error)")
         }
         if options.removesOrphans { files.removeOrphans(known: try UploadRows.allIDs(on: db)) }
+        // The writer keeps the full-text index itself, once per transaction (FullTextIndex).
+        try db.disableTriggers()
         noteWriter = NoteWriter(eventBacklog: Int64(options.eventBacklog))
         threads = try StoreThreads(count: 2)
         readers = ReaderPool(path: path, maxIdle: options.maxIdleReaders,
@@ -176,7 +178,9 @@ public final class SQLiteStore: DataStore {
 
     public func events(after: Int64, limit: Int, owner: Owner) throws(StoreError) -> [NoteEvent]? {
         try readers.withConnection { db throws(StoreError) in
-            try db.readTransaction { () throws(StoreError) in try NoteRows.events(after: after, limit: limit, owner: owner, on: db) }
+            try db.readTransaction { () throws(StoreError) in
+                try NoteRows.events(after: after, limit: limit, owner: owner, backlog: noteWriter.eventBacklog, on: db)
+            }
         }
     }
 
@@ -300,13 +304,13 @@ public final class SQLiteStore: DataStore {
         try readers.withConnection { db throws(StoreError) in try UploadRows.noteWithAttachments(id: id, owner: owner, on: db) }
     }
 
-    public func notesWithAttachments(_ query: NoteQuery, owner: Owner) throws(StoreError) -> [(NoteRecord, [UploadRecord])] {
+    public func notesWithAttachments(_ query: NoteQuery, owner: Owner) throws(StoreError) -> NotePage {
         try readers.withConnection { db throws(StoreError) in
-            try db.readTransaction { () throws(StoreError) -> [(NoteRecord, [UploadRecord])] in
-                let notes = try NoteRows.page(query, owner: owner, on: db)
-                let attachments = try UploadRows.attachments(of: notes.map(\.id), owner: owner, on: db)
-                // Most pages have no attachment: no lookup per note then.
-                return attachments.isEmpty ? notes.map { ($0, []) } : notes.map { ($0, attachments[$0.id] ?? []) }
+            try db.readTransaction { () throws(StoreError) -> NotePage in
+                var page = NotePage(capacity: query.limit)
+                try NoteRows.page(query, owner: owner, into: &page, on: db)
+                page.attachmentsByNote = try UploadRows.attachments(of: page.notes.map(\.id), owner: owner, on: db)
+                return page
             }
         }
     }

@@ -41,6 +41,20 @@ extension UploadRecord {
     public static func blobKey(_ id: String) -> String { "uploads/" + id }
 }
 
+extension Array where Element == UploadRecord {
+    /// These uploads by the note each is attached to, only for the notes of `noteIDs` (the
+    /// stores read the attachments of a page's span of ids, which may hold other notes').
+    func byNote(keeping noteIDs: [Int64]) -> [Int64: [UploadRecord]] {
+        var result: [Int64: [UploadRecord]] = [:]
+        guard !isEmpty else { return result }  // most pages: no set of ids to build
+        let wanted = Set(noteIDs)
+        for upload in self {
+            if let note = upload.noteID, wanted.contains(note) { result[note, default: []].append(upload) }
+        }
+        return result
+    }
+}
+
 /// A file whose bytes are already stored (`DataStore.blobs`, key `UploadRecord.blobKey(id)`),
 /// to be recorded by `UploadStore.addUploads`.
 public struct NewUpload: Sendable, Hashable {
@@ -76,8 +90,8 @@ public protocol UploadStore: Sendable {
     func attachments(of noteIDs: [Int64], owner: Owner) throws -> [Int64: [UploadRecord]]
     /// A note and its attachments, read together (one snapshot).
     func noteWithAttachments(id: Int64, owner: Owner) throws -> (NoteRecord, [UploadRecord])?
-    /// A page of notes, each with its attachments, read together.
-    func notesWithAttachments(_ query: NoteQuery, owner: Owner) throws -> [(NoteRecord, [UploadRecord])]
+    /// A page of notes, each with its attachments, read together (one snapshot), as `NoteStore.notes` selects them.
+    func notesWithAttachments(_ query: NoteQuery, owner: Owner) throws -> NotePage
 
     /// Records uploads whose bytes are stored, attached to `noteID` when given (the note's
     /// version grows: a `note.updated` event). nil when `noteID` names no note of `owner`'s;

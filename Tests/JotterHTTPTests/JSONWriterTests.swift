@@ -40,4 +40,59 @@ struct JSONWriterTests {
             }
         }
     }
+
+    /// JSON written straight into the array's storage is the same when it fits the estimate
+    /// and when it outgrows it (then copied from the writer's own larger buffer).
+    @Test("bytes(capacity:) fills an array whether or not the estimate was enough", arguments: [0, 16, 40, 41, 4096])
+    func writtenIntoAnArray(capacity: Int) {
+        let write: (inout JSONWriter) -> Void = { json in
+            json.object { json in
+                json.field("text") { $0.string(String(repeating: "ab\"", count: 5)) }
+                json.field("n") { $0.integer(-1234567) }
+            }
+        }
+        var plain = JSONWriter()
+        write(&plain)
+        #expect(JSONWriter.bytes(capacity: capacity, write) == plain.bytes)
+        #expect(String(decoding: plain.bytes, as: UTF8.self) == #"{"text":"ab\"ab\"ab\"ab\"ab\"","n":-1234567}"#)
+    }
+
+    /// Bytes from a database are written as the String `String(decoding:as:)` makes of them:
+    /// well-formed UTF-8 as it is (escaped), anything else with its replacement characters —
+    /// every kind of sequence at every offset of a word, and random bytes.
+    @Test("bytes are written as the String they decode to")
+    func utf8Bytes() {
+        func check(_ bytes: [UInt8]) {
+            var direct = JSONWriter(capacity: 1)
+            direct.raw("[")
+            bytes.withUnsafeBytes { direct.string(utf8: $0) }
+            var viaString = JSONWriter()
+            viaString.raw("[")
+            viaString.string(String(decoding: bytes, as: UTF8.self))
+            #expect(direct.bytes == viaString.bytes, "\(bytes)")
+        }
+        let sequences: [[UInt8]] = [
+            [0x22], [0x5C], [0x0A], [0x00], [0x7F], Array("é".utf8), Array("日".utf8), Array("📝".utf8), Array("\u{2028}".utf8),
+            Array("\u{FFFF}".utf8), Array("\u{10FFFF}".utf8),
+            [0x80], [0xBF], [0xC0, 0x80], [0xC1, 0xBF], [0xC2], [0xC2, 0x41], [0xE0, 0x80, 0x80], [0xE0, 0xA0], [0xED, 0xA0, 0x80],
+            [0xEF, 0xBF], [0xF0, 0x80, 0x80, 0x80], [0xF0, 0x90, 0x80], [0xF4, 0x90, 0x80, 0x80], [0xF5, 0x80, 0x80, 0x80], [0xFF],
+        ]
+        for length in 0..<18 {
+            for sequence in sequences {
+                for offset in 0...length {
+                    var bytes = [UInt8](repeating: UInt8(ascii: "a"), count: length)
+                    bytes.insert(contentsOf: sequence, at: offset)
+                    check(bytes)
+                }
+            }
+        }
+        var random = SystemRandomNumberGenerator()
+        for _ in 0..<2_000 {
+            let length = Int.random(in: 0..<40, using: &random)
+            // Mostly ASCII letters, with some of every other kind of byte.
+            check((0..<length).map { _ in
+                Bool.random(using: &random) ? UInt8.random(in: 0x61...0x7A, using: &random) : UInt8.random(in: 0...0xFF, using: &random)
+            })
+        }
+    }
 }

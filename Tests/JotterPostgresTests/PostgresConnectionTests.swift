@@ -24,6 +24,24 @@ struct PostgresConnectionTests {
         #expect(postgresError { _ = try row.value(9, as: Int.self) }?.kind == .decoding)
     }
 
+    /// `int64(_:)` reads a column's text with no String made, as `value(_:as: Int64.self)` does:
+    /// every length of number up to the limits and past them, signs, NULL and not a number.
+    @Test func integersReadFromTheirBytes() throws {
+        let connection = try TestDatabase.connect()
+        var texts = ["0", "-0", "+7", "42", "-42", "9223372036854775807", "-9223372036854775808", "9223372036854775808",
+                     "-9223372036854775809", "99999999999999999999", "12a", "-", "+", "", " 1", "1.5"]
+        var magnitude = "1"
+        for _ in 0..<20 { texts += [magnitude, "-" + magnitude]; magnitude += "9" }
+        let row = try #require(try connection.query("SELECT " + (1...texts.count).map { "$\($0)::text" }.joined(separator: ", ") + ", NULL::bigint",
+                                                    texts).first)
+        for (column, text) in texts.enumerated() {
+            let direct = try? row.int64(column), viaString = Int64(text)
+            #expect(direct == viaString, "\(text)")
+        }
+        #expect(postgresError { _ = try row.int64(texts.count) }?.kind == .decoding)
+        #expect(postgresError { _ = try row.int64(texts.count + 1) }?.kind == .decoding)
+    }
+
     @Test("a parameter holding NUL is refused, never cut short")
     func nulIsRefused() throws {
         let connection = try TestDatabase.connect()

@@ -46,11 +46,15 @@ struct WireJSONTests {
             NoteRecord(id: 1, body: "", createdAt: 0, updatedAt: 59, version: 1),
             NoteRecord(id: 9_007_199_254_740_993, body: "x", createdAt: -1, updatedAt: 253_402_300_799, version: 1 << 40),
             NoteRecord(id: 7, body: "plain text", createdAt: 951_782_400, updatedAt: 4_107_542_399, version: 10),
+            // Times on the day of the first note's (a page formats that day's date once).
+            NoteRecord(id: 6, body: "same day", createdAt: 1_796_049_340 + 3_661, updatedAt: 1_796_025_600, version: 2),
+            NoteRecord(id: 5, body: "day before", createdAt: 1_796_025_599, updatedAt: 1_796_025_600 + 86_399, version: 3),
         ]
         let stored = records.enumerated().map { StoredNote(record: $1, attachments: $0 == 0 ? [attachment, attachment] : []) }
         let pairs = try stored.map { try both($0) } + [
             try both(StoredNoteEnvelope(note: stored[0], message: "Note Created")), try both(StoredNoteEnvelope(note: stored[1])),
-            try both(StoredNoteList(notes: stored, next: "/notes?limit=4&after=7")), try both(StoredNoteList(notes: [], next: nil)),
+            try both(StoredNoteList(page: NotePage(records, attachments: [42: [attachment, attachment]]), next: "/notes?limit=4&after=7")),
+            try both(StoredNoteList(page: NotePage(records), count: 2, next: nil)), try both(StoredNoteList(page: NotePage([]), next: nil)),
         ]
         for (ours, foundation) in pairs {
             #expect(ours == foundation)

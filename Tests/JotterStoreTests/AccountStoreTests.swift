@@ -104,7 +104,7 @@ struct AccountStoreTests {
         #expect(try store.notes(NoteQuery(), owner: bob).map(\.body) == ["bob's plan"])
         #expect(try store.notes(NoteQuery(search: "secret"), owner: bob).isEmpty)
         #expect(try store.notes(NoteQuery(search: "plan"), owner: bob).map(\.body) == ["bob's plan"])
-        #expect(try store.notesWithAttachments(NoteQuery(order: .oldestFirst), owner: bob).map(\.0.body) == ["bob's plan"])
+        #expect(try store.notesWithAttachments(NoteQuery(order: .oldestFirst), owner: bob).records.map(\.body) == ["bob's plan"])
         #expect(try store.attachments(of: [note.id], owner: bob).isEmpty)
         #expect(try store.upload(id: file, owner: bob) == nil)
         #expect(try store.uploads(UploadQuery(limit: 10), owner: bob)?.isEmpty == true)

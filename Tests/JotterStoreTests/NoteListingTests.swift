@@ -10,6 +10,44 @@ struct NoteListingTests {
         return (fixture, notes)
     }
 
+    /// Owners whose notes interleave in every proportion — one owner's runs long, another's
+    /// sparse, one with none — each page in either order, with cursors and limits, holds
+    /// exactly the owner's notes (SQLite reads a page from the table while the owner's rows
+    /// dominate and through the owner's index otherwise).
+    @Test(arguments: Backend.all) func interleavedOwnersListOnlyTheirOwn(backend: Backend) throws {
+        let fixture = try StoreFixture(backend)
+        let store = fixture.store
+        // Owner 1 writes in long runs, 2 one note in seven, 3 in short bursts; 4 writes nothing.
+        var written: [Int64: [NoteRecord]] = [:]
+        for index in 0..<140 {
+            let owner: Int64 = index % 7 == 3 ? 2 : (index / 20) % 3 == 1 && index % 2 == 0 ? 3 : 1
+            guard case .done(let note, _) = try store.perform(.create(body: "o\(owner) n\(index)"), owner: Owner(id: owner)) else {
+                Issue.record("create"); return
+            }
+            written[owner, default: []].append(note)
+        }
+        for owner in [Int64(1), 2, 3, 4] {
+            let mine = written[owner] ?? []
+            for order in [NoteOrder.newestFirst, .oldestFirst] {
+                let expected = order == .newestFirst ? Array(mine.reversed()) : mine
+                for limit in [1, 3, 10, 1000] {
+                    var seen: [NoteRecord] = []
+                    var after: Int64? = nil
+                    while true {
+                        let page = try store.notes(NoteQuery(limit: limit, after: after, order: order), owner: Owner(id: owner))
+                        #expect(page.count <= limit)
+                        if page.isEmpty { break }
+                        seen += page
+                        after = page.last!.id
+                    }
+                    #expect(seen == expected, "owner \(owner), \(order), limit \(limit)")
+                    let listed = try store.notesWithAttachments(NoteQuery(limit: limit, order: order), owner: Owner(id: owner))
+                    #expect(listed.records == Array(expected.prefix(limit)))
+                }
+            }
+        }
+    }
+
     @Test(arguments: Backend.all) func newestFirstByDefault(backend: Backend) throws {
         let (fixture, notes) = try Self.fixture(count: 5, backend)
         #expect(try fixture.store.notes(NoteQuery()) == notes.reversed())

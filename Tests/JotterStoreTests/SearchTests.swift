@@ -1,3 +1,5 @@
+import Foundation
+import Synchronization
 import Testing
 @testable import JotterStore
 
@@ -109,6 +111,86 @@ struct SearchTests {
         #expect(try Self.search(fixture.store, "pears") == ["pears"])
         _ = try fixture.store.perform(.delete(id: note.id, ifVersion: nil))
         #expect(try Self.search(fixture.store, "pears").isEmpty)
+        fixture.store.close()
+        #expect(try fixture.integrityCheck() == "ok")
+    }
+
+    /// The writer makes the index changes of a whole group commit at its end: writes to the same
+    /// notes in one batch leave the index as one by one would, and a job that fails leaves none
+    /// of its own (its savepoint and its deferred changes both go).
+    @Test func writesSharingACommitKeepTheIndex() throws {
+        let fixture = try StoreFixture(.sqlite)
+        let store = try #require(fixture.sqlite)
+        let one = try fixture.create("apples one"), two = try fixture.create("pears two")
+        let done = Counter(), before = store.statistics
+        // A first job holds the writer while the others queue: they make the next batch.
+        store.submit({ _, _ throws(StoreError) in usleep(200_000) }, owner: .unclaimed) { _ in done.increment() }
+        usleep(20_000)
+        store.updateNote(id: one.id, body: "plums one", ifVersion: nil, owner: .unclaimed) { _ in done.increment() }
+        store.deleteNote(id: two.id, ifVersion: nil, owner: .unclaimed) { _ in done.increment() }
+        store.createNote(body: "cherries three", owner: .unclaimed) { _ in done.increment() }
+        let failed = Mutex<StoreError?>(nil)
+        store.submit({ db, _ throws(StoreError) in
+            FullTextIndex.added(id: one.id, body: "ghost", on: db)
+            throw StoreError.invalidArgument("this job fails")
+        }, owner: .unclaimed) { result in
+            if case .failure(let error) = result { failed.withLock { $0 = error } }
+            done.increment()
+        }
+        store.updateNote(id: one.id, body: "quinces one", ifVersion: nil, owner: .unclaimed) { _ in done.increment() }
+        let deadline = Date().addingTimeInterval(10)
+        while done.value < 6, Date() < deadline { usleep(1_000) }
+        #expect(done.value == 6)
+        #expect(store.statistics.commits - before.commits <= 2, "the five writes after the first shared a commit")
+        #expect(failed.withLock { $0 } != nil)
+        for gone in ["apples", "plums", "pears", "ghost"] { #expect(try Self.search(store, gone).isEmpty, "\(gone)") }
+        #expect(try Self.search(store, "quinces") == ["quinces one"])
+        #expect(try Self.search(store, "one") == ["quinces one"])
+        #expect(try Self.search(store, "cherries") == ["cherries three"])
+        store.close()
+        #expect(try fixture.integrityCheck() == "ok")
+    }
+
+    /// A user's removal makes the index changes deferred before it first; when that job then
+    /// fails, its savepoint undoes them with it and they are made again at the end, so the
+    /// notes written before it in the same commit stay searchable.
+    @Test func aFailedJobUndoesNoEarlierJobsIndexChanges() throws {
+        let fixture = try StoreFixture(.sqlite)
+        let store = try #require(fixture.sqlite)
+        let done = Counter()
+        store.submit({ _, _ throws(StoreError) in usleep(200_000) }, owner: .unclaimed) { _ in done.increment() }
+        usleep(20_000)
+        store.createNote(body: "kept before", owner: .unclaimed) { _ in done.increment() }
+        store.submit({ db, _ throws(StoreError) in
+            try FullTextIndex.removeAll(owner: 999, on: db)
+            throw StoreError.invalidArgument("this job fails after making the earlier index changes")
+        }, owner: .unclaimed) { _ in done.increment() }
+        store.createNote(body: "kept after", owner: .unclaimed) { _ in done.increment() }
+        let deadline = Date().addingTimeInterval(10)
+        while done.value < 4, Date() < deadline { usleep(1_000) }
+        #expect(done.value == 4)
+        #expect(try Self.search(store, "kept") == ["kept before", "kept after"])
+        store.close()
+        #expect(try fixture.integrityCheck() == "ok")
+    }
+
+    /// Only the writer's connection has the schema's triggers off: any other connection that
+    /// changes notes (a tool, the sqlite3 shell) still keeps the index with them.
+    @Test func anotherConnectionKeepsTheIndexThroughTheTriggers() throws {
+        let fixture = try StoreFixture(.sqlite)
+        try fixture.create("written by jotter")
+        let db = try SQLiteConnection(path: fixture.directory.databasePath, flags: SQLiteConnection.readWrite)
+        try db.run("INSERT INTO notes (body, created_at, updated_at, version, owner) VALUES ('written by hand', 0, 0, 1, 0)")
+        let id = db.lastInsertRowID
+        #expect(try Self.search(fixture.store, "hand") == ["written by hand"])
+        try db.run("UPDATE notes SET body = 'changed by hand' WHERE id = ?", [.integer(id)])
+        #expect(try Self.search(fixture.store, "written") == ["written by jotter"])
+        #expect(try Self.search(fixture.store, "changed") == ["changed by hand"])
+        try db.run("DELETE FROM notes WHERE id = ?", [.integer(id)])
+        #expect(try Self.search(fixture.store, "hand").isEmpty)
+        db.close()
+        try fixture.create("and jotter again")
+        #expect(try Self.search(fixture.store, "jotter") == ["written by jotter", "and jotter again"])
         fixture.store.close()
         #expect(try fixture.integrityCheck() == "ok")
     }

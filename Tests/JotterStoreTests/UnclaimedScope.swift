@@ -14,5 +14,5 @@ extension DataStore {
     func uploads(_ query: UploadQuery) throws -> [UploadRecord]? { try uploads(query, owner: .unclaimed) }
     func attachments(of noteIDs: [Int64]) throws -> [Int64: [UploadRecord]] { try attachments(of: noteIDs, owner: .unclaimed) }
     func noteWithAttachments(id: Int64) throws -> (NoteRecord, [UploadRecord])? { try noteWithAttachments(id: id, owner: .unclaimed) }
-    func notesWithAttachments(_ query: NoteQuery) throws -> [(NoteRecord, [UploadRecord])] { try notesWithAttachments(query, owner: .unclaimed) }
+    func notesWithAttachments(_ query: NoteQuery) throws -> NotePage { try notesWithAttachments(query, owner: .unclaimed) }
 }

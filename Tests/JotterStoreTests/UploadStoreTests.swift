@@ -53,6 +53,33 @@ struct UploadStoreTests {
         return records[0]
     }
 
+    /// A page's attachments are read for the span of its ids: a note of another owner, or one
+    /// left out of the page, inside that span keeps its attachments to itself.
+    @Test("a page of notes holds each note's attachments, oldest first, and no one else's", arguments: Backend.all)
+    func pageAttachments(backend: Backend) throws {
+        let fixture = try StoreFixture(backend)
+        let store = fixture.store, ann = Owner(id: 7)
+        guard case .done(let first, _) = try store.perform(.create(body: "first"), owner: ann),
+              case .done(let other, _) = try store.perform(.create(body: "not ann's")),
+              case .done(let second, _) = try store.perform(.create(body: "second"), owner: ann),
+              case .done(let third, _) = try store.perform(.create(body: "third"), owner: ann) else { Issue.record("no notes"); return }
+        func attach(_ note: Int64, _ owner: Owner) throws -> String {
+            let temporary = try temporaryFile(fixture.directory.path, [7])
+            guard case .uploadsAdded(let records, _, _) = try store.perform(.addUploads([try newUpload(store, temporary, size: 1)], noteID: note),
+                                                                            owner: owner) else { throw FixtureError("not added") }
+            return records[0].id
+        }
+        let a = try attach(first.id, ann), b = try attach(first.id, ann), c = try attach(third.id, ann)
+        _ = try attach(other.id, .unclaimed)
+        let page = try store.notesWithAttachments(NoteQuery(limit: 10, order: .oldestFirst), owner: ann)
+        #expect(page.records.map(\.body) == ["first", "second", "third"])
+        #expect(page.indices.map { page.attachments(at: $0).map(\.id) } == [[a, b], [], [c]])
+        // A page that leaves the third note out does not carry its attachment.
+        let cut = try store.notesWithAttachments(NoteQuery(limit: 2, order: .oldestFirst), owner: ann)
+        #expect(cut.attachmentsByNote.keys.sorted() == [first.id])
+        #expect(second.id > other.id)
+    }
+
     @Test("pages newest first after a cursor, filtered by note or by none; an unknown cursor is nil", arguments: Backend.all)
     func paging(backend: Backend) throws {
         let fixture = try StoreFixture(backend)

@@ -10,10 +10,10 @@ quote when the machine is busy.
 Jotter (`jotter-server`, the process `jotter serve` becomes) and nginx (`return 200`) answer
 the same `GET /hello?name=Bob`; jotter also answers `GET /notes/{id}`, `GET /notes?limit=100`
 and `POST /notes` (a durable write) on notes it was seeded with."""
-import os, random, re, shutil, socket, statistics, subprocess, time
+import glob, os, random, re, shutil, socket, statistics, subprocess, tempfile, time
 from typing import Optional
 
-from harness import (BUILD, BenchError, ForeignLoad, f0, jotter_argv, machine_info, nginx_argv,
+from harness import (BENCH, BUILD, BenchError, ForeignLoad, f0, jotter_argv, machine_info, nginx_argv,
                      now, reproduce_command, sh, start_server)
 
 NAME = "instructions"
@@ -31,8 +31,12 @@ TOOLS = ("valgrind", "callgrind_control", "callgrind_annotate", "nginx")
 TOP = 15                               # functions listed for jotter hello
 LABELS = {"hello": "`GET /hello?name=Bob`",
           "browser": "`GET /hello?name=Bob`, browser head (13 fields)",
+          "hellolog": "`GET /hello?name=Bob`, access log on",
           "note": "`GET /notes/{id}`",
-          "list": "`GET /notes?limit=100`", "post": "`POST /notes` (durable write)"}
+          "list": "`GET /notes?limit=100`", "post": "`POST /notes` (durable write)",
+          "post64": "`POST /notes` (durable write), 64 clients",
+          "pgnote": "`GET /notes/{id}`, PostgreSQL", "pglist": "`GET /notes?limit=100`, PostgreSQL"}
+WRK_SECONDS = 10                       # each window of the 64-client POST load
 REPORTS_LOAD = True                    # run.py: the section tells how busy the machine was
 
 
@@ -201,6 +205,66 @@ def measure(srv, out_dir: str, load: Load, windows: int) -> dict:
         client.close()
 
 
+def measure_wrk(srv, out_dir: str, windows: int) -> dict:
+    """Durable POSTs from 64 keep-alive connections at once (wrk, `lua/note_post.lua`), so
+    writes share group commits: a 2 s warm-up, then `windows` windows of WRK_SECONDS; Ir per
+    request = the window's Ir / the requests wrk completed in it. How many writes share a
+    commit follows how fast the server runs under callgrind on this machine, so this row moves
+    more between runs than the others."""
+    script = os.path.join(BENCH, "lua", "note_post.lua")
+    url = f"http://127.0.0.1:{srv.port}/notes"
+
+    def wrk(seconds: int) -> int:
+        p = subprocess.run(["wrk", "-t1", "-c64", f"-d{seconds}s", "-s", script, url],
+                           capture_output=True, text=True, timeout=seconds + 120)
+        done = re.search(r"(\d+) requests in", p.stdout)
+        if p.returncode != 0 or not done or "Non-2xx" in p.stdout:
+            raise BenchError(f"wrk -c64 POST /notes: {p.stdout}{p.stderr}")
+        return int(done[1])
+
+    wrk(2)
+    runs, counts, path = [], [], None
+    for _ in range(windows):
+        got = {}
+        total, path = window(srv, out_dir, lambda: got.update(n=wrk(WRK_SECONDS)))
+        runs.append(total / got["n"])
+        counts.append(got["n"])
+    print(f"  {srv.name} POST /notes, 64 clients: " + ", ".join(f0(x) for x in runs)
+          + f" Ir/request ({', '.join(map(str, counts))} requests)", flush=True)
+    return {"runs": runs, "dump": path, "n": min(counts)}
+
+
+def measure_postgres(args, tmp: str, out_dir: str, res: dict, rnd: int, n: int, warm: int):
+    """`GET /notes/{id}` and `GET /notes?limit=100` from a jotter storing in a throwaway
+    PostgreSQL cluster (`scale`'s), seeded the same way; callgrind counts jotter's process, not
+    the database server's."""
+    from scenarios.scale import Postgres
+    # A folder of its own right under the system's temp folder: the cluster runs as the
+    # `postgres` user when we are root, who must reach it (the run's own folder is private).
+    folder = tempfile.mkdtemp(prefix="jotter-bench-pg-")
+    pg = Postgres(os.path.join(folder, "pg"))
+    try:
+        srv = start_jotter(args, tmp, out_dir, database=pg.url)
+        try:
+            ids = seed_notes(srv, args.instr_notes)
+            raw = lambda target: request_bytes(srv.port, "GET", target)
+            for load in (Load("pgnote", LABELS["pgnote"], raw(f"/notes/{ids[len(ids) // 2]}"), status_check(200), n, warm),
+                         Load("pglist", LABELS["pglist"], raw("/notes?limit=100"), status_check(200),
+                              max(1, n // 10), max(1, warm // 10))):
+                r = measure(srv, out_dir, load, args.instr_windows)
+                got = res["jotter"].setdefault(load.key, {"runs": [], "n": r["n"]})
+                got["runs"] += r["runs"]
+                if rnd == 0:
+                    shutil.copy(r["dump"], os.path.join(BUILD, f"callgrind.out.jotter-{load.key}"))
+                    got["memset"] = sum(ir for ir, fn, _ in self_costs(r["dump"])
+                                        if re.match(r"(__)?memset", fn)) / r["n"]
+        finally:
+            srv.stop(timeout=60)
+    finally:
+        pg.stop()
+        shutil.rmtree(folder, ignore_errors=True)
+
+
 def idle_window(srv, out_dir: str, seconds: float) -> int:
     """Ir while no request arrives (timers, background threads), over `seconds`."""
     return window(srv, out_dir, lambda: time.sleep(seconds))[0]
@@ -245,14 +309,19 @@ def stripped_copy(path: str, tmp: str) -> str:
     return copy
 
 
-def start_jotter(args, tmp: str, out_dir: str):
+def start_jotter(args, tmp: str, out_dir: str, access_log: bool = False, database: Optional[str] = None):
+    """access_log: without `--quiet`, so every request writes its access-log line (to the
+    server's log file here). database: a `postgres://` URL to store in instead of SQLite."""
     server = stripped_copy(jotter_server_binary(args), tmp)
-    serve = jotter_argv(args, os.path.join(tmp, "jotter-data"))
-    argv = lambda port: callgrind_argv(out_dir, [server, *serve(port)[2:]])  # drop jotter serve
+    name = "jotter-log" if access_log else "jotter-pg" if database else "jotter"
+    serve = jotter_argv(args, os.path.join(tmp, f"{name}-data"), *(["--database", database] if database else []))
+    # drop `jotter serve`; keep --quiet unless the log is measured
+    argv = lambda port: callgrind_argv(out_dir, [server, *[a for a in serve(port)[2:]
+                                                           if not (access_log and a == "--quiet")]])
     # Swift seeds its hash function per process; a fixed seed makes dictionary probes, and so
     # the counts, repeat from one run to the next (the cost is the same on average).
-    return start_server("jotter", argv, tmp, max(args.start_timeout, 120.0),
-                        env={"SWIFT_DETERMINISTIC_HASHING": "1"}, log_name="jotter-callgrind")
+    return start_server(name, argv, tmp, max(args.start_timeout, 120.0),
+                        env={"SWIFT_DETERMINISTIC_HASHING": "1"}, log_name=f"{name}-callgrind")
 
 
 def start_nginx(args, tmp: str, out_dir: str):
@@ -473,12 +542,19 @@ def render(res: dict, loads: list, args) -> tuple:
         f"- each extra header field (browser head − 55-byte head, ÷ {extra}): jotter "
         f"{f0(per_field(j))} Ir, nginx {f0(per_field(n))} Ir: **{field_ratio:.2f}x** (goal <= 2x: "
         f"{verdict(field_ratio, 2.0)})",
+        f"- the access-log line (hello with the log on − hello under `--quiet`): "
+        f"{f0(median(j['hellolog']['runs']) - hello)} Ir per request",
         f"- `GET /notes/{{id}}` ÷ hello: **{note_ratio:.2f}** (target <= {NOTE_TARGET}: "
         f"{verdict(note_ratio, NOTE_TARGET)})",
         f"- `GET /notes?limit=100`: **{f0(list_ir)}** Ir/request, {f0(list_ir / 100)} per note "
         f"(goal <= {f0(LIST_GOAL)}: {verdict(list_ir, LIST_GOAL)})",
         f"- durable `POST /notes`: **{f0(post_ir)}** Ir/request (goal <= {f0(POST_GOAL)}: "
-        f"{verdict(post_ir, POST_GOAL)})",
+        f"{verdict(post_ir, POST_GOAL)}); from 64 clients at once (`wrk -c64 -d{WRK_SECONDS}s`, "
+        f"writes sharing group commits): {f0(median(j['post64']['runs']))} Ir/request — how many "
+        f"share a commit depends on the machine's load, so this one moves between runs",
+        *([f"- on PostgreSQL (jotter's instructions; the database server's are not counted): "
+           f"`GET /notes/{{id}}` {f0(median(j['pgnote']['runs']))}, `GET /notes?limit=100` "
+           f"{f0(median(j['pglist']['runs']))} Ir/request"] if "pglist" in j else []),
         f"- jotter hello without `memset`: {f0(hello - j['hello']['memset'])} Ir/request, "
         f"{(hello - j['hello']['memset']) / median(n['hello']['runs']):.2f}x nginx "
         f"(nginx's own `memset`: {f0(n['hello']['memset'])})",
@@ -592,8 +668,16 @@ def run(args, tmp: str) -> tuple:
                              status_check(200), max(1, n // 10), max(1, warm // 10)),
                         Load("post", LABELS["post"], raw("POST", "/notes", post),
                              status_check(201), max(1, n // 2), warm)]
+                if name == "jotter":
+                    loads.append(Load("post64", LABELS["post64"], None, None, 0, 0))
                 for load in loads:
-                    r = measure(srv, out_dir, load, args.instr_windows)
+                    if load.key == "post64" and rnd == 0:
+                        # The idle window comes before the 64 connections: their closing and
+                        # the writes still queued when wrk stops would land in it.
+                        res["idle_s"] = 2.0
+                        res[name]["idle"] = idle_window(srv, out_dir, res["idle_s"])
+                    r = (measure_wrk(srv, out_dir, args.instr_windows) if load.key == "post64"
+                         else measure(srv, out_dir, load, args.instr_windows))
                     got = res[name].setdefault(load.key, {"runs": [], "n": r["n"]})
                     got["runs"] += r["runs"]
                     if rnd == 0:
@@ -608,7 +692,7 @@ def run(args, tmp: str) -> tuple:
                                        memset_callers=memset_callers(r["dump"]))
                         elif name == "jotter" and load.key in ("note", "list", "post"):
                             got.update(total=dump_total(r["dump"]), inclusive=inclusive_costs(r["dump"]))
-                if rnd == 0:
+                if rnd == 0 and "idle" not in res[name]:
                     res["idle_s"] = 2.0
                     res[name]["idle"] = idle_window(srv, out_dir, res["idle_s"])
             finally:
@@ -616,8 +700,28 @@ def run(args, tmp: str) -> tuple:
             if name == "jotter" and stopped["exit"] != 0:
                 print(f"  WARNING: jotter under callgrind exited with {stopped['exit']}",
                       flush=True)
+        # The same hello from a server writing its access log (the one above runs --quiet).
+        srv = start_jotter(args, round_tmp, out_dir, access_log=True)
+        try:
+            load = Load("hellolog", LABELS["hellolog"],
+                        request_bytes(srv.port, "GET", "/hello?name=Bob"), hello_check, n, warm)
+            r = measure(srv, out_dir, load, args.instr_windows)
+            got = res["jotter"].setdefault("hellolog", {"runs": [], "n": r["n"]})
+            got["runs"] += r["runs"]
+            if rnd == 0:
+                shutil.copy(r["dump"], os.path.join(BUILD, "callgrind.out.jotter-hellolog"))
+                got["memset"] = sum(ir for ir, fn, _ in self_costs(r["dump"])
+                                    if re.match(r"(__)?memset", fn)) / r["n"]
+        finally:
+            srv.stop(timeout=60)
+        # The reads again with the notes on PostgreSQL (jotter's instructions only).
+        if shutil.which("initdb") or glob.glob("/usr/lib/postgresql/*/bin/initdb"):
+            measure_postgres(args, round_tmp, out_dir, res, rnd, n, warm)
+        else:
+            print("  PostgreSQL is not installed: its rows are left out", flush=True)
     res["busy"] = foreign.cores()
-    all_loads = [Load(k, label, None, None, res["jotter"][k]["n"], 0) for k, label in LABELS.items()]
+    all_loads = [Load(k, label, None, None, res["jotter"][k]["n"], 0) for k, label in LABELS.items()
+                 if k in res["jotter"]]
     res["previous"] = previous_run(args.output)
     table, detail = render(res, all_loads, args)
 
@@ -640,12 +744,16 @@ def run(args, tmp: str) -> tuple:
         f"then {args.instr_windows} windows of `callgrind_control -z`, N requests one after "
         f"the other on one keep-alive connection, `callgrind_control -d`;{rounds} Ir/request = "
         f"the dump's total Ir (user space, all threads) / N, median over the windows. "
-        f"`POST /notes` writes the same body each time, one request in flight.\n\n"
+        f"`POST /notes` writes the same body each time, one request in flight; its 64-client row "
+        f"is `wrk -t1 -c64 -d{WRK_SECONDS}s -s bench/lua/note_post.lua` per window (N: the fewest "
+        f"requests of a window), after 2 s of the same. The PostgreSQL rows: a third jotter with "
+        f"`--database` on a throwaway cluster (`scale`'s settings), seeded the same way. The access-log "
+        f"row: a second jotter the same way but without `--quiet` (its log to a file).\n\n"
         f"Machine: {machine_info(('nginx', 'sqlite'))}; {valgrind}; llhttp (node-llhttp) {llhttp}.\n\n"
         f"{table}\n\n"
         f"{detail}\n\n"
         f"The last window of each row is kept as `bench/.build/callgrind.out.SERVER-KIND` "
-        f"(`jotter-hello`, `jotter-note`, `jotter-list`, `jotter-post`, `nginx-hello`): "
+        f"(`jotter-hello`, `jotter-note`, `jotter-list`, `jotter-post`, `jotter-post64`, `jotter-hellolog`, `jotter-pgnote`, `jotter-pglist`, `nginx-hello`): "
         f"`callgrind_annotate --inclusive=yes` it, or open it in KCachegrind.\n\n"
         f"To reproduce (after `scripts/install-bench-deps`; `make bench "
         f"BENCH_ARGS=\"--scenario {NAME}\"` builds and runs it):\n\n```\n{command}\n```")

@@ -24,18 +24,30 @@ public struct JSON<Value: Encodable>: ResponseConvertible {
     public var status: HTTPStatus
     public var headers: HTTPHeaders
 
+    /// How a `JSONWritable` value writes itself (set by the initialiser that knows the type is
+    /// one, so no response looks the conformance up at run time).
+    private var written: ((Value) -> [UInt8])?
+
     public init(_ value: Value, status: HTTPStatus = .ok, headers: HTTPHeaders = HTTPHeaders()) {
         self.value = value
         self.status = status
         self.headers = headers
     }
 
+    /// A value that writes its own JSON (`JSONWriter`), not through `JSONEncoder`.
+    public init(_ value: Value, status: HTTPStatus = .ok, headers: HTTPHeaders = HTTPHeaders()) where Value: JSONWritable {
+        self.value = value
+        self.status = status
+        self.headers = headers
+        written = { value in JSONWriter.bytes(capacity: value.estimatedJSONSize) { value.write(to: &$0) } }
+    }
+
     public func response(for request: Request) throws -> Response {
         let body: [UInt8]
-        if let writable = value as? any JSONWritable {
-            var json = JSONWriter(capacity: writable.estimatedJSONSize)
-            writable.write(to: &json)
-            body = json.bytes
+        if let written {
+            body = written(value)
+        } else if let writable = value as? any JSONWritable {
+            body = JSONWriter.bytes(capacity: writable.estimatedJSONSize) { writable.write(to: &$0) }
         } else {
             body = [UInt8](try JSONCoding.encoder.encode(value))
         }

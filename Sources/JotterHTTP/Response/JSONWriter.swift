@@ -21,9 +21,17 @@ public struct JSONWriter: ~Copyable {
     @usableFromInline var count = 0
     @usableFromInline var capacity: Int
     @usableFromInline var needsComma = false
+    /// False while the writer fills the storage of the array `bytes(capacity:_:)` makes; it
+    /// owns (and frees) its buffer once it had to grow out of that.
+    @usableFromInline var ownsBuffer = true
 
-    /// The JSON written so far.
-    public var bytes: [UInt8] { Array(UnsafeBufferPointer(start: base, count: count)) }
+    /// The JSON written so far (one `memcpy` into a new array).
+    public var bytes: [UInt8] {
+        [UInt8](unsafeUninitializedCapacity: count) { buffer, initialized in
+            if count > 0 { buffer.baseAddress!.initialize(from: base, count: count) }
+            initialized = count
+        }
+    }
 
     @inlinable
     public init(capacity: Int = 256) {
@@ -31,7 +39,32 @@ public struct JSONWriter: ~Copyable {
         base = .allocate(capacity: self.capacity)
     }
 
-    deinit { base.deallocate() }
+    /// A writer filling `storage` (not freed by it) until it needs more room.
+    @usableFromInline
+    init(filling storage: UnsafeMutableBufferPointer<UInt8>) {
+        base = storage.baseAddress!
+        capacity = storage.count
+        ownsBuffer = false
+    }
+
+    deinit { if ownsBuffer { base.deallocate() } }
+
+    /// The JSON `write` writes, straight into the storage of the array returned when it fits
+    /// in `capacity` bytes (no copy); copied from a larger buffer when it did not.
+    public static func bytes(capacity: Int, _ write: (inout JSONWriter) -> Void) -> [UInt8] {
+        var outgrown: [UInt8]?
+        let bytes = [UInt8](unsafeUninitializedCapacity: max(capacity, 16)) { storage, initialized in
+            var json = JSONWriter(filling: storage)
+            write(&json)
+            if json.ownsBuffer {
+                outgrown = json.bytes
+                initialized = 0
+            } else {
+                initialized = json.count
+            }
+        }
+        return outgrown ?? bytes
+    }
 
     /// Room for `extra` more bytes.
     @inlinable @inline(__always)
@@ -44,7 +77,8 @@ public struct JSONWriter: ~Copyable {
         let larger = Swift.max(capacity * 2, count + extra)
         let moved = UnsafeMutablePointer<UInt8>.allocate(capacity: larger)
         moved.initialize(from: base, count: count)
-        base.deallocate()
+        if ownsBuffer { base.deallocate() }
+        ownsBuffer = true
         base = moved
         capacity = larger
     }
@@ -111,27 +145,77 @@ public struct JSONWriter: ~Copyable {
     public mutating func string(_ value: String) {
         append(UInt8(ascii: "\""))
         var value = value
-        value.withUTF8 { appendEscaped($0) }
+        value.withUTF8 { _ = appendEscaped($0, checkingUTF8: false) }
+        append(UInt8(ascii: "\""))
+    }
+
+    /// Bytes meant to be UTF-8 text (a column a database returned) as a JSON string, exactly as
+    /// `string(String(decoding: utf8, as: UTF8.self))` writes it — with no String made, unless
+    /// the bytes are not well-formed UTF-8: then that String, with its replacement characters.
+    public mutating func string(utf8: UnsafeRawBufferPointer) {
+        let start = count
+        append(UInt8(ascii: "\""))
+        let bytes = UnsafeBufferPointer(start: utf8.baseAddress?.assumingMemoryBound(to: UInt8.self), count: utf8.count)
+        guard appendEscaped(bytes, checkingUTF8: true) else {
+            count = start
+            string(String(decoding: bytes, as: UTF8.self))
+            return
+        }
         append(UInt8(ascii: "\""))
     }
 
     /// UTF-8 bytes as a JSON string's content: runs that need no escape go in with one copy
-    /// (most strings: one scan, one copy).
-    private mutating func appendEscaped(_ utf8: UnsafeBufferPointer<UInt8>) {
-        guard let base = utf8.baseAddress else { return }
+    /// (most strings: one scan, one copy). `checkingUTF8`: false (and nothing more written past
+    /// what came before the bad byte) when the bytes are not well-formed UTF-8 (RFC 3629).
+    private mutating func appendEscaped(_ utf8: UnsafeBufferPointer<UInt8>, checkingUTF8: Bool) -> Bool {
+        guard let base = utf8.baseAddress else { return true }
         let end = base + utf8.count
         var start = base
         var cursor = base
+        // Bytes from 0x80 stop the fast scan only when they must be checked.
+        let stops: UInt64 = checkingUTF8 ? 0x8080_8080_8080_8080 : 0
         while true {
-            // Eight bytes at a time while none of them needs an escape, then byte by byte.
-            while end - cursor >= 8, !Self.anyNeedsEscape(UnsafeRawPointer(cursor).loadUnaligned(as: UInt64.self)) { cursor += 8 }
-            while cursor < end, !Self.needsEscape(cursor.pointee) { cursor += 1 }
+            // Eight bytes at a time while none of them needs a look, then byte by byte.
+            while end - cursor >= 8 {
+                let word = UnsafeRawPointer(cursor).loadUnaligned(as: UInt64.self)
+                if Self.anyNeedsEscape(word) || word & stops != 0 { break }
+                cursor += 8
+            }
+            while cursor < end, !Self.needsEscape(cursor.pointee), cursor.pointee < 0x80 || !checkingUTF8 { cursor += 1 }
+            guard cursor < end else { break }
+            if cursor.pointee >= 0x80 {
+                let length = Self.sequenceLength(cursor, end)
+                guard length > 0 else { return false }
+                cursor += length
+                continue
+            }
             if start < cursor { append(UnsafeBufferPointer(start: start, count: cursor - start)) }
-            guard cursor < end else { return }
             escape(cursor.pointee)
             cursor += 1
             start = cursor
         }
+        if start < cursor { append(UnsafeBufferPointer(start: start, count: cursor - start)) }
+        return true
+    }
+
+    /// The length of the well-formed UTF-8 sequence starting at `lead` (a byte from 0x80),
+    /// 0 when it is not one (RFC 3629: no overlong forms, no surrogates, nothing above U+10FFFF).
+    private static func sequenceLength(_ lead: UnsafePointer<UInt8>, _ end: UnsafePointer<UInt8>) -> Int {
+        let first = lead.pointee
+        let length: Int, low: UInt8, high: UInt8
+        switch first {
+        case 0xC2...0xDF: (length, low, high) = (2, 0x80, 0xBF)
+        case 0xE0: (length, low, high) = (3, 0xA0, 0xBF)
+        case 0xE1...0xEC, 0xEE, 0xEF: (length, low, high) = (3, 0x80, 0xBF)
+        case 0xED: (length, low, high) = (3, 0x80, 0x9F)
+        case 0xF0: (length, low, high) = (4, 0x90, 0xBF)
+        case 0xF1...0xF3: (length, low, high) = (4, 0x80, 0xBF)
+        case 0xF4: (length, low, high) = (4, 0x80, 0x8F)
+        default: return 0
+        }
+        guard end - lead >= length, lead[1] >= low, lead[1] <= high else { return 0 }
+        for index in 2..<length where lead[index] & 0xC0 != 0x80 { return 0 }
+        return length
     }
 
     /// Whether any of the eight bytes of `word` is below 0x20, `"` or `\\` (exact: the
@@ -159,29 +243,30 @@ public struct JSONWriter: ~Copyable {
     }
 
     /// Bytes that are already JSON (or a string's content that needs no escape), as they are.
+    @inlinable
     public mutating func raw(_ bytes: UnsafeRawBufferPointer) {
         append(bytes)
     }
 
+    /// A fixed piece of JSON (keys and punctuation written together), as it is.
+    @inlinable @inline(__always)
+    public mutating func raw(_ text: StaticString) {
+        append(UnsafeRawBufferPointer(start: text.utf8Start, count: text.utf8CodeUnitCount))
+    }
+
     public mutating func integer(_ value: Int64) {
-        guard value != .min else { var text = String(value); text.withUTF8 { append($0) }; return }
-        if value < 0 { append(UInt8(ascii: "-")) }
+        reserve(20)  // a sign and 19 digits at most
+        if value < 0 { base[count] = UInt8(ascii: "-"); count &+= 1 }
         var magnitude = value.magnitude
-        if magnitude < 10 {
-            append(UInt8(ascii: "0") + UInt8(magnitude))
-            return
-        }
-        var digits: (UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8,
-                     UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8) = (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
-        var count = 0
-        withUnsafeMutableBytes(of: &digits) { buffer in
-            repeat {
-                buffer[19 - count] = UInt8(ascii: "0") + UInt8(magnitude % 10)
-                magnitude /= 10
-                count += 1
-            } while magnitude > 0
-            append(UnsafeRawBufferPointer(rebasing: buffer[(20 - count)...]))
-        }
+        var digits = 1, probe = magnitude
+        while probe >= 10 { probe /= 10; digits &+= 1 }
+        var index = count &+ digits
+        repeat {
+            index &-= 1
+            base[index] = UInt8(ascii: "0") &+ UInt8(truncatingIfNeeded: magnitude % 10)
+            magnitude /= 10
+        } while magnitude > 0
+        count &+= digits
     }
 
     public mutating func null() {

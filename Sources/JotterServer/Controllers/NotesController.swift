@@ -28,16 +28,16 @@ struct NotesController {
         var page = query
         page.limit = query.limit + 1  // one more tells whether there is a next page
         page.maxBodyBytes = NoteInput.pageBudget
-        let records = try store.notesWithAttachments(page, owner: owner)
-        let (count, more) = NoteQuery.cut(records.map { $0.0.body.utf8.count }, limit: query.limit, budget: NoteInput.pageBudget)
+        let notes = try store.notesWithAttachments(page, owner: owner)
+        let (count, more) = NoteQuery.cut(notes.notes.lazy.map(\.bodyCount), limit: query.limit, budget: NoteInput.pageBudget)
         var next: String?
         if more, count > 0 {
             next = "/notes?limit=\(query.limit)"
                 + (given["order"].map { "&order=\($0)" } ?? "")
                 + (query.search.map { "&q=\(FormFields.escape($0))" } ?? "")
-                + "&after=\(records[count - 1].0.id)"
+                + "&after=\(notes[count - 1].id)"
         }
-        return try JSON(StoredNoteList(rows: records, count: count, next: next)).reply(for: request)
+        return try JSON(StoredNoteList(page: notes, count: count, next: next)).reply(for: request)
     }
 
     @Sendable func show(_ request: Request, _ context: RequestContext) throws -> Reply {

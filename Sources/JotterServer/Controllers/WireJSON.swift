@@ -86,14 +86,53 @@ extension UploadEnvelope: JSONWritable {
 
 // MARK: - Stored notes, written straight from their records
 
-extension JSONWriter {
-    /// A timestamp as the API writes it (`"2026-11-30 14:35:40"`), with no String made.
-    mutating func timestamp(_ seconds: Int64) {
-        var text = QuotedTimestamp(seconds)
-        withUnsafeBytes(of: &text.bytes) { raw(UnsafeRawBufferPointer(rebasing: $0[0..<21])) }
+/// A note's JSON from its parts — a page's row or a record — written byte for byte as
+/// `Note(record, attachments:)` is (`WireJSONTests` checks): keys and punctuation as fixed
+/// pieces, the body escaped from its bytes, the id, version and timestamps formatted in place.
+enum NoteJSON {
+    static func write(id: Int64, body: UnsafeRawBufferPointer, createdAt: Int64, updatedAt: Int64, version: Int64,
+                      attachments: [UploadRecord], deletedAt: Int64? = nil, to json: inout JSONWriter) {
+        var timestamps = QuotedTimestamps()
+        write(id: id, body: body, createdAt: createdAt, updatedAt: updatedAt, version: version, attachments: attachments,
+              deletedAt: deletedAt, timestamps: &timestamps, to: &json)
     }
 
-    /// The same, already formatted.
+    /// The same, its timestamps from `timestamps` (shared by the notes of a page).
+    static func write(id: Int64, body: UnsafeRawBufferPointer, createdAt: Int64, updatedAt: Int64, version: Int64,
+                      attachments: [UploadRecord], deletedAt: Int64? = nil, timestamps: inout QuotedTimestamps, to json: inout JSONWriter) {
+        if attachments.isEmpty {
+            json.raw("{\"attachments\":[],\"body\":")
+        } else {
+            json.raw("{\"attachments\":[")
+            for (index, upload) in attachments.enumerated() {
+                if index > 0 { json.raw(",") }
+                Upload(upload).write(to: &json)
+            }
+            json.raw("],\"body\":")
+        }
+        json.string(utf8: body)
+        json.raw(",\"created_at\":")
+        let created = timestamps.quoted(createdAt)
+        json.timestamp(created)
+        if let deletedAt {
+            json.raw(",\"deleted_at\":")
+            json.timestamp(timestamps.quoted(deletedAt))
+        }
+        json.raw(",\"id\":")
+        json.quotedInteger(id)
+        json.raw(",\"updated_at\":")
+        json.timestamp(updatedAt == createdAt ? created : timestamps.quoted(updatedAt))
+        json.raw(",\"version\":")
+        json.integer(version)
+        json.raw("}")
+    }
+
+    /// About how many bytes `write` produces for a body of `bodyCount` bytes.
+    static func estimatedSize(bodyCount: Int, attachments: Int) -> Int { 160 + bodyCount + attachments * 260 }
+}
+
+extension JSONWriter {
+    /// A timestamp as the API writes it (`"2026-11-30 14:35:40"`), already formatted.
     mutating func timestamp(_ text: QuotedTimestamp) {
         var text = text
         withUnsafeBytes(of: &text.bytes) { raw(UnsafeRawBufferPointer(rebasing: $0[0..<21])) }
@@ -114,9 +153,30 @@ struct QuotedTimestamp {
     }
 }
 
-/// A stored note in its wire form, written byte for byte as `Note(record, attachments:)` is
-/// (`WireJSONTests` checks), without making the `Note` and its strings first: a page of notes
-/// goes from the rows into the response buffer.
+/// Quoted timestamps for the notes of one answer: the date of the last one's day is kept, so
+/// a timestamp on the same day formats only its time (a page's notes mostly share days).
+struct QuotedTimestamps {
+    private var day = Int64.min
+    private var last = QuotedTimestamp(0)
+
+    mutating func quoted(_ seconds: Int64) -> QuotedTimestamp {
+        let day = seconds >= 0 ? seconds / 86_400 : (seconds - 86_399) / 86_400
+        guard day == self.day else {
+            self.day = day
+            last = QuotedTimestamp(seconds)
+            return last
+        }
+        var stamp = last
+        withUnsafeMutableBytes(of: &stamp.bytes) { buffer in
+            // `"yyyy-MM-dd ` is the day's; the time is bytes 12 ..< 20.
+            Timestamp.writeTime(ofDay: seconds - day * 86_400, to: UnsafeMutableRawBufferPointer(rebasing: buffer[12..<20]))
+        }
+        return stamp
+    }
+}
+
+/// A stored note in its wire form, written from its record (`NoteJSON`) without making the
+/// `Note` and its strings first.
 struct StoredNote: JSONWritable, Encodable {
     var record: NoteRecord
     var attachments: [UploadRecord]
@@ -128,21 +188,13 @@ struct StoredNote: JSONWritable, Encodable {
 
     var note: Note { Note(record, attachments: attachments) }
 
-    var estimatedJSONSize: Int { 160 + record.body.utf8.count + attachments.count * 260 }
+    var estimatedJSONSize: Int { NoteJSON.estimatedSize(bodyCount: record.body.utf8.count, attachments: attachments.count) }
 
-    func write(to json: inout JSONWriter) { Self.write(record, attachments, deletedAt: deletedAt, to: &json) }
-
-    /// The note of `record` with `attachments`, from the parts (a page writes its rows as they are).
-    static func write(_ record: borrowing NoteRecord, _ attachments: borrowing [UploadRecord], deletedAt: Int64? = nil, to json: inout JSONWriter) {
-        json.object { json in
-            json.field("attachments") { $0.array(attachments) { json, upload in Upload(upload).write(to: &json) } }
-            json.field("body") { $0.string(record.body) }
-            let created = QuotedTimestamp(record.createdAt)
-            json.field("created_at") { $0.timestamp(created) }
-            if let deletedAt { json.field("deleted_at") { $0.timestamp(deletedAt) } }
-            json.field("id") { $0.quotedInteger(record.id) }
-            json.field("updated_at") { record.updatedAt == record.createdAt ? $0.timestamp(created) : $0.timestamp(record.updatedAt) }
-            json.field("version") { $0.integer(record.version) }
+    func write(to json: inout JSONWriter) {
+        var body = record.body
+        body.withUTF8 { body in
+            NoteJSON.write(id: record.id, body: UnsafeRawBufferPointer(body), createdAt: record.createdAt, updatedAt: record.updatedAt,
+                           version: record.version, attachments: attachments, deletedAt: deletedAt, to: &json)
         }
     }
 
@@ -166,39 +218,44 @@ struct StoredNoteEnvelope: JSONWritable, Encodable {
     func encode(to encoder: any Encoder) throws { try NoteEnvelope(note: note.note, message: message).encode(to: encoder) }
 }
 
-/// `NoteList` of stored notes: the first `count` rows of a page as the store returned them,
-/// written with no `StoredNote` made per row.
+/// `NoteList` of the first `count` notes of a page, written from the page's rows: no `Note`,
+/// no String per note.
 struct StoredNoteList: JSONWritable, Encodable {
-    var rows: [(NoteRecord, [UploadRecord])]
+    var page: NotePage
     var count: Int
     var next: String?
 
-    init(rows: [(NoteRecord, [UploadRecord])], count: Int? = nil, next: String?) {
-        self.rows = rows
-        self.count = min(count ?? rows.count, rows.count)
+    init(page: NotePage, count: Int? = nil, next: String?) {
+        self.page = page
+        self.count = min(count ?? page.count, page.count)
         self.next = next
     }
 
-    init(notes: [StoredNote], next: String?) {
-        self.init(rows: notes.map { ($0.record, $0.attachments) }, next: next)
-    }
-
     var estimatedJSONSize: Int {
-        var size = 64
-        for index in 0..<count { size += 160 + rows[index].0.body.utf8.count + rows[index].1.count * 260 }
+        var size = 64 + (next?.utf8.count ?? 0)
+        for index in 0..<count {
+            size += NoteJSON.estimatedSize(bodyCount: page[index].bodyCount, attachments: page.attachments(at: index).count)
+        }
         return size
     }
 
     func write(to json: inout JSONWriter) {
-        json.object { json in
-            json.field("next") { $0.optionalString(next) }
-            json.field("notes") { json in
-                json.array(0..<count) { json, index in StoredNote.write(rows[index].0, rows[index].1, to: &json) }
+        json.raw("{\"next\":")
+        json.optionalString(next)
+        json.raw(",\"notes\":[")
+        var timestamps = QuotedTimestamps()
+        for index in 0..<count {
+            if index > 0 { json.raw(",") }
+            let note = page[index]
+            page.withBody(at: index) { body in
+                NoteJSON.write(id: note.id, body: body, createdAt: note.createdAt, updatedAt: note.updatedAt, version: note.version,
+                               attachments: page.attachments(at: index), timestamps: &timestamps, to: &json)
             }
         }
+        json.raw("]}")
     }
 
     func encode(to encoder: any Encoder) throws {
-        try NoteList(notes: rows[..<count].map { Note($0.0, attachments: $0.1) }, next: next).encode(to: encoder)
+        try NoteList(notes: (0..<count).map { Note(page.record(at: $0), attachments: page.attachments(at: $0)) }, next: next).encode(to: encoder)
     }
 }

@@ -38,7 +38,14 @@ enum PostgresNoteRows {
     private static let searchOldestFirst = listing("owner = $1 AND id > $2 AND search @@ jotter_search_query(string_to_array($5, E'\\n'))", "ASC")
 
     static func page(_ query: NoteQuery, owner: Owner, on db: PostgresConnection) throws -> [NoteRecord] {
-        guard query.limit > 0 else { return [] }
+        var page = NotePage(capacity: query.limit)
+        try self.page(query, owner: owner, into: &page, on: db)
+        return page.records
+    }
+
+    /// The same page, its rows copied into `page` as bytes (no String per note).
+    static func page(_ query: NoteQuery, owner: Owner, into page: inout NotePage, on db: PostgresConnection) throws {
+        guard query.limit > 0 else { return }
         let cursor: Int64 = switch query.order {
         case .newestFirst: query.after ?? .max
         case .oldestFirst: query.after ?? .min
@@ -46,14 +53,25 @@ enum PostgresNoteRows {
         let budget = Int64(query.maxBodyBytes ?? Int.max)
         let rows: PostgresResult
         if let words = FullTextQuery.words(of: query.search) {
-            guard !words.isEmpty else { return [] }
+            guard !words.isEmpty else { return }
             // Words never hold a newline (they are split at white space): one parameter carries them all.
             rows = try db.query(query.order == .newestFirst ? searchNewestFirst : searchOldestFirst,
                                 [owner.id, cursor, query.limit, budget, words.joined(separator: "\n")])
         } else {
             rows = try db.query(query.order == .newestFirst ? newestFirst : oldestFirst, [owner.id, cursor, query.limit, budget])
         }
-        return try rows.map { try record($0) }
+        for index in 0..<rows.count {
+            let row = rows[index]
+            let id = try row.int64(0), createdAt = try row.int64(2), updatedAt = try row.int64(3), version = try row.int64(4)
+            try row.withBytes(1) { stored in
+                let stored = stored ?? UnsafeRawBufferPointer(start: nil, count: 0)
+                guard PostgresText.mayBeEncoded(stored) else {
+                    return page.append(id: id, body: stored, createdAt: createdAt, updatedAt: updatedAt, version: version)
+                }
+                var body = PostgresText.decode(String(decoding: stored, as: UTF8.self))
+                body.withUTF8 { page.append(id: id, body: UnsafeRawBufferPointer($0), createdAt: createdAt, updatedAt: updatedAt, version: version) }
+            }
+        }
     }
 
     // MARK: - Writes

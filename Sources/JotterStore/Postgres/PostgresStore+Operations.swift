@@ -88,12 +88,13 @@ extension PostgresStore {
     }
 
     /// A page of notes with their attachments, from one snapshot (a repeatable-read transaction).
-    public func notesWithAttachments(_ query: NoteQuery, owner: Owner) throws(StoreError) -> [(NoteRecord, [UploadRecord])] {
+    public func notesWithAttachments(_ query: NoteQuery, owner: Owner) throws(StoreError) -> NotePage {
         try read { db in
             try db.transaction(isolation: .repeatableRead) { db in
-                let notes = try PostgresNoteRows.page(query, owner: owner, on: db)
-                let attachments = try PostgresUploadRows.attachments(of: notes.map(\.id), owner: owner, on: db)
-                return notes.map { ($0, attachments[$0.id] ?? []) }
+                var page = NotePage(capacity: query.limit)
+                try PostgresNoteRows.page(query, owner: owner, into: &page, on: db)
+                page.attachmentsByNote = try PostgresUploadRows.attachments(of: page.notes.map(\.id), owner: owner, on: db)
+                return page
             }
         }
     }

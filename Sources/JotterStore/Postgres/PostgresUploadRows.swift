@@ -58,18 +58,15 @@ enum PostgresUploadRows {
         return try rows.compactMap { row -> UploadRecord? in try row.text(1) == nil ? nil : record(row, from: 1) }
     }
 
-    /// The attachments of each of `noteIDs`, oldest first; notes without any are absent.
+    /// The attachments of each of `noteIDs`, oldest first; notes without any are absent: one
+    /// range scan of the note index over the span of ids (as SQLite's), keeping only the notes
+    /// asked for — no list of the ids sent.
     static func attachments(of noteIDs: [Int64], owner: Owner, on db: PostgresConnection) throws -> [Int64: [UploadRecord]] {
-        guard !noteIDs.isEmpty else { return [:] }
+        guard let low = noteIDs.min(), let high = noteIDs.max() else { return [:] }
         let rows = try db.query("""
-            SELECT \(columns) FROM uploads WHERE owner = $1 AND note_id = ANY (string_to_array($2, ',')::bigint[]) ORDER BY note_id, seq
-            """, [owner.id, noteIDs.map(String.init).joined(separator: ",")])
-        var result: [Int64: [UploadRecord]] = [:]
-        for row in rows {
-            let upload = try record(row)
-            if let note = upload.noteID { result[note, default: []].append(upload) }
-        }
-        return result
+            SELECT \(columns) FROM uploads WHERE owner = $1 AND note_id BETWEEN $2 AND $3 ORDER BY note_id, seq
+            """, [owner.id, low, high])
+        return try (0..<rows.count).map { try record(rows[$0]) }.byNote(keeping: noteIDs)
     }
 
     // MARK: - Writes

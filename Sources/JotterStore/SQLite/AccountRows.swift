@@ -79,6 +79,7 @@ enum AccountRows {
             guard try user(id: userID, on: db) != nil else { return .notFound }
             changes.removed += try db.query("DELETE FROM uploads WHERE owner = ? RETURNING id", [.integer(userID)]) { $0.string(0) }
             try db.run("DELETE FROM removed_uploads WHERE owner = ?", [.integer(userID)])
+            try FullTextIndex.removeAll(owner: userID, on: db)
             try db.run("DELETE FROM notes WHERE owner = ?", [.integer(userID)])
             try db.run("DELETE FROM events WHERE owner = ?", [.integer(userID)])
             try db.run("DELETE FROM credentials WHERE user_id = ?", [.integer(userID)])

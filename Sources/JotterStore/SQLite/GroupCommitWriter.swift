@@ -9,8 +9,11 @@ import Synchronization
 ///
 /// Each turn it takes every job queued at that moment (up to `maxBatch`), runs them in one
 /// `BEGIN IMMEDIATE … COMMIT`, each inside its own SAVEPOINT so one failing job is rolled back
-/// alone, and only after COMMIT returns — durable under `synchronous=FULL` — acknowledges them.
-/// One fsync thus covers every write that arrived while the previous one was syncing.
+/// alone (a job alone in its batch needs none: rolling back the transaction undoes it), then
+/// the statements the jobs deferred to the end of the transaction (the full-text index:
+/// `FullTextIndex`), and only after COMMIT returns — durable under `synchronous=FULL` —
+/// acknowledges them. One fsync thus covers every write that arrived while the previous one
+/// was syncing.
 ///
 /// ```swift
 /// let writer = try GroupCommitWriter(connection: db, maxBatch: 256)
@@ -107,9 +110,16 @@ private final class WriterLoop {
         outcomes.reserveCapacity(batch.count)
         do {
             try db.run("BEGIN IMMEDIATE")
-            for job in batch { outcomes.append(try applyInSavepoint(job)) }
+            if batch.count == 1 {
+                outcomes.append(.applied(try batch[0].apply(db)))
+            } else {
+                for job in batch { outcomes.append(try applyInSavepoint(job)) }
+            }
+            try db.runDeferred()
             try db.run("COMMIT")
+            db.endDeferred()
         } catch {
+            db.endDeferred()
             if !db.isAutocommit { try? db.run("ROLLBACK") }
             if !retrying, error.isOutOfSpace, batch.contains(where: \.freesSpace) {
                 // The writes that need space took the deletions down with them: try those again
@@ -137,6 +147,7 @@ private final class WriterLoop {
     /// only when SQLite abandoned the whole transaction (disk full, I/O error).
     private func applyInSavepoint(_ job: WriteJob) throws(StoreError) -> Outcome {
         try db.run("SAVEPOINT job")
+        let deferred = db.deferredMark
         do {
             let acknowledge = try job.apply(db)
             try db.run("RELEASE job")
@@ -144,6 +155,7 @@ private final class WriterLoop {
         } catch {
             if db.isAutocommit { throw error }
             try db.run("ROLLBACK TO job")
+            db.rollBackDeferred(to: deferred)
             try db.run("RELEASE job")
             return .failed(error)
         }

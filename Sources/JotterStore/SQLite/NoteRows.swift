@@ -22,6 +22,11 @@ enum NoteRows {
         "SELECT id, body, created_at, updated_at, version FROM notes WHERE owner = ? AND id < ? ORDER BY id DESC LIMIT ?"
     private static let oldestFirst =
         "SELECT id, body, created_at, updated_at, version FROM notes WHERE owner = ? AND id > ? ORDER BY id ASC LIMIT ?"
+    // The same rows read from the table itself in id order, every owner's: see `page`.
+    private static let tableNewestFirst =
+        "SELECT id, body, created_at, updated_at, version, owner FROM notes WHERE id < ? ORDER BY id DESC"
+    private static let tableOldestFirst =
+        "SELECT id, body, created_at, updated_at, version, owner FROM notes WHERE id > ? ORDER BY id ASC"
     // The FTS table drives the loop (CROSS JOIN keeps it outermost) and yields rowids in order.
     private static let searchNewestFirst = """
         SELECT n.id, n.body, n.created_at, n.updated_at, n.version
@@ -34,31 +39,64 @@ enum NoteRows {
         WHERE notes_fts MATCH ? AND n.owner = ? AND notes_fts.rowid > ? ORDER BY notes_fts.rowid ASC LIMIT ?
         """
 
+    /// Another owner's rows a table scan may pass before the rest of the page is read through
+    /// the owner's index: this many, plus one for every two of the owner's found so far.
+    static let foreignRowsAllowed = 8
+
     static func page(_ query: NoteQuery, owner: Owner, on db: SQLiteConnection) throws(StoreError) -> [NoteRecord] {
-        guard query.limit > 0 else { return [] }
-        let limit = SQLiteValue.integer(Int64(query.limit))
-        let cursor: SQLiteValue = switch query.order {
-        case .newestFirst: .integer(query.after ?? .max)
-        case .oldestFirst: .integer(query.after ?? .min)
+        var page = NotePage(capacity: query.limit)
+        try db.readTransaction { () throws(StoreError) in try self.page(query, owner: owner, into: &page, on: db) }
+        return page.records
+    }
+
+    /// The same page, its rows copied into `page` as bytes (no String per note). Run it in a
+    /// read transaction: a listing may take two statements.
+    ///
+    /// Without a search, the page starts as a scan of the table in id order, every owner's rows,
+    /// skipping the others': the owner's index would cost an index entry and a seek into the
+    /// table for every note (about half the SQLite work of a page of 100, measured), and on one
+    /// machine one owner usually has most of the rows. Once too many rows are another owner's
+    /// (`foreignRowsAllowed`), the rest of the page comes through the index, after the last row
+    /// seen — the same notes either way.
+    static func page(_ query: NoteQuery, owner: Owner, into page: inout NotePage, on db: SQLiteConnection) throws(StoreError) {
+        guard query.limit > 0 else { return }
+        var cursor: Int64 = switch query.order {
+        case .newestFirst: query.after ?? .max
+        case .oldestFirst: query.after ?? .min
         }
-        let sql: String
-        let values: [SQLiteValue]
+        // Once the notes read so far hold the budget, one more is read (the caller sees the cut).
+        let budget = query.maxBodyBytes ?? .max
+        var total = 0, found = 0
+        /// Adds the row's note; whether the page wants another.
+        func add(_ row: Statement) -> Bool {
+            let body = row.textBytes(1)
+            page.append(id: row.int64(0), body: body, createdAt: row.int64(2), updatedAt: row.int64(3), version: row.int64(4))
+            found += 1
+            defer { total += body.count }
+            return total < budget && found < query.limit
+        }
         switch FullTextQuery(search: query.search) {
         case .nothing:
-            return []
+            return
         case .match(let match):
-            sql = query.order == .newestFirst ? searchNewestFirst : searchOldestFirst
-            values = [.text(match), .integer(owner.id), cursor, limit]
+            let sql = query.order == .newestFirst ? searchNewestFirst : searchOldestFirst
+            try db.forEachRow(sql, [.text(match), .integer(owner.id), .integer(cursor), .integer(Int64(query.limit))]) { add($0) }
         case .everything:
-            sql = query.order == .newestFirst ? newestFirst : oldestFirst
-            values = [.integer(owner.id), cursor, limit]
+            var foreign = 0, abandoned = false, done = false
+            try db.forEachRow(query.order == .newestFirst ? tableNewestFirst : tableOldestFirst, [.integer(cursor)]) { row in
+                cursor = row.int64(0)
+                guard row.int64(5) == owner.id else {
+                    foreign += 1
+                    abandoned = foreign > foreignRowsAllowed + found / 2
+                    return !abandoned
+                }
+                done = !add(row)
+                return !done
+            }
+            guard abandoned, !done else { return }
+            let sql = query.order == .newestFirst ? newestFirst : oldestFirst
+            try db.forEachRow(sql, [.integer(owner.id), .integer(cursor), .integer(Int64(query.limit - found))]) { add($0) }
         }
-        guard let budget = query.maxBodyBytes else { return try db.query(sql, values) { record($0) } }
-        var total = 0
-        return try db.query(sql, values, row: { record($0) }, last: { note in
-            defer { total += note.body.utf8.count }
-            return total >= budget
-        })
     }
 
     // MARK: - Events
@@ -69,11 +107,13 @@ enum NoteRows {
     }
 
     /// `owner`'s events after `after`, or nil when they can't all be replayed (the bounds are
-    /// those of the one id sequence all users share). Run in a read transaction, so the bounds
-    /// and the rows come from one snapshot.
-    static func events(after: Int64, limit: Int, owner: Owner, on db: SQLiteConnection) throws(StoreError) -> [NoteEvent]? {
+    /// those of the one id sequence all users share): the last `backlog` events are kept (the
+    /// writer trims the table only now and then, so older rows may still be there — they count
+    /// as gone). Run in a read transaction, so the bounds and the rows come from one snapshot.
+    static func events(after: Int64, limit: Int, owner: Owner, backlog: Int64, on db: SQLiteConnection) throws(StoreError) -> [NoteEvent]? {
         let last = try lastEventID(on: db)
-        let oldestKept = try db.first("SELECT min(id) FROM events") { $0.optionalInt64(0) }.flatMap { $0 } ?? (last + 1)
+        let oldestRow = try db.first("SELECT min(id) FROM events") { $0.optionalInt64(0) }.flatMap { $0 } ?? (last + 1)
+        let oldestKept = max(oldestRow, last - backlog + 1)
         // Replayable: every event after `after` is still kept, and `after` was issued (or is 0).
         guard after >= 0, after <= last, after >= oldestKept - 1 else { return nil }
         guard limit > 0, after < last else { return [] }

@@ -9,11 +9,14 @@ import Darwin
 ///
 /// Each write reads the note, decides `.notFound` first and then the version precondition, makes
 /// its change and appends its event (trimming the events table to the backlog), all with
-/// prepared statements and bound parameters. The FTS index follows through triggers. What must
-/// happen after the commit — files to delete, events to publish — goes into `effects`.
+/// prepared statements and bound parameters. The full-text index follows at the end of the
+/// transaction (`FullTextIndex`). What must happen after the commit — files to delete, events
+/// to publish — goes into `effects`.
 struct NoteWriter: Sendable {
     /// Events kept for replay; older ones are deleted as new ones are added.
     let eventBacklog: Int64
+    /// The events table is trimmed to the backlog once every this many events.
+    static let trimInterval: Int64 = 64
     /// The clock, in Unix seconds.
     var now: @Sendable () -> Int64 = { WallClock.seconds() }
 
@@ -22,6 +25,7 @@ struct NoteWriter: Sendable {
         try db.run("INSERT INTO notes (body, created_at, updated_at, version, owner) VALUES (?, ?, ?, 1, ?)",
                    [.text(body), .integer(time), .integer(time), .integer(owner.id)])
         let note = NoteRecord(id: db.lastInsertRowID, body: body, createdAt: time, updatedAt: time, version: 1)
+        FullTextIndex.added(id: note.id, body: body, on: db)
         return NoteChange(note: note, event: try appendEvent(.created, note, owner: owner, on: db, effects: effects))
     }
 
@@ -36,6 +40,7 @@ struct NoteWriter: Sendable {
             note.version += 1
             try db.run("UPDATE notes SET body = ?, updated_at = ?, version = ? WHERE id = ? AND owner = ?",
                        [.text(note.body), .integer(note.updatedAt), .integer(note.version), .integer(id), .integer(owner.id)])
+            FullTextIndex.changed(id: id, from: current.body, to: body, on: db)
             return NoteChange(note: note, event: try appendEvent(.updated, note, owner: owner, on: db, effects: effects))
         }
     }
@@ -47,6 +52,7 @@ struct NoteWriter: Sendable {
             effects.removed += try db.query("DELETE FROM uploads WHERE note_id = ? AND owner = ? RETURNING id",
                                             [.integer(id), .integer(owner.id)]) { $0.string(0) }
             try db.run("DELETE FROM notes WHERE id = ? AND owner = ?", [.integer(id), .integer(owner.id)])
+            FullTextIndex.removed(id: id, body: note.body, on: db)
             return NoteChange(note: note, event: try appendEvent(.deleted, note, owner: owner, on: db, effects: effects))
         }
     }
@@ -133,7 +139,9 @@ struct NoteWriter: Sendable {
             """, [.text(kind.rawValue), .integer(note.id), .text(note.body), .integer(note.createdAt),
                   .integer(note.updatedAt), .integer(note.version), .integer(time), .integer(owner.id)])
         let id = db.lastInsertRowID
-        try db.run("DELETE FROM events WHERE id <= ?", [.integer(id - eventBacklog)])
+        // Trimmed every `trimInterval` events: readers ignore what is past the backlog anyway
+        // (`NoteRows.events`), and a delete of one old row per write dirtied two more pages.
+        if id % Self.trimInterval == 0 { try db.run("DELETE FROM events WHERE id <= ?", [.integer(id - eventBacklog)]) }
         let event = NoteEvent(id: id, kind: kind, note: note, at: time)
         effects.events.append(event)
         return event

@@ -32,6 +32,10 @@ final class SQLiteConnection: @unchecked Sendable {
     /// another's were only misses here (the comparison) and is found by its text.
     private var byAddress: [UnsafeRawPointer: (sql: String, statement: Statement)] = [:]
     let path: String
+    /// Statements held back to the end of the writer's transaction (`deferUntilCommit`), and how
+    /// many of them have run in it so far.
+    private var deferred: [(sql: String, values: [SQLiteValue])] = []
+    private var deferredRun = 0
 
     /// Opens `path` with `flags` and sets a busy timeout, so lock waits retry instead of failing.
     init(path: String, flags: Int32, busyTimeoutMilliseconds: Int32 = 5_000) throws(StoreError) {
@@ -120,6 +124,17 @@ final class SQLiteConnection: @unchecked Sendable {
         return rows
     }
 
+    /// Runs a query and hands each row to `row` while it is current, until `row` returns false
+    /// or the rows end; the statement is reset before returning.
+    func forEachRow(_ sql: String, _ values: [SQLiteValue] = [], _ row: (Statement) throws(StoreError) -> Bool) throws(StoreError) {
+        let statement = try statement(sql)
+        defer { statement.reset() }
+        try statement.bind(values)
+        while try statement.step() {
+            guard try row(statement) else { return }
+        }
+    }
+
     /// The first row of a query, mapped, or nil when there is none.
     func first<T>(_ sql: String, _ values: [SQLiteValue] = [], row: (Statement) -> T) throws(StoreError) -> T? {
         let statement = try statement(sql)
@@ -151,6 +166,52 @@ final class SQLiteConnection: @unchecked Sendable {
             if !isAutocommit { try? run("ROLLBACK") }
             throw error
         }
+    }
+
+    /// Holds `sql` back until `runDeferred()`, which the writer calls at the end of each
+    /// transaction, before COMMIT (the full-text index: `FullTextIndex`).
+    func deferUntilCommit(_ sql: String, _ values: [SQLiteValue]) {
+        deferred.append((sql, values))
+    }
+
+    /// Where the deferred statements stand: taken when a savepoint begins, for
+    /// `rollBackDeferred(to:)` when it is rolled back.
+    struct DeferredMark {
+        fileprivate let count: Int
+        fileprivate let run: Int
+    }
+
+    var deferredMark: DeferredMark { DeferredMark(count: deferred.count, run: deferredRun) }
+
+    /// After `ROLLBACK TO` the savepoint begun at `mark`: the statements deferred since are
+    /// forgotten, and those run since (earlier ones, run early by `runDeferred()`) — undone
+    /// with the savepoint — are run again at the end.
+    func rollBackDeferred(to mark: DeferredMark) {
+        if mark.count < deferred.count { deferred.removeSubrange(mark.count...) }
+        deferredRun = min(deferredRun, mark.run)
+    }
+
+    /// Forgets every deferred statement: the transaction committed or was rolled back.
+    func endDeferred() {
+        deferred.removeAll(keepingCapacity: true)
+        deferredRun = 0
+    }
+
+    /// Runs the deferred statements not run yet, in the order they were deferred.
+    func runDeferred() throws(StoreError) {
+        while deferredRun < deferred.count {
+            let statement = deferred[deferredRun]
+            try run(statement.sql, statement.values)
+            deferredRun += 1
+        }
+    }
+
+    /// Turns the schema's triggers off on this connection (`SQLITE_DBCONFIG_ENABLE_TRIGGER`):
+    /// whoever uses it then makes their changes itself. Other connections keep them.
+    func disableTriggers() throws(StoreError) {
+        guard let handle else { throw .closed }
+        let rc = jotter_sqlite3_enable_triggers(handle, 0)
+        guard rc == SQLITE_OK else { throw error(rc, context: "disable triggers") }
     }
 
     /// The rowid of the last INSERT on this connection.

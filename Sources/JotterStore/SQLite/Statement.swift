@@ -95,6 +95,14 @@ final class Statement {
 
     func optionalString(_ column: Int32) -> String? { isNull(column) ? nil : string(column) }
 
+    /// The column's text as UTF-8 bytes, borrowed from SQLite: valid until the next `step()`,
+    /// `reset()` or column read of this statement.
+    func textBytes(_ column: Int32) -> UnsafeRawBufferPointer {
+        // text() before bytes(), as in string(_:).
+        guard let text = sqlite3_column_text(handle, column) else { return UnsafeRawBufferPointer(start: nil, count: 0) }
+        return UnsafeRawBufferPointer(start: text, count: Int(sqlite3_column_bytes(handle, column)))
+    }
+
     func data(_ column: Int32) -> Data {
         guard let bytes = sqlite3_column_blob(handle, column) else { return Data() }
         return Data(bytes: bytes, count: Int(sqlite3_column_bytes(handle, column)))

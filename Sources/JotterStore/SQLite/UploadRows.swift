@@ -10,14 +10,19 @@ enum UploadRows {
     /// A note and its attachments in one statement (one snapshot, one lock): the note's
     /// columns, then an upload's (NULL when it has none), a row per attachment.
     static func noteWithAttachments(id: Int64, owner: Owner, on db: SQLiteConnection) throws(StoreError) -> (NoteRecord, [UploadRecord])? {
-        let rows = try db.query("""
+        var note: NoteRecord?
+        var attachments: [UploadRecord] = []
+        try db.forEachRow("""
             SELECT n.id, n.body, n.created_at, n.updated_at, n.version,
                    u.id, u.filename, u.content_type, u.size, u.sha256, u.created_at, u.note_id
             FROM notes AS n LEFT JOIN uploads AS u ON u.note_id = n.id
             WHERE n.id = ? AND n.owner = ? ORDER BY u.rowid
-            """, [.integer(id), .integer(owner.id)]) { row in (NoteRows.record(row), row.isNull(5) ? nil : record(row, from: 5)) }
-        guard let note = rows.first?.0 else { return nil }
-        return (note, rows.compactMap(\.1))
+            """, [.integer(id), .integer(owner.id)]) { row in
+            if note == nil { note = NoteRows.record(row) }
+            if !row.isNull(5) { attachments.append(record(row, from: 5)) }
+            return true
+        }
+        return note.map { ($0, attachments) }
     }
 
     static func upload(id: String, owner: Owner, on db: SQLiteConnection) throws(StoreError) -> UploadRecord? {
@@ -61,14 +66,7 @@ enum UploadRows {
     /// span of ids (fixed SQL), keeping only the notes asked for.
     static func attachments(of noteIDs: [Int64], owner: Owner, on db: SQLiteConnection) throws(StoreError) -> [Int64: [UploadRecord]] {
         guard let low = noteIDs.min(), let high = noteIDs.max() else { return [:] }
-        var result: [Int64: [UploadRecord]] = [:]
-        let rows = try db.query(attachmentsBetween, [.integer(low), .integer(high), .integer(owner.id)]) { record($0) }
-        guard !rows.isEmpty else { return result }  // most pages: no set of ids to build
-        let wanted = Set(noteIDs)
-        for upload in rows {
-            if let note = upload.noteID, wanted.contains(note) { result[note, default: []].append(upload) }
-        }
-        return result
+        return try db.query(attachmentsBetween, [.integer(low), .integer(high), .integer(owner.id)]) { record($0) }.byNote(keeping: noteIDs)
     }
 
     /// How long a deleted upload's place is kept for cursors.
