@@ -121,10 +121,32 @@ enum Resolution {
     case refused(HTTPError)
 }
 
+/// The routes whose pattern matches a path, with the path's parameters: by pattern, each
+/// pattern's routes as the router holds them (a dynamic path makes one array of the matching
+/// patterns, usually one, not one entry per route; a static path makes none).
+struct Candidates: Sendable {
+    var groups: [(routes: [Route], parameters: Parameters)]
+
+    var isEmpty: Bool { groups.isEmpty }
+
+    /// Every candidate route, in order.
+    var routes: LazySequence<FlattenSequence<LazyMapSequence<[(routes: [Route], parameters: Parameters)], [Route]>>> {
+        groups.lazy.flatMap(\.routes)
+    }
+
+    /// The first route for which `matches` holds, with its parameters.
+    func first(where matches: (Route) -> Bool) -> (route: Route, parameters: Parameters)? {
+        for group in groups {
+            for route in group.routes where matches(route) { return (route, group.parameters) }
+        }
+        return nil
+    }
+}
+
 /// The routes a POST's `_method` field may pick from, and how its body is read meanwhile.
 final class MethodChoice: Sendable {
     /// The candidates (the POST route among them, which answers without `_method`).
-    let candidates: [(route: Route, parameters: Parameters)]
+    let candidates: Candidates
     /// How the body is read: as the POST route reads it, or as the largest of the others.
     let body: BodyPolicy
     /// Where the work runs until the route is known: the POST route's place.
@@ -133,7 +155,7 @@ final class MethodChoice: Sendable {
     /// The middleware whose head phase runs before the body: the POST route's, or the router's own.
     let stack: MiddlewareStack
 
-    init(candidates: [(route: Route, parameters: Parameters)], body: BodyPolicy, place: WorkPlace, stack: MiddlewareStack) {
+    init(candidates: Candidates, body: BodyPolicy, place: WorkPlace, stack: MiddlewareStack) {
         self.candidates = candidates
         self.body = body
         self.place = place
@@ -148,7 +170,7 @@ final class MethodChoice: Sendable {
 public final class Router: Sendable {
     /// Routes without parameters, by the length of their path then the path's bytes: a path is
     /// compared with the few of its length, byte by byte, before any split.
-    let staticRoutes: [[(path: [UInt8], routes: [(route: Route, parameters: Parameters)])]]
+    let staticRoutes: [[(path: [UInt8], candidates: Candidates)]]
     /// The patterns with parameters, each once with its routes, by segment count (the index), in
     /// registration order: a path is matched once per pattern, not once per route.
     let dynamicPatterns: [[(pattern: PathPattern, routes: [Route])]]
@@ -167,14 +189,14 @@ public final class Router: Sendable {
         self.routes = routes
         self.stack = stack
         self.trustedProxies = trustedProxies
-        var staticRoutes: [[(path: [UInt8], routes: [(route: Route, parameters: Parameters)])]] = []
+        var staticRoutes: [[(path: [UInt8], candidates: Candidates)]] = []
         for route in routes where route.pattern.isStatic {
             let path = Array(route.pattern.canonicalPath.utf8)
             while staticRoutes.count <= path.count { staticRoutes.append([]) }
             if let index = staticRoutes[path.count].firstIndex(where: { $0.path == path }) {
-                staticRoutes[path.count][index].routes.append((route: route, parameters: Parameters()))
+                staticRoutes[path.count][index].candidates.groups[0].routes.append(route)
             } else {
-                staticRoutes[path.count].append((path: path, routes: [(route: route, parameters: Parameters())]))
+                staticRoutes[path.count].append((path: path, candidates: Candidates(groups: [(routes: [route], parameters: Parameters())])))
             }
         }
         self.staticRoutes = staticRoutes
@@ -192,19 +214,19 @@ public final class Router: Sendable {
     }
 
     /// The routes whose path matches, with the path's parameters.
-    func candidates(for path: Substring) throws(HTTPError) -> [(route: Route, parameters: Parameters)] {
+    func candidates(for path: Substring) throws(HTTPError) -> Candidates {
         let original = path
         var path = path
         let found = path.withUTF8 { bytes in
             Result { () throws(HTTPError) in try candidates(for: UnsafeRawBufferPointer(bytes), path: original) }
         }
-        return try found.get() ?? []
+        return try found.get() ?? Candidates(groups: [])
     }
 
-    private func candidates(for bytes: UnsafeRawBufferPointer, path: Substring) throws(HTTPError) -> [(route: Route, parameters: Parameters)]? {
+    private func candidates(for bytes: UnsafeRawBufferPointer, path: Substring) throws(HTTPError) -> Candidates? {
         if bytes.count < staticRoutes.count {
             for entry in staticRoutes[bytes.count] where memcmp(entry.path, bytes.baseAddress!, bytes.count) == 0 {
-                return entry.routes
+                return entry.candidates
             }
         }
         let (count, escaped) = PathPattern.segmentCount(bytes)
@@ -212,18 +234,13 @@ public final class Router: Sendable {
             if escaped { _ = try PathPattern.segments(of: path) }  // a malformed escape is 400, not 404
             return nil
         }
-        var found: [(route: Route, parameters: Parameters)] = []
-        if escaped {
-            let segments = try PathPattern.segments(of: path)
-            for (pattern, routes) in dynamicPatterns[count] {
-                guard let parameters = pattern.match(segments) else { continue }
-                for route in routes { found.append((route: route, parameters: parameters)) }
-            }
-        } else {
-            for (pattern, routes) in dynamicPatterns[count] {
-                guard let parameters = pattern.match(unescaped: bytes) else { continue }
-                for route in routes { found.append((route: route, parameters: parameters)) }
-            }
+        var found = Candidates(groups: [])
+        let patterns = dynamicPatterns[count]
+        let segments = escaped ? try PathPattern.segments(of: path) : []
+        for index in patterns.indices {
+            // The pattern matched in place (not copied out of the array: no retain of its parts).
+            guard let parameters = escaped ? patterns[index].pattern.match(segments) : patterns[index].pattern.match(unescaped: bytes) else { continue }
+            found.groups.append((routes: patterns[index].routes, parameters: parameters))
         }
         return found
     }
@@ -241,7 +258,7 @@ public final class Router: Sendable {
     /// Routes `head` (applying an `X-HTTP-Method-Override` header to a POST).
     func resolve(_ head: inout RequestHead) -> Resolution {
         if !trustedProxies.isEmpty { head.forwarded = trustedProxies.forwarded(peer: head.peerAddress, headers: head.headers) }
-        let candidates: [(route: Route, parameters: Parameters)]
+        let candidates: Candidates
         do { candidates = try self.candidates(for: head.path) } catch {
             return .refused(error)
         }
@@ -251,15 +268,15 @@ public final class Router: Sendable {
         if head.method == .post {
             if let header = head.headers["X-HTTP-Method-Override"] {
                 do { head.method = try Self.override(header) } catch { return .refused(error) }
-            } else if candidates.allSatisfy({ $0.route.body.isBuffered || $0.route.method == .get || $0.route.method == .head }),
-                      candidates.contains(where: { $0.route.method == .post || Self.overridable.contains($0.route.method) }) {
+            } else if candidates.routes.allSatisfy({ $0.body.isBuffered || $0.method == .get || $0.method == .head }),
+                      candidates.routes.contains(where: { $0.method == .post || Self.overridable.contains($0.method) }) {
                 // `_method` in the body may still choose: read it as the POST route reads its body,
                 // or (no POST route) as the largest of the routes it may choose — then under the
                 // router's own middleware only, so that a POST without `_method` is `405` before
                 // any route's middleware (authentication) has run; the route `_method` picks runs
                 // its middleware's head phase once the body is read.
-                let post = candidates.first { $0.route.method == .post }
-                let limits = candidates.filter { $0.route.body.isBuffered }.map { $0.route.body.memoryLimit }
+                let post = candidates.first { $0.method == .post }
+                let limits = candidates.routes.filter { $0.body.isBuffered }.map { $0.body.memoryLimit }
                 let body = post?.route.body ?? .buffered(limit: limits.contains { $0 == nil } ? nil : limits.compactMap { $0 }.max())
                 return .choice(MethodChoice(candidates: candidates, body: body, place: post?.route.place ?? .loop,
                                             stack: post?.route.stack ?? stack))
@@ -280,10 +297,10 @@ public final class Router: Sendable {
         return select(head.method, among: choice.candidates, path: head.path)
     }
 
-    private func select(_ method: HTTPMethod, among candidates: [(route: Route, parameters: Parameters)], path: Substring) -> Resolution {
-        let wanted = method == .head && !candidates.contains { $0.route.method == .head } ? .get : method
-        guard let match = candidates.first(where: { $0.route.method == wanted }) else {
-            let allowed = Set(candidates.map(\.route.method.rawValue))
+    private func select(_ method: HTTPMethod, among candidates: Candidates, path: Substring) -> Resolution {
+        let wanted = method == .head && !candidates.routes.contains { $0.method == .head } ? .get : method
+        guard let match = candidates.first(where: { $0.method == wanted }) else {
+            let allowed = Set(candidates.routes.map(\.method.rawValue))
             let allow = (allowed.contains("GET") ? allowed.union(["HEAD"]) : allowed).sorted().joined(separator: ", ")
             return .refused(HTTPError(.methodNotAllowed,
                 detail: "\(Logger.sanitize(method.rawValue)) is not allowed on \(Logger.sanitize(String(path))); allowed: \(allow)",
