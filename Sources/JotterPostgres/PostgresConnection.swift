@@ -93,14 +93,32 @@ public final class PostgresConnection: @unchecked Sendable {
     @discardableResult
     public func query(_ sql: String, _ parameters: [(any PostgresEncodable)?] = []) throws -> PostgresResult {
         let name = try preparedName(for: sql)
-        let texts = parameters.map { $0?.postgresText }
+        // Values with a binary form (`bytea`) go as bytes; the others as text.
+        let binaries = parameters.map { $0?.postgresBinary }
+        let texts = parameters.enumerated().map { binaries[$0.offset] == nil ? $0.element?.postgresText : nil }
         // libpq takes C strings: a NUL would cut the value short without a word. Refuse it.
         if let index = texts.firstIndex(where: { $0?.utf8.contains(0) == true }) {
             throw PostgresError(kind: .other, message: "parameter $\(index + 1) holds a NUL character, which PostgreSQL text cannot store")
         }
-        let result = withOptionalCStrings(texts) { pointers in
-            PQexecPrepared(handle, name, Int32(pointers.count), pointers, nil, nil, 0)
+        guard binaries.contains(where: { $0 != nil }) else {
+            let result = withOptionalCStrings(texts) { pointers in
+                PQexecPrepared(handle, name, Int32(pointers.count), pointers, nil, nil, 0)
+            }
+            return try check(result)
         }
+        let lengths = binaries.map { Int32($0?.count ?? 0) }
+        let formats = binaries.map { Int32($0 == nil ? 0 : 1) }
+        let copies: [UnsafeMutableRawPointer?] = zip(texts, binaries).map { text, binary in
+            if let binary {
+                let copy = UnsafeMutableRawPointer.allocate(byteCount: max(binary.count, 1), alignment: 1)
+                binary.withUnsafeBytes { if let base = $0.baseAddress { copy.copyMemory(from: base, byteCount: $0.count) } }
+                return copy
+            }
+            return text.map { UnsafeMutableRawPointer(strdup($0)!) }
+        }
+        defer { for (copy, binary) in zip(copies, binaries) { if binary != nil { copy?.deallocate() } else { free(copy) } } }
+        let pointers = copies.map { $0.map { UnsafePointer($0.assumingMemoryBound(to: CChar.self)) } }
+        let result = PQexecPrepared(handle, name, Int32(pointers.count), pointers, lengths, formats, 0)
         return try check(result)
     }
 

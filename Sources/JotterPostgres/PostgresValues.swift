@@ -5,6 +5,13 @@
 public protocol PostgresEncodable: Sendable {
     /// The value as PostgreSQL reads it in text format.
     var postgresText: String { get }
+    /// The value in PostgreSQL's binary format, for types that have a simple one (`bytea`: the
+    /// bytes themselves); nil: sent as `postgresText`.
+    var postgresBinary: [UInt8]? { get }
+}
+
+extension PostgresEncodable {
+    public var postgresBinary: [UInt8]? { nil }
 }
 
 /// A Swift type a column's text-format value is read as (see `PostgresRow.value(_:)`).
@@ -77,11 +84,13 @@ extension Double: PostgresEncodable, PostgresDecodable {
     public static func decode(postgresText: String?) throws(PostgresError) -> Double { try parsed(postgresText) }
 }
 
-/// `bytea`, in PostgreSQL's hex text format (`\x0aff…`).
+/// `bytea`: sent as bytes (binary format), read from PostgreSQL's hex text format (`\x0aff…`).
 public struct PostgresBytes: PostgresEncodable, PostgresDecodable, Equatable {
     public var bytes: [UInt8]
 
     public init(_ bytes: [UInt8]) { self.bytes = bytes }
+
+    public var postgresBinary: [UInt8]? { bytes }
 
     private static let digits = Array("0123456789abcdef".utf8)
 
@@ -96,28 +105,30 @@ public struct PostgresBytes: PostgresEncodable, PostgresDecodable, Equatable {
     }
 
     public static func decode(postgresText: String?) throws(PostgresError) -> PostgresBytes {
-        let text = Array(try nonNull(postgresText).utf8)
-        guard text.count >= 2, text.count % 2 == 0, text[0] == UInt8(ascii: "\\"), text[1] == UInt8(ascii: "x") else {
-            throw unreadable(String(decoding: text, as: UTF8.self))
-        }
-        func nibble(_ c: UInt8) -> UInt8? {
-            switch c {
-            case UInt8(ascii: "0")...UInt8(ascii: "9"): return c - UInt8(ascii: "0")
-            case UInt8(ascii: "a")...UInt8(ascii: "f"): return c - UInt8(ascii: "a") + 10
-            case UInt8(ascii: "A")...UInt8(ascii: "F"): return c - UInt8(ascii: "A") + 10
-            default: return nil
+        var text = try nonNull(postgresText)
+        // Read through the string's UTF-8 buffer: an upload's tail is megabytes.
+        let decoded: [UInt8]? = text.withUTF8 { utf8 in
+            guard utf8.count >= 2, utf8.count % 2 == 0, utf8[0] == UInt8(ascii: "\\"), utf8[1] == UInt8(ascii: "x") else { return nil }
+            func nibble(_ c: UInt8) -> UInt8? {
+                switch c {
+                case UInt8(ascii: "0")...UInt8(ascii: "9"): return c - UInt8(ascii: "0")
+                case UInt8(ascii: "a")...UInt8(ascii: "f"): return c - UInt8(ascii: "a") + 10
+                case UInt8(ascii: "A")...UInt8(ascii: "F"): return c - UInt8(ascii: "A") + 10
+                default: return nil
+                }
             }
-        }
-        var bytes = [UInt8]()
-        bytes.reserveCapacity(text.count / 2 - 1)
-        var index = 2
-        while index < text.count {
-            guard let high = nibble(text[index]), let low = nibble(text[index + 1]) else {
-                throw unreadable(String(decoding: text, as: UTF8.self))
+            let count = utf8.count / 2 - 1
+            var failed = false
+            let bytes = [UInt8](unsafeUninitializedCapacity: count) { out, initialized in
+                for index in 0..<count {
+                    guard let high = nibble(utf8[2 + index * 2]), let low = nibble(utf8[3 + index * 2]) else { failed = true; break }
+                    out[index] = high << 4 | low
+                    initialized = index + 1
+                }
             }
-            bytes.append(high << 4 | low)
-            index += 2
+            return failed ? nil : bytes
         }
-        return PostgresBytes(bytes)
+        guard let decoded else { throw unreadable(String(text.prefix(40))) }
+        return PostgresBytes(decoded)
     }
 }

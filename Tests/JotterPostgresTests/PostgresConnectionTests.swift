@@ -18,6 +18,11 @@ struct PostgresConnectionTests {
         #expect(try row.value(6, as: String?.self) == nil)
         #expect(try row.value(7, as: Int?.self) == nil)
         #expect(try row.value(8, as: UInt64.self) > 0)
+        // bytea goes as bytes: every value, NUL included, megabytes of it, and back.
+        let large = (0..<(3 << 20)).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ $0 >> 11) }
+        let echoed = try connection.query("SELECT $1::bytea, length($1::bytea)", [PostgresBytes(large)])[0]
+        #expect(try echoed.value(0, as: PostgresBytes.self).bytes == large)
+        #expect(try echoed.value(1) == large.count)
         // NULL is an error for a non-optional type, and so is text of another type.
         #expect(postgresError { _ = try row.value(6, as: String.self) }?.kind == .decoding)
         #expect(postgresError { _ = try row.value(0, as: Int.self) }?.kind == .decoding)

@@ -1,29 +1,57 @@
 import Foundation
 import Glibc
 import Testing
+import JotterBlobs
+import JotterStore
 import JotterTestSupport
 @testable import JotterServer
 
 /// Raw-body and resumable uploads on the wire, byte by byte over raw sockets (a 104 is an
 /// interim answer Python's http.client would take for the final one): the IETF draft at each
-/// interop version URLSession and others send (3 to 8), and tus 1.0, on SQLite and on
-/// PostgreSQL with the data folder.
+/// interop version URLSession and others send (3 to 8), and tus 1.0, on SQLite, on PostgreSQL
+/// with the data folder, and on PostgreSQL with the bucket (the partial bytes an S3 multipart
+/// upload, their state in PostgreSQL).
 @Suite("Resumable uploads")
 struct ResumableUploadTests {
     enum Backend: String, CaseIterable, CustomTestStringConvertible {
-        case sqlite, postgres
+        case sqlite, postgres, bucket = "postgres+s3"
         var testDescription: String { rawValue }
     }
 
     static var backends: [Backend] { SharedBackend.available ? Backend.allCases : [.sqlite] }
 
-    /// A server on `backend` (PostgreSQL with uploads in the data folder: no bucket).
+    /// A server on `backend` (`.postgres`: uploads in the data folder; `.bucket`: in the S3 bucket).
     func withApp<T>(_ backend: Backend, configure: (inout ServerConfiguration) -> Void = { _ in }, _ body: (TestApp) throws -> T) throws -> T {
-        let shared = backend == .postgres ? try SharedBackend() : nil
+        let shared = backend == .sqlite ? nil : try SharedBackend()
         return try TestApp.with(configure: { configuration in
-            if let shared { configuration.database = .postgres(url: shared.databaseURL, poolSize: 4) }
+            if let shared {
+                if backend == .bucket { shared.configure(&configuration) } else { configuration.database = .postgres(url: shared.databaseURL, poolSize: 4) }
+            }
             configure(&configuration)
         }, body)
+    }
+
+    /// The test bucket (scripts/test-services), to see what the server left in it.
+    static func bucket() throws -> S3BlobStore {
+        let shared = try SharedBackend()
+        let environment = ProcessInfo.processInfo.environment.merging(shared.credentials) { _, new in new }
+        return S3BlobStore(try S3BlobStore.Configuration(url: shared.blobStoreURL, environment: environment))
+    }
+
+    /// Multipart uploads open in the bucket for upload `id`.
+    static func openMultipartUploads(_ id: String) throws -> [S3BlobStore.MultipartUpload] {
+        try bucket().listMultipartUploads(prefix: "uploads/" + id)
+    }
+
+    /// Nothing of a partial upload is left: no partial file (data folder), no multipart upload (bucket).
+    func expectNoPartialBytes(_ backend: Backend, _ app: TestApp, id: String, sourceLocation: SourceLocation = #_sourceLocation) throws {
+        if backend == .bucket {
+            #expect(try Self.openMultipartUploads(id).isEmpty, sourceLocation: sourceLocation)
+            #expect(!FileManager.default.fileExists(atPath: app.dataDirectory.appendingPathComponent("partial").path), sourceLocation: sourceLocation)
+        } else {
+            #expect(try FileManager.default.contentsOfDirectory(atPath: app.dataDirectory.appendingPathComponent("partial").path).isEmpty,
+                    sourceLocation: sourceLocation)
+        }
     }
 
     static func bytes(_ count: Int, seed: UInt32 = 7) -> [UInt8] {
@@ -47,12 +75,17 @@ struct ResumableUploadTests {
         version == 3 ? ("Upload-Incomplete", complete ? "?0" : "?1") : ("Upload-Complete", complete ? "?1" : "?0")
     }
 
-    /// Appends `body` at `offset` to `location` (a path), by `version`'s rules.
+    /// Appends `body` at `offset` to `location` (a path), by `version`'s rules: the final answer
+    /// (progress 104s skipped).
     static func append(_ app: TestApp, _ path: String, version: Int, offset: Int, body: [UInt8], complete: Bool,
                        extra: [(String, String)] = []) throws -> WireResponse {
         var headers = [("Upload-Draft-Interop-Version", String(version)), ("Upload-Offset", String(offset)), completeField(version, complete)]
         if version >= 6 { headers.append(("Content-Type", "application/partial-upload")) }
-        return try RawHTTP(port: app.port).request("PATCH", path, headers: headers + extra, body: body, close: true)
+        var text = "PATCH \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: \(body.count)\r\nConnection: close\r\n"
+        for (name, value) in headers + extra { text += "\(name): \(value)\r\n" }
+        let connection = try RawHTTP(port: app.port, timeout: 30)
+        try connection.send(Array((text + "\r\n").utf8) + body)
+        return try connection.readFinalResponse()
     }
 
     static func path(of location: String) -> String {
@@ -147,10 +180,22 @@ struct ResumableUploadTests {
     @Test("curl: 104 with Location before the final answer, an incomplete creation, HEAD's offset, PATCH the rest, same bytes",
           arguments: CurlTransport.allCases, [3, 6, 8])
     func curl(_ transport: CurlTransport, _ version: Int) throws {
+        try curlUpload(transport, version, backend: .sqlite)
+    }
+
+    /// With PostgreSQL the upload's row is made on a store thread while the engine holds the
+    /// body back: the 104 comes from there, over HTTP/1.1 and HTTP/2 alike.
+    @Test("curl on PostgreSQL and on PostgreSQL + S3: the 104 before the body, the upload resumed, same bytes",
+          .enabled(if: SharedBackend.available), arguments: CurlTransport.allCases, [Backend.postgres, .bucket])
+    func curlOnPostgres(_ transport: CurlTransport, _ backend: Backend) throws {
+        try curlUpload(transport, 8, backend: backend)
+    }
+
+    func curlUpload(_ transport: CurlTransport, _ version: Int, backend: Backend) throws {
         // A certificate for TLS; its folder holds curl's files either way.
         let folder = try TLSTests.certificate()
         defer { try? FileManager.default.removeItem(at: folder) }
-        try TestApp.with(configure: { configuration in
+        try withApp(backend, configure: { configuration in
             if transport == .h2 {
                 configuration.tlsCertificatePath = folder.path + "/cert.pem"
                 configuration.tlsKeyPath = folder.path + "/key.pem"
@@ -329,10 +374,11 @@ struct ResumableUploadTests {
             try connection.send(Self.creation(version: 7, complete: false, length: 4) + "abcd")
             #expect(try connection.readResponse().status == 104)
             let path = Self.path(of: try #require(try connection.readResponse().header("Location")))
+            if backend == .bucket { #expect(try Self.openMultipartUploads(String(path.dropFirst("/uploads/".count))).count == 1) }
             let deleted = try RawHTTP(port: app.port).request("DELETE", path, headers: [("Upload-Draft-Interop-Version", "7")], close: true)
             #expect(deleted.status == 204)
             #expect(try RawHTTP(port: app.port).request("HEAD", path, headers: [("Upload-Draft-Interop-Version", "7")], close: true).status == 404)
-            #expect(try FileManager.default.contentsOfDirectory(atPath: app.dataDirectory.appendingPathComponent("partial").path).isEmpty)
+            try expectNoPartialBytes(backend, app, id: String(path.dropFirst("/uploads/".count)))
             let options = try RawHTTP(port: app.port).request("OPTIONS", "/uploads", headers: [("Upload-Draft-Interop-Version", "8")], close: true)
             #expect(options.status == 204)
             #expect(options.header("Upload-Limit") == "max-size=\(1 << 30), max-age=86400")
@@ -373,8 +419,12 @@ struct ResumableUploadTests {
     func randomCuts(_ backend: Backend) throws {
         try withApp(backend) { app in
             var generator = SystemRandomNumberGenerator()
+            // In the bucket, a tenth of the files are larger than a part (8 MiB), so that cuts
+            // fall before, on and after part boundaries too.
+            let large = backend == .bucket ? 10 : 0
             for round in 0..<100 {
-                let file = Self.bytes(Int.random(in: 1...400_000, using: &generator), seed: UInt32(round))
+                let size = round < large ? Int.random(in: (8 << 20) - 100_000...(19 << 20), using: &generator) : Int.random(in: 1...400_000, using: &generator)
+                let file = Self.bytes(size, seed: UInt32(round))
                 let cut = Int.random(in: 0...file.count, using: &generator)
                 let connection = try RawHTTP(port: app.port, timeout: 5)
                 try connection.send(Self.creation(version: 6, complete: true, length: file.count))
@@ -392,15 +442,17 @@ struct ResumableUploadTests {
                 let id = String(path.dropFirst("/uploads/".count))
                 let shown = try app.request("GET", "/uploads/\(id)")
                 #expect((try shown.json()["upload"] as? [String: Any])?["sha256"] as? String == SHA256Hex.of(file), "round \(round), cut at \(cut), size \(file.count), offset \(offset): \(done?.status ?? 0) \(done?.text ?? "") / \(shown.text)")
+                if backend == .bucket, round < large { #expect(try SHA256Hex.of(Self.bucket().bytes(UploadRecord.blobKey(id))) == SHA256Hex.of(file)) }
             }
         }
     }
 
     @Test("a server restart resumes: the partial file and its row are durable", arguments: backends)
     func restart(_ backend: Backend) throws {
-        let shared = backend == .postgres ? try SharedBackend() : nil
+        let shared = backend == .sqlite ? nil : try SharedBackend()
         func configure(_ configuration: inout ServerConfiguration) {
-            if let shared { configuration.database = .postgres(url: shared.databaseURL, poolSize: 4) }
+            guard let shared else { return }
+            if backend == .bucket { shared.configure(&configuration) } else { configuration.database = .postgres(url: shared.databaseURL, poolSize: 4) }
         }
         let file = Self.bytes(200_000)
         let first = try TestApp(configure: configure)
@@ -412,8 +464,10 @@ struct ResumableUploadTests {
         usleep(200_000)
         shutdown(connection.fd, Int32(SHUT_RDWR))
         first.stop()
-        let second = try TestApp(dataDirectory: first.dataDirectory, configure: configure)
+        // With the bucket nothing of the upload is on the instance: the next one starts afresh.
+        let second = backend == .bucket ? try TestApp(configure: configure) : try TestApp(dataDirectory: first.dataDirectory, configure: configure)
         defer { second.stop() }
+        if backend == .bucket { try? FileManager.default.removeItem(at: first.dataDirectory) }
         let head = try RawHTTP(port: second.port).request("HEAD", path, headers: [("Upload-Draft-Interop-Version", "8")], close: true)
         #expect(head.status == 204)
         let offset = try #require(Int(head.header("Upload-Offset") ?? ""))
@@ -513,24 +567,104 @@ struct ResumableUploadTests {
         }
     }
 
-    @Test("PostgreSQL and a bucket (one instance): the partial bytes on the data folder, the finished upload in the bucket",
+    @Test("PostgreSQL and a bucket: the partial bytes are one multipart upload of parts of 8 MiB and a tail in PostgreSQL, completed into the upload's key",
           .enabled(if: SharedBackend.available))
     func bucket() throws {
-        let shared = try SharedBackend()
-        try TestApp.with(configure: shared.configure) { app in
-            let file = Self.bytes(250_000, seed: 9)
-            let connection = try RawHTTP(port: app.port, timeout: 5)
+        try withApp(.bucket) { app in
+            // Two parts and a tail when the first request is cut, the rest in a second request.
+            let file = Self.bytes((19 << 20) + 4_321, seed: 9), cut = (17 << 20) + 5
+            let connection = try RawHTTP(port: app.port, timeout: 10)
             try connection.send(Self.creation(version: 8, complete: true, length: file.count))
             let path = Self.path(of: try #require(try connection.readResponse().header("Location")))
-            try connection.send(Array(file[..<100_000]))
-            shutdown(connection.fd, Int32(SHUT_RDWR))
-            let head = try RawHTTP(port: app.port).request("HEAD", path, headers: [("Upload-Draft-Interop-Version", "8")], close: true)
-            let offset = try #require(Int(head.header("Upload-Offset") ?? ""))
-            let done = try Self.append(app, path, version: 8, offset: offset, body: Array(file[offset...]), complete: true)
-            #expect(done.status == 201, "\(done.text)")
             let id = String(path.dropFirst("/uploads/".count))
-            #expect(try content(app, id) == file)
-            #expect(try FileManager.default.contentsOfDirectory(atPath: app.dataDirectory.appendingPathComponent("partial").path).isEmpty)
+            let open = try #require(try Self.openMultipartUploads(id).first, "a multipart upload begins with the upload")
+            #expect(open.key == "uploads/" + id)
+            try connection.send(Array(file[..<cut]))
+            // Both parts are in the bucket while the request is still open.
+            let deadline = Date().addingTimeInterval(20)
+            var parts: [S3BlobStore.UploadedPart] = []
+            while parts.count < 2, Date() < deadline {
+                parts = (try? Self.bucket().listParts(open.key, uploadID: open.uploadID)) ?? []
+                usleep(50_000)
+            }
+            #expect(parts.map(\.size) == [8 << 20, 8 << 20])
+            shutdown(connection.fd, Int32(SHUT_RDWR))
+            // The offset is every byte received: the tail is kept too (in PostgreSQL).
+            let head = try RawHTTP(port: app.port).request("HEAD", path, headers: [("Upload-Draft-Interop-Version", "8")], close: true)
+            #expect(head.header("Upload-Offset") == String(cut), "\(head.raw)")
+            let done = try Self.append(app, path, version: 8, offset: cut, body: Array(file[cut...]), complete: true)
+            #expect(done.status == 201, "\(done.text)")
+            #expect((try done.json()["uploads"] as? [[String: Any]])?.first?["sha256"] as? String == SHA256Hex.of(file))
+            #expect(try Self.bucket().head(UploadRecord.blobKey(id))?.size == Int64(file.count))
+            #expect(SHA256Hex.of(try content(app, id)) == SHA256Hex.of(file))
+            try expectNoPartialBytes(.bucket, app, id: id)
+        }
+    }
+
+    @Test("PostgreSQL and a bucket: an empty upload, and one of a single small part, complete; expiry aborts the multipart upload",
+          .enabled(if: SharedBackend.available))
+    func bucketEdges() throws {
+        try withApp(.bucket, configure: { $0.resumableUploadLifetime = 1; $0.resumableSweepInterval = 0.2 }) { app in
+            for size in [0, 1, 100_000] {
+                let file = Self.bytes(size, seed: UInt32(size))
+                let connection = try RawHTTP(port: app.port, timeout: 10)
+                try connection.send(Array(Self.creation(version: 8, complete: true, length: size).utf8) + file)
+                #expect(try connection.readResponse().status == 104)
+                let done = try connection.readResponse()
+                #expect(done.status == 201, "\(done.text)")
+                let upload = try #require((try done.json()["uploads"] as? [[String: Any]])?.first)
+                #expect(upload["sha256"] as? String == SHA256Hex.of(file))
+                let id = try #require(upload["id"] as? String)
+                #expect(try content(app, id) == file)
+                try expectNoPartialBytes(.bucket, app, id: id)
+            }
+            let connection = try RawHTTP(port: app.port, timeout: 5)
+            try connection.send(Self.creation(version: 8, complete: false, length: 4) + "abcd")
+            #expect(try connection.readResponse().status == 104)
+            let path = Self.path(of: try #require(try connection.readResponse().header("Location")))
+            let id = String(path.dropFirst("/uploads/".count))
+            var gone = false
+            for _ in 0..<100 where !gone {
+                usleep(100_000)
+                gone = try RawHTTP(port: app.port).request("HEAD", path, headers: [("Upload-Draft-Interop-Version", "8")], close: true).status == 404
+            }
+            #expect(gone)
+            try expectNoPartialBytes(.bucket, app, id: id)
+        }
+    }
+
+    @Test("PostgreSQL and a bucket: the sweep aborts multipart uploads no partial upload names, once older than a row can live, and spares the others",
+          .enabled(if: SharedBackend.available))
+    func bucketLeftovers() throws {
+        // A bucket of its own: the sweep looks at every multipart upload in it, and other tests'
+        // uploads in the shared bucket have their rows in other databases.
+        let backend = try ScaleOutBackend()
+        let environment = ProcessInfo.processInfo.environment.merging(backend.database.credentials) { _, new in new }
+        try TestApp.with(configure: { configuration in
+            configuration.database = .postgres(url: backend.databaseURL, poolSize: 4)
+            configuration.blobStore = backend.blobStoreURL
+            configuration.environment.merge(backend.database.credentials) { _, new in new }
+        }) { app in
+            let bucket = S3BlobStore(try S3BlobStore.Configuration(url: backend.blobStoreURL, environment: environment))
+            // A crash between beginning a multipart upload and recording its row leaves one nobody names.
+            let stray = UploadRecord.newID()
+            let strayUpload = try bucket.createMultipartUpload(UploadRecord.blobKey(stray))
+            let connection = try RawHTTP(port: app.port, timeout: 5)
+            try connection.send(Self.creation(version: 8, complete: false, length: 4) + "abcd")
+            #expect(try connection.readResponse().status == 104)
+            let path = Self.path(of: try #require(try connection.readResponse().header("Location")))
+            let kept = String(path.dropFirst("/uploads/".count))
+            let storage = try #require(app.app.resumable.storage as? BucketPartials)
+            let lifetime = app.app.configuration.resumableUploadLifetime
+            // Not old enough yet: nothing goes.
+            #expect(storage.sweepLeftovers(now: UnixTime.now(), lifetime: lifetime) == 0)
+            #expect(try bucket.listMultipartUploads(prefix: UploadRecord.blobKey(stray)).map(\.uploadID) == [strayUpload])
+            // As if a day and two hours had passed (the sweep looks at most once an hour).
+            let later = UnixTime.now() + lifetime + 7200
+            #expect(storage.sweepLeftovers(now: later, lifetime: lifetime) >= 1)
+            #expect(try bucket.listMultipartUploads(prefix: UploadRecord.blobKey(stray)).isEmpty)
+            #expect(try bucket.listMultipartUploads(prefix: UploadRecord.blobKey(kept)).count == 1)
+            #expect(storage.sweepLeftovers(now: later + 60, lifetime: lifetime) == 0, "again within the hour")
         }
     }
 
@@ -612,14 +746,15 @@ enum ToolDigest {
 /// tuspy from `.venv-test` (scripts/test-venv) against the tus endpoints.
 @Suite("Resumable uploads: tuspy")
 struct TusClientTests {
-    @Test("tuspy uploads in chunks with sha1 checksums, stops, and a new uploader resumes from the server's offset")
-    func tuspy() throws {
+    @Test("tuspy uploads in chunks with sha1 checksums, stops, and a new uploader resumes from the server's offset",
+          arguments: ResumableUploadTests.backends)
+    func tuspy(_ backend: ResumableUploadTests.Backend) throws {
         let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
         let python = root.appendingPathComponent(".venv-test/bin/python")
         guard FileManager.default.isExecutableFile(atPath: python.path) else {
             throw RawHTTP.Failure(message: "tuspy is not installed: run scripts/test-venv (make test does)")
         }
-        try TestApp.with { app in
+        try ResumableUploadTests().withApp(backend) { app in
             let file = ResumableUploadTests.bytes(700_000, seed: 42)
             let path = app.dataDirectory.appendingPathComponent("tus-input.bin")
             try Data(file).write(to: path)

@@ -143,10 +143,13 @@ final class ScaleOutCluster: @unchecked Sendable {
         backend = nil
     }
 
-    /// One request on a new connection to `port`.
+    /// One request on a new connection to `port`: its final answer (interim ones skipped).
     func request(_ port: Int, _ method: String, _ target: String, headers: [(String, String)] = [],
                  body: [UInt8] = []) throws -> WireResponse {
-        try RawHTTP(port: port, timeout: 10).request(method, target, headers: headers, body: body, close: true)
+        let connection = try RawHTTP(port: port, timeout: 30)
+        let first = try connection.request(method, target, headers: headers, body: body, close: true)
+        guard (100..<200).contains(first.status) else { return first }
+        return try connection.readFinalResponse(head: method == "HEAD")
     }
 
     /// `GET target` with curl (RawHTTP's debug build takes seconds over a body of megabytes):
@@ -178,6 +181,13 @@ final class ScaleOutCluster: @unchecked Sendable {
             throw RawHTTP.Failure(message: "POST /notes to \(port) -> \(response.status) \(response.text)")
         }
         return id
+    }
+
+    /// The offset PostgreSQL records for the partial upload `id` (0 when it has no row).
+    func recordedOffset(_ id: String) throws -> Int {
+        guard let backend else { return 0 }
+        let run = try runProgram(["psql", "-qtAX", backend.databaseURL, "-c", "SELECT upload_offset FROM partial_uploads WHERE id = '\(id)'"])
+        return Int(run.output.trimmingCharacters(in: .whitespacesAndNewlines)) ?? 0
     }
 
     /// The value of gauge `name` in `/metrics` of the instance on `port`.

@@ -139,6 +139,14 @@ public final class RawHTTP {
         return WireResponse(status: status, headers: headers, body: body, raw: headText + "\r\n\r\n" + String(decoding: body, as: UTF8.self))
     }
 
+    /// Reads responses until a final one (2xx–5xx), skipping interim ones (`104` progress).
+    public func readFinalResponse(head: Bool = false) throws -> WireResponse {
+        while true {
+            let response = try readResponse(head: head)
+            if !(100..<200).contains(response.status) || response.status == 101 { return response }
+        }
+    }
+
     /// Sends a request and reads its response.
     public func request(_ method: String, _ target: String, headers: [(String, String)] = [], body: [UInt8] = [],
                         close closeAfter: Bool = false) throws -> WireResponse {

@@ -80,6 +80,17 @@ public protocol RequestBodyStream: AnyObject, Sendable {
     func finish() throws
     /// The request ended without a complete body, or was refused: release what was kept.
     func abort()
+    /// Back-pressure, as `MultipartFileWriter.mustWait`, asked after each piece of the body:
+    /// true when the receiver is behind (a part still on its way to a bucket) and wants no more
+    /// bytes for now; it then calls `ready` once, from any thread, and the engine reads no more
+    /// of the body until then. `receive` must still accept what was already read (one read of
+    /// the socket, or of an HTTP/2 connection).
+    func mustWait(then ready: @escaping @Sendable () -> Void) -> Bool
+}
+
+extension RequestBodyStream {
+    /// Never behind, unless a receiver says otherwise.
+    public func mustWait(then ready: @escaping @Sendable () -> Void) -> Bool { false }
 }
 
 /// Where the file parts of multipart bodies go while they stream in (`BodyPolicy.multipart`):

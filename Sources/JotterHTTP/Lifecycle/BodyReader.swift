@@ -86,8 +86,11 @@ enum BodyReader {
 
     /// Whether the consumer is behind and wants no more bytes until it calls `ready`.
     func mustWait(then ready: @escaping @Sendable () -> Void) -> Bool {
-        if case .multipart(let receiver) = self { return receiver.mustWait(then: ready) }
-        return false
+        switch self {
+        case .multipart(let receiver): return receiver.mustWait(then: ready)
+        case .stream(let receiver): return receiver.open && receiver.stream.mustWait(then: ready)
+        default: return false
+        }
     }
 
     func receive(_ chunk: UnsafeRawBufferPointer) throws {

@@ -54,7 +54,8 @@ enum UploadsOperations {
         tags: ["uploads"],
         parameters: [id],
         responses: [200: .empty("tus: the offset, or the upload's head"), 204: .empty("the draft: the offset"), 404: missing,
-                    412: .problem("`Tus-Resumable` names another tus version")])
+                    412: .problem("`Tus-Resumable` names another tus version"),
+                    503: .problem("the upload is being completed right now and was not yet, after 5 s: ask again (`Retry-After`)")])
 
     static let alias = OpenAPIOperation.alias(of: "/uploads", note: "the path of the original upload recipe's client")
 

@@ -15,12 +15,21 @@ import Synchronization
 /// after its position below the horizon (`PostgresNoteRows.feed`) and hands them over. The
 /// table is the truth; a notification carries nothing but the wake-up. The same thread trims
 /// the backlog, at most once a second.
+///
+/// The same connection LISTENs on `jotter_uploads`, where a request taking a resumable upload
+/// over names it (`BucketPartialUploadStore.announcePartialUploadTakeOver`): the payload goes
+/// to the take-over handler as it arrives.
 final class PostgresEventFeed: Sendable {
     /// The channel writers notify.
     static let channel = "jotter_events"
+    /// The channel of resumable-upload take-overs (payload: the upload's id).
+    static let uploadsChannel = "jotter_uploads"
 
     private struct State {
         var handler: (@Sendable (NoteEvent, Owner) -> Void)?
+        /// Boxed: a closure kept in the `Mutex` itself is re-thunked by every `withLock` that
+        /// hands it out (see `EventObserver`).
+        var takeOvers: TakeOverHandler?
         var stopped = false
     }
 
@@ -47,6 +56,12 @@ final class PostgresEventFeed: Sendable {
         }
     }
 
+    /// Sets the handler of resumable-upload take-overs (`uploadsChannel`).
+    func observeTakeOvers(_ handler: @escaping @Sendable (String) -> Void) {
+        let boxed = TakeOverHandler(call: handler)
+        state.withLock { $0.takeOvers = boxed }
+    }
+
     /// Ends the thread (within about 0.1 s) and closes its connection. Idempotent.
     func stop() {
         state.withLock { $0.stopped = true }
@@ -64,7 +79,7 @@ final class PostgresEventFeed: Sendable {
             do {
                 if listener == nil {
                     let connection = try PostgresConnection(url: url, applicationName: "jotter events")
-                    try connection.execute("LISTEN \(Self.channel)")
+                    try connection.execute("LISTEN \(Self.channel); LISTEN \(Self.uploadsChannel)")
                     listener = connection
                     due = true
                     untrimmed = true
@@ -81,9 +96,13 @@ final class PostgresEventFeed: Sendable {
                     lastRead = now
                     due = false
                 }
-                if !(try db.notifications(timeoutMilliseconds: 100)).isEmpty {
-                    due = true
-                    untrimmed = true
+                for notification in try db.notifications(timeoutMilliseconds: 100) {
+                    if notification.channel == Self.uploadsChannel {
+                        state.withLock { $0.takeOvers }?.call(notification.payload)
+                    } else {
+                        due = true
+                        untrimmed = true
+                    }
                 }
             } catch {
                 // The server went away (or refused us): try again shortly, from the same position.
@@ -103,6 +122,12 @@ final class PostgresEventFeed: Sendable {
             if batch.count < 500 { return }
         }
     }
+}
+
+/// The handler of resumable-upload take-overs.
+final class TakeOverHandler: Sendable {
+    let call: @Sendable (String) -> Void
+    init(call: @escaping @Sendable (String) -> Void) { self.call = call }
 }
 
 /// Seconds on a clock that never jumps.

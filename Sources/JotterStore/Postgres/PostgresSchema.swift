@@ -182,6 +182,32 @@ enum PostgresSchema {
         );
         CREATE INDEX removed_uploads_by_time ON removed_uploads (removed_at);
         """,
+        // 6: resumable uploads whose bytes are an S3 multipart upload (`BucketPartialUploadStore`):
+        // who holds each upload, its parts, the SHA-256 state after them, and the bytes after
+        // the last part (each request's own piece, so no byte is written twice).
+        """
+        ALTER TABLE partial_uploads
+            ADD COLUMN generation bigint NOT NULL DEFAULT 0,     -- bumped by every request that takes the upload over
+            ADD COLUMN writer_until bigint NOT NULL DEFAULT 0,   -- the appending request's lease: Unix seconds, the database's clock
+            ADD COLUMN next_part integer NOT NULL DEFAULT 1,     -- the next multipart part number to hand out (never reused)
+            ADD COLUMN parts_sha256 bytea,                       -- SHA-256 state (JotterHTTP.SHA256.state) after the parts' bytes
+            ADD COLUMN sealed boolean NOT NULL DEFAULT false;    -- being completed
+        CREATE TABLE partial_upload_parts (
+            upload_id text NOT NULL REFERENCES partial_uploads (id) ON DELETE CASCADE,
+            number integer NOT NULL,                             -- S3 part number
+            size bigint NOT NULL,
+            etag text NOT NULL,
+            PRIMARY KEY (upload_id, number)
+        );
+        CREATE TABLE partial_upload_tails (
+            upload_id text NOT NULL REFERENCES partial_uploads (id) ON DELETE CASCADE,
+            start bigint NOT NULL,                               -- offset of the piece's first byte in the upload
+            bytes bytea NOT NULL,
+            PRIMARY KEY (upload_id, start)
+        );
+        -- Uploaded bytes do not compress: stored out of line as they are, without trying.
+        ALTER TABLE partial_upload_tails ALTER COLUMN bytes SET STORAGE EXTERNAL;
+        """,
     ]
 
     /// The schema version this binary writes and understands.

@@ -49,7 +49,7 @@ public final class PostgresStore: DataStore {
     let pool: PostgresPool
     /// Where writes run, and requests that read (`readThreads`).
     public let threads: StoreThreads
-    private let feed: PostgresEventFeed
+    let feed: PostgresEventFeed
     /// The hourly orphan sweep of the blobs (`PostgresStore+Sweep.swift`).
     private let sweeper: PeriodicTask
     private let closed = Atomic<Bool>(false)

@@ -1,27 +1,82 @@
 import Glibc
 import JotterHTTP
+import JotterStore
 import Synchronization
 
-/// The bytes of partial uploads on this instance: `<data>/partial/<id>`, one file each, and who
-/// is appending to each right now.
+/// The bytes of partial uploads in the data folder of this instance (SQLite, or PostgreSQL with
+/// the uploads in the data folder): `<data>/partial/<id>`, one file each, and who is appending
+/// to each right now.
 ///
 /// One request at a time writes to an upload. A request that takes an upload over (a new
 /// `HEAD`, `PATCH` or `DELETE` on it: the draft's recommendation for concurrency) bumps its
 /// generation under the upload's lock; the request it replaced finds that on its next chunk,
 /// writes nothing more and is refused (its connection closed). So once a take-over returns,
 /// the file's size is the upload's offset and stays so until the new request writes.
-final class PartialFiles: Sendable {
+final class PartialFiles: PartialStorage {
     let directory: String
+    let store: any DataStore
     private let entries = Mutex<[String: PartialFile]>([:])
 
-    init(directory: String) throws {
+    init(directory: String, store: any DataStore) throws {
         self.directory = directory
+        self.store = store
         if mkdir(directory, 0o700) != 0 && errno != EEXIST {
             throw HTTPError(.internalServerError, detail: "cannot create \(directory): \(String(cString: strerror(errno)))")
         }
     }
 
     func path(of id: String) -> String { directory + "/" + id }
+
+    // MARK: - PartialStorage
+
+    func create(_ record: PartialUploadRecord, owner: Owner, tentative: Bool) throws -> (record: PartialUploadRecord, writer: any PartialWriter) {
+        let fd = open(path(of: record.id), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { throw HTTPError(.insufficientStorage, detail: "cannot create the upload's file: \(String(cString: strerror(errno)))") }
+        close(fd)
+        do {
+            try store.createPartialUpload(record, owner: owner)
+        } catch {
+            unlink(path(of: record.id))
+            throw error
+        }
+        guard let (generation, offset) = entry(record.id).takeOver() else { throw HTTPError.takenOver(record.id) }
+        return (record, try LocalPartialWriter(files: self, id: record.id, owner: owner, generation: generation, start: offset, tentative: tentative))
+    }
+
+    func takeOver(_ id: String, owner: Owner, appending: Bool, tentative: Bool) throws -> PartialTakeOver {
+        guard let record = try store.partialUpload(id: id, owner: owner) else { return .missing }
+        // Retired: completing right now (its bytes moved, its row not replaced yet), or cancelled.
+        guard let (generation, offset) = entry(id).takeOver() else { return .completing }
+        let writer = appending ? try LocalPartialWriter(files: self, id: id, owner: owner, generation: generation, start: offset, tentative: tentative) : nil
+        return .held(record: record, offset: offset, writer: writer)
+    }
+
+    func cancel(_ id: String, owner: Owner) throws -> Bool {
+        guard try store.partialUpload(id: id, owner: owner) != nil else { return false }
+        entry(id).retire()
+        let deleted = try store.deletePartialUpload(id: id, owner: owner)
+        retire(id, removingFile: true)
+        return deleted
+    }
+
+    func expire(_ record: PartialUploadRecord, owner: Owner) {
+        entry(record.id).retire()
+        _ = try? store.deletePartialUpload(id: record.id, owner: owner)
+        retire(record.id, removingFile: true)
+    }
+
+    func sweepLeftovers(now: Int64, lifetime: Int64) -> Int {
+        // Files no row names (a crash between a file and its row): untouched for longer than
+        // any row lives, so whatever row they had has expired and gone.
+        var removed = 0
+        for (name, modified) in listing() where modified < now - lifetime - 60 {
+            retire(name, removingFile: true)
+            removed += 1
+        }
+        return removed
+    }
+
+    // MARK: - Files and their state
 
     /// Every partial file's name and modification time (Unix seconds).
     func listing() -> [(name: String, modified: Int64)] {
@@ -35,13 +90,6 @@ final class PartialFiles: Sendable {
             if stat(path(of: name), &status) == 0 { found.append((name, Int64(status.st_mtim.tv_sec))) }
         }
         return found
-    }
-
-    /// Creates the empty file of a new upload.
-    func create(_ id: String) throws(HTTPError) {
-        let fd = open(path(of: id), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { throw HTTPError(.insufficientStorage, detail: "cannot create the upload's file: \(String(cString: strerror(errno)))") }
-        close(fd)
     }
 
     /// The upload's shared state on this instance (made on first use, from the file's size).
@@ -59,6 +107,69 @@ final class PartialFiles: Sendable {
         let entry = entries.withLock { $0.removeValue(forKey: id) }
         entry?.retire()
         if removingFile { unlink(path(of: id)) }
+    }
+}
+
+/// What one request appends to a partial file (`PartialFiles`).
+final class LocalPartialWriter: PartialWriter, @unchecked Sendable {
+    // @unchecked: `offset` belongs to the request's engine thread while its body arrives, then
+    // to the one thread that keeps or completes the upload; the file's state is `entry`'s.
+    private let files: PartialFiles
+    private let id: String
+    private let owner: Owner
+    private let entry: PartialFile
+    private let generation: UInt64
+    private let fd: Int32
+    /// Where this request's bytes start.
+    private let start: Int64
+    private var offset: Int64
+
+    init(files: PartialFiles, id: String, owner: Owner, generation: UInt64, start: Int64, tentative: Bool) throws(HTTPError) {
+        self.files = files
+        self.id = id
+        self.owner = owner
+        entry = files.entry(id)
+        self.generation = generation
+        self.start = start
+        offset = start
+        fd = open(files.path(of: id), O_WRONLY | O_CLOEXEC)
+        guard fd >= 0 else {
+            throw HTTPError(errno == ENOSPC ? .insufficientStorage : .internalServerError, detail: "cannot open the upload's file: \(String(cString: strerror(errno)))")
+        }
+    }
+
+    deinit { close(fd) }
+
+    func append(_ chunk: UnsafeRawBufferPointer) throws(HTTPError) {
+        guard try entry.write(chunk, at: offset, fd: fd, generation: generation) else { throw HTTPError.takenOver(id) }
+        offset += Int64(chunk.count)
+    }
+
+    func mustWait(then ready: @escaping @Sendable () -> Void) -> Bool { false }
+
+    func keep(length: Int64?, expiresAt: Int64, discarding: Bool) throws -> Bool {
+        if discarding { entry.truncate(to: start, fd: fd, generation: generation) }
+        guard entry.holds(generation) else { return false }
+        guard fdatasync(fd) == 0 else { throw HTTPError(.insufficientStorage, detail: "cannot store the upload's bytes") }
+        let progress = PartialUploadProgress(offset: discarding ? start : offset, length: length, expiresAt: expiresAt, backendState: "")
+        return try files.store.updatePartialUpload(id: id, progress: progress, owner: owner)
+    }
+
+    func release() {}
+
+    func complete(length: Int64, expected: String?) throws -> String {
+        guard fsync(fd) == 0 else { throw HTTPError(.insufficientStorage, detail: "cannot store the upload's bytes") }
+        let (sealed, running) = entry.seal(generation: generation, length: length)
+        guard sealed else { throw HTTPError.takenOver(id) }
+        let path = files.path(of: id)
+        let sha256 = try running ?? fileSHA256(path)
+        if let expected, expected != sha256 {
+            files.retire(id, removingFile: true)
+            throw PartialDigestMismatch(actual: sha256)
+        }
+        try files.store.blobs.put(UploadRecord.blobKey(id), movingFile: path)
+        files.retire(id, removingFile: false)
+        return sha256
     }
 }
 

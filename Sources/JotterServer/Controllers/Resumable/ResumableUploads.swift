@@ -5,13 +5,15 @@ import JotterHTTP
 import JotterStore
 
 /// Raw-body and resumable uploads on `/uploads`: the IETF draft (interop versions 3 to 8) and
-/// tus 1.0 over one upload resource, `/uploads/{id}`, whose partial bytes are a file in
-/// `<data>/partial/` and whose state is a `partial_uploads` row — so a restart resumes them.
-/// Complete, the upload becomes an ordinary one with the same id (its bytes moved into the
-/// blob store: renamed on the data folder, sent to the bucket otherwise).
+/// tus 1.0 over one upload resource, `/uploads/{id}`, whose state is a `partial_uploads` row
+/// and whose bytes so far are kept by a `PartialStorage` — a file in `<data>/partial/` on the
+/// data folder, an S3 multipart upload (its state in PostgreSQL) with a bucket — so a restart,
+/// or another instance, resumes them. Complete, the upload becomes an ordinary one with the
+/// same id (its bytes in the blob store under `uploads/<id>`).
 ///
 /// Every request is authenticated in its head phase, before any byte is read; another user's
-/// upload is `404`.
+/// upload is `404`. What a request needs of the store runs on its route's executor, before
+/// its body is read (the routes that take bytes run on the store's threads).
 final class ResumableUploads: Sendable {
     struct Limits: Sendable {
         /// The largest upload (`--max-upload-size`): `Upload-Limit: max-size`, `Tus-Max-Size`.
@@ -25,13 +27,17 @@ final class ResumableUploads: Sendable {
     }
 
     let store: any DataStore
-    let files: PartialFiles
+    let storage: any PartialStorage
     let limits: Limits
     let secure: Bool
 
     init(store: any DataStore, dataDirectory: String, limits: Limits, secure: Bool) throws {
         self.store = store
-        files = try PartialFiles(directory: dataDirectory + "/partial")
+        if let bucket = store.blobs as? S3BlobStore, let rows = store as? any BucketPartialUploadStore {
+            storage = BucketPartials(store: store, rows: rows, bucket: bucket, lifetime: limits.lifetime)
+        } else {
+            storage = try PartialFiles(directory: dataDirectory + "/partial", store: store)
+        }
         self.limits = limits
         self.secure = secure
     }
@@ -52,8 +58,22 @@ final class ResumableUploads: Sendable {
             || UploadDialect.of(head.headers) != .raw
     }
 
+    /// The receiver of a request whose store work is done (`writer`: a resumable one's bytes);
+    /// a request that ends without its whole body keeps what arrived (none of it when it was
+    /// tentative), on a store thread.
+    private func receiver(_ plan: UploadReceiver.Plan, _ context: RequestContext, writer: (any PartialWriter)?,
+                          rawFile: String? = nil) throws -> UploadReceiver {
+        let threads = store.threads, lifetime = limits.lifetime
+        return try UploadReceiver(plan: plan, owner: context.owner, context: context, writer: writer, rawFile: rawFile) { receiver in
+            guard let writer = receiver.writer else { return }
+            let length = receiver.plan.length, tentative = receiver.isTentative
+            threads.run { _ = try? writer.keep(length: length, expiresAt: UnixTime.now() + lifetime, discarding: tentative) }
+        }
+    }
+
     // MARK: - Creation
 
+    /// On the route's executor: the store work is done here, before any byte of the body.
     private func openCreation(_ head: RequestHead, _ context: RequestContext) throws -> UploadReceiver {
         let dialect = UploadDialect.of(head.headers)
         let owner = context.owner
@@ -68,11 +88,10 @@ final class ResumableUploads: Sendable {
             guard let filename = disposition, media?.essence != "application/x-www-form-urlencoded" else {
                 throw HTTPError(.unsupportedMediaType, detail: "send the files as multipart/form-data, or one file's bytes with Content-Disposition: attachment; filename=…")
             }
-            try requireNote(noteID, owner: owner)
             let plan = UploadReceiver.Plan(dialect: .raw, record: nil, startOffset: 0, length: head.declaredLength, completes: true, checksum: nil,
                                            creates: true, filename: filename, contentType: plainType(), noteID: noteID)
-            return try UploadReceiver(plan: plan, owner: owner, context: context,
-                                      path: store.temporaryDirectory + "/raw-" + UploadRecord.newID(), entry: nil, generation: 0) { _ in }
+            try requireNote(noteID, owner: owner)
+            return try receiver(plan, context, writer: nil, rawFile: store.temporaryDirectory + "/raw-" + UploadRecord.newID())
 
         case .tus:
             try Self.checkTusVersion(headers)
@@ -90,13 +109,13 @@ final class ResumableUploads: Sendable {
             let metadata = try Tus.metadata(headers["Upload-Metadata"])
             let filename = cleanFilename(metadata["filename"] ?? metadata["name"] ?? "upload")
             let type = UploadPolicy.contentType(metadata["filetype"] ?? metadata["type"] ?? "application/octet-stream")
+            let checksum = try Tus.checksum(headers["Upload-Checksum"])
             try requireNote(noteID, owner: owner)
-            let record = try createRecord(dialect: .tus, filename: filename, contentType: type, length: length, noteID: noteID,
-                                          expectedSHA256: nil, owner: owner)
+            let (record, writer) = try createRecord(dialect: .tus, filename: filename, contentType: type, length: length, noteID: noteID,
+                                                    expectedSHA256: nil, owner: owner, tentative: checksum != nil)
             let plan = UploadReceiver.Plan(dialect: .tus, record: record, startOffset: 0, length: length, completes: false,
-                                           checksum: try Tus.checksum(headers["Upload-Checksum"]), creates: true,
-                                           filename: filename, contentType: type, noteID: noteID)
-            return try receiver(plan, owner: owner, context: context)
+                                           checksum: checksum, creates: true, filename: filename, contentType: type, noteID: noteID)
+            return try receiver(plan, context, writer: writer)
 
         case .ietf(let version):
             let rules = DraftRules(sent: version)
@@ -110,13 +129,13 @@ final class ResumableUploads: Sendable {
             }
             let expected = try Self.reprDigest(headers)
             try requireNote(noteID, owner: owner)
-            let record = try createRecord(dialect: dialect, filename: disposition ?? "upload", contentType: plainType(), length: length,
-                                          noteID: noteID, expectedSHA256: expected, owner: owner)
-            let plan = UploadReceiver.Plan(dialect: dialect, record: record, startOffset: 0, length: length, completes: complete, checksum: nil,
-                                           creates: true, filename: record.filename, contentType: record.contentType, noteID: noteID)
+            let (record, writer) = try createRecord(dialect: dialect, filename: disposition ?? "upload", contentType: plainType(), length: length,
+                                                    noteID: noteID, expectedSHA256: expected, owner: owner, tentative: false)
+            let plan = UploadReceiver.Plan(dialect: dialect, record: record, startOffset: 0, length: length, completes: complete,
+                                           checksum: nil, creates: true, filename: record.filename, contentType: record.contentType, noteID: noteID)
             // The request holds the upload before the client learns where it is: a HEAD right
             // after the 104 takes it over, never the other way round.
-            let made = try receiver(plan, owner: owner, context: context)
+            let made = try receiver(plan, context, writer: writer)
             if rules.sendsInterim {
                 var interim = HTTPHeaders([("Location", location(record.id, head)), ("Upload-Draft-Interop-Version", String(rules.version))])
                 if let limit = rules.limit(maxSize: limits.maxSize, remainingSeconds: limits.lifetime) { interim.add("Upload-Limit", limit) }
@@ -131,9 +150,9 @@ final class ResumableUploads: Sendable {
         guard try store.note(id: noteID, owner: owner) != nil else { throw HTTPError(.notFound, detail: "note \(noteID) does not exist") }
     }
 
-    /// The row and the empty file of a new partial upload, within the user's limit.
+    /// The row and the storage of a new partial upload, within the user's limit.
     private func createRecord(dialect: UploadDialect, filename: String, contentType: String, length: Int64?, noteID: Int64?,
-                              expectedSHA256: String?, owner: Owner) throws -> PartialUploadRecord {
+                              expectedSHA256: String?, owner: Owner, tentative: Bool) throws -> (PartialUploadRecord, any PartialWriter) {
         let usage = try store.partialUploadUsage(owner: owner)
         guard usage.count < limits.perUser else {
             throw HTTPError(HTTPStatus(429), detail: "you have \(usage.count) unfinished resumable uploads, the most one user may have: finish or cancel some",
@@ -147,56 +166,45 @@ final class ResumableUploads: Sendable {
         let record = PartialUploadRecord(id: UploadRecord.newID(), protocolName: dialect.storedName, filename: filename, contentType: contentType,
                                          length: length, offset: 0, noteID: noteID, expectedSHA256: expectedSHA256, createdAt: now,
                                          expiresAt: now + limits.lifetime)
-        try files.create(record.id)
-        do {
-            try store.createPartialUpload(record, owner: owner)
-        } catch {
-            unlink(files.path(of: record.id))
-            throw error
-        }
-        return record
-    }
-
-    private func receiver(_ plan: UploadReceiver.Plan, owner: Owner, context: RequestContext) throws -> UploadReceiver {
-        let id = plan.record!.id
-        let entry = files.entry(id)
-        guard let (generation, offset) = entry.takeOver(), offset == plan.startOffset else {
-            throw HTTPError(HTTPStatus(409), detail: "upload \(id) changed meanwhile: ask for its offset again", closesConnection: true)
-        }
-        let store = store, lifetime = limits.lifetime
-        return try UploadReceiver(plan: plan, owner: owner, context: context, path: files.path(of: id), entry: entry, generation: generation) { receiver in
-            // Cut short: what arrived is kept (the draft's "as much as possible"); the row learns the offset.
-            guard receiver.holdsUpload, let record = plan.record else { return }
-            fdatasync(receiver.fd)
-            let progress = PartialUploadProgress(offset: receiver.offset, length: plan.length, expiresAt: UnixTime.now() + lifetime,
-                                                 backendState: record.backendState)
-            store.updatePartialUpload(id: id, progress: progress, owner: owner) { _ in }
-        }
+        let made = try storage.create(record, owner: owner, tentative: tentative)
+        return (made.record, made.writer)
     }
 
     // MARK: - Append
 
+    /// On the route's executor: takes the upload over for an append and checks the request
+    /// against it, before any byte of the body.
     private func openAppend(_ head: RequestHead, _ context: RequestContext) throws -> UploadReceiver {
+        let id = try Self.uploadID(head)
         let owner = context.owner
         let headers = head.headers
-        let id = try Self.uploadID(head)
-        let media = headers["Content-Type"].flatMap(MediaType.init)?.essence
-        guard let record = try store.partialUpload(id: id, owner: owner) else {
+        let tentative = UploadDialect.of(headers) == .tus && headers["Upload-Checksum"] != nil
+        switch try storage.takeOver(id, owner: owner, appending: true, tentative: tentative) {
+        case .missing:
             if try store.upload(id: id, owner: owner) != nil { throw completedError(id, head) }
             throw HTTPError(.notFound, detail: "upload \(id) does not exist", closesConnection: head.hasBody)
+        case .completing:
+            // Completing right now, or cancelled: say which once the rows tell.
+            if try awaitCompletion(id, owner: owner) != nil { throw completedError(id, head) }
+            throw HTTPError(.notFound, detail: "upload \(id) does not exist", closesConnection: head.hasBody)
+        case .held(let record, let offset, let writer):
+            guard let writer else { throw HTTPError(.internalServerError) }
+            do {
+                return try receiver(try appendPlan(head, record: record, offset: offset), context, writer: writer)
+            } catch {
+                // Refused: the upload stays as it was.
+                writer.release()
+                throw error
+            }
         }
+    }
+
+    /// What an append carries, or why it is refused, for the upload at `offset`.
+    private func appendPlan(_ head: RequestHead, record: PartialUploadRecord, offset: Int64) throws -> UploadReceiver.Plan {
+        let headers = head.headers
+        let media = headers["Content-Type"].flatMap(MediaType.init)?.essence
         var dialect = UploadDialect.of(headers)
         if dialect == .raw { dialect = UploadDialect(storedName: record.protocolName) }
-        let entry = files.entry(id)
-        guard let (_, offset) = entry.takeOver() else {
-            // Completing right now, or cancelled: say which once the row tells.
-            for _ in 0..<200 {
-                if try store.upload(id: id, owner: owner) != nil { throw completedError(id, head) }
-                guard try store.partialUpload(id: id, owner: owner) != nil else { break }
-                usleep(10_000)
-            }
-            throw HTTPError(.notFound, detail: "upload \(id) does not exist", closesConnection: head.hasBody)
-        }
         let provided = headers["Upload-Offset"].flatMap { StructuredField.item($0)?.integer }
         switch dialect {
         case .tus:
@@ -208,10 +216,9 @@ final class ResumableUploads: Sendable {
             guard provided == offset else {
                 throw tusError(HTTPStatus(409), "Upload-Offset \(provided) is not the upload's offset \(offset)", extra: [("Upload-Offset", String(offset))])
             }
-            let plan = UploadReceiver.Plan(dialect: .tus, record: record, startOffset: offset, length: record.length, completes: false,
-                                           checksum: try Tus.checksum(headers["Upload-Checksum"]), creates: false,
-                                           filename: record.filename, contentType: record.contentType, noteID: record.noteID)
-            return try receiver(plan, owner: owner, context: context)
+            return UploadReceiver.Plan(dialect: .tus, record: record, startOffset: offset, length: record.length, completes: false,
+                                       checksum: try Tus.checksum(headers["Upload-Checksum"]), creates: false,
+                                       filename: record.filename, contentType: record.contentType, noteID: record.noteID)
         case .ietf(let version):
             let rules = DraftRules(sent: version)
             let (completeName, _) = rules.completeness(false)
@@ -235,13 +242,12 @@ final class ResumableUploads: Sendable {
             }
             let length = try declaredLength(headers, complete: complete, offset: offset, contentLength: head.declaredLength, rules: rules,
                                             recorded: record.length)
-            let plan = UploadReceiver.Plan(dialect: dialect, record: record, startOffset: offset, length: length ?? record.length,
-                                           completes: complete, checksum: nil, creates: false,
-                                           filename: record.filename, contentType: record.contentType, noteID: record.noteID)
             if let expected = try Self.reprDigest(headers), let known = record.expectedSHA256, expected != known {
                 throw HTTPError(.badRequest, detail: "Repr-Digest differs from the one the upload was created with", closesConnection: head.hasBody)
             }
-            return try receiver(plan, owner: owner, context: context)
+            return UploadReceiver.Plan(dialect: dialect, record: record, startOffset: offset, length: length ?? record.length,
+                                       completes: complete, checksum: nil, creates: false,
+                                       filename: record.filename, contentType: record.contentType, noteID: record.noteID)
         case .raw:
             throw HTTPError(.badRequest, detail: "an append needs the resumable-upload fields", closesConnection: head.hasBody)
         }
@@ -265,33 +271,34 @@ final class ResumableUploads: Sendable {
 
     // MARK: - After the body
 
-    /// The answer once an upload request's body has arrived whole.
+    /// The answer once an upload request's body has arrived whole, on the route's executor (the
+    /// store's threads): keeping or completing the upload waits on disk, database or bucket.
     func finish(_ request: Request, _ context: RequestContext, receiver: UploadReceiver) throws -> Reply {
+        .now(try afterBody(request, receiver: receiver))
+    }
+
+    private func afterBody(_ request: Request, receiver: UploadReceiver) throws -> Response {
         let plan = receiver.plan
-        guard let record = plan.record else { return try storeRaw(request, receiver: receiver) }
+        guard let record = plan.record, let writer = receiver.writer else { return try storeRaw(request, receiver: receiver) }
         let complete: Bool
         switch plan.dialect {
         case .tus: complete = receiver.offset == record.length
         default: complete = plan.completes
         }
-        if complete { return try completeUpload(request, receiver: receiver, record: record) }
+        if complete { return try completeUpload(request, receiver: receiver, record: record, writer: writer) }
         // More to come: the row learns the offset, then the answer.
-        let store = store, owner = receiver.owner, offset = receiver.offset, expiresAt = UnixTime.now() + limits.lifetime
-        let progress = PartialUploadProgress(offset: offset, length: plan.length, expiresAt: expiresAt, backendState: record.backendState)
-        let headers = progressHeaders(plan, record: record, request: request, offset: offset, expiresAt: expiresAt)
+        let expiresAt = UnixTime.now() + limits.lifetime
+        guard try writer.keep(length: plan.length, expiresAt: expiresAt, discarding: false) else {
+            if try store.partialUpload(id: record.id, owner: receiver.owner) == nil {
+                throw HTTPError(.notFound, detail: "upload \(record.id) was cancelled meanwhile")
+            }
+            throw HTTPError.takenOver(record.id)
+        }
         let status: HTTPStatus = plan.creates ? .created : {
             if case .ietf(let version) = plan.dialect, DraftRules(sent: version).version <= 5 { return .created }
             return .noContent
         }()
-        guard fdatasync(receiver.fd) == 0 else { throw HTTPError(.insufficientStorage, detail: "cannot store the upload's bytes") }
-        return Reply.later { done in
-            store.updatePartialUpload(id: record.id, progress: progress, owner: owner) { result in
-                done {
-                    guard try result.get() else { throw HTTPError(.notFound, detail: "upload \(record.id) was cancelled meanwhile") }
-                    return Response(status: status, headers: headers)
-                }
-            }
-        }
+        return Response(status: status, headers: progressHeaders(plan, record: record, request: request, offset: receiver.offset, expiresAt: expiresAt))
     }
 
     private func progressHeaders(_ plan: UploadReceiver.Plan, record: PartialUploadRecord, request: Request, offset: Int64, expiresAt: Int64) -> HTTPHeaders {
@@ -310,40 +317,31 @@ final class ResumableUploads: Sendable {
         return headers
     }
 
-    /// Seals the partial upload, checks its length and digest, moves its bytes into the blob
-    /// store and replaces its row by the ordinary upload: what `POST /uploads` answers.
-    private func completeUpload(_ request: Request, receiver: UploadReceiver, record: PartialUploadRecord) throws -> Reply {
-        let store = store, files = files, owner = receiver.owner, plan = receiver.plan, length = receiver.offset
-        let path = files.path(of: record.id)
-        guard fsync(receiver.fd) == 0 else { throw HTTPError(.insufficientStorage, detail: "cannot store the upload's bytes") }
+    /// Checks the upload's length, makes its bytes the object `uploads/<id>` (their SHA-256
+    /// checked against `Repr-Digest`) and replaces its row by the ordinary upload: what
+    /// `POST /uploads` answers.
+    private func completeUpload(_ request: Request, receiver: UploadReceiver, record: PartialUploadRecord, writer: any PartialWriter) throws -> Response {
+        let store = store, owner = receiver.owner, plan = receiver.plan, length = receiver.offset
         if let declared = plan.length, declared != length {
+            // What arrived is kept: the client may append the rest.
+            _ = try? writer.keep(length: plan.length, expiresAt: UnixTime.now() + limits.lifetime, discarding: false)
             throw completionError(plan, status: .badRequest, "the upload ends at \(length) bytes, not at its declared length of \(declared)")
         }
-        let (sealed, running) = receiver.entry!.seal(generation: receiver.generation, length: length)
-        guard sealed else { throw HTTPError(HTTPStatus(409), detail: "a newer request took upload \(record.id) over") }
-        let sha256 = try running ?? fileSHA256(path)
-        if let expected = record.expectedSHA256, expected != sha256 {
+        let sha256: String
+        do {
+            sha256 = try writer.complete(length: length, expected: record.expectedSHA256)
+        } catch let mismatch as PartialDigestMismatch {
             // Nothing half-stored: the upload is gone.
-            files.retire(record.id, removingFile: true)
             _ = try? store.deletePartialUpload(id: record.id, owner: owner)
-            throw completionError(plan, status: .badRequest, "the upload's SHA-256 is \(sha256), not the one Repr-Digest gave: it was discarded")
+            throw completionError(plan, status: .badRequest, "the upload's SHA-256 is \(mismatch.actual), not the one Repr-Digest gave: it was discarded")
         }
-        let key = UploadRecord.blobKey(record.id)
-        try store.blobs.put(key, movingFile: path)
-        files.retire(record.id, removingFile: false)
         let upload = NewUpload(id: record.id, filename: record.filename, contentType: record.contentType, size: length, sha256: sha256)
-        let headers = completionHeaders(plan, record: record, request: request, length: length)
-        return Reply.later { done in
-            store.completePartialUpload(upload, owner: owner) { result in
-                done {
-                    guard let added = try result.get() else {
-                        try? store.blobs.delete(key)
-                        throw HTTPError(.notFound, detail: "upload \(record.id) was cancelled meanwhile")
-                    }
-                    return try Self.created(added, request: request, headers: headers, noContent: plan.dialect == .tus && !plan.creates)
-                }
-            }
+        guard let added = try store.completePartialUpload(upload, owner: owner) else {
+            try? store.blobs.delete(UploadRecord.blobKey(record.id))
+            throw HTTPError(.notFound, detail: "upload \(record.id) was cancelled meanwhile")
         }
+        return try Self.created(added, request: request, headers: completionHeaders(plan, record: record, request: request, length: length),
+                                noContent: plan.dialect == .tus && !plan.creates)
     }
 
     private func completionHeaders(_ plan: UploadReceiver.Plan, record: PartialUploadRecord, request: Request, length: Int64) -> HTTPHeaders {
@@ -372,52 +370,61 @@ final class ResumableUploads: Sendable {
     }
 
     /// A plain raw upload: its bytes into the blob store, then its row.
-    private func storeRaw(_ request: Request, receiver: UploadReceiver) throws -> Reply {
-        let store = store, plan = receiver.plan, owner = receiver.owner
-        guard let sha256 = receiver.takeSHA256() else { return .now(HTTPError(.internalServerError).response(requestID: "-")) }
+    private func storeRaw(_ request: Request, receiver: UploadReceiver) throws -> Response {
+        let plan = receiver.plan
+        guard let sha256 = receiver.takeSHA256(), let path = receiver.path else { throw HTTPError(.internalServerError) }
         let upload = NewUpload(id: UploadRecord.newID(), filename: plan.filename, contentType: plan.contentType, size: receiver.offset, sha256: sha256)
-        do { try store.blobs.put(UploadRecord.blobKey(upload.id), movingFile: receiver.path) } catch {
-            unlink(receiver.path)
+        do { try store.blobs.put(UploadRecord.blobKey(upload.id), movingFile: path) } catch {
+            unlink(path)
             throw error
         }
-        return Reply.later { done in
-            store.addUploads([upload], noteID: plan.noteID, owner: owner) { result in
-                done {
-                    guard let added = try result.get() else { throw HTTPError(.notFound, detail: "note \(plan.noteID.map(String.init) ?? "") does not exist") }
-                    return try JSON(UploadList(uploads: added.uploads.map(Upload.init)), status: .created).response(for: request)
-                }
-            }
+        guard let added = try store.addUploads([upload], noteID: plan.noteID, owner: receiver.owner) else {
+            throw HTTPError(.notFound, detail: "note \(plan.noteID.map(String.init) ?? "") does not exist")
         }
+        return try JSON(UploadList(uploads: added.uploads.map(Upload.init)), status: .created).response(for: request)
     }
 
     // MARK: - Offset, cancel, options
 
     /// `HEAD /uploads/{id}` in either protocol: the offset (taking the upload over from any
     /// request still appending). nil: not a resumable-upload request on an ordinary upload.
+    /// Blocks: on the route's executor (the loop only with the data folder and SQLite).
     func offset(_ request: Request, _ context: RequestContext) throws -> Reply? {
         let id = try Self.uploadID(request.head)
         let dialect = UploadDialect.of(request.headers)
         let owner = context.owner
         if dialect == .tus { try Self.checkTusVersion(request.headers) }
-        guard let record = try store.partialUpload(id: id, owner: owner) else {
-            guard dialect != .raw else { return nil }
-            guard let upload = try store.upload(id: id, owner: owner) else { throw HTTPError(.notFound, detail: "upload \(id) does not exist") }
-            return .now(offsetResponse(dialect, id: id, offset: upload.size, length: upload.size, complete: true, expiresAt: nil, metadata: nil))
+        func completed(_ upload: UploadRecord) -> Reply {
+            .now(offsetResponse(dialect, id: id, offset: upload.size, length: upload.size, complete: true, expiresAt: nil, metadata: nil))
         }
-        guard let (_, offset) = files.entry(id).takeOver() else {
-            // Completing right now (its bytes moved, its row not replaced yet): wait for the row.
-            for _ in 0..<200 {
-                if let upload = try store.upload(id: id, owner: owner) {
-                    return .now(offsetResponse(dialect, id: id, offset: upload.size, length: upload.size, complete: true, expiresAt: nil, metadata: nil))
-                }
-                guard try store.partialUpload(id: id, owner: owner) != nil else { break }
-                usleep(10_000)
+        switch try storage.takeOver(id, owner: owner, appending: false, tentative: false) {
+        case .missing:
+            guard let upload = try store.upload(id: id, owner: owner) else {
+                guard dialect != .raw else { return nil }
+                throw HTTPError(.notFound, detail: "upload \(id) does not exist")
             }
-            throw HTTPError(.notFound, detail: "upload \(id) does not exist")
+            return dialect == .raw ? nil : completed(upload)
+        case .completing:
+            // Completing right now (its bytes moved, its row not replaced yet): wait for the row.
+            guard let upload = try awaitCompletion(id, owner: owner) else { throw HTTPError(.notFound, detail: "upload \(id) does not exist") }
+            return completed(upload)
+        case .held(let record, let offset, _):
+            let effective = dialect == .raw ? UploadDialect(storedName: record.protocolName) : dialect
+            return .now(offsetResponse(effective, id: id, offset: offset, length: record.length, complete: false, expiresAt: record.expiresAt,
+                                       metadata: record))
         }
-        let effective = dialect == .raw ? UploadDialect(storedName: record.protocolName) : dialect
-        return .now(offsetResponse(effective, id: id, offset: offset, length: record.length, complete: false, expiresAt: record.expiresAt,
-                                   metadata: record))
+    }
+
+    /// Waits (up to 5 s) for an upload being completed to be an ordinary upload: it, or nil
+    /// when its partial row went without one (cancelled). Still completing after that: `503`.
+    private func awaitCompletion(_ id: String, owner: Owner) throws -> UploadRecord? {
+        for _ in 0..<500 {
+            if let upload = try store.upload(id: id, owner: owner) { return upload }
+            guard try store.partialUpload(id: id, owner: owner) != nil else { return nil }
+            usleep(10_000)
+        }
+        throw HTTPError(.serviceUnavailable, detail: "upload \(id) is being completed: ask again shortly",
+                        headers: HTTPHeaders([("Retry-After", "1")]))
     }
 
     private func offsetResponse(_ dialect: UploadDialect, id: String, offset: Int64, length: Int64?, complete: Bool, expiresAt: Int64?,
@@ -450,22 +457,13 @@ final class ResumableUploads: Sendable {
 
     /// `DELETE /uploads/{id}` of a partial upload: stops any request appending, deletes its
     /// bytes and row (`204`). nil: no partial upload has this id (an ordinary delete follows).
+    /// Blocks: on the route's executor (the loop only with the data folder and SQLite).
     func cancel(_ request: Request, _ context: RequestContext) throws -> Reply? {
         let id = try Self.uploadID(request.head)
-        let owner = context.owner, store = store, files = files
         if UploadDialect.of(request.headers) == .tus { try Self.checkTusVersion(request.headers) }
-        guard try store.partialUpload(id: id, owner: owner) != nil else { return nil }
-        files.entry(id).retire()
+        guard try storage.cancel(id, owner: context.owner) else { return nil }
         let tus = request.headers["Tus-Resumable"] != nil
-        return Reply.later { done in
-            store.deletePartialUpload(id: id, owner: owner) { result in
-                files.retire(id, removingFile: true)
-                done {
-                    guard try result.get() else { throw HTTPError(.notFound, detail: "upload \(id) does not exist") }
-                    return Response(status: .noContent, headers: tus ? HTTPHeaders([("Tus-Resumable", UploadDialect.tusVersion)]) : HTTPHeaders())
-                }
-            }
-        }
+        return .now(Response(status: .noContent, headers: tus ? HTTPHeaders([("Tus-Resumable", UploadDialect.tusVersion)]) : HTTPHeaders()))
     }
 
     /// `OPTIONS /uploads`: the limits, in both protocols' fields.
@@ -484,26 +482,19 @@ final class ResumableUploads: Sendable {
 
     // MARK: - Expiry
 
-    /// Deletes partial uploads past their lifetime (rows and bytes); how many.
+    /// Deletes partial uploads past their lifetime (rows and bytes), and bytes no row names;
+    /// how many.
     @discardableResult
     func sweep(now: Int64) -> Int {
         var removed = 0
         while let expired = try? store.expiredPartialUploads(now: now, limit: 100), !expired.isEmpty {
             for (record, owner) in expired {
-                files.entry(record.id).retire()
-                _ = try? store.deletePartialUpload(id: record.id, owner: owner)
-                files.retire(record.id, removingFile: true)
+                storage.expire(record, owner: owner)
                 removed += 1
             }
             if expired.count < 100 { break }
         }
-        // Files no row names (a crash between a file and its row): untouched for longer than
-        // any row lives, so whatever row they had has expired and gone.
-        for (name, modified) in files.listing() where modified < now - limits.lifetime - 60 {
-            files.retire(name, removingFile: true)
-            removed += 1
-        }
-        return removed
+        return removed + storage.sweepLeftovers(now: now, lifetime: limits.lifetime)
     }
 
     // MARK: - Helpers

@@ -3,9 +3,15 @@ import JotterHTTP
 import JotterStore
 
 /// Receives the raw body of an upload request (`POST /uploads` with the file's bytes, or an
-/// append `PATCH /uploads/{id}`) on the request's engine thread: into a temporary file for a
-/// plain raw upload, into the upload's partial file for a resumable one.
+/// append `PATCH /uploads/{id}`): into a temporary file for a plain raw upload, into the
+/// upload's `PartialWriter` for a resumable one.
+///
+/// It is made — with what the request needs of the store: the row, the take-over — on the
+/// route's executor (the store's threads); its bytes come on the request's engine thread; its
+/// `finish` runs on the executor again, which may block.
 final class UploadReceiver: RequestBodyStream, @unchecked Sendable {
+    // @unchecked: used by one thread at a time, as the engine hands the request over.
+
     /// What the request carries, fixed at its head.
     struct Plan: Sendable {
         var dialect: UploadDialect
@@ -29,44 +35,51 @@ final class UploadReceiver: RequestBodyStream, @unchecked Sendable {
     let plan: Plan
     let owner: Owner
     let context: RequestContext
-    let path: String
-    let fd: Int32
-    /// The partial upload's shared state and the generation this request holds (partial only).
-    let entry: PartialFile?
-    let generation: UInt64
+    /// Where a resumable upload's bytes go (nil: a plain raw upload).
+    let writer: (any PartialWriter)?
+    /// A plain raw upload's temporary file.
+    let path: String?
+    private let fd: Int32
     private(set) var offset: Int64
     /// Plain raw uploads: hashed as they arrive.
     private var hash: SHA256? = SHA256()
     private var checksum: MessageDigest?
     private var nextProgress: Int64
     private var finished = false
-    /// Called once when the request ends without a complete body (records the offset).
+    /// Called once when the request ends without a complete body (keeps what arrived); must
+    /// not block (the engine thread may call it).
     private let onAbort: @Sendable (UploadReceiver) -> Void
     static let progressInterval: Int64 = 8 << 20
 
-    init(plan: Plan, owner: Owner, context: RequestContext, path: String, entry: PartialFile?, generation: UInt64,
+    /// A receiver for a resumable request (`writer`) or a plain raw upload into the temporary
+    /// file `rawFile`.
+    init(plan: Plan, owner: Owner, context: RequestContext, writer: (any PartialWriter)?, rawFile: String?,
          onAbort: @escaping @Sendable (UploadReceiver) -> Void) throws(HTTPError) {
         self.plan = plan
         self.owner = owner
         self.context = context
-        self.path = path
-        self.entry = entry
-        self.generation = generation
+        self.writer = writer
         self.onAbort = onAbort
+        path = rawFile
         offset = plan.startOffset
         nextProgress = plan.startOffset + Self.progressInterval
-        let flags = entry == nil ? O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC : O_WRONLY | O_CLOEXEC
-        fd = open(path, flags, 0o600)
-        guard fd >= 0 else {
-            throw HTTPError(errno == ENOSPC ? .insufficientStorage : .internalServerError, detail: "cannot open the upload's file: \(String(cString: strerror(errno)))")
+        if let rawFile {
+            fd = open(rawFile, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+            guard fd >= 0 else {
+                throw HTTPError(errno == ENOSPC ? .insufficientStorage : .internalServerError, detail: "cannot open the upload's file: \(String(cString: strerror(errno)))")
+            }
+        } else {
+            fd = -1
+            hash = nil
         }
-        if entry != nil { hash = nil }
         if let (algorithm, _) = plan.checksum { checksum = MessageDigest(algorithm) }
     }
 
     deinit {
-        close(fd)
-        if entry == nil, !finished { unlink(path) }
+        if fd >= 0 {
+            close(fd)
+            if let path, !finished { unlink(path) }
+        }
     }
 
     var received: Int64 { offset - plan.startOffset }
@@ -75,10 +88,8 @@ final class UploadReceiver: RequestBodyStream, @unchecked Sendable {
         if let length = plan.length, offset + Int64(chunk.count) > length {
             throw HTTPError(.contentTooLarge, detail: "the upload's bytes go past its declared length of \(length) bytes", closesConnection: true)
         }
-        if let entry {
-            guard try entry.write(chunk, at: offset, fd: fd, generation: generation) else {
-                throw HTTPError(HTTPStatus(409), detail: "a newer request took this upload over", closesConnection: true)
-            }
+        if let writer {
+            try writer.append(chunk)
         } else {
             var done = 0
             while done < chunk.count {
@@ -108,12 +119,18 @@ final class UploadReceiver: RequestBodyStream, @unchecked Sendable {
         }
     }
 
+    func mustWait(then ready: @escaping @Sendable () -> Void) -> Bool {
+        writer?.mustWait(then: ready) ?? false
+    }
+
+    /// The whole body is here (on the route's executor): a tus checksum is checked — a mismatch
+    /// keeps nothing of the request's bytes and answers `460`.
     func finish() throws {
         finished = true
         if let (_, expected) = plan.checksum, let running = checksum.take(), running.finish() != expected {
             // The chunk is not kept: tus's checksum extension.
-            entry?.truncate(to: plan.startOffset, fd: fd, generation: generation)
             offset = plan.startOffset
+            _ = try writer?.keep(length: plan.length, expiresAt: plan.record?.expiresAt ?? 0, discarding: true)
             throw HTTPError(.checksumMismatch, detail: "the body's checksum does not match Upload-Checksum; nothing of it was kept",
                             headers: HTTPHeaders([("Tus-Resumable", UploadDialect.tusVersion), ("Upload-Offset", String(plan.startOffset))]))
         }
@@ -128,6 +145,6 @@ final class UploadReceiver: RequestBodyStream, @unchecked Sendable {
     /// The SHA-256 of a plain raw upload's bytes. Once.
     func takeSHA256() -> String? { hash.take()?.finish() }
 
-    /// Whether the request still holds its partial upload.
-    var holdsUpload: Bool { entry?.holds(generation) ?? true }
+    /// Whether the request's bytes are kept only if they all arrived and their checksum holds.
+    var isTentative: Bool { plan.checksum != nil }
 }
