@@ -63,7 +63,7 @@ compat: deps
 	$(SWIFT) build
 	python3 bench/compat.py --jotter .build/debug/jotter --write
 
-# libFuzzer over the parsers, the HTTP/1.1 state machine and whole connections, 60 s each (scripts/fuzz; the corpus is fuzz/corpus).
+# libFuzzer over the parsers, the HTTP/1.1 and HTTP/2 state machines and whole connections, 60 s each (scripts/fuzz; the corpus is fuzz/corpus).
 fuzz: deps
 	scripts/fuzz 60
 

@@ -67,7 +67,7 @@ let package = Package(
         // libFuzzer targets for the parsers (scripts/fuzz); built plainly, it replays a corpus.
         .executableTarget(name: "jotter-fuzz", dependencies: ["JotterHTTP", "JotterClient"], path: "Sources/jotter-fuzz"),
         .target(name: "JotterTestSupport", dependencies: ["JotterServer", "JotterStore", "JotterPostgres"], path: "Tests/JotterTestSupport"),
-        .testTarget(name: "JotterHTTPTests", dependencies: ["JotterHTTP", "JotterWire", "JotterTestSupport"]),
+        .testTarget(name: "JotterHTTPTests", dependencies: ["JotterHTTP", "JotterWire", "JotterTestSupport", "CNGHTTP2"]),
         .testTarget(name: "JotterServerTests", dependencies: ["JotterServer", "JotterHTTP", "JotterAPI", "JotterWire", "JotterStore", "JotterBlobs", "JotterTestSupport"]),
         .testTarget(name: "JotterCLITests", dependencies: ["JotterCLI", "JotterCLICore", "jotter", "jotter-server", "JotterAPI", "JotterClient", "JotterServer", "JotterTestSupport"]),
         .testTarget(name: "JotterAPITests", dependencies: ["JotterAPI"]),

@@ -1,4 +1,4 @@
-// libFuzzer targets for Jotter's parsers and its HTTP/1.1 connection, one executable: `JOTTER_FUZZ` names the target.
+// libFuzzer targets for Jotter's parsers and its HTTP/1.1 and HTTP/2 connections, one executable: `JOTTER_FUZZ` names the target.
 //
 //   scripts/fuzz               (or `make fuzz`): each target for 60 s on its corpus, fuzz/corpus/<name>
 //   JOTTER_FUZZ=range .build/debug/jotter-fuzz fuzz/corpus/range
@@ -68,17 +68,20 @@ func fuzzOne(_ target: String, _ bytes: [UInt8]) {
         }
     case "machine":
         MachineFuzz.shared.drive(bytes)
+    case "machine2":
+        MachineFuzz.shared.drive2(bytes)
     case "connection":
         ConnectionFuzz.shared.drive(bytes, prefix: [])
     case "http2":
         ConnectionFuzz.shared.drive(bytes, prefix: Array("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".utf8))
     default:
-        fatalError("JOTTER_FUZZ must be one of: multipart, form, framing, range, etag, event-stream, machine, connection, http2")
+        fatalError("JOTTER_FUZZ must be one of: multipart, form, framing, range, etag, event-stream, machine, machine2, connection, http2")
     }
 }
 
-/// The `machine` target: the HTTP/1.1 connection's state machine driven directly, with no
-/// socket and no thread (`MemoryConnection`). The input is what the client sends, in reads and
+/// The `machine` and `machine2` targets: the HTTP/1.1 and the HTTP/2 connection's state machine
+/// driven directly, with no socket and no thread (`MemoryConnection`). The input is what the
+/// client sends (over HTTP/2: after the client preface, which is sent first), in reads and
 /// writes of sizes its first two bytes pick; a byte 0xFF followed by an operation byte is an
 /// event instead of data: time passes (and the sweep runs), a later reply is ready, the
 /// client stops or starts reading, a stream has bytes, a body's consumer catches up, quiesce,
@@ -87,8 +90,9 @@ func fuzzOne(_ target: String, _ bytes: [UInt8]) {
 /// closes. Checked, whatever the bytes: no action after the connection
 /// ended, no write after its write side was shut, no wait for bytes that are there while
 /// nothing is read (a spin); the connection ends; no request stays in flight and none is
-/// completed twice (`RequestLifecycle.completed` asserts it); the answers written are, in order,
-/// those of the requests completed as sent.
+/// completed twice (`RequestLifecycle.completed` asserts it). HTTP/1.1: the answers written are,
+/// in order, those of the requests completed as sent. HTTP/2: the output is frames, SETTINGS
+/// first, and no more streams end in it than requests were completed as sent.
 final class MachineFuzz: @unchecked Sendable {
     static let shared = MachineFuzz()
 
@@ -104,8 +108,10 @@ final class MachineFuzz: @unchecked Sendable {
     final class Drip: StreamingBody, @unchecked Sendable {
         var pieces = 0
         var ended = false
-        var waker: ConnectionWaker?
-        func start(waker: ConnectionWaker) { self.waker = waker }
+        /// The wakers of the streams it was given to (several over HTTP/2).
+        var wakers: [ConnectionWaker] = []
+        func start(waker: ConnectionWaker) { wakers.append(waker) }
+        func wake() { for waker in wakers { waker.wake() } }
         func read(into buffer: UnsafeMutableRawBufferPointer, at offset: UInt64) -> StreamRead {
             if pieces > 0 {
                 pieces -= 1
@@ -186,17 +192,45 @@ final class MachineFuzz: @unchecked Sendable {
         server = HTTPServer(configuration: configuration, router: routes.build(), log: Logger(accessLog: false))
     }
 
+    /// The `machine` target: HTTP/1.1.
     func drive(_ input: [UInt8]) {
+        var connection = MemoryConnection<HTTP1StateMachine>(server: server, readBufferSize: 1 << 12)
+        exercise(&connection, input, prefix: [])
+        if connection.handedOff == nil {
+            let sent = record.exchanges.filter { $0.outcome == .sent }
+            let heads = Set(record.exchanges.indices.filter { record.exchanges[$0].method == "HEAD" })
+            let written = Self.finalStatuses(connection.output, heads: heads)
+            if Array(written.prefix(sent.count)) != sent.map(\.status) || written.count > sent.count + 1 {
+                fatalError("answers written \(written) are not those of the requests completed as sent \(sent.map(\.status)), in order")
+            }
+        }
+    }
+
+    /// The `machine2` target: HTTP/2, the input's bytes after the client preface.
+    func drive2(_ input: [UInt8]) {
+        var connection = MemoryConnection<HTTP2StateMachine>(server: server, readBufferSize: 1 << 12)
+        exercise(&connection, input, prefix: HTTP2StateMachine.preface)
+        let frames = Self.frames(connection.output)
+        if frames.first != 4 { fatalError("the connection's first frame is not SETTINGS but type \(frames.first.map(String.init) ?? "none")") }
+        let sent = record.exchanges.filter { $0.outcome == .sent }.count
+        if frames.ended.count > sent {
+            fatalError("\(frames.ended.count) stream(s) ended in the frames written, \(sent) request(s) completed as sent")
+        }
+    }
+
+    /// Runs `input` through `connection` (see the type's description), then ends it and checks
+    /// what every connection must keep to.
+    func exercise<Machine: ConnectionMachine & ~Copyable>(_ connection: inout MemoryConnection<Machine>, _ input: [UInt8], prefix: [UInt8]) {
         record.exchanges = []
         streams.pieces = 0
         streams.ended = false
+        streams.wakers = []
         valve.behind = false
         valve.ready = nil
         executor.work = []
-        var connection = MemoryConnection(server: server, readBufferSize: 1 << 12)
         connection.readSize = input.count > 0 && input[0] > 0 ? Int(input[0]) : .max
         connection.writeSize = input.count > 1 && input[1] > 0 ? Int(input[1]) : .max
-        var pending: [UInt8] = []
+        var pending = prefix
         var index = 2
         while index < input.count {
             let byte = input[index]
@@ -217,24 +251,27 @@ final class MachineFuzz: @unchecked Sendable {
             case 0: connection.now += 1_000_000 * UInt64(1 + operation / 8); connection.tick()
             case 1: connection.resumeLater()
             case 2: connection.clientReads.toggle(); connection.pump()
-            case 3: streams.pieces += 1; streams.waker?.wake(); connection.deliverWakes()
+            case 3: streams.pieces += 1; streams.wake(); connection.deliverWakes()
             case 4: if valve.catchUp() { connection.bodyReady() }
             case 5: connection.quiesce()
             case 6: connection.polledAt = connection.now - 1; connection.now += 10_000_000; connection.tick(); connection.polledAt = nil
-            case 7: streams.ended = true; streams.waker?.wake(); connection.deliverWakes()
+            case 7: streams.ended = true; streams.wake(); connection.deliverWakes()
             default: executor.run(); connection.interimsQueued(); while connection.land() {}
             }
         }
         connection.send(pending)
         // The end: the client reads, every reply and stream is let go, the client closes, time passes.
+        // A body's consumer that falls behind after every read may let one read in each round
+        // (as little as one byte): as many rounds as bytes, and 64 more.
         connection.clientReads = true
         streams.ended = true
-        for _ in 0..<64 where !connection.ended {
+        let rounds = 64 + input.count
+        for _ in 0..<rounds where !connection.ended {
             executor.run()
             connection.interimsQueued()
             while connection.land() {}
             while connection.resumeLater() {}
-            streams.waker?.wake()
+            streams.wake()
             connection.deliverWakes()
             if valve.catchUp() { connection.bodyReady() }
             connection.closeInput()
@@ -243,19 +280,31 @@ final class MachineFuzz: @unchecked Sendable {
         }
         let violations = connection.violations
         if !violations.isEmpty { fatalError("the state machine broke a rule: \(violations)") }
-        if !connection.ended { fatalError("the connection neither closed nor handed over after the client closed and 192 s passed") }
+        if !connection.ended { fatalError("the connection neither closed nor handed over after the client closed and \(rounds * 3) s passed") }
         // Steps still away when the connection ended land now; their requests complete then.
         executor.run()
-        while connection.land() {}
+        connection.deliverAll()
         if server.requestsInFlight != 0 { fatalError("\(server.requestsInFlight) request(s) still in flight after the connection ended") }
-        if connection.handedOff == nil {
-            let sent = record.exchanges.filter { $0.outcome == .sent }
-            let heads = Set(record.exchanges.indices.filter { record.exchanges[$0].method == "HEAD" })
-            let written = Self.finalStatuses(connection.output, heads: heads)
-            if Array(written.prefix(sent.count)) != sent.map(\.status) || written.count > sent.count + 1 {
-                fatalError("answers written \(written) are not those of the requests completed as sent \(sent.map(\.status)), in order")
-            }
+    }
+
+    /// The HTTP/2 frames in `bytes`, as far as they are complete: the first one's type, and the
+    /// streams a DATA or HEADERS frame ended (END_STREAM). Traps on a frame type the server
+    /// never sends.
+    static func frames(_ bytes: [UInt8]) -> (first: UInt8?, ended: Set<UInt32>) {
+        var position = 0
+        var first: UInt8?
+        var ended: Set<UInt32> = []
+        while position + 9 <= bytes.count {
+            let length = Int(bytes[position]) << 16 | Int(bytes[position + 1]) << 8 | Int(bytes[position + 2])
+            let type = bytes[position + 3], flags = bytes[position + 4]
+            let stream = (UInt32(bytes[position + 5]) << 24 | UInt32(bytes[position + 6]) << 16 | UInt32(bytes[position + 7]) << 8
+                          | UInt32(bytes[position + 8])) & 0x7FFF_FFFF
+            if first == nil { first = type }
+            if type > 9 { fatalError("the server wrote a frame of type \(type)") }
+            if type <= 1, flags & 1 != 0 { ended.insert(stream) }
+            position += 9 + length
         }
+        return (first, ended)
     }
 
     /// The statuses of the final answers in `bytes`, in order, as far as they are complete;

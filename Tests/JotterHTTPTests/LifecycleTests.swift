@@ -247,4 +247,25 @@ struct LifecycleTests {
         }
         #expect(large.status == .contentTooLarge)
     }
+
+    @Test("a step announced for a route's executor and never sent away (its stream ended first) is let go with the request")
+    func stepNeverSentAway() {
+        let executor = HTTP1StateMachineTests.ManualExecutor()
+        var routes = RouterBuilder()
+        routes.get("/away", runs: .executor(executor)) { _, _ in "away" }
+        let router = routes.build()
+        let limits = RequestLifecycle.Limits(maxBodySize: 10, maxUploadSize: 10, maxParts: 10, temporaryDirectory: "/tmp")
+        weak var released: RequestLifecycle?
+        do {
+            let lifecycle = RequestLifecycle(router: router, limits: limits, target: "/away", remoteAddress: "-")
+            released = lifecycle
+            guard case .elsewhere = lifecycle.headerComplete(method: "GET", version: "HTTP/2.0", headers: HTTPHeaders([("Host", "x")])) else {
+                Issue.record("the route's step runs elsewhere")
+                return
+            }
+            lifecycle.completed(status: 0, bytesSent: 0, outcome: .clientAbort)
+        }
+        #expect(released == nil, "the step's work holds the lifecycle")
+        #expect(executor.run() == 0)
+    }
 }

@@ -24,7 +24,7 @@ NOTES_TOP = 20                         # functions listed for each notes request
 # Frames every request passes through on its way to the route handler (the loop, the connection,
 # the middleware chain, the router's wrapper, recursion copies): left out of the notes tables,
 # whose rows then start at the handler.
-CHAIN = re.compile(r"^EventLoop\.run|^HTTP1Connection\.(handle\(events|run)|^HTTP1StateMachine\.(received|process)|LoopConnection\.handle|"
+CHAIN = re.compile(r"^EventLoop\.run|^HTTP1Connection\.(handle\(events|run)|SocketDriver\.run<|^HTTP1StateMachine\.(received|process)|LoopConnection\.handle|"
                    r"Middleware\w*\.handle\(|MiddlewareStack\.wrap|RouterBuilder\.on<|"
                    r"RequestLifecycle\.bodyComplete|GroupCommitWriter\.init|WriteJob\.make|'\d+$")
 TOOLS = ("valgrind", "callgrind_control", "callgrind_annotate", "nginx")

@@ -2,27 +2,19 @@ import Synchronization
 
 /// Wakes one connection whose streaming body has something to send, from any thread: posts a
 /// task to the connection's event loop, at most one outstanding at a time, so a producer that
-/// wakes it for every piece costs the loop one task until the loop has taken it.
+/// wakes it for every piece costs the loop one task until the loop has taken it. (A connection
+/// driven in memory, as in the state machines' tests, gets the task instead: `Handback`.)
 public final class ConnectionWaker: Sendable {
     private enum State { case running, wakePending, closed }
 
-    /// Where a wake goes: the connection's loop, or (a connection driven without a loop, as in
-    /// the state machine's tests) a function.
-    private enum Target: Sendable {
-        case loop(EventLoop, token: UInt64, stream: Int32)
-        case call(@Sendable () -> Void)
-    }
-
     private let state = Mutex(State.running)
-    private let target: Target
+    private let handback: Handback
+    private let stream: Int32
 
-    init(loop: EventLoop, token: UInt64, stream: Int32) {
-        target = .loop(loop, token: token, stream: stream)
-    }
-
-    /// A waker that calls `wake` (any thread) instead of posting to a loop.
-    init(calling wake: @escaping @Sendable () -> Void) {
-        target = .call(wake)
+    /// A waker for `stream` (0 on HTTP/1.1) of the connection `handback` reaches.
+    init(_ handback: Handback, stream: Int32) {
+        self.handback = handback
+        self.stream = stream
     }
 
     /// Tells the connection's loop to write what the body has now. Safe from any thread, any
@@ -34,10 +26,7 @@ public final class ConnectionWaker: Sendable {
             return true
         }
         guard post else { return }
-        switch target {
-        case .loop(let loop, let token, let stream): loop.post(.wake(token, stream: stream))
-        case .call(let wake): wake()
-        }
+        handback.post(.wake(handback.token, stream: stream))
     }
 
     /// The loop took the wake: the next one posts again.

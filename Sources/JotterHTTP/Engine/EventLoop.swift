@@ -185,14 +185,10 @@ final class EventLoop: @unchecked Sendable {
 
     private func run(_ task: Task) {
         switch task {
-        case .resume(let token, let stream, let render): connections[token]?.resume(stream: stream, render)
-        case .landed(let token, let stream, let lifecycle):
-            if connections[token]?.landed(stream: stream, lifecycle.lifecycle) != true { lifecycle.lifecycle.finishAbandoned() }
+        case .resume(let token, _, _), .landed(let token, _, _), .wake(let token, _), .read(let token), .bodyReady(let token, _):
+            if let connection = connections[token] { connection.deliver(task) } else { SocketDriver.abandon(task) }
         case .interim(let sink, let status, let headers):
-            if sink.send(status, headers), let token = sink.connection { connections[token]?.interimsQueued() }
-        case .wake(let token, let stream): connections[token]?.streamWoken(stream: stream)
-        case .read(let token): connections[token]?.readAgain()
-        case .bodyReady(let token, let stream): connections[token]?.bodyReady(stream: stream)
+            if sink.send(status, headers), let token = sink.connection { connections[token]?.deliver(task) }
         case .evict:
             if !evictOne() { oldestHeadWait.store(0, ordering: .relaxed) }
         case .quiesce:
@@ -280,13 +276,6 @@ final class EventLoop: @unchecked Sendable {
         server.connections.release(connection.address)
     }
 
-    /// Whether a connection may be closed for a deadline that fell at `deadline`: not when the
-    /// loop has not polled since (it was busy) and the connection's bytes wait unread — the loop
-    /// was late, not the client.
-    func deadlinePassed(_ deadline: UInt64, unread: () -> Bool) -> Bool {
-        polledAt >= deadline || !unread()
-    }
-
     /// An HTTP/1.1 connection that turned out to speak HTTP/2 hands its socket to `successor`.
     func replace(token: UInt64, with successor: any LoopConnection) {
         connections[token] = successor
@@ -371,7 +360,7 @@ enum Epoll {
 }
 
 /// What an event loop drives: one accepted socket, speaking HTTP/1.1 (`HTTP1Connection`) or
-/// HTTP/2 (`HTTP2Connection`). Loop thread only.
+/// HTTP/2 (`HTTP2Connection`), each a state machine and its `SocketDriver`. Loop thread only.
 protocol LoopConnection: AnyObject {
     var token: UInt64 { get }
     var address: String { get }
@@ -381,29 +370,15 @@ protocol LoopConnection: AnyObject {
     var waitingForHeadSince: UInt64? { get }
     /// epoll reported `events` for the socket.
     func handle(events: UInt32)
-    /// A later reply for `stream` (0 on HTTP/1.1) is ready.
-    func resume(stream: Int32, _ render: () throws -> Response)
-    /// `lifecycle`'s step on its route's executor is done; false when the connection no longer
-    /// waits for it (the stream or the request ended meanwhile).
-    func landed(stream: Int32, _ lifecycle: RequestLifecycle) -> Bool
-    /// HTTP/1.1: interim responses were queued outside a call into a request's lifecycle (posted
-    /// from a route's executor): write them now. (HTTP/2 submits them as they come.)
-    func interimsQueued()
-    /// A streaming body of `stream` has bytes or its end.
-    func streamWoken(stream: Int32)
-    /// Read again without an event (bytes OpenSSL already decrypted).
-    func readAgain()
-    /// The consumer of `stream`'s request body caught up (back-pressure): read on.
-    func bodyReady(stream: Int32)
+    /// A task another thread posted for this connection: a later reply ready, a step back from a
+    /// route's executor (a connection that ended completes its request: `SocketDriver.abandon`),
+    /// interim responses taken, a streaming body woken, a body's consumer caught up, a read of
+    /// bytes OpenSSL holds.
+    func deliver(_ task: EventLoop.Task)
     /// The server stops: finish what is in flight, take nothing new.
     func quiesce()
     /// The sweep: deadlines.
     func check(now: UInt64)
     /// Ends everything now.
     func abort(_ outcome: CompletedExchange.Outcome)
-}
-
-extension LoopConnection {
-    /// Nothing to write: HTTP/2 submits interim responses as they come.
-    func interimsQueued() {}
 }

@@ -3,16 +3,17 @@ import Glibc
 /// One HTTP/1.1 connection as a state machine with no socket: it takes events — bytes read,
 /// bytes the socket took, the socket ready, a tick of the sweep, a later reply ready, a body's
 /// consumer ready, a stream woken, the peer's end, quiesce — and returns the next thing to do
-/// (`Action`): read into this buffer, write these bytes, send this file range, start a later
-/// reply's work or a streaming body, shut the write side, wait for the socket, hand over to
-/// HTTP/2, close. `HTTP1Connection` does the I/O on the event loop and feeds each result back;
-/// tests and the fuzzer do the same with byte arrays (`Tests/JotterHTTPTests/HTTP1StateMachineTests.swift`).
+/// (`ConnectionAction`): read into this buffer, write these bytes, send this file range, start
+/// a later reply's work or a streaming body, shut the write side, wait for the socket, hand over
+/// to HTTP/2, close. `HTTP1Connection` does the I/O on the event loop and feeds each result back
+/// (`SocketDriver`, shared with HTTP/2); tests and the fuzzer do the same with byte arrays
+/// (`MemoryConnection`, `Tests/JotterHTTPTests/HTTP1StateMachineTests.swift`).
 ///
 /// Each event returns one action; an action that does something (`read`, `write`, `sendFile`,
-/// `startLater`, `startStream`, `shutdownWrites`, `drain`) is answered by the event that says
+/// `shutdownWrites`, `drain`) is answered by the event that says
 /// how it went, and the next action follows; `wait` ends the chain until the socket or another
 /// thread has news; `close` and `handOff` end the connection. Time comes in with the events
-/// (`now`), never from a clock; the machine reads none.
+/// (`now`), never from a clock; the machine reads none (`ConnectionMachine`).
 ///
 /// What it keeps: requests are parsed (llhttp, `RequestParser`) and run through their
 /// `RequestLifecycle` in order, answers queued and written in request order (pipelining);
@@ -20,48 +21,9 @@ import Glibc
 /// consumer is behind, or more than `outputHighWater` bytes of answers wait — what was read
 /// beyond is kept (`stash`) and parsed when the connection may go on. An idle connection holds
 /// no buffer. Not thread-safe: one event loop drives it.
-struct HTTP1StateMachine: ~Copyable {
-    /// What the driver does next.
-    enum Action {
-        /// Read from the connection into `buffer` (answer: `received`, `readBlocked`,
-        /// `readNeedsWritable`, `peerClosed`, `readFailed`).
-        case read(UnsafeMutableRawBufferPointer)
-        /// Lingering: read and drop what the client still sends, TLS records included, from the
-        /// socket itself (same answers as `read`).
-        case drain(UnsafeMutableRawBufferPointer)
-        /// Write `first[from...]` then `second` in one `writev` (answer: `wrote`, `writeBlocked`,
-        /// `writeFailed`).
-        case write([UInt8], from: Int, [UInt8])
-        /// Write these bytes of the loop's stream buffer (a streaming body's piece).
-        case writeBuffer(UnsafeRawBufferPointer)
-        /// Send `count` bytes of the open file `fd` from `offset` (`sendfile`; over TLS read into
-        /// the loop's stream buffer and written). `wrote(0)` means the file ended early.
-        case sendFile(fd: Int32, offset: Int, count: Int)
-        /// Start a later reply's work; its render closure comes back as `resume` (answer: `performed`).
-        case startLater(Later)
-        /// Send the request's next step to its route's executor (`RequestLifecycle.goAway`); it
-        /// comes back as `landed` (answer: `performed`).
-        case goAway(RequestLifecycle)
-        /// Give a streaming body its waker, before its first read (answer: `performed`).
-        case startStream(any StreamingBody)
-        /// Shut the write side (TLS: close_notify first); then the connection lingers (answer: `performed`).
-        case shutdownWrites
-        /// The sweep needs to know whether bytes wait unread: ask `tick` again with `unread`.
-        case checkUnread
-        /// The connection speaks HTTP/2 with prior knowledge: hand it over with these bytes read
-        /// so far (valid until the next call). Nothing more comes from this machine.
-        case handOff(UnsafeRawBufferPointer)
-        /// Nothing to do until the socket is ready for what `Interest` says, or another event.
-        case wait(Interest)
-        /// Close the connection. Every request was completed. Nothing more comes from this machine.
-        case close
-    }
-
-    /// What the connection waits for from its socket.
-    struct Interest: Equatable {
-        var read: Bool
-        var write: Bool
-    }
+struct HTTP1StateMachine: ConnectionMachine, ~Copyable {
+    typealias Action = ConnectionAction
+    typealias Interest = ConnectionInterest
 
     /// One answer being written.
     struct Outgoing {
@@ -85,18 +47,19 @@ struct HTTP1StateMachine: ~Copyable {
         var started = false
         var position: UInt64 = 0
         /// Bytes read from the body that the socket did not take yet.
-        var pending: [UInt8] = []
-        var pendingSent = 0
+        var leftover = Leftover()
         var waiting = false
         var ended = false
         var finished = false
+        /// Given to the body when it starts: it wakes the connection when it has more.
+        var waker: ConnectionWaker?
     }
 
     /// What the last write action was, to read its answer.
     private enum Writing {
         case bytes
         case file
-        case pending
+        case leftover
         /// The stream buffer's `start..<end`.
         case buffer(Int, Int)
     }
@@ -121,6 +84,9 @@ struct HTTP1StateMachine: ~Copyable {
     private let streamBuffer: UnsafeMutableRawBufferPointer
     /// Handed to a body's consumer that is behind; it calls it (any thread) when it can take more.
     private let bodyReady: @Sendable () -> Void
+    /// The way back to this connection from other threads: later replies, steps on a route's
+    /// executor, streaming bodies' wakes.
+    private let handback: Handback
     private let parser: RequestParser
     /// The connection's interim responses (`RequestContext.sendInterim`), taken after each lifecycle call.
     private let interims: InterimSink
@@ -207,17 +173,19 @@ struct HTTP1StateMachine: ~Copyable {
     ///   - server: routes, limits, timeouts, and the counters the connection adds to.
     ///   - now: when the connection was accepted.
     ///   - readBuffer, streamBuffer: the event loop's buffers, shared by its connections.
-    ///   - bodyReady: what a request body's consumer that is behind calls when it can take more.
-    ///   - interims: the connection's queue of interim responses (`InterimSink(loop:connection:)`).
+    ///   - handback: the way back to this connection from other threads — what a body's
+    ///     consumer that is behind calls when it can take more, streaming bodies' wakers, interim
+    ///     responses sent from a route's executor.
     init(server: HTTPServer, address: String, now: UInt64, date: DateField, readBuffer: UnsafeMutableRawBufferPointer,
-         streamBuffer: UnsafeMutableRawBufferPointer, bodyReady: @escaping @Sendable () -> Void, interims: InterimSink) {
+         streamBuffer: UnsafeMutableRawBufferPointer, handback: Handback) {
         self.server = server
         self.address = address
         self.date = date
         self.readBuffer = readBuffer
         self.streamBuffer = streamBuffer
-        self.bodyReady = bodyReady
-        self.interims = interims
+        self.handback = handback
+        bodyReady = handback.bodyReady(stream: 0)
+        interims = InterimSink(loop: handback.loop, connection: handback.token)
         self.now = now
         lastActivity = now
         waitingForHeadSince = now
@@ -277,7 +245,7 @@ struct HTTP1StateMachine: ~Copyable {
         if mayBeHTTP2 {
             let bytes = readingIntoStash ? UnsafeRawBufferPointer(start: stash!, count: stashEnd + count)
                 : UnsafeRawBufferPointer(start: readBuffer.baseAddress, count: count)
-            switch HTTP2Connection.preface(in: bytes) {
+            switch HTTP2StateMachine.preface(in: bytes) {
             case .begun:
                 isFinished = true
                 return .handOff(bytes)
@@ -356,14 +324,8 @@ struct HTTP1StateMachine: ~Copyable {
             }
             queue[0].file!.offset += count
             queue[0].file!.remaining -= count
-        case .pending:
-            queue[0].stream!.pendingSent += count
-            if queue[0].stream!.pendingSent < queue[0].stream!.pending.count {
-                outputBlocked = true
-            } else {
-                queue[0].stream!.pending = []
-                queue[0].stream!.pendingSent = 0
-            }
+        case .leftover:
+            if !queue[0].stream!.leftover.wrote(count) { outputBlocked = true }
         case .buffer(let start, let end):
             if start + count < end {
                 keepStreamBytes(from: start + count, to: end)
@@ -388,7 +350,7 @@ struct HTTP1StateMachine: ~Copyable {
         return next()
     }
 
-    /// The last `startLater`, `startStream` or `shutdownWrites` was done.
+    /// The last `shutdownWrites` was done.
     mutating func performed() -> Action {
         next()
     }
@@ -409,7 +371,7 @@ struct HTTP1StateMachine: ~Copyable {
         let configuration = server.configuration
         let headerTimeout = UInt64(configuration.headerTimeout * 1_000_000)
         if let since = waitingForHeadSince, queue.isEmpty, now >= since + headerTimeout {
-            switch late(since + headerTimeout, polledAt: polledAt, unread: unread) {
+            switch Self.late(since + headerTimeout, polledAt: polledAt, unread: unread) {
             case true?:
                 server.counters.timedOut.add(1, ordering: .relaxed)
                 terminate(.timeout)
@@ -430,7 +392,7 @@ struct HTTP1StateMachine: ~Copyable {
         let streamWaiting = queue.first?.stream?.waiting == true
         let idleDeadline = lastActivity + UInt64(configuration.idleTimeout) * 1_000_000
         if !waiting, !streamWaiting, now >= idleDeadline {
-            switch late(idleDeadline, polledAt: polledAt, unread: unread) {
+            switch Self.late(idleDeadline, polledAt: polledAt, unread: unread) {
             case true?: terminate(.timeout)
             case nil: return .checkUnread
             case false?: break
@@ -439,15 +401,8 @@ struct HTTP1StateMachine: ~Copyable {
         return next()
     }
 
-    /// Whether the client is late for `deadline`: yes when the loop polled after it, or when no
-    /// bytes wait unread; nil when that must be asked.
-    private func late(_ deadline: UInt64, polledAt: UInt64, unread: Bool?) -> Bool? {
-        if polledAt >= deadline { return true }
-        return unread.map { !$0 }
-    }
-
     /// A later reply is ready: `render` makes its response.
-    mutating func resume(now: UInt64, _ render: () throws -> Response) -> Action {
+    mutating func resume(stream: Int32 = 0, now: UInt64, _ render: () throws -> Response) -> Action {
         guard waiting, let request, !closing, !isFinished else { return next() }
         self.now = now
         waiting = false
@@ -460,7 +415,7 @@ struct HTTP1StateMachine: ~Copyable {
     /// The step `lifecycle` ran on its route's executor is back: its action is carried out where
     /// the request was (its head or its end), and reading goes on. nil when the connection no
     /// longer waits for it (the request ended meanwhile: the caller completes it).
-    mutating func landed(_ lifecycle: RequestLifecycle, now: UInt64) -> Action? {
+    mutating func landed(stream: Int32 = 0, _ lifecycle: RequestLifecycle, now: UInt64) -> Action? {
         guard waiting, !closing, !isFinished, request === lifecycle else { return nil }
         self.now = now
         waiting = false
@@ -491,7 +446,7 @@ struct HTTP1StateMachine: ~Copyable {
 
     /// The body's consumer caught up: what was kept is parsed, and reading resumes. The pause
     /// does not count against the body's minimum rate, nor as idle time.
-    mutating func bodyReady(now: UInt64) -> Action {
+    mutating func bodyReady(stream: Int32 = 0, now: UInt64) -> Action {
         guard let since = bodyPausedSince, !closing, !isFinished else { return next() }
         self.now = now
         bodyPausedSince = nil
@@ -501,8 +456,10 @@ struct HTTP1StateMachine: ~Copyable {
     }
 
     /// A streaming body has something for us.
-    mutating func streamWoken() -> Action {
-        if !queue.isEmpty, queue[0].stream?.waiting == true { queue[0].stream!.waiting = false }
+    mutating func streamWoken(stream: Int32 = 0) -> Action {
+        guard !queue.isEmpty, queue[0].stream != nil else { return next() }
+        queue[0].stream!.waker?.woken()
+        if queue[0].stream!.waiting { queue[0].stream!.waiting = false }
         return next()
     }
 
@@ -542,13 +499,14 @@ struct HTTP1StateMachine: ~Copyable {
                 isFinished = true
                 return .close
             }
+            // Work handed to other threads once the event is over, never from inside the parser.
             if let later = laterToStart {
                 laterToStart = nil
-                return .startLater(later)
+                handback.startLater(later, stream: 0)
             }
             if let lifecycle = awayToStart {
                 awayToStart = nil
-                return .goAway(lifecycle)
+                handback.goAway(lifecycle, stream: 0)
             }
             if shutdownPending {
                 shutdownPending = false
@@ -924,11 +882,14 @@ struct HTTP1StateMachine: ~Copyable {
     private mutating func writeStream() -> Step {
         if !queue[0].stream!.started {
             queue[0].stream!.started = true
-            return .act(.startStream(queue[0].stream!.body))
+            let waker = ConnectionWaker(handback, stream: 0)
+            queue[0].stream!.waker = waker
+            queue[0].stream!.body.start(waker: waker)
+            return .again
         }
-        if queue[0].stream!.pendingSent < queue[0].stream!.pending.count {
-            writing = .pending
-            return .act(.write(queue[0].stream!.pending, from: queue[0].stream!.pendingSent, []))
+        if !queue[0].stream!.leftover.isEmpty {
+            writing = .leftover
+            return .act(queue[0].stream!.leftover.write)
         }
         if queue[0].stream!.ended {
             Self.finishStream(&queue[0].stream!)
@@ -996,13 +957,13 @@ struct HTTP1StateMachine: ~Copyable {
     /// (the buffer is the loop's, shared by its connections).
     private mutating func keepStreamBytes(from start: Int, to end: Int) {
         guard !queue.isEmpty, queue[0].stream != nil else { return }
-        queue[0].stream!.pending = Array(UnsafeRawBufferPointer(start: streamBuffer.baseAddress! + start, count: end - start))
-        queue[0].stream!.pendingSent = 0
+        queue[0].stream!.leftover.keep(streamBuffer, from: start, to: end)
     }
 
     private static func finishStream(_ stream: inout StreamState) {
         guard !stream.finished else { return }
         stream.finished = true
+        stream.waker?.close()
         stream.body.finish()
     }
 

@@ -376,6 +376,9 @@ final class RequestLifecycle {
         }
         assert(!isCompleted, "a request was completed twice")
         isCompleted = true
+        // A step announced (`.elsewhere`) and never sent away — its connection or stream ended
+        // first — is dropped: it holds the lifecycle.
+        awayStep = nil
         reader.discard()
         // The head and the context move into the exchange: nothing reads them here any more.
         var head: RequestHead?

@@ -179,13 +179,13 @@ public struct Parameters: Sendable {
 /// HTTP/2 hands over a closure that submits HEADERS. HTTP/1.1 uses one sink per connection as
 /// a queue: while `isOpen` (a request is being read or served and not answered yet) interim
 /// responses are kept in `queued`, as bytes, and the connection takes them after each call
-/// into the request's lifecycle, ahead of whatever that call answered; one posted from another
-/// thread is queued when the loop takes it, and the connection (`connection`, its token) is told
-/// to write it (`LoopConnection.interimsQueued`).
+/// into the request's lifecycle, ahead of whatever that call answered. One posted from another
+/// thread is submitted or queued when the loop takes it, and the connection (`connection`, its
+/// token) is told to write it (`LoopConnection.interimsQueued`).
 final class InterimSink: @unchecked Sendable {
     private let submit: ((HTTPStatus, HTTPHeaders) -> Bool)?
     private let loop: EventLoop?
-    /// HTTP/1.1: the token of the connection whose queue this is.
+    /// The token of the connection to tell when an interim response posted to the loop was taken.
     let connection: UInt64?
     // Unchecked for exclusive access: one loop thread, and the connection looks at these only
     // between the calls that may send.
@@ -194,10 +194,12 @@ final class InterimSink: @unchecked Sendable {
     /// HTTP/1.1: interim responses taken and not yet handed to the connection's output.
     @exclusivity(unchecked) var queued: [[UInt8]] = []
 
-    init(loop: EventLoop? = nil, _ submit: @escaping (HTTPStatus, HTTPHeaders) -> Bool) {
+    /// A sink that submits each interim response of one HTTP/2 stream of the connection
+    /// `connection` on `loop`.
+    init(loop: EventLoop? = nil, connection: UInt64? = nil, _ submit: @escaping (HTTPStatus, HTTPHeaders) -> Bool) {
         self.loop = loop
         self.submit = submit
-        connection = nil
+        self.connection = connection
     }
 
     /// A queue for the HTTP/1.1 connection `connection` on `loop` (neither: a connection driven

@@ -1,16 +1,19 @@
 import Glibc
 import Synchronization
 
-/// An `HTTP1StateMachine` driven with bytes in memory instead of a socket, as
-/// `HTTP1Connection` drives it with one: what the client sends is read in pieces of at most
-/// `readSize` bytes, each write takes at most `writeSize` bytes (nothing while the client
-/// does not read), and time is what the caller says. For the machine's tests and the fuzzer.
+/// A connection's state machine (`HTTP1StateMachine`, `HTTP2StateMachine`) driven with bytes in
+/// memory instead of a socket, as `SocketDriver` drives it with one: what the client sends is
+/// read in pieces of at most `readSize` bytes, each write takes at most `writeSize` bytes
+/// (nothing while the client does not read), and time is what the caller says. What other
+/// threads hand back (later replies, steps back from an executor, wakes, a body's consumer
+/// ready) waits in `mail` until the caller delivers it, as the loop would. For the machines'
+/// tests and the fuzzer.
 ///
 /// It checks what a socket would suffer from: an action after the connection ended, a write
 /// after the write side was shut, a wait for bytes that are there while nothing is read (a
 /// level-triggered loop would spin).
-struct MemoryConnection: ~Copyable {
-    private(set) var machine: HTTP1StateMachine
+struct MemoryConnection<Machine: ConnectionMachine & ~Copyable>: ~Copyable {
+    private(set) var machine: Machine
     /// Sent by the client and not read yet.
     private var input: [UInt8] = []
     private var inputStart = 0
@@ -29,7 +32,7 @@ struct MemoryConnection: ~Copyable {
     /// When the loop last polled (the sweep's `polledAt`); follows `now` unless set.
     var polledAt: UInt64?
     /// What the machine waits for, after its last `wait`.
-    private(set) var interest = HTTP1StateMachine.Interest(read: true, write: false)
+    private(set) var interest = ConnectionInterest(read: true, write: false)
     /// The write side was shut (the connection lingers).
     private(set) var writesShut = false
     /// The machine said `close`.
@@ -41,23 +44,23 @@ struct MemoryConnection: ~Copyable {
     /// Reads and writes done.
     private(set) var reads = 0
     private(set) var writes = 0
-    /// What other threads hand back: later replies' render closures, wakes, a body consumer's call.
-    let mail = Mailbox()
+    /// What other threads handed back (the tasks a loop would run), in order.
+    let mail: Mailbox
     private let readBuffer: UnsafeMutableRawBufferPointer
     private let streamBuffer: UnsafeMutableRawBufferPointer
-    /// The waker of the streaming body being sent.
-    private var waker: ConnectionWaker?
 
-    init(server: HTTPServer, now: UInt64 = 1_000_000_000, readBufferSize: Int = EventLoop.readBufferSize) {
+    /// A machine that `make` makes with the way back to it, the read and stream buffers a loop
+    /// would share, and the `Date` field.
+    init(now: UInt64, readBufferSize: Int,
+         make: (Handback, _ readBuffer: UnsafeMutableRawBufferPointer, _ streamBuffer: UnsafeMutableRawBufferPointer, DateField) -> Machine) {
         readBuffer = .allocate(byteCount: readBufferSize, alignment: 16)
         streamBuffer = .allocate(byteCount: 64 << 10 + 16, alignment: 16)
         let date = DateField()
         date.refresh()
         self.now = now
-        let mail = self.mail
-        machine = HTTP1StateMachine(server: server, address: "127.0.0.1", now: now, date: date, readBuffer: readBuffer,
-                                    streamBuffer: streamBuffer, bodyReady: { mail.bodyCalledBack.store(true, ordering: .releasing) },
-                                    interims: InterimSink())
+        let mail = Mailbox()
+        self.mail = mail
+        machine = make(mail.handback, readBuffer, streamBuffer, date)
     }
 
     deinit {
@@ -118,50 +121,54 @@ struct MemoryConnection: ~Copyable {
     /// The sweep at `now`.
     mutating func tick() {
         guard !ended else { return }
-        run(machine.tick(now: now, polledAt: polledAt ?? now))
+        run(machine.tick(now: now, polledAt: polledAt ?? now, unread: nil))
         pump()
+    }
+
+    /// Delivers the oldest task handed back that `matches`, as the loop would; false when none is.
+    private mutating func deliver(_ matches: (EventLoop.Task) -> Bool) -> Bool {
+        let task = mail.tasks.withLock { tasks -> EventLoop.Task? in
+            guard let index = tasks.firstIndex(where: matches) else { return nil }
+            return tasks.remove(at: index)
+        }
+        guard let task else { return false }
+        guard !ended else {
+            SocketDriver.abandon(task)
+            return true
+        }
+        if let action = SocketDriver.event(task, &machine) {
+            run(action)
+            pump()
+        }
+        return true
     }
 
     /// The oldest later reply whose work is done is handed back; false when none is.
     @discardableResult
     mutating func resumeLater() -> Bool {
-        let render = mail.laters.withLock { $0.isEmpty ? nil : $0.removeFirst() }
-        guard let render, !ended else { return false }
-        run(machine.resume(now: now, render))
-        pump()
-        return true
+        deliver { if case .resume = $0 { true } else { false } }
     }
 
     /// The oldest step done on a route's executor is handed back (as the loop would: a request
     /// the connection no longer waits for is completed as it ended); false when none is.
     @discardableResult
     mutating func land() -> Bool {
-        let away = mail.landings.withLock { $0.isEmpty ? nil : $0.removeFirst() }
-        guard let away else { return false }
-        guard !ended, let action = machine.landed(away.lifecycle, now: now) else {
-            away.lifecycle.finishAbandoned()
-            return true
-        }
-        run(action)
-        pump()
-        return true
+        deliver { if case .landed = $0 { true } else { false } }
     }
 
-    /// The body's consumer caught up.
+    /// The body's consumers that caught up are handed back.
     mutating func bodyReady() {
-        guard !ended else { return }
-        run(machine.bodyReady(now: now))
-        pump()
+        while deliver({ if case .bodyReady = $0 { true } else { false } }) {}
     }
 
     /// Delivers the wakes of streaming bodies.
     mutating func deliverWakes() {
-        while mail.wakes.load(ordering: .relaxed) > 0, !ended {
-            mail.wakes.subtract(1, ordering: .relaxed)
-            waker?.woken()
-            run(machine.streamWoken())
-            pump()
-        }
+        while deliver({ if case .wake = $0 { true } else { false } }) {}
+    }
+
+    /// Everything handed back so far, oldest first.
+    mutating func deliverAll() {
+        while deliver({ _ in true }) {}
     }
 
     /// Interim responses sent from a route's executor reached the loop.
@@ -184,7 +191,7 @@ struct MemoryConnection: ~Copyable {
 
     // MARK: - Actions
 
-    mutating func run(_ first: HTTP1StateMachine.Action) {
+    mutating func run(_ first: ConnectionAction) {
         var action = first
         while true {
             if ended {
@@ -204,7 +211,7 @@ struct MemoryConnection: ~Copyable {
                         input = []
                         inputStart = 0
                     }
-                    action = machine.received(count, now: now)
+                    action = machine.received(count, now: now, more: false)
                 } else {
                     action = clientClosed ? machine.peerClosed() : machine.readBlocked()
                 }
@@ -229,21 +236,6 @@ struct MemoryConnection: ~Copyable {
                     output.append(contentsOf: piece[..<read])
                     action = machine.wrote(read, now: now)
                 }
-            case .startLater(let later):
-                let mail = self.mail
-                later.start { render in mail.laters.withLock { $0.append(render) } }
-                action = machine.performed()
-            case .goAway(let lifecycle):
-                let mail = self.mail, away = RequestLifecycle.Away(lifecycle)
-                lifecycle.goAway { mail.landings.withLock { $0.append(away) } }
-                action = machine.performed()
-            case .startStream(let body):
-                let mail = self.mail
-                waker?.close()
-                let waker = ConnectionWaker(calling: { mail.wakes.add(1, ordering: .relaxed) })
-                self.waker = waker
-                body.start(waker: waker)
-                action = machine.performed()
             case .shutdownWrites:
                 if writesShut { violations.append("the write side was shut twice") }
                 writesShut = true
@@ -264,7 +256,7 @@ struct MemoryConnection: ~Copyable {
     }
 
     /// Takes what the socket would of `first` then `second` (copying only that).
-    private mutating func write(_ first: UnsafeRawBufferPointer, _ second: UnsafeRawBufferPointer) -> HTTP1StateMachine.Action {
+    private mutating func write(_ first: UnsafeRawBufferPointer, _ second: UnsafeRawBufferPointer) -> ConnectionAction {
         guard clientReads else { return machine.writeBlocked() }
         writes += 1
         if writesShut { violations.append("a write after the write side was shut") }
@@ -277,16 +269,34 @@ struct MemoryConnection: ~Copyable {
     }
 }
 
-extension MemoryConnection {
-    /// What other threads hand to a memory connection.
-    final class Mailbox: Sendable {
-        /// Render closures of later replies whose work called `done`, oldest first.
-        let laters = Mutex<[@Sendable () throws -> Response]>([])
-        /// Requests whose step on their route's executor is done, in the order they landed.
-        let landings = Mutex<[RequestLifecycle.Away]>([])
-        /// Wakes of streaming bodies not yet delivered.
-        let wakes = Atomic<Int>(0)
-        /// A paused body's consumer called back (`bodyReady`).
-        let bodyCalledBack = Atomic<Bool>(false)
+/// What other threads hand to a memory connection: the tasks a loop would run.
+final class Mailbox: Sendable {
+    let tasks = Mutex<[EventLoop.Task]>([])
+
+    /// A body's consumer called back (`bodyReady`) and was not handed back yet.
+    var bodyCalledBack: Bool { tasks.withLock { $0.contains { if case .bodyReady = $0 { true } else { false } } } }
+
+    /// The way back to the connection: into `tasks`.
+    var handback: Handback { Handback { [self] task in tasks.withLock { $0.append(task) } } }
+}
+
+extension MemoryConnection where Machine == HTTP1StateMachine {
+    init(server: HTTPServer, now: UInt64 = 1_000_000_000, readBufferSize: Int = EventLoop.readBufferSize) {
+        self.init(now: now, readBufferSize: readBufferSize) { handback, readBuffer, streamBuffer, date in
+            HTTP1StateMachine(server: server, address: "127.0.0.1", now: now, date: date, readBuffer: readBuffer, streamBuffer: streamBuffer,
+                              handback: handback)
+        }
+    }
+}
+
+extension MemoryConnection where Machine == HTTP2StateMachine {
+    /// An HTTP/2 connection from its start (as after TLS chose `h2`): the client's preface is
+    /// the first thing it reads; our SETTINGS are the first thing written.
+    init(server: HTTPServer, now: UInt64 = 1_000_000_000, readBufferSize: Int = EventLoop.readBufferSize) {
+        self.init(now: now, readBufferSize: readBufferSize) { handback, readBuffer, streamBuffer, date in
+            HTTP2StateMachine(server: server, address: "127.0.0.1", now: now, date: date, readBuffer: readBuffer, outputBuffer: streamBuffer,
+                              handback: handback)
+        }
+        run(machine.begin(with: UnsafeRawBufferPointer(start: nil, count: 0), now: now))
     }
 }

@@ -1,0 +1,189 @@
+/// What a connection's state machine asks its driver to do next — the same for HTTP/1.1
+/// (`HTTP1StateMachine`) and HTTP/2 (`HTTP2StateMachine`), so one driver does it on the event
+/// loop (`SocketDriver`) and one in memory (`MemoryConnection`).
+///
+/// Each action that does something is answered by the event that says how it went (below), and
+/// the next action follows; `wait` ends the chain until the socket or another thread has news;
+/// `close` and `handOff` end the connection.
+enum ConnectionAction {
+    /// Read from the connection into `buffer` (answer: `received`, `readBlocked`,
+    /// `readNeedsWritable`, `peerClosed`, `readFailed`).
+    case read(UnsafeMutableRawBufferPointer)
+    /// Lingering: read and drop what the client still sends, TLS records included, from the
+    /// socket itself (same answers as `read`).
+    case drain(UnsafeMutableRawBufferPointer)
+    /// Write `first[from...]` then `second` in one `writev` (answer: `wrote`, `writeBlocked`,
+    /// `writeFailed`).
+    case write([UInt8], from: Int, [UInt8])
+    /// Write these bytes of the loop's stream buffer (a streaming body's piece, HTTP/2 frames).
+    case writeBuffer(UnsafeRawBufferPointer)
+    /// Send `count` bytes of the open file `fd` from `offset` (`sendfile`; over TLS read into
+    /// the loop's stream buffer and written). `wrote(0)` means the file ended early.
+    case sendFile(fd: Int32, offset: Int, count: Int)
+    /// Shut the write side (TLS: close_notify first); then the connection lingers (answer: `performed`).
+    case shutdownWrites
+    /// The sweep needs to know whether bytes wait unread: ask `tick` again with `unread`.
+    case checkUnread
+    /// The connection speaks HTTP/2 with prior knowledge: hand it over with these bytes read
+    /// so far (valid until the next call). Nothing more comes from this machine.
+    case handOff(UnsafeRawBufferPointer)
+    /// Nothing to do until the socket is ready for what `ConnectionInterest` says, or another event.
+    case wait(ConnectionInterest)
+    /// Close the connection. Every request was completed. Nothing more comes from this machine.
+    case close
+}
+
+/// What the socket did not take of bytes written from the loop's stream buffer (a streaming
+/// body's piece, HTTP/2 frames): copied out, since the buffer is the next connection's once the
+/// action is done, and written before anything else.
+struct Leftover {
+    private(set) var bytes: [UInt8] = []
+    private(set) var sent = 0
+
+    /// Nothing is left to write.
+    var isEmpty: Bool { sent >= bytes.count }
+
+    /// The write of what is left.
+    var write: ConnectionAction { .write(bytes, from: sent, []) }
+
+    /// Keeps `buffer[start..<end]`.
+    mutating func keep(_ buffer: UnsafeMutableRawBufferPointer, from start: Int, to end: Int) {
+        bytes = Array(UnsafeRawBufferPointer(rebasing: buffer[start..<end]))
+        sent = 0
+    }
+
+    /// The socket took `count` bytes of it; true when it took all (the copy is let go).
+    mutating func wrote(_ count: Int) -> Bool {
+        sent += count
+        guard sent >= bytes.count else { return false }
+        bytes = []
+        sent = 0
+        return true
+    }
+}
+
+/// What a connection waits for from its socket.
+struct ConnectionInterest: Equatable {
+    var read: Bool
+    var write: Bool
+}
+
+/// The events both connections' state machines take. Each returns the next action. Time comes
+/// in with the events (`now`, microseconds), never from a clock; a machine reads none.
+///
+/// `stream` names a request on HTTP/2; HTTP/1.1 has one at a time and ignores it (0).
+protocol ConnectionMachine: ~Copyable {
+    /// The socket can be read (`read`) and/or written (`write`).
+    mutating func ready(read: Bool, write: Bool) -> ConnectionAction
+    /// The last `read` (or `drain`) put `count` (> 0) bytes into its buffer. `more`: the TLS
+    /// session holds more decrypted bytes than the socket will announce.
+    mutating func received(_ count: Int, now: UInt64, more: Bool) -> ConnectionAction
+    /// The socket had nothing to read.
+    mutating func readBlocked() -> ConnectionAction
+    /// The TLS session can read on only once the socket takes bytes.
+    mutating func readNeedsWritable() -> ConnectionAction
+    /// The peer closed its side (a read returned 0).
+    mutating func peerClosed() -> ConnectionAction
+    /// A read failed (not for lack of bytes).
+    mutating func readFailed() -> ConnectionAction
+    /// The socket reported an error or hang-up with nothing to read.
+    mutating func hungUp() -> ConnectionAction
+    /// The last write action's socket took `count` bytes (0 from `sendFile`: the file ended early).
+    mutating func wrote(_ count: Int, now: UInt64) -> ConnectionAction
+    /// The last write action's socket took nothing: wait until it is writable.
+    mutating func writeBlocked() -> ConnectionAction
+    /// A write failed: the client is gone.
+    mutating func writeFailed() -> ConnectionAction
+    /// The last `shutdownWrites` was done.
+    mutating func performed() -> ConnectionAction
+    /// The sweep, at `now`; the loop last polled at `polledAt`. `unread`: whether bytes wait
+    /// unread (nil: not asked yet — the answer is `checkUnread` when it matters).
+    mutating func tick(now: UInt64, polledAt: UInt64, unread: Bool?) -> ConnectionAction
+    /// A later reply of `stream` is ready: `render` makes its response.
+    mutating func resume(stream: Int32, now: UInt64, _ render: () throws -> Response) -> ConnectionAction
+    /// The step `lifecycle` of `stream` ran on its route's executor is back. nil when the
+    /// connection no longer waits for it (the request ended meanwhile: the caller completes it,
+    /// `RequestLifecycle.finishAbandoned`).
+    mutating func landed(stream: Int32, _ lifecycle: RequestLifecycle, now: UInt64) -> ConnectionAction?
+    /// Interim responses were sent from elsewhere than a lifecycle call (a route's executor):
+    /// they go out now.
+    mutating func interimsQueued() -> ConnectionAction
+    /// The consumer of `stream`'s request body caught up (back-pressure): reading goes on.
+    mutating func bodyReady(stream: Int32, now: UInt64) -> ConnectionAction
+    /// A streaming body of `stream` has bytes or its end.
+    mutating func streamWoken(stream: Int32) -> ConnectionAction
+    /// The server stops: finish what is in flight, take nothing new.
+    mutating func quiesce() -> ConnectionAction
+    /// Ends everything now: every request in flight ends with `outcome`.
+    mutating func abort(_ outcome: CompletedExchange.Outcome) -> ConnectionAction
+    /// Since when the connection has waited for a request's header section; nil while serving one.
+    var waitingForHeadSince: UInt64? { get }
+}
+
+extension ConnectionMachine where Self: ~Copyable {
+    /// Whether the client is late for `deadline`: yes when the loop polled after it, or when no
+    /// bytes wait unread; nil when that must be asked (`checkUnread`). A deadline that passed
+    /// while the loop had not polled since and bytes wait unread is the loop's lateness, not
+    /// the client's.
+    static func late(_ deadline: UInt64, polledAt: UInt64, unread: Bool?) -> Bool? {
+        if polledAt >= deadline { return true }
+        return unread.map { !$0 }
+    }
+}
+
+/// The way back to one connection from other threads: what a later reply's work, a route's
+/// executor, a body's consumer or a streaming body hands back reaches the connection as a task
+/// of its event loop (`EventLoop.Task`, with the connection's token) — or, for a machine driven
+/// in memory, goes to a function that keeps the tasks (`MemoryConnection`). A machine starts
+/// such work itself, through here, once the event that decided it is over (never from inside
+/// the parser or nghttp2's callbacks); the result comes back as an event.
+struct Handback: Sendable {
+    let token: UInt64
+    private let target: Target
+
+    private enum Target: Sendable {
+        case loop(EventLoop)
+        case call(@Sendable (EventLoop.Task) -> Void)
+    }
+
+    /// Tasks for the connection with `token` on `loop`.
+    init(loop: EventLoop, token: UInt64) {
+        self.token = token
+        target = .loop(loop)
+    }
+
+    /// Tasks handed to `take` (any thread) instead of a loop.
+    init(token: UInt64 = 0, calling take: @escaping @Sendable (EventLoop.Task) -> Void) {
+        self.token = token
+        target = .call(take)
+    }
+
+    /// The connection's loop; nil when it is driven in memory.
+    var loop: EventLoop? {
+        if case .loop(let loop) = target { loop } else { nil }
+    }
+
+    /// Hands `task` to the connection's loop. Any thread.
+    func post(_ task: EventLoop.Task) {
+        switch target {
+        case .loop(let loop): loop.post(task)
+        case .call(let take): take(task)
+        }
+    }
+
+    /// Starts `later`'s work; its render closure comes back as `resume` for `stream`.
+    func startLater(_ later: Later, stream: Int32) {
+        later.start { [self] render in post(.resume(token, stream: stream, render)) }
+    }
+
+    /// Sends the next step of `lifecycle` to its route's executor; it comes back as `landed` for `stream`.
+    func goAway(_ lifecycle: RequestLifecycle, stream: Int32) {
+        let away = RequestLifecycle.Away(lifecycle)
+        lifecycle.goAway { [self] in post(.landed(token, stream: stream, away)) }
+    }
+
+    /// What the body consumer of `stream` calls (any thread) when it can take more.
+    func bodyReady(stream: Int32) -> @Sendable () -> Void {
+        { [self] in post(.bodyReady(token, stream: stream)) }
+    }
+}

@@ -1,0 +1,1018 @@
+import CNGHTTP2
+import Glibc
+
+/// One HTTP/2 connection (RFC 9113) as a state machine with no socket: it takes the events every
+/// connection takes (`ConnectionMachine`: bytes read, bytes the socket took, the socket ready, a
+/// tick of the sweep, a later reply ready, a step back from a route's executor, a body's
+/// consumer ready, a stream woken, the peer's end, quiesce) and returns the next thing to do
+/// (`ConnectionAction`): read into the loop's buffer, write these frames, wait for the socket,
+/// close.
+/// `HTTP2Connection` does the I/O on the event loop (`SocketDriver`, shared with HTTP/1.1); tests
+/// and the fuzzer do the same with byte arrays (`MemoryConnection`,
+/// `Tests/JotterHTTPTests/HTTP2StateMachineTests.swift`).
+///
+/// libnghttp2 does the framing, HPACK, flow control and stream states: bytes go in through
+/// `nghttp2_session_mem_recv`, and frames come out of `nghttp2_session_send` into the loop's
+/// stream buffer, up to its size, written from there; only what the socket did not take is
+/// copied to the machine (`Leftover`). nghttp2's callbacks run inside those two calls, and reach
+/// the machine through the session's user pointer, set to the machine's address for each call.
+///
+/// Each stream runs its request through a `RequestLifecycle` exactly as an HTTP/1.1 request does
+/// — the same routes, middleware, body policies, limits, later replies, steps on a route's
+/// executor, interim responses and streaming bodies — and its answer goes out as HEADERS and DATA
+/// frames under the peer's windows: bytes, a file read in pieces (`pread`), or a streaming body
+/// that defers its stream until its waker posts. What is started elsewhere (a later reply's work,
+/// a step away, a streaming body) is handed over through the `Handback` once nghttp2's call is
+/// over, never from inside a callback. Time comes in with the events (`now`); the machine reads no clock. Not
+/// thread-safe: one event loop drives it.
+struct HTTP2StateMachine: ConnectionMachine, ~Copyable {
+    /// One request and its answer.
+    final class Stream {
+        let id: Int32
+        var method = ""
+        var path = ""
+        var authority = ""
+        var headers = HTTPHeaders()
+        var cookies: [String] = []
+        var headerBytes = 0
+        /// The header section is complete (later HEADERS are trailers).
+        var headComplete = false
+        var lifecycle: RequestLifecycle?
+        var isHead = false
+        var hasBody = false
+        var bodyStarted: UInt64 = 0
+        var bodyBytes = 0
+        /// The answer was submitted before the body ended: the rest of the body is dropped.
+        var discarding = false
+        /// A later reply, or a step on the route's executor (`awayAtHead`: its head's), is awaited.
+        var waiting = false
+        var awayAtHead = false
+        /// Body bytes that arrived while the head's step was away, given to the body once it is back.
+        var held: [UInt8] = []
+        /// The client ended the stream (END_STREAM seen).
+        var ended = false
+        var answered = false
+        var completed = false
+        /// nghttp2 closed the stream, or the connection ended: nothing more is submitted for it.
+        var closed = false
+        var source = Source.none
+        var position = 0
+        var status = 0
+        var bodyLength = 0
+        /// The data provider returned `NGHTTP2_ERR_DEFERRED`: a wake resumes it.
+        var deferred = false
+        var waker: ConnectionWaker?
+
+        init(id: Int32) { self.id = id }
+    }
+
+    /// Where a stream's answer body comes from.
+    enum Source {
+        case none
+        case bytes([UInt8])
+        case file(fd: Int32, offset: Int, remaining: Int)
+        case stream(any StreamingBody)
+    }
+
+    /// Work to hand to other threads once nghttp2's call is over, in order.
+    private enum Start {
+        case later(Int32, Later)
+        case away(Int32, RequestLifecycle)
+        case stream(Int32, any StreamingBody, ConnectionWaker)
+    }
+
+    /// What the last write action was, to read its answer.
+    private enum Writing {
+        case leftover
+        /// The loop's stream buffer, `0..<count`.
+        case buffer(Int)
+    }
+
+    /// The client connection preface (RFC 9113 §3.4).
+    static let preface = Array("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".utf8)
+    static let maxConcurrentStreams: UInt32 = 100
+    static let initialWindow: UInt32 = 1 << 20
+    static let connectionWindow: Int32 = 16 << 20
+    /// Bytes of one stream's header list (names, values, 32 per field) before it is reset.
+    static let maxHeaderList = 64 << 10
+    /// Reads in a row on one readiness report before the loop serves others.
+    static let readRounds = 16
+
+    // MARK: - Environment
+
+    private let server: HTTPServer
+    private let date: DateField
+    let address: String
+    /// The loop's read buffer: bytes are handed to nghttp2 from here.
+    private let readBuffer: UnsafeMutableRawBufferPointer
+    /// The loop's stream buffer: frames are made into it and written from it.
+    private let outputBuffer: UnsafeMutableRawBufferPointer
+    /// The way back to this connection from other threads.
+    private let handback: Handback
+
+    // MARK: - Streams
+
+    private var session: OpaquePointer?
+    private var streams: [Int32: Stream] = [:]
+    /// Streams whose body consumer is behind (back-pressure), or whose head's step is away while
+    /// their body arrives: the connection reads nothing more until each is back.
+    private var pausedStreams: Set<Int32> = []
+    private var starts: [Start] = []
+
+    // MARK: - Input
+
+    /// The socket was reported readable and has not run dry since.
+    private var readReady = false
+    private var roundsLeft = 0
+    /// The last read could not go on until the socket takes bytes (a TLS record to send).
+    private var readWantsWrite = false
+
+    // MARK: - Output
+
+    /// Frames the socket did not take, copied out of the loop's stream buffer.
+    private var leftover = Leftover()
+    /// Bytes of the loop's stream buffer filled by the `nghttp2_session_send` under way.
+    private var filled = 0
+    private var writing: Writing?
+    /// The socket did not take all of the last write: wait until it is writable.
+    private var outputBlocked = false
+
+    // MARK: - Time
+
+    /// The latest time an event brought.
+    private var now: UInt64
+    private var lastActivity: UInt64
+    /// When the last stream ended (or the connection began): an HTTP/2 connection with no
+    /// stream open is held to the header deadline, as an idle HTTP/1.1 connection is.
+    private var idleSince: UInt64?
+
+    // MARK: - The end
+
+    private var quiescing = false
+    /// Write what the socket takes now, then close, ending what is in flight with this outcome
+    /// (nghttp2's GOAWAY after a fatal error, or an idle connection's).
+    private var closeAfterOutput: CompletedExchange.Outcome?
+    /// The connection is to close: the next action is `close`.
+    private var closing = false
+    /// `close` was returned.
+    private(set) var isFinished = false
+
+    /// - Parameters:
+    ///   - server: routes, limits, timeouts, and the counters the connection adds to.
+    ///   - now: when the connection began speaking HTTP/2.
+    ///   - readBuffer, outputBuffer: the event loop's read and stream buffers, shared by its connections.
+    ///   - handback: the way back to this connection from other threads.
+    init(server: HTTPServer, address: String, now: UInt64, date: DateField, readBuffer: UnsafeMutableRawBufferPointer,
+         outputBuffer: UnsafeMutableRawBufferPointer, handback: Handback) {
+        self.server = server
+        self.address = address
+        self.date = date
+        self.readBuffer = readBuffer
+        self.outputBuffer = outputBuffer
+        self.handback = handback
+        self.now = now
+        lastActivity = now
+        idleSince = now
+        server.counters.http2Connections.add(1, ordering: .relaxed)
+        var session: OpaquePointer?
+        guard nghttp2_session_server_new2(&session, HTTP2Callbacks.shared.callbacks, nil, HTTP2Callbacks.shared.option) == 0 else {
+            closing = true
+            return
+        }
+        var settings = [
+            nghttp2_settings_entry(settings_id: Int32(NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS.rawValue), value: Self.maxConcurrentStreams),
+            nghttp2_settings_entry(settings_id: Int32(NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE.rawValue), value: Self.initialWindow),
+            nghttp2_settings_entry(settings_id: Int32(NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE.rawValue), value: UInt32(Self.maxHeaderList)),
+        ]
+        nghttp2_submit_settings(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), &settings, settings.count)
+        nghttp2_session_set_local_window_size(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), 0, Self.connectionWindow)
+        self.session = session
+    }
+
+    deinit {
+        if !isFinished {
+            if let session { nghttp2_session_del(session) }
+            server.counters.http2Connections.subtract(1, ordering: .relaxed)
+        }
+    }
+
+    /// How the first bytes of a connection stand to the HTTP/2 client preface.
+    enum PrefaceMatch {
+        /// They begin it (at least its first 4 bytes, `PRI `): HTTP/2 with prior knowledge.
+        case begun
+        /// Fewer than 4 bytes, all of the preface so far: too early to tell.
+        case undecided
+        /// Not the preface.
+        case absent
+    }
+
+    /// Whether `bytes` begin an HTTP/2 client preface.
+    static func preface(in bytes: UnsafeRawBufferPointer) -> PrefaceMatch {
+        let count = min(bytes.count, preface.count)
+        for index in 0..<count where bytes[index] != preface[index] { return .absent }
+        return bytes.count >= 4 ? .begun : .undecided
+    }
+
+    // MARK: - Events from the socket
+
+    /// The connection speaks HTTP/2 from now: our SETTINGS go out, and `bytes` read already
+    /// (the preface, perhaps more; none after TLS chose `h2`) are taken; then reading goes on.
+    mutating func begin(with bytes: UnsafeRawBufferPointer, now: UInt64) -> ConnectionAction {
+        self.now = now
+        lastActivity = now
+        if bytes.count > 0 { feed(bytes) }
+        readReady = true
+        roundsLeft = Self.readRounds
+        return next()
+    }
+
+    mutating func ready(read: Bool, write: Bool) -> ConnectionAction {
+        if write {
+            outputBlocked = false
+            if readWantsWrite {
+                readWantsWrite = false
+                readReady = true
+                roundsLeft = Self.readRounds
+            }
+        }
+        if read {
+            readReady = true
+            roundsLeft = Self.readRounds
+        }
+        return next()
+    }
+
+    mutating func received(_ count: Int, now: UInt64, more: Bool = false) -> ConnectionAction {
+        self.now = now
+        lastActivity = now
+        roundsLeft -= 1
+        if count < readBuffer.count, !more { readReady = false }
+        if roundsLeft <= 0 { readReady = false }
+        if mayRead { feed(UnsafeRawBufferPointer(start: readBuffer.baseAddress, count: count)) }
+        return next()
+    }
+
+    mutating func readBlocked() -> ConnectionAction {
+        readReady = false
+        return next()
+    }
+
+    mutating func readNeedsWritable() -> ConnectionAction {
+        readReady = false
+        readWantsWrite = true
+        return next()
+    }
+
+    mutating func peerClosed() -> ConnectionAction {
+        terminate(.clientAbort)
+        return next()
+    }
+
+    mutating func readFailed() -> ConnectionAction {
+        terminate(.readError)
+        return next()
+    }
+
+    mutating func hungUp() -> ConnectionAction {
+        terminate(.clientAbort)
+        return next()
+    }
+
+    mutating func wrote(_ count: Int, now: UInt64) -> ConnectionAction {
+        self.now = now
+        guard let writing else { return next() }
+        self.writing = nil
+        if count > 0 { lastActivity = now }
+        switch writing {
+        case .leftover:
+            if !leftover.wrote(count) { outputBlocked = true }
+        case .buffer(let end):
+            if count < end {
+                keepOutput(from: count, to: end)
+                outputBlocked = true
+            }
+        }
+        return next()
+    }
+
+    mutating func writeBlocked() -> ConnectionAction {
+        if case .buffer(let end) = writing { keepOutput(from: 0, to: end) }
+        writing = nil
+        outputBlocked = true
+        return next()
+    }
+
+    mutating func writeFailed() -> ConnectionAction {
+        writing = nil
+        terminate(.clientAbort)
+        return next()
+    }
+
+    mutating func performed() -> ConnectionAction {
+        next()
+    }
+
+    // MARK: - Events from elsewhere
+
+    /// The sweep: a connection with no stream open past the header deadline gets GOAWAY and
+    /// closes; one with nothing read or written for the idle timeout (and no stream waiting on
+    /// the server) closes; a stream whose body is slower than the minimum rate is reset.
+    mutating func tick(now: UInt64, polledAt: UInt64, unread: Bool? = nil) -> ConnectionAction {
+        guard !closing, !isFinished, closeAfterOutput == nil else { return next() }
+        self.now = now
+        let configuration = server.configuration
+        let headerTimeout = UInt64(configuration.headerTimeout * 1_000_000)
+        if let idleSince, streams.isEmpty, now >= idleSince + headerTimeout {
+            switch Self.late(idleSince + headerTimeout, polledAt: polledAt, unread: unread) {
+            case true?:
+                submitGoAway()
+                closeAfterOutput = .clientAbort
+                return next()
+            case nil: return .checkUnread
+            case false?: break
+            }
+        }
+        let streaming = !pausedStreams.isEmpty || streams.values.contains { $0.deferred || $0.waiting }
+        let idleDeadline = lastActivity + UInt64(configuration.idleTimeout) * 1_000_000
+        if !streaming, now >= idleDeadline {
+            switch Self.late(idleDeadline, polledAt: polledAt, unread: unread) {
+            case true?:
+                server.counters.timedOut.add(1, ordering: .relaxed)
+                terminate(.timeout)
+                return next()
+            case nil: return .checkUnread
+            case false?: break
+            }
+        }
+        if configuration.minimumBodyRate > 0, let session {
+            for stream in streams.values where stream.hasBody && !stream.waiting && !stream.answered && stream.lifecycle != nil
+                && !pausedStreams.contains(stream.id) {
+                if now >= stream.bodyStarted + headerTimeout,
+                   UInt64(stream.bodyBytes) * 1_000_000 < UInt64(configuration.minimumBodyRate) * (now - stream.bodyStarted) {
+                    server.counters.slowBodies.add(1, ordering: .relaxed)
+                    nghttp2_submit_rst_stream(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), stream.id, NGHTTP2_CANCEL.rawValue)
+                }
+            }
+        }
+        return next()
+    }
+
+    mutating func resume(stream id: Int32, now: UInt64, _ render: () throws -> Response) -> ConnectionAction {
+        guard !closing, let stream = streams[id], stream.waiting, let lifecycle = stream.lifecycle else { return next() }
+        self.now = now
+        stream.waiting = false
+        answer(stream, lifecycle.resume(render))
+        return next()
+    }
+
+    /// The step `lifecycle` of stream `id` ran on its route's executor is back: its action is
+    /// carried out where the stream was (its head or its end); body bytes that arrived
+    /// meanwhile are given to it, and reading goes on.
+    mutating func landed(stream id: Int32, _ lifecycle: RequestLifecycle, now: UInt64) -> ConnectionAction? {
+        guard !closing, !isFinished, let stream = streams[id], stream.waiting, stream.lifecycle === lifecycle else { return nil }
+        self.now = now
+        stream.waiting = false
+        // The time away is the server's, not the client's.
+        lastActivity = now
+        let action = lifecycle.landed()
+        if stream.awayAtHead {
+            stream.awayAtHead = false
+            stream.bodyStarted = now
+            let paused = pausedStreams.remove(id) != nil  // before the held bytes, which may pause it again
+            headActed(stream, action)
+            if !stream.held.isEmpty {
+                let held = stream.held
+                stream.held = []
+                held.withUnsafeBytes { data(id, $0) }
+            }
+            if stream.ended { bodyComplete(stream) }
+            if paused, pausedStreams.isEmpty { readAgain() }
+        } else {
+            bodyActed(stream, action)
+        }
+        return next()
+    }
+
+    /// HTTP/2 submits interim responses as they come; one posted from a route's executor was
+    /// submitted when the loop took it: it goes out now.
+    mutating func interimsQueued() -> ConnectionAction {
+        next()
+    }
+
+    mutating func bodyReady(stream id: Int32, now: UInt64) -> ConnectionAction {
+        guard pausedStreams.remove(id) != nil, pausedStreams.isEmpty, !closing else { return next() }
+        self.now = now
+        lastActivity = now
+        readAgain()
+        return next()
+    }
+
+    mutating func streamWoken(stream id: Int32) -> ConnectionAction {
+        guard let stream = streams[id] else { return next() }
+        stream.waker?.woken()
+        guard stream.deferred, let session else { return next() }
+        stream.deferred = false
+        nghttp2_session_resume_data(session, id)
+        return next()
+    }
+
+    /// The server stops: GOAWAY (`NO_ERROR`, the last stream begun); streams already begun
+    /// finish — streaming bodies end — and the connection closes when none is left.
+    mutating func quiesce() -> ConnectionAction {
+        guard !quiescing, !closing, let session else { return next() }
+        quiescing = true
+        submitGoAway()
+        for stream in streams.values where stream.deferred {
+            stream.deferred = false
+            nghttp2_session_resume_data(session, stream.id)
+        }
+        return next()
+    }
+
+    mutating func abort(_ outcome: CompletedExchange.Outcome) -> ConnectionAction {
+        terminate(outcome)
+        return next()
+    }
+
+    var waitingForHeadSince: UInt64? { streams.isEmpty ? idleSince : nil }
+
+    /// Streams open now.
+    var openStreams: Int { streams.count }
+
+    /// Bytes of output the connection holds of its own (what the socket did not take): none
+    /// while it is idle.
+    var heldOutputBytes: Int { leftover.bytes.count }
+
+    // MARK: - The next action
+
+    /// What to do now, from the state: start what is due, write what is left over or what
+    /// nghttp2 has to send, read, or wait.
+    private mutating func next() -> ConnectionAction {
+        while true {
+            if isFinished { return .close }
+            if closing {
+                finish()
+                return .close
+            }
+            if !starts.isEmpty { startWork() }
+            if !outputBlocked {
+                if !leftover.isEmpty {
+                    writing = .leftover
+                    return leftover.write
+                }
+                let count = makeFrames()
+                if closing { continue }
+                if count > 0 {
+                    writing = .buffer(count)
+                    return .writeBuffer(UnsafeRawBufferPointer(start: outputBuffer.baseAddress, count: count))
+                }
+                // Everything is written.
+                if let outcome = closeAfterOutput {
+                    terminate(outcome)
+                    continue
+                }
+                if let session, nghttp2_session_want_read(session) == 0, nghttp2_session_want_write(session) == 0 {
+                    terminate(.clientAbort)  // GOAWAY went both ways, or a fatal error: nothing more to do
+                    continue
+                }
+                if quiescing, streams.isEmpty {
+                    terminate(.shutdown)
+                    continue
+                }
+            } else if let outcome = closeAfterOutput {
+                terminate(outcome)  // the socket takes no more now: close anyway
+                continue
+            }
+            if readReady, mayRead { return .read(readBuffer) }
+            return .wait(interest)
+        }
+    }
+
+    /// Whether bytes may be read and handed to nghttp2: not while a stream is paused.
+    private var mayRead: Bool { !closing && closeAfterOutput == nil && pausedStreams.isEmpty }
+
+    /// What the socket should report.
+    var interest: ConnectionInterest {
+        ConnectionInterest(read: mayRead, write: outputBlocked || readWantsWrite)
+    }
+
+    /// Reading goes on (a paused stream is back): bytes may wait in the socket already.
+    private mutating func readAgain() {
+        readReady = true
+        roundsLeft = Self.readRounds
+    }
+
+    /// Hands to other threads the work the last event started, once nghttp2's call is over:
+    /// what is still valid (its stream open and waiting for it) — a stream reset in the same read
+    /// as its head never sends its step away.
+    private mutating func startWork() {
+        while !starts.isEmpty {
+            switch starts.removeFirst() {
+            case .later(let id, let later):
+                if let stream = streams[id], stream.waiting { handback.startLater(later, stream: id) }
+            case .away(let id, let lifecycle):
+                if let stream = streams[id], stream.waiting, stream.lifecycle === lifecycle { handback.goAway(lifecycle, stream: id) }
+            case .stream(let id, let body, let waker):
+                if let stream = streams[id], stream.waker === waker { body.start(waker: waker) }
+            }
+        }
+    }
+
+    // MARK: - nghttp2
+
+    /// Hands `bytes` to nghttp2, whose callbacks run the streams. A fatal error (a flood, a bad
+    /// preface): what nghttp2 still sends (its GOAWAY) goes out, then the connection closes.
+    private mutating func feed(_ bytes: UnsafeRawBufferPointer) {
+        guard let session, bytes.count > 0 else { return }
+        let result = withUnsafeMutablePointer(to: &self) { machine in
+            nghttp2_session_set_user_data(session, machine)
+            return nghttp2_session_mem_recv(session, bytes.baseAddress!.assumingMemoryBound(to: UInt8.self), bytes.count)
+        }
+        if result < 0 {
+            if result == Int(NGHTTP2_ERR_FLOODED.rawValue) || result == Int(NGHTTP2_ERR_BAD_CLIENT_MAGIC.rawValue) {
+                server.log.info("HTTP/2 connection from \(address) closed: \(String(cString: nghttp2_strerror(Int32(result))))")
+            }
+            closeAfterOutput = .error
+        }
+    }
+
+    /// Fills the loop's stream buffer with frames nghttp2 has to send (`take`); how many bytes.
+    private mutating func makeFrames() -> Int {
+        guard let session else { return 0 }
+        filled = 0
+        let result = withUnsafeMutablePointer(to: &self) { machine in
+            nghttp2_session_set_user_data(session, machine)
+            return nghttp2_session_send(session)
+        }
+        if result < 0 {
+            terminate(.error)
+            return 0
+        }
+        return filled
+    }
+
+    /// nghttp2's send callback: copies what fits of `length` bytes of frames into the loop's
+    /// stream buffer (the rest of the frame is asked for again at the next send).
+    fileprivate mutating func take(_ data: UnsafePointer<UInt8>, _ length: Int) -> Int {
+        let room = outputBuffer.count - filled
+        guard room > 0 else { return Int(NGHTTP2_ERR_WOULDBLOCK.rawValue) }
+        let count = min(room, length)
+        (outputBuffer.baseAddress! + filled).copyMemory(from: data, byteCount: count)
+        filled += count
+        return count
+    }
+
+    /// What the socket did not take of the stream buffer's `start..<end` is kept (the buffer is
+    /// the loop's, shared by its connections).
+    private mutating func keepOutput(from start: Int, to end: Int) {
+        leftover.keep(outputBuffer, from: start, to: end)
+    }
+
+    private func submitGoAway() {
+        guard let session else { return }
+        nghttp2_submit_goaway(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), nghttp2_session_get_last_proc_stream_id(session),
+                              NGHTTP2_NO_ERROR.rawValue, nil, 0)
+    }
+
+    // MARK: - Streams (called from nghttp2's callbacks)
+
+    fileprivate mutating func beginStream(_ id: Int32) {
+        streams[id] = Stream(id: id)
+        idleSince = nil
+    }
+
+    /// One header field; false resets the stream (its header list is too large).
+    fileprivate func field(_ id: Int32, name: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer) -> Bool {
+        guard let stream = streams[id] else { return true }
+        stream.headerBytes += name.count + value.count + 32
+        if stream.headerBytes > Self.maxHeaderList { return false }
+        if stream.headComplete { return true }  // trailers: not used
+        let value = String(decoding: value, as: UTF8.self)
+        if name.first == UInt8(ascii: ":") {
+            switch String(decoding: name, as: UTF8.self) {
+            case ":method": stream.method = value
+            case ":path": stream.path = value
+            case ":authority": stream.authority = value
+            default: break  // :scheme — checked by nghttp2
+            }
+            return true
+        }
+        let name = String(decoding: name, as: UTF8.self)
+        if name == "cookie" {
+            stream.cookies.append(value)  // RFC 9113 §8.2.3: joined with "; "
+        } else {
+            stream.headers.add(name, value)
+        }
+        return true
+    }
+
+    fileprivate mutating func headersReceived(_ id: Int32, endStream: Bool) {
+        guard let stream = streams[id], let session else { return }
+        if stream.headComplete {
+            if endStream { bodyComplete(stream) }  // trailers end the body
+            return
+        }
+        stream.headComplete = true
+        if !stream.cookies.isEmpty { stream.headers.add("cookie", stream.cookies.joined(separator: "; ")) }
+        if stream.headers["Host"] == nil, !stream.authority.isEmpty { stream.headers.add("host", stream.authority) }
+        let interim = InterimSink(loop: handback.loop, connection: handback.token) { [weak stream] status, headers in
+            guard let stream, !stream.closed, !stream.answered else { return false }
+            return HeaderBlock(status: status.code, headers: headers).submit(session, stream.id, provider: nil, interim: true)
+        }
+        let lifecycle = RequestLifecycle(router: server.router, limits: server.limits, target: stream.path, remoteAddress: address,
+                                         started: now, interim: interim)
+        server.inFlight.add(1, ordering: .relaxed)
+        stream.lifecycle = lifecycle
+        stream.isHead = stream.method == "HEAD"
+        stream.hasBody = !endStream
+        stream.bodyStarted = now
+        headActed(stream, lifecycle.headerComplete(method: stream.method, version: "HTTP/2.0", headers: stream.headers, bodyFollows: !endStream))
+        if endStream { bodyComplete(stream) }
+    }
+
+    /// Carries out the action of a stream's head.
+    private mutating func headActed(_ stream: Stream, _ action: RequestLifecycle.Action) {
+        switch action {
+        case .proceed:
+            if stream.hasBody, stream.lifecycle?.isRefused == false, let expect = stream.headers["Expect"],
+               HTTPHeaders.equal(expect, "100-continue"), let session {
+                _ = HeaderBlock(status: 100, headers: HTTPHeaders()).submit(session, stream.id, provider: nil, interim: true)
+            }
+        case .respond(let response):
+            if stream.hasBody { stream.discarding = true }
+            answer(stream, response)
+        case .wait(let later):
+            if stream.hasBody { stream.discarding = true }
+            startLater(stream, later)
+        case .close:
+            reset(stream)
+        case .elsewhere:
+            goAway(stream, atHead: true)
+        }
+    }
+
+    /// The stream's next step runs on its route's executor. Away at its head, the connection
+    /// reads no more (as for a paused body) and keeps the stream's DATA already read for it.
+    private mutating func goAway(_ stream: Stream, atHead: Bool) {
+        guard let lifecycle = stream.lifecycle else { return }
+        stream.waiting = true
+        stream.awayAtHead = atHead
+        if atHead, stream.hasBody { pausedStreams.insert(stream.id) }
+        starts.append(.away(stream.id, lifecycle))
+    }
+
+    fileprivate mutating func data(_ id: Int32, _ bytes: UnsafeRawBufferPointer) {
+        guard let stream = streams[id], let lifecycle = stream.lifecycle, !stream.discarding, !stream.answered else { return }
+        if stream.waiting, stream.awayAtHead {
+            stream.held.append(contentsOf: bytes)
+            return
+        }
+        stream.bodyBytes += bytes.count
+        switch lifecycle.receive(bytes) {
+        case .proceed:
+            if lifecycle.bodyMustWait(then: handback.bodyReady(stream: id)) { pausedStreams.insert(id) }
+        case .respond(let response):
+            stream.discarding = true
+            answer(stream, response)
+        case .close, .wait, .elsewhere: reset(stream)
+        }
+    }
+
+    fileprivate mutating func bodyEnded(_ id: Int32) {
+        guard let stream = streams[id] else { return }
+        bodyComplete(stream)
+    }
+
+    private mutating func bodyComplete(_ stream: Stream) {
+        stream.ended = true
+        guard let lifecycle = stream.lifecycle, !stream.discarding, !stream.answered, !stream.waiting else { return }
+        bodyActed(stream, lifecycle.bodyComplete())
+    }
+
+    /// Carries out the action of a stream's end.
+    private mutating func bodyActed(_ stream: Stream, _ action: RequestLifecycle.Action) {
+        switch action {
+        case .respond(let response): answer(stream, response)
+        case .wait(let later): startLater(stream, later)
+        case .close: reset(stream)
+        case .proceed: break
+        case .elsewhere: goAway(stream, atHead: false)
+        }
+    }
+
+    private mutating func startLater(_ stream: Stream, _ later: Later) {
+        stream.waiting = true
+        starts.append(.later(stream.id, later))
+    }
+
+    private func reset(_ stream: Stream) {
+        guard let session else { return }
+        nghttp2_submit_rst_stream(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), stream.id, NGHTTP2_INTERNAL_ERROR.rawValue)
+    }
+
+    /// A frame went out (into the output); the one that ends a stream's answer completes its request.
+    fileprivate func frameSent(_ id: Int32, endStream: Bool) {
+        guard endStream, let stream = streams[id], stream.answered else { return }
+        complete(stream, outcome: .sent)
+        // Answered before its body ended (a refusal): the client may stop sending (RFC 9113 §8.1).
+        if stream.discarding, let session {
+            nghttp2_submit_rst_stream(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), id, NGHTTP2_NO_ERROR.rawValue)
+        }
+    }
+
+    fileprivate mutating func streamClosed(_ id: Int32) {
+        if pausedStreams.remove(id) != nil, pausedStreams.isEmpty { readAgain() }
+        guard let stream = streams.removeValue(forKey: id) else { return }
+        stream.closed = true
+        complete(stream, outcome: .clientAbort)
+        release(stream)
+        if streams.isEmpty { idleSince = now }
+    }
+
+    private func complete(_ stream: Stream, outcome: CompletedExchange.Outcome) {
+        guard !stream.completed, let lifecycle = stream.lifecycle else { return }
+        stream.completed = true
+        let sent = outcome == .sent
+        lifecycle.completed(status: sent || stream.answered ? stream.status : 0, bytesSent: sent ? stream.bodyLength : stream.position,
+                            outcome: outcome)
+        server.inFlight.subtract(1, ordering: .releasing)
+    }
+
+    /// What a stream still holds: a file, a streaming body, its waker.
+    private func release(_ stream: Stream) {
+        switch stream.source {
+        case .file(let fd, _, _): close(fd)
+        case .stream(let body): body.finish()
+        default: break
+        }
+        stream.source = .none
+        stream.waker?.close()
+        stream.waker = nil
+    }
+
+    /// Ends every stream with `outcome`; the connection closes.
+    private mutating func terminate(_ outcome: CompletedExchange.Outcome) {
+        guard !closing, !isFinished else { return }
+        for stream in streams.values {
+            stream.closed = true
+            complete(stream, outcome: outcome)
+            release(stream)
+        }
+        streams = [:]
+        starts = []
+        pausedStreams = []
+        closing = true
+    }
+
+    /// The connection is closed: the session goes.
+    private mutating func finish() {
+        isFinished = true
+        leftover = Leftover()
+        if let session {
+            self.session = nil
+            nghttp2_session_del(session)
+        }
+        server.counters.http2Connections.subtract(1, ordering: .relaxed)
+    }
+
+    // MARK: - Answers
+
+    private mutating func answer(_ stream: Stream, _ response: Response) {
+        guard let session, !stream.answered, !stream.closed else {
+            response.payload.release()
+            return
+        }
+        stream.answered = true
+        let status = response.status.code
+        stream.status = status
+        let bodyAllowed = status >= 200 && status != 204 && status != 304
+        var length: UInt64?
+        switch response.payload {
+        case .bytes:
+            length = UInt64(response.body.count)
+            if bodyAllowed, !stream.isHead, !response.body.isEmpty { stream.source = .bytes(response.body) }
+        case .file(let fd, let offset, let count):
+            length = count
+            if bodyAllowed, !stream.isHead, count > 0 { stream.source = .file(fd: fd, offset: Int(offset), remaining: Int(count)) } else { close(fd) }
+        case .stream(let body, let count, _):
+            length = count
+            if bodyAllowed, !stream.isHead {
+                stream.source = .stream(body)
+                let waker = ConnectionWaker(handback, stream: stream.id)
+                stream.waker = waker
+                starts.append(.stream(stream.id, body, waker))
+            } else {
+                body.finish()
+            }
+        }
+        stream.bodyLength = Int(length ?? 0)
+        var block = HeaderBlock(status: status, headers: response.headers)
+        block.append(Self.dateName, date.value.utf8)
+        block.append(Self.noSniffName, Self.noSniff)
+        if bodyAllowed, let length {
+            var digits: [UInt8] = []
+            ResponseHead.appendDecimal(length, to: &digits)
+            block.append(Self.contentLengthName, digits)
+        }
+        if case .none = stream.source {
+            _ = block.submit(session, stream.id, provider: nil)
+        } else {
+            var provider = nghttp2_data_provider(source: nghttp2_data_source(ptr: nil), read_callback: http2ReadBody)
+            _ = block.submit(session, stream.id, provider: &provider)
+        }
+    }
+
+    private static let dateName = Array("date".utf8), noSniffName = Array("x-content-type-options".utf8)
+    private static let noSniff = Array("nosniff".utf8), contentLengthName = Array("content-length".utf8)
+
+    /// Fields HTTP/2 forbids (RFC 9113 §8.2.2).
+    @inline(__always) static func connectionSpecific(_ name: UnsafeRawBufferPointer) -> Bool {
+        switch name.count {
+        case 7: HTTPHeaders.equal(name, "upgrade")
+        case 10: HTTPHeaders.equal(name, "keep-alive")
+        case 16: HTTPHeaders.equal(name, "proxy-connection")
+        default: false
+        }
+    }
+
+    /// `:status` and the fields of an answer, names lowercased, laid end to end in one buffer
+    /// that nghttp2 copies from (HPACK), with no string per field.
+    private struct HeaderBlock {
+        var bytes: [UInt8] = []
+        /// name start, name length, value start, value length.
+        var spans: [(Int, Int, Int, Int)] = []
+
+        /// `:status` and the handler's fields but those the engine owns or HTTP/2 forbids.
+        init(status: Int, headers: HTTPHeaders) {
+            bytes.reserveCapacity(256)
+            spans.reserveCapacity(headers.count + 4)
+            var digits: [UInt8] = []
+            ResponseHead.appendDecimal(status, to: &digits)
+            append(HeaderBlock.statusName, digits)
+            headers.forEachField { name, value in
+                if !ResponseHead.engineOwned(name), !HTTP2StateMachine.connectionSpecific(name) {
+                    let nameStart = bytes.count
+                    for byte in name { bytes.append(byte >= 0x41 && byte <= 0x5A ? byte | 0x20 : byte) }
+                    let valueStart = bytes.count
+                    bytes.append(contentsOf: value)
+                    spans.append((nameStart, valueStart - nameStart, valueStart, bytes.count - valueStart))
+                }
+                return true
+            }
+        }
+
+        static let statusName = Array(":status".utf8)
+
+        /// Appends a field whose name is lowercase already.
+        mutating func append(_ name: [UInt8], _ value: some Sequence<UInt8>) {
+            let nameStart = bytes.count
+            bytes.append(contentsOf: name)
+            let valueStart = bytes.count
+            bytes.append(contentsOf: value)
+            spans.append((nameStart, name.count, valueStart, bytes.count - valueStart))
+        }
+
+        /// Submits the block: a final answer (with its body's provider), or a 1xx.
+        consuming func submit(_ session: OpaquePointer, _ id: Int32, provider: UnsafePointer<nghttp2_data_provider>?, interim: Bool = false) -> Bool {
+            let spans = spans
+            return bytes.withUnsafeMutableBufferPointer { buffer -> Bool in
+                let base = buffer.baseAddress!
+                var list = spans.map { span in
+                    nghttp2_nv(name: base + span.0, value: base + span.2, namelen: span.1, valuelen: span.3,
+                               flags: UInt8(NGHTTP2_NV_FLAG_NONE.rawValue))
+                }
+                if interim {
+                    return nghttp2_submit_headers(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), id, nil, &list, list.count, nil) >= 0
+                }
+                return nghttp2_submit_response(session, id, &list, list.count, provider) == 0
+            }
+        }
+    }
+
+    /// nghttp2 asks for up to `length` bytes of a stream's answer.
+    fileprivate func readBody(_ id: Int32, into buffer: UnsafeMutablePointer<UInt8>, length: Int,
+                              flags: UnsafeMutablePointer<UInt32>) -> Int {
+        guard let stream = streams[id] else { return Int(NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE.rawValue) }
+        let eof = NGHTTP2_DATA_FLAG_EOF.rawValue
+        switch stream.source {
+        case .none:
+            flags.pointee |= eof
+            return 0
+        case .bytes(let body):
+            let count = min(length, body.count - stream.position)
+            body.withUnsafeBytes { bytes in
+                UnsafeMutableRawPointer(buffer).copyMemory(from: bytes.baseAddress! + stream.position, byteCount: count)
+            }
+            stream.position += count
+            if stream.position == body.count { flags.pointee |= eof }
+            return count
+        case .file(let fd, let offset, let total):
+            let count = pread(fd, buffer, min(length, total - stream.position), off_t(offset + stream.position))
+            guard count > 0 else { return Int(NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE.rawValue) }  // shorter than announced
+            stream.position += count
+            if stream.position >= total { flags.pointee |= eof }
+            return count
+        case .stream(let body):
+            if quiescing || server.isStopping {
+                flags.pointee |= eof
+                return 0
+            }
+            switch body.read(into: UnsafeMutableRawBufferPointer(start: buffer, count: length), at: UInt64(stream.position)) {
+            case .bytes(let count) where count > 0:
+                stream.position += count
+                return count
+            case .bytes, .wait:
+                stream.deferred = true
+                return Int(NGHTTP2_ERR_DEFERRED.rawValue)
+            case .end:
+                flags.pointee |= eof
+                return 0
+            case .failed:
+                return Int(NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE.rawValue)
+            }
+        }
+    }
+
+    /// The machine nghttp2's callbacks are for: the session's user pointer, set for each call.
+    fileprivate static func from(_ user: UnsafeMutableRawPointer) -> UnsafeMutablePointer<HTTP2StateMachine> {
+        user.assumingMemoryBound(to: HTTP2StateMachine.self)
+    }
+}
+
+// MARK: - nghttp2's callbacks
+
+/// The callbacks and options every HTTP/2 session shares, made once.
+final class HTTP2Callbacks: @unchecked Sendable {
+    static let shared = HTTP2Callbacks()
+    let callbacks: OpaquePointer
+    let option: OpaquePointer
+
+    private init() {
+        var callbacks: OpaquePointer?
+        nghttp2_session_callbacks_new(&callbacks)
+        self.callbacks = callbacks!
+        nghttp2_session_callbacks_set_send_callback(callbacks, { _, data, length, _, user in
+            guard let data, let user else { return Int(NGHTTP2_ERR_CALLBACK_FAILURE.rawValue) }
+            return HTTP2StateMachine.from(user).pointee.take(data, length)
+        })
+        nghttp2_session_callbacks_set_on_begin_headers_callback(callbacks, { _, frame, user in
+            guard let frame, let user, frame.pointee.hd.type == UInt8(NGHTTP2_HEADERS.rawValue),
+                  frame.pointee.headers.cat == NGHTTP2_HCAT_REQUEST else { return 0 }
+            HTTP2StateMachine.from(user).pointee.beginStream(frame.pointee.hd.stream_id)
+            return 0
+        })
+        nghttp2_session_callbacks_set_on_header_callback(callbacks, { _, frame, name, nameLength, value, valueLength, _, user in
+            guard let frame, let user, frame.pointee.hd.type == UInt8(NGHTTP2_HEADERS.rawValue) else { return 0 }
+            let accepted = HTTP2StateMachine.from(user).pointee.field(frame.pointee.hd.stream_id,
+                                                                      name: UnsafeRawBufferPointer(start: name, count: nameLength),
+                                                                      value: UnsafeRawBufferPointer(start: value, count: valueLength))
+            return accepted ? 0 : NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE.rawValue
+        })
+        nghttp2_session_callbacks_set_on_frame_recv_callback(callbacks, { _, frame, user in
+            guard let frame, let user else { return 0 }
+            let machine = HTTP2StateMachine.from(user)
+            let endStream = frame.pointee.hd.flags & UInt8(NGHTTP2_FLAG_END_STREAM.rawValue) != 0
+            switch UInt32(frame.pointee.hd.type) {
+            case NGHTTP2_HEADERS.rawValue: machine.pointee.headersReceived(frame.pointee.hd.stream_id, endStream: endStream)
+            case NGHTTP2_DATA.rawValue where endStream: machine.pointee.bodyEnded(frame.pointee.hd.stream_id)
+            default: break
+            }
+            return 0
+        })
+        nghttp2_session_callbacks_set_on_data_chunk_recv_callback(callbacks, { _, _, id, data, length, user in
+            guard let user else { return 0 }
+            HTTP2StateMachine.from(user).pointee.data(id, UnsafeRawBufferPointer(start: data, count: length))
+            return 0
+        })
+        nghttp2_session_callbacks_set_on_frame_send_callback(callbacks, { _, frame, user in
+            guard let frame, let user else { return 0 }
+            let type = UInt32(frame.pointee.hd.type)
+            guard type == NGHTTP2_HEADERS.rawValue || type == NGHTTP2_DATA.rawValue else { return 0 }
+            HTTP2StateMachine.from(user).pointee.frameSent(frame.pointee.hd.stream_id,
+                                                           endStream: frame.pointee.hd.flags & UInt8(NGHTTP2_FLAG_END_STREAM.rawValue) != 0)
+            return 0
+        })
+        nghttp2_session_callbacks_set_on_stream_close_callback(callbacks, { _, id, _, user in
+            guard let user else { return 0 }
+            HTTP2StateMachine.from(user).pointee.streamClosed(id)
+            return 0
+        })
+
+        var option: OpaquePointer?
+        nghttp2_option_new(&option)
+        self.option = option!
+        // Protections (the defaults of nghttp2 1.57+, set here explicitly): at most 1,000
+        // queued acknowledgements (SETTINGS/PING floods), rapid reset (CVE-2023-44487) at a
+        // burst of 1,000 then 33 streams a second, 8 CONTINUATION frames per header block.
+        nghttp2_option_set_max_outbound_ack(option, 1000)
+        nghttp2_option_set_stream_reset_rate_limit(option, 1000, 33)
+        nghttp2_option_set_max_continuations(option, 8)
+        nghttp2_option_set_max_settings(option, 32)
+    }
+}
+
+/// nghttp2's data source callback: a stream's answer body.
+private let http2ReadBody: nghttp2_data_source_read_callback = { _, id, buffer, length, flags, _, user in
+    guard let user, let buffer, let flags else { return Int(NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE.rawValue) }
+    return HTTP2StateMachine.from(user).pointee.readBody(id, into: buffer, length: length, flags: flags)
+}
