@@ -123,19 +123,26 @@ enum FramingCheck {
 
     static func isValidHost(_ host: UnsafeRawBufferPointer) -> Bool {
         if host.isEmpty { return true }  // allowed when the target has no authority (RFC 9112 §3.2)
-        var name = host[...]
-        if name.first == UInt8(ascii: "[") {
-            guard let close = name.firstIndex(of: UInt8(ascii: "]")) else { return false }
-            let literal = name[(name.startIndex + 1)..<close]
-            guard !literal.isEmpty, literal.allSatisfy(ASCIISet.ipLiteral.contains) else { return false }
-            name = name[(close + 1)...]
-            return name.isEmpty || (name.first == UInt8(ascii: ":") && name.dropFirst().allSatisfy(ASCIISet.digits.contains))
+        var end = host.count
+        if host[0] == UInt8(ascii: "[") {
+            var close = 1
+            while close < end, host[close] != UInt8(ascii: "]") { close += 1 }
+            guard close < end, close > 1 else { return false }
+            for index in 1..<close where !ASCIISet.ipLiteral.contains(host[index]) { return false }
+            guard close + 1 < end else { return true }
+            guard host[close + 1] == UInt8(ascii: ":") else { return false }
+            for index in (close + 2)..<end where !ASCIISet.digits.contains(host[index]) { return false }
+            return true
         }
-        if let colon = name.lastIndex(of: UInt8(ascii: ":")) {
-            let port = name[(colon + 1)...]
-            guard port.count <= 5, port.allSatisfy(ASCIISet.digits.contains) else { return false }
-            name = name[..<colon]
+        var colon = end - 1
+        while colon >= 0, host[colon] != UInt8(ascii: ":") { colon -= 1 }
+        if colon >= 0 {
+            guard end - colon - 1 <= 5 else { return false }
+            for index in (colon + 1)..<end where !ASCIISet.digits.contains(host[index]) { return false }
+            end = colon
         }
-        return !name.isEmpty && name.allSatisfy(ASCIISet.regName.contains)
+        guard end > 0 else { return false }
+        for index in 0..<end where !ASCIISet.regName.contains(host[index]) { return false }
+        return true
     }
 }

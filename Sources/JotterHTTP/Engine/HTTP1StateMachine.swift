@@ -670,14 +670,16 @@ struct HTTP1StateMachine: ConnectionMachine, ~Copyable {
         server.inFlight.add(1, ordering: .relaxed)
         request = lifecycle
         waitingForHeadSince = nil
-        requestIsHead = parsed.method == "HEAD"
+        requestIsHead = parsed.method == .head
         requestHTTP10 = http10
         requestHasBody = parser.hasBody
         bodyStarted = now
         bodyBytes = 0
         // Known at the head: a request that ends there may be answered before its end is parsed.
         if !parser.keepAlive { closeAfterAnswers = true }
-        let action = lifecycle.headerComplete(method: parsed.method, version: parsed.version, headers: parsed.headers)
+        let action = lifecycle.headerComplete(RequestHead(method: parsed.method, target: parsed.target, version: parsed.version,
+                                                          headers: parsed.headers, remoteAddress: address, bodyFollows: nil,
+                                                          framing: (requestHasBody, parser.declaredLength)))
         takeInterims()
         headActed(action, lifecycle)
     }

@@ -151,9 +151,15 @@ final class RequestParser {
 
     var version: (major: Int, minor: Int) { (Int(parser.pointee.llhttp.http_major), Int(parser.pointee.llhttp.http_minor)) }
 
+    /// The Content-Length of the request just parsed, read at its head (llhttp counts it down
+    /// as the body is read).
+    var declaredLength: Int64? {
+        UInt32(parser.pointee.llhttp.flags) & UInt32(F_CONTENT_LENGTH.rawValue) != 0 ? Int64(exactly: parser.pointee.llhttp.content_length) : nil
+    }
+
     /// The head just parsed, read from `base` (the buffer its spans point into). The field
     /// lines are copied once, as one run of bytes; each field is a pair of spans of it.
-    func head(_ base: UnsafeRawPointer) -> (method: String, target: String, version: String, headers: HTTPHeaders) {
+    func head(_ base: UnsafeRawPointer) -> (method: HTTPMethod, target: String, version: String, headers: HTTPHeaders) {
         func text(_ span: jotter_span) -> String {
             String(decoding: UnsafeRawBufferPointer(start: base + Int(span.offset), count: Int(span.length)), as: UTF8.self)
         }
@@ -167,21 +173,21 @@ final class RequestParser {
                             let first = names[0].offset
                             var last = names[count - 1].offset + names[count - 1].length
                             if values[count - 1].length > 0 { last = values[count - 1].offset + values[count - 1].length }
-                            var spans: [HTTPHeaders.Span] = []
-                            spans.reserveCapacity(count + 3)  // room for a middleware's additions
-                            for index in 0..<count {
-                                // llhttp drops the whitespace before a value, not after it (RFC 9112 §5.1: OWS on both sides).
-                                var value = values[index]
-                                while value.length > 0 {
-                                    let byte = base.load(fromByteOffset: Int(value.offset + value.length - 1), as: UInt8.self)
-                                    guard byte == 0x20 || byte == 0x09 else { break }
-                                    value.length -= 1
+                            headers = HTTPHeaders(parsedCount: count, byteCount: Int(last - first)) { spans, bytes in
+                                for index in 0..<count {
+                                    // llhttp drops the whitespace before a value, not after it (RFC 9112 §5.1: OWS on both sides).
+                                    var value = values[index]
+                                    while value.length > 0 {
+                                        let byte = base.load(fromByteOffset: Int(value.offset + value.length - 1), as: UInt8.self)
+                                        guard byte == 0x20 || byte == 0x09 else { break }
+                                        value.length -= 1
+                                    }
+                                    (spans + index).initialize(to: HTTPHeaders.Span(nameStart: names[index].offset - first, nameCount: names[index].length,
+                                                                                     valueStart: value.length > 0 ? value.offset - first : 0,
+                                                                                     valueCount: value.length))
                                 }
-                                spans.append(HTTPHeaders.Span(nameStart: names[index].offset - first, nameCount: names[index].length,
-                                                              valueStart: value.length > 0 ? value.offset - first : 0, valueCount: value.length))
+                                bytes.copyMemory(from: base + Int(first), byteCount: Int(last - first))
                             }
-                            let bytes = [UInt8](UnsafeRawBufferPointer(start: base + Int(first), count: Int(last - first)))
-                            headers = HTTPHeaders(bytes: bytes, spans: spans)
                         }
                     }
                 }
@@ -190,6 +196,8 @@ final class RequestParser {
         let version = self.version
         let versionText = version.major == 1 && version.minor == 1 ? "HTTP/1.1" : version.major == 1 && version.minor == 0 ? "HTTP/1.0"
             : "HTTP/\(version.major).\(version.minor)"
-        return (text(parser.pointee.method), text(parser.pointee.target), versionText, headers)
+        let method = parser.pointee.method
+        return (HTTPMethod(UnsafeRawBufferPointer(start: base + Int(method.offset), count: Int(method.length))), text(parser.pointee.target),
+                versionText, headers)
     }
 }

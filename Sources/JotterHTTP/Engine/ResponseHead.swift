@@ -30,7 +30,7 @@ enum ResponseHead {
             if !engineOwned(name) { capacity += name.count + value.count + 4 }
             return true
         }
-        return [UInt8](unsafeUninitializedCapacity: capacity) { buffer, count in
+        return .written(capacity: capacity) { buffer in
             var out = Writer(start: buffer.baseAddress!)
             out.put(http10 ? httpVersion10 : httpVersion11)
             out.putDecimal(UInt64(response.status.code))
@@ -65,7 +65,7 @@ enum ResponseHead {
             }
             out.put(crlf)
             if body { response.body.withUnsafeBytes { out.put($0) } }
-            count = out.start.distance(to: out.position)
+            return out.start.distance(to: out.position)
         }
     }
 

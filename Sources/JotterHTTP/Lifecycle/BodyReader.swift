@@ -30,23 +30,27 @@ enum BodyReader {
     }
 
     /// The reader for `policy`; `413` at once when Content-Length already exceeds its limit.
-    init(policy: BodyPolicy, head: RequestHead, context: RequestContext, limits: RequestLifecycle.Limits, routeName: @autoclosure () -> String) throws {
+    /// (A function, not an initializer: its arguments are borrowed, not copied.)
+    static func make(policy: BodyPolicy, head: RequestHead, context: RequestContext, limits: RequestLifecycle.Limits,
+                     routeName: @autoclosure () -> String) throws -> BodyReader {
+        if case .none = policy.kind {
+            guard head.hasBody else { return .none }
+            let name = routeName()
+            if head.declaredLength != nil { throw HTTPError(.contentTooLarge, detail: "\(name) takes no request body", closesConnection: true) }
+            return .refusing(routeName: name)
+        }
         if case .choosing(let pick) = policy.kind {
             let chosen = pick(head)
             if case .choosing = chosen.kind { throw HTTPError(.internalServerError, detail: "a body policy chose another choice") }
-            try self.init(policy: chosen, head: head, context: context, limits: limits, routeName: routeName())
-            return
+            return try make(policy: chosen, head: head, context: context, limits: limits, routeName: routeName())
         }
+        return try BodyReader(policy: policy, head: head, context: context, limits: limits, routeName: routeName())
+    }
+
+    private init(policy: BodyPolicy, head: RequestHead, context: RequestContext, limits: RequestLifecycle.Limits, routeName: @autoclosure () -> String) throws {
         let declared = head.declaredLength
         let memoryLimit = policy.memoryLimit ?? limits.maxBodySize
         let isRouteLimit = policy.memoryLimit != nil
-        if case .none = policy.kind {
-            guard head.hasBody else { self = .none; return }
-            let name = routeName()
-            self = .refusing(routeName: name)
-            if declared != nil { throw HTTPError(.contentTooLarge, detail: "\(name) takes no request body", closesConnection: true) }
-            return
-        }
         let media = head.headers["Content-Type"].flatMap(MediaType.init)
         func buffer() throws(HTTPError) -> BodyReader {
             if let declared, declared > Int64(memoryLimit) { throw Self.tooLarge(memoryLimit, isRouteLimit: isRouteLimit) }

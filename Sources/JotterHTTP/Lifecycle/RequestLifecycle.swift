@@ -47,12 +47,19 @@ final class RequestLifecycle {
         case answered
     }
 
-    /// The server's limits and folders, as every request sees them.
-    struct Limits {
-        var maxBodySize: Int
-        var maxUploadSize: Int64
-        var maxParts: Int
-        var temporaryDirectory: String
+    /// The server's limits and folders, as every request sees them (one object, shared).
+    final class Limits: Sendable {
+        let maxBodySize: Int
+        let maxUploadSize: Int64
+        let maxParts: Int
+        let temporaryDirectory: String
+
+        init(maxBodySize: Int, maxUploadSize: Int64, maxParts: Int, temporaryDirectory: String) {
+            self.maxBodySize = maxBodySize
+            self.maxUploadSize = maxUploadSize
+            self.maxParts = maxParts
+            self.temporaryDirectory = temporaryDirectory
+        }
     }
 
     private let router: Router
@@ -67,7 +74,11 @@ final class RequestLifecycle {
     @exclusivity(unchecked) private(set) var phase = Phase.head
     @exclusivity(unchecked) private(set) var head: RequestHead?
     @exclusivity(unchecked) private(set) var context = RequestContext()
-    @exclusivity(unchecked) private var match: RouteMatch?
+    /// The route that answers, once the router picked it, and its path parameters.
+    @exclusivity(unchecked) private var route: Route?
+    @exclusivity(unchecked) private var parameters = Parameters()
+    /// A POST whose body's `_method` picks the route (`route` is nil until it did).
+    @exclusivity(unchecked) private var choice: MethodChoice?
     /// Whose `handle`/`completed` apply: the router's own until a route matched.
     @exclusivity(unchecked) private var stack: MiddlewareStack
     @exclusivity(unchecked) private var reader = BodyReader.none
@@ -75,10 +86,8 @@ final class RequestLifecycle {
     @exclusivity(unchecked) private(set) var answeredAfter: Int?
     /// `completed` was called.
     @exclusivity(unchecked) private(set) var isCompleted = false
-    /// The step `.elsewhere` announced, until `goAway` takes it.
-    @exclusivity(unchecked) private var awayStep: (executor: any Executor, work: () -> Action)?
-    /// The step `goAway` hands to the executor.
-    @exclusivity(unchecked) private var takenStep: (executor: any Executor, work: () -> Action)?
+    /// The step `.elsewhere` announced, until the executor `goAway` hands it to takes it.
+    @exclusivity(unchecked) private var awayStep: AwayStep?
     /// The action of the step that ran elsewhere, until `landed()` takes it.
     @exclusivity(unchecked) private var landing: Action?
     /// Between `goAway` and `landed()`/`finishAbandoned()`: the executor has the lifecycle.
@@ -104,37 +113,59 @@ final class RequestLifecycle {
     /// - Parameter bodyFollows: whether a body follows, when the protocol says so (HTTP/2); nil
     ///   on HTTP/1.1, where the header fields say.
     func headerComplete(method: String, version: String, headers: HTTPHeaders, folded: Bool = false, bodyFollows: Bool? = nil) -> Action {
-        var head = RequestHead(method: HTTPMethod(method), target: target, version: version, headers: headers, remoteAddress: remoteAddress,
-                               bodyFollows: bodyFollows)
-        if let error = FramingCheck.check(method: method, target: target, version: version, headers: headers, folded: folded) {
+        headerComplete(RequestHead(method: HTTPMethod(method), target: target, version: version, headers: headers, remoteAddress: remoteAddress,
+                                   bodyFollows: bodyFollows), folded: folded)
+    }
+
+    /// The header section is complete: `head` as the parser made it.
+    func headerComplete(_ head: RequestHead, folded: Bool = false) -> Action {
+        var head = head
+        if let error = FramingCheck.check(method: head.originalMethod.rawValue, target: target, version: head.version, headers: head.headers,
+                                          folded: folded) {
             self.head = head
             return refuse(error, stack: router.stack, ranHeads: false, now: true)
         }
-        let match = router.resolve(&head)
+        let resolution = router.resolve(&head)
         self.head = head
-        self.match = match
-        if let error = match.error {
+        let runsOnLoop: Bool
+        switch resolution {
+        case .route(let route, let parameters):
+            self.route = route
+            self.parameters = parameters
+            stack = route.stack
+            runsOnLoop = route.runsOnLoop
+        case .choice(let choice):
+            self.choice = choice
+            stack = choice.stack
+            runsOnLoop = choice.runsOnLoop
+        case .refused(let error):
             return refuse(error, stack: router.stack, ranHeads: false, now: head.hasBody)
         }
-        stack = match.stack
-        guard let executor = match.place.executor else { return headPhase() }
-        return elsewhere(executor) { [self] in
-            // A request that ends at its head makes one trip: its handler runs there too.
-            let action = headPhase()
-            guard case .proceed = action, self.head?.hasBody == false else { return action }
-            return bodyComplete(leaving: false)
-        }
+        guard !runsOnLoop else { return headPhase() }
+        // A request that ends at its head makes one trip: its handler runs there too.
+        return elsewhere(.head)
+    }
+
+    /// How the body is read, and where the work runs: the route's, or while `_method` may still
+    /// choose, the POST route's.
+    private var bodyPolicy: BodyPolicy { route?.body ?? choice?.body ?? .noBody }
+    private var place: WorkPlace { route?.place ?? choice?.place ?? .loop }
+
+    /// The reader `policy` makes for the request. (`context` is passed in place: a stored
+    /// property passed by value would be copied first.)
+    private static func reader(_ policy: BodyPolicy, head: RequestHead, context: inout RequestContext, limits: Limits, route: Route?) throws -> BodyReader {
+        try BodyReader.make(policy: policy, head: head, context: context, limits: limits,
+                            routeName: "\(head.method) \(route?.pattern.text ?? String(head.path))")
     }
 
     /// The head phase of the route's middleware, then the body policy's reader.
     private func headPhase() -> Action {
-        guard let head, let match else { return .close }
+        guard let head else { return .close }
         if let index = stack.runHeads(head, context: &context) {
             return answerRefusal(index, now: head.hasBody)
         }
         do {
-            reader = try BodyReader(policy: match.body, head: head, context: context, limits: limits,
-                                    routeName: "\(head.method) \(match.route?.pattern.text ?? String(head.path))")
+            reader = try Self.reader(bodyPolicy, head: head, context: &context, limits: limits, route: route)
         } catch {
             context.refusal = error
             return answerRefusal(stack.middleware.count, now: head.hasBody)
@@ -157,7 +188,7 @@ final class RequestLifecycle {
                 reader.discard()
                 context.refusal = error
                 // Answered at once; the engine drops the rest of the body and closes after it.
-                guard case .respond(let response) = answer(stack.refusals[stack.middleware.count]) else { return .close }
+                guard case .respond(let response) = answerRefusal(through: stack.middleware.count) else { return .close }
                 return respond(response)
             }
             return .proceed
@@ -186,9 +217,9 @@ final class RequestLifecycle {
         default:
             return .proceed
         }
-        guard var head, var match else { return .close }
-        if leaving, match.route != nil, let executor = match.place.executor {
-            return elsewhere(executor) { [self] in bodyComplete(leaving: false) }
+        guard var head else { return .close }
+        if leaving, let route, !route.runsOnLoop {
+            return elsewhere(.end)
         }
         let request: Request
         do {
@@ -198,37 +229,47 @@ final class RequestLifecycle {
             context.refusal = error
             return answerRefusal(stack.middleware.count, now: true)
         }
-        if match.route == nil {
+        if route == nil, let choice {
             // A POST whose `_method` field picks the route.
-            match = router.finish(match, head: &head, body: (try? request.body()) ?? .empty)
-            if let error = match.error {
+            switch router.finish(choice, head: &head, body: (try? request.body()) ?? .empty) {
+            case .route(let route, let parameters):
+                self.route = route
+                self.parameters = parameters
+                self.choice = nil
+                self.head = head
+                if leaving, !route.runsOnLoop {
+                    // `_method` picked a route that runs elsewhere: its head phase runs there too.
+                    return elsewhere(.handler(request))
+                }
+            case .refused(let error):
                 return refuse(error, stack: router.stack, ranHeads: true, now: true)
-            }
-            self.head = head
-            self.match = match
-            if leaving, let executor = match.place.executor {
-                // `_method` picked a route that runs elsewhere: its head phase runs there too.
-                return elsewhere(executor) { [self] in handlerPhase(request, head: head, match: match) }
+            case .choice:
+                return .close
             }
         }
-        return handlerPhase(request, head: head, match: match)
+        return handlerPhase(request)
     }
 
-    /// The handler of the route `match` names (after the head phase of its middleware, when
-    /// `_method` chose a route under other middleware than the POST's).
-    private func handlerPhase(_ request: Request, head: RequestHead, match: RouteMatch) -> Action {
-        if match.stack !== stack {
-            stack = match.stack
+    /// `route`'s handler inside its middleware; `context` passed in place, not copied.
+    private static func respond(_ route: Route, _ request: Request, _ context: inout RequestContext) throws -> Reply {
+        try route.stack.respond(request, context, route: route)
+    }
+
+    /// The handler of the route (after the head phase of its middleware, when `_method` chose a
+    /// route under other middleware than the POST's).
+    private func handlerPhase(_ request: Request) -> Action {
+        guard let route, let head else { return .close }
+        if route.stack !== stack {
+            stack = route.stack
             if let index = stack.runHeads(head, context: &context) { return answerRefusal(index, now: true) }
         }
-        guard let route = match.route else { return .close }
-        context.parameters = match.parameters
-        context.route = route.pattern.text
+        context.parameters = parameters
+        context.matchedRoute = route
         var routed = request
         routed.head = head
         phase = .answered
         do {
-            return handle(try route.responder(routed, context))
+            return handle(try Self.respond(route, routed, &context))
         } catch {
             return respond(Self.lastResort(error, context: context))
         }
@@ -243,8 +284,18 @@ final class RequestLifecycle {
         init(_ lifecycle: RequestLifecycle) { self.lifecycle = lifecycle }
     }
 
-    private func elsewhere(_ executor: any Executor, _ work: @escaping () -> Action) -> Action {
-        awayStep = (executor, work)
+    /// A step of the route's work that runs on its executor.
+    enum AwayStep {
+        /// The head phase and body reader; for a request without a body, its end too.
+        case head
+        /// The end of the body: the reader finished, the handler.
+        case end
+        /// The handler of the route `_method` picked (after its head phase).
+        case handler(Request)
+    }
+
+    private func elsewhere(_ step: AwayStep) -> Action {
+        awayStep = step
         return .elsewhere
     }
 
@@ -252,24 +303,33 @@ final class RequestLifecycle {
     /// the executor's thread). A later reply's work is started there, and its response rendered
     /// there, with every middleware's `map`, before `landed` is called.
     func goAway(landed: @escaping @Sendable () -> Void) {
-        guard let step = awayStep else { return }
-        awayStep = nil
-        takenStep = step
+        guard awayStep != nil, !isAway, let executor = place.executor else { return }
         isAway = true
         let away = Away(self)
-        step.executor.execute { away.lifecycle.runAway(landed) }
+        executor.execute { away.lifecycle.runAway(on: executor, landed) }
     }
 
     /// On the executor: the step, then — for a later reply — its work, rendered there too.
-    private func runAway(_ landed: @escaping @Sendable () -> Void) {
-        guard let step = takenStep else { return }
-        takenStep = nil
-        let action = step.work()
+    private func runAway(on executor: any Executor, _ landed: @escaping @Sendable () -> Void) {
+        guard let step = awayStep else { return }
+        awayStep = nil
+        let action: Action
+        switch step {
+        case .head:
+            let headAction = headPhase()
+            if case .proceed = headAction, head?.hasBody == false {
+                action = bodyComplete(leaving: false)
+            } else {
+                action = headAction
+            }
+        case .end: action = bodyComplete(leaving: false)
+        case .handler(let request): action = handlerPhase(request)
+        }
         guard case .wait(let later) = action else {
             landing = action
             return landed()
         }
-        let away = Away(self), executor = step.executor
+        let away = Away(self)
         later.start { render in
             executor.execute {
                 away.lifecycle.landing = .respond(away.lifecycle.resume(render))
@@ -320,7 +380,13 @@ final class RequestLifecycle {
         // first — is dropped: it holds the lifecycle.
         awayStep = nil
         reader.discard()
-        stack.completed(CompletedExchange(head: head, target: target, remoteAddress: head?.remoteAddress ?? remoteAddress, context: context, status: status,
+        // The head and the context move into the exchange: nothing reads them here any more.
+        var head: RequestHead?
+        swap(&head, &self.head)
+        var context = RequestContext()
+        swap(&context, &self.context)
+        let remote = head?.remoteAddress ?? remoteAddress
+        stack.completed(CompletedExchange(head: consume head, target: target, remoteAddress: remote, context: consume context, status: status,
                                           bytesSent: bytesSent, microseconds: Int(Clock.microseconds() - started),
                                           responseMicroseconds: answeredAfter, outcome: outcome))
     }
@@ -351,20 +417,25 @@ final class RequestLifecycle {
     }
 
     private func answerRefusal(_ index: Int, now: Bool) -> Action {
-        let action = answer(stack.refusals[index])
+        let action = answerRefusal(through: index)
         guard !now, case .respond(let response) = action else { return action }
         phase = .refused(response)
         answeredAfter = nil
         return .proceed
     }
 
-    /// The refusal responder's answer for the request as it is.
-    private func answer(_ responder: Responder) -> Action {
+    /// The refusal's answer through the `handle` of the first `count` middleware of the stack,
+    /// for the request as it is.
+    private func answerRefusal(through count: Int) -> Action {
         phase = .answered
         let request = Request(head: head ?? RequestHead(method: HTTPMethod("-"), target: target, remoteAddress: remoteAddress))
-        do { return handle(try responder(request, context)) } catch {
+        do { return handle(try Self.refuse(stack, request, &context, through: count)) } catch {
             return respond(Self.lastResort(error, context: context))
         }
+    }
+
+    private static func refuse(_ stack: MiddlewareStack, _ request: Request, _ context: inout RequestContext, through count: Int) throws -> Reply {
+        try stack.refuse(request, context, through: count)
     }
 
     private func handle(_ reply: Reply) -> Action {

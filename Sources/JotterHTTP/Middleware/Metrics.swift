@@ -19,23 +19,45 @@ public final class Metrics: Middleware {
 
     /// One route's series: counts by method and status, and its latency histogram.
     private struct Series {
-        /// By `methodIndex << 16 | status`.
-        var requests: [Int: Int] = [:]
+        /// The route pattern, or `unmatched`.
+        let route: String
+        /// Counts by `methodIndex << 16 | status`: a route sees few of them, so a list.
+        var requests: [(key: Int, count: Int)] = []
         var buckets = [Int](repeating: 0, count: Metrics.buckets.count)
         var total = 0
         var sum = 0.0
 
+        init(route: String) { self.route = route }
+
         mutating func record(method: Int, status: Int, seconds: Double) {
-            requests[method << 16 | status, default: 0] += 1
+            let key = method << 16 | status
+            if let index = requests.firstIndex(where: { $0.key == key }) {
+                requests[index].count += 1
+            } else {
+                requests.append((key, 1))
+            }
             if let bucket = Metrics.buckets.firstIndex(where: { seconds <= $0 }) { buckets[bucket] += 1 }
             total += 1
             sum += seconds
         }
     }
 
-    private let routes = Mutex<[String: Series]>([:])
-    /// Requests by `protocols` index.
-    private let byProtocol = Mutex<[Int]>([Int](repeating: 0, count: Metrics.protocols.count))
+    /// Everything counted, under one lock.
+    private struct Counts {
+        /// By route pattern number (`PathPattern.number`) + 1; 0 is `unmatched`.
+        var series: [Series?] = [Series(route: "unmatched")]
+        /// Requests by `protocols` index.
+        var byProtocol = [Int](repeating: 0, count: Metrics.protocols.count)
+
+        mutating func record(route: PathPattern?, method: Int, status: Int, seconds: Double) {
+            let slot = route.map { $0.number + 1 } ?? 0
+            if slot >= series.count { series += [Series?](repeating: nil, count: slot + 1 - series.count) }
+            if series[slot] == nil { series[slot] = Series(route: route?.text ?? "unmatched") }
+            series[slot]!.record(method: method, status: status, seconds: seconds)
+        }
+    }
+
+    private let counts = Mutex(Counts())
     /// Text the application appends to every `render()`: gauges it owns (see `addCollector`).
     private let collectors = Mutex<[@Sendable () -> String]>([])
 
@@ -76,25 +98,41 @@ public final class Metrics: Middleware {
     /// (a request line or header section too long: status 0, route `unmatched`).
     public func completed(_ exchange: CompletedExchange) {
         guard exchange.head == nil else { return }
-        record(method: Self.methods.count - 1, route: "unmatched", status: exchange.status,
-               seconds: Double(exchange.microseconds) / 1_000_000)
+        let seconds = Double(exchange.microseconds) / 1_000_000
+        counts.withLock { $0.record(route: nil, method: Self.methods.count - 1, status: exchange.status, seconds: seconds) }
     }
 
     private func record(_ head: RequestHead, context: RequestContext, status: Int) {
-        let name = head.originalMethod.rawValue
-        let method = Self.methods.firstIndex { $0 == name } ?? Self.methods.count - 1
-        record(method: method, route: context.route ?? "unmatched", status: status, seconds: Double(context.elapsedMicroseconds) / 1_000_000)
-        let version = Self.protocolName(head.version)
-        if let index = Self.protocols.firstIndex(of: version) { byProtocol.withLock { $0[index] += 1 } }
+        let method = Self.methodIndex(head.originalMethod)
+        let version = head.version
+        let protocolIndex = version == "HTTP/1.1" ? 1 : version == "HTTP/2.0" ? 2 : version == "HTTP/1.0" ? 0 : nil
+        let route = context.matchedRoute?.pattern
+        let seconds = Double(context.elapsedMicroseconds) / 1_000_000
+        counts.withLock { counts in
+            counts.record(route: route, method: method, status: status, seconds: seconds)
+            if let protocolIndex { counts.byProtocol[protocolIndex] += 1 }
+        }
     }
 
-    func record(method: Int, route: String, status: Int, seconds: Double) {
-        routes.withLock { $0[route, default: Series()].record(method: method, status: status, seconds: seconds) }
+    /// The index in `methods` (the last: `other`).
+    static func methodIndex(_ method: HTTPMethod) -> Int {
+        switch method {
+        case .get: 0
+        case .head: 1
+        case .post: 2
+        case .put: 3
+        case .patch: 4
+        case .delete: 5
+        case .options: 6
+        default: 7
+        }
     }
 
     /// The Prometheus text exposition of everything recorded so far.
     public func render() -> String {
-        let snapshot = routes.withLock { $0 }.sorted { $0.key < $1.key }
+        let (series, byProtocol) = counts.withLock { ($0.series, $0.byProtocol) }
+        // Routes of one pattern share a number, and so a series.
+        let snapshot = series.compactMap { $0 }.map { (key: $0.route, value: $0) }.sorted { $0.key < $1.key }
         var text = "# HELP jotter_http_requests_total HTTP requests answered, by method, route and status.\n"
         text += "# TYPE jotter_http_requests_total counter\n"
         for (route, series) in snapshot {
@@ -117,7 +155,7 @@ public final class Metrics: Middleware {
         }
         text += "# HELP jotter_http_requests_by_protocol_total HTTP requests answered, by protocol.\n"
         text += "# TYPE jotter_http_requests_by_protocol_total counter\n"
-        for (name, count) in zip(Self.protocols, byProtocol.withLock { $0 }) {
+        for (name, count) in zip(Self.protocols, byProtocol) {
             text += "jotter_http_requests_by_protocol_total{protocol=\"\(name)\"} \(count)\n"
         }
         for collector in collectors.withLock({ $0 }) { text += collector() }

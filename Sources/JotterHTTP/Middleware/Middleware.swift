@@ -1,6 +1,59 @@
-/// Something that turns a request into a reply: a route's handler, or a handler wrapped in
-/// middleware.
-public typealias Responder = @Sendable (Request, RequestContext) throws -> Reply
+/// The rest of a request's way, as a middleware's `handle` sees it: the middleware inside this
+/// one, then the route's handler (or, for a request refused before its handler, the answer that
+/// renders the refusal). Call it as a function: `try next(request, context)`.
+///
+/// The chain is an index into the route's middleware, not a closure per layer: calling it runs
+/// the next middleware's `handle` with a responder one step further in. A responder is for the
+/// call it is passed to: call it there (or not at all), don't keep it for later — it refers to
+/// the route and its middleware without retaining them (the router holds them; the call that
+/// made the responder keeps them alive while it runs), which saves a retain and a release of
+/// each per middleware.
+public struct Responder: @unchecked Sendable {
+    /// What answers once every middleware has run.
+    enum Endpoint {
+        /// The route's handler.
+        case route(Unmanaged<Route>)
+        /// The refusal in `context.refusal`, rendered (an `HTTPError`) or thrown on.
+        case refusal
+        case function(@Sendable (Request, RequestContext) throws -> Reply)
+    }
+
+    let stack: Unmanaged<MiddlewareStack>
+    /// The middleware that runs next, and the one past the last that runs.
+    let index: Int
+    let end: Int
+    let endpoint: Endpoint
+
+    init(stack: Unmanaged<MiddlewareStack>, index: Int, end: Int, endpoint: Endpoint) {
+        self.stack = stack
+        self.index = index
+        self.end = end
+        self.endpoint = endpoint
+    }
+
+    /// A responder that answers with `respond`, with no middleware before it (to run a
+    /// middleware by itself in a test).
+    public init(_ respond: @escaping @Sendable (Request, RequestContext) throws -> Reply) {
+        self.init(stack: .passUnretained(MiddlewareStack.none), index: 0, end: 0, endpoint: .function(respond))
+    }
+
+    /// Passes the request on: to the next middleware's `handle`, or to what answers.
+    public func callAsFunction(_ request: Request, _ context: RequestContext) throws -> Reply {
+        if index < end {
+            return try stack._withUnsafeGuaranteedRef {
+                try $0.layers[index].handle(request, context: context, next: Responder(stack: stack, index: index + 1, end: end, endpoint: endpoint))
+            }
+        }
+        switch endpoint {
+        case .route(let route): return try route._withUnsafeGuaranteedRef { try $0.handler(request, context) }
+        case .refusal:
+            let refusal = context.refusal ?? HTTPError(.internalServerError)
+            guard let error = refusal as? HTTPError else { throw refusal }
+            return .now(error.response(requestID: context.requestID))
+        case .function(let respond): return try respond(request, context)
+        }
+    }
+}
 
 /// Code that runs around a route's handler, in up to three places of a request's life.
 ///
@@ -66,34 +119,45 @@ public struct CompletedExchange: Sendable {
     public var outcome: Outcome
 }
 
-/// The middleware that apply to a group of routes, composed once when routes are registered.
+/// The middleware that apply to a group of routes, gathered once when routes are registered.
 /// Routes registered under the same middleware share one stack.
 final class MiddlewareStack: Sendable {
     let middleware: [any Middleware]
-    /// `refusals[i]`: the `handle` of the first `i` middleware around a responder that answers
-    /// `context.refusal` — when middleware `i` refused in its head phase (or, for `i == count`,
-    /// when something refused before the handler ran). An `HTTPError` is rendered right there,
-    /// so every middleware outside sees the response; any other error is thrown on.
-    let refusals: [Responder]
+    /// The same, each behind a class of its own type: a call through it reaches the middleware
+    /// in place, where a call on `any Middleware` taken from the array copies the value first
+    /// (with a retain of each of its fields).
+    let layers: [Layer]
+
+    /// No middleware.
+    static let none = MiddlewareStack([])
 
     init(_ middleware: [any Middleware]) {
         self.middleware = middleware
-        let refuse: Responder = { _, context in
-            let refusal = context.refusal ?? HTTPError(.internalServerError)
-            guard let error = refusal as? HTTPError else { throw refusal }
-            return .now(error.response(requestID: context.requestID))
-        }
-        refusals = (0...middleware.count).map { Self.wrap(middleware.prefix($0), around: refuse) }
+        layers = middleware.map { Self.layer($0) }
     }
 
-    /// `handler` inside every middleware of the stack.
-    func wrap(_ handler: @escaping Responder) -> Responder { Self.wrap(middleware[...], around: handler) }
+    private static func layer<M: Middleware>(_ middleware: M) -> Layer { TypedLayer(middleware) }
+
+    /// `route`'s handler inside every middleware of the stack.
+    func respond(_ request: Request, _ context: RequestContext, route: Route) throws -> Reply {
+        try withExtendedLifetime((self, route)) {
+            try Responder(stack: .passUnretained(self), index: 0, end: middleware.count, endpoint: .route(.passUnretained(route)))(request, context)
+        }
+    }
+
+    /// The answer for `context.refusal` through the `handle` of the first `count` middleware —
+    /// those outside the one that refused in its head phase (all of them when something refused
+    /// before the handler ran). An `HTTPError` is rendered, so every middleware outside sees the
+    /// response; any other error is thrown on.
+    func refuse(_ request: Request, _ context: RequestContext, through count: Int) throws -> Reply {
+        try withExtendedLifetime(self) { try Responder(stack: .passUnretained(self), index: 0, end: count, endpoint: .refusal)(request, context) }
+    }
 
     /// Runs every head phase in order; the index of the one that threw (its error in
     /// `context.refusal`), or nil.
     func runHeads(_ head: RequestHead, context: inout RequestContext) -> Int? {
-        for index in middleware.indices {
-            do { try middleware[index].head(head, context: &context) } catch {
+        for index in layers.indices {
+            do { try layers[index].head(head, context: &context) } catch {
                 context.refusal = error
                 return index
             }
@@ -102,12 +166,25 @@ final class MiddlewareStack: Sendable {
     }
 
     func completed(_ exchange: CompletedExchange) {
-        for middleware in middleware { middleware.completed(exchange) }
+        for layer in layers { layer.completed(exchange) }
     }
+}
 
-    private static func wrap(_ middleware: ArraySlice<any Middleware>, around responder: @escaping Responder) -> Responder {
-        middleware.reversed().reduce(responder) { next, middleware in
-            { request, context in try middleware.handle(request, context: context, next: next) }
-        }
+/// One middleware of a stack (`TypedLayer` holds it).
+class Layer: @unchecked Sendable {
+    func head(_ head: RequestHead, context: inout RequestContext) throws {}
+    func handle(_ request: Request, context: RequestContext, next: Responder) throws -> Reply { try next(request, context) }
+    func completed(_ exchange: CompletedExchange) {}
+}
+
+final class TypedLayer<M: Middleware>: Layer, @unchecked Sendable {
+    let middleware: M
+
+    init(_ middleware: M) { self.middleware = middleware }
+
+    override func head(_ head: RequestHead, context: inout RequestContext) throws { try middleware.head(head, context: &context) }
+    override func handle(_ request: Request, context: RequestContext, next: Responder) throws -> Reply {
+        try middleware.handle(request, context: context, next: next)
     }
+    override func completed(_ exchange: CompletedExchange) { middleware.completed(exchange) }
 }

@@ -33,11 +33,31 @@ public final class RequestIDMiddleware: Middleware {
     }
 
     func id(from headers: HTTPHeaders) -> String {
-        if let sent = headers["X-Request-Id"], (1...64).contains(sent.utf8.count),
-           sent.utf8.allSatisfy({ FramingCheck.isTokenByte($0) && $0 != UInt8(ascii: "%") }) {
-            return sent
+        let sent = headers.withValueBytes(of: "X-Request-Id") { value -> String? in
+            guard let value, (1...64).contains(value.count),
+                  value.allSatisfy({ FramingCheck.isTokenByte($0) && $0 != UInt8(ascii: "%") }) else { return nil }
+            return String(decoding: value, as: UTF8.self)
         }
-        return prefix + String(counter.add(1, ordering: .relaxed).newValue)
+        if let sent { return sent }
+        // The prefix and the counter's digits written into the string at once.
+        let number = counter.add(1, ordering: .relaxed).newValue
+        var digits = 1
+        var rest = number / 10
+        while rest > 0 {
+            digits += 1
+            rest /= 10
+        }
+        return prefix.utf8.withContiguousStorageIfAvailable { prefix in
+            String(unsafeUninitializedCapacity: prefix.count + digits) { buffer in
+                _ = buffer.initialize(fromContentsOf: prefix)
+                var value = number
+                for index in stride(from: prefix.count + digits - 1, through: prefix.count, by: -1) {
+                    buffer[index] = UInt8(truncatingIfNeeded: value % 10) + 0x30
+                    value /= 10
+                }
+                return prefix.count + digits
+            }
+        } ?? prefix + String(number)
     }
 }
 

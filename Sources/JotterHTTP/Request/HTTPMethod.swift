@@ -1,3 +1,5 @@
+import Glibc
+
 /// An HTTP request method, compared case-sensitively as RFC 9110 §9.1 says.
 ///
 /// ```swift
@@ -17,4 +19,22 @@ public struct HTTPMethod: RawRepresentable, Hashable, Sendable, CustomStringConv
     public static let options = HTTPMethod("OPTIONS")
 
     public var description: String { rawValue }
+
+    /// The method named by these bytes of a request line: one of the constants above (no new
+    /// string) when it is one of them.
+    init(_ bytes: UnsafeRawBufferPointer) {
+        func equals(_ name: StaticString) -> Bool {
+            bytes.count == name.utf8CodeUnitCount && memcmp(bytes.baseAddress!, name.utf8Start, bytes.count) == 0
+        }
+        switch bytes.count {
+        case 3 where equals("GET"): self = .get
+        case 3 where equals("PUT"): self = .put
+        case 4 where equals("POST"): self = .post
+        case 4 where equals("HEAD"): self = .head
+        case 5 where equals("PATCH"): self = .patch
+        case 6 where equals("DELETE"): self = .delete
+        case 7 where equals("OPTIONS"): self = .options
+        default: self.init(String(decoding: bytes, as: UTF8.self))
+        }
+    }
 }

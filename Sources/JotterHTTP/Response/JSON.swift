@@ -26,15 +26,19 @@ public struct JSON<Value: Encodable>: ResponseConvertible {
 
     /// How a `JSONWritable` value writes itself (set by the initialiser that knows the type is
     /// one, so no response looks the conformance up at run time).
-    private var written: ((Value) -> [UInt8])?
+    @usableFromInline var written: ((Value) -> [UInt8])?
 
+    @inlinable
     public init(_ value: Value, status: HTTPStatus = .ok, headers: HTTPHeaders = HTTPHeaders()) {
         self.value = value
         self.status = status
         self.headers = headers
     }
 
-    /// A value that writes its own JSON (`JSONWriter`), not through `JSONEncoder`.
+    /// A value that writes its own JSON (`JSONWriter`), not through `JSONEncoder`. (The
+    /// initialisers are inlinable: made where the value's type is known, with no metadata of
+    /// `JSON<Value>` looked up at run time.)
+    @inlinable
     public init(_ value: Value, status: HTTPStatus = .ok, headers: HTTPHeaders = HTTPHeaders()) where Value: JSONWritable {
         self.value = value
         self.status = status

@@ -27,10 +27,7 @@ public struct JSONWriter: ~Copyable {
 
     /// The JSON written so far (one `memcpy` into a new array).
     public var bytes: [UInt8] {
-        [UInt8](unsafeUninitializedCapacity: count) { buffer, initialized in
-            if count > 0 { buffer.baseAddress!.initialize(from: base, count: count) }
-            initialized = count
-        }
+        [UInt8](UnsafeBufferPointer(start: base, count: count))
     }
 
     @inlinable
@@ -49,19 +46,19 @@ public struct JSONWriter: ~Copyable {
 
     deinit { if ownsBuffer { base.deallocate() } }
 
-    /// The JSON `write` writes, straight into the storage of the array returned when it fits
-    /// in `capacity` bytes (no copy); copied from a larger buffer when it did not.
+    /// The JSON `write` writes into room for `capacity` bytes (`[UInt8].written`: on the stack,
+    /// then copied, for a small one; else straight into the returned array's storage); copied
+    /// from a larger buffer when it did not fit.
     public static func bytes(capacity: Int, _ write: (inout JSONWriter) -> Void) -> [UInt8] {
         var outgrown: [UInt8]?
-        let bytes = [UInt8](unsafeUninitializedCapacity: max(capacity, 16)) { storage, initialized in
+        let bytes = [UInt8].written(capacity: max(capacity, 16)) { storage in
             var json = JSONWriter(filling: storage)
             write(&json)
-            if json.ownsBuffer {
+            guard !json.ownsBuffer else {
                 outgrown = json.bytes
-                initialized = 0
-            } else {
-                initialized = json.count
+                return 0
             }
+            return json.count
         }
         return outgrown ?? bytes
     }

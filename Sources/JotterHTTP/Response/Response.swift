@@ -45,6 +45,9 @@ public protocol ResponseConvertible: ResponseGenerator {
 }
 
 extension ResponseConvertible {
+    /// Inlinable: specialized where a handler returns its value (unspecialized, a generic
+    /// value such as `JSON<T>` is passed and destroyed through its metadata).
+    @inlinable
     public func reply(for request: Request) throws -> Reply { .now(try response(for: request)) }
 }
 

@@ -1,3 +1,5 @@
+import Glibc
+
 /// Builds the route table: register middleware, routes and groups, then `build()` an
 /// immutable `Router`.
 ///
@@ -53,10 +55,9 @@ public struct RouterBuilder {
         _ method: HTTPMethod, _ path: String, body: BodyPolicy? = nil, runs: WorkPlace? = nil, operation: OpenAPIOperation? = nil,
         handler: @escaping @Sendable (Request, RequestContext) throws -> Output
     ) {
-        let stack = currentStack()
-        let responder = stack.wrap { request, context in try handler(request, context).reply(for: request) }
         routes.append(Route(method: method, pattern: PathPattern(path), body: body ?? .standard(for: method), place: runs ?? self.runs,
-                            operation: operation, stack: stack, responder: responder))
+                            operation: operation, stack: currentStack(),
+                            handler: { request, context in try handler(request, context).reply(for: request) }))
     }
 
     public mutating func get<Output: ResponseGenerator>(_ path: String, body: BodyPolicy? = nil, runs: WorkPlace? = nil, operation: OpenAPIOperation? = nil,
@@ -89,49 +90,90 @@ final class Route: Sendable {
     let pattern: PathPattern
     let body: BodyPolicy
     let place: WorkPlace
+    /// `place` is the connection's loop (read once here, not per request).
+    let runsOnLoop: Bool
     let operation: OpenAPIOperation?
+    /// The middleware around the handler.
     let stack: MiddlewareStack
-    let responder: Responder
+    /// The handler itself; `stack.respond` runs it inside the middleware.
+    let handler: @Sendable (Request, RequestContext) throws -> Reply
 
     init(method: HTTPMethod, pattern: PathPattern, body: BodyPolicy, place: WorkPlace = .loop, operation: OpenAPIOperation? = nil,
-         stack: MiddlewareStack, responder: @escaping Responder) {
+         stack: MiddlewareStack, handler: @escaping @Sendable (Request, RequestContext) throws -> Reply) {
         self.method = method
         self.pattern = pattern
         self.body = body
         self.place = place
+        runsOnLoop = place.isLoop
         self.operation = operation
         self.stack = stack
-        self.responder = responder
+        self.handler = handler
     }
 }
 
-/// Where a request goes, decided from its head.
-struct RouteMatch {
-    /// The route that answers; nil while a `_method` field in the body may still choose (see
-    /// `overrideCandidates`), or when `error` answers instead.
-    var route: Route?
-    var parameters = Parameters()
-    /// How the body is read.
-    var body: BodyPolicy = .noBody
-    /// Where the route's work runs (while `_method` may still choose: the POST route's place).
-    var place = WorkPlace.loop
-    /// The middleware whose head phase runs now.
-    var stack: MiddlewareStack
-    /// A POST whose buffered body may carry `_method`: the routes it may pick from, and the POST
-    /// route that answers without one.
-    var overrideCandidates: [(route: Route, parameters: Parameters)] = []
-    /// 400 (bad path), 404 or 405 — answered through the router's own middleware.
-    var error: HTTPError?
+/// Where the router sends a request, decided from its head.
+enum Resolution {
+    /// This route answers, with these path parameters.
+    case route(Route, Parameters)
+    /// A POST whose buffered body may carry `_method`: the route is picked once the body is read.
+    case choice(MethodChoice)
+    /// 400 (bad path), 404, 405 or a bad override header — answered through the router's own middleware.
+    case refused(HTTPError)
+}
+
+/// The routes whose pattern matches a path, with the path's parameters: by pattern, each
+/// pattern's routes as the router holds them (a dynamic path makes one array of the matching
+/// patterns, usually one, not one entry per route; a static path makes none).
+struct Candidates: Sendable {
+    var groups: [(routes: [Route], parameters: Parameters)]
+
+    var isEmpty: Bool { groups.isEmpty }
+
+    /// Every candidate route, in order.
+    var routes: LazySequence<FlattenSequence<LazyMapSequence<[(routes: [Route], parameters: Parameters)], [Route]>>> {
+        groups.lazy.flatMap(\.routes)
+    }
+
+    /// The first route for which `matches` holds, with its parameters.
+    func first(where matches: (Route) -> Bool) -> (route: Route, parameters: Parameters)? {
+        for group in groups {
+            for route in group.routes where matches(route) { return (route, group.parameters) }
+        }
+        return nil
+    }
+}
+
+/// The routes a POST's `_method` field may pick from, and how its body is read meanwhile.
+final class MethodChoice: Sendable {
+    /// The candidates (the POST route among them, which answers without `_method`).
+    let candidates: Candidates
+    /// How the body is read: as the POST route reads it, or as the largest of the others.
+    let body: BodyPolicy
+    /// Where the work runs until the route is known: the POST route's place.
+    let place: WorkPlace
+    let runsOnLoop: Bool
+    /// The middleware whose head phase runs before the body: the POST route's, or the router's own.
+    let stack: MiddlewareStack
+
+    init(candidates: Candidates, body: BodyPolicy, place: WorkPlace, stack: MiddlewareStack) {
+        self.candidates = candidates
+        self.body = body
+        self.place = place
+        runsOnLoop = place.isLoop
+        self.stack = stack
+    }
 }
 
 /// The immutable route table: resolves the path and its parameters and the method override,
-/// and answers `404`, `405` (with `Allow`) and `HEAD` for any `GET` route.
-public struct Router: Sendable {
-    /// Routes without parameters by their canonical path ("/notes"), looked up before any split.
-    let staticRoutes: [String: [(route: Route, parameters: Parameters)]]
-    /// The patterns with parameters, each once with its routes, by segment count, in
-    /// registration order: a path is split and matched once per pattern, not once per route.
-    let dynamicPatterns: [Int: [(pattern: PathPattern, routes: [Route])]]
+/// and answers `404`, `405` (with `Allow`) and `HEAD` for any `GET` route. (A class: every
+/// request holds it, with one reference count.)
+public final class Router: Sendable {
+    /// Routes without parameters, by the length of their path then the path's bytes: a path is
+    /// compared with the few of its length, byte by byte, before any split.
+    let staticRoutes: [[(path: [UInt8], candidates: Candidates)]]
+    /// The patterns with parameters, each once with its routes, by segment count (the index), in
+    /// registration order: a path is matched once per pattern, not once per route.
+    let dynamicPatterns: [[(pattern: PathPattern, routes: [Route])]]
     let routes: [Route]
     /// The top-level middleware: they answer what no route does.
     let stack: MiddlewareStack
@@ -141,108 +183,137 @@ public struct Router: Sendable {
     public var table: [RouteEntry] { routes.map { RouteEntry(method: $0.method, path: $0.pattern.text, operation: $0.operation) } }
 
     /// Methods a `_method` field or `X-HTTP-Method-Override` header may turn a POST into.
-    static let overridable: Set<String> = ["PUT", "PATCH", "DELETE"]
+    static let overridable: [HTTPMethod] = [.put, .patch, .delete]
 
     init(routes: [Route], stack: MiddlewareStack, trustedProxies: TrustedProxies = TrustedProxies()) {
         self.routes = routes
         self.stack = stack
         self.trustedProxies = trustedProxies
-        staticRoutes = Dictionary(grouping: routes.filter(\.pattern.isStatic), by: \.pattern.canonicalPath)
-            .mapValues { $0.map { (route: $0, parameters: Parameters()) } }
-        var patterns: [(pattern: PathPattern, routes: [Route])] = []
-        for route in routes where !route.pattern.isStatic {
-            if let index = patterns.firstIndex(where: { $0.pattern.text == route.pattern.text }) {
-                patterns[index].routes.append(route)
+        var staticRoutes: [[(path: [UInt8], candidates: Candidates)]] = []
+        for route in routes where route.pattern.isStatic {
+            let path = Array(route.pattern.canonicalPath.utf8)
+            while staticRoutes.count <= path.count { staticRoutes.append([]) }
+            if let index = staticRoutes[path.count].firstIndex(where: { $0.path == path }) {
+                staticRoutes[path.count][index].candidates.groups[0].routes.append(route)
             } else {
-                patterns.append((route.pattern, [route]))
+                staticRoutes[path.count].append((path: path, candidates: Candidates(groups: [(routes: [route], parameters: Parameters())])))
             }
         }
-        dynamicPatterns = Dictionary(grouping: patterns, by: \.pattern.segments.count)
+        self.staticRoutes = staticRoutes
+        var dynamicPatterns: [[(pattern: PathPattern, routes: [Route])]] = []
+        for route in routes where !route.pattern.isStatic {
+            let count = route.pattern.segments.count
+            while dynamicPatterns.count <= count { dynamicPatterns.append([]) }
+            if let index = dynamicPatterns[count].firstIndex(where: { $0.pattern.text == route.pattern.text }) {
+                dynamicPatterns[count][index].routes.append(route)
+            } else {
+                dynamicPatterns[count].append((route.pattern, [route]))
+            }
+        }
+        self.dynamicPatterns = dynamicPatterns
     }
 
     /// The routes whose path matches, with the path's parameters.
-    func candidates(for path: Substring) throws(HTTPError) -> [(route: Route, parameters: Parameters)] {
-        if let routes = staticRoutes[String(path)] { return routes }
-        let segments = try PathPattern.segments(of: path)
-        var found: [(route: Route, parameters: Parameters)] = []
-        for (pattern, routes) in dynamicPatterns[segments.count] ?? [] {
-            guard let parameters = pattern.match(segments) else { continue }
-            found.reserveCapacity(found.count + routes.count)
-            for route in routes { found.append((route: route, parameters: parameters)) }
+    func candidates(for path: Substring) throws(HTTPError) -> Candidates {
+        let original = path
+        var path = path
+        let found = path.withUTF8 { bytes in
+            Result { () throws(HTTPError) in try candidates(for: UnsafeRawBufferPointer(bytes), path: original) }
+        }
+        return try found.get() ?? Candidates(groups: [])
+    }
+
+    private func candidates(for bytes: UnsafeRawBufferPointer, path: Substring) throws(HTTPError) -> Candidates? {
+        if bytes.count < staticRoutes.count {
+            for entry in staticRoutes[bytes.count] where memcmp(entry.path, bytes.baseAddress!, bytes.count) == 0 {
+                return entry.candidates
+            }
+        }
+        let (count, escaped) = PathPattern.segmentCount(bytes)
+        guard count < dynamicPatterns.count, !dynamicPatterns[count].isEmpty else {
+            if escaped { _ = try PathPattern.segments(of: path) }  // a malformed escape is 400, not 404
+            return nil
+        }
+        var found = Candidates(groups: [])
+        let patterns = dynamicPatterns[count]
+        let segments = escaped ? try PathPattern.segments(of: path) : []
+        for index in patterns.indices {
+            // The pattern matched in place (not copied out of the array: no retain of its parts).
+            guard let parameters = escaped ? patterns[index].pattern.match(segments) : patterns[index].pattern.match(unescaped: bytes) else { continue }
+            found.groups.append((routes: patterns[index].routes, parameters: parameters))
         }
         return found
     }
 
-    /// Routes `head` (applying an `X-HTTP-Method-Override` header to a POST).
     /// The router's answer for a method no route has (`404` for an unknown path, else `405`
     /// with `Allow`), closing the connection: for a request whose head the engine could not
     /// parse past its method.
     func refusal(method: String, target: String) -> HTTPError? {
         var head = RequestHead(method: HTTPMethod(method), target: target)
-        guard var error = resolve(&head).error else { return nil }
+        guard case .refused(var error) = resolve(&head) else { return nil }
         error.closesConnection = true
         return error
     }
 
-    func resolve(_ head: inout RequestHead) -> RouteMatch {
+    /// Routes `head` (applying an `X-HTTP-Method-Override` header to a POST).
+    func resolve(_ head: inout RequestHead) -> Resolution {
         if !trustedProxies.isEmpty { head.forwarded = trustedProxies.forwarded(peer: head.peerAddress, headers: head.headers) }
-        let candidates: [(route: Route, parameters: Parameters)]
+        let candidates: Candidates
         do { candidates = try self.candidates(for: head.path) } catch {
-            return RouteMatch(stack: stack, error: error)
+            return .refused(error)
         }
         guard !candidates.isEmpty else {
-            return RouteMatch(stack: stack, error: HTTPError(.notFound, detail: "no resource at \(Logger.sanitize(String(head.path)))"))
+            return .refused(HTTPError(.notFound, detail: "no resource at \(Logger.sanitize(String(head.path)))"))
         }
         if head.method == .post {
             if let header = head.headers["X-HTTP-Method-Override"] {
-                do { head.method = try Self.override(header) } catch { return RouteMatch(stack: stack, error: error) }
-            } else if candidates.allSatisfy({ $0.route.body.isBuffered || $0.route.method == .get || $0.route.method == .head }),
-                      candidates.contains(where: { $0.route.method == .post || Self.overridable.contains($0.route.method.rawValue) }) {
+                do { head.method = try Self.override(header) } catch { return .refused(error) }
+            } else if candidates.routes.allSatisfy({ $0.body.isBuffered || $0.method == .get || $0.method == .head }),
+                      candidates.routes.contains(where: { $0.method == .post || Self.overridable.contains($0.method) }) {
                 // `_method` in the body may still choose: read it as the POST route reads its body,
                 // or (no POST route) as the largest of the routes it may choose — then under the
                 // router's own middleware only, so that a POST without `_method` is `405` before
                 // any route's middleware (authentication) has run; the route `_method` picks runs
                 // its middleware's head phase once the body is read.
-                let post = candidates.first { $0.route.method == .post }
-                let limits = candidates.filter { $0.route.body.isBuffered }.map { $0.route.body.memoryLimit }
+                let post = candidates.first { $0.method == .post }
+                let limits = candidates.routes.filter { $0.body.isBuffered }.map { $0.body.memoryLimit }
                 let body = post?.route.body ?? .buffered(limit: limits.contains { $0 == nil } ? nil : limits.compactMap { $0 }.max())
-                return RouteMatch(route: nil, parameters: post?.parameters ?? candidates[0].parameters, body: body,
-                                  place: post?.route.place ?? .loop, stack: post?.route.stack ?? stack, overrideCandidates: candidates)
+                return .choice(MethodChoice(candidates: candidates, body: body, place: post?.route.place ?? .loop,
+                                            stack: post?.route.stack ?? stack))
             }
         }
         return select(head.method, among: candidates, path: head.path)
     }
 
     /// After a body that could carry `_method`: the route it (or its absence) picks.
-    func finish(_ match: RouteMatch, head: inout RequestHead, body: RequestBody) -> RouteMatch {
+    func finish(_ choice: MethodChoice, head: inout RequestHead, body: RequestBody) -> Resolution {
         do {
             if let field = try body.string("_method") {
                 head.method = try Self.override(field)
             }
         } catch {
-            return RouteMatch(stack: match.stack, error: error)
+            return .refused(error)
         }
-        return select(head.method, among: match.overrideCandidates, path: head.path)
+        return select(head.method, among: choice.candidates, path: head.path)
     }
 
-    private func select(_ method: HTTPMethod, among candidates: [(route: Route, parameters: Parameters)], path: Substring) -> RouteMatch {
-        let wanted = method == .head && !candidates.contains { $0.route.method == .head } ? .get : method
-        guard let match = candidates.first(where: { $0.route.method == wanted }) else {
-            let allowed = Set(candidates.map(\.route.method.rawValue))
+    private func select(_ method: HTTPMethod, among candidates: Candidates, path: Substring) -> Resolution {
+        let wanted = method == .head && !candidates.routes.contains { $0.method == .head } ? .get : method
+        guard let match = candidates.first(where: { $0.method == wanted }) else {
+            let allowed = Set(candidates.routes.map(\.method.rawValue))
             let allow = (allowed.contains("GET") ? allowed.union(["HEAD"]) : allowed).sorted().joined(separator: ", ")
-            return RouteMatch(stack: stack, error: HTTPError(.methodNotAllowed,
+            return .refused(HTTPError(.methodNotAllowed,
                 detail: "\(Logger.sanitize(method.rawValue)) is not allowed on \(Logger.sanitize(String(path))); allowed: \(allow)",
                 headers: HTTPHeaders([("Allow", allow)])))
         }
-        return RouteMatch(route: match.route, parameters: match.parameters, body: match.route.body, place: match.route.place,
-                          stack: match.route.stack)
+        return .route(match.route, match.parameters)
     }
 
     private static func override(_ value: String) throws(HTTPError) -> HTTPMethod {
-        let method = value.trimmingASCIISpaces().uppercased()
+        let method = HTTPMethod(value.trimmingASCIISpaces().uppercased())
         guard overridable.contains(method) else {
             throw HTTPError.badRequest("method override '\(Logger.sanitize(value))' is not one of PUT, PATCH, DELETE")
         }
-        return HTTPMethod(method)
+        return method
     }
 }

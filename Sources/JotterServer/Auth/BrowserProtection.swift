@@ -16,23 +16,42 @@ struct BrowserProtection: Middleware {
     let trustedOrigins: Set<String>
     /// Lowercased host names served on a loopback listener; nil when any `Host` is served.
     let allowedHosts: Set<String>?
+    /// The same as bytes, compared with a request's `Host` without making a string of it.
+    private let allowedHostBytes: [[UInt8]]
 
     init(listenHost: String, corsOrigins: [String], allowedHosts: [String]) {
         trustedOrigins = Set(corsOrigins.map { $0.hasSuffix("/") ? String($0.dropLast()) : $0 })
         if AuthMode.isLoopback(listenHost) {
             let listener = listenHost.contains(":") && !listenHost.hasPrefix("[") ? "[\(listenHost)]" : listenHost
-            self.allowedHosts = Set((["localhost", "127.0.0.1", "[::1]", listener] + allowedHosts).map { Self.hostName($0) })
+            let names = Set((["localhost", "127.0.0.1", "[::1]", listener] + allowedHosts).map { Self.hostName($0) })
+            self.allowedHosts = names
+            allowedHostBytes = names.map { Array($0.utf8) }
         } else {
             self.allowedHosts = nil
+            allowedHostBytes = []
         }
     }
 
     func head(_ head: RequestHead, context: inout RequestContext) throws {
-        if let allowedHosts, let host = head.authority, !allowedHosts.contains(Self.hostName(host)) {
-            throw HTTPError(.misdirectedRequest, detail: "this server does not answer for the host '\(host.prefix(200))'; "
+        if let allowedHosts, !head.withAuthorityBytes({ $0.map { isAllowed($0, allowedHosts) } ?? true }) {
+            throw HTTPError(.misdirectedRequest, detail: "this server does not answer for the host '\((head.authority ?? "").prefix(200))'; "
                 + "serve it with --allowed-host NAME")
         }
         try checkOrigin(head)
+    }
+
+    /// Whether the host of the `Host` value `value` is one of `allowedHosts`: compared on the
+    /// bytes for an ASCII value (every valid one).
+    private func isAllowed(_ value: UnsafeRawBufferPointer, _ allowedHosts: Set<String>) -> Bool {
+        guard let name = Self.asciiHostRange(value) else {
+            return allowedHosts.contains(Self.hostName(String(decoding: value, as: UTF8.self)))
+        }
+        for allowed in allowedHostBytes where allowed.count == name.count {
+            var index = 0
+            while index < name.count, allowed[index] == Self.lower(value[name.lowerBound + index]) { index += 1 }
+            if index == name.count { return true }
+        }
+        return false
     }
 
     /// `403` for an unsafe request a browser made on behalf of another site.
@@ -76,27 +95,37 @@ extension BrowserProtection {
     static func asciiHostName(_ value: String) -> String? {
         var value = value
         return value.withUTF8 { bytes -> String? in
-            guard !bytes.contains(where: { $0 >= 0x80 }) else { return nil }
-            var start = 0, end = bytes.count
-            while start < end, bytes[start] == 0x20 || bytes[start] == 0x09 { start += 1 }
-            while end > start, bytes[end - 1] == 0x20 || bytes[end - 1] == 0x09 { end -= 1 }
-            if start < end, bytes[start] == UInt8(ascii: "[") {
-                if let close = bytes[start..<end].firstIndex(of: UInt8(ascii: "]")) { end = close + 1 }
-            } else {
-                if let colon = bytes[start..<end].lastIndex(of: UInt8(ascii: ":")),
-                   bytes[(colon + 1)..<end].allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) {
-                    end = colon
-                }
-                if end > start, bytes[end - 1] == UInt8(ascii: ".") { end -= 1 }
-            }
-            return String(unsafeUninitializedCapacity: end - start) { buffer in
-                for index in start..<end {
-                    let byte = bytes[index]
-                    buffer[index - start] = byte >= 0x41 && byte <= 0x5A ? byte | 0x20 : byte
-                }
-                return end - start
+            guard let name = asciiHostRange(UnsafeRawBufferPointer(bytes)) else { return nil }
+            return String(unsafeUninitializedCapacity: name.count) { buffer in
+                for index in name.indices { buffer[index - name.lowerBound] = Self.lower(bytes[index]) }
+                return name.count
             }
         }
+    }
+
+    private static func lower(_ byte: UInt8) -> UInt8 { byte >= 0x41 && byte <= 0x5A ? byte | 0x20 : byte }
+
+    /// Where the bytes of `hostName` of an ASCII value are, before lowercasing; nil when it is
+    /// not ASCII. (Plain loops: this runs on every request.)
+    static func asciiHostRange(_ bytes: UnsafeRawBufferPointer) -> Range<Int>? {
+        for byte in bytes where byte >= 0x80 { return nil }
+        var start = 0, end = bytes.count
+        while start < end, bytes[start] == 0x20 || bytes[start] == 0x09 { start += 1 }
+        while end > start, bytes[end - 1] == 0x20 || bytes[end - 1] == 0x09 { end -= 1 }
+        if start < end, bytes[start] == UInt8(ascii: "[") {
+            var close = start
+            while close < end, bytes[close] != UInt8(ascii: "]") { close += 1 }
+            if close < end { end = close + 1 }
+        } else {
+            // A port: the digits after the last colon.
+            var digits = end
+            while digits > start, bytes[digits - 1] >= 0x30, bytes[digits - 1] <= 0x39 { digits -= 1 }
+            if digits > start, bytes[digits - 1] == UInt8(ascii: ":") {
+                end = digits - 1
+            }
+            if end > start, bytes[end - 1] == UInt8(ascii: ".") { end -= 1 }
+        }
+        return start..<end
     }
 }
 
