@@ -54,7 +54,9 @@ public final class Application: Sendable {
     }
 
     /// Stops accepting, finishes requests in flight (writes are committed), ends event
-    /// streams, closes the database.
+    /// streams, closes the database. A request the drain ends without its whole body (the
+    /// client's end, or the grace period's) keeps what it received — a resumable upload's
+    /// offset — on the store's threads, which the store's `close()` runs to the end first.
     public func shutdown() {
         server.shutdown()
         sweeper.stop()

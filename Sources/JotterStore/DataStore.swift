@@ -41,7 +41,9 @@ public protocol DataStore: NoteStore, UploadStore, PartialUploadStore, AccountSt
     /// A folder for files of requests in flight (multipart parts before they are stored).
     var temporaryDirectory: String { get }
 
-    /// Finishes queued writes, then closes every connection; later writes fail with
+    /// Runs the work queued on `threads` to its end, with every read and write that work makes
+    /// (a request's abort recording what it received is such work), and finishes queued
+    /// writes; then closes every connection. Later reads and writes fail with
     /// `StoreError.closed`. Idempotent.
     func close()
 }

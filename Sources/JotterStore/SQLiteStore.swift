@@ -117,15 +117,16 @@ public final class SQLiteStore: DataStore {
 
     deinit { close() }
 
-    /// Finishes queued writes, closes every connection, then checkpoints the write-ahead log
-    /// into `jotter.sqlite` and truncates it (`wal_checkpoint(TRUNCATE)`), so that the database
-    /// file alone holds every commit — a copy of it is complete. Later calls fail with
-    /// `StoreError.closed`. Idempotent.
+    /// Runs the work queued on the threads to its end — with the reads and writes it makes (a
+    /// request's abort recording what it received) — then finishes queued writes, closes every
+    /// connection, and checkpoints the write-ahead log into `jotter.sqlite` and truncates it
+    /// (`wal_checkpoint(TRUNCATE)`), so that the database file alone holds every commit — a
+    /// copy of it is complete. Later calls fail with `StoreError.closed`. Idempotent.
     public func close() {
         guard !closed.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        threads.stop()
         writer.stop()
         readers.close()
-        threads.stop()
         checkpoint()
         folderLock.unlock()
     }

@@ -52,6 +52,9 @@ public final class PostgresStore: DataStore {
     let feed: PostgresEventFeed
     /// The hourly orphan sweep of the blobs (`PostgresStore+Sweep.swift`).
     private let sweeper: PeriodicTask
+    /// `close()` has begun (it runs once).
+    private let closing = Atomic<Bool>(false)
+    /// `close()` has drained the threads: reads and writes are refused.
     private let closed = Atomic<Bool>(false)
 
     /// Connects, migrates (or refuses a newer schema, untouched) and starts the store's threads.
@@ -101,12 +104,14 @@ public final class PostgresStore: DataStore {
 
     deinit { close() }
 
-    /// Finishes queued writes, ends the threads, closes every connection. Later calls fail with
-    /// `StoreError.closed`. Idempotent.
+    /// Runs the work queued on the threads to its end — with the reads and writes it makes
+    /// (a request's abort recording what it received) — and ends them; then refuses reads and
+    /// writes (`StoreError.closed`) and closes every connection. Idempotent.
     public func close() {
-        guard !closed.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        guard !closing.exchange(true, ordering: .acquiringAndReleasing) else { return }
         sweeper.stop()
         threads.stop()
+        closed.store(true, ordering: .releasing)
         feed.stop()
         pool.close()
     }
@@ -142,7 +147,8 @@ public final class PostgresStore: DataStore {
     /// blobs of the uploads it removed once it committed, then calls `completion`. From a store
     /// thread (a blocking convenience inside dispatched work) it runs right there.
     func write<T: Sendable>(_ body: @escaping @Sendable (PostgresWrite) throws -> T, completion: @escaping StoreCompletion<T>) {
-        // Refused once closed; what was queued before still runs (close() lets it finish).
+        // Refused once closed; work queued before close() still runs, and writes (close() drains
+        // the threads first).
         guard !closed.load(ordering: .acquiring) else { return completion(.failure(.closed)) }
         let work: @Sendable () -> Void = { [self] in
             let result = Result { () throws(StoreError) -> T in
