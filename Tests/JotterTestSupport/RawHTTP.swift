@@ -90,14 +90,17 @@ public final class RawHTTP {
     }
 
     /// Sends raw bytes. When the server closed the connection before taking them all, the
-    /// error says how far the send got and what the server answered before it closed.
+    /// error says how far the send got and what the server answered before it closed (that
+    /// answer is still there for `readResponse`).
     public func send(_ bytes: [UInt8]) throws {
         var offset = 0
         while offset < bytes.count {
             let sent = bytes[offset...].withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
             guard sent > 0 else {
                 let reason = String(cString: strerror(errno))
-                let answer = String(decoding: buffer + readWaiting(), as: UTF8.self)
+                // Kept for the reads after: a caller may still read the answer.
+                buffer += readWaiting()
+                let answer = String(decoding: buffer, as: UTF8.self)
                 throw Failure(message: "send failed: \(reason) after \(offset) of \(bytes.count) bytes; the server answered "
                               + (answer.isEmpty ? "nothing" : "«\(answer.prefix(2000))»"))
             }
