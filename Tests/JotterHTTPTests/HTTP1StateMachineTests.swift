@@ -17,6 +17,15 @@ struct HTTP1StateMachineTests {
         var all: [(target: String, status: Int, outcome: CompletedExchange.Outcome)] { exchanges.withLock { $0 } }
     }
 
+    /// Every completed exchange's durations, as the lifecycle reported them.
+    final class Durations: Middleware {
+        let exchanges = Mutex<[(target: String, total: Int, answered: Int?)]>([])
+        func completed(_ exchange: CompletedExchange) {
+            exchanges.withLock { $0.append((exchange.target, exchange.microseconds, exchange.responseMicroseconds)) }
+        }
+        var all: [(target: String, total: Int, answered: Int?)] { exchanges.withLock { $0 } }
+    }
+
     /// An executor whose work waits until the test runs it, on the test's thread.
     final class ManualExecutor: Executor, @unchecked Sendable {
         let work = Mutex<[@Sendable () -> Void]>([])
@@ -68,6 +77,7 @@ struct HTTP1StateMachineTests {
     /// Routes and a server (never started: only its routes, limits and counters are used).
     final class Setup: @unchecked Sendable {
         let completions = Completions()
+        let durations = Durations()
         let gate = BodyGate()
         let script = Script()
         let executor = ManualExecutor()
@@ -79,6 +89,7 @@ struct HTTP1StateMachineTests {
             _ = FileManager.default.createFile(atPath: file, contents: Data("0123456789".utf8))
             var routes = RouterBuilder()
             routes.add(middleware: completions)
+            routes.add(middleware: durations)
             routes.get("/hello") { _, _ in "hello" }
             routes.post("/echo") { request, _ in Response(status: .ok, contentType: "text/plain", body: request.rawBody) }
             routes.get("/items/:id") { _, context in "item \(try context.parameters.require("id", as: Int.self))" }
@@ -671,5 +682,44 @@ struct HTTP1StateMachineTests {
         #expect(Self.answers(connection.output) == [Self.ok("later")])
         #expect(connection.closed == true)
         #expect(setup.completions.all.map(\.outcome) == [.sent])
+    }
+
+    // MARK: - Time
+
+    @Test("every duration of a request is read from its connection's clock, whether it stands far ahead of the system's monotonic clock (a machine booted a minute ago) or behind it: exact, never a trap")
+    func durationsFromTheConnectionsClock() {
+        let system = Clock.microseconds()
+        for start in [system &+ 1_000_000_000_000, 1, Self.start] {
+            let setup = Setup()
+            var connection = setup.connection(now: start)
+            connection.send(Array("GET /hello HTTP/1.1\r\nHost: a\r\n\r\n".utf8))
+            connection.send(Array("GET /later HTTP/1.1\r\nHost: a\r\n\r\n".utf8))
+            connection.now += 2_500
+            let resumed = connection.resumeLater()
+            #expect(resumed)
+            connection.send(Array("GET /away HTTP/1.1\r\nHost: a\r\n\r\n".utf8))
+            connection.now += 1_000
+            #expect(setup.executor.run() == 1, "the answer is made on the executor's thread, at the connection's time")
+            connection.now += 300
+            let landed = connection.land()
+            #expect(landed)
+            #expect(Self.answers(connection.output) == [Self.ok("hello"), Self.ok("later"), Self.ok("away")])
+            let durations = setup.durations.all
+            #expect(durations.map(\.target) == ["/hello", "/later", "/away"])
+            #expect(durations.map(\.total) == [0, 2_500, 1_300], "start \(start)")
+            #expect(durations.map(\.answered) == [0, 2_500, 1_000], "start \(start)")
+            #expect(connection.violations.isEmpty)
+        }
+    }
+
+    @Test("a duration between two readings of one clock is never negative and never traps")
+    func durationsSaturate() {
+        #expect(Clock.elapsed(from: 10, to: 25) == 15)
+        #expect(Clock.elapsed(from: 25, to: 10) == 0)
+        #expect(Clock.elapsed(from: 0, to: .max) == Int.max)
+        #expect(Clock.since(7, to: 3) == 0)
+        let clock = MachineClock.manual(ManualClock(5))
+        #expect(clock.elapsed(since: 9) == 0)
+        #expect(clock.elapsed(since: 2) == 3)
     }
 }

@@ -69,7 +69,9 @@ struct ConnectionInterest: Equatable {
 }
 
 /// The events both connections' state machines take. Each returns the next action. Time comes
-/// in with the events (`now`, microseconds), never from a clock; a machine reads none.
+/// in with the events (`now`, microseconds), read by the driver from the machine's `clock`; a
+/// machine reads none itself, and hands that clock to each request's lifecycle, so every time of
+/// a connection comes from one clock.
 ///
 /// `stream` names a request on HTTP/2; HTTP/1.1 has one at a time and ignores it (0).
 protocol ConnectionMachine: ~Copyable {
@@ -118,6 +120,8 @@ protocol ConnectionMachine: ~Copyable {
     mutating func abort(_ outcome: CompletedExchange.Outcome) -> ConnectionAction
     /// Since when the connection has waited for a request's header section; nil while serving one.
     var waitingForHeadSince: UInt64? { get }
+    /// The clock its driver reads the `now` of every event from, and its requests read too.
+    var clock: MachineClock { get }
 }
 
 extension ConnectionMachine where Self: ~Copyable {

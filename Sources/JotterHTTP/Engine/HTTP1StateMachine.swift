@@ -146,6 +146,8 @@ struct HTTP1StateMachine: ConnectionMachine, ~Copyable {
 
     // MARK: - Time
 
+    /// The clock the driver reads `now` from, and every request on the connection reads.
+    let clock: MachineClock
     /// The latest time an event brought.
     private var now: UInt64
     private var lastActivity: UInt64
@@ -171,13 +173,15 @@ struct HTTP1StateMachine: ConnectionMachine, ~Copyable {
 
     /// - Parameters:
     ///   - server: routes, limits, timeouts, and the counters the connection adds to.
-    ///   - now: when the connection was accepted.
+    ///   - now: when the connection was accepted, read from `clock`.
+    ///   - clock: the connection's clock (`MachineClock`): its driver's, and its requests'.
     ///   - readBuffer, streamBuffer: the event loop's buffers, shared by its connections.
     ///   - handback: the way back to this connection from other threads — what a body's
     ///     consumer that is behind calls when it can take more, streaming bodies' wakers, interim
     ///     responses sent from a route's executor.
-    init(server: HTTPServer, address: String, now: UInt64, date: DateField, readBuffer: UnsafeMutableRawBufferPointer,
-         streamBuffer: UnsafeMutableRawBufferPointer, handback: Handback) {
+    init(server: HTTPServer, address: String, now: UInt64, clock: MachineClock = .system, date: DateField,
+         readBuffer: UnsafeMutableRawBufferPointer, streamBuffer: UnsafeMutableRawBufferPointer, handback: Handback) {
+        self.clock = clock
         self.server = server
         self.address = address
         self.date = date
@@ -450,7 +454,7 @@ struct HTTP1StateMachine: ConnectionMachine, ~Copyable {
         guard let since = bodyPausedSince, !closing, !isFinished else { return next() }
         self.now = now
         bodyPausedSince = nil
-        bodyStarted += now - since
+        bodyStarted += Clock.since(since, to: now)
         lastActivity = now
         return next()
     }
@@ -666,7 +670,7 @@ struct HTTP1StateMachine: ConnectionMachine, ~Copyable {
         // RFC 9110 §15.2: no 1xx to an HTTP/1.0 client.
         interims.isOpen = !http10
         let lifecycle = RequestLifecycle(router: server.router, limits: server.limits, target: parsed.target, remoteAddress: address,
-                                         started: now, interim: http10 ? nil : interims)
+                                         clock: clock, started: now, interim: http10 ? nil : interims)
         server.inFlight.add(1, ordering: .relaxed)
         request = lifecycle
         waitingForHeadSince = nil
@@ -762,7 +766,8 @@ struct HTTP1StateMachine: ConnectionMachine, ~Copyable {
             lifecycle = request
         } else {
             server.inFlight.add(1, ordering: .relaxed)
-            lifecycle = RequestLifecycle(router: server.router, limits: server.limits, target: target, remoteAddress: address, started: now)
+            lifecycle = RequestLifecycle(router: server.router, limits: server.limits, target: target, remoteAddress: address, clock: clock,
+                                          started: now)
             // Nothing of the request before it applies (a HEAD's answer has no body; HTTP/1.0's…).
             requestIsHead = false
             requestHTTP10 = false

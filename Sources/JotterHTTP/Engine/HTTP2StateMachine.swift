@@ -140,6 +140,8 @@ struct HTTP2StateMachine: ConnectionMachine, ~Copyable {
     // MARK: - Time
 
     /// The latest time an event brought.
+    /// The clock the driver reads `now` from, and every stream's request reads.
+    let clock: MachineClock
     private var now: UInt64
     private var lastActivity: UInt64
     /// When the last stream ended (or the connection began): an HTTP/2 connection with no
@@ -159,11 +161,13 @@ struct HTTP2StateMachine: ConnectionMachine, ~Copyable {
 
     /// - Parameters:
     ///   - server: routes, limits, timeouts, and the counters the connection adds to.
-    ///   - now: when the connection began speaking HTTP/2.
+    ///   - now: when the connection began speaking HTTP/2, read from `clock`.
+    ///   - clock: the connection's clock (`MachineClock`): its driver's, and its streams'.
     ///   - readBuffer, outputBuffer: the event loop's read and stream buffers, shared by its connections.
     ///   - handback: the way back to this connection from other threads.
-    init(server: HTTPServer, address: String, now: UInt64, date: DateField, readBuffer: UnsafeMutableRawBufferPointer,
-         outputBuffer: UnsafeMutableRawBufferPointer, handback: Handback) {
+    init(server: HTTPServer, address: String, now: UInt64, clock: MachineClock = .system, date: DateField,
+         readBuffer: UnsafeMutableRawBufferPointer, outputBuffer: UnsafeMutableRawBufferPointer, handback: Handback) {
+        self.clock = clock
         self.server = server
         self.address = address
         self.date = date
@@ -620,7 +624,7 @@ struct HTTP2StateMachine: ConnectionMachine, ~Copyable {
             return HeaderBlock(status: status.code, headers: headers).submit(session, stream.id, provider: nil, interim: true)
         }
         let lifecycle = RequestLifecycle(router: server.router, limits: server.limits, target: stream.path, remoteAddress: address,
-                                         started: now, interim: interim)
+                                         clock: clock, started: now, interim: interim)
         server.inFlight.add(1, ordering: .relaxed)
         stream.lifecycle = lifecycle
         stream.isHead = stream.method == "HEAD"

@@ -47,14 +47,14 @@ struct SocketDriver {
     /// machine no longer waits for it) completes the request here.
     static func event<Machine: ConnectionMachine & ~Copyable>(_ task: EventLoop.Task, _ machine: inout Machine) -> ConnectionAction? {
         switch task {
-        case .resume(_, let stream, let render): return machine.resume(stream: stream, now: Clock.microseconds(), render)
+        case .resume(_, let stream, let render): return machine.resume(stream: stream, now: machine.clock.now(), render)
         case .landed(_, let stream, let away):
-            if let action = machine.landed(stream: stream, away.lifecycle, now: Clock.microseconds()) { return action }
+            if let action = machine.landed(stream: stream, away.lifecycle, now: machine.clock.now()) { return action }
             away.lifecycle.finishAbandoned()
             return nil
         case .interim: return machine.interimsQueued()
         case .wake(_, let stream): return machine.streamWoken(stream: stream)
-        case .bodyReady(_, let stream): return machine.bodyReady(stream: stream, now: Clock.microseconds())
+        case .bodyReady(_, let stream): return machine.bodyReady(stream: stream, now: machine.clock.now())
         case .read: return machine.ready(read: true, write: false)
         case .evict, .quiesce, .stop: return nil
         }
@@ -73,11 +73,11 @@ struct SocketDriver {
             switch action {
             case .read(let buffer):
                 let count = io.receive(buffer.baseAddress!, buffer.count)
-                action = count > 0 ? machine.received(count, now: Clock.microseconds(), more: io.holdsBytes) : Self.readResult(count, &machine)
+                action = count > 0 ? machine.received(count, now: machine.clock.now(), more: io.holdsBytes) : Self.readResult(count, &machine)
             case .drain(let buffer):
                 // What a closing client still sends is dropped unread (TLS records included).
                 let count = recv(io.fd, buffer.baseAddress, buffer.count, 0)
-                action = count > 0 ? machine.received(count, now: Clock.microseconds(), more: false)
+                action = count > 0 ? machine.received(count, now: machine.clock.now(), more: false)
                     : Self.readResult(count == 0 ? 0 : errno == EAGAIN || errno == EINTR ? ConnectionIO.wouldBlock : ConnectionIO.failed, &machine)
             case .write(let first, let from, let second):
                 let written = first.withUnsafeBytes { first in
@@ -92,7 +92,7 @@ struct SocketDriver {
                 io.shutdownWrites()
                 action = machine.performed()
             case .checkUnread:
-                action = machine.tick(now: Clock.microseconds(), polledAt: loop.polledAt, unread: io.hasUnreadBytes)
+                action = machine.tick(now: machine.clock.now(), polledAt: loop.polledAt, unread: io.hasUnreadBytes)
             case .handOff(let bytes):
                 return .handOff(bytes)
             case .wait(let wanted):
@@ -117,7 +117,7 @@ struct SocketDriver {
     }
 
     @inline(__always) private static func writeResult<Machine: ConnectionMachine & ~Copyable>(_ written: Int, _ machine: inout Machine) -> ConnectionAction {
-        if written >= 0 { return machine.wrote(written, now: Clock.microseconds()) }
+        if written >= 0 { return machine.wrote(written, now: machine.clock.now()) }
         return written == ConnectionIO.wouldBlock ? machine.writeBlocked() : machine.writeFailed()
     }
 

@@ -67,6 +67,9 @@ final class RequestLifecycle {
     let target: String
     let remoteAddress: String
     let started: UInt64
+    /// The clock `started` was read from: its connection's (`MachineClock`), read again for
+    /// every duration of the request.
+    let clock: MachineClock
     // The state below is unchecked for exclusive access (no runtime check per access, ~85
     // instructions each): one thread at a time calls a lifecycle — its engine thread, or its
     // route's executor between `goAway` and the landing — one call at a time, and nothing a
@@ -95,14 +98,21 @@ final class RequestLifecycle {
     /// How the request ended while it was away (`completed` waits for the landing).
     @exclusivity(unchecked) private var abandoned: (status: Int, bytesSent: Int, outcome: CompletedExchange.Outcome)?
 
-    init(router: Router, limits: Limits, target: String, remoteAddress: String, started: UInt64 = Clock.microseconds(),
+    /// - Parameters:
+    ///   - clock: the clock of the connection the request came on; its `now` when the request
+    ///     line arrived is `started`.
+    ///   - started: when the request line arrived, read from `clock` (now when nil).
+    init(router: Router, limits: Limits, target: String, remoteAddress: String, clock: MachineClock = .system, started: UInt64? = nil,
          interim: InterimSink? = nil) {
         self.router = router
         self.limits = limits
         self.target = target
         self.remoteAddress = remoteAddress
+        let started = started ?? clock.now()
         self.started = started
+        self.clock = clock
         context.started = started
+        context.clock = clock
         context.interimSink = interim
         stack = router.stack
     }
@@ -362,7 +372,7 @@ final class RequestLifecycle {
         phase = .answered
         let response: Response
         do { response = try later.complete(render) } catch { response = Self.lastResort(error, context: context) }
-        answeredAfter = Int(Clock.microseconds() - started)
+        answeredAfter = clock.elapsed(since: started)
         return response
     }
 
@@ -387,7 +397,7 @@ final class RequestLifecycle {
         swap(&context, &self.context)
         let remote = head?.remoteAddress ?? remoteAddress
         stack.completed(CompletedExchange(head: consume head, target: target, remoteAddress: remote, context: consume context, status: status,
-                                          bytesSent: bytesSent, microseconds: Int(Clock.microseconds() - started),
+                                          bytesSent: bytesSent, microseconds: clock.elapsed(since: started),
                                           responseMicroseconds: answeredAfter, outcome: outcome))
     }
 
@@ -449,7 +459,7 @@ final class RequestLifecycle {
 
     private func respond(_ response: Response) -> Action {
         phase = .answered
-        answeredAfter = Int(Clock.microseconds() - started)
+        answeredAfter = clock.elapsed(since: started)
         return .respond(response)
     }
 
@@ -457,14 +467,5 @@ final class RequestLifecycle {
     static func lastResort(_ error: any Error, context: RequestContext) -> Response {
         ((error as? HTTPError) ?? HTTPError(.internalServerError, detail: "the server failed to handle this request (request id \(context.requestID))"))
             .response(requestID: context.requestID)
-    }
-}
-
-enum Clock {
-    /// Monotonic time in microseconds.
-    static func microseconds() -> UInt64 {
-        var now = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &now)
-        return UInt64(now.tv_sec) * 1_000_000 + UInt64(now.tv_nsec) / 1000
     }
 }

@@ -90,13 +90,15 @@ public struct RequestContext: Sendable {
     public var route: String? { matchedRoute?.pattern.text }
     /// The route that answers, once its handler is reached.
     var matchedRoute: Route?
-    /// When the request line arrived (monotonic microseconds).
+    /// When the request line arrived (microseconds of `clock`).
     var started: UInt64 = 0
+    /// The clock of the request's connection: every duration of the request is read from it.
+    var clock = MachineClock.system
     /// Where interim responses go: the request's connection (nil where the engine can't send them).
     var interimSink: InterimSink?
 
     /// Microseconds since the request line arrived.
-    public var elapsedMicroseconds: Int { started == 0 ? 0 : Int(Clock.microseconds() - started) }
+    public var elapsedMicroseconds: Int { started == 0 ? 0 : clock.elapsed(since: started) }
     /// An error found before the handler (routing, framing, a head-phase refusal, the body),
     /// thrown by the responder that stands in for the handler, so that it passes through the
     /// same middleware as every answer.

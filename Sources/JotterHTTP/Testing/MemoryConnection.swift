@@ -27,8 +27,14 @@ struct MemoryConnection<Machine: ConnectionMachine & ~Copyable>: ~Copyable {
     var writeSize = Int.max
     /// The client reads what is written (else the socket takes nothing: writes block).
     var clientReads = true
-    /// The clock, as the loop would pass it (microseconds).
-    var now: UInt64
+    /// The machine's clock (`MachineClock.manual`): what the caller sets, the time of every
+    /// event and of every request on the connection.
+    let clock: ManualClock
+    /// The time (microseconds): events carry it, requests read it; setting it moves the clock.
+    var now: UInt64 {
+        get { clock.now }
+        nonmutating set { clock.now = newValue }
+    }
     /// When the loop last polled (the sweep's `polledAt`); follows `now` unless set.
     var polledAt: UInt64?
     /// What the machine waits for, after its last `wait`.
@@ -52,15 +58,17 @@ struct MemoryConnection<Machine: ConnectionMachine & ~Copyable>: ~Copyable {
     /// A machine that `make` makes with the way back to it, the read and stream buffers a loop
     /// would share, and the `Date` field.
     init(now: UInt64, readBufferSize: Int,
-         make: (Handback, _ readBuffer: UnsafeMutableRawBufferPointer, _ streamBuffer: UnsafeMutableRawBufferPointer, DateField) -> Machine) {
+         make: (Handback, _ readBuffer: UnsafeMutableRawBufferPointer, _ streamBuffer: UnsafeMutableRawBufferPointer, DateField,
+                MachineClock) -> Machine) {
         readBuffer = .allocate(byteCount: readBufferSize, alignment: 16)
         streamBuffer = .allocate(byteCount: 64 << 10 + 16, alignment: 16)
         let date = DateField()
         date.refresh()
-        self.now = now
+        let clock = ManualClock(now)
+        self.clock = clock
         let mail = Mailbox()
         self.mail = mail
-        machine = make(mail.handback, readBuffer, streamBuffer, date)
+        machine = make(mail.handback, readBuffer, streamBuffer, date, .manual(clock))
     }
 
     deinit {
@@ -282,8 +290,8 @@ final class Mailbox: Sendable {
 
 extension MemoryConnection where Machine == HTTP1StateMachine {
     init(server: HTTPServer, now: UInt64 = 1_000_000_000, readBufferSize: Int = EventLoop.readBufferSize) {
-        self.init(now: now, readBufferSize: readBufferSize) { handback, readBuffer, streamBuffer, date in
-            HTTP1StateMachine(server: server, address: "127.0.0.1", now: now, date: date, readBuffer: readBuffer, streamBuffer: streamBuffer,
+        self.init(now: now, readBufferSize: readBufferSize) { handback, readBuffer, streamBuffer, date, clock in
+            HTTP1StateMachine(server: server, address: "127.0.0.1", now: now, clock: clock, date: date, readBuffer: readBuffer, streamBuffer: streamBuffer,
                               handback: handback)
         }
     }
@@ -293,8 +301,8 @@ extension MemoryConnection where Machine == HTTP2StateMachine {
     /// An HTTP/2 connection from its start (as after TLS chose `h2`): the client's preface is
     /// the first thing it reads; our SETTINGS are the first thing written.
     init(server: HTTPServer, now: UInt64 = 1_000_000_000, readBufferSize: Int = EventLoop.readBufferSize) {
-        self.init(now: now, readBufferSize: readBufferSize) { handback, readBuffer, streamBuffer, date in
-            HTTP2StateMachine(server: server, address: "127.0.0.1", now: now, date: date, readBuffer: readBuffer, outputBuffer: streamBuffer,
+        self.init(now: now, readBufferSize: readBufferSize) { handback, readBuffer, streamBuffer, date, clock in
+            HTTP2StateMachine(server: server, address: "127.0.0.1", now: now, clock: clock, date: date, readBuffer: readBuffer, outputBuffer: streamBuffer,
                               handback: handback)
         }
         run(machine.begin(with: UnsafeRawBufferPointer(start: nil, count: 0), now: now))
