@@ -19,6 +19,7 @@ from harness import (BENCH, BUILD, BenchError, ForeignLoad, f0, jotter_argv, mac
 NAME = "instructions"
 TITLE = "user-space instructions per request (callgrind)"
 HELLO_TARGET, NOTE_TARGET = 2.0, 1.3   # issue 19: hello <= 2.0x nginx, note <= 1.3x hello
+RC_GOAL = 40                           # issue 34: reference-counting calls per hello
 LIST_GOAL, POST_GOAL = 400_000, 200_000  # issue 24: Ir of a page of 100 notes, of a durable POST
 NOTES_TOP = 20                         # functions listed for each notes request
 # Frames every request passes through on its way to the route handler (the loop, the connection,
@@ -147,6 +148,46 @@ def dump_total(path: str) -> int:
     raise BenchError(f"no summary line in {path}")
 
 
+# Calls counted per request from a dump's call records: Swift's reference counting, and the C
+# library's allocator (every entry that hands out memory).
+RC_CALLS = re.compile(r"^swift_(retain|release)$")
+MALLOC_CALLS = re.compile(r"^(malloc|calloc|realloc|posix_memalign|aligned_alloc|memalign|valloc)$")
+
+
+def call_counts(path: str) -> dict:
+    """{function: calls into it} over the dump's `calls=` lines (callgrind counts every call,
+    from any caller, within the window). Names are compressed (`cfn=(7) name` once, `cfn=(7)`
+    after) and carry `'N` for recursion depth, which is dropped."""
+    names, counts, callee = {}, {}, None
+    with open(path, errors="replace") as f:
+        for line in f:
+            if line.startswith("cfn="):
+                m = re.match(r"cfn=\((\d+)\)(?: (.*))?$", line.rstrip("\n"))
+                if m:
+                    if m[2] is not None:
+                        names[m[1]] = re.sub(r"'\d+$", "", m[2])
+                    callee = names.get(m[1])
+                else:
+                    callee = re.sub(r"'\d+$", "", line[4:].strip())
+            elif line.startswith("calls=") and callee is not None:
+                counts[callee] = counts.get(callee, 0) + int(line[6:].split()[0])
+            elif line.startswith("fn="):
+                # fn= also defines names in the same space as cfn=
+                m = re.match(r"fn=\((\d+)\) (.*)$", line.rstrip("\n"))
+                if m:
+                    names[m[1]] = re.sub(r"'\d+$", "", m[2])
+    return counts
+
+
+def first_window_costs(got: dict, dump: str, n: int):
+    """What the first round records of a row's last window: the Ir of `memset`, and the calls
+    into reference counting and the allocator, per request."""
+    got["memset"] = sum(ir for ir, fn, _ in self_costs(dump) if re.match(r"(__)?memset", fn)) / n
+    calls = call_counts(dump)
+    got["rc_calls"] = sum(c for fn, c in calls.items() if RC_CALLS.match(fn)) / n
+    got["malloc_calls"] = sum(c for fn, c in calls.items() if MALLOC_CALLS.match(fn)) / n
+
+
 def window(srv, out_dir: str, send) -> tuple:
     """Zeroes the counters, runs send(), dumps; returns (Ir in between, dump path)."""
     before = set(dumps(out_dir, srv.proc.pid))
@@ -256,8 +297,7 @@ def measure_postgres(args, tmp: str, out_dir: str, res: dict, rnd: int, n: int, 
                 got["runs"] += r["runs"]
                 if rnd == 0:
                     shutil.copy(r["dump"], os.path.join(BUILD, f"callgrind.out.jotter-{load.key}"))
-                    got["memset"] = sum(ir for ir, fn, _ in self_costs(r["dump"])
-                                        if re.match(r"(__)?memset", fn)) / r["n"]
+                    first_window_costs(got, r["dump"], r["n"])
         finally:
             srv.stop(timeout=60)
     finally:
@@ -511,8 +551,9 @@ def render(res: dict, loads: list, args) -> tuple:
     j, n = res["jotter"], res["nginx"]
     hello = median(j["hello"]["runs"])
     rows = ["| request | N per window | jotter Ir/request | of which `memset` | nginx Ir/request "
-            "| jotter ÷ nginx | ÷ jotter hello | spread of windows (jotter; nginx) |",
-            "|---|--:|--:|--:|--:|--:|--:|---|"]
+            "| jotter ÷ nginx | ÷ jotter hello | jotter `swift_retain` + `swift_release` calls "
+            "| `malloc` calls (jotter; nginx) | spread of windows (jotter; nginx) |",
+            "|---|--:|--:|--:|--:|--:|--:|--:|--:|---|"]
     for load in loads:
         r, ng = j[load.key], n.get(load.key)
         ir = median(r["runs"])
@@ -522,8 +563,9 @@ def render(res: dict, loads: list, args) -> tuple:
         windows = f"{len(r['runs'])} windows, {spread(r['runs'])}"
         if ng:
             windows += f"; {len(ng['runs'])} windows, {spread(ng['runs'])}"
+        mallocs = f"{r['malloc_calls']:.1f}" + (f"; {ng['malloc_calls']:.1f}" if ng else "")
         rows.append(f"| {load.label} | {load.n:,} | {f0(ir)} | {f0(r['memset'])} | {nginx_ir} "
-                    f"| {vs_nginx} | {vs_hello} | {windows} |")
+                    f"| {vs_nginx} | {vs_hello} | {r['rc_calls']:.1f} | {mallocs} | {windows} |")
     hello_ratio = hello / median(n["hello"]["runs"])
     browser_ratio = median(j["browser"]["runs"]) / median(n["browser"]["runs"])
     extra = len(BROWSER_FIELDS)
@@ -544,6 +586,12 @@ def render(res: dict, loads: list, args) -> tuple:
         f"{verdict(field_ratio, 2.0)})",
         f"- the access-log line (hello with the log on − hello under `--quiet`): "
         f"{f0(median(j['hellolog']['runs']) - hello)} Ir per request",
+        f"- calls per hello: `swift_retain` + `swift_release` **{j['hello']['rc_calls']:.0f}** "
+        f"(goal <= {RC_GOAL}: {verdict(j['hello']['rc_calls'], RC_GOAL)}), the allocator "
+        f"(`malloc`, `calloc`, `realloc`, `posix_memalign`, …) **{j['hello']['malloc_calls']:.1f}**, "
+        f"nginx's {n['hello']['malloc_calls']:.1f} (goal <= nginx's: "
+        f"{verdict(j['hello']['malloc_calls'], n['hello']['malloc_calls'])}); counted from the "
+        f"window's `calls=` records, every caller",
         f"- `GET /notes/{{id}}` ÷ hello: **{note_ratio:.2f}** (target <= {NOTE_TARGET}: "
         f"{verdict(note_ratio, NOTE_TARGET)})",
         f"- `GET /notes?limit=100`: **{f0(list_ir)}** Ir/request, {f0(list_ir / 100)} per note "
@@ -683,11 +731,9 @@ def run(args, tmp: str) -> tuple:
                     if rnd == 0:
                         os.makedirs(BUILD, exist_ok=True)
                         shutil.copy(r["dump"], os.path.join(BUILD, f"callgrind.out.{name}-{load.key}"))
-                        self_rows = self_costs(r["dump"])
-                        got["memset"] = sum(ir for ir, fn, _ in self_rows
-                                            if re.match(r"(__)?memset", fn)) / r["n"]
+                        first_window_costs(got, r["dump"], r["n"])
                         if name == "jotter" and load.key == "hello":
-                            got.update(self=self_rows, total=dump_total(r["dump"]),
+                            got.update(self=self_costs(r["dump"]), total=dump_total(r["dump"]),
                                        inclusive=inclusive_costs(r["dump"]),
                                        memset_callers=memset_callers(r["dump"]))
                         elif name == "jotter" and load.key in ("note", "list", "post"):
@@ -710,8 +756,7 @@ def run(args, tmp: str) -> tuple:
             got["runs"] += r["runs"]
             if rnd == 0:
                 shutil.copy(r["dump"], os.path.join(BUILD, "callgrind.out.jotter-hellolog"))
-                got["memset"] = sum(ir for ir, fn, _ in self_costs(r["dump"])
-                                    if re.match(r"(__)?memset", fn)) / r["n"]
+                first_window_costs(got, r["dump"], r["n"])
         finally:
             srv.stop(timeout=60)
         # The reads again with the notes on PostgreSQL (jotter's instructions only).
