@@ -55,7 +55,9 @@ struct UploadListingTests {
             for batch in [400, 400, 201] {
                 var parts = MultipartBuilder()
                 for n in 0..<batch { parts.file("f\(n)", filename: "\(n).bin", body: [UInt8(n & 0xFF)]) }
-                let response = try RawHTTP(port: app.port).request("POST", "/uploads", headers: [("Content-Type", parts.contentType)],
+                // 400 files, each made durable before the answer: far from instant on a busy
+                // machine, and this test is about the listing, not the upload's speed.
+                let response = try RawHTTP(port: app.port, timeout: 120).request("POST", "/uploads", headers: [("Content-Type", parts.contentType)],
                                                                    body: parts.finished(), close: true)
                 try #require(response.status == 201, "\(response.text)")
             }
