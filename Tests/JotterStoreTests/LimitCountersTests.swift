@@ -48,6 +48,25 @@ import Testing
         try Self.checkCosts(fixture.postgres.limitCounters)
     }
 
+    /// The database's clock stepped back 600 s (as a row updated 600 s "in the future" stands for
+    /// it): no bucket loses what it held — one key (one statement) as several (a transaction).
+    @Test(.enabled(if: PostgresServer.available, PostgresServer.skipMessage))
+    func postgresClockSteppedBackTakesNothingAway() throws {
+        let fixture = try StoreFixture(.postgres)
+        let counters = fixture.postgres.limitCounters
+        #expect(try counters.take(["token 9"], capacity: 60, interval: 1).allowed)
+        #expect(try counters.take(["name bo", "address z"], capacity: 60, interval: 1).allowed)
+        _ = try fixture.postgres.read { db in
+            try db.query("UPDATE limit_buckets SET updated = updated + 600, full_at = full_at + 600")
+        }
+        for _ in 0..<5 {
+            let take = try counters.take(["token 9"], capacity: 60, interval: 1)
+            #expect(take.allowed && take.tokens[0] > 50, "\(take)")
+            let several = try counters.take(["name bo", "address z"], capacity: 60, interval: 1)
+            #expect(several.allowed && several.tokens.allSatisfy { $0 > 50 }, "\(several)")
+        }
+    }
+
     @Test(.enabled(if: PostgresServer.available, PostgresServer.skipMessage))
     func postgresBucketsAreSharedByInstances() throws {
         let fixture = try StoreFixture(.postgres)

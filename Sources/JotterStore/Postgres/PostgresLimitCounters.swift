@@ -34,12 +34,12 @@ final class PostgresLimitCounters: LimitCounters {
                     INSERT INTO limit_buckets AS b (key, tokens, updated, allowed, full_at)
                     SELECT $1, $2::float8 - 1, now, true, now + $3::float8 FROM clock
                     ON CONFLICT (key) DO UPDATE SET
-                        tokens = least($2::float8, b.tokens + (EXCLUDED.updated - b.updated) / $3::float8)
-                                 - CASE WHEN least($2::float8, b.tokens + (EXCLUDED.updated - b.updated) / $3::float8) >= 1 THEN 1 ELSE 0 END,
-                        allowed = least($2::float8, b.tokens + (EXCLUDED.updated - b.updated) / $3::float8) >= 1,
+                        tokens = least($2::float8, b.tokens + greatest(0, EXCLUDED.updated - b.updated) / $3::float8)
+                                 - CASE WHEN least($2::float8, b.tokens + greatest(0, EXCLUDED.updated - b.updated) / $3::float8) >= 1 THEN 1 ELSE 0 END,
+                        allowed = least($2::float8, b.tokens + greatest(0, EXCLUDED.updated - b.updated) / $3::float8) >= 1,
                         updated = EXCLUDED.updated,
-                        full_at = EXCLUDED.updated + ($2::float8 - least($2::float8, b.tokens + (EXCLUDED.updated - b.updated) / $3::float8)
-                                  + CASE WHEN least($2::float8, b.tokens + (EXCLUDED.updated - b.updated) / $3::float8) >= 1 THEN 1 ELSE 0 END) * $3::float8
+                        full_at = EXCLUDED.updated + ($2::float8 - least($2::float8, b.tokens + greatest(0, EXCLUDED.updated - b.updated) / $3::float8)
+                                  + CASE WHEN least($2::float8, b.tokens + greatest(0, EXCLUDED.updated - b.updated) / $3::float8) >= 1 THEN 1 ELSE 0 END) * $3::float8
                     RETURNING tokens, allowed
                     """, [keys[0], capacity, interval])[0]
                 return LimitTake(allowed: try row.value(1), tokens: [try row.value(0)])
