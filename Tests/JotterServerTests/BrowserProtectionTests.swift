@@ -92,6 +92,25 @@ struct BrowserProtectionTests {
         }
     }
 
+    @Test("a framing refusal wins over a head phase's and closes: one answer, then the end of the connection", arguments: [
+        ("POST /notes HTTP/1.1\r\nHost: 127.0.0.1\r\nSec-Fetch-Site: cross-site\r\nTransfer-Encoding: identity\r\n\r\n", 501),
+        ("POST /notes HTTP/1.1\r\nHost: evil.example\r\nTransfer-Encoding: identity\r\n\r\n", 501),
+        ("GET /notes HTTP/1.1\r\nHost: u@a\r\n\r\n", 400),
+        ("GET /notes HTTP/1.1\r\nHost: example.com/\\:552\r\n\r\n", 400),
+        ("POST /notes HTTP/1.1\r\nHost: evil.example\r\nSec-Fetch-Site: cross-site\r\nContent-Length: 1\r\nContent-Length: 1\r\n\r\nab", 400),
+    ] as [(String, Int)])
+    func framingRefusalWins(_ request: String, _ status: Int) throws {
+        try TestApp.with { app in
+            let connection = try RawHTTP(port: app.port, timeout: 5)
+            try connection.send(request + "GET /hello HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+            let text = String(decoding: connection.readToEnd(), as: UTF8.self)
+            let statusLines = text.components(separatedBy: "\r\n").filter { $0.hasPrefix("HTTP/1.1 ") }
+            #expect(statusLines.count == 1 && statusLines.first?.hasPrefix("HTTP/1.1 \(status) ") == true, "\(text)")
+            #expect(text.lowercased().contains("connection: close"), "\(text)")
+            #expect(text.contains("application/problem+json"), "\(text)")
+        }
+    }
+
     @Test("an absolute-form target names the host instead of Host (RFC 9112 §3.2.2): a foreign one is 421, an allowed one served")
     func absoluteFormHost() throws {
         try TestApp.with { app in

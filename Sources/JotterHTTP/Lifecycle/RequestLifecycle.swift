@@ -133,7 +133,7 @@ final class RequestLifecycle {
         if let error = FramingCheck.check(method: head.originalMethod.rawValue, target: target, version: head.version, headers: head.headers,
                                           folded: folded) {
             self.head = head
-            return refuse(error, stack: router.stack, ranHeads: false, now: true)
+            return refuse(error, stack: router.stack, ranHeads: false, now: true, wins: true)
         }
         let resolution = router.resolve(&head)
         self.head = head
@@ -417,9 +417,15 @@ final class RequestLifecycle {
     /// Answers `error` through `stack`'s middleware (running their head phase first when it
     /// has not run): at once, or — for a request without a body — on the next call, where a
     /// normal answer would come, so the connection stays open.
-    private func refuse(_ error: HTTPError, stack: MiddlewareStack, ranHeads: Bool, now: Bool) -> Action {
+    /// Refuses the request with `error` through `stack`, whose head phases run first (request id,
+    /// log) unless they ran already. A head phase that refuses in turn (a cross-site request, a
+    /// Host not served) answers instead — but not a framing error (`wins`): that one is answered,
+    /// through the middleware whose heads ran, and closes the connection, whatever the heads said;
+    /// otherwise the connection would stay open on a message whose length it could not tell.
+    private func refuse(_ error: HTTPError, stack: MiddlewareStack, ranHeads: Bool, now: Bool, wins: Bool = false) -> Action {
         self.stack = stack
         if !ranHeads, let head, let index = stack.runHeads(head, context: &context) {
+            if wins { context.refusal = error }
             return answerRefusal(index, now: now)
         }
         context.refusal = error
