@@ -99,6 +99,41 @@ struct ResumableUploadTests {
 
     // MARK: - Raw bodies
 
+    @Test("tus: a HEAD that takes over a PATCH whose bytes all arrived, before that PATCH completed the upload, completes it: listed, its content whole")
+    func tusTakeOverAtLengthCompletes() throws {
+        try withApp(.sqlite) { app in
+            let bytes = Self.bytes(200_000)
+            let tus = [("Tus-Resumable", "1.0.0")]
+            let created = try RawHTTP(port: app.port).request("POST", "/uploads", headers: tus + [("Upload-Length", String(bytes.count))], close: true)
+            try #require(created.status == 201, "\(created.text)")
+            let path = Self.path(of: try #require(created.header("Location")))
+            let id = String(path.split(separator: "/").last!)
+            // A PATCH whose every byte of the upload arrived, its request not ended (one byte
+            // more announced): the moment after its last chunk was stored, before it completed.
+            let patch = try RawHTTP(port: app.port, timeout: 10)
+            try patch.send("PATCH \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\nTus-Resumable: 1.0.0\r\nUpload-Offset: 0\r\n"
+                           + "Content-Type: application/offset+octet-stream\r\nContent-Length: \(bytes.count + 1)\r\n\r\n")
+            try patch.send(bytes)
+            let file = app.dataDirectory.appendingPathComponent("partial/\(id)").path
+            for _ in 0..<500 {
+                let size = (try? FileManager.default.attributesOfItem(atPath: file)[.size] as? Int) ?? 0
+                if size == bytes.count { break }
+                usleep(10_000)
+            }
+            let head = try RawHTTP(port: app.port).request("HEAD", path, headers: tus, close: true)
+            #expect(head.status == 200)
+            #expect(head.header("Upload-Offset") == String(bytes.count))
+            #expect(try content(app, id) == bytes, "the upload is complete")
+            let listed = try RawHTTP(port: app.port).request("GET", "/uploads", close: true)
+            #expect(listed.text.contains(id))
+            // The PATCH that was taken over: its next byte is refused (past the length, or taken over).
+            try? patch.send([0x61])
+            let refused = try patch.readFinalResponse().status
+            #expect(refused == 413 || refused == 409, "\(refused)")
+            try expectNoPartialBytes(.sqlite, app, id: id)
+        }
+    }
+
     @Test("a raw body with Content-Disposition is an ordinary upload", arguments: backends)
     func rawBody(_ backend: Backend) throws {
         try withApp(backend) { app in

@@ -410,8 +410,46 @@ final class ResumableUploads: Sendable {
             return completed(upload)
         case .held(let record, let offset, _):
             let effective = dialect == .raw ? UploadDialect(storedName: record.protocolName) : dialect
+            if effective == .tus, offset == record.length {
+                // The request it took over had stored every byte but had not completed the upload:
+                // it is complete now, by tus's rule, so whoever learns it completes it.
+                guard let upload = try completeTaken(id, owner: owner) else { throw HTTPError(.notFound, detail: "upload \(id) does not exist") }
+                return completed(upload)
+            }
             return .now(offsetResponse(effective, id: id, offset: offset, length: record.length, complete: false, expiresAt: record.expiresAt,
                                        metadata: record))
+        }
+    }
+
+    /// Completes a tus upload whose bytes reached its length when a request took it over (the
+    /// request that stored them was stopped before it completed it): the upload, or nil when it
+    /// went meanwhile (cancelled, or its bytes did not have the expected digest).
+    private func completeTaken(_ id: String, owner: Owner) throws -> UploadRecord? {
+        switch try storage.takeOver(id, owner: owner, appending: true, tentative: false) {
+        case .missing:
+            return try store.upload(id: id, owner: owner)
+        case .completing:
+            return try awaitCompletion(id, owner: owner)
+        case .held(let record, let offset, let writer):
+            guard let writer else { throw HTTPError(.internalServerError) }
+            guard offset == record.length else {
+                // Another request appended or cut meanwhile: it carries on from there.
+                writer.release()
+                return nil
+            }
+            let sha256: String
+            do {
+                sha256 = try writer.complete(length: offset, expected: record.expectedSHA256)
+            } catch is PartialDigestMismatch {
+                _ = try? store.deletePartialUpload(id: record.id, owner: owner)
+                return nil
+            }
+            let upload = NewUpload(id: record.id, filename: record.filename, contentType: record.contentType, size: offset, sha256: sha256)
+            guard let added = try store.completePartialUpload(upload, owner: owner) else {
+                try? store.blobs.delete(UploadRecord.blobKey(record.id))
+                return nil
+            }
+            return try added.uploads.first { $0.id == id } ?? store.upload(id: id, owner: owner)
         }
     }
 
