@@ -95,6 +95,9 @@ struct HTTP1StateMachineTests {
             routes.get("/items/:id") { _, context in "item \(try context.parameters.require("id", as: Int.self))" }
             routes.get("/later") { request, _ in Reply.later { done in done { try "later".response(for: request) } } }
             routes.get("/big") { _, _ in Response(status: .ok, contentType: "text/plain", body: Array(repeating: 0x62, count: 10_000)) }
+            routes.get("/sized/:bytes") { _, context in
+                Response(status: .ok, contentType: "text/plain", body: Array(repeating: 0x63, count: try context.parameters.require("bytes", as: Int.self)))
+            }
             let path = file
             routes.get("/file") { _, _ in Response.file(fd: Glibc.open(path, O_RDONLY), offset: 2, length: 6, headers: HTTPHeaders([("Content-Type", "text/plain")])) }
             let script = self.script

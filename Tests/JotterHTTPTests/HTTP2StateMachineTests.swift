@@ -313,6 +313,122 @@ struct HTTP2StateMachineTests {
         #expect(setup.server.slowConnectionsClosed.timedOut == 1)
     }
 
+    // MARK: - What a connection holds
+
+    @Test("a zero window and 100 streams of 300 KB: requests begin only while the connection holds under 1 MiB of answers; once the client reads, all 100 arrive whole and nothing is held")
+    func zeroWindowHoldsBounded() {
+        let setup = Setup()
+        var connection = Self.connection(setup)
+        let client = H2Client(initialWindow: 0)
+        let ids = (0..<100).map { _ in client.request("GET", "/sized/300000") }
+        Self.converse(client, &connection)
+        #expect(setup.server.requestsInFlight <= 4, "\(setup.server.requestsInFlight) requests begun under a zero window")
+        #expect(connection.machine.heldAnswerBytes <= HTTP2StateMachine.heldBytesLimit + 300_000,
+                "\(connection.machine.heldAnswerBytes) bytes held")
+        #expect(setup.server.heldAnswers.bytes <= HTTP2StateMachine.heldBytesLimit + 300_000)
+        #expect(connection.machine.openStreams == 100, "the others wait, open")
+        // A tick does not change it, and a request on a connection that holds nothing begins at once.
+        connection.tick()
+        let other = H2Client()
+        var second = Self.connection(setup)
+        let hello = other.request("GET", "/hello")
+        Self.converse(other, &second)
+        #expect(other.answer(hello) == Self.hello)
+        // The client reads: every answer arrives, whole.
+        client.settings(initialWindow: 1 << 20)
+        Self.converse(client, &connection)
+        #expect(ids.allSatisfy { client.answer($0)?.body.utf8.count == 300_000 && client.answer($0)?.status == 200 })
+        #expect(setup.completions.all.count == 101 && setup.completions.all.allSatisfy { $0.outcome == .sent })
+        #expect(connection.machine.heldAnswerBytes == 0 && setup.server.heldAnswers.bytes == 0)
+        #expect(setup.server.requestsInFlight == 0)
+        #expect(connection.violations.isEmpty, "\(connection.violations)")
+    }
+
+    @Test("the server's bound: past it, a connection that holds answers begins no more; one that holds none still does; a hang-up lets go of all")
+    func serverBoundOnHeldBytes() {
+        let setup = Setup { $0.maxHeldAnswerBytes = 100_000 }
+        var first = Self.connection(setup)
+        let client = H2Client(initialWindow: 0)
+        for _ in 0..<5 { client.request("GET", "/sized/60000") }
+        Self.converse(client, &first)
+        #expect(setup.server.requestsInFlight == 2, "the first held 60,000 bytes (under the bound), the second passed it")
+        var second = Self.connection(setup)
+        let other = H2Client(initialWindow: 0)
+        for _ in 0..<3 { other.request("GET", "/sized/60000") }
+        Self.converse(other, &second)
+        #expect(setup.server.requestsInFlight == 3, "a connection that holds nothing begins one")
+        first.closeInput()
+        second.closeInput()
+        #expect(setup.server.heldAnswers.bytes == 0 && setup.server.requestsInFlight == 0)
+        #expect(setup.completions.all.allSatisfy { $0.outcome == .clientAbort }, "\(setup.completions.all.map(\.outcome))")
+    }
+
+    @Test("downloads under a zero window: one connection holds at most 8 files open; the rest begin as those end")
+    func filesPerConnection() {
+        let setup = Setup()
+        var connection = Self.connection(setup)
+        let client = H2Client(initialWindow: 0)
+        let ids = (0..<50).map { _ in client.request("GET", "/file") }
+        Self.converse(client, &connection)
+        #expect(setup.server.heldAnswers.files == HTTP2StateMachine.heldFilesLimit)
+        #expect(setup.server.requestsInFlight == HTTP2StateMachine.heldFilesLimit)
+        client.settings(initialWindow: 1 << 20)
+        Self.converse(client, &connection)
+        #expect(ids.allSatisfy { client.answer($0) == H2Client.Answer(status: 200, body: "234567") })
+        #expect(setup.server.heldAnswers.files == 0)
+    }
+
+    @Test("a parked stream's body is kept for its request; past 64 KiB of parked bodies the stream is refused (REFUSED_STREAM)")
+    func parkedBodies() {
+        let setup = Setup()
+        var connection = Self.connection(setup)
+        let client = H2Client(initialWindow: 0)
+        _ = client.request("GET", "/sized/2000000")
+        let small = client.request("POST", "/echo", body: Array(repeating: 0x61, count: 1_000))
+        let large = client.request("POST", "/echo", body: Array(repeating: 0x61, count: 100_000))
+        Self.converse(client, &connection)
+        #expect(client.exchanges[large]?.reset == NGHTTP2_REFUSED_STREAM.rawValue)
+        #expect(setup.server.requestsInFlight == 1)
+        client.settings(initialWindow: 1 << 20)
+        Self.converse(client, &connection)
+        #expect(client.answer(small) == H2Client.Answer(status: 200, body: String(repeating: "a", count: 1_000)))
+        #expect(setup.server.requestsInFlight == 0 && setup.server.heldAnswers.bytes == 0)
+    }
+
+    @Test("floods of frames that carry no progress (empty DATA, WINDOW_UPDATE): GOAWAY ENHANCE_YOUR_CALM, closed; a download's WINDOW_UPDATEs are not one",
+          arguments: ["data", "window"])
+    func noProgressFlood(_ kind: String) {
+        let setup = Setup()
+        var connection = Self.connection(setup)
+        let client = H2Client()
+        let id = client.request("POST", "/echo", body: [], ends: false)
+        Self.converse(client, &connection)
+        var flood: [UInt8] = []
+        for _ in 0..<1_200 {
+            if kind == "data" {
+                flood += [0, 0, 0, 0, 0, 0, 0, 0, UInt8(id)]  // DATA, length 0, no flags
+            } else {
+                flood += [0, 0, 4, 8, 0, 0, 0, 0, 0, 0, 0, 0, 1]  // WINDOW_UPDATE of 1 on the connection
+            }
+        }
+        connection.send(flood)
+        client.receive(connection.takeOutput())
+        #expect(client.goAway?.error == NGHTTP2_ENHANCE_YOUR_CALM.rawValue)
+        #expect(connection.closed == true)
+        #expect(setup.completions.all.map(\.outcome) == [.error])
+    }
+
+    @Test("a large download with a client that updates its windows as it reads: no GOAWAY")
+    func downloadIsProgress() {
+        let setup = Setup()
+        var connection = Self.connection(setup)
+        let client = H2Client(initialWindow: 1_000)
+        let ids = (0..<20).map { _ in client.request("GET", "/sized/300000") }
+        Self.converse(client, &connection)
+        #expect(ids.allSatisfy { client.answer($0)?.body.utf8.count == 300_000 })
+        #expect(client.goAway == nil && !connection.closed)
+    }
+
     @Test("a body below 512 B/s once 10 s have passed: its stream is reset (CANCEL), the connection serves on")
     func minimumBodyRate() {
         let setup = Setup()
@@ -512,6 +628,12 @@ final class H2Client {
         }
         exchanges[id] = Exchange(toSend: body ?? [], ends: ends)
         return id
+    }
+
+    /// Sends SETTINGS with a new `SETTINGS_INITIAL_WINDOW_SIZE` (every stream's window changes by the difference).
+    func settings(initialWindow: UInt32) {
+        var settings = [nghttp2_settings_entry(settings_id: Int32(NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE.rawValue), value: initialWindow)]
+        nghttp2_submit_settings(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), &settings, settings.count)
     }
 
     /// Resets stream `id` (CANCEL).

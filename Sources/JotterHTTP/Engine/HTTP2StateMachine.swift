@@ -62,6 +62,11 @@ struct HTTP2StateMachine: ConnectionMachine, ~Copyable {
         /// The data provider returned `NGHTTP2_ERR_DEFERRED`: a wake resumes it.
         var deferred = false
         var waker: ConnectionWaker?
+        /// Its head is complete but its request has not begun: the connection holds too much of
+        /// its answers already (`mustPark`). It begins when they have gone out, in arrival order.
+        var parked = false
+        /// Body bytes of a parked stream, given to its request when it begins.
+        var parkedBody: [UInt8] = []
 
         init(id: Int32) { self.id = id }
     }
@@ -97,6 +102,19 @@ struct HTTP2StateMachine: ConnectionMachine, ~Copyable {
     static let maxHeaderList = 64 << 10
     /// Reads in a row on one readiness report before the loop serves others.
     static let readRounds = 16
+    /// Bytes of answers a connection may hold (made, not yet taken by the socket) and still begin
+    /// another stream's request: past it, new streams wait (`Stream.parked`) until the client
+    /// reads — answers are not made to be held, as HTTP/1.1 stops parsing past the same amount.
+    static let heldBytesLimit = HTTP1StateMachine.outputHighWater
+    /// Files a connection's answers may hold open and still begin another stream's request.
+    static let heldFilesLimit = 8
+    /// Body bytes all parked streams of a connection may hold; past it the stream that sends
+    /// more is refused (`RST_STREAM REFUSED_STREAM`: not processed, the client may retry).
+    static let parkedBodyLimit = 64 << 10
+    /// Frames that carry no progress (empty DATA without END_STREAM, WINDOW_UPDATE, PRIORITY)
+    /// beyond those the connection's own progress accounts for: past it, GOAWAY
+    /// `ENHANCE_YOUR_CALM` (CVE-2019-9518 class).
+    static let idleFrameLimit = 1_000
 
     // MARK: - Environment
 
@@ -118,6 +136,21 @@ struct HTTP2StateMachine: ConnectionMachine, ~Copyable {
     /// their body arrives: the connection reads nothing more until each is back.
     private var pausedStreams: Set<Int32> = []
     private var starts: [Start] = []
+    /// Streams whose request waits for the connection to hold less, in arrival order.
+    private var parked: [Int32] = []
+    /// Body bytes the parked streams hold.
+    private var parkedBodyBytes = 0
+
+    // MARK: - What the connection holds
+
+    /// Bytes of answers made and not yet handed to nghttp2 (counted in `server.held` too).
+    private var heldBytes = 0
+    /// Files the streams' answers hold open (counted in `server.held` too).
+    private var heldFiles = 0
+    /// Frames received that carried no progress, less the progress made since (never below 0).
+    private var idleFrames = 0
+    /// The client sent too many frames that carry no progress: GOAWAY `ENHANCE_YOUR_CALM` was submitted.
+    private var calmed = false
 
     // MARK: - Input
 
@@ -440,6 +473,13 @@ struct HTTP2StateMachine: ConnectionMachine, ~Copyable {
 
     var waitingForHeadSince: UInt64? { streams.isEmpty ? idleSince : nil }
 
+    /// Streams are open and none waits on the server's work (a later reply, a step on an
+    /// executor): they stream answers (event streams), read bodies, or wait for the client.
+    /// At the connection limit such connections may be pushed out (`EventLoop`).
+    var isLongLived: Bool {
+        !streams.isEmpty && !closing && !isFinished && !streams.values.contains { $0.waiting }
+    }
+
     /// Streams open now.
     var openStreams: Int { streams.count }
 
@@ -458,6 +498,7 @@ struct HTTP2StateMachine: ConnectionMachine, ~Copyable {
                 finish()
                 return .close
             }
+            if !parked.isEmpty { unpark() }
             if !starts.isEmpty { startWork() }
             if !outputBlocked {
                 if !leftover.isEmpty {
@@ -532,7 +573,10 @@ struct HTTP2StateMachine: ConnectionMachine, ~Copyable {
             nghttp2_session_set_user_data(session, machine)
             return nghttp2_session_mem_recv(session, bytes.baseAddress!.assumingMemoryBound(to: UInt8.self), bytes.count)
         }
-        if result < 0 {
+        if calmed {
+            server.log.info("HTTP/2 connection from \(address) closed: more than \(Self.idleFrameLimit) frames carrying no progress")
+            closeAfterOutput = .error
+        } else if result < 0 {
             if result == Int(NGHTTP2_ERR_FLOODED.rawValue) || result == Int(NGHTTP2_ERR_BAD_CLIENT_MAGIC.rawValue) {
                 server.log.info("HTTP/2 connection from \(address) closed: \(String(cString: nghttp2_strerror(Int32(result))))")
             }
@@ -619,6 +663,20 @@ struct HTTP2StateMachine: ConnectionMachine, ~Copyable {
         stream.headComplete = true
         if !stream.cookies.isEmpty { stream.headers.add("cookie", stream.cookies.joined(separator: "; ")) }
         if stream.headers["Host"] == nil, !stream.authority.isEmpty { stream.headers.add("host", stream.authority) }
+        stream.hasBody = !endStream
+        if mustPark(queued: true) {
+            stream.parked = true
+            stream.ended = endStream
+            parked.append(id)
+            return
+        }
+        begin(stream)
+        if endStream { bodyComplete(stream) }
+    }
+
+    /// Begins a stream's request: its lifecycle, and the action of its head.
+    private mutating func begin(_ stream: Stream) {
+        guard let session else { return }
         let interim = InterimSink(loop: handback.loop, connection: handback.token) { [weak stream] status, headers in
             guard let stream, !stream.closed, !stream.answered else { return false }
             return HeaderBlock(status: status.code, headers: headers).submit(session, stream.id, provider: nil, interim: true)
@@ -628,10 +686,9 @@ struct HTTP2StateMachine: ConnectionMachine, ~Copyable {
         server.inFlight.add(1, ordering: .relaxed)
         stream.lifecycle = lifecycle
         stream.isHead = stream.method == "HEAD"
-        stream.hasBody = !endStream
         stream.bodyStarted = now
-        headActed(stream, lifecycle.headerComplete(method: stream.method, version: "HTTP/2.0", headers: stream.headers, bodyFollows: !endStream))
-        if endStream { bodyComplete(stream) }
+        headActed(stream, lifecycle.headerComplete(method: stream.method, version: "HTTP/2.0", headers: stream.headers,
+                                                   bodyFollows: stream.hasBody))
     }
 
     /// Carries out the action of a stream's head.
@@ -666,6 +723,15 @@ struct HTTP2StateMachine: ConnectionMachine, ~Copyable {
     }
 
     fileprivate mutating func data(_ id: Int32, _ bytes: UnsafeRawBufferPointer) {
+        if let stream = streams[id], stream.parked {
+            guard parkedBodyBytes + bytes.count <= Self.parkedBodyLimit, let session else {
+                if let session { nghttp2_submit_rst_stream(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), id, NGHTTP2_REFUSED_STREAM.rawValue) }
+                return
+            }
+            stream.parkedBody.append(contentsOf: bytes)
+            parkedBodyBytes += bytes.count
+            return
+        }
         guard let stream = streams[id], let lifecycle = stream.lifecycle, !stream.discarding, !stream.answered else { return }
         if stream.waiting, stream.awayAtHead {
             stream.held.append(contentsOf: bytes)
@@ -689,6 +755,7 @@ struct HTTP2StateMachine: ConnectionMachine, ~Copyable {
 
     private mutating func bodyComplete(_ stream: Stream) {
         stream.ended = true
+        if stream.parked { return }
         guard let lifecycle = stream.lifecycle, !stream.discarding, !stream.answered, !stream.waiting else { return }
         bodyActed(stream, lifecycle.bodyComplete())
     }
@@ -715,13 +782,32 @@ struct HTTP2StateMachine: ConnectionMachine, ~Copyable {
     }
 
     /// A frame went out (into the output); the one that ends a stream's answer completes its request.
-    fileprivate func frameSent(_ id: Int32, endStream: Bool) {
+    fileprivate mutating func frameSent(_ id: Int32, type: UInt32, endStream: Bool) {
+        if type == NGHTTP2_DATA.rawValue { idleFrames = max(0, idleFrames - 1) }  // the client may answer it with a WINDOW_UPDATE
         guard endStream, let stream = streams[id], stream.answered else { return }
         complete(stream, outcome: .sent)
         // Answered before its body ended (a refusal): the client may stop sending (RFC 9113 §8.1).
         if stream.discarding, let session {
             nghttp2_submit_rst_stream(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), id, NGHTTP2_NO_ERROR.rawValue)
         }
+    }
+
+    /// Counts a frame received: one that carries no progress — an empty DATA that does not end
+    /// its stream, a WINDOW_UPDATE, a PRIORITY — adds one, one that does (a request's HEADERS, a
+    /// DATA with bytes) takes one off, as each DATA frame sent does (the client may answer it
+    /// with a WINDOW_UPDATE). Past `idleFrameLimit` the client sends nothing but work for the
+    /// server (CVE-2019-9518): GOAWAY `ENHANCE_YOUR_CALM`, and the connection closes.
+    fileprivate mutating func frameReceived(type: UInt32, payload: Int, endStream: Bool) {
+        switch type {
+        case NGHTTP2_DATA.rawValue where payload == 0 && !endStream, NGHTTP2_WINDOW_UPDATE.rawValue, NGHTTP2_PRIORITY.rawValue:
+            idleFrames += 1
+        case NGHTTP2_DATA.rawValue, NGHTTP2_HEADERS.rawValue:
+            idleFrames = max(0, idleFrames - 1)
+        default: break
+        }
+        guard idleFrames > Self.idleFrameLimit, !calmed, let session else { return }
+        calmed = true
+        nghttp2_session_terminate_session(session, NGHTTP2_ENHANCE_YOUR_CALM.rawValue)
     }
 
     fileprivate mutating func streamClosed(_ id: Int32) {
@@ -743,11 +829,19 @@ struct HTTP2StateMachine: ConnectionMachine, ~Copyable {
     }
 
     /// What a stream still holds: a file, a streaming body, its waker.
-    private func release(_ stream: Stream) {
+    private mutating func release(_ stream: Stream) {
         switch stream.source {
-        case .file(let fd, _, _): close(fd)
+        case .bytes(let body): unhold(bytes: body.count - stream.position)
+        case .file(let fd, _, _):
+            close(fd)
+            unhold(files: 1)
         case .stream(let body): body.finish()
         default: break
+        }
+        if stream.parked {
+            stream.parked = false
+            parkedBodyBytes -= stream.parkedBody.count
+            stream.parkedBody = []
         }
         stream.source = .none
         stream.waker?.close()
@@ -765,6 +859,8 @@ struct HTTP2StateMachine: ConnectionMachine, ~Copyable {
         streams = [:]
         starts = []
         pausedStreams = []
+        parked = []
+        parkedBodyBytes = 0
         closing = true
     }
 
@@ -781,6 +877,51 @@ struct HTTP2StateMachine: ConnectionMachine, ~Copyable {
 
     // MARK: - Answers
 
+    /// Counts answer bytes or open files as held, by this connection and the server.
+    private mutating func hold(bytes: Int = 0, files: Int = 0) {
+        heldBytes += bytes
+        heldFiles += files
+        server.held.add(bytes: bytes, files: files)
+    }
+
+    private mutating func unhold(bytes: Int = 0, files: Int = 0) {
+        hold(bytes: -bytes, files: -files)
+    }
+
+    /// Bytes of answers the connection holds: made and not yet written.
+    var heldAnswerBytes: Int { heldBytes + leftover.bytes.count }
+
+    /// Whether a stream whose head just completed must wait before its request begins: streams
+    /// parked before it wait still (arrival order), and a connection that holds answers already
+    /// — past its own bounds (`heldBytesLimit`, `heldFilesLimit`), or while the server's
+    /// (`HTTPServer.held`) are passed — makes no more. A connection that holds nothing always
+    /// begins one: a client that reads is never kept waiting for others that do not.
+    private func mustPark(queued: Bool) -> Bool {
+        if queued, !parked.isEmpty { return true }
+        let bytes = heldAnswerBytes
+        guard bytes > 0 || heldFiles > 0 else { return false }
+        return bytes >= Self.heldBytesLimit || heldFiles >= Self.heldFilesLimit || server.held.exhausted
+    }
+
+    /// Begins the parked streams' requests, oldest first, while the connection may.
+    private mutating func unpark() {
+        while let id = parked.first, !closing {
+            guard let stream = streams[id], stream.parked else {
+                parked.removeFirst()
+                continue
+            }
+            if mustPark(queued: false) { return }
+            parked.removeFirst()
+            stream.parked = false
+            let body = stream.parkedBody
+            parkedBodyBytes -= body.count
+            stream.parkedBody = []
+            begin(stream)
+            if !body.isEmpty { body.withUnsafeBytes { data(id, $0) } }
+            if stream.ended { bodyComplete(stream) }
+        }
+    }
+
     private mutating func answer(_ stream: Stream, _ response: Response) {
         guard let session, !stream.answered, !stream.closed else {
             response.payload.release()
@@ -794,10 +935,18 @@ struct HTTP2StateMachine: ConnectionMachine, ~Copyable {
         switch response.payload {
         case .bytes:
             length = UInt64(response.body.count)
-            if bodyAllowed, !stream.isHead, !response.body.isEmpty { stream.source = .bytes(response.body) }
+            if bodyAllowed, !stream.isHead, !response.body.isEmpty {
+                stream.source = .bytes(response.body)
+                hold(bytes: response.body.count)
+            }
         case .file(let fd, let offset, let count):
             length = count
-            if bodyAllowed, !stream.isHead, count > 0 { stream.source = .file(fd: fd, offset: Int(offset), remaining: Int(count)) } else { close(fd) }
+            if bodyAllowed, !stream.isHead, count > 0 {
+                stream.source = .file(fd: fd, offset: Int(offset), remaining: Int(count))
+                hold(files: 1)
+            } else {
+                close(fd)
+            }
         case .stream(let body, let count, _):
             length = count
             if bodyAllowed, !stream.isHead {
@@ -894,7 +1043,7 @@ struct HTTP2StateMachine: ConnectionMachine, ~Copyable {
     }
 
     /// nghttp2 asks for up to `length` bytes of a stream's answer.
-    fileprivate func readBody(_ id: Int32, into buffer: UnsafeMutablePointer<UInt8>, length: Int,
+    fileprivate mutating func readBody(_ id: Int32, into buffer: UnsafeMutablePointer<UInt8>, length: Int,
                               flags: UnsafeMutablePointer<UInt32>) -> Int {
         guard let stream = streams[id] else { return Int(NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE.rawValue) }
         let eof = NGHTTP2_DATA_FLAG_EOF.rawValue
@@ -908,6 +1057,7 @@ struct HTTP2StateMachine: ConnectionMachine, ~Copyable {
                 UnsafeMutableRawPointer(buffer).copyMemory(from: bytes.baseAddress! + stream.position, byteCount: count)
             }
             stream.position += count
+            unhold(bytes: count)
             if stream.position == body.count { flags.pointee |= eof }
             return count
         case .file(let fd, let offset, let total):
@@ -976,7 +1126,11 @@ final class HTTP2Callbacks: @unchecked Sendable {
             guard let frame, let user else { return 0 }
             let machine = HTTP2StateMachine.from(user)
             let endStream = frame.pointee.hd.flags & UInt8(NGHTTP2_FLAG_END_STREAM.rawValue) != 0
-            switch UInt32(frame.pointee.hd.type) {
+            let type = UInt32(frame.pointee.hd.type)
+            // DATA's length includes its padding (`padlen`, its length field included).
+            let payload = type == NGHTTP2_DATA.rawValue ? frame.pointee.hd.length - frame.pointee.data.padlen : frame.pointee.hd.length
+            machine.pointee.frameReceived(type: type, payload: payload, endStream: endStream)
+            switch type {
             case NGHTTP2_HEADERS.rawValue: machine.pointee.headersReceived(frame.pointee.hd.stream_id, endStream: endStream)
             case NGHTTP2_DATA.rawValue where endStream: machine.pointee.bodyEnded(frame.pointee.hd.stream_id)
             default: break
@@ -992,7 +1146,7 @@ final class HTTP2Callbacks: @unchecked Sendable {
             guard let frame, let user else { return 0 }
             let type = UInt32(frame.pointee.hd.type)
             guard type == NGHTTP2_HEADERS.rawValue || type == NGHTTP2_DATA.rawValue else { return 0 }
-            HTTP2StateMachine.from(user).pointee.frameSent(frame.pointee.hd.stream_id,
+            HTTP2StateMachine.from(user).pointee.frameSent(frame.pointee.hd.stream_id, type: type,
                                                            endStream: frame.pointee.hd.flags & UInt8(NGHTTP2_FLAG_END_STREAM.rawValue) != 0)
             return 0
         })

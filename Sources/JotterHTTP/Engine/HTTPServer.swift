@@ -43,6 +43,16 @@ public final class HTTPServer: Sendable {
         public var temporaryDirectory = "/tmp"
         /// HTTPS (OpenSSL): the PEM certificate chain and its private key; nil for plain HTTP.
         public var tls: (certificate: String, key: String)?
+        /// Bytes of HTTP/2 answers all connections together may hold (made, not yet written)
+        /// before a connection that holds some begins no more streams until its client reads
+        /// (docs/http-engine.md, "HTTP/2"). A connection that holds none always begins one.
+        public var maxHeldAnswerBytes = 64 << 20
+        /// Files HTTP/2 answers (downloads) may hold open at once, all connections together,
+        /// before a connection that holds some begins no more streams; nil: the process's
+        /// descriptor limit (`RLIMIT_NOFILE`) less one per connection of `connectionLimit` and
+        /// `HeldAnswers.reservedDescriptors`, so that accepting a connection and answering it
+        /// (`/healthz`) never finds the descriptors gone.
+        public var maxHeldFiles: Int?
 
         public init(host: String = "127.0.0.1", port: Int = 8080, threads: Int = Configuration.cores,
                     connectionLimit: Int = 10_000, connectionsPerAddress: Int = 256, idleTimeout: Int = 30,
@@ -73,6 +83,8 @@ public final class HTTPServer: Sendable {
     private let loops = Mutex<[EventLoop]>([])
     let counters = EngineCounters()
     let connections: ConnectionTable
+    /// What HTTP/2 answers hold, all connections together, against the server's bounds.
+    let held: HeldAnswers
     /// The TLS context new connections take (HTTPS only); `reloadTLS` replaces it.
     private let tls = Mutex<TLSContext?>(nil)
 
@@ -84,6 +96,14 @@ public final class HTTPServer: Sendable {
                                          maxParts: configuration.maxParts, temporaryDirectory: configuration.temporaryDirectory)
         connections = ConnectionTable(limit: configuration.connectionLimit, perAddress: configuration.connectionsPerAddress,
                                       unlimited: router.trustedProxies)
+        held = HeldAnswers(maxBytes: configuration.maxHeldAnswerBytes,
+                           maxFiles: configuration.maxHeldFiles ?? HeldAnswers.fileBudget(connectionLimit: configuration.connectionLimit))
+    }
+
+    /// Bytes of HTTP/2 answers held in memory now (made, not yet written), and files their
+    /// answers hold open.
+    public var heldAnswers: (bytes: Int, files: Int) {
+        (held.bytes.load(ordering: .relaxed), held.files.load(ordering: .relaxed))
     }
 
     /// The loop, other than `loop`, whose oldest connection waiting for its head has waited
@@ -192,5 +212,42 @@ public final class HTTPServer: Sendable {
 
     deinit {
         shutdown()
+    }
+}
+
+/// What HTTP/2 answers hold, all connections together: bytes made and not yet written, and
+/// files open. Past either bound a connection that holds some begins no new stream until it
+/// holds less (`HTTP2StateMachine`'s parked streams); a connection that holds none still does.
+final class HeldAnswers: Sendable {
+    let bytes = Atomic<Int>(0)
+    let files = Atomic<Int>(0)
+    let maxBytes: Int
+    let maxFiles: Int
+
+    /// Descriptors left for everything but connections and answers' files: the listening
+    /// socket, epoll and eventfds, the store, logs, temporary files of uploads.
+    static let reservedDescriptors = 256
+
+    init(maxBytes: Int, maxFiles: Int) {
+        self.maxBytes = maxBytes
+        self.maxFiles = maxFiles
+    }
+
+    /// The files answers may hold when the process may open `RLIMIT_NOFILE` descriptors and
+    /// `connectionLimit` connections hold one each (at least 64).
+    static func fileBudget(connectionLimit: Int) -> Int {
+        var limit = rlimit()
+        guard getrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &limit) == 0, limit.rlim_cur != rlim_t.max else { return 1 << 20 }
+        return max(64, Int(limit.rlim_cur) - connectionLimit - reservedDescriptors)
+    }
+
+    func add(bytes: Int, files: Int) {
+        if bytes != 0 { self.bytes.add(bytes, ordering: .relaxed) }
+        if files != 0 { self.files.add(files, ordering: .relaxed) }
+    }
+
+    /// Either bound is reached.
+    var exhausted: Bool {
+        bytes.load(ordering: .relaxed) >= maxBytes || files.load(ordering: .relaxed) >= maxFiles
     }
 }
