@@ -181,7 +181,8 @@ public func buildApplication(_ configuration: ServerConfiguration) throws -> App
         authenticated.add(middleware: IdempotencyMiddleware(store: notes, transactional: { request in
             request.path == "/notes" || (request.path == "/uploads" && !request.files.isEmpty)
         }))
-        NotesController(store: notes, events: events, replayLimit: configuration.eventBacklog).register(in: &authenticated)
+        NotesController(store: notes, events: events, replayLimit: configuration.eventBacklog,
+                        streamsPerToken: configuration.eventStreamsPerToken, streamsPerUser: configuration.eventStreamsPerUser).register(in: &authenticated)
         UploadsController(store: notes, events: events, resumable: resumable).register(in: &authenticated)
         auth.register(in: &authenticated)
         authenticated.group { admin in

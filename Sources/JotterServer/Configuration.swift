@@ -46,6 +46,12 @@ public struct ServerConfiguration: Sendable {
     public var eventHeartbeat: Double = 15
     /// Events kept for streams that reconnect with `Last-Event-ID`.
     public var eventBacklog = 10_000
+    /// Event streams (`GET /notes/events`) one token or session may hold open at once; more
+    /// are `429` (docs/API.md). Without authentication no token is counted.
+    public var eventStreamsPerToken = 32
+    /// Event streams one signed-in user may hold open at once, all their tokens and sessions
+    /// together; more are `429`.
+    public var eventStreamsPerUser = 64
     /// `/healthz` answers 503 when less than this many bytes are free for the data folder.
     public var minimumFreeSpace: Int64 = 64 << 20
 

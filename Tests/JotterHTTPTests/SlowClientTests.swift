@@ -125,4 +125,38 @@ struct SlowClientTests {
         }
         #expect(open <= 100, "\(open) slow connections still open")
     }
+
+    @Test("a table full of event streams and slow bodies: a newcomer pushes out the oldest of the address that holds the most, and is served", arguments: ["events", "bodies"])
+    func fullTableOfLongLived(_ kind: String) throws {
+        let fixture = try EngineFixture {
+            $0.connectionLimit = 40
+            $0.connectionsPerAddress = 30
+            $0.headerTimeout = 60
+            $0.minimumBodyRate = 0
+        }
+        func open(from address: String) throws -> RawHTTP {
+            let connection = try fixture.connect(from: address)
+            if kind == "events" {
+                try connection.send("GET /events HTTP/1.1\r\nHost: x\r\n\r\n")
+                _ = try connection.readStream(until: "\r\n\r\n")
+            } else {
+                try connection.send("POST /body HTTP/1.1\r\nHost: x\r\nContent-Length: 100000\r\n\r\nabc")
+            }
+            return connection
+        }
+        var heavy: [RawHTTP] = [], light: [RawHTTP] = []
+        for _ in 0..<30 { heavy.append(try open(from: "127.0.0.2")) }
+        for _ in 0..<10 { light.append(try open(from: "127.0.0.3")) }
+        usleep(1_300_000)  // long-lived for a second: then they may be pushed out
+        for attempt in 0..<5 {
+            let client = try fixture.connect(from: "127.0.0.200")
+            let response = try client.request("GET", "/hello", close: true)
+            #expect(response.status == 200, "attempt \(attempt)")
+        }
+        #expect(fixture.server.longLivedEvicted >= 1)
+        #expect(fixture.server.slowConnectionsClosed.refused == 0)
+        usleep(100_000)
+        #expect(light.allSatisfy { !closed($0) }, "the address holding fewer keeps its connections")
+        #expect(heavy.filter { closed($0) }.count == fixture.server.longLivedEvicted)
+    }
 }

@@ -78,6 +78,38 @@ struct NoteEventsTests {
         return try #require((try response.json()["note"] as? [String: Any])?["id"] as? String)
     }
 
+    @Test("event streams per token and per user are capped: the next is 429 problem+json with Retry-After; closing one makes room")
+    func streamsPerTokenAndUser() throws {
+        try TestApp.with(configure: { $0.auth = .required; $0.eventStreamsPerToken = 2; $0.eventStreamsPerUser = 3 }) { app in
+            try app.addUser("ann")
+            let first = try app.token("ann"), second = try app.token("ann")
+            func open(_ token: String) throws -> RawHTTP {
+                let connection = try RawHTTP(port: app.port, timeout: 5)
+                try connection.send("GET /notes/events HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer \(token)\r\n\r\n")
+                return connection
+            }
+            let a = try open(first), b = try open(first)
+            _ = try a.readStream(until: "retry: 3000")
+            _ = try b.readStream(until: "retry: 3000")
+            let refused = try open(first).readResponse()
+            #expect(refused.status == 429 && refused.header("Retry-After") != nil, "\(refused.text)")
+            #expect(refused.header("Content-Type")?.hasPrefix("application/problem+json") == true)
+            #expect(refused.text.contains("this token has 2 event streams open"))
+            let c = try open(second)
+            _ = try c.readStream(until: "retry: 3000")
+            let overUser = try open(second).readResponse()
+            #expect(overUser.status == 429 && overUser.text.contains("you have 3 event streams open"), "\(overUser.text)")
+            a.reset()
+            var reopened = 0
+            for _ in 0..<100 where reopened == 0 {
+                let again = try open(first)
+                if let text = try? again.readStream(until: "\r\n\r\n"), text.hasPrefix("HTTP/1.1 200") { reopened = 1 } else { usleep(20_000) }
+            }
+            #expect(reopened == 1, "a closed stream makes room")
+            _ = (b, c)
+        }
+    }
+
     @Test("two subscribers see the same create, update, delete events in order with growing ids")
     func twoSubscribers() throws {
         try TestApp.with { app in

@@ -35,6 +35,10 @@ final class EventLoop: @unchecked Sendable {
         /// The table is full and another loop admitted a connection it had none to evict for:
         /// close this loop's connection that has waited longest for its head.
         case evict
+        /// The table is full and no loop has a connection waiting for its head: close this
+        /// loop's oldest long-lived connection (an event stream, a body being read) of the
+        /// address that holds the most connections.
+        case evictLongLived
         /// Stop accepting; end streams; close connections waiting for a request.
         case quiesce
         /// Close everything and end the thread.
@@ -69,6 +73,8 @@ final class EventLoop: @unchecked Sendable {
     /// Since when this loop's connection that has waited longest for its head has waited (0:
     /// none waits), as of its last sweep: where another loop may send an eviction.
     let oldestHeadWait = Atomic<UInt64>(0)
+    /// This loop's long-lived connections (`LoopConnection.isLongLived`), as of its last sweep.
+    let longLived = Atomic<Int>(0)
 
     static let listenerToken: UInt64 = 1
     static let wakeToken: UInt64 = 2
@@ -191,6 +197,8 @@ final class EventLoop: @unchecked Sendable {
             if sink.send(status, headers), let token = sink.connection { connections[token]?.deliver(task) }
         case .evict:
             if !evictOne() { oldestHeadWait.store(0, ordering: .relaxed) }
+        case .evictLongLived:
+            if !evictLongLived() { longLived.store(0, ordering: .relaxed) }
         case .quiesce:
             if accepting {
                 accepting = false
@@ -204,11 +212,14 @@ final class EventLoop: @unchecked Sendable {
 
     private func sweep(now: UInt64) {
         var oldest = UInt64.max
+        var long = 0
         for connection in Array(connections.values) {
             connection.check(now: now)
             if let since = connection.waitingForHeadSince, since < oldest { oldest = since }
+            if connection.isLongLived { long += 1 }
         }
         oldestHeadWait.store(oldest == .max ? 0 : oldest, ordering: .relaxed)
+        longLived.store(long, ordering: .relaxed)
     }
 
     // MARK: - Connections
@@ -225,14 +236,20 @@ final class EventLoop: @unchecked Sendable {
             }
             // Past the limit a slow head makes room — on this loop, or on another whose last sweep
             // saw one waiting long enough (the kernel may give one loop every slow connection).
+            // With none, the oldest long-lived connection of whoever holds the most goes — on this
+            // loop, or on the one that had the most of them — rather than every newcomer refused.
             if server.connections.overLimit, !evictOne() {
-                guard let other = server.loopToEvict(besides: self) else {
-                    server.connections.release(text)
-                    server.counters.refused.add(1, ordering: .relaxed)
-                    close(fd)
-                    continue
+                if let other = server.loopToEvict(besides: self) {
+                    other.post(.evict)
+                } else if !evictLongLived() {
+                    guard let other = server.loopWithLongLived(besides: self) else {
+                        server.connections.release(text)
+                        server.counters.refused.add(1, ordering: .relaxed)
+                        close(fd)
+                        continue
+                    }
+                    other.post(.evictLongLived)
                 }
-                other.post(.evict)
             }
             var session: UnsafeMutableRawPointer?
             if let context = server.tlsContext {
@@ -267,6 +284,30 @@ final class EventLoop: @unchecked Sendable {
         guard let oldest else { return false }
         server.counters.evicted.add(1, ordering: .relaxed)
         oldest.abort(.error)
+        return true
+    }
+
+    /// Past the connection limit with no connection waiting for its head anywhere: closes this
+    /// loop's oldest long-lived connection (`isLongLived`: an event stream, a body being read,
+    /// HTTP/2 streams that wait on the client) of the address that holds the most connections in
+    /// the table — so the client holding the most makes room, not every newcomer. Never one
+    /// opened in the last second. False when this loop has none.
+    private func evictLongLived() -> Bool {
+        let now = Clock.microseconds()
+        var candidates: [String: any LoopConnection] = [:]
+        for connection in connections.values where connection.isLongLived && now >= connection.opened + 1_000_000 {
+            if let current = candidates[connection.address], current.opened <= connection.opened { continue }
+            candidates[connection.address] = connection
+        }
+        guard !candidates.isEmpty else { return false }
+        let counts = server.connections.counts(of: candidates.keys)
+        let chosen = candidates.max { a, b in
+            let (countA, countB) = (counts[a.key] ?? 0, counts[b.key] ?? 0)
+            return countA != countB ? countA < countB : a.value.opened > b.value.opened
+        }!.value
+        server.counters.evicted.add(1, ordering: .relaxed)
+        server.counters.evictedLongLived.add(1, ordering: .relaxed)
+        chosen.abort(.error)
         return true
     }
 
@@ -321,6 +362,15 @@ final class ConnectionTable: Sendable {
         }
     }
 
+    /// Connections open from each of `addresses`.
+    func counts(of addresses: some Sequence<String>) -> [String: Int] {
+        counts.withLock { counts in
+            var found: [String: Int] = [:]
+            for address in addresses { found[address] = counts.byAddress[address] ?? 0 }
+            return found
+        }
+    }
+
     /// More connections are open than the limit (the one just admitted included).
     var overLimit: Bool { counts.withLock { $0.total > limit } }
 
@@ -333,6 +383,8 @@ final class EngineCounters: Sendable {
     let evicted = Atomic<Int>(0)
     let slowBodies = Atomic<Int>(0)
     let refused = Atomic<Int>(0)
+    /// Of `evicted`: long-lived connections (event streams, bodies being read) pushed out.
+    let evictedLongLived = Atomic<Int>(0)
     /// Connections open now that speak HTTP/2 (the rest of the table speaks HTTP/1.x).
     let http2Connections = Atomic<Int>(0)
     /// The most posted tasks any loop ran in one turn, between two polls.
@@ -368,6 +420,9 @@ protocol LoopConnection: AnyObject {
     var opened: UInt64 { get }
     /// Since when it has been waiting for a request's header section; nil while serving one.
     var waitingForHeadSince: UInt64? { get }
+    /// It holds its place for as long as its client likes with no work of the server's under
+    /// way (an event stream, a body being read): it may be pushed out at the connection limit.
+    var isLongLived: Bool { get }
     /// epoll reported `events` for the socket.
     func handle(events: UInt32)
     /// A task another thread posted for this connection: a later reply ready, a step back from a

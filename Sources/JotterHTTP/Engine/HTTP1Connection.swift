@@ -36,6 +36,7 @@ final class HTTP1Connection: LoopConnection {
 
     var token: UInt64 { socket.token }
     var waitingForHeadSince: UInt64? { machine.waitingForHeadSince }
+    var isLongLived: Bool { !handshaking && machine.isLongLived }
 
     // MARK: - Events
 

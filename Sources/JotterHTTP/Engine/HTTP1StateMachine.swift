@@ -154,6 +154,15 @@ struct HTTP1StateMachine: ConnectionMachine, ~Copyable {
     /// When the connection began waiting for a request's header section (opened, or the last
     /// request ended); nil while a request is being read or served.
     private(set) var waitingForHeadSince: UInt64?
+
+    /// The connection holds its place for as long as its client likes, with no work of the
+    /// server's under way: a request body being read, or a streaming answer (an event stream)
+    /// being sent. At the connection limit such connections may be pushed out (`EventLoop`).
+    var isLongLived: Bool {
+        guard waitingForHeadSince == nil, !closing, !isFinished, !waiting else { return false }
+        if request != nil { return requestHasBody && !discarding }
+        return queue.contains { $0.stream != nil }
+    }
     private var bodyStarted: UInt64 = 0
     /// The body's consumer is behind (`RequestLifecycle.bodyMustWait`): nothing more is read
     /// until it calls back; since when.

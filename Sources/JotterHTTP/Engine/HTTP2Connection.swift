@@ -28,6 +28,7 @@ final class HTTP2Connection: LoopConnection {
 
     var token: UInt64 { socket.token }
     var waitingForHeadSince: UInt64? { machine.waitingForHeadSince }
+    var isLongLived: Bool { machine.isLongLived }
 
     /// Starts the session with the bytes read so far (the preface, perhaps more).
     func start(with bytes: UnsafeRawBufferPointer) {

@@ -118,6 +118,13 @@ public final class HTTPServer: Sendable {
         }
     }
 
+    /// The loop, other than `loop`, with the most long-lived connections as of its last sweep.
+    func loopWithLongLived(besides loop: EventLoop) -> EventLoop? {
+        loops.withLock { loops in
+            loops.filter { $0 !== loop }.map { ($0, $0.longLived.load(ordering: .relaxed)) }.filter { $0.1 > 0 }.max { $0.1 < $1.1 }?.0
+        }
+    }
+
     /// The ALPN protocols HTTPS offers, in order of preference.
     static let protocols = ["h2", "http/1.1"]
 
@@ -164,6 +171,10 @@ public final class HTTPServer: Sendable {
         let context = try TLSContext(certificate: certificate, key: key, protocols: Self.protocols)
         tls.withLock { $0 = context }
     }
+
+    /// Of the connections pushed out, those that were long-lived: event streams, bodies being
+    /// read, HTTP/2 streams waiting on their client.
+    public var longLivedEvicted: Int { counters.evictedLongLived.load(ordering: .relaxed) }
 
     /// Connections closed for taking longer than `headerTimeout` over a header section, pushed
     /// out to make room past `connectionLimit`, cut for a body below `minimumBodyRate`, and

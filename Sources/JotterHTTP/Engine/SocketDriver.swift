@@ -56,7 +56,7 @@ struct SocketDriver {
         case .wake(_, let stream): return machine.streamWoken(stream: stream)
         case .bodyReady(_, let stream): return machine.bodyReady(stream: stream, now: machine.clock.now())
         case .read: return machine.ready(read: true, write: false)
-        case .evict, .quiesce, .stop: return nil
+        case .evict, .evictLongLived, .quiesce, .stop: return nil
         }
     }
 

@@ -12,11 +12,42 @@ import Synchronization
 /// ```
 public final class EventBroadcaster: Sendable {
     /// Each open stream with whose events it gets and the credential it was opened with.
-    private let subscribers = Mutex<[ObjectIdentifier: Subscriber]>([:])
+    private let subscribers = Mutex<Subscribers>(Subscribers())
     private struct Subscriber {
         let body: EventStreamBody
         let audience: Int64
         let credential: Int64?
+    }
+    private struct Subscribers {
+        var all: [ObjectIdentifier: Subscriber] = [:]
+        /// Open streams by audience and by credential, for the caps of `subscribe`.
+        var byAudience: [Int64: Int] = [:]
+        var byCredential: [Int64: Int] = [:]
+
+        mutating func add(_ subscriber: Subscriber) {
+            all[ObjectIdentifier(subscriber.body)] = subscriber
+            byAudience[subscriber.audience, default: 0] += 1
+            if let credential = subscriber.credential { byCredential[credential, default: 0] += 1 }
+        }
+
+        mutating func remove(_ id: ObjectIdentifier) {
+            guard let gone = all.removeValue(forKey: id) else { return }
+            Self.decrement(&byAudience, gone.audience)
+            if let credential = gone.credential { Self.decrement(&byCredential, credential) }
+        }
+
+        private static func decrement(_ counts: inout [Int64: Int], _ key: Int64) {
+            if let count = counts[key], count > 1 { counts[key] = count - 1 } else { counts.removeValue(forKey: key) }
+        }
+    }
+
+    /// Why `subscribe` refused a stream: its audience or its credential has as many open as allowed.
+    public struct TooManyStreams: Error, Sendable {
+        /// The streams open already, and the cap they reached.
+        public let open: Int
+        public let limit: Int
+        /// True when the credential's cap was reached, false the audience's.
+        public let perCredential: Bool
     }
     /// Events are made and fanned out here, in order, so that whoever publishes — the database
     /// writer, say — never waits for thousands of streams.
@@ -34,23 +65,41 @@ public final class EventBroadcaster: Sendable {
     /// its `audience` (or to everyone); `credential` names what it was opened with, for `end(credential:)`.
     public func subscribe(audience: Int64 = 0, credential: Int64? = nil) -> EventStreamBody {
         let body = EventStreamBody { [weak self] body in self?.unsubscribe(body) }
-        subscribers.withLock { $0[ObjectIdentifier(body)] = Subscriber(body: body, audience: audience, credential: credential) }
+        subscribers.withLock { $0.add(Subscriber(body: body, audience: audience, credential: credential)) }
+        return body
+    }
+
+    /// As `subscribe(audience:credential:)`, but refused (`TooManyStreams`) when `audience`
+    /// has `perAudience` streams open already, or `credential` has `perCredential` (nil: no cap).
+    public func subscribe(audience: Int64, credential: Int64?, perAudience: Int?, perCredential: Int?) throws(TooManyStreams) -> EventStreamBody {
+        let body = EventStreamBody { [weak self] body in self?.unsubscribe(body) }
+        let refusal = subscribers.withLock { subscribers -> TooManyStreams? in
+            if let credential, let perCredential, let open = subscribers.byCredential[credential], open >= perCredential {
+                return TooManyStreams(open: open, limit: perCredential, perCredential: true)
+            }
+            if let perAudience, let open = subscribers.byAudience[audience], open >= perAudience {
+                return TooManyStreams(open: open, limit: perAudience, perCredential: false)
+            }
+            subscribers.add(Subscriber(body: body, audience: audience, credential: credential))
+            return nil
+        }
+        if let refusal { throw refusal }
         return body
     }
 
     /// The credentials that open streams were opened with (to check they are still valid).
     public var openCredentials: Set<Int64> {
-        subscribers.withLock { Set($0.values.compactMap(\.credential)) }
+        subscribers.withLock { Set($0.byCredential.keys) }
     }
 
     /// Ends every stream opened with `credential` (it was revoked).
     public func end(credential: Int64) {
-        let ended = subscribers.withLock { $0.values.filter { $0.credential == credential }.map(\.body) }
+        let ended = subscribers.withLock { $0.all.values.filter { $0.credential == credential }.map(\.body) }
         for body in ended { body.end() }
     }
 
     func unsubscribe(_ body: EventStreamBody) {
-        _ = subscribers.withLock { $0.removeValue(forKey: ObjectIdentifier(body)) }
+        subscribers.withLock { $0.remove(ObjectIdentifier(body)) }
     }
 
     /// Queues `event` on every stream, on the broadcaster's own thread; returns at once.
@@ -78,7 +127,7 @@ public final class EventBroadcaster: Sendable {
     }
 
     /// The number of open streams.
-    public var count: Int { subscribers.withLock { $0.count } }
+    public var count: Int { subscribers.withLock { $0.all.count } }
 
     /// Ends every stream and the heartbeat.
     public func stop() {
@@ -88,8 +137,8 @@ public final class EventBroadcaster: Sendable {
 
     private func current(audience: Int64? = nil) -> [EventStreamBody] {
         subscribers.withLock { subscribers in
-            guard let audience else { return subscribers.values.map(\.body) }
-            return subscribers.values.filter { $0.audience == audience }.map(\.body)
+            guard let audience else { return subscribers.all.values.map(\.body) }
+            return subscribers.all.values.filter { $0.audience == audience }.map(\.body)
         }
     }
 

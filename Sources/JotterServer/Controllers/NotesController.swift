@@ -11,6 +11,9 @@ struct NotesController {
     let events: EventBroadcaster
     /// How many missed events a reconnecting stream may replay.
     let replayLimit: Int
+    /// Event streams one token, and one signed-in user, may hold open at once.
+    var streamsPerToken = 32
+    var streamsPerUser = 64
 
     func register(in routes: inout RouterBuilder) {
         routes.get("/notes", operation: NotesOperations.list, handler: list)
@@ -106,8 +109,19 @@ struct NotesController {
     @Sendable func stream(_ request: Request, _ context: RequestContext) throws -> Reply {
         let store = store, events = events, replayLimit = replayLimit, owner = context.owner
         let credential = context.principal?.credential?.id
-        // Only the owner's events; ended when the credential it was opened with is revoked.
-        let body = events.subscribe(audience: owner.id, credential: credential)
+        // Only the owner's events; ended when the credential it was opened with is revoked. A
+        // token and a user hold at most so many (none is counted without authentication).
+        let body: EventStreamBody
+        do {
+            body = try events.subscribe(audience: owner.id, credential: credential,
+                                        perAudience: context.principal?.user == nil ? nil : streamsPerUser,
+                                        perCredential: credential == nil ? nil : streamsPerToken)
+        } catch {
+            throw HTTPError(HTTPStatus(429), detail: error.perCredential
+                ? "this token has \(error.open) event streams open, the most one token may have (\(error.limit)): close one first"
+                : "you have \(error.open) event streams open, the most one user may have (\(error.limit)): close one first",
+                            headers: HTTPHeaders([("Retry-After", "30")]))
+        }
         do {
             body.send(id: nil, Array("retry: 3000\n\n".utf8))
             if let header = request.headers["Last-Event-ID"] {
