@@ -204,6 +204,20 @@ struct HTTP1StateMachineTests {
 
     static let fourAnswers = [ok("hello"), ok("hello", type: "text/plain"), ok("abcde", type: "text/plain"), ok("item 7")]
 
+    @Test("pipelined downloads to a client that reads nothing: one file open at a time; when it reads, every answer arrives")
+    func pipelinedFilesOneAtATime() {
+        let setup = Setup()
+        var connection = setup.connection()
+        connection.clientReads = false
+        connection.send(Array(String(repeating: "GET /file HTTP/1.1\r\nHost: x\r\n\r\n", count: 20).utf8))
+        #expect(setup.server.requestsInFlight == 1, "\(setup.server.requestsInFlight) downloads begun, each holding its file")
+        connection.clientReads = true
+        connection.pump()
+        for _ in 0..<100 { connection.pump() }
+        #expect(Self.answers(connection.takeOutput()).map(\.body) == Array(repeating: "234567", count: 20))
+        #expect(setup.server.requestsInFlight == 0)
+    }
+
     @Test("bytes split at every position: each request is answered as soon as it is complete, in order; the idle connection holds no buffer")
     func splitEverywhere() {
         let (bytes, ends) = Self.four

@@ -581,10 +581,13 @@ struct HTTP1StateMachine: ConnectionMachine, ~Copyable {
 
     // MARK: - Parsing
 
-    /// Whether the next request may be parsed now.
+    /// Whether the next request may be parsed now: not while an answer that holds a file (a
+    /// download) waits, so that a connection holds one file at most — a pipelining client that
+    /// reads nothing would otherwise hold a descriptor per request, its answers' heads far
+    /// below `outputHighWater`.
     private var mayParse: Bool {
         !waiting && !discarding && !closeAfterAnswers && bodyPausedSince == nil && !closing && lingerUntil == nil
-            && queue.first?.stream == nil && queuedBytes < Self.outputHighWater
+            && queue.first?.stream == nil && queuedBytes < Self.outputHighWater && !queue.contains { $0.file != nil }
     }
 
     /// A request's body is being read.
