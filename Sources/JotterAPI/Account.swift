@@ -1,11 +1,18 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+
 /// A user as the API shows it (never a password or its hash).
 public struct UserInfo: Codable, Sendable, Hashable {
     public var id: String
     public var name: String
     public var admin: Bool
-    public var createdAt: String
+    /// When the user was added (whole seconds).
+    public var createdAt: Date
 
-    public init(id: String, name: String, admin: Bool, createdAt: String) {
+    public init(id: String, name: String, admin: Bool, createdAt: Date) {
         self.id = id
         self.name = name
         self.admin = admin
@@ -16,6 +23,22 @@ public struct UserInfo: Codable, Sendable, Hashable {
         case id, name, admin
         case createdAt = "created_at"
     }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        id = try container.decode(String.self, forKey: .id)
+        name = try container.decode(String.self, forKey: .name)
+        admin = try container.decode(Bool.self, forKey: .admin)
+        createdAt = try container.decodeTimestamp(forKey: .createdAt)
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(id, forKey: .id)
+        try container.encode(name, forKey: .name)
+        try container.encode(admin, forKey: .admin)
+        try container.encodeTimestamp(createdAt, forKey: .createdAt)
+    }
 }
 
 /// `GET /auth/me` and a session sign-in: the user, and for a session the CSRF token that
@@ -23,10 +46,10 @@ public struct UserInfo: Codable, Sendable, Hashable {
 public struct SessionInfo: Codable, Sendable, Hashable {
     public var user: UserInfo
     public var csrfToken: String?
-    /// When the session or token ends (RFC 3339), nil when it does not.
-    public var expiresAt: String?
+    /// When the session or token ends (whole seconds), nil when it does not.
+    public var expiresAt: Date?
 
-    public init(user: UserInfo, csrfToken: String? = nil, expiresAt: String? = nil) {
+    public init(user: UserInfo, csrfToken: String? = nil, expiresAt: Date? = nil) {
         self.user = user
         self.csrfToken = csrfToken
         self.expiresAt = expiresAt
@@ -37,18 +60,36 @@ public struct SessionInfo: Codable, Sendable, Hashable {
         case csrfToken = "csrf_token"
         case expiresAt = "expires_at"
     }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        user = try container.decode(UserInfo.self, forKey: .user)
+        csrfToken = try container.decodeIfPresent(String.self, forKey: .csrfToken)
+        expiresAt = try container.decodeTimestampIfPresent(forKey: .expiresAt)
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(user, forKey: .user)
+        try container.encodeIfPresent(csrfToken, forKey: .csrfToken)
+        try container.encodeTimestampIfPresent(expiresAt, forKey: .expiresAt)
+    }
 }
 
 /// An API token's metadata (`GET /auth/tokens`); the secret is shown only once, at creation.
 public struct TokenInfo: Codable, Sendable, Hashable {
     public var id: String
     public var label: String
-    public var createdAt: String
-    public var lastUsedAt: String?
-    public var expiresAt: String?
-    public var revokedAt: String?
+    /// When it was made (whole seconds, as every time below).
+    public var createdAt: Date
+    /// When a request last carried it (to about a minute), nil when none has.
+    public var lastUsedAt: Date?
+    /// When it stops working, nil when it does not.
+    public var expiresAt: Date?
+    /// When it was revoked, nil while it is not.
+    public var revokedAt: Date?
 
-    public init(id: String, label: String, createdAt: String, lastUsedAt: String?, expiresAt: String?, revokedAt: String?) {
+    public init(id: String, label: String, createdAt: Date, lastUsedAt: Date?, expiresAt: Date?, revokedAt: Date?) {
         self.id = id
         self.label = label
         self.createdAt = createdAt
@@ -64,6 +105,26 @@ public struct TokenInfo: Codable, Sendable, Hashable {
         case expiresAt = "expires_at"
         case revokedAt = "revoked_at"
     }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        id = try container.decode(String.self, forKey: .id)
+        label = try container.decode(String.self, forKey: .label)
+        createdAt = try container.decodeTimestamp(forKey: .createdAt)
+        lastUsedAt = try container.decodeTimestampIfPresent(forKey: .lastUsedAt)
+        expiresAt = try container.decodeTimestampIfPresent(forKey: .expiresAt)
+        revokedAt = try container.decodeTimestampIfPresent(forKey: .revokedAt)
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(id, forKey: .id)
+        try container.encode(label, forKey: .label)
+        try container.encodeTimestamp(createdAt, forKey: .createdAt)
+        try container.encodeTimestampIfPresent(lastUsedAt, forKey: .lastUsedAt)
+        try container.encodeTimestampIfPresent(expiresAt, forKey: .expiresAt)
+        try container.encodeTimestampIfPresent(revokedAt, forKey: .revokedAt)
+    }
 }
 
 /// `GET /auth/tokens`.
@@ -73,8 +134,9 @@ public struct TokenList: Codable, Sendable, Hashable {
 }
 
 /// A newly created token (`POST /auth/tokens`, or `POST /auth/sessions` asking for a token):
-/// `token` is the secret, shown this once.
-public struct IssuedToken: Codable, Sendable, Hashable {
+/// `token` is the secret, shown this once. `print(issued)`, string interpolation and
+/// `debugPrint` and `dump` show `jot_…` in its place, so logs never hold it; read `token` to keep it.
+public struct IssuedToken: Codable, Sendable, Hashable, CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
     public var token: String
     public var info: TokenInfo
     public var user: UserInfo
@@ -83,6 +145,24 @@ public struct IssuedToken: Codable, Sendable, Hashable {
         self.token = token
         self.info = info
         self.user = user
+    }
+
+    /// The token without its secret: `IssuedToken(token: jot_…, id: 3, label: "laptop", user: ann)`.
+    public var description: String {
+        "IssuedToken(token: \(Self.redacted(token)), id: \(info.id), label: \(String(reflecting: info.label)), user: \(user.name))"
+    }
+
+    /// As `description`: the secret is never printed.
+    public var debugDescription: String { description }
+
+    /// For `dump` and debuggers: the fields, the secret redacted.
+    public var customMirror: Mirror {
+        Mirror(self, children: ["token": Self.redacted(token), "info": info, "user": user], displayStyle: .struct)
+    }
+
+    /// What a secret is shown as: its `jot_` prefix only, never a character of the secret.
+    static func redacted(_ secret: String) -> String {
+        secret.hasPrefix("jot_") ? "jot_…" : "…"
     }
 }
 

@@ -1,3 +1,9 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+
 /// A backup: what `POST /admin/backups` made on the server, and the `backup.json` that
 /// `jotter backup` writes beside the database in a backup folder.
 ///
@@ -6,8 +12,8 @@
 public struct Backup: Codable, Sendable, Hashable {
     /// The snapshot's id on the server; empty in a backup taken from a data folder directly.
     public var id: String
-    /// When the snapshot was taken (UTC, `yyyy-MM-dd HH:mm:ss`).
-    public var createdAt: String
+    /// When the snapshot was taken (whole seconds; UTC `yyyy-MM-dd HH:mm:ss` on the wire).
+    public var createdAt: Date
     /// The jotter that made it.
     public var jotterVersion: String
     /// The database schema version of the snapshot.
@@ -34,7 +40,7 @@ public struct Backup: Codable, Sendable, Hashable {
         case filesURL = "files_url"
     }
 
-    public init(id: String, createdAt: String, jotterVersion: String, schemaVersion: Int64, notes: Int64, lastEventID: Int64,
+    public init(id: String, createdAt: Date, jotterVersion: String, schemaVersion: Int64, notes: Int64, lastEventID: Int64,
                 databaseSize: Int64, uploads: [Upload], filesURL: String) {
         self.id = id
         self.createdAt = createdAt
@@ -45,6 +51,32 @@ public struct Backup: Codable, Sendable, Hashable {
         self.databaseSize = databaseSize
         self.uploads = uploads
         self.filesURL = filesURL
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        id = try container.decode(String.self, forKey: .id)
+        createdAt = try container.decodeTimestamp(forKey: .createdAt)
+        jotterVersion = try container.decode(String.self, forKey: .jotterVersion)
+        schemaVersion = try container.decode(Int64.self, forKey: .schemaVersion)
+        notes = try container.decode(Int64.self, forKey: .notes)
+        lastEventID = try container.decode(Int64.self, forKey: .lastEventID)
+        databaseSize = try container.decode(Int64.self, forKey: .databaseSize)
+        uploads = try container.decode([Upload].self, forKey: .uploads)
+        filesURL = try container.decode(String.self, forKey: .filesURL)
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(id, forKey: .id)
+        try container.encodeTimestamp(createdAt, forKey: .createdAt)
+        try container.encode(jotterVersion, forKey: .jotterVersion)
+        try container.encode(schemaVersion, forKey: .schemaVersion)
+        try container.encode(notes, forKey: .notes)
+        try container.encode(lastEventID, forKey: .lastEventID)
+        try container.encode(databaseSize, forKey: .databaseSize)
+        try container.encode(uploads, forKey: .uploads)
+        try container.encode(filesURL, forKey: .filesURL)
     }
 }
 

@@ -1,12 +1,21 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+
 /// A note as the API sends it.
 ///
 /// `id` is a string of digits (`"42"`): the original server sent ids as strings and the
-/// original iPhone client compares them as strings. Timestamps are UTC `yyyy-MM-dd HH:mm:ss`.
+/// original iPhone client compares them as strings. Its times are `Date`s, sent as UTC
+/// `yyyy-MM-dd HH:mm:ss` (`Timestamp`).
 public struct Note: Codable, Sendable, Hashable, Identifiable {
     public var id: String
     public var body: String
-    public var createdAt: String
-    public var updatedAt: String
+    /// When it was created (whole seconds).
+    public var createdAt: Date
+    /// When it last changed (whole seconds).
+    public var updatedAt: Date
     /// Grows with every change, attachments included; the ETag is `"<version>"`.
     public var version: Int
     public var attachments: [Upload]
@@ -17,13 +26,33 @@ public struct Note: Codable, Sendable, Hashable, Identifiable {
         case updatedAt = "updated_at"
     }
 
-    public init(id: String, body: String, createdAt: String, updatedAt: String, version: Int, attachments: [Upload] = []) {
+    public init(id: String, body: String, createdAt: Date, updatedAt: Date, version: Int, attachments: [Upload] = []) {
         self.id = id
         self.body = body
         self.createdAt = createdAt
         self.updatedAt = updatedAt
         self.version = version
         self.attachments = attachments
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        id = try container.decode(String.self, forKey: .id)
+        body = try container.decode(String.self, forKey: .body)
+        createdAt = try container.decodeTimestamp(forKey: .createdAt)
+        updatedAt = try container.decodeTimestamp(forKey: .updatedAt)
+        version = try container.decode(Int.self, forKey: .version)
+        attachments = try container.decode([Upload].self, forKey: .attachments)
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(id, forKey: .id)
+        try container.encode(body, forKey: .body)
+        try container.encodeTimestamp(createdAt, forKey: .createdAt)
+        try container.encodeTimestamp(updatedAt, forKey: .updatedAt)
+        try container.encode(version, forKey: .version)
+        try container.encode(attachments, forKey: .attachments)
     }
 
     /// The strong entity tag of this version: `"3"`.

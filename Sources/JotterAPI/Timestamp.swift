@@ -1,10 +1,20 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+
 /// The API's timestamp format: UTC `yyyy-MM-dd HH:mm:ss`, the format the original iPhone
 /// client parses. Pure arithmetic (proleptic Gregorian calendar), no formatter or locale.
 ///
 /// ```swift
 /// Timestamp.format(0)                          // "1970-01-01 00:00:00"
 /// Timestamp.parse("2026-11-30 14:35:40")       // 1796049340
+/// Timestamp.date("2026-11-30 14:35:40")        // the Date of that second
 /// ```
+///
+/// The wire types (`Note`, `Upload`, `TokenInfo`…) hold their times as `Date`, parsed from
+/// this format once, where their JSON is decoded, and written back in it when encoded.
 public enum Timestamp {
     /// Formats Unix seconds (years 0–9999), digit by digit into a 19-byte buffer.
     public static func format(_ seconds: Int64) -> String {
@@ -90,5 +100,51 @@ public enum Timestamp {
         let dayOfYear = (153 * (month > 2 ? month - 3 : month + 9) + 2) / 5 + day - 1
         let dayOfEra = yearOfEra * 365 + yearOfEra / 4 - yearOfEra / 100 + dayOfYear
         return era * 146_097 + dayOfEra - 719_468
+    }
+}
+
+extension Timestamp {
+    /// Formats a date's whole seconds (a fraction is dropped).
+    public static func format(_ date: Date) -> String {
+        format(Int64(date.timeIntervalSince1970.rounded(.down)))
+    }
+
+    /// The date of a `yyyy-MM-dd HH:mm:ss` text (UTC), or nil when it is not one.
+    public static func date(_ text: String) -> Date? {
+        parse(text).map { Date(timeIntervalSince1970: Double($0)) }
+    }
+
+    /// The date of Unix seconds.
+    public static func date(seconds: Int64) -> Date {
+        Date(timeIntervalSince1970: Double(seconds))
+    }
+}
+
+extension KeyedDecodingContainer {
+    /// A time of the API (`"2026-11-30 14:35:40"`) as a `Date`; anything else is a decoding error.
+    public func decodeTimestamp(forKey key: Key) throws -> Date {
+        let text = try decode(String.self, forKey: key)
+        guard let date = Timestamp.date(text) else {
+            throw DecodingError.dataCorruptedError(forKey: key, in: self, debugDescription: "'\(text)' is not a yyyy-MM-dd HH:mm:ss time")
+        }
+        return date
+    }
+
+    /// `decodeTimestamp`, nil when the key is absent or null.
+    public func decodeTimestampIfPresent(forKey key: Key) throws -> Date? {
+        guard try contains(key) && !decodeNil(forKey: key) else { return nil }
+        return try decodeTimestamp(forKey: key)
+    }
+}
+
+extension KeyedEncodingContainer {
+    /// A `Date` as a time of the API: `"2026-11-30 14:35:40"`.
+    public mutating func encodeTimestamp(_ date: Date, forKey key: Key) throws {
+        try encode(Timestamp.format(date), forKey: key)
+    }
+
+    /// `encodeTimestamp`, nothing when `date` is nil.
+    public mutating func encodeTimestampIfPresent(_ date: Date?, forKey key: Key) throws {
+        if let date { try encodeTimestamp(date, forKey: key) }
     }
 }

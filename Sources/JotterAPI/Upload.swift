@@ -1,3 +1,9 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+
 /// A stored file, as the API sends it. `noteID` is the note it is attached to, or `nil`.
 public struct Upload: Codable, Sendable, Hashable, Identifiable {
     public var id: String
@@ -5,7 +11,8 @@ public struct Upload: Codable, Sendable, Hashable, Identifiable {
     public var contentType: String
     public var size: Int64
     public var sha256: String
-    public var createdAt: String
+    /// When it was stored (whole seconds; `yyyy-MM-dd HH:mm:ss` UTC on the wire).
+    public var createdAt: Date
     public var noteID: String?
     /// `/uploads/{id}/content`.
     public var url: String
@@ -17,7 +24,7 @@ public struct Upload: Codable, Sendable, Hashable, Identifiable {
         case noteID = "note_id"
     }
 
-    public init(id: String, filename: String, contentType: String, size: Int64, sha256: String, createdAt: String,
+    public init(id: String, filename: String, contentType: String, size: Int64, sha256: String, createdAt: Date,
                 noteID: String?, url: String) {
         self.id = id
         self.filename = filename
@@ -29,6 +36,18 @@ public struct Upload: Codable, Sendable, Hashable, Identifiable {
         self.url = url
     }
 
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        id = try container.decode(String.self, forKey: .id)
+        filename = try container.decode(String.self, forKey: .filename)
+        contentType = try container.decode(String.self, forKey: .contentType)
+        size = try container.decode(Int64.self, forKey: .size)
+        sha256 = try container.decode(String.self, forKey: .sha256)
+        createdAt = try container.decodeTimestamp(forKey: .createdAt)
+        noteID = try container.decodeIfPresent(String.self, forKey: .noteID)
+        url = try container.decode(String.self, forKey: .url)
+    }
+
     public func encode(to encoder: any Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encode(id, forKey: .id)
@@ -36,7 +55,7 @@ public struct Upload: Codable, Sendable, Hashable, Identifiable {
         try container.encode(contentType, forKey: .contentType)
         try container.encode(size, forKey: .size)
         try container.encode(sha256, forKey: .sha256)
-        try container.encode(createdAt, forKey: .createdAt)
+        try container.encodeTimestamp(createdAt, forKey: .createdAt)
         try container.encode(noteID, forKey: .noteID)  // null, not absent, when unattached
         try container.encode(url, forKey: .url)
     }

@@ -131,7 +131,7 @@ struct RestoreCommand: BlockingCommand {
         } catch {
             throw CommandFailure("cannot restore \(source): \(error)")
         }
-        let backup = BackupFolder.manifest(contents)
+        let backup = BackupFolder.manifest(contents, described: BackupFolder.readManifest(in: source))
         if json {
             console.out(try ClientOptions.json(BackupEnvelope(backup: backup)))
         } else {
@@ -145,11 +145,21 @@ struct RestoreCommand: BlockingCommand {
 enum BackupFolder {
     static let manifestName = "backup.json"
 
-    /// The manifest of a folder's contents, its files beside it.
-    static func manifest(_ contents: BackupContents) -> Backup {
-        Backup(id: "", createdAt: Timestamp.format(Int64(time(nil))), jotterVersion: JotterBuild.version,
+    /// The manifest of a folder's contents, its files beside it: the id, time and jotter
+    /// version are `described`'s — the backup's own `backup.json` — when there is one, else
+    /// no id, now and this jotter.
+    static func manifest(_ contents: BackupContents, described: Backup? = nil) -> Backup {
+        Backup(id: described?.id ?? "", createdAt: described?.createdAt ?? Timestamp.date(seconds: Int64(time(nil))),
+               jotterVersion: described?.jotterVersion ?? JotterBuild.version,
                schemaVersion: contents.schemaVersion, notes: contents.notes, lastEventID: contents.lastEventID,
                databaseSize: contents.databaseSize, uploads: contents.uploads.map(Upload.init), filesURL: ".")
+    }
+
+    /// The `backup.json` of the backup folder `folder`, or nil when it has none (or not one
+    /// this jotter reads).
+    static func readManifest(in folder: String) -> Backup? {
+        guard let data = FileManager.default.contents(atPath: folder + "/" + manifestName) else { return nil }
+        return try? JSONDecoder().decode(Backup.self, from: data)
     }
 
     static func writeManifest(_ backup: Backup, in folder: String) throws {

@@ -24,10 +24,18 @@ struct NotesWatchCommand: AsyncCommand {
         var event: String
         var note: Note?
         /// For a deletion: when it happened.
-        var deletedAt: String?
+        var deletedAt: Date?
 
         enum CodingKeys: String, CodingKey {
             case id, event, note, deletedAt = "deleted_at"
+        }
+
+        func encode(to encoder: any Encoder) throws {
+            var container = encoder.container(keyedBy: CodingKeys.self)
+            try container.encodeIfPresent(id, forKey: .id)
+            try container.encode(event, forKey: .event)
+            try container.encodeIfPresent(note, forKey: .note)
+            try container.encodeTimestampIfPresent(deletedAt, forKey: .deletedAt)
         }
     }
 
@@ -59,7 +67,7 @@ struct NotesWatchCommand: AsyncCommand {
                 // (a server before it did: now).
                 let time = switch event.change {
                 case .created: TextFormat.time(note.createdAt)
-                case .deleted: TextFormat.time(event.deletedAt ?? Timestamp.format(Int64(Date().timeIntervalSince1970)))
+                case .deleted: TextFormat.time(event.deletedAt ?? Date())
                 default: TextFormat.time(note.updatedAt)
                 }
                 let body = console.outputIsTerminal ? TextFormat.visible(note.body) : note.body

@@ -1,3 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
 import JotterAPI
 
 /// How the client commands write sizes, rates, durations and tables for people.
@@ -7,16 +12,9 @@ enum TextFormat {
         "\(count) \(noun)\(count == 1 ? "" : "s")"
     }
 
-    /// A time of the API (`2026-11-30 14:35:40`, always UTC) as people read it: `2026-11-30
-    /// 14:35:40 UTC`; nil is `-`.
-    static func time(_ wire: String?) -> String {
-        guard let wire, !wire.isEmpty else { return "-" }
-        return wire.hasSuffix("UTC") || wire.hasSuffix("Z") ? wire : wire + " UTC"
-    }
-
-    /// Unix seconds as `time(_:)` writes them.
-    static func time(seconds: Int64?) -> String {
-        time(seconds.map { Timestamp.format($0) })
+    /// A time as people read it: `2026-11-30 14:35:40 UTC`; nil is `-`.
+    static func time(_ date: Date?) -> String {
+        date.map { Timestamp.format($0) + " UTC" } ?? "-"
     }
 
     /// `512 B`, `1.5 KiB`, `2.3 MiB`, `1.0 GiB`.

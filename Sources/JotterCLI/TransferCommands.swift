@@ -107,8 +107,8 @@ extension UploadCommand {
             let upload: Upload
             do {
                 upload = try await client.uploads.resumableUpload(fileAt: URL(fileURLWithPath: path), state: try Self.stateFile(for: path, environment: environment), noteID: note,
-                                                                 resumed: { start.store($0, ordering: .relaxed) },
-                                                                 progress: { bar.update(completed: $0.completed, total: $0.total) })
+                                                                 progress: { bar.update(completed: $0.completed, total: $0.total) },
+                                                                 resumed: { start.store($0, ordering: .relaxed) })
             } catch {
                 bar.finish()
                 throw error

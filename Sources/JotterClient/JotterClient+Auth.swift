@@ -5,24 +5,40 @@ import FoundationNetworking
 import JotterAPI
 
 extension JotterClient {
-    /// `POST /auth/sessions` with `kind=token`: a new API token for `name`, shown this once.
-    /// A wrong name or password throws with `isUnauthorized`.
+    /// `POST /auth/sessions` with `kind=token`: signs this client in as `name` — a new API
+    /// token, which it sends from now on (`token`) — and returns the token, shown this once,
+    /// to keep for a later run. A wrong name or password throws with `isUnauthorized` and
+    /// leaves the client's token as it was.
     ///
     /// ```swift
     /// let issued = try await client.signIn(name: "ann", password: password, label: "laptop")
-    /// configuration.token = issued.token
+    /// let me = try await client.me()                  // ann
+    /// try issued.token.write(toFile: tokenFile, atomically: true, encoding: .utf8)
     /// ```
+    @discardableResult
     public func signIn(name: String, password: String, label: String = "", expiresIn seconds: Int? = nil) async throws(JotterClientError) -> IssuedToken {
         var request = makeRequest("POST", "/auth/sessions")
         var fields = [("name", name), ("password", password), ("kind", "token"), ("label", label)]
         if let seconds { fields.append(("expires_in", String(seconds))) }
         FormURLEncodedBody(fields).apply(to: &request)
-        return try await send(request, decoding: IssuedToken.self).value
+        let issued = try await send(request, decoding: IssuedToken.self).value
+        token = issued.token
+        return issued
     }
 
-    /// `DELETE /auth/sessions/current`: revokes the token this client sends.
+    /// `DELETE /auth/sessions/current`: revokes the token this client sends, and signs the
+    /// client out (`token` is nil afterwards, also when the token had already ended).
+    ///
+    /// ```swift
+    /// try await client.signOut()
+    /// ```
     public func signOut() async throws(JotterClientError) {
-        _ = try await send(makeRequest("DELETE", "/auth/sessions/current"))
+        do {
+            _ = try await send(makeRequest("DELETE", "/auth/sessions/current"))
+        } catch where error.isUnauthorized {
+            // Revoked or expired already: signed out all the same.
+        }
+        token = nil
     }
 
     /// `GET /auth/me`: who the token belongs to.

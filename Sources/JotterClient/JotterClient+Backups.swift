@@ -12,7 +12,7 @@ extension JotterClient {
     /// let backup = try await client.backups.create()
     /// try await client.backups.download(backup, file: "jotter.sqlite", to: folder.appendingPathComponent("jotter.sqlite"))
     /// for upload in backup.uploads {
-    ///     try await client.backups.download(backup, file: "uploads/" + upload.id, to: …)
+    ///     try await client.backups.download(backup, file: "uploads/" + upload.id, to: folder.appendingPathComponent("uploads/" + upload.id))
     /// }
     /// try await client.backups.delete(backup.id)
     /// ```

@@ -20,9 +20,9 @@ public struct NoteEvent: Sendable, Hashable {
     public var id: Int64?
     /// What happened.
     public var change: Change
-    /// For `.deleted`: when the note was deleted (`2026-11-30T14:35:40Z`), which none of the
-    /// note's own times say; nil from a server that does not send it.
-    public var deletedAt: String?
+    /// For `.deleted`: when the note was deleted, which none of the note's own times say; nil
+    /// from a server that does not send it.
+    public var deletedAt: Date?
 
     /// The note the event is about (`nil` for `.reload`).
     public var note: Note? {
@@ -36,8 +36,14 @@ public struct NoteEvent: Sendable, Hashable {
         id = event.id.flatMap { Int64($0) }
         if event.type == "reload" { change = .reload; return }
         guard let note = try? JSONDecoder().decode(Note.self, from: Data(event.data.utf8)) else { return nil }
-        struct Deletion: Decodable { var deleted_at: String? }
-        if event.type == "note.deleted" { deletedAt = (try? JSONDecoder().decode(Deletion.self, from: Data(event.data.utf8)))?.deleted_at }
+        struct Deletion: Decodable {
+            var deletedAt: Date?
+            enum CodingKeys: String, CodingKey { case deletedAt = "deleted_at" }
+            init(from decoder: any Decoder) throws {
+                deletedAt = try decoder.container(keyedBy: CodingKeys.self).decodeTimestampIfPresent(forKey: .deletedAt)
+            }
+        }
+        if event.type == "note.deleted" { deletedAt = (try? JSONDecoder().decode(Deletion.self, from: Data(event.data.utf8)))?.deletedAt }
         switch event.type {
         case "note.created": change = .created(note)
         case "note.updated": change = .updated(note)

@@ -31,11 +31,12 @@ extension JotterClient.Uploads {
     /// - Parameters:
     ///   - noteID: attach the finished upload to this note.
     ///   - filename, contentType: as `upload(fileAt:)`.
+    ///   - progress: the bytes the server has acknowledged so far, resumed ones included (a
+    ///     trailing closure is this one).
     ///   - resumed: called once with the offset the upload went on from (0 for a new one).
-    ///   - progress: the bytes the server has acknowledged so far, resumed ones included.
     public func resumableUpload(fileAt url: URL, state: URL, noteID: String? = nil, filename: String? = nil, contentType: String? = nil,
-                                chunkSize: Int = 8 << 20, resumed: (@Sendable (Int64) -> Void)? = nil,
-                                progress: (@Sendable (TransferProgress) -> Void)? = nil) async throws(JotterClientError) -> Upload {
+                                chunkSize: Int = 8 << 20, progress: (@Sendable (TransferProgress) -> Void)? = nil,
+                                resumed: (@Sendable (Int64) -> Void)? = nil) async throws(JotterClientError) -> Upload {
         let attributes: [FileAttributeKey: Any]
         do { attributes = try FileManager.default.attributesOfItem(atPath: url.path) } catch {
             throw .localFile("cannot read \(url.path): \(error.localizedDescription)")

@@ -41,17 +41,18 @@ extension JotterClient {
         try await stream(session.dataTask(with: request), sent: sent, response: response, data: data)
     }
 
-    /// The headers the session adds to every request.
+    /// The headers the session adds to every request (the token is the request's own: `adapted`).
     var sessionHeaders: [String: String] { Self.sessionHeaders(configuration) }
 
     static func sessionHeaders(_ configuration: Configuration) -> [String: String] {
-        var headers = configuration.headers.merging(["User-Agent": configuration.userAgent]) { mine, _ in mine }
-        if let token = configuration.token { headers["Authorization"] = "Bearer \(token)" }
-        return headers
+        configuration.headers.merging(["User-Agent": configuration.userAgent]) { mine, _ in mine }
     }
 
-    /// `request` as `Configuration.adaptRequest` changes it (unchanged without one).
+    /// `request` as it is sent: with the client's current `token`, then as
+    /// `Configuration.adaptRequest` changes it.
     func adapted(_ request: URLRequest) async throws(JotterClientError) -> URLRequest {
+        var request = request
+        if let token { request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization") }
         guard let adapt = configuration.adaptRequest else { return request }
         do { return try await adapt(request) } catch {
             throw JotterClientError(kind: .invalidRequest, message: "the request adapter failed: \(error)")

@@ -113,7 +113,7 @@ extension JotterClient {
             defer { try? FileManager.default.removeItem(at: file) }
             var body = Data()
             var head: HTTPURLResponse?
-            try await stream(session.uploadTask(with: request, fromFile: file), sent: report, response: { head = $0 }) { body.append($0) }
+            try await stream(session.uploadTask(with: try await adapted(request), fromFile: file), sent: report, response: { head = $0 }) { body.append($0) }
             guard let head else { throw .invalidResponse("no response") }
             return (body, head)
             #endif

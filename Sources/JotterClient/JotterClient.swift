@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
@@ -30,7 +31,8 @@ public final class JotterClient: Sendable {
         public var userAgent = "JotterClient/\(JotterClient.version)"
         /// Extra headers on every request.
         public var headers: [String: String] = [:]
-        /// An API token (`jot_…`) sent as `Authorization: Bearer` on every request.
+        /// An API token (`jot_…`) for the client to start with (`JotterClient.token`), sent as
+        /// `Authorization: Bearer` on every request.
         public var token: String?
         /// Called with every request before it is sent (retries included), to change it: a
         /// token that is refreshed, a signature. Runs after `token` and `headers` are applied.
@@ -75,8 +77,19 @@ public final class JotterClient: Sendable {
 
     /// The server, e.g. `http://127.0.0.1:8080`; a path prefix is kept (`https://host/jotter`).
     public let baseURL: URL
-    /// How it talks to the server.
+    /// How it talks to the server (as it was created: the token it sends now is `token`).
     public let configuration: Configuration
+    /// The API token sent as `Authorization: Bearer` on every request from now on, nil for
+    /// none: `configuration.token` at first, set by `signIn`, cleared by `signOut`, or set here.
+    ///
+    /// ```swift
+    /// client.token = ProcessInfo.processInfo.environment["JOTTER_TOKEN"]
+    /// ```
+    public var token: String? {
+        get { currentToken.withLock { $0 } }
+        set { currentToken.withLock { $0 = newValue } }
+    }
+    private let currentToken: Mutex<String?>
     let session: URLSession
     let tasks: TaskRouter
     #if canImport(FoundationNetworking)
@@ -94,6 +107,7 @@ public final class JotterClient: Sendable {
     public init(baseURL: URL, configuration: Configuration = Configuration()) {
         self.baseURL = baseURL
         self.configuration = configuration
+        currentToken = Mutex(configuration.token)
         let settings = URLSessionConfiguration.ephemeral
         settings.httpMaximumConnectionsPerHost = configuration.maximumConnectionsPerHost
         settings.timeoutIntervalForRequest = configuration.requestTimeout

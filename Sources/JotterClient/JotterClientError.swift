@@ -128,6 +128,17 @@ extension JotterClientError {
             let untrusted = "SSL certificate problem: "
             if what.hasPrefix(untrusted), let host = url?.host {
                 what = "TLS: the certificate of \(host) is not trusted (\(what.dropFirst(untrusted.count)))"
+            } else if what.contains("wrong version number") {
+                // OpenSSL's SSL_R_WRONG_VERSION_NUMBER (0A00010B): the answer was no TLS record —
+                // an HTTP server's plain answer to the handshake.
+                let plain = url.flatMap { url -> String? in
+                    guard var parts = URLComponents(url: url, resolvingAgainstBaseURL: true) else { return nil }
+                    parts.scheme = "http"
+                    parts.path = ""
+                    parts.query = nil
+                    return parts.url?.absoluteString
+                } ?? "http://"
+                what = "TLS: \(Self.plainHTTPAnswer); use \(plain)"
             } else if !what.hasPrefix("TLS: ") {
                 what = "TLS: \(what)"
             }
@@ -155,6 +166,12 @@ extension JotterClientError {
         let text = error.localizedDescription
         return error.code == .unknown && (text.contains("SSL") || text.contains("TLS") || text.contains("certificate"))
     }
+
+    /// What a TLS error says when the port answered in plain HTTP.
+    static let plainHTTPAnswer = "the server answered in plain HTTP, not TLS: that port serves http://, not https://"
+
+    /// A TLS handshake that a plain-HTTP server answered: the URL should be `http://`.
+    public var isPlainHTTPServer: Bool { kind == .tls && message.contains(Self.plainHTTPAnswer) }
 
     static let cancelled = JotterClientError(kind: .cancelled, message: "cancelled")
 

@@ -129,7 +129,7 @@ struct UploadIDPrefixTests {
 
     func upload(_ id: String, _ name: String) -> Upload {
         Upload(id: id, filename: name, contentType: "text/plain", size: 1, sha256: String(repeating: "0", count: 64),
-               createdAt: "2026-01-01T00:00:00Z", noteID: nil, url: "/uploads/\(id)/content")
+               createdAt: Timestamp.date("2026-01-01 00:00:00")!, noteID: nil, url: "/uploads/\(id)/content")
     }
 
     @Test("a unique prefix names its upload; none is not found; several are listed; fewer than 4 characters is a usage error")

@@ -33,10 +33,9 @@ struct ResumableUploadClientTests {
 
             let resumedAt = Atomic<Int64>(-1)
             let first = Mutex<TransferProgress?>(nil)
-            let upload = try await client.uploads.resumableUpload(fileAt: file, state: state, chunkSize: 100_000,
-                                                                  resumed: { resumedAt.store($0, ordering: .relaxed) }) { progress in
+            let upload = try await client.uploads.resumableUpload(fileAt: file, state: state, chunkSize: 100_000, progress: { progress in
                 first.withLock { if $0 == nil { $0 = progress } }
-            }
+            }, resumed: { resumedAt.store($0, ordering: .relaxed) })
             #expect(resumedAt.load(ordering: .relaxed) >= 200_000)
             #expect(first.withLock { $0 }?.completed == resumedAt.load(ordering: .relaxed))
             #expect(first.withLock { $0 }?.total == Int64(bytes.count))

@@ -20,7 +20,7 @@ final class FlakyServer: Sendable {
         var routes = RouterBuilder()
         routes.add(middleware: ErrorMiddleware(log: Logger(accessLog: false)))
         let attempts = self.attempts
-        let note = Note(id: "1", body: "x", createdAt: "2026-11-30 14:35:40", updatedAt: "2026-11-30 14:35:40", version: 1)
+        let note = Note(id: "1", body: "x", createdAt: Timestamp.date("2026-11-30 14:35:40")!, updatedAt: Timestamp.date("2026-11-30 14:35:40")!, version: 1)
         let answer = { @Sendable (success: Response) -> Response in
             guard attempts.value.add(1, ordering: .relaxed).newValue > failures else {
                 var headers = HTTPHeaders([("Content-Type", "application/problem+json")])

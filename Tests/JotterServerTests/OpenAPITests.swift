@@ -116,13 +116,13 @@ struct OpenAPITests {
     // MARK: - The wire types against their schemas
 
     static let upload = Upload(id: "0123456789abcdef01234567", filename: "photo.png", contentType: "image/png", size: 1 << 40,
-                               sha256: String(repeating: "a", count: 64), createdAt: "2026-11-30 14:35:40", noteID: nil,
+                               sha256: String(repeating: "a", count: 64), createdAt: Timestamp.date("2026-11-30 14:35:40")!, noteID: nil,
                                url: "/uploads/0123456789abcdef01234567/content")
     static var attached: Upload { var upload = upload; upload.noteID = "42"; return upload }
-    static let note = Note(id: "42", body: "Buy milk", createdAt: "2026-11-30 14:35:40", updatedAt: "2026-11-30 14:35:41",
+    static let note = Note(id: "42", body: "Buy milk", createdAt: Timestamp.date("2026-11-30 14:35:40")!, updatedAt: Timestamp.date("2026-11-30 14:35:41")!,
                            version: 3, attachments: [attached])
-    static let empty = Note(id: "1", body: "", createdAt: "1970-01-01 00:00:00", updatedAt: "1970-01-01 00:00:00", version: 1)
-    static let backup = Backup(id: "5f0c9a1b2d3e4f5061728394", createdAt: "2026-12-01 09:30:00", jotterVersion: "0.1.0", schemaVersion: 2,
+    static let empty = Note(id: "1", body: "", createdAt: Timestamp.date("1970-01-01 00:00:00")!, updatedAt: Timestamp.date("1970-01-01 00:00:00")!, version: 1)
+    static let backup = Backup(id: "5f0c9a1b2d3e4f5061728394", createdAt: Timestamp.date("2026-12-01 09:30:00")!, jotterVersion: "0.1.0", schemaVersion: 2,
                                notes: 2000, lastEventID: 2051, databaseSize: 4_517_560, uploads: [attached],
                                filesURL: "/admin/backups/5f0c9a1b2d3e4f5061728394/files")
     /// `backup.json` of a backup taken from a data folder directly.
@@ -140,10 +140,10 @@ struct OpenAPITests {
         var jsonEcho = EchoResponse(method: "PUT", url: "/echo")
         jsonEcho.json = .object(["a": .array([.number(1), .null, .bool(true), .string("x")])])
         jsonEcho.data = #"{"a":[1,null,true,"x"]}"#
-        let user = UserInfo(id: "1", name: "ann", admin: true, createdAt: "2026-12-01 10:00:00")
-        let token = TokenInfo(id: "3", label: "laptop", createdAt: "2026-12-01 10:00:00", lastUsedAt: nil, expiresAt: nil, revokedAt: nil)
-        let used = TokenInfo(id: "4", label: "ci", createdAt: "2026-12-01 10:00:00", lastUsedAt: "2026-12-01 10:05:00",
-                             expiresAt: "2026-12-31 10:00:00", revokedAt: "2026-12-02 10:00:00")
+        let user = UserInfo(id: "1", name: "ann", admin: true, createdAt: Timestamp.date("2026-12-01 10:00:00")!)
+        let token = TokenInfo(id: "3", label: "laptop", createdAt: Timestamp.date("2026-12-01 10:00:00")!, lastUsedAt: nil, expiresAt: nil, revokedAt: nil)
+        let used = TokenInfo(id: "4", label: "ci", createdAt: Timestamp.date("2026-12-01 10:00:00")!, lastUsedAt: Timestamp.date("2026-12-01 10:05:00")!,
+                             expiresAt: Timestamp.date("2026-12-31 10:00:00")!, revokedAt: Timestamp.date("2026-12-02 10:00:00")!)
         return [
             (Note.self, [note, empty]),
             (NoteEnvelope.self, NoteEnvelope.messages.map { NoteEnvelope(note: note, message: $0) } + [NoteEnvelope(note: empty)]),
@@ -174,7 +174,7 @@ struct OpenAPITests {
             (EchoResponse.File.self, [file, echoFile]),
             (UserInfo.self, [user]),
             (UserList.self, [UserList(users: [user]), UserList(users: [])]),
-            (SessionInfo.self, [SessionInfo(user: user, csrfToken: String(repeating: "a1", count: 16), expiresAt: "2026-12-15 10:00:00"),
+            (SessionInfo.self, [SessionInfo(user: user, csrfToken: String(repeating: "a1", count: 16), expiresAt: Timestamp.date("2026-12-15 10:00:00")!),
                                 SessionInfo(user: user)]),
             (TokenInfo.self, [token, used]),
             (TokenList.self, [TokenList(tokens: [used, token])]),

@@ -11,7 +11,7 @@ struct WireJSONTests {
     static let hostile = "quote \" backslash \\ slash / newline \n tab \t return \r bell \u{7} nul \u{0} del \u{7F} é 日本 📝 \u{2028}"
 
     static let upload = Upload(id: "0123456789abcdef01234567", filename: hostile, contentType: "text/plain", size: 1 << 40,
-                               sha256: String(repeating: "a", count: 64), createdAt: "2026-11-30 14:35:40", noteID: nil, url: "/uploads/x/content")
+                               sha256: String(repeating: "a", count: 64), createdAt: Timestamp.date("2026-11-30 14:35:40")!, noteID: nil, url: "/uploads/x/content")
 
     func both<T: Encodable & JSONWritable>(_ value: T) throws -> (String, String) {
         var json = JSONWriter()
@@ -22,9 +22,9 @@ struct WireJSONTests {
     @Test func notesUploadsAndEnvelopesMatchJSONEncoder() throws {
         var attached = Self.upload
         attached.noteID = "42"
-        let note = Note(id: "42", body: Self.hostile, createdAt: "2026-11-30 14:35:40", updatedAt: "2026-11-30 14:35:41",
+        let note = Note(id: "42", body: Self.hostile, createdAt: Timestamp.date("2026-11-30 14:35:40")!, updatedAt: Timestamp.date("2026-11-30 14:35:41")!,
                         version: 7, attachments: [Self.upload, attached])
-        let empty = Note(id: "1", body: "", createdAt: "1970-01-01 00:00:00", updatedAt: "1970-01-01 00:00:00", version: 1)
+        let empty = Note(id: "1", body: "", createdAt: Timestamp.date("1970-01-01 00:00:00")!, updatedAt: Timestamp.date("1970-01-01 00:00:00")!, version: 1)
         let pairs = [
             try both(Self.upload), try both(note), try both(empty),
             try both(NoteEnvelope(note: note, message: "Note Created")), try both(NoteEnvelope(note: empty)),

@@ -32,6 +32,7 @@ struct ExportCommand: AsyncCommand {
         options = try ClientOptions(parsing: arguments)
         force = arguments.flag("--force")
         path = try arguments.single("FILE")
+        try TarWriter.checkName(path)
     }
 
     /// The manifest's entries of `members`: bytes are hashed here, uploads carry their SHA-256.
@@ -75,7 +76,7 @@ struct ExportCommand: AsyncCommand {
             let attachments = note.attachments.map { ExportLayout.entry($0, path: "notes/\(note.id)/" + ExportLayout.fileName($0)) }
             let json = Array(try ClientOptions.json(note).utf8)
             let markdown = Array(ExportLayout.markdown(note, attachments: attachments).utf8)
-            manifest.notes.append(.init(id: note.id, version: note.version, createdAt: note.createdAt, updatedAt: note.updatedAt,
+            manifest.notes.append(.init(id: note.id, version: note.version, createdAt: Timestamp.format(note.createdAt), updatedAt: Timestamp.format(note.updatedAt),
                                         json: "notes/\(note.id).json", markdown: "notes/\(note.id).md", attachments: attachments))
             members.append(("notes/\(note.id).json", json, nil))
             members.append(("notes/\(note.id).md", markdown, nil))
@@ -127,7 +128,8 @@ struct ExportCommand: AsyncCommand {
         guard rename(partial, path) == 0 else { throw CommandFailure("cannot move the archive to \(path): \(String(cString: strerror(errno)))") }
         let files = manifest.notes.reduce(manifest.uploads.count) { $0 + $1.attachments.count }
         if options.json {
-            console.out(try ClientOptions.json(["path": path, "notes": String(manifest.notes.count), "files": String(files), "bytes": String(total)]))
+            struct Summary: Encodable { var path: String, notes: Int, files: Int, bytes: Int64 }
+            console.out(try ClientOptions.json(Summary(path: path, notes: manifest.notes.count, files: files, bytes: total)))
         } else {
             console.out("exported \(TextFormat.count(manifest.notes.count, "note")) and \(TextFormat.count(files, "file")) (\(TextFormat.bytes(total))) to \(path)\n")
         }

@@ -74,7 +74,7 @@ enum ExportLayout {
     /// The note as a Markdown file: YAML front matter (id, times, version, attachments), then
     /// the body exactly as stored.
     static func markdown(_ note: Note, attachments: [ExportManifest.FileEntry]) -> String {
-        var text = "---\nid: \(quoted(note.id))\ncreated_at: \(quoted(note.createdAt))\nupdated_at: \(quoted(note.updatedAt))\nversion: \(note.version)\n"
+        var text = "---\nid: \(quoted(note.id))\ncreated_at: \(quoted(Timestamp.format(note.createdAt)))\nupdated_at: \(quoted(Timestamp.format(note.updatedAt)))\nversion: \(note.version)\n"
         if !attachments.isEmpty {
             text += "attachments:\n"
             for file in attachments { text += "  - \(quoted(String(file.path.dropFirst("notes/".count))))\n" }

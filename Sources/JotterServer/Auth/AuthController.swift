@@ -83,7 +83,7 @@ struct AuthController {
                                     .response(for: request)
                             }
                             let info = SessionInfo(user: UserInfo(user), csrfToken: AuthenticationMiddleware.csrfToken(forSession: secret),
-                                                   expiresAt: record.expiresAt.map(Timestamp.format))
+                                                   expiresAt: record.expiresAt.map(Timestamp.date(seconds:)))
                             let cookie = Self.cookie(secret, maxAge: (record.expiresAt ?? now) - now, secure: secure)
                             return try JSON(info, status: .created, headers: HTTPHeaders([("Set-Cookie", cookie), ("Cache-Control", "no-store")]))
                                 .response(for: request)
@@ -105,7 +105,7 @@ struct AuthController {
            let session = AuthenticationMiddleware.cookie(AuthenticationMiddleware.cookieName, in: cookie) {
             csrf = AuthenticationMiddleware.csrfToken(forSession: session)
         }
-        return try JSON(SessionInfo(user: UserInfo(user), csrfToken: csrf, expiresAt: principal.credential?.expiresAt.map(Timestamp.format)),
+        return try JSON(SessionInfo(user: UserInfo(user), csrfToken: csrf, expiresAt: principal.credential?.expiresAt.map(Timestamp.date(seconds:))),
                         headers: HTTPHeaders([("Cache-Control", "no-store")])).response(for: request)
     }
 
@@ -178,15 +178,17 @@ struct AuthController {
 }
 
 extension UserInfo {
-    init(_ record: UserRecord) {
-        self.init(id: String(record.id), name: record.name, admin: record.isAdmin, createdAt: Timestamp.format(record.createdAt))
+    /// A stored user as the API shows it.
+    public init(_ record: UserRecord) {
+        self.init(id: String(record.id), name: record.name, admin: record.isAdmin, createdAt: Timestamp.date(seconds: record.createdAt))
     }
 }
 
 extension TokenInfo {
-    init(_ record: CredentialRecord) {
-        self.init(id: String(record.id), label: record.label, createdAt: Timestamp.format(record.createdAt),
-                  lastUsedAt: record.lastUsedAt.map(Timestamp.format), expiresAt: record.expiresAt.map(Timestamp.format),
-                  revokedAt: record.revokedAt.map(Timestamp.format))
+    /// A stored token's metadata as the API shows it.
+    public init(_ record: CredentialRecord) {
+        self.init(id: String(record.id), label: record.label, createdAt: Timestamp.date(seconds: record.createdAt),
+                  lastUsedAt: record.lastUsedAt.map(Timestamp.date(seconds:)), expiresAt: record.expiresAt.map(Timestamp.date(seconds:)),
+                  revokedAt: record.revokedAt.map(Timestamp.date(seconds:)))
     }
 }

@@ -68,7 +68,7 @@ final class BackupController: Sendable {
             try? FileManager.default.removeItem(atPath: folder + "/" + id)
             throw HTTPError(.internalServerError, detail: "the backup failed: \(error)")
         }
-        let backup = Backup(id: id, createdAt: Timestamp.format(Int64(time(nil))), jotterVersion: JotterBuild.version,
+        let backup = Backup(id: id, createdAt: Timestamp.date(seconds: Int64(time(nil))), jotterVersion: JotterBuild.version,
                             schemaVersion: contents.schemaVersion, notes: contents.notes, lastEventID: contents.lastEventID,
                             databaseSize: contents.databaseSize, uploads: contents.uploads.map(Upload.init),
                             filesURL: "/admin/backups/\(id)/files")

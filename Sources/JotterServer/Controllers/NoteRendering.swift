@@ -5,8 +5,8 @@ import JotterStore
 extension Note {
     /// The wire form of a stored note with its attachments.
     init(_ record: NoteRecord, attachments: [UploadRecord]) {
-        self.init(id: String(record.id), body: record.body, createdAt: Timestamp.format(record.createdAt),
-                  updatedAt: Timestamp.format(record.updatedAt), version: Int(record.version),
+        self.init(id: String(record.id), body: record.body, createdAt: Timestamp.date(seconds: record.createdAt),
+                  updatedAt: Timestamp.date(seconds: record.updatedAt), version: Int(record.version),
                   attachments: attachments.map(Upload.init))
     }
 }
@@ -15,7 +15,7 @@ extension Upload {
     /// The wire form of a stored upload.
     package init(_ record: UploadRecord) {
         self.init(id: record.id, filename: record.filename, contentType: record.contentType, size: record.size,
-                  sha256: record.sha256, createdAt: Timestamp.format(record.createdAt),
+                  sha256: record.sha256, createdAt: Timestamp.date(seconds: record.createdAt),
                   noteID: record.noteID.map(String.init), url: "/uploads/\(record.id)/content")
     }
 }

@@ -10,7 +10,7 @@ extension Upload: JSONWritable {
     public func write(to json: inout JSONWriter) {
         json.object { json in
             json.field("content_type") { $0.string(contentType) }
-            json.field("created_at") { $0.string(createdAt) }
+            json.field("created_at") { $0.string(Timestamp.format(createdAt)) }
             json.field("filename") { $0.string(filename) }
             json.field("id") { $0.string(id) }
             json.field("note_id") { $0.optionalString(noteID) }
@@ -26,9 +26,9 @@ extension Note: JSONWritable {
         json.object { json in
             json.field("attachments") { $0.array(attachments) { json, upload in upload.write(to: &json) } }
             json.field("body") { $0.string(body) }
-            json.field("created_at") { $0.string(createdAt) }
+            json.field("created_at") { $0.string(Timestamp.format(createdAt)) }
             json.field("id") { $0.string(id) }
-            json.field("updated_at") { $0.string(updatedAt) }
+            json.field("updated_at") { $0.string(Timestamp.format(updatedAt)) }
             json.field("version") { $0.integer(Int64(version)) }
         }
     }
