@@ -7,6 +7,7 @@ import Glibc
 import JotterAPI
 import JotterCLICore
 import JotterClient
+import JotterServer
 import JotterStore
 
 /// `jotter users …`: the server's users, managed on the data folder (no server needed; a
@@ -38,6 +39,8 @@ enum AccountPlace {
 
     /// The account commands print text only: no `--json`.
     static let options = [DataFolder.option, DataFolder.databaseOption] + ClientOptions.connection
+    /// The lists' options: they print JSON too (`--json`), as the API lists them.
+    static let listOptions = options + [ClientOptions.jsonOption]
 
     init(_ arguments: Arguments) throws {
         if arguments.option("--data") == nil, arguments.option("--database") == nil, arguments.option("--server") != nil {
@@ -167,26 +170,31 @@ struct UsersAddCommand: AsyncCommand {
 struct UsersListCommand: AsyncCommand {
     static let name = "list"
     static let summary = "List the users."
-    static let usage = "jotter users list [--data DIR | --database URL | --server URL]"
-    static let about = "Lists the users: name, whether an administrator, when added (UTC)."
-    static let options = AccountPlace.options
+    static let usage = "jotter users list [--json] [--data DIR | --database URL | --server URL]"
+    static let about = "Lists the users: name, whether an administrator, when added (UTC); --json as GET /users gives them."
+    static let options = AccountPlace.listOptions
     let place: AccountPlace
+    let json: Bool
 
     init(parsing arguments: Arguments) throws {
         place = try AccountPlace(arguments)
+        json = arguments.flag("--json")
         try arguments.finish()
     }
 
     func run(console: Console) async throws -> Int32 {
-        var rows: [(name: String, admin: Bool, created: String)] = []
+        let users: [UserInfo]
         switch place {
         case .server(let options):
-            let users = try await AccountPlace.remote(options) { client throws(JotterClientError) in try await client.users() }
-            rows = users.map { ($0.name, $0.admin, TextFormat.time($0.createdAt)) }
+            users = try await AccountPlace.remote(options) { client throws(JotterClientError) in try await client.users() }
         case .folder(let data):
-            rows = try DataFolder.with(data) { store in try store.users().map { ($0.name, $0.isAdmin, TextFormat.time(seconds: $0.createdAt)) } }
+            users = try DataFolder.with(data) { store in try store.users().map(UserInfo.init) }
         }
-        console.out(TextFormat.table(["NAME", "ADMIN", "CREATED"], rows.map { [$0.name, $0.admin ? "yes" : "no", $0.created] }))
+        if json {
+            console.out(try ClientOptions.json(UserList(users: users)))
+        } else {
+            console.out(TextFormat.table(["NAME", "ADMIN", "CREATED"], users.map { [$0.name, $0.admin ? "yes" : "no", TextFormat.time($0.createdAt)] }))
+        }
         return ExitCode.success
     }
 }
@@ -328,36 +336,41 @@ struct TokensCreateCommand: AsyncCommand {
 struct TokensListCommand: AsyncCommand {
     static let name = "list"
     static let summary = "List API tokens."
-    static let usage = "jotter tokens list [--user NAME] [--data DIR | --database URL | --server URL]"
-    static let about = "Lists tokens, newest first: id, label, created, last used, expiry (UTC), revoked — --user's on the data folder, the signed-in user's with --server."
-    static let options = [Option("--user", value: "NAME", help: "Whose tokens (the data folder only; required there).")] + AccountPlace.options
+    static let usage = "jotter tokens list [--user NAME] [--json] [--data DIR | --database URL | --server URL]"
+    static let about = "Lists tokens, newest first: id, label, created, last used, expiry (UTC), revoked — --user's on the data folder, the signed-in user's with --server; --json as GET /auth/tokens gives them."
+    static let options = [Option("--user", value: "NAME", help: "Whose tokens (the data folder only; required there).")] + AccountPlace.listOptions
     let user: String?, place: AccountPlace
+    let json: Bool
 
     init(parsing arguments: Arguments) throws {
         user = arguments.option("--user")
+        json = arguments.flag("--json")
         place = try AccountPlace(arguments)
         if case .folder = place, user == nil { throw UsageError("--user NAME is required on the data folder") }
         try arguments.finish()
     }
 
     func run(console: Console) async throws -> Int32 {
-        var rows: [(id: String, label: String, dates: [String])] = []
+        let tokens: [TokenInfo]
         switch place {
         case .server(let options):
-            let tokens = try await AccountPlace.remote(options) { client throws(JotterClientError) in try await client.tokens() }
-            rows = tokens.map { ($0.id, $0.label, [$0.createdAt, $0.lastUsedAt, $0.expiresAt, $0.revokedAt].map(TextFormat.time)) }
+            tokens = try await AccountPlace.remote(options) { client throws(JotterClientError) in try await client.tokens() }
         case .folder(let data):
             let store = try DataFolder.store(data)
             defer { store.close() }
             let owner = try DataFolder.user(user ?? "", in: store)
-            rows = try store.credentials(userID: owner.id, kind: .token).map { token in
-                (String(token.id), token.label, [token.createdAt, token.lastUsedAt, token.expiresAt, token.revokedAt].map(TextFormat.time(seconds:)))
-            }
+            tokens = try store.credentials(userID: owner.id, kind: .token).map(TokenInfo.init)
+        }
+        if json {
+            console.out(try ClientOptions.json(TokenList(tokens: tokens)))
+            return ExitCode.success
         }
         // One table however long the label or the times (over --server and on the data folder alike).
         let shown = { (text: String) in console.outputIsTerminal ? TextFormat.visible(text) : text }
-        console.out(TextFormat.table(["ID", "LABEL", "CREATED", "LAST USED", "EXPIRES", "REVOKED"],
-                                     rows.map { [$0.id, $0.label.isEmpty ? "-" : shown($0.label)] + $0.dates }))
+        console.out(TextFormat.table(["ID", "LABEL", "CREATED", "LAST USED", "EXPIRES", "REVOKED"], tokens.map { token in
+            [token.id, token.label.isEmpty ? "-" : shown(token.label)]
+                + [token.createdAt, token.lastUsedAt, token.expiresAt, token.revokedAt].map(TextFormat.time)
+        }))
         return ExitCode.success
     }
 }

@@ -65,11 +65,61 @@ struct ClientOptions: Sendable {
         return JotterClient(baseURL: server, configuration: configuration)
     }
 
-    /// `value` as JSON with sorted keys (indented, or on one line), and a newline.
+    /// `value` as JSON with sorted keys, and a newline: indented as `jq` and `gh` print it
+    /// (`"key": value`, two spaces, `[]` and `{}` when empty), or on one line.
     static func json(_ value: some Encodable, pretty: Bool = true) throws -> String {
         let encoder = JSONEncoder()
-        encoder.outputFormatting = pretty ? [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes] : [.sortedKeys, .withoutEscapingSlashes]
-        return String(decoding: try encoder.encode(value), as: UTF8.self) + "\n"
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        let compact = try encoder.encode(value)
+        return (pretty ? indented(compact) : String(decoding: compact, as: UTF8.self)) + "\n"
+    }
+
+    /// Compact JSON (no whitespace outside strings, as `JSONEncoder` writes it) indented as
+    /// `jq .` indents it.
+    static func indented(_ compact: some Collection<UInt8>) -> String {
+        var out: [UInt8] = []
+        out.reserveCapacity(compact.count * 2)
+        var depth = 0, inString = false, escaped = false
+        var bytes = compact.makeIterator()
+        var pending = bytes.next()
+        func newline() {
+            out.append(0x0A)
+            out.append(contentsOf: repeatElement(0x20, count: depth * 2))
+        }
+        while let byte = pending {
+            pending = bytes.next()
+            if inString {
+                out.append(byte)
+                if escaped { escaped = false } else if byte == UInt8(ascii: "\\") { escaped = true } else if byte == UInt8(ascii: "\"") { inString = false }
+                continue
+            }
+            switch byte {
+            case UInt8(ascii: "\""):
+                inString = true
+                out.append(byte)
+            case UInt8(ascii: "{"), UInt8(ascii: "["):
+                out.append(byte)
+                if let next = pending, next == UInt8(ascii: "}") || next == UInt8(ascii: "]") {
+                    out.append(next)
+                    pending = bytes.next()
+                } else {
+                    depth += 1
+                    newline()
+                }
+            case UInt8(ascii: "}"), UInt8(ascii: "]"):
+                depth -= 1
+                newline()
+                out.append(byte)
+            case UInt8(ascii: ","):
+                out.append(byte)
+                newline()
+            case UInt8(ascii: ":"):
+                out.append(contentsOf: [byte, 0x20])
+            default:
+                out.append(byte)
+            }
+        }
+        return String(decoding: out, as: UTF8.self)
     }
 }
 
@@ -86,7 +136,9 @@ struct CommandFailure: Error, Sendable {
     /// What an SDK error means on the command line.
     init(_ error: JotterClientError) {
         let detail = error.detail ?? error.title ?? error.message
-        if error.isTLS {
+        if error.isPlainHTTPServer {
+            self.init(error.message + " (--server URL or JOTTER_SERVER)", status: ExitCode.unreachable)
+        } else if error.isTLS {
             self.init(error.message + "; a server with a private CA: --cacert FILE (or JOTTER_CACERT)", status: ExitCode.unreachable)
         } else if error.isTransport {
             self.init("\(error.message): is the Jotter server running there? (--server URL or JOTTER_SERVER)", status: ExitCode.unreachable)
@@ -96,6 +148,10 @@ struct CommandFailure: Error, Sendable {
                       + "(--server URL or JOTTER_SERVER)", status: ExitCode.unreachable)
         } else if error.isUnauthorized {
             self.init("\(detail): sign in with jotter login, or give a token (--token or JOTTER_TOKEN)", status: ExitCode.failure)
+        } else if error.isNotFound, detail.hasPrefix("no resource at ") {
+            // The server has no such endpoint at all (not a missing note): the URL is off.
+            self.init("\(detail): is the server URL right? (--server URL or JOTTER_SERVER: where Jotter answers, such as "
+                      + "http://127.0.0.1:8080, with no path unless a proxy serves it under one)", status: ExitCode.notFound)
         } else if error.isNotFound {
             self.init(detail, status: ExitCode.notFound)
         } else if error.isConflict {

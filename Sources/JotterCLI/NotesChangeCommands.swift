@@ -8,7 +8,7 @@ struct NotesAddCommand: AsyncCommand {
     static let summary = "Add a note."
     static let usage = """
     jotter notes add TEXT… [options]
-           jotter notes add - [options]      (the text from standard input)
+           jotter notes add - [options]      (the text from standard input, less one final newline)
     """
     static let about = """
     Creates a note; the words of TEXT are joined by spaces. Prints the new note's id.
@@ -31,7 +31,8 @@ struct NotesAddCommand: AsyncCommand {
             guard let text = String(validating: console.readInput(), as: UTF8.self) else {
                 throw CommandFailure("standard input is not UTF-8 text")
             }
-            body = text
+            // The one newline that ends what `echo` or a file sends, as `git commit -F -` drops it.
+            body = text.hasSuffix("\n") ? String(text.dropLast()) : text
         } else {
             body = words.joined(separator: " ")
         }

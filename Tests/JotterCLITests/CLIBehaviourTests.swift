@@ -33,7 +33,7 @@ struct CLIBehaviourTests {
         }
     }
 
-    @Test("--token before the command is read as after it; --json on a command that prints no JSON is a usage error")
+    @Test("--token before the command is read as after it; --json on a command that prints no JSON is a usage error, the lists print it")
     func globalTokenAndRefusedJSON() async throws {
         try await withApp(configure: { $0.auth = .required }) { app in
             try app.addUser("ann", password: "correct horse", admin: true)
@@ -46,8 +46,13 @@ struct CLIBehaviourTests {
                 #expect(listed.status == 0, "\(arguments): \(listed.err)")
                 #expect(listed.out.contains("mine"), "\(arguments)")
             }
-            for arguments in [["users", "list", "--json"], ["tokens", "list", "--json"], ["tokens", "create", "--json"],
-                              ["--json", "users", "list"], ["login", "--name", "ann", "--json"], ["logout", "--json"]] {
+            // The lists print JSON (as every list does); the commands that print no JSON refuse it.
+            for arguments in [["users", "list", "--json"], ["tokens", "list", "--json"], ["--json", "tokens", "list"]] {
+                let listed = await commands.jotter(arguments + ["--server", server, "--token", token], app: nil)
+                #expect(listed.status == 0 && listed.out.hasPrefix("{\n  \""), "\(arguments): \(listed.out)\(listed.err)")
+            }
+            for arguments in [["tokens", "create", "--json"], ["--json", "users", "passwd", "ann"], ["login", "--name", "ann", "--json"],
+                              ["logout", "--json"]] {
                 let refused = await commands.jotter(arguments + ["--server", server, "--token", token], app: nil)
                 #expect(refused.status == ExitCode.usage, "\(arguments): \(refused.out)")
                 #expect(refused.err.hasPrefix("error: unknown option '--json'"), "\(arguments): \(refused.err)")
@@ -160,7 +165,7 @@ struct CLIBehaviourTests {
 
             let forced = await jotter(["download", upload.id, "-o", target.path, "--force", "--json"], app: app)
             #expect(forced.status == 0, "\(forced.err)")
-            #expect(forced.out == "{\n  \"already_complete\" : false,\n  \"path\" : \"\(target.path)\",\n  \"resumed_from\" : 0,\n  \"size\" : 18\n}\n")
+            #expect(forced.out == "{\n  \"already_complete\": false,\n  \"path\": \"\(target.path)\",\n  \"resumed_from\": 0,\n  \"size\": 18\n}\n")
             #expect(try Data(contentsOf: target) == Data(contentsOf: source))
             let again = await jotter(["download", upload.id, "-o", target.path], app: app)
             #expect(again.out == "\(target.path) already is \(upload.id) (same SHA-256): nothing to download\n")

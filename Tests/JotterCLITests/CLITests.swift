@@ -196,7 +196,7 @@ struct BinaryTests {
         #expect(try Self.jotter(["notes", "add", "from", "the", "binary"], environment: environment) == (0, "Added note 1.\n", ""))
         let list = try Self.jotter(["notes", "list", "--json"], environment: environment)
         #expect(list.status == 0)
-        #expect(list.out.contains("\"body\" : \"from the binary\""))
+        #expect(list.out.contains("\"body\": \"from the binary\""))
         let file = FileManager.default.temporaryDirectory.appendingPathComponent("jotter-binary-\(UUID().uuidString).txt")
         try Data("uploaded by the binary".utf8).write(to: file)
         defer { try? FileManager.default.removeItem(at: file) }

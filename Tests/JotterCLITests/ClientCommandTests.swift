@@ -34,7 +34,7 @@ struct ClientCommandTests {
     @Test func hello() async throws {
         try await withApp { app in
             #expect(await jotter(["hello", "Bob", "Smith"], app: app).out == "Hello Bob Smith!\n")
-            #expect(await jotter(["hello", "Bob", "--json"], app: app).out == "{\n  \"message\" : \"Hello Bob!\"\n}\n")
+            #expect(await jotter(["hello", "Bob", "--json"], app: app).out == "{\n  \"message\": \"Hello Bob!\"\n}\n")
         }
     }
 

@@ -48,4 +48,27 @@ struct TLSClientTests {
         let missing = try BinaryTests.jotter(["notes", "list", "--server", url, "--cacert", "/nonexistent/ca.pem"], environment: [:])
         #expect(missing.status == ExitCode.usage)
     }
+
+    @Test("https:// to a plain-HTTP port says the port serves http:// (URLSession's TLS and the SDK's own alike)", arguments: [[], ["--insecure"]])
+    func plainHTTPPort(_ extra: [String]) throws {
+        let server = try ServerProcess(["--quiet"])
+        defer { _ = server.signal(SIGTERM); _ = server.finish() }
+        let result = try BinaryTests.jotter(["notes", "list", "--server", "https://127.0.0.1:\(server.port)"] + extra, environment: [:])
+        #expect(result.status == ExitCode.unreachable)
+        #expect(result.err.contains("the server answered in plain HTTP, not TLS: that port serves http://, not https://; use http://127.0.0.1:\(server.port)"),
+                "\(result.err)")
+        #expect(!result.err.contains("0A00010B") && !result.err.contains("--cacert"), "\(result.err)")
+    }
+
+    @Test("a server URL with a path the server does not serve: the error asks whether the URL is right")
+    func wrongServerPath() throws {
+        let server = try ServerProcess(["--quiet"])
+        defer { _ = server.signal(SIGTERM); _ = server.finish() }
+        let result = try BinaryTests.jotter(["notes", "list", "--server", "127.0.0.1:\(server.port)/nope"], environment: [:])
+        #expect(result.status == ExitCode.notFound)
+        #expect(result.err.hasPrefix("error: no resource at /nope/notes: is the server URL right? (--server URL or JOTTER_SERVER"), "\(result.err)")
+        // A missing note is still just that.
+        let note = try BinaryTests.jotter(["notes", "show", "99", "--server", "127.0.0.1:\(server.port)"], environment: [:])
+        #expect(note.err == "error: note 99 does not exist\n", "\(note.err)")
+    }
 }

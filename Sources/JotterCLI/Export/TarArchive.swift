@@ -1,5 +1,6 @@
 internal import CArchive
 import Glibc
+import JotterCLICore
 
 /// A tar archive being written with libarchive (GNU tar format, gzip-compressed when asked —
 /// by default when the name ends in `.gz` or `.tgz`). Files are streamed in, never held in
@@ -21,6 +22,16 @@ final class TarWriter {
 
     /// Whether an archive named `name` is gzip-compressed: it ends in `.gz` or `.tgz`.
     static func isGzip(_ name: String) -> Bool { name.hasSuffix(".gz") || name.hasSuffix(".tgz") }
+
+    /// Refuses a file name whose extension promises another format (`notes.zip`): an archive
+    /// is named `.tar`, `.tar.gz` or `.tgz`, or has no extension.
+    static func checkName(_ path: String) throws(UsageError) {
+        let name = path.split(separator: "/").last.map(String.init) ?? path
+        guard let dot = name.lastIndex(of: "."), dot != name.startIndex else { return }
+        let lower = name.lowercased()
+        guard !(lower.hasSuffix(".tar") || lower.hasSuffix(".tar.gz") || lower.hasSuffix(".tgz")) else { return }
+        throw UsageError("\(path): jotter export writes a tar archive; name it .tar, or .tar.gz or .tgz for gzip, not \(name[dot...])")
+    }
 
     /// Writes to `path`; `gzip` says whether to compress (say it when `path` is a temporary
     /// name for the final one).
