@@ -3,8 +3,9 @@
 # BENCH_ARGS, e.g. `make bench BENCH_ARGS="--rounds 3"` or BENCH_ARGS="--scenario notes".
 # `make compat` replays the tutorials' iPhone clients against their original servers and
 # jotter, and rewrites docs/compatibility.md (`make test` runs the same check, without writing).
-# `make install` builds the release and installs jotter, jotter-server and the systemd unit
-# under PREFIX (default /usr/local), staged under DESTDIR when given (docs/deployment.md).
+# `make install` builds the release and installs jotter, jotter-server, the systemd unit, the
+# manual page (share/man/man1/jotter.1) and the bash, zsh and fish completions under PREFIX
+# (default /usr/local), staged under DESTDIR when given (docs/deployment.md).
 SWIFT ?= swift
 HOST ?= 127.0.0.1
 PORT ?= 8080
@@ -13,6 +14,10 @@ BENCH_ARGS ?=
 PREFIX ?= /usr/local
 BINDIR ?= $(PREFIX)/bin
 UNITDIR ?= $(PREFIX)/lib/systemd/system
+MANDIR ?= $(PREFIX)/share/man
+BASHCOMPDIR ?= $(PREFIX)/share/bash-completion/completions
+ZSHCOMPDIR ?= $(PREFIX)/share/zsh/site-functions
+FISHCOMPDIR ?= $(PREFIX)/share/fish/vendor_completions.d
 DESTDIR ?=
 CONFIGURATION ?= release
 
@@ -101,14 +106,23 @@ install: deps
 	@$(MAKE) --no-print-directory install-files
 
 # What `install` copies, from what `swift build -c $(CONFIGURATION)` made; builds nothing.
+# The manual page and the completions are printed by the jotter just built, from the same
+# declarations as its --help.
 install-files:
-	install -d "$(DESTDIR)$(BINDIR)" "$(DESTDIR)$(UNITDIR)"
+	install -d "$(DESTDIR)$(BINDIR)" "$(DESTDIR)$(UNITDIR)" "$(DESTDIR)$(MANDIR)/man1" \
+		"$(DESTDIR)$(BASHCOMPDIR)" "$(DESTDIR)$(ZSHCOMPDIR)" "$(DESTDIR)$(FISHCOMPDIR)"
 	install -m 0755 .build/$(CONFIGURATION)/jotter .build/$(CONFIGURATION)/jotter-server "$(DESTDIR)$(BINDIR)/"
 	sed 's#^ExecStart=/usr/local/bin/jotter-server #ExecStart=$(BINDIR)/jotter-server #' contrib/jotter.service > "$(DESTDIR)$(UNITDIR)/jotter.service"
 	chmod 0644 "$(DESTDIR)$(UNITDIR)/jotter.service"
+	.build/$(CONFIGURATION)/jotter help --man > "$(DESTDIR)$(MANDIR)/man1/jotter.1"
+	.build/$(CONFIGURATION)/jotter completion bash > "$(DESTDIR)$(BASHCOMPDIR)/jotter"
+	.build/$(CONFIGURATION)/jotter completion zsh > "$(DESTDIR)$(ZSHCOMPDIR)/_jotter"
+	.build/$(CONFIGURATION)/jotter completion fish > "$(DESTDIR)$(FISHCOMPDIR)/jotter.fish"
+	chmod 0644 "$(DESTDIR)$(MANDIR)/man1/jotter.1" "$(DESTDIR)$(BASHCOMPDIR)/jotter" "$(DESTDIR)$(ZSHCOMPDIR)/_jotter" "$(DESTDIR)$(FISHCOMPDIR)/jotter.fish"
 
 uninstall:
-	rm -f "$(DESTDIR)$(BINDIR)/jotter" "$(DESTDIR)$(BINDIR)/jotter-server" "$(DESTDIR)$(UNITDIR)/jotter.service"
+	rm -f "$(DESTDIR)$(BINDIR)/jotter" "$(DESTDIR)$(BINDIR)/jotter-server" "$(DESTDIR)$(UNITDIR)/jotter.service" \
+		"$(DESTDIR)$(MANDIR)/man1/jotter.1" "$(DESTDIR)$(BASHCOMPDIR)/jotter" "$(DESTDIR)$(ZSHCOMPDIR)/_jotter" "$(DESTDIR)$(FISHCOMPDIR)/jotter.fish"
 
 clean:
 	rm -rf .build

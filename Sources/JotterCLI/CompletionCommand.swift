@@ -12,6 +12,29 @@ struct CommandTree {
         var about: String
         var options: [Option]
         var subcommands: [String]
+        /// What its arguments are, from its usage line.
+        var operands: Operands { CommandTree.operands(usage: usage, path: path) }
+    }
+
+    /// What a command's positional arguments are, read from the first word its usage line gives
+    /// them: a list of words (`bash|zsh|fish`), paths (`FILE`, `PATH…`, `DIR`, `DEST`, `SRC`),
+    /// or anything else — an id, a name, text — which nothing can complete (not files).
+    enum Operands: Equatable {
+        case none
+        case files
+        case words([String])
+    }
+
+    static func operands(usage: String, path: String) -> Operands {
+        var tokens = (usage.split(separator: "\n").first ?? "").split(separator: " ").map(String.init)
+        let prefix = ["jotter"] + path.split(separator: " ").map(String.init)
+        guard !path.isEmpty, tokens.starts(with: prefix) else { return .none }
+        tokens.removeFirst(prefix.count)
+        guard let token = tokens.first, !token.hasPrefix("["), !token.hasPrefix("-"), !token.hasPrefix("<") else { return .none }
+        let word = token.hasSuffix("…") ? String(token.dropLast()) : token
+        let choices = Option.choices(word)
+        if !choices.isEmpty { return .words(choices) }
+        return ["FILE", "PATH", "DIR", "DEST", "SRC"].contains(word) ? .files : .none
     }
 
     let nodes: [Node]
@@ -38,13 +61,27 @@ struct CommandTree {
 
     // MARK: - bash
 
-    /// `_jotter_valued PATH OPTION` (the option takes a value there) and `_jotter_path_valued`
-    /// (a file or folder): the same in bash and zsh.
+    /// `_jotter_valued PATH OPTION` (the option takes a value there), `_jotter_path_valued`
+    /// (a file or folder), `_jotter_choices PATH OPTION` (the values it lists) and
+    /// `_jotter_operands PATH` (a command's arguments: words, `@files`, or nothing): the same
+    /// in bash and zsh.
     var valueFunctions: String {
         func patterns(_ include: (Option) -> Bool) -> String {
             let all = nodes.flatMap { node in node.options.filter(include).flatMap { $0.names.map { Self.quoted(node.path + ":" + $0) } } }
             return all.isEmpty ? "''" : all.joined(separator: "|")
         }
+        let choices = nodes.flatMap { node in
+            node.options.filter { !$0.choices.isEmpty }.map { option in
+                "    \(option.names.map { Self.quoted(node.path + ":" + $0) }.joined(separator: "|"))) echo \(Self.quoted(option.choices.joined(separator: " "))) ;;"
+            }
+        }.joined(separator: "\n")
+        let operands = nodes.filter { $0.subcommands.isEmpty }.compactMap { node -> String? in
+            switch node.operands {
+            case .none: nil
+            case .files: "    \(Self.quoted(node.path))) echo @files ;;"
+            case .words(let words): "    \(Self.quoted(node.path))) echo \(Self.quoted(words.joined(separator: " "))) ;;"
+            }
+        }.joined(separator: "\n")
         return """
         # Options that take a value, as "path:option".
         _jotter_valued() {
@@ -60,6 +97,20 @@ struct CommandTree {
             \(patterns(Self.takesPath))) return 0 ;;
           esac
           return 1
+        }
+
+        # The values an option lists (--auth required|off).
+        _jotter_choices() {
+          case "$1:$2" in
+        \(choices)
+          esac
+        }
+
+        # A command's arguments: its words, @files for paths, nothing for an id, name or text.
+        _jotter_operands() {
+          case "$1" in
+        \(operands)
+          esac
         }
         """
     }
@@ -100,7 +151,11 @@ struct CommandTree {
           done
           COMPREPLY=()
           if [[ $prev == -* ]] && _jotter_valued "$words_path" "$prev"; then
-            if _jotter_path_valued "$words_path" "$prev"; then COMPREPLY=($(compgen -f -- "$cur")); fi
+            if _jotter_path_valued "$words_path" "$prev"; then
+              COMPREPLY=($(compgen -f -- "$cur"))
+            else
+              COMPREPLY=($(compgen -W "$(_jotter_choices "$words_path" "$prev")" -- "$cur"))
+            fi
             return 0
           fi
           if [[ $cur == -* ]]; then
@@ -110,8 +165,13 @@ struct CommandTree {
           local subcommands=$(_jotter_subcommands "$words_path")
           if [[ -n $subcommands ]]; then
             COMPREPLY=($(compgen -W "$subcommands" -- "$cur"))
-          else
+            return 0
+          fi
+          local operands=$(_jotter_operands "$words_path")
+          if [[ $operands == @files ]]; then
             COMPREPLY=($(compgen -f -- "$cur"))
+          elif [[ -n $operands ]]; then
+            COMPREPLY=($(compgen -W "$operands" -- "$cur"))
           fi
           return 0
         }
@@ -171,8 +231,14 @@ struct CommandTree {
             if (( ${names[(Ie)$w]} )); then words_path=${words_path:+$words_path }$w; fi
           done
           local prev=${words[CURRENT-1]}
+          local -a choices
           if [[ $prev == -* ]] && _jotter_valued "$words_path" "$prev"; then
-            if _jotter_path_valued "$words_path" "$prev"; then _files; fi
+            if _jotter_path_valued "$words_path" "$prev"; then
+              _files
+            else
+              choices=(${=$(_jotter_choices "$words_path" "$prev")})
+              (( ${#choices} )) && compadd -a choices
+            fi
             return
           fi
           if [[ ${words[CURRENT]} == -* ]]; then
@@ -183,8 +249,14 @@ struct CommandTree {
           _jotter_subcommands "$words_path"
           if (( ${#reply} )); then
             _describe -t commands 'command' reply
-          else
+            return
+          fi
+          local operands=$(_jotter_operands "$words_path")
+          if [[ $operands == @files ]]; then
             _files
+          elif [[ -n $operands ]]; then
+            choices=(${=operands})
+            compadd -a choices
           fi
         }
 
@@ -247,11 +319,19 @@ struct CommandTree {
             }
             for option in node.options {
                 var spec = option.names.map { $0.hasPrefix("--") ? "-l " + String($0.dropFirst(2)) : "-s " + String($0.dropFirst()) }
-                if option.value != nil { spec.append(Self.takesPath(option) ? "-r -F" : "-r") }
+                // A path: files; listed values: those alone; any other value: nothing offered.
+                if option.value != nil {
+                    spec.append(Self.takesPath(option) ? "-r -F"
+                                : option.choices.isEmpty ? "-x" : "-x -a " + Self.fishQuoted(option.choices.joined(separator: " ")))
+                }
                 lines.append("complete -c jotter \(condition) \(spec.joined(separator: " ")) -d \(Self.fishQuoted(option.help))")
             }
             if node.subcommands.isEmpty, !node.path.isEmpty {
-                lines.append("complete -c jotter \(condition) -F")  // arguments: files by default
+                switch node.operands {
+                case .files: lines.append("complete -c jotter \(condition) -F")
+                case .words(let words): lines.append("complete -c jotter \(condition) -a \(Self.fishQuoted(words.joined(separator: " ")))")
+                case .none: break  // an id, a name, text: nothing to offer, no files
+                }
             }
         }
         return lines.joined(separator: "\n") + "\n"

@@ -39,6 +39,19 @@ package struct Option: Sendable {
     /// The long name, the key its values are found under: `--request`.
     package var key: String { names.last! }
 
+    /// The values it takes when its value lists them (`value: "required|off"`: `required`,
+    /// `off`), for completions; empty for a placeholder such as `FILE` or `PATH|-`.
+    package var choices: [String] { Self.choices(value ?? "") }
+
+    /// The words of `required|off` (lower-case words joined by `|`); none for `FILE`, `N`, `PATH|-`.
+    package static func choices(_ text: String) -> [String] {
+        let words = text.split(separator: "|", omittingEmptySubsequences: false).map(String.init)
+        guard words.count > 1, words.allSatisfy({ word in
+            !word.isEmpty && word.unicodeScalars.allSatisfy { ("a"..."z").contains($0) || ("0"..."9").contains($0) }
+        }) else { return [] }
+        return words
+    }
+
     /// `-h, --help`: every command has it.
     package static let help = Option("-h", "--help", help: "Show this help.")
 

@@ -117,6 +117,88 @@ struct CompletionTests {
         #expect(parts[2].hasPrefix("upload\t") && parts[2].contains("uploads\t"))
     }
 
+    /// A folder holding one file, `notes.tar`, to complete in: a file is offered only where a file goes.
+    static func folderWithAFile() throws -> URL {
+        let folder = try scratchFolder()
+        try Data("x".utf8).write(to: folder.appendingPathComponent("notes.tar"))
+        return folder
+    }
+
+    @Test("bash: the values an option lists, a command's listed arguments, files only where a file goes")
+    func bashValues() throws {
+        let script = try Self.script("bash")
+        let folder = try Self.folderWithAFile()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let cases: [([String], String)] = [
+            (["jotter", "serve", "--auth", ""], "required off"),
+            (["jotter", "serve", "--synchronous", "n"], "normal"),
+            (["jotter", "--server", "h:1", "notes", "list", "--order", ""], "newest oldest"),
+            (["jotter", "completion", ""], "bash zsh fish"),
+            (["jotter", "completion", "f"], "fish"),
+            (["jotter", "notes", "show", ""], ""),
+            (["jotter", "hello", ""], ""),
+            (["jotter", "serve", "--port", ""], ""),
+            (["jotter", "export", "no"], "notes.tar"),
+            (["jotter", "upload", ""], "notes.tar"),
+            (["jotter", "serve", "--data", "no"], "notes.tar"),
+        ]
+        var program = "cd \(folder.path)\nsource \(script.path)\nt() { COMP_WORDS=(\"$@\"); COMP_CWORD=$(($# - 1)); _jotter; echo \"${COMPREPLY[*]}\"; }\n"
+        for (words, _) in cases { program += "t " + words.map { "'\($0)'" }.joined(separator: " ") + "\n" }
+        let result = try Self.run("/bin/bash", ["-c", program])
+        #expect(result.status == 0, "\(result.err)")
+        let lines = result.out.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+        for (index, (words, expected)) in cases.enumerated() {
+            #expect(lines[index] == expected, "\(words)")
+        }
+    }
+
+    @Test("zsh: the values an option lists and a command's arguments, from the same functions")
+    func zshValues() throws {
+        let script = try Self.script("zsh")
+        let result = try Self.run("/usr/bin/zsh", ["-fc", """
+            autoload -U compinit && compinit -u -D
+            source \(script.path)
+            print -r -- "[$(_jotter_choices serve --auth)]"
+            print -r -- "[$(_jotter_choices 'notes list' --order)]"
+            print -r -- "[$(_jotter_operands completion)]"
+            print -r -- "[$(_jotter_operands export)]"
+            print -r -- "[$(_jotter_operands 'notes show')]"
+            """])
+        #expect(result.status == 0, "\(result.err)")
+        #expect(result.out == "[required off]\n[newest oldest]\n[bash zsh fish]\n[@files]\n[]\n", "\(result.out)")
+    }
+
+    @Test("fish: option values and listed arguments are offered; files only where a file goes")
+    func fishValues() throws {
+        let script = try Self.script("fish")
+        let folder = try Self.folderWithAFile()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let result = try Self.run("/usr/bin/fish", ["-c", """
+            cd \(folder.path)
+            source \(script.path)
+            complete -C 'jotter serve --auth '
+            echo ---
+            complete -C 'jotter completion '
+            echo ---
+            complete -C 'jotter notes show '
+            echo ---
+            complete -C 'jotter serve --port '
+            echo ---
+            complete -C 'jotter export '
+            echo ---
+            complete -C 'jotter notes list --order '
+            """])
+        #expect(result.status == 0, "\(result.err)")
+        let parts = result.out.components(separatedBy: "---\n").map { $0.split(separator: "\n").map { String($0.split(separator: "\t").first ?? "") } }
+        try #require(parts.count == 6, "\(result.out)")
+        #expect(parts[0] == ["off", "required"] || parts[0] == ["required", "off"], "\(parts[0])")
+        #expect(Set(parts[1]) == ["bash", "zsh", "fish"], "\(parts[1])")
+        #expect(parts[2].isEmpty, "an id is not a file: \(parts[2])")
+        #expect(parts[3].isEmpty, "a port is not a file: \(parts[3])")
+        #expect(parts[4] == ["notes.tar"], "\(parts[4])")
+        #expect(Set(parts[5]) == ["newest", "oldest"], "\(parts[5])")
+    }
+
     @Test("jotter help --man: a manual page that groff reads without a warning, with every command, option variable and exit code")
     func manualPage() throws {
         let printed = try BinaryTests.jotter(["help", "--man"], environment: [:])

@@ -51,12 +51,21 @@ struct InstallTests {
         return Double(String(match.1))
     }
 
-    @Test("PREFIX and DESTDIR: jotter, jotter-server and the unit, nothing else; ExecStart names the installed server")
+    @Test("PREFIX and DESTDIR: jotter, jotter-server, the unit, the manual page and the completions, nothing else; ExecStart names the installed server")
     func staged() throws {
         let stage = try scratchFolder()
         defer { try? FileManager.default.removeItem(at: stage) }
         try Self.install(["DESTDIR=\(stage.path)", "PREFIX=/usr"])
-        #expect(Self.files(under: stage) == ["usr/bin/jotter", "usr/bin/jotter-server", "usr/lib/systemd/system/jotter.service"])
+        #expect(Self.files(under: stage) == ["usr/bin/jotter", "usr/bin/jotter-server", "usr/lib/systemd/system/jotter.service",
+                                             "usr/share/bash-completion/completions/jotter", "usr/share/fish/vendor_completions.d/jotter.fish",
+                                             "usr/share/man/man1/jotter.1", "usr/share/zsh/site-functions/_jotter"])
+        // Printed by the installed jotter from its own declarations: what --help says, as it says it.
+        let jotter = stage.path + "/usr/bin/jotter"
+        #expect(try String(contentsOfFile: stage.path + "/usr/share/man/man1/jotter.1", encoding: .utf8) == (try Self.run([jotter, "help", "--man"])).out)
+        for (shell, path) in [("bash", "bash-completion/completions/jotter"), ("zsh", "zsh/site-functions/_jotter"), ("fish", "fish/vendor_completions.d/jotter.fish")] {
+            let installed = try String(contentsOfFile: stage.path + "/usr/share/" + path, encoding: .utf8)
+            #expect(installed == (try Self.run([jotter, "completion", shell])).out, "\(shell)")
+        }
         for program in ["jotter", "jotter-server"] {
             #expect(FileManager.default.isExecutableFile(atPath: stage.path + "/usr/bin/" + program))
         }
@@ -64,6 +73,8 @@ struct InstallTests {
         #expect(version.out == "jotter 0.1.0\n")
         let unit = try String(contentsOfFile: stage.path + "/usr/lib/systemd/system/jotter.service", encoding: .utf8)
         #expect(unit.contains("\nExecStart=/usr/bin/jotter-server --data ${STATE_DIRECTORY}\n"))
+        #expect(try Self.run(["make", "--no-print-directory", "uninstall", "DESTDIR=\(stage.path)", "PREFIX=/usr"]).status == 0)
+        #expect(Self.files(under: stage).isEmpty, "uninstall leaves \(Self.files(under: stage))")
     }
 
     @Test("the unit passes systemd-analyze verify without a warning, sandboxed (exposure under 2 of 10)",
