@@ -162,12 +162,12 @@ package struct ServeCommand: BlockingCommand {
             do {
                 try app.reloadTLS()
             } catch {
-                console.err("SIGHUP: \(error.description)\n")
+                app.log.error("SIGHUP: \(error.description)")
             }
         }
-        console.err("\(received == SIGINT ? "SIGINT" : "SIGTERM") received: finishing requests in flight, then stopping\n")
+        app.log.info("\(received == SIGINT ? "SIGINT" : "SIGTERM") received: finishing requests in flight, then stopping")
         app.shutdown()
-        console.err("stopped\n")
+        app.log.info("stopped")
         return ExitCode.success
     }
 

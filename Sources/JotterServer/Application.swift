@@ -21,7 +21,9 @@ import Synchronization
 public final class Application: Sendable {
     public let configuration: ServerConfiguration
     let server: HTTPServer
-    let log: Logger
+    /// Where the server's lines go (standard error): every one `2026-11-30T14:35:40Z info …`,
+    /// or an access-log line.
+    public let log: Logger
     let notes: any DataStore
     let events: EventBroadcaster
     /// Users, tokens and sessions, with the cache of verified credentials.
@@ -47,9 +49,10 @@ public final class Application: Sendable {
         accounts.startRechecking()
         sweeper.start()
         log.info("jotter listening on \(url) with \(configuration.threads) engine thread(s), data in \(configuration.dataDirectory)"
-            + (configuration.store.usesPostgres ? ", database \(configuration.store.databaseDescription)" : ""))
+            + (configuration.store.usesPostgres
+                ? ", database \(configuration.store.databaseDescription), uploads in \(configuration.store.blobStoreDescription)" : ""))
         if configuration.effectiveAuth == .off && !AuthMode.isLoopback(configuration.host) {
-            log.info("warning: --auth off on \(configuration.host): anyone who can reach this address can read and change every note")
+            log.warning("--auth off on \(configuration.host): anyone who can reach this address can read and change every note")
         }
     }
 
@@ -197,7 +200,7 @@ public func buildApplication(_ configuration: ServerConfiguration) throws -> App
     FormPageController().register(in: &routes)
     let openAPI = OpenAPIController()
     openAPI.register(in: &routes)
-    WebController(auth: accounts.mode).register(in: &routes)
+    WebController(auth: accounts.mode, canSignIn: { () throws(HTTPError) in try accounts.hasUsers() }, runs: notes.readPlace).register(in: &routes)
     var http = configuration.http
     http.temporaryDirectory = notes.temporaryDirectory
     http.tls = tls

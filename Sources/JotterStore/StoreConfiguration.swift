@@ -61,6 +61,12 @@ extension StoreConfiguration {
         }
     }
 
+    /// Where upload bytes go, in words for logs: `s3://BUCKET?endpoint=…&region=…` as given
+    /// (credentials are never in it), or the data folder's `uploads/`.
+    public var blobStoreDescription: String {
+        blobStore ?? "'\(dataDirectory)/uploads'"
+    }
+
     /// True for PostgreSQL.
     public var usesPostgres: Bool {
         if case .postgres = database { return true }

@@ -100,7 +100,7 @@ struct AccountCommandTests {
             return text
         }
         let off = try firstLines(["--auth", "off"])
-        #expect(off.contains("warning: --auth off on 0.0.0.0"), "\(off)")
+        #expect(off.contains(" warning --auth off on 0.0.0.0"), "\(off)")
         let required = try firstLines([])
         #expect(required.contains("listening") && !required.contains("warning"), "\(required)")
     }

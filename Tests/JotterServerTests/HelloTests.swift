@@ -53,6 +53,15 @@ struct HelloTests {
         #expect(absent.header("Content-Type") == "application/problem+json")
         let errors = try #require(try absent.json()["errors"] as? [[String: String]])
         #expect(errors == [["field": "name", "message": "is required"]])
+        #expect(try absent.json()["detail"] as? String == "the request body and query have invalid fields")
+    }
+
+    @Test("GET without name: the problem says the query lacks it, not a body there is none of", arguments: ["/hello", "/echo_hello.php"])
+    func absentFromTheQuery(_ path: String) throws {
+        let absent = try request("GET", path + "?other=1")
+        #expect(absent.status == 422)
+        #expect(try absent.json()["detail"] as? String == "the query has invalid fields")
+        #expect(try absent.json()["errors"] as? [[String: String]] == [["field": "name", "message": "is required"]])
     }
 
     @Test("bad input is a problem naming it", arguments: [

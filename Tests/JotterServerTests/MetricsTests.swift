@@ -24,4 +24,33 @@ struct MetricsTests {
             #expect(text.contains(#"jotter_http_request_duration_seconds_bucket{route="/hello",le="+Inf"} 2"#))
         }
     }
+
+    @Test("a method override is counted as the method it was routed as, not the POST that carried it")
+    func overrideCountedAsRouted() throws {
+        try TestApp.with { app in
+            #expect(try app.request("POST", "/notes", body: "body=x").status == 201)
+            #expect(try app.request("POST", "/notes/1", body: "_method=PUT&body=y").status == 200)
+            #expect(try app.request("POST", "/notes/1", headers: [("X-HTTP-Method-Override", "PATCH")], body: "body=z").status == 200)
+            let text = try app.request("GET", "/metrics").text
+            #expect(text.contains(#"jotter_http_requests_total{method="PUT",route="/notes/:id",status="200"} 1"#), "\(text)")
+            #expect(text.contains(#"jotter_http_requests_total{method="PATCH",route="/notes/:id",status="200"} 1"#), "\(text)")
+            #expect(!text.contains(#"jotter_http_requests_total{method="POST",route="/notes/:id""#), "\(text)")
+        }
+    }
+
+    /// Sums of durations are whole microseconds written as decimals, so a scrape never shows
+    /// binary floating-point noise (`0.00045400000000000003`).
+    @Test("every sample's value is a plain decimal: at most six digits after the point")
+    func plainDecimals() throws {
+        try TestApp.with { app in
+            for index in 0..<200 { _ = try app.request("GET", "/hello?name=\(index)") }
+            let text = try app.request("GET", "/metrics").text
+            let samples = text.split(separator: "\n").filter { !$0.hasPrefix("#") }
+            #expect(samples.count > 10)
+            for sample in samples {
+                let value = sample.split(separator: " ").last.map(String.init) ?? ""
+                #expect(value.wholeMatch(of: /-?[0-9]+(\.[0-9]{1,6})?/) != nil, "\(sample)")
+            }
+        }
+    }
 }

@@ -95,6 +95,16 @@ struct PostgresServerTests {
         }
     }
 
+    @Test("the start-up line names the database (without its password) and the blob store")
+    func startupLine() throws {
+        let environment = ProcessInfo.processInfo.environment.merging(backend.credentials) { _, new in new }
+        let server = try ServerProcess(backend.arguments, environment: environment)
+        defer { server.signal(SIGTERM); _ = server.finish() }
+        let line = try #require(server.stderrText.split(separator: "\n").first { $0.contains("listening on") }.map(String.init))
+        #expect(line.contains(", database postgres"), "\(line)")
+        #expect(line.hasSuffix(", uploads in \(backend.blobStoreURL)"), "\(line)")
+    }
+
     @Test("/healthz names the database and the blob store")
     func health() throws {
         try TestApp.with(configure: backend.configure) { app in

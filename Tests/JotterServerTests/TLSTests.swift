@@ -1,4 +1,5 @@
 import Foundation
+import Glibc
 import Testing
 import JotterHTTP
 import JotterServer
@@ -182,6 +183,55 @@ struct TLSTests {
         #expect(Self.waitFor(server, "the previous one stays"))
         #expect(try Self.curl([base + "/healthz"], certificate: renewed).hasPrefix("HTTP/1.1 200"))
         #expect(server.process.isRunning)
+    }
+
+    /// A line of the server's own: `2026-11-30T14:35:40Z info …` (or `warning`, `error`).
+    nonisolated(unsafe) static let logLine = #/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ (info|warning|error) \S.*$/#
+    /// An access-log line: `2026-11-30T14:35:40Z 127.0.0.1 "GET / HTTP/1.1" 200 10 0.085ms id=k3x9a-12`.
+    nonisolated(unsafe) static let accessLine = #/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ \S+ "(?<method>[^ "]*) (?<target>[^ "]*) (?<version>[^ "]*)" (?<status>\d{3}) \d+ \d+\.\d{3}ms id=(?<id>\S+)( [a-z-]+)?$/#
+
+    @Test("plain HTTP to the HTTPS port: 400 with a request id, logged with it and a target that says what happened")
+    func plainHTTPLogged() throws {
+        let certificate = try Self.certificate()
+        defer { try? FileManager.default.removeItem(at: certificate) }
+        let server = try ServerProcess(["--tls-cert", certificate.path + "/cert.pem", "--tls-key", certificate.path + "/key.pem"])
+        defer { server.signal(SIGTERM); _ = server.finish() }
+        let plain = try RawHTTP(port: server.port, timeout: 5).request("GET", "/healthz", close: true)
+        #expect(plain.status == 400)
+        let id = try #require(try plain.json()["request_id"] as? String)
+        #expect(id != "-" && plain.header("X-Request-Id") == id)
+        #expect(Self.waitFor(server, "id=\(id)"))
+        let line = try #require(server.stderrText.split(separator: "\n").map(String.init).first { $0.hasSuffix("id=\(id)") || $0.contains("id=\(id) ") })
+        let match = try #require(try Self.accessLine.wholeMatch(in: line), "\(line)")
+        #expect(match.target == "<plain-http-on-https-port>" && match.status == "400", "\(line)")
+    }
+
+    @Test("every line the server writes — start, SIGHUP failures, SIGTERM, stopped — has its time and level, or is an access-log line")
+    func everyLineInOneFormat() throws {
+        let certificate = try Self.certificate()
+        let folder = try scratchFolder()
+        defer {
+            try? FileManager.default.removeItem(at: certificate)
+            try? FileManager.default.removeItem(at: folder)
+        }
+        for name in ["cert.pem", "key.pem"] {
+            try FileManager.default.copyItem(at: certificate.appendingPathComponent(name), to: folder.appendingPathComponent(name))
+        }
+        let server = try ServerProcess(["--tls-cert", folder.path + "/cert.pem", "--tls-key", folder.path + "/key.pem"])
+        #expect(try Self.curl(["https://127.0.0.1:\(server.port)/healthz"], certificate: certificate).hasPrefix("HTTP/1.1 200"))
+        try Data("not a key".utf8).write(to: folder.appendingPathComponent("key.pem"))
+        #expect(server.signal(SIGHUP))
+        #expect(Self.waitFor(server, "the previous one stays"))
+        #expect(server.signal(SIGTERM))
+        let (status, log) = server.finish()
+        #expect(status == 0)
+        let lines = log.split(separator: "\n").map(String.init)
+        #expect(lines.contains { $0.contains(" error SIGHUP: the new certificate was not loaded") }, "\(log)")
+        #expect(lines.contains { $0.hasSuffix(" info SIGTERM received: finishing requests in flight, then stopping") }, "\(log)")
+        #expect(lines.last?.hasSuffix(" info stopped") == true, "\(log)")
+        for line in lines {
+            #expect((try? Self.logLine.wholeMatch(in: line)) != nil || (try? Self.accessLine.wholeMatch(in: line)) != nil, "\(line)")
+        }
     }
 
     static func waitFor(_ server: ServerProcess, _ text: String) -> Bool {

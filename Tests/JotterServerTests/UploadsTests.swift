@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import Testing
+import JotterAPI
 import JotterTestSupport
 @testable import JotterServer
 
@@ -68,6 +69,13 @@ struct UploadsTests {
             #expect(body.header("Accept-Ranges") == "bytes")
             #expect(body.header("ETag") == "\"\(SHA256Hex.of(content))\"")
             #expect(body.header("Content-Disposition")?.hasPrefix("inline;") == true)
+            // Last-Modified: the upload's created_at, as an HTTP date (RFC 9110 IMF-fixdate).
+            let createdText = try #require(photo["created_at"] as? String)
+            let storedAt = try #require(Timestamp.parse(createdText))
+            #expect(body.header("Last-Modified") == HTTPDate.format(storedAt), "\(body.header("Last-Modified") ?? "none")")
+            #expect(body.header("Last-Modified")?.wholeMatch(of: /[A-Z][a-z]{2}, \d\d [A-Z][a-z]{2} \d{4} \d\d:\d\d:\d\d GMT/) != nil)
+            let ranged = try app.request("GET", "/uploads/\(id)/content", headers: [("Range", "bytes=0-9")])
+            #expect(ranged.status == 206 && ranged.header("Last-Modified") == body.header("Last-Modified"))
 
             let shown = try app.request("GET", "/uploads/\(id)").json()["upload"] as? [String: Any]
             #expect(shown?["id"] as? String == id)

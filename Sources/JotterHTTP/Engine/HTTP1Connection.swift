@@ -84,6 +84,10 @@ final class HTTP1Connection: LoopConnection {
 
     // MARK: - TLS
 
+    /// What the access log shows for the request of a client that spoke plain HTTP to the
+    /// HTTPS port (no request line was read: the bytes were refused as they came).
+    static let plainHTTPOnHTTPSPort = "<plain-http-on-https-port>"
+
     /// The TLS handshake, as far as the socket allows. A client that sends plain HTTP to the
     /// HTTPS port gets a plain `400` saying so.
     private func continueHandshake() {
@@ -102,7 +106,8 @@ final class HTTP1Connection: LoopConnection {
                 jotter_tls_free(tls)
                 socket.io.tls = nil
                 handshaking = false
-                run(machine.refuse(HTTPError(.badRequest, detail: "this port serves HTTPS: send the request to https://", closesConnection: true)))
+                run(machine.refuse(HTTPError(.badRequest, detail: "this port serves HTTPS: send the request to https://", closesConnection: true),
+                                   target: Self.plainHTTPOnHTTPSPort))
                 return
             }
             handshakeStarted = true

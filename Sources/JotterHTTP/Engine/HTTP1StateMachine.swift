@@ -489,9 +489,10 @@ struct HTTP1StateMachine: ConnectionMachine, ~Copyable {
     }
 
     /// A head that could not be parsed, or bytes that are not HTTP: answered with `error`
-    /// through the router's middleware; the connection closes after it.
-    mutating func refuse(_ error: HTTPError) -> Action {
-        refuseMalformed(error)
+    /// through the router's middleware; the connection closes after it. `target` stands for
+    /// the request in the access log when no request line was read (`<plain-http-on-https-port>`).
+    mutating func refuse(_ error: HTTPError, target: String = "") -> Action {
+        refuseMalformed(error, target: target)
         return next()
     }
 

@@ -37,9 +37,24 @@ public struct HTTPError: Error, Sendable, CustomStringConvertible {
         self.closesConnection = closesConnection
     }
 
-    /// `422` listing invalid body fields.
-    public static func validation(_ errors: [FieldError]) -> HTTPError {
-        HTTPError(.unprocessableContent, detail: "the request body has invalid fields", errors: errors)
+    /// Where a request's fields came from (or were looked for), for a validation error's words.
+    public enum FieldSource: Sendable {
+        /// The body (a form or JSON).
+        case body
+        /// The query string.
+        case query
+        /// The body, else the query (`/hello`'s `name`).
+        case bodyOrQuery
+    }
+
+    /// `422` listing invalid fields of the body, the query, or either.
+    public static func validation(_ errors: [FieldError], in source: FieldSource = .body) -> HTTPError {
+        let detail = switch source {
+        case .body: "the request body has invalid fields"
+        case .query: "the query has invalid fields"
+        case .bodyOrQuery: "the request body and query have invalid fields"
+        }
+        return HTTPError(.unprocessableContent, detail: detail, errors: errors)
     }
 
     /// `400` listing invalid query parameters.

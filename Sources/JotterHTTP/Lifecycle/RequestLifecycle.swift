@@ -187,7 +187,8 @@ final class RequestLifecycle {
     /// The head could not be parsed (a framing error, a limit): answered at once through the
     /// router's middleware, as any refusal before routing.
     func malformed(_ error: HTTPError) -> Action {
-        refuse(error, stack: router.stack, ranHeads: true, now: true)
+        if head == nil { router.stack.runUnparsed(context: &context) }
+        return refuse(error, stack: router.stack, ranHeads: true, now: true)
     }
 
     /// Body bytes arrived.

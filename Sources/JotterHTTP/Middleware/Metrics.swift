@@ -25,11 +25,14 @@ public final class Metrics: Middleware {
         var requests: [(key: Int, count: Int)] = []
         var buckets = [Int](repeating: 0, count: Metrics.buckets.count)
         var total = 0
-        var sum = 0.0
+        /// The durations' sum, in whole microseconds: written as decimal seconds exactly
+        /// (a sum of `Double` seconds drifts: `0.00045400000000000003`).
+        var microseconds = 0
 
         init(route: String) { self.route = route }
 
-        mutating func record(method: Int, status: Int, seconds: Double) {
+        mutating func record(method: Int, status: Int, microseconds elapsed: Int) {
+            let seconds = Double(elapsed) / 1_000_000
             let key = method << 16 | status
             if let index = requests.firstIndex(where: { $0.key == key }) {
                 requests[index].count += 1
@@ -38,7 +41,7 @@ public final class Metrics: Middleware {
             }
             if let bucket = Metrics.buckets.firstIndex(where: { seconds <= $0 }) { buckets[bucket] += 1 }
             total += 1
-            sum += seconds
+            microseconds += elapsed
         }
     }
 
@@ -49,11 +52,11 @@ public final class Metrics: Middleware {
         /// Requests by `protocols` index.
         var byProtocol = [Int](repeating: 0, count: Metrics.protocols.count)
 
-        mutating func record(route: PathPattern?, method: Int, status: Int, seconds: Double) {
+        mutating func record(route: PathPattern?, method: Int, status: Int, microseconds: Int) {
             let slot = route.map { $0.number + 1 } ?? 0
             if slot >= series.count { series += [Series?](repeating: nil, count: slot + 1 - series.count) }
             if series[slot] == nil { series[slot] = Series(route: route?.text ?? "unmatched") }
-            series[slot]!.record(method: method, status: status, seconds: seconds)
+            series[slot]!.record(method: method, status: status, microseconds: microseconds)
         }
     }
 
@@ -98,18 +101,18 @@ public final class Metrics: Middleware {
     /// (a request line or header section too long: status 0, route `unmatched`).
     public func completed(_ exchange: CompletedExchange) {
         guard exchange.head == nil else { return }
-        let seconds = Double(exchange.microseconds) / 1_000_000
-        counts.withLock { $0.record(route: nil, method: Self.methods.count - 1, status: exchange.status, seconds: seconds) }
+        counts.withLock { $0.record(route: nil, method: Self.methods.count - 1, status: exchange.status, microseconds: exchange.microseconds) }
     }
 
+    /// Counted under the method the request was routed as: a `POST` with `_method=PUT` or
+    /// `X-HTTP-Method-Override: PUT` is a `PUT` (the access log shows what was sent).
     private func record(_ head: RequestHead, context: RequestContext, status: Int) {
-        let method = Self.methodIndex(head.originalMethod)
+        let method = Self.methodIndex(head.method)
         let version = head.version
         let protocolIndex = version == "HTTP/1.1" ? 1 : version == "HTTP/2.0" ? 2 : version == "HTTP/1.0" ? 0 : nil
         let route = context.matchedRoute?.pattern
-        let seconds = Double(context.elapsedMicroseconds) / 1_000_000
         counts.withLock { counts in
-            counts.record(route: route, method: method, status: status, seconds: seconds)
+            counts.record(route: route, method: method, status: status, microseconds: context.elapsedMicroseconds)
             if let protocolIndex { counts.byProtocol[protocolIndex] += 1 }
         }
     }
@@ -150,7 +153,7 @@ public final class Metrics: Middleware {
                 text += "jotter_http_request_duration_seconds_bucket{\(label),le=\"\(bound)\"} \(cumulative)\n"
             }
             text += "jotter_http_request_duration_seconds_bucket{\(label),le=\"+Inf\"} \(series.total)\n"
-            text += "jotter_http_request_duration_seconds_sum{\(label)} \(series.sum)\n"
+            text += "jotter_http_request_duration_seconds_sum{\(label)} \(Self.seconds(microseconds: series.microseconds))\n"
             text += "jotter_http_request_duration_seconds_count{\(label)} \(series.total)\n"
         }
         text += "# HELP jotter_http_requests_by_protocol_total HTTP requests answered, by protocol.\n"
@@ -160,6 +163,16 @@ public final class Metrics: Middleware {
         }
         for collector in collectors.withLock({ $0 }) { text += collector() }
         return text
+    }
+
+    /// Whole microseconds as decimal seconds, exactly and without trailing zeros: `0.000454`, `12.5`, `0`.
+    static func seconds(microseconds: Int) -> String {
+        let whole = microseconds / 1_000_000, fraction = microseconds % 1_000_000
+        guard fraction != 0 else { return String(whole) }
+        var digits = String(fraction)
+        digits = String(repeating: "0", count: 6 - digits.count) + digits
+        while digits.hasSuffix("0") { digits.removeLast() }
+        return "\(whole).\(digits)"
     }
 
     public static func escape(_ value: String) -> String {

@@ -66,6 +66,9 @@ public struct Responder: @unchecked Sendable {
 ///   `reply.map` / `reply.recover` to change it, so the change applies whenever it is known.
 /// - `completed`: the request is over — answered, refused before routing, or aborted — with
 ///   what was sent (logs, metrics).
+/// - `unparsed`: instead of `head`, when there is no head to give — bytes that are not an HTTP
+///   request (framing, limits, plain HTTP on the HTTPS port). Set what every answer carries
+///   (a request id); the refusal is then answered through `handle` as any other.
 ///
 /// ```swift
 /// struct Stamp: Middleware {
@@ -80,12 +83,14 @@ public struct Responder: @unchecked Sendable {
 /// ```
 public protocol Middleware: Sendable {
     func head(_ head: RequestHead, context: inout RequestContext) throws
+    func unparsed(context: inout RequestContext)
     func handle(_ request: Request, context: RequestContext, next: Responder) throws -> Reply
     func completed(_ exchange: CompletedExchange)
 }
 
 extension Middleware {
     public func head(_ head: RequestHead, context: inout RequestContext) throws {}
+    public func unparsed(context: inout RequestContext) {}
     public func handle(_ request: Request, context: RequestContext, next: Responder) throws -> Reply {
         try next(request, context)
     }
@@ -153,6 +158,11 @@ final class MiddlewareStack: Sendable {
         try withExtendedLifetime(self) { try Responder(stack: .passUnretained(self), index: 0, end: count, endpoint: .refusal)(request, context) }
     }
 
+    /// Every `unparsed`, in order: a request whose head could not be parsed.
+    func runUnparsed(context: inout RequestContext) {
+        for layer in layers { layer.unparsed(context: &context) }
+    }
+
     /// Runs every head phase in order; the index of the one that threw (its error in
     /// `context.refusal`), or nil.
     func runHeads(_ head: RequestHead, context: inout RequestContext) -> Int? {
@@ -173,6 +183,7 @@ final class MiddlewareStack: Sendable {
 /// One middleware of a stack (`TypedLayer` holds it).
 class Layer: @unchecked Sendable {
     func head(_ head: RequestHead, context: inout RequestContext) throws {}
+    func unparsed(context: inout RequestContext) {}
     func handle(_ request: Request, context: RequestContext, next: Responder) throws -> Reply { try next(request, context) }
     func completed(_ exchange: CompletedExchange) {}
 }
@@ -183,6 +194,7 @@ final class TypedLayer<M: Middleware>: Layer, @unchecked Sendable {
     init(_ middleware: M) { self.middleware = middleware }
 
     override func head(_ head: RequestHead, context: inout RequestContext) throws { try middleware.head(head, context: &context) }
+    override func unparsed(context: inout RequestContext) { middleware.unparsed(context: &context) }
     override func handle(_ request: Request, context: RequestContext, next: Responder) throws -> Reply {
         try middleware.handle(request, context: context, next: next)
     }

@@ -20,6 +20,11 @@ public final class RequestIDMiddleware: Middleware {
         context.requestID = id(from: head.headers)
     }
 
+    /// A request that could not be parsed gets an id of this server's own.
+    public func unparsed(context: inout RequestContext) {
+        context.requestID = id(from: HTTPHeaders())
+    }
+
     public func handle(_ request: Request, context: RequestContext, next: Responder) throws -> Reply {
         var reply = try next(request, context)
         let sent = reply.updateNow { $0.headers.set("X-Request-Id", context.requestID) }  // the common case, without a closure

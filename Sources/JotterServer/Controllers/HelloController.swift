@@ -19,7 +19,9 @@ struct HelloController {
     @Sendable func hello(_ request: Request, _ context: RequestContext) throws -> Response {
         let body = try request.body()
         guard let name = try body.string("name") ?? request.query()["name"] else {
-            throw HTTPError.validation([.init(field: "name", message: "is required")])
+            // Without a body, the query is where it was looked for.
+            let source: HTTPError.FieldSource = if case .empty = body { .query } else { .bodyOrQuery }
+            throw HTTPError.validation([.init(field: "name", message: "is required")], in: source)
         }
         let message = "Hello \(name)!"
         if request.headers.withValueBytes(of: "Accept", { $0.map(Self.prefersJSON) ?? false }) {

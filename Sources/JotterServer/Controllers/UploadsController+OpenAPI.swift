@@ -11,6 +11,8 @@ enum UploadsOperations {
     static let bytes: [String: JSONSchema] = ["*/*": .binary()]
     static let contentHeaders: [String: OpenAPIHeader] = [
         "ETag": etag,
+        "Last-Modified": OpenAPIHeader("when the upload was stored (its bytes never change), as an HTTP date",
+                                       schema: .string(pattern: "^[A-Z][a-z]{2}, [0-9]{2} [A-Z][a-z]{2} [0-9]{4} [0-9]{2}:[0-9]{2}:[0-9]{2} GMT$")),
         "Accept-Ranges": OpenAPIHeader(schema: .string(enum: ["bytes"])),
         "Content-Disposition": OpenAPIHeader("`inline` for PNG, JPEG, GIF, WebP, plain text and PDF, else `attachment`; with the file name",
                                              schema: .string(pattern: "^(inline|attachment); ")),

@@ -176,7 +176,7 @@ struct UploadsController {
         let upload = try existing(context)
         let etag = "\"\(upload.sha256)\""
         let headers = HTTPHeaders([
-            ("Content-Type", upload.contentType), ("ETag", etag), ("Accept-Ranges", "bytes"),
+            ("Content-Type", upload.contentType), ("ETag", etag), ("Last-Modified", HTTPDate.format(upload.createdAt)), ("Accept-Ranges", "bytes"),
             ("Content-Disposition", UploadPolicy.disposition(for: upload)),
             ("Content-Security-Policy", "sandbox; default-src 'none'"),
         ])
