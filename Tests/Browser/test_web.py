@@ -390,10 +390,21 @@ class Conflicts(BrowserTest):
     def test_keep_both(self):
         note = self.start_conflict("Both")
         self.choose("both")
-        wait(driver, lambda d: any(n["body"] == "Both original + mine" for n in server.notes()))
+        # The new note says it is the copy: two notes of one title could not be told apart.
+        wait(driver, lambda d: any(n["body"] == "Both original + mine (copy)" for n in server.notes()))
         self.assertEqual(server.note(note["id"])["body"], "Both theirs")
-        copy = next(n for n in server.notes() if n["body"] == "Both original + mine")
+        copy = next(n for n in server.notes() if n["body"] == "Both original + mine (copy)")
         wait(driver, lambda d: driver.current_url.endswith(f"#/notes/{copy['id']}"))
+        self.assertEqual(body_text(), "Both original + mine (copy)")
+        wait(driver, lambda d: "Both original + mine (copy)" in titles(), message="the copy listed by its marked title")
+        self.assertIn("Both theirs", titles())
+
+    def test_keep_both_marks_the_title_line(self):
+        """The mark goes after the title (the first line that is not blank), never into the text below it."""
+        open_app("/")
+        marked = driver.execute_script("""return import('/assets/format.js').then((format) =>
+            ['Title\\nbody', '\\n  Shopping  \\nmilk', '', '   '].map(format.markedAsCopy))""")
+        self.assertEqual(marked, ["Title (copy)\nbody", "\n  Shopping (copy)\nmilk", "(copy)", "(copy)\n   "])
 
     def test_deleted_elsewhere_keeps_the_text(self):
         note = server.create("Gone soon")
@@ -603,6 +614,41 @@ class Keyboard(BrowserTest):
 
 
 class Phone(BrowserTest):
+    SCREENSHOTS = os.environ.get("JOTTER_BROWSER_SCREENSHOTS") or os.path.join(ROOT, ".build", "browser-screenshots")
+
+    def at_width(self, width, browser=None):
+        """The page as a phone `width` CSS pixels wide shows it (the viewport itself, not the window)."""
+        (browser or driver).execute_cdp_cmd("Emulation.setDeviceMetricsOverride",
+                                            {"width": width, "height": 760, "deviceScaleFactor": 2, "mobile": True})
+
+    def fits(self, browser, width, label):
+        """Nothing scrolls sideways and "New note" is whole on screen; a screenshot for people to look at."""
+        wait(browser, lambda d: d.execute_script("return document.documentElement.clientWidth") == width, message=f"{width} px wide")
+        sizes = browser.execute_script("""const button = document.getElementById('new-note').getBoundingClientRect();
+            return {scroll: document.documentElement.scrollWidth, body: document.body.scrollWidth,
+                    view: document.documentElement.clientWidth, left: button.left, right: button.right,
+                    shown: getComputedStyle(document.getElementById('new-note')).visibility === 'visible' && button.width > 0}""")
+        self.assertLessEqual(sizes["scroll"], width, f"{label}: the page scrolls sideways at {width} px: {sizes}")
+        self.assertLessEqual(sizes["body"], width, f"{label}: {sizes}")
+        self.assertTrue(sizes["shown"] and sizes["left"] >= 0 and sizes["right"] <= width, f"{label}: New note is cut off at {width} px: {sizes}")
+        os.makedirs(Phone.SCREENSHOTS, exist_ok=True)
+        browser.save_screenshot(os.path.join(Phone.SCREENSHOTS, f"{label}-{width}.png"))
+
+    def test_narrow_phones_never_scroll_sideways_and_keep_new_note(self):
+        """320, 360, 375 and 390 px wide: no sideways scroll, "New note" whole; no "Sign in" while nobody can."""
+        server.create("A note with a title long enough to wrap on a narrow phone screen, and then some more words")
+        try:
+            for width in [320, 360, 375, 390]:
+                self.at_width(width)
+                open_app()
+                self.assertFalse(css("#sign-in-button").is_displayed(), "--auth off with no user: nobody can sign in")
+                self.fits(driver, width, "list")
+                css("#new-note").click()
+                wait(driver, lambda d: css("#main").is_displayed())
+                self.fits(driver, width, "new-note")
+        finally:
+            driver.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
+
     def test_list_then_editor_at_phone_width(self):
         note = server.create("On the phone\nsmall screen")
         driver.set_window_size(390, 844)
@@ -671,6 +717,21 @@ class Restart(BrowserTest):
         wait_until(lambda: (server.note(note["id"]) or {}).get("body") == "Autosaved across a restart, typed while it was away",
                    timeout=30, message=f"autosaved after the restart ({page_state()})")
         wait(driver, lambda d: css("#save-state").text == "Saved", message="says saved")
+
+
+class OpenFromAddress(BrowserTest):
+    def test_a_note_opened_from_its_url_is_highlighted_in_the_list(self):
+        """#/notes/{id} marks its note in the list from the first render, not after the next one."""
+        notes = [server.create(f"Linked note {index}") for index in range(3)]
+        target = notes[1]
+        open_app(f"/#/notes/{target['id']}", autosave=False)
+        wait(driver, lambda d: body_text() == "Linked note 1")
+        current = driver.execute_script("return [...document.querySelectorAll('#notes [aria-current=\"page\"]')].map((e) => e.dataset.id)")
+        self.assertEqual(current, [target["id"]])
+        # The next note opened from the list moves the mark.
+        link(notes[2]["id"]).click()
+        wait(driver, lambda d: link(notes[2]["id"]).get_attribute("aria-current") == "page")
+        self.assertIsNone(link(target["id"]).get_attribute("aria-current"))
 
 
 class Console(BrowserTest):
@@ -751,6 +812,19 @@ class Accounts(unittest.TestCase):
             self.assertEqual(reason, "You are signed out. Sign in to see your notes.")
             self.assertNotIn("ended", reason)
             self.assertFalse(browser.find_element(By.ID, "connection").is_displayed())
+        finally:
+            quit_chrome(browser)
+
+    def test_signed_in_at_320_px_the_bar_fits(self):
+        """Signed in, the bar holds the name and "Sign out" too: still no sideways scroll, "New note" whole."""
+        browser = chrome(timezone=TIMEZONE)
+        try:
+            Phone.at_width(self, 320, browser)
+            browser.get(self.server.url + "/")
+            self.sign_in(browser, "ann")
+            wait(browser, lambda d: d.find_element(By.ID, "notes").get_attribute("aria-busy") == "false", message="list loaded")
+            self.assertTrue(browser.find_element(By.ID, "sign-out").is_displayed())
+            Phone.fits(self, browser, 320, "signed-in")
         finally:
             quit_chrome(browser)
 

@@ -36,8 +36,10 @@ struct WebTests {
         #expect(response.status == 200)
         #expect(response.header("Content-Type") == contentType)
         var file = String(decoding: try Data(contentsOf: Self.appFolder.appendingPathComponent(name)), as: UTF8.self)
-        // The page says the server's auth mode (loopback: off), and nothing else changes.
-        if name == "index.html" { file = file.replacing("<body data-view=\"list\">", with: "<body data-view=\"list\" data-auth=\"off\">") }
+        // The page says the server's auth mode (loopback: off) and that nobody can sign in (no user yet), and nothing else changes.
+        if name == "index.html" {
+            file = file.replacing("<body data-view=\"list\">", with: "<body data-view=\"list\" data-auth=\"off\" data-sign-in=\"none\">")
+        }
         #expect(response.body == Array(file.utf8))
         #expect(response.header("Cache-Control") == "no-cache")
         #expect(response.header("X-Content-Type-Options") == "nosniff")
@@ -46,13 +48,31 @@ struct WebTests {
     @Test("the page names the server's auth mode (the app asks nothing before it knows), with an ETag of its own per mode")
     func authMode() throws {
         let off = try get("/")
-        #expect(off.text.contains("<body data-view=\"list\" data-auth=\"off\">"))
+        #expect(off.text.contains("<body data-view=\"list\" data-auth=\"off\" data-sign-in=\"none\">"))
         try TestApp.with(configure: { $0.auth = .required }) { app in
             let required = try app.request("GET", "/")
             #expect(required.text.contains("<body data-view=\"list\" data-auth=\"required\">"))
             #expect(required.header("ETag") != off.header("ETag"))
             // Still the documented form (hex in quotes), under either mode.
             for page in [off, required] { #expect(page.header("ETag")?.wholeMatch(of: /"[0-9a-f]+"/) != nil, "\(page.header("ETag") ?? "")") }
+        }
+    }
+
+    @Test("--auth off: the page says nobody can sign in while there is no user, and stops saying so once there is one")
+    func signInOnlyWithUsers() throws {
+        try TestApp.with(configure: { $0.credentialRefreshInterval = 0 }) { app in
+            let before = try app.request("GET", "/")
+            #expect(before.text.contains("data-auth=\"off\" data-sign-in=\"none\">"))
+            _ = try app.addUser("ann", password: "ann's password")
+            let after = try app.request("GET", "/")
+            #expect(after.text.contains("<body data-view=\"list\" data-auth=\"off\">"), "\(after.text.prefix(800))")
+            #expect(after.header("ETag") != before.header("ETag"))
+            #expect(after.header("ETag")?.wholeMatch(of: /"[0-9a-f]+"/) != nil && before.header("ETag")?.wholeMatch(of: /"[0-9a-f]+"/) != nil)
+        }
+        // Under --auth required someone always can: the page never says otherwise.
+        try TestApp.with(configure: { $0.auth = .required }) { app in
+            let page = try app.request("GET", "/")
+            #expect(!page.text.contains("data-sign-in"))
         }
     }
 

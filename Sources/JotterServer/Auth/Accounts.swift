@@ -182,15 +182,27 @@ public final class Accounts: Sendable {
     /// `503` when the store cannot say who the first user is (nothing is cached then).
     public func anonymousPrincipal() throws(HTTPError) -> Principal {
         guard mode == .off else { throw Self.unauthorized("this server needs a token (Authorization: Bearer jot_…) or a session", invalid: false) }
+        return Principal(user: nil, owner: try firstUser().owner)
+    }
+
+    /// Whether anyone could sign in: always under `--auth required`; under `--auth off` once
+    /// there is a user (read as the anonymous principal is, at most every `refreshInterval`).
+    public func hasUsers() throws(HTTPError) -> Bool {
+        if mode == .required { return true }
+        return try firstUser().user != nil
+    }
+
+    /// The first user, whose the notes of requests without credentials are under `--auth off`.
+    private func firstUser() throws(HTTPError) -> (owner: Owner, user: UserRecord?) {
         let clock = Self.monotonic()
         if let known = anonymous.withLock({ $0 }), clock - known.readAt < refreshInterval {
-            return Principal(user: nil, owner: known.owner)
+            return (known.owner, known.user)
         }
         let first: UserRecord?
         do { first = try store.users().first } catch { throw Self.unavailable(error) }
         let owner = first?.owner ?? .unclaimed
         anonymous.withLock { $0 = (owner, first, clock) }
-        return Principal(user: nil, owner: owner)
+        return (owner, first)
     }
 
     /// Issues a new secret of `kind` for `user`; the secret is returned once and only its

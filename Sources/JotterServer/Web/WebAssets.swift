@@ -5,14 +5,15 @@ extension WebAsset {
     /// The web app's files by name, as served under `/assets/` (and `index.html` at `/`).
     static let all: [String: WebAsset] = [
         "account.js": WebAsset(
-            contentType: "text/javascript; charset=utf-8", etag: #""7527654ae50b2b7c""#,
+            contentType: "text/javascript; charset=utf-8", etag: #""d75f9695a50bedc7""#,
             text: #"""
 // Signing in and out. Under `--auth required` a visitor without a session sees the sign-in page
 // first; once a session ends (it expired, or was revoked) the server answers 401 and the sign-in
 // dialog opens over the page, so whatever is in the editor stays there, and after signing in the
 // list and the live updates start again. Under `--auth off` the notes need no session: the page
 // asks `/auth/me` only when this browser signed in before (the cookie is HttpOnly, so a note in
-// localStorage says so), and a newcomer's console shows no failed request.
+// localStorage says so), and a newcomer's console shows no failed request. While there is no user
+// at all (`<body data-sign-in="none">`) nobody can sign in, and no "Sign in" is offered.
 
 import * as api from './api.js';
 import { byId } from './dom.js';
@@ -56,7 +57,7 @@ export async function setupAccount({ signedIn }) {
   function show(user) {
     byId('account').hidden = !user;
     byId('account-name').textContent = user ? user.name : '';
-    byId('sign-in-button').hidden = Boolean(user);
+    byId('sign-in-button').hidden = Boolean(user) || document.body.dataset.signIn === 'none';
   }
 
   function ask(reason, { page = false } = {}) {
@@ -346,7 +347,7 @@ export function uploadFile(file, noteId, onProgress) {
 
 """#),
         "app.js": WebAsset(
-            contentType: "text/javascript; charset=utf-8", etag: #""8316f93a03aa36f0""#,
+            contentType: "text/javascript; charset=utf-8", etag: #""2b0588606dc5e5f4""#,
             text: #"""
 // Jotter's web app: the list of notes (search, paging, live updates) and the routes
 // `#/` (the list), `#/new` and `#/notes/{id}` (the editor), `#/files` (files in no note).
@@ -461,14 +462,23 @@ async function loadMore() {
   }
 }
 
+/**
+ * The id of the note the address names (`#/notes/4`), else of the one the editor has open: the
+ * list marks it from the first render, before the note itself has been read.
+ */
+function openNoteID() {
+  return /^#\/notes\/(\d+)$/.exec(location.hash)?.[1] ?? editor.id;
+}
+
 function noteItem(note) {
   const { title, preview } = titleAndPreview(note.body);
   const created = parseTimestamp(note.created_at);
   const files = note.attachments?.length ?? 0;
   const fresh = state.fresh.delete(note.id);
+  const open = openNoteID();
   return el('li', { class: fresh ? 'fresh' : null },
     el('a', { href: `#/notes/${note.id}`, class: 'note-link', 'data-id': note.id,
-      'aria-current': note.id === editor.id ? 'page' : null },
+      'aria-current': note.id === open ? 'page' : null },
     el('span', { class: title ? 'note-title' : 'note-title untitled' }, title || 'Empty note'),
     el('span', { class: 'note-preview' }, preview || (title ? 'No additional text' : '')),
     el('span', { class: 'note-when' },
@@ -1005,7 +1015,7 @@ export function announce(message) {
 
 """#),
         "editor.js": WebAsset(
-            contentType: "text/javascript; charset=utf-8", etag: #""f15372eeea3e1caa""#,
+            contentType: "text/javascript; charset=utf-8", etag: #""cfc6d16267774e0a""#,
             text: #"""
 // The note editor: compose, edit, save with If-Match, delete with confirmation, and the
 // conflict rules: a newer saved version never silently replaces unsaved text, and saving never
@@ -1016,7 +1026,7 @@ import { etagOf } from './api.js';
 import { createAttachments } from './attachments.js';
 import { announce, byId, el } from './dom.js';
 import { confirmChoice, resolveConflict } from './dialogs.js';
-import { formatDateTime, formatSince, titleAndPreview } from './format.js';
+import { formatDateTime, formatSince, markedAsCopy, titleAndPreview } from './format.js';
 
 /** How long after the last keystroke the text is saved (a `data-autosave-delay` on <body> overrides it). */
 const AUTOSAVE_DELAY = 1000;
@@ -1342,7 +1352,8 @@ export function createEditor({ notes, navigate, toast, clearError }) {
       if (failure) await failed(failure, "Couldn't save"); // changed yet again: ask again
     } else if (choice === 'both') {
       const failure = await run(async () => {
-        const copy = await api.createNote(mine);
+        // A second note of the same title would be hard to tell apart: the new one says it is the copy.
+        const copy = await api.createNote(markedAsCopy(mine));
         notes.upsert(theirs);
         adopt(copy);
         textarea.value = copy.body;
@@ -1594,7 +1605,7 @@ export function createFiles({ notes, toast, clearError }) {
 
 """#),
         "format.js": WebAsset(
-            contentType: "text/javascript; charset=utf-8", etag: #""7801d921621fa01e""#,
+            contentType: "text/javascript; charset=utf-8", etag: #""3e7a1431709e8ba0""#,
             text: #"""
 // Dates, sizes and note titles as the list and editor show them.
 
@@ -1657,6 +1668,18 @@ export function formatSize(bytes) {
 export function titleAndPreview(body) {
   const lines = String(body ?? '').split('\n').map((line) => line.trim()).filter(Boolean);
   return { title: lines[0] ?? '', preview: lines[1] ?? '' };
+}
+
+/**
+ * `body` marked as a copy, so it can be told apart from the note it was copied from: " (copy)"
+ * after its title (its first non-blank line), or "(copy)" as the title of a note without one.
+ */
+export function markedAsCopy(body) {
+  const lines = String(body ?? '').split('\n');
+  const index = lines.findIndex((line) => line.trim() !== '');
+  if (index < 0) return '(copy)' + (body ? '\n' + body : '');
+  lines[index] = lines[index].replace(/\s*$/, '') + ' (copy)';
+  return lines.join('\n');
 }
 
 """#),
@@ -1911,7 +1934,7 @@ function safeParse(text) {
 
 """#),
         "style.css": WebAsset(
-            contentType: "text/css; charset=utf-8", etag: #""8bdb9ed5a481a1c6""#,
+            contentType: "text/css; charset=utf-8", etag: #""32496ac2e1ed053e""#,
             text: #"""
 /* Jotter web app. Light and dark, phone to desktop; no inline styles (the CSP forbids them). */
 
@@ -2040,16 +2063,21 @@ kbd {
   margin: 0;
   font-size: 20px; font-weight: 700; letter-spacing: -.01em;
 }
+/* Whatever else the bar holds gives way first: "New note" is always whole and on screen. */
+.topbar > * { min-width: 0; }
+#new-note { flex: none; }
 .connection {
   display: flex; align-items: center; gap: 8px;
   margin: 0 auto 0 0;
+  white-space: nowrap;
   padding: 4px 10px;
   border-radius: 999px;
   background: var(--surface-2);
   color: var(--muted);
   font-size: 13px;
 }
-.connection .dot { width: 8px; height: 8px; border-radius: 50%; background: var(--muted); }
+.connection .dot { flex: none; width: 8px; height: 8px; border-radius: 50%; background: var(--muted); }
+#connection-text, #account-name { overflow: hidden; text-overflow: ellipsis; white-space: nowrap; }
 .connection[data-state="live"] .dot { background: var(--ok); }
 .connection[data-state="reconnecting"] .dot,
 .connection[data-state="connecting"] .dot { background: var(--warn); animation: pulse 1.2s ease-in-out infinite; }
@@ -2344,12 +2372,24 @@ a.file-name:hover { text-decoration-color: currentColor; }
   .dialog-actions .button:first-child { margin-right: 0; }
 }
 
+/* A narrow phone (320–420 px): the logo without its name, the connection as its dot. */
+@media (max-width: 420px) {
+  .topbar { gap: 8px; padding: 8px 10px; }
+  .brand span, #connection-text {
+    position: absolute; width: 1px; height: 1px; overflow: hidden; clip-path: inset(50%); white-space: nowrap;
+  }
+  .connection { padding: 8px; }
+  .account { gap: 6px; }
+  #new-note { padding: 0 12px; }
+}
+
 @media (prefers-reduced-motion: reduce) {
   *, *::before, *::after { animation: none !important; transition: none !important; }
 }
 
 /* Account */
 .account { display: flex; align-items: center; gap: 8px; margin: 0; color: var(--muted); font-size: 14px; }
+.account .button { flex: none; }
 .sign-in { display: grid; gap: 6px; }
 .sign-in input { font: inherit; padding: 8px 10px; border: 1px solid var(--border, #ccc); border-radius: 8px; }
 .sign-in-error { margin: 4px 0 0; color: var(--danger, #b3261e); }

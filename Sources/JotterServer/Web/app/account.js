@@ -3,7 +3,8 @@
 // dialog opens over the page, so whatever is in the editor stays there, and after signing in the
 // list and the live updates start again. Under `--auth off` the notes need no session: the page
 // asks `/auth/me` only when this browser signed in before (the cookie is HttpOnly, so a note in
-// localStorage says so), and a newcomer's console shows no failed request.
+// localStorage says so), and a newcomer's console shows no failed request. While there is no user
+// at all (`<body data-sign-in="none">`) nobody can sign in, and no "Sign in" is offered.
 
 import * as api from './api.js';
 import { byId } from './dom.js';
@@ -47,7 +48,7 @@ export async function setupAccount({ signedIn }) {
   function show(user) {
     byId('account').hidden = !user;
     byId('account-name').textContent = user ? user.name : '';
-    byId('sign-in-button').hidden = Boolean(user);
+    byId('sign-in-button').hidden = Boolean(user) || document.body.dataset.signIn === 'none';
   }
 
   function ask(reason, { page = false } = {}) {

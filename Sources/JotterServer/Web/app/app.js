@@ -111,14 +111,23 @@ async function loadMore() {
   }
 }
 
+/**
+ * The id of the note the address names (`#/notes/4`), else of the one the editor has open: the
+ * list marks it from the first render, before the note itself has been read.
+ */
+function openNoteID() {
+  return /^#\/notes\/(\d+)$/.exec(location.hash)?.[1] ?? editor.id;
+}
+
 function noteItem(note) {
   const { title, preview } = titleAndPreview(note.body);
   const created = parseTimestamp(note.created_at);
   const files = note.attachments?.length ?? 0;
   const fresh = state.fresh.delete(note.id);
+  const open = openNoteID();
   return el('li', { class: fresh ? 'fresh' : null },
     el('a', { href: `#/notes/${note.id}`, class: 'note-link', 'data-id': note.id,
-      'aria-current': note.id === editor.id ? 'page' : null },
+      'aria-current': note.id === open ? 'page' : null },
     el('span', { class: title ? 'note-title' : 'note-title untitled' }, title || 'Empty note'),
     el('span', { class: 'note-preview' }, preview || (title ? 'No additional text' : '')),
     el('span', { class: 'note-when' },

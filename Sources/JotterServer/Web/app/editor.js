@@ -7,7 +7,7 @@ import { etagOf } from './api.js';
 import { createAttachments } from './attachments.js';
 import { announce, byId, el } from './dom.js';
 import { confirmChoice, resolveConflict } from './dialogs.js';
-import { formatDateTime, formatSince, titleAndPreview } from './format.js';
+import { formatDateTime, formatSince, markedAsCopy, titleAndPreview } from './format.js';
 
 /** How long after the last keystroke the text is saved (a `data-autosave-delay` on <body> overrides it). */
 const AUTOSAVE_DELAY = 1000;
@@ -333,7 +333,8 @@ export function createEditor({ notes, navigate, toast, clearError }) {
       if (failure) await failed(failure, "Couldn't save"); // changed yet again: ask again
     } else if (choice === 'both') {
       const failure = await run(async () => {
-        const copy = await api.createNote(mine);
+        // A second note of the same title would be hard to tell apart: the new one says it is the copy.
+        const copy = await api.createNote(markedAsCopy(mine));
         notes.upsert(theirs);
         adopt(copy);
         textarea.value = copy.body;

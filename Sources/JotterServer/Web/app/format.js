@@ -60,3 +60,15 @@ export function titleAndPreview(body) {
   const lines = String(body ?? '').split('\n').map((line) => line.trim()).filter(Boolean);
   return { title: lines[0] ?? '', preview: lines[1] ?? '' };
 }
+
+/**
+ * `body` marked as a copy, so it can be told apart from the note it was copied from: " (copy)"
+ * after its title (its first non-blank line), or "(copy)" as the title of a note without one.
+ */
+export function markedAsCopy(body) {
+  const lines = String(body ?? '').split('\n');
+  const index = lines.findIndex((line) => line.trim() !== '');
+  if (index < 0) return '(copy)' + (body ? '\n' + body : '');
+  lines[index] = lines[index].replace(/\s*$/, '') + ' (copy)';
+  return lines.join('\n');
+}
