@@ -40,9 +40,12 @@ public final class SQLiteStore: DataStore {
         public var maxIdleReaders: Int
         /// How long any connection retries a locked database before failing.
         public var busyTimeoutMilliseconds: Int32
-        /// Empty `tmp/` and delete upload files without a row at opening (what a crash left).
-        /// Off for a second process on a folder a server may be using (`jotter users` on
-        /// `--data`): the server's uploads in flight are in those places.
+        /// Empty `tmp/` at opening and sweep upload files that no row names and that are over
+        /// an hour old, a minute after opening and hourly after (`uploadSweep`: what a crash left
+        /// between storing an upload's bytes and committing its row). Younger files are never
+        /// swept, whatever the rows say at that moment: their row may be committing. Off for a
+        /// second process on a folder a server may be using (`jotter users` on `--data`): the
+        /// server's uploads in flight are in `tmp/`.
         public var removesOrphans: Bool = true
 
         public init(synchronous: Synchronous = .full, eventBacklog: Int = 10_000, maxBatchSize: Int = 256,
@@ -73,6 +76,11 @@ public final class SQLiteStore: DataStore {
     public let dataDirectory: String
     /// Held shared while open, so a restore (which needs it exclusive) never runs under us.
     private let folderLock: DataFolderLock
+    /// The orphan sweep of `uploads/`: files over an hour old that no committed row names,
+    /// the rows read by the writer, in its transaction. Run hourly while open when
+    /// `Options.removesOrphans`.
+    public let uploadSweep: UploadSweep
+    private let sweeper: PeriodicTask?
 
     /// Opens (creating and migrating as needed) `<dataDirectory>/jotter.sqlite`.
     ///
@@ -99,20 +107,41 @@ public final class SQLiteStore: DataStore {
         try db.execute("PRAGMA journal_size_limit = 67108864")  // shrink the WAL back to 64 MiB after checkpoints
 
         self.dataDirectory = dataDirectory
-        files = try UploadFiles(dataDirectory: dataDirectory)
+        let files = try UploadFiles(dataDirectory: dataDirectory)
+        self.files = files
+        let blobs: LocalBlobStore
         do {
             blobs = try LocalBlobStore(root: dataDirectory)
+            self.blobs = blobs
         } catch {
             throw .invalidArgument("cannot use \(dataDirectory) for uploads: \(error)")
         }
-        if options.removesOrphans { files.removeOrphans(known: try UploadRows.allIDs(on: db)) }
+        // Only tmp/ now: an upload file without a row in this view of the rows may have its row
+        // committing (or committed out of this view), so it is left to the sweep, which spares
+        // young files.
+        if options.removesOrphans { files.emptyTemporary() }
         // The writer keeps the full-text index itself, once per transaction (FullTextIndex).
         try db.disableTriggers()
         noteWriter = NoteWriter(eventBacklog: Int64(options.eventBacklog))
         threads = try StoreThreads(count: 2)
         readers = ReaderPool(path: path, maxIdle: options.maxIdleReaders,
                              busyTimeoutMilliseconds: options.busyTimeoutMilliseconds)
-        writer = try GroupCommitWriter(connection: db, maxBatch: options.maxBatchSize, reserve: SpaceReserve(dataDirectory: dataDirectory))
+        let writer = try GroupCommitWriter(connection: db, maxBatch: options.maxBatchSize, reserve: SpaceReserve(dataDirectory: dataDirectory))
+        self.writer = writer
+        let sweep = UploadSweep(blobs: blobs, known: { ids in try Self.knownUploadIDs(ids, writer: writer) },
+                                delete: { key in files.remove([String(key.dropFirst(UploadRecord.blobKey("").count))]) })
+        uploadSweep = sweep
+        sweeper = options.removesOrphans ? PeriodicTask(every: 3600, after: 60) { _ = try? sweep.run(now: WallClock.seconds()) } : nil
+    }
+
+    /// Which of `ids` have an upload row, read by the writer inside its transaction: the write
+    /// lock held, so the rows are every committed one (recovery of the log done) and none
+    /// commits while they are read.
+    static func knownUploadIDs(_ ids: [String], writer: GroupCommitWriter) throws(StoreError) -> Set<String> {
+        guard !ids.isEmpty else { return [] }
+        return try StoreWait.wait { completion in
+            writer.submit(.make({ db throws(StoreError) in try UploadRows.known(ids, on: db) }, completion: completion))
+        }
     }
 
     deinit { close() }
@@ -124,6 +153,7 @@ public final class SQLiteStore: DataStore {
     /// copy of it is complete. Later calls fail with `StoreError.closed`. Idempotent.
     public func close() {
         guard !closed.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        sweeper?.stop()
         threads.stop()
         writer.stop()
         readers.close()

@@ -1,12 +1,5 @@
 import JotterBlobs
 import JotterPostgres
-import Synchronization
-
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
 
 extension PostgresStore {
     /// Which of `ids` have an upload row (one statement for the batch).
@@ -27,28 +20,4 @@ extension PostgresStore {
     static func uploadSweep(blobs: any BlobStore, pool: PostgresPool) -> UploadSweep {
         UploadSweep(blobs: blobs) { ids in try knownUploadIDs(ids, pool: pool) }
     }
-}
-
-/// Work run every `interval` seconds on a thread of its own (the first time after
-/// `initialDelay`) until `stop()`; it notices a stop within a second.
-final class PeriodicTask: Sendable {
-    private let stopped = Atomic<Bool>(false)
-
-    init(every interval: Int, after initialDelay: Int, _ work: @escaping @Sendable () -> Void) {
-        // The thread holds the task until it sees the stop.
-        _ = StoreThreads.detach { [self] in
-            var wait = initialDelay
-            while true {
-                for _ in 0..<max(wait, 1) {
-                    if stopped.load(ordering: .relaxed) { return }
-                    sleep(1)
-                }
-                if stopped.load(ordering: .relaxed) { return }
-                work()
-                wait = interval
-            }
-        }
-    }
-
-    func stop() { stopped.store(true, ordering: .relaxed) }
 }

@@ -8,8 +8,9 @@ import Darwin
 ///
 /// A file enters `uploads/` through `LocalBlobStore.put(_:movingFile:)` — `rename` from `tmp/`
 /// (same file system: atomic), the folder synced — before its row's transaction commits; a
-/// crash in between leaves a file without a row, which `removeOrphans` deletes at the next
-/// start. Nothing is ever named by the client.
+/// crash in between leaves a file without a row, which the store's `UploadSweep` deletes once
+/// it is an hour old (never at start-up: a row may be committing). Nothing is ever named by
+/// the client.
 struct UploadFiles: Sendable {
     let directory: String
     let temporaryDirectory: String
@@ -33,9 +34,8 @@ struct UploadFiles: Sendable {
         removals.remove(paths)
     }
 
-    /// At start-up: empties `tmp/` and deletes files in `uploads/` that no row names.
-    func removeOrphans(known: Set<String>) {
+    /// At start-up: empties `tmp/` (requests in flight when the last process ended).
+    func emptyTemporary() {
         for name in FileTransfer.entries(of: temporaryDirectory) { unlink(temporaryDirectory + "/" + name) }
-        for name in FileTransfer.entries(of: directory) where !known.contains(name) { unlink(path(of: name)) }
     }
 }

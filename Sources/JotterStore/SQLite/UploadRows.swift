@@ -80,8 +80,11 @@ enum UploadRows {
                    + condition, [.integer(now)] + values)
     }
 
-    static func allIDs(on db: SQLiteConnection) throws(StoreError) -> Set<String> {
-        Set(try db.query("SELECT id FROM uploads") { $0.string(0) })
+    /// Which of `ids` have a row (one fixed statement: the ids as a JSON array).
+    static func known(_ ids: [String], on db: SQLiteConnection) throws(StoreError) -> Set<String> {
+        // Upload ids are hex digits: the array needs no escaping.
+        let array = "[" + ids.map { "\"" + $0 + "\"" }.joined(separator: ",") + "]"
+        return Set(try db.query("SELECT id FROM uploads WHERE id IN (SELECT value FROM json_each(?))", [.text(array)]) { $0.string(0) })
     }
 }
 
