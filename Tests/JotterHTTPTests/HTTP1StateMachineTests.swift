@@ -375,7 +375,11 @@ struct HTTP1StateMachineTests {
         #expect(setup.completions.all.map(\.outcome) == [.sent])
     }
 
-    @Test("a body below 512 B/s once 10 s have passed is cut; the request ends as a timeout")
+    /// Issue 31 item 3: the server gave up on the body and closed without a word (the request
+    /// ended as a timeout, status 0), which a proxy answers `502` for a request it cannot
+    /// resend. It now answers `408` problem+json, `Connection: close`, and lingers as after any
+    /// refusal mid-body.
+    @Test("a body below 512 B/s once 10 s have passed is answered 408 problem+json, then the connection closes")
     func minimumBodyRate() {
         let setup = Setup()
         var connection = setup.connection()
@@ -386,11 +390,37 @@ struct HTTP1StateMachineTests {
         connection.now = Self.start + 10_000_000
         connection.tick()
         #expect(connection.closed == false, "5,200 bytes in 10 s: 520 B/s")
+        #expect(Self.answers(connection.output).isEmpty)
         connection.now = Self.start + 10_200_000
         connection.tick()
+        let answers = Self.answers(connection.output)
+        #expect(answers.map(\.status) == [408])
+        #expect(answers.first?.fields["connection"] == "close")
+        #expect(answers.first?.fields["content-type"] == "application/problem+json")
+        #expect(connection.writesShut == true)
+        connection.send([UInt8](repeating: 0x61, count: 1000))  // the rest, late: dropped
+        connection.closeInput()
         #expect(connection.closed == true)
         #expect(setup.server.slowConnectionsClosed.slowBodies == 1)
-        #expect(setup.completions.all.map(\.outcome) == [.timeout])
+        #expect(setup.completions.all.map(\.status) == [408])
+        #expect(setup.completions.all.map(\.outcome) == [.sent])
+        #expect(connection.violations.isEmpty)
+    }
+
+    @Test("a body with no minimum rate that stops for the idle timeout is answered 408 too, never closed without an answer")
+    func bodyStopsForIdleTimeout() {
+        let setup = Setup { $0.minimumBodyRate = 0 }
+        var connection = setup.connection()
+        connection.send(Array("POST /echo HTTP/1.1\r\nHost: a\r\nContent-Length: 100\r\n\r\nabc".utf8))
+        connection.now = Self.start + 29_000_000
+        connection.tick()
+        #expect(Self.answers(connection.output).isEmpty)
+        connection.now = Self.start + 30_000_000
+        connection.tick()
+        #expect(Self.answers(connection.output).map(\.status) == [408])
+        connection.closeInput()
+        #expect(connection.closed == true)
+        #expect(setup.completions.all.map(\.status) == [408])
     }
 
     @Test("an answer the client does not read for the idle timeout ends as a timeout")

@@ -7,11 +7,12 @@ import JotterTestSupport
 /// full connection table still serves a client that sends its request at once.
 @Suite("Slow clients", .tags(.timing))
 struct SlowClientTests {
-    /// True once the server has closed `connection` (EOF or reset), without waiting.
+    /// True once the server has given up on `connection`: it answered (bytes to read: a body
+    /// cut is answered 408 before the close) or closed it (EOF or reset), without waiting.
     private func closed(_ connection: RawHTTP) -> Bool {
         var byte: UInt8 = 0
         let count = recv(connection.fd, &byte, 1, Int32(MSG_PEEK | MSG_DONTWAIT))
-        return count == 0 || (count < 0 && errno == ECONNRESET)
+        return count >= 0 || errno == ECONNRESET
     }
 
     /// Sends `bytes` one at a time every `interval` seconds until the server closes the
@@ -67,7 +68,7 @@ struct SlowClientTests {
         #expect(try a.readResponse().status == 200)
     }
 
-    @Test("a body below the minimum rate is cut")
+    @Test("a body below the minimum rate is cut: answered 408, then closed")
     func slowBody() throws {
         let fixture = try EngineFixture {
             $0.headerTimeout = 1
@@ -78,6 +79,8 @@ struct SlowClientTests {
         let after = trickle(Array("0123456789".utf8), on: connection, every: 0.1, limit: 5)
         let seconds = try #require(after, "still open after 5 s")
         #expect(seconds >= 0.7 && seconds < 3, "closed after \(seconds) s")
+        let answer = try connection.readResponse()
+        #expect(answer.status == 408 && answer.header("Content-Type") == "application/problem+json", "\(answer.raw)")
         #expect(fixture.server.slowConnectionsClosed.slowBodies == 1)
         // A body at a normal rate is read whole.
         let fast = try fixture.connect()

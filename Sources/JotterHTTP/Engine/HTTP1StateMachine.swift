@@ -398,7 +398,7 @@ struct HTTP1StateMachine: ConnectionMachine, ~Copyable {
             if now >= bodyStarted + headerTimeout,
                UInt64(bodyBytes) * 1_000_000 < UInt64(configuration.minimumBodyRate) * (now - bodyStarted) {
                 server.counters.slowBodies.add(1, ordering: .relaxed)
-                terminate(.timeout)
+                bodyTimedOut("arrives slower than \(configuration.minimumBodyRate) bytes a second")
                 return next()
             }
         }
@@ -406,7 +406,12 @@ struct HTTP1StateMachine: ConnectionMachine, ~Copyable {
         let idleDeadline = lastActivity + UInt64(configuration.idleTimeout) * 1_000_000
         if !waiting, !streamWaiting, now >= idleDeadline {
             switch Self.late(idleDeadline, polledAt: polledAt, unread: unread) {
-            case true?: terminate(.timeout)
+            case true?:
+                if request != nil, requestHasBody, !discarding {
+                    bodyTimedOut("stopped arriving for \(configuration.idleTimeout) s")
+                } else {
+                    terminate(.timeout)
+                }
             case nil: return .checkUnread
             case false?: break
             }
@@ -1024,6 +1029,27 @@ struct HTTP1StateMachine: ConnectionMachine, ~Copyable {
             if let lifecycle = outgoing.lifecycle { complete(lifecycle, status: outgoing.status, bytes: 0, outcome: outcome) }
         }
         closing = true
+    }
+
+    /// The server gives up on the body being read: `408` problem+json through the request's
+    /// middleware, then the connection closes (what else arrives is dropped) — never a close
+    /// without an answer, which a proxy in front would turn into a `502` for a request it may
+    /// not resend. Without a lifecycle that can still answer, the connection just closes.
+    private mutating func bodyTimedOut(_ why: String) {
+        guard let request, !waiting, !discarding else {
+            terminate(.timeout)
+            return
+        }
+        let action = request.bodyTimedOut(HTTPError(.requestTimeout, detail: "the request's body \(why): send it again", closesConnection: true))
+        takeInterims()
+        guard case .respond(let response) = action else {
+            terminate(.timeout)
+            return
+        }
+        discarding = true
+        closeAfterAnswers = true
+        bodyPausedSince = nil
+        answer(response)
     }
 
     /// Closes once nothing is owed; what still is ends as a client abort.

@@ -208,6 +208,18 @@ final class RequestLifecycle {
         }
     }
 
+    /// The server gives up on a body that stopped arriving (too slow, or nothing for too
+    /// long): the body's reader is discarded and `error` (a `408`) answered at once through the
+    /// route's middleware, as a refusal mid-body is; the engine closes after it. `.close` when
+    /// the request is past its body (it is answered otherwise).
+    func bodyTimedOut(_ error: HTTPError) -> Action {
+        guard case .body = phase else { return .close }
+        reader.discard()
+        context.refusal = error
+        guard case .respond(let response) = answerRefusal(through: stack.middleware.count) else { return .close }
+        return respond(response)
+    }
+
     /// Back-pressure, asked after each piece of the body: true when the body's consumer is
     /// behind; it calls `ready` (any thread) when the engine may read on.
     func bodyMustWait(then ready: @escaping @Sendable () -> Void) -> Bool {

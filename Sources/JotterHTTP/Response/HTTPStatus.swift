@@ -17,6 +17,7 @@ public struct HTTPStatus: Hashable, Sendable, ExpressibleByIntegerLiteral, Custo
     public static let notFound: HTTPStatus = 404
     public static let methodNotAllowed: HTTPStatus = 405
     public static let preconditionFailed: HTTPStatus = 412
+    public static let requestTimeout: HTTPStatus = 408
     public static let contentTooLarge: HTTPStatus = 413
     public static let uriTooLong: HTTPStatus = 414
     public static let unsupportedMediaType: HTTPStatus = 415
