@@ -84,11 +84,19 @@ public enum IdempotencyLimits {
     /// which the oldest go. At most twice this per owner, then.
     public static let maxBytesPerOwner: Int64 = 1 << 20
 
-    /// A key claimed and not answered: running while its lease lasts; past it, a write that
-    /// committed (`location`) replays as a reference to what it created — a claim without one
-    /// has expired and been swept before this is asked.
+    /// Seconds a keyed write that committed (its claim holds a `location`) stays `.running`
+    /// while its full answer is being stored — milliseconds on a live instance. Past them, a
+    /// retry gets the reference to what was created at once: the instance that committed may
+    /// have died before storing the answer, and a claim held for the whole lease then answered
+    /// every retry `409` for five minutes (issue 31 item 3).
+    public static let answerGrace: Int64 = 2
+
+    /// A key claimed and not answered: a write that committed (`location`) is running for
+    /// `answerGrace` seconds after its claim, then replays as a reference to what it created; a
+    /// claim without one runs while its lease lasts (and has expired and been swept after).
     static func pending(location: String?, claimedAt: Int64, now: Int64) -> IdempotencyClaim {
-        guard let location, claimedAt + lease <= now else { return .running }
+        guard let location else { return .running }
+        guard claimedAt + answerGrace <= now else { return .running }
         return .replay(.reference(location: location))
     }
 }

@@ -86,7 +86,10 @@ final class IdempotencyMiddleware: Middleware {
     static func refusal(_ claim: IdempotencyClaim) throws -> Response {
         switch claim {
         case .running:
-            throw HTTPError(HTTPStatus(409), detail: "a request with this Idempotency-Key is still running; retry once it has answered")
+            // Retry-After: the first request answers within a moment, or its claim gives way
+            // (a committed write replays after `IdempotencyLimits.answerGrace`).
+            throw HTTPError(HTTPStatus(409), detail: "a request with this Idempotency-Key is still running; retry once it has answered",
+                            headers: HTTPHeaders([("Retry-After", "1")]))
         case .mismatch:
             throw HTTPError(.unprocessableContent, detail: "this Idempotency-Key was used with a different request body")
         case .replay(let answer):
