@@ -6,12 +6,14 @@ import JotterAPI
 
 /// When and how long the client waits before sending an idempotent request again.
 ///
-/// `GET`, `HEAD`, `PUT` and `DELETE` are retried when the connection fails and on `429 Too
-/// Many Requests` and `503 Service Unavailable`; a `Retry-After` from the server is honoured
-/// (up to `maximumRetryAfter`), otherwise the wait doubles from `initialDelay` up to
-/// `maximumDelay`, with jitter. A `POST` is retried only with an `Idempotency-Key` (the SDK
-/// sends one on every POST, so the server answers a retry with the first answer and creates
-/// nothing twice); `PATCH` never.
+/// `GET`, `HEAD`, `PUT` and `DELETE` are retried when the connection fails and on `408 Request
+/// Timeout`, `429 Too Many Requests`, `502 Bad Gateway`, `503 Service Unavailable` and `504
+/// Gateway Timeout` (what a proxy answers when the instance it chose died); a `Retry-After`
+/// from the server is honoured (up to `maximumRetryAfter`), otherwise the wait doubles from
+/// `initialDelay` up to `maximumDelay`, with jitter. A `POST` is retried only with an
+/// `Idempotency-Key` (the SDK sends one on every POST, so the server answers a retry with the
+/// first answer and creates nothing twice), with the same key, and also on `409` with a
+/// `Retry-After` (the first attempt still running on some instance); `PATCH` never.
 ///
 /// ```swift
 /// var configuration = JotterClient.Configuration()
@@ -40,7 +42,7 @@ public struct RetryPolicy: Sendable, Hashable {
     public static let never = RetryPolicy(maximumAttempts: 1)
 
     static let idempotentMethods: Set<String> = ["GET", "HEAD", "PUT", "DELETE", "OPTIONS"]
-    static let retryableStatuses: Set<Int> = [429, 503]
+    static let retryableStatuses: Set<Int> = [408, 429, 502, 503, 504]
     static let retryableTransportCodes: Set<URLError.Code> = [
         .cannotConnectToHost, .networkConnectionLost, .timedOut, .cannotFindHost, .dnsLookupFailed, .notConnectedToInternet,
     ]
@@ -51,7 +53,9 @@ public struct RetryPolicy: Sendable, Hashable {
         let method = method.uppercased()
         guard attempt < maximumAttempts, Self.idempotentMethods.contains(method) || (method == "POST" && idempotencyKey) else { return nil }
         if let status = error.status {
-            guard Self.retryableStatuses.contains(status) else { return nil }
+            // 409 with Retry-After: the key's first request is still running (IdempotencyMiddleware).
+            let stillRunning = status == 409 && idempotencyKey && error.retryAfter != nil
+            guard Self.retryableStatuses.contains(status) || stillRunning else { return nil }
         } else {
             guard error.isTransport, let code = error.urlErrorCode, Self.retryableTransportCodes.contains(code) else { return nil }
         }

@@ -132,6 +132,27 @@ struct RetryTests {
         }
         #expect(policy.delay(after: JotterClientError(kind: .httpStatus, status: 429, retryAfter: 7, message: ""), attempt: 1, method: "DELETE") == 7)
         #expect(RetryPolicy.httpDate("Sun, 06 Nov 1994 08:49:37 GMT") == 784_111_777)
+    }
+
+    /// Issue 35 item 5 (and 31 item 3): behind a proxy, an instance that dies mid-request is a
+    /// `502` (or `504`) for the client, a body the server stopped waiting for a `408`: each was
+    /// thrown, though every POST carries its key. A key still running elsewhere is `409` with
+    /// `Retry-After`.
+    @Test("a keyed POST and idempotent methods are retried on 408, 502, 504, and a keyed POST on 409 with Retry-After")
+    func proxyStatuses() {
+        let policy = RetryPolicy(maximumAttempts: 4, initialDelay: 1, maximumDelay: 3)
+        for status in [408, 502, 504] {
+            let error = JotterClientError(kind: .httpStatus, status: status, message: "")
+            #expect(policy.delay(after: error, attempt: 1, method: "POST", idempotencyKey: true) != nil, "\(status)")
+            #expect(policy.delay(after: error, attempt: 1, method: "GET") != nil, "\(status)")
+            #expect(policy.delay(after: error, attempt: 1, method: "POST") == nil, "\(status) without a key")
+            #expect(policy.delay(after: error, attempt: 1, method: "PATCH", idempotencyKey: true) == nil, "\(status) PATCH")
+        }
+        let running = JotterClientError(kind: .httpStatus, status: 409, retryAfter: 1, message: "")
+        #expect(policy.delay(after: running, attempt: 1, method: "POST", idempotencyKey: true) == 1)
+        #expect(policy.delay(after: running, attempt: 1, method: "POST") == nil)
+        #expect(policy.delay(after: JotterClientError(kind: .httpStatus, status: 409, message: ""), attempt: 1, method: "POST", idempotencyKey: true) == nil,
+                "a 409 without Retry-After is a conflict, not a wait")
         #expect(RetryPolicy.httpDate("Sunday, 06-Nov-94 08:49:37 GMT") == nil)
     }
 }
