@@ -15,7 +15,7 @@ extension Note: SchemaDescribing {
 
 extension NoteEnvelope: SchemaDescribing {
     /// The messages a write answers with.
-    public static let messages = ["Note Created", "Note Updated", "No Body Sent", "Note Deleted"]
+    public static let messages = ["Note Created", "Note Updated", "No Body Sent", "Note Deleted", "Note Restored"]
 
     public static var schema: JSONSchema {
         .object([

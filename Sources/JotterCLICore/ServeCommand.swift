@@ -64,6 +64,9 @@ package struct ServeCommand: BlockingCommand {
                help: "Requests a minute one user may make with all their tokens and sessions together (429 beyond)."),
         Option("--max-tokens-per-user", value: "N", environment: "JOTTER_MAX_TOKENS_PER_USER", default: "100",
                help: "API tokens one user may hold (revoked and expired ones not counted; 409 beyond); 0 for no limit."),
+        Option("--revision-days", value: "N", environment: "JOTTER_REVISION_DAYS", default: "30",
+               help: "Days every revision of a note is kept; then the newest of each day until three times as long, then of each "
+                   + "week (a note's newest always)."),
         Option("--tls-cert", value: "FILE", environment: "JOTTER_TLS_CERT", help: "Serve HTTPS with this PEM certificate (chain)."),
         Option("--tls-key", value: "FILE", environment: "JOTTER_TLS_KEY", help: "The PEM private key of --tls-cert."),
     ]
@@ -130,6 +133,9 @@ package struct ServeCommand: BlockingCommand {
         }
         if let limit = try arguments.option("--max-tokens-per-user", as: "a whole number of tokens", { Int($0).flatMap { $0 >= 0 ? $0 : nil } }) {
             configuration.tokensPerUser = limit
+        }
+        if let days = try arguments.option("--revision-days", as: "a positive whole number of days", positive) {
+            configuration.revisionDays = days
         }
         configuration.tlsCertificatePath = arguments.option("--tls-cert")
         configuration.tlsKeyPath = arguments.option("--tls-key")

@@ -30,11 +30,21 @@ public final class Application: Sendable {
     public let accounts: Accounts
     let resumable: ResumableUploads
     private let sweeper: PeriodicTask
+    /// The retention sweep: revisions thinned (`RevisionRetention`), on the store's clock.
+    private let retention: PeriodicTask
 
     init(configuration: ServerConfiguration, server: HTTPServer, log: Logger, notes: any DataStore, events: EventBroadcaster,
          accounts: Accounts, resumable: ResumableUploads) {
         self.resumable = resumable
         sweeper = PeriodicTask(interval: configuration.resumableSweepInterval) { resumable.sweep(now: UnixTime.now()) }
+        let revisions = RevisionRetention(days: configuration.revisionDays)
+        retention = PeriodicTask(interval: configuration.retentionSweepInterval) { [log] in
+            do {
+                _ = try notes.thinRevisions(revisions)
+            } catch {
+                log.info("the retention sweep failed (it runs again in \(Int(configuration.retentionSweepInterval)) s): \(error)")
+            }
+        }
         self.configuration = configuration
         self.server = server
         self.log = log
@@ -48,6 +58,7 @@ public final class Application: Sendable {
         try server.start()
         accounts.startRechecking()
         sweeper.start()
+        retention.start()
         log.info("jotter listening on \(url) with \(configuration.threads) engine thread(s), data in \(configuration.dataDirectory)"
             + (configuration.store.usesPostgres
                 ? ", database \(configuration.store.databaseDescription), uploads in \(configuration.store.blobStoreDescription)" : ""))
@@ -63,6 +74,7 @@ public final class Application: Sendable {
     public func shutdown() {
         server.shutdown()
         sweeper.stop()
+        retention.stop()
         accounts.stopRechecking()
         events.stop()
         notes.close()

@@ -34,6 +34,10 @@ public struct ServerConfiguration: Sendable {
     public var resumableBytesPerUser: Int64 = 16 << 30
     /// Seconds between sweeps of expired resumable uploads.
     public var resumableSweepInterval: Double = 60
+    /// Days every revision of a note is kept (`--revision-days`); then thinned (`RevisionRetention`).
+    public var revisionDays = 30
+    /// Seconds between runs of the retention sweep (revisions thinned).
+    public var retentionSweepInterval: Double = 3600
     /// Open connections from one client address.
     public var connectionsPerAddress = 256
     /// Open connections in all.

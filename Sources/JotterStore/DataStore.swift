@@ -61,6 +61,16 @@ extension NoteStore {
         try StoreWait.wait { updateNote(id: id, body: body, ifVersion: ifVersion, owner: owner, completion: $0) }
     }
 
+    /// Blocks until `restoreNote` is durable. Never from a completion.
+    public func restoreNote(id: Int64, version: Int64, ifVersion: Int64?, owner: Owner) throws(StoreError) -> NoteWriteOutcome {
+        try StoreWait.wait { restoreNote(id: id, version: version, ifVersion: ifVersion, owner: owner, completion: $0) }
+    }
+
+    /// Blocks until `thinRevisions` is durable. Never from a completion.
+    public func thinRevisions(_ retention: RevisionRetention, asOf now: Int64? = nil) throws(StoreError) -> Int {
+        try StoreWait.wait { thinRevisions(retention, asOf: now, completion: $0) }
+    }
+
     /// Blocks until `deleteNote` is durable. Never from a completion.
     public func deleteNote(id: Int64, ifVersion: Int64?, owner: Owner) throws(StoreError) -> NoteWriteOutcome {
         try StoreWait.wait { deleteNote(id: id, ifVersion: ifVersion, owner: owner, completion: $0) }

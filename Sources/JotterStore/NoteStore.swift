@@ -41,8 +41,72 @@ public protocol NoteStore: Sendable {
     /// `updated_at` grow, the body stays (attachments changed); either way a `note.updated` event.
     func updateNote(id: Int64, body: String?, ifVersion: Int64?, owner: Owner, completion: @escaping StoreCompletion<NoteWriteOutcome>)
 
-    /// Removes the note with its attachments (rows now, their bytes once this committed).
+    /// Removes the note with its attachments and revisions (rows now, their bytes once this committed).
     func deleteNote(id: Int64, ifVersion: Int64?, owner: Owner, completion: @escaping StoreCompletion<NoteWriteOutcome>)
+
+    // MARK: Revisions
+
+    /// `owner`'s note's revisions, newest first, without their bodies: at most `limit`, with
+    /// versions below `before` (nil: from the newest). Nil when `owner` has no note `noteID`.
+    func revisions(noteID: Int64, before: Int64?, limit: Int, owner: Owner) throws -> [NoteRevision]?
+
+    /// Revision `version` of `owner`'s note `noteID`, with its body; nil when there is none
+    /// (no such note, or that version was never kept or was thinned away).
+    func revision(noteID: Int64, version: Int64, owner: Owner) throws -> NoteRevision?
+
+    /// A new version of the note whose body is revision `version`'s (`note.updated`). Decided in
+    /// this order: `.notFound`, `.versionMismatch` (`ifVersion`), `.noRevision`.
+    func restoreNote(id: Int64, version: Int64, ifVersion: Int64?, owner: Owner, completion: @escaping StoreCompletion<NoteWriteOutcome>)
+
+    /// Thins every owner's revisions (`RevisionRetention`) as of `now` (nil: the store's clock);
+    /// the number of revisions deleted.
+    func thinRevisions(_ retention: RevisionRetention, asOf now: Int64?, completion: @escaping StoreCompletion<Int>)
+}
+
+/// A kept version of a note: the body it had at `version`.
+public struct NoteRevision: Sendable, Hashable {
+    public var noteID: Int64
+    public var version: Int64
+    /// When this version was committed (Unix seconds, UTC).
+    public var createdAt: Int64
+    /// The body's length in UTF-8 bytes.
+    public var size: Int64
+    /// The base version, when a server-side merge made this version; nil otherwise.
+    public var mergeBase: Int64?
+    /// The body; nil in a listing (`NoteStore.revisions`).
+    public var body: String?
+
+    public init(noteID: Int64, version: Int64, createdAt: Int64, size: Int64, mergeBase: Int64?, body: String?) {
+        self.noteID = noteID
+        self.version = version
+        self.createdAt = createdAt
+        self.size = size
+        self.mergeBase = mergeBase
+        self.body = body
+    }
+
+    /// Whether a merge made this version.
+    public var merged: Bool { mergeBase != nil }
+}
+
+/// Which revisions the retention keeps: every one younger than `keepAll` seconds; of the older
+/// ones, the newest of each UTC day while younger than `daily` seconds, then the newest of each
+/// week (7 × 86,400 s from the Unix epoch); and always each note's newest.
+public struct RevisionRetention: Sendable, Hashable {
+    public var keepAll: Int64
+    public var daily: Int64
+
+    /// `days` of every revision (`--revision-days`), one a day until three times as long, then
+    /// one a week.
+    public init(days: Int) {
+        keepAll = Int64(days) * 86_400
+        daily = 3 * keepAll
+    }
+
+    public init(keepAll: Int64, daily: Int64) {
+        self.keepAll = keepAll
+        self.daily = daily
+    }
 }
 
 /// Called once, on a store thread, with a write's outcome — only after it is durable (or failed).
@@ -71,6 +135,8 @@ public enum NoteWriteOutcome: Sendable, Hashable {
     case notFound
     /// `ifVersion` did not match; nothing changed. `current` is the note as stored.
     case versionMismatch(current: NoteRecord)
+    /// The revision the write needs (a restore's) is not kept; nothing changed.
+    case noRevision(current: NoteRecord)
 
     /// The change, when the write was done.
     public var change: NoteChange? {

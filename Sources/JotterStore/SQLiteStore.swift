@@ -255,6 +255,31 @@ public final class SQLiteStore: DataStore {
                owner: owner, freesSpace: true, completion: completion)
     }
 
+    public func restoreNote(id: Int64, version: Int64, ifVersion: Int64?, owner: Owner, completion: @escaping StoreCompletion<NoteWriteOutcome>) {
+        let noteWriter = noteWriter
+        submit({ db, effects throws(StoreError) in
+            try noteWriter.restore(id: id, version: version, ifVersion: ifVersion, owner: owner, on: db, effects: effects)
+        }, owner: owner, completion: completion)
+    }
+
+    public func thinRevisions(_ retention: RevisionRetention, asOf now: Int64?, completion: @escaping StoreCompletion<Int>) {
+        let noteWriter = noteWriter
+        submit({ db, _ throws(StoreError) in try noteWriter.thinRevisions(retention, at: now, on: db) },
+               owner: .unclaimed, freesSpace: true, completion: completion)
+    }
+
+    public func revisions(noteID: Int64, before: Int64?, limit: Int, owner: Owner) throws(StoreError) -> [NoteRevision]? {
+        try readers.withConnection { db throws(StoreError) in
+            try db.readTransaction { () throws(StoreError) in
+                try RevisionRows.list(noteID: noteID, before: before, limit: limit, owner: owner, on: db)
+            }
+        }
+    }
+
+    public func revision(noteID: Int64, version: Int64, owner: Owner) throws(StoreError) -> NoteRevision? {
+        try readers.withConnection { db throws(StoreError) in try RevisionRows.revision(noteID: noteID, version: version, owner: owner, on: db) }
+    }
+
     public func addUploads(_ uploads: [NewUpload], noteID: Int64?, owner: Owner, completion: @escaping StoreCompletion<UploadsAdded?>) {
         let noteWriter = noteWriter, files = files
         submit({ db, effects throws(StoreError) in

@@ -74,8 +74,8 @@ struct ConcurrencyTests {
                         retries.add(1, ordering: .relaxed)
                     case .notFound:
                         throw FixtureError("counter note vanished")
-                    case .uploadsAdded, .uploadDeleted, .uploadAttached:
-                        throw FixtureError("an update answered as an upload")
+                    case .uploadsAdded, .uploadDeleted, .uploadAttached, .noRevision:
+                        throw FixtureError("an update answered as an upload or a restore")
                     }
                 } catch {
                     failures.withLock { $0.append("\(error)") }

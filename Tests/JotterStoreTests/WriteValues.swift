@@ -19,6 +19,7 @@ enum NoteWriteResult: Sendable, Hashable {
     case done(NoteRecord, NoteEvent)
     case notFound
     case versionMismatch(current: NoteRecord)
+    case noRevision(current: NoteRecord)
     case uploadsAdded([UploadRecord], note: NoteRecord?, event: NoteEvent?)
     case uploadDeleted(UploadRecord, note: NoteRecord?, event: NoteEvent?)
     case uploadAttached(UploadRecord, events: [NoteEvent])
@@ -28,6 +29,7 @@ enum NoteWriteResult: Sendable, Hashable {
         case .done(let change): self = .done(change.note, change.event)
         case .notFound: self = .notFound
         case .versionMismatch(let current): self = .versionMismatch(current: current)
+        case .noRevision(let current): self = .noRevision(current: current)
         }
     }
 

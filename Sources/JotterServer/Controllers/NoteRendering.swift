@@ -20,6 +20,22 @@ extension Upload {
     }
 }
 
+extension RevisionInfo {
+    /// The wire form of a listed revision.
+    init(_ revision: NoteRevision) {
+        self.init(version: Int(revision.version), createdAt: Timestamp.format(revision.createdAt), size: revision.size,
+                  merged: revision.merged)
+    }
+}
+
+extension Revision {
+    /// The wire form of a revision read with its body.
+    init(_ revision: NoteRevision) {
+        self.init(version: Int(revision.version), createdAt: Timestamp.format(revision.createdAt), body: revision.body ?? "",
+                  merged: revision.merged)
+    }
+}
+
 /// Notes as the API shows them: with their attachments, read in one go per page.
 enum NoteRendering {
     static func notes(_ records: [NoteRecord], owner: Owner, store: some UploadStore) throws -> [Note] {
@@ -110,6 +126,50 @@ enum NoteInput {
         if let q = fields["q"], !q.trimmingASCIISpaces().isEmpty { query.search = q }
         guard errors.isEmpty else { throw HTTPError.badQuery(errors) }
         return (query, fields)
+    }
+
+    /// `limit` (default 100) and `after` (a version) of `GET /notes/{id}/revisions`; bad ones are `400`.
+    static func revisionQuery(_ request: Request) throws(HTTPError) -> (limit: Int, after: Int64?) {
+        let fields = try request.query()
+        var limit = 100, after: Int64?
+        var errors: [HTTPError.FieldError] = []
+        if let text = fields["limit"] {
+            if let value = Self.limit(text) { limit = value }
+            else { errors.append(.init(field: "limit", message: "must be a whole number from 1 to 1000")) }
+        }
+        if let text = fields["after"] {
+            if isDigits(text), let value = Int64(text) { after = value }
+            else { errors.append(.init(field: "after", message: "must be a version")) }
+        }
+        guard errors.isEmpty else { throw HTTPError.badQuery(errors) }
+        return (limit, after)
+    }
+
+    /// A version field of the body (form: digits; JSON: an integer or a string of digits): nil
+    /// when absent, `422` when it is not a version (a whole number from 1).
+    static func version(_ request: Request, field: String) throws(HTTPError) -> Int64? {
+        let invalid = HTTPError.validation([.init(field: field, message: "must be a version: a whole number from 1")])
+        let text: String
+        if case .json(let object) = try request.body() {
+            switch object[field] {
+            case .integer(let value)?:
+                guard value >= 1 else { throw invalid }
+                return value
+            case .number(let value)?:
+                // JSON numbers decode as doubles: a whole one within range is a version.
+                guard value >= 1, value < 9.0e15, value.rounded() == value else { throw invalid }
+                return Int64(value)
+            default: break
+            }
+        }
+        do {
+            guard let found = try request.body().string(field) else { return nil }
+            text = found
+        } catch {
+            throw invalid
+        }
+        guard isDigits(text), let value = Int64(text), value >= 1 else { throw invalid }
+        return value
     }
 
     /// One or more ASCII digits, nothing else (no sign, no space).

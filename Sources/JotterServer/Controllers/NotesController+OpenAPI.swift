@@ -25,6 +25,8 @@ enum NotesOperations {
     static let components: [String: JSONSchema] = [
         "NoteFields": .object(["body": .string(description: "the note's text; absent leaves the note unchanged")], optional: ["body"],
                               description: "A note's fields. Client-sent `id`, `version`, `created_at` and `updated_at` are ignored."),
+        "RestoreFields": .object(["version": .integer(minimum: 1, description: "the revision to restore (in a form: its digits)")],
+                                 description: "Which revision of the note to restore."),
         "NewNoteFields": .object(["body": .string(description: "the note's text; an empty string is a valid note")],
                                  description: "The fields of a new note."),
     ]
@@ -99,5 +101,43 @@ enum NotesOperations {
         responses: [
             200: .json(.ref(NoteEnvelope.self), "the note as it was (`Note Deleted`)", headers: ["ETag": etag]),
             400: .problem("`If-Match` or `If-None-Match` is not `*` or quoted ETags"), 404: missing, 412: stale,
+        ])
+
+    static let version = OpenAPIParameter.path("version", .string(pattern: "^[1-9][0-9]*$", example: "3"),
+                                               description: "the note's version the revision is")
+
+    static let revisions = OpenAPIOperation(
+        operationID: "listRevisions", summary: "List a note's revisions, newest first",
+        description: "Every committed version of the note is kept for `--revision-days` (default 30), then the newest of each day until three times as long, then the newest of each week; the newest is always kept.",
+        tags: ["notes"],
+        parameters: [
+            id,
+            .query("limit", .integer(minimum: 1, description: "values over 1000 act as 1000"), description: "revisions per page (default 100)"),
+            .query("after", .integer(minimum: 0, maximum: Int64.max, format: "int64"), description: "cursor: a version; the page has older ones"),
+        ],
+        responses: [
+            200: .json(.ref(RevisionList.self), "a page, and the path of the next one"),
+            400: .problem("a query parameter is invalid (each one is listed in `errors`)"),
+            404: missing,
+        ])
+
+    static let revision = OpenAPIOperation(
+        operationID: "showRevision", summary: "Show a revision of a note, with its body", tags: ["notes"],
+        parameters: [id, version],
+        responses: [
+            200: .json(.ref(RevisionEnvelope.self), "the revision"),
+            404: .problem("no note has this id, or it has no revision kept at this version"),
+        ])
+
+    static let restore = OpenAPIOperation(
+        operationID: "restoreNote", summary: "Restore a note's body from a revision",
+        description: "The note gets a new version whose body is revision `version`'s (its attachments stay as they are). A missing note is `404`; then `If-Match` is checked. Answered once the change is durable.",
+        tags: ["notes"],
+        parameters: [id, ifMatch, ifNoneMatch],
+        requestBody: .fields(.ref(named: "RestoreFields"), required: true),
+        responses: [
+            200: .json(.ref(NoteEnvelope.self), "restored (`Note Restored`)", headers: ["ETag": etag]),
+            400: malformedBody, 404: .problem("no note has this id, or it has no revision kept at `version`"), 412: stale,
+            413: tooLarge, 415: unsupported, 422: .problem("`version` is absent or not a whole number from 1"),
         ])
 }

@@ -23,6 +23,9 @@ struct NotesController {
         routes.put("/notes/:id", operation: NotesOperations.update("PUT"), handler: update)
         routes.patch("/notes/:id", operation: NotesOperations.update("PATCH"), handler: update)
         routes.delete("/notes/:id", operation: NotesOperations.delete, handler: delete)
+        routes.get("/notes/:id/revisions", operation: NotesOperations.revisions, handler: revisions)
+        routes.get("/notes/:id/revisions/:version", operation: NotesOperations.revision, handler: revision)
+        routes.post("/notes/:id/restore", operation: NotesOperations.restore, handler: restore)
     }
 
     @Sendable func list(_ request: Request, _ context: RequestContext) throws -> Reply {
@@ -106,6 +109,42 @@ struct NotesController {
         }
     }
 
+    /// `GET /notes/{id}/revisions`: newest first, paged by version.
+    @Sendable func revisions(_ request: Request, _ context: RequestContext) throws -> Reply {
+        let id = try NoteInput.id(context)
+        let (limit, after) = try NoteInput.revisionQuery(request)
+        guard let found = try store.revisions(noteID: id, before: after, limit: limit + 1, owner: context.owner) else {
+            throw HTTPError(.notFound, detail: "note \(id) does not exist")
+        }
+        let page = found.prefix(limit)
+        let next = found.count > limit ? "/notes/\(id)/revisions?limit=\(limit)&after=\(page.last!.version)" : nil
+        return try JSON(RevisionList(revisions: page.map(RevisionInfo.init), next: next)).reply(for: request)
+    }
+
+    /// `GET /notes/{id}/revisions/{version}`: one revision with its body.
+    @Sendable func revision(_ request: Request, _ context: RequestContext) throws -> Reply {
+        let id = try NoteInput.id(context)
+        let text = context.parameters["version"] ?? ""
+        guard let version = NoteInput.noteID(text), let found = try store.revision(noteID: id, version: version, owner: context.owner) else {
+            // Another user's note, or none: the same words as a missing revision of one's own.
+            throw HTTPError(.notFound, detail: "note \(id) has no revision \(text)")
+        }
+        return try JSON(RevisionEnvelope(revision: Revision(found))).reply(for: request)
+    }
+
+    /// `POST /notes/{id}/restore` with `version`: the note at a new version whose body is that revision's.
+    @Sendable func restore(_ request: Request, _ context: RequestContext) throws -> Reply {
+        let id = try NoteInput.id(context)
+        let current = try existing(id, owner: context.owner)
+        let ifVersion = try checkIfMatch(request, current: current)
+        guard let version = try NoteInput.version(request, field: "version") else {
+            throw HTTPError.validation([.init(field: "version", message: "is required")])
+        }
+        return commit(owner: context.owner, request: request, message: "Note Restored") { store, completion in
+            store.restoreNote(id: id, version: version, ifVersion: ifVersion, owner: context.owner, completion: completion)
+        }
+    }
+
     @Sendable func stream(_ request: Request, _ context: RequestContext) throws -> Reply {
         let store = store, events = events, replayLimit = replayLimit, owner = context.owner
         let credential = context.principal?.credential?.id
@@ -179,6 +218,8 @@ struct NotesController {
                         throw HTTPError(.notFound, detail: "note does not exist")
                     case .versionMismatch(let current):
                         throw NotePreconditions.stale(try NoteRendering.note(current, owner: owner, store: store))
+                    case .noRevision(let current):
+                        throw HTTPError(.notFound, detail: "note \(current.id) has no such revision kept: GET /notes/\(current.id)/revisions lists them")
                     }
                 }
             }

@@ -85,15 +85,30 @@ enum PostgresNoteRows {
         """
     }
 
+    /// Keeps the note row `n` (a `WITH` name) as a revision: `size` its body's UTF-8 bytes, `mergeBase` (both SQL).
+    private static func keepRevision(owner: String, size: String, mergeBase: String) -> String {
+        """
+        r AS (INSERT INTO note_revisions (note_id, version, owner, body, size, created_at, merge_base)
+              SELECT id, version, \(owner), body, \(size), updated_at, \(mergeBase) FROM n)
+        """
+    }
+
+    // $1 owner, $2 body, $3 now, $4 seq, $5 the body's UTF-8 bytes.
     private static let create = """
         WITH n AS (INSERT INTO notes (owner, body, created_at, updated_at, version) VALUES ($1, $2, $3, $3, 1) RETURNING \(columns)),
+        \(keepRevision(owner: "$1", size: "$5::bigint", mergeBase: "NULL")),
         \(appendEvent(seq: "$4", owner: "$1", kind: "'note.created'"))
         SELECT n.id, n.body, n.created_at, n.updated_at, n.version, e.id, e.created_at FROM n, e
         """
-    // $1 body (NULL: a touch), $2 now, $3 id, $4 owner, $5 the version required (NULL: any), $6 seq.
+    // $1 body (NULL: a touch), $2 now, $3 id, $4 owner, $5 the version required (NULL: any), $6 seq, $7 the body's
+    // UTF-8 bytes (NULL: a touch, the previous revision's), $8 the merge base (NULL: none).
     private static let update = """
         WITH n AS (UPDATE notes SET body = coalesce($1::text, body), updated_at = $2, version = version + 1
                    WHERE id = $3 AND owner = $4 AND ($5::bigint IS NULL OR version = $5::bigint) RETURNING \(columns)),
+        \(keepRevision(owner: "$4", size: """
+            coalesce($7::bigint, (SELECT p.size FROM note_revisions AS p WHERE p.note_id = n.id AND p.version = n.version - 1),
+                     octet_length(n.body))
+            """, mergeBase: "$8::bigint")),
         \(appendEvent(seq: "$6", owner: "$4", kind: "'note.updated'"))
         SELECT n.id, n.body, n.created_at, n.updated_at, n.version, e.id, e.created_at FROM n, e
         """
@@ -105,15 +120,17 @@ enum PostgresNoteRows {
         """
 
     static func create(body: String, owner: Owner, in write: PostgresWrite) throws -> (NoteRecord, NoteEvent) {
-        let row = try write.db.query(create, [owner.id, PostgresText.encode(body), write.now, write.nextSeq()])[0]
+        let row = try write.db.query(create, [owner.id, PostgresText.encode(body), write.now, write.nextSeq(), body.utf8.count])[0]
         return try changed(row, .created)
     }
 
     /// Updates (or with `body` nil touches) the note; nil when no row matched `id`, `owner` and
     /// `ifVersion` (the caller reads the note to tell which).
-    static func update(id: Int64, body: String?, ifVersion: Int64?, owner: Owner, in write: PostgresWrite) throws -> (NoteRecord, NoteEvent)? {
+    static func update(id: Int64, body: String?, ifVersion: Int64?, mergeBase: Int64? = nil, owner: Owner,
+                       in write: PostgresWrite) throws -> (NoteRecord, NoteEvent)? {
         let seq = write.peekSeq()
-        guard let row = try write.db.query(update, [body.map(PostgresText.encode), write.now, id, owner.id, ifVersion, seq]).first else { return nil }
+        guard let row = try write.db.query(update, [body.map(PostgresText.encode), write.now, id, owner.id, ifVersion, seq,
+                                                    body?.utf8.count, mergeBase]).first else { return nil }
         write.takeSeq()
         return try changed(row, .updated)
     }
@@ -122,6 +139,7 @@ enum PostgresNoteRows {
         let seq = write.peekSeq()
         guard let row = try write.db.query(delete, [id, owner.id, ifVersion, seq]).first else { return nil }
         write.takeSeq()
+        try write.db.query("DELETE FROM note_revisions WHERE note_id = $1 AND owner = $2", [id, owner.id])
         // Its attachments go with it: rows now, blobs once this commits.
         try PostgresUploadRows.keepPlaces(where: "note_id = $1 AND owner = $2", [id, owner.id], in: write)
         write.removedUploads += try write.db.query("DELETE FROM uploads WHERE note_id = $1 AND owner = $2 RETURNING id",
@@ -132,6 +150,40 @@ enum PostgresNoteRows {
     private static func changed(_ row: PostgresRow, _ kind: NoteEventKind) throws -> (NoteRecord, NoteEvent) {
         let note = try record(row)
         return (note, NoteEvent(id: try row.value(5), kind: kind, note: note, at: try row.value(6)))
+    }
+
+    // MARK: - Revisions
+
+    /// Newest first, without bodies; nil when the note is not `owner`'s.
+    static func revisions(noteID: Int64, before: Int64?, limit: Int, owner: Owner, on db: PostgresConnection) throws -> [NoteRevision]? {
+        let rows = try db.query("""
+            SELECT r.version, r.created_at, r.size, r.merge_base FROM notes AS n
+            LEFT JOIN LATERAL (SELECT version, created_at, size, merge_base FROM note_revisions
+                               WHERE note_id = n.id AND owner = n.owner AND version < $3 ORDER BY version DESC LIMIT $4) AS r ON true
+            WHERE n.id = $1 AND n.owner = $2 ORDER BY r.version DESC
+            """, [noteID, owner.id, before ?? Int64.max, max(0, limit)])
+        guard rows.count > 0 else { return nil }
+        return try rows.compactMap { row in
+            guard let version: Int64 = try row.value(0) else { return nil }
+            return NoteRevision(noteID: noteID, version: version, createdAt: try row.value(1), size: try row.value(2),
+                                mergeBase: try row.value(3), body: nil)
+        }
+    }
+
+    static func revision(noteID: Int64, version: Int64, owner: Owner, on db: PostgresConnection) throws -> NoteRevision? {
+        try db.query("""
+            SELECT created_at, size, merge_base, body FROM note_revisions WHERE note_id = $1 AND version = $2 AND owner = $3
+            """, [noteID, version, owner.id]).first.map { row in
+            NoteRevision(noteID: noteID, version: version, createdAt: try row.value(0), size: try row.value(1),
+                         mergeBase: try row.value(2), body: PostgresText.decode(try row.value(3)))
+        }
+    }
+
+    private static let thin = "DELETE FROM note_revisions WHERE (note_id, version) IN (\(RevisionRows.thinned { "$\($0)::bigint" }))"
+
+    /// Deletes the revisions `retention` lets go as of `now` (`RevisionRows.thinned`); how many.
+    static func thinRevisions(_ retention: RevisionRetention, now: Int64, on db: PostgresConnection) throws -> Int {
+        Int(try db.query(thin, [now - retention.keepAll, now - retention.daily]).affectedRows)
     }
 
     // MARK: - Events

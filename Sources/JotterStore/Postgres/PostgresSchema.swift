@@ -208,6 +208,26 @@ enum PostgresSchema {
         -- Uploaded bytes do not compress: stored out of line as they are, without trying.
         ALTER TABLE partial_upload_tails ALTER COLUMN bytes SET STORAGE EXTERNAL;
         """,
+        // 7: revisions, as SQLite's version 7: every committed version of a note keeps its
+        // body; a note's current version is kept from the start.
+        """
+        CREATE TABLE note_revisions (
+            note_id bigint NOT NULL,
+            version bigint NOT NULL,
+            owner bigint NOT NULL,
+            body text NOT NULL,                                  -- as notes.body (PostgresText)
+            size bigint NOT NULL,                                -- the body's UTF-8 bytes, decoded
+            created_at bigint NOT NULL,                          -- Unix seconds, UTC: when the version committed
+            merge_base bigint,                                   -- the base version, when a merge made it
+            PRIMARY KEY (note_id, version)
+        );
+        CREATE INDEX note_revisions_by_time ON note_revisions (created_at);
+        INSERT INTO note_revisions (note_id, version, owner, body, size, created_at)
+            SELECT id, version, owner, body,
+                   octet_length(body) - 3 * (length(body) - length(replace(body, U&'\\FFFF0', ''))) / 2
+                                      - (length(body) - length(replace(body, U&'\\FFFFF', ''))) / 2,
+                   updated_at FROM notes;
+        """,
     ]
 
     /// The schema version this binary writes and understands.

@@ -60,6 +60,33 @@ extension PostgresStore {
         }, completion: completion)
     }
 
+    /// Reads revision `version` and writes its body as the next version, in one transaction.
+    public func restoreNote(id: Int64, version: Int64, ifVersion: Int64?, owner: Owner, completion: @escaping StoreCompletion<NoteWriteOutcome>) {
+        write({ write in
+            guard let body = try PostgresNoteRows.revision(noteID: id, version: version, owner: owner, on: write.db)?.body else {
+                let refusal = try Self.refusal(id: id, owner: owner, on: write.db)
+                guard case .versionMismatch(let current) = refusal else { return refusal }
+                return ifVersion == nil || ifVersion == current.version ? .noRevision(current: current) : refusal
+            }
+            if let (note, event) = try PostgresNoteRows.update(id: id, body: body, ifVersion: ifVersion, owner: owner, in: write) {
+                return .done(NoteChange(note: note, event: event))
+            }
+            return try Self.refusal(id: id, owner: owner, on: write.db)
+        }, completion: completion)
+    }
+
+    public func thinRevisions(_ retention: RevisionRetention, asOf now: Int64?, completion: @escaping StoreCompletion<Int>) {
+        write({ write in try PostgresNoteRows.thinRevisions(retention, now: now ?? write.now, on: write.db) }, completion: completion)
+    }
+
+    public func revisions(noteID: Int64, before: Int64?, limit: Int, owner: Owner) throws(StoreError) -> [NoteRevision]? {
+        try read { db in try PostgresNoteRows.revisions(noteID: noteID, before: before, limit: limit, owner: owner, on: db) }
+    }
+
+    public func revision(noteID: Int64, version: Int64, owner: Owner) throws(StoreError) -> NoteRevision? {
+        try read { db in try PostgresNoteRows.revision(noteID: noteID, version: version, owner: owner, on: db) }
+    }
+
     /// Why a conditional write matched no row: no such note (decided first), or another version.
     private static func refusal(id: Int64, owner: Owner, on db: PostgresConnection) throws -> NoteWriteOutcome {
         guard let current = try PostgresNoteRows.note(id: id, owner: owner, on: db) else { return .notFound }

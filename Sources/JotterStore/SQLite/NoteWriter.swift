@@ -26,6 +26,7 @@ struct NoteWriter: Sendable {
                    [.text(body), .integer(time), .integer(time), .integer(owner.id)])
         let note = NoteRecord(id: db.lastInsertRowID, body: body, createdAt: time, updatedAt: time, version: 1)
         FullTextIndex.added(id: note.id, body: body, on: db)
+        try RevisionRows.keep(note, owner: owner, on: db)
         return NoteChange(note: note, event: try appendEvent(.created, note, owner: owner, on: db, effects: effects))
     }
 
@@ -33,27 +34,51 @@ struct NoteWriter: Sendable {
     func update(id: Int64, body: String?, ifVersion: Int64?, owner: Owner, on db: SQLiteConnection,
                 effects: WriteEffects) throws(StoreError) -> NoteWriteOutcome {
         try ifAllowed(id, ifVersion, owner: owner, on: db) { current throws(StoreError) in
-            guard let body else { return try touch(current, owner: owner, on: db, effects: effects) }
-            var note = current
-            note.body = body
-            note.updatedAt = now()
-            note.version += 1
-            try db.run("UPDATE notes SET body = ?, updated_at = ?, version = ? WHERE id = ? AND owner = ?",
-                       [.text(note.body), .integer(note.updatedAt), .integer(note.version), .integer(id), .integer(owner.id)])
-            FullTextIndex.changed(id: id, from: current.body, to: body, on: db)
-            return NoteChange(note: note, event: try appendEvent(.updated, note, owner: owner, on: db, effects: effects))
+            guard let body else { return .done(try touch(current, owner: owner, on: db, effects: effects)) }
+            return .done(try replaceBody(of: current, with: body, owner: owner, on: db, effects: effects))
         }
+    }
+
+    /// A new version whose body is revision `version`'s.
+    func restore(id: Int64, version: Int64, ifVersion: Int64?, owner: Owner, on db: SQLiteConnection,
+                 effects: WriteEffects) throws(StoreError) -> NoteWriteOutcome {
+        try ifAllowed(id, ifVersion, owner: owner, on: db) { current throws(StoreError) in
+            guard let body = try RevisionRows.revision(noteID: id, version: version, owner: owner, on: db)?.body else {
+                return .noRevision(current: current)
+            }
+            return .done(try replaceBody(of: current, with: body, owner: owner, on: db, effects: effects))
+        }
+    }
+
+    /// The next version of `current` with `body`, kept as a revision (`mergeBase`: made by a merge).
+    private func replaceBody(of current: NoteRecord, with body: String, mergeBase: Int64? = nil, owner: Owner, on db: SQLiteConnection,
+                             effects: WriteEffects) throws(StoreError) -> NoteChange {
+        var note = current
+        note.body = body
+        note.updatedAt = now()
+        note.version += 1
+        try db.run("UPDATE notes SET body = ?, updated_at = ?, version = ? WHERE id = ? AND owner = ?",
+                   [.text(note.body), .integer(note.updatedAt), .integer(note.version), .integer(note.id), .integer(owner.id)])
+        FullTextIndex.changed(id: note.id, from: current.body, to: body, on: db)
+        try RevisionRows.keep(note, mergeBase: mergeBase, owner: owner, on: db)
+        return NoteChange(note: note, event: try appendEvent(.updated, note, owner: owner, on: db, effects: effects))
+    }
+
+    /// Deletes the revisions retention lets go (`RevisionRows.thinned`) as of `at` (nil: now).
+    func thinRevisions(_ retention: RevisionRetention, at: Int64?, on db: SQLiteConnection) throws(StoreError) -> Int {
+        try RevisionRows.thin(retention, now: at ?? now(), on: db)
     }
 
     func delete(id: Int64, ifVersion: Int64?, owner: Owner, on db: SQLiteConnection, effects: WriteEffects) throws(StoreError) -> NoteWriteOutcome {
         try ifAllowed(id, ifVersion, owner: owner, on: db) { note throws(StoreError) in
+            try RevisionRows.removeAll(noteID: id, owner: owner, on: db)
             // Its attachments go with it: rows now, files once this commits.
             try UploadRows.keepPlaces(where: "note_id = ? AND owner = ?", [.integer(id), .integer(owner.id)], now: now(), on: db)
             effects.removed += try db.query("DELETE FROM uploads WHERE note_id = ? AND owner = ? RETURNING id",
                                             [.integer(id), .integer(owner.id)]) { $0.string(0) }
             try db.run("DELETE FROM notes WHERE id = ? AND owner = ?", [.integer(id), .integer(owner.id)])
             FullTextIndex.removed(id: id, body: note.body, on: db)
-            return NoteChange(note: note, event: try appendEvent(.deleted, note, owner: owner, on: db, effects: effects))
+            return .done(NoteChange(note: note, event: try appendEvent(.deleted, note, owner: owner, on: db, effects: effects)))
         }
     }
 
@@ -114,6 +139,7 @@ struct NoteWriter: Sendable {
         note.version += 1
         try db.run("UPDATE notes SET updated_at = ?, version = ? WHERE id = ? AND owner = ?",
                    [.integer(note.updatedAt), .integer(note.version), .integer(note.id), .integer(owner.id)])
+        try RevisionRows.keep(note, owner: owner, on: db)
         return NoteChange(note: note, event: try appendEvent(.updated, note, owner: owner, on: db, effects: effects))
     }
 
@@ -121,11 +147,11 @@ struct NoteWriter: Sendable {
     /// `.notFound` whatever `ifVersion` says; a stale `ifVersion` is `.versionMismatch`.
     private func ifAllowed(
         _ id: Int64, _ ifVersion: Int64?, owner: Owner, on db: SQLiteConnection,
-        _ change: (NoteRecord) throws(StoreError) -> NoteChange
+        _ change: (NoteRecord) throws(StoreError) -> NoteWriteOutcome
     ) throws(StoreError) -> NoteWriteOutcome {
         guard let note = try NoteRows.note(id: id, owner: owner, on: db) else { return .notFound }
         if let ifVersion, ifVersion != note.version { return .versionMismatch(current: note) }
-        return .done(try change(note))
+        return try change(note)
     }
 
     /// Appends an event and trims the backlog; the event id comes from AUTOINCREMENT, so it is

@@ -134,6 +134,23 @@ enum SQLiteSchema {
         ) WITHOUT ROWID;
         CREATE INDEX removed_uploads_by_time ON removed_uploads (removed_at);
         """,
+        // 7: revisions: every committed version of a note keeps its body (`NoteRevision`),
+        // thinned by the retention sweep. A note's current version is kept from the start.
+        """
+        CREATE TABLE note_revisions (
+            note_id INTEGER NOT NULL,
+            version INTEGER NOT NULL,
+            owner INTEGER NOT NULL,
+            body TEXT NOT NULL,
+            size INTEGER NOT NULL,                  -- the body's UTF-8 bytes
+            created_at INTEGER NOT NULL,            -- Unix seconds, UTC: when the version committed
+            merge_base INTEGER,                     -- the base version, when a merge made it
+            PRIMARY KEY (note_id, version)
+        );
+        CREATE INDEX note_revisions_by_time ON note_revisions (created_at);
+        INSERT INTO note_revisions (note_id, version, owner, body, size, created_at)
+            SELECT id, version, owner, body, length(CAST(body AS BLOB)), updated_at FROM notes;
+        """,
     ]
 
     /// The schema version this binary writes and understands.
