@@ -21,7 +21,28 @@ extension NoteEnvelope: SchemaDescribing {
         .object([
             "note": .ref(Note.self),
             "message": .string(enum: messages, description: "what a write did; absent when the note is only read"),
-        ], optional: ["message"], additional: .forbidden, description: "One note, and what a write did to it.")
+            "merge": .ref(MergeReport.self),
+        ], optional: ["message", "merge"], additional: .forbidden,
+           description: "One note, and what a write did to it; `merge` when a write made from an older version (`Base-Version`) was merged into the current one.")
+    }
+}
+
+extension MergeReport: SchemaDescribing {
+    public static var schema: JSONSchema {
+        .object([
+            "base": .integer(minimum: 1, description: "the version the write was made from (the common ancestor)"),
+            "result": .string(enum: ["clean", "overlap"], description: "`clean`: every change of both sides applied; `overlap`: both sides changed the same text somewhere, and both sides' text is kept there (`regions`)"),
+            "regions": .array(of: .ref(MergeReport.Region.self), description: "where both sides changed the same text, in order"),
+        ], additional: .forbidden, description: "How a write made from an older version was merged.")
+    }
+}
+
+extension MergeReport.Region: SchemaDescribing {
+    public static var schema: JSONSchema {
+        .object([
+            "start": .integer(minimum: 0, description: "UTF-16 offset into the merged body"),
+            "end": .integer(minimum: 0, description: "UTF-16 offset into the merged body, exclusive"),
+        ], additional: .forbidden, description: "A stretch of the merged body where both sides' text is kept.")
     }
 }
 

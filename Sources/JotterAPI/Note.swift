@@ -59,14 +59,45 @@ public struct Note: Codable, Sendable, Hashable, Identifiable {
     public var etag: String { "\"\(version)\"" }
 }
 
-/// `{"note":{…},"message":"Note Created"}`: the answer to a single-note request.
+/// `{"note":{…},"message":"Note Created"}`: the answer to a single-note request; `merge` when
+/// the server merged the write into a newer version (`Base-Version`).
 public struct NoteEnvelope: Codable, Sendable, Hashable {
     public var note: Note
     public var message: String?
+    public var merge: MergeReport?
 
-    public init(note: Note, message: String? = nil) {
+    public init(note: Note, message: String? = nil, merge: MergeReport? = nil) {
         self.note = note
         self.message = message
+        self.merge = merge
+    }
+}
+
+/// `{"base":3,"result":"overlap","regions":[{"start":0,"end":12}]}`: how a write made from an
+/// older version was merged.
+public struct MergeReport: Codable, Sendable, Hashable {
+    /// Where both sides changed the same text, both kept: UTF-16 offsets into the merged body.
+    public struct Region: Codable, Sendable, Hashable {
+        public var start: Int
+        /// Exclusive.
+        public var end: Int
+
+        public init(start: Int, end: Int) {
+            self.start = start
+            self.end = end
+        }
+    }
+
+    /// The version the write was made from (the common ancestor).
+    public var base: Int
+    /// `clean` (no text both sides changed) or `overlap` (`regions`).
+    public var result: String
+    public var regions: [Region]
+
+    public init(base: Int, result: String, regions: [Region]) {
+        self.base = base
+        self.result = result
+        self.regions = regions
     }
 }
 

@@ -61,6 +61,11 @@ extension NoteStore {
         try StoreWait.wait { updateNote(id: id, body: body, ifVersion: ifVersion, owner: owner, completion: $0) }
     }
 
+    /// Blocks until `mergeNote` is durable. Never from a completion.
+    public func mergeNote(id: Int64, base: Int64, body: String, ifVersion: Int64?, owner: Owner) throws(StoreError) -> NoteWriteOutcome {
+        try StoreWait.wait { mergeNote(id: id, base: base, body: body, ifVersion: ifVersion, owner: owner, completion: $0) }
+    }
+
     /// Blocks until `restoreNote` is durable. Never from a completion.
     public func restoreNote(id: Int64, version: Int64, ifVersion: Int64?, owner: Owner) throws(StoreError) -> NoteWriteOutcome {
         try StoreWait.wait { restoreNote(id: id, version: version, ifVersion: ifVersion, owner: owner, completion: $0) }

@@ -44,6 +44,17 @@ public protocol NoteStore: Sendable {
     /// Removes the note with its attachments and revisions (rows now, their bytes once this committed).
     func deleteNote(id: Int64, ifVersion: Int64?, owner: Owner, completion: @escaping StoreCompletion<NoteWriteOutcome>)
 
+    /// `body` written over version `base` of the note (what the client's edit was made from).
+    /// `base` the current version: a plain update. An older `base`: a three-way merge
+    /// (`TextMerge`) of revision `base` (the common ancestor), the current body and `body`,
+    /// made inside the write — no other write of the note comes between the read and the
+    /// write, on any instance — whose version is marked merged (`NoteRevision.mergeBase`) and
+    /// whose change says how it merged (`NoteChange.merge`). Decided in this order: `.notFound`,
+    /// `.versionMismatch` (`ifVersion`), `.noRevision` (`base` not kept, or not a version the
+    /// note had), `.cannotMerge` (the merge is past `TextMerge.Limits.default`).
+    func mergeNote(id: Int64, base: Int64, body: String, ifVersion: Int64?, owner: Owner,
+                   completion: @escaping StoreCompletion<NoteWriteOutcome>)
+
     // MARK: Revisions
 
     /// `owner`'s note's revisions, newest first, without their bodies: at most `limit`, with
@@ -118,10 +129,36 @@ public struct NoteChange: Sendable, Hashable {
     /// The note after the change; for a delete, the note as it was.
     public var note: NoteRecord
     public var event: NoteEvent
+    /// How the body was merged, when `mergeNote` merged it.
+    public var merge: NoteMerge?
 
-    public init(note: NoteRecord, event: NoteEvent) {
+    public init(note: NoteRecord, event: NoteEvent, merge: NoteMerge? = nil) {
         self.note = note
         self.event = event
+        self.merge = merge
+    }
+}
+
+/// What a merged write did: the version it was made from and where both sides had changed the text.
+public struct NoteMerge: Sendable, Hashable {
+    /// The version the incoming body was made from (the common ancestor).
+    public var base: Int64
+    /// Whether both sides changed the same text somewhere (both kept, `regions`).
+    public var overlapped: Bool
+    /// Where both sides changed the same text: UTF-16 offsets into the merged body, end exclusive.
+    public var regions: [Range<Int>]
+
+    public init(base: Int64, overlapped: Bool, regions: [Range<Int>]) {
+        self.base = base
+        self.overlapped = overlapped
+        self.regions = regions
+    }
+
+    /// The merge of `body` made from `base` into `current`: `nil` past `TextMerge.Limits.default`.
+    static func merge(base: Int64, ancestor: String, current: String, incoming: String) -> (text: String, merge: NoteMerge)? {
+        guard let outcome = TextMerge.merge(base: ancestor, current: current, incoming: incoming) else { return nil }
+        return (outcome.text, NoteMerge(base: base, overlapped: outcome.result == .overlap,
+                                        regions: outcome.regions.map { $0.start..<max($0.start, $0.end) }))
     }
 }
 
@@ -135,8 +172,11 @@ public enum NoteWriteOutcome: Sendable, Hashable {
     case notFound
     /// `ifVersion` did not match; nothing changed. `current` is the note as stored.
     case versionMismatch(current: NoteRecord)
-    /// The revision the write needs (a restore's) is not kept; nothing changed.
+    /// The revision the write needs (a restore's, a merge's base) is not kept; nothing changed.
     case noRevision(current: NoteRecord)
+    /// The merge is past its bounds (`TextMerge.Limits`); nothing changed. `base` is the
+    /// revision the incoming body was made from.
+    case cannotMerge(current: NoteRecord, base: NoteRevision)
 
     /// The change, when the write was done.
     public var change: NoteChange? {

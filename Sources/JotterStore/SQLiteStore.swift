@@ -255,6 +255,14 @@ public final class SQLiteStore: DataStore {
                owner: owner, freesSpace: true, completion: completion)
     }
 
+    public func mergeNote(id: Int64, base: Int64, body: String, ifVersion: Int64?, owner: Owner,
+                          completion: @escaping StoreCompletion<NoteWriteOutcome>) {
+        let noteWriter = noteWriter
+        submit({ db, effects throws(StoreError) in
+            try noteWriter.merge(id: id, base: base, body: body, ifVersion: ifVersion, owner: owner, on: db, effects: effects)
+        }, owner: owner, completion: completion)
+    }
+
     public func restoreNote(id: Int64, version: Int64, ifVersion: Int64?, owner: Owner, completion: @escaping StoreCompletion<NoteWriteOutcome>) {
         let noteWriter = noteWriter
         submit({ db, effects throws(StoreError) in

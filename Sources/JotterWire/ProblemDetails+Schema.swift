@@ -3,13 +3,15 @@ extension ProblemDetails: SchemaDescribing {
 
     public static var schema: JSONSchema {
         .object([
-            "type": .string(description: "always `about:blank`: the status says what kind of problem it is", example: "about:blank"),
+            "type": .string(description: "`about:blank` (the status says what kind of problem it is), or a type a route defines: `/problems/unknown-base` and `/problems/merge-too-large` on a note write, the resumable-upload draft's types", example: "about:blank"),
             "title": .string(description: "the status's reason phrase", example: "Not Found"),
             "status": .integer(minimum: 400, maximum: 599, description: "the response's status code"),
             "detail": .string(description: "what was wrong, for people", example: "note 42 does not exist"),
             "errors": .array(of: .ref(FieldError.self), description: "the invalid fields: body fields on a 422, query parameters on a 400"),
             "request_id": .string(description: "the request's id, as in the server's log and the `X-Request-Id` header"),
-        ], optional: ["detail", "errors"], additional: .forbidden, description: "An RFC 9457 problem (`application/problem+json`).")
+            "note": .ref(named: "Note"),
+            "base": .ref(named: "Revision"),
+        ], optional: ["detail", "errors", "note", "base"], additional: .forbidden, description: "An RFC 9457 problem (`application/problem+json`).")
     }
 }
 

@@ -22,6 +22,9 @@ public struct ProblemDetails: Codable, Sendable, Hashable, Error {
     /// Extension members of a problem type that defines integer ones (the resumable-upload
     /// draft's `expected-offset` and `provided-offset`), sent beside the standard members.
     public var integerMembers: [String: Int64]? = nil
+    /// Other extension members a problem type defines (a `409`'s current `note`), sent beside
+    /// the standard members.
+    public var members: [String: JSONValue]? = nil
 
     enum CodingKeys: String, CodingKey {
         case type, title, status, detail, errors
@@ -55,10 +58,12 @@ extension ProblemDetails {
         try container.encodeIfPresent(detail, forKey: .detail)
         try container.encodeIfPresent(errors, forKey: .errors)
         try container.encodeIfPresent(requestID, forKey: .requestID)
-        guard let integerMembers else { return }
-        var members = encoder.container(keyedBy: MemberKey.self)
-        for (name, value) in integerMembers.sorted(by: { $0.key < $1.key }) {
-            try members.encode(value, forKey: MemberKey(stringValue: name))
+        var extra = encoder.container(keyedBy: MemberKey.self)
+        for (name, value) in (integerMembers ?? [:]).sorted(by: { $0.key < $1.key }) {
+            try extra.encode(value, forKey: MemberKey(stringValue: name))
+        }
+        for (name, value) in (members ?? [:]).sorted(by: { $0.key < $1.key }) {
+            try extra.encode(value, forKey: MemberKey(stringValue: name))
         }
     }
 }

@@ -121,6 +121,7 @@ struct OpenAPITests {
     static var attached: Upload { var upload = upload; upload.noteID = "42"; return upload }
     static let note = Note(id: "42", body: "Buy milk", createdAt: Timestamp.date("2026-11-30 14:35:40")!, updatedAt: Timestamp.date("2026-11-30 14:35:41")!,
                            version: 3, attachments: [attached])
+    static let merge = MergeReport(base: 2, result: "overlap", regions: [.init(start: 4, end: 9)])
     static let empty = Note(id: "1", body: "", createdAt: Timestamp.date("1970-01-01 00:00:00")!, updatedAt: Timestamp.date("1970-01-01 00:00:00")!, version: 1)
     static let backup = Backup(id: "5f0c9a1b2d3e4f5061728394", createdAt: Timestamp.date("2026-12-01 09:30:00")!, jotterVersion: "0.1.0", schemaVersion: 2,
                                notes: 2000, lastEventID: 2051, databaseSize: 4_517_560, uploads: [attached],
@@ -146,10 +147,13 @@ struct OpenAPITests {
                              expiresAt: Timestamp.date("2026-12-31 10:00:00")!, revokedAt: Timestamp.date("2026-12-02 10:00:00")!)
         return [
             (Note.self, [note, empty]),
-            (NoteEnvelope.self, NoteEnvelope.messages.map { NoteEnvelope(note: note, message: $0) } + [NoteEnvelope(note: empty)]),
+            (NoteEnvelope.self, NoteEnvelope.messages.map { NoteEnvelope(note: note, message: $0) } + [NoteEnvelope(note: empty)]
+                + [NoteEnvelope(note: note, message: "Note Updated", merge: merge)]),
+            (MergeReport.self, [merge, MergeReport(base: 1, result: "clean", regions: [])]),
+            (MergeReport.Region.self, [MergeReport.Region(start: 0, end: 12)]),
             (NoteList.self, [NoteList(notes: [note, empty], next: "/notes?limit=2&after=1"), NoteList(notes: [], next: nil)]),
-            (RevisionInfo.self, [RevisionInfo(version: 3, createdAt: "2026-11-30 14:35:41", size: 8, merged: true)]),
-            (RevisionList.self, [RevisionList(revisions: [RevisionInfo(version: 3, createdAt: "2026-11-30 14:35:41", size: 8, merged: false)],
+            (RevisionInfo.self, [RevisionInfo(version: 3, createdAt: Timestamp.date("2026-11-30 14:35:41")!, size: 8, merged: true)]),
+            (RevisionList.self, [RevisionList(revisions: [RevisionInfo(version: 3, createdAt: Timestamp.date("2026-11-30 14:35:41")!, size: 8, merged: false)],
                                               next: "/notes/42/revisions?limit=1&after=3"),
                                  RevisionList(revisions: [], next: nil)]),
             (Revision.self, [Revision(version: 2, createdAt: "2026-11-30 14:35:40", body: "Buy milk", merged: false)]),
@@ -170,6 +174,14 @@ struct OpenAPITests {
                 ProblemDetails(title: "Internal Server Error", status: 500, requestID: "k3x9a-14"),
                 ProblemBody(HTTPError.validation([.init(field: "body", message: "is required")])),
                 ProblemBody(HTTPError(.notFound)),
+                ProblemBody({
+                    var error = HTTPError(HTTPStatus(409), detail: "note 42 is too large to merge on the server")
+                    error.type = "/problems/merge-too-large"
+                    error.members = ["note": .object(["id": "42", "body": "Buy milk", "created_at": "2026-11-30 14:35:40",
+                                                      "updated_at": "2026-11-30 14:35:41", "version": 3, "attachments": .array([])]),
+                                     "base": .object(["version": 2, "created_at": "2026-11-30 14:35:40", "body": "Buy", "merged": false])]
+                    return error
+                }()),
             ]),
             (ProblemDetails.FieldError.self, [ProblemDetails.FieldError(field: "limit", message: "must be a whole number from 1 to 1000")]),
             (EchoResponse.self, [

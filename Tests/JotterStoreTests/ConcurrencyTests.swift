@@ -74,7 +74,7 @@ struct ConcurrencyTests {
                         retries.add(1, ordering: .relaxed)
                     case .notFound:
                         throw FixtureError("counter note vanished")
-                    case .uploadsAdded, .uploadDeleted, .uploadAttached, .noRevision:
+                    case .uploadsAdded, .uploadDeleted, .uploadAttached, .noRevision, .cannotMerge:
                         throw FixtureError("an update answered as an upload or a restore")
                     }
                 } catch {

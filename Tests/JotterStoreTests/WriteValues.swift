@@ -20,6 +20,7 @@ enum NoteWriteResult: Sendable, Hashable {
     case notFound
     case versionMismatch(current: NoteRecord)
     case noRevision(current: NoteRecord)
+    case cannotMerge(current: NoteRecord)
     case uploadsAdded([UploadRecord], note: NoteRecord?, event: NoteEvent?)
     case uploadDeleted(UploadRecord, note: NoteRecord?, event: NoteEvent?)
     case uploadAttached(UploadRecord, events: [NoteEvent])
@@ -30,6 +31,7 @@ enum NoteWriteResult: Sendable, Hashable {
         case .notFound: self = .notFound
         case .versionMismatch(let current): self = .versionMismatch(current: current)
         case .noRevision(let current): self = .noRevision(current: current)
+        case .cannotMerge(let current, _): self = .cannotMerge(current: current)
         }
     }
 

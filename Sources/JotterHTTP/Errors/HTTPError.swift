@@ -27,6 +27,8 @@ public struct HTTPError: Error, Sendable, CustomStringConvertible {
     public var type = "about:blank"
     /// Integer extension members the problem type defines (`expected-offset`, …).
     public var integerMembers: [String: Int64]? = nil
+    /// Other extension members the problem type defines (objects, strings, …).
+    public var members: [String: JSONValue]? = nil
 
     public init(_ status: HTTPStatus, detail: String? = nil, errors: [FieldError] = [],
                 headers: HTTPHeaders = HTTPHeaders(), closesConnection: Bool = false) {
@@ -74,6 +76,7 @@ public struct HTTPError: Error, Sendable, CustomStringConvertible {
         var problem = ProblemDetails(type: type, title: status.reasonPhrase, status: status.code, detail: detail,
                                      errors: errors.isEmpty ? nil : errors, requestID: requestID)
         problem.integerMembers = integerMembers
+        problem.members = members
         var response = Response(status: status, problem: problem)
         for field in headers { response.headers.add(field.name, field.value) }
         if closesConnection { response.headers.set("Connection", "close") }

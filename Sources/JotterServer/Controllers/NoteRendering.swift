@@ -1,6 +1,7 @@
 import JotterAPI
 import JotterHTTP
 import JotterStore
+import JotterWire
 
 extension Note {
     /// The wire form of a stored note with its attachments.
@@ -33,6 +34,45 @@ extension Revision {
     init(_ revision: NoteRevision) {
         self.init(version: Int(revision.version), createdAt: Timestamp.format(revision.createdAt), body: revision.body ?? "",
                   merged: revision.merged)
+    }
+}
+
+extension MergeReport {
+    /// The wire form of a store's merge.
+    init(_ merge: NoteMerge) {
+        self.init(base: Int(merge.base), result: merge.overlapped ? "overlap" : "clean",
+                  regions: merge.regions.map { Region(start: $0.lowerBound, end: $0.upperBound) })
+    }
+}
+
+/// The `409`s of a write that cannot be merged: problem+json whose `type` says why, with what
+/// the client needs to merge by hand.
+enum NoteConflicts {
+    static let unknownBaseType = "/problems/unknown-base"
+    static let mergeLimitsType = "/problems/merge-too-large"
+
+    /// The version the write was made from is not kept (or never was): no merge, no overwrite.
+    static func unknownBase(_ base: Int64, current: Note) -> HTTPError {
+        var error = HTTPError(HTTPStatus(409), detail: "note \(current.id) has no revision \(base) kept to merge your edit with: "
+            + "nothing was changed. Its current version is \(current.version) (in `note`): merge your edit into it and send it "
+            + "with Base-Version: \(current.version)", headers: HTTPHeaders([("ETag", current.etag)]))
+        error.type = unknownBaseType
+        error.members = ["note": jsonValue(current)]
+        return error
+    }
+
+    /// The merge is past its bounds: both versions go back, nothing was changed.
+    static func pastMergeLimits(current: Note, base: NoteRevision) -> HTTPError {
+        var error = HTTPError(HTTPStatus(409), detail: "note \(current.id) is too large (or too changed) to merge your edit with on the "
+            + "server: nothing was changed. `note` is the current version, `base` the version your edit was made from",
+            headers: HTTPHeaders([("ETag", current.etag)]))
+        error.type = mergeLimitsType
+        error.members = ["note": jsonValue(current), "base": jsonValue(Revision(base))]
+        return error
+    }
+
+    static func jsonValue(_ value: some Encodable) -> JSONValue {
+        (try? JSONCoding.decoder.decode(JSONValue.self, from: JSONCoding.encoder.encode(value))) ?? .null
     }
 }
 
@@ -169,6 +209,18 @@ enum NoteInput {
             throw invalid
         }
         guard isDigits(text), let value = Int64(text), value >= 1 else { throw invalid }
+        return value
+    }
+
+    /// The version an update was made from: the field `base_version` (`422` when not a
+    /// version), else the header `Base-Version` (`400` when not one); nil when neither.
+    static func baseVersion(_ request: Request) throws(HTTPError) -> Int64? {
+        if let field = try version(request, field: "base_version") { return field }
+        guard let header = request.headers["Base-Version"] else { return nil }
+        let text = String(header.trimmingASCIISpaces())
+        guard isDigits(text), let value = Int64(text), value >= 1 else {
+            throw HTTPError.badRequest("Base-Version must be the version the edit was made from, a whole number from 1 (the digits of its ETag); got \(text.isEmpty ? "nothing" : text)")
+        }
         return value
     }
 

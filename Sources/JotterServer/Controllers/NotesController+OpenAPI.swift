@@ -23,7 +23,9 @@ enum NotesOperations {
 
     /// The request fields, as components so the three body types share them.
     static let components: [String: JSONSchema] = [
-        "NoteFields": .object(["body": .string(description: "the note's text; absent leaves the note unchanged")], optional: ["body"],
+        "NoteFields": .object(["body": .string(description: "the note's text; absent leaves the note unchanged"),
+                               "base_version": .integer(minimum: 1, description: "the version the edit was made from (in a form: its digits), as the `Base-Version` header: an older one is merged")],
+                              optional: ["body", "base_version"],
                               description: "A note's fields. Client-sent `id`, `version`, `created_at` and `updated_at` are ignored."),
         "RestoreFields": .object(["version": .integer(minimum: 1, description: "the revision to restore (in a form: its digits)")],
                                  description: "Which revision of the note to restore."),
@@ -83,13 +85,15 @@ enum NotesOperations {
     static func update(_ method: String) -> OpenAPIOperation {
         OpenAPIOperation(
             operationID: method == "PUT" ? "updateNote" : "patchNote", summary: "Update a note",
-            description: "A missing note is `404`; then `If-Match` is checked; without a `body` field nothing changes (`No Body Sent`). Also `POST /notes/{id}` with `_method=\(method)` or `X-HTTP-Method-Override: \(method)`. Answered once the change is durable.",
+            description: "A missing note is `404`; then `If-Match` is checked; without a `body` field nothing changes (`No Body Sent`). With `Base-Version` (or the field `base_version`) older than the note's version, the body is merged with what was committed since (a three-way merge with revision `Base-Version` as the common ancestor, made in the write) and the answer says how in `merge`. Also `POST /notes/{id}` with `_method=\(method)` or `X-HTTP-Method-Override: \(method)`. Answered once the change is durable.",
             tags: ["notes"],
-            parameters: [id, ifMatch, ifNoneMatch],
+            parameters: [id, ifMatch, ifNoneMatch, baseVersion],
             requestBody: .fields(.ref(named: "NoteFields"), required: false),
             responses: [
-                200: .json(.ref(NoteEnvelope.self), "updated (`Note Updated`), or unchanged (`No Body Sent`)", headers: ["ETag": etag]),
-                400: malformedBody, 404: missing, 412: stale, 413: tooLarge, 415: unsupported, 422: notString,
+                200: .json(.ref(NoteEnvelope.self), "updated (`Note Updated`; with `merge` when merged), or unchanged (`No Body Sent`)", headers: ["ETag": etag]),
+                400: malformedBody, 404: missing,
+                409: .problem("a write with `Base-Version`: that revision is not kept (`type` `/problems/unknown-base`, the current note in `note`), or the merge is past the server's bounds (`/problems/merge-too-large`, `note` and the `base` revision); nothing changed", headers: ["ETag": etag]),
+                412: stale, 413: tooLarge, 415: unsupported, 422: notString,
             ])
     }
 
@@ -102,6 +106,9 @@ enum NotesOperations {
             200: .json(.ref(NoteEnvelope.self), "the note as it was (`Note Deleted`)", headers: ["ETag": etag]),
             400: .problem("`If-Match` or `If-None-Match` is not `*` or quoted ETags"), 404: missing, 412: stale,
         ])
+
+    static let baseVersion = OpenAPIParameter.header("Base-Version", .string(pattern: "^[ \\t]*[0-9]+[ \\t]*$"),
+                                                     description: "the version the edit was made from: the current one is a plain update, an older one is merged; not a whole number from 1 is `400`")
 
     static let version = OpenAPIParameter.path("version", .string(pattern: "^[1-9][0-9]*$", example: "3"),
                                                description: "the note's version the revision is")

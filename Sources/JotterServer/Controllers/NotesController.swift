@@ -1,6 +1,7 @@
 import JotterAPI
 import JotterHTTP
 import JotterStore
+import JotterWire
 
 /// `/notes`: the REST resource of API.md (list, create, show, update, delete) and its live
 /// event stream. Writes are answered only after their commit is durable; the connection is
@@ -92,9 +93,16 @@ struct NotesController {
         // A missing note is 404 whatever the preconditions; then If-Match, before anything else.
         let current = try existing(id, owner: context.owner)
         let version = try checkIfMatch(request, current: current)
+        let base = try NoteInput.baseVersion(request)
         guard let body = try NoteInput.updatedBody(request) else {
             return try JSON(NoteEnvelope(note: current, message: "No Body Sent"), headers: HTTPHeaders([("ETag", current.etag)]))
                 .reply(for: request)
+        }
+        if let base {
+            // Made from `base`: merged into what was committed since, inside the write.
+            return commit(owner: context.owner, request: request, message: "Note Updated", base: base) { store, completion in
+                store.mergeNote(id: id, base: base, body: body, ifVersion: version, owner: context.owner, completion: completion)
+            }
         }
         return commit(owner: context.owner, request: request, message: "Note Updated") { store, completion in
             store.updateNote(id: id, body: body, ifVersion: version, owner: context.owner, completion: completion)
@@ -203,7 +211,7 @@ struct NotesController {
 
     /// Starts a write on an existing note and answers once it is durable: `200` with the note
     /// (read again with its attachments, unless deleted), `404`, or `412` with the current note.
-    private func commit(owner: Owner, request: Request, message: String,
+    private func commit(owner: Owner, request: Request, message: String, base: Int64? = nil,
                         _ start: @escaping @Sendable (any DataStore, @escaping StoreCompletion<NoteWriteOutcome>) -> Void) -> Reply {
         let store = store
         return Reply.later { done in
@@ -213,11 +221,15 @@ struct NotesController {
                     case .done(let change):
                         let note = change.event.kind == .deleted ? Note(change.note, attachments: [])
                             : try NoteRendering.note(change.note, owner: owner, store: store)
-                        return try Self.answer(note, request: request, status: .ok, message: message)
+                        return try Self.answer(note, request: request, status: .ok, message: message, merge: change.merge.map(MergeReport.init))
                     case .notFound:
                         throw HTTPError(.notFound, detail: "note does not exist")
                     case .versionMismatch(let current):
                         throw NotePreconditions.stale(try NoteRendering.note(current, owner: owner, store: store))
+                    case .noRevision(let current) where base != nil:
+                        throw NoteConflicts.unknownBase(base!, current: try NoteRendering.note(current, owner: owner, store: store))
+                    case .cannotMerge(let current, let ancestor):
+                        throw NoteConflicts.pastMergeLimits(current: try NoteRendering.note(current, owner: owner, store: store), base: ancestor)
                     case .noRevision(let current):
                         throw HTTPError(.notFound, detail: "note \(current.id) has no such revision kept: GET /notes/\(current.id)/revisions lists them")
                     }
@@ -227,10 +239,10 @@ struct NotesController {
     }
 
     /// The answer to a committed write: the note with its ETag (and `Location` when created).
-    private static func answer(_ note: Note, request: Request, status: HTTPStatus, message: String) throws -> Response {
+    private static func answer(_ note: Note, request: Request, status: HTTPStatus, message: String, merge: MergeReport? = nil) throws -> Response {
         var headers = HTTPHeaders([("ETag", note.etag)])
         if status == .created { headers.add("Location", "/notes/\(note.id)") }
-        return try JSON(NoteEnvelope(note: note, message: message), status: status, headers: headers).response(for: request)
+        return try JSON(NoteEnvelope(note: note, message: message, merge: merge), status: status, headers: headers).response(for: request)
     }
 
     /// The same, written straight from the stored record.

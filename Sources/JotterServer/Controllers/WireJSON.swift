@@ -37,8 +37,27 @@ extension Note: JSONWritable {
 extension NoteEnvelope: JSONWritable {
     public func write(to json: inout JSONWriter) {
         json.object { json in
+            if let merge { json.field("merge") { merge.write(to: &$0) } }
             if let message { json.field("message") { $0.string(message) } }
             json.field("note") { note.write(to: &$0) }
+        }
+    }
+}
+
+extension MergeReport {
+    /// `{"base":2,"regions":[{"end":9,"start":4}],"result":"overlap"}`, keys sorted as JSONCoding's.
+    func write(to json: inout JSONWriter) {
+        json.object { json in
+            json.field("base") { $0.integer(Int64(base)) }
+            json.field("regions") { json in
+                json.array(regions) { json, region in
+                    json.object { json in
+                        json.field("end") { $0.integer(Int64(region.end)) }
+                        json.field("start") { $0.integer(Int64(region.start)) }
+                    }
+                }
+            }
+            json.field("result") { $0.string(result) }
         }
     }
 }
@@ -49,7 +68,7 @@ extension Note {
 }
 
 extension NoteEnvelope {
-    public var estimatedJSONSize: Int { 64 + note.estimatedJSONSize }
+    public var estimatedJSONSize: Int { 64 + note.estimatedJSONSize + (merge.map { 64 + 32 * $0.regions.count } ?? 0) }
 }
 
 extension NoteList: JSONWritable {
@@ -205,17 +224,19 @@ struct StoredNote: JSONWritable, Encodable {
 struct StoredNoteEnvelope: JSONWritable, Encodable {
     var note: StoredNote
     var message: String?
+    var merge: MergeReport? = nil
 
-    var estimatedJSONSize: Int { 64 + note.estimatedJSONSize }
+    var estimatedJSONSize: Int { 64 + note.estimatedJSONSize + (merge.map { 64 + 32 * $0.regions.count } ?? 0) }
 
     func write(to json: inout JSONWriter) {
         json.object { json in
+            if let merge { json.field("merge") { merge.write(to: &$0) } }
             if let message { json.field("message") { $0.string(message) } }
             json.field("note") { note.write(to: &$0) }
         }
     }
 
-    func encode(to encoder: any Encoder) throws { try NoteEnvelope(note: note.note, message: message).encode(to: encoder) }
+    func encode(to encoder: any Encoder) throws { try NoteEnvelope(note: note.note, message: message, merge: merge).encode(to: encoder) }
 }
 
 /// `NoteList` of the first `count` notes of a page, written from the page's rows: no `Note`,

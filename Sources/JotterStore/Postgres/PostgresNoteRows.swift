@@ -20,6 +20,12 @@ enum PostgresNoteRows {
         try db.query("SELECT \(columns) FROM notes WHERE id = $1 AND owner = $2", [id, owner.id]).first.map { try record($0) }
     }
 
+    /// The note, its row locked until the transaction ends: no other write of it, on any
+    /// instance, comes between this read and the transaction's own write.
+    static func lockedNote(id: Int64, owner: Owner, on db: PostgresConnection) throws -> NoteRecord? {
+        try db.query("SELECT \(columns) FROM notes WHERE id = $1 AND owner = $2 FOR UPDATE", [id, owner.id]).first.map { try record($0) }
+    }
+
     // MARK: - Listing
 
     // `before`: the body bytes of the notes ahead of the one before this one. A row is read while

@@ -60,6 +60,33 @@ extension PostgresStore {
         }, completion: completion)
     }
 
+    /// The note is read with its row locked, merged (when `base` is older) and written in one
+    /// transaction: two instances merging into one note take turns, and each merges into what
+    /// the other committed.
+    public func mergeNote(id: Int64, base: Int64, body: String, ifVersion: Int64?, owner: Owner,
+                          completion: @escaping StoreCompletion<NoteWriteOutcome>) {
+        write({ write in
+            guard let current = try PostgresNoteRows.lockedNote(id: id, owner: owner, on: write.db) else { return .notFound }
+            if let ifVersion, ifVersion != current.version { return .versionMismatch(current: current) }
+            var text = body, merge: NoteMerge?
+            if base != current.version {
+                guard base < current.version, let ancestor = try PostgresNoteRows.revision(noteID: id, version: base, owner: owner, on: write.db),
+                      let ancestorBody = ancestor.body else {
+                    return .noRevision(current: current)
+                }
+                guard let merged = NoteMerge.merge(base: base, ancestor: ancestorBody, current: current.body, incoming: body) else {
+                    return .cannotMerge(current: current, base: ancestor)
+                }
+                (text, merge) = (merged.text, merged.merge)
+            }
+            guard let (note, event) = try PostgresNoteRows.update(id: id, body: text, ifVersion: current.version, mergeBase: merge?.base,
+                                                                 owner: owner, in: write) else {
+                return try Self.refusal(id: id, owner: owner, on: write.db)
+            }
+            return .done(NoteChange(note: note, event: event, merge: merge))
+        }, completion: completion)
+    }
+
     /// Reads revision `version` and writes its body as the next version, in one transaction.
     public func restoreNote(id: Int64, version: Int64, ifVersion: Int64?, owner: Owner, completion: @escaping StoreCompletion<NoteWriteOutcome>) {
         write({ write in

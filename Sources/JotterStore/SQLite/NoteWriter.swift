@@ -39,6 +39,24 @@ struct NoteWriter: Sendable {
         }
     }
 
+    /// `body` over version `base`: an update, or a merge with the current body (`NoteStore.mergeNote`).
+    func merge(id: Int64, base: Int64, body: String, ifVersion: Int64?, owner: Owner, on db: SQLiteConnection,
+               effects: WriteEffects) throws(StoreError) -> NoteWriteOutcome {
+        try ifAllowed(id, ifVersion, owner: owner, on: db) { current throws(StoreError) in
+            if base == current.version { return .done(try replaceBody(of: current, with: body, owner: owner, on: db, effects: effects)) }
+            guard base < current.version, let ancestor = try RevisionRows.revision(noteID: id, version: base, owner: owner, on: db),
+                  let ancestorBody = ancestor.body else {
+                return .noRevision(current: current)
+            }
+            guard let (text, merge) = NoteMerge.merge(base: base, ancestor: ancestorBody, current: current.body, incoming: body) else {
+                return .cannotMerge(current: current, base: ancestor)
+            }
+            var change = try replaceBody(of: current, with: text, mergeBase: base, owner: owner, on: db, effects: effects)
+            change.merge = merge
+            return .done(change)
+        }
+    }
+
     /// A new version whose body is revision `version`'s.
     func restore(id: Int64, version: Int64, ifVersion: Int64?, owner: Owner, on db: SQLiteConnection,
                  effects: WriteEffects) throws(StoreError) -> NoteWriteOutcome {

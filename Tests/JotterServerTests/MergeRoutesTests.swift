@@ -1,0 +1,103 @@
+import Dispatch
+import Foundation
+import JotterTestSupport
+import Synchronization
+import Testing
+
+/// `Base-Version` / `base_version` on `PUT`, `PATCH` and `_method=PUT`: merged in the write,
+/// on both databases and across two instances. Assertions hold for any merge that keeps both
+/// sides' text (the merge itself has its own tests).
+@Suite("Notes: merge against a stale base over HTTP")
+struct MergeRoutesTests {
+    static func note(_ response: WireResponse) throws -> [String: Any] {
+        try #require(try response.json()["note"] as? [String: Any])
+    }
+
+    @Test("an edit from an older version is merged: 200 with merge; the revision is marked merged", arguments: ServerDatabase.all)
+    func merged(database: ServerDatabase) throws {
+        try database.with { app in
+            let id = try RevisionRoutesTests.created(app, "milk%0Abread%0A")
+            #expect(try app.request("PUT", "/notes/\(id)", body: "body=oat+milk%0Abread%0A").status == 200)
+
+            let put = try app.request("PUT", "/notes/\(id)", headers: [("Base-Version", "1")], body: "body=milk%0Abread%0Ajam%0A")
+            #expect(put.status == 200, "\(put.text)")
+            #expect(put.header("ETag") == "\"3\"")
+            let body = try #require(try Self.note(put)["body"] as? String)
+            #expect(body.contains("oat milk") && body.contains("jam"))
+            let merge = try #require(try put.json()["merge"] as? [String: Any])
+            #expect(merge["base"] as? Int == 1)
+            #expect(["clean", "overlap"].contains(merge["result"] as? String))
+            let regions = try #require(merge["regions"] as? [[String: Any]])
+            #expect((merge["result"] as? String == "overlap") == !regions.isEmpty)
+            #expect(try put.json()["message"] as? String == "Note Updated")
+            let listed = try #require(try app.request("GET", "/notes/\(id)/revisions").json()["revisions"] as? [[String: Any]])
+            #expect(listed.map { $0["merged"] as? Bool } == [true, false, false])
+
+            // The same through a form's _method=PUT with base_version, and PATCH with JSON.
+            let form = try app.request("POST", "/notes/\(id)", body: "_method=PUT&base_version=2&body=oat+milk%0Abread%0Abutter%0A")
+            #expect(form.status == 200, "\(form.text)")
+            #expect(try form.json()["merge"] != nil)
+            let formBody = try #require(try Self.note(form)["body"] as? String)
+            #expect(formBody.contains("jam") && formBody.contains("butter"))
+            let patch = try app.request("PATCH", "/notes/\(id)", headers: [("Content-Type", "application/json")],
+                                        body: #"{"body":"milk\nbread\ntea\n","base_version":1}"#)
+            #expect(patch.status == 200, "\(patch.text)")
+            #expect((try Self.note(patch)["body"] as? String)?.contains("tea") == true)
+            #expect(try Self.note(patch)["version"] as? Int == 5)
+
+            // The current version: a plain update, no merge reported.
+            let plain = try app.request("PUT", "/notes/\(id)", headers: [("Base-Version", "5")], body: "body=fresh")
+            #expect(plain.status == 200)
+            #expect(try plain.json()["merge"] == nil)
+            #expect(try Self.note(plain)["body"] as? String == "fresh")
+        }
+    }
+
+    @Test("base unknown is 409 with the current note; If-Match still 412; malformed bases refused", arguments: ServerDatabase.all)
+    func refused(database: ServerDatabase) throws {
+        try database.with { app in
+            let id = try RevisionRoutesTests.created(app, "one")
+            #expect(try app.request("PUT", "/notes/\(id)", body: "body=two").status == 200)
+
+            let unknown = try app.request("PUT", "/notes/\(id)", headers: [("Base-Version", "7")], body: "body=mine")
+            #expect(unknown.status == 409, "\(unknown.text)")
+            #expect(unknown.header("Content-Type") == "application/problem+json")
+            #expect(try unknown.json()["type"] as? String == "/problems/unknown-base")
+            #expect(try Self.note(unknown)["body"] as? String == "two")
+            #expect(try Self.note(unknown)["version"] as? Int == 2)
+            #expect(unknown.header("ETag") == "\"2\"")
+
+            let stale = try app.request("PUT", "/notes/\(id)", headers: [("Base-Version", "1"), ("If-Match", "\"1\"")], body: "body=mine")
+            #expect(stale.status == 412)
+            #expect(try app.request("PUT", "/notes/\(id)", headers: [("Base-Version", "two")], body: "body=mine").status == 400)
+            #expect(try app.request("PUT", "/notes/\(id)", body: "body=mine&base_version=0").status == 422)
+            let shown = try Self.note(try app.request("GET", "/notes/\(id)"))
+            #expect(shown["body"] as? String == "two" && shown["version"] as? Int == 2)
+        }
+    }
+
+    @Test("two instances on one PostgreSQL merge edits made from one version at once: none is lost",
+          .enabled(if: SharedBackend.available, Comment(rawValue: SharedBackend.skipMessage)))
+    func twoInstances() throws {
+        let backend = try SharedBackend()
+        try TestApp.with(configure: backend.configure) { first in
+            try TestApp.with(configure: backend.configure) { second in
+                let id = try RevisionRoutesTests.created(first, "list%0A")
+                let writers = 8
+                let statuses = Mutex<[Int]>([])
+                DispatchQueue.concurrentPerform(iterations: writers) { index in
+                    let app = index % 2 == 0 ? first : second
+                    let status = (try? app.request("PUT", "/notes/\(id)", headers: [("Base-Version", "1")], body: "body=list%0Aitem+\(index)%0A").status) ?? 0
+                    statuses.withLock { $0.append(status) }
+                }
+                #expect(statuses.withLock { $0 } == Array(repeating: 200, count: writers))
+                for app in [first, second] {
+                    let note = try Self.note(try app.request("GET", "/notes/\(id)"))
+                    #expect(note["version"] as? Int == 1 + writers)
+                    let body = try #require(note["body"] as? String)
+                    for index in 0..<writers { #expect(body.contains("item \(index)"), "writer \(index)'s edit is missing") }
+                }
+            }
+        }
+    }
+}
