@@ -125,6 +125,35 @@ struct ExportImportTests {
         #expect(try shape(first, scratch: scratch).notes.count == 6)
     }
 
+    @Test("a note's history goes into the export and comes back with an import, oldest first")
+    func historyRoundTrip() async throws {
+        let scratch = try scratchFolder()
+        defer { try? FileManager.default.removeItem(at: scratch) }
+        let archive = scratch.appendingPathComponent("history.tar").path
+        try await withApp { app in
+            let client = client(app)
+            let note = try await client.notes.create("draft")
+            _ = try await client.notes.update(note.id, body: "second draft")
+            _ = try await client.notes.update(note.id, body: "final")
+            let export = await commands.jotter(["export", archive], app: app)
+            try #require(export.status == 0, "\(export.err)")
+        }
+        let listing = try BackupCommandTests.tool(["tar", "-tf", archive])
+        #expect(listing.contains("jotter-export/notes/1.revisions.json"))
+        try await withApp { app in
+            let imported = await commands.jotter(["import", archive], app: app)
+            try #require(imported.status == 0, "\(imported.err)")
+            let client = client(app)
+            let note = try #require(try await client.notes.list().notes.first)
+            #expect(note.body == "final")
+            let history = try await client.notes.allRevisions(note.id)
+            #expect(history.map(\.version) == [3, 2, 1])
+            var bodies: [String] = []
+            for info in history.reversed() { bodies.append(try await client.notes.revision(note.id, version: info.version).body) }
+            #expect(bodies == ["draft", "second draft", "final"])
+        }
+    }
+
     func manifestTotal(_ archive: String, scratch: URL) throws -> Int64 {
         let folder = scratch.appendingPathComponent("total-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)

@@ -76,10 +76,17 @@ struct ExportCommand: AsyncCommand {
             let attachments = note.attachments.map { ExportLayout.entry($0, path: "notes/\(note.id)/" + ExportLayout.fileName($0)) }
             let json = Array(try ClientOptions.json(note).utf8)
             let markdown = Array(ExportLayout.markdown(note, attachments: attachments).utf8)
+            // Its history, oldest first, each version with its body.
+            var revisions: [Revision] = []
+            for info in try await client.notes.allRevisions(note.id).reversed() {
+                revisions.append(try await client.notes.revision(note.id, version: info.version))
+            }
             manifest.notes.append(.init(id: note.id, version: note.version, createdAt: Timestamp.format(note.createdAt), updatedAt: Timestamp.format(note.updatedAt),
-                                        json: "notes/\(note.id).json", markdown: "notes/\(note.id).md", attachments: attachments))
+                                        json: "notes/\(note.id).json", markdown: "notes/\(note.id).md", attachments: attachments,
+                                        revisions: "notes/\(note.id).revisions.json"))
             members.append(("notes/\(note.id).json", json, nil))
             members.append(("notes/\(note.id).md", markdown, nil))
+            members.append(("notes/\(note.id).revisions.json", Array(try ClientOptions.json(revisions).utf8), nil))
             for (upload, entry) in zip(note.attachments, attachments) { members.append((entry.path, nil, upload)) }
         }
         for upload in unattached {

@@ -7,6 +7,7 @@ import JotterAPI
 /// jotter-export/manifest.json
 /// jotter-export/notes/12.json              the note as the API shows it
 /// jotter-export/notes/12.md                its body, YAML front matter first
+/// jotter-export/notes/12.revisions.json    its kept versions, oldest first, with their bodies
 /// jotter-export/notes/12/<id>-photo.png    its attachments, beside it
 /// jotter-export/uploads/<id>-report.pdf    uploads attached to no note
 /// ```
@@ -38,6 +39,9 @@ struct ExportManifest: Codable {
         var json: String
         var markdown: String
         var attachments: [FileEntry]
+        /// `notes/<id>.revisions.json`: its revisions (`[Revision]`, oldest first); absent in
+        /// archives from before revisions.
+        var revisions: String?
     }
 
     struct FileEntry: Codable, Hashable {

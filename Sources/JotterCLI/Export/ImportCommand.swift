@@ -80,7 +80,11 @@ struct ImportCommand: AsyncCommand {
                     target = found.id
                     completed += 1
                 } else {
-                    target = try await client.notes.create(note.body).id
+                    // Its history replayed, oldest first, so the new note has its revisions (as new versions, of today).
+                    let bodies = try archive.history(entry, ending: note.body)
+                    let id = try await client.notes.create(bodies[0]).id
+                    for body in bodies.dropFirst() { _ = try await client.notes.update(id, body: body) }
+                    target = id
                     created += 1
                 }
                 for file in missing {
@@ -201,6 +205,26 @@ struct ExtractedArchive {
         } catch {
             throw CommandFailure("the archive's \(entry.json) is not a note: \(error)")
         }
+    }
+
+    /// The bodies of a note's revisions, oldest first, each one that differs from the one before,
+    /// ending with `body`; just `body` for an archive without revisions.
+    func history(_ entry: ExportManifest.NoteEntry, ending body: String) throws -> [String] {
+        var bodies: [String] = []
+        if let path = entry.revisions {
+            do {
+                let revisions = try JSONDecoder().decode([Revision].self, from: Data(contentsOf: URL(fileURLWithPath: try file(path))))
+                for revision in revisions.sorted(by: { $0.version < $1.version }) where bodies.last != revision.body {
+                    bodies.append(revision.body)
+                }
+            } catch let failure as CommandFailure {
+                throw failure
+            } catch {
+                throw CommandFailure("the archive's \(path) is not a list of revisions: \(error)")
+            }
+        }
+        if bodies.last != body { bodies.append(body) }
+        return bodies
     }
 
     /// Streams the current member to `target`, hashing it on the way.

@@ -1,0 +1,50 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import JotterAPI
+
+extension JotterClient.Notes {
+    /// `GET /notes/{id}/revisions`: one page of the note's kept versions, newest first.
+    ///
+    /// ```swift
+    /// let page = try await client.notes.revisions("42")          // page.revisions[0] is the current version
+    /// ```
+    public func revisions(_ id: String, limit: Int? = nil, after version: Int? = nil) async throws(JotterClientError) -> RevisionList {
+        var parameters = FormURLEncodedBody()
+        if let limit { parameters.append("limit", String(limit)) }
+        if let version { parameters.append("after", String(version)) }
+        return try await client.send(client.makeRequest("GET", "/notes/" + JotterClient.segment(id) + "/revisions", query: parameters),
+                                     decoding: RevisionList.self).value
+    }
+
+    /// Every kept version of the note, newest first (every page).
+    public func allRevisions(_ id: String) async throws(JotterClientError) -> [RevisionInfo] {
+        var page = try await revisions(id, limit: 1000)
+        var all = page.revisions
+        while let next = page.next {
+            guard let url = client.resolve(next) else { throw .invalidResponse("bad next link '\(next)'") }
+            page = try await client.send(client.makeRequest("GET", url: url), decoding: RevisionList.self).value
+            all += page.revisions
+        }
+        return all
+    }
+
+    /// `GET /notes/{id}/revisions/{version}`: that version, with its body.
+    public func revision(_ id: String, version: Int) async throws(JotterClientError) -> Revision {
+        try await client.send(client.makeRequest("GET", "/notes/" + JotterClient.segment(id) + "/revisions/\(version)"),
+                              decoding: RevisionEnvelope.self).value.revision
+    }
+
+    /// `POST /notes/{id}/restore` with `version`: the note at a new version whose body is that revision's.
+    ///
+    /// ```swift
+    /// let note = try await client.notes.restore("42", version: 3)
+    /// ```
+    public func restore(_ id: String, version: Int, ifMatch etag: String? = nil) async throws(JotterClientError) -> Note {
+        var request = client.makeRequest("POST", "/notes/" + JotterClient.segment(id) + "/restore")
+        if let etag { request.setValue(etag, forHTTPHeaderField: "If-Match") }
+        FormURLEncodedBody([("version", String(version))]).apply(to: &request)
+        return try await client.send(request, decoding: NoteEnvelope.self).value.note
+    }
+}
