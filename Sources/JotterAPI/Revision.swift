@@ -1,9 +1,15 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+
 /// One kept version of a note in a listing (`GET /notes/{id}/revisions`): no body.
 public struct RevisionInfo: Codable, Sendable, Hashable {
     /// The note's version this revision is (its ETag then was `"<version>"`).
     public var version: Int
-    /// When the version was committed: UTC `yyyy-MM-dd HH:mm:ss`.
-    public var createdAt: String
+    /// When the version was committed (whole seconds; UTC `yyyy-MM-dd HH:mm:ss` on the wire).
+    public var createdAt: Date
     /// The body's length in UTF-8 bytes.
     public var size: Int64
     /// Whether a server-side merge made this version.
@@ -14,11 +20,27 @@ public struct RevisionInfo: Codable, Sendable, Hashable {
         case createdAt = "created_at"
     }
 
-    public init(version: Int, createdAt: String, size: Int64, merged: Bool) {
+    public init(version: Int, createdAt: Date, size: Int64, merged: Bool) {
         self.version = version
         self.createdAt = createdAt
         self.size = size
         self.merged = merged
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        version = try container.decode(Int.self, forKey: .version)
+        createdAt = try container.decodeTimestamp(forKey: .createdAt)
+        size = try container.decode(Int64.self, forKey: .size)
+        merged = try container.decode(Bool.self, forKey: .merged)
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(version, forKey: .version)
+        try container.encodeTimestamp(createdAt, forKey: .createdAt)
+        try container.encode(size, forKey: .size)
+        try container.encode(merged, forKey: .merged)
     }
 }
 
@@ -43,7 +65,8 @@ public struct RevisionList: Codable, Sendable, Hashable {
 /// One kept version of a note, with its body (`GET /notes/{id}/revisions/{version}`).
 public struct Revision: Codable, Sendable, Hashable {
     public var version: Int
-    public var createdAt: String
+    /// When the version was committed (whole seconds; UTC `yyyy-MM-dd HH:mm:ss` on the wire).
+    public var createdAt: Date
     public var body: String
     public var merged: Bool
 
@@ -52,11 +75,27 @@ public struct Revision: Codable, Sendable, Hashable {
         case createdAt = "created_at"
     }
 
-    public init(version: Int, createdAt: String, body: String, merged: Bool) {
+    public init(version: Int, createdAt: Date, body: String, merged: Bool) {
         self.version = version
         self.createdAt = createdAt
         self.body = body
         self.merged = merged
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        version = try container.decode(Int.self, forKey: .version)
+        createdAt = try container.decodeTimestamp(forKey: .createdAt)
+        body = try container.decode(String.self, forKey: .body)
+        merged = try container.decode(Bool.self, forKey: .merged)
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(version, forKey: .version)
+        try container.encodeTimestamp(createdAt, forKey: .createdAt)
+        try container.encode(body, forKey: .body)
+        try container.encode(merged, forKey: .merged)
     }
 }
 

@@ -31,7 +31,7 @@ struct NotesHistoryCommandTests {
             #expect(try await client.notes.get(note.id).body == "first")
 
             let json = await commands.jotter(["notes", "history", note.id, "--json"], app: app)
-            #expect(json.out.contains("\"version\" : 3"))
+            #expect(json.out.contains("\"version\": 3"))
             #expect(await commands.jotter(["notes", "restore", note.id, "--version", "9"], app: app).status != 0)
             #expect(await commands.jotter(["notes", "restore", note.id], app: app).status != 0)
         }

@@ -24,7 +24,7 @@ extension Upload {
 extension RevisionInfo {
     /// The wire form of a listed revision.
     init(_ revision: NoteRevision) {
-        self.init(version: Int(revision.version), createdAt: Timestamp.format(revision.createdAt), size: revision.size,
+        self.init(version: Int(revision.version), createdAt: Timestamp.date(seconds: revision.createdAt), size: revision.size,
                   merged: revision.merged)
     }
 }
@@ -32,7 +32,7 @@ extension RevisionInfo {
 extension Revision {
     /// The wire form of a revision read with its body.
     init(_ revision: NoteRevision) {
-        self.init(version: Int(revision.version), createdAt: Timestamp.format(revision.createdAt), body: revision.body ?? "",
+        self.init(version: Int(revision.version), createdAt: Timestamp.date(seconds: revision.createdAt), body: revision.body ?? "",
                   merged: revision.merged)
     }
 }
