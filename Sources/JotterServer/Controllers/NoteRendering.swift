@@ -212,16 +212,23 @@ enum NoteInput {
         return value
     }
 
-    /// The version an update was made from: the field `base_version` (`422` when not a
-    /// version), else the header `Base-Version` (`400` when not one); nil when neither.
+    /// The version an update was made from: the header `Base-Version` (`400` when present and
+    /// not a version) or the field `base_version` (`422` when not a version); `400` when both
+    /// are given and differ; nil when neither.
     static func baseVersion(_ request: Request) throws(HTTPError) -> Int64? {
-        if let field = try version(request, field: "base_version") { return field }
-        guard let header = request.headers["Base-Version"] else { return nil }
-        let text = String(header.trimmingASCIISpaces())
-        guard isDigits(text), let value = Int64(text), value >= 1 else {
-            throw HTTPError.badRequest("Base-Version must be the version the edit was made from, a whole number from 1 (the digits of its ETag); got \(text.isEmpty ? "nothing" : text)")
+        var header: Int64?
+        if let given = request.headers["Base-Version"] {
+            let text = String(given.trimmingASCIISpaces())
+            guard isDigits(text), let value = Int64(text), value >= 1 else {
+                throw HTTPError.badRequest("Base-Version must be the version the edit was made from, a whole number from 1 (the digits of its ETag); got \(text.isEmpty ? "nothing" : text)")
+            }
+            header = value
         }
-        return value
+        guard let field = try version(request, field: "base_version") else { return header }
+        if let header, header != field {
+            throw HTTPError.badRequest("Base-Version (\(header)) and the field base_version (\(field)) name different versions: send one")
+        }
+        return field
     }
 
     /// One or more ASCII digits, nothing else (no sign, no space).
