@@ -213,8 +213,8 @@ enum NoteInput {
     }
 
     /// The version an update was made from: the header `Base-Version` (`400` when present and
-    /// not a version) or the field `base_version` (`422` when not a version); `400` when both
-    /// are given and differ; nil when neither.
+    /// not a version) or the field `base_version` (`422` when not a version), the field's when
+    /// both are given; nil when neither.
     static func baseVersion(_ request: Request) throws(HTTPError) -> Int64? {
         var header: Int64?
         if let given = request.headers["Base-Version"] {
@@ -224,11 +224,7 @@ enum NoteInput {
             }
             header = value
         }
-        guard let field = try version(request, field: "base_version") else { return header }
-        if let header, header != field {
-            throw HTTPError.badRequest("Base-Version (\(header)) and the field base_version (\(field)) name different versions: send one")
-        }
-        return field
+        return try version(request, field: "base_version") ?? header
     }
 
     /// One or more ASCII digits, nothing else (no sign, no space).

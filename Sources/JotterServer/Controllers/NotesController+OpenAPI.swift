@@ -107,7 +107,7 @@ enum NotesOperations {
             400: .problem("`If-Match` or `If-None-Match` is not `*` or quoted ETags"), 404: missing, 412: stale,
         ])
 
-    static let baseVersion = OpenAPIParameter.header("Base-Version", .string(pattern: "^[ \\t]*[0-9]+[ \\t]*$"),
+    static let baseVersion = OpenAPIParameter.header("Base-Version", .string(pattern: "^[ \\t]*0*[1-9][0-9]{0,17}[ \\t]*$"),
                                                      description: "the version the edit was made from: the current one is a plain update, an older one is merged; not a whole number from 1 is `400`")
 
     static let version = OpenAPIParameter.path("version", .string(pattern: "^[1-9][0-9]*$", example: "3"),
