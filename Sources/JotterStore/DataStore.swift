@@ -66,6 +66,21 @@ extension NoteStore {
         try StoreWait.wait { mergeNote(id: id, base: base, body: body, ifVersion: ifVersion, owner: owner, completion: $0) }
     }
 
+    /// Blocks until `restoreTrashedNote` is durable. Never from a completion.
+    public func restoreTrashedNote(id: Int64, owner: Owner) throws(StoreError) -> NoteWriteOutcome {
+        try StoreWait.wait { restoreTrashedNote(id: id, owner: owner, completion: $0) }
+    }
+
+    /// Blocks until `purgeTrashedNote` is durable. Never from a completion.
+    public func purgeTrashedNote(id: Int64, owner: Owner) throws(StoreError) -> TrashedNote? {
+        try StoreWait.wait { purgeTrashedNote(id: id, owner: owner, completion: $0) }
+    }
+
+    /// Blocks until `emptyTrash` is durable. Never from a completion.
+    public func emptyTrash(keep: Int64, asOf now: Int64? = nil) throws(StoreError) -> Int {
+        try StoreWait.wait { emptyTrash(keep: keep, asOf: now, completion: $0) }
+    }
+
     /// Blocks until `restoreNote` is durable. Never from a completion.
     public func restoreNote(id: Int64, version: Int64, ifVersion: Int64?, owner: Owner) throws(StoreError) -> NoteWriteOutcome {
         try StoreWait.wait { restoreNote(id: id, version: version, ifVersion: ifVersion, owner: owner, completion: $0) }

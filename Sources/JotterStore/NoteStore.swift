@@ -41,7 +41,9 @@ public protocol NoteStore: Sendable {
     /// `updated_at` grow, the body stays (attachments changed); either way a `note.updated` event.
     func updateNote(id: Int64, body: String?, ifVersion: Int64?, owner: Owner, completion: @escaping StoreCompletion<NoteWriteOutcome>)
 
-    /// Removes the note with its attachments and revisions (rows now, their bytes once this committed).
+    /// Moves the note to the trash (`note.deleted`): it is no longer listed or shown, and no
+    /// longer changed; its revisions and attachments stay with it until it leaves the trash
+    /// (`purgeTrashedNote`, `emptyTrash`) or is restored (`restoreTrashedNote`).
     func deleteNote(id: Int64, ifVersion: Int64?, owner: Owner, completion: @escaping StoreCompletion<NoteWriteOutcome>)
 
     /// `body` written over version `base` of the note (what the client's edit was made from).
@@ -54,6 +56,27 @@ public protocol NoteStore: Sendable {
     /// note had), `.cannotMerge` (the merge is past `TextMerge.Limits.default`).
     func mergeNote(id: Int64, base: Int64, body: String, ifVersion: Int64?, owner: Owner,
                    completion: @escaping StoreCompletion<NoteWriteOutcome>)
+
+    // MARK: Trash
+
+    /// `owner`'s notes in the trash, most recently deleted first (then by id), at most `limit`,
+    /// after the `after` cursor (a trashed note's id from a previous page).
+    func trashedNotes(limit: Int, after: Int64?, owner: Owner) throws -> [TrashedNote]
+
+    /// `owner`'s note `id` if it is in the trash.
+    func trashedNote(id: Int64, owner: Owner) throws -> TrashedNote?
+
+    /// Brings note `id` back from the trash with its id, body and attachments, at a new version
+    /// (`note.created`); `.notFound` when it is not in `owner`'s trash.
+    func restoreTrashedNote(id: Int64, owner: Owner, completion: @escaping StoreCompletion<NoteWriteOutcome>)
+
+    /// Removes note `id` from the trash for good, with its revisions and attachments (rows now,
+    /// bytes once this committed); nil when it is not in `owner`'s trash.
+    func purgeTrashedNote(id: Int64, owner: Owner, completion: @escaping StoreCompletion<TrashedNote?>)
+
+    /// Removes every owner's notes deleted `keep` seconds or more before `now` (nil: the store's
+    /// clock) from the trash for good, as `purgeTrashedNote`; how many.
+    func emptyTrash(keep: Int64, asOf now: Int64?, completion: @escaping StoreCompletion<Int>)
 
     // MARK: Revisions
 
@@ -72,6 +95,18 @@ public protocol NoteStore: Sendable {
     /// Thins every owner's revisions (`RevisionRetention`) as of `now` (nil: the store's clock);
     /// the number of revisions deleted.
     func thinRevisions(_ retention: RevisionRetention, asOf now: Int64?, completion: @escaping StoreCompletion<Int>)
+}
+
+/// A note in the trash: as it was when deleted, and when that was.
+public struct TrashedNote: Sendable, Hashable {
+    public var note: NoteRecord
+    /// Unix seconds, UTC (the store's clock, as the `note.deleted` event's).
+    public var deletedAt: Int64
+
+    public init(note: NoteRecord, deletedAt: Int64) {
+        self.note = note
+        self.deletedAt = deletedAt
+    }
 }
 
 /// A kept version of a note: the body it had at `version`.

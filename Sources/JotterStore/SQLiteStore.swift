@@ -263,6 +263,34 @@ public final class SQLiteStore: DataStore {
         }, owner: owner, completion: completion)
     }
 
+    public func trashedNotes(limit: Int, after: Int64?, owner: Owner) throws(StoreError) -> [TrashedNote] {
+        try readers.withConnection { db throws(StoreError) in
+            try db.readTransaction { () throws(StoreError) in try TrashRows.page(limit: limit, after: after, owner: owner, on: db) }
+        }
+    }
+
+    public func trashedNote(id: Int64, owner: Owner) throws(StoreError) -> TrashedNote? {
+        try readers.withConnection { db throws(StoreError) in try TrashRows.note(id: id, owner: owner, on: db) }
+    }
+
+    public func restoreTrashedNote(id: Int64, owner: Owner, completion: @escaping StoreCompletion<NoteWriteOutcome>) {
+        let noteWriter = noteWriter
+        submit({ db, effects throws(StoreError) in try noteWriter.restoreTrashed(id: id, owner: owner, on: db, effects: effects) },
+               owner: owner, completion: completion)
+    }
+
+    public func purgeTrashedNote(id: Int64, owner: Owner, completion: @escaping StoreCompletion<TrashedNote?>) {
+        let noteWriter = noteWriter
+        submit({ db, effects throws(StoreError) in try noteWriter.purgeTrashed(id: id, owner: owner, on: db, effects: effects) },
+               owner: owner, freesSpace: true, completion: completion)
+    }
+
+    public func emptyTrash(keep: Int64, asOf now: Int64?, completion: @escaping StoreCompletion<Int>) {
+        let noteWriter = noteWriter
+        submit({ db, effects throws(StoreError) in try noteWriter.emptyTrash(keep: keep, at: now, on: db, effects: effects) },
+               owner: .unclaimed, freesSpace: true, completion: completion)
+    }
+
     public func restoreNote(id: Int64, version: Int64, ifVersion: Int64?, owner: Owner, completion: @escaping StoreCompletion<NoteWriteOutcome>) {
         let noteWriter = noteWriter
         submit({ db, effects throws(StoreError) in

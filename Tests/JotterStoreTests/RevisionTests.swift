@@ -77,6 +77,9 @@ struct RevisionTests {
         _ = try fixture.store.perform(.update(id: kept.id, body: "kept, 2", ifVersion: nil))
         let gone = try fixture.create("gone")
         _ = try fixture.store.perform(.delete(id: gone.id, ifVersion: nil))
+        // In the trash, its revisions stay; out of it, they go with it.
+        #expect(try Self.count(fixture, "SELECT count(*) FROM note_revisions WHERE note_id = \(gone.id)") == 1)
+        _ = try fixture.store.purgeTrashedNote(id: gone.id, owner: .unclaimed)
         fixture.store.close()
         let store = try fixture.reopen()
         defer { store.close() }

@@ -15,7 +15,7 @@ struct UploadStoreTests {
         try store.stage(path, size: size)
     }
 
-    @Test("adding moves the file in with its row; attaching bumps the note; deleting the note deletes the files", arguments: Backend.all)
+    @Test("adding moves the file in with its row; attaching bumps the note; the files go when the note leaves the trash", arguments: Backend.all)
     func lifecycle(backend: Backend) throws {
         let fixture = try StoreFixture(backend)
         let directory = fixture.directory, store = fixture.store
@@ -29,7 +29,12 @@ struct UploadStoreTests {
         #expect(touched?.version == 2)
         #expect(event?.kind == .updated)
         #expect(try store.attachments(of: [note.id])[note.id]?.map(\.id) == [records[0].id])
+        // Deleted, the note is in the trash: its attachments stay, bytes and all.
         _ = try store.perform(.delete(id: note.id, ifVersion: nil))
+        #expect(try store.upload(id: records[0].id)?.noteID == note.id)
+        #expect(FileManager.default.contents(atPath: fixture.contentPath(of: records[0].id)) == Data([1, 2, 3]))
+        // Out of the trash, they go with it.
+        #expect(try store.purgeTrashedNote(id: note.id, owner: .unclaimed) != nil)
         #expect(try store.upload(id: records[0].id) == nil)
         #expect(!FileManager.default.fileExists(atPath: fixture.contentPath(of: records[0].id)))
     }
@@ -98,7 +103,7 @@ struct UploadStoreTests {
         #expect(try store.uploads(UploadQuery(after: "0123456789abcdef01234567")) == nil)
     }
 
-    @Test("a cursor naming a deleted upload goes on after its place: deleted alone, or with its note", arguments: Backend.all)
+    @Test("a cursor naming a deleted upload goes on after its place: deleted alone, or with its note out of the trash", arguments: Backend.all)
     func cursorAfterDeletion(backend: Backend) throws {
         let fixture = try StoreFixture(backend)
         let directory = fixture.directory, store = fixture.store
@@ -107,8 +112,10 @@ struct UploadStoreTests {
         // Newest first: 5 4 3 2 1 0. A client had a page ending at 4, then 4 was deleted.
         _ = try store.perform(.deleteUpload(id: uploads[4]))
         #expect(try store.uploads(UploadQuery(limit: 2, after: uploads[4]))?.map(\.id) == [uploads[3], uploads[2]])
-        // 3 goes with its note.
+        // 3 goes with its note, when the note leaves the trash.
         _ = try store.perform(.delete(id: note.id, ifVersion: nil))
+        #expect(try store.upload(id: uploads[3]) != nil)
+        _ = try store.purgeTrashedNote(id: note.id, owner: .unclaimed)
         #expect(try store.uploads(UploadQuery(limit: 2, after: uploads[3]))?.map(\.id) == [uploads[2], uploads[1]])
         #expect(try store.uploads(UploadQuery(limit: 10, after: uploads[3], attachment: .unattached))?.map(\.id) == [uploads[2], uploads[1], uploads[0]])
         // A new upload is newer than every place: never in a page after one.

@@ -118,10 +118,12 @@ enum PostgresNoteRows {
         \(appendEvent(seq: "$6", owner: "$4", kind: "'note.updated'"))
         SELECT n.id, n.body, n.created_at, n.updated_at, n.version, e.id, e.created_at FROM n, e
         """
-    // $1 id, $2 owner, $3 the version required (NULL: any), $4 seq.
+    // $1 id, $2 owner, $3 the version required (NULL: any), $4 seq. Into the trash.
     private static let delete = """
         WITH n AS (DELETE FROM notes WHERE id = $1 AND owner = $2 AND ($3::bigint IS NULL OR version = $3::bigint) RETURNING \(columns)),
-        \(appendEvent(seq: "$4", owner: "$2", kind: "'note.deleted'"))
+        \(appendEvent(seq: "$4", owner: "$2", kind: "'note.deleted'")),
+        t AS (INSERT INTO trashed_notes (id, owner, body, created_at, updated_at, version, deleted_at)
+              SELECT n.id, $2::bigint, n.body, n.created_at, n.updated_at, n.version, e.created_at FROM n, e)
         SELECT n.id, n.body, n.created_at, n.updated_at, n.version, e.id, e.created_at FROM n, e
         """
 
@@ -145,12 +147,59 @@ enum PostgresNoteRows {
         let seq = write.peekSeq()
         guard let row = try write.db.query(delete, [id, owner.id, ifVersion, seq]).first else { return nil }
         write.takeSeq()
+        return try changed(row, .deleted)
+    }
+
+    // MARK: - Trash
+
+    private static let trashedColumns = "id, body, created_at, updated_at, version, deleted_at"
+
+    private static func trashed(_ row: PostgresRow) throws -> TrashedNote {
+        TrashedNote(note: try record(row), deletedAt: try row.value(5))
+    }
+
+    static func trashedNote(id: Int64, owner: Owner, on db: PostgresConnection) throws -> TrashedNote? {
+        try db.query("SELECT \(trashedColumns) FROM trashed_notes WHERE id = $1 AND owner = $2", [id, owner.id]).first.map(trashed)
+    }
+
+    /// Most recently deleted first, then by id; after the trashed note `after` (none after one no longer there).
+    static func trashedNotes(limit: Int, after: Int64?, owner: Owner, on db: PostgresConnection) throws -> [TrashedNote] {
+        try db.query("""
+            SELECT \(trashedColumns) FROM trashed_notes
+            WHERE owner = $1 AND ($2::bigint IS NULL
+                  OR (deleted_at, id) < (SELECT deleted_at, id FROM trashed_notes WHERE id = $2::bigint AND owner = $1))
+            ORDER BY deleted_at DESC, id DESC LIMIT $3
+            """, [owner.id, after, max(0, limit)]).map(trashed)
+    }
+
+    // $1 id, $2 owner, $3 now, $4 seq: back from the trash at a new version, kept as a revision; `note.created`.
+    private static let restoreTrashed = """
+        WITH t AS (DELETE FROM trashed_notes WHERE id = $1 AND owner = $2 RETURNING id, body, created_at, version),
+        n AS (INSERT INTO notes (id, owner, body, created_at, updated_at, version) OVERRIDING SYSTEM VALUE
+              SELECT id, $2::bigint, body, created_at, $3::bigint, version + 1 FROM t RETURNING \(columns)),
+        \(keepRevision(owner: "$2", size: """
+            coalesce((SELECT p.size FROM note_revisions AS p WHERE p.note_id = n.id AND p.version = n.version - 1), octet_length(n.body))
+            """, mergeBase: "NULL")),
+        \(appendEvent(seq: "$4", owner: "$2", kind: "'note.created'"))
+        SELECT n.id, n.body, n.created_at, n.updated_at, n.version, e.id, e.created_at FROM n, e
+        """
+
+    static func restoreTrashed(id: Int64, owner: Owner, in write: PostgresWrite) throws -> (NoteRecord, NoteEvent)? {
+        let seq = write.peekSeq()
+        guard let row = try write.db.query(restoreTrashed, [id, owner.id, write.now, seq]).first else { return nil }
+        write.takeSeq()
+        return try changed(row, .created)
+    }
+
+    /// Out of the trash for good: the row, its revisions, its attachments (rows now, blobs once committed).
+    static func purgeTrashed(id: Int64, owner: Owner, in write: PostgresWrite) throws -> TrashedNote? {
+        guard let row = try write.db.query("DELETE FROM trashed_notes WHERE id = $1 AND owner = $2 RETURNING \(trashedColumns)",
+                                           [id, owner.id]).first else { return nil }
         try write.db.query("DELETE FROM note_revisions WHERE note_id = $1 AND owner = $2", [id, owner.id])
-        // Its attachments go with it: rows now, blobs once this commits.
         try PostgresUploadRows.keepPlaces(where: "note_id = $1 AND owner = $2", [id, owner.id], in: write)
         write.removedUploads += try write.db.query("DELETE FROM uploads WHERE note_id = $1 AND owner = $2 RETURNING id",
                                                    [id, owner.id]).map { try $0.value(0) }
-        return try changed(row, .deleted)
+        return try trashed(row)
     }
 
     private static func changed(_ row: PostgresRow, _ kind: NoteEventKind) throws -> (NoteRecord, NoteEvent) {

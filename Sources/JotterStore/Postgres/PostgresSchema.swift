@@ -228,6 +228,20 @@ enum PostgresSchema {
                                       - (length(body) - length(replace(body, U&'\\FFFFF', ''))) / 2,
                    updated_at FROM notes;
         """,
+        // 8: the trash, as SQLite's version 8.
+        """
+        CREATE TABLE trashed_notes (
+            id bigint PRIMARY KEY,                               -- the note's id, its again when restored
+            owner bigint NOT NULL,
+            body text NOT NULL,
+            created_at bigint NOT NULL,
+            updated_at bigint NOT NULL,
+            version bigint NOT NULL,
+            deleted_at bigint NOT NULL                           -- Unix seconds, UTC
+        );
+        CREATE INDEX trashed_notes_by_owner ON trashed_notes (owner, deleted_at);
+        CREATE INDEX trashed_notes_by_time ON trashed_notes (deleted_at);
+        """,
     ]
 
     /// The schema version this binary writes and understands.

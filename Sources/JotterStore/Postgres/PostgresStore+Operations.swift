@@ -87,6 +87,40 @@ extension PostgresStore {
         }, completion: completion)
     }
 
+    public func trashedNotes(limit: Int, after: Int64?, owner: Owner) throws(StoreError) -> [TrashedNote] {
+        try read { db in try PostgresNoteRows.trashedNotes(limit: limit, after: after, owner: owner, on: db) }
+    }
+
+    public func trashedNote(id: Int64, owner: Owner) throws(StoreError) -> TrashedNote? {
+        try read { db in try PostgresNoteRows.trashedNote(id: id, owner: owner, on: db) }
+    }
+
+    public func restoreTrashedNote(id: Int64, owner: Owner, completion: @escaping StoreCompletion<NoteWriteOutcome>) {
+        write({ write in
+            guard let (note, event) = try PostgresNoteRows.restoreTrashed(id: id, owner: owner, in: write) else { return .notFound }
+            return .done(NoteChange(note: note, event: event))
+        }, completion: completion)
+    }
+
+    public func purgeTrashedNote(id: Int64, owner: Owner, completion: @escaping StoreCompletion<TrashedNote?>) {
+        write({ write in try PostgresNoteRows.purgeTrashed(id: id, owner: owner, in: write) }, completion: completion)
+    }
+
+    /// Each due note is purged in the transaction of the sweep, one by one (rows locked by the
+    /// delete: two instances sweeping at once purge each note once).
+    public func emptyTrash(keep: Int64, asOf now: Int64?, completion: @escaping StoreCompletion<Int>) {
+        write({ write in
+            let due = try write.db.query("SELECT id, owner FROM trashed_notes WHERE deleted_at <= $1", [(now ?? write.now) - keep])
+                .map { (try $0.int64(0), Owner(id: try $0.int64(1))) }
+            var purged = 0
+            for (id, owner) in due {
+                // Nil when another instance's sweep took it first.
+                if try PostgresNoteRows.purgeTrashed(id: id, owner: owner, in: write) != nil { purged += 1 }
+            }
+            return purged
+        }, completion: completion)
+    }
+
     /// Reads revision `version` and writes its body as the next version, in one transaction.
     public func restoreNote(id: Int64, version: Int64, ifVersion: Int64?, owner: Owner, completion: @escaping StoreCompletion<NoteWriteOutcome>) {
         write({ write in

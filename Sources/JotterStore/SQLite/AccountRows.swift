@@ -61,7 +61,7 @@ enum AccountRows {
             let record = UserRecord(id: db.lastInsertRowID, name: name, isAdmin: isAdmin, createdAt: now)
             if first {
                 // What was stored before there were users becomes the first user's.
-                for table in ["notes", "uploads", "events", "note_revisions"] {
+                for table in ["notes", "uploads", "events", "note_revisions", "trashed_notes"] {
                     try db.run("UPDATE \(table) SET owner = ? WHERE owner = 0", [.integer(record.id)])
                 }
             }
@@ -82,6 +82,7 @@ enum AccountRows {
             try FullTextIndex.removeAll(owner: userID, on: db)
             try db.run("DELETE FROM notes WHERE owner = ?", [.integer(userID)])
             try db.run("DELETE FROM note_revisions WHERE owner = ?", [.integer(userID)])
+            try db.run("DELETE FROM trashed_notes WHERE owner = ?", [.integer(userID)])
             try db.run("DELETE FROM events WHERE owner = ?", [.integer(userID)])
             try db.run("DELETE FROM credentials WHERE user_id = ?", [.integer(userID)])
             try db.run("DELETE FROM idempotency_keys WHERE owner = ?", [.integer(userID)])

@@ -89,15 +89,51 @@ struct NoteWriter: Sendable {
 
     func delete(id: Int64, ifVersion: Int64?, owner: Owner, on db: SQLiteConnection, effects: WriteEffects) throws(StoreError) -> NoteWriteOutcome {
         try ifAllowed(id, ifVersion, owner: owner, on: db) { note throws(StoreError) in
-            try RevisionRows.removeAll(noteID: id, owner: owner, on: db)
-            // Its attachments go with it: rows now, files once this commits.
-            try UploadRows.keepPlaces(where: "note_id = ? AND owner = ?", [.integer(id), .integer(owner.id)], now: now(), on: db)
-            effects.removed += try db.query("DELETE FROM uploads WHERE note_id = ? AND owner = ? RETURNING id",
-                                            [.integer(id), .integer(owner.id)]) { $0.string(0) }
+            // Into the trash: its revisions and attachments stay under its id.
             try db.run("DELETE FROM notes WHERE id = ? AND owner = ?", [.integer(id), .integer(owner.id)])
             FullTextIndex.removed(id: id, body: note.body, on: db)
-            return .done(NoteChange(note: note, event: try appendEvent(.deleted, note, owner: owner, on: db, effects: effects)))
+            let event = try appendEvent(.deleted, note, owner: owner, on: db, effects: effects)
+            try db.run("""
+                INSERT INTO trashed_notes (id, owner, body, created_at, updated_at, version, deleted_at) VALUES (?, ?, ?, ?, ?, ?, ?)
+                """, [.integer(id), .integer(owner.id), .text(note.body), .integer(note.createdAt), .integer(note.updatedAt),
+                      .integer(note.version), .integer(event.at)])
+            return .done(NoteChange(note: note, event: event))
         }
+    }
+
+    /// Back from the trash at a new version (`note.created`): its id, body, revisions and attachments.
+    func restoreTrashed(id: Int64, owner: Owner, on db: SQLiteConnection, effects: WriteEffects) throws(StoreError) -> NoteWriteOutcome {
+        guard let trashed = try TrashRows.note(id: id, owner: owner, on: db) else { return .notFound }
+        try db.run("DELETE FROM trashed_notes WHERE id = ?", [.integer(id)])
+        var note = trashed.note
+        note.updatedAt = now()
+        note.version += 1
+        try db.run("INSERT INTO notes (id, body, created_at, updated_at, version, owner) VALUES (?, ?, ?, ?, ?, ?)",
+                   [.integer(id), .text(note.body), .integer(note.createdAt), .integer(note.updatedAt), .integer(note.version),
+                    .integer(owner.id)])
+        FullTextIndex.added(id: id, body: note.body, on: db)
+        try RevisionRows.keep(note, owner: owner, on: db)
+        return .done(NoteChange(note: note, event: try appendEvent(.created, note, owner: owner, on: db, effects: effects)))
+    }
+
+    /// Out of the trash for good: the row, its revisions, its attachments (rows now, files once committed).
+    func purgeTrashed(id: Int64, owner: Owner, on db: SQLiteConnection, effects: WriteEffects) throws(StoreError) -> TrashedNote? {
+        guard let trashed = try TrashRows.note(id: id, owner: owner, on: db) else { return nil }
+        try db.run("DELETE FROM trashed_notes WHERE id = ?", [.integer(id)])
+        try RevisionRows.removeAll(noteID: id, owner: owner, on: db)
+        try UploadRows.keepPlaces(where: "note_id = ? AND owner = ?", [.integer(id), .integer(owner.id)], now: now(), on: db)
+        effects.removed += try db.query("DELETE FROM uploads WHERE note_id = ? AND owner = ? RETURNING id",
+                                        [.integer(id), .integer(owner.id)]) { $0.string(0) }
+        return trashed
+    }
+
+    /// Every note deleted `keep` seconds or more before `at` (nil: now), purged; how many.
+    func emptyTrash(keep: Int64, at: Int64?, on db: SQLiteConnection, effects: WriteEffects) throws(StoreError) -> Int {
+        let due = try db.query("SELECT id, owner FROM trashed_notes WHERE deleted_at <= ?", [.integer((at ?? now()) - keep)]) {
+            ($0.int64(0), Owner(id: $0.int64(1)))
+        }
+        for (id, owner) in due { _ = try purgeTrashed(id: id, owner: owner, on: db, effects: effects) }
+        return due.count
     }
 
     /// Rows for uploads whose files are in place; nil when the note does not exist.

@@ -151,6 +151,21 @@ enum SQLiteSchema {
         INSERT INTO note_revisions (note_id, version, owner, body, size, created_at)
             SELECT id, version, owner, body, length(CAST(body AS BLOB)), updated_at FROM notes;
         """,
+        // 8: the trash: a deleted note's row moves here; its revisions and its attachments'
+        // rows stay under its id until it is restored or leaves the trash.
+        """
+        CREATE TABLE trashed_notes (
+            id INTEGER PRIMARY KEY,                 -- the note's id, its again when restored
+            owner INTEGER NOT NULL,
+            body TEXT NOT NULL,
+            created_at INTEGER NOT NULL,
+            updated_at INTEGER NOT NULL,
+            version INTEGER NOT NULL,
+            deleted_at INTEGER NOT NULL             -- Unix seconds, UTC
+        );
+        CREATE INDEX trashed_notes_by_owner ON trashed_notes (owner, deleted_at);
+        CREATE INDEX trashed_notes_by_time ON trashed_notes (deleted_at);
+        """,
     ]
 
     /// The schema version this binary writes and understands.

@@ -1,0 +1,167 @@
+import Foundation
+import Testing
+@testable import JotterStore
+
+/// The trash, on both backends: a delete keeps the note, its revisions and its attachments
+/// (bytes too) until it is restored, purged or swept; per owner.
+@Suite("Trash: deleted notes kept, listed, restored, purged, swept")
+struct TrashTests {
+    let alice = Owner(id: 1), bob = Owner(id: 2)
+
+    /// A note of `owner` with one attachment holding `bytes`.
+    func noteWithAttachment(_ fixture: StoreFixture, body: String, bytes: [UInt8], owner: Owner = .unclaimed) throws -> (NoteRecord, UploadRecord) {
+        let store = fixture.store
+        guard case .done(let note, _) = try store.perform(.create(body: body), owner: owner) else { throw FixtureError("create") }
+        let path = fixture.directory.path + "/tmp/t-\(UUID().uuidString)"
+        try Data(bytes).write(to: URL(fileURLWithPath: path))
+        guard case .uploadsAdded(let records, let touched?, _) = try store.perform(.addUploads([try store.stage(path, size: Int64(bytes.count))],
+                                                                                                  noteID: note.id), owner: owner) else {
+            throw FixtureError("upload")
+        }
+        return (touched, records[0])
+    }
+
+    @Test(arguments: Backend.all) func deleteMovesTheNoteToTheTrashWithItsAttachments(backend: Backend) throws {
+        let fixture = try StoreFixture(backend)
+        let store = fixture.store
+        let (note, upload) = try noteWithAttachment(fixture, body: "kept\0safe", bytes: [1, 2, 3])
+        let other = try fixture.create("other")
+
+        let deleted = try store.perform(.delete(id: note.id, ifVersion: nil))
+        let event = try #require(deleted.event)
+        #expect(event.kind == .deleted)
+        #expect(try store.note(id: note.id) == nil)
+        #expect(try store.notes(NoteQuery()).map(\.id) == [other.id])
+        #expect(try store.notes(NoteQuery(search: "kept")).isEmpty)
+        #expect(try store.revisions(noteID: note.id, before: nil, limit: 10, owner: .unclaimed) == nil)
+        // In the trash, as it was, at the event's time; its attachment and its bytes stay.
+        let trashed = try #require(try store.trashedNote(id: note.id, owner: .unclaimed))
+        #expect(trashed == TrashedNote(note: note, deletedAt: event.at))
+        #expect(try store.trashedNotes(limit: 10, after: nil, owner: .unclaimed) == [trashed])
+        #expect(try store.upload(id: upload.id)?.noteID == note.id)
+        #expect(FileManager.default.contents(atPath: fixture.contentPath(of: upload.id)) == Data([1, 2, 3]))
+        // No longer changed: every write is .notFound, a second delete too.
+        #expect(try store.perform(.update(id: note.id, body: "x", ifVersion: nil)) == .notFound)
+        #expect(try store.mergeNote(id: note.id, base: 1, body: "x", ifVersion: nil, owner: .unclaimed) == .notFound)
+        #expect(try store.perform(.delete(id: note.id, ifVersion: nil)) == .notFound)
+        #expect(try fixture.integrityCheck() == "ok")
+    }
+
+    @Test(arguments: Backend.all) func restoreBringsBackIdBodyAttachmentsAndRevisions(backend: Backend) throws {
+        let fixture = try StoreFixture(backend)
+        let store = fixture.store
+        let (note, upload) = try noteWithAttachment(fixture, body: "first", bytes: [4, 5])
+        _ = try store.perform(.update(id: note.id, body: "second 😀", ifVersion: nil))
+        let deleted = try #require(try store.perform(.delete(id: note.id, ifVersion: nil)).note)
+
+        #expect(try store.restoreTrashedNote(id: note.id + 100, owner: .unclaimed) == .notFound)
+        let change = try #require(try store.restoreTrashedNote(id: note.id, owner: .unclaimed).change)
+        #expect(change.note.id == note.id)
+        #expect(change.note.body == "second 😀")
+        #expect(change.note.createdAt == note.createdAt)
+        #expect(change.note.version == deleted.version + 1)
+        #expect(change.event.kind == .created)
+        #expect(change.event.note == change.note)
+        #expect(try store.note(id: note.id) == change.note)
+        #expect(try store.notes(NoteQuery(search: "second")).map(\.id) == [note.id])
+        #expect(try store.trashedNote(id: note.id, owner: .unclaimed) == nil)
+        #expect(try store.trashedNotes(limit: 10, after: nil, owner: .unclaimed).isEmpty)
+        #expect(try store.attachments(of: [note.id])[note.id]?.map(\.id) == [upload.id])
+        #expect(FileManager.default.contents(atPath: fixture.contentPath(of: upload.id)) == Data([4, 5]))
+        // Its history came back with it, the restore as its newest version.
+        let versions = try store.revisions(noteID: note.id, before: nil, limit: 10, owner: .unclaimed)
+        #expect(versions?.map(\.version) == [change.note.version] + Array((1...deleted.version).reversed()))
+        #expect(versions?.first?.size == Int64("second 😀".utf8.count))
+        #expect(try store.revision(noteID: note.id, version: 1, owner: .unclaimed)?.body == "first")
+        // The event stream says it is back; a second restore finds nothing.
+        let events = try #require(try store.events(after: 0, limit: 100))
+        #expect(events.last?.kind == .created && events.last?.note.id == note.id)
+        #expect(try store.restoreTrashedNote(id: note.id, owner: .unclaimed) == .notFound)
+        // Writable again, by its id.
+        #expect(try store.perform(.update(id: note.id, body: "third", ifVersion: change.note.version)).note?.version == change.note.version + 1)
+        #expect(try fixture.integrityCheck() == "ok")
+    }
+
+    @Test(arguments: Backend.all) func purgeRemovesRowsRevisionsAndBytes(backend: Backend) throws {
+        let fixture = try StoreFixture(backend)
+        let store = fixture.store
+        let (note, upload) = try noteWithAttachment(fixture, body: "gone soon", bytes: [9])
+        let (kept, keptUpload) = try noteWithAttachment(fixture, body: "kept", bytes: [8])
+        _ = try store.perform(.delete(id: note.id, ifVersion: nil))
+        _ = try store.perform(.delete(id: kept.id, ifVersion: nil))
+
+        #expect(try store.purgeTrashedNote(id: note.id + 100, owner: .unclaimed) == nil)
+        let purged = try #require(try store.purgeTrashedNote(id: note.id, owner: .unclaimed))
+        #expect(purged.note.id == note.id)
+        #expect(try store.trashedNote(id: note.id, owner: .unclaimed) == nil)
+        #expect(try store.upload(id: upload.id) == nil)
+        #expect(!FileManager.default.fileExists(atPath: fixture.contentPath(of: upload.id)))
+        #expect(try store.restoreTrashedNote(id: note.id, owner: .unclaimed) == .notFound)
+        #expect(try store.purgeTrashedNote(id: note.id, owner: .unclaimed) == nil)
+        // Its revisions went with it; the other trashed note keeps everything.
+        _ = try store.restoreTrashedNote(id: kept.id, owner: .unclaimed)
+        #expect(try store.revisions(noteID: note.id, before: nil, limit: 10, owner: .unclaimed) == nil)
+        #expect(FileManager.default.contents(atPath: fixture.contentPath(of: keptUpload.id)) == Data([8]))
+        #expect(try store.note(id: kept.id)?.body == "kept")
+        #expect(try fixture.integrityCheck() == "ok")
+    }
+
+    @Test(arguments: Backend.all) func theSweepEmptiesWhatIsOldEnough(backend: Backend) throws {
+        let fixture = try StoreFixture(backend)
+        let store = fixture.store
+        let (old, oldUpload) = try noteWithAttachment(fixture, body: "old", bytes: [1])
+        let (young, youngUpload) = try noteWithAttachment(fixture, body: "young", bytes: [2])
+        let oldAt = try #require(try store.perform(.delete(id: old.id, ifVersion: nil)).event?.at)
+        let youngAt = try #require(try store.perform(.delete(id: young.id, ifVersion: nil)).event?.at)
+        let day: Int64 = 86_400
+
+        // A second short of 30 days: nothing goes (nor now, with the store's clock).
+        #expect(try store.emptyTrash(keep: 30 * day) == 0)
+        #expect(try store.emptyTrash(keep: 30 * day, asOf: oldAt + 30 * day - 1) == 0)
+        #expect(try store.trashedNotes(limit: 10, after: nil, owner: .unclaimed).count == 2)
+        #expect(FileManager.default.contents(atPath: fixture.contentPath(of: oldUpload.id)) == Data([1]))
+        // 30 days after the first deletion: it goes, with its attachment's bytes.
+        let sameSecond = youngAt == oldAt
+        #expect(try store.emptyTrash(keep: 30 * day, asOf: oldAt + 30 * day) == (sameSecond ? 2 : 1))
+        #expect(try store.trashedNote(id: old.id, owner: .unclaimed) == nil)
+        #expect(try store.upload(id: oldUpload.id) == nil)
+        #expect(!FileManager.default.fileExists(atPath: fixture.contentPath(of: oldUpload.id)))
+        if !sameSecond {
+            #expect(try store.trashedNote(id: young.id, owner: .unclaimed) != nil)
+            #expect(FileManager.default.contents(atPath: fixture.contentPath(of: youngUpload.id)) == Data([2]))
+        }
+        #expect(try store.emptyTrash(keep: 30 * day, asOf: youngAt + 30 * day) == (sameSecond ? 0 : 1))
+        #expect(try store.trashedNotes(limit: 10, after: nil, owner: .unclaimed).isEmpty)
+        #expect(!FileManager.default.fileExists(atPath: fixture.contentPath(of: youngUpload.id)))
+        #expect(try fixture.integrityCheck() == "ok")
+    }
+
+    @Test(arguments: Backend.all) func theTrashIsPerOwnerAndPaged(backend: Backend) throws {
+        let fixture = try StoreFixture(backend)
+        let store = fixture.store
+        var ids: [Int64] = []
+        for index in 0..<5 {
+            guard case .done(let note, _) = try store.perform(.create(body: "alice \(index)"), owner: alice) else { throw FixtureError("create") }
+            _ = try store.perform(.delete(id: note.id, ifVersion: nil), owner: alice)
+            ids.append(note.id)
+        }
+        guard case .done(let bobs, _) = try store.perform(.create(body: "bob's"), owner: bob) else { throw FixtureError("create") }
+        _ = try store.perform(.delete(id: bobs.id, ifVersion: nil), owner: bob)
+
+        // Newest deletion first (ids break ties within a second), in pages by the last id.
+        let all = try store.trashedNotes(limit: 10, after: nil, owner: alice)
+        #expect(all.map(\.note.id) == ids.reversed())
+        #expect(zip(all, all.dropFirst()).allSatisfy { $0.deletedAt >= $1.deletedAt })
+        let first = try store.trashedNotes(limit: 2, after: nil, owner: alice)
+        let second = try store.trashedNotes(limit: 2, after: first.last!.note.id, owner: alice)
+        let third = try store.trashedNotes(limit: 2, after: second.last!.note.id, owner: alice)
+        #expect((first + second + third).map(\.note.id) == ids.reversed())
+        // Another owner's trashed note is as absent as one never deleted.
+        #expect(try store.trashedNotes(limit: 10, after: nil, owner: bob).map(\.note.id) == [bobs.id])
+        #expect(try store.trashedNote(id: bobs.id, owner: alice) == nil)
+        #expect(try store.restoreTrashedNote(id: bobs.id, owner: alice) == .notFound)
+        #expect(try store.purgeTrashedNote(id: bobs.id, owner: alice) == nil)
+        #expect(try store.trashedNotes(limit: 10, after: bobs.id, owner: alice).isEmpty)
+        #expect(try store.trashedNote(id: bobs.id, owner: bob) != nil)
+    }
+}
