@@ -67,6 +67,9 @@ package struct ServeCommand: BlockingCommand {
         Option("--revision-days", value: "N", environment: "JOTTER_REVISION_DAYS", default: "30",
                help: "Days every revision of a note is kept; then the newest of each day until three times as long, then of each "
                    + "week (a note's newest always)."),
+        Option("--trash-days", value: "N", environment: "JOTTER_TRASH_DAYS", default: "30",
+               help: "Days a deleted note stays in the trash, restorable; then it is removed for good with its revisions and "
+                   + "attachments."),
         Option("--tls-cert", value: "FILE", environment: "JOTTER_TLS_CERT", help: "Serve HTTPS with this PEM certificate (chain)."),
         Option("--tls-key", value: "FILE", environment: "JOTTER_TLS_KEY", help: "The PEM private key of --tls-cert."),
     ]
@@ -136,6 +139,9 @@ package struct ServeCommand: BlockingCommand {
         }
         if let days = try arguments.option("--revision-days", as: "a positive whole number of days", positive) {
             configuration.revisionDays = days
+        }
+        if let days = try arguments.option("--trash-days", as: "a positive whole number of days", positive) {
+            configuration.trashDays = days
         }
         configuration.tlsCertificatePath = arguments.option("--tls-cert")
         configuration.tlsKeyPath = arguments.option("--tls-key")

@@ -30,7 +30,8 @@ public final class Application: Sendable {
     public let accounts: Accounts
     let resumable: ResumableUploads
     private let sweeper: PeriodicTask
-    /// The retention sweep: revisions thinned (`RevisionRetention`), on the store's clock.
+    /// The retention sweep, on the store's clock: revisions thinned (`RevisionRetention`), and
+    /// the notes deleted `trashDays` or more ago removed from the trash for good.
     private let retention: PeriodicTask
 
     init(configuration: ServerConfiguration, server: HTTPServer, log: Logger, notes: any DataStore, events: EventBroadcaster,
@@ -38,9 +39,11 @@ public final class Application: Sendable {
         self.resumable = resumable
         sweeper = PeriodicTask(interval: configuration.resumableSweepInterval) { resumable.sweep(now: UnixTime.now()) }
         let revisions = RevisionRetention(days: configuration.revisionDays)
+        let trash = Int64(configuration.trashDays) * 86_400
         retention = PeriodicTask(interval: configuration.retentionSweepInterval) { [log] in
             do {
                 _ = try notes.thinRevisions(revisions)
+                _ = try notes.emptyTrash(keep: trash)
             } catch {
                 log.info("the retention sweep failed (it runs again in \(Int(configuration.retentionSweepInterval)) s): \(error)")
             }

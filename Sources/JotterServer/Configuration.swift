@@ -36,7 +36,11 @@ public struct ServerConfiguration: Sendable {
     public var resumableSweepInterval: Double = 60
     /// Days every revision of a note is kept (`--revision-days`); then thinned (`RevisionRetention`).
     public var revisionDays = 30
-    /// Seconds between runs of the retention sweep (revisions thinned).
+    /// Days a deleted note stays in the trash (`--trash-days`), restorable; then the retention
+    /// sweep removes it for good, with its revisions and its attachments' bytes.
+    public var trashDays = 30
+    /// Seconds between runs of the retention sweep (revisions thinned, the trash emptied of
+    /// notes deleted over `trashDays` ago).
     public var retentionSweepInterval: Double = 3600
     /// Open connections from one client address.
     public var connectionsPerAddress = 256

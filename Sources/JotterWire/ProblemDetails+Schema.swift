@@ -3,7 +3,7 @@ extension ProblemDetails: SchemaDescribing {
 
     public static var schema: JSONSchema {
         .object([
-            "type": .string(description: "`about:blank` (the status says what kind of problem it is), or a type a route defines: `/problems/unknown-base` and `/problems/merge-too-large` on a note write, the resumable-upload draft's types", example: "about:blank"),
+            "type": .string(description: "`about:blank` (the status says what kind of problem it is), or a type a route defines: `/problems/unknown-base`, `/problems/merge-too-large` and `/problems/note-deleted` on a note write, the resumable-upload draft's types", example: "about:blank"),
             "title": .string(description: "the status's reason phrase", example: "Not Found"),
             "status": .integer(minimum: 400, maximum: 599, description: "the response's status code"),
             "detail": .string(description: "what was wrong, for people", example: "note 42 does not exist"),
@@ -11,7 +11,9 @@ extension ProblemDetails: SchemaDescribing {
             "request_id": .string(description: "the request's id, as in the server's log and the `X-Request-Id` header"),
             "note": .ref(named: "Note"),
             "base": .ref(named: "Revision"),
-        ], optional: ["detail", "errors", "note", "base"], additional: .forbidden, description: "An RFC 9457 problem (`application/problem+json`).")
+            "deleted_at": .string(pattern: "^[0-9]{4}-[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2}$",
+                                  description: "UTC, `yyyy-MM-dd HH:mm:ss`; `/problems/note-deleted`: when the note was deleted", example: "2026-12-01 09:30:00"),
+        ], optional: ["detail", "errors", "note", "base", "deleted_at"], additional: .forbidden, description: "An RFC 9457 problem (`application/problem+json`).")
     }
 }
 

@@ -158,6 +158,9 @@ struct OpenAPITests {
                                  RevisionList(revisions: [], next: nil)]),
             (Revision.self, [Revision(version: 2, createdAt: Timestamp.date("2026-11-30 14:35:40")!, body: "Buy milk", merged: false)]),
             (RevisionEnvelope.self, [RevisionEnvelope(revision: Revision(version: 2, createdAt: Timestamp.date("2026-11-30 14:35:40")!, body: "", merged: true))]),
+            (DeletedNote.self, [DeletedNote(note: note, deletedAt: Timestamp.date("2026-12-01 09:30:00")!), DeletedNote(note: empty, deletedAt: Timestamp.date("1970-01-01 00:00:00")!)]),
+            (TrashList.self, [TrashList(notes: [DeletedNote(note: note, deletedAt: Timestamp.date("2026-12-01 09:30:00")!)], next: "/notes/trash?limit=1&after=42"),
+                              TrashList(notes: [], next: nil)]),
             (Upload.self, [upload, attached]),
             (UploadList.self, [UploadList(uploads: [upload, attached]), UploadList(uploads: [])]),
             (UploadPage.self, [UploadPage(uploads: [upload, attached], next: "/uploads?limit=2&after=7c1a0e5b9d3f4a2e8b6c0d1f"), UploadPage(uploads: [], next: nil)]),
@@ -180,6 +183,14 @@ struct OpenAPITests {
                     error.members = ["note": .object(["id": "42", "body": "Buy milk", "created_at": "2026-11-30 14:35:40",
                                                       "updated_at": "2026-11-30 14:35:41", "version": 3, "attachments": .array([])]),
                                      "base": .object(["version": 2, "created_at": "2026-11-30 14:35:40", "body": "Buy", "merged": false])]
+                    return error
+                }()),
+                ProblemBody({
+                    var error = HTTPError(HTTPStatus(409), detail: "note 42 was deleted at 2026-12-01 09:30:00 UTC and is in the trash")
+                    error.type = "/problems/note-deleted"
+                    error.members = ["note": .object(["id": "42", "body": "Buy milk", "created_at": "2026-11-30 14:35:40",
+                                                      "updated_at": "2026-11-30 14:35:41", "version": 3, "attachments": .array([])]),
+                                     "deleted_at": "2026-12-01 09:30:00"]
                     return error
                 }()),
             ]),

@@ -85,7 +85,7 @@ struct UploadsTests {
         }
     }
 
-    @Test("attaching to a note bumps its version, shows in the note, and deleting the note deletes the files")
+    @Test("attaching to a note bumps its version, shows in the note; the files go when the note leaves the trash")
     func attachments() throws {
         try TestApp.with { app in
             let note = try #require(try app.request("POST", "/notes", body: "body=with+files").json()["note"] as? [String: Any])
@@ -103,6 +103,10 @@ struct UploadsTests {
 
             #expect(try app.request("DELETE", "/notes/\(noteID)").status == 200)
             let id = try #require(created.first?["id"] as? String)
+            // In the trash, the note keeps its files.
+            #expect(try app.request("GET", "/uploads/\(id)/content").text == "aaa")
+            #expect(filesOnDisk(app).uploads.count == 1)
+            #expect(try app.request("DELETE", "/notes/trash/\(noteID)").status == 204)
             #expect(try app.request("GET", "/uploads/\(id)").status == 404)
             #expect(filesOnDisk(app).uploads.isEmpty)
         }

@@ -50,6 +50,19 @@ extension MergeReport {
 enum NoteConflicts {
     static let unknownBaseType = "/problems/unknown-base"
     static let mergeLimitsType = "/problems/merge-too-large"
+    static let deletedType = "/problems/note-deleted"
+
+    /// A write made from a version of a note that has since been deleted: the note is in the
+    /// trash, and an edit does not bring it back. `note` is the note as it was deleted.
+    static func deleted(_ trashed: TrashedNote, attachments: [UploadRecord]) -> HTTPError {
+        let id = trashed.note.id, deletedAt = Timestamp.format(trashed.deletedAt)
+        var error = HTTPError(HTTPStatus(409), detail: "note \(id) was deleted at \(deletedAt) UTC and is in the trash: nothing was "
+            + "changed. POST /notes/\(id)/restore (without a version) brings it back, then send your edit again with "
+            + "Base-Version: \(trashed.note.version + 1)")
+        error.type = deletedType
+        error.members = ["deleted_at": .string(deletedAt), "note": jsonValue(Note(trashed.note, attachments: attachments))]
+        return error
+    }
 
     /// The version the write was made from is not kept (or never was): no merge, no overwrite.
     static func unknownBase(_ base: Int64, current: Note) -> HTTPError {
@@ -87,12 +100,22 @@ enum NoteRendering {
         try notes([record], owner: owner, store: store)[0]
     }
 
-    /// The server-sent event for a change: `data` is the note (as it was, when deleted —
-    /// its attachments are gone with it by then).
+    /// Notes in the trash, with the attachments they keep there and when they were deleted.
+    static func trashed(_ trashed: [TrashedNote], owner: Owner, store: some UploadStore) throws -> [DeletedNote] {
+        let attachments = try store.attachments(of: trashed.map(\.note.id), owner: owner)
+        return trashed.map {
+            DeletedNote(note: Note($0.note, attachments: attachments[$0.note.id] ?? []), deletedAt: Timestamp.date(seconds: $0.deletedAt))
+        }
+    }
+
+    /// The server-sent event for a change: `data` is the note (as it was, when deleted, without
+    /// its attachments, which are in the trash with it).
     static func event(_ event: NoteEvent, owner: Owner, store: some UploadStore) throws -> ServerSentEvent {
-        // A deleted note's attachments are gone; a created one has none yet (uploads attach by
-        // later writes, each with its own event): neither needs a read.
-        let attachments = event.kind == .updated ? try store.attachments(of: [event.note.id], owner: owner)[event.note.id] ?? [] : []
+        // A deleted note is shown without attachments, as before the trash; a new note has none
+        // yet (uploads attach by later writes, each with its own event): neither needs a read.
+        // A note back from the trash (`note.created` past version 1) has its own again.
+        let needsAttachments = event.kind == .updated || (event.kind == .created && event.note.version > 1)
+        let attachments = needsAttachments ? try store.attachments(of: [event.note.id], owner: owner)[event.note.id] ?? [] : []
         let note = StoredNote(record: event.note, attachments: attachments, deletedAt: event.kind == .deleted ? event.at : nil)
         var json = JSONWriter(capacity: note.estimatedJSONSize)
         note.write(to: &json)
@@ -168,8 +191,9 @@ enum NoteInput {
         return (query, fields)
     }
 
-    /// `limit` (default 100) and `after` (a version) of `GET /notes/{id}/revisions`; bad ones are `400`.
-    static func revisionQuery(_ request: Request) throws(HTTPError) -> (limit: Int, after: Int64?) {
+    /// `limit` (default 100) and `after` (`cursor`: a version for `GET /notes/{id}/revisions`, a
+    /// note id for `GET /notes/trash`); bad ones are `400`.
+    static func pageQuery(_ request: Request, cursor: String) throws(HTTPError) -> (limit: Int, after: Int64?) {
         let fields = try request.query()
         var limit = 100, after: Int64?
         var errors: [HTTPError.FieldError] = []
@@ -179,7 +203,7 @@ enum NoteInput {
         }
         if let text = fields["after"] {
             if isDigits(text), let value = Int64(text) { after = value }
-            else { errors.append(.init(field: "after", message: "must be a version")) }
+            else { errors.append(.init(field: "after", message: "must be \(cursor)")) }
         }
         guard errors.isEmpty else { throw HTTPError.badQuery(errors) }
         return (limit, after)
@@ -225,6 +249,21 @@ enum NoteInput {
             header = value
         }
         return try version(request, field: "base_version") ?? header
+    }
+
+    /// Whether the body has field `name`, whatever its value (a malformed body has none).
+    static func has(_ request: Request, field name: String) -> Bool {
+        switch try? request.body() {
+        case .form(let fields)?: fields[name] != nil
+        case .json(let object)?: object[name] != nil
+        case .empty?, nil: false
+        }
+    }
+
+    /// Whether a write says which version it was made from (`Base-Version` or `base_version`,
+    /// well-formed or not).
+    static func namesBase(_ request: Request) -> Bool {
+        request.headers["Base-Version"] != nil || has(request, field: "base_version")
     }
 
     /// One or more ASCII digits, nothing else (no sign, no space).

@@ -27,8 +27,9 @@ enum NotesOperations {
                                "base_version": .integer(minimum: 1, description: "the version the edit was made from (in a form: its digits), as the `Base-Version` header: an older one is merged")],
                               optional: ["body", "base_version"],
                               description: "A note's fields. Client-sent `id`, `version`, `created_at` and `updated_at` are ignored."),
-        "RestoreFields": .object(["version": .integer(minimum: 1, description: "the revision to restore (in a form: its digits)")],
-                                 description: "Which revision of the note to restore."),
+        "RestoreFields": .object(["version": .integer(minimum: 1, description: "the revision to restore (in a form: its digits); absent: the note comes back from the trash")],
+                                 optional: ["version"],
+                                 description: "Which revision of the note to restore; none for a note in the trash."),
         "NewNoteFields": .object(["body": .string(description: "the note's text; an empty string is a valid note")],
                                  description: "The fields of a new note."),
     ]
@@ -91,15 +92,15 @@ enum NotesOperations {
             requestBody: .fields(.ref(named: "NoteFields"), required: false),
             responses: [
                 200: .json(.ref(NoteEnvelope.self), "updated (`Note Updated`; with `merge` when merged), or unchanged (`No Body Sent`)", headers: ["ETag": etag]),
-                400: malformedBody, 404: missing,
-                409: .problem("a write with `Base-Version`: that revision is not kept (`type` `/problems/unknown-base`, the current note in `note`), or the merge is past the server's bounds (`/problems/merge-too-large`, `note` and the `base` revision); nothing changed", headers: ["ETag": etag]),
+                400: malformedBody, 404: .problem("no note has this id (a note in the trash too, when the write has no `Base-Version`)"),
+                409: .problem("a write with `Base-Version`: that revision is not kept (`type` `/problems/unknown-base`, the current note in `note`), the merge is past the server's bounds (`/problems/merge-too-large`, `note` and the `base` revision), or the note was deleted and is in the trash (`/problems/note-deleted`, with `deleted_at` and the note as it was in `note`: `POST /notes/{id}/restore` brings it back); nothing changed", headers: ["ETag": etag]),
                 412: stale, 413: tooLarge, 415: unsupported, 422: notString,
             ])
     }
 
     static let delete = OpenAPIOperation(
-        operationID: "deleteNote", summary: "Delete a note and its attachments",
-        description: "Also `POST /notes/{id}` with `_method=DELETE` or `X-HTTP-Method-Override: DELETE`. Answered once the deletion is durable.",
+        operationID: "deleteNote", summary: "Move a note to the trash",
+        description: "The note leaves the list and its own path (`404`), and goes to the trash (`GET /notes/trash`) with its revisions and attachments for `--trash-days` (default 30): `POST /notes/{id}/restore` brings it back until then. Also `POST /notes/{id}` with `_method=DELETE` or `X-HTTP-Method-Override: DELETE`. Answered once the deletion is durable.",
         tags: ["notes"],
         parameters: [id, ifMatch, ifNoneMatch],
         responses: [
@@ -137,14 +138,37 @@ enum NotesOperations {
         ])
 
     static let restore = OpenAPIOperation(
-        operationID: "restoreNote", summary: "Restore a note's body from a revision",
-        description: "The note gets a new version whose body is revision `version`'s (its attachments stay as they are). A missing note is `404`; then `If-Match` is checked. Answered once the change is durable.",
+        operationID: "restoreNote", summary: "Restore a note's body from a revision, or the note from the trash",
+        description: "With `version`: the note gets a new version whose body is revision `version`'s (its attachments stay as they are); a missing note is `404`, then `If-Match` is checked. Without `version`: a note in the trash comes back with its id, body, attachments and revisions, at the next version (a `note.created` event). Answered once the change is durable.",
         tags: ["notes"],
         parameters: [id, ifMatch, ifNoneMatch],
         requestBody: .fields(.ref(named: "RestoreFields"), required: true),
         responses: [
             200: .json(.ref(NoteEnvelope.self), "restored (`Note Restored`)", headers: ["ETag": etag]),
-            400: malformedBody, 404: .problem("no note has this id, or it has no revision kept at `version`"), 412: stale,
-            413: tooLarge, 415: unsupported, 422: .problem("`version` is absent or not a whole number from 1"),
+            400: malformedBody, 404: .problem("no note has this id (without `version`: none in the trash), or it has no revision kept at `version`"), 412: stale,
+            413: tooLarge, 415: unsupported, 422: .problem("`version` is not a whole number from 1, or absent for a note that is not in the trash"),
+        ])
+
+    static let trash = OpenAPIOperation(
+        operationID: "listTrash", summary: "List deleted notes, most recently deleted first",
+        description: "The notes deleted less than `--trash-days` (default 30) ago, each with its attachments and `deleted_at`; then the retention sweep removes them for good.",
+        tags: ["notes"],
+        parameters: [
+            .query("limit", .integer(minimum: 1, description: "values over 1000 act as 1000"), description: "notes per page (default 100)"),
+            .query("after", .integer(minimum: 0, maximum: Int64.max, format: "int64"), description: "cursor: the id of the last note of the previous page"),
+        ],
+        responses: [
+            200: .json(.ref(TrashList.self), "a page, and the path of the next one"),
+            400: .problem("a query parameter is invalid (each one is listed in `errors`)"),
+        ])
+
+    static let purge = OpenAPIOperation(
+        operationID: "purgeNote", summary: "Remove a note from the trash for good",
+        description: "With its revisions and attachments: the rows at once, the attachments' bytes once that is durable. Answered once it is durable.",
+        tags: ["notes"],
+        parameters: [id],
+        responses: [
+            204: .empty("removed"),
+            404: .problem("no note with this id is in the trash"),
         ])
 }

@@ -20,6 +20,8 @@ struct NotesController {
         routes.get("/notes", operation: NotesOperations.list, handler: list)
         routes.post("/notes", operation: NotesOperations.create, handler: create)
         routes.get("/notes/events", operation: NotesOperations.events, handler: stream)
+        routes.get("/notes/trash", operation: NotesOperations.trash, handler: trash)
+        routes.delete("/notes/trash/:id", operation: NotesOperations.purge, handler: purge)
         routes.get("/notes/:id", operation: NotesOperations.show, handler: show)
         routes.put("/notes/:id", operation: NotesOperations.update("PUT"), handler: update)
         routes.patch("/notes/:id", operation: NotesOperations.update("PATCH"), handler: update)
@@ -90,8 +92,9 @@ struct NotesController {
 
     @Sendable func update(_ request: Request, _ context: RequestContext) throws -> Reply {
         let id = try NoteInput.id(context)
-        // A missing note is 404 whatever the preconditions; then If-Match, before anything else.
-        let current = try existing(id, owner: context.owner)
+        // A missing note is 404 whatever the preconditions (409 for an edit made from a version
+        // of a note since deleted); then If-Match, before anything else.
+        let current = try writable(id, request: request, owner: context.owner)
         let version = try checkIfMatch(request, current: current)
         let base = try NoteInput.baseVersion(request)
         guard let body = try NoteInput.updatedBody(request) else {
@@ -100,11 +103,11 @@ struct NotesController {
         }
         if let base {
             // Made from `base`: merged into what was committed since, inside the write.
-            return commit(owner: context.owner, request: request, message: "Note Updated", base: base) { store, completion in
+            return commit(id, owner: context.owner, request: request, message: "Note Updated", base: base) { store, completion in
                 store.mergeNote(id: id, base: base, body: body, ifVersion: version, owner: context.owner, completion: completion)
             }
         }
-        return commit(owner: context.owner, request: request, message: "Note Updated") { store, completion in
+        return commit(id, owner: context.owner, request: request, message: "Note Updated") { store, completion in
             store.updateNote(id: id, body: body, ifVersion: version, owner: context.owner, completion: completion)
         }
     }
@@ -112,7 +115,7 @@ struct NotesController {
     @Sendable func delete(_ request: Request, _ context: RequestContext) throws -> Reply {
         let id = try NoteInput.id(context)
         let version = try checkIfMatch(request, current: try existing(id, owner: context.owner))
-        return commit(owner: context.owner, request: request, message: "Note Deleted") { store, completion in
+        return commit(id, owner: context.owner, request: request, message: "Note Deleted") { store, completion in
             store.deleteNote(id: id, ifVersion: version, owner: context.owner, completion: completion)
         }
     }
@@ -120,7 +123,7 @@ struct NotesController {
     /// `GET /notes/{id}/revisions`: newest first, paged by version.
     @Sendable func revisions(_ request: Request, _ context: RequestContext) throws -> Reply {
         let id = try NoteInput.id(context)
-        let (limit, after) = try NoteInput.revisionQuery(request)
+        let (limit, after) = try NoteInput.pageQuery(request, cursor: "a version")
         guard let found = try store.revisions(noteID: id, before: after, limit: limit + 1, owner: context.owner) else {
             throw HTTPError(.notFound, detail: "note \(id) does not exist")
         }
@@ -140,16 +143,50 @@ struct NotesController {
         return try JSON(RevisionEnvelope(revision: Revision(found))).reply(for: request)
     }
 
-    /// `POST /notes/{id}/restore` with `version`: the note at a new version whose body is that revision's.
+    /// `POST /notes/{id}/restore` with `version`: the note at a new version whose body is that
+    /// revision's. Without `version`, a note in the trash back where it was, with its id, body
+    /// and attachments, at a new version.
     @Sendable func restore(_ request: Request, _ context: RequestContext) throws -> Reply {
         let id = try NoteInput.id(context)
-        let current = try existing(id, owner: context.owner)
-        let ifVersion = try checkIfMatch(request, current: current)
-        guard let version = try NoteInput.version(request, field: "version") else {
-            throw HTTPError.validation([.init(field: "version", message: "is required")])
+        let owner = context.owner
+        guard let (record, attachments) = try store.noteWithAttachments(id: id, owner: owner) else {
+            guard !NoteInput.has(request, field: "version") else { throw HTTPError(.notFound, detail: "note \(id) does not exist") }
+            // Not a live note: from the trash, if it is there (`.notFound` otherwise).
+            return commit(id, owner: owner, request: request, message: "Note Restored") { store, completion in
+                store.restoreTrashedNote(id: id, owner: owner, completion: completion)
+            }
         }
-        return commit(owner: context.owner, request: request, message: "Note Restored") { store, completion in
+        let ifVersion = try checkIfMatch(request, current: StoredNote(record: record, attachments: attachments).note)
+        guard let version = try NoteInput.version(request, field: "version") else {
+            throw HTTPError.validation([.init(field: "version", message: "is required: note \(id) is not in the trash, "
+                + "so the only restore is of one of its revisions (GET /notes/\(id)/revisions lists them)")])
+        }
+        return commit(id, owner: context.owner, request: request, message: "Note Restored") { store, completion in
             store.restoreNote(id: id, version: version, ifVersion: ifVersion, owner: context.owner, completion: completion)
+        }
+    }
+
+    /// `GET /notes/trash`: the owner's deleted notes, most recently deleted first, paged by id.
+    @Sendable func trash(_ request: Request, _ context: RequestContext) throws -> Reply {
+        let (limit, after) = try NoteInput.pageQuery(request, cursor: "a note id")
+        let found = try store.trashedNotes(limit: limit + 1, after: after, owner: context.owner)
+        let page = Array(found.prefix(limit))
+        let next = found.count > limit ? "/notes/trash?limit=\(limit)&after=\(page.last!.note.id)" : nil
+        return try JSON(TrashList(notes: try NoteRendering.trashed(page, owner: context.owner, store: store), next: next)).reply(for: request)
+    }
+
+    /// `DELETE /notes/trash/{id}`: the note out of the trash for good, with its revisions and
+    /// attachments (their bytes once that is durable); `204`.
+    @Sendable func purge(_ request: Request, _ context: RequestContext) throws -> Reply {
+        let id = try NoteInput.id(context)
+        let store = store, owner = context.owner
+        return Reply.later { done in
+            store.purgeTrashedNote(id: id, owner: owner) { result in
+                done {
+                    guard try result.get() != nil else { throw HTTPError(.notFound, detail: "note \(id) is not in the trash") }
+                    return Response(status: .noContent)
+                }
+            }
         }
     }
 
@@ -197,6 +234,28 @@ struct NotesController {
         try stored(id, owner: owner).note
     }
 
+    /// The note an update writes over: `404` when there is none, or `409` (`note-deleted`) when
+    /// the update was made from a version of it (`Base-Version`) and it is in the trash.
+    private func writable(_ id: Int64, request: Request, owner: Owner) throws -> Note {
+        guard let (record, attachments) = try store.noteWithAttachments(id: id, owner: owner) else {
+            throw try gone(id, request: request, owner: owner)
+        }
+        return StoredNote(record: record, attachments: attachments).note
+    }
+
+    /// Why a write found no note `id`: `409` for an edit made from a version of it (`Base-Version`
+    /// or `base_version`, even a malformed one) when it is in the trash, else `404`.
+    private static func gone(_ id: Int64, request: Request, owner: Owner, store: any DataStore) throws -> HTTPError {
+        if NoteInput.namesBase(request), let trashed = try store.trashedNote(id: id, owner: owner) {
+            return NoteConflicts.deleted(trashed, attachments: try store.attachments(of: [id], owner: owner)[id] ?? [])
+        }
+        return HTTPError(.notFound, detail: "note \(id) does not exist")
+    }
+
+    private func gone(_ id: Int64, request: Request, owner: Owner) throws -> HTTPError {
+        try Self.gone(id, request: request, owner: owner, store: store)
+    }
+
     private func stored(_ id: Int64, owner: Owner) throws -> StoredNote {
         guard let (record, attachments) = try store.noteWithAttachments(id: id, owner: owner) else {
             throw HTTPError(.notFound, detail: "note \(id) does not exist")
@@ -209,9 +268,10 @@ struct NotesController {
         try NotePreconditions.check(request, current: current)
     }
 
-    /// Starts a write on an existing note and answers once it is durable: `200` with the note
-    /// (read again with its attachments, unless deleted), `404`, or `412` with the current note.
-    private func commit(owner: Owner, request: Request, message: String, base: Int64? = nil,
+    /// Starts a write on note `id` and answers once it is durable: `200` with the note (read
+    /// again with its attachments, unless deleted), `404` (`409` for a write made from `base` of
+    /// a note since deleted), or `412` with the current note.
+    private func commit(_ id: Int64, owner: Owner, request: Request, message: String, base: Int64? = nil,
                         _ start: @escaping @Sendable (any DataStore, @escaping StoreCompletion<NoteWriteOutcome>) -> Void) -> Reply {
         let store = store
         return Reply.later { done in
@@ -223,7 +283,9 @@ struct NotesController {
                             : try NoteRendering.note(change.note, owner: owner, store: store)
                         return try Self.answer(note, request: request, status: .ok, message: message, merge: change.merge.map(MergeReport.init))
                     case .notFound:
-                        throw HTTPError(.notFound, detail: "note does not exist")
+                        // Deleted since it was read: an edit made from a version of it is refused as one of a note in the trash.
+                        throw base != nil ? try Self.gone(id, request: request, owner: owner, store: store)
+                                          : HTTPError(.notFound, detail: "note \(id) does not exist")
                     case .versionMismatch(let current):
                         throw NotePreconditions.stale(try NoteRendering.note(current, owner: owner, store: store))
                     case .noRevision(let current) where base != nil:

@@ -1,0 +1,178 @@
+import Foundation
+import JotterTestSupport
+import Testing
+
+/// The trash over HTTP on both databases: `DELETE /notes/{id}` into it, `GET /notes/trash`,
+/// `POST /notes/{id}/restore` without a version, `DELETE /notes/trash/{id}`, and the `409` of
+/// an edit made from a version of a deleted note.
+@Suite("The trash over HTTP")
+struct TrashRoutesTests {
+    /// A note with one attachment (`bytes`); its id and the upload's.
+    static func noteWithFile(_ app: TestApp, _ body: String, bytes: String, token: String? = nil) throws -> (note: String, upload: String) {
+        let note = try RevisionRoutesTests.created(app, body, token: token)
+        var parts = MultipartBuilder()
+        parts.field("note_id", note)
+        parts.file("file", filename: "a.txt", contentType: "text/plain", body: Array(bytes.utf8))
+        var headers = [("Content-Type", parts.contentType)]
+        if let token { headers.append(("Authorization", "Bearer \(token)")) }
+        let response = try RawHTTP(port: app.port).request("POST", "/uploads", headers: headers, body: parts.finished(), close: true)
+        try #require(response.status == 201, "\(response.text)")
+        let upload = try #require((try response.json()["uploads"] as? [[String: Any]])?.first?["id"] as? String)
+        return (note, upload)
+    }
+
+    static func trash(_ app: TestApp, _ target: String = "/notes/trash", token: String? = nil) throws -> (notes: [[String: Any]], next: Any?) {
+        let response = try app.request("GET", target, token: token)
+        try #require(response.status == 200, "\(response.text)")
+        return (try #require(try response.json()["notes"] as? [[String: Any]]), try response.json()["next"] ?? nil)
+    }
+
+    @Test("delete: listed in the trash with deleted_at, gone from /notes and its path; restore brings back id, body, attachments",
+          arguments: ServerDatabase.all)
+    func deleteAndRestore(database: ServerDatabase) throws {
+        try database.with { app in
+            let (id, upload) = try Self.noteWithFile(app, "kept ✓", bytes: "file bytes")
+            let other = try RevisionRoutesTests.created(app, "other")
+            let deleted = try app.request("DELETE", "/notes/\(id)")
+            #expect(deleted.status == 200, "\(deleted.text)")
+            #expect(try deleted.json()["message"] as? String == "Note Deleted")
+
+            #expect(try app.request("GET", "/notes/\(id)").status == 404)
+            let listed = try #require(try app.request("GET", "/notes").json()["notes"] as? [[String: Any]])
+            #expect(listed.compactMap { $0["id"] as? String } == [other])
+            let (trash, next) = try Self.trash(app)
+            #expect(next is NSNull)
+            #expect(trash.count == 1)
+            let entry = try #require(trash.first)
+            #expect(entry["id"] as? String == id)
+            #expect(entry["body"] as? String == "kept ✓")
+            #expect(entry["version"] as? Int == 2)
+            #expect((entry["deleted_at"] as? String)?.count == 19)
+            #expect((entry["attachments"] as? [[String: Any]])?.compactMap { $0["id"] as? String } == [upload])
+            // The attachment's bytes are still served while the note is in the trash.
+            #expect(try app.request("GET", "/uploads/\(upload)/content").text == "file bytes")
+
+            // A restore of a live note needs a version; of a note in the trash, none.
+            let live = try app.request("POST", "/notes/\(other)/restore")
+            #expect(live.status == 422)
+            #expect(live.text.contains("not in the trash"))
+            #expect(try app.request("POST", "/notes/999999/restore").status == 404)
+            #expect(try app.request("POST", "/notes/\(id)/restore", body: "version=1").status == 404)
+            let restored = try app.request("POST", "/notes/\(id)/restore")
+            #expect(restored.status == 200, "\(restored.text)")
+            #expect(try restored.json()["message"] as? String == "Note Restored")
+            let note = try #require(try restored.json()["note"] as? [String: Any])
+            #expect(note["id"] as? String == id)
+            #expect(note["body"] as? String == "kept ✓")
+            #expect(note["version"] as? Int == 3)
+            #expect((note["attachments"] as? [[String: Any]])?.compactMap { $0["id"] as? String } == [upload])
+            #expect(restored.header("ETag") == "\"3\"")
+            #expect(try app.request("GET", "/notes/\(id)").status == 200)
+            #expect(try app.request("GET", "/uploads/\(upload)/content").text == "file bytes")
+            #expect(try Self.trash(app).notes.isEmpty)
+            #expect(try app.request("POST", "/notes/\(id)/restore").status == 422)
+            // Its history is whole, the restore its newest version.
+            let revisions = try #require(try app.request("GET", "/notes/\(id)/revisions").json()["revisions"] as? [[String: Any]])
+            #expect(revisions.map { $0["version"] as? Int } == [3, 2, 1])
+        }
+    }
+
+    @Test("an edit made from a version of a deleted note is 409 note-deleted; without Base-Version 404; nothing comes back",
+          arguments: ServerDatabase.all)
+    func editOfADeletedNote(database: ServerDatabase) throws {
+        try database.with { app in
+            let id = try RevisionRoutesTests.created(app, "draft")
+            #expect(try app.request("DELETE", "/notes/\(id)").status == 200)
+
+            let json = [("Content-Type", "application/json")]
+            let edits: [(String, String, [(String, String)], String)] = [
+                ("PUT", "/notes/\(id)", [("Base-Version", "1")], "body=offline+edit"),
+                ("PATCH", "/notes/\(id)", json, #"{"body":"offline edit","base_version":1}"#),
+                ("POST", "/notes/\(id)", [], "_method=PUT&body=offline+edit&base_version=1"),
+            ]
+            for (method, path, headers, body) in edits {
+                let response = try app.request(method, path, headers: headers, body: body)
+                #expect(response.status == 409, "\(method) \(body): \(response.text)")
+                #expect(response.header("Content-Type") == "application/problem+json")
+                let problem = try response.json()
+                #expect(problem["type"] as? String == "/problems/note-deleted")
+                #expect((problem["detail"] as? String)?.contains("POST /notes/\(id)/restore") == true)
+                #expect((problem["deleted_at"] as? String)?.count == 19)
+                #expect((problem["note"] as? [String: Any])?["body"] as? String == "draft")
+            }
+            // The original clients: no base version, as before the trash.
+            #expect(try app.request("PUT", "/notes/\(id)", body: "body=edit").status == 404)
+            #expect(try app.request("POST", "/notes/\(id)", body: "_method=PUT&body=edit").status == 404)
+            #expect(try app.request("DELETE", "/notes/\(id)").status == 404)
+            #expect(try app.request("GET", "/notes/\(id)").status == 404)
+            // Nothing was resurrected or changed.
+            let (trash, _) = try Self.trash(app)
+            #expect(trash.compactMap { $0["body"] as? String } == ["draft"])
+            // A note that never was: 404 even with a base version.
+            #expect(try app.request("PUT", "/notes/999999", headers: [("Base-Version", "1")], body: "body=x").status == 404)
+        }
+    }
+
+    @Test("emptying: DELETE /notes/trash/{id} removes the note, its revisions and its attachment's bytes", arguments: ServerDatabase.all)
+    func purge(database: ServerDatabase) throws {
+        try database.with { app in
+            let (id, upload) = try Self.noteWithFile(app, "gone", bytes: "bytes")
+            #expect(try app.request("DELETE", "/notes/trash/\(id)").status == 404)  // not in the trash yet
+            #expect(try app.request("DELETE", "/notes/\(id)").status == 200)
+            #expect(try app.request("GET", "/uploads/\(upload)/content").text == "bytes")
+            let purged = try app.request("DELETE", "/notes/trash/\(id)")
+            #expect(purged.status == 204, "\(purged.text)")
+            #expect(try app.request("GET", "/uploads/\(upload)").status == 404)
+            #expect(try app.request("GET", "/uploads/\(upload)/content").status == 404)
+            #expect(try Self.trash(app).notes.isEmpty)
+            #expect(try app.request("POST", "/notes/\(id)/restore").status == 404)
+            #expect(try app.request("DELETE", "/notes/trash/\(id)").status == 404)
+            #expect(try app.request("DELETE", "/notes/trash/x").status == 404)
+        }
+    }
+
+    @Test("the trash is paged, newest deletion first; a bad limit or after is 400")
+    func paging() throws {
+        try TestApp.with { app in
+            var ids: [String] = []
+            for index in 0..<5 {
+                let id = try RevisionRoutesTests.created(app, "note\(index)")
+                #expect(try app.request("DELETE", "/notes/\(id)").status == 200)
+                ids.append(id)
+            }
+            var seen: [String] = []
+            var target: String? = "/notes/trash?limit=2"
+            while let next = target {
+                let page = try Self.trash(app, next)
+                #expect(page.notes.count <= 2)
+                seen += page.notes.compactMap { $0["id"] as? String }
+                target = page.next as? String
+            }
+            #expect(seen == ids.reversed())
+            #expect(try app.request("GET", "/notes/trash?limit=0").status == 400)
+            #expect(try app.request("GET", "/notes/trash?after=x").status == 400)
+        }
+    }
+
+    @Test("another user's trash is invisible: listing, restore and purge are 404", arguments: ServerDatabase.all)
+    func perOwner(database: ServerDatabase) throws {
+        try database.with(configure: { $0.auth = .required }) { app in
+            try app.addUser("ann")
+            try app.addUser("bob")
+            let ann = try app.token("ann"), bob = try app.token("bob")
+            let (id, upload) = try Self.noteWithFile(app, "ann's", bytes: "ann's bytes", token: ann)
+            #expect(try app.request("DELETE", "/notes/\(id)", token: ann).status == 200)
+
+            #expect(try Self.trash(app, token: bob).notes.isEmpty)
+            #expect(try app.request("POST", "/notes/\(id)/restore", token: bob).status == 404)
+            #expect(try app.request("DELETE", "/notes/trash/\(id)", token: bob).status == 404)
+            #expect(try app.request("PUT", "/notes/\(id)", token: bob, headers: [("Base-Version", "1")], body: "body=x").status == 404)
+            #expect(try app.request("GET", "/uploads/\(upload)/content", token: bob).status == 404)
+            #expect(try app.request("GET", "/notes/trash", token: nil).status == 401)
+
+            #expect(try Self.trash(app, token: ann).notes.compactMap { $0["id"] as? String } == [id])
+            #expect(try app.request("POST", "/notes/\(id)/restore", token: ann).status == 200)
+            #expect(try app.request("GET", "/uploads/\(upload)/content", token: ann).text == "ann's bytes")
+        }
+    }
+}
