@@ -45,11 +45,13 @@ struct NotesAddCommand: AsyncCommand {
 /// `jotter notes rm ID…`.
 struct NotesRemoveCommand: AsyncCommand {
     static let name = "rm"
-    static let summary = "Delete notes and their attachments."
+    static let summary = "Move notes, with their attachments, to the trash."
     static let usage = "jotter notes rm ID… [options]"
     static let about = """
-    Deletes each note and its attachments, in turn. One that can't be deleted is reported
-    and the others are still deleted; the exit code is then that of the first failure.
+    Moves each note and its attachments to the trash, in turn: jotter notes trash lists
+    them, jotter notes restore ID brings one back (for the server's --trash-days). One that
+    can't be deleted is reported and the others are still deleted; the exit code is then
+    that of the first failure.
     """
     static let options = ClientOptions.options
 

@@ -5,10 +5,10 @@ import JotterClient
 /// `jotter notes …`: the notes on the server.
 struct NotesCommand: CommandGroup {
     static let name = "notes"
-    static let summary = "List, show, add, edit, remove and watch notes; their history."
+    static let summary = "List, show, add, edit, remove and watch notes; their history; the trash."
     static let subcommands: [any Command.Type] = [
         NotesListCommand.self, NotesShowCommand.self, NotesAddCommand.self, NotesEditCommand.self, NotesRemoveCommand.self,
-        NotesWatchCommand.self, NotesHistoryCommand.self, NotesRestoreCommand.self,
+        NotesWatchCommand.self, NotesHistoryCommand.self, NotesRestoreCommand.self, NotesTrashCommand.self,
     ]
     static var help: String {
         """

@@ -49,34 +49,139 @@ struct NotesHistoryCommand: AsyncCommand {
     }
 }
 
-/// `jotter notes restore ID --version N`.
+/// `jotter notes restore ID [--version N]`.
 struct NotesRestoreCommand: AsyncCommand {
     static let name = "restore"
-    static let summary = "Bring back a note's earlier version."
-    static let usage = "jotter notes restore ID --version N [options]"
+    static let summary = "Bring back a deleted note, or a note's earlier version."
+    static let usage = "jotter notes restore ID [--version N] [options]"
     static let about = """
-    Saves version N's body (see jotter notes history ID) as the note's newest version; the
-    versions in between stay in its history.
+    Without --version, brings the note back from the trash (see jotter notes trash) with
+    its id, text and attachments. With --version N, saves version N's body (see jotter notes
+    history ID) as the note's newest version; the versions in between stay in its history.
     """
-    static let options = [Option("--version", value: "N", help: "The version to bring back.")] + ClientOptions.options
+    static let options = [Option("--version", value: "N", help: "The version to bring back (of a note that is not deleted).")]
+        + ClientOptions.options
 
     let options: ClientOptions
     let id: String
-    let version: Int
+    /// nil: from the trash.
+    let version: Int?
 
     init(parsing arguments: Arguments) throws {
         options = try ClientOptions(parsing: arguments)
-        guard let version = try arguments.option("--version", as: "a version (a whole number from 1)", { Int($0).flatMap { $0 > 0 ? $0 : nil } }) else {
-            throw UsageError("missing --version N (jotter notes history ID lists them)")
-        }
-        self.version = version
+        version = try arguments.option("--version", as: "a version (a whole number from 1)", { Int($0).flatMap { $0 > 0 ? $0 : nil } })
         id = try arguments.single("ID")
     }
 
     func run(console: Console) async throws -> Int32 {
-        let note = try await options.client().notes.restore(id, version: version)
-        console.out(options.json ? try ClientOptions.json(NoteEnvelope(note: note, message: "Note Restored"))
-                                 : "Restored note \(note.id) to version \(version)'s text (now version \(note.version)).\n")
+        let notes = options.client().notes
+        let note: Note, said: String
+        if let version {
+            note = try await notes.restore(id, version: version)
+            said = "Restored note \(note.id) to version \(version)'s text (now version \(note.version)).\n"
+        } else {
+            note = try await notes.restore(id)
+            said = "Restored note \(note.id) from the trash (now version \(note.version)).\n"
+        }
+        console.out(options.json ? try ClientOptions.json(NoteEnvelope(note: note, message: "Note Restored")) : said)
         return ExitCode.success
+    }
+}
+
+/// `jotter notes trash [--limit N | --all] [--after ID]`, `--purge ID…`, `--empty`.
+struct NotesTrashCommand: AsyncCommand {
+    static let name = "trash"
+    static let summary = "List deleted notes; remove them for good."
+    static let usage = """
+    jotter notes trash [--limit N | --all] [--after ID] [options]
+           jotter notes trash --purge ID… [options]     (remove these notes from the trash for good)
+           jotter notes trash --empty [options]         (remove every note in the trash for good)
+    """
+    static let about = """
+    Lists the deleted notes (ID, DELETED, first line of the body), most recently deleted
+    first. A deleted note stays in the trash for the server's --trash-days, then is removed
+    for good with its history and attachments; until then jotter notes restore ID brings it
+    back. --purge and --empty remove notes at once, attachments included; this can't be undone.
+    """
+    static let options = [
+        Option("--limit", value: "N", default: "100", help: "At most N notes."),
+        Option("--all", help: "Every deleted note, however many (following the server's pages)."),
+        Option("--after", value: "ID", help: "Start after this note id (where a previous listing stopped)."),
+        Option("--purge", help: "Remove the notes ID… from the trash for good."),
+        Option("--empty", help: "Remove every note in the trash for good."),
+    ] + ClientOptions.options
+
+    enum Action {
+        case list(limit: Int?, after: String?)
+        case purge([String])
+        case empty
+    }
+
+    let options: ClientOptions
+    let action: Action
+
+    init(parsing arguments: Arguments) throws {
+        options = try ClientOptions(parsing: arguments)
+        let limit = try arguments.option("--limit", as: "a positive whole number", { Int($0).flatMap { $0 > 0 ? $0 : nil } })
+        let all = arguments.flag("--all"), after = arguments.option("--after")
+        let purge = arguments.flag("--purge"), empty = arguments.flag("--empty")
+        let ids = arguments.positionals()
+        let listing = limit != nil || all || after != nil
+        switch (purge, empty) {
+        case (true, true):
+            throw UsageError("choose --purge ID… or --empty, not both")
+        case (true, false):
+            guard !listing else { throw UsageError("--purge removes notes; --limit, --all and --after are for the list") }
+            guard !ids.isEmpty else { throw UsageError("missing ID: --purge ID… (jotter notes trash lists them)") }
+            action = .purge(ids)
+        case (false, true):
+            guard !listing, ids.isEmpty else { throw UsageError("--empty removes every note in the trash and takes no ID (--purge ID… removes some)") }
+            action = .empty
+        case (false, false):
+            guard ids.isEmpty else { throw UsageError("unexpected \(ids[0]): to remove notes from the trash, --purge ID…") }
+            guard !(all && limit != nil) else { throw UsageError("choose --limit N or --all, not both") }
+            action = .list(limit: all ? nil : limit ?? 100, after: after)
+        }
+    }
+
+    func run(console: Console) async throws -> Int32 {
+        let notes = options.client().notes
+        switch action {
+        case .list(let limit, let after):
+            var page = try await notes.trash(limit: min(limit ?? 1000, 1000), after: after)
+            var deleted = page.notes
+            while page.next != nil, limit.map({ deleted.count < $0 }) ?? true {
+                page = try await notes.trash(limit: min((limit ?? 1000) - (limit == nil ? 0 : deleted.count), 1000), after: deleted.last?.id)
+                deleted += page.notes
+            }
+            if options.json {
+                console.out(try ClientOptions.json(TrashList(notes: deleted, next: page.next)))
+                return ExitCode.success
+            }
+            if deleted.isEmpty {
+                console.out(after == nil ? "The trash is empty.\n" : "No deleted notes after \(after!).\n")
+                return ExitCode.success
+            }
+            let excerpt = { (note: Note) in TextFormat.excerpt(console.outputIsTerminal ? TextFormat.visible(note.body) : note.body, width: 60) }
+            console.out(TextFormat.table(["ID", "DELETED", "BODY"], deleted.map { [$0.id, TextFormat.time($0.deletedAt), excerpt($0.note)] }))
+            if page.next != nil, let last = deleted.last {
+                console.err("More deleted notes: jotter notes trash --after \(last.id) (or --all)\n")
+            }
+            return ExitCode.success
+        case .purge(let ids):
+            let (purged, status) = try await deleteEach(ids, console: console,
+                                                        said: options.json ? nil : { (id: String) in "Removed note \(id) from the trash for good.\n" },
+                                                        delete: { id throws(JotterClientError) in try await notes.deleteFromTrash(id); return id })
+            if options.json { console.out(try ClientOptions.json(["purged": purged])) }
+            return status
+        case .empty:
+            let ids = try await notes.allTrash().map(\.id)
+            let (purged, status) = try await deleteEach(ids, console: console, said: nil,
+                                                        delete: { id throws(JotterClientError) in try await notes.deleteFromTrash(id); return id })
+            console.out(options.json ? try ClientOptions.json(["purged": purged])
+                                     : purged.isEmpty && status == ExitCode.success ? "The trash was already empty.\n"
+                                     : "Removed \(purged.count) \(purged.count == 1 ? "note" : "notes") from the trash for good.\n")
+            return status
+        }
     }
 }

@@ -106,7 +106,8 @@ extension JotterClient {
             try await write("PUT", "/notes/" + JotterClient.segment(id), body: body, ifMatch: etag)
         }
 
-        /// `DELETE /notes/{id}` (and its attachments); returns the note as it was. With
+        /// `DELETE /notes/{id}`: moves the note, with its attachments, to the trash (`trash()`,
+        /// `restore(_:)`) for the server's `--trash-days`; returns the note as it was. With
         /// `ifMatch`, only if it is still that version.
         public func delete(_ id: String, ifMatch etag: String? = nil) async throws(JotterClientError) -> Note {
             var request = client.makeRequest("DELETE", "/notes/" + JotterClient.segment(id))
