@@ -89,13 +89,14 @@ final class StoreFixture: Sendable {
 
     /// "ok" when the stored data is consistent. SQLite: `PRAGMA integrity_check` plus the FTS5
     /// index check, on a fresh read-write connection. PostgreSQL: every search vector is its
-    /// body's, and every attachment's note exists.
+    /// body's, and every attachment's note exists (or is in the trash).
     func integrityCheck() throws -> String {
         guard let database else { return try Self.integrityCheck(path: directory.databasePath) }
         let db = try PostgresConnection(url: database.url)
         let stale: Int64 = try db.query("SELECT count(*) FROM notes WHERE search IS DISTINCT FROM jotter_search_vector(body)")[0].value(0)
         let dangling: Int64 = try db.query("""
             SELECT count(*) FROM uploads AS u WHERE note_id IS NOT NULL AND NOT EXISTS (SELECT 1 FROM notes AS n WHERE n.id = u.note_id)
+                AND NOT EXISTS (SELECT 1 FROM trashed_notes AS t WHERE t.id = u.note_id)
             """)[0].value(0)
         return stale == 0 && dangling == 0 ? "ok" : "\(stale) stale search vectors, \(dangling) attachments of missing notes"
     }
