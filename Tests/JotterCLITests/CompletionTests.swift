@@ -52,7 +52,7 @@ struct CompletionTests {
         // Each case: the words, then what is offered for the last one.
         let cases: [([String], String)] = [
             (["jotter", "no"], "notes"),
-            (["jotter", "notes", ""], "list show add edit rm watch history restore"),
+            (["jotter", "notes", ""], "list show add edit rm watch history restore trash"),
             (["jotter", "--server", "h:1", "notes", "l"], "list"),
             (["jotter", "download", "abc", "--ou"], "--output"),
             (["jotter", "uploads", "list", "--after", "x", "--j"], "--json"),
