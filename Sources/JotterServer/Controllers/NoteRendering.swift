@@ -57,8 +57,8 @@ enum NoteConflicts {
     static func deleted(_ trashed: TrashedNote, attachments: [UploadRecord]) -> HTTPError {
         let id = trashed.note.id, deletedAt = Timestamp.format(trashed.deletedAt)
         var error = HTTPError(HTTPStatus(409), detail: "note \(id) was deleted at \(deletedAt) UTC and is in the trash: nothing was "
-            + "changed. POST /notes/\(id)/restore (without a version) brings it back, then send your edit again with "
-            + "Base-Version: \(trashed.note.version + 1)")
+            + "changed. POST /notes/\(id)/restore (without a version) brings it back with its revisions; then send your edit "
+            + "again with the same Base-Version and it is merged")
         error.type = deletedType
         error.members = ["deleted_at": .string(deletedAt), "note": jsonValue(Note(trashed.note, attachments: attachments))]
         return error
