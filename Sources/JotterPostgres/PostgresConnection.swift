@@ -19,13 +19,57 @@ public final class PostgresConnection: @unchecked Sendable {
     private var prepared: [String: String] = [:]
     private var transactionDepth = 0
 
+    /// How long a session may wait or sit before PostgreSQL or the network gives up on it, so
+    /// that an instance that dies or stalls — its process killed, its machine gone, its thread
+    /// stopped inside a transaction — cannot hold a lock the other instances wait for.
+    public struct SessionLimits: Sendable, Equatable {
+        /// TCP keepalive probes, both ways: libpq's (`keepalives_idle`, `keepalives_interval`,
+        /// `keepalives_count`) find a server that vanished, the server's (`tcp_keepalives_*`)
+        /// end the session of a client that vanished, releasing its locks — in about
+        /// `idle + interval × count` seconds.
+        public var keepaliveIdleSeconds: Int
+        public var keepaliveIntervalSeconds: Int
+        public var keepaliveCount: Int
+        /// `idle_in_transaction_session_timeout`: the server ends a session that sits in an
+        /// open transaction this long between statements (Jotter's never do: a transaction's
+        /// statements follow each other with no other round trip between them).
+        public var idleInTransactionMilliseconds: Int
+        /// `lock_timeout`: a statement waiting longer for a lock fails (`.lockTimeout`, a `503`)
+        /// instead of waiting for ever.
+        public var lockTimeoutMilliseconds: Int
+
+        public init(keepaliveIdleSeconds: Int = 10, keepaliveIntervalSeconds: Int = 5, keepaliveCount: Int = 3,
+                    idleInTransactionMilliseconds: Int = 10_000, lockTimeoutMilliseconds: Int = 10_000) {
+            self.keepaliveIdleSeconds = keepaliveIdleSeconds
+            self.keepaliveIntervalSeconds = keepaliveIntervalSeconds
+            self.keepaliveCount = keepaliveCount
+            self.idleInTransactionMilliseconds = idleInTransactionMilliseconds
+            self.lockTimeoutMilliseconds = lockTimeoutMilliseconds
+        }
+
+        /// The libpq keywords and values that set them, before the URL's: a URL that names
+        /// one of them (or `options`) wins.
+        var parameters: [(String, String)] {
+            let settings = [("tcp_keepalives_idle", String(keepaliveIdleSeconds)), ("tcp_keepalives_interval", String(keepaliveIntervalSeconds)),
+                            ("tcp_keepalives_count", String(keepaliveCount)),
+                            ("idle_in_transaction_session_timeout", String(idleInTransactionMilliseconds)),
+                            ("lock_timeout", String(lockTimeoutMilliseconds))]
+            return [("keepalives", "1"), ("keepalives_idle", String(keepaliveIdleSeconds)),
+                    ("keepalives_interval", String(keepaliveIntervalSeconds)), ("keepalives_count", String(keepaliveCount)),
+                    ("options", settings.map { "-c \($0.0)=\($0.1)" }.joined(separator: " "))]
+        }
+    }
+
     /// Opens a connection from a `postgres://` / `postgresql://` URL or a libpq key=value
     /// connection string. `connectTimeout` bounds the connection attempt (whole seconds, at
-    /// least 2, as libpq rounds it).
-    public init(url: String, applicationName: String = "jotter", connectTimeout: Int = 5) throws {
+    /// least 2, as libpq rounds it); `limits` are the session's keepalives and timeouts (the
+    /// URL's own settings of them win).
+    public init(url: String, applicationName: String = "jotter", connectTimeout: Int = 5, limits: SessionLimits = SessionLimits()) throws {
         try PostgresConnection.validate(url: url)
-        let keywords = ["dbname", "application_name", "connect_timeout", "client_encoding"]
-        let values = [url, applicationName, String(max(2, connectTimeout)), "UTF8"]
+        // libpq reads the keywords in order, a later one overriding an earlier: the limits
+        // first, then the URL (expanded from dbname), then what Jotter always sets.
+        let keywords = limits.parameters.map(\.0) + ["dbname", "application_name", "connect_timeout", "client_encoding"]
+        let values = limits.parameters.map(\.1) + [url, applicationName, String(max(2, connectTimeout)), "UTF8"]
         let connection: OpaquePointer? = withCStrings(keywords) { keywordPointers in
             withCStrings(values) { valuePointers in
                 // Both lists end with NULL; expand_dbname = 1: the dbname value is read as a URL

@@ -24,6 +24,8 @@ public struct PostgresError: Error, CustomStringConvertible, Sendable {
         case foreignKeyViolation
         /// SQLSTATE 57014: `statement_timeout` or a cancel request.
         case queryCanceled
+        /// SQLSTATE 55P03: a lock was not granted within `lock_timeout` (someone holds it).
+        case lockTimeout
         /// SQLSTATE 57P03 and the like: the server is starting up or shutting down.
         case unavailable
         /// Every pooled connection stayed busy for the pool's acquire timeout.
@@ -61,6 +63,7 @@ public struct PostgresError: Error, CustomStringConvertible, Sendable {
         case "23505": return .uniqueViolation
         case "23503": return .foreignKeyViolation
         case "57014": return .queryCanceled
+        case "55P03": return .lockTimeout
         case "57P01", "57P02": return .connectionLost
         case "57P03": return .unavailable
         default: return state.hasPrefix("08") ? .connectionLost : .other
@@ -82,7 +85,7 @@ public struct PostgresError: Error, CustomStringConvertible, Sendable {
     public var isTransient: Bool {
         switch kind {
         case .connectionFailed, .connectionLost, .commitOutcomeUnknown, .unavailable, .poolTimeout,
-             .serializationFailure, .deadlock:
+             .serializationFailure, .deadlock, .lockTimeout:
             return true
         default:
             return false

@@ -74,6 +74,30 @@ struct PostgresStoreTests {
         #expect(try waitFor { seenHere.withLock { $0 } == ids && seenThere.withLock { $0 } == ids })
     }
 
+    @Test("an unanswered claim of an instance that died is taken over at once; a live instance's stays running")
+    func deadInstancesClaimsGiveWay() throws {
+        let fixture = try StoreFixture(.postgres)
+        let survivor = fixture.postgres
+        let other = try PostgresStore(url: fixture.url, poolSize: 2, blobs: fixture.postgres.blobs, temporaryDirectory: fixture.directory.path + "/tmp")
+        defer { other.close() }
+        let db = try fixture.connect()
+        #expect(try waitFor { (try? PostgresIdempotencyRows.isAlive(other.instance, on: db)) == true })
+        let now = Int64(time(nil)), key = "/uploads k", fingerprint: [UInt8] = [1, 2, 3]
+
+        #expect(try other.claimIdempotencyKey(key, fingerprint: fingerprint, owner: .unclaimed, now: now) == .claimed)
+        #expect(try survivor.claimIdempotencyKey(key, fingerprint: fingerprint, owner: .unclaimed, now: now + 10) == .running,
+                "its claimer lives: the request may still answer")
+        other.close()  // its event feed's session, and with it the instance's lock, ends
+        #expect(try waitFor { (try? PostgresIdempotencyRows.isAlive(other.instance, on: db)) == false })
+        #expect(try survivor.claimIdempotencyKey(key, fingerprint: [9], owner: .unclaimed, now: now + 10) == .mismatch)
+        #expect(try survivor.claimIdempotencyKey(key, fingerprint: fingerprint, owner: .unclaimed, now: now + 1) == .running,
+                "not within the claim's first answerGrace seconds")
+        #expect(try survivor.claimIdempotencyKey(key, fingerprint: fingerprint, owner: .unclaimed, now: now + 10) == .claimed)
+        #expect(try survivor.claimIdempotencyKey(key, fingerprint: fingerprint, owner: .unclaimed, now: now + 20) == .running,
+                "now the survivor's own claim, which lives")
+        #expect(try db.query("SELECT claimer FROM idempotency_keys WHERE key = $1", [key])[0].value(0, as: Int64.self) == survivor.instance)
+    }
+
     @Test("the last event id does not go back when the newest events' user is removed")
     func lastEventIDSurvivesUserRemoval() throws {
         let fixture = try StoreFixture(.postgres)

@@ -16,6 +16,11 @@ import Synchronization
 /// table is the truth; a notification carries nothing but the wake-up. The same thread trims
 /// the backlog, at most once a second.
 ///
+/// The connection is also the instance's presence: it holds the session advisory lock of the
+/// instance's number (`PostgresStore.instance`) from when it connects until the instance stops
+/// or dies, and takes it again on every new connection. Other instances read it in `pg_locks`
+/// to tell a claim whose instance died (`PostgresIdempotencyRows`).
+///
 /// The same connection LISTENs on `jotter_uploads`, where a request taking a resumable upload
 /// over names it and the generation it displaces (`BucketPartialUploadStore.announcePartialUploadTakeOver`):
 /// they go to the take-over handler as they arrive — which may be late (this thread reads the
@@ -51,9 +56,12 @@ final class PostgresEventFeed: Sendable {
     private let backlog: Int
     /// The last event id handed over (or skipped before a handler was set: none are).
     private let position: Atomic<Int64>
+    /// The advisory lock the connection holds for the instance.
+    private let presence: Int64
 
-    init(url: String, backlog: Int, position: Int64) throws(StoreError) {
+    init(url: String, backlog: Int, position: Int64, presence: Int64) throws(StoreError) {
         self.url = url
+        self.presence = presence
         self.backlog = backlog
         self.position = Atomic(position)
         thread = try StoreThreads(count: 1)
@@ -92,6 +100,7 @@ final class PostgresEventFeed: Sendable {
                 if listener == nil {
                     let connection = try PostgresConnection(url: url, applicationName: "jotter events")
                     try connection.execute("LISTEN \(Self.channel); LISTEN \(Self.uploadsChannel)")
+                    try connection.query("SELECT pg_advisory_lock($1)", [presence])
                     listener = connection
                     due = true
                     untrimmed = true

@@ -3,22 +3,57 @@ import JotterPostgres
 /// The `idempotency_keys` statements of the PostgreSQL store. The claim is an
 /// `INSERT … ON CONFLICT DO NOTHING`: of two instances inserting one key at once, the second
 /// waits for the first to commit, inserts nothing, and reads the first's claim.
+///
+/// A claim names its claimer: the instance (`PostgresStore.instance`) whose event-feed
+/// session holds the advisory lock of that number (`PostgresEventFeed`) for as long as the
+/// instance lives. A claim that has neither an answer nor a committed write, and whose claimer's
+/// lock is no longer held — the instance died, or lost its session — is taken over at once by
+/// the next request with the key, instead of answering `409` until the lease ends.
 enum PostgresIdempotencyRows {
-    static func claim(_ key: String, fingerprint: [UInt8], owner: Owner, now: Int64, on db: PostgresConnection) throws -> IdempotencyClaim {
+    static func claim(_ key: String, fingerprint: [UInt8], owner: Owner, now: Int64, claimer: Int64,
+                      on db: PostgresConnection) throws -> IdempotencyClaim {
         try db.query("DELETE FROM idempotency_keys WHERE expires_at <= $1", [now])
         let inserted = try db.query("""
-            INSERT INTO idempotency_keys (owner, key, fingerprint, claimed_at, expires_at) VALUES ($1, $2, $3::bytea, $4, $5)
+            INSERT INTO idempotency_keys (owner, key, fingerprint, claimed_at, expires_at, claimer) VALUES ($1, $2, $3::bytea, $4, $5, $6)
             ON CONFLICT DO NOTHING RETURNING 1
-            """, [owner.id, key, PostgresBytes(fingerprint), now, now + IdempotencyLimits.lease])
+            """, [owner.id, key, PostgresBytes(fingerprint), now, now + IdempotencyLimits.lease, claimer])
         if inserted.count == 1 { return .claimed }
-        guard let row = try db.query("SELECT fingerprint, status, head, body, location, claimed_at FROM idempotency_keys WHERE owner = $1 AND key = $2",
+        guard let row = try db.query("SELECT fingerprint, status, head, body, location, claimed_at, claimer FROM idempotency_keys WHERE owner = $1 AND key = $2",
                                      [owner.id, key]).first else { return .running }
         guard try row.value(0, as: PostgresBytes.self).bytes == fingerprint else { return .mismatch }
         guard let status = try row.value(1, as: Int?.self) else {
-            return IdempotencyLimits.pending(location: try row.value(4, as: String?.self), claimedAt: try row.value(5, as: Int64.self), now: now)
+            let location = try row.value(4, as: String?.self)
+            let claimedAt = try row.value(5, as: Int64.self)
+            // (Not in the claim's first `answerGrace` seconds: an instance's session takes its
+            // lock a moment after the instance starts.)
+            if location == nil, claimedAt + IdempotencyLimits.answerGrace <= now, let holder = try row.value(6, as: Int64?.self),
+               holder != claimer, try !isAlive(holder, on: db) {
+                return try takeOver(key, from: holder, owner: owner, now: now, claimer: claimer, on: db)
+            }
+            return IdempotencyLimits.pending(location: location, claimedAt: claimedAt, now: now)
         }
         return .replay(IdempotentAnswer(status: status, head: try row.value(2), body: try row.value(3, as: PostgresBytes?.self)?.bytes,
                                         location: try row.value(4)))
+    }
+
+    /// Whether the session of instance `claimer` is still open: it holds the advisory lock of
+    /// that number (a `bigint` key: its high half is `classid`, its low half `objid`).
+    static func isAlive(_ claimer: Int64, on db: PostgresConnection) throws -> Bool {
+        try db.query("""
+            SELECT EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND granted AND objsubid = 1
+                           AND classid = ($1::bigint >> 32)::oid AND objid = ($1::bigint & 4294967295)::oid)
+            """, [claimer])[0].value(0)
+    }
+
+    /// Makes a dead claimer's unanswered claim the caller's; `.running` when another request
+    /// took it over first (its `UPDATE` waited for that one's commit, then matched nothing).
+    static func takeOver(_ key: String, from holder: Int64, owner: Owner, now: Int64, claimer: Int64,
+                         on db: PostgresConnection) throws -> IdempotencyClaim {
+        let taken = try db.query("""
+            UPDATE idempotency_keys SET claimer = $3, claimed_at = $4, expires_at = $5
+            WHERE owner = $1 AND key = $2 AND claimer = $6 AND status IS NULL AND location IS NULL RETURNING 1
+            """, [owner.id, key, claimer, now, now + IdempotencyLimits.lease, holder])
+        return taken.count == 1 ? .claimed : .running
     }
 
     /// Stores the answer within the owner's budget (as `IdempotencyRows.complete`).
@@ -65,7 +100,9 @@ enum PostgresIdempotencyRows {
 extension PostgresStore {
     public func claimIdempotencyKey(_ key: String, fingerprint: [UInt8], owner: Owner, now: Int64) throws(StoreError) -> IdempotencyClaim {
         try StoreWait.wait { completion in
-            write({ write in try PostgresIdempotencyRows.claim(key, fingerprint: fingerprint, owner: owner, now: now, on: write.db) },
+            write({ [instance] write in
+                try PostgresIdempotencyRows.claim(key, fingerprint: fingerprint, owner: owner, now: now, claimer: instance, on: write.db)
+            },
                   completion: completion)
         }
     }

@@ -242,6 +242,11 @@ enum PostgresSchema {
         CREATE INDEX trashed_notes_by_owner ON trashed_notes (owner, deleted_at);
         CREATE INDEX trashed_notes_by_time ON trashed_notes (deleted_at);
         """,
+        // 9: who claimed an unanswered Idempotency-Key: the instance whose session holds the
+        // advisory lock of that number (PostgresIdempotencyRows). NULL for claims made before.
+        """
+        ALTER TABLE idempotency_keys ADD COLUMN claimer bigint;
+        """,
     ]
 
     /// The schema version this binary writes and understands.

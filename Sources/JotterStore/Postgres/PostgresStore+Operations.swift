@@ -31,8 +31,9 @@ extension PostgresStore {
 
     public func createNote(body: String, owner: Owner, claiming claim: IdempotencyKeyClaim,
                            completion: @escaping StoreCompletion<KeyedOutcome<NoteChange>>) {
-        write({ write in
-            let found = try PostgresIdempotencyRows.claim(claim.key, fingerprint: claim.fingerprint, owner: owner, now: claim.now, on: write.db)
+        write({ [instance] write in
+            let found = try PostgresIdempotencyRows.claim(claim.key, fingerprint: claim.fingerprint, owner: owner, now: claim.now,
+                                                          claimer: instance, on: write.db)
             guard found == .claimed else { return .refused(found) }
             let (note, event) = try PostgresNoteRows.create(body: body, owner: owner, in: write)
             try PostgresIdempotencyRows.keepPending(claim.key, location: "/notes/\(note.id)", owner: owner, now: claim.now, on: write.db)
@@ -204,9 +205,10 @@ extension PostgresStore {
                             completion: @escaping StoreCompletion<KeyedOutcome<UploadsAdded?>>) {
         let rows = uploads.map { (id: $0.id, filename: $0.filename, contentType: $0.contentType, size: $0.size, sha256: $0.sha256) }
         let blobs = blobs
-        write({ write -> KeyedOutcome<UploadsAdded?> in
+        write({ [instance] write -> KeyedOutcome<UploadsAdded?> in
             if let claim {
-                let found = try PostgresIdempotencyRows.claim(claim.key, fingerprint: claim.fingerprint, owner: owner, now: claim.now, on: write.db)
+                let found = try PostgresIdempotencyRows.claim(claim.key, fingerprint: claim.fingerprint, owner: owner, now: claim.now,
+                                                          claimer: instance, on: write.db)
                 guard found == .claimed else { return .refused(found) }
             }
             guard let (records, change) = try PostgresUploadRows.add(rows, noteID: noteID, owner: owner, in: write) else {

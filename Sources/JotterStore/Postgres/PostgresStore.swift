@@ -50,6 +50,10 @@ public final class PostgresStore: DataStore {
     /// Where writes run, and requests that read (`readThreads`).
     public let threads: StoreThreads
     let feed: PostgresEventFeed
+    /// This instance's number among those sharing the database: random, positive, fixed for
+    /// its life. Its event-feed session holds the advisory lock of this number, so that the
+    /// others can tell whether it is alive (`PostgresIdempotencyRows`).
+    let instance = Int64.random(in: 1...Int64.max)
     /// The hourly orphan sweep of the blobs (`PostgresStore+Sweep.swift`).
     private let sweeper: PeriodicTask
     /// `close()` has begun (it runs once).
@@ -93,7 +97,7 @@ public final class PostgresStore: DataStore {
         }
         threads = try StoreThreads(count: max(2, 2 * pool.configuration.size))
         do {
-            feed = try PostgresEventFeed(url: url, backlog: options.eventBacklog, position: position)
+            feed = try PostgresEventFeed(url: url, backlog: options.eventBacklog, position: position, presence: instance)
         } catch {
             threads.stop()
             throw error
