@@ -136,20 +136,25 @@ export async function setupAccount({ signedIn }) {
 
 """#),
         "api.js": WebAsset(
-            contentType: "text/javascript; charset=utf-8", etag: #""e7c9750fc74e9eb5""#,
+            contentType: "text/javascript; charset=utf-8", etag: #""a4af9d16b1d027d7""#,
             text: #"""
 // The Jotter HTTP API (docs/API.md): JSON requests, problem+json errors in words, uploads
 // through XMLHttpRequest for their progress events, resumable (tus) across network drops.
 
 const UNREACHABLE = "Can't reach the server. Check your connection; your text is still here.";
 
-/** A failed request: `message` is the server's problem `detail`, in words. */
+/**
+ * A failed request: `message` is the server's problem `detail`, in words; `type` the problem's
+ * `type` (`/problems/unknown-base`…) and `problem` its whole body (a `409` carries the note).
+ */
 export class ApiError extends Error {
-  constructor(message, { status = 0, etag = null, aborted = false } = {}) {
+  constructor(message, { status = 0, etag = null, aborted = false, problem = null } = {}) {
     super(message);
     this.status = status;
     this.etag = etag;
     this.aborted = aborted;
+    this.problem = problem;
+    this.type = problem?.type ?? null;
   }
 }
 
@@ -193,7 +198,7 @@ function problem(status, statusText, data, etag, what = 'Notes') {
   if (Array.isArray(data?.errors) && data.errors.length) {
     message += ` (${data.errors.map((e) => `${e.field} ${e.message}`).join('; ')})`;
   }
-  return new ApiError(message, { status, etag });
+  return new ApiError(message, { status, etag, problem: data });
 }
 
 // The session's CSRF token (from sign-in or /auth/me), sent with every write.
@@ -243,9 +248,13 @@ export const listNotes = (url) => request('GET', url);
 export const getNote = async (id) => (await request('GET', `/notes/${encodeURIComponent(id)}`)).note;
 export const createNote = async (body) => (await request('POST', '/notes', { json: { body } })).note;
 
-/** Saves `body` over `version` of note `id`; `412` (someone else saved first) throws with `.status`. */
-export const updateNote = async (id, body, ifMatch) =>
-  (await request('PUT', `/notes/${encodeURIComponent(id)}`, { json: { body }, ifMatch })).note;
+/**
+ * Saves `body` as note `id`: `{ base }` names the version the text was made from, so the server
+ * merges it with what was saved since (the answer is `{note, merge?}`; a `409` when it can't);
+ * `{ ifMatch }` instead writes over exactly that version (`412` when it is not current).
+ */
+export const updateNote = (id, body, { base, ifMatch } = {}) =>
+  request('PUT', `/notes/${encodeURIComponent(id)}`, { json: base ? { body, base_version: base } : { body }, ifMatch });
 
 /** Deletes note `id` if it is still `ifMatch`; `keepalive` lets it finish while the page unloads. */
 export const deleteNote = async (id, ifMatch, { keepalive = false } = {}) =>
@@ -911,7 +920,7 @@ function extension(name) {
 
 """#),
         "dialogs.js": WebAsset(
-            contentType: "text/javascript; charset=utf-8", etag: #""7a243ec931170564""#,
+            contentType: "text/javascript; charset=utf-8", etag: #""f7daab36beb96e07""#,
             text: #"""
 // Modal choices: a confirmation, and the conflict dialog that shows both versions of a note.
 
@@ -951,13 +960,20 @@ export function confirmChoice({ title, text, actions }) {
   return ask(byId('confirm-dialog'), byId('confirm-actions'), actions);
 }
 
+/** Why the server could not merge an edit, by the `type` of its `409`. */
+const UNMERGED = {
+  '/problems/unknown-base': 'Your edit was made to a version of this note the server no longer keeps, so it could not be merged with the version saved since.',
+  '/problems/merge-too-large': 'This note is too large (or changed too much on both sides) to merge your edit with the version saved since.',
+};
+
 /**
  * The conflict dialog: the saved version (`theirs`, a note) beside the user's unsaved text
- * (`mine`). Resolves to `mine` (overwrite), `theirs` (load it, dropping the edits), `both`
- * (keep both: save mine as a new note) or `null` (keep editing).
+ * (`mine`); `why` is the problem type of the `409` that made the merge impossible. Resolves to
+ * `mine` (overwrite), `theirs` (load it, dropping the edits), `both` (keep both: save mine as a
+ * new note) or `null` (keep editing).
  */
-export function resolveConflict({ theirs, mine }) {
-  byId('conflict-text').textContent = 'A newer version was saved elsewhere after you opened this note. '
+export function resolveConflict({ theirs, mine, why = null }) {
+  byId('conflict-text').textContent = `${UNMERGED[why] ?? 'A newer version was saved elsewhere after you opened this note.'} `
     + 'Nothing is lost yet: choose which version to keep, or keep both.';
   byId('conflict-theirs-meta').textContent = `Saved ${formatDateTime(theirs.updated_at)}`;
   byId('conflict-theirs').textContent = theirs.body;
@@ -1015,11 +1031,12 @@ export function announce(message) {
 
 """#),
         "editor.js": WebAsset(
-            contentType: "text/javascript; charset=utf-8", etag: #""cfc6d16267774e0a""#,
+            contentType: "text/javascript; charset=utf-8", etag: #""5ae235e8f7aa9194""#,
             text: #"""
-// The note editor: compose, edit, save with If-Match, delete with confirmation, and the
-// conflict rules: a newer saved version never silently replaces unsaved text, and saving never
-// silently overwrites a newer saved version.
+// The note editor: compose, edit, save and delete with confirmation.
+// A save names the version its text was made from, so the server merges it with changes saved
+// elsewhere meanwhile; a newer saved version never silently replaces unsaved text, and only a
+// save the server can't merge (a `409`) asks which version to keep.
 
 import * as api from './api.js';
 import { etagOf } from './api.js';
@@ -1027,6 +1044,7 @@ import { createAttachments } from './attachments.js';
 import { announce, byId, el } from './dom.js';
 import { confirmChoice, resolveConflict } from './dialogs.js';
 import { formatDateTime, formatSince, markedAsCopy, titleAndPreview } from './format.js';
+import { moveOffset, rebase } from './merge.js';
 
 /** How long after the last keystroke the text is saved (a `data-autosave-delay` on <body> overrides it). */
 const AUTOSAVE_DELAY = 1000;
@@ -1047,7 +1065,8 @@ export function createEditor({ notes, navigate, toast, clearError }) {
   const notice = byId('editor-notice');
 
   let base = null; // the saved note the text is based on; null while composing a new note
-  let remote = null; // a newer saved version that differs from the text: a note, or { deleted: true }
+  let remote = null; // a saved version the text can't be merged with (a 409, kept editing): a note, or { deleted: true }
+  let overlap = null; // { text, regions, shown }: where the last merge kept both sides' text, in `text`
   let busy = false; // a save or delete is in flight
   let pending = null; // the latest event for this note that arrived while busy
   let opened = 0; // which open() is current, so a late answer for another note is dropped
@@ -1096,6 +1115,7 @@ export function createEditor({ notes, navigate, toast, clearError }) {
   function load(note) {
     base = note;
     remote = null;
+    overlap = null;
     textarea.value = note?.body ?? '';
     render();
   }
@@ -1122,9 +1142,19 @@ export function createEditor({ notes, navigate, toast, clearError }) {
 
   function renderNotice() {
     const actions = byId('editor-notice-actions');
-    notice.hidden = !remote;
-    if (!remote) return;
+    notice.hidden = !remote && !overlap;
+    notice.dataset.kind = remote ? 'warning' : 'info';
     const button = (label, kind, action) => el('button', { type: 'button', class: `button small ${kind}`, onclick: action }, label);
+    if (!remote && overlap) {
+      const count = overlap.regions.length;
+      byId('editor-notice-text').textContent = `This note was also changed elsewhere, in the same ${count === 1 ? 'place' : `${count} places`} `
+        + 'as your edit. Both versions of that text are kept, one after the other: keep what you want.';
+      actions.replaceChildren(
+        button(count === 1 ? 'Show it' : 'Show next', 'subtle', () => showOverlap()),
+        button('Dismiss', 'subtle', () => { overlap = null; render(); textarea.focus(); }));
+      return;
+    }
+    if (!remote) return;
     if (remote.deleted) {
       byId('editor-notice-text').textContent = 'This note was deleted elsewhere. Your text is still here.';
       actions.replaceChildren(
@@ -1132,7 +1162,7 @@ export function createEditor({ notes, navigate, toast, clearError }) {
         button('Discard', 'subtle', () => { const id = base?.id; load(null); if (id) notes.remove(id); navigate('#/'); }));
     } else {
       byId('editor-notice-text').textContent =
-        `A newer version was saved elsewhere (${formatDateTime(remote.updated_at)}). Your unsaved text is kept.`;
+        `Your text could not be merged with the version saved elsewhere (${formatDateTime(remote.updated_at)}). It is kept here, not saved.`;
       actions.replaceChildren(button('Compare versions…', 'subtle', () => settle(remote)));
     }
   }
@@ -1223,11 +1253,15 @@ export function createEditor({ notes, navigate, toast, clearError }) {
       adopt(note);
     } else if (!isDirty()) {
       const { selectionStart, selectionEnd } = textarea;
+      const before = textarea.value;
       load(note);
-      textarea.setSelectionRange(selectionStart, selectionEnd);
+      textarea.setSelectionRange(moveOffset(selectionStart, before, note.body), moveOffset(selectionEnd, before, note.body));
       announce('This note was updated elsewhere');
+    } else if (remote) {
+      remote = note; // what "Compare versions" shows
     } else {
-      remote = note;
+      // The text stays based on the version it was made from: its save is merged with this one.
+      announce('This note was changed elsewhere too; your changes are merged with it when saved');
     }
     render();
   }
@@ -1287,7 +1321,7 @@ export function createEditor({ notes, navigate, toast, clearError }) {
         adopt(note);
         navigate(`#/notes/${note.id}`, { replace: true });
       } else {
-        adopt(await api.updateNote(base.id, body, etagOf(base)));
+        saved(body, await api.updateNote(base.id, body, { base: base.version }), auto);
       }
       autosaveFailed = false;
       clearError();
@@ -1299,7 +1333,7 @@ export function createEditor({ notes, navigate, toast, clearError }) {
       if (isDirty()) scheduleAutosave(); // typed on while it was saving
       return;
     }
-    if (auto && failure.status !== 412 && failure.status !== 404) {
+    if (auto && ![404, 409, 412].includes(failure.status)) {
       // Said once, in the editor; tried again by itself a little later (and at once when the
       // live updates are back, or at the next keystroke).
       if (!autosaveFailed) toast(`Couldn't save: ${failure.message}`);
@@ -1315,15 +1349,69 @@ export function createEditor({ notes, navigate, toast, clearError }) {
     await failed(failure, "Couldn't save");
   }
 
-  /** After a failed write: 412 opens the conflict dialog, 404 means deleted elsewhere. */
+  /**
+   * Takes in the answer to saving `sent` (`{note, merge}`): the text becomes the saved note, merged
+   * with changes made elsewhere when it was, with what was typed meanwhile kept where it was typed.
+   */
+  function saved(sent, { note, merge }, auto) {
+    const now = textarea.value;
+    const text = rebase(sent, now, note.body);
+    if (text === null) {
+      // Typed on where the merge changed the text: it stays based on the version it was made
+      // from, and its next save is merged again (both sides' text kept, none lost).
+      notes.upsert(note);
+      return;
+    }
+    const { selectionStart, selectionEnd } = textarea;
+    adopt(note);
+    overlap = null;
+    if (text !== now) {
+      textarea.value = text;
+      textarea.setSelectionRange(moveOffset(selectionStart, now, text), moveOffset(selectionEnd, now, text));
+    }
+    if (merge?.result === 'overlap' && merge.regions?.length) {
+      const regions = merge.regions.map(({ start, end }) =>
+        ({ start: moveOffset(start, note.body, text), end: moveOffset(end, note.body, text) }));
+      overlap = { text, regions, shown: -1 };
+      render();
+      // Selected at once unless the user may be typing on (a keystroke would replace it).
+      if (!auto || document.activeElement !== textarea) showOverlap();
+      else announce('Merged with changes made elsewhere; both versions of some text are kept');
+    } else if (merge) {
+      announce('Merged with changes made elsewhere');
+    }
+  }
+
+  /** Selects the next place where the last merge kept both sides' text. */
+  function showOverlap() {
+    if (!overlap) return;
+    overlap.shown = (overlap.shown + 1) % overlap.regions.length;
+    const { start, end } = overlap.regions[overlap.shown];
+    const [from, to] = [moveOffset(start, overlap.text, textarea.value), moveOffset(end, overlap.text, textarea.value)];
+    textarea.focus();
+    textarea.setSelectionRange(from, to);
+    // Scrolled into view: the caret's line, measured by the text before it.
+    const lines = textarea.value.slice(0, from).split('\n').length;
+    const lineHeight = parseFloat(getComputedStyle(textarea).lineHeight) || 24;
+    textarea.scrollTop = Math.max(0, (lines - 3) * lineHeight);
+  }
+
+  /**
+   * After a failed write: a `409` the server couldn't merge (or `412` over a version) opens the
+   * conflict dialog; a note that is gone was deleted elsewhere.
+   */
   async function failed(error, what) {
-    if (error.status === 412) await settle(null);
+    if (error.status === 409 && error.problem?.note && base) await settle(error.problem.note, error.type);
+    else if (error.status === 412) await settle(null);
     else if (error.status === 404 && base) incoming('note.deleted', { id: base.id });
     else toast(`${what}: ${error.message}`);
   }
 
-  /** Lets the user choose between the saved version (`theirs`, fetched when null) and the text. */
-  async function settle(theirs) {
+  /**
+   * Lets the user choose between the saved version (`theirs`, fetched when null) and the text;
+   * `why` is the problem type of the `409` that made the merge impossible.
+   */
+  async function settle(theirs, why = null) {
     const id = base.id;
     try {
       theirs = theirs ?? await api.getNote(id);
@@ -1339,14 +1427,14 @@ export function createEditor({ notes, navigate, toast, clearError }) {
       if (isDirty()) await save();
       return;
     }
-    const choice = await resolveConflict({ theirs, mine });
+    const choice = await resolveConflict({ theirs, mine, why });
     if (choice === 'theirs') {
       load(theirs);
       notes.upsert(theirs);
       announce('Loaded the saved version');
     } else if (choice === 'mine') {
       const failure = await run(async () => {
-        adopt(await api.updateNote(id, mine, etagOf(theirs)));
+        adopt((await api.updateNote(id, mine, { ifMatch: etagOf(theirs) })).note);
         announce('Your version is saved');
       });
       if (failure) await failed(failure, "Couldn't save"); // changed yet again: ask again
@@ -1933,8 +2021,66 @@ function safeParse(text) {
 }
 
 """#),
+        "merge.js": WebAsset(
+            contentType: "text/javascript; charset=utf-8", etag: #""df344c42c7730415""#,
+            text: #"""
+// Keeping the editor's text and caret in place when a save comes back merged by the server with
+// changes made elsewhere (docs/API.md, "Merging an edit made from an older version").
+
+/** The one span where `from` and `to` differ: `[start, fromEnd)` of `from` became `[start, toEnd)` of `to`. */
+function changedSpan(from, to) {
+  const shorter = Math.min(from.length, to.length);
+  let start = 0;
+  while (start < shorter && from[start] === to[start]) start += 1;
+  let tail = 0;
+  while (tail < shorter - start && from[from.length - 1 - tail] === to[to.length - 1 - tail]) tail += 1;
+  return { start, fromEnd: from.length - tail, toEnd: to.length - tail };
+}
+
+/**
+ * `now` (the text typed on while `sent` was being saved) moved onto `merged` (what the server
+ * made of `sent`): what was typed meanwhile goes in where it was typed, when the merge changed
+ * nothing there. `null` when both changed the same place (then `now` is saved again, merged
+ * from the same base, so nothing is lost).
+ */
+export function rebase(sent, now, merged) {
+  if (now === sent) return merged;
+  const typed = changedSpan(sent, now);
+  const brought = changedSpan(sent, merged);
+  const insert = now.slice(typed.start, typed.toEnd);
+  if (typed.fromEnd <= brought.start) {
+    return merged.slice(0, typed.start) + insert + merged.slice(typed.fromEnd);
+  }
+  if (typed.start >= brought.fromEnd) {
+    const shift = merged.length - sent.length;
+    return merged.slice(0, typed.start + shift) + insert + merged.slice(typed.fromEnd + shift);
+  }
+  return null;
+}
+
+/**
+ * Where offset `offset` of `from` is in `to`, a changed version of it: the same place when only
+ * text after it changed, shifted when only text before it changed, else beside the nearest copy
+ * of the text just before or just after it (or the end of the change).
+ */
+export function moveOffset(offset, from, to) {
+  if (from === to || from.slice(0, offset) === to.slice(0, offset)) return Math.min(offset, to.length);
+  const after = from.length - offset;
+  if (after <= to.length && from.slice(offset) === to.slice(to.length - after)) return to.length - after;
+  for (const size of [32, 16, 8, 4]) {
+    const found = [];
+    const before = from.slice(Math.max(0, offset - size), offset);
+    for (let at = before ? to.indexOf(before) : -1; at >= 0; at = to.indexOf(before, at + 1)) found.push(at + before.length);
+    const next = from.slice(offset, offset + size);
+    for (let at = next ? to.indexOf(next) : -1; at >= 0; at = to.indexOf(next, at + 1)) found.push(at);
+    if (found.length) return found.reduce((best, at) => (Math.abs(at - offset) < Math.abs(best - offset) ? at : best));
+  }
+  return Math.min(changedSpan(from, to).toEnd, to.length);
+}
+
+"""#),
         "style.css": WebAsset(
-            contentType: "text/css; charset=utf-8", etag: #""32496ac2e1ed053e""#,
+            contentType: "text/css; charset=utf-8", etag: #""3ae69f0f8f8c7a7b""#,
             text: #"""
 /* Jotter web app. Light and dark, phone to desktop; no inline styles (the CSP forbids them). */
 
@@ -2211,6 +2357,10 @@ kbd {
   border: 1px solid color-mix(in srgb, var(--warn), transparent 50%);
   border-radius: var(--radius);
   background: color-mix(in srgb, var(--warn), var(--surface) 88%);
+}
+.notice[data-kind="info"] {
+  border-color: color-mix(in srgb, var(--accent), transparent 50%);
+  background: var(--accent-soft);
 }
 .notice p { flex: 1 1 260px; margin: 0; font-size: 14px; }
 .notice-actions { display: flex; gap: 8px; }

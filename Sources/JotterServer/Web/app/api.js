@@ -3,13 +3,18 @@
 
 const UNREACHABLE = "Can't reach the server. Check your connection; your text is still here.";
 
-/** A failed request: `message` is the server's problem `detail`, in words. */
+/**
+ * A failed request: `message` is the server's problem `detail`, in words; `type` the problem's
+ * `type` (`/problems/unknown-base`…) and `problem` its whole body (a `409` carries the note).
+ */
 export class ApiError extends Error {
-  constructor(message, { status = 0, etag = null, aborted = false } = {}) {
+  constructor(message, { status = 0, etag = null, aborted = false, problem = null } = {}) {
     super(message);
     this.status = status;
     this.etag = etag;
     this.aborted = aborted;
+    this.problem = problem;
+    this.type = problem?.type ?? null;
   }
 }
 
@@ -53,7 +58,7 @@ function problem(status, statusText, data, etag, what = 'Notes') {
   if (Array.isArray(data?.errors) && data.errors.length) {
     message += ` (${data.errors.map((e) => `${e.field} ${e.message}`).join('; ')})`;
   }
-  return new ApiError(message, { status, etag });
+  return new ApiError(message, { status, etag, problem: data });
 }
 
 // The session's CSRF token (from sign-in or /auth/me), sent with every write.
@@ -103,9 +108,13 @@ export const listNotes = (url) => request('GET', url);
 export const getNote = async (id) => (await request('GET', `/notes/${encodeURIComponent(id)}`)).note;
 export const createNote = async (body) => (await request('POST', '/notes', { json: { body } })).note;
 
-/** Saves `body` over `version` of note `id`; `412` (someone else saved first) throws with `.status`. */
-export const updateNote = async (id, body, ifMatch) =>
-  (await request('PUT', `/notes/${encodeURIComponent(id)}`, { json: { body }, ifMatch })).note;
+/**
+ * Saves `body` as note `id`: `{ base }` names the version the text was made from, so the server
+ * merges it with what was saved since (the answer is `{note, merge?}`; a `409` when it can't);
+ * `{ ifMatch }` instead writes over exactly that version (`412` when it is not current).
+ */
+export const updateNote = (id, body, { base, ifMatch } = {}) =>
+  request('PUT', `/notes/${encodeURIComponent(id)}`, { json: base ? { body, base_version: base } : { body }, ifMatch });
 
 /** Deletes note `id` if it is still `ifMatch`; `keepalive` lets it finish while the page unloads. */
 export const deleteNote = async (id, ifMatch, { keepalive = false } = {}) =>

@@ -36,13 +36,20 @@ export function confirmChoice({ title, text, actions }) {
   return ask(byId('confirm-dialog'), byId('confirm-actions'), actions);
 }
 
+/** Why the server could not merge an edit, by the `type` of its `409`. */
+const UNMERGED = {
+  '/problems/unknown-base': 'Your edit was made to a version of this note the server no longer keeps, so it could not be merged with the version saved since.',
+  '/problems/merge-too-large': 'This note is too large (or changed too much on both sides) to merge your edit with the version saved since.',
+};
+
 /**
  * The conflict dialog: the saved version (`theirs`, a note) beside the user's unsaved text
- * (`mine`). Resolves to `mine` (overwrite), `theirs` (load it, dropping the edits), `both`
- * (keep both: save mine as a new note) or `null` (keep editing).
+ * (`mine`); `why` is the problem type of the `409` that made the merge impossible. Resolves to
+ * `mine` (overwrite), `theirs` (load it, dropping the edits), `both` (keep both: save mine as a
+ * new note) or `null` (keep editing).
  */
-export function resolveConflict({ theirs, mine }) {
-  byId('conflict-text').textContent = 'A newer version was saved elsewhere after you opened this note. '
+export function resolveConflict({ theirs, mine, why = null }) {
+  byId('conflict-text').textContent = `${UNMERGED[why] ?? 'A newer version was saved elsewhere after you opened this note.'} `
     + 'Nothing is lost yet: choose which version to keep, or keep both.';
   byId('conflict-theirs-meta').textContent = `Saved ${formatDateTime(theirs.updated_at)}`;
   byId('conflict-theirs').textContent = theirs.body;

@@ -1,6 +1,7 @@
-// The note editor: compose, edit, save with If-Match, delete with confirmation, and the
-// conflict rules: a newer saved version never silently replaces unsaved text, and saving never
-// silently overwrites a newer saved version.
+// The note editor: compose, edit, save and delete with confirmation.
+// A save names the version its text was made from, so the server merges it with changes saved
+// elsewhere meanwhile; a newer saved version never silently replaces unsaved text, and only a
+// save the server can't merge (a `409`) asks which version to keep.
 
 import * as api from './api.js';
 import { etagOf } from './api.js';
@@ -8,6 +9,7 @@ import { createAttachments } from './attachments.js';
 import { announce, byId, el } from './dom.js';
 import { confirmChoice, resolveConflict } from './dialogs.js';
 import { formatDateTime, formatSince, markedAsCopy, titleAndPreview } from './format.js';
+import { moveOffset, rebase } from './merge.js';
 
 /** How long after the last keystroke the text is saved (a `data-autosave-delay` on <body> overrides it). */
 const AUTOSAVE_DELAY = 1000;
@@ -28,7 +30,8 @@ export function createEditor({ notes, navigate, toast, clearError }) {
   const notice = byId('editor-notice');
 
   let base = null; // the saved note the text is based on; null while composing a new note
-  let remote = null; // a newer saved version that differs from the text: a note, or { deleted: true }
+  let remote = null; // a saved version the text can't be merged with (a 409, kept editing): a note, or { deleted: true }
+  let overlap = null; // { text, regions, shown }: where the last merge kept both sides' text, in `text`
   let busy = false; // a save or delete is in flight
   let pending = null; // the latest event for this note that arrived while busy
   let opened = 0; // which open() is current, so a late answer for another note is dropped
@@ -77,6 +80,7 @@ export function createEditor({ notes, navigate, toast, clearError }) {
   function load(note) {
     base = note;
     remote = null;
+    overlap = null;
     textarea.value = note?.body ?? '';
     render();
   }
@@ -103,9 +107,19 @@ export function createEditor({ notes, navigate, toast, clearError }) {
 
   function renderNotice() {
     const actions = byId('editor-notice-actions');
-    notice.hidden = !remote;
-    if (!remote) return;
+    notice.hidden = !remote && !overlap;
+    notice.dataset.kind = remote ? 'warning' : 'info';
     const button = (label, kind, action) => el('button', { type: 'button', class: `button small ${kind}`, onclick: action }, label);
+    if (!remote && overlap) {
+      const count = overlap.regions.length;
+      byId('editor-notice-text').textContent = `This note was also changed elsewhere, in the same ${count === 1 ? 'place' : `${count} places`} `
+        + 'as your edit. Both versions of that text are kept, one after the other: keep what you want.';
+      actions.replaceChildren(
+        button(count === 1 ? 'Show it' : 'Show next', 'subtle', () => showOverlap()),
+        button('Dismiss', 'subtle', () => { overlap = null; render(); textarea.focus(); }));
+      return;
+    }
+    if (!remote) return;
     if (remote.deleted) {
       byId('editor-notice-text').textContent = 'This note was deleted elsewhere. Your text is still here.';
       actions.replaceChildren(
@@ -113,7 +127,7 @@ export function createEditor({ notes, navigate, toast, clearError }) {
         button('Discard', 'subtle', () => { const id = base?.id; load(null); if (id) notes.remove(id); navigate('#/'); }));
     } else {
       byId('editor-notice-text').textContent =
-        `A newer version was saved elsewhere (${formatDateTime(remote.updated_at)}). Your unsaved text is kept.`;
+        `Your text could not be merged with the version saved elsewhere (${formatDateTime(remote.updated_at)}). It is kept here, not saved.`;
       actions.replaceChildren(button('Compare versions…', 'subtle', () => settle(remote)));
     }
   }
@@ -204,11 +218,15 @@ export function createEditor({ notes, navigate, toast, clearError }) {
       adopt(note);
     } else if (!isDirty()) {
       const { selectionStart, selectionEnd } = textarea;
+      const before = textarea.value;
       load(note);
-      textarea.setSelectionRange(selectionStart, selectionEnd);
+      textarea.setSelectionRange(moveOffset(selectionStart, before, note.body), moveOffset(selectionEnd, before, note.body));
       announce('This note was updated elsewhere');
+    } else if (remote) {
+      remote = note; // what "Compare versions" shows
     } else {
-      remote = note;
+      // The text stays based on the version it was made from: its save is merged with this one.
+      announce('This note was changed elsewhere too; your changes are merged with it when saved');
     }
     render();
   }
@@ -268,7 +286,7 @@ export function createEditor({ notes, navigate, toast, clearError }) {
         adopt(note);
         navigate(`#/notes/${note.id}`, { replace: true });
       } else {
-        adopt(await api.updateNote(base.id, body, etagOf(base)));
+        saved(body, await api.updateNote(base.id, body, { base: base.version }), auto);
       }
       autosaveFailed = false;
       clearError();
@@ -280,7 +298,7 @@ export function createEditor({ notes, navigate, toast, clearError }) {
       if (isDirty()) scheduleAutosave(); // typed on while it was saving
       return;
     }
-    if (auto && failure.status !== 412 && failure.status !== 404) {
+    if (auto && ![404, 409, 412].includes(failure.status)) {
       // Said once, in the editor; tried again by itself a little later (and at once when the
       // live updates are back, or at the next keystroke).
       if (!autosaveFailed) toast(`Couldn't save: ${failure.message}`);
@@ -296,15 +314,69 @@ export function createEditor({ notes, navigate, toast, clearError }) {
     await failed(failure, "Couldn't save");
   }
 
-  /** After a failed write: 412 opens the conflict dialog, 404 means deleted elsewhere. */
+  /**
+   * Takes in the answer to saving `sent` (`{note, merge}`): the text becomes the saved note, merged
+   * with changes made elsewhere when it was, with what was typed meanwhile kept where it was typed.
+   */
+  function saved(sent, { note, merge }, auto) {
+    const now = textarea.value;
+    const text = rebase(sent, now, note.body);
+    if (text === null) {
+      // Typed on where the merge changed the text: it stays based on the version it was made
+      // from, and its next save is merged again (both sides' text kept, none lost).
+      notes.upsert(note);
+      return;
+    }
+    const { selectionStart, selectionEnd } = textarea;
+    adopt(note);
+    overlap = null;
+    if (text !== now) {
+      textarea.value = text;
+      textarea.setSelectionRange(moveOffset(selectionStart, now, text), moveOffset(selectionEnd, now, text));
+    }
+    if (merge?.result === 'overlap' && merge.regions?.length) {
+      const regions = merge.regions.map(({ start, end }) =>
+        ({ start: moveOffset(start, note.body, text), end: moveOffset(end, note.body, text) }));
+      overlap = { text, regions, shown: -1 };
+      render();
+      // Selected at once unless the user may be typing on (a keystroke would replace it).
+      if (!auto || document.activeElement !== textarea) showOverlap();
+      else announce('Merged with changes made elsewhere; both versions of some text are kept');
+    } else if (merge) {
+      announce('Merged with changes made elsewhere');
+    }
+  }
+
+  /** Selects the next place where the last merge kept both sides' text. */
+  function showOverlap() {
+    if (!overlap) return;
+    overlap.shown = (overlap.shown + 1) % overlap.regions.length;
+    const { start, end } = overlap.regions[overlap.shown];
+    const [from, to] = [moveOffset(start, overlap.text, textarea.value), moveOffset(end, overlap.text, textarea.value)];
+    textarea.focus();
+    textarea.setSelectionRange(from, to);
+    // Scrolled into view: the caret's line, measured by the text before it.
+    const lines = textarea.value.slice(0, from).split('\n').length;
+    const lineHeight = parseFloat(getComputedStyle(textarea).lineHeight) || 24;
+    textarea.scrollTop = Math.max(0, (lines - 3) * lineHeight);
+  }
+
+  /**
+   * After a failed write: a `409` the server couldn't merge (or `412` over a version) opens the
+   * conflict dialog; a note that is gone was deleted elsewhere.
+   */
   async function failed(error, what) {
-    if (error.status === 412) await settle(null);
+    if (error.status === 409 && error.problem?.note && base) await settle(error.problem.note, error.type);
+    else if (error.status === 412) await settle(null);
     else if (error.status === 404 && base) incoming('note.deleted', { id: base.id });
     else toast(`${what}: ${error.message}`);
   }
 
-  /** Lets the user choose between the saved version (`theirs`, fetched when null) and the text. */
-  async function settle(theirs) {
+  /**
+   * Lets the user choose between the saved version (`theirs`, fetched when null) and the text;
+   * `why` is the problem type of the `409` that made the merge impossible.
+   */
+  async function settle(theirs, why = null) {
     const id = base.id;
     try {
       theirs = theirs ?? await api.getNote(id);
@@ -320,14 +392,14 @@ export function createEditor({ notes, navigate, toast, clearError }) {
       if (isDirty()) await save();
       return;
     }
-    const choice = await resolveConflict({ theirs, mine });
+    const choice = await resolveConflict({ theirs, mine, why });
     if (choice === 'theirs') {
       load(theirs);
       notes.upsert(theirs);
       announce('Loaded the saved version');
     } else if (choice === 'mine') {
       const failure = await run(async () => {
-        adopt(await api.updateNote(id, mine, etagOf(theirs)));
+        adopt((await api.updateNote(id, mine, { ifMatch: etagOf(theirs) })).note);
         announce('Your version is saved');
       });
       if (failure) await failed(failure, "Couldn't save"); // changed yet again: ask again
