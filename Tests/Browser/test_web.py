@@ -531,6 +531,77 @@ class Merging(BrowserTest):
         self.assertEqual(results, ["A\nb\nc!", "a!\nb\nC", "a\nb!b\nc", None, "merged", 10, 2, 9])
 
 
+class History(BrowserTest):
+    def revisions(self):
+        return driver.execute_script("return [...document.querySelectorAll('#revision-list .revision')].map((e) => e.textContent)")
+
+    def test_history_lists_shows_and_restores_a_version(self):
+        note = server.create("Poem\nfirst draft")
+        server.update(note["id"], "Poem\nsecond draft")
+        server.update(note["id"], "Poem\nthird draft")
+        open_app(f"/#/notes/{note['id']}", autosave=False)
+        wait(driver, lambda d: body_text() == "Poem\nthird draft")
+        css("#history").click()
+        dialog = css("#history-dialog")
+        wait(driver, lambda d: dialog.is_displayed() and len(self.revisions()) == 3, message="the versions")
+        self.assertEqual(css("#history-title").text, "History of “Poem”")
+        names = [text.split(" · ")[0] for text in self.revisions()]
+        self.assertTrue(self.revisions()[0].startswith("Version 3 (current)"), names)
+        self.assertTrue(self.revisions()[2].startswith("Version 1"), names)
+        # The newest is shown first; it is the note's text, so there is nothing to restore.
+        wait(driver, lambda d: css("#revision-body").text == "Poem\nthird draft")
+        self.assertFalse(css("#history-restore").is_enabled())
+        # The keyboard moves through the versions, showing each.
+        self.assertEqual(driver.switch_to.active_element.get_attribute("data-version"), "3")
+        driver.switch_to.active_element.send_keys(Keys.ARROW_DOWN)
+        wait(driver, lambda d: css("#revision-body").text == "Poem\nsecond draft", message="version 2 shown")
+        self.assertEqual(css('.revision[data-version="2"]').get_attribute("aria-pressed"), "true")
+        self.assertIn("Version 2", css("#revision-label").text)
+        css('.revision[data-version="1"]').click()
+        wait(driver, lambda d: css("#revision-body").text == "Poem\nfirst draft" and css("#history-restore").is_enabled())
+        css("#history-restore").click()
+        wait(driver, lambda d: not dialog.is_displayed(), message="closed after restoring")
+        wait(driver, lambda d: body_text() == "Poem\nfirst draft", message="the restored text in the editor")
+        restored = server.note(note["id"])
+        self.assertEqual((restored["body"], restored["version"]), ("Poem\nfirst draft", 4))
+        self.assertEqual(css("#save-state").text, "Saved")
+        self.assertIn("Version 1 restored", css("#toast-text").text)
+        # The version it replaced stays in the history.
+        css("#history").click()
+        wait(driver, lambda d: len(self.revisions()) == 4, message="four versions")
+        self.assertTrue(self.revisions()[1].startswith("Version 3"))
+        driver.switch_to.active_element.send_keys(Keys.ESCAPE)
+        wait(driver, lambda d: not dialog.is_displayed())
+        self.assertEqual(driver.switch_to.active_element, css("#history"))
+
+    def test_unsaved_text_is_saved_before_the_history_opens(self):
+        note = server.create("Draft")
+        open_app(f"/#/notes/{note['id']}", autosave=False)
+        wait(driver, lambda d: body_text() == "Draft")
+        css("#body").send_keys(" two")
+        css("#history").click()
+        wait(driver, lambda d: len(self.revisions()) == 2, message="the new version listed")
+        self.assertEqual(server.note(note["id"])["body"], "Draft two")
+        driver.switch_to.active_element.send_keys(Keys.ESCAPE)
+
+    def test_paging_through_many_versions(self):
+        note = server.create("Counter 0")
+        for number in range(1, 55):
+            server.update(note["id"], f"Counter {number}")
+        open_app(f"/#/notes/{note['id']}", autosave=False)
+        wait(driver, lambda d: body_text() == "Counter 54")
+        css("#history").click()
+        wait(driver, lambda d: len(self.revisions()) == 50, message="a first page")
+        css("#revisions-more").click()
+        wait(driver, lambda d: len(self.revisions()) == 55, message="all versions")
+        self.assertFalse(css("#revisions-more").is_displayed())
+        driver.switch_to.active_element.send_keys(Keys.ESCAPE)
+
+    def test_new_notes_have_no_history_button(self):
+        open_app("/#/new", autosave=False)
+        self.assertFalse(css("#history").is_displayed())
+
+
 class Attachments(BrowserTest):
     def files(self, *specs):
         """Writes (name, size or text) files into a temporary folder; returns their paths."""
@@ -759,6 +830,29 @@ class Phone(BrowserTest):
                 css("#new-note").click()
                 wait(driver, lambda d: css("#main").is_displayed())
                 self.fits(driver, width, "new-note")
+        finally:
+            driver.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
+
+    def test_history_at_320_px(self):
+        """The history dialog fits a narrow phone: versions above the text, Restore on screen."""
+        note = server.create("Phone history\nfirst")
+        server.update(note["id"], "Phone history\nsecond")
+        try:
+            self.at_width(320)
+            open_app(f"/#/notes/{note['id']}", autosave=False)
+            wait(driver, lambda d: body_text() == "Phone history\nsecond")
+            self.fits(driver, 320, "editor")
+            css("#history").click()
+            wait(driver, lambda d: len(all_css("#revision-list .revision")) == 2, message="the versions")
+            sizes = driver.execute_script("""const box = (id) => document.getElementById(id).getBoundingClientRect();
+                return {scroll: document.documentElement.scrollWidth, left: box('history-dialog').left,
+                        right: box('history-dialog').right, restore: box('history-restore').right,
+                        text: box('revision-body').width}""")
+            self.assertTrue(sizes["scroll"] <= 320 and sizes["left"] >= 0 and sizes["right"] <= 320 and sizes["restore"] <= 320, sizes)
+            self.assertGreater(sizes["text"], 200, sizes)
+            os.makedirs(Phone.SCREENSHOTS, exist_ok=True)
+            driver.save_screenshot(os.path.join(Phone.SCREENSHOTS, "history-320.png"))
+            driver.switch_to.active_element.send_keys(Keys.ESCAPE)
         finally:
             driver.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
 

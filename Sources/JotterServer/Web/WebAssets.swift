@@ -136,7 +136,7 @@ export async function setupAccount({ signedIn }) {
 
 """#),
         "api.js": WebAsset(
-            contentType: "text/javascript; charset=utf-8", etag: #""a4af9d16b1d027d7""#,
+            contentType: "text/javascript; charset=utf-8", etag: #""627dc5169a78e78f""#,
             text: #"""
 // The Jotter HTTP API (docs/API.md): JSON requests, problem+json errors in words, uploads
 // through XMLHttpRequest for their progress events, resumable (tus) across network drops.
@@ -259,6 +259,14 @@ export const updateNote = (id, body, { base, ifMatch } = {}) =>
 /** Deletes note `id` if it is still `ifMatch`; `keepalive` lets it finish while the page unloads. */
 export const deleteNote = async (id, ifMatch, { keepalive = false } = {}) =>
   (await request('DELETE', `/notes/${encodeURIComponent(id)}`, { ifMatch, keepalive })).note;
+
+/** One page of a note's revisions, newest first: `{revisions, next}`; `url` as for `listNotes`. */
+export const listRevisions = (url) => request('GET', url);
+export const getRevision = async (id, version) =>
+  (await request('GET', `/notes/${encodeURIComponent(id)}/revisions/${encodeURIComponent(version)}`)).revision;
+/** Makes revision `version` the note's text again (at a new version); the note as it is now. */
+export const restoreRevision = async (id, version) =>
+  (await request('POST', `/notes/${encodeURIComponent(id)}/restore`, { json: { version } })).note;
 
 export const deleteUpload = async (id) => (await request('DELETE', `/uploads/${encodeURIComponent(id)}`)).upload;
 
@@ -1031,9 +1039,9 @@ export function announce(message) {
 
 """#),
         "editor.js": WebAsset(
-            contentType: "text/javascript; charset=utf-8", etag: #""5ae235e8f7aa9194""#,
+            contentType: "text/javascript; charset=utf-8", etag: #""79e800a279c2fbb1""#,
             text: #"""
-// The note editor: compose, edit, save and delete with confirmation.
+// The note editor: compose, edit, save, delete with confirmation and the note's history.
 // A save names the version its text was made from, so the server merges it with changes saved
 // elsewhere meanwhile; a newer saved version never silently replaces unsaved text, and only a
 // save the server can't merge (a `409`) asks which version to keep.
@@ -1044,6 +1052,7 @@ import { createAttachments } from './attachments.js';
 import { announce, byId, el } from './dom.js';
 import { confirmChoice, resolveConflict } from './dialogs.js';
 import { formatDateTime, formatSince, markedAsCopy, titleAndPreview } from './format.js';
+import { createHistory } from './history.js';
 import { moveOffset, rebase } from './merge.js';
 
 /** How long after the last keystroke the text is saved (a `data-autosave-delay` on <body> overrides it). */
@@ -1107,6 +1116,13 @@ export function createEditor({ notes, navigate, toast, clearError }) {
   });
   byId('delete').addEventListener('click', () => remove());
 
+  const history = createHistory({ toast, restored });
+  byId('history').addEventListener('click', async () => {
+    if (busy || loading || !base) return;
+    if (isDirty()) await save(); // the history shows saved versions: the text joins them first
+    if (base) history.open(base);
+  });
+
   function show() {
     form.hidden = false;
     byId('placeholder').hidden = true;
@@ -1135,6 +1151,7 @@ export function createEditor({ notes, navigate, toast, clearError }) {
     saveState.textContent = busy ? 'Saving…' : dirty ? (autosaveFailed ? 'Not saved yet' : 'Unsaved changes') : base ? 'Saved' : '';
     saveState.dataset.state = busy ? 'busy' : dirty ? 'dirty' : 'saved';
     byId('delete').textContent = base || loading ? 'Delete' : 'Discard';
+    byId('history').hidden = !base;
     form.setAttribute('aria-busy', String(busy || loading));
     renderNotice();
     attachments.render(base);
@@ -1515,6 +1532,18 @@ export function createEditor({ notes, navigate, toast, clearError }) {
     }
   }
 
+  /** A version from the history was restored (`note`, as it is now). */
+  function restored(note, version) {
+    notes.upsert(note);
+    if (base?.id === note.id) {
+      load(note);
+      textarea.focus();
+      textarea.setSelectionRange(0, 0);
+    }
+    announce(`Version ${version} restored`);
+    toast(`Version ${version} restored. The version before it stays in the history.`, { kind: 'info' });
+  }
+
   /** Reads note `id` again and takes it in as a change made elsewhere. */
   async function reread(id) {
     try {
@@ -1771,6 +1800,160 @@ export function markedAsCopy(body) {
 }
 
 """#),
+        "history.js": WebAsset(
+            contentType: "text/javascript; charset=utf-8", etag: #""d7c7a3e6bc6c1bac""#,
+            text: #"""
+// A note's history: its saved versions (`GET /notes/{id}/revisions`, paged), newest first; one
+// is shown beside the list, and restoring it makes its text the note's again, at a new version.
+
+import * as api from './api.js';
+import { byId, el } from './dom.js';
+import { formatDateTime, formatSize, titleAndPreview } from './format.js';
+
+const PAGE_SIZE = 50;
+
+/**
+ * `restored(note, version)` gets the note after a version was restored; `toast(message)` shows
+ * an error in words.
+ */
+export function createHistory({ toast, restored }) {
+  const dialog = byId('history-dialog');
+  const list = byId('revision-list');
+  const more = byId('revisions-more');
+  const restore = byId('history-restore');
+  const preview = byId('revision-body');
+  let note = null; // the note whose history is shown
+  let revisions = [];
+  let next = null;
+  let selected = null; // the version shown
+  let loading = false;
+  let request = 0; // the current opening, so late answers for another note are dropped
+  const bodies = new Map(); // version → text, as read
+  let previousFocus = null;
+
+  more.addEventListener('click', () => {
+    if (next && !loading) load(next);
+  });
+  restore.addEventListener('click', () => restoreSelected());
+  byId('history-close').addEventListener('click', () => dialog.close());
+  dialog.addEventListener('close', () => {
+    request += 1;
+    if (previousFocus instanceof HTMLElement && previousFocus.isConnected) previousFocus.focus();
+  });
+  // Up and down arrows move between versions, showing each.
+  list.addEventListener('keydown', (event) => {
+    if (event.key !== 'ArrowDown' && event.key !== 'ArrowUp') return;
+    const buttons = [...list.querySelectorAll('.revision')];
+    const index = buttons.indexOf(document.activeElement);
+    const target = buttons[index < 0 ? 0 : index + (event.key === 'ArrowDown' ? 1 : -1)];
+    if (!target) return;
+    event.preventDefault();
+    target.focus();
+    select(Number(target.dataset.version));
+  });
+
+  async function load(url) {
+    const token = request;
+    loading = true;
+    render();
+    try {
+      const page = await api.listRevisions(url);
+      if (token !== request) return;
+      const known = new Set(revisions.map((revision) => revision.version));
+      revisions.push(...page.revisions.filter((revision) => !known.has(revision.version)));
+      next = page.next;
+      if (selected === null && revisions.length) select(revisions[0].version);
+    } catch (error) {
+      if (token !== request) return;
+      toast(`Couldn't list the versions: ${error.message}`);
+    }
+    loading = false;
+    render();
+  }
+
+  /** Shows version `version`, reading its text when it is not read yet. */
+  async function select(version) {
+    selected = version;
+    render();
+    if (bodies.has(version)) return;
+    const token = request;
+    try {
+      const revision = await api.getRevision(note.id, version);
+      if (token !== request) return;
+      bodies.set(version, revision.body);
+    } catch (error) {
+      if (token !== request) return;
+      toast(`Couldn't read version ${version}: ${error.message}`);
+    }
+    if (selected === version) render();
+  }
+
+  function describe(revision) {
+    return [formatDateTime(revision.created_at), formatSize(revision.size), revision.merged ? 'merged' : null]
+      .filter(Boolean).join(' · ');
+  }
+
+  function item(revision) {
+    const current = revision.version === note.version;
+    const pressed = revision.version === selected;
+    return el('li', {},
+      el('button', { type: 'button', class: 'revision', 'data-version': revision.version, 'aria-pressed': String(pressed),
+        onclick: () => select(revision.version) },
+      el('span', { class: 'revision-name' }, `Version ${revision.version}`, current ? ' (current)' : ''),
+      el('span', { class: 'revision-meta' }, describe(revision))));
+  }
+
+  function render() {
+    // Rebuilding the list must not take the keyboard focus away from the version it was on.
+    const focused = document.activeElement?.closest?.('.revision')?.dataset.version;
+    list.replaceChildren(...revisions.map(item));
+    if (focused) list.querySelector(`.revision[data-version="${CSS.escape(focused)}"]`)?.focus();
+    if (document.activeElement === list) list.querySelector('[aria-pressed="true"]')?.focus();
+    list.setAttribute('aria-busy', String(loading));
+    more.hidden = !next;
+    more.disabled = loading;
+    more.textContent = loading && revisions.length ? 'Loading…' : 'Load older versions';
+    const revision = revisions.find((known) => known.version === selected);
+    byId('revision-label').textContent = revision ? `Version ${revision.version}` : loading ? 'Loading versions…' : 'No versions kept';
+    byId('revision-meta').textContent = revision ? describe(revision) : '';
+    preview.textContent = bodies.get(selected) ?? (revision ? 'Loading…' : '');
+    restore.disabled = !revision || revision.version === note.version || !bodies.has(selected);
+  }
+
+  async function restoreSelected() {
+    const version = selected;
+    if (version === null || version === note.version) return;
+    restore.disabled = true;
+    try {
+      const now = await api.restoreRevision(note.id, version);
+      previousFocus = null; // the restored text takes the focus
+      dialog.close();
+      restored(now, version);
+    } catch (error) {
+      toast(`Couldn't restore version ${version}: ${error.message}`);
+      render();
+    }
+  }
+
+  return {
+    /** Shows the history of `current` (the saved note), newest version first. */
+    open(current) {
+      request += 1;
+      note = current;
+      revisions = [];
+      next = null;
+      selected = null;
+      bodies.clear();
+      byId('history-title').textContent = `History of “${titleAndPreview(note.body).title || 'Untitled note'}”`;
+      previousFocus = document.activeElement;
+      dialog.showModal();
+      load(`/notes/${encodeURIComponent(note.id)}/revisions?limit=${PAGE_SIZE}`);
+      list.focus();
+    },
+  };
+}
+
+"""#),
         "icon.svg": WebAsset(
             contentType: "image/svg+xml", etag: #""f0b64f5acdc48241""#,
             text: ##"""
@@ -1783,7 +1966,7 @@ export function markedAsCopy(body) {
 
 """##),
         "index.html": WebAsset(
-            contentType: "text/html; charset=utf-8", etag: #""58a23912673e638d""#,
+            contentType: "text/html; charset=utf-8", etag: #""e4e9324afa2f99cc""#,
             text: ##"""
 <!doctype html>
 <html lang="en">
@@ -1851,6 +2034,7 @@ export function markedAsCopy(body) {
         </button>
         <h2 id="editor-title" class="editor-title" tabindex="-1">New note</h2>
         <span id="save-state" class="save-state" aria-live="polite"></span>
+        <button id="history" class="button subtle" type="button" hidden>History</button>
         <button id="delete" class="button danger-subtle" type="button">Delete</button>
         <button id="save" class="button primary" type="submit" aria-keyshortcuts="Control+S">Save</button>
       </div>
@@ -1918,6 +2102,28 @@ export function markedAsCopy(body) {
     </section>
   </div>
   <div id="conflict-actions" class="dialog-actions"></div>
+</dialog>
+
+<dialog id="history-dialog" class="dialog wide" aria-labelledby="history-title">
+  <h2 id="history-title">History</h2>
+  <p class="meta">Every saved version of this note, newest first. Restoring one makes its text the note's again; the
+    versions after it stay here.</p>
+  <div class="history">
+    <section class="revisions" aria-labelledby="revisions-label">
+      <h3 id="revisions-label" class="visually-hidden">Versions</h3>
+      <ul id="revision-list" class="revision-list" tabindex="-1" aria-labelledby="revisions-label" aria-busy="true"></ul>
+      <button id="revisions-more" class="button subtle small" type="button" hidden>Load older versions</button>
+    </section>
+    <section class="version" aria-labelledby="revision-label">
+      <h3 id="revision-label">Version</h3>
+      <p id="revision-meta" class="meta"></p>
+      <pre id="revision-body" class="version-text" tabindex="0"></pre>
+    </section>
+  </div>
+  <div class="dialog-actions">
+    <button id="history-close" class="button subtle" type="button">Close</button>
+    <button id="history-restore" class="button primary" type="button" disabled>Restore this version</button>
+  </div>
 </dialog>
 </body>
 </html>
@@ -2080,7 +2286,7 @@ export function moveOffset(offset, from, to) {
 
 """#),
         "style.css": WebAsset(
-            contentType: "text/css; charset=utf-8", etag: #""3ae69f0f8f8c7a7b""#,
+            contentType: "text/css; charset=utf-8", etag: #""41cf3fd6011111ea""#,
             text: #"""
 /* Jotter web app. Light and dark, phone to desktop; no inline styles (the CSP forbids them). */
 
@@ -2496,6 +2702,30 @@ a.file-name:hover { text-decoration-color: currentColor; }
   overflow-wrap: anywhere;
 }
 
+/* A note's history: the versions beside the one shown. */
+
+.history { display: grid; grid-template-columns: minmax(200px, 260px) minmax(0, 1fr); gap: 14px; }
+.revisions { min-width: 0; display: flex; flex-direction: column; gap: 8px; }
+.revision-list {
+  max-height: 46vh; overflow: auto;
+  margin: 0; padding: 0; list-style: none;
+  scrollbar-width: thin;
+}
+.revision-list:focus { outline: none; }
+.revision {
+  display: grid; gap: 2px;
+  width: 100%;
+  margin: 0 0 4px; padding: 8px 10px;
+  border: 1px solid transparent; border-radius: 8px;
+  background: transparent; color: var(--text);
+  font: 14px/1.4 var(--font); text-align: left;
+  cursor: pointer;
+}
+.revision:hover { background: var(--surface-2); }
+.revision[aria-pressed="true"] { background: var(--accent-soft); border-color: var(--accent); }
+.revision-name { font-weight: 600; }
+.revision-meta { color: var(--muted); font-size: 13px; }
+
 /* A phone: the list or the editor, full width. */
 
 @media (max-width: 760px) {
@@ -2507,6 +2737,8 @@ a.file-name:hover { text-decoration-color: currentColor; }
   .note-list { padding: 0 6px; }
   body[data-view="list"] .main { display: none; }
   body[data-view="editor"] .sidebar, body[data-view="files"] .sidebar { display: none; }
+  .history { grid-template-columns: 1fr; }
+  .revision-list { max-height: 24vh; }
   .files { padding: 12px 12px 24px; }
   .files .attachment { flex-wrap: wrap; }
   .back { display: inline-flex; }
@@ -2531,6 +2763,9 @@ a.file-name:hover { text-decoration-color: currentColor; }
   .connection { padding: 8px; }
   .account { gap: 6px; }
   #new-note { padding: 0 12px; }
+  /* Back, History, Delete and Save stay on one line above the title. */
+  .editor-bar { gap: 6px; }
+  .editor-bar .button { padding: 0 9px; font-size: 14px; }
 }
 
 @media (prefers-reduced-motion: reduce) {

@@ -120,6 +120,14 @@ export const updateNote = (id, body, { base, ifMatch } = {}) =>
 export const deleteNote = async (id, ifMatch, { keepalive = false } = {}) =>
   (await request('DELETE', `/notes/${encodeURIComponent(id)}`, { ifMatch, keepalive })).note;
 
+/** One page of a note's revisions, newest first: `{revisions, next}`; `url` as for `listNotes`. */
+export const listRevisions = (url) => request('GET', url);
+export const getRevision = async (id, version) =>
+  (await request('GET', `/notes/${encodeURIComponent(id)}/revisions/${encodeURIComponent(version)}`)).revision;
+/** Makes revision `version` the note's text again (at a new version); the note as it is now. */
+export const restoreRevision = async (id, version) =>
+  (await request('POST', `/notes/${encodeURIComponent(id)}/restore`, { json: { version } })).note;
+
 export const deleteUpload = async (id) => (await request('DELETE', `/uploads/${encodeURIComponent(id)}`)).upload;
 
 /** One page of uploads: `{uploads, next}`; `url` is `/uploads?…` or a page's `next`. */

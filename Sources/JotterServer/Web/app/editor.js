@@ -1,4 +1,4 @@
-// The note editor: compose, edit, save and delete with confirmation.
+// The note editor: compose, edit, save, delete with confirmation and the note's history.
 // A save names the version its text was made from, so the server merges it with changes saved
 // elsewhere meanwhile; a newer saved version never silently replaces unsaved text, and only a
 // save the server can't merge (a `409`) asks which version to keep.
@@ -9,6 +9,7 @@ import { createAttachments } from './attachments.js';
 import { announce, byId, el } from './dom.js';
 import { confirmChoice, resolveConflict } from './dialogs.js';
 import { formatDateTime, formatSince, markedAsCopy, titleAndPreview } from './format.js';
+import { createHistory } from './history.js';
 import { moveOffset, rebase } from './merge.js';
 
 /** How long after the last keystroke the text is saved (a `data-autosave-delay` on <body> overrides it). */
@@ -72,6 +73,13 @@ export function createEditor({ notes, navigate, toast, clearError }) {
   });
   byId('delete').addEventListener('click', () => remove());
 
+  const history = createHistory({ toast, restored });
+  byId('history').addEventListener('click', async () => {
+    if (busy || loading || !base) return;
+    if (isDirty()) await save(); // the history shows saved versions: the text joins them first
+    if (base) history.open(base);
+  });
+
   function show() {
     form.hidden = false;
     byId('placeholder').hidden = true;
@@ -100,6 +108,7 @@ export function createEditor({ notes, navigate, toast, clearError }) {
     saveState.textContent = busy ? 'Saving…' : dirty ? (autosaveFailed ? 'Not saved yet' : 'Unsaved changes') : base ? 'Saved' : '';
     saveState.dataset.state = busy ? 'busy' : dirty ? 'dirty' : 'saved';
     byId('delete').textContent = base || loading ? 'Delete' : 'Discard';
+    byId('history').hidden = !base;
     form.setAttribute('aria-busy', String(busy || loading));
     renderNotice();
     attachments.render(base);
@@ -478,6 +487,18 @@ export function createEditor({ notes, navigate, toast, clearError }) {
         : `Couldn't delete “${title}”: ${error.message}`);
       if (error.status === 412) reread(note.id);
     }
+  }
+
+  /** A version from the history was restored (`note`, as it is now). */
+  function restored(note, version) {
+    notes.upsert(note);
+    if (base?.id === note.id) {
+      load(note);
+      textarea.focus();
+      textarea.setSelectionRange(0, 0);
+    }
+    announce(`Version ${version} restored`);
+    toast(`Version ${version} restored. The version before it stays in the history.`, { kind: 'info' });
   }
 
   /** Reads note `id` again and takes it in as a change made elsewhere. */
