@@ -136,7 +136,7 @@ export async function setupAccount({ signedIn }) {
 
 """#),
         "api.js": WebAsset(
-            contentType: "text/javascript; charset=utf-8", etag: #""627dc5169a78e78f""#,
+            contentType: "text/javascript; charset=utf-8", etag: #""e6c280222a82ee30""#,
             text: #"""
 // The Jotter HTTP API (docs/API.md): JSON requests, problem+json errors in words, uploads
 // through XMLHttpRequest for their progress events, resumable (tus) across network drops.
@@ -214,7 +214,7 @@ export function onUnauthorized(handler) {
   unauthorized = handler;
 }
 
-async function request(method, path, { json, ifMatch, keepalive = false } = {}) {
+async function request(method, path, { json, ifMatch } = {}) {
   const headers = { Accept: 'application/json' };
   if (json !== undefined) headers['Content-Type'] = 'application/json';
   if (ifMatch) headers['If-Match'] = ifMatch;
@@ -226,7 +226,6 @@ async function request(method, path, { json, ifMatch, keepalive = false } = {}) 
       headers,
       body: json === undefined ? undefined : JSON.stringify(json),
       cache: 'no-store',
-      keepalive,
     });
   } catch {
     throw new ApiError(UNREACHABLE);
@@ -256,9 +255,9 @@ export const createNote = async (body) => (await request('POST', '/notes', { jso
 export const updateNote = (id, body, { base, ifMatch } = {}) =>
   request('PUT', `/notes/${encodeURIComponent(id)}`, { json: base ? { body, base_version: base } : { body }, ifMatch });
 
-/** Deletes note `id` if it is still `ifMatch`; `keepalive` lets it finish while the page unloads. */
-export const deleteNote = async (id, ifMatch, { keepalive = false } = {}) =>
-  (await request('DELETE', `/notes/${encodeURIComponent(id)}`, { ifMatch, keepalive })).note;
+/** Moves note `id` to the trash if it is still `ifMatch`. */
+export const deleteNote = async (id, ifMatch) =>
+  (await request('DELETE', `/notes/${encodeURIComponent(id)}`, { ifMatch })).note;
 
 /** One page of a note's revisions, newest first: `{revisions, next}`; `url` as for `listNotes`. */
 export const listRevisions = (url) => request('GET', url);
@@ -267,6 +266,14 @@ export const getRevision = async (id, version) =>
 /** Makes revision `version` the note's text again (at a new version); the note as it is now. */
 export const restoreRevision = async (id, version) =>
   (await request('POST', `/notes/${encodeURIComponent(id)}/restore`, { json: { version } })).note;
+
+/** One page of the trash, latest deletion first: `{notes, next}` (each note with `deleted_at`). */
+export const listTrash = (url) => request('GET', url);
+/** Brings note `id` back from the trash (same id, text and attachments); the note. */
+export const restoreFromTrash = async (id) =>
+  (await request('POST', `/notes/${encodeURIComponent(id)}/restore`, { json: {} })).note;
+/** Deletes note `id` from the trash, for good. */
+export const deleteForever = (id) => request('DELETE', `/notes/trash/${encodeURIComponent(id)}`);
 
 export const deleteUpload = async (id) => (await request('DELETE', `/uploads/${encodeURIComponent(id)}`)).upload;
 
@@ -364,10 +371,11 @@ export function uploadFile(file, noteId, onProgress) {
 
 """#),
         "app.js": WebAsset(
-            contentType: "text/javascript; charset=utf-8", etag: #""2b0588606dc5e5f4""#,
+            contentType: "text/javascript; charset=utf-8", etag: #""889c98f7a7cd3623""#,
             text: #"""
 // Jotter's web app: the list of notes (search, paging, live updates) and the routes
-// `#/` (the list), `#/new` and `#/notes/{id}` (the editor), `#/files` (files in no note).
+// `#/` (the list), `#/new` and `#/notes/{id}` (the editor), `#/files` (files in no note) and
+// `#/trash` (Recently Deleted).
 
 import * as api from './api.js';
 import { announce, byId, el } from './dom.js';
@@ -376,6 +384,7 @@ import { createEditor } from './editor.js';
 import { createFiles } from './files.js';
 import { formatDay, formatTime, isoTimestamp, parseTimestamp, titleAndPreview } from './format.js';
 import { connectLive } from './live.js';
+import { createTrash } from './trash.js';
 import { setupAccount } from './account.js';
 
 const PAGE_SIZE = 50;
@@ -389,7 +398,6 @@ const state = {
   error: null,
   request: 0, // the current list request, so late answers to older ones are dropped
   fresh: new Set(), // ids that just arrived live (highlighted once)
-  hidden: new Set(), // ids deleted here while Undo is still offered
 };
 
 const listElement = byId('notes');
@@ -400,17 +408,8 @@ const search = byId('search');
 /** The list as the editor sees it. */
 const notes = {
   find: (id) => state.notes.find((note) => note.id === id),
-  /** The loaded notes that are shown, newest first. */
-  all: () => state.notes.filter((note) => !state.hidden.has(note.id)),
-  /** Takes `id` out of sight (deleted, Undo still possible); `unhide` brings it back. */
-  hide(id) {
-    state.hidden.add(id);
-    renderList();
-  },
-  unhide(id) {
-    state.hidden.delete(id);
-    renderList();
-  },
+  /** The loaded notes, newest first. */
+  all: () => state.notes,
   /** Adds or replaces `note` (an older version never replaces a newer one). */
   upsert(note, { fresh = false } = {}) {
     const index = state.notes.findIndex((known) => known.id === note.id);
@@ -429,7 +428,6 @@ const notes = {
   remove(id) {
     const count = state.notes.length;
     state.notes = state.notes.filter((note) => note.id !== id);
-    state.hidden.delete(id);
     if (state.notes.length !== count) renderList();
   },
 };
@@ -623,6 +621,7 @@ function showConnection(name) {
 
 const editor = createEditor({ notes, navigate, toast, clearError });
 const files = createFiles({ notes, toast, clearError });
+const trash = createTrash({ notes, navigate, toast, clearError });
 let shownHash = location.hash;
 
 /** Goes to `hash`; with `replace`, only records it (the editor already shows it). */
@@ -654,7 +653,7 @@ function route(open) {
   const hash = location.hash;
   const match = /^#\/notes\/(\d+)$/.exec(hash);
   const previous = editor.id;
-  const view = hash === '#/new' || match ? 'editor' : hash === '#/files' ? 'files' : 'list';
+  const view = hash === '#/new' || match ? 'editor' : hash === '#/files' ? 'files' : hash === '#/trash' ? 'trash' : 'list';
   // First: on a phone only the view's pane is shown, and what opens next focuses inside it.
   document.body.dataset.view = view;
   if (open) {
@@ -663,6 +662,8 @@ function route(open) {
     else editor.close();
     if (view === 'files') files.open();
     else files.close();
+    if (view === 'trash') trash.open();
+    else trash.close();
   }
   renderList();
   if (open && view === 'list' && previous) {
@@ -716,6 +717,7 @@ function startLive() {
       else if (kind === 'note.created') notes.upsert(note, { fresh: true });
       else if (notes.find(note.id)) notes.upsert(note);
       editor.incoming(kind, note);
+      trash.event(kind, note);
     },
     reload() {
       loadFirstPage();
@@ -1039,9 +1041,9 @@ export function announce(message) {
 
 """#),
         "editor.js": WebAsset(
-            contentType: "text/javascript; charset=utf-8", etag: #""79e800a279c2fbb1""#,
+            contentType: "text/javascript; charset=utf-8", etag: #""e5d97bb3ea043fdc""#,
             text: #"""
-// The note editor: compose, edit, save, delete with confirmation and the note's history.
+// The note editor: compose, edit, save, delete (to the trash, with Undo) and the note's history.
 // A save names the version its text was made from, so the server merges it with changes saved
 // elsewhere meanwhile; a newer saved version never silently replaces unsaved text, and only a
 // save the server can't merge (a `409`) asks which version to keep.
@@ -1057,13 +1059,16 @@ import { moveOffset, rebase } from './merge.js';
 
 /** How long after the last keystroke the text is saved (a `data-autosave-delay` on <body> overrides it). */
 const AUTOSAVE_DELAY = 1000;
-/** How long "Note deleted" offers Undo before the note is deleted on the server. */
+/** How long "Note deleted" offers Undo (a restore from the trash). */
 const UNDO_DELAY = 5000;
 /** After an automatic save failed (the server away), when it is tried again: growing, then every 30 s. */
 const RETRY_DELAYS = [2000, 5000, 10000, 30000];
 
+/** A write to a note that is in the trash (`409`). */
+const NOTE_DELETED = '/problems/note-deleted';
+
 /**
- * `notes` is the list (`find`, `upsert`, `remove`, `hide`, `unhide`); `navigate(hash, { replace })`
+ * `notes` is the list (`find`, `upsert`, `remove`); `navigate(hash, { replace })`
  * changes the route; `toast(message, options)` shows a message in words (an error unless
  * `options.kind` says otherwise) and `clearError()` takes a stale error away after a success.
  */
@@ -1085,7 +1090,6 @@ export function createEditor({ notes, navigate, toast, clearError }) {
   let autosaveFailed = false; // the last automatic save failed: say so instead of "Unsaved changes"
   let retryTimer = null; // the next try of an automatic save that failed
   let retries = 0;
-  let pendingDelete = null; // { note, timer }: deleted here, Undo still possible
 
   const isOpen = () => !form.hidden;
   const isDirty = () => isOpen() && textarea.value !== (base?.body ?? '');
@@ -1415,10 +1419,11 @@ export function createEditor({ notes, navigate, toast, clearError }) {
 
   /**
    * After a failed write: a `409` the server couldn't merge (or `412` over a version) opens the
-   * conflict dialog; a note that is gone was deleted elsewhere.
+   * conflict dialog; a note in the trash or gone is deleted elsewhere.
    */
   async function failed(error, what) {
-    if (error.status === 409 && error.problem?.note && base) await settle(error.problem.note, error.type);
+    if (error.status === 409 && error.type === NOTE_DELETED && base) incoming('note.deleted', { id: base.id });
+    else if (error.status === 409 && error.problem?.note && base) await settle(error.problem.note, error.type);
     else if (error.status === 412) await settle(null);
     else if (error.status === 404 && base) incoming('note.deleted', { id: base.id });
     else toast(`${what}: ${error.message}`);
@@ -1472,7 +1477,7 @@ export function createEditor({ notes, navigate, toast, clearError }) {
     }
   }
 
-  /** Deletes the open note after confirmation (or discards a new one). */
+  /** Moves the open note to the trash after confirmation, with Undo (or discards a new one). */
   async function remove() {
     if (busy || loading) return;
     if (!base) {
@@ -1481,55 +1486,40 @@ export function createEditor({ notes, navigate, toast, clearError }) {
       navigate('#/');
       return;
     }
-    const note = base;
-    const files = note.attachments?.length ?? 0;
+    const files = base.attachments?.length ?? 0;
     const choice = await confirmChoice({
       title: 'Delete this note?',
-      text: `“${titleAndPreview(note.body).title || 'Untitled note'}”${files ? ` and its ${files} ${files === 1 ? 'attachment' : 'attachments'}` : ''} will be deleted. You can undo it for a few seconds.`,
+      text: `“${titleAndPreview(base.body).title || 'Untitled note'}”${files ? ` and its ${files} ${files === 1 ? 'attachment' : 'attachments'}` : ''} will be moved to Recently Deleted, where you can restore it.`,
       actions: [{ label: 'Cancel', value: null }, { label: 'Delete note', value: 'delete', kind: 'danger' }],
     });
-    if (choice !== 'delete') return;
-    // Gone from here at once; deleted on the server once Undo is no longer offered.
-    await finishDelete();
-    notes.hide(note.id);
-    pendingDelete = { note, timer: setTimeout(finishDelete, UNDO_DELAY) };
+    if (choice !== 'delete' || !base) return;
+    if (isDirty()) await save(); // what Undo brings back is the text as it is now
+    const note = base;
+    const failure = await run(() => api.deleteNote(note.id, etagOf(note)));
+    const title = titleAndPreview(note.body).title || 'Untitled note';
+    if (failure && failure.status !== 404) {
+      // Changed elsewhere meanwhile (412), or the server is away: it stays.
+      toast(failure.status === 412 ? `“${title}” was changed elsewhere, so it was not deleted.`
+        : `Couldn't delete “${title}”: ${failure.message}`);
+      if (failure.status === 412) reread(note.id);
+      return;
+    }
+    notes.remove(note.id);
     load(null);
     navigate('#/');
-    toast('Note deleted', { kind: 'info', timeout: UNDO_DELAY, action: { label: 'Undo', run: undoDelete } });
+    toast('Note deleted', { kind: 'info', timeout: UNDO_DELAY, action: { label: 'Undo', run: () => undoDelete(note) } });
   }
 
-  /** Undo: the note was never deleted on the server; it is shown and opened again. */
-  function undoDelete() {
-    if (!pendingDelete) return;
-    const { note, timer } = pendingDelete;
-    clearTimeout(timer);
-    pendingDelete = null;
-    notes.unhide(note.id);
+  /** Undo: the note comes back from the trash and is opened again. */
+  async function undoDelete(note) {
+    try {
+      notes.upsert(await api.restoreFromTrash(note.id));
+    } catch (error) {
+      toast(`Couldn't restore “${titleAndPreview(note.body).title || 'Untitled note'}”: ${error.message}`);
+      return;
+    }
     navigate(`#/notes/${note.id}`);
     announce('Note restored');
-  }
-
-  /** Deletes the note waiting for its Undo to expire (at once with `keepalive`, as the page goes). */
-  async function finishDelete({ keepalive = false } = {}) {
-    if (!pendingDelete) return;
-    const { note, timer } = pendingDelete;
-    clearTimeout(timer);
-    pendingDelete = null;
-    try {
-      await api.deleteNote(note.id, etagOf(note), { keepalive });
-      notes.remove(note.id);
-    } catch (error) {
-      if (error.status === 404) {
-        notes.remove(note.id);
-        return;
-      }
-      // Changed elsewhere meanwhile (412), or the server is away: it stays, and the list shows it.
-      notes.unhide(note.id);
-      const title = titleAndPreview(note.body).title || 'Untitled note';
-      toast(error.status === 412 ? `“${title}” was changed elsewhere, so it was not deleted.`
-        : `Couldn't delete “${title}”: ${error.message}`);
-      if (error.status === 412) reread(note.id);
-    }
   }
 
   /** A version from the history was restored (`note`, as it is now). */
@@ -1580,9 +1570,6 @@ export function createEditor({ notes, navigate, toast, clearError }) {
     }
     return choice === 'discard';
   }
-
-  // A delete still waiting for its Undo goes through as the page goes.
-  window.addEventListener('pagehide', () => finishDelete({ keepalive: true }));
 
   return {
     openNew, openNote, close, save, incoming, canLeave, isDirty, isOpen,
@@ -1966,7 +1953,7 @@ export function createHistory({ toast, restored }) {
 
 """##),
         "index.html": WebAsset(
-            contentType: "text/html; charset=utf-8", etag: #""e4e9324afa2f99cc""#,
+            contentType: "text/html; charset=utf-8", etag: #""73991d328fededf7""#,
             text: ##"""
 <!doctype html>
 <html lang="en">
@@ -2005,7 +1992,8 @@ export function createHistory({ toast, restored }) {
     <ul id="notes" class="note-list" tabindex="-1" aria-label="Notes" aria-busy="true"></ul>
     <div id="list-message" class="list-message" hidden></div>
     <button id="load-more" class="button subtle load-more" type="button" hidden>Load more notes</button>
-    <a id="files-link" class="files-link" href="#/files">Files not in a note</a>
+    <p class="sidebar-links"><a id="files-link" href="#/files">Files not in a note</a>
+      <a id="trash-link" href="#/trash">Recently Deleted</a></p>
   </nav>
 
   <main id="main" class="main">
@@ -2025,6 +2013,18 @@ export function createHistory({ toast, restored }) {
       <ul id="file-list" class="attachment-list" aria-labelledby="files-title"></ul>
       <p id="files-message" class="list-message" hidden></p>
       <button id="files-more" class="button subtle load-more" type="button" hidden>Load more files</button>
+    </section>
+
+    <section id="trash" class="files" aria-labelledby="trash-title" hidden>
+      <div class="editor-bar">
+        <a class="button subtle back" href="#/"><span aria-hidden="true">‹</span> Notes</a>
+        <h2 id="trash-title" class="editor-title" tabindex="-1">Recently Deleted</h2>
+      </div>
+      <p class="meta">Deleted notes stay here for a while (30 days, unless the server keeps them longer or shorter), then
+        they are gone for good. Restore one to bring it back with its attachments.</p>
+      <ul id="trash-list" class="attachment-list" aria-labelledby="trash-title"></ul>
+      <p id="trash-message" class="list-message" hidden></p>
+      <button id="trash-more" class="button subtle load-more" type="button" hidden>Load more deleted notes</button>
     </section>
 
     <form id="editor" class="editor" aria-labelledby="editor-title" hidden novalidate>
@@ -2286,7 +2286,7 @@ export function moveOffset(offset, from, to) {
 
 """#),
         "style.css": WebAsset(
-            contentType: "text/css; charset=utf-8", etag: #""41cf3fd6011111ea""#,
+            contentType: "text/css; charset=utf-8", etag: #""59e4f93f836e9609""#,
             text: #"""
 /* Jotter web app. Light and dark, phone to desktop; no inline styles (the CSP forbids them). */
 
@@ -2502,8 +2502,13 @@ kbd {
 .list-message .strong { color: var(--text); font-weight: 600; font-size: 17px; margin-bottom: 4px; }
 .list-message[data-kind="error"] { color: var(--danger); }
 .load-more { margin: 10px 14px 16px; }
-.files-link { margin: auto 16px 14px; padding-top: 10px; color: var(--muted); font-size: 14px; }
-.files-link:hover { color: var(--text); }
+.sidebar-links {
+  display: flex; flex-wrap: wrap; gap: 4px 16px;
+  margin: auto 16px 14px; padding-top: 10px;
+  font-size: 14px;
+}
+.sidebar-links a { color: var(--muted); }
+.sidebar-links a:hover { color: var(--text); }
 
 /* Placeholder and editor */
 
@@ -2620,6 +2625,9 @@ kbd {
   color: var(--text);
   font: 14px var(--font);
 }
+.trashed .note-preview { overflow: hidden; text-overflow: ellipsis; white-space: nowrap; }
+.trashed .button { color: var(--text); }
+.trashed .button.forever { color: var(--muted); }
 .attachment .button { color: var(--muted); }
 .attachment .button:hover { color: var(--danger); border-color: var(--danger); background: var(--danger-soft); }
 .file-name { overflow: hidden; text-overflow: ellipsis; white-space: nowrap; font-weight: 500; }
@@ -2736,7 +2744,7 @@ a.file-name:hover { text-decoration-color: currentColor; }
   .sidebar { border-right: 0; background: var(--bg); }
   .note-list { padding: 0 6px; }
   body[data-view="list"] .main { display: none; }
-  body[data-view="editor"] .sidebar, body[data-view="files"] .sidebar { display: none; }
+  body[data-view="editor"] .sidebar, body[data-view="files"] .sidebar, body[data-view="trash"] .sidebar { display: none; }
   .history { grid-template-columns: 1fr; }
   .revision-list { max-height: 24vh; }
   .files { padding: 12px 12px 24px; }
@@ -2778,6 +2786,154 @@ a.file-name:hover { text-decoration-color: currentColor; }
 .sign-in { display: grid; gap: 6px; }
 .sign-in input { font: inherit; padding: 8px 10px; border: 1px solid var(--border, #ccc); border-radius: 8px; }
 .sign-in-error { margin: 4px 0 0; color: var(--danger, #b3261e); }
+
+"""#),
+        "trash.js": WebAsset(
+            contentType: "text/javascript; charset=utf-8", etag: #""3fd3e1d0d677a725""#,
+            text: #"""
+// Recently Deleted (`GET /notes/trash`, `#/trash`): deleted notes, latest deletion first, kept
+// for a while by the server; restore one (same id, text and attachments) or delete it for good.
+
+import * as api from './api.js';
+import { announce, byId, el } from './dom.js';
+import { confirmChoice } from './dialogs.js';
+import { formatDateTime, titleAndPreview } from './format.js';
+
+const FIRST_PAGE = '/notes/trash?limit=50';
+
+/**
+ * `notes.upsert(note)` puts a restored note back in the list; `navigate(hash)` opens it;
+ * `toast(message, options)` shows a message, `clearError()` takes a stale error away.
+ */
+export function createTrash({ notes, navigate, toast, clearError }) {
+  const section = byId('trash');
+  const list = byId('trash-list');
+  const more = byId('trash-more');
+  let deleted = [];
+  let next = null;
+  let loading = false;
+  let request = 0; // the current listing, so late answers to older ones are dropped
+
+  more.addEventListener('click', () => {
+    if (next && !loading) load(next);
+  });
+
+  async function load(url) {
+    const token = ++request;
+    loading = true;
+    render();
+    try {
+      const page = await api.listTrash(url);
+      if (token !== request) return;
+      const known = new Set(deleted.map((note) => note.id));
+      deleted.push(...page.notes.filter((note) => !known.has(note.id)));
+      next = page.next;
+      clearError();
+    } catch (error) {
+      if (token !== request) return;
+      toast(`Couldn't list the deleted notes: ${error.message}`);
+    }
+    loading = false;
+    render();
+  }
+
+  function render() {
+    list.replaceChildren(...deleted.map(item));
+    list.setAttribute('aria-busy', String(loading));
+    const message = byId('trash-message');
+    message.hidden = deleted.length > 0;
+    message.textContent = loading ? 'Loading deleted notes…' : 'No recently deleted notes.';
+    more.hidden = !next;
+    more.disabled = loading;
+    more.textContent = loading ? 'Loading…' : 'Load more deleted notes';
+  }
+
+  const titleOf = (note) => titleAndPreview(note.body).title || 'Untitled note';
+
+  function item(note) {
+    const { preview } = titleAndPreview(note.body);
+    const files = note.attachments?.length ?? 0;
+    const title = titleOf(note);
+    return el('li', { class: 'attachment trashed', 'data-id': note.id },
+      el('span', { class: 'attachment-text' },
+        el('span', { class: 'file-name' }, title),
+        preview ? el('span', { class: 'note-preview' }, preview) : null,
+        el('span', { class: 'meta' }, [`Deleted ${formatDateTime(note.deleted_at)}`,
+          files ? `${files} ${files === 1 ? 'attachment' : 'attachments'}` : null].filter(Boolean).join(' · '))),
+      el('span', { class: 'file-actions' },
+        el('button', { type: 'button', class: 'button small', 'aria-label': `Restore “${title}”`,
+          onclick: () => restore(note) }, 'Restore'),
+        el('button', { type: 'button', class: 'button subtle small forever', 'aria-label': `Delete “${title}” forever`,
+          onclick: () => deleteForever(note) }, 'Delete forever')));
+  }
+
+  function drop(id) {
+    const count = deleted.length;
+    deleted = deleted.filter((known) => known.id !== id);
+    if (deleted.length !== count) render();
+  }
+
+  async function restore(note) {
+    let back;
+    try {
+      back = await api.restoreFromTrash(note.id);
+    } catch (error) {
+      if (error.status === 404) drop(note.id);
+      toast(`Couldn't restore “${titleOf(note)}”: ${error.message}`);
+      return;
+    }
+    drop(note.id);
+    notes.upsert(back);
+    clearError();
+    toast(`“${titleOf(back)}” is back in your notes.`, { kind: 'info',
+      action: { label: 'Open', run: () => navigate(`#/notes/${back.id}`) } });
+  }
+
+  async function deleteForever(note) {
+    const files = note.attachments?.length ?? 0;
+    const choice = await confirmChoice({
+      title: 'Delete this note forever?',
+      text: `“${titleOf(note)}”${files ? ` and its ${files} ${files === 1 ? 'attachment' : 'attachments'}` : ''} will be deleted for good. This can't be undone.`,
+      actions: [{ label: 'Cancel', value: null }, { label: 'Delete forever', value: 'delete', kind: 'danger' }],
+    });
+    if (choice !== 'delete') return;
+    try {
+      await api.deleteForever(note.id);
+    } catch (error) {
+      if (error.status !== 404) {
+        toast(`Couldn't delete “${titleOf(note)}”: ${error.message}`);
+        return;
+      }
+    }
+    drop(note.id);
+    announce(`“${titleOf(note)}” deleted forever`);
+  }
+
+  return {
+    /** Shows the view with a fresh first page. */
+    open() {
+      section.hidden = false;
+      byId('placeholder').hidden = true;
+      deleted = [];
+      next = null;
+      load(FIRST_PAGE);
+      byId('trash-title').focus();
+    },
+    close() {
+      request += 1;
+      section.hidden = true;
+    },
+    /** A change made elsewhere: a note deleted joins the view, one restored leaves it. */
+    event(kind, note) {
+      if (section.hidden) return;
+      if (kind === 'note.created') drop(note.id);
+      else if (kind === 'note.deleted' && !deleted.some((known) => known.id === note.id)) {
+        deleted.unshift(note);
+        render();
+      }
+    },
+  };
+}
 
 """#),
     ]

@@ -74,7 +74,7 @@ export function onUnauthorized(handler) {
   unauthorized = handler;
 }
 
-async function request(method, path, { json, ifMatch, keepalive = false } = {}) {
+async function request(method, path, { json, ifMatch } = {}) {
   const headers = { Accept: 'application/json' };
   if (json !== undefined) headers['Content-Type'] = 'application/json';
   if (ifMatch) headers['If-Match'] = ifMatch;
@@ -86,7 +86,6 @@ async function request(method, path, { json, ifMatch, keepalive = false } = {}) 
       headers,
       body: json === undefined ? undefined : JSON.stringify(json),
       cache: 'no-store',
-      keepalive,
     });
   } catch {
     throw new ApiError(UNREACHABLE);
@@ -116,9 +115,9 @@ export const createNote = async (body) => (await request('POST', '/notes', { jso
 export const updateNote = (id, body, { base, ifMatch } = {}) =>
   request('PUT', `/notes/${encodeURIComponent(id)}`, { json: base ? { body, base_version: base } : { body }, ifMatch });
 
-/** Deletes note `id` if it is still `ifMatch`; `keepalive` lets it finish while the page unloads. */
-export const deleteNote = async (id, ifMatch, { keepalive = false } = {}) =>
-  (await request('DELETE', `/notes/${encodeURIComponent(id)}`, { ifMatch, keepalive })).note;
+/** Moves note `id` to the trash if it is still `ifMatch`. */
+export const deleteNote = async (id, ifMatch) =>
+  (await request('DELETE', `/notes/${encodeURIComponent(id)}`, { ifMatch })).note;
 
 /** One page of a note's revisions, newest first: `{revisions, next}`; `url` as for `listNotes`. */
 export const listRevisions = (url) => request('GET', url);
@@ -127,6 +126,14 @@ export const getRevision = async (id, version) =>
 /** Makes revision `version` the note's text again (at a new version); the note as it is now. */
 export const restoreRevision = async (id, version) =>
   (await request('POST', `/notes/${encodeURIComponent(id)}/restore`, { json: { version } })).note;
+
+/** One page of the trash, latest deletion first: `{notes, next}` (each note with `deleted_at`). */
+export const listTrash = (url) => request('GET', url);
+/** Brings note `id` back from the trash (same id, text and attachments); the note. */
+export const restoreFromTrash = async (id) =>
+  (await request('POST', `/notes/${encodeURIComponent(id)}/restore`, { json: {} })).note;
+/** Deletes note `id` from the trash, for good. */
+export const deleteForever = (id) => request('DELETE', `/notes/trash/${encodeURIComponent(id)}`);
 
 export const deleteUpload = async (id) => (await request('DELETE', `/uploads/${encodeURIComponent(id)}`)).upload;
 

@@ -1,5 +1,6 @@
 // Jotter's web app: the list of notes (search, paging, live updates) and the routes
-// `#/` (the list), `#/new` and `#/notes/{id}` (the editor), `#/files` (files in no note).
+// `#/` (the list), `#/new` and `#/notes/{id}` (the editor), `#/files` (files in no note) and
+// `#/trash` (Recently Deleted).
 
 import * as api from './api.js';
 import { announce, byId, el } from './dom.js';
@@ -8,6 +9,7 @@ import { createEditor } from './editor.js';
 import { createFiles } from './files.js';
 import { formatDay, formatTime, isoTimestamp, parseTimestamp, titleAndPreview } from './format.js';
 import { connectLive } from './live.js';
+import { createTrash } from './trash.js';
 import { setupAccount } from './account.js';
 
 const PAGE_SIZE = 50;
@@ -21,7 +23,6 @@ const state = {
   error: null,
   request: 0, // the current list request, so late answers to older ones are dropped
   fresh: new Set(), // ids that just arrived live (highlighted once)
-  hidden: new Set(), // ids deleted here while Undo is still offered
 };
 
 const listElement = byId('notes');
@@ -32,17 +33,8 @@ const search = byId('search');
 /** The list as the editor sees it. */
 const notes = {
   find: (id) => state.notes.find((note) => note.id === id),
-  /** The loaded notes that are shown, newest first. */
-  all: () => state.notes.filter((note) => !state.hidden.has(note.id)),
-  /** Takes `id` out of sight (deleted, Undo still possible); `unhide` brings it back. */
-  hide(id) {
-    state.hidden.add(id);
-    renderList();
-  },
-  unhide(id) {
-    state.hidden.delete(id);
-    renderList();
-  },
+  /** The loaded notes, newest first. */
+  all: () => state.notes,
   /** Adds or replaces `note` (an older version never replaces a newer one). */
   upsert(note, { fresh = false } = {}) {
     const index = state.notes.findIndex((known) => known.id === note.id);
@@ -61,7 +53,6 @@ const notes = {
   remove(id) {
     const count = state.notes.length;
     state.notes = state.notes.filter((note) => note.id !== id);
-    state.hidden.delete(id);
     if (state.notes.length !== count) renderList();
   },
 };
@@ -255,6 +246,7 @@ function showConnection(name) {
 
 const editor = createEditor({ notes, navigate, toast, clearError });
 const files = createFiles({ notes, toast, clearError });
+const trash = createTrash({ notes, navigate, toast, clearError });
 let shownHash = location.hash;
 
 /** Goes to `hash`; with `replace`, only records it (the editor already shows it). */
@@ -286,7 +278,7 @@ function route(open) {
   const hash = location.hash;
   const match = /^#\/notes\/(\d+)$/.exec(hash);
   const previous = editor.id;
-  const view = hash === '#/new' || match ? 'editor' : hash === '#/files' ? 'files' : 'list';
+  const view = hash === '#/new' || match ? 'editor' : hash === '#/files' ? 'files' : hash === '#/trash' ? 'trash' : 'list';
   // First: on a phone only the view's pane is shown, and what opens next focuses inside it.
   document.body.dataset.view = view;
   if (open) {
@@ -295,6 +287,8 @@ function route(open) {
     else editor.close();
     if (view === 'files') files.open();
     else files.close();
+    if (view === 'trash') trash.open();
+    else trash.close();
   }
   renderList();
   if (open && view === 'list' && previous) {
@@ -348,6 +342,7 @@ function startLive() {
       else if (kind === 'note.created') notes.upsert(note, { fresh: true });
       else if (notes.find(note.id)) notes.upsert(note);
       editor.incoming(kind, note);
+      trash.event(kind, note);
     },
     reload() {
       loadFirstPage();

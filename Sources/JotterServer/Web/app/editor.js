@@ -1,4 +1,4 @@
-// The note editor: compose, edit, save, delete with confirmation and the note's history.
+// The note editor: compose, edit, save, delete (to the trash, with Undo) and the note's history.
 // A save names the version its text was made from, so the server merges it with changes saved
 // elsewhere meanwhile; a newer saved version never silently replaces unsaved text, and only a
 // save the server can't merge (a `409`) asks which version to keep.
@@ -14,13 +14,16 @@ import { moveOffset, rebase } from './merge.js';
 
 /** How long after the last keystroke the text is saved (a `data-autosave-delay` on <body> overrides it). */
 const AUTOSAVE_DELAY = 1000;
-/** How long "Note deleted" offers Undo before the note is deleted on the server. */
+/** How long "Note deleted" offers Undo (a restore from the trash). */
 const UNDO_DELAY = 5000;
 /** After an automatic save failed (the server away), when it is tried again: growing, then every 30 s. */
 const RETRY_DELAYS = [2000, 5000, 10000, 30000];
 
+/** A write to a note that is in the trash (`409`). */
+const NOTE_DELETED = '/problems/note-deleted';
+
 /**
- * `notes` is the list (`find`, `upsert`, `remove`, `hide`, `unhide`); `navigate(hash, { replace })`
+ * `notes` is the list (`find`, `upsert`, `remove`); `navigate(hash, { replace })`
  * changes the route; `toast(message, options)` shows a message in words (an error unless
  * `options.kind` says otherwise) and `clearError()` takes a stale error away after a success.
  */
@@ -42,7 +45,6 @@ export function createEditor({ notes, navigate, toast, clearError }) {
   let autosaveFailed = false; // the last automatic save failed: say so instead of "Unsaved changes"
   let retryTimer = null; // the next try of an automatic save that failed
   let retries = 0;
-  let pendingDelete = null; // { note, timer }: deleted here, Undo still possible
 
   const isOpen = () => !form.hidden;
   const isDirty = () => isOpen() && textarea.value !== (base?.body ?? '');
@@ -372,10 +374,11 @@ export function createEditor({ notes, navigate, toast, clearError }) {
 
   /**
    * After a failed write: a `409` the server couldn't merge (or `412` over a version) opens the
-   * conflict dialog; a note that is gone was deleted elsewhere.
+   * conflict dialog; a note in the trash or gone is deleted elsewhere.
    */
   async function failed(error, what) {
-    if (error.status === 409 && error.problem?.note && base) await settle(error.problem.note, error.type);
+    if (error.status === 409 && error.type === NOTE_DELETED && base) incoming('note.deleted', { id: base.id });
+    else if (error.status === 409 && error.problem?.note && base) await settle(error.problem.note, error.type);
     else if (error.status === 412) await settle(null);
     else if (error.status === 404 && base) incoming('note.deleted', { id: base.id });
     else toast(`${what}: ${error.message}`);
@@ -429,7 +432,7 @@ export function createEditor({ notes, navigate, toast, clearError }) {
     }
   }
 
-  /** Deletes the open note after confirmation (or discards a new one). */
+  /** Moves the open note to the trash after confirmation, with Undo (or discards a new one). */
   async function remove() {
     if (busy || loading) return;
     if (!base) {
@@ -438,55 +441,40 @@ export function createEditor({ notes, navigate, toast, clearError }) {
       navigate('#/');
       return;
     }
-    const note = base;
-    const files = note.attachments?.length ?? 0;
+    const files = base.attachments?.length ?? 0;
     const choice = await confirmChoice({
       title: 'Delete this note?',
-      text: `“${titleAndPreview(note.body).title || 'Untitled note'}”${files ? ` and its ${files} ${files === 1 ? 'attachment' : 'attachments'}` : ''} will be deleted. You can undo it for a few seconds.`,
+      text: `“${titleAndPreview(base.body).title || 'Untitled note'}”${files ? ` and its ${files} ${files === 1 ? 'attachment' : 'attachments'}` : ''} will be moved to Recently Deleted, where you can restore it.`,
       actions: [{ label: 'Cancel', value: null }, { label: 'Delete note', value: 'delete', kind: 'danger' }],
     });
-    if (choice !== 'delete') return;
-    // Gone from here at once; deleted on the server once Undo is no longer offered.
-    await finishDelete();
-    notes.hide(note.id);
-    pendingDelete = { note, timer: setTimeout(finishDelete, UNDO_DELAY) };
+    if (choice !== 'delete' || !base) return;
+    if (isDirty()) await save(); // what Undo brings back is the text as it is now
+    const note = base;
+    const failure = await run(() => api.deleteNote(note.id, etagOf(note)));
+    const title = titleAndPreview(note.body).title || 'Untitled note';
+    if (failure && failure.status !== 404) {
+      // Changed elsewhere meanwhile (412), or the server is away: it stays.
+      toast(failure.status === 412 ? `“${title}” was changed elsewhere, so it was not deleted.`
+        : `Couldn't delete “${title}”: ${failure.message}`);
+      if (failure.status === 412) reread(note.id);
+      return;
+    }
+    notes.remove(note.id);
     load(null);
     navigate('#/');
-    toast('Note deleted', { kind: 'info', timeout: UNDO_DELAY, action: { label: 'Undo', run: undoDelete } });
+    toast('Note deleted', { kind: 'info', timeout: UNDO_DELAY, action: { label: 'Undo', run: () => undoDelete(note) } });
   }
 
-  /** Undo: the note was never deleted on the server; it is shown and opened again. */
-  function undoDelete() {
-    if (!pendingDelete) return;
-    const { note, timer } = pendingDelete;
-    clearTimeout(timer);
-    pendingDelete = null;
-    notes.unhide(note.id);
+  /** Undo: the note comes back from the trash and is opened again. */
+  async function undoDelete(note) {
+    try {
+      notes.upsert(await api.restoreFromTrash(note.id));
+    } catch (error) {
+      toast(`Couldn't restore “${titleAndPreview(note.body).title || 'Untitled note'}”: ${error.message}`);
+      return;
+    }
     navigate(`#/notes/${note.id}`);
     announce('Note restored');
-  }
-
-  /** Deletes the note waiting for its Undo to expire (at once with `keepalive`, as the page goes). */
-  async function finishDelete({ keepalive = false } = {}) {
-    if (!pendingDelete) return;
-    const { note, timer } = pendingDelete;
-    clearTimeout(timer);
-    pendingDelete = null;
-    try {
-      await api.deleteNote(note.id, etagOf(note), { keepalive });
-      notes.remove(note.id);
-    } catch (error) {
-      if (error.status === 404) {
-        notes.remove(note.id);
-        return;
-      }
-      // Changed elsewhere meanwhile (412), or the server is away: it stays, and the list shows it.
-      notes.unhide(note.id);
-      const title = titleAndPreview(note.body).title || 'Untitled note';
-      toast(error.status === 412 ? `“${title}” was changed elsewhere, so it was not deleted.`
-        : `Couldn't delete “${title}”: ${error.message}`);
-      if (error.status === 412) reread(note.id);
-    }
   }
 
   /** A version from the history was restored (`note`, as it is now). */
@@ -537,9 +525,6 @@ export function createEditor({ notes, navigate, toast, clearError }) {
     }
     return choice === 'discard';
   }
-
-  // A delete still waiting for its Undo goes through as the page goes.
-  window.addEventListener('pagehide', () => finishDelete({ keepalive: true }));
 
   return {
     openNew, openNote, close, save, incoming, canLeave, isDirty, isOpen,
