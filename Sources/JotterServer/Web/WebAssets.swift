@@ -1041,7 +1041,7 @@ export function announce(message) {
 
 """#),
         "editor.js": WebAsset(
-            contentType: "text/javascript; charset=utf-8", etag: #""e5d97bb3ea043fdc""#,
+            contentType: "text/javascript; charset=utf-8", etag: #""73993016d8c53f32""#,
             text: #"""
 // The note editor: compose, edit, save, delete (to the trash, with Undo) and the note's history.
 // A save names the version its text was made from, so the server merges it with changes saved
@@ -1495,7 +1495,10 @@ export function createEditor({ notes, navigate, toast, clearError }) {
     if (choice !== 'delete' || !base) return;
     if (isDirty()) await save(); // what Undo brings back is the text as it is now
     const note = base;
-    const failure = await run(() => api.deleteNote(note.id, etagOf(note)));
+    const failure = await run(async () => {
+      await api.deleteNote(note.id, etagOf(note));
+      load(null); // its note.deleted event, even one that came meanwhile, is ours: nothing to say
+    });
     const title = titleAndPreview(note.body).title || 'Untitled note';
     if (failure && failure.status !== 404) {
       // Changed elsewhere meanwhile (412), or the server is away: it stays.

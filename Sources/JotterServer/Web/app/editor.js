@@ -450,7 +450,10 @@ export function createEditor({ notes, navigate, toast, clearError }) {
     if (choice !== 'delete' || !base) return;
     if (isDirty()) await save(); // what Undo brings back is the text as it is now
     const note = base;
-    const failure = await run(() => api.deleteNote(note.id, etagOf(note)));
+    const failure = await run(async () => {
+      await api.deleteNote(note.id, etagOf(note));
+      load(null); // its note.deleted event, even one that came meanwhile, is ours: nothing to say
+    });
     const title = titleAndPreview(note.body).title || 'Untitled note';
     if (failure && failure.status !== 404) {
       // Changed elsewhere meanwhile (412), or the server is away: it stays.
