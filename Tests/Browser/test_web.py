@@ -674,6 +674,22 @@ class Trash(BrowserTest):
         server.delete(note["id"])
         wait(driver, lambda d: "deleted elsewhere" in css("#editor-notice-text").text)
         self.assertEqual(body_text(), "Trashed while edited, still typing")
+        # Restore it: the note comes back from the trash with the text saved into it.
+        next(b for b in all_css("#editor-notice-actions button") if b.text == "Restore it").click()
+        wait_until(lambda: (server.note(note["id"]) or {}).get("body") == "Trashed while edited, still typing",
+                   message=f"restored and saved ({page_state()})")
+        wait(driver, lambda d: css("#save-state").text == "Saved" and not css("#editor-notice").is_displayed())
+        wait(driver, lambda d: all_css(f'.note-link[data-id="{note["id"]}"]'), message="listed again")
+
+    def test_recently_deleted_at_320_px(self):
+        server.delete(server.create("A deleted note with a title long enough to wrap on a narrow phone")["id"])
+        try:
+            Phone.at_width(self, 320)
+            open_app("/#/trash")
+            wait(driver, lambda d: self.trashed(), message="listed")
+            Phone.fits(self, driver, 320, "trash")
+        finally:
+            driver.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
 
 
 class Attachments(BrowserTest):

@@ -135,6 +135,7 @@ export function createEditor({ notes, navigate, toast, clearError }) {
       byId('editor-notice-text').textContent = 'This note was deleted elsewhere. Your text is still here.';
       actions.replaceChildren(
         button('Save as a new note', 'primary', () => { base = null; remote = null; save(); }),
+        button('Restore it', 'subtle', () => restoreDeleted()),
         button('Discard', 'subtle', () => { const id = base?.id; load(null); if (id) notes.remove(id); navigate('#/'); }));
     } else {
       byId('editor-notice-text').textContent =
@@ -223,6 +224,7 @@ export function createEditor({ notes, navigate, toast, clearError }) {
       }
       return;
     }
+    if (remote?.deleted) remote = null; // back from the trash
     if (note.version <= base.version) return;
     if (note.body === base.body || note.body === textarea.value) {
       // Only attachments changed, or it now says what the text says: nothing to choose.
@@ -478,6 +480,21 @@ export function createEditor({ notes, navigate, toast, clearError }) {
     }
     navigate(`#/notes/${note.id}`);
     announce('Note restored');
+  }
+
+  /** The open note, deleted elsewhere while edited, comes back from the trash with the text saved into it. */
+  async function restoreDeleted() {
+    const id = base.id;
+    const failure = await run(async () => {
+      notes.upsert(await api.restoreFromTrash(id));
+      remote = null;
+    });
+    if (failure) {
+      toast(`Couldn't restore the note: ${failure.message}`);
+      return;
+    }
+    announce('Note restored');
+    if (isDirty()) await save(); // merged into it from the version the text was made from
   }
 
   /** A version from the history was restored (`note`, as it is now). */
