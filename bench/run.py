@@ -20,6 +20,8 @@ and writes it into the scenario's own section of docs/benchmarks.md:
           durable POST; req/s and CPU per request of each component (jotter, postgres, nginx)
   resumable a 1 GiB resumable upload cut at 50 % and resumed: bytes re-sent; its MB/s against
           a plain raw-body upload of the same file
+  sync    a merged PUT vs a plain one, GET /notes/changes vs GET /notes (callgrind), revisions'
+          storage thinned vs kept
 
     python3 bench/run.py --jotter .build/release/jotter [--scenario hello,notes,events,uploads,sdk-upload,instructions,peers,scale]
         [--duration 10] [--rounds 1] [--threads 1] [--output docs/benchmarks.md] ...
@@ -31,7 +33,7 @@ import argparse, os, shutil, signal, sys, tempfile
 
 from harness import REPO, BenchError, ForeignLoad, raise_nofile, write_section
 from scenarios import events, hello, notes, sdk_upload, uploads
-from scenarios import bucket_upload, http2, instructions, peers, resumable, scale
+from scenarios import bucket_upload, http2, instructions, peers, resumable, scale, sync
 
 SCENARIOS = {m.NAME: m for m in (hello, notes, events, uploads, sdk_upload)}
 SCENARIOS[instructions.NAME] = instructions
@@ -40,8 +42,9 @@ SCENARIOS[scale.NAME] = scale
 SCENARIOS[http2.NAME] = http2
 SCENARIOS[bucket_upload.NAME] = bucket_upload
 SCENARIOS[resumable.NAME] = resumable
+SCENARIOS[sync.NAME] = sync
 JOTTER_ONLY = ("notes", "events", "uploads", "sdk-upload")
-JOTTER_ONLY += (instructions.NAME, peers.NAME, scale.NAME, http2.NAME, bucket_upload.NAME, resumable.NAME)
+JOTTER_ONLY += (instructions.NAME, peers.NAME, scale.NAME, http2.NAME, bucket_upload.NAME, resumable.NAME, sync.NAME)
 
 
 def parse_args():
@@ -83,6 +86,7 @@ def parse_args():
     g.add_argument("--instr-warmup", type=int, default=100, help="requests before the first window")
     g.add_argument("--instr-windows", type=int, default=2, help="measured windows per request kind")
     g.add_argument("--instr-notes", type=int, default=150, help="notes seeded before measuring")
+    g.add_argument("--sync-requests", type=int, default=50, help="sync: requests per callgrind window")
     args = ap.parse_args()
 
     names = list(SCENARIOS) if args.scenario == "all" else \
@@ -108,7 +112,7 @@ def parse_args():
         tools += ["nginx", "curl", "sha256sum"]
     if "sdk-upload" in names:
         tools += ["curl"]
-    if instructions.NAME in names:
+    if instructions.NAME in names or sync.NAME in names:
         tools += list(instructions.TOOLS)
     if peers.NAME in names:
         tools += ["nginx", "php", "ruby"]
