@@ -91,6 +91,11 @@ extension NoteStore {
         try StoreWait.wait { thinRevisions(retention, asOf: now, completion: $0) }
     }
 
+    /// Blocks until `pruneFeed` is durable. Never from a completion.
+    public func pruneFeed(_ retention: FeedRetention, asOf now: Int64? = nil) throws(StoreError) -> Int {
+        try StoreWait.wait { pruneFeed(retention, asOf: now, completion: $0) }
+    }
+
     /// Blocks until `deleteNote` is durable. Never from a completion.
     public func deleteNote(id: Int64, ifVersion: Int64?, owner: Owner) throws(StoreError) -> NoteWriteOutcome {
         try StoreWait.wait { deleteNote(id: id, ifVersion: ifVersion, owner: owner, completion: $0) }

@@ -18,6 +18,9 @@ public struct NotePage: Sendable {
         public var createdAt: Int64
         public var updatedAt: Int64
         public var version: Int64
+        /// The listing's cursor after this note (`NoteQuery.after`): its id, or with
+        /// `.recentlyUpdated` the event id of its latest change.
+        public var position: Int64
         /// Where the body is in the page's bytes, and how long it is (UTF-8 bytes).
         @usableFromInline var bodyOffset: Int
         public var bodyCount: Int
@@ -77,9 +80,10 @@ public struct NotePage: Sendable {
     public var records: [NoteRecord] { indices.map(record(at:)) }
 
     /// Adds a note, its body copied (the stores, while they read the rows).
-    mutating func append(id: Int64, body: UnsafeRawBufferPointer, createdAt: Int64, updatedAt: Int64, version: Int64) {
+    mutating func append(id: Int64, body: UnsafeRawBufferPointer, createdAt: Int64, updatedAt: Int64, version: Int64, position: Int64? = nil) {
         let offset = bodies.append(body)
-        notes.append(Note(id: id, createdAt: createdAt, updatedAt: updatedAt, version: version, bodyOffset: offset, bodyCount: body.count))
+        notes.append(Note(id: id, createdAt: createdAt, updatedAt: updatedAt, version: version, position: position ?? id,
+                          bodyOffset: offset, bodyCount: body.count))
     }
 }
 

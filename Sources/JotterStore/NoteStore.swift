@@ -29,6 +29,16 @@ public protocol NoteStore: Sendable {
     /// The id of the last visible event (0 when none); it never goes backwards.
     func lastEventID() throws -> Int64
 
+    /// A page of `owner`'s change feed (`NoteFeedQuery`, `NoteFeedPage`) from one snapshot:
+    /// every note whose latest change has an event id above the cursor, each once, in its
+    /// current state (a deleted one as a tombstone), in event-id order — on PostgreSQL, only
+    /// below the horizon the event stream reads under, so no commit is ever passed over.
+    func changes(_ query: NoteFeedQuery, owner: Owner) throws -> NoteFeedPage
+
+    /// Prunes every owner's feed tombstones older than `retention` as of `now` (nil: the
+    /// store's clock), raising the feed's horizon to the newest pruned; how many went.
+    func pruneFeed(_ retention: FeedRetention, asOf now: Int64?, completion: @escaping StoreCompletion<Int>)
+
     /// A new note at version 1 (`created_at` = `updated_at` = now), `owner`'s.
     func createNote(body: String, owner: Owner, completion: @escaping StoreCompletion<NoteChange>)
     /// `createNote` under an `Idempotency-Key` claimed in the same transaction, which also keeps
@@ -251,17 +261,22 @@ public struct NoteRecord: Sendable, Hashable {
     }
 }
 
-/// The order of a notes listing (by id, which follows creation).
+/// The order of a notes listing: by id (which follows creation), or by last change.
 public enum NoteOrder: Sendable {
     case newestFirst
     case oldestFirst
+    /// The note changed last first (as notes apps sort): by the event id of each note's latest
+    /// change (`NoteFeedEntry.seq`), which is commit order. The cursor is that id
+    /// (`NotePage.Note.position`), not a note id.
+    case recentlyUpdated
 }
 
 /// A page request for `NoteStore.notes(_:)`.
 public struct NoteQuery: Sendable {
     /// At most this many notes (0 or less gives none).
     public var limit: Int
-    /// A cursor id: `.newestFirst` selects ids below it, `.oldestFirst` ids above it.
+    /// A cursor: `.newestFirst` selects ids below it, `.oldestFirst` ids above it,
+    /// `.recentlyUpdated` notes whose latest change's event id is below it (`NotePage.Note.position`).
     public var after: Int64?
     public var order: NoteOrder
     /// Full-text search over the body: every word must occur (words are matched literally,
@@ -313,11 +328,14 @@ public struct NoteEvent: Sendable, Hashable {
     /// When the change was made (Unix seconds, UTC): for `.deleted`, when the note was deleted,
     /// which none of its own times say.
     public var at: Int64
+    /// The base version, when a server-side merge made this version (`NoteMerge.base`).
+    public var mergeBase: Int64?
 
-    public init(id: Int64, kind: NoteEventKind, note: NoteRecord, at: Int64) {
+    public init(id: Int64, kind: NoteEventKind, note: NoteRecord, at: Int64, mergeBase: Int64? = nil) {
         self.id = id
         self.kind = kind
         self.note = note
         self.at = at
+        self.mergeBase = mergeBase
     }
 }

@@ -219,6 +219,12 @@ public final class SQLiteStore: DataStore {
         try readers.withConnection { db throws(StoreError) in try NoteRows.lastEventID(on: db) }
     }
 
+    public func changes(_ query: NoteFeedQuery, owner: Owner) throws(StoreError) -> NoteFeedPage {
+        try readers.withConnection { db throws(StoreError) in
+            try db.readTransaction { () throws(StoreError) in try NoteRows.changes(query, owner: owner, on: db) }
+        }
+    }
+
     /// Where requests put files while they run (`<data>/tmp`, emptied at start-up).
     public var temporaryDirectory: String { files.temporaryDirectory }
 
@@ -302,6 +308,12 @@ public final class SQLiteStore: DataStore {
         let noteWriter = noteWriter
         submit({ db, _ throws(StoreError) in try noteWriter.thinRevisions(retention, at: now, on: db) },
                owner: .unclaimed, freesSpace: true, completion: completion)
+    }
+
+    public func pruneFeed(_ retention: FeedRetention, asOf now: Int64?, completion: @escaping StoreCompletion<Int>) {
+        let noteWriter = noteWriter
+        submit({ db, _ throws(StoreError) in try noteWriter.pruneFeed(retention, at: now, on: db) },
+               owner: .unclaimed, completion: completion)
     }
 
     public func revisions(noteID: Int64, before: Int64?, limit: Int, owner: Owner) throws(StoreError) -> [NoteRevision]? {

@@ -38,6 +38,20 @@ enum PostgresNoteRows {
         ) AS counted WHERE before < $4 ORDER BY id \(order)
         """
     }
+    /// By last change (`NoteOrder.recentlyUpdated`): the feed's rows of live notes, newest change
+    /// first; the cursor is the change's event id, the last column.
+    private static func recentlyUpdated(_ filter: String) -> String {
+        """
+        SELECT \(columns), seq FROM (
+            SELECT \(columns), seq, coalesce(sum(octet_length(body)) OVER (ORDER BY seq DESC ROWS BETWEEN UNBOUNDED PRECEDING AND 2 PRECEDING), 0) AS before
+            FROM (SELECT n.id, n.body, n.created_at, n.updated_at, n.version, c.seq
+                  FROM note_changes AS c JOIN notes AS n ON n.id = c.note_id AND n.owner = c.owner
+                  WHERE c.owner = $1 AND c.seq < $2 \(filter) ORDER BY c.seq DESC LIMIT $3) AS page
+        ) AS counted WHERE before < $4 ORDER BY seq DESC
+        """
+    }
+    private static let byUpdate = recentlyUpdated("")
+    private static let searchByUpdate = recentlyUpdated("AND n.search @@ jotter_search_query(string_to_array($5, E'\\n'))")
     private static let newestFirst = listing("owner = $1 AND id < $2", "DESC")
     private static let oldestFirst = listing("owner = $1 AND id > $2", "ASC")
     private static let searchNewestFirst = listing("owner = $1 AND id < $2 AND search @@ jotter_search_query(string_to_array($5, E'\\n'))", "DESC")
@@ -53,7 +67,7 @@ enum PostgresNoteRows {
     static func page(_ query: NoteQuery, owner: Owner, into page: inout NotePage, on db: PostgresConnection) throws {
         guard query.limit > 0 else { return }
         let cursor: Int64 = switch query.order {
-        case .newestFirst: query.after ?? .max
+        case .newestFirst, .recentlyUpdated: query.after ?? .max
         case .oldestFirst: query.after ?? .min
         }
         let budget = Int64(query.maxBodyBytes ?? Int.max)
@@ -61,33 +75,55 @@ enum PostgresNoteRows {
         if let words = FullTextQuery.words(of: query.search) {
             guard !words.isEmpty else { return }
             // Words never hold a newline (they are split at white space): one parameter carries them all.
-            rows = try db.query(query.order == .newestFirst ? searchNewestFirst : searchOldestFirst,
-                                [owner.id, cursor, query.limit, budget, words.joined(separator: "\n")])
+            let sql = switch query.order {
+            case .newestFirst: searchNewestFirst
+            case .oldestFirst: searchOldestFirst
+            case .recentlyUpdated: searchByUpdate
+            }
+            rows = try db.query(sql, [owner.id, cursor, query.limit, budget, words.joined(separator: "\n")])
         } else {
-            rows = try db.query(query.order == .newestFirst ? newestFirst : oldestFirst, [owner.id, cursor, query.limit, budget])
+            let sql = switch query.order {
+            case .newestFirst: newestFirst
+            case .oldestFirst: oldestFirst
+            case .recentlyUpdated: byUpdate
+            }
+            rows = try db.query(sql, [owner.id, cursor, query.limit, budget])
         }
+        let byUpdate = query.order == .recentlyUpdated
         for index in 0..<rows.count {
             let row = rows[index]
             let id = try row.int64(0), createdAt = try row.int64(2), updatedAt = try row.int64(3), version = try row.int64(4)
+            let position = byUpdate ? try row.int64(5) : id
             try row.withBytes(1) { stored in
                 let stored = stored ?? UnsafeRawBufferPointer(start: nil, count: 0)
                 guard PostgresText.mayBeEncoded(stored) else {
-                    return page.append(id: id, body: stored, createdAt: createdAt, updatedAt: updatedAt, version: version)
+                    return page.append(id: id, body: stored, createdAt: createdAt, updatedAt: updatedAt, version: version, position: position)
                 }
                 var body = PostgresText.decode(String(decoding: stored, as: UTF8.self))
-                body.withUTF8 { page.append(id: id, body: UnsafeRawBufferPointer($0), createdAt: createdAt, updatedAt: updatedAt, version: version) }
+                body.withUTF8 {
+                    page.append(id: id, body: UnsafeRawBufferPointer($0), createdAt: createdAt, updatedAt: updatedAt, version: version,
+                                position: position)
+                }
             }
         }
     }
 
     // MARK: - Writes
 
-    /// The event an `INSERT` appends for the note row `n` (a `WITH` name), as `($seq, owner, kind)`.
-    private static func appendEvent(seq: String, owner: String, kind: String) -> String {
+    /// The event an `INSERT` appends for the note row `n` (a `WITH` name), as `($seq, owner, kind)`
+    /// (SQL), with the merge's base version (SQL, `NULL`: none); and the note's row in the change
+    /// feed (`NoteFeed`) moved to it. Every write that changes a note appends its event here,
+    /// so the feed misses none.
+    private static func appendEvent(seq: String, owner: String, kind: String, mergeBase: String = "NULL::bigint") -> String {
         """
-        e AS (INSERT INTO events (seq, owner, kind, note_id, note_body, note_created_at, note_updated_at, note_version, created_at)
-              SELECT \(seq), \(owner), \(kind), id, body, created_at, updated_at, version, extract(epoch FROM now())::bigint FROM n
-              RETURNING id, created_at)
+        e AS (INSERT INTO events (seq, owner, kind, note_id, note_body, note_created_at, note_updated_at, note_version, note_merge_base,
+                                  created_at)
+              SELECT \(seq), \(owner), \(kind), id, body, created_at, updated_at, version, \(mergeBase), extract(epoch FROM now())::bigint FROM n
+              RETURNING id, created_at, owner, kind, note_id, note_version),
+        c AS (INSERT INTO note_changes (note_id, owner, seq, version, deleted, changed_at)
+              SELECT note_id, owner, id, note_version, kind = 'note.deleted', created_at FROM e
+              ON CONFLICT (note_id) DO UPDATE SET owner = excluded.owner, seq = excluded.seq, version = excluded.version,
+                  deleted = excluded.deleted, changed_at = excluded.changed_at)
         """
     }
 
@@ -115,7 +151,7 @@ enum PostgresNoteRows {
             coalesce($7::bigint, (SELECT p.size FROM note_revisions AS p WHERE p.note_id = n.id AND p.version = n.version - 1),
                      octet_length(n.body))
             """, mergeBase: "$8::bigint")),
-        \(appendEvent(seq: "$6", owner: "$4", kind: "'note.updated'"))
+        \(appendEvent(seq: "$6", owner: "$4", kind: "'note.updated'", mergeBase: "$8::bigint"))
         SELECT n.id, n.body, n.created_at, n.updated_at, n.version, e.id, e.created_at FROM n, e
         """
     // $1 id, $2 owner, $3 the version required (NULL: any), $4 seq. Into the trash.
@@ -140,7 +176,7 @@ enum PostgresNoteRows {
         guard let row = try write.db.query(update, [body.map(PostgresText.encode), write.now, id, owner.id, ifVersion, seq,
                                                     body?.utf8.count, mergeBase]).first else { return nil }
         write.takeSeq()
-        return try changed(row, .updated)
+        return try changed(row, .updated, mergeBase: mergeBase)
     }
 
     static func delete(id: Int64, ifVersion: Int64?, owner: Owner, in write: PostgresWrite) throws -> (NoteRecord, NoteEvent)? {
@@ -202,9 +238,9 @@ enum PostgresNoteRows {
         return try trashed(row)
     }
 
-    private static func changed(_ row: PostgresRow, _ kind: NoteEventKind) throws -> (NoteRecord, NoteEvent) {
+    private static func changed(_ row: PostgresRow, _ kind: NoteEventKind, mergeBase: Int64? = nil) throws -> (NoteRecord, NoteEvent) {
         let note = try record(row)
-        return (note, NoteEvent(id: try row.value(5), kind: kind, note: note, at: try row.value(6)))
+        return (note, NoteEvent(id: try row.value(5), kind: kind, note: note, at: try row.value(6), mergeBase: mergeBase))
     }
 
     // MARK: - Revisions
@@ -268,7 +304,7 @@ enum PostgresNoteRows {
                      \(last) AS last, h.below
               FROM event_marks AS m, h)
         SELECT b.trimmed, b.last, e.id, e.kind, e.note_id, e.note_body, e.note_created_at, e.note_updated_at, e.note_version,
-               e.created_at
+               e.created_at, e.note_merge_base
         FROM b LEFT JOIN LATERAL (
             SELECT * FROM events WHERE owner = $1 AND id > $2 AND id < b.below AND $2 >= b.trimmed AND $2 <= b.last
             ORDER BY id LIMIT $3
@@ -289,20 +325,68 @@ enum PostgresNoteRows {
         return try rows.compactMap { row in
             guard let id: Int64 = try row.value(2) else { return nil }
             return NoteEvent(id: id, kind: NoteEventKind(rawValue: try row.value(3)) ?? .updated, note: try record(row, from: 4),
-                             at: try row.value(9))
+                             at: try row.value(9), mergeBase: try row.value(10))
         }
     }
 
     /// Every owner's events after `after` below the horizon, oldest first: what the event feed delivers.
     static func feed(after: Int64, limit: Int, on db: PostgresConnection) throws -> [(NoteEvent, Owner)] {
         try db.query("""
-            SELECT id, owner, kind, note_id, note_body, note_created_at, note_updated_at, note_version, created_at FROM events
-            WHERE id > $1 AND id < \(horizon) ORDER BY id LIMIT $2
+            SELECT id, owner, kind, note_id, note_body, note_created_at, note_updated_at, note_version, created_at, note_merge_base
+            FROM events WHERE id > $1 AND id < \(horizon) ORDER BY id LIMIT $2
             """, [after, limit]).map { row in
             (NoteEvent(id: try row.value(0), kind: NoteEventKind(rawValue: try row.value(2)) ?? .updated, note: try record(row, from: 3),
-                       at: try row.value(8)),
+                       at: try row.value(8), mergeBase: try row.value(9)),
              Owner(id: try row.value(1)))
         }
+    }
+
+    // MARK: - Change feed
+
+    /// The feed's bounds in the transaction's snapshot: the last visible event id, the horizon
+    /// below which rows are read (as the event stream's), the newest pruned tombstone.
+    private static let feedBounds = """
+        WITH h AS (SELECT \(horizon) AS below) SELECT \(last), h.below, m.feed_pruned_through FROM event_marks AS m, h
+        """
+
+    // $1 owner, $2 after, $3 below, $4 limit, $5 budget: rows are read while the bodies before
+    // the one before hold less than the budget (as a listing's).
+    private static let feedRows = """
+        SELECT note_id, seq, version, id, body, created_at, updated_at, note_version FROM (
+            SELECT c.note_id, c.seq, c.version, n.id, n.body, n.created_at, n.updated_at, n.version AS note_version,
+                   coalesce(sum(octet_length(n.body)) OVER (ORDER BY c.seq ROWS BETWEEN UNBOUNDED PRECEDING AND 2 PRECEDING), 0) AS before
+            FROM (SELECT * FROM note_changes WHERE owner = $1 AND seq > $2 AND seq < $3 ORDER BY seq LIMIT $4) AS c
+            LEFT JOIN notes AS n ON n.id = c.note_id AND n.owner = c.owner AND NOT c.deleted
+        ) AS counted WHERE before < $5 ORDER BY seq
+        """
+
+    /// A page of `owner`'s change feed; run it in a repeatable-read transaction (one snapshot).
+    static func changes(_ query: NoteFeedQuery, owner: Owner, on db: PostgresConnection) throws -> NoteFeedPage {
+        let bounds = try db.query(feedBounds)[0]
+        let head: Int64 = try bounds.value(0), below: Int64 = try bounds.value(1), pruned: Int64 = try bounds.value(2)
+        let (after, walk) = NoteFeedPage.start(since: query.since, prunedThrough: pruned, head: head)
+        guard query.limit > 0 else { return NoteFeedPage(entries: [], walk: walk, head: head) }
+        let rows = try db.query(feedRows, [owner.id, after, below, query.limit, Int64(query.maxBodyBytes ?? Int.max)])
+        let entries = try rows.map { row in
+            let id: Int64? = try row.value(3)
+            let note = try id.map { _ in try record(row, from: 3) }
+            let version: Int64 = try row.value(2)
+            return NoteFeedEntry(noteID: try row.value(0), seq: try row.value(1), version: note?.version ?? version, note: note)
+        }
+        let live = entries.compactMap { $0.note?.id }
+        let attachments = live.isEmpty ? [:] : try PostgresUploadRows.attachments(of: live, owner: owner, on: db)
+        return NoteFeedPage(entries: entries, attachmentsByNote: attachments, walk: walk, head: max(head, entries.last?.seq ?? 0))
+    }
+
+    /// Prunes the tombstones older than `retention` as of `now`, raising the horizon; how many went.
+    static func pruneFeed(_ retention: FeedRetention, now: Int64, on db: PostgresConnection) throws -> Int {
+        let row = try db.query("""
+            WITH gone AS (DELETE FROM note_changes WHERE deleted AND changed_at < $1 RETURNING seq),
+            mark AS (UPDATE event_marks SET feed_pruned_through = greatest(feed_pruned_through, (SELECT max(seq) FROM gone))
+                     WHERE EXISTS (SELECT 1 FROM gone))
+            SELECT count(*) FROM gone
+            """, [now - retention.tombstones])[0]
+        return Int(try row.int64(0))
     }
 
     /// Deletes the events beyond the newest `backlog` below the horizon, remembering the newest

@@ -247,6 +247,28 @@ enum PostgresSchema {
         """
         ALTER TABLE idempotency_keys ADD COLUMN claimer bigint;
         """,
+        // 10: the change feed, as SQLite's version 9: one row per note ever made, written with
+        // every event (`PostgresNoteRows.appendEvent`), `seq` that event's id; tombstones pruned
+        // by `FeedRetention` raise `event_marks.feed_pruned_through`. Existing notes get distinct
+        // places up to the last event id, which is the horizon. Events keep a merge's base.
+        """
+        CREATE TABLE note_changes (
+            note_id bigint PRIMARY KEY,
+            owner bigint NOT NULL,
+            seq bigint NOT NULL,                                 -- the id of the note's latest event
+            version bigint NOT NULL,
+            deleted boolean NOT NULL,                            -- the latest event is note.deleted (a tombstone)
+            changed_at bigint NOT NULL                           -- Unix seconds, UTC: when that event was made
+        );
+        CREATE INDEX note_changes_by_owner ON note_changes (owner, seq);
+        CREATE INDEX note_changes_tombstones ON note_changes (changed_at) WHERE deleted;
+        ALTER TABLE event_marks ADD COLUMN feed_pruned_through bigint NOT NULL DEFAULT 0;
+        UPDATE event_marks SET feed_pruned_through = greatest(high_water, trimmed_through, coalesce((SELECT max(id) FROM events), 0));
+        INSERT INTO note_changes (note_id, owner, seq, version, deleted, changed_at)
+            SELECT n.id, n.owner, row_number() OVER (ORDER BY e.last NULLS FIRST, n.updated_at, n.id), n.version, false, n.updated_at
+            FROM notes AS n LEFT JOIN (SELECT note_id, max(id) AS last FROM events GROUP BY note_id) AS e ON e.note_id = n.id;
+        ALTER TABLE events ADD COLUMN note_merge_base bigint;
+        """,
     ]
 
     /// The schema version this binary writes and understands.

@@ -22,6 +22,18 @@ extension PostgresStore {
         try read { db in try PostgresNoteRows.lastEventID(on: db) }
     }
 
+    /// A page of the change feed from one snapshot (a repeatable-read transaction), below the
+    /// horizon the event stream reads under.
+    public func changes(_ query: NoteFeedQuery, owner: Owner) throws(StoreError) -> NoteFeedPage {
+        try read { db in
+            try db.transaction(isolation: .repeatableRead) { db in try PostgresNoteRows.changes(query, owner: owner, on: db) }
+        }
+    }
+
+    public func pruneFeed(_ retention: FeedRetention, asOf now: Int64?, completion: @escaping StoreCompletion<Int>) {
+        write({ write in try PostgresNoteRows.pruneFeed(retention, now: now ?? write.now, on: write.db) }, completion: completion)
+    }
+
     public func createNote(body: String, owner: Owner, completion: @escaping StoreCompletion<NoteChange>) {
         write({ write in
             let (note, event) = try PostgresNoteRows.create(body: body, owner: owner, in: write)

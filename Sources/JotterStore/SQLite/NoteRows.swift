@@ -39,6 +39,19 @@ enum NoteRows {
         WHERE notes_fts MATCH ? AND n.owner = ? AND notes_fts.rowid > ? ORDER BY notes_fts.rowid ASC LIMIT ?
         """
 
+    // By last change: the feed's rows of live notes, newest change first (`NoteOrder.recentlyUpdated`).
+    private static let recentlyUpdated = """
+        SELECT n.id, n.body, n.created_at, n.updated_at, n.version, c.seq
+        FROM note_changes AS c CROSS JOIN notes AS n ON n.id = c.note_id AND n.owner = c.owner
+        WHERE c.owner = ? AND c.seq < ? ORDER BY c.seq DESC LIMIT ?
+        """
+    private static let searchRecentlyUpdated = """
+        SELECT n.id, n.body, n.created_at, n.updated_at, n.version, c.seq
+        FROM note_changes AS c CROSS JOIN notes AS n ON n.id = c.note_id AND n.owner = c.owner
+        WHERE c.owner = ? AND c.seq < ? AND n.id IN (SELECT rowid FROM notes_fts WHERE notes_fts MATCH ?)
+        ORDER BY c.seq DESC LIMIT ?
+        """
+
     /// Another owner's rows a table scan may pass before the rest of the page is read through
     /// the owner's index: this many, plus one for every two of the owner's found so far.
     static let foreignRowsAllowed = 8
@@ -61,19 +74,31 @@ enum NoteRows {
     static func page(_ query: NoteQuery, owner: Owner, into page: inout NotePage, on db: SQLiteConnection) throws(StoreError) {
         guard query.limit > 0 else { return }
         var cursor: Int64 = switch query.order {
-        case .newestFirst: query.after ?? .max
+        case .newestFirst, .recentlyUpdated: query.after ?? .max
         case .oldestFirst: query.after ?? .min
         }
         // Once the notes read so far hold the budget, one more is read (the caller sees the cut).
         let budget = query.maxBodyBytes ?? .max
         var total = 0, found = 0
         /// Adds the row's note; whether the page wants another.
-        func add(_ row: Statement) -> Bool {
+        func add(_ row: Statement, position: Int64? = nil) -> Bool {
             let body = row.textBytes(1)
-            page.append(id: row.int64(0), body: body, createdAt: row.int64(2), updatedAt: row.int64(3), version: row.int64(4))
+            page.append(id: row.int64(0), body: body, createdAt: row.int64(2), updatedAt: row.int64(3), version: row.int64(4),
+                        position: position)
             found += 1
             defer { total += body.count }
             return total < budget && found < query.limit
+        }
+        if query.order == .recentlyUpdated {
+            let limit = SQLiteValue.integer(Int64(query.limit))
+            switch FullTextQuery(search: query.search) {
+            case .nothing: return
+            case .match(let match):
+                try db.forEachRow(searchRecentlyUpdated, [.integer(owner.id), .integer(cursor), .text(match), limit]) { add($0, position: $0.int64(5)) }
+            case .everything:
+                try db.forEachRow(recentlyUpdated, [.integer(owner.id), .integer(cursor), limit]) { add($0, position: $0.int64(5)) }
+            }
+            return
         }
         switch FullTextQuery(search: query.search) {
         case .nothing:
@@ -118,12 +143,39 @@ enum NoteRows {
         guard after >= 0, after <= last, after >= oldestKept - 1 else { return nil }
         guard limit > 0, after < last else { return [] }
         return try db.query("""
-            SELECT id, kind, note_id, note_body, note_created_at, note_updated_at, note_version, created_at
+            SELECT id, kind, note_id, note_body, note_created_at, note_updated_at, note_version, created_at, note_merge_base
             FROM events WHERE owner = ? AND id > ? ORDER BY id ASC LIMIT ?
             """, [.integer(owner.id), .integer(after), .integer(Int64(limit))]) { row in
             // Only NoteWriter writes `kind`, always a NoteEventKind raw value.
             NoteEvent(id: row.int64(0), kind: NoteEventKind(rawValue: row.string(1)) ?? .updated,
-                      note: record(row, from: 2), at: row.int64(7))
+                      note: record(row, from: 2), at: row.int64(7), mergeBase: row.optionalInt64(8))
         }
+    }
+
+    // MARK: - Change feed
+
+    /// A page of `owner`'s change feed (`NoteFeedPage`). Run in a read transaction, so the
+    /// horizon, the last event id and the rows come from one snapshot.
+    static func changes(_ query: NoteFeedQuery, owner: Owner, on db: SQLiteConnection) throws(StoreError) -> NoteFeedPage {
+        let head = try lastEventID(on: db)
+        let pruned = try db.first("SELECT pruned_through FROM feed_marks") { $0.int64(0) } ?? 0
+        let (after, walk) = NoteFeedPage.start(since: query.since, prunedThrough: pruned, head: head)
+        var entries: [NoteFeedEntry] = []
+        guard query.limit > 0 else { return NoteFeedPage(entries: [], walk: walk, head: head) }
+        let budget = query.maxBodyBytes ?? .max
+        var total = 0
+        try db.forEachRow("""
+            SELECT c.note_id, c.seq, c.version, n.id, n.body, n.created_at, n.updated_at, n.version
+            FROM note_changes AS c LEFT JOIN notes AS n ON n.id = c.note_id AND n.owner = c.owner AND c.deleted = 0
+            WHERE c.owner = ? AND c.seq > ? ORDER BY c.seq LIMIT ?
+            """, [.integer(owner.id), .integer(after), .integer(Int64(query.limit))]) { row in
+            let note = row.isNull(3) ? nil : record(row, from: 3)
+            entries.append(NoteFeedEntry(noteID: row.int64(0), seq: row.int64(1), version: note?.version ?? row.int64(2), note: note))
+            total += note?.body.utf8.count ?? 0
+            return total < budget
+        }
+        let live = entries.compactMap { $0.note?.id }
+        let attachments = live.isEmpty ? [:] : try UploadRows.attachments(of: live, owner: owner, on: db)
+        return NoteFeedPage(entries: entries, attachmentsByNote: attachments, walk: walk, head: head)
     }
 }

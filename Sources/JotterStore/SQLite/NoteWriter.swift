@@ -79,12 +79,22 @@ struct NoteWriter: Sendable {
                    [.text(note.body), .integer(note.updatedAt), .integer(note.version), .integer(note.id), .integer(owner.id)])
         FullTextIndex.changed(id: note.id, from: current.body, to: body, on: db)
         try RevisionRows.keep(note, mergeBase: mergeBase, owner: owner, on: db)
-        return NoteChange(note: note, event: try appendEvent(.updated, note, owner: owner, on: db, effects: effects))
+        return NoteChange(note: note, event: try appendEvent(.updated, note, mergeBase: mergeBase, owner: owner, on: db, effects: effects))
     }
 
     /// Deletes the revisions retention lets go (`RevisionRows.thinned`) as of `at` (nil: now).
     func thinRevisions(_ retention: RevisionRetention, at: Int64?, on db: SQLiteConnection) throws(StoreError) -> Int {
         try RevisionRows.thin(retention, now: at ?? now(), on: db)
+    }
+
+    /// Prunes the feed's tombstones older than `retention` as of `at` (nil: now), raising the
+    /// horizon to the newest pruned; how many went.
+    func pruneFeed(_ retention: FeedRetention, at: Int64?, on db: SQLiteConnection) throws(StoreError) -> Int {
+        let cutoff = (at ?? now()) - retention.tombstones
+        guard let newest = try db.first("SELECT max(seq) FROM note_changes WHERE deleted = 1 AND changed_at < ?",
+                                        [.integer(cutoff)], row: { $0.optionalInt64(0) }) ?? nil else { return 0 }
+        try db.run("UPDATE feed_marks SET pruned_through = max(pruned_through, ?)", [.integer(newest)])
+        return try db.query("DELETE FROM note_changes WHERE deleted = 1 AND changed_at < ? RETURNING note_id", [.integer(cutoff)]) { $0.int64(0) }.count
     }
 
     func delete(id: Int64, ifVersion: Int64?, owner: Owner, on db: SQLiteConnection, effects: WriteEffects) throws(StoreError) -> NoteWriteOutcome {
@@ -210,19 +220,27 @@ struct NoteWriter: Sendable {
 
     /// Appends an event and trims the backlog; the event id comes from AUTOINCREMENT, so it is
     /// above every id ever issued, trimmed or not. Published once the transaction commits.
-    private func appendEvent(_ kind: NoteEventKind, _ note: NoteRecord, owner: Owner, on db: SQLiteConnection,
+    /// The note's row in the change feed (`NoteFeed`) moves to this event: every write that
+    /// changes a note comes through here, so the feed misses none.
+    private func appendEvent(_ kind: NoteEventKind, _ note: NoteRecord, mergeBase: Int64? = nil, owner: Owner, on db: SQLiteConnection,
                              effects: WriteEffects) throws(StoreError) -> NoteEvent {
         let time = now()
         try db.run("""
-            INSERT INTO events (kind, note_id, note_body, note_created_at, note_updated_at, note_version, created_at, owner)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+            INSERT INTO events (kind, note_id, note_body, note_created_at, note_updated_at, note_version, note_merge_base, created_at, owner)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
             """, [.text(kind.rawValue), .integer(note.id), .text(note.body), .integer(note.createdAt),
-                  .integer(note.updatedAt), .integer(note.version), .integer(time), .integer(owner.id)])
+                  .integer(note.updatedAt), .integer(note.version), .integer(mergeBase), .integer(time), .integer(owner.id)])
         let id = db.lastInsertRowID
+        try db.run("""
+            INSERT INTO note_changes (note_id, owner, seq, version, deleted, changed_at) VALUES (?, ?, ?, ?, ?, ?)
+            ON CONFLICT (note_id) DO UPDATE SET owner = excluded.owner, seq = excluded.seq, version = excluded.version,
+                deleted = excluded.deleted, changed_at = excluded.changed_at
+            """, [.integer(note.id), .integer(owner.id), .integer(id), .integer(note.version), .integer(kind == .deleted ? 1 : 0),
+                  .integer(time)])
         // Trimmed every `trimInterval` events: readers ignore what is past the backlog anyway
         // (`NoteRows.events`), and a delete of one old row per write dirtied two more pages.
         if id % Self.trimInterval == 0 { try db.run("DELETE FROM events WHERE id <= ?", [.integer(id - eventBacklog)]) }
-        let event = NoteEvent(id: id, kind: kind, note: note, at: time)
+        let event = NoteEvent(id: id, kind: kind, note: note, at: time, mergeBase: mergeBase)
         effects.events.append(event)
         return event
     }

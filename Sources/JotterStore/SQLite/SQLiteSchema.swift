@@ -166,6 +166,33 @@ enum SQLiteSchema {
         CREATE INDEX trashed_notes_by_owner ON trashed_notes (owner, deleted_at);
         CREATE INDEX trashed_notes_by_time ON trashed_notes (deleted_at);
         """,
+        // 9: the change feed (`NoteFeed`): one row per note ever made, written with every event
+        // (`NoteWriter.appendEvent`), `seq` that event's id; a deleted note's row is a tombstone
+        // until `FeedRetention` prunes it, which raises `feed_marks.pruned_through`. Existing
+        // notes get distinct places up to the last event id (in order of their last event kept,
+        // then of updated_at), and the horizon is that id: a cursor from before is walked from
+        // the start. Events keep a merge's base version.
+        """
+        CREATE TABLE note_changes (
+            note_id INTEGER PRIMARY KEY,
+            owner INTEGER NOT NULL,
+            seq INTEGER NOT NULL,                   -- the id of the note's latest event
+            version INTEGER NOT NULL,
+            deleted INTEGER NOT NULL,               -- 1: the latest event is note.deleted (a tombstone)
+            changed_at INTEGER NOT NULL             -- Unix seconds, UTC: when that event was made
+        );
+        CREATE INDEX note_changes_by_owner ON note_changes (owner, seq);
+        CREATE INDEX note_changes_tombstones ON note_changes (changed_at) WHERE deleted = 1;
+        CREATE TABLE feed_marks (
+            one INTEGER PRIMARY KEY CHECK (one = 1),
+            pruned_through INTEGER NOT NULL         -- the newest seq pruned (or before the feed began)
+        );
+        INSERT INTO feed_marks (one, pruned_through) VALUES (1, coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'events'), 0));
+        INSERT INTO note_changes (note_id, owner, seq, version, deleted, changed_at)
+            SELECT n.id, n.owner, row_number() OVER (ORDER BY e.last NULLS FIRST, n.updated_at, n.id), n.version, 0, n.updated_at
+            FROM notes AS n LEFT JOIN (SELECT note_id, max(id) AS last FROM events GROUP BY note_id) AS e ON e.note_id = n.id;
+        ALTER TABLE events ADD COLUMN note_merge_base INTEGER;
+        """,
     ]
 
     /// The schema version this binary writes and understands.

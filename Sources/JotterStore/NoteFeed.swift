@@ -1,0 +1,106 @@
+/// The change feed (`NoteStore.changes`): every note of an owner that changed after a cursor,
+/// each once, in its latest state, in commit order.
+///
+/// It is kept as one row per note ever made (`note_changes`), written where every write
+/// appends its event (SQLite's `NoteWriter.appendEvent`, PostgreSQL's `appendEvent` statement
+/// part): the row's `seq` is that event's id, so the feed's cursors and the event stream's ids
+/// are one space. A deleted note's row stays as a tombstone for `FeedRetention`; pruning one
+/// raises the feed's horizon (`prunedThrough`), and a cursor below it, or above the last event
+/// id (a database restored from an older backup), starts a walk of the complete current state.
+///
+/// ```swift
+/// var cursor: Int64? = nil
+/// repeat {
+///     let page = try store.changes(NoteFeedQuery(since: cursor, limit: 101), owner: owner)
+///     let count = min(page.entries.count, 100)
+///     … apply page.entries.prefix(count); if page.walk, drop afterwards what the walk did not name …
+///     cursor = page.cursor(count: count, more: page.entries.count > 100)
+/// } while …
+/// ```
+public struct NoteFeedQuery: Sendable, Hashable {
+    /// The cursor: an event id (`NoteEvent.id`, 0: before the first) or the cursor of an earlier
+    /// page; a negative one continues a walk (`NoteFeedPage.cursor`). Nil: a walk from the start.
+    public var since: Int64?
+    /// At most this many entries.
+    public var limit: Int
+    /// A budget of body bytes (UTF-8): once the entries read hold this many, one more is read
+    /// and no more (`NoteQuery.cut` cuts the page). Nil: none.
+    public var maxBodyBytes: Int?
+
+    public init(since: Int64? = nil, limit: Int = 100, maxBodyBytes: Int? = nil) {
+        self.since = since
+        self.limit = limit
+        self.maxBodyBytes = maxBodyBytes
+    }
+}
+
+/// One note in the change feed, in the state its latest change left it.
+public struct NoteFeedEntry: Sendable, Hashable {
+    public var noteID: Int64
+    /// The id of the event of the note's latest change: its place in the feed.
+    public var seq: Int64
+    /// The note's version after that change (for a deletion, the version it was deleted at).
+    public var version: Int64
+    /// The note as it is now; nil when it was deleted.
+    public var note: NoteRecord?
+
+    public init(noteID: Int64, seq: Int64, version: Int64, note: NoteRecord?) {
+        self.noteID = noteID
+        self.seq = seq
+        self.version = version
+        self.note = note
+    }
+
+    /// Whether the change was the note's deletion (a tombstone).
+    public var deleted: Bool { note == nil }
+}
+
+/// A page of the change feed as the store read it, from one snapshot.
+public struct NoteFeedPage: Sendable {
+    /// In feed order (`seq` ascending): at most the query's `limit`.
+    public var entries: [NoteFeedEntry]
+    /// The attachments of the entries' live notes by note id, oldest first.
+    public var attachmentsByNote: [Int64: [UploadRecord]]
+    /// Whether this page is part of a walk of the complete current state (no cursor, one the
+    /// feed no longer holds, or a walk's own): once the walk's last page is read, whatever the
+    /// walk did not name is gone.
+    public var walk: Bool
+    /// The last event id visible to the snapshot the page was read from.
+    public var head: Int64
+
+    public init(entries: [NoteFeedEntry], attachmentsByNote: [Int64: [UploadRecord]] = [:], walk: Bool, head: Int64) {
+        self.entries = entries
+        self.attachmentsByNote = attachmentsByNote
+        self.walk = walk
+        self.head = head
+    }
+
+    /// The cursor after the first `count` entries: with `more` (entries follow), the `seq` of
+    /// the last one — negated in a walk, so that passing it back goes on with the walk instead
+    /// of starting one — else the last event id (every change up to it is in the pages read).
+    public func cursor(count: Int, more: Bool) -> Int64 {
+        let last = count > 0 ? entries[count - 1].seq : 0
+        guard more, count > 0 else { return max(head, last) }
+        return walk ? -last : last
+    }
+
+    /// Where a page starts (entries with `seq` above it) and whether it walks, given `since`,
+    /// the feed's horizon and the last event id.
+    static func start(since: Int64?, prunedThrough: Int64, head: Int64) -> (after: Int64, walk: Bool) {
+        guard let since else { return (0, true) }
+        if since < 0 { return (-since <= head ? -since : 0, true) }     // a walk going on (a bogus one restarts)
+        if since < prunedThrough || since > head { return (0, true) }   // tombstones after it are gone, or never issued
+        return (since, false)
+    }
+}
+
+/// How long the change feed keeps a deleted note's tombstone (`--feed-days`): a client whose
+/// cursor is older than a pruned tombstone gets a walk of the complete state instead.
+public struct FeedRetention: Sendable, Hashable {
+    /// Seconds a tombstone is kept.
+    public var tombstones: Int64
+
+    public init(days: Int) { tombstones = Int64(days) * 86_400 }
+
+    public init(seconds: Int64) { tombstones = seconds }
+}
