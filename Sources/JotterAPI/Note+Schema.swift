@@ -66,3 +66,24 @@ extension Timestamp {
                 description: "UTC, `yyyy-MM-dd HH:mm:ss`" + (description.map { "; \($0)" } ?? ""), example: "2026-11-30 14:35:40")
     }
 }
+
+extension NoteChangeList: SchemaDescribing {
+    public static var schema: JSONSchema {
+        .object([
+            "changes": .array(of: .oneOf([.ref(Note.self), .ref(named: "NoteTombstone")]),
+                              description: "every note changed after `since`, each once, in its latest state, in commit order"),
+            "cursor": .integer(format: "int64", description: "the next request's `since`: the id of the last event the page includes (the event stream's `id:` space), or, on a page of a walk (`reset`) that `more` pages follow, a negative number that goes on with the walk"),
+            "more": .boolean(description: "whether more changes follow at once"),
+            "reset": .boolean(description: "whether the page belongs to a walk of the complete current state (no `since`, or one the feed no longer holds): once a page with `more` false is read, every note the walk's pages did not name is gone"),
+        ], additional: .forbidden, description: "A page of the change feed.")
+    }
+
+    /// A deleted note's entry in the feed.
+    public static var deletedNote: JSONSchema {
+        .object([
+            "id": .string(pattern: "^[0-9]+$", description: "the note's id", example: "42"),
+            "version": .integer(minimum: 1, description: "the version it was deleted at"),
+            "deleted": .boolean(description: "always `true`"),
+        ], additional: .forbidden, description: "A note that was deleted.")
+    }
+}

@@ -3,7 +3,7 @@ import JotterWire
 /// Every wire type with a schema, for the OpenAPI document's components.
 public enum WireSchemas {
     public static var types: [any SchemaDescribing.Type] { [
-        Note.self, NoteEnvelope.self, MergeReport.self, MergeReport.Region.self, NoteList.self, RevisionInfo.self, RevisionList.self, Revision.self, RevisionEnvelope.self, DeletedNote.self, TrashList.self, Upload.self, UploadList.self, UploadPage.self, UploadEnvelope.self,
+        Note.self, NoteEnvelope.self, MergeReport.self, MergeReport.Region.self, NoteList.self, NoteChangeList.self, RevisionInfo.self, RevisionList.self, Revision.self, RevisionEnvelope.self, DeletedNote.self, TrashList.self, Upload.self, UploadList.self, UploadPage.self, UploadEnvelope.self,
         HelloMessage.self, HealthStatus.self, ProblemDetails.self, ProblemDetails.FieldError.self,
         EchoResponse.self, EchoResponse.File.self, Backup.self, BackupEnvelope.self,
         UserInfo.self, UserList.self, SessionInfo.self, TokenInfo.self, TokenList.self, IssuedToken.self,

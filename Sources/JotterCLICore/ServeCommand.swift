@@ -70,6 +70,9 @@ package struct ServeCommand: BlockingCommand {
         Option("--trash-days", value: "N", environment: "JOTTER_TRASH_DAYS", default: "30",
                help: "Days a deleted note stays in the trash, restorable; then it is removed for good with its revisions and "
                    + "attachments."),
+        Option("--feed-days", value: "N", environment: "JOTTER_FEED_DAYS", default: "90",
+               help: "Days GET /notes/changes remembers a deleted note; a client whose cursor is older gets a walk of "
+                   + "every note (reset) instead of the changes."),
         Option("--tls-cert", value: "FILE", environment: "JOTTER_TLS_CERT", help: "Serve HTTPS with this PEM certificate (chain)."),
         Option("--tls-key", value: "FILE", environment: "JOTTER_TLS_KEY", help: "The PEM private key of --tls-cert."),
     ]
@@ -142,6 +145,9 @@ package struct ServeCommand: BlockingCommand {
         }
         if let days = try arguments.option("--trash-days", as: "a positive whole number of days", positive) {
             configuration.trashDays = days
+        }
+        if let days = try arguments.option("--feed-days", as: "a positive whole number of days", positive) {
+            configuration.feedDays = days
         }
         configuration.tlsCertificatePath = arguments.option("--tls-cert")
         configuration.tlsKeyPath = arguments.option("--tls-key")

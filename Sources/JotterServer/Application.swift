@@ -30,8 +30,9 @@ public final class Application: Sendable {
     public let accounts: Accounts
     let resumable: ResumableUploads
     private let sweeper: PeriodicTask
-    /// The retention sweep, on the store's clock: revisions thinned (`RevisionRetention`), and
-    /// the notes deleted `trashDays` or more ago removed from the trash for good.
+    /// The retention sweep, on the store's clock: revisions thinned (`RevisionRetention`), the
+    /// notes deleted `trashDays` or more ago removed from the trash for good, and the change
+    /// feed's tombstones pruned (`FeedRetention`).
     private let retention: PeriodicTask
 
     init(configuration: ServerConfiguration, server: HTTPServer, log: Logger, notes: any DataStore, events: EventBroadcaster,
@@ -40,10 +41,12 @@ public final class Application: Sendable {
         sweeper = PeriodicTask(interval: configuration.resumableSweepInterval) { resumable.sweep(now: UnixTime.now()) }
         let revisions = RevisionRetention(days: configuration.revisionDays)
         let trash = Int64(configuration.trashDays) * 86_400
+        let feed = FeedRetention(days: configuration.feedDays)
         retention = PeriodicTask(interval: configuration.retentionSweepInterval) { [log] in
             do {
                 _ = try notes.thinRevisions(revisions)
                 _ = try notes.emptyTrash(keep: trash)
+                _ = try notes.pruneFeed(feed)
             } catch {
                 log.info("the retention sweep failed (it runs again in \(Int(configuration.retentionSweepInterval)) s): \(error)")
             }

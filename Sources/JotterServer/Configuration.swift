@@ -39,8 +39,10 @@ public struct ServerConfiguration: Sendable {
     /// Days a deleted note stays in the trash (`--trash-days`), restorable; then the retention
     /// sweep removes it for good, with its revisions and its attachments' bytes.
     public var trashDays = 30
+    /// Days the change feed keeps a deleted note's tombstone (`--feed-days`, `FeedRetention`).
+    public var feedDays = 90
     /// Seconds between runs of the retention sweep (revisions thinned, the trash emptied of
-    /// notes deleted over `trashDays` ago).
+    /// notes deleted over `trashDays` ago, feed tombstones pruned).
     public var retentionSweepInterval: Double = 3600
     /// Open connections from one client address.
     public var connectionsPerAddress = 256

@@ -78,10 +78,12 @@ public final class EventStreamBody: StreamingBody {
         waker?.wake()
     }
 
-    /// Sends `replay` (events the client missed, oldest first), then everything held since the
-    /// subscription began, skipping ids already sent; from now on events go out as they come.
-    public func release(replay: [(id: Int64, bytes: [UInt8])], after lastID: Int64) {
+    /// Sends `preface` (a first message: `retry:`, the cursor), `replay` (events the client
+    /// missed, oldest first), then everything held since the subscription began, skipping ids
+    /// already sent; from now on events go out as they come.
+    public func release(preface: [UInt8] = [], replay: [(id: Int64, bytes: [UInt8])], after lastID: Int64) {
         let waker: ConnectionWaker? = state.withLock { state in
+            if !preface.isEmpty { state.append(preface) }
             state.lastID = max(state.lastID, lastID)
             for event in replay where event.id > state.lastID {
                 state.append(event.bytes)

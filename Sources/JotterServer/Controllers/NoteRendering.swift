@@ -109,14 +109,15 @@ enum NoteRendering {
     }
 
     /// The server-sent event for a change: `data` is the note (as it was, when deleted, without
-    /// its attachments, which are in the trash with it).
+    /// its attachments, which are in the trash with it), with `base` when a merge made this version.
     static func event(_ event: NoteEvent, owner: Owner, store: some UploadStore) throws -> ServerSentEvent {
         // A deleted note is shown without attachments, as before the trash; a new note has none
         // yet (uploads attach by later writes, each with its own event): neither needs a read.
         // A note back from the trash (`note.created` past version 1) has its own again.
         let needsAttachments = event.kind == .updated || (event.kind == .created && event.note.version > 1)
         let attachments = needsAttachments ? try store.attachments(of: [event.note.id], owner: owner)[event.note.id] ?? [] : []
-        let note = StoredNote(record: event.note, attachments: attachments, deletedAt: event.kind == .deleted ? event.at : nil)
+        let note = StoredNote(record: event.note, attachments: attachments, deletedAt: event.kind == .deleted ? event.at : nil,
+                              mergeBase: event.mergeBase)
         var json = JSONWriter(capacity: note.estimatedJSONSize)
         note.write(to: &json)
         let data = String(decoding: json.bytes, as: UTF8.self)
@@ -179,16 +180,35 @@ enum NoteInput {
         }
         if let after = fields["after"] {
             if isDigits(after), let value = Int64(after) { query.after = value }
-            else { errors.append(.init(field: "after", message: "must be a note id")) }
+            else { errors.append(.init(field: "after", message: "must be a note id (with order=updated, the after of a next link)")) }
         }
         switch fields["order"] {
         case nil, "desc": query.order = .newestFirst
         case "asc": query.order = .oldestFirst
-        default: errors.append(.init(field: "order", message: "must be asc or desc"))
+        case "updated": query.order = .recentlyUpdated
+        default: errors.append(.init(field: "order", message: "must be desc, asc or updated"))
         }
         if let q = fields["q"], !q.trimmingASCIISpaces().isEmpty { query.search = q }
         guard errors.isEmpty else { throw HTTPError.badQuery(errors) }
         return (query, fields)
+    }
+
+    /// `since` and `limit` (default 100) of `GET /notes/changes`; bad ones are `400`.
+    static func feedQuery(_ request: Request) throws(HTTPError) -> (since: Int64?, limit: Int) {
+        let fields = try request.query()
+        var limit = 100, since: Int64?
+        var errors: [HTTPError.FieldError] = []
+        if let text = fields["limit"] {
+            if let value = Self.limit(text) { limit = value }
+            else { errors.append(.init(field: "limit", message: "must be a whole number from 1 to 1000")) }
+        }
+        if let text = fields["since"] {
+            let digits = text.hasPrefix("-") ? String(text.dropFirst()) : text
+            if isDigits(digits), let value = Int64(text) { since = value }
+            else { errors.append(.init(field: "since", message: "must be a cursor: an event id or the cursor of an earlier answer")) }
+        }
+        guard errors.isEmpty else { throw HTTPError.badQuery(errors) }
+        return (since, limit)
     }
 
     /// `limit` (default 100) and `after` (`cursor`: a version for `GET /notes/{id}/revisions`, a

@@ -30,6 +30,7 @@ enum NotesOperations {
         "RestoreFields": .object(["version": .integer(minimum: 1, description: "the revision to restore (in a form: its digits); absent: the note comes back from the trash")],
                                  optional: ["version"],
                                  description: "Which revision of the note to restore; none for a note in the trash."),
+        "NoteTombstone": NoteChangeList.deletedNote,
         "NewNoteFields": .object(["body": .string(description: "the note's text; an empty string is a valid note")],
                                  description: "The fields of a new note."),
     ]
@@ -39,8 +40,8 @@ enum NotesOperations {
         parameters: [
             .query("limit", .integer(minimum: 1, description: "values over 1000 act as 1000"), description: "notes per page (default 100)"),
             .query("after", .integer(minimum: 0, maximum: Int64.max, format: "int64"),
-                   description: "cursor: a note id; with the default order the page has smaller ids, with `order=asc` larger ones"),
-            .query("order", .string(enum: ["desc", "asc"]), description: "`desc` (default) newest first, `asc` oldest first"),
+                   description: "cursor: a note id; with the default order the page has smaller ids, with `order=asc` larger ones; with `order=updated` the event id of a note's last change, as the `next` link sets it (the page has notes changed before)"),
+            .query("order", .string(enum: ["desc", "asc", "updated"]), description: "`desc` (default) newest first, `asc` oldest first, `updated` the last changed first (commit order of each note's last change)"),
             .query("q", description: "full-text search over the notes' bodies; blank means none"),
         ],
         responses: [
@@ -66,12 +67,27 @@ enum NotesOperations {
     static let events = OpenAPIOperation(
         operationID: "noteEvents", summary: "Live changes as server-sent events",
         description: """
-            Events `note.created`, `note.updated` and `note.deleted`, whose `data` is the note (as it was, for `note.deleted`, with `deleted_at`: when it was deleted), and `id` an integer that grows across all events and restarts. Without `Last-Event-ID` the stream starts with the next event; with it the missed events are replayed first, or, when they can't be, one `reload` event tells the client to list again. A `:` comment every 15 s.
+            Events `note.created`, `note.updated` and `note.deleted`, whose `data` is the note with its `version` (as it was, for `note.deleted`, with `deleted_at`: when it was deleted; with `base`, the version the edit was made from, when a merge made it), and `id` an integer that grows across all events and restarts — the same ids as the cursors of `GET /notes/changes`. The first message has no data: as its `id:`, the cursor the stream goes on from, and `retry: 3000`, so a client that has seen no event can resume (`Last-Event-ID`, or `GET /notes/changes?since=`) with no gap. Without `Last-Event-ID` the stream starts with the next event; with it the missed events are replayed first, or, when they can't be, the first message has no `id:` and one `reload` event tells the client to list again (`GET /notes/changes?since=` with its cursor may still answer with the changes: the feed holds more than the replay). A `:` comment every 15 s.
             """,
         tags: ["notes"],
         parameters: [.header("Last-Event-ID", description: "the id of the last event received")],
         responses: [200: OpenAPIResponse("the stream; it does not end", content: ["text/event-stream": .string()],
                                          headers: ["Cache-Control": OpenAPIHeader(schema: .string(enum: ["no-cache"]))])])
+
+    static let changes = OpenAPIOperation(
+        operationID: "noteChanges", summary: "Every note changed after a cursor, once each, in commit order",
+        description: """
+            The change feed: every note changed after `since`, each once in its latest state — the note as `GET /notes/{id}` shows it, or `{"id", "version", "deleted": true}` — in commit order (on PostgreSQL across every instance, as the event stream). `cursor` is the next request's `since`: the id of the last event the page includes, the same ids as the event stream's `id:`, so a client can pull, then subscribe with `Last-Event-ID: <cursor>` (or the other way round) and see every change exactly once. Without `since`, or with a cursor the feed no longer holds (older than a deleted note's tombstone, kept `--feed-days`, default 90; or beyond the last event, as after a restore from an older backup), the answer walks the complete current state with `reset: true` on every page of the walk: the pages before its last carry a negative `cursor` that goes on with the walk; once the page with `more: false` is read, every note the walk did not name is gone. Never an error, never a gap.
+            """,
+        tags: ["notes"],
+        parameters: [
+            .query("since", .integer(format: "int64"), description: "the cursor of an earlier answer, or an event id (`0`: before the first); absent: everything (a walk)"),
+            .query("limit", .integer(minimum: 1, description: "values over 1000 act as 1000"), description: "changes per page (default 100; a page is also cut at 4 MiB of bodies)"),
+        ],
+        responses: [
+            200: .json(.ref(NoteChangeList.self), "a page of changes, its cursor, whether more follow"),
+            400: .problem("a query parameter is invalid (each one is listed in `errors`), or the query is not valid percent-encoded UTF-8"),
+        ])
 
     static let show = OpenAPIOperation(
         operationID: "showNote", summary: "Show a note", tags: ["notes"],

@@ -22,6 +22,7 @@ struct NotesController {
         routes.get("/notes/events", operation: NotesOperations.events, handler: stream)
         routes.get("/notes/trash", operation: NotesOperations.trash, handler: trash)
         routes.delete("/notes/trash/:id", operation: NotesOperations.purge, handler: purge)
+        routes.get("/notes/changes", operation: NotesOperations.changes, handler: changes)
         routes.get("/notes/:id", operation: NotesOperations.show, handler: show)
         routes.put("/notes/:id", operation: NotesOperations.update("PUT"), handler: update)
         routes.patch("/notes/:id", operation: NotesOperations.update("PATCH"), handler: update)
@@ -44,9 +45,19 @@ struct NotesController {
             next = "/notes?limit=\(query.limit)"
                 + (given["order"].map { "&order=\($0)" } ?? "")
                 + (query.search.map { "&q=\(FormFields.escape($0))" } ?? "")
-                + "&after=\(notes[count - 1].id)"
+                + "&after=\(notes[count - 1].position)"
         }
         return try JSON(StoredNoteList(page: notes, count: count, next: next)).reply(for: request)
+    }
+
+    /// `GET /notes/changes`: the change feed (`NoteFeedPage`), one page.
+    @Sendable func changes(_ request: Request, _ context: RequestContext) throws -> Reply {
+        let (since, limit) = try NoteInput.feedQuery(request)
+        // One more tells whether more follow.
+        let page = try store.changes(NoteFeedQuery(since: since, limit: limit + 1, maxBodyBytes: NoteInput.pageBudget), owner: context.owner)
+        let (count, more) = NoteQuery.cut(page.entries.lazy.map { $0.note?.body.utf8.count ?? 0 }, limit: limit, budget: NoteInput.pageBudget)
+        return try JSON(StoredChangeList(page: page, count: count, cursor: page.cursor(count: count, more: more), more: more))
+            .reply(for: request)
     }
 
     @Sendable func show(_ request: Request, _ context: RequestContext) throws -> Reply {
@@ -207,17 +218,21 @@ struct NotesController {
                             headers: HTTPHeaders([("Retry-After", "30")]))
         }
         do {
-            body.send(id: nil, Array("retry: 3000\n\n".utf8))
+            // The first message: the retry delay and, unless the client must re-list, the cursor
+            // the stream goes on from as its `id:` — a client that sees no event still has one to
+            // resume from (with Last-Event-ID or `GET /notes/changes?since=`), with no gap.
             if let header = request.headers["Last-Event-ID"] {
                 if let last = Int64(header.trimmingASCIISpaces()), let missed = try store.events(after: last, limit: replayLimit, owner: owner) {
-                    body.release(replay: try missed.map { ($0.id, try NoteRendering.event($0, owner: owner, store: store).encoded) }, after: last)
+                    body.release(preface: Self.firstMessage(cursor: last), replay: try missed.map { ($0.id, try NoteRendering.event($0, owner: owner, store: store).encoded) }, after: last)
                 } else {
-                    // Older than the backlog, or never issued: the client must re-list.
+                    // Older than the backlog, or never issued: the client must re-list (the
+                    // change feed holds more than the backlog: `since` its cursor may still do).
                     let current = try store.lastEventID()
-                    body.release(replay: [(current, ServerSentEvent(id: current, event: "reload", data: "{}").encoded)], after: 0)
+                    body.release(preface: Self.firstMessage(cursor: nil), replay: [(current, ServerSentEvent(id: current, event: "reload", data: "{}").encoded)], after: 0)
                 }
             } else {
-                body.release(replay: [], after: try store.lastEventID())
+                let current = try store.lastEventID()
+                body.release(preface: Self.firstMessage(cursor: current), replay: [], after: current)
             }
         } catch {
             body.end()
@@ -226,6 +241,12 @@ struct NotesController {
         return .now(Response.stream(body, headers: HTTPHeaders([
             ("Content-Type", "text/event-stream"), ("Cache-Control", "no-cache"), ("X-Accel-Buffering", "no"),
         ]), blockSize: 2048))
+    }
+
+    /// `id: <cursor>` when given, and `retry: 3000`: an event stream's first message (no data,
+    /// so no event is dispatched; the id still becomes the stream's last event id).
+    static func firstMessage(cursor: Int64?) -> [UInt8] {
+        Array(((cursor.map { "id: \($0)\n" } ?? "") + "retry: 3000\n\n").utf8)
     }
 
     // MARK: - Helpers

@@ -109,26 +109,33 @@ extension UploadEnvelope: JSONWritable {
 /// `Note(record, attachments:)` is (`WireJSONTests` checks): keys and punctuation as fixed
 /// pieces, the body escaped from its bytes, the id, version and timestamps formatted in place.
 enum NoteJSON {
+    /// `mergeBase` (events only): the `base` of a merged write.
     static func write(id: Int64, body: UnsafeRawBufferPointer, createdAt: Int64, updatedAt: Int64, version: Int64,
-                      attachments: [UploadRecord], deletedAt: Int64? = nil, to json: inout JSONWriter) {
+                      attachments: [UploadRecord], deletedAt: Int64? = nil, mergeBase: Int64? = nil, to json: inout JSONWriter) {
         var timestamps = QuotedTimestamps()
         write(id: id, body: body, createdAt: createdAt, updatedAt: updatedAt, version: version, attachments: attachments,
-              deletedAt: deletedAt, timestamps: &timestamps, to: &json)
+              deletedAt: deletedAt, mergeBase: mergeBase, timestamps: &timestamps, to: &json)
     }
 
     /// The same, its timestamps from `timestamps` (shared by the notes of a page).
     static func write(id: Int64, body: UnsafeRawBufferPointer, createdAt: Int64, updatedAt: Int64, version: Int64,
-                      attachments: [UploadRecord], deletedAt: Int64? = nil, timestamps: inout QuotedTimestamps, to json: inout JSONWriter) {
+                      attachments: [UploadRecord], deletedAt: Int64? = nil, mergeBase: Int64? = nil, timestamps: inout QuotedTimestamps,
+                      to json: inout JSONWriter) {
         if attachments.isEmpty {
-            json.raw("{\"attachments\":[],\"body\":")
+            json.raw("{\"attachments\":[]")
         } else {
             json.raw("{\"attachments\":[")
             for (index, upload) in attachments.enumerated() {
                 if index > 0 { json.raw(",") }
                 Upload(upload).write(to: &json)
             }
-            json.raw("],\"body\":")
+            json.raw("]")
         }
+        if let mergeBase {
+            json.raw(",\"base\":")
+            json.integer(mergeBase)
+        }
+        json.raw(",\"body\":")
         json.string(utf8: body)
         json.raw(",\"created_at\":")
         let created = timestamps.quoted(createdAt)
@@ -201,6 +208,8 @@ struct StoredNote: JSONWritable, Encodable {
     var attachments: [UploadRecord]
     /// In a `note.deleted` event: when the note was deleted (none of its own times say).
     var deletedAt: Int64? = nil
+    /// In an event of a merged write: the version the merged edit was made from.
+    var mergeBase: Int64? = nil
 
     /// The strong entity tag of this version, as `Note.etag`: `"3"`.
     var etag: String { "\"\(record.version)\"" }
@@ -213,7 +222,7 @@ struct StoredNote: JSONWritable, Encodable {
         var body = record.body
         body.withUTF8 { body in
             NoteJSON.write(id: record.id, body: UnsafeRawBufferPointer(body), createdAt: record.createdAt, updatedAt: record.updatedAt,
-                           version: record.version, attachments: attachments, deletedAt: deletedAt, to: &json)
+                           version: record.version, attachments: attachments, deletedAt: deletedAt, mergeBase: mergeBase, to: &json)
         }
     }
 
@@ -279,4 +288,51 @@ struct StoredNoteList: JSONWritable, Encodable {
     func encode(to encoder: any Encoder) throws {
         try NoteList(notes: (0..<count).map { Note(page.record(at: $0), attachments: page.attachments(at: $0)) }, next: next).encode(to: encoder)
     }
+}
+
+/// `NoteChangeList` of the first `count` entries of a feed page, written from the records.
+struct StoredChangeList: JSONWritable, Encodable {
+    var page: NoteFeedPage
+    var count: Int
+    var cursor: Int64
+    var more: Bool
+
+    var estimatedJSONSize: Int {
+        page.entries.prefix(count).reduce(96) { size, entry in
+            size + (entry.note.map { NoteJSON.estimatedSize(bodyCount: $0.body.utf8.count, attachments: page.attachmentsByNote[$0.id]?.count ?? 0) } ?? 64)
+        }
+    }
+
+    func write(to json: inout JSONWriter) {
+        json.raw("{\"changes\":[")
+        var timestamps = QuotedTimestamps()
+        for (index, entry) in page.entries.prefix(count).enumerated() {
+            if index > 0 { json.raw(",") }
+            guard var note = entry.note else {
+                json.raw("{\"deleted\":true,\"id\":")
+                json.quotedInteger(entry.noteID)
+                json.raw(",\"version\":")
+                json.integer(entry.version)
+                json.raw("}")
+                continue
+            }
+            note.body.withUTF8 { body in
+                NoteJSON.write(id: note.id, body: UnsafeRawBufferPointer(body), createdAt: note.createdAt, updatedAt: note.updatedAt,
+                               version: note.version, attachments: page.attachmentsByNote[note.id] ?? [], timestamps: &timestamps, to: &json)
+            }
+        }
+        json.raw("],\"cursor\":")
+        json.integer(cursor)
+        json.raw(more ? ",\"more\":true" : ",\"more\":false")
+        json.raw(page.walk ? ",\"reset\":true}" : ",\"reset\":false}")
+    }
+
+    var list: NoteChangeList {
+        NoteChangeList(changes: page.entries.prefix(count).map { entry in
+            guard let note = entry.note else { return .deleted(id: String(entry.noteID), version: Int(entry.version)) }
+            return .note(Note(note, attachments: page.attachmentsByNote[note.id] ?? []))
+        }, cursor: cursor, more: more, reset: page.walk)
+    }
+
+    func encode(to encoder: any Encoder) throws { try list.encode(to: encoder) }
 }
