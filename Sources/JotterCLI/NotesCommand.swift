@@ -8,7 +8,7 @@ struct NotesCommand: CommandGroup {
     static let summary = "List, show, add, edit, remove and watch notes; their history; the trash."
     static let subcommands: [any Command.Type] = [
         NotesListCommand.self, NotesShowCommand.self, NotesAddCommand.self, NotesEditCommand.self, NotesRemoveCommand.self,
-        NotesWatchCommand.self, NotesHistoryCommand.self, NotesRestoreCommand.self, NotesTrashCommand.self,
+        NotesWatchCommand.self, NotesHistoryCommand.self, NotesRestoreCommand.self, NotesTrashCommand.self, NotesChangesCommand.self,
     ]
     static var help: String {
         """
@@ -35,22 +35,23 @@ struct NotesCommand: CommandGroup {
     }
 }
 
-/// `jotter notes list [--search WORDS] [--limit N | --all] [--order newest|oldest] [--after ID]`.
+/// `jotter notes list [--search WORDS] [--limit N | --all] [--order newest|oldest|updated] [--after CURSOR]`.
 struct NotesListCommand: AsyncCommand {
     static let name = "list"
     static let summary = "List notes, newest first."
-    static let usage = "jotter notes list [--search WORDS] [--limit N | --all] [--order newest|oldest] [--after ID] [options]"
+    static let usage = "jotter notes list [--search WORDS] [--limit N | --all] [--order newest|oldest|updated] [--after CURSOR] [options]"
     static let about = """
     Lists notes as a table (ID, UPDATED, first line of the body), newest first unless
-    --order oldest. When more notes follow, it says how many on standard error and how to
-    see them; with --json the server's `next` link is kept.
+    --order oldest, or the last changed first with --order updated. When more notes follow,
+    it says how many on standard error and how to see them; with --json the server's `next`
+    link is kept.
     """
     static let options = [
         Option("--search", value: "WORDS", help: "Only notes matching these words (full-text search)."),
         Option("--limit", value: "N", default: "100", help: "At most N notes."),
         Option("--all", help: "Every note, however many (following the server's pages)."),
-        Option("--order", value: "newest|oldest", default: "newest", help: "Which notes come first."),
-        Option("--after", value: "ID", help: "Start after this note id (where a previous listing stopped)."),
+        Option("--order", value: "newest|oldest|updated", default: "newest", help: "Which notes come first (updated: the last changed)."),
+        Option("--after", value: "CURSOR", help: "Start where a previous listing stopped (a note id; with --order updated, the cursor it printed)."),
     ] + ClientOptions.options
 
     let options: ClientOptions
@@ -70,8 +71,8 @@ struct NotesListCommand: AsyncCommand {
         } else {
             self.limit = limit ?? 100
         }
-        order = try arguments.option("--order", as: "newest or oldest", {
-            ["newest": .newestFirst, "oldest": .oldestFirst][$0.lowercased()] }) ?? .newestFirst
+        order = try arguments.option("--order", as: "newest, oldest or updated", {
+            ["newest": .newestFirst, "oldest": .oldestFirst, "updated": .recentlyUpdated][$0.lowercased()] }) ?? .newestFirst
         after = arguments.option("--after")
         try arguments.finish()
     }
@@ -83,7 +84,7 @@ struct NotesListCommand: AsyncCommand {
         var notes = page.notes
         while page.next != nil, limit.map({ notes.count < $0 }) ?? true {
             page = try await client.notes.list(query: search, limit: min((limit ?? 1000) - (limit == nil ? 0 : notes.count), 1000),
-                                               after: notes.last?.id, order: order)
+                                               after: Self.cursor(of: page.next) ?? notes.last?.id, order: order)
             notes += page.notes
         }
         if options.json {
@@ -96,10 +97,16 @@ struct NotesListCommand: AsyncCommand {
         }
         let excerpt = { (note: Note) in TextFormat.excerpt(console.outputIsTerminal ? TextFormat.visible(note.body) : note.body, width: 60) }
         console.out(TextFormat.table(["ID", "UPDATED", "BODY"], notes.map { [$0.id, TextFormat.time($0.updatedAt), excerpt($0)] }))
-        if page.next != nil, let last = notes.last {
-            console.err(try await moreHint(client, after: last.id))
+        if page.next != nil, let last = Self.cursor(of: page.next) ?? notes.last?.id {
+            console.err(try await moreHint(client, after: last))
         }
         return ExitCode.success
+    }
+
+    /// The `after` a `next` link sets: the note id, or with `--order updated` the server's cursor.
+    static func cursor(of next: String?) -> String? {
+        guard let next, let query = next.split(separator: "?", maxSplits: 1).last else { return nil }
+        return query.split(separator: "&").first { $0.hasPrefix("after=") }.map { String($0.dropFirst(6)) }
     }
 
     /// `37 more notes: jotter notes list --after 12 (or --all)`, counting up to 1000 more.
@@ -109,6 +116,7 @@ struct NotesListCommand: AsyncCommand {
         var command = "jotter notes list"
         if let search { command += " --search '\(search.replacingOccurrences(of: "'", with: "'\\''"))'" }
         if order == .oldestFirst { command += " --order oldest" }
+        if order == .recentlyUpdated { command += " --order updated" }
         return "\(count) more \(following.notes.count == 1 && following.next == nil ? "note" : "notes"): \(command) --after \(last) (or --all)\n"
     }
 }

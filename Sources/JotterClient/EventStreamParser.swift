@@ -19,7 +19,8 @@ struct EventStreamParser: Sendable {
 
     /// The reconnection delay the server asked for with `retry:`, in milliseconds.
     private(set) var retry: Int?
-    private var lastEventID: String?
+    /// The last `id:` read, dispatched with an event or not.
+    private(set) var lastEventID: String?
     private var line: [UInt8] = []
     private var afterCR = false
     private var type = ""

@@ -157,6 +157,9 @@ struct EventSubscription {
                 if let id = event.id.flatMap({ Int64($0) }) { lastEventID = id }
                 if let noteEvent = NoteEvent(event) { deliver(noteEvent) }
             }
+            // The server's first message has only an `id:` (the cursor it goes on from): kept,
+            // so a reconnect before any event still resumes without a gap.
+            if let id = parser.lastEventID.flatMap({ Int64($0) }) { lastEventID = id }
             if let retry = parser.retry { self.retry = retry }
         }
     }

@@ -21,6 +21,9 @@ extension JotterClient {
         /// The order of a listing.
         public enum Order: String, Sendable {
             case newestFirst = "desc", oldestFirst = "asc"
+            /// The last changed first, as notes apps sort (`order=updated`); its `after` cursor is
+            /// the one the server's `next` link carries, not a note id.
+            case recentlyUpdated = "updated"
         }
 
         /// `GET /notes`: one page of notes; `next` is set when there are more.
@@ -34,12 +37,12 @@ extension JotterClient {
         ///   - query: full-text search words (`nil`: every note).
         ///   - limit: notes per page (server default 100, at most 1000).
         ///   - after: the id the page starts after (a cursor; with `.newestFirst`, smaller ids).
-        ///   - order: newest first (default) or oldest first.
+        ///   - order: newest first (default), oldest first, or the last changed first.
         public func list(query: String? = nil, limit: Int? = nil, after: String? = nil,
                          order: Order = .newestFirst) async throws(JotterClientError) -> NoteList {
             var parameters = FormURLEncodedBody()
             if let limit { parameters.append("limit", String(limit)) }
-            if order == .oldestFirst { parameters.append("order", order.rawValue) }
+            if order != .newestFirst { parameters.append("order", order.rawValue) }
             if let query { parameters.append("q", query) }
             if let after { parameters.append("after", after) }
             return try await client.send(client.makeRequest("GET", "/notes", query: parameters), decoding: NoteList.self).value
@@ -59,6 +62,35 @@ extension JotterClient {
         /// ```
         public func all(query: String? = nil, pageSize: Int? = nil, order: Order = .newestFirst) -> NoteSequence {
             NoteSequence(notes: self, query: query, pageSize: pageSize, order: order)
+        }
+
+        /// `GET /notes/changes`: every note changed after `cursor`, each once in its latest state,
+        /// in commit order — one page; pass its `cursor` back for the next. The cursors are
+        /// the event stream's ids: `events(lastEventID: page.cursor)` goes on from a page with no
+        /// gap and no change twice, and a stream's event id is a cursor here.
+        ///
+        /// ```swift
+        /// var cursor: Int64? = saved          // nil: everything
+        /// var page: NoteChangeList
+        /// repeat {
+        ///     page = try await client.notes.changes(since: cursor)
+        ///     for change in page.changes { apply(change) }   // .note(note) or .deleted(id:version:)
+        ///     cursor = page.cursor
+        /// } while page.more
+        /// ```
+        ///
+        /// A page with `reset` true belongs to a walk of the complete state (no cursor, or one the
+        /// server no longer holds): once its last page (`more` false) is read, drop every note
+        /// the walk did not name.
+        ///
+        /// - Parameters:
+        ///   - cursor: the `cursor` of an earlier page, or an event id; nil: everything.
+        ///   - limit: changes per page (server default 100, at most 1000).
+        public func changes(since cursor: Int64? = nil, limit: Int? = nil) async throws(JotterClientError) -> NoteChangeList {
+            var parameters = FormURLEncodedBody()
+            if let cursor { parameters.append("since", String(cursor)) }
+            if let limit { parameters.append("limit", String(limit)) }
+            return try await client.send(client.makeRequest("GET", "/notes/changes", query: parameters), decoding: NoteChangeList.self).value
         }
 
         /// `POST /notes`: creates a note. Never retried (a retry could create it twice).

@@ -52,7 +52,7 @@ struct CompletionTests {
         // Each case: the words, then what is offered for the last one.
         let cases: [([String], String)] = [
             (["jotter", "no"], "notes"),
-            (["jotter", "notes", ""], "list show add edit rm watch history restore trash"),
+            (["jotter", "notes", ""], "list show add edit rm watch history restore trash changes"),
             (["jotter", "--server", "h:1", "notes", "l"], "list"),
             (["jotter", "download", "abc", "--ou"], "--output"),
             (["jotter", "uploads", "list", "--after", "x", "--j"], "--json"),
@@ -132,7 +132,7 @@ struct CompletionTests {
         let cases: [([String], String)] = [
             (["jotter", "serve", "--auth", ""], "required off"),
             (["jotter", "serve", "--synchronous", "n"], "normal"),
-            (["jotter", "--server", "h:1", "notes", "list", "--order", ""], "newest oldest"),
+            (["jotter", "--server", "h:1", "notes", "list", "--order", ""], "newest oldest updated"),
             (["jotter", "completion", ""], "bash zsh fish"),
             (["jotter", "completion", "f"], "fish"),
             (["jotter", "notes", "show", ""], ""),
@@ -165,7 +165,7 @@ struct CompletionTests {
             print -r -- "[$(_jotter_operands 'notes show')]"
             """])
         #expect(result.status == 0, "\(result.err)")
-        #expect(result.out == "[required off]\n[newest oldest]\n[bash zsh fish]\n[@files]\n[]\n", "\(result.out)")
+        #expect(result.out == "[required off]\n[newest oldest updated]\n[bash zsh fish]\n[@files]\n[]\n", "\(result.out)")
     }
 
     @Test("fish: option values and listed arguments are offered; files only where a file goes")
@@ -196,7 +196,7 @@ struct CompletionTests {
         #expect(parts[2].isEmpty, "an id is not a file: \(parts[2])")
         #expect(parts[3].isEmpty, "a port is not a file: \(parts[3])")
         #expect(parts[4] == ["notes.tar"], "\(parts[4])")
-        #expect(Set(parts[5]) == ["newest", "oldest"], "\(parts[5])")
+        #expect(Set(parts[5]) == ["newest", "oldest", "updated"], "\(parts[5])")
     }
 
     @Test("jotter help --man: a manual page that groff reads without a warning, with every command, option variable and exit code")
