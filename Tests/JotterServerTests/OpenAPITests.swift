@@ -152,6 +152,8 @@ struct OpenAPITests {
             (MergeReport.self, [merge, MergeReport(base: 1, result: "clean", regions: [])]),
             (MergeReport.Region.self, [MergeReport.Region(start: 0, end: 12)]),
             (NoteList.self, [NoteList(notes: [note, empty], next: "/notes?limit=2&after=1"), NoteList(notes: [], next: nil)]),
+            (NoteChangeList.self, [NoteChangeList(changes: [.note(note), .deleted(id: "7", version: 2), .note(empty)], cursor: 2051, more: false, reset: false),
+                                   NoteChangeList(changes: [], cursor: -17, more: true, reset: true)]),
             (RevisionInfo.self, [RevisionInfo(version: 3, createdAt: Timestamp.date("2026-11-30 14:35:41")!, size: 8, merged: true)]),
             (RevisionList.self, [RevisionList(revisions: [RevisionInfo(version: 3, createdAt: Timestamp.date("2026-11-30 14:35:41")!, size: 8, merged: false)],
                                               next: "/notes/42/revisions?limit=1&after=3"),
