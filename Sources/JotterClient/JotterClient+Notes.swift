@@ -70,11 +70,11 @@ extension JotterClient {
         /// gap and no change twice, and a stream's event id is a cursor here.
         ///
         /// ```swift
-        /// var cursor: Int64? = saved          // nil: everything
+        /// var cursor: Int64? = nil            // nil: everything; else the cursor kept from last time
         /// var page: NoteChangeList
         /// repeat {
         ///     page = try await client.notes.changes(since: cursor)
-        ///     for change in page.changes { apply(change) }   // .note(note) or .deleted(id:version:)
+        ///     for change in page.changes { print(change.id, change.note?.body ?? "(deleted)") }
         ///     cursor = page.cursor
         /// } while page.more
         /// ```
