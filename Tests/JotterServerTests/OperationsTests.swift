@@ -70,7 +70,7 @@ struct OperationsTests {
             #expect(text.contains("\njotter_uploads 1\n"))
             #expect(text.contains("\njotter_upload_bytes 1234\n"))
             #expect(text.contains("\njotter_event_streams 1\n"))
-            #expect(text.contains(#"jotter_build_info{version="0.1.0",schema_version="8"} 1"#))
+            #expect(text.contains(#"jotter_build_info{version="0.1.0",schema_version="9"} 1"#))
             #expect(text.contains("\njotter_uptime_seconds "))
             #expect(text.contains("\njotter_database_bytes "))
             #expect(text.contains("\njotter_data_free_bytes "))
