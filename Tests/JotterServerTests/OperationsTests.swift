@@ -88,7 +88,7 @@ struct OperationsTests {
             let id = try #require(backup["id"] as? String)
             #expect(created.header("Location") == "/admin/backups/\(id)")
             #expect(backup["notes"] as? Int == 1)
-            #expect(backup["schema_version"] as? Int == 8)
+            #expect(backup["schema_version"] as? Int == 9)
             #expect(backup["files_url"] as? String == "/admin/backups/\(id)/files")
             let uploads = try #require(backup["uploads"] as? [[String: Any]])
             #expect(uploads.map { $0["id"] as? String } == [stored["id"] as? String])

@@ -161,11 +161,11 @@ struct FeedTests {
         _ = try store.perform(.update(id: a.id, body: "a2", ifVersion: nil))
         let head = try store.lastEventID()
         store.close()
-        // Back to schema version 7, as a database from before the feed.
+        // Back to schema version 8, as a database from before the feed.
         let db = try SQLiteConnection(path: directory.databasePath, flags: SQLiteConnection.readWrite)
         try db.execute("""
             DROP TABLE note_changes; DROP TABLE feed_marks; ALTER TABLE events DROP COLUMN note_merge_base;
-            UPDATE schema_version SET version = 7;
+            UPDATE schema_version SET version = 8;
             """)
         db.close()
 
