@@ -88,7 +88,8 @@ public struct NoteFeedPage: Sendable {
     /// the feed's horizon and the last event id.
     static func start(since: Int64?, prunedThrough: Int64, head: Int64) -> (after: Int64, walk: Bool) {
         guard let since else { return (0, true) }
-        if since < 0 { return (-since <= head ? -since : 0, true) }     // a walk going on (a bogus one restarts)
+        // A walk going on (a bogus one restarts; Int64.min, which has no negation, is bogus).
+        if since < 0 { return (since != .min && -since <= head ? -since : 0, true) }
         if since < prunedThrough || since > head { return (0, true) }   // tombstones after it are gone, or never issued
         return (since, false)
     }

@@ -52,6 +52,11 @@ struct FeedRoutesTests {
             #expect(Self.ids(first) == [a, b] && Self.cursor(first) < 0 && first["reset"] as? Bool == true)
             let last = try Self.changes(app, "?limit=2&since=\(Self.cursor(first))")
             #expect(Self.ids(last) == [c] && Self.cursor(last) == Self.cursor(all) && last["reset"] as? Bool == true)
+            // A bogus walk cursor restarts the walk — the smallest, which has no negation, too.
+            for bogus in ["-9223372036854775808", "-9223372036854775807"] {
+                let restarted = try Self.changes(app, "?limit=2&since=\(bogus)")
+                #expect(Self.ids(restarted) == [a, b] && restarted["reset"] as? Bool == true, "\(bogus)")
+            }
 
             for bad in ["since=x", "since=1.5", "since=", "limit=0", "limit=-1", "since=99999999999999999999"] {
                 let response = try app.request("GET", "/notes/changes?\(bad)")
