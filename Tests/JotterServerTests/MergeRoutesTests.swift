@@ -71,6 +71,13 @@ struct MergeRoutesTests {
             #expect(stale.status == 412)
             #expect(try app.request("PUT", "/notes/\(id)", headers: [("Base-Version", "two")], body: "body=mine").status == 400)
             #expect(try app.request("PUT", "/notes/\(id)", body: "body=mine&base_version=0").status == 422)
+            // Past 2^53 - 1 (what a JSON number holds exactly): refused, in a form and in JSON, even
+            // with nothing to merge; up to it, a version that names nothing kept (409).
+            #expect(try app.request("PUT", "/notes/\(id)", body: "base_version=9007199254740992").status == 422)
+            #expect(try app.request("PUT", "/notes/\(id)", headers: [("Content-Type", "application/json")],
+                                    body: #"{"body":"mine","base_version":9007199254740994}"#).status == 422)
+            #expect(try app.request("PUT", "/notes/\(id)", headers: [("Content-Type", "application/json")],
+                                    body: #"{"body":"mine","base_version":9007199254740991}"#).status == 409)
             // A malformed header is refused even when the field is given.
             #expect(try app.request("PUT", "/notes/\(id)", headers: [("Base-Version", "{}")], body: "body=mine&base_version=1").status == 400)
             let shown = try Self.note(try app.request("GET", "/notes/\(id)"))

@@ -100,7 +100,7 @@ struct RevisionRoutesTests {
             }
             #expect(try app.request("POST", "/notes/\(id)/restore", headers: [("Content-Type", "application/json")],
                                     body: #"{"version":1.5}"#).status == 422)
-            #expect(try app.request("POST", "/notes/\(id)/restore", body: "").status == 422)
+            #expect(try app.request("POST", "/notes/\(id)/restore", body: "").status == 409, "a live note: restore one of its revisions")
             // Nothing of the refusals changed the note.
             #expect(try app.request("GET", "/notes/\(id)/revisions").json()["revisions"].flatMap { ($0 as? [Any])?.count } == 4)
         }

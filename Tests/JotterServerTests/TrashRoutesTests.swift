@@ -54,7 +54,7 @@ struct TrashRoutesTests {
 
             // A restore of a live note needs a version; of a note in the trash, none.
             let live = try app.request("POST", "/notes/\(other)/restore")
-            #expect(live.status == 422)
+            #expect(live.status == 409)
             #expect(live.text.contains("not in the trash"))
             #expect(try app.request("POST", "/notes/999999/restore").status == 404)
             #expect(try app.request("POST", "/notes/\(id)/restore", body: "version=1").status == 404)
@@ -70,7 +70,7 @@ struct TrashRoutesTests {
             #expect(try app.request("GET", "/notes/\(id)").status == 200)
             #expect(try app.request("GET", "/uploads/\(upload)/content").text == "file bytes")
             #expect(try Self.trash(app).notes.isEmpty)
-            #expect(try app.request("POST", "/notes/\(id)/restore").status == 422)
+            #expect(try app.request("POST", "/notes/\(id)/restore").status == 409)
             // Its history is whole, the restore its newest version.
             let revisions = try #require(try app.request("GET", "/notes/\(id)/revisions").json()["revisions"] as? [[String: Any]])
             #expect(revisions.map { $0["version"] as? Int } == [3, 2, 1])

@@ -231,17 +231,22 @@ enum NoteInput {
 
     /// A version field of the body (form: digits; JSON: an integer or a string of digits): nil
     /// when absent, `422` when it is not a version (a whole number from 1).
+    /// The largest version a field may name: 2^53 − 1, the largest whole number a JSON number
+    /// carries exactly (JSON numbers decode as doubles); versions count writes, so no note
+    /// comes near it.
+    static let largestVersion: Int64 = 9_007_199_254_740_991
+
     static func version(_ request: Request, field: String) throws(HTTPError) -> Int64? {
-        let invalid = HTTPError.validation([.init(field: field, message: "must be a version: a whole number from 1")])
+        let invalid = HTTPError.validation([.init(field: field, message: "must be a version: a whole number from 1 to \(largestVersion)")])
         let text: String
         if case .json(let object) = try request.body() {
             switch object[field] {
             case .integer(let value)?:
-                guard value >= 1 else { throw invalid }
+                guard (1...largestVersion).contains(value) else { throw invalid }
                 return value
             case .number(let value)?:
                 // JSON numbers decode as doubles: a whole one within range is a version.
-                guard value >= 1, value < 9.0e15, value.rounded() == value else { throw invalid }
+                guard value >= 1, value <= Double(largestVersion), value.rounded() == value else { throw invalid }
                 return Int64(value)
             default: break
             }
@@ -252,7 +257,7 @@ enum NoteInput {
         } catch {
             throw invalid
         }
-        guard isDigits(text), let value = Int64(text), value >= 1 else { throw invalid }
+        guard isDigits(text), let value = Int64(text), (1...largestVersion).contains(value) else { throw invalid }
         return value
     }
 

@@ -24,10 +24,10 @@ enum NotesOperations {
     /// The request fields, as components so the three body types share them.
     static let components: [String: JSONSchema] = [
         "NoteFields": .object(["body": .string(description: "the note's text; absent leaves the note unchanged"),
-                               "base_version": .integer(minimum: 1, description: "the version the edit was made from (in a form: its digits), as the `Base-Version` header: an older one is merged")],
+                               "base_version": .integer(minimum: 1, maximum: NoteInput.largestVersion, description: "the version the edit was made from (in a form: its digits), as the `Base-Version` header: an older one is merged")],
                               optional: ["body", "base_version"],
                               description: "A note's fields. Client-sent `id`, `version`, `created_at` and `updated_at` are ignored."),
-        "RestoreFields": .object(["version": .integer(minimum: 1, description: "the revision to restore (in a form: its digits); absent: the note comes back from the trash")],
+        "RestoreFields": .object(["version": .integer(minimum: 1, maximum: NoteInput.largestVersion, description: "the revision to restore (in a form: its digits); absent: the note comes back from the trash")],
                                  optional: ["version"],
                                  description: "Which revision of the note to restore; none for a note in the trash."),
         "NoteTombstone": NoteChangeList.deletedNote,
@@ -158,11 +158,12 @@ enum NotesOperations {
         description: "With `version`: the note gets a new version whose body is revision `version`'s (its attachments stay as they are); a missing note is `404`, then `If-Match` is checked. Without `version`: a note in the trash comes back with its id, body, attachments and revisions, at the next version (a `note.created` event). Answered once the change is durable.",
         tags: ["notes"],
         parameters: [id, ifMatch, ifNoneMatch],
-        requestBody: .fields(.ref(named: "RestoreFields"), required: true),
+        requestBody: .fields(.ref(named: "RestoreFields"), required: false),
         responses: [
             200: .json(.ref(NoteEnvelope.self), "restored (`Note Restored`)", headers: ["ETag": etag]),
             400: malformedBody, 404: .problem("no note has this id (without `version`: none in the trash), or it has no revision kept at `version`"), 412: stale,
-            413: tooLarge, 415: unsupported, 422: .problem("`version` is not a whole number from 1, or absent for a note that is not in the trash"),
+            409: .problem("no `version`, and the note is not in the trash: only one of its revisions can be restored"),
+            413: tooLarge, 415: unsupported, 422: .problem("`version` is not a whole number from 1"),
         ])
 
     static let trash = OpenAPIOperation(

@@ -169,8 +169,9 @@ struct NotesController {
         }
         let ifVersion = try checkIfMatch(request, current: StoredNote(record: record, attachments: attachments).note)
         guard let version = try NoteInput.version(request, field: "version") else {
-            throw HTTPError.validation([.init(field: "version", message: "is required: note \(id) is not in the trash, "
-                + "so the only restore is of one of its revisions (GET /notes/\(id)/revisions lists them)")])
+            // The request is well formed; the note's state is what refuses it.
+            throw HTTPError(HTTPStatus(409), detail: "note \(id) is not in the trash, so the only restore is of one of its revisions: "
+                + "send `version` (GET /notes/\(id)/revisions lists them)")
         }
         return commit(id, owner: context.owner, request: request, message: "Note Restored") { store, completion in
             store.restoreNote(id: id, version: version, ifVersion: ifVersion, owner: context.owner, completion: completion)
