@@ -1612,7 +1612,7 @@ export function createEditor({ notes, navigate, toast, clearError }) {
 
 """#),
         "files.js": WebAsset(
-            contentType: "text/javascript; charset=utf-8", etag: #""609ce1409e281542""#,
+            contentType: "text/javascript; charset=utf-8", etag: #""f9f6c0a4d9315184""#,
             text: #"""
 // The files attached to no note (`GET /uploads?note_id=`, `#/files`): download one, attach it
 // to a note, or delete it.
@@ -1620,6 +1620,7 @@ export function createEditor({ notes, navigate, toast, clearError }) {
 import * as api from './api.js';
 import { deleteAfterAsking, fileSummary } from './attachments.js';
 import { byId, el } from './dom.js';
+import { createPagedList } from './paged.js';
 import { formatDateTime, titleAndPreview } from './format.js';
 
 const FIRST_PAGE = '/uploads?note_id=&limit=50';
@@ -1630,46 +1631,17 @@ const FIRST_PAGE = '/uploads?note_id=&limit=50';
  */
 export function createFiles({ notes, toast, clearError }) {
   const section = byId('files');
-  const list = byId('file-list');
-  const more = byId('files-more');
-  let uploads = [];
-  let next = null;
-  let loading = false;
-  let request = 0; // the current listing, so late answers to older ones are dropped
-
-  more.addEventListener('click', () => {
-    if (next && !loading) load(next);
-  });
-
-  async function load(url) {
-    const token = ++request;
-    loading = true;
-    render();
-    try {
+  const pages = createPagedList({
+    ids: { list: 'file-list', more: 'files-more', message: 'files-message' },
+    fetchPage: async (url) => {
       const page = await api.listUploads(url);
-      if (token !== request) return;
-      const known = new Set(uploads.map((upload) => upload.id));
-      uploads.push(...page.uploads.filter((upload) => !known.has(upload.id)));
-      next = page.next;
-      clearError();
-    } catch (error) {
-      if (token !== request) return;
-      toast(`Couldn't list the files: ${error.message}`);
-    }
-    loading = false;
-    render();
-  }
-
-  function render() {
-    list.replaceChildren(...uploads.map(item));
-    list.setAttribute('aria-busy', String(loading));
-    const message = byId('files-message');
-    message.hidden = uploads.length > 0;
-    message.textContent = loading ? 'Loading files…' : 'Every file is attached to a note.';
-    more.hidden = !next;
-    more.disabled = loading;
-    more.textContent = loading ? 'Loading…' : 'Load more files';
-  }
+      return { items: page.uploads, next: page.next };
+    },
+    item,
+    texts: { loading: 'Loading files…', empty: 'Every file is attached to a note.', more: 'Load more files',
+      failed: "Couldn't list the files" },
+    toast, clearError,
+  });
 
   function item(upload) {
     const choices = notes.all();
@@ -1686,10 +1658,7 @@ export function createFiles({ notes, toast, clearError }) {
           onclick: () => remove(upload) }, 'Delete')));
   }
 
-  function drop(upload) {
-    uploads = uploads.filter((known) => known.id !== upload.id);
-    render();
-  }
+  const drop = (upload) => pages.drop(upload.id);
 
   async function attachTo(upload, noteId) {
     if (!noteId) return;
@@ -1714,13 +1683,11 @@ export function createFiles({ notes, toast, clearError }) {
     open() {
       section.hidden = false;
       byId('placeholder').hidden = true;
-      uploads = [];
-      next = null;
-      load(FIRST_PAGE);
+      pages.reload(FIRST_PAGE);
       byId('files-title').focus();
     },
     close() {
-      request += 1;
+      pages.stop();
       section.hidden = true;
     },
     isOpen: () => !section.hidden,
@@ -2305,6 +2272,87 @@ export function moveOffset(offset, from, to) {
 }
 
 """#),
+        "paged.js": WebAsset(
+            contentType: "text/javascript; charset=utf-8", etag: #""e8285788fc265b34""#,
+            text: #"""
+// A view's list read page by page from a listing endpoint (`{"<key>": [...], "next"}`): the
+// "Load more" button, the busy and empty messages, late answers to an older listing dropped.
+// The files and the trash views share it.
+
+import { byId } from './dom.js';
+
+/**
+ * `ids`: the element ids of the list, its "Load more" button and its message; `fetchPage(url)`
+ * gives `{ items, next }`; `item(entry)` builds an entry's `<li>`; `texts`: `loading`, `empty`,
+ * `more` and `failed` (shown with the error's message).
+ */
+export function createPagedList({ ids, fetchPage, item, texts, toast, clearError }) {
+  const list = byId(ids.list);
+  const more = byId(ids.more);
+  let entries = [];
+  let next = null;
+  let loading = false;
+  let request = 0; // the current listing, so late answers to older ones are dropped
+
+  more.addEventListener('click', () => {
+    if (next && !loading) load(next);
+  });
+
+  async function load(url) {
+    const token = ++request;
+    loading = true;
+    render();
+    try {
+      const page = await fetchPage(url);
+      if (token !== request) return;
+      const known = new Set(entries.map((entry) => entry.id));
+      entries.push(...page.items.filter((entry) => !known.has(entry.id)));
+      next = page.next;
+      clearError();
+    } catch (error) {
+      if (token !== request) return;
+      toast(`${texts.failed}: ${error.message}`);
+    }
+    loading = false;
+    render();
+  }
+
+  function render() {
+    list.replaceChildren(...entries.map(item));
+    list.setAttribute('aria-busy', String(loading));
+    const message = byId(ids.message);
+    message.hidden = entries.length > 0;
+    message.textContent = loading ? texts.loading : texts.empty;
+    more.hidden = !next;
+    more.disabled = loading;
+    more.textContent = loading ? 'Loading…' : texts.more;
+  }
+
+  return {
+    /** Starts over from `url`, the first page. */
+    reload(url) {
+      entries = [];
+      next = null;
+      load(url);
+    },
+    /** Drops late answers (the view closed). */
+    stop() { request += 1; },
+    has: (id) => entries.some((entry) => entry.id === id),
+    /** Takes the entry with `id` out. */
+    drop(id) {
+      const count = entries.length;
+      entries = entries.filter((entry) => entry.id !== id);
+      if (entries.length !== count) render();
+    },
+    /** Puts `entry` first. */
+    unshift(entry) {
+      entries.unshift(entry);
+      render();
+    },
+  };
+}
+
+"""#),
         "style.css": WebAsset(
             contentType: "text/css; charset=utf-8", etag: #""59e4f93f836e9609""#,
             text: #"""
@@ -2809,7 +2857,7 @@ a.file-name:hover { text-decoration-color: currentColor; }
 
 """#),
         "trash.js": WebAsset(
-            contentType: "text/javascript; charset=utf-8", etag: #""3fd3e1d0d677a725""#,
+            contentType: "text/javascript; charset=utf-8", etag: #""61586a88f9e5d347""#,
             text: #"""
 // Recently Deleted (`GET /notes/trash`, `#/trash`): deleted notes, latest deletion first, kept
 // for a while by the server; restore one (same id, text and attachments) or delete it for good.
@@ -2817,6 +2865,7 @@ a.file-name:hover { text-decoration-color: currentColor; }
 import * as api from './api.js';
 import { announce, byId, el } from './dom.js';
 import { confirmChoice } from './dialogs.js';
+import { createPagedList } from './paged.js';
 import { formatDateTime, titleAndPreview } from './format.js';
 
 const FIRST_PAGE = '/notes/trash?limit=50';
@@ -2827,46 +2876,17 @@ const FIRST_PAGE = '/notes/trash?limit=50';
  */
 export function createTrash({ notes, navigate, toast, clearError }) {
   const section = byId('trash');
-  const list = byId('trash-list');
-  const more = byId('trash-more');
-  let deleted = [];
-  let next = null;
-  let loading = false;
-  let request = 0; // the current listing, so late answers to older ones are dropped
-
-  more.addEventListener('click', () => {
-    if (next && !loading) load(next);
-  });
-
-  async function load(url) {
-    const token = ++request;
-    loading = true;
-    render();
-    try {
+  const pages = createPagedList({
+    ids: { list: 'trash-list', more: 'trash-more', message: 'trash-message' },
+    fetchPage: async (url) => {
       const page = await api.listTrash(url);
-      if (token !== request) return;
-      const known = new Set(deleted.map((note) => note.id));
-      deleted.push(...page.notes.filter((note) => !known.has(note.id)));
-      next = page.next;
-      clearError();
-    } catch (error) {
-      if (token !== request) return;
-      toast(`Couldn't list the deleted notes: ${error.message}`);
-    }
-    loading = false;
-    render();
-  }
-
-  function render() {
-    list.replaceChildren(...deleted.map(item));
-    list.setAttribute('aria-busy', String(loading));
-    const message = byId('trash-message');
-    message.hidden = deleted.length > 0;
-    message.textContent = loading ? 'Loading deleted notes…' : 'No recently deleted notes.';
-    more.hidden = !next;
-    more.disabled = loading;
-    more.textContent = loading ? 'Loading…' : 'Load more deleted notes';
-  }
+      return { items: page.notes, next: page.next };
+    },
+    item,
+    texts: { loading: 'Loading deleted notes…', empty: 'No recently deleted notes.', more: 'Load more deleted notes',
+      failed: "Couldn't list the deleted notes" },
+    toast, clearError,
+  });
 
   const titleOf = (note) => titleAndPreview(note.body).title || 'Untitled note';
 
@@ -2887,11 +2907,7 @@ export function createTrash({ notes, navigate, toast, clearError }) {
           onclick: () => deleteForever(note) }, 'Delete forever')));
   }
 
-  function drop(id) {
-    const count = deleted.length;
-    deleted = deleted.filter((known) => known.id !== id);
-    if (deleted.length !== count) render();
-  }
+  const drop = (id) => pages.drop(id);
 
   async function restore(note) {
     let back;
@@ -2934,23 +2950,18 @@ export function createTrash({ notes, navigate, toast, clearError }) {
     open() {
       section.hidden = false;
       byId('placeholder').hidden = true;
-      deleted = [];
-      next = null;
-      load(FIRST_PAGE);
+      pages.reload(FIRST_PAGE);
       byId('trash-title').focus();
     },
     close() {
-      request += 1;
+      pages.stop();
       section.hidden = true;
     },
     /** A change made elsewhere: a note deleted joins the view, one restored leaves it. */
     event(kind, note) {
       if (section.hidden) return;
       if (kind === 'note.created') drop(note.id);
-      else if (kind === 'note.deleted' && !deleted.some((known) => known.id === note.id)) {
-        deleted.unshift(note);
-        render();
-      }
+      else if (kind === 'note.deleted' && !pages.has(note.id)) pages.unshift(note);
     },
   };
 }

@@ -4,6 +4,7 @@
 import * as api from './api.js';
 import { deleteAfterAsking, fileSummary } from './attachments.js';
 import { byId, el } from './dom.js';
+import { createPagedList } from './paged.js';
 import { formatDateTime, titleAndPreview } from './format.js';
 
 const FIRST_PAGE = '/uploads?note_id=&limit=50';
@@ -14,46 +15,17 @@ const FIRST_PAGE = '/uploads?note_id=&limit=50';
  */
 export function createFiles({ notes, toast, clearError }) {
   const section = byId('files');
-  const list = byId('file-list');
-  const more = byId('files-more');
-  let uploads = [];
-  let next = null;
-  let loading = false;
-  let request = 0; // the current listing, so late answers to older ones are dropped
-
-  more.addEventListener('click', () => {
-    if (next && !loading) load(next);
-  });
-
-  async function load(url) {
-    const token = ++request;
-    loading = true;
-    render();
-    try {
+  const pages = createPagedList({
+    ids: { list: 'file-list', more: 'files-more', message: 'files-message' },
+    fetchPage: async (url) => {
       const page = await api.listUploads(url);
-      if (token !== request) return;
-      const known = new Set(uploads.map((upload) => upload.id));
-      uploads.push(...page.uploads.filter((upload) => !known.has(upload.id)));
-      next = page.next;
-      clearError();
-    } catch (error) {
-      if (token !== request) return;
-      toast(`Couldn't list the files: ${error.message}`);
-    }
-    loading = false;
-    render();
-  }
-
-  function render() {
-    list.replaceChildren(...uploads.map(item));
-    list.setAttribute('aria-busy', String(loading));
-    const message = byId('files-message');
-    message.hidden = uploads.length > 0;
-    message.textContent = loading ? 'Loading files…' : 'Every file is attached to a note.';
-    more.hidden = !next;
-    more.disabled = loading;
-    more.textContent = loading ? 'Loading…' : 'Load more files';
-  }
+      return { items: page.uploads, next: page.next };
+    },
+    item,
+    texts: { loading: 'Loading files…', empty: 'Every file is attached to a note.', more: 'Load more files',
+      failed: "Couldn't list the files" },
+    toast, clearError,
+  });
 
   function item(upload) {
     const choices = notes.all();
@@ -70,10 +42,7 @@ export function createFiles({ notes, toast, clearError }) {
           onclick: () => remove(upload) }, 'Delete')));
   }
 
-  function drop(upload) {
-    uploads = uploads.filter((known) => known.id !== upload.id);
-    render();
-  }
+  const drop = (upload) => pages.drop(upload.id);
 
   async function attachTo(upload, noteId) {
     if (!noteId) return;
@@ -98,13 +67,11 @@ export function createFiles({ notes, toast, clearError }) {
     open() {
       section.hidden = false;
       byId('placeholder').hidden = true;
-      uploads = [];
-      next = null;
-      load(FIRST_PAGE);
+      pages.reload(FIRST_PAGE);
       byId('files-title').focus();
     },
     close() {
-      request += 1;
+      pages.stop();
       section.hidden = true;
     },
     isOpen: () => !section.hidden,

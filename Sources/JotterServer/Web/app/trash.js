@@ -4,6 +4,7 @@
 import * as api from './api.js';
 import { announce, byId, el } from './dom.js';
 import { confirmChoice } from './dialogs.js';
+import { createPagedList } from './paged.js';
 import { formatDateTime, titleAndPreview } from './format.js';
 
 const FIRST_PAGE = '/notes/trash?limit=50';
@@ -14,46 +15,17 @@ const FIRST_PAGE = '/notes/trash?limit=50';
  */
 export function createTrash({ notes, navigate, toast, clearError }) {
   const section = byId('trash');
-  const list = byId('trash-list');
-  const more = byId('trash-more');
-  let deleted = [];
-  let next = null;
-  let loading = false;
-  let request = 0; // the current listing, so late answers to older ones are dropped
-
-  more.addEventListener('click', () => {
-    if (next && !loading) load(next);
-  });
-
-  async function load(url) {
-    const token = ++request;
-    loading = true;
-    render();
-    try {
+  const pages = createPagedList({
+    ids: { list: 'trash-list', more: 'trash-more', message: 'trash-message' },
+    fetchPage: async (url) => {
       const page = await api.listTrash(url);
-      if (token !== request) return;
-      const known = new Set(deleted.map((note) => note.id));
-      deleted.push(...page.notes.filter((note) => !known.has(note.id)));
-      next = page.next;
-      clearError();
-    } catch (error) {
-      if (token !== request) return;
-      toast(`Couldn't list the deleted notes: ${error.message}`);
-    }
-    loading = false;
-    render();
-  }
-
-  function render() {
-    list.replaceChildren(...deleted.map(item));
-    list.setAttribute('aria-busy', String(loading));
-    const message = byId('trash-message');
-    message.hidden = deleted.length > 0;
-    message.textContent = loading ? 'Loading deleted notes…' : 'No recently deleted notes.';
-    more.hidden = !next;
-    more.disabled = loading;
-    more.textContent = loading ? 'Loading…' : 'Load more deleted notes';
-  }
+      return { items: page.notes, next: page.next };
+    },
+    item,
+    texts: { loading: 'Loading deleted notes…', empty: 'No recently deleted notes.', more: 'Load more deleted notes',
+      failed: "Couldn't list the deleted notes" },
+    toast, clearError,
+  });
 
   const titleOf = (note) => titleAndPreview(note.body).title || 'Untitled note';
 
@@ -74,11 +46,7 @@ export function createTrash({ notes, navigate, toast, clearError }) {
           onclick: () => deleteForever(note) }, 'Delete forever')));
   }
 
-  function drop(id) {
-    const count = deleted.length;
-    deleted = deleted.filter((known) => known.id !== id);
-    if (deleted.length !== count) render();
-  }
+  const drop = (id) => pages.drop(id);
 
   async function restore(note) {
     let back;
@@ -121,23 +89,18 @@ export function createTrash({ notes, navigate, toast, clearError }) {
     open() {
       section.hidden = false;
       byId('placeholder').hidden = true;
-      deleted = [];
-      next = null;
-      load(FIRST_PAGE);
+      pages.reload(FIRST_PAGE);
       byId('trash-title').focus();
     },
     close() {
-      request += 1;
+      pages.stop();
       section.hidden = true;
     },
     /** A change made elsewhere: a note deleted joins the view, one restored leaves it. */
     event(kind, note) {
       if (section.hidden) return;
       if (kind === 'note.created') drop(note.id);
-      else if (kind === 'note.deleted' && !deleted.some((known) => known.id === note.id)) {
-        deleted.unshift(note);
-        render();
-      }
+      else if (kind === 'note.deleted' && !pages.has(note.id)) pages.unshift(note);
     },
   };
 }

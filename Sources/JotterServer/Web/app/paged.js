@@ -1,0 +1,76 @@
+// A view's list read page by page from a listing endpoint (`{"<key>": [...], "next"}`): the
+// "Load more" button, the busy and empty messages, late answers to an older listing dropped.
+// The files and the trash views share it.
+
+import { byId } from './dom.js';
+
+/**
+ * `ids`: the element ids of the list, its "Load more" button and its message; `fetchPage(url)`
+ * gives `{ items, next }`; `item(entry)` builds an entry's `<li>`; `texts`: `loading`, `empty`,
+ * `more` and `failed` (shown with the error's message).
+ */
+export function createPagedList({ ids, fetchPage, item, texts, toast, clearError }) {
+  const list = byId(ids.list);
+  const more = byId(ids.more);
+  let entries = [];
+  let next = null;
+  let loading = false;
+  let request = 0; // the current listing, so late answers to older ones are dropped
+
+  more.addEventListener('click', () => {
+    if (next && !loading) load(next);
+  });
+
+  async function load(url) {
+    const token = ++request;
+    loading = true;
+    render();
+    try {
+      const page = await fetchPage(url);
+      if (token !== request) return;
+      const known = new Set(entries.map((entry) => entry.id));
+      entries.push(...page.items.filter((entry) => !known.has(entry.id)));
+      next = page.next;
+      clearError();
+    } catch (error) {
+      if (token !== request) return;
+      toast(`${texts.failed}: ${error.message}`);
+    }
+    loading = false;
+    render();
+  }
+
+  function render() {
+    list.replaceChildren(...entries.map(item));
+    list.setAttribute('aria-busy', String(loading));
+    const message = byId(ids.message);
+    message.hidden = entries.length > 0;
+    message.textContent = loading ? texts.loading : texts.empty;
+    more.hidden = !next;
+    more.disabled = loading;
+    more.textContent = loading ? 'Loading…' : texts.more;
+  }
+
+  return {
+    /** Starts over from `url`, the first page. */
+    reload(url) {
+      entries = [];
+      next = null;
+      load(url);
+    },
+    /** Drops late answers (the view closed). */
+    stop() { request += 1; },
+    has: (id) => entries.some((entry) => entry.id === id),
+    /** Takes the entry with `id` out. */
+    drop(id) {
+      const count = entries.length;
+      entries = entries.filter((entry) => entry.id !== id);
+      if (entries.length !== count) render();
+    },
+    /** Puts `entry` first. */
+    unshift(entry) {
+      entries.unshift(entry);
+      render();
+    },
+  };
+}
