@@ -99,22 +99,33 @@ public final class S3BlobStore: BlobStore {
     @discardableResult
     public func put(_ key: String, chunks next: () throws -> [UInt8]?) throws -> BlobInfo {
         try validateBlobKey(key)
-        var part = try fill(from: next)
-        if !part.more {
-            let answer = try request("PUT", key: key, body: part.bytes)
+        var parts = S3PartBuffer(partSize: configuration.partSize)
+        /// Reads until more than a part is here or the source ends; false at its end.
+        func fill() throws -> Bool {
+            while !parts.hasPartBeforeMore {
+                guard let chunk = try next() else { return false }
+                chunk.withUnsafeBytes { parts.append($0) }
+            }
+            return true
+        }
+        guard try fill() else {
+            let answer = try request("PUT", key: key, body: parts.filling)
             try answer.check()
-            return BlobInfo(key: key, size: Int64(part.bytes.count), etag: answer.header("etag") ?? "")
+            return BlobInfo(key: key, size: Int64(parts.filling.count), etag: answer.header("etag") ?? "")
         }
         let uploadID = try createMultipartUpload(key)
-        var parts: [UploadedPart] = []
+        var uploaded: [UploadedPart] = []
         do {
-            while true {
-                parts.append(try uploadPart(key, uploadID: uploadID, number: parts.count + 1, bytes: part.bytes))
-                guard part.more else { break }
-                part = try fill(from: next, carrying: part.carry)
-                if part.bytes.isEmpty { break }
+            var more = true
+            while more {
+                var part = parts.takePart()
+                uploaded.append(try uploadPart(key, uploadID: uploadID, number: uploaded.count + 1, bytes: part))
+                parts.recycle(&part)
+                more = try fill()
             }
-            return try completeMultipartUpload(key, uploadID: uploadID, parts: parts)
+            // The last part: what is left (never empty, as a full part goes only with more after it).
+            uploaded.append(try uploadPart(key, uploadID: uploadID, number: uploaded.count + 1, bytes: parts.filling))
+            return try completeMultipartUpload(key, uploadID: uploadID, parts: uploaded)
         } catch {
             try? abortMultipartUpload(key, uploadID: uploadID)
             throw error
@@ -200,30 +211,6 @@ public final class S3BlobStore: BlobStore {
         parts.tm_min = fields[4]
         parts.tm_sec = fields[5]
         return Int64(timegm(&parts))
-    }
-
-    // MARK: - Parts
-
-    private struct Part { var bytes: [UInt8]; var more: Bool; var carry: [UInt8] }
-
-    /// Collects up to `partSize` bytes; `more` says whether the source has more after them
-    /// (bytes past the part are carried into the next).
-    private func fill(from next: () throws -> [UInt8]?, carrying carry: [UInt8] = []) throws -> Part {
-        let limit = configuration.partSize
-        var bytes = carry
-        bytes.reserveCapacity(limit)
-        while bytes.count < limit {
-            guard let chunk = try next() else { return Part(bytes: bytes, more: false, carry: []) }
-            bytes.append(contentsOf: chunk)
-        }
-        let carried = Array(bytes[limit...])
-        bytes.removeLast(bytes.count - limit)
-        // Exactly full: peek so that the last part is never empty.
-        if carried.isEmpty {
-            guard let chunk = try next() else { return Part(bytes: bytes, more: false, carry: []) }
-            return Part(bytes: bytes, more: true, carry: chunk)
-        }
-        return Part(bytes: bytes, more: true, carry: carried)
     }
 
     // MARK: - Requests

@@ -13,9 +13,10 @@ import Synchronization
 /// goes up on a thread of its own while the next one fills. When that one is full too and the
 /// first is still on its way, the writer says so (`mustWait`): the engine reads no more of the
 /// body until the part has arrived, so the client is slowed down to the bucket's pace without
-/// an engine thread waiting — at most two parts (and one read) in memory per file. The last part and the completion are the handler's (`take`, then
-/// `BucketFileWriter.commit`, off the engine thread), so the row is written only after the
-/// object is whole. A request that ends otherwise — cut, refused, failed — has its writers
+/// an engine thread waiting — at most two part buffers (`S3PartBuffer`, reused from part to
+/// part) and one read in memory per file. The last part and the completion are the handler's
+/// (`take`, then `BucketFileWriter.commit`, off the engine thread), so the row is written only
+/// after the object is whole. A request that ends otherwise — cut, refused, failed — has its writers
 /// discarded, which aborts their multipart uploads.
 ///
 /// A file no larger than one part never starts a multipart upload: `commit` stores it with one PUT.
@@ -57,7 +58,7 @@ final class BucketFileStore: MultipartFileStore {
 /// come from the engine thread of its request; `commit` or `abandon` from the handler's thread
 /// once it has taken the writer; the part uploads run on threads of their own.
 final class BucketFileWriter: MultipartFileWriter, @unchecked Sendable {
-    // @unchecked: `buffer`, `hash`, `utf8`, `size`, `sent` belong to the engine thread until
+    // @unchecked: `parts`, `hash`, `utf8`, `size`, `sent` belong to the engine thread until
     // `finish`, then to whoever took the writer; what part threads share is in `shared`.
     let id: String
     let location: String
@@ -68,7 +69,7 @@ final class BucketFileWriter: MultipartFileWriter, @unchecked Sendable {
     private var size: Int64 = 0
     /// The part filling now; sent when full and a byte more arrives (so the last part, and a
     /// file of one part, stay for `commit`).
-    private var buffer: [UInt8] = []
+    private var parts: S3PartBuffer
     /// Parts handed to part threads.
     private var sent = 0
 
@@ -78,6 +79,9 @@ final class BucketFileWriter: MultipartFileWriter, @unchecked Sendable {
             var uploadID: String?
             var parts: [S3BlobStore.UploadedPart] = []
             var failure: (any Error)?
+            /// The part handed to the part thread; its buffer comes back in `returned`.
+            var sending: [UInt8] = []
+            var returned: [UInt8] = []
             /// A part thread is running.
             var busy = false
             /// Called when the running part thread ends: the engine reads the body on.
@@ -98,21 +102,21 @@ final class BucketFileWriter: MultipartFileWriter, @unchecked Sendable {
         self.id = id
         location = UploadRecord.blobKey(id)
         utf8 = checksUTF8 ? UTF8Validator() : nil
+        parts = S3PartBuffer(partSize: store.bucket.configuration.partSize)
     }
 
     func write(_ bytes: UnsafeRawBufferPointer) throws(HTTPError) {
         hash.update(bytes)
         utf8?.update(bytes)
         size += Int64(bytes.count)
-        if buffer.isEmpty { buffer.reserveCapacity(bucket.configuration.partSize) }
-        buffer.append(contentsOf: bytes)
+        parts.append(bytes)
         try sendFullParts()
     }
 
     /// Behind: more than a part waits here while the previous one is still on its way. The
     /// engine then reads no more of the body until `ready` (when that part has arrived).
     func mustWait(then ready: @escaping @Sendable () -> Void) -> Bool {
-        guard buffer.count > bucket.configuration.partSize else { return false }
+        guard parts.hasPartBeforeMore else { return false }
         return shared.withLock { state in
             guard state.busy else { return false }  // it just arrived: the next write sends
             state.onIdle = ready
@@ -130,7 +134,7 @@ final class BucketFileWriter: MultipartFileWriter, @unchecked Sendable {
     /// (on a thread of its own, after any part still on its way).
     func discard() {
         guard store.release(self) else { return }
-        buffer = []
+        parts.removeAll()
         abortInBackground()
     }
 
@@ -140,14 +144,21 @@ final class BucketFileWriter: MultipartFileWriter, @unchecked Sendable {
     @discardableResult
     func commit() throws -> BlobInfo {
         waitIdle()
-        let (uploadID, parts, failure) = shared.withLock { ($0.uploadID, $0.parts, $0.failure) }
-        defer { buffer = [] }
+        let (uploadID, uploaded, failure) = shared.withLock { ($0.uploadID, $0.parts, $0.failure) }
+        defer { parts.removeAll() }
         do {
             if let failure { throw failure }
-            guard let uploadID else { return try bucket.put(location, bytes: buffer) }
-            var all = parts
-            if !buffer.isEmpty {
-                all.append(try bucket.uploadPart(location, uploadID: uploadID, number: sent + 1, bytes: buffer))
+            // No part went: the whole file is the part filling (a part goes only with more after it).
+            guard let uploadID else { return try bucket.put(location, bytes: parts.overflow.isEmpty ? parts.filling : parts.filling + parts.overflow) }
+            var all = uploaded
+            while parts.hasPartBeforeMore {
+                sent += 1
+                var part = parts.takePart()
+                all.append(try bucket.uploadPart(location, uploadID: uploadID, number: sent, bytes: part))
+                parts.recycle(&part)
+            }
+            if !parts.isEmpty {
+                all.append(try bucket.uploadPart(location, uploadID: uploadID, number: sent + 1, bytes: parts.filling))
             }
             return try bucket.completeMultipartUpload(location, uploadID: uploadID, parts: all)
         } catch {
@@ -167,20 +178,28 @@ final class BucketFileWriter: MultipartFileWriter, @unchecked Sendable {
     /// Hands full parts to a part thread while none is on its way (a byte past the part stays,
     /// so the last part is `commit`'s); what is left waits for `mustWait`'s call back.
     private func sendFullParts() throws(HTTPError) {
-        let partSize = bucket.configuration.partSize
-        while buffer.count > partSize, !shared.withLock({ $0.busy }) {
+        while parts.hasPartBeforeMore, !shared.withLock({ $0.busy }) {
             if let failure = shared.withLock({ $0.failure }) { throw Self.refusal(failure) }
-            let part = Array(buffer[0..<partSize])
-            buffer.removeFirst(partSize)
-            try sendPart(part)
+            try sendPart()
         }
     }
 
-    private func sendPart(_ bytes: [UInt8]) throws(HTTPError) {
+    /// Hands the full part to a part thread, through `shared` (so each buffer stays uniquely
+    /// referenced and comes back to `parts` for reuse).
+    private func sendPart() throws(HTTPError) {
+        var returned: [UInt8] = []
+        shared.withLock { swap(&returned, &$0.returned) }
+        parts.recycle(&returned)
+        var part = parts.takePart()
         sent += 1
         let number = sent, bucket = bucket, key = location
-        shared.withLock { $0.busy = true }
+        shared.withLock { state in
+            state.busy = true
+            swap(&state.sending, &part)
+        }
         let started = StoreThreads.detach { [shared] in
+            var bytes: [UInt8] = []
+            shared.withLock { swap(&bytes, &$0.sending) }
             do {
                 var uploadID = shared.withLock { $0.uploadID }
                 if uploadID == nil {
@@ -194,6 +213,7 @@ final class BucketFileWriter: MultipartFileWriter, @unchecked Sendable {
                 shared.withLock { $0.failure = error }
             }
             let ready = shared.withLock { state -> (@Sendable () -> Void)? in
+                swap(&state.returned, &bytes)
                 state.busy = false
                 defer { state.onIdle = nil }
                 return state.onIdle

@@ -166,8 +166,8 @@ final class BucketPartials: PartialStorage {
 /// uploaded, then recorded with that state and the next part's number (unless the request is
 /// `tentative`: a tus checksum must hold first, so its parts are recorded at its end) — while
 /// the next fills. When that one is full too and the first is still on its way, the engine
-/// reads no more of the body until it has arrived (`mustWait`): at most two parts and a read in
-/// memory. When the request ends, `keep` or `complete` (off the engine thread) store what is left.
+/// reads no more of the body until it has arrived (`mustWait`): at most two part buffers
+/// (`S3PartBuffer`, reused from part to part) and a read in memory. When the request ends, `keep` or `complete` (off the engine thread) store what is left.
 final class BucketPartialWriter: PartialWriter, @unchecked Sendable {
     // @unchecked: everything that changes is in `state`, behind its lock.
     let id: String
@@ -184,7 +184,9 @@ final class BucketPartialWriter: PartialWriter, @unchecked Sendable {
 
     private struct State: ~Copyable {
         /// The bytes after `base`, not in a part yet.
-        var buffer: [UInt8]
+        var bytes: S3PartBuffer
+        /// The part handed to the part thread; its buffer comes back to `bytes`.
+        var sending: [UInt8] = []
         /// Where the parts end: recorded ones, and those this request has sent.
         var base: Int64
         /// The offset the row has (its tail pieces end there).
@@ -242,7 +244,7 @@ final class BucketPartialWriter: PartialWriter, @unchecked Sendable {
         self.tentative = tentative
         self.partials = partials
         partSize = partials.bucket.configuration.partSize
-        var initial = State(buffer: hold.tail, base: hold.partsEnd, recorded: hold.record.offset, parts: hold.parts,
+        var initial = State(bytes: S3PartBuffer(partSize: partials.bucket.configuration.partSize, holding: hold.tail), base: hold.partsEnd, recorded: hold.record.offset, parts: hold.parts,
                             hash: hash, hashed: hold.partsEnd, partsStart: hold.partsEnd)
         hold.tail.withUnsafeBytes { initial.absorb($0, partSize: partials.bucket.configuration.partSize) }
         state = Mutex(initial)
@@ -255,8 +257,7 @@ final class BucketPartialWriter: PartialWriter, @unchecked Sendable {
         try state.withLock { (state: inout State) throws(HTTPError) in
             if let failure = state.failure { throw failure }
             if state.stopped || state.finished { throw HTTPError.takenOver(id) }
-            if state.buffer.capacity < partSize { state.buffer.reserveCapacity(partSize + chunk.count) }
-            state.buffer.append(contentsOf: chunk)
+            state.bytes.append(chunk)
             state.absorb(chunk, partSize: partSize)
         }
         sendFullPart()
@@ -264,7 +265,7 @@ final class BucketPartialWriter: PartialWriter, @unchecked Sendable {
 
     func mustWait(then ready: @escaping @Sendable () -> Void) -> Bool {
         state.withLock { state in
-            guard state.buffer.count > partSize, state.busy else { return false }  // it just arrived: the next append sends
+            guard state.bytes.hasPartBeforeMore, state.busy else { return false }  // it just arrived: the next append sends
             state.onIdle = ready
             return true
         }
@@ -274,18 +275,20 @@ final class BucketPartialWriter: PartialWriter, @unchecked Sendable {
     /// so that the last part is `complete`'s).
     private func sendFullPart() {
         let partSize = partSize
-        let cut = state.withLock { state -> (bytes: [UInt8], end: Int64, sha256: [UInt8]?)? in
-            guard state.buffer.count > partSize, !state.busy, state.failure == nil, !state.stopped, !state.finished else { return nil }
-            let bytes = Array(state.buffer[..<partSize])
-            state.buffer.removeFirst(partSize)
+        let cut = state.withLock { state -> (end: Int64, sha256: [UInt8]?)? in
+            guard state.bytes.hasPartBeforeMore, !state.busy, state.failure == nil, !state.stopped, !state.finished else { return nil }
+            state.sending = state.bytes.takePart()
             state.base += Int64(partSize)
             state.busy = true
-            return (bytes, state.base, state.boundaries[state.base])
+            return (state.base, state.boundaries[state.base])
         }
         guard let cut else { return }
         let started = StoreThreads.detach { [self] in
+            // Swapped out and back in, so the part's buffer stays unique and is reused.
+            var bytes: [UInt8] = []
+            state.withLock { swap(&bytes, &$0.sending) }
             do {
-                let part = try storePart(cut.bytes)
+                let part = try storePart(bytes)
                 if !tentative {
                     let recording = PartialUploadRecording(parts: [part], partsSHA256: cut.sha256, partsEnd: cut.end, offset: cut.end,
                                                            expiresAt: UnixTime.now() + partials.lifetime, leaseSeconds: BucketPartials.lease,
@@ -307,6 +310,7 @@ final class BucketPartialWriter: PartialWriter, @unchecked Sendable {
                 state.withLock { $0.failure = Self.refusal(error) }
             }
             let ready = state.withLock { state -> (@Sendable () -> Void)? in
+                state.bytes.recycle(&bytes)
                 state.busy = false
                 defer { state.onIdle = nil }
                 return state.onIdle
@@ -341,7 +345,7 @@ final class BucketPartialWriter: PartialWriter, @unchecked Sendable {
 
     /// What keeping or completing goes on from, taken once no part is on its way.
     private struct Rest {
-        var buffer: [UInt8]
+        var bytes: S3PartBuffer
         var base: Int64
         var recorded: Int64
         var parts: [S3BlobStore.UploadedPart]
@@ -363,8 +367,9 @@ final class BucketPartialWriter: PartialWriter, @unchecked Sendable {
                 if state.stopped { throw HTTPError.takenOver(id) }
             }
             state.finished = true
-            defer { state.buffer = [] }
-            return Rest(buffer: state.buffer, base: state.base, recorded: state.recorded, parts: state.parts,
+            var bytes = S3PartBuffer(partSize: partSize)
+            swap(&bytes, &state.bytes)
+            return Rest(bytes: bytes, base: state.base, recorded: state.recorded, parts: state.parts,
                         unrecorded: state.unrecorded, failure: state.failure)
         }
     }
@@ -379,18 +384,19 @@ final class BucketPartialWriter: PartialWriter, @unchecked Sendable {
         }
         do {
             // Full parts first: the tail recorded is at most a part.
-            var buffer = rest.buffer, base = rest.base, parts = rest.unrecorded
-            while buffer.count > partSize {
-                parts.append(try storePart(Array(buffer[..<partSize])))
-                buffer.removeFirst(partSize)
+            var bytes = rest.bytes, base = rest.base, parts = rest.unrecorded
+            while bytes.hasPartBeforeMore {
+                var part = bytes.takePart()
+                parts.append(try storePart(part))
+                bytes.recycle(&part)
                 base += Int64(partSize)
             }
             // The bytes the row has not got yet: those past its offset (or past the new parts).
             let from = max(base, rest.recorded)
-            let piece = Array(buffer[Int(from - base)...])
+            let piece = Array(bytes.filling[Int(from - base)...])
             let sha256 = parts.isEmpty ? nil : state.withLock { $0.boundaries[base] }
             let recording = PartialUploadRecording(parts: parts, partsSHA256: sha256, partsEnd: parts.isEmpty ? nil : base,
-                                                   tailPiece: piece.isEmpty ? nil : (from, piece), offset: base + Int64(buffer.count),
+                                                   tailPiece: piece.isEmpty ? nil : (from, piece), offset: base + Int64(bytes.count),
                                                    length: length, expiresAt: expiresAt, leaseSeconds: 0)
             return try rows.recordPartialUpload(id: id, owner: owner, generation: generation, recording) != nil
         } catch {
@@ -408,17 +414,17 @@ final class BucketPartialWriter: PartialWriter, @unchecked Sendable {
     func complete(length: Int64, expected: String?) throws -> String {
         guard let rest = try finishing(completing: true) else { throw HTTPError.takenOver(id) }
         defer { partials.unregister(self) }
-        var buffer = rest.buffer, parts = rest.parts, newParts = rest.unrecorded
-        guard rest.base + Int64(buffer.count) == length else {
+        var bytes = rest.bytes, parts = rest.parts, newParts = rest.unrecorded
+        guard rest.base + Int64(bytes.count) == length else {
             releaseLease()
-            throw HTTPError(.internalServerError, detail: "upload \(id) holds \(rest.base + Int64(buffer.count)) bytes, not \(length)")
+            throw HTTPError(.internalServerError, detail: "upload \(id) holds \(rest.base + Int64(bytes.count)) bytes, not \(length)")
         }
         do {
             // The rest as parts, the last one as long as what is left (none for an empty upload).
-            while !buffer.isEmpty {
-                let count = buffer.count > partSize ? partSize : buffer.count
-                let part = try storePart(Array(buffer[..<count]))
-                buffer.removeFirst(count)
+            while !bytes.isEmpty {
+                var taken = bytes.takePart()
+                let part = try storePart(taken)
+                bytes.recycle(&taken)
                 parts.append(part)
                 newParts.append(part)
             }
