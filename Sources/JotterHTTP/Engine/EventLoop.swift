@@ -37,8 +37,10 @@ final class EventLoop: @unchecked Sendable {
         case evict
         /// The table is full and no loop has a connection waiting for its head: close this
         /// loop's oldest long-lived connection (an event stream, a body being read) of the
-        /// address that holds the most connections.
-        case evictLongLived
+        /// address that holds the most connections — when that address holds more than
+        /// `heavierThan`; otherwise (this loop's sweep was stale) `fallback`, the loop that
+        /// posted, closes its own.
+        case evictLongLived(heavierThan: Int, fallback: EventLoop?)
         /// Stop accepting; end streams; close connections waiting for a request.
         case quiesce
         /// Close everything and end the thread.
@@ -73,8 +75,10 @@ final class EventLoop: @unchecked Sendable {
     /// Since when this loop's connection that has waited longest for its head has waited (0:
     /// none waits), as of its last sweep: where another loop may send an eviction.
     let oldestHeadWait = Atomic<UInt64>(0)
-    /// This loop's long-lived connections (`LoopConnection.isLongLived`), as of its last sweep.
-    let longLived = Atomic<Int>(0)
+    /// As of this loop's last sweep, how many connections the table holds from the heaviest
+    /// address among this loop's evictable long-lived connections (0: none): where another
+    /// loop sends a long-lived eviction.
+    let heaviestLongLived = Atomic<Int>(0)
 
     static let listenerToken: UInt64 = 1
     static let wakeToken: UInt64 = 2
@@ -197,8 +201,14 @@ final class EventLoop: @unchecked Sendable {
             if sink.send(status, headers), let token = sink.connection { connections[token]?.deliver(task) }
         case .evict:
             if !evictOne() { oldestHeadWait.store(0, ordering: .relaxed) }
-        case .evictLongLived:
-            if !evictLongLived() { longLived.store(0, ordering: .relaxed) }
+        case .evictLongLived(let heavierThan, let fallback):
+            let chosen = longLivedCandidate()
+            if let chosen, chosen.count > heavierThan {
+                evictLongLived(chosen.connection)
+                return
+            }
+            heaviestLongLived.store(chosen?.count ?? 0, ordering: .relaxed)
+            fallback?.post(.evictLongLived(heavierThan: -1, fallback: nil))
         case .quiesce:
             if accepting {
                 accepting = false
@@ -212,14 +222,12 @@ final class EventLoop: @unchecked Sendable {
 
     private func sweep(now: UInt64) {
         var oldest = UInt64.max
-        var long = 0
         for connection in Array(connections.values) {
             connection.check(now: now)
             if let since = connection.waitingForHeadSince, since < oldest { oldest = since }
-            if connection.isLongLived { long += 1 }
         }
         oldestHeadWait.store(oldest == .max ? 0 : oldest, ordering: .relaxed)
-        longLived.store(long, ordering: .relaxed)
+        heaviestLongLived.store(longLivedCandidate(now: now)?.count ?? 0, ordering: .relaxed)
     }
 
     // MARK: - Connections
@@ -236,19 +244,25 @@ final class EventLoop: @unchecked Sendable {
             }
             // Past the limit a slow head makes room — on this loop, or on another whose last sweep
             // saw one waiting long enough (the kernel may give one loop every slow connection).
-            // With none, the oldest long-lived connection of whoever holds the most goes — on this
-            // loop, or on the one that had the most of them — rather than every newcomer refused.
+            // With none, the oldest long-lived connection of the address holding the most goes —
+            // on this loop, or on the one whose last sweep saw a heavier address among its own
+            // (the kernel may give one loop every connection of one client) — rather than every
+            // newcomer refused.
             if server.connections.overLimit, !evictOne() {
                 if let other = server.loopToEvict(besides: self) {
                     other.post(.evict)
-                } else if !evictLongLived() {
-                    guard let other = server.loopWithLongLived(besides: self) else {
+                } else {
+                    let mine = longLivedCandidate()
+                    if let other = server.loopWithHeavierLongLived(than: mine?.count ?? 0, besides: self) {
+                        other.post(.evictLongLived(heavierThan: mine?.count ?? 0, fallback: mine == nil ? nil : self))
+                    } else if let mine {
+                        evictLongLived(mine.connection)
+                    } else {
                         server.connections.release(text)
                         server.counters.refused.add(1, ordering: .relaxed)
                         close(fd)
                         continue
                     }
-                    other.post(.evictLongLived)
                 }
             }
             var session: UnsafeMutableRawPointer?
@@ -287,28 +301,30 @@ final class EventLoop: @unchecked Sendable {
         return true
     }
 
-    /// Past the connection limit with no connection waiting for its head anywhere: closes this
+    /// What goes when the table is full and no connection waits for its head anywhere: this
     /// loop's oldest long-lived connection (`isLongLived`: an event stream, a body being read,
     /// HTTP/2 streams that wait on the client) of the address that holds the most connections in
-    /// the table — so the client holding the most makes room, not every newcomer. Never one
-    /// opened in the last second. False when this loop has none.
-    private func evictLongLived() -> Bool {
-        let now = Clock.microseconds()
+    /// the table — so the client holding the most makes room, not every newcomer — with that
+    /// address's count. Never one opened in the last second. nil when this loop has none.
+    private func longLivedCandidate(now: UInt64 = Clock.microseconds()) -> (connection: any LoopConnection, count: Int)? {
         var candidates: [String: any LoopConnection] = [:]
         for connection in connections.values where connection.isLongLived && now >= connection.opened + 1_000_000 {
             if let current = candidates[connection.address], current.opened <= connection.opened { continue }
             candidates[connection.address] = connection
         }
-        guard !candidates.isEmpty else { return false }
+        guard !candidates.isEmpty else { return nil }
         let counts = server.connections.counts(of: candidates.keys)
         let chosen = candidates.max { a, b in
             let (countA, countB) = (counts[a.key] ?? 0, counts[b.key] ?? 0)
             return countA != countB ? countA < countB : a.value.opened > b.value.opened
-        }!.value
+        }!
+        return (chosen.value, counts[chosen.key] ?? 0)
+    }
+
+    private func evictLongLived(_ connection: any LoopConnection) {
         server.counters.evicted.add(1, ordering: .relaxed)
         server.counters.evictedLongLived.add(1, ordering: .relaxed)
-        chosen.abort(.error)
-        return true
+        connection.abort(.error)
     }
 
     /// Called by a connection that has closed its socket.

@@ -118,10 +118,12 @@ public final class HTTPServer: Sendable {
         }
     }
 
-    /// The loop, other than `loop`, with the most long-lived connections as of its last sweep.
-    func loopWithLongLived(besides loop: EventLoop) -> EventLoop? {
+    /// The loop, other than `loop`, whose last sweep saw among its long-lived connections an
+    /// address holding more than `count` connections — the heaviest such — or nil.
+    func loopWithHeavierLongLived(than count: Int, besides loop: EventLoop) -> EventLoop? {
         loops.withLock { loops in
-            loops.filter { $0 !== loop }.map { ($0, $0.longLived.load(ordering: .relaxed)) }.filter { $0.1 > 0 }.max { $0.1 < $1.1 }?.0
+            loops.filter { $0 !== loop }.map { ($0, $0.heaviestLongLived.load(ordering: .relaxed)) }
+                .filter { $0.1 > count }.max { $0.1 < $1.1 }?.0
         }
     }
 
