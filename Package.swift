@@ -31,8 +31,9 @@ let package = Package(
         // The web app's files (Web/app) are embedded as Swift source by scripts/embed-web.
         .target(name: "JotterServer", dependencies: ["JotterHTTP", "JotterAPI", "JotterStore", "JotterBlobs"], exclude: ["Web/app"]),
         // The Swift SDK on URLSession (FoundationNetworking on Linux); shares only the wire types.
-        // On Linux it hashes downloads with libcrypto (CryptoKit on Apple platforms).
-        .target(name: "JotterClient", dependencies: ["JotterAPI", .target(name: "CCrypto", condition: .when(platforms: [.linux])),
+        // On Linux it hashes downloads with libcrypto (CryptoKit on Apple platforms). Its sync
+        // engine keeps the replica in the system's SQLite (CSQLite: a module map, no flags).
+        .target(name: "JotterClient", dependencies: ["JotterAPI", "CSQLite", .target(name: "CCrypto", condition: .when(platforms: [.linux])),
                                                     .target(name: "CTLS", condition: .when(platforms: [.linux]))]),
         // OpenSSL's TLS client: the SDK's own HTTPS with a private CA (--cacert) or none (--insecure) on Linux.
         .systemLibrary(name: "CTLS", pkgConfig: "libssl", providers: [.apt(["libssl-dev"])]),

@@ -39,14 +39,15 @@ struct DocCommentExampleTests {
     """
     static let parameters = "client: JotterClient, configuration: inout JotterClient.Configuration, note: inout Note, upload: Upload, "
         + "url: URL, folder: URL, text: String, password: String, tokenFile: String, request: inout URLRequest, bodyFile: URL, "
-        + "form: inout MultipartFormData, tokens: TokenSource"
+        + "form: inout MultipartFormData, tokens: TokenSource, engine: NotesSyncEngine"
 
     /// Every ```swift block of a `///` comment on a public declaration in `folders`.
     static func examples() throws -> [Example] {
         var examples: [Example] = []
         for folder in folders {
             let directory = ReadmeExampleTests.root.appendingPathComponent(folder)
-            for name in try FileManager.default.contentsOfDirectory(atPath: directory.path).sorted() where name.hasSuffix(".swift") {
+            // Subfolders too (Sync/).
+            for name in try FileManager.default.subpathsOfDirectory(atPath: directory.path).sorted() where name.hasSuffix(".swift") {
                 let lines = try String(contentsOf: directory.appendingPathComponent(name), encoding: .utf8).components(separatedBy: "\n")
                 let trimmed = lines.map { $0.trimmingCharacters(in: .whitespaces) }
                 var index = 0

@@ -81,7 +81,7 @@ struct ReadmeExampleTests {
                     .filter { $0.hasSuffix(".o") }.map { objectFolder.appendingPathComponent($0).path }
             }
             let executable = folder.appendingPathComponent("readme-app")
-            let (status, errors) = try Self.swiftc(main, ["-o", executable.path] + objects + ["-lssl", "-lcrypto"])
+            let (status, errors) = try Self.swiftc(main, ["-o", executable.path] + objects + ["-lssl", "-lcrypto", "-lsqlite3"])
             try #require(status == 0, "\(errors.prefix(3000))")
 
             let photo = (0..<300_000).map { _ in UInt8.random(in: 0...255) }
@@ -133,6 +133,7 @@ struct ReadmeExampleTests {
         return try runTool(["swiftc", main.path, "-module-name", "ReadmeApp", "-I", modules.path,
                             // The SDK's system libraries on Linux, as SwiftPM hands them to an app that depends on it.
                             "-Xcc", "-fmodule-map-file=" + root.appendingPathComponent("Sources/CCrypto/module.modulemap").path,
-                            "-Xcc", "-fmodule-map-file=" + root.appendingPathComponent("Sources/CTLS/module.modulemap").path] + arguments)
+                            "-Xcc", "-fmodule-map-file=" + root.appendingPathComponent("Sources/CTLS/module.modulemap").path,
+                            "-Xcc", "-fmodule-map-file=" + root.appendingPathComponent("Sources/CSQLite/module.modulemap").path] + arguments)
     }
 }

@@ -1,0 +1,346 @@
+import Foundation
+import Synchronization
+import JotterAPI
+
+/// The signed-in user's notes, kept in a SQLite file on this device, readable and editable with
+/// no network, and synced with the server when `sync()` is called.
+///
+/// Every local edit is written, in one SQLite transaction, to the replica and to a durable
+/// outbox before anything is sent: a process killed at any point, even mid-send, finds its
+/// edits in the file when it opens it again. `sync()` pushes the outbox in order — an edit with
+/// the version it was made from (`Base-Version`, so the server merges it with what others
+/// wrote meanwhile), a creation with an `Idempotency-Key` kept with it (a resend after a lost
+/// answer creates nothing twice) — then pulls `GET /notes/changes` from the stored cursor.
+/// Transient failures are retried by the client's `RetryPolicy`; the app sees only `state`.
+///
+/// An edit the server can't merge (its base no longer kept, the merge too large, the note in
+/// the trash or gone) is never lost: the user's text becomes a note of its own, recorded as a
+/// `SyncConflict`, and the original note takes the server's state.
+///
+/// ```swift
+/// let file = FileManager.default.temporaryDirectory.appendingPathComponent("notes.sqlite")
+/// let engine = try NotesSyncEngine(client: client, file: file)
+/// let draft = try await engine.create("Buy milk")               // works offline
+/// try await engine.edit(draft.id, body: "Buy oat milk")
+/// try? await engine.sync()                                      // when the network is back
+/// for note in try await engine.notes() { print(note.id, note.body) }
+/// ```
+public actor NotesSyncEngine {
+    /// What the engine tells the app as it happens.
+    public enum Update: Sendable, Hashable {
+        /// Notes changed in the replica (a local edit, or one pulled from the server).
+        case notesChanged(Set<String>)
+        /// A note created here got its server id (edits queued on it follow).
+        case idAssigned(local: String, server: String)
+        /// The sync state changed.
+        case state(SyncState)
+    }
+
+    /// The prefix of a local note's temporary id.
+    public static let localIDPrefix = "local-"
+
+    /// The client it syncs through (its token is the signed-in user).
+    public let client: JotterClient
+    /// The replica's SQLite file.
+    public let file: URL
+    private let database: ReplicaDatabase
+    private let broadcaster = Broadcaster()
+    /// The notes per page of `GET /notes/changes`.
+    let pageSize: Int
+    private var running: Task<Void, any Error>?
+    private var syncing = false
+    private var needsAttention: JotterClientError?
+    private var lastError: JotterClientError?
+
+    /// Opens the replica at `file`, creating it (and its tables) when it does not exist.
+    ///
+    /// ```swift
+    /// let engine = try NotesSyncEngine(client: client, file: folder.appendingPathComponent("notes.sqlite"))
+    /// ```
+    public init(client: JotterClient, file: URL, pageSize: Int = 500) throws(JotterClientError) {
+        self.client = client
+        self.file = file
+        self.pageSize = pageSize
+        let database = try ReplicaDatabase(path: file.path)
+        try database.execute("""
+            CREATE TABLE IF NOT EXISTS notes(
+                id TEXT PRIMARY KEY, body TEXT NOT NULL, version INTEGER NOT NULL,
+                created_at REAL NOT NULL, updated_at REAL NOT NULL, deleted INTEGER NOT NULL DEFAULT 0);
+            CREATE TABLE IF NOT EXISTS outbox(
+                seq INTEGER PRIMARY KEY AUTOINCREMENT, note_id TEXT NOT NULL, kind TEXT NOT NULL, body TEXT,
+                base_version INTEGER, idempotency_key TEXT NOT NULL, attempts INTEGER NOT NULL DEFAULT 0);
+            CREATE INDEX IF NOT EXISTS outbox_note ON outbox(note_id);
+            CREATE TABLE IF NOT EXISTS merges(
+                note_id TEXT PRIMARY KEY, version INTEGER NOT NULL, base INTEGER NOT NULL, result TEXT NOT NULL,
+                regions TEXT NOT NULL, at REAL NOT NULL);
+            CREATE TABLE IF NOT EXISTS conflicts(
+                id INTEGER PRIMARY KEY AUTOINCREMENT, note_id TEXT NOT NULL, copy_id TEXT NOT NULL, reason TEXT NOT NULL, at REAL NOT NULL);
+            CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
+            """)
+        let state = try Self.readState(database, syncing: false, needsAttention: nil, lastError: nil)
+        self.database = database
+        broadcaster.setState(state)
+    }
+
+    // MARK: Reading
+
+    /// Every note of the replica (deleted ones excepted), last changed first.
+    public func notes() throws(JotterClientError) -> [LocalNote] {
+        try database.rows("""
+            SELECT id, body, version, created_at, updated_at, EXISTS(SELECT 1 FROM outbox WHERE outbox.note_id = notes.id)
+            FROM notes WHERE deleted = 0 ORDER BY updated_at DESC, id DESC
+            """).map(Self.localNote)
+    }
+
+    /// The note with this id, `nil` when there is none (or it was deleted).
+    public func note(_ id: String) throws(JotterClientError) -> LocalNote? {
+        try database.rows("""
+            SELECT id, body, version, created_at, updated_at, EXISTS(SELECT 1 FROM outbox WHERE outbox.note_id = notes.id)
+            FROM notes WHERE id = ? AND deleted = 0
+            """, [.text(id)]).first.map(Self.localNote)
+    }
+
+    /// Where the sync stands: pending edits, last sync, merges, conflicts, errors.
+    public var state: SyncState {
+        get throws(JotterClientError) { try makeState() }
+    }
+
+    /// The outbox, in the order it will be sent.
+    public func pendingEdits() throws(JotterClientError) -> [PendingEdit] {
+        try database.rows("SELECT seq, note_id, kind, body, base_version, idempotency_key, attempts FROM outbox ORDER BY seq").map(Self.pendingEdit)
+    }
+
+    /// The engine's updates from now on: first the current state, then every change of the
+    /// notes, every id assigned and every change of the state, until the task iterating ends.
+    ///
+    /// ```swift
+    /// for await update in engine.updates() {
+    ///     if case .state(let state) = update { print("\(state.pending) changes waiting") }
+    /// }
+    /// ```
+    public nonisolated func updates() -> AsyncStream<Update> {
+        broadcaster.subscribe()
+    }
+
+    // MARK: Editing (no network)
+
+    /// Creates a note here; it is sent by the next `sync()` and has a local id until then.
+    @discardableResult
+    public func create(_ body: String) throws(JotterClientError) -> LocalNote {
+        let id = Self.localIDPrefix + UUID().uuidString.lowercased()
+        let now = Date().timeIntervalSince1970
+        try database.transaction { () throws(JotterClientError) in
+            try database.rows("INSERT INTO notes(id, body, version, created_at, updated_at) VALUES (?, ?, 0, ?, ?)",
+                              [.text(id), .text(body), .real(now), .real(now)])
+            try database.rows("INSERT INTO outbox(note_id, kind, body, idempotency_key) VALUES (?, 'create', ?, ?)",
+                              [.text(id), .text(body), .text(UUID().uuidString)])
+        }
+        try changed([id])
+        guard let created = try note(id) else { throw .localFile("the new note \(id) was not stored") }
+        return created
+    }
+
+    /// Replaces a note's text here; sent by the next `sync()` with the version it was made from.
+    @discardableResult
+    public func edit(_ id: String, body: String) throws(JotterClientError) -> LocalNote {
+        try database.transaction { () throws(JotterClientError) in
+            guard let version = try database.scalar("SELECT version FROM notes WHERE id = ? AND deleted = 0", [.text(id)])?.integer else {
+                throw Self.noSuchNote(id)
+            }
+            try database.rows("UPDATE notes SET body = ?, updated_at = ? WHERE id = ?", [.text(body), .real(Date().timeIntervalSince1970), .text(id)])
+            // The note's last queued write, if it was never sent, carries the new text; one that
+            // may have reached the server stays as it was sent (a resend must be the same request).
+            if let last = try database.rows("SELECT seq, kind, attempts FROM outbox WHERE note_id = ? ORDER BY seq DESC LIMIT 1", [.text(id)]).first,
+               last[1].text != "delete", last[2].integer == 0 {
+                try database.rows("UPDATE outbox SET body = ? WHERE seq = ?", [.text(body), last[0]])
+            } else {
+                // Made from the version the local text descends from; none yet while the creation is unanswered.
+                try database.rows("INSERT INTO outbox(note_id, kind, body, base_version, idempotency_key) VALUES (?, 'update', ?, ?, ?)",
+                                  [.text(id), .text(body), version > 0 ? .integer(version) : .null, .text(UUID().uuidString)])
+            }
+        }
+        try changed([id])
+        guard let edited = try note(id) else { throw Self.noSuchNote(id) }
+        return edited
+    }
+
+    /// Deletes a note here (the server moves it to its trash on the next `sync()`).
+    public func delete(_ id: String) throws(JotterClientError) {
+        try database.transaction { () throws(JotterClientError) in
+            guard try database.scalar("SELECT 1 FROM notes WHERE id = ? AND deleted = 0", [.text(id)]) != nil else { throw Self.noSuchNote(id) }
+            // Unsent edits of a note being deleted need not go; a note the server never saw, nothing.
+            try database.rows("DELETE FROM outbox WHERE note_id = ? AND attempts = 0 AND kind = 'update'", [.text(id)])
+            let unsentCreation = try database.scalar("SELECT 1 FROM outbox WHERE note_id = ? AND kind = 'create' AND attempts = 0", [.text(id)]) != nil
+            if unsentCreation {
+                try database.rows("DELETE FROM outbox WHERE note_id = ?", [.text(id)])
+                try database.rows("DELETE FROM notes WHERE id = ?", [.text(id)])
+            } else {
+                try database.rows("UPDATE notes SET deleted = 1, updated_at = ? WHERE id = ?", [.real(Date().timeIntervalSince1970), .text(id)])
+                try database.rows("INSERT INTO outbox(note_id, kind, idempotency_key) VALUES (?, 'delete', ?)", [.text(id), .text(UUID().uuidString)])
+            }
+        }
+        try changed([id])
+    }
+
+    /// Forgets a merge once the app has shown it (the note keeps its text).
+    public func dismissMerge(noteID: String) throws(JotterClientError) {
+        try database.rows("DELETE FROM merges WHERE note_id = ?", [.text(noteID)])
+        try publishState()
+    }
+
+    /// Forgets a conflict record once the app has shown it (both notes stay).
+    public func dismissConflict(_ id: Int64) throws(JotterClientError) {
+        try database.rows("DELETE FROM conflicts WHERE id = ?", [.integer(id)])
+        try publishState()
+    }
+
+    // MARK: Syncing
+
+    /// Pushes the outbox, then pulls the server's changes; one sync at a time (a call while one
+    /// runs waits for it). Throws what stopped it, also kept in `state` (`lastError` for a
+    /// failure that trying later fixes, `needsAttention` for one a person must fix); the edits
+    /// not yet sent stay in the outbox for the next call.
+    public func sync() async throws(JotterClientError) {
+        let task: Task<Void, any Error>
+        if let running {
+            task = running
+        } else {
+            task = Task { try await self.runSync() }
+            running = task
+        }
+        do {
+            try await withTaskCancellationHandler { try await task.value } onCancel: { task.cancel() }
+        } catch {
+            throw JotterClientError.wrapping(error, url: nil)
+        }
+    }
+
+    private func runSync() async throws(JotterClientError) {
+        syncing = true
+        try? publishState()
+        defer {
+            running = nil
+            syncing = false
+            try? publishState()
+        }
+        do throws(JotterClientError) {
+            try await push()
+            try await pull()
+            needsAttention = nil
+            lastError = nil
+            try database.rows("INSERT OR REPLACE INTO meta(key, value) VALUES ('last_sync', ?)", [.text(String(Date().timeIntervalSince1970))])
+        } catch {
+            if Self.needsPerson(error) { needsAttention = error } else { lastError = error }
+            throw error
+        }
+    }
+
+    /// A failure a retry later won't fix: the user must sign in, free space, shorten a note.
+    static func needsPerson(_ error: JotterClientError) -> Bool {
+        guard let status = error.status else { return false }
+        return [401, 403, 413, 422, 507].contains(status)
+    }
+
+    // MARK: Internals shared by the sync
+
+    /// Runs `body` in a transaction of the replica.
+    func transaction<T>(_ body: () throws(JotterClientError) -> T) throws(JotterClientError) -> T {
+        try database.transaction(body)
+    }
+
+    var db: ReplicaDatabase { database }
+
+    /// Tells the app that these notes changed, and the state that follows.
+    func changed(_ ids: Set<String>) throws(JotterClientError) {
+        guard !ids.isEmpty else { return }
+        broadcaster.yield(.notesChanged(ids))
+        try publishState()
+    }
+
+    func assigned(local: String, server: String) {
+        broadcaster.yield(.idAssigned(local: local, server: server))
+    }
+
+    func publishState() throws(JotterClientError) {
+        let state = try makeState()
+        if broadcaster.setState(state) { broadcaster.yield(.state(state)) }
+    }
+
+    private func makeState() throws(JotterClientError) -> SyncState {
+        try Self.readState(database, syncing: syncing, needsAttention: needsAttention, lastError: lastError)
+    }
+
+    private static func readState(_ database: ReplicaDatabase, syncing: Bool, needsAttention: JotterClientError?,
+                                  lastError: JotterClientError?) throws(JotterClientError) -> SyncState {
+        let pending = try database.scalar("SELECT count(*) FROM outbox")?.integer ?? 0
+        let lastSync = try database.scalar("SELECT value FROM meta WHERE key = 'last_sync'")?.text.flatMap(Double.init)
+        let merges = try database.rows("SELECT note_id, version, base, result, regions, at FROM merges ORDER BY at DESC, note_id").map { row in
+            let regions = (try? JSONDecoder().decode([MergeReport.Region].self, from: Data((row[4].text ?? "[]").utf8))) ?? []
+            return SyncMerge(noteID: row[0].text ?? "", version: Int(row[1].integer ?? 0),
+                             report: MergeReport(base: Int(row[2].integer ?? 0), result: row[3].text ?? "", regions: regions),
+                             date: Date(timeIntervalSince1970: row[5].real ?? 0))
+        }
+        let conflicts = try database.rows("SELECT id, note_id, copy_id, reason, at FROM conflicts ORDER BY id DESC").map { row in
+            SyncConflict(id: row[0].integer ?? 0, noteID: row[1].text ?? "", copyID: row[2].text ?? "",
+                         reason: SyncConflict.Reason(rawValue: row[3].text ?? "") ?? .noteGone, date: Date(timeIntervalSince1970: row[4].real ?? 0))
+        }
+        return SyncState(pending: Int(pending), lastSync: lastSync.map(Date.init(timeIntervalSince1970:)), isSyncing: syncing,
+                         merges: merges, conflicts: conflicts, needsAttention: needsAttention, lastError: lastError)
+    }
+
+    static func localNote(_ row: [SQLValue]) -> LocalNote {
+        LocalNote(id: row[0].text ?? "", body: row[1].text ?? "", version: Int(row[2].integer ?? 0),
+                  createdAt: Date(timeIntervalSince1970: row[3].real ?? 0), updatedAt: Date(timeIntervalSince1970: row[4].real ?? 0),
+                  hasPendingEdits: row[5].integer == 1)
+    }
+
+    static func pendingEdit(_ row: [SQLValue]) -> PendingEdit {
+        PendingEdit(sequence: row[0].integer ?? 0, noteID: row[1].text ?? "", kind: PendingEdit.Kind(rawValue: row[2].text ?? "") ?? .update,
+                    body: row[3].text, baseVersion: row[4].integer.map(Int.init), idempotencyKey: row[5].text ?? "",
+                    attempts: Int(row[6].integer ?? 0))
+    }
+
+    static func noSuchNote(_ id: String) -> JotterClientError {
+        .localFile("no note \(id) in the replica")
+    }
+}
+
+/// The engine's `updates()` subscribers, and the last state they were told.
+final class Broadcaster: Sendable {
+    private struct Subscribers {
+        var continuations: [UUID: AsyncStream<NotesSyncEngine.Update>.Continuation] = [:]
+        var state: SyncState?
+    }
+    private let subscribers = Mutex(Subscribers())
+
+    func subscribe() -> AsyncStream<NotesSyncEngine.Update> {
+        let (stream, continuation) = AsyncStream<NotesSyncEngine.Update>.makeStream(bufferingPolicy: .bufferingNewest(256))
+        let id = UUID()
+        let state = subscribers.withLock { subscribers in
+            subscribers.continuations[id] = continuation
+            return subscribers.state
+        }
+        if let state { continuation.yield(.state(state)) }
+        continuation.onTermination = { [weak self] _ in
+            _ = self?.subscribers.withLock { $0.continuations.removeValue(forKey: id) }
+        }
+        return stream
+    }
+
+    /// Records `state`; whether it differs from the last one.
+    @discardableResult
+    func setState(_ state: SyncState) -> Bool {
+        subscribers.withLock { subscribers in
+            defer { subscribers.state = state }
+            return subscribers.state != state
+        }
+    }
+
+    func yield(_ update: NotesSyncEngine.Update) {
+        for continuation in subscribers.withLock({ Array($0.continuations.values) }) { continuation.yield(update) }
+    }
+
+    deinit {
+        for continuation in subscribers.withLock({ Array($0.continuations.values) }) { continuation.finish() }
+    }
+}
