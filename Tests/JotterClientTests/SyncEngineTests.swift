@@ -1,0 +1,234 @@
+import Foundation
+import Testing
+import Synchronization
+import JotterTestSupport
+import JotterHTTP
+@testable import JotterClient
+
+/// `GET /notes/changes` as the contract of issue 32 allows it to answer every time: a reset walk
+/// (`"reset": true`, one page) listing the complete current state, taken from `GET /notes`.
+/// It stands in while the server has no feed of its own, and keeps testing the engine's reset
+/// walk afterwards (a real feed resets only for a cursor older than it keeps).
+final class ResetWalkFeed: Middleware {
+    let port = Mutex(0)
+
+    func handle(_ request: Request, context: RequestContext, next: Responder) throws -> Reply {
+        guard request.method == .get, request.path == "/notes/changes" else { return try next(request, context) }
+        let list = try RawHTTP(port: port.withLock { $0 }).request("GET", "/notes?limit=1000&order=asc", headers: [], body: [], close: true)
+        let object = try JSONSerialization.jsonObject(with: Data(list.body)) as? [String: Any]
+        let notes = try JSONSerialization.data(withJSONObject: object?["notes"] ?? [])
+        let body = #"{"changes":"# + String(decoding: notes, as: UTF8.self) + #","cursor":1,"more":false,"reset":true}"#
+        return .now(Response(status: .ok, contentType: "application/json", body: Array(body.utf8)))
+    }
+}
+
+/// The sync engine against a real server, its replica in a real SQLite file.
+@Suite("JotterClient: the notes sync engine")
+struct SyncEngineTests {
+    /// A server (with `ResetWalkFeed` when `standInFeed`), a client for it, and a scratch folder.
+    static func withServer<T>(standInFeed: Bool = true, _ body: (JotterClient, TestApp, URL) async throws -> T) async throws -> T {
+        let feed = ResetWalkFeed()
+        let folder = try scratchFolder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        return try await TestApp.with(configure: { if standInFeed { $0.middleware = [feed] } }) { app in
+            feed.port.withLock { $0 = app.port }
+            return try await body(JotterClient(baseURL: app.baseURL), app, folder)
+        }
+    }
+
+    /// A client that can't reach any server, and does not retry.
+    static func offlineClient() throws -> JotterClient {
+        var configuration = JotterClient.Configuration()
+        configuration.retry = .never
+        return JotterClient(baseURL: URL(string: "http://127.0.0.1:\(try TestApp.unusedPort())")!, configuration: configuration)
+    }
+
+    static func serverNotes(_ client: JotterClient) async throws -> [Note] {
+        var notes: [Note] = []
+        for try await note in client.notes.all(order: .oldestFirst) { notes.append(note) }
+        return notes
+    }
+
+    @Test("edits made offline survive closing the engine; the next sync sends them and the replica takes the server's ids")
+    func offlineEditsThenSync() async throws {
+        try await Self.withServer { client, _, folder in
+            let file = folder.appendingPathComponent("notes.sqlite")
+            var offline: NotesSyncEngine? = try NotesSyncEngine(client: try Self.offlineClient(), file: file)
+            let milk = try await offline!.create("Buy milk")
+            try await offline!.edit(milk.id, body: "Buy oat milk")
+            let bread = try await offline!.create("Bread")
+            #expect(milk.isLocalOnly && bread.isLocalOnly)
+            #expect(try await offline!.notes().map(\.body).sorted() == ["Bread", "Buy oat milk"])
+            #expect(try await offline!.state.pending == 2, "an unsent creation takes the later edit")
+            await #expect(throws: JotterClientError.self) { try await offline!.sync() }
+            let state = try await offline!.state
+            #expect(state.isOffline && state.pending == 2 && state.lastSync == nil)
+            offline = nil
+
+            let engine = try NotesSyncEngine(client: client, file: file)
+            let updates = engine.updates()
+            #expect(try await engine.state.pending == 2)
+            try await engine.sync()
+            let state2 = try await engine.state
+            #expect(state2.pending == 0 && state2.lastSync != nil && state2.lastError == nil)
+            let server = try await Self.serverNotes(client)
+            #expect(server.map(\.body) == ["Buy oat milk", "Bread"])
+            let local = try await engine.notes()
+            #expect(Set(local.map(\.id)) == Set(server.map(\.id)))
+            #expect(local.allSatisfy { !$0.isLocalOnly && !$0.hasPendingEdits && $0.version == 1 })
+
+            var assigned: [String: String] = [:]
+            for await update in updates {
+                if case .idAssigned(let from, let to) = update { assigned[from] = to }
+                if assigned.count == 2 { break }
+            }
+            #expect(assigned[milk.id] == server[0].id && assigned[bread.id] == server[1].id)
+
+            // An edit made later goes with the version it was made from.
+            try await engine.edit(server[0].id, body: "Buy oat milk and eggs")
+            #expect(try await engine.pendingEdits().map(\.baseVersion) == [1])
+            try await engine.sync()
+            #expect(try await client.notes.get(server[0].id).body == "Buy oat milk and eggs")
+        }
+    }
+
+    @Test("an edit made from an older version is merged by the server with another client's edit: both are in the note and the replica")
+    func mergedWithAnotherClient() async throws {
+        try await Self.withServer { client, _, folder in
+            let engine = try NotesSyncEngine(client: client, file: folder.appendingPathComponent("notes.sqlite"))
+            let created = try await engine.create("one\ntwo\nthree\n")
+            try await engine.sync()
+            let id = try #require(try await engine.notes().first?.id)
+            #expect(id != created.id)
+
+            _ = try await client.notes.update(id, body: "one\ntwo\nTHREE from the other client\n")     // version 2
+            try await engine.edit(id, body: "ONE from the engine\ntwo\nthree\n")                      // made from version 1
+            try await engine.sync()
+
+            let server = try await client.notes.get(id)
+            #expect(server.body == "ONE from the engine\ntwo\nTHREE from the other client\n")
+            #expect(try await engine.note(id)?.body == server.body)
+            #expect(try await engine.note(id)?.version == server.version)
+            let merge = try #require(try await engine.state.merges.first)
+            #expect(merge.noteID == id && merge.report.base == 1 && merge.report.result == "clean" && !merge.isOverlap)
+
+            // Both change the same line: both texts kept, the overlap reported for the app.
+            _ = try await client.notes.update(id, body: "one\ntwo\nTHREE from the other client, again\n")
+            try await engine.edit(id, body: "ONE from the engine\ntwo\nTHREE from the engine\n")
+            try await engine.sync()
+            let overlapped = try await client.notes.get(id).body
+            #expect(overlapped.contains("THREE from the other client, again") && overlapped.contains("THREE from the engine"))
+            #expect(try await engine.note(id)?.body == overlapped)
+            let overlap = try #require(try await engine.state.merges.first { $0.noteID == id })
+            #expect(overlap.isOverlap && !overlap.report.regions.isEmpty)
+            try await engine.dismissMerge(noteID: id)
+            #expect(try await engine.state.merges.isEmpty)
+        }
+    }
+
+    @Test("a creation whose answer was lost, sent again from the outbox with its stored key, is not a duplicate; nor is an update")
+    func lostAnswerIsNoDuplicate() async throws {
+        try await Self.withServer { client, _, folder in
+            let file = folder.appendingPathComponent("notes.sqlite")
+            let offline = try NotesSyncEngine(client: try Self.offlineClient(), file: file)
+            try await offline.create("Sent once, answer lost")
+            let edit = try #require(try await offline.pendingEdits().first)
+            #expect(edit.kind == .create && !edit.idempotencyKey.isEmpty)
+            // The first send reached the server; its answer never came back.
+            let first = try await client.notes.create("Sent once, answer lost", idempotencyKey: edit.idempotencyKey)
+
+            let engine = try NotesSyncEngine(client: client, file: file)
+            try await engine.sync()
+            let server = try await Self.serverNotes(client)
+            #expect(server.map(\.id) == [first.id], "one note, not two")
+            #expect(try await engine.notes().map(\.id) == [first.id])
+
+            // An update sent, its answer lost, then sent again from the outbox with the same base.
+            try await engine.edit(first.id, body: "Sent once, answer lost\nand edited")
+            let update = try #require(try await engine.pendingEdits().first)
+            #expect(update.kind == .update && update.baseVersion == first.version)
+            _ = try await client.notes.update(first.id, body: update.body!, baseVersion: update.baseVersion!)
+            try await engine.sync()
+            let body = try await client.notes.get(first.id).body
+            #expect(body == "Sent once, answer lost\nand edited", "the text once, not twice")
+            #expect(try await engine.note(first.id)?.body == body)
+        }
+    }
+
+    @Test("an engine dropped mid-sync, reopened from its file, still has its outbox and pushes it once")
+    func reopenedAfterDroppedMidSync() async throws {
+        try await Self.withServer { client, app, folder in
+            let file = folder.appendingPathComponent("notes.sqlite")
+            // A client whose requests never leave: the sync is stuck mid-send until cancelled.
+            var stuckConfiguration = JotterClient.Configuration()
+            stuckConfiguration.adaptRequest = { request in
+                try await Task.sleep(nanoseconds: 60_000_000_000)
+                return request
+            }
+            var stuck: NotesSyncEngine? = try NotesSyncEngine(client: JotterClient(baseURL: app.baseURL, configuration: stuckConfiguration), file: file)
+            try await stuck!.create("Written before the kill")
+            try await stuck!.create("Also written")
+            let sync = Task { [stuck] in try await stuck!.sync() }
+            var sending = false
+            for _ in 0..<100 where !sending {
+                try await Task.sleep(nanoseconds: 20_000_000)
+                sending = try await stuck!.pendingEdits().first?.attempts == 1
+            }
+            #expect(sending, "the first creation is marked as sent before it goes")
+            sync.cancel()
+            await #expect(throws: (any Error).self) { try await sync.value }
+            stuck = nil
+
+            let engine = try NotesSyncEngine(client: client, file: file)
+            let pending = try await engine.pendingEdits()
+            #expect(pending.map(\.body) == ["Written before the kill", "Also written"])
+            #expect(pending.map(\.attempts) == [1, 0])
+            try await engine.sync()
+            #expect(try await Self.serverNotes(client).map(\.body) == ["Written before the kill", "Also written"])
+            #expect(try await engine.state.pending == 0)
+        }
+    }
+
+    @Test("a reset walk drops the notes deleted on the server but keeps a note with a local edit, whose text then survives as a note")
+    func resetWalkKeepsPendingEdits() async throws {
+        try await Self.withServer { client, _, folder in
+            let engine = try NotesSyncEngine(client: client, file: folder.appendingPathComponent("notes.sqlite"))
+            for body in ["kept", "deleted remotely", "deleted remotely, edited here"] { try await engine.create(body) }
+            try await engine.sync()
+            let ids = try await Self.serverNotes(client).map(\.id)
+            #expect(Set(try await engine.notes().map(\.id)) == Set(ids))
+
+            _ = try await client.notes.delete(ids[1])
+            _ = try await client.notes.delete(ids[2])
+            try await engine.edit(ids[2], body: "deleted remotely, edited here, offline")
+            let unsent = try await engine.create("made here, not sent")
+            try await engine.pull()
+            let afterPull = try await engine.notes()
+            #expect(Set(afterPull.map(\.id)) == [ids[0], ids[2], unsent.id], "the walk drops only what has no local edit")
+
+            // The edit's note is gone from the server: the text is kept as a note of its own.
+            try await engine.sync()
+            let server = try await Self.serverNotes(client)
+            #expect(Set(server.map(\.body)) == ["kept", "deleted remotely, edited here, offline", "made here, not sent"])
+            #expect(Set(try await engine.notes().map(\.body)) == Set(server.map(\.body)))
+            let conflict = try #require(try await engine.state.conflicts.first)
+            #expect(conflict.noteID == ids[2] && conflict.reason == .noteGone)
+            #expect(server.contains { $0.id == conflict.copyID }, "the copy's id is the server's once it is created")
+        }
+    }
+
+    @Test("the replica reads and edits with no server at all; deleting a note the server never saw sends nothing")
+    func localOnly() async throws {
+        let folder = try scratchFolder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let engine = try NotesSyncEngine(client: try Self.offlineClient(), file: folder.appendingPathComponent("notes.sqlite"))
+        let note = try await engine.create("draft")
+        try await engine.edit(note.id, body: "draft 2")
+        #expect(try await engine.note(note.id)?.body == "draft 2")
+        #expect(try await engine.note(note.id)?.hasPendingEdits == true)
+        try await engine.delete(note.id)
+        #expect(try await engine.notes().isEmpty)
+        #expect(try await engine.state.pending == 0)
+        await #expect(throws: JotterClientError.self) { try await engine.edit(note.id, body: "gone") }
+    }
+}
