@@ -231,4 +231,30 @@ struct SyncEngineTests {
         #expect(try await engine.state.pending == 0)
         await #expect(throws: JotterClientError.self) { try await engine.edit(note.id, body: "gone") }
     }
+
+    @Test("while following, another client's note arrives by itself and a local edit goes out by itself")
+    func follows() async throws {
+        try await Self.withServer { client, _, folder in
+            let engine = try NotesSyncEngine(client: client, file: folder.appendingPathComponent("notes.sqlite"))
+            let following = Task { try await engine.follow() }
+            defer { following.cancel() }
+            /// Waits up to 10 s for `condition`.
+            func eventually(_ condition: () async throws -> Bool) async throws -> Bool {
+                for _ in 0..<200 {
+                    if try await condition() { return true }
+                    try await Task.sleep(nanoseconds: 50_000_000)
+                }
+                return false
+            }
+            try await Task.sleep(nanoseconds: 300_000_000)
+            let remote = try await client.notes.create("from another device")
+            #expect(try await eventually { try await engine.note(remote.id)?.body == "from another device" })
+            try await engine.edit(remote.id, body: "from another device, edited here")
+            #expect(try await eventually { try await client.notes.get(remote.id).body == "from another device, edited here" })
+            #expect(try await eventually { try await engine.state.pending == 0 })
+            following.cancel()
+            _ = await following.result
+        }
+    }
+
 }

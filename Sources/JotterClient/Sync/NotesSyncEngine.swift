@@ -51,6 +51,8 @@ public actor NotesSyncEngine {
     private var syncing = false
     private var needsAttention: JotterClientError?
     private var lastError: JotterClientError?
+    /// Wakes a running `follow()` after a local edit.
+    private var localEdits: AsyncStream<Void>.Continuation?
 
     /// Opens the replica at `file`, creating it (and its tables) when it does not exist.
     ///
@@ -135,6 +137,7 @@ public actor NotesSyncEngine {
             try database.rows("INSERT INTO outbox(note_id, kind, body, idempotency_key) VALUES (?, 'create', ?, ?)",
                               [.text(id), .text(body), .text(UUID().uuidString)])
         }
+        localEdits?.yield()
         try changed([id])
         guard let created = try note(id) else { throw .localFile("the new note \(id) was not stored") }
         return created
@@ -159,6 +162,7 @@ public actor NotesSyncEngine {
                                   [.text(id), .text(body), version > 0 ? .integer(version) : .null, .text(UUID().uuidString)])
             }
         }
+        localEdits?.yield()
         try changed([id])
         guard let edited = try note(id) else { throw Self.noSuchNote(id) }
         return edited
@@ -179,6 +183,7 @@ public actor NotesSyncEngine {
                 try database.rows("INSERT INTO outbox(note_id, kind, idempotency_key) VALUES (?, 'delete', ?)", [.text(id), .text(UUID().uuidString)])
             }
         }
+        localEdits?.yield()
         try changed([id])
     }
 
@@ -212,6 +217,51 @@ public actor NotesSyncEngine {
             try await withTaskCancellationHandler { try await task.value } onCancel: { task.cancel() }
         } catch {
             throw JotterClientError.wrapping(error, url: nil)
+        }
+    }
+
+    /// Syncs, then keeps the replica current while the task runs: every event of the server's
+    /// event stream (resumed from the stored cursor, the same id space) and every local edit is
+    /// followed by a sync. A sync that fails meanwhile is in `state` and the following goes on
+    /// (the stream reconnects by itself); returns when the task is cancelled, throws what ends
+    /// the stream for good (signed out).
+    ///
+    /// ```swift
+    /// let following = Task { try await engine.follow() }
+    /// following.cancel()                                            // going to the background
+    /// ```
+    public func follow() async throws(JotterClientError) {
+        try? await sync()
+        let (edits, continuation) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
+        localEdits = continuation
+        defer {
+            continuation.finish()
+            localEdits = nil
+        }
+        let events = client.notes.events(lastEventID: try cursor)
+        let ended: JotterClientError? = await withTaskGroup(of: JotterClientError?.self) { group in
+            group.addTask {
+                do {
+                    for try await _ in events { try? await self.sync() }
+                    return nil
+                } catch {
+                    let error = JotterClientError.wrapping(error, url: nil)
+                    return error.isCancelled ? nil : error
+                }
+            }
+            group.addTask {
+                for await _ in edits { try? await self.sync() }
+                return nil
+            }
+            // Either ends only when cancelled or on a stream error: then both go.
+            let first = await group.next() ?? nil
+            group.cancelAll()
+            return first
+        }
+        if let ended {
+            if Self.needsPerson(ended) { needsAttention = ended } else { lastError = ended }
+            try? publishState()
+            throw ended
         }
     }
 
