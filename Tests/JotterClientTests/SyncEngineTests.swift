@@ -257,4 +257,26 @@ struct SyncEngineTests {
         }
     }
 
+
+    @Test("signed out (401) and too large (413) stop the sync as needing a person; the edits stay queued and readable")
+    func needsAPerson() async throws {
+        let folder = try scratchFolder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        try await TestApp.with(configure: { $0.auth = .required }) { app in
+            let engine = try NotesSyncEngine(client: JotterClient(baseURL: app.baseURL), file: folder.appendingPathComponent("signed-out.sqlite"))
+            try await engine.create("written while signed out")
+            await #expect(throws: JotterClientError.self) { try await engine.sync() }
+            let state = try await engine.state
+            #expect(state.needsAttention?.isUnauthorized == true && state.lastError == nil && state.pending == 1)
+            #expect(try await engine.notes().map(\.body) == ["written while signed out"])
+        }
+        try await TestApp.with(configure: { $0.maxBodySize = 1024 }) { app in
+            let engine = try NotesSyncEngine(client: JotterClient(baseURL: app.baseURL), file: folder.appendingPathComponent("too-large.sqlite"))
+            try await engine.create(String(repeating: "long ", count: 1000))
+            await #expect(throws: JotterClientError.self) { try await engine.sync() }
+            let state = try await engine.state
+            #expect(state.needsAttention?.isTooLarge == true && state.pending == 1)
+        }
+    }
+
 }
