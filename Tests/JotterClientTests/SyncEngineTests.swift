@@ -1,4 +1,5 @@
 import Foundation
+import Glibc
 import Testing
 import Synchronization
 import JotterTestSupport
@@ -246,7 +247,9 @@ struct SyncEngineTests {
                 }
                 return false
             }
-            try await Task.sleep(nanoseconds: 300_000_000)
+            // The first sync done, and the event stream connected meanwhile.
+            #expect(try await eventually { try await engine.state.lastSync != nil })
+            try await Task.sleep(nanoseconds: 500_000_000)
             let remote = try await client.notes.create("from another device")
             #expect(try await eventually { try await engine.note(remote.id)?.body == "from another device" })
             try await engine.edit(remote.id, body: "from another device, edited here")
@@ -276,6 +279,75 @@ struct SyncEngineTests {
             await #expect(throws: JotterClientError.self) { try await engine.sync() }
             let state = try await engine.state
             #expect(state.needsAttention?.isTooLarge == true && state.pending == 1)
+        }
+    }
+
+
+    /// An app, as its own process, that queues `count` notes in the replica at `file`, then
+    /// syncs them through a server at `url` slowly (each request waits 50 ms before it goes).
+    static let killedApp = """
+    import Foundation
+    import JotterClient
+
+    let arguments = CommandLine.arguments
+    var configuration = JotterClient.Configuration()
+    configuration.adaptRequest = { request in
+        try await Task.sleep(nanoseconds: 50_000_000)
+        return request
+    }
+    let client = JotterClient(baseURL: URL(string: arguments[1])!, configuration: configuration)
+    let engine = try NotesSyncEngine(client: client, file: URL(fileURLWithPath: arguments[2]))
+    for number in 0..<Int(arguments[3])! { try await engine.create("note \\(number)") }
+    print("queued")
+    try await engine.sync()
+    print("synced")
+    """
+
+    @Test("an app killed with SIGKILL mid-sync, reopened from its file, sends every note once: none lost, none twice")
+    func killedMidSync() async throws {
+        try await Self.withServer { client, app, folder in
+            let build = ReadmeExampleTests.root.appendingPathComponent(".build/debug")
+            let objects = try ["JotterClient", "JotterAPI", "JotterWire"].flatMap { target in
+                let objectFolder = build.appendingPathComponent("\(target).build")
+                return try FileManager.default.contentsOfDirectory(atPath: objectFolder.path)
+                    .filter { $0.hasSuffix(".o") }.map { objectFolder.appendingPathComponent($0).path }
+            }
+            let main = folder.appendingPathComponent("main.swift")
+            try Data(Self.killedApp.utf8).write(to: main)
+            let executable = folder.appendingPathComponent("killed-app")
+            let (status, errors) = try ReadmeExampleTests.swiftc(main, ["-o", executable.path] + objects + ["-lssl", "-lcrypto", "-lsqlite3"])
+            try #require(status == 0, "\(errors.prefix(3000))")
+
+            let file = folder.appendingPathComponent("notes.sqlite")
+            let count = 40
+            let process = Process()
+            process.executableURL = executable
+            process.arguments = [app.baseURL.absoluteString, file.path, String(count)]
+            process.standardOutput = FileHandle.nullDevice
+            try process.run()
+            defer {
+                if process.isRunning { Glibc.kill(process.processIdentifier, SIGKILL) }
+                process.waitUntilExit()
+            }
+            // Killed once some notes are on the server, while the rest are being sent.
+            var sent = 0
+            for _ in 0..<600 where sent < 5 {
+                try await Task.sleep(nanoseconds: 10_000_000)
+                sent = try await Self.serverNotes(client).count
+            }
+            Glibc.kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+            #expect(process.terminationReason == .uncaughtSignal, "killed, not finished")
+            let onServer = try await Self.serverNotes(client).count
+            #expect(onServer >= 5 && onServer < count, "killed mid-sync: \(onServer) of \(count) sent")
+
+            let engine = try NotesSyncEngine(client: client, file: file)
+            #expect(try await engine.notes().count == count)
+            try await engine.sync()
+            let bodies = try await Self.serverNotes(client).map(\.body)
+            #expect(bodies == (0..<count).map { "note \($0)" }, "every note once, in order")
+            #expect(try await engine.state.pending == 0)
+            #expect(Set(try await engine.notes().map(\.body)) == Set(bodies))
         }
     }
 

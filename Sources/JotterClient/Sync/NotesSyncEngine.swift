@@ -202,10 +202,17 @@ public actor NotesSyncEngine {
     // MARK: Syncing
 
     /// Pushes the outbox, then pulls the server's changes; one sync at a time (a call while one
-    /// runs waits for it). Throws what stopped it, also kept in `state` (`lastError` for a
-    /// failure that trying later fixes, `needsAttention` for one a person must fix); the edits
-    /// not yet sent stay in the outbox for the next call.
+    /// runs waits for it to end, then syncs again). Throws what stopped it, also kept in
+    /// `state` (`lastError` for a failure that trying later fixes, `needsAttention` for one a
+    /// person must fix); the edits not yet sent stay in the outbox for the next call.
     public func sync() async throws(JotterClientError) {
+        // One running already may have pushed and pulled before what this call must see (an
+        // edit just made, an event just received): let it end, then sync again (or join one
+        // that started since).
+        if let running {
+            _ = await running.result
+            if Task.isCancelled { throw .cancelled }
+        }
         let task: Task<Void, any Error>
         if let running {
             task = running
