@@ -14,7 +14,7 @@ extension JotterClient.Notes {
     /// ```
     public func create(_ body: String, idempotencyKey: String) async throws(JotterClientError) -> Note {
         var request = client.makeRequest("POST", "/notes", headers: ["Idempotency-Key": idempotencyKey])
-        FormURLEncodedBody([("body", body)]).apply(to: &request)
+        Self.jsonBody(body, to: &request)
         return try await client.send(request, decoding: NoteEnvelope.self).value.note
     }
 
@@ -31,8 +31,14 @@ extension JotterClient.Notes {
     /// ```
     public func update(_ id: String, body: String, baseVersion: Int) async throws(JotterClientError) -> NoteEnvelope {
         var request = client.makeRequest("PUT", "/notes/" + JotterClient.segment(id), headers: ["Base-Version": String(baseVersion)])
-        FormURLEncodedBody([("body", body)]).apply(to: &request)
+        Self.jsonBody(body, to: &request)
         return try await client.send(request, decoding: NoteEnvelope.self).value
+    }
+
+    /// `{"body":"…"}` as JSON: an empty text empties the note (an empty form field is "no body sent").
+    static func jsonBody(_ body: String, to request: inout URLRequest) {
+        request.setValue("application/json", forHTTPHeaderField: "Content-Type")
+        request.httpBody = try? JSONEncoder().encode(["body": body])
     }
 
     /// `GET /notes/changes`: the notes changed after `cursor` (`nil`: all of them), each once in

@@ -90,6 +90,11 @@ struct SyncEngineTests {
             #expect(try await engine.pendingEdits().map(\.baseVersion) == [1])
             try await engine.sync()
             #expect(try await client.notes.get(server[0].id).body == "Buy oat milk and eggs")
+
+            // Emptied here, emptied there (an empty form field would be "no body sent").
+            try await engine.edit(server[1].id, body: "")
+            try await engine.sync()
+            #expect(try await client.notes.get(server[1].id).body == "")
         }
     }
 

@@ -123,8 +123,10 @@ extension NotesSyncEngine {
         let copy = Self.localIDPrefix + UUID().uuidString.lowercased()
         let now = Date().timeIntervalSince1970
         try transaction { () throws(JotterClientError) in
+            // The user's latest text: this edit's, or a later one's (those follow to the copy).
+            let latest = try db.scalar("SELECT body FROM notes WHERE id = ?", [.text(edit.noteID)])?.text ?? edit.body ?? ""
             try db.rows("INSERT INTO notes(id, body, version, created_at, updated_at) VALUES (?, ?, 0, ?, ?)",
-                        [.text(copy), .text(edit.body ?? ""), .real(now), .real(now)])
+                        [.text(copy), .text(latest), .real(now), .real(now)])
             try db.rows("UPDATE outbox SET note_id = ?, kind = 'create', base_version = NULL, idempotency_key = ?, attempts = 0 WHERE seq = ?",
                         [.text(copy), .text(UUID().uuidString), .integer(edit.sequence)])
             // Later edits of the note were made from the user's text: they follow it.
