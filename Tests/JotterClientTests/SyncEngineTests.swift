@@ -8,8 +8,7 @@ import JotterHTTP
 
 /// `GET /notes/changes` as the contract of issue 32 allows it to answer every time: a reset walk
 /// (`"reset": true`, one page) listing the complete current state, taken from `GET /notes`.
-/// It stands in while the server has no feed of its own, and keeps testing the engine's reset
-/// walk afterwards (a real feed resets only for a cursor older than it keeps).
+/// The reset-walk test uses it: a real feed resets only for a cursor older than it keeps.
 final class ResetWalkFeed: Middleware {
     let port = Mutex(0)
 
@@ -27,7 +26,7 @@ final class ResetWalkFeed: Middleware {
 @Suite("JotterClient: the notes sync engine")
 struct SyncEngineTests {
     /// A server (with `ResetWalkFeed` when `standInFeed`), a client for it, and a scratch folder.
-    static func withServer<T>(standInFeed: Bool = true, _ body: (JotterClient, TestApp, URL) async throws -> T) async throws -> T {
+    static func withServer<T>(standInFeed: Bool = false, _ body: (JotterClient, TestApp, URL) async throws -> T) async throws -> T {
         let feed = ResetWalkFeed()
         let folder = try scratchFolder()
         defer { try? FileManager.default.removeItem(at: folder) }
@@ -197,7 +196,7 @@ struct SyncEngineTests {
 
     @Test("a reset walk drops the notes deleted on the server but keeps a note with a local edit, whose text then survives as a note")
     func resetWalkKeepsPendingEdits() async throws {
-        try await Self.withServer { client, _, folder in
+        try await Self.withServer(standInFeed: true) { client, _, folder in
             let engine = try NotesSyncEngine(client: client, file: folder.appendingPathComponent("notes.sqlite"))
             for body in ["kept", "deleted remotely", "deleted remotely, edited here"] { try await engine.create(body) }
             try await engine.sync()
