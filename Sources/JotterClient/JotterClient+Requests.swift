@@ -51,8 +51,11 @@ extension JotterClient {
                 (data, response) = try await ownTLS(request)
                 return (data, try Self.checked(response, body: data))
             }
-            #endif
+            // Not `data(for:)`: cancelling it can deadlock on Linux (see `detachedData`).
+            (data, response) = try await session.detachedData(for: request)
+            #else
             (data, response) = try await session.data(for: request)
+            #endif
         } catch {
             throw JotterClientError.wrapping(error, url: request.url)
         }

@@ -81,6 +81,22 @@ struct URLSessionWorkaroundTests {
         #expect((error as? JotterClientError)?.isCancelled == true, "\(error)")
     }
 
+    @Test("calls cancelled just as their answers arrive each end at once: URLSession's cancel, which can deadlock then, is not used")
+    func cancellationAsTheAnswerArrives() async throws {
+        try await TestApp.with { app in
+            let client = JotterClient(baseURL: app.baseURL)
+            _ = try await client.hello(name: "warm")
+            var late = 0
+            for _ in 0..<400 where late == 0 {
+                let call = Task<String, any Error> { try await client.hello(name: "x") }
+                try await Task.sleep(nanoseconds: UInt64.random(in: 0...1_500_000))
+                if await !call.cancelAndEnds(within: 5) { late += 1 }
+            }
+            try #require(late == 0, "a cancelled call did not end within 5 s")
+            #expect(try await client.hello(name: "after") == "Hello after!", "the session still answers")
+        }
+    }
+
     @Test("an upload body goes with its Content-Length, not chunked (so a server can refuse it before it is sent)")
     func uploadLength() async throws {
         var form = MultipartFormData()
