@@ -259,11 +259,32 @@ struct SyncEngineTests {
             try await engine.edit(remote.id, body: "from another device, edited here")
             #expect(try await eventually { try await client.notes.get(remote.id).body == "from another device, edited here" })
             #expect(try await eventually { try await engine.state.pending == 0 })
-            following.cancel()
-            _ = await following.result
+            #expect(await following.cancelAndEnds(within: 10), "a cancelled follow() returns")
         }
     }
 
+
+    @Test("a sync cancelled at any moment, its answers arriving, ends at once; the edit goes once by a later sync")
+    func cancelledMidRequest() async throws {
+        try await Self.withServer { client, _, folder in
+            let engine = try NotesSyncEngine(client: client, file: folder.appendingPathComponent("notes.sqlite"))
+            let note = try await engine.create("0")
+            try await engine.sync()
+            let id = try #require(try await engine.notes().first?.id)
+            #expect(id != note.id)
+            var late = 0
+            for round in 1...150 where late == 0 {
+                try await engine.edit(id, body: String(round))
+                let sync = Task { try await engine.sync() }
+                try await Task.sleep(nanoseconds: UInt64.random(in: 0...3_000_000))
+                if await !sync.cancelAndEnds(within: 5) { late += 1 }
+            }
+            try #require(late == 0, "a cancelled sync did not end within 5 s")
+            try await engine.sync()
+            #expect(try await client.notes.get(id).body == "150")
+            #expect(try await engine.state.pending == 0)
+        }
+    }
 
     @Test("signed out (401) and too large (413) stop the sync as needing a person; the edits stay queued and readable")
     func needsAPerson() async throws {

@@ -210,7 +210,7 @@ public actor NotesSyncEngine {
         // edit just made, an event just received): let it end, then sync again (or join one
         // that started since).
         if let running {
-            _ = await running.result
+            await Self.endOrCancellation(of: running)
             if Task.isCancelled { throw .cancelled }
         }
         let task: Task<Void, any Error>
@@ -224,6 +224,21 @@ public actor NotesSyncEngine {
             try await withTaskCancellationHandler { try await task.value } onCancel: { task.cancel() }
         } catch {
             throw JotterClientError.wrapping(error, url: nil)
+        }
+    }
+
+    /// Waits for `task` (another caller's sync: not cancelled here) to end, or for this caller
+    /// to be cancelled, whichever comes first: a cancelled `follow()` returns at once.
+    private static func endOrCancellation(of task: Task<Void, any Error>) async {
+        let ended = OnceContinuation<Void>()
+        try? await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { continuation in
+                ended.start(continuation)
+                Task { _ = await task.result; ended.resume(with: .success(())) }
+            }
+        } onCancel: {
+            // Not resumed here, under the task's status lock: from another thread.
+            DispatchQueue.global().async { ended.resume(with: .success(())) }
         }
     }
 
