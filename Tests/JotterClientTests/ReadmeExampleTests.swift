@@ -73,15 +73,8 @@ struct ReadmeExampleTests {
             try #require(program.contains(address), "the example's server address changed: update this test")
             let main = folder.appendingPathComponent("main.swift")
             try Data(program.replacingOccurrences(of: address, with: "http://127.0.0.1:\(app.port)").utf8).write(to: main)
-            let build = Self.root.appendingPathComponent(".build/debug")
-            // The objects of the JotterClient product's targets, as SwiftPM links them into an app.
-            let objects = try ["JotterClient", "JotterAPI", "JotterWire"].flatMap { target in
-                let objectFolder = build.appendingPathComponent("\(target).build")
-                return try FileManager.default.contentsOfDirectory(atPath: objectFolder.path)
-                    .filter { $0.hasSuffix(".o") }.map { objectFolder.appendingPathComponent($0).path }
-            }
             let executable = folder.appendingPathComponent("readme-app")
-            let (status, errors) = try Self.swiftc(main, ["-o", executable.path] + objects + ["-lssl", "-lcrypto", "-lsqlite3"])
+            let (status, errors) = try Self.buildApp(main, to: executable)
             try #require(status == 0, "\(errors.prefix(3000))")
 
             let photo = (0..<300_000).map { _ in UInt8.random(in: 0...255) }
@@ -124,6 +117,18 @@ struct ReadmeExampleTests {
             #expect(waitFor({ output().contains(live) }, meanwhile: { _ = try? app.request("POST", "/notes", body: "body=\(live.replacingOccurrences(of: " ", with: "+"))") }),
                     "no live event printed: \(output().suffix(2000))")
         }
+    }
+
+    /// `main` built into `executable`, linked with the objects of the JotterClient product's
+    /// targets as SwiftPM links them into an app; `swiftc`'s exit status and standard error.
+    static func buildApp(_ main: URL, to executable: URL) throws -> (status: Int32, errors: String) {
+        let build = root.appendingPathComponent(".build/debug")
+        let objects = try ["JotterClient", "JotterAPI", "JotterWire"].flatMap { target in
+            let objectFolder = build.appendingPathComponent("\(target).build")
+            return try FileManager.default.contentsOfDirectory(atPath: objectFolder.path)
+                .filter { $0.hasSuffix(".o") }.map { objectFolder.appendingPathComponent($0).path }
+        }
+        return try swiftc(main, ["-o", executable.path] + objects + ["-lssl", "-lcrypto", "-lsqlite3"])
     }
 
     /// `swiftc` on `main` as the module `ReadmeApp`, against this build's modules and the SDK's

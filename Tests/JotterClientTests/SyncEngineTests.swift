@@ -332,16 +332,10 @@ struct SyncEngineTests {
     @Test("an app killed with SIGKILL mid-sync, reopened from its file, sends every note once: none lost, none twice")
     func killedMidSync() async throws {
         try await Self.withServer { client, app, folder in
-            let build = ReadmeExampleTests.root.appendingPathComponent(".build/debug")
-            let objects = try ["JotterClient", "JotterAPI", "JotterWire"].flatMap { target in
-                let objectFolder = build.appendingPathComponent("\(target).build")
-                return try FileManager.default.contentsOfDirectory(atPath: objectFolder.path)
-                    .filter { $0.hasSuffix(".o") }.map { objectFolder.appendingPathComponent($0).path }
-            }
             let main = folder.appendingPathComponent("main.swift")
             try Data(Self.killedApp.utf8).write(to: main)
             let executable = folder.appendingPathComponent("killed-app")
-            let (status, errors) = try ReadmeExampleTests.swiftc(main, ["-o", executable.path] + objects + ["-lssl", "-lcrypto", "-lsqlite3"])
+            let (status, errors) = try ReadmeExampleTests.buildApp(main, to: executable)
             try #require(status == 0, "\(errors.prefix(3000))")
 
             let file = folder.appendingPathComponent("notes.sqlite")
