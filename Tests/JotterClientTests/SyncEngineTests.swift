@@ -309,16 +309,19 @@ struct SyncEngineTests {
 
 
     /// An app, as its own process, that queues `count` notes in the replica at `file`, then
-    /// syncs them through a server at `url` slowly (each request waits 200 ms before it goes,
-    /// so that the test, however loaded the machine, kills it mid-sync).
+    /// syncs them through a server at `url` slowly (each request waits 200 ms before it goes)
+    /// and never past its 10th request: however late the test, loaded, kills it, it is mid-sync.
     static let killedApp = """
     import Foundation
     import JotterClient
+    import Synchronization
 
     let arguments = CommandLine.arguments
+    let requests = Atomic(0)
     var configuration = JotterClient.Configuration()
     configuration.adaptRequest = { request in
-        try await Task.sleep(nanoseconds: 200_000_000)
+        let count = requests.add(1, ordering: .relaxed).newValue
+        try await Task.sleep(nanoseconds: count > 10 ? 600_000_000_000 : 200_000_000)
         return request
     }
     let client = JotterClient(baseURL: URL(string: arguments[1])!, configuration: configuration)
