@@ -269,6 +269,45 @@ struct CLIBehaviourTests {
         let err = captured.err.withLock { $0 }
         #expect(err == "reconnecting in 3.0 s (the server ended the event stream)…\n", "\(err)")
     }
+
+    @Test("notes watch that has seen no event yet misses no change made while it reconnects, across a server restart")
+    func watchResumesFromTheFirstCursor() async throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("jotter-watch-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let first = try ServerProcess(["--quiet"], dataDirectory: folder)
+        let port = first.port
+        _ = try await JotterClient(baseURL: URL(string: "http://127.0.0.1:\(port)")!).notes.create("before the watch")
+        let captured = Captured()
+        let watching = Task {
+            await JotterCommandLine.run(["notes", "watch", "--json"], environment: ["JOTTER_SERVER": "127.0.0.1:\(port)"],
+                                        console: captured.console)
+        }
+        // Connected: the server counts the stream (its first message, the cursor, is sent at once).
+        var open = false
+        for _ in 0..<500 where !open {
+            open = try RawHTTP(port: port).request("GET", "/metrics", close: true).text.contains("\njotter_event_streams 1\n")
+            if !open { try await Task.sleep(for: .milliseconds(10)) }
+        }
+        try #require(open, "the watch never connected")
+        first.signal(SIGTERM)
+        _ = first.finish()
+        // While the watch waits to reconnect, a change lands through another server on the folder.
+        let meanwhile = try ServerProcess(["--quiet"], dataDirectory: folder)
+        _ = try await JotterClient(baseURL: URL(string: "http://127.0.0.1:\(meanwhile.port)")!).notes.create("made while it reconnected")
+        meanwhile.signal(SIGTERM)
+        _ = meanwhile.finish()
+        let third = try ServerProcess(["--quiet", "--port", "\(port)"], dataDirectory: folder)
+        defer { third.signal(SIGTERM); _ = third.finish() }
+        for _ in 0..<1500 where !captured.out.withLock({ $0.contains("made while it reconnected") }) {
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        watching.cancel()
+        #expect(await watching.value == ExitCode.success)
+        let out = captured.out.withLock { $0 }
+        #expect(out.contains("\"event\":\"note.created\"") && out.contains("made while it reconnected"), "\(out) / \(captured.err.withLock { $0 })")
+        #expect(!out.contains("before the watch"), "only what happened after the watch started: \(out)")
+        #expect(!out.contains("\"reload\""), "\(out)")
+    }
 }
 
 /// A server that answers every connection with the same bytes (something that is not Jotter),
