@@ -133,6 +133,7 @@ class Notes(BrowserTest):
         note = next(n for n in server.notes() if n["body"] == "Groceries\nmilk, eggs, bread")
         self.assertTrue(driver.current_url.endswith(f"#/notes/{note['id']}"))
         item = link(note["id"])
+        self.assertEqual(titles()[0], "Groceries")  # a new note comes first
         self.assertEqual(css(".note-title", item).text, "Groceries")
         self.assertEqual(css(".note-preview", item).text, "milk, eggs, bread")
         # EE MMM d yyyy and h:mm a, in the viewer's time zone.
@@ -257,18 +258,59 @@ class Notes(BrowserTest):
         wait(driver, lambda d: "Walk the dog" in titles())
 
     def test_paging_with_load_more(self):
-        for number in range(55):
-            server.create(f"Paging note {number}")
+        paged = [server.create(f"Paging note {number}") for number in range(55)]
         total = len(server.notes())
         open_app()
         self.assertEqual(len(all_css("#notes li")), 50)
         self.assertIn("50+ notes", css("#list-status").text)
+        # Edited elsewhere while the first page is shown: one on the page still to load (the
+        # first written, now 55th) and one shown. Each moves to the top at once; the next page,
+        # which follows the change order, neither repeats nor loses one.
+        server.update(paged[0]["id"], "Paging note 0, edited")
+        wait(driver, lambda d: titles()[0] == "Paging note 0, edited", message="a note from the next page comes first")
+        server.update(paged[40]["id"], "Paging note 40, edited")
+        wait(driver, lambda d: titles()[:2] == ["Paging note 40, edited", "Paging note 0, edited"], message="then a shown one")
+        self.assertEqual(len(all_css("#notes li")), 51)
         more = css("#load-more")
         more.click()
-        wait(driver, lambda d: len(all_css("#notes li")) == min(total, 100))
-        ids = [int(element.get_attribute("data-id")) for element in all_css(".note-link")]
-        self.assertEqual(ids, sorted(ids, reverse=True))  # newest first, no duplicates
-        self.assertEqual(len(ids), len(set(ids)))
+        # 51 shown and the 50 next ones, each once.
+        wait(driver, lambda d: len(all_css("#notes li")) == min(total, 101), message="the next page")
+        ids = [element.get_attribute("data-id") for element in all_css(".note-link")]
+        self.assertEqual(len(ids), len(set(ids)))  # no duplicates
+        # The server's order: the last edited first.
+        listed = [n["id"] for n in server.request("GET", "/notes?order=updated&limit=1000")[2]["notes"]]
+        self.assertEqual(ids, listed[:len(ids)])
+        self.assertEqual(ids[:2], [paged[40]["id"], paged[0]["id"]])
+        self.assertEqual(ids[2:5], [paged[54]["id"], paged[53]["id"], paged[52]["id"]])
+
+    def test_the_last_edited_note_comes_first(self):
+        first = server.create("Written first\nA")
+        time.sleep(1.1)  # the times have seconds: the edit's is not the creation's
+        second = server.create("Written second\nB")
+        open_app()
+        self.assertEqual(titles()[:2], ["Written second", "Written first"])
+        time.sleep(1.1)
+        link(first["id"]).click()
+        wait(driver, lambda d: body_text() == "Written first\nA")
+        css("#body").send_keys(", edited")
+        save()
+        # Here at once, with the time of the edit (the list shows when a note was last edited).
+        wait(driver, lambda d: titles()[:2] == ["Written first", "Written second"], message="the edited note first")
+        edited = server.note(first["id"])
+        self.assertNotEqual(edited["updated_at"], edited["created_at"])
+        shown = css("time", link(first["id"]))
+        when = datetime.datetime.strptime(edited["updated_at"], "%Y-%m-%d %H:%M:%S").replace(tzinfo=datetime.timezone.utc)
+        self.assertEqual(shown.get_attribute("datetime"), when.strftime("%Y-%m-%dT%H:%M:%S.000Z"))
+        local = when.astimezone(zoneinfo.ZoneInfo(TIMEZONE))
+        self.assertEqual(css(".note-time", link(first["id"])).text, f"{local.hour % 12 or 12}:{local:%M} {local:%p}")
+        self.assertTrue(shown.get_attribute("title").startswith("Last edited "))
+        # The server lists it so too: after a reload it is still first.
+        open_app()
+        self.assertEqual(titles()[:2], ["Written first", "Written second"])
+        # An edit by another client moves its note to the top as it happens.
+        server.update(second["id"], "Written second\nB, edited by the API")
+        wait(driver, lambda d: titles()[:2] == ["Written second", "Written first"], message="live edit first")
+        self.assertEqual(css(".note-preview", link(second["id"])).text, "B, edited by the API")
 
     def test_errors_are_shown_in_words(self):
         open_app("/#/notes/987654")
@@ -635,6 +677,7 @@ class Trash(BrowserTest):
         drop = server.create("Drop me")
         self.delete_in_app(drop)
         self.delete_in_app(keep)
+        server.create("Written after Keep me was deleted")
         css("#trash-link").click()
         wait(driver, lambda d: self.trashed()[:2] == [keep["id"], drop["id"]], message="latest deletion first")
         self.assertTrue(driver.current_url.endswith("#/trash"))
@@ -644,6 +687,7 @@ class Trash(BrowserTest):
         css(f'button[aria-label="Restore “Keep me”"]', row).click()
         wait(driver, lambda d: keep["id"] not in self.trashed(), message="left the trash")
         wait(driver, lambda d: all_css(f'.note-link[data-id="{keep["id"]}"]'), message="back in the list")
+        self.assertEqual(titles()[0], "Keep me")  # restored: a change, so it comes first
         self.assertEqual(server.note(keep["id"])["body"], "Keep me\nafter all")
         css("#toast-action").click()  # Open
         wait(driver, lambda d: body_text() == "Keep me\nafter all")
@@ -663,8 +707,10 @@ class Trash(BrowserTest):
         wait(driver, lambda d: css("#trash-list").get_attribute("aria-busy") == "false")
         server.delete(note["id"])
         wait(driver, lambda d: note["id"] in self.trashed(), message="live")
+        server.create("Written while it was deleted")
         server.request("POST", f"/notes/{note['id']}/restore", {})
         wait(driver, lambda d: note["id"] not in self.trashed(), message="restored elsewhere")
+        wait(driver, lambda d: titles()[0] == "Deleted by the API", message="restored first in the list")
 
     def test_an_edit_to_a_note_in_the_trash_keeps_the_text(self):
         note = server.create("Trashed while edited")

@@ -7,7 +7,7 @@ import { announce, byId, el } from './dom.js';
 import { dialogOpen } from './dialogs.js';
 import { createEditor } from './editor.js';
 import { createFiles } from './files.js';
-import { formatDay, formatTime, isoTimestamp, parseTimestamp, titleAndPreview } from './format.js';
+import { formatDateTime, formatDay, formatTime, isoTimestamp, parseTimestamp, titleAndPreview } from './format.js';
 import { connectLive } from './live.js';
 import { createTrash } from './trash.js';
 import { setupAccount } from './account.js';
@@ -15,7 +15,7 @@ import { setupAccount } from './account.js';
 const PAGE_SIZE = 50;
 
 const state = {
-  notes: [], // loaded notes, newest first
+  notes: [], // loaded notes, the last changed first (`order=updated`)
   next: null, // the URL of the next page, or null
   query: '',
   loading: false,
@@ -33,19 +33,29 @@ const search = byId('search');
 /** The list as the editor sees it. */
 const notes = {
   find: (id) => state.notes.find((note) => note.id === id),
-  /** The loaded notes, newest first. */
+  /** The loaded notes, the last changed first. */
   all: () => state.notes,
-  /** Adds or replaces `note` (an older version never replaces a newer one). */
+  /**
+   * Adds or replaces `note` (an older version never replaces a newer one). The list is in the
+   * order of each note's last change, so a note that changed since it was listed (a newer
+   * version) moves to the top, and so does one that is not listed: it was just created,
+   * restored or changed, and the pages still to load no longer hold it (their cursor is a point
+   * in the change order, before its change).
+   */
   upsert(note, { fresh = false } = {}) {
     const index = state.notes.findIndex((known) => known.id === note.id);
     if (index >= 0) {
-      if (state.notes[index].version > note.version) return;
-      state.notes[index] = note;
+      const known = state.notes[index];
+      if (known.version > note.version) return;
+      if (known.version === note.version) {
+        state.notes[index] = note; // the same version: it stays where it is
+      } else {
+        state.notes.splice(index, 1);
+        state.notes.unshift(note);
+      }
     } else {
       if (state.query) return; // can't tell whether it matches the search
-      const position = state.notes.findIndex((known) => Number(known.id) < Number(note.id));
-      if (position < 0 && state.next) return; // older than the loaded pages: it comes with them
-      state.notes.splice(position < 0 ? state.notes.length : position, 0, note);
+      state.notes.unshift(note);
       if (fresh) state.fresh.add(note.id);
     }
     renderList();
@@ -58,7 +68,7 @@ const notes = {
 };
 
 function listURL() {
-  const query = new URLSearchParams({ limit: String(PAGE_SIZE) });
+  const query = new URLSearchParams({ limit: String(PAGE_SIZE), order: 'updated' });
   if (state.query) query.set('q', state.query);
   return `/notes?${query}`;
 }
@@ -112,7 +122,7 @@ function openNoteID() {
 
 function noteItem(note) {
   const { title, preview } = titleAndPreview(note.body);
-  const created = parseTimestamp(note.created_at);
+  const edited = parseTimestamp(note.updated_at);
   const files = note.attachments?.length ?? 0;
   const fresh = state.fresh.delete(note.id);
   const open = openNoteID();
@@ -122,9 +132,9 @@ function noteItem(note) {
     el('span', { class: title ? 'note-title' : 'note-title untitled' }, title || 'Empty note'),
     el('span', { class: 'note-preview' }, preview || (title ? 'No additional text' : '')),
     el('span', { class: 'note-when' },
-      created ? el('time', { datetime: isoTimestamp(note.created_at) },
-        el('span', { class: 'note-day' }, formatDay(created)), ' ',
-        el('span', { class: 'note-time' }, formatTime(created))) : null,
+      edited ? el('time', { datetime: isoTimestamp(note.updated_at), title: `Last edited ${formatDateTime(note.updated_at)}` },
+        el('span', { class: 'note-day' }, formatDay(edited)), ' ',
+        el('span', { class: 'note-time' }, formatTime(edited))) : null,
       files ? el('span', { class: 'note-files' }, `${files} ${files === 1 ? 'file' : 'files'}`) : null)));
 }
 
@@ -149,7 +159,7 @@ function renderList() {
     message.replaceChildren(el('p', {}, `No notes match “${state.query}”.`));
   } else if (empty) {
     message.replaceChildren(el('p', { class: 'strong' }, 'No notes yet'),
-      el('p', {}, 'Your notes will appear here, newest first.'),
+      el('p', {}, 'Your notes will appear here, the last edited first.'),
       el('a', { href: '#/new', class: 'button primary small' }, 'Write your first note'));
   }
 
@@ -340,7 +350,8 @@ function startLive() {
     event(kind, note) {
       if (kind === 'note.deleted') notes.remove(note.id);
       else if (kind === 'note.created') notes.upsert(note, { fresh: true });
-      else if (notes.find(note.id)) notes.upsert(note);
+      // One changed that is not listed yet goes first too: the pages still to load skip it now.
+      else notes.upsert(note);
       editor.incoming(kind, note);
       trash.event(kind, note);
     },
