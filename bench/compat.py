@@ -78,8 +78,8 @@ REASONS = [
     ("notes/list-2", "notes", "order", ON_PURPOSE,
      "`Note::all()` lists the oldest note first (primary-key order); jotter lists the newest "
      "first, the order the original client shows (it inserts a new note at the top of its "
-     "table), and what the web app and the SDK rely on; `order=asc` gives the original's order "
-     "(docs/API.md)."),
+     "table), and what the SDK relies on (the web app asks for `order=updated`, the last edited "
+     "first); `order=asc` gives the original's order (docs/API.md)."),
     ("notes/create", "status", "value", ON_PURPOSE,
      "A created note is `201 Created` with `Location` (docs/API.md); the original says 200."),
     ("notes/create|notes/delete", "note|message", "added", ON_PURPOSE,
