@@ -429,7 +429,7 @@ struct HTTP2StateMachineTests {
         #expect(client.goAway == nil && !connection.closed)
     }
 
-    @Test("a body below 512 B/s once 10 s have passed: its stream is reset (CANCEL), the connection serves on")
+    @Test("a body below 512 B/s once 10 s have passed: its stream is answered 408 then reset (NO_ERROR), the connection serves on")
     func minimumBodyRate() {
         let setup = Setup()
         var connection = Self.connection(setup)
@@ -443,10 +443,37 @@ struct HTTP2StateMachineTests {
         connection.now = Self.start + 10_200_000
         connection.tick()
         Self.converse(client, &connection)
-        #expect(client.exchanges[id]?.reset == NGHTTP2_CANCEL.rawValue)
+        #expect(client.answer(id)?.status == 408)
+        #expect(client.answer(id)?.body.contains("send it again") == true)
+        #expect(client.exchanges[id]?.reset == NGHTTP2_NO_ERROR.rawValue)
         #expect(setup.server.slowConnectionsClosed.slowBodies == 1)
-        #expect(setup.completions.all.map(\.outcome) == [.clientAbort])
+        #expect(setup.completions.all.map(\.status) == [408])
         #expect(connection.closed == false)
+        let next = client.request("GET", "/hello")
+        Self.converse(client, &connection)
+        #expect(client.answer(next)?.status == 200, "the connection serves on")
+    }
+
+    @Test("a body that stops arriving for the idle timeout: its stream is answered 408, then GOAWAY and the connection closes")
+    func stalledBodyIdleTimeout() {
+        let setup = Setup { $0.minimumBodyRate = 0 }
+        var connection = Self.connection(setup)
+        let client = H2Client()
+        let id = client.request("POST", "/echo", headers: [("content-length", "100000")], body: [UInt8](repeating: 0x61, count: 100),
+                                ends: false)
+        Self.converse(client, &connection)
+        connection.now = Self.start + 29_999_999
+        connection.tick()
+        #expect(client.answer(id) == nil && connection.closed == false)
+        connection.now = Self.start + 30_000_000
+        connection.tick()
+        Self.converse(client, &connection)
+        #expect(client.answer(id)?.status == 408)
+        #expect(client.answer(id)?.body.contains("stopped arriving for 30 s") == true)
+        #expect(client.goAway?.error == NGHTTP2_NO_ERROR.rawValue)
+        #expect(setup.completions.all.map(\.status) == [408])
+        #expect(setup.server.slowConnectionsClosed.timedOut == 1)
+        #expect(connection.closed == true)
     }
 
     @Test("quiesce with a stream in flight: GOAWAY naming it; it is answered, then the connection closes")

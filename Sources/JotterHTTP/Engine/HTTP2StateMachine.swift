@@ -69,6 +69,10 @@ struct HTTP2StateMachine: ConnectionMachine, ~Copyable {
         var parkedBody: [UInt8] = []
 
         init(id: Int32) { self.id = id }
+
+        /// Its request's body is being read, from the client: not ended, not answered, no step
+        /// of the server's awaited.
+        var isReadingBody: Bool { hasBody && !ended && !waiting && !answered && !discarding && !closed && lifecycle != nil }
     }
 
     /// Where a stream's answer body comes from.
@@ -353,7 +357,9 @@ struct HTTP2StateMachine: ConnectionMachine, ~Copyable {
 
     /// The sweep: a connection with no stream open past the header deadline gets GOAWAY and
     /// closes; one with nothing read or written for the idle timeout (and no stream waiting on
-    /// the server) closes; a stream whose body is slower than the minimum rate is reset.
+    /// the server) closes — after a `408` on each stream whose body stopped arriving; a stream
+    /// whose body is slower than the minimum rate is answered `408` (then `RST_STREAM`
+    /// `NO_ERROR`: the client may stop sending) while the connection serves on.
     mutating func tick(now: UInt64, polledAt: UInt64, unread: Bool? = nil) -> ConnectionAction {
         guard !closing, !isFinished, closeAfterOutput == nil else { return next() }
         self.now = now
@@ -375,19 +381,25 @@ struct HTTP2StateMachine: ConnectionMachine, ~Copyable {
             switch Self.late(idleDeadline, polledAt: polledAt, unread: unread) {
             case true?:
                 server.counters.timedOut.add(1, ordering: .relaxed)
-                terminate(.timeout)
+                let reading = streams.values.filter(\.isReadingBody).sorted { $0.id < $1.id }
+                guard !reading.isEmpty else {
+                    terminate(.timeout)
+                    return next()
+                }
+                for stream in reading { bodyTimedOut(stream, "stopped arriving for \(configuration.idleTimeout) s") }
+                submitGoAway()
+                closeAfterOutput = .timeout
                 return next()
             case nil: return .checkUnread
             case false?: break
             }
         }
-        if configuration.minimumBodyRate > 0, let session {
-            for stream in streams.values where stream.hasBody && !stream.waiting && !stream.answered && stream.lifecycle != nil
-                && !pausedStreams.contains(stream.id) {
+        if configuration.minimumBodyRate > 0, session != nil {
+            for stream in streams.values.sorted(by: { $0.id < $1.id }) where stream.isReadingBody && !pausedStreams.contains(stream.id) {
                 if now >= stream.bodyStarted + headerTimeout,
                    UInt64(stream.bodyBytes) * 1_000_000 < UInt64(configuration.minimumBodyRate) * (now - stream.bodyStarted) {
                     server.counters.slowBodies.add(1, ordering: .relaxed)
-                    nghttp2_submit_rst_stream(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), stream.id, NGHTTP2_CANCEL.rawValue)
+                    bodyTimedOut(stream, "arrives slower than \(configuration.minimumBodyRate) bytes a second")
                 }
             }
         }
@@ -774,6 +786,22 @@ struct HTTP2StateMachine: ConnectionMachine, ~Copyable {
     private mutating func startLater(_ stream: Stream, _ later: Later) {
         stream.waiting = true
         starts.append(.later(stream.id, later))
+    }
+
+    /// The server gives up on a stream's body: `408` problem+json through the request's
+    /// middleware, the rest of the body dropped, and once the answer is out `RST_STREAM`
+    /// `NO_ERROR` (`frameSent`) — never a bare reset, which a proxy in front turns into a `502`
+    /// for a request it may not resend. A stream that cannot be answered so is reset (CANCEL).
+    private mutating func bodyTimedOut(_ stream: Stream, _ why: String) {
+        let action = stream.lifecycle?.bodyTimedOut(HTTPError(.requestTimeout, detail: "the request's body \(why): send it again"))
+        guard case .respond(let response)? = action else {
+            if let session {
+                nghttp2_submit_rst_stream(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), stream.id, NGHTTP2_CANCEL.rawValue)
+            }
+            return
+        }
+        stream.discarding = true
+        answer(stream, response)
     }
 
     private func reset(_ stream: Stream) {
