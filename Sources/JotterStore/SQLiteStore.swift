@@ -76,6 +76,9 @@ public final class SQLiteStore: DataStore {
     public let dataDirectory: String
     /// Held shared while open, so a restore (which needs it exclusive) never runs under us.
     private let folderLock: DataFolderLock
+    /// What this store's `Idempotency-Key` claims name: once it is gone (closed, its process
+    /// dead), another store on the folder takes an unanswered claim over.
+    let instance: SQLiteInstance
     /// The orphan sweep of `uploads/`: files over an hour old that no committed row names,
     /// the rows read by the writer, in its transaction. Run hourly while open when
     /// `Options.removesOrphans`.
@@ -97,6 +100,7 @@ public final class SQLiteStore: DataStore {
             throw .invalidArgument("cannot create the data directory \(dataDirectory): \(error)")
         }
         folderLock = try DataFolderLock(dataDirectory, exclusive: false)
+        instance = try SQLiteInstance(dataDirectory: dataDirectory)
         path = dataDirectory.hasSuffix("/") ? dataDirectory + Self.fileName : dataDirectory + "/" + Self.fileName
 
         let db = try SQLiteConnection(path: path, flags: SQLiteConnection.readWrite,
@@ -158,6 +162,7 @@ public final class SQLiteStore: DataStore {
         writer.stop()
         readers.close()
         checkpoint()
+        instance.close()
         folderLock.unlock()
     }
 
@@ -238,9 +243,9 @@ public final class SQLiteStore: DataStore {
 
     public func createNote(body: String, owner: Owner, claiming claim: IdempotencyKeyClaim,
                            completion: @escaping StoreCompletion<KeyedOutcome<NoteChange>>) {
-        let noteWriter = noteWriter
+        let noteWriter = noteWriter, instance = instance
         submit({ db, effects throws(StoreError) -> KeyedOutcome<NoteChange> in
-            let found = try IdempotencyRows.claim(claim.key, fingerprint: claim.fingerprint, owner: owner, now: claim.now, on: db)
+            let found = try IdempotencyRows.claim(claim.key, fingerprint: claim.fingerprint, owner: owner, now: claim.now, instance: instance, on: db)
             guard found == .claimed else { return .refused(found) }
             let change = try noteWriter.create(body: body, owner: owner, on: db, effects: effects)
             try IdempotencyRows.keepPending(claim.key, location: "/notes/\(change.note.id)", owner: owner, now: claim.now, on: db)
@@ -341,9 +346,9 @@ public final class SQLiteStore: DataStore {
 
     public func addUploads(_ uploads: [NewUpload], noteID: Int64?, owner: Owner, claiming claim: IdempotencyKeyClaim,
                            completion: @escaping StoreCompletion<KeyedOutcome<UploadsAdded?>>) {
-        let noteWriter = noteWriter, files = files
+        let noteWriter = noteWriter, files = files, instance = instance
         submit({ db, effects throws(StoreError) -> KeyedOutcome<UploadsAdded?> in
-            let found = try IdempotencyRows.claim(claim.key, fingerprint: claim.fingerprint, owner: owner, now: claim.now, on: db)
+            let found = try IdempotencyRows.claim(claim.key, fingerprint: claim.fingerprint, owner: owner, now: claim.now, instance: instance, on: db)
             guard found == .claimed else { return .refused(found) }
             guard let added = try noteWriter.addUploads(uploads, noteID: noteID, owner: owner, on: db, effects: effects) else {
                 try IdempotencyRows.release(claim.key, owner: owner, on: db)

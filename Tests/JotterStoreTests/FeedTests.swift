@@ -165,6 +165,7 @@ struct FeedTests {
         let db = try SQLiteConnection(path: directory.databasePath, flags: SQLiteConnection.readWrite)
         try db.execute("""
             DROP TABLE note_changes; DROP TABLE feed_marks; ALTER TABLE events DROP COLUMN note_merge_base;
+            ALTER TABLE idempotency_keys DROP COLUMN claimer;
             UPDATE schema_version SET version = 8;
             """)
         db.close()

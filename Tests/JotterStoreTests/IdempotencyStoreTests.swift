@@ -1,4 +1,5 @@
 import Foundation
+import Glibc
 import Testing
 @testable import JotterStore
 
@@ -28,6 +29,45 @@ struct IdempotencyStoreTests {
         #expect(try store.claimIdempotencyKey("k", fingerprint: [2], owner: ann, now: 1003) == .mismatch)
         try StoreWait.wait { store.releaseIdempotencyKey("k", owner: bob, completion: $0) }
         #expect(try store.claimIdempotencyKey("k", fingerprint: Self.print, owner: bob, now: 1004) == .claimed)
+    }
+
+    @Test("SQLite: an unanswered claim of a store that is gone — closed, or its process killed — is taken over after answerGrace; a living one's stays running")
+    func goneInstancesClaimsGiveWay() throws {
+        let fixture = try StoreFixture(.sqlite)
+        let survivor = try #require(fixture.sqlite)
+        let other = try SQLiteStore(dataDirectory: fixture.directory.path)
+        defer { other.close() }
+        let now = Int64(time(nil)), key = "/uploads k", fingerprint: [UInt8] = [1, 2, 3], ann = Owner(id: 1)
+        #expect(try other.claimIdempotencyKey(key, fingerprint: fingerprint, owner: ann, now: now) == .claimed)
+        #expect(try survivor.claimIdempotencyKey(key, fingerprint: fingerprint, owner: ann, now: now + 10) == .running,
+                "its claimer lives: the request may still answer")
+        other.close()
+        #expect(try survivor.claimIdempotencyKey(key, fingerprint: [9], owner: ann, now: now + 10) == .mismatch)
+        #expect(try survivor.claimIdempotencyKey(key, fingerprint: fingerprint, owner: ann, now: now + 1) == .running,
+                "not within the claim's first answerGrace seconds")
+        #expect(try survivor.claimIdempotencyKey(key, fingerprint: fingerprint, owner: ann, now: now + 10) == .claimed)
+        #expect(try survivor.claimIdempotencyKey(key, fingerprint: fingerprint, owner: ann, now: now + 20) == .running,
+                "now the survivor's own claim, which lives")
+
+        // A process killed with kill -9 leaves its instance's file, unlocked (the kernel drops
+        // the lock), and its claims: one without a write is taken over, one whose write
+        // committed (a location) replays a reference to it.
+        let instances = fixture.directory.path + "/instances"
+        #expect(FileManager.default.createFile(atPath: instances + "/4242", contents: nil))
+        let db = try SQLiteConnection(path: survivor.path, flags: SQLiteConnection.readWrite)
+        for (claimed, location) in [("/notes a", nil), ("/notes b", "/notes/7")] as [(String, String?)] {
+            try db.run("""
+                INSERT INTO idempotency_keys (owner, key, fingerprint, claimed_at, expires_at, claimer, location)
+                VALUES (1, ?, x'010203', ?, ?, 4242, ?)
+                """, [.text(claimed), .integer(now), .integer(now + 300), location.map { .text($0) } ?? .null])
+        }
+        #expect(try survivor.claimIdempotencyKey("/notes b", fingerprint: fingerprint, owner: ann, now: now + 10)
+                == .replay(.reference(location: "/notes/7")))
+        #expect(FileManager.default.fileExists(atPath: instances + "/4242"), "nothing was taken over yet")
+        #expect(try survivor.claimIdempotencyKey("/notes a", fingerprint: fingerprint, owner: ann, now: now + 10) == .claimed)
+        #expect(!FileManager.default.fileExists(atPath: instances + "/4242"), "the gone instance's file is removed")
+        #expect(try db.first("SELECT claimer FROM idempotency_keys WHERE key = '/notes a'") { $0.int64(0) } == survivor.instance.number)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: instances) == ["\(survivor.instance.number)"])
     }
 
     @Test("a keyed note: the claim and a reference answer commit with the note; the key then replays it and nothing more is written",

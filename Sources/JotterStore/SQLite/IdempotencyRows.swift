@@ -7,24 +7,40 @@ import Foundation
 /// The `idempotency_keys` statements of the SQLite store, run by the writer.
 enum IdempotencyRows {
     /// Sweeps expired keys (answers past 24 h, claims past their lease), then claims `key` or
-    /// reads what holds it.
-    static func claim(_ key: String, fingerprint: [UInt8], owner: Owner, now: Int64, on db: SQLiteConnection) throws(StoreError) -> IdempotencyClaim {
+    /// reads what holds it. A claim with neither an answer nor a committed write whose instance
+    /// is gone (`SQLiteInstance.isAlive`) is taken over: `.claimed`. (Not in the claim's first
+    /// `answerGrace` seconds, as on PostgreSQL.)
+    static func claim(_ key: String, fingerprint: [UInt8], owner: Owner, now: Int64, instance: SQLiteInstance,
+                      on db: SQLiteConnection) throws(StoreError) -> IdempotencyClaim {
         try db.run("DELETE FROM idempotency_keys WHERE expires_at <= ?", [.integer(now)])
         try db.run("""
-            INSERT INTO idempotency_keys (owner, key, fingerprint, claimed_at, expires_at) VALUES (?, ?, ?, ?, ?)
+            INSERT INTO idempotency_keys (owner, key, fingerprint, claimed_at, expires_at, claimer) VALUES (?, ?, ?, ?, ?, ?)
             ON CONFLICT DO NOTHING
-            """, [.integer(owner.id), .text(key), .blob(Data(fingerprint)), .integer(now), .integer(now + IdempotencyLimits.lease)])
+            """, [.integer(owner.id), .text(key), .blob(Data(fingerprint)), .integer(now), .integer(now + IdempotencyLimits.lease),
+                  .integer(instance.number)])
         if try db.first("SELECT changes()", row: { $0.int64(0) }) == 1 { return .claimed }
-        let found = try db.first("SELECT fingerprint, status, head, body, location, claimed_at FROM idempotency_keys WHERE owner = ? AND key = ?",
-                                 [.integer(owner.id), .text(key)]) { row -> IdempotencyClaim in
-            guard [UInt8](row.data(0)) == fingerprint else { return .mismatch }
+        let found = try db.first("SELECT fingerprint, status, head, body, location, claimed_at, claimer FROM idempotency_keys WHERE owner = ? AND key = ?",
+                                 [.integer(owner.id), .text(key)]) { row -> (IdempotencyClaim, holder: Int64?) in
+            guard [UInt8](row.data(0)) == fingerprint else { return (.mismatch, nil) }
             guard let status = row.optionalInt64(1) else {
-                return IdempotencyLimits.pending(location: row.optionalString(4), claimedAt: row.int64(5), now: now)
+                let location = row.optionalString(4), claimedAt = row.int64(5)
+                let orphan = location == nil && claimedAt + IdempotencyLimits.answerGrace <= now
+                return (IdempotencyLimits.pending(location: location, claimedAt: claimedAt, now: now), orphan ? row.optionalInt64(6) : nil)
             }
-            return .replay(IdempotentAnswer(status: Int(status), head: row.string(2), body: row.isNull(3) ? nil : [UInt8](row.data(3)),
-                                            location: row.optionalString(4)))
+            return (.replay(IdempotentAnswer(status: Int(status), head: row.string(2), body: row.isNull(3) ? nil : [UInt8](row.data(3)),
+                                             location: row.optionalString(4))), nil)
         }
-        return found ?? .running
+        guard let found else { return .running }
+        if let holder = found.holder, holder != instance.number, !instance.isAlive(holder) {
+            // The writer is the only one: nothing can take it between the read and this.
+            try db.run("""
+                UPDATE idempotency_keys SET claimer = ?, claimed_at = ?, expires_at = ?
+                WHERE owner = ? AND key = ? AND claimer = ? AND status IS NULL AND location IS NULL
+                """, [.integer(instance.number), .integer(now), .integer(now + IdempotencyLimits.lease), .integer(owner.id), .text(key),
+                      .integer(holder)])
+            return .claimed
+        }
+        return found.0
     }
 
     /// Stores the answer, then keeps the owner's answers within their budget: the bodies kept
@@ -75,7 +91,7 @@ enum IdempotencyRows {
 extension SQLiteStore {
     public func claimIdempotencyKey(_ key: String, fingerprint: [UInt8], owner: Owner, now: Int64) throws(StoreError) -> IdempotencyClaim {
         try StoreWait.wait { completion in
-            submit({ db, _ throws(StoreError) in try IdempotencyRows.claim(key, fingerprint: fingerprint, owner: owner, now: now, on: db) },
+            submit({ [instance] db, _ throws(StoreError) in try IdempotencyRows.claim(key, fingerprint: fingerprint, owner: owner, now: now, instance: instance, on: db) },
                    owner: owner, completion: completion)
         }
     }

@@ -193,6 +193,11 @@ enum SQLiteSchema {
             FROM notes AS n LEFT JOIN (SELECT note_id, max(id) AS last FROM events GROUP BY note_id) AS e ON e.note_id = n.id;
         ALTER TABLE events ADD COLUMN note_merge_base INTEGER;
         """,
+        // 10: a claim names the store instance that made it (`SQLiteInstance`): once that
+        // instance is gone, an unanswered claim is taken over instead of waiting for its lease.
+        """
+        ALTER TABLE idempotency_keys ADD COLUMN claimer INTEGER;
+        """,
     ]
 
     /// The schema version this binary writes and understands.
