@@ -21,7 +21,7 @@ FISHCOMPDIR ?= $(PREFIX)/share/fish/vendor_completions.d
 DESTDIR ?=
 CONFIGURATION ?= release
 
-.PHONY: deps test-deps build release run test swift-tests compat browser-test screenshots openapi bench clean install install-files uninstall
+.PHONY: deps test-deps build release run test swift-tests converge compat browser-test screenshots openapi bench clean install install-files uninstall
 
 # What building and serving need; test-deps adds what only the tests need (Chromium and more).
 deps:
@@ -64,6 +64,20 @@ swift-tests:
 	@# monotonic clock reads 60 s): a time compared across two clocks fails here on any machine.
 	scripts/young-machine $(SWIFT) test --skip-build --filter JotterHTTPTests --skip '$(TIMING_TESTS)'
 	$(SWIFT) test --skip-build --no-parallel --filter '$(TIMING_TESTS)'
+
+# The convergence harness (Tests/JotterClientTests/ConvergenceTests.swift): CLIENTS sync engines
+# against one `jotter serve`, a schedule of ROUNDS operations drawn from SEED (a fresh seed, printed,
+# when not given); a failure prints its seed and history, and `make converge SEED=N` replays it.
+# Not yet in `make test`: the suite runs only when JOTTER_CONVERGE_SEED is set (a first run hung).
+SEED ?=
+ROUNDS ?= 400
+CLIENTS ?= 4
+converge: deps
+	$(SWIFT) build --build-tests
+	@seed="$(SEED)"; seed=$${seed:-$$(od -An -N4 -tu4 /dev/urandom | tr -d ' ')}; \
+	echo "converge: SEED=$$seed ROUNDS=$(ROUNDS) CLIENTS=$(CLIENTS)"; \
+	JOTTER_CONVERGE_SEED=$$seed JOTTER_CONVERGE_ROUNDS=$(ROUNDS) JOTTER_CONVERGE_CLIENTS=$(CLIENTS) \
+		$(SWIFT) test --skip-build --filter ConvergenceTests
 
 # The tutorials' client sequences against the original servers and jotter (bench/compat.py).
 compat: deps
