@@ -118,6 +118,11 @@ def measure_merge(args, tmp: str, out_dir: str, res: dict):
 
 
 def measure_feed(args, tmp: str, out_dir: str, res: dict):
+    # A data folder of its own: start_jotter keeps its data in tmp/jotter-data, where the merge
+    # left 220 notes of 10 KiB that the feed (oldest first) would send and the list (newest
+    # first) would not.
+    tmp = os.path.join(tmp, "feed")
+    os.makedirs(tmp, exist_ok=True)
     srv = start_jotter(args, tmp, out_dir)
     try:
         client = KeepAliveClient(srv.port)
@@ -128,6 +133,7 @@ def measure_feed(args, tmp: str, out_dir: str, res: dict):
                 if status != 201:
                     raise BenchError(f"seeding: POST /notes -> {status}")
             status, _, body = client.exchange(request_bytes(srv.port, "GET", "/notes/changes?limit=1000"))
+            _, _, listed = client.exchange(request_bytes(srv.port, "GET", "/notes?limit=1000"))
         finally:
             client.close()
         if status == 404:
@@ -135,6 +141,9 @@ def measure_feed(args, tmp: str, out_dir: str, res: dict):
             return
         if status != 200 or len(json.loads(body)["changes"]) != 1000:
             raise BenchError(f"GET /notes/changes?limit=1000 -> {status} {body[:200]!r}")
+        # Both rows must carry the same notes, or the ratio compares two different answers.
+        if {c["id"] for c in json.loads(body)["changes"]} != {n["id"] for n in json.loads(listed)["notes"]}:
+            raise BenchError("GET /notes/changes and GET /notes?limit=1000 list different notes")
         n, windows = max(2, args.sync_requests // 5), args.instr_windows
         for key, target in (("list1000", "/notes?limit=1000"), ("changes1000", "/notes/changes?limit=1000")):
             raws = [request_bytes(srv.port, "GET", target)] * (2 + windows * n)
