@@ -2,53 +2,28 @@
 """Jotter benchmark harness (python3, standard library only).
 
 Runs every scenario (or the ones named by --scenario), prints each one's Markdown table
-and writes it into the scenario's own section of docs/benchmarks.md:
+and writes it into the scenario's own section of docs/benchmarks.md. The scenarios are listed
+below (--help) from their modules, bench/scenarios/ (bench/README.md says what each compares).
 
-  hello   GET /hello?name=Bob on jotter, nginx and Go net/http (same workers, same wrk load)
-  notes   /notes on SQLite with 10,000 notes: GET one, GET a page, POST with synchronous
-          FULL and NORMAL; jotter's own hello as the reference
-  events  10,000 GET /notes/events subscribers: RSS, time for one event to reach all
-  uploads a 1 GiB file with curl to jotter /uploads and to nginx (client_body_in_file_only):
-          MB/s, CPU, peak RSS; then 100 KiB multipart uploads under wrk load
-  sdk-upload 1 GiB multipart upload by the Swift SDK (jotter upload) and by curl: MB/s, client RSS
-  instructions user-space instructions per request under callgrind, jotter and nginx
-  peers   the same requests to jotter and to the tutorials' original servers (PHP hello script,
-          iOS Recipes WEBrick server, httpbin, the Laravel notes app): req/s, CPU, RSS, ratios
-  http2   GET /hello over HTTP/2 (h2load -c 10 -m 100) on jotter and nginx: requests per server
-          CPU-second; RSS with 1,000 event streams on 10 connections
-  scale   1, 2, 3 instances on PostgreSQL behind nginx and one on SQLite: GET one, GET a page,
-          durable POST; req/s and CPU per request of each component (jotter, postgres, nginx)
-  resumable a 1 GiB resumable upload cut at 50 % and resumed: bytes re-sent; its MB/s against
-          a plain raw-body upload of the same file
-  sync    a merged PUT vs a plain one, GET /notes/changes vs GET /notes (callgrind), revisions'
-          storage thinned vs kept
-
-    python3 bench/run.py --jotter .build/release/jotter [--scenario hello,notes,events,uploads,sdk-upload,instructions,peers,scale]
+    python3 bench/run.py --jotter .build/release/jotter [--scenario hello,notes,...]
         [--duration 10] [--rounds 1] [--threads 1] [--output docs/benchmarks.md] ...
 
-A scenario is a module under bench/scenarios/ with NAME, TITLE and run(args, tmp) ->
-(table, section); add one by writing the module and listing it in SCENARIOS.
+A scenario is a module under bench/scenarios/ declaring NAME, TITLE, TOOLS, JOTTER_ONLY and
+run(args, tmp) -> (table, section) (bench/scenarios/__init__.py); add one by writing the module
+and listing it in scenarios.ALL.
 """
 import argparse, os, shutil, signal, sys, tempfile
 
+import scenarios
 from harness import REPO, BenchError, ForeignLoad, raise_nofile, write_section
-from scenarios import events, hello, notes, sdk_upload, uploads
-from scenarios import bucket_upload, http2, instructions, peers, resumable, scale, sync
+from scenarios import hello
 
-SCENARIOS = {m.NAME: m for m in (hello, notes, events, uploads, sdk_upload)}
-SCENARIOS[instructions.NAME] = instructions
-SCENARIOS[peers.NAME] = peers
-SCENARIOS[scale.NAME] = scale
-SCENARIOS[http2.NAME] = http2
-SCENARIOS[bucket_upload.NAME] = bucket_upload
-SCENARIOS[resumable.NAME] = resumable
-SCENARIOS[sync.NAME] = sync
-JOTTER_ONLY = ("notes", "events", "uploads", "sdk-upload")
-JOTTER_ONLY += (instructions.NAME, peers.NAME, scale.NAME, http2.NAME, bucket_upload.NAME, resumable.NAME, sync.NAME)
+SCENARIOS = {m.NAME: m for m in scenarios.ALL}
 
 
 def parse_args():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter,
+                                 epilog="scenarios:\n" + "\n".join(scenarios.summary(m) for m in scenarios.ALL))
     ap.add_argument("--jotter", help="path to the jotter binary (needed when jotter is a peer)")
     ap.add_argument("--scenario", default="all",
                     help=f"'all' (default) or a comma list of {','.join(SCENARIOS)}")
@@ -96,32 +71,20 @@ def parse_args():
     args.peers = [p.strip() for p in args.peers.split(",") if p.strip()]
     if not args.peers or any(p not in hello.ENGINES for p in args.peers):
         ap.error(f"--peers must be a comma list of {','.join(hello.ENGINES)}")
+    jotter_only = [s for s in names if SCENARIOS[s].JOTTER_ONLY]
     if "jotter" not in args.peers:   # the jotter-only scenarios need it
-        skipped = [s for s in names if s in JOTTER_ONLY]
-        names = [s for s in names if s not in JOTTER_ONLY]
-        if skipped:
-            print(f"without jotter in --peers, skipping: {', '.join(skipped)}")
+        names = [s for s in names if s not in jotter_only]
+        if jotter_only:
+            print(f"without jotter in --peers, skipping: {', '.join(jotter_only)}")
         if not names:
             ap.error("nothing to run without jotter")
-    if "jotter" in args.peers or set(names) & set(JOTTER_ONLY):
+    if "jotter" in args.peers or any(SCENARIOS[s].JOTTER_ONLY for s in names):
         if not args.jotter or not os.access(args.jotter, os.X_OK):
             ap.error("--jotter PATH (an executable) is needed, or leave jotter out of --peers")
         args.jotter = os.path.abspath(args.jotter)
-    tools = ["wrk"] + ([p for p in ("nginx", "go") if p in args.peers] if "hello" in names else [])
-    if "uploads" in names:
-        tools += ["nginx", "curl", "sha256sum"]
-    if "sdk-upload" in names:
-        tools += ["curl"]
-    if instructions.NAME in names or sync.NAME in names:
-        tools += list(instructions.TOOLS)
-    if peers.NAME in names:
-        tools += ["nginx", "php", "ruby"]
-    if scale.NAME in names:
-        tools += list(scale.TOOLS)
-    if bucket_upload.NAME in names:
-        tools += list(bucket_upload.TOOLS)
-    if resumable.NAME in names:
-        tools += list(resumable.TOOLS)
+    tools = ["wrk"]
+    for name in names:
+        tools += [t for t in scenarios.tools(SCENARIOS[name], args) if t not in tools]
     for tool in tools:
         if not shutil.which(tool):
             ap.error(f"{tool} not found: run scripts/install-bench-deps")

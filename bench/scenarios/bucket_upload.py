@@ -19,6 +19,7 @@ from scenarios.uploads import curl_upload, human, make_large_file, median_of, re
 
 NAME = "bucket-upload"
 TITLE = "a {} upload through one instance on PostgreSQL + S3, next to its local store"
+JOTTER_ONLY = True
 TOOLS = ("curl", "sha256sum")
 TEMP_TARGET_MIB = 16     # the most the instance may hold on disk for an upload to the bucket
 RSS_TARGET_MIB = 64      # its peak RSS

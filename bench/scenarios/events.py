@@ -15,6 +15,8 @@ from harness import (BenchError, cpu_seconds, http_get, jotter_argv, log_warning
 
 NAME = "events"
 TITLE = "{:,} `GET /notes/events` subscribers, one event to all of them"
+TOOLS = ()
+JOTTER_ONLY = True
 RSS_TARGET_MIB, DELIVERY_TARGET_MS = 200, 1000
 SO_TIMESTAMPNS = getattr(socket, "SO_TIMESTAMPNS", 35)        # Linux value
 IP_BIND_ADDRESS_NO_PORT = getattr(socket, "IP_BIND_ADDRESS_NO_PORT", 24)

@@ -9,6 +9,9 @@ from harness import (BENCH, BUILD, WARMUP_S, BenchError, f0, http_get, jotter_ar
 
 NAME = "hello"
 TITLE = "GET /hello?name=Bob (plain text, keep-alive)"
+# Besides wrk: the servers of the peers among --peers (nginx, go).
+TOOLS = lambda args: tuple(p for p in ("nginx", "go") if p in args.peers)
+JOTTER_ONLY = False  # runs with --peers nginx,go alone
 ENGINES = ("jotter", "nginx", "go")
 PATH = "/hello?name=Bob"
 EXPECT = "Hello Bob!"

@@ -10,6 +10,8 @@ from harness import (BenchError, cpu_seconds, jotter_argv, machine_info, memory_
 
 NAME = "http2"
 TITLE = "GET /hello?name=Bob over HTTP/2 (h2load -c 10 -m 100, prior knowledge)"
+TOOLS = ("h2load", "nginx")
+JOTTER_ONLY = True
 PATH = "/hello?name=Bob"
 
 NGINX_CONF = """worker_processes @WORKERS@;

@@ -18,6 +18,7 @@ from harness import (BENCH, BUILD, BenchError, ForeignLoad, f0, jotter_argv, mac
 
 NAME = "instructions"
 TITLE = "user-space instructions per request (callgrind)"
+JOTTER_ONLY = True
 HELLO_TARGET, NOTE_TARGET = 2.0, 1.3   # issue 19: hello <= 2.0x nginx, note <= 1.3x hello
 RC_GOAL = 40                           # issue 34: reference-counting calls per hello
 LIST_GOAL, POST_GOAL = 400_000, 200_000  # issue 24: Ir of a page of 100 notes, of a durable POST

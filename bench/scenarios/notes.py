@@ -11,6 +11,8 @@ from harness import (WARMUP_S, BenchError, f0, http_get, jotter_argv, load, log_
 
 NAME = "notes"
 TITLE = "the /notes resource on SQLite ({:,} notes), reads and durable writes"
+TOOLS = ()
+JOTTER_ONLY = True
 GET_TARGET, WRITE_TARGET = 0.6, 0.5
 WORDS = ("milk eggs bread call alice bob meeting monday review draft plan garden water "
          "plants book flight hotel invoice pay rent fix bike dentist tuesday project notes "

@@ -10,6 +10,8 @@ import clients, originals
 
 NAME = "peers"
 TITLE = "jotter and the tutorials' original servers, same requests"
+TOOLS = ("nginx", "php", "ruby")
+JOTTER_ONLY = True
 SEED_NOTES = 100
 GOALS = {"hello": ("php", 10), "show": ("laravel", 100), "index": ("laravel", 100),
          "store": ("laravel", 100)}

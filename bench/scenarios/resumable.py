@@ -27,6 +27,7 @@ from scenarios.sdk_upload import delete_all, make_file
 
 NAME = "resumable"
 TITLE = "a {} MiB resumable upload: bytes re-sent after a cut at 50 %, throughput against a plain upload"
+JOTTER_ONLY = True
 RESENT_TARGET = 1 << 20
 # On the bucket: at most one S3 part (the server's part size, 8 MiB).
 BUCKET_RESENT_TARGET = 8 << 20

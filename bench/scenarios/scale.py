@@ -18,6 +18,7 @@ from scenarios.notes import WORDS, _post_notes, post_load, seed
 
 NAME = "scale"
 TITLE = "N instances on PostgreSQL behind nginx, next to one on SQLite ({:,} notes)"
+JOTTER_ONLY = True
 TOOLS = ("wrk", "nginx")
 INSTANCES = (1, 2, 3)
 # Requests a minute per token and per user: high enough that the authenticated load is never

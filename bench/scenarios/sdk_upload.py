@@ -13,6 +13,8 @@ from harness import (BenchError, jotter_argv, log_warning, machine_info, memory_
 
 NAME = "sdk-upload"
 TITLE = "a {} MiB multipart upload: the Swift SDK against curl"
+TOOLS = ("curl",)
+JOTTER_ONLY = True
 SPEED_TARGET, RSS_TARGET_MIB = 0.8, 64
 
 

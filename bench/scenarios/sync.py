@@ -21,6 +21,7 @@ from scenarios.instructions import (KeepAliveClient, TOOLS, callgrind_control, r
 
 NAME = "sync"
 TITLE = "the sync server: a merged PUT, the change feed, revisions' storage"
+JOTTER_ONLY = True
 LINES = 200             # lines of the merged note: 10 KiB
 STORAGE_NOTES, STORAGE_EDITS = 10_000, 100
 

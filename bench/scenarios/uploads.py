@@ -19,6 +19,8 @@ from harness import (WARMUP_S, BenchError, cpu_seconds, f0, http_get, jotter_arg
 
 NAME = "uploads"
 TITLE = "multipart uploads: one {} file with curl, {} KiB files under wrk load"
+TOOLS = ("nginx", "curl", "sha256sum")
+JOTTER_ONLY = True
 MBPS_TARGET = 0.8        # jotter / nginx MB/s on the large file (issue 4)
 RSS_TARGET_MIB = 64      # jotter's peak RSS while streaming 1 GiB (issue 4, its tests)
 SCRIPT = "lua/upload_post.lua"
