@@ -91,7 +91,9 @@ public protocol NoteStore: Sendable {
     // MARK: Revisions
 
     /// `owner`'s note's revisions, newest first, without their bodies: at most `limit`, with
-    /// versions below `before` (nil: from the newest). Nil when `owner` has no note `noteID`.
+    /// versions below `before` (nil: from the newest). Nil when `owner` has no note `noteID`,
+    /// live or in the trash (a deleted note keeps its revisions there: its history can be read
+    /// and exported).
     func revisions(noteID: Int64, before: Int64?, limit: Int, owner: Owner) throws -> [NoteRevision]?
 
     /// Revision `version` of `owner`'s note `noteID`, with its body; nil when there is none

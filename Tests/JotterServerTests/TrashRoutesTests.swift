@@ -77,6 +77,37 @@ struct TrashRoutesTests {
         }
     }
 
+    @Test("the DELETE answer and the note.deleted event show the attachments the note keeps in the trash",
+          arguments: ServerDatabase.all)
+    func deletionShowsAttachments(database: ServerDatabase) throws {
+        try database.with { app in
+            let events = NoteEventsTests()
+            let stream = try events.subscribe(app)
+            let (id, upload) = try Self.noteWithFile(app, "with a file", bytes: "kept bytes")
+            let bare = try RevisionRoutesTests.created(app, "no file")
+            let deleted = try app.request("DELETE", "/notes/\(id)")
+            try #require(deleted.status == 200, "\(deleted.text)")
+            let note = try #require(try deleted.json()["note"] as? [String: Any])
+            #expect(note["version"] as? Int == 2)
+            #expect((note["attachments"] as? [[String: Any]])?.compactMap { $0["id"] as? String } == [upload])
+            let withoutFile = try #require(try app.request("DELETE", "/notes/\(bare)").json()["note"] as? [String: Any])
+            #expect((withoutFile["attachments"] as? [Any])?.isEmpty == true)
+
+            // Created twice, updated by the upload, deleted twice.
+            let seen = try stream.next(5)
+            #expect(seen.map(\.name) == ["note.created", "note.updated", "note.created", "note.deleted", "note.deleted"])
+            let event = try NoteEventsTests.deletion(in: stream.received)
+            #expect(event["id"] as? String == id)
+            #expect((event["attachments"] as? [[String: Any]])?.compactMap { $0["id"] as? String } == [upload])
+            #expect((event["deleted_at"] as? String)?.count == 19)
+            // A replay shows them too while the note is in the trash.
+            let replay = try events.subscribe(app, lastEventID: "0")
+            _ = try replay.next(5)
+            let replayed = try NoteEventsTests.deletion(in: replay.received)
+            #expect((replayed["attachments"] as? [[String: Any]])?.compactMap { $0["id"] as? String } == [upload])
+        }
+    }
+
     @Test("an edit made from a version of a deleted note is 409 note-deleted; without Base-Version 404; nothing comes back",
           arguments: ServerDatabase.all)
     func editOfADeletedNote(database: ServerDatabase) throws {

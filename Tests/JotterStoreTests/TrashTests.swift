@@ -33,7 +33,9 @@ struct TrashTests {
         #expect(try store.note(id: note.id) == nil)
         #expect(try store.notes(NoteQuery()).map(\.id) == [other.id])
         #expect(try store.notes(NoteQuery(search: "kept")).isEmpty)
-        #expect(try store.revisions(noteID: note.id, before: nil, limit: 10, owner: .unclaimed) == nil)
+        // Its history is still listed (and exported) from the trash; not another owner's.
+        #expect(try store.revisions(noteID: note.id, before: nil, limit: 10, owner: .unclaimed)?.map(\.version) == [2, 1])
+        #expect(try store.revisions(noteID: note.id, before: nil, limit: 10, owner: bob) == nil)
         // In the trash, as it was, at the event's time; its attachment and its bytes stay.
         let trashed = try #require(try store.trashedNote(id: note.id, owner: .unclaimed))
         #expect(trashed == TrashedNote(note: note, deletedAt: event.at))

@@ -108,13 +108,13 @@ enum NoteRendering {
         }
     }
 
-    /// The server-sent event for a change: `data` is the note (as it was, when deleted, without
-    /// its attachments, which are in the trash with it), with `base` when a merge made this version.
+    /// The server-sent event for a change: `data` is the note (as it was, when deleted, with
+    /// the attachments it keeps in the trash), with `base` when a merge made this version.
     static func event(_ event: NoteEvent, owner: Owner, store: some UploadStore) throws -> ServerSentEvent {
-        // A deleted note is shown without attachments, as before the trash; a new note has none
-        // yet (uploads attach by later writes, each with its own event): neither needs a read.
-        // A note back from the trash (`note.created` past version 1) has its own again.
-        let needsAttachments = event.kind == .updated || (event.kind == .created && event.note.version > 1)
+        // A new note has no attachments yet (uploads attach by later writes, each with its own
+        // event): no read. A note back from the trash (`note.created` past version 1) has its
+        // own again; a deleted one keeps them in the trash until it is emptied.
+        let needsAttachments = event.kind != .created || event.note.version > 1
         let attachments = needsAttachments ? try store.attachments(of: [event.note.id], owner: owner)[event.note.id] ?? [] : []
         let note = StoredNote(record: event.note, attachments: attachments, deletedAt: event.kind == .deleted ? event.at : nil,
                               mergeBase: event.mergeBase)

@@ -67,7 +67,7 @@ enum NotesOperations {
     static let events = OpenAPIOperation(
         operationID: "noteEvents", summary: "Live changes as server-sent events",
         description: """
-            Events `note.created`, `note.updated` and `note.deleted`, whose `data` is the note with its `version` (as it was, for `note.deleted`, with `deleted_at`: when it was deleted; with `base`, the version the edit was made from, when a merge made it), and `id` an integer that grows across all events and restarts — the same ids as the cursors of `GET /notes/changes`. The first message has no data: as its `id:`, the cursor the stream goes on from, and `retry: 3000`, so a client that has seen no event can resume (`Last-Event-ID`, or `GET /notes/changes?since=`) with no gap. Without `Last-Event-ID` the stream starts with the next event; with it the missed events are replayed first, or, when they can't be, the first message has no `id:` and one `reload` event tells the client to list again (`GET /notes/changes?since=` with its cursor may still answer with the changes: the feed holds more than the replay). A `:` comment every 15 s.
+            Events `note.created`, `note.updated` and `note.deleted`, whose `data` is the note with its `version` (as it was, for `note.deleted`, with the attachments it keeps in the trash and `deleted_at`: when it was deleted; with `base`, the version the edit was made from, when a merge made it), and `id` an integer that grows across all events and restarts — the same ids as the cursors of `GET /notes/changes`. The first message has no data: as its `id:`, the cursor the stream goes on from, and `retry: 3000`, so a client that has seen no event can resume (`Last-Event-ID`, or `GET /notes/changes?since=`) with no gap. Without `Last-Event-ID` the stream starts with the next event; with it the missed events are replayed first, or, when they can't be, the first message has no `id:` and one `reload` event tells the client to list again (`GET /notes/changes?since=` with its cursor may still answer with the changes: the feed holds more than the replay). A `:` comment every 15 s.
             """,
         tags: ["notes"],
         parameters: [.header("Last-Event-ID", description: "the id of the last event received")],
@@ -120,7 +120,7 @@ enum NotesOperations {
         tags: ["notes"],
         parameters: [id, ifMatch, ifNoneMatch],
         responses: [
-            200: .json(.ref(NoteEnvelope.self), "the note as it was (`Note Deleted`)", headers: ["ETag": etag]),
+            200: .json(.ref(NoteEnvelope.self), "the note as it was, with the attachments it keeps in the trash (`Note Deleted`)", headers: ["ETag": etag]),
             400: .problem("`If-Match` or `If-None-Match` is not `*` or quoted ETags"), 404: missing, 412: stale,
         ])
 
@@ -132,7 +132,7 @@ enum NotesOperations {
 
     static let revisions = OpenAPIOperation(
         operationID: "listRevisions", summary: "List a note's revisions, newest first",
-        description: "Every committed version of the note is kept for `--revision-days` (default 30), then the newest of each day until three times as long, then the newest of each week; the newest is always kept.",
+        description: "Every committed version of the note is kept for `--revision-days` (default 30), then the newest of each day until three times as long, then the newest of each week; the newest is always kept. A note in the trash keeps its revisions there: they are listed and shown here until it leaves the trash.",
         tags: ["notes"],
         parameters: [
             id,

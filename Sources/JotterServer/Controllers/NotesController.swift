@@ -291,7 +291,7 @@ struct NotesController {
     }
 
     /// Starts a write on note `id` and answers once it is durable: `200` with the note (read
-    /// again with its attachments, unless deleted), `404` (`409` for a write made from `base` of
+    /// again with its attachments, which a deleted note keeps in the trash), `404` (`409` for a write made from `base` of
     /// a note since deleted), or `412` with the current note.
     private func commit(_ id: Int64, owner: Owner, request: Request, message: String, base: Int64? = nil,
                         _ start: @escaping @Sendable (any DataStore, @escaping StoreCompletion<NoteWriteOutcome>) -> Void) -> Reply {
@@ -301,8 +301,8 @@ struct NotesController {
                 done {
                     switch try result.get() {
                     case .done(let change):
-                        let note = change.event.kind == .deleted ? Note(change.note, attachments: [])
-                            : try NoteRendering.note(change.note, owner: owner, store: store)
+                        // A deleted note with the attachments it keeps in the trash.
+                        let note = try NoteRendering.note(change.note, owner: owner, store: store)
                         return try Self.answer(note, request: request, status: .ok, message: message, merge: change.merge.map(MergeReport.init))
                     case .notFound:
                         // Deleted since it was read: an edit made from a version of it is refused as one of a note in the trash.

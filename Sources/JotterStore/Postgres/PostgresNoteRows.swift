@@ -245,10 +245,11 @@ enum PostgresNoteRows {
 
     // MARK: - Revisions
 
-    /// Newest first, without bodies; nil when the note is not `owner`'s.
+    /// Newest first, without bodies; nil when the note is not `owner`'s, live or in the trash.
     static func revisions(noteID: Int64, before: Int64?, limit: Int, owner: Owner, on db: PostgresConnection) throws -> [NoteRevision]? {
         let rows = try db.query("""
-            SELECT r.version, r.created_at, r.size, r.merge_base FROM notes AS n
+            SELECT r.version, r.created_at, r.size, r.merge_base
+            FROM (SELECT id, owner FROM notes UNION ALL SELECT id, owner FROM trashed_notes) AS n
             LEFT JOIN LATERAL (SELECT version, created_at, size, merge_base FROM note_revisions
                                WHERE note_id = n.id AND owner = n.owner AND version < $3 ORDER BY version DESC LIMIT $4) AS r ON true
             WHERE n.id = $1 AND n.owner = $2 ORDER BY r.version DESC
