@@ -154,6 +154,98 @@ struct ExportImportTests {
         }
     }
 
+    @Test("notes in the trash go into the export with deleted_at, history and attachments, and back into the trash on import; twice creates nothing",
+          arguments: SharedBackend.available ? [false, true] : [false])
+    func trashRoundTrip(postgres: Bool) async throws {
+        let scratch = try scratchFolder()
+        defer { try? FileManager.default.removeItem(at: scratch) }
+        let first = scratch.appendingPathComponent("first.tar").path, second = scratch.appendingPathComponent("second.tar").path
+        let backends = postgres ? [try SharedBackend(), try SharedBackend()] : []
+        func server(_ index: Int, _ body: (TestApp) async throws -> Void) async throws {
+            try await withApp(configure: { if postgres { backends[index].configure(&$0) } }, body)
+        }
+        let file = scratch.appendingPathComponent("photo")
+        try Data("PHOTO-BYTES".utf8).write(to: file)
+        try await server(0) { app in
+            let client = client(app)
+            _ = try await client.notes.create("kept")
+            let binned = try await client.notes.create("draft B")
+            _ = try await client.notes.update(binned.id, body: "binned B")
+            _ = try await client.uploads.upload(fileAt: file, noteID: binned.id, filename: "photo.jpg", contentType: "image/jpeg")
+            _ = try await client.notes.delete(binned.id)
+            let gone = try await client.notes.create("gone C")
+            _ = try await client.notes.delete(gone.id)
+            let export = await commands.jotter(["export", first], app: app)
+            try #require(export.status == 0, "\(export.err)")
+            #expect(export.out.hasPrefix("exported 3 notes (2 in the trash) and 1 file ("), "\(export.out)")
+            // The note file is the trash's entry: the note as it was, with deleted_at.
+            let json = try BackupCommandTests.tool(["tar", "-xOf", first, "jotter-export/notes/\(binned.id).json"])
+            let entry = try #require(try JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String: Any])
+            #expect(entry["body"] as? String == "binned B")
+            #expect((entry["deleted_at"] as? String)?.count == 19)
+            let markdown = try BackupCommandTests.tool(["tar", "-xOf", first, "jotter-export/notes/\(binned.id).md"])
+            #expect(markdown.contains("\ndeleted_at: \"\(entry["deleted_at"] as? String ?? "?")\"\n"), "\(markdown)")
+        }
+        let folder = scratch.appendingPathComponent("manifest")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        let manifest = try ExtractedArchive(path: first, into: folder.path).manifest
+        #expect(manifest.formatVersion == 2)
+        #expect(manifest.notes.map { $0.deletedAt != nil } == [false, true, true])
+
+        try await server(1) { app in
+            let client = client(app)
+            let imported = await commands.jotter(["import", first], app: app)
+            try #require(imported.status == 0, "\(imported.err)")
+            #expect(imported.out == "imported 3 notes and 1 file from \(first), 2 put in the trash (0 already there)\n")
+            #expect(try await client.notes.list().notes.map(\.body) == ["kept"])
+            let trash = try await client.notes.allTrash()
+            #expect(Set(trash.map(\.note.body)) == ["binned B", "gone C"])
+            let binned = try #require(trash.first { $0.note.body == "binned B" })
+            #expect(binned.note.attachments.map(\.filename) == ["photo.jpg"])
+            let download = scratch.appendingPathComponent("downloaded")
+            try await client.uploads.download(try #require(binned.note.attachments.first).id, to: download)
+            #expect(try Data(contentsOf: download) == Data("PHOTO-BYTES".utf8))
+            // Its history came with it, oldest first, and is read from the trash.
+            let history = try await client.notes.allRevisions(binned.id)
+            let oldest = try #require(history.last)
+            #expect(try await client.notes.revision(binned.id, version: oldest.version).body == "draft B")
+            // Restored, it is the note it was.
+            #expect(try await client.notes.restore(binned.id).body == "binned B")
+            _ = try await client.notes.delete(binned.id)
+
+            let twice = await commands.jotter(["import", first], app: app)
+            try #require(twice.status == 0, "\(twice.err)")
+            #expect(twice.out == "imported 0 notes and 0 files from \(first) (3 already there)\n")
+            #expect(try await client.notes.allTrash().count == 2)
+            #expect(try await client.notes.list().notes.count == 1)
+            let export = await commands.jotter(["export", second], app: app)
+            try #require(export.status == 0, "\(export.err)")
+        }
+        #expect(try shape(first, scratch: scratch).notes.sorted { $0.lexicographicallyPrecedes($1) }
+                == shape(second, scratch: scratch).notes.sorted { $0.lexicographicallyPrecedes($1) })
+    }
+
+    @Test("a note created by an import cut short before it went to the trash goes there, with no second copy")
+    func completesTrashedImport() async throws {
+        let scratch = try scratchFolder()
+        defer { try? FileManager.default.removeItem(at: scratch) }
+        let archive = scratch.appendingPathComponent("a.tar").path
+        try await withApp { app in
+            let note = try await client(app).notes.create("binned")
+            _ = try await client(app).notes.delete(note.id)
+            #expect(await commands.jotter(["export", archive], app: app).status == 0)
+        }
+        try await withApp { app in
+            // As if an import stopped after creating the note, before deleting it.
+            _ = try await client(app).notes.create("binned")
+            let imported = await commands.jotter(["import", archive], app: app)
+            try #require(imported.status == 0, "\(imported.err)")
+            #expect(imported.out == "imported 0 notes and 0 files from \(archive), completed 1, 1 put in the trash (0 already there)\n")
+            #expect(try await client(app).notes.list().notes.isEmpty)
+            #expect(try await client(app).notes.allTrash().map(\.note.body) == ["binned"])
+        }
+    }
+
     func manifestTotal(_ archive: String, scratch: URL) throws -> Int64 {
         let folder = scratch.appendingPathComponent("total-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)

@@ -75,6 +75,31 @@ struct BackupTests {
         #expect(try StoreFixture.integrityCheck(path: restored.path + "/data/jotter.sqlite") == "ok")
     }
 
+    @Test("a backup carries the trash: a deleted note with deleted_at, its revisions and its attachment's bytes, restorable from it")
+    func backupKeepsTheTrash() throws {
+        let fixture = try StoreFixture()
+        let store = fixture.sqlite!
+        let note = try fixture.create("first draft")
+        _ = try store.perform(.update(id: note.id, body: "binned", ifVersion: nil))
+        let upload = try addUpload(store, [9, 9, 9], noteID: note.id)
+        _ = try store.perform(.delete(id: note.id, ifVersion: nil))
+        let trashed = try #require(try store.trashedNote(id: note.id, owner: .unclaimed))
+
+        let folder = try TemporaryDirectory()
+        let contents = try store.backup(into: folder.path + "/b")
+        #expect(contents.uploads.map(\.id) == [upload.id])
+        _ = try DataFolderBackup.restore(from: folder.path + "/b", into: folder.path + "/data", replacing: false)
+        let reopened = try SQLiteStore(dataDirectory: folder.path + "/data")
+        defer { reopened.close() }
+        #expect(try reopened.trashedNote(id: note.id, owner: .unclaimed) == trashed)
+        #expect(try reopened.revisions(noteID: note.id, before: nil, limit: 10, owner: .unclaimed)?.map(\.version) == [3, 2, 1])
+        #expect(try reopened.revision(noteID: note.id, version: 1, owner: .unclaimed)?.body == "first draft")
+        #expect(try reopened.attachments(of: [note.id], owner: .unclaimed)[note.id]?.map(\.id) == [upload.id])
+        #expect(FileManager.default.contents(atPath: reopened.contentPath(of: upload.id)) == Data([9, 9, 9]))
+        let change = try #require(try reopened.restoreTrashedNote(id: note.id, owner: .unclaimed).change)
+        #expect(change.note.body == "binned")
+    }
+
     static func expectedBytes(_ upload: UploadRecord) -> Data {
         let byte = UInt8(upload.filename.dropFirst(2).dropLast(4)) ?? 0
         return Data(repeating: byte, count: Int(upload.size))

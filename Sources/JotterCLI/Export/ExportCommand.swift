@@ -11,12 +11,13 @@ struct ExportCommand: AsyncCommand {
     static let summary = "Export every note and file into one archive (JSON, Markdown, attachments)."
     static let usage = "jotter export FILE [--force] [options]"
     static let about = """
-    Writes every note of the server into the tar archive FILE (gzip-compressed when it ends
-    in .gz or .tgz): jotter-export/notes/<id>.json (the note as the API shows it) and
-    <id>.md (YAML front matter, then the body exactly), its attachments beside them in
-    notes/<id>/, uploads attached to no note in uploads/, and first of all manifest.json:
-    format and jotter versions, each note's version and times, and the size and SHA-256 of
-    every file. Attachments are checked against their SHA-256 as they are fetched. On a
+    Writes every note of the server, those in the trash included, into the tar archive FILE
+    (gzip-compressed when it ends in .gz or .tgz): jotter-export/notes/<id>.json (the note
+    as the API shows it, with deleted_at for one in the trash), <id>.md (YAML front matter,
+    then the body exactly) and <id>.revisions.json (its history), its attachments beside
+    them in notes/<id>/, uploads attached to no note in uploads/, and first of all
+    manifest.json: format and jotter versions, each note's version and times (and when it
+    was deleted), and the size and SHA-256 of every file. Attachments are checked against their SHA-256 as they are fetched. On a
     terminal a progress bar shows the bytes. Read it back with jotter import FILE.
 
     An export reads the notes page by page while the server goes on: for a snapshot of one
@@ -63,8 +64,13 @@ struct ExportCommand: AsyncCommand {
             throw CommandFailure("\(path) already exists; pass --force to replace it")
         }
         let client = options.client()
-        var notes: [Note] = []
-        for try await note in client.notes.all(pageSize: 1000, order: .oldestFirst) { notes.append(note) }
+        // The live notes oldest first, then the trash (each note once: one deleted meanwhile stays live here).
+        var notes: [(note: Note, deletedAt: Date?)] = []
+        for try await note in client.notes.all(pageSize: 1000, order: .oldestFirst) { notes.append((note, nil)) }
+        let live = Set(notes.map(\.note.id))
+        for deleted in try await client.notes.allTrash().reversed() where !live.contains(deleted.id) {
+            notes.append((deleted.note, deleted.deletedAt))
+        }
         // Every page of them, oldest first.
         let unattached = Array(try await client.uploads.all(attachment: .unattached).reversed())
 
@@ -72,10 +78,11 @@ struct ExportCommand: AsyncCommand {
         var members: [(name: String, bytes: [UInt8]?, upload: Upload?)] = []
         var manifest = ExportManifest(exportedAt: Timestamp.format(Int64(Date().timeIntervalSince1970)), server: options.server.absoluteString,
                                       notes: [], uploads: [], files: [])
-        for note in notes {
+        for (note, deletedAt) in notes {
             let attachments = note.attachments.map { ExportLayout.entry($0, path: "notes/\(note.id)/" + ExportLayout.fileName($0)) }
-            let json = Array(try ClientOptions.json(note).utf8)
-            let markdown = Array(ExportLayout.markdown(note, attachments: attachments).utf8)
+            let text = try deletedAt.map { try ClientOptions.json(DeletedNote(note: note, deletedAt: $0)) } ?? ClientOptions.json(note)
+            let json = Array(text.utf8)
+            let markdown = Array(ExportLayout.markdown(note, deletedAt: deletedAt, attachments: attachments).utf8)
             // Its history, oldest first, each version with its body.
             var revisions: [Revision] = []
             for info in try await client.notes.allRevisions(note.id).reversed() {
@@ -83,7 +90,8 @@ struct ExportCommand: AsyncCommand {
             }
             manifest.notes.append(.init(id: note.id, version: note.version, createdAt: Timestamp.format(note.createdAt), updatedAt: Timestamp.format(note.updatedAt),
                                         json: "notes/\(note.id).json", markdown: "notes/\(note.id).md", attachments: attachments,
-                                        revisions: "notes/\(note.id).revisions.json"))
+                                        revisions: "notes/\(note.id).revisions.json",
+                                        deletedAt: deletedAt.map { Timestamp.format($0) }))
             members.append(("notes/\(note.id).json", json, nil))
             members.append(("notes/\(note.id).md", markdown, nil))
             members.append(("notes/\(note.id).revisions.json", Array(try ClientOptions.json(revisions).utf8), nil))
@@ -134,11 +142,13 @@ struct ExportCommand: AsyncCommand {
         bar.finish()
         guard rename(partial, path) == 0 else { throw CommandFailure("cannot move the archive to \(path): \(String(cString: strerror(errno)))") }
         let files = manifest.notes.reduce(manifest.uploads.count) { $0 + $1.attachments.count }
+        let trashed = manifest.notes.count { $0.deletedAt != nil }
         if options.json {
-            struct Summary: Encodable { var path: String, notes: Int, files: Int, bytes: Int64 }
-            console.out(try ClientOptions.json(Summary(path: path, notes: manifest.notes.count, files: files, bytes: total)))
+            struct Summary: Encodable { var path: String, notes: Int, trashed: Int, files: Int, bytes: Int64 }
+            console.out(try ClientOptions.json(Summary(path: path, notes: manifest.notes.count, trashed: trashed, files: files, bytes: total)))
         } else {
-            console.out("exported \(TextFormat.count(manifest.notes.count, "note")) and \(TextFormat.count(files, "file")) (\(TextFormat.bytes(total))) to \(path)\n")
+            let trash = trashed > 0 ? " (\(trashed) in the trash)" : ""
+            console.out("exported \(TextFormat.count(manifest.notes.count, "note"))\(trash) and \(TextFormat.count(files, "file")) (\(TextFormat.bytes(total))) to \(path)\n")
         }
         return ExitCode.success
     }

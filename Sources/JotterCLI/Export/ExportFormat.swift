@@ -5,7 +5,7 @@ import JotterAPI
 ///
 /// ```
 /// jotter-export/manifest.json
-/// jotter-export/notes/12.json              the note as the API shows it
+/// jotter-export/notes/12.json              the note as the API shows it (one in the trash: with deleted_at)
 /// jotter-export/notes/12.md                its body, YAML front matter first
 /// jotter-export/notes/12.revisions.json    its kept versions, oldest first, with their bodies
 /// jotter-export/notes/12/<id>-photo.png    its attachments, beside it
@@ -13,7 +13,9 @@ import JotterAPI
 /// ```
 struct ExportManifest: Codable {
     static let format = "jotter-export"
-    static let formatVersion = 1
+    /// 2: notes in the trash too (`NoteEntry.deletedAt`); a jotter that reads only 1 would
+    /// bring them back as live notes, so it refuses the archive.
+    static let formatVersion = 2
     static let folder = "jotter-export"
     static let path = folder + "/manifest.json"
 
@@ -42,6 +44,9 @@ struct ExportManifest: Codable {
         /// `notes/<id>.revisions.json`: its revisions (`[Revision]`, oldest first); absent in
         /// archives from before revisions.
         var revisions: String?
+        /// UTC, `yyyy-MM-dd HH:mm:ss`: when the note was deleted, for a note in the trash
+        /// (imported into the trash); absent for a live note.
+        var deletedAt: String? = nil
     }
 
     struct FileEntry: Codable, Hashable {
@@ -75,10 +80,12 @@ struct ExportManifest: Codable {
 
 /// How notes and files are written into an export.
 enum ExportLayout {
-    /// The note as a Markdown file: YAML front matter (id, times, version, attachments), then
+    /// The note as a Markdown file: YAML front matter (id, times, version, when it was deleted
+    /// for a note in the trash, attachments), then
     /// the body exactly as stored.
-    static func markdown(_ note: Note, attachments: [ExportManifest.FileEntry]) -> String {
+    static func markdown(_ note: Note, deletedAt: Date? = nil, attachments: [ExportManifest.FileEntry]) -> String {
         var text = "---\nid: \(quoted(note.id))\ncreated_at: \(quoted(Timestamp.format(note.createdAt)))\nupdated_at: \(quoted(Timestamp.format(note.updatedAt)))\nversion: \(note.version)\n"
+        if let deletedAt { text += "deleted_at: \(quoted(Timestamp.format(deletedAt)))\n" }
         if !attachments.isEmpty {
             text += "attachments:\n"
             for file in attachments { text += "  - \(quoted(String(file.path.dropFirst("notes/".count))))\n" }

@@ -14,10 +14,14 @@ struct ImportCommand: AsyncCommand {
     Reads an archive written by jotter export, checks every file in it against the size and
     SHA-256 in its manifest (nothing is written when one fails), then creates on the server
     each note that is not there yet, oldest first, with its attachments, and each upload
-    attached to no note. A note counts as there when the server has one with the same body
-    and the same attachments (file name and SHA-256); a note found with only some of its
-    attachments (an import cut short) gets the rest. So importing twice creates nothing new.
-    The server gives the notes new ids and times. On a terminal a progress bar shows the bytes.
+    attached to no note. A note of the archive's trash goes, once created with its history
+    and attachments, to the server's trash (its deleted_at is then the import's time). A
+    note counts as there when the server has one with the same body and the same
+    attachments (file name and SHA-256) — in its trash, for a note of the archive's trash; a
+    note found live with only some of its attachments, or live when the archive has it in
+    the trash (an import cut short), gets the rest and goes to the trash. So importing twice
+    creates nothing new. The server gives the notes new ids and times. On a terminal a
+    progress bar shows the bytes.
     """
     static let options = ClientOptions.options
 
@@ -43,10 +47,9 @@ struct ImportCommand: AsyncCommand {
         let manifest = archive.manifest
 
         let client = options.client()
-        var existing: [String: [(id: String, files: [FileKey])]] = [:]   // body → each note with it and its attachments
-        for try await note in client.notes.all(pageSize: 1000) {
-            existing[note.body, default: []].append((note.id, note.attachments.map { FileKey(filename: $0.filename, sha256: $0.sha256) }))
-        }
+        var existing = Found(), trash = Found()
+        for try await note in client.notes.all(pageSize: 1000) { existing.add(note) }
+        for deleted in try await client.notes.allTrash() { trash.add(deleted.note) }
         var loose: [FileKey: Int] = [:]
         for upload in try await client.uploads.all(attachment: .unattached) {
             loose[FileKey(filename: upload.filename, sha256: upload.sha256), default: 0] += 1
@@ -55,21 +58,29 @@ struct ImportCommand: AsyncCommand {
         let total = manifest.files.reduce(0) { $0 + $1.size }
         let bar = ProgressBar(label: "import", console: console)
         var done: Int64 = 0
-        var created = 0, completed = 0, skipped = 0, files = 0
+        var created = 0, completed = 0, skipped = 0, files = 0, trashed = 0
         do {
             for entry in manifest.notes {
                 let note = try archive.note(entry)
-                let wanted = entry.attachments.map { FileKey(filename: $0.filename, sha256: $0.sha256) }
+                let wanted = entry.attachments.map { FileKey(filename: $0.filename, sha256: $0.sha256) }.sorted(by: Self.order)
                 let size = Int64(note.body.utf8.count) + entry.attachments.reduce(0) { $0 + $1.size }
+                let deleted = entry.deletedAt != nil
                 var missing = entry.attachments
                 var target: String?
-                if let index = existing[note.body]?.firstIndex(where: { $0.files.sorted(by: Self.order) == wanted.sorted(by: Self.order) }) {
-                    existing[note.body]!.remove(at: index)
+                if deleted, trash.take(body: note.body, where: { $0.sorted(by: Self.order) == wanted }) != nil {
                     skipped += 1
                     missing = []
-                } else if let index = existing[note.body]?.firstIndex(where: { Self.isPart($0.files, of: wanted) }) {
+                } else if let found = existing.take(body: note.body, where: { $0.sorted(by: Self.order) == wanted }) {
+                    missing = []
+                    if deleted {
+                        // Created, but cut short before it went to the trash.
+                        target = found.id
+                        completed += 1
+                    } else {
+                        skipped += 1
+                    }
+                } else if let found = existing.take(body: note.body, where: { Self.isPart($0, of: wanted) }) {
                     // Cut short before: add what that note lacks.
-                    let found = existing[note.body]!.remove(at: index)
                     var have = found.files
                     missing = entry.attachments.filter { file in
                         let key = FileKey(filename: file.filename, sha256: file.sha256)
@@ -91,6 +102,11 @@ struct ImportCommand: AsyncCommand {
                     _ = try await client.uploads.upload(fileAt: URL(fileURLWithPath: try archive.file(file.path)), noteID: target,
                                                         filename: file.filename, contentType: file.contentType)
                     files += 1
+                }
+                if deleted, let target {
+                    // Into the trash, with its history and attachments, once it has them all.
+                    _ = try await client.notes.delete(target)
+                    trashed += 1
                 }
                 done += size
                 bar.update(completed: done, total: total)
@@ -114,12 +130,30 @@ struct ImportCommand: AsyncCommand {
         }
         bar.finish()
         if options.json {
-            console.out(try ClientOptions.json(["created_notes": created, "completed_notes": completed, "uploaded_files": files, "already_there": skipped]))
+            console.out(try ClientOptions.json(["created_notes": created, "completed_notes": completed, "trashed_notes": trashed,
+                                                "uploaded_files": files, "already_there": skipped]))
         } else {
             let finished = completed > 0 ? ", completed \(completed)" : ""
-            console.out("imported \(TextFormat.count(created, "note")) and \(TextFormat.count(files, "file")) from \(path)\(finished) (\(skipped) already there)\n")
+            let trash = trashed > 0 ? ", \(trashed) put in the trash" : ""
+            console.out("imported \(TextFormat.count(created, "note")) and \(TextFormat.count(files, "file")) from \(path)\(finished)\(trash) (\(skipped) already there)\n")
         }
         return ExitCode.success
+    }
+
+    /// The server's notes (live, or in its trash) by body, each with its attachments: what
+    /// the archive's notes are matched against, each found note at most once.
+    struct Found {
+        private var byBody: [String: [(id: String, files: [FileKey])]] = [:]
+
+        mutating func add(_ note: Note) {
+            byBody[note.body, default: []].append((note.id, note.attachments.map { FileKey(filename: $0.filename, sha256: $0.sha256) }))
+        }
+
+        /// The first note with `body` whose attachments `match`, no longer found after this.
+        mutating func take(body: String, where match: ([FileKey]) -> Bool) -> (id: String, files: [FileKey])? {
+            guard let index = byBody[body]?.firstIndex(where: { match($0.files) }) else { return nil }
+            return byBody[body]!.remove(at: index)
+        }
     }
 
     static func order(_ a: FileKey, _ b: FileKey) -> Bool { (a.sha256, a.filename) < (b.sha256, b.filename) }
