@@ -62,6 +62,8 @@ def parse_args():
     g.add_argument("--instr-windows", type=int, default=2, help="measured windows per request kind")
     g.add_argument("--instr-notes", type=int, default=150, help="notes seeded before measuring")
     g.add_argument("--sync-requests", type=int, default=50, help="sync: requests per callgrind window")
+    g.add_argument("--sync-parts", default="merge,feed,storage",
+                   help="sync: which of merge,feed,storage to measure (the section lists only those)")
     args = ap.parse_args()
 
     names = list(SCENARIOS) if args.scenario == "all" else \

@@ -34,33 +34,43 @@ public struct NoteFeedQuery: Sendable, Hashable {
     }
 }
 
-/// One note in the change feed, in the state its latest change left it.
+/// One note in the change feed, in the state its latest change left it: its place and
+/// version; a live note's content is in the page's `notes` (`NoteFeedPage.note(at:)`).
 public struct NoteFeedEntry: Sendable, Hashable {
     public var noteID: Int64
     /// The id of the event of the note's latest change: its place in the feed.
     public var seq: Int64
     /// The note's version after that change (for a deletion, the version it was deleted at).
     public var version: Int64
-    /// The note as it is now; nil when it was deleted.
-    public var note: NoteRecord?
+    /// Whether the change was the note's deletion (a tombstone).
+    public var deleted: Bool
 
-    public init(noteID: Int64, seq: Int64, version: Int64, note: NoteRecord?) {
+    public init(noteID: Int64, seq: Int64, version: Int64, deleted: Bool) {
         self.noteID = noteID
         self.seq = seq
         self.version = version
-        self.note = note
+        self.deleted = deleted
     }
-
-    /// Whether the change was the note's deletion (a tombstone).
-    public var deleted: Bool { note == nil }
 }
 
-/// A page of the change feed as the store read it, from one snapshot.
+/// A page of the change feed as the store read it, from one snapshot: its entries, and the
+/// live ones' notes as a `NotePage` (one buffer of bodies, as a listing's: no `String` per
+/// note), so the answer is written straight from the rows.
+///
+/// ```swift
+/// var live = 0
+/// for entry in page.entries {
+///     guard !entry.deleted else { … a tombstone …; continue }
+///     page.notes.withBody(at: live) { utf8 in … }   // page.notes[live].id == entry.noteID
+///     live += 1
+/// }
+/// ```
 public struct NoteFeedPage: Sendable {
     /// In feed order (`seq` ascending): at most the query's `limit`.
     public var entries: [NoteFeedEntry]
-    /// The attachments of the entries' live notes by note id, oldest first.
-    public var attachmentsByNote: [Int64: [UploadRecord]]
+    /// The live entries' notes, in the entries' order (the `k`-th entry that is not deleted is
+    /// `notes[k]`), with their attachments.
+    public var notes: NotePage
     /// Whether this page is part of a walk of the complete current state (no cursor, one the
     /// feed no longer holds, or a walk's own): once the walk's last page is read, whatever the
     /// walk did not name is gone.
@@ -68,11 +78,37 @@ public struct NoteFeedPage: Sendable {
     /// The last event id visible to the snapshot the page was read from.
     public var head: Int64
 
-    public init(entries: [NoteFeedEntry], attachmentsByNote: [Int64: [UploadRecord]] = [:], walk: Bool, head: Int64) {
+    public init(entries: [NoteFeedEntry], notes: NotePage, walk: Bool, head: Int64) {
         self.entries = entries
-        self.attachmentsByNote = attachmentsByNote
+        self.notes = notes
         self.walk = walk
         self.head = head
+    }
+
+    /// An empty page.
+    init(walk: Bool, head: Int64) {
+        self.init(entries: [], notes: NotePage(), walk: walk, head: head)
+    }
+
+    /// Each entry's note as a record (its body a `String`), nil for a tombstone: in entry order.
+    public var records: [NoteRecord?] {
+        var live = 0
+        return entries.map { entry in
+            guard !entry.deleted else { return nil }
+            defer { live += 1 }
+            return notes.record(at: live)
+        }
+    }
+
+    /// Each entry's body size in UTF-8 bytes (0 for a tombstone), in entry order: what
+    /// `NoteQuery.cut` cuts the page by.
+    public var bodySizes: [Int] {
+        var live = 0
+        return entries.map { entry in
+            guard !entry.deleted else { return 0 }
+            defer { live += 1 }
+            return notes[live].bodyCount
+        }
     }
 
     /// The cursor after the first `count` entries: with `more` (entries follow), the `seq` of

@@ -219,24 +219,33 @@ def run(args, tmp: str) -> tuple:
     out_dir = os.path.join(tmp, "callgrind")
     res = {}
     print(f"scenario sync: {TITLE}", flush=True)
-    measure_merge(args, tmp, out_dir, res)
-    measure_feed(args, tmp, out_dir, res)
-    measure_storage(args, tmp, res)
+    parts = {p.strip() for p in getattr(args, "sync_parts", "merge,feed,storage").split(",")}
+    if parts - {"merge", "feed", "storage"} or not parts:
+        raise BenchError(f"--sync-parts must be a comma list of merge, feed, storage: {args.sync_parts}")
+    if "merge" in parts:
+        measure_merge(args, tmp, out_dir, res)
+    if "feed" in parts:
+        measure_feed(args, tmp, out_dir, res)
+    if "storage" in parts:
+        measure_storage(args, tmp, res)
 
     med = lambda runs: sorted(runs)[len(runs) // 2]
     mib = lambda b: f"{b / 1048576:,.1f} MiB"
-    rows = ["| figure | Jotter | peer (same run) | ratio |", "|---|--:|--:|--:|",
-            f"| merged `PUT` of a {res['note_bytes'] / 1024:.1f} KiB note, two one-line edits (Ir/request) vs a plain `PUT` "
-            f"of the same result | {f0(med(res['merged']))} | {f0(med(res['plain']))} | {med(res['merged']) / med(res['plain']):.2f}× |"]
+    rows = ["| figure | Jotter | peer (same run) | ratio |", "|---|--:|--:|--:|"]
+    if "merged" in res:
+        rows.append(f"| merged `PUT` of a {res['note_bytes'] / 1024:.1f} KiB note, two one-line edits (Ir/request) vs a plain `PUT` "
+                    f"of the same result | {f0(med(res['merged']))} | {f0(med(res['plain']))} | {med(res['merged']) / med(res['plain']):.2f}× |")
     if "changes1000" in res:
         rows.append(f"| `GET /notes/changes?limit=1000` (Ir/request) vs `GET /notes?limit=1000`, same 1,000 notes | "
                     f"{f0(med(res['changes1000']))} | {f0(med(res['list1000']))} | {med(res['changes1000']) / med(res['list1000']):.2f}× |")
-    rows.append(f"| SQLite file, {STORAGE_NOTES:,} notes × {STORAGE_EDITS} revisions: thinned ({res['thinned_rows']:,} revisions) "
-                f"vs all kept ({res['kept_rows']:,}) | {mib(res['thinned_bytes'])} | {mib(res['kept_bytes'])} | "
-                f"{res['thinned_bytes'] / res['kept_bytes']:.2f}× |")
+    if "kept_bytes" in res:
+        rows.append(f"| SQLite file, {STORAGE_NOTES:,} notes × {STORAGE_EDITS} revisions: thinned ({res['thinned_rows']:,} revisions) "
+                    f"vs all kept ({res['kept_rows']:,}) | {mib(res['thinned_bytes'])} | {mib(res['kept_bytes'])} | "
+                    f"{res['thinned_bytes'] / res['kept_bytes']:.2f}× |")
     table = "\n".join(rows)
     command = reproduce_command(args, NAME, [("--instr-windows", args.instr_windows, 2),
-                                             ("--sync-requests", args.sync_requests, 50)])
+                                             ("--sync-requests", args.sync_requests, 50),
+                                             ("--sync-parts", args.sync_parts, "merge,feed,storage")])
     valgrind = sh(["valgrind", "--version"])
     section = (
         f"## Scenario `{NAME}`: {TITLE}\n\n"

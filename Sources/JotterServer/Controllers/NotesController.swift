@@ -55,7 +55,7 @@ struct NotesController {
         let (since, limit) = try NoteInput.feedQuery(request)
         // One more tells whether more follow.
         let page = try store.changes(NoteFeedQuery(since: since, limit: limit + 1, maxBodyBytes: NoteInput.pageBudget), owner: context.owner)
-        let (count, more) = NoteQuery.cut(page.entries.lazy.map { $0.note?.body.utf8.count ?? 0 }, limit: limit, budget: NoteInput.pageBudget)
+        let (count, more) = NoteQuery.cut(page.bodySizes, limit: limit, budget: NoteInput.pageBudget)
         return try JSON(StoredChangeList(page: page, count: count, cursor: page.cursor(count: count, more: more), more: more))
             .reply(for: request)
     }

@@ -290,7 +290,8 @@ struct StoredNoteList: JSONWritable, Encodable {
     }
 }
 
-/// `NoteChangeList` of the first `count` entries of a feed page, written from the records.
+/// `NoteChangeList` of the first `count` entries of a feed page, written from the page's rows
+/// (its `NotePage`): no `Note`, no String per note, as `StoredNoteList`.
 struct StoredChangeList: JSONWritable, Encodable {
     var page: NoteFeedPage
     var count: Int
@@ -298,17 +299,22 @@ struct StoredChangeList: JSONWritable, Encodable {
     var more: Bool
 
     var estimatedJSONSize: Int {
-        page.entries.prefix(count).reduce(96) { size, entry in
-            size + (entry.note.map { NoteJSON.estimatedSize(bodyCount: $0.body.utf8.count, attachments: page.attachmentsByNote[$0.id]?.count ?? 0) } ?? 64)
+        var size = 96, live = 0
+        for entry in page.entries.prefix(count) {
+            guard !entry.deleted else { size += 64; continue }
+            size += NoteJSON.estimatedSize(bodyCount: page.notes[live].bodyCount, attachments: page.notes.attachments(at: live).count)
+            live += 1
         }
+        return size
     }
 
     func write(to json: inout JSONWriter) {
         json.raw("{\"changes\":[")
         var timestamps = QuotedTimestamps()
+        var live = 0  // the next live entry's note in `page.notes`
         for (index, entry) in page.entries.prefix(count).enumerated() {
             if index > 0 { json.raw(",") }
-            guard var note = entry.note else {
+            guard !entry.deleted else {
                 json.raw("{\"deleted\":true,\"id\":")
                 json.quotedInteger(entry.noteID)
                 json.raw(",\"version\":")
@@ -316,10 +322,12 @@ struct StoredChangeList: JSONWritable, Encodable {
                 json.raw("}")
                 continue
             }
-            note.body.withUTF8 { body in
-                NoteJSON.write(id: note.id, body: UnsafeRawBufferPointer(body), createdAt: note.createdAt, updatedAt: note.updatedAt,
-                               version: note.version, attachments: page.attachmentsByNote[note.id] ?? [], timestamps: &timestamps, to: &json)
+            let note = page.notes[live]
+            page.notes.withBody(at: live) { body in
+                NoteJSON.write(id: note.id, body: body, createdAt: note.createdAt, updatedAt: note.updatedAt, version: note.version,
+                               attachments: page.notes.attachments(at: live), timestamps: &timestamps, to: &json)
             }
+            live += 1
         }
         json.raw("],\"cursor\":")
         json.integer(cursor)
@@ -328,9 +336,11 @@ struct StoredChangeList: JSONWritable, Encodable {
     }
 
     var list: NoteChangeList {
-        NoteChangeList(changes: page.entries.prefix(count).map { entry in
-            guard let note = entry.note else { return .deleted(id: String(entry.noteID), version: Int(entry.version)) }
-            return .note(Note(note, attachments: page.attachmentsByNote[note.id] ?? []))
+        var live = 0
+        return NoteChangeList(changes: page.entries.prefix(count).map { entry in
+            guard !entry.deleted else { return .deleted(id: String(entry.noteID), version: Int(entry.version)) }
+            defer { live += 1 }
+            return .note(Note(page.notes.record(at: live), attachments: page.notes.attachments(at: live)))
         }, cursor: cursor, more: more, reset: page.walk)
     }
 

@@ -92,18 +92,28 @@ enum PostgresNoteRows {
         let byUpdate = query.order == .recentlyUpdated
         for index in 0..<rows.count {
             let row = rows[index]
-            let id = try row.int64(0), createdAt = try row.int64(2), updatedAt = try row.int64(3), version = try row.int64(4)
-            let position = byUpdate ? try row.int64(5) : id
-            try row.withBytes(1) { stored in
-                let stored = stored ?? UnsafeRawBufferPointer(start: nil, count: 0)
-                guard PostgresText.mayBeEncoded(stored) else {
-                    return page.append(id: id, body: stored, createdAt: createdAt, updatedAt: updatedAt, version: version, position: position)
-                }
-                var body = PostgresText.decode(String(decoding: stored, as: UTF8.self))
-                body.withUTF8 {
-                    page.append(id: id, body: UnsafeRawBufferPointer($0), createdAt: createdAt, updatedAt: updatedAt, version: version,
-                                position: position)
-                }
+            try append(row, position: byUpdate ? try row.int64(5) : nil, to: &page)
+        }
+    }
+
+    /// Copies the note of a row of `id, body, created_at, updated_at, version` (from column
+    /// `first`) into `page`, its body as the row's bytes (decoded only when it may hold an
+    /// encoded NUL: `PostgresText`); the body's size.
+    @discardableResult
+    static func append(_ row: PostgresRow, from first: Int = 0, position: Int64? = nil, to page: inout NotePage) throws -> Int {
+        let id = try row.int64(first), createdAt = try row.int64(first + 2), updatedAt = try row.int64(first + 3)
+        let version = try row.int64(first + 4)
+        return try row.withBytes(first + 1) { stored in
+            let stored = stored ?? UnsafeRawBufferPointer(start: nil, count: 0)
+            guard PostgresText.mayBeEncoded(stored) else {
+                page.append(id: id, body: stored, createdAt: createdAt, updatedAt: updatedAt, version: version, position: position)
+                return stored.count
+            }
+            var body = PostgresText.decode(String(decoding: stored, as: UTF8.self))
+            return body.withUTF8 {
+                page.append(id: id, body: UnsafeRawBufferPointer($0), createdAt: createdAt, updatedAt: updatedAt, version: version,
+                            position: position)
+                return $0.count
             }
         }
     }
@@ -366,17 +376,21 @@ enum PostgresNoteRows {
         let bounds = try db.query(feedBounds)[0]
         let head: Int64 = try bounds.value(0), below: Int64 = try bounds.value(1), pruned: Int64 = try bounds.value(2)
         let (after, walk) = NoteFeedPage.start(since: query.since, prunedThrough: pruned, head: head)
-        guard query.limit > 0 else { return NoteFeedPage(entries: [], walk: walk, head: head) }
+        guard query.limit > 0 else { return NoteFeedPage(walk: walk, head: head) }
         let rows = try db.query(feedRows, [owner.id, after, below, query.limit, Int64(query.maxBodyBytes ?? Int.max)])
-        let entries = try rows.map { row in
+        var entries: [NoteFeedEntry] = []
+        entries.reserveCapacity(rows.count)
+        var notes = NotePage(capacity: rows.count)
+        for index in 0..<rows.count {
+            let row = rows[index]
             let id: Int64? = try row.value(3)
-            let note = try id.map { _ in try record(row, from: 3) }
-            let version: Int64 = try row.value(2)
-            return NoteFeedEntry(noteID: try row.value(0), seq: try row.value(1), version: note?.version ?? version, note: note)
+            // A live note's body into the page's one buffer, as a listing's: no String.
+            if id != nil { try append(row, from: 3, to: &notes) }
+            entries.append(NoteFeedEntry(noteID: try row.int64(0), seq: try row.int64(1), version: try row.int64(id == nil ? 2 : 7),
+                                         deleted: id == nil))
         }
-        let live = entries.compactMap { $0.note?.id }
-        let attachments = live.isEmpty ? [:] : try PostgresUploadRows.attachments(of: live, owner: owner, on: db)
-        return NoteFeedPage(entries: entries, attachmentsByNote: attachments, walk: walk, head: max(head, entries.last?.seq ?? 0))
+        if !notes.isEmpty { notes.attachmentsByNote = try PostgresUploadRows.attachments(of: notes.notes.map(\.id), owner: owner, on: db) }
+        return NoteFeedPage(entries: entries, notes: notes, walk: walk, head: max(head, entries.last?.seq ?? 0))
     }
 
     /// Prunes the tombstones older than `retention` as of `now`, raising the horizon; how many went.

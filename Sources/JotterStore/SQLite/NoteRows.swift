@@ -82,11 +82,9 @@ enum NoteRows {
         var total = 0, found = 0
         /// Adds the row's note; whether the page wants another.
         func add(_ row: Statement, position: Int64? = nil) -> Bool {
-            let body = row.textBytes(1)
-            page.append(id: row.int64(0), body: body, createdAt: row.int64(2), updatedAt: row.int64(3), version: row.int64(4),
-                        position: position)
+            let size = append(row, position: position, to: &page)
             found += 1
-            defer { total += body.count }
+            defer { total += size }
             return total < budget && found < query.limit
         }
         if query.order == .recentlyUpdated {
@@ -160,8 +158,10 @@ enum NoteRows {
         let head = try lastEventID(on: db)
         let pruned = try db.first("SELECT pruned_through FROM feed_marks") { $0.int64(0) } ?? 0
         let (after, walk) = NoteFeedPage.start(since: query.since, prunedThrough: pruned, head: head)
+        guard query.limit > 0 else { return NoteFeedPage(walk: walk, head: head) }
         var entries: [NoteFeedEntry] = []
-        guard query.limit > 0 else { return NoteFeedPage(entries: [], walk: walk, head: head) }
+        entries.reserveCapacity(min(query.limit, 1024))
+        var notes = NotePage(capacity: query.limit)
         let budget = query.maxBodyBytes ?? .max
         var total = 0
         try db.forEachRow("""
@@ -169,13 +169,24 @@ enum NoteRows {
             FROM note_changes AS c LEFT JOIN notes AS n ON n.id = c.note_id AND n.owner = c.owner AND c.deleted = 0
             WHERE c.owner = ? AND c.seq > ? ORDER BY c.seq LIMIT ?
             """, [.integer(owner.id), .integer(after), .integer(Int64(query.limit))]) { row in
-            let note = row.isNull(3) ? nil : record(row, from: 3)
-            entries.append(NoteFeedEntry(noteID: row.int64(0), seq: row.int64(1), version: note?.version ?? row.int64(2), note: note))
-            total += note?.body.utf8.count ?? 0
+            let deleted = row.isNull(3)
+            entries.append(NoteFeedEntry(noteID: row.int64(0), seq: row.int64(1), version: deleted ? row.int64(2) : row.int64(7),
+                                         deleted: deleted))
+            // The body's bytes into the page's one buffer, as a listing's: no String.
+            if !deleted { total += append(row, from: 3, to: &notes) }
             return total < budget
         }
-        let live = entries.compactMap { $0.note?.id }
-        let attachments = live.isEmpty ? [:] : try UploadRows.attachments(of: live, owner: owner, on: db)
-        return NoteFeedPage(entries: entries, attachmentsByNote: attachments, walk: walk, head: head)
+        if !notes.isEmpty { notes.attachmentsByNote = try UploadRows.attachments(of: notes.notes.map(\.id), owner: owner, on: db) }
+        return NoteFeedPage(entries: entries, notes: notes, walk: walk, head: head)
+    }
+
+    /// Copies the note of a row of `id, body, created_at, updated_at, version` (from column
+    /// `first`) into `page`, its body as bytes; the body's size.
+    @discardableResult
+    static func append(_ row: Statement, from first: Int32 = 0, position: Int64? = nil, to page: inout NotePage) -> Int {
+        let body = row.textBytes(first + 1)
+        page.append(id: row.int64(first), body: body, createdAt: row.int64(first + 2), updatedAt: row.int64(first + 3),
+                    version: row.int64(first + 4), position: position)
+        return body.count
     }
 }
