@@ -10,9 +10,10 @@ them in). Each declares
   busy the machine was itself.
 """
 from scenarios import (bucket_upload, events, hello, http2, instructions, notes, peers, resumable, scale, sdk_upload,
-                       sync, uploads)
+                       sync, sync_engine, uploads)
 
-ALL = (hello, notes, events, uploads, sdk_upload, instructions, peers, scale, http2, bucket_upload, resumable, sync)
+ALL = (hello, notes, events, uploads, sdk_upload, instructions, peers, scale, http2, bucket_upload, resumable, sync,
+       sync_engine)
 
 
 def tools(scenario, args) -> tuple:
