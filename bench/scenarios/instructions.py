@@ -13,14 +13,15 @@ and `POST /notes` (a durable write) on notes it was seeded with."""
 import glob, os, random, re, shutil, socket, statistics, subprocess, tempfile, time
 from typing import Optional
 
-from harness import (BENCH, BUILD, BenchError, ForeignLoad, f0, jotter_argv, machine_info, nginx_argv,
-                     now, reproduce_command, sh, start_server)
+from harness import (BENCH, BUILD, BenchError, ForeignLoad, f0, free_port, jotter_argv, machine_info,
+                     nginx_argv, now, reproduce_command, sh, start_server)
 
 NAME = "instructions"
 TITLE = "user-space instructions per request (callgrind)"
 JOTTER_ONLY = True
 HELLO_TARGET, NOTE_TARGET = 2.0, 1.3   # issue 19: hello <= 2.0x nginx, note <= 1.3x hello
 RC_GOAL = 40                           # issue 34: reference-counting calls per hello
+H2_GOAL = 1.3                          # issue 34: HTTP/2 hello <= 1.3x HTTP/1.1 hello
 LIST_GOAL, POST_GOAL = 400_000, 200_000  # issue 24: Ir of a page of 100 notes, of a durable POST
 NOTES_TOP = 20                         # functions listed for each notes request
 # Frames every request passes through on its way to the route handler (the loop, the connection,
@@ -33,6 +34,7 @@ TOOLS = ("valgrind", "callgrind_control", "callgrind_annotate", "nginx")
 TOP = 15                               # functions listed for jotter hello
 LABELS = {"hello": "`GET /hello?name=Bob`",
           "browser": "`GET /hello?name=Bob`, browser head (13 fields)",
+          "h2": "`GET /hello?name=Bob`, HTTP/2 (prior knowledge)",
           "hellolog": "`GET /hello?name=Bob`, access log on",
           "note": "`GET /notes/{id}`",
           "list": "`GET /notes?limit=100`", "post": "`POST /notes` (durable write)",
@@ -81,6 +83,88 @@ class KeepAliveClient:
             self._more()
         body, self.buf = self.buf[:length], self.buf[length:]
         return status, headers, body
+
+class H2Client:
+    """One HTTP/2 connection with prior knowledge (h2c), one stream at a time: sends a GET's
+    HEADERS, reads until that stream ends, then the next, like KeepAliveClient over HTTP/1.1.
+    Just the frames a GET needs (no library: the bench runs on Debian's python3): the preface
+    and SETTINGS (initial stream window 1 GiB) with a connection WINDOW_UPDATE of 1 GiB, so the
+    server never waits for a window and the client never sends one again, as h2load does; the
+    server's SETTINGS and PINGs acknowledged. The request's header block uses HPACK's static
+    table for `:method GET` and `:scheme http` and adds `:path` and `:authority` to the dynamic
+    table on the first request; every later request sends the same 4 bytes of indexed fields,
+    as a browser's or nghttp2's encoder does."""
+
+    PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
+
+    def __init__(self, port: int):
+        self.sock = socket.create_connection(("127.0.0.1", port), timeout=120)
+        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.buf, self.stream, self.indexed = b"", -1, None
+        settings = (0x4).to_bytes(2, "big") + (1 << 30).to_bytes(4, "big")   # INITIAL_WINDOW_SIZE
+        window = ((1 << 30) - 65535).to_bytes(4, "big")
+        self.sock.sendall(self.PREFACE + self.frame(0x4, 0, 0, settings) + self.frame(0x8, 0, 0, window))
+
+    def close(self):
+        self.sock.close()
+
+    @staticmethod
+    def frame(kind: int, flags: int, stream: int, payload: bytes) -> bytes:
+        return len(payload).to_bytes(3, "big") + bytes([kind, flags]) + stream.to_bytes(4, "big") + payload
+
+    @staticmethod
+    def literal(name_index: int, value: str) -> bytes:
+        """Literal with incremental indexing, name from the static table, value not Huffman-coded."""
+        raw = value.encode()
+        if len(raw) >= 127:
+            raise BenchError("H2Client: header value too long for a one-byte length")
+        return bytes([0x40 | name_index, len(raw)]) + raw
+
+    def read_frame(self) -> tuple:
+        while len(self.buf) < 9 or len(self.buf) < 9 + int.from_bytes(self.buf[:3], "big"):
+            data = self.sock.recv(1 << 16)
+            if not data:
+                raise BenchError("the server closed the HTTP/2 connection")
+            self.buf += data
+        length = int.from_bytes(self.buf[:3], "big")
+        kind, flags = self.buf[3], self.buf[4]
+        stream = int.from_bytes(self.buf[5:9], "big") & 0x7FFFFFFF
+        payload, self.buf = self.buf[9:9 + length], self.buf[9 + length:]
+        return kind, flags, stream, payload
+
+    def exchange(self, request: tuple):
+        """Sends GET request = (authority, path) on a new stream; returns (status, {}, body).
+        The status is 200 when the answer's header block starts with HPACK's indexed
+        `:status 200` (static entry 8), else 0 (the hello and note answers start so)."""
+        authority, path = request
+        self.stream += 2
+        if self.indexed == request:
+            block = bytes([0x82, 0x86, 0xBF, 0xBE])   # GET, http, then :path (63), :authority (62)
+        else:
+            block = bytes([0x82, 0x86]) + self.literal(4, path) + self.literal(1, authority)
+            self.indexed = request
+        self.sock.sendall(self.frame(0x1, 0x5, self.stream, block))   # END_STREAM | END_HEADERS
+        status, body = None, b""
+        while True:
+            kind, flags, stream, payload = self.read_frame()
+            if kind == 0x4 and not flags & 0x1:                           # SETTINGS
+                self.sock.sendall(self.frame(0x4, 0x1, 0, b""))
+            elif kind == 0x6 and not flags & 0x1:                         # PING
+                self.sock.sendall(self.frame(0x6, 0x1, 0, payload))
+            elif kind in (0x3, 0x7):                                      # RST_STREAM, GOAWAY
+                raise BenchError(f"HTTP/2 frame type {kind} on stream {stream}: {payload!r}")
+            elif stream == self.stream and kind in (0x0, 0x1):            # DATA, HEADERS
+                if flags & 0x8:                                           # PADDED
+                    payload = payload[1:len(payload) - payload[0]]
+                if kind == 0x1:
+                    if flags & 0x20:                                      # PRIORITY
+                        payload = payload[5:]
+                    if status is None:
+                        status = 200 if payload[:1] == b"\x88" else 0
+                else:
+                    body += payload
+                if flags & 0x1:                                           # END_STREAM
+                    return status or 0, {}, body
 
 BROWSER_FIELDS = [  # what Firefox sends with a page load, after Host (13 fields in all)
     ("User-Agent", "Mozilla/5.0 (X11; Linux x86_64; rv:128.0) Gecko/20100101 Firefox/128.0"),
@@ -220,9 +304,11 @@ def status_check(code):
 class Load:
     """One kind of request: sent `warmup` times, then measured in windows of `n`."""
 
-    def __init__(self, key, label, raw, check, n, warmup):
+    def __init__(self, key, label, raw, check, n, warmup, connect=None):
+        """connect(server): the client the requests go over (default: HTTP/1.1 keep-alive)."""
         self.key, self.label, self.raw, self.check, self.n, self.warmup = \
             key, label, raw, check, n, warmup
+        self.connect = connect or (lambda srv: KeepAliveClient(srv.port))
 
     def send(self, client, count: int):
         for i in range(count):
@@ -233,7 +319,7 @@ class Load:
 
 def measure(srv, out_dir: str, load: Load, windows: int) -> dict:
     """Warm-up, then `windows` measured windows of load.n requests on one connection."""
-    client = KeepAliveClient(srv.port)
+    client = load.connect(srv)
     try:
         load.send(client, load.warmup)
         runs, path = [], None
@@ -361,28 +447,38 @@ def start_jotter(args, tmp: str, out_dir: str, access_log: bool = False, databas
                                                            if not (access_log and a == "--quiet")]])
     # Swift seeds its hash function per process; a fixed seed makes dictionary probes, and so
     # the counts, repeat from one run to the next (the cost is the same on average).
-    return start_server(name, argv, tmp, max(args.start_timeout, 120.0),
-                        env={"SWIFT_DETERMINISTIC_HASHING": "1"}, log_name=f"{name}-callgrind")
+    srv = start_server(name, argv, tmp, max(args.start_timeout, 120.0),
+                       env={"SWIFT_DETERMINISTIC_HASHING": "1"}, log_name=f"{name}-callgrind")
+    srv.h2_port = srv.port   # HTTP/2 with prior knowledge on the same port
+    return srv
 
 
 def start_nginx(args, tmp: str, out_dir: str):
     """nginx with master_process off: the one process serves, as the single worker does
     under a master (callgrind_control reaches the process valgrind started, not a child it
-    forked)."""
+    forked). A second port of its own serves HTTP/2 with prior knowledge (`listen … http2`:
+    nginx 1.22 speaks only HTTP/2 on such a port)."""
     render = nginx_argv(args.threads, os.path.join(tmp, "nginx"))
+    h2_port = free_port()
 
     def argv(port):
         cmd = render(port)
         conf = cmd[cmd.index("-c") + 1]
         with open(conf) as f:
             text = f.read()
-        if "master_process on;" not in text:
-            raise BenchError("peers/nginx/nginx.conf.template: no `master_process on;` to turn off")
+        listen = f"listen 127.0.0.1:{port} reuseport;"
+        if "master_process on;" not in text or listen not in text:
+            raise BenchError(f"peers/nginx/nginx.conf.template: no `master_process on;` to turn "
+                             f"off or no `{listen}` to add the HTTP/2 port beside")
+        text = text.replace("master_process on;", "master_process off;")
+        text = text.replace(listen, f"{listen}\n        listen 127.0.0.1:{h2_port} http2;")
         with open(conf, "w") as f:
-            f.write(text.replace("master_process on;", "master_process off;"))
+            f.write(text)
         return callgrind_argv(out_dir, cmd)
-    return start_server("nginx", argv, tmp, max(args.start_timeout, 120.0),
-                        log_name="nginx-callgrind")
+    srv = start_server("nginx", argv, tmp, max(args.start_timeout, 120.0),
+                       log_name="nginx-callgrind")
+    srv.h2_port = h2_port
+    return srv
 
 
 # ------------------------------------------------------------ annotate ---
@@ -573,6 +669,7 @@ def render(res: dict, loads: list, args) -> tuple:
     per_field = lambda side: (median(side["browser"]["runs"]) - median(side["hello"]["runs"])) / extra
     field_ratio = per_field(j) / per_field(n)
     note_ratio = median(j["note"]["runs"]) / hello
+    h2_ratio = lambda side: median(side["h2"]["runs"]) / median(side["hello"]["runs"])
     list_ir, post_ir = median(j["list"]["runs"]), median(j["post"]["runs"])
     verdict = lambda v, t: "meets" if v <= t else "**misses**"
     lines = rows + [
@@ -592,7 +689,10 @@ def render(res: dict, loads: list, args) -> tuple:
         f"(`malloc`, `calloc`, `realloc`, `posix_memalign`, …) **{j['hello']['malloc_calls']:.1f}**, "
         f"nginx's {n['hello']['malloc_calls']:.1f} (goal <= nginx's: "
         f"{verdict(j['hello']['malloc_calls'], n['hello']['malloc_calls'])}); counted from the "
-        f"window's `calls=` records, every caller",
+        f"window's `calls=` records, every caller; the table gives them for every row",
+        f"- HTTP/2 hello ÷ HTTP/1.1 hello, same server: jotter **{h2_ratio(j):.2f}** (goal <= "
+        f"{H2_GOAL}: {verdict(h2_ratio(j), H2_GOAL)}), nginx {h2_ratio(n):.2f}; HTTP/2 hello, "
+        f"jotter ÷ nginx: **{median(j['h2']['runs']) / median(n['h2']['runs']):.2f}x**",
         f"- `GET /notes/{{id}}` ÷ hello: **{note_ratio:.2f}** (target <= {NOTE_TARGET}: "
         f"{verdict(note_ratio, NOTE_TARGET)})",
         f"- `GET /notes?limit=100`: **{f0(list_ir)}** Ir/request, {f0(list_ir / 100)} per note "
@@ -703,6 +803,8 @@ def run(args, tmp: str) -> tuple:
                          Load("browser", LABELS["browser"],
                               browser_request_bytes(srv.port, "/hello?name=Bob"),
                               hello_check, n, warm)]
+                loads.append(Load("h2", LABELS["h2"], (f"127.0.0.1:{srv.h2_port}", "/hello?name=Bob"),
+                                  hello_check, n, warm, connect=lambda srv: H2Client(srv.h2_port)))
                 res.setdefault("head_bytes", {"hello": len(loads[0].raw),
                                               "browser": len(loads[1].raw)})
                 if name == "jotter":
@@ -788,7 +890,10 @@ def run(args, tmp: str) -> tuple:
         f"nginx = `peers/nginx/nginx.conf.template` with `master_process off` (the one "
         f"process serves). Per request kind: {warm} warm-up requests (a tenth for the list), "
         f"then {args.instr_windows} windows of `callgrind_control -z`, N requests one after "
-        f"the other on one keep-alive connection, `callgrind_control -d`;{rounds} Ir/request = "
+        f"the other on one keep-alive connection, `callgrind_control -d`;{rounds} the HTTP/2 row "
+        f"the same on one connection with prior knowledge, one stream at a time (nginx: a second "
+        f"port with `listen … http2`; the client indexes `:path` and `:authority` in HPACK's "
+        f"dynamic table on the first request). Ir/request = "
         f"the dump's total Ir (user space, all threads) / N, median over the windows. "
         f"`POST /notes` writes the same body each time, one request in flight; its 64-client row "
         f"is `wrk -t1 -c64 -d{WRK_SECONDS}s -s bench/lua/note_post.lua` per window (N: the fewest "
@@ -799,7 +904,7 @@ def run(args, tmp: str) -> tuple:
         f"{table}\n\n"
         f"{detail}\n\n"
         f"The last window of each row is kept as `bench/.build/callgrind.out.SERVER-KIND` "
-        f"(`jotter-hello`, `jotter-note`, `jotter-list`, `jotter-post`, `jotter-post64`, `jotter-hellolog`, `jotter-pgnote`, `jotter-pglist`, `nginx-hello`): "
+        f"(`jotter-hello`, `jotter-h2`, `jotter-note`, `jotter-list`, `jotter-post`, `jotter-post64`, `jotter-hellolog`, `jotter-pgnote`, `jotter-pglist`, `nginx-hello`, `nginx-h2`): "
         f"`callgrind_annotate --inclusive=yes` it, or open it in KCachegrind.\n\n"
         f"To reproduce (after `scripts/install-bench-deps`; `make bench "
         f"BENCH_ARGS=\"--scenario {NAME}\"` builds and runs it):\n\n```\n{command}\n```")
