@@ -735,7 +735,7 @@ struct HTTP1StateMachineTests {
 
     @Test("every duration of a request is read from its connection's clock, whether it stands far ahead of the system's monotonic clock (a machine booted a minute ago) or behind it: exact, never a trap")
     func durationsFromTheConnectionsClock() {
-        let system = Clock.microseconds()
+        let system = MachineClock.system.now()
         for start in [system &+ 1_000_000_000_000, 1, Self.start] {
             let setup = Setup()
             var connection = setup.connection(now: start)

@@ -226,7 +226,7 @@ struct LifecycleTests {
         routes.get("/ok") { _, _ in "ok" }
         let router = routes.build()
         let limits = RequestLifecycle.Limits(maxBodySize: 10, maxUploadSize: 10, maxParts: 10, temporaryDirectory: "/tmp")
-        let missing = RequestLifecycle(router: router, limits: limits, target: "/missing", remoteAddress: "-")
+        let missing = RequestLifecycle(router: router, limits: limits, target: "/missing", remoteAddress: "-", clock: .system)
         guard case .proceed = missing.headerComplete(method: "GET", version: "HTTP/1.1", headers: HTTPHeaders([("Host", "x")])) else {
             Issue.record("a refusal without a body waits for the next call")
             return
@@ -234,12 +234,12 @@ struct LifecycleTests {
         guard case .respond(let notFound) = missing.bodyComplete() else { Issue.record("404 expected"); return }
         #expect(notFound.status == .notFound)
 
-        let withBody = RequestLifecycle(router: router, limits: limits, target: "/missing", remoteAddress: "-")
+        let withBody = RequestLifecycle(router: router, limits: limits, target: "/missing", remoteAddress: "-", clock: .system)
         let action = withBody.headerComplete(method: "POST", version: "HTTP/1.1", headers: HTTPHeaders([("Host", "x"), ("Content-Length", "5")]))
         guard case .respond(let refused) = action else { Issue.record("a refusal with a body answers at once"); return }
         #expect(refused.status == .notFound)
 
-        let tooBig = RequestLifecycle(router: router, limits: limits, target: "/ok", remoteAddress: "-")
+        let tooBig = RequestLifecycle(router: router, limits: limits, target: "/ok", remoteAddress: "-", clock: .system)
         guard case .respond(let large) = tooBig.headerComplete(method: "GET", version: "HTTP/1.1",
                                                                 headers: HTTPHeaders([("Host", "x"), ("Content-Length", "500")])) else {
             Issue.record("413 at the head expected")
@@ -257,7 +257,7 @@ struct LifecycleTests {
         let limits = RequestLifecycle.Limits(maxBodySize: 10, maxUploadSize: 10, maxParts: 10, temporaryDirectory: "/tmp")
         weak var released: RequestLifecycle?
         do {
-            let lifecycle = RequestLifecycle(router: router, limits: limits, target: "/away", remoteAddress: "-")
+            let lifecycle = RequestLifecycle(router: router, limits: limits, target: "/away", remoteAddress: "-", clock: .system)
             released = lifecycle
             guard case .elsewhere = lifecycle.headerComplete(method: "GET", version: "HTTP/2.0", headers: HTTPHeaders([("Host", "x")])) else {
                 Issue.record("the route's step runs elsewhere")

@@ -10,8 +10,9 @@ import Synchronization
 /// a test's clock may stand far ahead of the system's, and the system's starts near 0 on a
 /// machine booted a minute ago.
 enum Clock {
-    /// Monotonic time in microseconds.
-    @inline(__always) static func microseconds() -> UInt64 {
+    /// Monotonic time in microseconds. Read only through `MachineClock.system`, so that every
+    /// time of the engine comes from a clock someone passed in.
+    @inline(__always) fileprivate static func microseconds() -> UInt64 {
         var now = timespec()
         clock_gettime(CLOCK_MONOTONIC, &now)
         return UInt64(now.tv_sec) &* 1_000_000 &+ UInt64(now.tv_nsec) / 1000

@@ -48,6 +48,9 @@ final class EventLoop: @unchecked Sendable {
     }
 
     unowned let server: HTTPServer
+    /// The server's clock (`HTTPServer.clock`): the loop's polls, sweeps and evictions, and the
+    /// machine of every connection on it.
+    let clock: MachineClock
     let epoll: Int32
     private let wakeFD: Int32
     private let listener: Int32
@@ -89,6 +92,7 @@ final class EventLoop: @unchecked Sendable {
 
     init(server: HTTPServer, listener: Int32) throws(ServerStartError) {
         self.server = server
+        clock = server.clock
         self.listener = listener
         epoll = jotter_epoll_create()
         wakeFD = jotter_eventfd()
@@ -138,11 +142,11 @@ final class EventLoop: @unchecked Sendable {
         let tokens = UnsafeMutablePointer<UInt64>.allocate(capacity: 256)
         let events = UnsafeMutablePointer<UInt32>.allocate(capacity: 256)
         defer { tokens.deallocate(); events.deallocate() }
-        lastSweep = Clock.microseconds()
+        lastSweep = clock.now()
         while running {
             // Tasks left from the last turn: poll without waiting, then run more of them.
             let count = jotter_epoll_wait(epoll, tokens, events, 256, nextTask < taken.count ? 0 : 250)
-            polledAt = Clock.microseconds()
+            polledAt = clock.now()
             date.refresh()
             var signalled = false
             if count > 0 {
@@ -159,7 +163,7 @@ final class EventLoop: @unchecked Sendable {
                 }
             }
             if signalled || nextTask < taken.count { runTasks() }
-            let now = Clock.microseconds()
+            let now = clock.now()
             if now >= lastSweep + Self.sweepInterval {
                 lastSweep = now
                 sweep(now: now)
@@ -288,7 +292,7 @@ final class EventLoop: @unchecked Sendable {
     /// its header section — never one opened in the last 100 ms, nor one being served. False
     /// when there is none (the new connection is refused instead).
     private func evictOne() -> Bool {
-        let now = Clock.microseconds()
+        let now = clock.now()
         var oldest: (any LoopConnection)?
         for connection in connections.values {
             guard let since = connection.waitingForHeadSince, now >= since + 100_000, now >= connection.opened + 100_000 else { continue }
@@ -306,7 +310,8 @@ final class EventLoop: @unchecked Sendable {
     /// HTTP/2 streams that wait on the client) of the address that holds the most connections in
     /// the table — so the client holding the most makes room, not every newcomer — with that
     /// address's count. Never one opened in the last second. nil when this loop has none.
-    private func longLivedCandidate(now: UInt64 = Clock.microseconds()) -> (connection: any LoopConnection, count: Int)? {
+    private func longLivedCandidate(now: UInt64? = nil) -> (connection: any LoopConnection, count: Int)? {
+        let now = now ?? clock.now()
         var candidates: [String: any LoopConnection] = [:]
         for connection in connections.values where connection.isLongLived && now >= connection.opened + 1_000_000 {
             if let current = candidates[connection.address], current.opened <= connection.opened { continue }

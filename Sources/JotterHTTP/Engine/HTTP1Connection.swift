@@ -28,9 +28,9 @@ final class HTTP1Connection: LoopConnection {
         socket = SocketDriver(loop: loop, io: ConnectionIO(fd: fd, tls: tls), token: token)
         self.address = address
         handshaking = tls != nil
-        let now = Clock.microseconds()
+        let now = loop.clock.now()
         opened = now
-        machine = HTTP1StateMachine(server: loop.server, address: address, now: now, date: loop.date, readBuffer: loop.readBuffer,
+        machine = HTTP1StateMachine(server: loop.server, address: address, now: now, clock: loop.clock, date: loop.date, readBuffer: loop.readBuffer,
                                     streamBuffer: loop.streamBuffer, handback: socket.handback)
     }
 
@@ -119,7 +119,7 @@ final class HTTP1Connection: LoopConnection {
                 handOff(bytes: UnsafeRawBufferPointer(start: nil, count: 0))
                 return
             }
-            run(machine.handshakeFinished(now: Clock.microseconds()))
+            run(machine.handshakeFinished(now: machine.clock.now()))
         case Int(JOTTER_TLS_WANT_READ):
             socket.setInterest(.init(read: true, write: false))
         case Int(JOTTER_TLS_WANT_WRITE):

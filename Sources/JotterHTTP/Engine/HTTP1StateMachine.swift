@@ -188,7 +188,7 @@ struct HTTP1StateMachine: ConnectionMachine, ~Copyable {
     ///   - handback: the way back to this connection from other threads — what a body's
     ///     consumer that is behind calls when it can take more, streaming bodies' wakers, interim
     ///     responses sent from a route's executor.
-    init(server: HTTPServer, address: String, now: UInt64, clock: MachineClock = .system, date: DateField,
+    init(server: HTTPServer, address: String, now: UInt64, clock: MachineClock, date: DateField,
          readBuffer: UnsafeMutableRawBufferPointer, streamBuffer: UnsafeMutableRawBufferPointer, handback: Handback) {
         self.clock = clock
         self.server = server

@@ -22,7 +22,7 @@ final class HTTP2Connection: LoopConnection {
         self.address = address
         self.opened = opened
         let loop = socket.loop
-        machine = HTTP2StateMachine(server: loop.server, address: address, now: Clock.microseconds(), date: loop.date,
+        machine = HTTP2StateMachine(server: loop.server, address: address, now: loop.clock.now(), clock: loop.clock, date: loop.date,
                                     readBuffer: loop.readBuffer, outputBuffer: loop.streamBuffer, handback: socket.handback)
     }
 
@@ -32,7 +32,7 @@ final class HTTP2Connection: LoopConnection {
 
     /// Starts the session with the bytes read so far (the preface, perhaps more).
     func start(with bytes: UnsafeRawBufferPointer) {
-        run(machine.begin(with: bytes, now: Clock.microseconds()))
+        run(machine.begin(with: bytes, now: machine.clock.now()))
     }
 
     // MARK: - Events

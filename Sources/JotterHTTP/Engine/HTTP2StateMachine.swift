@@ -202,7 +202,7 @@ struct HTTP2StateMachine: ConnectionMachine, ~Copyable {
     ///   - clock: the connection's clock (`MachineClock`): its driver's, and its streams'.
     ///   - readBuffer, outputBuffer: the event loop's read and stream buffers, shared by its connections.
     ///   - handback: the way back to this connection from other threads.
-    init(server: HTTPServer, address: String, now: UInt64, clock: MachineClock = .system, date: DateField,
+    init(server: HTTPServer, address: String, now: UInt64, clock: MachineClock, date: DateField,
          readBuffer: UnsafeMutableRawBufferPointer, outputBuffer: UnsafeMutableRawBufferPointer, handback: Handback) {
         self.clock = clock
         self.server = server

@@ -82,6 +82,10 @@ public final class HTTPServer: Sendable {
     /// The event loops, their counters and the connection table they share.
     private let loops = Mutex<[EventLoop]>([])
     let counters = EngineCounters()
+    /// The one clock of the server's engine (`CLOCK_MONOTONIC`): every loop's polls and sweeps,
+    /// every connection's machine and every request read it, so any two of their times compare
+    /// (the loops compare each other's oldest head waits).
+    let clock = MachineClock.system
     let connections: ConnectionTable
     /// What HTTP/2 answers hold, all connections together, against the server's bounds.
     let held: HeldAnswers
@@ -109,7 +113,7 @@ public final class HTTPServer: Sendable {
     /// The loop, other than `loop`, whose oldest connection waiting for its head has waited
     /// longest — at least the 100 ms that make it evictable — as of that loop's last sweep.
     func loopToEvict(besides loop: EventLoop) -> EventLoop? {
-        let now = Clock.microseconds()
+        let now = clock.now()
         return loops.withLock { loops in
             loops.filter { $0 !== loop }
                 .map { ($0, $0.oldestHeadWait.load(ordering: .relaxed)) }
@@ -210,8 +214,8 @@ public final class HTTPServer: Sendable {
         guard !running.isEmpty else { return }
         stopping.store(true, ordering: .relaxed)
         for loop in running { loop.post(.quiesce) }
-        let deadline = Clock.microseconds() + UInt64(configuration.shutdownGracePeriod * 1_000_000)
-        while inFlight.load(ordering: .acquiring) > 0, Clock.microseconds() < deadline {
+        let deadline = clock.now() + UInt64(configuration.shutdownGracePeriod * 1_000_000)
+        while inFlight.load(ordering: .acquiring) > 0, clock.now() < deadline {
             for loop in running { loop.post(.quiesce) }
             usleep(5_000)
         }

@@ -102,7 +102,7 @@ final class RequestLifecycle {
     ///   - clock: the clock of the connection the request came on; its `now` when the request
     ///     line arrived is `started`.
     ///   - started: when the request line arrived, read from `clock` (now when nil).
-    init(router: Router, limits: Limits, target: String, remoteAddress: String, clock: MachineClock = .system, started: UInt64? = nil,
+    init(router: Router, limits: Limits, target: String, remoteAddress: String, clock: MachineClock, started: UInt64? = nil,
          interim: InterimSink? = nil) {
         self.router = router
         self.limits = limits

@@ -46,7 +46,7 @@ public struct InProcessClient: Sendable {
         if !body.isEmpty, !fields.contains("Content-Length"), !fields.contains("Transfer-Encoding") {
             if chunked { fields.add("Transfer-Encoding", "chunked") } else { fields.add("Content-Length", String(body.count)) }
         }
-        let lifecycle = RequestLifecycle(router: router, limits: limits, target: target, remoteAddress: remoteAddress)
+        let lifecycle = RequestLifecycle(router: router, limits: limits, target: target, remoteAddress: remoteAddress, clock: .system)
         var accepted = 0
         var action = Self.settle(lifecycle.headerComplete(method: method, version: "HTTP/1.1", headers: fields), lifecycle)
         var beforeBody = true
