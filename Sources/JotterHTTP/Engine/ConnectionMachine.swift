@@ -22,6 +22,10 @@ enum ConnectionAction {
     case sendFile(fd: Int32, offset: Int, count: Int)
     /// Shut the write side (TLS: close_notify first); then the connection lingers (answer: `performed`).
     case shutdownWrites
+    /// Start work outside the machine — user code or another thread — now that the event that
+    /// decided it is over (never from inside the parser or nghttp2's callbacks): the driver
+    /// hands it to the connection's `Handback` (answer: `performed`).
+    case start(WorkStart)
     /// The sweep needs to know whether bytes wait unread: ask `tick` again with `unread`.
     case checkUnread
     /// The connection speaks HTTP/2 with prior knowledge: hand it over with these bytes read
@@ -31,6 +35,24 @@ enum ConnectionAction {
     case wait(ConnectionInterest)
     /// Close the connection. Every request was completed. Nothing more comes from this machine.
     case close
+}
+
+/// Work a machine starts outside itself (`ConnectionAction.start`); what it brings back comes
+/// in as an event for its stream (0 on HTTP/1.1).
+enum WorkStart {
+    /// A later reply's work; its render closure comes back as `resume`.
+    case later(Later, stream: Int32)
+    /// The request's next step, on its route's executor; it comes back as `landed`.
+    case away(RequestLifecycle, stream: Int32)
+    /// A streaming answer body begins; `waker` brings back its news as `wake`.
+    case body(any StreamingBody, ConnectionWaker, stream: Int32)
+
+    /// The stream the work is for.
+    var stream: Int32 {
+        switch self {
+        case .later(_, let stream), .away(_, let stream), .body(_, _, let stream): stream
+        }
+    }
 }
 
 /// What the socket did not take of bytes written from the loop's stream buffer (a streaming
@@ -96,7 +118,7 @@ protocol ConnectionMachine: ~Copyable {
     mutating func writeBlocked() -> ConnectionAction
     /// A write failed: the client is gone.
     mutating func writeFailed() -> ConnectionAction
-    /// The last `shutdownWrites` was done.
+    /// The last `shutdownWrites` or `start` was done.
     mutating func performed() -> ConnectionAction
     /// The sweep, at `now`; the loop last polled at `polledAt`. `unread`: whether bytes wait
     /// unread (nil: not asked yet — the answer is `checkUnread` when it matters).
@@ -138,9 +160,9 @@ extension ConnectionMachine where Self: ~Copyable {
 /// The way back to one connection from other threads: what a later reply's work, a route's
 /// executor, a body's consumer or a streaming body hands back reaches the connection as a task
 /// of its event loop (`EventLoop.Task`, with the connection's token) — or, for a machine driven
-/// in memory, goes to a function that keeps the tasks (`MemoryConnection`). A machine starts
-/// such work itself, through here, once the event that decided it is over (never from inside
-/// the parser or nghttp2's callbacks); the result comes back as an event.
+/// in memory, goes to a function that keeps the tasks (`MemoryConnection`). A machine never
+/// starts such work itself: it returns `ConnectionAction.start`, its driver calls `start` here,
+/// and the result comes back as an event.
 struct Handback: Sendable {
     let token: UInt64
     private let target: Target
@@ -175,15 +197,19 @@ struct Handback: Sendable {
         }
     }
 
-    /// Starts `later`'s work; its render closure comes back as `resume` for `stream`.
-    func startLater(_ later: Later, stream: Int32) {
-        later.start { [self] render in post(.resume(token, stream: stream, render)) }
-    }
-
-    /// Sends the next step of `lifecycle` to its route's executor; it comes back as `landed` for `stream`.
-    func goAway(_ lifecycle: RequestLifecycle, stream: Int32) {
-        let away = RequestLifecycle.Away(lifecycle)
-        lifecycle.goAway { [self] in post(.landed(token, stream: stream, away)) }
+    /// Starts `work` (what a machine's `ConnectionAction.start` asks): a later reply's work,
+    /// whose render closure comes back as `resume`; a request's next step on its route's
+    /// executor, back as `landed`; a streaming body, whose waker posts `wake`.
+    func start(_ work: WorkStart) {
+        switch work {
+        case .later(let later, let stream):
+            later.start { [self] render in post(.resume(token, stream: stream, render)) }
+        case .away(let lifecycle, let stream):
+            let away = RequestLifecycle.Away(lifecycle)
+            lifecycle.goAway { [self] in post(.landed(token, stream: stream, away)) }
+        case .body(let body, let waker, _):
+            body.start(waker: waker)
+        }
     }
 
     /// What the body consumer of `stream` calls (any thread) when it can take more.

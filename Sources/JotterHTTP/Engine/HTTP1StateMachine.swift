@@ -121,10 +121,9 @@ struct HTTP1StateMachine: ConnectionMachine, ~Copyable {
     private var requestHasBody = false
     /// A later reply, or the landing of a step on the route's executor, is awaited for `request`.
     private var waiting = false
-    /// The later reply whose work is to be started.
-    private var laterToStart: Later?
-    /// The request whose next step is to go to its route's executor.
-    private var awayToStart: RequestLifecycle?
+    /// Work decided while parsing, started (`ConnectionAction.start`) once the event is over:
+    /// a later reply's, or the request's next step on its route's executor.
+    private var toStart: WorkStart?
     /// The step away began at the request's head, not at its end.
     private var awayAtHead = false
     /// The answer was queued before the body was read: what follows is dropped, then the
@@ -519,13 +518,9 @@ struct HTTP1StateMachine: ConnectionMachine, ~Copyable {
                 return .close
             }
             // Work handed to other threads once the event is over, never from inside the parser.
-            if let later = laterToStart {
-                laterToStart = nil
-                handback.startLater(later, stream: 0)
-            }
-            if let lifecycle = awayToStart {
-                awayToStart = nil
-                handback.goAway(lifecycle, stream: 0)
+            if let work = toStart {
+                toStart = nil
+                return .start(work)
             }
             if shutdownPending {
                 shutdownPending = false
@@ -768,12 +763,12 @@ struct HTTP1StateMachine: ConnectionMachine, ~Copyable {
     private mutating func goAway(_ lifecycle: RequestLifecycle, atHead: Bool) {
         waiting = true
         awayAtHead = atHead
-        awayToStart = lifecycle
+        toStart = .away(lifecycle, stream: 0)
     }
 
     private mutating func startLater(_ later: Later) {
         waiting = true
-        laterToStart = later
+        toStart = .later(later, stream: 0)
     }
 
     /// A head that could not be parsed: answered through the router's middleware; the
@@ -795,8 +790,7 @@ struct HTTP1StateMachine: ConnectionMachine, ~Copyable {
         waitingForHeadSince = nil
         discarding = true
         waiting = false
-        laterToStart = nil
-        awayToStart = nil
+        toStart = nil
         let action = lifecycle.malformed(error)
         takeInterims()
         if case .respond(let response) = action {
@@ -907,8 +901,7 @@ struct HTTP1StateMachine: ConnectionMachine, ~Copyable {
             queue[0].stream!.started = true
             let waker = ConnectionWaker(handback, stream: 0)
             queue[0].stream!.waker = waker
-            queue[0].stream!.body.start(waker: waker)
-            return .again
+            return .act(.start(.body(queue[0].stream!.body, waker, stream: 0)))
         }
         if !queue[0].stream!.leftover.isEmpty {
             writing = .leftover
@@ -1014,8 +1007,7 @@ struct HTTP1StateMachine: ConnectionMachine, ~Copyable {
     private mutating func terminate(_ outcome: CompletedExchange.Outcome) {
         guard !closing, !isFinished else { return }
         interims.isOpen = false
-        laterToStart = nil
-        awayToStart = nil
+        toStart = nil
         if let request {
             self.request = nil
             complete(request, status: 0, bytes: 0, outcome: outcome)

@@ -83,13 +83,6 @@ struct HTTP2StateMachine: ConnectionMachine, ~Copyable {
         case stream(any StreamingBody)
     }
 
-    /// Work to hand to other threads once nghttp2's call is over, in order.
-    private enum Start {
-        case later(Int32, Later)
-        case away(Int32, RequestLifecycle)
-        case stream(Int32, any StreamingBody, ConnectionWaker)
-    }
-
     /// What the last write action was, to read its answer.
     private enum Writing {
         case leftover
@@ -139,7 +132,7 @@ struct HTTP2StateMachine: ConnectionMachine, ~Copyable {
     /// Streams whose body consumer is behind (back-pressure), or whose head's step is away while
     /// their body arrives: the connection reads nothing more until each is back.
     private var pausedStreams: Set<Int32> = []
-    private var starts: [Start] = []
+    private var starts: [WorkStart] = []
     /// Streams whose request waits for the connection to hold less, in arrival order.
     private var parked: [Int32] = []
     /// Body bytes the parked streams hold.
@@ -511,7 +504,7 @@ struct HTTP2StateMachine: ConnectionMachine, ~Copyable {
                 return .close
             }
             if !parked.isEmpty { unpark() }
-            if !starts.isEmpty { startWork() }
+            if let work = nextStart() { return .start(work) }
             if !outputBlocked {
                 if !leftover.isEmpty {
                     writing = .leftover
@@ -559,20 +552,20 @@ struct HTTP2StateMachine: ConnectionMachine, ~Copyable {
         roundsLeft = Self.readRounds
     }
 
-    /// Hands to other threads the work the last event started, once nghttp2's call is over:
-    /// what is still valid (its stream open and waiting for it) — a stream reset in the same read
-    /// as its head never sends its step away.
-    private mutating func startWork() {
+    /// The oldest work the last events decided to start, once nghttp2's call is over, that is
+    /// still valid (its stream open and waiting for it) — a stream reset in the same read as its
+    /// head never sends its step away; nil when none is.
+    private mutating func nextStart() -> WorkStart? {
         while !starts.isEmpty {
-            switch starts.removeFirst() {
-            case .later(let id, let later):
-                if let stream = streams[id], stream.waiting { handback.startLater(later, stream: id) }
-            case .away(let id, let lifecycle):
-                if let stream = streams[id], stream.waiting, stream.lifecycle === lifecycle { handback.goAway(lifecycle, stream: id) }
-            case .stream(let id, let body, let waker):
-                if let stream = streams[id], stream.waker === waker { body.start(waker: waker) }
+            let work = starts.removeFirst()
+            guard let stream = streams[work.stream] else { continue }
+            switch work {
+            case .later: if stream.waiting { return work }
+            case .away(let lifecycle, _): if stream.waiting, stream.lifecycle === lifecycle { return work }
+            case .body(_, let waker, _): if stream.waker === waker { return work }
             }
         }
+        return nil
     }
 
     // MARK: - nghttp2
@@ -731,7 +724,7 @@ struct HTTP2StateMachine: ConnectionMachine, ~Copyable {
         stream.waiting = true
         stream.awayAtHead = atHead
         if atHead, stream.hasBody { pausedStreams.insert(stream.id) }
-        starts.append(.away(stream.id, lifecycle))
+        starts.append(.away(lifecycle, stream: stream.id))
     }
 
     fileprivate mutating func data(_ id: Int32, _ bytes: UnsafeRawBufferPointer) {
@@ -785,7 +778,7 @@ struct HTTP2StateMachine: ConnectionMachine, ~Copyable {
 
     private mutating func startLater(_ stream: Stream, _ later: Later) {
         stream.waiting = true
-        starts.append(.later(stream.id, later))
+        starts.append(.later(later, stream: stream.id))
     }
 
     /// The server gives up on a stream's body: `408` problem+json through the request's
@@ -981,7 +974,7 @@ struct HTTP2StateMachine: ConnectionMachine, ~Copyable {
                 stream.source = .stream(body)
                 let waker = ConnectionWaker(handback, stream: stream.id)
                 stream.waker = waker
-                starts.append(.stream(stream.id, body, waker))
+                starts.append(.body(body, waker, stream: stream.id))
             } else {
                 body.finish()
             }

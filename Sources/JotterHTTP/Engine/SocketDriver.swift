@@ -91,6 +91,9 @@ struct SocketDriver {
             case .shutdownWrites:
                 io.shutdownWrites()
                 action = machine.performed()
+            case .start(let work):
+                handback.start(work)
+                action = machine.performed()
             case .checkUnread:
                 action = machine.tick(now: machine.clock.now(), polledAt: loop.polledAt, unread: io.hasUnreadBytes)
             case .handOff(let bytes):

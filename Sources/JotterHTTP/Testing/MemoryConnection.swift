@@ -248,6 +248,9 @@ struct MemoryConnection<Machine: ConnectionMachine & ~Copyable>: ~Copyable {
                 if writesShut { violations.append("the write side was shut twice") }
                 writesShut = true
                 action = machine.performed()
+            case .start(let work):
+                mail.handback.start(work)
+                action = machine.performed()
             case .checkUnread:
                 action = machine.tick(now: now, polledAt: polledAt ?? now, unread: unread > 0)
             case .handOff(let bytes):
