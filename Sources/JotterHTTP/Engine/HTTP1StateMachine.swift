@@ -119,13 +119,22 @@ struct HTTP1StateMachine: ConnectionMachine, ~Copyable {
     private var requestIsHead = false
     private var requestHTTP10 = false
     private var requestHasBody = false
+    /// What `request` awaits from another thread, if anything; nothing more of it is read
+    /// meanwhile.
+    private enum Awaited {
+        /// A later reply (`resume`).
+        case later
+        /// The landing of a step on the route's executor (`landed`), begun at the request's head
+        /// or at its end.
+        case away(atHead: Bool)
+    }
+
+    private var awaited: Awaited?
     /// A later reply, or the landing of a step on the route's executor, is awaited for `request`.
-    private var waiting = false
+    private var waiting: Bool { awaited != nil }
     /// Work decided while parsing, started (`ConnectionAction.start`) once the event is over:
     /// a later reply's, or the request's next step on its route's executor.
     private var toStart: WorkStart?
-    /// The step away began at the request's head, not at its end.
-    private var awayAtHead = false
     /// The answer was queued before the body was read: what follows is dropped, then the
     /// connection closes.
     private var discarding = false
@@ -140,8 +149,6 @@ struct HTTP1StateMachine: ConnectionMachine, ~Copyable {
     /// The socket did not take all of the last write: wait until it is writable.
     private var outputBlocked = false
     private var writing: Writing?
-    /// The write side is to be shut (the last answer of a closing connection went out).
-    private var shutdownPending = false
 
     // MARK: - Time
 
@@ -158,7 +165,7 @@ struct HTTP1StateMachine: ConnectionMachine, ~Copyable {
     /// server's under way: a request body being read, or a streaming answer (an event stream)
     /// being sent. At the connection limit such connections may be pushed out (`EventLoop`).
     var isLongLived: Bool {
-        guard waitingForHeadSince == nil, !closing, !isFinished, !waiting else { return false }
+        guard waitingForHeadSince == nil, !isEnding, !waiting else { return false }
         if request != nil { return requestHasBody && !discarding }
         return queue.contains { $0.stream != nil }
     }
@@ -167,17 +174,36 @@ struct HTTP1StateMachine: ConnectionMachine, ~Copyable {
     /// until it calls back; since when.
     private var bodyPausedSince: UInt64?
     private var bodyBytes = 0
-    /// After the last answer of a connection that closes: the write side is shut, reads are
-    /// dropped until the client closes or this time passes.
-    private var lingerUntil: UInt64?
-    private var lingerBudget = HTTP1StateMachine.lingerBytes
 
     // MARK: - The end
 
-    /// The connection is to close: the next action is `close`.
-    private var closing = false
+    /// How far the connection is from its end.
+    private enum Phase {
+        /// Requests are read and answered.
+        case open
+        /// The last answer of a connection that closes went out: its write side is shut next.
+        case shuttingDown
+        /// The write side is shut: what the client still sends is dropped until it closes, `until`
+        /// passes or more than `budget` bytes more came (`lingerTime`, `lingerBytes`).
+        case lingering(until: UInt64, budget: Int)
+        /// The connection is to close: the next action is `close`.
+        case closing
+        /// `close` or `handOff` was returned.
+        case finished
+    }
+
+    private var phase = Phase.open
+
     /// `close` or `handOff` was returned.
-    private(set) var isFinished = false
+    var isFinished: Bool { if case .finished = phase { true } else { false } }
+    /// The connection closes at the next action, or did.
+    private var isEnding: Bool {
+        switch phase {
+        case .closing, .finished: true
+        case .open, .shuttingDown, .lingering: false
+        }
+    }
+    private var isLingering: Bool { if case .lingering = phase { true } else { false } }
 
     /// - Parameters:
     ///   - server: routes, limits, timeouts, and the counters the connection adds to.
@@ -239,9 +265,9 @@ struct HTTP1StateMachine: ConnectionMachine, ~Copyable {
     mutating func received(_ count: Int, now: UInt64, more: Bool = false) -> Action {
         self.now = now
         lastActivity = now
-        if lingerUntil != nil {
-            lingerBudget -= count
-            if lingerBudget <= 0 { finishClose() }
+        if case .lingering(let until, let budget) = phase {
+            phase = .lingering(until: until, budget: budget - count)
+            if budget - count <= 0 { finishClose() }
             return next()
         }
         roundsLeft -= 1
@@ -259,7 +285,7 @@ struct HTTP1StateMachine: ConnectionMachine, ~Copyable {
                 : UnsafeRawBufferPointer(start: readBuffer.baseAddress, count: count)
             switch HTTP2StateMachine.preface(in: bytes) {
             case .begun:
-                isFinished = true
+                phase = .finished
                 return .handOff(bytes)
             case .undecided:
                 break  // too short to tell: kept as a head in progress, decided when more comes
@@ -293,7 +319,7 @@ struct HTTP1StateMachine: ConnectionMachine, ~Copyable {
     /// The peer closed its side (a read returned 0).
     mutating func peerClosed() -> Action {
         readReady = false
-        if lingerUntil != nil || (request == nil && queue.isEmpty) {
+        if isLingering || (request == nil && queue.isEmpty) {
             finishClose()
         } else if request != nil, !waiting, !discarding {
             terminate(.clientAbort)  // the client hung up inside a request
@@ -309,7 +335,7 @@ struct HTTP1StateMachine: ConnectionMachine, ~Copyable {
 
     /// A read failed (not for lack of bytes).
     mutating func readFailed() -> Action {
-        if lingerUntil != nil { finishClose() } else { terminate(.readError) }
+        if isLingering { finishClose() } else { terminate(.readError) }
         return next()
     }
 
@@ -374,10 +400,10 @@ struct HTTP1StateMachine: ConnectionMachine, ~Copyable {
     /// that passed while the loop had not polled since and bytes wait unread is the loop's
     /// lateness, not the client's.
     mutating func tick(now: UInt64, polledAt: UInt64, unread: Bool? = nil) -> Action {
-        guard !closing, !isFinished else { return next() }
+        guard !isEnding else { return next() }
         self.now = now
-        if let lingerUntil {
-            if now >= lingerUntil { finishClose() }
+        if case .lingering(let until, _) = phase {
+            if now >= until { finishClose() }
             return next()
         }
         let configuration = server.configuration
@@ -420,9 +446,9 @@ struct HTTP1StateMachine: ConnectionMachine, ~Copyable {
 
     /// A later reply is ready: `render` makes its response.
     mutating func resume(stream: Int32 = 0, now: UInt64, _ render: () throws -> Response) -> Action {
-        guard waiting, let request, !closing, !isFinished else { return next() }
+        guard case .later = awaited, let request, !isEnding else { return next() }
         self.now = now
-        waiting = false
+        awaited = nil
         let response = request.resume(render)
         takeInterims()
         answer(response)
@@ -433,12 +459,12 @@ struct HTTP1StateMachine: ConnectionMachine, ~Copyable {
     /// the request was (its head or its end), and reading goes on. nil when the connection no
     /// longer waits for it (the request ended meanwhile: the caller completes it).
     mutating func landed(stream: Int32 = 0, _ lifecycle: RequestLifecycle, now: UInt64) -> Action? {
-        guard waiting, !closing, !isFinished, request === lifecycle else { return nil }
+        guard case .away(let atHead) = awaited, !isEnding, request === lifecycle else { return nil }
         self.now = now
-        waiting = false
+        awaited = nil
         let action = lifecycle.landed()
         takeInterims()
-        if awayAtHead {
+        if atHead {
             // The time away is the server's: the body's rate counts from now.
             bodyStarted = now
             lastActivity = now
@@ -456,7 +482,7 @@ struct HTTP1StateMachine: ConnectionMachine, ~Copyable {
     /// Interim responses were queued outside a lifecycle call (sent from the route's executor
     /// and posted to the loop): they go out now.
     mutating func interimsQueued() -> Action {
-        guard !closing, !isFinished else { return next() }
+        guard !isEnding else { return next() }
         takeInterims()
         return next()
     }
@@ -464,7 +490,7 @@ struct HTTP1StateMachine: ConnectionMachine, ~Copyable {
     /// The body's consumer caught up: what was kept is parsed, and reading resumes. The pause
     /// does not count against the body's minimum rate, nor as idle time.
     mutating func bodyReady(stream: Int32 = 0, now: UInt64) -> Action {
-        guard let since = bodyPausedSince, !closing, !isFinished else { return next() }
+        guard let since = bodyPausedSince, !isEnding else { return next() }
         self.now = now
         bodyPausedSince = nil
         bodyStarted += Clock.since(since, to: now)
@@ -482,7 +508,7 @@ struct HTTP1StateMachine: ConnectionMachine, ~Copyable {
 
     /// The server stops: a connection waiting for a request closes; streams end.
     mutating func quiesce() -> Action {
-        guard !closing, !isFinished else { return next() }
+        guard !isEnding else { return next() }
         quiescing = true
         if request == nil, queue.isEmpty, !stashHoldsHead {
             terminate(.shutdown)
@@ -512,26 +538,27 @@ struct HTTP1StateMachine: ConnectionMachine, ~Copyable {
     /// was kept, read, or wait.
     private mutating func next() -> Action {
         while true {
-            if isFinished { return .close }
-            if closing {
-                isFinished = true
+            switch phase {
+            case .finished: return .close
+            case .closing:
+                phase = .finished
                 return .close
+            case .open, .shuttingDown, .lingering: break
             }
             // Work handed to other threads once the event is over, never from inside the parser.
             if let work = toStart {
                 toStart = nil
                 return .start(work)
             }
-            if shutdownPending {
-                shutdownPending = false
-                lingerUntil = now + Self.lingerTime
+            if case .shuttingDown = phase {
+                phase = .lingering(until: now + Self.lingerTime, budget: Self.lingerBytes)
                 stashStart = 0
                 stashEnd = 0
                 stashHoldsHead = false
                 releaseStashIfEmpty()
                 return .shutdownWrites
             }
-            if lingerUntil != nil {
+            if isLingering {
                 return readReady ? .drain(readBuffer) : .wait(Interest(read: true, write: false))
             }
             if !outputBlocked, !queue.isEmpty {
@@ -560,7 +587,7 @@ struct HTTP1StateMachine: ConnectionMachine, ~Copyable {
 
     /// What the socket should report.
     var interest: Interest {
-        Interest(read: lingerUntil != nil || mayParse || requestInBody, write: (outputBlocked && !queue.isEmpty) || readWantsWrite)
+        Interest(read: isLingering || mayParse || requestInBody, write: (outputBlocked && !queue.isEmpty) || readWantsWrite)
     }
 
     /// Where the next read goes: the stash, right after a head in progress, or the loop's buffer.
@@ -587,7 +614,7 @@ struct HTTP1StateMachine: ConnectionMachine, ~Copyable {
     /// reads nothing would otherwise hold a descriptor per request, its answers' heads far
     /// below `outputHighWater`.
     private var mayParse: Bool {
-        !waiting && !discarding && !closeAfterAnswers && bodyPausedSince == nil && !closing && lingerUntil == nil
+        !waiting && !discarding && !closeAfterAnswers && bodyPausedSince == nil && !isEnding && !isLingering
             && queue.first?.stream == nil && queuedBytes < Self.outputHighWater && !queue.contains { $0.file != nil }
     }
 
@@ -596,7 +623,7 @@ struct HTTP1StateMachine: ConnectionMachine, ~Copyable {
 
     /// A request is being parsed, up to its end, and nothing waits before that.
     private var requestInProgress: Bool {
-        request != nil && !waiting && !discarding && bodyPausedSince == nil && !closing
+        request != nil && !waiting && !discarding && bodyPausedSince == nil && !isEnding
     }
 
     private mutating func processStash() {
@@ -612,9 +639,9 @@ struct HTTP1StateMachine: ConnectionMachine, ~Copyable {
             case .body(let offset, let count): bodyReceived(UnsafeRawBufferPointer(start: base + offset, count: count))
             case .end: requestComplete()
             }
-            return !closing && (mayParse || requestInProgress)
+            return !isEnding && (mayParse || requestInProgress)
         }
-        guard !closing else { return }
+        guard !isEnding else { return }
         switch outcome {
         case .failed(let error):
             if let line = parser.unknownMethod(base, to: to) {
@@ -761,13 +788,12 @@ struct HTTP1StateMachine: ConnectionMachine, ~Copyable {
 
     /// The request's next step runs on its route's executor: nothing more of it is read meanwhile.
     private mutating func goAway(_ lifecycle: RequestLifecycle, atHead: Bool) {
-        waiting = true
-        awayAtHead = atHead
+        awaited = .away(atHead: atHead)
         toStart = .away(lifecycle, stream: 0)
     }
 
     private mutating func startLater(_ later: Later) {
-        waiting = true
+        awaited = .later
         toStart = .later(later, stream: 0)
     }
 
@@ -789,7 +815,7 @@ struct HTTP1StateMachine: ConnectionMachine, ~Copyable {
         request = lifecycle
         waitingForHeadSince = nil
         discarding = true
-        waiting = false
+        awaited = nil
         toStart = nil
         let action = lifecycle.malformed(error)
         takeInterims()
@@ -990,7 +1016,7 @@ struct HTTP1StateMachine: ConnectionMachine, ~Copyable {
         queuedBytes -= finished.head.count + finished.body.count
         if let lifecycle = finished.lifecycle { complete(lifecycle, status: finished.status, bytes: finished.bodyBytes, outcome: .sent) }
         if finished.closeAfter {
-            shutdownPending = true
+            phase = .shuttingDown
             return
         }
         if queue.isEmpty, request == nil { waitingForHeadSince = now }
@@ -1005,7 +1031,7 @@ struct HTTP1StateMachine: ConnectionMachine, ~Copyable {
 
     /// Ends every request in flight and queued answer with `outcome`; the connection closes.
     private mutating func terminate(_ outcome: CompletedExchange.Outcome) {
-        guard !closing, !isFinished else { return }
+        guard !isEnding else { return }
         interims.isOpen = false
         toStart = nil
         if let request {
@@ -1020,7 +1046,7 @@ struct HTTP1StateMachine: ConnectionMachine, ~Copyable {
             if outgoing.stream != nil { Self.finishStream(&outgoing.stream!) }
             if let lifecycle = outgoing.lifecycle { complete(lifecycle, status: outgoing.status, bytes: 0, outcome: outcome) }
         }
-        closing = true
+        phase = .closing
     }
 
     /// The server gives up on the body being read: `408` problem+json through the request's
@@ -1046,11 +1072,11 @@ struct HTTP1StateMachine: ConnectionMachine, ~Copyable {
 
     /// Closes once nothing is owed; what still is ends as a client abort.
     private mutating func finishClose() {
-        guard !closing, !isFinished else { return }
+        guard !isEnding else { return }
         if !queue.isEmpty || request != nil {
             terminate(.clientAbort)
             return
         }
-        closing = true
+        phase = .closing
     }
 }
