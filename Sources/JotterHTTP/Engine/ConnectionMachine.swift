@@ -24,8 +24,9 @@ enum ConnectionAction {
     case shutdownWrites
     /// Start work outside the machine — user code or another thread — now that the event that
     /// decided it is over (never from inside the parser or nghttp2's callbacks): the driver
-    /// hands it to the connection's `Handback` (answer: `performed`).
-    case start(WorkStart)
+    /// hands it to the connection's `Handback` (answer: `performed`). Boxed (`indirect`): the
+    /// work carries an existential, which inline would make every action a larger value to copy.
+    indirect case start(WorkStart)
     /// The sweep needs to know whether bytes wait unread: ask `tick` again with `unread`.
     case checkUnread
     /// The connection speaks HTTP/2 with prior knowledge: hand it over with these bytes read
