@@ -28,8 +28,10 @@ let package = Package(
         // Codable wire types shared by the server and the client SDK.
         .target(name: "JotterAPI", dependencies: ["JotterWire"]),
         // The application: configuration, controllers, `buildApplication`.
-        // The web app's files (Web/app) are embedded as Swift source by scripts/embed-web.
-        .target(name: "JotterServer", dependencies: ["JotterHTTP", "JotterAPI", "JotterStore", "JotterBlobs"], exclude: ["Web/app"]),
+        // The web app's files (Web/app) are compiled in at build time: SwiftPM generates
+        // `PackageResources`, a `[UInt8]` per file (no Foundation, no bundle to install).
+        .target(name: "JotterServer", dependencies: ["JotterHTTP", "JotterAPI", "JotterStore", "JotterBlobs"],
+                resources: [.embedInCode("Web/app")]),
         // The Swift SDK on URLSession (FoundationNetworking on Linux); shares only the wire types.
         // On Linux it hashes downloads with libcrypto (CryptoKit on Apple platforms). Its sync
         // engine keeps the replica in the system's SQLite (CSQLite: a module map, no flags).

@@ -1,11 +1,51 @@
 import JotterHTTP
 
-/// One file of the web app, embedded in the binary by `scripts/embed-web`.
+/// One file of the web app (`Web/app/`), embedded in the binary at build time: the target's
+/// `resources: [.embedInCode("Web/app")]` in Package.swift makes SwiftPM generate
+/// `PackageResources`, one `[UInt8]` per file, named after it (`app.js` → `app_js`).
 struct WebAsset: Sendable {
     let contentType: String
-    /// A strong entity tag derived from the content (`"<sha-256 prefix>"`).
+    /// A strong entity tag derived from the content (`"<first 16 hex digits of its SHA-256>"`).
     let etag: String
-    let text: String
+    let body: [UInt8]
+
+    /// The Content-Type of each extension the app's files have.
+    static let contentTypes = [
+        "html": "text/html; charset=utf-8", "js": "text/javascript; charset=utf-8", "css": "text/css; charset=utf-8",
+        "svg": "image/svg+xml", "png": "image/png", "webmanifest": "application/manifest+json",
+    ]
+
+    init(contentType: String, etag: String, body: [UInt8]) {
+        self.contentType = contentType
+        self.etag = etag
+        self.body = body
+    }
+
+    init(contentType: String, body: [UInt8]) {
+        self.init(contentType: contentType, etag: "\"\(SHA256.hex(body).prefix(16))\"", body: body)
+    }
+
+    /// `name`'s bytes, typed by its extension (a name with none known is a programming error,
+    /// found by the web tests, which serve every file of Web/app).
+    init(name: String, body: [UInt8]) {
+        let type = name.split(separator: ".").last.flatMap { Self.contentTypes[String($0)] }
+        precondition(type != nil, "Web/app/\(name): no Content-Type known for its extension; add it to WebAsset.contentTypes")
+        self.init(contentType: type!, body: body)
+    }
+
+    /// The web app's files by name, as served under `/assets/` (and `index.html` at `/`). A file
+    /// added to Web/app is embedded by itself; it is served once it is listed here.
+    static let all: [String: WebAsset] = Dictionary(uniqueKeysWithValues: [
+        ("index.html", PackageResources.index_html), ("style.css", PackageResources.style_css),
+        ("icon.svg", PackageResources.icon_svg),
+        ("app.js", PackageResources.app_js), ("account.js", PackageResources.account_js),
+        ("api.js", PackageResources.api_js), ("attachments.js", PackageResources.attachments_js),
+        ("dialogs.js", PackageResources.dialogs_js), ("dom.js", PackageResources.dom_js),
+        ("editor.js", PackageResources.editor_js), ("files.js", PackageResources.files_js),
+        ("format.js", PackageResources.format_js), ("history.js", PackageResources.history_js),
+        ("live.js", PackageResources.live_js), ("merge.js", PackageResources.merge_js),
+        ("paged.js", PackageResources.paged_js), ("trash.js", PackageResources.trash_js),
+    ].map { ($0, WebAsset(name: $0, body: $1)) })
 }
 
 /// `GET /` (the notes web app) and `GET /assets/{name}` (its scripts and styles), served from
@@ -17,10 +57,10 @@ struct WebController {
         "connect-src 'self'", "object-src 'none'", "frame-ancestors 'none'", "base-uri 'none'", "form-action 'self'",
     ].joined(separator: "; ")
 
-    /// Each asset's bytes, converted once.
-    let files: [String: (asset: WebAsset, body: [UInt8])]
+    /// The files by name, the page as this server's mode shows it.
+    let files: [String: WebAsset]
     /// The page for when nobody can sign in (`<body … data-sign-in="none">`: no "Sign in" button).
-    let pageWithoutSignIn: (asset: WebAsset, body: [UInt8])?
+    let pageWithoutSignIn: WebAsset?
     /// Whether anyone can sign in now; nil: always.
     let canSignIn: (@Sendable () throws(HTTPError) -> Bool)?
     /// Where `/` runs: where `canSignIn` reads the store.
@@ -37,15 +77,16 @@ struct WebController {
         var withoutSignIn: WebAsset?
         if let page = assets["index.html"] {
             func variant(_ attributes: String, _ digits: String) -> WebAsset {
-                let text = page.text.replacing("<body data-view=\"list\">", with: "<body data-view=\"list\" \(attributes)>")
+                let text = String(decoding: page.body, as: UTF8.self)
+                    .replacing("<body data-view=\"list\">", with: "<body data-view=\"list\" \(attributes)>")
                 return WebAsset(contentType: page.contentType, etag: String(page.etag.dropLast()) + digits + "\"",  // still hex, as documented
-                                text: text)
+                                body: Array(text.utf8))
             }
             assets["index.html"] = variant("data-auth=\"\(auth.rawValue)\"", auth == .off ? "0" : "1")
             if auth == .off { withoutSignIn = variant("data-auth=\"off\" data-sign-in=\"none\"", "00") }
         }
-        files = assets.mapValues { ($0, Array($0.text.utf8)) }
-        pageWithoutSignIn = withoutSignIn.map { ($0, Array($0.text.utf8)) }
+        files = assets
+        pageWithoutSignIn = withoutSignIn
         self.canSignIn = auth == .off ? canSignIn : nil
         self.pagePlace = pagePlace
     }
@@ -66,18 +107,18 @@ struct WebController {
         return serve(file, request)
     }
 
-    func serve(_ file: (asset: WebAsset, body: [UInt8]), _ request: Request) -> Response {
+    func serve(_ file: WebAsset, _ request: Request) -> Response {
         var headers = HTTPHeaders([
-            ("ETag", file.asset.etag),
+            ("ETag", file.etag),
             // Revalidate every time: the names carry no version, and a 304 costs one round trip.
             ("Cache-Control", "no-cache"),
             ("Content-Security-Policy", Self.contentSecurityPolicy),
             ("Referrer-Policy", "same-origin"),
         ])
-        if let condition = request.headers["If-None-Match"].map(EntityTagCondition.init), condition.matches(file.asset.etag, weak: true) {
+        if let condition = request.headers["If-None-Match"].map(EntityTagCondition.init), condition.matches(file.etag, weak: true) {
             return Response(status: .notModified, headers: headers)
         }
-        headers.add("Content-Type", file.asset.contentType)
+        headers.add("Content-Type", file.contentType)
         return Response(status: .ok, headers: headers, body: file.body)
     }
 }
