@@ -127,6 +127,8 @@ struct TrashRoutesTests {
                 #expect(response.header("Content-Type") == "application/problem+json")
                 let problem = try response.json()
                 #expect(problem["type"] as? String == "/problems/note-deleted")
+                // The note's version as deleted, as in every 409 of a write (the OpenAPI document says so).
+                #expect(response.header("ETag") == "\"1\"")
                 #expect((problem["detail"] as? String)?.contains("POST /notes/\(id)/restore") == true)
                 #expect((problem["deleted_at"] as? String)?.count == 19)
                 #expect((problem["note"] as? [String: Any])?["body"] as? String == "draft")

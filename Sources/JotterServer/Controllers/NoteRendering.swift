@@ -53,14 +53,16 @@ enum NoteConflicts {
     static let deletedType = "/problems/note-deleted"
 
     /// A write made from a version of a note that has since been deleted: the note is in the
-    /// trash, and an edit does not bring it back. `note` is the note as it was deleted.
+    /// trash, and an edit does not bring it back. `note` is the note as it was deleted, and the
+    /// `ETag` its version then, as in every other `409` of a write.
     static func deleted(_ trashed: TrashedNote, attachments: [UploadRecord]) -> HTTPError {
         let id = trashed.note.id, deletedAt = Timestamp.format(trashed.deletedAt)
+        let note = Note(trashed.note, attachments: attachments)
         var error = HTTPError(HTTPStatus(409), detail: "note \(id) was deleted at \(deletedAt) UTC and is in the trash: nothing was "
             + "changed. POST /notes/\(id)/restore (without a version) brings it back with its revisions; then send your edit "
-            + "again with the same Base-Version and it is merged")
+            + "again with the same Base-Version and it is merged", headers: HTTPHeaders([("ETag", note.etag)]))
         error.type = deletedType
-        error.members = ["deleted_at": .string(deletedAt), "note": jsonValue(Note(trashed.note, attachments: attachments))]
+        error.members = ["deleted_at": .string(deletedAt), "note": jsonValue(note)]
         return error
     }
 
