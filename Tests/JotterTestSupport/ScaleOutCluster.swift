@@ -1,14 +1,22 @@
 import Foundation
 import Glibc
-import JotterTestSupport
-import Synchronization
-import Testing
 
 /// Runs a program to its end (posix_spawn + waitpid: Foundation's `Process.waitUntilExit` can
 /// miss the exit when called from a Swift Testing task), standard output and error in one text.
-func runProgram(_ arguments: [String], environment: [String: String] = [:]) throws -> (status: Int32, output: String) {
+public func runProgram(_ arguments: [String], environment: [String: String] = [:]) throws -> (status: Int32, output: String) {
     let output = FileManager.default.temporaryDirectory.appendingPathComponent("jotter-run-\(UUID().uuidString)")
     defer { try? FileManager.default.removeItem(at: output) }
+    let pid = try spawnProgram(arguments, environment: environment, output: output)
+    var status: Int32 = 0
+    while waitpid(pid, &status, 0) == -1 && errno == EINTR {}
+    let text = (try? String(contentsOf: output, encoding: .utf8)) ?? ""
+    return ((status >> 8) & 0xFF, text)
+}
+
+/// Starts `arguments[0]` (found on `PATH` unless a path) with the rest as its arguments, this
+/// process's environment plus `environment`, standard input from /dev/null and standard output
+/// and error into the file `output`; its process id, for the caller to `waitpid`.
+public func spawnProgram(_ arguments: [String], environment: [String: String] = [:], output: URL) throws -> pid_t {
     var actions = posix_spawn_file_actions_t()
     posix_spawn_file_actions_init(&actions)
     defer { posix_spawn_file_actions_destroy(&actions) }
@@ -23,32 +31,29 @@ func runProgram(_ arguments: [String], environment: [String: String] = [:]) thro
     var pid: pid_t = 0
     let spawned = posix_spawnp(&pid, arguments[0], &actions, nil, argv, envp)
     guard spawned == 0 else { throw RawHTTP.Failure(message: "cannot run \(arguments[0]): \(String(cString: strerror(spawned)))") }
-    var status: Int32 = 0
-    while waitpid(pid, &status, 0) == -1 && errno == EINTR {}
-    let text = (try? String(contentsOf: output, encoding: .utf8)) ?? ""
-    return ((status >> 8) & 0xFF, text)
+    return pid
 }
 
 /// The shared services of a scale-out: a fresh database (`SharedBackend`, dropped when the
 /// last reference goes) and a fresh bucket of its own, on the servers scripts/test-services
 /// started (make test runs the tests under it).
-struct ScaleOutBackend {
+public struct ScaleOutBackend {
     static let environment = ProcessInfo.processInfo.environment
     /// Why the scale-out can't run here, or nil. In CI (`CI` set) it must run: missing
     /// services fail the tests instead of skipping them.
-    static let unavailable: String? = {
+    public static let unavailable: String? = {
         guard !SharedBackend.available, environment["CI"]?.isEmpty ?? true else { return nil }
         return SharedBackend.skipMessage
     }()
 
-    let database: SharedBackend
-    var databaseURL: String { database.databaseURL }
-    let blobStoreURL: String
+    public let database: SharedBackend
+    public var databaseURL: String { database.databaseURL }
+    public let blobStoreURL: String
     /// What every instance runs with: the test's environment and the bucket's credentials.
-    var instanceEnvironment: [String: String] { database.processEnvironment }
+    public var instanceEnvironment: [String: String] { database.processEnvironment }
 
     /// Creates the database and the bucket.
-    init() throws {
+    public init() throws {
         database = try SharedBackend()
         let env = Self.environment
         func value(_ name: String) throws -> String {
@@ -66,23 +71,24 @@ struct ScaleOutBackend {
 }
 
 /// N `jotter serve` instances and a load balancer in front of them: nginx
-/// (`contrib/nginx/jotter.conf`) or HAProxy (`contrib/haproxy/jotter.cfg`). Each instance has a
+/// (`contrib/nginx/jotter.conf`), HAProxy (`contrib/haproxy/jotter.cfg`) or none (one instance
+/// served directly, killed and restarted on its port and folder all the same). Each instance has a
 /// data folder of its own (its temp files); with a `ScaleOutBackend` they share the database and
 /// the blob store. `stop()` ends everything, also when a test failed midway.
-final class ScaleOutCluster: @unchecked Sendable {
+public final class ScaleOutCluster: @unchecked Sendable {
     /// The load balancer in front of the instances.
-    enum Balancer { case nginx, haproxy }
+    public enum Balancer { case nginx, haproxy }
 
-    private(set) var backend: ScaleOutBackend?
-    private(set) var instances: [ServerProcess] = []
+    public private(set) var backend: ScaleOutBackend?
+    public private(set) var instances: [ServerProcess] = []
     private let folders: [URL]
     /// Set with `.nginx`.
-    private(set) var nginx: NginxProcess!
+    public private(set) var nginx: NginxProcess!
     /// Set with `.haproxy`.
-    private(set) var haproxy: HAProxyProcess!
+    public private(set) var haproxy: HAProxyProcess!
 
-    /// Starts `count` instances (on `backend`, or each on SQLite in its own folder) and `balancer`.
-    init(instances count: Int, backend: ScaleOutBackend?, balancer: Balancer = .nginx) throws {
+    /// Starts `count` instances (on `backend`, or each on SQLite in its own folder) and `balancer` (`nil`: none).
+    public init(instances count: Int, backend: ScaleOutBackend?, balancer: Balancer? = .nginx) throws {
         self.backend = backend
         folders = (0..<count).map { _ in
             FileManager.default.temporaryDirectory.appendingPathComponent("jotter-scale-\(UUID().uuidString)")
@@ -92,6 +98,7 @@ final class ScaleOutCluster: @unchecked Sendable {
             switch balancer {
             case .nginx: nginx = try NginxProcess(instances: instances.map(\.port))
             case .haproxy: haproxy = try HAProxyProcess(instances: instances.map(\.port))
+            case nil: break
             }
         } catch {
             stop()
@@ -114,13 +121,13 @@ final class ScaleOutCluster: @unchecked Sendable {
     }
 
     /// Sends SIGKILL to instance `index` and waits for it to be gone.
-    func kill(_ index: Int) {
+    public func kill(_ index: Int) {
         instances[index].signal(SIGKILL)
         instances[index].process.waitUntilExit()
     }
 
     /// Starts instance `index` again on its port and data folder (after `kill`).
-    func restart(_ index: Int) throws {
+    public func restart(_ index: Int) throws {
         let port = instances[index].port
         instances[index] = try start(index, port: port)
     }
@@ -128,7 +135,7 @@ final class ScaleOutCluster: @unchecked Sendable {
     /// Stops the load balancer and every instance (SIGTERM, then SIGKILL), removes their folders
     /// and drops the database (the bucket goes with SeaweedFS's folder when test-services ends).
     /// Idempotent.
-    func stop() {
+    public func stop() {
         nginx?.stop()
         haproxy?.stop()
         for instance in instances where instance.process.isRunning {
@@ -144,7 +151,7 @@ final class ScaleOutCluster: @unchecked Sendable {
     }
 
     /// One request on a new connection to `port`: its final answer (interim ones skipped).
-    func request(_ port: Int, _ method: String, _ target: String, headers: [(String, String)] = [],
+    public func request(_ port: Int, _ method: String, _ target: String, headers: [(String, String)] = [],
                  body: [UInt8] = []) throws -> WireResponse {
         let connection = try RawHTTP(port: port, timeout: 30)
         let first = try connection.request(method, target, headers: headers, body: body, close: true)
@@ -154,7 +161,7 @@ final class ScaleOutCluster: @unchecked Sendable {
 
     /// `GET target` with curl (RawHTTP's debug build takes seconds over a body of megabytes):
     /// the status, the response headers (names lowercased) and the body.
-    func download(_ port: Int, _ target: String, headers: [(String, String)] = []) throws
+    public func download(_ port: Int, _ target: String, headers: [(String, String)] = []) throws
         -> (status: Int, headers: [String: String], body: [UInt8]) {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("jotter-download-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
@@ -174,7 +181,7 @@ final class ScaleOutCluster: @unchecked Sendable {
     }
 
     /// `POST /notes` to `port`; the new note's id.
-    func createNote(_ port: Int, _ body: String) throws -> String {
+    public func createNote(_ port: Int, _ body: String) throws -> String {
         let response = try request(port, "POST", "/notes", headers: [("Content-Type", "application/x-www-form-urlencoded")],
                                    body: Array("body=\(body)".utf8))
         guard response.status == 201, let note = try response.json()["note"] as? [String: Any], let id = note["id"] as? String else {
@@ -184,87 +191,17 @@ final class ScaleOutCluster: @unchecked Sendable {
     }
 
     /// The offset PostgreSQL records for the partial upload `id` (0 when it has no row).
-    func recordedOffset(_ id: String) throws -> Int {
+    public func recordedOffset(_ id: String) throws -> Int {
         guard let backend else { return 0 }
         let run = try runProgram(["psql", "-qtAX", backend.databaseURL, "-c", "SELECT upload_offset FROM partial_uploads WHERE id = '\(id)'"])
         return Int(run.output.trimmingCharacters(in: .whitespacesAndNewlines)) ?? 0
     }
 
     /// The value of gauge `name` in `/metrics` of the instance on `port`.
-    func gauge(_ port: Int, _ name: String) throws -> Double? {
+    public func gauge(_ port: Int, _ name: String) throws -> Double? {
         let text = try request(port, "GET", "/metrics").text
         return text.split(separator: "\n").first { $0.hasPrefix(name + " ") }
             .flatMap { Double($0.split(separator: " ")[1]) }
     }
 }
 
-/// Keep-alive clients sending a mix of requests until stopped, each on its own thread (not
-/// Swift's cooperative pool, which the test itself runs on): per request the method, the
-/// port it was sent to, and the status or the transport error.
-final class MixedLoad: @unchecked Sendable {
-    struct Outcome: Sendable {
-        var port: Int
-        var method: String
-        var target: String
-        /// nil: no answer (connect, send or receive failed; the message in `error`).
-        var status: Int?
-        var error: String?
-        var noteID: String?
-    }
-
-    private let running = Atomic<Bool>(true)
-    private let outcomes = Mutex<[Outcome]>([])
-    private let finished = DispatchGroup()
-
-    /// `clients` lists the port of each client; every client loops over `GET /notes/{readID}`,
-    /// `POST /notes` and `GET /notes?limit=10` on one connection (a new one after a failure),
-    /// waiting `pause` seconds after each answer (so that the notes created stay well within
-    /// the event backlog that a replay can serve).
-    init(clients: [Int], readID: String, pause: Double = 0.005) {
-        for (index, port) in clients.enumerated() {
-            finished.enter()
-            let thread = Thread { [self] in
-                defer { finished.leave() }
-                var connection: RawHTTP?
-                var step = index
-                while running.load(ordering: .relaxed) {
-                    step += 1
-                    let (method, target, body): (String, String, [UInt8]) = switch step % 3 {
-                    case 0: ("GET", "/notes/\(readID)", [])
-                    case 1: ("POST", "/notes", Array("body=load+\(index)+\(step)".utf8))
-                    default: ("GET", "/notes?limit=10", [])
-                    }
-                    var outcome = Outcome(port: port, method: method, target: target)
-                    do {
-                        if connection == nil { connection = try RawHTTP(port: port, timeout: 10) }
-                        let headers = method == "POST" ? [("Content-Type", "application/x-www-form-urlencoded")] : []
-                        let response = try connection!.request(method, target, headers: headers, body: body)
-                        outcome.status = response.status
-                        if method == "POST", response.status == 201 {
-                            outcome.noteID = (try? response.json()["note"] as? [String: Any])?["id"] as? String
-                        }
-                        if response.header("Connection")?.lowercased() == "close" { connection = nil }
-                    } catch {
-                        outcome.error = "\(error)"
-                        connection = nil
-                    }
-                    let recorded = outcome
-                    outcomes.withLock { $0.append(recorded) }
-                    usleep(useconds_t(pause * 1_000_000))
-                }
-            }
-            thread.name = "load \(index)"
-            thread.start()
-        }
-    }
-
-    /// Stops the clients (each finishes the request it is in) and returns every outcome.
-    func stop() -> [Outcome] {
-        running.store(false, ordering: .relaxed)
-        finished.wait()
-        return outcomes.withLock { $0 }
-    }
-
-    /// Outcomes so far.
-    var count: Int { outcomes.withLock { $0.count } }
-}
