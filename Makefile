@@ -41,7 +41,7 @@ run: release
 
 # Suites tagged `.timing` (wall-clock bounds, heavy load): run after the others, one test at a
 # time, so nothing competes with them for the 2 cores (swift test filters by name, not by tag).
-TIMING_TESTS = ScaleOutTests|PostgresRestartTests|ClientEventTests|PostgresDownTests|PostgresLateCommitTests|PostgresStoreRestartTests|LargeBlobTests|RetryTests|URLSessionWorkaroundTests|SuspendTests|EngineTests|NoteEventsTests|NotesDurabilityTests|LargeUploadTests|LargeUploadClientTests|SlowClientTests|EventFanOutTests
+TIMING_TESTS = ScaleOutTests|ConvergenceHAProxyTests|PostgresRestartTests|ClientEventTests|PostgresDownTests|PostgresLateCommitTests|PostgresStoreRestartTests|LargeBlobTests|RetryTests|URLSessionWorkaroundTests|SuspendTests|EngineTests|NoteEventsTests|NotesDurabilityTests|LargeUploadTests|LargeUploadClientTests|SlowClientTests|EventFanOutTests
 
 # Both passes run inside scripts/test-services: a throwaway PostgreSQL cluster and SeaweedFS (S3),
 # stopped and removed afterwards, their URLs and credentials in JOTTER_TEST_* variables.
@@ -65,19 +65,23 @@ swift-tests:
 	scripts/young-machine $(SWIFT) test --skip-build --filter JotterHTTPTests --skip '$(TIMING_TESTS)'
 	$(SWIFT) test --skip-build --no-parallel --filter '$(TIMING_TESTS)'
 
-# The convergence harness (Tests/JotterClientTests/ConvergenceTests.swift): CLIENTS sync engines
-# against one `jotter serve`, a schedule of ROUNDS operations drawn from SEED (a fresh seed, printed,
-# when not given); a failure prints its seed and history, and `make converge SEED=N` replays it.
-# `make test` runs the same suite in its first pass with its fixed seed (33), 120 rounds (~3 s).
+# The convergence harness (Tests/JotterClientTests/ConvergenceTests.swift, docs/architecture.md):
+# CLIENTS sync engines against one `jotter serve` on SQLite, then against two instances on
+# PostgreSQL + S3 behind HAProxy (under scripts/test-services, as make test), a schedule of ROUNDS
+# operations drawn from SEED (a fresh seed, printed, when not given) with lost answers and kill -9s
+# of client processes and server instances; a failure prints its seed and a minimal history, and
+# `make converge SEED=N` replays it. `make test` runs the same suites with their fixed seed (33):
+# the SQLite one in its first pass (120 rounds, ~7 s), the HAProxy one in its timing pass (40, ~6 s).
 SEED ?=
 ROUNDS ?= 400
 CLIENTS ?= 4
-converge: deps
+converge: test-deps
+	@scripts/test-venv
 	$(SWIFT) build --build-tests
 	@seed="$(SEED)"; seed=$${seed:-$$(od -An -N4 -tu4 /dev/urandom | tr -d ' ')}; \
 	echo "converge: SEED=$$seed ROUNDS=$(ROUNDS) CLIENTS=$(CLIENTS)"; \
 	JOTTER_CONVERGE_SEED=$$seed JOTTER_CONVERGE_ROUNDS=$(ROUNDS) JOTTER_CONVERGE_CLIENTS=$(CLIENTS) \
-		$(SWIFT) test --skip-build --filter ConvergenceTests
+		scripts/test-services $(SWIFT) test --skip-build --no-parallel --filter 'ConvergenceTests|ConvergenceHAProxyTests'
 
 # The tutorials' client sequences against the original servers and jotter (bench/compat.py).
 compat: deps
