@@ -15,35 +15,38 @@ let package = Package(
         // epoll, eventfd and accept4 for the engine's event loops (GNU extensions Glibc's module
         // leaves out), and TLS on those sockets with OpenSSL 3's libssl (libssl-dev).
         .target(name: "CEngine", linkerSettings: [.linkedLibrary("ssl"), .linkedLibrary("crypto")]),
+        // What the system offers, written once: the monotonic and wall clocks, threads, a
+        // semaphore, periodic tasks, random bytes, SHA-256 (libcrypto). No Foundation.
+        .target(name: "JotterSystem", dependencies: ["CCrypto"]),
         // The HTTP framework: engine, routing, middleware, bodies, errors. Knows nothing of notes.
-        .target(name: "JotterHTTP", dependencies: ["CLLHTTP", "CEngine", "CNGHTTP2", "CCrypto", "JotterWire"]),
+        .target(name: "JotterHTTP", dependencies: ["CLLHTTP", "CEngine", "CNGHTTP2", "JotterSystem", "JotterWire"]),
         // libnghttp2 from Debian (libnghttp2-dev): HTTP/2 framing, HPACK, flow control and
         // stream states for the engine's HTTP/2 connections.
         .systemLibrary(name: "CNGHTTP2", pkgConfig: "libnghttp2", providers: [.apt(["libnghttp2-dev"])]),
         // What server and clients share about the wire, with no dependencies: JSON Schema values
         // and `SchemaDescribing`, from which the OpenAPI document is derived.
         .target(name: "JotterWire"),
-        // OpenSSL's libcrypto from Debian (libssl-dev), for SHA-256 of uploads as they stream.
+        // OpenSSL's libcrypto from Debian (libssl-dev): SHA-256 (JotterSystem), SHA-1 for tus.
         .systemLibrary(name: "CCrypto", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
         // Codable wire types shared by the server and the client SDK.
         .target(name: "JotterAPI", dependencies: ["JotterWire"]),
         // The application: configuration, controllers, `buildApplication`.
         // The web app's files (Web/app) are compiled in at build time: SwiftPM generates
         // `PackageResources`, a `[UInt8]` per file (no Foundation, no bundle to install).
-        .target(name: "JotterServer", dependencies: ["JotterHTTP", "JotterAPI", "JotterStore", "JotterBlobs"],
+        .target(name: "JotterServer", dependencies: ["JotterHTTP", "JotterAPI", "JotterStore", "JotterBlobs", "JotterSystem"],
                 resources: [.embedInCode("Web/app")]),
         // The Swift SDK on URLSession (FoundationNetworking on Linux); shares only the wire types.
         // On Linux it hashes downloads with libcrypto (CryptoKit on Apple platforms). Its sync
         // engine keeps the replica in the system's SQLite (CSQLite: a module map, no flags).
-        .target(name: "JotterClient", dependencies: ["JotterAPI", "CSQLite", .target(name: "CCrypto", condition: .when(platforms: [.linux])),
+        .target(name: "JotterClient", dependencies: ["JotterAPI", "CSQLite", .target(name: "JotterSystem", condition: .when(platforms: [.linux])),
                                                     .target(name: "CTLS", condition: .when(platforms: [.linux]))]),
         // OpenSSL's TLS client: the SDK's own HTTPS with a private CA (--cacert) or none (--insecure) on Linux.
         .systemLibrary(name: "CTLS", pkgConfig: "libssl", providers: [.apt(["libssl-dev"])]),
         // The command-line interface as a library, so commands are testable in-process.
         // The serve command and what every command shares (arguments, exit codes): no client SDK.
-        .target(name: "JotterCLICore", dependencies: ["JotterServer", "JotterHTTP", "JotterStore"]),
+        .target(name: "JotterCLICore", dependencies: ["JotterServer", "JotterHTTP", "JotterStore", "JotterSystem"]),
         // The client commands over the SDK, and the `jotter` command line as a whole.
-        .target(name: "JotterCLI", dependencies: ["JotterCLICore", "JotterServer", "JotterHTTP", "JotterStore", "JotterClient", "CArchive"]),
+        .target(name: "JotterCLI", dependencies: ["JotterCLICore", "JotterServer", "JotterStore", "JotterClient", "JotterSystem", "CArchive"]),
         // libarchive from Debian (libarchive-dev), for the tar archives of `jotter export`/`import`.
         .systemLibrary(name: "CArchive", pkgConfig: "libarchive", providers: [.apt(["libarchive-dev"])]),
         .executableTarget(name: "jotter", dependencies: ["JotterCLI"]),
@@ -53,8 +56,8 @@ let package = Package(
         // SQLite from Debian (libsqlite3-dev), as a system library.
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
         // Persistence behind protocols (DataStore): SQLite with local files, PostgreSQL with a BlobStore.
-        .target(name: "JotterStore", dependencies: ["CSQLite", "CSodium", "JotterBlobs", "JotterPostgres"]),
-        // libsodium from Debian (libsodium-dev): Argon2id password hashes, random tokens, SHA-256.
+        .target(name: "JotterStore", dependencies: ["CSQLite", "CSodium", "JotterBlobs", "JotterPostgres", "JotterSystem"]),
+        // libsodium from Debian (libsodium-dev): Argon2id password hashes, random tokens.
         .systemLibrary(name: "CSodium", pkgConfig: "libsodium", providers: [.apt(["libsodium-dev"])]),
         // libpq from Debian (libpq-dev), the PostgreSQL client library.
         .systemLibrary(name: "CLibPQ", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),
@@ -64,19 +67,20 @@ let package = Package(
         // libcurl from Debian (libcurl4-openssl-dev): HTTP and AWS SigV4 signing for S3.
         .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
         // Blob storage behind `BlobStore`: a local folder and an S3-compatible bucket (libcurl).
-        .target(name: "JotterBlobs", dependencies: ["CCurl", "CCrypto"]),
+        .target(name: "JotterBlobs", dependencies: ["CCurl", "JotterSystem"]),
 
         // Test helpers: a raw-socket HTTP client and a real server on a free port.
         // libFuzzer targets for the parsers (scripts/fuzz); built plainly, it replays a corpus.
         .executableTarget(name: "jotter-fuzz", dependencies: ["JotterHTTP", "JotterClient"], path: "Sources/jotter-fuzz"),
         .target(name: "JotterTestSupport", dependencies: ["JotterServer", "JotterStore", "JotterPostgres"], path: "Tests/JotterTestSupport"),
-        .testTarget(name: "JotterHTTPTests", dependencies: ["JotterHTTP", "JotterWire", "JotterTestSupport", "CNGHTTP2"]),
-        .testTarget(name: "JotterServerTests", dependencies: ["JotterServer", "JotterHTTP", "JotterAPI", "JotterWire", "JotterStore", "JotterBlobs", "JotterTestSupport"]),
+        .testTarget(name: "JotterSystemTests", dependencies: ["JotterSystem"]),
+        .testTarget(name: "JotterHTTPTests", dependencies: ["JotterHTTP", "JotterSystem", "JotterWire", "JotterTestSupport", "CNGHTTP2"]),
+        .testTarget(name: "JotterServerTests", dependencies: ["JotterServer", "JotterHTTP", "JotterAPI", "JotterWire", "JotterStore", "JotterBlobs", "JotterSystem", "JotterTestSupport"]),
         .testTarget(name: "JotterCLITests", dependencies: ["JotterCLI", "JotterCLICore", "jotter", "jotter-server", "JotterAPI", "JotterClient", "JotterServer", "JotterTestSupport"]),
         .testTarget(name: "JotterAPITests", dependencies: ["JotterAPI"]),
-        .testTarget(name: "JotterStoreTests", dependencies: ["JotterStore", "CSQLite", "JotterPostgres", "JotterBlobs", "JotterTestSupport"]),
+        .testTarget(name: "JotterStoreTests", dependencies: ["JotterStore", "CSQLite", "JotterPostgres", "JotterBlobs", "JotterSystem", "JotterTestSupport"]),
         .testTarget(name: "JotterPostgresTests", dependencies: ["JotterPostgres", "JotterTestSupport"]),
         .testTarget(name: "JotterBlobsTests", dependencies: ["JotterBlobs", "JotterTestSupport"]),
-        .testTarget(name: "JotterClientTests", dependencies: ["JotterClient", "JotterServer", "JotterHTTP", "JotterTestSupport"]),
+        .testTarget(name: "JotterClientTests", dependencies: ["JotterClient", "JotterServer", "JotterHTTP", "JotterSystem", "JotterTestSupport"]),
     ]
 )

@@ -1,7 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-import CCrypto
+import JotterSystem
 import CCurl
 import Synchronization
 
@@ -267,19 +267,12 @@ public final class S3BlobStore: BlobStore {
         url += key.map { "/" + Self.encoded($0, keepSlash: true) } ?? "/"
         if !queryText.isEmpty { url += "?" + queryText }
         var allHeaders = headers
-        allHeaders.append("x-amz-content-sha256: " + (body.map(sha256Hex) ?? sha256Hex([])))
+        allHeaders.append("x-amz-content-sha256: " + SHA256.hex(body ?? []))
         if let token = configuration.sessionToken { allHeaders.append("x-amz-security-token: \(token)") }
         return (url, allHeaders)
     }
 }
 
-/// SHA-256 of `bytes` in lower-case hex (libcrypto).
-func sha256Hex(_ bytes: [UInt8]) -> String {
-    var digest = [UInt8](repeating: 0, count: 32)
-    var length: UInt32 = 0
-    _ = bytes.withUnsafeBytes { EVP_Digest($0.baseAddress, $0.count, &digest, &length, EVP_sha256(), nil) }
-    return digest.map { ($0 < 16 ? "0" : "") + String($0, radix: 16) }.joined()
-}
 
 private func percentDecoded(_ text: Substring) -> String? {
     var bytes: [UInt8] = []

@@ -3,6 +3,7 @@ import Glibc
 #endif
 import CCurl
 import Synchronization
+import JotterSystem
 
 /// One download from a bucket that holds no thread while it waits: the bytes arrive into a
 /// bounded buffer that the reader (an HTTP engine's streaming body) drains at its own pace.
@@ -246,7 +247,7 @@ final class S3Downloads: @unchecked Sendable {
             return !shared.threadRunning
         }
         if start {
-            if !startThread({ self.drive() }) {
+            if !SystemThread.detach({ self.drive() }) {
                 shared.withLock { $0.threadRunning = false; $0.added.removeAll { $0 === job } }
                 job.download?.end(BlobError.transport("cannot start the download thread"))
                 job.download = nil
@@ -266,11 +267,7 @@ final class S3Downloads: @unchecked Sendable {
         if running { curl_multi_wakeup(multi) }
     }
 
-    private static func now() -> Int64 {
-        var time = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &time)
-        return Int64(time.tv_sec) * 1000 + Int64(time.tv_nsec) / 1_000_000
-    }
+    private static func now() -> Int64 { MonotonicClock.milliseconds() }
 
     /// The driver thread: adds, resumes and drops transfers, lets libcurl move bytes, and ends
     /// once nothing has been in flight for `idleMilliseconds`.
@@ -366,25 +363,6 @@ final class S3Downloads: @unchecked Sendable {
         download.end(outcome.flatMap { answer in Result { try S3BlobStore.downloaded(job.key, answer) } }.failure)
         job.download = nil
     }
-}
-
-/// Runs `work` on a new detached thread; false when the system refuses one.
-private func startThread(_ work: @escaping @Sendable () -> Void) -> Bool {
-    final class Box: Sendable {
-        let work: @Sendable () -> Void
-        init(_ work: @escaping @Sendable () -> Void) { self.work = work }
-    }
-    let context = Unmanaged.passRetained(Box(work)).toOpaque()
-    var thread = pthread_t()
-    guard pthread_create(&thread, nil, { context in
-        Unmanaged<Box>.fromOpaque(context!).takeRetainedValue().work()
-        return nil
-    }, context) == 0 else {
-        Unmanaged<Box>.fromOpaque(context).release()
-        return false
-    }
-    pthread_detach(thread)
-    return true
 }
 
 extension Result {

@@ -3,9 +3,9 @@ import Foundation
 import Glibc
 import JotterAPI
 import JotterClient
-import JotterHTTP
 import JotterServer
 import JotterStore
+import JotterSystem
 
 /// `jotter backup DEST [--data DIR]`: an online backup into a new folder.
 struct BackupCommand: AsyncCommand {

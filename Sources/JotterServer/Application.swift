@@ -7,6 +7,7 @@ import Glibc
 import JotterHTTP
 import JotterStore
 import Synchronization
+import JotterSystem
 
 /// The running Jotter server: the HTTP engine with every route registered.
 ///
@@ -38,11 +39,11 @@ public final class Application: Sendable {
     init(configuration: ServerConfiguration, server: HTTPServer, log: Logger, notes: any DataStore, events: EventBroadcaster,
          accounts: Accounts, resumable: ResumableUploads) {
         self.resumable = resumable
-        sweeper = PeriodicTask(interval: configuration.resumableSweepInterval) { resumable.sweep(now: UnixTime.now()) }
+        sweeper = PeriodicTask(every: configuration.resumableSweepInterval) { resumable.sweep(now: WallClock.seconds()) }
         let revisions = RevisionRetention(days: configuration.revisionDays)
         let trash = Int64(configuration.trashDays) * 86_400
         let feed = FeedRetention(days: configuration.feedDays)
-        retention = PeriodicTask(interval: configuration.retentionSweepInterval) { [log] in
+        retention = PeriodicTask(every: configuration.retentionSweepInterval) { [log] in
             do {
                 _ = try notes.thinRevisions(revisions)
                 _ = try notes.emptyTrash(keep: trash)
@@ -232,41 +233,4 @@ public func buildApplication(_ configuration: ServerConfiguration) throws -> App
     }
     return Application(configuration: configuration, server: server, log: log, notes: notes, events: events, accounts: accounts,
                        resumable: resumable)
-}
-
-/// Runs `work` every `interval` seconds on a thread of its own, from `start()` until `stop()`
-/// (the first run at once: what expired while the server was down).
-final class PeriodicTask: Sendable {
-    private let interval: Double
-    private let work: @Sendable () -> Void
-    private let stopped = Atomic<Bool>(false)
-    private let started = Atomic<Bool>(false)
-
-    init(interval: Double, _ work: @escaping @Sendable () -> Void) {
-        self.interval = interval
-        self.work = work
-    }
-
-    func start() {
-        guard interval > 0, !started.exchange(true, ordering: .relaxed) else { return }
-        let context = Unmanaged.passRetained(self).toOpaque()
-        var thread = pthread_t()
-        pthread_create(&thread, nil, { raw in
-            let task = Unmanaged<PeriodicTask>.fromOpaque(raw!).takeRetainedValue()
-            var waited = task.interval
-            while !task.stopped.load(ordering: .relaxed) {
-                if waited >= task.interval {
-                    task.work()
-                    waited = 0
-                }
-                usleep(100_000)
-                waited += 0.1
-            }
-            return nil
-        }, context)
-        pthread_detach(thread)
-    }
-
-    /// Ends the thread (within 0.1 s, or after the run under way).
-    func stop() { stopped.store(true, ordering: .relaxed) }
 }

@@ -76,7 +76,7 @@ public struct PartialUploadHold: Sendable {
     public var generation: Int64
     /// The stored parts, by number (loaded for a request that appends).
     public var parts: [S3BlobStore.UploadedPart]
-    /// The SHA-256 state after the parts' bytes (`JotterHTTP.SHA256.state`).
+    /// The SHA-256 state after the parts' bytes (`JotterSystem.SHA256.state`).
     public var partsSHA256: [UInt8]
     /// The bytes after the parts, up to `record.offset` (loaded for a request that appends).
     public var tail: [UInt8]

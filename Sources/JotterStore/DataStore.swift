@@ -1,5 +1,6 @@
 import JotterBlobs
 import Synchronization
+import JotterSystem
 
 /// Everything the server keeps — notes, uploads and their bytes, events, accounts — behind
 /// one value per backend: `SQLiteStore` (one machine, the default) or `PostgresStore` (any

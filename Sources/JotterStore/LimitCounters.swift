@@ -4,6 +4,7 @@ import Glibc
 import Darwin
 #endif
 import Synchronization
+import JotterSystem
 
 /// Where the token buckets of the server's limits live (the sign-in limiter, the requests a
 /// minute per token): this process's memory (`MemoryLimitCounters`, with SQLite: one process
@@ -60,14 +61,8 @@ public final class MemoryLimitCounters: LimitCounters {
     private let clock: @Sendable () -> Double
 
     /// `clock`: seconds on a monotonic clock (tests may pass their own).
-    public init(clock: @escaping @Sendable () -> Double = MemoryLimitCounters.monotonicSeconds) {
+    public init(clock: @escaping @Sendable () -> Double = MonotonicClock.seconds) {
         self.clock = clock
-    }
-
-    public static func monotonicSeconds() -> Double {
-        var spec = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &spec)
-        return Double(spec.tv_sec) + Double(spec.tv_nsec) / 1e9
     }
 
     public func take(_ keys: [String], capacity: Double, interval: Double, cost: Double) throws(StoreError) -> LimitTake {

@@ -5,6 +5,7 @@ import Foundation
 #endif
 import JotterBlobs
 import Synchronization
+import JotterSystem
 
 /// The `DataStore` of one machine: an embedded SQLite database at `<dataDirectory>/jotter.sqlite`
 /// and upload files in `<dataDirectory>/uploads/` (a `LocalBlobStore` on the data folder).
@@ -135,7 +136,8 @@ public final class SQLiteStore: DataStore {
         let sweep = UploadSweep(blobs: blobs, known: { ids in try Self.knownUploadIDs(ids, writer: writer) },
                                 delete: { key in files.remove([String(key.dropFirst(UploadRecord.blobKey("").count))]) })
         uploadSweep = sweep
-        sweeper = options.removesOrphans ? PeriodicTask(every: 3600, after: 60) { _ = try? sweep.run(now: WallClock.seconds()) } : nil
+        sweeper = options.removesOrphans ? PeriodicTask(every: 3600, firstAfter: 60) { _ = try? sweep.run(now: WallClock.seconds()) } : nil
+        sweeper?.start()
     }
 
     /// Which of `ids` have an upload row, read by the writer inside its transaction: the write

@@ -4,6 +4,7 @@ import Glibc
 import Darwin
 #endif
 import Synchronization
+import JotterSystem
 
 /// A few plain threads that run queued work in order of arrival: where a store does what may
 /// block (a database round trip, moving a file's bytes to the blob store), so that neither an
@@ -23,23 +24,20 @@ public final class StoreThreads: Sendable {
 
     private let state = Mutex(State())
     private let ready = Semaphore()
-    private let threads = Mutex<[pthread_t]>([])
+    private let threads = Mutex<[SystemThread]>([])
 
     /// Starts `count` threads (at least one).
     public init(count: Int) throws(StoreError) {
         for _ in 0..<max(1, count) {
-            let context = Unmanaged.passRetained(self).toOpaque()
-            var tid = pthread_t()
-            let rc = pthread_create(&tid, nil, { context in
-                Unmanaged<StoreThreads>.fromOpaque(context!).takeRetainedValue().loop()
-                return nil
-            }, context)
-            guard rc == 0 else {
-                Unmanaged<StoreThreads>.fromOpaque(context).release()
+            let thread = SystemThread()
+            threads.withLock { $0.append(thread) }
+            do {
+                try thread.start { [self] in loop() }
+            } catch {
+                threads.withLock { $0.removeLast() }
                 stop()
-                throw .system("could not start a store thread (pthread_create: \(rc))")
+                throw .system("could not start a store thread (\(error))")
             }
-            threads.withLock { $0.append(tid) }
         }
     }
 
@@ -55,8 +53,7 @@ public final class StoreThreads: Sendable {
 
     /// Whether the calling thread is one of these (work there must not queue work and wait for it).
     public var isCurrent: Bool {
-        let me = pthread_self()
-        return threads.withLock { $0.contains { pthread_equal($0, me) != 0 } }
+        threads.withLock { $0.contains { $0.isCurrent } }
     }
 
     /// Runs what is queued, then ends the threads. Idempotent; from one of its own threads it
@@ -67,34 +64,11 @@ public final class StoreThreads: Sendable {
             return !state.stopping
         }
         guard first else { return }
-        let tids = threads.withLock { tids in defer { tids = [] }; return tids }
-        for _ in tids { ready.signal() }
-        for tid in tids {
-            if pthread_equal(tid, pthread_self()) != 0 { pthread_detach(tid) } else { pthread_join(tid, nil) }
-        }
+        let running = threads.withLock { threads in defer { threads = [] }; return threads }
+        for _ in running { ready.signal() }
+        for thread in running { thread.join() }
     }
 
-    /// Runs `work` on a new detached thread of its own (a transfer that may wait as long as a
-    /// client does). Returns false when the system refuses a thread.
-    @discardableResult
-    public static func detach(_ work: @escaping @Sendable () -> Void) -> Bool {
-        final class Box: Sendable {
-            let work: @Sendable () -> Void
-            init(_ work: @escaping @Sendable () -> Void) { self.work = work }
-        }
-        let context = Unmanaged.passRetained(Box(work)).toOpaque()
-        var tid = pthread_t()
-        let rc = pthread_create(&tid, nil, { context in
-            Unmanaged<Box>.fromOpaque(context!).takeRetainedValue().work()
-            return nil
-        }, context)
-        guard rc == 0 else {
-            Unmanaged<Box>.fromOpaque(context).release()
-            return false
-        }
-        pthread_detach(tid)
-        return true
-    }
 
     private func loop() {
         while true {

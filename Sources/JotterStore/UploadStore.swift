@@ -3,6 +3,7 @@ import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import JotterSystem
 
 /// A stored file's row: what the API shows of an upload.
 public struct UploadRecord: Sendable, Hashable {
@@ -31,9 +32,7 @@ public struct UploadRecord: Sendable, Hashable {
 extension UploadRecord {
     /// A new random upload id: 24 lowercase hex digits (96 bits from the system's entropy).
     public static func newID() -> String {
-        var random = [UInt8](repeating: 0, count: 12)
-        random.withUnsafeMutableBytes { _ = getentropy($0.baseAddress, $0.count) }
-        return random.map { ($0 < 16 ? "0" : "") + String($0, radix: 16) }.joined()
+        SystemRandom.hex(bytes: 12)
     }
 
     /// The key of upload `id`'s bytes in the store's `BlobStore` (`uploads/<id>`; with the

@@ -65,27 +65,3 @@ public struct UploadSweep: Sendable {
         return removed
     }
 }
-
-/// Work run every `interval` seconds on a thread of its own (the first time after
-/// `initialDelay`) until `stop()`; it notices a stop within a second.
-final class PeriodicTask: Sendable {
-    private let stopped = Atomic<Bool>(false)
-
-    init(every interval: Int, after initialDelay: Int, _ work: @escaping @Sendable () -> Void) {
-        // The thread holds the task until it sees the stop.
-        _ = StoreThreads.detach { [self] in
-            var wait = initialDelay
-            while true {
-                for _ in 0..<max(wait, 1) {
-                    if stopped.load(ordering: .relaxed) { return }
-                    sleep(1)
-                }
-                if stopped.load(ordering: .relaxed) { return }
-                work()
-                wait = interval
-            }
-        }
-    }
-
-    func stop() { stopped.store(true, ordering: .relaxed) }
-}

@@ -4,6 +4,7 @@ import Testing
 import JotterAPI
 import JotterHTTP
 import JotterTestSupport
+import JotterSystem
 
 /// A 200 MiB multipart upload by a client process of its own (`jotter upload`, the SDK in the
 /// built binary) to the real server: the file is streamed from disk, so the client's memory does

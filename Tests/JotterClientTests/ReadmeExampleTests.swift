@@ -123,7 +123,7 @@ struct ReadmeExampleTests {
     /// targets as SwiftPM links them into an app; `swiftc`'s exit status and standard error.
     static func buildApp(_ main: URL, to executable: URL) throws -> (status: Int32, errors: String) {
         let build = root.appendingPathComponent(".build/debug")
-        let objects = try ["JotterClient", "JotterAPI", "JotterWire"].flatMap { target in
+        let objects = try ["JotterClient", "JotterAPI", "JotterWire", "JotterSystem"].flatMap { target in
             let objectFolder = build.appendingPathComponent("\(target).build")
             return try FileManager.default.contentsOfDirectory(atPath: objectFolder.path)
                 .filter { $0.hasSuffix(".o") }.map { objectFolder.appendingPathComponent($0).path }

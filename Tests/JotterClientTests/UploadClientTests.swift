@@ -5,6 +5,7 @@ import JotterTestSupport
 import JotterAPI
 import JotterClient
 import JotterHTTP
+import JotterSystem
 
 /// Writes `bytes` to a new file named `name` in `folder`.
 func makeFile(_ folder: URL, _ name: String, _ bytes: [UInt8]) throws -> URL {

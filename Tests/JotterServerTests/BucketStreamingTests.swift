@@ -5,6 +5,7 @@ import JotterHTTP
 import JotterStore
 import Testing
 import JotterTestSupport
+import JotterSystem
 
 /// Uploads on PostgreSQL + S3 go to the bucket while they arrive: an S3 multipart upload with
 /// parts of 8 MiB, no temporary file on the instance, the row after the last part; a request

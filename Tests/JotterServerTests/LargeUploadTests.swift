@@ -5,6 +5,7 @@ import JotterBlobs
 import JotterHTTP
 import JotterStore
 import JotterTestSupport
+import JotterSystem
 
 /// A 1 GiB upload through the real binary: it streams to disk (and from there, with PostgreSQL
 /// and S3, to the bucket one part at a time) and the server's memory does not grow with the file.

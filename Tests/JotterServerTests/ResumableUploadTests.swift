@@ -6,6 +6,7 @@ import JotterBlobs
 import JotterStore
 import JotterTestSupport
 @testable import JotterServer
+import JotterSystem
 
 /// Raw-body and resumable uploads on the wire, byte by byte over raw sockets (a 104 is an
 /// interim answer Python's http.client would take for the final one): the IETF draft at each
@@ -772,10 +773,10 @@ struct ResumableUploadTests {
             let storage = try #require(app.app.resumable.storage as? BucketPartials)
             let lifetime = app.app.configuration.resumableUploadLifetime
             // Not old enough yet: nothing goes.
-            #expect(storage.sweepLeftovers(now: UnixTime.now(), lifetime: lifetime) == 0)
+            #expect(storage.sweepLeftovers(now: WallClock.seconds(), lifetime: lifetime) == 0)
             #expect(try bucket.listMultipartUploads(prefix: UploadRecord.blobKey(stray)).map(\.uploadID) == [strayUpload])
             // As if a day and two hours had passed (the sweep looks at most once an hour).
-            let later = UnixTime.now() + lifetime + 7200
+            let later = WallClock.seconds() + lifetime + 7200
             #expect(storage.sweepLeftovers(now: later, lifetime: lifetime) >= 1)
             #expect(try bucket.listMultipartUploads(prefix: UploadRecord.blobKey(stray)).isEmpty)
             #expect(try bucket.listMultipartUploads(prefix: UploadRecord.blobKey(kept)).count == 1)

@@ -3,6 +3,7 @@ import JotterPostgres
 import Synchronization
 import Testing
 @testable import JotterStore
+import JotterSystem
 
 @Suite("The change feed: once per note, commit order, cursors of the event ids, resets")
 struct FeedTests {

@@ -2,6 +2,7 @@ import Foundation
 import Synchronization
 import Testing
 @testable import JotterStore
+import JotterSystem
 
 /// `LimitCounters`: token buckets in memory and in PostgreSQL's shared table.
 @Suite struct LimitCountersTests {
@@ -111,19 +112,19 @@ import Testing
         let counters = fixture.postgres.limitCounters
         _ = try counters.take(["token 9"], capacity: 1e9, interval: 1e-6)
         let count = 2000
-        let start = MemoryLimitCounters.monotonicSeconds(), cpuStart = clock()
+        let start = MonotonicClock.seconds(), cpuStart = clock()
         for _ in 0..<count { _ = try counters.take(["token 9"], capacity: 1e9, interval: 1e-6) }
-        let elapsed = MemoryLimitCounters.monotonicSeconds() - start
+        let elapsed = MonotonicClock.seconds() - start
         let cpu = Double(clock() - cpuStart) / Double(CLOCKS_PER_SEC)
         let memory = MemoryLimitCounters()
-        let memoryStart = MemoryLimitCounters.monotonicSeconds()
+        let memoryStart = MonotonicClock.seconds()
         for _ in 0..<count { _ = try memory.take(["token 9"], capacity: 1e9, interval: 1e-6) }
-        let memoryElapsed = MemoryLimitCounters.monotonicSeconds() - memoryStart
+        let memoryElapsed = MonotonicClock.seconds() - memoryStart
         print(String(format: "LimitCounters: a PostgreSQL take %.0f µs wall, %.0f µs of this process's CPU; in memory %.2f µs",
                      elapsed / Double(count) * 1e6, cpu / Double(count) * 1e6, memoryElapsed / Double(count) * 1e6))
-        let sign = MemoryLimitCounters.monotonicSeconds()
+        let sign = MonotonicClock.seconds()
         for index in 0..<200 { _ = try counters.take(["name n\(index % 7)", "address a\(index % 5)"], capacity: 1e9, interval: 1e-6) }
         print(String(format: "LimitCounters: a PostgreSQL sign-in take (two keys, one transaction) %.0f µs wall",
-                     (MemoryLimitCounters.monotonicSeconds() - sign) / 200 * 1e6))
+                     (MonotonicClock.seconds() - sign) / 200 * 1e6))
     }
 }

@@ -2,8 +2,8 @@ import JotterCLICore
 import Foundation
 import JotterAPI
 import JotterClient
-import JotterHTTP
 import Glibc
+import JotterSystem
 
 /// `jotter export FILE`: every note, as JSON and Markdown, with its attachments, into one tar.
 struct ExportCommand: AsyncCommand {

@@ -3,7 +3,7 @@ import Foundation
 import Glibc
 import JotterAPI
 import JotterClient
-import JotterHTTP
+import JotterSystem
 
 /// `jotter import FILE`: the notes and files of an export archive into a server, idempotently.
 struct ImportCommand: AsyncCommand {

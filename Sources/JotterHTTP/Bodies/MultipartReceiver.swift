@@ -1,4 +1,5 @@
 import Glibc
+import JotterSystem
 
 /// Limits on one `multipart/form-data` body.
 public struct MultipartLimits: Sendable {
@@ -155,9 +156,7 @@ final class FileSink: MultipartFileWriter {
 
     init(directory: String, checksUTF8: Bool = false) throws(HTTPError) {
         utf8 = checksUTF8 ? UTF8Validator() : nil
-        var random = [UInt8](repeating: 0, count: 12)
-        getentropy(&random, random.count)
-        path = directory + "/upload-" + random.map { String($0, radix: 16).leftPadded(to: 2) }.joined() + ".part"
+        path = directory + "/upload-" + SystemRandom.hex(bytes: 12) + ".part"
         fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
         guard fd >= 0 else {
             throw HTTPError(.internalServerError, detail: "cannot create a temporary file for the upload: \(String(cString: strerror(errno)))")

@@ -1,6 +1,7 @@
 import CEngine
 import Glibc
 import Synchronization
+import JotterSystem
 
 /// One engine thread: an epoll set over the listening socket (shared by every loop, woken one
 /// at a time with `EPOLLEXCLUSIVE`) and the connections this loop accepted, which stay on it
@@ -71,7 +72,7 @@ final class EventLoop: @unchecked Sendable {
     /// is copied to the connection.
     let streamBuffer: UnsafeMutableRawBufferPointer
     let date = DateField()
-    private var thread = pthread_t()
+    private let thread = SystemThread()
     private var lastSweep: UInt64 = 0
     /// When epoll last returned: bytes that arrived before it have been read.
     private(set) var polledAt: UInt64 = 0
@@ -110,19 +111,14 @@ final class EventLoop: @unchecked Sendable {
         streamBuffer.deallocate()
     }
 
-    func start() {
-        let context = Unmanaged.passRetained(self).toOpaque()
-        pthread_create(&thread, nil, { raw in
-            let loop = Unmanaged<EventLoop>.fromOpaque(raw!).takeRetainedValue()
-            loop.run()
-            return nil
-        }, context)
+    func start() throws(SystemThread.StartError) {
+        try thread.start { [self] in run() }
     }
 
-    func join() { pthread_join(thread, nil) }
+    func join() { thread.join() }
 
     /// Whether the calling thread is this loop's.
-    var isCurrent: Bool { pthread_equal(pthread_self(), thread) != 0 }
+    var isCurrent: Bool { thread.isCurrent }
 
     /// Hands `task` to the loop. Any thread.
     func post(_ task: Task) {

@@ -1,5 +1,6 @@
 import CEngine
 import Glibc
+import JotterSystem
 
 /// One HTTP/1.1 connection on its event loop: an `HTTP1StateMachine`, which holds everything
 /// about requests and answers, driven by a `SocketDriver`, which does its I/O. Each report of the

@@ -1,4 +1,5 @@
 import Glibc
+import JotterSystem
 
 /// One HTTP/1.1 connection as a state machine with no socket: it takes events — bytes read,
 /// bytes the socket took, the socket ready, a tick of the sweep, a later reply ready, a body's
@@ -493,7 +494,7 @@ struct HTTP1StateMachine: ConnectionMachine, ~Copyable {
         guard let since = bodyPausedSince, !isEnding else { return next() }
         self.now = now
         bodyPausedSince = nil
-        bodyStarted += Clock.since(since, to: now)
+        bodyStarted += MonotonicClock.since(since, to: now)
         lastActivity = now
         return next()
     }

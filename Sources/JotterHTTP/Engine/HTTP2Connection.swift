@@ -1,3 +1,4 @@
+import JotterSystem
 /// One HTTP/2 connection on its event loop: an `HTTP2StateMachine` (libnghttp2's session, the
 /// streams, their requests and answers) driven by a `SocketDriver`, which does its I/O, as an
 /// HTTP/1.1 connection's machine is driven. Each report of the loop becomes an event of the

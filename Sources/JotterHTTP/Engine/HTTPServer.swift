@@ -1,5 +1,6 @@
 import Glibc
 import Synchronization
+import JotterSystem
 
 /// The HTTP server: the listening socket and one `EventLoop` per engine thread, which accept
 /// connections and run each request's `RequestLifecycle` (docs/http-engine.md).
@@ -204,7 +205,16 @@ public final class HTTPServer: Sendable {
         listener.store(fd, ordering: .relaxed)
         boundPort.store(ListeningSocket.port(of: fd), ordering: .relaxed)
         loops.withLock { $0 = started }
-        for loop in started { loop.start() }
+        for (index, loop) in started.enumerated() {
+            do throws(SystemThread.StartError) {
+                try loop.start()
+            } catch {
+                // Those running stop again (and the listener closes): a server starts whole or not at all.
+                loops.withLock { $0 = Array(started[..<index]) }
+                stopLoops()
+                throw ServerStartError(description: "cannot start the engine's threads (\(error))")
+            }
+        }
     }
 
     private let listener = Atomic<Int32>(-1)

@@ -1,5 +1,6 @@
 import Dispatch
 import Glibc
+import JotterSystem
 import Synchronization
 
 /// Sends events to every open event stream, and a heartbeat comment to each at a fixed
@@ -54,12 +55,18 @@ public final class EventBroadcaster: Sendable {
     private let queue = DispatchQueue(label: "jotter.events")
     private let stopped = Atomic<Bool>(false)
     public let heartbeatInterval: Double
+    /// Sends the heartbeat; it holds the broadcaster weakly and ends with it.
+    private let heartbeat: PeriodicTask
 
     public init(heartbeat seconds: Double = 15) {
         heartbeatInterval = seconds
-        let thread = HeartbeatThread(broadcaster: self)
-        thread.start()
+        let box = WeakBox()
+        heartbeat = PeriodicTask.repeating(every: max(0.05, seconds), firstAfter: max(0.05, seconds)) { box.value?.beat() ?? false }
+        box.value = self
+        heartbeat.start()
     }
+
+    deinit { heartbeat.stop() }
 
     /// A new stream body, held until `release` is called on it. It gets the events published to
     /// its `audience` (or to everyone); `credential` names what it was opened with, for `end(credential:)`.
@@ -132,6 +139,7 @@ public final class EventBroadcaster: Sendable {
     /// Ends every stream and the heartbeat.
     public func stop() {
         stopped.store(true, ordering: .relaxed)
+        heartbeat.stop()
         for body in current() { body.end() }
     }
 
@@ -149,43 +157,12 @@ public final class EventBroadcaster: Sendable {
     }
 }
 
-/// A plain thread that sends the heartbeat; it holds the broadcaster weakly and ends with it.
-private final class HeartbeatThread: Sendable {
-    private let broadcaster: WeakBox
-
-    init(broadcaster: EventBroadcaster) {
-        self.broadcaster = WeakBox(broadcaster)
-    }
-
-    func start() {
-        let box = broadcaster
-        let interval = useconds_t(max(0.05, box.value?.heartbeatInterval ?? 15) * 1_000_000)
-        var thread = pthread_t()
-        let context = Unmanaged.passRetained(HeartbeatContext(box: box, interval: interval)).toOpaque()
-        pthread_create(&thread, nil, { raw in
-            let context = Unmanaged<HeartbeatContext>.fromOpaque(raw!).takeRetainedValue()
-            while true {
-                usleep(context.interval)
-                guard let broadcaster = context.box.value, broadcaster.beat() else { break }
-            }
-            return nil
-        }, context)
-        pthread_detach(thread)
-    }
-}
-
-private final class HeartbeatContext: Sendable {
-    let box: WeakBox
-    let interval: useconds_t
-    init(box: WeakBox, interval: useconds_t) {
-        self.box = box
-        self.interval = interval
-    }
-}
-
+/// The broadcaster, held weakly by its heartbeat.
 private final class WeakBox: Sendable {
-    private let reference: Mutex<Weak>
+    private let reference = Mutex(Weak())
     struct Weak: @unchecked Sendable { weak var value: EventBroadcaster? }  // read only under the Mutex
-    init(_ value: EventBroadcaster) { reference = Mutex(Weak(value: value)) }
-    var value: EventBroadcaster? { reference.withLock { $0.value } }
+    var value: EventBroadcaster? {
+        get { reference.withLock { $0.value } }
+        set { reference.withLock { $0.value = newValue } }
+    }
 }

@@ -1,5 +1,6 @@
 import Glibc
 import Synchronization
+import JotterSystem
 
 /// Gives each request an id — the client's `X-Request-Id` when it is a short token, otherwise
 /// a per-process random prefix and a counter (`k3x9a-12`) — puts it in `context.requestID`
@@ -11,9 +12,7 @@ public final class RequestIDMiddleware: Middleware {
     private let prefix: String
 
     public init() {
-        var random: UInt32 = 0
-        getentropy(&random, MemoryLayout<UInt32>.size)
-        prefix = String(random, radix: 36) + "-"
+        prefix = String(SystemRandom.value(UInt32.self), radix: 36) + "-"
     }
 
     public func head(_ head: RequestHead, context: inout RequestContext) throws {

@@ -4,6 +4,7 @@ import Glibc
 import JotterHTTP
 import JotterStore
 import Synchronization
+import JotterSystem
 
 /// Verifies credentials and keeps what it verified in memory, so that an authenticated request
 /// costs no database round trip: a token or session is read from the store once, then again
@@ -57,16 +58,6 @@ public final class Accounts: Sendable {
         self.sessionLifetime = sessionLifetime
     }
 
-    /// Unix seconds now.
-    static func now() -> Int64 { Int64(time(nil)) }
-
-    /// Monotonic seconds, for the cache.
-    static func monotonic() -> Int64 {
-        var spec = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &spec)
-        return Int64(spec.tv_sec)
-    }
-
     // MARK: - Credentials
 
     /// The principal for `secret`, or `401` when it is malformed, unknown, revoked or expired.
@@ -80,7 +71,7 @@ public final class Accounts: Sendable {
     /// requests are `429` with `Retry-After` before anything is looked up.
     public func verify(_ secret: Substring, viaCookie: Bool, from address: String? = nil) throws(HTTPError) -> Principal {
         let key = String(secret)
-        let clock = Self.monotonic()
+        let clock = Int64(MonotonicClock.seconds())
         var entry: Entry
         let cached = cache.withLock { $0[key] }
         if let cached, clock - cached.readAt < refreshInterval {
@@ -122,7 +113,7 @@ public final class Accounts: Sendable {
             cache.withLock { $0[key] = read }
         }
         guard entry.credential.kind == .session || !viaCookie else { throw Self.unauthorized("the credential is malformed", invalid: true) }
-        let now = Self.now()
+        let now = WallClock.seconds()
         guard entry.credential.isValid(at: now) else {
             // Revoked or expired, perhaps by another process: its streams end too.
             forget(credential: entry.credential.id)
@@ -144,7 +135,7 @@ public final class Accounts: Sendable {
     public func recheckStreams() {
         let open = events.openCredentials
         guard !open.isEmpty else { return }
-        let clock = Self.monotonic()
+        let clock = Int64(MonotonicClock.seconds())
         let due = cache.withLock { cache in
             cache.filter { open.contains($0.value.credential.id) && clock - $0.value.readAt >= refreshInterval }.map(\.key)
         }
@@ -155,28 +146,19 @@ public final class Accounts: Sendable {
         }
     }
 
-    private let recheckStopped = Atomic<Bool>(false)
+    private let recheck = Mutex<PeriodicTask?>(nil)
 
     /// Runs `recheckStreams()` every second on a thread of its own, until `stopRechecking()`:
     /// a stream's credential is read again once it is `refreshInterval` seconds old, so a
     /// revocation elsewhere ends its streams as soon as it stops new requests.
     public func startRechecking() {
-        let context = Unmanaged.passRetained(self).toOpaque()
-        var thread = pthread_t()
-        pthread_create(&thread, nil, { raw in
-            let accounts = Unmanaged<Accounts>.fromOpaque(raw!).takeRetainedValue()
-            while !accounts.recheckStopped.load(ordering: .relaxed) {
-                usleep(1_000_000)
-                if accounts.recheckStopped.load(ordering: .relaxed) { break }
-                accounts.recheckStreams()
-            }
-            return nil
-        }, context)
-        pthread_detach(thread)
+        let task = PeriodicTask(every: 1, firstAfter: 1) { [self] in recheckStreams() }
+        recheck.withLock { $0 = task }
+        task.start()
     }
 
-    /// Ends the thread of `startRechecking()` (within one interval).
-    public func stopRechecking() { recheckStopped.store(true, ordering: .relaxed) }
+    /// Ends the thread of `startRechecking()`.
+    public func stopRechecking() { recheck.withLock { $0 }?.stop() }
 
     /// A request without credentials: `401` when they are required, else the anonymous principal;
     /// `503` when the store cannot say who the first user is (nothing is cached then).
@@ -194,7 +176,7 @@ public final class Accounts: Sendable {
 
     /// The first user, whose the notes of requests without credentials are under `--auth off`.
     private func firstUser() throws(HTTPError) -> (owner: Owner, user: UserRecord?) {
-        let clock = Self.monotonic()
+        let clock = Int64(MonotonicClock.seconds())
         if let known = anonymous.withLock({ $0 }), clock - known.readAt < refreshInterval {
             return (known.owner, known.user)
         }
@@ -224,7 +206,7 @@ public final class Accounts: Sendable {
         guard tokensPerUser > 0 else { return }
         let count: Int
         do {
-            let now = Self.now()
+            let now = WallClock.seconds()
             count = try store.credentials(userID: user.id, kind: .token).filter { $0.isValid(at: now) }.count
         } catch {
             throw Self.unavailable(error)

@@ -1,6 +1,7 @@
 import JotterAPI
 import JotterHTTP
 import JotterStore
+import JotterSystem
 
 /// `/auth`: sign in (`POST /auth/sessions`: a session cookie for the web app, or a token),
 /// sign out (`DELETE /auth/sessions/current`), who am I (`GET /auth/me`) and the user's API
@@ -47,7 +48,7 @@ struct AuthController {
         // Only a well-formed attempt takes from the sign-in limiter (a malformed one is 400 or 422).
         let address = request.remoteAddress, limiter = self.limiter
         try limiter.attempt(address: address, name: name)
-        let now = Accounts.now()
+        let now = WallClock.seconds()
         let expiresAt: Int64? = wantsToken ? expiresIn.map { now + $0 } : now + (expiresIn ?? accounts.sessionLifetime)
         let accounts = self.accounts, secure = secureCookie || request.forwardedProto == "https"
         return Reply.later { done in
@@ -133,7 +134,7 @@ struct AuthController {
         guard let user = context.principal?.user else { throw HTTPError(.unauthorized) }
         let body = try request.body()
         let label = try body.string("label") ?? ""
-        let expiresAt = try Self.expiry(body).map { Accounts.now() + $0 }
+        let expiresAt = try Self.expiry(body).map { WallClock.seconds() + $0 }
         try accounts.checkRoomForToken(user)
         return Reply.later { done in
             accounts.issue(.token, for: user, label: label, expiresAt: expiresAt) { result in

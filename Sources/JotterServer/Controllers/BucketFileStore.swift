@@ -3,6 +3,7 @@ import JotterBlobs
 import JotterHTTP
 import JotterStore
 import Synchronization
+import JotterSystem
 
 /// Where the file parts of `POST /uploads` go when the blobs are in a bucket: straight into it,
 /// as an S3 multipart upload that runs while the body arrives — no temporary file on the
@@ -197,7 +198,7 @@ final class BucketFileWriter: MultipartFileWriter, @unchecked Sendable {
             state.busy = true
             swap(&state.sending, &part)
         }
-        let started = StoreThreads.detach { [shared] in
+        let started = SystemThread.detach { [shared] in
             var bytes: [UInt8] = []
             shared.withLock { swap(&bytes, &$0.sending) }
             do {
@@ -233,7 +234,7 @@ final class BucketFileWriter: MultipartFileWriter, @unchecked Sendable {
     }
 
     private func abortInBackground() {
-        let started = StoreThreads.detach { [self] in abandon() }
+        let started = SystemThread.detach { [self] in abandon() }
         if !started { abandon() }
     }
 

@@ -8,6 +8,7 @@ import JotterAPI
 import JotterBlobs
 import JotterHTTP
 import JotterStore
+import JotterSystem
 
 /// `GET /healthz`: ready or not, with each check; `GET /metrics`: Prometheus text.
 ///
@@ -79,9 +80,7 @@ struct HealthCheck: Sendable {
 
     /// "ok" when a file can be created (and removed) in `folder`, else why not.
     static func writable(_ folder: String) -> String {
-        var random = [UInt8](repeating: 0, count: 6)
-        random.withUnsafeMutableBytes { _ = getentropy($0.baseAddress, $0.count) }
-        let path = folder + "/healthz-" + random.map { String($0, radix: 16) }.joined()
+        let path = folder + "/healthz-" + SystemRandom.hex(bytes: 6)
         let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
         guard fd >= 0 else { return "cannot create a file in \(folder): \(String(cString: strerror(errno)))" }
         close(fd)

@@ -2,6 +2,7 @@ import Glibc
 import JotterAPI
 import JotterHTTP
 import JotterStore
+import JotterSystem
 
 /// The gauges `/metrics` shows beside the request counts: what is stored, open event streams,
 /// free space, uptime and the build. Read when scraped (a count of each table: fine at scrape
@@ -11,7 +12,7 @@ struct ServerGauges: Sendable {
     let dataDirectory: String
     let events: EventBroadcaster
     /// Monotonic seconds at start-up.
-    let started = ServerGauges.monotonicSeconds()
+    let started = MonotonicClock.seconds()
 
     /// The Prometheus text of every gauge; what can't be read (the store closing) is left out.
     func render() -> String {
@@ -29,15 +30,9 @@ struct ServerGauges: Sendable {
             gauge("jotter_data_free_bytes", "Bytes free for the data folder.", free)
         }
         gauge("jotter_event_streams", "Open /notes/events streams.", events.count)
-        gauge("jotter_uptime_seconds", "Seconds since the server started.", (Self.monotonicSeconds() - started).rounded())
+        gauge("jotter_uptime_seconds", "Seconds since the server started.", (MonotonicClock.seconds() - started).rounded())
         gauge("jotter_build_info", "The running build: jotter version and the database schema version it writes.", 1,
               labels: "{version=\"\(Metrics.escape(JotterBuild.version))\",schema_version=\"\(store.schemaVersion)\"}")
         return text
-    }
-
-    static func monotonicSeconds() -> Double {
-        var now = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &now)
-        return Double(now.tv_sec) + Double(now.tv_nsec) / 1e9
     }
 }

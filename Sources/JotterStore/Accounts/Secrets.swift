@@ -1,4 +1,5 @@
 import CSodium
+import JotterSystem
 
 /// Password hashing with Argon2id (libsodium's `crypto_pwhash_str`).
 ///
@@ -64,12 +65,7 @@ public enum Secret {
     }
 
     /// SHA-256 of the secret: what is stored and looked up.
-    public static func digest(_ secret: some StringProtocol) -> [UInt8] {
-        var out = [UInt8](repeating: 0, count: Int(crypto_hash_sha256_BYTES))
-        let bytes = Array(secret.utf8)
-        _ = crypto_hash_sha256(&out, bytes, UInt64(bytes.count))
-        return out
-    }
+    public static func digest(_ secret: some StringProtocol) -> [UInt8] { SHA256.digest(secret.utf8) }
 
     /// `count` random base62 characters from libsodium's CSPRNG (rejection sampling: unbiased).
     static func random(count: Int) -> String {

@@ -5,6 +5,7 @@ import Darwin
 #endif
 import JotterPostgres
 import Synchronization
+import JotterSystem
 
 /// Delivers every committed event, in event-id order, to the store's observer — those of
 /// every instance on the database, this one's included.
@@ -93,7 +94,7 @@ final class PostgresEventFeed: Sendable {
     private func run() {
         var listener: PostgresConnection?
         var due = true                 // read (and trim) on the next turn
-        var lastRead = monotonicSeconds(), lastTrim = 0.0
+        var lastRead = MonotonicClock.seconds(), lastTrim = 0.0
         var untrimmed = true           // events may have been added since the last trim
         while !stopped {
             do {
@@ -106,7 +107,7 @@ final class PostgresEventFeed: Sendable {
                     untrimmed = true
                 }
                 guard let db = listener else { continue }
-                let now = monotonicSeconds()
+                let now = MonotonicClock.seconds()
                 if due || now - lastRead >= 1 {
                     if let handler = state.withLock({ $0.handler }) { try deliver(on: db, to: handler) }
                     if untrimmed && now - lastTrim >= 1 {
@@ -150,11 +151,4 @@ final class PostgresEventFeed: Sendable {
 final class TakeOverHandler: Sendable {
     let call: @Sendable (_ id: String, _ holder: Int64?) -> Void
     init(call: @escaping @Sendable (_ id: String, _ holder: Int64?) -> Void) { self.call = call }
-}
-
-/// Seconds on a clock that never jumps.
-func monotonicSeconds() -> Double {
-    var now = timespec()
-    clock_gettime(CLOCK_MONOTONIC, &now)
-    return Double(now.tv_sec) + Double(now.tv_nsec) / 1e9
 }

@@ -6,6 +6,7 @@ import Foundation
 import JotterBlobs
 import JotterPostgres
 import Synchronization
+import JotterSystem
 
 /// The store on PostgreSQL, for several `jotter serve` instances sharing one database.
 ///
@@ -103,7 +104,8 @@ public final class PostgresStore: DataStore {
             throw error
         }
         let sweep = Self.uploadSweep(blobs: blobs, pool: pool)
-        sweeper = PeriodicTask(every: 3600, after: 60) { _ = try? sweep.run(now: WallClock.seconds()) }
+        sweeper = PeriodicTask(every: 3600, firstAfter: 60) { _ = try? sweep.run(now: WallClock.seconds()) }
+        sweeper.start()
     }
 
     deinit { close() }
@@ -189,8 +191,8 @@ public final class PostgresStore: DataStore {
     /// transaction on the cluster is still open.
     private static func waitUntilVisible(_ txid: String, on db: PostgresConnection) {
         var pause: UInt32 = 500
-        let deadline = monotonicSeconds() + 10
-        while monotonicSeconds() < deadline {
+        let deadline = MonotonicClock.seconds() + 10
+        while MonotonicClock.seconds() < deadline {
             guard let visible: Bool = try? db.query("SELECT pg_snapshot_xmin(pg_current_snapshot()) > $1::xid8", [txid])[0].value(0),
                   !visible else { return }
             usleep(pause)

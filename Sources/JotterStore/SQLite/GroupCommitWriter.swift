@@ -4,6 +4,7 @@ import Glibc
 import Darwin
 #endif
 import Synchronization
+import JotterSystem
 
 /// The one writer: a plain thread owning the read-write connection, committing writes in groups.
 ///
@@ -23,22 +24,17 @@ import Synchronization
 final class GroupCommitWriter: Sendable {
     private let queue = WriteQueue()
     private let counters = WriterCounters()
-    private let thread = Mutex<pthread_t?>(nil)
+    private let thread = Mutex<SystemThread?>(nil)
 
     /// Starts the writer thread; `connection` now belongs to it (the caller must not touch it).
-    init(connection: SQLiteConnection, maxBatch: Int, reserve: SpaceReserve? = nil) throws(StoreError) {
+    init(connection: SQLiteConnection, maxBatch: Int, reserve: sending SpaceReserve? = nil) throws(StoreError) {
         let loop = WriterLoop(db: connection, queue: queue, maxBatch: max(1, maxBatch), counters: counters, reserve: reserve)
-        let context = Unmanaged.passRetained(loop).toOpaque()
-        var tid = pthread_t()
-        let rc = pthread_create(&tid, nil, { context in
-            Unmanaged<WriterLoop>.fromOpaque(context!).takeRetainedValue().run()
-            return nil
-        }, context)
-        guard rc == 0 else {
-            Unmanaged<WriterLoop>.fromOpaque(context).release()
-            throw .system("could not start the SQLite writer thread (pthread_create: \(rc))")
+        do {
+            let started = try SystemThread.start { loop.run() }
+            thread.withLock { $0 = started }
+        } catch {
+            throw .system("could not start the SQLite writer thread (\(error))")
         }
-        thread.withLock { $0 = tid }
     }
 
     /// Queues a job; if the writer is stopped, fails it at once with `StoreError.closed`.
@@ -56,12 +52,7 @@ final class GroupCommitWriter: Sendable {
     /// from the writer thread itself (a completion) it does not wait.
     func stop() {
         queue.stop()
-        guard let tid = thread.withLock({ tid in defer { tid = nil }; return tid }) else { return }
-        if pthread_equal(tid, pthread_self()) != 0 {
-            pthread_detach(tid)
-        } else {
-            pthread_join(tid, nil)
-        }
+        thread.withLock { thread in defer { thread = nil }; return thread }?.join()
     }
 
     deinit { stop() }
@@ -73,7 +64,7 @@ private final class WriterCounters: Sendable {
 }
 
 /// The writer thread's side: the connection and the batch loop. Only ever used on that thread
-/// (handed over by `pthread_create`, never touched by the creator again).
+/// (handed over to `SystemThread.start`, never touched by the creator again).
 private final class WriterLoop {
     private enum Outcome {
         case applied(@Sendable () -> Void)

@@ -3,6 +3,7 @@ import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import JotterSystem
 
 /// The note and upload writes, each applied on the writer connection inside the transaction
 /// (and savepoint) the writer opened.

@@ -3,6 +3,7 @@ import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import JotterSystem
 
 /// A few MiB kept allocated in the data folder so that deletions still commit when the disk is
 /// full: SQLite needs room in its WAL even to delete. When a batch fails for lack of space, the
@@ -31,9 +32,7 @@ final class SpaceReserve {
     /// (tried at most once a second).
     func restoreIfRoom() {
         guard !isHeld else { return }
-        var now = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &now)
-        let seconds = UInt64(now.tv_sec)
+        let seconds = MonotonicClock.microseconds() / 1_000_000
         guard seconds > lastAttempt else { return }
         lastAttempt = seconds
         var stats = statvfs()

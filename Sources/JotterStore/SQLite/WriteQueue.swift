@@ -1,4 +1,5 @@
 import Synchronization
+import JotterSystem
 
 /// One unit of work for the writer thread.
 ///

@@ -3,6 +3,7 @@ import JotterBlobs
 import JotterHTTP
 import JotterStore
 import Synchronization
+import JotterSystem
 
 /// The bytes of partial uploads in the bucket (`--blob-store s3://…`, always with PostgreSQL),
 /// so that any instance resumes an upload another began, and the loss of an instance loses
@@ -72,11 +73,11 @@ final class BucketPartials: PartialStorage {
 
     func takeOver(_ id: String, owner: Owner, appending: Bool, tentative: Bool) throws -> PartialTakeOver {
         stopWriter(id)
-        let deadline = monotonicSeconds() + Self.patience
+        let deadline = MonotonicClock.seconds() + Self.patience
         var announced = false
         while true {
             let found = try rows.takeOverPartialUpload(id: id, owner: owner, leaseSeconds: appending ? Self.lease : 0,
-                                                       force: monotonicSeconds() >= deadline, loadingBytes: appending)
+                                                       force: MonotonicClock.seconds() >= deadline, loadingBytes: appending)
             switch found {
             case .held(let hold):
                 let writer = appending ? try register(hold, owner: owner, tentative: tentative) : nil
@@ -283,7 +284,7 @@ final class BucketPartialWriter: PartialWriter, @unchecked Sendable {
             return (state.base, state.boundaries[state.base])
         }
         guard let cut else { return }
-        let started = StoreThreads.detach { [self] in
+        let started = SystemThread.detach { [self] in
             // Swapped out and back in, so the part's buffer stays unique and is reused.
             var bytes: [UInt8] = []
             state.withLock { swap(&bytes, &$0.sending) }
@@ -291,7 +292,7 @@ final class BucketPartialWriter: PartialWriter, @unchecked Sendable {
                 let part = try storePart(bytes)
                 if !tentative {
                     let recording = PartialUploadRecording(parts: [part], partsSHA256: cut.sha256, partsEnd: cut.end, offset: cut.end,
-                                                           expiresAt: UnixTime.now() + partials.lifetime, leaseSeconds: BucketPartials.lease,
+                                                           expiresAt: WallClock.seconds() + partials.lifetime, leaseSeconds: BucketPartials.lease,
                                                            reservesNextPart: true)
                     guard let recorded = try rows.recordPartialUpload(id: id, owner: owner, generation: generation, recording) else {
                         throw HTTPError.takenOver(id)
@@ -338,9 +339,9 @@ final class BucketPartialWriter: PartialWriter, @unchecked Sendable {
             return true
         }
         guard first else { return }
-        let expiresAt = UnixTime.now() + partials.lifetime
+        let expiresAt = WallClock.seconds() + partials.lifetime
         let record: @Sendable () -> Void = { [self] in _ = try? keep(length: nil, expiresAt: expiresAt, discarding: tentative) }
-        if !StoreThreads.detach(record) { record() }
+        if !SystemThread.detach(record) { record() }
     }
 
     /// What keeping or completing goes on from, taken once no part is on its way.
@@ -506,11 +507,4 @@ final class BucketPartialWriter: PartialWriter, @unchecked Sendable {
         refusal.closesConnection = true
         return refusal
     }
-}
-
-/// Seconds on a clock that never jumps.
-func monotonicSeconds() -> Double {
-    var now = timespec()
-    clock_gettime(CLOCK_MONOTONIC, &now)
-    return Double(now.tv_sec) + Double(now.tv_nsec) / 1e9
 }

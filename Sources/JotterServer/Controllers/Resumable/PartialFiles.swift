@@ -2,6 +2,7 @@ import Glibc
 import JotterHTTP
 import JotterStore
 import Synchronization
+import JotterSystem
 
 /// The bytes of partial uploads in the data folder of this instance (SQLite, or PostgreSQL with
 /// the uploads in the data folder): `<data>/partial/<id>`, one file each, and who is appending

@@ -3,6 +3,7 @@ import JotterAPI
 import JotterBlobs
 import JotterHTTP
 import JotterStore
+import JotterSystem
 
 /// Raw-body and resumable uploads on `/uploads`: the IETF draft (interop versions 3 to 8) and
 /// tus 1.0 over one upload resource, `/uploads/{id}`, whose state is a `partial_uploads` row
@@ -67,7 +68,7 @@ final class ResumableUploads: Sendable {
         return try UploadReceiver(plan: plan, owner: context.owner, context: context, writer: writer, rawFile: rawFile) { receiver in
             guard let writer = receiver.writer else { return }
             let length = receiver.plan.length, tentative = receiver.isTentative
-            threads.run { _ = try? writer.keep(length: length, expiresAt: UnixTime.now() + lifetime, discarding: tentative) }
+            threads.run { _ = try? writer.keep(length: length, expiresAt: WallClock.seconds() + lifetime, discarding: tentative) }
         }
     }
 
@@ -162,7 +163,7 @@ final class ResumableUploads: Sendable {
             throw HTTPError(HTTPStatus(429), detail: "your unfinished resumable uploads hold \(usage.bytes) bytes; with this one they would pass the limit of \(limits.bytesPerUser): finish or cancel some",
                             closesConnection: true)
         }
-        let now = UnixTime.now()
+        let now = WallClock.seconds()
         let record = PartialUploadRecord(id: UploadRecord.newID(), protocolName: dialect.storedName, filename: filename, contentType: contentType,
                                          length: length, offset: 0, noteID: noteID, expectedSHA256: expectedSHA256, createdAt: now,
                                          expiresAt: now + limits.lifetime)
@@ -287,7 +288,7 @@ final class ResumableUploads: Sendable {
         }
         if complete { return try completeUpload(request, receiver: receiver, record: record, writer: writer) }
         // More to come: the row learns the offset, then the answer.
-        let expiresAt = UnixTime.now() + limits.lifetime
+        let expiresAt = WallClock.seconds() + limits.lifetime
         guard try writer.keep(length: plan.length, expiresAt: expiresAt, discarding: false) else {
             if try store.partialUpload(id: record.id, owner: receiver.owner) == nil {
                 throw HTTPError(.notFound, detail: "upload \(record.id) was cancelled meanwhile")
@@ -311,7 +312,7 @@ final class ResumableUploads: Sendable {
         case .ietf(let version):
             let rules = DraftRules(sent: version)
             headers.add(rules.completeness(false).0, rules.completeness(false).1)
-            if let limit = rules.limit(maxSize: limits.maxSize, remainingSeconds: expiresAt - UnixTime.now()) { headers.add("Upload-Limit", limit) }
+            if let limit = rules.limit(maxSize: limits.maxSize, remainingSeconds: expiresAt - WallClock.seconds()) { headers.add("Upload-Limit", limit) }
         case .raw: break
         }
         return headers
@@ -324,7 +325,7 @@ final class ResumableUploads: Sendable {
         let store = store, owner = receiver.owner, plan = receiver.plan, length = receiver.offset
         if let declared = plan.length, declared != length {
             // What arrived is kept: the client may append the rest.
-            _ = try? writer.keep(length: plan.length, expiresAt: UnixTime.now() + limits.lifetime, discarding: false)
+            _ = try? writer.keep(length: plan.length, expiresAt: WallClock.seconds() + limits.lifetime, discarding: false)
             throw completionError(plan, status: .badRequest, "the upload ends at \(length) bytes, not at its declared length of \(declared)")
         }
         let sha256: String
@@ -482,7 +483,7 @@ final class ResumableUploads: Sendable {
             let rules = DraftRules(sent: version)
             let field = rules.completeness(complete)
             headers.add(field.0, field.1)
-            if let limit = rules.limit(maxSize: limits.maxSize, remainingSeconds: (expiresAt ?? UnixTime.now()) - UnixTime.now()) {
+            if let limit = rules.limit(maxSize: limits.maxSize, remainingSeconds: (expiresAt ?? WallClock.seconds()) - WallClock.seconds()) {
                 headers.add("Upload-Limit", limit)
             }
             return Response(status: .noContent, headers: headers)
@@ -578,7 +579,7 @@ final class ResumableUploads: Sendable {
 
     private func draftHeaders(_ rules: DraftRules, complete: Bool, expiresAt: Int64?) -> HTTPHeaders {
         var headers = HTTPHeaders([rules.completeness(complete)])
-        if let limit = rules.limit(maxSize: limits.maxSize, remainingSeconds: (expiresAt ?? UnixTime.now() + limits.lifetime) - UnixTime.now()) {
+        if let limit = rules.limit(maxSize: limits.maxSize, remainingSeconds: (expiresAt ?? WallClock.seconds() + limits.lifetime) - WallClock.seconds()) {
             headers.add("Upload-Limit", limit)
         }
         return headers
@@ -604,14 +605,5 @@ enum HTTPDate {
         let days = ["Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"], months = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
         func two(_ value: Int32) -> String { value < 10 ? "0\(value)" : "\(value)" }
         return "\(days[Int(parts.tm_wday)]), \(two(parts.tm_mday)) \(months[Int(parts.tm_mon)]) \(parts.tm_year + 1900) \(two(parts.tm_hour)):\(two(parts.tm_min)):\(two(parts.tm_sec)) GMT"
-    }
-}
-
-/// Unix seconds, UTC (CLOCK_REALTIME, as the stores stamp rows).
-enum UnixTime {
-    static func now() -> Int64 {
-        var now = timespec()
-        clock_gettime(CLOCK_REALTIME, &now)
-        return Int64(now.tv_sec)
     }
 }

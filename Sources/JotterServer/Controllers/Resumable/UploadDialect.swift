@@ -1,4 +1,5 @@
 import JotterHTTP
+import JotterSystem
 
 /// How a client speaks about an upload: the IETF draft "Resumable Uploads for HTTP" at one of
 /// the interop versions URLSession and others send (3 to 8, each by its own rules), tus 1.0,

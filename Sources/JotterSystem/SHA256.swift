@@ -31,12 +31,17 @@ public struct SHA256: ~Copyable {
     }
 
     /// The digest as 64 lowercase hex digits. Call once.
-    public consuming func finish() -> String {
+    public consuming func finish() -> String { Self.hex(digest: digest()) }
+
+    /// The digest's 32 bytes. Call once (instead of `finish()`).
+    public consuming func digest() -> [UInt8] {
         var digest = [UInt8](repeating: 0, count: 32)
         SHA256_Final(&digest, context)
-        let hex = Array("0123456789abcdef".utf8)
-        return String(decoding: digest.flatMap { [hex[Int($0 >> 4)], hex[Int($0 & 0xF)]] }, as: UTF8.self)
+        return digest
     }
+
+    /// `digest` as lowercase hex digits.
+    public static func hex(digest: [UInt8]) -> String { Hex.lowercase(digest) }
 
     /// Bytes hashed so far.
     public var count: Int64 { Int64(context.pointee.Nh) << 29 | Int64(context.pointee.Nl) >> 3 }
@@ -83,11 +88,14 @@ public struct SHA256: ~Copyable {
         }
     }
 
+    /// The digest of `bytes` at once, in hex.
+    public static func hex(_ bytes: some Collection<UInt8>) -> String { hex(digest: digest(bytes)) }
+
     /// The digest of `bytes` at once.
-    public static func hex(_ bytes: some Collection<UInt8>) -> String {
+    public static func digest(_ bytes: some Collection<UInt8>) -> [UInt8] {
         var hash = SHA256()
         Array(bytes).withUnsafeBytes { hash.update($0) }
-        return hash.finish()
+        return hash.digest()
     }
 }
 

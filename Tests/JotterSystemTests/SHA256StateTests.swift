@@ -1,6 +1,6 @@
 import Foundation
 import Testing
-import JotterHTTP
+import JotterSystem
 
 /// A running SHA-256's state saved and restored (what lets another request, on another
 /// instance, go on hashing a resumable upload): the digest is the one of all the bytes at once,
