@@ -1,4 +1,5 @@
 import JotterHTTP
+import JotterSystem
 
 /// One file of the web app (`Web/app/`), embedded in the binary at build time: the target's
 /// `resources: [.embedInCode("Web/app")]` in Package.swift makes SwiftPM generate
