@@ -25,12 +25,18 @@ extension JotterClient.Notes {
     /// server's bounds `409` `/problems/merge-too-large`, a note in the trash `409`
     /// `/problems/note-deleted`; nothing changes then.
     ///
+    /// With an `idempotencyKey` kept with the edit, a resend after a lost answer gets the first
+    /// answer again (for 24 hours) instead of being merged a second time.
+    ///
     /// ```swift
     /// let answer = try await client.notes.update(note.id, body: text, baseVersion: note.version)
     /// if answer.merge?.result == "overlap" { show(answer.note) }
     /// ```
-    public func update(_ id: String, body: String, baseVersion: Int) async throws(JotterClientError) -> NoteEnvelope {
-        var request = client.makeRequest("PUT", "/notes/" + JotterClient.segment(id), headers: ["Base-Version": String(baseVersion)])
+    public func update(_ id: String, body: String, baseVersion: Int,
+                       idempotencyKey: String? = nil) async throws(JotterClientError) -> NoteEnvelope {
+        var headers = ["Base-Version": String(baseVersion)]
+        if let idempotencyKey { headers["Idempotency-Key"] = idempotencyKey }
+        var request = client.makeRequest("PUT", "/notes/" + JotterClient.segment(id), headers: headers)
         Self.jsonBody(body, to: &request)
         return try await client.send(request, decoding: NoteEnvelope.self).value
     }

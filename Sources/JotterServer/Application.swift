@@ -198,9 +198,12 @@ public func buildApplication(_ configuration: ServerConfiguration) throws -> App
         authenticated.add(middleware: AuthenticationMiddleware(accounts: accounts, requestsPerMinute: configuration.requestsPerMinute,
                                                                  requestsPerUserMinute: configuration.requestsPerUserMinute,
                                                                  counters: counters))
-        // A note, and the rows of a multipart upload, claim the key in their own transaction (a
-        // resumable upload's creation claims it first).
-        authenticated.add(middleware: IdempotencyMiddleware(store: notes, transactional: { request in
+        // Keys on every POST and on a note's edit (PUT/PATCH: a merge sent again after a lost
+        // answer is not merged twice). A note, and the rows of a multipart upload, claim the key in
+        // their own transaction (a resumable upload's creation claims it first).
+        authenticated.add(middleware: IdempotencyMiddleware(store: notes, keyed: { request in
+            request.method == .post || ((request.method == .put || request.method == .patch) && request.path.hasPrefix("/notes/"))
+        }, transactional: { request in
             request.path == "/notes" || (request.path == "/uploads" && !request.files.isEmpty)
         }))
         NotesController(store: notes, events: events, replayLimit: configuration.eventBacklog,

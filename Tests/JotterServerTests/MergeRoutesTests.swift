@@ -53,6 +53,42 @@ struct MergeRoutesTests {
         }
     }
 
+    @Test("an edit sent again with its Idempotency-Key after a lost answer is answered as the first time, not merged twice",
+          arguments: ServerDatabase.all)
+    func resentEdit(database: ServerDatabase) throws {
+        try database.with { app in
+            let id = try RevisionRoutesTests.created(app, "milk%0Abread%0A")
+            #expect(try app.request("PUT", "/notes/\(id)", body: "body=oat+milk%0Abread%0A").status == 200)
+            let edit: [(String, String)] = [("Base-Version", "1"), ("Idempotency-Key", "edit-1")]
+            let first = try app.request("PUT", "/notes/\(id)", headers: edit, body: "body=milk%0Abread%0Ajam%0A")
+            #expect(first.status == 200, "\(first.text)")
+            #expect(first.header("Idempotent-Replayed") == nil)
+            #expect(try first.json()["merge"] != nil)
+            // Someone else edits meanwhile; then the answer is "lost" and the edit goes again.
+            #expect(try app.request("PUT", "/notes/\(id)", headers: [("Base-Version", "3")], body: "body=oat+milk%0Abread%0Ajam%0Atea%0A").status == 200)
+            let again = try app.request("PUT", "/notes/\(id)", headers: edit, body: "body=milk%0Abread%0Ajam%0A")
+            #expect(again.status == 200, "\(again.text)")
+            #expect(again.header("Idempotent-Replayed") == "true")
+            #expect(again.text == first.text)
+            let now = try Self.note(try app.request("GET", "/notes/\(id)"))
+            #expect(now["version"] as? Int == 4)
+            #expect(now["body"] as? String == "oat milk\nbread\njam\ntea\n")
+            // The same key with another text, or from another version, is another request: 422.
+            #expect(try app.request("PUT", "/notes/\(id)", headers: edit, body: "body=milk%0Abread%0Ahoney%0A").status == 422)
+            #expect(try app.request("PUT", "/notes/\(id)", headers: [("Base-Version", "2"), ("Idempotency-Key", "edit-1")],
+                                    body: "body=milk%0Abread%0Ajam%0A").status == 422)
+            // PATCH with JSON the same; a key on another note's path is another key.
+            let json: [(String, String)] = [("Content-Type", "application/json"), ("Idempotency-Key", "edit-2")]
+            let patch = try app.request("PATCH", "/notes/\(id)", headers: json, body: #"{"body":"milk\nbread\nrice\n","base_version":1}"#)
+            #expect(patch.status == 200, "\(patch.text)")
+            let patchAgain = try app.request("PATCH", "/notes/\(id)", headers: json, body: #"{"body":"milk\nbread\nrice\n","base_version":1}"#)
+            #expect(patchAgain.header("Idempotent-Replayed") == "true")
+            let patched = try Self.note(try app.request("GET", "/notes/\(id)"))
+            #expect(patched["version"] as? Int == 5)
+            #expect((patched["body"] as? String)?.components(separatedBy: "rice").count == 2)
+        }
+    }
+
     @Test("base unknown is 409 with the current note; If-Match still 412; malformed bases refused", arguments: ServerDatabase.all)
     func refused(database: ServerDatabase) throws {
         try database.with { app in

@@ -62,7 +62,8 @@ extension NotesSyncEngine {
         }
         let answer: NoteEnvelope
         do throws(JotterClientError) {
-            answer = try await client.notes.update(edit.noteID, body: edit.body ?? "", baseVersion: base)
+            answer = try await client.notes.update(edit.noteID, body: edit.body ?? "", baseVersion: base,
+                                                   idempotencyKey: edit.idempotencyKey.isEmpty ? nil : edit.idempotencyKey)
         } catch {
             guard let reason = Self.unmergeable(error) else { throw error }
             return try await keepAsCopy(edit, reason: reason)

@@ -4,9 +4,10 @@ import Glibc
 import JotterHTTP
 import JotterStore
 
-/// `Idempotency-Key` on POST (`POST /notes`, `POST /uploads`): a retry with the same key and
-/// the same body gets the first answer again (with `Idempotent-Replayed: true`) and creates
-/// nothing; the same key with a different body is `422`; while the first is still running,
+/// `Idempotency-Key` on POST (`POST /notes`, `POST /uploads`) and on an edit (`PUT`/`PATCH`
+/// `/notes/{id}`): a retry with the same key and the same body gets the first answer again (with
+/// `Idempotent-Replayed: true`) and creates nothing, or merges nothing a second time; the same
+/// key with a different body (or another `Base-Version`) is `422`; while the first is still running,
 /// `409`. Keys are per user and kept in the database (`IdempotencyStore`) for 24 hours, so a
 /// retry that reaches another instance, or this one after a restart, is answered the same.
 /// The claim is one atomic database write: of two requests racing on one key, on any number of
@@ -23,17 +24,21 @@ final class IdempotencyMiddleware: Middleware {
     static let header = "Idempotency-Key"
 
     private let store: any DataStore
+    /// Whether a request's key is honoured: every `POST`, and what else the application names.
+    private let keyed: @Sendable (Request) -> Bool
     /// Whether a request's route claims the key in its own transaction.
     private let transactional: @Sendable (Request) -> Bool
 
-    init(store: any DataStore, transactional: @escaping @Sendable (Request) -> Bool = { _ in false }) {
+    init(store: any DataStore, keyed: @escaping @Sendable (Request) -> Bool = { $0.method == .post },
+         transactional: @escaping @Sendable (Request) -> Bool = { _ in false }) {
         self.store = store
+        self.keyed = keyed
         self.transactional = transactional
     }
 
     func handle(_ request: Request, context: RequestContext, next: Responder) throws -> Reply {
         // A refused request (its body over the limit, say) runs nothing: there is nothing to keep.
-        guard request.method == .post, !context.isRefused, let key = request.headers[Self.header] else { return try next(request, context) }
+        guard keyed(request), !context.isRefused, let key = request.headers[Self.header] else { return try next(request, context) }
         guard (1...255).contains(key.utf8.count), key.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else {
             throw HTTPError.badRequest("Idempotency-Key must be 1 to 255 visible ASCII characters")
         }
@@ -51,7 +56,7 @@ final class IdempotencyMiddleware: Middleware {
                 guard case .success(let response) = outcome, (200..<300).contains(response.status.code),
                       response.contentLength == UInt64(response.body.count) else { return .now(try outcome.get()) }
                 // The reference the transaction kept becomes the whole answer (if this fails, the reference stays).
-                try? StoreWait.wait { store.completeIdempotencyKey(slot, answer: Self.answer(response), owner: owner, now: now, completion: $0) }
+                try? StoreWait.wait { store.completeIdempotencyKey(slot, answer: Self.answer(response, to: request), owner: owner, now: now, completion: $0) }
                 return .now(response)
             }
         }
@@ -73,7 +78,7 @@ final class IdempotencyMiddleware: Middleware {
                 return .now(try outcome.get())
             }
             do {
-                try StoreWait.wait { store.completeIdempotencyKey(slot, answer: Self.answer(response), owner: owner, now: now, completion: $0) }
+                try StoreWait.wait { store.completeIdempotencyKey(slot, answer: Self.answer(response, to: request), owner: owner, now: now, completion: $0) }
             } catch {
                 release()
             }
@@ -99,10 +104,11 @@ final class IdempotencyMiddleware: Middleware {
         }
     }
 
-    /// What is kept of `response`.
-    static func answer(_ response: Response) -> IdempotentAnswer {
+    /// What is kept of `response` to `request`. Its reference (`location`, what a retry is sent
+    /// to when only the reference is kept) is what the request created, or the note it edited.
+    static func answer(_ response: Response, to request: Request) -> IdempotentAnswer {
         IdempotentAnswer(status: response.status.code, head: response.headers.map { "\($0.name): \($0.value)\n" }.joined(),
-                         body: response.body, location: response.headers["Location"])
+                         body: response.body, location: response.headers["Location"] ?? (request.method == .post ? nil : String(request.path)))
     }
 
     /// The kept answer again; a reference (no body kept) as `303 See Other` to what it created.
@@ -126,6 +132,8 @@ final class IdempotencyMiddleware: Middleware {
     /// size, SHA-256) and the note they go to — the boundary may differ between attempts.
     static func fingerprint(_ request: Request) -> [UInt8] {
         var text = request.path + "\n"
+        // An edit's base is part of it: the same text from another version is another edit.
+        if let base = request.headers["Base-Version"] { text += "Base-Version: \(base)\n" }
         if request.files.isEmpty {
             return Secret.digest(text + String(decoding: request.rawBody, as: UTF8.self))
         }

@@ -102,15 +102,18 @@ enum NotesOperations {
     static func update(_ method: String) -> OpenAPIOperation {
         OpenAPIOperation(
             operationID: method == "PUT" ? "updateNote" : "patchNote", summary: "Update a note",
-            description: "A missing note is `404`; then `If-Match` is checked; without a `body` field nothing changes (`No Body Sent`). With `Base-Version` (or the field `base_version`) older than the note's version, the body is merged with what was committed since (a three-way merge with revision `Base-Version` as the common ancestor, made in the write) and the answer says how in `merge`. Also `POST /notes/{id}` with `_method=\(method)` or `X-HTTP-Method-Override: \(method)`. Answered once the change is durable.",
+            description: "A missing note is `404`; then `If-Match` is checked; without a `body` field nothing changes (`No Body Sent`). With `Base-Version` (or the field `base_version`) older than the note's version, the body is merged with what was committed since (a three-way merge with revision `Base-Version` as the common ancestor, made in the write) and the answer says how in `merge`. Also `POST /notes/{id}` with `_method=\(method)` or `X-HTTP-Method-Override: \(method)`. With an `Idempotency-Key`, the same edit sent again (its answer lost) gets the first answer again (`Idempotent-Replayed: true`) and is not merged twice; while the first runs, `409`. Answered once the change is durable.",
             tags: ["notes"],
             parameters: [id, ifMatch, ifNoneMatch, baseVersion],
             requestBody: .fields(.ref(named: "NoteFields"), required: false),
             responses: [
                 200: .json(.ref(NoteEnvelope.self), "updated (`Note Updated`; with `merge` when merged), or unchanged (`No Body Sent`)", headers: ["ETag": etag]),
                 400: malformedBody, 404: .problem("no note has this id (a note in the trash too, when the write has no `Base-Version`)"),
-                409: .problem("a write with `Base-Version`: that revision is not kept (`type` `/problems/unknown-base`, the current note in `note`), the merge is past the server's bounds (`/problems/merge-too-large`, `note` and the `base` revision), or the note was deleted and is in the trash (`/problems/note-deleted`, with `deleted_at` and the note as it was in `note`: `POST /notes/{id}/restore` brings it back); nothing changed", headers: ["ETag": etag]),
-                412: stale, 413: tooLarge, 415: unsupported, 422: notString,
+                409: .problem("a write with `Base-Version`: that revision is not kept (`type` `/problems/unknown-base`, the current note in `note`), the merge is past the server's bounds (`/problems/merge-too-large`, `note` and the `base` revision), or the note was deleted and is in the trash (`/problems/note-deleted`, with `deleted_at` and the note as it was in `note`: `POST /notes/{id}/restore` brings it back); nothing changed. Or a request with this `Idempotency-Key` is still running (on any instance): then no `ETag`",
+                          headers: ["ETag": OpenAPIHeader("the note's version, quoted: `\"3\"` (absent when the `Idempotency-Key` is still running)",
+                                                          required: false, schema: .string(pattern: "^\"[0-9]+\"$"))]),
+                412: stale, 413: tooLarge, 415: unsupported,
+                422: .problem("`body` is not a string, or a multipart body has too many parts, or the `Idempotency-Key` was used with another body or `Base-Version`"),
             ])
     }
 
