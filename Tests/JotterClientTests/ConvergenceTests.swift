@@ -71,7 +71,7 @@ struct ConvergenceTests {
 /// The same schedule against two instances on PostgreSQL + S3 behind HAProxy
 /// (contrib/haproxy/jotter.cfg), one of them killed and restarted mid-run; the checker also
 /// asks each instance directly for every note and the feed (d). Run alone in the timing pass.
-@Suite("JotterClient: convergence through HAProxy and two instances on PostgreSQL and S3", .serialized,
+@Suite("JotterClient: convergence through HAProxy and two instances on PostgreSQL and S3", .tags(.timing), .serialized,
        .enabled(if: ScaleOutBackend.unavailable == nil, Comment(rawValue: ScaleOutBackend.unavailable ?? "")))
 struct ConvergenceHAProxyTests {
     @Test("K engines against two PostgreSQL + S3 instances behind HAProxy, one killed and restarted, converge, and every instance answers the same bytes",
