@@ -5,8 +5,7 @@ import Synchronization
 
 /// A sync engine in a process of its own, to be killed with SIGKILL mid-send: this test bundle
 /// run again (`/proc/self/exe`, the test runner on Linux) on the `ConvergenceChild` test alone,
-/// which opens the replica `file`, syncs it once through `url` and exits. (`spawnProgram` and
-/// waitpid: Foundation's `Process.waitUntilExit` can miss the exit in a Swift Testing task.)
+/// which opens the replica `file`, syncs it once through `url` and exits.
 final class ClientProcess: @unchecked Sendable {
     static let fileVariable = "JOTTER_CONVERGE_CHILD_FILE"
     static let urlVariable = "JOTTER_CONVERGE_CHILD_URL"
@@ -19,7 +18,9 @@ final class ClientProcess: @unchecked Sendable {
     init(file: URL, url: URL) throws {
         output = FileManager.default.temporaryDirectory.appendingPathComponent("jotter-converge-child-\(UUID().uuidString)")
         pid = try spawnProgram(["/proc/self/exe", "--testing-library", "swift-testing", "--filter", "ConvergenceChild"],
-                               environment: [Self.fileVariable: file.path, Self.urlVariable: url.absoluteString], output: output)
+                               environment: ProcessInfo.processInfo.environment.merging(
+                                   [Self.fileVariable: file.path, Self.urlVariable: url.absoluteString]) { $1 },
+                               output: .file(output))
     }
 
     deinit {

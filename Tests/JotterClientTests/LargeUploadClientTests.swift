@@ -38,17 +38,7 @@ struct LargeUploadClientTests {
     /// in KiB: its VmHWM, read every 10 ms until it exits. (Not `wait4`'s `ru_maxrss`: after
     /// posix_spawn's vfork it also counts this test process's own high-water mark.)
     static func run(_ argv: [String], output: URL) throws -> (status: Int32, peakKiB: Int) {
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 1, output.path, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
-        posix_spawn_file_actions_adddup2(&actions, 1, 2)
-        var pid: pid_t = 0
-        var arguments = argv.map { strdup($0) } + [nil]
-        defer { arguments.forEach { free($0) } }
-        guard posix_spawn(&pid, argv[0], &actions, nil, &arguments, environ) == 0 else {
-            throw RawHTTP.Failure(message: "cannot start \(argv[0])")
-        }
+        let pid = try spawnProgram(argv, output: .file(output))
         var status: Int32 = 0
         var peak = 0
         while waitpid(pid, &status, WNOHANG) == 0 {

@@ -69,8 +69,8 @@ struct NotesDurabilityTests {
             #expect(group.wait(timeout: .now() + 30) == .success, "cycle \(cycle): writer threads did not stop after the kill")
             let (status, log) = server.finish()
             #expect(killed, "cycle \(cycle): the server was no longer running when it was to be killed; it wrote: \(log)")
-            #expect(server.process.terminationReason == .uncaughtSignal && status == SIGKILL,
-                    "cycle \(cycle): the server ended with \(server.process.terminationReason) \(status), not by kill -9; it wrote: \(log)")
+            #expect(server.terminationReason == .uncaughtSignal && status == SIGKILL,
+                    "cycle \(cycle): the server ended with \(server.terminationReason) \(status), not by kill -9; it wrote: \(log)")
 
             let acknowledged = writers.reduce(0) { $0 + $1.acknowledgedCreates + $1.acknowledgedUpdates }
             let creates = writers.reduce(0) { $0 + $1.acknowledgedCreates }

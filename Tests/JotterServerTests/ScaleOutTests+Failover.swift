@@ -27,7 +27,7 @@ extension ScaleOutTests {
         case .kill: cluster.kill(0)
         case .terminate:
             cluster.instances[0].signal(SIGTERM)
-            cluster.instances[0].process.waitUntilExit()
+            cluster.instances[0].waitUntilExit()
         }
         usleep(3_000_000)
         let result = load.stop()

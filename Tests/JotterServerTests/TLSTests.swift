@@ -182,7 +182,7 @@ struct TLSTests {
         #expect(server.signal(SIGHUP))
         #expect(Self.waitFor(server, "the previous one stays"))
         #expect(try Self.curl([base + "/healthz"], certificate: renewed).hasPrefix("HTTP/1.1 200"))
-        #expect(server.process.isRunning)
+        #expect(server.isRunning)
     }
 
     /// A line of the server's own: `2026-11-30T14:35:40Z info …` (or `warning`, `error`).

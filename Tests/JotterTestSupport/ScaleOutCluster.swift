@@ -1,39 +1,6 @@
 import Foundation
 import Glibc
 
-/// Runs a program to its end (posix_spawn + waitpid: Foundation's `Process.waitUntilExit` can
-/// miss the exit when called from a Swift Testing task), standard output and error in one text.
-public func runProgram(_ arguments: [String], environment: [String: String] = [:]) throws -> (status: Int32, output: String) {
-    let output = FileManager.default.temporaryDirectory.appendingPathComponent("jotter-run-\(UUID().uuidString)")
-    defer { try? FileManager.default.removeItem(at: output) }
-    let pid = try spawnProgram(arguments, environment: environment, output: output)
-    var status: Int32 = 0
-    while waitpid(pid, &status, 0) == -1 && errno == EINTR {}
-    let text = (try? String(contentsOf: output, encoding: .utf8)) ?? ""
-    return ((status >> 8) & 0xFF, text)
-}
-
-/// Starts `arguments[0]` (found on `PATH` unless a path) with the rest as its arguments, this
-/// process's environment plus `environment`, standard input from /dev/null and standard output
-/// and error into the file `output`; its process id, for the caller to `waitpid`.
-public func spawnProgram(_ arguments: [String], environment: [String: String] = [:], output: URL) throws -> pid_t {
-    var actions = posix_spawn_file_actions_t()
-    posix_spawn_file_actions_init(&actions)
-    defer { posix_spawn_file_actions_destroy(&actions) }
-    posix_spawn_file_actions_addopen(&actions, 1, output.path, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
-    posix_spawn_file_actions_adddup2(&actions, 1, 2)
-    posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-    var merged = ProcessInfo.processInfo.environment
-    merged.merge(environment) { $1 }
-    let argv = arguments.map { strdup($0) } + [nil]
-    let envp = merged.map { strdup("\($0.key)=\($0.value)") } + [nil]
-    defer { argv.forEach { free($0) }; envp.forEach { free($0) } }
-    var pid: pid_t = 0
-    let spawned = posix_spawnp(&pid, arguments[0], &actions, nil, argv, envp)
-    guard spawned == 0 else { throw RawHTTP.Failure(message: "cannot run \(arguments[0]): \(String(cString: strerror(spawned)))") }
-    return pid
-}
-
 /// The shared services of a scale-out: a fresh database (`SharedBackend`, dropped when the
 /// last reference goes) and a fresh bucket of its own, on the servers scripts/test-services
 /// started (make test runs the tests under it).
@@ -123,7 +90,7 @@ public final class ScaleOutCluster: @unchecked Sendable {
     /// Sends SIGKILL to instance `index` and waits for it to be gone.
     public func kill(_ index: Int) {
         instances[index].signal(SIGKILL)
-        instances[index].process.waitUntilExit()
+        instances[index].waitUntilExit()
     }
 
     /// Starts instance `index` again on its port and data folder (after `kill`).
@@ -138,10 +105,10 @@ public final class ScaleOutCluster: @unchecked Sendable {
     public func stop() {
         nginx?.stop()
         haproxy?.stop()
-        for instance in instances where instance.process.isRunning {
+        for instance in instances where instance.isRunning {
             instance.signal(SIGTERM)
             let deadline = Date().addingTimeInterval(15)
-            while instance.process.isRunning && Date() < deadline { usleep(10_000) }
+            while instance.isRunning && Date() < deadline { usleep(10_000) }
             instance.signal(SIGKILL)
         }
         for instance in instances { _ = instance.finish() }

@@ -25,16 +25,19 @@ public final class ServerProcess: @unchecked Sendable {
         return url.appendingPathComponent("jotter")
     }
 
-    public let process = Process()
+    /// The process id.
+    public let pid: pid_t
     /// The data folder given to `--data`.
     public let dataDirectory: URL
     /// The port it listens on (it was started with `--port 0`).
     public private(set) var port = 0
 
-    private let stderr = Pipe()
+    private let stderrFD: Int32
     private let log = Mutex("")
     private let drained = DispatchSemaphore(value: 0)
     private let ownsDataDirectory: Bool
+    /// The wait status once reaped.
+    private let status = Mutex<Int32?>(nil)
 
     /// Starts `jotter serve --port 0 --data DIR` plus `arguments` and waits for the line that says
     /// where it listens.
@@ -54,15 +57,22 @@ public final class ServerProcess: @unchecked Sendable {
         guard FileManager.default.isExecutableFile(atPath: binary.path) else {
             throw RawHTTP.Failure(message: "no jotter binary next to the tests (\(binary.path)); run `swift build --build-tests` first")
         }
-        process.executableURL = binary
-        process.arguments = ["serve", "--port", "0", "--data", self.dataDirectory.path] + arguments
-        if let environment { process.environment = environment }
-        process.standardError = stderr
-        process.standardOutput = FileHandle.nullDevice
-        try process.run()
+        var ends: [Int32] = [0, 0]
+        // (Every program the tests start gets only 0, 1 and 2: see `spawnProgram`.)
+        guard pipe(&ends) == 0 else { throw RawHTTP.Failure(message: "pipe: \(String(cString: strerror(errno)))") }
+        stderrFD = ends[0]
+        do {
+            pid = try spawnProgram([binary.path, "serve", "--port", "0", "--data", self.dataDirectory.path] + arguments,
+                                   environment: environment ?? ProcessInfo.processInfo.environment,
+                                   output: .discard, errors: .descriptor(ends[1]))
+        } catch {
+            close(ends[0]); close(ends[1])
+            throw error
+        }
+        close(ends[1])
 
         // The first log line says where it listens.
-        let fd = stderr.fileHandleForReading.fileDescriptor
+        let fd = stderrFD
         let deadline = Date().addingTimeInterval(startTimeout)
         var text = ""
         var ended = false
@@ -85,11 +95,12 @@ public final class ServerProcess: @unchecked Sendable {
             thread.name = "jotter stderr"
             thread.start()
         } else {
+            close(fd)
             drained.signal()
         }
         guard let range = text.range(of: #"https?://127\.0\.0\.1:(\d+)"#, options: .regularExpression),
               let port = Int(text[range].split(separator: ":").last!) else {
-            if process.isRunning { Glibc.kill(process.processIdentifier, SIGKILL) }
+            Glibc.kill(pid, SIGKILL)
             let (_, log) = finish()
             throw RawHTTP.Failure(message: "jotter did not start listening within \(startTimeout) s; it wrote: \(log)")
         }
@@ -99,31 +110,66 @@ public final class ServerProcess: @unchecked Sendable {
     /// A server still running when its last reference goes (a test that threw) is killed, so
     /// no test leaves a process behind.
     deinit {
-        if process.isRunning {
-            Glibc.kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
+        if isRunning {
+            Glibc.kill(pid, SIGKILL)
+            waitUntilExit()
         }
     }
 
-    /// The process id.
-    public var pid: Int32 { process.processIdentifier }
+    /// Whether it still runs (reaps it once it ended).
+    public var isRunning: Bool { reap() == nil }
+
+    /// Waits for it to end and reaps it.
+    public func waitUntilExit() {
+        // Wait without reaping (nor holding the lock, so `signal` works meanwhile), then reap.
+        var info = siginfo_t()
+        while reap() == nil && waitid(P_PID, id_t(pid), &info, WEXITED | WNOWAIT) == -1 && errno == EINTR {}
+        _ = reap()
+    }
+
+    /// How it ended (after `waitUntilExit()` or `finish()`): by exiting or by a signal.
+    public var terminationReason: Process.TerminationReason {
+        guard let status = reap() else { preconditionFailure("the server still runs") }
+        return status & 0x7F == 0 ? .exit : .uncaughtSignal
+    }
+
+    /// Its exit status, or the signal that ended it (see `terminationReason`).
+    public var terminationStatus: Int32 {
+        guard let status = reap() else { preconditionFailure("the server still runs") }
+        return status & 0x7F == 0 ? (status >> 8) & 0xFF : status & 0x7F
+    }
 
     /// Sends `signal` (e.g. `SIGTERM`, `SIGKILL`); true if it was delivered to a live process.
     @discardableResult
     public func signal(_ signal: Int32) -> Bool {
-        process.isRunning && Glibc.kill(process.processIdentifier, signal) == 0
+        isRunning && Glibc.kill(pid, signal) == 0
     }
 
     /// Waits for the process to end; its exit status (or terminating signal, see
-    /// `process.terminationReason`) and everything it wrote to standard error. Removes the data
+    /// `terminationReason`) and everything it wrote to standard error. Removes the data
     /// folder if this made it.
     @discardableResult
     public func finish() -> (status: Int32, log: String) {
-        process.waitUntilExit()
+        waitUntilExit()
         // EOF follows the exit unless a child kept the pipe open; don't hang on that.
         _ = drained.wait(timeout: .now() + 5)
+        drained.signal()
         if ownsDataDirectory { try? FileManager.default.removeItem(at: dataDirectory) }
-        return (process.terminationStatus, log.withLock { $0 })
+        return (terminationStatus, log.withLock { $0 })
+    }
+
+    /// The wait status once it ended, or nil. (The one place that reaps, so a status is never
+    /// lost to a second `waitpid`.)
+    private func reap() -> Int32? {
+        status.withLock { status in
+            if status == nil {
+                var value: Int32 = 0
+                var result: pid_t
+                repeat { result = waitpid(pid, &value, WNOHANG) } while result == -1 && errno == EINTR
+                if result == pid { status = value }
+            }
+            return status
+        }
     }
 
     /// Everything written to standard error so far.
@@ -138,6 +184,7 @@ public final class ServerProcess: @unchecked Sendable {
             let text = String(decoding: chunk[..<count], as: UTF8.self)
             log.withLock { $0 += text }
         }
+        close(fd)
         drained.signal()
     }
 }
