@@ -6,20 +6,26 @@ import JotterClient
 struct NotesHistoryCommand: AsyncCommand {
     static let name = "history"
     static let summary = "List a note's kept versions, or show one."
-    static let usage = "jotter notes history ID [--version N] [options]"
+    static let usage = "jotter notes history ID [--version N] [--trash] [options]"
     static let about = """
     Lists the note's revisions, newest first (VERSION, SAVED, SIZE, MERGED): every saved
     version for the server's --revision-days, then one a day, then one a week. With
-    --version N, prints that version's body.
+    --version N, prints that version's body. A deleted note keeps its history in the trash:
+    --trash reads it there.
     """
-    static let options = [Option("--version", value: "N", help: "Print this version's body instead of the list.")] + ClientOptions.options
+    static let options = [
+        Option("--version", value: "N", help: "Print this version's body instead of the list."),
+        Option("--trash", help: "The note is in the trash (see jotter notes trash)."),
+    ] + ClientOptions.options
 
     let options: ClientOptions
     let id: String
     let version: Int?
+    let inTrash: Bool
 
     init(parsing arguments: Arguments) throws {
         options = try ClientOptions(parsing: arguments)
+        inTrash = arguments.flag("--trash")
         version = try arguments.option("--version", as: "a version (a whole number from 1)", { Int($0).flatMap { $0 > 0 ? $0 : nil } })
         id = try arguments.single("ID")
     }
@@ -27,7 +33,7 @@ struct NotesHistoryCommand: AsyncCommand {
     func run(console: Console) async throws -> Int32 {
         let notes = options.client().notes
         if let version {
-            let revision = try await notes.revision(id, version: version)
+            let revision = try await notes.revision(id, version: version, inTrash: inTrash)
             if options.json {
                 console.out(try ClientOptions.json(RevisionEnvelope(revision: revision)))
             } else {
@@ -37,7 +43,7 @@ struct NotesHistoryCommand: AsyncCommand {
             }
             return ExitCode.success
         }
-        let revisions = try await notes.allRevisions(id)
+        let revisions = try await notes.allRevisions(id, inTrash: inTrash)
         if options.json {
             console.out(try ClientOptions.json(RevisionList(revisions: revisions, next: nil)))
             return ExitCode.success

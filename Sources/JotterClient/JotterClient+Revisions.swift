@@ -5,22 +5,24 @@ import FoundationNetworking
 import JotterAPI
 
 extension JotterClient.Notes {
-    /// `GET /notes/{id}/revisions`: one page of the note's kept versions, newest first.
+    /// `GET /notes/{id}/revisions`: one page of the note's kept versions, newest first. A
+    /// deleted note keeps its history in the trash: `inTrash` asks for it there
+    /// (`GET /notes/trash/{id}/revisions`; a `404` at the other place).
     ///
     /// ```swift
     /// let page = try await client.notes.revisions("42")          // page.revisions[0] is the current version
     /// ```
-    public func revisions(_ id: String, limit: Int? = nil, after version: Int? = nil) async throws(JotterClientError) -> RevisionList {
+    public func revisions(_ id: String, inTrash: Bool = false, limit: Int? = nil, after version: Int? = nil) async throws(JotterClientError) -> RevisionList {
         var parameters = FormURLEncodedBody()
         if let limit { parameters.append("limit", String(limit)) }
         if let version { parameters.append("after", String(version)) }
-        return try await client.send(client.makeRequest("GET", "/notes/" + JotterClient.segment(id) + "/revisions", query: parameters),
+        return try await client.send(client.makeRequest("GET", Self.historyPath(id, inTrash: inTrash), query: parameters),
                                      decoding: RevisionList.self).value
     }
 
-    /// Every kept version of the note, newest first (every page).
-    public func allRevisions(_ id: String) async throws(JotterClientError) -> [RevisionInfo] {
-        var page = try await revisions(id, limit: 1000)
+    /// Every kept version of the note (in the trash with `inTrash`), newest first (every page).
+    public func allRevisions(_ id: String, inTrash: Bool = false) async throws(JotterClientError) -> [RevisionInfo] {
+        var page = try await revisions(id, inTrash: inTrash, limit: 1000)
         var all = page.revisions
         while let next = page.next {
             guard let url = client.resolve(next) else { throw .invalidResponse("bad next link '\(next)'") }
@@ -30,10 +32,15 @@ extension JotterClient.Notes {
         return all
     }
 
-    /// `GET /notes/{id}/revisions/{version}`: that version, with its body.
-    public func revision(_ id: String, version: Int) async throws(JotterClientError) -> Revision {
-        try await client.send(client.makeRequest("GET", "/notes/" + JotterClient.segment(id) + "/revisions/\(version)"),
+    /// `GET /notes/{id}/revisions/{version}`: that version, with its body (of a note in the
+    /// trash with `inTrash`: `GET /notes/trash/{id}/revisions/{version}`).
+    public func revision(_ id: String, version: Int, inTrash: Bool = false) async throws(JotterClientError) -> Revision {
+        try await client.send(client.makeRequest("GET", Self.historyPath(id, inTrash: inTrash) + "/\(version)"),
                               decoding: RevisionEnvelope.self).value.revision
+    }
+
+    private static func historyPath(_ id: String, inTrash: Bool) -> String {
+        (inTrash ? "/notes/trash/" : "/notes/") + JotterClient.segment(id) + "/revisions"
     }
 
     /// `POST /notes/{id}/restore` with `version`: the note at a new version whose body is that revision's.

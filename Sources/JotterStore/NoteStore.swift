@@ -91,14 +91,15 @@ public protocol NoteStore: Sendable {
     // MARK: Revisions
 
     /// `owner`'s note's revisions, newest first, without their bodies: at most `limit`, with
-    /// versions below `before` (nil: from the newest). Nil when `owner` has no note `noteID`,
-    /// live or in the trash (a deleted note keeps its revisions there: its history can be read
-    /// and exported).
-    func revisions(noteID: Int64, before: Int64?, limit: Int, owner: Owner) throws -> [NoteRevision]?
+    /// versions below `before` (nil: from the newest). Nil when `owner` has no note `noteID`
+    /// live (`inTrash` false) or in the trash (`inTrash` true): a deleted note keeps its
+    /// revisions in the trash, where its history can be read and exported.
+    func revisions(noteID: Int64, before: Int64?, limit: Int, owner: Owner, inTrash: Bool) throws -> [NoteRevision]?
 
-    /// Revision `version` of `owner`'s note `noteID`, with its body; nil when there is none
-    /// (no such note, or that version was never kept or was thinned away).
-    func revision(noteID: Int64, version: Int64, owner: Owner) throws -> NoteRevision?
+    /// Revision `version` of `owner`'s note `noteID`, live or in the trash as `inTrash` says,
+    /// with its body; nil when there is none (no such note there, or that version was never
+    /// kept or was thinned away).
+    func revision(noteID: Int64, version: Int64, owner: Owner, inTrash: Bool) throws -> NoteRevision?
 
     /// A new version of the note whose body is revision `version`'s (`note.updated`). Decided in
     /// this order: `.notFound`, `.versionMismatch` (`ifVersion`), `.noRevision`.

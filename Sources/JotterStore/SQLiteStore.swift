@@ -323,16 +323,22 @@ public final class SQLiteStore: DataStore {
                owner: .unclaimed, completion: completion)
     }
 
-    public func revisions(noteID: Int64, before: Int64?, limit: Int, owner: Owner) throws(StoreError) -> [NoteRevision]? {
+    public func revisions(noteID: Int64, before: Int64?, limit: Int, owner: Owner, inTrash: Bool) throws(StoreError) -> [NoteRevision]? {
         try readers.withConnection { db throws(StoreError) in
             try db.readTransaction { () throws(StoreError) in
-                try RevisionRows.list(noteID: noteID, before: before, limit: limit, owner: owner, on: db)
+                guard try RevisionRows.noteIsKept(noteID, owner: owner, inTrash: inTrash, on: db) else { return nil }
+                return try RevisionRows.list(noteID: noteID, before: before, limit: limit, owner: owner, on: db)
             }
         }
     }
 
-    public func revision(noteID: Int64, version: Int64, owner: Owner) throws(StoreError) -> NoteRevision? {
-        try readers.withConnection { db throws(StoreError) in try RevisionRows.revision(noteID: noteID, version: version, owner: owner, on: db) }
+    public func revision(noteID: Int64, version: Int64, owner: Owner, inTrash: Bool) throws(StoreError) -> NoteRevision? {
+        try readers.withConnection { db throws(StoreError) in
+            try db.readTransaction { () throws(StoreError) in
+                guard try RevisionRows.noteIsKept(noteID, owner: owner, inTrash: inTrash, on: db) else { return nil }
+                return try RevisionRows.revision(noteID: noteID, version: version, owner: owner, on: db)
+            }
+        }
     }
 
     public func addUploads(_ uploads: [NewUpload], noteID: Int64?, owner: Owner, completion: @escaping StoreCompletion<UploadsAdded?>) {

@@ -206,9 +206,9 @@ struct ExportImportTests {
             try await client.uploads.download(try #require(binned.note.attachments.first).id, to: download)
             #expect(try Data(contentsOf: download) == Data("PHOTO-BYTES".utf8))
             // Its history came with it, oldest first, and is read from the trash.
-            let history = try await client.notes.allRevisions(binned.id)
+            let history = try await client.notes.allRevisions(binned.id, inTrash: true)
             let oldest = try #require(history.last)
-            #expect(try await client.notes.revision(binned.id, version: oldest.version).body == "draft B")
+            #expect(try await client.notes.revision(binned.id, version: oldest.version, inTrash: true).body == "draft B")
             // Restored, it is the note it was.
             #expect(try await client.notes.restore(binned.id).body == "binned B")
             _ = try await client.notes.delete(binned.id)

@@ -36,4 +36,22 @@ struct NotesHistoryCommandTests {
             #expect(await commands.jotter(["notes", "restore", note.id], app: app).status != 0)
         }
     }
+
+    @Test func historyOfADeletedNoteIsReadInTheTrash() async throws {
+        try await withApp { app in
+            let client = JotterClient(baseURL: URL(string: "http://127.0.0.1:\(app.port)")!)
+            let note = try await client.notes.create("before")
+            _ = try await client.notes.update(note.id, body: "after")
+            _ = try await client.notes.delete(note.id)
+
+            let missing = await commands.jotter(["notes", "history", note.id], app: app)
+            #expect(missing.status != 0)
+            #expect(missing.err.contains("/notes/trash/\(note.id)/revisions"), "\(missing.err)")
+            let listed = await commands.jotter(["notes", "history", note.id, "--trash"], app: app)
+            #expect(listed.status == 0, "\(listed.err)")
+            #expect(listed.out.split(separator: "\n").dropFirst().map { $0.split(separator: " ").first.map(String.init) } == ["2", "1"])
+            let shown = await commands.jotter(["notes", "history", note.id, "--trash", "--version", "1"], app: app)
+            #expect(shown.out.hasSuffix("\n\nbefore\n"), "\(shown.out) \(shown.err)")
+        }
+    }
 }

@@ -51,6 +51,24 @@ struct TrashRoutesTests {
             #expect((entry["attachments"] as? [[String: Any]])?.compactMap { $0["id"] as? String } == [upload])
             // The attachment's bytes are still served while the note is in the trash.
             #expect(try app.request("GET", "/uploads/\(upload)/content").text == "file bytes")
+            // Its history stays with it in the trash, under /notes/trash/{id}; at the note's own
+            // path it is gone like the note, and the 404 says where it went.
+            let firstPage = try app.request("GET", "/notes/trash/\(id)/revisions?limit=1")
+            #expect(firstPage.status == 200, "\(firstPage.text)")
+            #expect((try firstPage.json()["revisions"] as? [[String: Any]])?.map { $0["version"] as? Int } == [2])
+            #expect(try firstPage.json()["next"] as? String == "/notes/trash/\(id)/revisions?limit=1&after=2")
+            let older = try app.request("GET", "/notes/trash/\(id)/revisions?limit=1&after=2").json()["revisions"] as? [[String: Any]]
+            #expect(older?.map { $0["version"] as? Int } == [1])
+            let first = try app.request("GET", "/notes/trash/\(id)/revisions/1")
+            #expect((try first.json()["revision"] as? [String: Any])?["body"] as? String == "kept ✓", "\(first.text)")
+            for live in ["/notes/\(id)/revisions", "/notes/\(id)/revisions/1"] {
+                let gone = try app.request("GET", live)
+                #expect(gone.status == 404, "\(live): \(gone.text)")
+                #expect(gone.text.contains("/notes/trash/\(id)/revisions"), "\(live): \(gone.text)")
+            }
+            #expect(try app.request("GET", "/notes/trash/\(other)/revisions").status == 404)  // live, not in the trash
+            #expect(try app.request("GET", "/notes/trash/\(other)/revisions/1").status == 404)
+            #expect(try app.request("GET", "/notes/trash/\(id)/revisions/9").status == 404)
 
             // A restore of a live note needs a version; of a note in the trash, none.
             let live = try app.request("POST", "/notes/\(other)/restore")
@@ -74,6 +92,7 @@ struct TrashRoutesTests {
             // Its history is whole, the restore its newest version.
             let revisions = try #require(try app.request("GET", "/notes/\(id)/revisions").json()["revisions"] as? [[String: Any]])
             #expect(revisions.map { $0["version"] as? Int } == [3, 2, 1])
+            #expect(try app.request("GET", "/notes/trash/\(id)/revisions").status == 404)
         }
     }
 
@@ -159,6 +178,8 @@ struct TrashRoutesTests {
             #expect(try app.request("GET", "/uploads/\(upload)/content").status == 404)
             #expect(try Self.trash(app).notes.isEmpty)
             #expect(try app.request("POST", "/notes/\(id)/restore").status == 404)
+            #expect(try app.request("GET", "/notes/trash/\(id)/revisions").status == 404)
+            #expect(try app.request("GET", "/notes/trash/\(id)/revisions/1").status == 404)
             #expect(try app.request("DELETE", "/notes/trash/\(id)").status == 404)
             #expect(try app.request("DELETE", "/notes/trash/x").status == 404)
         }

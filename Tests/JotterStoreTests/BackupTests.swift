@@ -92,8 +92,8 @@ struct BackupTests {
         let reopened = try SQLiteStore(dataDirectory: folder.path + "/data")
         defer { reopened.close() }
         #expect(try reopened.trashedNote(id: note.id, owner: .unclaimed) == trashed)
-        #expect(try reopened.revisions(noteID: note.id, before: nil, limit: 10, owner: .unclaimed)?.map(\.version) == [3, 2, 1])
-        #expect(try reopened.revision(noteID: note.id, version: 1, owner: .unclaimed)?.body == "first draft")
+        #expect(try reopened.revisions(noteID: note.id, before: nil, limit: 10, owner: .unclaimed, inTrash: true)?.map(\.version) == [3, 2, 1])
+        #expect(try reopened.revision(noteID: note.id, version: 1, owner: .unclaimed, inTrash: true)?.body == "first draft")
         #expect(try reopened.attachments(of: [note.id], owner: .unclaimed)[note.id]?.map(\.id) == [upload.id])
         #expect(FileManager.default.contents(atPath: reopened.contentPath(of: upload.id)) == Data([9, 9, 9]))
         let change = try #require(try reopened.restoreTrashedNote(id: note.id, owner: .unclaimed).change)

@@ -15,7 +15,7 @@ struct MergeStoreTests {
         #expect(change.note.body == "two")
         #expect(change.note.version == 2)
         #expect(change.merge == nil)
-        #expect(try fixture.store.revisions(noteID: note.id, before: nil, limit: 1, owner: .unclaimed)?.first?.merged == false)
+        #expect(try fixture.store.revisions(noteID: note.id, before: nil, limit: 1, owner: .unclaimed, inTrash: false)?.first?.merged == false)
     }
 
     @Test(arguments: Backend.all) func olderBaseMergesBothSides(backend: Backend) throws {
@@ -32,7 +32,7 @@ struct MergeStoreTests {
         #expect(merge.regions.allSatisfy { $0.upperBound <= change.note.body.utf16.count })
         #expect(try fixture.store.note(id: note.id) == change.note)
         #expect(change.event.kind == .updated && change.event.note == change.note)
-        let revision = try #require(try fixture.store.revision(noteID: note.id, version: 3, owner: .unclaimed))
+        let revision = try #require(try fixture.store.revision(noteID: note.id, version: 3, owner: .unclaimed, inTrash: false))
         #expect(revision.merged && revision.mergeBase == 1 && revision.body == change.note.body)
         #expect(try fixture.integrityCheck() == "ok")
     }

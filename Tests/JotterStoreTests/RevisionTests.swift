@@ -15,7 +15,7 @@ struct RevisionTests {
         _ = try store.perform(.touch(id: note.id, ifVersion: nil))  // an attachment changed: the body stays
         _ = try store.perform(.update(id: note.id, body: "", ifVersion: 3))
 
-        let listed = try #require(try store.revisions(noteID: note.id, before: nil, limit: 10, owner: .unclaimed))
+        let listed = try #require(try store.revisions(noteID: note.id, before: nil, limit: 10, owner: .unclaimed, inTrash: false))
         #expect(listed.map(\.version) == [4, 3, 2, 1])
         #expect(listed.map(\.size) == [0, 8, 8, 3])
         #expect(listed.allSatisfy { $0.body == nil && !$0.merged })
@@ -23,14 +23,14 @@ struct RevisionTests {
         #expect(listed[0].createdAt == current.updatedAt)
         #expect(listed[3].createdAt == note.createdAt)
         for (version, body) in [(1, "one"), (2, "two 😀"), (3, "two 😀"), (4, "")] {
-            #expect(try store.revision(noteID: note.id, version: Int64(version), owner: .unclaimed)?.body == body)
+            #expect(try store.revision(noteID: note.id, version: Int64(version), owner: .unclaimed, inTrash: false)?.body == body)
         }
-        #expect(try store.revision(noteID: note.id, version: 5, owner: .unclaimed) == nil)
+        #expect(try store.revision(noteID: note.id, version: 5, owner: .unclaimed, inTrash: false) == nil)
 
         // Paged by version, newest first.
-        #expect(try store.revisions(noteID: note.id, before: 4, limit: 2, owner: .unclaimed)?.map(\.version) == [3, 2])
-        #expect(try store.revisions(noteID: note.id, before: 1, limit: 2, owner: .unclaimed)?.isEmpty == true)
-        #expect(try store.revisions(noteID: note.id + 100, before: nil, limit: 2, owner: .unclaimed) == nil)
+        #expect(try store.revisions(noteID: note.id, before: 4, limit: 2, owner: .unclaimed, inTrash: false)?.map(\.version) == [3, 2])
+        #expect(try store.revisions(noteID: note.id, before: 1, limit: 2, owner: .unclaimed, inTrash: false)?.isEmpty == true)
+        #expect(try store.revisions(noteID: note.id + 100, before: nil, limit: 2, owner: .unclaimed, inTrash: false) == nil)
     }
 
     @Test(arguments: Backend.all) func anotherOwnersRevisionsAreAbsent(backend: Backend) throws {
@@ -39,10 +39,10 @@ struct RevisionTests {
         guard case .done(let note, _) = try store.perform(.create(body: "alice's"), owner: alice) else { throw FixtureError("create") }
         _ = try store.perform(.update(id: note.id, body: "alice's, edited", ifVersion: nil), owner: alice)
 
-        #expect(try store.revisions(noteID: note.id, before: nil, limit: 10, owner: bob) == nil)
-        #expect(try store.revision(noteID: note.id, version: 1, owner: bob) == nil)
+        #expect(try store.revisions(noteID: note.id, before: nil, limit: 10, owner: bob, inTrash: false) == nil)
+        #expect(try store.revision(noteID: note.id, version: 1, owner: bob, inTrash: false) == nil)
         #expect(try store.restoreNote(id: note.id, version: 1, ifVersion: nil, owner: bob) == .notFound)
-        #expect(try store.revisions(noteID: note.id, before: nil, limit: 10, owner: alice)?.count == 2)
+        #expect(try store.revisions(noteID: note.id, before: nil, limit: 10, owner: alice, inTrash: false)?.count == 2)
         #expect(try store.note(id: note.id, owner: alice)?.body == "alice's, edited")
     }
 
@@ -65,8 +65,8 @@ struct RevisionTests {
         #expect(change.event.kind == .updated)
         #expect(change.event.note == change.note)
         #expect(try store.note(id: note.id) == change.note)
-        #expect(try store.revision(noteID: note.id, version: 3, owner: .unclaimed)?.body == "first\0draft")
-        #expect(try store.revisions(noteID: note.id, before: nil, limit: 1, owner: .unclaimed)?.first?.size == 11)
+        #expect(try store.revision(noteID: note.id, version: 3, owner: .unclaimed, inTrash: false)?.body == "first\0draft")
+        #expect(try store.revisions(noteID: note.id, before: nil, limit: 1, owner: .unclaimed, inTrash: false)?.first?.size == 11)
         #expect(try store.notes(NoteQuery(search: "second")).isEmpty)
         #expect(try fixture.integrityCheck() == "ok")
     }
@@ -83,8 +83,8 @@ struct RevisionTests {
         fixture.store.close()
         let store = try fixture.reopen()
         defer { store.close() }
-        #expect(try store.revisions(noteID: kept.id, before: nil, limit: 10, owner: .unclaimed)?.map(\.version) == [2, 1])
-        #expect(try store.revision(noteID: gone.id, version: 1, owner: .unclaimed) == nil)
+        #expect(try store.revisions(noteID: kept.id, before: nil, limit: 10, owner: .unclaimed, inTrash: false)?.map(\.version) == [2, 1])
+        #expect(try store.revision(noteID: gone.id, version: 1, owner: .unclaimed, inTrash: true) == nil)
         #expect(try Self.count(fixture, "SELECT count(*) FROM note_revisions WHERE note_id = \(gone.id)") == 0)
     }
 
@@ -108,12 +108,12 @@ struct RevisionTests {
         let retention = RevisionRetention(days: 30)
         #expect(retention == RevisionRetention(keepAll: 30 * day, daily: 90 * day))
         #expect(try fixture.store.thinRevisions(retention, asOf: now) == 3)
-        #expect(try fixture.store.revisions(noteID: a.id, before: nil, limit: 10, owner: .unclaimed)?.map(\.version) == [8, 7, 6, 5, 3, 2])
-        #expect(try fixture.store.revisions(noteID: b.id, before: nil, limit: 10, owner: .unclaimed)?.map(\.version) == [2])
+        #expect(try fixture.store.revisions(noteID: a.id, before: nil, limit: 10, owner: .unclaimed, inTrash: false)?.map(\.version) == [8, 7, 6, 5, 3, 2])
+        #expect(try fixture.store.revisions(noteID: b.id, before: nil, limit: 10, owner: .unclaimed, inTrash: false)?.map(\.version) == [2])
         // Again: nothing more to do. A year on: one a week, and the newest.
         #expect(try fixture.store.thinRevisions(retention, asOf: now) == 0)
         #expect(try fixture.store.thinRevisions(retention, asOf: now + 365 * day) == 2)
-        #expect(try fixture.store.revisions(noteID: a.id, before: nil, limit: 10, owner: .unclaimed)?.map(\.version) == [8, 6, 3, 2])
+        #expect(try fixture.store.revisions(noteID: a.id, before: nil, limit: 10, owner: .unclaimed, inTrash: false)?.map(\.version) == [8, 6, 3, 2])
     }
 
     @Test("a backup holds every revision, and a restored data folder lists them")
@@ -127,8 +127,8 @@ struct RevisionTests {
         _ = try DataFolderBackup.restore(from: folder.path + "/b", into: target.path + "/data", replacing: false)
         let restored = try SQLiteStore(dataDirectory: target.path + "/data")
         defer { restored.close() }
-        #expect(try restored.revisions(noteID: note.id, before: nil, limit: 10, owner: .unclaimed)?.map(\.version) == [2, 1])
-        #expect(try restored.revision(noteID: note.id, version: 1, owner: .unclaimed)?.body == "first")
+        #expect(try restored.revisions(noteID: note.id, before: nil, limit: 10, owner: .unclaimed, inTrash: false)?.map(\.version) == [2, 1])
+        #expect(try restored.revision(noteID: note.id, version: 1, owner: .unclaimed, inTrash: false)?.body == "first")
     }
 
     /// Puts `rows` in place of every revision (same body, its note's), straight into the database.

@@ -33,9 +33,12 @@ struct TrashTests {
         #expect(try store.note(id: note.id) == nil)
         #expect(try store.notes(NoteQuery()).map(\.id) == [other.id])
         #expect(try store.notes(NoteQuery(search: "kept")).isEmpty)
-        // Its history is still listed (and exported) from the trash; not another owner's.
-        #expect(try store.revisions(noteID: note.id, before: nil, limit: 10, owner: .unclaimed)?.map(\.version) == [2, 1])
-        #expect(try store.revisions(noteID: note.id, before: nil, limit: 10, owner: bob) == nil)
+        // Its history is still listed (and exported) from the trash, not as a live note's; not another owner's.
+        #expect(try store.revisions(noteID: note.id, before: nil, limit: 10, owner: .unclaimed, inTrash: true)?.map(\.version) == [2, 1])
+        #expect(try store.revision(noteID: note.id, version: 1, owner: .unclaimed, inTrash: true)?.body == "kept\0safe")
+        #expect(try store.revisions(noteID: note.id, before: nil, limit: 10, owner: .unclaimed, inTrash: false) == nil)
+        #expect(try store.revision(noteID: note.id, version: 1, owner: .unclaimed, inTrash: false) == nil)
+        #expect(try store.revisions(noteID: note.id, before: nil, limit: 10, owner: bob, inTrash: true) == nil)
         // In the trash, as it was, at the event's time; its attachment and its bytes stay.
         let trashed = try #require(try store.trashedNote(id: note.id, owner: .unclaimed))
         #expect(trashed == TrashedNote(note: note, deletedAt: event.at))
@@ -71,10 +74,10 @@ struct TrashTests {
         #expect(try store.attachments(of: [note.id])[note.id]?.map(\.id) == [upload.id])
         #expect(FileManager.default.contents(atPath: fixture.contentPath(of: upload.id)) == Data([4, 5]))
         // Its history came back with it, the restore as its newest version.
-        let versions = try store.revisions(noteID: note.id, before: nil, limit: 10, owner: .unclaimed)
+        let versions = try store.revisions(noteID: note.id, before: nil, limit: 10, owner: .unclaimed, inTrash: false)
         #expect(versions?.map(\.version) == [change.note.version] + Array((1...deleted.version).reversed()))
         #expect(versions?.first?.size == Int64("second 😀".utf8.count))
-        #expect(try store.revision(noteID: note.id, version: 1, owner: .unclaimed)?.body == "first")
+        #expect(try store.revision(noteID: note.id, version: 1, owner: .unclaimed, inTrash: false)?.body == "first")
         // The event stream says it is back; a second restore finds nothing.
         let events = try #require(try store.events(after: 0, limit: 100))
         #expect(events.last?.kind == .created && events.last?.note.id == note.id)
@@ -102,7 +105,8 @@ struct TrashTests {
         #expect(try store.purgeTrashedNote(id: note.id, owner: .unclaimed) == nil)
         // Its revisions went with it; the other trashed note keeps everything.
         _ = try store.restoreTrashedNote(id: kept.id, owner: .unclaimed)
-        #expect(try store.revisions(noteID: note.id, before: nil, limit: 10, owner: .unclaimed) == nil)
+        #expect(try store.revisions(noteID: note.id, before: nil, limit: 10, owner: .unclaimed, inTrash: true) == nil)
+        #expect(try store.revisions(noteID: note.id, before: nil, limit: 10, owner: .unclaimed, inTrash: false) == nil)
         #expect(FileManager.default.contents(atPath: fixture.contentPath(of: keptUpload.id)) == Data([8]))
         #expect(try store.note(id: kept.id)?.body == "kept")
         #expect(try fixture.integrityCheck() == "ok")

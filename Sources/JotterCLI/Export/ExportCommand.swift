@@ -85,8 +85,9 @@ struct ExportCommand: AsyncCommand {
             let markdown = Array(ExportLayout.markdown(note, deletedAt: deletedAt, attachments: attachments).utf8)
             // Its history, oldest first, each version with its body.
             var revisions: [Revision] = []
-            for info in try await client.notes.allRevisions(note.id).reversed() {
-                revisions.append(try await client.notes.revision(note.id, version: info.version))
+            let inTrash = deletedAt != nil
+            for info in try await client.notes.allRevisions(note.id, inTrash: inTrash).reversed() {
+                revisions.append(try await client.notes.revision(note.id, version: info.version, inTrash: inTrash))
             }
             manifest.notes.append(.init(id: note.id, version: note.version, createdAt: Timestamp.format(note.createdAt), updatedAt: Timestamp.format(note.updatedAt),
                                         json: "notes/\(note.id).json", markdown: "notes/\(note.id).md", attachments: attachments,

@@ -133,28 +133,46 @@ enum NotesOperations {
     static let version = OpenAPIParameter.path("version", .string(pattern: "^[1-9][0-9]*$", example: "3"),
                                                description: "the note's version the revision is")
 
-    static let revisions = OpenAPIOperation(
+    static let revisions = revisionList(
         operationID: "listRevisions", summary: "List a note's revisions, newest first",
-        description: "Every committed version of the note is kept for `--revision-days` (default 30), then the newest of each day until three times as long, then the newest of each week; the newest is always kept. A note in the trash keeps its revisions there: they are listed and shown here until it leaves the trash.",
-        tags: ["notes"],
-        parameters: [
-            id,
-            .query("limit", .integer(minimum: 1, description: "values over 1000 act as 1000"), description: "revisions per page (default 100)"),
-            .query("after", .integer(minimum: 0, maximum: Int64.max, format: "int64"), description: "cursor: a version; the page has older ones"),
-        ],
-        responses: [
-            200: .json(.ref(RevisionList.self), "a page, and the path of the next one"),
-            400: .problem("a query parameter is invalid (each one is listed in `errors`)"),
-            404: missing,
-        ])
+        description: "Every committed version of the note is kept for `--revision-days` (default 30), then the newest of each day until three times as long, then the newest of each week; the newest is always kept. A note in the trash keeps its revisions there, at `/notes/trash/{id}/revisions`; here it is `404`.",
+        missing: missing)
 
     static let revision = OpenAPIOperation(
         operationID: "showRevision", summary: "Show a revision of a note, with its body", tags: ["notes"],
         parameters: [id, version],
         responses: [
             200: .json(.ref(RevisionEnvelope.self), "the revision"),
-            404: .problem("no note has this id, or it has no revision kept at this version"),
+            404: .problem("no note has this id (a deleted one's are under `/notes/trash/{id}`), or it has no revision kept at this version"),
         ])
+
+    static let trashedRevisions = revisionList(
+        operationID: "listTrashedRevisions", summary: "List a deleted note's revisions, newest first",
+        description: "The history a note keeps in the trash, as `GET /notes/{id}/revisions` lists a live note's; it goes when the note leaves the trash for good, and moves back with a restore.",
+        missing: .problem("no note with this id is in the trash"))
+
+    static let trashedRevision = OpenAPIOperation(
+        operationID: "showTrashedRevision", summary: "Show a revision of a deleted note, with its body", tags: ["notes"],
+        parameters: [id, version],
+        responses: [
+            200: .json(.ref(RevisionEnvelope.self), "the revision"),
+            404: .problem("no note with this id is in the trash, or it has no revision kept at this version"),
+        ])
+
+    private static func revisionList(operationID: String, summary: String, description: String, missing: OpenAPIResponse) -> OpenAPIOperation {
+        OpenAPIOperation(
+            operationID: operationID, summary: summary, description: description, tags: ["notes"],
+            parameters: [
+                id,
+                .query("limit", .integer(minimum: 1, description: "values over 1000 act as 1000"), description: "revisions per page (default 100)"),
+                .query("after", .integer(minimum: 0, maximum: Int64.max, format: "int64"), description: "cursor: a version; the page has older ones"),
+            ],
+            responses: [
+                200: .json(.ref(RevisionList.self), "a page, and the path of the next one"),
+                400: .problem("a query parameter is invalid (each one is listed in `errors`)"),
+                404: missing,
+            ])
+    }
 
     static let restore = OpenAPIOperation(
         operationID: "restoreNote", summary: "Restore a note's body from a revision, or the note from the trash",

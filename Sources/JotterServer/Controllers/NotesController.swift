@@ -22,6 +22,8 @@ struct NotesController {
         routes.get("/notes/events", operation: NotesOperations.events, handler: stream)
         routes.get("/notes/trash", operation: NotesOperations.trash, handler: trash)
         routes.delete("/notes/trash/:id", operation: NotesOperations.purge, handler: purge)
+        routes.get("/notes/trash/:id/revisions", operation: NotesOperations.trashedRevisions, handler: trashedRevisions)
+        routes.get("/notes/trash/:id/revisions/:version", operation: NotesOperations.trashedRevision, handler: trashedRevision)
         routes.get("/notes/changes", operation: NotesOperations.changes, handler: changes)
         routes.get("/notes/:id", operation: NotesOperations.show, handler: show)
         routes.put("/notes/:id", operation: NotesOperations.update("PUT"), handler: update)
@@ -133,25 +135,58 @@ struct NotesController {
 
     /// `GET /notes/{id}/revisions`: newest first, paged by version.
     @Sendable func revisions(_ request: Request, _ context: RequestContext) throws -> Reply {
-        let id = try NoteInput.id(context)
-        let (limit, after) = try NoteInput.pageQuery(request, cursor: "a version")
-        guard let found = try store.revisions(noteID: id, before: after, limit: limit + 1, owner: context.owner) else {
-            throw HTTPError(.notFound, detail: "note \(id) does not exist")
-        }
-        let page = found.prefix(limit)
-        let next = found.count > limit ? "/notes/\(id)/revisions?limit=\(limit)&after=\(page.last!.version)" : nil
-        return try JSON(RevisionList(revisions: page.map(RevisionInfo.init), next: next)).reply(for: request)
+        try revisions(request, context, inTrash: false)
+    }
+
+    /// `GET /notes/trash/{id}/revisions`: a deleted note's, as `GET /notes/{id}/revisions`.
+    @Sendable func trashedRevisions(_ request: Request, _ context: RequestContext) throws -> Reply {
+        try revisions(request, context, inTrash: true)
     }
 
     /// `GET /notes/{id}/revisions/{version}`: one revision with its body.
     @Sendable func revision(_ request: Request, _ context: RequestContext) throws -> Reply {
+        try revision(request, context, inTrash: false)
+    }
+
+    /// `GET /notes/trash/{id}/revisions/{version}`: one of a deleted note's.
+    @Sendable func trashedRevision(_ request: Request, _ context: RequestContext) throws -> Reply {
+        try revision(request, context, inTrash: true)
+    }
+
+    private func revisions(_ request: Request, _ context: RequestContext, inTrash: Bool) throws -> Reply {
+        let id = try NoteInput.id(context)
+        let (limit, after) = try NoteInput.pageQuery(request, cursor: "a version")
+        guard let found = try store.revisions(noteID: id, before: after, limit: limit + 1, owner: context.owner, inTrash: inTrash) else {
+            throw try missingHistory(id, inTrash: inTrash, owner: context.owner, detail: inTrash ? "note \(id) is not in the trash" : "note \(id) does not exist")
+        }
+        let page = found.prefix(limit)
+        let next = found.count > limit ? "\(Self.historyPath(id, inTrash: inTrash))?limit=\(limit)&after=\(page.last!.version)" : nil
+        return try JSON(RevisionList(revisions: page.map(RevisionInfo.init), next: next)).reply(for: request)
+    }
+
+    private func revision(_ request: Request, _ context: RequestContext, inTrash: Bool) throws -> Reply {
         let id = try NoteInput.id(context)
         let text = context.parameters["version"] ?? ""
-        guard let version = NoteInput.noteID(text), let found = try store.revision(noteID: id, version: version, owner: context.owner) else {
+        guard let version = NoteInput.noteID(text),
+              let found = try store.revision(noteID: id, version: version, owner: context.owner, inTrash: inTrash) else {
             // Another user's note, or none: the same words as a missing revision of one's own.
-            throw HTTPError(.notFound, detail: "note \(id) has no revision \(text)")
+            throw try missingHistory(id, inTrash: inTrash, owner: context.owner, detail: "note \(id) has no revision \(text)")
         }
         return try JSON(RevisionEnvelope(revision: Revision(found))).reply(for: request)
+    }
+
+    /// Where a note's revisions are listed: `/notes/{id}/revisions`, or under `/notes/trash/`.
+    static func historyPath(_ id: Int64, inTrash: Bool) -> String {
+        inTrash ? "/notes/trash/\(id)/revisions" : "/notes/\(id)/revisions"
+    }
+
+    /// The `404` for a history asked for at the wrong place: a deleted note's is under
+    /// `/notes/trash/{id}`, and the answer says so (the note itself is gone from `/notes/{id}`).
+    private func missingHistory(_ id: Int64, inTrash: Bool, owner: Owner, detail: String) throws -> HTTPError {
+        if !inTrash, try store.trashedNote(id: id, owner: owner) != nil {
+            return HTTPError(.notFound, detail: "\(detail): note \(id) is in the trash, its history is at \(Self.historyPath(id, inTrash: true))")
+        }
+        return HTTPError(.notFound, detail: detail)
     }
 
     /// `POST /notes/{id}/restore` with `version`: the note at a new version whose body is that

@@ -255,11 +255,12 @@ enum PostgresNoteRows {
 
     // MARK: - Revisions
 
-    /// Newest first, without bodies; nil when the note is not `owner`'s, live or in the trash.
-    static func revisions(noteID: Int64, before: Int64?, limit: Int, owner: Owner, on db: PostgresConnection) throws -> [NoteRevision]? {
+    /// Newest first, without bodies; nil when `owner` has no such note live (`inTrash` false)
+    /// or in the trash.
+    static func revisions(noteID: Int64, before: Int64?, limit: Int, owner: Owner, inTrash: Bool, on db: PostgresConnection) throws -> [NoteRevision]? {
         let rows = try db.query("""
             SELECT r.version, r.created_at, r.size, r.merge_base
-            FROM (SELECT id, owner FROM notes UNION ALL SELECT id, owner FROM trashed_notes) AS n
+            FROM \(inTrash ? "trashed_notes" : "notes") AS n
             LEFT JOIN LATERAL (SELECT version, created_at, size, merge_base FROM note_revisions
                                WHERE note_id = n.id AND owner = n.owner AND version < $3 ORDER BY version DESC LIMIT $4) AS r ON true
             WHERE n.id = $1 AND n.owner = $2 ORDER BY r.version DESC
@@ -272,9 +273,12 @@ enum PostgresNoteRows {
         }
     }
 
-    static func revision(noteID: Int64, version: Int64, owner: Owner, on db: PostgresConnection) throws -> NoteRevision? {
-        try db.query("""
-            SELECT created_at, size, merge_base, body FROM note_revisions WHERE note_id = $1 AND version = $2 AND owner = $3
+    /// Revision `version` of a note `owner` has anywhere (a merge's base, a restore), or only
+    /// live (`inTrash` false) or only in the trash.
+    static func revision(noteID: Int64, version: Int64, owner: Owner, inTrash: Bool? = nil, on db: PostgresConnection) throws -> NoteRevision? {
+        let place = inTrash.map { "AND EXISTS (SELECT 1 FROM \($0 ? "trashed_notes" : "notes") WHERE id = $1 AND owner = $3)" } ?? ""
+        return try db.query("""
+            SELECT created_at, size, merge_base, body FROM note_revisions WHERE note_id = $1 AND version = $2 AND owner = $3 \(place)
             """, [noteID, version, owner.id]).first.map { row in
             NoteRevision(noteID: noteID, version: version, createdAt: try row.value(0), size: try row.value(1),
                          mergeBase: try row.value(2), body: PostgresText.decode(try row.value(3)))

@@ -153,12 +153,12 @@ extension PostgresStore {
         write({ write in try PostgresNoteRows.thinRevisions(retention, now: now ?? write.now, on: write.db) }, completion: completion)
     }
 
-    public func revisions(noteID: Int64, before: Int64?, limit: Int, owner: Owner) throws(StoreError) -> [NoteRevision]? {
-        try read { db in try PostgresNoteRows.revisions(noteID: noteID, before: before, limit: limit, owner: owner, on: db) }
+    public func revisions(noteID: Int64, before: Int64?, limit: Int, owner: Owner, inTrash: Bool) throws(StoreError) -> [NoteRevision]? {
+        try read { db in try PostgresNoteRows.revisions(noteID: noteID, before: before, limit: limit, owner: owner, inTrash: inTrash, on: db) }
     }
 
-    public func revision(noteID: Int64, version: Int64, owner: Owner) throws(StoreError) -> NoteRevision? {
-        try read { db in try PostgresNoteRows.revision(noteID: noteID, version: version, owner: owner, on: db) }
+    public func revision(noteID: Int64, version: Int64, owner: Owner, inTrash: Bool) throws(StoreError) -> NoteRevision? {
+        try read { db in try PostgresNoteRows.revision(noteID: noteID, version: version, owner: owner, inTrash: inTrash, on: db) }
     }
 
     /// Why a conditional write matched no row: no such note (decided first), or another version.

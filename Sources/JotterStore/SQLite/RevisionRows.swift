@@ -13,13 +13,15 @@ enum RevisionRows {
         try db.run("DELETE FROM note_revisions WHERE note_id = ? AND owner = ?", [.integer(noteID), .integer(owner.id)])
     }
 
-    /// Newest first, without bodies; nil when the note is not `owner`'s, live or in the trash.
-    /// Run in a read transaction.
-    static func list(noteID: Int64, before: Int64?, limit: Int, owner: Owner, on db: SQLiteConnection) throws(StoreError) -> [NoteRevision]? {
-        let kept = try db.first("""
-            SELECT 1 FROM notes WHERE id = ?1 AND owner = ?2 UNION ALL SELECT 1 FROM trashed_notes WHERE id = ?1 AND owner = ?2
-            """, [.integer(noteID), .integer(owner.id)]) { _ in true }
-        guard kept != nil else { return nil }
+    /// Whether `owner` has the note `noteID` live (`inTrash` false) or in the trash.
+    static func noteIsKept(_ noteID: Int64, owner: Owner, inTrash: Bool, on db: SQLiteConnection) throws(StoreError) -> Bool {
+        let found = try db.first(inTrash ? "SELECT 1 FROM trashed_notes WHERE id = ? AND owner = ?" : "SELECT 1 FROM notes WHERE id = ? AND owner = ?",
+                                 [.integer(noteID), .integer(owner.id)]) { _ in true }
+        return found != nil
+    }
+
+    /// Newest first, without bodies, of a note `noteIsKept` found (in the same transaction).
+    static func list(noteID: Int64, before: Int64?, limit: Int, owner: Owner, on db: SQLiteConnection) throws(StoreError) -> [NoteRevision] {
         guard limit > 0 else { return [] }
         return try db.query("""
             SELECT version, created_at, size, merge_base FROM note_revisions
