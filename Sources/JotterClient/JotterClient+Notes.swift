@@ -50,9 +50,7 @@ extension JotterClient {
 
         /// The page after `page` (following its `next`), or `nil` after the last one.
         public func nextPage(after page: NoteList) async throws(JotterClientError) -> NoteList? {
-            guard let next = page.next else { return nil }
-            guard let url = client.resolve(next) else { throw .invalidResponse("bad next link '\(next)'") }
-            return try await client.send(client.makeRequest("GET", url: url), decoding: NoteList.self).value
+            try await client.page(after: page)
         }
 
         /// Every note, page by page as the iteration goes (pages of `pageSize`).

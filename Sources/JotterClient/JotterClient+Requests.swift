@@ -30,6 +30,24 @@ extension JotterClient {
         URL(string: path, relativeTo: baseURL)?.absoluteURL
     }
 
+    /// The page after `page` (following its `next` link), or nil after the last one.
+    func page<Page: LinkedPage>(after page: Page) async throws(JotterClientError) -> Page? {
+        guard let next = page.next else { return nil }
+        guard let url = resolve(next) else { throw .invalidResponse("bad next link '\(next)'") }
+        return try await send(makeRequest("GET", url: url), decoding: Page.self).value
+    }
+
+    /// The items of `first` and of every page after it, in order.
+    func everyPage<Page: LinkedPage, Item>(from first: Page, _ items: (Page) -> [Item]) async throws(JotterClientError) -> [Item] {
+        var all = items(first)
+        var page = first
+        while let next = try await self.page(after: page) {
+            all += items(next)
+            page = next
+        }
+        return all
+    }
+
     /// `/notes/{id}`: a path segment with everything but unreserved characters escaped.
     static func segment(_ id: String) -> String {
         FormURLEncodedBody.percentEncode(id, spaceAsPlus: false)
@@ -156,3 +174,13 @@ extension JotterClient {
         }
     }
 }
+
+/// A page of a listing that names the path of the next one (`next`, nil on the last).
+protocol LinkedPage: Decodable, Sendable {
+    var next: String? { get }
+}
+
+extension NoteList: LinkedPage {}
+extension UploadPage: LinkedPage {}
+extension TrashList: LinkedPage {}
+extension RevisionList: LinkedPage {}

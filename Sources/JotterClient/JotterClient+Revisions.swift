@@ -22,14 +22,7 @@ extension JotterClient.Notes {
 
     /// Every kept version of the note (in the trash with `inTrash`), newest first (every page).
     public func allRevisions(_ id: String, inTrash: Bool = false) async throws(JotterClientError) -> [RevisionInfo] {
-        var page = try await revisions(id, inTrash: inTrash, limit: 1000)
-        var all = page.revisions
-        while let next = page.next {
-            guard let url = client.resolve(next) else { throw .invalidResponse("bad next link '\(next)'") }
-            page = try await client.send(client.makeRequest("GET", url: url), decoding: RevisionList.self).value
-            all += page.revisions
-        }
-        return all
+        try await client.everyPage(from: try await revisions(id, inTrash: inTrash, limit: 1000)) { $0.revisions }
     }
 
     /// `GET /notes/{id}/revisions/{version}`: that version, with its body (of a note in the

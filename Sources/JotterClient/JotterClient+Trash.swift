@@ -21,14 +21,7 @@ extension JotterClient.Notes {
 
     /// Every note in the trash, most recently deleted first (every page).
     public func allTrash() async throws(JotterClientError) -> [DeletedNote] {
-        var page = try await trash(limit: 1000)
-        var all = page.notes
-        while let next = page.next {
-            guard let url = client.resolve(next) else { throw .invalidResponse("bad next link '\(next)'") }
-            page = try await client.send(client.makeRequest("GET", url: url), decoding: TrashList.self).value
-            all += page.notes
-        }
-        return all
+        try await client.everyPage(from: try await trash(limit: 1000)) { $0.notes }
     }
 
     /// `POST /notes/{id}/restore` without a version: brings a note back from the trash with its

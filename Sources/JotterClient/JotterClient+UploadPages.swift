@@ -40,20 +40,12 @@ extension JotterClient.Uploads {
 
     /// The page after `page` (following its `next`), or `nil` after the last one.
     public func nextPage(after page: UploadPage) async throws(JotterClientError) -> UploadPage? {
-        guard let next = page.next else { return nil }
-        guard let url = client.resolve(next) else { throw .invalidResponse("bad next link '\(next)'") }
-        return try await client.send(client.makeRequest("GET", url: url), decoding: UploadPage.self).value
+        try await client.page(after: page)
     }
 
     /// Every upload of a listing, newest first, fetched page by page.
     public func all(attachment: Attachment = .any, pageSize: Int = 1000) async throws(JotterClientError) -> [Upload] {
-        var page = try await self.page(limit: pageSize, attachment: attachment)
-        var uploads = page.uploads
-        while let next = try await nextPage(after: page) {
-            uploads += next.uploads
-            page = next
-        }
-        return uploads
+        try await client.everyPage(from: try await page(limit: pageSize, attachment: attachment)) { $0.uploads }
     }
 
     /// `PATCH /uploads/{id}`: attaches the upload to note `noteID`, or to none when nil. The
