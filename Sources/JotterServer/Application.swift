@@ -199,12 +199,14 @@ public func buildApplication(_ configuration: ServerConfiguration) throws -> App
                                                                  requestsPerUserMinute: configuration.requestsPerUserMinute,
                                                                  counters: counters))
         // Keys on every POST and on a note's edit (PUT/PATCH: a merge sent again after a lost
-        // answer is not merged twice). A note, and the rows of a multipart upload, claim the key in
-        // their own transaction (a resumable upload's creation claims it first).
+        // answer is not merged twice). A new note, a note's edit and the rows of a multipart
+        // upload claim the key in their own transaction, so no crash comes between the write and
+        // the key (a resumable upload's creation claims it first).
+        let isNoteEdit: @Sendable (Request) -> Bool = { ($0.method == .put || $0.method == .patch) && $0.path.hasPrefix("/notes/") }
         authenticated.add(middleware: IdempotencyMiddleware(store: notes, keyed: { request in
-            request.method == .post || ((request.method == .put || request.method == .patch) && request.path.hasPrefix("/notes/"))
+            request.method == .post || isNoteEdit(request)
         }, transactional: { request in
-            request.path == "/notes" || (request.path == "/uploads" && !request.files.isEmpty)
+            request.path == "/notes" || isNoteEdit(request) || (request.path == "/uploads" && !request.files.isEmpty)
         }))
         NotesController(store: notes, events: events, replayLimit: configuration.eventBacklog,
                         streamsPerToken: configuration.eventStreamsPerToken, streamsPerUser: configuration.eventStreamsPerUser).register(in: &authenticated)

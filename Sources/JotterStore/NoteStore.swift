@@ -67,6 +67,14 @@ public protocol NoteStore: Sendable {
     func mergeNote(id: Int64, base: Int64, body: String, ifVersion: Int64?, owner: Owner,
                    completion: @escaping StoreCompletion<NoteWriteOutcome>)
 
+    /// `updateNote` (`base` nil) or `mergeNote` under an `Idempotency-Key` claimed in the same
+    /// transaction: once the note is written the key keeps a reference to it (`/notes/{id}`),
+    /// so a retry after a crash between the commit and the stored answer is answered, not
+    /// merged twice. Refused, without a write, when the key is held, was used for another
+    /// request, or has an answer; a write that is not `.done` leaves the key free.
+    func editNote(id: Int64, base: Int64?, body: String, ifVersion: Int64?, owner: Owner, claiming claim: IdempotencyKeyClaim,
+                  completion: @escaping StoreCompletion<KeyedOutcome<NoteWriteOutcome>>)
+
     // MARK: Trash
 
     /// `owner`'s notes in the trash, most recently deleted first (then by id), at most `limit`,

@@ -255,6 +255,26 @@ public final class SQLiteStore: DataStore {
         }, owner: owner, completion: completion)
     }
 
+    public func editNote(id: Int64, base: Int64?, body: String, ifVersion: Int64?, owner: Owner, claiming claim: IdempotencyKeyClaim,
+                         completion: @escaping StoreCompletion<KeyedOutcome<NoteWriteOutcome>>) {
+        let noteWriter = noteWriter, instance = instance
+        submit({ db, effects throws(StoreError) -> KeyedOutcome<NoteWriteOutcome> in
+            let found = try IdempotencyRows.claim(claim.key, fingerprint: claim.fingerprint, owner: owner, now: claim.now, instance: instance, on: db)
+            guard found == .claimed else { return .refused(found) }
+            let outcome = if let base {
+                try noteWriter.merge(id: id, base: base, body: body, ifVersion: ifVersion, owner: owner, on: db, effects: effects)
+            } else {
+                try noteWriter.update(id: id, body: body, ifVersion: ifVersion, owner: owner, on: db, effects: effects)
+            }
+            if case .done = outcome {
+                try IdempotencyRows.keepPending(claim.key, location: "/notes/\(id)", owner: owner, now: claim.now, on: db)
+            } else {
+                try IdempotencyRows.release(claim.key, owner: owner, on: db)
+            }
+            return .done(outcome)
+        }, owner: owner, completion: completion)
+    }
+
     public func updateNote(id: Int64, body: String?, ifVersion: Int64?, owner: Owner, completion: @escaping StoreCompletion<NoteWriteOutcome>) {
         let noteWriter = noteWriter
         submit({ db, effects throws(StoreError) in

@@ -118,6 +118,44 @@ struct IdempotencyStoreTests {
         #expect(try store.notes(NoteQuery(), owner: ann).count == 1)
     }
 
+    @Test("a keyed edit: the claim and a reference commit with the merge; a retry after a crash before the answer replays it, never merges again",
+          arguments: Backend.all)
+    func claimedInTheEditsTransaction(backend: Backend) throws {
+        let fixture = try StoreFixture(backend)
+        let store = fixture.store, ann = Owner(id: 1), now = Int64(Date().timeIntervalSince1970)
+        let note = try StoreWait.wait { store.createNote(body: "milk\nbread\n", owner: ann, completion: $0) }.note
+        _ = try StoreWait.wait { store.updateNote(id: note.id, body: "oat milk\nbread\n", ifVersion: nil, owner: ann, completion: $0) }
+        let key = "/notes/\(note.id) edit"
+        func edit(_ claim: IdempotencyKeyClaim, ifVersion: Int64? = nil) throws -> KeyedOutcome<NoteWriteOutcome> {
+            try StoreWait.wait { store.editNote(id: note.id, base: 1, body: "milk\nbread\njam\n", ifVersion: ifVersion, owner: ann,
+                                                claiming: claim, completion: $0) }
+        }
+        // A write refused by its precondition leaves the key free (only successes are kept).
+        guard case .done(.versionMismatch) = try edit(IdempotencyKeyClaim(key: key, fingerprint: Self.print, now: now), ifVersion: 1) else {
+            Issue.record("a stale If-Match was not refused")
+            return
+        }
+        guard case .done(.done(let merged)) = try edit(IdempotencyKeyClaim(key: key, fingerprint: Self.print, now: now)) else {
+            Issue.record("the keyed merge was refused")
+            return
+        }
+        #expect(merged.note.body == "oat milk\nbread\njam\n" && merged.note.version == 3)
+        // The server dies here, before the full answer is stored. The retry finds the key
+        // running for a moment, then a reference to the note: never a second merge.
+        let reference = IdempotentAnswer.reference(location: "/notes/\(note.id)")
+        guard case .refused(.running) = try edit(IdempotencyKeyClaim(key: key, fingerprint: Self.print, now: now + 1)) else {
+            Issue.record("the retry ran while the first was answering")
+            return
+        }
+        let later = now + IdempotencyLimits.answerGrace
+        guard case .refused(.replay(reference)) = try edit(IdempotencyKeyClaim(key: key, fingerprint: Self.print, now: later)) else {
+            Issue.record("the retry after the crash merged again")
+            return
+        }
+        #expect(try store.note(id: note.id, owner: ann)?.version == 3)
+        #expect(try store.revisions(noteID: note.id, before: nil, limit: 10, owner: ann, inTrash: false)?.map(\.version) == [3, 2, 1])
+    }
+
     @Test("answers expire after 24 h and unanswered claims after their lease: both are swept and the key is free again",
           arguments: Backend.all)
     func expiry(backend: Backend) throws {

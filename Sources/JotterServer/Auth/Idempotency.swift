@@ -15,10 +15,11 @@ import JotterStore
 /// error the retry runs again. An answer over 64 KiB, or one pushed past its owner's 1 MiB of
 /// kept answers, is kept as a reference: its retry gets `303 See Other` to its `Location`.
 ///
-/// On the requests `transactional` picks (`POST /notes`, a multipart `POST /uploads`) the
-/// claim is no write of its own: the handler finds it in the context (`IdempotencyKeyed`) and makes it in the
-/// transaction that creates the note or the upload rows, which also keeps a reference answer —
-/// claim and rows commit together (a refused upload's bytes are deleted again).
+/// On the requests `transactional` picks (`POST /notes`, a note's edit, a multipart
+/// `POST /uploads`) the claim is no write of its own: the handler finds it in the context
+/// (`IdempotencyKeyed`) and makes it in the transaction that writes the note or the upload rows,
+/// which also keeps a reference answer — claim and rows commit together (a refused upload's
+/// bytes are deleted again), so no crash can leave a write whose retry runs it again.
 /// A refused claim comes back as `IdempotencyRefused`, answered here like any other.
 final class IdempotencyMiddleware: Middleware {
     static let header = "Idempotency-Key"

@@ -114,6 +114,12 @@ struct NotesController {
             return try JSON(NoteEnvelope(note: current, message: "No Body Sent"), headers: HTTPHeaders([("ETag", current.etag)]))
                 .reply(for: request)
         }
+        if let claim = context[IdempotencyKeyed.self] {
+            // The key is claimed in the edit's own transaction (a merge is never made twice).
+            return keyedCommit(id, owner: context.owner, request: request, message: "Note Updated", base: base) { store, completion in
+                store.editNote(id: id, base: base, body: body, ifVersion: version, owner: context.owner, claiming: claim, completion: completion)
+            }
+        }
         if let base {
             // Made from `base`: merged into what was committed since, inside the write.
             return commit(id, owner: context.owner, request: request, message: "Note Updated", base: base) { store, completion in
@@ -330,11 +336,25 @@ struct NotesController {
     /// a note since deleted), or `412` with the current note.
     private func commit(_ id: Int64, owner: Owner, request: Request, message: String, base: Int64? = nil,
                         _ start: @escaping @Sendable (any DataStore, @escaping StoreCompletion<NoteWriteOutcome>) -> Void) -> Reply {
+        keyedCommit(id, owner: owner, request: request, message: message, base: base) { store, completion in
+            start(store) { completion($0.map(KeyedOutcome.done)) }
+        }
+    }
+
+    /// `commit` of a write that claims an `Idempotency-Key` in its transaction: a refused key is
+    /// answered by `IdempotencyMiddleware`.
+    private func keyedCommit(_ id: Int64, owner: Owner, request: Request, message: String, base: Int64? = nil,
+                             _ start: @escaping @Sendable (any DataStore, @escaping StoreCompletion<KeyedOutcome<NoteWriteOutcome>>) -> Void) -> Reply {
         let store = store
         return Reply.later { done in
             start(store) { result in
                 done {
+                    let outcome: NoteWriteOutcome
                     switch try result.get() {
+                    case .refused(let found): throw IdempotencyRefused(claim: found)
+                    case .done(let written): outcome = written
+                    }
+                    switch outcome {
                     case .done(let change):
                         // A deleted note with the attachments it keeps in the trash.
                         let note = try NoteRendering.note(change.note, owner: owner, store: store)

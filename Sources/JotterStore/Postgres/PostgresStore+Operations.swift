@@ -55,11 +55,33 @@ extension PostgresStore {
 
     /// `body` nil: a touch (version and updated_at grow, body unchanged).
     public func updateNote(id: Int64, body: String?, ifVersion: Int64?, owner: Owner, completion: @escaping StoreCompletion<NoteWriteOutcome>) {
-        write({ write in
-            if let (note, event) = try PostgresNoteRows.update(id: id, body: body, ifVersion: ifVersion, owner: owner, in: write) {
-                return .done(NoteChange(note: note, event: event))
+        write({ write in try Self.update(id: id, body: body, ifVersion: ifVersion, owner: owner, in: write) }, completion: completion)
+    }
+
+    private static func update(id: Int64, body: String?, ifVersion: Int64?, owner: Owner, in write: PostgresWrite) throws -> NoteWriteOutcome {
+        if let (note, event) = try PostgresNoteRows.update(id: id, body: body, ifVersion: ifVersion, owner: owner, in: write) {
+            return .done(NoteChange(note: note, event: event))
+        }
+        return try refusal(id: id, owner: owner, on: write.db)
+    }
+
+    public func editNote(id: Int64, base: Int64?, body: String, ifVersion: Int64?, owner: Owner, claiming claim: IdempotencyKeyClaim,
+                         completion: @escaping StoreCompletion<KeyedOutcome<NoteWriteOutcome>>) {
+        write({ [instance] write in
+            let found = try PostgresIdempotencyRows.claim(claim.key, fingerprint: claim.fingerprint, owner: owner, now: claim.now,
+                                                          claimer: instance, on: write.db)
+            guard found == .claimed else { return .refused(found) }
+            let outcome = if let base {
+                try Self.merge(id: id, base: base, body: body, ifVersion: ifVersion, owner: owner, in: write)
+            } else {
+                try Self.update(id: id, body: body, ifVersion: ifVersion, owner: owner, in: write)
             }
-            return try Self.refusal(id: id, owner: owner, on: write.db)
+            if case .done = outcome {
+                try PostgresIdempotencyRows.keepPending(claim.key, location: "/notes/\(id)", owner: owner, now: claim.now, on: write.db)
+            } else {
+                try PostgresIdempotencyRows.release(claim.key, owner: owner, on: write.db)
+            }
+            return .done(outcome)
         }, completion: completion)
     }
 
@@ -78,26 +100,28 @@ extension PostgresStore {
     /// the other committed.
     public func mergeNote(id: Int64, base: Int64, body: String, ifVersion: Int64?, owner: Owner,
                           completion: @escaping StoreCompletion<NoteWriteOutcome>) {
-        write({ write in
-            guard let current = try PostgresNoteRows.lockedNote(id: id, owner: owner, on: write.db) else { return .notFound }
-            if let ifVersion, ifVersion != current.version { return .versionMismatch(current: current) }
-            var text = body, merge: NoteMerge?
-            if base != current.version {
-                guard base < current.version, let ancestor = try PostgresNoteRows.revision(noteID: id, version: base, owner: owner, on: write.db),
-                      let ancestorBody = ancestor.body else {
-                    return .noRevision(current: current)
-                }
-                guard let merged = NoteMerge.merge(base: base, ancestor: ancestorBody, current: current.body, incoming: body) else {
-                    return .cannotMerge(current: current, base: ancestor)
-                }
-                (text, merge) = (merged.text, merged.merge)
+        write({ write in try Self.merge(id: id, base: base, body: body, ifVersion: ifVersion, owner: owner, in: write) }, completion: completion)
+    }
+
+    private static func merge(id: Int64, base: Int64, body: String, ifVersion: Int64?, owner: Owner, in write: PostgresWrite) throws -> NoteWriteOutcome {
+        guard let current = try PostgresNoteRows.lockedNote(id: id, owner: owner, on: write.db) else { return .notFound }
+        if let ifVersion, ifVersion != current.version { return .versionMismatch(current: current) }
+        var text = body, merge: NoteMerge?
+        if base != current.version {
+            guard base < current.version, let ancestor = try PostgresNoteRows.revision(noteID: id, version: base, owner: owner, on: write.db),
+                  let ancestorBody = ancestor.body else {
+                return .noRevision(current: current)
             }
-            guard let (note, event) = try PostgresNoteRows.update(id: id, body: text, ifVersion: current.version, mergeBase: merge?.base,
-                                                                 owner: owner, in: write) else {
-                return try Self.refusal(id: id, owner: owner, on: write.db)
+            guard let merged = NoteMerge.merge(base: base, ancestor: ancestorBody, current: current.body, incoming: body) else {
+                return .cannotMerge(current: current, base: ancestor)
             }
-            return .done(NoteChange(note: note, event: event, merge: merge))
-        }, completion: completion)
+            (text, merge) = (merged.text, merged.merge)
+        }
+        guard let (note, event) = try PostgresNoteRows.update(id: id, body: text, ifVersion: current.version, mergeBase: merge?.base,
+                                                             owner: owner, in: write) else {
+            return try refusal(id: id, owner: owner, on: write.db)
+        }
+        return .done(NoteChange(note: note, event: event, merge: merge))
     }
 
     public func trashedNotes(limit: Int, after: Int64?, owner: Owner) throws(StoreError) -> [TrashedNote] {
