@@ -127,6 +127,31 @@ struct UploadsTests {
         }
     }
 
+    @Test("note_id in the query of a multipart upload: used when the fields have none, malformed is 404, a different one is 422")
+    func noteIDInTheQuery() throws {
+        try TestApp.with { app in
+            let note = try #require(try app.request("POST", "/notes", body: "body=n").json()["note"] as? [String: Any])
+            let noteID = try #require(note["id"] as? String)
+            func send(query: String, field: String?) throws -> WireResponse {
+                var parts = MultipartBuilder()
+                if let field { parts.field("note_id", field) }
+                parts.file("f", filename: "x.bin", body: [1, 2, 3])
+                return try upload(app, parts, path: "/upload?note_id=" + query)
+            }
+            let attached = try send(query: noteID, field: nil)
+            #expect(attached.status == 201, "\(attached.text)")
+            #expect(try uploads(attached).first?["note_id"] as? String == noteID)
+            #expect(try send(query: noteID, field: noteID).status == 201)
+            #expect(try send(query: "%0Fx", field: nil).status == 404)
+            let twice = try send(query: "%0Fx", field: noteID)
+            #expect(twice.status == 422, "\(twice.text)")
+            #expect(twice.text.contains("note_id"))
+            #expect(try send(query: "999", field: noteID).status == 422)
+            #expect(filesOnDisk(app).uploads.count == 2)
+            expectNoTemporaryFiles(app)
+        }
+    }
+
     @Test("delete: 200 with the upload, the bytes are gone; a detached note changes version")
     func delete() throws {
         try TestApp.with { app in

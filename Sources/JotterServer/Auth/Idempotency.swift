@@ -132,13 +132,14 @@ final class IdempotencyMiddleware: Middleware {
     /// What makes two requests the same: the body's bytes, or for multipart the files (name,
     /// size, SHA-256) and the note they go to — the boundary may differ between attempts.
     static func fingerprint(_ request: Request) -> [UInt8] {
-        var text = request.path + "\n"
+        // The path and the query (a raw upload's `note_id`).
+        var text = request.path + (request.rawQuery.map { "?" + $0 } ?? "") + "\n"
         // An edit's base is part of it: the same text from another version is another edit.
         if let base = request.headers["Base-Version"] { text += "Base-Version: \(base)\n" }
         if request.files.isEmpty {
             return Secret.digest(text + String(decoding: request.rawBody, as: UTF8.self))
         }
-        text += ((try? request.body().string("note_id")) ?? nil) ?? ""
+        text += ((try? request.body().string("note_id")) ?? nil) ?? ""  // where the files go
         for file in request.files { text += "\n\(file.filename)\u{0}\(file.size)\u{0}\(file.sha256)" }
         return Secret.digest(text)
     }

@@ -43,6 +43,15 @@ enum UploadInput {
         return id
     }
 
+    /// The `note_id` of a multipart `POST /uploads`: its form field, or the query's (as for a raw
+    /// body); `422` when both are there and differ.
+    static func multipartNote(form: String?, query: String?) throws(HTTPError) -> String {
+        if let form, let query, form != query {
+            throw HTTPError.validation([.init(field: "note_id", message: "is in the query (\(query)) and in the body (\(form)): send one")])
+        }
+        return form ?? query ?? ""
+    }
+
     /// 24 lowercase hex digits: the only form an upload id takes.
     static func isUploadID(_ text: String) -> Bool {
         text.utf8.count == 24 && text.utf8.allSatisfy { ASCII.isHexLowercase($0) }
