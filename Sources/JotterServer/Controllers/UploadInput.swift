@@ -43,13 +43,12 @@ enum UploadInput {
         return id
     }
 
-    /// The `note_id` of a multipart `POST /uploads`: its form field, or the query's (as for a raw
-    /// body); `422` when both are there and differ.
-    static func multipartNote(form: String?, query: String?) throws(HTTPError) -> String {
-        if let form, let query, form != query {
-            throw HTTPError.validation([.init(field: "note_id", message: "is in the query (\(query)) and in the body (\(form)): send one")])
-        }
-        return form ?? query ?? ""
+    /// The note of a multipart `POST /uploads` (`noteField`): its `note_id` field, else the
+    /// query's (as for a raw body). A query's that could name no note is `404` even beside a
+    /// field.
+    static func multipartNote(form: String?, query: String?) throws(HTTPError) -> Int64? {
+        let fromQuery = try query.map(noteField) ?? nil
+        return try form.map(noteField) ?? fromQuery
     }
 
     /// 24 lowercase hex digits: the only form an upload id takes.

@@ -23,7 +23,7 @@ enum UploadsOperations {
         operationID: "createUploads", summary: "Upload files",
         description: "One or more file parts, under any field names (`file` here; repeat it, or use other names, for several); or one file's raw bytes, its type in `Content-Type` and its name in `Content-Disposition: attachment; filename=…` (`note_id` then in the query). A raw body with the resumable-upload draft's fields (`Upload-Complete`, `Upload-Draft-Interop-Version` 3 to 8) or `Tus-Resumable: 1.0.0` creates a resumable upload at `/uploads/{id}` (docs/API.md, \"Resumable uploads\"). Answered once the files and their rows are durable; an aborted, refused or over-limit upload leaves nothing behind (a resumable one keeps what arrived). Only the `X-HTTP-Method-Override` header overrides the method here.",
         tags: ["uploads"],
-        parameters: [.query("note_id", .string(pattern: "^[0-9]*$"), description: "the note to attach the files to (a multipart body may name it in its fields instead; both, and different, is `422`)")],
+        parameters: [.query("note_id", .string(pattern: "^[0-9]*$"), description: "the note to attach the files to (a multipart body's `note_id` field, when there is one, wins)")],
         requestBody: OpenAPIRequestBody(required: true, content: [
             "multipart/form-data": .object([
                 "file": .binary(description: "a file part"),
@@ -39,7 +39,7 @@ enum UploadsOperations {
             412: .problem("`Tus-Resumable` names another tus version"),
             413: .problem("the file parts are over `--max-upload-size`, or the plain fields over `--max-body-size`"),
             415: .problem("the body is not multipart/form-data, nor a raw file with Content-Disposition"),
-            422: .problem("there is no file part, or the body has too many parts, or `note_id` is in the query and the fields with different values, or the `Idempotency-Key` was used with another body"),
+            422: .problem("there is no file part, or the body has too many parts, or the `Idempotency-Key` was used with another body"),
             429: .problem("the user has as many unfinished resumable uploads as allowed"),
             460: .problem("tus: the body's checksum is not `Upload-Checksum`"),
         ])

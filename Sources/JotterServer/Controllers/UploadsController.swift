@@ -60,7 +60,7 @@ struct UploadsController {
         guard !request.files.isEmpty else {
             throw HTTPError.validation([.init(field: "file", message: "at least one file part is required")])
         }
-        let target = try UploadInput.noteField(try UploadInput.multipartNote(form: fields.string("note_id"), query: request.query()["note_id"]))
+        let target = try UploadInput.multipartNote(form: fields.string("note_id"), query: request.query()["note_id"])
         let files = request.files, store = store, owner = context.owner
         // Moving the bytes blocks (fsync, or the network): the route runs on the store's threads.
         let uploads = try Self.storeBytes(files, in: store.blobs, streamed: bucketFiles)
