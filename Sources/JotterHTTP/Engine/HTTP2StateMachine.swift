@@ -660,7 +660,7 @@ struct HTTP2StateMachine: ConnectionMachine, ~Copyable {
     }
 
     fileprivate mutating func headersReceived(_ id: Int32, endStream: Bool) {
-        guard let stream = streams[id], let session else { return }
+        guard let stream = streams[id], session != nil else { return }
         if stream.headComplete {
             if endStream { bodyComplete(stream) }  // trailers end the body
             return
@@ -729,7 +729,7 @@ struct HTTP2StateMachine: ConnectionMachine, ~Copyable {
 
     fileprivate mutating func data(_ id: Int32, _ bytes: UnsafeRawBufferPointer) {
         if let stream = streams[id], stream.parked {
-            guard parkedBodyBytes + bytes.count <= Self.parkedBodyLimit, let session else {
+            guard parkedBodyBytes + bytes.count <= Self.parkedBodyLimit, session != nil else {
                 if let session { nghttp2_submit_rst_stream(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), id, NGHTTP2_REFUSED_STREAM.rawValue) }
                 return
             }
