@@ -16,18 +16,20 @@ struct WebTests {
 
     @Test("every file of Web/app is served byte for byte with its Content-Type", arguments: [
         ("index.html", "text/html; charset=utf-8"), ("app.js", "text/javascript; charset=utf-8"),
-        ("style.css", "text/css; charset=utf-8"), ("icon.svg", "image/svg+xml"),
+        ("style.css", "text/css; charset=utf-8"), ("icon.svg", "image/svg+xml"), ("icon-192.png", "image/png"),
+        ("manifest.webmanifest", "application/manifest+json"),
     ])
     func served(_ name: String, _ contentType: String) throws {
         let response = try get(name == "index.html" ? "/" : "/assets/\(name)")
         #expect(response.status == 200)
         #expect(response.header("Content-Type") == contentType)
         var file = String(decoding: try Data(contentsOf: Self.appFolder.appendingPathComponent(name)), as: UTF8.self)
+        if name.hasSuffix(".png") { file = "" }  // bytes: compared below as they are
         // The page says the server's auth mode (loopback: off) and that nobody can sign in (no user yet), and nothing else changes.
         if name == "index.html" {
             file = file.replacing("<body data-view=\"list\">", with: "<body data-view=\"list\" data-auth=\"off\" data-sign-in=\"none\">")
         }
-        #expect(response.body == Array(file.utf8))
+        #expect(response.body == (name.hasSuffix(".png") ? Array(try Data(contentsOf: Self.appFolder.appendingPathComponent(name))) : Array(file.utf8)))
         #expect(response.header("Cache-Control") == "no-cache")
         #expect(response.header("X-Content-Type-Options") == "nosniff")
     }
@@ -67,10 +69,52 @@ struct WebTests {
     func everyFileServed() throws {
         let files = try FileManager.default.contentsOfDirectory(atPath: Self.appFolder.path).filter { !$0.hasPrefix(".") }
         #expect(files.count >= 10)
-        for name in files where name != "index.html" {
+        for name in files where name != "index.html" && name != "sw.js" {  // the worker is filled in: serviceWorker()
             let response = try get("/assets/\(name)")
             #expect(response.status == 200, "\(name)")
             #expect(response.body == Array(try Data(contentsOf: Self.appFolder.appendingPathComponent(name))), "\(name)")
+        }
+    }
+
+    @Test("installable: the manifest, the icons and the tags an iPhone reads")
+    func installable() throws {
+        let page = try get("/").text
+        for tag in [#"<link rel="manifest" href="/assets/manifest.webmanifest">"#, #"<link rel="apple-touch-icon" href="/assets/apple-touch-icon.png">"#,
+                    #"<meta name="apple-mobile-web-app-capable" content="yes">"#, #"<meta name="mobile-web-app-capable" content="yes">"#,
+                    #"<meta name="apple-mobile-web-app-status-bar-style""#, #"<meta name="theme-color""#] {
+            #expect(page.contains(tag), "\(tag)")
+        }
+        let manifest = try get("/assets/manifest.webmanifest")
+        #expect(manifest.header("Content-Type") == "application/manifest+json")
+        let fields = try #require(try JSONSerialization.jsonObject(with: Data(manifest.body)) as? [String: Any])
+        #expect(fields["display"] as? String == "standalone" && fields["start_url"] as? String == "/" && fields["scope"] as? String == "/")
+        let icons = try #require(fields["icons"] as? [[String: String]])
+        for icon in icons {
+            let response = try get(try #require(icon["src"]))
+            #expect(response.status == 200 && response.header("Content-Type") == icon["type"], "\(icon)")
+        }
+        #expect(try get("/assets/apple-touch-icon.png").header("Content-Type") == "image/png")
+    }
+
+    @Test("the service worker: scope /, its shell filled in by the server, a version that follows the files")
+    func serviceWorker() throws {
+        let worker = try get("/assets/sw.js")
+        #expect(worker.status == 200)
+        #expect(worker.header("Content-Type") == "text/javascript; charset=utf-8")
+        #expect(worker.header("Service-Worker-Allowed") == "/")
+        #expect(try get("/assets/app.js").header("Service-Worker-Allowed") == nil)
+        let line = try #require(worker.text.split(separator: "\n").first { $0.hasPrefix("const SHELL = ") })
+        let shell = try #require(try JSONSerialization.jsonObject(with: Data(line.dropFirst("const SHELL = ".count).dropLast().utf8)) as? [String: Any])
+        let version = try #require(shell["version"] as? String)
+        #expect(version.wholeMatch(of: /[0-9a-f]{16}/) != nil, "\(version)")
+        let files = try #require(shell["files"] as? [String])
+        let names = try FileManager.default.contentsOfDirectory(atPath: Self.appFolder.path).filter { !$0.hasPrefix(".") && $0 != "index.html" && $0 != "sw.js" }
+        #expect(Set(files) == Set(["/"] + names.map { "/assets/\($0)" }))
+        for path in files { #expect(try get(path).status == 200, "\(path)") }
+        // The version is the files', the same whatever mode the page says.
+        try TestApp.with(configure: { $0.auth = .required }) { app in
+            let again = try app.request("GET", "/assets/sw.js")
+            #expect(again.text.contains(#""version":"\#(version)""#))
         }
     }
 
@@ -78,7 +122,7 @@ struct WebTests {
     func contentSecurityPolicy() throws {
         let policy = try #require(try get("/").header("Content-Security-Policy"))
         let directives = Set(policy.split(separator: ";").map { $0.trimmingCharacters(in: .whitespaces) })
-        for directive in ["default-src 'self'", "script-src 'self'", "style-src 'self'", "connect-src 'self'",
+        for directive in ["default-src 'self'", "script-src 'self'", "style-src 'self'", "connect-src 'self'", "worker-src 'self'", "manifest-src 'self'",
                           "img-src 'self' blob: data:", "frame-ancestors 'none'", "base-uri 'none'", "form-action 'self'"] {
             #expect(directives.contains(directive), "\(directive)")
         }
@@ -87,7 +131,7 @@ struct WebTests {
 
     @Test("the app never puts markup it was given into the page, and has no inline script or style")
     func textOnly() throws {
-        for name in try FileManager.default.contentsOfDirectory(atPath: Self.appFolder.path) {
+        for name in try FileManager.default.contentsOfDirectory(atPath: Self.appFolder.path) where !name.hasSuffix(".png") {
             let text = try String(contentsOf: Self.appFolder.appendingPathComponent(name), encoding: .utf8)
             for sink in ["innerHTML", "outerHTML", "insertAdjacentHTML", "document.write", "eval(", "new Function"] {
                 #expect(!text.contains(sink), "\(name) uses \(sink)")

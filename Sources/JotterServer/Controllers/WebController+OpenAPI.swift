@@ -21,11 +21,12 @@ enum WebOperations {
 
     static func asset(names: [String]) -> OpenAPIOperation {
         OpenAPIOperation(
-            operationID: "webAsset", summary: "A script, style sheet or icon of the web app", tags: ["web"],
+            operationID: "webAsset", summary: "A script, style sheet, icon, the manifest or the service worker of the web app", tags: ["web"],
             parameters: [.path("name", .string(enum: names), description: "the file's name"), ifNoneMatch],
             responses: [
-                200: OpenAPIResponse("the file", content: ["text/javascript": .string(), "text/css": .string(), "image/svg+xml": .string()],
-                                     headers: cacheHeaders),
+                200: OpenAPIResponse("the file", content: ["text/javascript": .string(), "text/css": .string(), "image/svg+xml": .string(),
+                                                           "image/png": .string(format: "binary"), "application/manifest+json": .string()],
+                                     headers: cacheHeaders.merging(["Service-Worker-Allowed": OpenAPIHeader("`/` on `sw.js` only: the service worker's scope is the whole app", required: false)]) { $1 }),
                 304: .empty("unchanged", headers: cacheHeaders),
                 404: .problem("no such file"),
             ])

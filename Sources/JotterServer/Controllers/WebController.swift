@@ -9,6 +9,8 @@ struct WebAsset: Sendable {
     /// A strong entity tag derived from the content (`"<first 16 hex digits of its SHA-256>"`).
     let etag: String
     let body: [UInt8]
+    /// Headers of this file's own (the service worker's scope).
+    var headers: [(String, String)] = []
 
     /// The Content-Type of each extension the app's files have.
     static let contentTypes = [
@@ -38,7 +40,10 @@ struct WebAsset: Sendable {
     /// added to Web/app is embedded by itself; it is served once it is listed here.
     static let all: [String: WebAsset] = Dictionary(uniqueKeysWithValues: [
         ("index.html", PackageResources.index_html), ("style.css", PackageResources.style_css),
-        ("icon.svg", PackageResources.icon_svg),
+        ("manifest.webmanifest", PackageResources.manifest_webmanifest), ("sw.js", PackageResources.sw_js),
+        ("icon.svg", PackageResources.icon_svg), ("icon-192.png", PackageResources.icon_192_png),
+        ("icon-512.png", PackageResources.icon_512_png), ("icon-maskable-512.png", PackageResources.icon_maskable_512_png),
+        ("apple-touch-icon.png", PackageResources.apple_touch_icon_png),
         ("app.js", PackageResources.app_js), ("account.js", PackageResources.account_js),
         ("api.js", PackageResources.api_js), ("attachments.js", PackageResources.attachments_js),
         ("dialogs.js", PackageResources.dialogs_js), ("dom.js", PackageResources.dom_js),
@@ -49,14 +54,22 @@ struct WebAsset: Sendable {
     ].map { ($0, WebAsset(name: $0, body: $1)) })
 }
 
-/// `GET /` (the notes web app) and `GET /assets/{name}` (its scripts and styles), served from
-/// memory with `ETag`/`If-None-Match` revalidation and a strict Content-Security-Policy: the page
-/// runs only its own scripts and styles, talks only to this server and can't be framed.
+/// `GET /` (the notes web app) and `GET /assets/{name}` (its scripts, styles, icons, manifest and
+/// service worker), served from memory with `ETag`/`If-None-Match` revalidation and a strict
+/// Content-Security-Policy: the page runs only its own scripts, styles and worker, talks only to
+/// this server and can't be framed.
 struct WebController {
     static let contentSecurityPolicy = [
         "default-src 'self'", "script-src 'self'", "style-src 'self'", "img-src 'self' blob: data:",
-        "connect-src 'self'", "object-src 'none'", "frame-ancestors 'none'", "base-uri 'none'", "form-action 'self'",
+        "connect-src 'self'", "worker-src 'self'", "manifest-src 'self'", "object-src 'none'", "frame-ancestors 'none'",
+        "base-uri 'none'", "form-action 'self'",
     ].joined(separator: "; ")
+
+    /// The service worker's file. Served under /assets/ but in charge of the whole origin
+    /// (`Service-Worker-Allowed: /`), so that it can serve the page at `/`.
+    static let serviceWorker = "sw.js"
+    /// The line of the service worker the server fills in: what it caches, and the version of it.
+    static let shellPlaceholder = #"const SHELL = {"version":"","files":[]};"#
 
     /// The files by name, the page as this server's mode shows it.
     let files: [String: WebAsset]
@@ -75,6 +88,7 @@ struct WebController {
     init(assets: [String: WebAsset] = WebAsset.all, auth: AuthMode = .required,
          canSignIn: (@Sendable () throws(HTTPError) -> Bool)? = nil, runs pagePlace: WorkPlace? = nil) {
         var assets = assets
+        if let worker = assets[Self.serviceWorker] { assets[Self.serviceWorker] = Self.filled(worker, shell: assets) }
         var withoutSignIn: WebAsset?
         if let page = assets["index.html"] {
             func variant(_ attributes: String, _ digits: String) -> WebAsset {
@@ -90,6 +104,21 @@ struct WebController {
         pageWithoutSignIn = withoutSignIn
         self.canSignIn = auth == .off ? canSignIn : nil
         self.pagePlace = pagePlace
+    }
+
+    /// The service worker with its shell: the page (`/`) and every other file, and a version made
+    /// from their ETags, so that any changed file makes a changed worker (which browsers install,
+    /// caching the new shell and dropping the old).
+    static func filled(_ worker: WebAsset, shell assets: [String: WebAsset]) -> WebAsset {
+        let shell = assets.filter { $0.key != serviceWorker }.sorted { $0.key < $1.key }
+        let version = SHA256.hex(Array(shell.map { "\($0.key) \($0.value.etag)\n" }.joined().utf8)).prefix(16)
+        let paths = ["/"] + shell.map(\.key).filter { $0 != "index.html" }.map { "/assets/\($0)" }
+        let line = #"const SHELL = {"version":"\#(version)","files":["\#(paths.joined(separator: #"",""#))"]};"#
+        let text = String(decoding: worker.body, as: UTF8.self)
+        precondition(text.contains(shellPlaceholder), "Web/app/\(serviceWorker) has no line \(shellPlaceholder)")
+        var filled = WebAsset(contentType: worker.contentType, body: Array(text.replacing(shellPlaceholder, with: line).utf8))
+        filled.headers = [("Service-Worker-Allowed", "/")]
+        return filled
     }
 
     func register(in routes: inout RouterBuilder) {
@@ -116,6 +145,7 @@ struct WebController {
             ("Content-Security-Policy", Self.contentSecurityPolicy),
             ("Referrer-Policy", "same-origin"),
         ])
+        for (name, value) in file.headers { headers.add(name, value) }
         if let condition = request.headers["If-None-Match"].map(EntityTagCondition.init), condition.matches(file.etag, weak: true) {
             return Response(status: .notModified, headers: headers)
         }

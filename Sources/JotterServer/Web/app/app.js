@@ -377,6 +377,13 @@ function start() {
   startLive();
 }
 
+// The app shell from the service worker's cache when the server can't be reached (sw.js).
+if ('serviceWorker' in navigator) {
+  navigator.serviceWorker.register('/assets/sw.js', { scope: '/' }).catch(() => {
+    // Not installable here (an untrusted certificate): the app works online as before.
+  });
+}
+
 // Nothing is asked of the API before it is known whether a session is needed: a first visit
 // under --auth required is a sign-in page, not a list that failed to load.
 byId('connection').hidden = true;
