@@ -1037,17 +1037,16 @@ class Restart(BrowserTest):
         server.stop()
         wait(driver, lambda d: css("#connection").get_attribute("data-state") == "reconnecting", message="reconnecting")
         self.assertEqual(css("#connection-text").text, "Reconnecting…")
-        # Saving while the server is away fails in words, and the text stays.
+        # Saving while the server is away keeps the text on this device, and says it waits.
         css("#body").send_keys(", saved after it")
         css("#save").click()
-        wait(driver, lambda d: css("#toast").is_displayed())
-        self.assertIn("Can't reach the server", css("#toast-text").text)
-        self.assertEqual(css("#save-state").text, "Unsaved changes")
+        wait(driver, lambda d: css("#save-state").text == "Saved on this device", message=f"kept ({page_state()})")
+        wait(driver, lambda d: css("#connection-text").text == "Offline · 1 change waiting", message="waiting")
         server.start()
-        wait(driver, lambda d: css("#connection").get_attribute("data-state") == "live", timeout=20, message="live again")
-        save()
+        wait(driver, lambda d: css("#connection-text").text == "Synced", timeout=20, message=f"synced ({page_state()})")
+        self.assertEqual(css("#connection").get_attribute("data-state"), "live")
+        self.assertEqual(css("#save-state").text, "Saved")
         self.assertEqual(server.note(note["id"])["body"], "Written before the restart, saved after it")
-        self.assertFalse(css("#toast").is_displayed(), "the error is stale once the save went through")
         server.create("After the restart")
         wait(driver, lambda d: "After the restart" in titles(), message="live after restart")
 
@@ -1058,12 +1057,23 @@ class Restart(BrowserTest):
         server.stop()
         wait(driver, lambda d: css("#connection").get_attribute("data-state") == "reconnecting", message="reconnecting")
         css("#body").send_keys(", typed while it was away")
-        wait(driver, lambda d: css("#save-state").text == "Not saved yet", timeout=15, message=f"autosave failed ({page_state()})")
+        wait(driver, lambda d: css("#save-state").text == "Saved on this device", timeout=15, message=f"autosave kept ({page_state()})")
         server.start()
         # No keystroke, no click: the text reaches the server by itself.
         wait_until(lambda: (server.note(note["id"]) or {}).get("body") == "Autosaved across a restart, typed while it was away",
                    timeout=30, message=f"autosaved after the restart ({page_state()})")
         wait(driver, lambda d: css("#save-state").text == "Saved", message="says saved")
+
+
+def kept(what="allNotes"):
+    """This browser's copy (store.js, in IndexedDB): `allNotes` or the `outbox`."""
+    return driver.execute_async_script(
+        "const done = arguments[arguments.length - 1];"
+        f"import('/assets/store.js').then((store) => store.{what}()).then(done, (error) => done(String(error)));")
+
+
+def press(*keys):
+    driver.switch_to.active_element.send_keys(*keys)
 
 
 def raw(path):
@@ -1078,7 +1088,8 @@ def png_size(data):
 
 
 class Offline(BrowserTest):
-    """Issue 33: installable — the manifest, the icons, the tags an iPhone reads, the service worker."""
+    """Issue 33: installable, and offline — the page from the service worker, the notes from
+    IndexedDB, edits queued with their base version and key, sent when the server is back."""
 
     def test_manifest_and_home_screen_tags(self):
         open_app()
@@ -1113,6 +1124,135 @@ class Offline(BrowserTest):
         self.assertEqual(parsed.get("errors"), [], parsed)
         wait(driver, lambda d: d.execute_script("return navigator.serviceWorker.controller?.scriptURL ?? null"),
              message="service worker in control")
+
+    def test_an_offline_edit_merged_with_an_overlap_is_highlighted(self):
+        """An edit queued offline is merged when it goes; where both sides changed the same text,
+        the answer's `merge.regions` are shown as for a save made online."""
+        note = server.create("Shopping\nmilk\nbread")
+        open_app(f"/#/notes/{note['id']}", autosave=False)
+        wait(driver, lambda d: body_text() == "Shopping\nmilk\nbread")
+        network = {"latency": 0, "downloadThroughput": -1, "uploadThroughput": -1}
+        driver.execute_cdp_cmd("Network.enable", {})
+        try:
+            driver.execute_cdp_cmd("Network.emulateNetworkConditions", {"offline": True, **network})
+            driver.execute_script("""
+                const area = document.getElementById('body');
+                area.value = 'Shopping\\nmilk and eggs\\nbread';
+                area.dispatchEvent(new Event('input'));""")
+            css("#save").click()
+            wait(driver, lambda d: css("#save-state").text == "Saved on this device", message=f"queued ({page_state()})")
+            wait(driver, lambda d: css("#connection-text").text == "Offline · 1 change waiting", message="waiting")
+            self.assertEqual([(entry["kind"], entry["base"]) for entry in kept("outbox")], [("edit", 1)])
+            server.update(note["id"], "Shopping\nmilk and honey\nbread")  # meanwhile, the same line elsewhere
+        finally:
+            driver.execute_cdp_cmd("Network.emulateNetworkConditions", {"offline": False, **network})
+            driver.execute_cdp_cmd("Network.disable", {})
+        wait(driver, lambda d: css("#editor-notice").is_displayed(), timeout=15, message=f"overlap notice ({page_state()})")
+        saved = server.note(note["id"])["body"]
+        self.assertIn("milk and honey", saved)
+        self.assertIn("milk and eggs", saved)
+        self.assertEqual(body_text(), saved)
+        self.assertIn("same place", css("#editor-notice-text").text)
+        css("#editor-notice-actions button").click()  # Show it
+        selected = driver.execute_script("const a = document.getElementById('body'); return a.value.slice(a.selectionStart, a.selectionEnd)")
+        self.assertIn("milk and honey", selected)
+        self.assertIn("milk and eggs", selected)
+        wait(driver, lambda d: css("#connection-text").text == "Synced", timeout=15, message="synced")
+        self.assertEqual(css("#save-state").text, "Saved")
+
+    def test_edits_made_offline_in_two_tabs_converge_when_the_server_is_back(self):
+        first = server.create("Offline one\nfirst line")
+        second = server.create("Offline two\nsecond line")
+        open_app(autosave=False)
+        wait(driver, lambda d: d.execute_script("return navigator.serviceWorker.controller !== null"), message="service worker")
+        wait(driver, lambda d: {first["id"], second["id"]} <= {note["id"] for note in kept()}, message="notes kept in IndexedDB")
+        tab = driver.current_window_handle
+        server.stop()
+        # Reloaded with the server gone: the service worker serves the page, IndexedDB the notes.
+        leave_page()
+        driver.get(server.url + "/")
+        wait(driver, lambda d: {"Offline one", "Offline two"} <= set(titles()), message="notes from IndexedDB")
+        driver.execute_script("document.body.dataset.autosaveDelay = '3600000'")
+        # A second tab has the first note open before this one changes it.
+        driver.switch_to.new_window("tab")
+        other = driver.current_window_handle
+        try:
+            driver.get(server.url + f"/#/notes/{first['id']}")
+            wait(driver, lambda d: body_text() == "Offline one\nfirst line", message="second tab: the note from IndexedDB")
+            driver.execute_script("document.body.dataset.autosaveDelay = '3600000'")
+            driver.switch_to.window(tab)
+
+            # This tab, with the keyboard: edit the first note, then the second, then write a new one.
+            link(first["id"]).click()
+            wait(driver, lambda d: body_text() == "Offline one\nfirst line")
+            press(Keys.CONTROL, Keys.HOME)
+            press(Keys.END, " edited offline")
+            press(Keys.CONTROL, "s")
+            wait(driver, lambda d: css("#save-state").text == "Saved on this device", message=f"queued ({page_state()})")
+            press(Keys.ESCAPE)
+            wait(driver, lambda d: d.switch_to.active_element.get_attribute("data-id") == first["id"], message="back in the list")
+            ids = driver.execute_script("return [...document.querySelectorAll('.note-link')].map((e) => e.dataset.id)")
+            step = Keys.ARROW_DOWN if ids.index(second["id"]) > ids.index(first["id"]) else Keys.ARROW_UP
+            for _ in range(abs(ids.index(second["id"]) - ids.index(first["id"]))):
+                press(step)
+            press(Keys.ENTER)
+            wait(driver, lambda d: body_text() == "Offline two\nsecond line", message="second note open")
+            press(Keys.CONTROL, Keys.END)
+            press("\nadded offline")
+            press(Keys.CONTROL, "s")
+            wait(driver, lambda d: css("#save-state").text == "Saved on this device", message=f"queued ({page_state()})")
+            press(Keys.ESCAPE)
+            wait(driver, lambda d: css("#editor").get_attribute("hidden") is not None, message="list")
+            press("n")
+            wait(driver, lambda d: d.switch_to.active_element == css("#body"), message="new note")
+            press("Written offline\nin a new note")
+            press(Keys.CONTROL, "s")
+            wait(driver, lambda d: css("#save-state").text == "Saved on this device", message=f"queued ({page_state()})")
+            self.assertRegex(driver.current_url, r"#/notes/local-")
+            wait(driver, lambda d: css("#connection-text").text == "Offline · 3 changes waiting", message="header")
+            self.assertEqual([entry["kind"] for entry in kept("outbox")], ["edit", "edit", "create"])
+
+            # The second tab's edit of the first note, made from the version before this tab's.
+            driver.switch_to.window(other)
+            press(Keys.CONTROL, Keys.END)
+            press("\nfrom the second tab")
+            press(Keys.CONTROL, "s")
+            wait(driver, lambda d: css("#save-state").text == "Saved on this device", message=f"second tab queued ({page_state()})")
+            wait(driver, lambda d: css("#connection-text").text == "Offline · 4 changes waiting", message="second tab's header")
+            outbox = kept("outbox")
+            # Both edits of the first note name version 1, the one each was made from: the server merges them.
+            self.assertEqual([(entry["kind"], entry["note"], entry["base"]) for entry in (outbox[0], outbox[3])],
+                             [("edit", first["id"], 1), ("edit", first["id"], 1)])
+            self.assertTrue(all(entry["key"] for entry in outbox), "each edit keeps its Idempotency-Key")
+            driver.switch_to.window(tab)
+            wait(driver, lambda d: css("#connection-text").text == "Offline · 4 changes waiting", message="this tab hears of it")
+
+            server.start()
+            merged = "Offline one edited offline\nfirst line\nfrom the second tab"
+            wait_until(lambda: (server.note(first["id"]) or {}).get("body") == merged, timeout=30,
+                       message=f"merged on the server ({server.note(first['id'])}, {page_state()})")
+            self.assertEqual(server.note(second["id"])["body"], "Offline two\nsecond line\nadded offline")
+            self.assertEqual([n["body"] for n in server.notes()].count("Written offline\nin a new note"), 1)
+            for handle in (tab, other):
+                driver.switch_to.window(handle)
+                wait(driver, lambda d: css("#connection-text").text == "Synced", timeout=15, message=f"synced ({page_state()})")
+                self.assertEqual(kept("outbox"), [])
+            # Both tabs show the server's text: the second its open note, this one its copy and the new note's own id.
+            driver.switch_to.window(other)
+            wait(driver, lambda d: body_text() == merged, message="second tab converged")
+            self.assertEqual(css("#save-state").text, "Saved")
+            driver.switch_to.window(tab)
+            created = next(n for n in server.notes() if n["body"] == "Written offline\nin a new note")
+            wait(driver, lambda d: d.current_url.endswith(f"#/notes/{created['id']}"), message="the new note's id")
+            link(first["id"]).click()
+            wait(driver, lambda d: body_text() == merged, message="this tab converged")
+            self.assertEqual({note["id"]: note["body"] for note in kept()}[first["id"]], merged)
+        finally:
+            if server.process.poll() is not None:
+                server.start()
+            driver.switch_to.window(other)
+            driver.close()
+            driver.switch_to.window(tab)
 
 
 class OpenFromAddress(BrowserTest):

@@ -51,6 +51,7 @@ struct WebAsset: Sendable {
         ("format.js", PackageResources.format_js), ("history.js", PackageResources.history_js),
         ("live.js", PackageResources.live_js), ("merge.js", PackageResources.merge_js),
         ("paged.js", PackageResources.paged_js), ("trash.js", PackageResources.trash_js),
+        ("store.js", PackageResources.store_js), ("sync.js", PackageResources.sync_js),
     ].map { ($0, WebAsset(name: $0, body: $1)) })
 }
 

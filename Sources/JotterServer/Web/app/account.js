@@ -8,6 +8,7 @@
 
 import * as api from './api.js';
 import { byId } from './dom.js';
+import * as store from './store.js';
 
 const dialog = byId('sign-in-dialog');
 const form = byId('sign-in-form');
@@ -90,6 +91,8 @@ export async function setupAccount({ signedIn }) {
       // Signed out already (expired): nothing to revoke.
     }
     remember(false);
+    // This browser's copy of the notes goes with the session (what waits to be sent too).
+    await store.clear().catch(() => {});
     try { sessionStorage.setItem(SIGNED_OUT, '1'); } catch { /* the page just says "Sign in" */ }
     location.reload();
   });

@@ -74,10 +74,11 @@ export function onUnauthorized(handler) {
   unauthorized = handler;
 }
 
-async function request(method, path, { json, ifMatch } = {}) {
+async function request(method, path, { json, ifMatch, key } = {}) {
   const headers = { Accept: 'application/json' };
   if (json !== undefined) headers['Content-Type'] = 'application/json';
   if (ifMatch) headers['If-Match'] = ifMatch;
+  if (key) headers['Idempotency-Key'] = key;
   if (csrfToken && method !== 'GET') headers['X-CSRF-Token'] = csrfToken;
   let response;
   try {
@@ -105,19 +106,27 @@ export const signOut = () => request('DELETE', '/auth/sessions/current');
 /** One page of notes: `{notes, next}`; `url` is `/notes?…` or a page's `next`. */
 export const listNotes = (url) => request('GET', url);
 export const getNote = async (id) => (await request('GET', `/notes/${encodeURIComponent(id)}`)).note;
-export const createNote = async (body) => (await request('POST', '/notes', { json: { body } })).note;
+/** Creates a note; `key`, an Idempotency-Key, makes a resend after a lost answer create nothing twice. */
+export const createNote = async (body, { key } = {}) => (await request('POST', '/notes', { json: { body }, key })).note;
 
 /**
  * Saves `body` as note `id`: `{ base }` names the version the text was made from, so the server
  * merges it with what was saved since (the answer is `{note, merge?}`; a `409` when it can't);
  * `{ ifMatch }` instead writes over exactly that version (`412` when it is not current).
  */
-export const updateNote = (id, body, { base, ifMatch } = {}) =>
-  request('PUT', `/notes/${encodeURIComponent(id)}`, { json: base ? { body, base_version: base } : { body }, ifMatch });
+export const updateNote = (id, body, { base, ifMatch, key } = {}) =>
+  request('PUT', `/notes/${encodeURIComponent(id)}`, { json: base ? { body, base_version: base } : { body }, ifMatch, key });
 
-/** Moves note `id` to the trash if it is still `ifMatch`. */
-export const deleteNote = async (id, ifMatch) =>
-  (await request('DELETE', `/notes/${encodeURIComponent(id)}`, { ifMatch })).note;
+/** Moves note `id` to the trash if it is still `ifMatch` (whatever its version without). */
+export const deleteNote = async (id, ifMatch, { key } = {}) =>
+  (await request('DELETE', `/notes/${encodeURIComponent(id)}`, { ifMatch, key })).note;
+
+/**
+ * One page of the change feed after `cursor` (everything when there is none yet):
+ * `{changes, cursor, more, reset}`, each change a note or `{id, version, deleted: true}`.
+ */
+export const changes = (cursor) =>
+  request('GET', `/notes/changes?limit=500${cursor === undefined || cursor === null ? '' : `&since=${encodeURIComponent(cursor)}`}`);
 
 /** One page of a note's revisions, newest first: `{revisions, next}`; `url` as for `listNotes`. */
 export const listRevisions = (url) => request('GET', url);

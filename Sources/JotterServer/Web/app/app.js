@@ -11,6 +11,8 @@ import { formatDateTime, formatDay, formatTime, isoTimestamp, parseTimestamp, ti
 import { connectLive } from './live.js';
 import { createTrash } from './trash.js';
 import { setupAccount } from './account.js';
+import * as store from './store.js';
+import { createSync } from './sync.js';
 
 const PAGE_SIZE = 50;
 
@@ -23,6 +25,7 @@ const state = {
   error: null,
   request: 0, // the current list request, so late answers to older ones are dropped
   fresh: new Set(), // ids that just arrived live (highlighted once)
+  offline: false, // the list is this browser's copy: the server could not be reached
 };
 
 const listElement = byId('notes');
@@ -43,6 +46,7 @@ const notes = {
    * in the change order, before its change).
    */
   upsert(note, { fresh = false } = {}) {
+    if (note.version && !note.pending) store.putNotes([note]).catch(() => {});
     const index = state.notes.findIndex((known) => known.id === note.id);
     if (index >= 0) {
       const known = state.notes[index];
@@ -83,10 +87,27 @@ async function loadFirstPage() {
     if (request !== state.request) return;
     state.notes = page.notes;
     state.next = page.next;
+    state.offline = false;
     clearError();
+    store.putNotes(page.notes).catch(() => {});
+    // Edits still waiting to be sent show as they are here.
+    if (!state.query) {
+      for (const kept of (await store.allNotes().catch(() => [])).filter((note) => note.pending).reverse()) {
+        state.notes = [kept, ...state.notes.filter((note) => note.id !== kept.id)];
+      }
+    }
   } catch (error) {
     if (request !== state.request) return;
-    state.error = error.message;
+    const kept = error.status === 0 && !state.query ? await store.allNotes().catch(() => null) : null;
+    if (kept) {
+      // The server can't be reached: the notes as this browser has them.
+      state.notes = kept;
+      state.next = null;
+      state.offline = true;
+      sync.unreachable();
+    } else {
+      state.error = error.message;
+    }
   }
   state.loading = false;
   renderList();
@@ -117,8 +138,11 @@ async function loadMore() {
  * list marks it from the first render, before the note itself has been read.
  */
 function openNoteID() {
-  return /^#\/notes\/(\d+)$/.exec(location.hash)?.[1] ?? editor.id;
+  return NOTE_ROUTE.exec(location.hash)?.[1] ?? editor.id;
 }
+
+/** `#/notes/{id}`: a server's id, or a note created here not yet sent (`local-…`). */
+const NOTE_ROUTE = /^#\/notes\/(\d+|local-[0-9a-f-]+)$/;
 
 function noteItem(note) {
   const { title, preview } = titleAndPreview(note.body);
@@ -244,17 +268,53 @@ const CONNECTION = {
   reconnecting: ['Reconnecting…', 'The server can’t be reached; changes will appear once it is back'],
   offline: ['Offline', 'This device is offline; changes will appear once it is back online'],
 };
-function showConnection(name) {
-  const [text, title] = CONNECTION[name];
+/** The event stream's state, and the outbox's: `{ pending, reachable, synced }`. */
+let liveState = 'connecting';
+let outbox = { pending: 0, reachable: true, synced: false };
+function showConnection(name = liveState) {
+  liveState = name;
+  let [text, title] = CONNECTION[name];
+  let shown = name;
+  const { pending } = outbox;
+  const waiting = `${pending} ${pending === 1 ? 'change' : 'changes'} waiting`;
+  if (pending && (!outbox.reachable || name !== 'live')) {
+    [shown, text, title] = ['offline', `Offline · ${waiting}`, 'Saved on this device; sent to the server once it can be reached'];
+  } else if (pending) {
+    [shown, text, title] = ['syncing', `Syncing · ${waiting}`, 'Sending what was saved on this device'];
+  } else if (outbox.synced && name === 'live') {
+    [text, title] = ['Synced', 'Everything saved on this device is on the server'];
+  }
   const element = byId('connection');
-  element.dataset.state = name;
+  element.dataset.state = shown;
+  element.dataset.pending = String(pending);
   element.title = title;
   byId('connection-text').textContent = text;
 }
 
 // MARK: - Routes
 
-const editor = createEditor({ notes, navigate, toast, clearError });
+const sync = createSync({
+  note(note, answer) {
+    // Our own edit, answered: listed as any write is. A change pulled from the feed only
+    // refreshes a listed note (the list's pages keep their order; a re-list follows a break).
+    if (answer.seq || notes.find(note.id)) notes.upsert(note);
+    editor.synced(note, answer);
+  },
+  deleted(id) {
+    notes.remove(id);
+    editor.incoming('note.deleted', { id });
+  },
+  renamed(localID, note) {
+    notes.remove(localID);
+    editor.renamed(localID, note);
+  },
+  failed: (message) => toast(message),
+  state(next) {
+    outbox = next;
+    showConnection();
+  },
+});
+const editor = createEditor({ notes, navigate, toast, clearError, sync });
 const files = createFiles({ notes, toast, clearError });
 const trash = createTrash({ notes, navigate, toast, clearError });
 let shownHash = location.hash;
@@ -286,7 +346,7 @@ window.addEventListener('hashchange', async () => {
 /** Shows what the address names; `open` false only updates the list's highlight. */
 function route(open) {
   const hash = location.hash;
-  const match = /^#\/notes\/(\d+)$/.exec(hash);
+  const match = NOTE_ROUTE.exec(hash);
   const previous = editor.id;
   const view = hash === '#/new' || match ? 'editor' : hash === '#/files' ? 'files' : hash === '#/trash' ? 'trash' : 'list';
   // First: on a phone only the view's pane is shown, and what opens next focuses inside it.
@@ -348,7 +408,10 @@ function startLive() {
   live = connectLive({
     state: showConnection,
     event(kind, note) {
-      if (kind === 'note.deleted') notes.remove(note.id);
+      if (kind === 'note.deleted') {
+        notes.remove(note.id);
+        store.removeNote(note.id).catch(() => {});
+      }
       else if (kind === 'note.created') notes.upsert(note, { fresh: true });
       // One changed that is not listed yet goes first too: the pages still to load skip it now.
       else notes.upsert(note);
@@ -358,10 +421,15 @@ function startLive() {
     reload() {
       loadFirstPage();
       editor.refresh();
+      sync.sync();
     },
-    // Back after a break (EventSource reconnected by itself, replaying what it missed): an
-    // automatic save that failed meanwhile goes now.
-    reconnected: () => editor.retrySave(),
+    // Back after a break (EventSource reconnected by itself, replaying what it missed): what
+    // waits in the outbox goes now, then what changed meanwhile comes.
+    reconnected: () => {
+      if (state.offline) loadFirstPage();
+      editor.retrySave();
+      sync.sync();
+    },
   });
 }
 
@@ -375,6 +443,7 @@ function start() {
   loadFirstPage();
   route(true);
   startLive();
+  sync.sync();
 }
 
 // The app shell from the service worker's cache when the server can't be reached (sw.js).
@@ -396,6 +465,7 @@ setupAccount({
     loadFirstPage();
     startLive();
     editor.refresh();
+    sync.sync();
   },
 }).then((ready) => {
   if (ready) start();

@@ -11,6 +11,8 @@ import { confirmChoice, resolveConflict } from './dialogs.js';
 import { formatDateTime, formatSince, markedAsCopy, titleAndPreview } from './format.js';
 import { createHistory } from './history.js';
 import { moveOffset, rebase } from './merge.js';
+import * as store from './store.js';
+import { isLocalID } from './store.js';
 
 /** How long after the last keystroke the text is saved (a `data-autosave-delay` on <body> overrides it). */
 const AUTOSAVE_DELAY = 1000;
@@ -26,8 +28,10 @@ const NOTE_DELETED = '/problems/note-deleted';
  * `notes` is the list (`find`, `upsert`, `remove`); `navigate(hash, { replace })`
  * changes the route; `toast(message, options)` shows a message in words (an error unless
  * `options.kind` says otherwise) and `clearError()` takes a stale error away after a success.
+ * `sync` keeps what can't be sent now (`queue`): a write the server can't be reached for is
+ * saved on this device (the note then has `pending`, its edit waiting) and sent later, in order.
  */
-export function createEditor({ notes, navigate, toast, clearError }) {
+export function createEditor({ notes, navigate, toast, clearError, sync }) {
   const form = byId('editor');
   const textarea = byId('body');
   const saveState = byId('save-state');
@@ -107,10 +111,11 @@ export function createEditor({ notes, navigate, toast, clearError }) {
         count ? `${count} ${count === 1 ? 'attachment' : 'attachments'}` : null].filter(Boolean);
     // Each fact in its own span, so a line breaks between facts, not inside one.
     byId('editor-meta').replaceChildren(...facts.flatMap((fact, index) => [index ? ' · ' : '', el('span', {}, fact)]));
-    saveState.textContent = busy ? 'Saving…' : dirty ? (autosaveFailed ? 'Not saved yet' : 'Unsaved changes') : base ? 'Saved' : '';
+    saveState.textContent = busy ? 'Saving…' : dirty ? (autosaveFailed ? 'Not saved yet' : 'Unsaved changes')
+      : base?.pending ? 'Saved on this device' : base ? 'Saved' : '';
     saveState.dataset.state = busy ? 'busy' : dirty ? 'dirty' : 'saved';
     byId('delete').textContent = base || loading ? 'Delete' : 'Discard';
-    byId('history').hidden = !base;
+    byId('history').hidden = !base || isLocalID(base.id);
     form.setAttribute('aria-busy', String(busy || loading));
     renderNotice();
     attachments.render(base);
@@ -156,13 +161,15 @@ export function createEditor({ notes, navigate, toast, clearError }) {
   async function openNote(id) {
     const token = ++opened;
     if (base?.id !== id) {
-      const known = notes.find(id);
+      const known = notes.find(id) ?? await store.getNote(id).catch(() => null);
+      if (token !== opened) return;
       loading = !known;
       load(known ?? null);
     }
     show();
     if (matchMedia('(min-width: 761px)').matches) textarea.focus();
     else byId('editor-title').focus();
+    if (isLocalID(id) && base) return; // not on the server yet
     try {
       const note = await api.getNote(id);
       if (token !== opened) return;
@@ -176,7 +183,9 @@ export function createEditor({ notes, navigate, toast, clearError }) {
       if (token !== opened) return;
       loading = false;
       render();
-      if (error.status === 404) {
+      if (error.status === 0 && base) {
+        sync.unreachable(); // the copy kept here is open
+      } else if (error.status === 404 || (isLocalID(id) && !base)) {
         // A link to a note that is gone: back to the list, never an empty "New note".
         notes.remove(id);
         close();
@@ -197,6 +206,38 @@ export function createEditor({ notes, navigate, toast, clearError }) {
     load(null);
     form.hidden = true;
     byId('placeholder').hidden = false;
+  }
+
+  /** Takes `note`, kept on this device with its edit waiting, as the text's base. */
+  function queued(note) {
+    base = note;
+    notes.upsert(note);
+  }
+
+  /**
+   * The server answered a waiting edit (`answer.seq`, with the text `sent` and its `merge`) with
+   * `note`, or the note changed on the server: the open note's text becomes the server's, merged,
+   * when it was that edit's.
+   */
+  function synced(note, answer = {}) {
+    if (isOpen() && base && answer.seq && base.pending === answer.seq) {
+      if (busy) {
+        pending = ['synced', note, answer];
+        return;
+      }
+      if (note.id !== base.id) navigate(`#/notes/${note.id}`, { replace: true });
+      saved(answer.sent, { note, merge: answer.merge }, true);
+      render();
+    } else {
+      incoming('note.updated', note);
+    }
+  }
+
+  /** Note `localID`, created here, is on the server as `note`. */
+  function renamed(localID, note) {
+    if (base?.id !== localID) return;
+    base = { ...base, id: note.id };
+    navigate(`#/notes/${note.id}`, { replace: true });
   }
 
   /** Takes `note` as the saved state after our own write. */
@@ -225,6 +266,7 @@ export function createEditor({ notes, navigate, toast, clearError }) {
       return;
     }
     if (remote?.deleted) remote = null; // back from the trash
+    if (base.pending) return; // its waiting edit's answer (synced) brings the server's text, merged
     if (note.version <= base.version) return;
     if (note.body === base.body || note.body === textarea.value) {
       // Only attachments changed, or it now says what the text says: nothing to choose.
@@ -258,7 +300,8 @@ export function createEditor({ notes, navigate, toast, clearError }) {
       const event = pending;
       pending = null;
       render();
-      if (event) incoming(...event);
+      if (event?.[0] === 'synced') synced(event[1], event[2]);
+      else if (event) incoming(...event);
     }
   }
 
@@ -294,12 +337,22 @@ export function createEditor({ notes, navigate, toast, clearError }) {
 
   async function write(body, auto) {
     const failure = await run(async () => {
+      // Behind edits still waiting, or when the server can't be reached: saved here, sent later.
+      const keep = (work) => work.catch(async (error) => {
+        if (error.status !== 0) throw error;
+        sync.unreachable();
+        return null;
+      });
       if (!base) {
-        const note = await api.createNote(body);
-        adopt(note);
-        navigate(`#/notes/${note.id}`, { replace: true });
+        const key = crypto.randomUUID(); // kept with the edit if it must wait: never created twice
+        const note = sync.waiting() ? null : await keep(api.createNote(body, { key }));
+        if (note) adopt(note);
+        else queued(await sync.queue('create', { body, key }));
+        navigate(`#/notes/${base.id}`, { replace: true });
       } else {
-        saved(body, await api.updateNote(base.id, body, { base: base.version }), auto);
+        const answer = base.pending || sync.waiting() ? null : await keep(api.updateNote(base.id, body, { base: base.version }));
+        if (answer) saved(body, answer, auto);
+        else queued(await sync.queue('edit', { note: base, body }));
       }
       autosaveFailed = false;
       clearError();
@@ -452,11 +505,28 @@ export function createEditor({ notes, navigate, toast, clearError }) {
     if (choice !== 'delete' || !base) return;
     if (isDirty()) await save(); // what Undo brings back is the text as it is now
     const note = base;
+    let later = false; // the server can't be reached: deleted here, the delete sent later
     const failure = await run(async () => {
-      await api.deleteNote(note.id, etagOf(note));
+      if (!note.pending && !sync.waiting()) {
+        try {
+          await api.deleteNote(note.id, etagOf(note));
+        } catch (error) {
+          if (error.status !== 0) throw error;
+          later = true;
+        }
+      } else {
+        later = true;
+      }
+      if (later) await sync.queue('delete', { note });
       load(null); // its note.deleted event, even one that came meanwhile, is ours: nothing to say
     });
     const title = titleAndPreview(note.body).title || 'Untitled note';
+    if (!failure && later) {
+      notes.remove(note.id);
+      navigate('#/');
+      toast('Note deleted on this device; the server is told once it can be reached.', { kind: 'info' });
+      return;
+    }
     if (failure && failure.status !== 404) {
       // Changed elsewhere meanwhile (412), or the server is away: it stays.
       toast(failure.status === 412 ? `“${title}” was changed elsewhere, so it was not deleted.`
@@ -547,12 +617,12 @@ export function createEditor({ notes, navigate, toast, clearError }) {
   }
 
   return {
-    openNew, openNote, close, save, incoming, canLeave, isDirty, isOpen,
+    openNew, openNote, close, save, incoming, synced, renamed, canLeave, isDirty, isOpen,
     /** The id of the open note, if it is saved. */
     get id() { return base?.id ?? null; },
     /** Re-reads the open note (after the event stream asked for a reload, or reconnected). */
     refresh: () => {
-      if (isOpen() && base) reread(base.id);
+      if (isOpen() && base && !base.pending && !isLocalID(base.id)) reread(base.id);
       if (isDirty()) scheduleAutosave(); // an automatic save that failed meanwhile goes again
     },
     /** The server is back: an automatic save that failed goes again now. */

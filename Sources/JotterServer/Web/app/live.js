@@ -26,7 +26,7 @@ export function connectLive(handlers) {
     source.addEventListener('open', () => {
       // A fresh EventSource has no Last-Event-ID: anything missed meanwhile needs a re-list.
       if (hadConnection && attempt > 0) handlers.reload();
-      const back = hadConnection && broken;
+      const back = broken; // after a break, or a first connection that failed before (opened offline)
       hadConnection = true;
       broken = false;
       attempt = 0;

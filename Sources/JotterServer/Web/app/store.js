@@ -1,0 +1,182 @@
+// This browser's copy of the notes, in IndexedDB: every note the app has seen (so the list and
+// the notes open with no network), the outbox of edits not yet on the server (created, edited,
+// deleted: each with the version it was made from and an Idempotency-Key, kept until the server
+// has answered it) and the change feed's cursor. Shared by every tab of the app.
+
+const NAME = 'jotter';
+const VERSION = 1;
+
+let opening = null;
+
+function promised(request) {
+  return new Promise((resolve, reject) => {
+    request.onsuccess = () => resolve(request.result);
+    request.onerror = () => reject(request.error);
+  });
+}
+
+/** The database, opened once (and created on the first visit). */
+function database() {
+  opening ??= new Promise((resolve, reject) => {
+    const request = indexedDB.open(NAME, VERSION);
+    request.onupgradeneeded = () => {
+      const db = request.result;
+      db.createObjectStore('notes', { keyPath: 'id' });
+      const outbox = db.createObjectStore('outbox', { keyPath: 'seq', autoIncrement: true });
+      outbox.createIndex('note', 'note');
+      db.createObjectStore('meta');
+    };
+    request.onsuccess = () => resolve(request.result);
+    request.onerror = () => reject(request.error);
+    request.onblocked = () => reject(new Error('IndexedDB is held by an older version of the app in another tab'));
+  });
+  return opening;
+}
+
+/**
+ * Runs `work(stores)` in one transaction over `names`; resolves to what `work` returned once the
+ * transaction has committed (so a resolved write is on disk), rejects if it aborted.
+ */
+async function transaction(names, mode, work) {
+  const db = await database();
+  return new Promise((resolve, reject) => {
+    const tx = db.transaction(names, mode, { durability: 'strict' });
+    const stores = Object.fromEntries(names.map((name) => [name, tx.objectStore(name)]));
+    let result;
+    Promise.resolve(work(stores)).then((value) => { result = value; }, (error) => { tx.abort(); reject(error); });
+    tx.oncomplete = () => resolve(result);
+    tx.onerror = () => reject(tx.error);
+    tx.onabort = () => reject(tx.error ?? new Error('IndexedDB transaction aborted'));
+  });
+}
+
+/** A local id for a note created here, until the server gives it its own. */
+export const isLocalID = (id) => String(id).startsWith('local-');
+const newKey = () => crypto.randomUUID();
+
+/** Every note kept here, the last changed first. */
+export function allNotes() {
+  return transaction(['notes'], 'readonly', async ({ notes }) => {
+    const all = await promised(notes.getAll());
+    return all.sort((a, b) => (b.changed ?? 0) - (a.changed ?? 0) || String(b.updated_at).localeCompare(String(a.updated_at)));
+  });
+}
+
+export const getNote = (id) => transaction(['notes'], 'readonly', ({ notes }) => promised(notes.get(String(id))));
+
+/**
+ * Keeps `list` (notes as the server has them) — except notes with edits still in the outbox,
+ * whose text here is newer. `changed` orders them (the last changed first).
+ */
+export function putNotes(list) {
+  if (!list.length) return Promise.resolve();
+  return transaction(['notes', 'outbox'], 'readwrite', async ({ notes, outbox }) => {
+    for (const note of list) {
+      if (await promised(outbox.index('note').count(note.id))) continue;
+      const known = await promised(notes.get(note.id));
+      if (known && known.version > note.version) continue;
+      notes.put({ ...note, changed: known && known.version === note.version ? known.changed : Date.now() });
+    }
+  });
+}
+
+/** Forgets note `id` (deleted on the server), unless edits of it are still waiting. */
+export function removeNote(id) {
+  return transaction(['notes', 'outbox'], 'readwrite', async ({ notes, outbox }) => {
+    if (!(await promised(outbox.index('note').count(String(id))))) notes.delete(String(id));
+  });
+}
+
+/** Drops the notes not in `ids` and without waiting edits (after the change feed's full walk). */
+export function keepOnly(ids) {
+  return transaction(['notes', 'outbox'], 'readwrite', async ({ notes, outbox }) => {
+    for (const id of await promised(notes.getAllKeys())) {
+      if (!ids.has(id) && !(await promised(outbox.index('note').count(id)))) notes.delete(id);
+    }
+  });
+}
+
+/**
+ * Queues an edit and changes the note here in the same transaction: `create` (`body`),
+ * `edit` (`note`: the note as the text was based on it, `body`) or `delete` (`note`). An edit
+ * made from text that is itself still waiting (`note.pending`) is based on that edit: its base
+ * version is the one the server gives that edit. `key` is the Idempotency-Key (a new one unless
+ * given: a write already tried with a key keeps it). Resolves to the note as it is here now.
+ */
+export function enqueue(kind, { note = null, body = '', key = newKey() }) {
+  return transaction(['notes', 'outbox', 'meta'], 'readwrite', async ({ notes, outbox, meta }) => {
+    const now = new Date().toISOString().replace('T', ' ').slice(0, 19);
+    const id = note?.id ?? `local-${newKey()}`;
+    const known = (await promised(notes.get(id))) ?? note;
+    const entry = { kind, note: id, key, body, base: null, after: null };
+    if (kind !== 'create') {
+      // Based on a waiting edit when the text came from it, else on a version the server gave.
+      // (One another tab has sent meanwhile left the version it made.)
+      if (note.pending && await promised(outbox.get(note.pending))) entry.after = note.pending;
+      else entry.base = note.pending ? (await promised(meta.get(`made-${note.pending}`))) ?? note.version : note.version;
+    }
+    const seq = await promised(outbox.add(entry));
+    if (kind === 'delete') {
+      notes.delete(id);
+      return null;
+    }
+    const local = { ...(known ?? {}), id, body, version: known?.version ?? 0, created_at: known?.created_at ?? now,
+      updated_at: now, attachments: known?.attachments ?? [], pending: seq, changed: Date.now() };
+    notes.put(local);
+    return local;
+  });
+}
+
+/** The waiting edits, oldest first. */
+export const outbox = () => transaction(['outbox'], 'readonly', ({ outbox: store }) => promised(store.getAll()));
+export const pendingCount = () => transaction(['outbox'], 'readonly', ({ outbox: store }) => promised(store.count()));
+
+/**
+ * The server answered edit `seq` with `note` (null: nothing to keep, as for a delete): the edit
+ * leaves the outbox, later edits of a note created here take its id, and edits based on this one
+ * take the version it made. The note here becomes the server's, unless more edits of it wait.
+ */
+export function complete(seq, note) {
+  return transaction(['notes', 'outbox', 'meta'], 'readwrite', async ({ notes, outbox: store, meta }) => {
+    const entry = await promised(store.get(seq));
+    if (!entry) return;
+    store.delete(seq);
+    if (note) meta.put(note.version, `made-${seq}`);
+    const rest = await promised(store.getAll());
+    for (const later of rest) {
+      let changed = false;
+      if (note && later.note === entry.note && entry.note !== note.id) { later.note = note.id; changed = true; }
+      if (later.after === seq) {
+        later.after = null;
+        later.base = note?.version ?? null;
+        changed = true;
+      }
+      if (changed) store.put(later);
+    }
+    const waiting = note ? rest.some((later) => later.note === entry.note || later.note === note.id) : false;
+    const kept = await promised(notes.get(entry.note));
+    if (note && entry.note !== note.id) notes.delete(entry.note);
+    if (!note) return;
+    if (waiting && kept) {
+      // Its text here is a later edit's: keep it, under the server's id.
+      notes.put({ ...kept, id: note.id, version: note.version, created_at: note.created_at });
+    } else if (!waiting) {
+      notes.put({ ...note, changed: kept?.changed ?? Date.now() });
+    }
+  });
+}
+
+/** Replaces waiting edit `seq` (an edit the server could not take) by `entry`, in its place. */
+export function replace(seq, entry) {
+  return transaction(['outbox'], 'readwrite', ({ outbox: store }) => { store.put({ ...entry, seq }); });
+}
+
+export const getMeta = (key) => transaction(['meta'], 'readonly', ({ meta }) => promised(meta.get(key)));
+export const setMeta = (key, value) => transaction(['meta'], 'readwrite', ({ meta }) => { meta.put(value, key); });
+
+/** Forgets everything kept here (signing out). */
+export function clear() {
+  return transaction(['notes', 'outbox', 'meta'], 'readwrite', (stores) => {
+    for (const store of Object.values(stores)) store.clear();
+  });
+}

@@ -1,0 +1,196 @@
+// Sending the outbox and pulling the change feed (docs/API.md, "The change feed"): the edits made
+// while the server could not be reached go in the order they were made — each edit with the
+// version it was made from (`base_version`: the server merges it with what was saved since), each
+// with the Idempotency-Key kept with it (a resend after a lost answer creates nothing twice) —
+// then the notes changed elsewhere come from `GET /notes/changes?since=<the stored cursor>`.
+// One tab syncs at a time (a Web Lock); the others hear of it on a BroadcastChannel.
+
+import * as api from './api.js';
+import { markedAsCopy, titleAndPreview } from './format.js';
+import * as store from './store.js';
+
+/** Edits the server will never take as they are (the note's text becomes a new note instead). */
+const UNMERGEABLE = ['/problems/unknown-base', '/problems/merge-too-large', '/problems/note-deleted'];
+/** While edits wait and the server can't be reached, how often it is tried again. */
+const RETRY = 3000;
+
+/**
+ * `handlers`: `note(note, { seq, sent, merge })` for a note the server has now (an edit of ours
+ * it answered: `seq`, the text `sent` and its `merge`; or a change pulled from the feed),
+ * `deleted(id)`, `renamed(localID, note)` (a note created here got its id), `failed(message)`
+ * (in words: an edit that became a new note, one the server refused), and `state({ pending,
+ * reachable, synced })` after every change of the outbox or of reachability. What one tab sent
+ * reaches the handlers of every tab.
+ */
+export function createSync(handlers) {
+  const channel = 'BroadcastChannel' in window ? new BroadcastChannel('jotter-sync') : null;
+  let reachable = true;
+  let synced = false; // an edit was sent (here or in another tab) since the last was queued here
+  let running = null;
+  let again = false;
+  let retryTimer = null;
+  let pendingNow = 0; // as last counted
+
+  async function report() {
+    const pending = await store.pendingCount().catch(() => 0);
+    pendingNow = pending;
+    handlers.state({ pending, reachable, synced: synced && pending === 0 });
+    clearTimeout(retryTimer);
+    if (pending && !reachable) retryTimer = setTimeout(() => sync(), RETRY);
+  }
+  channel?.addEventListener('message', ({ data }) => {
+    // Another tab sent an edit (maybe one made here) or queued one: the same as if here.
+    if (data?.renamed) handlers.renamed(data.renamed, data.note);
+    if (data?.note) handlers.note(data.note, data.answer);
+    if (data?.deleted) handlers.deleted(data.deleted);
+    if (data?.note || data?.deleted) synced = true;
+    report();
+  });
+  const changed = (message = {}) => {
+    channel?.postMessage(message);
+    return report();
+  };
+  /** Edit `entry` is on the server as `note` (null: deleted): here and in every other tab. */
+  async function done(entry, note, merge = null) {
+    await store.complete(entry.seq, note);
+    synced = true;
+    const message = note ? { note, answer: { seq: entry.seq, sent: entry.body, merge } } : { deleted: entry.note };
+    if (note && note.id !== entry.note) message.renamed = entry.note;
+    if (message.renamed) handlers.renamed(message.renamed, note);
+    if (note) handlers.note(note, message.answer);
+    else handlers.deleted(entry.note);
+    await changed(message);
+  }
+
+  /** Sends one waiting edit; false when the server can't be reached (it stays queued). */
+  async function send(entry) {
+    const id = entry.note;
+    try {
+      if (entry.kind === 'create') {
+        await done(entry, await api.createNote(entry.body, { key: entry.key }));
+      } else if (entry.kind === 'edit') {
+        // (Always with a base: an edit the server merges, never one that writes over.)
+        const answer = await api.updateNote(id, entry.body, { base: entry.base ?? 1, key: entry.key });
+        await done(entry, answer.note, answer.merge ?? null);
+      } else {
+        await api.deleteNote(id, null, { key: entry.key }).catch((error) => { if (error.status !== 404) throw error; });
+        await done(entry, null);
+      }
+      return true;
+    } catch (error) {
+      if (error.status === 0 || error.status === 429 || error.status >= 500 || (error.status === 409 && !error.type)) {
+        return false; // away, busy, or the same key still running: later, as it is
+      }
+      if (error.status === 401) return false; // the sign-in dialog is open; sent after it
+      if (entry.kind === 'edit' && (error.status === 404 || (error.status === 409 && UNMERGEABLE.includes(error.type)))) {
+        // Never dropped: the text becomes a new note, in this edit's place in the order.
+        const title = titleAndPreview(entry.body).title || 'Untitled note';
+        const copy = { seq: entry.seq, kind: 'create', note: `local-${crypto.randomUUID()}`, key: crypto.randomUUID(),
+          body: markedAsCopy(entry.body), base: null, after: null };
+        await store.replace(entry.seq, copy);
+        const saved = error.status === 409 && error.type !== '/problems/note-deleted' ? error.problem?.note : null;
+        if (saved) {
+          await store.putNotes([saved]);
+          handlers.note(saved, {});
+        } else {
+          await store.removeNote(id);
+          handlers.deleted(id);
+        }
+        handlers.failed(`Your edit of “${title}” could not be merged with the saved note; it is kept as a new note.`);
+        return send(copy);
+      }
+      // Refused as it is (too large, invalid): it can never go; said, and dropped.
+      await store.complete(entry.seq, null);
+      await changed();
+      handlers.failed(`An edit made offline could not be saved: ${error.message}`);
+      return true;
+    }
+  }
+
+  /** Pulls every change since the stored cursor; a full walk (`reset`) drops what it didn't name. */
+  async function pull() {
+    let cursor = await store.getMeta('cursor');
+    const walked = new Set();
+    let walking = false;
+    for (;;) {
+      const page = await api.changes(cursor);
+      walking ||= page.reset;
+      const live = page.changes.filter((change) => !change.deleted);
+      for (const change of page.changes) walked.add(change.id);
+      await store.putNotes(live);
+      for (const change of page.changes) {
+        if (change.deleted) {
+          await store.removeNote(change.id);
+          handlers.deleted(change.id);
+        } else {
+          handlers.note(change, {});
+        }
+      }
+      cursor = page.cursor;
+      if (!page.more) break;
+    }
+    if (walking) await store.keepOnly(walked);
+    await store.setMeta('cursor', cursor);
+  }
+
+  async function run() {
+    let sent = 0;
+    try {
+      for (;;) {
+        const [entry] = await store.outbox();
+        if (!entry) break;
+        if (!(await send(entry))) {
+          reachable = false;
+          return;
+        }
+        sent += 1;
+      }
+      await pull();
+      reachable = true;
+      if (sent) synced = true;
+    } catch (error) {
+      reachable = error.status !== 0 && reachable;
+      if (error.status && error.status !== 401) handlers.failed(`Couldn't sync: ${error.message}`);
+    } finally {
+      await report();
+    }
+  }
+
+  /** Sends what waits, then pulls; one at a time across tabs; resolves when done. */
+  function sync() {
+    if (running) {
+      again = true;
+      return running;
+    }
+    const locked = navigator.locks ? navigator.locks.request('jotter-sync', run) : run();
+    running = locked.finally(() => {
+      running = null;
+      if (again) {
+        again = false;
+        sync();
+      }
+    });
+    return running;
+  }
+
+  return {
+    sync,
+    /** Queues an edit (see `store.enqueue`), says so, and tries to send it now; the note as kept here. */
+    async queue(kind, options) {
+      const note = await store.enqueue(kind, options);
+      pendingNow += 1;
+      synced = false;
+      await changed();
+      sync();
+      return note;
+    },
+    /** The server could not be reached (a request failed): say so until a sync gets through. */
+    unreachable() {
+      reachable = false;
+      report();
+    },
+    /** Whether edits wait to be sent (a new one must go after them). */
+    waiting: () => pendingNow > 0,
+    report,
+  };
+}
