@@ -1065,9 +1065,9 @@ class Restart(BrowserTest):
         wait(driver, lambda d: css("#save-state").text == "Saved", message="says saved")
 
 
-def kept(what="allNotes"):
+def kept(what="allNotes", browser=None):
     """This browser's copy (store.js, in IndexedDB): `allNotes` or the `outbox`."""
-    return driver.execute_async_script(
+    return (browser or driver).execute_async_script(
         "const done = arguments[arguments.length - 1];"
         f"import('/assets/store.js').then((store) => store.{what}()).then(done, (error) => done(String(error)));")
 
@@ -1392,6 +1392,47 @@ class Accounts(unittest.TestCase):
         status, _, answer = self.server.request("POST", "/auth/sessions", {"name": name, "password": f"{name}'s password", "kind": "token"})
         self.assertEqual(status, 201, answer)
         return answer["token"]
+
+    def test_signing_out_with_changes_waiting_asks_before_deleting_them(self):
+        """Signing out deletes this browser's copy: what waits is sent first, and what can't be
+        sent (the server away) is deleted only if the user says so."""
+        browser = chrome(timezone=TIMEZONE)
+
+        def sign_out_with_an_edit_waiting(text):
+            """With the server stopped: `text` typed and saved (it waits), then "Sign out", which asks."""
+            self.server.stop()
+            browser.find_element(By.ID, "body").send_keys(text)
+            browser.find_element(By.ID, "save").click()
+            wait(browser, lambda d: d.find_element(By.ID, "connection-text").text == "Offline · 1 change waiting", message="waiting")
+            browser.find_element(By.ID, "sign-out").click()
+            wait(browser, lambda d: d.find_element(By.ID, "confirm-dialog").is_displayed(), message="asked first")
+
+        try:
+            browser.get(self.server.url + "/")
+            self.sign_in(browser, "ann")
+            wait(browser, lambda d: d.execute_script("return navigator.serviceWorker.controller !== null"), message="service worker")
+            self.write(browser, "Ann's note")
+            note = browser.current_url.rsplit("/", 1)[1]
+            sign_out_with_an_edit_waiting(", edited offline")
+            self.assertIn("One change made on this device has not reached the server", browser.find_element(By.ID, "confirm-text").text)
+            browser.find_element(By.CSS_SELECTOR, "#confirm-actions button").click()  # Stay signed in (the first, safe choice)
+            self.assertEqual(browser.find_element(By.ID, "account-name").text, "ann")
+            self.assertEqual(len(kept("outbox", browser)), 1)
+            self.server.start()
+            wait(browser, lambda d: d.find_element(By.ID, "connection-text").text == "Synced", timeout=20, message="sent once the server is back")
+            token = {"Authorization": f"Bearer {self.token('ann')}"}
+            self.assertEqual(self.server.request("GET", f"/notes/{note}", headers=token)[2]["note"]["body"], "Ann's note, edited offline")
+
+            # Away again: this time the user chooses to delete the change, and signs out.
+            sign_out_with_an_edit_waiting(" twice")
+            browser.find_element(By.CSS_SELECTOR, '#confirm-actions [data-value="delete"]').click()
+            wait(browser, lambda d: d.find_element(By.ID, "sign-in-dialog").is_displayed(), message="signed out")
+            self.assertEqual((kept("outbox", browser), kept("allNotes", browser)), ([], []))
+        finally:
+            if self.server.process.poll() is not None:
+                self.server.start()
+            quit_chrome(browser)
+        self.assertEqual(self.server.request("GET", f"/notes/{note}", headers=token)[2]["note"]["body"], "Ann's note, edited offline")
 
     def test_an_ended_session_asks_to_sign_in_and_keeps_the_text(self):
         self.ann.get(self.server.url + "/")

@@ -36,11 +36,13 @@ function stored(storage, key) {
 }
 
 /**
- * Starts the account controls; `signedIn()` is called after each sign-in made here. Resolves to
+ * Starts the account controls; `signedIn()` is called after each sign-in made here, and
+ * `signingOut()` when "Sign out" is pressed: it resolves to false to stay signed in (the
+ * changes saved on this device and not yet sent would go with this browser's copy). Resolves to
  * true when the notes can be shown now (signed in, or the server needs no session), false when
  * the visitor must sign in first (the sign-in page is shown; `signedIn()` follows).
  */
-export async function setupAccount({ signedIn }) {
+export async function setupAccount({ signedIn, signingOut = async () => true }) {
   let asking = false;
   const required = document.body.dataset.auth !== 'off';
   const signedOut = stored(sessionStorage, SIGNED_OUT) !== null;
@@ -85,13 +87,15 @@ export async function setupAccount({ signedIn }) {
 
   byId('sign-in-button').addEventListener('click', () => ask('Sign in to see your notes.'));
   byId('sign-out').addEventListener('click', async () => {
+    if (!(await signingOut())) return;
     try {
       await api.signOut();
     } catch {
       // Signed out already (expired): nothing to revoke.
     }
     remember(false);
-    // This browser's copy of the notes goes with the session (what waits to be sent too).
+    // This browser's copy of the notes goes with the session (what still waited to be sent,
+    // too: `signingOut` sent it first, or the user chose to delete it).
     await store.clear().catch(() => {});
     try { sessionStorage.setItem(SIGNED_OUT, '1'); } catch { /* the page just says "Sign in" */ }
     location.reload();

@@ -4,7 +4,7 @@
 
 import * as api from './api.js';
 import { announce, byId, el } from './dom.js';
-import { dialogOpen } from './dialogs.js';
+import { confirmChoice, dialogOpen } from './dialogs.js';
 import { createEditor } from './editor.js';
 import { createFiles } from './files.js';
 import { formatDateTime, formatDay, formatTime, isoTimestamp, parseTimestamp, titleAndPreview } from './format.js';
@@ -446,6 +446,27 @@ function start() {
   sync.sync();
 }
 
+/**
+ * Before signing out, which deletes this browser's copy of the notes: the text in the editor is
+ * saved and what waits is sent. Changes that still can't reach the server are deleted only if
+ * the user says so; false: stay signed in (they are sent once the server is back).
+ */
+async function signingOut() {
+  if (editor.isDirty()) await editor.save();
+  await sync.sync();
+  const pending = await store.pendingCount().catch(() => 0);
+  if (!pending) return true;
+  const changes = pending === 1 ? 'One change' : `${pending} changes`;
+  const choice = await confirmChoice({
+    title: 'Sign out and delete unsent changes?',
+    text: `${changes} made on this device ${pending === 1 ? 'has' : 'have'} not reached the server yet: it can't be reached. `
+      + 'Signing out deletes them from this device. Stay signed in, and they are sent once the server is back.',
+    actions: [{ label: 'Stay signed in', value: null },
+      { label: pending === 1 ? 'Sign out and delete it' : 'Sign out and delete them', value: 'delete', kind: 'danger' }],
+  });
+  return choice === 'delete';
+}
+
 // The app shell from the service worker's cache when the server can't be reached (sw.js).
 if ('serviceWorker' in navigator) {
   navigator.serviceWorker.register('/assets/sw.js', { scope: '/' }).catch(() => {
@@ -457,6 +478,7 @@ if ('serviceWorker' in navigator) {
 // under --auth required is a sign-in page, not a list that failed to load.
 byId('connection').hidden = true;
 setupAccount({
+  signingOut,
   signedIn() {
     if (!started) {
       start();
