@@ -19,13 +19,21 @@ enum WebOperations {
             304: .empty("unchanged", headers: cacheHeaders),
         ])
 
+    /// The web app manifest (W3C Web Application Manifest): the members the app's manifest
+    /// has, others allowed.
+    static let manifest: JSONSchema = .object([
+        "name": .string(), "short_name": .string(), "start_url": .string(), "display": .string(),
+        "icons": .array(of: .object(["src": .string(), "sizes": .string(), "type": .string(), "purpose": .string()],
+                                    optional: ["sizes", "type", "purpose"])),
+    ], description: "the web app manifest")
+
     static func asset(names: [String]) -> OpenAPIOperation {
         OpenAPIOperation(
             operationID: "webAsset", summary: "A script, style sheet, icon, the manifest or the service worker of the web app", tags: ["web"],
             parameters: [.path("name", .string(enum: names), description: "the file's name"), ifNoneMatch],
             responses: [
                 200: OpenAPIResponse("the file", content: ["text/javascript": .string(), "text/css": .string(), "image/svg+xml": .string(),
-                                                           "image/png": .string(format: "binary"), "application/manifest+json": .string()],
+                                                           "image/png": .string(format: "binary"), "application/manifest+json": manifest],
                                      headers: cacheHeaders.merging(["Service-Worker-Allowed": OpenAPIHeader("`/` on `sw.js` only: the service worker's scope is the whole app", required: false)]) { $1 }),
                 304: .empty("unchanged", headers: cacheHeaders),
                 404: .problem("no such file"),
