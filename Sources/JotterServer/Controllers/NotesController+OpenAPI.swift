@@ -138,26 +138,24 @@ enum NotesOperations {
         description: "Every committed version of the note is kept for `--revision-days` (default 30), then the newest of each day until three times as long, then the newest of each week; the newest is always kept. A note in the trash keeps its revisions there, at `/notes/trash/{id}/revisions`; here it is `404`.",
         missing: missing)
 
-    static let revision = OpenAPIOperation(
-        operationID: "showRevision", summary: "Show a revision of a note, with its body", tags: ["notes"],
-        parameters: [id, version],
-        responses: [
-            200: .json(.ref(RevisionEnvelope.self), "the revision"),
-            404: .problem("no note has this id (a deleted one's are under `/notes/trash/{id}`), or it has no revision kept at this version"),
-        ])
+    static let revision = revisionShown(
+        operationID: "showRevision", summary: "Show a revision of a note, with its body",
+        missing: "no note has this id (a deleted one's are under `/notes/trash/{id}`), or it has no revision kept at this version")
 
     static let trashedRevisions = revisionList(
         operationID: "listTrashedRevisions", summary: "List a deleted note's revisions, newest first",
         description: "The history a note keeps in the trash, as `GET /notes/{id}/revisions` lists a live note's; it goes when the note leaves the trash for good, and moves back with a restore.",
         missing: .problem("no note with this id is in the trash"))
 
-    static let trashedRevision = OpenAPIOperation(
-        operationID: "showTrashedRevision", summary: "Show a revision of a deleted note, with its body", tags: ["notes"],
-        parameters: [id, version],
-        responses: [
-            200: .json(.ref(RevisionEnvelope.self), "the revision"),
-            404: .problem("no note with this id is in the trash, or it has no revision kept at this version"),
-        ])
+    static let trashedRevision = revisionShown(
+        operationID: "showTrashedRevision", summary: "Show a revision of a deleted note, with its body",
+        missing: "no note with this id is in the trash, or it has no revision kept at this version")
+
+    private static func revisionShown(operationID: String, summary: String, missing: String) -> OpenAPIOperation {
+        OpenAPIOperation(
+            operationID: operationID, summary: summary, tags: ["notes"], parameters: [id, version],
+            responses: [200: .json(.ref(RevisionEnvelope.self), "the revision"), 404: .problem(missing)])
+    }
 
     private static func revisionList(operationID: String, summary: String, description: String, missing: OpenAPIResponse) -> OpenAPIOperation {
         OpenAPIOperation(
