@@ -1434,6 +1434,79 @@ class Accounts(unittest.TestCase):
             quit_chrome(browser)
         self.assertEqual(self.server.request("GET", f"/notes/{note}", headers=token)[2]["note"]["body"], "Ann's note, edited offline")
 
+    def offline_edit(self, browser, note, text):
+        """With the server stopped: `text` typed at the end of `note` and saved on this device."""
+        browser.get(self.server.url + f"/#/notes/{note}")
+        wait(browser, lambda d: d.find_element(By.ID, "body").is_displayed(), message="the note open")
+        browser.find_element(By.ID, "body").send_keys(Keys.CONTROL, Keys.END)
+        browser.find_element(By.ID, "body").send_keys(text)
+        browser.find_element(By.ID, "save").click()
+        wait(browser, lambda d: d.find_element(By.ID, "connection-text").text == "Offline · 1 change waiting", message="waiting")
+
+    def test_signed_in_the_app_starts_offline_and_sends_the_edit_once_the_server_is_back(self):
+        """Under --auth required a reload with the server away is the signed-in user's app, from
+        this device, not a sign-in page; the edit made then goes (with the session's CSRF token,
+        fetched first) once the server is back."""
+        browser = chrome(timezone=TIMEZONE)
+        try:
+            browser.get(self.server.url + "/")
+            self.sign_in(browser, "ann")
+            wait(browser, lambda d: d.execute_script("return navigator.serviceWorker.controller !== null"), message="service worker")
+            self.write(browser, "Ann away\nfrom the office")
+            note = browser.current_url.rsplit("/", 1)[1]
+            wait(browser, lambda d: note in [n["id"] for n in kept("allNotes", d)], message="kept on this device")
+            self.server.stop()
+            browser.get("about:blank")
+            browser.get(self.server.url + "/")
+            wait(browser, lambda d: "Ann away" in self.titles(d), message="the notes from this device")
+            self.assertFalse(browser.find_element(By.ID, "sign-in-dialog").is_displayed())
+            self.assertEqual(browser.find_element(By.ID, "account-name").text, "ann")
+            self.offline_edit(browser, note, ", then home")
+            self.server.start()
+            wait(browser, lambda d: d.find_element(By.ID, "connection-text").text == "Synced", timeout=20, message="sent")
+            token = {"Authorization": f"Bearer {self.token('ann')}"}
+            self.assertEqual(self.server.request("GET", f"/notes/{note}", headers=token)[2]["note"]["body"],
+                             "Ann away\nfrom the office, then home")
+        finally:
+            if self.server.process.poll() is not None:
+                self.server.start()
+            quit_chrome(browser)
+
+    def test_another_user_signing_in_here_never_sends_the_first_users_edits(self):
+        """Ann's session ends with her edit waiting and Bob signs in on the same browser: Bob sees
+        his own notes, and Ann's edit stays in her copy until she signs in again."""
+        browser = chrome(timezone=TIMEZONE)
+        try:
+            browser.get(self.server.url + "/")
+            self.sign_in(browser, "ann")
+            self.write(browser, "Ann's list")
+            note = browser.current_url.rsplit("/", 1)[1]
+            self.server.stop()
+            self.offline_edit(browser, note, "\nmilk")
+            # Her session ends while the server is away; Bob signs in when it is back.
+            browser.delete_cookie("jotter_session")
+            self.server.start()
+            wait(browser, lambda d: d.find_element(By.ID, "sign-in-dialog").is_displayed(), timeout=20, message="asked to sign in")
+            self.sign_in(browser, "bob")
+            wait(browser, lambda d: d.find_element(By.ID, "notes").get_attribute("aria-busy") == "false", message="bob's list")
+            self.assertEqual(kept("outbox", browser), [])
+            self.assertFalse([t for t in self.titles(browser) if t.startswith("Ann")], self.titles(browser))
+            bob = {"Authorization": f"Bearer {self.token('bob')}"}
+            self.assertFalse([n for n in self.server.request("GET", "/notes", headers=bob)[2]["notes"] if "milk" in n["body"]])
+            ann = {"Authorization": f"Bearer {self.token('ann')}"}
+            self.assertEqual(self.server.request("GET", f"/notes/{note}", headers=ann)[2]["note"]["body"], "Ann's list")
+            # Bob signs out (nothing of his waits); Ann signs in and her edit goes.
+            browser.find_element(By.ID, "sign-out").click()
+            wait(browser, lambda d: d.find_element(By.ID, "sign-in-dialog").is_displayed(), message="signed out")
+            self.sign_in(browser, "ann")
+            wait_until(lambda: self.server.request("GET", f"/notes/{note}", headers=ann)[2]["note"]["body"] == "Ann's list\nmilk",
+                       timeout=20, message="ann's edit sent once she is back")
+            wait(browser, lambda d: d.find_element(By.ID, "connection-text").text == "Synced", timeout=20, message="synced")
+        finally:
+            if self.server.process.poll() is not None:
+                self.server.start()
+            quit_chrome(browser)
+
     def test_an_ended_session_asks_to_sign_in_and_keeps_the_text(self):
         self.ann.get(self.server.url + "/")
         self.sign_in(self.ann, "ann")

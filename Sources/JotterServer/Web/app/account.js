@@ -18,13 +18,32 @@ const SIGNED_IN = 'jotter-signed-in';
 /** sessionStorage: the page was reloaded by "Sign out". */
 const SIGNED_OUT = 'jotter-signed-out';
 
-function remember(signedIn) {
+/** `user` signed in here (a session cookie is there), or (null) nobody is. */
+function remember(user) {
   try {
-    if (signedIn) localStorage.setItem(SIGNED_IN, '1');
-    else localStorage.removeItem(SIGNED_IN);
+    if (user) {
+      localStorage.setItem(SIGNED_IN, '1');
+      localStorage.setItem(store.USER, user.name);
+    } else {
+      localStorage.removeItem(SIGNED_IN);
+      localStorage.removeItem(store.USER);
+    }
   } catch {
     // Storage refused (a private window's quota): only the /auth/me question is affected.
   }
+}
+
+/**
+ * After `user` signed in: true when this page goes on with their copy of the notes; false when
+ * it showed another user's (the session ended and someone else signed in), and reloads with
+ * theirs: what the first user left waiting stays in the first user's copy, sent when they are
+ * back.
+ */
+function follow(user) {
+  remember(user);
+  if (store.isFor(user.name)) return true;
+  location.reload();
+  return false;
 }
 
 function stored(storage, key) {
@@ -71,7 +90,7 @@ export async function setupAccount({ signedIn, signingOut = async () => true }) 
     try {
       const session = await api.signIn(byId('sign-in-name').value, byId('sign-in-password').value);
       api.setSession(session.csrf_token);
-      remember(true);
+      if (!follow(session.user)) return;
       byId('sign-in-password').value = '';
       show(session.user);
       asking = false;
@@ -93,17 +112,23 @@ export async function setupAccount({ signedIn, signingOut = async () => true }) 
     } catch {
       // Signed out already (expired): nothing to revoke.
     }
-    remember(false);
     // This browser's copy of the notes goes with the session (what still waited to be sent,
     // too: `signingOut` sent it first, or the user chose to delete it).
     await store.clear().catch(() => {});
+    remember(null);
     try { sessionStorage.setItem(SIGNED_OUT, '1'); } catch { /* the page just says "Sign in" */ }
     location.reload();
   });
 
+  // Another tab signed in as someone else: this page shows that user's notes now.
+  window.addEventListener('storage', (event) => {
+    if (event.key === store.USER && event.newValue && !store.isFor(event.newValue)) location.reload();
+  });
+
   api.onUnauthorized(() => {
     api.setSession(null);
-    remember(false);
+    api.expectSession(false);
+    remember(null);
     show(null);
     ask('Your session has ended. Sign in again; what you were writing is still here.');
   });
@@ -115,12 +140,20 @@ export async function setupAccount({ signedIn, signingOut = async () => true }) 
   try {
     const session = await api.me();
     api.setSession(session.csrf_token ?? null);
-    remember(true);
+    if (!follow(session.user)) return false;
     show(session.user);
     return true;
   } catch (failure) {
     api.setSession(null);
-    if (failure.status === 401) remember(false);
+    const user = stored(localStorage, store.USER);
+    if (failure.status === 0 && stored(localStorage, SIGNED_IN) !== null && user !== null) {
+      // The server can't be reached: the page goes on as the user who signed in here, with their
+      // copy of the notes; the first write once it is back fetches the session's CSRF token.
+      api.expectSession(true);
+      show({ name: user });
+      return true;
+    }
+    if (failure.status === 401) remember(null);
     show(null);
     if (!required) return true;
     ask(signedOut ? 'You are signed out. Sign in to see your notes.' : 'Sign in to see your notes.', { page: true });

@@ -70,11 +70,27 @@ export function setSession(token) {
   csrfToken = token;
 }
 
+// A session cookie is expected though its CSRF token isn't known yet (the page started with the
+// server away): the first write asks /auth/me for it, so no write goes without it (`403`).
+let sessionExpected = false;
+
+export function expectSession(expected) {
+  sessionExpected = expected;
+}
+
 export function onUnauthorized(handler) {
   unauthorized = handler;
 }
 
 async function request(method, path, { json, ifMatch, key } = {}) {
+  if (method !== 'GET' && sessionExpected && csrfToken === null && !path.startsWith('/auth/')) {
+    try {
+      setSession((await me()).csrf_token ?? null);
+    } catch (error) {
+      if (error.status === 401) unauthorized(); // the session ended while the server was away
+      throw error;
+    }
+  }
   const headers = { Accept: 'application/json' };
   if (json !== undefined) headers['Content-Type'] = 'application/json';
   if (ifMatch) headers['If-Match'] = ifMatch;
@@ -93,6 +109,11 @@ async function request(method, path, { json, ifMatch, key } = {}) {
   }
   const data = parse(await response.text().catch(() => ''));
   if (response.status === 401 && !path.startsWith('/auth/')) unauthorized();
+  if (response.status === 403 && method !== 'GET' && !path.startsWith('/auth/')) {
+    // The token is not the session's (it was renewed elsewhere): the next write asks for it.
+    csrfToken = null;
+    sessionExpected = true;
+  }
   if (!response.ok) throw problem(response.status, response.statusText, data, response.headers.get('ETag'));
   return data;
 }

@@ -1,12 +1,35 @@
 // This browser's copy of the notes, in IndexedDB: every note the app has seen (so the list and
 // the notes open with no network), the outbox of edits not yet on the server (created, edited,
 // deleted: each with the version it was made from and an Idempotency-Key, kept until the server
-// has answered it) and the change feed's cursor. Shared by every tab of the app.
+// has answered it) and the change feed's cursor. Shared by every tab of the app. Each user has a
+// copy of their own (`jotter:<name>`; `jotter` with nobody signed in): the one of the user this
+// browser last signed in as (`USER` in localStorage), so that another user signing in here never
+// sees, nor sends as theirs, what the first one left waiting.
 
-const NAME = 'jotter';
 const VERSION = 1;
+/** localStorage: the name of the user whose copy this page uses. */
+export const USER = 'jotter-user';
 
 let opening = null;
+let openedAs = null;
+
+/** The database of `user` (a name, or null for nobody). */
+const nameFor = (user) => (user ? `jotter:${user}` : 'jotter');
+
+function currentUser() {
+  try {
+    return localStorage.getItem(USER);
+  } catch {
+    return null;
+  }
+}
+
+/** Whether this page's copy is `user`'s, or none is open yet (then it will be). */
+export const isFor = (user) => openedAs === null || openedAs === nameFor(user);
+
+/** Whether this page's copy is still that of the user last signed in here (not if another tab
+ * has signed in as someone else since: this page must then send nothing). */
+export const isCurrent = () => isFor(currentUser());
 
 function promised(request) {
   return new Promise((resolve, reject) => {
@@ -18,7 +41,8 @@ function promised(request) {
 /** The database, opened once (and created on the first visit). */
 function database() {
   opening ??= new Promise((resolve, reject) => {
-    const request = indexedDB.open(NAME, VERSION);
+    openedAs = nameFor(currentUser());
+    const request = indexedDB.open(openedAs, VERSION);
     request.onupgradeneeded = () => {
       const db = request.result;
       db.createObjectStore('notes', { keyPath: 'id' });

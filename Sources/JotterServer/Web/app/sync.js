@@ -81,7 +81,8 @@ export function createSync(handlers) {
       if (error.status === 0 || error.status === 429 || error.status >= 500 || (error.status === 409 && !error.type)) {
         return false; // away, busy, or the same key still running: later, as it is
       }
-      if (error.status === 401) return false; // the sign-in dialog is open; sent after it
+      // The sign-in dialog is open, or (403) the session's CSRF token isn't known yet: sent after.
+      if (error.status === 401 || error.status === 403) return false;
       if (entry.kind === 'edit' && (error.status === 404 || (error.status === 409 && UNMERGEABLE.includes(error.type)))) {
         // Never dropped: the text becomes a new note, in this edit's place in the order.
         const title = titleAndPreview(entry.body).title || 'Untitled note';
@@ -135,6 +136,9 @@ export function createSync(handlers) {
 
   async function run() {
     let sent = 0;
+    // Another user signed in in another tab: the session is theirs now, and this page's copy is
+    // not (it reloads with theirs, see account.js); nothing of it is sent as theirs.
+    if (!store.isCurrent()) return;
     try {
       for (;;) {
         const [entry] = await store.outbox();
