@@ -33,7 +33,7 @@ let package = Package(
         // The application: configuration, controllers, `buildApplication`.
         // The web app's files (Web/app) are compiled in at build time: SwiftPM generates
         // `PackageResources`, a `[UInt8]` per file (no Foundation, no bundle to install).
-        .target(name: "JotterServer", dependencies: ["JotterHTTP", "JotterAPI", "JotterStore", "JotterBlobs", "JotterSystem"],
+        .target(name: "JotterServer", dependencies: ["JotterHTTP", "JotterAPI", "JotterStore", "JotterStoreHTTP", "JotterBlobs", "JotterSystem"],
                 resources: [.embedInCode("Web/app")]),
         // The Swift SDK on URLSession (FoundationNetworking on Linux); shares only the wire types.
         // On Linux it hashes downloads with libcrypto (CryptoKit on Apple platforms). Its sync
@@ -57,6 +57,10 @@ let package = Package(
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
         // Persistence behind protocols (DataStore): SQLite with local files, PostgreSQL with a BlobStore.
         .target(name: "JotterStore", dependencies: ["CSQLite", "CSodium", "JotterBlobs", "JotterPostgres", "JotterSystem"]),
+        // The store layer's side that meets requests: where an upload's bytes go while its body
+        // arrives (a partial upload's storage, a file part streamed into the blob store) and
+        // store failures as HTTP answers. Apart, so JotterStore knows no HTTP types.
+        .target(name: "JotterStoreHTTP", dependencies: ["JotterHTTP", "JotterStore", "JotterBlobs", "JotterSystem"]),
         // libsodium from Debian (libsodium-dev): Argon2id password hashes, random tokens.
         .systemLibrary(name: "CSodium", pkgConfig: "libsodium", providers: [.apt(["libsodium-dev"])]),
         // libpq from Debian (libpq-dev), the PostgreSQL client library.
@@ -75,7 +79,7 @@ let package = Package(
         .target(name: "JotterTestSupport", dependencies: ["JotterServer", "JotterStore", "JotterPostgres"], path: "Tests/JotterTestSupport"),
         .testTarget(name: "JotterSystemTests", dependencies: ["JotterSystem"]),
         .testTarget(name: "JotterHTTPTests", dependencies: ["JotterHTTP", "JotterSystem", "JotterWire", "JotterTestSupport", "CNGHTTP2"]),
-        .testTarget(name: "JotterServerTests", dependencies: ["JotterServer", "JotterHTTP", "JotterAPI", "JotterWire", "JotterStore", "JotterBlobs", "JotterSystem", "JotterTestSupport"]),
+        .testTarget(name: "JotterServerTests", dependencies: ["JotterServer", "JotterHTTP", "JotterAPI", "JotterWire", "JotterStore", "JotterStoreHTTP", "JotterBlobs", "JotterSystem", "JotterTestSupport"]),
         .testTarget(name: "JotterCLITests", dependencies: ["JotterCLI", "JotterCLICore", "jotter", "jotter-server", "JotterAPI", "JotterClient", "JotterServer", "JotterTestSupport"]),
         .testTarget(name: "JotterAPITests", dependencies: ["JotterAPI"]),
         .testTarget(name: "JotterStoreTests", dependencies: ["JotterStore", "CSQLite", "JotterPostgres", "JotterBlobs", "JotterSystem", "JotterTestSupport"]),

@@ -43,6 +43,41 @@ public protocol BlobStore: Sendable {
     /// `put` returns (or throws) it may be gone.
     @discardableResult
     func put(_ key: String, movingFile path: String) throws -> BlobInfo
+
+    // MARK: Capabilities: what callers would otherwise learn by asking which store this is
+
+    /// True when reading an object waits on the network (a bucket): whoever serves it does so
+    /// on threads that may block. False for files on this machine's disk.
+    var readsBlock: Bool { get }
+
+    /// Opens `length` bytes of the object from `offset` for an answer whose status is not sent
+    /// yet: a file to send from (`LocalBlobStore`: the descriptor of the whole object's file),
+    /// or the bytes on their way (`S3BlobStore`: a `BlobDownload` whose `whenOpened` tells
+    /// whether the store has the object), or, for no bytes, nothing once the object is known
+    /// to be there. A missing object is `BlobError.notFound`, thrown here or (a download)
+    /// given to `whenOpened`.
+    func open(_ key: String, offset: Int64, length: Int64, bufferLimit: Int) throws -> BlobOpening
+
+    /// "ok", or why the store cannot be reached now; nil when there is nothing to reach (a
+    /// folder on this machine: the data folder's own checks cover it). `/healthz` reports it.
+    func reachability() -> String?
+
+    /// The store's multipart uploads — an object stored part by part while its bytes arrive,
+    /// made whole at the end — where it has them (a bucket); nil otherwise (a local folder:
+    /// bytes arrive in a file, renamed into place).
+    var multipart: (any BlobMultipart)? { get }
+}
+
+/// An object opened for serving (`BlobStore.open`).
+public enum BlobOpening: Sendable {
+    /// An open descriptor of the file holding the whole object: the caller sends the range from
+    /// it, and closes it.
+    case file(descriptor: Int32)
+    /// The range on its way from the store; the caller waits for `whenOpened`, and cancels it
+    /// when done.
+    case download(BlobDownload)
+    /// No bytes asked for, and the object is there.
+    case empty
 }
 
 extension BlobStore {

@@ -66,7 +66,7 @@ public struct LocalBlobStore: BlobStore {
     public func get(_ key: String, range: ClosedRange<Int64>?, opened: (BlobInfo) throws -> Void,
                     into sink: (UnsafeRawBufferPointer) throws -> Void) throws -> BlobInfo {
         let path = try path(for: key)
-        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
+        let descriptor = Glibc.open(path, O_RDONLY | O_CLOEXEC)
         guard descriptor >= 0 else {
             if errno == ENOENT || errno == ENOTDIR { throw BlobError.notFound(key) }
             throw BlobError.io("\(path): \(errorText())")
@@ -166,9 +166,29 @@ public struct LocalBlobStore: BlobStore {
     }
 
     private static func syncDirectory(_ path: String) throws {
-        let descriptor = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        let descriptor = Glibc.open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         guard descriptor >= 0 else { throw BlobError.io("\(path): \(errorText())") }
         defer { close(descriptor) }
         guard fsync(descriptor) == 0 else { throw BlobError.io("fsync \(path): \(errorText())") }
     }
+}
+
+// MARK: - Capabilities
+
+extension LocalBlobStore {
+    /// Files on this machine's disk: reading them does not wait on the network.
+    public var readsBlock: Bool { false }
+
+    /// The descriptor of the object's file (any failure to open it is `notFound`).
+    public func open(_ key: String, offset: Int64, length: Int64, bufferLimit: Int) throws -> BlobOpening {
+        let descriptor = Glibc.open(try path(for: key), O_RDONLY | O_CLOEXEC)
+        guard descriptor >= 0 else { throw BlobError.notFound(key) }
+        return .file(descriptor: descriptor)
+    }
+
+    /// Nothing to reach: the folder is the data folder's.
+    public func reachability() -> String? { nil }
+
+    /// None: a file part arrives in a temporary file, renamed into place by `put(_:movingFile:)`.
+    public var multipart: (any BlobMultipart)? { nil }
 }

@@ -288,3 +288,35 @@ private func percentDecoded(_ text: Substring) -> String? {
     }
     return String(validating: bytes, as: UTF8.self)
 }
+
+// MARK: - Capabilities
+
+extension S3BlobStore: BlobMultipart {
+    /// Reading waits on the bucket.
+    public var readsBlock: Bool { true }
+
+    /// A stream of the range (`download`), or for no bytes a `HEAD` saying the object is there.
+    public func open(_ key: String, offset: Int64, length: Int64, bufferLimit: Int) throws -> BlobOpening {
+        guard length > 0 else {
+            guard try head(key) != nil else { throw BlobError.notFound(key) }
+            return .empty
+        }
+        return .download(download(key, range: offset...offset + length - 1, bufferLimit: bufferLimit))
+    }
+
+    /// One `HEAD` of a key that is never stored: a 404 when all is well.
+    public func reachability() -> String? {
+        do {
+            _ = try head("healthz")
+            return "ok"
+        } catch {
+            return "cannot reach the blob store: \(error)"
+        }
+    }
+
+    public var multipart: (any BlobMultipart)? { self }
+
+    public var partSize: Int { configuration.partSize }
+
+    public var maximumPartNumber: Int { Self.maximumPartNumber }
+}

@@ -7,26 +7,11 @@
 /// be at least 5 MiB (S3's rule; `Configuration.partSize` is never below it). Part numbers run
 /// from 1 to 10,000; uploading a part number again replaces that part.
 extension S3BlobStore {
-    /// One part as stored: its number, the ETag the bucket gave it (quoted), and its size.
-    public struct UploadedPart: Sendable, Equatable {
-        public let number: Int
-        public let etag: String
-        public let size: Int64
+    /// One part as stored (`BlobPart`).
+    public typealias UploadedPart = BlobPart
 
-        public init(number: Int, etag: String, size: Int64) {
-            self.number = number
-            self.etag = etag
-            self.size = size
-        }
-    }
-
-    /// A multipart upload begun and neither completed nor aborted.
-    public struct MultipartUpload: Sendable, Equatable {
-        public let key: String
-        public let uploadID: String
-        /// When it was begun, Unix seconds (nil where the bucket did not say).
-        public let initiated: Int64?
-    }
+    /// A multipart upload begun and neither completed nor aborted (`BlobMultipartUpload`).
+    public typealias MultipartUpload = BlobMultipartUpload
 
     /// The highest part number S3 accepts.
     public static let maximumPartNumber = 10_000

@@ -6,6 +6,7 @@ import Foundation
 import Glibc
 import JotterHTTP
 import JotterStore
+import JotterStoreHTTP
 import Synchronization
 import JotterSystem
 
@@ -179,7 +180,7 @@ public func buildApplication(_ configuration: ServerConfiguration) throws -> App
                                                                        minimumFreeBytes: configuration.minimumFreeSpace))
     health.register(in: &routes)
     // Limits: in memory with SQLite (one process), in a table every instance shares with PostgreSQL.
-    let counters: any LimitCounters = (notes as? PostgresStore)?.limitCounters ?? MemoryLimitCounters()
+    let counters = notes.limitCounters
     let accounts = Accounts(store: notes, mode: configuration.effectiveAuth, events: events,
                             refreshInterval: configuration.credentialRefreshInterval,
                             hashing: PasswordHashing(width: configuration.passwordHashingWidth,
@@ -216,7 +217,7 @@ public func buildApplication(_ configuration: ServerConfiguration) throws -> App
             admin.add(middleware: RequireAdmin(mode: accounts.mode))
             // Every route's counts and the store's sizes: an administrator's (anyone's under --auth off).
             health.registerMetrics(in: &admin)
-            BackupController(store: notes as? SQLiteStore, dataDirectory: configuration.dataDirectory).register(in: &admin)
+            BackupController(store: notes, dataDirectory: configuration.dataDirectory).register(in: &admin)
             UsersController(accounts: accounts).register(in: &admin)
         }
     }

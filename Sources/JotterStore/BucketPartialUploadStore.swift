@@ -75,13 +75,13 @@ public struct PartialUploadHold: Sendable {
     /// What the holder's writes name.
     public var generation: Int64
     /// The stored parts, by number (loaded for a request that appends).
-    public var parts: [S3BlobStore.UploadedPart]
+    public var parts: [BlobPart]
     /// The SHA-256 state after the parts' bytes (`JotterSystem.SHA256.state`).
     public var partsSHA256: [UInt8]
     /// The bytes after the parts, up to `record.offset` (loaded for a request that appends).
     public var tail: [UInt8]
 
-    public init(record: PartialUploadRecord, generation: Int64, parts: [S3BlobStore.UploadedPart], partsSHA256: [UInt8], tail: [UInt8]) {
+    public init(record: PartialUploadRecord, generation: Int64, parts: [BlobPart], partsSHA256: [UInt8], tail: [UInt8]) {
         self.record = record
         self.generation = generation
         self.parts = parts
@@ -96,7 +96,7 @@ public struct PartialUploadHold: Sendable {
 /// What a holder records (`recordPartialUpload`); nil fields stay as they are.
 public struct PartialUploadRecording: Sendable {
     /// Parts stored since the last recording, in order.
-    public var parts: [S3BlobStore.UploadedPart] = []
+    public var parts: [BlobPart] = []
     /// The SHA-256 state after all the parts (with `parts`).
     public var partsSHA256: [UInt8]?
     /// Where the parts now end: tail pieces before it are dropped (their bytes are in a part).
@@ -114,7 +114,7 @@ public struct PartialUploadRecording: Sendable {
     /// Hand out the next part number too (a request sending part after part saves a commit each).
     public var reservesNextPart = false
 
-    public init(parts: [S3BlobStore.UploadedPart] = [], partsSHA256: [UInt8]? = nil, partsEnd: Int64? = nil,
+    public init(parts: [BlobPart] = [], partsSHA256: [UInt8]? = nil, partsEnd: Int64? = nil,
                 tailPiece: (start: Int64, bytes: [UInt8])? = nil, offset: Int64? = nil, length: Int64? = nil,
                 expiresAt: Int64? = nil, leaseSeconds: Int64 = 0, seal: Bool = false, reservesNextPart: Bool = false) {
         self.parts = parts

@@ -42,6 +42,23 @@ public protocol DataStore: NoteStore, UploadStore, PartialUploadStore, AccountSt
     /// A folder for files of requests in flight (multipart parts before they are stored).
     var temporaryDirectory: String { get }
 
+    // MARK: Capabilities: what callers would otherwise learn by asking which store this is
+
+    /// The token buckets behind rate limits and failed-sign-in limits: in this process's memory
+    /// for a store one process serves (`SQLiteStore`), in a table every instance shares
+    /// (`PostgresStore`). One value per store: every limit counts in it.
+    var limitCounters: any LimitCounters { get }
+
+    /// The rows of partial uploads whose bytes go to a bucket as they arrive, where every
+    /// instance sees them (`PostgresStore`); nil for a store one process serves, whose partial
+    /// uploads keep their bytes in the data folder. Used with `blobs.multipart`.
+    var bucketPartialUploads: (any BucketPartialUploadStore)? { get }
+
+    /// Online snapshots of everything stored (`SQLiteStore`: the database and the upload
+    /// files); nil where the data is backed up with the tools of where it lives (PostgreSQL and
+    /// its blob store).
+    var backups: (any StoreBackups)? { get }
+
     /// Runs the work queued on `threads` to its end, with every read and write that work makes
     /// (a request's abort recording what it received is such work), and finishes queued
     /// writes; then closes every connection. Later reads and writes fail with

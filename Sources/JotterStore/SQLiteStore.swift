@@ -182,6 +182,15 @@ public final class SQLiteStore: DataStore {
     /// nil: reads are local and short, they run where the request is.
     public var readThreads: StoreThreads? { nil }
 
+    /// In this process's memory: one process serves the data folder.
+    public let limitCounters: any LimitCounters = MemoryLimitCounters()
+
+    /// nil: a partial upload's bytes are a file in the data folder.
+    public var bucketPartialUploads: (any BucketPartialUploadStore)? { nil }
+
+    /// This store: `backup(into:linkUploads:)` snapshots the data folder.
+    public var backups: (any StoreBackups)? { self }
+
     /// Events are handed over on the writer thread, in commit order, before the completion of
     /// the write that made them.
     public func observeEvents(_ handler: @escaping @Sendable (NoteEvent, Owner) -> Void) { observer.set(handler) }

@@ -4,6 +4,7 @@ import Synchronization
 import Testing
 import JotterBlobs
 import JotterStore
+import JotterStoreHTTP
 import JotterTestSupport
 @testable import JotterServer
 import JotterSystem
@@ -487,7 +488,7 @@ struct ResumableUploadTests {
             while try generation(id) == displaced + 1, Date() < deadline { usleep(20_000) }
             #expect(try generation(id) == displaced + 2)
             // …the notice that displaced the creating request arrives, as a late NOTIFY would.
-            let rows = try #require(app.app.notes as? any BucketPartialUploadStore)
+            let rows = try #require(app.app.notes.bucketPartialUploads)
             rows.announcePartialUploadTakeOver(id: id, holder: displaced)
             usleep(500_000)
             try patch.send(Array(rest[50_000...]))
@@ -770,7 +771,7 @@ struct ResumableUploadTests {
             #expect(try connection.readResponse().status == 104)
             let path = Self.path(of: try #require(try connection.readResponse().header("Location")))
             let kept = String(path.dropFirst("/uploads/".count))
-            let storage = try #require(app.app.resumable.storage as? BucketPartials)
+            let storage = app.app.resumable.storage
             let lifetime = app.app.configuration.resumableUploadLifetime
             // Not old enough yet: nothing goes.
             #expect(storage.sweepLeftovers(now: WallClock.seconds(), lifetime: lifetime) == 0)

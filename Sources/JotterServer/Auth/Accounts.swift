@@ -3,6 +3,7 @@ import Glibc
 #endif
 import JotterHTTP
 import JotterStore
+import JotterStoreHTTP
 import Synchronization
 import JotterSystem
 

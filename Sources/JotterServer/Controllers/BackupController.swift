@@ -22,48 +22,51 @@ import Synchronization
 /// With PostgreSQL there is nothing here to snapshot (the data is the database's and the
 /// bucket's, backed up with their own tools): `POST` is `501`.
 final class BackupController: Sendable {
-    let store: SQLiteStore?
+    let store: any DataStore
+    /// The store's snapshots; nil when it has none (`DataStore.backups`).
+    let backups: (any StoreBackups)?
     /// `<data>/backups`.
     let folder: String
     /// Seconds a snapshot is kept when nobody deletes it.
     let keepSeconds: Int64 = 3600
     private let busy = Atomic<Bool>(false)
 
-    init(store: SQLiteStore?, dataDirectory: String) {
+    init(store: any DataStore, dataDirectory: String) {
         self.store = store
+        backups = store.backups
         folder = dataDirectory + "/backups"
         removeExpired()
     }
 
     func register(in routes: inout RouterBuilder) {
         // A snapshot reads the whole database: on the store's threads.
-        routes.post("/admin/backups", body: .noBody, runs: store?.blockingPlace, operation: BackupOperations.create, handler: create)
+        routes.post("/admin/backups", body: .noBody, runs: backups == nil ? nil : store.blockingPlace, operation: BackupOperations.create, handler: create)
         routes.delete("/admin/backups/:id", body: .noBody, operation: BackupOperations.delete, handler: delete)
         routes.get("/admin/backups/:id/files/jotter.sqlite", operation: BackupOperations.database, handler: database)
         routes.get("/admin/backups/:id/files/uploads/:upload", operation: BackupOperations.upload, handler: upload)
     }
 
     @Sendable func create(_ request: Request, _ context: RequestContext) throws -> Response {
-        guard let store else {
+        guard let backups else {
             throw HTTPError(HTTPStatus(501), detail: "this server keeps its data in PostgreSQL: back up the database (pg_dump) "
                 + "and the blob store with their own tools")
         }
         guard busy.compareExchange(expected: false, desired: true, ordering: .acquiringAndReleasing).exchanged else {
             throw HTTPError(HTTPStatus(409), detail: "a backup is being made; try again when it is done")
         }
-        let result = Result { try snapshot(store) }
+        let result = Result { try snapshot(backups) }
         busy.store(false, ordering: .releasing)
         let envelope = try result.get()
         return try JSON(envelope, status: .created, headers: HTTPHeaders([("Location", "/admin/backups/\(envelope.backup.id)")]))
             .response(for: request)
     }
 
-    private func snapshot(_ store: SQLiteStore) throws -> BackupEnvelope {
+    private func snapshot(_ backups: any StoreBackups) throws -> BackupEnvelope {
         removeExpired()
         let id = UploadRecord.newID()
         let contents: BackupContents
         do {
-            contents = try store.backup(into: folder + "/" + id)
+            contents = try backups.backup(into: folder + "/" + id, linkUploads: true)
         } catch {
             try? FileManager.default.removeItem(atPath: folder + "/" + id)
             throw HTTPError(.internalServerError, detail: "the backup failed: \(error)")

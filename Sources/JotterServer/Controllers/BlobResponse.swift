@@ -4,8 +4,8 @@ import JotterHTTP
 import JotterStore
 import Synchronization
 
-/// An upload's bytes as a response, from wherever the store keeps them: a local file goes by
-/// `sendfile`; an object in a bucket streams through a `BlobDownload` — every download of the
+/// An upload's bytes as a response, from wherever the store keeps them (`BlobStore.open`): a
+/// file on this machine goes by `sendfile`; an object in a bucket streams through a `BlobDownload` — every download of the
 /// bucket shares one libcurl thread, and the engine drains each one's bounded buffer as its
 /// client reads (a client that stops reading pauses its transfer: it holds at most
 /// `bufferLimit` bytes and no thread).
@@ -21,30 +21,34 @@ enum BlobResponse {
     private static let streams = Atomic<Int>(0)
 
     static func make(store: any DataStore, key: String, size: UInt64, range: String?, headers: HTTPHeaders, what: String) throws -> Reply {
-        if let local = store.blobs as? LocalBlobStore {
-            let fd = open(try local.path(for: key), O_RDONLY | O_CLOEXEC)
-            guard fd >= 0 else { throw HTTPError(.notFound, detail: "the content of \(what) is gone") }
-            return .now(try Response.ranged(fd: fd, size: size, range: range, headers: headers, what: what))
-        }
-        guard let bucket = store.blobs as? S3BlobStore else { throw HTTPError(.internalServerError, detail: "unknown blob store") }
-        // The range is checked against the row's size first (a 416 needs no request to the bucket).
+        // The range is checked against the row's size first (a 416 needs no request to the store).
         var chosen: (offset: UInt64, length: UInt64, status: HTTPStatus, headers: HTTPHeaders)?
         _ = try Response.ranged(size: size, range: range, headers: headers, what: what) { offset, length, status, headers in
             chosen = (offset, length, status, headers)
             return Response(status: status)
         }
         guard let (offset, length, status, headers) = chosen else { throw HTTPError(.internalServerError) }
-        if length == 0 {
-            // An empty object: nothing to stream, but it must still be there (the route runs on
-            // the store's threads when its blobs are in a bucket).
-            guard try bucket.head(key) != nil else { throw BlobResponse.gone(what) }
+        // Opening may ask the store (the route runs on the store's threads when reading blocks).
+        let opening: BlobOpening
+        do {
+            opening = try store.blobs.open(key, offset: Int64(offset), length: Int64(length), bufferLimit: bufferLimit)
+        } catch BlobError.notFound(_) {
+            throw gone(what)
+        }
+        let download: BlobDownload
+        switch opening {
+        case .file(let fd):
+            return .now(Response.file(fd: fd, offset: offset, length: length, status: status, headers: headers))
+        case .empty:
             return .now(Response(status: status, headers: headers))
+        case .download(let started):
+            download = started
         }
         guard streams.add(1, ordering: .relaxed).newValue <= maxStreams else {
             streams.subtract(1, ordering: .relaxed)
+            download.cancel()
             throw busy("too many downloads in progress; try again shortly")
         }
-        let download = bucket.download(key, range: Int64(offset)...Int64(offset + length - 1), bufferLimit: bufferLimit)
         let body = BucketStreamBody(download) { streams.subtract(1, ordering: .relaxed) }
         return Reply.later { done in
             download.whenOpened { outcome in

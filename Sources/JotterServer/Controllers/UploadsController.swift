@@ -3,6 +3,7 @@ import JotterBlobs
 import JotterAPI
 import JotterHTTP
 import JotterStore
+import JotterStoreHTTP
 
 /// `/uploads` (and `POST /upload`, the path of the original upload recipe): store files,
 /// optionally attached to a note; list, show, download (ETag, single Range) and delete them.
@@ -17,14 +18,14 @@ struct UploadsController {
     let store: any DataStore
     let events: EventBroadcaster
     let resumable: ResumableUploads
-    /// Where file parts go when the blobs are in a bucket; nil: temporary files.
+    /// Where file parts go when the blob store has multipart uploads (a bucket); nil: temporary files.
     let bucketFiles: BucketFileStore?
 
     init(store: any DataStore, events: EventBroadcaster, resumable: ResumableUploads) {
         self.store = store
         self.events = events
         self.resumable = resumable
-        bucketFiles = (store.blobs as? S3BlobStore).map(BucketFileStore.init)
+        bucketFiles = BucketFileStore(store.blobs)
     }
 
     func register(in routes: inout RouterBuilder) {
@@ -47,7 +48,7 @@ struct UploadsController {
                      runs: storing, operation: UploadsOperations.attach, handler: attach)
         routes.delete("/uploads/:id", body: .noBody, operation: UploadsOperations.delete, handler: delete)
         // A bucket's object is asked for before the answer (an empty one by a HEAD request).
-        routes.get("/uploads/:id/content", runs: store.blobs is LocalBlobStore ? nil : storing, operation: UploadsOperations.content,
+        routes.get("/uploads/:id/content", runs: store.blobs.readsBlock ? storing : nil, operation: UploadsOperations.content,
                    handler: content)
     }
 

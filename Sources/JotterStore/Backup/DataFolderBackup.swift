@@ -209,7 +209,15 @@ public enum DataFolderBackup {
     }
 }
 
-extension SQLiteStore {
+/// Online snapshots of a store (`DataStore.backups`).
+public protocol StoreBackups: Sendable {
+    /// A consistent backup of the store, taken while writes go on, into `destination`
+    /// (created; must be empty); `linkUploads`: upload files hard-linked where they can be
+    /// rather than copied.
+    func backup(into destination: String, linkUploads: Bool) throws(StoreError) -> BackupContents
+}
+
+extension SQLiteStore: StoreBackups {
     /// A consistent backup of this store, taken while writes go on: the database snapshot and
     /// a hard link (or copy) of every upload file it names, into `destination` (created; must
     /// be empty). Upload files deleted meanwhile stay until the files are placed.

@@ -119,7 +119,7 @@ extension PostgresStore: BucketPartialUploadStore {
                                              partsSHA256: try row.value(12, as: PostgresBytes?.self)?.bytes ?? [], tail: [])
                 guard loadingBytes else { return .held(hold) }
                 hold.parts = try db.query("SELECT number, size, etag FROM partial_upload_parts WHERE upload_id = $1 ORDER BY number", [id])
-                    .map { S3BlobStore.UploadedPart(number: try $0.value(0), etag: try $0.value(2), size: try $0.value(1)) }
+                    .map { BlobPart(number: try $0.value(0), etag: try $0.value(2), size: try $0.value(1)) }
                 let partsEnd = hold.partsEnd
                 for piece in try db.query("SELECT start, bytes FROM partial_upload_tails WHERE upload_id = $1 ORDER BY start", [id]) {
                     let start: Int64 = try piece.value(0)

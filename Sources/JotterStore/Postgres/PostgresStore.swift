@@ -125,6 +125,12 @@ public final class PostgresStore: DataStore {
     /// The store's threads: every read waits on the network.
     public var readThreads: StoreThreads? { threads }
 
+    /// This store: the rows of partial uploads are in PostgreSQL, for every instance.
+    public var bucketPartialUploads: (any BucketPartialUploadStore)? { self }
+
+    /// nil: the data is backed up with PostgreSQL's tools (`pg_dump`) and the blob store's.
+    public var backups: (any StoreBackups)? { nil }
+
     /// Every committed event, exactly once each, in event-id order — this instance's and every
     /// other's — on the event thread, from the last event id when it is set.
     public func observeEvents(_ handler: @escaping @Sendable (NoteEvent, Owner) -> Void) {

@@ -3,6 +3,7 @@ import JotterAPI
 import JotterBlobs
 import JotterHTTP
 import JotterStore
+import JotterStoreHTTP
 import JotterSystem
 
 /// Raw-body and resumable uploads on `/uploads`: the IETF draft (interop versions 3 to 8) and
@@ -34,11 +35,7 @@ final class ResumableUploads: Sendable {
 
     init(store: any DataStore, dataDirectory: String, limits: Limits, secure: Bool) throws {
         self.store = store
-        if let bucket = store.blobs as? S3BlobStore, let rows = store as? any BucketPartialUploadStore {
-            storage = BucketPartials(store: store, rows: rows, bucket: bucket, lifetime: limits.lifetime)
-        } else {
-            storage = try PartialFiles(directory: dataDirectory + "/partial", store: store)
-        }
+        storage = try store.partialStorage(dataDirectory: dataDirectory, lifetime: limits.lifetime)
         self.limits = limits
         self.secure = secure
     }

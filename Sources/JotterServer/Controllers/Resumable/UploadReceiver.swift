@@ -1,6 +1,7 @@
 import Glibc
 import JotterHTTP
 import JotterStore
+import JotterStoreHTTP
 import JotterSystem
 
 /// Receives the raw body of an upload request (`POST /uploads` with the file's bytes, or an

@@ -5,7 +5,8 @@ import JotterStore
 import Synchronization
 import JotterSystem
 
-/// The bytes of partial uploads in the bucket (`--blob-store s3://…`, always with PostgreSQL),
+/// The bytes of partial uploads in the bucket (`--blob-store s3://…`, always with PostgreSQL:
+/// a blob store with multipart uploads and a store with `bucketPartialUploads`),
 /// so that any instance resumes an upload another began, and the loss of an instance loses
 /// nothing that was acknowledged.
 ///
@@ -32,7 +33,7 @@ import JotterSystem
 final class BucketPartials: PartialStorage {
     let store: any DataStore
     let rows: any BucketPartialUploadStore
-    let bucket: S3BlobStore
+    let bucket: any BlobMultipart
     /// Seconds a partial upload lives after its last append.
     let lifetime: Int64
     /// Seconds an appending request's lease lasts after its last part (or its start).
@@ -46,7 +47,7 @@ final class BucketPartials: PartialStorage {
     /// When the multipart uploads no row names were last looked for.
     private let lastLeftoverSweep = Mutex<Int64>(0)
 
-    init(store: any DataStore, rows: any BucketPartialUploadStore, bucket: S3BlobStore, lifetime: Int64) {
+    init(store: any DataStore, rows: any BucketPartialUploadStore, bucket: any BlobMultipart, lifetime: Int64) {
         self.store = store
         self.rows = rows
         self.bucket = bucket
@@ -181,7 +182,7 @@ final class BucketPartialWriter: PartialWriter, @unchecked Sendable {
     private let partials: BucketPartials
     private let partSize: Int
     private var rows: any BucketPartialUploadStore { partials.rows }
-    private var bucket: S3BlobStore { partials.bucket }
+    private var bucket: any BlobMultipart { partials.bucket }
 
     private struct State: ~Copyable {
         /// The bytes after `base`, not in a part yet.
@@ -193,9 +194,9 @@ final class BucketPartialWriter: PartialWriter, @unchecked Sendable {
         /// The offset the row has (its tail pieces end there).
         var recorded: Int64
         /// Every part, in order: what completing names.
-        var parts: [S3BlobStore.UploadedPart]
+        var parts: [BlobPart]
         /// Parts a tentative request stored and has not recorded yet.
-        var unrecorded: [S3BlobStore.UploadedPart] = []
+        var unrecorded: [BlobPart] = []
         /// The number the row handed out for the next part, with the last record.
         var reserved: Int?
         /// The SHA-256 of every byte so far (`base` + the buffer), and its state at each part's
@@ -244,10 +245,10 @@ final class BucketPartialWriter: PartialWriter, @unchecked Sendable {
         generation = hold.generation
         self.tentative = tentative
         self.partials = partials
-        partSize = partials.bucket.configuration.partSize
-        var initial = State(bytes: S3PartBuffer(partSize: partials.bucket.configuration.partSize, holding: hold.tail), base: hold.partsEnd, recorded: hold.record.offset, parts: hold.parts,
+        partSize = partials.bucket.partSize
+        var initial = State(bytes: S3PartBuffer(partSize: partials.bucket.partSize, holding: hold.tail), base: hold.partsEnd, recorded: hold.record.offset, parts: hold.parts,
                             hash: hash, hashed: hold.partsEnd, partsStart: hold.partsEnd)
-        hold.tail.withUnsafeBytes { initial.absorb($0, partSize: partials.bucket.configuration.partSize) }
+        hold.tail.withUnsafeBytes { initial.absorb($0, partSize: partials.bucket.partSize) }
         state = Mutex(initial)
     }
 
@@ -349,8 +350,8 @@ final class BucketPartialWriter: PartialWriter, @unchecked Sendable {
         var bytes: S3PartBuffer
         var base: Int64
         var recorded: Int64
-        var parts: [S3BlobStore.UploadedPart]
-        var unrecorded: [S3BlobStore.UploadedPart]
+        var parts: [BlobPart]
+        var unrecorded: [BlobPart]
         var failure: HTTPError?
     }
 
@@ -472,7 +473,7 @@ final class BucketPartialWriter: PartialWriter, @unchecked Sendable {
 
     /// Stores `bytes` as the upload's next part, under the number the row handed out with the
     /// last record, or a new one (which also says the request still holds the upload).
-    private func storePart(_ bytes: [UInt8]) throws -> S3BlobStore.UploadedPart {
+    private func storePart(_ bytes: [UInt8]) throws -> BlobPart {
         let reserved = state.withLock { state in
             defer { state.reserved = nil }
             return state.reserved
@@ -481,8 +482,8 @@ final class BucketPartialWriter: PartialWriter, @unchecked Sendable {
                 ?? rows.reservePartialUploadPart(id: id, owner: owner, generation: generation, leaseSeconds: BucketPartials.lease) else {
             throw HTTPError.takenOver(id)
         }
-        guard number <= S3BlobStore.maximumPartNumber else {
-            throw HTTPError(.contentTooLarge, detail: "upload \(id) would need more than \(S3BlobStore.maximumPartNumber) parts in the bucket",
+        guard number <= bucket.maximumPartNumber else {
+            throw HTTPError(.contentTooLarge, detail: "upload \(id) would need more than \(bucket.maximumPartNumber) parts in the bucket",
                             closesConnection: true)
         }
         return try bucket.uploadPart(key, uploadID: uploadID, number: number, bytes: bytes)

@@ -5,7 +5,8 @@ import JotterStore
 import Synchronization
 import JotterSystem
 
-/// Where the file parts of `POST /uploads` go when the blobs are in a bucket: straight into it,
+/// Where the file parts of `POST /uploads` go when the blobs are in a bucket (a blob store with
+/// `multipart` uploads): straight into it,
 /// as an S3 multipart upload that runs while the body arrives — no temporary file on the
 /// instance. Each file part gets its upload id when it begins (`open`), so its object key is
 /// known before a byte of it is stored.
@@ -21,17 +22,20 @@ import JotterSystem
 /// discarded, which aborts their multipart uploads.
 ///
 /// A file no larger than one part never starts a multipart upload: `commit` stores it with one PUT.
-final class BucketFileStore: MultipartFileStore {
-    let bucket: S3BlobStore
+public final class BucketFileStore: MultipartFileStore {
+    let bucket: any BlobMultipart
     /// Writers of requests in flight, by location, until their handler takes them or their
     /// request is discarded.
     private let writers = Mutex<[String: BucketFileWriter]>([:])
 
-    init(bucket: S3BlobStore) {
-        self.bucket = bucket
+    /// The file parts of requests into `blobs`' multipart uploads; nil when it has none (a
+    /// local folder: file parts go to temporary files, renamed into place).
+    public init?(_ blobs: any BlobStore) {
+        guard let multipart = blobs.multipart else { return nil }
+        bucket = multipart
     }
 
-    func open(field: String, filename: String, contentType: String, temporaryDirectory: String) throws(HTTPError) -> any MultipartFileWriter {
+    public func open(field: String, filename: String, contentType: String, temporaryDirectory: String) throws(HTTPError) -> any MultipartFileWriter {
         let writer = BucketFileWriter(store: self, id: UploadRecord.newID(),
                                       checksUTF8: MediaType(contentType)?.essence.hasPrefix("text/") == true)
         writers.withLock { $0[writer.location] = writer }
@@ -40,7 +44,7 @@ final class BucketFileStore: MultipartFileStore {
 
     /// The writer whose bytes are at `location`, now the caller's: it commits it (or abandons
     /// it); discarding the request no longer touches it. nil when the file is not the bucket's.
-    func take(_ location: String) -> BucketFileWriter? {
+    public func take(_ location: String) -> BucketFileWriter? {
         writers.withLock { $0.removeValue(forKey: location) }
     }
 
@@ -58,13 +62,15 @@ final class BucketFileStore: MultipartFileStore {
 /// One file part on its way to the bucket (`BucketFileStore`). `write`, `finish` and `discard`
 /// come from the engine thread of its request; `commit` or `abandon` from the handler's thread
 /// once it has taken the writer; the part uploads run on threads of their own.
-final class BucketFileWriter: MultipartFileWriter, @unchecked Sendable {
+public final class BucketFileWriter: MultipartFileWriter, @unchecked Sendable {
     // @unchecked: `parts`, `hash`, `utf8`, `size`, `sent` belong to the engine thread until
     // `finish`, then to whoever took the writer; what part threads share is in `shared`.
-    let id: String
-    let location: String
+    /// The upload id the file got when it began (its key is `UploadRecord.blobKey(id)`).
+    public let id: String
+    /// The file's key in the blob store.
+    public let location: String
     private unowned let store: BucketFileStore
-    private var bucket: S3BlobStore { store.bucket }
+    private var bucket: any BlobMultipart { store.bucket }
     private var hash = SHA256()
     private var utf8: UTF8Validator?
     private var size: Int64 = 0
@@ -78,7 +84,7 @@ final class BucketFileWriter: MultipartFileWriter, @unchecked Sendable {
     private final class Shared: Sendable {
         struct State {
             var uploadID: String?
-            var parts: [S3BlobStore.UploadedPart] = []
+            var parts: [BlobPart] = []
             var failure: (any Error)?
             /// The part handed to the part thread; its buffer comes back in `returned`.
             var sending: [UInt8] = []
@@ -96,17 +102,17 @@ final class BucketFileWriter: MultipartFileWriter, @unchecked Sendable {
     }
     private let shared = Shared()
 
-    var isUTF8: Bool? { utf8?.isComplete }
+    public var isUTF8: Bool? { utf8?.isComplete }
 
     fileprivate init(store: BucketFileStore, id: String, checksUTF8: Bool) {
         self.store = store
         self.id = id
         location = UploadRecord.blobKey(id)
         utf8 = checksUTF8 ? UTF8Validator() : nil
-        parts = S3PartBuffer(partSize: store.bucket.configuration.partSize)
+        parts = S3PartBuffer(partSize: store.bucket.partSize)
     }
 
-    func write(_ bytes: UnsafeRawBufferPointer) throws(HTTPError) {
+    public func write(_ bytes: UnsafeRawBufferPointer) throws(HTTPError) {
         hash.update(bytes)
         utf8?.update(bytes)
         size += Int64(bytes.count)
@@ -116,7 +122,7 @@ final class BucketFileWriter: MultipartFileWriter, @unchecked Sendable {
 
     /// Behind: more than a part waits here while the previous one is still on its way. The
     /// engine then reads no more of the body until `ready` (when that part has arrived).
-    func mustWait(then ready: @escaping @Sendable () -> Void) -> Bool {
+    public func mustWait(then ready: @escaping @Sendable () -> Void) -> Bool {
         guard parts.hasPartBeforeMore else { return false }
         return shared.withLock { state in
             guard state.busy else { return false }  // it just arrived: the next write sends
@@ -125,7 +131,7 @@ final class BucketFileWriter: MultipartFileWriter, @unchecked Sendable {
         }
     }
 
-    func finish() throws(HTTPError) -> (size: Int64, sha256: String) {
+    public func finish() throws(HTTPError) -> (size: Int64, sha256: String) {
         var done = SHA256()
         swap(&done, &hash)
         return (size, done.finish())
@@ -133,7 +139,7 @@ final class BucketFileWriter: MultipartFileWriter, @unchecked Sendable {
 
     /// The request ended without its handler taking this file: the multipart upload is aborted
     /// (on a thread of its own, after any part still on its way).
-    func discard() {
+    public func discard() {
         guard store.release(self) else { return }
         parts.removeAll()
         abortInBackground()
@@ -143,7 +149,7 @@ final class BucketFileWriter: MultipartFileWriter, @unchecked Sendable {
     /// part). On failure the multipart upload is aborted and the error thrown. Blocks on the
     /// network: never on an engine thread.
     @discardableResult
-    func commit() throws -> BlobInfo {
+    public func commit() throws -> BlobInfo {
         waitIdle()
         let (uploadID, uploaded, failure) = shared.withLock { ($0.uploadID, $0.parts, $0.failure) }
         defer { parts.removeAll() }
@@ -169,7 +175,7 @@ final class BucketFileWriter: MultipartFileWriter, @unchecked Sendable {
     }
 
     /// A taken writer its handler will not commit: aborts its multipart upload.
-    func abandon() {
+    public func abandon() {
         waitIdle()
         if let uploadID = shared.withLock({ $0.uploadID }) { try? bucket.abortMultipartUpload(location, uploadID: uploadID) }
     }
