@@ -179,10 +179,15 @@ extension LocalBlobStore {
     /// Files on this machine's disk: reading them does not wait on the network.
     public var readsBlock: Bool { false }
 
-    /// The descriptor of the object's file (any failure to open it is `notFound`).
+    /// The descriptor of the object's file: no file is `notFound`; another failure (no
+    /// descriptor left, no permission, the disk) is `io`, not a missing object.
     public func open(_ key: String, offset: Int64, length: Int64, bufferLimit: Int) throws -> BlobOpening {
-        let descriptor = Glibc.open(try path(for: key), O_RDONLY | O_CLOEXEC)
-        guard descriptor >= 0 else { throw BlobError.notFound(key) }
+        let path = try path(for: key)
+        let descriptor = Glibc.open(path, O_RDONLY | O_CLOEXEC)
+        guard descriptor >= 0 else {
+            if errno == ENOENT || errno == ENOTDIR { throw BlobError.notFound(key) }
+            throw BlobError.io("\(path): \(errorText())")
+        }
         return .file(descriptor: descriptor)
     }
 

@@ -22,7 +22,7 @@ import JotterSystem
 /// discarded, which aborts their multipart uploads.
 ///
 /// A file no larger than one part never starts a multipart upload: `commit` stores it with one PUT.
-public final class BucketFileStore: MultipartFileStore {
+package final class BucketFileStore: MultipartFileStore {
     let bucket: any BlobMultipart
     /// Writers of requests in flight, by location, until their handler takes them or their
     /// request is discarded.
@@ -30,12 +30,12 @@ public final class BucketFileStore: MultipartFileStore {
 
     /// The file parts of requests into `blobs`' multipart uploads; nil when it has none (a
     /// local folder: file parts go to temporary files, renamed into place).
-    public init?(_ blobs: any BlobStore) {
+    package init?(_ blobs: any BlobStore) {
         guard let multipart = blobs.multipart else { return nil }
         bucket = multipart
     }
 
-    public func open(field: String, filename: String, contentType: String, temporaryDirectory: String) throws(HTTPError) -> any MultipartFileWriter {
+    package func open(field: String, filename: String, contentType: String, temporaryDirectory: String) throws(HTTPError) -> any MultipartFileWriter {
         let writer = BucketFileWriter(store: self, id: UploadRecord.newID(),
                                       checksUTF8: MediaType(contentType)?.essence.hasPrefix("text/") == true)
         writers.withLock { $0[writer.location] = writer }
@@ -44,7 +44,7 @@ public final class BucketFileStore: MultipartFileStore {
 
     /// The writer whose bytes are at `location`, now the caller's: it commits it (or abandons
     /// it); discarding the request no longer touches it. nil when the file is not the bucket's.
-    public func take(_ location: String) -> BucketFileWriter? {
+    package func take(_ location: String) -> BucketFileWriter? {
         writers.withLock { $0.removeValue(forKey: location) }
     }
 
@@ -62,13 +62,13 @@ public final class BucketFileStore: MultipartFileStore {
 /// One file part on its way to the bucket (`BucketFileStore`). `write`, `finish` and `discard`
 /// come from the engine thread of its request; `commit` or `abandon` from the handler's thread
 /// once it has taken the writer; the part uploads run on threads of their own.
-public final class BucketFileWriter: MultipartFileWriter, @unchecked Sendable {
+package final class BucketFileWriter: MultipartFileWriter, @unchecked Sendable {
     // @unchecked: `parts`, `hash`, `utf8`, `size`, `sent` belong to the engine thread until
     // `finish`, then to whoever took the writer; what part threads share is in `shared`.
     /// The upload id the file got when it began (its key is `UploadRecord.blobKey(id)`).
-    public let id: String
+    package let id: String
     /// The file's key in the blob store.
-    public let location: String
+    package let location: String
     private unowned let store: BucketFileStore
     private var bucket: any BlobMultipart { store.bucket }
     private var hash = SHA256()
@@ -102,7 +102,7 @@ public final class BucketFileWriter: MultipartFileWriter, @unchecked Sendable {
     }
     private let shared = Shared()
 
-    public var isUTF8: Bool? { utf8?.isComplete }
+    package var isUTF8: Bool? { utf8?.isComplete }
 
     fileprivate init(store: BucketFileStore, id: String, checksUTF8: Bool) {
         self.store = store
@@ -112,7 +112,7 @@ public final class BucketFileWriter: MultipartFileWriter, @unchecked Sendable {
         parts = S3PartBuffer(partSize: store.bucket.partSize)
     }
 
-    public func write(_ bytes: UnsafeRawBufferPointer) throws(HTTPError) {
+    package func write(_ bytes: UnsafeRawBufferPointer) throws(HTTPError) {
         hash.update(bytes)
         utf8?.update(bytes)
         size += Int64(bytes.count)
@@ -122,7 +122,7 @@ public final class BucketFileWriter: MultipartFileWriter, @unchecked Sendable {
 
     /// Behind: more than a part waits here while the previous one is still on its way. The
     /// engine then reads no more of the body until `ready` (when that part has arrived).
-    public func mustWait(then ready: @escaping @Sendable () -> Void) -> Bool {
+    package func mustWait(then ready: @escaping @Sendable () -> Void) -> Bool {
         guard parts.hasPartBeforeMore else { return false }
         return shared.withLock { state in
             guard state.busy else { return false }  // it just arrived: the next write sends
@@ -131,7 +131,7 @@ public final class BucketFileWriter: MultipartFileWriter, @unchecked Sendable {
         }
     }
 
-    public func finish() throws(HTTPError) -> (size: Int64, sha256: String) {
+    package func finish() throws(HTTPError) -> (size: Int64, sha256: String) {
         var done = SHA256()
         swap(&done, &hash)
         return (size, done.finish())
@@ -139,7 +139,7 @@ public final class BucketFileWriter: MultipartFileWriter, @unchecked Sendable {
 
     /// The request ended without its handler taking this file: the multipart upload is aborted
     /// (on a thread of its own, after any part still on its way).
-    public func discard() {
+    package func discard() {
         guard store.release(self) else { return }
         parts.removeAll()
         abortInBackground()
@@ -149,7 +149,7 @@ public final class BucketFileWriter: MultipartFileWriter, @unchecked Sendable {
     /// part). On failure the multipart upload is aborted and the error thrown. Blocks on the
     /// network: never on an engine thread.
     @discardableResult
-    public func commit() throws -> BlobInfo {
+    package func commit() throws -> BlobInfo {
         waitIdle()
         let (uploadID, uploaded, failure) = shared.withLock { ($0.uploadID, $0.parts, $0.failure) }
         defer { parts.removeAll() }
@@ -175,7 +175,7 @@ public final class BucketFileWriter: MultipartFileWriter, @unchecked Sendable {
     }
 
     /// A taken writer its handler will not commit: aborts its multipart upload.
-    public func abandon() {
+    package func abandon() {
         waitIdle()
         if let uploadID = shared.withLock({ $0.uploadID }) { try? bucket.abortMultipartUpload(location, uploadID: uploadID) }
     }

@@ -11,7 +11,7 @@ import JotterStore
 /// takes it over first: a request still appending stops — its later bytes are refused, what
 /// it received is kept — and only then does the new one learn the offset. Every call blocks
 /// (disk, database, bucket): on a store thread, or the engine thread with SQLite.
-public protocol PartialStorage: Sendable {
+package protocol PartialStorage: Sendable {
     /// Records a new upload (`record`'s `backendState` is filled in here) and gives the
     /// creating request its writer.
     func create(_ record: PartialUploadRecord, owner: Owner, tentative: Bool) throws -> (record: PartialUploadRecord, writer: any PartialWriter)
@@ -38,7 +38,7 @@ extension DataStore {
     /// the store keeps rows for them (`blobs.multipart`, `bucketPartialUploads`: PostgreSQL
     /// with a bucket) — `BucketPartials`; otherwise a file each in `<dataDirectory>/partial`
     /// (`PartialFiles`). `lifetime`: seconds a partial upload lives after its last append.
-    public func partialStorage(dataDirectory: String, lifetime: Int64) throws -> any PartialStorage {
+    package func partialStorage(dataDirectory: String, lifetime: Int64) throws -> any PartialStorage {
         if let multipart = blobs.multipart, let rows = bucketPartialUploads {
             return BucketPartials(store: self, rows: rows, bucket: multipart, lifetime: lifetime)
         }
@@ -47,7 +47,7 @@ extension DataStore {
 }
 
 /// What a take-over found.
-public enum PartialTakeOver {
+package enum PartialTakeOver {
     /// The request holds the upload: its row, the bytes kept, and (when appending) its writer.
     case held(record: PartialUploadRecord, offset: Int64, writer: (any PartialWriter)?)
     /// Being completed (or removed) by another request right now: its row changes soon.
@@ -59,7 +59,7 @@ public enum PartialTakeOver {
 /// The bytes one request appends to a partial upload it holds. `append` and `mustWait` come
 /// from the request's engine thread while its body arrives; the rest once it has ended, from a
 /// thread that may block.
-public protocol PartialWriter: AnyObject, Sendable {
+package protocol PartialWriter: AnyObject, Sendable {
     /// Stores the next bytes of the request (at the writer's own offset). A request that was
     /// taken over is refused (`409`, its connection closed), as is one whose storage failed.
     func append(_ chunk: UnsafeRawBufferPointer) throws(HTTPError)
@@ -86,14 +86,14 @@ public protocol PartialWriter: AnyObject, Sendable {
 }
 
 /// The bytes of a completed upload do not have the SHA-256 `Repr-Digest` gave; they are gone.
-public struct PartialDigestMismatch: Error {
+package struct PartialDigestMismatch: Error {
     /// The SHA-256 the bytes have.
-    public let actual: String
+    package let actual: String
 }
 
 extension HTTPError {
     /// A request whose upload another request took over: what it sends next is refused.
-    public static func takenOver(_ id: String) -> HTTPError {
+    package static func takenOver(_ id: String) -> HTTPError {
         HTTPError(HTTPStatus(409), detail: "a newer request took upload \(id) over", closesConnection: true)
     }
 }

@@ -5,12 +5,12 @@ import JotterStore
 /// How store failures reach the client: a full disk is `507 Insufficient Storage` (the write
 /// was refused and nothing of it kept); a database or blob store that cannot be reached now is
 /// `503 Service Unavailable` with `Retry-After`; any other store failure stays a logged `500`.
-public enum StoreErrors {
+package enum StoreErrors {
     /// Seconds a client is told to wait when the database or the blob store is unavailable.
-    public static let retryAfter = "2"
+    package static let retryAfter = "2"
 
     /// The answer for a store failure that has one (`507`, `503`); nil for any other error.
-    @Sendable public static func http(_ error: any Error) -> HTTPError? {
+    @Sendable package static func http(_ error: any Error) -> HTTPError? {
         if let error = error as? StoreError {
             if error.isOutOfSpace {
                 return HTTPError(.insufficientStorage, detail: "the server's disk is full: the write was not stored; "

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import JotterBlobs
 import Testing
 
@@ -209,6 +210,63 @@ import Testing
             try store.get(key, range: nil, opened: { _ in throw Refused() }, into: { received += $0.count })
         }
         #expect(received == 0)
+    }
+
+    /// What `open` gives for an answer not sent yet: the range's exact bytes (a local file's
+    /// descriptor, or a bucket's download), nothing for no bytes once the object is known to be
+    /// there, and a missing object as `notFound` — thrown, or (a download) given to
+    /// `whenOpened`. The capabilities say which kind of store it is.
+    @Test(arguments: Backend.available) func openGivesTheRangeOrNotFound(_ backend: Backend) throws {
+        let fixture = try BlobFixture(backend)
+        let store = fixture.store, key = fixture.key("opened")
+        let bytes = patternChunk(7, size: 300_000)
+        try store.put(key, bytes: bytes)
+        #expect(store.readsBlock == (backend == .s3))
+        #expect((store.multipart != nil) == (backend == .s3))
+
+        func read(_ key: String, offset: Int64, length: Int64) throws -> [UInt8] {
+            switch try store.open(key, offset: offset, length: length, bufferLimit: 64 << 10) {
+            case .file(let descriptor):
+                defer { close(descriptor) }
+                var out = [UInt8](repeating: 0, count: Int(length))
+                let count = out.withUnsafeMutableBytes { pread(descriptor, $0.baseAddress, Int(length), off_t(offset)) }
+                #expect(count == Int(length))
+                return out
+            case .empty:
+                return []
+            case .download(let download):
+                defer { download.cancel() }
+                let opened = Mutex<Result<BlobInfo, any Error>?>(nil)
+                download.whenOpened { outcome in opened.withLock { $0 = outcome } }
+                // As a response does: the status waits for the store's answer, then the bytes.
+                let deadline = ContinuousClock.now + .seconds(30)
+                var outcome: Result<BlobInfo, any Error>?
+                while outcome == nil && ContinuousClock.now < deadline {
+                    outcome = opened.withLock { $0 }
+                    if outcome == nil { usleep(2_000) }
+                }
+                let info = try #require(outcome, "no answer in 30 s").get()
+                #expect(info.size == Int64(bytes.count))
+                var out: [UInt8] = []
+                var buffer = [UInt8](repeating: 0, count: 16 << 10)
+                while ContinuousClock.now < deadline {
+                    switch buffer.withUnsafeMutableBytes({ download.read(into: $0) }) {
+                    case .bytes(let count): out += buffer[..<count]
+                    case .wait: usleep(2_000)
+                    case .end: return out
+                    case .failed: throw BlobError.transport("cut short")
+                    }
+                }
+                Issue.record("the download did not end in 30 s")
+                return out
+            }
+        }
+        #expect(try read(key, offset: 0, length: Int64(bytes.count)) == bytes)
+        #expect(try read(key, offset: 1234, length: 100_000) == Array(bytes[1234..<101_234]))
+        #expect(try read(key, offset: 5, length: 0) == [])
+        for length: Int64 in [0, 10] {
+            #expect(throws: BlobError.notFound(fixture.key("missing"))) { try read(fixture.key("missing"), offset: 0, length: length) }
+        }
     }
 
     @Test func anUnreachableBucketThrowsBeforeOpened() throws {

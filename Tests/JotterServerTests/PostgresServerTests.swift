@@ -116,6 +116,18 @@ struct PostgresServerTests {
         }
     }
 
+    @Test("POST /admin/backups is 501 naming the database's own tools, and leaves no snapshot folder")
+    func backupsAreTheDatabases() throws {
+        try TestApp.with(configure: backend.configure) { app in
+            let answer = try app.request("POST", "/admin/backups")
+            #expect(answer.status == 501, "\(answer.text)")
+            #expect(answer.header("Content-Type") == "application/problem+json")
+            #expect(answer.text.contains("pg_dump"), "\(answer.text)")
+            let snapshots = (try? FileManager.default.contentsOfDirectory(atPath: app.dataDirectory.appendingPathComponent("backups").path)) ?? []
+            #expect(snapshots.isEmpty)
+        }
+    }
+
     @Test("a wrong S3 secret (a misconfiguration): uploads are a 500 with no row, /healthz says why")
     func wrongSecret() throws {
         try TestApp.with(configure: { configuration in

@@ -237,6 +237,27 @@ struct UploadsTests {
         }
     }
 
+    @Test("a file deleted from uploads/ behind the server's back: 404 problem whole or ranged, 416 first; the row stays")
+    func fileGoneBehindOurBack() throws {
+        try TestApp.with { app in
+            var parts = MultipartBuilder()
+            parts.file("f", filename: "gone.bin", body: Array(repeating: 7, count: 5000))
+            let id = try #require(try uploads(upload(app, parts)).first?["id"] as? String)
+            try FileManager.default.removeItem(at: app.dataDirectory.appendingPathComponent("uploads/\(id)"))
+            for headers in [[], [("Range", "bytes=10-19")]] {
+                let answer = try app.request("GET", "/uploads/\(id)/content", headers: headers)
+                #expect(answer.status == 404, "\(headers): \(answer.text)")
+                #expect(answer.header("Content-Type") == "application/problem+json")
+                #expect(answer.text.contains("gone from the blob store"), "\(answer.text)")
+            }
+            // The range is checked against the row's size before the file is looked for.
+            let unsatisfiable = try app.request("GET", "/uploads/\(id)/content", headers: [("Range", "bytes=99999-")])
+            #expect(unsatisfiable.status == 416)
+            #expect(unsatisfiable.header("Content-Range") == "bytes */5000")
+            #expect(try app.request("GET", "/uploads/\(id)").status == 200)
+        }
+    }
+
     @Test("hostile filenames are made safe and never touch a path", arguments: [
         ("../../etc/passwd", "passwd"), ("/etc/shadow", "shadow"), ("..\\..\\boot.ini", "boot.ini"),
         ("a\u{0}b.txt", "ab.txt"), ("tab\tnew\nline.txt", "tabnewline.txt"), ("", "upload"), ("..", "upload"), (".", "upload"),

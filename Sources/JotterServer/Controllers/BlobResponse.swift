@@ -28,6 +28,14 @@ enum BlobResponse {
             return Response(status: status)
         }
         guard let (offset, length, status, headers) = chosen else { throw HTTPError(.internalServerError) }
+        // A stream's place is taken before the store is asked: past the limit, no request to a
+        // bucket is started only to be cancelled. A file or no bytes gives it back at once.
+        guard streams.add(1, ordering: .relaxed).newValue <= maxStreams else {
+            streams.subtract(1, ordering: .relaxed)
+            throw busy("too many downloads in progress; try again shortly")
+        }
+        var streaming = false
+        defer { if !streaming { streams.subtract(1, ordering: .relaxed) } }
         // Opening may ask the store (the route runs on the store's threads when reading blocks).
         let opening: BlobOpening
         do {
@@ -40,15 +48,12 @@ enum BlobResponse {
         case .file(let fd):
             return .now(Response.file(fd: fd, offset: offset, length: length, status: status, headers: headers))
         case .empty:
+            guard length == 0 else { throw HTTPError(.internalServerError, detail: "the blob store opened no bytes of \(what)") }
             return .now(Response(status: status, headers: headers))
         case .download(let started):
             download = started
         }
-        guard streams.add(1, ordering: .relaxed).newValue <= maxStreams else {
-            streams.subtract(1, ordering: .relaxed)
-            download.cancel()
-            throw busy("too many downloads in progress; try again shortly")
-        }
+        streaming = true
         let body = BucketStreamBody(download) { streams.subtract(1, ordering: .relaxed) }
         return Reply.later { done in
             download.whenOpened { outcome in
