@@ -15,7 +15,7 @@ public enum PasswordHash {
         let rc = crypto_pwhash_str(&out, password, UInt64(password.utf8.count),
                                    UInt64(crypto_pwhash_OPSLIMIT_INTERACTIVE), Int(crypto_pwhash_MEMLIMIT_INTERACTIVE))
         guard rc == 0 else { throw .system("could not hash the password (out of memory)") }
-        return String(cString: out)
+        return String(decoding: out.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 
     /// Whether `password` matches `hash` (constant-time comparison inside libsodium).
