@@ -34,7 +34,7 @@ public final class StoreThreads: Sendable {
             do {
                 try thread.start { [self] in loop() }
             } catch {
-                threads.withLock { $0.removeLast() }
+                threads.withLock { _ = $0.removeLast() }
                 stop()
                 throw .system("could not start a store thread (\(error))")
             }

@@ -82,7 +82,7 @@ struct ReadmeExampleTests {
             let digest = sha256(photo)
 
             let outputURL = folder.appendingPathComponent("output.txt")
-            FileManager.default.createFile(atPath: outputURL.path, contents: nil)
+            _ = FileManager.default.createFile(atPath: outputURL.path, contents: nil)
             let outputFile = try FileHandle(forWritingTo: outputURL)
             defer { try? outputFile.close() }
             let process = Process()

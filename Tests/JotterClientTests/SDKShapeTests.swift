@@ -59,7 +59,7 @@ struct SDKShapeTests {
         try await withClient { client, _ in
             let note = try await client.notes.create("to go")
             let before = Date(timeIntervalSince1970: Date().timeIntervalSince1970.rounded(.down))
-            try await client.notes.delete(note.id)
+            _ = try await client.notes.delete(note.id)
             var deletedAt: Date?
             for try await event in client.notes.events(lastEventID: 0) {
                 if case .deleted = event.change { deletedAt = event.deletedAt; break }

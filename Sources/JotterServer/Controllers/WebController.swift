@@ -124,7 +124,7 @@ struct WebController {
 
     func register(in routes: inout RouterBuilder) {
         routes.get("/", runs: canSignIn == nil ? nil : pagePlace, operation: WebOperations.page) { request, _ in
-            if let canSignIn, let page = pageWithoutSignIn, try !canSignIn() { return try serve(page, request) }
+            if let canSignIn, let page = pageWithoutSignIn, try !canSignIn() { return serve(page, request) }
             return try serve("index.html", request)
         }
         routes.get("/assets/:name", operation: WebOperations.asset(names: files.keys.filter { $0 != "index.html" }.sorted())) { request, context in try serve(context.parameters["name"] ?? "", request) }
