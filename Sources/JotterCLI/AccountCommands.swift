@@ -38,15 +38,16 @@ enum AccountPlace {
     case server(ClientOptions)
 
     /// The account commands print text only: no `--json`.
-    static let options = [DataFolder.option, DataFolder.databaseOption] + ClientOptions.connection
+    static let options = [DataFolder.data.option, DataFolder.database.option] + ClientOptions.connection
     /// The lists' options: they print JSON too (`--json`), as the API lists them.
-    static let listOptions = options + [ClientOptions.jsonOption]
+    static let listOptions = options + [ClientOptions.jsonOption.option]
 
     init(_ arguments: Arguments) throws {
-        if arguments.option("--data") == nil, arguments.option("--database") == nil, arguments.option("--server") != nil {
+        let data = try arguments[DataFolder.data], database = try arguments[DataFolder.database]
+        if data == nil, database == nil, try arguments[ClientOptions.serverOption] != nil {
             self = .server(try ClientOptions(parsing: arguments))
         } else {
-            self = .folder(StorePlace(data: DataFolder.open(arguments), database: arguments.option("--database")))
+            self = .folder(StorePlace(data: data ?? DataFolder.defaultData, database: database))
         }
     }
 
@@ -66,10 +67,13 @@ struct StorePlace {
 /// What the account commands share: the server's store, opened without touching a running
 /// server's files in flight.
 enum DataFolder {
-    static let option = Option("--data", value: "DIR", environment: "JOTTER_DATA", default: "./jotter-data",
-                               help: "Data folder of the server (it may be running); wins over --server.")
-    static let databaseOption = Option("--database", value: "URL", environment: "JOTTER_DATABASE_URL",
-                                       help: "The server's PostgreSQL (postgres://…) instead of the data folder's database; wins over --server.")
+    static let defaultData = "./jotter-data"
+    /// `nil` when neither `--data` nor `JOTTER_DATA` is given (`defaultData` then, unless `--server`).
+    static let data = Option.text("--data", value: "DIR", environment: "JOTTER_DATA", default: defaultData,
+                                  help: "Data folder of the server (it may be running); wins over --server.")
+    static let database = Option.text(
+        "--database", value: "URL", environment: "JOTTER_DATABASE_URL",
+        help: "The server's PostgreSQL (postgres://…) instead of the data folder's database; wins over --server.")
 
     /// A group's help: usage and its subcommands.
     static func groupHelp(_ usage: String, _ subcommands: [any Command.Type]) -> String {
@@ -77,8 +81,6 @@ enum DataFolder {
         let list = subcommands.map { "  " + DataFolder.pad($0.name, width + 2) + $0.summary }.joined(separator: "\n")
         return "USAGE: \(usage)\n\nSUBCOMMANDS:\n\(list)\n\nEach works on the server's store — the data folder (--data DIR, JOTTER_DATA) or its PostgreSQL\n(--database URL, JOTTER_DATABASE_URL) — or with --server URL (JOTTER_SERVER) and a token through the\nrunning server; see <subcommand> --help.\n\n"
     }
-
-    static func open(_ arguments: Arguments) -> String { arguments.option("--data") ?? "./jotter-data" }
 
     static func store(_ place: StorePlace) throws -> any DataStore {
         var configuration = StoreConfiguration(dataDirectory: place.data)
@@ -136,12 +138,13 @@ struct UsersAddCommand: AsyncCommand {
     the notes and uploads stored before there were users. With --server, an administrator's
     token is needed (jotter login, --token or JOTTER_TOKEN).
     """
-    static let options = [Option("--admin", help: "The user may manage users.")] + AccountPlace.options
+    static let adminOption = Option.flag("--admin", help: "The user may manage users.")
+    static let options = [adminOption.option] + AccountPlace.options
     let name: String, admin: Bool, place: AccountPlace
 
     init(parsing arguments: Arguments) throws {
         name = try arguments.single("NAME")
-        admin = arguments.flag("--admin")
+        admin = try arguments[Self.adminOption]
         place = try AccountPlace(arguments)
         guard UserName.isValid(name) else { throw UsageError("a user name \(UserName.rule)") }
     }
@@ -178,7 +181,7 @@ struct UsersListCommand: AsyncCommand {
 
     init(parsing arguments: Arguments) throws {
         place = try AccountPlace(arguments)
-        json = arguments.flag("--json")
+        json = try arguments[ClientOptions.jsonOption]
         try arguments.finish()
     }
 
@@ -237,12 +240,13 @@ struct UsersRemoveCommand: AsyncCommand {
     Removes the user, their notes, uploads (the files too), tokens and sessions. Asks first on
     a terminal; elsewhere --yes is needed.
     """
-    static let options = [Option("--yes", help: "Do not ask.")] + AccountPlace.options
+    static let yesOption = Option.flag("--yes", help: "Do not ask.")
+    static let options = [yesOption.option] + AccountPlace.options
     let name: String, yes: Bool, place: AccountPlace
 
     init(parsing arguments: Arguments) throws {
         name = try arguments.single("NAME")
-        yes = arguments.flag("--yes")
+        yes = try arguments[Self.yesOption]
         place = try AccountPlace(arguments)
     }
 
@@ -288,17 +292,17 @@ struct TokensCreateCommand: AsyncCommand {
     --user's; with --server, the signed-in user's. Give it to the CLI as JOTTER_TOKEN or to
     `Authorization: Bearer`.
     """
-    static let options = [
-        Option("--user", value: "NAME", help: "Whose token it is (the data folder only; required there)."),
-        Option("--name", value: "LABEL", help: "What it is for, shown by tokens list."),
-        Option("--expires", value: "DURATION", help: "Lifetime such as 12h, 30d or 1y; no expiry when absent."),
-    ] + AccountPlace.options
+    static let userOption = Option.text("--user", value: "NAME", help: "Whose token it is (the data folder only; required there).")
+    static let labelOption = Option.text("--name", value: "LABEL", help: "What it is for, shown by tokens list.")
+    static let expiresOption = Option.value("--expires", value: "DURATION", expected: "a duration such as 12h, 30d or 1y",
+                                            help: "Lifetime such as 12h, 30d or 1y; no expiry when absent.", duration)
+    static let options = [userOption.option, labelOption.option, expiresOption.option] + AccountPlace.options
     let user: String?, label: String, expires: Int64?, place: AccountPlace
 
     init(parsing arguments: Arguments) throws {
-        user = arguments.option("--user")
-        label = arguments.option("--name") ?? ""
-        expires = try arguments.option("--expires", as: "a duration such as 12h, 30d or 1y", Self.duration)
+        user = try arguments[Self.userOption]
+        label = try arguments[Self.labelOption] ?? ""
+        expires = try arguments[Self.expiresOption]
         place = try AccountPlace(arguments)
         if case .folder = place, user == nil { throw UsageError("--user NAME is required on the data folder") }
         try arguments.finish()
@@ -338,13 +342,14 @@ struct TokensListCommand: AsyncCommand {
     static let summary = "List API tokens."
     static let usage = "jotter tokens list [--user NAME] [--json] [--data DIR | --database URL | --server URL]"
     static let about = "Lists tokens, newest first: id, label, created, last used, expiry (UTC), revoked — --user's on the data folder, the signed-in user's with --server; --json as GET /auth/tokens gives them."
-    static let options = [Option("--user", value: "NAME", help: "Whose tokens (the data folder only; required there).")] + AccountPlace.listOptions
+    static let userOption = Option.text("--user", value: "NAME", help: "Whose tokens (the data folder only; required there).")
+    static let options = [userOption.option] + AccountPlace.listOptions
     let user: String?, place: AccountPlace
     let json: Bool
 
     init(parsing arguments: Arguments) throws {
-        user = arguments.option("--user")
-        json = arguments.flag("--json")
+        user = try arguments[Self.userOption]
+        json = try arguments[ClientOptions.jsonOption]
         place = try AccountPlace(arguments)
         if case .folder = place, user == nil { throw UsageError("--user NAME is required on the data folder") }
         try arguments.finish()

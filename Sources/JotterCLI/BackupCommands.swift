@@ -23,8 +23,8 @@ struct BackupCommand: AsyncCommand {
     a progress bar on a terminal. With --data it reads the data folder directly, whether or
     not a server is running on it. Restore with: jotter restore DEST --data DIR
     """
-    static let options = [Option("--data", value: "DIR", help: "Back up this data folder directly instead of a server.")]
-        + ClientOptions.options
+    static let dataOption = Option.text("--data", value: "DIR", help: "Back up this data folder directly instead of a server.")
+    static let options = [dataOption.option] + ClientOptions.options
 
     let options: ClientOptions
     let data: String?
@@ -32,7 +32,7 @@ struct BackupCommand: AsyncCommand {
 
     init(parsing arguments: Arguments) throws {
         options = try ClientOptions(parsing: arguments)
-        data = arguments.option("--data")
+        data = try arguments[Self.dataOption]
         destination = try arguments.single("DEST")
     }
 
@@ -102,11 +102,10 @@ struct RestoreCommand: BlockingCommand {
     server on DIR afterwards. DIR must be empty or missing unless --force, which replaces
     its database and uploads. Refused while a server is running on DIR.
     """
-    static let options = [
-        Option("--data", value: "DIR", help: "The data folder to restore into (required)."),
-        Option("--force", help: "Replace the database and uploads already in DIR."),
-        Option("--json", help: "Print what was restored as JSON."),
-    ]
+    static let dataOption = Option.text("--data", value: "DIR", help: "The data folder to restore into (required).")
+    static let forceOption = Option.flag("--force", help: "Replace the database and uploads already in DIR.")
+    static let jsonOption = Option.flag("--json", help: "Print what was restored as JSON.")
+    static let options = [dataOption.option, forceOption.option, jsonOption.option]
 
     let source: String
     let data: String
@@ -114,10 +113,10 @@ struct RestoreCommand: BlockingCommand {
     let json: Bool
 
     init(parsing arguments: Arguments) throws {
-        guard let data = arguments.option("--data") else { throw UsageError("missing --data DIR (the data folder to restore into)") }
+        guard let data = try arguments[Self.dataOption] else { throw UsageError("missing --data DIR (the data folder to restore into)") }
         self.data = data
-        force = arguments.flag("--force")
-        json = arguments.flag("--json")
+        force = try arguments[Self.forceOption]
+        json = try arguments[Self.jsonOption]
         source = try arguments.single("SRC")
     }
 

@@ -7,20 +7,20 @@ import JotterClient
 /// that `--json` is a usage error there rather than silently ignored.
 struct ClientOptions: Sendable {
     static let defaultServer = "http://127.0.0.1:8080"
-    static let jsonOption = Option("--json", help: "Print JSON for scripts instead of text.")
-    static let options = [
-        Option("--server", value: "URL", environment: "JOTTER_SERVER", default: defaultServer,
-               help: "The Jotter server; host:port alone means http://host:port."),
-        jsonOption,
-        Option("--token", value: "TOKEN", environment: "JOTTER_TOKEN",
-               help: "An API token (jot_…); default: the one jotter login kept for the server."),
-        Option("--cacert", value: "FILE", environment: "JOTTER_CACERT",
-               help: "For an https:// server: trust only the certificate authorities in this PEM file (a private CA)."),
-        Option("--insecure", environment: "JOTTER_INSECURE",
-               help: "For an https:// server: do not verify its certificate at all (a test server only)."),
-    ]
+    /// `nil` when neither `--server` nor `JOTTER_SERVER` is given (`defaultServer` then).
+    static let serverOption = Option.text("--server", value: "URL", environment: "JOTTER_SERVER", default: defaultServer,
+                                          help: "The Jotter server; host:port alone means http://host:port.")
+    static let jsonOption = Option.flag("--json", help: "Print JSON for scripts instead of text.")
+    static let tokenOption = Option.text("--token", value: "TOKEN", environment: "JOTTER_TOKEN",
+                                         help: "An API token (jot_…); default: the one jotter login kept for the server.")
+    static let cacertOption = Option.text(
+        "--cacert", value: "FILE", environment: "JOTTER_CACERT",
+        help: "For an https:// server: trust only the certificate authorities in this PEM file (a private CA).")
+    static let insecureOption = Option.flag("--insecure", environment: "JOTTER_INSECURE",
+                                            help: "For an https:// server: do not verify its certificate at all (a test server only).")
+    static let options = [serverOption.option, jsonOption.option, tokenOption.option, cacertOption.option, insecureOption.option]
     /// `options` without `--json`.
-    static let connection = options.filter { $0.key != jsonOption.key }
+    static let connection = options.filter { $0.key != jsonOption.option.key }
 
     var server: URL
     var json: Bool
@@ -30,18 +30,27 @@ struct ClientOptions: Sendable {
     var trust = JotterClient.ServerTrust.system
 
     init(parsing arguments: Arguments) throws {
-        server = try Self.server(arguments.option("--server") ?? Self.defaultServer)
-        json = arguments.declares("--json") && arguments.flag("--json")
-        token = arguments.option("--token").flatMap { $0.isEmpty ? nil : $0 }
+        server = try Self.server(arguments[Self.serverOption] ?? Self.defaultServer)
+        json = try arguments.declares(Self.jsonOption.option) && arguments[Self.jsonOption]
+        token = try arguments[Self.tokenOption].flatMap { $0.isEmpty ? nil : $0 }
             ?? StoredTokens(environment: arguments.environment).token(for: server)
-        let insecure = arguments.flag("--insecure")
-        if let file = arguments.option("--cacert"), !file.isEmpty {
+        let insecure = try arguments[Self.insecureOption]
+        if let file = try arguments[Self.cacertOption], !file.isEmpty {
             guard !insecure else { throw UsageError("--cacert and --insecure: give one (--insecure verifies nothing)") }
             guard FileManager.default.isReadableFile(atPath: file) else { throw UsageError("--cacert \(file): no such readable file") }
             trust = .certificateAuthorities(URL(fileURLWithPath: file))
         } else if insecure {
             trust = .insecure
         }
+    }
+
+    /// How many a listing shows (`--limit N | --all`): N, 100 when neither is given, `nil` for
+    /// every one with `--all`.
+    static func count(_ arguments: Arguments, limit: TypedOption<Int?>, all: TypedOption<Bool>) throws -> Int? {
+        let count = try arguments[limit]
+        guard try arguments[all] else { return count ?? 100 }
+        guard count == nil else { throw UsageError("choose --limit N or --all, not both") }
+        return nil
     }
 
     /// `--server`'s URL: `http://` is assumed when no scheme is given (`localhost:8080`).

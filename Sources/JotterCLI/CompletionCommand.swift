@@ -41,7 +41,7 @@ struct CommandTree {
 
     init(_ commands: [any Command.Type], rootOptions: [Option]) {
         var nodes = [Node(path: "", summary: "notes, uploads and hello, served over HTTP", usage: "jotter [options] <command> [options]",
-                          about: "", options: rootOptions + [.help, Option("--version", help: "Show the version.")],
+                          about: "", options: rootOptions + [.help, Option(["--version"], help: "Show the version.")],
                           subcommands: commands.map { $0.name } + ["help"])]
         func walk(_ type: any Command.Type, path: String) {
             nodes.append(Node(path: path, summary: type.summary, usage: type.usage, about: type.about,
@@ -50,7 +50,7 @@ struct CommandTree {
         }
         for type in commands { walk(type, path: type.name) }
         nodes.append(Node(path: "help", summary: "Show the help of a command (--man: the manual page)", usage: "jotter help [COMMAND…] [--man]",
-                          about: "", options: [Option("--man", help: "Print the manual page (roff).")], subcommands: commands.map { $0.name }))
+                          about: "", options: [Option(["--man"], help: "Print the manual page (roff).")], subcommands: commands.map { $0.name }))
         self.nodes = nodes
     }
 

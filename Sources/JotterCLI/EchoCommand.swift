@@ -17,16 +17,17 @@ struct EchoCommand: AsyncCommand {
     fields become parts of the multipart body; files are streamed from disk. GET and HEAD
     carry no body: use -q for their fields.
     """
-    static let options = [
-        Option("-X", "--request", value: "METHOD", help: "The method (default GET, or POST when there is a body)."),
-        Option("-H", "--header", value: "'Name: value'", repeats: true, help: "A request header (repeatable)."),
-        Option("-q", "--query", value: "key=value", repeats: true, help: "A query parameter (repeatable)."),
-        Option("-d", "--data", value: "key=value", repeats: true,
-               help: "A form field, sent form-urlencoded (repeatable); @file sends the file's bytes."),
-        Option("-F", "--form", value: "field=value", repeats: true,
-               help: "A multipart field; field=@path sends the file, field=@path;type=image/png with its type (repeatable)."),
-        Option("--json-body", value: "'{…}'", help: "A JSON body (application/json); @file reads it from the file."),
-    ] + ClientOptions.options
+    static let requestOption = Option.text("-X", "--request", value: "METHOD", help: "The method (default GET, or POST when there is a body).")
+    static let headerOption = Option.list("-H", "--header", value: "'Name: value'", help: "A request header (repeatable).")
+    static let queryOption = Option.list("-q", "--query", value: "key=value", help: "A query parameter (repeatable).")
+    static let dataOption = Option.list("-d", "--data", value: "key=value",
+                                        help: "A form field, sent form-urlencoded (repeatable); @file sends the file's bytes.")
+    static let formOption = Option.list(
+        "-F", "--form", value: "field=value",
+        help: "A multipart field; field=@path sends the file, field=@path;type=image/png with its type (repeatable).")
+    static let jsonBodyOption = Option.text("--json-body", value: "'{…}'", help: "A JSON body (application/json); @file reads it from the file.")
+    static let options = [requestOption.option, headerOption.option, queryOption.option, dataOption.option, formOption.option,
+                          jsonBodyOption.option] + ClientOptions.options
 
     let server: ClientOptions
     let method: String
@@ -35,17 +36,17 @@ struct EchoCommand: AsyncCommand {
     let body: JotterClient.EchoBody?
 
     init(parsing arguments: Arguments) throws {
-        query = FormURLEncodedBody(arguments.values("--query").map(Self.pair))
+        query = FormURLEncodedBody(try arguments[Self.queryOption].map(Self.pair))
         var headers: [String: String] = [:]
-        for header in arguments.values("--header") {
+        for header in try arguments[Self.headerOption] {
             guard let colon = header.firstIndex(of: ":"), colon > header.startIndex else {
                 throw UsageError("-H takes 'Name: value', not '\(header)'")
             }
             headers[String(header[..<colon])] = String(header[header.index(after: colon)...]).trimmingCharacters(in: .whitespaces)
         }
-        let data = arguments.values("--data")
-        let parts = arguments.values("--form")
-        let json = arguments.option("--json-body")
+        let data = try arguments[Self.dataOption]
+        let parts = try arguments[Self.formOption]
+        let json = try arguments[Self.jsonBodyOption]
         server = try ClientOptions(parsing: arguments)
         try arguments.finish()
         guard json == nil || (data.isEmpty && parts.isEmpty) else { throw UsageError("--json-body is the whole body: leave out -d and -F") }
@@ -88,7 +89,7 @@ struct EchoCommand: AsyncCommand {
         } else {
             body = nil
         }
-        method = (arguments.option("--request") ?? (body == nil ? "GET" : "POST")).uppercased()
+        method = (try arguments[Self.requestOption] ?? (body == nil ? "GET" : "POST")).uppercased()
         if body != nil, ["GET", "HEAD"].contains(method) {
             throw UsageError("a \(method) request carries no body: send the fields with -q key=value, or use -X POST")
         }

@@ -61,7 +61,8 @@ struct LoginCommand: AsyncCommand {
     ~/.config/jotter/tokens (mode 0600), used by every command for that server.
     JOTTER_TOKEN or --token, when given, wins over it.
     """
-    static let options = [Option("--name", value: "NAME", help: "Your user name.")] + ClientOptions.connection
+    static let nameOption = Option.text("--name", value: "NAME", help: "Your user name.")
+    static let options = [nameOption.option] + ClientOptions.connection
 
     let options: ClientOptions
     let name: String?
@@ -69,7 +70,7 @@ struct LoginCommand: AsyncCommand {
 
     init(parsing arguments: Arguments) throws {
         options = try ClientOptions(parsing: arguments)
-        name = arguments.option("--name")
+        name = try arguments[Self.nameOption]
         stored = StoredTokens(environment: arguments.environment)
         try arguments.finish()
     }

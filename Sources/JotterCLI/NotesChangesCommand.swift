@@ -16,10 +16,12 @@ struct NotesChangesCommand: AsyncCommand {
     it did not list). --json prints the server's pages as one: {"changes", "cursor", "more",
     "reset"}.
     """
-    static let options = [
-        Option("--since", value: "CURSOR", help: "The cursor a previous run printed, or an event id (default: everything)."),
-        Option("--limit", value: "N", default: "all", help: "At most N changes (one page of them; the cursor goes on after them)."),
-    ] + ClientOptions.options
+    static let sinceOption = Option.integer(
+        "--since", value: "CURSOR", in: Int.min...Int.max, noun: "cursor (a whole number)",
+        help: "The cursor a previous run printed, or an event id (default: everything).")
+    static let limitOption = Option.integer(
+        "--limit", default: "all", help: "At most N changes (one page of them; the cursor goes on after them).")
+    static let options = [sinceOption.option, limitOption.option] + ClientOptions.options
 
     let options: ClientOptions
     let since: Int64?
@@ -27,8 +29,8 @@ struct NotesChangesCommand: AsyncCommand {
 
     init(parsing arguments: Arguments) throws {
         options = try ClientOptions(parsing: arguments)
-        since = try arguments.option("--since", as: "a cursor (a whole number)", { Int64($0) })
-        limit = try arguments.option("--limit", as: "a positive whole number", { Int($0).flatMap { $0 > 0 ? $0 : nil } })
+        since = try arguments[Self.sinceOption].map(Int64.init)
+        limit = try arguments[Self.limitOption]
         try arguments.finish()
     }
 

@@ -46,13 +46,16 @@ struct NotesListCommand: AsyncCommand {
     it says how many on standard error and how to see them; with --json the server's `next`
     link is kept.
     """
-    static let options = [
-        Option("--search", value: "WORDS", help: "Only notes matching these words (full-text search)."),
-        Option("--limit", value: "N", default: "100", help: "At most N notes."),
-        Option("--all", help: "Every note, however many (following the server's pages)."),
-        Option("--order", value: "newest|oldest|updated", default: "newest", help: "Which notes come first (updated: the last changed)."),
-        Option("--after", value: "CURSOR", help: "Start where a previous listing stopped (a note id; with --order updated, the cursor it printed)."),
-    ] + ClientOptions.options
+    static let searchOption = Option.text("--search", value: "WORDS", help: "Only notes matching these words (full-text search).")
+    static let limitOption = Option.integer("--limit", default: "100", help: "At most N notes.")
+    static let allOption = Option.flag("--all", help: "Every note, however many (following the server's pages).")
+    static let orderOption = Option.choice(
+        "--order", choices: [("newest", JotterClient.Notes.Order.newestFirst), ("oldest", .oldestFirst), ("updated", .recentlyUpdated)],
+        help: "Which notes come first (updated: the last changed).").defaulting(to: .newestFirst, shown: "newest")
+    static let afterOption = Option.text(
+        "--after", value: "CURSOR", help: "Start where a previous listing stopped (a note id; with --order updated, the cursor it printed).")
+    static let options = [searchOption.option, limitOption.option, allOption.option, orderOption.option, afterOption.option]
+        + ClientOptions.options
 
     let options: ClientOptions
     let search: String?
@@ -63,17 +66,10 @@ struct NotesListCommand: AsyncCommand {
 
     init(parsing arguments: Arguments) throws {
         options = try ClientOptions(parsing: arguments)
-        search = arguments.option("--search")
-        let limit = try arguments.option("--limit", as: "a positive whole number", { Int($0).flatMap { $0 > 0 ? $0 : nil } })
-        if arguments.flag("--all") {
-            guard limit == nil else { throw UsageError("choose --limit N or --all, not both") }
-            self.limit = nil
-        } else {
-            self.limit = limit ?? 100
-        }
-        order = try arguments.option("--order", as: "newest, oldest or updated", {
-            ["newest": .newestFirst, "oldest": .oldestFirst, "updated": .recentlyUpdated][$0.lowercased()] }) ?? .newestFirst
-        after = arguments.option("--after")
+        search = try arguments[Self.searchOption]
+        limit = try ClientOptions.count(arguments, limit: Self.limitOption, all: Self.allOption)
+        order = try arguments[Self.orderOption]
+        after = try arguments[Self.afterOption]
         try arguments.finish()
     }
 

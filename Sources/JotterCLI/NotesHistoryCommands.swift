@@ -13,10 +13,9 @@ struct NotesHistoryCommand: AsyncCommand {
     --version N, prints that version's body. A deleted note keeps its history in the trash:
     --trash reads it there.
     """
-    static let options = [
-        Option("--version", value: "N", help: "Print this version's body instead of the list."),
-        Option("--trash", help: "The note is in the trash (see jotter notes trash)."),
-    ] + ClientOptions.options
+    static let versionOption = Option.integer("--version", help: "Print this version's body instead of the list.")
+    static let trashOption = Option.flag("--trash", help: "The note is in the trash (see jotter notes trash).")
+    static let options = [versionOption.option, trashOption.option] + ClientOptions.options
 
     let options: ClientOptions
     let id: String
@@ -25,8 +24,8 @@ struct NotesHistoryCommand: AsyncCommand {
 
     init(parsing arguments: Arguments) throws {
         options = try ClientOptions(parsing: arguments)
-        inTrash = arguments.flag("--trash")
-        version = try arguments.option("--version", as: "a version (a whole number from 1)", { Int($0).flatMap { $0 > 0 ? $0 : nil } })
+        inTrash = try arguments[Self.trashOption]
+        version = try arguments[Self.versionOption]
         id = try arguments.single("ID")
     }
 
@@ -65,8 +64,8 @@ struct NotesRestoreCommand: AsyncCommand {
     its id, text and attachments. With --version N, saves version N's body (see jotter notes
     history ID) as the note's newest version; the versions in between stay in its history.
     """
-    static let options = [Option("--version", value: "N", help: "The version to bring back (of a note that is not deleted).")]
-        + ClientOptions.options
+    static let versionOption = Option.integer("--version", help: "The version to bring back (of a note that is not deleted).")
+    static let options = [versionOption.option] + ClientOptions.options
 
     let options: ClientOptions
     let id: String
@@ -75,7 +74,7 @@ struct NotesRestoreCommand: AsyncCommand {
 
     init(parsing arguments: Arguments) throws {
         options = try ClientOptions(parsing: arguments)
-        version = try arguments.option("--version", as: "a version (a whole number from 1)", { Int($0).flatMap { $0 > 0 ? $0 : nil } })
+        version = try arguments[Self.versionOption]
         id = try arguments.single("ID")
     }
 
@@ -109,13 +108,13 @@ struct NotesTrashCommand: AsyncCommand {
     for good with its history and attachments; until then jotter notes restore ID brings it
     back. --purge and --empty remove notes at once, attachments included; this can't be undone.
     """
-    static let options = [
-        Option("--limit", value: "N", default: "100", help: "At most N notes."),
-        Option("--all", help: "Every deleted note, however many (following the server's pages)."),
-        Option("--after", value: "ID", help: "Start after this note id (where a previous listing stopped)."),
-        Option("--purge", help: "Remove the notes ID… from the trash for good."),
-        Option("--empty", help: "Remove every note in the trash for good."),
-    ] + ClientOptions.options
+    static let limitOption = Option.integer("--limit", default: "100", help: "At most N notes.")
+    static let allOption = Option.flag("--all", help: "Every deleted note, however many (following the server's pages).")
+    static let afterOption = Option.text("--after", value: "ID", help: "Start after this note id (where a previous listing stopped).")
+    static let purgeOption = Option.flag("--purge", help: "Remove the notes ID… from the trash for good.")
+    static let emptyOption = Option.flag("--empty", help: "Remove every note in the trash for good.")
+    static let options = [limitOption.option, allOption.option, afterOption.option, purgeOption.option, emptyOption.option]
+        + ClientOptions.options
 
     enum Action {
         case list(limit: Int?, after: String?)
@@ -128,9 +127,9 @@ struct NotesTrashCommand: AsyncCommand {
 
     init(parsing arguments: Arguments) throws {
         options = try ClientOptions(parsing: arguments)
-        let limit = try arguments.option("--limit", as: "a positive whole number", { Int($0).flatMap { $0 > 0 ? $0 : nil } })
-        let all = arguments.flag("--all"), after = arguments.option("--after")
-        let purge = arguments.flag("--purge"), empty = arguments.flag("--empty")
+        let limit = try arguments[Self.limitOption]
+        let all = try arguments[Self.allOption], after = try arguments[Self.afterOption]
+        let purge = try arguments[Self.purgeOption], empty = try arguments[Self.emptyOption]
         let ids = arguments.positionals()
         let listing = limit != nil || all || after != nil
         switch (purge, empty) {

@@ -14,9 +14,9 @@ struct NotesWatchCommand: AsyncCommand {
     by itself when the connection drops, without missing changes (saying so on standard
     error). With --json, one JSON object per line: {"id":…,"event":"note.created","note":{…}}.
     """
-    static let options = [
-        Option("--since", value: "EVENT-ID", help: "Replay the changes after this event id first."),
-    ] + ClientOptions.options
+    static let sinceOption = Option.integer("--since", value: "EVENT-ID", in: 0...Int.max,
+                                            help: "Replay the changes after this event id first.")
+    static let options = [sinceOption.option] + ClientOptions.options
 
     /// One line of `--json` output.
     struct Line: Encodable {
@@ -44,7 +44,7 @@ struct NotesWatchCommand: AsyncCommand {
 
     init(parsing arguments: Arguments) throws {
         options = try ClientOptions(parsing: arguments)
-        since = try arguments.option("--since", as: "an event id (a whole number)", { Int64($0).flatMap { $0 >= 0 ? $0 : nil } })
+        since = try arguments[Self.sinceOption].map(Int64.init)
         try arguments.finish()
     }
 

@@ -20,10 +20,9 @@ struct UploadCommand: AsyncCommand {
     same command again after an interruption and only the rest is sent ("resumed at N bytes";
     the progress bar counts the bytes already on the server).
     """
-    static let options = [
-        Option("--note", value: "ID", help: "Attach the files to this note."),
-        Option("--resume", help: "Resumable: an interrupted upload goes on from where it stopped when run again."),
-    ] + ClientOptions.options
+    static let noteOption = Option.text("--note", value: "ID", help: "Attach the files to this note.")
+    static let resumeOption = Option.flag("--resume", help: "Resumable: an interrupted upload goes on from where it stopped when run again.")
+    static let options = [noteOption.option, resumeOption.option] + ClientOptions.options
 
     let options: ClientOptions
     let note: String?
@@ -33,8 +32,8 @@ struct UploadCommand: AsyncCommand {
 
     init(parsing arguments: Arguments) throws {
         options = try ClientOptions(parsing: arguments)
-        note = arguments.option("--note")
-        resume = arguments.flag("--resume")
+        note = try arguments[Self.noteOption]
+        resume = try arguments[Self.resumeOption]
         environment = arguments.environment
         paths = arguments.positionals()
         guard !paths.isEmpty else { throw UsageError("missing PATH") }
@@ -140,10 +139,9 @@ struct DownloadCommand: AsyncCommand {
     different file already at PATH is left untouched unless --force; one that already is
     this upload is not fetched again.
     """
-    static let options = [
-        Option("-o", "--output", value: "PATH", help: "Where to save it; - for standard output."),
-        Option("--force", help: "Replace a different file already at PATH."),
-    ] + ClientOptions.options
+    static let outputOption = Option.text("-o", "--output", value: "PATH", help: "Where to save it; - for standard output.")
+    static let forceOption = Option.flag("--force", help: "Replace a different file already at PATH.")
+    static let options = [outputOption.option, forceOption.option] + ClientOptions.options
 
     /// The `--json` summary.
     struct Summary: Encodable {
@@ -164,8 +162,8 @@ struct DownloadCommand: AsyncCommand {
 
     init(parsing arguments: Arguments) throws {
         options = try ClientOptions(parsing: arguments)
-        output = arguments.option("--output")
-        force = arguments.flag("--force")
+        output = try arguments[Self.outputOption]
+        force = try arguments[Self.forceOption]
         id = try arguments.single("ID")
     }
 

@@ -37,13 +37,13 @@ struct UploadsListCommand: AsyncCommand {
     it says so on standard error and how to see them; with --json the server's `next` link is
     kept.
     """
-    static let options = [
-        Option("--note", value: "ID", help: "Only the files attached to this note."),
-        Option("--unattached", help: "Only the files attached to no note."),
-        Option("--limit", value: "N", default: "100", help: "At most N uploads (at most 1000)."),
-        Option("--all", help: "Every upload, however many (following the server's pages)."),
-        Option("--after", value: "ID", help: "Start after this upload id (where a previous listing stopped)."),
-    ] + ClientOptions.options
+    static let noteOption = Option.text("--note", value: "ID", help: "Only the files attached to this note.")
+    static let unattachedOption = Option.flag("--unattached", help: "Only the files attached to no note.")
+    static let limitOption = Option.integer("--limit", default: "100", in: 1...1000, help: "At most N uploads (at most 1000).")
+    static let allOption = Option.flag("--all", help: "Every upload, however many (following the server's pages).")
+    static let afterOption = Option.text("--after", value: "ID", help: "Start after this upload id (where a previous listing stopped).")
+    static let options = [noteOption.option, unattachedOption.option, limitOption.option, allOption.option, afterOption.option]
+        + ClientOptions.options
 
     let options: ClientOptions
     let attachment: JotterClient.Uploads.Attachment
@@ -53,18 +53,12 @@ struct UploadsListCommand: AsyncCommand {
 
     init(parsing arguments: Arguments) throws {
         options = try ClientOptions(parsing: arguments)
-        let note = arguments.option("--note")
-        let unattached = arguments.flag("--unattached")
+        let note = try arguments[Self.noteOption]
+        let unattached = try arguments[Self.unattachedOption]
         if note != nil && unattached { throw UsageError("choose --note ID or --unattached, not both") }
         attachment = note.map { .note($0) } ?? (unattached ? .unattached : .any)
-        let limit = try arguments.option("--limit", as: "a whole number from 1 to 1000", { Int($0).flatMap { (1...1000).contains($0) ? $0 : nil } })
-        if arguments.flag("--all") {
-            guard limit == nil else { throw UsageError("choose --limit N or --all, not both") }
-            self.limit = nil
-        } else {
-            self.limit = limit ?? 100
-        }
-        after = arguments.option("--after")
+        limit = try ClientOptions.count(arguments, limit: Self.limitOption, all: Self.allOption)
+        after = try arguments[Self.afterOption]
         try arguments.finish()
     }
 

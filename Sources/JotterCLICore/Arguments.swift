@@ -6,13 +6,10 @@ public struct UsageError: Error, CustomStringConvertible, Sendable {
     public init(_ description: String) { self.description = description }
 }
 
-/// One option of a command, declared once: the parser reads it and the help lists it.
-///
-/// ```swift
-/// Option("-X", "--request", value: "METHOD", help: "The method (default GET, or POST when there is a body).")
-/// Option("--port", value: "PORT", environment: "JOTTER_PORT", default: "8080", help: "Port, 0 for any free one.")
-/// Option("--json", help: "Print JSON for scripts instead of text.")
-/// ```
+/// What an option is on the command line, declared once: the parser reads the arguments
+/// against it, and `--help`, the man page and the completions list it. A command declares its
+/// options typed (`Option.integer`, `.text`, `.flag`, …, a `TypedOption`) and reads their values
+/// through those declarations; this is what they all share.
 package struct Option: Sendable {
     /// Its spellings, short first: `-X`, `--request`.
     package let names: [String]
@@ -21,12 +18,12 @@ package struct Option: Sendable {
     /// The environment variable read when the option is not given.
     package let environment: String?
     /// The default shown in the help.
-    package let defaultValue: String?
+    package internal(set) var defaultValue: String?
     /// Whether the option may be given several times, every value kept (`-d a=1 -d b=2`).
     package let repeats: Bool
     package let help: String
 
-    package init(_ names: String..., value: String? = nil, environment: String? = nil, default defaultValue: String? = nil,
+    package init(_ names: [String], value: String? = nil, environment: String? = nil, default defaultValue: String? = nil,
                  repeats: Bool = false, help: String) {
         self.names = names
         self.value = value
@@ -53,7 +50,7 @@ package struct Option: Sendable {
     }
 
     /// `-h, --help`: every command has it.
-    package static let help = Option("-h", "--help", help: "Show this help.")
+    package static let help = Option(["-h", "--help"], help: "Show this help.")
 
     /// The help's lines for `options`: names and value in a column of 30, then the text (with
     /// its environment variable and default), wrapped at 92 columns.
@@ -148,48 +145,46 @@ package struct Arguments {
         arguments.prefix { $0 != "--" }.contains { $0 == "--help" || $0 == "-h" }
     }
 
-    private func option(named name: String) -> Option {
-        guard let option = declared.first(where: { $0.names.contains(name) }) else {
-            preconditionFailure("\(name) is not a declared option")
+    /// The value of `option`, read, converted and checked by its declaration: `arguments[Self.limit]`.
+    /// - Throws: `UsageError` naming the option (and the variable it came from) for a bad value.
+    package subscript<Value>(option: TypedOption<Value>) -> Value {
+        get throws(UsageError) {
+            precondition(declares(option.option), "\(option.option.key) is not a declared option")
+            return try option.read(self)
         }
-        return option
     }
 
-    /// The value of option `name` (any of its spellings), else its environment variable, else `nil`.
-    package func option(_ name: String) -> String? {
-        let option = option(named: name)
+    /// Whether the command declared `option` (shared option sets ask before reading one).
+    package func declares(_ option: Option) -> Bool {
+        declared.contains { $0.key == option.key }
+    }
+
+    /// The last value given for `option`, else its environment variable (when not empty), else `nil`.
+    func text(_ option: Option) -> String? {
         if let value = given[option.key]?.last { return value }
         if let key = option.environment, let value = environment[key], !value.isEmpty { return value }
         return nil
     }
 
-    /// The value of option `name` converted by `convert`, or `nil`; names the option when it can't be.
-    package func option<T>(_ name: String, as what: String, _ convert: (String) -> T?) throws(UsageError) -> T? {
-        guard let text = option(name) else { return nil }
-        guard let value = convert(text) else {
-            let key = option(named: name).environment
-            let source = key.map { given[option(named: name).key] == nil && environment[$0] == text ? " (from \($0))" : "" } ?? ""
-            throw UsageError("\(option(named: name).key) must be \(what), not '\(text)'\(source)")
-        }
-        return value
+    /// Every value given for a repeatable `option`, in order (`-d a=1 --data b=2 --data=c=3` →
+    /// `["a=1", "b=2", "c=3"]`); when none is, its variable's words separated by spaces.
+    func values(_ option: Option) -> [String] {
+        if let values = given[option.key] { return values }
+        return (option.environment.flatMap { environment[$0] } ?? "").split(separator: " ").map(String.init)
     }
 
-    /// Every value of a repeatable option, in order: `-d a=1 --data b=2 --data=c=3` → `["a=1", "b=2", "c=3"]`.
-    package func values(_ name: String) -> [String] {
-        given[option(named: name).key] ?? []
-    }
-
-    /// Whether flag `name` was given (or its environment variable is `1`/`true`/`yes`).
-    package func flag(_ name: String) -> Bool {
-        let option = option(named: name)
+    /// Whether flag `option` was given (or its environment variable is `1`/`true`/`yes`).
+    func flag(_ option: Option) -> Bool {
         if given[option.key] != nil { return true }
         if let key = option.environment, let value = environment[key]?.lowercased() { return ["1", "true", "yes"].contains(value) }
         return false
     }
 
-    /// Whether the command declared option `name` (shared option sets ask before reading one).
-    package func declares(_ name: String) -> Bool {
-        declared.contains { $0.names.contains(name) }
+    /// The usage error for a value of `option` that is not `expected`: `--limit must be a whole
+    /// number from 1 to 1000, not 'ten'`, and `(from JOTTER_X)` when the value came from there.
+    package func invalid(_ option: Option, _ text: String, expected: String) -> UsageError {
+        let variable = option.environment.flatMap { given[option.key] == nil && environment[$0] == text ? $0 : nil }
+        return UsageError("\(option.key) must be \(expected), not '\(text)'\(variable.map { " (from \($0))" } ?? "")")
     }
 
     /// The positional arguments, in order.

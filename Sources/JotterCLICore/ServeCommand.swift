@@ -20,141 +20,136 @@ package struct ServeCommand: BlockingCommand {
 
     Each option is also read from the environment variable shown.
     """
+    static let host = Option.text("--host", value: "HOST", environment: "JOTTER_HOST", default: "127.0.0.1", help: "Address to listen on.")
+    static let port = Option.integer("--port", value: "PORT", environment: "JOTTER_PORT", default: "8080", in: 0...65535,
+                                     noun: "port number", help: "Port, 0 for any free one.")
+    static let data = Option.text("--data", value: "DIR", environment: "JOTTER_DATA", default: "./jotter-data", help: "Data folder.")
+    static let threads = Option.integer("--threads", environment: "JOTTER_THREADS", default: "number of cores", in: 1...256,
+                                        help: "Engine threads.")
+    static let maxBodySize = Option.size("--max-body-size", environment: "JOTTER_MAX_BODY_SIZE", default: "1MiB", minimum: 1,
+                                         help: "Largest non-upload body, e.g. 1MiB.")
+    static let maxUploadSize = Option.size("--max-upload-size", environment: "JOTTER_MAX_UPLOAD_SIZE", default: "1GiB", minimum: 1,
+                                           help: "Largest sum of files in one upload, e.g. 1GiB.")
+    static let maxConnections = Option.integer("--max-connections", environment: "JOTTER_MAX_CONNECTIONS", default: "10000",
+                                               help: "Open connections in all.")
+    static let maxConnectionsPerAddress = Option.integer(
+        "--max-connections-per-address", environment: "JOTTER_MAX_CONNECTIONS_PER_ADDRESS", default: "256",
+        help: "Open connections from one client address (a --trusted-proxy is not held to it).")
+    static let idleTimeout = Option.integer("--idle-timeout", value: "SECONDS", environment: "JOTTER_IDLE_TIMEOUT", default: "30",
+                                            unit: "seconds", help: "Close connections idle this long.")
+    static let database = Option.text(
+        "--database", value: "sqlite|URL", environment: "JOTTER_DATABASE_URL", default: "sqlite",
+        help: "sqlite: jotter.sqlite in the data folder (one machine); a postgres:// URL: PostgreSQL, which any number of "
+            + "instances may share.")
+    static let databasePool = Option.integer("--database-pool", environment: "JOTTER_DATABASE_POOL", in: 1...1000,
+                                             help: "PostgreSQL connections this instance opens at most.").defaulting(to: 8)
+    static let blobStore = Option.text(
+        "--blob-store", value: "URL", environment: "JOTTER_BLOB_STORE", default: "the data folder's uploads/",
+        help: "With PostgreSQL: where upload bytes go, s3://BUCKET?endpoint=URL&region=R (credentials from AWS_ACCESS_KEY_ID "
+            + "and AWS_SECRET_ACCESS_KEY).")
+    static let synchronous = Option.choice(
+        "--synchronous", choices: [("full", SQLiteStore.Synchronous.full), ("normal", .normal)], environment: "JOTTER_SYNCHRONOUS",
+        default: "full",
+        help: "SQLite durability: full syncs every commit before it is acknowledged; normal may lose the last commits on "
+            + "power loss (not on a crash of jotter).")
+    static let minFreeSpace = Option.size("--min-free-space", environment: "JOTTER_MIN_FREE_SPACE", default: "64MiB",
+                                          help: "/healthz answers 503 when less is free for the data folder.")
+    static let quiet = Option.flag("--quiet", environment: "JOTTER_QUIET", help: "No access log.")
+    static let auth = Option.choice(
+        "--auth", choices: [("required", AuthMode.required), ("off", .off)], environment: "JOTTER_AUTH",
+        default: "off on a loopback host, required elsewhere",
+        help: "Whether notes, uploads, their events and /metrics need a token or a session; off on another host logs a warning.")
+    static let corsOrigin = Option.list(
+        "--cors-origin", value: "ORIGIN", environment: "JOTTER_CORS_ORIGIN",
+        help: "Let pages of this origin (https://app.example.com) call the API; repeatable (the variable: separated by spaces); none by default.")
+    static let allowedHost = Option.list(
+        "--allowed-host", value: "NAME", environment: "JOTTER_ALLOWED_HOST",
+        help: "On a loopback --host: a Host name served besides localhost, 127.0.0.1 and [::1] (a reverse proxy's public "
+            + "name); repeatable (the variable: separated by spaces). Any other Host is 421, against DNS rebinding.")
+    static let trustedProxy = Option.list(
+        "--trusted-proxy", value: "CIDR", environment: "JOTTER_TRUSTED_PROXY",
+        help: "A reverse proxy (10.0.0.0/8, 127.0.0.1, ::1) whose Forwarded or X-Forwarded-For/-Proto headers give the client's "
+            + "address and scheme (logs, sign-in limits, Secure cookies, HSTS); repeatable (the variable: separated by spaces). "
+            + "From any other peer those headers are ignored; none by default.")
+    static let rateLimit = Option.integer("--rate-limit", environment: "JOTTER_RATE_LIMIT", default: "6000", in: 0...Int.max,
+                                          unit: "requests a minute",
+                                          help: "Requests a minute one token or session may make (429 beyond); 0 for no limit.")
+    static let userRateLimit = Option.integer(
+        "--user-rate-limit", environment: "JOTTER_USER_RATE_LIMIT", default: "as --rate-limit", unit: "requests a minute",
+        help: "Requests a minute one user may make with all their tokens and sessions together (429 beyond).")
+    static let maxTokensPerUser = Option.integer(
+        "--max-tokens-per-user", environment: "JOTTER_MAX_TOKENS_PER_USER", default: "100", in: 0...Int.max, unit: "tokens",
+        help: "API tokens one user may hold (revoked and expired ones not counted; 409 beyond); 0 for no limit.")
+    static let revisionDays = Option.integer(
+        "--revision-days", environment: "JOTTER_REVISION_DAYS", default: "30", unit: "days",
+        help: "Days every revision of a note is kept; then the newest of each day until three times as long, then of each "
+            + "week (a note's newest always).")
+    static let trashDays = Option.integer(
+        "--trash-days", environment: "JOTTER_TRASH_DAYS", default: "30", unit: "days",
+        help: "Days a deleted note stays in the trash, restorable; then it is removed for good with its revisions and "
+            + "attachments.")
+    static let feedDays = Option.integer(
+        "--feed-days", environment: "JOTTER_FEED_DAYS", default: "90", unit: "days",
+        help: "Days GET /notes/changes remembers a deleted note; a client whose cursor is older gets a walk of "
+            + "every note (reset) instead of the changes.")
+    static let tlsCert = Option.text("--tls-cert", value: "FILE", environment: "JOTTER_TLS_CERT",
+                                     help: "Serve HTTPS with this PEM certificate (chain).")
+    static let tlsKey = Option.text("--tls-key", value: "FILE", environment: "JOTTER_TLS_KEY", help: "The PEM private key of --tls-cert.")
+
     package static let options = [
-        Option("--host", value: "HOST", environment: "JOTTER_HOST", default: "127.0.0.1", help: "Address to listen on."),
-        Option("--port", value: "PORT", environment: "JOTTER_PORT", default: "8080", help: "Port, 0 for any free one."),
-        Option("--data", value: "DIR", environment: "JOTTER_DATA", default: "./jotter-data", help: "Data folder."),
-        Option("--threads", value: "N", environment: "JOTTER_THREADS", default: "number of cores", help: "Engine threads."),
-        Option("--max-body-size", value: "SIZE", environment: "JOTTER_MAX_BODY_SIZE", default: "1MiB",
-               help: "Largest non-upload body, e.g. 1MiB."),
-        Option("--max-upload-size", value: "SIZE", environment: "JOTTER_MAX_UPLOAD_SIZE", default: "1GiB",
-               help: "Largest sum of files in one upload, e.g. 1GiB."),
-        Option("--max-connections", value: "N", environment: "JOTTER_MAX_CONNECTIONS", default: "10000", help: "Open connections in all."),
-        Option("--max-connections-per-address", value: "N", environment: "JOTTER_MAX_CONNECTIONS_PER_ADDRESS", default: "256",
-               help: "Open connections from one client address (a --trusted-proxy is not held to it)."),
-        Option("--idle-timeout", value: "SECONDS", environment: "JOTTER_IDLE_TIMEOUT", default: "30", help: "Close connections idle this long."),
-        Option("--database", value: "sqlite|URL", environment: "JOTTER_DATABASE_URL", default: "sqlite",
-               help: "sqlite: jotter.sqlite in the data folder (one machine); a postgres:// URL: PostgreSQL, which any number of "
-                   + "instances may share."),
-        Option("--database-pool", value: "N", environment: "JOTTER_DATABASE_POOL", default: "8",
-               help: "PostgreSQL connections this instance opens at most."),
-        Option("--blob-store", value: "URL", environment: "JOTTER_BLOB_STORE", default: "the data folder's uploads/",
-               help: "With PostgreSQL: where upload bytes go, s3://BUCKET?endpoint=URL&region=R (credentials from AWS_ACCESS_KEY_ID "
-                   + "and AWS_SECRET_ACCESS_KEY)."),
-        Option("--synchronous", value: "full|normal", environment: "JOTTER_SYNCHRONOUS", default: "full",
-               help: "SQLite durability: full syncs every commit before it is acknowledged; normal may lose the last commits on "
-                   + "power loss (not on a crash of jotter)."),
-        Option("--min-free-space", value: "SIZE", environment: "JOTTER_MIN_FREE_SPACE", default: "64MiB",
-               help: "/healthz answers 503 when less is free for the data folder."),
-        Option("--quiet", environment: "JOTTER_QUIET", help: "No access log."),
-        Option("--auth", value: "required|off", environment: "JOTTER_AUTH", default: "off on a loopback host, required elsewhere",
-               help: "Whether notes, uploads, their events and /metrics need a token or a session; off on another host logs a warning."),
-        Option("--cors-origin", value: "ORIGIN", environment: "JOTTER_CORS_ORIGIN", repeats: true,
-               help: "Let pages of this origin (https://app.example.com) call the API; repeatable (the variable: separated by spaces); none by default."),
-        Option("--allowed-host", value: "NAME", environment: "JOTTER_ALLOWED_HOST", repeats: true,
-               help: "On a loopback --host: a Host name served besides localhost, 127.0.0.1 and [::1] (a reverse proxy's public "
-                   + "name); repeatable (the variable: separated by spaces). Any other Host is 421, against DNS rebinding."),
-        Option("--trusted-proxy", value: "CIDR", environment: "JOTTER_TRUSTED_PROXY", repeats: true,
-               help: "A reverse proxy (10.0.0.0/8, 127.0.0.1, ::1) whose Forwarded or X-Forwarded-For/-Proto headers give the client's "
-                   + "address and scheme (logs, sign-in limits, Secure cookies, HSTS); repeatable (the variable: separated by spaces). "
-                   + "From any other peer those headers are ignored; none by default."),
-        Option("--rate-limit", value: "N", environment: "JOTTER_RATE_LIMIT", default: "6000",
-               help: "Requests a minute one token or session may make (429 beyond); 0 for no limit."),
-        Option("--user-rate-limit", value: "N", environment: "JOTTER_USER_RATE_LIMIT", default: "as --rate-limit",
-               help: "Requests a minute one user may make with all their tokens and sessions together (429 beyond)."),
-        Option("--max-tokens-per-user", value: "N", environment: "JOTTER_MAX_TOKENS_PER_USER", default: "100",
-               help: "API tokens one user may hold (revoked and expired ones not counted; 409 beyond); 0 for no limit."),
-        Option("--revision-days", value: "N", environment: "JOTTER_REVISION_DAYS", default: "30",
-               help: "Days every revision of a note is kept; then the newest of each day until three times as long, then of each "
-                   + "week (a note's newest always)."),
-        Option("--trash-days", value: "N", environment: "JOTTER_TRASH_DAYS", default: "30",
-               help: "Days a deleted note stays in the trash, restorable; then it is removed for good with its revisions and "
-                   + "attachments."),
-        Option("--feed-days", value: "N", environment: "JOTTER_FEED_DAYS", default: "90",
-               help: "Days GET /notes/changes remembers a deleted note; a client whose cursor is older gets a walk of "
-                   + "every note (reset) instead of the changes."),
-        Option("--tls-cert", value: "FILE", environment: "JOTTER_TLS_CERT", help: "Serve HTTPS with this PEM certificate (chain)."),
-        Option("--tls-key", value: "FILE", environment: "JOTTER_TLS_KEY", help: "The PEM private key of --tls-cert."),
+        host.option, port.option, data.option, threads.option, maxBodySize.option, maxUploadSize.option, maxConnections.option,
+        maxConnectionsPerAddress.option, idleTimeout.option, database.option, databasePool.option, blobStore.option,
+        synchronous.option, minFreeSpace.option, quiet.option, auth.option, corsOrigin.option, allowedHost.option,
+        trustedProxy.option, rateLimit.option, userRateLimit.option, maxTokensPerUser.option, revisionDays.option,
+        trashDays.option, feedDays.option, tlsCert.option, tlsKey.option,
     ]
 
     package var configuration = ServerConfiguration()
 
     package init(parsing arguments: Arguments) throws {
-        let positive = { (text: String) -> Int? in Int(text).flatMap { $0 > 0 ? $0 : nil } }
-        if let host = arguments.option("--host") { configuration.host = host }
-        if let port = try arguments.option("--port", as: "a port number from 0 to 65535", {
-            Int($0).flatMap { (0...65535).contains($0) ? $0 : nil } }) { configuration.port = port }
-        if let data = arguments.option("--data") { configuration.dataDirectory = data }
-        if let threads = try arguments.option("--threads", as: "a whole number from 1 to 256", {
-            Int($0).flatMap { (1...256).contains($0) ? $0 : nil } }) { configuration.threads = threads }
-        if let size = try arguments.option("--max-body-size", as: "a size such as 1048576 or 1MiB",
-                                           { parseSize($0).flatMap { $0 > 0 ? $0 : nil } }) { configuration.maxBodySize = size }
-        if let size = try arguments.option("--max-upload-size", as: "a size such as 1GiB",
-                                           { parseSize($0).flatMap { $0 > 0 ? $0 : nil } }) { configuration.maxUploadSize = Int64(size) }
-        if let limit = try arguments.option("--max-connections", as: "a positive whole number", positive) {
-            configuration.connectionLimit = limit
+        if let host = try arguments[Self.host] { configuration.host = host }
+        if let port = try arguments[Self.port] { configuration.port = port }
+        if let data = try arguments[Self.data] { configuration.dataDirectory = data }
+        if let threads = try arguments[Self.threads] { configuration.threads = threads }
+        if let size = try arguments[Self.maxBodySize] { configuration.maxBodySize = size }
+        if let size = try arguments[Self.maxUploadSize] { configuration.maxUploadSize = Int64(size) }
+        if let limit = try arguments[Self.maxConnections] { configuration.connectionLimit = limit }
+        if let limit = try arguments[Self.maxConnectionsPerAddress] { configuration.connectionsPerAddress = limit }
+        if let timeout = try arguments[Self.idleTimeout] { configuration.idleTimeout = timeout }
+        let pool = try arguments[Self.databasePool]
+        if let database = try arguments[Self.database] {
+            do { configuration.database = try StoreConfiguration.Database.parse(database, poolSize: pool) } catch {
+                throw arguments.invalid(Self.database.option, database, expected: "sqlite or a postgres:// URL")
+            }
         }
-        if let limit = try arguments.option("--max-connections-per-address",
-                                            as: "a positive whole number", positive) {
-            configuration.connectionsPerAddress = limit
-        }
-        if let timeout = try arguments.option("--idle-timeout", as: "a positive number of seconds", positive) {
-            configuration.idleTimeout = timeout
-        }
-        let pool = try arguments.option("--database-pool", as: "a whole number from 1 to 1000", {
-            Int($0).flatMap { (1...1000).contains($0) ? $0 : nil } }) ?? 8
-        if let database = try arguments.option("--database", as: "sqlite or a postgres:// URL", {
-            try? StoreConfiguration.Database.parse($0, poolSize: pool) }) { configuration.database = database }
-        if let mode = try arguments.option("--synchronous", as: "full or normal", { SQLiteStore.Synchronous(rawValue: $0.uppercased()) }) {
+        if let mode = try arguments[Self.synchronous] {
             guard case .sqlite(var options) = configuration.database else {
                 throw UsageError("--synchronous is SQLite's durability; PostgreSQL commits durably (synchronous_commit)")
             }
             options.synchronous = mode
             configuration.database = .sqlite(options)
         }
-        configuration.blobStore = arguments.option("--blob-store")
+        configuration.blobStore = try arguments[Self.blobStore]
         if configuration.blobStore != nil, case .sqlite = configuration.database {
             throw UsageError("--blob-store needs --database postgres://…: with SQLite, uploads stay in the data folder")
         }
-        if let mode = try arguments.option("--auth", as: "required or off", { AuthMode(rawValue: $0.lowercased()) }) {
-            configuration.auth = mode
-        }
-        let origins = arguments.values("--cors-origin")
-        configuration.corsOrigins = !origins.isEmpty ? origins
-            : (arguments.environment["JOTTER_CORS_ORIGIN"] ?? "").split(separator: " ").map(String.init)
-        let hosts = arguments.values("--allowed-host")
-        configuration.allowedHosts = !hosts.isEmpty ? hosts
-            : (arguments.environment["JOTTER_ALLOWED_HOST"] ?? "").split(separator: " ").map(String.init)
-        let proxies = arguments.values("--trusted-proxy")
-        configuration.trustedProxies = !proxies.isEmpty ? proxies
-            : (arguments.environment["JOTTER_TRUSTED_PROXY"] ?? "").split(separator: " ").map(String.init)
+        if let mode = try arguments[Self.auth] { configuration.auth = mode }
+        configuration.corsOrigins = try arguments[Self.corsOrigin]
+        configuration.allowedHosts = try arguments[Self.allowedHost]
+        configuration.trustedProxies = try arguments[Self.trustedProxy]
         for proxy in configuration.trustedProxies where TrustedProxies.Block(proxy) == nil {
-            throw UsageError("--trusted-proxy must be an IP address or CIDR block (10.0.0.0/8, ::1), not '\(proxy)'")
+            throw arguments.invalid(Self.trustedProxy.option, proxy, expected: "an IP address or CIDR block (10.0.0.0/8, ::1)")
         }
-        if let limit = try arguments.option("--rate-limit", as: "a whole number of requests a minute", { Int($0).flatMap { $0 >= 0 ? $0 : nil } }) {
-            configuration.requestsPerMinute = limit
-        }
-        if let limit = try arguments.option("--user-rate-limit", as: "a positive whole number of requests a minute", positive) {
-            configuration.requestsPerUserMinute = limit
-        }
-        if let limit = try arguments.option("--max-tokens-per-user", as: "a whole number of tokens", { Int($0).flatMap { $0 >= 0 ? $0 : nil } }) {
-            configuration.tokensPerUser = limit
-        }
-        if let days = try arguments.option("--revision-days", as: "a positive whole number of days", positive) {
-            configuration.revisionDays = days
-        }
-        if let days = try arguments.option("--trash-days", as: "a positive whole number of days", positive) {
-            configuration.trashDays = days
-        }
-        if let days = try arguments.option("--feed-days", as: "a positive whole number of days", positive) {
-            configuration.feedDays = days
-        }
-        configuration.tlsCertificatePath = arguments.option("--tls-cert")
-        configuration.tlsKeyPath = arguments.option("--tls-key")
-        if let size = try arguments.option("--min-free-space", as: "a size such as 64MiB", parseSize) {
-            configuration.minimumFreeSpace = Int64(size)
-        }
-        configuration.accessLog = !arguments.flag("--quiet")
+        if let limit = try arguments[Self.rateLimit] { configuration.requestsPerMinute = limit }
+        if let limit = try arguments[Self.userRateLimit] { configuration.requestsPerUserMinute = limit }
+        if let limit = try arguments[Self.maxTokensPerUser] { configuration.tokensPerUser = limit }
+        if let days = try arguments[Self.revisionDays] { configuration.revisionDays = days }
+        if let days = try arguments[Self.trashDays] { configuration.trashDays = days }
+        if let days = try arguments[Self.feedDays] { configuration.feedDays = days }
+        configuration.tlsCertificatePath = try arguments[Self.tlsCert]
+        configuration.tlsKeyPath = try arguments[Self.tlsKey]
+        if let size = try arguments[Self.minFreeSpace] { configuration.minimumFreeSpace = Int64(size) }
+        configuration.accessLog = !(try arguments[Self.quiet])
         try arguments.finish()
     }
 

@@ -114,6 +114,37 @@ struct CLITests {
         #expect(try Arguments(["--", "--help", "-x"], options: [], environment: [:]).positionals() == ["--help", "-x"])
     }
 
+    @Test("a typed option: its default when not given, its variable, a list from spaces, its help from the same declaration")
+    func typedOptions() throws {
+        let limit = Option.integer("--limit", in: 1...1000, help: "At most N.").defaulting(to: 100)
+        let order = Option.choice("--order", choices: [("newest", 1), ("oldest", 2)], help: "Which first.")
+        let hosts = Option.list("--host", value: "NAME", environment: "HOSTS", help: "Hosts.")
+        let verbose = Option.flag("-v", "--verbose", environment: "VERBOSE", help: "More.")
+        let options = [limit.option, order.option, hosts.option, verbose.option]
+        #expect(Option.listing(options).contains("--limit N"))
+        #expect(Option.listing(options).contains("At most N (default 100)."))
+        #expect(order.option.value == "newest|oldest" && order.option.choices == ["newest", "oldest"])
+        let none = try Arguments([], options: options, environment: ["HOSTS": "a.example  b.example", "VERBOSE": "yes"])
+        #expect(try none[limit] == 100 && none[order] == nil)
+        #expect(try none[hosts] == ["a.example", "b.example"] && none[verbose])
+        let given = try Arguments(["--limit=7", "--order", "OLDEST", "--host", "c", "--host", "d"], options: options,
+                                  environment: ["HOSTS": "a.example"])
+        #expect(try given[limit] == 7 && given[order] == 2 && given[hosts] == ["c", "d"] && !given[verbose])
+        for (value, expected) in [("ten", "--limit must be a whole number from 1 to 1000, not 'ten'"),
+                                  ("1001", "--limit must be a whole number from 1 to 1000, not '1001'"),
+                                  ("", "--limit must be a whole number from 1 to 1000, not ''")] {
+            let parsed = try Arguments(["--limit", value], options: options, environment: [:])
+            #expect(Self.message { try parsed[limit] } == expected)
+        }
+        let sideways = try Arguments(["--order", "sideways"], options: options, environment: [:])
+        #expect(Self.message { try sideways[order] } == "--order must be newest or oldest, not 'sideways'")
+    }
+
+    /// The usage error `body` throws, as it is printed.
+    static func message(_ body: () throws -> Any?) -> String? {
+        do { _ = try body(); return nil } catch { return (error as? UsageError)?.description ?? "not a usage error: \(error)" }
+    }
+
     @Test("a Foundation error is reported as its sentence, not a dump of its fields")
     func foundationError() {
         let captured = Captured()
@@ -225,6 +256,32 @@ struct BinaryTests {
         let output = out.fileHandleForReading.readDataToEndOfFile(), errors = err.fileHandleForReading.readDataToEndOfFile()
         process.waitUntilExit()
         return (process.terminationStatus, String(decoding: output, as: UTF8.self), String(decoding: errors, as: UTF8.self))
+    }
+
+    @Test("a bad option value is one usage error naming the option, exit 2, with nothing done: no request, no data folder",
+          arguments: [
+              (["notes", "list", "--limit", "ten"], [:], "--limit must be a positive whole number, not 'ten'"),
+              (["uploads", "list", "--limit", "5000"], [:], "--limit must be a whole number from 1 to 1000, not '5000'"),
+              (["notes", "list", "--order", "sideways"], [:], "--order must be newest, oldest or updated, not 'sideways'"),
+              (["notes", "watch", "--since=-3"], [:], "--since must be a whole number, 0 or more, not '-3'"),
+              (["tokens", "create", "--server", "SERVER", "--expires", "3q"], [:],
+               "--expires must be a duration such as 12h, 30d or 1y, not '3q'"),
+              (["serve", "--data", "DATA", "--synchronous", "fast"], [:], "--synchronous must be full or normal, not 'fast'"),
+              (["serve", "--data", "DATA", "--threads", "0"], [:], "--threads must be a whole number from 1 to 256, not '0'"),
+              (["serve", "--data", "DATA"], ["JOTTER_RATE_LIMIT": "-5"],
+               "--rate-limit must be a whole number of requests a minute, 0 or more, not '-5' (from JOTTER_RATE_LIMIT)"),
+          ] as [([String], [String: String], String)])
+    func badOptionValues(_ arguments: [String], _ environment: [String: String], _ message: String) throws {
+        // A server nobody listens on: reaching for it would be exit 5, not 2.
+        let server = "http://127.0.0.1:\(try TestApp.unusedPort())"
+        let data = FileManager.default.temporaryDirectory.appendingPathComponent("jotter-bad-option-\(UUID().uuidString)").path
+        let command = arguments.map { $0 == "SERVER" ? server : $0 == "DATA" ? data : $0 }
+        let result = try Self.jotter(command, environment: environment.merging(["JOTTER_SERVER": server]) { $1 })
+        let path = command.prefix { !$0.hasPrefix("-") }.joined(separator: " ")
+        #expect(result.status == ExitCode.usage, "\(command): \(result.err)")
+        #expect(result.out.isEmpty)
+        #expect(result.err == "error: \(message)\nSee 'jotter \(path) --help'.\n")
+        #expect(!FileManager.default.fileExists(atPath: data))
     }
 
     @Test("a port in use is one line and exit 1")

@@ -23,7 +23,8 @@ struct ExportCommand: AsyncCommand {
     An export reads the notes page by page while the server goes on: for a snapshot of one
     moment use jotter backup.
     """
-    static let options = [Option("--force", help: "Replace FILE if it exists.")] + ClientOptions.options
+    static let forceOption = Option.flag("--force", help: "Replace FILE if it exists.")
+    static let options = [forceOption.option] + ClientOptions.options
 
     let options: ClientOptions
     let force: Bool
@@ -31,7 +32,7 @@ struct ExportCommand: AsyncCommand {
 
     init(parsing arguments: Arguments) throws {
         options = try ClientOptions(parsing: arguments)
-        force = arguments.flag("--force")
+        force = try arguments[Self.forceOption]
         path = try arguments.single("FILE")
         try TarWriter.checkName(path)
     }

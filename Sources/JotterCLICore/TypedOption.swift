@@ -1,0 +1,109 @@
+/// An option declared once with the type of its value: the command reads it through this
+/// declaration, which converts and checks the text, and lists its `option` for the parser,
+/// `--help`, the man page and the completions.
+///
+/// ```swift
+/// static let limit = Option.integer("--limit", in: 1...1000, help: "At most N uploads.").defaulting(to: 100)
+/// static let all = Option.flag("--all", help: "Every upload.")
+/// static let options = [limit.option, all.option] + ClientOptions.options
+///
+/// let limit = try arguments[Self.limit]  // an Int from 1 to 1000, 100 when not given
+/// ```
+///
+/// A value it can't take is one usage error, exit 2: `--limit must be a whole number from 1 to
+/// 1000, not '5000'` (with `(from JOTTER_…)` when it came from the environment).
+package struct TypedOption<Value>: Sendable {
+    /// What the parser, the help, the man page and the completions see.
+    package private(set) var option: Option
+    let read: @Sendable (Arguments) throws(UsageError) -> Value
+
+    init(_ option: Option, read: @escaping @Sendable (Arguments) throws(UsageError) -> Value) {
+        self.option = option
+        self.read = read
+    }
+
+    /// This option with `fallback` when it is not given (and its help says `default …`: `shown`,
+    /// or `fallback` as text).
+    package func defaulting<Wrapped>(to fallback: Wrapped, shown: String? = nil) -> TypedOption<Wrapped>
+        where Value == Wrapped?, Wrapped: Sendable {
+        let read = self.read
+        var option = option
+        option.defaultValue = shown ?? "\(fallback)"
+        return TypedOption<Wrapped>(option) { arguments throws(UsageError) in try read(arguments) ?? fallback }
+    }
+}
+
+extension Option {
+    /// A flag: true when given, or when its variable is `1`, `true` or `yes`.
+    package static func flag(_ names: String..., environment: String? = nil, help: String) -> TypedOption<Bool> {
+        let option = Option(names, environment: environment, help: help)
+        return TypedOption(option) { $0.flag(option) }
+    }
+
+    /// A value taken as it is: a name, a path, a URL. `default` is what the help says is used
+    /// when it is not given.
+    package static func text(_ names: String..., value: String, environment: String? = nil, default shown: String? = nil,
+                             help: String) -> TypedOption<String?> {
+        let option = Option(names, value: value, environment: environment, default: shown, help: help)
+        return TypedOption(option) { $0.text(option) }
+    }
+
+    /// A repeatable value, every one kept in order (`-H a -H b`); when none is given, its
+    /// variable's values separated by spaces.
+    package static func list(_ names: String..., value: String, environment: String? = nil, help: String) -> TypedOption<[String]> {
+        let option = Option(names, value: value, environment: environment, repeats: true, help: help)
+        return TypedOption(option) { $0.values(option) }
+    }
+
+    /// A whole number in `range`. A bad one is said as `a whole number from 1 to 256`, `a
+    /// positive whole number of days` (`unit`), `a port number from 0 to 65535` (`noun`).
+    package static func integer(_ names: String..., value: String = "N", environment: String? = nil, default shown: String? = nil,
+                                in range: ClosedRange<Int> = 1...Int.max, noun: String = "whole number", unit: String? = nil,
+                                help: String) -> TypedOption<Int?> {
+        let option = Option(names, value: value, environment: environment, default: shown, help: help)
+        var expected = noun + (unit.map { " of " + $0 } ?? "")
+        switch (range.lowerBound, range.upperBound) {
+        case (.min, .max): break
+        case (1, .max): expected = "positive " + expected
+        case (let low, .max): expected += ", \(low) or more"
+        case (let low, let high): expected += " from \(low) to \(high)"
+        }
+        expected = ("aeiou".contains(expected.first ?? "a") ? "an " : "a ") + expected
+        return parsed(option, expected: expected) { text in Int(text).flatMap { range.contains($0) ? $0 : nil } }
+    }
+
+    /// A size such as `1048576`, `512K` or `1MiB` (binary multiples), in bytes, at least `minimum`;
+    /// `default` is shown in the help and in the error as the example.
+    package static func size(_ names: String..., environment: String? = nil, default shown: String, minimum: Int = 0,
+                             help: String) -> TypedOption<Int?> {
+        let option = Option(names, value: "SIZE", environment: environment, default: shown, help: help)
+        return parsed(option, expected: "a size such as \(shown)") { parseSize($0).flatMap { $0 >= minimum ? $0 : nil } }
+    }
+
+    /// One of `choices` (case does not matter): its value in the help and the completions is
+    /// their names (`newest|oldest|updated`); a bad one is said as `newest, oldest or updated`.
+    package static func choice<Choice: Sendable>(_ names: String..., choices: [(name: String, value: Choice)],
+                                                 environment: String? = nil, default shown: String? = nil,
+                                                 help: String) -> TypedOption<Choice?> {
+        let words = choices.map(\.name)
+        let option = Option(names, value: words.joined(separator: "|"), environment: environment, default: shown, help: help)
+        let expected = words.count > 1 ? words.dropLast().joined(separator: ", ") + " or " + words.last! : words.joined()
+        return parsed(option, expected: expected) { text in choices.first { $0.name == text.lowercased() }?.value }
+    }
+
+    /// A value `convert` reads, `nil` when it can't: said as `expected` (`a duration such as 12h`).
+    package static func value<Value: Sendable>(_ names: String..., value: String, environment: String? = nil,
+                                               default shown: String? = nil, expected: String,
+                                               help: String, _ convert: @escaping @Sendable (String) -> Value?) -> TypedOption<Value?> {
+        parsed(Option(names, value: value, environment: environment, default: shown, help: help), expected: expected, convert)
+    }
+
+    private static func parsed<Value>(_ option: Option, expected: String,
+                                      _ convert: @escaping @Sendable (String) -> Value?) -> TypedOption<Value?> {
+        TypedOption(option) { arguments throws(UsageError) in
+            guard let text = arguments.text(option) else { return nil }
+            guard let value = convert(text) else { throw arguments.invalid(option, text, expected: expected) }
+            return value
+        }
+    }
+}
