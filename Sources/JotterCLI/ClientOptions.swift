@@ -8,8 +8,9 @@ import JotterClient
 struct ClientOptions: Sendable {
     static let defaultServer = "http://127.0.0.1:8080"
     /// `nil` when neither `--server` nor `JOTTER_SERVER` is given (`defaultServer` then).
-    static let serverOption = Option.text("--server", value: "URL", environment: "JOTTER_SERVER", default: defaultServer,
-                                          help: "The Jotter server; host:port alone means http://host:port.")
+    static let serverOption = Option.value("--server", value: "URL", environment: "JOTTER_SERVER", default: defaultServer,
+                                           expected: "a server such as http://127.0.0.1:8080 or 127.0.0.1:8080",
+                                           help: "The Jotter server; host:port alone means http://host:port.", serverURL)
     static let jsonOption = Option.flag("--json", help: "Print JSON for scripts instead of text.")
     static let tokenOption = Option.text("--token", value: "TOKEN", environment: "JOTTER_TOKEN",
                                          help: "An API token (jot_…); default: the one jotter login kept for the server.")
@@ -30,7 +31,7 @@ struct ClientOptions: Sendable {
     var trust = JotterClient.ServerTrust.system
 
     init(parsing arguments: Arguments) throws {
-        server = try Self.server(arguments[Self.serverOption] ?? Self.defaultServer)
+        server = try arguments[Self.serverOption] ?? Self.serverURL(Self.defaultServer)!
         json = try arguments.declares(Self.jsonOption.option) && arguments[Self.jsonOption]
         token = try arguments[Self.tokenOption].flatMap { $0.isEmpty ? nil : $0 }
             ?? StoredTokens(environment: arguments.environment).token(for: server)
@@ -44,22 +45,26 @@ struct ClientOptions: Sendable {
         }
     }
 
-    /// How many a listing shows (`--limit N | --all`): N, 100 when neither is given, `nil` for
-    /// every one with `--all`.
+    /// What a listing shows when neither `--limit` nor `--all` is given.
+    static let defaultLimit = 100
+
+    /// How many a listing shows (`--limit N | --all`): N, `defaultLimit` when neither is given,
+    /// `nil` for every one with `--all`.
     static func count(_ arguments: Arguments, limit: TypedOption<Int?>, all: TypedOption<Bool>) throws -> Int? {
         let count = try arguments[limit]
-        guard try arguments[all] else { return count ?? 100 }
+        guard try arguments[all] else { return count ?? defaultLimit }
         guard count == nil else { throw UsageError("choose --limit N or --all, not both") }
         return nil
     }
 
-    /// `--server`'s URL: `http://` is assumed when no scheme is given (`localhost:8080`).
-    static func server(_ text: String) throws(UsageError) -> URL {
+    /// `--server`'s URL: `http://` is assumed when no scheme is given (`localhost:8080`); nil
+    /// for what is not an http(s) server.
+    @Sendable static func serverURL(_ text: String) -> URL? {
         let lower = text.lowercased()
         let full = lower.hasPrefix("http://") || lower.hasPrefix("https://") || !lower.contains("://") && !text.isEmpty
             ? (lower.contains("://") ? text : "http://" + text) : text
         guard let url = URL(string: full), ["http", "https"].contains(url.scheme?.lowercased() ?? ""), let host = url.host, !host.isEmpty else {
-            throw UsageError("--server must be a server such as http://127.0.0.1:8080 or 127.0.0.1:8080, not '\(text)'")
+            return nil
         }
         return url
     }

@@ -47,7 +47,7 @@ struct NotesListCommand: AsyncCommand {
     link is kept.
     """
     static let searchOption = Option.text("--search", value: "WORDS", help: "Only notes matching these words (full-text search).")
-    static let limitOption = Option.integer("--limit", default: "100", help: "At most N notes.")
+    static let limitOption = Option.integer("--limit", default: "\(ClientOptions.defaultLimit)", help: "At most N notes.")
     static let allOption = Option.flag("--all", help: "Every note, however many (following the server's pages).")
     static let orderOption = Option.choice(
         "--order", choices: [("newest", JotterClient.Notes.Order.newestFirst), ("oldest", .oldestFirst), ("updated", .recentlyUpdated)],

@@ -108,7 +108,7 @@ struct NotesTrashCommand: AsyncCommand {
     for good with its history and attachments; until then jotter notes restore ID brings it
     back. --purge and --empty remove notes at once, attachments included; this can't be undone.
     """
-    static let limitOption = Option.integer("--limit", default: "100", help: "At most N notes.")
+    static let limitOption = Option.integer("--limit", default: "\(ClientOptions.defaultLimit)", help: "At most N notes.")
     static let allOption = Option.flag("--all", help: "Every deleted note, however many (following the server's pages).")
     static let afterOption = Option.text("--after", value: "ID", help: "Start after this note id (where a previous listing stopped).")
     static let purgeOption = Option.flag("--purge", help: "Remove the notes ID… from the trash for good.")
@@ -144,8 +144,7 @@ struct NotesTrashCommand: AsyncCommand {
             action = .empty
         case (false, false):
             guard ids.isEmpty else { throw UsageError("unexpected \(ids[0]): to remove notes from the trash, --purge ID…") }
-            guard !(all && limit != nil) else { throw UsageError("choose --limit N or --all, not both") }
-            action = .list(limit: all ? nil : limit ?? 100, after: after)
+            action = .list(limit: try ClientOptions.count(arguments, limit: Self.limitOption, all: Self.allOption), after: after)
         }
     }
 

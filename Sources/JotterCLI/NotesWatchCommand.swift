@@ -14,7 +14,7 @@ struct NotesWatchCommand: AsyncCommand {
     by itself when the connection drops, without missing changes (saying so on standard
     error). With --json, one JSON object per line: {"id":…,"event":"note.created","note":{…}}.
     """
-    static let sinceOption = Option.integer("--since", value: "EVENT-ID", in: 0...Int.max,
+    static let sinceOption = Option.integer("--since", value: "EVENT-ID", in: 0...Int.max, noun: "event id",
                                             help: "Replay the changes after this event id first.")
     static let options = [sinceOption.option] + ClientOptions.options
 

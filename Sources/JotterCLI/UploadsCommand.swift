@@ -39,7 +39,7 @@ struct UploadsListCommand: AsyncCommand {
     """
     static let noteOption = Option.text("--note", value: "ID", help: "Only the files attached to this note.")
     static let unattachedOption = Option.flag("--unattached", help: "Only the files attached to no note.")
-    static let limitOption = Option.integer("--limit", default: "100", in: 1...1000, help: "At most N uploads (at most 1000).")
+    static let limitOption = Option.integer("--limit", default: "\(ClientOptions.defaultLimit)", in: 1...1000, help: "At most N uploads (at most 1000).")
     static let allOption = Option.flag("--all", help: "Every upload, however many (following the server's pages).")
     static let afterOption = Option.text("--after", value: "ID", help: "Start after this upload id (where a previous listing stopped).")
     static let options = [noteOption.option, unattachedOption.option, limitOption.option, allOption.option, afterOption.option]

@@ -183,7 +183,12 @@ package struct Arguments {
     /// The usage error for a value of `option` that is not `expected`: `--limit must be a whole
     /// number from 1 to 1000, not 'ten'`, and `(from JOTTER_X)` when the value came from there.
     package func invalid(_ option: Option, _ text: String, expected: String) -> UsageError {
-        let variable = option.environment.flatMap { given[option.key] == nil && environment[$0] == text ? $0 : nil }
+        // A repeatable option's variable holds its values separated by spaces.
+        let variable = option.environment.flatMap { key -> String? in
+            guard given[option.key] == nil, let value = environment[key] else { return nil }
+            let from = option.repeats ? value.split(separator: " ").contains { $0 == text } : value == text
+            return from ? key : nil
+        }
         return UsageError("\(option.key) must be \(expected), not '\(text)'\(variable.map { " (from \($0))" } ?? "")")
     }
 

@@ -77,7 +77,8 @@ extension Option {
     package static func size(_ names: String..., environment: String? = nil, default shown: String, minimum: Int = 0,
                              help: String) -> TypedOption<Int?> {
         let option = Option(names, value: "SIZE", environment: environment, default: shown, help: help)
-        return parsed(option, expected: "a size such as \(shown)") { parseSize($0).flatMap { $0 >= minimum ? $0 : nil } }
+        let expected = minimum > 0 ? "a size of \(minimum) byte\(minimum == 1 ? "" : "s") or more, such as \(shown)" : "a size such as \(shown)"
+        return parsed(option, expected: expected) { parseSize($0).flatMap { $0 >= minimum ? $0 : nil } }
     }
 
     /// One of `choices` (case does not matter): its value in the help and the completions is

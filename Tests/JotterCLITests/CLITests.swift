@@ -263,7 +263,16 @@ struct BinaryTests {
               (["notes", "list", "--limit", "ten"], [:], "--limit must be a positive whole number, not 'ten'"),
               (["uploads", "list", "--limit", "5000"], [:], "--limit must be a whole number from 1 to 1000, not '5000'"),
               (["notes", "list", "--order", "sideways"], [:], "--order must be newest, oldest or updated, not 'sideways'"),
-              (["notes", "watch", "--since=-3"], [:], "--since must be a whole number, 0 or more, not '-3'"),
+              (["notes", "watch", "--since=-3"], [:], "--since must be an event id, 0 or more, not '-3'"),
+              (["notes", "list", "--limit", "5", "--all"], [:], "choose --limit N or --all, not both"),
+              (["notes", "trash", "--all", "--limit", "2"], [:], "choose --limit N or --all, not both"),
+              // The value's own error comes before the rule between the two options.
+              (["uploads", "list", "--all", "--limit", "0"], [:], "--limit must be a whole number from 1 to 1000, not '0'"),
+              (["notes", "list"], ["JOTTER_SERVER": "ftp://x"],
+               "--server must be a server such as http://127.0.0.1:8080 or 127.0.0.1:8080, not 'ftp://x' (from JOTTER_SERVER)"),
+              (["serve", "--data", "DATA", "--max-body-size", "0"], [:], "--max-body-size must be a size of 1 byte or more, such as 1MiB, not '0'"),
+              (["serve", "--data", "DATA"], ["JOTTER_TRUSTED_PROXY": "10.0.0.0/8 bogus"],
+               "--trusted-proxy must be an IP address or CIDR block (10.0.0.0/8, ::1), not 'bogus' (from JOTTER_TRUSTED_PROXY)"),
               (["tokens", "create", "--server", "SERVER", "--expires", "3q"], [:],
                "--expires must be a duration such as 12h, 30d or 1y, not '3q'"),
               (["serve", "--data", "DATA", "--synchronous", "fast"], [:], "--synchronous must be full or normal, not 'fast'"),
@@ -276,7 +285,7 @@ struct BinaryTests {
         let server = "http://127.0.0.1:\(try TestApp.unusedPort())"
         let data = FileManager.default.temporaryDirectory.appendingPathComponent("jotter-bad-option-\(UUID().uuidString)").path
         let command = arguments.map { $0 == "SERVER" ? server : $0 == "DATA" ? data : $0 }
-        let result = try Self.jotter(command, environment: environment.merging(["JOTTER_SERVER": server]) { $1 })
+        let result = try Self.jotter(command, environment: ["JOTTER_SERVER": server].merging(environment) { $1 })
         let path = command.prefix { !$0.hasPrefix("-") }.joined(separator: " ")
         #expect(result.status == ExitCode.usage, "\(command): \(result.err)")
         #expect(result.out.isEmpty)

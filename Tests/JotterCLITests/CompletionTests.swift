@@ -17,8 +17,8 @@ struct CompletionTests {
         defer { try? FileManager.default.removeItem(at: folder) }
         // Files, not pipes: reading a pipe here can be interrupted (EINTR) and Foundation traps.
         let out = folder.appendingPathComponent("out"), err = folder.appendingPathComponent("err")
-        FileManager.default.createFile(atPath: out.path, contents: nil)
-        FileManager.default.createFile(atPath: err.path, contents: nil)
+        _ = FileManager.default.createFile(atPath: out.path, contents: nil)
+        _ = FileManager.default.createFile(atPath: err.path, contents: nil)
         let outHandle = try FileHandle(forWritingTo: out), errHandle = try FileHandle(forWritingTo: err)
         process.standardOutput = outHandle
         process.standardError = errHandle
