@@ -257,7 +257,6 @@ final class TLSClient: @unchecked Sendable {
         process.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
         // The certificate is checked by curl in the tests; s_client only holds the connection.
         process.arguments = ["s_client", "-connect", "127.0.0.1:\(port)", "-quiet", "-alpn", "http/1.1"]
-        signal(SIGPIPE, SIG_IGN)
         process.standardInput = input
         process.standardOutput = try FileHandle(forWritingTo: output)
         process.standardError = FileHandle.nullDevice

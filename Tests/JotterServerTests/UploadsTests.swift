@@ -258,6 +258,34 @@ struct UploadsTests {
         }
     }
 
+    /// `sendfile(2)` (and OpenSSL's socket writes) to a client that has gone may fail with
+    /// `EPIPE` and raise SIGPIPE, whose default action ends the process hosting the server — as
+    /// this test process hosts it. `HTTPServer.start` has it ignored (nothing else in the test
+    /// process does); a timing pass once died of it (signal 13).
+    @Test("clients that leave mid-download, reset or closed, leave the server serving; SIGPIPE is ignored")
+    func clientsLeavingMidDownload() throws {
+        try TestApp.with { app in
+            let status = try String(contentsOfFile: "/proc/self/status", encoding: .utf8)
+            let ignored = try #require(status.split(separator: "\n").first { $0.hasPrefix("SigIgn:") }?.split(separator: "\t").last)
+            #expect((UInt64(ignored, radix: 16) ?? 0) & (1 << (UInt64(SIGPIPE) - 1)) != 0, "SIGPIPE is not ignored: SigIgn \(ignored)")
+            var parts = MultipartBuilder()
+            let content = [UInt8](repeating: 0x5a, count: 24 << 20)
+            parts.file("f", filename: "big.bin", body: content)
+            let id = try #require(try uploads(upload(app, parts)).first?["id"] as? String)
+            for round in 0..<12 {
+                let client = try RawHTTP(port: app.port)
+                try client.send("GET /uploads/\(id)/content HTTP/1.1\r\nHost: t\r\n\r\n")
+                _ = try client.readStream(until: "\r\n\r\n")
+                // The server is mid-file: its next sendfile meets a closed or reset socket.
+                if round % 2 == 0 { client.reset() } else { client.closeNow() }
+                usleep(20_000)
+            }
+            let answer = try app.request("GET", "/uploads/\(id)/content", headers: [("Range", "bytes=0-9")])
+            #expect(answer.status == 206)
+            #expect(answer.body == Array(content[0..<10]))
+        }
+    }
+
     @Test("hostile filenames are made safe and never touch a path", arguments: [
         ("../../etc/passwd", "passwd"), ("/etc/shadow", "shadow"), ("..\\..\\boot.ini", "boot.ini"),
         ("a\u{0}b.txt", "ab.txt"), ("tab\tnew\nline.txt", "tabnewline.txt"), ("", "upload"), ("..", "upload"), (".", "upload"),

@@ -89,6 +89,15 @@ public final class RawHTTP {
         close(null)
     }
 
+    /// Closes the connection now with an ordinary FIN, unread bytes and all (the kernel then
+    /// answers what the server still sends with a reset); `fd` then names `/dev/null` as after
+    /// `reset`.
+    public func closeNow() {
+        let null = open("/dev/null", O_RDWR | O_CLOEXEC)
+        dup2(null, fd)
+        close(null)
+    }
+
     /// Sends raw bytes. When the server closed the connection before taking them all, the
     /// error says how far the send got and what the server answered before it closed (that
     /// answer is still there for `readResponse`).

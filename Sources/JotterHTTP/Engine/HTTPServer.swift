@@ -156,7 +156,12 @@ public final class HTTPServer: Sendable {
     var tlsContext: TLSContext? { tls.withLock { $0 } }
 
     /// Binds the socket and starts the event loops.
+    ///
+    /// SIGPIPE is ignored in the whole process from here on: `sendfile(2)` and OpenSSL's socket
+    /// writes take no `MSG_NOSIGNAL`, and a client that has gone would otherwise end the
+    /// process hosting the server (a write to it fails with `EPIPE` instead).
     public func start() throws(ServerStartError) {
+        signal(SIGPIPE, SIG_IGN)
         if let files = configuration.tls {
             do {
                 let context = try TLSContext(certificate: files.certificate, key: files.key, protocols: Self.protocols)
