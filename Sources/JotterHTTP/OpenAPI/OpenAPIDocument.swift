@@ -96,6 +96,10 @@ public enum OpenAPIDocument {
             // The router decodes a path with parameters; a bad percent-escape there is a 400.
             responses[400] = .problem("the path is not valid percent-encoded UTF-8")
         }
+        if parameters.contains(where: { $0.location == .path || $0.location == .query }), responses[414] == nil {
+            // The engine answers a request-target past its limit before any route is chosen.
+            responses[414] = .problem("the request-target (path and query) is longer than \(FramingCheck.maxTargetLength) bytes")
+        }
         var fields: [String: JSONSchema.Value?] = [
             "operationId": .string(operation.operationID ?? derivedID(route)),
             "summary": operation.summary.map(JSONSchema.Value.string),
