@@ -74,11 +74,15 @@ let package = Package(
         .target(name: "JotterBlobs", dependencies: ["CCurl", "JotterSystem"]),
 
         // Test helpers: a raw-socket HTTP client and a real server on a free port.
+        // The HTTP framework's testing helpers, apart from what the server ships: a connection's
+        // state machine driven with byte arrays (`MemoryConnection`) and a router's whole
+        // lifecycle with no socket (`InProcessClient`). They reach the engine's `package` API.
+        .target(name: "JotterHTTPTesting", dependencies: ["JotterHTTP"]),
         // libFuzzer targets for the parsers (scripts/fuzz); built plainly, it replays a corpus.
-        .executableTarget(name: "jotter-fuzz", dependencies: ["JotterHTTP", "JotterClient"], path: "Sources/jotter-fuzz"),
+        .executableTarget(name: "jotter-fuzz", dependencies: ["JotterHTTP", "JotterHTTPTesting", "JotterClient"], path: "Sources/jotter-fuzz"),
         .target(name: "JotterTestSupport", dependencies: ["JotterServer", "JotterStore", "JotterPostgres"], path: "Tests/JotterTestSupport"),
         .testTarget(name: "JotterSystemTests", dependencies: ["JotterSystem"]),
-        .testTarget(name: "JotterHTTPTests", dependencies: ["JotterHTTP", "JotterSystem", "JotterWire", "JotterTestSupport", "CNGHTTP2"]),
+        .testTarget(name: "JotterHTTPTests", dependencies: ["JotterHTTP", "JotterHTTPTesting", "JotterSystem", "JotterWire", "JotterTestSupport", "CNGHTTP2"]),
         .testTarget(name: "JotterServerTests", dependencies: ["JotterServer", "JotterHTTP", "JotterAPI", "JotterWire", "JotterStore", "JotterStoreHTTP", "JotterBlobs", "JotterSystem", "JotterTestSupport"]),
         .testTarget(name: "JotterCLITests", dependencies: ["JotterCLI", "JotterCLICore", "jotter", "jotter-server", "JotterAPI", "JotterClient", "JotterServer", "JotterTestSupport"]),
         .testTarget(name: "JotterAPITests", dependencies: ["JotterAPI"]),

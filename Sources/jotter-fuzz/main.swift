@@ -12,6 +12,7 @@ import Foundation
 import Glibc
 @testable import JotterClient
 @testable import JotterHTTP
+import JotterHTTPTesting
 
 /// One input to one parser. A parser may refuse an input (throw); it must never crash.
 func fuzzOne(_ target: String, _ bytes: [UInt8]) {

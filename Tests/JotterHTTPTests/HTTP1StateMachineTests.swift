@@ -3,6 +3,7 @@ import Glibc
 import Synchronization
 import Testing
 @testable import JotterHTTP
+import JotterHTTPTesting
 import JotterSystem
 
 /// The HTTP/1.1 connection's state machine driven with no socket (`MemoryConnection`): bytes in

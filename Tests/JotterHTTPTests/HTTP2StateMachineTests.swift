@@ -3,6 +3,7 @@ import Foundation
 import Glibc
 import Testing
 @testable import JotterHTTP
+import JotterHTTPTesting
 
 /// The HTTP/2 connection's state machine driven with no socket (`MemoryConnection`): what a
 /// client sends is made by libnghttp2 as a client session in the test, fed to the machine in

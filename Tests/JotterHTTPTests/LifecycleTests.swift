@@ -2,6 +2,7 @@ import Foundation
 import Synchronization
 import Testing
 @testable import JotterHTTP
+import JotterHTTPTesting
 
 /// The request lifecycle driven in process, without a socket.
 @Suite("Request lifecycle: route first, body policies, middleware phases")

@@ -3,6 +3,7 @@ import Glibc
 import Synchronization
 import Testing
 @testable import JotterHTTP
+import JotterHTTPTesting
 import JotterTestSupport
 
 /// Routes that run on an executor (`WorkPlace`): their head phase, body reader, handler and

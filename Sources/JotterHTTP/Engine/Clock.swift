@@ -6,7 +6,7 @@ import Synchronization
 /// driven in memory (`MemoryConnection`). The connection's driver reads it for each event it
 /// passes the machine, and the machine hands it to each request's lifecycle, so the times of a
 /// connection all come from one clock.
-enum MachineClock: Sendable {
+package enum MachineClock: Sendable {
     /// `CLOCK_MONOTONIC` (`MonotonicClock`). A duration is only ever taken between two times
     /// of one clock: a test's clock may stand far ahead of the system's, and the system's
     /// starts near 0 on a machine booted a minute ago.
@@ -28,13 +28,13 @@ enum MachineClock: Sendable {
 
 /// A clock that stands where its owner puts it (microseconds), readable from any thread: the
 /// time of a machine driven in memory, and of the requests its executors run.
-final class ManualClock: Sendable {
+package final class ManualClock: Sendable {
     private let microseconds: Atomic<UInt64>
 
-    init(_ now: UInt64) { microseconds = Atomic(now) }
+    package init(_ now: UInt64) { microseconds = Atomic(now) }
 
     /// The time it shows; setting it moves it (forward or back).
-    var now: UInt64 {
+    package var now: UInt64 {
         get { microseconds.load(ordering: .acquiring) }
         set { microseconds.store(newValue, ordering: .releasing) }
     }

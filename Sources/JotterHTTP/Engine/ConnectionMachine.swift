@@ -5,7 +5,7 @@
 /// Each action that does something is answered by the event that says how it went (below), and
 /// the next action follows; `wait` ends the chain until the socket or another thread has news;
 /// `close` and `handOff` end the connection.
-enum ConnectionAction {
+package enum ConnectionAction {
     /// Read from the connection into `buffer` (answer: `received`, `readBlocked`,
     /// `readNeedsWritable`, `peerClosed`, `readFailed`).
     case read(UnsafeMutableRawBufferPointer)
@@ -40,7 +40,7 @@ enum ConnectionAction {
 
 /// Work a machine starts outside itself (`ConnectionAction.start`); what it brings back comes
 /// in as an event for its stream (0 on HTTP/1.1).
-enum WorkStart {
+package enum WorkStart {
     /// A later reply's work; its render closure comes back as `resume`.
     case later(Later, stream: Int32)
     /// The request's next step, on its route's executor; it comes back as `landed`.
@@ -86,9 +86,14 @@ struct Leftover {
 }
 
 /// What a connection waits for from its socket.
-struct ConnectionInterest: Equatable {
-    var read: Bool
-    var write: Bool
+package struct ConnectionInterest: Equatable {
+    package var read: Bool
+    package var write: Bool
+
+    package init(read: Bool, write: Bool) {
+        self.read = read
+        self.write = write
+    }
 }
 
 /// The events both connections' state machines take. Each returns the next action. Time comes
@@ -97,7 +102,7 @@ struct ConnectionInterest: Equatable {
 /// a connection comes from one clock.
 ///
 /// `stream` names a request on HTTP/2; HTTP/1.1 has one at a time and ignores it (0).
-protocol ConnectionMachine: ~Copyable {
+package protocol ConnectionMachine: ~Copyable {
     /// The socket can be read (`read`) and/or written (`write`).
     mutating func ready(read: Bool, write: Bool) -> ConnectionAction
     /// The last `read` (or `drain`) put `count` (> 0) bytes into its buffer. `more`: the TLS
@@ -164,7 +169,7 @@ extension ConnectionMachine where Self: ~Copyable {
 /// in memory, goes to a function that keeps the tasks (`MemoryConnection`). A machine never
 /// starts such work itself: it returns `ConnectionAction.start`, its driver calls `start` here,
 /// and the result comes back as an event.
-struct Handback: Sendable {
+package struct Handback: Sendable {
     let token: UInt64
     private let target: Target
 
@@ -180,7 +185,7 @@ struct Handback: Sendable {
     }
 
     /// Tasks handed to `take` (any thread) instead of a loop.
-    init(token: UInt64 = 0, calling take: @escaping @Sendable (EventLoop.Task) -> Void) {
+    package init(token: UInt64 = 0, calling take: @escaping @Sendable (EventLoop.Task) -> Void) {
         self.token = token
         target = .call(take)
     }
@@ -201,7 +206,7 @@ struct Handback: Sendable {
     /// Starts `work` (what a machine's `ConnectionAction.start` asks): a later reply's work,
     /// whose render closure comes back as `resume`; a request's next step on its route's
     /// executor, back as `landed`; a streaming body, whose waker posts `wake`.
-    func start(_ work: WorkStart) {
+    package func start(_ work: WorkStart) {
         switch work {
         case .later(let later, let stream):
             later.start { [self] render in post(.resume(token, stream: stream, render)) }

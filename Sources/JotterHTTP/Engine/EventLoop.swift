@@ -16,9 +16,9 @@ import JotterSystem
 /// blocking. One event published to thousands of streams posts a wake for each of them: they
 /// are taken in turns, with the sockets polled between, so a new connection or request waits
 /// for one turn of writes, never for the whole fan-out.
-final class EventLoop: @unchecked Sendable {
+package final class EventLoop: @unchecked Sendable {
     /// What another thread asks of this loop.
-    enum Task: Sendable {
+    package enum Task: Sendable {
         /// A later reply's render closure for the connection with this token (and, on HTTP/2,
         /// the stream; 0 on HTTP/1.1).
         case resume(UInt64, stream: Int32, @Sendable () throws -> Response)
@@ -86,7 +86,7 @@ final class EventLoop: @unchecked Sendable {
 
     static let listenerToken: UInt64 = 1
     static let wakeToken: UInt64 = 2
-    static let readBufferSize = 256 << 10
+    package static let readBufferSize = 256 << 10
     static let sweepInterval: UInt64 = 250_000
     /// The most posted tasks one turn runs (as many as the sockets one poll reports).
     static let taskBudget = 256

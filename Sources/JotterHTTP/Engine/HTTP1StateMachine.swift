@@ -22,8 +22,8 @@ import JotterSystem
 /// consumer is behind, or more than `outputHighWater` bytes of answers wait — what was read
 /// beyond is kept (`stash`) and parsed when the connection may go on. An idle connection holds
 /// no buffer. Not thread-safe: one event loop drives it.
-struct HTTP1StateMachine: ConnectionMachine, ~Copyable {
-    typealias Action = ConnectionAction
+package struct HTTP1StateMachine: ConnectionMachine, ~Copyable {
+    package typealias Action = ConnectionAction
     typealias Interest = ConnectionInterest
 
     /// One answer being written.
@@ -154,13 +154,13 @@ struct HTTP1StateMachine: ConnectionMachine, ~Copyable {
     // MARK: - Time
 
     /// The clock the driver reads `now` from, and every request on the connection reads.
-    let clock: MachineClock
+    package let clock: MachineClock
     /// The latest time an event brought.
     private var now: UInt64
     private var lastActivity: UInt64
     /// When the connection began waiting for a request's header section (opened, or the last
     /// request ended); nil while a request is being read or served.
-    private(set) var waitingForHeadSince: UInt64?
+    package private(set) var waitingForHeadSince: UInt64?
 
     /// The connection holds its place for as long as its client likes, with no work of the
     /// server's under way: a request body being read, or a streaming answer (an event stream)
@@ -214,7 +214,7 @@ struct HTTP1StateMachine: ConnectionMachine, ~Copyable {
     ///   - handback: the way back to this connection from other threads — what a body's
     ///     consumer that is behind calls when it can take more, streaming bodies' wakers, interim
     ///     responses sent from a route's executor.
-    init(server: HTTPServer, address: String, now: UInt64, clock: MachineClock, date: DateField,
+    package init(server: HTTPServer, address: String, now: UInt64, clock: MachineClock, date: DateField,
          readBuffer: UnsafeMutableRawBufferPointer, streamBuffer: UnsafeMutableRawBufferPointer, handback: Handback) {
         self.clock = clock
         self.server = server
@@ -236,7 +236,7 @@ struct HTTP1StateMachine: ConnectionMachine, ~Copyable {
     // MARK: - Events from the socket
 
     /// The socket can be read (`read`) and/or written (`write`).
-    mutating func ready(read: Bool, write: Bool) -> Action {
+    package mutating func ready(read: Bool, write: Bool) -> Action {
         if write {
             outputBlocked = false
             if readWantsWrite {
@@ -263,7 +263,7 @@ struct HTTP1StateMachine: ConnectionMachine, ~Copyable {
 
     /// The last `read` (or `drain`) put `count` (> 0) bytes into its buffer. `more`: the TLS
     /// session holds more decrypted bytes than the socket will announce.
-    mutating func received(_ count: Int, now: UInt64, more: Bool = false) -> Action {
+    package mutating func received(_ count: Int, now: UInt64, more: Bool = false) -> Action {
         self.now = now
         lastActivity = now
         if case .lingering(let until, let budget) = phase {
@@ -305,20 +305,20 @@ struct HTTP1StateMachine: ConnectionMachine, ~Copyable {
     }
 
     /// The socket had nothing to read.
-    mutating func readBlocked() -> Action {
+    package mutating func readBlocked() -> Action {
         readReady = false
         return next()
     }
 
     /// The TLS session can read on only once the socket takes bytes.
-    mutating func readNeedsWritable() -> Action {
+    package mutating func readNeedsWritable() -> Action {
         readReady = false
         readWantsWrite = true
         return next()
     }
 
     /// The peer closed its side (a read returned 0).
-    mutating func peerClosed() -> Action {
+    package mutating func peerClosed() -> Action {
         readReady = false
         if isLingering || (request == nil && queue.isEmpty) {
             finishClose()
@@ -335,19 +335,19 @@ struct HTTP1StateMachine: ConnectionMachine, ~Copyable {
     }
 
     /// A read failed (not for lack of bytes).
-    mutating func readFailed() -> Action {
+    package mutating func readFailed() -> Action {
         if isLingering { finishClose() } else { terminate(.readError) }
         return next()
     }
 
     /// The socket reported an error or hang-up with nothing to read.
-    mutating func hungUp() -> Action {
+    package mutating func hungUp() -> Action {
         terminate(.clientAbort)
         return next()
     }
 
     /// The last write action's socket took `count` bytes (0 from `sendFile`: the file ended early).
-    mutating func wrote(_ count: Int, now: UInt64) -> Action {
+    package mutating func wrote(_ count: Int, now: UInt64) -> Action {
         self.now = now
         guard let writing, !queue.isEmpty else { return next() }
         self.writing = nil
@@ -375,7 +375,7 @@ struct HTTP1StateMachine: ConnectionMachine, ~Copyable {
     }
 
     /// The last write action's socket took nothing: wait until it is writable.
-    mutating func writeBlocked() -> Action {
+    package mutating func writeBlocked() -> Action {
         if case .buffer(let start, let end) = writing { keepStreamBytes(from: start, to: end) }
         writing = nil
         outputBlocked = true
@@ -383,14 +383,14 @@ struct HTTP1StateMachine: ConnectionMachine, ~Copyable {
     }
 
     /// A write failed: the client is gone.
-    mutating func writeFailed() -> Action {
+    package mutating func writeFailed() -> Action {
         writing = nil
         terminate(.clientAbort)
         return next()
     }
 
     /// The last `shutdownWrites` was done.
-    mutating func performed() -> Action {
+    package mutating func performed() -> Action {
         next()
     }
 
@@ -400,7 +400,7 @@ struct HTTP1StateMachine: ConnectionMachine, ~Copyable {
     /// unread (nil: not asked yet — the answer is `checkUnread` when it matters). A deadline
     /// that passed while the loop had not polled since and bytes wait unread is the loop's
     /// lateness, not the client's.
-    mutating func tick(now: UInt64, polledAt: UInt64, unread: Bool? = nil) -> Action {
+    package mutating func tick(now: UInt64, polledAt: UInt64, unread: Bool? = nil) -> Action {
         guard !isEnding else { return next() }
         self.now = now
         if case .lingering(let until, _) = phase {
@@ -446,7 +446,7 @@ struct HTTP1StateMachine: ConnectionMachine, ~Copyable {
     }
 
     /// A later reply is ready: `render` makes its response.
-    mutating func resume(stream: Int32 = 0, now: UInt64, _ render: () throws -> Response) -> Action {
+    package mutating func resume(stream: Int32 = 0, now: UInt64, _ render: () throws -> Response) -> Action {
         guard case .later = awaited, let request, !isEnding else { return next() }
         self.now = now
         awaited = nil
@@ -459,7 +459,7 @@ struct HTTP1StateMachine: ConnectionMachine, ~Copyable {
     /// The step `lifecycle` ran on its route's executor is back: its action is carried out where
     /// the request was (its head or its end), and reading goes on. nil when the connection no
     /// longer waits for it (the request ended meanwhile: the caller completes it).
-    mutating func landed(stream: Int32 = 0, _ lifecycle: RequestLifecycle, now: UInt64) -> Action? {
+    package mutating func landed(stream: Int32 = 0, _ lifecycle: RequestLifecycle, now: UInt64) -> Action? {
         guard case .away(let atHead) = awaited, !isEnding, request === lifecycle else { return nil }
         self.now = now
         awaited = nil
@@ -482,7 +482,7 @@ struct HTTP1StateMachine: ConnectionMachine, ~Copyable {
 
     /// Interim responses were queued outside a lifecycle call (sent from the route's executor
     /// and posted to the loop): they go out now.
-    mutating func interimsQueued() -> Action {
+    package mutating func interimsQueued() -> Action {
         guard !isEnding else { return next() }
         takeInterims()
         return next()
@@ -490,7 +490,7 @@ struct HTTP1StateMachine: ConnectionMachine, ~Copyable {
 
     /// The body's consumer caught up: what was kept is parsed, and reading resumes. The pause
     /// does not count against the body's minimum rate, nor as idle time.
-    mutating func bodyReady(stream: Int32 = 0, now: UInt64) -> Action {
+    package mutating func bodyReady(stream: Int32 = 0, now: UInt64) -> Action {
         guard let since = bodyPausedSince, !isEnding else { return next() }
         self.now = now
         bodyPausedSince = nil
@@ -500,7 +500,7 @@ struct HTTP1StateMachine: ConnectionMachine, ~Copyable {
     }
 
     /// A streaming body has something for us.
-    mutating func streamWoken(stream: Int32 = 0) -> Action {
+    package mutating func streamWoken(stream: Int32 = 0) -> Action {
         guard !queue.isEmpty, queue[0].stream != nil else { return next() }
         queue[0].stream!.waker?.woken()
         if queue[0].stream!.waiting { queue[0].stream!.waiting = false }
@@ -508,7 +508,7 @@ struct HTTP1StateMachine: ConnectionMachine, ~Copyable {
     }
 
     /// The server stops: a connection waiting for a request closes; streams end.
-    mutating func quiesce() -> Action {
+    package mutating func quiesce() -> Action {
         guard !isEnding else { return next() }
         quiescing = true
         if request == nil, queue.isEmpty, !stashHoldsHead {
@@ -528,7 +528,7 @@ struct HTTP1StateMachine: ConnectionMachine, ~Copyable {
     }
 
     /// Ends everything now: a request in flight and every queued answer end with `outcome`.
-    mutating func abort(_ outcome: CompletedExchange.Outcome) -> Action {
+    package mutating func abort(_ outcome: CompletedExchange.Outcome) -> Action {
         terminate(outcome)
         return next()
     }

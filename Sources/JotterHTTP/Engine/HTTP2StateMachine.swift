@@ -25,7 +25,7 @@ import Glibc
 /// a step away, a streaming body) is handed over through the `Handback` once nghttp2's call is
 /// over, never from inside a callback. Time comes in with the events (`now`); the machine reads no clock. Not
 /// thread-safe: one event loop drives it.
-struct HTTP2StateMachine: ConnectionMachine, ~Copyable {
+package struct HTTP2StateMachine: ConnectionMachine, ~Copyable {
     /// One request and its answer.
     final class Stream {
         let id: Int32
@@ -171,7 +171,7 @@ struct HTTP2StateMachine: ConnectionMachine, ~Copyable {
 
     /// The latest time an event brought.
     /// The clock the driver reads `now` from, and every stream's request reads.
-    let clock: MachineClock
+    package let clock: MachineClock
     private var now: UInt64
     private var lastActivity: UInt64
     /// When the last stream ended (or the connection began): an HTTP/2 connection with no
@@ -195,7 +195,7 @@ struct HTTP2StateMachine: ConnectionMachine, ~Copyable {
     ///   - clock: the connection's clock (`MachineClock`): its driver's, and its streams'.
     ///   - readBuffer, outputBuffer: the event loop's read and stream buffers, shared by its connections.
     ///   - handback: the way back to this connection from other threads.
-    init(server: HTTPServer, address: String, now: UInt64, clock: MachineClock, date: DateField,
+    package init(server: HTTPServer, address: String, now: UInt64, clock: MachineClock, date: DateField,
          readBuffer: UnsafeMutableRawBufferPointer, outputBuffer: UnsafeMutableRawBufferPointer, handback: Handback) {
         self.clock = clock
         self.server = server
@@ -251,7 +251,7 @@ struct HTTP2StateMachine: ConnectionMachine, ~Copyable {
 
     /// The connection speaks HTTP/2 from now: our SETTINGS go out, and `bytes` read already
     /// (the preface, perhaps more; none after TLS chose `h2`) are taken; then reading goes on.
-    mutating func begin(with bytes: UnsafeRawBufferPointer, now: UInt64) -> ConnectionAction {
+    package mutating func begin(with bytes: UnsafeRawBufferPointer, now: UInt64) -> ConnectionAction {
         self.now = now
         lastActivity = now
         if bytes.count > 0 { feed(bytes) }
@@ -260,7 +260,7 @@ struct HTTP2StateMachine: ConnectionMachine, ~Copyable {
         return next()
     }
 
-    mutating func ready(read: Bool, write: Bool) -> ConnectionAction {
+    package mutating func ready(read: Bool, write: Bool) -> ConnectionAction {
         if write {
             outputBlocked = false
             if readWantsWrite {
@@ -276,7 +276,7 @@ struct HTTP2StateMachine: ConnectionMachine, ~Copyable {
         return next()
     }
 
-    mutating func received(_ count: Int, now: UInt64, more: Bool = false) -> ConnectionAction {
+    package mutating func received(_ count: Int, now: UInt64, more: Bool = false) -> ConnectionAction {
         self.now = now
         lastActivity = now
         roundsLeft -= 1
@@ -286,33 +286,33 @@ struct HTTP2StateMachine: ConnectionMachine, ~Copyable {
         return next()
     }
 
-    mutating func readBlocked() -> ConnectionAction {
+    package mutating func readBlocked() -> ConnectionAction {
         readReady = false
         return next()
     }
 
-    mutating func readNeedsWritable() -> ConnectionAction {
+    package mutating func readNeedsWritable() -> ConnectionAction {
         readReady = false
         readWantsWrite = true
         return next()
     }
 
-    mutating func peerClosed() -> ConnectionAction {
+    package mutating func peerClosed() -> ConnectionAction {
         terminate(.clientAbort)
         return next()
     }
 
-    mutating func readFailed() -> ConnectionAction {
+    package mutating func readFailed() -> ConnectionAction {
         terminate(.readError)
         return next()
     }
 
-    mutating func hungUp() -> ConnectionAction {
+    package mutating func hungUp() -> ConnectionAction {
         terminate(.clientAbort)
         return next()
     }
 
-    mutating func wrote(_ count: Int, now: UInt64) -> ConnectionAction {
+    package mutating func wrote(_ count: Int, now: UInt64) -> ConnectionAction {
         self.now = now
         guard let writing else { return next() }
         self.writing = nil
@@ -329,20 +329,20 @@ struct HTTP2StateMachine: ConnectionMachine, ~Copyable {
         return next()
     }
 
-    mutating func writeBlocked() -> ConnectionAction {
+    package mutating func writeBlocked() -> ConnectionAction {
         if case .buffer(let end) = writing { keepOutput(from: 0, to: end) }
         writing = nil
         outputBlocked = true
         return next()
     }
 
-    mutating func writeFailed() -> ConnectionAction {
+    package mutating func writeFailed() -> ConnectionAction {
         writing = nil
         terminate(.clientAbort)
         return next()
     }
 
-    mutating func performed() -> ConnectionAction {
+    package mutating func performed() -> ConnectionAction {
         next()
     }
 
@@ -353,7 +353,7 @@ struct HTTP2StateMachine: ConnectionMachine, ~Copyable {
     /// the server) closes — after a `408` on each stream whose body stopped arriving; a stream
     /// whose body is slower than the minimum rate is answered `408` (then `RST_STREAM`
     /// `NO_ERROR`: the client may stop sending) while the connection serves on.
-    mutating func tick(now: UInt64, polledAt: UInt64, unread: Bool? = nil) -> ConnectionAction {
+    package mutating func tick(now: UInt64, polledAt: UInt64, unread: Bool? = nil) -> ConnectionAction {
         guard !closing, !isFinished, closeAfterOutput == nil else { return next() }
         self.now = now
         let configuration = server.configuration
@@ -399,7 +399,7 @@ struct HTTP2StateMachine: ConnectionMachine, ~Copyable {
         return next()
     }
 
-    mutating func resume(stream id: Int32, now: UInt64, _ render: () throws -> Response) -> ConnectionAction {
+    package mutating func resume(stream id: Int32, now: UInt64, _ render: () throws -> Response) -> ConnectionAction {
         guard !closing, let stream = streams[id], stream.waiting, let lifecycle = stream.lifecycle else { return next() }
         self.now = now
         stream.waiting = false
@@ -410,7 +410,7 @@ struct HTTP2StateMachine: ConnectionMachine, ~Copyable {
     /// The step `lifecycle` of stream `id` ran on its route's executor is back: its action is
     /// carried out where the stream was (its head or its end); body bytes that arrived
     /// meanwhile are given to it, and reading goes on.
-    mutating func landed(stream id: Int32, _ lifecycle: RequestLifecycle, now: UInt64) -> ConnectionAction? {
+    package mutating func landed(stream id: Int32, _ lifecycle: RequestLifecycle, now: UInt64) -> ConnectionAction? {
         guard !closing, !isFinished, let stream = streams[id], stream.waiting, stream.lifecycle === lifecycle else { return nil }
         self.now = now
         stream.waiting = false
@@ -437,11 +437,11 @@ struct HTTP2StateMachine: ConnectionMachine, ~Copyable {
 
     /// HTTP/2 submits interim responses as they come; one posted from a route's executor was
     /// submitted when the loop took it: it goes out now.
-    mutating func interimsQueued() -> ConnectionAction {
+    package mutating func interimsQueued() -> ConnectionAction {
         next()
     }
 
-    mutating func bodyReady(stream id: Int32, now: UInt64) -> ConnectionAction {
+    package mutating func bodyReady(stream id: Int32, now: UInt64) -> ConnectionAction {
         guard pausedStreams.remove(id) != nil, pausedStreams.isEmpty, !closing else { return next() }
         self.now = now
         lastActivity = now
@@ -449,7 +449,7 @@ struct HTTP2StateMachine: ConnectionMachine, ~Copyable {
         return next()
     }
 
-    mutating func streamWoken(stream id: Int32) -> ConnectionAction {
+    package mutating func streamWoken(stream id: Int32) -> ConnectionAction {
         guard let stream = streams[id] else { return next() }
         stream.waker?.woken()
         guard stream.deferred, let session else { return next() }
@@ -460,7 +460,7 @@ struct HTTP2StateMachine: ConnectionMachine, ~Copyable {
 
     /// The server stops: GOAWAY (`NO_ERROR`, the last stream begun); streams already begun
     /// finish — streaming bodies end — and the connection closes when none is left.
-    mutating func quiesce() -> ConnectionAction {
+    package mutating func quiesce() -> ConnectionAction {
         guard !quiescing, !closing, let session else { return next() }
         quiescing = true
         submitGoAway()
@@ -471,12 +471,12 @@ struct HTTP2StateMachine: ConnectionMachine, ~Copyable {
         return next()
     }
 
-    mutating func abort(_ outcome: CompletedExchange.Outcome) -> ConnectionAction {
+    package mutating func abort(_ outcome: CompletedExchange.Outcome) -> ConnectionAction {
         terminate(outcome)
         return next()
     }
 
-    var waitingForHeadSince: UInt64? { streams.isEmpty ? idleSince : nil }
+    package var waitingForHeadSince: UInt64? { streams.isEmpty ? idleSince : nil }
 
     /// Streams are open and none waits on the server's work (a later reply, a step on an
     /// executor): they stream answers (event streams), read bodies, or wait for the client.

@@ -188,11 +188,13 @@ extension Array where Element == UInt8 {
 
 /// The `Date` field of one event loop, formatted again only when the second changes; the loop
 /// refreshes it each turn and its connections read it when they write a head.
-final class DateField {
+package final class DateField {
     private var second: time_t = 0
     private var field: [UInt8] = []
 
-    func refresh() {
+    package init() {}
+
+    package func refresh() {
         let now = time(nil)
         guard now != second else { return }
         second = now

@@ -5,7 +5,7 @@ import Glibc
 /// here — a read or write through `ConnectionIO` (plain or TLS), `sendfile`, shutting the write
 /// side, epoll interest — and its result fed back as the next event, until the machine waits or
 /// ends. What other threads hand back comes in as loop tasks (`event(_:_:)`). Loop thread only.
-struct SocketDriver {
+package struct SocketDriver {
     unowned let loop: EventLoop
     var io: ConnectionIO
     /// The way back to this connection from other threads (its token on `loop`).
@@ -45,7 +45,7 @@ struct SocketDriver {
     /// A task another thread posted for the connection (`EventLoop.Task`), as its machine's
     /// event; nil when there is nothing to do. A step that landed after its request ended (the
     /// machine no longer waits for it) completes the request here.
-    static func event<Machine: ConnectionMachine & ~Copyable>(_ task: EventLoop.Task, _ machine: inout Machine) -> ConnectionAction? {
+    package static func event<Machine: ConnectionMachine & ~Copyable>(_ task: EventLoop.Task, _ machine: inout Machine) -> ConnectionAction? {
         switch task {
         case .resume(_, let stream, let render): return machine.resume(stream: stream, now: machine.clock.now(), render)
         case .landed(_, let stream, let away):
@@ -61,7 +61,7 @@ struct SocketDriver {
     }
 
     /// A task for a connection that has ended: a step that landed completes its request.
-    static func abandon(_ task: EventLoop.Task) {
+    package static func abandon(_ task: EventLoop.Task) {
         if case .landed(_, _, let away) = task { away.lifecycle.finishAbandoned() }
     }
 

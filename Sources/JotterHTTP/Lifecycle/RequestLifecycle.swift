@@ -21,9 +21,9 @@ import Glibc
 /// its own thread. Between the two only the executor touches the lifecycle; a connection that
 /// ends meanwhile calls `completed` as always, which then waits for the landing
 /// (`finishAbandoned`).
-final class RequestLifecycle {
+package final class RequestLifecycle {
     /// What the engine does next.
-    enum Action {
+    package enum Action {
         /// Keep reading (the next call brings body bytes, or the end of the body).
         case proceed
         /// Send this response.
@@ -48,13 +48,13 @@ final class RequestLifecycle {
     }
 
     /// The server's limits and folders, as every request sees them (one object, shared).
-    final class Limits: Sendable {
+    package final class Limits: Sendable {
         let maxBodySize: Int
         let maxUploadSize: Int64
         let maxParts: Int
         let temporaryDirectory: String
 
-        init(maxBodySize: Int, maxUploadSize: Int64, maxParts: Int, temporaryDirectory: String) {
+        package init(maxBodySize: Int, maxUploadSize: Int64, maxParts: Int, temporaryDirectory: String) {
             self.maxBodySize = maxBodySize
             self.maxUploadSize = maxUploadSize
             self.maxParts = maxParts
@@ -102,7 +102,7 @@ final class RequestLifecycle {
     ///   - clock: the clock of the connection the request came on; its `now` when the request
     ///     line arrived is `started`.
     ///   - started: when the request line arrived, read from `clock` (now when nil).
-    init(router: Router, limits: Limits, target: String, remoteAddress: String, clock: MachineClock, started: UInt64? = nil,
+    package init(router: Router, limits: Limits, target: String, remoteAddress: String, clock: MachineClock, started: UInt64? = nil,
          interim: InterimSink? = nil) {
         self.router = router
         self.limits = limits
@@ -122,7 +122,7 @@ final class RequestLifecycle {
     /// The header section is complete; `folded` when a field was continued by obsolete line folding.
     /// - Parameter bodyFollows: whether a body follows, when the protocol says so (HTTP/2); nil
     ///   on HTTP/1.1, where the header fields say.
-    func headerComplete(method: String, version: String, headers: HTTPHeaders, folded: Bool = false, bodyFollows: Bool? = nil) -> Action {
+    package func headerComplete(method: String, version: String, headers: HTTPHeaders, folded: Bool = false, bodyFollows: Bool? = nil) -> Action {
         headerComplete(RequestHead(method: HTTPMethod(method), target: target, version: version, headers: headers, remoteAddress: remoteAddress,
                                    bodyFollows: bodyFollows), folded: folded)
     }
@@ -192,7 +192,7 @@ final class RequestLifecycle {
     }
 
     /// Body bytes arrived.
-    func receive(_ chunk: UnsafeRawBufferPointer) -> Action {
+    package func receive(_ chunk: UnsafeRawBufferPointer) -> Action {
         switch phase {
         case .body:
             do { try reader.receive(chunk) } catch {
@@ -228,7 +228,7 @@ final class RequestLifecycle {
     }
 
     /// The body is complete (or there was none): the handler runs.
-    func bodyComplete() -> Action { bodyComplete(leaving: true) }
+    package func bodyComplete() -> Action { bodyComplete(leaving: true) }
 
     /// `leaving`: on the engine's thread, where a route that runs on an executor goes there.
     private func bodyComplete(leaving: Bool) -> Action {
@@ -302,7 +302,7 @@ final class RequestLifecycle {
 
     /// The lifecycle on its way to and back from the executor: the executor's thread runs `work`
     /// and writes `landing`; the engine's thread reads it after the landing was posted.
-    final class Away: @unchecked Sendable {
+    package final class Away: @unchecked Sendable {
         let lifecycle: RequestLifecycle
         init(_ lifecycle: RequestLifecycle) { self.lifecycle = lifecycle }
     }
@@ -325,7 +325,7 @@ final class RequestLifecycle {
     /// Runs the step `.elsewhere` announced on the route's executor, then calls `landed` (on
     /// the executor's thread). A later reply's work is started there, and its response rendered
     /// there, with every middleware's `map`, before `landed` is called.
-    func goAway(landed: @escaping @Sendable () -> Void) {
+    package func goAway(landed: @escaping @Sendable () -> Void) {
         guard awayStep != nil, !isAway, let executor = place.executor else { return }
         isAway = true
         let away = Away(self)
@@ -362,7 +362,7 @@ final class RequestLifecycle {
     }
 
     /// Back from the executor (on the engine's thread): what the step that ran there decided.
-    func landed() -> Action {
+    package func landed() -> Action {
         isAway = false
         defer { landing = nil }
         return landing ?? .close
@@ -380,7 +380,7 @@ final class RequestLifecycle {
     }
 
     /// A later reply's work is done: `render` makes its response (on the engine thread).
-    func resume(_ render: () throws -> Response) -> Response {
+    package func resume(_ render: () throws -> Response) -> Response {
         guard case .waiting(let later) = phase else { return Self.lastResort(HTTPError(.internalServerError), context: context) }
         phase = .answered
         let response: Response
@@ -392,7 +392,7 @@ final class RequestLifecycle {
     /// The request is over: what was sent, and how it ended. Tells every middleware, exactly
     /// once per request (checked in debug builds: the fuzzer's state-machine target relies on it).
     /// While the request is away, this waits for its landing (`finishAbandoned`).
-    func completed(status: Int, bytesSent: Int, outcome: CompletedExchange.Outcome) {
+    package func completed(status: Int, bytesSent: Int, outcome: CompletedExchange.Outcome) {
         if isAway {
             abandoned = (status, bytesSent, outcome)
             return
@@ -418,7 +418,7 @@ final class RequestLifecycle {
     var isWaiting: Bool { if case .waiting = phase { true } else { false } }
 
     /// True once the request was refused (its body, if any, is being dropped).
-    var isRefused: Bool {
+    package var isRefused: Bool {
         switch phase {
         case .refused, .answered: true
         default: false

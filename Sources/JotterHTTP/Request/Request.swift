@@ -184,7 +184,7 @@ public struct Parameters: Sendable {
 /// into the request's lifecycle, ahead of whatever that call answered. One posted from another
 /// thread is submitted or queued when the loop takes it, and the connection (`connection`, its
 /// token) is told to write it (`LoopConnection.interimsQueued`).
-final class InterimSink: @unchecked Sendable {
+package final class InterimSink: @unchecked Sendable {
     private let submit: ((HTTPStatus, HTTPHeaders) -> Bool)?
     private let loop: EventLoop?
     /// The token of the connection to tell when an interim response posted to the loop was taken.

@@ -105,8 +105,8 @@ public struct Reply: Sendable {
 }
 
 /// The parts of a later reply: the work, and what turns its outcome into the final response.
-struct Later: Sendable {
-    let start: @Sendable (_ done: @escaping @Sendable (_ render: @escaping @Sendable () throws -> Response) -> Void) -> Void
+package struct Later: Sendable {
+    package let start: @Sendable (_ done: @escaping @Sendable (_ render: @escaping @Sendable () throws -> Response) -> Void) -> Void
     /// The render closure's outcome through every middleware's `map`/`recover`.
     let finish: @Sendable (Result<Response, any Error>) throws -> Response
 

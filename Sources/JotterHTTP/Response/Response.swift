@@ -8,7 +8,7 @@ public struct Response: Sendable {
     public var headers: HTTPHeaders
     public var body: [UInt8]
     /// Bytes (in `body`), a stream, or a file.
-    var payload: Payload = .bytes
+    package var payload: Payload = .bytes
 
     public init(status: HTTPStatus = .ok, headers: HTTPHeaders = HTTPHeaders(), body: [UInt8] = []) {
         self.status = status

@@ -33,7 +33,7 @@ public protocol StreamingBody: AnyObject, Sendable {
 
 extension Response {
     /// What the engine sends: bytes in `body`, a streaming body, or a file.
-    enum Payload: Sendable {
+    package enum Payload: Sendable {
         case bytes
         case stream(any StreamingBody, length: UInt64?, blockSize: Int)
         /// `length` bytes of an open file from `offset`, sent with sendfile; the engine closes `fd`.

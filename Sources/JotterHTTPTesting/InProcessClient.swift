@@ -1,6 +1,7 @@
-import Synchronization
 import Dispatch
 import Glibc
+import JotterHTTP
+import Synchronization
 
 /// Sends requests through a router's full lifecycle — framing, routing, body policies,
 /// middleware in all three phases, later replies — with no socket and no engine thread: fast

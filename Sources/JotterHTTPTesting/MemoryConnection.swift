@@ -1,4 +1,5 @@
 import Glibc
+import JotterHTTP
 import Synchronization
 
 /// A connection's state machine (`HTTP1StateMachine`, `HTTP2StateMachine`) driven with bytes in
@@ -12,52 +13,52 @@ import Synchronization
 /// It checks what a socket would suffer from: an action after the connection ended, a write
 /// after the write side was shut, a wait for bytes that are there while nothing is read (a
 /// level-triggered loop would spin).
-struct MemoryConnection<Machine: ConnectionMachine & ~Copyable>: ~Copyable {
-    private(set) var machine: Machine
+package struct MemoryConnection<Machine: ConnectionMachine & ~Copyable>: ~Copyable {
+    package private(set) var machine: Machine
     /// Sent by the client and not read yet.
     private var input: [UInt8] = []
     private var inputStart = 0
     /// The client shut its write side.
-    private(set) var clientClosed = false
+    package private(set) var clientClosed = false
     /// What the server wrote, in order.
-    private(set) var output: [UInt8] = []
+    package private(set) var output: [UInt8] = []
     /// The most one read takes.
-    var readSize = Int.max
+    package var readSize = Int.max
     /// The most one write takes.
-    var writeSize = Int.max
+    package var writeSize = Int.max
     /// The client reads what is written (else the socket takes nothing: writes block).
-    var clientReads = true
+    package var clientReads = true
     /// The machine's clock (`MachineClock.manual`): what the caller sets, the time of every
     /// event and of every request on the connection.
-    let clock: ManualClock
+    package let clock: ManualClock
     /// The time (microseconds): events carry it, requests read it; setting it moves the clock.
-    var now: UInt64 {
+    package var now: UInt64 {
         get { clock.now }
         nonmutating set { clock.now = newValue }
     }
     /// When the loop last polled (the sweep's `polledAt`); follows `now` unless set.
-    var polledAt: UInt64?
+    package var polledAt: UInt64?
     /// What the machine waits for, after its last `wait`.
-    private(set) var interest = ConnectionInterest(read: true, write: false)
+    package private(set) var interest = ConnectionInterest(read: true, write: false)
     /// The write side was shut (the connection lingers).
-    private(set) var writesShut = false
+    package private(set) var writesShut = false
     /// The machine said `close`.
-    private(set) var closed = false
+    package private(set) var closed = false
     /// The machine handed the connection to HTTP/2 with these bytes.
-    private(set) var handedOff: [UInt8]?
+    package private(set) var handedOff: [UInt8]?
     /// Rules a socket would see broken (see the type's description); empty when none was.
-    private(set) var violations: [String] = []
+    package private(set) var violations: [String] = []
     /// Reads and writes done.
-    private(set) var reads = 0
-    private(set) var writes = 0
+    package private(set) var reads = 0
+    package private(set) var writes = 0
     /// What other threads handed back (the tasks a loop would run), in order.
-    let mail: Mailbox
+    package let mail: Mailbox
     private let readBuffer: UnsafeMutableRawBufferPointer
     private let streamBuffer: UnsafeMutableRawBufferPointer
 
     /// A machine that `make` makes with the way back to it, the read and stream buffers a loop
     /// would share, and the `Date` field.
-    init(now: UInt64, readBufferSize: Int,
+    package init(now: UInt64, readBufferSize: Int,
          make: (Handback, _ readBuffer: UnsafeMutableRawBufferPointer, _ streamBuffer: UnsafeMutableRawBufferPointer, DateField,
                 MachineClock) -> Machine) {
         readBuffer = .allocate(byteCount: readBufferSize, alignment: 16)
@@ -76,10 +77,10 @@ struct MemoryConnection<Machine: ConnectionMachine & ~Copyable>: ~Copyable {
         streamBuffer.deallocate()
     }
 
-    var ended: Bool { closed || handedOff != nil }
+    package var ended: Bool { closed || handedOff != nil }
 
     /// Bytes written that the caller has not taken.
-    mutating func takeOutput() -> [UInt8] {
+    package mutating func takeOutput() -> [UInt8] {
         defer { output = [] }
         return output
     }
@@ -87,28 +88,28 @@ struct MemoryConnection<Machine: ConnectionMachine & ~Copyable>: ~Copyable {
     // MARK: - The client
 
     /// The client sends `bytes`; the connection runs as far as it can.
-    mutating func send(_ bytes: some Sequence<UInt8>) {
+    package mutating func send(_ bytes: some Sequence<UInt8>) {
         input.append(contentsOf: bytes)
         pump()
     }
 
     /// `bytes` arrive, and the loop has not polled since: nothing is read until `pump` (or an event).
-    mutating func arrive(_ bytes: some Sequence<UInt8>) {
+    package mutating func arrive(_ bytes: some Sequence<UInt8>) {
         input.append(contentsOf: bytes)
     }
 
     /// The client shuts its write side.
-    mutating func closeInput() {
+    package mutating func closeInput() {
         clientClosed = true
         pump()
     }
 
     /// Bytes sent and not read yet.
-    var unread: Int { input.count - inputStart }
+    package var unread: Int { input.count - inputStart }
 
     /// Reports readiness as a level-triggered epoll would, until the machine waits for
     /// something the memory socket does not have.
-    mutating func pump() {
+    package mutating func pump() {
         var rounds = 0
         while !ended, rounds < 100_000 {
             rounds += 1
@@ -127,7 +128,7 @@ struct MemoryConnection<Machine: ConnectionMachine & ~Copyable>: ~Copyable {
     // MARK: - Events from elsewhere
 
     /// The sweep at `now`.
-    mutating func tick() {
+    package mutating func tick() {
         guard !ended else { return }
         run(machine.tick(now: now, polledAt: polledAt ?? now, unread: nil))
         pump()
@@ -153,53 +154,53 @@ struct MemoryConnection<Machine: ConnectionMachine & ~Copyable>: ~Copyable {
 
     /// The oldest later reply whose work is done is handed back; false when none is.
     @discardableResult
-    mutating func resumeLater() -> Bool {
+    package mutating func resumeLater() -> Bool {
         deliver { if case .resume = $0 { true } else { false } }
     }
 
     /// The oldest step done on a route's executor is handed back (as the loop would: a request
     /// the connection no longer waits for is completed as it ended); false when none is.
     @discardableResult
-    mutating func land() -> Bool {
+    package mutating func land() -> Bool {
         deliver { if case .landed = $0 { true } else { false } }
     }
 
     /// The body's consumers that caught up are handed back.
-    mutating func bodyReady() {
+    package mutating func bodyReady() {
         while deliver({ if case .bodyReady = $0 { true } else { false } }) {}
     }
 
     /// Delivers the wakes of streaming bodies.
-    mutating func deliverWakes() {
+    package mutating func deliverWakes() {
         while deliver({ if case .wake = $0 { true } else { false } }) {}
     }
 
     /// Everything handed back so far, oldest first.
-    mutating func deliverAll() {
+    package mutating func deliverAll() {
         while deliver({ _ in true }) {}
     }
 
     /// Interim responses sent from a route's executor reached the loop.
-    mutating func interimsQueued() {
+    package mutating func interimsQueued() {
         guard !ended else { return }
         run(machine.interimsQueued())
         pump()
     }
 
-    mutating func quiesce() {
+    package mutating func quiesce() {
         guard !ended else { return }
         run(machine.quiesce())
         pump()
     }
 
-    mutating func abort(_ outcome: CompletedExchange.Outcome) {
+    package mutating func abort(_ outcome: CompletedExchange.Outcome) {
         guard !ended else { return }
         run(machine.abort(outcome))
     }
 
     // MARK: - Actions
 
-    mutating func run(_ first: ConnectionAction) {
+    package mutating func run(_ first: ConnectionAction) {
         var action = first
         while true {
             if ended {
@@ -281,18 +282,18 @@ struct MemoryConnection<Machine: ConnectionMachine & ~Copyable>: ~Copyable {
 }
 
 /// What other threads hand to a memory connection: the tasks a loop would run.
-final class Mailbox: Sendable {
-    let tasks = Mutex<[EventLoop.Task]>([])
+package final class Mailbox: Sendable {
+    package let tasks = Mutex<[EventLoop.Task]>([])
 
     /// A body's consumer called back (`bodyReady`) and was not handed back yet.
-    var bodyCalledBack: Bool { tasks.withLock { $0.contains { if case .bodyReady = $0 { true } else { false } } } }
+    package var bodyCalledBack: Bool { tasks.withLock { $0.contains { if case .bodyReady = $0 { true } else { false } } } }
 
     /// The way back to the connection: into `tasks`.
-    var handback: Handback { Handback { [self] task in tasks.withLock { $0.append(task) } } }
+    package var handback: Handback { Handback { [self] task in tasks.withLock { $0.append(task) } } }
 }
 
 extension MemoryConnection where Machine == HTTP1StateMachine {
-    init(server: HTTPServer, now: UInt64 = 1_000_000_000, readBufferSize: Int = EventLoop.readBufferSize) {
+    package init(server: HTTPServer, now: UInt64 = 1_000_000_000, readBufferSize: Int = EventLoop.readBufferSize) {
         self.init(now: now, readBufferSize: readBufferSize) { handback, readBuffer, streamBuffer, date, clock in
             HTTP1StateMachine(server: server, address: "127.0.0.1", now: now, clock: clock, date: date, readBuffer: readBuffer, streamBuffer: streamBuffer,
                               handback: handback)
@@ -303,7 +304,7 @@ extension MemoryConnection where Machine == HTTP1StateMachine {
 extension MemoryConnection where Machine == HTTP2StateMachine {
     /// An HTTP/2 connection from its start (as after TLS chose `h2`): the client's preface is
     /// the first thing it reads; our SETTINGS are the first thing written.
-    init(server: HTTPServer, now: UInt64 = 1_000_000_000, readBufferSize: Int = EventLoop.readBufferSize) {
+    package init(server: HTTPServer, now: UInt64 = 1_000_000_000, readBufferSize: Int = EventLoop.readBufferSize) {
         self.init(now: now, readBufferSize: readBufferSize) { handback, readBuffer, streamBuffer, date, clock in
             HTTP2StateMachine(server: server, address: "127.0.0.1", now: now, clock: clock, date: date, readBuffer: readBuffer, outputBuffer: streamBuffer,
                               handback: handback)
