@@ -73,22 +73,31 @@ let package = Package(
         // Blob storage behind `BlobStore`: a local folder and an S3-compatible bucket (libcurl).
         .target(name: "JotterBlobs", dependencies: ["CCurl", "JotterSystem"]),
 
-        // Test helpers: a raw-socket HTTP client and a real server on a free port.
         // The HTTP framework's testing helpers, apart from what the server ships: a connection's
         // state machine driven with byte arrays (`MemoryConnection`) and a router's whole
         // lifecycle with no socket (`InProcessClient`). They reach the engine's `package` API.
         .target(name: "JotterHTTPTesting", dependencies: ["JotterHTTP"]),
         // libFuzzer targets for the parsers (scripts/fuzz); built plainly, it replays a corpus.
         .executableTarget(name: "jotter-fuzz", dependencies: ["JotterHTTP", "JotterHTTPTesting", "JotterClient"], path: "Sources/jotter-fuzz"),
-        .target(name: "JotterTestSupport", dependencies: ["JotterServer", "JotterStore", "JotterPostgres"], path: "Tests/JotterTestSupport"),
+        // Test helpers that need no server: a raw-socket HTTP client, child processes (the
+        // `jotter` binary, nginx, HAProxy, PostgreSQL's restart), a private CA, multipart bodies,
+        // a small disk, the `timing` tag. Framework, PostgreSQL and blob tests build without the
+        // application.
+        .target(name: "JotterTestSupport", path: "Tests/JotterTestSupport"),
+        // Test helpers around the application: a real server in process on a free port
+        // (`TestApp`), a fresh PostgreSQL database and bucket (`SharedBackend`), a scale-out cluster.
+        .target(name: "JotterServerTestSupport", dependencies: ["JotterTestSupport", "JotterServer", "JotterStore", "JotterPostgres"],
+                path: "Tests/JotterServerTestSupport"),
         .testTarget(name: "JotterSystemTests", dependencies: ["JotterSystem"]),
         .testTarget(name: "JotterHTTPTests", dependencies: ["JotterHTTP", "JotterHTTPTesting", "JotterSystem", "JotterWire", "JotterTestSupport", "CNGHTTP2"]),
-        .testTarget(name: "JotterServerTests", dependencies: ["JotterServer", "JotterHTTP", "JotterAPI", "JotterWire", "JotterStore", "JotterStoreHTTP", "JotterBlobs", "JotterSystem", "JotterTestSupport"]),
-        .testTarget(name: "JotterCLITests", dependencies: ["JotterCLI", "JotterCLICore", "jotter", "jotter-server", "JotterAPI", "JotterClient", "JotterServer", "JotterTestSupport"]),
+        .testTarget(name: "JotterServerTests", dependencies: ["JotterServer", "JotterHTTP", "JotterAPI", "JotterWire", "JotterStore", "JotterStoreHTTP", "JotterBlobs", "JotterSystem",
+                                                              "JotterTestSupport", "JotterServerTestSupport"]),
+        .testTarget(name: "JotterCLITests", dependencies: ["JotterCLI", "JotterCLICore", "jotter", "jotter-server", "JotterAPI", "JotterClient", "JotterServer",
+                                                           "JotterTestSupport", "JotterServerTestSupport"]),
         .testTarget(name: "JotterAPITests", dependencies: ["JotterAPI"]),
         .testTarget(name: "JotterStoreTests", dependencies: ["JotterStore", "CSQLite", "JotterPostgres", "JotterBlobs", "JotterSystem", "JotterTestSupport"]),
         .testTarget(name: "JotterPostgresTests", dependencies: ["JotterPostgres", "JotterTestSupport"]),
         .testTarget(name: "JotterBlobsTests", dependencies: ["JotterBlobs", "JotterTestSupport"]),
-        .testTarget(name: "JotterClientTests", dependencies: ["JotterClient", "JotterServer", "JotterHTTP", "JotterSystem", "JotterTestSupport"]),
+        .testTarget(name: "JotterClientTests", dependencies: ["JotterClient", "JotterServer", "JotterHTTP", "JotterSystem", "JotterTestSupport", "JotterServerTestSupport"]),
     ]
 )

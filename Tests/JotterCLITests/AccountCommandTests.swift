@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import Testing
+import JotterServerTestSupport
 import JotterTestSupport
 
 /// `jotter users` and `jotter tokens` on a data folder, run as a user would, and the server

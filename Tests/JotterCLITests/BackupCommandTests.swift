@@ -6,6 +6,7 @@ import JotterClient
 @testable import JotterCLI
 @testable import JotterCLICore
 import JotterServer
+import JotterServerTestSupport
 import JotterTestSupport
 
 /// `jotter backup` and `jotter restore`, checked with tools of their own: `sha256sum` for the

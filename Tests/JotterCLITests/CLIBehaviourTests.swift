@@ -6,6 +6,7 @@ import JotterAPI
 import JotterClient
 @testable import JotterCLI
 @testable import JotterCLICore
+import JotterServerTestSupport
 import JotterTestSupport
 
 /// The client commands behave as the tools users know (gh, kubectl, curl) and say what is

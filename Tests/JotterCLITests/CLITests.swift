@@ -4,6 +4,7 @@ import Synchronization
 import Testing
 @testable import JotterCLI
 @testable import JotterCLICore
+import JotterServerTestSupport
 import JotterTestSupport
 
 /// Captures what a command prints.

@@ -6,6 +6,7 @@ import JotterClient
 @testable import JotterCLI
 @testable import JotterCLICore
 import JotterServer
+import JotterServerTestSupport
 import JotterTestSupport
 
 /// The client commands in-process against a live server on port 0.

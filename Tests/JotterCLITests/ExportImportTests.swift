@@ -5,6 +5,7 @@ import JotterClient
 @testable import JotterCLI
 @testable import JotterCLICore
 import JotterServer
+import JotterServerTestSupport
 import JotterTestSupport
 
 /// `jotter export` and `jotter import`: one tar archive, read back idempotently.

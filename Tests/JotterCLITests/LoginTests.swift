@@ -2,6 +2,7 @@ import Foundation
 import Glibc
 import Testing
 import JotterServer
+import JotterServerTestSupport
 import JotterTestSupport
 
 /// `jotter login` / `logout`, `JOTTER_TOKEN`, and the client commands signed in, against a

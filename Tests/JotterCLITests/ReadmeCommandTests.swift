@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import JotterServerTestSupport
 import JotterTestSupport
 
 /// The README's command lines run as written.

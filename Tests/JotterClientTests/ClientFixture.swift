@@ -1,7 +1,7 @@
 import Foundation
 import JotterClient
 import JotterServer
-import JotterTestSupport
+import JotterServerTestSupport
 
 /// A fresh server on port 0 and a client for it; the server always stops.
 func withClient<T>(configure: (inout ServerConfiguration) -> Void = { _ in },

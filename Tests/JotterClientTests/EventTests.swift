@@ -3,6 +3,7 @@ import Synchronization
 import Testing
 import JotterAPI
 @testable import JotterClient
+import JotterServerTestSupport
 import JotterTestSupport
 
 /// Consumes an event stream on its own task, so tests can wait with a deadline.

@@ -1,6 +1,6 @@
 import Foundation
 import Testing
-import JotterTestSupport
+import JotterServerTestSupport
 import JotterAPI
 import JotterClient
 import JotterHTTP

@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import Testing
+import JotterServerTestSupport
 import JotterTestSupport
 
 /// The README's SDK example compiles as written, as the `main.swift` of an app that depends on

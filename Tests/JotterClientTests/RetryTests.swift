@@ -1,6 +1,7 @@
 import Foundation
 import Synchronization
 import Testing
+import JotterServerTestSupport
 import JotterTestSupport
 import JotterAPI
 @testable import JotterClient

@@ -2,6 +2,7 @@ import Foundation
 import Glibc
 import Testing
 import Synchronization
+import JotterServerTestSupport
 import JotterTestSupport
 import JotterHTTP
 @testable import JotterClient

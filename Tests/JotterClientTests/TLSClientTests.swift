@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import JotterClient
 import JotterServer
+import JotterServerTestSupport
 import JotterTestSupport
 
 /// The SDK against an HTTPS server whose certificate a private CA signed.

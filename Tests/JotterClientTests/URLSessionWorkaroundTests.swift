@@ -4,6 +4,7 @@ import Testing
 import JotterAPI
 import JotterClient
 import JotterHTTP
+import JotterServerTestSupport
 import JotterTestSupport
 
 /// What CLIENT-NOTES measured about URLSession on Linux, and the SDK's answer to each, checked.

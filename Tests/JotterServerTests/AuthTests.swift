@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import JotterServer
 import JotterStore
+import JotterServerTestSupport
 import JotterTestSupport
 
 /// Authentication: tokens, sessions, `--auth required|off`, refusals before the body.

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import JotterServer
+import JotterServerTestSupport
 import JotterTestSupport
 
 /// What a page of another site may make a browser do: no unsafe request it marks cross-site

@@ -3,6 +3,7 @@ import Glibc
 import JotterBlobs
 import JotterStore
 import Testing
+import JotterServerTestSupport
 import JotterTestSupport
 
 /// A download from the bucket answers only once the bucket has: the object's absence is a

@@ -4,6 +4,7 @@ import JotterBlobs
 import JotterHTTP
 import JotterStore
 import Testing
+import JotterServerTestSupport
 import JotterTestSupport
 import JotterSystem
 

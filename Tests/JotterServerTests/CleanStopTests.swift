@@ -1,6 +1,6 @@
 import Foundation
 import Testing
-import JotterTestSupport
+import JotterServerTestSupport
 
 /// What a clean stop leaves in the data folder.
 @Suite("Clean stop")

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import JotterServer
+import JotterServerTestSupport
 import JotterTestSupport
 
 /// Two users on one server: for every route of the table that takes an id, and for lists,

@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import Testing
+import JotterServerTestSupport
 import JotterTestSupport
 
 /// A full disk: the data folder on a small tmpfs. Refused writes are `507`, nothing

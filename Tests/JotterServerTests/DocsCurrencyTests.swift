@@ -1,6 +1,6 @@
 import Foundation
 import Testing
-import JotterTestSupport
+import JotterServerTestSupport
 
 /// What the docs say about the running server is what it says about itself: numbers that
 /// change with the code are checked against the code, not against a copy.

@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import Testing
+import JotterServerTestSupport
 import JotterTestSupport
 
 /// `/echo`: the request as JSON, shaped like httpbin's `/anything`.

@@ -1,5 +1,6 @@
 import Foundation
 import JotterServer
+import JotterServerTestSupport
 import JotterTestSupport
 import Testing
 

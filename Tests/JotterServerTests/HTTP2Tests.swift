@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import JotterHTTP
 import JotterServer
+import JotterServerTestSupport
 import JotterTestSupport
 
 /// HTTP/2 (RFC 9113) on the engine: the conformance and protection cases of

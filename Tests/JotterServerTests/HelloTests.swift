@@ -1,4 +1,5 @@
 import Testing
+import JotterServerTestSupport
 import JotterTestSupport
 
 /// The Hello contract of API.md, including what the original iPhone client sends.

@@ -4,6 +4,7 @@ import Testing
 import JotterBlobs
 import JotterHTTP
 import JotterStore
+import JotterServerTestSupport
 import JotterTestSupport
 import JotterSystem
 

@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+import JotterServerTestSupport
 import JotterTestSupport
 import Synchronization
 import Testing

@@ -1,5 +1,5 @@
 import Testing
-import JotterTestSupport
+import JotterServerTestSupport
 
 @Suite("Metrics")
 struct MetricsTests {

@@ -2,6 +2,7 @@ import Foundation
 import Glibc
 import Testing
 import JotterHTTP
+import JotterServerTestSupport
 import JotterTestSupport
 
 /// Middleware written outside the server, plugged into the real one: they act before any body

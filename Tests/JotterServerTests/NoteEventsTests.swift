@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import Testing
+import JotterServerTestSupport
 import JotterTestSupport
 
 /// `GET /notes/events`: live changes as server-sent events, replay with `Last-Event-ID`.

@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 import JotterStore
-import JotterTestSupport
+import JotterServerTestSupport
 
 /// `GET /notes` of large notes: a page is cut at a byte budget and `next` continues it, so a
 /// list is never built whole in memory.

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import JotterServerTestSupport
 import JotterTestSupport
 
 /// Edges of the notes contract: ids exactly as the API writes them, conditional writes as

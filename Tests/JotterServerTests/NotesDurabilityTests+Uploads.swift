@@ -2,6 +2,7 @@ import Foundation
 import Glibc
 import Synchronization
 import Testing
+import JotterServerTestSupport
 import JotterTestSupport
 
 /// The crash test with uploads (issue 31 item 2): no upload row without its bytes, ever, and

@@ -2,6 +2,7 @@ import Foundation
 import Glibc
 import Synchronization
 import Testing
+import JotterServerTestSupport
 import JotterTestSupport
 
 /// Durability and conflict safety of `/notes` (issue 3, Tests): acknowledged writes survive a

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import JotterAPI
+import JotterServerTestSupport
 import JotterTestSupport
 
 /// The Notes contract of API.md, row by row, with form and JSON bodies.

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import JotterHTTP
+import JotterServerTestSupport
 import JotterTestSupport
 
 /// A tour of the API against a real server: every answer must be documented by `/openapi.json`

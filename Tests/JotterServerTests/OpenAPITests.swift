@@ -4,7 +4,7 @@ import JotterAPI
 import JotterHTTP
 import JotterWire
 @testable import JotterServer
-import JotterTestSupport
+import JotterServerTestSupport
 
 /// `/openapi.json` is derived from the route table and the wire types' schemas; these tests keep
 /// it complete, consistent, equal to `docs/openapi.json`, and true of what the server sends.

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import JotterServerTestSupport
 import JotterTestSupport
 
 /// What an operator watches and uses: `/healthz` readiness, the gauges in `/metrics`, and

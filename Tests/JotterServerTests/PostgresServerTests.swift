@@ -3,6 +3,7 @@ import Glibc
 import JotterBlobs
 import JotterStore
 import Testing
+import JotterServerTestSupport
 import JotterTestSupport
 
 /// The server on PostgreSQL and an S3 bucket (SeaweedFS), through HTTP: the contract as on

@@ -5,6 +5,7 @@ import Testing
 import JotterBlobs
 import JotterStore
 import JotterStoreHTTP
+import JotterServerTestSupport
 import JotterTestSupport
 @testable import JotterServer
 import JotterSystem

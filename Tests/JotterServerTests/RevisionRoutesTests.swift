@@ -1,6 +1,6 @@
 import Foundation
 import JotterServer
-import JotterTestSupport
+import JotterServerTestSupport
 import Testing
 
 /// The database a server test runs on: SQLite in its data folder, or the PostgreSQL and bucket

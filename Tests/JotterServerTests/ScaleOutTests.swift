@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import JotterServerTestSupport
 import JotterTestSupport
 import Testing
 

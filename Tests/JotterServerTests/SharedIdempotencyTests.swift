@@ -1,6 +1,7 @@
 import Foundation
 import Synchronization
 import Testing
+import JotterServerTestSupport
 import JotterTestSupport
 
 /// `Idempotency-Key` answers kept in the database: across a restart, across instances on one

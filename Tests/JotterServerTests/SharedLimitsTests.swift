@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 import JotterServer
-import JotterTestSupport
+import JotterServerTestSupport
 
 /// On PostgreSQL the limits are the database's, not each instance's: guesses or requests spread
 /// over two instances hit the limit after as many as on one.

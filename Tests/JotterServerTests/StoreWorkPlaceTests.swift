@@ -3,7 +3,7 @@ import Glibc
 import JotterHTTP
 import Synchronization
 import Testing
-import JotterTestSupport
+import JotterServerTestSupport
 
 /// Where the server's routes run: on SQLite every route's work is on the connection's loop
 /// (reads are local and short); on PostgreSQL every route that reads the store — its

@@ -3,6 +3,7 @@ import Glibc
 import Testing
 import JotterHTTP
 import JotterServer
+import JotterServerTestSupport
 import JotterTestSupport
 
 /// HTTPS on the engine's OpenSSL sessions, with certificates `openssl` makes for the test.

@@ -1,4 +1,5 @@
 import Foundation
+import JotterServerTestSupport
 import JotterTestSupport
 import Testing
 

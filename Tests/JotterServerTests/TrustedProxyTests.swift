@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import Testing
+import JotterServerTestSupport
 import JotterTestSupport
 
 /// `--trusted-proxy`: through nginx the log shows the client's address and HTTPS from the

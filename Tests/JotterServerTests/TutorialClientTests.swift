@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import JotterServerTestSupport
 import JotterTestSupport
 
 /// What the tutorials' original clients send, read as their own servers (PHP, Laravel, WEBrick) read it.

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import JotterServerTestSupport
 import JotterTestSupport
 
 /// `GET /uploads` pages like `/notes` and filters by note; `PATCH /uploads/{id}` attaches an

@@ -2,6 +2,7 @@ import Foundation
 import Glibc
 import Testing
 import JotterAPI
+import JotterServerTestSupport
 import JotterTestSupport
 @testable import JotterServer
 

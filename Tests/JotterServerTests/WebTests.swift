@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import JotterServerTestSupport
 import JotterTestSupport
 
 /// `GET /` and `/assets/…`: the embedded web app, its caching headers and its security policy.

@@ -1,6 +1,7 @@
 import Foundation
 import JotterServer
 import JotterStore
+import JotterTestSupport
 
 /// Users and their tokens on a `TestApp`.
 extension TestApp {

@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import JotterTestSupport
 
 /// The shared services of a scale-out: a fresh database (`SharedBackend`, dropped when the
 /// last reference goes) and a fresh bucket of its own, on the servers scripts/test-services

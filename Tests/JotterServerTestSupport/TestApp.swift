@@ -1,5 +1,6 @@
 import Foundation
 import JotterServer
+import JotterTestSupport
 
 /// A real Jotter server on a free port with its own temporary data folder.
 ///
