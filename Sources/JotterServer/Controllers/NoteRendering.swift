@@ -133,10 +133,16 @@ enum NoteInput {
     /// its notes hold this many, so a list of large notes is never built whole in memory.
     static let pageBudget = 4 << 20
 
-    /// A path id: a note id as the API writes them, else `404` (no note can have such an id).
+    /// The path's `id`: a note id as the API writes them (`noteID`).
+    static let idField = InputField<Int64>(
+        "id", schema: .string(pattern: "^([1-9][0-9]*|0)$", example: "42"),
+        description: "the note's id, as the API writes it (decimal digits, no leading zero); any other id is `404`",
+        message: "must be a note id", parse: noteID)
+
+    /// A path id (`idField`), else `404` (no note can have such an id).
     static func id(_ context: RequestContext) throws(HTTPError) -> Int64 {
-        let text = context.parameters["id"] ?? ""
-        guard let id = noteID(text) else {
+        let text = context.parameters[idField.name] ?? ""
+        guard let id = idField.parse(text) else {
             throw HTTPError(.notFound, detail: "note \(text) does not exist")
         }
         return id
@@ -144,17 +150,69 @@ enum NoteInput {
 
     /// The note id `text` names: decimal digits exactly as the API writes ids (`"42"`; never
     /// `"042"` or `"+42"`), else nil.
-    static func noteID(_ text: String) -> Int64? {
+    @Sendable static func noteID(_ text: String) -> Int64? {
         guard isDigits(text), let id = Int64(text), String(id) == text else { return nil }
         return id
     }
 
-    /// A `limit` query value: 1…1000 (larger numbers act as 1000), nil when not a whole number from 1.
-    static func limit(_ text: String) -> Int? {
-        // Digits only; a number too large for Int acts as the maximum, like any over 1000.
-        let value = isDigits(text) ? (Int(text) ?? Int.max) : 0
-        return value >= 1 ? min(value, 1000) : nil
+    /// A page's `limit`: 1…1000, larger numbers act as 1000 (digits only; a number too large for
+    /// `Int` acts as the maximum too); `description` says what a page holds.
+    static func limit(_ description: String) -> InputField<Int> {
+        InputField("limit", schema: .integer(minimum: 1, description: "values over 1000 act as 1000"), description: description,
+                   message: "must be a whole number from 1 to 1000") { text in
+            let value = isDigits(text) ? (Int(text) ?? Int.max) : 0
+            return value >= 1 ? min(value, 1000) : nil
+        }
     }
+
+    /// A page's `after`: the cursor, digits; `cursor` says what it is in the `400`.
+    static func after(cursor: String, description: String) -> InputField<Int64> {
+        InputField("after", schema: .integer(minimum: 0, maximum: Int64.max, format: "int64"), description: description,
+                   message: "must be \(cursor)") { isDigits($0) ? Int64($0) : nil }
+    }
+
+    /// The query of `GET /notes`.
+    enum List {
+        static let limit = NoteInput.limit("notes per page (default 100)")
+        static let after = NoteInput.after(
+            cursor: "a note id (with order=updated, the after of a next link)",
+            description: "cursor: a note id; with the default order the page has smaller ids, with `order=asc` larger ones; with `order=updated` the event id of a note's last change, as the `next` link sets it (the page has notes changed before)")
+        static let order = InputField<NoteOrder>.choice(
+            "order", ["desc": .newestFirst, "asc": .oldestFirst, "updated": .recentlyUpdated],
+            description: "`desc` (default) newest first, `asc` oldest first, `updated` the last changed first (commit order of each note's last change)")
+        static let search = InputField.text("q", description: "full-text search over the notes' bodies; blank means none")
+        static let parameters: [OpenAPIParameter] = [.query(limit), .query(after), .query(order), .query(search)]
+    }
+
+    /// The query of `GET /notes/changes`.
+    enum Feed {
+        static let since = InputField<Int64>(
+            "since", schema: .integer(format: "int64"),
+            description: "the cursor of an earlier answer, or an event id (`0`: before the first); absent: everything (a walk)",
+            message: "must be a cursor: an event id or the cursor of an earlier answer") { text in
+            isDigits(text.hasPrefix("-") ? String(text.dropFirst()) : text) ? Int64(text) : nil
+        }
+        static let limit = NoteInput.limit("changes per page (default 100; a page is also cut at 4 MiB of bodies)")
+        static let parameters: [OpenAPIParameter] = [.query(since), .query(limit)]
+    }
+
+    /// A page's `limit` (default 100) and `after`, as `GET /notes/{id}/revisions` and
+    /// `GET /notes/trash` read them.
+    struct Page {
+        let limit: InputField<Int>
+        let after: InputField<Int64>
+        var parameters: [OpenAPIParameter] { [.query(limit), .query(after)] }
+    }
+
+    static let revisionsPage = Page(limit: limit("revisions per page (default 100)"),
+                                    after: after(cursor: "a version", description: "cursor: a version; the page has older ones"))
+    static let trashPage = Page(limit: limit("notes per page (default 100)"),
+                                after: after(cursor: "a note id", description: "cursor: the id of the last note of the previous page"))
+
+    /// The path's `version` of a revision (as `noteID` reads it).
+    static let versionField = InputField<Int64>("version", schema: .string(pattern: "^[1-9][0-9]*$", example: "3"),
+                                                description: "the note's version the revision is",
+                                                message: "must be a version", parse: noteID)
 
     /// The `body` field: `nil` when absent, `422` when not a string.
     static func body(_ request: Request) throws(HTTPError) -> String? {
@@ -173,76 +231,59 @@ enum NoteInput {
 
     /// `limit`, `after`, `order`, `q` of `GET /notes`; every bad one listed in one `400`.
     static func query(_ request: Request) throws(HTTPError) -> (NoteQuery, given: FormFields) {
-        let fields = try request.query()
+        var input = try QueryInput(request)
         var query = NoteQuery()
-        var errors: [HTTPError.FieldError] = []
-        if let limit = fields["limit"] {
-            if let value = Self.limit(limit) { query.limit = value }
-            else { errors.append(.init(field: "limit", message: "must be a whole number from 1 to 1000")) }
-        }
-        if let after = fields["after"] {
-            if isDigits(after), let value = Int64(after) { query.after = value }
-            else { errors.append(.init(field: "after", message: "must be a note id (with order=updated, the after of a next link)")) }
-        }
-        switch fields["order"] {
-        case nil, "desc": query.order = .newestFirst
-        case "asc": query.order = .oldestFirst
-        case "updated": query.order = .recentlyUpdated
-        default: errors.append(.init(field: "order", message: "must be desc, asc or updated"))
-        }
-        if let q = fields["q"], !q.trimmingASCIISpaces().isEmpty { query.search = q }
-        guard errors.isEmpty else { throw HTTPError.badQuery(errors) }
-        return (query, fields)
+        if let limit = input[List.limit] { query.limit = limit }
+        query.after = input[List.after]
+        query.order = input[List.order] ?? .newestFirst
+        if let q = input[List.search], !q.trimmingASCIISpaces().isEmpty { query.search = q }
+        try input.finish()
+        return (query, input.fields)
     }
 
     /// `since` and `limit` (default 100) of `GET /notes/changes`; bad ones are `400`.
     static func feedQuery(_ request: Request) throws(HTTPError) -> (since: Int64?, limit: Int) {
-        let fields = try request.query()
-        var limit = 100, since: Int64?
-        var errors: [HTTPError.FieldError] = []
-        if let text = fields["limit"] {
-            if let value = Self.limit(text) { limit = value }
-            else { errors.append(.init(field: "limit", message: "must be a whole number from 1 to 1000")) }
-        }
-        if let text = fields["since"] {
-            let digits = text.hasPrefix("-") ? String(text.dropFirst()) : text
-            if isDigits(digits), let value = Int64(text) { since = value }
-            else { errors.append(.init(field: "since", message: "must be a cursor: an event id or the cursor of an earlier answer")) }
-        }
-        guard errors.isEmpty else { throw HTTPError.badQuery(errors) }
+        var input = try QueryInput(request)
+        let since = input[Feed.since], limit = input[Feed.limit] ?? 100
+        try input.finish()
         return (since, limit)
     }
 
-    /// `limit` (default 100) and `after` (`cursor`: a version for `GET /notes/{id}/revisions`, a
-    /// note id for `GET /notes/trash`); bad ones are `400`.
-    static func pageQuery(_ request: Request, cursor: String) throws(HTTPError) -> (limit: Int, after: Int64?) {
-        let fields = try request.query()
-        var limit = 100, after: Int64?
-        var errors: [HTTPError.FieldError] = []
-        if let text = fields["limit"] {
-            if let value = Self.limit(text) { limit = value }
-            else { errors.append(.init(field: "limit", message: "must be a whole number from 1 to 1000")) }
-        }
-        if let text = fields["after"] {
-            if isDigits(text), let value = Int64(text) { after = value }
-            else { errors.append(.init(field: "after", message: "must be \(cursor)")) }
-        }
-        guard errors.isEmpty else { throw HTTPError.badQuery(errors) }
-        return (limit, after)
+    /// `limit` (default 100) and `after` of a page of revisions or of the trash; bad ones are `400`.
+    static func pageQuery(_ request: Request, _ fields: Page) throws(HTTPError) -> (limit: Int, after: Int64?) {
+        var input = try QueryInput(request)
+        let page = (limit: input[fields.limit] ?? 100, after: input[fields.after])
+        try input.finish()
+        return page
     }
 
-    /// A version field of the body (form: digits; JSON: an integer or a string of digits): nil
-    /// when absent, `422` when it is not a version (a whole number from 1).
     /// The largest version a field may name: 2^53 − 1, the largest whole number a JSON number
     /// carries exactly (JSON numbers decode as doubles); versions count writes, so no note
     /// comes near it.
     static let largestVersion: Int64 = 9_007_199_254_740_991
 
-    static func version(_ request: Request, field: String) throws(HTTPError) -> Int64? {
-        let invalid = HTTPError.validation([.init(field: field, message: "must be a version: a whole number from 1 to \(largestVersion)")])
-        let text: String
+    /// A body field that names a version: a whole number from 1 to `largestVersion` (in a form,
+    /// its digits).
+    static func versionField(_ name: String, description: String) -> InputField<Int64> {
+        InputField(name, schema: .integer(minimum: 1, maximum: largestVersion, description: description),
+                   message: "must be a version: a whole number from 1 to \(largestVersion)") { text in
+            isDigits(text) ? Int64(text).flatMap { (1...largestVersion).contains($0) ? $0 : nil } : nil
+        }
+    }
+
+    /// `base_version` of an update.
+    static let baseVersionField = versionField(
+        "base_version", description: "the version the edit was made from (in a form: its digits), as the `Base-Version` header: an older one is merged")
+    /// `version` of a restore.
+    static let restoreField = versionField(
+        "version", description: "the revision to restore (in a form: its digits); absent: the note comes back from the trash")
+
+    /// The version `field` of the body names (form: digits; JSON: an integer, or a string of
+    /// digits): nil when absent, `422` when it is not a version.
+    static func version(_ request: Request, field: InputField<Int64>) throws(HTTPError) -> Int64? {
+        let invalid = HTTPError.validation([field.error])
         if case .json(let object) = try request.body() {
-            switch object[field] {
+            switch object[field.name] {
             case .integer(let value)?:
                 guard (1...largestVersion).contains(value) else { throw invalid }
                 return value
@@ -253,13 +294,14 @@ enum NoteInput {
             default: break
             }
         }
+        let text: String?
         do {
-            guard let found = try request.body().string(field) else { return nil }
-            text = found
+            text = try request.body().string(field.name)
         } catch {
             throw invalid
         }
-        guard isDigits(text), let value = Int64(text), (1...largestVersion).contains(value) else { throw invalid }
+        guard let text else { return nil }
+        guard let value = field.parse(text) else { throw invalid }
         return value
     }
 
@@ -275,7 +317,7 @@ enum NoteInput {
             }
             header = value
         }
-        return try version(request, field: "base_version") ?? header
+        return try version(request, field: baseVersionField) ?? header
     }
 
     /// Whether the body has field `name`, whatever its value (a malformed body has none).
@@ -290,7 +332,7 @@ enum NoteInput {
     /// Whether a write says which version it was made from (`Base-Version` or `base_version`,
     /// well-formed or not).
     static func namesBase(_ request: Request) -> Bool {
-        request.headers["Base-Version"] != nil || has(request, field: "base_version")
+        request.headers["Base-Version"] != nil || has(request, field: baseVersionField.name)
     }
 
     /// One or more ASCII digits, nothing else (no sign, no space).

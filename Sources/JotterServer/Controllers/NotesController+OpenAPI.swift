@@ -4,8 +4,7 @@ import JotterWire
 
 /// The OpenAPI operations of `NotesController`.
 enum NotesOperations {
-    static let id = OpenAPIParameter.path("id", .string(pattern: "^([1-9][0-9]*|0)$", example: "42"),
-                                          description: "the note's id, as the API writes it (decimal digits, no leading zero); any other id is `404`")
+    static let id = OpenAPIParameter.path(NoteInput.idField)
     static let etag = OpenAPIHeader("the note's version, quoted: `\"3\"`", schema: .string(pattern: "^\"[0-9]+\"$"))
     /// `*` or entity tags in double quotes separated by commas, as the writes read them (an
     /// empty value is no condition).
@@ -24,11 +23,11 @@ enum NotesOperations {
     /// The request fields, as components so the three body types share them.
     static let components: [String: JSONSchema] = [
         "NoteFields": .object(["body": .string(description: "the note's text; absent leaves the note unchanged"),
-                               "base_version": .integer(minimum: 1, maximum: NoteInput.largestVersion, description: "the version the edit was made from (in a form: its digits), as the `Base-Version` header: an older one is merged")],
-                              optional: ["body", "base_version"],
+                               NoteInput.baseVersionField.name: NoteInput.baseVersionField.schema],
+                              optional: ["body", NoteInput.baseVersionField.name],
                               description: "A note's fields. Client-sent `id`, `version`, `created_at` and `updated_at` are ignored."),
-        "RestoreFields": .object(["version": .integer(minimum: 1, maximum: NoteInput.largestVersion, description: "the revision to restore (in a form: its digits); absent: the note comes back from the trash")],
-                                 optional: ["version"],
+        "RestoreFields": .object([NoteInput.restoreField.name: NoteInput.restoreField.schema],
+                                 optional: [NoteInput.restoreField.name],
                                  description: "Which revision of the note to restore; none for a note in the trash."),
         "NoteTombstone": NoteChangeList.deletedNote,
         "NewNoteFields": .object(["body": .string(description: "the note's text; an empty string is a valid note")],
@@ -37,13 +36,7 @@ enum NotesOperations {
 
     static let list = OpenAPIOperation(
         operationID: "listNotes", summary: "List notes, newest first", tags: ["notes"],
-        parameters: [
-            .query("limit", .integer(minimum: 1, description: "values over 1000 act as 1000"), description: "notes per page (default 100)"),
-            .query("after", .integer(minimum: 0, maximum: Int64.max, format: "int64"),
-                   description: "cursor: a note id; with the default order the page has smaller ids, with `order=asc` larger ones; with `order=updated` the event id of a note's last change, as the `next` link sets it (the page has notes changed before)"),
-            .query("order", .string(enum: ["desc", "asc", "updated"]), description: "`desc` (default) newest first, `asc` oldest first, `updated` the last changed first (commit order of each note's last change)"),
-            .query("q", description: "full-text search over the notes' bodies; blank means none"),
-        ],
+        parameters: NoteInput.List.parameters,
         responses: [
             200: .json(.ref(NoteList.self), "a page, and the path of the next one"),
             400: .problem("a query parameter is invalid (each one is listed in `errors`), or the query is not valid percent-encoded UTF-8"),
@@ -80,10 +73,7 @@ enum NotesOperations {
             The change feed: every note changed after `since`, each once in its latest state — the note as `GET /notes/{id}` shows it, or `{"id", "version", "deleted": true}` — in commit order (on PostgreSQL across every instance, as the event stream). `cursor` is the next request's `since`: the id of the last event the page includes, the same ids as the event stream's `id:`, so a client can pull, then subscribe with `Last-Event-ID: <cursor>` (or the other way round) and see every change exactly once. Without `since`, or with a cursor the feed no longer holds (older than a deleted note's tombstone, kept `--feed-days`, default 90; or beyond the last event, as after a restore from an older backup), the answer walks the complete current state with `reset: true` on every page of the walk: the pages before its last carry a negative `cursor` that goes on with the walk; once the page with `more: false` is read, every note the walk did not name is gone. Never an error, never a gap.
             """,
         tags: ["notes"],
-        parameters: [
-            .query("since", .integer(format: "int64"), description: "the cursor of an earlier answer, or an event id (`0`: before the first); absent: everything (a walk)"),
-            .query("limit", .integer(minimum: 1, description: "values over 1000 act as 1000"), description: "changes per page (default 100; a page is also cut at 4 MiB of bodies)"),
-        ],
+        parameters: NoteInput.Feed.parameters,
         responses: [
             200: .json(.ref(NoteChangeList.self), "a page of changes, its cursor, whether more follow"),
             400: .problem("a query parameter is invalid (each one is listed in `errors`), or the query is not valid percent-encoded UTF-8"),
@@ -130,8 +120,7 @@ enum NotesOperations {
     static let baseVersion = OpenAPIParameter.header("Base-Version", .string(pattern: "^[ \\t]*0*[1-9][0-9]{0,17}[ \\t]*$"),
                                                      description: "the version the edit was made from: the current one is a plain update, an older one is merged; not a whole number from 1 is `400`")
 
-    static let version = OpenAPIParameter.path("version", .string(pattern: "^[1-9][0-9]*$", example: "3"),
-                                               description: "the note's version the revision is")
+    static let version = OpenAPIParameter.path(NoteInput.versionField)
 
     static let revisions = revisionList(
         operationID: "listRevisions", summary: "List a note's revisions, newest first",
@@ -160,11 +149,7 @@ enum NotesOperations {
     private static func revisionList(operationID: String, summary: String, description: String, missing: OpenAPIResponse) -> OpenAPIOperation {
         OpenAPIOperation(
             operationID: operationID, summary: summary, description: description, tags: ["notes"],
-            parameters: [
-                id,
-                .query("limit", .integer(minimum: 1, description: "values over 1000 act as 1000"), description: "revisions per page (default 100)"),
-                .query("after", .integer(minimum: 0, maximum: Int64.max, format: "int64"), description: "cursor: a version; the page has older ones"),
-            ],
+            parameters: [id] + NoteInput.revisionsPage.parameters,
             responses: [
                 200: .json(.ref(RevisionList.self), "a page, and the path of the next one"),
                 400: .problem("a query parameter is invalid (each one is listed in `errors`)"),
@@ -189,10 +174,7 @@ enum NotesOperations {
         operationID: "listTrash", summary: "List deleted notes, most recently deleted first",
         description: "The notes deleted less than `--trash-days` (default 30) ago, each with its attachments and `deleted_at`; then the retention sweep removes them for good.",
         tags: ["notes"],
-        parameters: [
-            .query("limit", .integer(minimum: 1, description: "values over 1000 act as 1000"), description: "notes per page (default 100)"),
-            .query("after", .integer(minimum: 0, maximum: Int64.max, format: "int64"), description: "cursor: the id of the last note of the previous page"),
-        ],
+        parameters: NoteInput.trashPage.parameters,
         responses: [
             200: .json(.ref(TrashList.self), "a page, and the path of the next one"),
             400: .problem("a query parameter is invalid (each one is listed in `errors`)"),

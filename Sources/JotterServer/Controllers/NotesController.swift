@@ -161,7 +161,7 @@ struct NotesController {
 
     private func revisions(_ request: Request, _ context: RequestContext, inTrash: Bool) throws -> Reply {
         let id = try NoteInput.id(context)
-        let (limit, after) = try NoteInput.pageQuery(request, cursor: "a version")
+        let (limit, after) = try NoteInput.pageQuery(request, NoteInput.revisionsPage)
         guard let found = try store.revisions(noteID: id, before: after, limit: limit + 1, owner: context.owner, inTrash: inTrash) else {
             throw try missingHistory(id, inTrash: inTrash, owner: context.owner, detail: inTrash ? "note \(id) is not in the trash" : "note \(id) does not exist")
         }
@@ -172,8 +172,8 @@ struct NotesController {
 
     private func revision(_ request: Request, _ context: RequestContext, inTrash: Bool) throws -> Reply {
         let id = try NoteInput.id(context)
-        let text = context.parameters["version"] ?? ""
-        guard let version = NoteInput.noteID(text),
+        let text = context.parameters[NoteInput.versionField.name] ?? ""
+        guard let version = NoteInput.versionField.parse(text),
               let found = try store.revision(noteID: id, version: version, owner: context.owner, inTrash: inTrash) else {
             // Another user's note, or none: the same words as a missing revision of one's own.
             throw try missingHistory(id, inTrash: inTrash, owner: context.owner, detail: "note \(id) has no revision \(text)")
@@ -202,14 +202,14 @@ struct NotesController {
         let id = try NoteInput.id(context)
         let owner = context.owner
         guard let (record, attachments) = try store.noteWithAttachments(id: id, owner: owner) else {
-            guard !NoteInput.has(request, field: "version") else { throw HTTPError(.notFound, detail: "note \(id) does not exist") }
+            guard !NoteInput.has(request, field: NoteInput.restoreField.name) else { throw HTTPError(.notFound, detail: "note \(id) does not exist") }
             // Not a live note: from the trash, if it is there (`.notFound` otherwise).
             return commit(id, owner: owner, request: request, message: "Note Restored") { store, completion in
                 store.restoreTrashedNote(id: id, owner: owner, completion: completion)
             }
         }
         let ifVersion = try checkIfMatch(request, current: StoredNote(record: record, attachments: attachments).note)
-        guard let version = try NoteInput.version(request, field: "version") else {
+        guard let version = try NoteInput.version(request, field: NoteInput.restoreField) else {
             // The request is well formed; the note's state is what refuses it.
             throw HTTPError(HTTPStatus(409), detail: "note \(id) is not in the trash, so the only restore is of one of its revisions: "
                 + "send `version` (GET /notes/\(id)/revisions lists them)")
@@ -221,7 +221,7 @@ struct NotesController {
 
     /// `GET /notes/trash`: the owner's deleted notes, most recently deleted first, paged by id.
     @Sendable func trash(_ request: Request, _ context: RequestContext) throws -> Reply {
-        let (limit, after) = try NoteInput.pageQuery(request, cursor: "a note id")
+        let (limit, after) = try NoteInput.pageQuery(request, NoteInput.trashPage)
         let found = try store.trashedNotes(limit: limit + 1, after: after, owner: context.owner)
         let page = Array(found.prefix(limit))
         let next = found.count > limit ? "/notes/trash?limit=\(limit)&after=\(page.last!.note.id)" : nil

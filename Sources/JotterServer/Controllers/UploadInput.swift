@@ -1,27 +1,33 @@
+import JotterAPI
 import JotterHTTP
 import JotterStore
 
 /// Parsing of the pieces of an uploads request.
 enum UploadInput {
+    /// The query of `GET /uploads`.
+    enum List {
+        static let limit = NoteInput.limit("uploads per page (default 100)")
+        static let after = InputField<String>(
+            "after", schema: .string(pattern: Upload.idPattern),
+            description: "cursor: the id of the last upload of the previous page (deleted since: the listing goes on after its place)",
+            message: "must be the id of an upload") { isUploadID($0) ? $0 : nil }
+        static let note = InputField<UploadQuery.Attachment>(
+            "note_id", schema: .string(pattern: "^([1-9][0-9]*|0)?$"),
+            description: "only the attachments of this note; empty (`note_id=`): only the uploads attached to no note",
+            message: "must be a note id, or empty for uploads attached to no note") { text in
+            text.isEmpty ? .unattached : NoteInput.noteID(text).map { .note($0) }
+        }
+        static let parameters: [OpenAPIParameter] = [.query(limit), .query(after), .query(note)]
+    }
+
     /// `limit`, `after`, `note_id` of `GET /uploads`; every bad one listed in one `400`.
     static func query(_ request: Request) throws(HTTPError) -> UploadQuery {
-        let fields = try request.query()
+        var input = try QueryInput(request)
         var query = UploadQuery()
-        var errors: [HTTPError.FieldError] = []
-        if let limit = fields["limit"] {
-            if let value = NoteInput.limit(limit) { query.limit = value }
-            else { errors.append(.init(field: "limit", message: "must be a whole number from 1 to 1000")) }
-        }
-        if let after = fields["after"] {
-            if isUploadID(after) { query.after = after }
-            else { errors.append(.init(field: "after", message: "must be the id of an upload")) }
-        }
-        if let note = fields["note_id"] {
-            if note.isEmpty { query.attachment = .unattached }
-            else if let id = NoteInput.noteID(note) { query.attachment = .note(id) }
-            else { errors.append(.init(field: "note_id", message: "must be a note id, or empty for uploads attached to no note")) }
-        }
-        guard errors.isEmpty else { throw HTTPError.badQuery(errors) }
+        if let limit = input[List.limit] { query.limit = limit }
+        query.after = input[List.after]
+        if let note = input[List.note] { query.attachment = note }
+        try input.finish()
         return query
     }
 
@@ -52,7 +58,7 @@ enum UploadInput {
     }
 
     /// 24 lowercase hex digits: the only form an upload id takes.
-    static func isUploadID(_ text: String) -> Bool {
+    @Sendable static func isUploadID(_ text: String) -> Bool {
         text.utf8.count == 24 && text.utf8.allSatisfy { ASCII.isHexLowercase($0) }
     }
 }

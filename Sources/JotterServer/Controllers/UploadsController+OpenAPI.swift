@@ -63,12 +63,7 @@ enum UploadsOperations {
 
     static let list = OpenAPIOperation(
         operationID: "listUploads", summary: "List uploads, newest first", tags: ["uploads"],
-        parameters: [
-            .query("limit", .integer(minimum: 1, description: "values over 1000 act as 1000"), description: "uploads per page (default 100)"),
-            .query("after", .string(pattern: Upload.idPattern), description: "cursor: the id of the last upload of the previous page (deleted since: the listing goes on after its place)"),
-            .query("note_id", .string(pattern: "^([1-9][0-9]*|0)?$"),
-                   description: "only the attachments of this note; empty (`note_id=`): only the uploads attached to no note"),
-        ],
+        parameters: UploadInput.List.parameters,
         responses: [
             200: .json(.ref(UploadPage.self), "a page, and the path of the next one"),
             400: .problem("a query parameter is invalid, or `after` names no upload of the user's, now or in the last week (each one is listed in `errors`)"),
