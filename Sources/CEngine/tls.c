@@ -131,7 +131,8 @@ void *jotter_tls_new(void *context, int fd) {
 
 void jotter_tls_free(void *ssl) { SSL_free(ssl); }
 
-static long outcome(SSL *ssl, int result) {
+/// What an SSL call that returned `result` came to, when it did not succeed.
+static long failure(SSL *ssl, int result) {
     switch (SSL_get_error(ssl, result)) {
     case SSL_ERROR_WANT_READ: return JOTTER_TLS_WANT_READ;
     case SSL_ERROR_WANT_WRITE: return JOTTER_TLS_WANT_WRITE;
@@ -148,36 +149,37 @@ static long outcome(SSL *ssl, int result) {
     }
 }
 
-long jotter_tls_handshake(void *ssl) {
+/// Clears the error queue and errno before an SSL I/O call, so what it leaves is its own.
+static void begin(void) {
     ERR_clear_error();
     errno = 0;
-    int result = SSL_do_handshake(ssl);
-    if (result == 1) return 0;
-    long code = outcome(ssl, result);
+}
+
+/// An SSL I/O call's result: `moved` when it succeeded, else its failure (error queue cleared).
+static long finish(SSL *ssl, int result, size_t moved) {
+    if (result == 1) return (long)moved;
+    long code = failure(ssl, result);
     ERR_clear_error();
     return code;
+}
+
+long jotter_tls_handshake(void *ssl) {
+    begin();
+    return finish(ssl, SSL_do_handshake(ssl), 0);
 }
 
 long jotter_tls_read(void *ssl, void *buffer, size_t capacity) {
-    ERR_clear_error();
-    errno = 0;
+    begin();
     size_t read = 0;
     int result = SSL_read_ex(ssl, buffer, capacity, &read);
-    if (result == 1) return (long)read;
-    long code = outcome(ssl, result);
-    ERR_clear_error();
-    return code;
+    return finish(ssl, result, read);
 }
 
 long jotter_tls_write(void *ssl, const void *buffer, size_t length) {
-    ERR_clear_error();
-    errno = 0;
+    begin();
     size_t written = 0;
     int result = SSL_write_ex(ssl, buffer, length, &written);
-    if (result == 1) return (long)written;
-    long code = outcome(ssl, result);
-    ERR_clear_error();
-    return code;
+    return finish(ssl, result, written);
 }
 
 int jotter_tls_pending(void *ssl) { return SSL_pending(ssl); }
