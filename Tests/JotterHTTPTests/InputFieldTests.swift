@@ -18,9 +18,10 @@ struct InputFieldTests {
         var routes = RouterBuilder()
         routes.add(middleware: ErrorMiddleware(log: Logger(accessLog: false)))
         routes.get("/items") { request, _ in
-            var input = try QueryInput(request)
-            let limit = input[Self.limit] ?? 10, order = input[Self.order] ?? .newest, q = input[Self.search] ?? "-"
-            try input.finish()
+            let (limit, order, q) = try QueryInput.read(request) { input in
+                // Read twice, listed once.
+                (input[Self.limit] ?? 10, input[Self.order] ?? input[Self.order] ?? .newest, input[Self.search] ?? "-")
+            }
             return "\(limit) \(order.rawValue) \(q)"
         }
         return InProcessClient(router: routes.build())
@@ -48,6 +49,8 @@ struct InputFieldTests {
         #expect(parameter.name == "order" && parameter.location == .query && !parameter.required)
         #expect(parameter.schema == .string(enum: ["new", "old", "first"]))
         #expect(parameter.description == "the order")
+        let path = OpenAPIParameter.path(Self.limit)
+        #expect(path.location == .path && path.required && path.name == "limit")
         #expect(OpenAPIParameter.query(Self.limit).schema == .integer(minimum: 1, maximum: 50))
     }
 }

@@ -64,6 +64,10 @@ struct FeedRoutesTests {
                 #expect(response.status == 400, "\(bad)")
                 #expect(response.header("Content-Type")?.contains("application/problem+json") == true, "\(bad)")
             }
+            // Every bad parameter in one answer, in the order the route reads them.
+            let errors = try app.request("GET", "/notes/changes?since=x&limit=0").json()["errors"] as? [[String: String]]
+            #expect(errors?.map { $0["field"] } == ["limit", "since"])
+            #expect(errors?.last?["message"] == "must be a cursor: an event id or the cursor of an earlier answer")
         }
     }
 

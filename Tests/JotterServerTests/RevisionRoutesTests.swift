@@ -69,6 +69,9 @@ struct RevisionRoutesTests {
             #expect(try app.request("GET", "/notes/999999/revisions").status == 404)
             #expect(try app.request("GET", "/notes/\(id)/revisions?limit=0").status == 400)
             #expect(try app.request("GET", "/notes/\(id)/revisions?after=-1").status == 400)
+            let errors = try app.request("GET", "/notes/\(id)/revisions?after=-1&limit=1001x").json()["errors"] as? [[String: String]]
+            #expect(errors == [["field": "limit", "message": "must be a whole number from 1 to 1000"],
+                               ["field": "after", "message": "must be a version"]])
         }
     }
 

@@ -206,6 +206,9 @@ struct TrashRoutesTests {
             #expect(seen == ids.reversed())
             #expect(try app.request("GET", "/notes/trash?limit=0").status == 400)
             #expect(try app.request("GET", "/notes/trash?after=x").status == 400)
+            let errors = try app.request("GET", "/notes/trash?after=x&limit=0&after=y").json()["errors"] as? [[String: String]]
+            #expect(errors == [["field": "limit", "message": "must be a whole number from 1 to 1000"],
+                               ["field": "after", "message": "must be a note id"]])
         }
     }
 

@@ -8,9 +8,8 @@ import JotterWire
 /// ```swift
 /// static let order = InputField.choice("order", ["desc": Order.newestFirst, "asc": .oldestFirst],
 ///                                      description: "`desc` (default) newest first, `asc` oldest first")
-/// var input = try QueryInput(request)
-/// let order = input[order] ?? .newestFirst   // "must be desc or asc" in the 400 when neither
-/// try input.finish()
+/// // "must be desc or asc" in the 400 when it is neither:
+/// let chosen = try QueryInput.read(request) { $0[Self.order] ?? .newestFirst }
 /// ```
 public struct InputField<Value: Sendable>: Sendable {
     /// The parameter's or field's name.
@@ -19,7 +18,8 @@ public struct InputField<Value: Sendable>: Sendable {
     public let schema: JSONSchema
     /// The OpenAPI document's prose for the parameter.
     public let description: String?
-    /// The error a client gets for a value that does not parse: `must be …`.
+    /// The error a client gets for a value that does not parse: `must be …` (a path segment
+    /// that does not parse names no resource: the route answers `404` instead).
     public let message: String
     private let parser: @Sendable (String) -> Value?
 
@@ -48,8 +48,8 @@ extension InputField where Value == String {
 }
 
 extension InputField {
-    /// One of a few words, each meaning a value; the schema lists the words and the message
-    /// names them in their order (`must be desc, asc or updated`).
+    /// One of a few words (all different), each meaning a value; the schema lists the words and
+    /// the message names them in their order (`must be desc, asc or updated`).
     public static func choice(_ name: String, _ choices: KeyValuePairs<String, Value>, description: String? = nil) -> Self {
         let words = choices.map(\.key)
         let listed = words.count < 2 ? words.joined() : words.dropLast().joined(separator: ", ") + " or " + words[words.count - 1]
@@ -70,32 +70,34 @@ extension OpenAPIParameter {
     }
 }
 
-/// A request's query, read field by field: each invalid value is noted, and `finish()` answers
-/// all of them in one `400` (`errors` lists each one), so a client learns every mistake at once.
+/// A request's query, read field by field: each invalid value is noted once, and when the
+/// reading is done all of them are answered in one `400` (`errors` lists each one, in the order
+/// read), so a client learns every mistake at once.
 public struct QueryInput {
     /// The decoded query.
     public let fields: FormFields
     private var errors: [HTTPError.FieldError] = []
 
-    /// The query of `request`; `400` when it is not valid percent-encoded UTF-8.
-    public init(_ request: Request) throws(HTTPError) {
-        fields = try request.query()
+    private init(_ fields: FormFields) { self.fields = fields }
+
+    /// What `read` makes of the query of `request`: `400` when the query is not valid
+    /// percent-encoded UTF-8, or when a field `read` looked at was invalid.
+    public static func read<Result>(_ request: Request, _ read: (inout QueryInput) -> Result) throws(HTTPError) -> Result {
+        var input = QueryInput(try request.query())
+        let result = read(&input)
+        guard input.errors.isEmpty else { throw HTTPError.badQuery(input.errors) }
+        return result
     }
 
-    /// The value of `field`: nil when absent, or invalid (then noted for `finish()`).
+    /// The value of `field`: nil when absent, or invalid (then noted for the `400`).
     public subscript<Value>(field: InputField<Value>) -> Value? {
         mutating get {
             guard let text = fields[field.name] else { return nil }
             guard let value = field.parse(text) else {
-                errors.append(field.error)
+                if !errors.contains(where: { $0.field == field.name }) { errors.append(field.error) }
                 return nil
             }
             return value
         }
-    }
-
-    /// `400` listing every invalid value read, when there was one.
-    public func finish() throws(HTTPError) {
-        guard errors.isEmpty else { throw HTTPError.badQuery(errors) }
     }
 }

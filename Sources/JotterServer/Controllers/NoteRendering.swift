@@ -231,30 +231,27 @@ enum NoteInput {
 
     /// `limit`, `after`, `order`, `q` of `GET /notes`; every bad one listed in one `400`.
     static func query(_ request: Request) throws(HTTPError) -> (NoteQuery, given: FormFields) {
-        var input = try QueryInput(request)
-        var query = NoteQuery()
-        if let limit = input[List.limit] { query.limit = limit }
-        query.after = input[List.after]
-        query.order = input[List.order] ?? .newestFirst
-        if let q = input[List.search], !q.trimmingASCIISpaces().isEmpty { query.search = q }
-        try input.finish()
-        return (query, input.fields)
+        try QueryInput.read(request) { input in
+            var query = NoteQuery()
+            if let limit = input[List.limit] { query.limit = limit }
+            query.after = input[List.after]
+            query.order = input[List.order] ?? .newestFirst
+            if let q = input[List.search], !q.trimmingASCIISpaces().isEmpty { query.search = q }
+            return (query, input.fields)
+        }
     }
 
     /// `since` and `limit` (default 100) of `GET /notes/changes`; bad ones are `400`.
     static func feedQuery(_ request: Request) throws(HTTPError) -> (since: Int64?, limit: Int) {
-        var input = try QueryInput(request)
-        let since = input[Feed.since], limit = input[Feed.limit] ?? 100
-        try input.finish()
-        return (since, limit)
+        try QueryInput.read(request) { input in
+            let limit = input[Feed.limit] ?? 100
+            return (input[Feed.since], limit)
+        }
     }
 
     /// `limit` (default 100) and `after` of a page of revisions or of the trash; bad ones are `400`.
     static func pageQuery(_ request: Request, _ fields: Page) throws(HTTPError) -> (limit: Int, after: Int64?) {
-        var input = try QueryInput(request)
-        let page = (limit: input[fields.limit] ?? 100, after: input[fields.after])
-        try input.finish()
-        return page
+        try QueryInput.read(request) { input in (input[fields.limit] ?? 100, input[fields.after]) }
     }
 
     /// The largest version a field may name: 2^53 − 1, the largest whole number a JSON number
@@ -264,7 +261,7 @@ enum NoteInput {
 
     /// A body field that names a version: a whole number from 1 to `largestVersion` (in a form,
     /// its digits).
-    static func versionField(_ name: String, description: String) -> InputField<Int64> {
+    static func bodyVersion(_ name: String, description: String) -> InputField<Int64> {
         InputField(name, schema: .integer(minimum: 1, maximum: largestVersion, description: description),
                    message: "must be a version: a whole number from 1 to \(largestVersion)") { text in
             isDigits(text) ? Int64(text).flatMap { (1...largestVersion).contains($0) ? $0 : nil } : nil
@@ -272,10 +269,10 @@ enum NoteInput {
     }
 
     /// `base_version` of an update.
-    static let baseVersionField = versionField(
+    static let baseVersionField = bodyVersion(
         "base_version", description: "the version the edit was made from (in a form: its digits), as the `Base-Version` header: an older one is merged")
     /// `version` of a restore.
-    static let restoreField = versionField(
+    static let restoreField = bodyVersion(
         "version", description: "the revision to restore (in a form: its digits); absent: the note comes back from the trash")
 
     /// The version `field` of the body names (form: digits; JSON: an integer, or a string of

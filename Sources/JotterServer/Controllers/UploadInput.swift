@@ -4,13 +4,18 @@ import JotterStore
 
 /// Parsing of the pieces of an uploads request.
 enum UploadInput {
+    /// The path's `id` of an upload (`isUploadID`); any other is `404`.
+    static let idField = InputField<String>(
+        "id", schema: .string(pattern: Upload.idPattern, example: "7c1a0e5b9d3f4a2e8b6c0d1f"),
+        description: "the upload's id; any other id is `404`", message: "must be the id of an upload") { isUploadID($0) ? $0 : nil }
+
     /// The query of `GET /uploads`.
     enum List {
         static let limit = NoteInput.limit("uploads per page (default 100)")
         static let after = InputField<String>(
             "after", schema: .string(pattern: Upload.idPattern),
             description: "cursor: the id of the last upload of the previous page (deleted since: the listing goes on after its place)",
-            message: "must be the id of an upload") { isUploadID($0) ? $0 : nil }
+            message: idField.message, parse: idField.parse)
         static let note = InputField<UploadQuery.Attachment>(
             "note_id", schema: .string(pattern: "^([1-9][0-9]*|0)?$"),
             description: "only the attachments of this note; empty (`note_id=`): only the uploads attached to no note",
@@ -22,13 +27,13 @@ enum UploadInput {
 
     /// `limit`, `after`, `note_id` of `GET /uploads`; every bad one listed in one `400`.
     static func query(_ request: Request) throws(HTTPError) -> UploadQuery {
-        var input = try QueryInput(request)
-        var query = UploadQuery()
-        if let limit = input[List.limit] { query.limit = limit }
-        query.after = input[List.after]
-        if let note = input[List.note] { query.attachment = note }
-        try input.finish()
-        return query
+        try QueryInput.read(request) { input in
+            var query = UploadQuery()
+            if let limit = input[List.limit] { query.limit = limit }
+            query.after = input[List.after]
+            if let note = input[List.note] { query.attachment = note }
+            return query
+        }
     }
 
     /// The `next` link of a page that has more: the same filter and limit, after its last upload.

@@ -4,8 +4,7 @@ import JotterWire
 
 /// The OpenAPI operations of `UploadsController`.
 enum UploadsOperations {
-    static let id = OpenAPIParameter.path("id", .string(pattern: Upload.idPattern, example: "7c1a0e5b9d3f4a2e8b6c0d1f"),
-                                          description: "the upload's id; any other id is `404`")
+    static let id = OpenAPIParameter.path(UploadInput.idField)
     static let missing = OpenAPIResponse.problem("no upload has this id")
     static let etag = OpenAPIHeader("the bytes' SHA-256, quoted", schema: .string(pattern: "^\"[0-9a-f]{64}\"$"))
     static let bytes: [String: JSONSchema] = ["*/*": .binary()]

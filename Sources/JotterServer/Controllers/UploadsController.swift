@@ -191,9 +191,9 @@ struct UploadsController {
     }
 
     private func existing(_ context: RequestContext) throws -> UploadRecord {
-        let id = context.parameters["id"] ?? ""
-        guard UploadInput.isUploadID(id), let upload = try store.upload(id: id, owner: context.owner) else {
-            throw HTTPError(.notFound, detail: "upload \(id) does not exist")
+        let text = context.parameters[UploadInput.idField.name] ?? ""
+        guard let id = UploadInput.idField.parse(text), let upload = try store.upload(id: id, owner: context.owner) else {
+            throw HTTPError(.notFound, detail: "upload \(text) does not exist")
         }
         return upload
     }
