@@ -38,9 +38,7 @@ public struct LocalBlobStore: BlobStore {
             unlink(temporary)
             throw error
         }
-        try Self.syncDirectory(directory)
-        guard let info = try head(key) else { throw BlobError.notFound(key) }
-        return info
+        return try settled(key, in: directory)
     }
 
     /// Moves the file into place: fsync, `rename` (the file must be on the same file system
@@ -57,9 +55,7 @@ public struct LocalBlobStore: BlobStore {
             unlink(path)
             return info
         }
-        try Self.syncDirectory(directory)
-        guard let info = try head(key) else { throw BlobError.notFound(key) }
-        return info
+        return try settled(key, in: directory)
     }
 
     @discardableResult
@@ -111,6 +107,14 @@ public struct LocalBlobStore: BlobStore {
     }
 
     // MARK: - Files
+
+    /// What `key` holds once a file has been renamed to it in `directory`: the rename made
+    /// durable (fsync of the folder), then the object's size and ETag.
+    private func settled(_ key: String, in directory: String) throws -> BlobInfo {
+        try Self.syncDirectory(directory)
+        guard let info = try head(key) else { throw BlobError.notFound(key) }
+        return info
+    }
 
     /// The file behind `key` and its folder, created if missing.
     private func place(for key: String) throws -> (path: String, directory: String) {
