@@ -75,10 +75,7 @@ extension NoteList: JSONWritable {
     public var estimatedJSONSize: Int { notes.reduce(64) { $0 + $1.estimatedJSONSize } }
 
     public func write(to json: inout JSONWriter) {
-        json.object { json in
-            json.field("next") { $0.optionalString(next) }
-            json.field("notes") { $0.array(notes) { json, note in note.write(to: &json) } }
-        }
+        json.page(next: next, "notes", notes)
     }
 }
 
@@ -90,10 +87,7 @@ extension UploadList: JSONWritable {
 
 extension UploadPage: JSONWritable {
     public func write(to json: inout JSONWriter) {
-        json.object { json in
-            json.field("next") { $0.optionalString(next) }
-            json.field("uploads") { $0.array(uploads) { json, upload in upload.write(to: &json) } }
-        }
+        json.page(next: next, "uploads", uploads)
     }
 }
 
@@ -158,6 +152,15 @@ enum NoteJSON {
 }
 
 extension JSONWriter {
+    /// One page of a listing, `{"next":…,"<key>":[…]}`: the path of the next page (`null` on
+    /// the last) and the page's items (every listing's key sorts after `next`).
+    mutating func page<Item: JSONWritable>(next: String?, _ key: StaticString, _ items: [Item]) {
+        object { json in
+            json.field("next") { $0.optionalString(next) }
+            json.field(key) { $0.array(items) { json, item in item.write(to: &json) } }
+        }
+    }
+
     /// A timestamp as the API writes it (`"2026-11-30 14:35:40"`), already formatted.
     mutating func timestamp(_ text: QuotedTimestamp) {
         var text = text
