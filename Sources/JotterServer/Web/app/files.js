@@ -3,8 +3,8 @@
 
 import * as api from './api.js';
 import { deleteAfterAsking, fileSummary } from './attachments.js';
-import { byId, el } from './dom.js';
-import { createPagedList } from './paged.js';
+import { el } from './dom.js';
+import { createPagedView } from './paged.js';
 import { formatDateTime, titleAndPreview } from './format.js';
 
 const FIRST_PAGE = '/uploads?note_id=&limit=50';
@@ -14,13 +14,10 @@ const FIRST_PAGE = '/uploads?note_id=&limit=50';
  * shows a message, `clearError()` takes a stale error away.
  */
 export function createFiles({ notes, toast, clearError }) {
-  const section = byId('files');
-  const pages = createPagedList({
+  const view = createPagedView({
+    section: 'files', title: 'files-title', firstPage: FIRST_PAGE,
     ids: { list: 'file-list', more: 'files-more', message: 'files-message' },
-    fetchPage: async (url) => {
-      const page = await api.listUploads(url);
-      return { items: page.uploads, next: page.next };
-    },
+    fetchPage: api.listUploads, key: 'uploads',
     item,
     texts: { loading: 'Loading files…', empty: 'Every file is attached to a note.', more: 'Load more files',
       failed: "Couldn't list the files" },
@@ -42,7 +39,7 @@ export function createFiles({ notes, toast, clearError }) {
           onclick: () => remove(upload) }, 'Delete')));
   }
 
-  const drop = (upload) => pages.drop(upload.id);
+  const drop = (upload) => view.pages.drop(upload.id);
 
   async function attachTo(upload, noteId) {
     if (!noteId) return;
@@ -62,18 +59,6 @@ export function createFiles({ notes, toast, clearError }) {
     if (await deleteAfterAsking(upload, { noun: 'file', toast })) drop(upload);
   }
 
-  return {
-    /** Shows the view with a fresh first page. */
-    open() {
-      section.hidden = false;
-      byId('placeholder').hidden = true;
-      pages.reload(FIRST_PAGE);
-      byId('files-title').focus();
-    },
-    close() {
-      pages.stop();
-      section.hidden = true;
-    },
-    isOpen: () => !section.hidden,
-  };
+  const { open, close, isOpen } = view;
+  return { open, close, isOpen };
 }

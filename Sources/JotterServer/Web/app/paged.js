@@ -5,11 +5,36 @@
 import { byId } from './dom.js';
 
 /**
- * `ids`: the element ids of the list, its "Load more" button and its message; `fetchPage(url)`
- * gives `{ items, next }`; `item(entry)` builds an entry's `<li>`; `texts`: `loading`, `empty`,
- * `more` and `failed` (shown with the error's message).
+ * A view that shows one such list: `section` and `title` are the ids of the view and of its
+ * heading, `firstPage` the listing's first URL; the rest is `createPagedList`'s. Gives the
+ * view's `open()`, `close()` and `isOpen()`, and its `pages`.
  */
-export function createPagedList({ ids, fetchPage, item, texts, toast, clearError }) {
+export function createPagedView({ section: sectionId, title, firstPage, ...list }) {
+  const section = byId(sectionId);
+  const pages = createPagedList(list);
+  return {
+    pages,
+    /** Shows the view with a fresh first page. */
+    open() {
+      section.hidden = false;
+      byId('placeholder').hidden = true;
+      pages.reload(firstPage);
+      byId(title).focus();
+    },
+    close() {
+      pages.stop();
+      section.hidden = true;
+    },
+    isOpen: () => !section.hidden,
+  };
+}
+
+/**
+ * `ids`: the element ids of the list, its "Load more" button and its message; `fetchPage(url)`
+ * gives the listing's answer, its entries under `key`; `item(entry)` builds an entry's `<li>`;
+ * `texts`: `loading`, `empty`, `more` and `failed` (shown with the error's message).
+ */
+export function createPagedList({ ids, fetchPage, key, item, texts, toast, clearError }) {
   const list = byId(ids.list);
   const more = byId(ids.more);
   let entries = [];
@@ -29,7 +54,7 @@ export function createPagedList({ ids, fetchPage, item, texts, toast, clearError
       const page = await fetchPage(url);
       if (token !== request) return;
       const known = new Set(entries.map((entry) => entry.id));
-      entries.push(...page.items.filter((entry) => !known.has(entry.id)));
+      entries.push(...page[key].filter((entry) => !known.has(entry.id)));
       next = page.next;
       clearError();
     } catch (error) {

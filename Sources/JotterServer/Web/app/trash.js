@@ -2,9 +2,9 @@
 // for a while by the server; restore one (same id, text and attachments) or delete it for good.
 
 import * as api from './api.js';
-import { announce, byId, el } from './dom.js';
+import { announce, el } from './dom.js';
 import { confirmChoice } from './dialogs.js';
-import { createPagedList } from './paged.js';
+import { createPagedView } from './paged.js';
 import { formatDateTime, titleAndPreview } from './format.js';
 
 const FIRST_PAGE = '/notes/trash?limit=50';
@@ -14,13 +14,10 @@ const FIRST_PAGE = '/notes/trash?limit=50';
  * `toast(message, options)` shows a message, `clearError()` takes a stale error away.
  */
 export function createTrash({ notes, navigate, toast, clearError }) {
-  const section = byId('trash');
-  const pages = createPagedList({
+  const view = createPagedView({
+    section: 'trash', title: 'trash-title', firstPage: FIRST_PAGE,
     ids: { list: 'trash-list', more: 'trash-more', message: 'trash-message' },
-    fetchPage: async (url) => {
-      const page = await api.listTrash(url);
-      return { items: page.notes, next: page.next };
-    },
+    fetchPage: api.listTrash, key: 'notes',
     item,
     texts: { loading: 'Loading deleted notes…', empty: 'No recently deleted notes.', more: 'Load more deleted notes',
       failed: "Couldn't list the deleted notes" },
@@ -46,7 +43,7 @@ export function createTrash({ notes, navigate, toast, clearError }) {
           onclick: () => deleteForever(note) }, 'Delete forever')));
   }
 
-  const drop = (id) => pages.drop(id);
+  const drop = (id) => view.pages.drop(id);
 
   async function restore(note) {
     let back;
@@ -84,23 +81,15 @@ export function createTrash({ notes, navigate, toast, clearError }) {
     announce(`“${titleOf(note)}” deleted forever`);
   }
 
+  const { open, close, isOpen } = view;
   return {
-    /** Shows the view with a fresh first page. */
-    open() {
-      section.hidden = false;
-      byId('placeholder').hidden = true;
-      pages.reload(FIRST_PAGE);
-      byId('trash-title').focus();
-    },
-    close() {
-      pages.stop();
-      section.hidden = true;
-    },
+    open,
+    close,
     /** A change made elsewhere: a note deleted joins the view, one restored leaves it. */
     event(kind, note) {
-      if (section.hidden) return;
+      if (!isOpen()) return;
       if (kind === 'note.created') drop(note.id);
-      else if (kind === 'note.deleted' && !pages.has(note.id)) pages.unshift(note);
+      else if (kind === 'note.deleted' && !view.pages.has(note.id)) view.pages.unshift(note);
     },
   };
 }
