@@ -128,28 +128,22 @@ struct TokenDiff {
     /// the line that replaced it.
     static func slideDown(_ changedA: inout [Bool], _ changedB: inout [Bool], _ a: [Int32], _ b: [Int32]) {
         let nA = a.count, nB = b.count
-        var i = 0, j = 0
-        while i < nA || j < nB {
-            if i < nA, j < nB, !changedA[i], !changedB[j] { i += 1; j += 1; continue }
-            var i2 = i, j2 = j
-            while i2 < nA, changedA[i2] { i2 += 1 }
-            while j2 < nB, changedB[j2] { j2 += 1 }
+        // A slide stops before it would touch the next change, so the hunks after it stay as found.
+        for hunk in hunks(changedA, changedB) {
+            var i = hunk.aLo, j = hunk.bLo, i2 = hunk.aHi, j2 = hunk.bHi
             if i2 == i {
                 // b[j..<j2] inserted before a[i] (which pairs with b[j2]).
                 while i < nA, j2 < nB, b[j] == b[j2], j2 + 1 == nB || !changedB[j2 + 1], i + 1 == nA || !changedA[i + 1] {
                     changedB[j] = false; changedB[j2] = true
                     i += 1; j += 1; j2 += 1
                 }
-                i2 = i
             } else if j2 == j {
                 // a[i..<i2] deleted before b[j] (which pairs with a[i2]).
                 while j < nB, i2 < nA, a[i] == a[i2], i2 + 1 == nA || !changedA[i2 + 1], j + 1 == nB || !changedB[j + 1] {
                     changedA[i] = false; changedA[i2] = true
                     i += 1; i2 += 1; j += 1
                 }
-                j2 = j
             }
-            i = i2; j = j2
         }
     }
 }
@@ -164,9 +158,10 @@ private struct Differ {
     var countA: [Int32]
     var countB: [Int32]
     var placeB: [Int32]
-    /// Myers scratch: furthest reaching x per diagonal, forward and backward.
-    var forward: [Int]
-    var backward: [Int]
+    /// Myers scratch: the furthest x reached per diagonal, searching forward (from index 0)
+    /// and backward (from `backwardStart`).
+    var reached: [Int]
+    let backwardStart: Int
 
     init(a: [Int32], b: [Int32], distinct: Int, meter: WorkMeter) {
         self.a = a
@@ -178,8 +173,8 @@ private struct Differ {
         countB = [Int32](repeating: 0, count: distinct)
         placeB = [Int32](repeating: 0, count: distinct)
         let diagonals = 2 * (a.count + b.count) + 3
-        forward = [Int](repeating: 0, count: diagonals)
-        backward = [Int](repeating: 0, count: diagonals)
+        reached = [Int](repeating: 0, count: 2 * diagonals)
+        backwardStart = diagonals
     }
 
     struct Span { var aLo, aHi, bLo, bHi: Int; var anchors: Bool }
@@ -260,47 +255,27 @@ private struct Differ {
         let odd = delta & 1 != 0
         let offset = n + m + 1  // diagonal k is at index k + offset
         let limit = (n + m + 1) / 2
-        forward[offset + 1] = 0
-        backward[offset + 1] = 0
+        reached[offset + 1] = 0
+        reached[backwardStart + offset + 1] = 0
         var split: (x0: Int, y0: Int, x1: Int, y1: Int)? = nil
         search: for d in 0 ... limit {
             try meter.spend(2 * d + 2)
             var k = -d
             while k <= d {
-                var x: Int
-                if k == -d || (k != d && forward[offset + k - 1] < forward[offset + k + 1]) {
-                    x = forward[offset + k + 1]
-                } else {
-                    x = forward[offset + k - 1] + 1
-                }
-                var y = x - k
-                let x0 = x, y0 = y
-                while x < n, y < m, a[span.aLo + x] == b[span.bLo + y] { x += 1; y += 1 }
-                try meter.spend(x - x0)
-                forward[offset + k] = x
+                let (x0, x) = try reach(k, round: d, offset: offset, in: span, fromEnd: false)
                 let kb = delta - k
-                if odd, kb >= -(d - 1), kb <= d - 1, x + backward[offset + kb] >= n {
-                    split = (x0, y0, x, y)
+                if odd, kb >= -(d - 1), kb <= d - 1, x + reached[backwardStart + offset + kb] >= n {
+                    split = (x0, x0 - k, x, x - k)
                     break search
                 }
                 k += 2
             }
             k = -d
             while k <= d {
-                var x: Int
-                if k == -d || (k != d && backward[offset + k - 1] < backward[offset + k + 1]) {
-                    x = backward[offset + k + 1]
-                } else {
-                    x = backward[offset + k - 1] + 1
-                }
-                var y = x - k
-                let x0 = x, y0 = y
-                while x < n, y < m, a[span.aHi - 1 - x] == b[span.bHi - 1 - y] { x += 1; y += 1 }
-                try meter.spend(x - x0)
-                backward[offset + k] = x
+                let (x0, x) = try reach(k, round: d, offset: offset, in: span, fromEnd: true)
                 let kf = delta - k
-                if !odd, kf >= -d, kf <= d, x + forward[offset + kf] >= n {
-                    split = (n - x, m - y, n - x0, m - y0)
+                if !odd, kf >= -d, kf <= d, x + reached[offset + kf] >= n {
+                    split = (n - x, m - (x - k), n - x0, m - (x0 - k))
                     break search
                 }
                 k += 2
@@ -315,5 +290,27 @@ private struct Differ {
         }
         spans.append(Span(aLo: span.aLo, aHi: span.aLo + x0, bLo: span.bLo, bHi: span.bLo + y0, anchors: false))
         spans.append(Span(aLo: span.aLo + x1, aHi: span.aHi, bLo: span.bLo + y1, bHi: span.bHi, anchors: false))
+    }
+
+    /// Round `d` of the middle-snake search on diagonal `k`, from the span's start or (`fromEnd`)
+    /// from its end: one step on from the neighbouring diagonal that reached further in round
+    /// d − 1 (down from k + 1 or right from k − 1), then along the run of equal tokens. Records
+    /// the furthest x reached on `k` and returns where the run began (`x0`) and ended (`x`);
+    /// y is x − k.
+    @inline(__always)
+    private mutating func reach(_ k: Int, round d: Int, offset: Int, in span: Span,
+                                fromEnd: Bool) throws(MergeWorkExceeded) -> (x0: Int, x: Int) {
+        let n = span.aHi - span.aLo, m = span.bHi - span.bLo
+        let at = (fromEnd ? backwardStart : 0) + offset + k  // diagonal k in `reached`
+        let x0 = k == -d || (k != d && reached[at - 1] < reached[at + 1]) ? reached[at + 1] : reached[at - 1] + 1
+        var x = x0, y = x0 - k
+        if fromEnd {
+            while x < n, y < m, a[span.aHi - 1 - x] == b[span.bHi - 1 - y] { x += 1; y += 1 }
+        } else {
+            while x < n, y < m, a[span.aLo + x] == b[span.bLo + y] { x += 1; y += 1 }
+        }
+        try meter.spend(x - x0)
+        reached[at] = x
+        return (x0, x)
     }
 }
