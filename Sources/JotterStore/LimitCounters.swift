@@ -39,11 +39,6 @@ public struct LimitTake: Sendable, Equatable {
     /// The tokens each bucket holds now (in the order of the keys), after the take.
     public var tokens: [Double]
 
-    public init(allowed: Bool, tokens: [Double]) {
-        self.allowed = allowed
-        self.tokens = tokens
-    }
-
     /// Seconds until every bucket has a token again (0 when allowed).
     public func wait(interval: Double) -> Double {
         allowed ? 0 : tokens.map { $0 >= 1 ? 0 : (1 - $0) * interval }.max() ?? 0

@@ -143,15 +143,6 @@ public struct NoteRevision: Sendable, Hashable {
     /// The body; nil in a listing (`NoteStore.revisions`).
     public var body: String?
 
-    public init(noteID: Int64, version: Int64, createdAt: Int64, size: Int64, mergeBase: Int64?, body: String?) {
-        self.noteID = noteID
-        self.version = version
-        self.createdAt = createdAt
-        self.size = size
-        self.mergeBase = mergeBase
-        self.body = body
-    }
-
     /// Whether a merge made this version.
     public var merged: Bool { mergeBase != nil }
 }
@@ -204,12 +195,6 @@ public struct NoteMerge: Sendable, Hashable {
     /// Where both sides changed the same text: UTF-16 offsets into the merged body, end exclusive.
     public var regions: [Range<Int>]
 
-    public init(base: Int64, overlapped: Bool, regions: [Range<Int>]) {
-        self.base = base
-        self.overlapped = overlapped
-        self.regions = regions
-    }
-
     /// The merge of `body` made from `base` into `current`: `nil` past `TextMerge.Limits.default`.
     static func merge(base: Int64, ancestor: String, current: String, incoming: String) -> (text: String, merge: NoteMerge)? {
         guard let outcome = TextMerge.merge(base: ancestor, current: current, incoming: incoming) else { return nil }
@@ -247,11 +232,6 @@ public struct WriteStatistics: Sendable, Hashable {
     public var commits: Int
     /// Writes completed (successfully or not) through those commits.
     public var writes: Int
-
-    public init(commits: Int, writes: Int) {
-        self.commits = commits
-        self.writes = writes
-    }
 }
 
 /// A stored note. Times are Unix seconds, UTC.

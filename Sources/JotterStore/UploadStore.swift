@@ -140,11 +140,6 @@ public struct UploadAttached: Sendable, Hashable {
     public var upload: UploadRecord
     /// The events of the note it left and the note it joined (none when nothing changed).
     public var events: [NoteEvent]
-
-    public init(upload: UploadRecord, events: [NoteEvent]) {
-        self.upload = upload
-        self.events = events
-    }
 }
 
 /// A page request for `UploadStore.uploads(_:)`.
