@@ -137,6 +137,23 @@ struct ClientOptions: Sendable {
     }
 }
 
+/// A client command that reads nothing but the client options and its operands (`ID`,
+/// `ID…`, `FILE`): it declares `operands` and keeps both as they are read, in this order.
+protocol ClientCommand: AsyncCommand {
+    associatedtype Operand: Sendable
+    /// Its positional arguments: `.single("ID")`, `.some("ID")`.
+    static var operands: Operands<Operand> { get }
+    init(options: ClientOptions, operands: Operand)
+}
+
+extension ClientCommand {
+    static var options: [Option] { ClientOptions.options }
+
+    init(parsing arguments: Arguments) throws {
+        self.init(options: try ClientOptions(parsing: arguments), operands: try arguments[Self.operands])
+    }
+}
+
 /// A failure a command reports in one line, with its exit code.
 struct CommandFailure: Error, Sendable {
     var message: String

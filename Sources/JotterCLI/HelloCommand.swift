@@ -2,25 +2,19 @@ import JotterCLICore
 import JotterAPI
 
 /// `jotter hello NAME`: the server's greeting.
-struct HelloCommand: AsyncCommand {
+struct HelloCommand: ClientCommand {
     static let name = "hello"
     static let summary = "Ask the server to say hello."
     static let usage = "jotter hello NAME [options]"
     static let about = "Prints the server's greeting for NAME (GET /hello?name=NAME): Hello NAME!"
-    static let options = ClientOptions.options
+    static let operands = Operands.some("NAME")
 
     let options: ClientOptions
-    let name: String
-
-    init(parsing arguments: Arguments) throws {
-        options = try ClientOptions(parsing: arguments)
-        let words = arguments.positionals()
-        guard !words.isEmpty else { throw UsageError("missing NAME") }
-        name = words.joined(separator: " ")
-    }
+    /// The words of NAME.
+    let operands: [String]
 
     func run(console: Console) async throws -> Int32 {
-        let message = try await options.client().hello(name: name)
+        let message = try await options.client().hello(name: operands.joined(separator: " "))
         console.out(options.json ? try ClientOptions.json(HelloMessage(message: message)) : message + "\n")
         return ExitCode.success
     }

@@ -3,7 +3,7 @@ import JotterAPI
 import JotterClient
 
 /// `jotter notes add TEXT` (or `-` for standard input).
-struct NotesAddCommand: AsyncCommand {
+struct NotesAddCommand: ClientCommand {
     static let name = "add"
     static let summary = "Add a note."
     static let usage = """
@@ -14,27 +14,22 @@ struct NotesAddCommand: AsyncCommand {
     Creates a note; the words of TEXT are joined by spaces. Prints the new note's id.
     Text that starts with - goes after --: jotter notes add -- --help
     """
-    static let options = ClientOptions.options
+    static let operands = Operands.some("TEXT", missing: "missing TEXT (or - to read it from standard input)")
 
     let options: ClientOptions
-    let words: [String]
-
-    init(parsing arguments: Arguments) throws {
-        options = try ClientOptions(parsing: arguments)
-        words = arguments.positionals()
-        guard !words.isEmpty else { throw UsageError("missing TEXT (or - to read it from standard input)") }
-    }
+    /// The words of the text, or `-`.
+    let operands: [String]
 
     func run(console: Console) async throws -> Int32 {
         let body: String
-        if words == ["-"] {
+        if operands == ["-"] {
             guard let text = String(validating: console.readInput(), as: UTF8.self) else {
                 throw CommandFailure("standard input is not UTF-8 text")
             }
             // The one newline that ends what `echo` or a file sends, as `git commit -F -` drops it.
             body = text.hasSuffix("\n") ? String(text.dropLast()) : text
         } else {
-            body = words.joined(separator: " ")
+            body = operands.joined(separator: " ")
         }
         let note = try await options.client().notes.create(body)
         console.out(options.json ? try ClientOptions.json(NoteEnvelope(note: note)) : "Added note \(note.id).\n")
@@ -43,7 +38,7 @@ struct NotesAddCommand: AsyncCommand {
 }
 
 /// `jotter notes rm ID…`.
-struct NotesRemoveCommand: AsyncCommand {
+struct NotesRemoveCommand: ClientCommand {
     static let name = "rm"
     static let summary = "Move notes, with their attachments, to the trash."
     static let usage = "jotter notes rm ID… [options]"
@@ -53,23 +48,18 @@ struct NotesRemoveCommand: AsyncCommand {
     can't be deleted is reported and the others are still deleted; the exit code is then
     that of the first failure.
     """
-    static let options = ClientOptions.options
+    static let operands = Operands.some("ID")
 
     let options: ClientOptions
-    let ids: [String]
-
-    init(parsing arguments: Arguments) throws {
-        options = try ClientOptions(parsing: arguments)
-        ids = arguments.positionals()
-        guard !ids.isEmpty else { throw UsageError("missing ID") }
-    }
+    /// The notes' ids.
+    let operands: [String]
 
     func run(console: Console) async throws -> Int32 {
         let notes = options.client().notes
-        let (deleted, status) = try await deleteEach(ids, console: console, said: options.json ? nil : { (note: Note) in "Deleted note \(note.id).\n" },
+        let (deleted, status) = try await deleteEach(operands, console: console, said: options.json ? nil : { (note: Note) in "Deleted note \(note.id).\n" },
                                                      delete: { id throws(JotterClientError) in try await notes.delete(id) })
         if options.json {
-            console.out(ids.count == 1 && deleted.count == 1 ? try ClientOptions.json(NoteEnvelope(note: deleted[0]))
+            console.out(operands.count == 1 && deleted.count == 1 ? try ClientOptions.json(NoteEnvelope(note: deleted[0]))
                                                                : try ClientOptions.json(["notes": deleted]))
         }
         return status

@@ -118,23 +118,19 @@ struct NotesListCommand: AsyncCommand {
 }
 
 /// `jotter notes show ID`.
-struct NotesShowCommand: AsyncCommand {
+struct NotesShowCommand: ClientCommand {
     static let name = "show"
     static let summary = "Show one note in full."
     static let usage = "jotter notes show ID [options]"
     static let about = "Prints the note's id, version, times and attachments, then its body."
-    static let options = ClientOptions.options
+    static let operands = Operands.single("ID")
 
     let options: ClientOptions
-    let id: String
-
-    init(parsing arguments: Arguments) throws {
-        options = try ClientOptions(parsing: arguments)
-        id = try arguments.single("ID")
-    }
+    /// The note's id.
+    let operands: String
 
     func run(console: Console) async throws -> Int32 {
-        let note = try await options.client().notes.get(id)
+        let note = try await options.client().notes.get(operands)
         console.out(options.json ? try ClientOptions.json(NoteEnvelope(note: note)) : NotesCommand.describe(note, terminal: console.outputIsTerminal))
         return ExitCode.success
     }

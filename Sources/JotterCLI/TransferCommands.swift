@@ -35,8 +35,7 @@ struct UploadCommand: AsyncCommand {
         note = try arguments[Self.noteOption]
         resume = try arguments[Self.resumeOption]
         environment = arguments.environment
-        paths = arguments.positionals()
-        guard !paths.isEmpty else { throw UsageError("missing PATH") }
+        paths = try arguments[Operands.some("PATH")]
     }
 
     /// Where `--resume` keeps the state of `path`'s upload.

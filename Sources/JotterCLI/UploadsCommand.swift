@@ -139,24 +139,20 @@ enum UploadID {
     }
 }
 
-struct UploadsShowCommand: AsyncCommand {
+struct UploadsShowCommand: ClientCommand {
     static let name = "show"
     static let summary = "Show one upload's details."
     static let usage = "jotter uploads show ID [options]"
     static let about = "Prints the upload's name, size, type, SHA-256, time, note and download path. ID may be a unique prefix (4 characters or more), as git takes commits."
-    static let options = ClientOptions.options
+    static let operands = Operands.single("ID")
 
     let options: ClientOptions
-    let id: String
-
-    init(parsing arguments: Arguments) throws {
-        options = try ClientOptions(parsing: arguments)
-        id = try arguments.single("ID")
-    }
+    /// The upload's id, or a unique prefix of it.
+    let operands: String
 
     func run(console: Console) async throws -> Int32 {
         let client = options.client()
-        let upload = try await client.uploads.get(try await UploadID.resolve(id, client: client))
+        let upload = try await client.uploads.get(try await UploadID.resolve(operands, client: client))
         if options.json {
             console.out(try ClientOptions.json(UploadEnvelope(upload: upload)))
             return ExitCode.success
@@ -178,7 +174,7 @@ struct UploadsShowCommand: AsyncCommand {
 }
 
 /// `jotter uploads rm ID…`.
-struct UploadsRemoveCommand: AsyncCommand {
+struct UploadsRemoveCommand: ClientCommand {
     static let name = "rm"
     static let summary = "Delete uploads."
     static let usage = "jotter uploads rm ID… [options]"
@@ -187,21 +183,16 @@ struct UploadsRemoveCommand: AsyncCommand {
     can't be deleted is reported and the others are still deleted; the exit code is then
     that of the first failure. An ID may be a unique prefix (4 characters or more).
     """
-    static let options = ClientOptions.options
+    static let operands = Operands.some("ID")
 
     let options: ClientOptions
-    let ids: [String]
-
-    init(parsing arguments: Arguments) throws {
-        options = try ClientOptions(parsing: arguments)
-        ids = arguments.positionals()
-        guard !ids.isEmpty else { throw UsageError("missing ID") }
-    }
+    /// The uploads' ids, or unique prefixes of them.
+    let operands: [String]
 
     func run(console: Console) async throws -> Int32 {
         let client = options.client()
         var ids: [String] = []
-        for id in self.ids { ids.append(try await UploadID.resolve(id, client: client)) }
+        for id in operands { ids.append(try await UploadID.resolve(id, client: client)) }
         let uploads = client.uploads
         let terminal = console.outputIsTerminal
         let said = { (upload: Upload) in

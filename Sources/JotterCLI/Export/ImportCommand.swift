@@ -6,7 +6,7 @@ import JotterClient
 import JotterSystem
 
 /// `jotter import FILE`: the notes and files of an export archive into a server, idempotently.
-struct ImportCommand: AsyncCommand {
+struct ImportCommand: ClientCommand {
     static let name = "import"
     static let summary = "Import an export archive; what is already there is skipped."
     static let usage = "jotter import FILE [options]"
@@ -23,15 +23,11 @@ struct ImportCommand: AsyncCommand {
     creates nothing new. The server gives the notes new ids and times. On a terminal a
     progress bar shows the bytes.
     """
-    static let options = ClientOptions.options
+    static let operands = Operands.single("FILE")
 
     let options: ClientOptions
-    let path: String
-
-    init(parsing arguments: Arguments) throws {
-        options = try ClientOptions(parsing: arguments)
-        path = try arguments.single("FILE")
-    }
+    /// The archive's path.
+    let operands: String
 
     /// What identifies an attachment across servers.
     struct FileKey: Hashable {
@@ -43,7 +39,7 @@ struct ImportCommand: AsyncCommand {
         let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("jotter-import-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: scratch, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: scratch) }
-        let archive = try ExtractedArchive(path: path, into: scratch.path)
+        let archive = try ExtractedArchive(path: operands, into: scratch.path)
         let manifest = archive.manifest
 
         let client = options.client()
@@ -135,7 +131,7 @@ struct ImportCommand: AsyncCommand {
         } else {
             let finished = completed > 0 ? ", completed \(completed)" : ""
             let trash = trashed > 0 ? ", \(trashed) put in the trash" : ""
-            console.out("imported \(TextFormat.count(created, "note")) and \(TextFormat.count(files, "file")) from \(path)\(finished)\(trash) (\(skipped) already there)\n")
+            console.out("imported \(TextFormat.count(created, "note")) and \(TextFormat.count(files, "file")) from \(operands)\(finished)\(trash) (\(skipped) already there)\n")
         }
         return ExitCode.success
     }
