@@ -51,6 +51,12 @@ enum AccountPlace {
         }
     }
 
+    /// Checks the owner a `tokens` command names: `--user NAME` is required on the store (through a
+    /// server, the tokens are the signed-in user's).
+    func requireOwner(_ user: String?) throws(UsageError) {
+        if case .folder = self, user == nil { throw UsageError("--user NAME is required on the data folder") }
+    }
+
     /// Runs `body` with the server's client, saying an SDK error as the client commands do.
     static func remote<T>(_ options: ClientOptions, _ body: (JotterClient) async throws(JotterClientError) -> T) async throws -> T {
         do { return try await body(options.client()) } catch { throw CommandFailure(error) }
@@ -82,7 +88,7 @@ enum DataFolder {
         return "USAGE: \(usage)\n\nSUBCOMMANDS:\n\(list)\n\nEach works on the server's store — the data folder (--data DIR, JOTTER_DATA) or its PostgreSQL\n(--database URL, JOTTER_DATABASE_URL) — or with --server URL (JOTTER_SERVER) and a token through the\nrunning server; see <subcommand> --help.\n\n"
     }
 
-    static func store(_ place: StorePlace) throws -> any DataStore {
+    private static func store(_ place: StorePlace) throws -> any DataStore {
         var configuration = StoreConfiguration(dataDirectory: place.data)
         do { configuration.database = try .parse(place.database ?? "sqlite", poolSize: 2) } catch { throw UsageError(error.message) }
         if case .sqlite(var options) = configuration.database {
@@ -115,8 +121,7 @@ enum DataFolder {
             guard first == second else { throw CommandFailure("the two passwords differ; nothing changed") }
             password = first
         } else {
-            password = String(decoding: console.readInput(), as: UTF8.self).split(separator: "\n", omittingEmptySubsequences: false)
-                .first.map(String.init) ?? ""
+            password = console.readFirstLine()
         }
         guard password.count >= 8 else { throw CommandFailure("a password needs at least 8 characters; nothing changed") }
         return password
@@ -125,6 +130,13 @@ enum DataFolder {
     /// `text` followed by spaces up to `width` characters.
     static func pad(_ text: String, _ width: Int) -> String {
         text + String(repeating: " ", count: max(0, width - text.count))
+    }
+}
+
+extension Console {
+    /// The first line of standard input, without its newline: a password piped in.
+    func readFirstLine() -> String {
+        String(decoding: readInput(), as: UTF8.self).split(separator: "\n", omittingEmptySubsequences: false).first.map(String.init) ?? ""
     }
 }
 
@@ -158,13 +170,13 @@ struct UsersAddCommand: AsyncCommand {
             }
             console.out("Added user \(user.name)\(user.admin ? " (admin)" : "").\n")
         case .folder(let data):
-            let store = try DataFolder.store(data)
-            defer { store.close() }
-            let first = try store.users().isEmpty
-            guard case .user(let user) = try store.perform(.addUser(name: name, passwordHash: try PasswordHash.make(password), isAdmin: admin)) else {
-                throw CommandFailure("a user named \(name) exists already")
+            try DataFolder.with(data) { store in
+                let first = try store.users().isEmpty
+                guard case .user(let user) = try store.perform(.addUser(name: name, passwordHash: try PasswordHash.make(password), isAdmin: admin)) else {
+                    throw CommandFailure("a user named \(name) exists already")
+                }
+                console.out("Added user \(user.name)\(admin ? " (admin)" : "")\(first ? "; the notes and uploads stored so far are theirs" : "").\n")
             }
-            console.out("Added user \(user.name)\(admin ? " (admin)" : "")\(first ? "; the notes and uploads stored so far are theirs" : "").\n")
         }
         return ExitCode.success
     }
@@ -221,11 +233,11 @@ struct UsersPasswdCommand: AsyncCommand {
             let password = try DataFolder.password(for: name, console: console)
             try await AccountPlace.remote(options) { client throws(JotterClientError) in try await client.setPassword(user: name, password: password) }
         case .folder(let data):
-            let store = try DataFolder.store(data)
-            defer { store.close() }
-            let user = try DataFolder.user(name, in: store)
-            let password = try DataFolder.password(for: name, console: console)
-            _ = try store.perform(.setPassword(userID: user.id, passwordHash: try PasswordHash.make(password)))
+            _ = try DataFolder.with(data) { store in
+                let user = try DataFolder.user(name, in: store)
+                let password = try DataFolder.password(for: name, console: console)
+                return try store.perform(.setPassword(userID: user.id, passwordHash: try PasswordHash.make(password)))
+            }
         }
         console.out("Changed the password of \(name).\n")
         return ExitCode.success
@@ -304,7 +316,7 @@ struct TokensCreateCommand: AsyncCommand {
         label = try arguments[Self.labelOption] ?? ""
         expires = try arguments[Self.expiresOption]
         place = try AccountPlace(arguments)
-        if case .folder = place, user == nil { throw UsageError("--user NAME is required on the data folder") }
+        try place.requireOwner(user)
         try arguments.finish()
     }
 
@@ -325,13 +337,13 @@ struct TokensCreateCommand: AsyncCommand {
             }
             console.out(issued.token + "\n")
         case .folder(let data):
-            let store = try DataFolder.store(data)
-            defer { store.close() }
-            let owner = try DataFolder.user(user ?? "", in: store)
-            let secret = Secret.make(prefix: Secret.tokenPrefix)
-            let expiresAt = expires.map { Int64(time(nil)) + $0 }
-            _ = try store.perform(.issue(userID: owner.id, kind: .token, label: label, digest: Secret.digest(secret), expiresAt: expiresAt))
-            console.out(secret + "\n")
+            try DataFolder.with(data) { store in
+                let owner = try DataFolder.user(user ?? "", in: store)
+                let secret = Secret.make(prefix: Secret.tokenPrefix)
+                let expiresAt = expires.map { Int64(time(nil)) + $0 }
+                _ = try store.perform(.issue(userID: owner.id, kind: .token, label: label, digest: Secret.digest(secret), expiresAt: expiresAt))
+                console.out(secret + "\n")
+            }
         }
         return ExitCode.success
     }
@@ -351,7 +363,7 @@ struct TokensListCommand: AsyncCommand {
         user = try arguments[Self.userOption]
         json = try arguments[ClientOptions.jsonOption]
         place = try AccountPlace(arguments)
-        if case .folder = place, user == nil { throw UsageError("--user NAME is required on the data folder") }
+        try place.requireOwner(user)
         try arguments.finish()
     }
 
@@ -361,10 +373,9 @@ struct TokensListCommand: AsyncCommand {
         case .server(let options):
             tokens = try await AccountPlace.remote(options) { client throws(JotterClientError) in try await client.tokens() }
         case .folder(let data):
-            let store = try DataFolder.store(data)
-            defer { store.close() }
-            let owner = try DataFolder.user(user ?? "", in: store)
-            tokens = try store.credentials(userID: owner.id, kind: .token).map(TokenInfo.init)
+            tokens = try DataFolder.with(data) { store in
+                try store.credentials(userID: try DataFolder.user(user ?? "", in: store).id, kind: .token).map(TokenInfo.init)
+            }
         }
         if json {
             console.out(try ClientOptions.json(TokenList(tokens: tokens)))
@@ -404,12 +415,12 @@ struct TokensRevokeCommand: AsyncCommand {
         case .server(let options):
             label = try await AccountPlace.remote(options) { client throws(JotterClientError) in try await client.revokeToken(String(id)) }.label
         case .folder(let data):
-            let store = try DataFolder.store(data)
-            defer { store.close() }
-            guard case .credential(let token) = try store.perform(.revoke(id: id, userID: nil)), token.kind == .token else {
-                throw CommandFailure("no token has id \(id)", status: ExitCode.notFound)
+            label = try DataFolder.with(data) { store in
+                guard case .credential(let token) = try store.perform(.revoke(id: id, userID: nil)), token.kind == .token else {
+                    throw CommandFailure("no token has id \(id)", status: ExitCode.notFound)
+                }
+                return token.label
             }
-            label = token.label
         }
         console.out("Revoked token \(id)\(label.isEmpty ? "" : " (\(label))").\n")
         return ExitCode.success

@@ -81,7 +81,7 @@ struct LoginCommand: AsyncCommand {
             throw UsageError("--name NAME is needed when standard input is not a terminal")
         }
         let password = terminal ? String(cString: getpass("Password: "))
-            : String(decoding: console.readInput(), as: UTF8.self).split(separator: "\n", omittingEmptySubsequences: false).first.map(String.init) ?? ""
+            : console.readFirstLine()
         var configuration = JotterClient.Configuration()
         configuration.retry = .never
         let client = JotterClient(baseURL: options.server, configuration: configuration)
