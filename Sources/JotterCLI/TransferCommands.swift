@@ -54,7 +54,7 @@ struct UploadCommand: AsyncCommand {
     func run(console: Console) async throws -> Int32 {
         if resume { return try await runResumable(console: console) }
         // Every file is checked before the first is sent.
-        var forms: [(path: String, form: MultipartFormData)] = []
+        var forms: [(path: String, item: MultipartFormData)] = []
         for path in paths {
             var form = MultipartFormData()
             if let note { form.append(note, name: "note_id") }
@@ -66,24 +66,37 @@ struct UploadCommand: AsyncCommand {
             forms.append((path, form))
         }
         let client = options.client()
+        return try await sendEach(forms, console: console) { path, form, bar in
+            guard let upload = try await client.uploads.upload(form, progress: { bar.update(completed: $0.completed, total: $0.total) }).first else {
+                throw CommandFailure("the server stored nothing for \(path)")
+            }
+            return (upload, 0)
+        }
+    }
+
+    /// Sends each file in turn with `send`, under a progress bar labelled with its name, and
+    /// says what was stored: a line a file (its id, size and rate; where it resumed), or with
+    /// `--json` the list of them. `send` gives the upload and how many of its bytes were on the
+    /// server already.
+    private func sendEach<Item>(_ files: [(path: String, item: Item)], console: Console,
+                                send: (String, Item, ProgressBar) async throws -> (upload: Upload, resumedAt: Int64)) async throws -> Int32 {
         var uploads: [Upload] = []
-        for (path, form) in forms {
+        for (path, item) in files {
             let bar = ProgressBar(label: URL(fileURLWithPath: path).lastPathComponent, console: console)
-            let upload: Upload
+            let sent: (upload: Upload, resumedAt: Int64)
             do {
-                guard let first = try await client.uploads.upload(form, progress: { bar.update(completed: $0.completed, total: $0.total) }).first else {
-                    throw CommandFailure("the server stored nothing for \(path)")
-                }
-                upload = first
+                sent = try await send(path, item, bar)
             } catch {
                 bar.finish()
                 throw error
             }
             bar.finish()
+            let upload = sent.upload
             uploads.append(upload)
             if !options.json {
-                console.out("uploaded \(path) as \(upload.id)  \(TextFormat.bytes(upload.size))  "
-                            + "in \(TextFormat.oneDecimal(bar.elapsed)) s (\(TextFormat.rate(Double(upload.size) / max(bar.elapsed, 0.001))))\n")
+                console.out("uploaded \(path) as \(upload.id)  \(TextFormat.bytes(upload.size))"
+                            + (sent.resumedAt > 0 ? "  resumed at \(sent.resumedAt) bytes" : "")
+                            + "  in \(TextFormat.oneDecimal(bar.elapsed)) s (\(TextFormat.rate(Double(upload.size - sent.resumedAt) / max(bar.elapsed, 0.001))))\n")
             }
         }
         if options.json { console.out(try ClientOptions.json(UploadList(uploads: uploads))) }
@@ -98,31 +111,13 @@ extension UploadCommand {
             throw CommandFailure("cannot read \(path); nothing was uploaded")
         }
         let client = options.client()
-        var uploads: [Upload] = []
-        for path in paths {
-            let bar = ProgressBar(label: URL(fileURLWithPath: path).lastPathComponent, console: console)
+        return try await sendEach(paths.map { ($0, ()) }, console: console) { path, _, bar in
             let start = Atomic<Int64>(0)
-            let upload: Upload
-            do {
-                upload = try await client.uploads.resumableUpload(fileAt: URL(fileURLWithPath: path), state: try Self.stateFile(for: path, environment: environment), noteID: note,
-                                                                 progress: { bar.update(completed: $0.completed, total: $0.total) },
-                                                                 resumed: { start.store($0, ordering: .relaxed) })
-            } catch {
-                bar.finish()
-                throw error
-            }
-            bar.finish()
-            uploads.append(upload)
-            if !options.json {
-                let resumedAt = start.load(ordering: .relaxed)
-                let sent = upload.size - resumedAt
-                console.out("uploaded \(path) as \(upload.id)  \(TextFormat.bytes(upload.size))"
-                            + (resumedAt > 0 ? "  resumed at \(resumedAt) bytes" : "")
-                            + "  in \(TextFormat.oneDecimal(bar.elapsed)) s (\(TextFormat.rate(Double(sent) / max(bar.elapsed, 0.001))))\n")
-            }
+            let upload = try await client.uploads.resumableUpload(fileAt: URL(fileURLWithPath: path), state: try Self.stateFile(for: path, environment: environment), noteID: note,
+                                                                  progress: { bar.update(completed: $0.completed, total: $0.total) },
+                                                                  resumed: { start.store($0, ordering: .relaxed) })
+            return (upload, start.load(ordering: .relaxed))
         }
-        if options.json { console.out(try ClientOptions.json(UploadList(uploads: uploads))) }
-        return ExitCode.success
     }
 }
 
