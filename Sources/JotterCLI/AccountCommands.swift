@@ -57,6 +57,16 @@ enum AccountPlace {
         if case .folder = self, user == nil { throw UsageError("--user NAME is required on the data folder") }
     }
 
+    /// Does what an account command does where it acts: `remote` with the server's client, or
+    /// `local` on the store, closed after.
+    func perform<T>(_ remote: (JotterClient) async throws(JotterClientError) -> T,
+                    onStore local: (any DataStore) throws -> T) async throws -> T {
+        switch self {
+        case .server(let options): try await Self.remote(options, remote)
+        case .folder(let data): try DataFolder.with(data, local)
+        }
+    }
+
     /// Runs `body` with the server's client, saying an SDK error as the client commands do.
     static func remote<T>(_ options: ClientOptions, _ body: (JotterClient) async throws(JotterClientError) -> T) async throws -> T {
         do { return try await body(options.client()) } catch { throw CommandFailure(error) }
@@ -163,21 +173,16 @@ struct UsersAddCommand: AsyncCommand {
 
     func run(console: Console) async throws -> Int32 {
         let password = try DataFolder.password(for: name, console: console)
-        switch place {
-        case .server(let options):
-            let user = try await AccountPlace.remote(options) { client throws(JotterClientError) in
-                try await client.addUser(name: name, password: password, admin: admin)
+        console.out(try await place.perform({ client throws(JotterClientError) in
+            let user = try await client.addUser(name: name, password: password, admin: admin)
+            return "Added user \(user.name)\(user.admin ? " (admin)" : "").\n"
+        }, onStore: { store in
+            let first = try store.users().isEmpty
+            guard case .user(let user) = try store.perform(.addUser(name: name, passwordHash: try PasswordHash.make(password), isAdmin: admin)) else {
+                throw CommandFailure("a user named \(name) exists already")
             }
-            console.out("Added user \(user.name)\(user.admin ? " (admin)" : "").\n")
-        case .folder(let data):
-            try DataFolder.with(data) { store in
-                let first = try store.users().isEmpty
-                guard case .user(let user) = try store.perform(.addUser(name: name, passwordHash: try PasswordHash.make(password), isAdmin: admin)) else {
-                    throw CommandFailure("a user named \(name) exists already")
-                }
-                console.out("Added user \(user.name)\(admin ? " (admin)" : "")\(first ? "; the notes and uploads stored so far are theirs" : "").\n")
-            }
-        }
+            return "Added user \(user.name)\(admin ? " (admin)" : "")\(first ? "; the notes and uploads stored so far are theirs" : "").\n"
+        }))
         return ExitCode.success
     }
 }
@@ -198,13 +203,8 @@ struct UsersListCommand: AsyncCommand {
     }
 
     func run(console: Console) async throws -> Int32 {
-        let users: [UserInfo]
-        switch place {
-        case .server(let options):
-            users = try await AccountPlace.remote(options) { client throws(JotterClientError) in try await client.users() }
-        case .folder(let data):
-            users = try DataFolder.with(data) { store in try store.users().map(UserInfo.init) }
-        }
+        let users = try await place.perform({ client throws(JotterClientError) in try await client.users() },
+                                            onStore: { store in try store.users().map(UserInfo.init) })
         if json {
             console.out(try ClientOptions.json(UserList(users: users)))
         } else {
@@ -330,21 +330,16 @@ struct TokensCreateCommand: AsyncCommand {
     }
 
     func run(console: Console) async throws -> Int32 {
-        switch place {
-        case .server(let options):
-            let issued = try await AccountPlace.remote(options) { client throws(JotterClientError) in
-                try await client.createToken(label: label, expiresIn: expires.map { Int($0) })
-            }
-            console.out(issued.token + "\n")
-        case .folder(let data):
-            try DataFolder.with(data) { store in
-                let owner = try DataFolder.user(user ?? "", in: store)
-                let secret = Secret.make(prefix: Secret.tokenPrefix)
-                let expiresAt = expires.map { Int64(time(nil)) + $0 }
-                _ = try store.perform(.issue(userID: owner.id, kind: .token, label: label, digest: Secret.digest(secret), expiresAt: expiresAt))
-                console.out(secret + "\n")
-            }
-        }
+        let token = try await place.perform({ client throws(JotterClientError) in
+            try await client.createToken(label: label, expiresIn: expires.map { Int($0) }).token
+        }, onStore: { store in
+            let owner = try DataFolder.user(user ?? "", in: store)
+            let secret = Secret.make(prefix: Secret.tokenPrefix)
+            let expiresAt = expires.map { Int64(time(nil)) + $0 }
+            _ = try store.perform(.issue(userID: owner.id, kind: .token, label: label, digest: Secret.digest(secret), expiresAt: expiresAt))
+            return secret
+        })
+        console.out(token + "\n")
         return ExitCode.success
     }
 }
@@ -368,15 +363,9 @@ struct TokensListCommand: AsyncCommand {
     }
 
     func run(console: Console) async throws -> Int32 {
-        let tokens: [TokenInfo]
-        switch place {
-        case .server(let options):
-            tokens = try await AccountPlace.remote(options) { client throws(JotterClientError) in try await client.tokens() }
-        case .folder(let data):
-            tokens = try DataFolder.with(data) { store in
-                try store.credentials(userID: try DataFolder.user(user ?? "", in: store).id, kind: .token).map(TokenInfo.init)
-            }
-        }
+        let tokens = try await place.perform({ client throws(JotterClientError) in try await client.tokens() }, onStore: { store in
+            try store.credentials(userID: try DataFolder.user(user ?? "", in: store).id, kind: .token).map(TokenInfo.init)
+        })
         if json {
             console.out(try ClientOptions.json(TokenList(tokens: tokens)))
             return ExitCode.success
@@ -410,18 +399,12 @@ struct TokensRevokeCommand: AsyncCommand {
     }
 
     func run(console: Console) async throws -> Int32 {
-        let label: String
-        switch place {
-        case .server(let options):
-            label = try await AccountPlace.remote(options) { client throws(JotterClientError) in try await client.revokeToken(String(id)) }.label
-        case .folder(let data):
-            label = try DataFolder.with(data) { store in
-                guard case .credential(let token) = try store.perform(.revoke(id: id, userID: nil)), token.kind == .token else {
-                    throw CommandFailure("no token has id \(id)", status: ExitCode.notFound)
-                }
-                return token.label
+        let label = try await place.perform({ client throws(JotterClientError) in try await client.revokeToken(String(id)).label }, onStore: { store in
+            guard case .credential(let token) = try store.perform(.revoke(id: id, userID: nil)), token.kind == .token else {
+                throw CommandFailure("no token has id \(id)", status: ExitCode.notFound)
             }
-        }
+            return token.label
+        })
         console.out("Revoked token \(id)\(label.isEmpty ? "" : " (\(label))").\n")
         return ExitCode.success
     }
