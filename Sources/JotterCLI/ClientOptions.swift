@@ -71,12 +71,18 @@ struct ClientOptions: Sendable {
 
     /// A client for the server; a refused connection is tried once more, then reported.
     func client() -> JotterClient {
+        JotterClient(baseURL: server, configuration: configuration())
+    }
+
+    /// How every command's client talks to the server: its User-Agent, the certificate trust of
+    /// `--cacert`/`--insecure`, the token, and one retry of a refused connection.
+    func configuration() -> JotterClient.Configuration {
         var configuration = JotterClient.Configuration()
         configuration.userAgent = "jotter/\(JotterCommandLine.version)"
         configuration.retry = RetryPolicy(maximumAttempts: 2)
         configuration.token = token
         configuration.trust = trust
-        return JotterClient(baseURL: server, configuration: configuration)
+        return configuration
     }
 
     /// `value` as JSON with sorted keys, and a newline: indented as `jq` and `gh` print it

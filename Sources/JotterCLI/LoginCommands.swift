@@ -82,7 +82,8 @@ struct LoginCommand: AsyncCommand {
         }
         let password = terminal ? String(cString: getpass("Password: "))
             : console.readFirstLine()
-        var configuration = JotterClient.Configuration()
+        var configuration = options.configuration()
+        configuration.token = nil
         configuration.retry = .never
         let client = JotterClient(baseURL: options.server, configuration: configuration)
         let host = ProcessInfo.processInfo.hostName
@@ -121,7 +122,7 @@ struct LogoutCommand: AsyncCommand {
             console.out("Not signed in to \(options.server.absoluteString).\n")
             return ExitCode.success
         }
-        var configuration = JotterClient.Configuration()
+        var configuration = options.configuration()
         configuration.token = token
         configuration.retry = .never
         do {

@@ -47,6 +47,14 @@ struct TLSClientTests {
         #expect(both.status == ExitCode.usage)
         let missing = try BinaryTests.jotter(["notes", "list", "--server", url, "--cacert", "/nonexistent/ca.pem"], environment: [:])
         #expect(missing.status == ExitCode.usage)
+
+        // login trusts the same CA: past TLS, the server itself answers (it has no such user).
+        let home = authority.folder.appendingPathComponent("home")
+        for trust in [["--cacert", authority.authority.path], ["--insecure"]] {
+            let login = try AccountCommandTests.jotter(["login", "--name", "nobody", "--server", url] + trust, input: "password\n",
+                                                       environment: ["HOME": home.path])
+            #expect(login.status == ExitCode.failure && !login.err.contains("TLS"), "\(trust): \(login.err)")
+        }
     }
 
     @Test("https:// to a plain-HTTP port says the port serves http:// (URLSession's TLS and the SDK's own alike)", arguments: [[], ["--insecure"]])
