@@ -10,7 +10,7 @@ public struct UserInfo: Codable, Sendable, Hashable {
     public var name: String
     public var admin: Bool
     /// When the user was added (whole seconds).
-    public var createdAt: Date
+    @Timestamped public var createdAt: Date
 
     public init(id: String, name: String, admin: Bool, createdAt: Date) {
         self.id = id
@@ -23,22 +23,6 @@ public struct UserInfo: Codable, Sendable, Hashable {
         case id, name, admin
         case createdAt = "created_at"
     }
-
-    public init(from decoder: any Decoder) throws {
-        let container = try decoder.container(keyedBy: CodingKeys.self)
-        id = try container.decode(String.self, forKey: .id)
-        name = try container.decode(String.self, forKey: .name)
-        admin = try container.decode(Bool.self, forKey: .admin)
-        createdAt = try container.decodeTimestamp(forKey: .createdAt)
-    }
-
-    public func encode(to encoder: any Encoder) throws {
-        var container = encoder.container(keyedBy: CodingKeys.self)
-        try container.encode(id, forKey: .id)
-        try container.encode(name, forKey: .name)
-        try container.encode(admin, forKey: .admin)
-        try container.encodeTimestamp(createdAt, forKey: .createdAt)
-    }
 }
 
 /// `GET /auth/me` and a session sign-in: the user, and for a session the CSRF token that
@@ -47,7 +31,7 @@ public struct SessionInfo: Codable, Sendable, Hashable {
     public var user: UserInfo
     public var csrfToken: String?
     /// When the session or token ends (whole seconds), nil when it does not.
-    public var expiresAt: Date?
+    @Timestamped public var expiresAt: Date?
 
     public init(user: UserInfo, csrfToken: String? = nil, expiresAt: Date? = nil) {
         self.user = user
@@ -60,20 +44,6 @@ public struct SessionInfo: Codable, Sendable, Hashable {
         case csrfToken = "csrf_token"
         case expiresAt = "expires_at"
     }
-
-    public init(from decoder: any Decoder) throws {
-        let container = try decoder.container(keyedBy: CodingKeys.self)
-        user = try container.decode(UserInfo.self, forKey: .user)
-        csrfToken = try container.decodeIfPresent(String.self, forKey: .csrfToken)
-        expiresAt = try container.decodeTimestampIfPresent(forKey: .expiresAt)
-    }
-
-    public func encode(to encoder: any Encoder) throws {
-        var container = encoder.container(keyedBy: CodingKeys.self)
-        try container.encode(user, forKey: .user)
-        try container.encodeIfPresent(csrfToken, forKey: .csrfToken)
-        try container.encodeTimestampIfPresent(expiresAt, forKey: .expiresAt)
-    }
 }
 
 /// An API token's metadata (`GET /auth/tokens`); the secret is shown only once, at creation.
@@ -81,13 +51,13 @@ public struct TokenInfo: Codable, Sendable, Hashable {
     public var id: String
     public var label: String
     /// When it was made (whole seconds, as every time below).
-    public var createdAt: Date
+    @Timestamped public var createdAt: Date
     /// When a request last carried it (to about a minute), nil when none has.
-    public var lastUsedAt: Date?
+    @Timestamped public var lastUsedAt: Date?
     /// When it stops working, nil when it does not.
-    public var expiresAt: Date?
+    @Timestamped public var expiresAt: Date?
     /// When it was revoked, nil while it is not.
-    public var revokedAt: Date?
+    @Timestamped public var revokedAt: Date?
 
     public init(id: String, label: String, createdAt: Date, lastUsedAt: Date?, expiresAt: Date?, revokedAt: Date?) {
         self.id = id
@@ -104,26 +74,6 @@ public struct TokenInfo: Codable, Sendable, Hashable {
         case lastUsedAt = "last_used_at"
         case expiresAt = "expires_at"
         case revokedAt = "revoked_at"
-    }
-
-    public init(from decoder: any Decoder) throws {
-        let container = try decoder.container(keyedBy: CodingKeys.self)
-        id = try container.decode(String.self, forKey: .id)
-        label = try container.decode(String.self, forKey: .label)
-        createdAt = try container.decodeTimestamp(forKey: .createdAt)
-        lastUsedAt = try container.decodeTimestampIfPresent(forKey: .lastUsedAt)
-        expiresAt = try container.decodeTimestampIfPresent(forKey: .expiresAt)
-        revokedAt = try container.decodeTimestampIfPresent(forKey: .revokedAt)
-    }
-
-    public func encode(to encoder: any Encoder) throws {
-        var container = encoder.container(keyedBy: CodingKeys.self)
-        try container.encode(id, forKey: .id)
-        try container.encode(label, forKey: .label)
-        try container.encodeTimestamp(createdAt, forKey: .createdAt)
-        try container.encodeTimestampIfPresent(lastUsedAt, forKey: .lastUsedAt)
-        try container.encodeTimestampIfPresent(expiresAt, forKey: .expiresAt)
-        try container.encodeTimestampIfPresent(revokedAt, forKey: .revokedAt)
     }
 }
 

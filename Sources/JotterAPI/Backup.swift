@@ -13,7 +13,7 @@ public struct Backup: Codable, Sendable, Hashable {
     /// The snapshot's id on the server; empty in a backup taken from a data folder directly.
     public var id: String
     /// When the snapshot was taken (whole seconds; UTC `yyyy-MM-dd HH:mm:ss` on the wire).
-    public var createdAt: Date
+    @Timestamped public var createdAt: Date
     /// The jotter that made it.
     public var jotterVersion: String
     /// The database schema version of the snapshot.
@@ -31,12 +31,14 @@ public struct Backup: Codable, Sendable, Hashable {
     public var filesURL: String
 
     enum CodingKeys: String, CodingKey {
-        case id, notes, uploads
+        case id
         case createdAt = "created_at"
         case jotterVersion = "jotter_version"
         case schemaVersion = "schema_version"
+        case notes
         case lastEventID = "last_event_id"
         case databaseSize = "database_size"
+        case uploads
         case filesURL = "files_url"
     }
 
@@ -51,32 +53,6 @@ public struct Backup: Codable, Sendable, Hashable {
         self.databaseSize = databaseSize
         self.uploads = uploads
         self.filesURL = filesURL
-    }
-
-    public init(from decoder: any Decoder) throws {
-        let container = try decoder.container(keyedBy: CodingKeys.self)
-        id = try container.decode(String.self, forKey: .id)
-        createdAt = try container.decodeTimestamp(forKey: .createdAt)
-        jotterVersion = try container.decode(String.self, forKey: .jotterVersion)
-        schemaVersion = try container.decode(Int64.self, forKey: .schemaVersion)
-        notes = try container.decode(Int64.self, forKey: .notes)
-        lastEventID = try container.decode(Int64.self, forKey: .lastEventID)
-        databaseSize = try container.decode(Int64.self, forKey: .databaseSize)
-        uploads = try container.decode([Upload].self, forKey: .uploads)
-        filesURL = try container.decode(String.self, forKey: .filesURL)
-    }
-
-    public func encode(to encoder: any Encoder) throws {
-        var container = encoder.container(keyedBy: CodingKeys.self)
-        try container.encode(id, forKey: .id)
-        try container.encodeTimestamp(createdAt, forKey: .createdAt)
-        try container.encode(jotterVersion, forKey: .jotterVersion)
-        try container.encode(schemaVersion, forKey: .schemaVersion)
-        try container.encode(notes, forKey: .notes)
-        try container.encode(lastEventID, forKey: .lastEventID)
-        try container.encode(databaseSize, forKey: .databaseSize)
-        try container.encode(uploads, forKey: .uploads)
-        try container.encode(filesURL, forKey: .filesURL)
     }
 }
 

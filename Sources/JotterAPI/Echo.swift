@@ -34,13 +34,13 @@ public struct EchoResponse: Codable, Sendable, Hashable {
     /// The request target: path and query.
     public var url: String
     /// The query parameters, each with every value sent.
-    public var args: [String: [String]]
+    @OneOrMany public var args: [String: [String]]
     /// The form fields (form-urlencoded or the plain fields of multipart).
-    public var form: [String: [String]]
+    @OneOrMany public var form: [String: [String]]
     /// The file parts by field name.
-    public var files: [String: [File]]
-    /// The body parsed as JSON, when it was JSON.
-    public var json: JSONValue?
+    @OneOrMany public var files: [String: [File]]
+    /// The body parsed as JSON, when it was JSON (`null` on the wire when it was not).
+    @Nullable public var json: JSONValue?
     /// The raw body as text when it was neither form nor multipart.
     public var data: String
     /// The request headers (repeated ones joined by commas).
@@ -59,33 +59,27 @@ public struct EchoResponse: Codable, Sendable, Hashable {
         self.data = data
         self.headers = headers
     }
+}
+
+/// A map whose keys may come several times (`args`, `form`, `files` of `EchoResponse`): each
+/// key's values, in JSON the value itself for a key sent once and an array for one sent more.
+@propertyWrapper
+public struct OneOrMany<Value: Codable & Sendable & Hashable>: Codable, Sendable, Hashable {
+    public var wrappedValue: [String: [Value]]
+
+    public init(wrappedValue: [String: [Value]]) { self.wrappedValue = wrappedValue }
 
     public init(from decoder: any Decoder) throws {
-        let container = try decoder.container(keyedBy: CodingKeys.self)
-        method = try container.decode(String.self, forKey: .method)
-        url = try container.decode(String.self, forKey: .url)
-        args = try container.decode([String: OneOrMany<String>].self, forKey: .args).mapValues(\.values)
-        form = try container.decode([String: OneOrMany<String>].self, forKey: .form).mapValues(\.values)
-        files = try container.decode([String: OneOrMany<File>].self, forKey: .files).mapValues(\.values)
-        json = try container.decodeIfPresent(JSONValue.self, forKey: .json).flatMap { $0 == .null ? nil : $0 }
-        data = try container.decode(String.self, forKey: .data)
-        headers = try container.decode([String: String].self, forKey: .headers)
+        wrappedValue = try decoder.singleValueContainer().decode([String: Values].self).mapValues(\.values)
     }
 
     public func encode(to encoder: any Encoder) throws {
-        var container = encoder.container(keyedBy: CodingKeys.self)
-        try container.encode(method, forKey: .method)
-        try container.encode(url, forKey: .url)
-        try container.encode(args.mapValues(OneOrMany.init), forKey: .args)
-        try container.encode(form.mapValues(OneOrMany.init), forKey: .form)
-        try container.encode(files.mapValues(OneOrMany.init), forKey: .files)
-        try container.encode(json ?? .null, forKey: .json)
-        try container.encode(data, forKey: .data)
-        try container.encode(headers, forKey: .headers)
+        var container = encoder.singleValueContainer()
+        try container.encode(wrappedValue.mapValues(Values.init))
     }
 
     /// One value as itself, several as an array.
-    struct OneOrMany<Value: Codable>: Codable {
+    struct Values: Codable {
         var values: [Value]
 
         init(_ values: [Value]) { self.values = values }

@@ -13,17 +13,18 @@ public struct Note: Codable, Sendable, Hashable, Identifiable {
     public var id: String
     public var body: String
     /// When it was created (whole seconds).
-    public var createdAt: Date
+    @Timestamped public var createdAt: Date
     /// When it last changed (whole seconds).
-    public var updatedAt: Date
+    @Timestamped public var updatedAt: Date
     /// Grows with every change, attachments included; the ETag is `"<version>"`.
     public var version: Int
     public var attachments: [Upload]
 
     enum CodingKeys: String, CodingKey {
-        case id, body, version, attachments
+        case id, body
         case createdAt = "created_at"
         case updatedAt = "updated_at"
+        case version, attachments
     }
 
     public init(id: String, body: String, createdAt: Date, updatedAt: Date, version: Int, attachments: [Upload] = []) {
@@ -33,26 +34,6 @@ public struct Note: Codable, Sendable, Hashable, Identifiable {
         self.updatedAt = updatedAt
         self.version = version
         self.attachments = attachments
-    }
-
-    public init(from decoder: any Decoder) throws {
-        let container = try decoder.container(keyedBy: CodingKeys.self)
-        id = try container.decode(String.self, forKey: .id)
-        body = try container.decode(String.self, forKey: .body)
-        createdAt = try container.decodeTimestamp(forKey: .createdAt)
-        updatedAt = try container.decodeTimestamp(forKey: .updatedAt)
-        version = try container.decode(Int.self, forKey: .version)
-        attachments = try container.decode([Upload].self, forKey: .attachments)
-    }
-
-    public func encode(to encoder: any Encoder) throws {
-        var container = encoder.container(keyedBy: CodingKeys.self)
-        try container.encode(id, forKey: .id)
-        try container.encode(body, forKey: .body)
-        try container.encodeTimestamp(createdAt, forKey: .createdAt)
-        try container.encodeTimestamp(updatedAt, forKey: .updatedAt)
-        try container.encode(version, forKey: .version)
-        try container.encode(attachments, forKey: .attachments)
     }
 
     /// The strong entity tag of this version: `"3"`.
@@ -105,16 +86,10 @@ public struct MergeReport: Codable, Sendable, Hashable {
 /// the last page.
 public struct NoteList: Codable, Sendable, Hashable {
     public var notes: [Note]
-    public var next: String?
+    @Nullable public var next: String?
 
     public init(notes: [Note], next: String?) {
         self.notes = notes
         self.next = next
-    }
-
-    public func encode(to encoder: any Encoder) throws {
-        var container = encoder.container(keyedBy: CodingKeys.self)
-        try container.encode(notes, forKey: .notes)
-        try container.encode(next, forKey: .next)  // null, not absent, on the last page
     }
 }

@@ -14,7 +14,8 @@ import Foundation
 /// ```
 ///
 /// The wire types (`Note`, `Upload`, `TokenInfo`…) hold their times as `Date`, parsed from
-/// this format once, where their JSON is decoded, and written back in it when encoded.
+/// this format once, where their JSON is decoded, and written back in it when encoded
+/// (`@Timestamped`).
 public enum Timestamp {
     /// Formats Unix seconds (years 0–9999), digit by digit into a 19-byte buffer.
     public static func format(_ seconds: Int64) -> String {
@@ -125,7 +126,7 @@ extension KeyedDecodingContainer {
     public func decodeTimestamp(forKey key: Key) throws -> Date {
         let text = try decode(String.self, forKey: key)
         guard let date = Timestamp.date(text) else {
-            throw DecodingError.dataCorruptedError(forKey: key, in: self, debugDescription: "'\(text)' is not a yyyy-MM-dd HH:mm:ss time")
+            throw DecodingError.dataCorruptedError(forKey: key, in: self, debugDescription: Timestamp.malformed(text))
         }
         return date
     }
@@ -146,5 +147,83 @@ extension KeyedEncodingContainer {
     /// `encodeTimestamp`, nothing when `date` is nil.
     public mutating func encodeTimestampIfPresent(_ date: Date?, forKey key: Key) throws {
         if let date { try encodeTimestamp(date, forKey: key) }
+    }
+}
+
+/// A time of a wire type: a `Date` to Swift, UTC `yyyy-MM-dd HH:mm:ss` in JSON, so the type's
+/// `Codable` conformance is synthesized.
+///
+/// ```swift
+/// struct Token: Codable {
+///     @Timestamped var createdAt: Date         // "created_at":"2026-11-30 14:35:40"
+///     @Timestamped var revokedAt: Date? = nil  // absent while nil; absent or null decodes as nil
+///
+///     enum CodingKeys: String, CodingKey { case createdAt = "created_at", revokedAt = "revoked_at" }
+/// }
+/// ```
+///
+/// Anything but a time of that format is a decoding error.
+@propertyWrapper
+public struct Timestamped<Value: TimestampValue>: Codable, Sendable, Hashable {
+    public var wrappedValue: Value
+
+    public init(wrappedValue: Value) { self.wrappedValue = wrappedValue }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.singleValueContainer()
+        if container.decodeNil(), let none = Value.timestampValue(nil) {
+            wrappedValue = none
+            return
+        }
+        let text = try container.decode(String.self)
+        guard let date = Timestamp.date(text), let value = Value.timestampValue(date) else {
+            throw DecodingError.dataCorruptedError(in: container, debugDescription: Timestamp.malformed(text))
+        }
+        wrappedValue = value
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        if let date = Value.timestampDate(wrappedValue) { try container.encode(Timestamp.format(date)) } else { try container.encodeNil() }
+    }
+}
+
+/// What `@Timestamped` holds: a `Date`, or a `Date?` that is absent from the JSON while nil.
+public protocol TimestampValue: Sendable, Hashable {
+    /// The value of a time, or of no time (nil: no time is not a value, a time is required).
+    static func timestampValue(_ date: Date?) -> Self?
+    /// The time of a value, nil for none.
+    static func timestampDate(_ value: Self) -> Date?
+}
+
+extension Date: TimestampValue {
+    public static func timestampValue(_ date: Date?) -> Date? { date }
+    public static func timestampDate(_ value: Date) -> Date? { value }
+}
+
+extension Optional: TimestampValue where Wrapped == Date {
+    public static func timestampValue(_ date: Date?) -> Date?? { .some(date) }
+    public static func timestampDate(_ value: Date?) -> Date? { value }
+}
+
+extension Timestamp {
+    static func malformed(_ text: String) -> String { "'\(text)' is not a yyyy-MM-dd HH:mm:ss time" }
+}
+
+extension KeyedDecodingContainer {
+    /// A `@Timestamped` property of a synthesized `init(from:)`: absent or `null` is nil for a
+    /// `Date?`, and a decoding error for a `Date`.
+    public func decode<Value>(_ type: Timestamped<Value>.Type, forKey key: Key) throws -> Timestamped<Value> {
+        if let none = Value.timestampValue(nil), try !contains(key) || decodeNil(forKey: key) {
+            return Timestamped(wrappedValue: none)
+        }
+        return Timestamped(wrappedValue: Value.timestampValue(try decodeTimestamp(forKey: key))!)
+    }
+}
+
+extension KeyedEncodingContainer {
+    /// A `@Timestamped` property of a synthesized `encode(to:)`: nothing for a nil `Date?`.
+    public mutating func encode<Value>(_ value: Timestamped<Value>, forKey key: Key) throws {
+        try encodeTimestampIfPresent(Value.timestampDate(value.wrappedValue), forKey: key)
     }
 }

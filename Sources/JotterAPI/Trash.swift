@@ -40,16 +40,10 @@ public struct DeletedNote: Codable, Sendable, Hashable, Identifiable {
 /// recently deleted first; `next` is `null` on the last page.
 public struct TrashList: Codable, Sendable, Hashable {
     public var notes: [DeletedNote]
-    public var next: String?
+    @Nullable public var next: String?
 
     public init(notes: [DeletedNote], next: String?) {
         self.notes = notes
         self.next = next
-    }
-
-    public func encode(to encoder: any Encoder) throws {
-        var container = encoder.container(keyedBy: CodingKeys.self)
-        try container.encode(notes, forKey: .notes)
-        try container.encode(next, forKey: .next)  // null, not absent, on the last page
     }
 }

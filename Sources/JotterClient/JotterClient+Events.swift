@@ -37,11 +37,8 @@ public struct NoteEvent: Sendable, Hashable {
         if event.type == "reload" { change = .reload; return }
         guard let note = try? JSONDecoder().decode(Note.self, from: Data(event.data.utf8)) else { return nil }
         struct Deletion: Decodable {
-            var deletedAt: Date?
+            @Timestamped var deletedAt: Date?
             enum CodingKeys: String, CodingKey { case deletedAt = "deleted_at" }
-            init(from decoder: any Decoder) throws {
-                deletedAt = try decoder.container(keyedBy: CodingKeys.self).decodeTimestampIfPresent(forKey: .deletedAt)
-            }
         }
         if event.type == "note.deleted" { deletedAt = (try? JSONDecoder().decode(Deletion.self, from: Data(event.data.utf8)))?.deletedAt }
         switch event.type {
