@@ -48,11 +48,8 @@ extension MergeReport.Region: SchemaDescribing {
 
 extension NoteList: SchemaDescribing {
     public static var schema: JSONSchema {
-        .object([
-            "notes": .array(of: .ref(Note.self)),
-            "next": JSONSchema.string(description: "the path of the next page (it repeats `limit`, `order` and `q` and sets `after`), or `null` on the last page",
-                                      example: "/notes?limit=100&after=17").orNull,
-        ], additional: .forbidden, description: "One page of notes.")
+        .page("notes", .array(of: .ref(Note.self)), link: "it repeats `limit`, `order` and `q` and sets `after`",
+              example: "/notes?limit=100&after=17", description: "One page of notes.")
     }
 }
 
@@ -60,11 +57,8 @@ extension Timestamp {
     /// A timestamp on the wire: UTC `yyyy-MM-dd HH:mm:ss`.
     public static var schema: JSONSchema { schema(description: nil) }
 
-    /// The same, with what the field means after the format.
-    public static func schema(description: String?) -> JSONSchema {
-        .string(pattern: "^[0-9]{4}-[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2}$",
-                description: "UTC, `yyyy-MM-dd HH:mm:ss`" + (description.map { "; \($0)" } ?? ""), example: "2026-11-30 14:35:40")
-    }
+    /// The same, with what the field means after the format (`JSONSchema.timestamp`).
+    public static func schema(description: String?) -> JSONSchema { .timestamp(description: description) }
 }
 
 extension NoteChangeList: SchemaDescribing {

@@ -16,10 +16,8 @@ extension DeletedNote: SchemaDescribing {
 
 extension TrashList: SchemaDescribing {
     public static var schema: JSONSchema {
-        .object([
-            "notes": .array(of: .ref(DeletedNote.self), description: "most recently deleted first"),
-            "next": JSONSchema.string(description: "the path of the next page (it repeats `limit` and sets `after` to this page's last id), or `null` on the last page",
-                                      example: "/notes/trash?limit=100&after=17").orNull,
-        ], additional: .forbidden, description: "One page of the trash.")
+        .page("notes", .array(of: .ref(DeletedNote.self), description: "most recently deleted first"),
+              link: "it repeats `limit` and sets `after` to this page's last id", example: "/notes/trash?limit=100&after=17",
+              description: "One page of the trash.")
     }
 }

@@ -28,11 +28,8 @@ extension UploadList: SchemaDescribing {
 
 extension UploadPage: SchemaDescribing {
     public static var schema: JSONSchema {
-        .object([
-            "uploads": .array(of: .ref(Upload.self), description: "newest first"),
-            "next": JSONSchema.string(description: "the path of the next page (it repeats `limit` and `note_id` and sets `after`), or `null` on the last page",
-                                      example: "/uploads?limit=100&after=7c1a0e5b9d3f4a2e8b6c0d1f").orNull,
-        ], additional: .forbidden, description: "One page of uploads.")
+        .page("uploads", .array(of: .ref(Upload.self), description: "newest first"), link: "it repeats `limit` and `note_id` and sets `after`",
+              example: "/uploads?limit=100&after=7c1a0e5b9d3f4a2e8b6c0d1f", description: "One page of uploads.")
     }
 }
 

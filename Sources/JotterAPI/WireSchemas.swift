@@ -9,3 +9,14 @@ public enum WireSchemas {
         UserInfo.self, UserList.self, SessionInfo.self, TokenInfo.self, TokenList.self, IssuedToken.self,
     ] }
 }
+
+extension JSONSchema {
+    /// One page of a listing: its `items` under `key`, and `next`, the path of the next page
+    /// (`link` says what it repeats and sets) or `null` on the last page.
+    static func page(_ key: String, _ items: JSONSchema, link: String, example: String, description: String) -> JSONSchema {
+        .object([
+            key: items,
+            "next": JSONSchema.string(description: "the path of the next page (\(link)), or `null` on the last page", example: example).orNull,
+        ], additional: .forbidden, description: description)
+    }
+}

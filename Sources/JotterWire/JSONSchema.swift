@@ -157,6 +157,13 @@ public struct JSONSchema: Sendable, Hashable {
         return schema
     }
 
+    /// A time of the API: a string, UTC `yyyy-MM-dd HH:mm:ss`; `description` says what the
+    /// field means after the format.
+    public static func timestamp(description: String? = nil, example: String = "2026-11-30 14:35:40") -> JSONSchema {
+        string(pattern: "^[0-9]{4}-[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2}$",
+               description: "UTC, `yyyy-MM-dd HH:mm:ss`" + (description.map { "; \($0)" } ?? ""), example: example)
+    }
+
     /// Bytes of any kind (`type: string, format: binary`): a file part or a download.
     public static func binary(description: String? = nil) -> JSONSchema {
         string(format: "binary", description: description)

@@ -11,8 +11,7 @@ extension ProblemDetails: SchemaDescribing {
             "request_id": .string(description: "the request's id, as in the server's log and the `X-Request-Id` header"),
             "note": .ref(named: "Note"),
             "base": .ref(named: "Revision"),
-            "deleted_at": .string(pattern: "^[0-9]{4}-[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2}$",
-                                  description: "UTC, `yyyy-MM-dd HH:mm:ss`; `/problems/note-deleted`: when the note was deleted", example: "2026-12-01 09:30:00"),
+            "deleted_at": .timestamp(description: "`/problems/note-deleted`: when the note was deleted", example: "2026-12-01 09:30:00"),
         ], optional: ["detail", "errors", "note", "base", "deleted_at"], additional: .forbidden, description: "An RFC 9457 problem (`application/problem+json`).")
     }
 }
