@@ -13,35 +13,31 @@ final class OnceContinuation<Value: Sendable>: Sendable {
     private let state = Mutex(State.waiting)
 
     func start(_ continuation: CheckedContinuation<Value, any Error>) {
-        let early: Result<Value, any Error>? = state.withLock { state in
-            switch state {
-            case .waiting:
-                state = .started(continuation)
-                return nil
-            case .early(let result):
-                state = .resumed
-                return result
-            case .started, .resumed:
-                preconditionFailure("a OnceContinuation started twice")
-            }
-        }
-        if let early { continuation.resume(with: early) }
+        arrive(.started(continuation))
     }
 
     /// Resumes the continuation, unless it was resumed before (then `result` is dropped).
     func resume(with result: Result<Value, any Error>) {
-        let continuation: CheckedContinuation<Value, any Error>? = state.withLock { state in
-            switch state {
-            case .waiting:
-                state = .early(result)
+        arrive(.early(result))
+    }
+
+    /// One side arrives — the continuation (`started`) or the first result (`early`): it waits
+    /// for the other, or meets it and resumes.
+    private func arrive(_ side: State) {
+        let meeting: (CheckedContinuation<Value, any Error>, Result<Value, any Error>)? = state.withLock { state in
+            switch (state, side) {
+            case (.waiting, _):
+                state = side
                 return nil
-            case .started(let continuation):
+            case (.started(let continuation), .early(let result)), (.early(let result), .started(let continuation)):
                 state = .resumed
-                return continuation
-            case .early, .resumed:
-                return nil
+                return (continuation, result)
+            case (_, .started):
+                preconditionFailure("a OnceContinuation started twice")
+            default:
+                return nil  // a result after the first
             }
         }
-        continuation?.resume(with: result)
+        if case let (continuation, result)? = meeting { continuation.resume(with: result) }
     }
 }
