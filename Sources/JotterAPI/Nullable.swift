@@ -26,3 +26,20 @@ extension KeyedDecodingContainer {
         Nullable(wrappedValue: try decodeIfPresent(Wrapped.self, forKey: key))
     }
 }
+
+/// A property wrapper of the wire types that prints, debug-prints and dumps as the value it
+/// wraps: `print(note)` shows `_createdAt: 2026-11-30 14:35:40 +0000`, not the wrapper.
+public protocol ShownAsWrappedValue: CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
+    associatedtype WrappedValue
+    var wrappedValue: WrappedValue { get }
+}
+
+extension ShownAsWrappedValue {
+    public var description: String { String(describing: wrappedValue) }
+    public var debugDescription: String { String(reflecting: wrappedValue) }
+    public var customMirror: Mirror { Mirror(reflecting: wrappedValue) }
+}
+
+extension Nullable: ShownAsWrappedValue {}
+extension Timestamped: ShownAsWrappedValue {}
+extension OneOrMany: ShownAsWrappedValue {}
