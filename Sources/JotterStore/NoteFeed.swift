@@ -44,13 +44,6 @@ public struct NoteFeedEntry: Sendable, Hashable {
     public var version: Int64
     /// Whether the change was the note's deletion (a tombstone).
     public var deleted: Bool
-
-    public init(noteID: Int64, seq: Int64, version: Int64, deleted: Bool) {
-        self.noteID = noteID
-        self.seq = seq
-        self.version = version
-        self.deleted = deleted
-    }
 }
 
 /// A page of the change feed as the store read it, from one snapshot: its entries, and the
@@ -77,14 +70,9 @@ public struct NoteFeedPage: Sendable {
     public var walk: Bool
     /// The last event id visible to the snapshot the page was read from.
     public var head: Int64
+}
 
-    public init(entries: [NoteFeedEntry], notes: NotePage, walk: Bool, head: Int64) {
-        self.entries = entries
-        self.notes = notes
-        self.walk = walk
-        self.head = head
-    }
-
+extension NoteFeedPage {
     /// An empty page.
     init(walk: Bool, head: Int64) {
         self.init(entries: [], notes: NotePage(), walk: walk, head: head)

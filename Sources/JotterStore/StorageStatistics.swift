@@ -6,13 +6,6 @@ public struct StorageStatistics: Sendable, Hashable {
     public var uploadBytes: Int64
     /// The database: SQLite's file with its write-ahead log, or PostgreSQL's `pg_database_size`.
     public var databaseBytes: Int64
-
-    public init(notes: Int64, uploads: Int64, uploadBytes: Int64, databaseBytes: Int64) {
-        self.notes = notes
-        self.uploads = uploads
-        self.uploadBytes = uploadBytes
-        self.databaseBytes = databaseBytes
-    }
 }
 
 extension SQLiteStore {

@@ -7,13 +7,6 @@ public struct UserRecord: Sendable, Hashable {
     /// Unix seconds, UTC.
     public var createdAt: Int64
 
-    public init(id: Int64, name: String, isAdmin: Bool, createdAt: Int64) {
-        self.id = id
-        self.name = name
-        self.isAdmin = isAdmin
-        self.createdAt = createdAt
-    }
-
     /// Whose data this user's requests read and change.
     public var owner: Owner { Owner(id: id) }
 }
