@@ -141,6 +141,18 @@ struct BackupTests {
         #expect(throws: StoreError.inUse) { try DataFolderBackup.restore(from: folder.path + "/b", into: target.path, replacing: true) }
     }
 
+    @Test("a released folder lock is free at once, though a copy of its descriptor lives on (as in a child forked before its exec)")
+    func releasedLockWithACopy() throws {
+        let folder = try TemporaryDirectory()
+        let restore = try DataFolderLock(folder.path, exclusive: true)
+        let copy = dup(restore.fd)  // what a process forked by another thread holds until it execs
+        defer { close(copy) }
+        #expect(throws: StoreError.inUse) { try DataFolderLock(folder.path, exclusive: false) }
+        restore.unlock()
+        let server = try DataFolderLock(folder.path, exclusive: false)
+        server.unlock()
+    }
+
     @Test("a damaged backup is refused: a missing upload file, a database from a newer jotter")
     func damagedBackups() throws {
         let fixture = try StoreFixture()

@@ -115,9 +115,18 @@ final class DataFolderLock: Sendable {
         descriptor = Atomic(fd)
     }
 
+    /// The descriptor that holds the lock (-1 once released).
+    var fd: Int32 { descriptor.load(ordering: .relaxed) }
+
     /// Releases the lock. Idempotent.
+    ///
+    /// Unlocked before it is closed: a child process another thread forks keeps a copy of the
+    /// descriptor until its `exec` (`O_CLOEXEC` closes it only then), and the lock belongs to
+    /// the open file, so closing ours alone would leave the folder locked for that moment.
     func unlock() {
         let fd = descriptor.exchange(-1, ordering: .relaxed)
-        if fd >= 0 { close(fd) }
+        guard fd >= 0 else { return }
+        flock(fd, LOCK_UN)
+        close(fd)
     }
 }
