@@ -33,13 +33,18 @@ let package = Package(
         // The application: configuration, controllers, `buildApplication`.
         // The web app's files (Web/app) are compiled in at build time: SwiftPM generates
         // `PackageResources`, a `[UInt8]` per file (no Foundation, no bundle to install).
-        .target(name: "JotterServer", dependencies: ["JotterHTTP", "JotterAPI", "JotterStore", "JotterStoreHTTP", "JotterBlobs", "JotterSystem"],
-                resources: [.embedInCode("Web/app")]),
+        .target(
+            name: "JotterServer", dependencies: ["JotterHTTP", "JotterAPI", "JotterStore", "JotterStoreHTTP", "JotterBlobs", "JotterSystem"],
+            resources: [.embedInCode("Web/app")]),
         // The Swift SDK on URLSession (FoundationNetworking on Linux); shares only the wire types.
         // On Linux it hashes downloads with libcrypto (CryptoKit on Apple platforms). Its sync
         // engine keeps the replica in the system's SQLite (CSQLite: a module map, no flags).
-        .target(name: "JotterClient", dependencies: ["JotterAPI", "CSQLite", .target(name: "JotterSystem", condition: .when(platforms: [.linux])),
-                                                    .target(name: "CTLS", condition: .when(platforms: [.linux]))]),
+        .target(
+            name: "JotterClient",
+            dependencies: [
+                "JotterAPI", "CSQLite", .target(name: "JotterSystem", condition: .when(platforms: [.linux])),
+                .target(name: "CTLS", condition: .when(platforms: [.linux])),
+            ]),
         // OpenSSL's TLS client: the SDK's own HTTPS with a private CA (--cacert) or none (--insecure) on Linux.
         .systemLibrary(name: "CTLS", pkgConfig: "libssl", providers: [.apt(["libssl-dev"])]),
         // The command-line interface as a library, so commands are testable in-process.
@@ -86,18 +91,31 @@ let package = Package(
         .target(name: "JotterTestSupport", path: "Tests/JotterTestSupport"),
         // Test helpers around the application: a real server in process on a free port
         // (`TestApp`), a fresh PostgreSQL database and bucket (`SharedBackend`), a scale-out cluster.
-        .target(name: "JotterServerTestSupport", dependencies: ["JotterTestSupport", "JotterServer", "JotterStore", "JotterPostgres"],
-                path: "Tests/JotterServerTestSupport"),
+        .target(
+            name: "JotterServerTestSupport", dependencies: ["JotterTestSupport", "JotterServer", "JotterStore", "JotterPostgres"],
+            path: "Tests/JotterServerTestSupport"),
         .testTarget(name: "JotterSystemTests", dependencies: ["JotterSystem"]),
-        .testTarget(name: "JotterHTTPTests", dependencies: ["JotterHTTP", "JotterHTTPTesting", "JotterSystem", "JotterWire", "JotterTestSupport", "CNGHTTP2"]),
-        .testTarget(name: "JotterServerTests", dependencies: ["JotterServer", "JotterHTTP", "JotterAPI", "JotterWire", "JotterStore", "JotterStoreHTTP", "JotterBlobs", "JotterSystem",
-                                                              "JotterTestSupport", "JotterServerTestSupport"]),
-        .testTarget(name: "JotterCLITests", dependencies: ["JotterCLI", "JotterCLICore", "jotter", "jotter-server", "JotterAPI", "JotterClient", "JotterServer",
-                                                           "JotterTestSupport", "JotterServerTestSupport"]),
+        .testTarget(
+            name: "JotterHTTPTests", dependencies: ["JotterHTTP", "JotterHTTPTesting", "JotterSystem", "JotterWire", "JotterTestSupport", "CNGHTTP2"]),
+        .testTarget(
+            name: "JotterServerTests",
+            dependencies: [
+                "JotterServer", "JotterHTTP", "JotterAPI", "JotterWire", "JotterStore", "JotterStoreHTTP", "JotterBlobs", "JotterSystem",
+                "JotterTestSupport", "JotterServerTestSupport",
+            ]),
+        .testTarget(
+            name: "JotterCLITests",
+            dependencies: [
+                "JotterCLI", "JotterCLICore", "jotter", "jotter-server", "JotterAPI", "JotterClient", "JotterServer",
+                "JotterTestSupport", "JotterServerTestSupport",
+            ]),
         .testTarget(name: "JotterAPITests", dependencies: ["JotterAPI"]),
-        .testTarget(name: "JotterStoreTests", dependencies: ["JotterStore", "CSQLite", "JotterPostgres", "JotterBlobs", "JotterSystem", "JotterTestSupport"]),
+        .testTarget(
+            name: "JotterStoreTests", dependencies: ["JotterStore", "CSQLite", "JotterPostgres", "JotterBlobs", "JotterSystem", "JotterTestSupport"]),
         .testTarget(name: "JotterPostgresTests", dependencies: ["JotterPostgres", "JotterTestSupport"]),
         .testTarget(name: "JotterBlobsTests", dependencies: ["JotterBlobs", "JotterTestSupport"]),
-        .testTarget(name: "JotterClientTests", dependencies: ["JotterClient", "JotterServer", "JotterHTTP", "JotterSystem", "JotterTestSupport", "JotterServerTestSupport"]),
+        .testTarget(
+            name: "JotterClientTests",
+            dependencies: ["JotterClient", "JotterServer", "JotterHTTP", "JotterSystem", "JotterTestSupport", "JotterServerTestSupport"]),
     ]
 )

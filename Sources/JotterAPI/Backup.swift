@@ -42,8 +42,10 @@ public struct Backup: Codable, Sendable, Hashable {
         case filesURL = "files_url"
     }
 
-    public init(id: String, createdAt: Date, jotterVersion: String, schemaVersion: Int64, notes: Int64, lastEventID: Int64,
-                databaseSize: Int64, uploads: [Upload], filesURL: String) {
+    public init(
+        id: String, createdAt: Date, jotterVersion: String, schemaVersion: Int64, notes: Int64, lastEventID: Int64,
+        databaseSize: Int64, uploads: [Upload], filesURL: String
+    ) {
         self.id = id
         self.createdAt = createdAt
         self.jotterVersion = jotterVersion

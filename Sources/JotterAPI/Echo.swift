@@ -48,8 +48,10 @@ public struct EchoResponse: Codable, Sendable, Hashable {
 
     enum CodingKeys: String, CodingKey { case method, url, args, form, files, json, data, headers }
 
-    public init(method: String, url: String, args: [String: [String]] = [:], form: [String: [String]] = [:],
-                files: [String: [File]] = [:], json: JSONValue? = nil, data: String = "", headers: [String: String] = [:]) {
+    public init(
+        method: String, url: String, args: [String: [String]] = [:], form: [String: [String]] = [:],
+        files: [String: [File]] = [:], json: JSONValue? = nil, data: String = "", headers: [String: String] = [:]
+    ) {
         self.method = method
         self.url = url
         self.args = args

@@ -8,21 +8,23 @@ extension HelloMessage: SchemaDescribing {
 
 extension HealthStatus: SchemaDescribing {
     public static var schema: JSONSchema {
-        .object([
-            "status": .string(enum: ["ok"]),
-            "checks": checksSchema,
-            "free_bytes": freeBytesSchema,
-        ], optional: ["checks", "free_bytes"], additional: .forbidden,
-           description: "Ready: every check is ok. This server always sends `checks` and `free_bytes`; older ones sent `status` alone.")
+        .object(
+            [
+                "status": .string(enum: ["ok"]),
+                "checks": checksSchema,
+                "free_bytes": freeBytesSchema,
+            ], optional: ["checks", "free_bytes"], additional: .forbidden,
+            description: "Ready: every check is ok. This server always sends `checks` and `free_bytes`; older ones sent `status` alone.")
     }
 
     /// What `/healthz` checked: each `"ok"` or what is wrong (also in its `503` problem).
     public static var checksSchema: JSONSchema {
-        .object([
-            "database": .string(description: "the database answers a read", example: "ok"),
-            "data_folder": .string(description: "a file can be created in the data folder", example: "ok"),
-            "free_space": .string(description: "at least `--min-free-space` is free for the data folder", example: "ok"),
-        ], additional: .forbidden, description: "each check: `ok`, or what is wrong")
+        .object(
+            [
+                "database": .string(description: "the database answers a read", example: "ok"),
+                "data_folder": .string(description: "a file can be created in the data folder", example: "ok"),
+                "free_space": .string(description: "at least `--min-free-space` is free for the data folder", example: "ok"),
+            ], additional: .forbidden, description: "each check: `ok`, or what is wrong")
     }
 
     public static var freeBytesSchema: JSONSchema {

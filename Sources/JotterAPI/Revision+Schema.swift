@@ -2,23 +2,26 @@ import JotterWire
 
 extension RevisionInfo: SchemaDescribing {
     public static var schema: JSONSchema {
-        .object(Revision.versionProperties.merging(["size": .integer(minimum: 0, description: "the body's length in UTF-8 bytes")]) { $1 },
-                additional: .forbidden, description: "A kept version of a note, without its body.")
+        .object(
+            Revision.versionProperties.merging(["size": .integer(minimum: 0, description: "the body's length in UTF-8 bytes")]) { $1 },
+            additional: .forbidden, description: "A kept version of a note, without its body.")
     }
 }
 
 extension RevisionList: SchemaDescribing {
     public static var schema: JSONSchema {
-        .page("revisions", .array(of: .ref(RevisionInfo.self), description: "newest first"),
-              link: "it repeats `limit` and sets `after` to this page's last version", example: "/notes/7/revisions?limit=100&after=12",
-              description: "One page of a note's revisions.")
+        .page(
+            "revisions", .array(of: .ref(RevisionInfo.self), description: "newest first"),
+            link: "it repeats `limit` and sets `after` to this page's last version", example: "/notes/7/revisions?limit=100&after=12",
+            description: "One page of a note's revisions.")
     }
 }
 
 extension Revision: SchemaDescribing {
     public static var schema: JSONSchema {
-        .object(versionProperties.merging(["body": .string(description: "the note's text at this version")]) { $1 },
-                additional: .forbidden, description: "A kept version of a note.")
+        .object(
+            versionProperties.merging(["body": .string(description: "the note's text at this version")]) { $1 },
+            additional: .forbidden, description: "A kept version of a note.")
     }
 
     /// What a revision and its listing's entry (`RevisionInfo`) say alike of the version.

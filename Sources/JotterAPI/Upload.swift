@@ -27,8 +27,10 @@ public struct Upload: Codable, Sendable, Hashable, Identifiable {
         case url
     }
 
-    public init(id: String, filename: String, contentType: String, size: Int64, sha256: String, createdAt: Date,
-                noteID: String?, url: String) {
+    public init(
+        id: String, filename: String, contentType: String, size: Int64, sha256: String, createdAt: Date,
+        noteID: String?, url: String
+    ) {
         self.id = id
         self.filename = filename
         self.contentType = contentType

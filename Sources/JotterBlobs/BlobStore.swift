@@ -27,8 +27,10 @@ public protocol BlobStore: Sendable {
     /// answer; once `opened` returned, a failure means the bytes were cut short. An error thrown
     /// by `opened` stops the transfer and is rethrown.
     @discardableResult
-    func get(_ key: String, range: ClosedRange<Int64>?, opened: (BlobInfo) throws -> Void,
-             into sink: (UnsafeRawBufferPointer) throws -> Void) throws -> BlobInfo
+    func get(
+        _ key: String, range: ClosedRange<Int64>?, opened: (BlobInfo) throws -> Void,
+        into sink: (UnsafeRawBufferPointer) throws -> Void
+    ) throws -> BlobInfo
 
     /// The object's size and ETag, or nil when there is no such key.
     func head(_ key: String) throws -> BlobInfo?
@@ -188,7 +190,8 @@ public enum BlobError: Error, Equatable, CustomStringConvertible, Sendable {
 func validateBlobKey(_ key: String) throws {
     let segments = key.split(separator: "/", omittingEmptySubsequences: false)
     guard !key.isEmpty, !segments.contains(where: { $0.isEmpty || $0 == "." || $0 == ".." }),
-          !key.utf8.contains(0) else {
+        !key.utf8.contains(0)
+    else {
         throw BlobError.invalidKey(key)
     }
 }

@@ -59,8 +59,10 @@ public struct LocalBlobStore: BlobStore {
     }
 
     @discardableResult
-    public func get(_ key: String, range: ClosedRange<Int64>?, opened: (BlobInfo) throws -> Void,
-                    into sink: (UnsafeRawBufferPointer) throws -> Void) throws -> BlobInfo {
+    public func get(
+        _ key: String, range: ClosedRange<Int64>?, opened: (BlobInfo) throws -> Void,
+        into sink: (UnsafeRawBufferPointer) throws -> Void
+    ) throws -> BlobInfo {
         let path = try path(for: key)
         let descriptor = Glibc.open(path, O_RDONLY | O_CLOEXEC)
         guard descriptor >= 0 else {
@@ -70,7 +72,7 @@ public struct LocalBlobStore: BlobStore {
         let file = BlobFile(adopting: descriptor)
         guard let info = try Self.info(key, descriptor: file.descriptor) else { throw BlobError.notFound(key) }
         var offset = range?.lowerBound ?? 0
-        let end = min(range?.upperBound ?? info.size - 1, info.size - 1) // inclusive
+        let end = min(range?.upperBound ?? info.size - 1, info.size - 1)  // inclusive
         if range != nil && offset >= info.size { throw BlobError.invalidRange }
         try opened(info)
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 18, alignment: 16)

@@ -32,8 +32,10 @@ public final class S3BlobStore: BlobStore {
         /// Seconds a request may take to connect; a stalled transfer fails after as long.
         public var connectTimeoutSeconds: Int
 
-        public init(bucket: String, endpoint: String, region: String, accessKey: String, secretKey: String,
-                    sessionToken: String? = nil, partSize: Int = 8 << 20, connectTimeoutSeconds: Int = 10) {
+        public init(
+            bucket: String, endpoint: String, region: String, accessKey: String, secretKey: String,
+            sessionToken: String? = nil, partSize: Int = 8 << 20, connectTimeoutSeconds: Int = 10
+        ) {
             self.bucket = bucket
             self.endpoint = endpoint.hasSuffix("/") ? String(endpoint.dropLast()) : endpoint
             self.region = region
@@ -66,14 +68,16 @@ public final class S3BlobStore: BlobStore {
             }
             func setting(_ names: String...) -> String? { names.lazy.compactMap { environment[$0] }.first { !$0.isEmpty } }
             guard let endpoint = query["endpoint"] ?? setting("AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL"),
-                  endpoint.hasPrefix("http://") || endpoint.hasPrefix("https://") else {
+                endpoint.hasPrefix("http://") || endpoint.hasPrefix("https://")
+            else {
                 throw BlobError.invalidConfiguration("no http(s) endpoint: add ?endpoint=URL or set AWS_ENDPOINT_URL")
             }
             guard let accessKey = setting("AWS_ACCESS_KEY_ID"), let secretKey = setting("AWS_SECRET_ACCESS_KEY") else {
                 throw BlobError.invalidConfiguration("AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY must be set")
             }
-            self.init(bucket: bucket, endpoint: endpoint, region: query["region"] ?? setting("AWS_REGION", "AWS_DEFAULT_REGION") ?? "us-east-1",
-                      accessKey: accessKey, secretKey: secretKey, sessionToken: setting("AWS_SESSION_TOKEN"))
+            self.init(
+                bucket: bucket, endpoint: endpoint, region: query["region"] ?? setting("AWS_REGION", "AWS_DEFAULT_REGION") ?? "us-east-1",
+                accessKey: accessKey, secretKey: secretKey, sessionToken: setting("AWS_SESSION_TOKEN"))
         }
     }
 
@@ -133,14 +137,17 @@ public final class S3BlobStore: BlobStore {
     }
 
     @discardableResult
-    public func get(_ key: String, range: ClosedRange<Int64>?, opened: (BlobInfo) throws -> Void,
-                    into sink: (UnsafeRawBufferPointer) throws -> Void) throws -> BlobInfo {
+    public func get(
+        _ key: String, range: ClosedRange<Int64>?, opened: (BlobInfo) throws -> Void,
+        into sink: (UnsafeRawBufferPointer) throws -> Void
+    ) throws -> BlobInfo {
         try validateBlobKey(key)
         // The transfer ends before `request` returns: the closures do not really escape.
         let answer = try withoutActuallyEscaping(sink) { sink in
             try withoutActuallyEscaping(opened) { opened in
-                try request("GET", key: key, headers: Self.rangeHeaders(range), body: nil,
-                            opened: { try opened(Self.info(key, $0)) }, sink: sink)
+                try request(
+                    "GET", key: key, headers: Self.rangeHeaders(range), body: nil,
+                    opened: { try opened(Self.info(key, $0)) }, sink: sink)
             }
         }
         return try Self.downloaded(key, answer)
@@ -221,7 +228,7 @@ public final class S3BlobStore: BlobStore {
         for byte in text.utf8 {
             switch byte {
             case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
-                 UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "~"):
+                UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "~"):
                 out.unicodeScalars.append(Unicode.Scalar(byte))
             case UInt8(ascii: "/") where keepSlash:
                 out += "/"
@@ -232,17 +239,20 @@ public final class S3BlobStore: BlobStore {
         return out
     }
 
-    func request(_ method: String, key: String?, query: [(String, String)] = [], headers: [String] = [],
-                         body: [UInt8]?, opened: ((S3Answer) throws -> Void)? = nil,
-                         sink: ((UnsafeRawBufferPointer) throws -> Void)? = nil) throws -> S3Answer {
+    func request(
+        _ method: String, key: String?, query: [(String, String)] = [], headers: [String] = [],
+        body: [UInt8]?, opened: ((S3Answer) throws -> Void)? = nil,
+        sink: ((UnsafeRawBufferPointer) throws -> Void)? = nil
+    ) throws -> S3Answer {
         let (url, allHeaders) = address(key: key, query: query, headers: headers, body: body)
         // Every request here may be repeated: PUTs of objects and parts replace what they wrote,
         // GET/HEAD/DELETE are idempotent, completing an upload twice gives the same object, and
         // a repeated start only leaves an unused upload id (which the bucket's lifecycle drops).
         var attempt = 1
         while true {
-            let transfer = try S3Transfer(configuration: configuration, handles: handles, method: method, url: url,
-                                          headers: allHeaders, body: body, opened: opened, sink: sink)
+            let transfer = try S3Transfer(
+                configuration: configuration, handles: handles, method: method, url: url,
+                headers: allHeaders, body: body, opened: opened, sink: sink)
             do {
                 let answer = try transfer.perform()
                 if answer.status < 500 || attempt == Self.attempts || transfer.delivered { return answer }
@@ -273,14 +283,14 @@ public final class S3BlobStore: BlobStore {
     }
 }
 
-
 private func percentDecoded(_ text: Substring) -> String? {
     var bytes: [UInt8] = []
     var iterator = text.utf8.makeIterator()
     while let byte = iterator.next() {
         if byte == UInt8(ascii: "%") {
             guard let high = iterator.next(), let low = iterator.next(),
-                  let value = UInt8(String(decoding: [high, low], as: UTF8.self), radix: 16) else { return nil }
+                let value = UInt8(String(decoding: [high, low], as: UTF8.self), radix: 16)
+            else { return nil }
             bytes.append(value)
         } else {
             bytes.append(byte == UInt8(ascii: "+") ? UInt8(ascii: " ") : byte)

@@ -115,7 +115,7 @@ public final class BlobDownload: Sendable {
     /// The reader is done (finished or gone): the transfer stops, the buffer is freed. Idempotent.
     public func cancel() {
         let first = state.withLock { state -> Bool in
-            defer { state.cancelled = true; state.notify = nil; state.opened = nil; state.bytes = [] ; state.head = 0 }
+            defer { state.cancelled = true; state.notify = nil; state.opened = nil; state.bytes = []; state.head = 0 }
             return !state.cancelled
         }
         if first { poke(true) }
@@ -184,8 +184,9 @@ extension S3BlobStore {
         }
         let (url, headers) = address(key: key, headers: Self.rangeHeaders(range), body: nil)
         let job = S3Downloads.Job(key: key) { [configuration, handles] download in
-            try S3Transfer(configuration: configuration, handles: handles, method: "GET", url: url, headers: headers, body: nil,
-                           opened: { download.open(Self.info(key, $0)) }, sink: { try download.accept($0) })
+            try S3Transfer(
+                configuration: configuration, handles: handles, method: "GET", url: url, headers: headers, body: nil,
+                opened: { download.open(Self.info(key, $0)) }, sink: { try download.accept($0) })
         }
         let download = BlobDownload(bufferLimit: bufferLimit) { [downloads, job] cancel in
             downloads.poke(job, cancel: cancel)
@@ -248,7 +249,9 @@ final class S3Downloads: @unchecked Sendable {
         }
         if start {
             if !SystemThread.detach({ self.drive() }) {
-                shared.withLock { $0.threadRunning = false; $0.added.removeAll { $0 === job } }
+                shared.withLock {
+                    $0.threadRunning = false; $0.added.removeAll { $0 === job }
+                }
                 job.download?.end(BlobError.transport("cannot start the download thread"))
                 job.download = nil
             }
@@ -299,7 +302,8 @@ final class S3Downloads: @unchecked Sendable {
             var left: Int32 = 0
             while let message = curl_multi_info_read(multi, &left) {
                 guard message.pointee.msg == CURLMSG_DONE, let handle = message.pointee.easy_handle,
-                      let job = running.removeValue(forKey: handle) else { continue }
+                    let job = running.removeValue(forKey: handle)
+                else { continue }
                 let code = message.pointee.data.result
                 curl_multi_remove_handle(multi, handle)
                 finished(job, code: code)

@@ -88,8 +88,10 @@ extension S3BlobStore {
             try Self.checkUpload(answer, key: key)
             for element in XMLText.elements("Part", in: answer.body) {
                 guard let number = XMLText.values(of: "PartNumber", in: element).first.flatMap({ Int($0) }) else { continue }
-                parts.append(UploadedPart(number: number, etag: XMLText.values(of: "ETag", in: element).first ?? "",
-                                          size: XMLText.values(of: "Size", in: element).first.flatMap { Int64($0) } ?? 0))
+                parts.append(
+                    UploadedPart(
+                        number: number, etag: XMLText.values(of: "ETag", in: element).first ?? "",
+                        size: XMLText.values(of: "Size", in: element).first.flatMap { Int64($0) } ?? 0))
             }
             let truncated = XMLText.values(of: "IsTruncated", in: answer.body).first == "true"
             let next = XMLText.values(of: "NextPartNumberMarker", in: answer.body).first
@@ -110,9 +112,12 @@ extension S3BlobStore {
             try answer.check()
             for element in XMLText.elements("Upload", in: answer.body) {
                 guard let key = XMLText.values(of: "Key", in: element).first,
-                      let uploadID = XMLText.values(of: "UploadId", in: element).first else { continue }
-                found.append(MultipartUpload(key: key, uploadID: uploadID,
-                                             initiated: XMLText.values(of: "Initiated", in: element).first.flatMap(Self.unixSeconds)))
+                    let uploadID = XMLText.values(of: "UploadId", in: element).first
+                else { continue }
+                found.append(
+                    MultipartUpload(
+                        key: key, uploadID: uploadID,
+                        initiated: XMLText.values(of: "Initiated", in: element).first.flatMap(Self.unixSeconds)))
             }
             let truncated = XMLText.values(of: "IsTruncated", in: answer.body).first == "true"
             let next = (XMLText.values(of: "NextKeyMarker", in: answer.body).first, XMLText.values(of: "NextUploadIdMarker", in: answer.body).first)

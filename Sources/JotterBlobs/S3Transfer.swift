@@ -80,8 +80,10 @@ final class S3Transfer {
     private(set) var delivered = false
     private let errorBuffer = UnsafeMutablePointer<CChar>.allocate(capacity: Int(CURL_ERROR_SIZE) + 1)
 
-    init(configuration: S3BlobStore.Configuration, handles: CurlHandles, method: String, url: String, headers: [String],
-         body: [UInt8]?, opened: ((S3Answer) throws -> Void)? = nil, sink: ((UnsafeRawBufferPointer) throws -> Void)?) throws {
+    init(
+        configuration: S3BlobStore.Configuration, handles: CurlHandles, method: String, url: String, headers: [String],
+        body: [UInt8]?, opened: ((S3Answer) throws -> Void)? = nil, sink: ((UnsafeRawBufferPointer) throws -> Void)?
+    ) throws {
         handle = try handles.take()
         self.handles = handles
         self.method = method
@@ -140,7 +142,8 @@ final class S3Transfer {
                 let bytes = body ?? []
                 return bytes.withUnsafeBytes { raw in
                     jotter_curl_setopt_off(handle, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(raw.count))
-                    jotter_curl_setopt_pointer(handle, CURLOPT_POSTFIELDS, UnsafeMutableRawPointer(mutating: raw.baseAddress ?? UnsafeRawPointer(bitPattern: 1)!))
+                    jotter_curl_setopt_pointer(
+                        handle, CURLOPT_POSTFIELDS, UnsafeMutableRawPointer(mutating: raw.baseAddress ?? UnsafeRawPointer(bitPattern: 1)!))
                     return curl_easy_perform(handle)
                 }
             }
@@ -191,7 +194,7 @@ final class S3Transfer {
     private func received(header line: UnsafeRawBufferPointer) -> Bool {
         let text = String(decoding: line, as: UTF8.self).trimmingSuffixNewlines()
         if text.hasPrefix("HTTP/") {
-            answer.headers = [:] // a new answer (after 100 Continue, or a redirect)
+            answer.headers = [:]  // a new answer (after 100 Continue, or a redirect)
             return true
         }
         if text.isEmpty {

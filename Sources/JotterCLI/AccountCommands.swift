@@ -59,8 +59,10 @@ enum AccountPlace {
 
     /// Does what an account command does where it acts: `remote` with the server's client, or
     /// `local` on the store, closed after.
-    func perform<T>(_ remote: (JotterClient) async throws(JotterClientError) -> T,
-                    onStore local: (any DataStore) throws -> T) async throws -> T {
+    func perform<T>(
+        _ remote: (JotterClient) async throws(JotterClientError) -> T,
+        onStore local: (any DataStore) throws -> T
+    ) async throws -> T {
         switch self {
         case .server(let options): try await Self.remote(options, remote)
         case .folder(let data): try DataFolder.with(data, local)
@@ -85,8 +87,9 @@ struct StorePlace {
 enum DataFolder {
     static let defaultData = "./jotter-data"
     /// `nil` when neither `--data` nor `JOTTER_DATA` is given (`defaultData` then, unless `--server`).
-    static let data = Option.text("--data", value: "DIR", environment: "JOTTER_DATA", default: defaultData,
-                                  help: "Data folder of the server (it may be running); wins over --server.")
+    static let data = Option.text(
+        "--data", value: "DIR", environment: "JOTTER_DATA", default: defaultData,
+        help: "Data folder of the server (it may be running); wins over --server.")
     static let database = Option.text(
         "--database", value: "URL", environment: "JOTTER_DATABASE_URL",
         help: "The server's PostgreSQL (postgres://…) instead of the data folder's database; wins over --server.")
@@ -95,7 +98,8 @@ enum DataFolder {
     static func groupHelp(_ usage: String, _ subcommands: [any Command.Type]) -> String {
         let width = subcommands.map { $0.name.count }.max() ?? 0
         let list = subcommands.map { "  " + DataFolder.pad($0.name, width + 2) + $0.summary }.joined(separator: "\n")
-        return "USAGE: \(usage)\n\nSUBCOMMANDS:\n\(list)\n\nEach works on the server's store — the data folder (--data DIR, JOTTER_DATA) or its PostgreSQL\n(--database URL, JOTTER_DATABASE_URL) — or with --server URL (JOTTER_SERVER) and a token through the\nrunning server; see <subcommand> --help.\n\n"
+        return
+            "USAGE: \(usage)\n\nSUBCOMMANDS:\n\(list)\n\nEach works on the server's store — the data folder (--data DIR, JOTTER_DATA) or its PostgreSQL\n(--database URL, JOTTER_DATABASE_URL) — or with --server URL (JOTTER_SERVER) and a token through the\nrunning server; see <subcommand> --help.\n\n"
     }
 
     private static func store(_ place: StorePlace) throws -> any DataStore {
@@ -155,11 +159,11 @@ struct UsersAddCommand: AsyncCommand {
     static let summary = "Add a user."
     static let usage = "jotter users add NAME [--admin] [--data DIR | --database URL | --server URL]"
     static let about = """
-    Adds a user. The password is asked twice on a terminal, else read from the first line of
-    standard input; it is stored as an Argon2id hash only. The first user ever added takes over
-    the notes and uploads stored before there were users. With --server, an administrator's
-    token is needed (jotter login, --token or JOTTER_TOKEN).
-    """
+        Adds a user. The password is asked twice on a terminal, else read from the first line of
+        standard input; it is stored as an Argon2id hash only. The first user ever added takes over
+        the notes and uploads stored before there were users. With --server, an administrator's
+        token is needed (jotter login, --token or JOTTER_TOKEN).
+        """
     static let adminOption = Option.flag("--admin", help: "The user may manage users.")
     static let options = [adminOption.option] + AccountPlace.options
     let name: String, admin: Bool, place: AccountPlace
@@ -173,16 +177,21 @@ struct UsersAddCommand: AsyncCommand {
 
     func run(console: Console) async throws -> Int32 {
         let password = try DataFolder.password(for: name, console: console)
-        console.out(try await place.perform({ client throws(JotterClientError) in
-            let user = try await client.addUser(name: name, password: password, admin: admin)
-            return "Added user \(user.name)\(user.admin ? " (admin)" : "").\n"
-        }, onStore: { store in
-            let first = try store.users().isEmpty
-            guard case .user(let user) = try store.perform(.addUser(name: name, passwordHash: try PasswordHash.make(password), isAdmin: admin)) else {
-                throw CommandFailure("a user named \(name) exists already")
-            }
-            return "Added user \(user.name)\(admin ? " (admin)" : "")\(first ? "; the notes and uploads stored so far are theirs" : "").\n"
-        }))
+        console.out(
+            try await place.perform(
+                { client throws(JotterClientError) in
+                    let user = try await client.addUser(name: name, password: password, admin: admin)
+                    return "Added user \(user.name)\(user.admin ? " (admin)" : "").\n"
+                },
+                onStore: { store in
+                    let first = try store.users().isEmpty
+                    guard
+                        case .user(let user) = try store.perform(.addUser(name: name, passwordHash: try PasswordHash.make(password), isAdmin: admin))
+                    else {
+                        throw CommandFailure("a user named \(name) exists already")
+                    }
+                    return "Added user \(user.name)\(admin ? " (admin)" : "")\(first ? "; the notes and uploads stored so far are theirs" : "").\n"
+                }))
         return ExitCode.success
     }
 }
@@ -203,12 +212,14 @@ struct UsersListCommand: AsyncCommand {
     }
 
     func run(console: Console) async throws -> Int32 {
-        let users = try await place.perform({ client throws(JotterClientError) in try await client.users() },
-                                            onStore: { store in try store.users().map(UserInfo.init) })
+        let users = try await place.perform(
+            { client throws(JotterClientError) in try await client.users() },
+            onStore: { store in try store.users().map(UserInfo.init) })
         if json {
             console.out(try ClientOptions.json(UserList(users: users)))
         } else {
-            console.out(TextFormat.table(["NAME", "ADMIN", "CREATED"], users.map { [$0.name, $0.admin ? "yes" : "no", TextFormat.time($0.createdAt)] }))
+            console.out(
+                TextFormat.table(["NAME", "ADMIN", "CREATED"], users.map { [$0.name, $0.admin ? "yes" : "no", TextFormat.time($0.createdAt)] }))
         }
         return ExitCode.success
     }
@@ -231,7 +242,8 @@ struct UsersPasswdCommand: AsyncCommand {
         switch place {
         case .server(let options):
             let password = try DataFolder.password(for: name, console: console)
-            try await AccountPlace.remote(options) { client throws(JotterClientError) in try await client.setPassword(user: name, password: password) }
+            try await AccountPlace.remote(options) { client throws(JotterClientError) in try await client.setPassword(user: name, password: password)
+            }
         case .folder(let data):
             _ = try DataFolder.with(data) { store in
                 let user = try DataFolder.user(name, in: store)
@@ -249,9 +261,9 @@ struct UsersRemoveCommand: AsyncCommand {
     static let summary = "Remove a user with their notes and uploads."
     static let usage = "jotter users remove NAME [--yes] [--data DIR | --database URL | --server URL]"
     static let about = """
-    Removes the user, their notes, uploads (the files too), tokens and sessions. Asks first on
-    a terminal; elsewhere --yes is needed.
-    """
+        Removes the user, their notes, uploads (the files too), tokens and sessions. Asks first on
+        a terminal; elsewhere --yes is needed.
+        """
     static let yesOption = Option.flag("--yes", help: "Do not ask.")
     static let options = [yesOption.option] + AccountPlace.options
     let name: String, yes: Bool, place: AccountPlace
@@ -300,14 +312,15 @@ struct TokensCreateCommand: AsyncCommand {
     static let summary = "Create an API token."
     static let usage = "jotter tokens create [--user NAME] [--name LABEL] [--expires 30d] [--data DIR | --database URL | --server URL]"
     static let about = """
-    Prints a new API token once (jot_…); only its SHA-256 is stored. On the data folder it is
-    --user's; with --server, the signed-in user's. Give it to the CLI as JOTTER_TOKEN or to
-    `Authorization: Bearer`.
-    """
+        Prints a new API token once (jot_…); only its SHA-256 is stored. On the data folder it is
+        --user's; with --server, the signed-in user's. Give it to the CLI as JOTTER_TOKEN or to
+        `Authorization: Bearer`.
+        """
     static let userOption = Option.text("--user", value: "NAME", help: "Whose token it is (the data folder only; required there).")
     static let labelOption = Option.text("--name", value: "LABEL", help: "What it is for, shown by tokens list.")
-    static let expiresOption = Option.value("--expires", value: "DURATION", expected: "a duration such as 12h, 30d or 1y",
-                                            help: "Lifetime such as 12h, 30d or 1y; no expiry when absent.", duration)
+    static let expiresOption = Option.value(
+        "--expires", value: "DURATION", expected: "a duration such as 12h, 30d or 1y",
+        help: "Lifetime such as 12h, 30d or 1y; no expiry when absent.", duration)
     static let options = [userOption.option, labelOption.option, expiresOption.option] + AccountPlace.options
     let user: String?, label: String, expires: Int64?, place: AccountPlace
 
@@ -330,15 +343,17 @@ struct TokensCreateCommand: AsyncCommand {
     }
 
     func run(console: Console) async throws -> Int32 {
-        let token = try await place.perform({ client throws(JotterClientError) in
-            try await client.createToken(label: label, expiresIn: expires.map { Int($0) }).token
-        }, onStore: { store in
-            let owner = try DataFolder.user(user ?? "", in: store)
-            let secret = Secret.make(prefix: Secret.tokenPrefix)
-            let expiresAt = expires.map { Int64(time(nil)) + $0 }
-            _ = try store.perform(.issue(userID: owner.id, kind: .token, label: label, digest: Secret.digest(secret), expiresAt: expiresAt))
-            return secret
-        })
+        let token = try await place.perform(
+            { client throws(JotterClientError) in
+                try await client.createToken(label: label, expiresIn: expires.map { Int($0) }).token
+            },
+            onStore: { store in
+                let owner = try DataFolder.user(user ?? "", in: store)
+                let secret = Secret.make(prefix: Secret.tokenPrefix)
+                let expiresAt = expires.map { Int64(time(nil)) + $0 }
+                _ = try store.perform(.issue(userID: owner.id, kind: .token, label: label, digest: Secret.digest(secret), expiresAt: expiresAt))
+                return secret
+            })
         console.out(token + "\n")
         return ExitCode.success
     }
@@ -348,7 +363,8 @@ struct TokensListCommand: AsyncCommand {
     static let name = "list"
     static let summary = "List API tokens."
     static let usage = "jotter tokens list [--user NAME] [--json] [--data DIR | --database URL | --server URL]"
-    static let about = "Lists tokens, newest first: id, label, created, last used, expiry (UTC), revoked — --user's on the data folder, the signed-in user's with --server; --json as GET /auth/tokens gives them."
+    static let about =
+        "Lists tokens, newest first: id, label, created, last used, expiry (UTC), revoked — --user's on the data folder, the signed-in user's with --server; --json as GET /auth/tokens gives them."
     static let userOption = Option.text("--user", value: "NAME", help: "Whose tokens (the data folder only; required there).")
     static let options = [userOption.option] + AccountPlace.listOptions
     let user: String?, place: AccountPlace
@@ -363,19 +379,24 @@ struct TokensListCommand: AsyncCommand {
     }
 
     func run(console: Console) async throws -> Int32 {
-        let tokens = try await place.perform({ client throws(JotterClientError) in try await client.tokens() }, onStore: { store in
-            try store.credentials(userID: try DataFolder.user(user ?? "", in: store).id, kind: .token).map(TokenInfo.init)
-        })
+        let tokens = try await place.perform(
+            { client throws(JotterClientError) in try await client.tokens() },
+            onStore: { store in
+                try store.credentials(userID: try DataFolder.user(user ?? "", in: store).id, kind: .token).map(TokenInfo.init)
+            })
         if json {
             console.out(try ClientOptions.json(TokenList(tokens: tokens)))
             return ExitCode.success
         }
         // One table however long the label or the times (over --server and on the data folder alike).
         let shown = { (text: String) in console.outputIsTerminal ? TextFormat.visible(text) : text }
-        console.out(TextFormat.table(["ID", "LABEL", "CREATED", "LAST USED", "EXPIRES", "REVOKED"], tokens.map { token in
-            [token.id, token.label.isEmpty ? "-" : shown(token.label)]
-                + [token.createdAt, token.lastUsedAt, token.expiresAt, token.revokedAt].map(TextFormat.time)
-        }))
+        console.out(
+            TextFormat.table(
+                ["ID", "LABEL", "CREATED", "LAST USED", "EXPIRES", "REVOKED"],
+                tokens.map { token in
+                    [token.id, token.label.isEmpty ? "-" : shown(token.label)]
+                        + [token.createdAt, token.lastUsedAt, token.expiresAt, token.revokedAt].map(TextFormat.time)
+                }))
         return ExitCode.success
     }
 }
@@ -385,9 +406,9 @@ struct TokensRevokeCommand: AsyncCommand {
     static let summary = "Revoke an API token."
     static let usage = "jotter tokens revoke ID [--data DIR | --database URL | --server URL]"
     static let about = """
-    Revokes the token with this id (from tokens list). Through --server it is refused from the
-    next request on; on the data folder a running server refuses it within 10 s.
-    """
+        Revokes the token with this id (from tokens list). Through --server it is refused from the
+        next request on; on the data folder a running server refuses it within 10 s.
+        """
     static let options = AccountPlace.options
     let id: Int64, place: AccountPlace
 
@@ -399,12 +420,14 @@ struct TokensRevokeCommand: AsyncCommand {
     }
 
     func run(console: Console) async throws -> Int32 {
-        let label = try await place.perform({ client throws(JotterClientError) in try await client.revokeToken(String(id)).label }, onStore: { store in
-            guard case .credential(let token) = try store.perform(.revoke(id: id, userID: nil)), token.kind == .token else {
-                throw CommandFailure("no token has id \(id)", status: ExitCode.notFound)
-            }
-            return token.label
-        })
+        let label = try await place.perform(
+            { client throws(JotterClientError) in try await client.revokeToken(String(id)).label },
+            onStore: { store in
+                guard case .credential(let token) = try store.perform(.revoke(id: id, userID: nil)), token.kind == .token else {
+                    throw CommandFailure("no token has id \(id)", status: ExitCode.notFound)
+                }
+                return token.label
+            })
         console.out("Revoked token \(id)\(label.isEmpty ? "" : " (\(label))").\n")
         return ExitCode.success
     }

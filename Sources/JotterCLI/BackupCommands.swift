@@ -13,16 +13,16 @@ struct BackupCommand: AsyncCommand {
     static let summary = "Back up a running server (or a data folder) while it takes writes."
     static let usage = "jotter backup DEST [--data DIR] [options]"
     static let about = """
-    Writes a consistent backup into the folder DEST (created; it must be empty): the
-    database as one snapshot taken while writes go on (SQLite's VACUUM INTO, never a copy
-    of the live file), every upload that snapshot names, and backup.json (versions, counts,
-    each upload's size and SHA-256). Every file is checked before it reports success: the
-    database with SQLite's integrity_check, each upload against its SHA-256.
+        Writes a consistent backup into the folder DEST (created; it must be empty): the
+        database as one snapshot taken while writes go on (SQLite's VACUUM INTO, never a copy
+        of the live file), every upload that snapshot names, and backup.json (versions, counts,
+        each upload's size and SHA-256). Every file is checked before it reports success: the
+        database with SQLite's integrity_check, each upload against its SHA-256.
 
-    Without --data it asks the server (--server URL) for the snapshot and fetches its files,
-    a progress bar on a terminal. With --data it reads the data folder directly, whether or
-    not a server is running on it. Restore with: jotter restore DEST --data DIR
-    """
+        Without --data it asks the server (--server URL) for the snapshot and fetches its files,
+        a progress bar on a terminal. With --data it reads the data folder directly, whether or
+        not a server is running on it. Restore with: jotter restore DEST --data DIR
+        """
     static let dataOption = Option.text("--data", value: "DIR", help: "Back up this data folder directly instead of a server.")
     static let options = [dataOption.option] + ClientOptions.options
 
@@ -54,7 +54,9 @@ struct BackupCommand: AsyncCommand {
             console.out(try ClientOptions.json(BackupEnvelope(backup: backup)))
         } else {
             let bytes = backup.uploads.reduce(backup.databaseSize) { $0 + $1.size }
-            console.out("backed up \(TextFormat.count(Int(backup.notes), "note")) and \(TextFormat.count(backup.uploads.count, "upload")) (\(TextFormat.bytes(bytes))) to \(destination)\n")
+            console.out(
+                "backed up \(TextFormat.count(Int(backup.notes), "note")) and \(TextFormat.count(backup.uploads.count, "upload")) (\(TextFormat.bytes(bytes))) to \(destination)\n"
+            )
         }
         return ExitCode.success
     }
@@ -96,12 +98,12 @@ struct RestoreCommand: BlockingCommand {
     static let summary = "Restore a backup into a data folder (refuses a non-empty one without --force)."
     static let usage = "jotter restore SRC --data DIR [--force] [--json]"
     static let about = """
-    Checks the backup folder SRC (SQLite's integrity_check, every upload file against its
-    SHA-256, a schema this jotter understands), then restores it into the data folder DIR:
-    the database last, so an interrupted restore leaves no database behind. Start the
-    server on DIR afterwards. DIR must be empty or missing unless --force, which replaces
-    its database and uploads. Refused while a server is running on DIR.
-    """
+        Checks the backup folder SRC (SQLite's integrity_check, every upload file against its
+        SHA-256, a schema this jotter understands), then restores it into the data folder DIR:
+        the database last, so an interrupted restore leaves no database behind. Start the
+        server on DIR afterwards. DIR must be empty or missing unless --force, which replaces
+        its database and uploads. Refused while a server is running on DIR.
+        """
     static let dataOption = Option.text("--data", value: "DIR", help: "The data folder to restore into (required).")
     static let forceOption = Option.flag("--force", help: "Replace the database and uploads already in DIR.")
     static let jsonOption = Option.flag("--json", help: "Print what was restored as JSON.")
@@ -134,7 +136,9 @@ struct RestoreCommand: BlockingCommand {
         if json {
             console.out(try ClientOptions.json(BackupEnvelope(backup: backup)))
         } else {
-            console.out("restored \(TextFormat.count(Int(contents.notes), "note")) and \(TextFormat.count(contents.uploads.count, "upload")) from \(source) into \(data)\n")
+            console.out(
+                "restored \(TextFormat.count(Int(contents.notes), "note")) and \(TextFormat.count(contents.uploads.count, "upload")) from \(source) into \(data)\n"
+            )
         }
         return ExitCode.success
     }
@@ -148,10 +152,11 @@ enum BackupFolder {
     /// version are `described`'s — the backup's own `backup.json` — when there is one, else
     /// no id, now and this jotter.
     static func manifest(_ contents: BackupContents, described: Backup? = nil) -> Backup {
-        Backup(id: described?.id ?? "", createdAt: described?.createdAt ?? Timestamp.date(seconds: Int64(time(nil))),
-               jotterVersion: described?.jotterVersion ?? JotterBuild.version,
-               schemaVersion: contents.schemaVersion, notes: contents.notes, lastEventID: contents.lastEventID,
-               databaseSize: contents.databaseSize, uploads: contents.uploads.map(Upload.init), filesURL: ".")
+        Backup(
+            id: described?.id ?? "", createdAt: described?.createdAt ?? Timestamp.date(seconds: Int64(time(nil))),
+            jotterVersion: described?.jotterVersion ?? JotterBuild.version,
+            schemaVersion: contents.schemaVersion, notes: contents.notes, lastEventID: contents.lastEventID,
+            databaseSize: contents.databaseSize, uploads: contents.uploads.map(Upload.init), filesURL: ".")
     }
 
     /// The `backup.json` of the backup folder `folder`, or nil when it has none (or not one

@@ -8,17 +8,20 @@ import JotterClient
 struct ClientOptions: Sendable {
     static let defaultServer = "http://127.0.0.1:8080"
     /// `nil` when neither `--server` nor `JOTTER_SERVER` is given (`defaultServer` then).
-    static let serverOption = Option.value("--server", value: "URL", environment: "JOTTER_SERVER", default: defaultServer,
-                                           expected: "a server such as http://127.0.0.1:8080 or 127.0.0.1:8080",
-                                           help: "The Jotter server; host:port alone means http://host:port.", serverURL)
+    static let serverOption = Option.value(
+        "--server", value: "URL", environment: "JOTTER_SERVER", default: defaultServer,
+        expected: "a server such as http://127.0.0.1:8080 or 127.0.0.1:8080",
+        help: "The Jotter server; host:port alone means http://host:port.", serverURL)
     static let jsonOption = Option.flag("--json", help: "Print JSON for scripts instead of text.")
-    static let tokenOption = Option.text("--token", value: "TOKEN", environment: "JOTTER_TOKEN",
-                                         help: "An API token (jot_…); default: the one jotter login kept for the server.")
+    static let tokenOption = Option.text(
+        "--token", value: "TOKEN", environment: "JOTTER_TOKEN",
+        help: "An API token (jot_…); default: the one jotter login kept for the server.")
     static let cacertOption = Option.text(
         "--cacert", value: "FILE", environment: "JOTTER_CACERT",
         help: "For an https:// server: trust only the certificate authorities in this PEM file (a private CA).")
-    static let insecureOption = Option.flag("--insecure", environment: "JOTTER_INSECURE",
-                                            help: "For an https:// server: do not verify its certificate at all (a test server only).")
+    static let insecureOption = Option.flag(
+        "--insecure", environment: "JOTTER_INSECURE",
+        help: "For an https:// server: do not verify its certificate at all (a test server only).")
     static let options = [serverOption.option, jsonOption.option, tokenOption.option, cacertOption.option, insecureOption.option]
     /// `options` without `--json`.
     static let connection = options.filter { $0.key != jsonOption.option.key }
@@ -33,7 +36,8 @@ struct ClientOptions: Sendable {
     init(parsing arguments: Arguments) throws {
         server = try arguments[Self.serverOption] ?? Self.serverURL(Self.defaultServer)!
         json = try arguments.declares(Self.jsonOption.option) && arguments[Self.jsonOption]
-        token = try arguments[Self.tokenOption].flatMap { $0.isEmpty ? nil : $0 }
+        token =
+            try arguments[Self.tokenOption].flatMap { $0.isEmpty ? nil : $0 }
             ?? StoredTokens(environment: arguments.environment).token(for: server)
         let insecure = try arguments[Self.insecureOption]
         if let file = try arguments[Self.cacertOption], !file.isEmpty {
@@ -61,7 +65,8 @@ struct ClientOptions: Sendable {
     /// for what is not an http(s) server.
     @Sendable static func serverURL(_ text: String) -> URL? {
         let lower = text.lowercased()
-        let full = lower.hasPrefix("http://") || lower.hasPrefix("https://") || !lower.contains("://") && !text.isEmpty
+        let full =
+            lower.hasPrefix("http://") || lower.hasPrefix("https://") || !lower.contains("://") && !text.isEmpty
             ? (lower.contains("://") ? text : "http://" + text) : text
         guard let url = URL(string: full), ["http", "https"].contains(url.scheme?.lowercased() ?? ""), let host = url.host, !host.isEmpty else {
             return nil
@@ -110,7 +115,13 @@ struct ClientOptions: Sendable {
             pending = bytes.next()
             if inString {
                 out.append(byte)
-                if escaped { escaped = false } else if byte == UInt8(ascii: "\\") { escaped = true } else if byte == UInt8(ascii: "\"") { inString = false }
+                if escaped {
+                    escaped = false
+                } else if byte == UInt8(ascii: "\\") {
+                    escaped = true
+                } else if byte == UInt8(ascii: "\"") {
+                    inString = false
+                }
                 continue
             }
             switch byte {
@@ -181,14 +192,16 @@ struct CommandFailure: Error, Sendable {
             self.init("\(error.message): is the Jotter server running there? (--server URL or JOTTER_SERVER)", status: ExitCode.unreachable)
         } else if let status = error.status, error.problem == nil {
             // Jotter always explains an error status in problem+json: this is something else.
-            self.init("the server answered \(status) \(error.title ?? "") without Jotter's error details: is it a Jotter server? "
-                      + "(--server URL or JOTTER_SERVER)", status: ExitCode.unreachable)
+            self.init(
+                "the server answered \(status) \(error.title ?? "") without Jotter's error details: is it a Jotter server? "
+                    + "(--server URL or JOTTER_SERVER)", status: ExitCode.unreachable)
         } else if error.isUnauthorized {
             self.init("\(detail): sign in with jotter login, or give a token (--token or JOTTER_TOKEN)", status: ExitCode.failure)
         } else if error.isNotFound, detail.hasPrefix("no resource at ") {
             // The server has no such endpoint at all (not a missing note): the URL is off.
-            self.init("\(detail): is the server URL right? (--server URL or JOTTER_SERVER: where Jotter answers, such as "
-                      + "http://127.0.0.1:8080, with no path unless a proxy serves it under one)", status: ExitCode.notFound)
+            self.init(
+                "\(detail): is the server URL right? (--server URL or JOTTER_SERVER: where Jotter answers, such as "
+                    + "http://127.0.0.1:8080, with no path unless a proxy serves it under one)", status: ExitCode.notFound)
         } else if error.isNotFound {
             self.init(detail, status: ExitCode.notFound)
         } else if error.isConflict {

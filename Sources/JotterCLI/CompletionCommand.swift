@@ -40,17 +40,24 @@ struct CommandTree {
     let nodes: [Node]
 
     init(_ commands: [any Command.Type], rootOptions: [Option]) {
-        var nodes = [Node(path: "", summary: "notes, uploads and hello, served over HTTP", usage: "jotter [options] <command> [options]",
-                          about: "", options: rootOptions + [.help, Option(["--version"], help: "Show the version.")],
-                          subcommands: commands.map { $0.name } + ["help"])]
+        var nodes = [
+            Node(
+                path: "", summary: "notes, uploads and hello, served over HTTP", usage: "jotter [options] <command> [options]",
+                about: "", options: rootOptions + [.help, Option(["--version"], help: "Show the version.")],
+                subcommands: commands.map { $0.name } + ["help"])
+        ]
         func walk(_ type: any Command.Type, path: String) {
-            nodes.append(Node(path: path, summary: type.summary, usage: type.usage, about: type.about,
-                              options: type.options + [.help], subcommands: type.subcommands.map { $0.name }))
+            nodes.append(
+                Node(
+                    path: path, summary: type.summary, usage: type.usage, about: type.about,
+                    options: type.options + [.help], subcommands: type.subcommands.map { $0.name }))
             for sub in type.subcommands { walk(sub, path: path + " " + sub.name) }
         }
         for type in commands { walk(type, path: type.name) }
-        nodes.append(Node(path: "help", summary: "Show the help of a command (--man: the manual page)", usage: "jotter help [COMMAND…] [--man]",
-                          about: "", options: [Option(["--man"], help: "Print the manual page (roff).")], subcommands: commands.map { $0.name }))
+        nodes.append(
+            Node(
+                path: "help", summary: "Show the help of a command (--man: the manual page)", usage: "jotter help [COMMAND…] [--man]",
+                about: "", options: [Option(["--man"], help: "Print the manual page (roff).")], subcommands: commands.map { $0.name }))
         self.nodes = nodes
     }
 
@@ -83,36 +90,36 @@ struct CommandTree {
             }
         }.joined(separator: "\n")
         return """
-        # Options that take a value, as "path:option".
-        _jotter_valued() {
-          case "$1:$2" in
-            \(patterns { $0.value != nil })) return 0 ;;
-          esac
-          return 1
-        }
+            # Options that take a value, as "path:option".
+            _jotter_valued() {
+              case "$1:$2" in
+                \(patterns { $0.value != nil })) return 0 ;;
+              esac
+              return 1
+            }
 
-        # Options whose value is a file or folder.
-        _jotter_path_valued() {
-          case "$1:$2" in
-            \(patterns(Self.takesPath))) return 0 ;;
-          esac
-          return 1
-        }
+            # Options whose value is a file or folder.
+            _jotter_path_valued() {
+              case "$1:$2" in
+                \(patterns(Self.takesPath))) return 0 ;;
+              esac
+              return 1
+            }
 
-        # The values an option lists (--auth required|off).
-        _jotter_choices() {
-          case "$1:$2" in
-        \(choices)
-          esac
-        }
+            # The values an option lists (--auth required|off).
+            _jotter_choices() {
+              case "$1:$2" in
+            \(choices)
+              esac
+            }
 
-        # A command's arguments: its words, @files for paths, nothing for an id, name or text.
-        _jotter_operands() {
-          case "$1" in
-        \(operands)
-          esac
-        }
-        """
+            # A command's arguments: its words, @files for paths, nothing for an id, name or text.
+            _jotter_operands() {
+              case "$1" in
+            \(operands)
+              esac
+            }
+            """
     }
 
     var bash: String {
@@ -120,65 +127,65 @@ struct CommandTree {
             nodes.compactMap { node in body(node).map { "    \(Self.quoted(node.path))) echo \(Self.quoted($0)) ;;" } }.joined(separator: "\n")
         }
         return """
-        # bash completion for jotter, made by `jotter completion bash` from the commands' own declarations.
-        # Load it with: source <(jotter completion bash)   (or save it in /etc/bash_completion.d/jotter)
+            # bash completion for jotter, made by `jotter completion bash` from the commands' own declarations.
+            # Load it with: source <(jotter completion bash)   (or save it in /etc/bash_completion.d/jotter)
 
-        _jotter_subcommands() {
-          case "$1" in
-        \(cases { $0.subcommands.isEmpty ? nil : $0.subcommands.joined(separator: " ") })
-          esac
-        }
+            _jotter_subcommands() {
+              case "$1" in
+            \(cases { $0.subcommands.isEmpty ? nil : $0.subcommands.joined(separator: " ") })
+              esac
+            }
 
-        _jotter_options() {
-          case "$1" in
-        \(cases { $0.options.isEmpty ? nil : $0.options.flatMap(\.names).joined(separator: " ") })
-          esac
-        }
+            _jotter_options() {
+              case "$1" in
+            \(cases { $0.options.isEmpty ? nil : $0.options.flatMap(\.names).joined(separator: " ") })
+              esac
+            }
 
-        \(valueFunctions)
+            \(valueFunctions)
 
-        _jotter() {
-          local cur=${COMP_WORDS[COMP_CWORD]} prev=${COMP_WORDS[COMP_CWORD-1]} words_path= i w
-          for ((i = 1; i < COMP_CWORD; i++)); do
-            w=${COMP_WORDS[i]}
-            if [[ $w == -* ]]; then
-              if [[ $w != *=* ]] && _jotter_valued "$words_path" "$w"; then ((i++)); fi
-              continue
-            fi
-            case " $(_jotter_subcommands "$words_path") " in
-              *" $w "*) words_path=${words_path:+$words_path }$w ;;
-            esac
-          done
-          COMPREPLY=()
-          if [[ $prev == -* ]] && _jotter_valued "$words_path" "$prev"; then
-            if _jotter_path_valued "$words_path" "$prev"; then
-              COMPREPLY=($(compgen -f -- "$cur"))
-            else
-              COMPREPLY=($(compgen -W "$(_jotter_choices "$words_path" "$prev")" -- "$cur"))
-            fi
-            return 0
-          fi
-          if [[ $cur == -* ]]; then
-            COMPREPLY=($(compgen -W "$(_jotter_options "$words_path")" -- "$cur"))
-            return 0
-          fi
-          local subcommands=$(_jotter_subcommands "$words_path")
-          if [[ -n $subcommands ]]; then
-            COMPREPLY=($(compgen -W "$subcommands" -- "$cur"))
-            return 0
-          fi
-          local operands=$(_jotter_operands "$words_path")
-          if [[ $operands == @files ]]; then
-            COMPREPLY=($(compgen -f -- "$cur"))
-          elif [[ -n $operands ]]; then
-            COMPREPLY=($(compgen -W "$operands" -- "$cur"))
-          fi
-          return 0
-        }
+            _jotter() {
+              local cur=${COMP_WORDS[COMP_CWORD]} prev=${COMP_WORDS[COMP_CWORD-1]} words_path= i w
+              for ((i = 1; i < COMP_CWORD; i++)); do
+                w=${COMP_WORDS[i]}
+                if [[ $w == -* ]]; then
+                  if [[ $w != *=* ]] && _jotter_valued "$words_path" "$w"; then ((i++)); fi
+                  continue
+                fi
+                case " $(_jotter_subcommands "$words_path") " in
+                  *" $w "*) words_path=${words_path:+$words_path }$w ;;
+                esac
+              done
+              COMPREPLY=()
+              if [[ $prev == -* ]] && _jotter_valued "$words_path" "$prev"; then
+                if _jotter_path_valued "$words_path" "$prev"; then
+                  COMPREPLY=($(compgen -f -- "$cur"))
+                else
+                  COMPREPLY=($(compgen -W "$(_jotter_choices "$words_path" "$prev")" -- "$cur"))
+                fi
+                return 0
+              fi
+              if [[ $cur == -* ]]; then
+                COMPREPLY=($(compgen -W "$(_jotter_options "$words_path")" -- "$cur"))
+                return 0
+              fi
+              local subcommands=$(_jotter_subcommands "$words_path")
+              if [[ -n $subcommands ]]; then
+                COMPREPLY=($(compgen -W "$subcommands" -- "$cur"))
+                return 0
+              fi
+              local operands=$(_jotter_operands "$words_path")
+              if [[ $operands == @files ]]; then
+                COMPREPLY=($(compgen -f -- "$cur"))
+              elif [[ -n $operands ]]; then
+                COMPREPLY=($(compgen -W "$operands" -- "$cur"))
+              fi
+              return 0
+            }
 
-        complete -o filenames -F _jotter jotter
+            complete -o filenames -F _jotter jotter
 
-        """
+            """
     }
 
     // MARK: - zsh
@@ -197,76 +204,76 @@ struct CommandTree {
             .map { "    \(Self.quoted($0.path))) reply=(\(entries($0).joined(separator: " "))) ;;" }.joined(separator: "\n")
         let optionCases = nodes.map { "    \(Self.quoted($0.path))) reply=(\(optionEntries($0).joined(separator: " "))) ;;" }.joined(separator: "\n")
         return """
-        #compdef jotter
-        # zsh completion for jotter, made by `jotter completion zsh` from the commands' own declarations.
-        # Save it as _jotter in a folder of $fpath (or: source <(jotter completion zsh) after compinit).
+            #compdef jotter
+            # zsh completion for jotter, made by `jotter completion zsh` from the commands' own declarations.
+            # Save it as _jotter in a folder of $fpath (or: source <(jotter completion zsh) after compinit).
 
-        _jotter_subcommands() {
-          case "$1" in
-        \(subcommandCases)
-            *) reply=() ;;
-          esac
-        }
+            _jotter_subcommands() {
+              case "$1" in
+            \(subcommandCases)
+                *) reply=() ;;
+              esac
+            }
 
-        _jotter_options() {
-          case "$1" in
-        \(optionCases)
-            *) reply=() ;;
-          esac
-        }
+            _jotter_options() {
+              case "$1" in
+            \(optionCases)
+                *) reply=() ;;
+              esac
+            }
 
-        \(valueFunctions)
+            \(valueFunctions)
 
-        _jotter() {
-          local words_path= i w
-          local -a reply names
-          for ((i = 2; i < CURRENT; i++)); do
-            w=${words[i]}
-            if [[ $w == -* ]]; then
-              if [[ $w != *=* ]] && _jotter_valued "$words_path" "$w"; then ((i++)); fi
-              continue
-            fi
-            _jotter_subcommands "$words_path"
-            names=(${reply%%:*})
-            if (( ${names[(Ie)$w]} )); then words_path=${words_path:+$words_path }$w; fi
-          done
-          local prev=${words[CURRENT-1]}
-          local -a choices
-          if [[ $prev == -* ]] && _jotter_valued "$words_path" "$prev"; then
-            if _jotter_path_valued "$words_path" "$prev"; then
-              _files
+            _jotter() {
+              local words_path= i w
+              local -a reply names
+              for ((i = 2; i < CURRENT; i++)); do
+                w=${words[i]}
+                if [[ $w == -* ]]; then
+                  if [[ $w != *=* ]] && _jotter_valued "$words_path" "$w"; then ((i++)); fi
+                  continue
+                fi
+                _jotter_subcommands "$words_path"
+                names=(${reply%%:*})
+                if (( ${names[(Ie)$w]} )); then words_path=${words_path:+$words_path }$w; fi
+              done
+              local prev=${words[CURRENT-1]}
+              local -a choices
+              if [[ $prev == -* ]] && _jotter_valued "$words_path" "$prev"; then
+                if _jotter_path_valued "$words_path" "$prev"; then
+                  _files
+                else
+                  choices=(${=$(_jotter_choices "$words_path" "$prev")})
+                  (( ${#choices} )) && compadd -a choices
+                fi
+                return
+              fi
+              if [[ ${words[CURRENT]} == -* ]]; then
+                _jotter_options "$words_path"
+                _describe -t options 'option' reply
+                return
+              fi
+              _jotter_subcommands "$words_path"
+              if (( ${#reply} )); then
+                _describe -t commands 'command' reply
+                return
+              fi
+              local operands=$(_jotter_operands "$words_path")
+              if [[ $operands == @files ]]; then
+                _files
+              elif [[ -n $operands ]]; then
+                choices=(${=operands})
+                compadd -a choices
+              fi
+            }
+
+            if [[ $zsh_eval_context[-1] == loadautofunc ]]; then
+              _jotter "$@"
             else
-              choices=(${=$(_jotter_choices "$words_path" "$prev")})
-              (( ${#choices} )) && compadd -a choices
+              compdef _jotter jotter
             fi
-            return
-          fi
-          if [[ ${words[CURRENT]} == -* ]]; then
-            _jotter_options "$words_path"
-            _describe -t options 'option' reply
-            return
-          fi
-          _jotter_subcommands "$words_path"
-          if (( ${#reply} )); then
-            _describe -t commands 'command' reply
-            return
-          fi
-          local operands=$(_jotter_operands "$words_path")
-          if [[ $operands == @files ]]; then
-            _files
-          elif [[ -n $operands ]]; then
-            choices=(${=operands})
-            compadd -a choices
-          fi
-        }
 
-        if [[ $zsh_eval_context[-1] == loadautofunc ]]; then
-          _jotter "$@"
-        else
-          compdef _jotter jotter
-        fi
-
-        """
+            """
     }
 
     // MARK: - fish
@@ -307,10 +314,14 @@ struct CommandTree {
             lines.append("            printf '%s\\n' \(node.subcommands.map(Self.fishQuoted).joined(separator: " "))")
         }
         lines += ["    end", "end", "", "function __jotter_valued", "    switch \"$argv[1]:$argv[2]\""]
-        let valued = nodes.flatMap { node in node.options.filter { $0.value != nil }.flatMap { $0.names.map { Self.fishQuoted(node.path + ":" + $0) } } }
+        let valued = nodes.flatMap { node in
+            node.options.filter { $0.value != nil }.flatMap { $0.names.map { Self.fishQuoted(node.path + ":" + $0) } }
+        }
         if !valued.isEmpty { lines += ["        case \(valued.joined(separator: " "))", "            return 0"] }
-        lines += ["    end", "    return 1", "end", "", "function __jotter_at", "    test (__jotter_path) = $argv[1]", "end", "",
-                  "complete -c jotter -f"]
+        lines += [
+            "    end", "    return 1", "end", "", "function __jotter_at", "    test (__jotter_path) = $argv[1]", "end", "",
+            "complete -c jotter -f",
+        ]
         for node in nodes {
             let condition = "-n " + Self.fishQuoted("__jotter_at " + Self.fishQuoted(node.path))
             for sub in node.subcommands {
@@ -321,8 +332,10 @@ struct CommandTree {
                 var spec = option.names.map { $0.hasPrefix("--") ? "-l " + String($0.dropFirst(2)) : "-s " + String($0.dropFirst()) }
                 // A path: files; listed values: those alone; any other value: nothing offered.
                 if option.value != nil {
-                    spec.append(Self.takesPath(option) ? "-r -F"
-                                : option.choices.isEmpty ? "-x" : "-x -a " + Self.fishQuoted(option.choices.joined(separator: " ")))
+                    spec.append(
+                        Self.takesPath(option)
+                            ? "-r -F"
+                            : option.choices.isEmpty ? "-x" : "-x -a " + Self.fishQuoted(option.choices.joined(separator: " ")))
                 }
                 lines.append("complete -c jotter \(condition) \(spec.joined(separator: " ")) -d \(Self.fishQuoted(option.help))")
             }
@@ -360,19 +373,19 @@ struct CommandTree {
         }
         let root = nodes[0]
         var page = """
-        .TH JOTTER 1 "" "jotter \(JotterCommandLine.version)" "User Commands"
-        .SH NAME
-        jotter \\- \(roff(root.summary))
-        .SH SYNOPSIS
-        .B jotter
-        [\\fIoptions\\fR] \\fIcommand\\fR [\\fIoptions\\fR]
-        .SH DESCRIPTION
-        \(roff("jotter serves notes and uploads over HTTP (jotter serve) and is a client of a running server. Client commands talk to --server URL (JOTTER_SERVER, default \(ClientOptions.defaultServer)); --server, --token and --json may come before the command or after it."))
-        .SH OPTIONS
-        \(options(root.options))
-        .SH COMMANDS
+            .TH JOTTER 1 "" "jotter \(JotterCommandLine.version)" "User Commands"
+            .SH NAME
+            jotter \\- \(roff(root.summary))
+            .SH SYNOPSIS
+            .B jotter
+            [\\fIoptions\\fR] \\fIcommand\\fR [\\fIoptions\\fR]
+            .SH DESCRIPTION
+            \(roff("jotter serves notes and uploads over HTTP (jotter serve) and is a client of a running server. Client commands talk to --server URL (JOTTER_SERVER, default \(ClientOptions.defaultServer)); --server, --token and --json may come before the command or after it."))
+            .SH OPTIONS
+            \(options(root.options))
+            .SH COMMANDS
 
-        """
+            """
         for node in nodes.dropFirst() where node.path != "help" {
             page += ".SS \(roff("jotter " + node.path))\n\(roff(node.summary))\n.PP\n.nf\n\(roff(node.usage))\n.fi\n"
             if !node.about.isEmpty, node.about != node.summary { page += ".PP\n\(roff(node.about))\n" }
@@ -420,11 +433,11 @@ struct CompletionCommand: BlockingCommand {
     static let summary = "Print the shell completion script for bash, zsh or fish."
     static let usage = "jotter completion bash|zsh|fish"
     static let about = """
-    Prints a completion script for the shell: commands, subcommands and each command's options,
-    from the same declarations as --help. bash: source <(jotter completion bash), or save it in
-    /etc/bash_completion.d/jotter. zsh: save it as _jotter in a folder of $fpath. fish: save it as
-    ~/.config/fish/completions/jotter.fish. The manual page: jotter help --man.
-    """
+        Prints a completion script for the shell: commands, subcommands and each command's options,
+        from the same declarations as --help. bash: source <(jotter completion bash), or save it in
+        /etc/bash_completion.d/jotter. zsh: save it as _jotter in a folder of $fpath. fish: save it as
+        ~/.config/fish/completions/jotter.fish. The manual page: jotter help --man.
+        """
 
     let shell: String
 

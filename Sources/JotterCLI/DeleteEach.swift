@@ -5,8 +5,10 @@ import JotterClient
 /// can't be deleted is reported on standard error and the others are still deleted; the status
 /// is then that of the first failure. An unreachable server (or a single id) ends it with the
 /// error. `said` is the line printed for each deleted one (nil: print nothing, for `--json`).
-func deleteEach<Item>(_ ids: [String], console: Console, said: ((Item) -> String)?,
-                      delete: (String) async throws(JotterClientError) -> Item) async throws(JotterClientError) -> (deleted: [Item], status: Int32) {
+func deleteEach<Item>(
+    _ ids: [String], console: Console, said: ((Item) -> String)?,
+    delete: (String) async throws(JotterClientError) -> Item
+) async throws(JotterClientError) -> (deleted: [Item], status: Int32) {
     var deleted: [Item] = []
     var status = ExitCode.success
     for id in ids {

@@ -7,27 +7,31 @@ struct EchoCommand: AsyncCommand {
     static let name = "echo"
     static let summary = "Send a request to /echo and show what the server received."
     static let usage = """
-    jotter echo [-X METHOD] [-H 'Name: value']… [-q key=value]… [-d key=value|@file]…
-                       [-F field=value|field=@path[;type=…]]… [--json-body '{…}'|@file]
-    """
+        jotter echo [-X METHOD] [-H 'Name: value']… [-q key=value]… [-d key=value|@file]…
+                           [-F field=value|field=@path[;type=…]]… [--json-body '{…}'|@file]
+        """
     static let about = """
-    Sends one request to /echo and prints the server's view of it as JSON (method, args,
-    form, files with size and SHA-256, json, data, headers), as curl would send it: -d fields
-    are percent-encoded exactly (-d @file sends the file's bytes as they are); with -F the -d
-    fields become parts of the multipart body; files are streamed from disk. GET and HEAD
-    carry no body: use -q for their fields.
-    """
+        Sends one request to /echo and prints the server's view of it as JSON (method, args,
+        form, files with size and SHA-256, json, data, headers), as curl would send it: -d fields
+        are percent-encoded exactly (-d @file sends the file's bytes as they are); with -F the -d
+        fields become parts of the multipart body; files are streamed from disk. GET and HEAD
+        carry no body: use -q for their fields.
+        """
     static let requestOption = Option.text("-X", "--request", value: "METHOD", help: "The method (default GET, or POST when there is a body).")
     static let headerOption = Option.list("-H", "--header", value: "'Name: value'", help: "A request header (repeatable).")
     static let queryOption = Option.list("-q", "--query", value: "key=value", help: "A query parameter (repeatable).")
-    static let dataOption = Option.list("-d", "--data", value: "key=value",
-                                        help: "A form field, sent form-urlencoded (repeatable); @file sends the file's bytes.")
+    static let dataOption = Option.list(
+        "-d", "--data", value: "key=value",
+        help: "A form field, sent form-urlencoded (repeatable); @file sends the file's bytes.")
     static let formOption = Option.list(
         "-F", "--form", value: "field=value",
         help: "A multipart field; field=@path sends the file, field=@path;type=image/png with its type (repeatable).")
     static let jsonBodyOption = Option.text("--json-body", value: "'{…}'", help: "A JSON body (application/json); @file reads it from the file.")
-    static let options = [requestOption.option, headerOption.option, queryOption.option, dataOption.option, formOption.option,
-                          jsonBodyOption.option] + ClientOptions.options
+    static let options =
+        [
+            requestOption.option, headerOption.option, queryOption.option, dataOption.option, formOption.option,
+            jsonBodyOption.option,
+        ] + ClientOptions.options
 
     let server: ClientOptions
     let method: String
@@ -66,9 +70,13 @@ struct EchoCommand: AsyncCommand {
                 // curl's ;type=… and ;filename=… after the path.
                 while let semicolon = path.lastIndex(of: ";") {
                     let parameter = path[path.index(after: semicolon)...]
-                    if parameter.hasPrefix("type=") { type = String(parameter.dropFirst(5)) }
-                    else if parameter.hasPrefix("filename=") { filename = String(parameter.dropFirst(9)) }
-                    else { break }
+                    if parameter.hasPrefix("type=") {
+                        type = String(parameter.dropFirst(5))
+                    } else if parameter.hasPrefix("filename=") {
+                        filename = String(parameter.dropFirst(9))
+                    } else {
+                        break
+                    }
                     path = String(path[..<semicolon])
                 }
                 try form.append(fileAt: URL(fileURLWithPath: path), name: name, filename: filename, contentType: type)
@@ -84,7 +92,9 @@ struct EchoCommand: AsyncCommand {
                     pieces.append(FormURLEncodedBody([(name, value)]).data)
                 }
             }
-            let joined = pieces.reduce(into: Data()) { if !$0.isEmpty { $0.append(UInt8(ascii: "&")) }; $0.append($1) }
+            let joined = pieces.reduce(into: Data()) {
+                if !$0.isEmpty { $0.append(UInt8(ascii: "&")) }; $0.append($1)
+            }
             body = .raw(joined, contentType: headers.first { $0.key.lowercased() == "content-type" }?.value ?? FormURLEncodedBody.contentType)
         } else {
             body = nil

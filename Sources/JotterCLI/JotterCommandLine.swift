@@ -63,8 +63,10 @@ public enum JotterCommandLine {
     ///
     /// Client commands run on the concurrency pool while this thread waits: call it from a
     /// thread outside the pool (`main.swift`), or use the `async` overload.
-    public static func run(_ arguments: [String], environment: [String: String] = ProcessInfo.processInfo.environment,
-                           console: Console = .standard) -> Int32 {
+    public static func run(
+        _ arguments: [String], environment: [String: String] = ProcessInfo.processInfo.environment,
+        console: Console = .standard
+    ) -> Int32 {
         switch resolve(arguments, environment: environment, console: console) {
         case .done(let status):
             return status
@@ -79,8 +81,10 @@ public enum JotterCommandLine {
     }
 
     /// Runs `arguments` from async code (tests, or an app embedding the CLI).
-    public static func run(_ arguments: [String], environment: [String: String] = ProcessInfo.processInfo.environment,
-                           console: Console = .standard) async -> Int32 {
+    public static func run(
+        _ arguments: [String], environment: [String: String] = ProcessInfo.processInfo.environment,
+        console: Console = .standard
+    ) async -> Int32 {
         switch resolve(arguments, environment: environment, console: console) {
         case .done(let status):
             return status

@@ -17,7 +17,8 @@ struct StoredTokens {
     /// Server URL → token.
     func all() -> [String: String] {
         guard let data = FileManager.default.contents(atPath: path),
-              let tokens = try? JSONDecoder().decode([String: String].self, from: data) else { return [:] }
+            let tokens = try? JSONDecoder().decode([String: String].self, from: data)
+        else { return [:] }
         return tokens
     }
 
@@ -56,11 +57,11 @@ struct LoginCommand: AsyncCommand {
     static let summary = "Sign in and keep a token for the server."
     static let usage = "jotter login [--name NAME] [options]"
     static let about = """
-    Signs in with a name and password (asked on a terminal; else the password is the first
-    line of standard input and --name is needed) and keeps the API token it gets in
-    ~/.config/jotter/tokens (mode 0600), used by every command for that server.
-    JOTTER_TOKEN or --token, when given, wins over it.
-    """
+        Signs in with a name and password (asked on a terminal; else the password is the first
+        line of standard input and --name is needed) and keeps the API token it gets in
+        ~/.config/jotter/tokens (mode 0600), used by every command for that server.
+        JOTTER_TOKEN or --token, when given, wins over it.
+        """
     static let nameOption = Option.text("--name", value: "NAME", help: "Your user name.")
     static let options = [nameOption.option] + ClientOptions.connection
 
@@ -77,10 +78,19 @@ struct LoginCommand: AsyncCommand {
 
     func run(console: Console) async throws -> Int32 {
         let terminal = isatty(0) == 1
-        guard let name = name ?? (terminal ? { print("Name: ", terminator: ""); return readLine() }() : nil), !name.isEmpty else {
+        guard
+            let name = name
+                ?? (terminal
+                    ? {
+                        print("Name: ", terminator: ""); return readLine()
+                    }() : nil),
+            !name.isEmpty
+        else {
             throw UsageError("--name NAME is needed when standard input is not a terminal")
         }
-        let password = terminal ? String(cString: getpass("Password: "))
+        let password =
+            terminal
+            ? String(cString: getpass("Password: "))
             : console.readFirstLine()
         var configuration = options.configuration()
         configuration.token = nil
@@ -127,7 +137,7 @@ struct LogoutCommand: AsyncCommand {
         configuration.retry = .never
         do {
             try await JotterClient(baseURL: options.server, configuration: configuration).signOut()
-        } catch where error.isUnauthorized {
+        } catch  where error.isUnauthorized {
             // Revoked or expired already: forgetting it is all that is left.
         } catch {
             throw CommandFailure(error)

@@ -7,13 +7,13 @@ struct NotesAddCommand: ClientCommand {
     static let name = "add"
     static let summary = "Add a note."
     static let usage = """
-    jotter notes add TEXT… [options]
-           jotter notes add - [options]      (the text from standard input, less one final newline)
-    """
+        jotter notes add TEXT… [options]
+               jotter notes add - [options]      (the text from standard input, less one final newline)
+        """
     static let about = """
-    Creates a note; the words of TEXT are joined by spaces. Prints the new note's id.
-    Text that starts with - goes after --: jotter notes add -- --help
-    """
+        Creates a note; the words of TEXT are joined by spaces. Prints the new note's id.
+        Text that starts with - goes after --: jotter notes add -- --help
+        """
     static let operands = Operands.some("TEXT", missing: "missing TEXT (or - to read it from standard input)")
 
     let options: ClientOptions
@@ -43,11 +43,11 @@ struct NotesRemoveCommand: ClientCommand {
     static let summary = "Move notes, with their attachments, to the trash."
     static let usage = "jotter notes rm ID… [options]"
     static let about = """
-    Moves each note and its attachments to the trash, in turn: jotter notes trash lists
-    them, jotter notes restore ID brings one back (for the server's --trash-days). One that
-    can't be deleted is reported and the others are still deleted; the exit code is then
-    that of the first failure.
-    """
+        Moves each note and its attachments to the trash, in turn: jotter notes trash lists
+        them, jotter notes restore ID brings one back (for the server's --trash-days). One that
+        can't be deleted is reported and the others are still deleted; the exit code is then
+        that of the first failure.
+        """
     static let operands = Operands.some("ID")
 
     let options: ClientOptions
@@ -56,11 +56,14 @@ struct NotesRemoveCommand: ClientCommand {
 
     func run(console: Console) async throws -> Int32 {
         let notes = options.client().notes
-        let (deleted, status) = try await deleteEach(operands, console: console, said: options.json ? nil : { (note: Note) in "Deleted note \(note.id).\n" },
-                                                     delete: { id throws(JotterClientError) in try await notes.delete(id) })
+        let (deleted, status) = try await deleteEach(
+            operands, console: console, said: options.json ? nil : { (note: Note) in "Deleted note \(note.id).\n" },
+            delete: { id throws(JotterClientError) in try await notes.delete(id) })
         if options.json {
-            console.out(operands.count == 1 && deleted.count == 1 ? try ClientOptions.json(NoteEnvelope(note: deleted[0]))
-                                                               : try ClientOptions.json(["notes": deleted]))
+            console.out(
+                operands.count == 1 && deleted.count == 1
+                    ? try ClientOptions.json(NoteEnvelope(note: deleted[0]))
+                    : try ClientOptions.json(["notes": deleted]))
         }
         return status
     }

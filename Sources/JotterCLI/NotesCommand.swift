@@ -27,7 +27,8 @@ struct NotesCommand: CommandGroup {
     /// in the body and file names are made visible.
     static func describe(_ note: Note, terminal: Bool) -> String {
         let shown = { (text: String) in terminal ? TextFormat.visible(text) : text }
-        var text = "note \(note.id) · version \(note.version) · created \(TextFormat.time(note.createdAt)) · updated \(TextFormat.time(note.updatedAt))\n"
+        var text =
+            "note \(note.id) · version \(note.version) · created \(TextFormat.time(note.createdAt)) · updated \(TextFormat.time(note.updatedAt))\n"
         for upload in note.attachments {
             text += "attachment \(upload.id): \(shown(upload.filename)) (\(TextFormat.bytes(upload.size)), \(shown(upload.contentType)))\n"
         }
@@ -41,20 +42,22 @@ struct NotesListCommand: AsyncCommand {
     static let summary = "List notes, newest first."
     static let usage = "jotter notes list [--search WORDS] [--limit N | --all] [--order newest|oldest|updated] [--after CURSOR] [options]"
     static let about = """
-    Lists notes as a table (ID, UPDATED, first line of the body), newest first unless
-    --order oldest, or the last changed first with --order updated. When more notes follow,
-    it says how many on standard error and how to see them; with --json the server's `next`
-    link is kept.
-    """
+        Lists notes as a table (ID, UPDATED, first line of the body), newest first unless
+        --order oldest, or the last changed first with --order updated. When more notes follow,
+        it says how many on standard error and how to see them; with --json the server's `next`
+        link is kept.
+        """
     static let searchOption = Option.text("--search", value: "WORDS", help: "Only notes matching these words (full-text search).")
     static let limitOption = Option.integer("--limit", default: "\(ClientOptions.defaultLimit)", help: "At most N notes.")
     static let allOption = Option.flag("--all", help: "Every note, however many (following the server's pages).")
     static let orderOption = Option.choice(
         "--order", choices: [("newest", JotterClient.Notes.Order.newestFirst), ("oldest", .oldestFirst), ("updated", .recentlyUpdated)],
-        help: "Which notes come first (updated: the last changed).").defaulting(to: .newestFirst, shown: "newest")
+        help: "Which notes come first (updated: the last changed)."
+    ).defaulting(to: .newestFirst, shown: "newest")
     static let afterOption = Option.text(
         "--after", value: "CURSOR", help: "Start where a previous listing stopped (a note id; with --order updated, the cursor it printed).")
-    static let options = [searchOption.option, limitOption.option, allOption.option, orderOption.option, afterOption.option]
+    static let options =
+        [searchOption.option, limitOption.option, allOption.option, orderOption.option, afterOption.option]
         + ClientOptions.options
 
     let options: ClientOptions
@@ -79,8 +82,9 @@ struct NotesListCommand: AsyncCommand {
         var page = try await client.notes.list(query: search, limit: min(limit ?? 1000, 1000), after: after, order: order)
         var notes = page.notes
         while page.next != nil, limit.map({ notes.count < $0 }) ?? true {
-            page = try await client.notes.list(query: search, limit: min((limit ?? 1000) - (limit == nil ? 0 : notes.count), 1000),
-                                               after: Self.cursor(of: page.next) ?? notes.last?.id, order: order)
+            page = try await client.notes.list(
+                query: search, limit: min((limit ?? 1000) - (limit == nil ? 0 : notes.count), 1000),
+                after: Self.cursor(of: page.next) ?? notes.last?.id, order: order)
             notes += page.notes
         }
         if options.json {

@@ -10,10 +10,10 @@ struct NotesEditCommand: AsyncCommand {
     static let summary = "Change a note's text (in $EDITOR when no TEXT is given)."
     static let usage = "jotter notes edit ID [TEXT…] [options]"
     static let about = """
-    Replaces the note's text with TEXT, or opens it in $VISUAL or $EDITOR (default vi).
-    The change is saved with If-Match: when the note changed on the server meanwhile,
-    nothing is overwritten, it says so and exits 4 (your text is kept in a file).
-    """
+        Replaces the note's text with TEXT, or opens it in $VISUAL or $EDITOR (default vi).
+        The change is saved with If-Match: when the note changed on the server meanwhile,
+        nothing is overwritten, it says so and exits 4 (your text is kept in a file).
+        """
     static let options = ClientOptions.options
 
     let options: ClientOptions
@@ -49,9 +49,10 @@ struct NotesEditCommand: AsyncCommand {
             return ExitCode.success
         } catch let error as JotterClientError where error.isConflict {
             let kept = text == nil ? Editor.keep(edited, name: "jotter-note-\(note.id)") : nil
-            throw CommandFailure("note \(note.id) was changed on the server while you edited it (you started from version \(note.version)); "
-                                 + "nothing was saved\(kept.map { ". Your text is in \($0)" } ?? ""). See it with: jotter notes show \(note.id)",
-                                 status: ExitCode.conflict)
+            throw CommandFailure(
+                "note \(note.id) was changed on the server while you edited it (you started from version \(note.version)); "
+                    + "nothing was saved\(kept.map { ". Your text is in \($0)" } ?? ""). See it with: jotter notes show \(note.id)",
+                status: ExitCode.conflict)
         }
     }
 }

@@ -8,11 +8,11 @@ struct NotesHistoryCommand: AsyncCommand {
     static let summary = "List a note's kept versions, or show one."
     static let usage = "jotter notes history ID [--version N] [--trash] [options]"
     static let about = """
-    Lists the note's revisions, newest first (VERSION, SAVED, SIZE, MERGED): every saved
-    version for the server's --revision-days, then one a day, then one a week. With
-    --version N, prints that version's body. A deleted note keeps its history in the trash:
-    --trash reads it there.
-    """
+        Lists the note's revisions, newest first (VERSION, SAVED, SIZE, MERGED): every saved
+        version for the server's --revision-days, then one a day, then one a week. With
+        --version N, prints that version's body. A deleted note keeps its history in the trash:
+        --trash reads it there.
+        """
     static let versionOption = Option.integer("--version", help: "Print this version's body instead of the list.")
     static let trashOption = Option.flag("--trash", help: "The note is in the trash (see jotter notes trash).")
     static let options = [versionOption.option, trashOption.option] + ClientOptions.options
@@ -37,8 +37,9 @@ struct NotesHistoryCommand: AsyncCommand {
                 console.out(try ClientOptions.json(RevisionEnvelope(revision: revision)))
             } else {
                 let body = console.outputIsTerminal ? TextFormat.visible(revision.body) : revision.body
-                console.out("note \(id) · version \(revision.version) · saved \(TextFormat.time(revision.createdAt))"
-                    + (revision.merged ? " · merged" : "") + "\n\n" + body + (body.hasSuffix("\n") ? "" : "\n"))
+                console.out(
+                    "note \(id) · version \(revision.version) · saved \(TextFormat.time(revision.createdAt))"
+                        + (revision.merged ? " · merged" : "") + "\n\n" + body + (body.hasSuffix("\n") ? "" : "\n"))
             }
             return ExitCode.success
         }
@@ -47,9 +48,12 @@ struct NotesHistoryCommand: AsyncCommand {
             console.out(try ClientOptions.json(RevisionList(revisions: revisions, next: nil)))
             return ExitCode.success
         }
-        console.out(TextFormat.table(["VERSION", "SAVED", "SIZE", "MERGED"], revisions.map {
-            [String($0.version), TextFormat.time($0.createdAt), TextFormat.bytes($0.size), $0.merged ? "yes" : ""]
-        }))
+        console.out(
+            TextFormat.table(
+                ["VERSION", "SAVED", "SIZE", "MERGED"],
+                revisions.map {
+                    [String($0.version), TextFormat.time($0.createdAt), TextFormat.bytes($0.size), $0.merged ? "yes" : ""]
+                }))
         return ExitCode.success
     }
 }
@@ -60,10 +64,10 @@ struct NotesRestoreCommand: AsyncCommand {
     static let summary = "Bring back a deleted note, or a note's earlier version."
     static let usage = "jotter notes restore ID [--version N] [options]"
     static let about = """
-    Without --version, brings the note back from the trash (see jotter notes trash) with
-    its id, text and attachments. With --version N, saves version N's body (see jotter notes
-    history ID) as the note's newest version; the versions in between stay in its history.
-    """
+        Without --version, brings the note back from the trash (see jotter notes trash) with
+        its id, text and attachments. With --version N, saves version N's body (see jotter notes
+        history ID) as the note's newest version; the versions in between stay in its history.
+        """
     static let versionOption = Option.integer("--version", help: "The version to bring back (of a note that is not deleted).")
     static let options = [versionOption.option] + ClientOptions.options
 
@@ -98,22 +102,23 @@ struct NotesTrashCommand: AsyncCommand {
     static let name = "trash"
     static let summary = "List deleted notes; remove them for good."
     static let usage = """
-    jotter notes trash [--limit N | --all] [--after ID] [options]
-           jotter notes trash --purge ID… [options]     (remove these notes from the trash for good)
-           jotter notes trash --empty [options]         (remove every note in the trash for good)
-    """
+        jotter notes trash [--limit N | --all] [--after ID] [options]
+               jotter notes trash --purge ID… [options]     (remove these notes from the trash for good)
+               jotter notes trash --empty [options]         (remove every note in the trash for good)
+        """
     static let about = """
-    Lists the deleted notes (ID, DELETED, first line of the body), most recently deleted
-    first. A deleted note stays in the trash for the server's --trash-days, then is removed
-    for good with its history and attachments; until then jotter notes restore ID brings it
-    back. --purge and --empty remove notes at once, attachments included; this can't be undone.
-    """
+        Lists the deleted notes (ID, DELETED, first line of the body), most recently deleted
+        first. A deleted note stays in the trash for the server's --trash-days, then is removed
+        for good with its history and attachments; until then jotter notes restore ID brings it
+        back. --purge and --empty remove notes at once, attachments included; this can't be undone.
+        """
     static let limitOption = Option.integer("--limit", default: "\(ClientOptions.defaultLimit)", help: "At most N notes.")
     static let allOption = Option.flag("--all", help: "Every deleted note, however many (following the server's pages).")
     static let afterOption = Option.text("--after", value: "ID", help: "Start after this note id (where a previous listing stopped).")
     static let purgeOption = Option.flag("--purge", help: "Remove the notes ID… from the trash for good.")
     static let emptyOption = Option.flag("--empty", help: "Remove every note in the trash for good.")
-    static let options = [limitOption.option, allOption.option, afterOption.option, purgeOption.option, emptyOption.option]
+    static let options =
+        [limitOption.option, allOption.option, afterOption.option, purgeOption.option, emptyOption.option]
         + ClientOptions.options
 
     enum Action {
@@ -140,7 +145,9 @@ struct NotesTrashCommand: AsyncCommand {
             guard !ids.isEmpty else { throw UsageError("missing ID: --purge ID… (jotter notes trash lists them)") }
             action = .purge(ids)
         case (false, true):
-            guard !listing, ids.isEmpty else { throw UsageError("--empty removes every note in the trash and takes no ID (--purge ID… removes some)") }
+            guard !listing, ids.isEmpty else {
+                throw UsageError("--empty removes every note in the trash and takes no ID (--purge ID… removes some)")
+            }
             action = .empty
         case (false, false):
             guard ids.isEmpty else { throw UsageError("unexpected \(ids[0]): to remove notes from the trash, --purge ID…") }
@@ -173,18 +180,27 @@ struct NotesTrashCommand: AsyncCommand {
             }
             return ExitCode.success
         case .purge(let ids):
-            let (purged, status) = try await deleteEach(ids, console: console,
-                                                        said: options.json ? nil : { (id: String) in "Removed note \(id) from the trash for good.\n" },
-                                                        delete: { id throws(JotterClientError) in try await notes.deleteFromTrash(id); return id })
+            let (purged, status) = try await deleteEach(
+                ids, console: console,
+                said: options.json ? nil : { (id: String) in "Removed note \(id) from the trash for good.\n" },
+                delete: { id throws(JotterClientError) in
+                    try await notes.deleteFromTrash(id); return id
+                })
             if options.json { console.out(try ClientOptions.json(["purged": purged])) }
             return status
         case .empty:
             let ids = try await notes.allTrash().map(\.id)
-            let (purged, status) = try await deleteEach(ids, console: console, said: nil,
-                                                        delete: { id throws(JotterClientError) in try await notes.deleteFromTrash(id); return id })
-            console.out(options.json ? try ClientOptions.json(["purged": purged])
-                                     : purged.isEmpty && status == ExitCode.success ? "The trash was already empty.\n"
-                                     : "Removed \(purged.count) \(purged.count == 1 ? "note" : "notes") from the trash for good.\n")
+            let (purged, status) = try await deleteEach(
+                ids, console: console, said: nil,
+                delete: { id throws(JotterClientError) in
+                    try await notes.deleteFromTrash(id); return id
+                })
+            console.out(
+                options.json
+                    ? try ClientOptions.json(["purged": purged])
+                    : purged.isEmpty && status == ExitCode.success
+                        ? "The trash was already empty.\n"
+                        : "Removed \(purged.count) \(purged.count == 1 ? "note" : "notes") from the trash for good.\n")
             return status
         }
     }

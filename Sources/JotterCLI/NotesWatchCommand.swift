@@ -9,13 +9,14 @@ struct NotesWatchCommand: AsyncCommand {
     static let summary = "Print changes to notes as they happen."
     static let usage = "jotter notes watch [--since EVENT-ID] [options]"
     static let about = """
-    Prints one line per change until interrupted (Ctrl-C): the event id (for --since), the
-    time of the change, what happened to which note, and the start of its text. Reconnects
-    by itself when the connection drops, without missing changes (saying so on standard
-    error). With --json, one JSON object per line: {"id":…,"event":"note.created","note":{…}}.
-    """
-    static let sinceOption = Option.integer("--since", value: "EVENT-ID", in: 0...Int.max, noun: "event id",
-                                            help: "Replay the changes after this event id first.")
+        Prints one line per change until interrupted (Ctrl-C): the event id (for --since), the
+        time of the change, what happened to which note, and the start of its text. Reconnects
+        by itself when the connection drops, without missing changes (saying so on standard
+        error). With --json, one JSON object per line: {"id":…,"event":"note.created","note":{…}}.
+        """
+    static let sinceOption = Option.integer(
+        "--since", value: "EVENT-ID", in: 0...Int.max, noun: "event id",
+        help: "Replay the changes after this event id first.")
     static let options = [sinceOption.option] + ClientOptions.options
 
     /// One line of `--json` output.
@@ -53,23 +54,25 @@ struct NotesWatchCommand: AsyncCommand {
             console.err("reconnecting in \(TextFormat.oneDecimal(interruption.delay)) s (\(interruption.reason.message))…\n")
         }
         for try await event in events {
-            let (kind, note): (String, Note?) = switch event.change {
-            case .created(let note): ("created", note)
-            case .updated(let note): ("updated", note)
-            case .deleted(let note): ("deleted", note)
-            case .reload: ("reload", nil)
-            }
+            let (kind, note): (String, Note?) =
+                switch event.change {
+                case .created(let note): ("created", note)
+                case .updated(let note): ("updated", note)
+                case .deleted(let note): ("deleted", note)
+                case .reload: ("reload", nil)
+                }
             if options.json {
                 let line = Line(id: event.id, event: note == nil ? kind : "note.\(kind)", note: note, deletedAt: event.deletedAt)
                 console.out(try ClientOptions.json(line, pretty: false))
             } else if let note {
                 // A deletion's note is as it was: its times are not the deletion's, which the event says
                 // (a server before it did: now).
-                let time = switch event.change {
-                case .created: TextFormat.time(note.createdAt)
-                case .deleted: TextFormat.time(event.deletedAt ?? Date())
-                default: TextFormat.time(note.updatedAt)
-                }
+                let time =
+                    switch event.change {
+                    case .created: TextFormat.time(note.createdAt)
+                    case .deleted: TextFormat.time(event.deletedAt ?? Date())
+                    default: TextFormat.time(note.updatedAt)
+                    }
                 let body = console.outputIsTerminal ? TextFormat.visible(note.body) : note.body
                 console.out("event \(event.id.map(String.init) ?? "-")  \(time)  \(kind) note \(note.id)  \(TextFormat.excerpt(body, width: 60))\n")
             } else {

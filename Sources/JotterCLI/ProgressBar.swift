@@ -44,7 +44,10 @@ final class ProgressBar: Sendable {
             state.drawn = true
             return true
         }
-        if due { console.err("\r" + Self.line(label: label, completed: completed, total: total, transferred: completed - offset, elapsed: elapsed) + "\u{1B}[K") }
+        if due {
+            console.err(
+                "\r" + Self.line(label: label, completed: completed, total: total, transferred: completed - offset, elapsed: elapsed) + "\u{1B}[K")
+        }
     }
 
     /// Clears the bar's line.
@@ -62,6 +65,7 @@ final class ProgressBar: Sendable {
         let filled = Int(fraction * Double(width))
         let bar = String(repeating: "#", count: filled) + String(repeating: "·", count: width - filled)
         let eta = rate > 0 ? TextFormat.duration(Double(total - completed) / rate) : "-:--"
-        return "\(label)  [\(bar)]  \(Int(fraction * 100))%  \(TextFormat.bytes(completed))/\(TextFormat.bytes(total))  \(TextFormat.rate(rate))  ETA \(eta)"
+        return
+            "\(label)  [\(bar)]  \(Int(fraction * 100))%  \(TextFormat.bytes(completed))/\(TextFormat.bytes(total))  \(TextFormat.rate(rate))  ETA \(eta)"
     }
 }

@@ -10,16 +10,16 @@ struct UploadCommand: AsyncCommand {
     static let summary = "Upload files, optionally attached to a note."
     static let usage = "jotter upload PATH… [--note ID] [--resume] [options]"
     static let about = """
-    Uploads each file in turn, streamed from disk, after checking that every PATH is a
-    readable file. On a terminal a progress bar shows the rate and the time left; then one
-    line per file: its upload id, size and rate. A file over the server's limit is refused
-    before its bytes are sent (exit 6).
+        Uploads each file in turn, streamed from disk, after checking that every PATH is a
+        readable file. On a terminal a progress bar shows the rate and the time left; then one
+        line per file: its upload id, size and rate. A file over the server's limit is refused
+        before its bytes are sent (exit 6).
 
-    With --resume each file goes as a resumable upload (tus 1.0, in 8 MiB chunks) whose state
-    is kept in $XDG_STATE_HOME/jotter/uploads (default ~/.local/state/jotter/uploads): run the
-    same command again after an interruption and only the rest is sent ("resumed at N bytes";
-    the progress bar counts the bytes already on the server).
-    """
+        With --resume each file goes as a resumable upload (tus 1.0, in 8 MiB chunks) whose state
+        is kept in $XDG_STATE_HOME/jotter/uploads (default ~/.local/state/jotter/uploads): run the
+        same command again after an interruption and only the rest is sent ("resumed at N bytes";
+        the progress bar counts the bytes already on the server).
+        """
     static let noteOption = Option.text("--note", value: "ID", help: "Attach the files to this note.")
     static let resumeOption = Option.flag("--resume", help: "Resumable: an interrupted upload goes on from where it stopped when run again.")
     static let options = [noteOption.option, resumeOption.option] + ClientOptions.options
@@ -41,7 +41,8 @@ struct UploadCommand: AsyncCommand {
     /// Where `--resume` keeps the state of `path`'s upload.
     static func stateFile(for path: String, environment: [String: String]) throws -> URL {
         let home = environment["HOME"].flatMap { $0.isEmpty ? nil : URL(fileURLWithPath: $0) } ?? FileManager.default.homeDirectoryForCurrentUser
-        let base = environment["XDG_STATE_HOME"].flatMap { $0.isEmpty ? nil : URL(fileURLWithPath: $0) }
+        let base =
+            environment["XDG_STATE_HOME"].flatMap { $0.isEmpty ? nil : URL(fileURLWithPath: $0) }
             ?? home.appendingPathComponent(".local/state")
         let folder = base.appendingPathComponent("jotter/uploads")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
@@ -78,8 +79,10 @@ struct UploadCommand: AsyncCommand {
     /// says what was stored: a line a file (its id, size and rate; where it resumed), or with
     /// `--json` the list of them. `send` gives the upload and how many of its bytes were on the
     /// server already.
-    private func sendEach<Item>(_ files: [(path: String, item: Item)], console: Console,
-                                send: (String, Item, ProgressBar) async throws -> (upload: Upload, resumedAt: Int64)) async throws -> Int32 {
+    private func sendEach<Item>(
+        _ files: [(path: String, item: Item)], console: Console,
+        send: (String, Item, ProgressBar) async throws -> (upload: Upload, resumedAt: Int64)
+    ) async throws -> Int32 {
         var uploads: [Upload] = []
         for (path, item) in files {
             let bar = ProgressBar(label: URL(fileURLWithPath: path).lastPathComponent, console: console)
@@ -94,9 +97,11 @@ struct UploadCommand: AsyncCommand {
             let upload = sent.upload
             uploads.append(upload)
             if !options.json {
-                console.out("uploaded \(path) as \(upload.id)  \(TextFormat.bytes(upload.size))"
-                            + (sent.resumedAt > 0 ? "  resumed at \(sent.resumedAt) bytes" : "")
-                            + "  in \(TextFormat.oneDecimal(bar.elapsed)) s (\(TextFormat.rate(Double(upload.size - sent.resumedAt) / max(bar.elapsed, 0.001))))\n")
+                console.out(
+                    "uploaded \(path) as \(upload.id)  \(TextFormat.bytes(upload.size))"
+                        + (sent.resumedAt > 0 ? "  resumed at \(sent.resumedAt) bytes" : "")
+                        + "  in \(TextFormat.oneDecimal(bar.elapsed)) s (\(TextFormat.rate(Double(upload.size - sent.resumedAt) / max(bar.elapsed, 0.001))))\n"
+                )
             }
         }
         if options.json { console.out(try ClientOptions.json(UploadList(uploads: uploads))) }
@@ -113,9 +118,10 @@ extension UploadCommand {
         let client = options.client()
         return try await sendEach(paths.map { ($0, ()) }, console: console) { path, _, bar in
             let start = Atomic<Int64>(0)
-            let upload = try await client.uploads.resumableUpload(fileAt: URL(fileURLWithPath: path), state: try Self.stateFile(for: path, environment: environment), noteID: note,
-                                                                  progress: { bar.update(completed: $0.completed, total: $0.total) },
-                                                                  resumed: { start.store($0, ordering: .relaxed) })
+            let upload = try await client.uploads.resumableUpload(
+                fileAt: URL(fileURLWithPath: path), state: try Self.stateFile(for: path, environment: environment), noteID: note,
+                progress: { bar.update(completed: $0.completed, total: $0.total) },
+                resumed: { start.store($0, ordering: .relaxed) })
             return (upload, start.load(ordering: .relaxed))
         }
     }
@@ -127,12 +133,12 @@ struct DownloadCommand: AsyncCommand {
     static let summary = "Download an upload (resumes an interrupted download)."
     static let usage = "jotter download ID [-o PATH|-] [--force] [options]"
     static let about = """
-    Saves the upload's content to PATH (default: its file name, in this folder; a PATH that is
-    a folder gets it under its file name), or writes it to standard output with -o -. The bytes are checked against the upload's SHA-256 before
-    the file takes its name; an interrupted download is resumed from where it stopped. A
-    different file already at PATH is left untouched unless --force; one that already is
-    this upload is not fetched again.
-    """
+        Saves the upload's content to PATH (default: its file name, in this folder; a PATH that is
+        a folder gets it under its file name), or writes it to standard output with -o -. The bytes are checked against the upload's SHA-256 before
+        the file takes its name; an interrupted download is resumed from where it stopped. A
+        different file already at PATH is left untouched unless --force; one that already is
+        this upload is not fetched again.
+        """
     static let outputOption = Option.text("-o", "--output", value: "PATH", help: "Where to save it; - for standard output.")
     static let forceOption = Option.flag("--force", help: "Replace a different file already at PATH.")
     static let options = [outputOption.option, forceOption.option] + ClientOptions.options
@@ -179,7 +185,12 @@ struct DownloadCommand: AsyncCommand {
         let result: DownloadResult
         do {
             result = try await client.uploads.download(id, to: URL(fileURLWithPath: path), replacing: force) { progress in
-                let offset = start.withLock { first in first ?? { first = progress.completed; return progress.completed }() }
+                let offset = start.withLock { first in
+                    first
+                        ?? {
+                            first = progress.completed; return progress.completed
+                        }()
+                }
                 bar.update(completed: progress.completed, total: progress.total, startedAt: offset)
             }
         } catch let error where error.kind == .destinationExists {
@@ -191,8 +202,11 @@ struct DownloadCommand: AsyncCommand {
         }
         bar.finish()
         if options.json {
-            console.out(try ClientOptions.json(Summary(path: path, size: result.size, resumedFrom: result.resumedFrom,
-                                                       alreadyComplete: result.alreadyComplete)))
+            console.out(
+                try ClientOptions.json(
+                    Summary(
+                        path: path, size: result.size, resumedFrom: result.resumedFrom,
+                        alreadyComplete: result.alreadyComplete)))
         } else if result.alreadyComplete {
             console.out("\(path) already is \(upload.id) (same SHA-256): nothing to download\n")
         } else {

@@ -33,16 +33,18 @@ struct UploadsListCommand: AsyncCommand {
     static let summary = "List uploads, newest first."
     static let usage = "jotter uploads list [--note ID | --unattached] [--limit N | --all] [--after ID] [options]"
     static let about = """
-    Lists uploads newest first as a table (ID, SIZE, CREATED, NOTE, NAME). When more follow,
-    it says so on standard error and how to see them; with --json the server's `next` link is
-    kept.
-    """
+        Lists uploads newest first as a table (ID, SIZE, CREATED, NOTE, NAME). When more follow,
+        it says so on standard error and how to see them; with --json the server's `next` link is
+        kept.
+        """
     static let noteOption = Option.text("--note", value: "ID", help: "Only the files attached to this note.")
     static let unattachedOption = Option.flag("--unattached", help: "Only the files attached to no note.")
-    static let limitOption = Option.integer("--limit", default: "\(ClientOptions.defaultLimit)", in: 1...1000, help: "At most N uploads (at most 1000).")
+    static let limitOption = Option.integer(
+        "--limit", default: "\(ClientOptions.defaultLimit)", in: 1...1000, help: "At most N uploads (at most 1000).")
     static let allOption = Option.flag("--all", help: "Every upload, however many (following the server's pages).")
     static let afterOption = Option.text("--after", value: "ID", help: "Start after this upload id (where a previous listing stopped).")
-    static let options = [noteOption.option, unattachedOption.option, limitOption.option, allOption.option, afterOption.option]
+    static let options =
+        [noteOption.option, unattachedOption.option, limitOption.option, allOption.option, afterOption.option]
         + ClientOptions.options
 
     let options: ClientOptions
@@ -77,18 +79,22 @@ struct UploadsListCommand: AsyncCommand {
             return ExitCode.success
         }
         if listed.isEmpty {
-            let none = switch attachment {
-            case .any: after == nil ? "No uploads yet.\n" : "No uploads after \(after!).\n"
-            case .unattached: "No uploads outside a note.\n"
-            case .note(let id): "Note \(id) has no attachments.\n"
-            }
+            let none =
+                switch attachment {
+                case .any: after == nil ? "No uploads yet.\n" : "No uploads after \(after!).\n"
+                case .unattached: "No uploads outside a note.\n"
+                case .note(let id): "Note \(id) has no attachments.\n"
+                }
             console.out(none)
             return ExitCode.success
         }
         let name = { (upload: Upload) in console.outputIsTerminal ? TextFormat.visible(upload.filename) : upload.filename }
-        console.out(TextFormat.table(["ID", "SIZE", "CREATED", "NOTE", "NAME"], listed.map {
-            [$0.id, TextFormat.bytes($0.size), TextFormat.time($0.createdAt), $0.noteID ?? "-", name($0)]
-        }))
+        console.out(
+            TextFormat.table(
+                ["ID", "SIZE", "CREATED", "NOTE", "NAME"],
+                listed.map {
+                    [$0.id, TextFormat.bytes($0.size), TextFormat.time($0.createdAt), $0.noteID ?? "-", name($0)]
+                }))
         if page.next != nil, let last = listed.last {
             var command = "jotter uploads list"
             switch attachment {
@@ -143,7 +149,8 @@ struct UploadsShowCommand: ClientCommand {
     static let name = "show"
     static let summary = "Show one upload's details."
     static let usage = "jotter uploads show ID [options]"
-    static let about = "Prints the upload's name, size, type, SHA-256, time, note and download path. ID may be a unique prefix (4 characters or more), as git takes commits."
+    static let about =
+        "Prints the upload's name, size, type, SHA-256, time, note and download path. ID may be a unique prefix (4 characters or more), as git takes commits."
     static let operands = Operands.single("ID")
 
     let options: ClientOptions
@@ -158,17 +165,18 @@ struct UploadsShowCommand: ClientCommand {
             return ExitCode.success
         }
         let shown = { (text: String) in console.outputIsTerminal ? TextFormat.visible(text) : text }
-        console.out("""
-        upload \(upload.id)
-        name     \(shown(upload.filename))
-        size     \(TextFormat.bytes(upload.size)) (\(upload.size) bytes)
-        type     \(shown(upload.contentType))
-        sha256   \(upload.sha256)
-        created  \(TextFormat.time(upload.createdAt))
-        note     \(UploadsCommand.place(upload))
-        content  \(upload.url)
+        console.out(
+            """
+            upload \(upload.id)
+            name     \(shown(upload.filename))
+            size     \(TextFormat.bytes(upload.size)) (\(upload.size) bytes)
+            type     \(shown(upload.contentType))
+            sha256   \(upload.sha256)
+            created  \(TextFormat.time(upload.createdAt))
+            note     \(UploadsCommand.place(upload))
+            content  \(upload.url)
 
-        """)
+            """)
         return ExitCode.success
     }
 }
@@ -179,10 +187,10 @@ struct UploadsRemoveCommand: ClientCommand {
     static let summary = "Delete uploads."
     static let usage = "jotter uploads rm ID… [options]"
     static let about = """
-    Deletes each upload, in turn (a note it was attached to gets a new version). One that
-    can't be deleted is reported and the others are still deleted; the exit code is then
-    that of the first failure. An ID may be a unique prefix (4 characters or more).
-    """
+        Deletes each upload, in turn (a note it was attached to gets a new version). One that
+        can't be deleted is reported and the others are still deleted; the exit code is then
+        that of the first failure. An ID may be a unique prefix (4 characters or more).
+        """
     static let operands = Operands.some("ID")
 
     let options: ClientOptions
@@ -198,8 +206,9 @@ struct UploadsRemoveCommand: ClientCommand {
         let said = { (upload: Upload) in
             "Deleted upload \(upload.id) (\(terminal ? TextFormat.visible(upload.filename) : upload.filename), \(UploadsCommand.place(upload))).\n"
         }
-        let (deleted, status) = try await deleteEach(ids, console: console, said: options.json ? nil : said,
-                                                     delete: { id throws(JotterClientError) in try await uploads.delete(id) })
+        let (deleted, status) = try await deleteEach(
+            ids, console: console, said: options.json ? nil : said,
+            delete: { id throws(JotterClientError) in try await uploads.delete(id) })
         if options.json { console.out(try ClientOptions.json(UploadList(uploads: deleted))) }
         return status
     }

@@ -23,8 +23,10 @@ package struct Option: Sendable {
     package let repeats: Bool
     package let help: String
 
-    package init(_ names: [String], value: String? = nil, environment: String? = nil, default defaultValue: String? = nil,
-                 repeats: Bool = false, help: String) {
+    package init(
+        _ names: [String], value: String? = nil, environment: String? = nil, default defaultValue: String? = nil,
+        repeats: Bool = false, help: String
+    ) {
         self.names = names
         self.value = value
         self.environment = environment
@@ -43,9 +45,11 @@ package struct Option: Sendable {
     /// The words of `required|off` (lower-case words joined by `|`); none for `FILE`, `N`, `PATH|-`.
     package static func choices(_ text: String) -> [String] {
         let words = text.split(separator: "|", omittingEmptySubsequences: false).map(String.init)
-        guard words.count > 1, words.allSatisfy({ word in
-            !word.isEmpty && word.unicodeScalars.allSatisfy { ("a"..."z").contains($0) || ("0"..."9").contains($0) }
-        }) else { return [] }
+        guard words.count > 1,
+            words.allSatisfy({ word in
+                !word.isEmpty && word.unicodeScalars.allSatisfy { ("a"..."z").contains($0) || ("0"..."9").contains($0) }
+            })
+        else { return [] }
         return words
     }
 
@@ -211,8 +215,10 @@ package struct Arguments {
 /// Parses sizes such as `1048576`, `512K`, `1MiB`, `1GB` (binary multiples).
 package func parseSize(_ text: String) -> Int? {
     let lower = String(text.lowercased().trimmingASCIISpaces())
-    let units: [(String, Int)] = [("gib", 1 << 30), ("gb", 1 << 30), ("g", 1 << 30), ("mib", 1 << 20), ("mb", 1 << 20), ("m", 1 << 20),
-                                  ("kib", 1 << 10), ("kb", 1 << 10), ("k", 1 << 10), ("b", 1)]
+    let units: [(String, Int)] = [
+        ("gib", 1 << 30), ("gb", 1 << 30), ("g", 1 << 30), ("mib", 1 << 20), ("mb", 1 << 20), ("m", 1 << 20),
+        ("kib", 1 << 10), ("kb", 1 << 10), ("k", 1 << 10), ("b", 1),
+    ]
     for (suffix, factor) in units where lower.hasSuffix(suffix) {
         guard let number = Int(lower.dropLast(suffix.count).trimmingASCIISpaces()), number >= 0 else { return nil }
         let (value, overflow) = number.multipliedReportingOverflow(by: factor)

@@ -20,9 +20,11 @@ public struct Console: Sendable {
     /// Everything on standard input (`notes add -`).
     public var readInput: @Sendable () -> [UInt8]
 
-    public init(out: @escaping @Sendable (String) -> Void, err: @escaping @Sendable (String) -> Void,
-                outBytes: (@Sendable ([UInt8]) -> Void)? = nil, isTerminal: Bool = false, outputIsTerminal: Bool = false,
-                readInput: @escaping @Sendable () -> [UInt8] = { [] }) {
+    public init(
+        out: @escaping @Sendable (String) -> Void, err: @escaping @Sendable (String) -> Void,
+        outBytes: (@Sendable ([UInt8]) -> Void)? = nil, isTerminal: Bool = false, outputIsTerminal: Bool = false,
+        readInput: @escaping @Sendable () -> [UInt8] = { [] }
+    ) {
         self.out = out
         self.err = err
         self.outBytes = outBytes ?? { out(String(decoding: $0, as: UTF8.self)) }
@@ -32,8 +34,9 @@ public struct Console: Sendable {
     }
 
     /// The process's standard output, error and input.
-    public static let standard = Console(out: { write(1, $0) }, err: { write(2, $0) }, outBytes: { write(1, $0) },
-                                         isTerminal: isatty(2) == 1, outputIsTerminal: isatty(1) == 1, readInput: readAll)
+    public static let standard = Console(
+        out: { write(1, $0) }, err: { write(2, $0) }, outBytes: { write(1, $0) },
+        isTerminal: isatty(2) == 1, outputIsTerminal: isatty(1) == 1, readInput: readAll)
 
     private static func write(_ fd: Int32, _ text: String) {
         var text = text
@@ -82,12 +85,12 @@ public enum ExitCode {
     public static let refused: Int32 = 6
 
     package static let help = """
-    EXIT CODES:
-      0  success                 4  conflict: the note changed meanwhile, nothing saved
-      1  failure                 5  server unreachable
-      2  usage error             6  refused by the server: invalid or too large
-      3  not found
-    """
+        EXIT CODES:
+          0  success                 4  conflict: the note changed meanwhile, nothing saved
+          1  failure                 5  server unreachable
+          2  usage error             6  refused by the server: invalid or too large
+          3  not found
+        """
 }
 
 /// A `jotter` command or command group: its help and how it reads its arguments.

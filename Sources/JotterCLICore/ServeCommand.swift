@@ -14,35 +14,43 @@ package struct ServeCommand: BlockingCommand {
     package static let summary = "Serve the API and the web app."
     package static let usage = "jotter serve [options]"
     package static let about = """
-    Serves the Jotter API and web app until SIGINT or SIGTERM, then stops accepting,
-    finishes the requests in flight and exits 0. SIGHUP reads --tls-cert and --tls-key
-    again: new connections get the new certificate, open ones keep theirs.
+        Serves the Jotter API and web app until SIGINT or SIGTERM, then stops accepting,
+        finishes the requests in flight and exits 0. SIGHUP reads --tls-cert and --tls-key
+        again: new connections get the new certificate, open ones keep theirs.
 
-    Each option is also read from the environment variable shown.
-    """
+        Each option is also read from the environment variable shown.
+        """
     static let host = Option.text("--host", value: "HOST", environment: "JOTTER_HOST", default: "127.0.0.1", help: "Address to listen on.")
-    static let port = Option.integer("--port", value: "PORT", environment: "JOTTER_PORT", default: "8080", in: 0...65535,
-                                     noun: "port number", help: "Port, 0 for any free one.")
+    static let port = Option.integer(
+        "--port", value: "PORT", environment: "JOTTER_PORT", default: "8080", in: 0...65535,
+        noun: "port number", help: "Port, 0 for any free one.")
     static let data = Option.text("--data", value: "DIR", environment: "JOTTER_DATA", default: "./jotter-data", help: "Data folder.")
-    static let threads = Option.integer("--threads", environment: "JOTTER_THREADS", default: "number of cores", in: 1...256,
-                                        help: "Engine threads.")
-    static let maxBodySize = Option.size("--max-body-size", environment: "JOTTER_MAX_BODY_SIZE", default: "1MiB", minimum: 1,
-                                         help: "Largest non-upload body, e.g. 1MiB.")
-    static let maxUploadSize = Option.size("--max-upload-size", environment: "JOTTER_MAX_UPLOAD_SIZE", default: "1GiB", minimum: 1,
-                                           help: "Largest sum of files in one upload, e.g. 1GiB.")
-    static let maxConnections = Option.integer("--max-connections", environment: "JOTTER_MAX_CONNECTIONS", default: "10000",
-                                               help: "Open connections in all.")
+    static let threads = Option.integer(
+        "--threads", environment: "JOTTER_THREADS", default: "number of cores", in: 1...256,
+        help: "Engine threads.")
+    static let maxBodySize = Option.size(
+        "--max-body-size", environment: "JOTTER_MAX_BODY_SIZE", default: "1MiB", minimum: 1,
+        help: "Largest non-upload body, e.g. 1MiB.")
+    static let maxUploadSize = Option.size(
+        "--max-upload-size", environment: "JOTTER_MAX_UPLOAD_SIZE", default: "1GiB", minimum: 1,
+        help: "Largest sum of files in one upload, e.g. 1GiB.")
+    static let maxConnections = Option.integer(
+        "--max-connections", environment: "JOTTER_MAX_CONNECTIONS", default: "10000",
+        help: "Open connections in all.")
     static let maxConnectionsPerAddress = Option.integer(
         "--max-connections-per-address", environment: "JOTTER_MAX_CONNECTIONS_PER_ADDRESS", default: "256",
         help: "Open connections from one client address (a --trusted-proxy is not held to it).")
-    static let idleTimeout = Option.integer("--idle-timeout", value: "SECONDS", environment: "JOTTER_IDLE_TIMEOUT", default: "30",
-                                            unit: "seconds", help: "Close connections idle this long.")
+    static let idleTimeout = Option.integer(
+        "--idle-timeout", value: "SECONDS", environment: "JOTTER_IDLE_TIMEOUT", default: "30",
+        unit: "seconds", help: "Close connections idle this long.")
     static let database = Option.text(
         "--database", value: "sqlite|URL", environment: "JOTTER_DATABASE_URL", default: "sqlite",
         help: "sqlite: jotter.sqlite in the data folder (one machine); a postgres:// URL: PostgreSQL, which any number of "
             + "instances may share.")
-    static let databasePool = Option.integer("--database-pool", environment: "JOTTER_DATABASE_POOL", in: 1...1000,
-                                             help: "PostgreSQL connections this instance opens at most.").defaulting(to: 8)
+    static let databasePool = Option.integer(
+        "--database-pool", environment: "JOTTER_DATABASE_POOL", in: 1...1000,
+        help: "PostgreSQL connections this instance opens at most."
+    ).defaulting(to: 8)
     static let blobStore = Option.text(
         "--blob-store", value: "URL", environment: "JOTTER_BLOB_STORE", default: "the data folder's uploads/",
         help: "With PostgreSQL: where upload bytes go, s3://BUCKET?endpoint=URL&region=R (credentials from AWS_ACCESS_KEY_ID "
@@ -52,8 +60,9 @@ package struct ServeCommand: BlockingCommand {
         default: "full",
         help: "SQLite durability: full syncs every commit before it is acknowledged; normal may lose the last commits on "
             + "power loss (not on a crash of jotter).")
-    static let minFreeSpace = Option.size("--min-free-space", environment: "JOTTER_MIN_FREE_SPACE", default: "64MiB",
-                                          help: "/healthz answers 503 when less is free for the data folder.")
+    static let minFreeSpace = Option.size(
+        "--min-free-space", environment: "JOTTER_MIN_FREE_SPACE", default: "64MiB",
+        help: "/healthz answers 503 when less is free for the data folder.")
     static let quiet = Option.flag("--quiet", environment: "JOTTER_QUIET", help: "No access log.")
     static let auth = Option.choice(
         "--auth", choices: [("required", AuthMode.required), ("off", .off)], environment: "JOTTER_AUTH",
@@ -71,9 +80,10 @@ package struct ServeCommand: BlockingCommand {
         help: "A reverse proxy (10.0.0.0/8, 127.0.0.1, ::1) whose Forwarded or X-Forwarded-For/-Proto headers give the client's "
             + "address and scheme (logs, sign-in limits, Secure cookies, HSTS); repeatable (the variable: separated by spaces). "
             + "From any other peer those headers are ignored; none by default.")
-    static let rateLimit = Option.integer("--rate-limit", environment: "JOTTER_RATE_LIMIT", default: "6000", in: 0...Int.max,
-                                          unit: "requests a minute",
-                                          help: "Requests a minute one token or session may make (429 beyond); 0 for no limit.")
+    static let rateLimit = Option.integer(
+        "--rate-limit", environment: "JOTTER_RATE_LIMIT", default: "6000", in: 0...Int.max,
+        unit: "requests a minute",
+        help: "Requests a minute one token or session may make (429 beyond); 0 for no limit.")
     static let userRateLimit = Option.integer(
         "--user-rate-limit", environment: "JOTTER_USER_RATE_LIMIT", default: "as --rate-limit", unit: "requests a minute",
         help: "Requests a minute one user may make with all their tokens and sessions together (429 beyond).")
@@ -92,8 +102,9 @@ package struct ServeCommand: BlockingCommand {
         "--feed-days", environment: "JOTTER_FEED_DAYS", default: "90", unit: "days",
         help: "Days GET /notes/changes remembers a deleted note; a client whose cursor is older gets a walk of "
             + "every note (reset) instead of the changes.")
-    static let tlsCert = Option.text("--tls-cert", value: "FILE", environment: "JOTTER_TLS_CERT",
-                                     help: "Serve HTTPS with this PEM certificate (chain).")
+    static let tlsCert = Option.text(
+        "--tls-cert", value: "FILE", environment: "JOTTER_TLS_CERT",
+        help: "Serve HTTPS with this PEM certificate (chain).")
     static let tlsKey = Option.text("--tls-key", value: "FILE", environment: "JOTTER_TLS_KEY", help: "The PEM private key of --tls-cert.")
 
     package static let options = [
@@ -193,8 +204,10 @@ package struct ServeCommand: BlockingCommand {
             var info = stat()
             if stat(prefix, &info) == 0 {
                 guard info.st_mode & S_IFMT == S_IFDIR else {
-                    throw ServeFailure(prefix == path ? "--data \(path) is a file, not a folder: give a folder (it is made if missing)"
-                                                      : "cannot make the data folder \(path): \(prefix) is a file, not a folder")
+                    throw ServeFailure(
+                        prefix == path
+                            ? "--data \(path) is a file, not a folder: give a folder (it is made if missing)"
+                            : "cannot make the data folder \(path): \(prefix) is a file, not a folder")
                 }
             } else if mkdir(prefix, 0o755) != 0 && errno != EEXIST {
                 throw ServeFailure("cannot make the data folder \(path): \(String(cString: strerror(errno))) (at \(prefix))")

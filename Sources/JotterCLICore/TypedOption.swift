@@ -25,7 +25,7 @@ package struct TypedOption<Value>: Sendable {
     /// This option with `fallback` when it is not given (and its help says `default …`: `shown`,
     /// or `fallback` as text).
     package func defaulting<Wrapped>(to fallback: Wrapped, shown: String? = nil) -> TypedOption<Wrapped>
-        where Value == Wrapped?, Wrapped: Sendable {
+    where Value == Wrapped?, Wrapped: Sendable {
         let read = self.read
         var option = option
         option.defaultValue = shown ?? "\(fallback)"
@@ -42,8 +42,10 @@ extension Option {
 
     /// A value taken as it is: a name, a path, a URL. `default` is what the help says is used
     /// when it is not given.
-    package static func text(_ names: String..., value: String, environment: String? = nil, default shown: String? = nil,
-                             help: String) -> TypedOption<String?> {
+    package static func text(
+        _ names: String..., value: String, environment: String? = nil, default shown: String? = nil,
+        help: String
+    ) -> TypedOption<String?> {
         let option = Option(names, value: value, environment: environment, default: shown, help: help)
         return TypedOption(option) { $0.text(option) }
     }
@@ -57,9 +59,11 @@ extension Option {
 
     /// A whole number in `range`. A bad one is said as `a whole number from 1 to 256`, `a
     /// positive whole number of days` (`unit`), `a port number from 0 to 65535` (`noun`).
-    package static func integer(_ names: String..., value: String = "N", environment: String? = nil, default shown: String? = nil,
-                                in range: ClosedRange<Int> = 1...Int.max, noun: String = "whole number", unit: String? = nil,
-                                help: String) -> TypedOption<Int?> {
+    package static func integer(
+        _ names: String..., value: String = "N", environment: String? = nil, default shown: String? = nil,
+        in range: ClosedRange<Int> = 1...Int.max, noun: String = "whole number", unit: String? = nil,
+        help: String
+    ) -> TypedOption<Int?> {
         let option = Option(names, value: value, environment: environment, default: shown, help: help)
         var expected = noun + (unit.map { " of " + $0 } ?? "")
         switch (range.lowerBound, range.upperBound) {
@@ -74,8 +78,10 @@ extension Option {
 
     /// A size such as `1048576`, `512K` or `1MiB` (binary multiples), in bytes, at least `minimum`;
     /// `default` is shown in the help and in the error as the example.
-    package static func size(_ names: String..., environment: String? = nil, default shown: String, minimum: Int = 0,
-                             help: String) -> TypedOption<Int?> {
+    package static func size(
+        _ names: String..., environment: String? = nil, default shown: String, minimum: Int = 0,
+        help: String
+    ) -> TypedOption<Int?> {
         let option = Option(names, value: "SIZE", environment: environment, default: shown, help: help)
         let expected = minimum > 0 ? "a size of \(minimum) byte\(minimum == 1 ? "" : "s") or more, such as \(shown)" : "a size such as \(shown)"
         return parsed(option, expected: expected) { parseSize($0).flatMap { $0 >= minimum ? $0 : nil } }
@@ -83,9 +89,11 @@ extension Option {
 
     /// One of `choices` (case does not matter): its value in the help and the completions is
     /// their names (`newest|oldest|updated`); a bad one is said as `newest, oldest or updated`.
-    package static func choice<Choice: Sendable>(_ names: String..., choices: [(name: String, value: Choice)],
-                                                 environment: String? = nil, default shown: String? = nil,
-                                                 help: String) -> TypedOption<Choice?> {
+    package static func choice<Choice: Sendable>(
+        _ names: String..., choices: [(name: String, value: Choice)],
+        environment: String? = nil, default shown: String? = nil,
+        help: String
+    ) -> TypedOption<Choice?> {
         let words = choices.map(\.name)
         let option = Option(names, value: words.joined(separator: "|"), environment: environment, default: shown, help: help)
         let expected = words.count > 1 ? words.dropLast().joined(separator: ", ") + " or " + words.last! : words.joined()
@@ -93,14 +101,18 @@ extension Option {
     }
 
     /// A value `convert` reads, `nil` when it can't: said as `expected` (`a duration such as 12h`).
-    package static func value<Value: Sendable>(_ names: String..., value: String, environment: String? = nil,
-                                               default shown: String? = nil, expected: String,
-                                               help: String, _ convert: @escaping @Sendable (String) -> Value?) -> TypedOption<Value?> {
+    package static func value<Value: Sendable>(
+        _ names: String..., value: String, environment: String? = nil,
+        default shown: String? = nil, expected: String,
+        help: String, _ convert: @escaping @Sendable (String) -> Value?
+    ) -> TypedOption<Value?> {
         parsed(Option(names, value: value, environment: environment, default: shown, help: help), expected: expected, convert)
     }
 
-    private static func parsed<Value>(_ option: Option, expected: String,
-                                      _ convert: @escaping @Sendable (String) -> Value?) -> TypedOption<Value?> {
+    private static func parsed<Value>(
+        _ option: Option, expected: String,
+        _ convert: @escaping @Sendable (String) -> Value?
+    ) -> TypedOption<Value?> {
         TypedOption(option) { arguments throws(UsageError) in
             guard let text = arguments.text(option) else { return nil }
             guard let value = convert(text) else { throw arguments.invalid(option, text, expected: expected) }

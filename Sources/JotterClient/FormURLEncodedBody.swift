@@ -80,7 +80,7 @@ public struct FormURLEncodedBody: Sendable, Hashable, ExpressibleByDictionaryLit
         for byte in text.utf8 {
             switch byte {
             case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
-                 UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "~"):
+                UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "~"):
                 bytes.append(byte)
             case UInt8(ascii: " ") where spaceAsPlus:
                 bytes.append(UInt8(ascii: "+"))

@@ -16,7 +16,9 @@ extension JotterClient {
     /// try issued.token.write(toFile: tokenFile, atomically: true, encoding: .utf8)
     /// ```
     @discardableResult
-    public func signIn(name: String, password: String, label: String = "", expiresIn seconds: Int? = nil) async throws(JotterClientError) -> IssuedToken {
+    public func signIn(name: String, password: String, label: String = "", expiresIn seconds: Int? = nil) async throws(JotterClientError)
+        -> IssuedToken
+    {
         var request = makeRequest("POST", "/auth/sessions")
         var fields = [("name", name), ("password", password), ("kind", "token"), ("label", label)]
         if let seconds { fields.append(("expires_in", String(seconds))) }
@@ -35,7 +37,7 @@ extension JotterClient {
     public func signOut() async throws(JotterClientError) {
         do {
             _ = try await send(makeRequest("DELETE", "/auth/sessions/current"))
-        } catch where error.isUnauthorized {
+        } catch  where error.isUnauthorized {
             // Revoked or expired already: signed out all the same.
         }
         token = nil

@@ -31,8 +31,10 @@ extension JotterClient {
         /// Fetches one file of the snapshot — `jotter.sqlite` or `uploads/<id>` — into
         /// `destination`, resuming a partial file there.
         @discardableResult
-        public func download(_ backup: Backup, file: String, to destination: URL,
-                             progress: (@Sendable (TransferProgress) -> Void)? = nil) async throws(JotterClientError) -> DownloadResult {
+        public func download(
+            _ backup: Backup, file: String, to destination: URL,
+            progress: (@Sendable (TransferProgress) -> Void)? = nil
+        ) async throws(JotterClientError) -> DownloadResult {
             let size: Int64
             if file == "jotter.sqlite" {
                 size = backup.databaseSize
@@ -41,7 +43,8 @@ extension JotterClient {
             } else {
                 throw .localFile("\(file) is not a file of backup \(backup.id)")
             }
-            let path = "/admin/backups/" + JotterClient.segment(backup.id) + "/files/"
+            let path =
+                "/admin/backups/" + JotterClient.segment(backup.id) + "/files/"
                 + file.split(separator: "/").map { JotterClient.segment(String($0)) }.joined(separator: "/")
             let request = client.makeRequest("GET", path, headers: ["Accept": "*/*"])
             let client = self.client
@@ -55,14 +58,21 @@ extension JotterClient {
                 if existing < size {
                     var request = request
                     if existing > 0 { request.setValue("bytes=\(existing)-", forHTTPHeaderField: "Range") }
-                    try await client.stream(request, response: { head throws(JotterClientError) in
-                        if head.statusCode != 206 && written > 0 {
-                            do { try handle.truncate(atOffset: 0) } catch { throw .localFile("cannot write \(destination.path): \(error.localizedDescription)") }
-                            written = 0
+                    try await client.stream(
+                        request,
+                        response: { head throws(JotterClientError) in
+                            if head.statusCode != 206 && written > 0 {
+                                do { try handle.truncate(atOffset: 0) } catch {
+                                    throw .localFile("cannot write \(destination.path): \(error.localizedDescription)")
+                                }
+                                written = 0
+                            }
+                            progress?(TransferProgress(completed: written, total: size))
                         }
-                        progress?(TransferProgress(completed: written, total: size))
-                    }) { chunk throws(JotterClientError) in
-                        do { try handle.write(contentsOf: chunk) } catch { throw .localFile("cannot write \(destination.path): \(error.localizedDescription)") }
+                    ) { chunk throws(JotterClientError) in
+                        do { try handle.write(contentsOf: chunk) } catch {
+                            throw .localFile("cannot write \(destination.path): \(error.localizedDescription)")
+                        }
                         written += Int64(chunk.count)
                         progress?(TransferProgress(completed: written, total: size))
                     }

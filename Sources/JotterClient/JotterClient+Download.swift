@@ -43,16 +43,19 @@ extension JotterClient.Uploads {
     /// print("\(result.size) bytes, \(result.resumedFrom) of them from an earlier attempt")
     /// ```
     @discardableResult
-    public func download(_ id: String, to destination: URL, replacing: Bool = false,
-                         progress: (@Sendable (TransferProgress) -> Void)? = nil) async throws(JotterClientError) -> DownloadResult {
+    public func download(
+        _ id: String, to destination: URL, replacing: Bool = false,
+        progress: (@Sendable (TransferProgress) -> Void)? = nil
+    ) async throws(JotterClientError) -> DownloadResult {
         let upload = try await get(id)
         if FileManager.default.fileExists(atPath: destination.path) {
             if (try? Self.sha256(of: destination)) == upload.sha256 {
                 return DownloadResult(url: destination, size: upload.size, resumedFrom: upload.size, alreadyComplete: true)
             }
             guard replacing else {
-                throw JotterClientError(kind: .destinationExists,
-                                        message: "\(destination.path) already exists and is not upload \(upload.id): it was left untouched")
+                throw JotterClientError(
+                    kind: .destinationExists,
+                    message: "\(destination.path) already exists and is not upload \(upload.id): it was left untouched")
             }
         }
         let partial = URL(fileURLWithPath: destination.path + ".jotter-part-" + upload.sha256.prefix(16))
@@ -69,13 +72,18 @@ extension JotterClient.Uploads {
                 var request = request
                 request.setValue("bytes=\(existing)-", forHTTPHeaderField: "Range")
                 request.setValue("\"\(upload.sha256)\"", forHTTPHeaderField: "If-Range")
-                try await fetch(request, upload: upload, from: existing, progress: progress, restart: { () throws(JotterClientError) in
-                    // The whole content came instead of the rest: start the file again.
-                    do { try file.truncate(atOffset: 0) } catch { throw .localFile("cannot write \(partial.path): \(error.localizedDescription)") }
-                    hash = ContentHash()
-                    written = 0
-                    kept = 0
-                }) { chunk throws(JotterClientError) in
+                try await fetch(
+                    request, upload: upload, from: existing, progress: progress,
+                    restart: { () throws(JotterClientError) in
+                        // The whole content came instead of the rest: start the file again.
+                        do { try file.truncate(atOffset: 0) } catch {
+                            throw .localFile("cannot write \(partial.path): \(error.localizedDescription)")
+                        }
+                        hash = ContentHash()
+                        written = 0
+                        kept = 0
+                    }
+                ) { chunk throws(JotterClientError) in
                     do { try file.write(contentsOf: chunk) } catch { throw .localFile("cannot write \(partial.path): \(error.localizedDescription)") }
                     chunk.withUnsafeBytes { hash.update($0) }
                     written += Int64(chunk.count)
@@ -84,8 +92,9 @@ extension JotterClient.Uploads {
             let digest = hash.finish()
             guard written == upload.size, digest == upload.sha256 else {
                 try? FileManager.default.removeItem(at: partial)
-                throw .invalidResponse("the downloaded bytes (\(written), SHA-256 \(digest.prefix(12))…) are not upload \(upload.id) "
-                                       + "(\(upload.size), \(upload.sha256.prefix(12))…); the partial file was removed")
+                throw .invalidResponse(
+                    "the downloaded bytes (\(written), SHA-256 \(digest.prefix(12))…) are not upload \(upload.id) "
+                        + "(\(upload.size), \(upload.sha256.prefix(12))…); the partial file was removed")
             }
             return kept
         }
@@ -103,21 +112,25 @@ extension JotterClient.Uploads {
     /// try await client.uploads.download(upload.id) { chunk in FileHandle.standardOutput.write(chunk) }
     /// ```
     @discardableResult
-    public func download(_ id: String, progress: (@Sendable (TransferProgress) -> Void)? = nil,
-                         write: (Data) throws(JotterClientError) -> Void) async throws(JotterClientError) -> Upload {
+    public func download(
+        _ id: String, progress: (@Sendable (TransferProgress) -> Void)? = nil,
+        write: (Data) throws(JotterClientError) -> Void
+    ) async throws(JotterClientError) -> Upload {
         let upload = try await get(id)
         var hash = ContentHash()
         var written: Int64 = 0
         let request = client.makeRequest("GET", "/uploads/" + JotterClient.segment(id) + "/content", headers: ["Accept": "*/*"])
-        try await fetch(request, upload: upload, from: 0, progress: progress, restart: { () throws(JotterClientError) in }) { chunk throws(JotterClientError) in
+        try await fetch(request, upload: upload, from: 0, progress: progress, restart: { () throws(JotterClientError) in }) {
+            chunk throws(JotterClientError) in
             try write(chunk)
             chunk.withUnsafeBytes { hash.update($0) }
             written += Int64(chunk.count)
         }
         let digest = hash.finish()
         guard written == upload.size, digest == upload.sha256 else {
-            throw .invalidResponse("the downloaded bytes (\(written), SHA-256 \(digest.prefix(12))…) are not upload \(upload.id) "
-                                   + "(\(upload.size), \(upload.sha256.prefix(12))…)")
+            throw .invalidResponse(
+                "the downloaded bytes (\(written), SHA-256 \(digest.prefix(12))…) are not upload \(upload.id) "
+                    + "(\(upload.size), \(upload.sha256.prefix(12))…)")
         }
         return upload
     }
@@ -125,20 +138,25 @@ extension JotterClient.Uploads {
     /// One `GET` of the content from byte `offset` (`Range` in `request` when it is not 0):
     /// `restart` when the server sends the whole content instead, then every chunk to `write`.
     /// Progress is reported once where the transfer starts, then after each chunk.
-    private func fetch(_ request: URLRequest, upload: Upload, from offset: Int64, progress: (@Sendable (TransferProgress) -> Void)?,
-                       restart: () throws(JotterClientError) -> Void,
-                       write: (Data) throws(JotterClientError) -> Void) async throws(JotterClientError) {
+    private func fetch(
+        _ request: URLRequest, upload: Upload, from offset: Int64, progress: (@Sendable (TransferProgress) -> Void)?,
+        restart: () throws(JotterClientError) -> Void,
+        write: (Data) throws(JotterClientError) -> Void
+    ) async throws(JotterClientError) {
         var completed = offset
-        try await client.stream(request, viaSessionUnless: true, response: { head throws(JotterClientError) in
-            if head.statusCode == 206 {
-                guard Self.rangeStart(head) == offset else { throw .invalidResponse("a range that does not start at byte \(offset)") }
-            } else if offset > 0 {
-                completed = 0
-                try restart()
+        try await client.stream(
+            request, viaSessionUnless: true,
+            response: { head throws(JotterClientError) in
+                if head.statusCode == 206 {
+                    guard Self.rangeStart(head) == offset else { throw .invalidResponse("a range that does not start at byte \(offset)") }
+                } else if offset > 0 {
+                    completed = 0
+                    try restart()
+                }
+                // Where this transfer starts: a rate counts only what is fetched now.
+                progress?(TransferProgress(completed: completed, total: upload.size))
             }
-            // Where this transfer starts: a rate counts only what is fetched now.
-            progress?(TransferProgress(completed: completed, total: upload.size))
-        }) { chunk throws(JotterClientError) in
+        ) { chunk throws(JotterClientError) in
             try write(chunk)
             completed += Int64(chunk.count)
             progress?(TransferProgress(completed: completed, total: upload.size))

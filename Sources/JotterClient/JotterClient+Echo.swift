@@ -33,11 +33,15 @@ extension JotterClient {
     ///   - method: any method; GET, PUT and DELETE are retried as `RetryPolicy` says.
     ///   - query: sent as the query string.
     ///   - headers: extra request headers (they come back in `headers`).
-    public func echo(method: String = "GET", query: FormURLEncodedBody = [:], body: EchoBody? = nil,
-                     headers: [String: String] = [:]) async throws(JotterClientError) -> EchoResponse {
+    public func echo(
+        method: String = "GET", query: FormURLEncodedBody = [:], body: EchoBody? = nil,
+        headers: [String: String] = [:]
+    ) async throws(JotterClientError) -> EchoResponse {
         if body != nil, ["GET", "HEAD"].contains(method.uppercased()) {
-            throw JotterClientError(kind: .invalidRequest, message: "a \(method.uppercased()) request can't carry a body here (URLSession on Linux refuses it); "
-                                    + "send the fields as the query, or use POST")
+            throw JotterClientError(
+                kind: .invalidRequest,
+                message: "a \(method.uppercased()) request can't carry a body here (URLSession on Linux refuses it); "
+                    + "send the fields as the query, or use POST")
         }
         var request = makeRequest(method.uppercased(), "/echo", query: query, headers: headers)
         let data: Data

@@ -82,8 +82,10 @@ extension JotterClient.Notes {
     ///   - lastEventID: resume after this event (a `NoteEvent.id` you saw before).
     ///   - onReconnect: called when an established connection dropped, before waiting to
     ///     connect again (to tell the user).
-    public func events(lastEventID: Int64? = nil,
-                       onReconnect: (@Sendable (EventStreamInterruption) -> Void)? = nil) -> AsyncThrowingStream<NoteEvent, any Error> {
+    public func events(
+        lastEventID: Int64? = nil,
+        onReconnect: (@Sendable (EventStreamInterruption) -> Void)? = nil
+    ) -> AsyncThrowingStream<NoteEvent, any Error> {
         let (stream, continuation) = AsyncThrowingStream.makeStream(of: NoteEvent.self)
         let client = self.client
         let task = Task {
@@ -116,7 +118,7 @@ struct EventSubscription {
     /// Runs until cancelled, or until an error that reconnecting can't mend.
     mutating func run(_ deliver: (NoteEvent) -> Void) async throws(JotterClientError) -> Never {
         var opened = false  // a connection was established at least once
-        var failures = 0    // consecutive failed attempts
+        var failures = 0  // consecutive failed attempts
         while true {
             var reason = JotterClientError(kind: .transport, message: "the server ended the event stream")
             do {

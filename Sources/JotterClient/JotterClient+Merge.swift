@@ -32,8 +32,10 @@ extension JotterClient.Notes {
     /// let answer = try await client.notes.update(note.id, body: text, baseVersion: note.version)
     /// if answer.merge?.result == "overlap" { show(answer.note) }
     /// ```
-    public func update(_ id: String, body: String, baseVersion: Int,
-                       idempotencyKey: String? = nil) async throws(JotterClientError) -> NoteEnvelope {
+    public func update(
+        _ id: String, body: String, baseVersion: Int,
+        idempotencyKey: String? = nil
+    ) async throws(JotterClientError) -> NoteEnvelope {
         var headers = ["Base-Version": String(baseVersion)]
         if let idempotencyKey { headers["Idempotency-Key"] = idempotencyKey }
         var request = client.makeRequest("PUT", "/notes/" + JotterClient.segment(id), headers: headers)

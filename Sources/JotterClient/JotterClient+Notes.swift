@@ -38,8 +38,10 @@ extension JotterClient {
         ///   - limit: notes per page (server default 100, at most 1000).
         ///   - after: the id the page starts after (a cursor; with `.newestFirst`, smaller ids).
         ///   - order: newest first (default), oldest first, or the last changed first.
-        public func list(query: String? = nil, limit: Int? = nil, after: String? = nil,
-                         order: Order = .newestFirst) async throws(JotterClientError) -> NoteList {
+        public func list(
+            query: String? = nil, limit: Int? = nil, after: String? = nil,
+            order: Order = .newestFirst
+        ) async throws(JotterClientError) -> NoteList {
             var parameters = FormURLEncodedBody()
             if let limit { parameters.append("limit", String(limit)) }
             if order != .newestFirst { parameters.append("order", order.rawValue) }

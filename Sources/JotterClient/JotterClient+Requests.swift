@@ -96,8 +96,10 @@ extension JotterClient {
         }
         var head: HTTPURLResponse?
         var data = Data()
-        for try await event in SocketExchange.run(request, headers: sessionHeaders, body: .data(body), idleTimeout: configuration.requestTimeout,
-                                                  trust: configuration.trust, counter: sockets) {
+        for try await event in SocketExchange.run(
+            request, headers: sessionHeaders, body: .data(body), idleTimeout: configuration.requestTimeout,
+            trust: configuration.trust, counter: sockets)
+        {
             switch event {
             case .response(let response): head = response
             case .data(let chunk): data.append(chunk)
@@ -111,7 +113,8 @@ extension JotterClient {
 
     /// Sends `request` and decodes its JSON answer.
     func send<T: Decodable>(_ request: URLRequest, decoding type: T.Type) async throws(JotterClientError)
-        -> (value: T, response: HTTPURLResponse) {
+        -> (value: T, response: HTTPURLResponse)
+    {
         let (data, response) = try await send(request)
         return (try Self.decode(type, from: data), response)
     }
@@ -123,8 +126,11 @@ extension JotterClient {
             do {
                 return try await attempt()
             } catch {
-                guard let delay = configuration.retry.delay(after: error, attempt: count, method: request.httpMethod ?? "GET",
-                                                            idempotencyKey: request.value(forHTTPHeaderField: "Idempotency-Key") != nil) else {
+                guard
+                    let delay = configuration.retry.delay(
+                        after: error, attempt: count, method: request.httpMethod ?? "GET",
+                        idempotencyKey: request.value(forHTTPHeaderField: "Idempotency-Key") != nil)
+                else {
                     throw error
                 }
                 try await Self.pause(delay)

@@ -34,9 +34,11 @@ extension JotterClient.Uploads {
     ///   - progress: the bytes the server has acknowledged so far, resumed ones included (a
     ///     trailing closure is this one).
     ///   - resumed: called once with the offset the upload went on from (0 for a new one).
-    public func resumableUpload(fileAt url: URL, state: URL, noteID: String? = nil, filename: String? = nil, contentType: String? = nil,
-                                chunkSize: Int = 8 << 20, progress: (@Sendable (TransferProgress) -> Void)? = nil,
-                                resumed: (@Sendable (Int64) -> Void)? = nil) async throws(JotterClientError) -> Upload {
+    public func resumableUpload(
+        fileAt url: URL, state: URL, noteID: String? = nil, filename: String? = nil, contentType: String? = nil,
+        chunkSize: Int = 8 << 20, progress: (@Sendable (TransferProgress) -> Void)? = nil,
+        resumed: (@Sendable (Int64) -> Void)? = nil
+    ) async throws(JotterClientError) -> Upload {
         let attributes: [FileAttributeKey: Any]
         do { attributes = try FileManager.default.attributesOfItem(atPath: url.path) } catch {
             throw .localFile("cannot read \(url.path): \(error.localizedDescription)")
@@ -48,14 +50,15 @@ extension JotterClient.Uploads {
         var location: URL?
         var offset: Int64 = 0
         if let data = try? Data(contentsOf: state), let saved = try? JSONDecoder().decode(ResumableUploadState.self, from: data),
-           saved.path == url.path, saved.size == size, saved.modified == modified, let known = URL(string: saved.location) {
+            saved.path == url.path, saved.size == size, saved.modified == modified, let known = URL(string: saved.location)
+        {
             do {
                 let (_, head) = try await client.send(client.makeRequest("HEAD", url: known, headers: tus))
                 if let text = head.value(forHTTPHeaderField: "Upload-Offset"), let value = Int64(text), value <= size {
                     location = known
                     offset = value
                 }
-            } catch where error.isNotFound {
+            } catch  where error.isNotFound {
                 // Expired or cancelled: start again.
             }
         }
@@ -65,10 +68,12 @@ extension JotterClient.Uploads {
             let metadata = "filename \(Data(name.utf8).base64EncodedString()),filetype \(Data(type.utf8).base64EncodedString())"
             var query: FormURLEncodedBody = [:]
             if let noteID { query.append("note_id", noteID) }
-            let request = client.makeRequest("POST", "/uploads", query: query,
-                                             headers: tus.merging(["Upload-Length": String(size), "Upload-Metadata": metadata]) { $1 })
+            let request = client.makeRequest(
+                "POST", "/uploads", query: query,
+                headers: tus.merging(["Upload-Length": String(size), "Upload-Metadata": metadata]) { $1 })
             let (_, created) = try await client.send(request)
-            guard let text = created.value(forHTTPHeaderField: "Location"), let made = URL(string: text, relativeTo: client.baseURL)?.absoluteURL else {
+            guard let text = created.value(forHTTPHeaderField: "Location"), let made = URL(string: text, relativeTo: client.baseURL)?.absoluteURL
+            else {
                 throw .invalidResponse("the server gave no Location for the upload")
             }
             location = made
@@ -93,9 +98,11 @@ extension JotterClient.Uploads {
                 throw .localFile("cannot read \(url.path): \(error.localizedDescription)")
             }
             guard !chunk.isEmpty else { throw .localFile("\(url.path) got shorter while it was uploaded") }
-            var request = client.makeRequest("PATCH", url: location, headers: tus.merging([
-                "Upload-Offset": String(offset), "Content-Type": "application/offset+octet-stream",
-            ]) { $1 })
+            var request = client.makeRequest(
+                "PATCH", url: location,
+                headers: tus.merging([
+                    "Upload-Offset": String(offset), "Content-Type": "application/offset+octet-stream",
+                ]) { $1 })
             request.httpBody = chunk
             let (_, answer) = try await client.send(request)
             guard let text = answer.value(forHTTPHeaderField: "Upload-Offset"), let next = Int64(text), next > offset else {

@@ -12,12 +12,16 @@ extension JotterClient.Notes {
     /// ```swift
     /// let page = try await client.notes.revisions("42")          // page.revisions[0] is the current version
     /// ```
-    public func revisions(_ id: String, inTrash: Bool = false, limit: Int? = nil, after version: Int? = nil) async throws(JotterClientError) -> RevisionList {
+    public func revisions(_ id: String, inTrash: Bool = false, limit: Int? = nil, after version: Int? = nil) async throws(JotterClientError)
+        -> RevisionList
+    {
         var parameters = FormURLEncodedBody()
         if let limit { parameters.append("limit", String(limit)) }
         if let version { parameters.append("after", String(version)) }
-        return try await client.send(client.makeRequest("GET", Self.historyPath(id, inTrash: inTrash), query: parameters),
-                                     decoding: RevisionList.self).value
+        return try await client.send(
+            client.makeRequest("GET", Self.historyPath(id, inTrash: inTrash), query: parameters),
+            decoding: RevisionList.self
+        ).value
     }
 
     /// Every kept version of the note (in the trash with `inTrash`), newest first (every page).
@@ -28,8 +32,10 @@ extension JotterClient.Notes {
     /// `GET /notes/{id}/revisions/{version}`: that version, with its body (of a note in the
     /// trash with `inTrash`: `GET /notes/trash/{id}/revisions/{version}`).
     public func revision(_ id: String, version: Int, inTrash: Bool = false) async throws(JotterClientError) -> Revision {
-        try await client.send(client.makeRequest("GET", Self.historyPath(id, inTrash: inTrash) + "/\(version)"),
-                              decoding: RevisionEnvelope.self).value.revision
+        try await client.send(
+            client.makeRequest("GET", Self.historyPath(id, inTrash: inTrash) + "/\(version)"),
+            decoding: RevisionEnvelope.self
+        ).value.revision
     }
 
     private static func historyPath(_ id: String, inTrash: Bool) -> String {

@@ -11,10 +11,12 @@ extension JotterClient {
     ///
     /// An error status throws with the server's problem details (the body is collected, not
     /// handed over). Cancelling the calling task cancels `task`.
-    func stream(_ task: URLSessionTask,
-                sent: (Int64) -> Void = { _ in },
-                response: (HTTPURLResponse) throws(JotterClientError) -> Void = { _ in },
-                data: (Data) throws(JotterClientError) -> Void) async throws(JotterClientError) {
+    func stream(
+        _ task: URLSessionTask,
+        sent: (Int64) -> Void = { _ in },
+        response: (HTTPURLResponse) throws(JotterClientError) -> Void = { _ in },
+        data: (Data) throws(JotterClientError) -> Void
+    ) async throws(JotterClientError) {
         try await stream(tasks.run(task), url: task.originalRequest?.url, sent: sent, response: response, data: data)
     }
 
@@ -23,17 +25,22 @@ extension JotterClient {
     /// `stream(_:sent:response:data:)`.
     ///
     /// `viaSessionUnless`: only what needs the SDK's own TLS goes over a socket (a download).
-    func stream(_ request: URLRequest, body: MultipartFormData? = nil, viaSessionUnless ownTLSOnly: Bool = false,
-                sent: (Int64) -> Void = { _ in },
-                response: (HTTPURLResponse) throws(JotterClientError) -> Void = { _ in },
-                data: (Data) throws(JotterClientError) -> Void) async throws(JotterClientError) {
+    func stream(
+        _ request: URLRequest, body: MultipartFormData? = nil, viaSessionUnless ownTLSOnly: Bool = false,
+        sent: (Int64) -> Void = { _ in },
+        response: (HTTPURLResponse) throws(JotterClientError) -> Void = { _ in },
+        data: (Data) throws(JotterClientError) -> Void
+    ) async throws(JotterClientError) {
         let request = try await adapted(request)
         #if canImport(FoundationNetworking)
-        if ownTLSOnly ? SocketExchange.needsOwnTLS(request.url, trust: configuration.trust)
-            : SocketExchange.handles(request.url, trust: configuration.trust) {
-            let events = SocketExchange.run(request, headers: sessionHeaders,
-                                            body: body.map { .segments($0.segments, length: $0.contentLength) } ?? .none,
-                                            idleTimeout: configuration.requestTimeout, trust: configuration.trust, counter: sockets)
+        if ownTLSOnly
+            ? SocketExchange.needsOwnTLS(request.url, trust: configuration.trust)
+            : SocketExchange.handles(request.url, trust: configuration.trust)
+        {
+            let events = SocketExchange.run(
+                request, headers: sessionHeaders,
+                body: body.map { .segments($0.segments, length: $0.contentLength) } ?? .none,
+                idleTimeout: configuration.requestTimeout, trust: configuration.trust, counter: sockets)
             return try await stream(events, url: request.url, sent: sent, response: response, data: data)
         }
         #endif
@@ -59,10 +66,12 @@ extension JotterClient {
         }
     }
 
-    private func stream(_ events: AsyncThrowingStream<TaskEvent, any Error>, url: URL?,
-                        sent: (Int64) -> Void,
-                        response: (HTTPURLResponse) throws(JotterClientError) -> Void,
-                        data: (Data) throws(JotterClientError) -> Void) async throws(JotterClientError) {
+    private func stream(
+        _ events: AsyncThrowingStream<TaskEvent, any Error>, url: URL?,
+        sent: (Int64) -> Void,
+        response: (HTTPURLResponse) throws(JotterClientError) -> Void,
+        data: (Data) throws(JotterClientError) -> Void
+    ) async throws(JotterClientError) {
         var failure: (head: HTTPURLResponse, body: Data)?
         do {
             for try await event in events {

@@ -48,8 +48,10 @@ extension JotterClient {
         ///   - contentType: default: guessed from the extension.
         ///   - progress: called as the body goes out, often and from a background thread: keep
         ///     it quick and throttle what you draw.
-        public func upload(fileAt url: URL, noteID: String? = nil, filename: String? = nil, contentType: String? = nil,
-                           progress: (@Sendable (TransferProgress) -> Void)? = nil) async throws(JotterClientError) -> Upload {
+        public func upload(
+            fileAt url: URL, noteID: String? = nil, filename: String? = nil, contentType: String? = nil,
+            progress: (@Sendable (TransferProgress) -> Void)? = nil
+        ) async throws(JotterClientError) -> Upload {
             var form = MultipartFormData()
             if let noteID { form.append(noteID, name: "note_id") }
             try form.append(fileAt: url, name: "file", filename: filename, contentType: contentType)
@@ -59,8 +61,10 @@ extension JotterClient {
 
         /// `POST /uploads` with a body you built: every file part is stored; a `note_id` field
         /// attaches them. Never retried.
-        public func upload(_ form: MultipartFormData,
-                           progress: (@Sendable (TransferProgress) -> Void)? = nil) async throws(JotterClientError) -> [Upload] {
+        public func upload(
+            _ form: MultipartFormData,
+            progress: (@Sendable (TransferProgress) -> Void)? = nil
+        ) async throws(JotterClientError) -> [Upload] {
             let (data, _) = try await client.send(form, request: client.makeRequest("POST", "/uploads"), progress: progress)
             return try JotterClient.decode(UploadList.self, from: data).uploads
         }
@@ -90,8 +94,10 @@ extension JotterClient {
     /// stream. On Apple platforms it is written to a temporary file and sent with
     /// `uploadTask(with:fromFile:)` and its Content-Length, progress from the delegate. Retried
     /// only if the method is idempotent.
-    func send(_ form: MultipartFormData, request: URLRequest,
-              progress: (@Sendable (TransferProgress) -> Void)?) async throws(JotterClientError) -> (Data, HTTPURLResponse) {
+    func send(
+        _ form: MultipartFormData, request: URLRequest,
+        progress: (@Sendable (TransferProgress) -> Void)?
+    ) async throws(JotterClientError) -> (Data, HTTPURLResponse) {
         var request = request
         request.setValue(form.contentType, forHTTPHeaderField: "Content-Type")
         let total = form.contentLength
@@ -113,7 +119,9 @@ extension JotterClient {
             defer { try? FileManager.default.removeItem(at: file) }
             var body = Data()
             var head: HTTPURLResponse?
-            try await stream(session.uploadTask(with: try await adapted(request), fromFile: file), sent: report, response: { head = $0 }) { body.append($0) }
+            try await stream(session.uploadTask(with: try await adapted(request), fromFile: file), sent: report, response: { head = $0 }) {
+                body.append($0)
+            }
             guard let head else { throw .invalidResponse("no response") }
             return (body, head)
             #endif

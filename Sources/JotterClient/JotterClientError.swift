@@ -63,8 +63,10 @@ public struct JotterClientError: Error, Sendable, CustomStringConvertible {
     /// What happened, in one line.
     public let message: String
 
-    init(kind: Kind, status: Int? = nil, problem: ProblemDetails? = nil, urlErrorCode: URLError.Code? = nil,
-         retryAfter: Double? = nil, message: String) {
+    init(
+        kind: Kind, status: Int? = nil, problem: ProblemDetails? = nil, urlErrorCode: URLError.Code? = nil,
+        retryAfter: Double? = nil, message: String
+    ) {
         self.kind = kind
         self.status = status
         self.problem = problem
@@ -106,9 +108,10 @@ extension JotterClientError {
         let problem = try? JSONDecoder().decode(ProblemDetails.self, from: body)
         let reason = problem?.title ?? HTTPURLResponse.localizedString(forStatusCode: status).capitalized
         let detail = problem?.detail.map { ": \($0)" } ?? ""
-        return JotterClientError(kind: .httpStatus, status: status, problem: problem,
-                                 retryAfter: response.flatMap { RetryPolicy.retryAfter($0) },
-                                 message: "\(status) \(reason)\(detail)")
+        return JotterClientError(
+            kind: .httpStatus, status: status, problem: problem,
+            retryAfter: response.flatMap { RetryPolicy.retryAfter($0) },
+            message: "\(status) \(reason)\(detail)")
     }
 
     /// Maps anything URLSession throws: cancellation (which Linux reports as `URLError(.cancelled)`)
@@ -131,27 +134,29 @@ extension JotterClientError {
             } else if what.contains("wrong version number") {
                 // OpenSSL's SSL_R_WRONG_VERSION_NUMBER (0A00010B): the answer was no TLS record —
                 // an HTTP server's plain answer to the handshake.
-                let plain = url.flatMap { url -> String? in
-                    guard var parts = URLComponents(url: url, resolvingAgainstBaseURL: true) else { return nil }
-                    parts.scheme = "http"
-                    parts.path = ""
-                    parts.query = nil
-                    return parts.url?.absoluteString
-                } ?? "http://"
+                let plain =
+                    url.flatMap { url -> String? in
+                        guard var parts = URLComponents(url: url, resolvingAgainstBaseURL: true) else { return nil }
+                        parts.scheme = "http"
+                        parts.path = ""
+                        parts.query = nil
+                        return parts.url?.absoluteString
+                    } ?? "http://"
                 what = "TLS: \(Self.plainHTTPAnswer); use \(plain)"
             } else if !what.hasPrefix("TLS: ") {
                 what = "TLS: \(what)"
             }
             return JotterClientError(kind: .tls, urlErrorCode: urlError.code, message: "\(what) (connecting to\(place))")
         }
-        let what = switch urlError.code {
-        case .cannotConnectToHost: "cannot connect to\(place) (connection refused)"
-        case .timedOut: "timed out waiting for\(place)"
-        case .cannotFindHost, .dnsLookupFailed: "cannot find host\(place)"
-        case .networkConnectionLost: "the connection to\(place) was lost"
-        case .notConnectedToInternet: "not connected to a network"
-        default: "cannot reach\(place): \(urlError.localizedDescription) (URLError \(urlError.code.rawValue))"
-        }
+        let what =
+            switch urlError.code {
+            case .cannotConnectToHost: "cannot connect to\(place) (connection refused)"
+            case .timedOut: "timed out waiting for\(place)"
+            case .cannotFindHost, .dnsLookupFailed: "cannot find host\(place)"
+            case .networkConnectionLost: "the connection to\(place) was lost"
+            case .notConnectedToInternet: "not connected to a network"
+            default: "cannot reach\(place): \(urlError.localizedDescription) (URLError \(urlError.code.rawValue))"
+            }
         return JotterClientError(kind: .transport, urlErrorCode: urlError.code, message: what)
     }
 
@@ -159,9 +164,11 @@ extension JotterClientError {
     /// reports as `URLError(.unknown)` ("SSL certificate problem: unable to get local issuer
     /// certificate").
     static func isTLS(_ error: URLError) -> Bool {
-        let codes: Set<URLError.Code> = [.secureConnectionFailed, .serverCertificateHasBadDate, .serverCertificateUntrusted,
-                                         .serverCertificateHasUnknownRoot, .serverCertificateNotYetValid,
-                                         .clientCertificateRejected, .clientCertificateRequired]
+        let codes: Set<URLError.Code> = [
+            .secureConnectionFailed, .serverCertificateHasBadDate, .serverCertificateUntrusted,
+            .serverCertificateHasUnknownRoot, .serverCertificateNotYetValid,
+            .clientCertificateRejected, .clientCertificateRequired,
+        ]
         if codes.contains(error.code) { return true }
         let text = error.localizedDescription
         return error.code == .unknown && (text.contains("SSL") || text.contains("TLS") || text.contains("certificate"))

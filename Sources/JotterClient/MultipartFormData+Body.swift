@@ -40,7 +40,8 @@ extension MultipartFormData {
     /// ```
     public func writeBody(to url: URL) throws(JotterClientError) {
         guard FileManager.default.createFile(atPath: url.path, contents: nil),
-              let output = try? FileHandle(forWritingTo: url) else {
+            let output = try? FileHandle(forWritingTo: url)
+        else {
             throw .localFile("cannot write \(url.path)")
         }
         defer { try? output.close() }

@@ -69,8 +69,10 @@ public struct MultipartFormData: Sendable {
             throw .localFile("cannot upload \(url.path): not a readable regular file")
         }
         let size = (attributes[.size] as? NSNumber)?.int64Value ?? 0
-        parts.append(.file(name: name, url: url, filename: filename ?? url.lastPathComponent,
-                           contentType: contentType ?? Self.contentType(forExtension: url.pathExtension), size: size))
+        parts.append(
+            .file(
+                name: name, url: url, filename: filename ?? url.lastPathComponent,
+                contentType: contentType ?? Self.contentType(forExtension: url.pathExtension), size: size))
     }
 
     /// The body's size in bytes (the files' sizes when they were appended).

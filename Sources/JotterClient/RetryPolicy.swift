@@ -84,7 +84,8 @@ public struct RetryPolicy: Sendable, Hashable {
         let parts = text.split(separator: " ")
         let months = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
         guard parts.count == 6, parts[5] == "GMT", let month = months.firstIndex(of: String(parts[2])),
-              let seconds = Timestamp.parse("\(parts[3])-\(month + 1)-\(parts[1]) \(parts[4])") else { return nil }
+            let seconds = Timestamp.parse("\(parts[3])-\(month + 1)-\(parts[1]) \(parts[4])")
+        else { return nil }
         return Double(seconds)
     }
 }

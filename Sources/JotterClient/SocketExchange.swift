@@ -53,8 +53,10 @@ final class SocketExchange: @unchecked Sendable {
         trust != .system && url?.scheme?.lowercased() == "https" && url?.host != nil
     }
 
-    private init(request: URLRequest, extraHeaders: [String: String], body: Body, idleTimeout: Double,
-                 trust: JotterClient.ServerTrust) {
+    private init(
+        request: URLRequest, extraHeaders: [String: String], body: Body, idleTimeout: Double,
+        trust: JotterClient.ServerTrust
+    ) {
         self.trust = trust
         self.request = request
         self.extraHeaders = extraHeaders
@@ -83,9 +85,11 @@ final class SocketExchange: @unchecked Sendable {
     }
 
     /// Starts the exchange and returns what it reports; ending the iteration early cancels it.
-    static func run(_ request: URLRequest, headers: [String: String], body: Body = .none,
-                    idleTimeout: Double, trust: JotterClient.ServerTrust = .system,
-                    counter: Counter) -> AsyncThrowingStream<TaskEvent, any Error> {
+    static func run(
+        _ request: URLRequest, headers: [String: String], body: Body = .none,
+        idleTimeout: Double, trust: JotterClient.ServerTrust = .system,
+        counter: Counter
+    ) -> AsyncThrowingStream<TaskEvent, any Error> {
         let exchange = SocketExchange(request: request, extraHeaders: headers, body: body, idleTimeout: idleTimeout, trust: trust)
         let (stream, continuation) = AsyncThrowingStream.makeStream(of: TaskEvent.self, throwing: (any Error).self)
         continuation.onTermination = { termination in
@@ -334,7 +338,8 @@ final class SocketExchange: @unchecked Sendable {
             var chunk = [UInt8](repeating: 0, count: 65536)
             while true {
                 if exchange.tls?.hasBuffered != true { _ = try exchange.wait(fd, for: Int16(POLLIN)) }
-                let count = try exchange.tls.map { tls in try chunk.withUnsafeMutableBytes { try tls.read($0.baseAddress!, $0.count) } }
+                let count =
+                    try exchange.tls.map { tls in try chunk.withUnsafeMutableBytes { try tls.read($0.baseAddress!, $0.count) } }
                     ?? recv(fd, &chunk, chunk.count, 0)
                 if count < 0 && (errno == EINTR || errno == EAGAIN) { continue }
                 if count < 0 && errno == ECONNRESET { ended = true; return false }

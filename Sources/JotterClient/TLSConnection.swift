@@ -25,8 +25,12 @@ final class TLSConnection {
         let verify: Int32 = trust == .insecure ? 0 : 1
         guard let context = caFile.withOptionalCString({ jotter_tls_context($0, verify) }) else {
             let reason = String(cString: jotter_tls_error())
-            throw URLError(.secureConnectionFailed, userInfo: [NSLocalizedDescriptionKey:
-                "TLS: cannot use the certificate authorities in \(caFile ?? "the system's store")\(reason.isEmpty ? "" : " (\(reason))")"])
+            throw URLError(
+                .secureConnectionFailed,
+                userInfo: [
+                    NSLocalizedDescriptionKey:
+                        "TLS: cannot use the certificate authorities in \(caFile ?? "the system's store")\(reason.isEmpty ? "" : " (\(reason))")"
+                ])
         }
         var address = in6_addr()
         let isAddress = inet_pton(AF_INET, host, &address) == 1 || inet_pton(AF_INET6, host, &address) == 1
@@ -41,11 +45,19 @@ final class TLSConnection {
             let reason = String(cString: jotter_tls_error())
             if verify == 1, verified != X509_V_OK {
                 let why = String(cString: X509_verify_cert_error_string(verified))
-                throw URLError(.serverCertificateUntrusted, userInfo: [NSLocalizedDescriptionKey:
-                    "TLS: the certificate of \(host) is not trusted (\(why))"])
+                throw URLError(
+                    .serverCertificateUntrusted,
+                    userInfo: [
+                        NSLocalizedDescriptionKey:
+                            "TLS: the certificate of \(host) is not trusted (\(why))"
+                    ])
             }
-            throw URLError(.secureConnectionFailed, userInfo: [NSLocalizedDescriptionKey:
-                "TLS: the handshake with \(host) failed\(reason.isEmpty ? "" : " (\(reason))")"])
+            throw URLError(
+                .secureConnectionFailed,
+                userInfo: [
+                    NSLocalizedDescriptionKey:
+                        "TLS: the handshake with \(host) failed\(reason.isEmpty ? "" : " (\(reason))")"
+                ])
         }
     }
 

@@ -31,17 +31,22 @@ public struct InProcessClient: Sendable {
     let router: Router
     let limits: RequestLifecycle.Limits
 
-    public init(router: Router, maxBodySize: Int = 1 << 20, maxUploadSize: Int64 = 1 << 30, maxParts: Int = 1000,
-                temporaryDirectory: String = "/tmp") {
+    public init(
+        router: Router, maxBodySize: Int = 1 << 20, maxUploadSize: Int64 = 1 << 30, maxParts: Int = 1000,
+        temporaryDirectory: String = "/tmp"
+    ) {
         self.router = router
-        limits = RequestLifecycle.Limits(maxBodySize: maxBodySize, maxUploadSize: maxUploadSize, maxParts: maxParts,
-                                         temporaryDirectory: temporaryDirectory)
+        limits = RequestLifecycle.Limits(
+            maxBodySize: maxBodySize, maxUploadSize: maxUploadSize, maxParts: maxParts,
+            temporaryDirectory: temporaryDirectory)
     }
 
     /// Sends one request; the body in chunks of `chunkSize` bytes. A `Host` header is added
     /// when missing, and `Content-Length` for a non-empty body unless `chunked` is set.
-    public func send(_ method: String, _ target: String, headers: [(String, String)] = [], body: [UInt8] = [],
-                     chunkSize: Int = 16 << 10, chunked: Bool = false, remoteAddress: String = "127.0.0.1") -> Answer {
+    public func send(
+        _ method: String, _ target: String, headers: [(String, String)] = [], body: [UInt8] = [],
+        chunkSize: Int = 16 << 10, chunked: Bool = false, remoteAddress: String = "127.0.0.1"
+    ) -> Answer {
         var fields = HTTPHeaders(headers)
         if !fields.contains("Host") { fields.add("Host", "localhost") }
         if !body.isEmpty, !fields.contains("Content-Length"), !fields.contains("Transfer-Encoding") {
@@ -76,8 +81,9 @@ public struct InProcessClient: Sendable {
         lifecycle.completed(status: response.status.code, bytesSent: bytes.count, outcome: .sent)
         var answerHeaders = response.headers
         answerHeaders.add("X-Content-Type-Options", "nosniff")
-        return Answer(status: response.status.code, headers: answerHeaders, body: method == "HEAD" ? [] : bytes,
-                      bytesAccepted: accepted, answeredBeforeBody: beforeBody && !body.isEmpty)
+        return Answer(
+            status: response.status.code, headers: answerHeaders, body: method == "HEAD" ? [] : bytes,
+            bytesAccepted: accepted, answeredBeforeBody: beforeBody && !body.isEmpty)
     }
 
     public func send(_ method: String, _ target: String, headers: [(String, String)] = [], body: String) -> Answer {

@@ -58,9 +58,13 @@ package struct MemoryConnection<Machine: ConnectionMachine & ~Copyable>: ~Copyab
 
     /// A machine that `make` makes with the way back to it, the read and stream buffers a loop
     /// would share, and the `Date` field.
-    package init(now: UInt64, readBufferSize: Int,
-         make: (Handback, _ readBuffer: UnsafeMutableRawBufferPointer, _ streamBuffer: UnsafeMutableRawBufferPointer, DateField,
-                MachineClock) -> Machine) {
+    package init(
+        now: UInt64, readBufferSize: Int,
+        make: (
+            Handback, _ readBuffer: UnsafeMutableRawBufferPointer, _ streamBuffer: UnsafeMutableRawBufferPointer, DateField,
+            MachineClock
+        ) -> Machine
+    ) {
         readBuffer = .allocate(byteCount: readBufferSize, alignment: 16)
         streamBuffer = .allocate(byteCount: 64 << 10 + 16, alignment: 16)
         let date = DateField()
@@ -119,7 +123,9 @@ package struct MemoryConnection<Machine: ConnectionMachine & ~Copyable>: ~Copyab
             let before = (reads, writes)
             run(machine.ready(read: readable, write: writable))
             if !ended, (reads, writes) == before, case let wanted = interest, (wanted.read && readable) || (wanted.write && writable) {
-                violations.append("the socket was reported ready and nothing was read or written, and the connection waits for it again (a level-triggered loop would spin)")
+                violations.append(
+                    "the socket was reported ready and nothing was read or written, and the connection waits for it again (a level-triggered loop would spin)"
+                )
                 return
             }
         }
@@ -295,8 +301,9 @@ package final class Mailbox: Sendable {
 extension MemoryConnection where Machine == HTTP1StateMachine {
     package init(server: HTTPServer, now: UInt64 = 1_000_000_000, readBufferSize: Int = EventLoop.readBufferSize) {
         self.init(now: now, readBufferSize: readBufferSize) { handback, readBuffer, streamBuffer, date, clock in
-            HTTP1StateMachine(server: server, address: "127.0.0.1", now: now, clock: clock, date: date, readBuffer: readBuffer, streamBuffer: streamBuffer,
-                              handback: handback)
+            HTTP1StateMachine(
+                server: server, address: "127.0.0.1", now: now, clock: clock, date: date, readBuffer: readBuffer, streamBuffer: streamBuffer,
+                handback: handback)
         }
     }
 }
@@ -306,8 +313,9 @@ extension MemoryConnection where Machine == HTTP2StateMachine {
     /// the first thing it reads; our SETTINGS are the first thing written.
     package init(server: HTTPServer, now: UInt64 = 1_000_000_000, readBufferSize: Int = EventLoop.readBufferSize) {
         self.init(now: now, readBufferSize: readBufferSize) { handback, readBuffer, streamBuffer, date, clock in
-            HTTP2StateMachine(server: server, address: "127.0.0.1", now: now, clock: clock, date: date, readBuffer: readBuffer, outputBuffer: streamBuffer,
-                              handback: handback)
+            HTTP2StateMachine(
+                server: server, address: "127.0.0.1", now: now, clock: clock, date: date, readBuffer: readBuffer, outputBuffer: streamBuffer,
+                handback: handback)
         }
         run(machine.begin(with: UnsafeRawBufferPointer(start: nil, count: 0), now: now))
     }

@@ -38,8 +38,10 @@ public final class PostgresConnection: @unchecked Sendable {
         /// instead of waiting for ever.
         public var lockTimeoutMilliseconds: Int
 
-        public init(keepaliveIdleSeconds: Int = 10, keepaliveIntervalSeconds: Int = 5, keepaliveCount: Int = 3,
-                    idleInTransactionMilliseconds: Int = 10_000, lockTimeoutMilliseconds: Int = 10_000) {
+        public init(
+            keepaliveIdleSeconds: Int = 10, keepaliveIntervalSeconds: Int = 5, keepaliveCount: Int = 3,
+            idleInTransactionMilliseconds: Int = 10_000, lockTimeoutMilliseconds: Int = 10_000
+        ) {
             self.keepaliveIdleSeconds = keepaliveIdleSeconds
             self.keepaliveIntervalSeconds = keepaliveIntervalSeconds
             self.keepaliveCount = keepaliveCount
@@ -50,13 +52,17 @@ public final class PostgresConnection: @unchecked Sendable {
         /// The libpq keywords and values that set them, before the URL's: a URL that names
         /// one of them (or `options`) wins.
         var parameters: [(String, String)] {
-            let settings = [("tcp_keepalives_idle", String(keepaliveIdleSeconds)), ("tcp_keepalives_interval", String(keepaliveIntervalSeconds)),
-                            ("tcp_keepalives_count", String(keepaliveCount)),
-                            ("idle_in_transaction_session_timeout", String(idleInTransactionMilliseconds)),
-                            ("lock_timeout", String(lockTimeoutMilliseconds))]
-            return [("keepalives", "1"), ("keepalives_idle", String(keepaliveIdleSeconds)),
-                    ("keepalives_interval", String(keepaliveIntervalSeconds)), ("keepalives_count", String(keepaliveCount)),
-                    ("options", settings.map { "-c \($0.0)=\($0.1)" }.joined(separator: " "))]
+            let settings = [
+                ("tcp_keepalives_idle", String(keepaliveIdleSeconds)), ("tcp_keepalives_interval", String(keepaliveIntervalSeconds)),
+                ("tcp_keepalives_count", String(keepaliveCount)),
+                ("idle_in_transaction_session_timeout", String(idleInTransactionMilliseconds)),
+                ("lock_timeout", String(lockTimeoutMilliseconds)),
+            ]
+            return [
+                ("keepalives", "1"), ("keepalives_idle", String(keepaliveIdleSeconds)),
+                ("keepalives_interval", String(keepaliveIntervalSeconds)), ("keepalives_count", String(keepaliveCount)),
+                ("options", settings.map { "-c \($0.0)=\($0.1)" }.joined(separator: " ")),
+            ]
         }
     }
 
@@ -204,8 +210,9 @@ public final class PostgresConnection: @unchecked Sendable {
         do {
             try execute("COMMIT")
         } catch let error as PostgresError where error.kind == .connectionLost {
-            throw PostgresError(kind: .commitOutcomeUnknown, sqlState: error.sqlState,
-                                message: "connection lost during COMMIT: \(error.message)")
+            throw PostgresError(
+                kind: .commitOutcomeUnknown, sqlState: error.sqlState,
+                message: "connection lost during COMMIT: \(error.message)")
         }
         return value
     }
@@ -230,10 +237,11 @@ public final class PostgresConnection: @unchecked Sendable {
     private func drainNotifications() -> [PostgresNotification] {
         var received: [PostgresNotification] = []
         while let notice = PQnotifies(handle) {
-            received.append(PostgresNotification(
-                channel: String(cString: notice.pointee.relname),
-                payload: String(cString: notice.pointee.extra),
-                senderPID: Int(notice.pointee.be_pid)))
+            received.append(
+                PostgresNotification(
+                    channel: String(cString: notice.pointee.relname),
+                    payload: String(cString: notice.pointee.extra),
+                    senderPID: Int(notice.pointee.be_pid)))
             PQfreemem(notice)
         }
         return received
@@ -262,7 +270,8 @@ public final class PostgresConnection: @unchecked Sendable {
 
     private func lostOrFailed(_ result: OpaquePointer?) -> PostgresError {
         let state = result.flatMap { PQresultErrorField($0, Int32(UInt8(ascii: "C"))) }.map { String(cString: $0) }
-        let message = result.flatMap { PQresultErrorField($0, Int32(UInt8(ascii: "M"))) }.map { String(cString: $0) }
+        let message =
+            result.flatMap { PQresultErrorField($0, Int32(UInt8(ascii: "M"))) }.map { String(cString: $0) }
             ?? Self.message(PQerrorMessage(handle))
         if !isHealthy {
             return PostgresError(kind: .connectionLost, sqlState: state, message: message)

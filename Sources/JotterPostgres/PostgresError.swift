@@ -85,7 +85,7 @@ public struct PostgresError: Error, CustomStringConvertible, Sendable {
     public var isTransient: Bool {
         switch kind {
         case .connectionFailed, .connectionLost, .commitOutcomeUnknown, .unavailable, .poolTimeout,
-             .serializationFailure, .deadlock, .lockTimeout:
+            .serializationFailure, .deadlock, .lockTimeout:
             return true
         default:
             return false

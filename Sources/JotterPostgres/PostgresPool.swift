@@ -29,8 +29,10 @@ public final class PostgresPool: Sendable {
         /// `application_name`, shown in `pg_stat_activity`.
         public var applicationName: String
 
-        public init(url: String, size: Int = 8, acquireTimeoutMilliseconds: Int = 5_000,
-                    connectTimeoutSeconds: Int = 5, applicationName: String = "jotter") {
+        public init(
+            url: String, size: Int = 8, acquireTimeoutMilliseconds: Int = 5_000,
+            connectTimeoutSeconds: Int = 5, applicationName: String = "jotter"
+        ) {
             self.url = url
             self.size = max(1, size)
             self.acquireTimeoutMilliseconds = acquireTimeoutMilliseconds
@@ -97,14 +99,15 @@ public final class PostgresPool: Sendable {
             defer { state.open -= state.idle.count; state.idle = [] }
             return state.idle
         }
-        _ = idle // deinit closes each (PQfinish)
+        _ = idle  // deinit closes each (PQfinish)
     }
 
     // MARK: - Check-out and check-in
 
     private func checkOut() throws -> PostgresConnection {
         guard slots.wait(timeout: .now() + .milliseconds(configuration.acquireTimeoutMilliseconds)) == .success else {
-            throw PostgresError(kind: .poolTimeout, message: "all \(configuration.size) connections stayed busy for \(configuration.acquireTimeoutMilliseconds) ms")
+            throw PostgresError(
+                kind: .poolTimeout, message: "all \(configuration.size) connections stayed busy for \(configuration.acquireTimeoutMilliseconds) ms")
         }
         while true {
             let taken = state.withLock { state -> (closed: Bool, connection: PostgresConnection?) in
@@ -123,8 +126,9 @@ public final class PostgresPool: Sendable {
                 continue
             }
             do {
-                return try PostgresConnection(url: configuration.url, applicationName: configuration.applicationName,
-                                              connectTimeout: configuration.connectTimeoutSeconds)
+                return try PostgresConnection(
+                    url: configuration.url, applicationName: configuration.applicationName,
+                    connectTimeout: configuration.connectTimeoutSeconds)
             } catch {
                 state.withLock { $0.open -= 1 }
                 slots.signal()

@@ -37,8 +37,10 @@ public final class Application: Sendable {
     /// feed's tombstones pruned (`FeedRetention`).
     private let retention: PeriodicTask
 
-    init(configuration: ServerConfiguration, server: HTTPServer, log: Logger, notes: any DataStore, events: EventBroadcaster,
-         accounts: Accounts, resumable: ResumableUploads) {
+    init(
+        configuration: ServerConfiguration, server: HTTPServer, log: Logger, notes: any DataStore, events: EventBroadcaster,
+        accounts: Accounts, resumable: ResumableUploads
+    ) {
         self.resumable = resumable
         sweeper = PeriodicTask(every: configuration.resumableSweepInterval) { resumable.sweep(now: WallClock.seconds()) }
         let revisions = RevisionRetention(days: configuration.revisionDays)
@@ -67,9 +69,10 @@ public final class Application: Sendable {
         accounts.startRechecking()
         sweeper.start()
         retention.start()
-        log.info("jotter listening on \(url) with \(configuration.threads) engine thread(s), data in \(configuration.dataDirectory)"
-            + (configuration.store.usesPostgres
-                ? ", database \(configuration.store.databaseDescription), uploads in \(configuration.store.blobStoreDescription)" : ""))
+        log.info(
+            "jotter listening on \(url) with \(configuration.threads) engine thread(s), data in \(configuration.dataDirectory)"
+                + (configuration.store.usesPostgres
+                    ? ", database \(configuration.store.databaseDescription), uploads in \(configuration.store.blobStoreDescription)" : ""))
         if configuration.effectiveAuth == .off && !AuthMode.isLoopback(configuration.host) {
             log.warning("--auth off on \(configuration.host): anyone who can reach this address can read and change every note")
         }
@@ -148,11 +151,13 @@ public func buildApplication(_ configuration: ServerConfiguration) throws -> App
     let metrics = Metrics()
     let resumable: ResumableUploads
     do {
-        resumable = try ResumableUploads(store: notes, dataDirectory: configuration.dataDirectory,
-                                         limits: .init(maxSize: configuration.maxUploadSize, lifetime: configuration.resumableUploadLifetime,
-                                                       perUser: configuration.resumableUploadsPerUser,
-                                                       bytesPerUser: configuration.resumableBytesPerUser),
-                                         secure: tls != nil)
+        resumable = try ResumableUploads(
+            store: notes, dataDirectory: configuration.dataDirectory,
+            limits: .init(
+                maxSize: configuration.maxUploadSize, lifetime: configuration.resumableUploadLifetime,
+                perUser: configuration.resumableUploadsPerUser,
+                bytesPerUser: configuration.resumableBytesPerUser),
+            secure: tls != nil)
     } catch {
         throw ServerStartError(description: "cannot prepare resumable uploads in '\(configuration.dataDirectory)': \(error)")
     }
@@ -168,49 +173,66 @@ public func buildApplication(_ configuration: ServerConfiguration) throws -> App
     routes.add(middleware: AccessLogMiddleware(log: log))
     routes.add(middleware: metrics)
     if tls != nil || !routes.trustedProxies.isEmpty { routes.add(middleware: StrictTransportSecurity(always: tls != nil)) }
-    routes.add(middleware: BrowserProtection(listenHost: configuration.host, corsOrigins: configuration.corsOrigins,
-                                             allowedHosts: configuration.allowedHosts))
+    routes.add(
+        middleware: BrowserProtection(
+            listenHost: configuration.host, corsOrigins: configuration.corsOrigins,
+            allowedHosts: configuration.allowedHosts))
     if !configuration.corsOrigins.isEmpty { routes.add(middleware: CORSMiddleware(origins: configuration.corsOrigins)) }
     for middleware in configuration.middleware { routes.add(middleware: middleware) }
     routes.add(middleware: ErrorMiddleware(log: log, translate: StoreErrors.http))
     HelloController().register(in: &routes)
     let gauges = ServerGauges(store: notes, dataDirectory: configuration.dataDirectory, events: events)
     metrics.addCollector { gauges.render() }
-    let health = HealthController(metrics: metrics, check: HealthCheck(store: notes, dataDirectory: configuration.dataDirectory,
-                                                                       minimumFreeBytes: configuration.minimumFreeSpace))
+    let health = HealthController(
+        metrics: metrics,
+        check: HealthCheck(
+            store: notes, dataDirectory: configuration.dataDirectory,
+            minimumFreeBytes: configuration.minimumFreeSpace))
     health.register(in: &routes)
     // Limits: in memory with SQLite (one process), in a table every instance shares with PostgreSQL.
     let counters = notes.limitCounters
-    let accounts = Accounts(store: notes, mode: configuration.effectiveAuth, events: events,
-                            refreshInterval: configuration.credentialRefreshInterval,
-                            hashing: PasswordHashing(width: configuration.passwordHashingWidth,
-                                                     queueLimit: configuration.passwordHashingQueue),
-                            failedChecksBurst: configuration.failedCredentialBurst,
-                            failedChecksRefillSeconds: configuration.failedCredentialRefillSeconds,
-                            tokensPerUser: configuration.tokensPerUser, counters: counters)
-    let auth = AuthController(accounts: accounts, secureCookie: tls != nil,
-                              limiter: SignInLimiter(burst: configuration.signInBurst, interval: configuration.signInRefillSeconds,
-                                                     counters: counters))
+    let accounts = Accounts(
+        store: notes, mode: configuration.effectiveAuth, events: events,
+        refreshInterval: configuration.credentialRefreshInterval,
+        hashing: PasswordHashing(
+            width: configuration.passwordHashingWidth,
+            queueLimit: configuration.passwordHashingQueue),
+        failedChecksBurst: configuration.failedCredentialBurst,
+        failedChecksRefillSeconds: configuration.failedCredentialRefillSeconds,
+        tokensPerUser: configuration.tokensPerUser, counters: counters)
+    let auth = AuthController(
+        accounts: accounts, secureCookie: tls != nil,
+        limiter: SignInLimiter(
+            burst: configuration.signInBurst, interval: configuration.signInRefillSeconds,
+            counters: counters))
     auth.registerSignIn(in: &routes, runs: notes.readPlace)
     // Everything that reads or changes someone's data: authenticated in the head phase, which
     // reads credentials and limits from the store — so these routes run where its reads do.
     routes.group { authenticated in
         authenticated.runs = notes.readPlace
-        authenticated.add(middleware: AuthenticationMiddleware(accounts: accounts, requestsPerMinute: configuration.requestsPerMinute,
-                                                                 requestsPerUserMinute: configuration.requestsPerUserMinute,
-                                                                 counters: counters))
+        authenticated.add(
+            middleware: AuthenticationMiddleware(
+                accounts: accounts, requestsPerMinute: configuration.requestsPerMinute,
+                requestsPerUserMinute: configuration.requestsPerUserMinute,
+                counters: counters))
         // Keys on every POST and on a note's edit (PUT/PATCH: a merge sent again after a lost
         // answer is not merged twice). A new note, a note's edit and the rows of a multipart
         // upload claim the key in their own transaction, so no crash comes between the write and
         // the key (a resumable upload's creation claims it first).
         let isNoteEdit: @Sendable (Request) -> Bool = { ($0.method == .put || $0.method == .patch) && $0.path.hasPrefix("/notes/") }
-        authenticated.add(middleware: IdempotencyMiddleware(store: notes, keyed: { request in
-            request.method == .post || isNoteEdit(request)
-        }, transactional: { request in
-            request.path == "/notes" || isNoteEdit(request) || (request.path == "/uploads" && !request.files.isEmpty)
-        }))
-        NotesController(store: notes, events: events, replayLimit: configuration.eventBacklog,
-                        streamsPerToken: configuration.eventStreamsPerToken, streamsPerUser: configuration.eventStreamsPerUser).register(in: &authenticated)
+        authenticated.add(
+            middleware: IdempotencyMiddleware(
+                store: notes,
+                keyed: { request in
+                    request.method == .post || isNoteEdit(request)
+                },
+                transactional: { request in
+                    request.path == "/notes" || isNoteEdit(request) || (request.path == "/uploads" && !request.files.isEmpty)
+                }))
+        NotesController(
+            store: notes, events: events, replayLimit: configuration.eventBacklog,
+            streamsPerToken: configuration.eventStreamsPerToken, streamsPerUser: configuration.eventStreamsPerUser
+        ).register(in: &authenticated)
         UploadsController(store: notes, events: events, resumable: resumable).register(in: &authenticated)
         auth.register(in: &authenticated)
         authenticated.group { admin in
@@ -237,6 +259,7 @@ public func buildApplication(_ configuration: ServerConfiguration) throws -> App
         return "# HELP jotter_http_connections Connections open now, by protocol.\n# TYPE jotter_http_connections gauge\n"
             + "jotter_http_connections{protocol=\"HTTP/1\"} \(open.http1)\njotter_http_connections{protocol=\"HTTP/2\"} \(open.http2)\n"
     }
-    return Application(configuration: configuration, server: server, log: log, notes: notes, events: events, accounts: accounts,
-                       resumable: resumable)
+    return Application(
+        configuration: configuration, server: server, log: log, notes: notes, events: events, accounts: accounts,
+        resumable: resumable)
 }

@@ -132,9 +132,10 @@ public struct ServerConfiguration: Sendable {
     }
 
     var http: HTTPServer.Configuration {
-        var http = HTTPServer.Configuration(host: host, port: port, threads: threads, connectionLimit: connectionLimit,
-                                            connectionsPerAddress: connectionsPerAddress, idleTimeout: idleTimeout,
-                                            maxBodySize: maxBodySize)
+        var http = HTTPServer.Configuration(
+            host: host, port: port, threads: threads, connectionLimit: connectionLimit,
+            connectionsPerAddress: connectionsPerAddress, idleTimeout: idleTimeout,
+            maxBodySize: maxBodySize)
         http.maxUploadSize = maxUploadSize
         return http
     }

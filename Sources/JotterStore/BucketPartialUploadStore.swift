@@ -32,7 +32,8 @@ public protocol BucketPartialUploadStore: Sendable {
     /// (0 for one that does not: `HEAD`, `DELETE`) and `loadingBytes` (its parts and tail).
     /// `.busy` while another request's lease runs, unless `force`. A sealed upload whose sealer's
     /// lease ran out (it failed, or its instance went away) is unsealed and taken over.
-    func takeOverPartialUpload(id: String, owner: Owner, leaseSeconds: Int64, force: Bool, loadingBytes: Bool) throws(StoreError) -> PartialUploadTakeOver
+    func takeOverPartialUpload(id: String, owner: Owner, leaseSeconds: Int64, force: Bool, loadingBytes: Bool) throws(StoreError)
+        -> PartialUploadTakeOver
 
     /// The next part number for the holder of `generation` (renewing its lease); nil when
     /// another request took the upload over.
@@ -41,7 +42,8 @@ public protocol BucketPartialUploadStore: Sendable {
     /// Records what the holder of `generation` stored, in one transaction (with the next part's
     /// number when `recording.reservesNextPart`); nil (nothing recorded) when another request
     /// took the upload over or it is gone.
-    func recordPartialUpload(id: String, owner: Owner, generation: Int64, _ recording: PartialUploadRecording) throws(StoreError) -> PartialUploadRecorded?
+    func recordPartialUpload(id: String, owner: Owner, generation: Int64, _ recording: PartialUploadRecording) throws(StoreError)
+        -> PartialUploadRecorded?
 
     /// Asks every instance to stop the request appending to `id` that holds generation
     /// `holder` (or an earlier one): it records what it has. nil: any request on it (the
@@ -114,9 +116,11 @@ public struct PartialUploadRecording: Sendable {
     /// Hand out the next part number too (a request sending part after part saves a commit each).
     public var reservesNextPart = false
 
-    public init(parts: [BlobPart] = [], partsSHA256: [UInt8]? = nil, partsEnd: Int64? = nil,
-                tailPiece: (start: Int64, bytes: [UInt8])? = nil, offset: Int64? = nil, length: Int64? = nil,
-                expiresAt: Int64? = nil, leaseSeconds: Int64 = 0, seal: Bool = false, reservesNextPart: Bool = false) {
+    public init(
+        parts: [BlobPart] = [], partsSHA256: [UInt8]? = nil, partsEnd: Int64? = nil,
+        tailPiece: (start: Int64, bytes: [UInt8])? = nil, offset: Int64? = nil, length: Int64? = nil,
+        expiresAt: Int64? = nil, leaseSeconds: Int64 = 0, seal: Bool = false, reservesNextPart: Bool = false
+    ) {
         self.parts = parts
         self.partsSHA256 = partsSHA256
         self.partsEnd = partsEnd

@@ -113,8 +113,9 @@ public protocol IdempotencyStore: Sendable {
 
     /// Stores the answer of a claimed key (kept `IdempotencyLimits.lifetime` from `now`),
     /// within the owner's byte budget; it replaces the reference a keyed write kept.
-    func completeIdempotencyKey(_ key: String, answer: IdempotentAnswer, owner: Owner, now: Int64,
-                                completion: @escaping StoreCompletion<Void>)
+    func completeIdempotencyKey(
+        _ key: String, answer: IdempotentAnswer, owner: Owner, now: Int64,
+        completion: @escaping StoreCompletion<Void>)
 
     /// Forgets a claimed key that has no answer (the request failed): a retry runs again.
     func releaseIdempotencyKey(_ key: String, owner: Owner, completion: @escaping StoreCompletion<Void>)

@@ -114,7 +114,7 @@ extension NoteFeedPage {
         guard let since else { return (0, true) }
         // A walk going on (a bogus one restarts; Int64.min, which has no negation, is bogus).
         if since < 0 { return (since != .min && -since <= head ? -since : 0, true) }
-        if since < prunedThrough || since > head { return (0, true) }   // tombstones after it are gone, or never issued
+        if since < prunedThrough || since > head { return (0, true) }  // tombstones after it are gone, or never issued
         return (since, false)
     }
 }

@@ -43,8 +43,11 @@ public struct NotePage: Sendable {
         self.init(capacity: records.count)
         for record in records {
             var body = record.body
-            body.withUTF8 { append(id: record.id, body: UnsafeRawBufferPointer($0), createdAt: record.createdAt,
-                                   updatedAt: record.updatedAt, version: record.version) }
+            body.withUTF8 {
+                append(
+                    id: record.id, body: UnsafeRawBufferPointer($0), createdAt: record.createdAt,
+                    updatedAt: record.updatedAt, version: record.version)
+            }
         }
         attachmentsByNote = attachments
     }
@@ -72,8 +75,9 @@ public struct NotePage: Sendable {
     /// Note `index` as a record (its body a `String`, as `NoteStore.notes` returns it).
     public func record(at index: Int) -> NoteRecord {
         let note = notes[index]
-        return NoteRecord(id: note.id, body: withBody(at: index) { String(decoding: $0, as: UTF8.self) },
-                          createdAt: note.createdAt, updatedAt: note.updatedAt, version: note.version)
+        return NoteRecord(
+            id: note.id, body: withBody(at: index) { String(decoding: $0, as: UTF8.self) },
+            createdAt: note.createdAt, updatedAt: note.updatedAt, version: note.version)
     }
 
     /// Every note as a record.
@@ -82,8 +86,10 @@ public struct NotePage: Sendable {
     /// Adds a note, its body copied (the stores, while they read the rows).
     mutating func append(id: Int64, body: UnsafeRawBufferPointer, createdAt: Int64, updatedAt: Int64, version: Int64, position: Int64? = nil) {
         let offset = bodies.append(body)
-        notes.append(Note(id: id, createdAt: createdAt, updatedAt: updatedAt, version: version, position: position ?? id,
-                          bodyOffset: offset, bodyCount: body.count))
+        notes.append(
+            Note(
+                id: id, createdAt: createdAt, updatedAt: updatedAt, version: version, position: position ?? id,
+                bodyOffset: offset, bodyCount: body.count))
     }
 }
 

@@ -44,8 +44,9 @@ public protocol NoteStore: Sendable {
     /// `createNote` under an `Idempotency-Key` claimed in the same transaction, which also keeps
     /// a reference answer (`201`, `Location: /notes/{id}`); refused, without a write, when the key
     /// is held, was used for another request, or has an answer.
-    func createNote(body: String, owner: Owner, claiming claim: IdempotencyKeyClaim,
-                    completion: @escaping StoreCompletion<KeyedOutcome<NoteChange>>)
+    func createNote(
+        body: String, owner: Owner, claiming claim: IdempotencyKeyClaim,
+        completion: @escaping StoreCompletion<KeyedOutcome<NoteChange>>)
 
     /// Replaces the body (`ifVersion` nil: unconditionally). `body` nil is a touch: version and
     /// `updated_at` grow, the body stays (attachments changed); either way a `note.updated` event.
@@ -64,16 +65,18 @@ public protocol NoteStore: Sendable {
     /// whose change says how it merged (`NoteChange.merge`). Decided in this order: `.notFound`,
     /// `.versionMismatch` (`ifVersion`), `.noRevision` (`base` not kept, or not a version the
     /// note had), `.cannotMerge` (the merge is past `TextMerge.Limits.default`).
-    func mergeNote(id: Int64, base: Int64, body: String, ifVersion: Int64?, owner: Owner,
-                   completion: @escaping StoreCompletion<NoteWriteOutcome>)
+    func mergeNote(
+        id: Int64, base: Int64, body: String, ifVersion: Int64?, owner: Owner,
+        completion: @escaping StoreCompletion<NoteWriteOutcome>)
 
     /// `updateNote` (`base` nil) or `mergeNote` under an `Idempotency-Key` claimed in the same
     /// transaction: once the note is written the key keeps a reference to it (`/notes/{id}`),
     /// so a retry after a crash between the commit and the stored answer is answered, not
     /// merged twice. Refused, without a write, when the key is held, was used for another
     /// request, or has an answer; a write that is not `.done` leaves the key free.
-    func editNote(id: Int64, base: Int64?, body: String, ifVersion: Int64?, owner: Owner, claiming claim: IdempotencyKeyClaim,
-                  completion: @escaping StoreCompletion<KeyedOutcome<NoteWriteOutcome>>)
+    func editNote(
+        id: Int64, base: Int64?, body: String, ifVersion: Int64?, owner: Owner, claiming claim: IdempotencyKeyClaim,
+        completion: @escaping StoreCompletion<KeyedOutcome<NoteWriteOutcome>>)
 
     // MARK: Trash
 
@@ -198,8 +201,12 @@ public struct NoteMerge: Sendable, Hashable {
     /// The merge of `body` made from `base` into `current`: `nil` past `TextMerge.Limits.default`.
     static func merge(base: Int64, ancestor: String, current: String, incoming: String) -> (text: String, merge: NoteMerge)? {
         guard let outcome = TextMerge.merge(base: ancestor, current: current, incoming: incoming) else { return nil }
-        return (outcome.text, NoteMerge(base: base, overlapped: outcome.result == .overlap,
-                                        regions: outcome.regions.map { $0.start..<max($0.start, $0.end) }))
+        return (
+            outcome.text,
+            NoteMerge(
+                base: base, overlapped: outcome.result == .overlap,
+                regions: outcome.regions.map { $0.start..<max($0.start, $0.end) })
+        )
     }
 }
 
@@ -279,8 +286,10 @@ public struct NoteQuery: Sendable {
     /// Cut the page with `NoteQuery.cut(_:limit:budget:)`.
     public var maxBodyBytes: Int?
 
-    public init(limit: Int = 100, after: Int64? = nil, order: NoteOrder = .newestFirst, search: String? = nil,
-                maxBodyBytes: Int? = nil) {
+    public init(
+        limit: Int = 100, after: Int64? = nil, order: NoteOrder = .newestFirst, search: String? = nil,
+        maxBodyBytes: Int? = nil
+    ) {
         self.limit = limit
         self.after = after
         self.order = order

@@ -26,8 +26,10 @@ public struct PartialUploadRecord: Sendable, Hashable {
     /// When the sweep may delete it (Unix seconds); every request that appends moves it on.
     public var expiresAt: Int64
 
-    public init(id: String, protocolName: String, filename: String, contentType: String, length: Int64?, offset: Int64,
-                noteID: Int64?, expectedSHA256: String?, backendState: String = "", createdAt: Int64, expiresAt: Int64) {
+    public init(
+        id: String, protocolName: String, filename: String, contentType: String, length: Int64?, offset: Int64,
+        noteID: Int64?, expectedSHA256: String?, backendState: String = "", createdAt: Int64, expiresAt: Int64
+    ) {
         self.id = id
         self.protocolName = protocolName
         self.filename = filename

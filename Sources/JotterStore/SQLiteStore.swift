@@ -49,8 +49,10 @@ public final class SQLiteStore: DataStore {
         /// server's uploads in flight are in `tmp/`.
         public var removesOrphans: Bool = true
 
-        public init(synchronous: Synchronous = .full, eventBacklog: Int = 10_000, maxBatchSize: Int = 256,
-                    maxIdleReaders: Int = 16, busyTimeoutMilliseconds: Int32 = 5_000) {
+        public init(
+            synchronous: Synchronous = .full, eventBacklog: Int = 10_000, maxBatchSize: Int = 256,
+            maxIdleReaders: Int = 16, busyTimeoutMilliseconds: Int32 = 5_000
+        ) {
             self.synchronous = synchronous
             self.eventBacklog = eventBacklog
             self.maxBatchSize = maxBatchSize
@@ -104,8 +106,9 @@ public final class SQLiteStore: DataStore {
         instance = try SQLiteInstance(dataDirectory: dataDirectory)
         path = dataDirectory.hasSuffix("/") ? dataDirectory + Self.fileName : dataDirectory + "/" + Self.fileName
 
-        let db = try SQLiteConnection(path: path, flags: SQLiteConnection.readWrite,
-                                      busyTimeoutMilliseconds: options.busyTimeoutMilliseconds)
+        let db = try SQLiteConnection(
+            path: path, flags: SQLiteConnection.readWrite,
+            busyTimeoutMilliseconds: options.busyTimeoutMilliseconds)
         try SQLiteSchema.prepare(db, fileName: Self.fileName)
         // After the schema check: never change anything in a database we refuse.
         try db.execute("PRAGMA synchronous = \(options.synchronous.rawValue)")
@@ -129,12 +132,14 @@ public final class SQLiteStore: DataStore {
         try db.disableTriggers()
         noteWriter = NoteWriter(eventBacklog: Int64(options.eventBacklog))
         threads = try StoreThreads(count: 2)
-        readers = ReaderPool(path: path, maxIdle: options.maxIdleReaders,
-                             busyTimeoutMilliseconds: options.busyTimeoutMilliseconds)
+        readers = ReaderPool(
+            path: path, maxIdle: options.maxIdleReaders,
+            busyTimeoutMilliseconds: options.busyTimeoutMilliseconds)
         let writer = try GroupCommitWriter(connection: db, maxBatch: options.maxBatchSize, reserve: SpaceReserve(dataDirectory: dataDirectory))
         self.writer = writer
-        let sweep = UploadSweep(blobs: blobs, known: { ids in try Self.knownUploadIDs(ids, writer: writer) },
-                                delete: { key in files.remove([String(key.dropFirst(UploadRecord.blobKey("").count))]) })
+        let sweep = UploadSweep(
+            blobs: blobs, known: { ids in try Self.knownUploadIDs(ids, writer: writer) },
+            delete: { key in files.remove([String(key.dropFirst(UploadRecord.blobKey("").count))]) })
         uploadSweep = sweep
         sweeper = options.removesOrphans ? PeriodicTask(every: 3600, firstAfter: 60) { _ = try? sweep.run(now: WallClock.seconds()) } : nil
         sweeper?.start()
@@ -248,61 +253,76 @@ public final class SQLiteStore: DataStore {
 
     public func createNote(body: String, owner: Owner, completion: @escaping StoreCompletion<NoteChange>) {
         let noteWriter = noteWriter
-        submit({ db, effects throws(StoreError) in try noteWriter.create(body: body, owner: owner, on: db, effects: effects) },
-               owner: owner, completion: completion)
+        submit(
+            { db, effects throws(StoreError) in try noteWriter.create(body: body, owner: owner, on: db, effects: effects) },
+            owner: owner, completion: completion)
     }
 
-    public func createNote(body: String, owner: Owner, claiming claim: IdempotencyKeyClaim,
-                           completion: @escaping StoreCompletion<KeyedOutcome<NoteChange>>) {
+    public func createNote(
+        body: String, owner: Owner, claiming claim: IdempotencyKeyClaim,
+        completion: @escaping StoreCompletion<KeyedOutcome<NoteChange>>
+    ) {
         let noteWriter = noteWriter, instance = instance
-        submit({ db, effects throws(StoreError) -> KeyedOutcome<NoteChange> in
-            let found = try IdempotencyRows.claim(claim.key, fingerprint: claim.fingerprint, owner: owner, now: claim.now, instance: instance, on: db)
-            guard found == .claimed else { return .refused(found) }
-            let change = try noteWriter.create(body: body, owner: owner, on: db, effects: effects)
-            try IdempotencyRows.keepPending(claim.key, location: "/notes/\(change.note.id)", owner: owner, now: claim.now, on: db)
-            return .done(change)
-        }, owner: owner, completion: completion)
+        submit(
+            { db, effects throws(StoreError) -> KeyedOutcome<NoteChange> in
+                let found = try IdempotencyRows.claim(
+                    claim.key, fingerprint: claim.fingerprint, owner: owner, now: claim.now, instance: instance, on: db)
+                guard found == .claimed else { return .refused(found) }
+                let change = try noteWriter.create(body: body, owner: owner, on: db, effects: effects)
+                try IdempotencyRows.keepPending(claim.key, location: "/notes/\(change.note.id)", owner: owner, now: claim.now, on: db)
+                return .done(change)
+            }, owner: owner, completion: completion)
     }
 
-    public func editNote(id: Int64, base: Int64?, body: String, ifVersion: Int64?, owner: Owner, claiming claim: IdempotencyKeyClaim,
-                         completion: @escaping StoreCompletion<KeyedOutcome<NoteWriteOutcome>>) {
+    public func editNote(
+        id: Int64, base: Int64?, body: String, ifVersion: Int64?, owner: Owner, claiming claim: IdempotencyKeyClaim,
+        completion: @escaping StoreCompletion<KeyedOutcome<NoteWriteOutcome>>
+    ) {
         let noteWriter = noteWriter, instance = instance
-        submit({ db, effects throws(StoreError) -> KeyedOutcome<NoteWriteOutcome> in
-            let found = try IdempotencyRows.claim(claim.key, fingerprint: claim.fingerprint, owner: owner, now: claim.now, instance: instance, on: db)
-            guard found == .claimed else { return .refused(found) }
-            let outcome = if let base {
-                try noteWriter.merge(id: id, base: base, body: body, ifVersion: ifVersion, owner: owner, on: db, effects: effects)
-            } else {
-                try noteWriter.update(id: id, body: body, ifVersion: ifVersion, owner: owner, on: db, effects: effects)
-            }
-            if case .done = outcome {
-                try IdempotencyRows.keepPending(claim.key, location: "/notes/\(id)", owner: owner, now: claim.now, on: db)
-            } else {
-                try IdempotencyRows.release(claim.key, owner: owner, on: db)
-            }
-            return .done(outcome)
-        }, owner: owner, completion: completion)
+        submit(
+            { db, effects throws(StoreError) -> KeyedOutcome<NoteWriteOutcome> in
+                let found = try IdempotencyRows.claim(
+                    claim.key, fingerprint: claim.fingerprint, owner: owner, now: claim.now, instance: instance, on: db)
+                guard found == .claimed else { return .refused(found) }
+                let outcome =
+                    if let base {
+                        try noteWriter.merge(id: id, base: base, body: body, ifVersion: ifVersion, owner: owner, on: db, effects: effects)
+                    } else {
+                        try noteWriter.update(id: id, body: body, ifVersion: ifVersion, owner: owner, on: db, effects: effects)
+                    }
+                if case .done = outcome {
+                    try IdempotencyRows.keepPending(claim.key, location: "/notes/\(id)", owner: owner, now: claim.now, on: db)
+                } else {
+                    try IdempotencyRows.release(claim.key, owner: owner, on: db)
+                }
+                return .done(outcome)
+            }, owner: owner, completion: completion)
     }
 
     public func updateNote(id: Int64, body: String?, ifVersion: Int64?, owner: Owner, completion: @escaping StoreCompletion<NoteWriteOutcome>) {
         let noteWriter = noteWriter
-        submit({ db, effects throws(StoreError) in
-            try noteWriter.update(id: id, body: body, ifVersion: ifVersion, owner: owner, on: db, effects: effects)
-        }, owner: owner, completion: completion)
+        submit(
+            { db, effects throws(StoreError) in
+                try noteWriter.update(id: id, body: body, ifVersion: ifVersion, owner: owner, on: db, effects: effects)
+            }, owner: owner, completion: completion)
     }
 
     public func deleteNote(id: Int64, ifVersion: Int64?, owner: Owner, completion: @escaping StoreCompletion<NoteWriteOutcome>) {
         let noteWriter = noteWriter
-        submit({ db, effects throws(StoreError) in try noteWriter.delete(id: id, ifVersion: ifVersion, owner: owner, on: db, effects: effects) },
-               owner: owner, freesSpace: true, completion: completion)
+        submit(
+            { db, effects throws(StoreError) in try noteWriter.delete(id: id, ifVersion: ifVersion, owner: owner, on: db, effects: effects) },
+            owner: owner, freesSpace: true, completion: completion)
     }
 
-    public func mergeNote(id: Int64, base: Int64, body: String, ifVersion: Int64?, owner: Owner,
-                          completion: @escaping StoreCompletion<NoteWriteOutcome>) {
+    public func mergeNote(
+        id: Int64, base: Int64, body: String, ifVersion: Int64?, owner: Owner,
+        completion: @escaping StoreCompletion<NoteWriteOutcome>
+    ) {
         let noteWriter = noteWriter
-        submit({ db, effects throws(StoreError) in
-            try noteWriter.merge(id: id, base: base, body: body, ifVersion: ifVersion, owner: owner, on: db, effects: effects)
-        }, owner: owner, completion: completion)
+        submit(
+            { db, effects throws(StoreError) in
+                try noteWriter.merge(id: id, base: base, body: body, ifVersion: ifVersion, owner: owner, on: db, effects: effects)
+            }, owner: owner, completion: completion)
     }
 
     public func trashedNotes(limit: Int, after: Int64?, owner: Owner) throws(StoreError) -> [TrashedNote] {
@@ -317,39 +337,45 @@ public final class SQLiteStore: DataStore {
 
     public func restoreTrashedNote(id: Int64, owner: Owner, completion: @escaping StoreCompletion<NoteWriteOutcome>) {
         let noteWriter = noteWriter
-        submit({ db, effects throws(StoreError) in try noteWriter.restoreTrashed(id: id, owner: owner, on: db, effects: effects) },
-               owner: owner, completion: completion)
+        submit(
+            { db, effects throws(StoreError) in try noteWriter.restoreTrashed(id: id, owner: owner, on: db, effects: effects) },
+            owner: owner, completion: completion)
     }
 
     public func purgeTrashedNote(id: Int64, owner: Owner, completion: @escaping StoreCompletion<TrashedNote?>) {
         let noteWriter = noteWriter
-        submit({ db, effects throws(StoreError) in try noteWriter.purgeTrashed(id: id, owner: owner, on: db, effects: effects) },
-               owner: owner, freesSpace: true, completion: completion)
+        submit(
+            { db, effects throws(StoreError) in try noteWriter.purgeTrashed(id: id, owner: owner, on: db, effects: effects) },
+            owner: owner, freesSpace: true, completion: completion)
     }
 
     public func emptyTrash(keep: Int64, asOf now: Int64?, completion: @escaping StoreCompletion<Int>) {
         let noteWriter = noteWriter
-        submit({ db, effects throws(StoreError) in try noteWriter.emptyTrash(keep: keep, at: now, on: db, effects: effects) },
-               owner: .unclaimed, freesSpace: true, completion: completion)
+        submit(
+            { db, effects throws(StoreError) in try noteWriter.emptyTrash(keep: keep, at: now, on: db, effects: effects) },
+            owner: .unclaimed, freesSpace: true, completion: completion)
     }
 
     public func restoreNote(id: Int64, version: Int64, ifVersion: Int64?, owner: Owner, completion: @escaping StoreCompletion<NoteWriteOutcome>) {
         let noteWriter = noteWriter
-        submit({ db, effects throws(StoreError) in
-            try noteWriter.restore(id: id, version: version, ifVersion: ifVersion, owner: owner, on: db, effects: effects)
-        }, owner: owner, completion: completion)
+        submit(
+            { db, effects throws(StoreError) in
+                try noteWriter.restore(id: id, version: version, ifVersion: ifVersion, owner: owner, on: db, effects: effects)
+            }, owner: owner, completion: completion)
     }
 
     public func thinRevisions(_ retention: RevisionRetention, asOf now: Int64?, completion: @escaping StoreCompletion<Int>) {
         let noteWriter = noteWriter
-        submit({ db, _ throws(StoreError) in try noteWriter.thinRevisions(retention, at: now, on: db) },
-               owner: .unclaimed, freesSpace: true, completion: completion)
+        submit(
+            { db, _ throws(StoreError) in try noteWriter.thinRevisions(retention, at: now, on: db) },
+            owner: .unclaimed, freesSpace: true, completion: completion)
     }
 
     public func pruneFeed(_ retention: FeedRetention, asOf now: Int64?, completion: @escaping StoreCompletion<Int>) {
         let noteWriter = noteWriter
-        submit({ db, _ throws(StoreError) in try noteWriter.pruneFeed(retention, at: now, on: db) },
-               owner: .unclaimed, completion: completion)
+        submit(
+            { db, _ throws(StoreError) in try noteWriter.pruneFeed(retention, at: now, on: db) },
+            owner: .unclaimed, completion: completion)
     }
 
     public func revisions(noteID: Int64, before: Int64?, limit: Int, owner: Owner, inTrash: Bool) throws(StoreError) -> [NoteRevision]? {
@@ -372,61 +398,75 @@ public final class SQLiteStore: DataStore {
 
     public func addUploads(_ uploads: [NewUpload], noteID: Int64?, owner: Owner, completion: @escaping StoreCompletion<UploadsAdded?>) {
         let noteWriter = noteWriter, files = files
-        submit({ db, effects throws(StoreError) in
-            try noteWriter.addUploads(uploads, noteID: noteID, owner: owner, on: db, effects: effects)
-        }, owner: owner, completion: { result in
-            // Bytes without a committed row go again.
-            if case .success(.some) = result {} else { files.remove(uploads.map(\.id)) }
-            completion(result)
-        })
+        submit(
+            { db, effects throws(StoreError) in
+                try noteWriter.addUploads(uploads, noteID: noteID, owner: owner, on: db, effects: effects)
+            }, owner: owner,
+            completion: { result in
+                // Bytes without a committed row go again.
+                if case .success(.some) = result {} else { files.remove(uploads.map(\.id)) }
+                completion(result)
+            })
     }
 
-    public func addUploads(_ uploads: [NewUpload], noteID: Int64?, owner: Owner, claiming claim: IdempotencyKeyClaim,
-                           completion: @escaping StoreCompletion<KeyedOutcome<UploadsAdded?>>) {
+    public func addUploads(
+        _ uploads: [NewUpload], noteID: Int64?, owner: Owner, claiming claim: IdempotencyKeyClaim,
+        completion: @escaping StoreCompletion<KeyedOutcome<UploadsAdded?>>
+    ) {
         let noteWriter = noteWriter, files = files, instance = instance
-        submit({ db, effects throws(StoreError) -> KeyedOutcome<UploadsAdded?> in
-            let found = try IdempotencyRows.claim(claim.key, fingerprint: claim.fingerprint, owner: owner, now: claim.now, instance: instance, on: db)
-            guard found == .claimed else { return .refused(found) }
-            guard let added = try noteWriter.addUploads(uploads, noteID: noteID, owner: owner, on: db, effects: effects) else {
-                try IdempotencyRows.release(claim.key, owner: owner, on: db)
-                return .done(nil)
-            }
-            try IdempotencyRows.keepPending(claim.key, location: "/uploads/\(uploads[0].id)", owner: owner, now: claim.now, on: db)
-            return .done(added)
-        }, owner: owner, completion: { result in
-            // Bytes without a committed row go again.
-            if case .success(.done(.some)) = result {} else { files.remove(uploads.map(\.id)) }
-            completion(result)
-        })
+        submit(
+            { db, effects throws(StoreError) -> KeyedOutcome<UploadsAdded?> in
+                let found = try IdempotencyRows.claim(
+                    claim.key, fingerprint: claim.fingerprint, owner: owner, now: claim.now, instance: instance, on: db)
+                guard found == .claimed else { return .refused(found) }
+                guard let added = try noteWriter.addUploads(uploads, noteID: noteID, owner: owner, on: db, effects: effects) else {
+                    try IdempotencyRows.release(claim.key, owner: owner, on: db)
+                    return .done(nil)
+                }
+                try IdempotencyRows.keepPending(claim.key, location: "/uploads/\(uploads[0].id)", owner: owner, now: claim.now, on: db)
+                return .done(added)
+            }, owner: owner,
+            completion: { result in
+                // Bytes without a committed row go again.
+                if case .success(.done(.some)) = result {} else { files.remove(uploads.map(\.id)) }
+                completion(result)
+            })
     }
 
     public func deleteUpload(id: String, owner: Owner, completion: @escaping StoreCompletion<UploadRemoved?>) {
         let noteWriter = noteWriter
-        submit({ db, effects throws(StoreError) in try noteWriter.deleteUpload(id: id, owner: owner, on: db, effects: effects) },
-               owner: owner, freesSpace: true, completion: completion)
+        submit(
+            { db, effects throws(StoreError) in try noteWriter.deleteUpload(id: id, owner: owner, on: db, effects: effects) },
+            owner: owner, freesSpace: true, completion: completion)
     }
 
     public func attachUpload(id: String, noteID: Int64?, owner: Owner, completion: @escaping StoreCompletion<UploadAttached?>) {
         let noteWriter = noteWriter
-        submit({ db, effects throws(StoreError) in
-            try noteWriter.attachUpload(id: id, noteID: noteID, owner: owner, on: db, effects: effects)
-        }, owner: owner, completion: completion)
+        submit(
+            { db, effects throws(StoreError) in
+                try noteWriter.attachUpload(id: id, noteID: noteID, owner: owner, on: db, effects: effects)
+            }, owner: owner, completion: completion)
     }
 
     /// Queues `apply` for the next group commit; once it has committed, the files it freed go,
     /// its events are handed to the observer, then `completion` runs — all on the writer thread.
     /// After `close()`, `completion` gets `StoreError.closed` at once on the calling thread.
-    func submit<Value: Sendable>(_ apply: @escaping @Sendable (SQLiteConnection, WriteEffects) throws(StoreError) -> Value,
-                                         owner: Owner, freesSpace: Bool = false, completion: @escaping StoreCompletion<Value>) {
+    func submit<Value: Sendable>(
+        _ apply: @escaping @Sendable (SQLiteConnection, WriteEffects) throws(StoreError) -> Value,
+        owner: Owner, freesSpace: Bool = false, completion: @escaping StoreCompletion<Value>
+    ) {
         let files = files, observer = observer
         let effects = WriteEffects()
-        writer.submit(.make({ db throws(StoreError) in try apply(db, effects) }, freesSpace: freesSpace, completion: { result in
-            if case .success = result {
-                files.remove(effects.removed)
-                observer.deliver(effects.events, owner: owner)
-            }
-            completion(result)
-        }))
+        writer.submit(
+            .make(
+                { db throws(StoreError) in try apply(db, effects) }, freesSpace: freesSpace,
+                completion: { result in
+                    if case .success = result {
+                        files.remove(effects.removed)
+                        observer.deliver(effects.events, owner: owner)
+                    }
+                    completion(result)
+                }))
     }
 
     // MARK: - Uploads
@@ -494,9 +534,12 @@ extension SQLiteStore {
     public func submit(_ write: AccountWrite, completion: @escaping @Sendable (Result<AccountWriteResult, StoreError>) -> Void) {
         let files = files, now = noteWriter.now
         let effects = WriteEffects()
-        writer.submit(.make({ db throws(StoreError) in try AccountRows.apply(write, now: now(), on: db, changes: effects) }, completion: { result in
-            if case .success(.done) = result { files.remove(effects.removed) }
-            completion(result)
-        }))
+        writer.submit(
+            .make(
+                { db throws(StoreError) in try AccountRows.apply(write, now: now(), on: db, changes: effects) },
+                completion: { result in
+                    if case .success(.done) = result { files.remove(effects.removed) }
+                    completion(result)
+                }))
     }
 }

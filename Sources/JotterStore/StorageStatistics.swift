@@ -13,9 +13,11 @@ extension SQLiteStore {
     /// intervals, not for every request) and sizes the database files.
     public func storageStatistics() throws(StoreError) -> StorageStatistics {
         let (notes, uploads, bytes) = try readers.withConnection { db throws(StoreError) in
-            try db.first("""
+            try db.first(
+                """
                 SELECT (SELECT count(*) FROM notes), (SELECT count(*) FROM uploads), (SELECT coalesce(sum(size), 0) FROM uploads)
-                """) { ($0.int64(0), $0.int64(1), $0.int64(2)) } ?? (0, 0, 0)
+                """
+            ) { ($0.int64(0), $0.int64(1), $0.int64(2)) } ?? (0, 0, 0)
         }
         let database = (FileTransfer.size(of: path) ?? 0) + (FileTransfer.size(of: path + "-wal") ?? 0)
         return StorageStatistics(notes: notes, uploads: uploads, uploadBytes: bytes, databaseBytes: database)

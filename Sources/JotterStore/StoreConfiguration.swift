@@ -76,7 +76,8 @@ extension StoreConfiguration {
     /// `postgres://user:secret@host/db` as `postgres://user:***@host/db`.
     static func withoutPassword(_ url: String) -> String {
         guard let scheme = url.firstRange(of: "://"), let at = url[scheme.upperBound...].firstIndex(of: "@"),
-              let colon = url[scheme.upperBound..<at].firstIndex(of: ":") else { return url }
+            let colon = url[scheme.upperBound..<at].firstIndex(of: ":")
+        else { return url }
         return String(url[..<url.index(after: colon)]) + "***" + String(url[at...])
     }
 }
@@ -96,10 +97,12 @@ public func openDataStore(_ configuration: StoreConfiguration) throws(StoreError
         options.eventBacklog = configuration.eventBacklog
         return try SQLiteStore(dataDirectory: configuration.dataDirectory, options: options)
     case .postgres(let url, let poolSize):
-        let blobs = try openBlobStore(configuration.blobStore, dataDirectory: configuration.dataDirectory,
-                                      environment: configuration.environment)
-        return try PostgresStore(url: url, poolSize: poolSize, blobs: blobs, temporaryDirectory: configuration.dataDirectory + "/tmp",
-                                 options: PostgresStore.Options(eventBacklog: configuration.eventBacklog))
+        let blobs = try openBlobStore(
+            configuration.blobStore, dataDirectory: configuration.dataDirectory,
+            environment: configuration.environment)
+        return try PostgresStore(
+            url: url, poolSize: poolSize, blobs: blobs, temporaryDirectory: configuration.dataDirectory + "/tmp",
+            options: PostgresStore.Options(eventBacklog: configuration.eventBacklog))
     }
 }
 

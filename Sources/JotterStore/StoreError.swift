@@ -85,8 +85,10 @@ public struct StoreError: Error, Sendable, Hashable, CustomStringConvertible {
     }
 
     public static func newerSchema(file: String, found: Int64, supported: Int64) -> StoreError {
-        StoreError(.newerSchema, "\(file) has schema version \(found) but this jotter understands up to "
-            + "\(supported); upgrade jotter (the database was left untouched)")
+        StoreError(
+            .newerSchema,
+            "\(file) has schema version \(found) but this jotter understands up to "
+                + "\(supported); upgrade jotter (the database was left untouched)")
     }
 
     static func notJotterDatabase(file: String) -> StoreError {

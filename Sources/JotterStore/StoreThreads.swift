@@ -64,11 +64,12 @@ public final class StoreThreads: Sendable {
             return !state.stopping
         }
         guard first else { return }
-        let running = threads.withLock { threads in defer { threads = [] }; return threads }
+        let running = threads.withLock { threads in
+            defer { threads = [] }; return threads
+        }
         for _ in running { ready.signal() }
         for thread in running { thread.join() }
     }
-
 
     private func loop() {
         while true {

@@ -100,8 +100,9 @@ public protocol UploadStore: Sendable {
     /// a reference answer (`Location: /uploads/{first id}`); refused, without a row, when the key
     /// is held, was used for another request, or has an answer (the bytes are deleted then too).
     /// No note (`.done(nil)`) leaves the key free.
-    func addUploads(_ uploads: [NewUpload], noteID: Int64?, owner: Owner, claiming claim: IdempotencyKeyClaim,
-                    completion: @escaping StoreCompletion<KeyedOutcome<UploadsAdded?>>)
+    func addUploads(
+        _ uploads: [NewUpload], noteID: Int64?, owner: Owner, claiming claim: IdempotencyKeyClaim,
+        completion: @escaping StoreCompletion<KeyedOutcome<UploadsAdded?>>)
     /// Deletes an upload (its note, if any, changes version); nil when there is none.
     func deleteUpload(id: String, owner: Owner, completion: @escaping StoreCompletion<UploadRemoved?>)
     /// Attaches an upload to `noteID` (nil: to no note). The note it leaves and the note it

@@ -33,8 +33,10 @@ public struct UploadSweep: Sendable {
 
     /// - Parameters:
     ///   - delete: how a swept key goes; nil: `blobs.delete`.
-    public init(blobs: any BlobStore, minimumAge: Int64 = 3600, known: @escaping @Sendable ([String]) throws -> Set<String>,
-                delete: (@Sendable (String) throws -> Void)? = nil) {
+    public init(
+        blobs: any BlobStore, minimumAge: Int64 = 3600, known: @escaping @Sendable ([String]) throws -> Set<String>,
+        delete: (@Sendable (String) throws -> Void)? = nil
+    ) {
         self.blobs = blobs
         self.minimumAge = minimumAge
         self.known = known

@@ -36,8 +36,9 @@ package final class BucketFileStore: MultipartFileStore {
     }
 
     package func open(field: String, filename: String, contentType: String, temporaryDirectory: String) throws(HTTPError) -> any MultipartFileWriter {
-        let writer = BucketFileWriter(store: self, id: UploadRecord.newID(),
-                                      checksUTF8: MediaType(contentType)?.essence.hasPrefix("text/") == true)
+        let writer = BucketFileWriter(
+            store: self, id: UploadRecord.newID(),
+            checksUTF8: MediaType(contentType)?.essence.hasPrefix("text/") == true)
         writers.withLock { $0[writer.location] = writer }
         return writer
     }
@@ -156,7 +157,9 @@ package final class BucketFileWriter: MultipartFileWriter, @unchecked Sendable {
         do {
             if let failure { throw failure }
             // No part went: the whole file is the part filling (a part goes only with more after it).
-            guard let uploadID else { return try bucket.put(location, bytes: parts.overflow.isEmpty ? parts.filling : parts.filling + parts.overflow) }
+            guard let uploadID else {
+                return try bucket.put(location, bytes: parts.overflow.isEmpty ? parts.filling : parts.filling + parts.overflow)
+            }
             var all = uploaded
             while parts.hasPartBeforeMore {
                 sent += 1
@@ -229,9 +232,12 @@ package final class BucketFileWriter: MultipartFileWriter, @unchecked Sendable {
             ready?()
         }
         if !started {
-            shared.withLock { $0.busy = false; $0.failure = BlobError.transport("no thread for the upload to the bucket") }
-            throw HTTPError(.serviceUnavailable, detail: "the server cannot start the upload to the bucket now; try again shortly",
-                            headers: HTTPHeaders([("Retry-After", StoreErrors.retryAfter)]), closesConnection: true)
+            shared.withLock {
+                $0.busy = false; $0.failure = BlobError.transport("no thread for the upload to the bucket")
+            }
+            throw HTTPError(
+                .serviceUnavailable, detail: "the server cannot start the upload to the bucket now; try again shortly",
+                headers: HTTPHeaders([("Retry-After", StoreErrors.retryAfter)]), closesConnection: true)
         }
     }
 
@@ -246,7 +252,8 @@ package final class BucketFileWriter: MultipartFileWriter, @unchecked Sendable {
 
     /// The error a failed part upload answers the request with (the body is not read further).
     private static func refusal(_ error: any Error) -> HTTPError {
-        var refusal = StoreErrors.http(error)
+        var refusal =
+            StoreErrors.http(error)
             ?? HTTPError(.internalServerError, detail: "the upload to the blob store failed: \(error)")
         refusal.closesConnection = true
         return refusal

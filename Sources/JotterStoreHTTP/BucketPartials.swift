@@ -77,8 +77,9 @@ final class BucketPartials: PartialStorage {
         let deadline = MonotonicClock.seconds() + Self.patience
         var announced = false
         while true {
-            let found = try rows.takeOverPartialUpload(id: id, owner: owner, leaseSeconds: appending ? Self.lease : 0,
-                                                       force: MonotonicClock.seconds() >= deadline, loadingBytes: appending)
+            let found = try rows.takeOverPartialUpload(
+                id: id, owner: owner, leaseSeconds: appending ? Self.lease : 0,
+                force: MonotonicClock.seconds() >= deadline, loadingBytes: appending)
             switch found {
             case .held(let hold):
                 let writer = appending ? try register(hold, owner: owner, tentative: tentative) : nil
@@ -246,8 +247,10 @@ final class BucketPartialWriter: PartialWriter, @unchecked Sendable {
         self.tentative = tentative
         self.partials = partials
         partSize = partials.bucket.partSize
-        var initial = State(bytes: S3PartBuffer(partSize: partials.bucket.partSize, holding: hold.tail), base: hold.partsEnd, recorded: hold.record.offset, parts: hold.parts,
-                            hash: hash, hashed: hold.partsEnd, partsStart: hold.partsEnd)
+        var initial = State(
+            bytes: S3PartBuffer(partSize: partials.bucket.partSize, holding: hold.tail), base: hold.partsEnd, recorded: hold.record.offset,
+            parts: hold.parts,
+            hash: hash, hashed: hold.partsEnd, partsStart: hold.partsEnd)
         hold.tail.withUnsafeBytes { initial.absorb($0, partSize: partials.bucket.partSize) }
         state = Mutex(initial)
     }
@@ -292,9 +295,10 @@ final class BucketPartialWriter: PartialWriter, @unchecked Sendable {
             do {
                 let part = try storePart(bytes)
                 if !tentative {
-                    let recording = PartialUploadRecording(parts: [part], partsSHA256: cut.sha256, partsEnd: cut.end, offset: cut.end,
-                                                           expiresAt: WallClock.seconds() + partials.lifetime, leaseSeconds: BucketPartials.lease,
-                                                           reservesNextPart: true)
+                    let recording = PartialUploadRecording(
+                        parts: [part], partsSHA256: cut.sha256, partsEnd: cut.end, offset: cut.end,
+                        expiresAt: WallClock.seconds() + partials.lifetime, leaseSeconds: BucketPartials.lease,
+                        reservesNextPart: true)
                     guard let recorded = try rows.recordPartialUpload(id: id, owner: owner, generation: generation, recording) else {
                         throw HTTPError.takenOver(id)
                     }
@@ -323,8 +327,9 @@ final class BucketPartialWriter: PartialWriter, @unchecked Sendable {
         if !started {
             state.withLock { state in
                 state.busy = false
-                state.failure = HTTPError(.serviceUnavailable, detail: "the server cannot start the upload to the bucket now; try again shortly",
-                                          headers: HTTPHeaders([("Retry-After", StoreErrors.retryAfter)]), closesConnection: true)
+                state.failure = HTTPError(
+                    .serviceUnavailable, detail: "the server cannot start the upload to the bucket now; try again shortly",
+                    headers: HTTPHeaders([("Retry-After", StoreErrors.retryAfter)]), closesConnection: true)
             }
         }
     }
@@ -371,8 +376,9 @@ final class BucketPartialWriter: PartialWriter, @unchecked Sendable {
             state.finished = true
             var bytes = S3PartBuffer(partSize: partSize)
             swap(&bytes, &state.bytes)
-            return Rest(bytes: bytes, base: state.base, recorded: state.recorded, parts: state.parts,
-                        unrecorded: state.unrecorded, failure: state.failure)
+            return Rest(
+                bytes: bytes, base: state.base, recorded: state.recorded, parts: state.parts,
+                unrecorded: state.unrecorded, failure: state.failure)
         }
     }
 
@@ -397,9 +403,10 @@ final class BucketPartialWriter: PartialWriter, @unchecked Sendable {
             let from = max(base, rest.recorded)
             let piece = Array(bytes.filling[Int(from - base)...])
             let sha256 = parts.isEmpty ? nil : state.withLock { $0.boundaries[base] }
-            let recording = PartialUploadRecording(parts: parts, partsSHA256: sha256, partsEnd: parts.isEmpty ? nil : base,
-                                                   tailPiece: piece.isEmpty ? nil : (from, piece), offset: base + Int64(bytes.count),
-                                                   length: length, expiresAt: expiresAt, leaseSeconds: 0)
+            let recording = PartialUploadRecording(
+                parts: parts, partsSHA256: sha256, partsEnd: parts.isEmpty ? nil : base,
+                tailPiece: piece.isEmpty ? nil : (from, piece), offset: base + Int64(bytes.count),
+                length: length, expiresAt: expiresAt, leaseSeconds: 0)
             return try rows.recordPartialUpload(id: id, owner: owner, generation: generation, recording) != nil
         } catch {
             releaseLease()
@@ -445,8 +452,9 @@ final class BucketPartialWriter: PartialWriter, @unchecked Sendable {
         }
         // Sealed: no take-over while the object is made (and, should this fail, all the parts
         // are recorded, so the upload can be completed again).
-        let seal = PartialUploadRecording(parts: newParts, partsSHA256: whole, partsEnd: length, offset: length, length: length,
-                                          leaseSeconds: BucketPartials.sealLease, seal: true)
+        let seal = PartialUploadRecording(
+            parts: newParts, partsSHA256: whole, partsEnd: length, offset: length, length: length,
+            leaseSeconds: BucketPartials.sealLease, seal: true)
         guard try rows.recordPartialUpload(id: id, owner: owner, generation: generation, seal) != nil else { throw HTTPError.takenOver(id) }
         do {
             if parts.isEmpty {
@@ -478,13 +486,16 @@ final class BucketPartialWriter: PartialWriter, @unchecked Sendable {
             defer { state.reserved = nil }
             return state.reserved
         }
-        guard let number = try reserved
-                ?? rows.reservePartialUploadPart(id: id, owner: owner, generation: generation, leaseSeconds: BucketPartials.lease) else {
+        guard
+            let number = try reserved
+                ?? rows.reservePartialUploadPart(id: id, owner: owner, generation: generation, leaseSeconds: BucketPartials.lease)
+        else {
             throw HTTPError.takenOver(id)
         }
         guard number <= bucket.maximumPartNumber else {
-            throw HTTPError(.contentTooLarge, detail: "upload \(id) would need more than \(bucket.maximumPartNumber) parts in the bucket",
-                            closesConnection: true)
+            throw HTTPError(
+                .contentTooLarge, detail: "upload \(id) would need more than \(bucket.maximumPartNumber) parts in the bucket",
+                closesConnection: true)
         }
         return try bucket.uploadPart(key, uploadID: uploadID, number: number, bytes: bytes)
     }
@@ -503,7 +514,8 @@ final class BucketPartialWriter: PartialWriter, @unchecked Sendable {
 
     /// The error a failed part answers the request with (the body is not read further).
     private static func refusal(_ error: any Error) -> HTTPError {
-        var refusal = (error as? HTTPError) ?? StoreErrors.http(error)
+        var refusal =
+            (error as? HTTPError) ?? StoreErrors.http(error)
             ?? HTTPError(.internalServerError, detail: "the upload to the blob store failed: \(error)")
         refusal.closesConnection = true
         return refusal

@@ -48,7 +48,8 @@ final class PartialFiles: PartialStorage {
         guard let record = try store.partialUpload(id: id, owner: owner) else { return .missing }
         // Retired: completing right now (its bytes moved, its row not replaced yet), or cancelled.
         guard let (generation, offset) = entry(id).takeOver() else { return .completing }
-        let writer = appending ? try LocalPartialWriter(files: self, id: id, owner: owner, generation: generation, start: offset, tentative: tentative) : nil
+        let writer =
+            appending ? try LocalPartialWriter(files: self, id: id, owner: owner, generation: generation, start: offset, tentative: tentative) : nil
         return .held(record: record, offset: offset, writer: writer)
     }
 
@@ -135,7 +136,9 @@ final class LocalPartialWriter: PartialWriter, @unchecked Sendable {
         offset = start
         fd = open(files.path(of: id), O_WRONLY | O_CLOEXEC)
         guard fd >= 0 else {
-            throw HTTPError(errno == ENOSPC ? .insufficientStorage : .internalServerError, detail: "cannot open the upload's file: \(String(cString: strerror(errno)))")
+            throw HTTPError(
+                errno == ENOSPC ? .insufficientStorage : .internalServerError,
+                detail: "cannot open the upload's file: \(String(cString: strerror(errno)))")
         }
     }
 
@@ -223,8 +226,9 @@ final class PartialFile: Sendable {
                     let reason = String(cString: strerror(errno))
                     // Nothing half-written stays: back to where this chunk began.
                     _ = ftruncate(fd, off_t(offset))
-                    throw HTTPError(errno == ENOSPC ? .insufficientStorage : .internalServerError,
-                                    detail: "cannot store the upload's bytes: \(reason)", closesConnection: true)
+                    throw HTTPError(
+                        errno == ENOSPC ? .insufficientStorage : .internalServerError,
+                        detail: "cannot store the upload's bytes: \(reason)", closesConnection: true)
                 }
                 done += n
             }

@@ -13,17 +13,21 @@ package enum StoreErrors {
     @Sendable package static func http(_ error: any Error) -> HTTPError? {
         if let error = error as? StoreError {
             if error.isOutOfSpace {
-                return HTTPError(.insufficientStorage, detail: "the server's disk is full: the write was not stored; "
-                    + "deleting notes or uploads frees space")
+                return HTTPError(
+                    .insufficientStorage,
+                    detail: "the server's disk is full: the write was not stored; "
+                        + "deleting notes or uploads frees space")
             }
             if error.isTransient {
-                return HTTPError(.serviceUnavailable, detail: "the database is unavailable: \(error.message)",
-                                 headers: HTTPHeaders([("Retry-After", retryAfter)]))
+                return HTTPError(
+                    .serviceUnavailable, detail: "the database is unavailable: \(error.message)",
+                    headers: HTTPHeaders([("Retry-After", retryAfter)]))
             }
         }
         if let error = error as? BlobError, error.isTransient {
-            return HTTPError(.serviceUnavailable, detail: "the blob store is unavailable: \(error)",
-                             headers: HTTPHeaders([("Retry-After", retryAfter)]))
+            return HTTPError(
+                .serviceUnavailable, detail: "the blob store is unavailable: \(error)",
+                headers: HTTPHeaders([("Retry-After", retryAfter)]))
         }
         return nil
     }

@@ -27,8 +27,10 @@ public final class PeriodicTask: Sendable {
     }
 
     /// A task whose `work` returns whether to go on (false ends it, as `stop()` does).
-    public static func repeating(every interval: Double, firstAfter delay: Double = 0,
-                                 whileTrue work: @escaping @Sendable () -> Bool) -> PeriodicTask {
+    public static func repeating(
+        every interval: Double, firstAfter delay: Double = 0,
+        whileTrue work: @escaping @Sendable () -> Bool
+    ) -> PeriodicTask {
         PeriodicTask(interval: interval, firstDelay: delay, work: work)
     }
 

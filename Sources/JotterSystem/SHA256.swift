@@ -52,7 +52,11 @@ public struct SHA256: ~Copyable {
     public var state: [UInt8] {
         var out: [UInt8] = [1]
         out.reserveCapacity(Self.fixedStateSize + 64)
-        func word(_ value: UInt32) { out += [UInt8(value >> 24), UInt8(truncatingIfNeeded: value >> 16), UInt8(truncatingIfNeeded: value >> 8), UInt8(truncatingIfNeeded: value)] }
+        func word(_ value: UInt32) {
+            out += [
+                UInt8(value >> 24), UInt8(truncatingIfNeeded: value >> 16), UInt8(truncatingIfNeeded: value >> 8), UInt8(truncatingIfNeeded: value),
+            ]
+        }
         withUnsafeBytes(of: context.pointee.h) { words in for index in 0..<8 { word(words.load(fromByteOffset: index * 4, as: UInt32.self)) } }
         word(context.pointee.Nl)
         word(context.pointee.Nh)

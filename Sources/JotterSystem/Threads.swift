@@ -35,10 +35,12 @@ public final class SystemThread: @unchecked Sendable {
     /// `work` is handed to the thread, which alone uses it from then on.
     public func start(_ work: sending @escaping () -> Void) throws(StartError) {
         let context = Unmanaged.passRetained(Work(work)).toOpaque()
-        let code = pthread_create(&id, nil, { raw in
-            Unmanaged<Work>.fromOpaque(raw!).takeRetainedValue().body()
-            return nil
-        }, context)
+        let code = pthread_create(
+            &id, nil,
+            { raw in
+                Unmanaged<Work>.fromOpaque(raw!).takeRetainedValue().body()
+                return nil
+            }, context)
         guard code == 0 else {
             Unmanaged<Work>.fromOpaque(context).release()
             throw StartError(code: code)

@@ -81,9 +81,11 @@ public struct JSONSchema: Sendable, Hashable {
     // MARK: - Builders
 
     /// A string, optionally with a pattern, a format, allowed values, lengths and an example.
-    public static func string(pattern: String? = nil, format: String? = nil, enum values: [String] = [],
-                              minLength: Int? = nil, maxLength: Int? = nil,
-                              description: String? = nil, example: String? = nil) -> JSONSchema {
+    public static func string(
+        pattern: String? = nil, format: String? = nil, enum values: [String] = [],
+        minLength: Int? = nil, maxLength: Int? = nil,
+        description: String? = nil, example: String? = nil
+    ) -> JSONSchema {
         var schema = JSONSchema(types: [.string])
         schema.pattern = pattern
         schema.format = format
@@ -96,8 +98,10 @@ public struct JSONSchema: Sendable, Hashable {
     }
 
     /// An integer, optionally bounded.
-    public static func integer(minimum: Int64? = nil, maximum: Int64? = nil, format: String? = nil,
-                               description: String? = nil, example: Int64? = nil) -> JSONSchema {
+    public static func integer(
+        minimum: Int64? = nil, maximum: Int64? = nil, format: String? = nil,
+        description: String? = nil, example: Int64? = nil
+    ) -> JSONSchema {
         var schema = JSONSchema(types: [.integer])
         schema.minimum = minimum
         schema.maximum = maximum
@@ -124,8 +128,10 @@ public struct JSONSchema: Sendable, Hashable {
     /// An object with `properties`; every property is required unless named in `optional`.
     /// `additional` nil leaves other properties allowed (request bodies, where the server
     /// ignores unknown fields); wire types the server writes pass `.forbidden`.
-    public static func object(_ properties: [String: JSONSchema], optional: Set<String> = [],
-                              additional: AdditionalProperties? = nil, description: String? = nil) -> JSONSchema {
+    public static func object(
+        _ properties: [String: JSONSchema], optional: Set<String> = [],
+        additional: AdditionalProperties? = nil, description: String? = nil
+    ) -> JSONSchema {
         var schema = JSONSchema(types: [.object])
         schema.properties = properties
         schema.required = properties.keys.filter { !optional.contains($0) }.sorted()
@@ -160,8 +166,9 @@ public struct JSONSchema: Sendable, Hashable {
     /// A time of the API: a string, UTC `yyyy-MM-dd HH:mm:ss`; `description` says what the
     /// field means after the format.
     public static func timestamp(description: String? = nil, example: String = "2026-11-30 14:35:40") -> JSONSchema {
-        string(pattern: "^[0-9]{4}-[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2}$",
-               description: "UTC, `yyyy-MM-dd HH:mm:ss`" + (description.map { "; \($0)" } ?? ""), example: example)
+        string(
+            pattern: "^[0-9]{4}-[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2}$",
+            description: "UTC, `yyyy-MM-dd HH:mm:ss`" + (description.map { "; \($0)" } ?? ""), example: example)
     }
 
     /// Bytes of any kind (`type: string, format: binary`): a file part or a download.

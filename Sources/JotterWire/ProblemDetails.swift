@@ -31,8 +31,10 @@ public struct ProblemDetails: Codable, Sendable, Hashable, Error {
         case requestID = "request_id"
     }
 
-    public init(type: String = "about:blank", title: String, status: Int, detail: String? = nil,
-                errors: [FieldError]? = nil, requestID: String? = nil) {
+    public init(
+        type: String = "about:blank", title: String, status: Int, detail: String? = nil,
+        errors: [FieldError]? = nil, requestID: String? = nil
+    ) {
         self.type = type
         self.title = title
         self.status = status

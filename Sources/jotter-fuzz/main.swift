@@ -47,8 +47,9 @@ func fuzzOne(_ target: String, _ bytes: [UInt8]) {
             let pair = field.split(separator: ":", maxSplits: 1, omittingEmptySubsequences: false)
             headers.add(String(pair[0]), pair.count > 1 ? String(pair[1]) : "")
         }
-        _ = FramingCheck.check(method: line.first ?? "", target: line.count > 1 ? line[1] : "", version: line.count > 2 ? line[2] : "",
-                               headers: headers, folded: bytes.count % 7 == 0)
+        _ = FramingCheck.check(
+            method: line.first ?? "", target: line.count > 1 ? line[1] : "", version: line.count > 2 ? line[2] : "",
+            headers: headers, folded: bytes.count % 7 == 0)
         _ = FramingCheck.isValidHost(text)
     case "range":
         let size = UInt64(bytes.first ?? 0) * 1_000
@@ -130,7 +131,9 @@ final class MachineFuzz: @unchecked Sendable {
         var behind = false
         var ready: (@Sendable () -> Void)?
         var received = 0
-        func open(field: String, filename: String, contentType: String, temporaryDirectory: String) throws(HTTPError) -> any MultipartFileWriter { self }
+        func open(field: String, filename: String, contentType: String, temporaryDirectory: String) throws(HTTPError) -> any MultipartFileWriter {
+            self
+        }
         var location: String { "valve" }
         func write(_ bytes: UnsafeRawBufferPointer) throws(HTTPError) { received += bytes.count }
         func finish() throws(HTTPError) -> (size: Int64, sha256: String) { (Int64(received), "") }
@@ -298,8 +301,9 @@ final class MachineFuzz: @unchecked Sendable {
         while position + 9 <= bytes.count {
             let length = Int(bytes[position]) << 16 | Int(bytes[position + 1]) << 8 | Int(bytes[position + 2])
             let type = bytes[position + 3], flags = bytes[position + 4]
-            let stream = (UInt32(bytes[position + 5]) << 24 | UInt32(bytes[position + 6]) << 16 | UInt32(bytes[position + 7]) << 8
-                          | UInt32(bytes[position + 8])) & 0x7FFF_FFFF
+            let stream =
+                (UInt32(bytes[position + 5]) << 24 | UInt32(bytes[position + 6]) << 16 | UInt32(bytes[position + 7]) << 8
+                    | UInt32(bytes[position + 8])) & 0x7FFF_FFFF
             if first == nil { first = type }
             if type > 9 { fatalError("the server wrote a frame of type \(type)") }
             if type <= 1, flags & 1 != 0 { ended.insert(stream) }
@@ -318,7 +322,9 @@ final class MachineFuzz: @unchecked Sendable {
                 let count = pattern.utf8CodeUnitCount
                 var start = from
                 while start + count <= raw.count {
-                    guard let hit = memchr(raw.baseAddress! + start, Int32(pattern.utf8Start.pointee), raw.count - start - count + 1) else { return nil }
+                    guard let hit = memchr(raw.baseAddress! + start, Int32(pattern.utf8Start.pointee), raw.count - start - count + 1) else {
+                        return nil
+                    }
                     let at = raw.baseAddress!.distance(to: UnsafeRawPointer(hit))
                     if memcmp(raw.baseAddress! + at, pattern.utf8Start, count) == 0 { return at }
                     start = at + 1
@@ -340,7 +346,8 @@ final class MachineFuzz: @unchecked Sendable {
                 } else if lines.contains("transfer-encoding: chunked") {
                     while true {
                         guard let lineEnd = find("\r\n", from: position),
-                              let size = Int(String(decoding: raw[position..<lineEnd], as: UTF8.self), radix: 16) else { return statuses }
+                            let size = Int(String(decoding: raw[position..<lineEnd], as: UTF8.self), radix: 16)
+                        else { return statuses }
                         position = lineEnd + 2 + size + 2
                         guard position <= raw.count else { return statuses }
                         if size == 0 { break }
@@ -423,8 +430,10 @@ func fuzzInput(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
 
 #if FUZZING
 @_silgen_name("LLVMFuzzerRunDriver")
-func LLVMFuzzerRunDriver(_ argc: UnsafeMutablePointer<CInt>, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>>,
-                         _ callback: @convention(c) (UnsafePointer<UInt8>?, Int) -> CInt) -> CInt
+func LLVMFuzzerRunDriver(
+    _ argc: UnsafeMutablePointer<CInt>, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>>,
+    _ callback: @convention(c) (UnsafePointer<UInt8>?, Int) -> CInt
+) -> CInt
 #endif
 
 // The entry point.
@@ -438,7 +447,8 @@ var replayed = 0
 for argument in CommandLine.arguments.dropFirst() {
     var isFolder: ObjCBool = false
     guard FileManager.default.fileExists(atPath: argument, isDirectory: &isFolder) else { continue }
-    let files = isFolder.boolValue
+    let files =
+        isFolder.boolValue
         ? ((try? FileManager.default.contentsOfDirectory(atPath: argument)) ?? []).sorted().map { argument + "/" + $0 } : [argument]
     for file in files {
         guard let data = FileManager.default.contents(atPath: file) else { continue }

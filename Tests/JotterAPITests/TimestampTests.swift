@@ -3,10 +3,12 @@ import JotterAPI
 
 @Suite("Timestamp")
 struct TimestampTests {
-    @Test("format and parse agree with known dates", arguments: [
-        (Int64(0), "1970-01-01 00:00:00"), (1_796_049_340, "2026-11-30 14:35:40"), (951_782_400, "2000-02-29 00:00:00"),
-        (-1, "1969-12-31 23:59:59"), (253_402_300_799, "9999-12-31 23:59:59"), (4_107_542_400, "2100-03-01 00:00:00"),
-    ])
+    @Test(
+        "format and parse agree with known dates",
+        arguments: [
+            (Int64(0), "1970-01-01 00:00:00"), (1_796_049_340, "2026-11-30 14:35:40"), (951_782_400, "2000-02-29 00:00:00"),
+            (-1, "1969-12-31 23:59:59"), (253_402_300_799, "9999-12-31 23:59:59"), (4_107_542_400, "2100-03-01 00:00:00"),
+        ])
     func known(_ seconds: Int64, _ text: String) {
         #expect(Timestamp.format(seconds) == text)
         #expect(Timestamp.parse(text) == seconds)

@@ -18,7 +18,7 @@ import Testing
         try store.delete(key)
         #expect(try store.head(key) == nil)
         #expect(throws: BlobError.notFound(key)) { try store.bytes(key) }
-        try store.delete(key) // deleting what is not there succeeds
+        try store.delete(key)  // deleting what is not there succeeds
     }
 
     @Test(arguments: Backend.available) func rangesAreExactAndClamped(_ backend: Backend) throws {
@@ -112,7 +112,9 @@ import Testing
         try fixture.store.put(key, bytes: patternChunk(1, size: 3 << 20))
         var calls = 0
         #expect(throws: SinkFull.self) {
-            try fixture.store.get(key, range: nil) { _ in calls += 1; throw SinkFull() }
+            try fixture.store.get(key, range: nil) { _ in
+                calls += 1; throw SinkFull()
+            }
         }
         #expect(calls == 1)
     }
@@ -146,18 +148,26 @@ import Testing
 
     @Test func configurationFromURLAndEnvironment() throws {
         let environment = ["AWS_ACCESS_KEY_ID": "AK", "AWS_SECRET_ACCESS_KEY": "SK", "AWS_SESSION_TOKEN": "TOKEN"]
-        let explicit = try S3BlobStore.Configuration(url: "s3://notes-blobs?endpoint=http%3A%2F%2F127.0.0.1%3A9000%2F&region=eu-west-3", environment: environment)
-        #expect(explicit == S3BlobStore.Configuration(bucket: "notes-blobs", endpoint: "http://127.0.0.1:9000", region: "eu-west-3",
-                                                      accessKey: "AK", secretKey: "SK", sessionToken: "TOKEN"))
-        let fromEnvironment = try S3BlobStore.Configuration(url: "s3://b", environment: environment.merging(
-            ["AWS_ENDPOINT_URL": "https://s3.example.test", "AWS_DEFAULT_REGION": "ap-south-1"]) { $1 })
+        let explicit = try S3BlobStore.Configuration(
+            url: "s3://notes-blobs?endpoint=http%3A%2F%2F127.0.0.1%3A9000%2F&region=eu-west-3", environment: environment)
+        #expect(
+            explicit
+                == S3BlobStore.Configuration(
+                    bucket: "notes-blobs", endpoint: "http://127.0.0.1:9000", region: "eu-west-3",
+                    accessKey: "AK", secretKey: "SK", sessionToken: "TOKEN"))
+        let fromEnvironment = try S3BlobStore.Configuration(
+            url: "s3://b",
+            environment: environment.merging(
+                ["AWS_ENDPOINT_URL": "https://s3.example.test", "AWS_DEFAULT_REGION": "ap-south-1"]) { $1 })
         #expect(fromEnvironment.endpoint == "https://s3.example.test")
         #expect(fromEnvironment.region == "ap-south-1")
         let defaults = try S3BlobStore.Configuration(url: "s3://b?endpoint=http://h:1", environment: environment)
         #expect(defaults.region == "us-east-1")
         #expect(defaults.partSize == 8 << 20)
-        for bad in ["http://b?endpoint=http://h", "s3://?endpoint=http://h", "s3://b", "s3://b?endpoint=ftp://h",
-                    "s3://b?endpoint=http://h&colour=blue", "s3://b?endpoint=http%zz"] {
+        for bad in [
+            "http://b?endpoint=http://h", "s3://?endpoint=http://h", "s3://b", "s3://b?endpoint=ftp://h",
+            "s3://b?endpoint=http://h&colour=blue", "s3://b?endpoint=http%zz",
+        ] {
             #expect(throws: BlobError.self, "\(bad)") { try S3BlobStore.Configuration(url: bad, environment: environment) }
         }
         #expect(throws: BlobError.self) { try S3BlobStore.Configuration(url: "s3://b?endpoint=http://h", environment: [:]) }
@@ -184,12 +194,15 @@ import Testing
         try store.put(key, bytes: bytes)
         var events: [String] = []
         var openedInfo: BlobInfo?
-        try store.get(key, range: 1000...1999, opened: { info in
-            openedInfo = info
-            events.append("opened")
-        }, into: { chunk in
-            if events.last != "bytes" { events.append("bytes") }
-        })
+        try store.get(
+            key, range: 1000...1999,
+            opened: { info in
+                openedInfo = info
+                events.append("opened")
+            },
+            into: { chunk in
+                if events.last != "bytes" { events.append("bytes") }
+            })
         #expect(events == ["opened", "bytes"])
         #expect(openedInfo?.size == Int64(bytes.count))
         #expect(openedInfo?.etag == (try store.head(key))?.etag)

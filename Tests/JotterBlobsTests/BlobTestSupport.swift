@@ -45,8 +45,11 @@ final class BlobFixture {
     }
 
     deinit {
-        if let folder { try? FileManager.default.removeItem(atPath: folder) }
-        else { for blob in (try? store.list(prefix: prefix)) ?? [] { try? store.delete(blob.key) } }
+        if let folder {
+            try? FileManager.default.removeItem(atPath: folder)
+        } else {
+            for blob in (try? store.list(prefix: prefix)) ?? [] { try? store.delete(blob.key) }
+        }
     }
 
     func key(_ name: String) -> String { prefix + name }
@@ -72,7 +75,8 @@ enum ResidentMemory {
     private static func field(_ name: String) -> Int {
         let status = (try? String(contentsOfFile: "/proc/self/status", encoding: .utf8)) ?? ""
         guard let line = status.split(separator: "\n").first(where: { $0.hasPrefix(name + ":") }),
-              let kib = Int(line.split(separator: " ").dropFirst().first ?? "") else { return 0 }
+            let kib = Int(line.split(separator: " ").dropFirst().first ?? "")
+        else { return 0 }
         return kib * 1024
     }
 }

@@ -66,7 +66,7 @@ struct S3MultipartTests {
         try store.abortMultipartUpload(key, uploadID: uploadID)
         #expect(try store.listMultipartUploads(prefix: fixture.prefix).isEmpty)
         #expect(try store.head(key) == nil)
-        try store.abortMultipartUpload(key, uploadID: uploadID) // aborting again succeeds
+        try store.abortMultipartUpload(key, uploadID: uploadID)  // aborting again succeeds
         #expect(throws: BlobError.notFound(key)) { try store.listParts(key, uploadID: uploadID) }
         #expect(throws: BlobError.notFound(key)) {
             try store.completeMultipartUpload(key, uploadID: uploadID, parts: [.init(number: 1, etag: "\"x\"", size: 1000)])

@@ -39,8 +39,9 @@ struct S3PartBufferTests {
         return (sizes, joined, addresses.count)
     }
 
-    @Test("parts are a part long but the last, each byte once in order, in two buffers reused",
-          arguments: [(100, 7, 10), (100, 10, 10), (101, 10, 10), (1000, 33, 64), (64, 64, 64), (65, 64, 64), (5, 100, 10)])
+    @Test(
+        "parts are a part long but the last, each byte once in order, in two buffers reused",
+        arguments: [(100, 7, 10), (100, 10, 10), (101, 10, 10), (1000, 33, 64), (64, 64, 64), (65, 64, 64), (5, 100, 10)])
     func parts(total: Int, read: Int, partSize: Int) {
         let (sizes, _, buffers) = run(total: total, read: read, partSize: partSize)
         #expect(sizes.dropLast().allSatisfy { $0 == partSize })

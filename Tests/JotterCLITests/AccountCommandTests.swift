@@ -10,7 +10,8 @@ import JotterTestSupport
 struct AccountCommandTests {
     /// Runs the built `jotter` with `input` on standard input (not a terminal).
     static func jotter(_ arguments: [String], input: String = "", environment: [String: String] = ["PATH": "/usr/bin:/bin"]) throws
-        -> (status: Int32, out: String, err: String) {
+        -> (status: Int32, out: String, err: String)
+    {
         let process = Process()
         process.executableURL = ServerProcess.binary
         process.arguments = arguments
@@ -32,7 +33,10 @@ struct AccountCommandTests {
         let data = try scratchFolder()
         defer { try? FileManager.default.removeItem(at: data) }
         let folder = ["--data", data.path]
-        #expect(try Self.jotter(["users", "add", "ann", "--admin"] + folder, input: "short\n") == (1, "", "error: a password needs at least 8 characters; nothing changed\n"))
+        #expect(
+            try Self.jotter(["users", "add", "ann", "--admin"] + folder, input: "short\n") == (
+                1, "", "error: a password needs at least 8 characters; nothing changed\n"
+            ))
         #expect(try Self.jotter(["users", "add", "ann", "--admin"] + folder, input: "ann's password\n").status == 0)
         #expect(try Self.jotter(["users", "add", "ANN"] + folder, input: "another password\n").err == "error: a user named ANN exists already\n")
         #expect(try Self.jotter(["users", "add", "bob"] + folder, input: "bob's password\n").out == "Added user bob.\n")
@@ -55,8 +59,9 @@ struct AccountCommandTests {
         let notes = try RawHTTP(port: server.port).request("GET", "/notes", headers: [("Authorization", "Bearer \(token)")], close: true)
         #expect(notes.status == 200)
         #expect(try RawHTTP(port: server.port).request("GET", "/notes", close: true).status == 401)
-        let signIn = try RawHTTP(port: server.port).request("POST", "/auth/sessions", headers: [("Content-Type", "application/x-www-form-urlencoded")],
-                                                            body: Array("name=bob&password=bob%27s%20new%20password".utf8), close: true)
+        let signIn = try RawHTTP(port: server.port).request(
+            "POST", "/auth/sessions", headers: [("Content-Type", "application/x-www-form-urlencoded")],
+            body: Array("name=bob&password=bob%27s%20new%20password".utf8), close: true)
         #expect(signIn.status == 201)
         server.signal(SIGTERM)
         _ = server.finish()
@@ -66,7 +71,8 @@ struct AccountCommandTests {
         let after = try Self.jotter(["tokens", "list", "--user", "ann"] + folder)
         #expect(after.out.split(separator: "\n").dropFirst().first?.hasSuffix("-") == false)  // REVOKED now has a date
         let restarted = try ServerProcess(["--quiet", "--auth", "required"], dataDirectory: data)
-        #expect(try RawHTTP(port: restarted.port).request("GET", "/notes", headers: [("Authorization", "Bearer \(token)")], close: true).status == 401)
+        #expect(
+            try RawHTTP(port: restarted.port).request("GET", "/notes", headers: [("Authorization", "Bearer \(token)")], close: true).status == 401)
         restarted.signal(SIGTERM)
         _ = restarted.finish()
 

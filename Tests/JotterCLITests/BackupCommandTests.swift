@@ -52,8 +52,9 @@ struct BackupCommandTests {
         Data((0..<size).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ index &* 7) })
     }
 
-    @Test("a backup taken while clients write holds every note acknowledged before it and every upload with its SHA-256; the restore passes integrity_check",
-          arguments: ["server", "data folder"])
+    @Test(
+        "a backup taken while clients write holds every note acknowledged before it and every upload with its SHA-256; the restore passes integrity_check",
+        arguments: ["server", "data folder"])
     func backupWhileWriting(mode: String) async throws {
         let folder = try scratchFolder()
         defer { try? FileManager.default.removeItem(at: folder) }

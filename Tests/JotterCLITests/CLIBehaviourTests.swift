@@ -41,8 +41,10 @@ struct CLIBehaviourTests {
             let token = try app.token("ann", password: "correct horse")
             _ = try app.request("POST", "/notes", token: token, body: "body=mine")
             let server = "http://127.0.0.1:\(app.port)"
-            for arguments in [["--token", token, "notes", "list"], ["--token=\(token)", "notes", "list"],
-                              ["--server", server, "--token", token, "--json", "notes", "list"]] {
+            for arguments in [
+                ["--token", token, "notes", "list"], ["--token=\(token)", "notes", "list"],
+                ["--server", server, "--token", token, "--json", "notes", "list"],
+            ] {
                 let listed = await commands.jotter(arguments, app: nil, environment: ["JOTTER_SERVER": server])
                 #expect(listed.status == 0, "\(arguments): \(listed.err)")
                 #expect(listed.out.contains("mine"), "\(arguments)")
@@ -52,8 +54,10 @@ struct CLIBehaviourTests {
                 let listed = await commands.jotter(arguments + ["--server", server, "--token", token], app: nil)
                 #expect(listed.status == 0 && listed.out.hasPrefix("{\n  \""), "\(arguments): \(listed.out)\(listed.err)")
             }
-            for arguments in [["tokens", "create", "--json"], ["--json", "users", "passwd", "ann"], ["login", "--name", "ann", "--json"],
-                              ["logout", "--json"]] {
+            for arguments in [
+                ["tokens", "create", "--json"], ["--json", "users", "passwd", "ann"], ["login", "--name", "ann", "--json"],
+                ["logout", "--json"],
+            ] {
                 let refused = await commands.jotter(arguments + ["--server", server, "--token", token], app: nil)
                 #expect(refused.status == ExitCode.usage, "\(arguments): \(refused.out)")
                 #expect(refused.err.hasPrefix("error: unknown option '--json'"), "\(arguments): \(refused.err)")
@@ -84,12 +88,14 @@ struct CLIBehaviourTests {
             let first = await jotter(["notes", "list", "--limit", "3"], app: app)
             #expect(first.out.split(separator: "\n").count == 4)
             #expect(first.err == "4 more notes: jotter notes list --after 5 (or --all)\n")
-            let json = try JSONDecoder().decode(NoteList.self, from: Data(await jotter(["notes", "list", "--limit", "3", "--json"], app: app).out.utf8))
+            let json = try JSONDecoder().decode(
+                NoteList.self, from: Data(await jotter(["notes", "list", "--limit", "3", "--json"], app: app).out.utf8))
             #expect(json.notes.map(\.id) == ["7", "6", "5"])
             #expect(json.next?.contains("after=5") == true)
             let after = await jotter(["notes", "list", "--after", "5", "--limit", "2", "--order", "newest"], app: app)
             #expect(after.out.split(separator: "\n").dropFirst().map { $0.split(separator: " ").first! } == ["4", "3"])
-            let all = try JSONDecoder().decode(NoteList.self, from: Data(await jotter(["notes", "list", "--all", "--json", "--order", "oldest"], app: app).out.utf8))
+            let all = try JSONDecoder().decode(
+                NoteList.self, from: Data(await jotter(["notes", "list", "--all", "--json", "--order", "oldest"], app: app).out.utf8))
             #expect(all.notes.map(\.id) == ["1", "2", "3", "4", "5", "6", "7"])
             #expect(all.next == nil)
             #expect(await jotter(["notes", "list", "--all"], app: app).err.isEmpty)
@@ -145,7 +151,10 @@ struct CLIBehaviourTests {
             #expect(truncate(big.path, 2 << 30) == 0)  // 2 GiB, sparse
             let refused = await jotter(["upload", big.path], app: app)
             #expect(refused.status == ExitCode.refused)
-            #expect(refused.err == "error: the server refused the request: the request body is larger than the upload limit of 1048576 bytes (--max-upload-size)\n")
+            #expect(
+                refused.err
+                    == "error: the server refused the request: the request body is larger than the upload limit of 1048576 bytes (--max-upload-size)\n"
+            )
         }
     }
 
@@ -161,7 +170,10 @@ struct CLIBehaviourTests {
             try Data("other!".utf8).write(to: target)  // six unrelated bytes
             let refused = await jotter(["download", upload.id, "-o", target.path], app: app)
             #expect(refused.status == ExitCode.failure)
-            #expect(refused.err == "error: \(target.path) already exists and is not upload \(upload.id): it was left untouched (--force replaces it, -o another path)\n")
+            #expect(
+                refused.err
+                    == "error: \(target.path) already exists and is not upload \(upload.id): it was left untouched (--force replaces it, -o another path)\n"
+            )
             #expect(try Data(contentsOf: target) == Data("other!".utf8))
 
             let forced = await jotter(["download", upload.id, "-o", target.path, "--force", "--json"], app: app)
@@ -176,10 +188,12 @@ struct CLIBehaviourTests {
 
             let bytes = Mutex<[UInt8]>([])
             let captured = Captured()
-            let console = Console(out: { text in captured.out.withLock { $0 += text } }, err: { text in captured.err.withLock { $0 += text } },
-                                  outBytes: { chunk in bytes.withLock { $0 += chunk } })
-            let status = await JotterCommandLine.run(["download", upload.id, "-o", "-"], environment: ["JOTTER_SERVER": "127.0.0.1:\(app.port)"],
-                                                     console: console)
+            let console = Console(
+                out: { text in captured.out.withLock { $0 += text } }, err: { text in captured.err.withLock { $0 += text } },
+                outBytes: { chunk in bytes.withLock { $0 += chunk } })
+            let status = await JotterCommandLine.run(
+                ["download", upload.id, "-o", "-"], environment: ["JOTTER_SERVER": "127.0.0.1:\(app.port)"],
+                console: console)
             #expect(status == 0)
             #expect(bytes.withLock { $0 } == Array("Grüße aus Köln\n".utf8))
             #expect(captured.out.withLock { $0 }.isEmpty)
@@ -223,11 +237,15 @@ struct CLIBehaviourTests {
 
     @Test("a server that is not Jotter is named as such, not as a missing note")
     func notJotter() async throws {
-        let other = try PlainServer(answer: "HTTP/1.1 404 Not Found\r\nContent-Type: text/html\r\nContent-Length: 9\r\nConnection: close\r\n\r\nNot Found")
+        let other = try PlainServer(
+            answer: "HTTP/1.1 404 Not Found\r\nContent-Type: text/html\r\nContent-Length: 9\r\nConnection: close\r\n\r\nNot Found")
         defer { other.stop() }
         let result = await commands.jotter(["notes", "show", "1", "--server", "127.0.0.1:\(other.port)"], app: nil)
         #expect(result.status == ExitCode.unreachable)
-        #expect(result.err == "error: the server answered 404 Not Found without Jotter's error details: is it a Jotter server? (--server URL or JOTTER_SERVER)\n")
+        #expect(
+            result.err
+                == "error: the server answered 404 Not Found without Jotter's error details: is it a Jotter server? (--server URL or JOTTER_SERVER)\n"
+        )
     }
 
     @Test("a server that closes in the middle of an upload is a failure in words, never a SIGPIPE")
@@ -256,8 +274,9 @@ struct CLIBehaviourTests {
         let app = try TestApp()
         let captured = Captured()
         let watching = Task {
-            await JotterCommandLine.run(["notes", "watch", "--since", "0"], environment: ["JOTTER_SERVER": "127.0.0.1:\(app.port)"],
-                                        console: captured.console)
+            await JotterCommandLine.run(
+                ["notes", "watch", "--since", "0"], environment: ["JOTTER_SERVER": "127.0.0.1:\(app.port)"],
+                console: captured.console)
         }
         _ = try await JotterClient(baseURL: app.baseURL).notes.create("seen")
         for _ in 0..<1500 where captured.out.withLock({ $0.isEmpty }) { try await Task.sleep(for: .milliseconds(10)) }
@@ -280,8 +299,9 @@ struct CLIBehaviourTests {
         _ = try await JotterClient(baseURL: URL(string: "http://127.0.0.1:\(port)")!).notes.create("before the watch")
         let captured = Captured()
         let watching = Task {
-            await JotterCommandLine.run(["notes", "watch", "--json"], environment: ["JOTTER_SERVER": "127.0.0.1:\(port)"],
-                                        console: captured.console)
+            await JotterCommandLine.run(
+                ["notes", "watch", "--json"], environment: ["JOTTER_SERVER": "127.0.0.1:\(port)"],
+                console: captured.console)
         }
         // Connected: the server counts the stream (its first message, the cursor, is sent at once).
         var open = false
@@ -334,7 +354,9 @@ final class PlainServer: @unchecked Sendable {
         address.sin_addr.s_addr = inet_addr("127.0.0.1")
         var length = socklen_t(MemoryLayout<sockaddr_in>.size)
         let bound = withUnsafeMutablePointer(to: &address) { pointer in
-            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && listen(fd, 16) == 0 && getsockname(fd, $0, &length) == 0 }
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(fd, $0, length) == 0 && listen(fd, 16) == 0 && getsockname(fd, $0, &length) == 0
+            }
         }
         guard bound else { throw RawHTTP.Failure(message: "cannot listen") }
         port = Int(UInt16(bigEndian: address.sin_port))

@@ -36,16 +36,18 @@ struct CLITests {
         #expect(run(["help", "serve"]).out == serveHelp.out)
     }
 
-    @Test("usage errors say what is wrong in one line, point to --help, exit 2", arguments: [
-        (["serve", "--bogus"], "unknown option '--bogus'"),
-        (["serve", "--port", "99999"], "--port must be a port number from 0 to 65535, not '99999'"),
-        (["serve", "--port"], "--port needs a value"),
-        (["serve", "--threads", "0"], "--threads must be a whole number from 1 to 256"),
-        (["serve", "--max-body-size", "lots"], "--max-body-size must be a size"),
-        (["serve", "extra"], "unexpected argument 'extra'"),
-        (["serve", "--quiet=yes"], "--quiet takes no value"),
-        (["frobnicate"], "unknown command 'frobnicate'"),
-    ])
+    @Test(
+        "usage errors say what is wrong in one line, point to --help, exit 2",
+        arguments: [
+            (["serve", "--bogus"], "unknown option '--bogus'"),
+            (["serve", "--port", "99999"], "--port must be a port number from 0 to 65535, not '99999'"),
+            (["serve", "--port"], "--port needs a value"),
+            (["serve", "--threads", "0"], "--threads must be a whole number from 1 to 256"),
+            (["serve", "--max-body-size", "lots"], "--max-body-size must be a size"),
+            (["serve", "extra"], "unexpected argument 'extra'"),
+            (["serve", "--quiet=yes"], "--quiet takes no value"),
+            (["frobnicate"], "unknown command 'frobnicate'"),
+        ])
     func usageErrors(_ arguments: [String], _ message: String) {
         let result = run(arguments)
         #expect(result.status == 2)
@@ -128,12 +130,15 @@ struct CLITests {
         let none = try Arguments([], options: options, environment: ["HOSTS": "a.example  b.example", "VERBOSE": "yes"])
         #expect(try none[limit] == 100 && none[order] == nil)
         #expect(try none[hosts] == ["a.example", "b.example"] && none[verbose])
-        let given = try Arguments(["--limit=7", "--order", "OLDEST", "--host", "c", "--host", "d"], options: options,
-                                  environment: ["HOSTS": "a.example"])
+        let given = try Arguments(
+            ["--limit=7", "--order", "OLDEST", "--host", "c", "--host", "d"], options: options,
+            environment: ["HOSTS": "a.example"])
         #expect(try given[limit] == 7 && given[order] == 2 && given[hosts] == ["c", "d"] && !given[verbose])
-        for (value, expected) in [("ten", "--limit must be a whole number from 1 to 1000, not 'ten'"),
-                                  ("1001", "--limit must be a whole number from 1 to 1000, not '1001'"),
-                                  ("", "--limit must be a whole number from 1 to 1000, not ''")] {
+        for (value, expected) in [
+            ("ten", "--limit must be a whole number from 1 to 1000, not 'ten'"),
+            ("1001", "--limit must be a whole number from 1 to 1000, not '1001'"),
+            ("", "--limit must be a whole number from 1 to 1000, not ''"),
+        ] {
             let parsed = try Arguments(["--limit", value], options: options, environment: [:])
             #expect(Self.message { try parsed[limit] } == expected)
         }
@@ -149,8 +154,9 @@ struct CLITests {
     @Test("a Foundation error is reported as its sentence, not a dump of its fields")
     func foundationError() {
         let captured = Captured()
-        let status = JotterCommandLine.report(CocoaError(.fileWriteNoPermission, userInfo: [NSFilePathErrorKey: "/x/y"]),
-                                              command: "jotter notes edit", console: captured.console)
+        let status = JotterCommandLine.report(
+            CocoaError(.fileWriteNoPermission, userInfo: [NSFilePathErrorKey: "/x/y"]),
+            command: "jotter notes edit", console: captured.console)
         let text = captured.err.withLock { $0 }
         #expect(status == ExitCode.failure)
         #expect(text.hasPrefix("error: ") && text.hasSuffix("\n") && text.split(separator: "\n").count == 1, "\(text)")
@@ -172,8 +178,9 @@ struct CLITests {
 
     @Test("options come from flags or JOTTER_* variables, flags first")
     func configuration() throws {
-        let arguments = try Arguments(["--port=9000", "--max-body-size", "2MiB", "--quiet"], options: ServeCommand.options,
-                                      environment: ["JOTTER_PORT": "1", "JOTTER_DATA": "/tmp/x", "JOTTER_THREADS": "3"])
+        let arguments = try Arguments(
+            ["--port=9000", "--max-body-size", "2MiB", "--quiet"], options: ServeCommand.options,
+            environment: ["JOTTER_PORT": "1", "JOTTER_DATA": "/tmp/x", "JOTTER_THREADS": "3"])
         let command = try ServeCommand(parsing: arguments)
         #expect(command.configuration.port == 9000)
         #expect(command.configuration.maxBodySize == 2 << 20)
@@ -259,28 +266,37 @@ struct BinaryTests {
         return (process.terminationStatus, String(decoding: output, as: UTF8.self), String(decoding: errors, as: UTF8.self))
     }
 
-    @Test("a bad option value is one usage error naming the option, exit 2, with nothing done: no request, no data folder",
-          arguments: [
-              (["notes", "list", "--limit", "ten"], [:], "--limit must be a positive whole number, not 'ten'"),
-              (["uploads", "list", "--limit", "5000"], [:], "--limit must be a whole number from 1 to 1000, not '5000'"),
-              (["notes", "list", "--order", "sideways"], [:], "--order must be newest, oldest or updated, not 'sideways'"),
-              (["notes", "watch", "--since=-3"], [:], "--since must be an event id, 0 or more, not '-3'"),
-              (["notes", "list", "--limit", "5", "--all"], [:], "choose --limit N or --all, not both"),
-              (["notes", "trash", "--all", "--limit", "2"], [:], "choose --limit N or --all, not both"),
-              // The value's own error comes before the rule between the two options.
-              (["uploads", "list", "--all", "--limit", "0"], [:], "--limit must be a whole number from 1 to 1000, not '0'"),
-              (["notes", "list"], ["JOTTER_SERVER": "ftp://x"],
-               "--server must be a server such as http://127.0.0.1:8080 or 127.0.0.1:8080, not 'ftp://x' (from JOTTER_SERVER)"),
-              (["serve", "--data", "DATA", "--max-body-size", "0"], [:], "--max-body-size must be a size of 1 byte or more, such as 1MiB, not '0'"),
-              (["serve", "--data", "DATA"], ["JOTTER_TRUSTED_PROXY": "10.0.0.0/8 bogus"],
-               "--trusted-proxy must be an IP address or CIDR block (10.0.0.0/8, ::1), not 'bogus' (from JOTTER_TRUSTED_PROXY)"),
-              (["tokens", "create", "--server", "SERVER", "--expires", "3q"], [:],
-               "--expires must be a duration such as 12h, 30d or 1y, not '3q'"),
-              (["serve", "--data", "DATA", "--synchronous", "fast"], [:], "--synchronous must be full or normal, not 'fast'"),
-              (["serve", "--data", "DATA", "--threads", "0"], [:], "--threads must be a whole number from 1 to 256, not '0'"),
-              (["serve", "--data", "DATA"], ["JOTTER_RATE_LIMIT": "-5"],
-               "--rate-limit must be a whole number of requests a minute, 0 or more, not '-5' (from JOTTER_RATE_LIMIT)"),
-          ] as [([String], [String: String], String)])
+    @Test(
+        "a bad option value is one usage error naming the option, exit 2, with nothing done: no request, no data folder",
+        arguments: [
+            (["notes", "list", "--limit", "ten"], [:], "--limit must be a positive whole number, not 'ten'"),
+            (["uploads", "list", "--limit", "5000"], [:], "--limit must be a whole number from 1 to 1000, not '5000'"),
+            (["notes", "list", "--order", "sideways"], [:], "--order must be newest, oldest or updated, not 'sideways'"),
+            (["notes", "watch", "--since=-3"], [:], "--since must be an event id, 0 or more, not '-3'"),
+            (["notes", "list", "--limit", "5", "--all"], [:], "choose --limit N or --all, not both"),
+            (["notes", "trash", "--all", "--limit", "2"], [:], "choose --limit N or --all, not both"),
+            // The value's own error comes before the rule between the two options.
+            (["uploads", "list", "--all", "--limit", "0"], [:], "--limit must be a whole number from 1 to 1000, not '0'"),
+            (
+                ["notes", "list"], ["JOTTER_SERVER": "ftp://x"],
+                "--server must be a server such as http://127.0.0.1:8080 or 127.0.0.1:8080, not 'ftp://x' (from JOTTER_SERVER)"
+            ),
+            (["serve", "--data", "DATA", "--max-body-size", "0"], [:], "--max-body-size must be a size of 1 byte or more, such as 1MiB, not '0'"),
+            (
+                ["serve", "--data", "DATA"], ["JOTTER_TRUSTED_PROXY": "10.0.0.0/8 bogus"],
+                "--trusted-proxy must be an IP address or CIDR block (10.0.0.0/8, ::1), not 'bogus' (from JOTTER_TRUSTED_PROXY)"
+            ),
+            (
+                ["tokens", "create", "--server", "SERVER", "--expires", "3q"], [:],
+                "--expires must be a duration such as 12h, 30d or 1y, not '3q'"
+            ),
+            (["serve", "--data", "DATA", "--synchronous", "fast"], [:], "--synchronous must be full or normal, not 'fast'"),
+            (["serve", "--data", "DATA", "--threads", "0"], [:], "--threads must be a whole number from 1 to 256, not '0'"),
+            (
+                ["serve", "--data", "DATA"], ["JOTTER_RATE_LIMIT": "-5"],
+                "--rate-limit must be a whole number of requests a minute, 0 or more, not '-5' (from JOTTER_RATE_LIMIT)"
+            ),
+        ] as [([String], [String: String], String)])
     func badOptionValues(_ arguments: [String], _ environment: [String: String], _ message: String) throws {
         // A server nobody listens on: reaching for it would be exit 5, not 2.
         let server = "http://127.0.0.1:\(try TestApp.unusedPort())"

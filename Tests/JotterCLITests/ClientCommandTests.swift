@@ -19,8 +19,10 @@ struct ClientCommandTests {
     }
 
     /// Runs `jotter ARGUMENTS --server <app>` and captures what it prints.
-    func jotter(_ arguments: [String], app: TestApp?, environment: [String: String] = [:], terminal: Bool = false,
-                outputTerminal: Bool = false, input: String = "") async -> Result {
+    func jotter(
+        _ arguments: [String], app: TestApp?, environment: [String: String] = [:], terminal: Bool = false,
+        outputTerminal: Bool = false, input: String = ""
+    ) async -> Result {
         let captured = Captured()
         var console = captured.console
         console.isTerminal = terminal
@@ -94,7 +96,9 @@ struct ClientCommandTests {
         let folder = try scratchFolder()
         defer { try? FileManager.default.removeItem(at: folder) }
         let started = folder.appendingPathComponent("started"), proceed = folder.appendingPathComponent("proceed")
-        let script = try makeScript(folder, "slow-editor", """
+        let script = try makeScript(
+            folder, "slow-editor",
+            """
             printf 'my version' > "$1"; touch '\(started.path)'
             while [ ! -e '\(proceed.path)' ]; do sleep 0.02; done
             """)
@@ -106,7 +110,9 @@ struct ClientCommandTests {
             _ = FileManager.default.createFile(atPath: proceed.path, contents: nil)
             let result = await editing.value
             #expect(result.status == ExitCode.conflict)
-            #expect(result.err.hasPrefix("error: note 1 was changed on the server while you edited it (you started from version 1); nothing was saved. Your text is in "))
+            #expect(
+                result.err.hasPrefix(
+                    "error: note 1 was changed on the server while you edited it (you started from version 1); nothing was saved. Your text is in "))
             let kept = try #require(result.err.split(separator: " ").first { $0.hasSuffix(".txt.") }.map { String($0.dropLast()) })
             #expect(try String(contentsOfFile: kept, encoding: .utf8) == "my version")
             try? FileManager.default.removeItem(atPath: kept)
@@ -118,7 +124,9 @@ struct ClientCommandTests {
         try await withApp { app in
             let captured = Captured()
             let environment = ["JOTTER_SERVER": "http://127.0.0.1:\(app.port)"]
-            let watching = Task { await JotterCommandLine.run(["notes", "watch", "--since", "0"], environment: environment, console: captured.console) }
+            let watching = Task {
+                await JotterCommandLine.run(["notes", "watch", "--since", "0"], environment: environment, console: captured.console)
+            }
             _ = await jotter(["notes", "add", "watched"], app: app)
             _ = await jotter(["notes", "rm", "1"], app: app)
             for _ in 0..<500 where captured.out.withLock({ $0.split(separator: "\n").count }) < 2 { try await Task.sleep(for: .milliseconds(10)) }
@@ -136,7 +144,9 @@ struct ClientCommandTests {
     func watched(_ app: TestApp, _ arguments: [String] = [], count: Int) async throws -> [Substring] {
         let captured = Captured()
         let environment = ["JOTTER_SERVER": "http://127.0.0.1:\(app.port)"]
-        let watching = Task { await JotterCommandLine.run(["notes", "watch", "--since", "0"] + arguments, environment: environment, console: captured.console) }
+        let watching = Task {
+            await JotterCommandLine.run(["notes", "watch", "--since", "0"] + arguments, environment: environment, console: captured.console)
+        }
         for _ in 0..<500 where captured.out.withLock({ $0.split(separator: "\n").count }) < count { try await Task.sleep(for: .milliseconds(10)) }
         watching.cancel()
         _ = await watching.value
@@ -180,8 +190,10 @@ struct ClientCommandTests {
             #expect(missing.status == ExitCode.failure)
             #expect(missing.err.contains("nope"))
         }
-        for arguments in [["notes"], ["notes", "frob"], ["hello"], ["echo", "-d", "a=1", "--json-body", "{}"], ["notes", "list", "--limit", "0"],
-                          ["hello", "x", "--server", "ftp://host"], ["download"], ["notes", "show", "1", "2"]] {
+        for arguments in [
+            ["notes"], ["notes", "frob"], ["hello"], ["echo", "-d", "a=1", "--json-body", "{}"], ["notes", "list", "--limit", "0"],
+            ["hello", "x", "--server", "ftp://host"], ["download"], ["notes", "show", "1", "2"],
+        ] {
             let result = await jotter(arguments, app: nil)
             #expect(result.status == ExitCode.usage, "\(arguments)")
             #expect(result.err.hasPrefix("error: ") && result.err.hasSuffix(" --help'.\n"), "\(arguments): \(result.err)")

@@ -81,14 +81,19 @@ struct CompletionTests {
     func zsh() throws {
         let script = try Self.script("zsh")
         #expect(try Self.run("/usr/bin/zsh", ["-n", script.path]).status == 0)
-        let result = try Self.run("/usr/bin/zsh", ["-fc", """
-            autoload -U compinit && compinit -u -D
-            source \(script.path)
-            _jotter_subcommands notes; print -rl -- $reply
-            _jotter_options 'notes list'; print -rl -- $reply
-            _jotter_valued 'notes list' --limit && print valued
-            _jotter_path_valued 'download' --output && print path
-            """])
+        let result = try Self.run(
+            "/usr/bin/zsh",
+            [
+                "-fc",
+                """
+                autoload -U compinit && compinit -u -D
+                source \(script.path)
+                _jotter_subcommands notes; print -rl -- $reply
+                _jotter_options 'notes list'; print -rl -- $reply
+                _jotter_valued 'notes list' --limit && print valued
+                _jotter_path_valued 'download' --output && print path
+                """,
+            ])
         #expect(result.status == 0, "\(result.err)")
         #expect(result.out.contains("add:Add a note.\n"))
         #expect(result.out.contains("--limit:At most N notes.\n"))
@@ -100,14 +105,19 @@ struct CompletionTests {
     func fish() throws {
         let script = try Self.script("fish")
         #expect(try Self.run("/usr/bin/fish", ["--no-execute", script.path]).status == 0)
-        let result = try Self.run("/usr/bin/fish", ["-c", """
-            source \(script.path)
-            complete -C 'jotter notes '
-            echo ---
-            complete -C 'jotter --server h:1 notes list --l'
-            echo ---
-            complete -C 'jotter up'
-            """])
+        let result = try Self.run(
+            "/usr/bin/fish",
+            [
+                "-c",
+                """
+                source \(script.path)
+                complete -C 'jotter notes '
+                echo ---
+                complete -C 'jotter --server h:1 notes list --l'
+                echo ---
+                complete -C 'jotter up'
+                """,
+            ])
         #expect(result.status == 0, "\(result.err)")
         let parts = result.out.components(separatedBy: "---\n")
         try #require(parts.count == 3, "\(result.out)")
@@ -142,7 +152,8 @@ struct CompletionTests {
             (["jotter", "upload", ""], "notes.tar"),
             (["jotter", "serve", "--data", "no"], "notes.tar"),
         ]
-        var program = "cd \(folder.path)\nsource \(script.path)\nt() { COMP_WORDS=(\"$@\"); COMP_CWORD=$(($# - 1)); _jotter; echo \"${COMPREPLY[*]}\"; }\n"
+        var program =
+            "cd \(folder.path)\nsource \(script.path)\nt() { COMP_WORDS=(\"$@\"); COMP_CWORD=$(($# - 1)); _jotter; echo \"${COMPREPLY[*]}\"; }\n"
         for (words, _) in cases { program += "t " + words.map { "'\($0)'" }.joined(separator: " ") + "\n" }
         let result = try Self.run("/bin/bash", ["-c", program])
         #expect(result.status == 0, "\(result.err)")
@@ -155,15 +166,20 @@ struct CompletionTests {
     @Test("zsh: the values an option lists and a command's arguments, from the same functions")
     func zshValues() throws {
         let script = try Self.script("zsh")
-        let result = try Self.run("/usr/bin/zsh", ["-fc", """
-            autoload -U compinit && compinit -u -D
-            source \(script.path)
-            print -r -- "[$(_jotter_choices serve --auth)]"
-            print -r -- "[$(_jotter_choices 'notes list' --order)]"
-            print -r -- "[$(_jotter_operands completion)]"
-            print -r -- "[$(_jotter_operands export)]"
-            print -r -- "[$(_jotter_operands 'notes show')]"
-            """])
+        let result = try Self.run(
+            "/usr/bin/zsh",
+            [
+                "-fc",
+                """
+                autoload -U compinit && compinit -u -D
+                source \(script.path)
+                print -r -- "[$(_jotter_choices serve --auth)]"
+                print -r -- "[$(_jotter_choices 'notes list' --order)]"
+                print -r -- "[$(_jotter_operands completion)]"
+                print -r -- "[$(_jotter_operands export)]"
+                print -r -- "[$(_jotter_operands 'notes show')]"
+                """,
+            ])
         #expect(result.status == 0, "\(result.err)")
         #expect(result.out == "[required off]\n[newest oldest updated]\n[bash zsh fish]\n[@files]\n[]\n", "\(result.out)")
     }
@@ -173,23 +189,30 @@ struct CompletionTests {
         let script = try Self.script("fish")
         let folder = try Self.folderWithAFile()
         defer { try? FileManager.default.removeItem(at: folder) }
-        let result = try Self.run("/usr/bin/fish", ["-c", """
-            cd \(folder.path)
-            source \(script.path)
-            complete -C 'jotter serve --auth '
-            echo ---
-            complete -C 'jotter completion '
-            echo ---
-            complete -C 'jotter notes show '
-            echo ---
-            complete -C 'jotter serve --port '
-            echo ---
-            complete -C 'jotter export '
-            echo ---
-            complete -C 'jotter notes list --order '
-            """])
+        let result = try Self.run(
+            "/usr/bin/fish",
+            [
+                "-c",
+                """
+                cd \(folder.path)
+                source \(script.path)
+                complete -C 'jotter serve --auth '
+                echo ---
+                complete -C 'jotter completion '
+                echo ---
+                complete -C 'jotter notes show '
+                echo ---
+                complete -C 'jotter serve --port '
+                echo ---
+                complete -C 'jotter export '
+                echo ---
+                complete -C 'jotter notes list --order '
+                """,
+            ])
         #expect(result.status == 0, "\(result.err)")
-        let parts = result.out.components(separatedBy: "---\n").map { $0.split(separator: "\n").map { String($0.split(separator: "\t").first ?? "") } }
+        let parts = result.out.components(separatedBy: "---\n").map {
+            $0.split(separator: "\n").map { String($0.split(separator: "\t").first ?? "") }
+        }
         try #require(parts.count == 6, "\(result.out)")
         #expect(parts[0] == ["off", "required"] || parts[0] == ["required", "off"], "\(parts[0])")
         #expect(Set(parts[1]) == ["bash", "zsh", "fish"], "\(parts[1])")

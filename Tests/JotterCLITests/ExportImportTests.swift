@@ -25,7 +25,8 @@ struct ExportImportTests {
                 for (part, name) in ["résumé.pdf", "a \"quoted\" name.txt"].enumerated() {
                     let file = scratch.appendingPathComponent("in-\(index)-\(part)")
                     try Data("ATTACHMENT-\(index)-\(part) ".utf8 + [UInt8](repeating: UInt8(index), count: 1000 * index)).write(to: file)
-                    _ = try await client.uploads.upload(fileAt: file, noteID: note.id, filename: name, contentType: part == 0 ? "application/pdf" : "text/plain")
+                    _ = try await client.uploads.upload(
+                        fileAt: file, noteID: note.id, filename: name, contentType: part == 0 ? "application/pdf" : "text/plain")
                 }
             }
         }
@@ -42,7 +43,11 @@ struct ExportImportTests {
 
     func shape(_ archive: String, scratch: URL) throws -> Shape {
         let folder = scratch.appendingPathComponent("shape-\(UUID().uuidString)")
-        let extracted = try ExtractedArchive(path: archive, into: try { try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true); return folder.path }())
+        let extracted = try ExtractedArchive(
+            path: archive,
+            into: try {
+                try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true); return folder.path
+            }())
         let manifest = extracted.manifest
         return Shape(
             notes: try manifest.notes.map { entry in
@@ -59,8 +64,9 @@ struct ExportImportTests {
             for batch in [500, 500, 5] {
                 var parts = MultipartBuilder()
                 for index in 0..<batch { parts.file("file", filename: "f\(batch)-\(index).txt", body: Array("x\(batch)-\(index)".utf8)) }
-                let stored = try RawHTTP(port: app.port, timeout: 120).request("POST", "/uploads", headers: [("Content-Type", parts.contentType)],
-                                                                 body: parts.finished(), close: true)
+                let stored = try RawHTTP(port: app.port, timeout: 120).request(
+                    "POST", "/uploads", headers: [("Content-Type", parts.contentType)],
+                    body: parts.finished(), close: true)
                 try #require(stored.status == 201, "\(stored.text)")
             }
             for name in ["all.tar", "all.tar.gz", "all.tgz"] {
@@ -155,8 +161,9 @@ struct ExportImportTests {
         }
     }
 
-    @Test("notes in the trash go into the export with deleted_at, history and attachments, and back into the trash on import; twice creates nothing",
-          arguments: SharedBackend.available ? [false, true] : [false])
+    @Test(
+        "notes in the trash go into the export with deleted_at, history and attachments, and back into the trash on import; twice creates nothing",
+        arguments: SharedBackend.available ? [false, true] : [false])
     func trashRoundTrip(postgres: Bool) async throws {
         let scratch = try scratchFolder()
         defer { try? FileManager.default.removeItem(at: scratch) }
@@ -222,7 +229,8 @@ struct ExportImportTests {
             let export = await commands.jotter(["export", second], app: app)
             try #require(export.status == 0, "\(export.err)")
         }
-        #expect(try shape(first, scratch: scratch).notes.sorted { $0.lexicographicallyPrecedes($1) }
+        #expect(
+            try shape(first, scratch: scratch).notes.sorted { $0.lexicographicallyPrecedes($1) }
                 == shape(second, scratch: scratch).notes.sorted { $0.lexicographicallyPrecedes($1) })
     }
 

@@ -51,18 +51,26 @@ struct InstallTests {
         return Double(String(match.1))
     }
 
-    @Test("PREFIX and DESTDIR: jotter, jotter-server, the unit, the manual page and the completions, nothing else; ExecStart names the installed server")
+    @Test(
+        "PREFIX and DESTDIR: jotter, jotter-server, the unit, the manual page and the completions, nothing else; ExecStart names the installed server"
+    )
     func staged() throws {
         let stage = try scratchFolder()
         defer { try? FileManager.default.removeItem(at: stage) }
         try Self.install(["DESTDIR=\(stage.path)", "PREFIX=/usr"])
-        #expect(Self.files(under: stage) == ["usr/bin/jotter", "usr/bin/jotter-server", "usr/lib/systemd/system/jotter.service",
-                                             "usr/share/bash-completion/completions/jotter", "usr/share/fish/vendor_completions.d/jotter.fish",
-                                             "usr/share/man/man1/jotter.1", "usr/share/zsh/site-functions/_jotter"])
+        #expect(
+            Self.files(under: stage) == [
+                "usr/bin/jotter", "usr/bin/jotter-server", "usr/lib/systemd/system/jotter.service",
+                "usr/share/bash-completion/completions/jotter", "usr/share/fish/vendor_completions.d/jotter.fish",
+                "usr/share/man/man1/jotter.1", "usr/share/zsh/site-functions/_jotter",
+            ])
         // Printed by the installed jotter from its own declarations: what --help says, as it says it.
         let jotter = stage.path + "/usr/bin/jotter"
-        #expect(try String(contentsOfFile: stage.path + "/usr/share/man/man1/jotter.1", encoding: .utf8) == (try Self.run([jotter, "help", "--man"])).out)
-        for (shell, path) in [("bash", "bash-completion/completions/jotter"), ("zsh", "zsh/site-functions/_jotter"), ("fish", "fish/vendor_completions.d/jotter.fish")] {
+        #expect(
+            try String(contentsOfFile: stage.path + "/usr/share/man/man1/jotter.1", encoding: .utf8) == (try Self.run([jotter, "help", "--man"])).out)
+        for (shell, path) in [
+            ("bash", "bash-completion/completions/jotter"), ("zsh", "zsh/site-functions/_jotter"), ("fish", "fish/vendor_completions.d/jotter.fish"),
+        ] {
             let installed = try String(contentsOfFile: stage.path + "/usr/share/" + path, encoding: .utf8)
             #expect(installed == (try Self.run([jotter, "completion", shell])).out, "\(shell)")
         }
@@ -77,8 +85,9 @@ struct InstallTests {
         #expect(Self.files(under: stage).isEmpty, "uninstall leaves \(Self.files(under: stage))")
     }
 
-    @Test("the unit passes systemd-analyze verify without a warning, sandboxed (exposure under 2 of 10)",
-          .enabled(if: hasAnalyze, "systemd-analyze is missing: make test installs it (Debian package systemd)"))
+    @Test(
+        "the unit passes systemd-analyze verify without a warning, sandboxed (exposure under 2 of 10)",
+        .enabled(if: hasAnalyze, "systemd-analyze is missing: make test installs it (Debian package systemd)"))
     func verified() throws {
         let prefix = try scratchFolder()
         defer { try? FileManager.default.removeItem(at: prefix) }
@@ -88,8 +97,10 @@ struct InstallTests {
         #expect(verify.status == 0)
         #expect(verify.out + verify.err == "", "systemd-analyze verify complained")
         let text = try String(contentsOfFile: unit, encoding: .utf8)
-        for option in ["DynamicUser=yes", "StateDirectory=jotter", "ProtectSystem=strict", "NoNewPrivileges=yes", "ProtectHome=yes",
-                       "PrivateTmp=yes", "CapabilityBoundingSet=\n", "SystemCallFilter=@system-service"] {
+        for option in [
+            "DynamicUser=yes", "StateDirectory=jotter", "ProtectSystem=strict", "NoNewPrivileges=yes", "ProtectHome=yes",
+            "PrivateTmp=yes", "CapabilityBoundingSet=\n", "SystemCallFilter=@system-service",
+        ] {
             #expect(text.contains("\n" + option), "\(option)")
         }
         let security = try Self.run(["systemd-analyze", "security", "--offline=true", "--no-pager", unit])

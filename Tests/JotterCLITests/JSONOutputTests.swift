@@ -21,7 +21,8 @@ struct JSONOutputTests {
             let hello = await commands.jotter(["hello", "a: b, {c} [d] \"e\" \\", "--json"], app: app)
             #expect(hello.out == "{\n  \"message\": \"Hello a: b, {c} [d] \\\"e\\\" \\\\!\"\n}\n")
         }
-        #expect(ClientOptions.indented(Array(#"{"a":[1,{"b":{}}],"c":"x,y:z"}"#.utf8))
+        #expect(
+            ClientOptions.indented(Array(#"{"a":[1,{"b":{}}],"c":"x,y:z"}"#.utf8))
                 == "{\n  \"a\": [\n    1,\n    {\n      \"b\": {}\n    }\n  ],\n  \"c\": \"x,y:z\"\n}")
     }
 
@@ -41,14 +42,17 @@ struct JSONOutputTests {
         }
     }
 
-    @Test("export refuses a name whose extension is another format's, before fetching anything", arguments: ["notes.zip", "notes.tar.bz2", "notes.json"])
+    @Test(
+        "export refuses a name whose extension is another format's, before fetching anything",
+        arguments: ["notes.zip", "notes.tar.bz2", "notes.json"])
     func exportExtension(_ name: String) async throws {
         let folder = try scratchFolder()
         defer { try? FileManager.default.removeItem(at: folder) }
         let path = folder.appendingPathComponent(name).path
         let refused = await commands.jotter(["export", path], app: nil)
         #expect(refused.status == ExitCode.usage, "\(refused.err)")
-        #expect(refused.err.hasPrefix("error: \(path): jotter export writes a tar archive; name it .tar, or .tar.gz or .tgz for gzip"), "\(refused.err)")
+        #expect(
+            refused.err.hasPrefix("error: \(path): jotter export writes a tar archive; name it .tar, or .tar.gz or .tgz for gzip"), "\(refused.err)")
         #expect(!FileManager.default.fileExists(atPath: path))
     }
 
@@ -103,10 +107,12 @@ struct JSONOutputTests {
             #expect(tokenList.tokens.map(\.label) == ["ci"] && tokenList.tokens[0].revokedAt == nil)
             #expect(tokens.out.contains("\"label\": \"ci\""))
 
-            let remoteUsers = await commands.jotter(["users", "list", "--json", "--token", token], app: app, environment: ["JOTTER_SERVER": "http://127.0.0.1:\(app.port)"])
+            let remoteUsers = await commands.jotter(
+                ["users", "list", "--json", "--token", token], app: app, environment: ["JOTTER_SERVER": "http://127.0.0.1:\(app.port)"])
             try #require(remoteUsers.status == 0, "\(remoteUsers.err)")
             #expect(try JSONDecoder().decode(UserList.self, from: Data(remoteUsers.out.utf8)).users.map(\.name) == ["ann"])
-            let remoteTokens = await commands.jotter(["tokens", "list", "--json", "--token", token, "--server", "http://127.0.0.1:\(app.port)"], app: nil)
+            let remoteTokens = await commands.jotter(
+                ["tokens", "list", "--json", "--token", token, "--server", "http://127.0.0.1:\(app.port)"], app: nil)
             try #require(remoteTokens.status == 0, "\(remoteTokens.err)")
             #expect(try JSONDecoder().decode(TokenList.self, from: Data(remoteTokens.out.utf8)).tokens.count == 1)
         }

@@ -58,8 +58,9 @@ struct LoginTests {
             let home = try scratchFolder()  // Foundation keeps caches under $HOME
             defer { try? FileManager.default.removeItem(at: home) }
             func jotter(_ arguments: [String], token: String, input: String = "") throws -> (status: Int32, out: String, err: String) {
-                try AccountCommandTests.jotter(arguments + ["--server", server], input: input,
-                                               environment: ["PATH": "/usr/bin:/bin", "HOME": home.path, "JOTTER_TOKEN": token])
+                try AccountCommandTests.jotter(
+                    arguments + ["--server", server], input: input,
+                    environment: ["PATH": "/usr/bin:/bin", "HOME": home.path, "JOTTER_TOKEN": token])
             }
             #expect(try jotter(["users", "add", "carl"], token: admin, input: "carl's password\n") == (0, "Added user carl.\n", ""))
             #expect(try jotter(["users", "list"], token: admin).out.contains("carl  no"))
@@ -79,8 +80,9 @@ struct LoginTests {
                 let start = try #require(header.range(of: column)).lowerBound.utf16Offset(in: header)
                 for row in rows.dropFirst() {
                     let index = row.index(row.startIndex, offsetBy: start, limitedBy: row.endIndex) ?? row.endIndex
-                    #expect(index == row.startIndex || row[row.index(before: index)] == " " && (index == row.endIndex || row[index] != " "),
-                            "\(column) in \(listed.out)")
+                    #expect(
+                        index == row.startIndex || row[row.index(before: index)] == " " && (index == row.endIndex || row[index] != " "),
+                        "\(column) in \(listed.out)")
                 }
             }
             #expect(rows.dropFirst().allSatisfy { $0.contains(" UTC") }, "\(listed.out)")

@@ -50,8 +50,10 @@ struct NotesTrashCommandTests {
     }
 
     @Test func usageErrorsAndHelp() async throws {
-        for arguments in [["notes", "trash", "--purge"], ["notes", "trash", "--empty", "3"], ["notes", "trash", "--purge", "3", "--empty"],
-                          ["notes", "trash", "3"], ["notes", "trash", "--all", "--limit", "2"], ["notes", "trash", "--purge", "3", "--all"]] {
+        for arguments in [
+            ["notes", "trash", "--purge"], ["notes", "trash", "--empty", "3"], ["notes", "trash", "--purge", "3", "--empty"],
+            ["notes", "trash", "3"], ["notes", "trash", "--all", "--limit", "2"], ["notes", "trash", "--purge", "3", "--all"],
+        ] {
             let result = await commands.jotter(arguments, app: nil)
             #expect(result.status == 2, "\(arguments): \(result.err)")
         }

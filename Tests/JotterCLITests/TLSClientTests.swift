@@ -34,8 +34,9 @@ struct TLSClientTests {
         let words = uploaded.out.split(separator: " ")
         let id = try #require(words.firstIndex(of: "as").map { String(words[$0 + 1]) })
         let copy = authority.folder.appendingPathComponent("copy.txt")
-        let downloaded = try BinaryTests.jotter(["download", id, "--output", copy.path, "--server", url, "--cacert", authority.authority.path],
-                                             environment: [:])
+        let downloaded = try BinaryTests.jotter(
+            ["download", id, "--output", copy.path, "--server", url, "--cacert", authority.authority.path],
+            environment: [:])
         #expect(downloaded.status == 0, "\(downloaded.err)")
         #expect(try String(contentsOf: copy, encoding: .utf8) == "bytes over TLS\n")
 
@@ -51,8 +52,9 @@ struct TLSClientTests {
         // login trusts the same CA: past TLS, the server itself answers (it has no such user).
         let home = authority.folder.appendingPathComponent("home")
         for trust in [["--cacert", authority.authority.path], ["--insecure"]] {
-            let login = try AccountCommandTests.jotter(["login", "--name", "nobody", "--server", url] + trust, input: "password\n",
-                                                       environment: ["HOME": home.path])
+            let login = try AccountCommandTests.jotter(
+                ["login", "--name", "nobody", "--server", url] + trust, input: "password\n",
+                environment: ["HOME": home.path])
             #expect(login.status == ExitCode.failure && !login.err.contains("TLS"), "\(trust): \(login.err)")
         }
     }
@@ -63,8 +65,10 @@ struct TLSClientTests {
         defer { _ = server.signal(SIGTERM); _ = server.finish() }
         let result = try BinaryTests.jotter(["notes", "list", "--server", "https://127.0.0.1:\(server.port)"] + extra, environment: [:])
         #expect(result.status == ExitCode.unreachable)
-        #expect(result.err.contains("the server answered in plain HTTP, not TLS: that port serves http://, not https://; use http://127.0.0.1:\(server.port)"),
-                "\(result.err)")
+        #expect(
+            result.err.contains(
+                "the server answered in plain HTTP, not TLS: that port serves http://, not https://; use http://127.0.0.1:\(server.port)"),
+            "\(result.err)")
         #expect(!result.err.contains("0A00010B") && !result.err.contains("--cacert"), "\(result.err)")
     }
 

@@ -35,7 +35,8 @@ struct TransferCommandTests {
 
             let json = await commands.jotter(["echo", "--json-body", #"{"a":[1,"b"]}"#, "--json"], app: app)
             try #require(json.status == 0, "\(json.err)")
-            #expect(try JSONDecoder().decode(EchoResponse.self, from: Data(json.out.utf8)).json == .object(["a": .array([.number(1), .string("b")])]))
+            #expect(
+                try JSONDecoder().decode(EchoResponse.self, from: Data(json.out.utf8)).json == .object(["a": .array([.number(1), .string("b")])]))
         }
     }
 
@@ -76,9 +77,11 @@ struct TransferCommandTests {
 
     @Test("the progress line: bar, percent, sizes, rate, ETA")
     func progressLine() {
-        #expect(ProgressBar.line(label: "a.bin", completed: 5 << 20, total: 10 << 20, transferred: 5 << 20, elapsed: 1)
+        #expect(
+            ProgressBar.line(label: "a.bin", completed: 5 << 20, total: 10 << 20, transferred: 5 << 20, elapsed: 1)
                 == "a.bin  [##########··········]  50%  5.0 MiB/10.0 MiB  5.2 MB/s  ETA 0:01")
-        #expect(ProgressBar.line(label: "b", completed: 0, total: 100, transferred: 0, elapsed: 0)
+        #expect(
+            ProgressBar.line(label: "b", completed: 0, total: 100, transferred: 0, elapsed: 0)
                 == "b  [····················]  0%  0 B/100 B  0.0 MB/s  ETA -:--")
         #expect(ProgressBar.line(label: "c", completed: 2048, total: nil, transferred: 2048, elapsed: 2) == "c  2.0 KiB  0.0 MB/s")
         #expect(TextFormat.bytes(1023) == "1023 B")
@@ -106,9 +109,11 @@ struct ResumeUploadCommandTests {
         let environment = ["XDG_STATE_HOME": folder.appendingPathComponent("state").path]
         try await withApp { app in
             // The first run was cut after 100,000 bytes: its upload and state file are there.
-            let created = try RawHTTP(port: app.port).request("POST", "/uploads", headers: [
-                ("Tus-Resumable", "1.0.0"), ("Upload-Length", "300000"), ("Content-Type", "application/offset+octet-stream"),
-            ], body: Array(bytes[..<100_000]), close: true)
+            let created = try RawHTTP(port: app.port).request(
+                "POST", "/uploads",
+                headers: [
+                    ("Tus-Resumable", "1.0.0"), ("Upload-Length", "300000"), ("Content-Type", "application/offset+octet-stream"),
+                ], body: Array(bytes[..<100_000]), close: true)
             #expect(created.status == 201)
             // RawHTTP's Host has no port: the absolute Location names 127.0.0.1 alone.
             let absolute = try #require(created.header("Location"))

@@ -128,14 +128,17 @@ struct UploadIDPrefixTests {
     let commands = ClientCommandTests()
 
     func upload(_ id: String, _ name: String) -> Upload {
-        Upload(id: id, filename: name, contentType: "text/plain", size: 1, sha256: String(repeating: "0", count: 64),
-               createdAt: Timestamp.date("2026-01-01 00:00:00")!, noteID: nil, url: "/uploads/\(id)/content")
+        Upload(
+            id: id, filename: name, contentType: "text/plain", size: 1, sha256: String(repeating: "0", count: 64),
+            createdAt: Timestamp.date("2026-01-01 00:00:00")!, noteID: nil, url: "/uploads/\(id)/content")
     }
 
     @Test("a unique prefix names its upload; none is not found; several are listed; fewer than 4 characters is a usage error")
     func matching() throws {
-        let uploads = [upload("7c1a00000000000000000001", "a.txt"), upload("7c1b00000000000000000002", "b.txt"),
-                       upload("7c1b00000000000000000003", "c.txt")]
+        let uploads = [
+            upload("7c1a00000000000000000001", "a.txt"), upload("7c1b00000000000000000002", "b.txt"),
+            upload("7c1b00000000000000000003", "c.txt"),
+        ]
         #expect(try UploadID.match("7c1a", among: uploads) == "7c1a00000000000000000001")
         #expect(UploadID.trimmed("7C1A…") == "7c1a")
         #expect(throws: CommandFailure.self) { try UploadID.match("ffff", among: uploads) }

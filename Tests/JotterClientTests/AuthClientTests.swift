@@ -80,8 +80,9 @@ struct AuthClientTests {
             }
             return try next(request, context).map { response in
                 guard first else { return response }
-                return Response(status: .serviceUnavailable, headers: HTTPHeaders([("Retry-After", "0"), ("Content-Type", "application/problem+json")]),
-                                body: Array(#"{"type":"about:blank","title":"Service Unavailable","status":503}"#.utf8))
+                return Response(
+                    status: .serviceUnavailable, headers: HTTPHeaders([("Retry-After", "0"), ("Content-Type", "application/problem+json")]),
+                    body: Array(#"{"type":"about:blank","title":"Service Unavailable","status":503}"#.utf8))
             }
         }
     }

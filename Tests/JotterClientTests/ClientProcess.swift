@@ -17,10 +17,11 @@ final class ClientProcess: @unchecked Sendable {
 
     init(file: URL, url: URL) throws {
         output = FileManager.default.temporaryDirectory.appendingPathComponent("jotter-converge-child-\(UUID().uuidString)")
-        pid = try spawnProgram(["/proc/self/exe", "--testing-library", "swift-testing", "--filter", "ConvergenceChild"],
-                               environment: ProcessInfo.processInfo.environment.merging(
-                                   [Self.fileVariable: file.path, Self.urlVariable: url.absoluteString]) { $1 },
-                               output: .file(output))
+        pid = try spawnProgram(
+            ["/proc/self/exe", "--testing-library", "swift-testing", "--filter", "ConvergenceChild"],
+            environment: ProcessInfo.processInfo.environment.merging(
+                [Self.fileVariable: file.path, Self.urlVariable: url.absoluteString]) { $1 },
+            output: .file(output))
     }
 
     deinit {

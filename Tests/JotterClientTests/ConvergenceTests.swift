@@ -39,9 +39,10 @@ struct ConvergenceTests {
 
         static func fromEnvironment(seed: UInt64, rounds: Int, clients: Int) -> Settings {
             let env = ProcessInfo.processInfo.environment
-            return Settings(seed: env["JOTTER_CONVERGE_SEED"].flatMap { UInt64($0) } ?? seed,
-                            rounds: env["JOTTER_CONVERGE_ROUNDS"].flatMap { Int($0) } ?? rounds,
-                            clients: env["JOTTER_CONVERGE_CLIENTS"].flatMap { Int($0) } ?? clients)
+            return Settings(
+                seed: env["JOTTER_CONVERGE_SEED"].flatMap { UInt64($0) } ?? seed,
+                rounds: env["JOTTER_CONVERGE_ROUNDS"].flatMap { Int($0) } ?? rounds,
+                clients: env["JOTTER_CONVERGE_CLIENTS"].flatMap { Int($0) } ?? clients)
         }
     }
 
@@ -62,8 +63,9 @@ struct ConvergenceTests {
         }
     }
 
-    @Test("K engines against one SQLite server, with edits, offline spells, interrupted syncs, lost answers and kill -9s of clients and of the server, converge, losing and duplicating nothing",
-          .timeLimit(.minutes(10)))
+    @Test(
+        "K engines against one SQLite server, with edits, offline spells, interrupted syncs, lost answers and kill -9s of clients and of the server, converge, losing and duplicating nothing",
+        .timeLimit(.minutes(10)))
     func converge() async throws {
         try await Self.converge(.fromEnvironment(seed: 33, rounds: 120, clients: 4), on: .sqlite)
     }
@@ -72,11 +74,13 @@ struct ConvergenceTests {
 /// The same schedule against two instances on PostgreSQL + S3 behind HAProxy
 /// (contrib/haproxy/jotter.cfg), one of them killed and restarted mid-run; the checker also
 /// asks each instance directly for every note and the feed (d). Run alone in the timing pass.
-@Suite("JotterClient: convergence through HAProxy and two instances on PostgreSQL and S3", .tags(.timing), .serialized,
-       .enabled(if: ScaleOutBackend.unavailable == nil, Comment(rawValue: ScaleOutBackend.unavailable ?? "")))
+@Suite(
+    "JotterClient: convergence through HAProxy and two instances on PostgreSQL and S3", .tags(.timing), .serialized,
+    .enabled(if: ScaleOutBackend.unavailable == nil, Comment(rawValue: ScaleOutBackend.unavailable ?? "")))
 struct ConvergenceHAProxyTests {
-    @Test("K engines against two PostgreSQL + S3 instances behind HAProxy, one killed and restarted, converge, and every instance answers the same bytes",
-          .timeLimit(.minutes(10)))
+    @Test(
+        "K engines against two PostgreSQL + S3 instances behind HAProxy, one killed and restarted, converge, and every instance answers the same bytes",
+        .timeLimit(.minutes(10)))
     func converge() async throws {
         try await ConvergenceTests.converge(.fromEnvironment(seed: 33, rounds: 40, clients: 3), on: .haproxy)
     }
@@ -191,13 +195,13 @@ final class ConvergenceRun: @unchecked Sendable {
         try? history.joined(separator: "\n").write(to: whole, atomically: true, encoding: .utf8)
         let minimal = Self.minimalHistory(history, failures: failures)
         return """
-        Convergence FAILED (\(deployment)) — seed \(settings.seed), \(settings.rounds) rounds, \(settings.clients) clients \
-        (replay: make converge SEED=\(settings.seed) ROUNDS=\(settings.rounds) CLIENTS=\(settings.clients))
-        Failures:
-        \(failures.map { "  - " + $0 }.joined(separator: "\n"))
-        History (\(minimal.count) of \(history.count) lines: those naming the failures' notes and tokens, and the servers' kills; all in \(whole.path)):
-        \(minimal.map { "  " + $0 }.joined(separator: "\n"))
-        """
+            Convergence FAILED (\(deployment)) — seed \(settings.seed), \(settings.rounds) rounds, \(settings.clients) clients \
+            (replay: make converge SEED=\(settings.seed) ROUNDS=\(settings.rounds) CLIENTS=\(settings.clients))
+            Failures:
+            \(failures.map { "  - " + $0 }.joined(separator: "\n"))
+            History (\(minimal.count) of \(history.count) lines: those naming the failures' notes and tokens, and the servers' kills; all in \(whole.path)):
+            \(minimal.map { "  " + $0 }.joined(separator: "\n"))
+            """
     }
 
     /// The lines of `history` that mention a note id (`12`, `local-…`) or a token (`<c1-4>`)
@@ -233,8 +237,11 @@ final class ConvergenceRun: @unchecked Sendable {
             case 58..<62: try await restore(index)
             case 62..<75: await sync(index, "sync")
             case 75..<81:
-                if clients[index].online { clients[index].online = false; log("c\(index) goes offline") }
-                else { clients[index].online = true; log("c\(index) comes back"); await sync(index, "sync on return") }
+                if clients[index].online {
+                    clients[index].online = false; log("c\(index) goes offline")
+                } else {
+                    clients[index].online = true; log("c\(index) comes back"); await sync(index, "sync on return")
+                }
             case 81..<86: try await kill(index)
             case 86..<91: await loseAnswer(index)
             case 91..<96: try await killProcess(index)
@@ -272,7 +279,9 @@ final class ConvergenceRun: @unchecked Sendable {
         var found: [String] = []
         var current: String?
         for character in text {
-            if character == "<" { current = "<" } else if current != nil {
+            if character == "<" {
+                current = "<"
+            } else if current != nil {
                 current!.append(character)
                 if character == ">" { found.append(current!); current = nil }
             }
@@ -432,7 +441,9 @@ final class ConvergenceRun: @unchecked Sendable {
         clients[index].engine = try NotesSyncEngine(client: Self.client(baseURL), file: clients[index].file)
         let pending = try await clients[index].engine.pendingEdits()
         let queued = pending.contains { ($0.body ?? "").contains(token) }
-        log("c\(index) process \(child.pid) \(ended), \(struck.map { "killed at " + $0 } ?? "not killed: no write met the fault"); reopened with \(pending.count) pending, \(token) \(queued ? "queued" : "not queued")")
+        log(
+            "c\(index) process \(child.pid) \(ended), \(struck.map { "killed at " + $0 } ?? "not killed: no write met the fault"); reopened with \(pending.count) pending, \(token) \(queued ? "queued" : "not queued")"
+        )
         if !queued {
             let everything = try await serverNotes().map(\.body) + Self.client(baseURL).notes.allTrash().map(\.note.body)
             if !everything.contains(where: { $0.contains(token) }) {
@@ -530,7 +541,9 @@ final class ConvergenceRun: @unchecked Sendable {
                     continue
                 }
                 if note.body != there.body || note.version != there.version {
-                    failures.append("c\(index): \(note.id) is v\(note.version) \(note.body.debugDescription), the server's v\(there.version) \(there.body.debugDescription)")
+                    failures.append(
+                        "c\(index): \(note.id) is v\(note.version) \(note.body.debugDescription), the server's v\(there.version) \(there.body.debugDescription)"
+                    )
                 }
             }
             let missing = Set(expected.keys).subtracting(local.map(\.id))
@@ -550,16 +563,22 @@ final class ConvergenceRun: @unchecked Sendable {
         let upper = creates - cancelledSure + conflicts
         let lower = upper - cancelledMaybe
         if count < lower || count > upper {
-            failures.append("\(count) notes on the server (\(server.count) live, \(trash.count) in the trash); expected \(lower)...\(upper) (\(creates) created, \(cancelledSure)+\(cancelledMaybe) cancelled before sent, \(conflicts) conflict copies)")
+            failures.append(
+                "\(count) notes on the server (\(server.count) live, \(trash.count) in the trash); expected \(lower)...\(upper) (\(creates) created, \(cancelledSure)+\(cancelledMaybe) cancelled before sent, \(conflicts) conflict copies)"
+            )
         }
-        for token in lostOnReopen { failures.append("token \(token): a killed client process's edit was neither in its reopened outbox nor on the server") }
+        for token in lostOnReopen {
+            failures.append("token \(token): a killed client process's edit was neither in its reopened outbox nor on the server")
+        }
 
         // (d) Every instance, asked directly, answers the same bytes.
         failures += try instancesAgree(ids: server.map(\.id) + trash.map(\.id))
 
         // A token twice in the live notes is reported, not failed: an overlap keeps both sides' text.
         let repeated = tokens.filter { token in server.reduce(0) { $0 + $1.body.components(separatedBy: token.token).count - 1 } > 1 }.count
-        print("converge (\(deployment)): seed \(settings.seed): \(server.count) live notes, \(trash.count) in the trash, \(tokens.count) tokens, \(removed.count) removed, \(kills) interrupted syncs, \(lostAnswers) lost answers, \(processKills) client processes killed, \(serverKills) server kills, \(conflicts) conflict copies, \(repeated) tokens repeated, \(failures.count) failures")
+        print(
+            "converge (\(deployment)): seed \(settings.seed): \(server.count) live notes, \(trash.count) in the trash, \(tokens.count) tokens, \(removed.count) removed, \(kills) interrupted syncs, \(lostAnswers) lost answers, \(processKills) client processes killed, \(serverKills) server kills, \(conflicts) conflict copies, \(repeated) tokens repeated, \(failures.count) failures"
+        )
         return failures
     }
 
@@ -587,7 +606,9 @@ final class ConvergenceRun: @unchecked Sendable {
         for target in targets {
             let answers = try ports.map { try cluster.request($0, "GET", target) }
             for (port, answer) in zip(ports, answers).dropFirst() where answer.status != answers[0].status || bytes(answer) != bytes(answers[0]) {
-                failures.append("(d) GET \(target): instance on \(port) answers \(answer.status) \(answer.text.prefix(300).debugDescription), the one on \(ports[0]) \(answers[0].status) \(answers[0].text.prefix(300).debugDescription)")
+                failures.append(
+                    "(d) GET \(target): instance on \(port) answers \(answer.status) \(answer.text.prefix(300).debugDescription), the one on \(ports[0]) \(answers[0].status) \(answers[0].text.prefix(300).debugDescription)"
+                )
             }
         }
         log("checked \(targets.count) requests on each of \(ports.count) instances")

@@ -25,19 +25,20 @@ struct DocCommentExampleTests {
 
     /// What every example may use without declaring it.
     static let given = """
-    import Foundation
-    #if canImport(FoundationNetworking)
-    import FoundationNetworking
-    #endif
-    import JotterClient
+        import Foundation
+        #if canImport(FoundationNetworking)
+        import FoundationNetworking
+        #endif
+        import JotterClient
 
-    func show(_ note: Note) {}
-    func remove(_ id: String) {}
-    func reloadEverything() {}
-    struct TokenSource { func current() async -> String { "jot_" } }
+        func show(_ note: Note) {}
+        func remove(_ id: String) {}
+        func reloadEverything() {}
+        struct TokenSource { func current() async -> String { "jot_" } }
 
-    """
-    static let parameters = "client: JotterClient, configuration: inout JotterClient.Configuration, note: inout Note, upload: Upload, "
+        """
+    static let parameters =
+        "client: JotterClient, configuration: inout JotterClient.Configuration, note: inout Note, upload: Upload, "
         + "url: URL, folder: URL, text: String, password: String, tokenFile: String, request: inout URLRequest, bodyFile: URL, "
         + "form: inout MultipartFormData, tokens: TokenSource, engine: NotesSyncEngine"
 
@@ -97,8 +98,10 @@ struct DocCommentExampleTests {
 
     @Test("every ```swift example in the SDK's public doc comments compiles with import JotterClient alone")
     func compile() throws {
-        try #require(FileManager.default.fileExists(atPath: ReadmeExampleTests.root.appendingPathComponent(".build/debug/Modules/JotterClient.swiftmodule").path),
-                     "build first: swift build --build-tests")
+        try #require(
+            FileManager.default.fileExists(
+                atPath: ReadmeExampleTests.root.appendingPathComponent(".build/debug/Modules/JotterClient.swiftmodule").path),
+            "build first: swift build --build-tests")
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("jotter-doc-examples-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: folder) }

@@ -7,8 +7,10 @@ import JotterAPI
 /// `client.echo` shows what the SDK really puts on the wire.
 @Suite("JotterClient: echo and percent-encoding")
 struct EchoClientTests {
-    static let hostile = ["a&b=c", "1+1=2", "100% sure", "%41", "  spaced  ", "line\nbreak\r\nend", "tab\t", "😀 émoji 日本",
-                          "?#/;:@$,[]'\"<>\\^`{|}", "\u{1}\u{1F}\u{7F}", "+", "=", "&", ""]
+    static let hostile = [
+        "a&b=c", "1+1=2", "100% sure", "%41", "  spaced  ", "line\nbreak\r\nend", "tab\t", "😀 émoji 日本",
+        "?#/;:@$,[]'\"<>\\^`{|}", "\u{1}\u{1F}\u{7F}", "+", "=", "&", "",
+    ]
 
     @Test("hostile strings round-trip as query, form fields and multipart fields, names included")
     func roundTrips() async throws {
@@ -34,7 +36,8 @@ struct EchoClientTests {
     @Test("repeated keys, JSON, raw bodies, headers, methods")
     func shapes() async throws {
         try await withClient { client, _ in
-            let repeated = try await client.echo(query: [("tag", "a"), ("tag", "b"), ("one", "1")].reduce(into: FormURLEncodedBody()) { $0.append($1.0, $1.1) })
+            let repeated = try await client.echo(
+                query: [("tag", "a"), ("tag", "b"), ("one", "1")].reduce(into: FormURLEncodedBody()) { $0.append($1.0, $1.1) })
             #expect(repeated.args == ["tag": ["a", "b"], "one": ["1"]])
             #expect(repeated.url == "/echo?tag=a&tag=b&one=1")
             #expect(repeated.method == "GET")
@@ -43,8 +46,9 @@ struct EchoClientTests {
             #expect(json.method == "PATCH")
             #expect(json.json == .object(["n": .number(1.5), "ok": .bool(true), "list": .array([.string("x"), .null]), "o": .object([:])]))
 
-            let raw = try await client.echo(method: "DELETE", body: .raw(Data("plain text ✓".utf8), contentType: "text/plain"),
-                                            headers: ["X-Custom": "yes"])
+            let raw = try await client.echo(
+                method: "DELETE", body: .raw(Data("plain text ✓".utf8), contentType: "text/plain"),
+                headers: ["X-Custom": "yes"])
             #expect(raw.data == "plain text ✓")
             #expect(raw.json == nil)
             #expect(raw.headers["X-Custom"] == "yes")
@@ -64,10 +68,11 @@ struct EchoClientTests {
         try await withClient { client, _ in
             let echo = try await client.echo(method: "POST", body: .multipart(form))
             #expect(echo.form == ["name": ["Bob"]])
-            #expect(echo.files["file"] == [
-                EchoResponse.File(filename: "one.bin", contentType: "application/octet-stream", size: 70_000, sha256: sha256(first)),
-                EchoResponse.File(filename: "renamed.txt", contentType: "text/x-custom", size: 6, sha256: sha256(second)),
-            ])
+            #expect(
+                echo.files["file"] == [
+                    EchoResponse.File(filename: "one.bin", contentType: "application/octet-stream", size: 70_000, sha256: sha256(first)),
+                    EchoResponse.File(filename: "renamed.txt", contentType: "text/x-custom", size: 6, sha256: sha256(second)),
+                ])
         }
         // The declared length is the real one, byte for byte.
         let body = folder.appendingPathComponent("body")

@@ -118,14 +118,16 @@ struct ClientEventTests {
     @Test("the parser: line endings, chunk splits, comments, multi-line data, retry, BOM")
     func parser() {
         var parser = EventStreamParser()
-        let text = "\u{FEFF}: heartbeat\r\nretry: 2500\r\n\r\nid: 7\revent: note.created\rdata: {\"a\":\r\ndata:1}\n\nid: 8\ndata:x\n\ndata: no id\n\n"
+        let text =
+            "\u{FEFF}: heartbeat\r\nretry: 2500\r\n\r\nid: 7\revent: note.created\rdata: {\"a\":\r\ndata:1}\n\nid: 8\ndata:x\n\ndata: no id\n\n"
         var events: [EventStreamParser.Event] = []
         for byte in Array(text.utf8) { events += parser.feed([byte]) }  // one byte at a time
-        #expect(events == [
-            .init(id: "7", type: "note.created", data: "{\"a\":\n1}"),
-            .init(id: "8", type: "message", data: "x"),
-            .init(id: "8", type: "message", data: "no id"),
-        ])
+        #expect(
+            events == [
+                .init(id: "7", type: "note.created", data: "{\"a\":\n1}"),
+                .init(id: "8", type: "message", data: "x"),
+                .init(id: "8", type: "message", data: "no id"),
+            ])
         #expect(parser.retry == 2500)
         #expect(parser.feed(Array("data: unfinished\n".utf8)).isEmpty)
     }

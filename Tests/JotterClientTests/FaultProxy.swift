@@ -172,7 +172,11 @@ final class FaultProxy: @unchecked Sendable {
             let chunk = Array(buffer[..<count])
             if requests {
                 let text = String(decoding: chunk.prefix(200), as: UTF8.self)
-                if Self.writes.contains(where: { text.hasPrefix($0) }), let fault = armed.withLock({ armed in defer { armed = nil }; return armed }) {
+                if Self.writes.contains(where: { text.hasPrefix($0) }),
+                    let fault = armed.withLock({ armed in
+                        defer { armed = nil }; return armed
+                    })
+                {
                     let request = String(text.prefix { $0 != "\r\n" && $0 != "\r" && $0 != "\n" })
                     link.fault.withLock { $0 = (fault, request) }
                     if fault.at == .arrived {
@@ -187,8 +191,9 @@ final class FaultProxy: @unchecked Sendable {
                     continue
                 }
             } else if let pending = link.fault.withLock({ $0 }),
-                      pending.fault.at == .answered || pending.fault.at == .delivered,
-                      !String(decoding: chunk.prefix(10), as: UTF8.self).hasPrefix("HTTP/1.1 1") {
+                pending.fault.at == .answered || pending.fault.at == .delivered,
+                !String(decoding: chunk.prefix(10), as: UTF8.self).hasPrefix("HTTP/1.1 1")
+            {
                 // The final answer (an interim `100 Continue` passes).
                 let (fault, request) = pending
                 link.fault.withLock { $0 = nil }

@@ -22,8 +22,11 @@ struct LargeUploadClientTests {
 
         let output = folder.appendingPathComponent("out.json")
         let started = ContinuousClock.now
-        let (status, peak) = try Self.run([ServerProcess.binary.path, "upload", file.path, "--json",
-                                           "--server", "http://127.0.0.1:\(server.port)"], output: output)
+        let (status, peak) = try Self.run(
+            [
+                ServerProcess.binary.path, "upload", file.path, "--json",
+                "--server", "http://127.0.0.1:\(server.port)",
+            ], output: output)
         let elapsed = ContinuousClock.now - started
         #expect(status == 0, "\((try? String(contentsOf: output, encoding: .utf8)) ?? "")")
         let upload = try #require(try JSONDecoder().decode(UploadList.self, from: Data(contentsOf: output)).uploads.first)

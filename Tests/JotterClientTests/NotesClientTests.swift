@@ -34,7 +34,9 @@ struct NotesClientTests {
     @Test("isHealthy is false, at once, on a server that is not ready; health() throws its 503 with the failed check")
     func notReady() async throws {
         let counter = HealthRequests()
-        try await withClient(configure: { $0.minimumFreeSpace = .max; $0.middleware = [counter] }) { client, _ in
+        try await withClient(configure: {
+            $0.minimumFreeSpace = .max; $0.middleware = [counter]
+        }) { client, _ in
             let healthy = try await client.isHealthy()
             #expect(!healthy)
             #expect(counter.count.load(ordering: .relaxed) == 1, "asked once, not retried")
@@ -116,8 +118,10 @@ struct NotesClientTests {
 
     @Test("hostile strings round-trip through form bodies and queries")
     func percentEncoding() async throws {
-        let hostile = ["a&b=c", "1+1=2", "100% sure", "  spaced  ", "line\nbreak\r\nthere", "tab\there", "😀 émoji 日本",
-                       "%41%", "?#/;:@$,[]'\"<>\\^`{|}", "\u{1}\u{1F}\u{7F}", "+", "=", "&", ""]
+        let hostile = [
+            "a&b=c", "1+1=2", "100% sure", "  spaced  ", "line\nbreak\r\nthere", "tab\there", "😀 émoji 日本",
+            "%41%", "?#/;:@$,[]'\"<>\\^`{|}", "\u{1}\u{1F}\u{7F}", "+", "=", "&", "",
+        ]
         try await withClient { client, _ in
             for text in hostile {
                 let note = try await client.notes.create(text)

@@ -48,8 +48,9 @@ struct ReadmeExampleTests {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("jotter-readme-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: folder) }
-        try #require(FileManager.default.fileExists(atPath: Self.root.appendingPathComponent(".build/debug/Modules/JotterClient.swiftmodule").path),
-                     "build first: swift build --build-tests")
+        try #require(
+            FileManager.default.fileExists(atPath: Self.root.appendingPathComponent(".build/debug/Modules/JotterClient.swiftmodule").path),
+            "build first: swift build --build-tests")
         for program in programs {
             #expect(!program.contains("import JotterAPI"), "the example needs only import JotterClient")
             let main = folder.appendingPathComponent("main.swift")
@@ -115,8 +116,11 @@ struct ReadmeExampleTests {
             #expect(process.isRunning, "ended before its event loop: \(output().suffix(2000))")
             #expect(try Data(contentsOf: folder.appendingPathComponent("copy.jpg")) == Data(photo))
             let live = "written while the README example listens"
-            #expect(waitFor({ output().contains(live) }, meanwhile: { _ = try? app.request("POST", "/notes", body: "body=\(live.replacingOccurrences(of: " ", with: "+"))") }),
-                    "no live event printed: \(output().suffix(2000))")
+            #expect(
+                waitFor(
+                    { output().contains(live) },
+                    meanwhile: { _ = try? app.request("POST", "/notes", body: "body=\(live.replacingOccurrences(of: " ", with: "+"))") }),
+                "no live event printed: \(output().suffix(2000))")
         }
     }
 
@@ -136,10 +140,13 @@ struct ReadmeExampleTests {
     /// system libraries; its exit status and what it wrote to standard error.
     static func swiftc(_ main: URL, _ arguments: [String]) throws -> (status: Int32, errors: String) {
         let modules = root.appendingPathComponent(".build/debug/Modules")
-        return try runTool(["swiftc", main.path, "-module-name", "ReadmeApp", "-I", modules.path,
-                            // The SDK's system libraries on Linux, as SwiftPM hands them to an app that depends on it.
-                            "-Xcc", "-fmodule-map-file=" + root.appendingPathComponent("Sources/CCrypto/module.modulemap").path,
-                            "-Xcc", "-fmodule-map-file=" + root.appendingPathComponent("Sources/CTLS/module.modulemap").path,
-                            "-Xcc", "-fmodule-map-file=" + root.appendingPathComponent("Sources/CSQLite/module.modulemap").path] + arguments)
+        return try runTool(
+            [
+                "swiftc", main.path, "-module-name", "ReadmeApp", "-I", modules.path,
+                // The SDK's system libraries on Linux, as SwiftPM hands them to an app that depends on it.
+                "-Xcc", "-fmodule-map-file=" + root.appendingPathComponent("Sources/CCrypto/module.modulemap").path,
+                "-Xcc", "-fmodule-map-file=" + root.appendingPathComponent("Sources/CTLS/module.modulemap").path,
+                "-Xcc", "-fmodule-map-file=" + root.appendingPathComponent("Sources/CSQLite/module.modulemap").path,
+            ] + arguments)
     }
 }

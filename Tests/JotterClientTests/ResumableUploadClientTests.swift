@@ -23,9 +23,11 @@ struct ResumableUploadClientTests {
             let state = app.dataDirectory.appendingPathComponent("big.state")
             let box = TaskBox()
             let task = Task {
-                try await client.uploads.resumableUpload(fileAt: file, state: state, chunkSize: 100_000, progress: { progress in
-                    if progress.completed >= 200_000 { box.cancel() }
-                })
+                try await client.uploads.resumableUpload(
+                    fileAt: file, state: state, chunkSize: 100_000,
+                    progress: { progress in
+                        if progress.completed >= 200_000 { box.cancel() }
+                    })
             }
             box.task.withLock { $0 = task }
             await #expect(throws: (any Error).self) { try await task.value }
@@ -33,9 +35,11 @@ struct ResumableUploadClientTests {
 
             let resumedAt = Atomic<Int64>(-1)
             let first = Mutex<TransferProgress?>(nil)
-            let upload = try await client.uploads.resumableUpload(fileAt: file, state: state, chunkSize: 100_000, progress: { progress in
-                first.withLock { if $0 == nil { $0 = progress } }
-            }, resumed: { resumedAt.store($0, ordering: .relaxed) })
+            let upload = try await client.uploads.resumableUpload(
+                fileAt: file, state: state, chunkSize: 100_000,
+                progress: { progress in
+                    first.withLock { if $0 == nil { $0 = progress } }
+                }, resumed: { resumedAt.store($0, ordering: .relaxed) })
             #expect(resumedAt.load(ordering: .relaxed) >= 200_000)
             #expect(first.withLock { $0 }?.completed == resumedAt.load(ordering: .relaxed))
             #expect(first.withLock { $0 }?.total == Int64(bytes.count))
@@ -52,7 +56,8 @@ struct ResumableUploadClientTests {
         try await withClient { client, app in
             let file = try makeFile(app.dataDirectory, "a.txt", Array("hello".utf8))
             let state = app.dataDirectory.appendingPathComponent("a.state")
-            try Data(#"{"location":"http://127.0.0.1:1/uploads/000000000000000000000000","path":"/elsewhere","size":5,"modified":0}"#.utf8).write(to: state)
+            try Data(#"{"location":"http://127.0.0.1:1/uploads/000000000000000000000000","path":"/elsewhere","size":5,"modified":0}"#.utf8).write(
+                to: state)
             let resumedAt = Atomic<Int64>(-1)
             let upload = try await client.uploads.resumableUpload(fileAt: file, state: state, resumed: { resumedAt.store($0, ordering: .relaxed) })
             #expect(resumedAt.load(ordering: .relaxed) == 0)

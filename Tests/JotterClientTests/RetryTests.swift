@@ -21,7 +21,8 @@ final class FlakyServer: Sendable {
         var routes = RouterBuilder()
         routes.add(middleware: ErrorMiddleware(log: Logger(accessLog: false)))
         let attempts = self.attempts
-        let note = Note(id: "1", body: "x", createdAt: Timestamp.date("2026-11-30 14:35:40")!, updatedAt: Timestamp.date("2026-11-30 14:35:40")!, version: 1)
+        let note = Note(
+            id: "1", body: "x", createdAt: Timestamp.date("2026-11-30 14:35:40")!, updatedAt: Timestamp.date("2026-11-30 14:35:40")!, version: 1)
         let answer = { @Sendable (success: Response) -> Response in
             guard attempts.value.add(1, ordering: .relaxed).newValue > failures else {
                 var headers = HTTPHeaders([("Content-Type", "application/problem+json")])
@@ -152,8 +153,10 @@ struct RetryTests {
         let running = JotterClientError(kind: .httpStatus, status: 409, retryAfter: 1, message: "")
         #expect(policy.delay(after: running, attempt: 1, method: "POST", idempotencyKey: true) == 1)
         #expect(policy.delay(after: running, attempt: 1, method: "POST") == nil)
-        #expect(policy.delay(after: JotterClientError(kind: .httpStatus, status: 409, message: ""), attempt: 1, method: "POST", idempotencyKey: true) == nil,
-                "a 409 without Retry-After is a conflict, not a wait")
+        #expect(
+            policy.delay(after: JotterClientError(kind: .httpStatus, status: 409, message: ""), attempt: 1, method: "POST", idempotencyKey: true)
+                == nil,
+            "a 409 without Retry-After is a conflict, not a wait")
         #expect(RetryPolicy.httpDate("Sunday, 06-Nov-94 08:49:37 GMT") == nil)
     }
 }

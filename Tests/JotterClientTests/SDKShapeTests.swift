@@ -42,12 +42,14 @@ struct SDKShapeTests {
         #expect(note.updatedAt == Date(timeIntervalSince1970: 1_796_049_341))
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
-        #expect(String(decoding: try encoder.encode(note), as: UTF8.self)
+        #expect(
+            String(decoding: try encoder.encode(note), as: UTF8.self)
                 == #"{"attachments":[],"body":"x","created_at":"2026-11-30 14:35:40","id":"7","updated_at":"2026-11-30 14:35:41","version":2}"#)
         let token = #"{"id":"3","label":"ci","created_at":"2026-12-01 10:00:00","expires_at":"2026-12-31 10:00:00"}"#
         let info = try JSONDecoder().decode(TokenInfo.self, from: Data(token.utf8))
         #expect(info.expiresAt == Date(timeIntervalSince1970: 1_798_711_200) && info.lastUsedAt == nil && info.revokedAt == nil)
-        #expect(String(decoding: try encoder.encode(info), as: UTF8.self)
+        #expect(
+            String(decoding: try encoder.encode(info), as: UTF8.self)
                 == #"{"created_at":"2026-12-01 10:00:00","expires_at":"2026-12-31 10:00:00","id":"3","label":"ci"}"#)
         #expect(throws: DecodingError.self) {
             try JSONDecoder().decode(Note.self, from: Data(json.replacingOccurrences(of: "2026-11-30 14:35:40", with: "yesterday").utf8))
@@ -120,8 +122,9 @@ struct SDKShapeTests {
     func issuedTokenRedacted() throws {
         let secret = "jot_s3cretS3cretS3cretS3cretS3cretS3cret0000"
         let date = Date(timeIntervalSince1970: 1_796_049_340)
-        let issued = IssuedToken(token: secret, info: TokenInfo(id: "3", label: "laptop", createdAt: date, lastUsedAt: nil, expiresAt: nil, revokedAt: nil),
-                                 user: UserInfo(id: "1", name: "ann", admin: false, createdAt: date))
+        let issued = IssuedToken(
+            token: secret, info: TokenInfo(id: "3", label: "laptop", createdAt: date, lastUsedAt: nil, expiresAt: nil, revokedAt: nil),
+            user: UserInfo(id: "1", name: "ann", admin: false, createdAt: date))
         var dumped = ""
         dump(issued, to: &dumped)
         let shown = ["\(issued)", String(describing: issued), String(reflecting: issued), dumped, "\([issued])"]

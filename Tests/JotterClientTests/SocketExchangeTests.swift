@@ -28,7 +28,10 @@ struct SocketExchangeTests {
         let watcher = Process()
         watcher.executableURL = ServerProcess.binary
         watcher.arguments = ["notes", "watch", "--server", "127.0.0.1:\(server.port)"]
-        watcher.standardOutput = try FileHandle(forWritingTo: { _ = FileManager.default.createFile(atPath: output.path, contents: nil); return output }())
+        watcher.standardOutput = try FileHandle(
+            forWritingTo: {
+                _ = FileManager.default.createFile(atPath: output.path, contents: nil); return output
+            }())
         watcher.standardError = FileHandle.nullDevice
         try watcher.run()
         defer { if watcher.isRunning { kill(watcher.processIdentifier, SIGKILL); watcher.waitUntilExit() } }

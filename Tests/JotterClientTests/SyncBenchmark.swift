@@ -10,8 +10,9 @@ import JotterClient
 ///
 /// A test bundle in a bench mode rather than a product: the engine and the SDK are built as the
 /// tests build them, and nothing ships that only the bench uses.
-@Suite("Sync engine figures for the bench (only with JOTTER_SYNC_BENCH_SERVER)",
-       .enabled(if: ProcessInfo.processInfo.environment["JOTTER_SYNC_BENCH_SERVER"] != nil))
+@Suite(
+    "Sync engine figures for the bench (only with JOTTER_SYNC_BENCH_SERVER)",
+    .enabled(if: ProcessInfo.processInfo.environment["JOTTER_SYNC_BENCH_SERVER"] != nil))
 struct SyncBenchmark {
     static let environment = ProcessInfo.processInfo.environment
 

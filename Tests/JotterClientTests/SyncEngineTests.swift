@@ -107,8 +107,8 @@ struct SyncEngineTests {
             let id = try #require(try await engine.notes().first?.id)
             #expect(id != created.id)
 
-            _ = try await client.notes.update(id, body: "one\ntwo\nTHREE from the other client\n")     // version 2
-            try await engine.edit(id, body: "ONE from the engine\ntwo\nthree\n")                      // made from version 1
+            _ = try await client.notes.update(id, body: "one\ntwo\nTHREE from the other client\n")  // version 2
+            try await engine.edit(id, body: "ONE from the engine\ntwo\nthree\n")  // made from version 1
             try await engine.sync()
 
             let server = try await client.notes.get(id)
@@ -171,7 +171,8 @@ struct SyncEngineTests {
                 try await Task.sleep(nanoseconds: 60_000_000_000)
                 return request
             }
-            var stuck: NotesSyncEngine? = try NotesSyncEngine(client: JotterClient(baseURL: app.baseURL, configuration: stuckConfiguration), file: file)
+            var stuck: NotesSyncEngine? = try NotesSyncEngine(
+                client: JotterClient(baseURL: app.baseURL, configuration: stuckConfiguration), file: file)
             try await stuck!.create("Written before the kill")
             try await stuck!.create("Also written")
             let sync = Task { [stuck] in try await stuck!.sync() }
@@ -264,7 +265,6 @@ struct SyncEngineTests {
         }
     }
 
-
     @Test("a sync cancelled at any moment, its answers arriving, ends at once; the edit goes once by a later sync")
     func cancelledMidRequest() async throws {
         try await Self.withServer { client, _, folder in
@@ -308,30 +308,29 @@ struct SyncEngineTests {
         }
     }
 
-
     /// An app, as its own process, that queues `count` notes in the replica at `file`, then
     /// syncs them through a server at `url` slowly (each request waits 200 ms before it goes)
     /// and never past its 10th request: however late the test, loaded, kills it, it is mid-sync.
     static let killedApp = """
-    import Foundation
-    import JotterClient
-    import Synchronization
+        import Foundation
+        import JotterClient
+        import Synchronization
 
-    let arguments = CommandLine.arguments
-    let requests = Atomic(0)
-    var configuration = JotterClient.Configuration()
-    configuration.adaptRequest = { request in
-        let count = requests.add(1, ordering: .relaxed).newValue
-        try await Task.sleep(nanoseconds: count > 10 ? 600_000_000_000 : 200_000_000)
-        return request
-    }
-    let client = JotterClient(baseURL: URL(string: arguments[1])!, configuration: configuration)
-    let engine = try NotesSyncEngine(client: client, file: URL(fileURLWithPath: arguments[2]))
-    for number in 0..<Int(arguments[3])! { try await engine.create("note \\(number)") }
-    print("queued")
-    try await engine.sync()
-    print("synced")
-    """
+        let arguments = CommandLine.arguments
+        let requests = Atomic(0)
+        var configuration = JotterClient.Configuration()
+        configuration.adaptRequest = { request in
+            let count = requests.add(1, ordering: .relaxed).newValue
+            try await Task.sleep(nanoseconds: count > 10 ? 600_000_000_000 : 200_000_000)
+            return request
+        }
+        let client = JotterClient(baseURL: URL(string: arguments[1])!, configuration: configuration)
+        let engine = try NotesSyncEngine(client: client, file: URL(fileURLWithPath: arguments[2]))
+        for number in 0..<Int(arguments[3])! { try await engine.create("note \\(number)") }
+        print("queued")
+        try await engine.sync()
+        print("synced")
+        """
 
     @Test("an app killed with SIGKILL mid-sync, reopened from its file, sends every note once: none lost, none twice")
     func killedMidSync() async throws {
@@ -375,7 +374,6 @@ struct SyncEngineTests {
         }
     }
 
-
     @Test("an edit made offline to a note another device moved to the trash is kept as a new note; deleting here moves to the trash")
     func editedWhileTrashedElsewhere() async throws {
         try await Self.withServer { client, _, folder in
@@ -383,8 +381,8 @@ struct SyncEngineTests {
             try await engine.create("shopping: milk")
             try await engine.sync()
             let id = try #require(try await engine.notes().first?.id)
-            _ = try await client.notes.delete(id)                          // another device, meanwhile
-            try await engine.edit(id, body: "shopping: milk, eggs")         // offline here
+            _ = try await client.notes.delete(id)  // another device, meanwhile
+            try await engine.edit(id, body: "shopping: milk, eggs")  // offline here
             try await engine.sync()
 
             let server = try await Self.serverNotes(client)

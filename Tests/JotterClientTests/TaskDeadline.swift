@@ -6,7 +6,9 @@ extension Task where Success: Sendable {
     func cancelAndEnds(within seconds: Double) async -> Bool {
         DispatchQueue.global().async { self.cancel() }
         let (ended, continuation) = AsyncStream.makeStream(of: Bool.self)
-        Task<Void, Never> { _ = await self.result; continuation.yield(true) }
+        Task<Void, Never> {
+            _ = await self.result; continuation.yield(true)
+        }
         Task<Void, Never> {
             try? await Task<Never, Never>.sleep(nanoseconds: UInt64(seconds * 1_000_000_000))
             continuation.yield(false)

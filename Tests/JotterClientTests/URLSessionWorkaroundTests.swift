@@ -14,7 +14,11 @@ struct URLSessionWorkaroundTests {
     /// Requests being answered at once, and the most there were.
     final class Concurrency: Sendable {
         private let counts = Mutex((now: 0, most: 0))
-        func begin() { counts.withLock { $0.now += 1; $0.most = max($0.most, $0.now) } }
+        func begin() {
+            counts.withLock {
+                $0.now += 1; $0.most = max($0.most, $0.now)
+            }
+        }
         func end() { counts.withLock { $0.now -= 1 } }
         func reset() -> Int {
             counts.withLock { counts in
@@ -36,8 +40,9 @@ struct URLSessionWorkaroundTests {
                 }
             }
         }
-        let server = HTTPServer(configuration: .init(port: 0, threads: 1, shutdownGracePeriod: 0.2), router: routes.build(),
-                                log: Logger(accessLog: false))
+        let server = HTTPServer(
+            configuration: .init(port: 0, threads: 1, shutdownGracePeriod: 0.2), router: routes.build(),
+            log: Logger(accessLog: false))
         try server.start()
         return server
     }

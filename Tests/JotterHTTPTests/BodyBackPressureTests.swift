@@ -17,8 +17,9 @@ struct BodyBackPressureTests {
         var testDescription: String { rawValue }
     }
 
-    @Test("a consumer that is behind stops the reading of its body, not the loop; released, the body is read to its end",
-          arguments: Consumer.allCases)
+    @Test(
+        "a consumer that is behind stops the reading of its body, not the loop; released, the body is read to its end",
+        arguments: Consumer.allCases)
     func pausesAndResumes(_ consumer: Consumer) throws {
         let gate = BodyGate()
         var routes = RouterBuilder()
@@ -29,23 +30,29 @@ struct BodyBackPressureTests {
         routes.put("/gated", body: .stream { _, _ in GatedStream(gate: gate) }) { _, _ in
             "received [\(gate.state.withLock { $0.received })]"
         }
-        let server = HTTPServer(configuration: HTTPServer.Configuration(port: 0, threads: 1, shutdownGracePeriod: 3),
-                                router: routes.build(), log: Logger(accessLog: false))
+        let server = HTTPServer(
+            configuration: HTTPServer.Configuration(port: 0, threads: 1, shutdownGracePeriod: 3),
+            router: routes.build(), log: Logger(accessLog: false))
         try server.start()
         defer { server.shutdown() }
 
         let size = 16 << 20
         let boundary = "gate-boundary"
-        let (head, tail) = switch consumer {
-        case .multipartWriter:
-            ("--\(boundary)\r\nContent-Disposition: form-data; name=\"file\"; filename=\"a.bin\"\r\n"
-                + "Content-Type: application/octet-stream\r\n\r\n", "\r\n--\(boundary)--\r\n")
-        case .rawReceiver: ("", "")
-        }
+        let (head, tail) =
+            switch consumer {
+            case .multipartWriter:
+                (
+                    "--\(boundary)\r\nContent-Disposition: form-data; name=\"file\"; filename=\"a.bin\"\r\n"
+                        + "Content-Type: application/octet-stream\r\n\r\n", "\r\n--\(boundary)--\r\n"
+                )
+            case .rawReceiver: ("", "")
+            }
         let upload = try RawHTTP(port: server.port, timeout: 20)
-        try upload.send((consumer == .multipartWriter ? "POST /gated HTTP/1.1\r\nContent-Type: multipart/form-data; boundary=\(boundary)\r\n"
-                                                       : "PUT /gated HTTP/1.1\r\n")
-                        + "Host: x\r\nContent-Length: \(head.utf8.count + size + tail.utf8.count)\r\n\r\n" + head)
+        try upload.send(
+            (consumer == .multipartWriter
+                ? "POST /gated HTTP/1.1\r\nContent-Type: multipart/form-data; boundary=\(boundary)\r\n"
+                : "PUT /gated HTTP/1.1\r\n")
+                + "Host: x\r\nContent-Length: \(head.utf8.count + size + tail.utf8.count)\r\n\r\n" + head)
         // The client writes its body from a thread of its own (its send blocks while the server reads nothing).
         nonisolated(unsafe) let sending = upload
         let sender = Thread {

@@ -56,8 +56,11 @@ struct EngineTests {
         let connection = try fixture.connect()
         #expect(try connection.request("POST", "/body", headers: [("X-HTTP-Method-Override", "PUT")]).text == "PUT 0")
         #expect(try connection.request("POST", "/body", body: Array("_method=DELETE&".utf8)).text == "DELETE 15")
-        #expect(try connection.request("POST", "/body", headers: [("Content-Type", "application/json")],
-                                       body: Array(#"{"_method":"put"}"#.utf8)).text == "PUT 17")
+        #expect(
+            try connection.request(
+                "POST", "/body", headers: [("Content-Type", "application/json")],
+                body: Array(#"{"_method":"put"}"#.utf8)
+            ).text == "PUT 17")
         #expect(try connection.request("POST", "/body", body: Array("_method=GET".utf8)).status == 400)
         // Never on GET.
         #expect(try connection.request("GET", "/hello?_method=DELETE", headers: [("X-HTTP-Method-Override", "DELETE")]).text == "hello")

@@ -17,9 +17,12 @@ struct FormFieldsTests {
         #expect(fields["body"] == "my new note")
     }
 
-    @Test("a % without two hex digits is itself, as PHP and browsers read it",
-          arguments: [("a=%", "%"), ("a=%4", "%4"), ("a=%zz", "%zz"), ("a=100%", "100%"), ("a=100%+done", "100% done"),
-                      ("a=100%25", "100%"), ("a=%%41", "%A"), ("a=%e9%", "data")])
+    @Test(
+        "a % without two hex digits is itself, as PHP and browsers read it",
+        arguments: [
+            ("a=%", "%"), ("a=%4", "%4"), ("a=%zz", "%zz"), ("a=100%", "100%"), ("a=100%+done", "100% done"),
+            ("a=100%25", "100%"), ("a=%%41", "%A"), ("a=%e9%", "data"),
+        ])
     func literalPercent(_ text: String, _ value: String) throws {
         if value == "data" {
             #expect(throws: HTTPError.self) { try FormFields(decoding: Array(text.utf8), context: "query") }  // %e9 alone is not UTF-8
@@ -40,8 +43,9 @@ struct FormFieldsTests {
         #expect(throws: HTTPError.self) { try FormFields.percentDecode(Array("100%".utf8), plusIsSpace: false, context: "path") }
     }
 
-    @Test("invalid UTF-8 is 400 naming the problem",
-          arguments: ["a=%ff", "%c3%28=x"])
+    @Test(
+        "invalid UTF-8 is 400 naming the problem",
+        arguments: ["a=%ff", "%c3%28=x"])
     func rejects(_ text: String) throws {
         let error = #expect(throws: HTTPError.self) { try FormFields(decoding: Array(text.utf8), context: "query") }
         #expect(error?.status == .badRequest)

@@ -48,11 +48,15 @@ struct HTTP1StateMachineTests {
     final class Script: StreamingBody, @unchecked Sendable {
         let state = Mutex<(pieces: [[UInt8]], ended: Bool, waker: ConnectionWaker?, finished: Bool)>(([], false, nil, false))
         func push(_ text: String) {
-            let waker = state.withLock { $0.pieces.append(Array(text.utf8)); return $0.waker }
+            let waker = state.withLock {
+                $0.pieces.append(Array(text.utf8)); return $0.waker
+            }
             waker?.wake()
         }
         func end() {
-            let waker = state.withLock { $0.ended = true; return $0.waker }
+            let waker = state.withLock {
+                $0.ended = true; return $0.waker
+            }
             waker?.wake()
         }
         func start(waker: ConnectionWaker) { state.withLock { $0.waker = waker } }
@@ -98,10 +102,14 @@ struct HTTP1StateMachineTests {
             routes.get("/later") { request, _ in Reply.later { done in done { try "later".response(for: request) } } }
             routes.get("/big") { _, _ in Response(status: .ok, contentType: "text/plain", body: Array(repeating: 0x62, count: 10_000)) }
             routes.get("/sized/:bytes") { _, context in
-                Response(status: .ok, contentType: "text/plain", body: Array(repeating: 0x63, count: try context.parameters.require("bytes", as: Int.self)))
+                Response(
+                    status: .ok, contentType: "text/plain", body: Array(repeating: 0x63, count: try context.parameters.require("bytes", as: Int.self))
+                )
             }
             let path = file
-            routes.get("/file") { _, _ in Response.file(fd: Glibc.open(path, O_RDONLY), offset: 2, length: 6, headers: HTTPHeaders([("Content-Type", "text/plain")])) }
+            routes.get("/file") { _, _ in
+                Response.file(fd: Glibc.open(path, O_RDONLY), offset: 2, length: 6, headers: HTTPHeaders([("Content-Type", "text/plain")]))
+            }
             let script = self.script
             routes.get("/stream") { _, _ in Response.stream(script, headers: HTTPHeaders([("Content-Type", "text/plain")])) }
             routes.post("/gated", body: .multipart(files: GatedStore(gate: gate))) { request, _ in "files \(request.files.map(\.size))" }
@@ -162,7 +170,8 @@ struct HTTP1StateMachineTests {
                 var body: [UInt8] = []
                 while true {
                     guard let lineEnd = (position..<max(position, bytes.count - 1)).first(where: { bytes[$0] == 13 && bytes[$0 + 1] == 10 }),
-                          let size = Int(String(decoding: bytes[position..<lineEnd], as: UTF8.self), radix: 16) else { return answers }
+                        let size = Int(String(decoding: bytes[position..<lineEnd], as: UTF8.self), radix: 16)
+                    else { return answers }
                     position = lineEnd + 2
                     guard position + size + 2 <= bytes.count else { return answers }
                     body += bytes[position..<(position + size)]
@@ -191,10 +200,12 @@ struct HTTP1StateMachineTests {
     /// Four requests — no body, a Content-Length body, a chunked body, a path parameter — and
     /// where each ends.
     static let four: (bytes: [UInt8], ends: [Int]) = {
-        let requests = ["GET /hello HTTP/1.1\r\nHost: a\r\n\r\n",
-                        "POST /echo HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\n\r\nhello",
-                        "POST /echo HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n2\r\nde\r\n0\r\n\r\n",
-                        "GET /items/7 HTTP/1.1\r\nHost: a\r\n\r\n"]
+        let requests = [
+            "GET /hello HTTP/1.1\r\nHost: a\r\n\r\n",
+            "POST /echo HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\n\r\nhello",
+            "POST /echo HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n2\r\nde\r\n0\r\n\r\n",
+            "GET /items/7 HTTP/1.1\r\nHost: a\r\n\r\n",
+        ]
         var ends: [Int] = []
         var bytes: [UInt8] = []
         for request in requests {
@@ -280,7 +291,9 @@ struct HTTP1StateMachineTests {
             let setup = Setup()
             var connection = setup.connection()
             connection.writeSize = writeSize
-            connection.send(Self.four.bytes + Array("GET /big HTTP/1.1\r\nHost: a\r\n\r\nGET /file HTTP/1.1\r\nHost: a\r\n\r\nGET /stream HTTP/1.1\r\nHost: a\r\n\r\n".utf8))
+            connection.send(
+                Self.four.bytes
+                    + Array("GET /big HTTP/1.1\r\nHost: a\r\n\r\nGET /file HTTP/1.1\r\nHost: a\r\n\r\nGET /stream HTTP/1.1\r\nHost: a\r\n\r\n".utf8))
             setup.script.push("abc")
             connection.deliverWakes()
             setup.script.push("defg")
@@ -296,9 +309,11 @@ struct HTTP1StateMachineTests {
         var expected = Self.fourAnswers
         expected.append(Self.ok(String(repeating: "b", count: 10_000), type: "text/plain"))
         expected.append(Self.ok("234567", type: "text/plain"))
-        expected.append(Answer(version: "HTTP/1.1", status: 200,
-                               fields: ["content-type": "text/plain", "x-content-type-options": "nosniff", "transfer-encoding": "chunked"],
-                               body: "abcdefg"))
+        expected.append(
+            Answer(
+                version: "HTTP/1.1", status: 200,
+                fields: ["content-type": "text/plain", "x-content-type-options": "nosniff", "transfer-encoding": "chunked"],
+                body: "abcdefg"))
         expected.append(Self.ok("hello"))
         #expect(whole.answers == expected)
         #expect(bytewise.answers == expected)
@@ -449,7 +464,10 @@ struct HTTP1StateMachineTests {
         connection.send(Array("POST /echo HTTP/1.1\r\nHost: a\r\nExpect: 100-continue\r\nContent-Length: 5\r\n\r\n".utf8))
         #expect(connection.output == Array("HTTP/1.1 100 Continue\r\n\r\n".utf8))
         connection.send(Array("hello".utf8))
-        #expect(Self.answers(connection.output) == [Answer(version: "HTTP/1.1", status: 100, fields: [:], body: ""), Self.ok("hello", type: "text/plain")])
+        #expect(
+            Self.answers(connection.output) == [
+                Answer(version: "HTTP/1.1", status: 100, fields: [:], body: ""), Self.ok("hello", type: "text/plain"),
+            ])
     }
 
     @Test("a length the policy refuses: the final answer at once, no 100, the body never read; the connection closes after lingering")
@@ -501,7 +519,8 @@ struct HTTP1StateMachineTests {
         connection.readSize = 1000
         let size = 50_000
         let body = Self.oneFile(size: size)
-        connection.send(Array("POST /gated HTTP/1.1\r\nHost: a\r\nContent-Type: \(Self.oneFileType)\r\nContent-Length: \(body.count)\r\n\r\n".utf8) + body)
+        connection.send(
+            Array("POST /gated HTTP/1.1\r\nHost: a\r\nContent-Type: \(Self.oneFileType)\r\nContent-Length: \(body.count)\r\n\r\n".utf8) + body)
         let atPause = setup.gate.state.withLock { $0.received }
         #expect(atPause > 0 && atPause < size)
         #expect(connection.unread > 0 && !connection.interest.read, "the body waits in the socket")
@@ -522,7 +541,8 @@ struct HTTP1StateMachineTests {
         let setup = Setup()
         var connection = setup.connection()
         let boundary = "b"
-        let head = "--\(boundary)\r\nContent-Disposition: form-data; name=\"file\"; filename=\"a.bin\"\r\nContent-Type: application/octet-stream\r\n\r\n"
+        let head =
+            "--\(boundary)\r\nContent-Disposition: form-data; name=\"file\"; filename=\"a.bin\"\r\nContent-Type: application/octet-stream\r\n\r\n"
         let body = Array((head + String(repeating: "a", count: 3000) + "\r\n--\(boundary)--\r\n").utf8)
         var framed: [UInt8] = []
         if chunked {
@@ -537,9 +557,11 @@ struct HTTP1StateMachineTests {
         } else {
             framed = body
         }
-        connection.send(Array(("POST /gated HTTP/1.1\r\nHost: a\r\nContent-Type: multipart/form-data; boundary=\(boundary)\r\n"
-                               + (chunked ? "Transfer-Encoding: chunked\r\n\r\n" : "Content-Length: \(body.count)\r\n\r\n")).utf8)
-                        + framed + Array("GET /hello HTTP/1.1\r\nHost: a\r\n\r\n".utf8))
+        connection.send(
+            Array(
+                ("POST /gated HTTP/1.1\r\nHost: a\r\nContent-Type: multipart/form-data; boundary=\(boundary)\r\n"
+                    + (chunked ? "Transfer-Encoding: chunked\r\n\r\n" : "Content-Length: \(body.count)\r\n\r\n")).utf8)
+                + framed + Array("GET /hello HTTP/1.1\r\nHost: a\r\n\r\n".utf8))
         #expect(setup.gate.state.withLock { $0.paused } >= 1, "the writer asked to wait")
         #expect(Self.answers(connection.output) == [Self.ok("files [3000]"), Self.ok("hello")])
         #expect(setup.completions.all.map(\.status) == [200, 200])
@@ -583,7 +605,9 @@ struct HTTP1StateMachineTests {
         #expect(connection.violations.isEmpty)
     }
 
-    @Test("a route with a body on an executor: its head's trip, then its body read on the loop, then its end's trip; an interim sent there goes out when it reaches the loop, before the answer")
+    @Test(
+        "a route with a body on an executor: its head's trip, then its body read on the loop, then its end's trip; an interim sent there goes out when it reaches the loop, before the answer"
+    )
     func awayWithBody() {
         let setup = Setup()
         var connection = setup.connection()
@@ -645,7 +669,8 @@ struct HTTP1StateMachineTests {
     func head() {
         let setup = Setup()
         var connection = setup.connection()
-        connection.send(Array("HEAD /hello HTTP/1.1\r\nHost: a\r\n\r\nHEAD /big HTTP/1.1\r\nHost: a\r\n\r\nGET /hello HTTP/1.1\r\nHost: a\r\n\r\n".utf8))
+        connection.send(
+            Array("HEAD /hello HTTP/1.1\r\nHost: a\r\n\r\nHEAD /big HTTP/1.1\r\nHost: a\r\n\r\nGET /hello HTTP/1.1\r\nHost: a\r\n\r\n".utf8))
         let answers = Self.answers(connection.output, heads: [0, 1])
         #expect(answers.map(\.status) == [200, 200, 200])
         #expect(answers.map { $0.fields["content-length"] } == ["5", "10000", "5"])
@@ -662,8 +687,9 @@ struct HTTP1StateMachineTests {
             let answers = Self.answers(connection.output, heads: first.hasPrefix("HEAD") ? [0] : [])
             #expect(answers.count == 2, "after \(first.debugDescription)")
             #expect(answers.last?.version == "HTTP/1.1" && answers.last?.status == 400)
-            #expect(answers.last.map { $0.body.utf8.count == Int($0.fields["content-length"] ?? "") && $0.body.contains("Bad Request") } == true,
-                    "the refusal's body is written")
+            #expect(
+                answers.last.map { $0.body.utf8.count == Int($0.fields["content-length"] ?? "") && $0.body.contains("Bad Request") } == true,
+                "the refusal's body is written")
         }
     }
 
@@ -735,7 +761,9 @@ struct HTTP1StateMachineTests {
 
     // MARK: - Time
 
-    @Test("every duration of a request is read from its connection's clock, whether it stands far ahead of the system's monotonic clock (a machine booted a minute ago) or behind it: exact, never a trap")
+    @Test(
+        "every duration of a request is read from its connection's clock, whether it stands far ahead of the system's monotonic clock (a machine booted a minute ago) or behind it: exact, never a trap"
+    )
     func durationsFromTheConnectionsClock() {
         let system = MachineClock.system.now()
         for start in [system &+ 1_000_000_000_000, 1, Self.start] {

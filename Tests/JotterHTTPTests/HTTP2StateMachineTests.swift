@@ -35,7 +35,9 @@ struct HTTP2StateMachineTests {
 
     // MARK: - Bytes in pieces
 
-    @Test("the client's frames split at every position: each request is answered as soon as its frames are complete, in full; the idle connection holds no output")
+    @Test(
+        "the client's frames split at every position: each request is answered as soon as its frames are complete, in full; the idle connection holds no output"
+    )
     func splitEverywhere() {
         // What one client sends: the preface and SETTINGS, then three requests, and where each ends.
         func client() -> (H2Client, [Int32], bytes: [UInt8], ends: [Int]) {
@@ -126,8 +128,10 @@ struct HTTP2StateMachineTests {
             #expect(connection.machine.heldOutputBytes == 0)
             return (ids.map { client.answer($0) }, connection.writes - writesBefore, written, connection.violations)
         }
-        let expected = [H2Client.Answer(status: 200, body: String(repeating: "b", count: 10_000)), H2Client.Answer(status: 200, body: "234567"),
-                        H2Client.Answer(status: 200, body: "abcdefg")]
+        let expected = [
+            H2Client.Answer(status: 200, body: String(repeating: "b", count: 10_000)), H2Client.Answer(status: 200, body: "234567"),
+            H2Client.Answer(status: 200, body: "abcdefg"),
+        ]
         let whole = exchange(writeSize: .max)
         let bytewise = exchange(writeSize: 1)
         #expect(whole.answers == expected)
@@ -197,7 +201,9 @@ struct HTTP2StateMachineTests {
         #expect(setup.server.requestsInFlight == 0)
     }
 
-    @Test("a body behind a head whose step is away is kept and given to the body once it lands; the interim sent from the executor comes before the answer")
+    @Test(
+        "a body behind a head whose step is away is kept and given to the body once it lands; the interim sent from the executor comes before the answer"
+    )
     func awayWithBody() {
         let setup = Setup()
         var connection = Self.connection(setup)
@@ -240,8 +246,9 @@ struct HTTP2StateMachineTests {
         connection.readSize = 1000
         let size = 50_000
         let client = H2Client()
-        let id = client.request("POST", "/gated", headers: [("content-type", HTTP1StateMachineTests.oneFileType)],
-                                body: HTTP1StateMachineTests.oneFile(size: size))
+        let id = client.request(
+            "POST", "/gated", headers: [("content-type", HTTP1StateMachineTests.oneFileType)],
+            body: HTTP1StateMachineTests.oneFile(size: size))
         Self.converse(client, &connection)
         let atPause = setup.gate.state.withLock { $0.received }
         #expect(atPause > 0 && atPause < size)
@@ -316,7 +323,9 @@ struct HTTP2StateMachineTests {
 
     // MARK: - What a connection holds
 
-    @Test("a zero window and 100 streams of 300 KB: requests begin only while the connection holds under 1 MiB of answers; once the client reads, all 100 arrive whole and nothing is held")
+    @Test(
+        "a zero window and 100 streams of 300 KB: requests begin only while the connection holds under 1 MiB of answers; once the client reads, all 100 arrive whole and nothing is held"
+    )
     func zeroWindowHoldsBounded() {
         let setup = Setup()
         var connection = Self.connection(setup)
@@ -324,8 +333,9 @@ struct HTTP2StateMachineTests {
         let ids = (0..<100).map { _ in client.request("GET", "/sized/300000") }
         Self.converse(client, &connection)
         #expect(setup.server.requestsInFlight <= 4, "\(setup.server.requestsInFlight) requests begun under a zero window")
-        #expect(connection.machine.heldAnswerBytes <= HTTP2StateMachine.heldBytesLimit + 300_000,
-                "\(connection.machine.heldAnswerBytes) bytes held")
+        #expect(
+            connection.machine.heldAnswerBytes <= HTTP2StateMachine.heldBytesLimit + 300_000,
+            "\(connection.machine.heldAnswerBytes) bytes held")
         #expect(setup.server.heldAnswers.bytes <= HTTP2StateMachine.heldBytesLimit + 300_000)
         #expect(connection.machine.openStreams == 100, "the others wait, open")
         // A tick does not change it, and a request on a connection that holds nothing begins at once.
@@ -396,8 +406,9 @@ struct HTTP2StateMachineTests {
         #expect(setup.server.requestsInFlight == 0 && setup.server.heldAnswers.bytes == 0)
     }
 
-    @Test("floods of frames that carry no progress (empty DATA, WINDOW_UPDATE): GOAWAY ENHANCE_YOUR_CALM, closed; a download's WINDOW_UPDATEs are not one",
-          arguments: ["data", "window"])
+    @Test(
+        "floods of frames that carry no progress (empty DATA, WINDOW_UPDATE): GOAWAY ENHANCE_YOUR_CALM, closed; a download's WINDOW_UPDATEs are not one",
+        arguments: ["data", "window"])
     func noProgressFlood(_ kind: String) {
         let setup = Setup()
         var connection = Self.connection(setup)
@@ -435,8 +446,9 @@ struct HTTP2StateMachineTests {
         let setup = Setup()
         var connection = Self.connection(setup)
         let client = H2Client()
-        let id = client.request("POST", "/echo", headers: [("content-length", "100000")], body: [UInt8](repeating: 0x61, count: 5_200),
-                                ends: false)
+        let id = client.request(
+            "POST", "/echo", headers: [("content-length", "100000")], body: [UInt8](repeating: 0x61, count: 5_200),
+            ends: false)
         Self.converse(client, &connection)
         connection.now = Self.start + 10_000_000
         connection.tick()
@@ -460,8 +472,9 @@ struct HTTP2StateMachineTests {
         let setup = Setup { $0.minimumBodyRate = 0 }
         var connection = Self.connection(setup)
         let client = H2Client()
-        let id = client.request("POST", "/echo", headers: [("content-length", "100000")], body: [UInt8](repeating: 0x61, count: 100),
-                                ends: false)
+        let id = client.request(
+            "POST", "/echo", headers: [("content-length", "100000")], body: [UInt8](repeating: 0x61, count: 100),
+            ends: false)
         Self.converse(client, &connection)
         connection.now = Self.start + 29_999_999
         connection.tick()
@@ -564,46 +577,54 @@ final class H2Client {
         var callbacks: OpaquePointer?
         nghttp2_session_callbacks_new(&callbacks)
         defer { nghttp2_session_callbacks_del(callbacks) }
-        nghttp2_session_callbacks_set_on_begin_headers_callback(callbacks, { _, frame, user in
-            guard let frame, let user else { return 0 }
-            H2Client.from(user).exchanges[frame.pointee.hd.stream_id]?.blocks.append(Block())
-            return 0
-        })
-        nghttp2_session_callbacks_set_on_header_callback(callbacks, { _, frame, name, nameLength, value, valueLength, _, user in
-            guard let frame, let user, let name, let value else { return 0 }
-            let client = H2Client.from(user)
-            let id = frame.pointee.hd.stream_id
-            let field = String(decoding: UnsafeBufferPointer(start: name, count: nameLength), as: UTF8.self)
-            let text = String(decoding: UnsafeBufferPointer(start: value, count: valueLength), as: UTF8.self)
-            guard var exchange = client.exchanges[id], !exchange.blocks.isEmpty else { return 0 }
-            if field == ":status" {
-                exchange.blocks[exchange.blocks.count - 1].status = Int(text) ?? 0
-            } else if field != "date" {
-                exchange.blocks[exchange.blocks.count - 1].fields[field] = text
-            }
-            client.exchanges[id] = exchange
-            return 0
-        })
-        nghttp2_session_callbacks_set_on_data_chunk_recv_callback(callbacks, { _, _, id, data, length, user in
-            guard let user, let data else { return 0 }
-            H2Client.from(user).exchanges[id]?.body += UnsafeBufferPointer(start: data, count: length)
-            return 0
-        })
-        nghttp2_session_callbacks_set_on_frame_recv_callback(callbacks, { _, frame, user in
-            guard let frame, let user else { return 0 }
-            let client = H2Client.from(user)
-            let id = frame.pointee.hd.stream_id
-            switch UInt32(frame.pointee.hd.type) {
-            case NGHTTP2_GOAWAY.rawValue:
-                client.goAway = (frame.pointee.goaway.last_stream_id, frame.pointee.goaway.error_code)
-            case NGHTTP2_RST_STREAM.rawValue:
-                client.exchanges[id]?.reset = frame.pointee.rst_stream.error_code
-            case NGHTTP2_HEADERS.rawValue, NGHTTP2_DATA.rawValue:
-                if frame.pointee.hd.flags & UInt8(NGHTTP2_FLAG_END_STREAM.rawValue) != 0 { client.exchanges[id]?.ended = true }
-            default: break
-            }
-            return 0
-        })
+        nghttp2_session_callbacks_set_on_begin_headers_callback(
+            callbacks,
+            { _, frame, user in
+                guard let frame, let user else { return 0 }
+                H2Client.from(user).exchanges[frame.pointee.hd.stream_id]?.blocks.append(Block())
+                return 0
+            })
+        nghttp2_session_callbacks_set_on_header_callback(
+            callbacks,
+            { _, frame, name, nameLength, value, valueLength, _, user in
+                guard let frame, let user, let name, let value else { return 0 }
+                let client = H2Client.from(user)
+                let id = frame.pointee.hd.stream_id
+                let field = String(decoding: UnsafeBufferPointer(start: name, count: nameLength), as: UTF8.self)
+                let text = String(decoding: UnsafeBufferPointer(start: value, count: valueLength), as: UTF8.self)
+                guard var exchange = client.exchanges[id], !exchange.blocks.isEmpty else { return 0 }
+                if field == ":status" {
+                    exchange.blocks[exchange.blocks.count - 1].status = Int(text) ?? 0
+                } else if field != "date" {
+                    exchange.blocks[exchange.blocks.count - 1].fields[field] = text
+                }
+                client.exchanges[id] = exchange
+                return 0
+            })
+        nghttp2_session_callbacks_set_on_data_chunk_recv_callback(
+            callbacks,
+            { _, _, id, data, length, user in
+                guard let user, let data else { return 0 }
+                H2Client.from(user).exchanges[id]?.body += UnsafeBufferPointer(start: data, count: length)
+                return 0
+            })
+        nghttp2_session_callbacks_set_on_frame_recv_callback(
+            callbacks,
+            { _, frame, user in
+                guard let frame, let user else { return 0 }
+                let client = H2Client.from(user)
+                let id = frame.pointee.hd.stream_id
+                switch UInt32(frame.pointee.hd.type) {
+                case NGHTTP2_GOAWAY.rawValue:
+                    client.goAway = (frame.pointee.goaway.last_stream_id, frame.pointee.goaway.error_code)
+                case NGHTTP2_RST_STREAM.rawValue:
+                    client.exchanges[id]?.reset = frame.pointee.rst_stream.error_code
+                case NGHTTP2_HEADERS.rawValue, NGHTTP2_DATA.rawValue:
+                    if frame.pointee.hd.flags & UInt8(NGHTTP2_FLAG_END_STREAM.rawValue) != 0 { client.exchanges[id]?.ended = true }
+                default: break
+                }
+                return 0
+            })
         var option: OpaquePointer?
         nghttp2_option_new(&option)
         defer { nghttp2_option_del(option) }
@@ -631,24 +652,33 @@ final class H2Client {
             block += Array(value.utf8)
             spans.append((nameStart, valueStart - nameStart, valueStart, block.count - valueStart))
         }
-        var provider = nghttp2_data_provider(source: nghttp2_data_source(ptr: nil), read_callback: { _, id, buffer, length, flags, _, user in
-            guard let user, let buffer, let flags else { return Int(NGHTTP2_ERR_CALLBACK_FAILURE.rawValue) }
-            let client = H2Client.from(user)
-            guard var exchange = client.exchanges[id] else { return Int(NGHTTP2_ERR_CALLBACK_FAILURE.rawValue) }
-            let count = min(length, exchange.toSend.count - exchange.sent)
-            exchange.toSend.withUnsafeBytes { UnsafeMutableRawPointer(buffer).copyMemory(from: $0.baseAddress! + exchange.sent, byteCount: count) }
-            exchange.sent += count
-            client.exchanges[id] = exchange
-            if exchange.sent == exchange.toSend.count {
-                if exchange.ends { flags.pointee |= NGHTTP2_DATA_FLAG_EOF.rawValue } else if count == 0 { return Int(NGHTTP2_ERR_DEFERRED.rawValue) }
-            }
-            return count
-        })
+        var provider = nghttp2_data_provider(
+            source: nghttp2_data_source(ptr: nil),
+            read_callback: { _, id, buffer, length, flags, _, user in
+                guard let user, let buffer, let flags else { return Int(NGHTTP2_ERR_CALLBACK_FAILURE.rawValue) }
+                let client = H2Client.from(user)
+                guard var exchange = client.exchanges[id] else { return Int(NGHTTP2_ERR_CALLBACK_FAILURE.rawValue) }
+                let count = min(length, exchange.toSend.count - exchange.sent)
+                exchange.toSend.withUnsafeBytes {
+                    UnsafeMutableRawPointer(buffer).copyMemory(from: $0.baseAddress! + exchange.sent, byteCount: count)
+                }
+                exchange.sent += count
+                client.exchanges[id] = exchange
+                if exchange.sent == exchange.toSend.count {
+                    if exchange.ends {
+                        flags.pointee |= NGHTTP2_DATA_FLAG_EOF.rawValue
+                    } else if count == 0 {
+                        return Int(NGHTTP2_ERR_DEFERRED.rawValue)
+                    }
+                }
+                return count
+            })
         let session = self.session
         let id = block.withUnsafeMutableBufferPointer { buffer -> Int32 in
             var list = spans.map { span in
-                nghttp2_nv(name: buffer.baseAddress! + span.0, value: buffer.baseAddress! + span.2, namelen: span.1, valuelen: span.3,
-                           flags: UInt8(NGHTTP2_NV_FLAG_NONE.rawValue))
+                nghttp2_nv(
+                    name: buffer.baseAddress! + span.0, value: buffer.baseAddress! + span.2, namelen: span.1, valuelen: span.3,
+                    flags: UInt8(NGHTTP2_NV_FLAG_NONE.rawValue))
             }
             return withUnsafePointer(to: &provider) { provider in
                 nghttp2_submit_request(session, nil, &list, list.count, body == nil ? nil : provider, nil)

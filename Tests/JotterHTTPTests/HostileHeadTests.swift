@@ -123,8 +123,9 @@ struct HostileHeadTests {
         #expect(text.hasPrefix("HTTP/1.1 431 "))
         #expect(text.hasSuffix("\r\n\r\n"), "a HEAD answer carries no body: \(text.suffix(40))")
         let post = try fixture.connect(timeout: 2)
-        try post.send("POST /body HTTP/1.1\r\nHost: x\r\nContent-Length: 50\r\nX-Big: \(String(repeating: "a", count: 7_850))\r\n\r\n"
-                      + String(repeating: "b", count: 50))
+        try post.send(
+            "POST /body HTTP/1.1\r\nHost: x\r\nContent-Length: 50\r\nX-Big: \(String(repeating: "a", count: 7_850))\r\n\r\n"
+                + String(repeating: "b", count: 50))
         let answer = String(decoding: post.readToEnd(), as: UTF8.self)
         #expect(answer.hasPrefix("HTTP/1.1 431 "), "\(answer.prefix(60))")
         expectNothingInFlight(fixture)
@@ -133,10 +134,13 @@ struct HostileHeadTests {
     // libmicrohttpd 0.9.75 sent the status line and headers of these answers twice: a
     // Content-Length that is no 64-bit decimal is refused, a 5 KB Cookie (within the head's
     // limit) is served, each answered once.
-    @Test("a Content-Length that is no 64-bit number is refused once, a 5 KB Cookie is served once",
-          arguments: [("POST /body HTTP/1.1\r\nHost: x\r\nContent-Length: 99999999999999999999\r\n\r\n", 400),
-                      ("POST /body HTTP/1.1\r\nHost: x\r\nContent-Length: abc\r\n\r\n", 400),
-                      ("GET /hello HTTP/1.1\r\nHost: x\r\nConnection: close\r\nCookie: a=\(String(repeating: "v", count: 5_000))\r\n\r\n", 200)])
+    @Test(
+        "a Content-Length that is no 64-bit number is refused once, a 5 KB Cookie is served once",
+        arguments: [
+            ("POST /body HTTP/1.1\r\nHost: x\r\nContent-Length: 99999999999999999999\r\n\r\n", 400),
+            ("POST /body HTTP/1.1\r\nHost: x\r\nContent-Length: abc\r\n\r\n", 400),
+            ("GET /hello HTTP/1.1\r\nHost: x\r\nConnection: close\r\nCookie: a=\(String(repeating: "v", count: 5_000))\r\n\r\n", 200),
+        ])
     func answeredOnce(_ request: String, status: Int) throws {
         let fixture = try EngineFixture()
         let connection = try fixture.connect(timeout: 2)
@@ -147,11 +151,14 @@ struct HostileHeadTests {
         expectNothingInFlight(fixture)
     }
 
-    @Test("obsolete line folding is refused with 400 and the connection closed",
-          arguments: ["GET /hello HTTP/1.1\r\nHost: x\r\nX-Foo: a\r\n b\r\n\r\n",
-                      "GET /hello HTTP/1.1\r\nHost: x\r\nX-Foo: a\r\n\tb\r\n\r\n",
-                      "POST /body HTTP/1.1\r\nHost: x\r\nTransfer-Encoding:\r\n chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n"
-                          + "GET /hello HTTP/1.1\r\nHost: x\r\n\r\n"])
+    @Test(
+        "obsolete line folding is refused with 400 and the connection closed",
+        arguments: [
+            "GET /hello HTTP/1.1\r\nHost: x\r\nX-Foo: a\r\n b\r\n\r\n",
+            "GET /hello HTTP/1.1\r\nHost: x\r\nX-Foo: a\r\n\tb\r\n\r\n",
+            "POST /body HTTP/1.1\r\nHost: x\r\nTransfer-Encoding:\r\n chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n"
+                + "GET /hello HTTP/1.1\r\nHost: x\r\n\r\n",
+        ])
     func obsoleteLineFolding(_ request: String) throws {
         let fixture = try EngineFixture()
         let connection = try fixture.connect(timeout: 3)

@@ -9,8 +9,10 @@ import JotterWire
 struct InputFieldTests {
     enum Order: String, Sendable { case newest, oldest }
 
-    static let limit = InputField<Int>("limit", schema: .integer(minimum: 1, maximum: 50), description: "items per page",
-                                       message: "must be a whole number from 1 to 50") { Int($0).flatMap { (1...50).contains($0) ? $0 : nil } }
+    static let limit = InputField<Int>(
+        "limit", schema: .integer(minimum: 1, maximum: 50), description: "items per page",
+        message: "must be a whole number from 1 to 50"
+    ) { Int($0).flatMap { (1...50).contains($0) ? $0 : nil } }
     static let order = InputField<Order>.choice("order", ["new": .newest, "old": .oldest, "first": .oldest], description: "the order")
     static let search = InputField.text("q", description: "words to look for")
 

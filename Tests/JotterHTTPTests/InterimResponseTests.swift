@@ -21,10 +21,14 @@ struct InterimResponseTests {
         init() throws {
             var routes = RouterBuilder()
             routes.add(middleware: RequestIDMiddleware())
-            routes.post("/upload", body: .stream(limit: 1000) { _, context in
-                context.sendInterim(.uploadResumptionSupported, headers: HTTPHeaders([("Location", "/uploads/x"), ("Upload-Draft-Interop-Version", "6")]))
-                return Counter()
-            }) { request, _ in
+            routes.post(
+                "/upload",
+                body: .stream(limit: 1000) { _, context in
+                    context.sendInterim(
+                        .uploadResumptionSupported, headers: HTTPHeaders([("Location", "/uploads/x"), ("Upload-Draft-Interop-Version", "6")]))
+                    return Counter()
+                }
+            ) { request, _ in
                 "received \((request.bodyStream as? Counter)?.count.load(ordering: .relaxed) ?? -1)"
             }
             routes.get("/hints") { _, context in
@@ -33,7 +37,8 @@ struct InterimResponseTests {
                 let final = context.sendInterim(200)
                 return "hints \(sent) \(switching) \(final)"
             }
-            server = HTTPServer(configuration: .init(port: 0, threads: 1, shutdownGracePeriod: 1), router: routes.build(), log: Logger(accessLog: false))
+            server = HTTPServer(
+                configuration: .init(port: 0, threads: 1, shutdownGracePeriod: 1), router: routes.build(), log: Logger(accessLog: false))
             try server.start()
         }
         deinit { server.shutdown() }
@@ -66,7 +71,10 @@ struct InterimResponseTests {
     func bytes() throws {
         let server = try Server()
         let text = try exchange(server, "POST /upload HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\nConnection: close\r\n\r\nabc")
-        #expect(text.hasPrefix("HTTP/1.1 104 Upload Resumption Supported\r\nLocation: /uploads/x\r\nUpload-Draft-Interop-Version: 6\r\n\r\nHTTP/1.1 200 OK\r\n"), "\(text)")
+        #expect(
+            text.hasPrefix(
+                "HTTP/1.1 104 Upload Resumption Supported\r\nLocation: /uploads/x\r\nUpload-Draft-Interop-Version: 6\r\n\r\nHTTP/1.1 200 OK\r\n"),
+            "\(text)")
         #expect(text.hasSuffix("\r\n\r\nreceived 3"))
         #expect(text.components(separatedBy: "HTTP/1.1 ").count == 3)
     }

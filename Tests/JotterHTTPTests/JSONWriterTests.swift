@@ -26,7 +26,10 @@ struct JSONWriterTests {
     /// escape and wherever it sits (every offset of a word, in the tail, none at all).
     @Test("strings are escaped as JSONEncoder escapes them")
     func strings() throws {
-        let specials: [String] = ["\"", "\\", "\n", "\r", "\t", "\u{8}", "\u{C}", "\u{0}", "\u{1F}", "\u{7F}", " ", "/", "é", "日", "📝", "\u{2028}", "!", "#", "[", "]", "\u{21}", "\u{5B}", "\u{5D}"]
+        let specials: [String] = [
+            "\"", "\\", "\n", "\r", "\t", "\u{8}", "\u{C}", "\u{0}", "\u{1F}", "\u{7F}", " ", "/", "é", "日", "📝", "\u{2028}", "!", "#", "[", "]",
+            "\u{21}", "\u{5B}", "\u{5D}",
+        ]
         for length in 0..<20 {
             for special in specials {
                 for offset in 0...length {
@@ -90,9 +93,10 @@ struct JSONWriterTests {
         for _ in 0..<2_000 {
             let length = Int.random(in: 0..<40, using: &random)
             // Mostly ASCII letters, with some of every other kind of byte.
-            check((0..<length).map { _ in
-                Bool.random(using: &random) ? UInt8.random(in: 0x61...0x7A, using: &random) : UInt8.random(in: 0...0xFF, using: &random)
-            })
+            check(
+                (0..<length).map { _ in
+                    Bool.random(using: &random) ? UInt8.random(in: 0x61...0x7A, using: &random) : UInt8.random(in: 0...0xFF, using: &random)
+                })
         }
     }
 }

@@ -136,11 +136,14 @@ struct LifecycleTests {
         let receivers = Mutex<[Collect]>([])
         var routes = RouterBuilder()
         routes.add(middleware: ErrorMiddleware(log: Logger(accessLog: false)))
-        routes.put("/raw", body: .stream(limit: 100) { _, _ in
-            let receiver = Collect()
-            receivers.withLock { $0.append(receiver) }
-            return receiver
-        }) { request, _ in
+        routes.put(
+            "/raw",
+            body: .stream(limit: 100) { _, _ in
+                let receiver = Collect()
+                receivers.withLock { $0.append(receiver) }
+                return receiver
+            }
+        ) { request, _ in
             let receiver = try #require(request.bodyStream as? Collect)
             return "got \(receiver.bytes.withLock { $0.count }) finished \(receiver.finished.load(ordering: .relaxed))"
         }
@@ -241,8 +244,11 @@ struct LifecycleTests {
         #expect(refused.status == .notFound)
 
         let tooBig = RequestLifecycle(router: router, limits: limits, target: "/ok", remoteAddress: "-", clock: .system)
-        guard case .respond(let large) = tooBig.headerComplete(method: "GET", version: "HTTP/1.1",
-                                                                headers: HTTPHeaders([("Host", "x"), ("Content-Length", "500")])) else {
+        guard
+            case .respond(let large) = tooBig.headerComplete(
+                method: "GET", version: "HTTP/1.1",
+                headers: HTTPHeaders([("Host", "x"), ("Content-Length", "500")]))
+        else {
             Issue.record("413 at the head expected")
             return
         }

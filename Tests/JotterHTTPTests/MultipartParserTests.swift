@@ -38,7 +38,8 @@ struct MultipartParserTests {
         return parts
     }
 
-    static let body = "preamble to ignore\r\n--XyZ\r\n"
+    static let body =
+        "preamble to ignore\r\n--XyZ\r\n"
         + "Content-Disposition: form-data; name=\"title\"\r\n\r\nHello\r\n--XyA-not-yet\r\n"
         + "--XyZ   \r\nContent-Disposition: form-data; name=\"file\"; filename=\"a.txt\"\r\nContent-Type: text/plain\r\n\r\n"
         + "line one\r\n--Xy line two\r\n\r\n"
@@ -67,7 +68,8 @@ struct MultipartParserTests {
     @Test func binaryDataWithCRLFsAndBoundaryLookalikes() throws {
         var file: [UInt8] = (0..<4096).map { UInt8(truncatingIfNeeded: $0 &* 7) }
         file += Array("\r\n--XyZ".utf8).dropLast()  // almost a delimiter at the very end
-        let body = Array("--XyZ\r\nContent-Disposition: form-data; name=\"f\"; filename=\"b.bin\"\r\n\r\n".utf8) + file
+        let body =
+            Array("--XyZ\r\nContent-Disposition: form-data; name=\"f\"; filename=\"b.bin\"\r\n\r\n".utf8) + file
             + Array("\r\n--XyZ--".utf8)
         for cut in [1, 70, 100, 4000, body.count - 3] {
             #expect(try Self.parse(body, cuts: [cut, cut + 5]).first?.data == file)
@@ -75,7 +77,8 @@ struct MultipartParserTests {
     }
 
     @Test func filenameStarIsPreferredAndQuotedValuesUnescaped() throws {
-        let body = "--XyZ\r\nContent-Disposition: form-data; name=\"a\\\"b\"; filename=\"fallback.txt\"; "
+        let body =
+            "--XyZ\r\nContent-Disposition: form-data; name=\"a\\\"b\"; filename=\"fallback.txt\"; "
             + "filename*=UTF-8''%C3%A9t%C3%A9%20%E2%82%AC.txt\r\n\r\nx\r\n--XyZ\r\n"
             + "Content-Disposition: form-data; name=latin; filename*=ISO-8859-1''caf%E9.txt\r\n\r\ny\r\n--XyZ--"
         let parts = try Self.parse(body)
@@ -84,21 +87,23 @@ struct MultipartParserTests {
         #expect(parts[1].headers.filename == "café.txt")
     }
 
-    @Test("malformed bodies are 400 naming the problem", arguments: [
-        ("--XyZ\r\nContent-Type: text/plain\r\n\r\nx\r\n--XyZ--", "no Content-Disposition"),
-        ("--XyZ\r\n\r\nx\r\n--XyZ--", "no Content-Disposition"),
-        ("--XyZ\r\nContent-Disposition: form-data; name=\"a\"\r\n\r\nx", "truncated"),
-        ("--XyZ\r\nContent-Disposition: form-data; name=\"a\"\r\n\r\nx\r\n--XyZ", "truncated"),
-        ("no boundary anywhere", "no boundary line"),
-        // A boundary line straight after the first (schemathesis's wrapping of a non-object value).
-        ("--XyZ\r\n--XyZ--\r\n", "ends in a part's header section"),
-        ("--XyZ\r\nContent-Disposition: form-data; name=\"a\"\r\n", "ends in a part's header section"),
-        ("--XyZgarbage\r\nContent-Disposition: form-data; name=\"a\"\r\n\r\nx\r\n--XyZ--", "malformed multipart boundary line"),
-        ("--XyZ\r\nContent-Disposition: attachment; name=\"a\"\r\n\r\nx\r\n--XyZ--", "not form-data"),
-        ("--XyZ\r\nContent-Disposition: form-data; filename=\"a\"\r\n\r\nx\r\n--XyZ--", "has no name"),
-        ("--XyZ\r\nContent-Disposition: form-data; name=\"a\r\n\r\nx\r\n--XyZ--", "unterminated"),
-        ("--XyZ\r\nContent-Disposition: form-data; name=a; filename*=UTF-8''%FF\r\n\r\nx\r\n--XyZ--", "not valid UTF-8"),
-    ])
+    @Test(
+        "malformed bodies are 400 naming the problem",
+        arguments: [
+            ("--XyZ\r\nContent-Type: text/plain\r\n\r\nx\r\n--XyZ--", "no Content-Disposition"),
+            ("--XyZ\r\n\r\nx\r\n--XyZ--", "no Content-Disposition"),
+            ("--XyZ\r\nContent-Disposition: form-data; name=\"a\"\r\n\r\nx", "truncated"),
+            ("--XyZ\r\nContent-Disposition: form-data; name=\"a\"\r\n\r\nx\r\n--XyZ", "truncated"),
+            ("no boundary anywhere", "no boundary line"),
+            // A boundary line straight after the first (schemathesis's wrapping of a non-object value).
+            ("--XyZ\r\n--XyZ--\r\n", "ends in a part's header section"),
+            ("--XyZ\r\nContent-Disposition: form-data; name=\"a\"\r\n", "ends in a part's header section"),
+            ("--XyZgarbage\r\nContent-Disposition: form-data; name=\"a\"\r\n\r\nx\r\n--XyZ--", "malformed multipart boundary line"),
+            ("--XyZ\r\nContent-Disposition: attachment; name=\"a\"\r\n\r\nx\r\n--XyZ--", "not form-data"),
+            ("--XyZ\r\nContent-Disposition: form-data; filename=\"a\"\r\n\r\nx\r\n--XyZ--", "has no name"),
+            ("--XyZ\r\nContent-Disposition: form-data; name=\"a\r\n\r\nx\r\n--XyZ--", "unterminated"),
+            ("--XyZ\r\nContent-Disposition: form-data; name=a; filename*=UTF-8''%FF\r\n\r\nx\r\n--XyZ--", "not valid UTF-8"),
+        ])
     func malformed(_ body: String, _ detail: String) {
         let error = #expect(throws: HTTPError.self) { try Self.parse(body) }
         #expect(error?.status == .badRequest)
@@ -111,9 +116,11 @@ struct MultipartParserTests {
         #expect(error?.status == .contentTooLarge)
     }
 
-    @Test("boundary parameter", arguments: [
-        ("multipart/form-data; boundary=abc", "abc"), ("Multipart/Form-Data; boundary=\"a b:c\"", "a b:c"),
-    ])
+    @Test(
+        "boundary parameter",
+        arguments: [
+            ("multipart/form-data; boundary=abc", "abc"), ("Multipart/Form-Data; boundary=\"a b:c\"", "a b:c"),
+        ])
     func boundary(_ contentType: String, _ expected: String) throws {
         #expect(try MultipartParser.boundary(of: contentType) == expected)
     }
@@ -123,21 +130,25 @@ struct MultipartParserTests {
         #expect(throws: HTTPError.self) { try MultipartParser.boundary(of: contentType) }
     }
 
-    @Test("filenames are cleaned as the contract says", arguments: [
-        ("../../etc/passwd", "passwd"), ("/abs/path/x.png", "x.png"), ("C:\\Users\\me\\doc.pdf", "doc.pdf"),
-        ("a\u{0}b\u{1F}c\u{7F}d.txt", "abcd.txt"), ("", "upload"), ("dir/", "upload"), ("\u{1}\u{2}", "upload"),
-        ("été.txt", "été.txt"),
-        ("invoice\u{202E}fdp.exe", "invoicefdp.exe"), ("\u{2066}a\u{2069}\u{200F}\u{61C}.txt", "a.txt"),
-        (".", "upload"), ("..", "upload"), ("a/..", "upload"), ("\u{202E}..", "upload"), ("...", "..."), (".hidden", ".hidden"),
-    ])
+    @Test(
+        "filenames are cleaned as the contract says",
+        arguments: [
+            ("../../etc/passwd", "passwd"), ("/abs/path/x.png", "x.png"), ("C:\\Users\\me\\doc.pdf", "doc.pdf"),
+            ("a\u{0}b\u{1F}c\u{7F}d.txt", "abcd.txt"), ("", "upload"), ("dir/", "upload"), ("\u{1}\u{2}", "upload"),
+            ("été.txt", "été.txt"),
+            ("invoice\u{202E}fdp.exe", "invoicefdp.exe"), ("\u{2066}a\u{2069}\u{200F}\u{61C}.txt", "a.txt"),
+            (".", "upload"), ("..", "upload"), ("a/..", "upload"), ("\u{202E}..", "upload"), ("...", "..."), (".hidden", ".hidden"),
+        ])
     func clean(_ raw: String, _ expected: String) {
         #expect(cleanFilename(raw) == expected)
     }
 
-    @Test("a name ending in a backslash, as browsers send it (WHATWG), is read as it is", arguments: [
-        ("name=\"x\\\"", "x\\"), ("name=\"x\\\" ; filename=\"f\"", "x\\"), ("name=\"x\\\"; filename=\"f\"", "x\\"),
-        ("name=\"a\\\"b\"", "a\"b"), ("name=\"C:\\dir\\\"", "C:\\dir\\"),
-    ])
+    @Test(
+        "a name ending in a backslash, as browsers send it (WHATWG), is read as it is",
+        arguments: [
+            ("name=\"x\\\"", "x\\"), ("name=\"x\\\" ; filename=\"f\"", "x\\"), ("name=\"x\\\"; filename=\"f\"", "x\\"),
+            ("name=\"a\\\"b\"", "a\"b"), ("name=\"C:\\dir\\\"", "C:\\dir\\"),
+        ])
     func trailingBackslash(_ parameters: String, _ expected: String) throws {
         let body = "--XyZ\r\nContent-Disposition: form-data; \(parameters)\r\n\r\nv\r\n--XyZ--"
         let parts = try Self.parse(body)

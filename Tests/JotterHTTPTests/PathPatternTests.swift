@@ -8,14 +8,18 @@ struct PathPatternTests {
     static func reference(_ path: Substring) throws(HTTPError) -> [String] {
         var result: [String] = []
         for part in path.utf8.split(separator: UInt8(ascii: "/")) {
-            result.append(part.contains(UInt8(ascii: "%")) ? try FormFields.percentDecode(part, plusIsSpace: false, context: "path")
-                                                          : String(decoding: part, as: UTF8.self))
+            result.append(
+                part.contains(UInt8(ascii: "%"))
+                    ? try FormFields.percentDecode(part, plusIsSpace: false, context: "path")
+                    : String(decoding: part, as: UTF8.self))
         }
         return result
     }
 
-    @Test(arguments: ["", "/", "//", "/notes", "/notes/", "/notes/42", "//notes//42//", "/notes/42/content",
-                      "/a%20b/c", "/%2F/x", "/caf%C3%A9", "/é/日本", "notes/42", "/a/b/c/d/e/f/g/h/i", "/+/%2B"])
+    @Test(arguments: [
+        "", "/", "//", "/notes", "/notes/", "/notes/42", "//notes//42//", "/notes/42/content",
+        "/a%20b/c", "/%2F/x", "/caf%C3%A9", "/é/日本", "notes/42", "/a/b/c/d/e/f/g/h/i", "/+/%2B",
+    ])
     func segmentsAreTheSplitAndDecodedPath(_ path: String) throws {
         #expect(try PathPattern.segments(of: path[...]) == (try Self.reference(path[...])))
         // The same from inside a longer string (a target's path, before its query).

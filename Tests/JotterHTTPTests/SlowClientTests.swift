@@ -130,7 +130,9 @@ struct SlowClientTests {
         #expect(open <= 100, "\(open) slow connections still open")
     }
 
-    @Test("a table full of event streams and slow bodies: a newcomer pushes out the oldest of the address that holds the most, and is served", arguments: ["events", "bodies"])
+    @Test(
+        "a table full of event streams and slow bodies: a newcomer pushes out the oldest of the address that holds the most, and is served",
+        arguments: ["events", "bodies"])
     func fullTableOfLongLived(_ kind: String) throws {
         let fixture = try EngineFixture {
             $0.connectionLimit = 40

@@ -30,12 +30,14 @@ import Testing
     @Test func forwardedHeaderOfRFC7239() {
         #expect(client("10.0.0.5", [("Forwarded", "for=198.51.100.17;proto=https")]) == ForwardedClient(address: "198.51.100.17", proto: "https"))
         // Quoted IPv6 with a port; IPv4 with a port; case of names and proto.
-        #expect(client("10.0.0.5", [("Forwarded", #"For="[2001:db9:cafe::17]:4711";Proto=HTTP"#)])
+        #expect(
+            client("10.0.0.5", [("Forwarded", #"For="[2001:db9:cafe::17]:4711";Proto=HTTP"#)])
                 == ForwardedClient(address: "2001:db9:cafe::17", proto: "http"))
         #expect(client("10.0.0.5", [("Forwarded", #"for="198.51.100.17:4711""#)])?.address == "198.51.100.17")
         // A chain: the proxies on the right are skipped, the first other address is the client;
         // what the client itself put on the left is never reached.
-        #expect(client("10.0.0.5", [("Forwarded", "for=203.0.113.66, for=198.51.100.17;proto=https, for=10.0.0.9")])
+        #expect(
+            client("10.0.0.5", [("Forwarded", "for=203.0.113.66, for=198.51.100.17;proto=https, for=10.0.0.9")])
                 == ForwardedClient(address: "198.51.100.17", proto: "https"))
         // Several fields are one list.
         #expect(client("10.0.0.5", [("Forwarded", "for=203.0.113.66"), ("Forwarded", "for=198.51.100.17")])?.address == "198.51.100.17")
@@ -47,7 +49,8 @@ import Testing
     }
 
     @Test func xForwardedHeaders() {
-        #expect(client("192.0.2.1", [("X-Forwarded-For", "198.51.100.17"), ("X-Forwarded-Proto", "https")])
+        #expect(
+            client("192.0.2.1", [("X-Forwarded-For", "198.51.100.17"), ("X-Forwarded-Proto", "https")])
                 == ForwardedClient(address: "198.51.100.17", proto: "https"))
         #expect(client("192.0.2.1", [("X-Forwarded-For", "203.0.113.66, 198.51.100.17, 10.2.2.2")])?.address == "198.51.100.17")
         #expect(client("192.0.2.1", [("X-Forwarded-For", "2001:db9::1")])?.address == "2001:db9::1")
@@ -67,14 +70,16 @@ import Testing
         routes.trustedProxies = proxies
         routes.get("/x") { _, _ in "x" }
         let router = routes.build()
-        var trusted = RequestHead(method: .get, target: "/x", headers: HTTPHeaders([("X-Forwarded-For", "198.51.100.17"), ("X-Forwarded-Proto", "https")]),
-                                  remoteAddress: "10.0.0.5")
+        var trusted = RequestHead(
+            method: .get, target: "/x", headers: HTTPHeaders([("X-Forwarded-For", "198.51.100.17"), ("X-Forwarded-Proto", "https")]),
+            remoteAddress: "10.0.0.5")
         _ = router.resolve(&trusted)
         #expect(trusted.remoteAddress == "198.51.100.17")
         #expect(trusted.peerAddress == "10.0.0.5")
         #expect(trusted.forwardedProto == "https")
-        var spoofed = RequestHead(method: .get, target: "/x", headers: HTTPHeaders([("X-Forwarded-For", "198.51.100.17"), ("X-Forwarded-Proto", "https")]),
-                                  remoteAddress: "203.0.113.5")
+        var spoofed = RequestHead(
+            method: .get, target: "/x", headers: HTTPHeaders([("X-Forwarded-For", "198.51.100.17"), ("X-Forwarded-Proto", "https")]),
+            remoteAddress: "203.0.113.5")
         _ = router.resolve(&spoofed)
         #expect(spoofed.remoteAddress == "203.0.113.5")
         #expect(spoofed.forwardedProto == nil)

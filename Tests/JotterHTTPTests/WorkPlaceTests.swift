@@ -91,8 +91,9 @@ struct WorkPlaceTests {
                     return "released"
                 }
             }
-            server = HTTPServer(configuration: .init(port: 0, threads: 1, shutdownGracePeriod: 2), router: routes.build(),
-                                log: Logger(accessLog: false))
+            server = HTTPServer(
+                configuration: .init(port: 0, threads: 1, shutdownGracePeriod: 2), router: routes.build(),
+                log: Logger(accessLog: false))
             try server.start()
         }
 
@@ -123,9 +124,10 @@ struct WorkPlaceTests {
     func pipelinedInOrder() throws {
         let server = try Server()
         let connection = try server.connect()
-        try connection.send("GET /away/slow/150 HTTP/1.1\r\nHost: x\r\n\r\nGET /here HTTP/1.1\r\nHost: x\r\n\r\n"
-            + "POST /away/body HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nhello"
-            + "GET /away/slow/10 HTTP/1.1\r\nHost: x\r\n\r\nGET /away/later HTTP/1.1\r\nHost: x\r\n\r\nGET /here HTTP/1.1\r\nHost: x\r\n\r\n")
+        try connection.send(
+            "GET /away/slow/150 HTTP/1.1\r\nHost: x\r\n\r\nGET /here HTTP/1.1\r\nHost: x\r\n\r\n"
+                + "POST /away/body HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nhello"
+                + "GET /away/slow/10 HTTP/1.1\r\nHost: x\r\n\r\nGET /away/later HTTP/1.1\r\nHost: x\r\n\r\nGET /here HTTP/1.1\r\nHost: x\r\n\r\n")
         let texts = try (0..<6).map { _ in try connection.readResponse().text }
         #expect(texts == ["slow 150", "on the loop", "got 5", "slow 10", "later", "on the loop"])
     }

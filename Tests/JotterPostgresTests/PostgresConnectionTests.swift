@@ -6,9 +6,11 @@ import Testing
 struct PostgresConnectionTests {
     @Test func typedParametersRoundTrip() throws {
         let connection = try TestDatabase.connect()
-        let row = try #require(try connection.query(
-            "SELECT $1::text, $2::bigint, $3::integer, $4::boolean, $5::double precision, $6::bytea, $7::text, $8::bigint, pg_current_xact_id()",
-            ["it's \"quoted\" — café ✓", Int64.min, -42, true, 0.25, PostgresBytes([0, 1, 0xfe, 0xff]), nil, nil]).first)
+        let row = try #require(
+            try connection.query(
+                "SELECT $1::text, $2::bigint, $3::integer, $4::boolean, $5::double precision, $6::bytea, $7::text, $8::bigint, pg_current_xact_id()",
+                ["it's \"quoted\" — café ✓", Int64.min, -42, true, 0.25, PostgresBytes([0, 1, 0xfe, 0xff]), nil, nil]
+            ).first)
         #expect(try row.value(0) == "it's \"quoted\" — café ✓")
         #expect(try row.value(1) == Int64.min)
         #expect(try row.value(2) == -42)
@@ -33,12 +35,17 @@ struct PostgresConnectionTests {
     /// every length of number up to the limits and past them, signs, NULL and not a number.
     @Test func integersReadFromTheirBytes() throws {
         let connection = try TestDatabase.connect()
-        var texts = ["0", "-0", "+7", "42", "-42", "9223372036854775807", "-9223372036854775808", "9223372036854775808",
-                     "-9223372036854775809", "99999999999999999999", "12a", "-", "+", "", " 1", "1.5"]
+        var texts = [
+            "0", "-0", "+7", "42", "-42", "9223372036854775807", "-9223372036854775808", "9223372036854775808",
+            "-9223372036854775809", "99999999999999999999", "12a", "-", "+", "", " 1", "1.5",
+        ]
         var magnitude = "1"
         for _ in 0..<20 { texts += [magnitude, "-" + magnitude]; magnitude += "9" }
-        let row = try #require(try connection.query("SELECT " + (1...texts.count).map { "$\($0)::text" }.joined(separator: ", ") + ", NULL::bigint",
-                                                    texts).first)
+        let row = try #require(
+            try connection.query(
+                "SELECT " + (1...texts.count).map { "$\($0)::text" }.joined(separator: ", ") + ", NULL::bigint",
+                texts
+            ).first)
         for (column, text) in texts.enumerated() {
             let direct = try? row.int64(column), viaString = Int64(text)
             #expect(direct == viaString, "\(text)")

@@ -31,8 +31,10 @@ public struct ScaleOutBackend {
         let endpoint = try value("JOTTER_TEST_S3_ENDPOINT"), region = env["JOTTER_TEST_S3_REGION"] ?? "us-east-1"
         let key = try value("JOTTER_TEST_S3_ACCESS_KEY"), secret = try value("JOTTER_TEST_S3_SECRET_KEY")
         let bucket = "jotter-scale-\(UInt64.random(in: 0...UInt64.max) % 1_000_000_000_000)"
-        let made = try runProgram(["curl", "-sS", "-o", "/dev/null", "-w", "%{http_code}", "-X", "PUT",
-                                   "--aws-sigv4", "aws:amz:\(region):s3", "--user", "\(key):\(secret)", "\(endpoint)/\(bucket)"])
+        let made = try runProgram([
+            "curl", "-sS", "-o", "/dev/null", "-w", "%{http_code}", "-X", "PUT",
+            "--aws-sigv4", "aws:amz:\(region):s3", "--user", "\(key):\(secret)", "\(endpoint)/\(bucket)",
+        ])
         guard made.status == 0, made.output == "200" else { throw RawHTTP.Failure(message: "creating bucket \(bucket) failed: \(made.output)") }
         blobStoreURL = "s3://\(bucket)?endpoint=\(endpoint)&region=\(region)"
     }
@@ -119,8 +121,10 @@ public final class ScaleOutCluster: @unchecked Sendable {
     }
 
     /// One request on a new connection to `port`: its final answer (interim ones skipped).
-    public func request(_ port: Int, _ method: String, _ target: String, headers: [(String, String)] = [],
-                 body: [UInt8] = []) throws -> WireResponse {
+    public func request(
+        _ port: Int, _ method: String, _ target: String, headers: [(String, String)] = [],
+        body: [UInt8] = []
+    ) throws -> WireResponse {
         let connection = try RawHTTP(port: port, timeout: 30)
         let first = try connection.request(method, target, headers: headers, body: body, close: true)
         guard (100..<200).contains(first.status) else { return first }
@@ -130,13 +134,15 @@ public final class ScaleOutCluster: @unchecked Sendable {
     /// `GET target` with curl (RawHTTP's debug build takes seconds over a body of megabytes):
     /// the status, the response headers (names lowercased) and the body.
     public func download(_ port: Int, _ target: String, headers: [(String, String)] = []) throws
-        -> (status: Int, headers: [String: String], body: [UInt8]) {
+        -> (status: Int, headers: [String: String], body: [UInt8])
+    {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("jotter-download-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: folder) }
         let body = folder.appendingPathComponent("body"), head = folder.appendingPathComponent("head")
-        let run = try runProgram(["curl", "-sS", "--max-time", "30", "-o", body.path, "-D", head.path]
-            + headers.flatMap { ["-H", "\($0.0): \($0.1)"] } + ["http://127.0.0.1:\(port)\(target)"])
+        let run = try runProgram(
+            ["curl", "-sS", "--max-time", "30", "-o", body.path, "-D", head.path]
+                + headers.flatMap { ["-H", "\($0.0): \($0.1)"] } + ["http://127.0.0.1:\(port)\(target)"])
         guard run.status == 0 else { throw RawHTTP.Failure(message: "curl \(target) on \(port) failed: \(run.output)") }
         let lines = try String(contentsOf: head, encoding: .utf8).components(separatedBy: "\r\n")
         let status = Int(lines.first?.split(separator: " ").dropFirst().first ?? "") ?? 0
@@ -150,8 +156,9 @@ public final class ScaleOutCluster: @unchecked Sendable {
 
     /// `POST /notes` to `port`; the new note's id.
     public func createNote(_ port: Int, _ body: String) throws -> String {
-        let response = try request(port, "POST", "/notes", headers: [("Content-Type", "application/x-www-form-urlencoded")],
-                                   body: Array("body=\(body)".utf8))
+        let response = try request(
+            port, "POST", "/notes", headers: [("Content-Type", "application/x-www-form-urlencoded")],
+            body: Array("body=\(body)".utf8))
         guard response.status == 201, let note = try response.json()["note"] as? [String: Any], let id = note["id"] as? String else {
             throw RawHTTP.Failure(message: "POST /notes to \(port) -> \(response.status) \(response.text)")
         }
@@ -172,4 +179,3 @@ public final class ScaleOutCluster: @unchecked Sendable {
             .flatMap { Double($0.split(separator: " ")[1]) }
     }
 }
-

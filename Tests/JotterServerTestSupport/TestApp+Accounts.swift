@@ -31,7 +31,9 @@ extension TestApp {
     }
 
     /// A request with `Authorization: Bearer token`.
-    public func request(_ method: String, _ target: String, token: String?, headers: [(String, String)] = [], body: String = "") throws -> WireResponse {
+    public func request(_ method: String, _ target: String, token: String?, headers: [(String, String)] = [], body: String = "") throws
+        -> WireResponse
+    {
         var all = headers
         if let token { all.append(("Authorization", "Bearer \(token)")) }
         if !body.isEmpty && !all.contains(where: { $0.0 == "Content-Type" }) { all.append(("Content-Type", "application/x-www-form-urlencoded")) }

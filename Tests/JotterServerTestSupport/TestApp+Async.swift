@@ -9,8 +9,10 @@ extension TestApp {
     ///     let client = JotterClient(baseURL: app.baseURL)
     /// }
     /// ```
-    public static func with<T>(configure: (inout ServerConfiguration) -> Void = { _ in },
-                               _ body: (TestApp) async throws -> T) async throws -> T {
+    public static func with<T>(
+        configure: (inout ServerConfiguration) -> Void = { _ in },
+        _ body: (TestApp) async throws -> T
+    ) async throws -> T {
         let app = try TestApp(configure: configure)
         defer { app.stop() }
         return try await body(app)

@@ -40,8 +40,10 @@ public final class SharedBackend: Sendable {
         databaseURL = components.string!
         let bucket = Self.environment["JOTTER_TEST_S3_BUCKET"]!, region = Self.environment["JOTTER_TEST_S3_REGION"]!
         blobStoreURL = "s3://\(bucket)?endpoint=\(endpoint)&region=\(region)"
-        credentials = ["AWS_ACCESS_KEY_ID": Self.environment["JOTTER_TEST_S3_ACCESS_KEY"]!,
-                       "AWS_SECRET_ACCESS_KEY": Self.environment["JOTTER_TEST_S3_SECRET_KEY"]!]
+        credentials = [
+            "AWS_ACCESS_KEY_ID": Self.environment["JOTTER_TEST_S3_ACCESS_KEY"]!,
+            "AWS_SECRET_ACCESS_KEY": Self.environment["JOTTER_TEST_S3_SECRET_KEY"]!,
+        ]
     }
 
     deinit {

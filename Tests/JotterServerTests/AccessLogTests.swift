@@ -7,7 +7,8 @@ import JotterTestSupport
 /// body bytes, milliseconds, request id, and how it ended when it did not end well.
 @Suite("Access log", .serialized)
 struct AccessLogTests {
-    nonisolated(unsafe) static let line = #/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ 127\.0\.0\.1 "(?<request>[^"]*)" (?<status>\d{3}) (?<bytes>\d+) \d+\.\d{3}ms id=(?<id>[A-Za-z0-9._~-]+)(?<outcome> [a-z-]+)?$/#
+    nonisolated(unsafe) static let line =
+        #/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ 127\.0\.0\.1 "(?<request>[^"]*)" (?<status>\d{3}) (?<bytes>\d+) \d+\.\d{3}ms id=(?<id>[A-Za-z0-9._~-]+)(?<outcome> [a-z-]+)?$/#
 
     func lines(_ server: ServerProcess, containing text: String) -> [String] {
         let deadline = Date().addingTimeInterval(5)

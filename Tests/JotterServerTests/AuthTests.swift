@@ -23,8 +23,10 @@ struct AuthTests {
     @Test("required: notes, uploads, events and /metrics answer 401 with WWW-Authenticate and problem+json; public routes stay public")
     func requiredRefuses() throws {
         try TestApp.with(configure: Self.required) { app in
-            for (method, target) in [("GET", "/notes"), ("POST", "/notes"), ("GET", "/notes/1"), ("DELETE", "/notes/1"),
-                                     ("GET", "/notes/events"), ("GET", "/uploads"), ("GET", "/metrics"), ("GET", "/auth/me")] {
+            for (method, target) in [
+                ("GET", "/notes"), ("POST", "/notes"), ("GET", "/notes/1"), ("DELETE", "/notes/1"),
+                ("GET", "/notes/events"), ("GET", "/uploads"), ("GET", "/metrics"), ("GET", "/auth/me"),
+            ] {
                 let response = try app.request(method, target)
                 #expect(response.status == 401, "\(method) \(target)")
                 #expect(response.header("WWW-Authenticate") == "Bearer realm=\"jotter\"", "\(method) \(target)")
@@ -51,8 +53,9 @@ struct AuthTests {
             try app.addUser("ann", password: "correct horse")
             for value in ["", "59", "60", "0060", "3600", "99999999", "315359999", "315360000", "315360001", "999999999", "1e3", "-60"] {
                 let documented = pattern.firstMatch(in: value, range: NSRange(value.startIndex..., in: value)) != nil
-                let answer = try app.request("POST", "/auth/sessions", headers: [("Content-Type", "application/x-www-form-urlencoded")],
-                                             body: "name=ann&password=correct+horse&kind=token&expires_in=\(value)")
+                let answer = try app.request(
+                    "POST", "/auth/sessions", headers: [("Content-Type", "application/x-www-form-urlencoded")],
+                    body: "name=ann&password=correct+horse&kind=token&expires_in=\(value)")
                 #expect((answer.status == 201) == documented, "expires_in=\(value): \(answer.status), document says \(documented)")
             }
         }
@@ -84,8 +87,9 @@ struct AuthTests {
                 }
                 #expect(try app.request("TRACE", target).status == 405, "TRACE \(target)")
             }
-            let overridden = try app.request("POST", "/auth/tokens/1", headers: [("Content-Type", "application/x-www-form-urlencoded")],
-                                             body: "_method=DELETE")
+            let overridden = try app.request(
+                "POST", "/auth/tokens/1", headers: [("Content-Type", "application/x-www-form-urlencoded")],
+                body: "_method=DELETE")
             #expect(overridden.status == 401, "\(overridden.text)")
             try app.addUser("ann", password: "correct horse")
             let token = try app.token("ann", password: "correct horse")
@@ -100,8 +104,10 @@ struct AuthTests {
     func refusedBeforeTheBody() throws {
         try TestApp.with(configure: Self.required) { app in
             let connection = try RawHTTP(port: app.port, timeout: 10)
-            try connection.send("POST /uploads HTTP/1.1\r\nHost: localhost\r\nContent-Type: multipart/form-data; boundary=b\r\nContent-Length: \(100 << 20)\r\n\r\n")
-            try connection.send("--b\r\nContent-Disposition: form-data; name=\"file\"; filename=\"big.bin\"\r\n\r\n" + String(repeating: "a", count: 65536))
+            try connection.send(
+                "POST /uploads HTTP/1.1\r\nHost: localhost\r\nContent-Type: multipart/form-data; boundary=b\r\nContent-Length: \(100 << 20)\r\n\r\n")
+            try connection.send(
+                "--b\r\nContent-Disposition: form-data; name=\"file\"; filename=\"big.bin\"\r\n\r\n" + String(repeating: "a", count: 65536))
             let response = try connection.readResponse()
             #expect(response.status == 401)
             #expect(connection.isClosedByServer())
@@ -165,7 +171,8 @@ struct AuthTests {
         }
     }
 
-    @Test("a malformed sign-in is 422 and takes nothing from the limiter: an unknown kind, an expires_in that is no number, a label that is no string")
+    @Test(
+        "a malformed sign-in is 422 and takes nothing from the limiter: an unknown kind, an expires_in that is no number, a label that is no string")
     func malformedSignIn() throws {
         try TestApp.with(configure: Self.required) { app in
             try app.addUser("ann", password: "right one")
@@ -175,8 +182,9 @@ struct AuthTests {
                 #expect(try app.request("POST", "/auth/sessions", headers: form, body: "name=ann&password=guess&expires_in=%C2%84").status == 422)
             }
             for _ in 0..<12 {
-                let json = try app.request("POST", "/auth/sessions", headers: [("Content-Type", "application/json")],
-                                           body: #"{"name":"ann","password":"guess","label":{}}"#)
+                let json = try app.request(
+                    "POST", "/auth/sessions", headers: [("Content-Type", "application/json")],
+                    body: #"{"name":"ann","password":"guess","label":{}}"#)
                 #expect([400, 422].contains(json.status), "\(json.status)")
             }
             #expect(try app.request("POST", "/auth/sessions", headers: form, body: "name=ann&password=right%20one&kind=session").status == 201)
@@ -204,7 +212,9 @@ struct AuthTests {
     func signInLimit() throws {
         // One attempt back per 10 minutes: the ten failed sign-ins (Argon2 each, slow on a loaded
         // machine) cannot earn one back before the eleventh, however long they take.
-        try TestApp.with(configure: { Self.required(&$0); $0.signInRefillSeconds = 600 }) { app in
+        try TestApp.with(configure: {
+            Self.required(&$0); $0.signInRefillSeconds = 600
+        }) { app in
             try app.addUser("ann", password: "right one")
             let form = [("Content-Type", "application/x-www-form-urlencoded")]
             for _ in 0..<10 {
@@ -223,14 +233,19 @@ struct AuthTests {
     /// A form sign-in from loopback address `source` (the server listens on 127.0.0.1).
     static func signIn(_ app: TestApp, from source: String, name: String, password: String) throws -> WireResponse {
         let client = try RawHTTP(port: app.port, sourceAddress: source)
-        return try client.request("POST", "/auth/sessions", headers: [("Content-Type", "application/x-www-form-urlencoded")],
-                                  body: Array("name=\(name)&password=\(FormEscape.escape(password))".utf8), close: true)
+        return try client.request(
+            "POST", "/auth/sessions", headers: [("Content-Type", "application/x-www-form-urlencoded")],
+            body: Array("name=\(name)&password=\(FormEscape.escape(password))".utf8), close: true)
     }
 
-    @Test("one guesser cannot lock a user out: failures count per (name, address), and per name only at ten times that; an address the name signed in from stays open")
+    @Test(
+        "one guesser cannot lock a user out: failures count per (name, address), and per name only at ten times that; an address the name signed in from stays open"
+    )
     func signInLockout() throws {
         // Two attempts per address and pair, twenty failures per name, nothing refilled during the test.
-        try TestApp.with(configure: { Self.required(&$0); $0.signInBurst = 2; $0.signInRefillSeconds = 600 }) { app in
+        try TestApp.with(configure: {
+            Self.required(&$0); $0.signInBurst = 2; $0.signInRefillSeconds = 600
+        }) { app in
             try app.addUser("ann", password: "right one")
             #expect(try Self.signIn(app, from: "127.0.0.3", name: "ann", password: "right one").status == 201)
             // The guesser spends its pair's attempts...
@@ -255,13 +270,16 @@ struct AuthTests {
 
     @Test("password hashing is bounded: one at a time and one waiting here, the rest 503 with Retry-After before any hash; then sign-in works again")
     func signInHashingBounded() throws {
-        try TestApp.with(configure: { Self.required(&$0); $0.passwordHashingWidth = 1; $0.passwordHashingQueue = 1 }) { app in
+        try TestApp.with(configure: {
+            Self.required(&$0); $0.passwordHashingWidth = 1; $0.passwordHashingQueue = 1
+        }) { app in
             try app.addUser("ann", password: "right one")
             let clients = try (0..<8).map { _ in try RawHTTP(port: app.port, timeout: 30) }
             for (index, client) in clients.enumerated() {
                 let body = "name=nobody\(index)&password=guess"
-                try client.send("POST /auth/sessions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/x-www-form-urlencoded\r\n"
-                                + "Content-Length: \(body.utf8.count)\r\n\r\n" + body)
+                try client.send(
+                    "POST /auth/sessions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/x-www-form-urlencoded\r\n"
+                        + "Content-Length: \(body.utf8.count)\r\n\r\n" + body)
             }
             let answers = try clients.map { try $0.readResponse() }
             let refused = answers.filter { $0.status == 503 }
@@ -275,8 +293,11 @@ struct AuthTests {
                 #expect(answer.header("Retry-After") == "1")
                 #expect(answer.header("Content-Type") == "application/problem+json")
             }
-            #expect(try app.request("POST", "/auth/sessions", headers: [("Content-Type", "application/x-www-form-urlencoded")],
-                                    body: "name=ann&password=right%20one").status == 201)
+            #expect(
+                try app.request(
+                    "POST", "/auth/sessions", headers: [("Content-Type", "application/x-www-form-urlencoded")],
+                    body: "name=ann&password=right%20one"
+                ).status == 201)
         }
     }
 
@@ -284,8 +305,9 @@ struct AuthTests {
     func sessions() throws {
         try TestApp.with(configure: Self.required) { app in
             try app.addUser("ann")
-            let response = try app.request("POST", "/auth/sessions", headers: [("Content-Type", "application/json")],
-                                           body: #"{"name":"ann","password":"password of ann"}"#)
+            let response = try app.request(
+                "POST", "/auth/sessions", headers: [("Content-Type", "application/json")],
+                body: #"{"name":"ann","password":"password of ann"}"#)
             #expect(response.status == 201)
             let setCookie = try #require(response.header("Set-Cookie"))
             #expect(setCookie.hasPrefix("jotter_session=jots_"))
@@ -299,12 +321,21 @@ struct AuthTests {
             #expect(try app.request("GET", "/auth/me", headers: [cookie]).json()["csrf_token"] as? String == csrf)
             // CSRF: no token; a token but from another site; another origin; a wrong token.
             #expect(try app.request("POST", "/notes", headers: [cookie, form], body: "body=x").status == 403)
-            #expect(try app.request("POST", "/notes", headers: [cookie, form, ("X-CSRF-Token", csrf), ("Sec-Fetch-Site", "cross-site")], body: "body=x").status == 403)
-            #expect(try app.request("POST", "/notes", headers: [cookie, form, ("X-CSRF-Token", csrf), ("Origin", "http://evil.example")], body: "body=x").status == 403)
-            #expect(try app.request("POST", "/notes", headers: [cookie, form, ("X-CSRF-Token", String(csrf.reversed()))], body: "body=x").status == 403)
+            #expect(
+                try app.request("POST", "/notes", headers: [cookie, form, ("X-CSRF-Token", csrf), ("Sec-Fetch-Site", "cross-site")], body: "body=x")
+                    .status == 403)
+            #expect(
+                try app.request("POST", "/notes", headers: [cookie, form, ("X-CSRF-Token", csrf), ("Origin", "http://evil.example")], body: "body=x")
+                    .status == 403)
+            #expect(
+                try app.request("POST", "/notes", headers: [cookie, form, ("X-CSRF-Token", String(csrf.reversed()))], body: "body=x").status == 403)
             #expect(try app.request("GET", "/notes", headers: [cookie]).json()["notes"].map { ($0 as? [Any])?.count } == 0)
-            let created = try app.request("POST", "/notes", headers: [cookie, form, ("X-CSRF-Token", csrf), ("Sec-Fetch-Site", "same-origin"),
-                                                                        ("Origin", "http://127.0.0.1")], body: "body=x")
+            let created = try app.request(
+                "POST", "/notes",
+                headers: [
+                    cookie, form, ("X-CSRF-Token", csrf), ("Sec-Fetch-Site", "same-origin"),
+                    ("Origin", "http://127.0.0.1"),
+                ], body: "body=x")
             #expect(created.status == 201)
             // The session is not a bearer token for the cookie's kind check, and a token is not a cookie.
             let token = try app.token("ann")
@@ -334,7 +365,9 @@ struct AuthTests {
 
     @Test("a token revoked and a user removed on the store directly (as with --data): their open streams end within the refresh interval")
     func revocationElsewhereEndsStreams() throws {
-        try TestApp.with(configure: { $0.auth = .required; $0.credentialRefreshInterval = 2 }) { app in
+        try TestApp.with(configure: {
+            $0.auth = .required; $0.credentialRefreshInterval = 2
+        }) { app in
             try app.addUser("ann")
             let bob = try app.addUser("bob")
             let doomed = try app.token("ann"), kept = try app.token("ann"), bobs = try app.token("bob")
@@ -420,8 +453,10 @@ struct IdempotencyTests {
             for boundary in ["first-boundary", "second-boundary"] {
                 var parts = MultipartBuilder(boundary: boundary)
                 parts.file("file", filename: "a.txt", contentType: "text/plain", body: Array("same bytes".utf8))
-                answers.append(try app.request("POST", "/uploads", token: ann, headers: [("Content-Type", parts.contentType), ("Idempotency-Key", "up-1")],
-                                               body: String(decoding: parts.finished(), as: UTF8.self)))
+                answers.append(
+                    try app.request(
+                        "POST", "/uploads", token: ann, headers: [("Content-Type", parts.contentType), ("Idempotency-Key", "up-1")],
+                        body: String(decoding: parts.finished(), as: UTF8.self)))
             }
             #expect(answers.map(\.status) == [201, 201])
             #expect(answers[0].text == answers[1].text)
@@ -433,9 +468,13 @@ struct IdempotencyTests {
 /// Per-token request limits and CORS.
 @Suite("Request limits and CORS")
 struct LimitsAndCORSTests {
-    @Test("a token's requests are limited per minute: RateLimit headers on each answer, 429 with Retry-After beyond; the user's other tokens share the user's limit, other users are unaffected")
+    @Test(
+        "a token's requests are limited per minute: RateLimit headers on each answer, 429 with Retry-After beyond; the user's other tokens share the user's limit, other users are unaffected"
+    )
     func perToken() throws {
-        try TestApp.with(configure: { $0.auth = .required; $0.requestsPerMinute = 5 }) { app in
+        try TestApp.with(configure: {
+            $0.auth = .required; $0.requestsPerMinute = 5
+        }) { app in
             try app.addUser("ann")
             try app.addUser("bob")
             let first = try app.token("ann"), second = try app.token("ann"), bobs = try app.token("bob")
@@ -462,7 +501,9 @@ struct LimitsAndCORSTests {
 
     @Test("per user and per token: --user-rate-limit above --rate-limit lets a second token use the rest, and the headers name the nearer limit")
     func perUser() throws {
-        try TestApp.with(configure: { $0.auth = .required; $0.requestsPerMinute = 5; $0.requestsPerUserMinute = 8 }) { app in
+        try TestApp.with(configure: {
+            $0.auth = .required; $0.requestsPerMinute = 5; $0.requestsPerUserMinute = 8
+        }) { app in
             try app.addUser("ann")
             let first = try app.token("ann"), second = try app.token("ann")
             for _ in 0..<5 { #expect(try app.request("GET", "/notes", token: first).status == 200) }
@@ -483,9 +524,13 @@ struct LimitsAndCORSTests {
         }
     }
 
-    @Test("failed bearer checks are throttled per address: unknown or malformed tokens past the burst are 429 before any look-up; known tokens and other addresses go on")
+    @Test(
+        "failed bearer checks are throttled per address: unknown or malformed tokens past the burst are 429 before any look-up; known tokens and other addresses go on"
+    )
     func failedTokensThrottled() throws {
-        try TestApp.with(configure: { $0.auth = .required; $0.failedCredentialBurst = 5; $0.failedCredentialRefillSeconds = 600 }) { app in
+        try TestApp.with(configure: {
+            $0.auth = .required; $0.failedCredentialBurst = 5; $0.failedCredentialRefillSeconds = 600
+        }) { app in
             try app.addUser("ann")
             let token = try app.token("ann")
             #expect(try app.request("GET", "/notes", token: token).status == 200)
@@ -505,9 +550,12 @@ struct LimitsAndCORSTests {
         }
     }
 
-    @Test("a user holds at most --max-tokens-per-user tokens: one more is 409 (sign-in for a token too) and stores nothing; revoked ones do not count")
+    @Test(
+        "a user holds at most --max-tokens-per-user tokens: one more is 409 (sign-in for a token too) and stores nothing; revoked ones do not count")
     func tokensCapped() throws {
-        try TestApp.with(configure: { $0.auth = .required; $0.tokensPerUser = 3 }) { app in
+        try TestApp.with(configure: {
+            $0.auth = .required; $0.tokensPerUser = 3
+        }) { app in
             try app.addUser("ann")
             let token = try app.token("ann")
             #expect(try app.request("POST", "/auth/tokens", token: token, body: "label=two").status == 201)
@@ -516,13 +564,17 @@ struct LimitsAndCORSTests {
             let refused = try app.request("POST", "/auth/tokens", token: token, body: "label=four")
             #expect(refused.status == 409)
             #expect(refused.header("Content-Type") == "application/problem+json")
-            let signIn = try app.request("POST", "/auth/sessions", headers: [("Content-Type", "application/x-www-form-urlencoded")],
-                                         body: "name=ann&password=password%20of%20ann&kind=token")
+            let signIn = try app.request(
+                "POST", "/auth/sessions", headers: [("Content-Type", "application/x-www-form-urlencoded")],
+                body: "name=ann&password=password%20of%20ann&kind=token")
             #expect(signIn.status == 409)
             #expect((try app.request("GET", "/auth/tokens", token: token).json()["tokens"] as? [Any])?.count == 3)
             // A session is no token: the web app can still sign in.
-            #expect(try app.request("POST", "/auth/sessions", headers: [("Content-Type", "application/x-www-form-urlencoded")],
-                                    body: "name=ann&password=password%20of%20ann").status == 201)
+            #expect(
+                try app.request(
+                    "POST", "/auth/sessions", headers: [("Content-Type", "application/x-www-form-urlencoded")],
+                    body: "name=ann&password=password%20of%20ann"
+                ).status == 201)
             let id = try #require((try third.json()["info"] as? [String: Any])?["id"] as? String)
             #expect(try app.request("DELETE", "/auth/tokens/\(id)", token: token).status == 200)
             #expect(try app.request("POST", "/auth/tokens", token: token, body: "label=again").status == 201)
@@ -531,14 +583,20 @@ struct LimitsAndCORSTests {
 
     @Test("CORS: nothing allowed by default; a configured origin gets its preflight answered and Access-Control-Allow-Origin")
     func cors() throws {
-        let preflight = [("Origin", "https://app.example.com"), ("Access-Control-Request-Method", "POST"),
-                         ("Access-Control-Request-Headers", "authorization, content-type")]
+        let preflight = [
+            ("Origin", "https://app.example.com"), ("Access-Control-Request-Method", "POST"),
+            ("Access-Control-Request-Headers", "authorization, content-type"),
+        ]
         try TestApp.with(configure: { $0.auth = .required }) { app in
             let response = try app.request("OPTIONS", "/notes", headers: preflight)
             #expect(response.header("Access-Control-Allow-Origin") == nil)
-            #expect(try app.request("GET", "/hello?name=a", headers: [("Origin", "https://app.example.com")]).header("Access-Control-Allow-Origin") == nil)
+            #expect(
+                try app.request("GET", "/hello?name=a", headers: [("Origin", "https://app.example.com")]).header("Access-Control-Allow-Origin") == nil
+            )
         }
-        try TestApp.with(configure: { $0.auth = .required; $0.corsOrigins = ["https://app.example.com"] }) { app in
+        try TestApp.with(configure: {
+            $0.auth = .required; $0.corsOrigins = ["https://app.example.com"]
+        }) { app in
             let response = try app.request("OPTIONS", "/notes", headers: preflight)
             #expect(response.status == 204)
             #expect(response.header("Access-Control-Allow-Origin") == "https://app.example.com")
@@ -548,7 +606,8 @@ struct LimitsAndCORSTests {
             let refused = try app.request("GET", "/notes", headers: [("Origin", "https://app.example.com")])
             #expect(refused.status == 401)
             #expect(refused.header("Access-Control-Allow-Origin") == "https://app.example.com")
-            let other = try app.request("OPTIONS", "/notes", headers: [("Origin", "https://evil.example"), ("Access-Control-Request-Method", "POST")])
+            let other = try app.request(
+                "OPTIONS", "/notes", headers: [("Origin", "https://evil.example"), ("Access-Control-Request-Method", "POST")])
             #expect(other.header("Access-Control-Allow-Origin") == nil)
         }
     }

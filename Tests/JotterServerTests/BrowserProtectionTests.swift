@@ -11,8 +11,10 @@ struct BrowserProtectionTests {
     static let form = ("Content-Type", "application/x-www-form-urlencoded")
 
     /// One request with exactly this `Host` (RawHTTP's `request` sends 127.0.0.1).
-    func request(_ app: TestApp, _ method: String, _ target: String, host: String, headers: [(String, String)] = [],
-                 body: String = "") throws -> WireResponse {
+    func request(
+        _ app: TestApp, _ method: String, _ target: String, host: String, headers: [(String, String)] = [],
+        body: String = ""
+    ) throws -> WireResponse {
         var text = "\(method) \(target) HTTP/1.1\r\nHost: \(host)\r\nConnection: close\r\nContent-Length: \(body.utf8.count)\r\n"
         for (name, value) in headers { text += "\(name): \(value)\r\n" }
         let connection = try RawHTTP(port: app.port)
@@ -37,8 +39,10 @@ struct BrowserProtectionTests {
                 [("Origin", "null")],
             ]
             for headers in foreign {
-                for (target, body) in [("/notes/\(id)", "_method=DELETE"), ("/notes", "body=planted"),
-                                       ("/auth/sessions", "name=ann&password=correct+horse&kind=token"), ("/echo", "a=1")] {
+                for (target, body) in [
+                    ("/notes/\(id)", "_method=DELETE"), ("/notes", "body=planted"),
+                    ("/auth/sessions", "name=ann&password=correct+horse&kind=token"), ("/echo", "a=1"),
+                ] {
                     let refused = try app.request("POST", target, headers: [Self.form] + headers, body: body)
                     #expect(refused.status == 403, "\(target) \(headers): \(refused.text)")
                     #expect(refused.header("Content-Type") == "application/problem+json")
@@ -85,21 +89,25 @@ struct BrowserProtectionTests {
             }
             let notes = try app.request("GET", "/notes").json()["notes"] as? [Any]
             #expect(notes?.isEmpty == true)
-            for host in ["localhost", "localhost:\(app.port)", "LOCALHOST:\(app.port)", "127.0.0.1", "127.0.0.1:\(app.port)",
-                         "[::1]", "[::1]:\(app.port)", "notes.example.com", "notes.example.com:443"] {
+            for host in [
+                "localhost", "localhost:\(app.port)", "LOCALHOST:\(app.port)", "127.0.0.1", "127.0.0.1:\(app.port)",
+                "[::1]", "[::1]:\(app.port)", "notes.example.com", "notes.example.com:443",
+            ] {
                 let served = try request(app, "GET", "/notes", host: host)
                 #expect(served.status == 200, "\(host)")
             }
         }
     }
 
-    @Test("a framing refusal wins over a head phase's and closes: one answer, then the end of the connection", arguments: [
-        ("POST /notes HTTP/1.1\r\nHost: 127.0.0.1\r\nSec-Fetch-Site: cross-site\r\nTransfer-Encoding: identity\r\n\r\n", 501),
-        ("POST /notes HTTP/1.1\r\nHost: evil.example\r\nTransfer-Encoding: identity\r\n\r\n", 501),
-        ("GET /notes HTTP/1.1\r\nHost: u@a\r\n\r\n", 400),
-        ("GET /notes HTTP/1.1\r\nHost: example.com/\\:552\r\n\r\n", 400),
-        ("POST /notes HTTP/1.1\r\nHost: evil.example\r\nSec-Fetch-Site: cross-site\r\nContent-Length: 1\r\nContent-Length: 1\r\n\r\nab", 400),
-    ] as [(String, Int)])
+    @Test(
+        "a framing refusal wins over a head phase's and closes: one answer, then the end of the connection",
+        arguments: [
+            ("POST /notes HTTP/1.1\r\nHost: 127.0.0.1\r\nSec-Fetch-Site: cross-site\r\nTransfer-Encoding: identity\r\n\r\n", 501),
+            ("POST /notes HTTP/1.1\r\nHost: evil.example\r\nTransfer-Encoding: identity\r\n\r\n", 501),
+            ("GET /notes HTTP/1.1\r\nHost: u@a\r\n\r\n", 400),
+            ("GET /notes HTTP/1.1\r\nHost: example.com/\\:552\r\n\r\n", 400),
+            ("POST /notes HTTP/1.1\r\nHost: evil.example\r\nSec-Fetch-Site: cross-site\r\nContent-Length: 1\r\nContent-Length: 1\r\n\r\nab", 400),
+        ] as [(String, Int)])
     func framingRefusalWins(_ request: String, _ status: Int) throws {
         try TestApp.with { app in
             let connection = try RawHTTP(port: app.port, timeout: 5)

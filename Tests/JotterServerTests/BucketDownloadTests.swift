@@ -23,8 +23,9 @@ struct BucketDownloadTests {
     func upload(_ app: TestApp, _ bytes: [UInt8]) throws -> String {
         var parts = MultipartBuilder()
         parts.file("file", filename: "data.bin", body: bytes)
-        let created = try RawHTTP(port: app.port).request("POST", "/uploads", headers: [("Content-Type", parts.contentType)],
-                                                          body: parts.finished(), close: true)
+        let created = try RawHTTP(port: app.port).request(
+            "POST", "/uploads", headers: [("Content-Type", parts.contentType)],
+            body: parts.finished(), close: true)
         #expect(created.status == 201, "\(created.text)")
         return try #require((try created.json()["uploads"] as? [[String: Any]])?.first?["id"] as? String)
     }
@@ -86,8 +87,9 @@ struct BucketDownloadTests {
         }
         var parts = MultipartBuilder()
         parts.file("file", filename: "data.bin", body: bytes)
-        let created = try RawHTTP(port: server.port, timeout: 30).request("POST", "/uploads", headers: [("Content-Type", parts.contentType)],
-                                                                          body: parts.finished(), close: true)
+        let created = try RawHTTP(port: server.port, timeout: 30).request(
+            "POST", "/uploads", headers: [("Content-Type", parts.contentType)],
+            body: parts.finished(), close: true)
         #expect(created.status == 201, "\(created.text)")
         let id = try #require((try created.json()["uploads"] as? [[String: Any]])?.first?["id"] as? String)
         return (server, id, bytes)
@@ -111,7 +113,9 @@ struct BucketDownloadTests {
         }
     }
 
-    @Test("100 slow readers of one object stream at once: no thread per download, memory bounded, every byte right; readers that leave free their downloads")
+    @Test(
+        "100 slow readers of one object stream at once: no thread per download, memory bounded, every byte right; readers that leave free their downloads"
+    )
     func hundredSlowReaders() throws {
         // Larger than what the kernel's socket buffers take (about 4 MiB on loopback): the
         // downloads are still running while they are counted.

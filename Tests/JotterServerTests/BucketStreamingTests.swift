@@ -51,8 +51,9 @@ struct BucketStreamingTests {
             let connection = try RawHTTP(port: app.port, timeout: 20)
             let declared = 64 << 20
             let head = Self.partHead("big.bin")
-            try connection.send("POST /uploads HTTP/1.1\r\nHost: localhost\r\nContent-Type: multipart/form-data; boundary=\(Self.boundary)\r\n"
-                                + "Content-Length: \(head.count + declared + 64)\r\n\r\n")
+            try connection.send(
+                "POST /uploads HTTP/1.1\r\nHost: localhost\r\nContent-Type: multipart/form-data; boundary=\(Self.boundary)\r\n"
+                    + "Content-Length: \(head.count + declared + 64)\r\n\r\n")
             try connection.send(head)
             let chunk = [UInt8](repeating: 0x5A, count: 1 << 20)
             for _ in 0..<20 { try connection.send(chunk) }
@@ -86,8 +87,9 @@ struct BucketStreamingTests {
             var parts = MultipartBuilder(boundary: Self.boundary)
             parts.file("file", filename: "big.bin", body: big)
             parts.file("file", filename: "note.txt", contentType: "text/plain", body: text)
-            let created = try RawHTTP(port: app.port, timeout: 60).request("POST", "/uploads", headers: [("Content-Type", parts.contentType)],
-                                                                           body: parts.finished(), close: true)
+            let created = try RawHTTP(port: app.port, timeout: 60).request(
+                "POST", "/uploads", headers: [("Content-Type", parts.contentType)],
+                body: parts.finished(), close: true)
             #expect(created.status == 201, "\(created.text)")
             let uploads = try #require(try created.json()["uploads"] as? [[String: Any]])
             #expect(uploads.count == 2)
@@ -114,8 +116,9 @@ struct BucketStreamingTests {
             let connection = try RawHTTP(port: app.port, timeout: 20)
             let head = Self.partHead("big.bin")
             // No Content-Length (chunked), so the limit is found in the middle of the body.
-            try connection.send("POST /uploads HTTP/1.1\r\nHost: localhost\r\nContent-Type: multipart/form-data; boundary=\(Self.boundary)\r\n"
-                                + "Transfer-Encoding: chunked\r\n\r\n")
+            try connection.send(
+                "POST /uploads HTTP/1.1\r\nHost: localhost\r\nContent-Type: multipart/form-data; boundary=\(Self.boundary)\r\n"
+                    + "Transfer-Encoding: chunked\r\n\r\n")
             func chunked(_ bytes: [UInt8]) -> [UInt8] { Array("\(String(bytes.count, radix: 16))\r\n".utf8) + bytes + Array("\r\n".utf8) }
             try connection.send(chunked(head))
             let chunk = [UInt8](repeating: 0x41, count: 1 << 20)

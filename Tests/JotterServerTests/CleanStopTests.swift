@@ -22,8 +22,9 @@ struct CleanStopTests {
         let copy = FileManager.default.temporaryDirectory.appendingPathComponent("jotter-copy-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: copy, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: copy) }
-        try FileManager.default.copyItem(at: app.dataDirectory.appendingPathComponent("jotter.sqlite"),
-                                         to: copy.appendingPathComponent("jotter.sqlite"))
+        try FileManager.default.copyItem(
+            at: app.dataDirectory.appendingPathComponent("jotter.sqlite"),
+            to: copy.appendingPathComponent("jotter.sqlite"))
         let restored = try TestApp(dataDirectory: copy)
         defer { restored.stop() }
         let notes = try #require(try restored.request("GET", "/notes").json()["notes"] as? [[String: Any]])

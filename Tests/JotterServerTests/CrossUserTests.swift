@@ -22,7 +22,8 @@ struct CrossUserTests {
             try app.addUser("bob")
             a = try app.token("ann")
             b = try app.token("bob")
-            note = try #require((try app.request("POST", "/notes", token: a, body: "body=\(Self.word)").json()["note"] as? [String: Any])?["id"] as? String)
+            note = try #require(
+                (try app.request("POST", "/notes", token: a, body: "body=\(Self.word)").json()["note"] as? [String: Any])?["id"] as? String)
             attachment = try Self.upload(app, token: a, note: note)
             upload = try Self.upload(app, token: a, note: nil)
             tokenID = try #require((try app.request("GET", "/auth/tokens", token: a).json()["tokens"] as? [[String: Any]])?.first?["id"] as? String)
@@ -32,8 +33,9 @@ struct CrossUserTests {
             var parts = MultipartBuilder()
             if let note { parts.field("note_id", note) }
             parts.file("file", filename: "ann.txt", contentType: "text/plain", body: Array("ann's file".utf8))
-            let response = try app.request("POST", "/uploads", token: token, headers: [("Content-Type", parts.contentType)],
-                                           body: String(decoding: parts.finished(), as: UTF8.self))
+            let response = try app.request(
+                "POST", "/uploads", token: token, headers: [("Content-Type", parts.contentType)],
+                body: String(decoding: parts.finished(), as: UTF8.self))
             try #require(response.status == 201, "\(response.text)")
             return try #require((try response.json()["uploads"] as? [[String: Any]])?.first?["id"] as? String)
         }
@@ -91,8 +93,9 @@ struct CrossUserTests {
             var parts = MultipartBuilder()
             parts.field("note_id", world.note)
             parts.file("file", filename: "bob.txt", contentType: "text/plain", body: Array("bob".utf8))
-            let attach = try app.request("POST", "/uploads", token: world.b, headers: [("Content-Type", parts.contentType)],
-                                         body: String(decoding: parts.finished(), as: UTF8.self))
+            let attach = try app.request(
+                "POST", "/uploads", token: world.b, headers: [("Content-Type", parts.contentType)],
+                body: String(decoding: parts.finished(), as: UTF8.self))
             #expect(attach.status == 404)
             #expect(try world.snapshot() == before)
             #expect(try app.request("GET", "/notes/\(world.note)", token: world.a).status == 200)
@@ -108,8 +111,10 @@ struct CrossUserTests {
             #expect(try app.request("DELETE", "/admin/backups/\(String(repeating: "0", count: 24))", token: world.b).status == 403)
             #expect(try app.request("POST", "/admin/backups").status == 401)
             for (method, target) in [("GET", "/users"), ("POST", "/users"), ("PUT", "/users/ann/password"), ("DELETE", "/users/ann")] {
-                #expect(try app.request(method, target, token: world.b, body: method == "GET" || method == "DELETE" ? "" : "password=xxxxxxxxxx").status == 403,
-                        "\(method) \(target)")
+                #expect(
+                    try app.request(method, target, token: world.b, body: method == "GET" || method == "DELETE" ? "" : "password=xxxxxxxxxx").status
+                        == 403,
+                    "\(method) \(target)")
             }
             #expect(try app.request("GET", "/auth/me", token: world.a).status == 200)  // ann is still there
         }
@@ -120,8 +125,10 @@ struct CrossUserTests {
         try TestApp.with(configure: { $0.auth = .required }) { app in
             let world = try World(app)
             _ = try app.request("POST", "/notes", token: world.b, body: "body=bob%20note")
-            for target in ["/notes", "/notes?limit=1000", "/notes?order=asc", "/notes?q=\(World.word)", "/notes?q=bob", "/uploads", "/auth/tokens",
-                           "/notes?after=\(Int(world.note)! + 1)"] {
+            for target in [
+                "/notes", "/notes?limit=1000", "/notes?order=asc", "/notes?q=\(World.word)", "/notes?q=bob", "/uploads", "/auth/tokens",
+                "/notes?after=\(Int(world.note)! + 1)",
+            ] {
                 let response = try app.request("GET", target, token: world.b)
                 #expect(response.status == 200, "\(target)")
                 for secret in [World.word, world.attachment, world.upload, "ann"] {
@@ -139,8 +146,9 @@ struct CrossUserTests {
             let world = try World(app)
             func open(_ token: String, lastEventID: String? = nil) throws -> RawHTTP {
                 let connection = try RawHTTP(port: app.port, timeout: 5)
-                try connection.send("GET /notes/events HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer \(token)\r\n"
-                                    + (lastEventID.map { "Last-Event-ID: \($0)\r\n" } ?? "") + "\r\n")
+                try connection.send(
+                    "GET /notes/events HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer \(token)\r\n"
+                        + (lastEventID.map { "Last-Event-ID: \($0)\r\n" } ?? "") + "\r\n")
                 return connection
             }
             // Replay from 0: A's three events (create, two attachments' touches) are not B's.

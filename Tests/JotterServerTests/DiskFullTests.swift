@@ -37,8 +37,9 @@ struct DiskFullTests {
         #expect(refused.header("Content-Type") == "application/problem+json")
         #expect(stored.count >= 10)
         // A note is refused the same way, once the disk is full.
-        let note = try app.request("POST", "/notes", headers: [("Content-Type", "application/x-www-form-urlencoded")],
-                                   body: "body=" + String(repeating: "n", count: 900_000))
+        let note = try app.request(
+            "POST", "/notes", headers: [("Content-Type", "application/x-www-form-urlencoded")],
+            body: "body=" + String(repeating: "n", count: 900_000))
         #expect([201, 507].contains(note.status), "\(note.status) \(note.text.prefix(200))")
         #expect(try app.request("GET", "/healthz").status == 503)
 
@@ -59,4 +60,3 @@ struct DiskFullTests {
         }
     }
 }
-

@@ -21,8 +21,9 @@ struct DocsCurrencyTests {
             let match = try #require(served.firstMatch(of: /schema_version="(\d+)"/))
             let version = try #require(Int(match.output.1))
             let deployment = try Self.text("docs/deployment.md")
-            #expect(deployment.contains("has schema version \(version + 1) but this\njotter understands up to \(version);"),
-                    "docs/deployment.md's example refusal should be of a database one version ahead of \(version)")
+            #expect(
+                deployment.contains("has schema version \(version + 1) but this\njotter understands up to \(version);"),
+                "docs/deployment.md's example refusal should be of a database one version ahead of \(version)")
         }
     }
 

@@ -25,18 +25,24 @@ struct EchoTests {
         multipart.file("doc", filename: "more.txt", contentType: "text/plain", body: Array("more\n".utf8))
         return [
             Sample(name: "query with repeated keys", method: "GET", target: "/echo?a=1&a=2&b=3&empty=&plus=a+b&pct=%C3%A9%26"),
-            Sample(name: "form body", method: "POST", target: "/echo?q=1", headers: [("Content-Type", "application/x-www-form-urlencoded")],
-                   body: Array("a=1&a=2&b=x%26y&c=%E2%82%AC&d=a+b".utf8)),
-            Sample(name: "multipart fields and files", method: "POST", target: "/echo",
-                   headers: [("Content-Type", multipart.contentType)], body: multipart.finished()),
-            Sample(name: "JSON object", method: "POST", target: "/echo", headers: [("Content-Type", "application/json")],
-                   body: Array(#"{"k":[1,2,{"n":null}],"s":"é","t":true,"f":1.5}"#.utf8)),
-            Sample(name: "JSON array on PATCH", method: "PATCH", target: "/echo", headers: [("Content-Type", "application/json")],
-                   body: Array("[1,2,3]".utf8)),
-            Sample(name: "raw text on PUT", method: "PUT", target: "/echo", headers: [("Content-Type", "text/plain")],
-                   body: Array("hello\nworld".utf8)),
-            Sample(name: "octet stream", method: "POST", target: "/echo", headers: [("Content-Type", "application/octet-stream")],
-                   body: Array("plain bytes".utf8)),
+            Sample(
+                name: "form body", method: "POST", target: "/echo?q=1", headers: [("Content-Type", "application/x-www-form-urlencoded")],
+                body: Array("a=1&a=2&b=x%26y&c=%E2%82%AC&d=a+b".utf8)),
+            Sample(
+                name: "multipart fields and files", method: "POST", target: "/echo",
+                headers: [("Content-Type", multipart.contentType)], body: multipart.finished()),
+            Sample(
+                name: "JSON object", method: "POST", target: "/echo", headers: [("Content-Type", "application/json")],
+                body: Array(#"{"k":[1,2,{"n":null}],"s":"é","t":true,"f":1.5}"#.utf8)),
+            Sample(
+                name: "JSON array on PATCH", method: "PATCH", target: "/echo", headers: [("Content-Type", "application/json")],
+                body: Array("[1,2,3]".utf8)),
+            Sample(
+                name: "raw text on PUT", method: "PUT", target: "/echo", headers: [("Content-Type", "text/plain")],
+                body: Array("hello\nworld".utf8)),
+            Sample(
+                name: "octet stream", method: "POST", target: "/echo", headers: [("Content-Type", "application/octet-stream")],
+                body: Array("plain bytes".utf8)),
             Sample(name: "DELETE without a body", method: "DELETE", target: "/echo?x=y"),
         ]
     }()
@@ -75,8 +81,10 @@ struct EchoTests {
             #expect(overridden["method"] as? String == "DELETE")
             // A _method field in a streamed body does not override.
             #expect(try app.request("POST", "/echo", body: "_method=PUT").json()["method"] as? String == "POST")
-            let binary = try RawHTTP(port: app.port).request("POST", "/echo", headers: [("Content-Type", "application/x-thing")],
-                                                             body: [0xFF, 0xFE, 0x00, 0x41], close: true).json()
+            let binary = try RawHTTP(port: app.port).request(
+                "POST", "/echo", headers: [("Content-Type", "application/x-thing")],
+                body: [0xFF, 0xFE, 0x00, 0x41], close: true
+            ).json()
             #expect(binary["data"] as? String == "data:application/octet-stream;base64,//4AQQ==")
             #expect(try app.request("HEAD", "/echo").status == 200)
             #expect(try app.request("TRACE", "/echo").status == 405)
@@ -94,8 +102,9 @@ struct EchoTests {
             let ours = try Self.send(sample, port: app.port)
             let theirs = try Self.send(sample, port: httpbin.port, pathPrefix: "/anything")
             for key in ["method", "args", "form", "json", "data"] {
-                #expect(NSDictionary(dictionary: [key: ours[key] ?? NSNull()]) == NSDictionary(dictionary: [key: theirs[key] ?? NSNull()]),
-                        "\(key): jotter \(ours[key] ?? "nil") httpbin \(theirs[key] ?? "nil")")
+                #expect(
+                    NSDictionary(dictionary: [key: ours[key] ?? NSNull()]) == NSDictionary(dictionary: [key: theirs[key] ?? NSNull()]),
+                    "\(key): jotter \(ours[key] ?? "nil") httpbin \(theirs[key] ?? "nil")")
             }
             #expect(Set((ours["files"] as? [String: Any] ?? [:]).keys) == Set((theirs["files"] as? [String: Any] ?? [:]).keys))
         }
@@ -128,8 +137,11 @@ final class HTTPBin: Sendable {
         process = Process()
         process.executableURL = python
         // PR_SET_PDEATHSIG (1) with SIGKILL (9): httpbin ends with the test process.
-        process.arguments = ["-c", "import ctypes, logging; ctypes.CDLL(None).prctl(1, 9); logging.disable(logging.CRITICAL); "
-                             + "from httpbin import app; app.run(host='127.0.0.1', port=\(port))"]
+        process.arguments = [
+            "-c",
+            "import ctypes, logging; ctypes.CDLL(None).prctl(1, 9); logging.disable(logging.CRITICAL); "
+                + "from httpbin import app; app.run(host='127.0.0.1', port=\(port))",
+        ]
         process.standardOutput = FileHandle.nullDevice
         process.standardError = FileHandle.nullDevice
         try process.run()

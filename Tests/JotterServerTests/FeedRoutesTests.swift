@@ -71,8 +71,9 @@ struct FeedRoutesTests {
         }
     }
 
-    @Test("the stream's first message carries the cursor; a pull then a subscribe from its cursor sees each change once",
-          arguments: ServerDatabase.all)
+    @Test(
+        "the stream's first message carries the cursor; a pull then a subscribe from its cursor sees each change once",
+        arguments: ServerDatabase.all)
     func pullThenPush(database: ServerDatabase) throws {
         try database.with { app in
             let a = try RevisionRoutesTests.created(app, "before")

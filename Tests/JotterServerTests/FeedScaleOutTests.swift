@@ -6,8 +6,9 @@ import Testing
 /// `GET /notes/changes` through two `jotter serve` processes on one PostgreSQL database and
 /// bucket (`ScaleOutCluster`): the feed is ordered by commit across instances, so each instance
 /// pages out the same changes in the same order, and its cursors are the event stream's ids.
-@Suite("The change feed across two instances on PostgreSQL", .tags(.timing), .serialized,
-       .enabled(if: ScaleOutBackend.unavailable == nil, Comment(rawValue: ScaleOutBackend.unavailable ?? "")))
+@Suite(
+    "The change feed across two instances on PostgreSQL", .tags(.timing), .serialized,
+    .enabled(if: ScaleOutBackend.unavailable == nil, Comment(rawValue: ScaleOutBackend.unavailable ?? "")))
 struct FeedScaleOutTests {
     static let form = [("Content-Type", "application/x-www-form-urlencoded")]
 
@@ -26,7 +27,8 @@ struct FeedScaleOutTests {
             let json = try answer.json()
             for change in try #require(json["changes"] as? [[String: Any]]) {
                 let id = change["id"] as? String ?? "?", version = change["version"] as? Int ?? -1
-                changes.append(change["deleted"] as? Bool == true ? "\(id) v\(version) deleted" : "\(id) v\(version) \(change["body"] as? String ?? "?")")
+                changes.append(
+                    change["deleted"] as? Bool == true ? "\(id) v\(version) deleted" : "\(id) v\(version) \(change["body"] as? String ?? "?")")
             }
             let cursor = try #require(json["cursor"] as? Int).int64
             guard json["more"] as? Bool == true else { return (changes, cursor) }

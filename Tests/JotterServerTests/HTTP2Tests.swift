@@ -15,10 +15,12 @@ struct HTTP2Tests {
     static let python = root.appendingPathComponent(".venv-test/bin/python")
     static let script = root.appendingPathComponent("Tests/HTTP2/conformance.py")
 
-    static let cases = ["settings", "hello_and_methods", "form_post_and_expect", "body_too_large", "slow_stream_blocks_nothing",
-                        "flow_control_windows", "too_many_streams", "rapid_reset", "continuation_flood", "ping_flood",
-                        "oversized_header_list", "malformed_requests", "bad_preface", "frame_size", "stream_states",
-                        "flow_control_errors", "hpack_errors", "settings_flood"]
+    static let cases = [
+        "settings", "hello_and_methods", "form_post_and_expect", "body_too_large", "slow_stream_blocks_nothing",
+        "flow_control_windows", "too_many_streams", "rapid_reset", "continuation_flood", "ping_flood",
+        "oversized_header_list", "malformed_requests", "bad_preface", "frame_size", "stream_states",
+        "flow_control_errors", "hpack_errors", "settings_flood",
+    ]
 
     /// Runs one case of the script against `port`; its last line (PASS, or FAIL: why).
     static func run(_ name: String, port: Int, ready: (() -> Void)? = nil) throws -> String {
@@ -146,8 +148,9 @@ struct HTTP2Tests {
         }
     }
 
-    @Test("curl --http2-prior-knowledge on PostgreSQL + S3, where the routes run on the store's threads: every endpoint answers",
-          .enabled(if: SharedBackend.available, Comment(rawValue: SharedBackend.skipMessage)))
+    @Test(
+        "curl --http2-prior-knowledge on PostgreSQL + S3, where the routes run on the store's threads: every endpoint answers",
+        .enabled(if: SharedBackend.available, Comment(rawValue: SharedBackend.skipMessage)))
     func priorKnowledgeOnPostgres() throws {
         let folder = try scratchFolder()
         defer { try? FileManager.default.removeItem(at: folder) }

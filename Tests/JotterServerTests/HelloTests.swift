@@ -19,14 +19,16 @@ struct HelloTests {
         #expect(response.text == "Hello Bob!")
     }
 
-    @Test("every body type and the query", arguments: [
-        ("GET", "/hello?name=Bob", [(String, String)](), ""),
-        ("POST", "/hello", [("Content-Type", "application/x-www-form-urlencoded")], "name=Bob"),
-        ("POST", "/hello", [("Content-Type", "application/json")], #"{"name":"Bob"}"#),
-        ("POST", "/hello?name=Alice", [], "name=Bob"),
-        ("POST", "/hello?name=Bob", [], ""),
-        ("GET", "/echo_hello.php?name=Bob", [], ""),
-    ])
+    @Test(
+        "every body type and the query",
+        arguments: [
+            ("GET", "/hello?name=Bob", [(String, String)](), ""),
+            ("POST", "/hello", [("Content-Type", "application/x-www-form-urlencoded")], "name=Bob"),
+            ("POST", "/hello", [("Content-Type", "application/json")], #"{"name":"Bob"}"#),
+            ("POST", "/hello?name=Alice", [], "name=Bob"),
+            ("POST", "/hello?name=Bob", [], ""),
+            ("GET", "/echo_hello.php?name=Bob", [], ""),
+        ])
     func sources(_ method: String, _ target: String, _ headers: [(String, String)], _ body: String) throws {
         #expect(try request(method, target, headers: headers, body: body).text == "Hello Bob!")
     }
@@ -65,16 +67,18 @@ struct HelloTests {
         #expect(try absent.json()["errors"] as? [[String: String]] == [["field": "name", "message": "is required"]])
     }
 
-    @Test("bad input is a problem naming it", arguments: [
-        ("GET", "/hello?name=%FF", [(String, String)](), "", 400, "invalid UTF-8 in the query"),
-        ("POST", "/hello", [], "name=%E2%82", 400, "invalid UTF-8 in the form body"),
-        ("POST", "/hello", [], "name=%ff", 400, "invalid UTF-8 in the form body"),
-        ("POST", "/hello", [("Content-Type", "application/json")], "{\"name\":", 400, "malformed JSON body"),
-        ("POST", "/hello", [("Content-Type", "application/json")], "[1]", 400, "the JSON body must be an object"),
-        ("POST", "/hello", [("Content-Type", "application/json")], #"{"name":5}"#, 422, "invalid fields"),
-        ("POST", "/hello", [("Content-Type", "application/json")], #"{"name":null}"#, 422, "invalid fields"),
-        ("POST", "/hello", [("Content-Type", "text/csv")], "name,Bob", 415, "unsupported Content-Type 'text/csv'"),
-    ])
+    @Test(
+        "bad input is a problem naming it",
+        arguments: [
+            ("GET", "/hello?name=%FF", [(String, String)](), "", 400, "invalid UTF-8 in the query"),
+            ("POST", "/hello", [], "name=%E2%82", 400, "invalid UTF-8 in the form body"),
+            ("POST", "/hello", [], "name=%ff", 400, "invalid UTF-8 in the form body"),
+            ("POST", "/hello", [("Content-Type", "application/json")], "{\"name\":", 400, "malformed JSON body"),
+            ("POST", "/hello", [("Content-Type", "application/json")], "[1]", 400, "the JSON body must be an object"),
+            ("POST", "/hello", [("Content-Type", "application/json")], #"{"name":5}"#, 422, "invalid fields"),
+            ("POST", "/hello", [("Content-Type", "application/json")], #"{"name":null}"#, 422, "invalid fields"),
+            ("POST", "/hello", [("Content-Type", "text/csv")], "name,Bob", 415, "unsupported Content-Type 'text/csv'"),
+        ])
     func badInput(_ method: String, _ target: String, _ headers: [(String, String)], _ body: String, _ status: Int, _ detail: String) throws {
         let response = try request(method, target, headers: headers, body: body)
         #expect(response.status == status)

@@ -19,10 +19,12 @@ struct HostNameTests {
         return String(name.hasSuffix(".") ? name.dropLast() : name)
     }
 
-    @Test("hostName on ASCII bytes equals the string version", arguments: [
-        "localhost", "LOCALHOST:8080", "127.0.0.1", " 127.0.0.1:80\t", "[::1]", "[::1]:8080", "[::1", "[::1]x", "notes.example.com.",
-        "Notes.Example.COM.:443", "a:b", "a:", ":", "", " ", "host:12a", "x.:", "very-long-host-name.example.org:65535", "ÄBC.example",
-    ])
+    @Test(
+        "hostName on ASCII bytes equals the string version",
+        arguments: [
+            "localhost", "LOCALHOST:8080", "127.0.0.1", " 127.0.0.1:80\t", "[::1]", "[::1]:8080", "[::1", "[::1]x", "notes.example.com.",
+            "Notes.Example.COM.:443", "a:b", "a:", ":", "", " ", "host:12a", "x.:", "very-long-host-name.example.org:65535", "ÄBC.example",
+        ])
     func hostName(_ value: String) {
         #expect(BrowserProtection.hostName(value) == Self.reference(value))
         if value.utf8.allSatisfy({ $0 < 0x80 }) { #expect(BrowserProtection.asciiHostName(value) == Self.reference(value)) }
@@ -38,12 +40,14 @@ struct HostNameTests {
         }
     }
 
-    @Test("prefersJSON on bytes equals the string version", arguments: [
-        "application/json", "APPLICATION/JSON", "text/html, application/json;q=0", "text/html, application/json;Q=0.5",
-        "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8", "application/problem+json", "application/jsonx",
-        " application/json ; q=0.0", "application/json;q=abc", "application/json;q=0e1", ";application/json", ",,", "", "json",
-        "text/plain;q=1, application/vnd.api+json ; q = 0", "application/json;charset=utf-8;q=0.001",
-    ])
+    @Test(
+        "prefersJSON on bytes equals the string version",
+        arguments: [
+            "application/json", "APPLICATION/JSON", "text/html, application/json;q=0", "text/html, application/json;Q=0.5",
+            "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8", "application/problem+json", "application/jsonx",
+            " application/json ; q=0.0", "application/json;q=abc", "application/json;q=0e1", ";application/json", ",,", "", "json",
+            "text/plain;q=1, application/vnd.api+json ; q = 0", "application/json;charset=utf-8;q=0.001",
+        ])
     func prefersJSON(_ accept: String) {
         #expect(HelloController.prefersJSON(accept) == Self.prefersJSONReference(accept), "\(accept)")
     }

@@ -25,8 +25,9 @@ struct LargeUploadTests {
         }
     }
 
-    @Test("1 GiB through /uploads on PostgreSQL + S3: streamed to the bucket in parts, server peak RSS under 64 MiB",
-          .enabled(if: SharedBackend.available, Comment(rawValue: SharedBackend.skipMessage)))
+    @Test(
+        "1 GiB through /uploads on PostgreSQL + S3: streamed to the bucket in parts, server peak RSS under 64 MiB",
+        .enabled(if: SharedBackend.available, Comment(rawValue: SharedBackend.skipMessage)))
     func oneGibibyteToTheBucket() throws {
         let backend = try SharedBackend()
         let server = try ServerProcess(backend.arguments + ["--quiet"], environment: backend.processEnvironment)
@@ -47,12 +48,15 @@ struct LargeUploadTests {
         let blocks = 1024
         let size = block.count * blocks
         let boundary = "LargeUploadBoundary"
-        let head = Array("--\(boundary)\r\nContent-Disposition: form-data; name=\"file\"; filename=\"big.bin\"\r\nContent-Type: application/octet-stream\r\n\r\n".utf8)
+        let head = Array(
+            "--\(boundary)\r\nContent-Disposition: form-data; name=\"file\"; filename=\"big.bin\"\r\nContent-Type: application/octet-stream\r\n\r\n"
+                .utf8)
         let tail = Array("\r\n--\(boundary)--\r\n".utf8)
 
         let connection = try RawHTTP(port: server.port, timeout: 120)
-        try connection.send("POST /uploads HTTP/1.1\r\nHost: localhost\r\nContent-Type: multipart/form-data; boundary=\(boundary)\r\n"
-                            + "Content-Length: \(head.count + size + tail.count)\r\n\r\n")
+        try connection.send(
+            "POST /uploads HTTP/1.1\r\nHost: localhost\r\nContent-Type: multipart/form-data; boundary=\(boundary)\r\n"
+                + "Content-Length: \(head.count + size + tail.count)\r\n\r\n")
         try connection.send(head)
         var hash = SHA256()
         for _ in 0..<blocks {

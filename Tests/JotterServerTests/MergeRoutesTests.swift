@@ -40,8 +40,9 @@ struct MergeRoutesTests {
             #expect(try form.json()["merge"] != nil)
             let formBody = try #require(try Self.note(form)["body"] as? String)
             #expect(formBody.contains("jam") && formBody.contains("butter"))
-            let patch = try app.request("PATCH", "/notes/\(id)", headers: [("Content-Type", "application/json")],
-                                        body: #"{"body":"milk\nbread\ntea\n","base_version":1}"#)
+            let patch = try app.request(
+                "PATCH", "/notes/\(id)", headers: [("Content-Type", "application/json")],
+                body: #"{"body":"milk\nbread\ntea\n","base_version":1}"#)
             #expect(patch.status == 200, "\(patch.text)")
             #expect((try Self.note(patch)["body"] as? String)?.contains("tea") == true)
             #expect(try Self.note(patch)["version"] as? Int == 5)
@@ -54,8 +55,9 @@ struct MergeRoutesTests {
         }
     }
 
-    @Test("an edit sent again with its Idempotency-Key after a lost answer is answered as the first time, not merged twice",
-          arguments: ServerDatabase.all)
+    @Test(
+        "an edit sent again with its Idempotency-Key after a lost answer is answered as the first time, not merged twice",
+        arguments: ServerDatabase.all)
     func resentEdit(database: ServerDatabase) throws {
         try database.with { app in
             let id = try RevisionRoutesTests.created(app, "milk%0Abread%0A")
@@ -66,7 +68,8 @@ struct MergeRoutesTests {
             #expect(first.header("Idempotent-Replayed") == nil)
             #expect(try first.json()["merge"] != nil)
             // Someone else edits meanwhile; then the answer is "lost" and the edit goes again.
-            #expect(try app.request("PUT", "/notes/\(id)", headers: [("Base-Version", "3")], body: "body=oat+milk%0Abread%0Ajam%0Atea%0A").status == 200)
+            #expect(
+                try app.request("PUT", "/notes/\(id)", headers: [("Base-Version", "3")], body: "body=oat+milk%0Abread%0Ajam%0Atea%0A").status == 200)
             let again = try app.request("PUT", "/notes/\(id)", headers: edit, body: "body=milk%0Abread%0Ajam%0A")
             #expect(again.status == 200, "\(again.text)")
             #expect(again.header("Idempotent-Replayed") == "true")
@@ -76,8 +79,11 @@ struct MergeRoutesTests {
             #expect(now["body"] as? String == "oat milk\nbread\njam\ntea\n")
             // The same key with another text, or from another version, is another request: 422.
             #expect(try app.request("PUT", "/notes/\(id)", headers: edit, body: "body=milk%0Abread%0Ahoney%0A").status == 422)
-            #expect(try app.request("PUT", "/notes/\(id)", headers: [("Base-Version", "2"), ("Idempotency-Key", "edit-1")],
-                                    body: "body=milk%0Abread%0Ajam%0A").status == 422)
+            #expect(
+                try app.request(
+                    "PUT", "/notes/\(id)", headers: [("Base-Version", "2"), ("Idempotency-Key", "edit-1")],
+                    body: "body=milk%0Abread%0Ajam%0A"
+                ).status == 422)
             // PATCH with JSON the same; a key on another note's path is another key.
             let json: [(String, String)] = [("Content-Type", "application/json"), ("Idempotency-Key", "edit-2")]
             let patch = try app.request("PATCH", "/notes/\(id)", headers: json, body: #"{"body":"milk\nbread\nrice\n","base_version":1}"#)
@@ -111,10 +117,16 @@ struct MergeRoutesTests {
             // Past 2^53 - 1 (what a JSON number holds exactly): refused, in a form and in JSON, even
             // with nothing to merge; up to it, a version that names nothing kept (409).
             #expect(try app.request("PUT", "/notes/\(id)", body: "base_version=9007199254740992").status == 422)
-            #expect(try app.request("PUT", "/notes/\(id)", headers: [("Content-Type", "application/json")],
-                                    body: #"{"body":"mine","base_version":9007199254740994}"#).status == 422)
-            #expect(try app.request("PUT", "/notes/\(id)", headers: [("Content-Type", "application/json")],
-                                    body: #"{"body":"mine","base_version":9007199254740991}"#).status == 409)
+            #expect(
+                try app.request(
+                    "PUT", "/notes/\(id)", headers: [("Content-Type", "application/json")],
+                    body: #"{"body":"mine","base_version":9007199254740994}"#
+                ).status == 422)
+            #expect(
+                try app.request(
+                    "PUT", "/notes/\(id)", headers: [("Content-Type", "application/json")],
+                    body: #"{"body":"mine","base_version":9007199254740991}"#
+                ).status == 409)
             // A malformed header is refused even when the field is given.
             #expect(try app.request("PUT", "/notes/\(id)", headers: [("Base-Version", "{}")], body: "body=mine&base_version=1").status == 400)
             let shown = try Self.note(try app.request("GET", "/notes/\(id)"))
@@ -122,8 +134,9 @@ struct MergeRoutesTests {
         }
     }
 
-    @Test("two instances on one PostgreSQL merge edits made from one version at once: none is lost",
-          .enabled(if: SharedBackend.available, Comment(rawValue: SharedBackend.skipMessage)))
+    @Test(
+        "two instances on one PostgreSQL merge edits made from one version at once: none is lost",
+        .enabled(if: SharedBackend.available, Comment(rawValue: SharedBackend.skipMessage)))
     func twoInstances() throws {
         let backend = try SharedBackend()
         try TestApp.with(configure: backend.configure) { first in
@@ -133,7 +146,8 @@ struct MergeRoutesTests {
                 let statuses = Mutex<[Int]>([])
                 DispatchQueue.concurrentPerform(iterations: writers) { index in
                     let app = index % 2 == 0 ? first : second
-                    let status = (try? app.request("PUT", "/notes/\(id)", headers: [("Base-Version", "1")], body: "body=list%0Aitem+\(index)%0A").status) ?? 0
+                    let status =
+                        (try? app.request("PUT", "/notes/\(id)", headers: [("Base-Version", "1")], body: "body=list%0Aitem+\(index)%0A").status) ?? 0
                     statuses.withLock { $0.append(status) }
                 }
                 #expect(statuses.withLock { $0 } == Array(repeating: 200, count: writers))

@@ -39,7 +39,8 @@ struct MiddlewareTests {
             let size = 100 << 20
             let preamble = Array("--b\r\nContent-Disposition: form-data; name=\"file\"; filename=\"big.bin\"\r\n\r\n".utf8)
             let connection = try RawHTTP(port: app.port, timeout: 10)
-            try connection.send("POST /uploads HTTP/1.1\r\nHost: localhost\r\nContent-Type: multipart/form-data; boundary=b\r\nContent-Length: \(size)\r\n\r\n")
+            try connection.send(
+                "POST /uploads HTTP/1.1\r\nHost: localhost\r\nContent-Type: multipart/form-data; boundary=b\r\nContent-Length: \(size)\r\n\r\n")
             try connection.send(preamble)
             let response = try connection.readResponse()
             #expect(response.status == 401)
@@ -71,8 +72,9 @@ struct MiddlewareTests {
             var parts = MultipartBuilder()
             parts.field("note_id", id)
             parts.file("file", filename: "a.txt", contentType: "text/plain", body: Array("hi".utf8))
-            let uploaded = try RawHTTP(port: app.port).request("POST", "/uploads", headers: [("Content-Type", parts.contentType)],
-                                                              body: parts.finished(), close: true)
+            let uploaded = try RawHTTP(port: app.port).request(
+                "POST", "/uploads", headers: [("Content-Type", parts.contentType)],
+                body: parts.finished(), close: true)
             #expect(uploaded.status == 201)
             let upload = try #require((try uploaded.json()["uploads"] as? [[String: Any]])?.first?["id"] as? String)
             let answers = [

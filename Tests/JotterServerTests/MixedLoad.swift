@@ -34,11 +34,12 @@ final class MixedLoad: @unchecked Sendable {
                 var step = index
                 while running.load(ordering: .relaxed) {
                     step += 1
-                    let (method, target, body): (String, String, [UInt8]) = switch step % 3 {
-                    case 0: ("GET", "/notes/\(readID)", [])
-                    case 1: ("POST", "/notes", Array("body=load+\(index)+\(step)".utf8))
-                    default: ("GET", "/notes?limit=10", [])
-                    }
+                    let (method, target, body): (String, String, [UInt8]) =
+                        switch step % 3 {
+                        case 0: ("GET", "/notes/\(readID)", [])
+                        case 1: ("POST", "/notes", Array("body=load+\(index)+\(step)".utf8))
+                        default: ("GET", "/notes?limit=10", [])
+                        }
                     var outcome = Outcome(port: port, method: method, target: target)
                     do {
                         if connection == nil { connection = try RawHTTP(port: port, timeout: 10) }

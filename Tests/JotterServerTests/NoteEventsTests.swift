@@ -81,7 +81,9 @@ struct NoteEventsTests {
 
     @Test("event streams per token and per user are capped: the next is 429 problem+json with Retry-After; closing one makes room")
     func streamsPerTokenAndUser() throws {
-        try TestApp.with(configure: { $0.auth = .required; $0.eventStreamsPerToken = 2; $0.eventStreamsPerUser = 3 }) { app in
+        try TestApp.with(configure: {
+            $0.auth = .required; $0.eventStreamsPerToken = 2; $0.eventStreamsPerUser = 3
+        }) { app in
             try app.addUser("ann")
             let first = try app.token("ann"), second = try app.token("ann")
             func open(_ token: String) throws -> RawHTTP {
@@ -150,8 +152,9 @@ struct NoteEventsTests {
 
     /// The `data:` JSON of the first `note.deleted` event in `text`.
     static func deletion(in text: String) throws -> [String: Any] {
-        let block = try #require(text.replacingOccurrences(of: "\r\n", with: "\n").components(separatedBy: "\n\n")
-            .first { $0.contains("event: note.deleted") })
+        let block = try #require(
+            text.replacingOccurrences(of: "\r\n", with: "\n").components(separatedBy: "\n\n")
+                .first { $0.contains("event: note.deleted") })
         let data = try #require(block.split(separator: "\n").first { $0.hasPrefix("data: ") }).dropFirst(6)
         return try #require(try JSONSerialization.jsonObject(with: Data(data.utf8)) as? [String: Any])
     }

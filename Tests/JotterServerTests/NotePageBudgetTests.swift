@@ -13,8 +13,9 @@ struct NotePageBudgetTests {
             let body = String(repeating: "a", count: 900_000)
             var created: [String] = []
             for _ in 0..<6 {
-                let response = try app.request("POST", "/notes", headers: [("Content-Type", "application/x-www-form-urlencoded")],
-                                               body: "body=\(body)")
+                let response = try app.request(
+                    "POST", "/notes", headers: [("Content-Type", "application/x-www-form-urlencoded")],
+                    body: "body=\(body)")
                 try #require(response.status == 201, "\(response.text.prefix(200))")
                 created.append(try #require((try response.json()["note"] as? [String: Any])?["id"] as? String))
             }
@@ -37,10 +38,12 @@ struct NotePageBudgetTests {
         }
     }
 
-    @Test("the cut: at least one note, within the limit and the budget", arguments: [
-        ([10, 10, 10], 5, nil, 3, false), ([10, 10, 10], 2, nil, 2, true), ([10, 10, 10], 5, 25, 2, true),
-        ([100, 10], 5, 25, 1, true), ([100], 5, 25, 1, false), ([], 5, 25, 0, false), ([10, 15, 1], 5, 25, 2, true),
-    ] as [([Int], Int, Int?, Int, Bool)])
+    @Test(
+        "the cut: at least one note, within the limit and the budget",
+        arguments: [
+            ([10, 10, 10], 5, nil, 3, false), ([10, 10, 10], 2, nil, 2, true), ([10, 10, 10], 5, 25, 2, true),
+            ([100, 10], 5, 25, 1, true), ([100], 5, 25, 1, false), ([], 5, 25, 0, false), ([10, 15, 1], 5, 25, 2, true),
+        ] as [([Int], Int, Int?, Int, Bool)])
     func cut(_ sizes: [Int], _ limit: Int, _ budget: Int?, _ count: Int, _ more: Bool) {
         let result = NoteQuery.cut(sizes, limit: limit, budget: budget)
         #expect(result.count == count && result.more == more)

@@ -21,8 +21,9 @@ struct NotePreconditionTests {
             _ = try create(app, "first")
             let path = "/notes/" + id.replacingOccurrences(of: " ", with: "%20").replacingOccurrences(of: "+", with: "%2B")
             for method in ["GET", "PUT", "PATCH", "DELETE"] {
-                let response = try app.request(method, path, headers: [("Content-Type", "application/x-www-form-urlencoded")],
-                                               body: method == "PUT" || method == "PATCH" ? "body=changed" : "")
+                let response = try app.request(
+                    method, path, headers: [("Content-Type", "application/x-www-form-urlencoded")],
+                    body: method == "PUT" || method == "PATCH" ? "body=changed" : "")
                 #expect(response.status == 404, "\(method) \(path): \(response.text)")
             }
             #expect(try app.request("GET", "/notes/1").status == 200)
@@ -30,8 +31,9 @@ struct NotePreconditionTests {
         }
     }
 
-    @Test("If-None-Match: * or the current ETag on a write to an existing note is 412, nothing changed",
-          arguments: ["PUT", "PATCH", "DELETE"])
+    @Test(
+        "If-None-Match: * or the current ETag on a write to an existing note is 412, nothing changed",
+        arguments: ["PUT", "PATCH", "DELETE"])
     func ifNoneMatchOnWrites(_ method: String) throws {
         try TestApp.with { app in
             let id = try create(app, "kept")
@@ -47,8 +49,9 @@ struct NotePreconditionTests {
         }
     }
 
-    @Test("an If-Match or If-None-Match that is not * or quoted entity tags is 400 naming the form",
-          arguments: ["3", "1", "W/1", "\"1", "'1'", "\"1\", 2"])
+    @Test(
+        "an If-Match or If-None-Match that is not * or quoted entity tags is 400 naming the form",
+        arguments: ["3", "1", "W/1", "\"1", "'1'", "\"1\", 2"])
     func malformedPreconditions(_ header: String) throws {
         try TestApp.with { app in
             let id = try create(app, "kept")
@@ -78,9 +81,12 @@ struct NotePreconditionTests {
     @Test("invalid UTF-8 inside a JSON string is 400 saying so, with no Swift dump")
     func invalidUTF8InJSON() throws {
         try TestApp.with { app in
-            for bytes in [Array(#"{"body":""#.utf8) + [0xC3, 0x28] + Array(#""}"#.utf8), Array(#"{"body":"a"#.utf8) + [0xFF] + Array(#""}"#.utf8),
-                          Array(#"{"b"#.utf8) + [0xED, 0xA0, 0x80] + Array(#"":"x"}"#.utf8)] {
-                let response = try RawHTTP(port: app.port).request("POST", "/notes", headers: [("Content-Type", "application/json")], body: bytes, close: true)
+            for bytes in [
+                Array(#"{"body":""#.utf8) + [0xC3, 0x28] + Array(#""}"#.utf8), Array(#"{"body":"a"#.utf8) + [0xFF] + Array(#""}"#.utf8),
+                Array(#"{"b"#.utf8) + [0xED, 0xA0, 0x80] + Array(#"":"x"}"#.utf8),
+            ] {
+                let response = try RawHTTP(port: app.port).request(
+                    "POST", "/notes", headers: [("Content-Type", "application/json")], body: bytes, close: true)
                 #expect(response.status == 400)
                 #expect(detail(response) == "malformed JSON body: it is not valid UTF-8", "\(detail(response))")
             }
@@ -94,8 +100,10 @@ struct NotePreconditionTests {
     func searchPrefixesAndControlCharacters() throws {
         try TestApp.with { app in
             for body in ["Shopping+list", "apples", "milk"] { _ = try create(app, body) }
-            for (q, expected) in [("shop", ["Shopping list"]), ("app", ["apples"]), ("mil", ["milk"]), ("a%00", ["apples"]),
-                                  ("%00", ["milk", "apples", "Shopping list"]), ("m%01i%7Fl", [])] {
+            for (q, expected) in [
+                ("shop", ["Shopping list"]), ("app", ["apples"]), ("mil", ["milk"]), ("a%00", ["apples"]),
+                ("%00", ["milk", "apples", "Shopping list"]), ("m%01i%7Fl", []),
+            ] {
                 let response = try app.request("GET", "/notes?q=\(q)")
                 #expect(response.status == 200, "q=\(q): \(response.text)")
                 let bodies = (try response.json()["notes"] as? [[String: Any]])?.compactMap { $0["body"] as? String }

@@ -36,8 +36,9 @@ extension NotesDurabilityTests {
         try crashWithUploads(.sqlite)
     }
 
-    @Test("kill -9 under notes and uploads on PostgreSQL + S3: no upload row without its bytes, every acknowledged upload read back",
-          .enabled(if: SharedBackend.available, Comment(rawValue: SharedBackend.skipMessage)))
+    @Test(
+        "kill -9 under notes and uploads on PostgreSQL + S3: no upload row without its bytes, every acknowledged upload read back",
+        .enabled(if: SharedBackend.available, Comment(rawValue: SharedBackend.skipMessage)))
     func crashWithUploadsPostgres() throws {
         try crashWithUploads(.postgres(try SharedBackend()))
     }
@@ -96,8 +97,9 @@ extension NotesDurabilityTests {
                 #expect(missing.isEmpty, "cycle \(cycle): after kill -9, upload rows without their file: \(missing.prefix(10))")
             }
             let inFlight = writers.count(where: { $0.pendingUpload != nil })
-            print("NotesDurabilityTests crash with uploads (\(backend)) cycle \(cycle): killed after \(killAfter) ms;"
-                  + " \(uploads) uploads and \(writers.reduce(0) { $0 + $1.notesThisCycle }) notes acknowledged, \(inFlight) uploads in flight")
+            print(
+                "NotesDurabilityTests crash with uploads (\(backend)) cycle \(cycle): killed after \(killAfter) ms;"
+                    + " \(uploads) uploads and \(writers.reduce(0) { $0 + $1.notesThisCycle }) notes acknowledged, \(inFlight) uploads in flight")
         }
 
         // The last start: every row has its bytes, every acknowledged upload reads back, and
@@ -111,8 +113,9 @@ extension NotesDurabilityTests {
         server.signal(SIGTERM)
         let (status, log) = server.finish()
         #expect(status == 0, "stopping with SIGTERM: \(log)")
-        print("NotesDurabilityTests crash with uploads (\(backend)): \(acknowledged.count) acknowledged uploads read back,"
-              + " \(problems.count) differ")
+        print(
+            "NotesDurabilityTests crash with uploads (\(backend)): \(acknowledged.count) acknowledged uploads read back,"
+                + " \(problems.count) differ")
     }
 
     /// Every upload row's content is served, with the row's size.
@@ -162,8 +165,9 @@ extension NotesDurabilityTests {
         var problems: [String] = []
         for start in stride(from: 0, to: uploads.count, by: 200) {
             let batch = uploads[start..<min(start + 200, uploads.count)]
-            let run = try runProgram(["curl", "-sS", "--max-time", "120"]
-                + batch.flatMap { ["-o", folder.appendingPathComponent($0.id).path, "http://127.0.0.1:\(port)/uploads/\($0.id)/content"] })
+            let run = try runProgram(
+                ["curl", "-sS", "--max-time", "120"]
+                    + batch.flatMap { ["-o", folder.appendingPathComponent($0.id).path, "http://127.0.0.1:\(port)/uploads/\($0.id)/content"] })
             guard run.status == 0 else { throw RawHTTP.Failure(message: "curl: \(run.output)") }
             for sent in batch {
                 let got = (try? Data(contentsOf: folder.appendingPathComponent(sent.id))).map { [UInt8]($0) }
@@ -237,7 +241,8 @@ final class UploadCrashWriter: @unchecked Sendable {
                     response = try client.request("POST", "/uploads", headers: [("Content-Type", form.contentType)], body: form.finished())
                 } catch { return }  // the server is gone: not acknowledged
                 guard response.status == 201, let list = try? response.json()["uploads"] as? [[String: Any]],
-                      let id = list.first?["id"] as? String, (list.first?["size"] as? Int) == size else {
+                    let id = list.first?["id"] as? String, (list.first?["size"] as? Int) == size
+                else {
                     problems.append("POST /uploads (\(size) bytes): \(response.status) \(response.text.prefix(300))")
                     return
                 }
@@ -247,8 +252,9 @@ final class UploadCrashWriter: @unchecked Sendable {
             } else {
                 let response: WireResponse
                 do {
-                    response = try client.request("POST", "/notes", headers: [("Content-Type", "application/x-www-form-urlencoded")],
-                                                  body: Array("body=c\(cycle)-t\(slot)-n\(sequence)".utf8))
+                    response = try client.request(
+                        "POST", "/notes", headers: [("Content-Type", "application/x-www-form-urlencoded")],
+                        body: Array("body=c\(cycle)-t\(slot)-n\(sequence)".utf8))
                 } catch { return }
                 guard response.status == 201 else {
                     problems.append("POST /notes: \(response.status) \(response.text.prefix(300))")

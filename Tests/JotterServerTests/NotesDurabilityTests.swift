@@ -70,8 +70,9 @@ struct NotesDurabilityTests {
             #expect(group.wait(timeout: .now() + 30) == .success, "cycle \(cycle): writer threads did not stop after the kill")
             let (status, log) = server.finish()
             #expect(killed, "cycle \(cycle): the server was no longer running when it was to be killed; it wrote: \(log)")
-            #expect(server.terminationReason == .uncaughtSignal && status == SIGKILL,
-                    "cycle \(cycle): the server ended with \(server.terminationReason) \(status), not by kill -9; it wrote: \(log)")
+            #expect(
+                server.terminationReason == .uncaughtSignal && status == SIGKILL,
+                "cycle \(cycle): the server ended with \(server.terminationReason) \(status), not by kill -9; it wrote: \(log)")
 
             let acknowledged = writers.reduce(0) { $0 + $1.acknowledgedCreates + $1.acknowledgedUpdates }
             let creates = writers.reduce(0) { $0 + $1.acknowledgedCreates }
@@ -89,13 +90,16 @@ struct NotesDurabilityTests {
             #expect(try Self.integrityCheck(sqlite, data) == "ok", "cycle \(cycle): integrity_check after kill -9")
             let rows = try Self.storedNotes(sqlite, data)
             let (mismatches, inFlightCommitted) = Self.reconcile(writers, with: rows)
-            #expect(mismatches.isEmpty, "cycle \(cycle): the file after kill -9 differs from what was acknowledged:\n\(mismatches.prefix(20).joined(separator: "\n"))")
+            #expect(
+                mismatches.isEmpty,
+                "cycle \(cycle): the file after kill -9 differs from what was acknowledged:\n\(mismatches.prefix(20).joined(separator: "\n"))")
             highestID = max(highestID, rows.keys.max() ?? 0, writers.flatMap(\.notes).map(\.id).max() ?? 0)
 
             let perThread = writers.map { "\($0.acknowledgedCreates)+\($0.acknowledgedUpdates)" }.joined(separator: " ")
-            print("NotesDurabilityTests crash cycle \(cycle): killed after \(killAfter) ms; acknowledged \(acknowledged) writes"
-                  + " (\(creates) creates, \(acknowledged - creates) updates; per thread creates+updates \(perThread));"
-                  + " \(inFlight) in flight at the kill, \(inFlightCommitted) of them in the file; \(rows.count) notes in the file; integrity ok")
+            print(
+                "NotesDurabilityTests crash cycle \(cycle): killed after \(killAfter) ms; acknowledged \(acknowledged) writes"
+                    + " (\(creates) creates, \(acknowledged - creates) updates; per thread creates+updates \(perThread));"
+                    + " \(inFlight) in flight at the kill, \(inFlightCommitted) of them in the file; \(rows.count) notes in the file; integrity ok")
         }
 
         // A last clean start: it serves all of it, a new note goes above every id seen, and a
@@ -103,8 +107,9 @@ struct NotesDurabilityTests {
         let server = try ServerProcess(["--quiet"], dataDirectory: data)
         let served = try Self.checkServed(writers.flatMap(\.notes), port: server.port)
         #expect(served.isEmpty, "after the last restart, the server serves otherwise than the file: \(served.prefix(5))")
-        let created = try RawHTTP(port: server.port).request("POST", "/notes", headers: [("Content-Type", "application/x-www-form-urlencoded")],
-                                                             body: Array("body=after-the-crashes".utf8), close: true)
+        let created = try RawHTTP(port: server.port).request(
+            "POST", "/notes", headers: [("Content-Type", "application/x-www-form-urlencoded")],
+            body: Array("body=after-the-crashes".utf8), close: true)
         #expect(created.status == 201)
         let newID = try Self.note(in: created)?.id ?? 0
         #expect(newID > highestID, "a note created after the restarts got id \(newID), not above \(highestID)")
@@ -171,10 +176,13 @@ struct NotesDurabilityTests {
         #expect(final.header("ETag") == "\"\(successes + 1)\"")
         // Each success moved the note exactly one version on.
         let versions = counters.flatMap(\.versions).sorted()
-        #expect(versions == Array(2...(successes + 1)), "successful PUTs answered versions other than 2…\(successes + 1); repeated: \(Self.duplicates(in: versions))")
+        #expect(
+            versions == Array(2...(successes + 1)),
+            "successful PUTs answered versions other than 2…\(successes + 1); repeated: \(Self.duplicates(in: versions))")
         #expect(conflicts > 0, "no 412 in \(successes) concurrent updates: there was no contention to test")
-        print("NotesDurabilityTests lost-update: \(clients) clients, \(successes) successful increments, \(conflicts) answered 412"
-              + " (per client: \(counters.map { String($0.conflicts) }.joined(separator: " "))); final body \(note.body), version \(note.version)")
+        print(
+            "NotesDurabilityTests lost-update: \(clients) clients, \(successes) successful increments, \(conflicts) answered 412"
+                + " (per client: \(counters.map { String($0.conflicts) }.joined(separator: " "))); final body \(note.body), version \(note.version)")
     }
 
     // MARK: - Helpers
@@ -188,8 +196,9 @@ struct NotesDurabilityTests {
     /// The `note` of a single-note response.
     static func note(in response: WireResponse) throws -> WireNote? {
         guard let note = try response.json()["note"] as? [String: Any],
-              let idText = note["id"] as? String, let id = Int(idText),
-              let body = note["body"] as? String, let version = note["version"] as? Int else { return nil }
+            let idText = note["id"] as? String, let id = Int(idText),
+            let body = note["body"] as? String, let version = note["version"] as? Int
+        else { return nil }
         return WireNote(id: id, body: body, version: version)
     }
 
@@ -228,8 +237,9 @@ struct NotesDurabilityTests {
         let line = #"jotter_http_requests_total{method="POST",route="/notes",status="201"} "#
         while Date() < deadline {
             if let text = try? RawHTTP(port: port, timeout: 2).request("GET", "/metrics", close: true).text,
-               let found = text.split(separator: "\n").first(where: { $0.hasPrefix(line) }),
-               let created = Int(found.dropFirst(line.count)), created >= count {
+                let found = text.split(separator: "\n").first(where: { $0.hasPrefix(line) }),
+                let created = Int(found.dropFirst(line.count)), created >= count
+            {
                 return
             }
             usleep(10_000)
@@ -261,7 +271,8 @@ struct NotesDurabilityTests {
     /// a write in flight at the kill may or may not have been committed, nothing else may differ.
     /// Returns what is wrong.
     static func reconcile(_ writers: [CrashWriter], with rows: [Int: (version: Int, body: String)])
-        -> (problems: [String], inFlightCommitted: Int) {
+        -> (problems: [String], inFlightCommitted: Int)
+    {
         var problems: [String] = []
         var inFlightCommitted = 0
         var explained = Set<Int>()
@@ -281,9 +292,10 @@ struct NotesDurabilityTests {
                     inFlightCommitted += 1
                     continue
                 }
-                problems.append("note \(known.id): acknowledged version \(known.version) '\(known.body)'"
-                                + (known.pending.map { " (in flight: version \($0.version) '\($0.body)')" } ?? "")
-                                + ", stored version \(row.version) '\(row.body)'")
+                problems.append(
+                    "note \(known.id): acknowledged version \(known.version) '\(known.body)'"
+                        + (known.pending.map { " (in flight: version \($0.version) '\($0.body)')" } ?? "")
+                        + ", stored version \(row.version) '\(row.body)'")
             }
         }
         // Notes the writers never saw acknowledged: only a create in flight at the kill, once.
@@ -311,8 +323,9 @@ struct NotesDurabilityTests {
                 continue
             }
             if note.version != known.version || note.body != known.body || response.header("ETag") != "\"\(known.version)\"" {
-                problems.append("note \(known.id): served version \(note.version) '\(note.body)' ETag \(response.header("ETag") ?? "none"),"
-                                + " known version \(known.version) '\(known.body)'")
+                problems.append(
+                    "note \(known.id): served version \(note.version) '\(note.body)' ETag \(response.header("ETag") ?? "none"),"
+                        + " known version \(known.version) '\(known.body)'")
             }
         }
         return problems
@@ -363,16 +376,20 @@ final class CrashWriter: @unchecked Sendable {
                 notes[index].pending = (known.version + 1, body)
                 let response: WireResponse
                 do {
-                    response = try client.request("PUT", "/notes/\(known.id)", headers: form + [("If-Match", "\"\(known.version)\"")],
-                                                  body: Array("body=\(body)".utf8))
+                    response = try client.request(
+                        "PUT", "/notes/\(known.id)", headers: form + [("If-Match", "\"\(known.version)\"")],
+                        body: Array("body=\(body)".utf8))
                 } catch { return }  // the server is gone: not acknowledged
                 guard response.status == 200, let note = try? NotesDurabilityTests.note(in: response) else {
                     problems.append("PUT /notes/\(known.id) If-Match \(known.version): \(response.status) \(response.text)")
                     return
                 }
                 guard note.id == known.id, note.version == known.version + 1, note.body == body,
-                      response.header("ETag") == "\"\(note.version)\"" else {
-                    problems.append("PUT /notes/\(known.id) answered \(note) with ETag \(response.header("ETag") ?? "none"), sent '\(body)' on version \(known.version)")
+                    response.header("ETag") == "\"\(note.version)\""
+                else {
+                    problems.append(
+                        "PUT /notes/\(known.id) answered \(note) with ETag \(response.header("ETag") ?? "none"), sent '\(body)' on version \(known.version)"
+                    )
                     return
                 }
                 notes[index] = KnownNote(id: note.id, version: note.version, body: note.body)
@@ -413,8 +430,10 @@ extension CrashWriter {
         guard Int.random(in: 0..<8) == 0 else { return true }
         guard let response = try? client.request("GET", "/notes/\(known.id)") else { return false }
         guard response.status == 200, let note = try? NotesDurabilityTests.note(in: response),
-              note.version == known.version, note.body == known.body else {
-            problems.append("GET /notes/\(known.id) right after version \(known.version) '\(known.body)' was acknowledged: \(response.status) \(response.text)")
+            note.version == known.version, note.body == known.body
+        else {
+            problems.append(
+                "GET /notes/\(known.id) right after version \(known.version) '\(known.body)' was acknowledged: \(response.status) \(response.text)")
             return false
         }
         return true
@@ -439,12 +458,15 @@ final class IncrementClient: @unchecked Sendable {
                 guard attempts <= 100 * successes else { problems.append("gave up after \(attempts - 1) attempts"); return }
                 let current = try client.request("GET", target)
                 guard current.status == 200, let note = try NotesDurabilityTests.note(in: current), let value = Int(note.body),
-                      let etag = current.header("ETag") else {
+                    let etag = current.header("ETag")
+                else {
                     problems.append("GET \(target): \(current.status) \(current.text)")
                     return
                 }
                 if etag != "\"\(note.version)\"" { problems.append("GET: ETag \(etag) for version \(note.version)") }
-                if value != note.version - 1 { problems.append("GET: body \(value) at version \(note.version): an update was lost or a 412 changed the note") }
+                if value != note.version - 1 {
+                    problems.append("GET: body \(value) at version \(note.version): an update was lost or a 412 changed the note")
+                }
 
                 let update = try client.request("PUT", target, headers: form + [("If-Match", etag)], body: Array("body=\(value + 1)".utf8))
                 switch update.status {
@@ -454,7 +476,9 @@ final class IncrementClient: @unchecked Sendable {
                         return
                     }
                     if updated.version != note.version + 1 || updated.body != String(value + 1) || update.header("ETag") != "\"\(updated.version)\"" {
-                        problems.append("PUT If-Match \(etag) body=\(value + 1) answered version \(updated.version) '\(updated.body)' ETag \(update.header("ETag") ?? "none")")
+                        problems.append(
+                            "PUT If-Match \(etag) body=\(value + 1) answered version \(updated.version) '\(updated.body)' ETag \(update.header("ETag") ?? "none")"
+                        )
                     }
                     versions.append(updated.version)
                 case 412:

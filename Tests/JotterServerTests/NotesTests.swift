@@ -8,8 +8,10 @@ import JotterTestSupport
 @Suite("Notes")
 struct NotesTests {
     /// Sends a request on a new connection and returns the response.
-    func send(_ app: TestApp, _ method: String, _ target: String, json: String? = nil, form: String? = nil,
-              headers: [(String, String)] = []) throws -> WireResponse {
+    func send(
+        _ app: TestApp, _ method: String, _ target: String, json: String? = nil, form: String? = nil,
+        headers: [(String, String)] = []
+    ) throws -> WireResponse {
         var headers = headers
         if json != nil { headers.append(("Content-Type", "application/json")) }
         if form != nil { headers.append(("Content-Type", "application/x-www-form-urlencoded")) }
@@ -33,7 +35,8 @@ struct NotesTests {
         try TestApp.with { app in
             let connection = try RawHTTP(port: app.port)
             func exchange(_ method: String, _ path: String, body: String?) throws -> [String: Any] {
-                var text = "\(method) /\(path) HTTP/1.1\r\nHost: localhost:8888\r\nAccept: */*\r\nAccept-Language: en-us\r\n"
+                var text =
+                    "\(method) /\(path) HTTP/1.1\r\nHost: localhost:8888\r\nAccept: */*\r\nAccept-Language: en-us\r\n"
                     + "Accept-Encoding: gzip, deflate\r\nUser-Agent: noteApp/1.0 CFNetwork/672.0.8 Darwin/14.0.0\r\nConnection: keep-alive\r\n"
                 if let body { text += "Content-Type: application/x-www-form-urlencoded\r\nContent-Length: \(body.utf8.count)\r\n" }
                 try connection.send(text + "\r\n" + (body ?? ""))
@@ -78,7 +81,8 @@ struct NotesTests {
     @Test("create with a form or a JSON body: 201, Location, ETag, Note Created", arguments: ["form", "json"])
     func create(_ kind: String) throws {
         try TestApp.with { app in
-            let response = kind == "form"
+            let response =
+                kind == "form"
                 ? try send(app, "POST", "/notes", form: "body=Buy+milk%21&id=99&version=7&created_at=x")
                 : try send(app, "POST", "/notes", json: #"{"body":"Buy milk!","id":"99","version":7,"updated_at":"x"}"#)
             #expect(response.status == 201)
@@ -217,11 +221,12 @@ struct NotesTests {
         try TestApp.with { app in
             let id = try create(app, "doomed")
             #expect(try send(app, "DELETE", "/notes/\(id)", headers: [("If-Match", #""9""#)]).status == 412)
-            let response = switch style {
-            case "DELETE": try send(app, "DELETE", "/notes/\(id)", headers: [("If-Match", #""1""#)])
-            case "_method": try send(app, "POST", "/notes/\(id)", form: "_method=DELETE&")
-            default: try send(app, "POST", "/notes/\(id)", headers: [("X-HTTP-Method-Override", "DELETE")])
-            }
+            let response =
+                switch style {
+                case "DELETE": try send(app, "DELETE", "/notes/\(id)", headers: [("If-Match", #""1""#)])
+                case "_method": try send(app, "POST", "/notes/\(id)", form: "_method=DELETE&")
+                default: try send(app, "POST", "/notes/\(id)", headers: [("X-HTTP-Method-Override", "DELETE")])
+                }
             #expect(response.status == 200)
             #expect(try response.json()["message"] as? String == "Note Deleted")
             #expect(try note(response)["body"] as? String == "doomed")
@@ -262,10 +267,12 @@ struct NotesTests {
         }
     }
 
-    @Test("bad query parameters are 400 listing each", arguments: [
-        ("limit=-3", ["limit"]), ("limit=0", ["limit"]), ("limit=ten", ["limit"]), ("after=x", ["after"]),
-        ("order=sideways", ["order"]), ("limit=-1&after=-1&order=up", ["limit", "after", "order"]),
-    ])
+    @Test(
+        "bad query parameters are 400 listing each",
+        arguments: [
+            ("limit=-3", ["limit"]), ("limit=0", ["limit"]), ("limit=ten", ["limit"]), ("after=x", ["after"]),
+            ("order=sideways", ["order"]), ("limit=-1&after=-1&order=up", ["limit", "after", "order"]),
+        ])
     func badQuery(_ query: String, _ fields: [String]) throws {
         try TestApp.with { app in
             let response = try send(app, "GET", "/notes?\(query)")

@@ -27,13 +27,16 @@ struct OpenAPIConformanceTests {
         /// Sends the request, expects `status`, and checks the answer against the operation of
         /// `method` on `route` (an OpenAPI path, `/notes/{id}`).
         @discardableResult
-        func check(_ method: String, _ target: String, route: String? = nil, headers: [(String, String)] = [],
-                   body: [UInt8] = [], expect status: Int, sourceLocation: SourceLocation = #_sourceLocation) throws -> WireResponse {
+        func check(
+            _ method: String, _ target: String, route: String? = nil, headers: [(String, String)] = [],
+            body: [UInt8] = [], expect status: Int, sourceLocation: SourceLocation = #_sourceLocation
+        ) throws -> WireResponse {
             let response = try RawHTTP(port: app.port).request(method, target, headers: headers, body: body, close: true)
             #expect(response.status == status, "\(method) \(target): \(response.text)", sourceLocation: sourceLocation)
             let route = route ?? String(target.prefix { $0 != "?" })
             let name = "\(method) \(target) → \(response.status)"
-            let pointer = "#/paths/" + route.replacingOccurrences(of: "~", with: "~0").replacingOccurrences(of: "/", with: "~1") + "/" + method.lowercased()
+            let pointer =
+                "#/paths/" + route.replacingOccurrences(of: "~", with: "~0").replacingOccurrences(of: "/", with: "~1") + "/" + method.lowercased()
             guard case .object(let operation)? = validator.resolve(pointer) else {
                 problems.append("\(name): no operation \(method) \(route)")
                 return response
@@ -52,7 +55,8 @@ struct OpenAPIConformanceTests {
                 problems.append("\(name): a body, where none is documented")
                 return response
             }
-            let essence = (response.header("Content-Type") ?? "").split(separator: ";").first.map { $0.trimmingCharacters(in: .whitespaces).lowercased() } ?? ""
+            let essence =
+                (response.header("Content-Type") ?? "").split(separator: ";").first.map { $0.trimmingCharacters(in: .whitespaces).lowercased() } ?? ""
             guard let media = content[essence] ?? content["*/*"] else {
                 problems.append("\(name): Content-Type \(essence) is not documented (\(content.keys.sorted()))")
                 return response
@@ -100,7 +104,8 @@ struct OpenAPIConformanceTests {
             let page = try tour.check("GET", "/", expect: 200)
             try tour.check("GET", "/", headers: [("If-None-Match", try #require(page.header("ETag")))], expect: 304)
             let script = try tour.check("GET", "/assets/app.js", route: "/assets/{name}", expect: 200)
-            try tour.check("GET", "/assets/app.js", route: "/assets/{name}", headers: [("If-None-Match", try #require(script.header("ETag")))], expect: 304)
+            try tour.check(
+                "GET", "/assets/app.js", route: "/assets/{name}", headers: [("If-None-Match", try #require(script.header("ETag")))], expect: 304)
             try tour.check("GET", "/assets/style.css", route: "/assets/{name}", expect: 200)
             try tour.check("GET", "/assets/icon.svg", route: "/assets/{name}", expect: 200)
             try tour.check("GET", "/assets/nothing.js", route: "/assets/{name}", expect: 404)
@@ -141,17 +146,24 @@ struct OpenAPIConformanceTests {
             try tour.check("GET", "/notes/999", route: "/notes/{id}", expect: 404)
             try tour.check("GET", "/notes/abc", route: "/notes/{id}", expect: 404)
             try tour.check("GET", "/notes/%zz", route: "/notes/{id}", expect: 400)
-            try tour.check("PUT", "/notes/\(id)", route: "/notes/{id}", headers: Self.form + [("If-Match", etag)], body: Array("body=Oat+milk".utf8), expect: 200)
+            try tour.check(
+                "PUT", "/notes/\(id)", route: "/notes/{id}", headers: Self.form + [("If-Match", etag)], body: Array("body=Oat+milk".utf8), expect: 200
+            )
             try tour.check("PATCH", "/notes/\(id)", route: "/notes/{id}", expect: 200)
-            try tour.check("PUT", "/notes/\(id)", route: "/notes/{id}", headers: Self.form + [("If-Match", etag)], body: Array("body=x".utf8), expect: 412)
+            try tour.check(
+                "PUT", "/notes/\(id)", route: "/notes/{id}", headers: Self.form + [("If-Match", etag)], body: Array("body=x".utf8), expect: 412)
             try tour.check("PATCH", "/notes/\(id)", route: "/notes/{id}", headers: Self.json, body: Array(#"{"body":5}"#.utf8), expect: 422)
             try tour.check("PUT", "/notes/\(id)", route: "/notes/{id}", headers: Self.json, body: Array("nope".utf8), expect: 400)
             try tour.check("PUT", "/notes/\(id)", route: "/notes/{id}", headers: [("Content-Type", "text/plain")], body: Array("x".utf8), expect: 415)
-            try tour.check("PUT", "/notes/\(id)", route: "/notes/{id}", headers: Self.form, body: Array(("body=" + String(repeating: "x", count: 2000)).utf8), expect: 413)
+            try tour.check(
+                "PUT", "/notes/\(id)", route: "/notes/{id}", headers: Self.form, body: Array(("body=" + String(repeating: "x", count: 2000)).utf8),
+                expect: 413)
             try tour.check("PUT", "/notes/999", route: "/notes/{id}", headers: Self.form, body: Array("body=x".utf8), expect: 404)
             try tour.check("DELETE", "/notes/\(id)", route: "/notes/{id}", headers: [("If-Match", etag)], expect: 412)
-            try tour.check("PATCH", "/notes/\(id)", route: "/notes/{id}", headers: Self.form + [("If-None-Match", "*")], body: Array("body=x".utf8), expect: 412)
-            try tour.check("PATCH", "/notes/\(id)", route: "/notes/{id}", headers: Self.form + [("If-Match", "3")], body: Array("body=x".utf8), expect: 400)
+            try tour.check(
+                "PATCH", "/notes/\(id)", route: "/notes/{id}", headers: Self.form + [("If-None-Match", "*")], body: Array("body=x".utf8), expect: 412)
+            try tour.check(
+                "PATCH", "/notes/\(id)", route: "/notes/{id}", headers: Self.form + [("If-Match", "3")], body: Array("body=x".utf8), expect: 400)
             try tour.check("DELETE", "/notes/\(id)", route: "/notes/{id}", headers: [("If-None-Match", "3")], expect: 400)
             try tour.check("GET", "/notes/0\(id)", route: "/notes/{id}", expect: 404)
             try tour.check("DELETE", "/notes/\(id)", route: "/notes/{id}", expect: 200)
@@ -192,10 +204,12 @@ struct OpenAPIConformanceTests {
             try tour.check("GET", "/uploads?note_id=&after=\(id)", expect: 200)
             try tour.check("GET", "/uploads?limit=0&note_id=x", expect: 400)
             try tour.check("PATCH", "/uploads/\(id)", route: "/uploads/{id}", headers: Self.form, body: Array("note_id=".utf8), expect: 200)
-            try tour.check("PATCH", "/uploads/\(id)", route: "/uploads/{id}", headers: Self.json, body: Array(#"{"note_id":"\#(note)"}"#.utf8), expect: 200)
+            try tour.check(
+                "PATCH", "/uploads/\(id)", route: "/uploads/{id}", headers: Self.json, body: Array(#"{"note_id":"\#(note)"}"#.utf8), expect: 200)
             try tour.check("PATCH", "/uploads/\(id)", route: "/uploads/{id}", headers: Self.form, body: Array("note_id=999".utf8), expect: 404)
             try tour.check("PATCH", "/uploads/\(id)", route: "/uploads/{id}", headers: Self.form, body: Array("other=1".utf8), expect: 422)
-            try tour.check("PATCH", "/uploads/\(id)", route: "/uploads/{id}", headers: [("Content-Type", "text/plain")], body: Array("x".utf8), expect: 415)
+            try tour.check(
+                "PATCH", "/uploads/\(id)", route: "/uploads/{id}", headers: [("Content-Type", "text/plain")], body: Array("x".utf8), expect: 415)
             try tour.check("PATCH", "/uploads/\(id)", route: "/uploads/{id}", headers: Self.json, body: Array("{".utf8), expect: 400)
             try tour.check("GET", "/uploads/\(id)", route: "/uploads/{id}", expect: 200)
             try tour.check("GET", "/uploads/0123456789abcdef01234567", route: "/uploads/{id}", expect: 404)

@@ -32,7 +32,9 @@ struct OpenAPITests {
             }
             let committed = (try? Data(contentsOf: Self.snapshot)).map { String(decoding: $0, as: UTF8.self) } ?? ""
             let difference = Self.firstDifference(committed, String(decoding: served, as: UTF8.self))
-            #expect(difference == nil, "docs/openapi.json is not the served /openapi.json (\(difference ?? "")): run `make openapi` and commit docs/openapi.json")
+            #expect(
+                difference == nil,
+                "docs/openapi.json is not the served /openapi.json (\(difference ?? "")): run `make openapi` and commit docs/openapi.json")
         }
     }
 
@@ -56,7 +58,10 @@ struct OpenAPITests {
                 for method in item.keys where Self.methods.contains(method) { documented.insert("\(method.uppercased()) \(path)") }
             }
             let registered = Set(table.map { "\($0.method) \($0.openAPIPath)" })
-            #expect(documented == registered, "documented, not registered: \(documented.subtracting(registered).sorted()); registered, not documented: \(registered.subtracting(documented).sorted())")
+            #expect(
+                documented == registered,
+                "documented, not registered: \(documented.subtracting(registered).sorted()); registered, not documented: \(registered.subtracting(documented).sorted())"
+            )
             #expect(registered.contains("GET /notes/{id}") && registered.contains("GET /"))
         }
     }
@@ -93,9 +98,11 @@ struct OpenAPITests {
         }
     }
 
-    @Test("an alias repeats its original's operation, with its own id and a note", arguments: [
-        ("post", "/upload", "/uploads"), ("get", "/echo_hello.php", "/hello"), ("post", "/echo_hello.php", "/hello"),
-    ])
+    @Test(
+        "an alias repeats its original's operation, with its own id and a note",
+        arguments: [
+            ("post", "/upload", "/uploads"), ("get", "/echo_hello.php", "/hello"), ("post", "/echo_hello.php", "/hello"),
+        ])
     func aliases(_ method: String, _ alias: String, _ original: String) throws {
         try TestApp.with { app in
             let paths = try #require(try Self.served(app).document["paths"] as? [String: [String: Any]])
@@ -115,17 +122,21 @@ struct OpenAPITests {
 
     // MARK: - The wire types against their schemas
 
-    static let upload = Upload(id: "0123456789abcdef01234567", filename: "photo.png", contentType: "image/png", size: 1 << 40,
-                               sha256: String(repeating: "a", count: 64), createdAt: Timestamp.date("2026-11-30 14:35:40")!, noteID: nil,
-                               url: "/uploads/0123456789abcdef01234567/content")
+    static let upload = Upload(
+        id: "0123456789abcdef01234567", filename: "photo.png", contentType: "image/png", size: 1 << 40,
+        sha256: String(repeating: "a", count: 64), createdAt: Timestamp.date("2026-11-30 14:35:40")!, noteID: nil,
+        url: "/uploads/0123456789abcdef01234567/content")
     static var attached: Upload { var upload = upload; upload.noteID = "42"; return upload }
-    static let note = Note(id: "42", body: "Buy milk", createdAt: Timestamp.date("2026-11-30 14:35:40")!, updatedAt: Timestamp.date("2026-11-30 14:35:41")!,
-                           version: 3, attachments: [attached])
+    static let note = Note(
+        id: "42", body: "Buy milk", createdAt: Timestamp.date("2026-11-30 14:35:40")!, updatedAt: Timestamp.date("2026-11-30 14:35:41")!,
+        version: 3, attachments: [attached])
     static let merge = MergeReport(base: 2, result: "overlap", regions: [.init(start: 4, end: 9)])
-    static let empty = Note(id: "1", body: "", createdAt: Timestamp.date("1970-01-01 00:00:00")!, updatedAt: Timestamp.date("1970-01-01 00:00:00")!, version: 1)
-    static let backup = Backup(id: "5f0c9a1b2d3e4f5061728394", createdAt: Timestamp.date("2026-12-01 09:30:00")!, jotterVersion: "0.1.0", schemaVersion: 2,
-                               notes: 2000, lastEventID: 2051, databaseSize: 4_517_560, uploads: [attached],
-                               filesURL: "/admin/backups/5f0c9a1b2d3e4f5061728394/files")
+    static let empty = Note(
+        id: "1", body: "", createdAt: Timestamp.date("1970-01-01 00:00:00")!, updatedAt: Timestamp.date("1970-01-01 00:00:00")!, version: 1)
+    static let backup = Backup(
+        id: "5f0c9a1b2d3e4f5061728394", createdAt: Timestamp.date("2026-12-01 09:30:00")!, jotterVersion: "0.1.0", schemaVersion: 2,
+        notes: 2000, lastEventID: 2051, databaseSize: 4_517_560, uploads: [attached],
+        filesURL: "/admin/backups/5f0c9a1b2d3e4f5061728394/files")
     /// `backup.json` of a backup taken from a data folder directly.
     static var local: Backup { var backup = backup; backup.id = ""; backup.filesURL = "."; backup.uploads = []; return backup }
     static let file = EchoResponse.File(filename: "a.txt", contentType: "text/plain", size: 3, sha256: String(repeating: "b", count: 64))
@@ -142,71 +153,139 @@ struct OpenAPITests {
         jsonEcho.json = .object(["a": .array([.number(1), .null, .bool(true), .string("x")])])
         jsonEcho.data = #"{"a":[1,null,true,"x"]}"#
         let user = UserInfo(id: "1", name: "ann", admin: true, createdAt: Timestamp.date("2026-12-01 10:00:00")!)
-        let token = TokenInfo(id: "3", label: "laptop", createdAt: Timestamp.date("2026-12-01 10:00:00")!, lastUsedAt: nil, expiresAt: nil, revokedAt: nil)
-        let used = TokenInfo(id: "4", label: "ci", createdAt: Timestamp.date("2026-12-01 10:00:00")!, lastUsedAt: Timestamp.date("2026-12-01 10:05:00")!,
-                             expiresAt: Timestamp.date("2026-12-31 10:00:00")!, revokedAt: Timestamp.date("2026-12-02 10:00:00")!)
+        let token = TokenInfo(
+            id: "3", label: "laptop", createdAt: Timestamp.date("2026-12-01 10:00:00")!, lastUsedAt: nil, expiresAt: nil, revokedAt: nil)
+        let used = TokenInfo(
+            id: "4", label: "ci", createdAt: Timestamp.date("2026-12-01 10:00:00")!, lastUsedAt: Timestamp.date("2026-12-01 10:05:00")!,
+            expiresAt: Timestamp.date("2026-12-31 10:00:00")!, revokedAt: Timestamp.date("2026-12-02 10:00:00")!)
         return [
             (Note.self, [note, empty]),
-            (NoteEnvelope.self, NoteEnvelope.messages.map { NoteEnvelope(note: note, message: $0) } + [NoteEnvelope(note: empty)]
-                + [NoteEnvelope(note: note, message: "Note Updated", merge: merge)]),
+            (
+                NoteEnvelope.self,
+                NoteEnvelope.messages.map { NoteEnvelope(note: note, message: $0) } + [NoteEnvelope(note: empty)]
+                    + [NoteEnvelope(note: note, message: "Note Updated", merge: merge)]
+            ),
             (MergeReport.self, [merge, MergeReport(base: 1, result: "clean", regions: [])]),
             (MergeReport.Region.self, [MergeReport.Region(start: 0, end: 12)]),
             (NoteList.self, [NoteList(notes: [note, empty], next: "/notes?limit=2&after=1"), NoteList(notes: [], next: nil)]),
-            (NoteChangeList.self, [NoteChangeList(changes: [.note(note), .deleted(id: "7", version: 2), .note(empty)], cursor: 2051, more: false, reset: false),
-                                   NoteChangeList(changes: [], cursor: -17, more: true, reset: true)]),
+            (
+                NoteChangeList.self,
+                [
+                    NoteChangeList(changes: [.note(note), .deleted(id: "7", version: 2), .note(empty)], cursor: 2051, more: false, reset: false),
+                    NoteChangeList(changes: [], cursor: -17, more: true, reset: true),
+                ]
+            ),
             (RevisionInfo.self, [RevisionInfo(version: 3, createdAt: Timestamp.date("2026-11-30 14:35:41")!, size: 8, merged: true)]),
-            (RevisionList.self, [RevisionList(revisions: [RevisionInfo(version: 3, createdAt: Timestamp.date("2026-11-30 14:35:41")!, size: 8, merged: false)],
-                                              next: "/notes/42/revisions?limit=1&after=3"),
-                                 RevisionList(revisions: [], next: nil)]),
+            (
+                RevisionList.self,
+                [
+                    RevisionList(
+                        revisions: [RevisionInfo(version: 3, createdAt: Timestamp.date("2026-11-30 14:35:41")!, size: 8, merged: false)],
+                        next: "/notes/42/revisions?limit=1&after=3"),
+                    RevisionList(revisions: [], next: nil),
+                ]
+            ),
             (Revision.self, [Revision(version: 2, createdAt: Timestamp.date("2026-11-30 14:35:40")!, body: "Buy milk", merged: false)]),
-            (RevisionEnvelope.self, [RevisionEnvelope(revision: Revision(version: 2, createdAt: Timestamp.date("2026-11-30 14:35:40")!, body: "", merged: true))]),
-            (DeletedNote.self, [DeletedNote(note: note, deletedAt: Timestamp.date("2026-12-01 09:30:00")!), DeletedNote(note: empty, deletedAt: Timestamp.date("1970-01-01 00:00:00")!)]),
-            (TrashList.self, [TrashList(notes: [DeletedNote(note: note, deletedAt: Timestamp.date("2026-12-01 09:30:00")!)], next: "/notes/trash?limit=1&after=42"),
-                              TrashList(notes: [], next: nil)]),
+            (
+                RevisionEnvelope.self,
+                [RevisionEnvelope(revision: Revision(version: 2, createdAt: Timestamp.date("2026-11-30 14:35:40")!, body: "", merged: true))]
+            ),
+            (
+                DeletedNote.self,
+                [
+                    DeletedNote(note: note, deletedAt: Timestamp.date("2026-12-01 09:30:00")!),
+                    DeletedNote(note: empty, deletedAt: Timestamp.date("1970-01-01 00:00:00")!),
+                ]
+            ),
+            (
+                TrashList.self,
+                [
+                    TrashList(
+                        notes: [DeletedNote(note: note, deletedAt: Timestamp.date("2026-12-01 09:30:00")!)], next: "/notes/trash?limit=1&after=42"),
+                    TrashList(notes: [], next: nil),
+                ]
+            ),
             (Upload.self, [upload, attached]),
             (UploadList.self, [UploadList(uploads: [upload, attached]), UploadList(uploads: [])]),
-            (UploadPage.self, [UploadPage(uploads: [upload, attached], next: "/uploads?limit=2&after=7c1a0e5b9d3f4a2e8b6c0d1f"), UploadPage(uploads: [], next: nil)]),
+            (
+                UploadPage.self,
+                [
+                    UploadPage(uploads: [upload, attached], next: "/uploads?limit=2&after=7c1a0e5b9d3f4a2e8b6c0d1f"),
+                    UploadPage(uploads: [], next: nil),
+                ]
+            ),
             (UploadEnvelope.self, [UploadEnvelope(upload: attached)]),
             (HelloMessage.self, [HelloMessage(message: "Hello Bob!")]),
-            (HealthStatus.self, [HealthStatus(status: "ok"),
-                                 HealthStatus(status: "ok", checks: ["database": "ok", "data_folder": "ok", "free_space": "ok"], freeBytes: 1 << 33)]),
+            (
+                HealthStatus.self,
+                [
+                    HealthStatus(status: "ok"),
+                    HealthStatus(status: "ok", checks: ["database": "ok", "data_folder": "ok", "free_space": "ok"], freeBytes: 1 << 33),
+                ]
+            ),
             (Backup.self, [backup, local]),
             (BackupEnvelope.self, [BackupEnvelope(backup: backup)]),
-            (ProblemDetails.self, [
-                ProblemDetails(title: "Not Found", status: 404, detail: "note 42 does not exist", requestID: "k3x9a-12"),
-                ProblemDetails(title: "Unprocessable Content", status: 422, detail: "the request body has invalid fields",
-                               errors: [.init(field: "body", message: "is required")], requestID: "k3x9a-13"),
-                ProblemDetails(title: "Internal Server Error", status: 500, requestID: "k3x9a-14"),
-                ProblemBody(HTTPError.validation([.init(field: "body", message: "is required")])),
-                ProblemBody(HTTPError(.notFound)),
-                ProblemBody({
-                    var error = HTTPError(HTTPStatus(409), detail: "note 42 is too large to merge on the server")
-                    error.type = "/problems/merge-too-large"
-                    error.members = ["note": .object(["id": "42", "body": "Buy milk", "created_at": "2026-11-30 14:35:40",
-                                                      "updated_at": "2026-11-30 14:35:41", "version": 3, "attachments": .array([])]),
-                                     "base": .object(["version": 2, "created_at": "2026-11-30 14:35:40", "body": "Buy", "merged": false])]
-                    return error
-                }()),
-                ProblemBody({
-                    var error = HTTPError(HTTPStatus(409), detail: "note 42 was deleted at 2026-12-01 09:30:00 UTC and is in the trash")
-                    error.type = "/problems/note-deleted"
-                    error.members = ["note": .object(["id": "42", "body": "Buy milk", "created_at": "2026-11-30 14:35:40",
-                                                      "updated_at": "2026-11-30 14:35:41", "version": 3, "attachments": .array([])]),
-                                     "deleted_at": "2026-12-01 09:30:00"]
-                    return error
-                }()),
-            ]),
+            (
+                ProblemDetails.self,
+                [
+                    ProblemDetails(title: "Not Found", status: 404, detail: "note 42 does not exist", requestID: "k3x9a-12"),
+                    ProblemDetails(
+                        title: "Unprocessable Content", status: 422, detail: "the request body has invalid fields",
+                        errors: [.init(field: "body", message: "is required")], requestID: "k3x9a-13"),
+                    ProblemDetails(title: "Internal Server Error", status: 500, requestID: "k3x9a-14"),
+                    ProblemBody(HTTPError.validation([.init(field: "body", message: "is required")])),
+                    ProblemBody(HTTPError(.notFound)),
+                    ProblemBody(
+                        {
+                            var error = HTTPError(HTTPStatus(409), detail: "note 42 is too large to merge on the server")
+                            error.type = "/problems/merge-too-large"
+                            error.members = [
+                                "note": .object([
+                                    "id": "42", "body": "Buy milk", "created_at": "2026-11-30 14:35:40",
+                                    "updated_at": "2026-11-30 14:35:41", "version": 3, "attachments": .array([]),
+                                ]),
+                                "base": .object(["version": 2, "created_at": "2026-11-30 14:35:40", "body": "Buy", "merged": false]),
+                            ]
+                            return error
+                        }()),
+                    ProblemBody(
+                        {
+                            var error = HTTPError(HTTPStatus(409), detail: "note 42 was deleted at 2026-12-01 09:30:00 UTC and is in the trash")
+                            error.type = "/problems/note-deleted"
+                            error.members = [
+                                "note": .object([
+                                    "id": "42", "body": "Buy milk", "created_at": "2026-11-30 14:35:40",
+                                    "updated_at": "2026-11-30 14:35:41", "version": 3, "attachments": .array([]),
+                                ]),
+                                "deleted_at": "2026-12-01 09:30:00",
+                            ]
+                            return error
+                        }()),
+                ]
+            ),
             (ProblemDetails.FieldError.self, [ProblemDetails.FieldError(field: "limit", message: "must be a whole number from 1 to 1000")]),
-            (EchoResponse.self, [
-                decoded(#"{"method":"POST","url":"/echo?x=1&x=2","args":{"x":["1","2"]},"form":{"name":"Bob"},"files":{"file":{"filename":"a.txt","content_type":"text/plain","size":3,"sha256":"\#(String(repeating: "b", count: 64))"}},"json":null,"data":"","headers":{"Host":"localhost"}}"#),
-                decoded(#"{"method":"PUT","url":"/echo","args":{},"form":{},"files":{},"json":{"a":[1,null]},"data":"{\"a\":[1,null]}","headers":{}}"#),
-                serverEcho, jsonEcho,
-            ]),
+            (
+                EchoResponse.self,
+                [
+                    decoded(
+                        #"{"method":"POST","url":"/echo?x=1&x=2","args":{"x":["1","2"]},"form":{"name":"Bob"},"files":{"file":{"filename":"a.txt","content_type":"text/plain","size":3,"sha256":"\#(String(repeating: "b", count: 64))"}},"json":null,"data":"","headers":{"Host":"localhost"}}"#
+                    ),
+                    decoded(
+                        #"{"method":"PUT","url":"/echo","args":{},"form":{},"files":{},"json":{"a":[1,null]},"data":"{\"a\":[1,null]}","headers":{}}"#
+                    ),
+                    serverEcho, jsonEcho,
+                ]
+            ),
             (EchoResponse.File.self, [file, echoFile]),
             (UserInfo.self, [user]),
             (UserList.self, [UserList(users: [user]), UserList(users: [])]),
-            (SessionInfo.self, [SessionInfo(user: user, csrfToken: String(repeating: "a1", count: 16), expiresAt: Timestamp.date("2026-12-15 10:00:00")!),
-                                SessionInfo(user: user)]),
+            (
+                SessionInfo.self,
+                [
+                    SessionInfo(user: user, csrfToken: String(repeating: "a1", count: 16), expiresAt: Timestamp.date("2026-12-15 10:00:00")!),
+                    SessionInfo(user: user),
+                ]
+            ),
             (TokenInfo.self, [token, used]),
             (TokenList.self, [TokenList(tokens: [used, token])]),
             (IssuedToken.self, [IssuedToken(token: "jot_" + String(repeating: "Ab1", count: 12), info: token, user: user)]),

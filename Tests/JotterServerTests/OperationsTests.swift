@@ -11,8 +11,9 @@ struct OperationsTests {
         var parts = MultipartBuilder()
         if let noteID { parts.field("note_id", noteID) }
         parts.file("file", filename: "a.bin", body: bytes)
-        let response = try RawHTTP(port: app.port).request("POST", "/uploads", headers: [("Content-Type", parts.contentType)],
-                                                            body: parts.finished(), close: true)
+        let response = try RawHTTP(port: app.port).request(
+            "POST", "/uploads", headers: [("Content-Type", parts.contentType)],
+            body: parts.finished(), close: true)
         #expect(response.status == 201)
         return try #require((try response.json()["uploads"] as? [[String: Any]])?.first)
     }
@@ -127,11 +128,13 @@ struct OperationsTests {
             let uploadID = try #require((backup["uploads"] as? [[String: Any]])?.first?["id"] as? String)
             let files = "/admin/backups/{id}/files"
             try tour.check("GET", "/admin/backups/\(id)/files/jotter.sqlite", route: files + "/jotter.sqlite", expect: 200)
-            try tour.check("GET", "/admin/backups/\(id)/files/jotter.sqlite", route: files + "/jotter.sqlite",
-                           headers: [("Range", "bytes=0-99")], expect: 206)
+            try tour.check(
+                "GET", "/admin/backups/\(id)/files/jotter.sqlite", route: files + "/jotter.sqlite",
+                headers: [("Range", "bytes=0-99")], expect: 206)
             try tour.check("GET", "/admin/backups/\(id)/files/uploads/\(uploadID)", route: files + "/uploads/{upload}", expect: 200)
-            try tour.check("GET", "/admin/backups/\(id)/files/uploads/\(uploadID)", route: files + "/uploads/{upload}",
-                           headers: [("Range", "bytes=99-")], expect: 416)
+            try tour.check(
+                "GET", "/admin/backups/\(id)/files/uploads/\(uploadID)", route: files + "/uploads/{upload}",
+                headers: [("Range", "bytes=99-")], expect: 416)
             try tour.check("GET", "/admin/backups/\(id)/files/uploads/ffffffffffffffffffffffff", route: files + "/uploads/{upload}", expect: 404)
             try tour.check("DELETE", "/admin/backups/\(id)", route: "/admin/backups/{id}", expect: 204)
             try tour.check("DELETE", "/admin/backups/\(id)", route: "/admin/backups/{id}", expect: 404)

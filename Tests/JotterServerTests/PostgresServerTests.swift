@@ -53,8 +53,9 @@ struct PostgresServerTests {
             let bytes = (0..<300_000).map { UInt8(truncatingIfNeeded: $0 &* 7) }
             var parts = MultipartBuilder()
             parts.file("file", filename: "data.bin", body: bytes)
-            let created = try RawHTTP(port: app.port).request("POST", "/uploads", headers: [("Content-Type", parts.contentType)],
-                                                              body: parts.finished(), close: true)
+            let created = try RawHTTP(port: app.port).request(
+                "POST", "/uploads", headers: [("Content-Type", parts.contentType)],
+                body: parts.finished(), close: true)
             #expect(created.status == 201, "\(created.text)")
             let upload = try #require((try created.json()["uploads"] as? [[String: Any]])?.first)
             let id = try #require(upload["id"] as? String)
@@ -88,7 +89,8 @@ struct PostgresServerTests {
                 let stream = try RawHTTP(port: second.port, timeout: 20)
                 try stream.send("GET /notes/events HTTP/1.1\r\nHost: localhost\r\n\r\n")
                 _ = try stream.readStream(until: "retry: 3000\n\n")
-                let created = try first.request("POST", "/notes", headers: [("Content-Type", "application/json")], body: #"{"body":"from the first"}"#)
+                let created = try first.request(
+                    "POST", "/notes", headers: [("Content-Type", "application/json")], body: #"{"body":"from the first"}"#)
                 #expect(created.status == 201)
                 let text = try stream.readStream(until: "from the first")
                 #expect(text.contains("event: note.created"))
@@ -137,8 +139,9 @@ struct PostgresServerTests {
         }) { app in
             var parts = MultipartBuilder()
             parts.file("file", filename: "x.bin", body: [1, 2, 3])
-            let refused = try RawHTTP(port: app.port).request("POST", "/uploads", headers: [("Content-Type", parts.contentType)],
-                                                              body: parts.finished(), close: true)
+            let refused = try RawHTTP(port: app.port).request(
+                "POST", "/uploads", headers: [("Content-Type", parts.contentType)],
+                body: parts.finished(), close: true)
             #expect(refused.status == 500, "\(refused.text)")
             #expect((try app.request("GET", "/uploads").json()["uploads"] as? [Any])?.isEmpty == true)
             let health = try app.request("GET", "/healthz")
@@ -151,8 +154,9 @@ struct PostgresServerTests {
 /// PostgreSQL taken away under a running server: every request that needs it is a `503` with
 /// `Retry-After` (nothing half-stored), `/healthz` says the database is the reason, and once
 /// PostgreSQL is back the server serves again by itself.
-@Suite("Server on PostgreSQL: database down", .tags(.timing), .serialized,
-       .enabled(if: SharedBackend.available && PostgresRestart.program != nil, Comment(rawValue: SharedBackend.skipMessage)))
+@Suite(
+    "Server on PostgreSQL: database down", .tags(.timing), .serialized,
+    .enabled(if: SharedBackend.available && PostgresRestart.program != nil, Comment(rawValue: SharedBackend.skipMessage)))
 struct PostgresDownTests {
     @Test func unavailableThenBack() throws {
         let backend = try SharedBackend()
@@ -201,7 +205,9 @@ struct PostgresDownTests {
     @Test("--auth required, PostgreSQL down: a valid token and a correct sign-in are 503 with Retry-After, never 401")
     func authRequiredDuringOutage() throws {
         let backend = try SharedBackend()
-        try TestApp.with(configure: { backend.configure(&$0); $0.auth = .required; $0.credentialRefreshInterval = 0 }) { app in
+        try TestApp.with(configure: {
+            backend.configure(&$0); $0.auth = .required; $0.credentialRefreshInterval = 0
+        }) { app in
             try app.addUser("ann", password: "correct horse")
             let token = try app.token("ann", password: "correct horse")
             #expect(try app.request("GET", "/notes", token: token).status == 200)
@@ -212,8 +218,9 @@ struct PostgresDownTests {
             #expect(read.status == 503, "\(read.text)")
             #expect(read.header("Retry-After") != nil)
             #expect(read.header("WWW-Authenticate") == nil)
-            let signIn = try app.request("POST", "/auth/sessions", headers: [("Content-Type", "application/x-www-form-urlencoded")],
-                                         body: "name=ann&password=correct+horse&kind=token")
+            let signIn = try app.request(
+                "POST", "/auth/sessions", headers: [("Content-Type", "application/x-www-form-urlencoded")],
+                body: "name=ann&password=correct+horse&kind=token")
             #expect(signIn.status == 503, "\(signIn.text)")
             #expect(signIn.header("Retry-After") != nil)
             try PostgresRestart.run("start")
@@ -226,7 +233,9 @@ struct PostgresDownTests {
     @Test("--auth off, PostgreSQL down: a request is 503, and nothing of it is cached: notes written right after are the user's")
     func authOffDuringOutage() throws {
         let backend = try SharedBackend()
-        try TestApp.with(configure: { backend.configure(&$0); $0.auth = .off; $0.credentialRefreshInterval = 60 }) { app in
+        try TestApp.with(configure: {
+            backend.configure(&$0); $0.auth = .off; $0.credentialRefreshInterval = 60
+        }) { app in
             try app.addUser("ann", password: "correct horse")  // the anonymous owner is read on the next request
             try PostgresRestart.run("stop")
             var restarted = false

@@ -27,12 +27,17 @@ struct ResumableUploadTests {
     /// A server on `backend` (`.postgres`: uploads in the data folder; `.bucket`: in the S3 bucket).
     func withApp<T>(_ backend: Backend, configure: (inout ServerConfiguration) -> Void = { _ in }, _ body: (TestApp) throws -> T) throws -> T {
         let shared = backend == .sqlite ? nil : try SharedBackend()
-        return try TestApp.with(configure: { configuration in
-            if let shared {
-                if backend == .bucket { shared.configure(&configuration) } else { configuration.database = .postgres(url: shared.databaseURL, poolSize: 4) }
-            }
-            configure(&configuration)
-        }, body)
+        return try TestApp.with(
+            configure: { configuration in
+                if let shared {
+                    if backend == .bucket {
+                        shared.configure(&configuration)
+                    } else {
+                        configuration.database = .postgres(url: shared.databaseURL, poolSize: 4)
+                    }
+                }
+                configure(&configuration)
+            }, body)
     }
 
     /// The test bucket (scripts/test-services), to see what the server left in it.
@@ -53,8 +58,9 @@ struct ResumableUploadTests {
             #expect(try Self.openMultipartUploads(id).isEmpty, sourceLocation: sourceLocation)
             #expect(!FileManager.default.fileExists(atPath: app.dataDirectory.appendingPathComponent("partial").path), sourceLocation: sourceLocation)
         } else {
-            #expect(try FileManager.default.contentsOfDirectory(atPath: app.dataDirectory.appendingPathComponent("partial").path).isEmpty,
-                    sourceLocation: sourceLocation)
+            #expect(
+                try FileManager.default.contentsOfDirectory(atPath: app.dataDirectory.appendingPathComponent("partial").path).isEmpty,
+                sourceLocation: sourceLocation)
         }
     }
 
@@ -81,8 +87,10 @@ struct ResumableUploadTests {
 
     /// Appends `body` at `offset` to `location` (a path), by `version`'s rules: the final answer
     /// (progress 104s skipped).
-    static func append(_ app: TestApp, _ path: String, version: Int, offset: Int, body: [UInt8], complete: Bool,
-                       extra: [(String, String)] = []) throws -> WireResponse {
+    static func append(
+        _ app: TestApp, _ path: String, version: Int, offset: Int, body: [UInt8], complete: Bool,
+        extra: [(String, String)] = []
+    ) throws -> WireResponse {
         var headers = [("Upload-Draft-Interop-Version", String(version)), ("Upload-Offset", String(offset)), completeField(version, complete)]
         if version >= 6 { headers.append(("Content-Type", "application/partial-upload")) }
         var text = "PATCH \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: \(body.count)\r\nConnection: close\r\n"
@@ -102,20 +110,24 @@ struct ResumableUploadTests {
 
     // MARK: - Raw bodies
 
-    @Test("tus: a HEAD that takes over a PATCH whose bytes all arrived, before that PATCH completed the upload, completes it: listed, its content whole")
+    @Test(
+        "tus: a HEAD that takes over a PATCH whose bytes all arrived, before that PATCH completed the upload, completes it: listed, its content whole"
+    )
     func tusTakeOverAtLengthCompletes() throws {
         try withApp(.sqlite) { app in
             let bytes = Self.bytes(200_000)
             let tus = [("Tus-Resumable", "1.0.0")]
-            let created = try RawHTTP(port: app.port).request("POST", "/uploads", headers: tus + [("Upload-Length", String(bytes.count))], close: true)
+            let created = try RawHTTP(port: app.port).request(
+                "POST", "/uploads", headers: tus + [("Upload-Length", String(bytes.count))], close: true)
             try #require(created.status == 201, "\(created.text)")
             let path = Self.path(of: try #require(created.header("Location")))
             let id = String(path.split(separator: "/").last!)
             // A PATCH whose every byte of the upload arrived, its request not ended (one byte
             // more announced): the moment after its last chunk was stored, before it completed.
             let patch = try RawHTTP(port: app.port, timeout: 10)
-            try patch.send("PATCH \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\nTus-Resumable: 1.0.0\r\nUpload-Offset: 0\r\n"
-                           + "Content-Type: application/offset+octet-stream\r\nContent-Length: \(bytes.count + 1)\r\n\r\n")
+            try patch.send(
+                "PATCH \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\nTus-Resumable: 1.0.0\r\nUpload-Offset: 0\r\n"
+                    + "Content-Type: application/offset+octet-stream\r\nContent-Length: \(bytes.count + 1)\r\n\r\n")
             try patch.send(bytes)
             let file = app.dataDirectory.appendingPathComponent("partial/\(id)").path
             for _ in 0..<500 {
@@ -141,9 +153,11 @@ struct ResumableUploadTests {
     func rawBody(_ backend: Backend) throws {
         try withApp(backend) { app in
             let file = Self.bytes(100_000)
-            let response = try RawHTTP(port: app.port).request("POST", "/uploads", headers: [
-                ("Content-Type", "image/png"), ("Content-Disposition", "attachment; filename=\"cat.png\"; filename*=UTF-8''k%C3%A4tzchen.png"),
-            ], body: file, close: true)
+            let response = try RawHTTP(port: app.port).request(
+                "POST", "/uploads",
+                headers: [
+                    ("Content-Type", "image/png"), ("Content-Disposition", "attachment; filename=\"cat.png\"; filename*=UTF-8''k%C3%A4tzchen.png"),
+                ], body: file, close: true)
             #expect(response.status == 201, "\(response.text)")
             let upload = try #require((try response.json()["uploads"] as? [[String: Any]])?.first)
             #expect(upload["filename"] as? String == "kätzchen.png")
@@ -216,16 +230,18 @@ struct ResumableUploadTests {
         var testDescription: String { rawValue }
     }
 
-    @Test("curl: 104 with Location before the final answer, an incomplete creation, HEAD's offset, PATCH the rest, same bytes",
-          arguments: CurlTransport.allCases, [3, 6, 8])
+    @Test(
+        "curl: 104 with Location before the final answer, an incomplete creation, HEAD's offset, PATCH the rest, same bytes",
+        arguments: CurlTransport.allCases, [3, 6, 8])
     func curl(_ transport: CurlTransport, _ version: Int) throws {
         try curlUpload(transport, version, backend: .sqlite)
     }
 
     /// With PostgreSQL the upload's row is made on a store thread while the engine holds the
     /// body back: the 104 comes from there, over HTTP/1.1 and HTTP/2 alike.
-    @Test("curl on PostgreSQL and on PostgreSQL + S3: the 104 before the body, the upload resumed, same bytes",
-          .enabled(if: SharedBackend.available), arguments: CurlTransport.allCases, [Backend.postgres, .bucket])
+    @Test(
+        "curl on PostgreSQL and on PostgreSQL + S3: the 104 before the body, the upload resumed, same bytes",
+        .enabled(if: SharedBackend.available), arguments: CurlTransport.allCases, [Backend.postgres, .bucket])
     func curlOnPostgres(_ transport: CurlTransport, _ backend: Backend) throws {
         try curlUpload(transport, 8, backend: backend)
     }
@@ -234,18 +250,22 @@ struct ResumableUploadTests {
         // A certificate for TLS; its folder holds curl's files either way.
         let folder = try TLSTests.certificate()
         defer { try? FileManager.default.removeItem(at: folder) }
-        try withApp(backend, configure: { configuration in
-            if transport == .h2 {
-                configuration.tlsCertificatePath = folder.path + "/cert.pem"
-                configuration.tlsKeyPath = folder.path + "/key.pem"
+        try withApp(
+            backend,
+            configure: { configuration in
+                if transport == .h2 {
+                    configuration.tlsCertificatePath = folder.path + "/cert.pem"
+                    configuration.tlsKeyPath = folder.path + "/key.pem"
+                }
             }
-        }) { app in
+        ) { app in
             let base = "\(transport == .h2 ? "https" : "http")://127.0.0.1:\(app.port)"
-            let options = switch transport {
-            case .http1: ["--http1.1"]
-            case .h2c: ["--http2-prior-knowledge"]
-            case .h2: ["--http2", "--cacert", folder.path + "/cert.pem"]
-            }
+            let options =
+                switch transport {
+                case .http1: ["--http1.1"]
+                case .h2c: ["--http2-prior-knowledge"]
+                case .h2: ["--http2", "--cacert", folder.path + "/cert.pem"]
+                }
             let protocolName = transport == .http1 ? "HTTP/1.1" : "HTTP/2"
             func fields(_ pairs: (String, String)...) -> [String] { pairs.flatMap { ["-H", "\($0.0): \($0.1)"] } }
             /// curl's answers, interim ones first, each its status line and header fields (`-i`).
@@ -262,9 +282,11 @@ struct ResumableUploadTests {
             try Data(file[..<80_000]).write(to: first)
             try Data(file[80_000...]).write(to: rest)
 
-            let created = try answers(fields(interop, Self.completeField(version, false), ("Content-Type", "image/png"),
-                                             ("Content-Disposition", "attachment; filename=\"cat.png\""))
-                                      + ["--data-binary", "@\(first.path)", base + "/uploads"])
+            let created = try answers(
+                fields(
+                    interop, Self.completeField(version, false), ("Content-Type", "image/png"),
+                    ("Content-Disposition", "attachment; filename=\"cat.png\""))
+                    + ["--data-binary", "@\(first.path)", base + "/uploads"])
             try #require(created.count >= 2, "\(created)")
             #expect(created[0].hasPrefix("\(protocolName) 104"), "\(created[0])")
             let location = try #require(field("Location", in: created[0]), "\(created[0])")
@@ -367,9 +389,12 @@ struct ResumableUploadTests {
             #expect(try connection.readResponse().status == 104)
             let created = try connection.readResponse()
             let path = Self.path(of: try #require(created.header("Location")))
-            let plain = try RawHTTP(port: app.port).request("PATCH", path, headers: [
-                ("Upload-Draft-Interop-Version", "8"), ("Upload-Offset", "3"), ("Upload-Complete", "?0"), ("Content-Type", "application/octet-stream"),
-            ], body: [1, 2], close: true)
+            let plain = try RawHTTP(port: app.port).request(
+                "PATCH", path,
+                headers: [
+                    ("Upload-Draft-Interop-Version", "8"), ("Upload-Offset", "3"), ("Upload-Complete", "?0"),
+                    ("Content-Type", "application/octet-stream"),
+                ], body: [1, 2], close: true)
             #expect(plain.status == 415)
             // Upload-Length 10 was recorded: completing at 5 bytes disagrees.
             let short = try Self.append(app, path, version: 8, offset: 3, body: [1, 2], complete: true)
@@ -391,7 +416,8 @@ struct ResumableUploadTests {
             let right = ":" + Data(ToolDigest.bytes("sha256sum", file)).base64EncodedString() + ":"
             let wrong = ":" + Data(repeating: 0, count: 32).base64EncodedString() + ":"
             let refusedConnection = try RawHTTP(port: app.port, timeout: 5)
-            try refusedConnection.send(Array(Self.creation(version: 8, complete: true, length: file.count, extra: [("Repr-Digest", "sha-256=\(wrong)")]).utf8) + file)
+            try refusedConnection.send(
+                Array(Self.creation(version: 8, complete: true, length: file.count, extra: [("Repr-Digest", "sha-256=\(wrong)")]).utf8) + file)
             #expect(try refusedConnection.readResponse().status == 104)
             let refused = try refusedConnection.readResponse()
             #expect(refused.status == 400)
@@ -399,8 +425,12 @@ struct ResumableUploadTests {
             #expect(try app.request("GET", "/uploads").json()["uploads"].map { ($0 as? [Any])?.count } == 0)
             #expect(try FileManager.default.contentsOfDirectory(atPath: app.dataDirectory.appendingPathComponent("partial").path).isEmpty)
             let acceptedConnection = try RawHTTP(port: app.port, timeout: 5)
-            try acceptedConnection.send(Array(Self.creation(version: 8, complete: true, length: file.count,
-                                                            extra: [("Repr-Digest", "sha-512=:AAAA:, sha-256=\(right)")]).utf8) + file)
+            try acceptedConnection.send(
+                Array(
+                    Self.creation(
+                        version: 8, complete: true, length: file.count,
+                        extra: [("Repr-Digest", "sha-512=:AAAA:, sha-256=\(right)")]
+                    ).utf8) + file)
             #expect(try acceptedConnection.readResponse().status == 104)
             #expect(try acceptedConnection.readResponse().status == 201)
         }
@@ -459,8 +489,9 @@ struct ResumableUploadTests {
     /// machine is busy: after the request that sent it was answered, and after the append
     /// that followed took the upload over. The notice is for the request it displaced, never
     /// for a later one.
-    @Test("a take-over's notice heard late stops nothing but the request it displaced: the append after it goes on",
-          .enabled(if: SharedBackend.available, Comment(rawValue: SharedBackend.skipMessage)))
+    @Test(
+        "a take-over's notice heard late stops nothing but the request it displaced: the append after it goes on",
+        .enabled(if: SharedBackend.available, Comment(rawValue: SharedBackend.skipMessage)))
     func lateTakeOverNotice() throws {
         try withApp(.bucket) { app in
             let databaseURL = try #require({ if case .postgres(let url, _) = app.app.configuration.database { url } else { nil } }())
@@ -482,9 +513,11 @@ struct ResumableUploadTests {
             // The append's head and some of its body: once it holds the upload…
             let patch = try RawHTTP(port: app.port, timeout: 10)
             let rest = Array(file[offset...])
-            try patch.send(Array(("PATCH \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: \(rest.count)\r\nConnection: close\r\n"
-                                  + "Upload-Draft-Interop-Version: 6\r\nUpload-Offset: \(offset)\r\nUpload-Complete: ?1\r\n"
-                                  + "Content-Type: application/partial-upload\r\n\r\n").utf8) + rest[..<50_000])
+            try patch.send(
+                Array(
+                    ("PATCH \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: \(rest.count)\r\nConnection: close\r\n"
+                        + "Upload-Draft-Interop-Version: 6\r\nUpload-Offset: \(offset)\r\nUpload-Complete: ?1\r\n"
+                        + "Content-Type: application/partial-upload\r\n\r\n").utf8) + rest[..<50_000])
             let deadline = Date().addingTimeInterval(10)
             while try generation(id) == displaced + 1, Date() < deadline { usleep(20_000) }
             #expect(try generation(id) == displaced + 2)
@@ -507,7 +540,9 @@ struct ResumableUploadTests {
             // fall before, on and after part boundaries too.
             let large = backend == .bucket ? 10 : 0
             for round in 0..<100 {
-                let size = round < large ? Int.random(in: (8 << 20) - 100_000...(19 << 20), using: &generator) : Int.random(in: 1...400_000, using: &generator)
+                let size =
+                    round < large
+                    ? Int.random(in: (8 << 20) - 100_000...(19 << 20), using: &generator) : Int.random(in: 1...400_000, using: &generator)
                 let file = Self.bytes(size, seed: UInt32(round))
                 let cut = Int.random(in: 0...file.count, using: &generator)
                 let connection = try RawHTTP(port: app.port, timeout: 5)
@@ -525,8 +560,12 @@ struct ResumableUploadTests {
                 }
                 let id = String(path.dropFirst("/uploads/".count))
                 let shown = try app.request("GET", "/uploads/\(id)")
-                #expect((try shown.json()["upload"] as? [String: Any])?["sha256"] as? String == SHA256Hex.of(file), "round \(round), cut at \(cut), size \(file.count), offset \(offset): \(done?.status ?? 0) \(done?.text ?? "") / \(shown.text)")
-                if backend == .bucket, round < large { #expect(try SHA256Hex.of(Self.bucket().bytes(UploadRecord.blobKey(id))) == SHA256Hex.of(file)) }
+                #expect(
+                    (try shown.json()["upload"] as? [String: Any])?["sha256"] as? String == SHA256Hex.of(file),
+                    "round \(round), cut at \(cut), size \(file.count), offset \(offset): \(done?.status ?? 0) \(done?.text ?? "") / \(shown.text)")
+                if backend == .bucket, round < large {
+                    #expect(try SHA256Hex.of(Self.bucket().bytes(UploadRecord.blobKey(id))) == SHA256Hex.of(file))
+                }
             }
         }
     }
@@ -544,8 +583,9 @@ struct ResumableUploadTests {
     /// keep is still queued when the store is asked to close. What it records (with the bucket,
     /// the tail below a part goes to PostgreSQL) is part of the drain: the next instance
     /// resumes at the bytes received.
-    @Test("a graceful stop records what an in-flight upload received before the store closes",
-          .enabled(if: SharedBackend.available), arguments: [Backend.postgres, .bucket])
+    @Test(
+        "a graceful stop records what an in-flight upload received before the store closes",
+        .enabled(if: SharedBackend.available), arguments: [Backend.postgres, .bucket])
     func drainKeeps(_ backend: Backend) throws {
         try resumesAfterStop(backend, seed: 5) { first, connection in
             // Every store thread busy until the store has begun to close (or 3 s have passed).
@@ -553,7 +593,9 @@ struct ResumableUploadTests {
             let release = Flag()
             for _ in 0..<64 { first.app.notes.threads.run { while !release.raised.load(ordering: .acquiring) { usleep(2_000) } } }
             let stopped = Semaphore()
-            Thread.detachNewThread { first.stop(); stopped.signal() }
+            Thread.detachNewThread {
+                first.stop(); stopped.signal()
+            }
             usleep(300_000)  // the drain has begun: the client's end is seen during it
             shutdown(connection.fd, Int32(SHUT_RDWR))
             let deadline = Date().addingTimeInterval(3)
@@ -571,7 +613,11 @@ struct ResumableUploadTests {
         let shared = backend == .sqlite ? nil : try SharedBackend()
         func configure(_ configuration: inout ServerConfiguration) {
             guard let shared else { return }
-            if backend == .bucket { shared.configure(&configuration) } else { configuration.database = .postgres(url: shared.databaseURL, poolSize: 4) }
+            if backend == .bucket {
+                shared.configure(&configuration)
+            } else {
+                configuration.database = .postgres(url: shared.databaseURL, poolSize: 4)
+            }
         }
         let file = Self.bytes(200_000, seed: seed)
         let first = try TestApp(configure: configure)
@@ -620,7 +666,8 @@ struct ResumableUploadTests {
         let offset = try #require(Int(head.header("Upload-Offset") ?? ""))
         #expect(offset == 150_000)
         var patch = "PATCH \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\nUpload-Draft-Interop-Version: 8\r\nUpload-Offset: \(offset)\r\n"
-        patch += "Upload-Complete: ?1\r\nContent-Type: application/partial-upload\r\nContent-Length: \(file.count - offset)\r\nConnection: close\r\n\r\n"
+        patch +=
+            "Upload-Complete: ?1\r\nContent-Type: application/partial-upload\r\nContent-Length: \(file.count - offset)\r\nConnection: close\r\n\r\n"
         let append = try RawHTTP(port: second.port, timeout: 5)
         try append.send(Array(patch.utf8) + Array(file[offset...]))
         let done = try append.readResponse()
@@ -630,7 +677,12 @@ struct ResumableUploadTests {
 
     @Test("expired partial uploads are swept: row and bytes")
     func expiry() throws {
-        try withApp(.sqlite, configure: { $0.resumableUploadLifetime = 1; $0.resumableSweepInterval = 0.2 }) { app in
+        try withApp(
+            .sqlite,
+            configure: {
+                $0.resumableUploadLifetime = 1; $0.resumableSweepInterval = 0.2
+            }
+        ) { app in
             let connection = try RawHTTP(port: app.port, timeout: 5)
             try connection.send(Self.creation(version: 8, complete: false, length: 4) + "abcd")
             #expect(try connection.readResponse().status == 104)
@@ -659,7 +711,12 @@ struct ResumableUploadTests {
 
     @Test("authentication before any byte; another user's upload is 404; the per-user limit", arguments: backends)
     func users(_ backend: Backend) throws {
-        try withApp(backend, configure: { $0.auth = .required; $0.resumableUploadsPerUser = 1; $0.resumableBytesPerUser = 1000 }) { app in
+        try withApp(
+            backend,
+            configure: {
+                $0.auth = .required; $0.resumableUploadsPerUser = 1; $0.resumableBytesPerUser = 1000
+            }
+        ) { app in
             try app.addUser("ann")
             try app.addUser("bob")
             let ann = try app.token("ann"), bob = try app.token("bob")
@@ -671,7 +728,8 @@ struct ResumableUploadTests {
             try connection.send(Self.creation(version: 8, complete: false, length: 4, extra: [("Authorization", "Bearer \(ann)")]) + "abcd")
             #expect(try connection.readResponse().status == 104)
             let path = Self.path(of: try #require(try connection.readResponse().header("Location")))
-            let theirs = try RawHTTP(port: app.port).request("HEAD", path, headers: [("Upload-Draft-Interop-Version", "8"), ("Authorization", "Bearer \(bob)")], close: true)
+            let theirs = try RawHTTP(port: app.port).request(
+                "HEAD", path, headers: [("Upload-Draft-Interop-Version", "8"), ("Authorization", "Bearer \(bob)")], close: true)
             #expect(theirs.status == 404)
             let append = try Self.append(app, path, version: 8, offset: 4, body: [1], complete: true, extra: [("Authorization", "Bearer \(bob)")])
             #expect(append.status == 404)
@@ -680,13 +738,15 @@ struct ResumableUploadTests {
             #expect(try second.readResponse().status == 429)
             // Bob's first would hold more than his 1000 bytes.
             let large = try RawHTTP(port: app.port, timeout: 5)
-            try large.send(Self.creation(version: 8, complete: false, length: 4, extra: [("Authorization", "Bearer \(bob)"), ("Upload-Length", "5000")]))
+            try large.send(
+                Self.creation(version: 8, complete: false, length: 4, extra: [("Authorization", "Bearer \(bob)"), ("Upload-Length", "5000")]))
             #expect(try large.readResponse().status == 429)
         }
     }
 
-    @Test("PostgreSQL and a bucket: the partial bytes are one multipart upload of parts of 8 MiB and a tail in PostgreSQL, completed into the upload's key",
-          .enabled(if: SharedBackend.available))
+    @Test(
+        "PostgreSQL and a bucket: the partial bytes are one multipart upload of parts of 8 MiB and a tail in PostgreSQL, completed into the upload's key",
+        .enabled(if: SharedBackend.available))
     func bucket() throws {
         try withApp(.bucket) { app in
             // Two parts and a tail when the first request is cut, the rest in a second request.
@@ -719,10 +779,16 @@ struct ResumableUploadTests {
         }
     }
 
-    @Test("PostgreSQL and a bucket: an empty upload, and one of a single small part, complete; expiry aborts the multipart upload",
-          .enabled(if: SharedBackend.available))
+    @Test(
+        "PostgreSQL and a bucket: an empty upload, and one of a single small part, complete; expiry aborts the multipart upload",
+        .enabled(if: SharedBackend.available))
     func bucketEdges() throws {
-        try withApp(.bucket, configure: { $0.resumableUploadLifetime = 1; $0.resumableSweepInterval = 0.2 }) { app in
+        try withApp(
+            .bucket,
+            configure: {
+                $0.resumableUploadLifetime = 1; $0.resumableSweepInterval = 0.2
+            }
+        ) { app in
             for size in [0, 1, 100_000] {
                 let file = Self.bytes(size, seed: UInt32(size))
                 let connection = try RawHTTP(port: app.port, timeout: 10)
@@ -751,8 +817,9 @@ struct ResumableUploadTests {
         }
     }
 
-    @Test("PostgreSQL and a bucket: the sweep aborts multipart uploads no partial upload names, once older than a row can live, and spares the others",
-          .enabled(if: SharedBackend.available))
+    @Test(
+        "PostgreSQL and a bucket: the sweep aborts multipart uploads no partial upload names, once older than a row can live, and spares the others",
+        .enabled(if: SharedBackend.available))
     func bucketLeftovers() throws {
         // A bucket of its own: the sweep looks at every multipart upload in it, and other tests'
         // uploads in the shared bucket have their rows in other databases.
@@ -794,9 +861,11 @@ struct ResumableUploadTests {
             let file = Self.bytes(30_000)
             let tus = [("Tus-Resumable", "1.0.0")]
             let metadata = "filename \(Data("dog.jpg".utf8).base64EncodedString()),filetype \(Data("image/jpeg".utf8).base64EncodedString())"
-            let created = try RawHTTP(port: app.port).request("POST", "/uploads", headers: tus + [
-                ("Upload-Length", String(file.count)), ("Upload-Metadata", metadata), ("Content-Type", "application/offset+octet-stream"),
-            ], body: Array(file[..<10_000]), close: true)
+            let created = try RawHTTP(port: app.port).request(
+                "POST", "/uploads",
+                headers: tus + [
+                    ("Upload-Length", String(file.count)), ("Upload-Metadata", metadata), ("Content-Type", "application/offset+octet-stream"),
+                ], body: Array(file[..<10_000]), close: true)
             #expect(created.status == 201, "\(created.text)")
             #expect(created.header("Upload-Offset") == "10000")
             #expect(created.header("Tus-Resumable") == "1.0.0")
@@ -837,7 +906,8 @@ struct ResumableUploadTests {
             let otherPath = Self.path(of: try #require(other.header("Location")))
             #expect(try RawHTTP(port: app.port).request("DELETE", otherPath, headers: tus, close: true).status == 204)
             #expect(try RawHTTP(port: app.port).request("HEAD", otherPath, headers: tus, close: true).status == 404)
-            let old = try RawHTTP(port: app.port).request("POST", "/uploads", headers: [("Tus-Resumable", "0.2.2"), ("Upload-Length", "5")], close: true)
+            let old = try RawHTTP(port: app.port).request(
+                "POST", "/uploads", headers: [("Tus-Resumable", "0.2.2"), ("Upload-Length", "5")], close: true)
             #expect(old.status == 412)
             #expect(old.header("Tus-Version") == "1.0.0")
         }
@@ -864,8 +934,9 @@ enum ToolDigest {
 /// tuspy from `.venv-test` (scripts/test-venv) against the tus endpoints.
 @Suite("Resumable uploads: tuspy")
 struct TusClientTests {
-    @Test("tuspy uploads in chunks with sha1 checksums, stops, and a new uploader resumes from the server's offset",
-          arguments: ResumableUploadTests.backends)
+    @Test(
+        "tuspy uploads in chunks with sha1 checksums, stops, and a new uploader resumes from the server's offset",
+        arguments: ResumableUploadTests.backends)
     func tuspy(_ backend: ResumableUploadTests.Backend) throws {
         let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
         let python = root.appendingPathComponent(".venv-test/bin/python")
@@ -878,8 +949,10 @@ struct TusClientTests {
             try Data(file).write(to: path)
             let process = Process()
             process.executableURL = python
-            process.arguments = [root.appendingPathComponent("Tests/Resumable/tus_upload.py").path, "http://127.0.0.1:\(app.port)/uploads",
-                                 path.path, String(100_000), "3"]
+            process.arguments = [
+                root.appendingPathComponent("Tests/Resumable/tus_upload.py").path, "http://127.0.0.1:\(app.port)/uploads",
+                path.path, String(100_000), "3",
+            ]
             let output = Pipe(), errors = Pipe()
             process.standardOutput = output
             process.standardError = errors

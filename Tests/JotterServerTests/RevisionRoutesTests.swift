@@ -19,7 +19,10 @@ enum ServerDatabase: String, CaseIterable, Sendable, CustomTestStringConvertible
             try TestApp.with(configure: configure, body)
         case .postgres:
             let backend = try SharedBackend()
-            try TestApp.with(configure: { backend.configure(&$0); configure(&$0) }, body)
+            try TestApp.with(
+                configure: {
+                    backend.configure(&$0); configure(&$0)
+                }, body)
         }
     }
 }
@@ -39,7 +42,8 @@ struct RevisionRoutesTests {
         try database.with { app in
             let id = try Self.created(app, "one")
             #expect(try app.request("PUT", "/notes/\(id)", body: "body=two").status == 200)
-            #expect(try app.request("PATCH", "/notes/\(id)", headers: [("Content-Type", "application/json")], body: #"{"body":"three ✓"}"#).status == 200)
+            #expect(
+                try app.request("PATCH", "/notes/\(id)", headers: [("Content-Type", "application/json")], body: #"{"body":"three ✓"}"#).status == 200)
 
             let all = try app.request("GET", "/notes/\(id)/revisions")
             #expect(all.status == 200, "\(all.text)")
@@ -70,8 +74,11 @@ struct RevisionRoutesTests {
             #expect(try app.request("GET", "/notes/\(id)/revisions?limit=0").status == 400)
             #expect(try app.request("GET", "/notes/\(id)/revisions?after=-1").status == 400)
             let errors = try app.request("GET", "/notes/\(id)/revisions?after=-1&limit=1001x").json()["errors"] as? [[String: String]]
-            #expect(errors == [["field": "limit", "message": "must be a whole number from 1 to 1000"],
-                               ["field": "after", "message": "must be a version"]])
+            #expect(
+                errors == [
+                    ["field": "limit", "message": "must be a whole number from 1 to 1000"],
+                    ["field": "after", "message": "must be a version"],
+                ])
         }
     }
 
@@ -89,8 +96,9 @@ struct RevisionRoutesTests {
             #expect(note["version"] as? Int == 3)
             #expect(restored.header("ETag") == "\"3\"")
 
-            let json = try app.request("POST", "/notes/\(id)/restore", headers: [("Content-Type", "application/json"), ("If-Match", "\"3\"")],
-                                       body: #"{"version":2}"#)
+            let json = try app.request(
+                "POST", "/notes/\(id)/restore", headers: [("Content-Type", "application/json"), ("If-Match", "\"3\"")],
+                body: #"{"version":2}"#)
             #expect(json.status == 200, "\(json.text)")
             #expect((try json.json()["note"] as? [String: Any])?["body"] as? String == "second")
             #expect(try app.request("GET", "/notes/\(id)").json()["note"].flatMap { ($0 as? [String: Any])?["version"] as? Int } == 4)
@@ -101,8 +109,11 @@ struct RevisionRoutesTests {
             for bad in ["version=0", "version=x", "version=-1"] {
                 #expect(try app.request("POST", "/notes/\(id)/restore", body: bad).status == 422, "\(bad)")
             }
-            #expect(try app.request("POST", "/notes/\(id)/restore", headers: [("Content-Type", "application/json")],
-                                    body: #"{"version":1.5}"#).status == 422)
+            #expect(
+                try app.request(
+                    "POST", "/notes/\(id)/restore", headers: [("Content-Type", "application/json")],
+                    body: #"{"version":1.5}"#
+                ).status == 422)
             #expect(try app.request("POST", "/notes/\(id)/restore", body: "").status == 409, "a live note: restore one of its revisions")
             // Nothing of the refusals changed the note.
             #expect(try app.request("GET", "/notes/\(id)/revisions").json()["revisions"].flatMap { ($0 as? [Any])?.count } == 4)
@@ -118,8 +129,10 @@ struct RevisionRoutesTests {
             let id = try Self.created(app, "ann's", token: ann)
             #expect(try app.request("PUT", "/notes/\(id)", token: ann, body: "body=ann's, edited").status == 200)
 
-            for (method, path, body) in [("GET", "/notes/\(id)/revisions", ""), ("GET", "/notes/\(id)/revisions/1", ""),
-                                         ("POST", "/notes/\(id)/restore", "version=1")] {
+            for (method, path, body) in [
+                ("GET", "/notes/\(id)/revisions", ""), ("GET", "/notes/\(id)/revisions/1", ""),
+                ("POST", "/notes/\(id)/restore", "version=1"),
+            ] {
                 let response = try app.request(method, path, token: bob, body: body)
                 #expect(response.status == 404, "\(method) \(path): \(response.text)")
             }

@@ -15,8 +15,9 @@ import Testing
 extension ScaleOutTests {
     enum Outage: String, CaseIterable, Sendable { case kill, terminate }
 
-    @Test("an instance killed or stopped under keyed load through HAProxy: 0 client-visible errors, 0 duplicate notes, every acknowledged write kept",
-          arguments: Outage.allCases)
+    @Test(
+        "an instance killed or stopped under keyed load through HAProxy: 0 client-visible errors, 0 duplicate notes, every acknowledged write kept",
+        arguments: Outage.allCases)
     func failoverThroughHAProxy(outage: Outage) throws {
         let cluster = try ScaleOutCluster(instances: 2, backend: ScaleOutBackend(), balancer: .haproxy)
         defer { cluster.stop() }
@@ -49,8 +50,9 @@ extension ScaleOutTests {
         let stored = Dictionary(bodies.flatMap { body, ids in ids.map { ($0, body) } }, uniquingKeysWith: { first, _ in first })
         let missing = result.acknowledged.filter { stored[$0.id] != $0.body }
         #expect(missing.isEmpty, "acknowledged writes not in the database as acknowledged: \(missing.prefix(10))")
-        print("ScaleOutTests failover (\(outage)): \(result.acknowledged.count) writes acknowledged, \(result.retries) retries,"
-              + " \(result.errors.count) errors, \(duplicates.count) duplicates, \(missing.count) missing")
+        print(
+            "ScaleOutTests failover (\(outage)): \(result.acknowledged.count) writes acknowledged, \(result.retries) retries,"
+                + " \(result.errors.count) errors, \(duplicates.count) duplicates, \(missing.count) missing")
     }
 }
 
@@ -109,8 +111,10 @@ final class KeyedLoad: @unchecked Sendable {
 
     /// One request with the SDK's retries (same key, same body); nil once it failed for good
     /// (recorded as an error), or the final answer.
-    private func send(_ connection: inout RawHTTP?, _ port: Int, _ method: String, _ target: String,
-                      _ headers: [(String, String)], _ body: String) -> WireResponse? {
+    private func send(
+        _ connection: inout RawHTTP?, _ port: Int, _ method: String, _ target: String,
+        _ headers: [(String, String)], _ body: String
+    ) -> WireResponse? {
         var attempt = 0
         while true {
             attempt += 1

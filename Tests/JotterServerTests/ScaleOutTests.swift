@@ -9,8 +9,9 @@ import Testing
 /// contrib/nginx/jotter.conf — the deployment docs/deployment.md describes, with real processes —
 /// and two behind HAProxy running contrib/haproxy/jotter.cfg for resumable uploads.
 /// Run alone in the timing pass: it keeps both cores busy.
-@Suite("N instances on PostgreSQL and S3 behind nginx or HAProxy", .tags(.timing), .serialized,
-       .enabled(if: ScaleOutBackend.unavailable == nil, Comment(rawValue: ScaleOutBackend.unavailable ?? "")))
+@Suite(
+    "N instances on PostgreSQL and S3 behind nginx or HAProxy", .tags(.timing), .serialized,
+    .enabled(if: ScaleOutBackend.unavailable == nil, Comment(rawValue: ScaleOutBackend.unavailable ?? "")))
 struct ScaleOutTests {
     func cluster(_ count: Int = 3) throws -> ScaleOutCluster {
         try ScaleOutCluster(instances: count, backend: ScaleOutBackend())
@@ -30,8 +31,9 @@ struct ScaleOutTests {
         let streams = direct + proxied
 
         let id = try cluster.createNote(ports[0], "written+on+the+first")
-        let update = try cluster.request(cluster.nginx.port, "PUT", "/notes/\(id)",
-                                         headers: [("Content-Type", "application/x-www-form-urlencoded")], body: Array("body=changed".utf8))
+        let update = try cluster.request(
+            cluster.nginx.port, "PUT", "/notes/\(id)",
+            headers: [("Content-Type", "application/x-www-form-urlencoded")], body: Array("body=changed".utf8))
         #expect(update.status == 200)
         #expect(try cluster.request(ports[2], "DELETE", "/notes/\(id)").status == 200)
 
@@ -58,8 +60,9 @@ struct ScaleOutTests {
         for uploadPort in [cluster.nginx.port, ports[1]] {
             var parts = MultipartBuilder()
             parts.file("file", filename: "data.bin", body: bytes)
-            let created = try cluster.request(uploadPort, "POST", "/uploads", headers: [("Content-Type", parts.contentType)],
-                                              body: parts.finished())
+            let created = try cluster.request(
+                uploadPort, "POST", "/uploads", headers: [("Content-Type", parts.contentType)],
+                body: parts.finished())
             try #require(created.status == 201, "\(created.text)")
             let upload = try #require((try created.json()["uploads"] as? [[String: Any]])?.first)
             let id = try #require(upload["id"] as? String)
@@ -79,12 +82,14 @@ struct ScaleOutTests {
                 #expect(range.headers["content-range"] == "bytes \(start)-\(end)/\(bytes.count)")
                 #expect(range.body == Array(bytes[start...end]))
 
-                let tail = try cluster.download(port, "/uploads/\(id)/content",
-                                               headers: [("Range", "bytes=-10"), ("If-Range", etag)])
+                let tail = try cluster.download(
+                    port, "/uploads/\(id)/content",
+                    headers: [("Range", "bytes=-10"), ("If-Range", etag)])
                 #expect(tail.status == 206)
                 #expect(tail.body == Array(bytes.suffix(10)))
-                let stale = try cluster.download(port, "/uploads/\(id)/content",
-                                                headers: [("Range", "bytes=0-9"), ("If-Range", "\"not-the-etag\"")])
+                let stale = try cluster.download(
+                    port, "/uploads/\(id)/content",
+                    headers: [("Range", "bytes=0-9"), ("If-Range", "\"not-the-etag\"")])
                 #expect(stale.status == 200 && stale.body.count == bytes.count)
             }
             #expect(etags.count == 1, "one ETag on every instance: \(etags)")
@@ -147,8 +152,9 @@ struct ScaleOutTests {
         #expect(logged502.allSatisfy { $0.method == "POST" && $0.upstreams == [victimAddress] }, "\(logged502)")
         // nginx met the dead instance (or the test proved nothing): a request resent from it to
         // another, or a POST it had passed on answered 502 (after either, nginx leaves it out).
-        #expect(log.contains { $0.upstreams.first == victimAddress && ($0.upstreams.count > 1 || $0.status == 502) },
-                "no request went to the killed instance after the kill")
+        #expect(
+            log.contains { $0.upstreams.first == victimAddress && ($0.upstreams.count > 1 || $0.status == 502) },
+            "no request went to the killed instance after the kill")
 
         // Restarted: catches up from the last event it delivered.
         let acknowledged = Set(outcomes.compactMap(\.noteID))
@@ -165,7 +171,8 @@ struct ScaleOutTests {
         // nginx tries it again once fail_timeout (5 s) has passed since its failure.
         usleep(5_500_000)
         for _ in 0..<6 { #expect(try cluster.request(cluster.nginx.port, "GET", "/notes/\(readID)").status == 200) }
-        #expect(cluster.nginx.accessLog(atLeast: log.count + 6).suffix(6).contains { $0.upstreams == [victimAddress] }, "nginx sends it requests again")
+        #expect(
+            cluster.nginx.accessLog(atLeast: log.count + 6).suffix(6).contains { $0.upstreams == [victimAddress] }, "nginx sends it requests again")
     }
 
     /// HAProxy (contrib/haproxy/jotter.cfg) passes the 104, which nginx 1.22 does not: a
@@ -177,7 +184,9 @@ struct ScaleOutTests {
     /// bucket and PostgreSQL (docs/API.md, "Resumable uploads"): the other instance answers its
     /// offset — what the first had received, the tail after its last part included — and
     /// takes it over.
-    @Test("a resumable upload through HAProxy on PostgreSQL + S3, cut mid-body, resumes and completes on the other instance, and reads the same from both")
+    @Test(
+        "a resumable upload through HAProxy on PostgreSQL + S3, cut mid-body, resumes and completes on the other instance, and reads the same from both"
+    )
     func resumableUploadThroughHAProxy() throws {
         let cluster = try ScaleOutCluster(instances: 2, backend: ScaleOutBackend(), balancer: .haproxy)
         defer { cluster.stop() }
@@ -211,14 +220,17 @@ struct ScaleOutTests {
         #expect(offset >= 16 << 20 && offset <= cut, "offset \(offset) of \(cut) sent")
         #expect(try cluster.request(haproxy.port, "GET", "/healthz").status == 200)
 
-        let done = try cluster.request(haproxy.port, "PATCH", path, headers: [
-            interop, ("Upload-Offset", String(offset)), ("Upload-Complete", "?1"), ("Content-Type", "application/partial-upload"),
-        ], body: Array(file[offset...]))
+        let done = try cluster.request(
+            haproxy.port, "PATCH", path,
+            headers: [
+                interop, ("Upload-Offset", String(offset)), ("Upload-Complete", "?1"), ("Content-Type", "application/partial-upload"),
+            ], body: Array(file[offset...]))
         #expect(done.status == 201, "\(done.text)")
         let log = haproxy.accessLog(atLeast: 4)
         #expect(log.map(\.method) == ["POST", "HEAD", "GET", "PATCH"], "\(log)")
-        #expect(log.count == 4 && [log[1], log[3]].allSatisfy { $0.upstreams.first != Optional(first) },
-                "the offset and the resume on the instance the POST did not reach: \(log)")
+        #expect(
+            log.count == 4 && [log[1], log[3]].allSatisfy { $0.upstreams.first != Optional(first) },
+            "the offset and the resume on the instance the POST did not reach: \(log)")
         let upload = try #require((try done.json()["uploads"] as? [[String: Any]])?.first)
         #expect(upload["sha256"] as? String == SHA256Hex.of(file))
         #expect(upload["size"] as? Int == file.count)
@@ -258,9 +270,11 @@ struct ScaleOutTests {
         #expect(refused?.status == 409, "\(refused?.raw ?? "no answer")")
         #expect(appending.isClosedByServer())
         #expect(try cluster.request(ports[0], "HEAD", path, headers: [interop]).header("Upload-Offset") == String(sent))
-        let done = try cluster.request(ports[1], "PATCH", path, headers: [
-            interop, ("Upload-Offset", String(sent)), ("Upload-Complete", "?1"), ("Content-Type", "application/partial-upload"),
-        ], body: Array(file[sent...]))
+        let done = try cluster.request(
+            ports[1], "PATCH", path,
+            headers: [
+                interop, ("Upload-Offset", String(sent)), ("Upload-Complete", "?1"), ("Content-Type", "application/partial-upload"),
+            ], body: Array(file[sent...]))
         #expect(done.status == 201, "\(done.text)")
         #expect((try done.json()["uploads"] as? [[String: Any]])?.first?["sha256"] as? String == SHA256Hex.of(file))
     }
@@ -292,9 +306,11 @@ struct ScaleOutTests {
         #expect(head.status == 204, "\(head.raw)")
         #expect(head.header("Upload-Offset") == String(8 << 20), "\(head.raw)")
         #expect(waited > 2.5 && waited < 10, "the take-over waited \(waited) s for the dead instance")
-        let done = try cluster.request(ports[1], "PATCH", path, headers: [
-            interop, ("Upload-Offset", String(8 << 20)), ("Upload-Complete", "?1"), ("Content-Type", "application/partial-upload"),
-        ], body: Array(file[(8 << 20)...]))
+        let done = try cluster.request(
+            ports[1], "PATCH", path,
+            headers: [
+                interop, ("Upload-Offset", String(8 << 20)), ("Upload-Complete", "?1"), ("Content-Type", "application/partial-upload"),
+            ], body: Array(file[(8 << 20)...]))
         #expect(done.status == 201, "\(done.text)")
         #expect((try done.json()["uploads"] as? [[String: Any]])?.first?["sha256"] as? String == SHA256Hex.of(file))
     }
@@ -323,14 +339,18 @@ struct ScaleOutTests {
             let head = try cluster.request(port, "HEAD", path, headers: [interop])
             let offset = try #require(head.header("Upload-Offset").flatMap(Int.init), "round \(round): \(head.raw)")
             #expect(offset <= cut, "round \(round)")
-            let done = try cluster.request(port, "PATCH", path, headers: [
-                interop, ("Upload-Offset", String(offset)), ("Upload-Complete", "?1"), ("Content-Type", "application/partial-upload"),
-            ], body: Array(file[offset...]))
+            let done = try cluster.request(
+                port, "PATCH", path,
+                headers: [
+                    interop, ("Upload-Offset", String(offset)), ("Upload-Complete", "?1"), ("Content-Type", "application/partial-upload"),
+                ], body: Array(file[offset...]))
             #expect(done.status == 201, "round \(round), size \(size), cut \(cut), offset \(offset): \(done.text)")
-            #expect((try done.json()["uploads"] as? [[String: Any]])?.first?["sha256"] as? String == SHA256Hex.of(file),
-                    "round \(round), size \(size), cut \(cut), offset \(offset)")
+            #expect(
+                (try done.json()["uploads"] as? [[String: Any]])?.first?["sha256"] as? String == SHA256Hex.of(file),
+                "round \(round), size \(size), cut \(cut), offset \(offset)")
             let log = cluster.haproxy.accessLog(atLeast: before + 2)
-            let created = log.last { $0.method == "POST" && $0.target == "/uploads" }, resumed = log.last { $0.method == "PATCH" && $0.target == path }
+            let created = log.last { $0.method == "POST" && $0.target == "/uploads" },
+                resumed = log.last { $0.method == "PATCH" && $0.target == path }
             if let created, let resumed, created.upstreams != resumed.upstreams { elsewhere += 1 }
         }
         #expect(elsewhere > 0, "no upload was resumed on the instance that did not create it")
@@ -368,8 +388,9 @@ struct NginxConfigurationTests {
     @Test("docs/deployment.md quotes it whole")
     func documentationQuotesIt() throws {
         let configuration = try String(contentsOf: NginxProcess.template, encoding: .utf8)
-        let guide = try String(contentsOf: NginxProcess.template.deletingLastPathComponent().deletingLastPathComponent()
-            .deletingLastPathComponent().appendingPathComponent("docs/deployment.md"), encoding: .utf8)
+        let guide = try String(
+            contentsOf: NginxProcess.template.deletingLastPathComponent().deletingLastPathComponent()
+                .deletingLastPathComponent().appendingPathComponent("docs/deployment.md"), encoding: .utf8)
         #expect(guide.contains("```nginx\n" + configuration + "```\n"))
     }
 }
@@ -415,7 +436,9 @@ struct HAProxyConfigurationTests {
         #expect(ResumableUploadTests.path(of: location) == "/uploads/\(try #require(upload["id"] as? String))")
     }
 
-    @Test("it holds a client address to 256 open connections (the instance leaves the trusted proxy out of its own limit); another address still connects")
+    @Test(
+        "it holds a client address to 256 open connections (the instance leaves the trusted proxy out of its own limit); another address still connects"
+    )
     func connectionsPerClient() throws {
         let server = try ServerProcess(["--quiet", "--trusted-proxy", "127.0.0.1"])
         defer { server.signal(SIGKILL); server.finish() }
@@ -437,8 +460,9 @@ struct HAProxyConfigurationTests {
     @Test("docs/deployment.md quotes it whole")
     func documentationQuotesIt() throws {
         let configuration = try String(contentsOf: HAProxyProcess.template, encoding: .utf8)
-        let guide = try String(contentsOf: HAProxyProcess.template.deletingLastPathComponent().deletingLastPathComponent()
-            .deletingLastPathComponent().appendingPathComponent("docs/deployment.md"), encoding: .utf8)
+        let guide = try String(
+            contentsOf: HAProxyProcess.template.deletingLastPathComponent().deletingLastPathComponent()
+                .deletingLastPathComponent().appendingPathComponent("docs/deployment.md"), encoding: .utf8)
         #expect(guide.contains("```haproxy\n" + configuration + "```\n"))
     }
 }

@@ -14,7 +14,8 @@ final class SchemaValidator {
     init(document: JSONValue) {
         self.document = document
         if case .object(let root) = document, case .object(let components)? = root["components"],
-           case .object(let schemas)? = components["schemas"] {
+            case .object(let schemas)? = components["schemas"]
+        {
             self.schemas = schemas.reduce(into: [:]) { result, entry in
                 if case .object = entry.value { result[entry.key] = entry.value }
             }
@@ -61,7 +62,8 @@ final class SchemaValidator {
         switch value {
         case .string(let text):
             if case .string(let pattern)? = schema["pattern"],
-               text.range(of: pattern, options: .regularExpression) == nil {
+                text.range(of: pattern, options: .regularExpression) == nil
+            {
                 errors.append("\(path): \"\(text)\" does not match \(pattern)")
             }
             if case .number(let minimum)? = schema["minLength"], Double(text.count) < minimum {

@@ -52,13 +52,23 @@ struct SetupTests {
         return text
     }
 
-    @Test("serving installs the build libraries only; --test adds Chromium, its driver, Python, sqlite3, systemd, curl, PostgreSQL, nginx, HAProxy, zsh and fish")
+    @Test(
+        "serving installs the build libraries only; --test adds Chromium, its driver, Python, sqlite3, systemd, curl, PostgreSQL, nginx, HAProxy, zsh and fish"
+    )
     func runtimeAndTestPackagesApart() throws {
         let serving = try packages([])
-        #expect(Set(serving) == ["node-llhttp", "libnghttp2-dev", "libsqlite3-dev", "libssl-dev", "libarchive-dev", "libsodium-dev",
-                                 "libpq-dev", "libcurl4-openssl-dev", "pkg-config"])
+        #expect(
+            Set(serving) == [
+                "node-llhttp", "libnghttp2-dev", "libsqlite3-dev", "libssl-dev", "libarchive-dev", "libsodium-dev",
+                "libpq-dev", "libcurl4-openssl-dev", "pkg-config",
+            ])
         let testing = try packages(["--test"])
-        #expect(Set(testing) == Set(serving).union(["sqlite3", "python3", "python3-venv", "chromium", "chromium-driver", "systemd", "curl", "postgresql", "nginx", "haproxy", "zsh", "fish"]))
+        #expect(
+            Set(testing)
+                == Set(serving).union([
+                    "sqlite3", "python3", "python3-venv", "chromium", "chromium-driver", "systemd", "curl", "postgresql", "nginx", "haproxy", "zsh",
+                    "fish",
+                ]))
     }
 
     @Test("make run asks for the serving packages, make test for the test packages")

@@ -80,7 +80,8 @@ struct IdempotencyAcrossInstancesTests {
         try TestApp.with(configure: backend.configure) { one in
             try TestApp.with(configure: backend.configure) { two in
                 let created = Self.race(keys) { index in
-                    try (index % 2 == 0 ? one : two).request("POST", "/notes", headers: [("Idempotency-Key", keys[index / 2])], body: "body=\(keys[index / 2])")
+                    try (index % 2 == 0 ? one : two).request(
+                        "POST", "/notes", headers: [("Idempotency-Key", keys[index / 2])], body: "body=\(keys[index / 2])")
                 }
                 for (key, answer) in created { firstAnswers[key] = (answer.status, answer.text, false) }
                 let count = try SharedIdempotencyTests.noteCount(one, limit: 100)
@@ -100,7 +101,9 @@ struct IdempotencyAcrossInstancesTests {
         }
     }
 
-    @Test("one keyed upload sent to two instances at once: one upload, the other answer 409 or the same answer; a retry on a new instance, the same answer")
+    @Test(
+        "one keyed upload sent to two instances at once: one upload, the other answer 409 or the same answer; a retry on a new instance, the same answer"
+    )
     func uploadRace() throws {
         let backend = try SharedBackend()
         let keys = (0..<8).map { "upload-race-\($0)" }

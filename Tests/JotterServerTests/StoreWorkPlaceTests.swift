@@ -60,7 +60,9 @@ struct StoreWorkPlaceTests {
     @Test("SQLite: the notes routes, their authentication included, run on the connection's loop")
     func sqliteOnTheLoop() throws {
         let threads = Threads()
-        try TestApp.with(configure: { $0.middleware = [threads]; $0.auth = .required }) { app in
+        try TestApp.with(configure: {
+            $0.middleware = [threads]; $0.auth = .required
+        }) { app in
             let id = try exercise(app)
             for key in ["POST /notes", "GET /notes/\(id)", "GET /notes", "GET /uploads", "GET /hello", "POST /auth/sessions"] {
                 let (head, handle) = try threads.onLoop(key)
@@ -69,12 +71,15 @@ struct StoreWorkPlaceTests {
         }
     }
 
-    @Test("PostgreSQL: every route that reads the store runs on its threads, authentication included; hello stays on the loop",
-          .enabled(if: SharedBackend.available, Comment(rawValue: SharedBackend.skipMessage)))
+    @Test(
+        "PostgreSQL: every route that reads the store runs on its threads, authentication included; hello stays on the loop",
+        .enabled(if: SharedBackend.available, Comment(rawValue: SharedBackend.skipMessage)))
     func postgresOffTheLoop() throws {
         let backend = try SharedBackend()
         let threads = Threads()
-        try TestApp.with(configure: { backend.configure(&$0); $0.middleware = [threads]; $0.auth = .required }) { app in
+        try TestApp.with(configure: {
+            backend.configure(&$0); $0.middleware = [threads]; $0.auth = .required
+        }) { app in
             let id = try exercise(app)
             for key in ["POST /notes", "GET /notes/\(id)", "GET /notes", "GET /uploads", "POST /auth/sessions"] {
                 let (head, handle) = try threads.onLoop(key)

@@ -20,8 +20,10 @@ struct TLSTests {
     static func makeCertificate(in folder: URL) throws {
         let openssl = Process()
         openssl.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
-        openssl.arguments = ["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", folder.path + "/key.pem",
-                             "-out", folder.path + "/cert.pem", "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1", "-days", "2"]
+        openssl.arguments = [
+            "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", folder.path + "/key.pem",
+            "-out", folder.path + "/cert.pem", "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1", "-days", "2",
+        ]
         openssl.standardError = FileHandle.nullDevice
         try openssl.run()
         openssl.waitUntilExit()
@@ -56,7 +58,8 @@ struct TLSTests {
             let secret = try #require(token.firstMatch(of: /jot_[0-9A-Za-z]{36}/).map { String($0.output) })
             let file = certificate.appendingPathComponent("file.txt")
             try Data(repeating: 0x61, count: 300_000).write(to: file)
-            let upload = try Self.curl(["-H", "Authorization: Bearer \(secret)", "-F", "file=@\(file.path)", base + "/uploads"], certificate: certificate)
+            let upload = try Self.curl(
+                ["-H", "Authorization: Bearer \(secret)", "-F", "file=@\(file.path)", base + "/uploads"], certificate: certificate)
             #expect(upload.hasPrefix("HTTP/1.1 201"), "\(upload.prefix(300))")
             #expect(upload.contains("\"size\":300000"))
             // A plain-HTTP request to the HTTPS port is not served.
@@ -89,8 +92,9 @@ struct TLSTests {
             $0.tlsKeyPath = certificate.path + "/key.pem"
         }) { app in
             for length in stride(from: 7_700, through: 8_060, by: 90) {
-                let answer = try Self.curl(["-H", "X-Big: " + String(repeating: "a", count: length), "https://127.0.0.1:\(app.port)/healthz"],
-                                           certificate: certificate)
+                let answer = try Self.curl(
+                    ["-H", "X-Big: " + String(repeating: "a", count: length), "https://127.0.0.1:\(app.port)/healthz"],
+                    certificate: certificate)
                 #expect(answer.hasPrefix("HTTP/1.1 431 "), "X-Big of \(length) bytes: \(answer.prefix(40))")
                 #expect(answer.components(separatedBy: "HTTP/1.1 ").count == 2, "X-Big of \(length) bytes")
             }
@@ -125,8 +129,9 @@ struct TLSTests {
         }) { app in
             let session = try TLSClient(port: app.port)
             defer { session.stop() }
-            session.send("GET /hello?name=One HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\nGET /hello?name=Two HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
-                + "GET /hello?name=Three HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+            session.send(
+                "GET /hello?name=One HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\nGET /hello?name=Two HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
+                    + "GET /hello?name=Three HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
             let answers = session.wait(until: { $0.contains("Hello Three!") })
             let order = ["Hello One!", "Hello Two!", "Hello Three!"].map { answers.range(of: $0)?.lowerBound }
             #expect(order.allSatisfy { $0 != nil } && order[0]! < order[1]! && order[1]! < order[2]!, "\(answers)")
@@ -189,7 +194,8 @@ struct TLSTests {
     /// A line of the server's own: `2026-11-30T14:35:40Z info …` (or `warning`, `error`).
     nonisolated(unsafe) static let logLine = #/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ (info|warning|error) \S.*$/#
     /// An access-log line: `2026-11-30T14:35:40Z 127.0.0.1 "GET / HTTP/1.1" 200 10 0.085ms id=k3x9a-12`.
-    nonisolated(unsafe) static let accessLine = #/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ \S+ "(?<method>[^ "]*) (?<target>[^ "]*) (?<version>[^ "]*)" (?<status>\d{3}) \d+ \d+\.\d{3}ms id=(?<id>\S+)( [a-z-]+)?$/#
+    nonisolated(unsafe) static let accessLine =
+        #/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ \S+ "(?<method>[^ "]*) (?<target>[^ "]*) (?<version>[^ "]*)" (?<status>\d{3}) \d+ \d+\.\d{3}ms id=(?<id>\S+)( [a-z-]+)?$/#
 
     @Test("plain HTTP to the HTTPS port: 400 with a request id, logged with it and a target that says what happened")
     func plainHTTPLogged() throws {
@@ -202,7 +208,8 @@ struct TLSTests {
         let id = try #require(try plain.json()["request_id"] as? String)
         #expect(id != "-" && plain.header("X-Request-Id") == id)
         #expect(Self.waitFor(server, "id=\(id)"))
-        let line = try #require(server.stderrText.split(separator: "\n").map(String.init).first { $0.hasSuffix("id=\(id)") || $0.contains("id=\(id) ") })
+        let line = try #require(
+            server.stderrText.split(separator: "\n").map(String.init).first { $0.hasSuffix("id=\(id)") || $0.contains("id=\(id) ") })
         let match = try #require(try Self.accessLine.wholeMatch(in: line), "\(line)")
         #expect(match.target == "<plain-http-on-https-port>" && match.status == "400", "\(line)")
     }

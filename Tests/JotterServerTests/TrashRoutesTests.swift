@@ -28,8 +28,9 @@ struct TrashRoutesTests {
         return (try #require(try response.json()["notes"] as? [[String: Any]]), try response.json()["next"] ?? nil)
     }
 
-    @Test("delete: listed in the trash with deleted_at, gone from /notes and its path; restore brings back id, body, attachments",
-          arguments: ServerDatabase.all)
+    @Test(
+        "delete: listed in the trash with deleted_at, gone from /notes and its path; restore brings back id, body, attachments",
+        arguments: ServerDatabase.all)
     func deleteAndRestore(database: ServerDatabase) throws {
         try database.with { app in
             let (id, upload) = try Self.noteWithFile(app, "kept ✓", bytes: "file bytes")
@@ -97,8 +98,9 @@ struct TrashRoutesTests {
         }
     }
 
-    @Test("the DELETE answer and the note.deleted event show the attachments the note keeps in the trash",
-          arguments: ServerDatabase.all)
+    @Test(
+        "the DELETE answer and the note.deleted event show the attachments the note keeps in the trash",
+        arguments: ServerDatabase.all)
     func deletionShowsAttachments(database: ServerDatabase) throws {
         try database.with { app in
             let events = NoteEventsTests()
@@ -128,8 +130,9 @@ struct TrashRoutesTests {
         }
     }
 
-    @Test("an edit made from a version of a deleted note is 409 note-deleted; without Base-Version 404; nothing comes back",
-          arguments: ServerDatabase.all)
+    @Test(
+        "an edit made from a version of a deleted note is 409 note-deleted; without Base-Version 404; nothing comes back",
+        arguments: ServerDatabase.all)
     func editOfADeletedNote(database: ServerDatabase) throws {
         try database.with { app in
             let id = try RevisionRoutesTests.created(app, "draft")
@@ -207,8 +210,11 @@ struct TrashRoutesTests {
             #expect(try app.request("GET", "/notes/trash?limit=0").status == 400)
             #expect(try app.request("GET", "/notes/trash?after=x").status == 400)
             let errors = try app.request("GET", "/notes/trash?after=x&limit=0&after=y").json()["errors"] as? [[String: String]]
-            #expect(errors == [["field": "limit", "message": "must be a whole number from 1 to 1000"],
-                               ["field": "after", "message": "must be a note id"]])
+            #expect(
+                errors == [
+                    ["field": "limit", "message": "must be a whole number from 1 to 1000"],
+                    ["field": "after", "message": "must be a note id"],
+                ])
         }
     }
 

@@ -67,7 +67,8 @@ struct TrustedProxyTests {
         }
     }
 
-    @Test("through nginx the sign-in limiter counts each client's guesses, not nginx's; a spoofed X-Forwarded-For from another peer does not escape it")
+    @Test(
+        "through nginx the sign-in limiter counts each client's guesses, not nginx's; a spoofed X-Forwarded-For from another peer does not escape it")
     func signInLimiterThroughNginx() throws {
         try TestApp.with(configure: { configuration in
             configuration.trustedProxies = ["127.0.0.1"]
@@ -80,8 +81,10 @@ struct TrustedProxyTests {
             defer { nginx.stop() }
             let form = [("Content-Type", "application/x-www-form-urlencoded")]
             func signIn(_ port: Int, from source: String, _ body: String, headers: [(String, String)] = []) throws -> Int {
-                try RawHTTP(port: port, sourceAddress: source).request("POST", "/auth/sessions", headers: form + headers,
-                                                                     body: Array(body.utf8), close: true).status
+                try RawHTTP(port: port, sourceAddress: source).request(
+                    "POST", "/auth/sessions", headers: form + headers,
+                    body: Array(body.utf8), close: true
+                ).status
             }
             // One client through nginx spends its address's attempts (a burst of 10)…
             for _ in 0..<10 { #expect(try signIn(nginx.port, from: "127.0.0.2", "name=ann&password=guess") == 401) }
@@ -90,9 +93,12 @@ struct TrustedProxyTests {
             #expect(try signIn(nginx.port, from: "127.0.0.3", "name=bob&password=password%20of%20bob") == 201)
             // Straight from an untrusted peer, a new X-Forwarded-For each time changes nothing.
             for guess in 0..<10 {
-                #expect(try signIn(app.port, from: "127.0.0.4", "name=ann&password=guess", headers: [("X-Forwarded-For", "198.51.100.\(guess)")]) == 401)
+                #expect(
+                    try signIn(app.port, from: "127.0.0.4", "name=ann&password=guess", headers: [("X-Forwarded-For", "198.51.100.\(guess)")]) == 401)
             }
-            #expect(try signIn(app.port, from: "127.0.0.4", "name=bob&password=password%20of%20bob", headers: [("X-Forwarded-For", "198.51.100.99")]) == 429)
+            #expect(
+                try signIn(app.port, from: "127.0.0.4", "name=bob&password=password%20of%20bob", headers: [("X-Forwarded-For", "198.51.100.99")])
+                    == 429)
         }
     }
 
@@ -105,8 +111,9 @@ struct TrustedProxyTests {
             }) { app in
                 try app.addUser("ann")
                 let https = ("X-Forwarded-Proto", "https")
-                let signedIn = try app.request("POST", "/auth/sessions", headers: [("Content-Type", "application/json"), https],
-                                               body: #"{"name":"ann","password":"password of ann"}"#)
+                let signedIn = try app.request(
+                    "POST", "/auth/sessions", headers: [("Content-Type", "application/json"), https],
+                    body: #"{"name":"ann","password":"password of ann"}"#)
                 #expect(signedIn.status == 201)
                 #expect(signedIn.header("Set-Cookie")?.contains("; Secure") == trusted, "\(trusted)")
                 #expect((signedIn.header("Strict-Transport-Security") != nil) == trusted)

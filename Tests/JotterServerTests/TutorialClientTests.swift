@@ -64,8 +64,9 @@ struct TutorialClientTests {
             var parts = MultipartBuilder()
             parts.field("title", "a file")
             parts.file("file", filename: "a.txt", contentType: "text/plain", body: Array("hey".utf8))
-            let fileEcho = try RawHTTP(port: app.port).request("POST", "/post", headers: [("Content-Type", parts.contentType)],
-                                                               body: parts.finished(), close: true)
+            let fileEcho = try RawHTTP(port: app.port).request(
+                "POST", "/post", headers: [("Content-Type", parts.contentType)],
+                body: parts.finished(), close: true)
             #expect(fileEcho.status == 200, "\(fileEcho.text)")
             let files = try #require(try fileEcho.json()["files"] as? [String: Any])
             #expect(files["file"] != nil)

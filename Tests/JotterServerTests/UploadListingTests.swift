@@ -7,13 +7,16 @@ import JotterTestSupport
 /// upload to a note; text is served with its charset.
 @Suite("Uploads: paging, filter, attach, charset")
 struct UploadListingTests {
-    func upload(_ app: TestApp, note: String? = nil, name: String = "f.bin", type: String = "application/octet-stream",
-                body: [UInt8] = [1, 2, 3]) throws -> [String: Any] {
+    func upload(
+        _ app: TestApp, note: String? = nil, name: String = "f.bin", type: String = "application/octet-stream",
+        body: [UInt8] = [1, 2, 3]
+    ) throws -> [String: Any] {
         var parts = MultipartBuilder()
         if let note { parts.field("note_id", note) }
         parts.file("file", filename: name, contentType: type, body: body)
-        let response = try RawHTTP(port: app.port).request("POST", "/uploads", headers: [("Content-Type", parts.contentType)],
-                                                           body: parts.finished(), close: true)
+        let response = try RawHTTP(port: app.port).request(
+            "POST", "/uploads", headers: [("Content-Type", parts.contentType)],
+            body: parts.finished(), close: true)
         try #require(response.status == 201, "\(response.text)")
         return try #require((try response.json()["uploads"] as? [[String: Any]])?.first)
     }
@@ -58,8 +61,9 @@ struct UploadListingTests {
                 for n in 0..<batch { parts.file("f\(n)", filename: "\(n).bin", body: [UInt8(n & 0xFF)]) }
                 // 400 files, each made durable before the answer: far from instant on a busy
                 // machine, and this test is about the listing, not the upload's speed.
-                let response = try RawHTTP(port: app.port, timeout: 120).request("POST", "/uploads", headers: [("Content-Type", parts.contentType)],
-                                                                   body: parts.finished(), close: true)
+                let response = try RawHTTP(port: app.port, timeout: 120).request(
+                    "POST", "/uploads", headers: [("Content-Type", parts.contentType)],
+                    body: parts.finished(), close: true)
                 try #require(response.status == 201, "\(response.text)")
             }
             let first = try page(app, "/uploads?limit=5000")
@@ -111,11 +115,13 @@ struct UploadListingTests {
         }
     }
 
-    @Test("bad limit, after or note_id is 400 listing each", arguments: [
-        ("limit=0", ["limit"]), ("limit=x", ["limit"]), ("after=nope", ["after"]), ("note_id=abc", ["note_id"]),
-        ("note_id=01", ["note_id"]), ("limit=-1&note_id=x&after=1", ["limit", "after", "note_id"]),
-        ("after=0123456789abcdef01234567", ["after"]),
-    ])
+    @Test(
+        "bad limit, after or note_id is 400 listing each",
+        arguments: [
+            ("limit=0", ["limit"]), ("limit=x", ["limit"]), ("after=nope", ["after"]), ("note_id=abc", ["note_id"]),
+            ("note_id=01", ["note_id"]), ("limit=-1&note_id=x&after=1", ["limit", "after", "note_id"]),
+            ("after=0123456789abcdef01234567", ["after"]),
+        ])
     func badQueries(_ query: String, _ fields: [String]) throws {
         try TestApp.with { app in
             let response = try app.request("GET", "/uploads?\(query)")
@@ -132,7 +138,9 @@ struct UploadListingTests {
             _ = try app.request("POST", "/notes", body: "body=b")
             let id = try #require(try upload(app)["id"] as? String)
             func patch(_ body: String, json: Bool = false) throws -> WireResponse {
-                try app.request("PATCH", "/uploads/\(id)", headers: [("Content-Type", json ? "application/json" : "application/x-www-form-urlencoded")], body: body)
+                try app.request(
+                    "PATCH", "/uploads/\(id)", headers: [("Content-Type", json ? "application/json" : "application/x-www-form-urlencoded")],
+                    body: body)
             }
             let attached = try patch("note_id=1")
             #expect(attached.status == 200)
@@ -157,14 +165,16 @@ struct UploadListingTests {
         }
     }
 
-    @Test("text that is UTF-8 is stored and served with charset=utf-8; other bytes without", arguments: [
-        ("text/plain", Array("Grüße aus Köln".utf8), "text/plain; charset=utf-8"),
-        ("text/markdown", Array("# Überschrift".utf8), "text/markdown; charset=utf-8"),
-        ("text/plain", [0x47, 0x72, 0xFC, 0xDF, 0x65], "text/plain"),             // Latin-1
-        ("text/plain", Array("abc".utf8) + [0xE2, 0x82], "text/plain"),            // cut off mid-character
-        ("TEXT/PLAIN; charset=latin1", Array("plain ascii".utf8), "text/plain; charset=utf-8"),
-        ("image/png", Array("Grüße".utf8), "image/png"),
-    ])
+    @Test(
+        "text that is UTF-8 is stored and served with charset=utf-8; other bytes without",
+        arguments: [
+            ("text/plain", Array("Grüße aus Köln".utf8), "text/plain; charset=utf-8"),
+            ("text/markdown", Array("# Überschrift".utf8), "text/markdown; charset=utf-8"),
+            ("text/plain", [0x47, 0x72, 0xFC, 0xDF, 0x65], "text/plain"),  // Latin-1
+            ("text/plain", Array("abc".utf8) + [0xE2, 0x82], "text/plain"),  // cut off mid-character
+            ("TEXT/PLAIN; charset=latin1", Array("plain ascii".utf8), "text/plain; charset=utf-8"),
+            ("image/png", Array("Grüße".utf8), "image/png"),
+        ])
     func charset(_ type: String, _ body: [UInt8], _ expected: String) throws {
         try TestApp.with { app in
             let created = try upload(app, type: type, body: body)

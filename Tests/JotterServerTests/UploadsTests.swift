@@ -21,8 +21,10 @@ struct UploadsTests {
     /// Files in the data folder's tmp/ and uploads/.
     func filesOnDisk(_ app: TestApp) -> (tmp: [String], uploads: [String]) {
         let manager = FileManager.default
-        return ((try? manager.contentsOfDirectory(atPath: app.dataDirectory.appendingPathComponent("tmp").path)) ?? [],
-                (try? manager.contentsOfDirectory(atPath: app.dataDirectory.appendingPathComponent("uploads").path)) ?? [])
+        return (
+            (try? manager.contentsOfDirectory(atPath: app.dataDirectory.appendingPathComponent("tmp").path)) ?? [],
+            (try? manager.contentsOfDirectory(atPath: app.dataDirectory.appendingPathComponent("uploads").path)) ?? []
+        )
     }
 
     /// Polls `condition` until it holds or `seconds` pass (a bound for "never", not a timing claim).
@@ -170,7 +172,7 @@ struct UploadsTests {
             #expect(try app.request("GET", "/notes/1").header("ETag") == "\"3\"")
             #expect(try app.request("DELETE", "/uploads/\(id)").status == 404)
             #expect(try app.request("GET", "/uploads/not-an-id").status == 404)
-    
+
         }
     }
 
@@ -185,16 +187,19 @@ struct UploadsTests {
         }
     }
 
-    @Test("Content-Disposition: inline only for safe types; HTML and SVG download", arguments: [
-        ("image/png", "inline"), ("image/jpeg", "inline"), ("image/gif", "inline"), ("image/webp", "inline"),
-        ("text/plain", "inline"), ("application/pdf", "inline"), ("text/html", "attachment"),
-        ("image/svg+xml", "attachment"), ("application/octet-stream", "attachment"), ("TEXT/HTML; charset=utf-8", "attachment"),
-    ])
+    @Test(
+        "Content-Disposition: inline only for safe types; HTML and SVG download",
+        arguments: [
+            ("image/png", "inline"), ("image/jpeg", "inline"), ("image/gif", "inline"), ("image/webp", "inline"),
+            ("text/plain", "inline"), ("application/pdf", "inline"), ("text/html", "attachment"),
+            ("image/svg+xml", "attachment"), ("application/octet-stream", "attachment"), ("TEXT/HTML; charset=utf-8", "attachment"),
+        ])
     func disposition(_ type: String, _ expected: String) throws {
         try TestApp.with { app in
             var parts = MultipartBuilder()
-            parts.file("f", filename: "", contentType: type, body: Array("<script>alert(1)</script>".utf8),
-                       disposition: #"form-data; name="f"; filename="été \"x\".bin""#)
+            parts.file(
+                "f", filename: "", contentType: type, body: Array("<script>alert(1)</script>".utf8),
+                disposition: #"form-data; name="f"; filename="été \"x\".bin""#)
             let id = try #require(try uploads(upload(app, parts)).first?["id"] as? String)
             let content = try app.request("GET", "/uploads/\(id)/content")
             let header = try #require(content.header("Content-Disposition"))
@@ -287,11 +292,13 @@ struct UploadsTests {
         }
     }
 
-    @Test("hostile filenames are made safe and never touch a path", arguments: [
-        ("../../etc/passwd", "passwd"), ("/etc/shadow", "shadow"), ("..\\..\\boot.ini", "boot.ini"),
-        ("a\u{0}b.txt", "ab.txt"), ("tab\tnew\nline.txt", "tabnewline.txt"), ("", "upload"), ("..", "upload"), (".", "upload"),
-        ("invoice\u{202E}fdp.exe", "invoicefdp.exe"),
-    ])
+    @Test(
+        "hostile filenames are made safe and never touch a path",
+        arguments: [
+            ("../../etc/passwd", "passwd"), ("/etc/shadow", "shadow"), ("..\\..\\boot.ini", "boot.ini"),
+            ("a\u{0}b.txt", "ab.txt"), ("tab\tnew\nline.txt", "tabnewline.txt"), ("", "upload"), ("..", "upload"), (".", "upload"),
+            ("invoice\u{202E}fdp.exe", "invoicefdp.exe"),
+        ])
     func hostileNames(_ name: String, _ expected: String) throws {
         try TestApp.with { app in
             var parts = MultipartBuilder()
@@ -309,8 +316,9 @@ struct UploadsTests {
         try TestApp.with { app in
             var parts = MultipartBuilder()
             parts.file("f", filename: String(repeating: "x", count: 10_000), body: [1])
-            parts.file("g", filename: "", body: [2],
-                       disposition: "form-data; name=\"g\"; filename=\"fallback.txt\"; filename*=UTF-8''%E6%97%A5%E6%9C%AC%20%F0%9F%93%9D.txt")
+            parts.file(
+                "g", filename: "", body: [2],
+                disposition: "form-data; name=\"g\"; filename=\"fallback.txt\"; filename*=UTF-8''%E6%97%A5%E6%9C%AC%20%F0%9F%93%9D.txt")
             let created = try uploads(upload(app, parts))
             #expect((created[0]["filename"] as? String)?.utf8.count == 255)
             #expect(created[1]["filename"] as? String == "日本 📝.txt")
@@ -331,7 +339,8 @@ struct UploadsTests {
             let connection = try RawHTTP(port: app.port)
             var head = "POST /uploads HTTP/1.1\r\nHost: localhost\r\nContent-Type: \(over.contentType)\r\n"
             head += declared ? "Content-Length: \(body.count)\r\n\r\n" : "Transfer-Encoding: chunked\r\n\r\n"
-            try connection.send(Array(head.utf8) + (declared ? body : Array(String(body.count, radix: 16).utf8) + [13, 10] + body + Array("\r\n0\r\n\r\n".utf8)))
+            try connection.send(
+                Array(head.utf8) + (declared ? body : Array(String(body.count, radix: 16).utf8) + [13, 10] + body + Array("\r\n0\r\n\r\n".utf8)))
             let response = try connection.readResponse()
             #expect(response.status == 413)
             #expect((try response.json()["detail"] as? String)?.contains("--max-upload-size") == true)
@@ -357,12 +366,14 @@ struct UploadsTests {
         }
     }
 
-    @Test("broken multipart is 400 naming the problem, with nothing left behind", arguments: [
-        ("multipart/form-data", "--x\r\n", "no boundary parameter"),
-        ("multipart/form-data; boundary=x", "--x\r\nContent-Type: text/plain\r\n\r\nabc\r\n--x--", "no Content-Disposition"),
-        ("multipart/form-data; boundary=x", "--x\r\nContent-Disposition: form-data; name=\"f\"; filename=\"a\"\r\n\r\nabc", "truncated"),
-        ("multipart/form-data; boundary=wrong", "--x\r\nContent-Disposition: form-data; name=\"f\"\r\n\r\nabc\r\n--x--", "no boundary line"),
-    ])
+    @Test(
+        "broken multipart is 400 naming the problem, with nothing left behind",
+        arguments: [
+            ("multipart/form-data", "--x\r\n", "no boundary parameter"),
+            ("multipart/form-data; boundary=x", "--x\r\nContent-Type: text/plain\r\n\r\nabc\r\n--x--", "no Content-Disposition"),
+            ("multipart/form-data; boundary=x", "--x\r\nContent-Disposition: form-data; name=\"f\"; filename=\"a\"\r\n\r\nabc", "truncated"),
+            ("multipart/form-data; boundary=wrong", "--x\r\nContent-Disposition: form-data; name=\"f\"\r\n\r\nabc\r\n--x--", "no boundary line"),
+        ])
     func broken(_ contentType: String, _ body: String, _ detail: String) throws {
         try TestApp.with { app in
             let response = try app.request("POST", "/uploads", headers: [("Content-Type", contentType)], body: body)
@@ -379,7 +390,8 @@ struct UploadsTests {
             parts.file("f", filename: "big.bin", body: [UInt8](repeating: 7, count: 3 << 20))
             let body = parts.finished()
             let connection = try RawHTTP(port: app.port)
-            try connection.send("POST /uploads HTTP/1.1\r\nHost: localhost\r\nContent-Type: \(parts.contentType)\r\nContent-Length: \(body.count)\r\n\r\n")
+            try connection.send(
+                "POST /uploads HTTP/1.1\r\nHost: localhost\r\nContent-Type: \(parts.contentType)\r\nContent-Length: \(body.count)\r\n\r\n")
             try connection.send(Array(body.prefix(2 << 20)))
             // The temporary file exists while the upload runs…
             #expect(waitUntil { !filesOnDisk(app).tmp.isEmpty }, "the upload never started")
@@ -400,8 +412,9 @@ struct UploadsTests {
             _ = try app.request("POST", "/notes", body: "body=old")
             var parts = MultipartBuilder()
             parts.field("body", "from multipart")
-            let response = try RawHTTP(port: app.port).request("PUT", "/notes/1", headers: [("Content-Type", parts.contentType)],
-                                                               body: parts.finished(), close: true)
+            let response = try RawHTTP(port: app.port).request(
+                "PUT", "/notes/1", headers: [("Content-Type", parts.contentType)],
+                body: parts.finished(), close: true)
             #expect(response.status == 200)
             #expect((try response.json()["note"] as? [String: Any])?["body"] as? String == "from multipart")
         }

@@ -15,11 +15,13 @@ struct WebTests {
         try Self.app.get().request("GET", target, headers: headers)
     }
 
-    @Test("every file of Web/app is served byte for byte with its Content-Type", arguments: [
-        ("index.html", "text/html; charset=utf-8"), ("app.js", "text/javascript; charset=utf-8"),
-        ("style.css", "text/css; charset=utf-8"), ("icon.svg", "image/svg+xml"), ("icon-192.png", "image/png"),
-        ("manifest.webmanifest", "application/manifest+json"),
-    ])
+    @Test(
+        "every file of Web/app is served byte for byte with its Content-Type",
+        arguments: [
+            ("index.html", "text/html; charset=utf-8"), ("app.js", "text/javascript; charset=utf-8"),
+            ("style.css", "text/css; charset=utf-8"), ("icon.svg", "image/svg+xml"), ("icon-192.png", "image/png"),
+            ("manifest.webmanifest", "application/manifest+json"),
+        ])
     func served(_ name: String, _ contentType: String) throws {
         let response = try get(name == "index.html" ? "/" : "/assets/\(name)")
         #expect(response.status == 200)
@@ -30,7 +32,8 @@ struct WebTests {
         if name == "index.html" {
             file = file.replacing("<body data-view=\"list\">", with: "<body data-view=\"list\" data-auth=\"off\" data-sign-in=\"none\">")
         }
-        #expect(response.body == (name.hasSuffix(".png") ? Array(try Data(contentsOf: Self.appFolder.appendingPathComponent(name))) : Array(file.utf8)))
+        #expect(
+            response.body == (name.hasSuffix(".png") ? Array(try Data(contentsOf: Self.appFolder.appendingPathComponent(name))) : Array(file.utf8)))
         #expect(response.header("Cache-Control") == "no-cache")
         #expect(response.header("X-Content-Type-Options") == "nosniff")
     }
@@ -80,9 +83,11 @@ struct WebTests {
     @Test("installable: the manifest, the icons and the tags an iPhone reads")
     func installable() throws {
         let page = try get("/").text
-        for tag in [#"<link rel="manifest" href="/assets/manifest.webmanifest">"#, #"<link rel="apple-touch-icon" href="/assets/apple-touch-icon.png">"#,
-                    #"<meta name="apple-mobile-web-app-capable" content="yes">"#, #"<meta name="mobile-web-app-capable" content="yes">"#,
-                    #"<meta name="apple-mobile-web-app-status-bar-style""#, #"<meta name="theme-color""#] {
+        for tag in [
+            #"<link rel="manifest" href="/assets/manifest.webmanifest">"#, #"<link rel="apple-touch-icon" href="/assets/apple-touch-icon.png">"#,
+            #"<meta name="apple-mobile-web-app-capable" content="yes">"#, #"<meta name="mobile-web-app-capable" content="yes">"#,
+            #"<meta name="apple-mobile-web-app-status-bar-style""#, #"<meta name="theme-color""#,
+        ] {
             #expect(page.contains(tag), "\(tag)")
         }
         let manifest = try get("/assets/manifest.webmanifest")
@@ -105,11 +110,14 @@ struct WebTests {
         #expect(worker.header("Service-Worker-Allowed") == "/")
         #expect(try get("/assets/app.js").header("Service-Worker-Allowed") == nil)
         let line = try #require(worker.text.split(separator: "\n").first { $0.hasPrefix("const SHELL = ") })
-        let shell = try #require(try JSONSerialization.jsonObject(with: Data(line.dropFirst("const SHELL = ".count).dropLast().utf8)) as? [String: Any])
+        let shell = try #require(
+            try JSONSerialization.jsonObject(with: Data(line.dropFirst("const SHELL = ".count).dropLast().utf8)) as? [String: Any])
         let version = try #require(shell["version"] as? String)
         #expect(version.wholeMatch(of: /[0-9a-f]{16}/) != nil, "\(version)")
         let files = try #require(shell["files"] as? [String])
-        let names = try FileManager.default.contentsOfDirectory(atPath: Self.appFolder.path).filter { !$0.hasPrefix(".") && $0 != "index.html" && $0 != "sw.js" }
+        let names = try FileManager.default.contentsOfDirectory(atPath: Self.appFolder.path).filter {
+            !$0.hasPrefix(".") && $0 != "index.html" && $0 != "sw.js"
+        }
         #expect(Set(files) == Set(["/"] + names.map { "/assets/\($0)" }))
         for path in files { #expect(try get(path).status == 200, "\(path)") }
         // The version is the files', the same whatever mode the page says.
@@ -123,8 +131,10 @@ struct WebTests {
     func contentSecurityPolicy() throws {
         let policy = try #require(try get("/").header("Content-Security-Policy"))
         let directives = Set(policy.split(separator: ";").map { $0.trimmingCharacters(in: .whitespaces) })
-        for directive in ["default-src 'self'", "script-src 'self'", "style-src 'self'", "connect-src 'self'", "worker-src 'self'", "manifest-src 'self'",
-                          "img-src 'self' blob: data:", "frame-ancestors 'none'", "base-uri 'none'", "form-action 'self'"] {
+        for directive in [
+            "default-src 'self'", "script-src 'self'", "style-src 'self'", "connect-src 'self'", "worker-src 'self'", "manifest-src 'self'",
+            "img-src 'self' blob: data:", "frame-ancestors 'none'", "base-uri 'none'", "form-action 'self'",
+        ] {
             #expect(directives.contains(directive), "\(directive)")
         }
         #expect(!policy.contains("unsafe"))

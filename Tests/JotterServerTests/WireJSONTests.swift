@@ -10,8 +10,9 @@ import JotterStore
 struct WireJSONTests {
     static let hostile = "quote \" backslash \\ slash / newline \n tab \t return \r bell \u{7} nul \u{0} del \u{7F} é 日本 📝 \u{2028}"
 
-    static let upload = Upload(id: "0123456789abcdef01234567", filename: hostile, contentType: "text/plain", size: 1 << 40,
-                               sha256: String(repeating: "a", count: 64), createdAt: Timestamp.date("2026-11-30 14:35:40")!, noteID: nil, url: "/uploads/x/content")
+    static let upload = Upload(
+        id: "0123456789abcdef01234567", filename: hostile, contentType: "text/plain", size: 1 << 40,
+        sha256: String(repeating: "a", count: 64), createdAt: Timestamp.date("2026-11-30 14:35:40")!, noteID: nil, url: "/uploads/x/content")
 
     func both<T: Encodable & JSONWritable>(_ value: T) throws -> (String, String) {
         var json = JSONWriter()
@@ -22,9 +23,11 @@ struct WireJSONTests {
     @Test func notesUploadsAndEnvelopesMatchJSONEncoder() throws {
         var attached = Self.upload
         attached.noteID = "42"
-        let note = Note(id: "42", body: Self.hostile, createdAt: Timestamp.date("2026-11-30 14:35:40")!, updatedAt: Timestamp.date("2026-11-30 14:35:41")!,
-                        version: 7, attachments: [Self.upload, attached])
-        let empty = Note(id: "1", body: "", createdAt: Timestamp.date("1970-01-01 00:00:00")!, updatedAt: Timestamp.date("1970-01-01 00:00:00")!, version: 1)
+        let note = Note(
+            id: "42", body: Self.hostile, createdAt: Timestamp.date("2026-11-30 14:35:40")!, updatedAt: Timestamp.date("2026-11-30 14:35:41")!,
+            version: 7, attachments: [Self.upload, attached])
+        let empty = Note(
+            id: "1", body: "", createdAt: Timestamp.date("1970-01-01 00:00:00")!, updatedAt: Timestamp.date("1970-01-01 00:00:00")!, version: 1)
         let pairs = [
             try both(Self.upload), try both(note), try both(empty),
             try both(NoteEnvelope(note: note, message: "Note Created")), try both(NoteEnvelope(note: empty)),
@@ -39,8 +42,9 @@ struct WireJSONTests {
 
     /// Notes written straight from their records are the `Note`s JSONEncoder writes.
     @Test func storedNotesMatchTheirWireForm() throws {
-        let attachment = UploadRecord(id: "0123456789abcdef01234567", filename: Self.hostile, contentType: "text/plain", size: 5,
-                                      sha256: String(repeating: "b", count: 64), createdAt: 1_796_049_340, noteID: 42)
+        let attachment = UploadRecord(
+            id: "0123456789abcdef01234567", filename: Self.hostile, contentType: "text/plain", size: 5,
+            sha256: String(repeating: "b", count: 64), createdAt: 1_796_049_340, noteID: 42)
         let records = [
             NoteRecord(id: 42, body: Self.hostile, createdAt: 1_796_049_340, updatedAt: 1_796_049_341, version: 7),
             NoteRecord(id: 1, body: "", createdAt: 0, updatedAt: 59, version: 1),
@@ -51,11 +55,12 @@ struct WireJSONTests {
             NoteRecord(id: 5, body: "day before", createdAt: 1_796_025_599, updatedAt: 1_796_025_600 + 86_399, version: 3),
         ]
         let stored = records.enumerated().map { StoredNote(record: $1, attachments: $0 == 0 ? [attachment, attachment] : []) }
-        let pairs = try stored.map { try both($0) } + [
-            try both(StoredNoteEnvelope(note: stored[0], message: "Note Created")), try both(StoredNoteEnvelope(note: stored[1])),
-            try both(StoredNoteList(page: NotePage(records, attachments: [42: [attachment, attachment]]), next: "/notes?limit=4&after=7")),
-            try both(StoredNoteList(page: NotePage(records), count: 2, next: nil)), try both(StoredNoteList(page: NotePage([]), next: nil)),
-        ]
+        let pairs =
+            try stored.map { try both($0) } + [
+                try both(StoredNoteEnvelope(note: stored[0], message: "Note Created")), try both(StoredNoteEnvelope(note: stored[1])),
+                try both(StoredNoteList(page: NotePage(records, attachments: [42: [attachment, attachment]]), next: "/notes?limit=4&after=7")),
+                try both(StoredNoteList(page: NotePage(records), count: 2, next: nil)), try both(StoredNoteList(page: NotePage([]), next: nil)),
+            ]
         for (ours, foundation) in pairs {
             #expect(ours == foundation)
         }

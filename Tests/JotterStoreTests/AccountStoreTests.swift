@@ -51,8 +51,10 @@ struct AccountStoreTests {
 
         let fixture = try StoreFixture(backend)
         let user = try addUser(fixture.store, "ann")
-        guard case .credential(let record) = try fixture.store.perform(
-            .issue(userID: user.id, kind: .token, label: "laptop", digest: Secret.digest(token), expiresAt: nil)) else {
+        guard
+            case .credential(let record) = try fixture.store.perform(
+                .issue(userID: user.id, kind: .token, label: "laptop", digest: Secret.digest(token), expiresAt: nil))
+        else {
             Issue.record("not issued"); return
         }
         #expect(try fixture.store.credential(digest: Secret.digest(token))?.0 == record)
@@ -60,7 +62,8 @@ struct AccountStoreTests {
         // Nothing in the file holds the token itself.
         guard backend == .sqlite else { return }
         fixture.store.close()
-        let bytes = try Data(contentsOf: URL(fileURLWithPath: fixture.directory.databasePath))
+        let bytes =
+            try Data(contentsOf: URL(fileURLWithPath: fixture.directory.databasePath))
             + ((try? Data(contentsOf: URL(fileURLWithPath: fixture.directory.databasePath + "-wal"))) ?? Data())
         #expect(bytes.range(of: Data(token.utf8)) == nil)
         #expect(bytes.range(of: Data(token.dropFirst(4).utf8)) == nil)
@@ -93,7 +96,8 @@ struct AccountStoreTests {
         let store = fixture.store
         let ann = try addUser(store, "ann").owner, bob = try addUser(store, "bob").owner
         guard case .done(let note, _) = try store.perform(.create(body: "ann's secret plan"), owner: ann),
-              case .uploadsAdded(let files, _, _) = try upload(store, fixture.directory, note: note.id, owner: ann) else {
+            case .uploadsAdded(let files, _, _) = try upload(store, fixture.directory, note: note.id, owner: ann)
+        else {
             Issue.record("setup"); return
         }
         let file = files[0].id
@@ -128,8 +132,9 @@ struct AccountStoreTests {
         let store = fixture.store
         let ann = try addUser(store, "ann"), bob = try addUser(store, "bob")
         guard case .done(let note, _) = try store.perform(.create(body: "a"), owner: ann.owner),
-              case .uploadsAdded(let files, _, _) = try upload(store, fixture.directory, note: nil, owner: ann.owner),
-              case .done(let kept, _) = try store.perform(.create(body: "b"), owner: bob.owner) else {
+            case .uploadsAdded(let files, _, _) = try upload(store, fixture.directory, note: nil, owner: ann.owner),
+            case .done(let kept, _) = try store.perform(.create(body: "b"), owner: bob.owner)
+        else {
             Issue.record("setup"); return
         }
         let token = Secret.make(prefix: Secret.tokenPrefix)
@@ -151,8 +156,11 @@ struct AccountStoreTests {
         let store = fixture.store
         let ann = try addUser(store, "ann"), bob = try addUser(store, "bob")
         let token = Secret.make(prefix: Secret.tokenPrefix), session = Secret.make(prefix: Secret.sessionPrefix)
-        guard case .credential(let issued) = try store.perform(.issue(userID: ann.id, kind: .token, label: "ci", digest: Secret.digest(token), expiresAt: 100)),
-              case .credential = try store.perform(.issue(userID: ann.id, kind: .session, label: "web", digest: Secret.digest(session), expiresAt: nil)) else {
+        guard
+            case .credential(let issued) = try store.perform(
+                .issue(userID: ann.id, kind: .token, label: "ci", digest: Secret.digest(token), expiresAt: 100)),
+            case .credential = try store.perform(.issue(userID: ann.id, kind: .session, label: "web", digest: Secret.digest(session), expiresAt: nil))
+        else {
             Issue.record("setup"); return
         }
         #expect(issued.expiresAt == 100 && !issued.isValid(at: 100) && issued.isValid(at: 99))
@@ -173,7 +181,8 @@ struct AccountStoreTests {
             try db.execute("CREATE TABLE schema_version (version INTEGER NOT NULL); INSERT INTO schema_version VALUES (2);")
             try db.execute(SQLiteSchema.migrations[0])
             try db.execute(SQLiteSchema.migrations[1])
-            try db.execute("""
+            try db.execute(
+                """
                 INSERT INTO notes (body, created_at, updated_at, version) VALUES ('old note', 1, 1, 1);
                 INSERT INTO events (kind, note_id, note_body, note_created_at, note_updated_at, note_version, created_at)
                 VALUES ('note.created', 1, 'old note', 1, 1, 1, 1);

@@ -11,8 +11,9 @@ struct BackupTests {
     func addUpload(_ store: SQLiteStore, _ bytes: [UInt8], noteID: Int64?) throws -> UploadRecord {
         let path = store.temporaryDirectory + "/t-\(UUID().uuidString)"
         try Data(bytes).write(to: URL(fileURLWithPath: path))
-        let upload = try store.stage(path, size: Int64(bytes.count), filename: "f-\(bytes.first ?? 0).bin",
-                                     sha256: "bytes-\(bytes.count)-\(bytes.first ?? 0)")
+        let upload = try store.stage(
+            path, size: Int64(bytes.count), filename: "f-\(bytes.first ?? 0).bin",
+            sha256: "bytes-\(bytes.count)-\(bytes.first ?? 0)")
         guard case .uploadsAdded(let records, _, _) = try store.perform(.addUploads([upload], noteID: noteID)) else {
             throw FixtureError("upload not added")
         }

@@ -10,7 +10,8 @@ struct FeedTests {
     /// Every page from `since` until `more` is false, `limit` at a time: the entries, each
     /// page's walk flag, and the last cursor.
     static func pull(_ store: any DataStore, since: Int64?, limit: Int, owner: Owner = .unclaimed) throws
-        -> (entries: [NoteFeedEntry], notes: [NoteRecord?], walks: [Bool], cursor: Int64) {
+        -> (entries: [NoteFeedEntry], notes: [NoteRecord?], walks: [Bool], cursor: Int64)
+    {
         var entries: [NoteFeedEntry] = [], notes: [NoteRecord?] = [], walks: [Bool] = []
         var cursor = since
         for _ in 0..<10_000 {
@@ -165,7 +166,8 @@ struct FeedTests {
         store.close()
         // Back to schema version 8, as a database from before the feed.
         let db = try SQLiteConnection(path: directory.databasePath, flags: SQLiteConnection.readWrite)
-        try db.execute("""
+        try db.execute(
+            """
             DROP TABLE note_changes; DROP TABLE feed_marks; ALTER TABLE events DROP COLUMN note_merge_base;
             ALTER TABLE idempotency_keys DROP COLUMN claimer;
             UPDATE schema_version SET version = 8;

@@ -16,8 +16,9 @@ struct IdempotencyStoreTests {
         try StoreWait.wait { store.completeIdempotencyKey(key, answer: answer, owner: owner, now: now, completion: $0) }
     }
 
-    @Test("a claimed key is running until answered, then replays; another fingerprint is a mismatch; keys are per owner; a release frees it",
-          arguments: Backend.all)
+    @Test(
+        "a claimed key is running until answered, then replays; another fingerprint is a mismatch; keys are per owner; a release frees it",
+        arguments: Backend.all)
     func claims(backend: Backend) throws {
         let fixture = try StoreFixture(backend)
         let store = fixture.store, ann = Owner(id: 1), bob = Owner(id: 2)
@@ -31,7 +32,9 @@ struct IdempotencyStoreTests {
         #expect(try store.claimIdempotencyKey("k", fingerprint: Self.print, owner: bob, now: 1004) == .claimed)
     }
 
-    @Test("SQLite: an unanswered claim of a store that is gone — closed, or its process killed — is taken over after answerGrace; a living one's stays running")
+    @Test(
+        "SQLite: an unanswered claim of a store that is gone — closed, or its process killed — is taken over after answerGrace; a living one's stays running"
+    )
     func goneInstancesClaimsGiveWay() throws {
         let fixture = try StoreFixture(.sqlite)
         let survivor = try #require(fixture.sqlite)
@@ -39,15 +42,18 @@ struct IdempotencyStoreTests {
         defer { other.close() }
         let now = Int64(time(nil)), key = "/uploads k", fingerprint: [UInt8] = [1, 2, 3], ann = Owner(id: 1)
         #expect(try other.claimIdempotencyKey(key, fingerprint: fingerprint, owner: ann, now: now) == .claimed)
-        #expect(try survivor.claimIdempotencyKey(key, fingerprint: fingerprint, owner: ann, now: now + 10) == .running,
-                "its claimer lives: the request may still answer")
+        #expect(
+            try survivor.claimIdempotencyKey(key, fingerprint: fingerprint, owner: ann, now: now + 10) == .running,
+            "its claimer lives: the request may still answer")
         other.close()
         #expect(try survivor.claimIdempotencyKey(key, fingerprint: [9], owner: ann, now: now + 10) == .mismatch)
-        #expect(try survivor.claimIdempotencyKey(key, fingerprint: fingerprint, owner: ann, now: now + 1) == .running,
-                "not within the claim's first answerGrace seconds")
+        #expect(
+            try survivor.claimIdempotencyKey(key, fingerprint: fingerprint, owner: ann, now: now + 1) == .running,
+            "not within the claim's first answerGrace seconds")
         #expect(try survivor.claimIdempotencyKey(key, fingerprint: fingerprint, owner: ann, now: now + 10) == .claimed)
-        #expect(try survivor.claimIdempotencyKey(key, fingerprint: fingerprint, owner: ann, now: now + 20) == .running,
-                "now the survivor's own claim, which lives")
+        #expect(
+            try survivor.claimIdempotencyKey(key, fingerprint: fingerprint, owner: ann, now: now + 20) == .running,
+            "now the survivor's own claim, which lives")
 
         // A process killed with kill -9 leaves its instance's file, unlocked (the kernel drops
         // the lock), and its claims: one without a write is taken over, one whose write
@@ -56,12 +62,14 @@ struct IdempotencyStoreTests {
         #expect(FileManager.default.createFile(atPath: instances + "/4242", contents: nil))
         let db = try SQLiteConnection(path: survivor.path, flags: SQLiteConnection.readWrite)
         for (claimed, location) in [("/notes a", nil), ("/notes b", "/notes/7")] as [(String, String?)] {
-            try db.run("""
+            try db.run(
+                """
                 INSERT INTO idempotency_keys (owner, key, fingerprint, claimed_at, expires_at, claimer, location)
                 VALUES (1, ?, x'010203', ?, ?, 4242, ?)
                 """, [.text(claimed), .integer(now), .integer(now + 300), location.map { .text($0) } ?? .null])
         }
-        #expect(try survivor.claimIdempotencyKey("/notes b", fingerprint: fingerprint, owner: ann, now: now + 10)
+        #expect(
+            try survivor.claimIdempotencyKey("/notes b", fingerprint: fingerprint, owner: ann, now: now + 10)
                 == .replay(.reference(location: "/notes/7")))
         #expect(FileManager.default.fileExists(atPath: instances + "/4242"), "nothing was taken over yet")
         #expect(try survivor.claimIdempotencyKey("/notes a", fingerprint: fingerprint, owner: ann, now: now + 10) == .claimed)
@@ -70,8 +78,9 @@ struct IdempotencyStoreTests {
         #expect(try FileManager.default.contentsOfDirectory(atPath: instances) == ["\(survivor.instance.number)"])
     }
 
-    @Test("a keyed note: the claim and a reference answer commit with the note; the key then replays it and nothing more is written",
-          arguments: Backend.all)
+    @Test(
+        "a keyed note: the claim and a reference answer commit with the note; the key then replays it and nothing more is written",
+        arguments: Backend.all)
     func claimedInTheNotesTransaction(backend: Backend) throws {
         let fixture = try StoreFixture(backend)
         let store = fixture.store, ann = Owner(id: 1), now = Int64(Date().timeIntervalSince1970)
@@ -94,7 +103,9 @@ struct IdempotencyStoreTests {
         let reference = IdempotentAnswer.reference(location: "/notes/\(change.note.id)")
         #expect(try store.claimIdempotencyKey("/notes k", fingerprint: Self.print, owner: ann, now: later) == .replay(reference))
         let retried = IdempotencyKeyClaim(key: "/notes k", fingerprint: Self.print, now: later)
-        guard case .refused(.replay(reference)) = try StoreWait.wait({ store.createNote(body: "once", owner: ann, claiming: retried, completion: $0) }) else {
+        guard
+            case .refused(.replay(reference)) = try StoreWait.wait({ store.createNote(body: "once", owner: ann, claiming: retried, completion: $0) })
+        else {
             Issue.record("the same key wrote again after the lease")
             return
         }
@@ -118,8 +129,9 @@ struct IdempotencyStoreTests {
         #expect(try store.notes(NoteQuery(), owner: ann).count == 1)
     }
 
-    @Test("a keyed edit: the claim and a reference commit with the merge; a retry after a crash before the answer replays it, never merges again",
-          arguments: Backend.all)
+    @Test(
+        "a keyed edit: the claim and a reference commit with the merge; a retry after a crash before the answer replays it, never merges again",
+        arguments: Backend.all)
     func claimedInTheEditsTransaction(backend: Backend) throws {
         let fixture = try StoreFixture(backend)
         let store = fixture.store, ann = Owner(id: 1), now = Int64(Date().timeIntervalSince1970)
@@ -127,8 +139,11 @@ struct IdempotencyStoreTests {
         _ = try StoreWait.wait { store.updateNote(id: note.id, body: "oat milk\nbread\n", ifVersion: nil, owner: ann, completion: $0) }
         let key = "/notes/\(note.id) edit"
         func edit(_ claim: IdempotencyKeyClaim, ifVersion: Int64? = nil) throws -> KeyedOutcome<NoteWriteOutcome> {
-            try StoreWait.wait { store.editNote(id: note.id, base: 1, body: "milk\nbread\njam\n", ifVersion: ifVersion, owner: ann,
-                                                claiming: claim, completion: $0) }
+            try StoreWait.wait {
+                store.editNote(
+                    id: note.id, base: 1, body: "milk\nbread\njam\n", ifVersion: ifVersion, owner: ann,
+                    claiming: claim, completion: $0)
+            }
         }
         // A write refused by its precondition leaves the key free (only successes are kept).
         guard case .done(.versionMismatch) = try edit(IdempotencyKeyClaim(key: key, fingerprint: Self.print, now: now), ifVersion: 1) else {
@@ -156,8 +171,9 @@ struct IdempotencyStoreTests {
         #expect(try store.revisions(noteID: note.id, before: nil, limit: 10, owner: ann, inTrash: false)?.map(\.version) == [3, 2, 1])
     }
 
-    @Test("answers expire after 24 h and unanswered claims after their lease: both are swept and the key is free again",
-          arguments: Backend.all)
+    @Test(
+        "answers expire after 24 h and unanswered claims after their lease: both are swept and the key is free again",
+        arguments: Backend.all)
     func expiry(backend: Backend) throws {
         let fixture = try StoreFixture(backend)
         let store = fixture.store, ann = Owner(id: 1)
@@ -173,8 +189,9 @@ struct IdempotencyStoreTests {
         #expect(try store.claimIdempotencyKey("done", fingerprint: [9], owner: ann, now: later) == .claimed)
     }
 
-    @Test("an owner's answers stay within their byte budget: large and older answers are kept as references (no body), those without a Location go",
-          arguments: Backend.all)
+    @Test(
+        "an owner's answers stay within their byte budget: large and older answers are kept as references (no body), those without a Location go",
+        arguments: Backend.all)
     func budget(backend: Backend) throws {
         let fixture = try StoreFixture(backend)
         let store = fixture.store, ann = Owner(id: 1), bob = Owner(id: 2)
@@ -193,8 +210,9 @@ struct IdempotencyStoreTests {
         let size = 60 * 1024
         for index in 0..<40 {
             #expect(try store.claimIdempotencyKey("n\(index)", fingerprint: Self.print, owner: ann, now: 2000 + Int64(index)) == .claimed)
-            try Self.complete(store, "n\(index)", Self.answer(size, location: index % 2 == 0 ? "/notes/\(index)" : nil), owner: ann,
-                              now: 2000 + Int64(index))
+            try Self.complete(
+                store, "n\(index)", Self.answer(size, location: index % 2 == 0 ? "/notes/\(index)" : nil), owner: ann,
+                now: 2000 + Int64(index))
         }
         var whole = 0, references = 0, gone = 0
         for index in 0..<40 {

@@ -120,11 +120,15 @@ import JotterSystem
         let memoryStart = MonotonicClock.seconds()
         for _ in 0..<count { _ = try memory.take(["token 9"], capacity: 1e9, interval: 1e-6) }
         let memoryElapsed = MonotonicClock.seconds() - memoryStart
-        print(String(format: "LimitCounters: a PostgreSQL take %.0f µs wall, %.0f µs of this process's CPU; in memory %.2f µs",
-                     elapsed / Double(count) * 1e6, cpu / Double(count) * 1e6, memoryElapsed / Double(count) * 1e6))
+        print(
+            String(
+                format: "LimitCounters: a PostgreSQL take %.0f µs wall, %.0f µs of this process's CPU; in memory %.2f µs",
+                elapsed / Double(count) * 1e6, cpu / Double(count) * 1e6, memoryElapsed / Double(count) * 1e6))
         let sign = MonotonicClock.seconds()
         for index in 0..<200 { _ = try counters.take(["name n\(index % 7)", "address a\(index % 5)"], capacity: 1e9, interval: 1e-6) }
-        print(String(format: "LimitCounters: a PostgreSQL sign-in take (two keys, one transaction) %.0f µs wall",
-                     (MonotonicClock.seconds() - sign) / 200 * 1e6))
+        print(
+            String(
+                format: "LimitCounters: a PostgreSQL sign-in take (two keys, one transaction) %.0f µs wall",
+                (MonotonicClock.seconds() - sign) / 200 * 1e6))
     }
 }

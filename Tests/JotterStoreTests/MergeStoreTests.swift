@@ -22,8 +22,11 @@ struct MergeStoreTests {
         let fixture = try StoreFixture(backend)
         let note = try fixture.create("milk\nbread\neggs\n")
         _ = try fixture.store.perform(.update(id: note.id, body: "oat milk\nbread\neggs\n", ifVersion: nil))
-        let change = try #require(try fixture.store.mergeNote(id: note.id, base: 1, body: "milk\nbread\neggs\nsoy sauce\n",
-                                                               ifVersion: nil, owner: .unclaimed).change)
+        let change = try #require(
+            try fixture.store.mergeNote(
+                id: note.id, base: 1, body: "milk\nbread\neggs\nsoy sauce\n",
+                ifVersion: nil, owner: .unclaimed
+            ).change)
         #expect(change.note.version == 3)
         #expect(change.note.body.contains("oat milk") && change.note.body.contains("soy sauce"))
         let merge = try #require(change.merge)
@@ -63,8 +66,11 @@ struct MergeStoreTests {
         let huge = String(repeating: "y", count: TextMerge.Limits.default.maxBytes + 1)
         _ = try store.perform(.update(id: note.id, body: huge, ifVersion: nil))
         let big = try #require(try store.note(id: note.id))
-        guard case .cannotMerge(let found, let base) = try store.mergeNote(id: note.id, base: 2, body: "two, edited", ifVersion: nil,
-                                                                             owner: .unclaimed) else {
+        guard
+            case .cannotMerge(let found, let base) = try store.mergeNote(
+                id: note.id, base: 2, body: "two, edited", ifVersion: nil,
+                owner: .unclaimed)
+        else {
             Issue.record("not refused past the merge's bounds")
             return
         }

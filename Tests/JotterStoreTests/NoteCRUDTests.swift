@@ -69,8 +69,10 @@ struct NoteCRUDTests {
     @Test(arguments: Backend.all) func notFoundBeatsVersionMismatch(backend: Backend) throws {
         let fixture = try StoreFixture(backend)
         let missing: Int64 = 424_242
-        for write in [NoteWrite.update(id: missing, body: "x", ifVersion: 3), .delete(id: missing, ifVersion: 3),
-                      .touch(id: missing, ifVersion: 3), .update(id: missing, body: "x", ifVersion: nil)] {
+        for write in [
+            NoteWrite.update(id: missing, body: "x", ifVersion: 3), .delete(id: missing, ifVersion: 3),
+            .touch(id: missing, ifVersion: 3), .update(id: missing, body: "x", ifVersion: nil),
+        ] {
             #expect(try fixture.store.perform(write) == .notFound)
         }
     }

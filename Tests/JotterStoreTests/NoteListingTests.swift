@@ -69,16 +69,16 @@ struct NoteListingTests {
     func cursorPagingVisitsEveryNoteOnce(pageSize: Int, backend: Backend) throws {
         let (fixture, notes) = try Self.fixture(count: 7, backend)
         for order in [NoteOrder.newestFirst, .oldestFirst] {
-        var seen: [NoteRecord] = []
-        var after: Int64? = nil
-        while true {
-            let page = try fixture.store.notes(NoteQuery(limit: pageSize, after: after, order: order))
-            #expect(page.count <= pageSize)
-            if page.isEmpty { break }
-            seen += page
-            after = page.last!.id
-        }
-        #expect(seen == (order == .newestFirst ? notes.reversed() : notes))
+            var seen: [NoteRecord] = []
+            var after: Int64? = nil
+            while true {
+                let page = try fixture.store.notes(NoteQuery(limit: pageSize, after: after, order: order))
+                #expect(page.count <= pageSize)
+                if page.isEmpty { break }
+                seen += page
+                after = page.last!.id
+            }
+            #expect(seen == (order == .newestFirst ? notes.reversed() : notes))
         }
     }
 

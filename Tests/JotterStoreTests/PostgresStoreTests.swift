@@ -46,7 +46,8 @@ struct PostgresStoreTests {
         let stores = Mutex<[PostgresStore]>([])
         onThreads(4) { _ in
             do {
-                let store = try PostgresStore(url: url, poolSize: 1, blobs: try LocalBlobStore(root: blobs.path), temporaryDirectory: blobs.path + "/tmp")
+                let store = try PostgresStore(
+                    url: url, poolSize: 1, blobs: try LocalBlobStore(root: blobs.path), temporaryDirectory: blobs.path + "/tmp")
                 stores.withLock { $0.append(store) }
             } catch {
                 failures.withLock { $0.append("\(error)") }
@@ -62,7 +63,8 @@ struct PostgresStoreTests {
     @Test("every instance's feed delivers every instance's events, in id order, once")
     func feedsSeeOtherInstances() throws {
         let fixture = try StoreFixture(.postgres)
-        let other = try PostgresStore(url: fixture.url, poolSize: 2, blobs: fixture.postgres.blobs, temporaryDirectory: fixture.directory.path + "/tmp")
+        let other = try PostgresStore(
+            url: fixture.url, poolSize: 2, blobs: fixture.postgres.blobs, temporaryDirectory: fixture.directory.path + "/tmp")
         defer { other.close() }
         let seenHere = Mutex<[Int64]>([]), seenThere = Mutex<[Int64]>([])
         fixture.postgres.observeEvents { event, _ in seenHere.withLock { $0.append(event.id) } }
@@ -78,23 +80,27 @@ struct PostgresStoreTests {
     func deadInstancesClaimsGiveWay() throws {
         let fixture = try StoreFixture(.postgres)
         let survivor = fixture.postgres
-        let other = try PostgresStore(url: fixture.url, poolSize: 2, blobs: fixture.postgres.blobs, temporaryDirectory: fixture.directory.path + "/tmp")
+        let other = try PostgresStore(
+            url: fixture.url, poolSize: 2, blobs: fixture.postgres.blobs, temporaryDirectory: fixture.directory.path + "/tmp")
         defer { other.close() }
         let db = try fixture.connect()
         #expect(try waitFor { (try? PostgresIdempotencyRows.isAlive(other.instance, on: db)) == true })
         let now = Int64(time(nil)), key = "/uploads k", fingerprint: [UInt8] = [1, 2, 3]
 
         #expect(try other.claimIdempotencyKey(key, fingerprint: fingerprint, owner: .unclaimed, now: now) == .claimed)
-        #expect(try survivor.claimIdempotencyKey(key, fingerprint: fingerprint, owner: .unclaimed, now: now + 10) == .running,
-                "its claimer lives: the request may still answer")
+        #expect(
+            try survivor.claimIdempotencyKey(key, fingerprint: fingerprint, owner: .unclaimed, now: now + 10) == .running,
+            "its claimer lives: the request may still answer")
         other.close()  // its event feed's session, and with it the instance's lock, ends
         #expect(try waitFor { (try? PostgresIdempotencyRows.isAlive(other.instance, on: db)) == false })
         #expect(try survivor.claimIdempotencyKey(key, fingerprint: [9], owner: .unclaimed, now: now + 10) == .mismatch)
-        #expect(try survivor.claimIdempotencyKey(key, fingerprint: fingerprint, owner: .unclaimed, now: now + 1) == .running,
-                "not within the claim's first answerGrace seconds")
+        #expect(
+            try survivor.claimIdempotencyKey(key, fingerprint: fingerprint, owner: .unclaimed, now: now + 1) == .running,
+            "not within the claim's first answerGrace seconds")
         #expect(try survivor.claimIdempotencyKey(key, fingerprint: fingerprint, owner: .unclaimed, now: now + 10) == .claimed)
-        #expect(try survivor.claimIdempotencyKey(key, fingerprint: fingerprint, owner: .unclaimed, now: now + 20) == .running,
-                "now the survivor's own claim, which lives")
+        #expect(
+            try survivor.claimIdempotencyKey(key, fingerprint: fingerprint, owner: .unclaimed, now: now + 20) == .running,
+            "now the survivor's own claim, which lives")
         #expect(try db.query("SELECT claimer FROM idempotency_keys WHERE key = $1", [key])[0].value(0, as: Int64.self) == survivor.instance)
     }
 
@@ -159,7 +165,8 @@ struct PostgresStoreTests {
         var components = URLComponents(string: fixture.url)!
         components.port = 1  // nothing listens there
         #expect(throws: StoreError.unavailable) {
-            _ = try PostgresStore(url: components.string!, poolSize: 1, blobs: fixture.postgres.blobs, temporaryDirectory: fixture.directory.path + "/tmp")
+            _ = try PostgresStore(
+                url: components.string!, poolSize: 1, blobs: fixture.postgres.blobs, temporaryDirectory: fixture.directory.path + "/tmp")
         }
     }
 
@@ -248,8 +255,9 @@ struct PostgresLateCommitTests {
 }
 
 /// Takes the whole server away, so it runs in the TIMING_TESTS pass, alone.
-@Suite(.tags(.timing), .serialized,
-       .enabled(if: PostgresServer.available && PostgresRestart.program != nil, PostgresServer.skipMessage))
+@Suite(
+    .tags(.timing), .serialized,
+    .enabled(if: PostgresServer.available && PostgresRestart.program != nil, PostgresServer.skipMessage))
 struct PostgresStoreRestartTests {
     @Test("after PostgreSQL restarts, reads, writes and the event feed come back by themselves")
     func storeComesBackAfterServerRestart() throws {

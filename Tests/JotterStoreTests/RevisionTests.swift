@@ -98,9 +98,9 @@ struct RevisionTests {
         let a = try fixture.create("a"), b = try fixture.create("b")
         let rows: [(note: Int64, version: Int64, at: Int64)] = [
             (a.id, 1, week0 + hour), (a.id, 2, week0 + 2 * day),  // one week: 2 stays
-            (a.id, 3, week0 + 8 * day),                           // the next week: stays
+            (a.id, 3, week0 + 8 * day),  // the next week: stays
             (a.id, 4, week0 + 70 * day + hour), (a.id, 5, week0 + 70 * day + 5 * hour),  // one day, 80 days ago: 5 stays
-            (a.id, 6, week0 + 71 * day),                          // the next day: stays
+            (a.id, 6, week0 + 71 * day),  // the next day: stays
             (a.id, 7, week0 + 140 * day), (a.id, 8, week0 + 140 * day + 1),  // 10 days ago: both stay
             (b.id, 1, week0 + hour), (b.id, 2, week0 + 2 * hour),  // b's own week: 2 stays
         ]
@@ -108,7 +108,10 @@ struct RevisionTests {
         let retention = RevisionRetention(days: 30)
         #expect(retention == RevisionRetention(keepAll: 30 * day, daily: 90 * day))
         #expect(try fixture.store.thinRevisions(retention, asOf: now) == 3)
-        #expect(try fixture.store.revisions(noteID: a.id, before: nil, limit: 10, owner: .unclaimed, inTrash: false)?.map(\.version) == [8, 7, 6, 5, 3, 2])
+        #expect(
+            try fixture.store.revisions(noteID: a.id, before: nil, limit: 10, owner: .unclaimed, inTrash: false)?.map(\.version) == [
+                8, 7, 6, 5, 3, 2,
+            ])
         #expect(try fixture.store.revisions(noteID: b.id, before: nil, limit: 10, owner: .unclaimed, inTrash: false)?.map(\.version) == [2])
         // Again: nothing more to do. A year on: one a week, and the newest.
         #expect(try fixture.store.thinRevisions(retention, asOf: now) == 0)
@@ -137,16 +140,18 @@ struct RevisionTests {
             let db = try PostgresConnection(url: database.url)
             try db.query("DELETE FROM note_revisions")
             for row in rows {
-                try db.query("INSERT INTO note_revisions (note_id, version, owner, body, size, created_at) VALUES ($1, $2, 0, 'x', 1, $3)",
-                             [row.note, row.version, row.at])
+                try db.query(
+                    "INSERT INTO note_revisions (note_id, version, owner, body, size, created_at) VALUES ($1, $2, 0, 'x', 1, $3)",
+                    [row.note, row.version, row.at])
             }
         } else {
             let db = try SQLiteConnection(path: fixture.directory.databasePath, flags: SQLiteConnection.readWrite)
             defer { db.close() }
             try db.run("DELETE FROM note_revisions")
             for row in rows {
-                try db.run("INSERT INTO note_revisions (note_id, version, owner, body, size, created_at) VALUES (?, ?, 0, 'x', 1, ?)",
-                           [.integer(row.note), .integer(row.version), .integer(row.at)])
+                try db.run(
+                    "INSERT INTO note_revisions (note_id, version, owner, body, size, created_at) VALUES (?, ?, 0, 'x', 1, ?)",
+                    [.integer(row.note), .integer(row.version), .integer(row.at)])
             }
         }
     }

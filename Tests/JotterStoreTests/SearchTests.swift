@@ -6,13 +6,13 @@ import Testing
 @Suite("Notes: full-text search")
 struct SearchTests {
     static let bodies = [
-        "Buy milk and eggs",                 // 0
-        "Café au lait with MILK",            // 1
-        "say \"hello\" to the NEAR( team",   // 2
-        "a*b wildcards and (parentheses)",   // 3
-        "日本語のテキスト",                     // 4
-        "ÉCOLE naïve résumé",                // 5
-        "pizza 🍕 tonight",                  // 6
+        "Buy milk and eggs",  // 0
+        "Café au lait with MILK",  // 1
+        "say \"hello\" to the NEAR( team",  // 2
+        "a*b wildcards and (parentheses)",  // 3
+        "日本語のテキスト",  // 4
+        "ÉCOLE naïve résumé",  // 5
+        "pizza 🍕 tonight",  // 6
     ]
 
     static func fixture(_ backend: Backend) throws -> (StoreFixture, [NoteRecord]) {
@@ -130,10 +130,12 @@ struct SearchTests {
         store.deleteNote(id: two.id, ifVersion: nil, owner: .unclaimed) { _ in done.increment() }
         store.createNote(body: "cherries three", owner: .unclaimed) { _ in done.increment() }
         let failed = Mutex<StoreError?>(nil)
-        store.submit({ db, _ throws(StoreError) in
-            FullTextIndex.added(id: one.id, body: "ghost", on: db)
-            throw StoreError.invalidArgument("this job fails")
-        }, owner: .unclaimed) { result in
+        store.submit(
+            { db, _ throws(StoreError) in
+                FullTextIndex.added(id: one.id, body: "ghost", on: db)
+                throw StoreError.invalidArgument("this job fails")
+            }, owner: .unclaimed
+        ) { result in
             if case .failure(let error) = result { failed.withLock { $0 = error } }
             done.increment()
         }
@@ -161,10 +163,12 @@ struct SearchTests {
         store.submit({ _, _ throws(StoreError) in usleep(200_000) }, owner: .unclaimed) { _ in done.increment() }
         usleep(20_000)
         store.createNote(body: "kept before", owner: .unclaimed) { _ in done.increment() }
-        store.submit({ db, _ throws(StoreError) in
-            try FullTextIndex.removeAll(owner: 999, on: db)
-            throw StoreError.invalidArgument("this job fails after making the earlier index changes")
-        }, owner: .unclaimed) { _ in done.increment() }
+        store.submit(
+            { db, _ throws(StoreError) in
+                try FullTextIndex.removeAll(owner: 999, on: db)
+                throw StoreError.invalidArgument("this job fails after making the earlier index changes")
+            }, owner: .unclaimed
+        ) { _ in done.increment() }
         store.createNote(body: "kept after", owner: .unclaimed) { _ in done.increment() }
         let deadline = Date().addingTimeInterval(10)
         while done.value < 4, Date() < deadline { usleep(1_000) }

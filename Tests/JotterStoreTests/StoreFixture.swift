@@ -10,7 +10,8 @@ final class TemporaryDirectory: Sendable {
     let path: String
 
     init() throws {
-        path = FileManager.default.temporaryDirectory
+        path =
+            FileManager.default.temporaryDirectory
             .appendingPathComponent("jotter-store-tests-\(UUID().uuidString)").path
         try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
     }
@@ -60,8 +61,9 @@ final class StoreFixture: Sendable {
     }
 
     static func openPostgres(url: String, directory: TemporaryDirectory, eventBacklog: Int = 10_000) throws -> PostgresStore {
-        try PostgresStore(url: url, poolSize: 4, blobs: try LocalBlobStore(root: directory.path),
-                          temporaryDirectory: directory.path + "/tmp", options: .init(eventBacklog: eventBacklog))
+        try PostgresStore(
+            url: url, poolSize: 4, blobs: try LocalBlobStore(root: directory.path),
+            temporaryDirectory: directory.path + "/tmp", options: .init(eventBacklog: eventBacklog))
     }
 
     /// Another store on the same data (after `store.close()`: a restart).
@@ -94,7 +96,8 @@ final class StoreFixture: Sendable {
         guard let database else { return try Self.integrityCheck(path: directory.databasePath) }
         let db = try PostgresConnection(url: database.url)
         let stale: Int64 = try db.query("SELECT count(*) FROM notes WHERE search IS DISTINCT FROM jotter_search_vector(body)")[0].value(0)
-        let dangling: Int64 = try db.query("""
+        let dangling: Int64 = try db.query(
+            """
             SELECT count(*) FROM uploads AS u WHERE note_id IS NOT NULL AND NOT EXISTS (SELECT 1 FROM notes AS n WHERE n.id = u.note_id)
                 AND NOT EXISTS (SELECT 1 FROM trashed_notes AS t WHERE t.id = u.note_id)
             """)[0].value(0)

@@ -22,16 +22,20 @@ struct TextMergeTests {
     // MARK: Examples
 
     @Test func editsOfDifferentWordsOfOneLineMergeCleanly() throws {
-        let outcome = try #require(TextMerge.merge(base: "The quick brown fox jumps\n",
-                                                   current: "The slow brown fox jumps\n",
-                                                   incoming: "The quick brown cat jumps\n"))
+        let outcome = try #require(
+            TextMerge.merge(
+                base: "The quick brown fox jumps\n",
+                current: "The slow brown fox jumps\n",
+                incoming: "The quick brown cat jumps\n"))
         #expect(outcome == .init(text: "The slow brown cat jumps\n", result: .clean, regions: []))
     }
 
     @Test func editsOfDifferentParagraphsMergeCleanly() throws {
         let base = "Groceries\n\nmilk, eggs\n\nCall mum\n"
-        let outcome = try #require(TextMerge.merge(base: base, current: "Groceries\n\nmilk, eggs, bread\n\nCall mum\n",
-                                                   incoming: "Groceries for Sunday\n\nmilk, eggs\n\nCall mum at 6\n"))
+        let outcome = try #require(
+            TextMerge.merge(
+                base: base, current: "Groceries\n\nmilk, eggs, bread\n\nCall mum\n",
+                incoming: "Groceries for Sunday\n\nmilk, eggs\n\nCall mum at 6\n"))
         #expect(outcome == .init(text: "Groceries for Sunday\n\nmilk, eggs, bread\n\nCall mum at 6\n", result: .clean, regions: []))
     }
 
@@ -82,10 +86,15 @@ struct TextMergeTests {
     }
 
     @Test func sameWordChangedDifferentlyKeepsBothLines() throws {
-        let outcome = try #require(TextMerge.merge(base: "a\nmeet on Monday\nz\n", current: "a\nmeet on Tuesday\nz\n",
-                                                   incoming: "a\nmeet on Friday\nz\n"))
-        #expect(outcome == .init(text: "a\nmeet on Tuesday\nmeet on Friday\nz\n", result: .overlap,
-                                 regions: [.init(start: 2, end: 33)]))
+        let outcome = try #require(
+            TextMerge.merge(
+                base: "a\nmeet on Monday\nz\n", current: "a\nmeet on Tuesday\nz\n",
+                incoming: "a\nmeet on Friday\nz\n"))
+        #expect(
+            outcome
+                == .init(
+                    text: "a\nmeet on Tuesday\nmeet on Friday\nz\n", result: .overlap,
+                    regions: [.init(start: 2, end: 33)]))
     }
 
     @Test func identicalChangesAreMadeOnce() throws {
@@ -99,7 +108,7 @@ struct TextMergeTests {
         #expect(outcome.text == "🍕 café\nü\n日本\n")
         #expect(outcome.regions == [.init(start: 8, end: 13)])
         let units = Array(outcome.text.utf16)
-        #expect(String(decoding: units[8 ..< 13], as: UTF16.self) == "ü\n日本\n")
+        #expect(String(decoding: units[8..<13], as: UTF16.self) == "ü\n日本\n")
     }
 
     @Test func lineEndingsAndNonCharactersArePreservedByteForByte() throws {
@@ -134,7 +143,7 @@ struct TextMergeTests {
     /// public call (which short-cuts them) and through the algorithm itself.
     @Test(arguments: seeds) func identities(seed: UInt64) {
         var random = SplitMix(seed)
-        for index in 0 ..< Self.casesPerSeed {
+        for index in 0..<Self.casesPerSeed {
             let base = RoughText.random(&random)
             let x = RoughText.edit(base, side: "X", &random)
             let clean = TextMerge.Outcome(text: x, result: .clean, regions: [])
@@ -151,15 +160,17 @@ struct TextMergeTests {
     /// edits two lines apart) are all applied, and the merge is clean.
     @Test(arguments: seeds) func nonOverlappingEditsAreAllApplied(seed: UInt64) {
         var random = SplitMix(seed)
-        for index in 0 ..< Self.casesPerSeed {
+        for index in 0..<Self.casesPerSeed {
             let base = WordText.random(&random)
             let edits = WordText.separatedEdits(base, &random)
             let current = base.applying(edits.filter { $0.side == .current })
             let incoming = base.applying(edits.filter { $0.side == .incoming })
             let expected = base.applying(edits)
             let outcome = TextMerge.merge(base: base.text, current: current.text, incoming: incoming.text)
-            #expect(outcome == .init(text: expected.text, result: .clean, regions: []),
-                    "seed \(seed) case \(index)\nbase: \(base.text.debugDescription)\ncurrent: \(current.text.debugDescription)\nincoming: \(incoming.text.debugDescription)")
+            #expect(
+                outcome == .init(text: expected.text, result: .clean, regions: []),
+                "seed \(seed) case \(index)\nbase: \(base.text.debugDescription)\ncurrent: \(current.text.debugDescription)\nincoming: \(incoming.text.debugDescription)"
+            )
         }
     }
 
@@ -167,7 +178,7 @@ struct TextMergeTests {
     /// both versions, current's first, as exactly one region; everything else merges.
     @Test(arguments: seeds) func overlappingEditKeepsBothLinesAsOneRegion(seed: UInt64) {
         var random = SplitMix(seed)
-        for index in 0 ..< Self.casesPerSeed {
+        for index in 0..<Self.casesPerSeed {
             let base = WordText.random(&random)
             let line = random.below(base.lines.count)
             let word = random.below(base.lines[line].count)
@@ -187,9 +198,13 @@ struct TextMergeTests {
             let last = line == base.lines.count - 1 && !base.finalNewline
             let regionText = currentLine.joined(separator: " ") + "\n" + incomingLine.joined(separator: " ") + (last ? "" : "\n")
             let outcome = TextMerge.merge(base: base.text, current: current.text, incoming: incoming.text)
-            let context = "seed \(seed) case \(index)\nbase: \(base.text.debugDescription)\ncurrent: \(current.text.debugDescription)\nincoming: \(incoming.text.debugDescription)"
-            #expect(outcome == .init(text: expected.text, result: .overlap,
-                                     regions: [.init(start: start, end: start + regionText.utf16.count)]), "\(context)")
+            let context =
+                "seed \(seed) case \(index)\nbase: \(base.text.debugDescription)\ncurrent: \(current.text.debugDescription)\nincoming: \(incoming.text.debugDescription)"
+            #expect(
+                outcome
+                    == .init(
+                        text: expected.text, result: .overlap,
+                        regions: [.init(start: start, end: start + regionText.utf16.count)]), "\(context)")
         }
     }
 
@@ -199,11 +214,12 @@ struct TextMergeTests {
     /// bounds, in order, not empty and not touching, and present exactly when it overlaps.
     @Test(arguments: seeds) func everyInsertionKeptOnceAndRegionsValid(seed: UInt64) {
         var random = SplitMix(seed)
-        for index in 0 ..< Self.casesPerSeed {
+        for index in 0..<Self.casesPerSeed {
             let base = RoughText.random(&random)
             let current = RoughText.edit(base, side: "C", &random)
             let incoming = RoughText.edit(base, side: "I", &random)
-            let context = "seed \(seed) case \(index)\nbase: \(base.debugDescription)\ncurrent: \(current.debugDescription)\nincoming: \(incoming.debugDescription)"
+            let context =
+                "seed \(seed) case \(index)\nbase: \(base.debugDescription)\ncurrent: \(current.debugDescription)\nincoming: \(incoming.debugDescription)"
             guard let outcome = TextMerge.merge(base: base, current: current, incoming: incoming) else {
                 Issue.record("refused: \(context)")
                 continue
@@ -222,7 +238,7 @@ struct TextMergeTests {
             // sides' texts are present (each side's markers there).
             let units = Array(outcome.text.utf16)
             for region in outcome.regions {
-                let inside = String(decoding: units[region.start ..< region.end], as: UTF16.self)
+                let inside = String(decoding: units[region.start..<region.end], as: UTF16.self)
                 #expect(!inside.isEmpty, "\(context)")
             }
         }
@@ -238,7 +254,7 @@ struct TextMergeTests {
         var overlaps = 0
         for seed in Self.seeds.prefix(10) {
             var random = SplitMix(seed)
-            for _ in 0 ..< 100 {
+            for _ in 0..<100 {
                 let base = RoughText.random(&random)
                 let current = RoughText.edit(base, side: "C", &random)
                 let incoming = RoughText.edit(base, side: "I", &random)
@@ -262,7 +278,7 @@ struct TextMergeTests {
     @Test func manyIdenticalLines() throws {
         let lines = [String](repeating: "x", count: 500_000)
         var current = lines, incoming = lines
-        for i in 0 ..< 20 {
+        for i in 0..<20 {
             current[i * 24_000 + 1_000] = "C\(i)"
             incoming[i * 24_000 + 13_000] = "I\(i)"
         }
@@ -271,7 +287,7 @@ struct TextMergeTests {
         let merged = try #require(outcome)
         #expect(merged.result == .clean)
         var expected = lines
-        for i in 0 ..< 20 { expected[i * 24_000 + 1_000] = "C\(i)"; expected[i * 24_000 + 13_000] = "I\(i)" }
+        for i in 0..<20 { expected[i * 24_000 + 1_000] = "C\(i)"; expected[i * 24_000 + 13_000] = "I\(i)" }
         let same = merged.text == text(expected)
         #expect(same)
         #expect(work <= TextMerge.Limits.default.maxWork)
@@ -282,7 +298,7 @@ struct TextMergeTests {
     @Test func manyIdenticalLinesWithThousandsOfChangesHitTheCap() {
         let lines = [String](repeating: "x", count: 500_000)
         var current = lines, incoming = lines
-        for i in 0 ..< 5_000 {
+        for i in 0..<5_000 {
             current[i * 100 + 17] = "C\(i)"
             incoming[i * 100 + 71] = "I\(i)"
         }
@@ -296,7 +312,7 @@ struct TextMergeTests {
 
     /// One line of 1 MiB (no line break), different words changed at both ends: clean.
     @Test func oneHugeLine() throws {
-        var words = (0 ..< 200_000).map { "w\($0 % 977)" }
+        var words = (0..<200_000).map { "w\($0 % 977)" }
         let base = words.joined(separator: " ")
         words[10] = "CURRENT"
         let current = words.joined(separator: " ")
@@ -320,8 +336,9 @@ struct TextMergeTests {
         for i in stride(from: 5, to: words.count, by: 701) { current[i] = "C" }
         for i in stride(from: 300, to: words.count, by: 997) { incoming[i] = "I" }
         let limits = TextMerge.Limits.default
-        let (outcome, work) = TextMerge.mergeMeasured(base: words.joined(separator: " "), current: current.joined(separator: " "),
-                                                      incoming: incoming.joined(separator: " "))
+        let (outcome, work) = TextMerge.mergeMeasured(
+            base: words.joined(separator: " "), current: current.joined(separator: " "),
+            incoming: incoming.joined(separator: " "))
         print("TextMerge: one line of one word repeated, 1 MB, ~850 changes: \(outcome == nil ? "refused" : "merged") after \(work) steps")
         #expect(work <= limits.maxWork + 8 * limits.maxBytes)
     }
@@ -330,9 +347,9 @@ struct TextMergeTests {
     @Test func thousandsOfLines() throws {
         var random = SplitMix(99)
         let letters = Array("abcdefghij")
-        let lines = (0 ..< 20_000).map { "line \($0): " + String(repeating: letters[random.below(10)], count: 36) }
+        let lines = (0..<20_000).map { "line \($0): " + String(repeating: letters[random.below(10)], count: 36) }
         var current = lines, incoming = lines, expected = lines
-        for i in 0 ..< 300 {
+        for i in 0..<300 {
             current[i * 66 + 3] = "C\(i)"
             incoming[i * 66 + 40] = "I\(i)"
             expected[i * 66 + 3] = "C\(i)"
@@ -349,7 +366,7 @@ struct TextMergeTests {
     /// Two sides that rewrote 1 MiB of lines drawn from two values: refused, within the cap.
     @Test func rewrittenThroughoutIsRefusedWithinTheCap() {
         var random = SplitMix(7)
-        func noise() -> String { text((0 ..< 400_000).map { _ in random.below(2) == 0 ? "a" : "b" }) }
+        func noise() -> String { text((0..<400_000).map { _ in random.below(2) == 0 ? "a" : "b" }) }
         let limits = TextMerge.Limits.default
         let (outcome, work) = TextMerge.mergeMeasured(base: noise(), current: noise(), incoming: noise())
         print("TextMerge: 3 random texts of 400,000 lines of a or b: \(outcome == nil ? "refused" : "merged") after \(work) steps")
@@ -401,7 +418,10 @@ struct WordText {
         var line: Int
         var word: Int
         var isLineEdit: Bool {
-            switch kind { case .deleteLine, .insertLine: true; default: false }
+            switch kind {
+            case .deleteLine, .insertLine: true;
+            default: false
+            }
         }
     }
 
@@ -413,8 +433,8 @@ struct WordText {
 
     static func random(_ random: inout SplitMix) -> WordText {
         var serial = 0
-        let lines = (0 ..< 1 + random.below(10)).map { _ in
-            (0 ..< 1 + random.below(7)).map { _ -> String in
+        let lines = (0..<1 + random.below(10)).map { _ in
+            (0..<1 + random.below(7)).map { _ -> String in
                 serial += 1
                 return "\(stems[random.below(stems.count)])\(serial)"
             }
@@ -433,7 +453,7 @@ struct WordText {
             if a.isLineEdit || b.isLineEdit { return abs(a.line - b.line) >= 2 }
             return abs(index(a) - index(b)) >= 3
         }
-        for _ in 0 ..< random.below(6) {
+        for _ in 0..<random.below(6) {
             let place = flat[random.below(flat.count)]
             let side: Side = random.below(2) == 0 ? .current : .incoming
             let tag = side == .current ? "C" : "I"
@@ -451,7 +471,10 @@ struct WordText {
             // Deleting a line next to a deleted line would join two edits.
             guard edits.allSatisfy({ far($0, edit) }) else { continue }
             if case .deleteLine = edit.kind, edits.contains(where: { if case .deleteLine = $0.kind { true } else { false } }) { continue }
-            if case .delete = edit.kind, edits.contains(where: { $0.line == edit.line && { if case .delete = $0.kind { true } else { false } }($0) }) { continue }
+            if case .delete = edit.kind, edits.contains(where: { $0.line == edit.line && { if case .delete = $0.kind { true } else { false } }($0) })
+            {
+                continue
+            }
             edits.append(edit)
         }
         return edits
@@ -491,7 +514,7 @@ enum RoughText {
     static let pool = ["", "", "x", "x", "x", "- [ ] a", "a b", "}", "  ", "x y x", "a", "b a"]
 
     static func random(_ random: inout SplitMix) -> String {
-        let lines = (0 ..< random.below(30)).map { _ in pool[random.below(pool.count)] }
+        let lines = (0..<random.below(30)).map { _ in pool[random.below(pool.count)] }
         let text = lines.joined(separator: "\n")
         return random.below(3) == 0 ? text : text + (lines.isEmpty ? "" : "\n")
     }
@@ -502,7 +525,7 @@ enum RoughText {
         var lines = text.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
         var serial = 0
         func marker() -> String { serial += 1; return "⟦\(side)\(serial)⟧" }
-        for _ in 0 ..< random.below(6) {
+        for _ in 0..<random.below(6) {
             let at = random.below(lines.count + 1)
             switch random.below(6) {
             case 0: lines.insert(marker(), at: at)
@@ -527,7 +550,7 @@ enum RoughText {
         var found: [String] = []
         var rest = Substring(text)
         while let open = rest.firstIndex(of: "⟦"), let close = rest[open...].firstIndex(of: "⟧") {
-            found.append(String(rest[open ... close]))
+            found.append(String(rest[open...close]))
             rest = rest[rest.index(after: close)...]
         }
         return found

@@ -14,7 +14,8 @@ struct ThroughputReport {
     }
 
     static func report(_ label: String, writes: Int, commits: Int, seconds: Double) {
-        let line = "\(label): \(writes) writes, \(commits) commits in \(String(format: "%.2f", seconds)) s"
+        let line =
+            "\(label): \(writes) writes, \(commits) commits in \(String(format: "%.2f", seconds)) s"
             + " = \(Int(Double(writes) / seconds)) writes/s, \(Int(Double(commits) / seconds)) commits/s,"
             + " \(String(format: "%.1f", Double(writes) / Double(max(commits, 1)))) writes/commit"
         print(line)
@@ -42,8 +43,9 @@ struct ThroughputReport {
             for index in 0..<count { _ = try fixture.sqlite!.perform(.create(body: "single \(index)")) }
         }
         let statistics = fixture.sqlite!.statistics
-        Self.report("store, 1 thread perform(create), \(synchronous)", writes: statistics.writes,
-                    commits: statistics.commits, seconds: seconds)
+        Self.report(
+            "store, 1 thread perform(create), \(synchronous)", writes: statistics.writes,
+            commits: statistics.commits, seconds: seconds)
     }
 
     @Test(arguments: [SQLiteStore.Synchronous.full, .normal])
@@ -55,8 +57,9 @@ struct ThroughputReport {
             }
         }
         let statistics = fixture.sqlite!.statistics
-        Self.report("store, 8 threads x 2000 perform(create), \(synchronous)", writes: statistics.writes,
-                    commits: statistics.commits, seconds: seconds)
+        Self.report(
+            "store, 8 threads x 2000 perform(create), \(synchronous)", writes: statistics.writes,
+            commits: statistics.commits, seconds: seconds)
     }
 
     @Test(arguments: [SQLiteStore.Synchronous.full, .normal])
@@ -77,8 +80,9 @@ struct ThroughputReport {
             for _ in 0..<total { finished.wait() }
         }
         let statistics = fixture.sqlite!.statistics
-        Self.report("store, 64 in-flight submit(create), \(synchronous)", writes: statistics.writes,
-                    commits: statistics.commits, seconds: seconds)
+        Self.report(
+            "store, 64 in-flight submit(create), \(synchronous)", writes: statistics.writes,
+            commits: statistics.commits, seconds: seconds)
     }
 
     @Test func reads() throws {
@@ -96,8 +100,9 @@ struct ThroughputReport {
                     for index in 0..<(lookups / threads) { _ = try? fixture.sqlite!.note(id: Int64(1 + (index * 7919 + thread) % notes)) }
                 }
             }
-            print("store, note(id:) on \(threads) thread(s): \(Int(Double(lookups) / seconds)) reads/s, "
-                + "\(String(format: "%.1f", seconds * 1e6 / Double(lookups) * Double(threads))) µs per read per thread")
+            print(
+                "store, note(id:) on \(threads) thread(s): \(Int(Double(lookups) / seconds)) reads/s, "
+                    + "\(String(format: "%.1f", seconds * 1e6 / Double(lookups) * Double(threads))) µs per read per thread")
         }
         let pages = 2_000
         let seconds = try Self.seconds {

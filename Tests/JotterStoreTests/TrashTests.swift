@@ -14,8 +14,12 @@ struct TrashTests {
         guard case .done(let note, _) = try store.perform(.create(body: body), owner: owner) else { throw FixtureError("create") }
         let path = fixture.directory.path + "/tmp/t-\(UUID().uuidString)"
         try Data(bytes).write(to: URL(fileURLWithPath: path))
-        guard case .uploadsAdded(let records, let touched?, _) = try store.perform(.addUploads([try store.stage(path, size: Int64(bytes.count))],
-                                                                                                  noteID: note.id), owner: owner) else {
+        guard
+            case .uploadsAdded(let records, let touched?, _) = try store.perform(
+                .addUploads(
+                    [try store.stage(path, size: Int64(bytes.count))],
+                    noteID: note.id), owner: owner)
+        else {
             throw FixtureError("upload")
         }
         return (touched, records[0])

@@ -21,7 +21,10 @@ struct UploadStoreTests {
         let directory = fixture.directory, store = fixture.store
         guard case .done(let note, _) = try store.perform(.create(body: "n")) else { Issue.record("no note"); return }
         let temporary = try temporaryFile(directory.path, [1, 2, 3])
-        guard case .uploadsAdded(let records, let touched, let event) = try store.perform(.addUploads([try newUpload(store, temporary, size: 3)], noteID: note.id)) else {
+        guard
+            case .uploadsAdded(let records, let touched, let event) = try store.perform(
+                .addUploads([try newUpload(store, temporary, size: 3)], noteID: note.id))
+        else {
             Issue.record("not added"); return
         }
         #expect(!FileManager.default.fileExists(atPath: temporary))
@@ -52,7 +55,8 @@ struct UploadStoreTests {
 
     func add(_ store: any DataStore, _ directory: TemporaryDirectory, noteID: Int64?) throws -> UploadRecord {
         let temporary = try temporaryFile(directory.path, [7])
-        guard case .uploadsAdded(let records, _, _) = try store.perform(.addUploads([try newUpload(store, temporary, size: 1)], noteID: noteID)) else {
+        guard case .uploadsAdded(let records, _, _) = try store.perform(.addUploads([try newUpload(store, temporary, size: 1)], noteID: noteID))
+        else {
             throw FixtureError("not added")
         }
         return records[0]
@@ -65,13 +69,17 @@ struct UploadStoreTests {
         let fixture = try StoreFixture(backend)
         let store = fixture.store, ann = Owner(id: 7)
         guard case .done(let first, _) = try store.perform(.create(body: "first"), owner: ann),
-              case .done(let other, _) = try store.perform(.create(body: "not ann's")),
-              case .done(let second, _) = try store.perform(.create(body: "second"), owner: ann),
-              case .done(let third, _) = try store.perform(.create(body: "third"), owner: ann) else { Issue.record("no notes"); return }
+            case .done(let other, _) = try store.perform(.create(body: "not ann's")),
+            case .done(let second, _) = try store.perform(.create(body: "second"), owner: ann),
+            case .done(let third, _) = try store.perform(.create(body: "third"), owner: ann)
+        else { Issue.record("no notes"); return }
         func attach(_ note: Int64, _ owner: Owner) throws -> String {
             let temporary = try temporaryFile(fixture.directory.path, [7])
-            guard case .uploadsAdded(let records, _, _) = try store.perform(.addUploads([try newUpload(store, temporary, size: 1)], noteID: note),
-                                                                            owner: owner) else { throw FixtureError("not added") }
+            guard
+                case .uploadsAdded(let records, _, _) = try store.perform(
+                    .addUploads([try newUpload(store, temporary, size: 1)], noteID: note),
+                    owner: owner)
+            else { throw FixtureError("not added") }
             return records[0].id
         }
         let a = try attach(first.id, ann), b = try attach(first.id, ann), c = try attach(third.id, ann)
@@ -117,7 +125,8 @@ struct UploadStoreTests {
         #expect(try store.upload(id: uploads[3]) != nil)
         _ = try store.purgeTrashedNote(id: note.id, owner: .unclaimed)
         #expect(try store.uploads(UploadQuery(limit: 2, after: uploads[3]))?.map(\.id) == [uploads[2], uploads[1]])
-        #expect(try store.uploads(UploadQuery(limit: 10, after: uploads[3], attachment: .unattached))?.map(\.id) == [uploads[2], uploads[1], uploads[0]])
+        #expect(
+            try store.uploads(UploadQuery(limit: 10, after: uploads[3], attachment: .unattached))?.map(\.id) == [uploads[2], uploads[1], uploads[0]])
         // A new upload is newer than every place: never in a page after one.
         let later = try add(store, directory, noteID: nil).id
         #expect(try store.uploads(UploadQuery(limit: 10, after: uploads[4]))?.map(\.id) == [uploads[2], uploads[1], uploads[0]])
@@ -131,7 +140,8 @@ struct UploadStoreTests {
         let fixture = try StoreFixture(backend)
         let directory = fixture.directory, store = fixture.store
         guard case .done(let first, _) = try store.perform(.create(body: "first")),
-              case .done(let second, _) = try store.perform(.create(body: "second")) else { Issue.record("no notes"); return }
+            case .done(let second, _) = try store.perform(.create(body: "second"))
+        else { Issue.record("no notes"); return }
         let upload = try add(store, directory, noteID: nil)
         guard case .uploadAttached(let attached, let events) = try store.perform(.attachUpload(id: upload.id, noteID: first.id)) else {
             Issue.record("not attached"); return
@@ -164,7 +174,8 @@ struct UploadStoreTests {
         do {
             let store = try SQLiteStore(dataDirectory: directory.path)
             let temporary = try temporaryFile(directory.path, [5])
-            guard case .uploadsAdded(let records, _, _) = try store.perform(.addUploads([try newUpload(store, temporary, size: 1)], noteID: nil)) else {
+            guard case .uploadsAdded(let records, _, _) = try store.perform(.addUploads([try newUpload(store, temporary, size: 1)], noteID: nil))
+            else {
                 Issue.record("not added"); return
             }
             kept = records[0].id
@@ -210,7 +221,8 @@ struct UploadStoreTests {
         }
         second.close()
         #expect(records.map(\.id) == [staged.id])
-        #expect(FileManager.default.fileExists(atPath: first.contentPath(of: staged.id)),
-                "the row of upload \(staged.id) committed, and its file is gone")
+        #expect(
+            FileManager.default.fileExists(atPath: first.contentPath(of: staged.id)),
+            "the row of upload \(staged.id) committed, and its file is gone")
     }
 }

@@ -16,7 +16,11 @@ struct UploadSweepTests {
         let now = Int64(Date().timeIntervalSince1970)
         let asked = LockedIDs()
         // ids[0] has a row; ids[1] and ids[2] do not. Swept as if an hour had passed:
-        let later = UploadSweep(blobs: blobs, known: { batch in asked.add(batch); return [ids[0]] })
+        let later = UploadSweep(
+            blobs: blobs,
+            known: { batch in
+                asked.add(batch); return [ids[0]]
+            })
         #expect(try later.run(now: now + 3600).sorted() == [ids[1], ids[2]].map(UploadRecord.blobKey).sorted())
         #expect(asked.all.sorted() == ids.sorted())
         #expect(try blobs.head(UploadRecord.blobKey(ids[0])) != nil)

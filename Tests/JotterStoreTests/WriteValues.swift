@@ -62,15 +62,17 @@ extension DataStore {
             deleteNote(id: id, ifVersion: ifVersion, owner: owner) { completion($0.map(NoteWriteResult.init)) }
         case .addUploads(let uploads, let noteID):
             addUploads(uploads, noteID: noteID, owner: owner) { result in
-                completion(result.map { added in
-                    added.map { .uploadsAdded($0.uploads, note: $0.change?.note, event: $0.change?.event) } ?? .notFound
-                })
+                completion(
+                    result.map { added in
+                        added.map { .uploadsAdded($0.uploads, note: $0.change?.note, event: $0.change?.event) } ?? .notFound
+                    })
             }
         case .deleteUpload(let id):
             deleteUpload(id: id, owner: owner) { result in
-                completion(result.map { removed in
-                    removed.map { .uploadDeleted($0.upload, note: $0.change?.note, event: $0.change?.event) } ?? .notFound
-                })
+                completion(
+                    result.map { removed in
+                        removed.map { .uploadDeleted($0.upload, note: $0.change?.note, event: $0.change?.event) } ?? .notFound
+                    })
             }
         case .attachUpload(let id, let noteID):
             attachUpload(id: id, noteID: noteID, owner: owner) { result in

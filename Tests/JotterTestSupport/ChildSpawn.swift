@@ -24,8 +24,10 @@ public enum ChildOutput: Sendable {
 ///   program spawned with every descriptor in that moment (a `pg_ctl` whose server lives on, an
 ///   HAProxy) would keep it open, and that `waitUntilExit()` would never return.
 /// - No blocked signal and default handlers (the test runner's mask is not the program's).
-public func spawnProgram(_ arguments: [String], environment: [String: String] = ProcessInfo.processInfo.environment,
-                         output: ChildOutput = .inherit, errors: ChildOutput? = nil) throws -> pid_t {
+public func spawnProgram(
+    _ arguments: [String], environment: [String: String] = ProcessInfo.processInfo.environment,
+    output: ChildOutput = .inherit, errors: ChildOutput? = nil
+) throws -> pid_t {
     var actions = posix_spawn_file_actions_t()
     posix_spawn_file_actions_init(&actions)
     defer { posix_spawn_file_actions_destroy(&actions) }
@@ -66,8 +68,9 @@ public func spawnProgram(_ arguments: [String], environment: [String: String] = 
 public func runProgram(_ arguments: [String], environment: [String: String] = [:]) throws -> (status: Int32, output: String) {
     let output = FileManager.default.temporaryDirectory.appendingPathComponent("jotter-run-\(UUID().uuidString)")
     defer { try? FileManager.default.removeItem(at: output) }
-    let pid = try spawnProgram(arguments, environment: ProcessInfo.processInfo.environment.merging(environment) { $1 },
-                               output: .file(output))
+    let pid = try spawnProgram(
+        arguments, environment: ProcessInfo.processInfo.environment.merging(environment) { $1 },
+        output: .file(output))
     let status = waitForExit(pid)
     let text = (try? String(contentsOf: output, encoding: .utf8)) ?? ""
     return ((status >> 8) & 0xFF, text)

@@ -130,7 +130,7 @@ public final class EventStreamConnection {
                 text += raw[..<take]
                 raw.removeFirst(take)
                 chunkLeft -= take
-                if chunkLeft == 0 { chunkLeft = -2 }   // then its CRLF
+                if chunkLeft == 0 { chunkLeft = -2 }  // then its CRLF
                 continue
             }
             if chunkLeft == -2 {

@@ -67,14 +67,17 @@ public final class HAProxyProcess: @unchecked Sendable {
             let configuration = (site.hasSuffix("\n") ? site : site + "\n") + servers
             try configuration.write(to: folder.appendingPathComponent("jotter.cfg"), atomically: true, encoding: .utf8)
             guard FileManager.default.createFile(atPath: logFile.path, contents: nil),
-                  FileManager.default.createFile(atPath: errorFile.path, contents: nil) else {
+                FileManager.default.createFile(atPath: errorFile.path, contents: nil)
+            else {
                 throw RawHTTP.Failure(message: "cannot create HAProxy's log files in \(folder.path)")
             }
             let process = Process()
             process.executableURL = URL(fileURLWithPath: haproxy)
             // -db: in the foreground, one process; the files in order, global first.
-            process.arguments = ["-db", "-f", folder.appendingPathComponent("global.cfg").path,
-                                 "-f", folder.appendingPathComponent("jotter.cfg").path]
+            process.arguments = [
+                "-db", "-f", folder.appendingPathComponent("global.cfg").path,
+                "-f", folder.appendingPathComponent("jotter.cfg").path,
+            ]
             process.standardOutput = try FileHandle(forWritingTo: logFile)
             process.standardError = try FileHandle(forWritingTo: errorFile)
             try process.run()

@@ -16,8 +16,10 @@ public struct MultipartBuilder {
     }
 
     /// A file part; `disposition` replaces the whole Content-Disposition value when given.
-    public mutating func file(_ name: String, filename: String, contentType: String = "application/octet-stream",
-                              body: [UInt8], disposition: String? = nil) {
+    public mutating func file(
+        _ name: String, filename: String, contentType: String = "application/octet-stream",
+        body: [UInt8], disposition: String? = nil
+    ) {
         let value = disposition ?? "form-data; name=\"\(name)\"; filename=\"\(filename)\""
         part(headers: "Content-Disposition: \(value)\r\nContent-Type: \(contentType)", body: body)
     }

@@ -65,8 +65,10 @@ public final class NginxProcess: @unchecked Sendable {
             try mainConfiguration().write(to: folder.appendingPathComponent("nginx.conf"), atomically: true, encoding: .utf8)
             let process = Process()
             process.executableURL = URL(fileURLWithPath: nginx)
-            process.arguments = ["-p", folder.path + "/", "-c", folder.appendingPathComponent("nginx.conf").path,
-                                 "-e", folder.appendingPathComponent("error.log").path]
+            process.arguments = [
+                "-p", folder.path + "/", "-c", folder.appendingPathComponent("nginx.conf").path,
+                "-e", folder.appendingPathComponent("error.log").path,
+            ]
             process.standardOutput = FileHandle.nullDevice
             process.standardError = FileHandle.nullDevice
             try process.run()
@@ -91,23 +93,23 @@ public final class NginxProcess: @unchecked Sendable {
         // As root the workers would run as `nobody`, who cannot write the temp folders here.
         let user = geteuid() == 0 ? "user root;\n" : ""
         return """
-        \(user)daemon off;
-        worker_processes 1;
-        pid \(path)/nginx.pid;
-        error_log \(path)/error.log warn;
-        events { worker_connections 4096; }
-        http {
-            log_format jotter_test '$status $request_method "$request_uri" "$upstream_addr"';
-            access_log \(path)/access.log jotter_test;
-            client_body_temp_path \(path)/temp/client;
-            proxy_temp_path \(path)/temp/proxy;
-            fastcgi_temp_path \(path)/temp/fastcgi;
-            uwsgi_temp_path \(path)/temp/uwsgi;
-            scgi_temp_path \(path)/temp/scgi;
-            include jotter.conf;
-        }
+            \(user)daemon off;
+            worker_processes 1;
+            pid \(path)/nginx.pid;
+            error_log \(path)/error.log warn;
+            events { worker_connections 4096; }
+            http {
+                log_format jotter_test '$status $request_method "$request_uri" "$upstream_addr"';
+                access_log \(path)/access.log jotter_test;
+                client_body_temp_path \(path)/temp/client;
+                proxy_temp_path \(path)/temp/proxy;
+                fastcgi_temp_path \(path)/temp/fastcgi;
+                uwsgi_temp_path \(path)/temp/uwsgi;
+                scgi_temp_path \(path)/temp/scgi;
+                include jotter.conf;
+            }
 
-        """
+            """
     }
 
     /// The master's process id (0 once stopped).

@@ -19,13 +19,19 @@ public struct PrivateCA {
         let path = folder.path
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         try "subjectAltName=IP:127.0.0.1,DNS:localhost\n".write(toFile: path + "/ext.cnf", atomically: true, encoding: .utf8)
-        try Self.openssl(["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", path + "/ca.key", "-out", path + "/ca.pem",
-                          "-days", "2", "-subj", "/CN=Jotter test CA", "-addext", "basicConstraints=critical,CA:TRUE",
-                          "-addext", "keyUsage=critical,keyCertSign"])
-        try Self.openssl(["req", "-newkey", "rsa:2048", "-nodes", "-keyout", path + "/server.key", "-out", path + "/server.csr",
-                          "-subj", "/CN=127.0.0.1"])
-        try Self.openssl(["x509", "-req", "-in", path + "/server.csr", "-CA", path + "/ca.pem", "-CAkey", path + "/ca.key",
-                          "-CAcreateserial", "-out", path + "/server.pem", "-days", "2", "-extfile", path + "/ext.cnf"])
+        try Self.openssl([
+            "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", path + "/ca.key", "-out", path + "/ca.pem",
+            "-days", "2", "-subj", "/CN=Jotter test CA", "-addext", "basicConstraints=critical,CA:TRUE",
+            "-addext", "keyUsage=critical,keyCertSign",
+        ])
+        try Self.openssl([
+            "req", "-newkey", "rsa:2048", "-nodes", "-keyout", path + "/server.key", "-out", path + "/server.csr",
+            "-subj", "/CN=127.0.0.1",
+        ])
+        try Self.openssl([
+            "x509", "-req", "-in", path + "/server.csr", "-CA", path + "/ca.pem", "-CAkey", path + "/ca.key",
+            "-CAcreateserial", "-out", path + "/server.pem", "-days", "2", "-extfile", path + "/ext.cnf",
+        ])
     }
 
     public func remove() { try? FileManager.default.removeItem(at: folder) }

@@ -110,8 +110,9 @@ public final class RawHTTP {
                 // Kept for the reads after: a caller may still read the answer.
                 buffer += readWaiting()
                 let answer = String(decoding: buffer, as: UTF8.self)
-                throw Failure(message: "send failed: \(reason) after \(offset) of \(bytes.count) bytes; the server answered "
-                              + (answer.isEmpty ? "nothing" : "«\(answer.prefix(2000))»"))
+                throw Failure(
+                    message: "send failed: \(reason) after \(offset) of \(bytes.count) bytes; the server answered "
+                        + (answer.isEmpty ? "nothing" : "«\(answer.prefix(2000))»"))
             }
             offset += sent
         }
@@ -177,8 +178,10 @@ public final class RawHTTP {
     }
 
     /// Sends a request and reads its response.
-    public func request(_ method: String, _ target: String, headers: [(String, String)] = [], body: [UInt8] = [],
-                        close closeAfter: Bool = false) throws -> WireResponse {
+    public func request(
+        _ method: String, _ target: String, headers: [(String, String)] = [], body: [UInt8] = [],
+        close closeAfter: Bool = false
+    ) throws -> WireResponse {
         var text = "\(method) \(target) HTTP/1.1\r\nHost: 127.0.0.1\r\n"
         for (name, value) in headers { text += "\(name): \(value)\r\n" }
         if !body.isEmpty || ["POST", "PUT", "PATCH"].contains(method) { text += "Content-Length: \(body.count)\r\n" }
@@ -240,7 +243,9 @@ public final class RawHTTP {
     private func readMore() throws {
         var chunk = [UInt8](repeating: 0, count: 65536)
         let count = recv(fd, &chunk, chunk.count, 0)
-        guard count > 0 else { throw Failure(message: count == 0 ? "connection closed by server" : "recv failed: \(String(cString: strerror(errno)))") }
+        guard count > 0 else {
+            throw Failure(message: count == 0 ? "connection closed by server" : "recv failed: \(String(cString: strerror(errno)))")
+        }
         buffer += chunk[..<count]
     }
 }

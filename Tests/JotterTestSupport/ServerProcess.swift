@@ -48,10 +48,13 @@ public final class ServerProcess: @unchecked Sendable {
     ///   - startTimeout: seconds to wait for the listening line.
     /// - Throws: when the binary is missing, or it exits or stays silent instead of listening
     ///   (the error carries what it wrote to standard error).
-    public init(_ arguments: [String] = [], dataDirectory: URL? = nil, environment: [String: String]? = nil,
-                startTimeout: Double = 15) throws {
+    public init(
+        _ arguments: [String] = [], dataDirectory: URL? = nil, environment: [String: String]? = nil,
+        startTimeout: Double = 15
+    ) throws {
         ownsDataDirectory = dataDirectory == nil
-        self.dataDirectory = dataDirectory
+        self.dataDirectory =
+            dataDirectory
             ?? FileManager.default.temporaryDirectory.appendingPathComponent("jotter-process-\(UUID().uuidString)")
         let binary = Self.binary
         guard FileManager.default.isExecutableFile(atPath: binary.path) else {
@@ -62,9 +65,10 @@ public final class ServerProcess: @unchecked Sendable {
         guard pipe(&ends) == 0 else { throw RawHTTP.Failure(message: "pipe: \(String(cString: strerror(errno)))") }
         stderrFD = ends[0]
         do {
-            pid = try spawnProgram([binary.path, "serve", "--port", "0", "--data", self.dataDirectory.path] + arguments,
-                                   environment: environment ?? ProcessInfo.processInfo.environment,
-                                   output: .discard, errors: .descriptor(ends[1]))
+            pid = try spawnProgram(
+                [binary.path, "serve", "--port", "0", "--data", self.dataDirectory.path] + arguments,
+                environment: environment ?? ProcessInfo.processInfo.environment,
+                output: .discard, errors: .descriptor(ends[1]))
         } catch {
             close(ends[0]); close(ends[1])
             throw error
@@ -99,7 +103,8 @@ public final class ServerProcess: @unchecked Sendable {
             drained.signal()
         }
         guard let range = text.range(of: #"https?://127\.0\.0\.1:(\d+)"#, options: .regularExpression),
-              let port = Int(text[range].split(separator: ":").last!) else {
+            let port = Int(text[range].split(separator: ":").last!)
+        else {
             Glibc.kill(pid, SIGKILL)
             let (_, log) = finish()
             throw RawHTTP.Failure(message: "jotter did not start listening within \(startTimeout) s; it wrote: \(log)")

@@ -11,18 +11,18 @@ struct ExportCommand: AsyncCommand {
     static let summary = "Export every note and file into one archive (JSON, Markdown, attachments)."
     static let usage = "jotter export FILE [--force] [options]"
     static let about = """
-    Writes every note of the server, those in the trash included, into the tar archive FILE
-    (gzip-compressed when it ends in .gz or .tgz): jotter-export/notes/<id>.json (the note
-    as the API shows it, with deleted_at for one in the trash), <id>.md (YAML front matter,
-    then the body exactly) and <id>.revisions.json (its history), its attachments beside
-    them in notes/<id>/, uploads attached to no note in uploads/, and first of all
-    manifest.json: format and jotter versions, each note's version and times (and when it
-    was deleted), and the size and SHA-256 of every file. Attachments are checked against their SHA-256 as they are fetched. On a
-    terminal a progress bar shows the bytes. Read it back with jotter import FILE.
+        Writes every note of the server, those in the trash included, into the tar archive FILE
+        (gzip-compressed when it ends in .gz or .tgz): jotter-export/notes/<id>.json (the note
+        as the API shows it, with deleted_at for one in the trash), <id>.md (YAML front matter,
+        then the body exactly) and <id>.revisions.json (its history), its attachments beside
+        them in notes/<id>/, uploads attached to no note in uploads/, and first of all
+        manifest.json: format and jotter versions, each note's version and times (and when it
+        was deleted), and the size and SHA-256 of every file. Attachments are checked against their SHA-256 as they are fetched. On a
+        terminal a progress bar shows the bytes. Read it back with jotter import FILE.
 
-    An export reads the notes page by page while the server goes on: for a snapshot of one
-    moment use jotter backup.
-    """
+        An export reads the notes page by page while the server goes on: for a snapshot of one
+        moment use jotter backup.
+        """
     static let forceOption = Option.flag("--force", help: "Replace FILE if it exists.")
     static let options = [forceOption.option] + ClientOptions.options
 
@@ -77,8 +77,9 @@ struct ExportCommand: AsyncCommand {
 
         // The manifest first: every size and SHA-256 is known before a byte is fetched.
         var members: [(name: String, bytes: [UInt8]?, upload: Upload?)] = []
-        var manifest = ExportManifest(exportedAt: Timestamp.format(Int64(Date().timeIntervalSince1970)), server: options.server.absoluteString,
-                                      notes: [], uploads: [], files: [])
+        var manifest = ExportManifest(
+            exportedAt: Timestamp.format(Int64(Date().timeIntervalSince1970)), server: options.server.absoluteString,
+            notes: [], uploads: [], files: [])
         for (note, deletedAt) in notes {
             let attachments = note.attachments.map { ExportLayout.entry($0, path: "notes/\(note.id)/" + ExportLayout.fileName($0)) }
             let text = try deletedAt.map { try ClientOptions.json(DeletedNote(note: note, deletedAt: $0)) } ?? ClientOptions.json(note)
@@ -90,10 +91,12 @@ struct ExportCommand: AsyncCommand {
             for info in try await client.notes.allRevisions(note.id, inTrash: inTrash).reversed() {
                 revisions.append(try await client.notes.revision(note.id, version: info.version, inTrash: inTrash))
             }
-            manifest.notes.append(.init(id: note.id, version: note.version, createdAt: Timestamp.format(note.createdAt), updatedAt: Timestamp.format(note.updatedAt),
-                                        json: "notes/\(note.id).json", markdown: "notes/\(note.id).md", attachments: attachments,
-                                        revisions: "notes/\(note.id).revisions.json",
-                                        deletedAt: deletedAt.map { Timestamp.format($0) }))
+            manifest.notes.append(
+                .init(
+                    id: note.id, version: note.version, createdAt: Timestamp.format(note.createdAt), updatedAt: Timestamp.format(note.updatedAt),
+                    json: "notes/\(note.id).json", markdown: "notes/\(note.id).md", attachments: attachments,
+                    revisions: "notes/\(note.id).revisions.json",
+                    deletedAt: deletedAt.map { Timestamp.format($0) }))
             members.append(("notes/\(note.id).json", json, nil))
             members.append(("notes/\(note.id).md", markdown, nil))
             members.append(("notes/\(note.id).revisions.json", Array(try ClientOptions.json(revisions).utf8), nil))
@@ -150,7 +153,9 @@ struct ExportCommand: AsyncCommand {
             console.out(try ClientOptions.json(Summary(path: path, notes: manifest.notes.count, trashed: trashed, files: files, bytes: total)))
         } else {
             let trash = trashed > 0 ? " (\(trashed) in the trash)" : ""
-            console.out("exported \(TextFormat.count(manifest.notes.count, "note"))\(trash) and \(TextFormat.count(files, "file")) (\(TextFormat.bytes(total))) to \(path)\n")
+            console.out(
+                "exported \(TextFormat.count(manifest.notes.count, "note"))\(trash) and \(TextFormat.count(files, "file")) (\(TextFormat.bytes(total))) to \(path)\n"
+            )
         }
         return ExitCode.success
     }

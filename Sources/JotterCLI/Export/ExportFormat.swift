@@ -84,7 +84,8 @@ enum ExportLayout {
     /// for a note in the trash, attachments), then
     /// the body exactly as stored.
     static func markdown(_ note: Note, deletedAt: Date? = nil, attachments: [ExportManifest.FileEntry]) -> String {
-        var text = "---\nid: \(quoted(note.id))\ncreated_at: \(quoted(Timestamp.format(note.createdAt)))\nupdated_at: \(quoted(Timestamp.format(note.updatedAt)))\nversion: \(note.version)\n"
+        var text =
+            "---\nid: \(quoted(note.id))\ncreated_at: \(quoted(Timestamp.format(note.createdAt)))\nupdated_at: \(quoted(Timestamp.format(note.updatedAt)))\nversion: \(note.version)\n"
         if let deletedAt { text += "deleted_at: \(quoted(Timestamp.format(deletedAt)))\n" }
         if !attachments.isEmpty {
             text += "attachments:\n"
@@ -102,8 +103,11 @@ enum ExportLayout {
             case "\\": out += "\\\\"
             case "\n": out += "\\n"
             default:
-                if scalar.value < 0x20 || scalar.value == 0x7F { out += "\\x" + (scalar.value < 16 ? "0" : "") + String(scalar.value, radix: 16) }
-                else { out.unicodeScalars.append(scalar) }
+                if scalar.value < 0x20 || scalar.value == 0x7F {
+                    out += "\\x" + (scalar.value < 16 ? "0" : "") + String(scalar.value, radix: 16)
+                } else {
+                    out.unicodeScalars.append(scalar)
+                }
             }
         }
         return out + "\""
@@ -111,14 +115,16 @@ enum ExportLayout {
 
     /// `<id>-<name>`: the upload's file name made safe as one path segment, kept readable.
     static func fileName(_ upload: Upload) -> String {
-        var name = String(upload.filename.unicodeScalars.filter { $0.value >= 0x20 && $0.value != 0x7F }
-            .map { $0 == "/" || $0 == "\\" ? "_" : Character($0) })
+        var name = String(
+            upload.filename.unicodeScalars.filter { $0.value >= 0x20 && $0.value != 0x7F }
+                .map { $0 == "/" || $0 == "\\" ? "_" : Character($0) })
         while name.utf8.count > 200 { name.removeFirst() }
         return upload.id + "-" + (name.isEmpty || name == "." || name == ".." ? "upload" : name)
     }
 
     static func entry(_ upload: Upload, path: String) -> ExportManifest.FileEntry {
-        ExportManifest.FileEntry(id: upload.id, filename: upload.filename, contentType: upload.contentType, size: upload.size,
-                                 sha256: upload.sha256, path: path)
+        ExportManifest.FileEntry(
+            id: upload.id, filename: upload.filename, contentType: upload.contentType, size: upload.size,
+            sha256: upload.sha256, path: path)
     }
 }

@@ -11,18 +11,18 @@ struct ImportCommand: ClientCommand {
     static let summary = "Import an export archive; what is already there is skipped."
     static let usage = "jotter import FILE [options]"
     static let about = """
-    Reads an archive written by jotter export, checks every file in it against the size and
-    SHA-256 in its manifest (nothing is written when one fails), then creates on the server
-    each note that is not there yet, oldest first, with its attachments, and each upload
-    attached to no note. A note of the archive's trash goes, once created with its history
-    and attachments, to the server's trash (its deleted_at is then the import's time). A
-    note counts as there when the server has one with the same body and the same
-    attachments (file name and SHA-256) — in its trash, for a note of the archive's trash; a
-    note found live with only some of its attachments, or live when the archive has it in
-    the trash (an import cut short), gets the rest and goes to the trash. So importing twice
-    creates nothing new. The server gives the notes new ids and times. On a terminal a
-    progress bar shows the bytes.
-    """
+        Reads an archive written by jotter export, checks every file in it against the size and
+        SHA-256 in its manifest (nothing is written when one fails), then creates on the server
+        each note that is not there yet, oldest first, with its attachments, and each upload
+        attached to no note. A note of the archive's trash goes, once created with its history
+        and attachments, to the server's trash (its deleted_at is then the import's time). A
+        note counts as there when the server has one with the same body and the same
+        attachments (file name and SHA-256) — in its trash, for a note of the archive's trash; a
+        note found live with only some of its attachments, or live when the archive has it in
+        the trash (an import cut short), gets the rest and goes to the trash. So importing twice
+        creates nothing new. The server gives the notes new ids and times. On a terminal a
+        progress bar shows the bytes.
+        """
     static let operands = Operands.single("FILE")
 
     let options: ClientOptions
@@ -95,8 +95,9 @@ struct ImportCommand: ClientCommand {
                     created += 1
                 }
                 for file in missing {
-                    _ = try await client.uploads.upload(fileAt: URL(fileURLWithPath: try archive.file(file.path)), noteID: target,
-                                                        filename: file.filename, contentType: file.contentType)
+                    _ = try await client.uploads.upload(
+                        fileAt: URL(fileURLWithPath: try archive.file(file.path)), noteID: target,
+                        filename: file.filename, contentType: file.contentType)
                     files += 1
                 }
                 if deleted, let target {
@@ -113,8 +114,9 @@ struct ImportCommand: ClientCommand {
                     loose[key] = count - 1
                     skipped += 1
                 } else {
-                    _ = try await client.uploads.upload(fileAt: URL(fileURLWithPath: try archive.file(file.path)),
-                                                        filename: file.filename, contentType: file.contentType)
+                    _ = try await client.uploads.upload(
+                        fileAt: URL(fileURLWithPath: try archive.file(file.path)),
+                        filename: file.filename, contentType: file.contentType)
                     files += 1
                 }
                 done += file.size
@@ -126,12 +128,17 @@ struct ImportCommand: ClientCommand {
         }
         bar.finish()
         if options.json {
-            console.out(try ClientOptions.json(["created_notes": created, "completed_notes": completed, "trashed_notes": trashed,
-                                                "uploaded_files": files, "already_there": skipped]))
+            console.out(
+                try ClientOptions.json([
+                    "created_notes": created, "completed_notes": completed, "trashed_notes": trashed,
+                    "uploaded_files": files, "already_there": skipped,
+                ]))
         } else {
             let finished = completed > 0 ? ", completed \(completed)" : ""
             let trash = trashed > 0 ? ", \(trashed) put in the trash" : ""
-            console.out("imported \(TextFormat.count(created, "note")) and \(TextFormat.count(files, "file")) from \(operands)\(finished)\(trash) (\(skipped) already there)\n")
+            console.out(
+                "imported \(TextFormat.count(created, "note")) and \(TextFormat.count(files, "file")) from \(operands)\(finished)\(trash) (\(skipped) already there)\n"
+            )
         }
         return ExitCode.success
     }
@@ -199,7 +206,8 @@ struct ExtractedArchive {
         guard let manifest else { throw CommandFailure("\(path) is not a jotter export: it has no \(ExportManifest.path)") }
         guard manifest.format == ExportManifest.format else { throw CommandFailure("\(path) is not a jotter export (format '\(manifest.format)')") }
         guard manifest.formatVersion <= ExportManifest.formatVersion else {
-            throw CommandFailure("\(path) is export format \(manifest.formatVersion), newer than this jotter reads (\(ExportManifest.formatVersion)); upgrade jotter")
+            throw CommandFailure(
+                "\(path) is export format \(manifest.formatVersion), newer than this jotter reads (\(ExportManifest.formatVersion)); upgrade jotter")
         }
         for entry in manifest.files {
             guard let file = files[entry.path] else { throw CommandFailure("\(path) is damaged: \(entry.path) is missing") }

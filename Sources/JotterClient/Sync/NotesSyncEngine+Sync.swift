@@ -11,7 +11,8 @@ extension NotesSyncEngine {
     /// sent, so that after a kill its resend knows the server may have it already.
     func push() async throws(JotterClientError) {
         while let edit = try db.rows("SELECT seq, note_id, kind, body, base_version, idempotency_key, attempts FROM outbox ORDER BY seq LIMIT 1")
-            .first.map(Self.pendingEdit) {
+            .first.map(Self.pendingEdit)
+        {
             try db.rows("UPDATE outbox SET attempts = attempts + 1 WHERE seq = ?", [.integer(edit.sequence)])
             switch edit.kind {
             case .create: try await pushCreate(edit)
@@ -31,17 +32,22 @@ extension NotesSyncEngine {
             let later = try db.scalar("SELECT count(*) FROM outbox WHERE note_id = ?", [.text(local)])?.integer ?? 0
             try db.rows("DELETE FROM notes WHERE id = ?", [.text(note.id)])
             if later == 0 {
-                try db.rows("UPDATE notes SET id = ?, body = ?, version = ?, created_at = ?, updated_at = ? WHERE id = ?",
-                            [.text(note.id), .text(note.body), .integer(Int64(note.version)), .real(note.createdAt.timeIntervalSince1970),
-                             .real(note.updatedAt.timeIntervalSince1970), .text(local)])
+                try db.rows(
+                    "UPDATE notes SET id = ?, body = ?, version = ?, created_at = ?, updated_at = ? WHERE id = ?",
+                    [
+                        .text(note.id), .text(note.body), .integer(Int64(note.version)), .real(note.createdAt.timeIntervalSince1970),
+                        .real(note.updatedAt.timeIntervalSince1970), .text(local),
+                    ])
             } else {
-                try db.rows("UPDATE notes SET id = ?, version = ?, created_at = ? WHERE id = ?",
-                            [.text(note.id), .integer(Int64(note.version)), .real(note.createdAt.timeIntervalSince1970), .text(local)])
+                try db.rows(
+                    "UPDATE notes SET id = ?, version = ?, created_at = ? WHERE id = ?",
+                    [.text(note.id), .integer(Int64(note.version)), .real(note.createdAt.timeIntervalSince1970), .text(local)])
             }
             // Edits queued on the new note were made from the text just created: its version is their base.
             try db.rows("UPDATE outbox SET note_id = ? WHERE note_id = ?", [.text(note.id), .text(local)])
-            try db.rows("UPDATE outbox SET base_version = ? WHERE note_id = ? AND kind = 'update' AND base_version IS NULL",
-                        [.integer(Int64(note.version)), .text(note.id)])
+            try db.rows(
+                "UPDATE outbox SET base_version = ? WHERE note_id = ? AND kind = 'update' AND base_version IS NULL",
+                [.integer(Int64(note.version)), .text(note.id)])
             try db.rows("UPDATE conflicts SET copy_id = ? WHERE copy_id = ?", [.text(note.id), .text(local)])
         }
         assigned(local: local, server: note.id)
@@ -62,8 +68,9 @@ extension NotesSyncEngine {
         }
         let answer: NoteEnvelope
         do throws(JotterClientError) {
-            answer = try await client.notes.update(edit.noteID, body: edit.body ?? "", baseVersion: base,
-                                                   idempotencyKey: edit.idempotencyKey.isEmpty ? nil : edit.idempotencyKey)
+            answer = try await client.notes.update(
+                edit.noteID, body: edit.body ?? "", baseVersion: base,
+                idempotencyKey: edit.idempotencyKey.isEmpty ? nil : edit.idempotencyKey)
         } catch {
             guard let reason = Self.unmergeable(error) else { throw error }
             return try await keepAsCopy(edit, reason: reason)
@@ -82,7 +89,8 @@ extension NotesSyncEngine {
             // someone else's: they keep their base, so the server merges them the same way.
             let asSent = note.body == edit.body
             if asSent {
-                try db.rows("UPDATE outbox SET base_version = ? WHERE note_id = ? AND kind = 'update'", [.integer(Int64(note.version)), .text(note.id)])
+                try db.rows(
+                    "UPDATE outbox SET base_version = ? WHERE note_id = ? AND kind = 'update'", [.integer(Int64(note.version)), .text(note.id)])
             }
             if later == 0 {
                 try store(note)
@@ -91,9 +99,12 @@ extension NotesSyncEngine {
             }
             if let merge = answer.merge {
                 let regions = String(decoding: (try? JSONEncoder().encode(merge.regions)) ?? Data("[]".utf8), as: UTF8.self)
-                try db.rows("INSERT OR REPLACE INTO merges(note_id, version, base, result, regions, at) VALUES (?, ?, ?, ?, ?, ?)",
-                            [.text(note.id), .integer(Int64(note.version)), .integer(Int64(merge.base)), .text(merge.result),
-                             .text(regions), .real(Date().timeIntervalSince1970)])
+                try db.rows(
+                    "INSERT OR REPLACE INTO merges(note_id, version, base, result, regions, at) VALUES (?, ?, ?, ?, ?, ?)",
+                    [
+                        .text(note.id), .integer(Int64(note.version)), .integer(Int64(merge.base)), .text(merge.result),
+                        .text(regions), .real(Date().timeIntervalSince1970),
+                    ])
             }
         }
         try changed([note.id])
@@ -117,7 +128,7 @@ extension NotesSyncEngine {
         if reason == .unknownBase || reason == .mergeTooLarge {
             do throws(JotterClientError) {
                 current = try await client.notes.get(edit.noteID)
-            } catch where error.isNotFound {
+            } catch  where error.isNotFound {
                 current = nil
             }
         }
@@ -126,15 +137,19 @@ extension NotesSyncEngine {
         try transaction { () throws(JotterClientError) in
             // The user's latest text: this edit's, or a later one's (those follow to the copy).
             let latest = try db.scalar("SELECT body FROM notes WHERE id = ?", [.text(edit.noteID)])?.text ?? edit.body ?? ""
-            try db.rows("INSERT INTO notes(id, body, version, created_at, updated_at) VALUES (?, ?, 0, ?, ?)",
-                        [.text(copy), .text(latest), .real(now), .real(now)])
-            try db.rows("UPDATE outbox SET note_id = ?, kind = 'create', base_version = NULL, idempotency_key = ?, attempts = 0 WHERE seq = ?",
-                        [.text(copy), .text(UUID().uuidString), .integer(edit.sequence)])
+            try db.rows(
+                "INSERT INTO notes(id, body, version, created_at, updated_at) VALUES (?, ?, 0, ?, ?)",
+                [.text(copy), .text(latest), .real(now), .real(now)])
+            try db.rows(
+                "UPDATE outbox SET note_id = ?, kind = 'create', base_version = NULL, idempotency_key = ?, attempts = 0 WHERE seq = ?",
+                [.text(copy), .text(UUID().uuidString), .integer(edit.sequence)])
             // Later edits of the note were made from the user's text: they follow it.
-            try db.rows("UPDATE outbox SET note_id = ?, base_version = NULL WHERE note_id = ? AND kind = 'update' AND seq > ?",
-                        [.text(copy), .text(edit.noteID), .integer(edit.sequence)])
-            try db.rows("INSERT INTO conflicts(note_id, copy_id, reason, at) VALUES (?, ?, ?, ?)",
-                        [.text(edit.noteID), .text(copy), .text(reason.rawValue), .real(now)])
+            try db.rows(
+                "UPDATE outbox SET note_id = ?, base_version = NULL WHERE note_id = ? AND kind = 'update' AND seq > ?",
+                [.text(copy), .text(edit.noteID), .integer(edit.sequence)])
+            try db.rows(
+                "INSERT INTO conflicts(note_id, copy_id, reason, at) VALUES (?, ?, ?, ?)",
+                [.text(edit.noteID), .text(copy), .text(reason.rawValue), .real(now)])
             let waiting = try db.scalar("SELECT count(*) FROM outbox WHERE note_id = ?", [.text(edit.noteID)])?.integer ?? 0
             if let current {
                 if waiting == 0 { try store(current) }
@@ -149,7 +164,7 @@ extension NotesSyncEngine {
     private func pushDelete(_ edit: PendingEdit) async throws(JotterClientError) {
         do throws(JotterClientError) {
             _ = try await client.notes.delete(edit.noteID)
-        } catch where error.isNotFound {}
+        } catch  where error.isNotFound {}
         try transaction { () throws(JotterClientError) in
             try db.rows("DELETE FROM outbox WHERE seq = ?", [.integer(edit.sequence)])
             if try db.scalar("SELECT 1 FROM outbox WHERE note_id = ?", [.text(edit.noteID)]) == nil {
@@ -162,12 +177,16 @@ extension NotesSyncEngine {
 
     /// The server's state of a note into the replica.
     private func store(_ note: Note) throws(JotterClientError) {
-        try db.rows("""
+        try db.rows(
+            """
             INSERT INTO notes(id, body, version, created_at, updated_at, deleted) VALUES (?, ?, ?, ?, ?, 0)
             ON CONFLICT(id) DO UPDATE SET body = excluded.body, version = excluded.version,
                 created_at = excluded.created_at, updated_at = excluded.updated_at
-            """, [.text(note.id), .text(note.body), .integer(Int64(note.version)),
-                  .real(note.createdAt.timeIntervalSince1970), .real(note.updatedAt.timeIntervalSince1970)])
+            """,
+            [
+                .text(note.id), .text(note.body), .integer(Int64(note.version)),
+                .real(note.createdAt.timeIntervalSince1970), .real(note.updatedAt.timeIntervalSince1970),
+            ])
     }
 
     // MARK: Pull
@@ -212,10 +231,12 @@ extension NotesSyncEngine {
         guard reset, let since else { return }
         var dropped = Set<String>()
         try transaction { () throws(JotterClientError) in
-            let known = try db.rows("""
+            let known = try db.rows(
+                """
                 SELECT id FROM notes WHERE id NOT LIKE '\(Self.localIDPrefix)%'
                 AND NOT EXISTS(SELECT 1 FROM outbox WHERE outbox.note_id = notes.id)
-                """).compactMap { $0[0].text }
+                """
+            ).compactMap { $0[0].text }
             for id in known where !listed.contains(id) {
                 try db.rows("DELETE FROM notes WHERE id = ?", [.text(id)])
                 try db.rows("DELETE FROM merges WHERE note_id = ?", [.text(id)])

@@ -64,7 +64,8 @@ public actor NotesSyncEngine {
         self.file = file
         self.pageSize = pageSize
         let database = try ReplicaDatabase(path: file.path)
-        try database.execute("""
+        try database.execute(
+            """
             CREATE TABLE IF NOT EXISTS notes(
                 id TEXT PRIMARY KEY, body TEXT NOT NULL, version INTEGER NOT NULL,
                 created_at REAL NOT NULL, updated_at REAL NOT NULL, deleted INTEGER NOT NULL DEFAULT 0);
@@ -88,18 +89,22 @@ public actor NotesSyncEngine {
 
     /// Every note of the replica (deleted ones excepted), last changed first.
     public func notes() throws(JotterClientError) -> [LocalNote] {
-        try database.rows("""
+        try database.rows(
+            """
             SELECT id, body, version, created_at, updated_at, EXISTS(SELECT 1 FROM outbox WHERE outbox.note_id = notes.id)
             FROM notes WHERE deleted = 0 ORDER BY updated_at DESC, id DESC
-            """).map(Self.localNote)
+            """
+        ).map(Self.localNote)
     }
 
     /// The note with this id, `nil` when there is none (or it was deleted).
     public func note(_ id: String) throws(JotterClientError) -> LocalNote? {
-        try database.rows("""
+        try database.rows(
+            """
             SELECT id, body, version, created_at, updated_at, EXISTS(SELECT 1 FROM outbox WHERE outbox.note_id = notes.id)
             FROM notes WHERE id = ? AND deleted = 0
-            """, [.text(id)]).first.map(Self.localNote)
+            """, [.text(id)]
+        ).first.map(Self.localNote)
     }
 
     /// Where the sync stands: pending edits, last sync, merges, conflicts, errors.
@@ -132,10 +137,12 @@ public actor NotesSyncEngine {
         let id = Self.localIDPrefix + UUID().uuidString.lowercased()
         let now = Date().timeIntervalSince1970
         try database.transaction { () throws(JotterClientError) in
-            try database.rows("INSERT INTO notes(id, body, version, created_at, updated_at) VALUES (?, ?, 0, ?, ?)",
-                              [.text(id), .text(body), .real(now), .real(now)])
-            try database.rows("INSERT INTO outbox(note_id, kind, body, idempotency_key) VALUES (?, 'create', ?, ?)",
-                              [.text(id), .text(body), .text(UUID().uuidString)])
+            try database.rows(
+                "INSERT INTO notes(id, body, version, created_at, updated_at) VALUES (?, ?, 0, ?, ?)",
+                [.text(id), .text(body), .real(now), .real(now)])
+            try database.rows(
+                "INSERT INTO outbox(note_id, kind, body, idempotency_key) VALUES (?, 'create', ?, ?)",
+                [.text(id), .text(body), .text(UUID().uuidString)])
         }
         localEdits?.yield()
         try changed([id])
@@ -150,16 +157,19 @@ public actor NotesSyncEngine {
             guard let version = try database.scalar("SELECT version FROM notes WHERE id = ? AND deleted = 0", [.text(id)])?.integer else {
                 throw Self.noSuchNote(id)
             }
-            try database.rows("UPDATE notes SET body = ?, updated_at = ? WHERE id = ?", [.text(body), .real(Date().timeIntervalSince1970), .text(id)])
+            try database.rows(
+                "UPDATE notes SET body = ?, updated_at = ? WHERE id = ?", [.text(body), .real(Date().timeIntervalSince1970), .text(id)])
             // The note's last queued write, if it was never sent, carries the new text; one that
             // may have reached the server stays as it was sent (a resend must be the same request).
             if let last = try database.rows("SELECT seq, kind, attempts FROM outbox WHERE note_id = ? ORDER BY seq DESC LIMIT 1", [.text(id)]).first,
-               last[1].text != "delete", last[2].integer == 0 {
+                last[1].text != "delete", last[2].integer == 0
+            {
                 try database.rows("UPDATE outbox SET body = ? WHERE seq = ?", [.text(body), last[0]])
             } else {
                 // Made from the version the local text descends from; none yet while the creation is unanswered.
-                try database.rows("INSERT INTO outbox(note_id, kind, body, base_version, idempotency_key) VALUES (?, 'update', ?, ?, ?)",
-                                  [.text(id), .text(body), version > 0 ? .integer(version) : .null, .text(UUID().uuidString)])
+                try database.rows(
+                    "INSERT INTO outbox(note_id, kind, body, base_version, idempotency_key) VALUES (?, 'update', ?, ?, ?)",
+                    [.text(id), .text(body), version > 0 ? .integer(version) : .null, .text(UUID().uuidString)])
             }
         }
         localEdits?.yield()
@@ -174,13 +184,15 @@ public actor NotesSyncEngine {
             guard try database.scalar("SELECT 1 FROM notes WHERE id = ? AND deleted = 0", [.text(id)]) != nil else { throw Self.noSuchNote(id) }
             // Unsent edits of a note being deleted need not go; a note the server never saw, nothing.
             try database.rows("DELETE FROM outbox WHERE note_id = ? AND attempts = 0 AND kind = 'update'", [.text(id)])
-            let unsentCreation = try database.scalar("SELECT 1 FROM outbox WHERE note_id = ? AND kind = 'create' AND attempts = 0", [.text(id)]) != nil
+            let unsentCreation =
+                try database.scalar("SELECT 1 FROM outbox WHERE note_id = ? AND kind = 'create' AND attempts = 0", [.text(id)]) != nil
             if unsentCreation {
                 try database.rows("DELETE FROM outbox WHERE note_id = ?", [.text(id)])
                 try database.rows("DELETE FROM notes WHERE id = ?", [.text(id)])
             } else {
                 try database.rows("UPDATE notes SET deleted = 1, updated_at = ? WHERE id = ?", [.real(Date().timeIntervalSince1970), .text(id)])
-                try database.rows("INSERT INTO outbox(note_id, kind, idempotency_key) VALUES (?, 'delete', ?)", [.text(id), .text(UUID().uuidString)])
+                try database.rows(
+                    "INSERT INTO outbox(note_id, kind, idempotency_key) VALUES (?, 'delete', ?)", [.text(id), .text(UUID().uuidString)])
             }
         }
         localEdits?.yield()
@@ -221,7 +233,11 @@ public actor NotesSyncEngine {
             running = task
         }
         do {
-            try await withTaskCancellationHandler { try await task.value } onCancel: { task.cancel() }
+            try await withTaskCancellationHandler {
+                try await task.value
+            } onCancel: {
+                task.cancel()
+            }
         } catch {
             throw JotterClientError.wrapping(error, url: nil)
         }
@@ -234,7 +250,9 @@ public actor NotesSyncEngine {
         try? await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { continuation in
                 ended.start(continuation)
-                Task { _ = await task.result; ended.resume(with: .success(())) }
+                Task {
+                    _ = await task.result; ended.resume(with: .success(()))
+                }
             }
         } onCancel: {
             // Not resumed here, under the task's status lock: from another thread.
@@ -342,34 +360,41 @@ public actor NotesSyncEngine {
         try Self.readState(database, syncing: syncing, needsAttention: needsAttention, lastError: lastError)
     }
 
-    private static func readState(_ database: ReplicaDatabase, syncing: Bool, needsAttention: JotterClientError?,
-                                  lastError: JotterClientError?) throws(JotterClientError) -> SyncState {
+    private static func readState(
+        _ database: ReplicaDatabase, syncing: Bool, needsAttention: JotterClientError?,
+        lastError: JotterClientError?
+    ) throws(JotterClientError) -> SyncState {
         let pending = try database.scalar("SELECT count(*) FROM outbox")?.integer ?? 0
         let lastSync = try database.scalar("SELECT value FROM meta WHERE key = 'last_sync'")?.text.flatMap(Double.init)
         let merges = try database.rows("SELECT note_id, version, base, result, regions, at FROM merges ORDER BY at DESC, note_id").map { row in
             let regions = (try? JSONDecoder().decode([MergeReport.Region].self, from: Data((row[4].text ?? "[]").utf8))) ?? []
-            return SyncMerge(noteID: row[0].text ?? "", version: Int(row[1].integer ?? 0),
-                             report: MergeReport(base: Int(row[2].integer ?? 0), result: row[3].text ?? "", regions: regions),
-                             date: Date(timeIntervalSince1970: row[5].real ?? 0))
+            return SyncMerge(
+                noteID: row[0].text ?? "", version: Int(row[1].integer ?? 0),
+                report: MergeReport(base: Int(row[2].integer ?? 0), result: row[3].text ?? "", regions: regions),
+                date: Date(timeIntervalSince1970: row[5].real ?? 0))
         }
         let conflicts = try database.rows("SELECT id, note_id, copy_id, reason, at FROM conflicts ORDER BY id DESC").map { row in
-            SyncConflict(id: row[0].integer ?? 0, noteID: row[1].text ?? "", copyID: row[2].text ?? "",
-                         reason: SyncConflict.Reason(rawValue: row[3].text ?? "") ?? .noteGone, date: Date(timeIntervalSince1970: row[4].real ?? 0))
+            SyncConflict(
+                id: row[0].integer ?? 0, noteID: row[1].text ?? "", copyID: row[2].text ?? "",
+                reason: SyncConflict.Reason(rawValue: row[3].text ?? "") ?? .noteGone, date: Date(timeIntervalSince1970: row[4].real ?? 0))
         }
-        return SyncState(pending: Int(pending), lastSync: lastSync.map(Date.init(timeIntervalSince1970:)), isSyncing: syncing,
-                         merges: merges, conflicts: conflicts, needsAttention: needsAttention, lastError: lastError)
+        return SyncState(
+            pending: Int(pending), lastSync: lastSync.map(Date.init(timeIntervalSince1970:)), isSyncing: syncing,
+            merges: merges, conflicts: conflicts, needsAttention: needsAttention, lastError: lastError)
     }
 
     static func localNote(_ row: [SQLValue]) -> LocalNote {
-        LocalNote(id: row[0].text ?? "", body: row[1].text ?? "", version: Int(row[2].integer ?? 0),
-                  createdAt: Date(timeIntervalSince1970: row[3].real ?? 0), updatedAt: Date(timeIntervalSince1970: row[4].real ?? 0),
-                  hasPendingEdits: row[5].integer == 1)
+        LocalNote(
+            id: row[0].text ?? "", body: row[1].text ?? "", version: Int(row[2].integer ?? 0),
+            createdAt: Date(timeIntervalSince1970: row[3].real ?? 0), updatedAt: Date(timeIntervalSince1970: row[4].real ?? 0),
+            hasPendingEdits: row[5].integer == 1)
     }
 
     static func pendingEdit(_ row: [SQLValue]) -> PendingEdit {
-        PendingEdit(sequence: row[0].integer ?? 0, noteID: row[1].text ?? "", kind: PendingEdit.Kind(rawValue: row[2].text ?? "") ?? .update,
-                    body: row[3].text, baseVersion: row[4].integer.map(Int.init), idempotencyKey: row[5].text ?? "",
-                    attempts: Int(row[6].integer ?? 0))
+        PendingEdit(
+            sequence: row[0].integer ?? 0, noteID: row[1].text ?? "", kind: PendingEdit.Kind(rawValue: row[2].text ?? "") ?? .update,
+            body: row[3].text, baseVersion: row[4].integer.map(Int.init), idempotencyKey: row[5].text ?? "",
+            attempts: Int(row[6].integer ?? 0))
     }
 
     static func noSuchNote(_ id: String) -> JotterClientError {

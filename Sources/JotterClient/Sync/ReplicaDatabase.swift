@@ -76,14 +76,15 @@ final class ReplicaDatabase {
             let step = sqlite3_step(statement)
             if step == SQLITE_DONE { break }
             guard step == SQLITE_ROW else { throw failure("step") }
-            result.append((0..<sqlite3_column_count(statement)).map { column in
-                switch sqlite3_column_type(statement, column) {
-                case SQLITE_INTEGER: .integer(sqlite3_column_int64(statement, column))
-                case SQLITE_FLOAT: .real(sqlite3_column_double(statement, column))
-                case SQLITE_NULL: .null
-                default: .text(sqlite3_column_text(statement, column).map { String(cString: $0) } ?? "")
-                }
-            })
+            result.append(
+                (0..<sqlite3_column_count(statement)).map { column in
+                    switch sqlite3_column_type(statement, column) {
+                    case SQLITE_INTEGER: .integer(sqlite3_column_int64(statement, column))
+                    case SQLITE_FLOAT: .real(sqlite3_column_double(statement, column))
+                    case SQLITE_NULL: .null
+                    default: .text(sqlite3_column_text(statement, column).map { String(cString: $0) } ?? "")
+                    }
+                })
         }
         return result
     }

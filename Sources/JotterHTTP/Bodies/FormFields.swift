@@ -25,7 +25,8 @@ public struct FormFields: Sendable, Sequence {
     /// segment without `=` is a key with an empty value. Invalid UTF-8 throws `400` naming
     /// `context` ("query", "form body").
     public init(decoding text: some Collection<UInt8>, context: String) throws(HTTPError) {
-        let decoded = text.withContiguousStorageIfAvailable { Self.decode($0, context: context) }
+        let decoded =
+            text.withContiguousStorageIfAvailable { Self.decode($0, context: context) }
             ?? Array(text).withUnsafeBufferPointer { Self.decode($0, context: context) }
         pairs = try decoded.get()
     }
@@ -40,11 +41,15 @@ public struct FormFields: Sendable, Sequence {
                 if end > start {
                     let segment = UnsafeBufferPointer(rebasing: bytes[start..<end])
                     let equals = segment.firstIndex(of: UInt8(ascii: "=")) ?? segment.count
-                    let key = try percentDecode(UnsafeBufferPointer(rebasing: segment[..<equals]), plusIsSpace: true,
-                                                literalPercent: true, context: context)
-                    let value = equals == segment.count ? ""
-                        : try percentDecode(UnsafeBufferPointer(rebasing: segment[(equals + 1)...]), plusIsSpace: true,
-                                            literalPercent: true, context: context)
+                    let key = try percentDecode(
+                        UnsafeBufferPointer(rebasing: segment[..<equals]), plusIsSpace: true,
+                        literalPercent: true, context: context)
+                    let value =
+                        equals == segment.count
+                        ? ""
+                        : try percentDecode(
+                            UnsafeBufferPointer(rebasing: segment[(equals + 1)...]), plusIsSpace: true,
+                            literalPercent: true, context: context)
                     pairs.append((key: key, value: value))
                 }
                 start = end + 1
@@ -77,8 +82,10 @@ public struct FormFields: Sendable, Sequence {
 
     /// Percent-decodes `bytes` and checks the result is UTF-8. A `%` not followed by two hex
     /// digits is `400` — or, with `literalPercent` (form bodies and queries), kept as it is.
-    public static func percentDecode(_ bytes: some Collection<UInt8>, plusIsSpace: Bool, literalPercent: Bool = false,
-                                     context: String) throws(HTTPError) -> String {
+    public static func percentDecode(
+        _ bytes: some Collection<UInt8>, plusIsSpace: Bool, literalPercent: Bool = false,
+        context: String
+    ) throws(HTTPError) -> String {
         var ascii = true
         var plain = true
         for byte in bytes {
@@ -100,7 +107,8 @@ public struct FormFields: Sendable, Sequence {
             if byte == UInt8(ascii: "%") {
                 let first = bytes.index(after: index)
                 guard first != bytes.endIndex, bytes.index(after: first) != bytes.endIndex,
-                      let high = hexValue(bytes[first]), let low = hexValue(bytes[bytes.index(after: first)]) else {
+                    let high = hexValue(bytes[first]), let low = hexValue(bytes[bytes.index(after: first)])
+                else {
                     if literalPercent {
                         out.append(byte)
                         index = first

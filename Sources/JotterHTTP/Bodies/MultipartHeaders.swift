@@ -65,7 +65,8 @@ extension MultipartParser {
                     // (WHATWG sends `"` as `%22`), so `name="x\"` is the name `x\`: a `\"` that
                     // ends the parameter (only spaces, then `;` or the end, follow) closes it.
                     if next == "\\", let escaped = scalars.first, escaped == "\"" || escaped == "\\",
-                       !(escaped == "\"" && Self.endsParameter(scalars.dropFirst())) {
+                        !(escaped == "\"" && Self.endsParameter(scalars.dropFirst()))
+                    {
                         scalars.removeFirst()
                         value.append(escaped)
                     } else {
@@ -100,7 +101,8 @@ extension MultipartParser {
             if byte == UInt8(ascii: "%") {
                 let high = utf8.index(after: index)
                 guard high != utf8.endIndex, utf8.index(after: high) != utf8.endIndex,
-                      let value = UInt8(String(decoding: [utf8[high], utf8[utf8.index(after: high)]], as: UTF8.self), radix: 16) else {
+                    let value = UInt8(String(decoding: [utf8[high], utf8[utf8.index(after: high)]], as: UTF8.self), radix: 16)
+                else {
                     throw HTTPError.badRequest("bad percent-encoding in filename*")
                 }
                 bytes.append(value)

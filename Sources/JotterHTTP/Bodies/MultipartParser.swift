@@ -46,15 +46,18 @@ struct MultipartParser {
             throw HTTPError.badRequest("the multipart Content-Type has no boundary parameter")
         }
         guard boundary.utf8.count <= 70, !boundary.hasSuffix(" "),
-              boundary.utf8.allSatisfy({ $0 >= 0x20 && $0 < 0x7F }) else {
+            boundary.utf8.allSatisfy({ $0 >= 0x20 && $0 < 0x7F })
+        else {
             throw HTTPError.badRequest("the multipart boundary must be 1 to 70 printable ASCII characters")
         }
         return boundary
     }
 
     /// Feeds the next chunk of the body; `handle` gets the events it completes, in order.
-    mutating func feed(_ chunk: UnsafeRawBufferPointer,
-                       _ handle: (Event) throws(HTTPError) -> Void) throws(HTTPError) {
+    mutating func feed(
+        _ chunk: UnsafeRawBufferPointer,
+        _ handle: (Event) throws(HTTPError) -> Void
+    ) throws(HTTPError) {
         if carry.isEmpty {
             try process(chunk, handle)
         } else {
@@ -75,14 +78,17 @@ struct MultipartParser {
         case .epilogue: return
         case .preamble: throw HTTPError.badRequest("the multipart body has no boundary line (is the boundary right?)")
         case .headers:
-            throw HTTPError.badRequest("the multipart body ends in a part's header section: a part needs its header lines, "
-                + "a blank line, then its content")
+            throw HTTPError.badRequest(
+                "the multipart body ends in a part's header section: a part needs its header lines, "
+                    + "a blank line, then its content")
         case .afterBoundary, .body: throw HTTPError.badRequest("the multipart body is truncated: it ends before the closing boundary")
         }
     }
 
-    private mutating func process(_ window: UnsafeRawBufferPointer,
-                                  _ handle: (Event) throws(HTTPError) -> Void) throws(HTTPError) {
+    private mutating func process(
+        _ window: UnsafeRawBufferPointer,
+        _ handle: (Event) throws(HTTPError) -> Void
+    ) throws(HTTPError) {
         var index = 0
         while index < window.count {
             switch state {
@@ -125,7 +131,8 @@ struct MultipartParser {
                 if headerBytes.starts(with: [13, 10]) {
                     end = 0  // no header lines at all
                 } else if let found = headerBytes.withUnsafeBytes({ find([13, 10, 13, 10], in: $0, from: 0) }),
-                          found <= Self.maxHeaderSize {
+                    found <= Self.maxHeaderSize
+                {
                     end = found + 2
                 } else if headerBytes.count >= Self.maxHeaderSize {
                     throw HTTPError(.contentTooLarge, detail: "a multipart part's headers are larger than \(Self.maxHeaderSize) bytes")

@@ -38,8 +38,10 @@ final class MultipartReceiver {
     /// What to call the route in a refusal ("POST /notes").
     private let routeName: String
 
-    init(contentType: String, limits: MultipartLimits, temporaryDirectory: String, store: (any MultipartFileStore)?,
-         routeName: String) throws(HTTPError) {
+    init(
+        contentType: String, limits: MultipartLimits, temporaryDirectory: String, store: (any MultipartFileStore)?,
+        routeName: String
+    ) throws(HTTPError) {
         parser = MultipartParser(boundary: try MultipartParser.boundary(of: contentType))
         self.limits = limits
         directory = temporaryDirectory
@@ -89,11 +91,13 @@ final class MultipartReceiver {
             var sink: (any MultipartFileWriter)?
             if let filename = headers.filename {
                 guard let store else {
-                    throw HTTPError(.unsupportedMediaType, detail: "\(routeName) takes no file parts (field '\(headers.name)' is a file); send only plain fields",
-                                    closesConnection: true)
+                    throw HTTPError(
+                        .unsupportedMediaType, detail: "\(routeName) takes no file parts (field '\(headers.name)' is a file); send only plain fields",
+                        closesConnection: true)
                 }
-                sink = try store.open(field: headers.name, filename: filename, contentType: headers.contentType ?? "application/octet-stream",
-                                      temporaryDirectory: directory)
+                sink = try store.open(
+                    field: headers.name, filename: filename, contentType: headers.contentType ?? "application/octet-stream",
+                    temporaryDirectory: directory)
                 writers.append(sink!)
             }
             current = (headers, [], sink)
@@ -103,15 +107,17 @@ final class MultipartReceiver {
             if let sink = current?.sink {
                 fileBytes += Int64(bytes.count)
                 guard fileBytes <= limits.fileBytes else {
-                    throw HTTPError(.contentTooLarge, detail: "the uploaded files are larger than the limit of \(limits.fileBytes) bytes (--max-upload-size)",
-                                    closesConnection: true)
+                    throw HTTPError(
+                        .contentTooLarge, detail: "the uploaded files are larger than the limit of \(limits.fileBytes) bytes (--max-upload-size)",
+                        closesConnection: true)
                 }
                 try sink.write(bytes)
             } else {
                 fieldBytes += bytes.count
                 guard fieldBytes <= limits.fieldBytes else {
-                    throw HTTPError(.contentTooLarge, detail: "the form fields are larger than the limit of \(limits.fieldBytes) bytes (--max-body-size)",
-                                    closesConnection: true)
+                    throw HTTPError(
+                        .contentTooLarge, detail: "the form fields are larger than the limit of \(limits.fieldBytes) bytes (--max-body-size)",
+                        closesConnection: true)
                 }
                 current!.field.append(contentsOf: bytes)
             }
@@ -121,9 +127,11 @@ final class MultipartReceiver {
             current = nil
             if let sink = part.sink {
                 let (size, sha256) = try sink.finish()
-                files.append(UploadedFile(field: part.headers.name, filename: cleanFilename(part.headers.filename ?? ""),
-                                          contentType: part.headers.contentType ?? "application/octet-stream",
-                                          size: size, sha256: sha256, location: sink.location, isUTF8: sink.isUTF8))
+                files.append(
+                    UploadedFile(
+                        field: part.headers.name, filename: cleanFilename(part.headers.filename ?? ""),
+                        contentType: part.headers.contentType ?? "application/octet-stream",
+                        size: size, sha256: sha256, location: sink.location, isUTF8: sink.isUTF8))
             } else {
                 guard let value = String(validating: part.field, as: UTF8.self) else {
                     throw HTTPError.badRequest("multipart field '\(part.headers.name)' is not valid UTF-8")

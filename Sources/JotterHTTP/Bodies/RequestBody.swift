@@ -28,8 +28,11 @@ public enum RequestBody: Sendable {
         case "application/json":
             return .json(try decodeJSONObject(bytes))
         default:
-            throw HTTPError(.unsupportedMediaType,
-                            detail: "unsupported Content-Type '\(media?.essence ?? "")': send application/x-www-form-urlencoded, multipart/form-data or application/json")
+            throw HTTPError(
+                .unsupportedMediaType,
+                detail:
+                    "unsupported Content-Type '\(media?.essence ?? "")': send application/x-www-form-urlencoded, multipart/form-data or application/json"
+            )
         }
     }
 

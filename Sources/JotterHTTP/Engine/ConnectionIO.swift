@@ -60,8 +60,10 @@ struct ConnectionIO {
             }
             return total
         }
-        var vectors = (iovec(iov_base: UnsafeMutableRawPointer(mutating: first.baseAddress), iov_len: first.count),
-                       iovec(iov_base: UnsafeMutableRawPointer(mutating: second.baseAddress), iov_len: second.count))
+        var vectors = (
+            iovec(iov_base: UnsafeMutableRawPointer(mutating: first.baseAddress), iov_len: first.count),
+            iovec(iov_base: UnsafeMutableRawPointer(mutating: second.baseAddress), iov_len: second.count)
+        )
         let written = withUnsafeMutableBytes(of: &vectors) { raw in
             var message = msghdr()
             message.msg_iov = raw.baseAddress!.assumingMemoryBound(to: iovec.self)

@@ -97,7 +97,9 @@ package final class EventLoop: @unchecked Sendable {
         self.listener = listener
         epoll = jotter_epoll_create()
         wakeFD = jotter_eventfd()
-        guard epoll >= 0, wakeFD >= 0 else { throw ServerStartError(description: "cannot create the engine's event loop: \(String(cString: strerror(errno)))") }
+        guard epoll >= 0, wakeFD >= 0 else {
+            throw ServerStartError(description: "cannot create the engine's event loop: \(String(cString: strerror(errno)))")
+        }
         readBuffer = .allocate(byteCount: Self.readBufferSize, alignment: 16)
         streamBuffer = .allocate(byteCount: 64 << 10 + 16, alignment: 16)
         jotter_epoll_add(epoll, listener, Epoll.input | Epoll.exclusive, Self.listenerToken)
@@ -417,7 +419,6 @@ final class EngineCounters: Sendable {
         }
     }
 }
-
 
 /// epoll's flags as the engine uses them.
 enum Epoll {

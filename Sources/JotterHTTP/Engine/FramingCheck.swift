@@ -63,8 +63,10 @@ enum FramingCheck {
             return reject("invalid header field name '' (whitespace before the colon or a forbidden character)")
         }
         if headSize > maxHeadSize {
-            return HTTPError(.requestHeaderFieldsTooLarge, detail: "the request's header section is too large (at most \(maxHeadSize) bytes, counting \(fieldRecordSize) per field)",
-                             closesConnection: true)
+            return HTTPError(
+                .requestHeaderFieldsTooLarge,
+                detail: "the request's header section is too large (at most \(maxHeadSize) bytes, counting \(fieldRecordSize) per field)",
+                closesConnection: true)
         }
         if transferEncodings > 0 {
             if contentLengths > 0 {

@@ -31,8 +31,9 @@ final class HTTP1Connection: LoopConnection {
         handshaking = tls != nil
         let now = loop.clock.now()
         opened = now
-        machine = HTTP1StateMachine(server: loop.server, address: address, now: now, clock: loop.clock, date: loop.date, readBuffer: loop.readBuffer,
-                                    streamBuffer: loop.streamBuffer, handback: socket.handback)
+        machine = HTTP1StateMachine(
+            server: loop.server, address: address, now: now, clock: loop.clock, date: loop.date, readBuffer: loop.readBuffer,
+            streamBuffer: loop.streamBuffer, handback: socket.handback)
     }
 
     var token: UInt64 { socket.token }
@@ -107,8 +108,10 @@ final class HTTP1Connection: LoopConnection {
                 jotter_tls_free(tls)
                 socket.io.tls = nil
                 handshaking = false
-                run(machine.refuse(HTTPError(.badRequest, detail: "this port serves HTTPS: send the request to https://", closesConnection: true),
-                                   target: Self.plainHTTPOnHTTPSPort))
+                run(
+                    machine.refuse(
+                        HTTPError(.badRequest, detail: "this port serves HTTPS: send the request to https://", closesConnection: true),
+                        target: Self.plainHTTPOnHTTPSPort))
                 return
             }
             handshakeStarted = true

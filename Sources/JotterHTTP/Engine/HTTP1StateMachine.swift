@@ -214,8 +214,10 @@ package struct HTTP1StateMachine: ConnectionMachine, ~Copyable {
     ///   - handback: the way back to this connection from other threads — what a body's
     ///     consumer that is behind calls when it can take more, streaming bodies' wakers, interim
     ///     responses sent from a route's executor.
-    package init(server: HTTPServer, address: String, now: UInt64, clock: MachineClock, date: DateField,
-         readBuffer: UnsafeMutableRawBufferPointer, streamBuffer: UnsafeMutableRawBufferPointer, handback: Handback) {
+    package init(
+        server: HTTPServer, address: String, now: UInt64, clock: MachineClock, date: DateField,
+        readBuffer: UnsafeMutableRawBufferPointer, streamBuffer: UnsafeMutableRawBufferPointer, handback: Handback
+    ) {
         self.clock = clock
         self.server = server
         self.address = address
@@ -282,7 +284,9 @@ package struct HTTP1StateMachine: ConnectionMachine, ~Copyable {
         if roundsLeft <= 0 { readReady = false }
         if discarding { return next() }
         if mayBeHTTP2 {
-            let bytes = readingIntoStash ? UnsafeRawBufferPointer(start: stash!, count: stashEnd + count)
+            let bytes =
+                readingIntoStash
+                ? UnsafeRawBufferPointer(start: stash!, count: stashEnd + count)
                 : UnsafeRawBufferPointer(start: readBuffer.baseAddress, count: count)
             switch HTTP2StateMachine.preface(in: bytes) {
             case .begun:
@@ -422,7 +426,8 @@ package struct HTTP1StateMachine: ConnectionMachine, ~Copyable {
         if bodyPausedSince != nil { return next() }  // the server is behind, not the client
         if request != nil, !waiting, requestHasBody, configuration.minimumBodyRate > 0 {
             if now >= bodyStarted + headerTimeout,
-               UInt64(bodyBytes) * 1_000_000 < UInt64(configuration.minimumBodyRate) * (now - bodyStarted) {
+                UInt64(bodyBytes) * 1_000_000 < UInt64(configuration.minimumBodyRate) * (now - bodyStarted)
+            {
                 server.counters.slowBodies.add(1, ordering: .relaxed)
                 bodyTimedOut("arrives slower than \(configuration.minimumBodyRate) bytes a second")
                 return next()
@@ -710,8 +715,9 @@ package struct HTTP1StateMachine: ConnectionMachine, ~Copyable {
         let http10 = parsed.version == "HTTP/1.0"
         // RFC 9110 §15.2: no 1xx to an HTTP/1.0 client.
         interims.isOpen = !http10
-        let lifecycle = RequestLifecycle(router: server.router, limits: server.limits, target: parsed.target, remoteAddress: address,
-                                         clock: clock, started: now, interim: http10 ? nil : interims)
+        let lifecycle = RequestLifecycle(
+            router: server.router, limits: server.limits, target: parsed.target, remoteAddress: address,
+            clock: clock, started: now, interim: http10 ? nil : interims)
         server.inFlight.add(1, ordering: .relaxed)
         request = lifecycle
         waitingForHeadSince = nil
@@ -722,9 +728,11 @@ package struct HTTP1StateMachine: ConnectionMachine, ~Copyable {
         bodyBytes = 0
         // Known at the head: a request that ends there may be answered before its end is parsed.
         if !parser.keepAlive { closeAfterAnswers = true }
-        let action = lifecycle.headerComplete(RequestHead(method: parsed.method, target: parsed.target, version: parsed.version,
-                                                          headers: parsed.headers, remoteAddress: address, bodyFollows: nil,
-                                                          framing: (requestHasBody, parser.declaredLength)))
+        let action = lifecycle.headerComplete(
+            RequestHead(
+                method: parsed.method, target: parsed.target, version: parsed.version,
+                headers: parsed.headers, remoteAddress: address, bodyFollows: nil,
+                framing: (requestHasBody, parser.declaredLength)))
         takeInterims()
         headActed(action, lifecycle)
     }
@@ -734,7 +742,8 @@ package struct HTTP1StateMachine: ConnectionMachine, ~Copyable {
         switch action {
         case .proceed:
             if requestHasBody, !requestHTTP10, !lifecycle.isRefused,
-               let expect = lifecycle.head?.headers["Expect"], HTTPHeaders.equal(expect, "100-continue") {
+                let expect = lifecycle.head?.headers["Expect"], HTTPHeaders.equal(expect, "100-continue")
+            {
                 queueRaw(ResponseHead.interim(.continue, headers: HTTPHeaders()))
             }
         case .respond(let response):
@@ -806,8 +815,9 @@ package struct HTTP1StateMachine: ConnectionMachine, ~Copyable {
             lifecycle = request
         } else {
             server.inFlight.add(1, ordering: .relaxed)
-            lifecycle = RequestLifecycle(router: server.router, limits: server.limits, target: target, remoteAddress: address, clock: clock,
-                                          started: now)
+            lifecycle = RequestLifecycle(
+                router: server.router, limits: server.limits, target: target, remoteAddress: address, clock: clock,
+                started: now)
             // Nothing of the request before it applies (a HEAD's answer has no body; HTTP/1.0's…).
             requestIsHead = false
             requestHTTP10 = false
@@ -842,7 +852,8 @@ package struct HTTP1StateMachine: ConnectionMachine, ~Copyable {
         guard let lifecycle = request else { return }
         request = nil
         interims.isOpen = false
-        let closesAfter = closeAfterAnswers || discarding || quiescing || server.isStopping
+        let closesAfter =
+            closeAfterAnswers || discarding || quiescing || server.isStopping
             || response.headers["Connection"].map { HTTPHeaders.equal($0, "close") } == true
         let status = response.status.code
         let bodyAllowed = status >= 200 && status != 204 && status != 304
@@ -856,8 +867,9 @@ package struct HTTP1StateMachine: ConnectionMachine, ~Copyable {
         case .bytes:
             // A small body goes in the head's array; a large one is written from its own.
             if bodyAllowed, !requestIsHead { bodyBytes = response.body.count }
-            bytes = ResponseHead.head(response, framing: bodyAllowed ? .length(UInt64(response.body.count)) : .none, keepAlive: !closesAfter,
-                                      http10: requestHTTP10, date: date, body: bodyBytes > 0 && bodyBytes <= 4096)
+            bytes = ResponseHead.head(
+                response, framing: bodyAllowed ? .length(UInt64(response.body.count)) : .none, keepAlive: !closesAfter,
+                http10: requestHTTP10, date: date, body: bodyBytes > 0 && bodyBytes <= 4096)
             if bodyBytes > 4096 { separate = response.body }
         case .file(let fileFD, let offset, let length):
             bytes = ResponseHead.head(response, framing: .length(length), keepAlive: !closesAfter, http10: requestHTTP10, date: date, body: false)
@@ -876,8 +888,10 @@ package struct HTTP1StateMachine: ConnectionMachine, ~Copyable {
         }
         if closes { closeAfterAnswers = true }
         queuedBytes += bytes.count + separate.count
-        queue.append(Outgoing(head: bytes, body: separate, file: file, stream: stream, lifecycle: lifecycle, status: status, bodyBytes: bodyBytes,
-                              closeAfter: closes))
+        queue.append(
+            Outgoing(
+                head: bytes, body: separate, file: file, stream: stream, lifecycle: lifecycle, status: status, bodyBytes: bodyBytes,
+                closeAfter: closes))
     }
 
     /// Bytes that are not an answer of their own (an interim response).
@@ -945,7 +959,9 @@ package struct HTTP1StateMachine: ConnectionMachine, ~Copyable {
         let prefix = chunked ? Self.chunkPrefix : 0
         let room = min(queue[0].stream!.blockSize, streamBuffer.count - prefix - 7)
         let base = streamBuffer.baseAddress!
-        let read: StreamRead = quiescing || server.isStopping ? .end
+        let read: StreamRead =
+            quiescing || server.isStopping
+            ? .end
             : queue[0].stream!.body.read(into: UnsafeMutableRawBufferPointer(start: base + prefix, count: room), at: queue[0].stream!.position)
         var start = prefix
         var end = prefix

@@ -195,8 +195,10 @@ package struct HTTP2StateMachine: ConnectionMachine, ~Copyable {
     ///   - clock: the connection's clock (`MachineClock`): its driver's, and its streams'.
     ///   - readBuffer, outputBuffer: the event loop's read and stream buffers, shared by its connections.
     ///   - handback: the way back to this connection from other threads.
-    package init(server: HTTPServer, address: String, now: UInt64, clock: MachineClock, date: DateField,
-         readBuffer: UnsafeMutableRawBufferPointer, outputBuffer: UnsafeMutableRawBufferPointer, handback: Handback) {
+    package init(
+        server: HTTPServer, address: String, now: UInt64, clock: MachineClock, date: DateField,
+        readBuffer: UnsafeMutableRawBufferPointer, outputBuffer: UnsafeMutableRawBufferPointer, handback: Handback
+    ) {
         self.clock = clock
         self.server = server
         self.address = address
@@ -390,7 +392,8 @@ package struct HTTP2StateMachine: ConnectionMachine, ~Copyable {
         if configuration.minimumBodyRate > 0, session != nil {
             for stream in streams.values.sorted(by: { $0.id < $1.id }) where stream.isReadingBody && !pausedStreams.contains(stream.id) {
                 if now >= stream.bodyStarted + headerTimeout,
-                   UInt64(stream.bodyBytes) * 1_000_000 < UInt64(configuration.minimumBodyRate) * (now - stream.bodyStarted) {
+                    UInt64(stream.bodyBytes) * 1_000_000 < UInt64(configuration.minimumBodyRate) * (now - stream.bodyStarted)
+                {
                     server.counters.slowBodies.add(1, ordering: .relaxed)
                     bodyTimedOut(stream, "arrives slower than \(configuration.minimumBodyRate) bytes a second")
                 }
@@ -623,8 +626,9 @@ package struct HTTP2StateMachine: ConnectionMachine, ~Copyable {
 
     private func submitGoAway() {
         guard let session else { return }
-        nghttp2_submit_goaway(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), nghttp2_session_get_last_proc_stream_id(session),
-                              NGHTTP2_NO_ERROR.rawValue, nil, 0)
+        nghttp2_submit_goaway(
+            session, UInt8(NGHTTP2_FLAG_NONE.rawValue), nghttp2_session_get_last_proc_stream_id(session),
+            NGHTTP2_NO_ERROR.rawValue, nil, 0)
     }
 
     // MARK: - Streams (called from nghttp2's callbacks)
@@ -686,14 +690,18 @@ package struct HTTP2StateMachine: ConnectionMachine, ~Copyable {
             guard let stream, !stream.closed, !stream.answered else { return false }
             return HeaderBlock(status: status.code, headers: headers).submit(session, stream.id, provider: nil, interim: true)
         }
-        let lifecycle = RequestLifecycle(router: server.router, limits: server.limits, target: stream.path, remoteAddress: address,
-                                         clock: clock, started: now, interim: interim)
+        let lifecycle = RequestLifecycle(
+            router: server.router, limits: server.limits, target: stream.path, remoteAddress: address,
+            clock: clock, started: now, interim: interim)
         server.inFlight.add(1, ordering: .relaxed)
         stream.lifecycle = lifecycle
         stream.isHead = stream.method == "HEAD"
         stream.bodyStarted = now
-        headActed(stream, lifecycle.headerComplete(method: stream.method, version: "HTTP/2.0", headers: stream.headers,
-                                                   bodyFollows: stream.hasBody))
+        headActed(
+            stream,
+            lifecycle.headerComplete(
+                method: stream.method, version: "HTTP/2.0", headers: stream.headers,
+                bodyFollows: stream.hasBody))
     }
 
     /// Carries out the action of a stream's head.
@@ -701,7 +709,8 @@ package struct HTTP2StateMachine: ConnectionMachine, ~Copyable {
         switch action {
         case .proceed:
             if stream.hasBody, stream.lifecycle?.isRefused == false, let expect = stream.headers["Expect"],
-               HTTPHeaders.equal(expect, "100-continue"), let session {
+                HTTPHeaders.equal(expect, "100-continue"), let session
+            {
                 _ = HeaderBlock(status: 100, headers: HTTPHeaders()).submit(session, stream.id, provider: nil, interim: true)
             }
         case .respond(let response):
@@ -844,8 +853,9 @@ package struct HTTP2StateMachine: ConnectionMachine, ~Copyable {
         guard !stream.completed, let lifecycle = stream.lifecycle else { return }
         stream.completed = true
         let sent = outcome == .sent
-        lifecycle.completed(status: sent || stream.answered ? stream.status : 0, bytesSent: sent ? stream.bodyLength : stream.position,
-                            outcome: outcome)
+        lifecycle.completed(
+            status: sent || stream.answered ? stream.status : 0, bytesSent: sent ? stream.bodyLength : stream.position,
+            outcome: outcome)
         server.inFlight.subtract(1, ordering: .releasing)
     }
 
@@ -1052,8 +1062,9 @@ package struct HTTP2StateMachine: ConnectionMachine, ~Copyable {
             return bytes.withUnsafeMutableBufferPointer { buffer -> Bool in
                 let base = buffer.baseAddress!
                 var list = spans.map { span in
-                    nghttp2_nv(name: base + span.0, value: base + span.2, namelen: span.1, valuelen: span.3,
-                               flags: UInt8(NGHTTP2_NV_FLAG_NONE.rawValue))
+                    nghttp2_nv(
+                        name: base + span.0, value: base + span.2, namelen: span.1, valuelen: span.3,
+                        flags: UInt8(NGHTTP2_NV_FLAG_NONE.rawValue))
                 }
                 if interim {
                     return nghttp2_submit_headers(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), id, nil, &list, list.count, nil) >= 0
@@ -1064,8 +1075,10 @@ package struct HTTP2StateMachine: ConnectionMachine, ~Copyable {
     }
 
     /// nghttp2 asks for up to `length` bytes of a stream's answer.
-    fileprivate mutating func readBody(_ id: Int32, into buffer: UnsafeMutablePointer<UInt8>, length: Int,
-                              flags: UnsafeMutablePointer<UInt32>) -> Int {
+    fileprivate mutating func readBody(
+        _ id: Int32, into buffer: UnsafeMutablePointer<UInt8>, length: Int,
+        flags: UnsafeMutablePointer<UInt32>
+    ) -> Int {
         guard let stream = streams[id] else { return Int(NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE.rawValue) }
         let eof = NGHTTP2_DATA_FLAG_EOF.rawValue
         switch stream.source {
@@ -1126,56 +1139,73 @@ final class HTTP2Callbacks: @unchecked Sendable {
         var callbacks: OpaquePointer?
         nghttp2_session_callbacks_new(&callbacks)
         self.callbacks = callbacks!
-        nghttp2_session_callbacks_set_send_callback(callbacks, { _, data, length, _, user in
-            guard let data, let user else { return Int(NGHTTP2_ERR_CALLBACK_FAILURE.rawValue) }
-            return HTTP2StateMachine.from(user).pointee.take(data, length)
-        })
-        nghttp2_session_callbacks_set_on_begin_headers_callback(callbacks, { _, frame, user in
-            guard let frame, let user, frame.pointee.hd.type == UInt8(NGHTTP2_HEADERS.rawValue),
-                  frame.pointee.headers.cat == NGHTTP2_HCAT_REQUEST else { return 0 }
-            HTTP2StateMachine.from(user).pointee.beginStream(frame.pointee.hd.stream_id)
-            return 0
-        })
-        nghttp2_session_callbacks_set_on_header_callback(callbacks, { _, frame, name, nameLength, value, valueLength, _, user in
-            guard let frame, let user, frame.pointee.hd.type == UInt8(NGHTTP2_HEADERS.rawValue) else { return 0 }
-            let accepted = HTTP2StateMachine.from(user).pointee.field(frame.pointee.hd.stream_id,
-                                                                      name: UnsafeRawBufferPointer(start: name, count: nameLength),
-                                                                      value: UnsafeRawBufferPointer(start: value, count: valueLength))
-            return accepted ? 0 : NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE.rawValue
-        })
-        nghttp2_session_callbacks_set_on_frame_recv_callback(callbacks, { _, frame, user in
-            guard let frame, let user else { return 0 }
-            let machine = HTTP2StateMachine.from(user)
-            let endStream = frame.pointee.hd.flags & UInt8(NGHTTP2_FLAG_END_STREAM.rawValue) != 0
-            let type = UInt32(frame.pointee.hd.type)
-            // DATA's length includes its padding (`padlen`, its length field included).
-            let payload = type == NGHTTP2_DATA.rawValue ? frame.pointee.hd.length - frame.pointee.data.padlen : frame.pointee.hd.length
-            machine.pointee.frameReceived(type: type, payload: payload, endStream: endStream)
-            switch type {
-            case NGHTTP2_HEADERS.rawValue: machine.pointee.headersReceived(frame.pointee.hd.stream_id, endStream: endStream)
-            case NGHTTP2_DATA.rawValue where endStream: machine.pointee.bodyEnded(frame.pointee.hd.stream_id)
-            default: break
-            }
-            return 0
-        })
-        nghttp2_session_callbacks_set_on_data_chunk_recv_callback(callbacks, { _, _, id, data, length, user in
-            guard let user else { return 0 }
-            HTTP2StateMachine.from(user).pointee.data(id, UnsafeRawBufferPointer(start: data, count: length))
-            return 0
-        })
-        nghttp2_session_callbacks_set_on_frame_send_callback(callbacks, { _, frame, user in
-            guard let frame, let user else { return 0 }
-            let type = UInt32(frame.pointee.hd.type)
-            guard type == NGHTTP2_HEADERS.rawValue || type == NGHTTP2_DATA.rawValue else { return 0 }
-            HTTP2StateMachine.from(user).pointee.frameSent(frame.pointee.hd.stream_id, type: type,
-                                                           endStream: frame.pointee.hd.flags & UInt8(NGHTTP2_FLAG_END_STREAM.rawValue) != 0)
-            return 0
-        })
-        nghttp2_session_callbacks_set_on_stream_close_callback(callbacks, { _, id, _, user in
-            guard let user else { return 0 }
-            HTTP2StateMachine.from(user).pointee.streamClosed(id)
-            return 0
-        })
+        nghttp2_session_callbacks_set_send_callback(
+            callbacks,
+            { _, data, length, _, user in
+                guard let data, let user else { return Int(NGHTTP2_ERR_CALLBACK_FAILURE.rawValue) }
+                return HTTP2StateMachine.from(user).pointee.take(data, length)
+            })
+        nghttp2_session_callbacks_set_on_begin_headers_callback(
+            callbacks,
+            { _, frame, user in
+                guard let frame, let user, frame.pointee.hd.type == UInt8(NGHTTP2_HEADERS.rawValue),
+                    frame.pointee.headers.cat == NGHTTP2_HCAT_REQUEST
+                else { return 0 }
+                HTTP2StateMachine.from(user).pointee.beginStream(frame.pointee.hd.stream_id)
+                return 0
+            })
+        nghttp2_session_callbacks_set_on_header_callback(
+            callbacks,
+            { _, frame, name, nameLength, value, valueLength, _, user in
+                guard let frame, let user, frame.pointee.hd.type == UInt8(NGHTTP2_HEADERS.rawValue) else { return 0 }
+                let accepted = HTTP2StateMachine.from(user).pointee.field(
+                    frame.pointee.hd.stream_id,
+                    name: UnsafeRawBufferPointer(start: name, count: nameLength),
+                    value: UnsafeRawBufferPointer(start: value, count: valueLength))
+                return accepted ? 0 : NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE.rawValue
+            })
+        nghttp2_session_callbacks_set_on_frame_recv_callback(
+            callbacks,
+            { _, frame, user in
+                guard let frame, let user else { return 0 }
+                let machine = HTTP2StateMachine.from(user)
+                let endStream = frame.pointee.hd.flags & UInt8(NGHTTP2_FLAG_END_STREAM.rawValue) != 0
+                let type = UInt32(frame.pointee.hd.type)
+                // DATA's length includes its padding (`padlen`, its length field included).
+                let payload = type == NGHTTP2_DATA.rawValue ? frame.pointee.hd.length - frame.pointee.data.padlen : frame.pointee.hd.length
+                machine.pointee.frameReceived(type: type, payload: payload, endStream: endStream)
+                switch type {
+                case NGHTTP2_HEADERS.rawValue: machine.pointee.headersReceived(frame.pointee.hd.stream_id, endStream: endStream)
+                case NGHTTP2_DATA.rawValue where endStream: machine.pointee.bodyEnded(frame.pointee.hd.stream_id)
+                default: break
+                }
+                return 0
+            })
+        nghttp2_session_callbacks_set_on_data_chunk_recv_callback(
+            callbacks,
+            { _, _, id, data, length, user in
+                guard let user else { return 0 }
+                HTTP2StateMachine.from(user).pointee.data(id, UnsafeRawBufferPointer(start: data, count: length))
+                return 0
+            })
+        nghttp2_session_callbacks_set_on_frame_send_callback(
+            callbacks,
+            { _, frame, user in
+                guard let frame, let user else { return 0 }
+                let type = UInt32(frame.pointee.hd.type)
+                guard type == NGHTTP2_HEADERS.rawValue || type == NGHTTP2_DATA.rawValue else { return 0 }
+                HTTP2StateMachine.from(user).pointee.frameSent(
+                    frame.pointee.hd.stream_id, type: type,
+                    endStream: frame.pointee.hd.flags & UInt8(NGHTTP2_FLAG_END_STREAM.rawValue) != 0)
+                return 0
+            })
+        nghttp2_session_callbacks_set_on_stream_close_callback(
+            callbacks,
+            { _, id, _, user in
+                guard let user else { return 0 }
+                HTTP2StateMachine.from(user).pointee.streamClosed(id)
+                return 0
+            })
 
         var option: OpaquePointer?
         nghttp2_option_new(&option)

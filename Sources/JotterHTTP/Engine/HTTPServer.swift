@@ -55,9 +55,11 @@ public final class HTTPServer: Sendable {
         /// (`/healthz`) never finds the descriptors gone.
         public var maxHeldFiles: Int?
 
-        public init(host: String = "127.0.0.1", port: Int = 8080, threads: Int = Configuration.cores,
-                    connectionLimit: Int = 10_000, connectionsPerAddress: Int = 256, idleTimeout: Int = 30,
-                    maxBodySize: Int = 1 << 20, shutdownGracePeriod: Double = 10) {
+        public init(
+            host: String = "127.0.0.1", port: Int = 8080, threads: Int = Configuration.cores,
+            connectionLimit: Int = 10_000, connectionsPerAddress: Int = 256, idleTimeout: Int = 30,
+            maxBodySize: Int = 1 << 20, shutdownGracePeriod: Double = 10
+        ) {
             self.host = host
             self.port = port
             self.threads = threads
@@ -97,12 +99,15 @@ public final class HTTPServer: Sendable {
         self.configuration = configuration
         self.router = router
         self.log = log
-        limits = RequestLifecycle.Limits(maxBodySize: configuration.maxBodySize, maxUploadSize: configuration.maxUploadSize,
-                                         maxParts: configuration.maxParts, temporaryDirectory: configuration.temporaryDirectory)
-        connections = ConnectionTable(limit: configuration.connectionLimit, perAddress: configuration.connectionsPerAddress,
-                                      unlimited: router.trustedProxies)
-        held = HeldAnswers(maxBytes: configuration.maxHeldAnswerBytes,
-                           maxFiles: configuration.maxHeldFiles ?? HeldAnswers.fileBudget(connectionLimit: configuration.connectionLimit))
+        limits = RequestLifecycle.Limits(
+            maxBodySize: configuration.maxBodySize, maxUploadSize: configuration.maxUploadSize,
+            maxParts: configuration.maxParts, temporaryDirectory: configuration.temporaryDirectory)
+        connections = ConnectionTable(
+            limit: configuration.connectionLimit, perAddress: configuration.connectionsPerAddress,
+            unlimited: router.trustedProxies)
+        held = HeldAnswers(
+            maxBytes: configuration.maxHeldAnswerBytes,
+            maxFiles: configuration.maxHeldFiles ?? HeldAnswers.fileBudget(connectionLimit: configuration.connectionLimit))
     }
 
     /// Bytes of HTTP/2 answers held in memory now (made, not yet written), and files their
@@ -192,8 +197,10 @@ public final class HTTPServer: Sendable {
     /// out to make room past `connectionLimit`, cut for a body below `minimumBodyRate`, and
     /// refused at the limit because no open connection could be pushed out.
     public var slowConnectionsClosed: (timedOut: Int, evicted: Int, slowBodies: Int, refused: Int) {
-        (counters.timedOut.load(ordering: .relaxed), counters.evicted.load(ordering: .relaxed),
-         counters.slowBodies.load(ordering: .relaxed), counters.refused.load(ordering: .relaxed))
+        (
+            counters.timedOut.load(ordering: .relaxed), counters.evicted.load(ordering: .relaxed),
+            counters.slowBodies.load(ordering: .relaxed), counters.refused.load(ordering: .relaxed)
+        )
     }
 
     /// Stops accepting connections, lets requests in flight finish (up to the grace period),
@@ -225,7 +232,9 @@ public final class HTTPServer: Sendable {
     private let listener = Atomic<Int32>(-1)
 
     private func stopLoops() {
-        let running = loops.withLock { loops in defer { loops = [] }; return loops }
+        let running = loops.withLock { loops in
+            defer { loops = [] }; return loops
+        }
         guard !running.isEmpty else { return }
         stopping.store(true, ordering: .relaxed)
         for loop in running { loop.post(.quiesce) }

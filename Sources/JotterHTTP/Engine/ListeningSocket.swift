@@ -26,13 +26,17 @@ enum ListeningSocket {
         var entry: UnsafeMutablePointer<addrinfo>? = first
         while let info = entry {
             entry = info.pointee.ai_next
-            let fd = socket(info.pointee.ai_family, info.pointee.ai_socktype | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), info.pointee.ai_protocol)
+            let fd = socket(
+                info.pointee.ai_family, info.pointee.ai_socktype | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue),
+                info.pointee.ai_protocol)
             guard fd >= 0 else { lastError = failure("socket", host, port); continue }
             var yes: Int32 = 1
             setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &yes, socklen_t(MemoryLayout<Int32>.size))
             if bind(fd, info.pointee.ai_addr, info.pointee.ai_addrlen) != 0 {
-                lastError = errno == EADDRINUSE
-                    ? ServerStartError(description: "\(display(host, port)) is already in use (another server is listening there); choose another --port")
+                lastError =
+                    errno == EADDRINUSE
+                    ? ServerStartError(
+                        description: "\(display(host, port)) is already in use (another server is listening there); choose another --port")
                     : failure("bind", host, port)
                 close(fd)
                 continue

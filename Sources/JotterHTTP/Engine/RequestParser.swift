@@ -78,19 +78,22 @@ final class RequestParser {
         case Int32(JOTTER_LIMIT_TARGET):
             return HTTPError(.uriTooLong, detail: "the request-target is longer than \(parser.pointee.max_target) bytes", closesConnection: true)
         case Int32(JOTTER_LIMIT_HEAD):
-            return HTTPError(.requestHeaderFieldsTooLarge,
-                             detail: "the request's header section is too large (at most \(parser.pointee.max_head) bytes and \(JOTTER_MAX_FIELDS) fields)",
-                             closesConnection: true)
+            return HTTPError(
+                .requestHeaderFieldsTooLarge,
+                detail: "the request's header section is too large (at most \(parser.pointee.max_head) bytes and \(JOTTER_MAX_FIELDS) fields)",
+                closesConnection: true)
         case Int32(JOTTER_LIMIT_FOLDED):
             return .badRequest("a header line starts with a space or tab (obsolete line folding is not accepted)", close: true)
         case Int32(JOTTER_LIMIT_BARE_LF):
             return .badRequest("a line ends in LF without CR (every line of a request ends in CRLF here)", close: true)
         case Int32(JOTTER_LIMIT_VERSION):
             let version = self.version
-            return HTTPError(.httpVersionNotSupported,
-                             detail: version.major == 0 ? "a request line without an HTTP version (HTTP/0.9) is not served; only HTTP/1.0 and HTTP/1.1 are"
-                                : "HTTP/\(version.major).\(version.minor) in a request line is not served; only HTTP/1.0 and HTTP/1.1 are (HTTP/2 begins with its connection preface)",
-                             closesConnection: true)
+            return HTTPError(
+                .httpVersionNotSupported,
+                detail: version.major == 0
+                    ? "a request line without an HTTP version (HTTP/0.9) is not served; only HTTP/1.0 and HTTP/1.1 are"
+                    : "HTTP/\(version.major).\(version.minor) in a request line is not served; only HTTP/1.0 and HTTP/1.1 are (HTTP/2 begins with its connection preface)",
+                closesConnection: true)
         default:
             break
         }
@@ -99,7 +102,9 @@ final class RequestParser {
         case HPE_UNEXPECTED_CONTENT_LENGTH:
             return .badRequest("Content-Length and Transfer-Encoding together make the message length ambiguous", close: true)
         case HPE_INVALID_CONTENT_LENGTH:
-            return .badRequest(reason.contains("Duplicate") ? "Content-Length is repeated" : "Content-Length is not a decimal number that fits 64 bits (\(reason))", close: true)
+            return .badRequest(
+                reason.contains("Duplicate") ? "Content-Length is repeated" : "Content-Length is not a decimal number that fits 64 bits (\(reason))",
+                close: true)
         case HPE_INVALID_CHUNK_SIZE:
             return .badRequest("malformed chunk size (\(reason))", close: true)
         case HPE_INVALID_HEADER_TOKEN:
@@ -111,7 +116,8 @@ final class RequestParser {
         case HPE_INVALID_VERSION:
             return HTTPError(.httpVersionNotSupported, detail: "only HTTP/1.0 and HTTP/1.1 are served here (\(reason))", closesConnection: true)
         case HPE_INVALID_TRANSFER_ENCODING where reason.contains("chunked"):
-            return HTTPError(.notImplemented, detail: "only the 'chunked' transfer coding is supported, once and last (\(reason))", closesConnection: true)
+            return HTTPError(
+                .notImplemented, detail: "only the 'chunked' transfer coding is supported, once and last (\(reason))", closesConnection: true)
         default:
             return .badRequest("malformed request: \(reason)", close: true)
         }
@@ -182,9 +188,11 @@ final class RequestParser {
                                         guard byte == 0x20 || byte == 0x09 else { break }
                                         value.length -= 1
                                     }
-                                    (spans + index).initialize(to: HTTPHeaders.Span(nameStart: names[index].offset - first, nameCount: names[index].length,
-                                                                                     valueStart: value.length > 0 ? value.offset - first : 0,
-                                                                                     valueCount: value.length))
+                                    (spans + index).initialize(
+                                        to: HTTPHeaders.Span(
+                                            nameStart: names[index].offset - first, nameCount: names[index].length,
+                                            valueStart: value.length > 0 ? value.offset - first : 0,
+                                            valueCount: value.length))
                                 }
                                 bytes.copyMemory(from: base + Int(first), byteCount: Int(last - first))
                             }
@@ -194,10 +202,16 @@ final class RequestParser {
             }
         }
         let version = self.version
-        let versionText = version.major == 1 && version.minor == 1 ? "HTTP/1.1" : version.major == 1 && version.minor == 0 ? "HTTP/1.0"
-            : "HTTP/\(version.major).\(version.minor)"
+        let versionText =
+            version.major == 1 && version.minor == 1
+            ? "HTTP/1.1"
+            : version.major == 1 && version.minor == 0
+                ? "HTTP/1.0"
+                : "HTTP/\(version.major).\(version.minor)"
         let method = parser.pointee.method
-        return (HTTPMethod(UnsafeRawBufferPointer(start: base + Int(method.offset), count: Int(method.length))), text(parser.pointee.target),
-                versionText, headers)
+        return (
+            HTTPMethod(UnsafeRawBufferPointer(start: base + Int(method.offset), count: Int(method.length))), text(parser.pointee.target),
+            versionText, headers
+        )
     }
 }

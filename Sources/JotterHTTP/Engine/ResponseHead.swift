@@ -23,7 +23,8 @@ enum ResponseHead {
     /// size: each piece is copied once, with no growth and no per-piece capacity check.
     static func head(_ response: Response, framing: Framing, keepAlive: Bool, http10: Bool, date: DateField, body: Bool) -> [UInt8] {
         var reason = response.status.reasonPhrase
-        var capacity = httpVersion11.utf8CodeUnitCount + 20 + 1 + reason.utf8.count + crlf.utf8CodeUnitCount + date.count
+        var capacity =
+            httpVersion11.utf8CodeUnitCount + 20 + 1 + reason.utf8.count + crlf.utf8CodeUnitCount + date.count
             + noSniff.utf8CodeUnitCount + contentLength.utf8CodeUnitCount + 20 + connectionKeepAlive.utf8CodeUnitCount + 2 * crlf.utf8CodeUnitCount
             + chunked.utf8CodeUnitCount + (body ? response.body.count : 0)
         response.headers.forEachField { name, value in
@@ -155,9 +156,12 @@ enum ResponseHead {
 
     static func appendDecimal<T: BinaryInteger>(_ value: T, to bytes: inout [UInt8]) {
         var value = UInt64(value)
-        var digits: (UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8,
-                     UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8) =
-            (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+        var digits:
+            (
+                UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8,
+                UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8
+            ) =
+                (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
         var count = 0
         withUnsafeMutableBytes(of: &digits) { digits in
             repeat {

@@ -77,7 +77,9 @@ package struct SocketDriver {
             case .drain(let buffer):
                 // What a closing client still sends is dropped unread (TLS records included).
                 let count = recv(io.fd, buffer.baseAddress, buffer.count, 0)
-                action = count > 0 ? machine.received(count, now: machine.clock.now(), more: false)
+                action =
+                    count > 0
+                    ? machine.received(count, now: machine.clock.now(), more: false)
                     : Self.readResult(count == 0 ? 0 : errno == EAGAIN || errno == EINTR ? ConnectionIO.wouldBlock : ConnectionIO.failed, &machine)
             case .write(let first, let from, let second):
                 let written = first.withUnsafeBytes { first in
@@ -110,7 +112,9 @@ package struct SocketDriver {
         }
     }
 
-    @inline(__always) private static func readResult<Machine: ConnectionMachine & ~Copyable>(_ count: Int, _ machine: inout Machine) -> ConnectionAction {
+    @inline(__always) private static func readResult<Machine: ConnectionMachine & ~Copyable>(_ count: Int, _ machine: inout Machine)
+        -> ConnectionAction
+    {
         switch count {
         case 0: machine.peerClosed()
         case ConnectionIO.wouldBlock: machine.readBlocked()
@@ -119,7 +123,9 @@ package struct SocketDriver {
         }
     }
 
-    @inline(__always) private static func writeResult<Machine: ConnectionMachine & ~Copyable>(_ written: Int, _ machine: inout Machine) -> ConnectionAction {
+    @inline(__always) private static func writeResult<Machine: ConnectionMachine & ~Copyable>(_ written: Int, _ machine: inout Machine)
+        -> ConnectionAction
+    {
         if written >= 0 { return machine.wrote(written, now: machine.clock.now()) }
         return written == ConnectionIO.wouldBlock ? machine.writeBlocked() : machine.writeFailed()
     }

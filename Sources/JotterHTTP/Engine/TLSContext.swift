@@ -16,8 +16,9 @@ final class TLSContext: @unchecked Sendable {
         var error = [CChar](repeating: 0, count: 256)
         let made = certificate.withCString { certificateBytes in
             key.withCString { keyBytes in
-                jotter_tls_context_create(certificateBytes, certificate.utf8.count, keyBytes, key.utf8.count,
-                                          wire, wire.count, &error, error.count)
+                jotter_tls_context_create(
+                    certificateBytes, certificate.utf8.count, keyBytes, key.utf8.count,
+                    wire, wire.count, &error, error.count)
             }
         }
         guard let made else {

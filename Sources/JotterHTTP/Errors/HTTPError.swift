@@ -30,8 +30,10 @@ public struct HTTPError: Error, Sendable, CustomStringConvertible {
     /// Other extension members the problem type defines (objects, strings, …).
     public var members: [String: JSONValue]? = nil
 
-    public init(_ status: HTTPStatus, detail: String? = nil, errors: [FieldError] = [],
-                headers: HTTPHeaders = HTTPHeaders(), closesConnection: Bool = false) {
+    public init(
+        _ status: HTTPStatus, detail: String? = nil, errors: [FieldError] = [],
+        headers: HTTPHeaders = HTTPHeaders(), closesConnection: Bool = false
+    ) {
         self.status = status
         self.detail = detail
         self.errors = errors
@@ -51,11 +53,12 @@ public struct HTTPError: Error, Sendable, CustomStringConvertible {
 
     /// `422` listing invalid fields of the body, the query, or either.
     public static func validation(_ errors: [FieldError], in source: FieldSource = .body) -> HTTPError {
-        let detail = switch source {
-        case .body: "the request body has invalid fields"
-        case .query: "the query has invalid fields"
-        case .bodyOrQuery: "the request body and query have invalid fields"
-        }
+        let detail =
+            switch source {
+            case .body: "the request body has invalid fields"
+            case .query: "the query has invalid fields"
+            case .bodyOrQuery: "the request body and query have invalid fields"
+            }
         return HTTPError(.unprocessableContent, detail: detail, errors: errors)
     }
 
@@ -73,8 +76,9 @@ public struct HTTPError: Error, Sendable, CustomStringConvertible {
 
     /// The problem+json response for this error, naming the request it answers.
     public func response(requestID: String) -> Response {
-        var problem = ProblemDetails(type: type, title: status.reasonPhrase, status: status.code, detail: detail,
-                                     errors: errors.isEmpty ? nil : errors, requestID: requestID)
+        var problem = ProblemDetails(
+            type: type, title: status.reasonPhrase, status: status.code, detail: detail,
+            errors: errors.isEmpty ? nil : errors, requestID: requestID)
         problem.integerMembers = integerMembers
         problem.members = members
         var response = Response(status: status, problem: problem)

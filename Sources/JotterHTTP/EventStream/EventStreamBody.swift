@@ -118,7 +118,9 @@ public final class EventStreamBody: StreamingBody {
     }
 
     public func finish() {
-        state.withLock { $0.finished = true; $0.waker = nil; $0.queue.removeAll(); $0.held = [] }
+        state.withLock {
+            $0.finished = true; $0.waker = nil; $0.queue.removeAll(); $0.held = []
+        }
         onFinish(self)
     }
 

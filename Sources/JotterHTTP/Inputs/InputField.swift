@@ -24,8 +24,10 @@ public struct InputField<Value: Sendable>: Sendable {
     private let parser: @Sendable (String) -> Value?
 
     /// A field whose text `parse` reads (nil: invalid, answered with `message`).
-    public init(_ name: String, schema: JSONSchema, description: String? = nil, message: String,
-                parse: @escaping @Sendable (String) -> Value?) {
+    public init(
+        _ name: String, schema: JSONSchema, description: String? = nil, message: String,
+        parse: @escaping @Sendable (String) -> Value?
+    ) {
         self.name = name
         self.schema = schema
         self.description = description

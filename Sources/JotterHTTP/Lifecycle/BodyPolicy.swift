@@ -47,7 +47,9 @@ public struct BodyPolicy: Sendable {
 
     /// The raw body handed chunk by chunk to the receiver `open` makes for the request (after
     /// the head phase of middleware), at most `limit` bytes (nil: the server's `--max-upload-size`).
-    public static func stream(limit: Int64? = nil, _ open: @escaping @Sendable (RequestHead, RequestContext) throws -> any RequestBodyStream) -> BodyPolicy {
+    public static func stream(limit: Int64? = nil, _ open: @escaping @Sendable (RequestHead, RequestContext) throws -> any RequestBodyStream)
+        -> BodyPolicy
+    {
         BodyPolicy(kind: .stream(open), memoryLimit: nil, streamLimit: limit)
     }
 

@@ -31,8 +31,10 @@ enum BodyReader {
 
     /// The reader for `policy`; `413` at once when Content-Length already exceeds its limit.
     /// (A function, not an initializer: its arguments are borrowed, not copied.)
-    static func make(policy: BodyPolicy, head: RequestHead, context: RequestContext, limits: RequestLifecycle.Limits,
-                     routeName: @autoclosure () -> String) throws -> BodyReader {
+    static func make(
+        policy: BodyPolicy, head: RequestHead, context: RequestContext, limits: RequestLifecycle.Limits,
+        routeName: @autoclosure () -> String
+    ) throws -> BodyReader {
         if case .none = policy.kind {
             guard head.hasBody else { return .none }
             let name = routeName()
@@ -47,7 +49,9 @@ enum BodyReader {
         return try BodyReader(policy: policy, head: head, context: context, limits: limits, routeName: routeName())
     }
 
-    private init(policy: BodyPolicy, head: RequestHead, context: RequestContext, limits: RequestLifecycle.Limits, routeName: @autoclosure () -> String) throws {
+    private init(
+        policy: BodyPolicy, head: RequestHead, context: RequestContext, limits: RequestLifecycle.Limits, routeName: @autoclosure () -> String
+    ) throws {
         let declared = head.declaredLength
         let memoryLimit = policy.memoryLimit ?? limits.maxBodySize
         let isRouteLimit = policy.memoryLimit != nil
@@ -59,12 +63,15 @@ enum BodyReader {
         func multipart(_ store: (any MultipartFileStore)?, fileLimit: Int64) throws(HTTPError) -> BodyReader {
             let multipartLimits = MultipartLimits(fieldBytes: memoryLimit, fileBytes: fileLimit, parts: limits.maxParts)
             if store != nil, let declared, declared > fileLimit + Int64(memoryLimit) {
-                throw HTTPError(.contentTooLarge, detail: "the request body is larger than the upload limit of \(fileLimit) bytes (--max-upload-size)",
-                                closesConnection: true)
+                throw HTTPError(
+                    .contentTooLarge, detail: "the request body is larger than the upload limit of \(fileLimit) bytes (--max-upload-size)",
+                    closesConnection: true)
             }
             if store == nil, let declared, declared > Int64(memoryLimit) { throw Self.tooLarge(memoryLimit, isRouteLimit: isRouteLimit) }
-            return .multipart(try MultipartReceiver(contentType: head.headers["Content-Type"] ?? "", limits: multipartLimits,
-                                                    temporaryDirectory: limits.temporaryDirectory, store: store, routeName: routeName()))
+            return .multipart(
+                try MultipartReceiver(
+                    contentType: head.headers["Content-Type"] ?? "", limits: multipartLimits,
+                    temporaryDirectory: limits.temporaryDirectory, store: store, routeName: routeName()))
         }
         switch policy.kind {
         case .none, .choosing:
@@ -72,7 +79,8 @@ enum BodyReader {
         case .buffered:
             self = media?.essence == "multipart/form-data" ? try multipart(nil, fileLimit: 0) : try buffer()
         case .multipart(let store):
-            self = media?.essence == "multipart/form-data"
+            self =
+                media?.essence == "multipart/form-data"
                 ? try multipart(store ?? TemporaryFileStore(), fileLimit: policy.streamLimit ?? limits.maxUploadSize)
                 : try buffer()
         case .stream(let open):
@@ -108,7 +116,8 @@ enum BodyReader {
         case .stream(let receiver):
             receiver.received += Int64(chunk.count)
             guard receiver.received <= receiver.limit else {
-                throw HTTPError(.contentTooLarge, detail: "the request body is larger than the limit of \(receiver.limit) bytes", closesConnection: true)
+                throw HTTPError(
+                    .contentTooLarge, detail: "the request body is larger than the limit of \(receiver.limit) bytes", closesConnection: true)
             }
             try receiver.stream.receive(chunk)
         }

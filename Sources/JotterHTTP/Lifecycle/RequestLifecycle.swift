@@ -102,8 +102,10 @@ package final class RequestLifecycle {
     ///   - clock: the clock of the connection the request came on; its `now` when the request
     ///     line arrived is `started`.
     ///   - started: when the request line arrived, read from `clock` (now when nil).
-    package init(router: Router, limits: Limits, target: String, remoteAddress: String, clock: MachineClock, started: UInt64? = nil,
-         interim: InterimSink? = nil) {
+    package init(
+        router: Router, limits: Limits, target: String, remoteAddress: String, clock: MachineClock, started: UInt64? = nil,
+        interim: InterimSink? = nil
+    ) {
         self.router = router
         self.limits = limits
         self.target = target
@@ -123,15 +125,19 @@ package final class RequestLifecycle {
     /// - Parameter bodyFollows: whether a body follows, when the protocol says so (HTTP/2); nil
     ///   on HTTP/1.1, where the header fields say.
     package func headerComplete(method: String, version: String, headers: HTTPHeaders, folded: Bool = false, bodyFollows: Bool? = nil) -> Action {
-        headerComplete(RequestHead(method: HTTPMethod(method), target: target, version: version, headers: headers, remoteAddress: remoteAddress,
-                                   bodyFollows: bodyFollows), folded: folded)
+        headerComplete(
+            RequestHead(
+                method: HTTPMethod(method), target: target, version: version, headers: headers, remoteAddress: remoteAddress,
+                bodyFollows: bodyFollows), folded: folded)
     }
 
     /// The header section is complete: `head` as the parser made it.
     func headerComplete(_ head: RequestHead, folded: Bool = false) -> Action {
         var head = head
-        if let error = FramingCheck.check(method: head.originalMethod.rawValue, target: target, version: head.version, headers: head.headers,
-                                          folded: folded) {
+        if let error = FramingCheck.check(
+            method: head.originalMethod.rawValue, target: target, version: head.version, headers: head.headers,
+            folded: folded)
+        {
             self.head = head
             return refuse(error, stack: router.stack, ranHeads: false, now: true, wins: true)
         }
@@ -163,9 +169,12 @@ package final class RequestLifecycle {
 
     /// The reader `policy` makes for the request. (`context` is passed in place: a stored
     /// property passed by value would be copied first.)
-    private static func reader(_ policy: BodyPolicy, head: RequestHead, context: inout RequestContext, limits: Limits, route: Route?) throws -> BodyReader {
-        try BodyReader.make(policy: policy, head: head, context: context, limits: limits,
-                            routeName: "\(head.method) \(route?.pattern.text ?? String(head.path))")
+    private static func reader(_ policy: BodyPolicy, head: RequestHead, context: inout RequestContext, limits: Limits, route: Route?) throws
+        -> BodyReader
+    {
+        try BodyReader.make(
+            policy: policy, head: head, context: context, limits: limits,
+            routeName: "\(head.method) \(route?.pattern.text ?? String(head.path))")
     }
 
     /// The head phase of the route's middleware, then the body policy's reader.
@@ -409,9 +418,11 @@ package final class RequestLifecycle {
         var context = RequestContext()
         swap(&context, &self.context)
         let remote = head?.remoteAddress ?? remoteAddress
-        stack.completed(CompletedExchange(head: consume head, target: target, remoteAddress: remote, context: consume context, status: status,
-                                          bytesSent: bytesSent, microseconds: clock.elapsed(since: started),
-                                          responseMicroseconds: answeredAfter, outcome: outcome))
+        stack.completed(
+            CompletedExchange(
+                head: consume head, target: target, remoteAddress: remote, context: consume context, status: status,
+                bytesSent: bytesSent, microseconds: clock.elapsed(since: started),
+                responseMicroseconds: answeredAfter, outcome: outcome))
     }
 
     /// True while a later reply is awaited.
@@ -484,7 +495,8 @@ package final class RequestLifecycle {
 
     /// The answer for an error no middleware turned into a response.
     static func lastResort(_ error: any Error, context: RequestContext) -> Response {
-        ((error as? HTTPError) ?? HTTPError(.internalServerError, detail: "the server failed to handle this request (request id \(context.requestID))"))
+        ((error as? HTTPError)
+            ?? HTTPError(.internalServerError, detail: "the server failed to handle this request (request id \(context.requestID))"))
             .response(requestID: context.requestID)
     }
 }

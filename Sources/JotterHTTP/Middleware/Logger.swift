@@ -19,11 +19,14 @@ public struct Logger: Sendable {
 
     /// The access-log line for one finished request, put together in one buffer (no String
     /// made for it or its parts) and written with one `write(2)`.
-    func access(remote: String, method: String, target: String, version: String, status: Int,
-                bytes: Int, microseconds: Int, requestID: String, outcome: String) {
+    func access(
+        remote: String, method: String, target: String, version: String, status: Int,
+        bytes: Int, microseconds: Int, requestID: String, outcome: String
+    ) {
         guard accessLog else { return }
         // Every part's longest form: a target byte escaped is 4 bytes, a number 20.
-        let capacity = 21 + remote.utf8.count + 2 + method.utf8.count + 1 + 4 * target.utf8.count + 1 + version.utf8.count
+        let capacity =
+            21 + remote.utf8.count + 2 + method.utf8.count + 1 + 4 * target.utf8.count + 1 + version.utf8.count
             + 2 + 20 + 1 + 20 + 1 + 24 + 6 + requestID.utf8.count + 1 + outcome.utf8.count + 1
         withUnsafeTemporaryAllocation(of: UInt8.self, capacity: capacity) { buffer in
             var line = LineBuffer(buffer)

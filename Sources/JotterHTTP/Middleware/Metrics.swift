@@ -140,7 +140,8 @@ public final class Metrics: Middleware {
         text += "# TYPE jotter_http_requests_total counter\n"
         for (route, series) in snapshot {
             for (key, count) in series.requests.sorted(by: { $0.key < $1.key }) {
-                text += "jotter_http_requests_total{method=\"\(Self.methods[key >> 16])\",route=\"\(Self.escape(route))\",status=\"\(key & 0xFFFF)\"} \(count)\n"
+                text +=
+                    "jotter_http_requests_total{method=\"\(Self.methods[key >> 16])\",route=\"\(Self.escape(route))\",status=\"\(key & 0xFFFF)\"} \(count)\n"
             }
         }
         text += "# HELP jotter_http_request_duration_seconds Time from the request line to the response handed to the engine, by route.\n"

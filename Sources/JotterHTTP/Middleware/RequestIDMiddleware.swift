@@ -39,7 +39,8 @@ public final class RequestIDMiddleware: Middleware {
     func id(from headers: HTTPHeaders) -> String {
         let sent = headers.withValueBytes(of: "X-Request-Id") { value -> String? in
             guard let value, (1...64).contains(value.count),
-                  value.allSatisfy({ FramingCheck.isTokenByte($0) && $0 != UInt8(ascii: "%") }) else { return nil }
+                value.allSatisfy({ FramingCheck.isTokenByte($0) && $0 != UInt8(ascii: "%") })
+            else { return nil }
             return String(decoding: value, as: UTF8.self)
         }
         if let sent { return sent }
@@ -75,8 +76,9 @@ public struct AccessLogMiddleware: Middleware {
     public func completed(_ exchange: CompletedExchange) {
         guard log.accessLog else { return }
         let method = exchange.head.map { $0.originalMethod.rawValue } ?? "-"
-        log.access(remote: exchange.remoteAddress, method: method.isEmpty ? "-" : method, target: exchange.target,
-                   version: exchange.head?.version ?? "-", status: exchange.status, bytes: exchange.bytesSent,
-                   microseconds: exchange.microseconds, requestID: exchange.context.requestID, outcome: exchange.outcome.rawValue)
+        log.access(
+            remote: exchange.remoteAddress, method: method.isEmpty ? "-" : method, target: exchange.target,
+            version: exchange.head?.version ?? "-", status: exchange.status, bytes: exchange.bytesSent,
+            microseconds: exchange.microseconds, requestID: exchange.context.requestID, outcome: exchange.outcome.rawValue)
     }
 }

@@ -53,9 +53,10 @@ public enum OpenAPIDocument {
         }
         var document: [String: JSONSchema.Value] = [
             "openapi": "3.1.0",
-            "info": .object(compact([
-                "title": .string(info.title), "version": .string(info.version), "description": info.description.map(JSONSchema.Value.string),
-            ])),
+            "info": .object(
+                compact([
+                    "title": .string(info.title), "version": .string(info.version), "description": info.description.map(JSONSchema.Value.string),
+                ])),
             "paths": .object(paths.mapValues(JSONSchema.Value.object)),
             "components": ["schemas": .object(components.mapValues(\.jsonValue))],
         ]
@@ -85,7 +86,9 @@ public enum OpenAPIDocument {
     static func render(_ operation: OpenAPIOperation, for route: RouteEntry) -> JSONSchema.Value {
         let names = route.pathParameterNames
         for parameter in operation.parameters where parameter.location == .path {
-            precondition(names.contains(parameter.name), "OpenAPI: \(route.method) \(route.path) documents a path parameter '\(parameter.name)' its pattern lacks")
+            precondition(
+                names.contains(parameter.name),
+                "OpenAPI: \(route.method) \(route.path) documents a path parameter '\(parameter.name)' its pattern lacks")
         }
         let pathParameters = names.map { name in
             operation.parameters.first { $0.location == .path && $0.name == name } ?? .path(name, .string())
@@ -109,37 +112,41 @@ public enum OpenAPIDocument {
         if !operation.tags.isEmpty { fields["tags"] = .array(operation.tags.map(JSONSchema.Value.string)) }
         if !parameters.isEmpty { fields["parameters"] = .array(parameters.map(render)) }
         if let body = operation.requestBody {
-            fields["requestBody"] = .object(compact([
-                "required": .bool(body.required),
-                "description": body.description.map(JSONSchema.Value.string),
-                "content": content(body.content),
-            ]))
+            fields["requestBody"] = .object(
+                compact([
+                    "required": .bool(body.required),
+                    "description": body.description.map(JSONSchema.Value.string),
+                    "content": content(body.content),
+                ]))
         }
         if operation.deprecated { fields["deprecated"] = .bool(true) }
         return .object(compact(fields))
     }
 
     static func render(_ parameter: OpenAPIParameter) -> JSONSchema.Value {
-        .object(compact([
-            "name": .string(parameter.name),
-            "in": .string(parameter.location.rawValue),
-            "required": .bool(parameter.required),
-            "description": parameter.description.map(JSONSchema.Value.string),
-            "schema": parameter.schema.jsonValue,
-        ]))
+        .object(
+            compact([
+                "name": .string(parameter.name),
+                "in": .string(parameter.location.rawValue),
+                "required": .bool(parameter.required),
+                "description": parameter.description.map(JSONSchema.Value.string),
+                "schema": parameter.schema.jsonValue,
+            ]))
     }
 
     static func render(_ response: OpenAPIResponse) -> JSONSchema.Value {
         var fields: [String: JSONSchema.Value] = ["description": .string(response.description)]
         if !response.content.isEmpty { fields["content"] = content(response.content) }
         if !response.headers.isEmpty {
-            fields["headers"] = .object(response.headers.mapValues { header in
-                .object(compact([
-                    "description": header.description.map(JSONSchema.Value.string),
-                    "required": .bool(header.required),
-                    "schema": header.schema.jsonValue,
-                ]))
-            })
+            fields["headers"] = .object(
+                response.headers.mapValues { header in
+                    .object(
+                        compact([
+                            "description": header.description.map(JSONSchema.Value.string),
+                            "required": .bool(header.required),
+                            "schema": header.schema.jsonValue,
+                        ]))
+                })
         }
         return .object(fields)
     }

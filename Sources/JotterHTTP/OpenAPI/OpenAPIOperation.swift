@@ -24,9 +24,11 @@ public struct OpenAPIOperation: Sendable {
     /// The path whose operation (same method) this route repeats; see `alias(of:note:operationID:)`.
     public internal(set) var aliasOf: String?
 
-    public init(operationID: String? = nil, summary: String? = nil, description: String? = nil, tags: [String] = [],
-                parameters: [OpenAPIParameter] = [], requestBody: OpenAPIRequestBody? = nil,
-                responses: [Int: OpenAPIResponse], deprecated: Bool = false) {
+    public init(
+        operationID: String? = nil, summary: String? = nil, description: String? = nil, tags: [String] = [],
+        parameters: [OpenAPIParameter] = [], requestBody: OpenAPIRequestBody? = nil,
+        responses: [Int: OpenAPIResponse], deprecated: Bool = false
+    ) {
         self.operationID = operationID
         self.summary = summary
         self.description = description
@@ -97,9 +99,11 @@ public struct OpenAPIRequestBody: Sendable {
     /// The fields of `schema` as any of the body types the server decodes: form-urlencoded,
     /// JSON and multipart.
     public static func fields(_ schema: JSONSchema, required: Bool, description: String? = nil) -> Self {
-        Self(required: required, description: description, content: [
-            "application/x-www-form-urlencoded": schema, "application/json": schema, "multipart/form-data": schema,
-        ])
+        Self(
+            required: required, description: description,
+            content: [
+                "application/x-www-form-urlencoded": schema, "application/json": schema, "multipart/form-data": schema,
+            ])
     }
 }
 

@@ -29,7 +29,8 @@ extension StringProtocol {
     /// Without leading and trailing spaces and tabs (HTTP's optional whitespace).
     public func trimmingASCIISpaces() -> SubSequence {
         guard let start = firstIndex(where: { $0 != " " && $0 != "\t" }),
-              let end = lastIndex(where: { $0 != " " && $0 != "\t" }) else { return self[endIndex...] }
+            let end = lastIndex(where: { $0 != " " && $0 != "\t" })
+        else { return self[endIndex...] }
         return self[start...end]
     }
 }

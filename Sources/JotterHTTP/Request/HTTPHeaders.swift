@@ -195,8 +195,9 @@ extension HTTPHeaders {
 
         func withContents<R>(_ body: (UnsafeBufferPointer<Span>, UnsafeRawBufferPointer) throws -> R) rethrows -> R {
             try buffer.withUnsafeMutablePointers { counts, spans in
-                try body(UnsafeBufferPointer(start: spans, count: counts.pointee.fields),
-                         UnsafeRawBufferPointer(start: UnsafeRawPointer(spans + counts.pointee.fields), count: counts.pointee.bytes))
+                try body(
+                    UnsafeBufferPointer(start: spans, count: counts.pointee.fields),
+                    UnsafeRawBufferPointer(start: UnsafeRawPointer(spans + counts.pointee.fields), count: counts.pointee.bytes))
             }
         }
 
@@ -214,8 +215,10 @@ extension HTTPHeaders {
             return name.withUTF8 { name in
                 let name = UnsafeRawBufferPointer(name)
                 return withContents { spans, bytes in
-                    for index in spans.indices where Int(spans[index].nameCount) == name.count
-                        && HTTPHeaders.equal(Self.name(spans[index], in: bytes), name) {
+                    for index in spans.indices
+                    where Int(spans[index].nameCount) == name.count
+                        && HTTPHeaders.equal(Self.name(spans[index], in: bytes), name)
+                    {
                         return index
                     }
                     return nil
@@ -231,11 +234,15 @@ extension HTTPHeaders {
         }
 
         func nameEquals(_ index: Int, _ name: String) -> Bool {
-            guard let found = withContents({ spans, bytes -> Bool? in
-                Int(spans[index].nameCount) == name.utf8.count ? nil : false
-            }) else {
+            guard
+                let found = withContents({ spans, bytes -> Bool? in
+                    Int(spans[index].nameCount) == name.utf8.count ? nil : false
+                })
+            else {
                 var name = name
-                return name.withUTF8 { name in withContents { spans, bytes in HTTPHeaders.equal(Self.name(spans[index], in: bytes), UnsafeRawBufferPointer(name)) } }
+                return name.withUTF8 { name in
+                    withContents { spans, bytes in HTTPHeaders.equal(Self.name(spans[index], in: bytes), UnsafeRawBufferPointer(name)) }
+                }
             }
             return found
         }

@@ -29,8 +29,10 @@ public struct Request: Sendable {
     /// The receiver of a `.stream` body, after it has seen the whole body.
     public var bodyStream: (any RequestBodyStream)? { content?.bodyStream }
 
-    public init(head: RequestHead, body: [UInt8] = [], multipart: (fields: FormFields, files: [UploadedFile])? = nil,
-                bodyStream: (any RequestBodyStream)? = nil) {
+    public init(
+        head: RequestHead, body: [UInt8] = [], multipart: (fields: FormFields, files: [UploadedFile])? = nil,
+        bodyStream: (any RequestBodyStream)? = nil
+    ) {
         self.head = head
         let decoded: Result<RequestBody, HTTPError>
         if let multipart {
@@ -48,8 +50,10 @@ public struct Request: Sendable {
     }
 
     /// A request built by hand (tests, the in-process client).
-    public init(method: HTTPMethod, target: String, version: String = "HTTP/1.1", headers: HTTPHeaders = HTTPHeaders(),
-                body: [UInt8] = [], remoteAddress: String = "-") {
+    public init(
+        method: HTTPMethod, target: String, version: String = "HTTP/1.1", headers: HTTPHeaders = HTTPHeaders(),
+        body: [UInt8] = [], remoteAddress: String = "-"
+    ) {
         self.init(head: RequestHead(method: method, target: target, version: version, headers: headers, remoteAddress: remoteAddress), body: body)
     }
 

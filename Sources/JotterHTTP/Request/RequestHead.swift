@@ -22,8 +22,10 @@ public struct RequestHead: Sendable {
         /// `framing`: whether a body follows and its declared length, as the parser found them
         /// (HTTP/1.1); nil: from the fields — and, when the protocol says so itself
         /// (`bodyFollows`, HTTP/2: no END_STREAM on the HEADERS frame), from that.
-        init(method: HTTPMethod, target: String, version: String, headers: HTTPHeaders, remoteAddress: String, bodyFollows: Bool?,
-             framing: (hasBody: Bool, declaredLength: Int64?)? = nil) {
+        init(
+            method: HTTPMethod, target: String, version: String, headers: HTTPHeaders, remoteAddress: String, bodyFollows: Bool?,
+            framing: (hasBody: Bool, declaredLength: Int64?)? = nil
+        ) {
             originalMethod = method
             self.target = target
             (path, rawQuery) = Self.split(target)
@@ -47,21 +49,23 @@ public struct RequestHead: Sendable {
         /// RFC 9112 §3.2.2) is routed by its path. Found on the bytes, then cut from the string.
         static func split(_ target: String) -> (Substring, Substring?) {
             let utf8 = target.utf8
-            guard let (pathStart, pathEnd, queryStart) = utf8.withContiguousStorageIfAvailable({ bytes -> (Int, Int, Int?) in
-                var start = 0
-                let scheme = absoluteFormScheme(UnsafeRawBufferPointer(bytes))
-                if scheme > 0 {
-                    var index = scheme
-                    while index < bytes.count, bytes[index] != UInt8(ascii: "/"), bytes[index] != UInt8(ascii: "?") { index += 1 }
-                    guard index < bytes.count, bytes[index] == UInt8(ascii: "/") else {
-                        return (-1, -1, index < bytes.count ? index + 1 : nil)  // no path: "/", and the query if any
+            guard
+                let (pathStart, pathEnd, queryStart) = utf8.withContiguousStorageIfAvailable({ bytes -> (Int, Int, Int?) in
+                    var start = 0
+                    let scheme = absoluteFormScheme(UnsafeRawBufferPointer(bytes))
+                    if scheme > 0 {
+                        var index = scheme
+                        while index < bytes.count, bytes[index] != UInt8(ascii: "/"), bytes[index] != UInt8(ascii: "?") { index += 1 }
+                        guard index < bytes.count, bytes[index] == UInt8(ascii: "/") else {
+                            return (-1, -1, index < bytes.count ? index + 1 : nil)  // no path: "/", and the query if any
+                        }
+                        start = index
                     }
-                    start = index
-                }
-                var question = start
-                while question < bytes.count, bytes[question] != UInt8(ascii: "?") { question += 1 }
-                return (start, question, question < bytes.count ? question + 1 : nil)
-            }) else {
+                    var question = start
+                    while question < bytes.count, bytes[question] != UInt8(ascii: "?") { question += 1 }
+                    return (start, question, question < bytes.count ? question + 1 : nil)
+                })
+            else {
                 var copy = target  // not contiguous UTF-8 (a bridged string): once more on a native copy
                 copy.makeContiguousUTF8()
                 return split(copy)
@@ -87,15 +91,20 @@ public struct RequestHead: Sendable {
     /// `_method` field where the route allows it).
     public internal(set) var method: HTTPMethod
 
-    public init(method: HTTPMethod, target: String, version: String = "HTTP/1.1", headers: HTTPHeaders = HTTPHeaders(),
-                remoteAddress: String = "-") {
+    public init(
+        method: HTTPMethod, target: String, version: String = "HTTP/1.1", headers: HTTPHeaders = HTTPHeaders(),
+        remoteAddress: String = "-"
+    ) {
         self.init(method: method, target: target, version: version, headers: headers, remoteAddress: remoteAddress, bodyFollows: nil)
     }
 
-    init(method: HTTPMethod, target: String, version: String, headers: HTTPHeaders, remoteAddress: String, bodyFollows: Bool?,
-         framing: (hasBody: Bool, declaredLength: Int64?)? = nil) {
-        storage = Storage(method: method, target: target, version: version, headers: headers, remoteAddress: remoteAddress,
-                          bodyFollows: bodyFollows, framing: framing)
+    init(
+        method: HTTPMethod, target: String, version: String, headers: HTTPHeaders, remoteAddress: String, bodyFollows: Bool?,
+        framing: (hasBody: Bool, declaredLength: Int64?)? = nil
+    ) {
+        storage = Storage(
+            method: method, target: target, version: version, headers: headers, remoteAddress: remoteAddress,
+            bodyFollows: bodyFollows, framing: framing)
         self.method = method
     }
 

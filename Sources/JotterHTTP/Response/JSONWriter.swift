@@ -301,7 +301,9 @@ public struct JSONWriter: ~Copyable {
         } else {
             let hex: StaticString = "0123456789abcdef"
             hex.withUTF8Buffer { hex in
-                for digit in [0x5C, UInt8(ascii: "u"), UInt8(ascii: "0"), UInt8(ascii: "0"), hex[Int(byte >> 4)], hex[Int(byte & 0xF)]] { append(digit) }
+                for digit in [0x5C, UInt8(ascii: "u"), UInt8(ascii: "0"), UInt8(ascii: "0"), hex[Int(byte >> 4)], hex[Int(byte & 0xF)]] {
+                    append(digit)
+                }
             }
         }
     }

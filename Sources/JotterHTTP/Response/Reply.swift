@@ -26,7 +26,9 @@ public struct Reply: Sendable {
     /// A response known later. `start` runs once, on the engine thread, after the connection is
     /// suspended; it must call `done` exactly once, from any thread, with the closure that
     /// renders the answer (or throws, rendered like any thrown error).
-    public static func later(_ start: @escaping @Sendable (_ done: @escaping @Sendable (_ render: @escaping @Sendable () throws -> Response) -> Void) -> Void) -> Reply {
+    public static func later(
+        _ start: @escaping @Sendable (_ done: @escaping @Sendable (_ render: @escaping @Sendable () throws -> Response) -> Void) -> Void
+    ) -> Reply {
         Reply(storage: .later(Later(start: start, finish: { try $0.get() })))
     }
 
@@ -50,8 +52,10 @@ public struct Reply: Sendable {
     ///     return .now(try outcome.get())
     /// }
     /// ```
-    public func then(on executor: any Executor,
-                     _ transform: @escaping @Sendable (Result<Response, any Error>) throws -> Reply) -> Reply {
+    public func then(
+        on executor: any Executor,
+        _ transform: @escaping @Sendable (Result<Response, any Error>) throws -> Reply
+    ) -> Reply {
         let start: @Sendable (@escaping @Sendable (Result<Response, any Error>) -> Void) -> Void
         switch storage {
         case .now(let response): start = { $0(.success(response)) }
@@ -76,9 +80,13 @@ public struct Reply: Sendable {
     public func recover(_ handler: @escaping @Sendable (any Error) throws -> Response) -> Reply {
         guard case .later(let later) = storage else { return self }
         let finish = later.finish
-        return Reply(storage: .later(Later(start: later.start, finish: { result in
-            do { return try finish(result) } catch { return try handler(error) }
-        })))
+        return Reply(
+            storage: .later(
+                Later(
+                    start: later.start,
+                    finish: { result in
+                        do { return try finish(result) } catch { return try handler(error) }
+                    })))
     }
 
     /// The response, when it is known now.

@@ -52,8 +52,10 @@ extension Response {
     /// A response whose body is produced while it is sent; `length` nil means chunked.
     /// `blockSize` is the most the engine asks for at once, and memory held per connection:
     /// small for event streams (thousands of them), larger for bulk data.
-    public static func stream(_ body: any StreamingBody, status: HTTPStatus = .ok, headers: HTTPHeaders = HTTPHeaders(),
-                              length: UInt64? = nil, blockSize: Int = 16 << 10) -> Response {
+    public static func stream(
+        _ body: any StreamingBody, status: HTTPStatus = .ok, headers: HTTPHeaders = HTTPHeaders(),
+        length: UInt64? = nil, blockSize: Int = 16 << 10
+    ) -> Response {
         var response = Response(status: status, headers: headers)
         response.payload = .stream(body, length: length, blockSize: blockSize)
         return response
@@ -61,8 +63,10 @@ extension Response {
 
     /// `length` bytes of the open file `fd` from `offset`, sent by the kernel (sendfile). The
     /// response owns `fd` and closes it when it is done.
-    public static func file(fd: Int32, offset: UInt64 = 0, length: UInt64, status: HTTPStatus = .ok,
-                            headers: HTTPHeaders = HTTPHeaders()) -> Response {
+    public static func file(
+        fd: Int32, offset: UInt64 = 0, length: UInt64, status: HTTPStatus = .ok,
+        headers: HTTPHeaders = HTTPHeaders()
+    ) -> Response {
         var response = Response(status: status, headers: headers)
         response.payload = .file(fd: fd, offset: offset, length: length)
         return response

@@ -108,8 +108,10 @@ struct PathPattern: Sendable {
             if byte == UInt8(ascii: "/") {
                 if start < index {
                     let part = utf8[start..<index]
-                    result.append(escaped ? try FormFields.percentDecode(part, plusIsSpace: false, context: "path")
-                                          : String(decoding: part, as: UTF8.self))
+                    result.append(
+                        escaped
+                            ? try FormFields.percentDecode(part, plusIsSpace: false, context: "path")
+                            : String(decoding: part, as: UTF8.self))
                 }
                 if atEnd { return result }
                 escaped = false

@@ -55,21 +55,33 @@ public struct RouterBuilder {
         _ method: HTTPMethod, _ path: String, body: BodyPolicy? = nil, runs: WorkPlace? = nil, operation: OpenAPIOperation? = nil,
         handler: @escaping @Sendable (Request, RequestContext) throws -> Output
     ) {
-        routes.append(Route(method: method, pattern: PathPattern(path), body: body ?? .standard(for: method), place: runs ?? self.runs,
-                            operation: operation, stack: currentStack(),
-                            handler: { request, context in try handler(request, context).reply(for: request) }))
+        routes.append(
+            Route(
+                method: method, pattern: PathPattern(path), body: body ?? .standard(for: method), place: runs ?? self.runs,
+                operation: operation, stack: currentStack(),
+                handler: { request, context in try handler(request, context).reply(for: request) }))
     }
 
-    public mutating func get<Output: ResponseGenerator>(_ path: String, body: BodyPolicy? = nil, runs: WorkPlace? = nil, operation: OpenAPIOperation? = nil,
-        handler: @escaping @Sendable (Request, RequestContext) throws -> Output) { on(.get, path, body: body, runs: runs, operation: operation, handler: handler) }
-    public mutating func post<Output: ResponseGenerator>(_ path: String, body: BodyPolicy? = nil, runs: WorkPlace? = nil, operation: OpenAPIOperation? = nil,
-        handler: @escaping @Sendable (Request, RequestContext) throws -> Output) { on(.post, path, body: body, runs: runs, operation: operation, handler: handler) }
-    public mutating func put<Output: ResponseGenerator>(_ path: String, body: BodyPolicy? = nil, runs: WorkPlace? = nil, operation: OpenAPIOperation? = nil,
-        handler: @escaping @Sendable (Request, RequestContext) throws -> Output) { on(.put, path, body: body, runs: runs, operation: operation, handler: handler) }
-    public mutating func patch<Output: ResponseGenerator>(_ path: String, body: BodyPolicy? = nil, runs: WorkPlace? = nil, operation: OpenAPIOperation? = nil,
-        handler: @escaping @Sendable (Request, RequestContext) throws -> Output) { on(.patch, path, body: body, runs: runs, operation: operation, handler: handler) }
-    public mutating func delete<Output: ResponseGenerator>(_ path: String, body: BodyPolicy? = nil, runs: WorkPlace? = nil, operation: OpenAPIOperation? = nil,
-        handler: @escaping @Sendable (Request, RequestContext) throws -> Output) { on(.delete, path, body: body, runs: runs, operation: operation, handler: handler) }
+    public mutating func get<Output: ResponseGenerator>(
+        _ path: String, body: BodyPolicy? = nil, runs: WorkPlace? = nil, operation: OpenAPIOperation? = nil,
+        handler: @escaping @Sendable (Request, RequestContext) throws -> Output
+    ) { on(.get, path, body: body, runs: runs, operation: operation, handler: handler) }
+    public mutating func post<Output: ResponseGenerator>(
+        _ path: String, body: BodyPolicy? = nil, runs: WorkPlace? = nil, operation: OpenAPIOperation? = nil,
+        handler: @escaping @Sendable (Request, RequestContext) throws -> Output
+    ) { on(.post, path, body: body, runs: runs, operation: operation, handler: handler) }
+    public mutating func put<Output: ResponseGenerator>(
+        _ path: String, body: BodyPolicy? = nil, runs: WorkPlace? = nil, operation: OpenAPIOperation? = nil,
+        handler: @escaping @Sendable (Request, RequestContext) throws -> Output
+    ) { on(.put, path, body: body, runs: runs, operation: operation, handler: handler) }
+    public mutating func patch<Output: ResponseGenerator>(
+        _ path: String, body: BodyPolicy? = nil, runs: WorkPlace? = nil, operation: OpenAPIOperation? = nil,
+        handler: @escaping @Sendable (Request, RequestContext) throws -> Output
+    ) { on(.patch, path, body: body, runs: runs, operation: operation, handler: handler) }
+    public mutating func delete<Output: ResponseGenerator>(
+        _ path: String, body: BodyPolicy? = nil, runs: WorkPlace? = nil, operation: OpenAPIOperation? = nil,
+        handler: @escaping @Sendable (Request, RequestContext) throws -> Output
+    ) { on(.delete, path, body: body, runs: runs, operation: operation, handler: handler) }
 
     /// The finished, immutable router.
     public func build() -> Router {
@@ -98,8 +110,10 @@ final class Route: Sendable {
     /// The handler itself; `stack.respond` runs it inside the middleware.
     let handler: @Sendable (Request, RequestContext) throws -> Reply
 
-    init(method: HTTPMethod, pattern: PathPattern, body: BodyPolicy, place: WorkPlace = .loop, operation: OpenAPIOperation? = nil,
-         stack: MiddlewareStack, handler: @escaping @Sendable (Request, RequestContext) throws -> Reply) {
+    init(
+        method: HTTPMethod, pattern: PathPattern, body: BodyPolicy, place: WorkPlace = .loop, operation: OpenAPIOperation? = nil,
+        stack: MiddlewareStack, handler: @escaping @Sendable (Request, RequestContext) throws -> Reply
+    ) {
         self.method = method
         self.pattern = pattern
         self.body = body
@@ -239,7 +253,9 @@ public final class Router: Sendable {
         let segments = escaped ? try PathPattern.segments(of: path) : []
         for index in patterns.indices {
             // The pattern matched in place (not copied out of the array: no retain of its parts).
-            guard let parameters = escaped ? patterns[index].pattern.match(segments) : patterns[index].pattern.match(unescaped: bytes) else { continue }
+            guard let parameters = escaped ? patterns[index].pattern.match(segments) : patterns[index].pattern.match(unescaped: bytes) else {
+                continue
+            }
             found.groups.append((routes: patterns[index].routes, parameters: parameters))
         }
         return found
@@ -269,7 +285,8 @@ public final class Router: Sendable {
             if let header = head.headers["X-HTTP-Method-Override"] {
                 do { head.method = try Self.override(header) } catch { return .refused(error) }
             } else if candidates.routes.allSatisfy({ $0.body.isBuffered || $0.method == .get || $0.method == .head }),
-                      candidates.routes.contains(where: { $0.method == .post || Self.overridable.contains($0.method) }) {
+                candidates.routes.contains(where: { $0.method == .post || Self.overridable.contains($0.method) })
+            {
                 // `_method` in the body may still choose: read it as the POST route reads its body,
                 // or (no POST route) as the largest of the routes it may choose — then under the
                 // router's own middleware only, so that a POST without `_method` is `405` before
@@ -278,8 +295,10 @@ public final class Router: Sendable {
                 let post = candidates.first { $0.method == .post }
                 let limits = candidates.routes.filter { $0.body.isBuffered }.map { $0.body.memoryLimit }
                 let body = post?.route.body ?? .buffered(limit: limits.contains { $0 == nil } ? nil : limits.compactMap { $0 }.max())
-                return .choice(MethodChoice(candidates: candidates, body: body, place: post?.route.place ?? .loop,
-                                            stack: post?.route.stack ?? stack))
+                return .choice(
+                    MethodChoice(
+                        candidates: candidates, body: body, place: post?.route.place ?? .loop,
+                        stack: post?.route.stack ?? stack))
             }
         }
         return select(head.method, among: candidates, path: head.path)
@@ -302,9 +321,11 @@ public final class Router: Sendable {
         guard let match = candidates.first(where: { $0.method == wanted }) else {
             let allowed = Set(candidates.routes.map(\.method.rawValue))
             let allow = (allowed.contains("GET") ? allowed.union(["HEAD"]) : allowed).sorted().joined(separator: ", ")
-            return .refused(HTTPError(.methodNotAllowed,
-                detail: "\(Logger.sanitize(method.rawValue)) is not allowed on \(Logger.sanitize(String(path))); allowed: \(allow)",
-                headers: HTTPHeaders([("Allow", allow)])))
+            return .refused(
+                HTTPError(
+                    .methodNotAllowed,
+                    detail: "\(Logger.sanitize(method.rawValue)) is not allowed on \(Logger.sanitize(String(path))); allowed: \(allow)",
+                    headers: HTTPHeaders([("Allow", allow)])))
         }
         return .route(match.route, match.parameters)
     }

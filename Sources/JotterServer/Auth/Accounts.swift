@@ -43,11 +43,13 @@ public final class Accounts: Sendable {
     /// Whose data a request without credentials under `--auth off` reaches, and when it was read.
     private let anonymous = Mutex<(owner: Owner, user: UserRecord?, readAt: Int64)?>(nil)
 
-    public init(store: any AccountStore, mode: AuthMode, events: EventBroadcaster,
-                refreshInterval: Int64 = 10, sessionLifetime: Int64 = 14 * 24 * 3600,
-                hashing: PasswordHashing = PasswordHashing(),
-                failedChecksBurst: Int = 100, failedChecksRefillSeconds: Double = 1, tokensPerUser: Int = 100,
-                counters: any LimitCounters = MemoryLimitCounters()) {
+    public init(
+        store: any AccountStore, mode: AuthMode, events: EventBroadcaster,
+        refreshInterval: Int64 = 10, sessionLifetime: Int64 = 14 * 24 * 3600,
+        hashing: PasswordHashing = PasswordHashing(),
+        failedChecksBurst: Int = 100, failedChecksRefillSeconds: Double = 1, tokensPerUser: Int = 100,
+        counters: any LimitCounters = MemoryLimitCounters()
+    ) {
         self.hashing = hashing
         failedChecks = failedChecksBurst > 0 ? (Double(failedChecksBurst), failedChecksRefillSeconds) : nil
         self.counters = counters
@@ -83,13 +85,16 @@ public final class Accounts: Sendable {
             if let (failures, key) = guess {
                 // Looks only (cost 0): a failure spends one below.
                 let wait: Double
-                do { wait = try counters.take([key], capacity: failures.burst, interval: failures.interval, cost: 0).wait(interval: failures.interval) } catch {
+                do {
+                    wait = try counters.take([key], capacity: failures.burst, interval: failures.interval, cost: 0).wait(interval: failures.interval)
+                } catch {
                     throw Self.unavailable(error)
                 }
                 if wait > 0 {
                     let seconds = max(1, Int(wait.rounded(.up)))
-                    throw HTTPError(HTTPStatus(429), detail: "too many unknown credentials from this address: try again in \(seconds) s",
-                                    headers: HTTPHeaders([("Retry-After", String(seconds))]))
+                    throw HTTPError(
+                        HTTPStatus(429), detail: "too many unknown credentials from this address: try again in \(seconds) s",
+                        headers: HTTPHeaders([("Retry-After", String(seconds))]))
                 }
             }
             // The cookie carries only sessions; the Authorization header either kind.
@@ -190,14 +195,17 @@ public final class Accounts: Sendable {
 
     /// Issues a new secret of `kind` for `user`; the secret is returned once and only its
     /// SHA-256 is stored.
-    public func issue(_ kind: CredentialKind, for user: UserRecord, label: String, expiresAt: Int64?,
-                      completion: @escaping @Sendable (Result<(secret: String, record: CredentialRecord), StoreError>) -> Void) {
+    public func issue(
+        _ kind: CredentialKind, for user: UserRecord, label: String, expiresAt: Int64?,
+        completion: @escaping @Sendable (Result<(secret: String, record: CredentialRecord), StoreError>) -> Void
+    ) {
         let secret = Secret.make(prefix: kind == .token ? Secret.tokenPrefix : Secret.sessionPrefix)
         store.submit(.issue(userID: user.id, kind: kind, label: label, digest: Secret.digest(secret), expiresAt: expiresAt)) { result in
-            completion(result.flatMap { outcome in
-                guard case .credential(let record) = outcome else { return .failure(StoreError.invalidArgument) }
-                return .success((secret, record))
-            })
+            completion(
+                result.flatMap { outcome in
+                    guard case .credential(let record) = outcome else { return .failure(StoreError.invalidArgument) }
+                    return .success((secret, record))
+                })
         }
     }
 
@@ -213,7 +221,8 @@ public final class Accounts: Sendable {
             throw Self.unavailable(error)
         }
         guard count < tokensPerUser else {
-            throw HTTPError(HTTPStatus(409), detail: "\(user.name) has \(count) tokens, the most one user may have: revoke one first (jotter tokens revoke)")
+            throw HTTPError(
+                HTTPStatus(409), detail: "\(user.name) has \(count) tokens, the most one user may have: revoke one first (jotter tokens revoke)")
         }
     }
 

@@ -8,29 +8,38 @@ enum AuthOperations {
     static let malformed = OpenAPIResponse.problem("the body is malformed (bad JSON, percent-encoding, UTF-8 or multipart)")
     /// The bounds `AuthController.expiry` enforces, as a pattern (a form field is text): empty,
     /// or 60 to 315360000 (ten years), leading zeros allowed.
-    static let expiresInPattern = #"^(|0*([6-9][0-9]|[1-9][0-9]{2,7}|[12][0-9]{8}|30[0-9]{7}|31[0-4][0-9]{6}|315[0-2][0-9]{5}|3153[0-5][0-9]{4}|315360000))$"#
-    static let expiresIn = JSONSchema.string(pattern: expiresInPattern,
-                                             description: "seconds until it expires, 60 to 315360000 (ten years); empty is as if absent")
+    static let expiresInPattern =
+        #"^(|0*([6-9][0-9]|[1-9][0-9]{2,7}|[12][0-9]{8}|30[0-9]{7}|31[0-4][0-9]{6}|315[0-2][0-9]{5}|3153[0-5][0-9]{4}|315360000))$"#
+    static let expiresIn = JSONSchema.string(
+        pattern: expiresInPattern,
+        description: "seconds until it expires, 60 to 315360000 (ten years); empty is as if absent")
 
     static let signIn = OpenAPIOperation(
         operationID: "signIn", summary: "Sign in",
-        description: "A name and password give a web session — the `jotter_session` cookie (HttpOnly, SameSite=Lax, Secure under TLS, Max-Age) and its CSRF token — or, with `kind=token`, an API token shown this once. Sign-in is public; a wrong name costs as long as a wrong password.",
+        description:
+            "A name and password give a web session — the `jotter_session` cookie (HttpOnly, SameSite=Lax, Secure under TLS, Max-Age) and its CSRF token — or, with `kind=token`, an API token shown this once. Sign-in is public; a wrong name costs as long as a wrong password.",
         tags: ["auth"],
-        requestBody: .fields(.object([
-            "name": .string(minLength: 1), "password": .string(minLength: 1),
-            "kind": .string(enum: ["session", "token"], description: "`session` when absent"),
-            "label": .string(description: "what the session or token is for"),
-            "expires_in": expiresIn,
-        ], optional: ["kind", "label", "expires_in"]), required: true),
+        requestBody: .fields(
+            .object(
+                [
+                    "name": .string(minLength: 1), "password": .string(minLength: 1),
+                    "kind": .string(enum: ["session", "token"], description: "`session` when absent"),
+                    "label": .string(description: "what the session or token is for"),
+                    "expires_in": expiresIn,
+                ], optional: ["kind", "label", "expires_in"]), required: true),
         responses: [
-            201: OpenAPIResponse("signed in: a `SessionInfo` with the cookie, or an `IssuedToken`", content: [
-                "application/json": .oneOf([.ref(SessionInfo.self), .ref(IssuedToken.self)]),
-            ], headers: ["Set-Cookie": OpenAPIHeader("for a session: the session cookie", required: false)]),
+            201: OpenAPIResponse(
+                "signed in: a `SessionInfo` with the cookie, or an `IssuedToken`",
+                content: [
+                    "application/json": .oneOf([.ref(SessionInfo.self), .ref(IssuedToken.self)])
+                ], headers: ["Set-Cookie": OpenAPIHeader("for a session: the session cookie", required: false)]),
             400: malformed,
             401: .problem("the name or the password is wrong"),
             409: .problem("with `kind=token`: the user holds the most tokens one user may have (revoke one first)"),
             422: .problem("the name or the password is missing, `kind` is neither `session` nor `token`, or `expires_in` is out of range"),
-            429: .problem("too many sign-ins from this address, or failed ones for this name from this address or from everywhere; `Retry-After` says when to try again"),
+            429: .problem(
+                "too many sign-ins from this address, or failed ones for this name from this address or from everywhere; `Retry-After` says when to try again"
+            ),
             503: .problem("too many passwords are being checked right now, or the accounts cannot be read; `Retry-After` says when to try again"),
         ])
 
@@ -51,8 +60,10 @@ enum AuthOperations {
     static let createToken = OpenAPIOperation(
         operationID: "createToken", summary: "Create an API token", tags: ["auth"],
         requestBody: .fields(.object(["label": .string(), "expires_in": expiresIn], optional: ["label", "expires_in"]), required: false),
-        responses: [201: .json(.ref(IssuedToken.self), "the token, shown this once"), 400: malformed, 401: unauthorized,
-                    409: .problem("the user holds the most tokens one user may have (revoke one first)"), 422: .problem("`expires_in` is out of range")])
+        responses: [
+            201: .json(.ref(IssuedToken.self), "the token, shown this once"), 400: malformed, 401: unauthorized,
+            409: .problem("the user holds the most tokens one user may have (revoke one first)"), 422: .problem("`expires_in` is out of range"),
+        ])
 
     static let revokeToken = OpenAPIOperation(
         operationID: "revokeToken", summary: "Revoke an API token",

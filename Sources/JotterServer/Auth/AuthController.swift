@@ -64,8 +64,9 @@ struct AuthController {
                     guard let user else {
                         limiter.failed(address: address, name: name)
                         done {
-                            throw HTTPError(.unauthorized, detail: "the name or the password is wrong",
-                                            headers: HTTPHeaders([("WWW-Authenticate", "Bearer realm=\"jotter\"")]))
+                            throw HTTPError(
+                                .unauthorized, detail: "the name or the password is wrong",
+                                headers: HTTPHeaders([("WWW-Authenticate", "Bearer realm=\"jotter\"")]))
                         }
                         return
                     }
@@ -83,8 +84,9 @@ struct AuthController {
                                 return try JSON(IssuedToken(token: secret, info: TokenInfo(record), user: UserInfo(user)), status: .created)
                                     .response(for: request)
                             }
-                            let info = SessionInfo(user: UserInfo(user), csrfToken: AuthenticationMiddleware.csrfToken(forSession: secret),
-                                                   expiresAt: record.expiresAt.map(Timestamp.date(seconds:)))
+                            let info = SessionInfo(
+                                user: UserInfo(user), csrfToken: AuthenticationMiddleware.csrfToken(forSession: secret),
+                                expiresAt: record.expiresAt.map(Timestamp.date(seconds:)))
                             let cookie = Self.cookie(secret, maxAge: (record.expiresAt ?? now) - now, secure: secure)
                             return try JSON(info, status: .created, headers: HTTPHeaders([("Set-Cookie", cookie), ("Cache-Control", "no-store")]))
                                 .response(for: request)
@@ -103,11 +105,14 @@ struct AuthController {
         guard let principal = context.principal, let user = principal.user else { throw HTTPError(.unauthorized) }
         var csrf: String?
         if principal.viaCookie, let cookie = request.headers["Cookie"],
-           let session = AuthenticationMiddleware.cookie(AuthenticationMiddleware.cookieName, in: cookie) {
+            let session = AuthenticationMiddleware.cookie(AuthenticationMiddleware.cookieName, in: cookie)
+        {
             csrf = AuthenticationMiddleware.csrfToken(forSession: session)
         }
-        return try JSON(SessionInfo(user: UserInfo(user), csrfToken: csrf, expiresAt: principal.credential?.expiresAt.map(Timestamp.date(seconds:))),
-                        headers: HTTPHeaders([("Cache-Control", "no-store")])).response(for: request)
+        return try JSON(
+            SessionInfo(user: UserInfo(user), csrfToken: csrf, expiresAt: principal.credential?.expiresAt.map(Timestamp.date(seconds:))),
+            headers: HTTPHeaders([("Cache-Control", "no-store")])
+        ).response(for: request)
     }
 
     @Sendable func signOut(_ request: Request, _ context: RequestContext) throws -> Reply {
@@ -188,8 +193,9 @@ extension UserInfo {
 extension TokenInfo {
     /// A stored token's metadata as the API shows it.
     public init(_ record: CredentialRecord) {
-        self.init(id: String(record.id), label: record.label, createdAt: Timestamp.date(seconds: record.createdAt),
-                  lastUsedAt: record.lastUsedAt.map(Timestamp.date(seconds:)), expiresAt: record.expiresAt.map(Timestamp.date(seconds:)),
-                  revokedAt: record.revokedAt.map(Timestamp.date(seconds:)))
+        self.init(
+            id: String(record.id), label: record.label, createdAt: Timestamp.date(seconds: record.createdAt),
+            lastUsedAt: record.lastUsedAt.map(Timestamp.date(seconds:)), expiresAt: record.expiresAt.map(Timestamp.date(seconds:)),
+            revokedAt: record.revokedAt.map(Timestamp.date(seconds:)))
     }
 }

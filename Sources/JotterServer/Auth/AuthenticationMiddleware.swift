@@ -19,11 +19,16 @@ public struct AuthenticationMiddleware: Middleware {
     /// `requestsPerMinute` per token or session (0: no limit), `requestsPerUserMinute` per
     /// user over all of theirs (nil: as many as one token's); `counters`: where the buckets are
     /// (shared by every instance with PostgreSQL).
-    public init(accounts: Accounts, requestsPerMinute: Int = 0, requestsPerUserMinute: Int? = nil,
-                counters: any LimitCounters = MemoryLimitCounters()) {
+    public init(
+        accounts: Accounts, requestsPerMinute: Int = 0, requestsPerUserMinute: Int? = nil,
+        counters: any LimitCounters = MemoryLimitCounters()
+    ) {
         self.accounts = accounts
-        limiter = requestsPerMinute > 0 ? RequestRateLimit(perMinute: requestsPerMinute, perUserMinute: requestsPerUserMinute,
-                                                           counters: counters) : nil
+        limiter =
+            requestsPerMinute > 0
+            ? RequestRateLimit(
+                perMinute: requestsPerMinute, perUserMinute: requestsPerUserMinute,
+                counters: counters) : nil
     }
 
     public func head(_ head: RequestHead, context: inout RequestContext) throws {

@@ -34,8 +34,10 @@ struct BrowserProtection: Middleware {
 
     func head(_ head: RequestHead, context: inout RequestContext) throws {
         if let allowedHosts, !head.withAuthorityBytes({ $0.map { isAllowed($0, allowedHosts) } ?? true }) {
-            throw HTTPError(.misdirectedRequest, detail: "this server does not answer for the host '\((head.authority ?? "").prefix(200))'; "
-                + "serve it with --allowed-host NAME")
+            throw HTTPError(
+                .misdirectedRequest,
+                detail: "this server does not answer for the host '\((head.authority ?? "").prefix(200))'; "
+                    + "serve it with --allowed-host NAME")
         }
         try checkOrigin(head)
     }

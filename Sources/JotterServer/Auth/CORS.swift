@@ -7,7 +7,8 @@ import JotterHTTP
 struct CORSMiddleware: Middleware {
     let origins: Set<String>
     static let methods = "GET, HEAD, POST, PUT, PATCH, DELETE"
-    static let allowedHeaders = "Authorization, Content-Type, If-Match, If-None-Match, If-Range, Range, Idempotency-Key, Last-Event-ID, X-HTTP-Method-Override"
+    static let allowedHeaders =
+        "Authorization, Content-Type, If-Match, If-None-Match, If-Range, Range, Idempotency-Key, Last-Event-ID, X-HTTP-Method-Override"
     static let exposedHeaders = "ETag, Location, Retry-After, RateLimit, RateLimit-Policy, X-Request-Id, Idempotent-Replayed, Content-Disposition"
 
     init(origins: [String]) {
@@ -17,11 +18,14 @@ struct CORSMiddleware: Middleware {
     func handle(_ request: Request, context: RequestContext, next: Responder) throws -> Reply {
         guard let origin = request.headers["Origin"], origins.contains(origin) else { return try next(request, context) }
         if request.head.originalMethod == .options, request.headers["Access-Control-Request-Method"] != nil {
-            return .now(Response(status: HTTPStatus(204), headers: HTTPHeaders([
-                ("Access-Control-Allow-Origin", origin), ("Vary", "Origin"),
-                ("Access-Control-Allow-Methods", Self.methods), ("Access-Control-Allow-Headers", Self.allowedHeaders),
-                ("Access-Control-Max-Age", "600"),
-            ])))
+            return .now(
+                Response(
+                    status: HTTPStatus(204),
+                    headers: HTTPHeaders([
+                        ("Access-Control-Allow-Origin", origin), ("Vary", "Origin"),
+                        ("Access-Control-Allow-Methods", Self.methods), ("Access-Control-Allow-Headers", Self.allowedHeaders),
+                        ("Access-Control-Max-Age", "600"),
+                    ])))
         }
         return try next(request, context).map { response in
             var response = response

@@ -30,8 +30,10 @@ final class IdempotencyMiddleware: Middleware {
     /// Whether a request's route claims the key in its own transaction.
     private let transactional: @Sendable (Request) -> Bool
 
-    init(store: any DataStore, keyed: @escaping @Sendable (Request) -> Bool = { $0.method == .post },
-         transactional: @escaping @Sendable (Request) -> Bool = { _ in false }) {
+    init(
+        store: any DataStore, keyed: @escaping @Sendable (Request) -> Bool = { $0.method == .post },
+        transactional: @escaping @Sendable (Request) -> Bool = { _ in false }
+    ) {
         self.store = store
         self.keyed = keyed
         self.transactional = transactional
@@ -55,9 +57,12 @@ final class IdempotencyMiddleware: Middleware {
             return try next(request, keyed).then(on: StoreExecutor(threads: store.threads)) { outcome in
                 if case .failure(let error as IdempotencyRefused) = outcome { return .now(try Self.refusal(error.claim)) }
                 guard case .success(let response) = outcome, (200..<300).contains(response.status.code),
-                      response.contentLength == UInt64(response.body.count) else { return .now(try outcome.get()) }
+                    response.contentLength == UInt64(response.body.count)
+                else { return .now(try outcome.get()) }
                 // The reference the transaction kept becomes the whole answer (if this fails, the reference stays).
-                try? StoreWait.wait { store.completeIdempotencyKey(slot, answer: Self.answer(response, to: request), owner: owner, now: now, completion: $0) }
+                try? StoreWait.wait {
+                    store.completeIdempotencyKey(slot, answer: Self.answer(response, to: request), owner: owner, now: now, completion: $0)
+                }
                 return .now(response)
             }
         }
@@ -74,12 +79,15 @@ final class IdempotencyMiddleware: Middleware {
         // The answer is stored before it is sent (on a store thread): a retry that follows it finds it.
         return reply.then(on: StoreExecutor(threads: store.threads)) { outcome in
             guard case .success(let response) = outcome, (200..<300).contains(response.status.code),
-                  response.contentLength == UInt64(response.body.count) else {
+                response.contentLength == UInt64(response.body.count)
+            else {
                 release()
                 return .now(try outcome.get())
             }
             do {
-                try StoreWait.wait { store.completeIdempotencyKey(slot, answer: Self.answer(response, to: request), owner: owner, now: now, completion: $0) }
+                try StoreWait.wait {
+                    store.completeIdempotencyKey(slot, answer: Self.answer(response, to: request), owner: owner, now: now, completion: $0)
+                }
             } catch {
                 release()
             }
@@ -94,8 +102,9 @@ final class IdempotencyMiddleware: Middleware {
         case .running:
             // Retry-After: the first request answers within a moment, or its claim gives way
             // (a committed write replays after `IdempotencyLimits.answerGrace`).
-            throw HTTPError(HTTPStatus(409), detail: "a request with this Idempotency-Key is still running; retry once it has answered",
-                            headers: HTTPHeaders([("Retry-After", "1")]))
+            throw HTTPError(
+                HTTPStatus(409), detail: "a request with this Idempotency-Key is still running; retry once it has answered",
+                headers: HTTPHeaders([("Retry-After", "1")]))
         case .mismatch:
             throw HTTPError(.unprocessableContent, detail: "this Idempotency-Key was used with a different request body")
         case .replay(let answer):
@@ -108,8 +117,9 @@ final class IdempotencyMiddleware: Middleware {
     /// What is kept of `response` to `request`. Its reference (`location`, what a retry is sent
     /// to when only the reference is kept) is what the request created, or the note it edited.
     static func answer(_ response: Response, to request: Request) -> IdempotentAnswer {
-        IdempotentAnswer(status: response.status.code, head: response.headers.map { "\($0.name): \($0.value)\n" }.joined(),
-                         body: response.body, location: response.headers["Location"] ?? (request.method == .post ? nil : String(request.path)))
+        IdempotentAnswer(
+            status: response.status.code, head: response.headers.map { "\($0.name): \($0.value)\n" }.joined(),
+            body: response.body, location: response.headers["Location"] ?? (request.method == .post ? nil : String(request.path)))
     }
 
     /// The kept answer again; a reference (no body kept) as `303 See Other` to what it created.

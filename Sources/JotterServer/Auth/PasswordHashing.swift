@@ -35,15 +35,18 @@ public final class PasswordHashing: Sendable {
             return false
         }
         guard let started else {
-            throw HTTPError(.serviceUnavailable, detail: "too many sign-ins are being checked right now: try again in a second",
-                            headers: HTTPHeaders([("Retry-After", "1")]))
+            throw HTTPError(
+                .serviceUnavailable, detail: "too many sign-ins are being checked right now: try again in a second",
+                headers: HTTPHeaders([("Retry-After", "1")]))
         }
         if started { start(work) }
     }
 
     /// `run(work)`, or `done` with the `503` when the queue is full.
-    public func run(orRefuse done: @Sendable (_ render: @escaping @Sendable () throws -> Response) -> Void,
-                    _ work: @escaping @Sendable () -> Void) {
+    public func run(
+        orRefuse done: @Sendable (_ render: @escaping @Sendable () throws -> Response) -> Void,
+        _ work: @escaping @Sendable () -> Void
+    ) {
         do { try run(work) } catch { done { throw error } }
     }
 

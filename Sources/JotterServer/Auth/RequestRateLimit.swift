@@ -47,16 +47,21 @@ final class RequestRateLimit: Sendable {
             throw refusal(limit: limit, wait: mine.wait(interval: interval), of: "with this token")
         }
         // The headers of the nearer limit; reset: seconds until that bucket is full again.
-        let (limit, tokens, each) = theirs.tokens[0] < mine.tokens[0] ? (userLimit, theirs.tokens[0], userInterval)
-                                                                       : (self.limit, mine.tokens[0], interval)
+        let (limit, tokens, each) =
+            theirs.tokens[0] < mine.tokens[0]
+            ? (userLimit, theirs.tokens[0], userInterval)
+            : (self.limit, mine.tokens[0], interval)
         return Left(limit: limit, remaining: Int(tokens), reset: Int(((Double(limit) - tokens) * each).rounded(.up)))
     }
 
     private func refusal(limit: Int, wait: Double, of whom: String) -> HTTPError {
         let seconds = max(1, Int(wait.rounded(.up)))
-        return HTTPError(HTTPStatus(429), detail: "more than \(limit) requests a minute \(whom): try again in \(seconds) s",
-                         headers: HTTPHeaders([("Retry-After", String(seconds)), ("RateLimit-Policy", "\(limit);w=60"),
-                                               ("RateLimit", "limit=\(limit), remaining=0, reset=\(seconds)")]))
+        return HTTPError(
+            HTTPStatus(429), detail: "more than \(limit) requests a minute \(whom): try again in \(seconds) s",
+            headers: HTTPHeaders([
+                ("Retry-After", String(seconds)), ("RateLimit-Policy", "\(limit);w=60"),
+                ("RateLimit", "limit=\(limit), remaining=0, reset=\(seconds)"),
+            ]))
     }
 
     /// The two headers, on `response`.

@@ -26,8 +26,10 @@ final class SignInLimiter: Sendable {
     let trustSeconds: Double
     let counters: any LimitCounters
 
-    init(burst: Int = 10, interval: Double = 6, nameFactor: Int = 10, trustSeconds: Double = 30 * 86400,
-         counters: any LimitCounters = MemoryLimitCounters()) {
+    init(
+        burst: Int = 10, interval: Double = 6, nameFactor: Int = 10, trustSeconds: Double = 30 * 86400,
+        counters: any LimitCounters = MemoryLimitCounters()
+    ) {
         self.burst = Double(burst)
         self.interval = interval
         self.nameFactor = Double(max(1, nameFactor))
@@ -58,14 +60,17 @@ final class SignInLimiter: Sendable {
         let known = try counters.take([keys.known], capacity: 1, interval: trustSeconds, cost: 0).tokens[0] < 1
         if !known {
             let nameInterval = interval / nameFactor
-            wait = max(wait, try counters.take([keys.name], capacity: burst * nameFactor, interval: nameInterval, cost: 0)
-                .wait(interval: nameInterval))
+            wait = max(
+                wait,
+                try counters.take([keys.name], capacity: burst * nameFactor, interval: nameInterval, cost: 0)
+                    .wait(interval: nameInterval))
         }
         if wait == 0 { wait = try counters.take([keys.address], capacity: burst, interval: interval).wait(interval: interval) }
         guard wait > 0 else { return }
         let seconds = max(1, Int(wait.rounded(.up)))
-        throw HTTPError(HTTPStatus(429), detail: "too many sign-in attempts: try again in \(seconds) s",
-                        headers: HTTPHeaders([("Retry-After", String(seconds))]))
+        throw HTTPError(
+            HTTPStatus(429), detail: "too many sign-in attempts: try again in \(seconds) s",
+            headers: HTTPHeaders([("Retry-After", String(seconds))]))
     }
 
     /// An attempt that `attempt` let through was never checked (the server was too busy):

@@ -39,8 +39,10 @@ struct UsersController {
                         guard case .user(let user) = try result.get() else {
                             throw HTTPError(HTTPStatus(409), detail: "a user named \(name) exists already")
                         }
-                        return try JSON(UserInfo(user), status: .created, headers: HTTPHeaders([("Location", "/users/\(FormFields.escape(user.name))")]))
-                            .response(for: request)
+                        return try JSON(
+                            UserInfo(user), status: .created, headers: HTTPHeaders([("Location", "/users/\(FormFields.escape(user.name))")])
+                        )
+                        .response(for: request)
                     }
                 }
             }
@@ -103,18 +105,27 @@ enum UsersOperations {
         operationID: "addUser", summary: "Add a user (administrators)",
         description: "The first user ever added takes over the notes and uploads stored before there were users.",
         tags: ["users"],
-        requestBody: .fields(.object(["name": .string(pattern: "^[\\p{L}0-9._@-]+$", maxLength: 64, description: "letters, digits and `. _ - @`"), "password": .string(minLength: 8),
-                                      "admin": .string(enum: adminValues, description: "`true`, `1`, `yes` or `on` (any case) make an administrator")], optional: ["admin"]), required: true),
-        responses: [201: .json(.ref(UserInfo.self), "added"), 400: AuthOperations.malformed, 401: AuthOperations.unauthorized, 403: forbidden,
-                    409: .problem("the name is taken"), 422: .problem("the name or the password is not acceptable")])
+        requestBody: .fields(
+            .object(
+                [
+                    "name": .string(pattern: "^[\\p{L}0-9._@-]+$", maxLength: 64, description: "letters, digits and `. _ - @`"),
+                    "password": .string(minLength: 8),
+                    "admin": .string(enum: adminValues, description: "`true`, `1`, `yes` or `on` (any case) make an administrator"),
+                ], optional: ["admin"]), required: true),
+        responses: [
+            201: .json(.ref(UserInfo.self), "added"), 400: AuthOperations.malformed, 401: AuthOperations.unauthorized, 403: forbidden,
+            409: .problem("the name is taken"), 422: .problem("the name or the password is not acceptable"),
+        ])
 
     static let password = OpenAPIOperation(
         operationID: "setPassword", summary: "Set a user's password (administrators)",
         description: "The user's web sessions end; their API tokens stay.", tags: ["users"],
         parameters: [name],
         requestBody: .fields(.object(["password": .string(minLength: 8)]), required: true),
-        responses: [204: .empty("changed"), 401: AuthOperations.unauthorized, 403: forbidden, 404: .problem("no such user"),
-                    422: .problem("the password is too short")])
+        responses: [
+            204: .empty("changed"), 401: AuthOperations.unauthorized, 403: forbidden, 404: .problem("no such user"),
+            422: .problem("the password is too short"),
+        ])
 
     static let remove = OpenAPIOperation(
         operationID: "removeUser", summary: "Remove a user with their notes and uploads (administrators)", tags: ["users"],

@@ -40,7 +40,8 @@ final class BackupController: Sendable {
 
     func register(in routes: inout RouterBuilder) {
         // A snapshot reads the whole database: on the store's threads.
-        routes.post("/admin/backups", body: .noBody, runs: backups == nil ? nil : store.blockingPlace, operation: BackupOperations.create, handler: create)
+        routes.post(
+            "/admin/backups", body: .noBody, runs: backups == nil ? nil : store.blockingPlace, operation: BackupOperations.create, handler: create)
         routes.delete("/admin/backups/:id", body: .noBody, operation: BackupOperations.delete, handler: delete)
         routes.get("/admin/backups/:id/files/jotter.sqlite", operation: BackupOperations.database, handler: database)
         routes.get("/admin/backups/:id/files/uploads/:upload", operation: BackupOperations.upload, handler: upload)
@@ -48,8 +49,10 @@ final class BackupController: Sendable {
 
     @Sendable func create(_ request: Request, _ context: RequestContext) throws -> Response {
         guard let backups else {
-            throw HTTPError(HTTPStatus(501), detail: "this server keeps its data in PostgreSQL: back up the database (pg_dump) "
-                + "and the blob store with their own tools")
+            throw HTTPError(
+                HTTPStatus(501),
+                detail: "this server keeps its data in PostgreSQL: back up the database (pg_dump) "
+                    + "and the blob store with their own tools")
         }
         guard busy.compareExchange(expected: false, desired: true, ordering: .acquiringAndReleasing).exchanged else {
             throw HTTPError(HTTPStatus(409), detail: "a backup is being made; try again when it is done")
@@ -71,10 +74,11 @@ final class BackupController: Sendable {
             try? FileManager.default.removeItem(atPath: folder + "/" + id)
             throw HTTPError(.internalServerError, detail: "the backup failed: \(error)")
         }
-        let backup = Backup(id: id, createdAt: Timestamp.date(seconds: Int64(time(nil))), jotterVersion: JotterBuild.version,
-                            schemaVersion: contents.schemaVersion, notes: contents.notes, lastEventID: contents.lastEventID,
-                            databaseSize: contents.databaseSize, uploads: contents.uploads.map(Upload.init),
-                            filesURL: "/admin/backups/\(id)/files")
+        let backup = Backup(
+            id: id, createdAt: Timestamp.date(seconds: Int64(time(nil))), jotterVersion: JotterBuild.version,
+            schemaVersion: contents.schemaVersion, notes: contents.notes, lastEventID: contents.lastEventID,
+            databaseSize: contents.databaseSize, uploads: contents.uploads.map(Upload.init),
+            filesURL: "/admin/backups/\(id)/files")
         return BackupEnvelope(backup: backup)
     }
 
@@ -102,9 +106,10 @@ final class BackupController: Sendable {
         guard fd >= 0 else { throw HTTPError(.notFound, detail: missing) }
         var info = stat()
         fstat(fd, &info)
-        return try Response.ranged(fd: fd, size: UInt64(info.st_size), range: request.headers["Range"],
-                                   headers: HTTPHeaders([("Content-Type", "application/octet-stream"), ("Accept-Ranges", "bytes")]),
-                                   what: "the file")
+        return try Response.ranged(
+            fd: fd, size: UInt64(info.st_size), range: request.headers["Range"],
+            headers: HTTPHeaders([("Content-Type", "application/octet-stream"), ("Accept-Ranges", "bytes")]),
+            what: "the file")
     }
 
     /// The snapshot's folder; `404` for an id that is not one.

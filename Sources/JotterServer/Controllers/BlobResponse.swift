@@ -104,7 +104,9 @@ final class BucketStreamBody: StreamingBody {
 
     func finish() {
         download.cancel()
-        released.withLock { released in defer { released = nil }; return released }?()
+        released.withLock { released in
+            defer { released = nil }; return released
+        }?()
     }
 
     /// A response the engine dropped unsent (its connection closed while the bucket answered)

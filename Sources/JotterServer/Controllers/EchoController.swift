@@ -24,7 +24,8 @@ struct EchoController {
     @Sendable func echo(_ request: Request, _ context: RequestContext) throws -> JSON<EchoResponse> {
         var echo = EchoResponse(method: request.method.rawValue, url: request.target, args: Self.group(try request.query()))
         let essence = request.headers["Content-Type"].flatMap(MediaType.init)?.essence
-        let isForm = essence == "application/x-www-form-urlencoded" || essence == "multipart/form-data"
+        let isForm =
+            essence == "application/x-www-form-urlencoded" || essence == "multipart/form-data"
             || (essence == nil && !request.rawBody.isEmpty)
         if isForm {
             if case .form(let fields) = try request.body() { echo.form = Self.group(fields) }
@@ -33,8 +34,10 @@ struct EchoController {
             echo.json = try? JSONCoding.decoder.decode(JSONValue.self, from: Data(request.rawBody))
         }
         for file in request.files {
-            echo.files[file.field, default: []].append(EchoResponse.File(filename: file.filename, contentType: file.contentType,
-                                                                         size: file.size, sha256: file.sha256))
+            echo.files[file.field, default: []].append(
+                EchoResponse.File(
+                    filename: file.filename, contentType: file.contentType,
+                    size: file.size, sha256: file.sha256))
         }
         for field in request.headers {
             echo.headers[field.name] = echo.headers[field.name].map { "\($0),\(field.value)" } ?? field.value

@@ -6,12 +6,14 @@ import JotterWire
 enum HealthOperations {
     static let health = OpenAPIOperation(
         operationID: "health", summary: "Health",
-        description: "Ready when the database answers a read, a file can be created in the data folder and at least `--min-free-space` (64 MiB) is free there.",
+        description:
+            "Ready when the database answers a read, a file can be created in the data folder and at least `--min-free-space` (64 MiB) is free there.",
         tags: ["service"],
         responses: [
             200: .json(.ref(HealthStatus.self), "ready"),
-            503: OpenAPIResponse("not ready: `detail` names each failed check", content: ["application/problem+json": .ref(named: "HealthProblem")],
-                                 headers: ["Retry-After": OpenAPIHeader("seconds", schema: .string(pattern: "^[0-9]+$"))]),
+            503: OpenAPIResponse(
+                "not ready: `detail` names each failed check", content: ["application/problem+json": .ref(named: "HealthProblem")],
+                headers: ["Retry-After": OpenAPIHeader("seconds", schema: .string(pattern: "^[0-9]+$"))]),
         ])
 
     /// `/healthz`'s `503`: a problem with the checks and the free space as extension members.
@@ -26,7 +28,8 @@ enum HealthOperations {
 
     static let metrics = OpenAPIOperation(
         operationID: "metrics", summary: "Prometheus metrics",
-        description: "Requests by route pattern and status, a latency histogram, requests by protocol (`jotter_http_requests_by_protocol_total`) and open connections by protocol (`jotter_http_connections`), in the text exposition format 0.0.4; gauges read when scraped: `jotter_notes`, `jotter_uploads`, `jotter_upload_bytes`, `jotter_database_bytes`, `jotter_data_free_bytes`, `jotter_event_streams`, `jotter_uptime_seconds`, `jotter_build_info`.",
+        description:
+            "Requests by route pattern and status, a latency histogram, requests by protocol (`jotter_http_requests_by_protocol_total`) and open connections by protocol (`jotter_http_connections`), in the text exposition format 0.0.4; gauges read when scraped: `jotter_notes`, `jotter_uploads`, `jotter_upload_bytes`, `jotter_database_bytes`, `jotter_data_free_bytes`, `jotter_event_streams`, `jotter_uptime_seconds`, `jotter_build_info`.",
         tags: ["service"],
         responses: [200: OpenAPIResponse("the metrics", content: ["text/plain": .string()])])
 }

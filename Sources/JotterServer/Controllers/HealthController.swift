@@ -63,7 +63,9 @@ struct HealthCheck: Sendable {
         report.checks["data_folder"] = Self.writable(store.temporaryDirectory)
         report.freeBytes = Self.freeBytes(dataDirectory)
         if let free = report.freeBytes {
-            report.checks["free_space"] = free >= minimumFreeBytes ? "ok"
+            report.checks["free_space"] =
+                free >= minimumFreeBytes
+                ? "ok"
                 : "only \(free) bytes free in the data folder (at least \(minimumFreeBytes) wanted)"
         } else {
             report.checks["free_space"] = "cannot tell the free space of the data folder: \(String(cString: strerror(errno)))"

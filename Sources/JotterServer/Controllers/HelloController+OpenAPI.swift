@@ -4,9 +4,11 @@ import JotterWire
 
 /// The OpenAPI operations of `HelloController`.
 enum HelloOperations {
-    static let ok = OpenAPIResponse("`Hello <name>!` as text, or as JSON when `Accept` asks for `application/json` (or any `+json` type)", content: [
-        "text/plain": .string(example: "Hello Bob!"), "application/json": .ref(HelloMessage.self),
-    ])
+    static let ok = OpenAPIResponse(
+        "`Hello <name>!` as text, or as JSON when `Accept` asks for `application/json` (or any `+json` type)",
+        content: [
+            "text/plain": .string(example: "Hello Bob!"), "application/json": .ref(HelloMessage.self),
+        ])
 
     static let get = OpenAPIOperation(
         operationID: "hello", summary: "Hello",
@@ -17,7 +19,8 @@ enum HelloOperations {
 
     static let post = OpenAPIOperation(
         operationID: "helloPost", summary: "Hello, with the name in the body",
-        description: "The `name` field may instead come from the query (`?name=Bob`); the body wins when both have it. A body without Content-Type is read as form-urlencoded.",
+        description:
+            "The `name` field may instead come from the query (`?name=Bob`); the body wins when both have it. A body without Content-Type is read as form-urlencoded.",
         tags: ["hello"],
         requestBody: .fields(.object(["name": .string(description: "who to greet")]), required: true),
         responses: [

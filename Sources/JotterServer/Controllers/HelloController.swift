@@ -42,7 +42,10 @@ struct HelloController {
         return accept.split(separator: UInt8(ascii: ",")).contains { range in
             let parts = range.split(separator: UInt8(ascii: ";")).map(trimmed)
             guard let media = parts.first else { return false }
-            let quality = parts.dropFirst().first { $0.count >= 2 && lower($0[$0.startIndex]) == UInt8(ascii: "q") && $0[$0.startIndex + 1] == UInt8(ascii: "=") }
+            let quality =
+                parts.dropFirst().first {
+                    $0.count >= 2 && lower($0[$0.startIndex]) == UInt8(ascii: "q") && $0[$0.startIndex + 1] == UInt8(ascii: "=")
+                }
                 .flatMap { Double(String(decoding: $0.dropFirst(2), as: UTF8.self).lowercased()) } ?? 1
             return quality > 0 && (equal(media, "application/json") || (media.count >= 5 && equal(media.suffix(5), "+json")))
         }
@@ -51,7 +54,9 @@ struct HelloController {
     private static func mentionsJSON(_ bytes: UnsafeRawBufferPointer) -> Bool {
         guard bytes.count >= 4 else { return false }
         for index in 0...(bytes.count - 4) where lower(bytes[index]) == UInt8(ascii: "j") {
-            if lower(bytes[index + 1]) == UInt8(ascii: "s"), lower(bytes[index + 2]) == UInt8(ascii: "o"), lower(bytes[index + 3]) == UInt8(ascii: "n") {
+            if lower(bytes[index + 1]) == UInt8(ascii: "s"), lower(bytes[index + 2]) == UInt8(ascii: "o"),
+                lower(bytes[index + 3]) == UInt8(ascii: "n")
+            {
                 return true
             }
         }
@@ -60,7 +65,8 @@ struct HelloController {
 
     private static func trimmed(_ bytes: Slice<UnsafeRawBufferPointer>) -> Slice<UnsafeRawBufferPointer> {
         guard let start = bytes.firstIndex(where: { $0 != 0x20 && $0 != 0x09 }),
-              let end = bytes.lastIndex(where: { $0 != 0x20 && $0 != 0x09 }) else { return bytes[bytes.endIndex...] }
+            let end = bytes.lastIndex(where: { $0 != 0x20 && $0 != 0x09 })
+        else { return bytes[bytes.endIndex...] }
         return bytes[start...end]
     }
 

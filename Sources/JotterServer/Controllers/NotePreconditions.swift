@@ -20,9 +20,11 @@ enum NotePreconditions {
         if let header = request.headers["If-None-Match"], !header.trimmingASCIISpaces().isEmpty {
             let condition = try parse(header, field: "If-None-Match")
             guard !condition.matches(current.etag, weak: true) else {
-                throw HTTPError(.preconditionFailed,
-                                detail: "note \(current.id) exists at version \(current.version) (ETag \(current.etag)), and If-None-Match: \(header.trimmingASCIISpaces()) excludes it",
-                                headers: HTTPHeaders([("ETag", current.etag)]))
+                throw HTTPError(
+                    .preconditionFailed,
+                    detail:
+                        "note \(current.id) exists at version \(current.version) (ETag \(current.etag)), and If-None-Match: \(header.trimmingASCIISpaces()) excludes it",
+                    headers: HTTPHeaders([("ETag", current.etag)]))
             }
             // It held for the version read: the write must find that version still.
             version = Int64(current.version)
@@ -32,8 +34,9 @@ enum NotePreconditions {
 
     /// `412` for a write over another version than `current`.
     static func stale(_ current: Note) -> HTTPError {
-        HTTPError(.preconditionFailed, detail: "note \(current.id) has changed: its version is now \(current.version) (ETag \(current.etag))",
-                  headers: HTTPHeaders([("ETag", current.etag)]))
+        HTTPError(
+            .preconditionFailed, detail: "note \(current.id) has changed: its version is now \(current.version) (ETag \(current.etag))",
+            headers: HTTPHeaders([("ETag", current.etag)]))
     }
 
     /// `*`, or comma-separated entity tags each `"…"` or `W/"…"`; anything else is `400`.
@@ -41,12 +44,16 @@ enum NotePreconditions {
         let trimmed = header.trimmingASCIISpaces()
         if trimmed == "*" { return .any }
         let members = trimmed.split(separator: ",").map { $0.trimmingASCIISpaces() }.filter { !$0.isEmpty }
-        let wellFormed = !members.isEmpty && members.allSatisfy { member in
-            let tag = member.hasPrefix("W/") ? member.dropFirst(2) : member[...]
-            return tag.count >= 2 && tag.first == "\"" && tag.last == "\"" && !tag.dropFirst().dropLast().contains("\"")
-        }
+        let wellFormed =
+            !members.isEmpty
+            && members.allSatisfy { member in
+                let tag = member.hasPrefix("W/") ? member.dropFirst(2) : member[...]
+                return tag.count >= 2 && tag.first == "\"" && tag.last == "\"" && !tag.dropFirst().dropLast().contains("\"")
+            }
         guard wellFormed else {
-            throw HTTPError.badRequest(#"\#(field) must be * or entity tags in double quotes, such as "3" (the note's ETag); got \#(trimmed.isEmpty ? "nothing" : String(trimmed))"#)
+            throw HTTPError.badRequest(
+                #"\#(field) must be * or entity tags in double quotes, such as "3" (the note's ETag); got \#(trimmed.isEmpty ? "nothing" : String(trimmed))"#
+            )
         }
         return EntityTagCondition(header)
     }

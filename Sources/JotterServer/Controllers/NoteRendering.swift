@@ -6,42 +6,47 @@ import JotterWire
 extension Note {
     /// The wire form of a stored note with its attachments.
     init(_ record: NoteRecord, attachments: [UploadRecord]) {
-        self.init(id: String(record.id), body: record.body, createdAt: Timestamp.date(seconds: record.createdAt),
-                  updatedAt: Timestamp.date(seconds: record.updatedAt), version: Int(record.version),
-                  attachments: attachments.map(Upload.init))
+        self.init(
+            id: String(record.id), body: record.body, createdAt: Timestamp.date(seconds: record.createdAt),
+            updatedAt: Timestamp.date(seconds: record.updatedAt), version: Int(record.version),
+            attachments: attachments.map(Upload.init))
     }
 }
 
 extension Upload {
     /// The wire form of a stored upload.
     package init(_ record: UploadRecord) {
-        self.init(id: record.id, filename: record.filename, contentType: record.contentType, size: record.size,
-                  sha256: record.sha256, createdAt: Timestamp.date(seconds: record.createdAt),
-                  noteID: record.noteID.map(String.init), url: "/uploads/\(record.id)/content")
+        self.init(
+            id: record.id, filename: record.filename, contentType: record.contentType, size: record.size,
+            sha256: record.sha256, createdAt: Timestamp.date(seconds: record.createdAt),
+            noteID: record.noteID.map(String.init), url: "/uploads/\(record.id)/content")
     }
 }
 
 extension RevisionInfo {
     /// The wire form of a listed revision.
     init(_ revision: NoteRevision) {
-        self.init(version: Int(revision.version), createdAt: Timestamp.date(seconds: revision.createdAt), size: revision.size,
-                  merged: revision.merged)
+        self.init(
+            version: Int(revision.version), createdAt: Timestamp.date(seconds: revision.createdAt), size: revision.size,
+            merged: revision.merged)
     }
 }
 
 extension Revision {
     /// The wire form of a revision read with its body.
     init(_ revision: NoteRevision) {
-        self.init(version: Int(revision.version), createdAt: Timestamp.date(seconds: revision.createdAt), body: revision.body ?? "",
-                  merged: revision.merged)
+        self.init(
+            version: Int(revision.version), createdAt: Timestamp.date(seconds: revision.createdAt), body: revision.body ?? "",
+            merged: revision.merged)
     }
 }
 
 extension MergeReport {
     /// The wire form of a store's merge.
     init(_ merge: NoteMerge) {
-        self.init(base: Int(merge.base), result: merge.overlapped ? "overlap" : "clean",
-                  regions: merge.regions.map { Region(start: $0.lowerBound, end: $0.upperBound) })
+        self.init(
+            base: Int(merge.base), result: merge.overlapped ? "overlap" : "clean",
+            regions: merge.regions.map { Region(start: $0.lowerBound, end: $0.upperBound) })
     }
 }
 
@@ -58,9 +63,11 @@ enum NoteConflicts {
     static func deleted(_ trashed: TrashedNote, attachments: [UploadRecord]) -> HTTPError {
         let id = trashed.note.id, deletedAt = Timestamp.format(trashed.deletedAt)
         let note = Note(trashed.note, attachments: attachments)
-        var error = HTTPError(HTTPStatus(409), detail: "note \(id) was deleted at \(deletedAt) UTC and is in the trash: nothing was "
-            + "changed. POST /notes/\(id)/restore (without a version) brings it back with its revisions; then send your edit "
-            + "again with the same Base-Version and it is merged", headers: HTTPHeaders([("ETag", note.etag)]))
+        var error = HTTPError(
+            HTTPStatus(409),
+            detail: "note \(id) was deleted at \(deletedAt) UTC and is in the trash: nothing was "
+                + "changed. POST /notes/\(id)/restore (without a version) brings it back with its revisions; then send your edit "
+                + "again with the same Base-Version and it is merged", headers: HTTPHeaders([("ETag", note.etag)]))
         error.type = deletedType
         error.members = ["deleted_at": .string(deletedAt), "note": jsonValue(note)]
         return error
@@ -68,9 +75,11 @@ enum NoteConflicts {
 
     /// The version the write was made from is not kept (or never was): no merge, no overwrite.
     static func unknownBase(_ base: Int64, current: Note) -> HTTPError {
-        var error = HTTPError(HTTPStatus(409), detail: "note \(current.id) has no revision \(base) kept to merge your edit with: "
-            + "nothing was changed. Its current version is \(current.version) (in `note`): merge your edit into it and send it "
-            + "with Base-Version: \(current.version)", headers: HTTPHeaders([("ETag", current.etag)]))
+        var error = HTTPError(
+            HTTPStatus(409),
+            detail: "note \(current.id) has no revision \(base) kept to merge your edit with: "
+                + "nothing was changed. Its current version is \(current.version) (in `note`): merge your edit into it and send it "
+                + "with Base-Version: \(current.version)", headers: HTTPHeaders([("ETag", current.etag)]))
         error.type = unknownBaseType
         error.members = ["note": jsonValue(current)]
         return error
@@ -78,8 +87,10 @@ enum NoteConflicts {
 
     /// The merge is past its bounds: both versions go back, nothing was changed.
     static func pastMergeLimits(current: Note, base: NoteRevision) -> HTTPError {
-        var error = HTTPError(HTTPStatus(409), detail: "note \(current.id) is too large (or too changed) to merge your edit with on the "
-            + "server: nothing was changed. `note` is the current version, `base` the version your edit was made from",
+        var error = HTTPError(
+            HTTPStatus(409),
+            detail: "note \(current.id) is too large (or too changed) to merge your edit with on the "
+                + "server: nothing was changed. `note` is the current version, `base` the version your edit was made from",
             headers: HTTPHeaders([("ETag", current.etag)]))
         error.type = mergeLimitsType
         error.members = ["note": jsonValue(current), "base": jsonValue(Revision(base))]
@@ -118,8 +129,9 @@ enum NoteRendering {
         // own again; a deleted one keeps them in the trash until it is emptied.
         let needsAttachments = event.kind != .created || event.note.version > 1
         let attachments = needsAttachments ? try store.attachments(of: [event.note.id], owner: owner)[event.note.id] ?? [] : []
-        let note = StoredNote(record: event.note, attachments: attachments, deletedAt: event.kind == .deleted ? event.at : nil,
-                              mergeBase: event.mergeBase)
+        let note = StoredNote(
+            record: event.note, attachments: attachments, deletedAt: event.kind == .deleted ? event.at : nil,
+            mergeBase: event.mergeBase)
         var json = JSONWriter(capacity: note.estimatedJSONSize)
         note.write(to: &json)
         let data = String(decoding: json.bytes, as: UTF8.self)
@@ -158,8 +170,10 @@ enum NoteInput {
     /// A page's `limit`: 1…1000, larger numbers act as 1000 (digits only; a number too large for
     /// `Int` acts as the maximum too); `description` says what a page holds.
     static func limit(_ description: String) -> InputField<Int> {
-        InputField("limit", schema: .integer(minimum: 1, description: "values over 1000 act as 1000"), description: description,
-                   message: "must be a whole number from 1 to 1000") { text in
+        InputField(
+            "limit", schema: .integer(minimum: 1, description: "values over 1000 act as 1000"), description: description,
+            message: "must be a whole number from 1 to 1000"
+        ) { text in
             let value = isDigits(text) ? (Int(text) ?? Int.max) : 0
             return value >= 1 ? min(value, 1000) : nil
         }
@@ -167,8 +181,10 @@ enum NoteInput {
 
     /// A page's `after`: the cursor, digits; `cursor` says what it is in the `400`.
     static func after(cursor: String, description: String) -> InputField<Int64> {
-        InputField("after", schema: .integer(minimum: 0, maximum: Int64.max, format: "int64"), description: description,
-                   message: "must be \(cursor)") { isDigits($0) ? Int64($0) : nil }
+        InputField(
+            "after", schema: .integer(minimum: 0, maximum: Int64.max, format: "int64"), description: description,
+            message: "must be \(cursor)"
+        ) { isDigits($0) ? Int64($0) : nil }
     }
 
     /// The query of `GET /notes`.
@@ -176,10 +192,13 @@ enum NoteInput {
         static let limit = NoteInput.limit("notes per page (default 100)")
         static let after = NoteInput.after(
             cursor: "a note id (with order=updated, the after of a next link)",
-            description: "cursor: a note id; with the default order the page has smaller ids, with `order=asc` larger ones; with `order=updated` the event id of a note's last change, as the `next` link sets it (the page has notes changed before)")
+            description:
+                "cursor: a note id; with the default order the page has smaller ids, with `order=asc` larger ones; with `order=updated` the event id of a note's last change, as the `next` link sets it (the page has notes changed before)"
+        )
         static let order = InputField<NoteOrder>.choice(
             "order", ["desc": .newestFirst, "asc": .oldestFirst, "updated": .recentlyUpdated],
-            description: "`desc` (default) newest first, `asc` oldest first, `updated` the last changed first (commit order of each note's last change)")
+            description:
+                "`desc` (default) newest first, `asc` oldest first, `updated` the last changed first (commit order of each note's last change)")
         static let search = InputField.text("q", description: "full-text search over the notes' bodies; blank means none")
         static let parameters: [OpenAPIParameter] = [.query(limit), .query(after), .query(order), .query(search)]
     }
@@ -189,7 +208,8 @@ enum NoteInput {
         static let since = InputField<Int64>(
             "since", schema: .integer(format: "int64"),
             description: "the cursor of an earlier answer, or an event id (`0`: before the first); absent: everything (a walk)",
-            message: "must be a cursor: an event id or the cursor of an earlier answer") { text in
+            message: "must be a cursor: an event id or the cursor of an earlier answer"
+        ) { text in
             isDigits(text.hasPrefix("-") ? String(text.dropFirst()) : text) ? Int64(text) : nil
         }
         static let limit = NoteInput.limit("changes per page (default 100; a page is also cut at 4 MiB of bodies)")
@@ -204,15 +224,18 @@ enum NoteInput {
         var parameters: [OpenAPIParameter] { [.query(limit), .query(after)] }
     }
 
-    static let revisionsPage = Page(limit: limit("revisions per page (default 100)"),
-                                    after: after(cursor: "a version", description: "cursor: a version; the page has older ones"))
-    static let trashPage = Page(limit: limit("notes per page (default 100)"),
-                                after: after(cursor: "a note id", description: "cursor: the id of the last note of the previous page"))
+    static let revisionsPage = Page(
+        limit: limit("revisions per page (default 100)"),
+        after: after(cursor: "a version", description: "cursor: a version; the page has older ones"))
+    static let trashPage = Page(
+        limit: limit("notes per page (default 100)"),
+        after: after(cursor: "a note id", description: "cursor: the id of the last note of the previous page"))
 
     /// The path's `version` of a revision (as `noteID` reads it).
-    static let versionField = InputField<Int64>("version", schema: .string(pattern: "^[1-9][0-9]*$", example: "3"),
-                                                description: "the note's version the revision is",
-                                                message: "must be a version", parse: noteID)
+    static let versionField = InputField<Int64>(
+        "version", schema: .string(pattern: "^[1-9][0-9]*$", example: "3"),
+        description: "the note's version the revision is",
+        message: "must be a version", parse: noteID)
 
     /// The `body` field: `nil` when absent, `422` when not a string.
     static func body(_ request: Request) throws(HTTPError) -> String? {
@@ -262,15 +285,18 @@ enum NoteInput {
     /// A body field that names a version: a whole number from 1 to `largestVersion` (in a form,
     /// its digits).
     static func bodyVersion(_ name: String, description: String) -> InputField<Int64> {
-        InputField(name, schema: .integer(minimum: 1, maximum: largestVersion, description: description),
-                   message: "must be a version: a whole number from 1 to \(largestVersion)") { text in
+        InputField(
+            name, schema: .integer(minimum: 1, maximum: largestVersion, description: description),
+            message: "must be a version: a whole number from 1 to \(largestVersion)"
+        ) { text in
             isDigits(text) ? Int64(text).flatMap { (1...largestVersion).contains($0) ? $0 : nil } : nil
         }
     }
 
     /// `base_version` of an update.
     static let baseVersionField = bodyVersion(
-        "base_version", description: "the version the edit was made from (in a form: its digits), as the `Base-Version` header: an older one is merged")
+        "base_version",
+        description: "the version the edit was made from (in a form: its digits), as the `Base-Version` header: an older one is merged")
     /// `version` of a restore.
     static let restoreField = bodyVersion(
         "version", description: "the revision to restore (in a form: its digits); absent: the note comes back from the trash")
@@ -310,7 +336,9 @@ enum NoteInput {
         if let given = request.headers["Base-Version"] {
             let text = String(given.trimmingASCIISpaces())
             guard isDigits(text), let value = Int64(text), value >= 1 else {
-                throw HTTPError.badRequest("Base-Version must be the version the edit was made from, a whole number from 1 (the digits of its ETag); got \(text.isEmpty ? "nothing" : text)")
+                throw HTTPError.badRequest(
+                    "Base-Version must be the version the edit was made from, a whole number from 1 (the digits of its ETag); got \(text.isEmpty ? "nothing" : text)"
+                )
             }
             header = value
         }

@@ -11,27 +11,44 @@ enum NotesOperations {
     /// A tag's characters are RFC 9110's `etagc` but the comma, which separates the list here.
     static let entityTagList = JSONSchema.string(
         pattern: #"^[ \t]*(\*|(W/)?"[\x21\x23-\x2B\x2D-\x7E]*"([ \t]*,[ \t]*(W/)?"[\x21\x23-\x2B\x2D-\x7E]*")*)?[ \t]*$"#)
-    static let ifMatch = OpenAPIParameter.header("If-Match", entityTagList, description: "ETags in double quotes separated by commas (`\"3\"`), or `*`: when none is the note's current one, nothing changes and the answer is `412`; any other form (`3`) is `400`")
-    static let ifNoneMatch = OpenAPIParameter.header("If-None-Match", entityTagList, description: "ETags in double quotes separated by commas, or `*`: when one is the note's current one (`*`: the note exists), nothing changes and the answer is `412`; any other form is `400`")
-    static let stale = OpenAPIResponse.problem("`If-Match` names another version, or `If-None-Match` this one; its `ETag` header is the current one", headers: ["ETag": etag])
+    static let ifMatch = OpenAPIParameter.header(
+        "If-Match", entityTagList,
+        description:
+            "ETags in double quotes separated by commas (`\"3\"`), or `*`: when none is the note's current one, nothing changes and the answer is `412`; any other form (`3`) is `400`"
+    )
+    static let ifNoneMatch = OpenAPIParameter.header(
+        "If-None-Match", entityTagList,
+        description:
+            "ETags in double quotes separated by commas, or `*`: when one is the note's current one (`*`: the note exists), nothing changes and the answer is `412`; any other form is `400`"
+    )
+    static let stale = OpenAPIResponse.problem(
+        "`If-Match` names another version, or `If-None-Match` this one; its `ETag` header is the current one", headers: ["ETag": etag])
     static let missing = OpenAPIResponse.problem("no note has this id")
-    static let malformedBody = OpenAPIResponse.problem("the body is malformed (bad JSON, percent-encoding, UTF-8 or multipart), `_method` is not PUT, PATCH or DELETE, or (on a write) `If-Match`/`If-None-Match` is not `*` or quoted ETags")
+    static let malformedBody = OpenAPIResponse.problem(
+        "the body is malformed (bad JSON, percent-encoding, UTF-8 or multipart), `_method` is not PUT, PATCH or DELETE, or (on a write) `If-Match`/`If-None-Match` is not `*` or quoted ETags"
+    )
     static let tooLarge = OpenAPIResponse.problem("the body is over the server's limit")
-    static let unsupported = OpenAPIResponse.problem("the body is not form-urlencoded, multipart or JSON, or it has a file part (nothing of it is stored)")
+    static let unsupported = OpenAPIResponse.problem(
+        "the body is not form-urlencoded, multipart or JSON, or it has a file part (nothing of it is stored)")
     static let notString = OpenAPIResponse.problem("`body` is not a string, or a multipart body has too many parts")
 
     /// The request fields, as components so the three body types share them.
     static let components: [String: JSONSchema] = [
-        "NoteFields": .object(["body": .string(description: "the note's text; absent leaves the note unchanged"),
-                               NoteInput.baseVersionField.name: NoteInput.baseVersionField.schema],
-                              optional: ["body", NoteInput.baseVersionField.name],
-                              description: "A note's fields. Client-sent `id`, `version`, `created_at` and `updated_at` are ignored."),
-        "RestoreFields": .object([NoteInput.restoreField.name: NoteInput.restoreField.schema],
-                                 optional: [NoteInput.restoreField.name],
-                                 description: "Which revision of the note to restore; none for a note in the trash."),
+        "NoteFields": .object(
+            [
+                "body": .string(description: "the note's text; absent leaves the note unchanged"),
+                NoteInput.baseVersionField.name: NoteInput.baseVersionField.schema,
+            ],
+            optional: ["body", NoteInput.baseVersionField.name],
+            description: "A note's fields. Client-sent `id`, `version`, `created_at` and `updated_at` are ignored."),
+        "RestoreFields": .object(
+            [NoteInput.restoreField.name: NoteInput.restoreField.schema],
+            optional: [NoteInput.restoreField.name],
+            description: "Which revision of the note to restore; none for a note in the trash."),
         "NoteTombstone": NoteChangeList.deletedNote,
-        "NewNoteFields": .object(["body": .string(description: "the note's text; an empty string is a valid note")],
-                                 description: "The fields of a new note."),
+        "NewNoteFields": .object(
+            ["body": .string(description: "the note's text; an empty string is a valid note")],
+            description: "The fields of a new note."),
     ]
 
     static let list = OpenAPIOperation(
@@ -47,14 +64,17 @@ enum NotesOperations {
         description: "Answered once the note is durable.", tags: ["notes"],
         requestBody: .fields(.ref(named: "NewNoteFields"), required: true),
         responses: [
-            201: .json(.ref(NoteEnvelope.self), "created (`message` is `Note Created`)",
-                       headers: ["ETag": etag, "Location": OpenAPIHeader("the note's path: `/notes/{id}`", schema: .string(pattern: "^/notes/[0-9]+$"))]),
-            303: .empty("a retry with an `Idempotency-Key` whose first answer was kept as a reference (it was over 64 KiB, or older ones past the user's budget): `Location` is the note it created, `Idempotent-Replayed` is `true`",
-                        headers: ["Location": OpenAPIHeader("the note's path: `/notes/{id}`", schema: .string(pattern: "^/notes/[0-9]+$"))]),
+            201: .json(
+                .ref(NoteEnvelope.self), "created (`message` is `Note Created`)",
+                headers: ["ETag": etag, "Location": OpenAPIHeader("the note's path: `/notes/{id}`", schema: .string(pattern: "^/notes/[0-9]+$"))]),
+            303: .empty(
+                "a retry with an `Idempotency-Key` whose first answer was kept as a reference (it was over 64 KiB, or older ones past the user's budget): `Location` is the note it created, `Idempotent-Replayed` is `true`",
+                headers: ["Location": OpenAPIHeader("the note's path: `/notes/{id}`", schema: .string(pattern: "^/notes/[0-9]+$"))]),
             400: malformedBody,
             409: .problem("a request with this `Idempotency-Key` is still running (on any instance)"),
             413: tooLarge, 415: unsupported,
-            422: .problem("`body` is absent or not a string, or a multipart body has too many parts, or the `Idempotency-Key` was used with another body"),
+            422: .problem(
+                "`body` is absent or not a string, or a multipart body has too many parts, or the `Idempotency-Key` was used with another body"),
         ])
 
     static let events = OpenAPIOperation(
@@ -64,8 +84,11 @@ enum NotesOperations {
             """,
         tags: ["notes"],
         parameters: [.header("Last-Event-ID", description: "the id of the last event received")],
-        responses: [200: OpenAPIResponse("the stream; it does not end", content: ["text/event-stream": .string()],
-                                         headers: ["Cache-Control": OpenAPIHeader(schema: .string(enum: ["no-cache"]))])])
+        responses: [
+            200: OpenAPIResponse(
+                "the stream; it does not end", content: ["text/event-stream": .string()],
+                headers: ["Cache-Control": OpenAPIHeader(schema: .string(enum: ["no-cache"]))])
+        ])
 
     static let changes = OpenAPIOperation(
         operationID: "noteChanges", summary: "Every note changed after a cursor, once each, in commit order",
@@ -81,7 +104,13 @@ enum NotesOperations {
 
     static let show = OpenAPIOperation(
         operationID: "showNote", summary: "Show a note", tags: ["notes"],
-        parameters: [id, .header("If-None-Match", description: "ETags separated by commas, or `*`: when one is the note's current one, the answer is `304` (a malformed value never matches)")],
+        parameters: [
+            id,
+            .header(
+                "If-None-Match",
+                description:
+                    "ETags separated by commas, or `*`: when one is the note's current one, the answer is `304` (a malformed value never matches)"),
+        ],
         responses: [
             200: .json(.ref(NoteEnvelope.self), "the note", headers: ["ETag": etag]),
             304: .empty("the note is unchanged", headers: ["ETag": etag]),
@@ -92,39 +121,53 @@ enum NotesOperations {
     static func update(_ method: String) -> OpenAPIOperation {
         OpenAPIOperation(
             operationID: method == "PUT" ? "updateNote" : "patchNote", summary: "Update a note",
-            description: "A missing note is `404`; then `If-Match` is checked; without a `body` field nothing changes (`No Body Sent`). With `Base-Version` (or the field `base_version`) older than the note's version, the body is merged with what was committed since (a three-way merge with revision `Base-Version` as the common ancestor, made in the write) and the answer says how in `merge`. Also `POST /notes/{id}` with `_method=\(method)` or `X-HTTP-Method-Override: \(method)`. With an `Idempotency-Key`, the same edit sent again (its answer lost) gets the first answer again (`Idempotent-Replayed: true`) and is not merged twice; while the first runs, `409`. Answered once the change is durable.",
+            description:
+                "A missing note is `404`; then `If-Match` is checked; without a `body` field nothing changes (`No Body Sent`). With `Base-Version` (or the field `base_version`) older than the note's version, the body is merged with what was committed since (a three-way merge with revision `Base-Version` as the common ancestor, made in the write) and the answer says how in `merge`. Also `POST /notes/{id}` with `_method=\(method)` or `X-HTTP-Method-Override: \(method)`. With an `Idempotency-Key`, the same edit sent again (its answer lost) gets the first answer again (`Idempotent-Replayed: true`) and is not merged twice; while the first runs, `409`. Answered once the change is durable.",
             tags: ["notes"],
             parameters: [id, ifMatch, ifNoneMatch, baseVersion],
             requestBody: .fields(.ref(named: "NoteFields"), required: false),
             responses: [
-                200: .json(.ref(NoteEnvelope.self), "updated (`Note Updated`; with `merge` when merged), or unchanged (`No Body Sent`)", headers: ["ETag": etag]),
+                200: .json(
+                    .ref(NoteEnvelope.self), "updated (`Note Updated`; with `merge` when merged), or unchanged (`No Body Sent`)",
+                    headers: ["ETag": etag]),
                 400: malformedBody, 404: .problem("no note has this id (a note in the trash too, when the write has no `Base-Version`)"),
-                409: .problem("a write with `Base-Version`: that revision is not kept (`type` `/problems/unknown-base`, the current note in `note`), the merge is past the server's bounds (`/problems/merge-too-large`, `note` and the `base` revision), or the note was deleted and is in the trash (`/problems/note-deleted`, with `deleted_at` and the note as it was in `note`: `POST /notes/{id}/restore` brings it back); nothing changed. Or a request with this `Idempotency-Key` is still running (on any instance): then no `ETag`",
-                          headers: ["ETag": OpenAPIHeader("the note's version, quoted: `\"3\"` (absent when the `Idempotency-Key` is still running)",
-                                                          required: false, schema: .string(pattern: "^\"[0-9]+\"$"))]),
+                409: .problem(
+                    "a write with `Base-Version`: that revision is not kept (`type` `/problems/unknown-base`, the current note in `note`), the merge is past the server's bounds (`/problems/merge-too-large`, `note` and the `base` revision), or the note was deleted and is in the trash (`/problems/note-deleted`, with `deleted_at` and the note as it was in `note`: `POST /notes/{id}/restore` brings it back); nothing changed. Or a request with this `Idempotency-Key` is still running (on any instance): then no `ETag`",
+                    headers: [
+                        "ETag": OpenAPIHeader(
+                            "the note's version, quoted: `\"3\"` (absent when the `Idempotency-Key` is still running)",
+                            required: false, schema: .string(pattern: "^\"[0-9]+\"$"))
+                    ]),
                 412: stale, 413: tooLarge, 415: unsupported,
-                422: .problem("`body` is not a string, or a multipart body has too many parts, or the `Idempotency-Key` was used with another body or `Base-Version`"),
+                422: .problem(
+                    "`body` is not a string, or a multipart body has too many parts, or the `Idempotency-Key` was used with another body or `Base-Version`"
+                ),
             ])
     }
 
     static let delete = OpenAPIOperation(
         operationID: "deleteNote", summary: "Move a note to the trash",
-        description: "The note leaves the list and its own path (`404`), and goes to the trash (`GET /notes/trash`) with its revisions and attachments for `--trash-days` (default 30): `POST /notes/{id}/restore` brings it back until then. Also `POST /notes/{id}` with `_method=DELETE` or `X-HTTP-Method-Override: DELETE`. Answered once the deletion is durable.",
+        description:
+            "The note leaves the list and its own path (`404`), and goes to the trash (`GET /notes/trash`) with its revisions and attachments for `--trash-days` (default 30): `POST /notes/{id}/restore` brings it back until then. Also `POST /notes/{id}` with `_method=DELETE` or `X-HTTP-Method-Override: DELETE`. Answered once the deletion is durable.",
         tags: ["notes"],
         parameters: [id, ifMatch, ifNoneMatch],
         responses: [
-            200: .json(.ref(NoteEnvelope.self), "the note as it was, with the attachments it keeps in the trash (`Note Deleted`)", headers: ["ETag": etag]),
+            200: .json(
+                .ref(NoteEnvelope.self), "the note as it was, with the attachments it keeps in the trash (`Note Deleted`)", headers: ["ETag": etag]),
             400: .problem("`If-Match` or `If-None-Match` is not `*` or quoted ETags"), 404: missing, 412: stale,
         ])
 
-    static let baseVersion = OpenAPIParameter.header("Base-Version", .string(pattern: "^[ \\t]*0*[1-9][0-9]{0,17}[ \\t]*$"),
-                                                     description: "the version the edit was made from: the current one is a plain update, an older one is merged; not a whole number from 1 is `400`")
+    static let baseVersion = OpenAPIParameter.header(
+        "Base-Version", .string(pattern: "^[ \\t]*0*[1-9][0-9]{0,17}[ \\t]*$"),
+        description:
+            "the version the edit was made from: the current one is a plain update, an older one is merged; not a whole number from 1 is `400`")
 
     static let version = OpenAPIParameter.path(NoteInput.versionField)
 
     static let revisions = revisionList(
         operationID: "listRevisions", summary: "List a note's revisions, newest first",
-        description: "Every committed version of the note is kept for `--revision-days` (default 30), then the newest of each day until three times as long, then the newest of each week; the newest is always kept. A note in the trash keeps its revisions there, at `/notes/trash/{id}/revisions`; here it is `404`.",
+        description:
+            "Every committed version of the note is kept for `--revision-days` (default 30), then the newest of each day until three times as long, then the newest of each week; the newest is always kept. A note in the trash keeps its revisions there, at `/notes/trash/{id}/revisions`; here it is `404`.",
         missing: missing)
 
     static let revision = revisionShown(
@@ -133,7 +176,8 @@ enum NotesOperations {
 
     static let trashedRevisions = revisionList(
         operationID: "listTrashedRevisions", summary: "List a deleted note's revisions, newest first",
-        description: "The history a note keeps in the trash, as `GET /notes/{id}/revisions` lists a live note's; it goes when the note leaves the trash for good, and moves back with a restore.",
+        description:
+            "The history a note keeps in the trash, as `GET /notes/{id}/revisions` lists a live note's; it goes when the note leaves the trash for good, and moves back with a restore.",
         missing: .problem("no note with this id is in the trash"))
 
     static let trashedRevision = revisionShown(
@@ -159,20 +203,23 @@ enum NotesOperations {
 
     static let restore = OpenAPIOperation(
         operationID: "restoreNote", summary: "Restore a note's body from a revision, or the note from the trash",
-        description: "With `version`: the note gets a new version whose body is revision `version`'s (its attachments stay as they are); a missing note is `404`, then `If-Match` is checked. Without `version`: a note in the trash comes back with its id, body, attachments and revisions, at the next version (a `note.created` event). Answered once the change is durable.",
+        description:
+            "With `version`: the note gets a new version whose body is revision `version`'s (its attachments stay as they are); a missing note is `404`, then `If-Match` is checked. Without `version`: a note in the trash comes back with its id, body, attachments and revisions, at the next version (a `note.created` event). Answered once the change is durable.",
         tags: ["notes"],
         parameters: [id, ifMatch, ifNoneMatch],
         requestBody: .fields(.ref(named: "RestoreFields"), required: false),
         responses: [
             200: .json(.ref(NoteEnvelope.self), "restored (`Note Restored`)", headers: ["ETag": etag]),
-            400: malformedBody, 404: .problem("no note has this id (without `version`: none in the trash), or it has no revision kept at `version`"), 412: stale,
+            400: malformedBody, 404: .problem("no note has this id (without `version`: none in the trash), or it has no revision kept at `version`"),
+            412: stale,
             409: .problem("no `version`, and the note is not in the trash: only one of its revisions can be restored"),
             413: tooLarge, 415: unsupported, 422: .problem("`version` is not a whole number from 1"),
         ])
 
     static let trash = OpenAPIOperation(
         operationID: "listTrash", summary: "List deleted notes, most recently deleted first",
-        description: "The notes deleted less than `--trash-days` (default 30) ago, each with its attachments and `deleted_at`; then the retention sweep removes them for good.",
+        description:
+            "The notes deleted less than `--trash-days` (default 30) ago, each with its attachments and `deleted_at`; then the retention sweep removes them for good.",
         tags: ["notes"],
         parameters: NoteInput.trashPage.parameters,
         responses: [
@@ -182,7 +229,8 @@ enum NotesOperations {
 
     static let purge = OpenAPIOperation(
         operationID: "purgeNote", summary: "Remove a note from the trash for good",
-        description: "With its revisions and attachments: the rows at once, the attachments' bytes once that is durable. Answered once it is durable.",
+        description:
+            "With its revisions and attachments: the rows at once, the attachments' bytes once that is durable. Answered once it is durable.",
         tags: ["notes"],
         parameters: [id],
         responses: [

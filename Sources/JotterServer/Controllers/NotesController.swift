@@ -44,7 +44,8 @@ struct NotesController {
         let (count, more) = NoteQuery.cut(notes.notes.lazy.map(\.bodyCount), limit: query.limit, budget: NoteInput.pageBudget)
         var next: String?
         if more, count > 0 {
-            next = "/notes?limit=\(query.limit)"
+            next =
+                "/notes?limit=\(query.limit)"
                 + (given["order"].map { "&order=\($0)" } ?? "")
                 + (query.search.map { "&q=\(FormFields.escape($0))" } ?? "")
                 + "&after=\(notes[count - 1].position)"
@@ -85,8 +86,9 @@ struct NotesController {
                         switch try result.get() {
                         case .refused(let found): throw IdempotencyRefused(claim: found)
                         case .done(let change):
-                            return try Self.answer(StoredNote(record: change.note, attachments: []), request: request,
-                                                   status: .created, message: "Note Created")
+                            return try Self.answer(
+                                StoredNote(record: change.note, attachments: []), request: request,
+                                status: .created, message: "Note Created")
                         }
                     }
                 }
@@ -96,8 +98,9 @@ struct NotesController {
             store.createNote(body: body, owner: owner) { result in
                 // A new note has no attachments: nothing to read.
                 done {
-                    try Self.answer(StoredNote(record: try result.get().note, attachments: []), request: request,
-                                    status: .created, message: "Note Created")
+                    try Self.answer(
+                        StoredNote(record: try result.get().note, attachments: []), request: request,
+                        status: .created, message: "Note Created")
                 }
             }
         }
@@ -163,7 +166,8 @@ struct NotesController {
         let id = try NoteInput.id(context)
         let (limit, after) = try NoteInput.pageQuery(request, NoteInput.revisionsPage)
         guard let found = try store.revisions(noteID: id, before: after, limit: limit + 1, owner: context.owner, inTrash: inTrash) else {
-            throw try missingHistory(id, inTrash: inTrash, owner: context.owner, detail: inTrash ? "note \(id) is not in the trash" : "note \(id) does not exist")
+            throw try missingHistory(
+                id, inTrash: inTrash, owner: context.owner, detail: inTrash ? "note \(id) is not in the trash" : "note \(id) does not exist")
         }
         let page = found.prefix(limit)
         let next = found.count > limit ? "\(Self.historyPath(id, inTrash: inTrash))?limit=\(limit)&after=\(page.last!.version)" : nil
@@ -174,7 +178,8 @@ struct NotesController {
         let id = try NoteInput.id(context)
         let text = context.parameters[NoteInput.versionField.name] ?? ""
         guard let version = NoteInput.versionField.parse(text),
-              let found = try store.revision(noteID: id, version: version, owner: context.owner, inTrash: inTrash) else {
+            let found = try store.revision(noteID: id, version: version, owner: context.owner, inTrash: inTrash)
+        else {
             // Another user's note, or none: the same words as a missing revision of one's own.
             throw try missingHistory(id, inTrash: inTrash, owner: context.owner, detail: "note \(id) has no revision \(text)")
         }
@@ -211,8 +216,10 @@ struct NotesController {
         let ifVersion = try checkIfMatch(request, current: StoredNote(record: record, attachments: attachments).note)
         guard let version = try NoteInput.version(request, field: NoteInput.restoreField) else {
             // The request is well formed; the note's state is what refuses it.
-            throw HTTPError(HTTPStatus(409), detail: "note \(id) is not in the trash, so the only restore is of one of its revisions: "
-                + "send `version` (GET /notes/\(id)/revisions lists them)")
+            throw HTTPError(
+                HTTPStatus(409),
+                detail: "note \(id) is not in the trash, so the only restore is of one of its revisions: "
+                    + "send `version` (GET /notes/\(id)/revisions lists them)")
         }
         return commit(id, owner: context.owner, request: request, message: "Note Restored") { store, completion in
             store.restoreNote(id: id, version: version, ifVersion: ifVersion, owner: context.owner, completion: completion)
@@ -250,14 +257,17 @@ struct NotesController {
         // token and a user hold at most so many (none is counted without authentication).
         let body: EventStreamBody
         do {
-            body = try events.subscribe(audience: owner.id, credential: credential,
-                                        perAudience: context.principal?.user == nil ? nil : streamsPerUser,
-                                        perCredential: credential == nil ? nil : streamsPerToken)
+            body = try events.subscribe(
+                audience: owner.id, credential: credential,
+                perAudience: context.principal?.user == nil ? nil : streamsPerUser,
+                perCredential: credential == nil ? nil : streamsPerToken)
         } catch {
-            throw HTTPError(HTTPStatus(429), detail: error.perCredential
-                ? "this token has \(error.open) event streams open, the most one token may have (\(error.limit)): close one first"
-                : "you have \(error.open) event streams open, the most one user may have (\(error.limit)): close one first",
-                            headers: HTTPHeaders([("Retry-After", "30")]))
+            throw HTTPError(
+                HTTPStatus(429),
+                detail: error.perCredential
+                    ? "this token has \(error.open) event streams open, the most one token may have (\(error.limit)): close one first"
+                    : "you have \(error.open) event streams open, the most one user may have (\(error.limit)): close one first",
+                headers: HTTPHeaders([("Retry-After", "30")]))
         }
         do {
             // The first message: the retry delay and, unless the client must re-list, the cursor
@@ -265,12 +275,16 @@ struct NotesController {
             // resume from (with Last-Event-ID or `GET /notes/changes?since=`), with no gap.
             if let header = request.headers["Last-Event-ID"] {
                 if let last = Int64(header.trimmingASCIISpaces()), let missed = try store.events(after: last, limit: replayLimit, owner: owner) {
-                    body.release(preface: Self.firstMessage(cursor: last), replay: try missed.map { ($0.id, try NoteRendering.event($0, owner: owner, store: store).encoded) }, after: last)
+                    body.release(
+                        preface: Self.firstMessage(cursor: last),
+                        replay: try missed.map { ($0.id, try NoteRendering.event($0, owner: owner, store: store).encoded) }, after: last)
                 } else {
                     // Older than the backlog, or never issued: the client must re-list (the
                     // change feed holds more than the backlog: `since` its cursor may still do).
                     let current = try store.lastEventID()
-                    body.release(preface: Self.firstMessage(cursor: nil), replay: [(current, ServerSentEvent(id: current, event: "reload", data: "{}").encoded)], after: 0)
+                    body.release(
+                        preface: Self.firstMessage(cursor: nil),
+                        replay: [(current, ServerSentEvent(id: current, event: "reload", data: "{}").encoded)], after: 0)
                 }
             } else {
                 let current = try store.lastEventID()
@@ -280,9 +294,12 @@ struct NotesController {
             body.end()
             throw error
         }
-        return .now(Response.stream(body, headers: HTTPHeaders([
-            ("Content-Type", "text/event-stream"), ("Cache-Control", "no-cache"), ("X-Accel-Buffering", "no"),
-        ]), blockSize: 2048))
+        return .now(
+            Response.stream(
+                body,
+                headers: HTTPHeaders([
+                    ("Content-Type", "text/event-stream"), ("Cache-Control", "no-cache"), ("X-Accel-Buffering", "no"),
+                ]), blockSize: 2048))
     }
 
     /// `id: <cursor>` when given, and `retry: 3000`: an event stream's first message (no data,
@@ -334,8 +351,10 @@ struct NotesController {
     /// Starts a write on note `id` and answers once it is durable: `200` with the note (read
     /// again with its attachments, which a deleted note keeps in the trash), `404` (`409` for a write made from `base` of
     /// a note since deleted), or `412` with the current note.
-    private func commit(_ id: Int64, owner: Owner, request: Request, message: String, base: Int64? = nil,
-                        _ start: @escaping @Sendable (any DataStore, @escaping StoreCompletion<NoteWriteOutcome>) -> Void) -> Reply {
+    private func commit(
+        _ id: Int64, owner: Owner, request: Request, message: String, base: Int64? = nil,
+        _ start: @escaping @Sendable (any DataStore, @escaping StoreCompletion<NoteWriteOutcome>) -> Void
+    ) -> Reply {
         keyedCommit(id, owner: owner, request: request, message: message, base: base) { store, completion in
             start(store) { completion($0.map(KeyedOutcome.done)) }
         }
@@ -343,8 +362,10 @@ struct NotesController {
 
     /// `commit` of a write that claims an `Idempotency-Key` in its transaction: a refused key is
     /// answered by `IdempotencyMiddleware`.
-    private func keyedCommit(_ id: Int64, owner: Owner, request: Request, message: String, base: Int64? = nil,
-                             _ start: @escaping @Sendable (any DataStore, @escaping StoreCompletion<KeyedOutcome<NoteWriteOutcome>>) -> Void) -> Reply {
+    private func keyedCommit(
+        _ id: Int64, owner: Owner, request: Request, message: String, base: Int64? = nil,
+        _ start: @escaping @Sendable (any DataStore, @escaping StoreCompletion<KeyedOutcome<NoteWriteOutcome>>) -> Void
+    ) -> Reply {
         let store = store
         return Reply.later { done in
             start(store) { result in
@@ -361,8 +382,9 @@ struct NotesController {
                         return try Self.answer(note, request: request, status: .ok, message: message, merge: change.merge.map(MergeReport.init))
                     case .notFound:
                         // Deleted since it was read: an edit made from a version of it is refused as one of a note in the trash.
-                        throw base != nil ? try Self.gone(id, request: request, owner: owner, store: store)
-                                          : HTTPError(.notFound, detail: "note \(id) does not exist")
+                        throw base != nil
+                            ? try Self.gone(id, request: request, owner: owner, store: store)
+                            : HTTPError(.notFound, detail: "note \(id) does not exist")
                     case .versionMismatch(let current):
                         throw NotePreconditions.stale(try NoteRendering.note(current, owner: owner, store: store))
                     case .noRevision(let current) where base != nil:
@@ -370,7 +392,8 @@ struct NotesController {
                     case .cannotMerge(let current, let ancestor):
                         throw NoteConflicts.pastMergeLimits(current: try NoteRendering.note(current, owner: owner, store: store), base: ancestor)
                     case .noRevision(let current):
-                        throw HTTPError(.notFound, detail: "note \(current.id) has no such revision kept: GET /notes/\(current.id)/revisions lists them")
+                        throw HTTPError(
+                            .notFound, detail: "note \(current.id) has no such revision kept: GET /notes/\(current.id)/revisions lists them")
                     }
                 }
             }

@@ -31,8 +31,9 @@ struct ServerGauges: Sendable {
         }
         gauge("jotter_event_streams", "Open /notes/events streams.", events.count)
         gauge("jotter_uptime_seconds", "Seconds since the server started.", (MonotonicClock.seconds() - started).rounded())
-        gauge("jotter_build_info", "The running build: jotter version and the database schema version it writes.", 1,
-              labels: "{version=\"\(Metrics.escape(JotterBuild.version))\",schema_version=\"\(store.schemaVersion)\"}")
+        gauge(
+            "jotter_build_info", "The running build: jotter version and the database schema version it writes.", 1,
+            labels: "{version=\"\(Metrics.escape(JotterBuild.version))\",schema_version=\"\(store.schemaVersion)\"}")
         return text
     }
 }

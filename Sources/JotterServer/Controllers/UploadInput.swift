@@ -7,7 +7,8 @@ enum UploadInput {
     /// The path's `id` of an upload (`isUploadID`); any other is `404`.
     static let idField = InputField<String>(
         "id", schema: .string(pattern: Upload.idPattern, example: "7c1a0e5b9d3f4a2e8b6c0d1f"),
-        description: "the upload's id; any other id is `404`", message: "must be the id of an upload") { isUploadID($0) ? $0 : nil }
+        description: "the upload's id; any other id is `404`", message: "must be the id of an upload"
+    ) { isUploadID($0) ? $0 : nil }
 
     /// The query of `GET /uploads`.
     enum List {
@@ -19,7 +20,8 @@ enum UploadInput {
         static let note = InputField<UploadQuery.Attachment>(
             "note_id", schema: .string(pattern: "^([1-9][0-9]*|0)?$"),
             description: "only the attachments of this note; empty (`note_id=`): only the uploads attached to no note",
-            message: "must be a note id, or empty for uploads attached to no note") { text in
+            message: "must be a note id, or empty for uploads attached to no note"
+        ) { text in
             text.isEmpty ? .unattached : NoteInput.noteID(text).map { .note($0) }
         }
         static let parameters: [OpenAPIParameter] = [.query(limit), .query(after), .query(note)]
@@ -38,11 +40,12 @@ enum UploadInput {
 
     /// The `next` link of a page that has more: the same filter and limit, after its last upload.
     static func next(_ query: UploadQuery, last: String) -> String {
-        let filter = switch query.attachment {
-        case .any: ""
-        case .unattached: "&note_id="
-        case .note(let id): "&note_id=\(id)"
-        }
+        let filter =
+            switch query.attachment {
+            case .any: ""
+            case .unattached: "&note_id="
+            case .note(let id): "&note_id=\(id)"
+            }
         return "/uploads?limit=\(query.limit)\(filter)&after=\(last)"
     }
 

@@ -44,12 +44,14 @@ struct UploadsController {
         routes.get("/uploads", operation: UploadsOperations.list, handler: list)
         routes.get("/uploads/:id", operation: UploadsOperations.show, handler: show)
         routes.on(.head, "/uploads/:id", operation: UploadsOperations.offset, handler: head)
-        routes.patch("/uploads/:id", body: .choosing { head in ResumableUploads.isAppend(head) ? resumable.append : .buffered() },
-                     runs: storing, operation: UploadsOperations.attach, handler: attach)
+        routes.patch(
+            "/uploads/:id", body: .choosing { head in ResumableUploads.isAppend(head) ? resumable.append : .buffered() },
+            runs: storing, operation: UploadsOperations.attach, handler: attach)
         routes.delete("/uploads/:id", body: .noBody, operation: UploadsOperations.delete, handler: delete)
         // A bucket's object is asked for before the answer (an empty one by a HEAD request).
-        routes.get("/uploads/:id/content", runs: store.blobs.readsBlock ? storing : nil, operation: UploadsOperations.content,
-                   handler: content)
+        routes.get(
+            "/uploads/:id/content", runs: store.blobs.readsBlock ? storing : nil, operation: UploadsOperations.content,
+            handler: content)
     }
 
     @Sendable func create(_ request: Request, _ context: RequestContext) throws -> Reply {
@@ -105,9 +107,11 @@ struct UploadsController {
                     id = UploadRecord.newID()
                     try blobs.put(UploadRecord.blobKey(id), movingFile: file.location)
                 }
-                uploads.append(NewUpload(id: id, filename: file.filename,
-                                         contentType: UploadPolicy.contentType(file.contentType, isUTF8: file.isUTF8 == true),
-                                         size: file.size, sha256: file.sha256))
+                uploads.append(
+                    NewUpload(
+                        id: id, filename: file.filename,
+                        contentType: UploadPolicy.contentType(file.contentType, isUTF8: file.isUTF8 == true),
+                        size: file.size, sha256: file.sha256))
             }
         } catch {
             for upload in uploads { try? blobs.delete(UploadRecord.blobKey(upload.id)) }
@@ -122,7 +126,9 @@ struct UploadsController {
         var page = query
         page.limit = query.limit + 1  // one more tells whether there is a next page
         guard var records = try store.uploads(page, owner: owner) else {
-            throw HTTPError.badQuery([.init(field: "after", message: "names no upload of yours (or one deleted over a week ago): list again from the start")])
+            throw HTTPError.badQuery([
+                .init(field: "after", message: "names no upload of yours (or one deleted over a week ago): list again from the start")
+            ])
         }
         let more = records.count > query.limit
         if more { records.removeLast() }
@@ -186,8 +192,9 @@ struct UploadsController {
         }
         // If-Range with another validator: the whole content.
         let rangeHeader = request.headers["If-Range"].map { $0 == etag } == false ? nil : request.headers["Range"]
-        return try BlobResponse.make(store: store, key: UploadRecord.blobKey(upload.id), size: UInt64(upload.size),
-                                     range: rangeHeader, headers: headers, what: "upload \(upload.id)")
+        return try BlobResponse.make(
+            store: store, key: UploadRecord.blobKey(upload.id), size: UInt64(upload.size),
+            range: rangeHeader, headers: headers, what: "upload \(upload.id)")
     }
 
     private func existing(_ context: RequestContext) throws -> UploadRecord {
@@ -246,8 +253,10 @@ extension Response {
     /// Whole, or the single range a `Range` header asks for (`206` with `Content-Range`), of
     /// `size` bytes: `make` gets the offset, length, status and headers; a range outside the
     /// bytes throws `416`.
-    static func ranged(size: UInt64, range: String?, headers: HTTPHeaders, what: String,
-                       make: (_ offset: UInt64, _ length: UInt64, HTTPStatus, HTTPHeaders) throws -> Response) throws -> Response {
+    static func ranged(
+        size: UInt64, range: String?, headers: HTTPHeaders, what: String,
+        make: (_ offset: UInt64, _ length: UInt64, HTTPStatus, HTTPHeaders) throws -> Response
+    ) throws -> Response {
         var headers = headers
         switch ByteRange(range, size: size) {
         case .full:
@@ -256,8 +265,9 @@ extension Response {
             headers.add("Content-Range", "bytes \(range.lowerBound)-\(range.upperBound)/\(size)")
             return try make(range.lowerBound, range.upperBound - range.lowerBound + 1, HTTPStatus(206), headers)
         case .unsatisfiable:
-            throw HTTPError(HTTPStatus(416), detail: "the range is outside the \(size) bytes of \(what)",
-                            headers: HTTPHeaders([("Content-Range", "bytes */\(size)")]))
+            throw HTTPError(
+                HTTPStatus(416), detail: "the range is outside the \(size) bytes of \(what)",
+                headers: HTTPHeaders([("Content-Range", "bytes */\(size)")]))
         }
     }
 }

@@ -38,21 +38,22 @@ struct WebAsset: Sendable {
 
     /// The web app's files by name, as served under `/assets/` (and `index.html` at `/`). A file
     /// added to Web/app is embedded by itself; it is served once it is listed here.
-    static let all: [String: WebAsset] = Dictionary(uniqueKeysWithValues: [
-        ("index.html", PackageResources.index_html), ("style.css", PackageResources.style_css),
-        ("manifest.webmanifest", PackageResources.manifest_webmanifest), ("sw.js", PackageResources.sw_js),
-        ("icon.svg", PackageResources.icon_svg), ("icon-192.png", PackageResources.icon_192_png),
-        ("icon-512.png", PackageResources.icon_512_png), ("icon-maskable-512.png", PackageResources.icon_maskable_512_png),
-        ("apple-touch-icon.png", PackageResources.apple_touch_icon_png),
-        ("app.js", PackageResources.app_js), ("account.js", PackageResources.account_js),
-        ("api.js", PackageResources.api_js), ("attachments.js", PackageResources.attachments_js),
-        ("dialogs.js", PackageResources.dialogs_js), ("dom.js", PackageResources.dom_js),
-        ("editor.js", PackageResources.editor_js), ("files.js", PackageResources.files_js),
-        ("format.js", PackageResources.format_js), ("history.js", PackageResources.history_js),
-        ("live.js", PackageResources.live_js), ("merge.js", PackageResources.merge_js),
-        ("paged.js", PackageResources.paged_js), ("trash.js", PackageResources.trash_js),
-        ("store.js", PackageResources.store_js), ("sync.js", PackageResources.sync_js),
-    ].map { ($0, WebAsset(name: $0, body: $1)) })
+    static let all: [String: WebAsset] = Dictionary(
+        uniqueKeysWithValues: [
+            ("index.html", PackageResources.index_html), ("style.css", PackageResources.style_css),
+            ("manifest.webmanifest", PackageResources.manifest_webmanifest), ("sw.js", PackageResources.sw_js),
+            ("icon.svg", PackageResources.icon_svg), ("icon-192.png", PackageResources.icon_192_png),
+            ("icon-512.png", PackageResources.icon_512_png), ("icon-maskable-512.png", PackageResources.icon_maskable_512_png),
+            ("apple-touch-icon.png", PackageResources.apple_touch_icon_png),
+            ("app.js", PackageResources.app_js), ("account.js", PackageResources.account_js),
+            ("api.js", PackageResources.api_js), ("attachments.js", PackageResources.attachments_js),
+            ("dialogs.js", PackageResources.dialogs_js), ("dom.js", PackageResources.dom_js),
+            ("editor.js", PackageResources.editor_js), ("files.js", PackageResources.files_js),
+            ("format.js", PackageResources.format_js), ("history.js", PackageResources.history_js),
+            ("live.js", PackageResources.live_js), ("merge.js", PackageResources.merge_js),
+            ("paged.js", PackageResources.paged_js), ("trash.js", PackageResources.trash_js),
+            ("store.js", PackageResources.store_js), ("sync.js", PackageResources.sync_js),
+        ].map { ($0, WebAsset(name: $0, body: $1)) })
 }
 
 /// `GET /` (the notes web app) and `GET /assets/{name}` (its scripts, styles, icons, manifest and
@@ -86,8 +87,10 @@ struct WebController {
     /// under `--auth off` asks no `/auth/me` that can only be a 401). `canSignIn`, asked for
     /// each page under `--auth off`: false while there is no user, and the page then says so
     /// (`data-sign-in="none"`) and offers no "Sign in".
-    init(assets: [String: WebAsset] = WebAsset.all, auth: AuthMode = .required,
-         canSignIn: (@Sendable () throws(HTTPError) -> Bool)? = nil, runs pagePlace: WorkPlace? = nil) {
+    init(
+        assets: [String: WebAsset] = WebAsset.all, auth: AuthMode = .required,
+        canSignIn: (@Sendable () throws(HTTPError) -> Bool)? = nil, runs pagePlace: WorkPlace? = nil
+    ) {
         var assets = assets
         if let worker = assets[Self.serviceWorker] { assets[Self.serviceWorker] = Self.filled(worker, shell: assets) }
         var withoutSignIn: WebAsset?
@@ -95,8 +98,9 @@ struct WebController {
             func variant(_ attributes: String, _ digits: String) -> WebAsset {
                 let text = String(decoding: page.body, as: UTF8.self)
                     .replacing("<body data-view=\"list\">", with: "<body data-view=\"list\" \(attributes)>")
-                return WebAsset(contentType: page.contentType, etag: String(page.etag.dropLast()) + digits + "\"",  // still hex, as documented
-                                body: Array(text.utf8))
+                return WebAsset(
+                    contentType: page.contentType, etag: String(page.etag.dropLast()) + digits + "\"",  // still hex, as documented
+                    body: Array(text.utf8))
             }
             assets["index.html"] = variant("data-auth=\"\(auth.rawValue)\"", auth == .off ? "0" : "1")
             if auth == .off { withoutSignIn = variant("data-auth=\"off\" data-sign-in=\"none\"", "00") }
@@ -127,7 +131,9 @@ struct WebController {
             if let canSignIn, let page = pageWithoutSignIn, try !canSignIn() { return serve(page, request) }
             return try serve("index.html", request)
         }
-        routes.get("/assets/:name", operation: WebOperations.asset(names: files.keys.filter { $0 != "index.html" }.sorted())) { request, context in try serve(context.parameters["name"] ?? "", request) }
+        routes.get("/assets/:name", operation: WebOperations.asset(names: files.keys.filter { $0 != "index.html" }.sorted())) { request, context in
+            try serve(context.parameters["name"] ?? "", request)
+        }
     }
 
     func serve(_ name: String, _ request: Request) throws(HTTPError) -> Response {

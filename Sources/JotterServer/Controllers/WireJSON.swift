@@ -104,17 +104,22 @@ extension UploadEnvelope: JSONWritable {
 /// pieces, the body escaped from its bytes, the id, version and timestamps formatted in place.
 enum NoteJSON {
     /// `mergeBase` (events only): the `base` of a merged write.
-    static func write(id: Int64, body: UnsafeRawBufferPointer, createdAt: Int64, updatedAt: Int64, version: Int64,
-                      attachments: [UploadRecord], deletedAt: Int64? = nil, mergeBase: Int64? = nil, to json: inout JSONWriter) {
+    static func write(
+        id: Int64, body: UnsafeRawBufferPointer, createdAt: Int64, updatedAt: Int64, version: Int64,
+        attachments: [UploadRecord], deletedAt: Int64? = nil, mergeBase: Int64? = nil, to json: inout JSONWriter
+    ) {
         var timestamps = QuotedTimestamps()
-        write(id: id, body: body, createdAt: createdAt, updatedAt: updatedAt, version: version, attachments: attachments,
-              deletedAt: deletedAt, mergeBase: mergeBase, timestamps: &timestamps, to: &json)
+        write(
+            id: id, body: body, createdAt: createdAt, updatedAt: updatedAt, version: version, attachments: attachments,
+            deletedAt: deletedAt, mergeBase: mergeBase, timestamps: &timestamps, to: &json)
     }
 
     /// The same, its timestamps from `timestamps` (shared by the notes of a page).
-    static func write(id: Int64, body: UnsafeRawBufferPointer, createdAt: Int64, updatedAt: Int64, version: Int64,
-                      attachments: [UploadRecord], deletedAt: Int64? = nil, mergeBase: Int64? = nil, timestamps: inout QuotedTimestamps,
-                      to json: inout JSONWriter) {
+    static func write(
+        id: Int64, body: UnsafeRawBufferPointer, createdAt: Int64, updatedAt: Int64, version: Int64,
+        attachments: [UploadRecord], deletedAt: Int64? = nil, mergeBase: Int64? = nil, timestamps: inout QuotedTimestamps,
+        to json: inout JSONWriter
+    ) {
         if attachments.isEmpty {
             json.raw("{\"attachments\":[]")
         } else {
@@ -224,8 +229,9 @@ struct StoredNote: JSONWritable, Encodable {
     func write(to json: inout JSONWriter) {
         var body = record.body
         body.withUTF8 { body in
-            NoteJSON.write(id: record.id, body: UnsafeRawBufferPointer(body), createdAt: record.createdAt, updatedAt: record.updatedAt,
-                           version: record.version, attachments: attachments, deletedAt: deletedAt, mergeBase: mergeBase, to: &json)
+            NoteJSON.write(
+                id: record.id, body: UnsafeRawBufferPointer(body), createdAt: record.createdAt, updatedAt: record.updatedAt,
+                version: record.version, attachments: attachments, deletedAt: deletedAt, mergeBase: mergeBase, to: &json)
         }
     }
 
@@ -281,8 +287,9 @@ struct StoredNoteList: JSONWritable, Encodable {
             if index > 0 { json.raw(",") }
             let note = page[index]
             page.withBody(at: index) { body in
-                NoteJSON.write(id: note.id, body: body, createdAt: note.createdAt, updatedAt: note.updatedAt, version: note.version,
-                               attachments: page.attachments(at: index), timestamps: &timestamps, to: &json)
+                NoteJSON.write(
+                    id: note.id, body: body, createdAt: note.createdAt, updatedAt: note.updatedAt, version: note.version,
+                    attachments: page.attachments(at: index), timestamps: &timestamps, to: &json)
             }
         }
         json.raw("]}")
@@ -327,8 +334,9 @@ struct StoredChangeList: JSONWritable, Encodable {
             }
             let note = page.notes[live]
             page.notes.withBody(at: live) { body in
-                NoteJSON.write(id: note.id, body: body, createdAt: note.createdAt, updatedAt: note.updatedAt, version: note.version,
-                               attachments: page.notes.attachments(at: live), timestamps: &timestamps, to: &json)
+                NoteJSON.write(
+                    id: note.id, body: body, createdAt: note.createdAt, updatedAt: note.updatedAt, version: note.version,
+                    attachments: page.notes.attachments(at: live), timestamps: &timestamps, to: &json)
             }
             live += 1
         }
@@ -340,11 +348,12 @@ struct StoredChangeList: JSONWritable, Encodable {
 
     var list: NoteChangeList {
         var live = 0
-        return NoteChangeList(changes: page.entries.prefix(count).map { entry in
-            guard !entry.deleted else { return .deleted(id: String(entry.noteID), version: Int(entry.version)) }
-            defer { live += 1 }
-            return .note(Note(page.notes.record(at: live), attachments: page.notes.attachments(at: live)))
-        }, cursor: cursor, more: more, reset: page.walk)
+        return NoteChangeList(
+            changes: page.entries.prefix(count).map { entry in
+                guard !entry.deleted else { return .deleted(id: String(entry.noteID), version: Int(entry.version)) }
+                defer { live += 1 }
+                return .note(Note(page.notes.record(at: live), attachments: page.notes.attachments(at: live)))
+            }, cursor: cursor, more: more, reset: page.walk)
     }
 
     func encode(to encoder: any Encoder) throws { try list.encode(to: encoder) }

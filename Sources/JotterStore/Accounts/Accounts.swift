@@ -31,8 +31,10 @@ public struct CredentialRecord: Sendable, Hashable {
     public var expiresAt: Int64?
     public var revokedAt: Int64?
 
-    public init(id: Int64, userID: Int64, kind: CredentialKind, label: String, createdAt: Int64,
-                lastUsedAt: Int64? = nil, expiresAt: Int64? = nil, revokedAt: Int64? = nil) {
+    public init(
+        id: Int64, userID: Int64, kind: CredentialKind, label: String, createdAt: Int64,
+        lastUsedAt: Int64? = nil, expiresAt: Int64? = nil, revokedAt: Int64? = nil
+    ) {
         self.id = id
         self.userID = userID
         self.kind = kind

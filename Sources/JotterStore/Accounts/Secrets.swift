@@ -12,8 +12,9 @@ public enum PasswordHash {
     public static func make(_ password: String) throws(StoreError) -> String {
         Sodium.ready()
         var out = [CChar](repeating: 0, count: Int(crypto_pwhash_STRBYTES))
-        let rc = crypto_pwhash_str(&out, password, UInt64(password.utf8.count),
-                                   UInt64(crypto_pwhash_OPSLIMIT_INTERACTIVE), Int(crypto_pwhash_MEMLIMIT_INTERACTIVE))
+        let rc = crypto_pwhash_str(
+            &out, password, UInt64(password.utf8.count),
+            UInt64(crypto_pwhash_OPSLIMIT_INTERACTIVE), Int(crypto_pwhash_MEMLIMIT_INTERACTIVE))
         guard rc == 0 else { throw .system("could not hash the password (out of memory)") }
         return String(decoding: out.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
@@ -54,9 +55,13 @@ public enum Secret {
         let utf8 = Array(secret.utf8)
         let kind: CredentialKind
         let prefixLength: Int
-        if utf8.starts(with: sessionPrefix.utf8) { (kind, prefixLength) = (.session, sessionPrefix.utf8.count) }
-        else if utf8.starts(with: tokenPrefix.utf8) { (kind, prefixLength) = (.token, tokenPrefix.utf8.count) }
-        else { return nil }
+        if utf8.starts(with: sessionPrefix.utf8) {
+            (kind, prefixLength) = (.session, sessionPrefix.utf8.count)
+        } else if utf8.starts(with: tokenPrefix.utf8) {
+            (kind, prefixLength) = (.token, tokenPrefix.utf8.count)
+        } else {
+            return nil
+        }
         guard utf8.count == prefixLength + randomLength + checksumLength else { return nil }
         let body = utf8[prefixLength..<(prefixLength + randomLength)]
         guard utf8[prefixLength...].allSatisfy({ alphabet.contains($0) }) else { return nil }

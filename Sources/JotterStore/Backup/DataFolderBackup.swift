@@ -54,8 +54,10 @@ public enum DataFolderBackup {
     /// - Returns: what the snapshot holds, read back from it after `integrity_check` said ok.
     /// - Throws: `StoreError.notEmpty` when `destination` has files, `.notJotterDatabase` when
     ///   there is no database, SQLite errors.
-    public static func snapshot(dataDirectory: String, into destination: String,
-                                linkUploads: Bool = false) throws(StoreError) -> BackupContents {
+    public static func snapshot(
+        dataDirectory: String, into destination: String,
+        linkUploads: Bool = false
+    ) throws(StoreError) -> BackupContents {
         let source = databasePath(in: dataDirectory)
         guard access(source, F_OK) == 0 else {
             throw .invalidArgument("there is no \(SQLiteStore.fileName) in \(dataDirectory)")
@@ -70,8 +72,9 @@ public enum DataFolderBackup {
                 let contents = try self.contents(ofBackup: destination, checkFiles: false)
                 try FileTransfer.makeFolder(destination + "/uploads")
                 for upload in contents.uploads {
-                    try FileTransfer.place(dataDirectory + "/uploads/" + upload.id, at: destination + "/uploads/" + upload.id,
-                                           link: linkUploads)
+                    try FileTransfer.place(
+                        dataDirectory + "/uploads/" + upload.id, at: destination + "/uploads/" + upload.id,
+                        link: linkUploads)
                 }
                 FileTransfer.syncFolder(destination + "/uploads")
                 FileTransfer.syncFolder(destination)

@@ -109,8 +109,9 @@ final class DataFolderLock: Sendable {
         guard fd >= 0 else { throw .system("cannot open \(folder): \(String(cString: strerror(errno)))") }
         guard flock(fd, (exclusive ? LOCK_EX : LOCK_SH) | LOCK_NB) == 0 else {
             close(fd)
-            throw exclusive ? .inUse("\(folder) is in use by a running jotter server; stop it first")
-                            : .inUse("\(folder) is being restored; try again when the restore is done")
+            throw exclusive
+                ? .inUse("\(folder) is in use by a running jotter server; stop it first")
+                : .inUse("\(folder) is being restored; try again when the restore is done")
         }
         descriptor = Atomic(fd)
     }

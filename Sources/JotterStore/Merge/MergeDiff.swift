@@ -86,14 +86,14 @@ struct TokenDiff {
         func surplus(_ h: Hunk) -> Int { (h.aHi - h.aLo) - (h.bHi - h.bLo) }
         var moved = false
         // Down: the last `m` deleted tokens of `first` slide over the gap to before `second`.
-        for k in 0 ..< hunks.count - 1 {
+        for k in 0..<hunks.count - 1 {
             let first = hunks[k], second = hunks[k + 1]
             let m = surplus(first)
             guard m > 0, surplus(second) < 0 else { continue }
             let gap = second.aLo - first.aHi
             try meter.spend(gap)
             var slides = true
-            for t in 0 ..< gap where a[first.aHi - m + t] != a[first.aHi + t] { slides = false; break }
+            for t in 0..<gap where a[first.aHi - m + t] != a[first.aHi + t] { slides = false; break }
             guard slides else { continue }
             hunks[k].aHi -= m
             hunks[k + 1].aLo -= m
@@ -107,7 +107,7 @@ struct TokenDiff {
             let gap = second.aLo - first.aHi
             try meter.spend(gap)
             var slides = true
-            for t in 0 ..< gap where a[second.aLo - 1 - t] != a[second.aLo + m - 1 - t] { slides = false; break }
+            for t in 0..<gap where a[second.aLo - 1 - t] != a[second.aLo + m - 1 - t] { slides = false; break }
             guard slides else { continue }
             hunks[k].aHi += m
             hunks[k + 1].aLo += m
@@ -117,8 +117,8 @@ struct TokenDiff {
         for index in changedA.indices { changedA[index] = false }
         for index in changedB.indices { changedB[index] = false }
         for hunk in hunks {
-            for i in hunk.aLo ..< hunk.aHi { changedA[i] = true }
-            for j in hunk.bLo ..< hunk.bHi { changedB[j] = true }
+            for i in hunk.aLo..<hunk.aHi { changedA[i] = true }
+            for j in hunk.bLo..<hunk.bHi { changedB[j] = true }
         }
     }
 
@@ -194,8 +194,8 @@ private struct Differ {
             }
             try meter.spend(head)
             if span.aLo == span.aHi || span.bLo == span.bHi {
-                for i in span.aLo ..< span.aHi { changedA[i] = true }
-                for j in span.bLo ..< span.bHi { changedB[j] = true }
+                for i in span.aLo..<span.aHi { changedA[i] = true }
+                for j in span.bLo..<span.bHi { changedB[j] = true }
                 continue
             }
             if span.anchors, try anchor(span, into: &spans) { continue }
@@ -206,16 +206,16 @@ private struct Differ {
     /// Patience: pushes the spans between the unique common tokens; false if there is none.
     mutating func anchor(_ span: Span, into spans: inout [Span]) throws(MergeWorkExceeded) -> Bool {
         try meter.spend(2 * (span.aHi - span.aLo + span.bHi - span.bLo))
-        for i in span.aLo ..< span.aHi { countA[Int(a[i])] &+= 1 }
-        for j in span.bLo ..< span.bHi { countB[Int(b[j])] &+= 1; placeB[Int(b[j])] = Int32(j) }
+        for i in span.aLo..<span.aHi { countA[Int(a[i])] &+= 1 }
+        for j in span.bLo..<span.bHi { countB[Int(b[j])] &+= 1; placeB[Int(b[j])] = Int32(j) }
         // Unique in both, in a's order: (i, j).
         var pairs: [(Int, Int)] = []
-        for i in span.aLo ..< span.aHi {
+        for i in span.aLo..<span.aHi {
             let id = Int(a[i])
             if countA[id] == 1, countB[id] == 1 { pairs.append((i, Int(placeB[id]))) }
         }
-        for i in span.aLo ..< span.aHi { countA[Int(a[i])] = 0 }
-        for j in span.bLo ..< span.bHi { countB[Int(b[j])] = 0 }
+        for i in span.aLo..<span.aHi { countA[Int(a[i])] = 0 }
+        for j in span.bLo..<span.bHi { countB[Int(b[j])] = 0 }
         if pairs.isEmpty { return false }
 
         // The longest run of pairs increasing in j (patience sorting).
@@ -258,7 +258,7 @@ private struct Differ {
         reached[offset + 1] = 0
         reached[backwardStart + offset + 1] = 0
         var split: (x0: Int, y0: Int, x1: Int, y1: Int)? = nil
-        search: for d in 0 ... limit {
+        search: for d in 0...limit {
             try meter.spend(2 * d + 2)
             var k = -d
             while k <= d {
@@ -284,8 +284,8 @@ private struct Differ {
         // Each half must be smaller than the span, or the stack would never empty.
         guard let (x0, y0, x1, y1) = split, x0 + y0 < n + m, x1 + y1 > 0 else {
             // Cannot happen for a trimmed span; if it did, call it all changed rather than loop.
-            for i in span.aLo ..< span.aHi { changedA[i] = true }
-            for j in span.bLo ..< span.bHi { changedB[j] = true }
+            for i in span.aLo..<span.aHi { changedA[i] = true }
+            for j in span.bLo..<span.bHi { changedB[j] = true }
             return
         }
         spans.append(Span(aLo: span.aLo, aHi: span.aLo + x0, bLo: span.bLo, bHi: span.bLo + y0, anchors: false))
@@ -298,8 +298,10 @@ private struct Differ {
     /// the furthest x reached on `k` and returns where the run began (`x0`) and ended (`x`);
     /// y is x − k.
     @inline(__always)
-    private mutating func reach(_ k: Int, round d: Int, offset: Int, in span: Span,
-                                fromEnd: Bool) throws(MergeWorkExceeded) -> (x0: Int, x: Int) {
+    private mutating func reach(
+        _ k: Int, round d: Int, offset: Int, in span: Span,
+        fromEnd: Bool
+    ) throws(MergeWorkExceeded) -> (x0: Int, x: Int) {
         let n = span.aHi - span.aLo, m = span.bHi - span.bLo
         let at = (fromEnd ? backwardStart : 0) + offset + k  // diagonal k in `reached`
         let x0 = k == -d || (k != d && reached[at - 1] < reached[at + 1]) ? reached[at + 1] : reached[at - 1] + 1

@@ -58,7 +58,7 @@ enum Tokenizer {
             while i < n {
                 if buffer[i] == 0x0A {
                     bounds.append(i + 1)
-                    ids.append(interner.id(of: bytes[start ..< i + 1]))
+                    ids.append(interner.id(of: bytes[start..<i + 1]))
                     start = i + 1
                 }
                 i += 1
@@ -87,7 +87,7 @@ enum Tokenizer {
                 while j < span.upperBound, Self.kind(bytes[j]) == kind { j += 1 }
             }
             bounds.append(j)
-            ids.append(interner.id(of: bytes[i ..< j]))
+            ids.append(interner.id(of: bytes[i..<j]))
             i = j
         }
         return MergeTokens(bytes: bytes, bounds: bounds, ids: ids)
@@ -97,7 +97,7 @@ enum Tokenizer {
 
     @inline(__always) static func kind(_ byte: UInt8) -> Kind {
         switch byte {
-        case 0x30 ... 0x39, 0x41 ... 0x5A, 0x61 ... 0x7A, 0x5F, 0x80 ... 0xFF: .word
+        case 0x30...0x39, 0x41...0x5A, 0x61...0x7A, 0x5F, 0x80...0xFF: .word
         case 0x20, 0x09, 0x0D: .blank
         default: .single
         }

@@ -134,7 +134,9 @@ struct Diff3Chunk: Equatable {
 
 enum Diff3 {
     /// The diff3 parse of three token lists that share one interner (`distinct` ids).
-    static func chunks(_ o: MergeTokens, _ a: MergeTokens, _ b: MergeTokens, distinct: Int, meter: WorkMeter) throws(MergeWorkExceeded) -> [Diff3Chunk] {
+    static func chunks(_ o: MergeTokens, _ a: MergeTokens, _ b: MergeTokens, distinct: Int, meter: WorkMeter) throws(MergeWorkExceeded)
+        -> [Diff3Chunk]
+    {
         let ma = try TokenDiff(o.ids, a.ids, distinct: distinct, meter: meter).matchesOfA()
         let mb = try TokenDiff(o.ids, b.ids, distinct: distinct, meter: meter).matchesOfA()
         try meter.spend(o.count + a.count + b.count)
@@ -146,7 +148,7 @@ enum Diff3 {
             while i < n, ma[i] == la + (i - lo), mb[i] == lb + (i - lo) { i += 1 }
             if i > lo {
                 let length = i - lo
-                chunks.append(Diff3Chunk(base: lo ..< i, current: la ..< la + length, incoming: lb ..< lb + length, stable: true))
+                chunks.append(Diff3Chunk(base: lo..<i, current: la..<la + length, incoming: lb..<lb + length, stable: true))
                 lo = i; la += length; lb += length
             }
             if lo == n, la == a.count, lb == b.count { break }
@@ -155,7 +157,7 @@ enum Diff3 {
             while next < n, ma[next] < 0 || mb[next] < 0 { next += 1 }
             let ea = next < n ? ma[next] : a.count
             let eb = next < n ? mb[next] : b.count
-            chunks.append(Diff3Chunk(base: lo ..< next, current: la ..< ea, incoming: lb ..< eb, stable: false))
+            chunks.append(Diff3Chunk(base: lo..<next, current: la..<ea, incoming: lb..<eb, stable: false))
             lo = next; la = ea; lb = eb
         }
         return chunks
@@ -213,7 +215,8 @@ extension Diff3 {
                     let theirs = ids(second, part(next, second))
                     // `mine s` ends with `s q`, q the second side's insertion.
                     if next.base.isEmpty, mine.count >= theirs.count,
-                       (mine + stable).suffix(stable.count + theirs.count).elementsEqual(stable + theirs) {
+                        (mine + stable).suffix(stable.count + theirs.count).elementsEqual(stable + theirs)
+                    {
                         takes.append(.copy(first, part(chunk, first)))
                         takes.append(.copy(0, chunks[i + 1].base))
                         i += 3
@@ -221,7 +224,8 @@ extension Diff3 {
                     }
                     // q the first side's insertion, `s theirs` starts with `q s`.
                     if chunk.base.isEmpty, theirs.count >= mine.count,
-                       (stable + theirs).prefix(mine.count + stable.count).elementsEqual(mine + stable) {
+                        (stable + theirs).prefix(mine.count + stable.count).elementsEqual(mine + stable)
+                    {
                         takes.append(.copy(0, chunks[i + 1].base))
                         takes.append(.copy(second, part(next, second)))
                         i += 3
@@ -267,9 +271,11 @@ struct Merger {
 
     /// Merges a span both sides changed again, over words; appends it and returns true if no
     /// words overlap, else appends nothing and returns false.
-    mutating func mergeWords(_ base: MergeTokens, _ current: MergeTokens, _ incoming: MergeTokens, _ chunk: Diff3Chunk) throws(MergeWorkExceeded) -> Bool {
+    mutating func mergeWords(_ base: MergeTokens, _ current: MergeTokens, _ incoming: MergeTokens, _ chunk: Diff3Chunk) throws(MergeWorkExceeded)
+        -> Bool
+    {
         func span(_ tokens: MergeTokens, _ range: Range<Int>) -> Range<Int> {
-            tokens.offset(range.lowerBound) ..< tokens.offset(range.upperBound)
+            tokens.offset(range.lowerBound)..<tokens.offset(range.upperBound)
         }
         var interner = TokenInterner()
         let o = Tokenizer.words(base.bytes, span: span(base, chunk.base), interner: &interner)
@@ -296,21 +302,22 @@ struct Merger {
         while head < a.count, head < b.count, current.ids[a.lowerBound + head] == incoming.ids[b.lowerBound + head] { head += 1 }
         var tail = 0
         while tail < a.count - head, tail < b.count - head,
-              current.ids[a.upperBound - 1 - tail] == incoming.ids[b.upperBound - 1 - tail] { tail += 1 }
-        append(current, a.lowerBound ..< a.lowerBound + head)
+            current.ids[a.upperBound - 1 - tail] == incoming.ids[b.upperBound - 1 - tail]
+        { tail += 1 }
+        append(current, a.lowerBound..<a.lowerBound + head)
         let start = output.count
-        a = a.lowerBound + head ..< a.upperBound - tail
-        b = b.lowerBound + head ..< b.upperBound - tail
+        a = a.lowerBound + head..<a.upperBound - tail
+        b = b.lowerBound + head..<b.upperBound - tail
         append(current, a)
         if !a.isEmpty, !b.isEmpty, output.last != 0x0A { output.append(0x0A) }
         append(incoming, b)
-        if output.count > start { regions.append(start ..< output.count) }
-        append(current, chunk.current.upperBound - tail ..< chunk.current.upperBound)
+        if output.count > start { regions.append(start..<output.count) }
+        append(current, chunk.current.upperBound - tail..<chunk.current.upperBound)
     }
 
     mutating func append(_ tokens: MergeTokens, _ range: Range<Int>) {
         guard !range.isEmpty else { return }
-        output.append(contentsOf: tokens.bytes[tokens.offset(range.lowerBound) ..< tokens.offset(range.upperBound)])
+        output.append(contentsOf: tokens.bytes[tokens.offset(range.lowerBound)..<tokens.offset(range.upperBound)])
     }
 
     /// The text, and the regions in UTF-16 code units.
@@ -333,7 +340,8 @@ struct Merger {
             advance(to: region.upperBound)
             converted.append(TextMerge.Region(start: start, end: utf16))
         }
-        return TextMerge.Outcome(text: String(decoding: output, as: UTF8.self),
-                                 result: converted.isEmpty ? .clean : .overlap, regions: converted)
+        return TextMerge.Outcome(
+            text: String(decoding: output, as: UTF8.self),
+            result: converted.isEmpty ? .clean : .overlap, regions: converted)
     }
 }

@@ -12,10 +12,11 @@ enum PostgresAccountRows {
     }
 
     static func credential(_ row: PostgresRow, from first: Int = 0) throws -> CredentialRecord {
-        CredentialRecord(id: try row.value(first), userID: try row.value(first + 1),
-                         kind: CredentialKind(rawValue: try row.value(first + 2)) ?? .token, label: try row.value(first + 3),
-                         createdAt: try row.value(first + 4), lastUsedAt: try row.value(first + 5),
-                         expiresAt: try row.value(first + 6), revokedAt: try row.value(first + 7))
+        CredentialRecord(
+            id: try row.value(first), userID: try row.value(first + 1),
+            kind: CredentialKind(rawValue: try row.value(first + 2)) ?? .token, label: try row.value(first + 3),
+            createdAt: try row.value(first + 4), lastUsedAt: try row.value(first + 5),
+            expiresAt: try row.value(first + 6), revokedAt: try row.value(first + 7))
     }
 
     static func users(on db: PostgresConnection) throws -> [UserRecord] {
@@ -37,16 +38,20 @@ enum PostgresAccountRows {
     }
 
     static func credential(digest: [UInt8], on db: PostgresConnection) throws -> (CredentialRecord, UserRecord)? {
-        try db.query("""
+        try db.query(
+            """
             SELECT c.id, c.user_id, c.kind, c.label, c.created_at, c.last_used_at, c.expires_at, c.revoked_at,
                    u.id, u.name, u.is_admin, u.created_at
             FROM credentials AS c JOIN users AS u ON u.id = c.user_id WHERE c.digest = $1::bytea
-            """, [PostgresBytes(digest)]).first.map { (try credential($0), try user($0, from: 8)) }
+            """, [PostgresBytes(digest)]
+        ).first.map { (try credential($0), try user($0, from: 8)) }
     }
 
     static func credentials(userID: Int64, kind: CredentialKind, on db: PostgresConnection) throws -> [CredentialRecord] {
-        try db.query("SELECT \(credentialColumns) FROM credentials WHERE user_id = $1 AND kind = $2 ORDER BY id DESC",
-                     [userID, kind.rawValue]).map { try credential($0) }
+        try db.query(
+            "SELECT \(credentialColumns) FROM credentials WHERE user_id = $1 AND kind = $2 ORDER BY id DESC",
+            [userID, kind.rawValue]
+        ).map { try credential($0) }
     }
 
     /// Applies `write` inside `transaction`; a removed user's upload blobs are collected in it.
@@ -57,8 +62,9 @@ enum PostgresAccountRows {
             try db.query("SELECT pg_advisory_xact_lock($1)", [accountsLock])
             if try user(named: name, on: db) != nil { return .nameTaken }
             let first: Bool = try db.query("SELECT NOT EXISTS (SELECT 1 FROM users)")[0].value(0)
-            let id: Int64 = try db.query("INSERT INTO users (name, password_hash, is_admin, created_at) VALUES ($1, $2, $3, $4) RETURNING id",
-                                         [name, hash, isAdmin, now])[0].value(0)
+            let id: Int64 = try db.query(
+                "INSERT INTO users (name, password_hash, is_admin, created_at) VALUES ($1, $2, $3, $4) RETURNING id",
+                [name, hash, isAdmin, now])[0].value(0)
             if first {
                 // What was stored before there were users becomes the first user's.
                 for table in ["notes", "uploads", "events", "note_revisions", "trashed_notes", "note_changes"] {
@@ -83,7 +89,8 @@ enum PostgresAccountRows {
             try db.query("DELETE FROM trashed_notes WHERE owner = $1", [userID])
             try db.query("DELETE FROM note_changes WHERE owner = $1", [userID])
             // The last event id must not go back when the newest events were theirs.
-            try db.query("""
+            try db.query(
+                """
                 WITH gone AS (DELETE FROM events WHERE owner = $1 RETURNING id)
                 UPDATE event_marks SET high_water = greatest(high_water, (SELECT max(id) FROM gone)) WHERE EXISTS (SELECT 1 FROM gone)
                 """, [userID])
@@ -94,13 +101,16 @@ enum PostgresAccountRows {
 
         case .issue(let userID, let kind, let label, let digest, let expiresAt):
             guard try user(id: userID, on: db) != nil else { return .notFound }
-            let id: Int64 = try db.query("""
+            let id: Int64 = try db.query(
+                """
                 INSERT INTO credentials (user_id, kind, label, digest, created_at, expires_at) VALUES ($1, $2, $3, $4::bytea, $5, $6) RETURNING id
                 """, [userID, kind.rawValue, label, PostgresBytes(digest), now, expiresAt])[0].value(0)
             return .credential(CredentialRecord(id: id, userID: userID, kind: kind, label: label, createdAt: now, expiresAt: expiresAt))
 
         case .revoke(let id, let userID):
-            guard let row = try db.query("SELECT \(credentialColumns) FROM credentials WHERE id = $1 FOR UPDATE", [id]).first else { return .notFound }
+            guard let row = try db.query("SELECT \(credentialColumns) FROM credentials WHERE id = $1 FOR UPDATE", [id]).first else {
+                return .notFound
+            }
             var record = try credential(row)
             guard userID.map({ $0 == record.userID }) ?? true else { return .notFound }
             if record.revokedAt == nil {

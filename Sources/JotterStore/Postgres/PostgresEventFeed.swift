@@ -93,9 +93,9 @@ final class PostgresEventFeed: Sendable {
 
     private func run() {
         var listener: PostgresConnection?
-        var due = true                 // read (and trim) on the next turn
+        var due = true  // read (and trim) on the next turn
         var lastRead = MonotonicClock.seconds(), lastTrim = 0.0
-        var untrimmed = true           // events may have been added since the last trim
+        var untrimmed = true  // events may have been added since the last trim
         while !stopped {
             do {
                 if listener == nil {

@@ -29,7 +29,8 @@ final class PostgresLimitCounters: LimitCounters {
         }
         if keys.count == 1 && cost == 1 {
             return try store.read { db in
-                let row = try db.query("""
+                let row = try db.query(
+                    """
                     WITH clock AS (SELECT \(Self.now) AS now)
                     INSERT INTO limit_buckets AS b (key, tokens, updated, allowed, full_at)
                     SELECT $1, $2::float8 - 1, now, true, now + $3::float8 FROM clock
@@ -50,8 +51,9 @@ final class PostgresLimitCounters: LimitCounters {
                 let order = keys.indices.sorted { keys[$0] < keys[$1] }
                 var buckets: [Int: (tokens: Double, now: Double)] = [:]
                 for index in order {
-                    try db.query("INSERT INTO limit_buckets (key, tokens, updated, allowed, full_at) VALUES ($1, $2::float8, \(Self.now), true, \(Self.now)) ON CONFLICT DO NOTHING",
-                                 [keys[index], capacity])
+                    try db.query(
+                        "INSERT INTO limit_buckets (key, tokens, updated, allowed, full_at) VALUES ($1, $2::float8, \(Self.now), true, \(Self.now)) ON CONFLICT DO NOTHING",
+                        [keys[index], capacity])
                     let row = try db.query("SELECT tokens, updated, \(Self.now) FROM limit_buckets WHERE key = $1 FOR UPDATE", [keys[index]])[0]
                     let tokens: Double = try row.value(0), updated: Double = try row.value(1), now: Double = try row.value(2)
                     buckets[index] = (min(capacity, tokens + max(0, now - updated) / interval), now)
@@ -62,8 +64,9 @@ final class PostgresLimitCounters: LimitCounters {
                     let bucket = buckets[index]!
                     let tokens = allowed ? min(capacity, bucket.tokens - cost) : bucket.tokens
                     left.append(tokens)
-                    try db.query("UPDATE limit_buckets SET tokens = $2::float8, updated = $3::float8, allowed = $4, full_at = $5::float8 WHERE key = $1",
-                                 [keys[index], tokens, bucket.now, allowed, bucket.now + (capacity - tokens) * interval])
+                    try db.query(
+                        "UPDATE limit_buckets SET tokens = $2::float8, updated = $3::float8, allowed = $4, full_at = $5::float8 WHERE key = $1",
+                        [keys[index], tokens, bucket.now, allowed, bucket.now + (capacity - tokens) * interval])
                 }
                 return LimitTake(allowed: allowed, tokens: left)
             }

@@ -12,8 +12,9 @@ enum PostgresNoteRows {
 
     /// A `NoteRecord` from the columns `id, body, created_at, updated_at, version` at `first`.
     static func record(_ row: PostgresRow, from first: Int = 0) throws -> NoteRecord {
-        NoteRecord(id: try row.value(first), body: PostgresText.decode(try row.value(first + 1)), createdAt: try row.value(first + 2),
-                   updatedAt: try row.value(first + 3), version: try row.value(first + 4))
+        NoteRecord(
+            id: try row.value(first), body: PostgresText.decode(try row.value(first + 1)), createdAt: try row.value(first + 2),
+            updatedAt: try row.value(first + 3), version: try row.value(first + 4))
     }
 
     static func note(id: Int64, owner: Owner, on db: PostgresConnection) throws -> NoteRecord? {
@@ -66,27 +67,30 @@ enum PostgresNoteRows {
     /// The same page, its rows copied into `page` as bytes (no String per note).
     static func page(_ query: NoteQuery, owner: Owner, into page: inout NotePage, on db: PostgresConnection) throws {
         guard query.limit > 0 else { return }
-        let cursor: Int64 = switch query.order {
-        case .newestFirst, .recentlyUpdated: query.after ?? .max
-        case .oldestFirst: query.after ?? .min
-        }
+        let cursor: Int64 =
+            switch query.order {
+            case .newestFirst, .recentlyUpdated: query.after ?? .max
+            case .oldestFirst: query.after ?? .min
+            }
         let budget = Int64(query.maxBodyBytes ?? Int.max)
         let rows: PostgresResult
         if let words = FullTextQuery.words(of: query.search) {
             guard !words.isEmpty else { return }
             // Words never hold a newline (they are split at white space): one parameter carries them all.
-            let sql = switch query.order {
-            case .newestFirst: searchNewestFirst
-            case .oldestFirst: searchOldestFirst
-            case .recentlyUpdated: searchByUpdate
-            }
+            let sql =
+                switch query.order {
+                case .newestFirst: searchNewestFirst
+                case .oldestFirst: searchOldestFirst
+                case .recentlyUpdated: searchByUpdate
+                }
             rows = try db.query(sql, [owner.id, cursor, query.limit, budget, words.joined(separator: "\n")])
         } else {
-            let sql = switch query.order {
-            case .newestFirst: newestFirst
-            case .oldestFirst: oldestFirst
-            case .recentlyUpdated: byUpdate
-            }
+            let sql =
+                switch query.order {
+                case .newestFirst: newestFirst
+                case .oldestFirst: oldestFirst
+                case .recentlyUpdated: byUpdate
+                }
             rows = try db.query(sql, [owner.id, cursor, query.limit, budget])
         }
         let byUpdate = query.order == .recentlyUpdated
@@ -111,8 +115,9 @@ enum PostgresNoteRows {
             }
             var body = PostgresText.decode(String(decoding: stored, as: UTF8.self))
             return body.withUTF8 {
-                page.append(id: id, body: UnsafeRawBufferPointer($0), createdAt: createdAt, updatedAt: updatedAt, version: version,
-                            position: position)
+                page.append(
+                    id: id, body: UnsafeRawBufferPointer($0), createdAt: createdAt, updatedAt: updatedAt, version: version,
+                    position: position)
                 return $0.count
             }
         }
@@ -180,11 +185,20 @@ enum PostgresNoteRows {
 
     /// Updates (or with `body` nil touches) the note; nil when no row matched `id`, `owner` and
     /// `ifVersion` (the caller reads the note to tell which).
-    static func update(id: Int64, body: String?, ifVersion: Int64?, mergeBase: Int64? = nil, owner: Owner,
-                       in write: PostgresWrite) throws -> (NoteRecord, NoteEvent)? {
+    static func update(
+        id: Int64, body: String?, ifVersion: Int64?, mergeBase: Int64? = nil, owner: Owner,
+        in write: PostgresWrite
+    ) throws -> (NoteRecord, NoteEvent)? {
         let seq = write.peekSeq()
-        guard let row = try write.db.query(update, [body.map(PostgresText.encode), write.now, id, owner.id, ifVersion, seq,
-                                                    body?.utf8.count, mergeBase]).first else { return nil }
+        guard
+            let row = try write.db.query(
+                update,
+                [
+                    body.map(PostgresText.encode), write.now, id, owner.id, ifVersion, seq,
+                    body?.utf8.count, mergeBase,
+                ]
+            ).first
+        else { return nil }
         write.takeSeq()
         return try changed(row, .updated, mergeBase: mergeBase)
     }
@@ -210,12 +224,14 @@ enum PostgresNoteRows {
 
     /// Most recently deleted first, then by id; after the trashed note `after` (none after one no longer there).
     static func trashedNotes(limit: Int, after: Int64?, owner: Owner, on db: PostgresConnection) throws -> [TrashedNote] {
-        try db.query("""
+        try db.query(
+            """
             SELECT \(trashedColumns) FROM trashed_notes
             WHERE owner = $1 AND ($2::bigint IS NULL
                   OR (deleted_at, id) < (SELECT deleted_at, id FROM trashed_notes WHERE id = $2::bigint AND owner = $1))
             ORDER BY deleted_at DESC, id DESC LIMIT $3
-            """, [owner.id, after, max(0, limit)]).map(trashed)
+            """, [owner.id, after, max(0, limit)]
+        ).map(trashed)
     }
 
     // $1 id, $2 owner, $3 now, $4 seq: back from the trash at a new version, kept as a revision; `note.created`.
@@ -239,12 +255,18 @@ enum PostgresNoteRows {
 
     /// Out of the trash for good: the row, its revisions, its attachments (rows now, blobs once committed).
     static func purgeTrashed(id: Int64, owner: Owner, in write: PostgresWrite) throws -> TrashedNote? {
-        guard let row = try write.db.query("DELETE FROM trashed_notes WHERE id = $1 AND owner = $2 RETURNING \(trashedColumns)",
-                                           [id, owner.id]).first else { return nil }
+        guard
+            let row = try write.db.query(
+                "DELETE FROM trashed_notes WHERE id = $1 AND owner = $2 RETURNING \(trashedColumns)",
+                [id, owner.id]
+            ).first
+        else { return nil }
         try write.db.query("DELETE FROM note_revisions WHERE note_id = $1 AND owner = $2", [id, owner.id])
         try PostgresUploadRows.keepPlaces(where: "note_id = $1 AND owner = $2", [id, owner.id], in: write)
-        write.removedUploads += try write.db.query("DELETE FROM uploads WHERE note_id = $1 AND owner = $2 RETURNING id",
-                                                   [id, owner.id]).map { try $0.value(0) }
+        write.removedUploads += try write.db.query(
+            "DELETE FROM uploads WHERE note_id = $1 AND owner = $2 RETURNING id",
+            [id, owner.id]
+        ).map { try $0.value(0) }
         return try trashed(row)
     }
 
@@ -257,8 +279,10 @@ enum PostgresNoteRows {
 
     /// Newest first, without bodies; nil when `owner` has no such note live (`inTrash` false)
     /// or in the trash.
-    static func revisions(noteID: Int64, before: Int64?, limit: Int, owner: Owner, inTrash: Bool, on db: PostgresConnection) throws -> [NoteRevision]? {
-        let rows = try db.query("""
+    static func revisions(noteID: Int64, before: Int64?, limit: Int, owner: Owner, inTrash: Bool, on db: PostgresConnection) throws -> [NoteRevision]?
+    {
+        let rows = try db.query(
+            """
             SELECT r.version, r.created_at, r.size, r.merge_base
             FROM \(inTrash ? "trashed_notes" : "notes") AS n
             LEFT JOIN LATERAL (SELECT version, created_at, size, merge_base FROM note_revisions
@@ -268,8 +292,9 @@ enum PostgresNoteRows {
         guard rows.count > 0 else { return nil }
         return try rows.compactMap { row in
             guard let version: Int64 = try row.value(0) else { return nil }
-            return NoteRevision(noteID: noteID, version: version, createdAt: try row.value(1), size: try row.value(2),
-                                mergeBase: try row.value(3), body: nil)
+            return NoteRevision(
+                noteID: noteID, version: version, createdAt: try row.value(1), size: try row.value(2),
+                mergeBase: try row.value(3), body: nil)
         }
     }
 
@@ -277,11 +302,14 @@ enum PostgresNoteRows {
     /// live (`inTrash` false) or only in the trash.
     static func revision(noteID: Int64, version: Int64, owner: Owner, inTrash: Bool? = nil, on db: PostgresConnection) throws -> NoteRevision? {
         let place = inTrash.map { "AND EXISTS (SELECT 1 FROM \($0 ? "trashed_notes" : "notes") WHERE id = $1 AND owner = $3)" } ?? ""
-        return try db.query("""
+        return try db.query(
+            """
             SELECT created_at, size, merge_base, body FROM note_revisions WHERE note_id = $1 AND version = $2 AND owner = $3 \(place)
-            """, [noteID, version, owner.id]).first.map { row in
-            NoteRevision(noteID: noteID, version: version, createdAt: try row.value(0), size: try row.value(1),
-                         mergeBase: try row.value(2), body: PostgresText.decode(try row.value(3)))
+            """, [noteID, version, owner.id]
+        ).first.map { row in
+            NoteRevision(
+                noteID: noteID, version: version, createdAt: try row.value(0), size: try row.value(1),
+                mergeBase: try row.value(2), body: PostgresText.decode(try row.value(3)))
         }
     }
 
@@ -339,20 +367,26 @@ enum PostgresNoteRows {
         guard after >= trimmed, after <= last else { return nil }
         return try rows.compactMap { row in
             guard let id: Int64 = try row.value(2) else { return nil }
-            return NoteEvent(id: id, kind: NoteEventKind(rawValue: try row.value(3)) ?? .updated, note: try record(row, from: 4),
-                             at: try row.value(9), mergeBase: try row.value(10))
+            return NoteEvent(
+                id: id, kind: NoteEventKind(rawValue: try row.value(3)) ?? .updated, note: try record(row, from: 4),
+                at: try row.value(9), mergeBase: try row.value(10))
         }
     }
 
     /// Every owner's events after `after` below the horizon, oldest first: what the event feed delivers.
     static func feed(after: Int64, limit: Int, on db: PostgresConnection) throws -> [(NoteEvent, Owner)] {
-        try db.query("""
+        try db.query(
+            """
             SELECT id, owner, kind, note_id, note_body, note_created_at, note_updated_at, note_version, created_at, note_merge_base
             FROM events WHERE id > $1 AND id < \(horizon) ORDER BY id LIMIT $2
-            """, [after, limit]).map { row in
-            (NoteEvent(id: try row.value(0), kind: NoteEventKind(rawValue: try row.value(2)) ?? .updated, note: try record(row, from: 3),
-                       at: try row.value(8), mergeBase: try row.value(9)),
-             Owner(id: try row.value(1)))
+            """, [after, limit]
+        ).map { row in
+            (
+                NoteEvent(
+                    id: try row.value(0), kind: NoteEventKind(rawValue: try row.value(2)) ?? .updated, note: try record(row, from: 3),
+                    at: try row.value(8), mergeBase: try row.value(9)),
+                Owner(id: try row.value(1))
+            )
         }
     }
 
@@ -390,8 +424,10 @@ enum PostgresNoteRows {
             let id: Int64? = try row.value(3)
             // A live note's body into the page's one buffer, as a listing's: no String.
             if id != nil { try append(row, from: 3, to: &notes) }
-            entries.append(NoteFeedEntry(noteID: try row.int64(0), seq: try row.int64(1), version: try row.int64(id == nil ? 2 : 7),
-                                         deleted: id == nil))
+            entries.append(
+                NoteFeedEntry(
+                    noteID: try row.int64(0), seq: try row.int64(1), version: try row.int64(id == nil ? 2 : 7),
+                    deleted: id == nil))
         }
         if !notes.isEmpty { notes.attachmentsByNote = try PostgresUploadRows.attachments(of: notes.notes.map(\.id), owner: owner, on: db) }
         return NoteFeedPage(entries: entries, notes: notes, walk: walk, head: max(head, entries.last?.seq ?? 0))
@@ -399,7 +435,8 @@ enum PostgresNoteRows {
 
     /// Prunes the tombstones older than `retention` as of `now`, raising the horizon; how many went.
     static func pruneFeed(_ retention: FeedRetention, now: Int64, on db: PostgresConnection) throws -> Int {
-        let row = try db.query("""
+        let row = try db.query(
+            """
             WITH gone AS (DELETE FROM note_changes WHERE deleted AND changed_at < $1 RETURNING seq),
             mark AS (UPDATE event_marks SET feed_pruned_through = greatest(feed_pruned_through, (SELECT max(seq) FROM gone))
                      WHERE EXISTS (SELECT 1 FROM gone))
@@ -411,7 +448,8 @@ enum PostgresNoteRows {
     /// Deletes the events beyond the newest `backlog` below the horizon, remembering the newest
     /// deleted id; one instance at a time (the others skip: it is not theirs to wait for).
     static func trim(backlog: Int, on db: PostgresConnection) throws {
-        try db.query("""
+        try db.query(
+            """
             WITH lock AS MATERIALIZED (SELECT pg_try_advisory_xact_lock($2) AS got),
             cut AS MATERIALIZED (SELECT id FROM events, lock WHERE lock.got AND id < \(horizon) ORDER BY id DESC OFFSET $1 LIMIT 1),
             gone AS (DELETE FROM events WHERE id <= (SELECT id FROM cut))

@@ -294,7 +294,8 @@ enum PostgresSchema {
 
     /// The stored version; 0 for a database with no tables in the current schema.
     static func storedVersion(_ db: PostgresConnection, name: String) throws -> Int64 {
-        let tables: Int64 = try db.query("""
+        let tables: Int64 = try db.query(
+            """
             SELECT count(*) FROM pg_tables WHERE schemaname = current_schema()
             """)[0].value(0)
         let hasVersion: Bool = try db.query("SELECT to_regclass('schema_version') IS NOT NULL")[0].value(0)

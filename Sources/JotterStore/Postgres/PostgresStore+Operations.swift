@@ -35,22 +35,27 @@ extension PostgresStore {
     }
 
     public func createNote(body: String, owner: Owner, completion: @escaping StoreCompletion<NoteChange>) {
-        write({ write in
-            let (note, event) = try PostgresNoteRows.create(body: body, owner: owner, in: write)
-            return NoteChange(note: note, event: event)
-        }, completion: completion)
+        write(
+            { write in
+                let (note, event) = try PostgresNoteRows.create(body: body, owner: owner, in: write)
+                return NoteChange(note: note, event: event)
+            }, completion: completion)
     }
 
-    public func createNote(body: String, owner: Owner, claiming claim: IdempotencyKeyClaim,
-                           completion: @escaping StoreCompletion<KeyedOutcome<NoteChange>>) {
-        write({ [instance] write in
-            let found = try PostgresIdempotencyRows.claim(claim.key, fingerprint: claim.fingerprint, owner: owner, now: claim.now,
-                                                          claimer: instance, on: write.db)
-            guard found == .claimed else { return .refused(found) }
-            let (note, event) = try PostgresNoteRows.create(body: body, owner: owner, in: write)
-            try PostgresIdempotencyRows.keepPending(claim.key, location: "/notes/\(note.id)", owner: owner, now: claim.now, on: write.db)
-            return .done(NoteChange(note: note, event: event))
-        }, completion: completion)
+    public func createNote(
+        body: String, owner: Owner, claiming claim: IdempotencyKeyClaim,
+        completion: @escaping StoreCompletion<KeyedOutcome<NoteChange>>
+    ) {
+        write(
+            { [instance] write in
+                let found = try PostgresIdempotencyRows.claim(
+                    claim.key, fingerprint: claim.fingerprint, owner: owner, now: claim.now,
+                    claimer: instance, on: write.db)
+                guard found == .claimed else { return .refused(found) }
+                let (note, event) = try PostgresNoteRows.create(body: body, owner: owner, in: write)
+                try PostgresIdempotencyRows.keepPending(claim.key, location: "/notes/\(note.id)", owner: owner, now: claim.now, on: write.db)
+                return .done(NoteChange(note: note, event: event))
+            }, completion: completion)
     }
 
     /// `body` nil: a touch (version and updated_at grow, body unchanged).
@@ -65,51 +70,62 @@ extension PostgresStore {
         return try refusal(id: id, owner: owner, on: write.db)
     }
 
-    public func editNote(id: Int64, base: Int64?, body: String, ifVersion: Int64?, owner: Owner, claiming claim: IdempotencyKeyClaim,
-                         completion: @escaping StoreCompletion<KeyedOutcome<NoteWriteOutcome>>) {
-        write({ [instance] write in
-            let found = try PostgresIdempotencyRows.claim(claim.key, fingerprint: claim.fingerprint, owner: owner, now: claim.now,
-                                                          claimer: instance, on: write.db)
-            guard found == .claimed else { return .refused(found) }
-            let outcome = if let base {
-                try Self.merge(id: id, base: base, body: body, ifVersion: ifVersion, owner: owner, in: write)
-            } else {
-                try Self.update(id: id, body: body, ifVersion: ifVersion, owner: owner, in: write)
-            }
-            if case .done = outcome {
-                try PostgresIdempotencyRows.keepPending(claim.key, location: "/notes/\(id)", owner: owner, now: claim.now, on: write.db)
-            } else {
-                try PostgresIdempotencyRows.release(claim.key, owner: owner, on: write.db)
-            }
-            return .done(outcome)
-        }, completion: completion)
+    public func editNote(
+        id: Int64, base: Int64?, body: String, ifVersion: Int64?, owner: Owner, claiming claim: IdempotencyKeyClaim,
+        completion: @escaping StoreCompletion<KeyedOutcome<NoteWriteOutcome>>
+    ) {
+        write(
+            { [instance] write in
+                let found = try PostgresIdempotencyRows.claim(
+                    claim.key, fingerprint: claim.fingerprint, owner: owner, now: claim.now,
+                    claimer: instance, on: write.db)
+                guard found == .claimed else { return .refused(found) }
+                let outcome =
+                    if let base {
+                        try Self.merge(id: id, base: base, body: body, ifVersion: ifVersion, owner: owner, in: write)
+                    } else {
+                        try Self.update(id: id, body: body, ifVersion: ifVersion, owner: owner, in: write)
+                    }
+                if case .done = outcome {
+                    try PostgresIdempotencyRows.keepPending(claim.key, location: "/notes/\(id)", owner: owner, now: claim.now, on: write.db)
+                } else {
+                    try PostgresIdempotencyRows.release(claim.key, owner: owner, on: write.db)
+                }
+                return .done(outcome)
+            }, completion: completion)
     }
 
     /// Deletes the note and its attachments (rows now, blobs once committed).
     public func deleteNote(id: Int64, ifVersion: Int64?, owner: Owner, completion: @escaping StoreCompletion<NoteWriteOutcome>) {
-        write({ write in
-            if let (note, event) = try PostgresNoteRows.delete(id: id, ifVersion: ifVersion, owner: owner, in: write) {
-                return .done(NoteChange(note: note, event: event))
-            }
-            return try Self.refusal(id: id, owner: owner, on: write.db)
-        }, completion: completion)
+        write(
+            { write in
+                if let (note, event) = try PostgresNoteRows.delete(id: id, ifVersion: ifVersion, owner: owner, in: write) {
+                    return .done(NoteChange(note: note, event: event))
+                }
+                return try Self.refusal(id: id, owner: owner, on: write.db)
+            }, completion: completion)
     }
 
     /// The note is read with its row locked, merged (when `base` is older) and written in one
     /// transaction: two instances merging into one note take turns, and each merges into what
     /// the other committed.
-    public func mergeNote(id: Int64, base: Int64, body: String, ifVersion: Int64?, owner: Owner,
-                          completion: @escaping StoreCompletion<NoteWriteOutcome>) {
+    public func mergeNote(
+        id: Int64, base: Int64, body: String, ifVersion: Int64?, owner: Owner,
+        completion: @escaping StoreCompletion<NoteWriteOutcome>
+    ) {
         write({ write in try Self.merge(id: id, base: base, body: body, ifVersion: ifVersion, owner: owner, in: write) }, completion: completion)
     }
 
-    private static func merge(id: Int64, base: Int64, body: String, ifVersion: Int64?, owner: Owner, in write: PostgresWrite) throws -> NoteWriteOutcome {
+    private static func merge(id: Int64, base: Int64, body: String, ifVersion: Int64?, owner: Owner, in write: PostgresWrite) throws
+        -> NoteWriteOutcome
+    {
         guard let current = try PostgresNoteRows.lockedNote(id: id, owner: owner, on: write.db) else { return .notFound }
         if let ifVersion, ifVersion != current.version { return .versionMismatch(current: current) }
         var text = body, merge: NoteMerge?
         if base != current.version {
             guard base < current.version, let ancestor = try PostgresNoteRows.revision(noteID: id, version: base, owner: owner, on: write.db),
-                  let ancestorBody = ancestor.body else {
+                let ancestorBody = ancestor.body
+            else {
                 return .noRevision(current: current)
             }
             guard let merged = NoteMerge.merge(base: base, ancestor: ancestorBody, current: current.body, incoming: body) else {
@@ -117,8 +133,11 @@ extension PostgresStore {
             }
             (text, merge) = (merged.text, merged.merge)
         }
-        guard let (note, event) = try PostgresNoteRows.update(id: id, body: text, ifVersion: current.version, mergeBase: merge?.base,
-                                                             owner: owner, in: write) else {
+        guard
+            let (note, event) = try PostgresNoteRows.update(
+                id: id, body: text, ifVersion: current.version, mergeBase: merge?.base,
+                owner: owner, in: write)
+        else {
             return try refusal(id: id, owner: owner, on: write.db)
         }
         return .done(NoteChange(note: note, event: event, merge: merge))
@@ -133,10 +152,11 @@ extension PostgresStore {
     }
 
     public func restoreTrashedNote(id: Int64, owner: Owner, completion: @escaping StoreCompletion<NoteWriteOutcome>) {
-        write({ write in
-            guard let (note, event) = try PostgresNoteRows.restoreTrashed(id: id, owner: owner, in: write) else { return .notFound }
-            return .done(NoteChange(note: note, event: event))
-        }, completion: completion)
+        write(
+            { write in
+                guard let (note, event) = try PostgresNoteRows.restoreTrashed(id: id, owner: owner, in: write) else { return .notFound }
+                return .done(NoteChange(note: note, event: event))
+            }, completion: completion)
     }
 
     public func purgeTrashedNote(id: Int64, owner: Owner, completion: @escaping StoreCompletion<TrashedNote?>) {
@@ -146,31 +166,33 @@ extension PostgresStore {
     /// Each due note is purged in the transaction of the sweep, one by one (rows locked by the
     /// delete: two instances sweeping at once purge each note once).
     public func emptyTrash(keep: Int64, asOf now: Int64?, completion: @escaping StoreCompletion<Int>) {
-        write({ write in
-            let due = try write.db.query("SELECT id, owner FROM trashed_notes WHERE deleted_at <= $1", [(now ?? write.now) - keep])
-                .map { (try $0.int64(0), Owner(id: try $0.int64(1))) }
-            var purged = 0
-            for (id, owner) in due {
-                // Nil when another instance's sweep took it first.
-                if try PostgresNoteRows.purgeTrashed(id: id, owner: owner, in: write) != nil { purged += 1 }
-            }
-            return purged
-        }, completion: completion)
+        write(
+            { write in
+                let due = try write.db.query("SELECT id, owner FROM trashed_notes WHERE deleted_at <= $1", [(now ?? write.now) - keep])
+                    .map { (try $0.int64(0), Owner(id: try $0.int64(1))) }
+                var purged = 0
+                for (id, owner) in due {
+                    // Nil when another instance's sweep took it first.
+                    if try PostgresNoteRows.purgeTrashed(id: id, owner: owner, in: write) != nil { purged += 1 }
+                }
+                return purged
+            }, completion: completion)
     }
 
     /// Reads revision `version` and writes its body as the next version, in one transaction.
     public func restoreNote(id: Int64, version: Int64, ifVersion: Int64?, owner: Owner, completion: @escaping StoreCompletion<NoteWriteOutcome>) {
-        write({ write in
-            guard let body = try PostgresNoteRows.revision(noteID: id, version: version, owner: owner, on: write.db)?.body else {
-                let refusal = try Self.refusal(id: id, owner: owner, on: write.db)
-                guard case .versionMismatch(let current) = refusal else { return refusal }
-                return ifVersion == nil || ifVersion == current.version ? .noRevision(current: current) : refusal
-            }
-            if let (note, event) = try PostgresNoteRows.update(id: id, body: body, ifVersion: ifVersion, owner: owner, in: write) {
-                return .done(NoteChange(note: note, event: event))
-            }
-            return try Self.refusal(id: id, owner: owner, on: write.db)
-        }, completion: completion)
+        write(
+            { write in
+                guard let body = try PostgresNoteRows.revision(noteID: id, version: version, owner: owner, on: write.db)?.body else {
+                    let refusal = try Self.refusal(id: id, owner: owner, on: write.db)
+                    guard case .versionMismatch(let current) = refusal else { return refusal }
+                    return ifVersion == nil || ifVersion == current.version ? .noRevision(current: current) : refusal
+                }
+                if let (note, event) = try PostgresNoteRows.update(id: id, body: body, ifVersion: ifVersion, owner: owner, in: write) {
+                    return .done(NoteChange(note: note, event: event))
+                }
+                return try Self.refusal(id: id, owner: owner, on: write.db)
+            }, completion: completion)
     }
 
     public func thinRevisions(_ retention: RevisionRetention, asOf now: Int64?, completion: @escaping StoreCompletion<Int>) {
@@ -231,53 +253,64 @@ extension PostgresStore {
         }
     }
 
-    public func addUploads(_ uploads: [NewUpload], noteID: Int64?, owner: Owner, claiming claim: IdempotencyKeyClaim,
-                           completion: @escaping StoreCompletion<KeyedOutcome<UploadsAdded?>>) {
+    public func addUploads(
+        _ uploads: [NewUpload], noteID: Int64?, owner: Owner, claiming claim: IdempotencyKeyClaim,
+        completion: @escaping StoreCompletion<KeyedOutcome<UploadsAdded?>>
+    ) {
         addUploads(uploads, noteID: noteID, owner: owner, claiming: Optional(claim), completion: completion)
     }
 
     /// Both `addUploads`: the claim, when there is one, is made and kept in the rows' transaction.
-    private func addUploads(_ uploads: [NewUpload], noteID: Int64?, owner: Owner, claiming claim: IdempotencyKeyClaim?,
-                            completion: @escaping StoreCompletion<KeyedOutcome<UploadsAdded?>>) {
+    private func addUploads(
+        _ uploads: [NewUpload], noteID: Int64?, owner: Owner, claiming claim: IdempotencyKeyClaim?,
+        completion: @escaping StoreCompletion<KeyedOutcome<UploadsAdded?>>
+    ) {
         let rows = uploads.map { (id: $0.id, filename: $0.filename, contentType: $0.contentType, size: $0.size, sha256: $0.sha256) }
         let blobs = blobs
-        write({ [instance] write -> KeyedOutcome<UploadsAdded?> in
-            if let claim {
-                let found = try PostgresIdempotencyRows.claim(claim.key, fingerprint: claim.fingerprint, owner: owner, now: claim.now,
-                                                          claimer: instance, on: write.db)
-                guard found == .claimed else { return .refused(found) }
-            }
-            guard let (records, change) = try PostgresUploadRows.add(rows, noteID: noteID, owner: owner, in: write) else {
-                if let claim { try PostgresIdempotencyRows.release(claim.key, owner: owner, on: write.db) }
-                return .done(nil)
-            }
-            if let claim {
-                try PostgresIdempotencyRows.keepPending(claim.key, location: "/uploads/\(records[0].id)", owner: owner, now: claim.now, on: write.db)
-            }
-            return .done(UploadsAdded(uploads: records, change: change.map { NoteChange(note: $0.0, event: $0.1) }))
-        }, completion: { result in
-            // Bytes without a committed row go again.
-            if case .success(.done(.some)) = result {} else {
-                for upload in uploads { try? blobs.delete(UploadRecord.blobKey(upload.id)) }
-            }
-            completion(result)
-        })
+        write(
+            { [instance] write -> KeyedOutcome<UploadsAdded?> in
+                if let claim {
+                    let found = try PostgresIdempotencyRows.claim(
+                        claim.key, fingerprint: claim.fingerprint, owner: owner, now: claim.now,
+                        claimer: instance, on: write.db)
+                    guard found == .claimed else { return .refused(found) }
+                }
+                guard let (records, change) = try PostgresUploadRows.add(rows, noteID: noteID, owner: owner, in: write) else {
+                    if let claim { try PostgresIdempotencyRows.release(claim.key, owner: owner, on: write.db) }
+                    return .done(nil)
+                }
+                if let claim {
+                    try PostgresIdempotencyRows.keepPending(
+                        claim.key, location: "/uploads/\(records[0].id)", owner: owner, now: claim.now, on: write.db)
+                }
+                return .done(UploadsAdded(uploads: records, change: change.map { NoteChange(note: $0.0, event: $0.1) }))
+            },
+            completion: { result in
+                // Bytes without a committed row go again.
+                if case .success(.done(.some)) = result {
+                } else {
+                    for upload in uploads { try? blobs.delete(UploadRecord.blobKey(upload.id)) }
+                }
+                completion(result)
+            })
     }
 
     /// nil when there is no such upload. The blob is deleted once the row's delete committed.
     public func deleteUpload(id: String, owner: Owner, completion: @escaping StoreCompletion<UploadRemoved?>) {
-        write({ write -> UploadRemoved? in
-            guard let (upload, change) = try PostgresUploadRows.delete(id: id, owner: owner, in: write) else { return nil }
-            return UploadRemoved(upload: upload, change: change.map { NoteChange(note: $0.0, event: $0.1) })
-        }, completion: completion)
+        write(
+            { write -> UploadRemoved? in
+                guard let (upload, change) = try PostgresUploadRows.delete(id: id, owner: owner, in: write) else { return nil }
+                return UploadRemoved(upload: upload, change: change.map { NoteChange(note: $0.0, event: $0.1) })
+            }, completion: completion)
     }
 
     /// nil when the upload or the note does not exist.
     public func attachUpload(id: String, noteID: Int64?, owner: Owner, completion: @escaping StoreCompletion<UploadAttached?>) {
-        write({ write -> UploadAttached? in
-            guard let (upload, events) = try PostgresUploadRows.attach(id: id, noteID: noteID, owner: owner, in: write) else { return nil }
-            return UploadAttached(upload: upload, events: events)
-        }, completion: completion)
+        write(
+            { write -> UploadAttached? in
+                guard let (upload, events) = try PostgresUploadRows.attach(id: id, noteID: noteID, owner: owner, in: write) else { return nil }
+                return UploadAttached(upload: upload, events: events)
+            }, completion: completion)
     }
 }
 
@@ -322,11 +355,13 @@ extension PostgresStore {
     /// and the database's size (`pg_database_size`).
     public func storageStatistics() throws(StoreError) -> StorageStatistics {
         try read { db in
-            let row = try db.query("""
+            let row = try db.query(
+                """
                 SELECT (SELECT count(*) FROM notes), (SELECT count(*) FROM uploads), (SELECT coalesce(sum(size), 0) FROM uploads)::bigint,
                        pg_database_size(current_database())
                 """)[0]
-            return StorageStatistics(notes: try row.value(0), uploads: try row.value(1), uploadBytes: try row.value(2), databaseBytes: try row.value(3))
+            return StorageStatistics(
+                notes: try row.value(0), uploads: try row.value(1), uploadBytes: try row.value(2), databaseBytes: try row.value(3))
         }
     }
 

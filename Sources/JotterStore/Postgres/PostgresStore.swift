@@ -71,8 +71,10 @@ public final class PostgresStore: DataStore {
     ///   - temporaryDirectory: where requests keep files in flight (created if missing).
     /// - Throws: `StoreError.newerSchema`, `.notJotterDatabase`, `.unavailable` when PostgreSQL
     ///   can't be reached, `.invalidArgument` for a URL libpq can't read.
-    public init(url: String, poolSize: Int, blobs: any BlobStore, temporaryDirectory: String,
-                options: Options = Options()) throws(StoreError) {
+    public init(
+        url: String, poolSize: Int, blobs: any BlobStore, temporaryDirectory: String,
+        options: Options = Options()
+    ) throws(StoreError) {
         guard options.eventBacklog >= 1 else { throw .invalidArgument("eventBacklog must be at least 1") }
         self.blobs = blobs
         do {
@@ -168,7 +170,8 @@ public final class PostgresStore: DataStore {
                     try Self.retrying(options.attempts) {
                         try pool.withConnection { db -> (T, [String]) in
                             // Durable when acknowledged, whatever the server's default.
-                            let (value, removed, txid) = try db.transaction(settings: [("synchronous_commit", "on")]) { db -> (T, [String], String?) in
+                            let (value, removed, txid) = try db.transaction(settings: [("synchronous_commit", "on")]) {
+                                db -> (T, [String], String?) in
                                 let write = PostgresWrite(db: db, now: WallClock.seconds())
                                 let value = try body(write)
                                 guard write.events > 0 else { return (value, write.removedUploads, nil) }
@@ -200,7 +203,8 @@ public final class PostgresStore: DataStore {
         let deadline = MonotonicClock.seconds() + 10
         while MonotonicClock.seconds() < deadline {
             guard let visible: Bool = try? db.query("SELECT pg_snapshot_xmin(pg_current_snapshot()) > $1::xid8", [txid])[0].value(0),
-                  !visible else { return }
+                !visible
+            else { return }
             usleep(pause)
             pause = min(pause * 2, 20_000)
         }

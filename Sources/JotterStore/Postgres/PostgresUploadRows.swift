@@ -6,9 +6,10 @@ enum PostgresUploadRows {
     static let columns = "id, filename, content_type, size, sha256, created_at, note_id"
 
     static func record(_ row: PostgresRow, from first: Int = 0) throws -> UploadRecord {
-        UploadRecord(id: try row.value(first), filename: try row.value(first + 1), contentType: try row.value(first + 2),
-                     size: try row.value(first + 3), sha256: try row.value(first + 4), createdAt: try row.value(first + 5),
-                     noteID: try row.value(first + 6))
+        UploadRecord(
+            id: try row.value(first), filename: try row.value(first + 1), contentType: try row.value(first + 2),
+            size: try row.value(first + 3), sha256: try row.value(first + 4), createdAt: try row.value(first + 5),
+            noteID: try row.value(first + 6))
     }
 
     static func upload(id: String, owner: Owner, on db: PostgresConnection) throws -> UploadRecord? {
@@ -17,7 +18,8 @@ enum PostgresUploadRows {
 
     /// A note and its attachments in one statement (one snapshot).
     static func noteWithAttachments(id: Int64, owner: Owner, on db: PostgresConnection) throws -> (NoteRecord, [UploadRecord])? {
-        let rows = try db.query("""
+        let rows = try db.query(
+            """
             SELECT n.id, n.body, n.created_at, n.updated_at, n.version,
                    u.id, u.filename, u.content_type, u.size, u.sha256, u.created_at, u.note_id
             FROM notes AS n LEFT JOIN uploads AS u ON u.note_id = n.id AND u.owner = n.owner
@@ -63,7 +65,8 @@ enum PostgresUploadRows {
     /// asked for — no list of the ids sent.
     static func attachments(of noteIDs: [Int64], owner: Owner, on db: PostgresConnection) throws -> [Int64: [UploadRecord]] {
         guard let low = noteIDs.min(), let high = noteIDs.max() else { return [:] }
-        let rows = try db.query("""
+        let rows = try db.query(
+            """
             SELECT \(columns) FROM uploads WHERE owner = $1 AND note_id BETWEEN $2 AND $3 ORDER BY note_id, seq
             """, [owner.id, low, high])
         return try (0..<rows.count).map { try record(rows[$0]) }.byNote(keeping: noteIDs)
@@ -83,8 +86,10 @@ enum PostgresUploadRows {
     /// Records uploads whose blobs are stored, attached to `noteID` when given (its version
     /// grows); nil when that note is not `owner`'s. The note is changed first: its row lock
     /// keeps a concurrent delete of it from missing the new attachments.
-    static func add(_ uploads: [(id: String, filename: String, contentType: String, size: Int64, sha256: String)], noteID: Int64?,
-                    owner: Owner, in write: PostgresWrite) throws -> (records: [UploadRecord], change: (NoteRecord, NoteEvent)?)? {
+    static func add(
+        _ uploads: [(id: String, filename: String, contentType: String, size: Int64, sha256: String)], noteID: Int64?,
+        owner: Owner, in write: PostgresWrite
+    ) throws -> (records: [UploadRecord], change: (NoteRecord, NoteEvent)?)? {
         var change: (NoteRecord, NoteEvent)?
         if let noteID {
             guard let touched = try touch(noteID, owner: owner, in: write) else { return nil }
@@ -92,10 +97,15 @@ enum PostgresUploadRows {
         }
         var records: [UploadRecord] = []
         for upload in uploads {
-            let record = UploadRecord(id: upload.id, filename: upload.filename, contentType: upload.contentType, size: upload.size,
-                                      sha256: upload.sha256, createdAt: write.now, noteID: noteID)
-            try write.db.query(insert, [record.id, owner.id, record.filename, record.contentType, record.size, record.sha256,
-                                        record.createdAt, noteID])
+            let record = UploadRecord(
+                id: upload.id, filename: upload.filename, contentType: upload.contentType, size: upload.size,
+                sha256: upload.sha256, createdAt: write.now, noteID: noteID)
+            try write.db.query(
+                insert,
+                [
+                    record.id, owner.id, record.filename, record.contentType, record.size, record.sha256,
+                    record.createdAt, noteID,
+                ])
             records.append(record)
         }
         return (records, change)
@@ -105,7 +115,8 @@ enum PostgresUploadRows {
     /// to be deleted, and forgets places older than a week.
     static func keepPlaces(where condition: String, _ values: [(any PostgresEncodable)?], in write: PostgresWrite) throws {
         try write.db.query("DELETE FROM removed_uploads WHERE removed_at < $1", [write.now - 7 * 86400])
-        try write.db.query("""
+        try write.db.query(
+            """
             INSERT INTO removed_uploads (id, owner, seq, removed_at) SELECT id, owner, seq, $3::bigint FROM uploads WHERE \(condition)
             ON CONFLICT (id) DO UPDATE SET owner = excluded.owner, seq = excluded.seq, removed_at = excluded.removed_at
             """, values + [write.now])

@@ -14,10 +14,11 @@ enum AccountRows {
     }
 
     static func credential(_ row: Statement, from first: Int32 = 0) -> CredentialRecord {
-        CredentialRecord(id: row.int64(first), userID: row.int64(first + 1),
-                         kind: CredentialKind(rawValue: row.string(first + 2)) ?? .token, label: row.string(first + 3),
-                         createdAt: row.int64(first + 4), lastUsedAt: row.optionalInt64(first + 5),
-                         expiresAt: row.optionalInt64(first + 6), revokedAt: row.optionalInt64(first + 7))
+        CredentialRecord(
+            id: row.int64(first), userID: row.int64(first + 1),
+            kind: CredentialKind(rawValue: row.string(first + 2)) ?? .token, label: row.string(first + 3),
+            createdAt: row.int64(first + 4), lastUsedAt: row.optionalInt64(first + 5),
+            expiresAt: row.optionalInt64(first + 6), revokedAt: row.optionalInt64(first + 7))
     }
 
     static func users(on db: SQLiteConnection) throws(StoreError) -> [UserRecord] {
@@ -37,16 +38,20 @@ enum AccountRows {
     }
 
     static func credential(digest: [UInt8], on db: SQLiteConnection) throws(StoreError) -> (CredentialRecord, UserRecord)? {
-        try db.first("""
+        try db.first(
+            """
             SELECT c.id, c.user_id, c.kind, c.label, c.created_at, c.last_used_at, c.expires_at, c.revoked_at,
                    u.id, u.name, u.is_admin, u.created_at
             FROM credentials AS c JOIN users AS u ON u.id = c.user_id WHERE c.digest = ?
-            """, [.blob(Data(digest))]) { (credential($0), user($0, from: 8)) }
+            """, [.blob(Data(digest))]
+        ) { (credential($0), user($0, from: 8)) }
     }
 
     static func credentials(userID: Int64, kind: CredentialKind, on db: SQLiteConnection) throws(StoreError) -> [CredentialRecord] {
-        try db.query("SELECT \(credentialColumns) FROM credentials WHERE user_id = ? AND kind = ? ORDER BY id DESC",
-                     [.integer(userID), .text(kind.rawValue)]) { credential($0) }
+        try db.query(
+            "SELECT \(credentialColumns) FROM credentials WHERE user_id = ? AND kind = ? ORDER BY id DESC",
+            [.integer(userID), .text(kind.rawValue)]
+        ) { credential($0) }
     }
 
     /// Applies `write` inside the writer's transaction; `removed` collects upload ids whose
@@ -56,8 +61,9 @@ enum AccountRows {
         case .addUser(let name, let hash, let isAdmin):
             if try user(named: name, on: db) != nil { return .nameTaken }
             let first = try db.first("SELECT count(*) FROM users") { $0.int64(0) } == 0
-            try db.run("INSERT INTO users (name, password_hash, is_admin, created_at) VALUES (?, ?, ?, ?)",
-                       [.text(name), .text(hash), .integer(isAdmin ? 1 : 0), .integer(now)])
+            try db.run(
+                "INSERT INTO users (name, password_hash, is_admin, created_at) VALUES (?, ?, ?, ?)",
+                [.text(name), .text(hash), .integer(isAdmin ? 1 : 0), .integer(now)])
             let record = UserRecord(id: db.lastInsertRowID, name: name, isAdmin: isAdmin, createdAt: now)
             if first {
                 // What was stored before there were users becomes the first user's.
@@ -71,8 +77,9 @@ enum AccountRows {
             guard try user(id: userID, on: db) != nil else { return .notFound }
             try db.run("UPDATE users SET password_hash = ? WHERE id = ?", [.text(hash), .integer(userID)])
             // A new password ends the user's web sessions.
-            try db.run("UPDATE credentials SET revoked_at = ? WHERE user_id = ? AND kind = 'session' AND revoked_at IS NULL",
-                       [.integer(now), .integer(userID)])
+            try db.run(
+                "UPDATE credentials SET revoked_at = ? WHERE user_id = ? AND kind = 'session' AND revoked_at IS NULL",
+                [.integer(now), .integer(userID)])
             return .done
 
         case .removeUser(let userID):
@@ -92,15 +99,19 @@ enum AccountRows {
 
         case .issue(let userID, let kind, let label, let digest, let expiresAt):
             guard try user(id: userID, on: db) != nil else { return .notFound }
-            try db.run("""
+            try db.run(
+                """
                 INSERT INTO credentials (user_id, kind, label, digest, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?)
                 """, [.integer(userID), .text(kind.rawValue), .text(label), .blob(Data(digest)), .integer(now), .integer(expiresAt)])
-            return .credential(CredentialRecord(id: db.lastInsertRowID, userID: userID, kind: kind, label: label,
-                                                createdAt: now, expiresAt: expiresAt))
+            return .credential(
+                CredentialRecord(
+                    id: db.lastInsertRowID, userID: userID, kind: kind, label: label,
+                    createdAt: now, expiresAt: expiresAt))
 
         case .revoke(let id, let userID):
             guard var record = try db.first("SELECT \(credentialColumns) FROM credentials WHERE id = ?", [.integer(id)], row: { credential($0) }),
-                  userID.map({ $0 == record.userID }) ?? true else { return .notFound }
+                userID.map({ $0 == record.userID }) ?? true
+            else { return .notFound }
             if record.revokedAt == nil {
                 try db.run("UPDATE credentials SET revoked_at = ? WHERE id = ?", [.integer(now), .integer(id)])
                 record.revokedAt = now

@@ -37,7 +37,9 @@ enum FullTextQuery: Equatable {
     /// for a blank search (no filter), empty when no word has a letter or digit (no match).
     static func words(of search: String?) -> [Substring]? {
         // Control characters (NUL included) separate words like white space: FTS5 must never see them.
-        let words = (search ?? "").split(whereSeparator: { $0.isWhitespace || $0.unicodeScalars.contains { $0.properties.generalCategory == .control } })
+        let words = (search ?? "").split(whereSeparator: {
+            $0.isWhitespace || $0.unicodeScalars.contains { $0.properties.generalCategory == .control }
+        })
         guard !words.isEmpty else { return nil }
         return words.filter { word in word.unicodeScalars.contains(where: Self.isTokenCharacter) }
     }
@@ -46,7 +48,7 @@ enum FullTextQuery: Equatable {
     static func isTokenCharacter(_ scalar: Unicode.Scalar) -> Bool {
         switch scalar.properties.generalCategory {
         case .uppercaseLetter, .lowercaseLetter, .titlecaseLetter, .modifierLetter, .otherLetter,
-             .decimalNumber, .letterNumber, .otherNumber, .privateUse:
+            .decimalNumber, .letterNumber, .otherNumber, .privateUse:
             return true
         default:
             return false

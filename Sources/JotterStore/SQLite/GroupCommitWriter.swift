@@ -44,15 +44,18 @@ final class GroupCommitWriter: Sendable {
 
     /// Commits and writes so far.
     var statistics: WriteStatistics {
-        WriteStatistics(commits: counters.commits.load(ordering: .relaxed),
-                        writes: counters.writes.load(ordering: .relaxed))
+        WriteStatistics(
+            commits: counters.commits.load(ordering: .relaxed),
+            writes: counters.writes.load(ordering: .relaxed))
     }
 
     /// Finishes the queued jobs, then ends the thread, which closes the connection. Idempotent;
     /// from the writer thread itself (a completion) it does not wait.
     func stop() {
         queue.stop()
-        thread.withLock { thread in defer { thread = nil }; return thread }?.join()
+        thread.withLock { thread in
+            defer { thread = nil }; return thread
+        }?.join()
     }
 
     deinit { stop() }

@@ -10,34 +10,50 @@ enum IdempotencyRows {
     /// reads what holds it. A claim with neither an answer nor a committed write whose instance
     /// is gone (`SQLiteInstance.isAlive`) is taken over: `.claimed`. (Not in the claim's first
     /// `answerGrace` seconds, as on PostgreSQL.)
-    static func claim(_ key: String, fingerprint: [UInt8], owner: Owner, now: Int64, instance: SQLiteInstance,
-                      on db: SQLiteConnection) throws(StoreError) -> IdempotencyClaim {
+    static func claim(
+        _ key: String, fingerprint: [UInt8], owner: Owner, now: Int64, instance: SQLiteInstance,
+        on db: SQLiteConnection
+    ) throws(StoreError) -> IdempotencyClaim {
         try db.run("DELETE FROM idempotency_keys WHERE expires_at <= ?", [.integer(now)])
-        try db.run("""
+        try db.run(
+            """
             INSERT INTO idempotency_keys (owner, key, fingerprint, claimed_at, expires_at, claimer) VALUES (?, ?, ?, ?, ?, ?)
             ON CONFLICT DO NOTHING
-            """, [.integer(owner.id), .text(key), .blob(Data(fingerprint)), .integer(now), .integer(now + IdempotencyLimits.lease),
-                  .integer(instance.number)])
+            """,
+            [
+                .integer(owner.id), .text(key), .blob(Data(fingerprint)), .integer(now), .integer(now + IdempotencyLimits.lease),
+                .integer(instance.number),
+            ])
         if try db.first("SELECT changes()", row: { $0.int64(0) }) == 1 { return .claimed }
-        let found = try db.first("SELECT fingerprint, status, head, body, location, claimed_at, claimer FROM idempotency_keys WHERE owner = ? AND key = ?",
-                                 [.integer(owner.id), .text(key)]) { row -> (IdempotencyClaim, holder: Int64?) in
+        let found = try db.first(
+            "SELECT fingerprint, status, head, body, location, claimed_at, claimer FROM idempotency_keys WHERE owner = ? AND key = ?",
+            [.integer(owner.id), .text(key)]
+        ) { row -> (IdempotencyClaim, holder: Int64?) in
             guard [UInt8](row.data(0)) == fingerprint else { return (.mismatch, nil) }
             guard let status = row.optionalInt64(1) else {
                 let location = row.optionalString(4), claimedAt = row.int64(5)
                 let orphan = location == nil && claimedAt + IdempotencyLimits.answerGrace <= now
                 return (IdempotencyLimits.pending(location: location, claimedAt: claimedAt, now: now), orphan ? row.optionalInt64(6) : nil)
             }
-            return (.replay(IdempotentAnswer(status: Int(status), head: row.string(2), body: row.isNull(3) ? nil : [UInt8](row.data(3)),
-                                             location: row.optionalString(4))), nil)
+            return (
+                .replay(
+                    IdempotentAnswer(
+                        status: Int(status), head: row.string(2), body: row.isNull(3) ? nil : [UInt8](row.data(3)),
+                        location: row.optionalString(4))), nil
+            )
         }
         guard let found else { return .running }
         if let holder = found.holder, holder != instance.number, !instance.isAlive(holder) {
             // The writer is the only one: nothing can take it between the read and this.
-            try db.run("""
+            try db.run(
+                """
                 UPDATE idempotency_keys SET claimer = ?, claimed_at = ?, expires_at = ?
                 WHERE owner = ? AND key = ? AND claimer = ? AND status IS NULL AND location IS NULL
-                """, [.integer(instance.number), .integer(now), .integer(now + IdempotencyLimits.lease), .integer(owner.id), .text(key),
-                      .integer(holder)])
+                """,
+                [
+                    .integer(instance.number), .integer(now), .integer(now + IdempotencyLimits.lease), .integer(owner.id), .text(key),
+                    .integer(holder),
+                ])
             return .claimed
         }
         return found.0
@@ -49,15 +65,20 @@ enum IdempotencyRows {
         let body = answer.body.flatMap { answer.bytes <= IdempotencyLimits.maxAnswerBytes ? $0 : nil }
         let kept = IdempotentAnswer(status: answer.status, head: answer.head, body: body, location: answer.location)
         guard kept.body != nil || kept.location != nil else { return try release(key, owner: owner, on: db) }
-        try db.run("""
+        try db.run(
+            """
             UPDATE idempotency_keys SET status = ?, head = ?, body = ?, location = ?, bytes = ?, expires_at = ?
             WHERE owner = ? AND key = ? AND status IS NULL
-            """, [.integer(Int64(kept.status)), .text(kept.head), kept.body.map { .blob(Data($0)) } ?? .null, .text(kept.location),
-                  .integer(kept.bytes), .integer(now + IdempotencyLimits.lifetime), .integer(owner.id), .text(key)])
+            """,
+            [
+                .integer(Int64(kept.status)), .text(kept.head), kept.body.map { .blob(Data($0)) } ?? .null, .text(kept.location),
+                .integer(kept.bytes), .integer(now + IdempotencyLimits.lifetime), .integer(owner.id), .text(key),
+            ])
         // Bodies first: past the budget, an answer with a Location becomes a reference, one without goes.
         let bodiesPast = pastBudget(bodies: true)
         let values: [SQLiteValue] = [.integer(owner.id), .integer(IdempotencyLimits.maxBytesPerOwner)]
-        try db.run("""
+        try db.run(
+            """
             UPDATE idempotency_keys SET body = NULL, bytes = length(CAST(head AS BLOB))
             WHERE owner = ?1 AND location IS NOT NULL AND key IN (\(bodiesPast))
             """, values)
@@ -77,29 +98,37 @@ enum IdempotencyRows {
     /// Inside the write a claimed key guards: records what it created (`location`) and keeps the
     /// key for 24 h, still unanswered (`IdempotencyLimits.pending`).
     static func keepPending(_ key: String, location: String, owner: Owner, now: Int64, on db: SQLiteConnection) throws(StoreError) {
-        try db.run("UPDATE idempotency_keys SET location = ?, expires_at = ? WHERE owner = ? AND key = ? AND status IS NULL",
-                   [.text(location), .integer(now + IdempotencyLimits.lifetime), .integer(owner.id), .text(key)])
+        try db.run(
+            "UPDATE idempotency_keys SET location = ?, expires_at = ? WHERE owner = ? AND key = ? AND status IS NULL",
+            [.text(location), .integer(now + IdempotencyLimits.lifetime), .integer(owner.id), .text(key)])
     }
 
     /// Forgets an unanswered claim — not one whose write committed (it has a location).
     static func release(_ key: String, owner: Owner, on db: SQLiteConnection) throws(StoreError) {
-        try db.run("DELETE FROM idempotency_keys WHERE owner = ? AND key = ? AND status IS NULL AND location IS NULL",
-                   [.integer(owner.id), .text(key)])
+        try db.run(
+            "DELETE FROM idempotency_keys WHERE owner = ? AND key = ? AND status IS NULL AND location IS NULL",
+            [.integer(owner.id), .text(key)])
     }
 }
 
 extension SQLiteStore {
     public func claimIdempotencyKey(_ key: String, fingerprint: [UInt8], owner: Owner, now: Int64) throws(StoreError) -> IdempotencyClaim {
         try StoreWait.wait { completion in
-            submit({ [instance] db, _ throws(StoreError) in try IdempotencyRows.claim(key, fingerprint: fingerprint, owner: owner, now: now, instance: instance, on: db) },
-                   owner: owner, completion: completion)
+            submit(
+                { [instance] db, _ throws(StoreError) in
+                    try IdempotencyRows.claim(key, fingerprint: fingerprint, owner: owner, now: now, instance: instance, on: db)
+                },
+                owner: owner, completion: completion)
         }
     }
 
-    public func completeIdempotencyKey(_ key: String, answer: IdempotentAnswer, owner: Owner, now: Int64,
-                                       completion: @escaping StoreCompletion<Void>) {
-        submit({ db, _ throws(StoreError) in try IdempotencyRows.complete(key, answer: answer, owner: owner, now: now, on: db) },
-               owner: owner, completion: completion)
+    public func completeIdempotencyKey(
+        _ key: String, answer: IdempotentAnswer, owner: Owner, now: Int64,
+        completion: @escaping StoreCompletion<Void>
+    ) {
+        submit(
+            { db, _ throws(StoreError) in try IdempotencyRows.complete(key, answer: answer, owner: owner, now: now, on: db) },
+            owner: owner, completion: completion)
     }
 
     public func releaseIdempotencyKey(_ key: String, owner: Owner, completion: @escaping StoreCompletion<Void>) {

@@ -5,13 +5,16 @@
 enum NoteRows {
     /// A `NoteRecord` from a row of `id, body, created_at, updated_at, version`.
     static func record(_ row: Statement, from first: Int32 = 0) -> NoteRecord {
-        NoteRecord(id: row.int64(first), body: row.string(first + 1), createdAt: row.int64(first + 2),
-                   updatedAt: row.int64(first + 3), version: row.int64(first + 4))
+        NoteRecord(
+            id: row.int64(first), body: row.string(first + 1), createdAt: row.int64(first + 2),
+            updatedAt: row.int64(first + 3), version: row.int64(first + 4))
     }
 
     static func note(id: Int64, owner: Owner, on db: SQLiteConnection) throws(StoreError) -> NoteRecord? {
-        try db.first("SELECT id, body, created_at, updated_at, version FROM notes WHERE id = ? AND owner = ?",
-                     [.integer(id), .integer(owner.id)]) {
+        try db.first(
+            "SELECT id, body, created_at, updated_at, version FROM notes WHERE id = ? AND owner = ?",
+            [.integer(id), .integer(owner.id)]
+        ) {
             record($0)
         }
     }
@@ -73,10 +76,11 @@ enum NoteRows {
     /// seen — the same notes either way.
     static func page(_ query: NoteQuery, owner: Owner, into page: inout NotePage, on db: SQLiteConnection) throws(StoreError) {
         guard query.limit > 0 else { return }
-        var cursor: Int64 = switch query.order {
-        case .newestFirst, .recentlyUpdated: query.after ?? .max
-        case .oldestFirst: query.after ?? .min
-        }
+        var cursor: Int64 =
+            switch query.order {
+            case .newestFirst, .recentlyUpdated: query.after ?? .max
+            case .oldestFirst: query.after ?? .min
+            }
         // Once the notes read so far hold the budget, one more is read (the caller sees the cut).
         let budget = query.maxBodyBytes ?? .max
         var total = 0, found = 0
@@ -92,7 +96,9 @@ enum NoteRows {
             switch FullTextQuery(search: query.search) {
             case .nothing: return
             case .match(let match):
-                try db.forEachRow(searchRecentlyUpdated, [.integer(owner.id), .integer(cursor), .text(match), limit]) { add($0, position: $0.int64(5)) }
+                try db.forEachRow(searchRecentlyUpdated, [.integer(owner.id), .integer(cursor), .text(match), limit]) {
+                    add($0, position: $0.int64(5))
+                }
             case .everything:
                 try db.forEachRow(recentlyUpdated, [.integer(owner.id), .integer(cursor), limit]) { add($0, position: $0.int64(5)) }
             }
@@ -140,13 +146,16 @@ enum NoteRows {
         // Replayable: every event after `after` is still kept, and `after` was issued (or is 0).
         guard after >= 0, after <= last, after >= oldestKept - 1 else { return nil }
         guard limit > 0, after < last else { return [] }
-        return try db.query("""
+        return try db.query(
+            """
             SELECT id, kind, note_id, note_body, note_created_at, note_updated_at, note_version, created_at, note_merge_base
             FROM events WHERE owner = ? AND id > ? ORDER BY id ASC LIMIT ?
-            """, [.integer(owner.id), .integer(after), .integer(Int64(limit))]) { row in
+            """, [.integer(owner.id), .integer(after), .integer(Int64(limit))]
+        ) { row in
             // Only NoteWriter writes `kind`, always a NoteEventKind raw value.
-            NoteEvent(id: row.int64(0), kind: NoteEventKind(rawValue: row.string(1)) ?? .updated,
-                      note: record(row, from: 2), at: row.int64(7), mergeBase: row.optionalInt64(8))
+            NoteEvent(
+                id: row.int64(0), kind: NoteEventKind(rawValue: row.string(1)) ?? .updated,
+                note: record(row, from: 2), at: row.int64(7), mergeBase: row.optionalInt64(8))
         }
     }
 
@@ -164,14 +173,18 @@ enum NoteRows {
         var notes = NotePage(capacity: query.limit)
         let budget = query.maxBodyBytes ?? .max
         var total = 0
-        try db.forEachRow("""
+        try db.forEachRow(
+            """
             SELECT c.note_id, c.seq, c.version, n.id, n.body, n.created_at, n.updated_at, n.version
             FROM note_changes AS c LEFT JOIN notes AS n ON n.id = c.note_id AND n.owner = c.owner AND c.deleted = 0
             WHERE c.owner = ? AND c.seq > ? ORDER BY c.seq LIMIT ?
-            """, [.integer(owner.id), .integer(after), .integer(Int64(query.limit))]) { row in
+            """, [.integer(owner.id), .integer(after), .integer(Int64(query.limit))]
+        ) { row in
             let deleted = row.isNull(3)
-            entries.append(NoteFeedEntry(noteID: row.int64(0), seq: row.int64(1), version: deleted ? row.int64(2) : row.int64(7),
-                                         deleted: deleted))
+            entries.append(
+                NoteFeedEntry(
+                    noteID: row.int64(0), seq: row.int64(1), version: deleted ? row.int64(2) : row.int64(7),
+                    deleted: deleted))
             // The body's bytes into the page's one buffer, as a listing's: no String.
             if !deleted { total += append(row, from: 3, to: &notes) }
             return total < budget
@@ -185,8 +198,9 @@ enum NoteRows {
     @discardableResult
     static func append(_ row: Statement, from first: Int32 = 0, position: Int64? = nil, to page: inout NotePage) -> Int {
         let body = row.textBytes(first + 1)
-        page.append(id: row.int64(first), body: body, createdAt: row.int64(first + 2), updatedAt: row.int64(first + 3),
-                    version: row.int64(first + 4), position: position)
+        page.append(
+            id: row.int64(first), body: body, createdAt: row.int64(first + 2), updatedAt: row.int64(first + 3),
+            version: row.int64(first + 4), position: position)
         return body.count
     }
 }

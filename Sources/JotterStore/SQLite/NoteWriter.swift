@@ -23,8 +23,9 @@ struct NoteWriter: Sendable {
 
     func create(body: String, owner: Owner, on db: SQLiteConnection, effects: WriteEffects) throws(StoreError) -> NoteChange {
         let time = now()
-        try db.run("INSERT INTO notes (body, created_at, updated_at, version, owner) VALUES (?, ?, ?, 1, ?)",
-                   [.text(body), .integer(time), .integer(time), .integer(owner.id)])
+        try db.run(
+            "INSERT INTO notes (body, created_at, updated_at, version, owner) VALUES (?, ?, ?, 1, ?)",
+            [.text(body), .integer(time), .integer(time), .integer(owner.id)])
         let note = NoteRecord(id: db.lastInsertRowID, body: body, createdAt: time, updatedAt: time, version: 1)
         FullTextIndex.added(id: note.id, body: body, on: db)
         try RevisionRows.keep(note, owner: owner, on: db)
@@ -32,8 +33,10 @@ struct NoteWriter: Sendable {
     }
 
     /// An update, or (body nil) a touch.
-    func update(id: Int64, body: String?, ifVersion: Int64?, owner: Owner, on db: SQLiteConnection,
-                effects: WriteEffects) throws(StoreError) -> NoteWriteOutcome {
+    func update(
+        id: Int64, body: String?, ifVersion: Int64?, owner: Owner, on db: SQLiteConnection,
+        effects: WriteEffects
+    ) throws(StoreError) -> NoteWriteOutcome {
         try ifAllowed(id, ifVersion, owner: owner, on: db) { current throws(StoreError) in
             guard let body else { return .done(try touch(current, owner: owner, on: db, effects: effects)) }
             return .done(try replaceBody(of: current, with: body, owner: owner, on: db, effects: effects))
@@ -41,12 +44,15 @@ struct NoteWriter: Sendable {
     }
 
     /// `body` over version `base`: an update, or a merge with the current body (`NoteStore.mergeNote`).
-    func merge(id: Int64, base: Int64, body: String, ifVersion: Int64?, owner: Owner, on db: SQLiteConnection,
-               effects: WriteEffects) throws(StoreError) -> NoteWriteOutcome {
+    func merge(
+        id: Int64, base: Int64, body: String, ifVersion: Int64?, owner: Owner, on db: SQLiteConnection,
+        effects: WriteEffects
+    ) throws(StoreError) -> NoteWriteOutcome {
         try ifAllowed(id, ifVersion, owner: owner, on: db) { current throws(StoreError) in
             if base == current.version { return .done(try replaceBody(of: current, with: body, owner: owner, on: db, effects: effects)) }
             guard base < current.version, let ancestor = try RevisionRows.revision(noteID: id, version: base, owner: owner, on: db),
-                  let ancestorBody = ancestor.body else {
+                let ancestorBody = ancestor.body
+            else {
                 return .noRevision(current: current)
             }
             guard let (text, merge) = NoteMerge.merge(base: base, ancestor: ancestorBody, current: current.body, incoming: body) else {
@@ -59,8 +65,10 @@ struct NoteWriter: Sendable {
     }
 
     /// A new version whose body is revision `version`'s.
-    func restore(id: Int64, version: Int64, ifVersion: Int64?, owner: Owner, on db: SQLiteConnection,
-                 effects: WriteEffects) throws(StoreError) -> NoteWriteOutcome {
+    func restore(
+        id: Int64, version: Int64, ifVersion: Int64?, owner: Owner, on db: SQLiteConnection,
+        effects: WriteEffects
+    ) throws(StoreError) -> NoteWriteOutcome {
         try ifAllowed(id, ifVersion, owner: owner, on: db) { current throws(StoreError) in
             guard let body = try RevisionRows.revision(noteID: id, version: version, owner: owner, on: db)?.body else {
                 return .noRevision(current: current)
@@ -70,14 +78,17 @@ struct NoteWriter: Sendable {
     }
 
     /// The next version of `current` with `body`, kept as a revision (`mergeBase`: made by a merge).
-    private func replaceBody(of current: NoteRecord, with body: String, mergeBase: Int64? = nil, owner: Owner, on db: SQLiteConnection,
-                             effects: WriteEffects) throws(StoreError) -> NoteChange {
+    private func replaceBody(
+        of current: NoteRecord, with body: String, mergeBase: Int64? = nil, owner: Owner, on db: SQLiteConnection,
+        effects: WriteEffects
+    ) throws(StoreError) -> NoteChange {
         var note = current
         note.body = body
         note.updatedAt = now()
         note.version += 1
-        try db.run("UPDATE notes SET body = ?, updated_at = ?, version = ? WHERE id = ? AND owner = ?",
-                   [.text(note.body), .integer(note.updatedAt), .integer(note.version), .integer(note.id), .integer(owner.id)])
+        try db.run(
+            "UPDATE notes SET body = ?, updated_at = ?, version = ? WHERE id = ? AND owner = ?",
+            [.text(note.body), .integer(note.updatedAt), .integer(note.version), .integer(note.id), .integer(owner.id)])
         FullTextIndex.changed(id: note.id, from: current.body, to: body, on: db)
         try RevisionRows.keep(note, mergeBase: mergeBase, owner: owner, on: db)
         return NoteChange(note: note, event: try appendEvent(.updated, note, mergeBase: mergeBase, owner: owner, on: db, effects: effects))
@@ -92,10 +103,14 @@ struct NoteWriter: Sendable {
     /// horizon to the newest pruned; how many went.
     func pruneFeed(_ retention: FeedRetention, at: Int64?, on db: SQLiteConnection) throws(StoreError) -> Int {
         let cutoff = (at ?? now()) - retention.tombstones
-        guard let newest = try db.first("SELECT max(seq) FROM note_changes WHERE deleted = 1 AND changed_at < ?",
-                                        [.integer(cutoff)], row: { $0.optionalInt64(0) }) ?? nil else { return 0 }
+        guard
+            let newest = try db.first(
+                "SELECT max(seq) FROM note_changes WHERE deleted = 1 AND changed_at < ?",
+                [.integer(cutoff)], row: { $0.optionalInt64(0) }) ?? nil
+        else { return 0 }
         try db.run("UPDATE feed_marks SET pruned_through = max(pruned_through, ?)", [.integer(newest)])
-        return try db.query("DELETE FROM note_changes WHERE deleted = 1 AND changed_at < ? RETURNING note_id", [.integer(cutoff)]) { $0.int64(0) }.count
+        return try db.query("DELETE FROM note_changes WHERE deleted = 1 AND changed_at < ? RETURNING note_id", [.integer(cutoff)]) { $0.int64(0) }
+            .count
     }
 
     func delete(id: Int64, ifVersion: Int64?, owner: Owner, on db: SQLiteConnection, effects: WriteEffects) throws(StoreError) -> NoteWriteOutcome {
@@ -104,10 +119,14 @@ struct NoteWriter: Sendable {
             try db.run("DELETE FROM notes WHERE id = ? AND owner = ?", [.integer(id), .integer(owner.id)])
             FullTextIndex.removed(id: id, body: note.body, on: db)
             let event = try appendEvent(.deleted, note, owner: owner, on: db, effects: effects)
-            try db.run("""
+            try db.run(
+                """
                 INSERT INTO trashed_notes (id, owner, body, created_at, updated_at, version, deleted_at) VALUES (?, ?, ?, ?, ?, ?, ?)
-                """, [.integer(id), .integer(owner.id), .text(note.body), .integer(note.createdAt), .integer(note.updatedAt),
-                      .integer(note.version), .integer(event.at)])
+                """,
+                [
+                    .integer(id), .integer(owner.id), .text(note.body), .integer(note.createdAt), .integer(note.updatedAt),
+                    .integer(note.version), .integer(event.at),
+                ])
             return .done(NoteChange(note: note, event: event))
         }
     }
@@ -119,9 +138,12 @@ struct NoteWriter: Sendable {
         var note = trashed.note
         note.updatedAt = now()
         note.version += 1
-        try db.run("INSERT INTO notes (id, body, created_at, updated_at, version, owner) VALUES (?, ?, ?, ?, ?, ?)",
-                   [.integer(id), .text(note.body), .integer(note.createdAt), .integer(note.updatedAt), .integer(note.version),
-                    .integer(owner.id)])
+        try db.run(
+            "INSERT INTO notes (id, body, created_at, updated_at, version, owner) VALUES (?, ?, ?, ?, ?, ?)",
+            [
+                .integer(id), .text(note.body), .integer(note.createdAt), .integer(note.updatedAt), .integer(note.version),
+                .integer(owner.id),
+            ])
         FullTextIndex.added(id: id, body: note.body, on: db)
         try RevisionRows.keep(note, owner: owner, on: db)
         return .done(NoteChange(note: note, event: try appendEvent(.created, note, owner: owner, on: db, effects: effects)))
@@ -133,8 +155,10 @@ struct NoteWriter: Sendable {
         try db.run("DELETE FROM trashed_notes WHERE id = ?", [.integer(id)])
         try RevisionRows.removeAll(noteID: id, owner: owner, on: db)
         try UploadRows.keepPlaces(where: "note_id = ? AND owner = ?", [.integer(id), .integer(owner.id)], now: now(), on: db)
-        effects.removed += try db.query("DELETE FROM uploads WHERE note_id = ? AND owner = ? RETURNING id",
-                                        [.integer(id), .integer(owner.id)]) { $0.string(0) }
+        effects.removed += try db.query(
+            "DELETE FROM uploads WHERE note_id = ? AND owner = ? RETURNING id",
+            [.integer(id), .integer(owner.id)]
+        ) { $0.string(0) }
         return trashed
     }
 
@@ -148,8 +172,10 @@ struct NoteWriter: Sendable {
     }
 
     /// Rows for uploads whose files are in place; nil when the note does not exist.
-    func addUploads(_ uploads: [NewUpload], noteID: Int64?, owner: Owner, on db: SQLiteConnection,
-                    effects: WriteEffects) throws(StoreError) -> UploadsAdded? {
+    func addUploads(
+        _ uploads: [NewUpload], noteID: Int64?, owner: Owner, on db: SQLiteConnection,
+        effects: WriteEffects
+    ) throws(StoreError) -> UploadsAdded? {
         var note: NoteRecord?
         if let noteID {
             guard let found = try NoteRows.note(id: noteID, owner: owner, on: db) else { return nil }
@@ -158,14 +184,19 @@ struct NoteWriter: Sendable {
         let time = now()
         var records: [UploadRecord] = []
         for upload in uploads {
-            let record = UploadRecord(id: upload.id, filename: upload.filename, contentType: upload.contentType,
-                                      size: upload.size, sha256: upload.sha256, createdAt: time, noteID: noteID)
-            try db.run("INSERT INTO uploads (\(UploadRows.columns), owner) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                       [.text(record.id), .text(record.filename), .text(record.contentType), .integer(record.size),
-                        .text(record.sha256), .integer(record.createdAt), noteID.map { .integer($0) } ?? .null, .integer(owner.id)])
+            let record = UploadRecord(
+                id: upload.id, filename: upload.filename, contentType: upload.contentType,
+                size: upload.size, sha256: upload.sha256, createdAt: time, noteID: noteID)
+            try db.run(
+                "INSERT INTO uploads (\(UploadRows.columns), owner) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                [
+                    .text(record.id), .text(record.filename), .text(record.contentType), .integer(record.size),
+                    .text(record.sha256), .integer(record.createdAt), noteID.map { .integer($0) } ?? .null, .integer(owner.id),
+                ])
             records.append(record)
         }
-        return UploadsAdded(uploads: records, change: try note.map { note throws(StoreError) in try touch(note, owner: owner, on: db, effects: effects) })
+        return UploadsAdded(
+            uploads: records, change: try note.map { note throws(StoreError) in try touch(note, owner: owner, on: db, effects: effects) })
     }
 
     func deleteUpload(id: String, owner: Owner, on db: SQLiteConnection, effects: WriteEffects) throws(StoreError) -> UploadRemoved? {
@@ -179,7 +210,8 @@ struct NoteWriter: Sendable {
         return UploadRemoved(upload: upload, change: try touch(note, owner: owner, on: db, effects: effects))
     }
 
-    func attachUpload(id: String, noteID: Int64?, owner: Owner, on db: SQLiteConnection, effects: WriteEffects) throws(StoreError) -> UploadAttached? {
+    func attachUpload(id: String, noteID: Int64?, owner: Owner, on db: SQLiteConnection, effects: WriteEffects) throws(StoreError) -> UploadAttached?
+    {
         guard var upload = try UploadRows.upload(id: id, owner: owner, on: db) else { return nil }
         var joined: NoteRecord?
         if let noteID {
@@ -202,8 +234,9 @@ struct NoteWriter: Sendable {
         var note = current
         note.updatedAt = now()
         note.version += 1
-        try db.run("UPDATE notes SET updated_at = ?, version = ? WHERE id = ? AND owner = ?",
-                   [.integer(note.updatedAt), .integer(note.version), .integer(note.id), .integer(owner.id)])
+        try db.run(
+            "UPDATE notes SET updated_at = ?, version = ? WHERE id = ? AND owner = ?",
+            [.integer(note.updatedAt), .integer(note.version), .integer(note.id), .integer(owner.id)])
         try RevisionRows.keep(note, owner: owner, on: db)
         return NoteChange(note: note, event: try appendEvent(.updated, note, owner: owner, on: db, effects: effects))
     }
@@ -223,21 +256,31 @@ struct NoteWriter: Sendable {
     /// above every id ever issued, trimmed or not. Published once the transaction commits.
     /// The note's row in the change feed (`NoteFeed`) moves to this event: every write that
     /// changes a note comes through here, so the feed misses none.
-    private func appendEvent(_ kind: NoteEventKind, _ note: NoteRecord, mergeBase: Int64? = nil, owner: Owner, on db: SQLiteConnection,
-                             effects: WriteEffects) throws(StoreError) -> NoteEvent {
+    private func appendEvent(
+        _ kind: NoteEventKind, _ note: NoteRecord, mergeBase: Int64? = nil, owner: Owner, on db: SQLiteConnection,
+        effects: WriteEffects
+    ) throws(StoreError) -> NoteEvent {
         let time = now()
-        try db.run("""
+        try db.run(
+            """
             INSERT INTO events (kind, note_id, note_body, note_created_at, note_updated_at, note_version, note_merge_base, created_at, owner)
             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
-            """, [.text(kind.rawValue), .integer(note.id), .text(note.body), .integer(note.createdAt),
-                  .integer(note.updatedAt), .integer(note.version), .integer(mergeBase), .integer(time), .integer(owner.id)])
+            """,
+            [
+                .text(kind.rawValue), .integer(note.id), .text(note.body), .integer(note.createdAt),
+                .integer(note.updatedAt), .integer(note.version), .integer(mergeBase), .integer(time), .integer(owner.id),
+            ])
         let id = db.lastInsertRowID
-        try db.run("""
+        try db.run(
+            """
             INSERT INTO note_changes (note_id, owner, seq, version, deleted, changed_at) VALUES (?, ?, ?, ?, ?, ?)
             ON CONFLICT (note_id) DO UPDATE SET owner = excluded.owner, seq = excluded.seq, version = excluded.version,
                 deleted = excluded.deleted, changed_at = excluded.changed_at
-            """, [.integer(note.id), .integer(owner.id), .integer(id), .integer(note.version), .integer(kind == .deleted ? 1 : 0),
-                  .integer(time)])
+            """,
+            [
+                .integer(note.id), .integer(owner.id), .integer(id), .integer(note.version), .integer(kind == .deleted ? 1 : 0),
+                .integer(time),
+            ])
         // Trimmed every `trimInterval` events: readers ignore what is past the backlog anyway
         // (`NoteRows.events`), and a delete of one old row per write dirtied two more pages.
         if id % Self.trimInterval == 0 { try db.run("DELETE FROM events WHERE id <= ?", [.integer(id - eventBacklog)]) }

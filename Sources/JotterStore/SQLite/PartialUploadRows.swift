@@ -5,11 +5,12 @@ enum PartialUploadRows {
         """
 
     static func record(_ row: Statement, from first: Int32 = 0) -> PartialUploadRecord {
-        PartialUploadRecord(id: row.string(first), protocolName: row.string(first + 1), filename: row.string(first + 2),
-                            contentType: row.string(first + 3), length: row.isNull(first + 4) ? nil : row.int64(first + 4),
-                            offset: row.int64(first + 5), noteID: row.isNull(first + 6) ? nil : row.int64(first + 6),
-                            expectedSHA256: row.isNull(first + 7) ? nil : row.string(first + 7), backendState: row.string(first + 8),
-                            createdAt: row.int64(first + 9), expiresAt: row.int64(first + 10))
+        PartialUploadRecord(
+            id: row.string(first), protocolName: row.string(first + 1), filename: row.string(first + 2),
+            contentType: row.string(first + 3), length: row.isNull(first + 4) ? nil : row.int64(first + 4),
+            offset: row.int64(first + 5), noteID: row.isNull(first + 6) ? nil : row.int64(first + 6),
+            expectedSHA256: row.isNull(first + 7) ? nil : row.string(first + 7), backendState: row.string(first + 8),
+            createdAt: row.int64(first + 9), expiresAt: row.int64(first + 10))
     }
 
     static func partial(id: String, owner: Owner, on db: SQLiteConnection) throws(StoreError) -> PartialUploadRecord? {
@@ -17,27 +18,37 @@ enum PartialUploadRows {
     }
 
     static func usage(owner: Owner, on db: SQLiteConnection) throws(StoreError) -> (count: Int, bytes: Int64) {
-        try db.first("SELECT count(*), coalesce(sum(max(coalesce(length, 0), upload_offset)), 0) FROM partial_uploads WHERE owner = ?",
-                     [.integer(owner.id)]) { (Int($0.int64(0)), $0.int64(1)) } ?? (0, 0)
+        try db.first(
+            "SELECT count(*), coalesce(sum(max(coalesce(length, 0), upload_offset)), 0) FROM partial_uploads WHERE owner = ?",
+            [.integer(owner.id)]
+        ) { (Int($0.int64(0)), $0.int64(1)) } ?? (0, 0)
     }
 
     static func expired(now: Int64, limit: Int, on db: SQLiteConnection) throws(StoreError) -> [(PartialUploadRecord, Owner)] {
-        try db.query("SELECT \(columns), owner FROM partial_uploads WHERE expires_at <= ? ORDER BY expires_at LIMIT ?",
-                     [.integer(now), .integer(Int64(limit))]) { (record($0), Owner(id: $0.int64(11))) }
+        try db.query(
+            "SELECT \(columns), owner FROM partial_uploads WHERE expires_at <= ? ORDER BY expires_at LIMIT ?",
+            [.integer(now), .integer(Int64(limit))]
+        ) { (record($0), Owner(id: $0.int64(11))) }
     }
 
     static func insert(_ record: PartialUploadRecord, owner: Owner, on db: SQLiteConnection) throws(StoreError) {
-        try db.run("INSERT INTO partial_uploads (\(columns), owner) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                   [.text(record.id), .text(record.protocolName), .text(record.filename), .text(record.contentType), .integer(record.length),
-                    .integer(record.offset), .integer(record.noteID), .text(record.expectedSHA256), .text(record.backendState),
-                    .integer(record.createdAt), .integer(record.expiresAt), .integer(owner.id)])
+        try db.run(
+            "INSERT INTO partial_uploads (\(columns), owner) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            [
+                .text(record.id), .text(record.protocolName), .text(record.filename), .text(record.contentType), .integer(record.length),
+                .integer(record.offset), .integer(record.noteID), .text(record.expectedSHA256), .text(record.backendState),
+                .integer(record.createdAt), .integer(record.expiresAt), .integer(owner.id),
+            ])
     }
 
     static func update(id: String, progress: PartialUploadProgress, owner: Owner, on db: SQLiteConnection) throws(StoreError) -> Bool {
         guard try partial(id: id, owner: owner, on: db) != nil else { return false }
-        try db.run("UPDATE partial_uploads SET upload_offset = ?, length = ?, expires_at = ?, backend_state = ? WHERE id = ? AND owner = ?",
-                   [.integer(progress.offset), .integer(progress.length), .integer(progress.expiresAt), .text(progress.backendState),
-                    .text(id), .integer(owner.id)])
+        try db.run(
+            "UPDATE partial_uploads SET upload_offset = ?, length = ?, expires_at = ?, backend_state = ? WHERE id = ? AND owner = ?",
+            [
+                .integer(progress.offset), .integer(progress.length), .integer(progress.expiresAt), .text(progress.backendState),
+                .text(id), .integer(owner.id),
+            ])
         return true
     }
 
@@ -66,22 +77,25 @@ extension SQLiteStore {
     }
 
     public func updatePartialUpload(id: String, progress: PartialUploadProgress, owner: Owner, completion: @escaping StoreCompletion<Bool>) {
-        submit({ db, _ throws(StoreError) in try PartialUploadRows.update(id: id, progress: progress, owner: owner, on: db) },
-               owner: owner, completion: completion)
+        submit(
+            { db, _ throws(StoreError) in try PartialUploadRows.update(id: id, progress: progress, owner: owner, on: db) },
+            owner: owner, completion: completion)
     }
 
     public func completePartialUpload(_ upload: NewUpload, owner: Owner, completion: @escaping StoreCompletion<UploadsAdded?>) {
         let noteWriter = noteWriter
-        submit({ db, effects throws(StoreError) -> UploadsAdded? in
-            guard let partial = try PartialUploadRows.delete(id: upload.id, owner: owner, on: db) else { return nil }
-            // The note may have gone meanwhile: the upload then stays unattached.
-            if let added = try noteWriter.addUploads([upload], noteID: partial.noteID, owner: owner, on: db, effects: effects) { return added }
-            return try noteWriter.addUploads([upload], noteID: nil, owner: owner, on: db, effects: effects)
-        }, owner: owner, completion: completion)
+        submit(
+            { db, effects throws(StoreError) -> UploadsAdded? in
+                guard let partial = try PartialUploadRows.delete(id: upload.id, owner: owner, on: db) else { return nil }
+                // The note may have gone meanwhile: the upload then stays unattached.
+                if let added = try noteWriter.addUploads([upload], noteID: partial.noteID, owner: owner, on: db, effects: effects) { return added }
+                return try noteWriter.addUploads([upload], noteID: nil, owner: owner, on: db, effects: effects)
+            }, owner: owner, completion: completion)
     }
 
     public func deletePartialUpload(id: String, owner: Owner, completion: @escaping StoreCompletion<Bool>) {
-        submit({ db, _ throws(StoreError) in try PartialUploadRows.delete(id: id, owner: owner, on: db) != nil }, owner: owner,
-               freesSpace: true, completion: completion)
+        submit(
+            { db, _ throws(StoreError) in try PartialUploadRows.delete(id: id, owner: owner, on: db) != nil }, owner: owner,
+            freesSpace: true, completion: completion)
     }
 }

@@ -66,8 +66,9 @@ final class ReaderPool: Sendable {
         case .closed:
             throw .closed
         case .openNew:
-            return try SQLiteConnection(path: path, flags: SQLiteConnection.readOnly,
-                                        busyTimeoutMilliseconds: busyTimeoutMilliseconds)
+            return try SQLiteConnection(
+                path: path, flags: SQLiteConnection.readOnly,
+                busyTimeoutMilliseconds: busyTimeoutMilliseconds)
         }
     }
 

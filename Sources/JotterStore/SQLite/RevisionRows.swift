@@ -2,10 +2,14 @@
 enum RevisionRows {
     /// Keeps `note`'s body as its revision (`mergeBase`: the base of the merge that made it).
     static func keep(_ note: NoteRecord, mergeBase: Int64? = nil, owner: Owner, on db: SQLiteConnection) throws(StoreError) {
-        try db.run("""
+        try db.run(
+            """
             INSERT INTO note_revisions (note_id, version, owner, body, size, created_at, merge_base) VALUES (?, ?, ?, ?, ?, ?, ?)
-            """, [.integer(note.id), .integer(note.version), .integer(owner.id), .text(note.body), .integer(Int64(note.body.utf8.count)),
-                  .integer(note.updatedAt), mergeBase.map { .integer($0) } ?? .null])
+            """,
+            [
+                .integer(note.id), .integer(note.version), .integer(owner.id), .text(note.body), .integer(Int64(note.body.utf8.count)),
+                .integer(note.updatedAt), mergeBase.map { .integer($0) } ?? .null,
+            ])
     }
 
     /// Forgets every revision of the note (it is gone).
@@ -15,29 +19,37 @@ enum RevisionRows {
 
     /// Whether `owner` has the note `noteID` live (`inTrash` false) or in the trash.
     static func noteIsKept(_ noteID: Int64, owner: Owner, inTrash: Bool, on db: SQLiteConnection) throws(StoreError) -> Bool {
-        let found = try db.first(inTrash ? "SELECT 1 FROM trashed_notes WHERE id = ? AND owner = ?" : "SELECT 1 FROM notes WHERE id = ? AND owner = ?",
-                                 [.integer(noteID), .integer(owner.id)]) { _ in true }
+        let found = try db.first(
+            inTrash ? "SELECT 1 FROM trashed_notes WHERE id = ? AND owner = ?" : "SELECT 1 FROM notes WHERE id = ? AND owner = ?",
+            [.integer(noteID), .integer(owner.id)]
+        ) { _ in true }
         return found != nil
     }
 
     /// Newest first, without bodies, of a note `noteIsKept` found (in the same transaction).
     static func list(noteID: Int64, before: Int64?, limit: Int, owner: Owner, on db: SQLiteConnection) throws(StoreError) -> [NoteRevision] {
         guard limit > 0 else { return [] }
-        return try db.query("""
+        return try db.query(
+            """
             SELECT version, created_at, size, merge_base FROM note_revisions
             WHERE note_id = ? AND owner = ? AND version < ? ORDER BY version DESC LIMIT ?
-            """, [.integer(noteID), .integer(owner.id), .integer(before ?? .max), .integer(Int64(limit))]) { row in
-            NoteRevision(noteID: noteID, version: row.int64(0), createdAt: row.int64(1), size: row.int64(2),
-                         mergeBase: row.optionalInt64(3), body: nil)
+            """, [.integer(noteID), .integer(owner.id), .integer(before ?? .max), .integer(Int64(limit))]
+        ) { row in
+            NoteRevision(
+                noteID: noteID, version: row.int64(0), createdAt: row.int64(1), size: row.int64(2),
+                mergeBase: row.optionalInt64(3), body: nil)
         }
     }
 
     static func revision(noteID: Int64, version: Int64, owner: Owner, on db: SQLiteConnection) throws(StoreError) -> NoteRevision? {
-        try db.first("""
+        try db.first(
+            """
             SELECT created_at, size, merge_base, body FROM note_revisions WHERE note_id = ? AND version = ? AND owner = ?
-            """, [.integer(noteID), .integer(version), .integer(owner.id)]) { row in
-            NoteRevision(noteID: noteID, version: version, createdAt: row.int64(0), size: row.int64(1), mergeBase: row.optionalInt64(2),
-                         body: row.string(3))
+            """, [.integer(noteID), .integer(version), .integer(owner.id)]
+        ) { row in
+            NoteRevision(
+                noteID: noteID, version: version, createdAt: row.int64(0), size: row.int64(1), mergeBase: row.optionalInt64(2),
+                body: row.string(3))
         }
     }
 

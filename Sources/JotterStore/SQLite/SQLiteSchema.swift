@@ -239,13 +239,17 @@ enum SQLiteSchema {
 
     /// The stored schema version; 0 for an empty database.
     static func storedVersion(_ db: SQLiteConnection, fileName: String) throws(StoreError) -> Int64 {
-        let hasVersionTable = try db.first(
-            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_version'") { _ in true } ?? false
+        let hasVersionTable =
+            try db.first(
+                "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_version'"
+            ) { _ in true } ?? false
         if hasVersionTable {
             return try db.first("SELECT version FROM schema_version") { $0.int64(0) } ?? 0
         }
-        let otherTables = try db.first(
-            "SELECT count(*) FROM sqlite_master WHERE name NOT LIKE 'sqlite\\_%' ESCAPE '\\'") { $0.int64(0) } ?? 0
+        let otherTables =
+            try db.first(
+                "SELECT count(*) FROM sqlite_master WHERE name NOT LIKE 'sqlite\\_%' ESCAPE '\\'"
+            ) { $0.int64(0) } ?? 0
         guard otherTables == 0 else { throw .notJotterDatabase(file: fileName) }
         return 0
     }

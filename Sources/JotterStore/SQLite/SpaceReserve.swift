@@ -37,7 +37,8 @@ final class SpaceReserve {
         lastAttempt = seconds
         var stats = statvfs()
         guard statvfs(path.withoutLastComponent, &stats) == 0,
-              UInt64(stats.f_bavail) * UInt64(stats.f_frsize) >= UInt64(3 * size) else { return }
+            UInt64(stats.f_bavail) * UInt64(stats.f_frsize) >= UInt64(3 * size)
+        else { return }
         _ = take()
     }
 

@@ -1,9 +1,11 @@
 /// The trash's reads, shared by the readers and the writer.
 enum TrashRows {
     static func note(id: Int64, owner: Owner, on db: SQLiteConnection) throws(StoreError) -> TrashedNote? {
-        try db.first("""
+        try db.first(
+            """
             SELECT id, body, created_at, updated_at, version, deleted_at FROM trashed_notes WHERE id = ? AND owner = ?
-            """, [.integer(id), .integer(owner.id)]) { TrashedNote(note: NoteRows.record($0), deletedAt: $0.int64(5)) }
+            """, [.integer(id), .integer(owner.id)]
+        ) { TrashedNote(note: NoteRows.record($0), deletedAt: $0.int64(5)) }
     }
 
     /// Most recently deleted first, then by id; after the trashed note `after`.
@@ -11,14 +13,19 @@ enum TrashRows {
         guard limit > 0 else { return [] }
         var cursor: (deletedAt: Int64, id: Int64) = (.max, .max)
         if let after {
-            guard let found = try db.first("SELECT deleted_at FROM trashed_notes WHERE id = ? AND owner = ?",
-                                           [.integer(after), .integer(owner.id)], row: { $0.int64(0) }) else { return [] }
+            guard
+                let found = try db.first(
+                    "SELECT deleted_at FROM trashed_notes WHERE id = ? AND owner = ?",
+                    [.integer(after), .integer(owner.id)], row: { $0.int64(0) })
+            else { return [] }
             cursor = (found, after)
         }
-        return try db.query("""
+        return try db.query(
+            """
             SELECT id, body, created_at, updated_at, version, deleted_at FROM trashed_notes
             WHERE owner = ? AND (deleted_at < ? OR (deleted_at = ? AND id < ?)) ORDER BY deleted_at DESC, id DESC LIMIT ?
-            """, [.integer(owner.id), .integer(cursor.deletedAt), .integer(cursor.deletedAt), .integer(cursor.id), .integer(Int64(limit))]) {
+            """, [.integer(owner.id), .integer(cursor.deletedAt), .integer(cursor.deletedAt), .integer(cursor.id), .integer(Int64(limit))]
+        ) {
             TrashedNote(note: NoteRows.record($0), deletedAt: $0.int64(5))
         }
     }

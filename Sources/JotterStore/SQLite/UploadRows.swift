@@ -3,8 +3,9 @@ enum UploadRows {
     static let columns = "id, filename, content_type, size, sha256, created_at, note_id"
 
     static func record(_ row: Statement, from first: Int32 = 0) -> UploadRecord {
-        UploadRecord(id: row.string(first), filename: row.string(first + 1), contentType: row.string(first + 2), size: row.int64(first + 3),
-                     sha256: row.string(first + 4), createdAt: row.int64(first + 5), noteID: row.isNull(first + 6) ? nil : row.int64(first + 6))
+        UploadRecord(
+            id: row.string(first), filename: row.string(first + 1), contentType: row.string(first + 2), size: row.int64(first + 3),
+            sha256: row.string(first + 4), createdAt: row.int64(first + 5), noteID: row.isNull(first + 6) ? nil : row.int64(first + 6))
     }
 
     /// A note and its attachments in one statement (one snapshot, one lock): the note's
@@ -12,12 +13,14 @@ enum UploadRows {
     static func noteWithAttachments(id: Int64, owner: Owner, on db: SQLiteConnection) throws(StoreError) -> (NoteRecord, [UploadRecord])? {
         var note: NoteRecord?
         var attachments: [UploadRecord] = []
-        try db.forEachRow("""
+        try db.forEachRow(
+            """
             SELECT n.id, n.body, n.created_at, n.updated_at, n.version,
                    u.id, u.filename, u.content_type, u.size, u.sha256, u.created_at, u.note_id
             FROM notes AS n LEFT JOIN uploads AS u ON u.note_id = n.id
             WHERE n.id = ? AND n.owner = ? ORDER BY u.rowid
-            """, [.integer(id), .integer(owner.id)]) { row in
+            """, [.integer(id), .integer(owner.id)]
+        ) { row in
             if note == nil { note = NoteRows.record(row) }
             if !row.isNull(5) { attachments.append(record(row, from: 5)) }
             return true
@@ -43,10 +46,12 @@ enum UploadRows {
         var cursor = Int64.max
         if let after = query.after {
             // A deleted upload's place is kept for a while: the listing goes on after it.
-            var found = try db.first("SELECT rowid FROM uploads WHERE id = ? AND owner = ?", [.text(after), .integer(owner.id)], row: { $0.int64(0) })
+            var found = try db.first(
+                "SELECT rowid FROM uploads WHERE id = ? AND owner = ?", [.text(after), .integer(owner.id)], row: { $0.int64(0) })
             if found == nil {
-                found = try db.first("SELECT position FROM removed_uploads WHERE id = ? AND owner = ?", [.text(after), .integer(owner.id)],
-                                     row: { $0.int64(0) })
+                found = try db.first(
+                    "SELECT position FROM removed_uploads WHERE id = ? AND owner = ?", [.text(after), .integer(owner.id)],
+                    row: { $0.int64(0) })
             }
             guard let rowid = found else { return nil }
             cursor = rowid
@@ -76,8 +81,9 @@ enum UploadRows {
     /// deleted, and forgets places older than a week.
     static func keepPlaces(where condition: String, _ values: [SQLiteValue], now: Int64, on db: SQLiteConnection) throws(StoreError) {
         try db.run("DELETE FROM removed_uploads WHERE removed_at < ?", [.integer(now - removedKept)])
-        try db.run("INSERT OR REPLACE INTO removed_uploads (id, owner, position, removed_at) SELECT id, owner, rowid, ? FROM uploads WHERE "
-                   + condition, [.integer(now)] + values)
+        try db.run(
+            "INSERT OR REPLACE INTO removed_uploads (id, owner, position, removed_at) SELECT id, owner, rowid, ? FROM uploads WHERE "
+                + condition, [.integer(now)] + values)
     }
 
     /// Which of `ids` have a row (one fixed statement: the ids as a JSON array).

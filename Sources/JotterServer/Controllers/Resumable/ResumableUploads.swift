@@ -59,8 +59,10 @@ final class ResumableUploads: Sendable {
     /// The receiver of a request whose store work is done (`writer`: a resumable one's bytes);
     /// a request that ends without its whole body keeps what arrived (none of it when it was
     /// tentative), on a store thread.
-    private func receiver(_ plan: UploadReceiver.Plan, _ context: RequestContext, writer: (any PartialWriter)?,
-                          rawFile: String? = nil) throws -> UploadReceiver {
+    private func receiver(
+        _ plan: UploadReceiver.Plan, _ context: RequestContext, writer: (any PartialWriter)?,
+        rawFile: String? = nil
+    ) throws -> UploadReceiver {
         let threads = store.threads, lifetime = limits.lifetime
         return try UploadReceiver(plan: plan, owner: context.owner, context: context, writer: writer, rawFile: rawFile) { receiver in
             guard let writer = receiver.writer else { return }
@@ -84,22 +86,28 @@ final class ResumableUploads: Sendable {
         switch dialect {
         case .raw:
             guard let filename = disposition, media?.essence != "application/x-www-form-urlencoded" else {
-                throw HTTPError(.unsupportedMediaType, detail: "send the files as multipart/form-data, or one file's bytes with Content-Disposition: attachment; filename=…")
+                throw HTTPError(
+                    .unsupportedMediaType,
+                    detail: "send the files as multipart/form-data, or one file's bytes with Content-Disposition: attachment; filename=…")
             }
-            let plan = UploadReceiver.Plan(dialect: .raw, record: nil, startOffset: 0, length: head.declaredLength, completes: true, checksum: nil,
-                                           creates: true, filename: filename, contentType: plainType(), noteID: noteID)
+            let plan = UploadReceiver.Plan(
+                dialect: .raw, record: nil, startOffset: 0, length: head.declaredLength, completes: true, checksum: nil,
+                creates: true, filename: filename, contentType: plainType(), noteID: noteID)
             try requireNote(noteID, owner: owner)
             return try receiver(plan, context, writer: nil, rawFile: store.temporaryDirectory + "/raw-" + UploadRecord.newID())
 
         case .tus:
             try Self.checkTusVersion(headers)
             guard let lengthText = headers["Upload-Length"], let length = Int64(lengthText), length >= 0 else {
-                throw tusError(.badRequest, headers["Upload-Defer-Length"] != nil
-                    ? "Upload-Defer-Length is not supported: send Upload-Length" : "Upload-Length (a non-negative integer) is required")
+                throw tusError(
+                    .badRequest,
+                    headers["Upload-Defer-Length"] != nil
+                        ? "Upload-Defer-Length is not supported: send Upload-Length" : "Upload-Length (a non-negative integer) is required")
             }
             guard length <= limits.maxSize else {
-                throw tusError(.contentTooLarge, "Upload-Length \(length) is larger than the limit of \(limits.maxSize) bytes",
-                               extra: [("Tus-Max-Size", String(limits.maxSize))])
+                throw tusError(
+                    .contentTooLarge, "Upload-Length \(length) is larger than the limit of \(limits.maxSize) bytes",
+                    extra: [("Tus-Max-Size", String(limits.maxSize))])
             }
             if head.hasBody, media?.essence != "application/offset+octet-stream" {
                 throw tusError(.unsupportedMediaType, "a creation-with-upload body must be application/offset+octet-stream")
@@ -109,28 +117,35 @@ final class ResumableUploads: Sendable {
             let type = UploadPolicy.contentType(metadata["filetype"] ?? metadata["type"] ?? "application/octet-stream")
             let checksum = try Tus.checksum(headers["Upload-Checksum"])
             try requireNote(noteID, owner: owner)
-            let (record, writer) = try createRecord(dialect: .tus, filename: filename, contentType: type, length: length, noteID: noteID,
-                                                    expectedSHA256: nil, owner: owner, tentative: checksum != nil)
-            let plan = UploadReceiver.Plan(dialect: .tus, record: record, startOffset: 0, length: length, completes: false,
-                                           checksum: checksum, creates: true, filename: filename, contentType: type, noteID: noteID)
+            let (record, writer) = try createRecord(
+                dialect: .tus, filename: filename, contentType: type, length: length, noteID: noteID,
+                expectedSHA256: nil, owner: owner, tentative: checksum != nil)
+            let plan = UploadReceiver.Plan(
+                dialect: .tus, record: record, startOffset: 0, length: length, completes: false,
+                checksum: checksum, creates: true, filename: filename, contentType: type, noteID: noteID)
             return try receiver(plan, context, writer: writer)
 
         case .ietf(let version):
             let rules = DraftRules(sent: version)
             guard let complete = rules.isComplete(headers) else {
-                throw HTTPError.badRequest("a resumable upload's creation needs \(rules.usesIncomplete ? "Upload-Incomplete" : "Upload-Complete") (a Structured Fields boolean)")
+                throw HTTPError.badRequest(
+                    "a resumable upload's creation needs \(rules.usesIncomplete ? "Upload-Incomplete" : "Upload-Complete") (a Structured Fields boolean)"
+                )
             }
             let length = try declaredLength(headers, complete: complete, offset: 0, contentLength: head.declaredLength, rules: rules)
             if let length, length > limits.maxSize {
-                throw HTTPError(.contentTooLarge, detail: "the upload's \(length) bytes are more than the limit of \(limits.maxSize) bytes",
-                                headers: draftHeaders(rules, complete: false, expiresAt: nil), closesConnection: true)
+                throw HTTPError(
+                    .contentTooLarge, detail: "the upload's \(length) bytes are more than the limit of \(limits.maxSize) bytes",
+                    headers: draftHeaders(rules, complete: false, expiresAt: nil), closesConnection: true)
             }
             let expected = try Self.reprDigest(headers)
             try requireNote(noteID, owner: owner)
-            let (record, writer) = try createRecord(dialect: dialect, filename: disposition ?? "upload", contentType: plainType(), length: length,
-                                                    noteID: noteID, expectedSHA256: expected, owner: owner, tentative: false)
-            let plan = UploadReceiver.Plan(dialect: dialect, record: record, startOffset: 0, length: length, completes: complete,
-                                           checksum: nil, creates: true, filename: record.filename, contentType: record.contentType, noteID: noteID)
+            let (record, writer) = try createRecord(
+                dialect: dialect, filename: disposition ?? "upload", contentType: plainType(), length: length,
+                noteID: noteID, expectedSHA256: expected, owner: owner, tentative: false)
+            let plan = UploadReceiver.Plan(
+                dialect: dialect, record: record, startOffset: 0, length: length, completes: complete,
+                checksum: nil, creates: true, filename: record.filename, contentType: record.contentType, noteID: noteID)
             // The request holds the upload before the client learns where it is: a HEAD right
             // after the 104 takes it over, never the other way round.
             let made = try receiver(plan, context, writer: writer)
@@ -149,21 +164,28 @@ final class ResumableUploads: Sendable {
     }
 
     /// The row and the storage of a new partial upload, within the user's limit.
-    private func createRecord(dialect: UploadDialect, filename: String, contentType: String, length: Int64?, noteID: Int64?,
-                              expectedSHA256: String?, owner: Owner, tentative: Bool) throws -> (PartialUploadRecord, any PartialWriter) {
+    private func createRecord(
+        dialect: UploadDialect, filename: String, contentType: String, length: Int64?, noteID: Int64?,
+        expectedSHA256: String?, owner: Owner, tentative: Bool
+    ) throws -> (PartialUploadRecord, any PartialWriter) {
         let usage = try store.partialUploadUsage(owner: owner)
         guard usage.count < limits.perUser else {
-            throw HTTPError(HTTPStatus(429), detail: "you have \(usage.count) unfinished resumable uploads, the most one user may have: finish or cancel some",
-                            closesConnection: true)
+            throw HTTPError(
+                HTTPStatus(429), detail: "you have \(usage.count) unfinished resumable uploads, the most one user may have: finish or cancel some",
+                closesConnection: true)
         }
         guard usage.bytes + (length ?? 0) <= limits.bytesPerUser else {
-            throw HTTPError(HTTPStatus(429), detail: "your unfinished resumable uploads hold \(usage.bytes) bytes; with this one they would pass the limit of \(limits.bytesPerUser): finish or cancel some",
-                            closesConnection: true)
+            throw HTTPError(
+                HTTPStatus(429),
+                detail:
+                    "your unfinished resumable uploads hold \(usage.bytes) bytes; with this one they would pass the limit of \(limits.bytesPerUser): finish or cancel some",
+                closesConnection: true)
         }
         let now = WallClock.seconds()
-        let record = PartialUploadRecord(id: UploadRecord.newID(), protocolName: dialect.storedName, filename: filename, contentType: contentType,
-                                         length: length, offset: 0, noteID: noteID, expectedSHA256: expectedSHA256, createdAt: now,
-                                         expiresAt: now + limits.lifetime)
+        let record = PartialUploadRecord(
+            id: UploadRecord.newID(), protocolName: dialect.storedName, filename: filename, contentType: contentType,
+            length: length, offset: 0, noteID: noteID, expectedSHA256: expectedSHA256, createdAt: now,
+            expiresAt: now + limits.lifetime)
         let made = try storage.create(record, owner: owner, tentative: tentative)
         return (made.record, made.writer)
     }
@@ -212,17 +234,20 @@ final class ResumableUploads: Sendable {
             }
             guard let provided, provided >= 0 else { throw tusError(.badRequest, "Upload-Offset (a non-negative integer) is required") }
             guard provided == offset else {
-                throw tusError(HTTPStatus(409), "Upload-Offset \(provided) is not the upload's offset \(offset)", extra: [("Upload-Offset", String(offset))])
+                throw tusError(
+                    HTTPStatus(409), "Upload-Offset \(provided) is not the upload's offset \(offset)", extra: [("Upload-Offset", String(offset))])
             }
-            return UploadReceiver.Plan(dialect: .tus, record: record, startOffset: offset, length: record.length, completes: false,
-                                       checksum: try Tus.checksum(headers["Upload-Checksum"]), creates: false,
-                                       filename: record.filename, contentType: record.contentType, noteID: record.noteID)
+            return UploadReceiver.Plan(
+                dialect: .tus, record: record, startOffset: offset, length: record.length, completes: false,
+                checksum: try Tus.checksum(headers["Upload-Checksum"]), creates: false,
+                filename: record.filename, contentType: record.contentType, noteID: record.noteID)
         case .ietf(let version):
             let rules = DraftRules(sent: version)
             let (completeName, _) = rules.completeness(false)
             if rules.requiresPartialUploadType, media != "application/partial-upload" {
-                throw HTTPError(.unsupportedMediaType, detail: "an append must be application/partial-upload",
-                                headers: HTTPHeaders([rules.completeness(false)]), closesConnection: head.hasBody)
+                throw HTTPError(
+                    .unsupportedMediaType, detail: "an append must be application/partial-upload",
+                    headers: HTTPHeaders([rules.completeness(false)]), closesConnection: head.hasBody)
             }
             guard let complete = rules.isComplete(headers) else {
                 throw HTTPError(.badRequest, detail: "an append needs \(completeName) (a Structured Fields boolean)", closesConnection: head.hasBody)
@@ -231,21 +256,24 @@ final class ResumableUploads: Sendable {
                 throw HTTPError(.badRequest, detail: "an append needs Upload-Offset (a Structured Fields integer)", closesConnection: head.hasBody)
             }
             guard provided == offset else {
-                var error = HTTPError(HTTPStatus(409), detail: "Upload-Offset \(provided) is not the upload's offset \(offset): append from \(offset)",
-                                      headers: HTTPHeaders([("Upload-Offset", String(offset)), rules.completeness(false)]),
-                                      closesConnection: head.hasBody)
+                var error = HTTPError(
+                    HTTPStatus(409), detail: "Upload-Offset \(provided) is not the upload's offset \(offset): append from \(offset)",
+                    headers: HTTPHeaders([("Upload-Offset", String(offset)), rules.completeness(false)]),
+                    closesConnection: head.hasBody)
                 error.type = rules.problemType("mismatching-upload-offset")
                 error.integerMembers = ["expected-offset": offset, "provided-offset": provided]
                 throw error
             }
-            let length = try declaredLength(headers, complete: complete, offset: offset, contentLength: head.declaredLength, rules: rules,
-                                            recorded: record.length)
+            let length = try declaredLength(
+                headers, complete: complete, offset: offset, contentLength: head.declaredLength, rules: rules,
+                recorded: record.length)
             if let expected = try Self.reprDigest(headers), let known = record.expectedSHA256, expected != known {
                 throw HTTPError(.badRequest, detail: "Repr-Digest differs from the one the upload was created with", closesConnection: head.hasBody)
             }
-            return UploadReceiver.Plan(dialect: dialect, record: record, startOffset: offset, length: length ?? record.length,
-                                       completes: complete, checksum: nil, creates: false,
-                                       filename: record.filename, contentType: record.contentType, noteID: record.noteID)
+            return UploadReceiver.Plan(
+                dialect: dialect, record: record, startOffset: offset, length: length ?? record.length,
+                completes: complete, checksum: nil, creates: false,
+                filename: record.filename, contentType: record.contentType, noteID: record.noteID)
         case .raw:
             throw HTTPError(.badRequest, detail: "an append needs the resumable-upload fields", closesConnection: head.hasBody)
         }
@@ -253,14 +281,17 @@ final class ResumableUploads: Sendable {
 
     /// The length a request declares (`Upload-Length`, or the offset plus `Content-Length` of a
     /// completing request), checked against itself and what was recorded.
-    private func declaredLength(_ headers: HTTPHeaders, complete: Bool, offset: Int64, contentLength: Int64?, rules: DraftRules,
-                                recorded: Int64? = nil) throws -> Int64? {
+    private func declaredLength(
+        _ headers: HTTPHeaders, complete: Bool, offset: Int64, contentLength: Int64?, rules: DraftRules,
+        recorded: Int64? = nil
+    ) throws -> Int64? {
         let field = headers["Upload-Length"].flatMap { StructuredField.item($0)?.integer }
         let implied = complete ? contentLength.map { offset + $0 } : nil
         let lengths = [field, implied, recorded].compactMap { $0 }
         guard Set(lengths).count <= 1 else {
-            var error = HTTPError(rules.version >= 7 ? .badRequest : HTTPStatus(409), detail: "the upload's length values disagree",
-                                  headers: HTTPHeaders([rules.completeness(false)]), closesConnection: true)
+            var error = HTTPError(
+                rules.version >= 7 ? .badRequest : HTTPStatus(409), detail: "the upload's length values disagree",
+                headers: HTTPHeaders([rules.completeness(false)]), closesConnection: true)
             error.type = rules.version >= 7 ? rules.problemType("inconsistent-upload-length") : "about:blank"
             throw error
         }
@@ -292,14 +323,20 @@ final class ResumableUploads: Sendable {
             }
             throw HTTPError.takenOver(record.id)
         }
-        let status: HTTPStatus = plan.creates ? .created : {
-            if case .ietf(let version) = plan.dialect, DraftRules(sent: version).version <= 5 { return .created }
-            return .noContent
-        }()
-        return Response(status: status, headers: progressHeaders(plan, record: record, request: request, offset: receiver.offset, expiresAt: expiresAt))
+        let status: HTTPStatus =
+            plan.creates
+            ? .created
+            : {
+                if case .ietf(let version) = plan.dialect, DraftRules(sent: version).version <= 5 { return .created }
+                return .noContent
+            }()
+        return Response(
+            status: status, headers: progressHeaders(plan, record: record, request: request, offset: receiver.offset, expiresAt: expiresAt))
     }
 
-    private func progressHeaders(_ plan: UploadReceiver.Plan, record: PartialUploadRecord, request: Request, offset: Int64, expiresAt: Int64) -> HTTPHeaders {
+    private func progressHeaders(_ plan: UploadReceiver.Plan, record: PartialUploadRecord, request: Request, offset: Int64, expiresAt: Int64)
+        -> HTTPHeaders
+    {
         var headers = HTTPHeaders([("Upload-Offset", String(offset))])
         if plan.creates { headers.add("Location", location(record.id, request.head)) }
         switch plan.dialect {
@@ -309,7 +346,9 @@ final class ResumableUploads: Sendable {
         case .ietf(let version):
             let rules = DraftRules(sent: version)
             headers.add(rules.completeness(false).0, rules.completeness(false).1)
-            if let limit = rules.limit(maxSize: limits.maxSize, remainingSeconds: expiresAt - WallClock.seconds()) { headers.add("Upload-Limit", limit) }
+            if let limit = rules.limit(maxSize: limits.maxSize, remainingSeconds: expiresAt - WallClock.seconds()) {
+                headers.add("Upload-Limit", limit)
+            }
         case .raw: break
         }
         return headers
@@ -318,7 +357,9 @@ final class ResumableUploads: Sendable {
     /// Checks the upload's length, makes its bytes the object `uploads/<id>` (their SHA-256
     /// checked against `Repr-Digest`) and replaces its row by the ordinary upload: what
     /// `POST /uploads` answers.
-    private func completeUpload(_ request: Request, receiver: UploadReceiver, record: PartialUploadRecord, writer: any PartialWriter) throws -> Response {
+    private func completeUpload(_ request: Request, receiver: UploadReceiver, record: PartialUploadRecord, writer: any PartialWriter) throws
+        -> Response
+    {
         let store = store, owner = receiver.owner, plan = receiver.plan, length = receiver.offset
         if let declared = plan.length, declared != length {
             // What arrived is kept: the client may append the rest.
@@ -331,15 +372,17 @@ final class ResumableUploads: Sendable {
         } catch let mismatch as PartialDigestMismatch {
             // Nothing half-stored: the upload is gone.
             _ = try? store.deletePartialUpload(id: record.id, owner: owner)
-            throw completionError(plan, status: .badRequest, "the upload's SHA-256 is \(mismatch.actual), not the one Repr-Digest gave: it was discarded")
+            throw completionError(
+                plan, status: .badRequest, "the upload's SHA-256 is \(mismatch.actual), not the one Repr-Digest gave: it was discarded")
         }
         let upload = NewUpload(id: record.id, filename: record.filename, contentType: record.contentType, size: length, sha256: sha256)
         guard let added = try store.completePartialUpload(upload, owner: owner) else {
             try? store.blobs.delete(UploadRecord.blobKey(record.id))
             throw HTTPError(.notFound, detail: "upload \(record.id) was cancelled meanwhile")
         }
-        return try Self.created(added, request: request, headers: completionHeaders(plan, record: record, request: request, length: length),
-                                noContent: plan.dialect == .tus && !plan.creates)
+        return try Self.created(
+            added, request: request, headers: completionHeaders(plan, record: record, request: request, length: length),
+            noContent: plan.dialect == .tus && !plan.creates)
     }
 
     private func completionHeaders(_ plan: UploadReceiver.Plan, record: PartialUploadRecord, request: Request, length: Int64) -> HTTPHeaders {
@@ -354,7 +397,9 @@ final class ResumableUploads: Sendable {
 
     private func completionError(_ plan: UploadReceiver.Plan, status: HTTPStatus, _ detail: String) -> HTTPError {
         var headers = HTTPHeaders()
-        if case .ietf(let version) = plan.dialect { headers.add(DraftRules(sent: version).completeness(true).0, DraftRules(sent: version).completeness(true).1) }
+        if case .ietf(let version) = plan.dialect {
+            headers.add(DraftRules(sent: version).completeness(true).0, DraftRules(sent: version).completeness(true).1)
+        }
         if plan.dialect == .tus { headers.add("Tus-Resumable", UploadDialect.tusVersion) }
         return HTTPError(status, detail: detail, headers: headers)
     }
@@ -371,7 +416,8 @@ final class ResumableUploads: Sendable {
     private func storeRaw(_ request: Request, receiver: UploadReceiver) throws -> Response {
         let plan = receiver.plan
         guard let sha256 = receiver.takeSHA256(), let path = receiver.path else { throw HTTPError(.internalServerError) }
-        let upload = NewUpload(id: UploadRecord.newID(), filename: plan.filename, contentType: plan.contentType, size: receiver.offset, sha256: sha256)
+        let upload = NewUpload(
+            id: UploadRecord.newID(), filename: plan.filename, contentType: plan.contentType, size: receiver.offset, sha256: sha256)
         do { try store.blobs.put(UploadRecord.blobKey(upload.id), movingFile: path) } catch {
             unlink(path)
             throw error
@@ -414,8 +460,10 @@ final class ResumableUploads: Sendable {
                 guard let upload = try completeTaken(id, owner: owner) else { throw HTTPError(.notFound, detail: "upload \(id) does not exist") }
                 return completed(upload)
             }
-            return .now(offsetResponse(effective, id: id, offset: offset, length: record.length, complete: false, expiresAt: record.expiresAt,
-                                       metadata: record))
+            return .now(
+                offsetResponse(
+                    effective, id: id, offset: offset, length: record.length, complete: false, expiresAt: record.expiresAt,
+                    metadata: record))
         }
     }
 
@@ -459,12 +507,15 @@ final class ResumableUploads: Sendable {
             guard try store.partialUpload(id: id, owner: owner) != nil else { return nil }
             usleep(10_000)
         }
-        throw HTTPError(.serviceUnavailable, detail: "upload \(id) is being completed: ask again shortly",
-                        headers: HTTPHeaders([("Retry-After", "1")]))
+        throw HTTPError(
+            .serviceUnavailable, detail: "upload \(id) is being completed: ask again shortly",
+            headers: HTTPHeaders([("Retry-After", "1")]))
     }
 
-    private func offsetResponse(_ dialect: UploadDialect, id: String, offset: Int64, length: Int64?, complete: Bool, expiresAt: Int64?,
-                                metadata: PartialUploadRecord?) -> Response {
+    private func offsetResponse(
+        _ dialect: UploadDialect, id: String, offset: Int64, length: Int64?, complete: Bool, expiresAt: Int64?,
+        metadata: PartialUploadRecord?
+    ) -> Response {
         var headers = HTTPHeaders([("Upload-Offset", String(offset)), ("Cache-Control", "no-store")])
         if let length { headers.add("Upload-Length", String(length)) }
         switch dialect {
@@ -473,7 +524,9 @@ final class ResumableUploads: Sendable {
             if length == nil { headers.add("Upload-Defer-Length", "1") }
             if let expiresAt { headers.add("Upload-Expires", HTTPDate.format(expiresAt)) }
             if let metadata {
-                headers.add("Upload-Metadata", "filename \(Base64.encode(Array(metadata.filename.utf8))),filetype \(Base64.encode(Array(metadata.contentType.utf8)))")
+                headers.add(
+                    "Upload-Metadata",
+                    "filename \(Base64.encode(Array(metadata.filename.utf8))),filetype \(Base64.encode(Array(metadata.contentType.utf8)))")
             }
             return Response(status: .ok, headers: headers)
         case .ietf(let version):
@@ -511,8 +564,10 @@ final class ResumableUploads: Sendable {
         ])
         let version = request.headers["Upload-Draft-Interop-Version"].flatMap { StructuredField.item($0)?.integer }.map(Int.init)
         let rules = DraftRules(sent: version.flatMap { UploadDialect.interopVersions.contains($0) ? $0 : nil })
-        headers.add("Upload-Limit", rules.limit(maxSize: limits.maxSize, remainingSeconds: limits.lifetime)
-                    ?? "max-size=\(limits.maxSize), max-age=\(limits.lifetime)")
+        headers.add(
+            "Upload-Limit",
+            rules.limit(maxSize: limits.maxSize, remainingSeconds: limits.lifetime)
+                ?? "max-size=\(limits.maxSize), max-age=\(limits.lifetime)")
         return Response(status: .noContent, headers: headers)
     }
 
@@ -538,7 +593,9 @@ final class ResumableUploads: Sendable {
     static func uploadID(_ head: RequestHead) throws(HTTPError) -> String {
         let path = head.path
         let id = path.split(separator: "/").last.map(String.init) ?? ""
-        guard UploadInput.isUploadID(id) else { throw HTTPError(.notFound, detail: "upload \(printable(id)) does not exist", closesConnection: head.hasBody) }
+        guard UploadInput.isUploadID(id) else {
+            throw HTTPError(.notFound, detail: "upload \(printable(id)) does not exist", closesConnection: head.hasBody)
+        }
         return id
     }
 
@@ -553,9 +610,10 @@ final class ResumableUploads: Sendable {
 
     static func checkTusVersion(_ headers: HTTPHeaders) throws(HTTPError) {
         guard headers["Tus-Resumable"] == UploadDialect.tusVersion else {
-            throw HTTPError(.preconditionFailed, detail: "this server speaks tus \(UploadDialect.tusVersion)",
-                            headers: HTTPHeaders([("Tus-Version", UploadDialect.tusVersion), ("Tus-Resumable", UploadDialect.tusVersion)]),
-                            closesConnection: true)
+            throw HTTPError(
+                .preconditionFailed, detail: "this server speaks tus \(UploadDialect.tusVersion)",
+                headers: HTTPHeaders([("Tus-Version", UploadDialect.tusVersion), ("Tus-Resumable", UploadDialect.tusVersion)]),
+                closesConnection: true)
         }
     }
 
@@ -568,15 +626,18 @@ final class ResumableUploads: Sendable {
         if dialect == .tus { return tusError(.forbidden, "upload \(id) is complete") }
         let rules: DraftRules
         if case .ietf(let version) = dialect { rules = DraftRules(sent: version) } else { rules = DraftRules(sent: nil) }
-        var error = HTTPError(.badRequest, detail: "upload \(id) is complete: nothing can be appended",
-                              headers: HTTPHeaders([rules.completeness(true)]), closesConnection: head.hasBody)
+        var error = HTTPError(
+            .badRequest, detail: "upload \(id) is complete: nothing can be appended",
+            headers: HTTPHeaders([rules.completeness(true)]), closesConnection: head.hasBody)
         error.type = rules.problemType("completed-upload")
         return error
     }
 
     private func draftHeaders(_ rules: DraftRules, complete: Bool, expiresAt: Int64?) -> HTTPHeaders {
         var headers = HTTPHeaders([rules.completeness(complete)])
-        if let limit = rules.limit(maxSize: limits.maxSize, remainingSeconds: (expiresAt ?? WallClock.seconds() + limits.lifetime) - WallClock.seconds()) {
+        if let limit = rules.limit(
+            maxSize: limits.maxSize, remainingSeconds: (expiresAt ?? WallClock.seconds() + limits.lifetime) - WallClock.seconds())
+        {
             headers.add("Upload-Limit", limit)
         }
         return headers
@@ -585,7 +646,9 @@ final class ResumableUploads: Sendable {
     /// `Repr-Digest`'s sha-256 as lowercase hex; nil when absent or without sha-256.
     static func reprDigest(_ headers: HTTPHeaders) throws(HTTPError) -> String? {
         guard let header = headers["Repr-Digest"] else { return nil }
-        guard let members = StructuredField.dictionary(header) else { throw HTTPError.badRequest("Repr-Digest is not a Structured Fields dictionary") }
+        guard let members = StructuredField.dictionary(header) else {
+            throw HTTPError.badRequest("Repr-Digest is not a Structured Fields dictionary")
+        }
         guard let member = members.first(where: { $0.key == "sha-256" }) else { return nil }
         guard let bytes = member.value.bytes, bytes.count == 32 else { throw HTTPError.badRequest("Repr-Digest's sha-256 is not 32 bytes") }
         let hex = Array("0123456789abcdef".utf8)
@@ -599,8 +662,10 @@ enum HTTPDate {
         var time = time_t(seconds)
         var parts = tm()
         gmtime_r(&time, &parts)
-        let days = ["Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"], months = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
+        let days = ["Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"],
+            months = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
         func two(_ value: Int32) -> String { value < 10 ? "0\(value)" : "\(value)" }
-        return "\(days[Int(parts.tm_wday)]), \(two(parts.tm_mday)) \(months[Int(parts.tm_mon)]) \(parts.tm_year + 1900) \(two(parts.tm_hour)):\(two(parts.tm_min)):\(two(parts.tm_sec)) GMT"
+        return
+            "\(days[Int(parts.tm_wday)]), \(two(parts.tm_mday)) \(months[Int(parts.tm_mon)]) \(parts.tm_year + 1900) \(two(parts.tm_hour)):\(two(parts.tm_min)):\(two(parts.tm_sec)) GMT"
     }
 }

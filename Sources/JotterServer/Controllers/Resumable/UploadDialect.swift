@@ -24,9 +24,13 @@ enum UploadDialect: Equatable, Sendable {
     }
 
     init(storedName: String) {
-        if storedName == "tus" { self = .tus } else if storedName.hasPrefix("ietf-"), let version = Int(storedName.dropFirst(5)) {
+        if storedName == "tus" {
+            self = .tus
+        } else if storedName.hasPrefix("ietf-"), let version = Int(storedName.dropFirst(5)) {
             self = .ietf(Self.interopVersions.contains(version) ? version : nil)
-        } else { self = .raw }
+        } else {
+            self = .raw
+        }
     }
 
     /// The dialect of a request: `Tus-Resumable` is tus; any of the draft's fields is the draft.
@@ -35,7 +39,8 @@ enum UploadDialect: Equatable, Sendable {
         let version = headers["Upload-Draft-Interop-Version"].flatMap { StructuredField.item($0)?.integer }.map(Int.init)
         let known = version.flatMap { interopVersions.contains($0) ? $0 : nil }
         if headers["Upload-Complete"] != nil || headers["Upload-Incomplete"] != nil || headers["Upload-Offset"] != nil
-            || headers["Upload-Draft-Interop-Version"] != nil {
+            || headers["Upload-Draft-Interop-Version"] != nil
+        {
             return .ietf(known)
         }
         return .raw

@@ -55,8 +55,10 @@ final class UploadReceiver: RequestBodyStream, @unchecked Sendable {
 
     /// A receiver for a resumable request (`writer`) or a plain raw upload into the temporary
     /// file `rawFile`.
-    init(plan: Plan, owner: Owner, context: RequestContext, writer: (any PartialWriter)?, rawFile: String?,
-         onAbort: @escaping @Sendable (UploadReceiver) -> Void) throws(HTTPError) {
+    init(
+        plan: Plan, owner: Owner, context: RequestContext, writer: (any PartialWriter)?, rawFile: String?,
+        onAbort: @escaping @Sendable (UploadReceiver) -> Void
+    ) throws(HTTPError) {
         self.plan = plan
         self.owner = owner
         self.context = context
@@ -68,7 +70,9 @@ final class UploadReceiver: RequestBodyStream, @unchecked Sendable {
         if let rawFile {
             fd = open(rawFile, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
             guard fd >= 0 else {
-                throw HTTPError(errno == ENOSPC ? .insufficientStorage : .internalServerError, detail: "cannot open the upload's file: \(String(cString: strerror(errno)))")
+                throw HTTPError(
+                    errno == ENOSPC ? .insufficientStorage : .internalServerError,
+                    detail: "cannot open the upload's file: \(String(cString: strerror(errno)))")
             }
         } else {
             fd = -1
@@ -98,8 +102,9 @@ final class UploadReceiver: RequestBodyStream, @unchecked Sendable {
                 let n = Glibc.write(fd, chunk.baseAddress! + done, chunk.count - done)
                 if n < 0 {
                     if errno == EINTR { continue }
-                    throw HTTPError(errno == ENOSPC ? .insufficientStorage : .internalServerError,
-                                    detail: "cannot store the upload: \(String(cString: strerror(errno)))", closesConnection: true)
+                    throw HTTPError(
+                        errno == ENOSPC ? .insufficientStorage : .internalServerError,
+                        detail: "cannot store the upload: \(String(cString: strerror(errno)))", closesConnection: true)
                 }
                 done += n
             }
@@ -115,9 +120,11 @@ final class UploadReceiver: RequestBodyStream, @unchecked Sendable {
         offset += Int64(chunk.count)
         if case .ietf(let version) = plan.dialect, DraftRules(sent: version).sendsProgress, offset >= nextProgress {
             nextProgress = offset + Self.progressInterval
-            context.sendInterim(.uploadResumptionSupported, headers: HTTPHeaders([
-                ("Upload-Draft-Interop-Version", String(version ?? 8)), ("Upload-Offset", String(offset)),
-            ]))
+            context.sendInterim(
+                .uploadResumptionSupported,
+                headers: HTTPHeaders([
+                    ("Upload-Draft-Interop-Version", String(version ?? 8)), ("Upload-Offset", String(offset)),
+                ]))
         }
     }
 
@@ -133,8 +140,9 @@ final class UploadReceiver: RequestBodyStream, @unchecked Sendable {
             // The chunk is not kept: tus's checksum extension.
             offset = plan.startOffset
             _ = try writer?.keep(length: plan.length, expiresAt: plan.record?.expiresAt ?? 0, discarding: true)
-            throw HTTPError(.checksumMismatch, detail: "the body's checksum does not match Upload-Checksum; nothing of it was kept",
-                            headers: HTTPHeaders([("Tus-Resumable", UploadDialect.tusVersion), ("Upload-Offset", String(plan.startOffset))]))
+            throw HTTPError(
+                .checksumMismatch, detail: "the body's checksum does not match Upload-Checksum; nothing of it was kept",
+                headers: HTTPHeaders([("Tus-Resumable", UploadDialect.tusVersion), ("Upload-Offset", String(plan.startOffset))]))
         }
     }
 
