@@ -21,7 +21,7 @@ FISHCOMPDIR ?= $(PREFIX)/share/fish/vendor_completions.d
 DESTDIR ?=
 CONFIGURATION ?= release
 
-.PHONY: deps test-deps build release run test swift-tests converge compat browser-test screenshots openapi bench clean install install-files uninstall
+.PHONY: deps test-deps build release run test swift-tests lint format converge compat browser-test screenshots openapi bench clean install install-files uninstall
 
 # What building and serving need; test-deps adds what only the tests need (Chromium and more).
 deps:
@@ -45,7 +45,7 @@ TIMING_TESTS = ScaleOutTests|FeedScaleOutTests|ConvergenceHAProxyTests|PostgresR
 
 # Both passes run inside scripts/test-services: a throwaway PostgreSQL cluster and SeaweedFS (S3),
 # stopped and removed afterwards, their URLs and credentials in JOTTER_TEST_* variables.
-test: test-deps
+test: test-deps lint
 	@scripts/test-venv
 	@scripts/install-peer-deps
 	$(SWIFT) build --build-tests
@@ -56,6 +56,15 @@ test: test-deps
 	scripts/hostile-tests
 	python3 bench/compat.py --jotter .build/debug/jotter
 	scripts/browser-tests
+
+# The Swift sources' formatting, as .swift-format says (`swift format` ships with the toolchain):
+# `make lint` (the first step of `make test`) fails on any drift; `make format` rewrites it.
+FORMATTED = Package.swift Sources Tests
+lint:
+	$(SWIFT) format lint --strict --parallel --recursive $(FORMATTED)
+
+format:
+	$(SWIFT) format format --in-place --parallel --recursive $(FORMATTED)
 
 # The two `swift test` passes of `make test`, after its build; expects scripts/test-services around it.
 swift-tests:
