@@ -18,9 +18,11 @@ struct TestPlanTests {
         let files = FileManager.default.enumerator(at: tests, includingPropertiesForKeys: nil)?.compactMap { $0 as? URL } ?? []
         for file in files where file.pathExtension == "swift" {
             let lines = try String(contentsOf: file, encoding: .utf8).split(separator: "\n", omittingEmptySubsequences: false)
-            for (index, text) in lines.enumerated() where text.hasPrefix("@Suite(") && text.contains(".tags(.timing)") {
-                let declaration = try #require(lines[(index + 1)...].first { $0.contains("struct ") || $0.contains("class ") })
-                let name = declaration.split(separator: " ").drop { $0 != "struct" && $0 != "class" }.dropFirst().first
+            for (index, text) in lines.enumerated() where text.hasPrefix("@Suite(") {
+                // The attribute may run over several lines (swift format wraps it): up to the type.
+                let end = try #require(lines[index...].firstIndex { $0.contains("struct ") || $0.contains("class ") })
+                guard lines[index..<end].contains(where: { $0.contains(".tags(.timing)") }) || text.contains(".tags(.timing)") else { continue }
+                let name = lines[end].split(separator: " ").drop { $0 != "struct" && $0 != "class" }.dropFirst().first
                 tagged.insert(String(try #require(name).prefix { $0.isLetter || $0.isNumber }))
             }
         }
