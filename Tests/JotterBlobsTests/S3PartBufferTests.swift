@@ -15,7 +15,7 @@ struct S3PartBufferTests {
         func upload(_ part: inout [UInt8]) {
             sizes.append(part.count)
             joined += part
-            part.withUnsafeBufferPointer { addresses.insert(UInt(bitPattern: $0.baseAddress)) }
+            _ = part.withUnsafeBufferPointer { addresses.insert(UInt(bitPattern: $0.baseAddress)) }
             parts.recycle(&part)
         }
         var from = 0

@@ -537,30 +537,25 @@ struct HTTP1StateMachineTests {
 
     @Test("a consumer that asks to wait on a chunk parsed with more chunks and the body's end: they all still reach it, and the request is answered")
     func backPressureOnTheLastRead() {
-        let chunked = true
         let setup = Setup()
         var connection = setup.connection()
         let boundary = "b"
         let head =
             "--\(boundary)\r\nContent-Disposition: form-data; name=\"file\"; filename=\"a.bin\"\r\nContent-Type: application/octet-stream\r\n\r\n"
         let body = Array((head + String(repeating: "a", count: 3000) + "\r\n--\(boundary)--\r\n").utf8)
+        // Pieces of 500 bytes, each its own chunk: several body pieces and the end in one parse.
         var framed: [UInt8] = []
-        if chunked {
-            // Pieces of 500 bytes, each its own chunk: several body pieces and the end in one parse.
-            var offset = 0
-            while offset < body.count {
-                let piece = body[offset..<min(body.count, offset + 500)]
-                framed += Array(String(piece.count, radix: 16).utf8) + [13, 10] + piece + [13, 10]
-                offset += piece.count
-            }
-            framed += Array("0\r\n\r\n".utf8)
-        } else {
-            framed = body
+        var offset = 0
+        while offset < body.count {
+            let piece = body[offset..<min(body.count, offset + 500)]
+            framed += Array(String(piece.count, radix: 16).utf8) + [13, 10] + piece + [13, 10]
+            offset += piece.count
         }
+        framed += Array("0\r\n\r\n".utf8)
         connection.send(
             Array(
-                ("POST /gated HTTP/1.1\r\nHost: a\r\nContent-Type: multipart/form-data; boundary=\(boundary)\r\n"
-                    + (chunked ? "Transfer-Encoding: chunked\r\n\r\n" : "Content-Length: \(body.count)\r\n\r\n")).utf8)
+                "POST /gated HTTP/1.1\r\nHost: a\r\nContent-Type: multipart/form-data; boundary=\(boundary)\r\nTransfer-Encoding: chunked\r\n\r\n"
+                    .utf8)
                 + framed + Array("GET /hello HTTP/1.1\r\nHost: a\r\n\r\n".utf8))
         #expect(setup.gate.state.withLock { $0.paused } >= 1, "the writer asked to wait")
         #expect(Self.answers(connection.output) == [Self.ok("files [3000]"), Self.ok("hello")])
