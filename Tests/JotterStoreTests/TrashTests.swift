@@ -146,6 +146,25 @@ struct TrashTests {
         #expect(try fixture.integrityCheck() == "ok")
     }
 
+    /// Notes deleted in the reverse of the order they were made, within a second or two: the
+    /// trash lists them in the order of their deletions (ids and times alone would not: the
+    /// time has seconds, and ids follow creation), page by page too.
+    @Test(arguments: Backend.all) func theLatestDeletionComesFirstWithinASecond(backend: Backend) throws {
+        let fixture = try StoreFixture(backend)
+        let store = fixture.store
+        let made = try (0..<4).map { try fixture.create("note \($0)") }
+        for note in made.reversed() { _ = try store.perform(.delete(id: note.id, ifVersion: nil)) }
+        let all = try store.trashedNotes(limit: 10, after: nil, owner: .unclaimed)
+        #expect(all.map(\.note.id) == made.map(\.id))
+        let first = try store.trashedNotes(limit: 3, after: nil, owner: .unclaimed)
+        let second = try store.trashedNotes(limit: 3, after: first.last!.note.id, owner: .unclaimed)
+        #expect((first + second).map(\.note.id) == made.map(\.id))
+        // Restored and deleted again: it is the latest deletion now.
+        _ = try store.restoreTrashedNote(id: made[2].id, owner: .unclaimed)
+        _ = try store.perform(.delete(id: made[2].id, ifVersion: nil))
+        #expect(try store.trashedNotes(limit: 10, after: nil, owner: .unclaimed).map(\.note.id) == [made[2].id, made[0].id, made[1].id, made[3].id])
+    }
+
     @Test(arguments: Backend.all) func theTrashIsPerOwnerAndPaged(backend: Backend) throws {
         let fixture = try StoreFixture(backend)
         let store = fixture.store
@@ -158,7 +177,7 @@ struct TrashTests {
         guard case .done(let bobs, _) = try store.perform(.create(body: "bob's"), owner: bob) else { throw FixtureError("create") }
         _ = try store.perform(.delete(id: bobs.id, ifVersion: nil), owner: bob)
 
-        // Newest deletion first (ids break ties within a second), in pages by the last id.
+        // Newest deletion first, in pages by the last id.
         let all = try store.trashedNotes(limit: 10, after: nil, owner: alice)
         #expect(all.map(\.note.id) == ids.reversed())
         #expect(zip(all, all.dropFirst()).allSatisfy { $0.deletedAt >= $1.deletedAt })

@@ -173,8 +173,8 @@ enum PostgresNoteRows {
     private static let delete = """
         WITH n AS (DELETE FROM notes WHERE id = $1 AND owner = $2 AND ($3::bigint IS NULL OR version = $3::bigint) RETURNING \(columns)),
         \(appendEvent(seq: "$4", owner: "$2", kind: "'note.deleted'")),
-        t AS (INSERT INTO trashed_notes (id, owner, body, created_at, updated_at, version, deleted_at)
-              SELECT n.id, $2::bigint, n.body, n.created_at, n.updated_at, n.version, e.created_at FROM n, e)
+        t AS (INSERT INTO trashed_notes (id, owner, body, created_at, updated_at, version, deleted_at, deleted_seq)
+              SELECT n.id, $2::bigint, n.body, n.created_at, n.updated_at, n.version, e.created_at, e.id FROM n, e)
         SELECT n.id, n.body, n.created_at, n.updated_at, n.version, e.id, e.created_at FROM n, e
         """
 
@@ -222,14 +222,16 @@ enum PostgresNoteRows {
         try db.query("SELECT \(trashedColumns) FROM trashed_notes WHERE id = $1 AND owner = $2", [id, owner.id]).first.map(trashed)
     }
 
-    /// Most recently deleted first, then by id; after the trashed note `after` (none after one no longer there).
+    /// Most recently deleted first (within a second, the later deletion first); after the
+    /// trashed note `after` (none after one no longer there).
     static func trashedNotes(limit: Int, after: Int64?, owner: Owner, on db: PostgresConnection) throws -> [TrashedNote] {
         try db.query(
             """
             SELECT \(trashedColumns) FROM trashed_notes
             WHERE owner = $1 AND ($2::bigint IS NULL
-                  OR (deleted_at, id) < (SELECT deleted_at, id FROM trashed_notes WHERE id = $2::bigint AND owner = $1))
-            ORDER BY deleted_at DESC, id DESC LIMIT $3
+                  OR (deleted_at, deleted_seq, id)
+                     < (SELECT deleted_at, deleted_seq, id FROM trashed_notes WHERE id = $2::bigint AND owner = $1))
+            ORDER BY deleted_at DESC, deleted_seq DESC, id DESC LIMIT $3
             """, [owner.id, after, max(0, limit)]
         ).map(trashed)
     }

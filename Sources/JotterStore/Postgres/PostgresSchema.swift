@@ -269,6 +269,14 @@ enum PostgresSchema {
             FROM notes AS n LEFT JOIN (SELECT note_id, max(id) AS last FROM events GROUP BY note_id) AS e ON e.note_id = n.id;
         ALTER TABLE events ADD COLUMN note_merge_base bigint;
         """,
+        // 11: the trash's order within a second, as SQLite's version 11: `deleted_seq` is the
+        // id of the note.deleted event; notes trashed before take their tombstone's place.
+        """
+        ALTER TABLE trashed_notes ADD COLUMN deleted_seq bigint NOT NULL DEFAULT 0;
+        UPDATE trashed_notes AS t SET deleted_seq = c.seq FROM note_changes AS c WHERE c.note_id = t.id AND c.deleted;
+        DROP INDEX trashed_notes_by_owner;
+        CREATE INDEX trashed_notes_by_owner ON trashed_notes (owner, deleted_at, deleted_seq);
+        """,
     ]
 
     /// The schema version this binary writes and understands.

@@ -121,11 +121,12 @@ struct NoteWriter: Sendable {
             let event = try appendEvent(.deleted, note, owner: owner, on: db, effects: effects)
             try db.run(
                 """
-                INSERT INTO trashed_notes (id, owner, body, created_at, updated_at, version, deleted_at) VALUES (?, ?, ?, ?, ?, ?, ?)
+                INSERT INTO trashed_notes (id, owner, body, created_at, updated_at, version, deleted_at, deleted_seq)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?)
                 """,
                 [
                     .integer(id), .integer(owner.id), .text(note.body), .integer(note.createdAt), .integer(note.updatedAt),
-                    .integer(note.version), .integer(event.at),
+                    .integer(note.version), .integer(event.at), .integer(event.id),
                 ])
             return .done(NoteChange(note: note, event: event))
         }

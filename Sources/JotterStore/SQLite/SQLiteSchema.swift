@@ -198,6 +198,16 @@ enum SQLiteSchema {
         """
         ALTER TABLE idempotency_keys ADD COLUMN claimer INTEGER;
         """,
+        // 11: the trash's order within a second: `deleted_seq` is the id of the note.deleted
+        // event, so of two notes deleted in one second the later deletion comes first (not the
+        // later-made note). Notes trashed before take their tombstone's place in the feed.
+        """
+        ALTER TABLE trashed_notes ADD COLUMN deleted_seq INTEGER NOT NULL DEFAULT 0;
+        UPDATE trashed_notes SET deleted_seq = coalesce(
+            (SELECT seq FROM note_changes WHERE note_id = trashed_notes.id AND deleted = 1), 0);
+        DROP INDEX trashed_notes_by_owner;
+        CREATE INDEX trashed_notes_by_owner ON trashed_notes (owner, deleted_at, deleted_seq);
+        """,
     ]
 
     /// The schema version this binary writes and understands.
