@@ -264,13 +264,11 @@ public final class SQLiteStore: DataStore {
     ) {
         let noteWriter = noteWriter, instance = instance
         submit(
-            { db, effects throws(StoreError) -> KeyedOutcome<NoteChange> in
-                let found = try IdempotencyRows.claim(
-                    claim.key, fingerprint: claim.fingerprint, owner: owner, now: claim.now, instance: instance, on: db)
-                guard found == .claimed else { return .refused(found) }
-                let change = try noteWriter.create(body: body, owner: owner, on: db, effects: effects)
-                try IdempotencyRows.keepPending(claim.key, location: "/notes/\(change.note.id)", owner: owner, now: claim.now, on: db)
-                return .done(change)
+            { db, effects throws(StoreError) in
+                try IdempotencyRows.keyed(claim, owner: owner, instance: instance, on: db) { () throws(StoreError) in
+                    let change = try noteWriter.create(body: body, owner: owner, on: db, effects: effects)
+                    return (change, "/notes/\(change.note.id)")
+                }
             }, owner: owner, completion: completion)
     }
 
@@ -280,22 +278,16 @@ public final class SQLiteStore: DataStore {
     ) {
         let noteWriter = noteWriter, instance = instance
         submit(
-            { db, effects throws(StoreError) -> KeyedOutcome<NoteWriteOutcome> in
-                let found = try IdempotencyRows.claim(
-                    claim.key, fingerprint: claim.fingerprint, owner: owner, now: claim.now, instance: instance, on: db)
-                guard found == .claimed else { return .refused(found) }
-                let outcome =
-                    if let base {
-                        try noteWriter.merge(id: id, base: base, body: body, ifVersion: ifVersion, owner: owner, on: db, effects: effects)
-                    } else {
-                        try noteWriter.update(id: id, body: body, ifVersion: ifVersion, owner: owner, on: db, effects: effects)
-                    }
-                if case .done = outcome {
-                    try IdempotencyRows.keepPending(claim.key, location: "/notes/\(id)", owner: owner, now: claim.now, on: db)
-                } else {
-                    try IdempotencyRows.release(claim.key, owner: owner, on: db)
+            { db, effects throws(StoreError) in
+                try IdempotencyRows.keyed(claim, owner: owner, instance: instance, on: db) { () throws(StoreError) in
+                    let outcome =
+                        if let base {
+                            try noteWriter.merge(id: id, base: base, body: body, ifVersion: ifVersion, owner: owner, on: db, effects: effects)
+                        } else {
+                            try noteWriter.update(id: id, body: body, ifVersion: ifVersion, owner: owner, on: db, effects: effects)
+                        }
+                    return (outcome, outcome.change == nil ? nil : "/notes/\(id)")
                 }
-                return .done(outcome)
             }, owner: owner, completion: completion)
     }
 
@@ -415,16 +407,11 @@ public final class SQLiteStore: DataStore {
     ) {
         let noteWriter = noteWriter, files = files, instance = instance
         submit(
-            { db, effects throws(StoreError) -> KeyedOutcome<UploadsAdded?> in
-                let found = try IdempotencyRows.claim(
-                    claim.key, fingerprint: claim.fingerprint, owner: owner, now: claim.now, instance: instance, on: db)
-                guard found == .claimed else { return .refused(found) }
-                guard let added = try noteWriter.addUploads(uploads, noteID: noteID, owner: owner, on: db, effects: effects) else {
-                    try IdempotencyRows.release(claim.key, owner: owner, on: db)
-                    return .done(nil)
+            { db, effects throws(StoreError) in
+                try IdempotencyRows.keyed(claim, owner: owner, instance: instance, on: db) { () throws(StoreError) in
+                    let added = try noteWriter.addUploads(uploads, noteID: noteID, owner: owner, on: db, effects: effects)
+                    return (added, added == nil ? nil : "/uploads/\(uploads[0].id)")
                 }
-                try IdempotencyRows.keepPending(claim.key, location: "/uploads/\(uploads[0].id)", owner: owner, now: claim.now, on: db)
-                return .done(added)
             }, owner: owner,
             completion: { result in
                 // Bytes without a committed row go again.

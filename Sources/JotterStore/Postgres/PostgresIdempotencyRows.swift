@@ -105,6 +105,24 @@ enum PostgresIdempotencyRows {
         """
     }
 
+    /// A write under `claim`, in its transaction, as SQLite's `IdempotencyRows.keyed`: the key
+    /// claimed first (`.refused` when it can't be, nothing written), then `work`, which gives
+    /// its result and where what it made is, or no location when it wrote nothing (released).
+    static func keyed<Value>(
+        _ claim: IdempotencyKeyClaim, owner: Owner, claimer: Int64, on db: PostgresConnection,
+        _ work: () throws -> (Value, location: String?)
+    ) throws -> KeyedOutcome<Value> {
+        let found = try Self.claim(claim.key, fingerprint: claim.fingerprint, owner: owner, now: claim.now, claimer: claimer, on: db)
+        guard found == .claimed else { return .refused(found) }
+        let (value, location) = try work()
+        if let location {
+            try keepPending(claim.key, location: location, owner: owner, now: claim.now, on: db)
+        } else {
+            try release(claim.key, owner: owner, on: db)
+        }
+        return .done(value)
+    }
+
     /// As `IdempotencyRows.keepPending`.
     static func keepPending(_ key: String, location: String, owner: Owner, now: Int64, on db: PostgresConnection) throws {
         try db.query(

@@ -48,13 +48,10 @@ extension PostgresStore {
     ) {
         write(
             { [instance] write in
-                let found = try PostgresIdempotencyRows.claim(
-                    claim.key, fingerprint: claim.fingerprint, owner: owner, now: claim.now,
-                    claimer: instance, on: write.db)
-                guard found == .claimed else { return .refused(found) }
-                let (note, event) = try PostgresNoteRows.create(body: body, owner: owner, in: write)
-                try PostgresIdempotencyRows.keepPending(claim.key, location: "/notes/\(note.id)", owner: owner, now: claim.now, on: write.db)
-                return .done(NoteChange(note: note, event: event))
+                try PostgresIdempotencyRows.keyed(claim, owner: owner, claimer: instance, on: write.db) {
+                    let (note, event) = try PostgresNoteRows.create(body: body, owner: owner, in: write)
+                    return (NoteChange(note: note, event: event), "/notes/\(note.id)")
+                }
             }, completion: completion)
     }
 
@@ -76,22 +73,15 @@ extension PostgresStore {
     ) {
         write(
             { [instance] write in
-                let found = try PostgresIdempotencyRows.claim(
-                    claim.key, fingerprint: claim.fingerprint, owner: owner, now: claim.now,
-                    claimer: instance, on: write.db)
-                guard found == .claimed else { return .refused(found) }
-                let outcome =
-                    if let base {
-                        try Self.merge(id: id, base: base, body: body, ifVersion: ifVersion, owner: owner, in: write)
-                    } else {
-                        try Self.update(id: id, body: body, ifVersion: ifVersion, owner: owner, in: write)
-                    }
-                if case .done = outcome {
-                    try PostgresIdempotencyRows.keepPending(claim.key, location: "/notes/\(id)", owner: owner, now: claim.now, on: write.db)
-                } else {
-                    try PostgresIdempotencyRows.release(claim.key, owner: owner, on: write.db)
+                try PostgresIdempotencyRows.keyed(claim, owner: owner, claimer: instance, on: write.db) {
+                    let outcome =
+                        if let base {
+                            try Self.merge(id: id, base: base, body: body, ifVersion: ifVersion, owner: owner, in: write)
+                        } else {
+                            try Self.update(id: id, body: body, ifVersion: ifVersion, owner: owner, in: write)
+                        }
+                    return (outcome, outcome.change == nil ? nil : "/notes/\(id)")
                 }
-                return .done(outcome)
             }, completion: completion)
     }
 
@@ -269,21 +259,15 @@ extension PostgresStore {
         let blobs = blobs
         write(
             { [instance] write -> KeyedOutcome<UploadsAdded?> in
-                if let claim {
-                    let found = try PostgresIdempotencyRows.claim(
-                        claim.key, fingerprint: claim.fingerprint, owner: owner, now: claim.now,
-                        claimer: instance, on: write.db)
-                    guard found == .claimed else { return .refused(found) }
+                let add = { () throws -> (UploadsAdded?, location: String?) in
+                    guard let (records, change) = try PostgresUploadRows.add(rows, noteID: noteID, owner: owner, in: write) else {
+                        return (nil, nil)
+                    }
+                    let added = UploadsAdded(uploads: records, change: change.map { NoteChange(note: $0.0, event: $0.1) })
+                    return (added, "/uploads/\(records[0].id)")
                 }
-                guard let (records, change) = try PostgresUploadRows.add(rows, noteID: noteID, owner: owner, in: write) else {
-                    if let claim { try PostgresIdempotencyRows.release(claim.key, owner: owner, on: write.db) }
-                    return .done(nil)
-                }
-                if let claim {
-                    try PostgresIdempotencyRows.keepPending(
-                        claim.key, location: "/uploads/\(records[0].id)", owner: owner, now: claim.now, on: write.db)
-                }
-                return .done(UploadsAdded(uploads: records, change: change.map { NoteChange(note: $0.0, event: $0.1) }))
+                guard let claim else { return .done(try add().0) }
+                return try PostgresIdempotencyRows.keyed(claim, owner: owner, claimer: instance, on: write.db, add)
             },
             completion: { result in
                 // Bytes without a committed row go again.

@@ -95,6 +95,25 @@ enum IdempotencyRows {
         """
     }
 
+    /// A write under `claim`, in one transaction: the key claimed first (one answered, still
+    /// running or reused for other content refuses it: `.refused`, nothing written), then
+    /// `work`, which gives its result and where what it made is (`keepPending`), or no location
+    /// when it wrote nothing (the claim is released).
+    static func keyed<Value>(
+        _ claim: IdempotencyKeyClaim, owner: Owner, instance: SQLiteInstance, on db: SQLiteConnection,
+        _ work: () throws(StoreError) -> (Value, location: String?)
+    ) throws(StoreError) -> KeyedOutcome<Value> {
+        let found = try Self.claim(claim.key, fingerprint: claim.fingerprint, owner: owner, now: claim.now, instance: instance, on: db)
+        guard found == .claimed else { return .refused(found) }
+        let (value, location) = try work()
+        if let location {
+            try keepPending(claim.key, location: location, owner: owner, now: claim.now, on: db)
+        } else {
+            try release(claim.key, owner: owner, on: db)
+        }
+        return .done(value)
+    }
+
     /// Inside the write a claimed key guards: records what it created (`location`) and keeps the
     /// key for 24 h, still unanswered (`IdempotencyLimits.pending`).
     static func keepPending(_ key: String, location: String, owner: Owner, now: Int64, on db: SQLiteConnection) throws(StoreError) {
