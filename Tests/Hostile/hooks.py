@@ -76,3 +76,19 @@ def before_call(ctx, case, **kwargs):
         # encoder says so): the server's 400 is right, yet was counted against a positive case.
         # Sent as the raw bytes it is.
         case.media_type = "application/octet-stream"
+
+
+UPLOADS = ("POST /uploads", "POST /upload")
+
+
+@schemathesis.hook
+def filter_body(ctx, body):
+    """A multipart field given as a list is sent as that field repeated, or not at all when the
+    list is empty. Both are valid uploads: a repeated field reads as its last value (as PHP reads
+    it; FormFields), `file` repeated is several files, and an absent `note_id` is no note. Yet
+    schemathesis counts such a body as one the server must refuse; whether it then answered 201
+    or 404 hung on whether the query's made-up `note_id` named a note made earlier in the run.
+    (A dict body is multipart on these two: the other body they take is raw bytes.)"""
+    if ctx.operation is None or ctx.operation.label not in UPLOADS or not isinstance(body, dict):
+        return True
+    return not any(isinstance(value, list) for value in body.values())
