@@ -80,9 +80,11 @@ public protocol NoteStore: Sendable {
 
     // MARK: Trash
 
-    /// `owner`'s notes in the trash, most recently deleted first (then by id), at most `limit`,
-    /// after the `after` cursor (a trashed note's id from a previous page).
-    func trashedNotes(limit: Int, after: Int64?, owner: Owner) throws -> [TrashedNote]
+    /// `owner`'s notes in the trash, most recently deleted first (within a second, the later
+    /// deletion first), at most `limit`, after the `after` cursor (a trashed note's id from a
+    /// previous page; one restored or purged in the last week still marks its place). Nil when
+    /// `after` names no such note.
+    func trashedNotes(limit: Int, after: Int64?, owner: Owner) throws -> [TrashedNote]?
 
     /// `owner`'s note `id` if it is in the trash.
     func trashedNote(id: Int64, owner: Owner) throws -> TrashedNote?

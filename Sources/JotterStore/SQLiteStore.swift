@@ -317,7 +317,7 @@ public final class SQLiteStore: DataStore {
             }, owner: owner, completion: completion)
     }
 
-    public func trashedNotes(limit: Int, after: Int64?, owner: Owner) throws(StoreError) -> [TrashedNote] {
+    public func trashedNotes(limit: Int, after: Int64?, owner: Owner) throws(StoreError) -> [TrashedNote]? {
         try readers.withConnection { db throws(StoreError) in
             try db.readTransaction { () throws(StoreError) in try TrashRows.page(limit: limit, after: after, owner: owner, on: db) }
         }

@@ -218,6 +218,37 @@ struct TrashRoutesTests {
         }
     }
 
+    @Test(
+        "a page's cursor goes on after a note that left the trash (restored or removed for good); one never in it is 400",
+        arguments: ServerDatabase.all)
+    func cursorOfANoteThatLeft(database: ServerDatabase) throws {
+        try database.with { app in
+            var ids: [String] = []
+            for index in 0..<5 {
+                let id = try RevisionRoutesTests.created(app, "note\(index)")
+                #expect(try app.request("DELETE", "/notes/\(id)").status == 200)
+                ids.append(id)
+            }
+            let newestFirst = Array(ids.reversed())
+            // A page ends on the note restored next, then on the one removed for good next.
+            let first = try Self.trash(app, "/notes/trash?limit=1")
+            #expect(first.notes.compactMap { $0["id"] as? String } == [newestFirst[0]])
+            #expect(try app.request("POST", "/notes/\(newestFirst[0])/restore").status == 200)
+            let second = try Self.trash(app, try #require(first.next as? String))
+            #expect(second.notes.compactMap { $0["id"] as? String } == [newestFirst[1]])
+            #expect(try app.request("DELETE", "/notes/trash/\(newestFirst[1])").status == 204)
+            let rest = try Self.trash(app, try #require(second.next as? String).replacingOccurrences(of: "limit=1", with: "limit=10"))
+            #expect(rest.notes.compactMap { $0["id"] as? String } == Array(newestFirst[2...]))
+            // A live note's id, or one that never was, names no place in the trash.
+            let live = try RevisionRoutesTests.created(app, "never deleted")
+            for after in [live, "999999"] {
+                let answer = try app.request("GET", "/notes/trash?after=\(after)")
+                #expect(answer.status == 400)
+                #expect((try answer.json()["errors"] as? [[String: String]])?.first?["field"] == "after")
+            }
+        }
+    }
+
     @Test("another user's trash is invisible: listing, restore and purge are 404", arguments: ServerDatabase.all)
     func perOwner(database: ServerDatabase) throws {
         try database.with(configure: { $0.auth = .required }) { app in

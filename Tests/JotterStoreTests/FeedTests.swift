@@ -170,7 +170,7 @@ struct FeedTests {
             """
             DROP TABLE note_changes; DROP TABLE feed_marks; ALTER TABLE events DROP COLUMN note_merge_base;
             ALTER TABLE idempotency_keys DROP COLUMN claimer;
-            DROP INDEX trashed_notes_by_owner; ALTER TABLE trashed_notes DROP COLUMN deleted_seq;
+            DROP TABLE trash_places; DROP INDEX trashed_notes_by_owner; ALTER TABLE trashed_notes DROP COLUMN deleted_seq;
             CREATE INDEX trashed_notes_by_owner ON trashed_notes (owner, deleted_at);
             UPDATE schema_version SET version = 8;
             """)

@@ -74,7 +74,7 @@ struct TrashTests {
         #expect(try store.note(id: note.id) == change.note)
         #expect(try store.notes(NoteQuery(search: "second")).map(\.id) == [note.id])
         #expect(try store.trashedNote(id: note.id, owner: .unclaimed) == nil)
-        #expect(try store.trashedNotes(limit: 10, after: nil, owner: .unclaimed).isEmpty)
+        #expect(try store.trashedNotes(limit: 10, after: nil, owner: .unclaimed)?.isEmpty == true)
         #expect(try store.attachments(of: [note.id])[note.id]?.map(\.id) == [upload.id])
         #expect(FileManager.default.contents(atPath: fixture.contentPath(of: upload.id)) == Data([4, 5]))
         // Its history came back with it, the restore as its newest version.
@@ -128,7 +128,7 @@ struct TrashTests {
         // A second short of 30 days: nothing goes (nor now, with the store's clock).
         #expect(try store.emptyTrash(keep: 30 * day) == 0)
         #expect(try store.emptyTrash(keep: 30 * day, asOf: oldAt + 30 * day - 1) == 0)
-        #expect(try store.trashedNotes(limit: 10, after: nil, owner: .unclaimed).count == 2)
+        #expect(try store.trashedNotes(limit: 10, after: nil, owner: .unclaimed)?.count == 2)
         #expect(FileManager.default.contents(atPath: fixture.contentPath(of: oldUpload.id)) == Data([1]))
         // 30 days after the first deletion: it goes, with its attachment's bytes.
         let sameSecond = youngAt == oldAt
@@ -141,7 +141,7 @@ struct TrashTests {
             #expect(FileManager.default.contents(atPath: fixture.contentPath(of: youngUpload.id)) == Data([2]))
         }
         #expect(try store.emptyTrash(keep: 30 * day, asOf: youngAt + 30 * day) == (sameSecond ? 0 : 1))
-        #expect(try store.trashedNotes(limit: 10, after: nil, owner: .unclaimed).isEmpty)
+        #expect(try store.trashedNotes(limit: 10, after: nil, owner: .unclaimed)?.isEmpty == true)
         #expect(!FileManager.default.fileExists(atPath: fixture.contentPath(of: youngUpload.id)))
         #expect(try fixture.integrityCheck() == "ok")
     }
@@ -154,15 +154,26 @@ struct TrashTests {
         let store = fixture.store
         let made = try (0..<4).map { try fixture.create("note \($0)") }
         for note in made.reversed() { _ = try store.perform(.delete(id: note.id, ifVersion: nil)) }
-        let all = try store.trashedNotes(limit: 10, after: nil, owner: .unclaimed)
+        let all = try #require(try store.trashedNotes(limit: 10, after: nil, owner: .unclaimed))
         #expect(all.map(\.note.id) == made.map(\.id))
-        let first = try store.trashedNotes(limit: 3, after: nil, owner: .unclaimed)
-        let second = try store.trashedNotes(limit: 3, after: first.last!.note.id, owner: .unclaimed)
+        let first = try #require(try store.trashedNotes(limit: 3, after: nil, owner: .unclaimed))
+        let second = try #require(try store.trashedNotes(limit: 3, after: first.last!.note.id, owner: .unclaimed))
         #expect((first + second).map(\.note.id) == made.map(\.id))
         // Restored and deleted again: it is the latest deletion now.
         _ = try store.restoreTrashedNote(id: made[2].id, owner: .unclaimed)
         _ = try store.perform(.delete(id: made[2].id, ifVersion: nil))
-        #expect(try store.trashedNotes(limit: 10, after: nil, owner: .unclaimed).map(\.note.id) == [made[2].id, made[0].id, made[1].id, made[3].id])
+        #expect(try store.trashedNotes(limit: 10, after: nil, owner: .unclaimed)?.map(\.note.id) == [made[2].id, made[0].id, made[1].id, made[3].id])
+        // A cursor naming a note that left the trash goes on after its place; restored, then
+        // purged, then swept; one that was never in the trash is nil.
+        _ = try store.restoreTrashedNote(id: made[0].id, owner: .unclaimed)
+        #expect(try store.trashedNotes(limit: 10, after: made[0].id, owner: .unclaimed)?.map(\.note.id) == [made[1].id, made[3].id])
+        _ = try store.purgeTrashedNote(id: made[1].id, owner: .unclaimed)
+        #expect(try store.trashedNotes(limit: 10, after: made[1].id, owner: .unclaimed)?.map(\.note.id) == [made[3].id])
+        #expect(try store.emptyTrash(keep: 0, asOf: Int64(Date().timeIntervalSince1970) + 86_400) == 2)
+        #expect(try store.trashedNotes(limit: 10, after: made[2].id, owner: .unclaimed)?.isEmpty == true)
+        #expect(try store.trashedNotes(limit: 10, after: made[0].id, owner: .unclaimed)?.isEmpty == true)
+        #expect(try store.trashedNotes(limit: 10, after: made[0].id, owner: Owner(id: 2)) == nil)
+        #expect(try store.trashedNotes(limit: 10, after: made[0].id + 100, owner: .unclaimed) == nil)
     }
 
     @Test(arguments: Backend.all) func theTrashIsPerOwnerAndPaged(backend: Backend) throws {
@@ -178,19 +189,19 @@ struct TrashTests {
         _ = try store.perform(.delete(id: bobs.id, ifVersion: nil), owner: bob)
 
         // Newest deletion first, in pages by the last id.
-        let all = try store.trashedNotes(limit: 10, after: nil, owner: alice)
+        let all = try #require(try store.trashedNotes(limit: 10, after: nil, owner: alice))
         #expect(all.map(\.note.id) == ids.reversed())
         #expect(zip(all, all.dropFirst()).allSatisfy { $0.deletedAt >= $1.deletedAt })
-        let first = try store.trashedNotes(limit: 2, after: nil, owner: alice)
-        let second = try store.trashedNotes(limit: 2, after: first.last!.note.id, owner: alice)
-        let third = try store.trashedNotes(limit: 2, after: second.last!.note.id, owner: alice)
+        let first = try #require(try store.trashedNotes(limit: 2, after: nil, owner: alice))
+        let second = try #require(try store.trashedNotes(limit: 2, after: first.last!.note.id, owner: alice))
+        let third = try #require(try store.trashedNotes(limit: 2, after: second.last!.note.id, owner: alice))
         #expect((first + second + third).map(\.note.id) == ids.reversed())
         // Another owner's trashed note is as absent as one never deleted.
-        #expect(try store.trashedNotes(limit: 10, after: nil, owner: bob).map(\.note.id) == [bobs.id])
+        #expect(try store.trashedNotes(limit: 10, after: nil, owner: bob)?.map(\.note.id) == [bobs.id])
         #expect(try store.trashedNote(id: bobs.id, owner: alice) == nil)
         #expect(try store.restoreTrashedNote(id: bobs.id, owner: alice) == .notFound)
         #expect(try store.purgeTrashedNote(id: bobs.id, owner: alice) == nil)
-        #expect(try store.trashedNotes(limit: 10, after: bobs.id, owner: alice).isEmpty)
+        #expect(try store.trashedNotes(limit: 10, after: bobs.id, owner: alice) == nil)
         #expect(try store.trashedNote(id: bobs.id, owner: bob) != nil)
     }
 }

@@ -219,12 +219,14 @@ enum NotesOperations {
     static let trash = OpenAPIOperation(
         operationID: "listTrash", summary: "List deleted notes, most recently deleted first",
         description:
-            "The notes deleted less than `--trash-days` (default 30) ago, each with its attachments and `deleted_at`; then the retention sweep removes them for good.",
+            "The notes deleted less than `--trash-days` (default 30) ago, each with its attachments and `deleted_at`; then the retention sweep removes them for good. Notes deleted in the same second are in the order of their deletions. A note restored or removed for good in the last week still marks its place for the `after` cursor.",
         tags: ["notes"],
         parameters: NoteInput.trashPage.parameters,
         responses: [
             200: .json(.ref(TrashList.self), "a page, and the path of the next one"),
-            400: .problem("a query parameter is invalid (each one is listed in `errors`)"),
+            400: .problem(
+                "a query parameter is invalid, or `after` names no note in the user's trash, now or in the last week (each one is listed in `errors`)"
+            ),
         ])
 
     static let purge = OpenAPIOperation(

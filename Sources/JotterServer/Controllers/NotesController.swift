@@ -226,10 +226,15 @@ struct NotesController {
         }
     }
 
-    /// `GET /notes/trash`: the owner's deleted notes, most recently deleted first, paged by id.
+    /// `GET /notes/trash`: the owner's deleted notes, most recently deleted first, paged by id
+    /// (a note restored or purged in the last week still marks its place; any other `400`).
     @Sendable func trash(_ request: Request, _ context: RequestContext) throws -> Reply {
         let (limit, after) = try NoteInput.pageQuery(request, NoteInput.trashPage)
-        let found = try store.trashedNotes(limit: limit + 1, after: after, owner: context.owner)
+        guard let found = try store.trashedNotes(limit: limit + 1, after: after, owner: context.owner) else {
+            throw HTTPError.badQuery([
+                .init(field: "after", message: "names no note in your trash (or one that left it over a week ago): list again from the start")
+            ])
+        }
         let page = Array(found.prefix(limit))
         let next = found.count > limit ? "/notes/trash?limit=\(limit)&after=\(page.last!.note.id)" : nil
         return try JSON(TrashList(notes: try NoteRendering.trashed(page, owner: context.owner, store: store), next: next)).reply(for: request)

@@ -67,7 +67,7 @@ enum PostgresAccountRows {
                 [name, hash, isAdmin, now])[0].value(0)
             if first {
                 // What was stored before there were users becomes the first user's.
-                for table in ["notes", "uploads", "events", "note_revisions", "trashed_notes", "note_changes"] {
+                for table in ["notes", "uploads", "events", "note_revisions", "trashed_notes", "trash_places", "note_changes"] {
                     try db.query("UPDATE \(table) SET owner = $1 WHERE owner = 0", [id])
                 }
             }
@@ -87,6 +87,7 @@ enum PostgresAccountRows {
             try db.query("DELETE FROM notes WHERE owner = $1", [userID])
             try db.query("DELETE FROM note_revisions WHERE owner = $1", [userID])
             try db.query("DELETE FROM trashed_notes WHERE owner = $1", [userID])
+            try db.query("DELETE FROM trash_places WHERE owner = $1", [userID])
             try db.query("DELETE FROM note_changes WHERE owner = $1", [userID])
             // The last event id must not go back when the newest events were theirs.
             try db.query(

@@ -223,17 +223,41 @@ enum PostgresNoteRows {
     }
 
     /// Most recently deleted first (within a second, the later deletion first); after the
-    /// trashed note `after` (none after one no longer there).
-    static func trashedNotes(limit: Int, after: Int64?, owner: Owner, on db: PostgresConnection) throws -> [TrashedNote] {
-        try db.query(
+    /// trashed note `after`, or after its place when it left the trash in the last week (nil:
+    /// `after` names neither).
+    static func trashedNotes(limit: Int, after: Int64?, owner: Owner, on db: PostgresConnection) throws -> [TrashedNote]? {
+        var cursor: (deletedAt: Int64, seq: Int64, id: Int64) = (.max, .max, .max)
+        if let after {
+            guard
+                let row = try db.query(
+                    """
+                    SELECT deleted_at, deleted_seq FROM trashed_notes WHERE id = $1 AND owner = $2
+                    UNION ALL SELECT deleted_at, deleted_seq FROM trash_places WHERE id = $1 AND owner = $2 LIMIT 1
+                    """, [after, owner.id]
+                ).first
+            else { return nil }
+            cursor = (try row.int64(0), try row.int64(1), after)
+        }
+        return try db.query(
             """
             SELECT \(trashedColumns) FROM trashed_notes
-            WHERE owner = $1 AND ($2::bigint IS NULL
-                  OR (deleted_at, deleted_seq, id)
-                     < (SELECT deleted_at, deleted_seq, id FROM trashed_notes WHERE id = $2::bigint AND owner = $1))
-            ORDER BY deleted_at DESC, deleted_seq DESC, id DESC LIMIT $3
-            """, [owner.id, after, max(0, limit)]
+            WHERE owner = $1 AND (deleted_at, deleted_seq, id) < ($2, $3, $4)
+            ORDER BY deleted_at DESC, deleted_seq DESC, id DESC LIMIT $5
+            """, [owner.id, cursor.deletedAt, cursor.seq, cursor.id, max(0, limit)]
         ).map(trashed)
+    }
+
+    /// Keeps note `id`'s place in the trash's order for a week as it leaves the trash (restored
+    /// or purged), and forgets older places.
+    private static func keepTrashPlace(id: Int64, owner: Owner, in write: PostgresWrite) throws {
+        try write.db.query("DELETE FROM trash_places WHERE left_at < $1", [write.now - 7 * 86400])
+        try write.db.query(
+            """
+            INSERT INTO trash_places (id, owner, deleted_at, deleted_seq, left_at)
+            SELECT id, owner, deleted_at, deleted_seq, $3 FROM trashed_notes WHERE id = $1 AND owner = $2
+            ON CONFLICT (id) DO UPDATE SET owner = excluded.owner, deleted_at = excluded.deleted_at,
+                deleted_seq = excluded.deleted_seq, left_at = excluded.left_at
+            """, [id, owner.id, write.now])
     }
 
     // $1 id, $2 owner, $3 now, $4 seq: back from the trash at a new version, kept as a revision; `note.created`.
@@ -250,6 +274,7 @@ enum PostgresNoteRows {
 
     static func restoreTrashed(id: Int64, owner: Owner, in write: PostgresWrite) throws -> (NoteRecord, NoteEvent)? {
         let seq = write.peekSeq()
+        try keepTrashPlace(id: id, owner: owner, in: write)
         guard let row = try write.db.query(restoreTrashed, [id, owner.id, write.now, seq]).first else { return nil }
         write.takeSeq()
         return try changed(row, .created)
@@ -257,6 +282,7 @@ enum PostgresNoteRows {
 
     /// Out of the trash for good: the row, its revisions, its attachments (rows now, blobs once committed).
     static func purgeTrashed(id: Int64, owner: Owner, in write: PostgresWrite) throws -> TrashedNote? {
+        try keepTrashPlace(id: id, owner: owner, in: write)
         guard
             let row = try write.db.query(
                 "DELETE FROM trashed_notes WHERE id = $1 AND owner = $2 RETURNING \(trashedColumns)",

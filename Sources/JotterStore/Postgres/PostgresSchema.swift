@@ -271,11 +271,20 @@ enum PostgresSchema {
         """,
         // 11: the trash's order within a second, as SQLite's version 11: `deleted_seq` is the
         // id of the note.deleted event; notes trashed before take their tombstone's place.
+        // `trash_places`: where notes restored or purged were in that order, kept a week.
         """
         ALTER TABLE trashed_notes ADD COLUMN deleted_seq bigint NOT NULL DEFAULT 0;
         UPDATE trashed_notes AS t SET deleted_seq = c.seq FROM note_changes AS c WHERE c.note_id = t.id AND c.deleted;
         DROP INDEX trashed_notes_by_owner;
         CREATE INDEX trashed_notes_by_owner ON trashed_notes (owner, deleted_at, deleted_seq);
+        CREATE TABLE trash_places (
+            id bigint PRIMARY KEY,                               -- the note's id
+            owner bigint NOT NULL,
+            deleted_at bigint NOT NULL,
+            deleted_seq bigint NOT NULL,
+            left_at bigint NOT NULL                              -- Unix seconds, UTC: when it left the trash
+        );
+        CREATE INDEX trash_places_by_time ON trash_places (left_at);
         """,
     ]
 

@@ -133,7 +133,7 @@ extension PostgresStore {
         return .done(NoteChange(note: note, event: event, merge: merge))
     }
 
-    public func trashedNotes(limit: Int, after: Int64?, owner: Owner) throws(StoreError) -> [TrashedNote] {
+    public func trashedNotes(limit: Int, after: Int64?, owner: Owner) throws(StoreError) -> [TrashedNote]? {
         try read { db in try PostgresNoteRows.trashedNotes(limit: limit, after: after, owner: owner, on: db) }
     }
 

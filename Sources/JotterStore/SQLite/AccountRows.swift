@@ -67,7 +67,7 @@ enum AccountRows {
             let record = UserRecord(id: db.lastInsertRowID, name: name, isAdmin: isAdmin, createdAt: now)
             if first {
                 // What was stored before there were users becomes the first user's.
-                for table in ["notes", "uploads", "events", "note_revisions", "trashed_notes", "note_changes"] {
+                for table in ["notes", "uploads", "events", "note_revisions", "trashed_notes", "trash_places", "note_changes"] {
                     try db.run("UPDATE \(table) SET owner = ? WHERE owner = 0", [.integer(record.id)])
                 }
             }
@@ -90,6 +90,7 @@ enum AccountRows {
             try db.run("DELETE FROM notes WHERE owner = ?", [.integer(userID)])
             try db.run("DELETE FROM note_revisions WHERE owner = ?", [.integer(userID)])
             try db.run("DELETE FROM trashed_notes WHERE owner = ?", [.integer(userID)])
+            try db.run("DELETE FROM trash_places WHERE owner = ?", [.integer(userID)])
             try db.run("DELETE FROM events WHERE owner = ?", [.integer(userID)])
             try db.run("DELETE FROM note_changes WHERE owner = ?", [.integer(userID)])
             try db.run("DELETE FROM credentials WHERE user_id = ?", [.integer(userID)])

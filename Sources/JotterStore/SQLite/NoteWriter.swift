@@ -135,9 +135,9 @@ struct NoteWriter: Sendable {
     /// Back from the trash at a new version (`note.created`): its id, body, revisions and attachments.
     func restoreTrashed(id: Int64, owner: Owner, on db: SQLiteConnection, effects: WriteEffects) throws(StoreError) -> NoteWriteOutcome {
         guard let trashed = try TrashRows.note(id: id, owner: owner, on: db) else { return .notFound }
-        try db.run("DELETE FROM trashed_notes WHERE id = ?", [.integer(id)])
         var note = trashed.note
         note.updatedAt = now()
+        try TrashRows.leave(id: id, now: note.updatedAt, on: db)
         note.version += 1
         try db.run(
             "INSERT INTO notes (id, body, created_at, updated_at, version, owner) VALUES (?, ?, ?, ?, ?, ?)",
@@ -153,9 +153,10 @@ struct NoteWriter: Sendable {
     /// Out of the trash for good: the row, its revisions, its attachments (rows now, files once committed).
     func purgeTrashed(id: Int64, owner: Owner, on db: SQLiteConnection, effects: WriteEffects) throws(StoreError) -> TrashedNote? {
         guard let trashed = try TrashRows.note(id: id, owner: owner, on: db) else { return nil }
-        try db.run("DELETE FROM trashed_notes WHERE id = ?", [.integer(id)])
+        let time = now()
+        try TrashRows.leave(id: id, now: time, on: db)
         try RevisionRows.removeAll(noteID: id, owner: owner, on: db)
-        try UploadRows.keepPlaces(where: "note_id = ? AND owner = ?", [.integer(id), .integer(owner.id)], now: now(), on: db)
+        try UploadRows.keepPlaces(where: "note_id = ? AND owner = ?", [.integer(id), .integer(owner.id)], now: time, on: db)
         effects.removed += try db.query(
             "DELETE FROM uploads WHERE note_id = ? AND owner = ? RETURNING id",
             [.integer(id), .integer(owner.id)]

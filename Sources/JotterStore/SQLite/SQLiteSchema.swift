@@ -201,12 +201,22 @@ enum SQLiteSchema {
         // 11: the trash's order within a second: `deleted_seq` is the id of the note.deleted
         // event, so of two notes deleted in one second the later deletion comes first (not the
         // later-made note). Notes trashed before take their tombstone's place in the feed.
+        // `trash_places`: where notes restored or purged were in that order, kept a week, so a
+        // listing's cursor naming one goes on after its place (`TrashRows.page`).
         """
         ALTER TABLE trashed_notes ADD COLUMN deleted_seq INTEGER NOT NULL DEFAULT 0;
         UPDATE trashed_notes SET deleted_seq = coalesce(
             (SELECT seq FROM note_changes WHERE note_id = trashed_notes.id AND deleted = 1), 0);
         DROP INDEX trashed_notes_by_owner;
         CREATE INDEX trashed_notes_by_owner ON trashed_notes (owner, deleted_at, deleted_seq);
+        CREATE TABLE trash_places (
+            id INTEGER PRIMARY KEY,                 -- the note's id
+            owner INTEGER NOT NULL,
+            deleted_at INTEGER NOT NULL,
+            deleted_seq INTEGER NOT NULL,
+            left_at INTEGER NOT NULL                -- Unix seconds, UTC: when it left the trash
+        );
+        CREATE INDEX trash_places_by_time ON trash_places (left_at);
         """,
     ]
 

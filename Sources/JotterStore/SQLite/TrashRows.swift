@@ -9,18 +9,22 @@ enum TrashRows {
     }
 
     /// Most recently deleted first (within a second, the later deletion first); after the
-    /// trashed note `after`.
-    static func page(limit: Int, after: Int64?, owner: Owner, on db: SQLiteConnection) throws(StoreError) -> [TrashedNote] {
-        guard limit > 0 else { return [] }
+    /// trashed note `after`, or after its place when it left the trash in the last week (nil:
+    /// `after` names neither).
+    static func page(limit: Int, after: Int64?, owner: Owner, on db: SQLiteConnection) throws(StoreError) -> [TrashedNote]? {
         var cursor: (deletedAt: Int64, seq: Int64, id: Int64) = (.max, .max, .max)
         if let after {
             guard
                 let found = try db.first(
-                    "SELECT deleted_at, deleted_seq FROM trashed_notes WHERE id = ? AND owner = ?",
+                    """
+                    SELECT deleted_at, deleted_seq FROM trashed_notes WHERE id = ?1 AND owner = ?2
+                    UNION ALL SELECT deleted_at, deleted_seq FROM trash_places WHERE id = ?1 AND owner = ?2
+                    """,
                     [.integer(after), .integer(owner.id)], row: { ($0.int64(0), $0.int64(1)) })
-            else { return [] }
+            else { return nil }
             cursor = (found.0, found.1, after)
         }
+        guard limit > 0 else { return [] }
         return try db.query(
             """
             SELECT id, body, created_at, updated_at, version, deleted_at FROM trashed_notes
@@ -31,5 +35,20 @@ enum TrashRows {
         ) {
             TrashedNote(note: NoteRows.record($0), deletedAt: $0.int64(5))
         }
+    }
+
+    /// How long the place of a note that left the trash is kept for cursors.
+    static let placeKept: Int64 = 7 * 86400
+
+    /// Takes note `id` out of the trash (restored or purged), keeping its place in the trash's
+    /// order for a week, and forgets older places.
+    static func leave(id: Int64, now: Int64, on db: SQLiteConnection) throws(StoreError) {
+        try db.run("DELETE FROM trash_places WHERE left_at < ?", [.integer(now - placeKept)])
+        try db.run(
+            """
+            INSERT OR REPLACE INTO trash_places (id, owner, deleted_at, deleted_seq, left_at)
+            SELECT id, owner, deleted_at, deleted_seq, ? FROM trashed_notes WHERE id = ?
+            """, [.integer(now), .integer(id)])
+        try db.run("DELETE FROM trashed_notes WHERE id = ?", [.integer(id)])
     }
 }
