@@ -59,13 +59,15 @@ enum AccountPlace {
 
     /// Does what an account command does where it acts: `remote` with the server's client, or
     /// `local` on the store, closed after.
+    /// `creating`: a data folder with no database yet gets one (only `users add` does: the
+    /// first administrator may come before the first `jotter serve`); otherwise it is an error.
     func perform<T>(
         _ remote: (JotterClient) async throws(JotterClientError) -> T,
-        onStore local: (any DataStore) throws -> T
+        onStore local: (any DataStore) throws -> T, creating: Bool = false
     ) async throws -> T {
         switch self {
         case .server(let options): try await Self.remote(options, remote)
-        case .folder(let data): try DataFolder.with(data, local)
+        case .folder(let data): try DataFolder.with(data, creating: creating, local)
         }
     }
 
@@ -102,7 +104,15 @@ enum DataFolder {
             "USAGE: \(usage)\n\nSUBCOMMANDS:\n\(list)\n\nEach works on the server's store — the data folder (--data DIR, JOTTER_DATA) or its PostgreSQL\n(--database URL, JOTTER_DATABASE_URL) — or with --server URL (JOTTER_SERVER) and a token through the\nrunning server; see <subcommand> --help.\n\n"
     }
 
-    private static func store(_ place: StorePlace) throws -> any DataStore {
+    private static func store(_ place: StorePlace, creating: Bool) throws -> any DataStore {
+        if place.database == nil, !creating,
+            !FileManager.default.fileExists(atPath: place.data + "/" + SQLiteStore.fileName)
+        {
+            // A mistyped --data would otherwise become a new, empty store.
+            throw CommandFailure(
+                "\(place.data) holds no jotter data (no \(SQLiteStore.fileName)): give the server's data folder with --data DIR",
+                status: ExitCode.notFound)
+        }
         var configuration = StoreConfiguration(dataDirectory: place.data)
         do { configuration.database = try .parse(place.database ?? "sqlite", poolSize: 2) } catch { throw UsageError(error.message) }
         if case .sqlite(var options) = configuration.database {
@@ -114,9 +124,10 @@ enum DataFolder {
         }
     }
 
-    /// Runs `body` on the store of `place`, closing it after.
-    static func with<T>(_ place: StorePlace, _ body: (any DataStore) throws -> T) throws -> T {
-        let store = try self.store(place)
+    /// Runs `body` on the store of `place`, closing it after; a data folder with no database is
+    /// an error unless `creating`.
+    static func with<T>(_ place: StorePlace, creating: Bool = false, _ body: (any DataStore) throws -> T) throws -> T {
+        let store = try self.store(place, creating: creating)
         defer { store.close() }
         return try body(store)
     }
@@ -191,7 +202,7 @@ struct UsersAddCommand: AsyncCommand {
                         throw CommandFailure("a user named \(name) exists already")
                     }
                     return "Added user \(user.name)\(admin ? " (admin)" : "")\(first ? "; the notes and uploads stored so far are theirs" : "").\n"
-                }))
+                }, creating: true))
         return ExitCode.success
     }
 }

@@ -90,16 +90,18 @@ package struct ServeCommand: BlockingCommand {
     static let maxTokensPerUser = Option.integer(
         "--max-tokens-per-user", environment: "JOTTER_MAX_TOKENS_PER_USER", default: "100", in: 0...Int.max, unit: "tokens",
         help: "API tokens one user may hold (revoked and expired ones not counted; 409 beyond); 0 for no limit.")
+    /// Retention in days: up to a hundred years (seconds past that would overflow).
+    static let retentionDays = 1...36_500
     static let revisionDays = Option.integer(
-        "--revision-days", environment: "JOTTER_REVISION_DAYS", default: "30", unit: "days",
+        "--revision-days", environment: "JOTTER_REVISION_DAYS", default: "30", in: retentionDays, unit: "days",
         help: "Days every revision of a note is kept; then the newest of each day until three times as long, then of each "
             + "week (a note's newest always).")
     static let trashDays = Option.integer(
-        "--trash-days", environment: "JOTTER_TRASH_DAYS", default: "30", unit: "days",
+        "--trash-days", environment: "JOTTER_TRASH_DAYS", default: "30", in: retentionDays, unit: "days",
         help: "Days a deleted note stays in the trash, restorable; then it is removed for good with its revisions and "
             + "attachments.")
     static let feedDays = Option.integer(
-        "--feed-days", environment: "JOTTER_FEED_DAYS", default: "90", unit: "days",
+        "--feed-days", environment: "JOTTER_FEED_DAYS", default: "90", in: retentionDays, unit: "days",
         help: "Days GET /notes/changes remembers a deleted note; a client whose cursor is older gets a walk of "
             + "every note (reset) instead of the changes.")
     static let tlsCert = Option.text(

@@ -33,6 +33,13 @@ struct AccountCommandTests {
         let data = try scratchFolder()
         defer { try? FileManager.default.removeItem(at: data) }
         let folder = ["--data", data.path]
+        // A folder with no database yet (a mistyped --data): only users add makes one.
+        let typo = data.appendingPathComponent("typo").path
+        for command in [["users", "list"], ["tokens", "list", "--user", "ann"], ["users", "remove", "ann", "--yes"]] {
+            let answer = try Self.jotter(command + ["--data", typo])
+            #expect(answer.status == 3 && answer.err.hasPrefix("error: \(typo) holds no jotter data"), "\(command): \(answer)")
+        }
+        #expect(!FileManager.default.fileExists(atPath: typo))
         #expect(
             try Self.jotter(["users", "add", "ann", "--admin"] + folder, input: "short\n") == (
                 1, "", "error: a password needs at least 8 characters; nothing changed\n"
