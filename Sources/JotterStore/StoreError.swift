@@ -20,6 +20,7 @@ public struct StoreError: Error, Sendable, Hashable, CustomStringConvertible {
         case corrupt
         case unavailable
         case database
+        case noteInTrash
     }
 
     private let code: Code
@@ -53,6 +54,15 @@ public struct StoreError: Error, Sendable, Hashable, CustomStringConvertible {
     /// `Retry-After`. Nothing of the failed write was kept — unless its commit outcome is
     /// unknown, which the message says.
     public static let unavailable = StoreError(.unavailable, "the database is unavailable")
+
+    /// The upload a change names is attached to a note in the trash, which keeps its
+    /// attachments as they are until it is restored or removed for good: nothing changed.
+    public static let noteInTrash = StoreError(.noteInTrash, "the upload's note is in the trash")
+
+    /// `noteInTrash`, naming the note.
+    static func noteInTrash(_ noteID: Int64) -> StoreError {
+        StoreError(.noteInTrash, "it is attached to note \(noteID), which is in the trash: restore the note first, or delete it for good")
+    }
 
     /// True when trying again later may succeed (`unavailable`).
     public var isTransient: Bool { code == .unavailable }

@@ -4,7 +4,8 @@ import JotterStore
 
 /// How store failures reach the client: a full disk is `507 Insufficient Storage` (the write
 /// was refused and nothing of it kept); a database or blob store that cannot be reached now is
-/// `503 Service Unavailable` with `Retry-After`; any other store failure stays a logged `500`.
+/// `503 Service Unavailable` with `Retry-After`; a change to an attachment of a note in the
+/// trash is `409` (`/problems/note-deleted`); any other store failure stays a logged `500`.
 package enum StoreErrors {
     /// Seconds a client is told to wait when the database or the blob store is unavailable.
     package static let retryAfter = "2"
@@ -17,6 +18,11 @@ package enum StoreErrors {
                     .insufficientStorage,
                     detail: "the server's disk is full: the write was not stored; "
                         + "deleting notes or uploads frees space")
+            }
+            if error == .noteInTrash {
+                var answer = HTTPError(HTTPStatus(409), detail: error.message)
+                answer.type = "/problems/note-deleted"
+                return answer
             }
             if error.isTransient {
                 return HTTPError(

@@ -219,6 +219,30 @@ struct TrashRoutesTests {
     }
 
     @Test(
+        "an attachment of a note in the trash stays with it: moving or deleting it is 409 note-deleted; after a restore both work",
+        arguments: ServerDatabase.all)
+    func attachmentsStayWithATrashedNote(database: ServerDatabase) throws {
+        try database.with { app in
+            let (id, upload) = try Self.noteWithFile(app, "with a file", bytes: "kept bytes")
+            let other = try RevisionRoutesTests.created(app, "another note")
+            #expect(try app.request("DELETE", "/notes/\(id)").status == 200)
+            for (method, body) in [("PATCH", "note_id=\(other)"), ("PATCH", "note_id="), ("DELETE", "")] {
+                let answer = try app.request(method, "/uploads/\(upload)", body: body)
+                #expect(answer.status == 409, "\(method) \(body): \(answer.text)")
+                #expect(try answer.json()["type"] as? String == "/problems/note-deleted")
+                #expect((try answer.json()["detail"] as? String)?.contains("note \(id)") == true)
+            }
+            // Nothing changed: the trashed note keeps its attachment and version, the file its bytes.
+            let trashed = try #require(try Self.trash(app).notes.first { $0["id"] as? String == id })
+            #expect((trashed["attachments"] as? [[String: Any]])?.compactMap { $0["id"] as? String } == [upload])
+            #expect(try app.request("GET", "/uploads/\(upload)/content").text == "kept bytes")
+            #expect(try app.request("POST", "/notes/\(id)/restore").status == 200)
+            #expect(try app.request("PATCH", "/uploads/\(upload)", body: "note_id=\(other)").status == 200)
+            #expect(try app.request("DELETE", "/uploads/\(upload)").status == 200)
+        }
+    }
+
+    @Test(
         "a page's cursor goes on after a note that left the trash (restored or removed for good); one never in it is 400",
         arguments: ServerDatabase.all)
     func cursorOfANoteThatLeft(database: ServerDatabase) throws {

@@ -98,7 +98,9 @@ enum UploadsOperations {
                 "an append (`application/partial-upload`, `application/offset+octet-stream`) completed the resumable upload (interop versions 3–5 also answer an incomplete append 201)"
             ),
             204: .empty("an append was stored; the upload is not complete"),
-            409: .problem("an append's `Upload-Offset` is not the upload's offset (`Upload-Offset` in the answer says it)"),
+            409: .problem(
+                "an append's `Upload-Offset` is not the upload's offset (`Upload-Offset` in the answer says it); or the upload is attached to a note in the trash (`/problems/note-deleted`), which keeps its attachments until it is restored"
+            ),
             412: .problem("`Tus-Resumable` names another tus version"),
             460: .problem("tus: the body's checksum is not `Upload-Checksum`"),
             400: .problem("the body is malformed"),
@@ -117,7 +119,12 @@ enum UploadsOperations {
         description: "The bytes are gone from disk once this answers; a note it was attached to gets a new version.",
         tags: ["uploads"],
         parameters: [id],
-        responses: [200: .json(.ref(UploadEnvelope.self), "the upload as it was"), 204: .empty("a resumable upload was cancelled"), 404: missing])
+        responses: [
+            200: .json(.ref(UploadEnvelope.self), "the upload as it was"), 204: .empty("a resumable upload was cancelled"), 404: missing,
+            409: .problem(
+                "the upload is attached to a note in the trash (`/problems/note-deleted`), which keeps its attachments until it is restored or deleted for good"
+            ),
+        ])
 
     static let content = OpenAPIOperation(
         operationID: "uploadContent", summary: "The bytes of an upload",

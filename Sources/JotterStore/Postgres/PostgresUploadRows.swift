@@ -124,6 +124,7 @@ enum PostgresUploadRows {
 
     /// Deletes an upload (its blob goes once this commits); its note, if any, gets a new version.
     static func delete(id: String, owner: Owner, in write: PostgresWrite) throws -> (upload: UploadRecord, change: (NoteRecord, NoteEvent)?)? {
+        try refuseIfTrashed(id: id, owner: owner, in: write)
         try keepPlaces(where: "id = $1 AND owner = $2", [id, owner.id], in: write)
         guard let row = try write.db.query("DELETE FROM uploads WHERE id = $1 AND owner = $2 RETURNING \(columns)", [id, owner.id]).first else {
             return nil
@@ -131,6 +132,21 @@ enum PostgresUploadRows {
         let upload = try record(row)
         write.removedUploads.append(id)
         return (upload, try upload.noteID.flatMap { try touch($0, owner: owner, in: write) })
+    }
+
+    /// Throws `noteInTrash` when upload `id` is attached to a note in the trash, which keeps its
+    /// attachments as they were. The note's row is locked first (live or trashed), so a delete
+    /// or restore of it waits for this transaction.
+    private static func refuseIfTrashed(id: String, owner: Owner, in write: PostgresWrite) throws {
+        guard
+            let noteID: Int64? = try write.db.query("SELECT note_id FROM uploads WHERE id = $1 AND owner = $2", [id, owner.id]).first?
+                .value(0),
+            let noteID
+        else { return }
+        if try !write.db.query("SELECT 1 FROM notes WHERE id = $1 AND owner = $2 FOR UPDATE", [noteID, owner.id]).isEmpty { return }
+        if try !write.db.query("SELECT 1 FROM trashed_notes WHERE id = $1 AND owner = $2 FOR UPDATE", [noteID, owner.id]).isEmpty {
+            throw StoreError.noteInTrash(noteID)
+        }
     }
 
     /// Moves an upload to `noteID` (nil: to no note); the note it leaves and the note it joins
@@ -141,6 +157,7 @@ enum PostgresUploadRows {
             return nil
         }
         var upload = try record(row)
+        try refuseIfTrashed(id: id, owner: owner, in: write)
         if let noteID {
             // Locked too, so it can't be deleted before it is touched below.
             guard try !write.db.query("SELECT 1 FROM notes WHERE id = $1 AND owner = $2 FOR UPDATE", [noteID, owner.id]).isEmpty else { return nil }

@@ -203,6 +203,7 @@ struct NoteWriter: Sendable {
 
     func deleteUpload(id: String, owner: Owner, on db: SQLiteConnection, effects: WriteEffects) throws(StoreError) -> UploadRemoved? {
         guard let upload = try UploadRows.upload(id: id, owner: owner, on: db) else { return nil }
+        try refuseIfTrashed(upload, owner: owner, on: db)
         try UploadRows.keepPlaces(where: "id = ? AND owner = ?", [.text(id), .integer(owner.id)], now: now(), on: db)
         try db.run("DELETE FROM uploads WHERE id = ? AND owner = ?", [.text(id), .integer(owner.id)])
         effects.removed.append(id)
@@ -215,6 +216,7 @@ struct NoteWriter: Sendable {
     func attachUpload(id: String, noteID: Int64?, owner: Owner, on db: SQLiteConnection, effects: WriteEffects) throws(StoreError) -> UploadAttached?
     {
         guard var upload = try UploadRows.upload(id: id, owner: owner, on: db) else { return nil }
+        try refuseIfTrashed(upload, owner: owner, on: db)
         var joined: NoteRecord?
         if let noteID {
             guard let found = try NoteRows.note(id: noteID, owner: owner, on: db) else { return nil }
@@ -229,6 +231,12 @@ struct NoteWriter: Sendable {
             events.append(try touch(note, owner: owner, on: db, effects: effects).event)
         }
         return UploadAttached(upload: upload, events: events)
+    }
+
+    /// Throws `noteInTrash` when `upload` is attached to a note in the trash, which keeps its
+    /// attachments as they were until it leaves the trash.
+    private func refuseIfTrashed(_ upload: UploadRecord, owner: Owner, on db: SQLiteConnection) throws(StoreError) {
+        if let noteID = upload.noteID, try TrashRows.note(id: noteID, owner: owner, on: db) != nil { throw .noteInTrash(noteID) }
     }
 
     /// A new version of `current` (its attachments changed): `note.updated`.
