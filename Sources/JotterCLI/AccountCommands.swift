@@ -330,8 +330,8 @@ struct TokensCreateCommand: AsyncCommand {
     static let userOption = Option.text("--user", value: "NAME", help: "Whose token it is (the data folder only; required there).")
     static let labelOption = Option.text("--name", value: "LABEL", help: "What it is for, shown by tokens list.")
     static let expiresOption = Option.value(
-        "--expires", value: "DURATION", expected: "a duration such as 12h, 30d or 1y",
-        help: "Lifetime such as 12h, 30d or 1y; no expiry when absent.", duration)
+        "--expires", value: "DURATION", expected: "a duration from 1m to 10y such as 12h, 30d or 1y",
+        help: "Lifetime such as 12h, 30d or 1y (1m to 10y); no expiry when absent.", duration)
     static let options = [userOption.option, labelOption.option, expiresOption.option] + AccountPlace.options
     let user: String?, label: String, expires: Int64?, place: AccountPlace
 
@@ -344,12 +344,15 @@ struct TokensCreateCommand: AsyncCommand {
         try arguments.finish()
     }
 
-    /// `90m`, `12h`, `30d`, `1y` (or plain seconds) as seconds.
+    /// `90m`, `12h`, `30d`, `1y` (or plain seconds) as seconds, within the lifetimes the server
+    /// takes (`AuthController.lifetimes`: a minute to ten years), on the data folder as through it.
     static func duration(_ text: String) -> Int64? {
         let units: [Character: Int64] = ["s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400, "y": 365 * 86400]
         guard let last = text.last else { return nil }
         let (number, unit) = last.isNumber ? (text, Int64(1)) : (String(text.dropLast()), units[last] ?? 0)
-        guard unit > 0, let value = Int64(number), value > 0, value <= 100 * 365 * 86400 / unit else { return nil }
+        guard unit > 0, let value = Int64(number), value > 0, value <= AuthController.lifetimes.upperBound / unit,
+            AuthController.lifetimes.contains(value * unit)
+        else { return nil }
         return value * unit
     }
 

@@ -59,6 +59,10 @@ struct AccountCommandTests {
         let token = created.out.trimmingCharacters(in: .whitespacesAndNewlines)
         #expect(token.hasPrefix("jot_") && token.count == 40)
         #expect(try Self.jotter(["tokens", "create", "--user", "ann", "--expires", "soon"] + folder).status == 2)
+        // The lifetimes the server takes, on the data folder too: a minute to ten years.
+        for lifetime in ["30s", "11y", "3651d"] {
+            #expect(try Self.jotter(["tokens", "create", "--user", "ann", "--expires", lifetime] + folder).status == 2, "\(lifetime)")
+        }
         let tokens = try Self.jotter(["tokens", "list", "--user", "ann"] + folder)
         #expect(tokens.out.contains("laptop") && !tokens.out.contains(token))
 

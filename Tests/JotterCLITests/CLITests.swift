@@ -291,7 +291,7 @@ struct BinaryTests {
             ),
             (
                 ["tokens", "create", "--server", "SERVER", "--expires", "3q"], [:],
-                "--expires must be a duration such as 12h, 30d or 1y, not '3q'"
+                "--expires must be a duration from 1m to 10y such as 12h, 30d or 1y, not '3q'"
             ),
             (["serve", "--data", "DATA", "--synchronous", "fast"], [:], "--synchronous must be full or normal, not 'fast'"),
             (["serve", "--data", "DATA", "--threads", "0"], [:], "--threads must be a whole number from 1 to 256, not '0'"),

@@ -113,6 +113,11 @@ struct MergeRoutesTests {
             let stale = try app.request("PUT", "/notes/\(id)", headers: [("Base-Version", "1"), ("If-Match", "\"1\"")], body: "body=mine")
             #expect(stale.status == 412)
             #expect(try app.request("PUT", "/notes/\(id)", headers: [("Base-Version", "two")], body: "body=mine").status == 400)
+            // At most 18 digits (docs/API.md): 19 are refused, as are 20 with leading zeros.
+            #expect(try app.request("PUT", "/notes/\(id)", headers: [("Base-Version", "999999999999999999")], body: "body=mine").status == 409)
+            for digits in ["1234567890123456789", "00000000000000000001"] {
+                #expect(try app.request("PUT", "/notes/\(id)", headers: [("Base-Version", digits)], body: "body=mine").status == 400)
+            }
             #expect(try app.request("PUT", "/notes/\(id)", body: "body=mine&base_version=0").status == 422)
             // Past 2^53 - 1 (what a JSON number holds exactly): refused, in a form and in JSON, even
             // with nothing to merge; up to it, a version that names nothing kept (409).

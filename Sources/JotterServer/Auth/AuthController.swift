@@ -6,7 +6,7 @@ import JotterSystem
 /// `/auth`: sign in (`POST /auth/sessions`: a session cookie for the web app, or a token),
 /// sign out (`DELETE /auth/sessions/current`), who am I (`GET /auth/me`) and the user's API
 /// tokens (`GET/POST /auth/tokens`, `DELETE /auth/tokens/:id`).
-struct AuthController {
+package struct AuthController {
     let accounts: Accounts
     /// Mark the cookie `Secure` (the server speaks TLS); a request a trusted proxy says came
     /// over HTTPS gets it too.
@@ -168,11 +168,16 @@ struct AuthController {
         }
     }
 
-    /// `expires_in` (seconds, 60 to 10 years), nil when absent.
+    /// The lifetimes a token or session may be given, in seconds: a minute to ten years.
+    package static let lifetimes: ClosedRange<Int64> = 60...(10 * 365 * 86400)
+
+    /// `expires_in` (seconds, in `lifetimes`), nil when absent.
     static func expiry(_ body: RequestBody) throws(HTTPError) -> Int64? {
         guard let text = try body.string("expires_in"), !text.isEmpty else { return nil }
-        guard NoteInput.isDigits(text), let seconds = Int64(text), seconds >= 60, seconds <= 10 * 365 * 86400 else {
-            throw HTTPError.validation([.init(field: "expires_in", message: "must be a number of seconds from 60 to 315360000")])
+        guard NoteInput.isDigits(text), let seconds = Int64(text), lifetimes.contains(seconds) else {
+            throw HTTPError.validation([
+                .init(field: "expires_in", message: "must be a number of seconds from \(lifetimes.lowerBound) to \(lifetimes.upperBound)")
+            ])
         }
         return seconds
     }

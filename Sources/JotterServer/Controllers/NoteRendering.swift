@@ -329,13 +329,13 @@ enum NoteInput {
     }
 
     /// The version an update was made from: the header `Base-Version` (`400` when present and
-    /// not a version) or the field `base_version` (`422` when not a version), the field's when
+    /// not a version: digits, at most 18 of them, from 1) or the field `base_version` (`422` when not a version), the field's when
     /// both are given; nil when neither.
     static func baseVersion(_ request: Request) throws(HTTPError) -> Int64? {
         var header: Int64?
         if let given = request.headers["Base-Version"] {
             let text = String(given.trimmingASCIISpaces())
-            guard isDigits(text), let value = Int64(text), value >= 1 else {
+            guard isDigits(text), text.utf8.count <= 18, let value = Int64(text), value >= 1 else {
                 throw HTTPError.badRequest(
                     "Base-Version must be the version the edit was made from, a whole number from 1 (the digits of its ETag); got \(text.isEmpty ? "nothing" : text)"
                 )

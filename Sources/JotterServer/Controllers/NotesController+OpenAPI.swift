@@ -204,7 +204,7 @@ enum NotesOperations {
     static let restore = OpenAPIOperation(
         operationID: "restoreNote", summary: "Restore a note's body from a revision, or the note from the trash",
         description:
-            "With `version`: the note gets a new version whose body is revision `version`'s (its attachments stay as they are); a missing note is `404`, then `If-Match` is checked. Without `version`: a note in the trash comes back with its id, body, attachments and revisions, at the next version (a `note.created` event). Answered once the change is durable.",
+            "With `version`: the note gets a new version whose body is revision `version`'s (its attachments stay as they are); a missing note is `404`, then `If-Match` is checked. Without `version`: a note in the trash comes back with its id, body, attachments and revisions, at the next version (a `note.created` event); `If-Match` is not checked. Answered once the change is durable.",
         tags: ["notes"],
         parameters: [id, ifMatch, ifNoneMatch],
         requestBody: .fields(.ref(named: "RestoreFields"), required: false),
