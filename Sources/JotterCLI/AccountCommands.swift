@@ -105,17 +105,15 @@ enum DataFolder {
     }
 
     private static func store(_ place: StorePlace, creating: Bool) throws -> any DataStore {
-        if place.database == nil, !creating,
-            !FileManager.default.fileExists(atPath: place.data + "/" + SQLiteStore.fileName)
-        {
-            // A mistyped --data would otherwise become a new, empty store.
-            throw CommandFailure(
-                "\(place.data) holds no jotter data (no \(SQLiteStore.fileName)): give the server's data folder with --data DIR",
-                status: ExitCode.notFound)
-        }
         var configuration = StoreConfiguration(dataDirectory: place.data)
         do { configuration.database = try .parse(place.database ?? "sqlite", poolSize: 2) } catch { throw UsageError(error.message) }
         if case .sqlite(var options) = configuration.database {
+            // A mistyped --data would otherwise become a new, empty store.
+            guard creating || FileManager.default.fileExists(atPath: place.data + "/" + SQLiteStore.fileName) else {
+                throw CommandFailure(
+                    "\(place.data) holds no jotter data (no \(SQLiteStore.fileName)): give the server's data folder with --data DIR",
+                    status: ExitCode.notFound)
+            }
             options.removesOrphans = false  // a running server's uploads in flight are in tmp/
             configuration.database = .sqlite(options)
         }

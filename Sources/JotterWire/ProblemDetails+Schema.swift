@@ -6,7 +6,7 @@ extension ProblemDetails: SchemaDescribing {
             [
                 "type": .string(
                     description:
-                        "`about:blank` (the status says what kind of problem it is), or a type a route defines: `/problems/unknown-base`, `/problems/merge-too-large` and `/problems/note-deleted` on a note write, the resumable-upload draft's types",
+                        "`about:blank` (the status says what kind of problem it is), or a type a route defines: `/problems/unknown-base`, `/problems/merge-too-large` and `/problems/note-deleted` on a note write (`/problems/note-deleted` also on moving or deleting an upload attached to a note in the trash, without `note` and `deleted_at`), the resumable-upload draft's types",
                     example: "about:blank"),
                 "title": .string(description: "the status's reason phrase", example: "Not Found"),
                 "status": .integer(minimum: 400, maximum: 599, description: "the response's status code"),

@@ -35,7 +35,9 @@ struct AccountCommandTests {
         let folder = ["--data", data.path]
         // A folder with no database yet (a mistyped --data): only users add makes one.
         let typo = data.appendingPathComponent("typo").path
-        for command in [["users", "list"], ["tokens", "list", "--user", "ann"], ["users", "remove", "ann", "--yes"]] {
+        for command in [
+            ["users", "list"], ["tokens", "list", "--user", "ann"], ["users", "remove", "ann", "--yes"], ["users", "list", "--database", "sqlite"],
+        ] {
             let answer = try Self.jotter(command + ["--data", typo])
             #expect(answer.status == 3 && answer.err.hasPrefix("error: \(typo) holds no jotter data"), "\(command): \(answer)")
         }

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import JotterStore
+import JotterSystem
 
 /// The trash, on both backends: a delete keeps the note, its revisions and its attachments
 /// (bytes too) until it is restored, purged or swept; per owner.
@@ -163,6 +164,8 @@ struct TrashTests {
         _ = try store.restoreTrashedNote(id: made[2].id, owner: .unclaimed)
         _ = try store.perform(.delete(id: made[2].id, ifVersion: nil))
         #expect(try store.trashedNotes(limit: 10, after: nil, owner: .unclaimed)?.map(\.note.id) == [made[2].id, made[0].id, made[1].id, made[3].id])
+        // Its cursor is its new place, not the one it left when restored.
+        #expect(try store.trashedNotes(limit: 10, after: made[2].id, owner: .unclaimed)?.map(\.note.id) == [made[0].id, made[1].id, made[3].id])
         // A cursor naming a note that left the trash goes on after its place; restored, then
         // purged, then swept; one that was never in the trash is nil.
         _ = try store.restoreTrashedNote(id: made[0].id, owner: .unclaimed)
@@ -174,6 +177,30 @@ struct TrashTests {
         #expect(try store.trashedNotes(limit: 10, after: made[0].id, owner: .unclaimed)?.isEmpty == true)
         #expect(try store.trashedNotes(limit: 10, after: made[0].id, owner: Owner(id: 2)) == nil)
         #expect(try store.trashedNotes(limit: 10, after: made[0].id + 100, owner: .unclaimed) == nil)
+    }
+
+    /// A database from before schema 11 with notes already in the trash, deleted in the reverse
+    /// of their making within a second: the migration gives them their deletions' order, from
+    /// the feed's tombstones, or from the deletion's event when its tombstone was pruned.
+    @Test func migrationKeepsTheOrderOfNotesAlreadyInTheTrash() throws {
+        let directory = try TemporaryDirectory()
+        defer { withExtendedLifetime(directory) {} }
+        var store: any DataStore = try SQLiteStore(dataDirectory: directory.path)
+        let made = try (0..<3).map { try #require(try store.perform(.create(body: "n\($0)")).note) }
+        for note in made.reversed() { _ = try store.perform(.delete(id: note.id, ifVersion: nil)) }
+        store.close()
+        let db = try SQLiteConnection(path: directory.databasePath, flags: SQLiteConnection.readWrite)
+        try db.execute(
+            """
+            DROP TABLE trash_places; DROP INDEX trashed_notes_by_owner; ALTER TABLE trashed_notes DROP COLUMN deleted_seq;
+            CREATE INDEX trashed_notes_by_owner ON trashed_notes (owner, deleted_at);
+            DELETE FROM note_changes WHERE note_id = \(made[1].id);
+            UPDATE schema_version SET version = 10;
+            """)
+        db.close()
+        store = try SQLiteStore(dataDirectory: directory.path)
+        defer { store.close() }
+        #expect(try store.trashedNotes(limit: 10, after: nil, owner: .unclaimed)?.map(\.note.id) == made.map(\.id))
     }
 
     @Test(arguments: Backend.all) func theTrashIsPerOwnerAndPaged(backend: Backend) throws {

@@ -1,4 +1,5 @@
 import JotterPostgres
+import JotterSystem
 
 /// The note, search and event statements of the PostgreSQL store.
 ///
@@ -174,7 +175,8 @@ enum PostgresNoteRows {
         WITH n AS (DELETE FROM notes WHERE id = $1 AND owner = $2 AND ($3::bigint IS NULL OR version = $3::bigint) RETURNING \(columns)),
         \(appendEvent(seq: "$4", owner: "$2", kind: "'note.deleted'")),
         t AS (INSERT INTO trashed_notes (id, owner, body, created_at, updated_at, version, deleted_at, deleted_seq)
-              SELECT n.id, $2::bigint, n.body, n.created_at, n.updated_at, n.version, e.created_at, e.id FROM n, e)
+              SELECT n.id, $2::bigint, n.body, n.created_at, n.updated_at, n.version, e.created_at, e.id FROM n, e),
+        p AS (DELETE FROM trash_places WHERE id IN (SELECT id FROM n))
         SELECT n.id, n.body, n.created_at, n.updated_at, n.version, e.id, e.created_at FROM n, e
         """
 
@@ -232,8 +234,8 @@ enum PostgresNoteRows {
                 let row = try db.query(
                     """
                     SELECT deleted_at, deleted_seq FROM trashed_notes WHERE id = $1 AND owner = $2
-                    UNION ALL SELECT deleted_at, deleted_seq FROM trash_places WHERE id = $1 AND owner = $2 LIMIT 1
-                    """, [after, owner.id]
+                    UNION ALL SELECT deleted_at, deleted_seq FROM trash_places WHERE id = $1 AND owner = $2 AND left_at >= $3
+                    """, [after, owner.id, WallClock.seconds() - trashPlaceKept]
                 ).first
             else { return nil }
             cursor = (try row.int64(0), try row.int64(1), after)
@@ -247,10 +249,13 @@ enum PostgresNoteRows {
         ).map(trashed)
     }
 
+    /// How long the place of a note that left the trash is kept for cursors (as SQLite's).
+    private static let trashPlaceKept = TrashRows.placeKept
+
     /// Keeps note `id`'s place in the trash's order for a week as it leaves the trash (restored
     /// or purged), and forgets older places.
     private static func keepTrashPlace(id: Int64, owner: Owner, in write: PostgresWrite) throws {
-        try write.db.query("DELETE FROM trash_places WHERE left_at < $1", [write.now - 7 * 86400])
+        try write.db.query("DELETE FROM trash_places WHERE left_at < $1", [write.now - trashPlaceKept])
         try write.db.query(
             """
             INSERT INTO trash_places (id, owner, deleted_at, deleted_seq, left_at)

@@ -270,11 +270,14 @@ enum PostgresSchema {
         ALTER TABLE events ADD COLUMN note_merge_base bigint;
         """,
         // 11: the trash's order within a second, as SQLite's version 11: `deleted_seq` is the
-        // id of the note.deleted event; notes trashed before take their tombstone's place.
+        // id of the note.deleted event; notes trashed before take their tombstone's place (or
+        // their note.deleted event's id).
         // `trash_places`: where notes restored or purged were in that order, kept a week.
         """
         ALTER TABLE trashed_notes ADD COLUMN deleted_seq bigint NOT NULL DEFAULT 0;
-        UPDATE trashed_notes AS t SET deleted_seq = c.seq FROM note_changes AS c WHERE c.note_id = t.id AND c.deleted;
+        UPDATE trashed_notes AS t SET deleted_seq = coalesce(
+            (SELECT c.seq FROM note_changes AS c WHERE c.note_id = t.id AND c.deleted),
+            (SELECT max(e.id) FROM events AS e WHERE e.note_id = t.id AND e.kind = 'note.deleted'), 0);
         DROP INDEX trashed_notes_by_owner;
         CREATE INDEX trashed_notes_by_owner ON trashed_notes (owner, deleted_at, deleted_seq);
         CREATE TABLE trash_places (

@@ -135,17 +135,21 @@ enum PostgresUploadRows {
     }
 
     /// Throws `noteInTrash` when upload `id` is attached to a note in the trash, which keeps its
-    /// attachments as they were. The note's row is locked first (live or trashed), so a delete
-    /// or restore of it waits for this transaction.
+    /// attachments as they were. Locks the upload's row, then its note's (live or trashed), in
+    /// the order `attach` takes them, so a delete or restore of the note waits for this
+    /// transaction. A note that moved between the two tables while this waited (a delete or a
+    /// restore that committed) is looked for again in the other.
     private static func refuseIfTrashed(id: String, owner: Owner, in write: PostgresWrite) throws {
         guard
-            let noteID: Int64? = try write.db.query("SELECT note_id FROM uploads WHERE id = $1 AND owner = $2", [id, owner.id]).first?
-                .value(0),
+            let noteID: Int64? = try write.db.query("SELECT note_id FROM uploads WHERE id = $1 AND owner = $2 FOR UPDATE", [id, owner.id])
+                .first?.value(0),
             let noteID
         else { return }
-        if try !write.db.query("SELECT 1 FROM notes WHERE id = $1 AND owner = $2 FOR UPDATE", [noteID, owner.id]).isEmpty { return }
-        if try !write.db.query("SELECT 1 FROM trashed_notes WHERE id = $1 AND owner = $2 FOR UPDATE", [noteID, owner.id]).isEmpty {
-            throw StoreError.noteInTrash(noteID)
+        for _ in 0..<2 {
+            if try !write.db.query("SELECT 1 FROM notes WHERE id = $1 AND owner = $2 FOR UPDATE", [noteID, owner.id]).isEmpty { return }
+            if try !write.db.query("SELECT 1 FROM trashed_notes WHERE id = $1 AND owner = $2 FOR UPDATE", [noteID, owner.id]).isEmpty {
+                throw StoreError.noteInTrash(noteID)
+            }
         }
     }
 

@@ -119,6 +119,7 @@ struct NoteWriter: Sendable {
             try db.run("DELETE FROM notes WHERE id = ? AND owner = ?", [.integer(id), .integer(owner.id)])
             FullTextIndex.removed(id: id, body: note.body, on: db)
             let event = try appendEvent(.deleted, note, owner: owner, on: db, effects: effects)
+            try db.run("DELETE FROM trash_places WHERE id = ?", [.integer(id)])  // in the trash again: its place is its row's
             try db.run(
                 """
                 INSERT INTO trashed_notes (id, owner, body, created_at, updated_at, version, deleted_at, deleted_seq)

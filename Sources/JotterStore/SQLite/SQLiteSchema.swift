@@ -200,13 +200,15 @@ enum SQLiteSchema {
         """,
         // 11: the trash's order within a second: `deleted_seq` is the id of the note.deleted
         // event, so of two notes deleted in one second the later deletion comes first (not the
-        // later-made note). Notes trashed before take their tombstone's place in the feed.
+        // later-made note). Notes trashed before take their tombstone's place in the feed (or,
+        // pruned from it, their note.deleted event's id while the backlog holds it).
         // `trash_places`: where notes restored or purged were in that order, kept a week, so a
         // listing's cursor naming one goes on after its place (`TrashRows.page`).
         """
         ALTER TABLE trashed_notes ADD COLUMN deleted_seq INTEGER NOT NULL DEFAULT 0;
         UPDATE trashed_notes SET deleted_seq = coalesce(
-            (SELECT seq FROM note_changes WHERE note_id = trashed_notes.id AND deleted = 1), 0);
+            (SELECT seq FROM note_changes WHERE note_id = trashed_notes.id AND deleted = 1),
+            (SELECT max(id) FROM events WHERE note_id = trashed_notes.id AND kind = 'note.deleted'), 0);
         DROP INDEX trashed_notes_by_owner;
         CREATE INDEX trashed_notes_by_owner ON trashed_notes (owner, deleted_at, deleted_seq);
         CREATE TABLE trash_places (

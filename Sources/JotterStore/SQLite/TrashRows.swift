@@ -1,3 +1,5 @@
+import JotterSystem
+
 /// The trash's reads, shared by the readers and the writer.
 enum TrashRows {
     static func note(id: Int64, owner: Owner, on db: SQLiteConnection) throws(StoreError) -> TrashedNote? {
@@ -18,9 +20,9 @@ enum TrashRows {
                 let found = try db.first(
                     """
                     SELECT deleted_at, deleted_seq FROM trashed_notes WHERE id = ?1 AND owner = ?2
-                    UNION ALL SELECT deleted_at, deleted_seq FROM trash_places WHERE id = ?1 AND owner = ?2
+                    UNION ALL SELECT deleted_at, deleted_seq FROM trash_places WHERE id = ?1 AND owner = ?2 AND left_at >= ?3
                     """,
-                    [.integer(after), .integer(owner.id)], row: { ($0.int64(0), $0.int64(1)) })
+                    [.integer(after), .integer(owner.id), .integer(WallClock.seconds() - placeKept)], row: { ($0.int64(0), $0.int64(1)) })
             else { return nil }
             cursor = (found.0, found.1, after)
         }
