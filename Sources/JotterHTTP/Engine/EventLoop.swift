@@ -330,10 +330,10 @@ package final class EventLoop: @unchecked Sendable {
         connection.abort(.error)
     }
 
-    /// Called by a connection that has closed its socket.
-    func forget(_ connection: any LoopConnection) {
-        connections.removeValue(forKey: connection.token)
-        server.connections.release(connection.address)
+    /// Called by a connection that has closed its socket (`token`, from client `address`).
+    func forget(token: UInt64, address: String) {
+        connections.removeValue(forKey: token)
+        server.connections.release(address)
     }
 
     /// An HTTP/1.1 connection that turned out to speak HTTP/2 hands its socket to `successor`.

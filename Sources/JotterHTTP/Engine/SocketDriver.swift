@@ -137,9 +137,11 @@ package struct SocketDriver {
         loop.setInterest(io.fd, token: token, (wanted.read ? Epoll.input : 0) | (wanted.write ? Epoll.output : 0))
     }
 
-    /// Frees the TLS session, closes the socket and leaves the loop's table.
+    /// Frees the TLS session, closes the socket and leaves the loop's table. The loop is told
+    /// the token and the address, not handed the connection: the connection's `socket` is being
+    /// modified here, so reading its `token` back through it would be an overlapping access.
     mutating func close(_ connection: any LoopConnection) {
         io.close()
-        loop.forget(connection)
+        loop.forget(token: token, address: connection.address)
     }
 }
