@@ -60,9 +60,10 @@ package final class EventLoop: @unchecked Sendable {
     private var taken: [Task] = []
     private var nextTask = 0
     /// Loop-thread state from here on.
-    /// Unchecked for exclusive access: the loop thread reads a connection out of it before it
-    /// calls the connection, which may then remove itself (`forget`).
-    @exclusivity(unchecked) private var connections: [UInt64: any LoopConnection] = [:]
+    /// Checked for exclusive access (about 125 instructions a request: docs/benchmarks.md,
+    /// issue 34): the loop thread reads a connection out of it before it calls the connection,
+    /// which may then remove itself (`forget`), so no access overlaps another.
+    private var connections: [UInt64: any LoopConnection] = [:]
     private var nextToken: UInt64 = 16
     private var accepting = true
     private var running = true

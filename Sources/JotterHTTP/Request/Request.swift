@@ -193,12 +193,13 @@ package final class InterimSink: @unchecked Sendable {
     private let loop: EventLoop?
     /// The token of the connection to tell when an interim response posted to the loop was taken.
     let connection: UInt64?
-    // Unchecked for exclusive access: one loop thread, and the connection looks at these only
-    // between the calls that may send.
+    // Checked for exclusive access (about 170 instructions an HTTP/1.1 request: docs/benchmarks.md,
+    // issue 34): one loop thread, and the connection looks at these only between the calls that
+    // may send.
     /// HTTP/1.1: whether interim responses are taken now.
-    @exclusivity(unchecked) var isOpen = false
+    var isOpen = false
     /// HTTP/1.1: interim responses taken and not yet handed to the connection's output.
-    @exclusivity(unchecked) var queued: [[UInt8]] = []
+    var queued: [[UInt8]] = []
 
     /// A sink that submits each interim response of one HTTP/2 stream of the connection
     /// `connection` on `loop`.
