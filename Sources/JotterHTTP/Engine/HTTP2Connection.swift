@@ -11,8 +11,9 @@ import JotterSystem
 final class HTTP2Connection: LoopConnection {
     let address: String
     let opened: UInt64
-    // Unchecked for exclusive access, as `HTTP1Connection`'s: the loop thread only. nghttp2's
-    // callbacks reach the machine through its address, which stays put while it runs.
+    // Unchecked for exclusive access, as `HTTP1Connection`'s (its comment has the measured
+    // cost): the loop thread only. nghttp2's callbacks reach the machine through its address,
+    // which stays put while it runs.
     @exclusivity(unchecked) private var socket: SocketDriver
     @exclusivity(unchecked) private var machine: HTTP2StateMachine
     /// The socket was closed: nothing more is done here.

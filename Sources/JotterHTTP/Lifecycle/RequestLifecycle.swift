@@ -70,9 +70,10 @@ package final class RequestLifecycle {
     /// The clock `started` was read from: its connection's (`MachineClock`), read again for
     /// every duration of the request.
     let clock: MachineClock
-    // The state below is unchecked for exclusive access (no runtime check per access, ~85
-    // instructions each): one thread at a time calls a lifecycle — its engine thread, or its
-    // route's executor between `goAway` and the landing — one call at a time, and nothing a
+    // The state below is unchecked for exclusive access (no runtime check per access: checked,
+    // a hello costs 619 instructions, +2.6 %, in 6 checks; docs/benchmarks.md, issue 34 item 3,
+    // which names the tests): one thread at a time calls a lifecycle — its engine thread, or
+    // its route's executor between `goAway` and the landing — one call at a time, and nothing a
     // call runs (middleware, handlers, body readers) can reach the lifecycle itself.
     @exclusivity(unchecked) private(set) var phase = Phase.head
     @exclusivity(unchecked) private(set) var head: RequestHead?

@@ -7,7 +7,8 @@
 /// call it is passed to: call it there (or not at all), don't keep it for later — it refers to
 /// the route and its middleware without retaining them (the router holds them; the call that
 /// made the responder keeps them alive while it runs), which saves a retain and a release of
-/// each per middleware.
+/// each per middleware (24 calls and 777 instructions, 3.3 %, of a hello: docs/benchmarks.md,
+/// issue 34 item 3, which names the tests).
 public struct Responder: @unchecked Sendable {
     /// What answers once every middleware has run.
     enum Endpoint {
