@@ -85,6 +85,54 @@ struct Leftover {
     }
 }
 
+/// Whether a connection reads now, the same on both protocols: the socket was reported readable
+/// and has not run dry since — for at most `rounds` reads in a row, then the loop serves others —
+/// or a TLS read waits until the socket takes bytes.
+struct ReadReadiness {
+    /// Reads in a row on one readiness report before the loop serves others.
+    static let rounds = 16
+    /// The socket was reported readable and has not run dry since.
+    private(set) var isReady = false
+    private var roundsLeft = 0
+    /// The last read could not go on until the socket takes bytes (a TLS record to send).
+    private(set) var wantsWrite = false
+
+    /// The socket was reported readable (`read`) and/or writable (`write`: a TLS read that
+    /// waited for it goes on).
+    mutating func socketReady(read: Bool, write: Bool) {
+        if write, wantsWrite {
+            wantsWrite = false
+            begin()
+        }
+        if read { begin() }
+    }
+
+    /// Reading begins, or goes on: bytes may wait in the socket already.
+    mutating func begin() {
+        isReady = true
+        roundsLeft = Self.rounds
+    }
+
+    /// A read put `count` bytes into `room`; `more`: the TLS session holds more decrypted bytes
+    /// than the socket will announce.
+    mutating func received(_ count: Int, room: Int, more: Bool) {
+        roundsLeft -= 1
+        if count < room, !more { isReady = false }
+        if roundsLeft <= 0 { isReady = false }
+    }
+
+    /// The socket had nothing to read.
+    mutating func blocked() {
+        isReady = false
+    }
+
+    /// The TLS session can read on only once the socket takes bytes.
+    mutating func needsWritable() {
+        isReady = false
+        wantsWrite = true
+    }
+}
+
 /// What a connection waits for from its socket.
 package struct ConnectionInterest: Equatable {
     package var read: Bool

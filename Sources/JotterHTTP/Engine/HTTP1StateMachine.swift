@@ -71,8 +71,6 @@ package struct HTTP1StateMachine: ConnectionMachine, ~Copyable {
     static let lingerTime: UInt64 = 2_000_000
     /// …and drops at most this many bytes meanwhile.
     static let lingerBytes = 256 << 10
-    /// Reads in a row on one readiness report before the loop serves others.
-    static let readRounds = 16
 
     // MARK: - Environment
 
@@ -105,11 +103,8 @@ package struct HTTP1StateMachine: ConnectionMachine, ~Copyable {
     /// Nothing but the start of the HTTP/2 preface has been read: `PRI * HTTP/2.0…` makes this
     /// an HTTP/2 connection with prior knowledge (RFC 9113 §3.3).
     private var mayBeHTTP2 = true
-    /// The socket was reported readable and has not run dry since.
-    private var readReady = false
-    private var roundsLeft = 0
-    /// The last read could not go on until the socket takes bytes (a TLS record to send).
-    private var readWantsWrite = false
+    /// Whether the socket may be read now (`ReadReadiness`).
+    private var readiness = ReadReadiness()
     /// The pending read goes into the stash (a head in progress), not the loop's buffer.
     private var readingIntoStash = false
 
@@ -239,18 +234,8 @@ package struct HTTP1StateMachine: ConnectionMachine, ~Copyable {
 
     /// The socket can be read (`read`) and/or written (`write`).
     package mutating func ready(read: Bool, write: Bool) -> Action {
-        if write {
-            outputBlocked = false
-            if readWantsWrite {
-                readWantsWrite = false
-                readReady = true
-                roundsLeft = Self.readRounds
-            }
-        }
-        if read {
-            readReady = true
-            roundsLeft = Self.readRounds
-        }
+        if write { outputBlocked = false }
+        readiness.socketReady(read: read, write: write)
         return next()
     }
 
@@ -258,8 +243,7 @@ package struct HTTP1StateMachine: ConnectionMachine, ~Copyable {
     mutating func handshakeFinished(now: UInt64) -> Action {
         self.now = now
         lastActivity = now
-        readReady = true
-        roundsLeft = Self.readRounds
+        readiness.begin()
         return next()
     }
 
@@ -273,15 +257,8 @@ package struct HTTP1StateMachine: ConnectionMachine, ~Copyable {
             if budget - count <= 0 { finishClose() }
             return next()
         }
-        roundsLeft -= 1
-        let room: Int
-        if readingIntoStash {
-            room = stashCapacity - stashEnd
-        } else {
-            room = readBuffer.count
-        }
-        if count < room, !more { readReady = false }
-        if roundsLeft <= 0 { readReady = false }
+        let room = readingIntoStash ? stashCapacity - stashEnd : readBuffer.count
+        readiness.received(count, room: room, more: more)
         if discarding { return next() }
         if mayBeHTTP2 {
             let bytes =
@@ -310,20 +287,19 @@ package struct HTTP1StateMachine: ConnectionMachine, ~Copyable {
 
     /// The socket had nothing to read.
     package mutating func readBlocked() -> Action {
-        readReady = false
+        readiness.blocked()
         return next()
     }
 
     /// The TLS session can read on only once the socket takes bytes.
     package mutating func readNeedsWritable() -> Action {
-        readReady = false
-        readWantsWrite = true
+        readiness.needsWritable()
         return next()
     }
 
     /// The peer closed its side (a read returned 0).
     package mutating func peerClosed() -> Action {
-        readReady = false
+        readiness.blocked()
         if isLingering || (request == nil && queue.isEmpty) {
             finishClose()
         } else if request != nil, !waiting, !discarding {
@@ -565,7 +541,7 @@ package struct HTTP1StateMachine: ConnectionMachine, ~Copyable {
                 return .shutdownWrites
             }
             if isLingering {
-                return readReady ? .drain(readBuffer) : .wait(Interest(read: true, write: false))
+                return readiness.isReady ? .drain(readBuffer) : .wait(Interest(read: true, write: false))
             }
             if !outputBlocked, !queue.isEmpty {
                 switch writeFront() {
@@ -579,7 +555,7 @@ package struct HTTP1StateMachine: ConnectionMachine, ~Copyable {
                     processStash()
                     continue
                 }
-                if readReady {
+                if readiness.isReady {
                     if let action = readAction() { return action }
                     continue
                 }
@@ -593,7 +569,7 @@ package struct HTTP1StateMachine: ConnectionMachine, ~Copyable {
 
     /// What the socket should report.
     var interest: Interest {
-        Interest(read: isLingering || mayParse || requestInBody, write: (outputBlocked && !queue.isEmpty) || readWantsWrite)
+        Interest(read: isLingering || mayParse || requestInBody, write: (outputBlocked && !queue.isEmpty) || readiness.wantsWrite)
     }
 
     /// Where the next read goes: the stash, right after a head in progress, or the loop's buffer.

@@ -97,8 +97,6 @@ package struct HTTP2StateMachine: ConnectionMachine, ~Copyable {
     static let connectionWindow: Int32 = 16 << 20
     /// Bytes of one stream's header list (names, values, 32 per field) before it is reset.
     static let maxHeaderList = 64 << 10
-    /// Reads in a row on one readiness report before the loop serves others.
-    static let readRounds = 16
     /// Bytes of answers a connection may hold (made, not yet taken by the socket) and still begin
     /// another stream's request: past it, new streams wait (`Stream.parked`) until the client
     /// reads — answers are not made to be held, as HTTP/1.1 stops parsing past the same amount.
@@ -151,11 +149,8 @@ package struct HTTP2StateMachine: ConnectionMachine, ~Copyable {
 
     // MARK: - Input
 
-    /// The socket was reported readable and has not run dry since.
-    private var readReady = false
-    private var roundsLeft = 0
-    /// The last read could not go on until the socket takes bytes (a TLS record to send).
-    private var readWantsWrite = false
+    /// Whether the socket may be read now (`ReadReadiness`).
+    private var readiness = ReadReadiness()
 
     // MARK: - Output
 
@@ -257,45 +252,31 @@ package struct HTTP2StateMachine: ConnectionMachine, ~Copyable {
         self.now = now
         lastActivity = now
         if bytes.count > 0 { feed(bytes) }
-        readReady = true
-        roundsLeft = Self.readRounds
+        readiness.begin()
         return next()
     }
 
     package mutating func ready(read: Bool, write: Bool) -> ConnectionAction {
-        if write {
-            outputBlocked = false
-            if readWantsWrite {
-                readWantsWrite = false
-                readReady = true
-                roundsLeft = Self.readRounds
-            }
-        }
-        if read {
-            readReady = true
-            roundsLeft = Self.readRounds
-        }
+        if write { outputBlocked = false }
+        readiness.socketReady(read: read, write: write)
         return next()
     }
 
     package mutating func received(_ count: Int, now: UInt64, more: Bool = false) -> ConnectionAction {
         self.now = now
         lastActivity = now
-        roundsLeft -= 1
-        if count < readBuffer.count, !more { readReady = false }
-        if roundsLeft <= 0 { readReady = false }
+        readiness.received(count, room: readBuffer.count, more: more)
         if mayRead { feed(UnsafeRawBufferPointer(start: readBuffer.baseAddress, count: count)) }
         return next()
     }
 
     package mutating func readBlocked() -> ConnectionAction {
-        readReady = false
+        readiness.blocked()
         return next()
     }
 
     package mutating func readNeedsWritable() -> ConnectionAction {
-        readReady = false
-        readWantsWrite = true
+        readiness.needsWritable()
         return next()
     }
 
@@ -536,7 +517,7 @@ package struct HTTP2StateMachine: ConnectionMachine, ~Copyable {
                 terminate(outcome)  // the socket takes no more now: close anyway
                 continue
             }
-            if readReady, mayRead { return .read(readBuffer) }
+            if readiness.isReady, mayRead { return .read(readBuffer) }
             return .wait(interest)
         }
     }
@@ -546,13 +527,12 @@ package struct HTTP2StateMachine: ConnectionMachine, ~Copyable {
 
     /// What the socket should report.
     var interest: ConnectionInterest {
-        ConnectionInterest(read: mayRead, write: outputBlocked || readWantsWrite)
+        ConnectionInterest(read: mayRead, write: outputBlocked || readiness.wantsWrite)
     }
 
     /// Reading goes on (a paused stream is back): bytes may wait in the socket already.
     private mutating func readAgain() {
-        readReady = true
-        roundsLeft = Self.readRounds
+        readiness.begin()
     }
 
     /// The oldest work the last events decided to start, once nghttp2's call is over, that is
