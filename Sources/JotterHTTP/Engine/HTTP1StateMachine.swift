@@ -111,23 +111,11 @@ package struct HTTP1StateMachine: ConnectionMachine, ~Copyable {
     // MARK: - Requests
 
     /// The request being read or awaited, until its answer is queued.
-    private var request: RequestLifecycle?
-    private var requestIsHead = false
+    private var request: Exchange?
+    /// `request` came in HTTP/1.0: no 1xx, no chunked answer.
     private var requestHTTP10 = false
-    private var requestHasBody = false
-    /// What `request` awaits from another thread, if anything; nothing more of it is read
-    /// meanwhile.
-    private enum Awaited {
-        /// A later reply (`resume`).
-        case later
-        /// The landing of a step on the route's executor (`landed`), begun at the request's head
-        /// or at its end.
-        case away(atHead: Bool)
-    }
-
-    private var awaited: Awaited?
     /// A later reply, or the landing of a step on the route's executor, is awaited for `request`.
-    private var waiting: Bool { awaited != nil }
+    private var waiting: Bool { request?.awaited != nil }
     /// Work decided while parsing, started (`ConnectionAction.start`) once the event is over:
     /// a later reply's, or the request's next step on its route's executor.
     private var toStart: WorkStart?
@@ -162,14 +150,12 @@ package struct HTTP1StateMachine: ConnectionMachine, ~Copyable {
     /// being sent. At the connection limit such connections may be pushed out (`EventLoop`).
     var isLongLived: Bool {
         guard waitingForHeadSince == nil, !isEnding, !waiting else { return false }
-        if request != nil { return requestHasBody && !discarding }
+        if let request { return request.hasBody && !discarding }
         return queue.contains { $0.stream != nil }
     }
-    private var bodyStarted: UInt64 = 0
     /// The body's consumer is behind (`RequestLifecycle.bodyMustWait`): nothing more is read
     /// until it calls back; since when.
     private var bodyPausedSince: UInt64?
-    private var bodyBytes = 0
 
     // MARK: - The end
 
@@ -400,21 +386,19 @@ package struct HTTP1StateMachine: ConnectionMachine, ~Copyable {
             }
         }
         if bodyPausedSince != nil { return next() }  // the server is behind, not the client
-        if request != nil, !waiting, requestHasBody, configuration.minimumBodyRate > 0 {
-            if now >= bodyStarted + headerTimeout,
-                UInt64(bodyBytes) * 1_000_000 < UInt64(configuration.minimumBodyRate) * (now - bodyStarted)
-            {
-                server.counters.slowBodies.add(1, ordering: .relaxed)
-                bodyTimedOut("arrives slower than \(configuration.minimumBodyRate) bytes a second")
-                return next()
-            }
+        if let request, request.awaited == nil, request.hasBody, configuration.minimumBodyRate > 0,
+            request.isTooSlow(now: now, grace: headerTimeout, rate: configuration.minimumBodyRate)
+        {
+            server.counters.slowBodies.add(1, ordering: .relaxed)
+            bodyTimedOut("arrives slower than \(configuration.minimumBodyRate) bytes a second")
+            return next()
         }
         let streamWaiting = queue.first?.stream?.waiting == true
         let idleDeadline = lastActivity + UInt64(configuration.idleTimeout) * 1_000_000
         if !waiting, !streamWaiting, now >= idleDeadline {
             switch Self.late(idleDeadline, polledAt: polledAt, unread: unread) {
             case true?:
-                if request != nil, requestHasBody, !discarding {
+                if request?.hasBody == true, !discarding {
                     bodyTimedOut("stopped arriving for \(configuration.idleTimeout) s")
                 } else {
                     terminate(.timeout)
@@ -428,10 +412,8 @@ package struct HTTP1StateMachine: ConnectionMachine, ~Copyable {
 
     /// A later reply is ready: `render` makes its response.
     package mutating func resume(stream: Int32 = 0, now: UInt64, _ render: () throws -> Response) -> Action {
-        guard case .later = awaited, let request, !isEnding else { return next() }
+        guard !isEnding, let response = request?.resume(render) else { return next() }
         self.now = now
-        awaited = nil
-        let response = request.resume(render)
         takeInterims()
         answer(response)
         return next()
@@ -441,22 +423,19 @@ package struct HTTP1StateMachine: ConnectionMachine, ~Copyable {
     /// the request was (its head or its end), and reading goes on. nil when the connection no
     /// longer waits for it (the request ended meanwhile: the caller completes it).
     package mutating func landed(stream: Int32 = 0, _ lifecycle: RequestLifecycle, now: UInt64) -> Action? {
-        guard case .away(let atHead) = awaited, !isEnding, request === lifecycle else { return nil }
+        guard !isEnding, let landing = request?.landed(lifecycle, now: now) else { return nil }
         self.now = now
-        awaited = nil
-        let action = lifecycle.landed()
         takeInterims()
-        if atHead {
-            // The time away is the server's: the body's rate counts from now.
-            bodyStarted = now
+        if landing.atHead {
+            // The time away is the server's (the body's rate counts from now), not idle time.
             lastActivity = now
-            if discarding, case .proceed = action {
+            if discarding, case .proceed = landing.action {
                 terminate(.clientAbort)  // the client went away before its body could be read
                 return next()
             }
-            headActed(action, lifecycle)
+            act(request!.headActed(landing.action, mayContinue: !requestHTTP10))
         } else {
-            bodyActed(action, lifecycle)
+            act(request!.bodyActed(landing.action))
         }
         return next()
     }
@@ -475,7 +454,7 @@ package struct HTTP1StateMachine: ConnectionMachine, ~Copyable {
         guard let since = bodyPausedSince, !isEnding else { return next() }
         self.now = now
         bodyPausedSince = nil
-        bodyStarted += MonotonicClock.since(since, to: now)
+        request?.resumed(after: MonotonicClock.since(since, to: now))
         lastActivity = now
         return next()
     }
@@ -601,7 +580,7 @@ package struct HTTP1StateMachine: ConnectionMachine, ~Copyable {
     }
 
     /// A request's body is being read.
-    private var requestInBody: Bool { requestHasBody && requestInProgress }
+    private var requestInBody: Bool { request?.hasBody == true && requestInProgress }
 
     /// A request is being parsed, up to its end, and nothing waits before that.
     private var requestInProgress: Bool {
@@ -691,120 +670,71 @@ package struct HTTP1StateMachine: ConnectionMachine, ~Copyable {
         let http10 = parsed.version == "HTTP/1.0"
         // RFC 9110 §15.2: no 1xx to an HTTP/1.0 client.
         interims.isOpen = !http10
-        let lifecycle = RequestLifecycle(
-            router: server.router, limits: server.limits, target: parsed.target, remoteAddress: address,
-            clock: clock, started: now, interim: http10 ? nil : interims)
-        server.inFlight.add(1, ordering: .relaxed)
-        request = lifecycle
+        let exchange = Exchange(
+            server: server, target: parsed.target, address: address, clock: clock, now: now, interim: http10 ? nil : interims,
+            stream: 0, isHead: parsed.method == .head, hasBody: parser.hasBody)
+        request = exchange
         waitingForHeadSince = nil
-        requestIsHead = parsed.method == .head
         requestHTTP10 = http10
-        requestHasBody = parser.hasBody
-        bodyStarted = now
-        bodyBytes = 0
         // Known at the head: a request that ends there may be answered before its end is parsed.
         if !parser.keepAlive { closeAfterAnswers = true }
-        let action = lifecycle.headerComplete(
+        let action = exchange.lifecycle.headerComplete(
             RequestHead(
                 method: parsed.method, target: parsed.target, version: parsed.version,
                 headers: parsed.headers, remoteAddress: address, bodyFollows: nil,
-                framing: (requestHasBody, parser.declaredLength)))
+                framing: (exchange.hasBody, parser.declaredLength)))
         takeInterims()
-        headActed(action, lifecycle)
+        act(request!.headActed(action, mayContinue: !http10))
     }
 
-    /// Carries out the action of a request's head (at once, or when it lands from the executor).
-    private mutating func headActed(_ action: RequestLifecycle.Action, _ lifecycle: RequestLifecycle) {
-        switch action {
-        case .proceed:
-            if requestHasBody, !requestHTTP10, !lifecycle.isRefused,
-                let expect = lifecycle.head?.headers["Expect"], HTTPHeaders.equal(expect, "100-continue")
-            {
-                queueRaw(ResponseHead.interim(.continue, headers: HTTPHeaders()))
-            }
-        case .respond(let response):
-            if requestHasBody { discarding = true }
-            answer(response)
-        case .close:
-            terminate(.error)
-        case .wait(let later):
-            if requestHasBody { discarding = true }
-            startLater(later)
-        case .elsewhere:
-            goAway(lifecycle, atHead: true)
+    /// Carries out what the request's exchange asks next, in HTTP/1.1: an answer that comes
+    /// before the body's end drops the rest of the connection's input.
+    private mutating func act(_ next: Exchange.Next) {
+        if request?.discarding == true { discarding = true }
+        switch next {
+        case .proceed: break
+        case .sendContinue: queueRaw(ResponseHead.interim(.continue, headers: HTTPHeaders()))
+        case .answer(let response): answer(response)
+        case .start(let work): toStart = work
+        case .fail: terminate(.error)
+        case .pause: bodyPausedSince = now
         }
     }
 
     private mutating func bodyReceived(_ chunk: UnsafeRawBufferPointer) {
-        guard let request, !discarding else { return }
-        bodyBytes += chunk.count
-        let action = request.receive(chunk)
+        guard request != nil, !discarding else { return }
+        let ready = bodyReady
+        let next = request!.receive(chunk, then: ready)
         takeInterims()
-        switch action {
-        case .proceed:
-            if request.bodyMustWait(then: bodyReady) { bodyPausedSince = now }
-        case .respond(let response):
-            discarding = true
-            answer(response)
-        case .close, .wait, .elsewhere: terminate(.error)
-        }
+        act(next)
     }
 
     private mutating func requestComplete() {
-        guard let request, !discarding else { return }
+        guard request != nil, !discarding else { return }
         if !parser.keepAlive { closeAfterAnswers = true }
         // A consumer that asked to wait on the last piece: nothing more of this body is to be
         // read, so there is nothing to pause (its call back finds nothing to resume).
         bodyPausedSince = nil
-        let action = request.bodyComplete()
+        let next = request!.bodyComplete()
         takeInterims()
-        bodyActed(action, request)
-    }
-
-    /// Carries out the action of a request's end (at once, or when it lands from the executor).
-    private mutating func bodyActed(_ action: RequestLifecycle.Action, _ lifecycle: RequestLifecycle) {
-        switch action {
-        case .respond(let response): answer(response)
-        case .wait(let later): startLater(later)
-        case .close: terminate(.error)
-        case .proceed: break
-        case .elsewhere: goAway(lifecycle, atHead: false)
-        }
-    }
-
-    /// The request's next step runs on its route's executor: nothing more of it is read meanwhile.
-    private mutating func goAway(_ lifecycle: RequestLifecycle, atHead: Bool) {
-        awaited = .away(atHead: atHead)
-        toStart = .away(lifecycle, stream: 0)
-    }
-
-    private mutating func startLater(_ later: Later) {
-        awaited = .later
-        toStart = .later(later, stream: 0)
+        act(next)
     }
 
     /// A head that could not be parsed: answered through the router's middleware; the
     /// connection closes after it.
     private mutating func refuseMalformed(_ error: HTTPError, target: String = "") {
-        let lifecycle: RequestLifecycle
-        if let request {
-            lifecycle = request
-        } else {
-            server.inFlight.add(1, ordering: .relaxed)
-            lifecycle = RequestLifecycle(
-                router: server.router, limits: server.limits, target: target, remoteAddress: address, clock: clock,
-                started: now)
+        if request == nil {
             // Nothing of the request before it applies (a HEAD's answer has no body; HTTP/1.0's…).
-            requestIsHead = false
+            request = Exchange(
+                server: server, target: target, address: address, clock: clock, now: now, interim: nil, stream: 0, isHead: false,
+                hasBody: false)
             requestHTTP10 = false
-            requestHasBody = false
         }
-        request = lifecycle
+        request!.refused()
         waitingForHeadSince = nil
         discarding = true
-        awaited = nil
         toStart = nil
-        let action = lifecycle.malformed(error)
+        let action = request!.lifecycle.malformed(error)
         takeInterims()
         if case .respond(let response) = action {
             answer(response)
@@ -825,8 +755,10 @@ package struct HTTP1StateMachine: ConnectionMachine, ~Copyable {
 
     /// Queues the answer of `request`.
     private mutating func answer(_ response: Response) {
-        guard let lifecycle = request else { return }
+        guard let exchange = request else { return }
         request = nil
+        let lifecycle = exchange.lifecycle
+        let requestIsHead = exchange.isHead
         interims.isOpen = false
         let closesAfter =
             closeAfterAnswers || discarding || quiescing || server.isStopping
@@ -1018,8 +950,7 @@ package struct HTTP1StateMachine: ConnectionMachine, ~Copyable {
     // MARK: - The end
 
     private func complete(_ lifecycle: RequestLifecycle, status: Int, bytes: Int, outcome: CompletedExchange.Outcome) {
-        lifecycle.completed(status: status, bytesSent: bytes, outcome: outcome)
-        server.inFlight.subtract(1, ordering: .releasing)
+        Exchange.complete(lifecycle, status: status, bytes: bytes, outcome: outcome, server: server)
     }
 
     /// Ends every request in flight and queued answer with `outcome`; the connection closes.
@@ -1029,7 +960,7 @@ package struct HTTP1StateMachine: ConnectionMachine, ~Copyable {
         toStart = nil
         if let request {
             self.request = nil
-            complete(request, status: 0, bytes: 0, outcome: outcome)
+            complete(request.lifecycle, status: 0, bytes: 0, outcome: outcome)
         }
         let queued = queue
         queue = []
@@ -1047,13 +978,13 @@ package struct HTTP1StateMachine: ConnectionMachine, ~Copyable {
     /// without an answer, which a proxy in front would turn into a `502` for a request it may
     /// not resend. Without a lifecycle that can still answer, the connection just closes.
     private mutating func bodyTimedOut(_ why: String) {
-        guard let request, !waiting, !discarding else {
+        guard request != nil, !waiting, !discarding else {
             terminate(.timeout)
             return
         }
-        let action = request.bodyTimedOut(HTTPError(.requestTimeout, detail: "the request's body \(why): send it again", closesConnection: true))
+        let next = request!.bodyTimedOut(why, closesConnection: true)
         takeInterims()
-        guard case .respond(let response) = action else {
+        guard case .answer(let response) = next else {
             terminate(.timeout)
             return
         }

@@ -37,16 +37,10 @@ package struct HTTP2StateMachine: ConnectionMachine, ~Copyable {
         var headerBytes = 0
         /// The header section is complete (later HEADERS are trailers).
         var headComplete = false
-        var lifecycle: RequestLifecycle?
-        var isHead = false
+        /// The head said a body follows (END_STREAM did not end its HEADERS).
         var hasBody = false
-        var bodyStarted: UInt64 = 0
-        var bodyBytes = 0
-        /// The answer was submitted before the body ended: the rest of the body is dropped.
-        var discarding = false
-        /// A later reply, or a step on the route's executor (`awayAtHead`: its head's), is awaited.
-        var waiting = false
-        var awayAtHead = false
+        /// Its request, once it began (`begin`): the lifecycle, the body's progress, what it awaits.
+        var exchange: Exchange?
         /// Body bytes that arrived while the head's step was away, given to the body once it is back.
         var held: [UInt8] = []
         /// The client ended the stream (END_STREAM seen).
@@ -70,9 +64,15 @@ package struct HTTP2StateMachine: ConnectionMachine, ~Copyable {
 
         init(id: Int32) { self.id = id }
 
+        /// A later reply, or a step on the route's executor, is awaited.
+        var waiting: Bool { exchange?.awaited != nil }
+
         /// Its request's body is being read, from the client: not ended, not answered, no step
         /// of the server's awaited.
-        var isReadingBody: Bool { hasBody && !ended && !waiting && !answered && !discarding && !closed && lifecycle != nil }
+        var isReadingBody: Bool {
+            guard let exchange else { return false }
+            return hasBody && !ended && exchange.awaited == nil && !answered && !exchange.discarding && !closed
+        }
     }
 
     /// Where a stream's answer body comes from.
@@ -372,9 +372,7 @@ package struct HTTP2StateMachine: ConnectionMachine, ~Copyable {
         }
         if configuration.minimumBodyRate > 0, session != nil {
             for stream in streams.values.sorted(by: { $0.id < $1.id }) where stream.isReadingBody && !pausedStreams.contains(stream.id) {
-                if now >= stream.bodyStarted + headerTimeout,
-                    UInt64(stream.bodyBytes) * 1_000_000 < UInt64(configuration.minimumBodyRate) * (now - stream.bodyStarted)
-                {
+                if stream.exchange!.isTooSlow(now: now, grace: headerTimeout, rate: configuration.minimumBodyRate) {
                     server.counters.slowBodies.add(1, ordering: .relaxed)
                     bodyTimedOut(stream, "arrives slower than \(configuration.minimumBodyRate) bytes a second")
                 }
@@ -384,10 +382,9 @@ package struct HTTP2StateMachine: ConnectionMachine, ~Copyable {
     }
 
     package mutating func resume(stream id: Int32, now: UInt64, _ render: () throws -> Response) -> ConnectionAction {
-        guard !closing, let stream = streams[id], stream.waiting, let lifecycle = stream.lifecycle else { return next() }
+        guard !closing, let stream = streams[id], let response = stream.exchange?.resume(render) else { return next() }
         self.now = now
-        stream.waiting = false
-        answer(stream, lifecycle.resume(render))
+        answer(stream, response)
         return next()
     }
 
@@ -395,17 +392,15 @@ package struct HTTP2StateMachine: ConnectionMachine, ~Copyable {
     /// carried out where the stream was (its head or its end); body bytes that arrived
     /// meanwhile are given to it, and reading goes on.
     package mutating func landed(stream id: Int32, _ lifecycle: RequestLifecycle, now: UInt64) -> ConnectionAction? {
-        guard !closing, !isFinished, let stream = streams[id], stream.waiting, stream.lifecycle === lifecycle else { return nil }
+        guard !closing, !isFinished, let stream = streams[id], let landing = stream.exchange?.landed(lifecycle, now: now) else {
+            return nil
+        }
         self.now = now
-        stream.waiting = false
         // The time away is the server's, not the client's.
         lastActivity = now
-        let action = lifecycle.landed()
-        if stream.awayAtHead {
-            stream.awayAtHead = false
-            stream.bodyStarted = now
+        if landing.atHead {
             let paused = pausedStreams.remove(id) != nil  // before the held bytes, which may pause it again
-            headActed(stream, action)
+            headActed(stream, landing.action)
             if !stream.held.isEmpty {
                 let held = stream.held
                 stream.held = []
@@ -414,7 +409,7 @@ package struct HTTP2StateMachine: ConnectionMachine, ~Copyable {
             if stream.ended { bodyComplete(stream) }
             if paused, pausedStreams.isEmpty { readAgain() }
         } else {
-            bodyActed(stream, action)
+            bodyActed(stream, landing.action)
         }
         return next()
     }
@@ -544,7 +539,7 @@ package struct HTTP2StateMachine: ConnectionMachine, ~Copyable {
             guard let stream = streams[work.stream] else { continue }
             switch work {
             case .later: if stream.waiting { return work }
-            case .away(let lifecycle, _): if stream.waiting, stream.lifecycle === lifecycle { return work }
+            case .away(let lifecycle, _): if stream.waiting, stream.exchange?.lifecycle === lifecycle { return work }
             case .body(_, let waker, _): if stream.waker === waker { return work }
             }
         }
@@ -670,50 +665,44 @@ package struct HTTP2StateMachine: ConnectionMachine, ~Copyable {
             guard let stream, !stream.closed, !stream.answered else { return false }
             return HeaderBlock(status: status.code, headers: headers).submit(session, stream.id, provider: nil, interim: true)
         }
-        let lifecycle = RequestLifecycle(
-            router: server.router, limits: server.limits, target: stream.path, remoteAddress: address,
-            clock: clock, started: now, interim: interim)
-        server.inFlight.add(1, ordering: .relaxed)
-        stream.lifecycle = lifecycle
-        stream.isHead = stream.method == "HEAD"
-        stream.bodyStarted = now
+        let exchange = Exchange(
+            server: server, target: stream.path, address: address, clock: clock, now: now, interim: interim, stream: stream.id,
+            isHead: stream.method == "HEAD", hasBody: stream.hasBody)
+        stream.exchange = exchange
         headActed(
             stream,
-            lifecycle.headerComplete(
+            exchange.lifecycle.headerComplete(
                 method: stream.method, version: "HTTP/2.0", headers: stream.headers,
                 bodyFollows: stream.hasBody))
     }
 
     /// Carries out the action of a stream's head.
     private mutating func headActed(_ stream: Stream, _ action: RequestLifecycle.Action) {
-        switch action {
-        case .proceed:
-            if stream.hasBody, stream.lifecycle?.isRefused == false, let expect = stream.headers["Expect"],
-                HTTPHeaders.equal(expect, "100-continue"), let session
-            {
-                _ = HeaderBlock(status: 100, headers: HTTPHeaders()).submit(session, stream.id, provider: nil, interim: true)
-            }
-        case .respond(let response):
-            if stream.hasBody { stream.discarding = true }
-            answer(stream, response)
-        case .wait(let later):
-            if stream.hasBody { stream.discarding = true }
-            startLater(stream, later)
-        case .close:
-            reset(stream)
-        case .elsewhere:
-            goAway(stream, atHead: true)
-        }
+        guard let next = stream.exchange?.headActed(action, mayContinue: true) else { return }
+        act(stream, next)
     }
 
-    /// The stream's next step runs on its route's executor. Away at its head, the connection
-    /// reads no more (as for a paused body) and keeps the stream's DATA already read for it.
-    private mutating func goAway(_ stream: Stream, atHead: Bool) {
-        guard let lifecycle = stream.lifecycle else { return }
-        stream.waiting = true
-        stream.awayAtHead = atHead
-        if atHead, stream.hasBody { pausedStreams.insert(stream.id) }
-        starts.append(.away(lifecycle, stream: stream.id))
+    /// Carries out the action of a stream's end.
+    private mutating func bodyActed(_ stream: Stream, _ action: RequestLifecycle.Action) {
+        guard let next = stream.exchange?.bodyActed(action) else { return }
+        act(stream, next)
+    }
+
+    /// Carries out what a stream's exchange asks next, in HTTP/2. A step away at its head
+    /// pauses the connection's reading (as a paused body does); the stream's DATA read already
+    /// is kept for it (`held`).
+    private mutating func act(_ stream: Stream, _ next: Exchange.Next) {
+        switch next {
+        case .proceed: break
+        case .sendContinue:
+            if let session { _ = HeaderBlock(status: 100, headers: HTTPHeaders()).submit(session, stream.id, provider: nil, interim: true) }
+        case .answer(let response): answer(stream, response)
+        case .start(let work):
+            if case .away(atHead: true)? = stream.exchange?.awaited, stream.hasBody { pausedStreams.insert(stream.id) }
+            starts.append(work)
+        case .fail: reset(stream)
+        case .pause: pausedStreams.insert(stream.id)
+        }
     }
 
     fileprivate mutating func data(_ id: Int32, _ bytes: UnsafeRawBufferPointer) {
@@ -726,20 +715,13 @@ package struct HTTP2StateMachine: ConnectionMachine, ~Copyable {
             parkedBodyBytes += bytes.count
             return
         }
-        guard let stream = streams[id], let lifecycle = stream.lifecycle, !stream.discarding, !stream.answered else { return }
-        if stream.waiting, stream.awayAtHead {
+        guard let stream = streams[id], let exchange = stream.exchange, !exchange.discarding, !stream.answered else { return }
+        if case .away(atHead: true)? = exchange.awaited {
             stream.held.append(contentsOf: bytes)
             return
         }
-        stream.bodyBytes += bytes.count
-        switch lifecycle.receive(bytes) {
-        case .proceed:
-            if lifecycle.bodyMustWait(then: handback.bodyReady(stream: id)) { pausedStreams.insert(id) }
-        case .respond(let response):
-            stream.discarding = true
-            answer(stream, response)
-        case .close, .wait, .elsewhere: reset(stream)
-        }
+        let handback = handback
+        act(stream, stream.exchange!.receive(bytes, then: handback.bodyReady(stream: id)))
     }
 
     fileprivate mutating func bodyEnded(_ id: Int32) {
@@ -750,24 +732,8 @@ package struct HTTP2StateMachine: ConnectionMachine, ~Copyable {
     private mutating func bodyComplete(_ stream: Stream) {
         stream.ended = true
         if stream.parked { return }
-        guard let lifecycle = stream.lifecycle, !stream.discarding, !stream.answered, !stream.waiting else { return }
-        bodyActed(stream, lifecycle.bodyComplete())
-    }
-
-    /// Carries out the action of a stream's end.
-    private mutating func bodyActed(_ stream: Stream, _ action: RequestLifecycle.Action) {
-        switch action {
-        case .respond(let response): answer(stream, response)
-        case .wait(let later): startLater(stream, later)
-        case .close: reset(stream)
-        case .proceed: break
-        case .elsewhere: goAway(stream, atHead: false)
-        }
-    }
-
-    private mutating func startLater(_ stream: Stream, _ later: Later) {
-        stream.waiting = true
-        starts.append(.later(later, stream: stream.id))
+        guard let exchange = stream.exchange, !exchange.discarding, !stream.answered, exchange.awaited == nil else { return }
+        act(stream, stream.exchange!.bodyComplete())
     }
 
     /// The server gives up on a stream's body: `408` problem+json through the request's
@@ -775,14 +741,12 @@ package struct HTTP2StateMachine: ConnectionMachine, ~Copyable {
     /// `NO_ERROR` (`frameSent`) — never a bare reset, which a proxy in front turns into a `502`
     /// for a request it may not resend. A stream that cannot be answered so is reset (CANCEL).
     private mutating func bodyTimedOut(_ stream: Stream, _ why: String) {
-        let action = stream.lifecycle?.bodyTimedOut(HTTPError(.requestTimeout, detail: "the request's body \(why): send it again"))
-        guard case .respond(let response)? = action else {
+        guard case .answer(let response)? = stream.exchange?.bodyTimedOut(why, closesConnection: false) else {
             if let session {
                 nghttp2_submit_rst_stream(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), stream.id, NGHTTP2_CANCEL.rawValue)
             }
             return
         }
-        stream.discarding = true
         answer(stream, response)
     }
 
@@ -797,7 +761,7 @@ package struct HTTP2StateMachine: ConnectionMachine, ~Copyable {
         guard endStream, let stream = streams[id], stream.answered else { return }
         complete(stream, outcome: .sent)
         // Answered before its body ended (a refusal): the client may stop sending (RFC 9113 §8.1).
-        if stream.discarding, let session {
+        if stream.exchange?.discarding == true, let session {
             nghttp2_submit_rst_stream(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), id, NGHTTP2_NO_ERROR.rawValue)
         }
     }
@@ -830,13 +794,12 @@ package struct HTTP2StateMachine: ConnectionMachine, ~Copyable {
     }
 
     private func complete(_ stream: Stream, outcome: CompletedExchange.Outcome) {
-        guard !stream.completed, let lifecycle = stream.lifecycle else { return }
+        guard !stream.completed, let lifecycle = stream.exchange?.lifecycle else { return }
         stream.completed = true
         let sent = outcome == .sent
-        lifecycle.completed(
-            status: sent || stream.answered ? stream.status : 0, bytesSent: sent ? stream.bodyLength : stream.position,
-            outcome: outcome)
-        server.inFlight.subtract(1, ordering: .releasing)
+        Exchange.complete(
+            lifecycle, status: sent || stream.answered ? stream.status : 0, bytes: sent ? stream.bodyLength : stream.position,
+            outcome: outcome, server: server)
     }
 
     /// What a stream still holds: a file, a streaming body, its waker.
@@ -942,17 +905,18 @@ package struct HTTP2StateMachine: ConnectionMachine, ~Copyable {
         let status = response.status.code
         stream.status = status
         let bodyAllowed = status >= 200 && status != 204 && status != 304
+        let isHead = stream.exchange?.isHead == true
         var length: UInt64?
         switch response.payload {
         case .bytes:
             length = UInt64(response.body.count)
-            if bodyAllowed, !stream.isHead, !response.body.isEmpty {
+            if bodyAllowed, !isHead, !response.body.isEmpty {
                 stream.source = .bytes(response.body)
                 hold(bytes: response.body.count)
             }
         case .file(let fd, let offset, let count):
             length = count
-            if bodyAllowed, !stream.isHead, count > 0 {
+            if bodyAllowed, !isHead, count > 0 {
                 stream.source = .file(fd: fd, offset: Int(offset), remaining: Int(count))
                 hold(files: 1)
             } else {
@@ -960,7 +924,7 @@ package struct HTTP2StateMachine: ConnectionMachine, ~Copyable {
             }
         case .stream(let body, let count, _):
             length = count
-            if bodyAllowed, !stream.isHead {
+            if bodyAllowed, !isHead {
                 stream.source = .stream(body)
                 let waker = ConnectionWaker(handback, stream: stream.id)
                 stream.waker = waker
