@@ -81,9 +81,10 @@ struct Exchange {
     // MARK: - The lifecycle's actions
 
     /// The action of the request's head (at once, or landed from the executor). `mayContinue`:
-    /// the protocol allows `100 Continue` (not HTTP/1.0).
-    mutating func headActed(_ action: RequestLifecycle.Action, mayContinue: Bool) -> Next {
-        switch action {
+    /// the protocol allows `100 Continue` (not HTTP/1.0). The action is consumed, so that an
+    /// answer moves into the `Next`: a copy would retain and release each of its buffers.
+    mutating func headActed(_ action: consuming RequestLifecycle.Action, mayContinue: Bool) -> Next {
+        switch consume action {
         case .proceed:
             guard hasBody, mayContinue, !lifecycle.isRefused, let expect = lifecycle.head?.headers["Expect"],
                 HTTPHeaders.equal(expect, "100-continue")
@@ -103,8 +104,8 @@ struct Exchange {
     }
 
     /// The action of the request's end (at once, or landed from the executor).
-    mutating func bodyActed(_ action: RequestLifecycle.Action) -> Next {
-        switch action {
+    mutating func bodyActed(_ action: consuming RequestLifecycle.Action) -> Next {
+        switch consume action {
         case .respond(let response): .answer(response)
         case .wait(let later): start(later)
         case .close: .fail

@@ -670,28 +670,29 @@ package struct HTTP1StateMachine: ConnectionMachine, ~Copyable {
         let http10 = parsed.version == "HTTP/1.0"
         // RFC 9110 §15.2: no 1xx to an HTTP/1.0 client.
         interims.isOpen = !http10
-        let exchange = Exchange(
+        // Made in place, and the action moved on: a copy of either costs a value witness call.
+        request = Exchange(
             server: server, target: parsed.target, address: address, clock: clock, now: now, interim: http10 ? nil : interims,
             stream: 0, isHead: parsed.method == .head, hasBody: parser.hasBody)
-        request = exchange
         waitingForHeadSince = nil
         requestHTTP10 = http10
         // Known at the head: a request that ends there may be answered before its end is parsed.
         if !parser.keepAlive { closeAfterAnswers = true }
-        let action = exchange.lifecycle.headerComplete(
+        let lifecycle = request!.lifecycle
+        let action = lifecycle.headerComplete(
             RequestHead(
                 method: parsed.method, target: parsed.target, version: parsed.version,
                 headers: parsed.headers, remoteAddress: address, bodyFollows: nil,
-                framing: (exchange.hasBody, parser.declaredLength)))
+                framing: (parser.hasBody, parser.declaredLength)))
         takeInterims()
-        act(request!.headActed(action, mayContinue: !http10))
+        act(request!.headActed(consume action, mayContinue: !http10))
     }
 
     /// Carries out what the request's exchange asks next, in HTTP/1.1: an answer that comes
     /// before the body's end drops the rest of the connection's input.
-    private mutating func act(_ next: Exchange.Next) {
+    private mutating func act(_ next: consuming Exchange.Next) {
         if request?.discarding == true { discarding = true }
-        switch next {
+        switch consume next {
         case .proceed: break
         case .sendContinue: queueRaw(ResponseHead.interim(.continue, headers: HTTPHeaders()))
         case .answer(let response): answer(response)

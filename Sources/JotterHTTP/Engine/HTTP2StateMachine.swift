@@ -665,34 +665,34 @@ package struct HTTP2StateMachine: ConnectionMachine, ~Copyable {
             guard let stream, !stream.closed, !stream.answered else { return false }
             return HeaderBlock(status: status.code, headers: headers).submit(session, stream.id, provider: nil, interim: true)
         }
-        let exchange = Exchange(
+        stream.exchange = Exchange(
             server: server, target: stream.path, address: address, clock: clock, now: now, interim: interim, stream: stream.id,
             isHead: stream.method == "HEAD", hasBody: stream.hasBody)
-        stream.exchange = exchange
+        let lifecycle = stream.exchange!.lifecycle
         headActed(
             stream,
-            exchange.lifecycle.headerComplete(
+            lifecycle.headerComplete(
                 method: stream.method, version: "HTTP/2.0", headers: stream.headers,
                 bodyFollows: stream.hasBody))
     }
 
     /// Carries out the action of a stream's head.
-    private mutating func headActed(_ stream: Stream, _ action: RequestLifecycle.Action) {
-        guard let next = stream.exchange?.headActed(action, mayContinue: true) else { return }
-        act(stream, next)
+    private mutating func headActed(_ stream: Stream, _ action: consuming RequestLifecycle.Action) {
+        guard stream.exchange != nil else { return }
+        act(stream, stream.exchange!.headActed(consume action, mayContinue: true))
     }
 
     /// Carries out the action of a stream's end.
-    private mutating func bodyActed(_ stream: Stream, _ action: RequestLifecycle.Action) {
-        guard let next = stream.exchange?.bodyActed(action) else { return }
-        act(stream, next)
+    private mutating func bodyActed(_ stream: Stream, _ action: consuming RequestLifecycle.Action) {
+        guard stream.exchange != nil else { return }
+        act(stream, stream.exchange!.bodyActed(consume action))
     }
 
     /// Carries out what a stream's exchange asks next, in HTTP/2. A step away at its head
     /// pauses the connection's reading (as a paused body does); the stream's DATA read already
     /// is kept for it (`held`).
-    private mutating func act(_ stream: Stream, _ next: Exchange.Next) {
-        switch next {
+    private mutating func act(_ stream: Stream, _ next: consuming Exchange.Next) {
+        switch consume next {
         case .proceed: break
         case .sendContinue:
             if let session { _ = HeaderBlock(status: 100, headers: HTTPHeaders()).submit(session, stream.id, provider: nil, interim: true) }
