@@ -264,6 +264,46 @@ struct HTTP2StateMachineTests {
         #expect(setup.gate.state.withLock { $0.paused } == 1)
     }
 
+    @Test(
+        "while one stream's consumer is behind, reading stops for all: no stream's body is held to the minimum rate for that time, during it or after"
+    )
+    func pauseIsNoStreamsFault() {
+        let setup = Setup()
+        var connection = Self.connection(setup)
+        connection.readSize = 1000
+        let client = H2Client()
+        let slow = client.request(
+            "POST", "/echo", headers: [("content-length", "100000")], body: [UInt8](repeating: 0x61, count: 6_000), ends: false)
+        Self.converse(client, &connection)
+        let size = 50_000
+        let gated = client.request(
+            "POST", "/gated", headers: [("content-type", HTTP1StateMachineTests.oneFileType)],
+            body: HTTP1StateMachineTests.oneFile(size: size))
+        Self.converse(client, &connection)
+        #expect(!connection.interest.read, "reading is paused for the gated stream")
+        // A minute of the server's pause: 6,000 bytes in 60 s would be 100 B/s.
+        connection.now = Self.start + 60_000_000
+        connection.tick()
+        Self.converse(client, &connection)
+        #expect(client.answer(slow) == nil, "no 408 while the server holds reading")
+        setup.gate.release()
+        connection.bodyReady()
+        connection.tick()
+        Self.converse(client, &connection)
+        #expect(client.answer(gated) == H2Client.Answer(status: 200, body: "files [\(size)]"))
+        #expect(client.answer(slow) == nil, "nor right after: the pause is taken off its rate")
+        // The rate counts again from the end of the pause: 6,000 bytes in 10.2 s is enough, in 12 s not.
+        connection.now = Self.start + 70_200_000
+        connection.tick()
+        Self.converse(client, &connection)
+        #expect(client.answer(slow) == nil)
+        connection.now = Self.start + 72_000_000
+        connection.tick()
+        Self.converse(client, &connection)
+        #expect(client.answer(slow)?.status == 408)
+    }
+
+    // MARK: - Time and the end
     // MARK: - Time and the end
 
     @Test("no stream open for the header deadline: GOAWAY, then closed; 1 µs before, nothing")

@@ -177,10 +177,12 @@ struct Exchange {
         return Landing(action: lifecycle.landed(), atHead: atHead)
     }
 
-    /// The body's consumer was behind for `duration`: that time is the server's, not counted
-    /// against the body's rate.
-    mutating func resumed(after duration: UInt64) {
-        bodyStarted += duration
+    /// Reading was paused for `duration` until `now` (the body's consumer was behind, or the
+    /// connection paused for another stream): that time is the server's, not counted against the
+    /// body's rate — never more than the body has been under way (a step that landed at the
+    /// head meanwhile already started it afresh).
+    mutating func resumed(after duration: UInt64, now: UInt64) {
+        bodyStarted = min(bodyStarted + duration, max(bodyStarted, now))
     }
 
     // MARK: - Time and the end

@@ -454,7 +454,7 @@ package struct HTTP1StateMachine: ConnectionMachine, ~Copyable {
         guard let since = bodyPausedSince, !isEnding else { return next() }
         self.now = now
         bodyPausedSince = nil
-        request?.resumed(after: MonotonicClock.since(since, to: now))
+        request?.resumed(after: MonotonicClock.since(since, to: now), now: now)
         lastActivity = now
         return next()
     }

@@ -130,6 +130,9 @@ package struct HTTP2StateMachine: ConnectionMachine, ~Copyable {
     /// Streams whose body consumer is behind (back-pressure), or whose head's step is away while
     /// their body arrives: the connection reads nothing more until each is back.
     private var pausedStreams: Set<Int32> = []
+    /// Since when reading has been paused (`pausedStreams` not empty): no stream's body can arrive
+    /// meanwhile, so that time is not counted against any stream's minimum body rate.
+    private var readingPausedSince: UInt64?
     private var starts: [WorkStart] = []
     /// Streams whose request waits for the connection to hold less, in arrival order.
     private var parked: [Int32] = []
@@ -370,8 +373,10 @@ package struct HTTP2StateMachine: ConnectionMachine, ~Copyable {
             case false?: break
             }
         }
-        if configuration.minimumBodyRate > 0, session != nil {
-            for stream in streams.values.sorted(by: { $0.id < $1.id }) where stream.isReadingBody && !pausedStreams.contains(stream.id) {
+        // Not while reading is paused: no stream's body can arrive then (`readAgain` takes the
+        // pause off each stream's rate).
+        if configuration.minimumBodyRate > 0, session != nil, pausedStreams.isEmpty {
+            for stream in streams.values.sorted(by: { $0.id < $1.id }) where stream.isReadingBody {
                 if stream.exchange!.isTooSlow(now: now, grace: headerTimeout, rate: configuration.minimumBodyRate) {
                     server.counters.slowBodies.add(1, ordering: .relaxed)
                     bodyTimedOut(stream, "arrives slower than \(configuration.minimumBodyRate) bytes a second")
@@ -525,8 +530,21 @@ package struct HTTP2StateMachine: ConnectionMachine, ~Copyable {
         ConnectionInterest(read: mayRead, write: outputBlocked || readiness.wantsWrite)
     }
 
-    /// Reading goes on (a paused stream is back): bytes may wait in the socket already.
+    /// Stops reading for stream `id`: its body's consumer is behind, or its step is away at the
+    /// head with its body unread.
+    private mutating func pauseReading(for id: Int32) {
+        if pausedStreams.isEmpty { readingPausedSince = now }
+        pausedStreams.insert(id)
+    }
+
+    /// Reading goes on (a paused stream is back): bytes may wait in the socket already. The
+    /// pause was the server's: every stream reading a body has that time taken off its rate.
     private mutating func readAgain() {
+        if let since = readingPausedSince {
+            readingPausedSince = nil
+            let paused = now > since ? now - since : 0
+            for stream in streams.values where stream.isReadingBody { stream.exchange!.resumed(after: paused, now: now) }
+        }
         readiness.begin()
     }
 
@@ -698,10 +716,10 @@ package struct HTTP2StateMachine: ConnectionMachine, ~Copyable {
             if let session { _ = HeaderBlock(status: 100, headers: HTTPHeaders()).submit(session, stream.id, provider: nil, interim: true) }
         case .answer(let response): answer(stream, response)
         case .start(let work):
-            if case .away(atHead: true)? = stream.exchange?.awaited, stream.hasBody { pausedStreams.insert(stream.id) }
+            if case .away(atHead: true)? = stream.exchange?.awaited, stream.hasBody { pauseReading(for: stream.id) }
             starts.append(work)
         case .fail: reset(stream)
-        case .pause: pausedStreams.insert(stream.id)
+        case .pause: pauseReading(for: stream.id)
         }
     }
 
@@ -833,6 +851,7 @@ package struct HTTP2StateMachine: ConnectionMachine, ~Copyable {
         streams = [:]
         starts = []
         pausedStreams = []
+        readingPausedSince = nil
         parked = []
         parkedBodyBytes = 0
         closing = true
