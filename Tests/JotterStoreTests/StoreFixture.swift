@@ -104,6 +104,18 @@ final class StoreFixture: Sendable {
         return stale == 0 && dangling == 0 ? "ok" : "\(stale) stale search vectors, \(dangling) attachments of missing notes"
     }
 
+    /// Runs `sql` (no parameters, no rows wanted) on the store's database, beside the store:
+    /// to age rows the store's clock cannot.
+    func execute(_ sql: String) throws {
+        if let database {
+            _ = try PostgresConnection(url: database.url).execute(sql)
+        } else {
+            let db = try SQLiteConnection(path: directory.databasePath, flags: SQLiteConnection.readWrite)
+            defer { db.close() }
+            try db.execute(sql)
+        }
+    }
+
     static func integrityCheck(path: String) throws -> String {
         let db = try SQLiteConnection(path: path, flags: SQLiteConnection.readWrite)
         defer { db.close() }

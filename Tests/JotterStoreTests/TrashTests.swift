@@ -230,5 +230,11 @@ struct TrashTests {
         #expect(try store.purgeTrashedNote(id: bobs.id, owner: alice) == nil)
         #expect(try store.trashedNotes(limit: 10, after: bobs.id, owner: alice) == nil)
         #expect(try store.trashedNote(id: bobs.id, owner: bob) != nil)
+        // A restored note's place goes on for a week; older, its id names nothing, even before a
+        // write prunes it.
+        #expect(try store.restoreTrashedNote(id: ids[2], owner: alice) != .notFound)
+        #expect(try store.trashedNotes(limit: 1, after: ids[2], owner: alice)?.map(\.note.id) == [ids[1]])
+        try fixture.execute("UPDATE trash_places SET left_at = left_at - 8 * 86400")
+        #expect(try store.trashedNotes(limit: 1, after: ids[2], owner: alice) == nil)
     }
 }

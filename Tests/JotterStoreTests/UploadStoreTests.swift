@@ -133,6 +133,10 @@ struct UploadStoreTests {
         #expect(try store.uploads(UploadQuery(limit: 1))?.map(\.id) == [later])
         // An id that never was still names nothing.
         #expect(try store.uploads(UploadQuery(after: "0123456789abcdef01234567")) == nil)
+        // A place is kept a week: older, the cursor names nothing, even before a write prunes it.
+        try fixture.execute("UPDATE removed_uploads SET removed_at = removed_at - 8 * 86400")
+        #expect(try store.uploads(UploadQuery(limit: 2, after: uploads[4])) == nil)
+        #expect(try store.uploads(UploadQuery(limit: 2, after: uploads[3])) == nil)
     }
 
     @Test("attaching moves an upload between notes, changing the version of each with an event", arguments: Backend.all)

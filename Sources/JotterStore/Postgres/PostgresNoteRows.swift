@@ -134,7 +134,7 @@ enum PostgresNoteRows {
         """
         e AS (INSERT INTO events (seq, owner, kind, note_id, note_body, note_created_at, note_updated_at, note_version, note_merge_base,
                                   created_at)
-              SELECT \(seq), \(owner), \(kind), id, body, created_at, updated_at, version, \(mergeBase), extract(epoch FROM now())::bigint FROM n
+              SELECT \(seq), \(owner), \(kind), id, body, created_at, updated_at, version, \(mergeBase), floor(extract(epoch FROM now()))::bigint FROM n
               RETURNING id, created_at, owner, kind, note_id, note_version),
         c AS (INSERT INTO note_changes (note_id, owner, seq, version, deleted, changed_at)
               SELECT note_id, owner, id, note_version, kind = 'note.deleted', created_at FROM e

@@ -100,7 +100,7 @@ extension PostgresStore {
 /// the parts, the tail pieces (`BucketPartialUploadStore`). Leases run on the database's clock,
 /// the one every instance shares.
 extension PostgresStore: BucketPartialUploadStore {
-    private static let now = "extract(epoch FROM clock_timestamp())::bigint"
+    private static let now = "floor(extract(epoch FROM clock_timestamp()))::bigint"
 
     public func createPartialUpload(_ record: PartialUploadRecord, owner: Owner, leaseSeconds: Int64, emptySHA256: [UInt8]) throws(StoreError) {
         try StoreWait.wait { completion in

@@ -1,4 +1,5 @@
 import JotterPostgres
+import JotterSystem
 
 /// The upload statements of the PostgreSQL store. Uploads are ordered by `seq`, their
 /// insertion order (SQLite's rowid).
@@ -31,12 +32,12 @@ enum PostgresUploadRows {
     }
 
     // One text per filter. $1 owner, $2 the cursor's upload id (NULL: from the newest), $3 limit,
-    // $4 the note. The cursor's seq and the page come from one statement, so one snapshot.
+    // $4 the note, $5 the oldest time a deleted upload's place is still kept. The cursor's seq and the page come from one statement, so one snapshot.
     private static func listing(_ filter: String) -> String {
         """
         WITH c AS (SELECT CASE WHEN $2::text IS NULL THEN 9223372036854775807
                                ELSE coalesce((SELECT seq FROM uploads WHERE id = $2::text AND owner = $1),
-                                             (SELECT seq FROM removed_uploads WHERE id = $2::text AND owner = $1)) END AS cursor)
+                                             (SELECT seq FROM removed_uploads WHERE id = $2::text AND owner = $1 AND removed_at >= $5)) END AS cursor)
         SELECT c.cursor, u.id, u.filename, u.content_type, u.size, u.sha256, u.created_at, u.note_id
         FROM c LEFT JOIN LATERAL (
             SELECT * FROM uploads WHERE owner = $1 AND seq < c.cursor\(filter) ORDER BY seq DESC LIMIT $3
@@ -47,7 +48,8 @@ enum PostgresUploadRows {
     private static let unattachedUploads = listing(" AND note_id IS NULL AND $4::bigint IS NULL")
     private static let uploadsOfNote = listing(" AND note_id = $4")
 
-    /// A page of `owner`'s uploads, newest first; nil when the cursor names no upload of theirs.
+    /// A page of `owner`'s uploads, newest first; nil when the cursor names no upload of theirs,
+    /// nor one of theirs deleted in the last week.
     static func page(_ query: UploadQuery, owner: Owner, on db: PostgresConnection) throws -> [UploadRecord]? {
         let sql: String, note: Int64?
         switch query.attachment {
@@ -55,7 +57,7 @@ enum PostgresUploadRows {
         case .unattached: (sql, note) = (unattachedUploads, nil)
         case .note(let id): (sql, note) = (uploadsOfNote, id)
         }
-        let rows = try db.query(sql, [owner.id, query.after, max(0, query.limit), note])
+        let rows = try db.query(sql, [owner.id, query.after, max(0, query.limit), note, WallClock.seconds() - removedKept])
         guard let first = rows.first, try first.text(0) != nil else { return nil }
         return try rows.compactMap { row -> UploadRecord? in try row.text(1) == nil ? nil : record(row, from: 1) }
     }
@@ -111,10 +113,13 @@ enum PostgresUploadRows {
         return (records, change)
     }
 
+    /// How long a deleted upload's place is kept for cursors (as SQLite's).
+    private static let removedKept = UploadRows.removedKept
+
     /// Keeps the places of the uploads `condition` selects (`$1`, `$2` bound to `values`), about
     /// to be deleted, and forgets places older than a week.
     static func keepPlaces(where condition: String, _ values: [(any PostgresEncodable)?], in write: PostgresWrite) throws {
-        try write.db.query("DELETE FROM removed_uploads WHERE removed_at < $1", [write.now - 7 * 86400])
+        try write.db.query("DELETE FROM removed_uploads WHERE removed_at < $1", [write.now - removedKept])
         try write.db.query(
             """
             INSERT INTO removed_uploads (id, owner, seq, removed_at) SELECT id, owner, seq, $3::bigint FROM uploads WHERE \(condition)

@@ -1,3 +1,5 @@
+import JotterSystem
+
 /// The upload queries, shared by the readers and the writer.
 enum UploadRows {
     static let columns = "id, filename, content_type, size, sha256, created_at, note_id"
@@ -40,18 +42,18 @@ enum UploadRows {
         "SELECT \(columns) FROM uploads WHERE owner = ? AND note_id = ? AND rowid < ? ORDER BY rowid DESC LIMIT ?"
 
     /// A page of `owner`'s uploads, newest first (insertion order, by rowid); nil when the
-    /// cursor names no upload of theirs. Run in a read transaction, so the cursor and the page
+    /// cursor names no upload of theirs, nor one of theirs deleted in the last week. Run in a read transaction, so the cursor and the page
     /// come from one snapshot.
     static func page(_ query: UploadQuery, owner: Owner, on db: SQLiteConnection) throws(StoreError) -> [UploadRecord]? {
         var cursor = Int64.max
         if let after = query.after {
-            // A deleted upload's place is kept for a while: the listing goes on after it.
+            // A deleted upload's place is kept for a week: the listing goes on after it.
             var found = try db.first(
                 "SELECT rowid FROM uploads WHERE id = ? AND owner = ?", [.text(after), .integer(owner.id)], row: { $0.int64(0) })
             if found == nil {
                 found = try db.first(
-                    "SELECT position FROM removed_uploads WHERE id = ? AND owner = ?", [.text(after), .integer(owner.id)],
-                    row: { $0.int64(0) })
+                    "SELECT position FROM removed_uploads WHERE id = ? AND owner = ? AND removed_at >= ?",
+                    [.text(after), .integer(owner.id), .integer(WallClock.seconds() - removedKept)], row: { $0.int64(0) })
             }
             guard let rowid = found else { return nil }
             cursor = rowid
