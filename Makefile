@@ -99,8 +99,11 @@ compat: deps
 	python3 bench/compat.py --jotter .build/debug/jotter --write
 
 # libFuzzer over the parsers, the HTTP/1.1 and HTTP/2 state machines and whole connections, 60 s each (scripts/fuzz; the corpus is fuzz/corpus).
+# `make fuzz FUZZ_SECONDS=600 FUZZ_TARGETS="machine machine2"`: other times, some targets; each run takes a fresh seed.
+FUZZ_SECONDS ?= 60
+FUZZ_TARGETS ?=
 fuzz: deps
-	scripts/fuzz 60
+	scripts/fuzz $(FUZZ_SECONDS) $(FUZZ_TARGETS)
 
 # 10 minutes of mixed load against the release server: RSS and open files within ±10 %, 0 errors.
 soak: release
