@@ -414,6 +414,8 @@ struct HTTP1StateMachineTests {
         #expect(answers.map(\.status) == [408])
         #expect(answers.first?.fields["connection"] == "close")
         #expect(answers.first?.fields["content-type"] == "application/problem+json")
+        #expect(String(decoding: connection.output.prefix(30), as: UTF8.self).hasPrefix("HTTP/1.1 408 Request Timeout\r\n"))
+        #expect(answers.first?.body.contains(#""title":"Request Timeout""#) == true)
         #expect(connection.writesShut == true)
         connection.send([UInt8](repeating: 0x61, count: 1000))  // the rest, late: dropped
         connection.closeInput()
