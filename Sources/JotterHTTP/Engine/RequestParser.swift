@@ -100,7 +100,11 @@ final class RequestParser {
         let reason = String(cString: jotter_parser_reason(parser))
         switch status {
         case HPE_UNEXPECTED_CONTENT_LENGTH:
-            return .badRequest("Content-Length and Transfer-Encoding together make the message length ambiguous", close: true)
+            // llhttp reports both with this code; only its reason tells them apart.
+            return .badRequest(
+                reason.contains("Duplicate")
+                    ? "Content-Length is repeated" : "Content-Length and Transfer-Encoding together make the message length ambiguous",
+                close: true)
         case HPE_INVALID_CONTENT_LENGTH:
             return .badRequest(
                 reason.contains("Duplicate") ? "Content-Length is repeated" : "Content-Length is not a decimal number that fits 64 bits (\(reason))",
