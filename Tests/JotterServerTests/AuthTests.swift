@@ -603,6 +603,23 @@ struct LimitsAndCORSTests {
             #expect(response.header("Access-Control-Allow-Methods")?.contains("PUT") == true)
             #expect(response.header("Access-Control-Allow-Headers")?.contains("Authorization") == true)
             #expect(response.header("Access-Control-Allow-Credentials") == nil)
+            // What a tus or draft upload client and a merging client send, and read back.
+            let allowed = Set((response.header("Access-Control-Allow-Headers") ?? "").lowercased().split(separator: ", ").map(String.init))
+            for field in [
+                "base-version", "content-disposition", "tus-resumable", "upload-offset", "upload-length", "upload-metadata", "upload-checksum",
+                "upload-complete", "upload-draft-interop-version", "repr-digest",
+            ] {
+                #expect(allowed.contains(field), "\(field) is not allowed cross-origin")
+            }
+            try app.addUser("ann")
+            let created = try app.request(
+                "POST", "/uploads", token: try app.token("ann"),
+                headers: [("Origin", "https://app.example.com"), ("Tus-Resumable", "1.0.0"), ("Upload-Length", "3")])
+            #expect(created.status == 201)
+            let exposed = Set((created.header("Access-Control-Expose-Headers") ?? "").lowercased().split(separator: ", ").map(String.init))
+            for field in ["location", "tus-resumable", "upload-offset", "upload-expires", "upload-limit", "content-range"] {
+                #expect(exposed.contains(field), "\(field) is not exposed cross-origin")
+            }
             let refused = try app.request("GET", "/notes", headers: [("Origin", "https://app.example.com")])
             #expect(refused.status == 401)
             #expect(refused.header("Access-Control-Allow-Origin") == "https://app.example.com")

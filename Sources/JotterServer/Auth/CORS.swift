@@ -7,9 +7,22 @@ import JotterHTTP
 struct CORSMiddleware: Middleware {
     let origins: Set<String>
     static let methods = "GET, HEAD, POST, PUT, PATCH, DELETE"
-    static let allowedHeaders =
-        "Authorization, Content-Type, If-Match, If-None-Match, If-Range, Range, Idempotency-Key, Last-Event-ID, X-HTTP-Method-Override"
-    static let exposedHeaders = "ETag, Location, Retry-After, RateLimit, RateLimit-Policy, X-Request-Id, Idempotent-Replayed, Content-Disposition"
+    /// Every request field the API reads that is not CORS-safelisted: credentials, preconditions
+    /// and ranges, idempotency, merges, raw uploads' name, and both resumable-upload protocols
+    /// (tus 1.0 and the IETF draft).
+    static let allowedHeaders = [
+        "Authorization", "Content-Type", "If-Match", "If-None-Match", "If-Range", "Range", "Idempotency-Key", "Last-Event-ID",
+        "X-HTTP-Method-Override", "Base-Version", "Content-Disposition", "Tus-Resumable", "Upload-Offset", "Upload-Length",
+        "Upload-Defer-Length", "Upload-Metadata", "Upload-Checksum", "Upload-Complete", "Upload-Incomplete",
+        "Upload-Draft-Interop-Version", "Repr-Digest",
+    ].joined(separator: ", ")
+    /// Every response field a page needs that is not CORS-safelisted.
+    static let exposedHeaders = [
+        "ETag", "Location", "Retry-After", "RateLimit", "RateLimit-Policy", "X-Request-Id", "Idempotent-Replayed", "Content-Disposition",
+        "Content-Range", "Accept-Ranges", "Tus-Resumable", "Tus-Version", "Tus-Extension", "Tus-Max-Size", "Tus-Checksum-Algorithm",
+        "Upload-Offset", "Upload-Length", "Upload-Defer-Length", "Upload-Metadata", "Upload-Expires", "Upload-Limit", "Upload-Complete",
+        "Upload-Incomplete",
+    ].joined(separator: ", ")
 
     init(origins: [String]) {
         self.origins = Set(origins.map { $0.hasSuffix("/") ? String($0.dropLast()) : $0 })
