@@ -162,6 +162,14 @@ struct UploadListingTests {
             #expect(try patch(#"{"note_id":2}"#, json: true).status == 422)
             #expect(try app.request("PATCH", "/uploads/0123456789abcdef01234567", body: "note_id=1").status == 404)
             #expect(try page(app, "/uploads?note_id=").ids == [id], "nothing changed by the refused ones")
+
+            // A client that can only POST a form: `_method` in the body, as on /notes/{id}.
+            let posted = try app.request("POST", "/uploads/\(id)", body: "_method=PATCH&note_id=2")
+            #expect(posted.status == 200)
+            #expect((try posted.json()["upload"] as? [String: Any])?["note_id"] as? String == "2")
+            #expect(try app.request("POST", "/uploads/\(id)", body: "note_id=1").status == 405, "no _method: POST is not allowed here")
+            #expect(try app.request("POST", "/uploads/\(id)", body: "_method=DELETE").status == 200)
+            #expect(try app.request("GET", "/uploads/\(id)").status == 404)
         }
     }
 

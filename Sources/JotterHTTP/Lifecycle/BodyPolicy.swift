@@ -33,7 +33,8 @@ public struct BodyPolicy: Sendable {
 
     /// The body in memory, at most `limit` bytes (nil: the server's `--max-body-size`). A
     /// multipart body is accepted for its plain fields; a file part in it is refused (`415`).
-    /// Only a buffered body can carry a `_method` override.
+    /// Only a buffered body can carry a `_method` override (to a route whose body is buffered
+    /// or that takes none).
     public static func buffered(limit: Int? = nil) -> BodyPolicy {
         BodyPolicy(kind: .buffered, memoryLimit: limit, streamLimit: nil)
     }
@@ -71,6 +72,20 @@ public struct BodyPolicy: Sendable {
     }
 
     var isBuffered: Bool { if case .buffered = kind { true } else { false } }
+
+    /// The policy for `head`: a choosing one's pick, any other itself.
+    func resolved(for head: RequestHead) -> BodyPolicy {
+        if case .choosing(let pick) = kind { pick(head) } else { self }
+    }
+
+    /// Whether a `_method` field may be read from a POST's body to pick among routes with this
+    /// policy (resolved for the POST's head): a buffered body, or none (its route reads none).
+    var letsBodyChoose: Bool {
+        switch kind {
+        case .buffered, .none: true
+        default: false
+        }
+    }
 }
 
 /// Receives a raw request body as it arrives (`BodyPolicy.stream`). Used by one engine thread

@@ -284,16 +284,18 @@ public final class Router: Sendable {
         if head.method == .post {
             if let header = head.headers["X-HTTP-Method-Override"] {
                 do { head.method = try Self.override(header) } catch { return .refused(error) }
-            } else if candidates.routes.allSatisfy({ $0.body.isBuffered || $0.method == .get || $0.method == .head }),
+            } else if candidates.routes.allSatisfy({ $0.method == .get || $0.method == .head || $0.body.resolved(for: head).letsBodyChoose }),
                 candidates.routes.contains(where: { $0.method == .post || Self.overridable.contains($0.method) })
             {
-                // `_method` in the body may still choose: read it as the POST route reads its body,
-                // or (no POST route) as the largest of the routes it may choose — then under the
-                // router's own middleware only, so that a POST without `_method` is `405` before
-                // any route's middleware (authentication) has run; the route `_method` picks runs
-                // its middleware's head phase once the body is read.
+                // `_method` in the body may still choose (no route here streams this body): read
+                // it as the POST route reads its body, or (no POST route) as the largest of the
+                // routes it may choose — then under the router's own middleware only, so that a
+                // POST without `_method` is `405` before any route's middleware (authentication)
+                // has run; the route `_method` picks runs its middleware's head phase once the
+                // body is read.
                 let post = candidates.first { $0.method == .post }
-                let limits = candidates.routes.filter { $0.body.isBuffered }.map { $0.body.memoryLimit }
+                let posted = head
+                let limits = candidates.routes.map { $0.body.resolved(for: posted) }.filter(\.isBuffered).map(\.memoryLimit)
                 let body = post?.route.body ?? .buffered(limit: limits.contains { $0 == nil } ? nil : limits.compactMap { $0 }.max())
                 return .choice(
                     MethodChoice(
