@@ -42,7 +42,10 @@ package struct ServeCommand: BlockingCommand {
         help: "Open connections from one client address (a --trusted-proxy is not held to it).")
     static let idleTimeout = Option.integer(
         "--idle-timeout", value: "SECONDS", environment: "JOTTER_IDLE_TIMEOUT", default: "30",
-        unit: "seconds", help: "Close connections idle this long.")
+        unit: "seconds",
+        help:
+            "Close a connection on which no byte moves this long within a request or its answer (between requests, "
+            + "the 10 s header deadline closes it first).")
     static let database = Option.text(
         "--database", value: "sqlite|URL", environment: "JOTTER_DATABASE_URL", default: "sqlite",
         help: "sqlite: jotter.sqlite in the data folder (one machine); a postgres:// URL: PostgreSQL, which any number of "

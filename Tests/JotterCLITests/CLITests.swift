@@ -109,6 +109,9 @@ struct CLITests {
         for option in ServeCommand.options {
             #expect(ServeCommand.help.contains(option.names.joined(separator: ", ")), "\(option.key)")
             #expect(option.environment.map { ServeCommand.help.contains($0) } ?? true, "\(option.key)")
+            // README gives the rule rather than the list: JOTTER_ and the name in capitals.
+            let name = try #require(option.names.last).dropFirst(2).uppercased().replacingOccurrences(of: "-", with: "_")
+            #expect(option.environment == (name == "DATABASE" ? "JOTTER_DATABASE_URL" : "JOTTER_" + name), "\(option.key)")
         }
         // A repeated flag is harmless; a repeated option keeps its last value.
         let arguments = try Arguments(["--quiet", "--quiet", "--port", "1", "--port=2"], options: ServeCommand.options, environment: [:])
