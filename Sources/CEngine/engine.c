@@ -7,6 +7,7 @@
 #include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <string.h>
+#include <time.h>
 
 int jotter_epoll_create(void) { return epoll_create1(EPOLL_CLOEXEC); }
 
@@ -52,4 +53,13 @@ int jotter_accept(int listener, char *address, size_t capacity) {
     }
     if (address[0] == 0 && capacity > 1) { address[0] = '-'; address[1] = 0; }
     return fd;
+}
+
+int jotter_parse_http_date(const char *text, const char *format, int64_t *seconds) {
+    struct tm parts;
+    memset(&parts, 0, sizeof parts);
+    const char *end = strptime(text, format, &parts);
+    if (end == NULL || *end != 0) return 0;
+    *seconds = (int64_t)timegm(&parts);
+    return 1;
 }

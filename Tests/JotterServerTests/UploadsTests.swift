@@ -2,6 +2,7 @@ import Foundation
 import Glibc
 import Testing
 import JotterAPI
+import JotterHTTP
 import JotterServerTestSupport
 import JotterTestSupport
 @testable import JotterServer
@@ -223,7 +224,8 @@ struct UploadsTests {
                 ("bytes=-3", 206, "hij", "bytes 17-19/20"), ("bytes=18-100", 206, "ij", "bytes 18-19/20"),
                 ("bytes=-100", 206, "0123456789abcdefghij", "bytes 0-19/20"), ("bytes=19-19", 206, "j", "bytes 19-19/20"),
                 ("bytes=0-1,5-6", 200, "0123456789abcdefghij", nil), ("items=0-1", 200, "0123456789abcdefghij", nil),
-                ("bytes=5-2", 200, "0123456789abcdefghij", nil),
+                ("bytes=5-2", 200, "0123456789abcdefghij", nil), ("bytes=1-2,", 206, "12", "bytes 1-2/20"),
+                ("bytes= , 3-4", 206, "34", "bytes 3-4/20"),
             ]
             for (range, status, body, contentRange) in cases {
                 let response = try get([("Range", range)])
@@ -240,6 +242,28 @@ struct UploadsTests {
             #expect(try get([("Range", "bytes=0-1"), ("If-Range", etag)]).status == 206)
             #expect(try get([("Range", "bytes=0-1"), ("If-Range", "\"stale\"")]).status == 200)
             #expect(try get([("If-None-Match", etag)]).status == 304)
+
+            // RFC 9110 §13.2.2's order: If-Match (strong), else If-Unmodified-Since; then
+            // If-None-Match, else If-Modified-Since.
+            let modified = try #require(try get([]).header("Last-Modified"))
+            let before = "Thu, 01 Jan 1970 00:00:00 GMT", after = "Fri, 31 Dec 9999 23:59:59 GMT"
+            let stale = try get([("If-Match", "\"stale\"")])
+            #expect(stale.status == 412)
+            #expect(stale.header("Content-Type") == "application/problem+json")
+            #expect(try get([("If-Match", "W/\(etag)")]).status == 412, "weak tags never match If-Match")
+            #expect(try get([("If-Match", etag)]).status == 200)
+            #expect(try get([("If-Match", "*")]).status == 200)
+            #expect(try get([("If-Match", "")]).status == 200, "an empty list is no condition")
+            #expect(try get([("If-Match", etag), ("If-None-Match", etag)]).status == 304)
+            #expect(try get([("If-Unmodified-Since", before)]).status == 412)
+            #expect(try get([("If-Unmodified-Since", modified)]).status == 200)
+            #expect(try get([("If-Match", etag), ("If-Unmodified-Since", before)]).status == 200, "If-Match wins")
+            #expect(try get([("If-Modified-Since", modified)]).status == 304)
+            #expect(try get([("If-Modified-Since", after)]).status == 304)
+            #expect(try get([("If-Modified-Since", before)]).status == 200)
+            #expect(try get([("If-Modified-Since", "yesterday")]).status == 200, "a date that can't be read is ignored")
+            #expect(try get([("If-None-Match", "\"stale\""), ("If-Modified-Since", modified)]).status == 200, "If-None-Match wins")
+            #expect(try app.request("HEAD", path, headers: [("If-Modified-Since", modified)]).status == 304)
         }
     }
 

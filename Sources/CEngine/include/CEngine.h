@@ -59,4 +59,9 @@ enum {
     JOTTER_EPOLL_EXCLUSIVE = 1 << 28,
 };
 
+/// An HTTP date (RFC 9110 §5.6.7) read with strptime(3) in `format`, the whole of `text`: its
+/// Unix time in `seconds`, 1; 0 when `text` is not such a date. (strptime is an X/Open extension
+/// Glibc's Swift module leaves out.)
+int jotter_parse_http_date(const char *text, const char *format, int64_t *seconds);
+
 #endif

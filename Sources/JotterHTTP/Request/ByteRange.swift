@@ -16,8 +16,9 @@ public enum ByteRange: Sendable, Hashable {
         guard let header else { self = .full; return }
         let text = header.trimmingASCIISpaces()
         guard text.lowercased().hasPrefix("bytes=") else { self = .full; return }  // unknown unit: ignore
-        let spec = text.dropFirst(6)
-        guard !spec.contains(",") else { self = .full; return }
+        // A list whose empty elements are ignored (RFC 9110 §5.6.1.2): `bytes=0-9,` is one range.
+        let ranges = text.dropFirst(6).split(separator: ",").map { $0.trimmingASCIISpaces() }.filter { !$0.isEmpty }
+        guard ranges.count == 1, let spec = ranges.first else { self = .full; return }
         let parts = spec.split(separator: "-", maxSplits: 1, omittingEmptySubsequences: false).map { $0.trimmingASCIISpaces() }
         guard parts.count == 2 else { self = .full; return }
         let digits = { (text: Substring) in !text.isEmpty && text.utf8.allSatisfy { $0 >= 0x30 && $0 <= 0x39 } }

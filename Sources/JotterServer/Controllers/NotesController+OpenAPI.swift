@@ -110,11 +110,13 @@ enum NotesOperations {
                 "If-None-Match",
                 description:
                     "ETags separated by commas, or `*`: when one is the note's current one, the answer is `304` (a malformed value never matches)"),
+            .header("If-Match", description: "ETags separated by commas, or `*`: when none is the note's current one, the answer is `412`"),
         ],
         responses: [
             200: .json(.ref(NoteEnvelope.self), "the note", headers: ["ETag": etag]),
             304: .empty("the note is unchanged", headers: ["ETag": etag]),
             404: missing,
+            412: .problem("`If-Match` names no current ETag; its `ETag` header is the current one", headers: ["ETag": etag]),
         ])
 
     /// `PUT` and `PATCH` do the same.

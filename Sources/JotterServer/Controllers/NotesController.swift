@@ -67,8 +67,11 @@ struct NotesController {
         let id = try NoteInput.id(context)
         let note = try stored(id, owner: context.owner)
         let etag = note.etag
-        if let condition = request.headers["If-None-Match"].map(EntityTagCondition.init), condition.matches(etag, weak: true) {
-            return .now(Response(status: .notModified, headers: HTTPHeaders([("ETag", etag)])))
+        switch ReadCondition(request.headers, etag: etag) {
+        case .proceed: break
+        case .notModified: return .now(Response(status: .notModified, headers: HTTPHeaders([("ETag", etag)])))
+        case .failed(let detail):
+            throw HTTPError(.preconditionFailed, detail: "note \(id): \(detail)", headers: HTTPHeaders([("ETag", etag)]))
         }
         return try JSON(StoredNoteEnvelope(note: note), headers: HTTPHeaders([("ETag", etag)])).reply(for: request)
     }

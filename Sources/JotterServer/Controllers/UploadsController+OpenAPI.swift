@@ -138,6 +138,9 @@ enum UploadsOperations {
             .header(
                 "If-None-Match",
                 description: "ETags separated by commas, or `*`: when one is current, the answer is `304` (a malformed value never matches)"),
+            .header("If-Modified-Since", description: "an HTTP date: without If-None-Match, `304` when the upload is not newer"),
+            .header("If-Match", description: "ETags separated by commas, or `*`: when none is current (strong comparison), `412`"),
+            .header("If-Unmodified-Since", description: "an HTTP date: without If-Match, `412` when the upload is newer"),
         ],
         responses: [
             200: OpenAPIResponse("the bytes", content: bytes, headers: contentHeaders),
@@ -148,6 +151,7 @@ enum UploadsOperations {
                 ]) { first, _ in first }),
             304: .empty("unchanged", headers: contentHeaders),
             404: .problem("no upload has this id, or its bytes are gone"),
+            412: .problem("`If-Match` names no current ETag, or the upload is newer than `If-Unmodified-Since`"),
             416: .problem(
                 "the range is outside the content",
                 headers: [

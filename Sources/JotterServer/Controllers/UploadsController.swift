@@ -187,8 +187,10 @@ struct UploadsController {
             ("Content-Disposition", UploadPolicy.disposition(for: upload)),
             ("Content-Security-Policy", "sandbox; default-src 'none'"),
         ])
-        if let condition = request.headers["If-None-Match"].map(EntityTagCondition.init), condition.matches(etag, weak: true) {
-            return .now(Response(status: .notModified, headers: headers))
+        switch ReadCondition(request.headers, etag: etag, lastModified: upload.createdAt) {
+        case .proceed: break
+        case .notModified: return .now(Response(status: .notModified, headers: headers))
+        case .failed(let detail): throw HTTPError(.preconditionFailed, detail: "upload \(upload.id): \(detail)")
         }
         // If-Range with another validator: the whole content.
         let rangeHeader = request.headers["If-Range"].map { $0 == etag } == false ? nil : request.headers["Range"]

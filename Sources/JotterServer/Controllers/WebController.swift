@@ -128,7 +128,7 @@ struct WebController {
 
     func register(in routes: inout RouterBuilder) {
         routes.get("/", runs: canSignIn == nil ? nil : pagePlace, operation: WebOperations.page) { request, _ in
-            if let canSignIn, let page = pageWithoutSignIn, try !canSignIn() { return serve(page, request) }
+            if let canSignIn, let page = pageWithoutSignIn, try !canSignIn() { return try serve(page, request) }
             return try serve("index.html", request)
         }
         routes.get("/assets/:name", operation: WebOperations.asset(names: files.keys.filter { $0 != "index.html" }.sorted())) { request, context in
@@ -141,10 +141,10 @@ struct WebController {
         guard let file = files[name], name != "index.html" || request.path == "/" else {
             throw HTTPError(.notFound, detail: "no resource at \(request.path)")
         }
-        return serve(file, request)
+        return try serve(file, request)
     }
 
-    func serve(_ file: WebAsset, _ request: Request) -> Response {
+    func serve(_ file: WebAsset, _ request: Request) throws(HTTPError) -> Response {
         var headers = HTTPHeaders([
             ("ETag", file.etag),
             // Revalidate every time: the names carry no version, and a 304 costs one round trip.
@@ -153,8 +153,10 @@ struct WebController {
             ("Referrer-Policy", "same-origin"),
         ])
         for (name, value) in file.headers { headers.add(name, value) }
-        if let condition = request.headers["If-None-Match"].map(EntityTagCondition.init), condition.matches(file.etag, weak: true) {
-            return Response(status: .notModified, headers: headers)
+        switch ReadCondition(request.headers, etag: file.etag) {
+        case .proceed: break
+        case .notModified: return Response(status: .notModified, headers: headers)
+        case .failed(let detail): throw HTTPError(.preconditionFailed, detail: detail)
         }
         headers.add("Content-Type", file.contentType)
         return Response(status: .ok, headers: headers, body: file.body)

@@ -655,17 +655,3 @@ final class ResumableUploads: Sendable {
         return String(decoding: bytes.flatMap { [hex[Int($0 >> 4)], hex[Int($0 & 0xF)]] }, as: UTF8.self)
     }
 }
-
-/// IMF-fixdate (RFC 9110 §5.6.7), as tus's `Upload-Expires` is.
-enum HTTPDate {
-    static func format(_ seconds: Int64) -> String {
-        var time = time_t(seconds)
-        var parts = tm()
-        gmtime_r(&time, &parts)
-        let days = ["Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"],
-            months = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
-        func two(_ value: Int32) -> String { value < 10 ? "0\(value)" : "\(value)" }
-        return
-            "\(days[Int(parts.tm_wday)]), \(two(parts.tm_mday)) \(months[Int(parts.tm_mon)]) \(parts.tm_year + 1900) \(two(parts.tm_hour)):\(two(parts.tm_min)):\(two(parts.tm_sec)) GMT"
-    }
-}
