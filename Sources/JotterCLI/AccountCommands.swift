@@ -16,18 +16,16 @@ import JotterStore
 struct UsersCommand: CommandGroup {
     static let name = "users"
     static let summary = "Add, list, change the password of and remove users (--data, or --server as an admin)."
-    static let usage = "jotter users <subcommand> [options]"
     static let subcommands: [any Command.Type] = [UsersAddCommand.self, UsersListCommand.self, UsersPasswdCommand.self, UsersRemoveCommand.self]
-    static var help: String { DataFolder.groupHelp(usage, subcommands) }
+    static let about = DataFolder.groupAbout
 }
 
 /// `jotter tokens …`: API tokens, on the data folder.
 struct TokensCommand: CommandGroup {
     static let name = "tokens"
     static let summary = "Create, list and revoke API tokens (--data, or --server for the signed-in user)."
-    static let usage = "jotter tokens <subcommand> [options]"
     static let subcommands: [any Command.Type] = [TokensCreateCommand.self, TokensListCommand.self, TokensRevokeCommand.self]
-    static var help: String { DataFolder.groupHelp(usage, subcommands) }
+    static let about = DataFolder.groupAbout
 }
 
 /// Where an account command acts: on the server's store — the data folder, or its PostgreSQL
@@ -38,7 +36,9 @@ enum AccountPlace {
     case server(ClientOptions)
 
     /// The account commands print text only: no `--json`.
-    static let options = [DataFolder.data.option, DataFolder.database.option] + ClientOptions.connection
+    static let options =
+        [DataFolder.data.option, DataFolder.database.option, ClientOptions.serverOption.alternative().option]
+        + ClientOptions.connection.filter { $0.key != ClientOptions.serverOption.option.key }
     /// The lists' options: they print JSON too (`--json`), as the API lists them.
     static let listOptions = options + [ClientOptions.jsonOption.option]
 
@@ -94,15 +94,15 @@ enum DataFolder {
         help: "Data folder of the server (it may be running); wins over --server.")
     static let database = Option.text(
         "--database", value: "URL", environment: "JOTTER_DATABASE_URL",
-        help: "The server's PostgreSQL (postgres://…) instead of the data folder's database; wins over --server.")
+        help: "The server's PostgreSQL (postgres://…) instead of the data folder's database; wins over --server."
+    ).alternative()
 
-    /// A group's help: usage and its subcommands.
-    static func groupHelp(_ usage: String, _ subcommands: [any Command.Type]) -> String {
-        let width = subcommands.map { $0.name.count }.max() ?? 0
-        let list = subcommands.map { "  " + DataFolder.pad($0.name, width + 2) + $0.summary }.joined(separator: "\n")
-        return
-            "USAGE: \(usage)\n\nSUBCOMMANDS:\n\(list)\n\nEach works on the server's store — the data folder (--data DIR, JOTTER_DATA) or its PostgreSQL\n(--database URL, JOTTER_DATABASE_URL) — or with --server URL (JOTTER_SERVER) and a token through the\nrunning server; see <subcommand> --help.\n\n"
-    }
+    /// What the `users` and `tokens` help says after their subcommands.
+    static let groupAbout = """
+        Each works on the server's store — the data folder (--data DIR, JOTTER_DATA) or its PostgreSQL
+        (--database URL, JOTTER_DATABASE_URL) — or with --server URL (JOTTER_SERVER) and a token through the
+        running server; see <subcommand> --help.
+        """
 
     private static func store(_ place: StorePlace, creating: Bool) throws -> any DataStore {
         var configuration = StoreConfiguration(dataDirectory: place.data)
@@ -149,11 +149,6 @@ enum DataFolder {
         guard password.count >= 8 else { throw CommandFailure("a password needs at least 8 characters; nothing changed") }
         return password
     }
-
-    /// `text` followed by spaces up to `width` characters.
-    static func pad(_ text: String, _ width: Int) -> String {
-        text + String(repeating: " ", count: max(0, width - text.count))
-    }
 }
 
 extension Console {
@@ -166,19 +161,19 @@ extension Console {
 struct UsersAddCommand: AsyncCommand {
     static let name = "add"
     static let summary = "Add a user."
-    static let usage = "jotter users add NAME [--admin] [--data DIR | --database URL | --server URL]"
     static let about = """
         Adds a user. The password is asked twice on a terminal, else read from the first line of
         standard input; it is stored as an Argon2id hash only. The first user ever added takes over
         the notes and uploads stored before there were users. With --server, an administrator's
         token is needed (jotter login, --token or JOTTER_TOKEN).
         """
+    static let operands = Operands.single("NAME")
     static let adminOption = Option.flag("--admin", help: "The user may manage users.")
     static let options = [adminOption.option] + AccountPlace.options
     let name: String, admin: Bool, place: AccountPlace
 
     init(parsing arguments: Arguments) throws {
-        name = try arguments.single("NAME")
+        name = try arguments[Self.operands]
         admin = try arguments[Self.adminOption]
         place = try AccountPlace(arguments)
         guard UserName.isValid(name) else { throw UsageError("a user name \(UserName.rule)") }
@@ -208,7 +203,6 @@ struct UsersAddCommand: AsyncCommand {
 struct UsersListCommand: AsyncCommand {
     static let name = "list"
     static let summary = "List the users."
-    static let usage = "jotter users list [--json] [--data DIR | --database URL | --server URL]"
     static let about = "Lists the users: name, whether an administrator, when added (UTC); --json as GET /users gives them."
     static let options = AccountPlace.listOptions
     let place: AccountPlace
@@ -237,13 +231,13 @@ struct UsersListCommand: AsyncCommand {
 struct UsersPasswdCommand: AsyncCommand {
     static let name = "passwd"
     static let summary = "Change a user's password."
-    static let usage = "jotter users passwd NAME [--data DIR | --database URL | --server URL]"
     static let about = "Sets a new password (asked as for users add); the user's web sessions end, their API tokens stay."
+    static let operands = Operands.single("NAME")
     static let options = AccountPlace.options
     let name: String, place: AccountPlace
 
     init(parsing arguments: Arguments) throws {
-        name = try arguments.single("NAME")
+        name = try arguments[Self.operands]
         place = try AccountPlace(arguments)
     }
 
@@ -268,17 +262,17 @@ struct UsersPasswdCommand: AsyncCommand {
 struct UsersRemoveCommand: AsyncCommand {
     static let name = "remove"
     static let summary = "Remove a user with their notes and uploads."
-    static let usage = "jotter users remove NAME [--yes] [--data DIR | --database URL | --server URL]"
     static let about = """
         Removes the user, their notes, uploads (the files too), tokens and sessions. Asks first on
         a terminal; elsewhere --yes is needed.
         """
+    static let operands = Operands.single("NAME")
     static let yesOption = Option.flag("--yes", help: "Do not ask.")
     static let options = [yesOption.option] + AccountPlace.options
     let name: String, yes: Bool, place: AccountPlace
 
     init(parsing arguments: Arguments) throws {
-        name = try arguments.single("NAME")
+        name = try arguments[Self.operands]
         yes = try arguments[Self.yesOption]
         place = try AccountPlace(arguments)
     }
@@ -319,7 +313,6 @@ struct UsersRemoveCommand: AsyncCommand {
 struct TokensCreateCommand: AsyncCommand {
     static let name = "create"
     static let summary = "Create an API token."
-    static let usage = "jotter tokens create [--user NAME] [--name LABEL] [--expires 30d] [--data DIR | --database URL | --server URL]"
     static let about = """
         Prints a new API token once (jot_…); only its SHA-256 is stored. On the data folder it is
         --user's; with --server, the signed-in user's. Give it to the CLI as JOTTER_TOKEN or to
@@ -374,7 +367,6 @@ struct TokensCreateCommand: AsyncCommand {
 struct TokensListCommand: AsyncCommand {
     static let name = "list"
     static let summary = "List API tokens."
-    static let usage = "jotter tokens list [--user NAME] [--json] [--data DIR | --database URL | --server URL]"
     static let about =
         "Lists tokens, newest first: id, label, created, last used, expiry (UTC), revoked — --user's on the data folder, the signed-in user's with --server; --json as GET /auth/tokens gives them."
     static let userOption = Option.text("--user", value: "NAME", help: "Whose tokens (the data folder only; required there).")
@@ -416,16 +408,16 @@ struct TokensListCommand: AsyncCommand {
 struct TokensRevokeCommand: AsyncCommand {
     static let name = "revoke"
     static let summary = "Revoke an API token."
-    static let usage = "jotter tokens revoke ID [--data DIR | --database URL | --server URL]"
     static let about = """
         Revokes the token with this id (from tokens list). Through --server it is refused from the
         next request on; on the data folder a running server refuses it within 10 s.
         """
+    static let operands = Operands.single("ID")
     static let options = AccountPlace.options
     let id: Int64, place: AccountPlace
 
     init(parsing arguments: Arguments) throws {
-        let text = try arguments.single("ID")
+        let text = try arguments[Self.operands]
         guard let id = Int64(text), id > 0 else { throw UsageError("ID is a token's number, from jotter tokens list") }
         self.id = id
         place = try AccountPlace(arguments)

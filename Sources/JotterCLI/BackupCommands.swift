@@ -11,7 +11,6 @@ import JotterSystem
 struct BackupCommand: AsyncCommand {
     static let name = "backup"
     static let summary = "Back up a running server (or a data folder) while it takes writes."
-    static let usage = "jotter backup DEST [--data DIR] [options]"
     static let about = """
         Writes a consistent backup into the folder DEST (created; it must be empty): the
         database as one snapshot taken while writes go on (SQLite's VACUUM INTO, never a copy
@@ -23,6 +22,7 @@ struct BackupCommand: AsyncCommand {
         a progress bar on a terminal. With --data it reads the data folder directly, whether or
         not a server is running on it. Restore with: jotter restore DEST --data DIR
         """
+    static let operands = Operands.single("DEST")
     static let dataOption = Option.text("--data", value: "DIR", help: "Back up this data folder directly instead of a server.")
     static let options = [dataOption.option] + ClientOptions.options
 
@@ -33,7 +33,7 @@ struct BackupCommand: AsyncCommand {
     init(parsing arguments: Arguments) throws {
         options = try ClientOptions(parsing: arguments)
         data = try arguments[Self.dataOption]
-        destination = try arguments.single("DEST")
+        destination = try arguments[Self.operands]
     }
 
     func run(console: Console) async throws -> Int32 {
@@ -96,7 +96,6 @@ struct BackupCommand: AsyncCommand {
 struct RestoreCommand: BlockingCommand {
     static let name = "restore"
     static let summary = "Restore a backup into a data folder (refuses a non-empty one without --force)."
-    static let usage = "jotter restore SRC --data DIR [--force] [--json]"
     static let about = """
         Checks the backup folder SRC (SQLite's integrity_check, every upload file against its
         SHA-256, a schema this jotter understands), then restores it into the data folder DIR:
@@ -104,7 +103,9 @@ struct RestoreCommand: BlockingCommand {
         server on DIR afterwards. DIR must be empty or missing unless --force, which replaces
         its database and uploads. Refused while a server is running on DIR.
         """
+    static let operands = Operands.single("SRC")
     static let dataOption = Option.text("--data", value: "DIR", help: "The data folder to restore into (required).")
+        .required(missing: "missing --data DIR (the data folder to restore into)")
     static let forceOption = Option.flag("--force", help: "Replace the database and uploads already in DIR.")
     static let jsonOption = Option.flag("--json", help: "Print what was restored as JSON.")
     static let options = [dataOption.option, forceOption.option, jsonOption.option]
@@ -115,11 +116,10 @@ struct RestoreCommand: BlockingCommand {
     let json: Bool
 
     init(parsing arguments: Arguments) throws {
-        guard let data = try arguments[Self.dataOption] else { throw UsageError("missing --data DIR (the data folder to restore into)") }
-        self.data = data
+        data = try arguments[Self.dataOption]
         force = try arguments[Self.forceOption]
         json = try arguments[Self.jsonOption]
-        source = try arguments.single("SRC")
+        source = try arguments[Self.operands]
     }
 
     func run(console: Console) throws -> Int32 {

@@ -22,7 +22,8 @@ struct ClientOptions: Sendable {
     static let insecureOption = Option.flag(
         "--insecure", environment: "JOTTER_INSECURE",
         help: "For an https:// server: do not verify its certificate at all (a test server only).")
-    static let options = [serverOption.option, jsonOption.option, tokenOption.option, cacertOption.option, insecureOption.option]
+    /// Shown as `[options]` in the usage lines.
+    static let options = [serverOption.option, jsonOption.option, tokenOption.option, cacertOption.option, insecureOption.option].map(\.common)
     /// `options` without `--json`.
     static let connection = options.filter { $0.key != jsonOption.option.key }
 
@@ -156,10 +157,7 @@ struct ClientOptions: Sendable {
 
 /// A client command that reads nothing but the client options and its operands (`ID`,
 /// `ID…`, `FILE`): it declares `operands` and keeps both as they are read, in this order.
-protocol ClientCommand: AsyncCommand {
-    associatedtype Operand: Sendable
-    /// Its positional arguments: `.single("ID")`, `.some("ID")`.
-    static var operands: Operands<Operand> { get }
+protocol ClientCommand: AsyncCommand where Operand: Sendable {
     init(options: ClientOptions, operands: Operand)
 }
 

@@ -2,7 +2,7 @@ import JotterCLICore
 
 /// The command tree as the completions and the man page see it: every command's path, its
 /// subcommands and its options, read from the one declaration each command has (`name`,
-/// `summary`, `usage`, `about`, `options`, `subcommands`) — nothing is listed twice.
+/// `summary`, `about`, `operands`, `options`, `subcommands`) — nothing is listed twice.
 struct CommandTree {
     struct Node {
         /// `""` for `jotter` itself, else `notes add`.
@@ -12,26 +12,22 @@ struct CommandTree {
         var about: String
         var options: [Option]
         var subcommands: [String]
-        /// What its arguments are, from its usage line.
-        var operands: Operands { CommandTree.operands(usage: usage, path: path) }
+        /// The name its declaration gives its first operand (`ID`, `FILE`, `bash|zsh|fish`).
+        var firstOperand: String? = nil
+        /// What its arguments are, from that name.
+        var operands: Operands { CommandTree.operands(firstOperand) }
     }
 
-    /// What a command's positional arguments are, read from the first word its usage line gives
-    /// them: a list of words (`bash|zsh|fish`), paths (`FILE`, `PATH…`, `DIR`, `DEST`, `SRC`),
-    /// or anything else — an id, a name, text — which nothing can complete (not files).
+    /// What a command's positional arguments are, from the name of the first: a list of words
+    /// (`bash|zsh|fish`), paths (`FILE`, `PATH`, `DIR`, `DEST`, `SRC`), or anything else — an id, a name, text — which nothing can complete (not files).
     enum Operands: Equatable {
         case none
         case files
         case words([String])
     }
 
-    static func operands(usage: String, path: String) -> Operands {
-        var tokens = (usage.split(separator: "\n").first ?? "").split(separator: " ").map(String.init)
-        let prefix = ["jotter"] + path.split(separator: " ").map(String.init)
-        guard !path.isEmpty, tokens.starts(with: prefix) else { return .none }
-        tokens.removeFirst(prefix.count)
-        guard let token = tokens.first, !token.hasPrefix("["), !token.hasPrefix("-"), !token.hasPrefix("<") else { return .none }
-        let word = token.hasSuffix("…") ? String(token.dropLast()) : token
+    static func operands(_ first: String?) -> Operands {
+        guard let word = first else { return .none }
         let choices = Option.choices(word)
         if !choices.isEmpty { return .words(choices) }
         return ["FILE", "PATH", "DIR", "DEST", "SRC"].contains(word) ? .files : .none
@@ -49,8 +45,8 @@ struct CommandTree {
         func walk(_ type: any Command.Type, path: String) {
             nodes.append(
                 Node(
-                    path: path, summary: type.summary, usage: type.usage, about: type.about,
-                    options: type.options + [.help], subcommands: type.subcommands.map { $0.name }))
+                    path: path, summary: type.summary, usage: type.usage("jotter " + path), about: type.about,
+                    options: type.options + [.help], subcommands: type.subcommands.map { $0.name }, firstOperand: type.firstOperand))
             for sub in type.subcommands { walk(sub, path: path + " " + sub.name) }
         }
         for type in commands { walk(type, path: type.name) }
@@ -431,7 +427,6 @@ extension String {
 struct CompletionCommand: BlockingCommand {
     static let name = "completion"
     static let summary = "Print the shell completion script for bash, zsh or fish."
-    static let usage = "jotter completion bash|zsh|fish"
     static let about = """
         Prints a completion script for the shell: commands, subcommands and each command's options,
         from the same declarations as --help. bash: source <(jotter completion bash), or save it in
@@ -439,10 +434,12 @@ struct CompletionCommand: BlockingCommand {
         ~/.config/fish/completions/jotter.fish. The manual page: jotter help --man.
         """
 
+    static let operands = Operands.single("bash|zsh|fish", missing: "missing the shell: jotter completion bash, zsh or fish")
+
     let shell: String
 
     init(parsing arguments: Arguments) throws {
-        let shell = try arguments.single("the shell: jotter completion bash, zsh or fish")
+        let shell = try arguments[Self.operands]
         guard ["bash", "zsh", "fish"].contains(shell) else { throw UsageError("no completion for '\(shell)': bash, zsh or fish") }
         self.shell = shell
     }

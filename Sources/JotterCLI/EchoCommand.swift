@@ -6,10 +6,6 @@ import JotterClient
 struct EchoCommand: AsyncCommand {
     static let name = "echo"
     static let summary = "Send a request to /echo and show what the server received."
-    static let usage = """
-        jotter echo [-X METHOD] [-H 'Name: value']… [-q key=value]… [-d key=value|@file]…
-                           [-F field=value|field=@path[;type=…]]… [--json-body '{…}'|@file]
-        """
     static let about = """
         Sends one request to /echo and prints the server's view of it as JSON (method, args,
         form, files with size and SHA-256, json, data, headers), as curl would send it: -d fields
@@ -21,12 +17,13 @@ struct EchoCommand: AsyncCommand {
     static let headerOption = Option.list("-H", "--header", value: "'Name: value'", help: "A request header (repeatable).")
     static let queryOption = Option.list("-q", "--query", value: "key=value", help: "A query parameter (repeatable).")
     static let dataOption = Option.list(
-        "-d", "--data", value: "key=value",
+        "-d", "--data", value: "key=value|@file",
         help: "A form field, sent form-urlencoded (repeatable); @file sends the file's bytes.")
     static let formOption = Option.list(
-        "-F", "--form", value: "field=value",
+        "-F", "--form", value: "field=value|field=@path[;type=…]",
         help: "A multipart field; field=@path sends the file, field=@path;type=image/png with its type (repeatable).")
-    static let jsonBodyOption = Option.text("--json-body", value: "'{…}'", help: "A JSON body (application/json); @file reads it from the file.")
+    static let jsonBodyOption = Option.text(
+        "--json-body", value: "'{…}'|@file", help: "A JSON body (application/json); @file reads it from the file.")
     static let options =
         [
             requestOption.option, headerOption.option, queryOption.option, dataOption.option, formOption.option,

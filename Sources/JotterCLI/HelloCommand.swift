@@ -5,7 +5,6 @@ import JotterAPI
 struct HelloCommand: ClientCommand {
     static let name = "hello"
     static let summary = "Ask the server to say hello."
-    static let usage = "jotter hello NAME [options]"
     static let about = "Prints the server's greeting for NAME (GET /hello?name=NAME): Hello NAME!"
     static let operands = Operands.some("NAME")
 

@@ -35,7 +35,7 @@ public enum JotterCommandLine {
         Jotter: notes, uploads and hello, served over HTTP.
 
         COMMANDS:
-        \(listing(commands))
+        \(commandList(commands))
 
         OPTIONS:
         \(Option.listing(ClientOptions.options))
@@ -51,12 +51,6 @@ public enum JotterCommandLine {
         \(ExitCode.help)
 
         """
-    }
-
-    /// `  name   summary` lines, aligned.
-    static func listing(_ commands: [any Command.Type]) -> String {
-        let width = commands.map { $0.name.count }.max() ?? 0
-        return commands.map { "  \($0.name + String(repeating: " ", count: width + 2 - $0.name.count))\($0.summary)" }.joined(separator: "\n")
     }
 
     /// Runs `arguments` (without the program name) and returns the exit code.
@@ -126,8 +120,8 @@ public enum JotterCommandLine {
                 console.out(tree.man)
                 return .done(ExitCode.success)
             }
-            let (type, _, rest) = lookUp(words)
-            console.out(type.flatMap { rest.isEmpty ? $0.help : nil } ?? help)
+            let (type, path, rest) = lookUp(words)
+            console.out(type.flatMap { rest.isEmpty ? $0.help(path) : nil } ?? help)
             return .done(ExitCode.success)
         case "--version":
             console.out("jotter \(version)\n")
@@ -142,7 +136,7 @@ public enum JotterCommandLine {
             return .done(ExitCode.usage)
         }
         if Arguments.wantsHelp(rest) {
-            console.out(type.help)
+            console.out(type.help(path))
             return .done(ExitCode.success)
         }
         do {

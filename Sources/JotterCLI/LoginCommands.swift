@@ -55,7 +55,6 @@ struct StoredTokens {
 struct LoginCommand: AsyncCommand {
     static let name = "login"
     static let summary = "Sign in and keep a token for the server."
-    static let usage = "jotter login [--name NAME] [options]"
     static let about = """
         Signs in with a name and password (asked on a terminal; else the password is the first
         line of standard input and --name is needed) and keeps the API token it gets in
@@ -114,7 +113,6 @@ struct LoginCommand: AsyncCommand {
 struct LogoutCommand: AsyncCommand {
     static let name = "logout"
     static let summary = "Revoke and forget the token kept for the server."
-    static let usage = "jotter logout [options]"
     static let about = "Revokes the token `jotter login` kept for the server and removes it from ~/.config/jotter/tokens."
     static let options = ClientOptions.connection
 

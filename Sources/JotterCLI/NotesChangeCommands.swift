@@ -6,14 +6,11 @@ import JotterClient
 struct NotesAddCommand: ClientCommand {
     static let name = "add"
     static let summary = "Add a note."
-    static let usage = """
-        jotter notes add TEXT… [options]
-               jotter notes add - [options]      (the text from standard input, less one final newline)
-        """
     static let about = """
         Creates a note; the words of TEXT are joined by spaces. Prints the new note's id.
         Text that starts with - goes after --: jotter notes add -- --help
         """
+    static let otherUsages = [(arguments: "- [options]", note: "the text from standard input, less one final newline")]
     static let operands = Operands.some("TEXT", missing: "missing TEXT (or - to read it from standard input)")
 
     let options: ClientOptions
@@ -41,7 +38,6 @@ struct NotesAddCommand: ClientCommand {
 struct NotesRemoveCommand: ClientCommand {
     static let name = "rm"
     static let summary = "Move notes, with their attachments, to the trash."
-    static let usage = "jotter notes rm ID… [options]"
     static let about = """
         Moves each note and its attachments to the trash, in turn: jotter notes trash lists
         them, jotter notes restore ID brings one back (for the server's --trash-days). One that

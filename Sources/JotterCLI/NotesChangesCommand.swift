@@ -6,7 +6,6 @@ import JotterClient
 struct NotesChangesCommand: AsyncCommand {
     static let name = "changes"
     static let summary = "List the notes changed since a cursor (the change feed)."
-    static let usage = "jotter notes changes [--since CURSOR] [--limit N] [options]"
     static let about = """
         Lists every note changed after CURSOR, once each, in the order the changes were
         committed (ID, VERSION, CHANGE, first line of the body), following the server's pages,

@@ -10,18 +10,7 @@ struct NotesCommand: CommandGroup {
         NotesListCommand.self, NotesShowCommand.self, NotesAddCommand.self, NotesEditCommand.self, NotesRemoveCommand.self,
         NotesWatchCommand.self, NotesHistoryCommand.self, NotesRestoreCommand.self, NotesTrashCommand.self, NotesChangesCommand.self,
     ]
-    static var help: String {
-        """
-        USAGE: jotter notes <subcommand> [options]
-
-        SUBCOMMANDS:
-        \(JotterCommandLine.listing(subcommands))
-
-        Each takes --server URL (JOTTER_SERVER) and --json; see jotter notes <subcommand> --help.
-
-        """
-    }
-    static let usage = "jotter notes <subcommand> [options]"
+    static let about = "Each takes --server URL (JOTTER_SERVER) and --json; see jotter notes <subcommand> --help."
 
     /// One note for people: a heading line, then the body; on a terminal, control characters
     /// in the body and file names are made visible.
@@ -40,7 +29,6 @@ struct NotesCommand: CommandGroup {
 struct NotesListCommand: AsyncCommand {
     static let name = "list"
     static let summary = "List notes, newest first."
-    static let usage = "jotter notes list [--search WORDS] [--limit N | --all] [--order newest|oldest|updated] [--after CURSOR] [options]"
     static let about = """
         Lists notes as a table (ID, UPDATED, first line of the body), newest first unless
         --order oldest, or the last changed first with --order updated. When more notes follow,
@@ -49,7 +37,7 @@ struct NotesListCommand: AsyncCommand {
         """
     static let searchOption = Option.text("--search", value: "WORDS", help: "Only notes matching these words (full-text search).")
     static let limitOption = Option.integer("--limit", default: "\(ClientOptions.defaultLimit)", help: "At most N notes.")
-    static let allOption = Option.flag("--all", help: "Every note, however many (following the server's pages).")
+    static let allOption = Option.flag("--all", help: "Every note, however many (following the server's pages).").alternative()
     static let orderOption = Option.choice(
         "--order", choices: [("newest", JotterClient.Notes.Order.newestFirst), ("oldest", .oldestFirst), ("updated", .recentlyUpdated)],
         help: "Which notes come first (updated: the last changed)."
@@ -125,7 +113,6 @@ struct NotesListCommand: AsyncCommand {
 struct NotesShowCommand: ClientCommand {
     static let name = "show"
     static let summary = "Show one note in full."
-    static let usage = "jotter notes show ID [options]"
     static let about = "Prints the note's id, version, times and attachments, then its body."
     static let operands = Operands.single("ID")
 

@@ -8,12 +8,12 @@ import JotterClient
 struct NotesEditCommand: AsyncCommand {
     static let name = "edit"
     static let summary = "Change a note's text (in $EDITOR when no TEXT is given)."
-    static let usage = "jotter notes edit ID [TEXT…] [options]"
     static let about = """
         Replaces the note's text with TEXT, or opens it in $VISUAL or $EDITOR (default vi).
         The change is saved with If-Match: when the note changed on the server meanwhile,
         nothing is overwritten, it says so and exits 4 (your text is kept in a file).
         """
+    static let operands = Operands.single("ID", then: "TEXT")
     static let options = ClientOptions.options
 
     let options: ClientOptions
@@ -24,10 +24,9 @@ struct NotesEditCommand: AsyncCommand {
     init(parsing arguments: Arguments) throws {
         options = try ClientOptions(parsing: arguments)
         environment = arguments.environment
-        let words = arguments.positionals()
-        guard let first = words.first else { throw UsageError("missing ID") }
-        id = first
-        text = words.count > 1 ? words.dropFirst().joined(separator: " ") : nil
+        let (id, words) = try arguments[Self.operands]
+        self.id = id
+        text = words.isEmpty ? nil : words.joined(separator: " ")
     }
 
     func run(console: Console) async throws -> Int32 {

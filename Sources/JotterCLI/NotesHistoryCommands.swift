@@ -6,13 +6,13 @@ import JotterClient
 struct NotesHistoryCommand: AsyncCommand {
     static let name = "history"
     static let summary = "List a note's kept versions, or show one."
-    static let usage = "jotter notes history ID [--version N] [--trash] [options]"
     static let about = """
         Lists the note's revisions, newest first (VERSION, SAVED, SIZE, MERGED): every saved
         version for the server's --revision-days, then one a day, then one a week. With
         --version N, prints that version's body. A deleted note keeps its history in the trash:
         --trash reads it there.
         """
+    static let operands = Operands.single("ID")
     static let versionOption = Option.integer("--version", help: "Print this version's body instead of the list.")
     static let trashOption = Option.flag("--trash", help: "The note is in the trash (see jotter notes trash).")
     static let options = [versionOption.option, trashOption.option] + ClientOptions.options
@@ -26,7 +26,7 @@ struct NotesHistoryCommand: AsyncCommand {
         options = try ClientOptions(parsing: arguments)
         inTrash = try arguments[Self.trashOption]
         version = try arguments[Self.versionOption]
-        id = try arguments.single("ID")
+        id = try arguments[Self.operands]
     }
 
     func run(console: Console) async throws -> Int32 {
@@ -62,12 +62,12 @@ struct NotesHistoryCommand: AsyncCommand {
 struct NotesRestoreCommand: AsyncCommand {
     static let name = "restore"
     static let summary = "Bring back a deleted note, or a note's earlier version."
-    static let usage = "jotter notes restore ID [--version N] [options]"
     static let about = """
         Without --version, brings the note back from the trash (see jotter notes trash) with
         its id, text and attachments. With --version N, saves version N's body (see jotter notes
         history ID) as the note's newest version; the versions in between stay in its history.
         """
+    static let operands = Operands.single("ID")
     static let versionOption = Option.integer("--version", help: "The version to bring back (of a note that is not deleted).")
     static let options = [versionOption.option] + ClientOptions.options
 
@@ -79,7 +79,7 @@ struct NotesRestoreCommand: AsyncCommand {
     init(parsing arguments: Arguments) throws {
         options = try ClientOptions(parsing: arguments)
         version = try arguments[Self.versionOption]
-        id = try arguments.single("ID")
+        id = try arguments[Self.operands]
     }
 
     func run(console: Console) async throws -> Int32 {
@@ -101,11 +101,6 @@ struct NotesRestoreCommand: AsyncCommand {
 struct NotesTrashCommand: AsyncCommand {
     static let name = "trash"
     static let summary = "List deleted notes; remove them for good."
-    static let usage = """
-        jotter notes trash [--limit N | --all] [--after ID] [options]
-               jotter notes trash --purge ID… [options]     (remove these notes from the trash for good)
-               jotter notes trash --empty [options]         (remove every note in the trash for good)
-        """
     static let about = """
         Lists the deleted notes (ID, DELETED, first line of the body), most recently deleted
         first. A deleted note stays in the trash for the server's --trash-days, then is removed
@@ -113,10 +108,15 @@ struct NotesTrashCommand: AsyncCommand {
         back. --purge and --empty remove notes at once, attachments included; this can't be undone.
         """
     static let limitOption = Option.integer("--limit", default: "\(ClientOptions.defaultLimit)", help: "At most N notes.")
-    static let allOption = Option.flag("--all", help: "Every deleted note, however many (following the server's pages).")
+    static let operands = Operands.any("ID")
+    static let allOption = Option.flag("--all", help: "Every deleted note, however many (following the server's pages).").alternative()
     static let afterOption = Option.text("--after", value: "ID", help: "Start after this note id (where a previous listing stopped).")
     static let purgeOption = Option.flag("--purge", help: "Remove the notes ID… from the trash for good.")
-    static let emptyOption = Option.flag("--empty", help: "Remove every note in the trash for good.")
+    static let emptyOption = Option.flag("--empty", help: "Remove every note in the trash for good.").alternative()
+    static let otherUsages = [
+        (arguments: "--purge ID… [options]", note: "remove these notes from the trash for good"),
+        (arguments: "--empty [options]", note: "remove every note in the trash for good"),
+    ]
     static let options =
         [limitOption.option, allOption.option, afterOption.option, purgeOption.option, emptyOption.option]
         + ClientOptions.options
@@ -135,7 +135,7 @@ struct NotesTrashCommand: AsyncCommand {
         let limit = try arguments[Self.limitOption]
         let all = try arguments[Self.allOption], after = try arguments[Self.afterOption]
         let purge = try arguments[Self.purgeOption], empty = try arguments[Self.emptyOption]
-        let ids = arguments.positionals()
+        let ids = try arguments[Self.operands]
         let listing = limit != nil || all || after != nil
         switch (purge, empty) {
         case (true, true):

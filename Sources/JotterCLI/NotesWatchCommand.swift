@@ -7,7 +7,6 @@ import JotterClient
 struct NotesWatchCommand: AsyncCommand {
     static let name = "watch"
     static let summary = "Print changes to notes as they happen."
-    static let usage = "jotter notes watch [--since EVENT-ID] [options]"
     static let about = """
         Prints one line per change until interrupted (Ctrl-C): the event id (for --since), the
         time of the change, what happened to which note, and the start of its text. Reconnects

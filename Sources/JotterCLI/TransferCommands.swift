@@ -8,7 +8,6 @@ import Synchronization
 struct UploadCommand: AsyncCommand {
     static let name = "upload"
     static let summary = "Upload files, optionally attached to a note."
-    static let usage = "jotter upload PATH… [--note ID] [--resume] [options]"
     static let about = """
         Uploads each file in turn, streamed from disk, after checking that every PATH is a
         readable file. On a terminal a progress bar shows the rate and the time left; then one
@@ -20,6 +19,7 @@ struct UploadCommand: AsyncCommand {
         same command again after an interruption and only the rest is sent ("resumed at N bytes";
         the progress bar counts the bytes already on the server).
         """
+    static let operands = Operands.some("PATH")
     static let noteOption = Option.text("--note", value: "ID", help: "Attach the files to this note.")
     static let resumeOption = Option.flag("--resume", help: "Resumable: an interrupted upload goes on from where it stopped when run again.")
     static let options = [noteOption.option, resumeOption.option] + ClientOptions.options
@@ -35,7 +35,7 @@ struct UploadCommand: AsyncCommand {
         note = try arguments[Self.noteOption]
         resume = try arguments[Self.resumeOption]
         environment = arguments.environment
-        paths = try arguments[Operands.some("PATH")]
+        paths = try arguments[Self.operands]
     }
 
     /// Where `--resume` keeps the state of `path`'s upload.
@@ -131,7 +131,6 @@ extension UploadCommand {
 struct DownloadCommand: AsyncCommand {
     static let name = "download"
     static let summary = "Download an upload (resumes an interrupted download)."
-    static let usage = "jotter download ID [-o PATH|-] [--force] [options]"
     static let about = """
         Saves the upload's content to PATH (default: its file name, in this folder; a PATH that is
         a folder gets it under its file name), or writes it to standard output with -o -. The bytes are checked against the upload's SHA-256 before
@@ -139,7 +138,8 @@ struct DownloadCommand: AsyncCommand {
         different file already at PATH is left untouched unless --force; one that already is
         this upload is not fetched again.
         """
-    static let outputOption = Option.text("-o", "--output", value: "PATH", help: "Where to save it; - for standard output.")
+    static let operands = Operands.single("ID")
+    static let outputOption = Option.text("-o", "--output", value: "PATH|-", help: "Where to save it; - for standard output.")
     static let forceOption = Option.flag("--force", help: "Replace a different file already at PATH.")
     static let options = [outputOption.option, forceOption.option] + ClientOptions.options
 
@@ -164,7 +164,7 @@ struct DownloadCommand: AsyncCommand {
         options = try ClientOptions(parsing: arguments)
         output = try arguments[Self.outputOption]
         force = try arguments[Self.forceOption]
-        id = try arguments.single("ID")
+        id = try arguments[Self.operands]
     }
 
     func run(console: Console) async throws -> Int32 {

@@ -7,19 +7,10 @@ struct UploadsCommand: CommandGroup {
     static let name = "uploads"
     static let summary = "List, show and remove uploaded files."
     static let subcommands: [any Command.Type] = [UploadsListCommand.self, UploadsShowCommand.self, UploadsRemoveCommand.self]
-    static var help: String {
-        """
-        USAGE: jotter uploads <subcommand> [options]
-
-        SUBCOMMANDS:
-        \(JotterCommandLine.listing(subcommands))
-
+    static let about = """
         Each takes --server URL (JOTTER_SERVER) and --json; see jotter uploads <subcommand> --help.
         Upload files with jotter upload, fetch them with jotter download.
-
         """
-    }
-    static let usage = "jotter uploads <subcommand> [options]"
 
     /// Where an upload belongs, for people.
     static func place(_ upload: Upload) -> String {
@@ -31,17 +22,16 @@ struct UploadsCommand: CommandGroup {
 struct UploadsListCommand: AsyncCommand {
     static let name = "list"
     static let summary = "List uploads, newest first."
-    static let usage = "jotter uploads list [--note ID | --unattached] [--limit N | --all] [--after ID] [options]"
     static let about = """
         Lists uploads newest first as a table (ID, SIZE, CREATED, NOTE, NAME). When more follow,
         it says so on standard error and how to see them; with --json the server's `next` link is
         kept.
         """
     static let noteOption = Option.text("--note", value: "ID", help: "Only the files attached to this note.")
-    static let unattachedOption = Option.flag("--unattached", help: "Only the files attached to no note.")
+    static let unattachedOption = Option.flag("--unattached", help: "Only the files attached to no note.").alternative()
     static let limitOption = Option.integer(
         "--limit", default: "\(ClientOptions.defaultLimit)", in: 1...1000, help: "At most N uploads (at most 1000).")
-    static let allOption = Option.flag("--all", help: "Every upload, however many (following the server's pages).")
+    static let allOption = Option.flag("--all", help: "Every upload, however many (following the server's pages).").alternative()
     static let afterOption = Option.text("--after", value: "ID", help: "Start after this upload id (where a previous listing stopped).")
     static let options =
         [noteOption.option, unattachedOption.option, limitOption.option, allOption.option, afterOption.option]
@@ -148,7 +138,6 @@ enum UploadID {
 struct UploadsShowCommand: ClientCommand {
     static let name = "show"
     static let summary = "Show one upload's details."
-    static let usage = "jotter uploads show ID [options]"
     static let about =
         "Prints the upload's name, size, type, SHA-256, time, note and download path. ID may be a unique prefix (4 characters or more), as git takes commits."
     static let operands = Operands.single("ID")
@@ -185,7 +174,6 @@ struct UploadsShowCommand: ClientCommand {
 struct UploadsRemoveCommand: ClientCommand {
     static let name = "rm"
     static let summary = "Delete uploads."
-    static let usage = "jotter uploads rm ID… [options]"
     static let about = """
         Deletes each upload, in turn (a note it was attached to gets a new version). One that
         can't be deleted is reported and the others are still deleted; the exit code is then

@@ -22,6 +22,17 @@ package struct Option: Sendable {
     /// Whether the option may be given several times, every value kept (`-d a=1 -d b=2`).
     package let repeats: Bool
     package let help: String
+    /// How a usage line shows it: on its own (`[--limit N]`), in the brackets of the option
+    /// before it (`[--limit N | --all]`), without brackets (`--data DIR`), or within
+    /// `[options]` with the other options every client command takes.
+    package internal(set) var shown = Shown.alone
+
+    package enum Shown: Sendable {
+        case alone
+        case alternative
+        case required
+        case common
+    }
 
     package init(
         _ names: [String], value: String? = nil, environment: String? = nil, default defaultValue: String? = nil,
@@ -51,6 +62,37 @@ package struct Option: Sendable {
             })
         else { return [] }
         return words
+    }
+
+    /// This option shown within `[options]` in the usage lines: one every client command takes.
+    package var common: Option {
+        var option = self
+        option.shown = .common
+        return option
+    }
+
+    /// How a usage line names it: `--limit N`, `--all`, `-H 'Name: value'`.
+    var synopsis: String { names[0] + (value.map { " " + $0 } ?? "") }
+
+    /// The options' part of a usage line: `[--limit N | --all]`, `[-H 'Name: value']…`,
+    /// `--data DIR`, then `[options]` for the common ones, or for all when a command has more
+    /// than six of its own.
+    package static func usage(_ options: [Option]) -> [String] {
+        let own = options.filter { $0.shown != .common }
+        guard own.count <= 6 else { return ["[options]"] }
+        var words: [String] = []
+        for option in own {
+            switch option.shown {
+            case .alternative where words.last?.hasSuffix("]") == true:
+                words[words.count - 1].removeLast()
+                words[words.count - 1] += " | \(option.synopsis)]"
+            case .required:
+                words.append(option.synopsis)
+            default:
+                words.append("[\(option.synopsis)]" + (option.repeats ? "…" : ""))
+            }
+        }
+        return words + (own.count < options.count ? ["[options]"] : [])
     }
 
     /// `-h, --help`: every command has it.
@@ -204,12 +246,6 @@ package struct Arguments {
         if let first = words.first { throw UsageError("unexpected argument '\(first)'") }
     }
 
-    /// Exactly one positional argument, named `what` in the usage error.
-    package func single(_ what: String) throws(UsageError) -> String {
-        guard let first = words.first else { throw UsageError("missing \(what)") }
-        guard words.count == 1 else { throw UsageError("unexpected argument '\(words[1])'") }
-        return first
-    }
 }
 
 /// Parses sizes such as `1048576`, `512K`, `1MiB`, `1GB` (binary multiples).

@@ -95,19 +95,28 @@ public enum ExitCode {
 
 /// A `jotter` command or command group: its help and how it reads its arguments.
 ///
-/// Its options are declared once, in `options`: the parser reads the arguments against them and
-/// `help` lists them.
+/// Its operands and options are declared once, in `operands` and `options`: the parser reads
+/// the arguments against them, and the usage line, `help`, the man page and the completions
+/// are made from them.
 package protocol Command: SendableMetatype {
+    /// What its positional arguments are read as: a `String` for `.single("ID")`.
+    associatedtype Operand = Void
     static var name: String { get }
     static var summary: String { get }
-    /// The usage lines, after `USAGE: ` (`jotter notes add TEXT… [options]`).
-    static var usage: String { get }
     /// What the command does, for its help.
     static var about: String { get }
+    /// Its positional arguments (`.single("ID")`, `.some("PATH")`); `.none` by default.
+    static var operands: Operands<Operand> { get }
     /// Its options (`-h, --help` is implied).
     static var options: [Option] { get }
-    /// The full `--help` text: usage, about, options.
-    static var help: String { get }
+    /// Other ways to call it, each after the command's path, with what it does then
+    /// (`("- [options]", "the text from standard input")`); none by default.
+    static var otherUsages: [(arguments: String, note: String)] { get }
+    /// The usage lines, after `USAGE: `, of the command at `path` (`jotter notes add`): from its
+    /// operands and options (`jotter notes add TEXT… [options]`), wrapped at 92 columns.
+    static func usage(_ path: String) -> String
+    /// The full `--help` text of the command at `path`: usage, about, options.
+    static func help(_ path: String) -> String
     /// The subcommands of a group such as `notes`; empty for a command that runs.
     static var subcommands: [any Command.Type] { get }
     /// Reads the arguments and starts the command: a blocking one runs to its end right here,
@@ -115,12 +124,47 @@ package protocol Command: SendableMetatype {
     static func start(_ arguments: Arguments, console: Console) throws -> CommandInvocation
 }
 
+extension Command where Operand == Void {
+    package static var operands: Operands<Void> { .none }
+}
+
 extension Command {
     package static var subcommands: [any Command.Type] { [] }
     package static var options: [Option] { [] }
-    package static var help: String {
-        "USAGE: \(usage)\n\n\(about)\n\nOPTIONS:\n\(Option.listing(options + [.help]))\n\n"
+    package static var otherUsages: [(arguments: String, note: String)] { [] }
+
+    /// The name of its first operand (`ID`, `FILE`, `bash|zsh|fish`); `nil` when it takes none.
+    package static var firstOperand: String? { operands.first }
+
+    package static func usage(_ path: String) -> String {
+        let words = [path] + (operands.usage.isEmpty ? [] : [operands.usage]) + Option.usage(options)
+        // `USAGE: ` and the path, then the words wrapped below the first after the path.
+        let indent = String(repeating: " ", count: path.count + 1)
+        var lines = [words[0]]
+        for word in words.dropFirst() {
+            if 7 + lines[lines.count - 1].count + 1 + word.count > 92, lines[lines.count - 1].count > path.count + 1 {
+                lines.append(indent + word)
+            } else {
+                lines[lines.count - 1] += " " + word
+            }
+        }
+        let forms = otherUsages.map { "\(path) \($0.arguments)" }
+        let width = forms.map(\.count).max() ?? 0
+        lines += zip(forms, otherUsages).map { form, usage in
+            form + String(repeating: " ", count: width - form.count) + "     (\(usage.note))"
+        }
+        return lines.enumerated().map { $0.offset == 0 ? $0.element : "       " + $0.element }.joined(separator: "\n")
     }
+
+    package static func help(_ path: String) -> String {
+        "USAGE: \(usage(path))\n\n\(about)\n\nOPTIONS:\n\(Option.listing(options + [.help]))\n\n"
+    }
+}
+
+/// `  name   summary` lines, aligned: a group's subcommands, `jotter`'s commands.
+package func commandList(_ commands: [any Command.Type]) -> String {
+    let width = commands.map { $0.name.count }.max() ?? 0
+    return commands.map { "  \($0.name + String(repeating: " ", count: width + 2 - $0.name.count))\($0.summary)" }.joined(separator: "\n")
 }
 
 /// A command that keeps the calling thread (`serve`: it blocks its stop signals there and
@@ -148,11 +192,17 @@ extension AsyncCommand {
     }
 }
 
-/// A group of subcommands, such as `notes`: it lists them; run alone, it is a usage error.
+/// A group of subcommands, such as `notes`: it lists them; run alone, it is a usage error. Its
+/// `about` follows the list in its help.
 package protocol CommandGroup: Command {}
 
 extension CommandGroup {
-    package static var about: String { summary }
+    package static func usage(_ path: String) -> String { "\(path) <subcommand> [options]" }
+
+    package static func help(_ path: String) -> String {
+        "USAGE: \(usage(path))\n\nSUBCOMMANDS:\n\(commandList(subcommands))\n\n\(about)\n"
+    }
+
     package static func start(_ arguments: Arguments, console: Console) throws -> CommandInvocation {
         throw UsageError("missing subcommand: one of \(subcommands.map { $0.name }.joined(separator: ", "))")
     }

@@ -1,5 +1,6 @@
 /// A command's positional arguments (its operands), declared once with what it takes: the
-/// command reads them through this declaration, which says what is missing or too many.
+/// command reads them through this declaration, which says what is missing or too many, and
+/// its usage line and completions show them as it names them.
 ///
 /// ```swift
 /// static let operands = Operands.single("ID")  // exactly one: `missing ID`, `unexpected argument 'b'`
@@ -8,23 +9,56 @@
 /// let id = try arguments[Self.operands]
 /// ```
 package struct Operands<Value>: Sendable {
+    /// How the usage line shows them: `ID`, `ID…`, `[ID…]`, `ID [TEXT…]`; empty for none.
+    package let usage: String
+    /// The name of the first (`ID`, `FILE`, `bash|zsh|fish`), what completion offers for it;
+    /// `nil` for none.
+    package let first: String?
     let read: @Sendable (Arguments) throws(UsageError) -> Value
 }
 
+extension Operands<Void> {
+    /// None: a positional argument is the usage error `unexpected argument`.
+    package static var none: Operands<Void> {
+        Operands(usage: "", first: nil) { arguments throws(UsageError) in try arguments.finish() }
+    }
+}
+
 extension Operands<String> {
-    /// Exactly one, named `what` in the usage error.
-    package static func single(_ what: String) -> Operands<String> {
-        Operands { arguments throws(UsageError) in try arguments.single(what) }
+    /// Exactly one, named `what` (and in the usage error `missing`, default `missing WHAT`).
+    package static func single(_ what: String, missing: String? = nil) -> Operands<String> {
+        Operands(usage: what, first: what) { arguments throws(UsageError) in
+            let words = arguments.positionals()
+            guard let first = words.first else { throw UsageError(missing ?? "missing \(what)") }
+            guard words.count == 1 else { throw UsageError("unexpected argument '\(words[1])'") }
+            return first
+        }
     }
 }
 
 extension Operands<[String]> {
     /// One or more, in order; none is the usage error `missing` (default `missing WHAT`).
     package static func some(_ what: String, missing: String? = nil) -> Operands<[String]> {
-        Operands { arguments throws(UsageError) in
+        Operands(usage: what + "…", first: what) { arguments throws(UsageError) in
             let words = arguments.positionals()
             guard !words.isEmpty else { throw UsageError(missing ?? "missing \(what)") }
             return words
+        }
+    }
+
+    /// Any number, none included, in order.
+    package static func any(_ what: String) -> Operands<[String]> {
+        Operands(usage: "[\(what)…]", first: what) { arguments throws(UsageError) in arguments.positionals() }
+    }
+}
+
+extension Operands<(String, [String])> {
+    /// One, then any number more (`ID [TEXT…]`).
+    package static func single(_ what: String, then more: String) -> Operands<(String, [String])> {
+        Operands(usage: "\(what) [\(more)…]", first: what) { arguments throws(UsageError) in
+            let words = arguments.positionals()
+            guard let first = words.first else { throw UsageError("missing \(what)") }
+            return (first, Array(words.dropFirst()))
         }
     }
 }

@@ -12,7 +12,6 @@ import JotterStore
 package struct ServeCommand: BlockingCommand {
     package static let name = "serve"
     package static let summary = "Serve the API and the web app."
-    package static let usage = "jotter serve [options]"
     package static let about = """
         Serves the Jotter API and web app until SIGINT or SIGTERM, then stops accepting,
         finishes the requests in flight and exits 0. SIGHUP reads --tls-cert and --tls-key

@@ -6,7 +6,7 @@ extension ServeCommand {
     /// runs it when it stands beside `jotter`.
     package static func main(_ arguments: [String], environment: [String: String], console: Console = .standard) -> Int32 {
         if Arguments.wantsHelp(arguments) {
-            console.out(help)
+            console.out(help("jotter serve"))
             return ExitCode.success
         }
         do {

@@ -31,6 +31,26 @@ package struct TypedOption<Value>: Sendable {
         option.defaultValue = shown ?? "\(fallback)"
         return TypedOption<Wrapped>(option) { arguments throws(UsageError) in try read(arguments) ?? fallback }
     }
+
+    /// This option, which must be given: `missing` is the usage error when it is not, and the
+    /// usage line shows it without brackets (`--data DIR`).
+    package func required<Wrapped>(missing: String) -> TypedOption<Wrapped> where Value == Wrapped?, Wrapped: Sendable {
+        let read = self.read
+        var option = option
+        option.shown = .required
+        return TypedOption<Wrapped>(option) { arguments throws(UsageError) in
+            guard let value = try read(arguments) else { throw UsageError(missing) }
+            return value
+        }
+    }
+
+    /// This option, shown in the usage line as the alternative to the one declared before it:
+    /// `[--limit N | --all]`.
+    package func alternative() -> TypedOption {
+        var copy = self
+        copy.option.shown = .alternative
+        return copy
+    }
 }
 
 extension Option {

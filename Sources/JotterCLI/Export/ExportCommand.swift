@@ -9,7 +9,6 @@ import JotterSystem
 struct ExportCommand: AsyncCommand {
     static let name = "export"
     static let summary = "Export every note and file into one archive (JSON, Markdown, attachments)."
-    static let usage = "jotter export FILE [--force] [options]"
     static let about = """
         Writes every note of the server, those in the trash included, into the tar archive FILE
         (gzip-compressed when it ends in .gz or .tgz): jotter-export/notes/<id>.json (the note
@@ -23,6 +22,7 @@ struct ExportCommand: AsyncCommand {
         An export reads the notes page by page while the server goes on: for a snapshot of one
         moment use jotter backup.
         """
+    static let operands = Operands.single("FILE")
     static let forceOption = Option.flag("--force", help: "Replace FILE if it exists.")
     static let options = [forceOption.option] + ClientOptions.options
 
@@ -33,7 +33,7 @@ struct ExportCommand: AsyncCommand {
     init(parsing arguments: Arguments) throws {
         options = try ClientOptions(parsing: arguments)
         force = try arguments[Self.forceOption]
-        path = try arguments.single("FILE")
+        path = try arguments[Self.operands]
         try TarWriter.checkName(path)
     }
 

@@ -9,7 +9,6 @@ import JotterSystem
 struct ImportCommand: ClientCommand {
     static let name = "import"
     static let summary = "Import an export archive; what is already there is skipped."
-    static let usage = "jotter import FILE [options]"
     static let about = """
         Reads an archive written by jotter export, checks every file in it against the size and
         SHA-256 in its manifest (nothing is written when one fails), then creates on the server
