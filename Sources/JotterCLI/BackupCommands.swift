@@ -72,6 +72,7 @@ struct BackupCommand: AsyncCommand {
             try FileManager.default.createDirectory(at: folder.appendingPathComponent("uploads"), withIntermediateDirectories: true)
             let total = backup.uploads.reduce(backup.databaseSize) { $0 + $1.size }
             let bar = ProgressBar(label: "backup", console: console)
+            defer { bar.finish() }
             var done: Int64 = 0
             let files = [("jotter.sqlite", backup.databaseSize)] + backup.uploads.map { ("uploads/" + $0.id, $0.size) }
             for (file, size) in files {
@@ -81,7 +82,6 @@ struct BackupCommand: AsyncCommand {
                 }
                 done += size
             }
-            bar.finish()
         } catch {
             try? await client.backups.delete(backup.id)
             throw error
@@ -180,18 +180,17 @@ enum BackupFolder {
     static func verify(_ folder: String, console: Console) throws {
         let contents = try failure { () throws(StoreError) in try DataFolderBackup.contents(ofBackup: folder) }
         let bar = ProgressBar(label: "checking", console: console)
+        defer { bar.finish() }
         let total = contents.uploads.reduce(0) { $0 + $1.size }
         var done: Int64 = 0
         for upload in contents.uploads {
             let path = folder + "/uploads/" + upload.id
             guard let digest = sha256(of: path), digest == upload.sha256 else {
-                bar.finish()
                 throw CommandFailure("\(path) does not have the SHA-256 its upload was stored with; the backup is damaged")
             }
             done += upload.size
             bar.update(completed: done, total: total)
         }
-        bar.finish()
     }
 
     /// The SHA-256 of the file at `path`, or nil when it can't be read.

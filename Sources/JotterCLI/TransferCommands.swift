@@ -88,12 +88,9 @@ struct UploadCommand: AsyncCommand {
             let bar = ProgressBar(label: URL(fileURLWithPath: path).lastPathComponent, console: console)
             let sent: (upload: Upload, resumedAt: Int64)
             do {
+                defer { bar.finish() }
                 sent = try await send(path, item, bar)
-            } catch {
-                bar.finish()
-                throw error
             }
-            bar.finish()
             let upload = sent.upload
             uploads.append(upload)
             if !options.json {

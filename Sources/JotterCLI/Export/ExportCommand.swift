@@ -124,6 +124,7 @@ struct ExportCommand: AsyncCommand {
         let bar = ProgressBar(label: "export", console: console)
         var done: Int64 = 0
         do {
+            defer { bar.finish() }
             for member in members {
                 let name = ExportManifest.folder + "/" + member.name
                 if let bytes = member.bytes {
@@ -140,11 +141,7 @@ struct ExportCommand: AsyncCommand {
                 bar.update(completed: done, total: total)
             }
             try tar.finish()
-        } catch {
-            bar.finish()
-            throw error
         }
-        bar.finish()
         guard rename(partial, path) == 0 else { throw CommandFailure("cannot move the archive to \(path): \(String(cString: strerror(errno)))") }
         let files = manifest.notes.reduce(manifest.uploads.count) { $0 + $1.attachments.count }
         let trashed = manifest.notes.count { $0.deletedAt != nil }

@@ -55,6 +55,7 @@ struct ImportCommand: ClientCommand {
         var done: Int64 = 0
         var created = 0, completed = 0, skipped = 0, files = 0, trashed = 0
         do {
+            defer { bar.finish() }
             for entry in manifest.notes {
                 let note = try archive.note(entry)
                 let wanted = entry.attachments.map { FileKey(filename: $0.filename, sha256: $0.sha256) }.sorted(by: Self.order)
@@ -121,11 +122,7 @@ struct ImportCommand: ClientCommand {
                 done += file.size
                 bar.update(completed: done, total: total)
             }
-        } catch {
-            bar.finish()
-            throw error
         }
-        bar.finish()
         if options.json {
             console.out(
                 try ClientOptions.json([
