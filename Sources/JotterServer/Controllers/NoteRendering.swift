@@ -63,37 +63,39 @@ enum NoteConflicts {
     static func deleted(_ trashed: TrashedNote, attachments: [UploadRecord]) -> HTTPError {
         let id = trashed.note.id, deletedAt = Timestamp.format(trashed.deletedAt)
         let note = Note(trashed.note, attachments: attachments)
-        var error = HTTPError(
-            HTTPStatus(409),
+        return conflict(
+            deletedType, etag: note.etag,
             detail: "note \(id) was deleted at \(deletedAt) UTC and is in the trash: nothing was "
                 + "changed. POST /notes/\(id)/restore (without a version) brings it back with its revisions; then send your edit "
-                + "again with the same Base-Version and it is merged", headers: HTTPHeaders([("ETag", note.etag)]))
-        error.type = deletedType
-        error.members = ["deleted_at": .string(deletedAt), "note": jsonValue(note)]
-        return error
+                + "again with the same Base-Version and it is merged",
+            members: ["deleted_at": .string(deletedAt), "note": jsonValue(note)])
     }
 
     /// The version the write was made from is not kept (or never was): no merge, no overwrite.
     static func unknownBase(_ base: Int64, current: Note) -> HTTPError {
-        var error = HTTPError(
-            HTTPStatus(409),
+        conflict(
+            unknownBaseType, etag: current.etag,
             detail: "note \(current.id) has no revision \(base) kept to merge your edit with: "
                 + "nothing was changed. Its current version is \(current.version) (in `note`): merge your edit into it and send it "
-                + "with Base-Version: \(current.version)", headers: HTTPHeaders([("ETag", current.etag)]))
-        error.type = unknownBaseType
-        error.members = ["note": jsonValue(current)]
-        return error
+                + "with Base-Version: \(current.version)",
+            members: ["note": jsonValue(current)])
     }
 
     /// The merge is past its bounds: both versions go back, nothing was changed.
     static func pastMergeLimits(current: Note, base: NoteRevision) -> HTTPError {
-        var error = HTTPError(
-            HTTPStatus(409),
+        conflict(
+            mergeLimitsType, etag: current.etag,
             detail: "note \(current.id) is too large (or too changed) to merge your edit with on the "
                 + "server: nothing was changed. `note` is the current version, `base` the version your edit was made from",
-            headers: HTTPHeaders([("ETag", current.etag)]))
-        error.type = mergeLimitsType
-        error.members = ["note": jsonValue(current), "base": jsonValue(Revision(base))]
+            members: ["note": jsonValue(current), "base": jsonValue(Revision(base))])
+    }
+
+    /// A `409` of a write that changed nothing: its problem `type`, the note's current `ETag`
+    /// (as in every other `409` of a write), and what the client needs to go on in `members`.
+    private static func conflict(_ type: String, etag: String, detail: String, members: [String: JSONValue]) -> HTTPError {
+        var error = HTTPError(HTTPStatus(409), detail: detail, headers: HTTPHeaders([("ETag", etag)]))
+        error.type = type
+        error.members = members
         return error
     }
 
