@@ -6,6 +6,9 @@ import JotterWire
 enum UploadsOperations {
     static let id = OpenAPIParameter.path(UploadInput.idField)
     static let missing = OpenAPIResponse.problem("no upload has this id")
+    /// A resumable upload's request in another tus version, and one whose bytes fail their checksum.
+    static let tusVersion = OpenAPIResponse.problem("`Tus-Resumable` names another tus version")
+    static let tusChecksum = OpenAPIResponse.problem("tus: the body's checksum is not `Upload-Checksum`")
     static let etag = OpenAPIHeader("the bytes' SHA-256, quoted", schema: .string(pattern: "^\"[0-9a-f]{64}\"$"))
     static let bytes: [String: JSONSchema] = ["*/*": .binary()]
     static let contentHeaders: [String: OpenAPIHeader] = [
@@ -45,12 +48,12 @@ enum UploadsOperations {
             400: .problem("the multipart body is malformed, or a resumable upload's fields are"),
             404: .problem("`note_id` names no note"),
             409: .problem("a request with this `Idempotency-Key` is still running (on any instance), or the upload's length values disagree"),
-            412: .problem("`Tus-Resumable` names another tus version"),
+            412: tusVersion,
             413: .problem("the file parts are over `--max-upload-size`, or the plain fields over `--max-body-size`"),
             415: .problem("the body is not multipart/form-data, nor a raw file with Content-Disposition"),
             422: .problem("there is no file part, or the body has too many parts, or the `Idempotency-Key` was used with another body"),
             429: .problem("the user has as many unfinished resumable uploads as allowed"),
-            460: .problem("tus: the body's checksum is not `Upload-Checksum`"),
+            460: tusChecksum,
         ])
 
     static let options = OpenAPIOperation(
@@ -67,7 +70,7 @@ enum UploadsOperations {
         parameters: [id],
         responses: [
             200: .empty("tus: the offset, or the upload's head"), 204: .empty("the draft: the offset"), 404: missing,
-            412: .problem("`Tus-Resumable` names another tus version"),
+            412: tusVersion,
             503: .problem("the upload is being completed right now and was not yet, after 5 s: ask again (`Retry-After`)"),
         ])
 
@@ -101,8 +104,8 @@ enum UploadsOperations {
             409: .problem(
                 "an append's `Upload-Offset` is not the upload's offset (`Upload-Offset` in the answer says it); or the upload is attached to a note in the trash (`/problems/note-deleted`), which keeps its attachments until it is restored"
             ),
-            412: .problem("`Tus-Resumable` names another tus version"),
-            460: .problem("tus: the body's checksum is not `Upload-Checksum`"),
+            412: tusVersion,
+            460: tusChecksum,
             400: .problem("the body is malformed"),
             404: .problem("no upload has this id, or `note_id` names no note"),
             415: .problem("the body is not form-urlencoded, multipart or JSON"),
