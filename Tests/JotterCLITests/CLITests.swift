@@ -123,6 +123,31 @@ struct CLITests {
         #expect(try Arguments(["--", "--help", "-x"], options: [], environment: [:]).positionals() == ["--help", "-x"])
     }
 
+    @Test("a usage line comes from the command's path, operands and options: alternatives, required ones, [options], wrapping")
+    func derivedUsage() throws {
+        #expect(RestoreCommand.usage("jotter restore") == "jotter restore SRC --data DIR [--force] [--json]")
+        #expect(NotesShowCommand.usage("jotter notes show") == "jotter notes show ID [options]")
+        #expect(NotesEditCommand.usage("jotter notes edit") == "jotter notes edit ID [TEXT…] [options]")
+        #expect(TokensRevokeCommand.usage("jotter tokens revoke") == "jotter tokens revoke ID [--data DIR | --database URL | --server URL] [options]")
+        #expect(ServeCommand.usage("jotter serve") == "jotter serve [options]")
+        #expect(NotesCommand.usage("jotter notes") == "jotter notes <subcommand> [options]")
+        #expect(
+            NotesListCommand.usage("jotter notes list") == """
+                jotter notes list [--search WORDS] [--limit N | --all]
+                                         [--order newest|oldest|updated] [--after CURSOR] [options]
+                """)
+        #expect(
+            NotesAddCommand.usage("jotter notes add") == """
+                jotter notes add TEXT… [options]
+                       jotter notes add - [options]     (the text from standard input, less one final newline)
+                """)
+        // What the completions offer for the first operand comes from the same declaration.
+        #expect(CompletionCommand.firstOperand == "bash|zsh|fish" && UploadCommand.firstOperand == "PATH")
+        #expect(NotesListCommand.firstOperand == nil)
+        // A required option is read as its declaration says, its absence a usage error.
+        #expect(throws: UsageError.self) { try RestoreCommand(parsing: Arguments(["backup"], options: RestoreCommand.options, environment: [:])) }
+    }
+
     @Test("a typed option: its default when not given, its variable, a list from spaces, its help from the same declaration")
     func typedOptions() throws {
         let limit = Option.integer("--limit", in: 1...1000, help: "At most N.").defaulting(to: 100)
