@@ -21,11 +21,14 @@ enum BodyReader {
     final class StreamReceiver {
         let stream: any RequestBodyStream
         let limit: Int64
+        /// The route's own limit, not the server's `--max-upload-size`.
+        let isRouteLimit: Bool
         var received: Int64 = 0
         var open = true
-        init(stream: any RequestBodyStream, limit: Int64) {
+        init(stream: any RequestBodyStream, limit: Int64, isRouteLimit: Bool) {
             self.stream = stream
             self.limit = limit
+            self.isRouteLimit = isRouteLimit
         }
     }
 
@@ -85,10 +88,8 @@ enum BodyReader {
                 : try buffer()
         case .stream(let open):
             let limit = policy.streamLimit ?? limits.maxUploadSize
-            if let declared, declared > limit {
-                throw HTTPError(.contentTooLarge, detail: "the request body is larger than the limit of \(limit) bytes", closesConnection: true)
-            }
-            self = .stream(StreamReceiver(stream: try open(head, context), limit: limit))
+            if let declared, declared > limit { throw Self.tooLarge(limit, isRouteLimit: policy.streamLimit != nil, option: "--max-upload-size") }
+            self = .stream(StreamReceiver(stream: try open(head, context), limit: limit, isRouteLimit: policy.streamLimit != nil))
         }
     }
 
@@ -116,8 +117,7 @@ enum BodyReader {
         case .stream(let receiver):
             receiver.received += Int64(chunk.count)
             guard receiver.received <= receiver.limit else {
-                throw HTTPError(
-                    .contentTooLarge, detail: "the request body is larger than the limit of \(receiver.limit) bytes", closesConnection: true)
+                throw Self.tooLarge(receiver.limit, isRouteLimit: receiver.isRouteLimit, option: "--max-upload-size")
             }
             try receiver.stream.receive(chunk)
         }
@@ -151,8 +151,9 @@ enum BodyReader {
         }
     }
 
-    static func tooLarge(_ limit: Int, isRouteLimit: Bool) -> HTTPError {
-        let name = isRouteLimit ? "this endpoint's limit of \(limit) bytes" : "the limit of \(limit) bytes (--max-body-size)"
+    /// `413` for a body over `limit`: the route's own, or the server's (named by its `option`).
+    static func tooLarge(_ limit: some BinaryInteger, isRouteLimit: Bool, option: String = "--max-body-size") -> HTTPError {
+        let name = isRouteLimit ? "this endpoint's limit of \(limit) bytes" : "the limit of \(limit) bytes (\(option))"
         return HTTPError(.contentTooLarge, detail: "the request body is larger than \(name)", closesConnection: true)
     }
 }
