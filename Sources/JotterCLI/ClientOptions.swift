@@ -202,7 +202,8 @@ struct CommandFailure: Error, Sendable {
                     + "http://127.0.0.1:8080, with no path unless a proxy serves it under one)", status: ExitCode.notFound)
         } else if error.isNotFound {
             self.init(detail, status: ExitCode.notFound)
-        } else if error.isConflict {
+        } else if error.isConflict || error.status == 409 {
+            // 412 (the note changed meanwhile) or 409 (its state does not allow it now): nothing changed.
             self.init(detail, status: ExitCode.conflict)
         } else if let status = error.status, [400, 413, 415, 422].contains(status) {
             let fields = error.fieldErrors.map { "\($0.field) \($0.message)" }.joined(separator: ", ")

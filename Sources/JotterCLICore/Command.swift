@@ -77,7 +77,9 @@ public enum ExitCode {
     public static let usage: Int32 = 2
     /// No such note or upload.
     public static let notFound: Int32 = 3
-    /// The note changed meanwhile (`If-Match` failed): nothing was written.
+    /// The note changed meanwhile (`If-Match` failed, `412`), or its state does not allow the
+    /// change now (`409`: in the trash, a merge that can't be made, a limit reached): nothing
+    /// was written.
     public static let conflict: Int32 = 4
     /// The server could not be reached.
     public static let unreachable: Int32 = 5
@@ -86,7 +88,7 @@ public enum ExitCode {
 
     package static let help = """
         EXIT CODES:
-          0  success                 4  conflict: the note changed meanwhile, nothing saved
+          0  success                 4  conflict: the note changed or is in the trash; nothing saved
           1  failure                 5  server unreachable
           2  usage error             6  refused by the server: invalid or too large
           3  not found

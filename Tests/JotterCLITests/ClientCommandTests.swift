@@ -189,6 +189,16 @@ struct ClientCommandTests {
             let missing = await jotter(["upload", folder.appendingPathComponent("nope").path], app: app)
             #expect(missing.status == ExitCode.failure)
             #expect(missing.err.contains("nope"))
+            // A 409, the state not allowing it now (an attachment of a note in the trash), is a conflict.
+            let small = folder.appendingPathComponent("small.txt")
+            try Data("a".utf8).write(to: small)
+            _ = await jotter(["notes", "add", "n"], app: app)
+            let attached = await jotter(["upload", small.path, "--note", "1", "--json"], app: app)
+            let id = try #require(String(attached.out.split(separator: "\"").drop { $0 != "id" }.dropFirst(2).first ?? ""))
+            _ = await jotter(["notes", "rm", "1"], app: app)
+            let trashed = await jotter(["uploads", "rm", id], app: app)
+            #expect(trashed.status == ExitCode.conflict, "\(trashed.err)")
+            #expect(trashed.err.hasPrefix("error: ") && trashed.err.contains("trash"), "\(trashed.err)")
         }
         for arguments in [
             ["notes"], ["notes", "frob"], ["hello"], ["echo", "-d", "a=1", "--json-body", "{}"], ["notes", "list", "--limit", "0"],
