@@ -69,7 +69,11 @@ final class IdempotencyMiddleware: Middleware {
         // The claim waits for its commit here, on the calling thread: the responder cannot be
         // called later. (A PostgreSQL round trip, or a SQLite group commit.)
         let claim = try store.claimIdempotencyKey(slot, fingerprint: fingerprint, owner: owner, now: now)
-        guard claim == .claimed else { return .now(try Self.refusal(claim)) }
+        guard claim == .claimed else {
+            // The handler will not run: a raw upload's bytes, received already, go now.
+            (request.bodyStream as? UploadReceiver)?.discardFile()
+            return .now(try Self.refusal(claim))
+        }
         let release: @Sendable () -> Void = { store.releaseIdempotencyKey(slot, owner: owner) { _ in } }
         let reply: Reply
         do { reply = try next(request, context) } catch {

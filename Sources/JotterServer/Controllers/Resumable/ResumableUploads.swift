@@ -415,14 +415,24 @@ final class ResumableUploads: Sendable {
     /// A plain raw upload: its bytes into the blob store, then its row.
     private func storeRaw(_ request: Request, receiver: UploadReceiver) throws -> Response {
         let plan = receiver.plan
-        guard let sha256 = receiver.takeSHA256(), let path = receiver.path else { throw HTTPError(.internalServerError) }
+        // Whatever happens, nothing of the request stays in tmp/ (a no-op once the file moved).
+        defer { receiver.discardFile() }
+        guard let sha256 = receiver.sha256, let path = receiver.path else { throw HTTPError(.internalServerError) }
         let upload = NewUpload(
             id: UploadRecord.newID(), filename: plan.filename, contentType: plan.contentType, size: receiver.offset, sha256: sha256)
         do { try store.blobs.put(UploadRecord.blobKey(upload.id), movingFile: path) } catch {
-            unlink(path)
+            try? store.blobs.delete(UploadRecord.blobKey(upload.id))
             throw error
         }
-        guard let added = try store.addUploads([upload], noteID: plan.noteID, owner: receiver.owner) else {
+        receiver.fileMoved()
+        let added: UploadsAdded?
+        do { added = try store.addUploads([upload], noteID: plan.noteID, owner: receiver.owner) } catch {
+            try? store.blobs.delete(UploadRecord.blobKey(upload.id))
+            throw error
+        }
+        guard let added else {
+            // The note went meanwhile: no row, so no bytes either.
+            try? store.blobs.delete(UploadRecord.blobKey(upload.id))
             throw HTTPError(.notFound, detail: "note \(plan.noteID.map(String.init) ?? "") does not exist")
         }
         return try JSON(UploadList(uploads: added.uploads.map(Upload.init)), status: .created).response(for: request)

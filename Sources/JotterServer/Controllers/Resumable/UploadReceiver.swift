@@ -41,11 +41,16 @@ final class UploadReceiver: RequestBodyStream, @unchecked Sendable {
     let writer: (any PartialWriter)?
     /// A plain raw upload's temporary file.
     let path: String?
-    private let fd: Int32
+    private var fd: Int32
+    /// Whether the raw file is still this receiver's to delete (false once moved into the
+    /// blob store, or deleted).
+    private var ownsFile: Bool
     private(set) var offset: Int64
     /// Plain raw uploads: hashed as they arrive.
     private var hash: SHA256? = SHA256()
     private var checksum: MessageDigest?
+    /// A plain raw upload's SHA-256, once its whole body is here (`finish`).
+    private(set) var sha256: String?
     private var nextProgress: Int64
     private var finished = false
     /// Called once when the request ends without a complete body (keeps what arrived); must
@@ -65,6 +70,7 @@ final class UploadReceiver: RequestBodyStream, @unchecked Sendable {
         self.writer = writer
         self.onAbort = onAbort
         path = rawFile
+        ownsFile = rawFile != nil
         offset = plan.startOffset
         nextProgress = plan.startOffset + Self.progressInterval
         if let rawFile {
@@ -82,11 +88,26 @@ final class UploadReceiver: RequestBodyStream, @unchecked Sendable {
     }
 
     deinit {
+        discardFile()
+    }
+
+    /// Deletes a plain raw upload's temporary file unless it was moved into the blob store:
+    /// whatever ends the request — cut, refused, answered without storing it (an
+    /// `Idempotency-Key` replay) — leaves none of its bytes in `tmp/`. Quick (the engine thread
+    /// may call it), and only once.
+    func discardFile() {
         if fd >= 0 {
             close(fd)
-            if let path, !finished { unlink(path) }
+            fd = -1
+        }
+        if ownsFile, let path {
+            ownsFile = false
+            unlink(path)
         }
     }
+
+    /// The raw file was moved into the blob store: it is no longer this receiver's to delete.
+    func fileMoved() { ownsFile = false }
 
     var received: Int64 { offset - plan.startOffset }
 
@@ -136,6 +157,11 @@ final class UploadReceiver: RequestBodyStream, @unchecked Sendable {
     /// keeps nothing of the request's bytes and answers `460`.
     func finish() throws {
         finished = true
+        if path != nil {
+            sha256 = hash.take()?.finish()
+            close(fd)
+            fd = -1
+        }
         if let (_, expected) = plan.checksum, let running = checksum.take(), running.finish() != expected {
             // The chunk is not kept: tus's checksum extension.
             offset = plan.startOffset
@@ -149,11 +175,9 @@ final class UploadReceiver: RequestBodyStream, @unchecked Sendable {
     func abort() {
         guard !finished else { return }
         finished = true
+        discardFile()
         onAbort(self)
     }
-
-    /// The SHA-256 of a plain raw upload's bytes. Once.
-    func takeSHA256() -> String? { hash.take()?.finish() }
 
     /// Whether the request's bytes are kept only if they all arrived and their checksum holds.
     var isTentative: Bool { plan.checksum != nil }
