@@ -6,7 +6,8 @@ import JotterTestSupport
 @testable import JotterServer
 
 /// Raw-body `POST /uploads` (one file's bytes, its name in `Content-Disposition`) as docs/API.md
-/// promises it: a cut, refused or replayed request leaves nothing of itself in `<data>/tmp/`.
+/// promises it: a cut, refused or replayed request leaves nothing of itself in `<data>/tmp/`, and
+/// an `Idempotency-Key` sent again with another file is `422`, as multipart's is.
 @Suite("Raw-body uploads")
 struct RawUploadTests {
     static let head =
@@ -90,6 +91,28 @@ struct RawUploadTests {
             #expect(again.body == first.body)
             #expect(waitUntil(seconds: 1) { temporaryFiles(app).isEmpty }, "left in tmp/: \(temporaryFiles(app))")
             #expect(try uploadCount(app) == 1)
+        }
+    }
+
+    @Test("Idempotency-Key: a raw body with other bytes, type or name under a used key is 422, stores nothing")
+    func mismatch() throws {
+        try TestApp.with { app in
+            let body = [UInt8](repeating: 3, count: 10_000)
+            #expect(try post(app, key: "raw-2", body: body).status == 201)
+            var other = body
+            other[5_000] = 4
+            for (what, response) in [
+                ("bytes", try post(app, key: "raw-2", body: other)),
+                ("length", try post(app, key: "raw-2", body: body + [0])),
+                ("type", try post(app, key: "raw-2", body: body, type: "image/png")),
+                ("name", try post(app, key: "raw-2", body: body, filename: "y.bin")),
+            ] {
+                #expect(response.status == 422, "\(what): \(response.text)")
+                #expect((try? response.json()["detail"] as? String)?.contains("different request body") == true, "\(what)")
+                #expect(response.header("Idempotent-Replayed") == nil, "\(what)")
+            }
+            #expect(try uploadCount(app) == 1)
+            #expect(waitUntil(seconds: 1) { temporaryFiles(app).isEmpty }, "left in tmp/: \(temporaryFiles(app))")
         }
     }
 }

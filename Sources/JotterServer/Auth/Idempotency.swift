@@ -144,12 +144,20 @@ final class IdempotencyMiddleware: Middleware {
     }
 
     /// What makes two requests the same: the body's bytes, or for multipart the files (name,
-    /// size, SHA-256) and the note they go to — the boundary may differ between attempts.
+    /// size, SHA-256) and the note they go to — the boundary may differ between attempts —, or
+    /// for a raw-body upload its file's name, type, size and SHA-256.
     static func fingerprint(_ request: Request) -> [UInt8] {
         // The path and the query (a raw upload's `note_id`).
         var text = request.path + (request.rawQuery.map { "?" + $0 } ?? "") + "\n"
         // An edit's base is part of it: the same text from another version is another edit.
         if let base = request.headers["Base-Version"] { text += "Base-Version: \(base)\n" }
+        if let raw = request.bodyStream as? UploadReceiver, raw.path != nil {
+            // A raw-body upload, streamed to a file: its name, type, size and SHA-256, as a
+            // multipart file's (its bytes are not in `rawBody`).
+            let plan = raw.plan
+            text += "raw\u{0}\(plan.filename)\u{0}\(plan.contentType)\u{0}\(raw.offset)\u{0}\(raw.sha256 ?? "")"
+            return Secret.digest(text)
+        }
         if request.files.isEmpty {
             return Secret.digest(text + String(decoding: request.rawBody, as: UTF8.self))
         }
