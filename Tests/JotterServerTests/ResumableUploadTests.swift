@@ -436,6 +436,37 @@ struct ResumableUploadTests {
         }
     }
 
+    @Test("Repr-Digest on the append that completes an upload created without one: a wrong sha-256 is 400 and nothing is kept")
+    func reprDigestOnAppend() throws {
+        try withApp(.sqlite) { app in
+            let file = Self.bytes(3000)
+            let right = ":" + Data(ToolDigest.bytes("sha256sum", file)).base64EncodedString() + ":"
+            let wrong = ":" + Data(repeating: 0, count: 32).base64EncodedString() + ":"
+            for (digest, status) in [(wrong, 400), (right, 201)] {
+                let connection = try RawHTTP(port: app.port, timeout: 5)
+                try connection.send(Array(Self.creation(version: 8, complete: false, length: 1000).utf8) + file[..<1000])
+                #expect(try connection.readResponse().status == 104)
+                let created = try connection.readResponse()
+                #expect(created.status == 201, "\(created.text)")
+                let path = Self.path(of: try #require(created.header("Location")))
+                let last = try Self.append(
+                    app, path, version: 8, offset: 1000, body: Array(file[1000...]), complete: true, extra: [("Repr-Digest", "sha-256=\(digest)")])
+                #expect(last.status == status, "\(last.text)")
+                if status == 400 {
+                    #expect(last.header("Upload-Complete") == "?1")
+                    #expect(try app.request("GET", "/uploads").json()["uploads"].map { ($0 as? [Any])?.count } == 0)
+                    #expect(
+                        try RawHTTP(port: app.port).request("HEAD", path, headers: [("Upload-Draft-Interop-Version", "8")], close: true).status == 404
+                    )
+                    try expectNoPartialBytes(.sqlite, app, id: String(path.split(separator: "/").last!))
+                } else {
+                    let upload = try #require((try last.json()["uploads"] as? [[String: Any]])?.first)
+                    #expect(upload["sha256"] as? String == SHA256Hex.of(file))
+                }
+            }
+        }
+    }
+
     @Test("DELETE cancels: the bytes and the row go; OPTIONS tells the limits", arguments: backends)
     func cancelAndOptions(_ backend: Backend) throws {
         try withApp(backend) { app in

@@ -267,13 +267,15 @@ final class ResumableUploads: Sendable {
             let length = try declaredLength(
                 headers, complete: complete, offset: offset, contentLength: head.declaredLength, rules: rules,
                 recorded: record.length)
-            if let expected = try Self.reprDigest(headers), let known = record.expectedSHA256, expected != known {
+            let digest = try Self.reprDigest(headers)
+            if let digest, let known = record.expectedSHA256, digest != known {
                 throw HTTPError(.badRequest, detail: "Repr-Digest differs from the one the upload was created with", closesConnection: head.hasBody)
             }
             return UploadReceiver.Plan(
                 dialect: dialect, record: record, startOffset: offset, length: length ?? record.length,
                 completes: complete, checksum: nil, creates: false,
-                filename: record.filename, contentType: record.contentType, noteID: record.noteID)
+                filename: record.filename, contentType: record.contentType, noteID: record.noteID,
+                reprDigest: record.expectedSHA256 == nil ? digest : nil)
         case .raw:
             throw HTTPError(.badRequest, detail: "an append needs the resumable-upload fields", closesConnection: head.hasBody)
         }
@@ -368,7 +370,9 @@ final class ResumableUploads: Sendable {
         }
         let sha256: String
         do {
-            sha256 = try writer.complete(length: length, expected: record.expectedSHA256)
+            // The creation's Repr-Digest, else the completing request's (RFC 9530: either
+            // describes the whole representation).
+            sha256 = try writer.complete(length: length, expected: record.expectedSHA256 ?? plan.reprDigest)
         } catch let mismatch as PartialDigestMismatch {
             // Nothing half-stored: the upload is gone.
             _ = try? store.deletePartialUpload(id: record.id, owner: owner)

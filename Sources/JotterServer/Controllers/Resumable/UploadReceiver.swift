@@ -32,6 +32,9 @@ final class UploadReceiver: RequestBodyStream, @unchecked Sendable {
         var filename: String
         var contentType: String
         var noteID: Int64?
+        /// The SHA-256 (hex) this request's `Repr-Digest` gives the whole upload, when its
+        /// creation gave none: checked if this request completes it.
+        var reprDigest: String? = nil
     }
 
     let plan: Plan
