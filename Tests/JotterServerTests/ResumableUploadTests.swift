@@ -467,6 +467,33 @@ struct ResumableUploadTests {
         }
     }
 
+    @Test("HEAD without tus's or the draft's fields is GET's head: an unfinished upload is 404 there, and stays resumable")
+    func plainHeadOfUnfinished() throws {
+        try withApp(.sqlite) { app in
+            let connection = try RawHTTP(port: app.port, timeout: 5)
+            try connection.send(Self.creation(version: 8, complete: false, length: 4) + "abcd")
+            #expect(try connection.readResponse().status == 104)
+            let path = Self.path(of: try #require(try connection.readResponse().header("Location")))
+            let get = try RawHTTP(port: app.port).request("GET", path, close: true)
+            #expect(get.status == 404)
+            let head = try RawHTTP(port: app.port).request("HEAD", path, close: true)
+            #expect(head.status == get.status)
+            #expect(head.header("Upload-Offset") == nil)
+            #expect(head.header("Tus-Resumable") == nil)
+            #expect(head.header("Upload-Complete") == nil)
+            // The protocols' own HEADs still tell the offset.
+            let draft = try RawHTTP(port: app.port).request("HEAD", path, headers: [("Upload-Draft-Interop-Version", "8")], close: true)
+            #expect(draft.status == 204)
+            #expect(draft.header("Upload-Offset") == "4")
+            let tus = try RawHTTP(port: app.port).request("HEAD", path, headers: [("Tus-Resumable", "1.0.0")], close: true)
+            #expect(tus.status == 200)
+            #expect(tus.header("Upload-Offset") == "4")
+            // Finished, it is an ordinary upload: the plain HEAD is GET's head again.
+            #expect(try Self.append(app, path, version: 8, offset: 4, body: Array("ef".utf8), complete: true).status == 201)
+            #expect(try RawHTTP(port: app.port).request("HEAD", path, close: true).status == 200)
+        }
+    }
+
     @Test("DELETE cancels: the bytes and the row go; OPTIONS tells the limits", arguments: backends)
     func cancelAndOptions(_ backend: Backend) throws {
         try withApp(backend) { app in

@@ -65,7 +65,7 @@ enum UploadsOperations {
     static let offset = OpenAPIOperation(
         operationID: "uploadOffset", summary: "A resumable upload's offset",
         description:
-            "With the draft's or tus's fields: `Upload-Offset`, `Upload-Complete` (`Upload-Incomplete` in interop version 3), `Upload-Length`, `Upload-Limit`, `Cache-Control: no-store`; a request still appending to it is ended. Without them, on an ordinary upload: the head of `GET /uploads/{id}`.",
+            "With the draft's or tus's fields: `Upload-Offset`, `Upload-Complete` (`Upload-Incomplete` in interop version 3), `Upload-Length`, `Upload-Limit`, `Cache-Control: no-store`; a request still appending to it is ended. Without them: the head of `GET /uploads/{id}` (`404` for an unfinished upload).",
         tags: ["uploads"],
         parameters: [id],
         responses: [

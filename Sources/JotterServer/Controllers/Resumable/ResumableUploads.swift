@@ -445,11 +445,14 @@ final class ResumableUploads: Sendable {
     // MARK: - Offset, cancel, options
 
     /// `HEAD /uploads/{id}` in either protocol: the offset (taking the upload over from any
-    /// request still appending). nil: not a resumable-upload request on an ordinary upload.
+    /// request still appending). nil: not a resumable-upload request (neither tus's
+    /// `Tus-Resumable` nor the draft's fields), which is the head of `GET /uploads/{id}` — an
+    /// unfinished upload is `404` there, and a plain HEAD takes nothing over.
     /// Blocks: on the route's executor (the loop only with the data folder and SQLite).
     func offset(_ request: Request, _ context: RequestContext) throws -> Reply? {
-        let id = try Self.uploadID(request.head)
         let dialect = UploadDialect.of(request.headers)
+        guard dialect != .raw else { return nil }
+        let id = try Self.uploadID(request.head)
         let owner = context.owner
         if dialect == .tus { try Self.checkTusVersion(request.headers) }
         func completed(_ upload: UploadRecord) -> Reply {
@@ -457,18 +460,14 @@ final class ResumableUploads: Sendable {
         }
         switch try storage.takeOver(id, owner: owner, appending: false, tentative: false) {
         case .missing:
-            guard let upload = try store.upload(id: id, owner: owner) else {
-                guard dialect != .raw else { return nil }
-                throw HTTPError(.notFound, detail: "upload \(id) does not exist")
-            }
-            return dialect == .raw ? nil : completed(upload)
+            guard let upload = try store.upload(id: id, owner: owner) else { throw HTTPError(.notFound, detail: "upload \(id) does not exist") }
+            return completed(upload)
         case .completing:
             // Completing right now (its bytes moved, its row not replaced yet): wait for the row.
             guard let upload = try awaitCompletion(id, owner: owner) else { throw HTTPError(.notFound, detail: "upload \(id) does not exist") }
             return completed(upload)
         case .held(let record, let offset, _):
-            let effective = dialect == .raw ? UploadDialect(storedName: record.protocolName) : dialect
-            if effective == .tus, offset == record.length {
+            if dialect == .tus, offset == record.length {
                 // The request it took over had stored every byte but had not completed the upload:
                 // it is complete now, by tus's rule, so whoever learns it completes it.
                 guard let upload = try completeTaken(id, owner: owner) else { throw HTTPError(.notFound, detail: "upload \(id) does not exist") }
@@ -476,7 +475,7 @@ final class ResumableUploads: Sendable {
             }
             return .now(
                 offsetResponse(
-                    effective, id: id, offset: offset, length: record.length, complete: false, expiresAt: record.expiresAt,
+                    dialect, id: id, offset: offset, length: record.length, complete: false, expiresAt: record.expiresAt,
                     metadata: record))
         }
     }
