@@ -64,12 +64,28 @@ public struct PartialUploadProgress: Sendable, Hashable {
     }
 }
 
+/// What one user's partial uploads take of their limits.
+public struct PartialUploadUsage: Sendable, Equatable {
+    /// How many there are.
+    public var count: Int
+    /// The bytes they declared or hold.
+    public var bytes: Int64
+    /// When the first of them expires (Unix seconds), unless appended to; nil when there are none.
+    public var firstExpiry: Int64?
+
+    public init(count: Int, bytes: Int64, firstExpiry: Int64?) {
+        self.count = count
+        self.bytes = bytes
+        self.firstExpiry = firstExpiry
+    }
+}
+
 /// The rows of resumable uploads in progress, each scoped by its `Owner` like every upload.
 public protocol PartialUploadStore: Sendable {
     /// The partial upload `id` of `owner`, nil when there is none (or it is someone else's).
     func partialUpload(id: String, owner: Owner) throws -> PartialUploadRecord?
-    /// How many partial uploads `owner` has, and the bytes they declared or hold.
-    func partialUploadUsage(owner: Owner) throws -> (count: Int, bytes: Int64)
+    /// How many partial uploads `owner` has, the bytes they declared or hold, their first expiry.
+    func partialUploadUsage(owner: Owner) throws -> PartialUploadUsage
     /// Partial uploads whose `expiresAt` is at or before `now`, with their owners (at most `limit`).
     func expiredPartialUploads(now: Int64, limit: Int) throws -> [(PartialUploadRecord, Owner)]
 

@@ -494,6 +494,31 @@ struct ResumableUploadTests {
         }
     }
 
+    @Test("at the per-user limit of unfinished uploads: a complete one-shot upload is stored; another unfinished one is 429 with Retry-After")
+    func limitSparesCompleteUploads() throws {
+        try withApp(.sqlite, configure: { $0.resumableUploadsPerUser = 1 }) { app in
+            let first = try RawHTTP(port: app.port, timeout: 5)
+            try first.send(Self.creation(version: 8, complete: false, length: 4) + "abcd")
+            #expect(try first.readResponse().status == 104)
+            #expect(try first.readResponse().status == 201)
+            // A one-shot upload leaves nothing unfinished.
+            let whole = try RawHTTP(port: app.port, timeout: 5)
+            try whole.send(Self.creation(version: 8, complete: true, length: 4) + "wxyz")
+            #expect(try whole.readResponse().status == 104)
+            let stored = try whole.readResponse()
+            #expect(stored.status == 201, "\(stored.text)")
+            // Another unfinished one is refused, and told when a place frees up.
+            let second = try RawHTTP(port: app.port, timeout: 5)
+            try second.send(Self.creation(version: 8, complete: false, length: 4) + "abcd")
+            let refused = try second.readFinalResponse()
+            #expect(refused.status == 429)
+            let retry = try #require(refused.header("Retry-After").flatMap(Int.init), "\(refused.text)")
+            #expect(retry >= 1 && retry <= 24 * 3600)
+            let detail = try #require(try refused.json()["detail"] as? String)
+            #expect(detail.contains("finish or cancel"), "\(detail)")
+        }
+    }
+
     @Test("DELETE cancels: the bytes and the row go; OPTIONS tells the limits", arguments: backends)
     func cancelAndOptions(_ backend: Backend) throws {
         try withApp(backend) { app in

@@ -52,7 +52,9 @@ enum UploadsOperations {
             413: .problem("the file parts are over `--max-upload-size`, or the plain fields over `--max-body-size`"),
             415: .problem("the body is not multipart/form-data, nor a raw file with Content-Disposition"),
             422: .problem("there is no file part, or the body has too many parts, or the `Idempotency-Key` was used with another body"),
-            429: .problem("the user has as many unfinished resumable uploads as allowed"),
+            429: .problem(
+                "the user has as many unfinished resumable uploads as allowed (a complete one-shot creation does not count): `Retry-After` is when the first of them expires"
+            ),
             460: tusChecksum,
         ])
 

@@ -25,13 +25,15 @@ extension PostgresStore {
         try read { db in try PostgresPartialUploadRows.partial(id: id, owner: owner, on: db) }
     }
 
-    public func partialUploadUsage(owner: Owner) throws(StoreError) -> (count: Int, bytes: Int64) {
+    public func partialUploadUsage(owner: Owner) throws(StoreError) -> PartialUploadUsage {
         try read { db in
             let row = try db.query(
-                "SELECT count(*)::bigint, coalesce(sum(greatest(coalesce(length, 0), upload_offset)), 0)::bigint FROM partial_uploads WHERE owner = $1",
+                "SELECT count(*)::bigint, coalesce(sum(greatest(coalesce(length, 0), upload_offset)), 0)::bigint, min(expires_at)::bigint FROM partial_uploads WHERE owner = $1",
                 [owner.id]
             ).first
-            return (Int(try row?.value(0, as: Int64.self) ?? 0), try row?.value(1, as: Int64.self) ?? 0)
+            return PartialUploadUsage(
+                count: Int(try row?.value(0, as: Int64.self) ?? 0), bytes: try row?.value(1, as: Int64.self) ?? 0,
+                firstExpiry: try row?.value(2, as: Int64?.self) ?? nil)
         }
     }
 

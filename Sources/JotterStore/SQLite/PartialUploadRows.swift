@@ -17,11 +17,12 @@ enum PartialUploadRows {
         try db.first("SELECT \(columns) FROM partial_uploads WHERE id = ? AND owner = ?", [.text(id), .integer(owner.id)]) { record($0) }
     }
 
-    static func usage(owner: Owner, on db: SQLiteConnection) throws(StoreError) -> (count: Int, bytes: Int64) {
+    static func usage(owner: Owner, on db: SQLiteConnection) throws(StoreError) -> PartialUploadUsage {
         try db.first(
-            "SELECT count(*), coalesce(sum(max(coalesce(length, 0), upload_offset)), 0) FROM partial_uploads WHERE owner = ?",
+            "SELECT count(*), coalesce(sum(max(coalesce(length, 0), upload_offset)), 0), min(expires_at) FROM partial_uploads WHERE owner = ?",
             [.integer(owner.id)]
-        ) { (Int($0.int64(0)), $0.int64(1)) } ?? (0, 0)
+        ) { PartialUploadUsage(count: Int($0.int64(0)), bytes: $0.int64(1), firstExpiry: $0.isNull(2) ? nil : $0.int64(2)) }
+            ?? PartialUploadUsage(count: 0, bytes: 0, firstExpiry: nil)
     }
 
     static func expired(now: Int64, limit: Int, on db: SQLiteConnection) throws(StoreError) -> [(PartialUploadRecord, Owner)] {
@@ -64,7 +65,7 @@ extension SQLiteStore {
         try readers.withConnection { db throws(StoreError) in try PartialUploadRows.partial(id: id, owner: owner, on: db) }
     }
 
-    public func partialUploadUsage(owner: Owner) throws(StoreError) -> (count: Int, bytes: Int64) {
+    public func partialUploadUsage(owner: Owner) throws(StoreError) -> PartialUploadUsage {
         try readers.withConnection { db throws(StoreError) in try PartialUploadRows.usage(owner: owner, on: db) }
     }
 

@@ -142,7 +142,7 @@ final class ResumableUploads: Sendable {
             try requireNote(noteID, owner: owner)
             let (record, writer) = try createRecord(
                 dialect: dialect, filename: disposition ?? "upload", contentType: plainType(), length: length,
-                noteID: noteID, expectedSHA256: expected, owner: owner, tentative: false)
+                noteID: noteID, expectedSHA256: expected, owner: owner, tentative: false, complete: complete)
             let plan = UploadReceiver.Plan(
                 dialect: dialect, record: record, startOffset: 0, length: length, completes: complete,
                 checksum: nil, creates: true, filename: record.filename, contentType: record.contentType, noteID: noteID)
@@ -163,23 +163,29 @@ final class ResumableUploads: Sendable {
         guard try store.note(id: noteID, owner: owner) != nil else { throw HTTPError(.notFound, detail: "note \(noteID) does not exist") }
     }
 
-    /// The row and the storage of a new partial upload, within the user's limit.
+    /// The row and the storage of a new partial upload, within the user's limit — unless it is
+    /// `complete` (a one-shot upload: its request ends it, it leaves nothing unfinished).
     private func createRecord(
         dialect: UploadDialect, filename: String, contentType: String, length: Int64?, noteID: Int64?,
-        expectedSHA256: String?, owner: Owner, tentative: Bool
+        expectedSHA256: String?, owner: Owner, tentative: Bool, complete: Bool = false
     ) throws -> (PartialUploadRecord, any PartialWriter) {
-        let usage = try store.partialUploadUsage(owner: owner)
-        guard usage.count < limits.perUser else {
-            throw HTTPError(
-                HTTPStatus(429), detail: "you have \(usage.count) unfinished resumable uploads, the most one user may have: finish or cancel some",
-                closesConnection: true)
-        }
-        guard usage.bytes + (length ?? 0) <= limits.bytesPerUser else {
-            throw HTTPError(
-                HTTPStatus(429),
-                detail:
-                    "your unfinished resumable uploads hold \(usage.bytes) bytes; with this one they would pass the limit of \(limits.bytesPerUser): finish or cancel some",
-                closesConnection: true)
+        if !complete {
+            let usage = try store.partialUploadUsage(owner: owner)
+            // Retry-After: when the first of them expires unless appended to (at most the lifetime).
+            let wait = max(1, min(limits.lifetime, (usage.firstExpiry ?? 0) - WallClock.seconds()))
+            let later = "finish or cancel some (DELETE /uploads/{id}), or retry once one expires (the first in \(wait) s)"
+            guard usage.count < limits.perUser else {
+                throw HTTPError(
+                    HTTPStatus(429), detail: "you have \(usage.count) unfinished resumable uploads, the most one user may have: \(later)",
+                    headers: HTTPHeaders([("Retry-After", String(wait))]), closesConnection: true)
+            }
+            guard usage.bytes + (length ?? 0) <= limits.bytesPerUser else {
+                throw HTTPError(
+                    HTTPStatus(429),
+                    detail:
+                        "your unfinished resumable uploads hold \(usage.bytes) bytes; with this one they would pass the limit of \(limits.bytesPerUser): \(later)",
+                    headers: HTTPHeaders([("Retry-After", String(wait))]), closesConnection: true)
+            }
         }
         let now = WallClock.seconds()
         let record = PartialUploadRecord(
