@@ -45,15 +45,29 @@ package struct HTTP1StateMachine: ConnectionMachine, ~Copyable {
         let body: any StreamingBody
         let chunked: Bool
         let blockSize: Int
-        var started = false
         var position: UInt64 = 0
         /// Bytes read from the body that the socket did not take yet.
         var leftover = Leftover()
-        var waiting = false
-        var ended = false
-        var finished = false
-        /// Given to the body when it starts: it wakes the connection when it has more.
-        var waker: ConnectionWaker?
+        var progress = StreamProgress.unstarted
+
+        /// The body had nothing to give: it is read again once its waker wakes the connection.
+        var isWaiting: Bool { if case .waiting = progress { true } else { false } }
+    }
+
+    /// How far a streaming body is: one value, so that a body waiting before it started, or
+    /// ended and still read, cannot be written down. The waker is given to the body when it
+    /// starts; it wakes the connection when the body has more.
+    enum StreamProgress {
+        /// Not started yet: its first turn at the front starts it (`WorkStart.body`).
+        case unstarted
+        /// Read whenever the socket takes more.
+        case reading(ConnectionWaker)
+        /// The body had nothing: not read until its waker wakes the connection (or the server stops).
+        case waiting(ConnectionWaker)
+        /// The body ended: its answer is complete once what was read of it is written.
+        case ended(ConnectionWaker)
+        /// Its waker closed and the body told it is over (`finishStream`).
+        case finished
     }
 
     /// What the last write action was, to read its answer.
@@ -393,7 +407,7 @@ package struct HTTP1StateMachine: ConnectionMachine, ~Copyable {
             bodyTimedOut("arrives slower than \(configuration.minimumBodyRate) bytes a second")
             return next()
         }
-        let streamWaiting = queue.first?.stream?.waiting == true
+        let streamWaiting = queue.first?.stream?.isWaiting == true
         let idleDeadline = lastActivity + UInt64(configuration.idleTimeout) * 1_000_000
         if !waiting, !streamWaiting, now >= idleDeadline {
             switch Self.late(idleDeadline, polledAt: polledAt, unread: unread) {
@@ -462,8 +476,13 @@ package struct HTTP1StateMachine: ConnectionMachine, ~Copyable {
     /// A streaming body has something for us.
     package mutating func streamWoken(stream: Int32 = 0) -> Action {
         guard !queue.isEmpty, queue[0].stream != nil else { return next() }
-        queue[0].stream!.waker?.woken()
-        if queue[0].stream!.waiting { queue[0].stream!.waiting = false }
+        switch queue[0].stream!.progress {
+        case .reading(let waker), .ended(let waker): waker.woken()
+        case .waiting(let waker):
+            waker.woken()
+            queue[0].stream!.progress = .reading(waker)
+        case .unstarted, .finished: break
+        }
         return next()
     }
 
@@ -473,8 +492,8 @@ package struct HTTP1StateMachine: ConnectionMachine, ~Copyable {
         quiescing = true
         if request == nil, queue.isEmpty, !stashHoldsHead {
             terminate(.shutdown)
-        } else if !queue.isEmpty, queue[0].stream?.waiting == true {
-            queue[0].stream!.waiting = false
+        } else if !queue.isEmpty, case .waiting(let waker)? = queue[0].stream?.progress {
+            queue[0].stream!.progress = .reading(waker)
         }
         return next()
     }
@@ -847,22 +866,24 @@ package struct HTTP1StateMachine: ConnectionMachine, ~Copyable {
     }
 
     private mutating func writeStream() -> Step {
-        if !queue[0].stream!.started {
-            queue[0].stream!.started = true
+        if case .unstarted = queue[0].stream!.progress {
             let waker = ConnectionWaker(handback, stream: 0)
-            queue[0].stream!.waker = waker
+            queue[0].stream!.progress = .reading(waker)
             return .act(.start(.body(queue[0].stream!.body, waker, stream: 0)))
         }
         if !queue[0].stream!.leftover.isEmpty {
             writing = .leftover
             return .act(queue[0].stream!.leftover.write)
         }
-        if queue[0].stream!.ended {
+        let waker: ConnectionWaker
+        switch queue[0].stream!.progress {
+        case .reading(let current): waker = current
+        case .waiting: return .idle
+        case .ended, .finished, .unstarted:
             Self.finishStream(&queue[0].stream!)
             finishFront()
             return .again
         }
-        if queue[0].stream!.waiting { return .idle }
         // Room in front of the data for a chunk's size line, and after it for its CRLF.
         let chunked = queue[0].stream!.chunked
         let prefix = chunked ? Self.chunkPrefix : 0
@@ -877,7 +898,7 @@ package struct HTTP1StateMachine: ConnectionMachine, ~Copyable {
         switch read {
         case .bytes(let count):
             guard count > 0 else {
-                queue[0].stream!.waiting = true
+                queue[0].stream!.progress = .waiting(waker)
                 return .idle
             }
             queue[0].stream!.position += UInt64(count)
@@ -889,10 +910,10 @@ package struct HTTP1StateMachine: ConnectionMachine, ~Copyable {
                 end += 2
             }
         case .wait:
-            queue[0].stream!.waiting = true
+            queue[0].stream!.progress = .waiting(waker)
             return .idle
         case .end:
-            queue[0].stream!.ended = true
+            queue[0].stream!.progress = .ended(waker)
             guard chunked else { return .again }
             let last: StaticString = "0\r\n\r\n"
             (base + start).copyMemory(from: last.utf8Start, byteCount: 5)
@@ -929,9 +950,12 @@ package struct HTTP1StateMachine: ConnectionMachine, ~Copyable {
     }
 
     private static func finishStream(_ stream: inout StreamState) {
-        guard !stream.finished else { return }
-        stream.finished = true
-        stream.waker?.close()
+        switch stream.progress {
+        case .finished: return
+        case .unstarted: break
+        case .reading(let waker), .waiting(let waker), .ended(let waker): waker.close()
+        }
+        stream.progress = .finished
         stream.body.finish()
     }
 

@@ -53,9 +53,6 @@ package struct HTTP2StateMachine: ConnectionMachine, ~Copyable {
         var position = 0
         var status = 0
         var bodyLength = 0
-        /// The data provider returned `NGHTTP2_ERR_DEFERRED`: a wake resumes it.
-        var deferred = false
-        var waker: ConnectionWaker?
         /// Its head is complete but its request has not begun: the connection holds too much of
         /// its answers already (`mustPark`). It begins when they have gone out, in arrival order.
         var parked = false
@@ -66,6 +63,17 @@ package struct HTTP2StateMachine: ConnectionMachine, ~Copyable {
 
         /// A later reply, or a step on the route's executor, is awaited.
         var waiting: Bool { exchange?.awaited != nil }
+
+        /// Its streaming body's data provider returned `NGHTTP2_ERR_DEFERRED`: a wake resumes it.
+        var deferred: Bool { if case .deferred = source { true } else { false } }
+
+        /// The waker its streaming body was given.
+        var waker: ConnectionWaker? {
+            switch source {
+            case .stream(_, let waker), .deferred(_, let waker): waker
+            case .none, .bytes, .file: nil
+            }
+        }
 
         /// Its request's body is being read, from the client: not ended, not answered, no step
         /// of the server's awaited.
@@ -80,7 +88,11 @@ package struct HTTP2StateMachine: ConnectionMachine, ~Copyable {
         case none
         case bytes([UInt8])
         case file(fd: Int32, offset: Int, remaining: Int)
-        case stream(any StreamingBody)
+        /// A streaming body, read when nghttp2 asks, and the waker it was given.
+        case stream(any StreamingBody, ConnectionWaker)
+        /// The streaming body had nothing: its data provider returned `NGHTTP2_ERR_DEFERRED`,
+        /// and a wake (or the server stopping) resumes it.
+        case deferred(any StreamingBody, ConnectionWaker)
     }
 
     /// What the last write action was, to read its answer.
@@ -436,8 +448,7 @@ package struct HTTP2StateMachine: ConnectionMachine, ~Copyable {
     package mutating func streamWoken(stream id: Int32) -> ConnectionAction {
         guard let stream = streams[id] else { return next() }
         stream.waker?.woken()
-        guard stream.deferred, let session else { return next() }
-        stream.deferred = false
+        guard let session, resumeDeferred(stream) else { return next() }
         nghttp2_session_resume_data(session, id)
         return next()
     }
@@ -448,11 +459,17 @@ package struct HTTP2StateMachine: ConnectionMachine, ~Copyable {
         guard !quiescing, !closing, let session else { return next() }
         quiescing = true
         submitGoAway()
-        for stream in streams.values where stream.deferred {
-            stream.deferred = false
+        for stream in streams.values where resumeDeferred(stream) {
             nghttp2_session_resume_data(session, stream.id)
         }
         return next()
+    }
+
+    /// A deferred streaming body is to be read again: whether it was deferred.
+    private func resumeDeferred(_ stream: Stream) -> Bool {
+        guard case .deferred(let body, let waker) = stream.source else { return false }
+        stream.source = .stream(body, waker)
+        return true
     }
 
     package mutating func abort(_ outcome: CompletedExchange.Outcome) -> ConnectionAction {
@@ -827,17 +844,17 @@ package struct HTTP2StateMachine: ConnectionMachine, ~Copyable {
         case .file(let fd, _, _):
             close(fd)
             unhold(files: 1)
-        case .stream(let body): body.finish()
-        default: break
+        case .stream(let body, _), .deferred(let body, _): body.finish()
+        case .none: break
         }
+        let waker = stream.waker
         if stream.parked {
             stream.parked = false
             parkedBodyBytes -= stream.parkedBody.count
             stream.parkedBody = []
         }
         stream.source = .none
-        stream.waker?.close()
-        stream.waker = nil
+        waker?.close()
     }
 
     /// Ends every stream with `outcome`; the connection closes.
@@ -944,9 +961,8 @@ package struct HTTP2StateMachine: ConnectionMachine, ~Copyable {
         case .stream(let body, let count, _):
             length = count
             if bodyAllowed, !isHead {
-                stream.source = .stream(body)
                 let waker = ConnectionWaker(handback, stream: stream.id)
-                stream.waker = waker
+                stream.source = .stream(body, waker)
                 starts.append(.body(body, waker, stream: stream.id))
             } else {
                 body.finish()
@@ -1063,7 +1079,7 @@ package struct HTTP2StateMachine: ConnectionMachine, ~Copyable {
             stream.position += count
             if stream.position >= total { flags.pointee |= eof }
             return count
-        case .stream(let body):
+        case .stream(let body, let waker), .deferred(let body, let waker):
             if quiescing || server.isStopping {
                 flags.pointee |= eof
                 return 0
@@ -1073,7 +1089,7 @@ package struct HTTP2StateMachine: ConnectionMachine, ~Copyable {
                 stream.position += count
                 return count
             case .bytes, .wait:
-                stream.deferred = true
+                stream.source = .deferred(body, waker)
                 return Int(NGHTTP2_ERR_DEFERRED.rawValue)
             case .end:
                 flags.pointee |= eof
