@@ -53,11 +53,10 @@ package struct HTTP2StateMachine: ConnectionMachine, ~Copyable {
         var position = 0
         var status = 0
         var bodyLength = 0
-        /// Its head is complete but its request has not begun: the connection holds too much of
-        /// its answers already (`mustPark`). It begins when they have gone out, in arrival order.
-        var parked = false
-        /// Body bytes of a parked stream, given to its request when it begins.
-        var parkedBody: [UInt8] = []
+        /// Set when its head is complete but its request has not begun: the connection holds too
+        /// much of its answers already (`mustPark`). It begins when they have gone out, in arrival
+        /// order, and is given the body bytes kept here meanwhile. nil: not parked.
+        var parkedBody: [UInt8]?
 
         init(id: Int32) { self.id = id }
 
@@ -110,7 +109,7 @@ package struct HTTP2StateMachine: ConnectionMachine, ~Copyable {
     /// Bytes of one stream's header list (names, values, 32 per field) before it is reset.
     static let maxHeaderList = 64 << 10
     /// Bytes of answers a connection may hold (made, not yet taken by the socket) and still begin
-    /// another stream's request: past it, new streams wait (`Stream.parked`) until the client
+    /// another stream's request: past it, new streams wait (`Stream.parkedBody`) until the client
     /// reads — answers are not made to be held, as HTTP/1.1 stops parsing past the same amount.
     static let heldBytesLimit = HTTP1StateMachine.outputHighWater
     /// Files a connection's answers may hold open and still begin another stream's request.
@@ -684,7 +683,7 @@ package struct HTTP2StateMachine: ConnectionMachine, ~Copyable {
         if stream.headers["Host"] == nil, !stream.authority.isEmpty { stream.headers.add("host", stream.authority) }
         stream.hasBody = !endStream
         if mustPark(queued: true) {
-            stream.parked = true
+            stream.parkedBody = []
             stream.ended = endStream
             parked.append(id)
             return
@@ -741,12 +740,12 @@ package struct HTTP2StateMachine: ConnectionMachine, ~Copyable {
     }
 
     fileprivate mutating func data(_ id: Int32, _ bytes: UnsafeRawBufferPointer) {
-        if let stream = streams[id], stream.parked {
+        if let stream = streams[id], stream.parkedBody != nil {
             guard parkedBodyBytes + bytes.count <= Self.parkedBodyLimit, session != nil else {
                 if let session { nghttp2_submit_rst_stream(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), id, NGHTTP2_REFUSED_STREAM.rawValue) }
                 return
             }
-            stream.parkedBody.append(contentsOf: bytes)
+            stream.parkedBody!.append(contentsOf: bytes)
             parkedBodyBytes += bytes.count
             return
         }
@@ -766,7 +765,7 @@ package struct HTTP2StateMachine: ConnectionMachine, ~Copyable {
 
     private mutating func bodyComplete(_ stream: Stream) {
         stream.ended = true
-        if stream.parked { return }
+        if stream.parkedBody != nil { return }
         guard let exchange = stream.exchange, !exchange.discarding, !stream.answered, exchange.awaited == nil else { return }
         act(stream, stream.exchange!.bodyComplete())
     }
@@ -848,10 +847,9 @@ package struct HTTP2StateMachine: ConnectionMachine, ~Copyable {
         case .none: break
         }
         let waker = stream.waker
-        if stream.parked {
-            stream.parked = false
-            parkedBodyBytes -= stream.parkedBody.count
-            stream.parkedBody = []
+        if let body = stream.parkedBody {
+            parkedBodyBytes -= body.count
+            stream.parkedBody = nil
         }
         stream.source = .none
         waker?.close()
@@ -916,16 +914,14 @@ package struct HTTP2StateMachine: ConnectionMachine, ~Copyable {
     /// Begins the parked streams' requests, oldest first, while the connection may.
     private mutating func unpark() {
         while let id = parked.first, !closing {
-            guard let stream = streams[id], stream.parked else {
+            guard let stream = streams[id], let body = stream.parkedBody else {
                 parked.removeFirst()
                 continue
             }
             if mustPark(queued: false) { return }
             parked.removeFirst()
-            stream.parked = false
-            let body = stream.parkedBody
             parkedBodyBytes -= body.count
-            stream.parkedBody = []
+            stream.parkedBody = nil
             begin(stream)
             if !body.isEmpty { body.withUnsafeBytes { data(id, $0) } }
             if stream.ended { bodyComplete(stream) }
