@@ -25,10 +25,15 @@ public struct PartialUploadRecord: Sendable, Hashable {
     public var createdAt: Int64
     /// When the sweep may delete it (Unix seconds); every request that appends moves it on.
     public var expiresAt: Int64
+    /// tus's `Upload-Metadata` exactly as the creation request sent it, answered by every HEAD
+    /// (and kept by the completed upload, `PartialUploadStore.uploadMetadata`); nil when none
+    /// was sent. Its length is bounded by the server's request-head limit.
+    public var tusMetadata: String?
 
     public init(
         id: String, protocolName: String, filename: String, contentType: String, length: Int64?, offset: Int64,
-        noteID: Int64?, expectedSHA256: String?, backendState: String = "", createdAt: Int64, expiresAt: Int64
+        noteID: Int64?, expectedSHA256: String?, backendState: String = "", createdAt: Int64, expiresAt: Int64,
+        tusMetadata: String? = nil
     ) {
         self.id = id
         self.protocolName = protocolName
@@ -41,6 +46,7 @@ public struct PartialUploadRecord: Sendable, Hashable {
         self.backendState = backendState
         self.createdAt = createdAt
         self.expiresAt = expiresAt
+        self.tusMetadata = tusMetadata
     }
 
     /// The key of a partial upload's bytes in the store's `BlobStore` (`partial/<id>`; with the
@@ -99,6 +105,9 @@ public protocol PartialUploadStore: Sendable {
     func completePartialUpload(_ upload: NewUpload, owner: Owner, completion: @escaping StoreCompletion<UploadsAdded?>)
     /// Deletes the row (the caller deletes the bytes); false when there was none.
     func deletePartialUpload(id: String, owner: Owner, completion: @escaping StoreCompletion<Bool>)
+    /// The `tusMetadata` of the partial upload that became the upload `id` of `owner`: nil when
+    /// it had none, or there is no such upload.
+    func uploadMetadata(id: String, owner: Owner) throws -> String?
 }
 
 extension PartialUploadStore {

@@ -995,6 +995,49 @@ struct ResumableUploadTests {
             #expect(old.header("Tus-Version") == "1.0.0")
         }
     }
+
+    /// tus 1.0: "The Server MUST respond with the Upload-Metadata header in a HEAD response if
+    /// the Client sent it in the upload creation request" — the value sent, before and after
+    /// completion; none invented when none was sent.
+    @Test("tus: HEAD answers Upload-Metadata exactly as sent, also once complete; nothing when none was sent", arguments: backends)
+    func tusMetadataAsSent(_ backend: Backend) throws {
+        try withApp(backend) { app in
+            let tus = [("Tus-Resumable", "1.0.0")]
+            let sent =
+                "filename \(Data("dog.jpg".utf8).base64EncodedString()),is_confidential,filetype \(Data("image/jpeg".utf8).base64EncodedString())"
+            func create(_ metadata: String?) throws -> String {
+                var headers = tus + [("Upload-Length", "10")]
+                if let metadata { headers.append(("Upload-Metadata", metadata)) }
+                let created = try RawHTTP(port: app.port).request("POST", "/uploads", headers: headers, close: true)
+                #expect(created.status == 201, "\(created.text)")
+                return Self.path(of: try #require(created.header("Location")))
+            }
+            func head(_ path: String) throws -> WireResponse {
+                let head = try RawHTTP(port: app.port).request("HEAD", path, headers: tus, close: true)
+                #expect(head.status == 200)
+                return head
+            }
+            func complete(_ path: String) throws {
+                let patch = try RawHTTP(port: app.port).request(
+                    "PATCH", path, headers: tus + [("Upload-Offset", "0"), ("Content-Type", "application/offset+octet-stream")],
+                    body: Self.bytes(10), close: true)
+                #expect(patch.status == 204, "\(patch.text)")
+            }
+            let with = try create(sent)
+            #expect(try head(with).header("Upload-Metadata") == sent)
+            try complete(with)
+            let completed = try head(with)
+            #expect(completed.header("Upload-Offset") == "10")
+            #expect(completed.header("Upload-Metadata") == sent)
+
+            let without = try create(nil)
+            #expect(try head(without).header("Upload-Metadata") == nil)
+            try complete(without)
+            #expect(try head(without).header("Upload-Metadata") == nil)
+            let shown = try #require(try app.request("GET", "/uploads/\(without.dropFirst("/uploads/".count))").json()["upload"] as? [String: Any])
+            #expect(shown["filename"] as? String == "upload")
+        }
+    }
 }
 
 /// Digests by the system's tools (not the server's code), as raw bytes.

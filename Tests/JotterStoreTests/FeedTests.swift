@@ -172,6 +172,7 @@ struct FeedTests {
             ALTER TABLE idempotency_keys DROP COLUMN claimer;
             DROP TABLE trash_places; DROP INDEX trashed_notes_by_owner; ALTER TABLE trashed_notes DROP COLUMN deleted_seq;
             CREATE INDEX trashed_notes_by_owner ON trashed_notes (owner, deleted_at);
+            ALTER TABLE partial_uploads DROP COLUMN tus_metadata; ALTER TABLE uploads DROP COLUMN tus_metadata;
             UPDATE schema_version SET version = 8;
             """)
         db.close()

@@ -10,6 +10,42 @@ struct MigrationTests {
         return try db.first("SELECT version FROM schema_version") { $0.int64(0) }
     }
 
+    /// Version 11 → 12 keeps tus's Upload-Metadata (`tus_metadata`) on partial uploads and on
+    /// the uploads they become. A partial upload made before has none; one made after keeps
+    /// exactly what it was given, through its completion, for its owner alone.
+    @Test(arguments: Backend.all) func version11GainsTusMetadata(backend: Backend) throws {
+        let fixture = try StoreFixture(backend)
+        let now = Int64(Date().timeIntervalSince1970)
+        func record(_ metadata: String?) -> PartialUploadRecord {
+            PartialUploadRecord(
+                id: UploadRecord.newID(), protocolName: "tus", filename: "a.bin", contentType: "application/octet-stream", length: 3,
+                offset: 0, noteID: nil, expectedSHA256: nil, createdAt: now, expiresAt: now + 3600, tusMetadata: metadata)
+        }
+        let old = record(nil)
+        try fixture.store.createPartialUpload(old, owner: .unclaimed)
+        fixture.store.close()
+        try fixture.execute(
+            """
+            ALTER TABLE partial_uploads DROP COLUMN tus_metadata; ALTER TABLE uploads DROP COLUMN tus_metadata;
+            UPDATE schema_version SET version = 11;
+            """)
+        let store = try fixture.reopen()
+        defer { store.close() }
+        #expect(try store.partialUpload(id: old.id, owner: .unclaimed) == old)
+        let sent = record("filename YS5iaW4=,is_confidential")
+        try store.createPartialUpload(sent, owner: .unclaimed)
+        #expect(try store.partialUpload(id: sent.id, owner: .unclaimed)?.tusMetadata == "filename YS5iaW4=,is_confidential")
+        for partial in [old, sent] {
+            let upload = NewUpload(
+                id: partial.id, filename: partial.filename, contentType: partial.contentType, size: 3,
+                sha256: String(repeating: "0", count: 64))
+            #expect(try store.completePartialUpload(upload, owner: .unclaimed) != nil)
+        }
+        #expect(try store.uploadMetadata(id: sent.id, owner: .unclaimed) == "filename YS5iaW4=,is_confidential")
+        #expect(try store.uploadMetadata(id: sent.id, owner: Owner(id: 2)) == nil)
+        #expect(try store.uploadMetadata(id: old.id, owner: .unclaimed) == nil)
+    }
+
     @Test func freshDatabaseGetsTheCurrentVersionInWALMode() throws {
         let fixture = try StoreFixture()
         #expect(FileManager.default.fileExists(atPath: fixture.directory.databasePath))

@@ -195,6 +195,7 @@ struct TrashTests {
             DROP TABLE trash_places; DROP INDEX trashed_notes_by_owner; ALTER TABLE trashed_notes DROP COLUMN deleted_seq;
             CREATE INDEX trashed_notes_by_owner ON trashed_notes (owner, deleted_at);
             DELETE FROM note_changes WHERE note_id = \(made[1].id);
+            ALTER TABLE partial_uploads DROP COLUMN tus_metadata; ALTER TABLE uploads DROP COLUMN tus_metadata;
             UPDATE schema_version SET version = 10;
             """)
         db.close()

@@ -4,14 +4,15 @@ import JotterPostgres
 /// The statements of partial (resumable) uploads on PostgreSQL.
 enum PostgresPartialUploadRows {
     static let columns = """
-        id, protocol, filename, content_type, length, upload_offset, note_id, expected_sha256, backend_state, created_at, expires_at
+        id, protocol, filename, content_type, length, upload_offset, note_id, expected_sha256, backend_state, created_at, expires_at, tus_metadata
         """
 
     static func record(_ row: PostgresRow) throws -> PartialUploadRecord {
         PartialUploadRecord(
             id: try row.value(0), protocolName: try row.value(1), filename: try row.value(2), contentType: try row.value(3),
             length: try row.value(4), offset: try row.value(5), noteID: try row.value(6), expectedSHA256: try row.value(7),
-            backendState: try row.value(8), createdAt: try row.value(9), expiresAt: try row.value(10))
+            backendState: try row.value(8), createdAt: try row.value(9), expiresAt: try row.value(10),
+            tusMetadata: try row.value(11))
     }
 
     static func partial(id: String, owner: Owner, on db: PostgresConnection, locking: Bool = false) throws -> PartialUploadRecord? {
@@ -42,7 +43,7 @@ extension PostgresStore {
             try db.query(
                 "SELECT \(PostgresPartialUploadRows.columns), owner FROM partial_uploads WHERE expires_at <= $1 ORDER BY expires_at LIMIT $2",
                 [now, Int64(limit)]
-            ).map { (try PostgresPartialUploadRows.record($0), Owner(id: try $0.value(11))) }
+            ).map { (try PostgresPartialUploadRows.record($0), Owner(id: try $0.value(12))) }
         }
     }
 
@@ -51,11 +52,11 @@ extension PostgresStore {
             { write in
                 try write.db.query(
                     """
-                    INSERT INTO partial_uploads (\(PostgresPartialUploadRows.columns), owner) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
+                    INSERT INTO partial_uploads (\(PostgresPartialUploadRows.columns), owner) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
                     """,
                     [
                         record.id, record.protocolName, record.filename, record.contentType, record.length, record.offset, record.noteID,
-                        record.expectedSHA256, record.backendState, record.createdAt, record.expiresAt, owner.id,
+                        record.expectedSHA256, record.backendState, record.createdAt, record.expiresAt, record.tusMetadata, owner.id,
                     ])
                 return ()
             }, completion: completion)
@@ -75,19 +76,29 @@ extension PostgresStore {
     public func completePartialUpload(_ upload: NewUpload, owner: Owner, completion: @escaping StoreCompletion<UploadsAdded?>) {
         write(
             { write -> UploadsAdded? in
-                guard
-                    let row = try write.db.query("DELETE FROM partial_uploads WHERE id = $1 AND owner = $2 RETURNING note_id", [upload.id, owner.id])
-                        .first
-                else { return nil }
+                let deleted = try write.db.query(
+                    "DELETE FROM partial_uploads WHERE id = $1 AND owner = $2 RETURNING note_id, tus_metadata", [upload.id, owner.id])
+                guard let row = deleted.first else { return nil }
                 let noteID: Int64? = try row.value(0)
+                let metadata: String? = try row.value(1)
                 let rows = [(id: upload.id, filename: upload.filename, contentType: upload.contentType, size: upload.size, sha256: upload.sha256)]
                 // The note may have gone meanwhile: the upload then stays unattached.
                 guard
                     let (records, change) = try PostgresUploadRows.add(rows, noteID: noteID, owner: owner, in: write)
                         ?? PostgresUploadRows.add(rows, noteID: nil, owner: owner, in: write)
                 else { return nil }
+                if let metadata {
+                    try write.db.query("UPDATE uploads SET tus_metadata = $1 WHERE id = $2 AND owner = $3", [metadata, upload.id, owner.id])
+                }
                 return UploadsAdded(uploads: records, change: change.map { NoteChange(note: $0.0, event: $0.1) })
             }, completion: completion)
+    }
+
+    public func uploadMetadata(id: String, owner: Owner) throws(StoreError) -> String? {
+        try read { db in
+            try db.query("SELECT tus_metadata FROM uploads WHERE id = $1 AND owner = $2", [id, owner.id]).first?.value(0, as: String?.self)
+                ?? nil
+        }
     }
 
     public func deletePartialUpload(id: String, owner: Owner, completion: @escaping StoreCompletion<Bool>) {
@@ -111,11 +122,12 @@ extension PostgresStore: BucketPartialUploadStore {
                     try write.db.query(
                         """
                         INSERT INTO partial_uploads (\(PostgresPartialUploadRows.columns), owner, generation, writer_until, parts_sha256)
-                        VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, 1, \(Self.now) + $13::bigint, $14)
+                        VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, 1, \(Self.now) + $14::bigint, $15)
                         """,
                         [
                             record.id, record.protocolName, record.filename, record.contentType, record.length, record.offset, record.noteID,
-                            record.expectedSHA256, record.backendState, record.createdAt, record.expiresAt, owner.id, leaseSeconds,
+                            record.expectedSHA256, record.backendState, record.createdAt, record.expiresAt, record.tusMetadata, owner.id,
+                            leaseSeconds,
                             PostgresBytes(emptySHA256),
                         ])
                     return ()
@@ -152,8 +164,8 @@ extension PostgresStore: BucketPartialUploadStore {
                     }
                     let record = try PostgresPartialUploadRows.record(row)
                     var hold = PartialUploadHold(
-                        record: record, generation: try row.value(11), parts: [],
-                        partsSHA256: try row.value(12, as: PostgresBytes?.self)?.bytes ?? [], tail: [])
+                        record: record, generation: try row.value(12), parts: [],
+                        partsSHA256: try row.value(13, as: PostgresBytes?.self)?.bytes ?? [], tail: [])
                     guard loadingBytes else { return .held(hold) }
                     hold.parts = try db.query("SELECT number, size, etag FROM partial_upload_parts WHERE upload_id = $1 ORDER BY number", [id])
                         .map { BlobPart(number: try $0.value(0), etag: try $0.value(2), size: try $0.value(1)) }

@@ -289,6 +289,11 @@ enum PostgresSchema {
         );
         CREATE INDEX trash_places_by_time ON trash_places (left_at);
         """,
+        // 12: tus's Upload-Metadata as the creation request sent it, as SQLite's version 12.
+        """
+        ALTER TABLE partial_uploads ADD COLUMN tus_metadata text;
+        ALTER TABLE uploads ADD COLUMN tus_metadata text;
+        """,
     ]
 
     /// The schema version this binary writes and understands.

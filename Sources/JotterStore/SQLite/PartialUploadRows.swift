@@ -1,7 +1,7 @@
 /// The statements of partial (resumable) uploads on SQLite.
 enum PartialUploadRows {
     static let columns = """
-        id, protocol, filename, content_type, length, upload_offset, note_id, expected_sha256, backend_state, created_at, expires_at
+        id, protocol, filename, content_type, length, upload_offset, note_id, expected_sha256, backend_state, created_at, expires_at, tus_metadata
         """
 
     static func record(_ row: Statement, from first: Int32 = 0) -> PartialUploadRecord {
@@ -10,7 +10,8 @@ enum PartialUploadRows {
             contentType: row.string(first + 3), length: row.isNull(first + 4) ? nil : row.int64(first + 4),
             offset: row.int64(first + 5), noteID: row.isNull(first + 6) ? nil : row.int64(first + 6),
             expectedSHA256: row.isNull(first + 7) ? nil : row.string(first + 7), backendState: row.string(first + 8),
-            createdAt: row.int64(first + 9), expiresAt: row.int64(first + 10))
+            createdAt: row.int64(first + 9), expiresAt: row.int64(first + 10),
+            tusMetadata: row.isNull(first + 11) ? nil : row.string(first + 11))
     }
 
     static func partial(id: String, owner: Owner, on db: SQLiteConnection) throws(StoreError) -> PartialUploadRecord? {
@@ -29,16 +30,16 @@ enum PartialUploadRows {
         try db.query(
             "SELECT \(columns), owner FROM partial_uploads WHERE expires_at <= ? ORDER BY expires_at LIMIT ?",
             [.integer(now), .integer(Int64(limit))]
-        ) { (record($0), Owner(id: $0.int64(11))) }
+        ) { (record($0), Owner(id: $0.int64(12))) }
     }
 
     static func insert(_ record: PartialUploadRecord, owner: Owner, on db: SQLiteConnection) throws(StoreError) {
         try db.run(
-            "INSERT INTO partial_uploads (\(columns), owner) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "INSERT INTO partial_uploads (\(columns), owner) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             [
                 .text(record.id), .text(record.protocolName), .text(record.filename), .text(record.contentType), .integer(record.length),
                 .integer(record.offset), .integer(record.noteID), .text(record.expectedSHA256), .text(record.backendState),
-                .integer(record.createdAt), .integer(record.expiresAt), .integer(owner.id),
+                .integer(record.createdAt), .integer(record.expiresAt), .text(record.tusMetadata), .integer(owner.id),
             ])
     }
 
@@ -89,9 +90,22 @@ extension SQLiteStore {
             { db, effects throws(StoreError) -> UploadsAdded? in
                 guard let partial = try PartialUploadRows.delete(id: upload.id, owner: owner, on: db) else { return nil }
                 // The note may have gone meanwhile: the upload then stays unattached.
-                if let added = try noteWriter.addUploads([upload], noteID: partial.noteID, owner: owner, on: db, effects: effects) { return added }
-                return try noteWriter.addUploads([upload], noteID: nil, owner: owner, on: db, effects: effects)
+                var added = try noteWriter.addUploads([upload], noteID: partial.noteID, owner: owner, on: db, effects: effects)
+                if added == nil { added = try noteWriter.addUploads([upload], noteID: nil, owner: owner, on: db, effects: effects) }
+                if added != nil, let metadata = partial.tusMetadata {
+                    try db.run(
+                        "UPDATE uploads SET tus_metadata = ? WHERE id = ? AND owner = ?", [.text(metadata), .text(upload.id), .integer(owner.id)])
+                }
+                return added
             }, owner: owner, completion: completion)
+    }
+
+    public func uploadMetadata(id: String, owner: Owner) throws(StoreError) -> String? {
+        try readers.withConnection { db throws(StoreError) in
+            try db.first("SELECT tus_metadata FROM uploads WHERE id = ? AND owner = ?", [.text(id), .integer(owner.id)]) {
+                $0.isNull(0) ? nil : $0.string(0)
+            } ?? nil
+        }
     }
 
     public func deletePartialUpload(id: String, owner: Owner, completion: @escaping StoreCompletion<Bool>) {

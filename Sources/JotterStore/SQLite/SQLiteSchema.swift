@@ -220,6 +220,12 @@ enum SQLiteSchema {
         );
         CREATE INDEX trash_places_by_time ON trash_places (left_at);
         """,
+        // 12: tus's Upload-Metadata as the creation request sent it (NULL: none was sent), which
+        // every HEAD answers; the completed upload keeps it. Bounded by the request-head limit.
+        """
+        ALTER TABLE partial_uploads ADD COLUMN tus_metadata TEXT;
+        ALTER TABLE uploads ADD COLUMN tus_metadata TEXT;
+        """,
     ]
 
     /// The schema version this binary writes and understands.

@@ -112,14 +112,17 @@ final class ResumableUploads: Sendable {
             if head.hasBody, media?.essence != "application/offset+octet-stream" {
                 throw tusError(.unsupportedMediaType, "a creation-with-upload body must be application/offset+octet-stream")
             }
-            let metadata = try Tus.metadata(headers["Upload-Metadata"])
+            // Kept as sent, for every HEAD to answer (tus 1.0: "exactly"); its length is
+            // bounded by the request-head limit (6,500 bytes, the engine's `431`).
+            let sentMetadata = headers["Upload-Metadata"].flatMap { $0.isEmpty ? nil : $0 }
+            let metadata = try Tus.metadata(sentMetadata)
             let filename = cleanFilename(metadata["filename"] ?? metadata["name"] ?? "upload")
             let type = UploadPolicy.contentType(metadata["filetype"] ?? metadata["type"] ?? "application/octet-stream")
             let checksum = try Tus.checksum(headers["Upload-Checksum"])
             try requireNote(noteID, owner: owner)
             let (record, writer) = try createRecord(
                 dialect: .tus, filename: filename, contentType: type, length: length, noteID: noteID,
-                expectedSHA256: nil, owner: owner, tentative: checksum != nil)
+                expectedSHA256: nil, owner: owner, tentative: checksum != nil, tusMetadata: sentMetadata)
             let plan = UploadReceiver.Plan(
                 dialect: .tus, record: record, startOffset: 0, length: length, completes: false,
                 checksum: checksum, creates: true, filename: filename, contentType: type, noteID: noteID)
@@ -167,7 +170,7 @@ final class ResumableUploads: Sendable {
     /// `complete` (a one-shot upload: its request ends it, it leaves nothing unfinished).
     private func createRecord(
         dialect: UploadDialect, filename: String, contentType: String, length: Int64?, noteID: Int64?,
-        expectedSHA256: String?, owner: Owner, tentative: Bool, complete: Bool = false
+        expectedSHA256: String?, owner: Owner, tentative: Bool, complete: Bool = false, tusMetadata: String? = nil
     ) throws -> (PartialUploadRecord, any PartialWriter) {
         if !complete {
             let usage = try store.partialUploadUsage(owner: owner)
@@ -191,7 +194,7 @@ final class ResumableUploads: Sendable {
         let record = PartialUploadRecord(
             id: UploadRecord.newID(), protocolName: dialect.storedName, filename: filename, contentType: contentType,
             length: length, offset: 0, noteID: noteID, expectedSHA256: expectedSHA256, createdAt: now,
-            expiresAt: now + limits.lifetime)
+            expiresAt: now + limits.lifetime, tusMetadata: tusMetadata)
         let made = try storage.create(record, owner: owner, tentative: tentative)
         return (made.record, made.writer)
     }
@@ -461,28 +464,30 @@ final class ResumableUploads: Sendable {
         let id = try Self.uploadID(request.head)
         let owner = context.owner
         if dialect == .tus { try Self.checkTusVersion(request.headers) }
-        func completed(_ upload: UploadRecord) -> Reply {
-            .now(offsetResponse(dialect, id: id, offset: upload.size, length: upload.size, complete: true, expiresAt: nil, metadata: nil))
+        func completed(_ upload: UploadRecord) throws -> Reply {
+            let metadata = dialect == .tus ? try store.uploadMetadata(id: id, owner: owner) : nil
+            return .now(
+                offsetResponse(dialect, id: id, offset: upload.size, length: upload.size, complete: true, expiresAt: nil, metadata: metadata))
         }
         switch try storage.takeOver(id, owner: owner, appending: false, tentative: false) {
         case .missing:
             guard let upload = try store.upload(id: id, owner: owner) else { throw HTTPError(.notFound, detail: "upload \(id) does not exist") }
-            return completed(upload)
+            return try completed(upload)
         case .completing:
             // Completing right now (its bytes moved, its row not replaced yet): wait for the row.
             guard let upload = try awaitCompletion(id, owner: owner) else { throw HTTPError(.notFound, detail: "upload \(id) does not exist") }
-            return completed(upload)
+            return try completed(upload)
         case .held(let record, let offset, _):
             if dialect == .tus, offset == record.length {
                 // The request it took over had stored every byte but had not completed the upload:
                 // it is complete now, by tus's rule, so whoever learns it completes it.
                 guard let upload = try completeTaken(id, owner: owner) else { throw HTTPError(.notFound, detail: "upload \(id) does not exist") }
-                return completed(upload)
+                return try completed(upload)
             }
             return .now(
                 offsetResponse(
                     dialect, id: id, offset: offset, length: record.length, complete: false, expiresAt: record.expiresAt,
-                    metadata: record))
+                    metadata: record.tusMetadata))
         }
     }
 
@@ -533,7 +538,7 @@ final class ResumableUploads: Sendable {
 
     private func offsetResponse(
         _ dialect: UploadDialect, id: String, offset: Int64, length: Int64?, complete: Bool, expiresAt: Int64?,
-        metadata: PartialUploadRecord?
+        metadata: String?
     ) -> Response {
         var headers = HTTPHeaders([("Upload-Offset", String(offset)), ("Cache-Control", "no-store")])
         if let length { headers.add("Upload-Length", String(length)) }
@@ -542,11 +547,8 @@ final class ResumableUploads: Sendable {
             headers.add("Tus-Resumable", UploadDialect.tusVersion)
             if length == nil { headers.add("Upload-Defer-Length", "1") }
             if let expiresAt { headers.add("Upload-Expires", HTTPDate.format(expiresAt)) }
-            if let metadata {
-                headers.add(
-                    "Upload-Metadata",
-                    "filename \(Base64.encode(Array(metadata.filename.utf8))),filetype \(Base64.encode(Array(metadata.contentType.utf8)))")
-            }
+            // Exactly what the creation request sent; nothing when it sent none.
+            if let metadata { headers.add("Upload-Metadata", metadata) }
             return Response(status: .ok, headers: headers)
         case .ietf(let version):
             let rules = DraftRules(sent: version)
