@@ -188,6 +188,30 @@ struct UploadsTests {
         }
     }
 
+    /// A file input left empty: browsers send a part with `filename=""` and no bytes. It is no
+    /// file (as PHP takes it): alone it is the "no file part" 422; beside a real file it is
+    /// ignored. A named empty file, or bytes under an empty name, are files.
+    @Test("a file input left empty (filename=\"\", no bytes) is no file; a named empty file is stored", arguments: ["/uploads", "/upload"])
+    func emptyFileInput(_ path: String) throws {
+        try TestApp.with { app in
+            var alone = MultipartBuilder()
+            alone.field("note_id", "")
+            alone.file("file", filename: "", body: [])
+            let refused = try upload(app, alone, path: path)
+            #expect(refused.status == 422, "\(refused.text)")
+            #expect((try app.request("GET", "/uploads").json()["uploads"] as? [Any])?.isEmpty == true)
+
+            var beside = MultipartBuilder()
+            beside.file("file", filename: "", body: [])
+            beside.file("file", filename: "empty.txt", contentType: "text/plain", body: [])
+            beside.file("other", filename: "", body: [1, 2, 3])
+            let stored = try uploads(upload(app, beside, path: path))
+            #expect(stored.map { $0["filename"] as? String } == ["empty.txt", "upload"])
+            #expect(stored.map { $0["size"] as? Int } == [0, 3])
+            expectNoTemporaryFiles(app)
+        }
+    }
+
     @Test(
         "Content-Disposition: inline only for safe types; HTML and SVG download",
         arguments: [

@@ -131,7 +131,8 @@ final class MultipartReceiver {
                     UploadedFile(
                         field: part.headers.name, filename: cleanFilename(part.headers.filename ?? ""),
                         contentType: part.headers.contentType ?? "application/octet-stream",
-                        size: size, sha256: sha256, location: sink.location, isUTF8: sink.isUTF8))
+                        size: size, sha256: sha256, location: sink.location, isUTF8: sink.isUTF8,
+                        sentEmptyFilename: part.headers.filename?.isEmpty == true))
             } else {
                 guard let value = String(validating: part.field, as: UTF8.self) else {
                     throw HTTPError.badRequest("multipart field '\(part.headers.name)' is not valid UTF-8")

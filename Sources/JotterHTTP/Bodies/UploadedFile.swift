@@ -17,4 +17,10 @@ public struct UploadedFile: Sendable, Hashable {
     public var location: String
     /// For a `text/*` part, whether its bytes are well-formed UTF-8; nil when not checked.
     public var isUTF8: Bool? = nil
+    /// Whether the part's `filename` (or `filename*`) was empty: `filename` is then `upload`.
+    public var sentEmptyFilename: Bool = false
+
+    /// A file input left empty, as a browser sends it: `filename=""` and no bytes. Routes that
+    /// store files take it as no file (as PHP and others do); a named empty file is a file.
+    public var isEmptyFileInput: Bool { sentEmptyFilename && size == 0 }
 }

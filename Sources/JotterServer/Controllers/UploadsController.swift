@@ -60,11 +60,14 @@ struct UploadsController {
         guard case .form = fields, MediaType(request.headers["Content-Type"] ?? "")?.essence == "multipart/form-data" else {
             throw HTTPError(.unsupportedMediaType, detail: "send the files as multipart/form-data")
         }
-        guard !request.files.isEmpty else {
+        // A file input left empty (`filename=""`, no bytes) is no file; the request's end
+        // discards its bytes with every part not stored.
+        let files = request.files.filter { !$0.isEmptyFileInput }
+        guard !files.isEmpty else {
             throw HTTPError.validation([.init(field: "file", message: "at least one file part is required")])
         }
         let target = try UploadInput.multipartNote(form: fields.string("note_id"), query: request.query()["note_id"])
-        let files = request.files, store = store, owner = context.owner
+        let store = store, owner = context.owner
         // Moving the bytes blocks (fsync, or the network): the route runs on the store's threads.
         let uploads = try Self.storeBytes(files, in: store.blobs, streamed: bucketFiles)
         let answer = { @Sendable (added: UploadsAdded?) throws -> Response in
