@@ -65,6 +65,7 @@ struct RawUploadTests {
                     + body[1000...] + Array("\r\n0\r\n\r\n".utf8))
             let response = try connection.readResponse()
             #expect(response.status == 413, "\(response.text)")
+            #expect((try response.json()["detail"] as? String)?.contains("(--max-upload-size)") == true, "\(response.text)")
             #expect(waitUntil(seconds: 1) { temporaryFiles(app).isEmpty }, "left in tmp/: \(temporaryFiles(app))")
             #expect(try uploadCount(app) == 0)
         }

@@ -494,7 +494,9 @@ struct ResumableUploadTests {
         }
     }
 
-    @Test("at the per-user limit of unfinished uploads: a complete one-shot upload is stored; another unfinished one is 429 with Retry-After")
+    @Test(
+        "at the per-user limit of unfinished uploads: a complete one-shot upload is stored, and cancelled if cut; another unfinished one is 429 with Retry-After"
+    )
     func limitSparesCompleteUploads() throws {
         try withApp(.sqlite, configure: { $0.resumableUploadsPerUser = 1 }) { app in
             let first = try RawHTTP(port: app.port, timeout: 5)
@@ -516,6 +518,33 @@ struct ResumableUploadTests {
             #expect(retry >= 1 && retry <= 24 * 3600)
             let detail = try #require(try refused.json()["detail"] as? String)
             #expect(detail.contains("finish or cancel"), "\(detail)")
+            // A one-shot upload let past the limit and cut is cancelled, not kept to resume:
+            // the limit can't be walked around by cutting one-shot uploads.
+            let cut = try RawHTTP(port: app.port, timeout: 5)
+            try cut.send(Self.creation(version: 8, complete: true, length: 8) + "wx")
+            let interim = try cut.readResponse()
+            #expect(interim.status == 104)
+            let location = try #require(interim.header("Location"))
+            cut.closeNow()
+            let deadline = Date().addingTimeInterval(10)
+            var status = 0
+            repeat {
+                // A HEAD may find the upload still held by the cut request: it waits (up to 5 s).
+                status = try RawHTTP(port: app.port, timeout: 10).request(
+                    "HEAD", Self.path(of: location), headers: [("Upload-Draft-Interop-Version", "8")], close: true
+                ).status
+                if status == 404 { break }
+                usleep(10_000)
+            } while Date() < deadline
+            #expect(status == 404, "the cut one-shot upload is still there")
+        }
+        // One upload declaring more than a user's unfinished uploads may hold can never fit: 413.
+        try withApp(.sqlite, configure: { $0.resumableBytesPerUser = 10 }) { app in
+            let connection = try RawHTTP(port: app.port, timeout: 5)
+            try connection.send(Self.creation(version: 8, complete: false, length: 4, extra: [("Upload-Length", "11")]) + "abcd")
+            let refused = try connection.readFinalResponse()
+            #expect(refused.status == 413, "\(refused.text)")
+            #expect(refused.header("Retry-After") == nil)
         }
     }
 
@@ -819,11 +848,13 @@ struct ResumableUploadTests {
             let second = try RawHTTP(port: app.port, timeout: 5)
             try second.send(Self.creation(version: 8, complete: false, length: 4, extra: [("Authorization", "Bearer \(ann)")]) + "abcd")
             #expect(try second.readResponse().status == 429)
-            // Bob's first would hold more than his 1000 bytes.
+            // Bob's first would hold more than his 1000 bytes alone: waiting can't help it, 413.
             let large = try RawHTTP(port: app.port, timeout: 5)
             try large.send(
                 Self.creation(version: 8, complete: false, length: 4, extra: [("Authorization", "Bearer \(bob)"), ("Upload-Length", "5000")]))
-            #expect(try large.readResponse().status == 429)
+            let tooLarge = try large.readResponse()
+            #expect(tooLarge.status == 413)
+            #expect(tooLarge.header("Retry-After") == nil)
         }
     }
 

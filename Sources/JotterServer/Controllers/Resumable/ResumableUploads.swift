@@ -43,11 +43,12 @@ final class ResumableUploads: Sendable {
     // MARK: - Body policies
 
     /// `POST /uploads` with a body that is not multipart: a raw upload, resumable when the
-    /// draft's fields or `Tus-Resumable` say so.
-    var creation: BodyPolicy { .stream(limit: limits.maxSize) { [self] head, context in try openCreation(head, context) } }
+    /// draft's fields or `Tus-Resumable` say so. No limit of its own (nor has `append`): the
+    /// server's `--max-upload-size`, which is `limits.maxSize`, bounds it, and a refusal names it.
+    var creation: BodyPolicy { .stream { [self] head, context in try openCreation(head, context) } }
 
     /// `PATCH /uploads/{id}` that appends (the draft's or tus's fields).
-    var append: BodyPolicy { .stream(limit: limits.maxSize) { [self] head, context in try openAppend(head, context) } }
+    var append: BodyPolicy { .stream { [self] head, context in try openAppend(head, context) } }
 
     /// Whether a PATCH appends bytes (rather than attaching the upload to a note).
     static func isAppend(_ head: RequestHead) -> Bool {
@@ -64,9 +65,16 @@ final class ResumableUploads: Sendable {
         rawFile: String? = nil
     ) throws -> UploadReceiver {
         let threads = store.threads, lifetime = limits.lifetime
-        return try UploadReceiver(plan: plan, owner: context.owner, context: context, writer: writer, rawFile: rawFile) { receiver in
+        let storage = storage, owner = context.owner
+        return try UploadReceiver(plan: plan, owner: owner, context: context, writer: writer, rawFile: rawFile) { receiver in
             guard let writer = receiver.writer else { return }
             let length = receiver.plan.length, tentative = receiver.isTentative
+            guard receiver.plan.keptIfCut || receiver.plan.record == nil else {
+                // A one-shot upload let past the user's limits lives only as long as its request.
+                let id = receiver.plan.record!.id
+                threads.run { _ = try? storage.cancel(id, owner: owner) }
+                return
+            }
             threads.run { _ = try? writer.keep(length: length, expiresAt: WallClock.seconds() + lifetime, discarding: tentative) }
         }
     }
@@ -106,7 +114,7 @@ final class ResumableUploads: Sendable {
             }
             guard length <= limits.maxSize else {
                 throw tusError(
-                    .contentTooLarge, "Upload-Length \(length) is larger than the limit of \(limits.maxSize) bytes",
+                    .contentTooLarge, "Upload-Length \(length) is larger than the limit of \(limits.maxSize) bytes (--max-upload-size)",
                     extra: [("Tus-Max-Size", String(limits.maxSize))])
             }
             if head.hasBody, media?.essence != "application/offset+octet-stream" {
@@ -120,7 +128,7 @@ final class ResumableUploads: Sendable {
             let type = UploadPolicy.contentType(metadata["filetype"] ?? metadata["type"] ?? "application/octet-stream")
             let checksum = try Tus.checksum(headers["Upload-Checksum"])
             try requireNote(noteID, owner: owner)
-            let (record, writer) = try createRecord(
+            let (record, writer, _) = try createRecord(
                 dialect: .tus, filename: filename, contentType: type, length: length, noteID: noteID,
                 expectedSHA256: nil, owner: owner, tentative: checksum != nil, tusMetadata: sentMetadata)
             let plan = UploadReceiver.Plan(
@@ -138,17 +146,18 @@ final class ResumableUploads: Sendable {
             let length = try declaredLength(headers, complete: complete, offset: 0, contentLength: head.declaredLength, rules: rules)
             if let length, length > limits.maxSize {
                 throw HTTPError(
-                    .contentTooLarge, detail: "the upload's \(length) bytes are more than the limit of \(limits.maxSize) bytes",
+                    .contentTooLarge, detail: "the upload's \(length) bytes are more than the limit of \(limits.maxSize) bytes (--max-upload-size)",
                     headers: draftHeaders(rules, complete: false, expiresAt: nil), closesConnection: true)
             }
             let expected = try Self.reprDigest(headers)
             try requireNote(noteID, owner: owner)
-            let (record, writer) = try createRecord(
+            let (record, writer, withinLimits) = try createRecord(
                 dialect: dialect, filename: disposition ?? "upload", contentType: plainType(), length: length,
                 noteID: noteID, expectedSHA256: expected, owner: owner, tentative: false, complete: complete)
-            let plan = UploadReceiver.Plan(
+            var plan = UploadReceiver.Plan(
                 dialect: dialect, record: record, startOffset: 0, length: length, completes: complete,
                 checksum: nil, creates: true, filename: record.filename, contentType: record.contentType, noteID: noteID)
+            plan.keptIfCut = withinLimits
             // The request holds the upload before the client learns where it is: a HEAD right
             // after the 104 takes it over, never the other way round.
             let made = try receiver(plan, context, writer: writer)
@@ -166,37 +175,45 @@ final class ResumableUploads: Sendable {
         guard try store.note(id: noteID, owner: owner) != nil else { throw HTTPError(.notFound, detail: "note \(noteID) does not exist") }
     }
 
-    /// The row and the storage of a new partial upload, within the user's limit — unless it is
-    /// `complete` (a one-shot upload: its request ends it, it leaves nothing unfinished).
+    /// The row and the storage of a new partial upload, within the user's limits — or, when it
+    /// is `complete` (a one-shot upload: its request ends it), past them, and then it lives
+    /// only as long as its request (`withinLimits` false: cancelled if cut, never resumable).
     private func createRecord(
         dialect: UploadDialect, filename: String, contentType: String, length: Int64?, noteID: Int64?,
         expectedSHA256: String?, owner: Owner, tentative: Bool, complete: Bool = false, tusMetadata: String? = nil
-    ) throws -> (PartialUploadRecord, any PartialWriter) {
-        if !complete {
-            let usage = try store.partialUploadUsage(owner: owner)
-            // Retry-After: when the first of them expires unless appended to (at most the lifetime).
-            let wait = max(1, min(limits.lifetime, (usage.firstExpiry ?? 0) - WallClock.seconds()))
-            let later = "finish or cancel some (DELETE /uploads/{id}), or retry once one expires (the first in \(wait) s)"
-            guard usage.count < limits.perUser else {
-                throw HTTPError(
-                    HTTPStatus(429), detail: "you have \(usage.count) unfinished resumable uploads, the most one user may have: \(later)",
-                    headers: HTTPHeaders([("Retry-After", String(wait))]), closesConnection: true)
-            }
-            guard usage.bytes + (length ?? 0) <= limits.bytesPerUser else {
-                throw HTTPError(
-                    HTTPStatus(429),
-                    detail:
-                        "your unfinished resumable uploads hold \(usage.bytes) bytes; with this one they would pass the limit of \(limits.bytesPerUser): \(later)",
-                    headers: HTTPHeaders([("Retry-After", String(wait))]), closesConnection: true)
-            }
-        }
+    ) throws -> (PartialUploadRecord, any PartialWriter, withinLimits: Bool) {
+        let withinLimits = try checkLimits(length: length, owner: owner, refusing: !complete)
         let now = WallClock.seconds()
         let record = PartialUploadRecord(
             id: UploadRecord.newID(), protocolName: dialect.storedName, filename: filename, contentType: contentType,
             length: length, offset: 0, noteID: noteID, expectedSHA256: expectedSHA256, createdAt: now,
             expiresAt: now + limits.lifetime, tusMetadata: tusMetadata)
         let made = try storage.create(record, owner: owner, tentative: tentative)
-        return (made.record, made.writer)
+        return (made.record, made.writer, withinLimits)
+    }
+
+    /// Whether one more unfinished upload of `length` bytes fits `owner`'s limits; when it does
+    /// not and `refusing`, `429` (with `Retry-After`: when the first of theirs expires unless
+    /// appended to, at most the lifetime) or, for an upload larger than the bytes one user's
+    /// unfinished uploads may hold, `413`: waiting can't help it.
+    private func checkLimits(length: Int64?, owner: Owner, refusing: Bool) throws -> Bool {
+        let usage = try store.partialUploadUsage(owner: owner)
+        let fits = usage.count < limits.perUser && usage.bytes + (length ?? 0) <= limits.bytesPerUser
+        guard !fits, refusing else { return fits }
+        if let length, length > limits.bytesPerUser {
+            throw HTTPError(
+                .contentTooLarge,
+                detail:
+                    "an unfinished upload of \(length) bytes is more than the \(limits.bytesPerUser) bytes one user's unfinished uploads may hold: send it whole (Upload-Complete: ?1) or in a smaller upload",
+                closesConnection: true)
+        }
+        let wait = max(1, min(limits.lifetime, (usage.firstExpiry ?? 0) - WallClock.seconds()))
+        let later = "finish or cancel some (DELETE /uploads/{id}), or retry once one expires (the first in \(wait) s)"
+        let detail =
+            usage.count >= limits.perUser
+            ? "you have \(usage.count) unfinished resumable uploads, the most one user may have: \(later)"
+            : "your unfinished resumable uploads hold \(usage.bytes) bytes; with this one they would pass the limit of \(limits.bytesPerUser): \(later)"
+        throw HTTPError(HTTPStatus(429), detail: detail, headers: HTTPHeaders([("Retry-After", String(wait))]), closesConnection: true)
     }
 
     // MARK: - Append

@@ -35,6 +35,9 @@ final class UploadReceiver: RequestBodyStream, @unchecked Sendable {
         /// The SHA-256 (hex) this request's `Repr-Digest` gives the whole upload, when its
         /// creation gave none: checked if this request completes it.
         var reprDigest: String? = nil
+        /// Whether a cut request keeps what arrived, resumable; false for a one-shot upload
+        /// let past its user's limits, which is cancelled instead.
+        var keptIfCut = true
     }
 
     let plan: Plan
