@@ -195,6 +195,19 @@ struct LifecycleTests {
         #expect(streamed.status == 405)
     }
 
+    @Test("where no route takes a body, only a small body is read for _method: never a whole --max-body-size before the 405")
+    func methodOverrideWhereNoRouteTakesABody() throws {
+        var routes = RouterBuilder()
+        routes.add(middleware: ErrorMiddleware(log: Logger(accessLog: false)))
+        routes.delete("/users/:name", body: .noBody) { _, _ in "deleted" }
+        let client = InProcessClient(router: routes.build())
+        let form = [("Content-Type", "application/x-www-form-urlencoded")]
+        #expect(client.send("POST", "/users/ann", headers: form, body: "_method=DELETE").text == "deleted")
+        let large = client.send("POST", "/users/ann", headers: form, body: "_method=DELETE&pad=" + String(repeating: "x", count: 2000))
+        #expect(large.status == 413)
+        #expect(large.text.contains("this endpoint's limit of 1024 bytes"), "\(large.text)")
+    }
+
     @Test("a later reply is rendered when resumed and passes every middleware's map and recover")
     func laterReplies() throws {
         var routes = RouterBuilder()

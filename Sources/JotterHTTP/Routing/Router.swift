@@ -296,7 +296,10 @@ public final class Router: Sendable {
                 let post = candidates.first { $0.method == .post }
                 let posted = head
                 let limits = candidates.routes.map { $0.body.resolved(for: posted) }.filter(\.isBuffered).map(\.memoryLimit)
-                let body = post?.route.body ?? .buffered(limit: limits.contains { $0 == nil } ? nil : limits.compactMap { $0 }.max())
+                // Routes that take no body need only `_method` read: a small bound, so that a POST
+                // there is never held for a whole `--max-body-size` before its 405.
+                let limit = limits.isEmpty ? Self.methodFieldLimit : limits.contains { $0 == nil } ? nil : limits.compactMap { $0 }.max()
+                let body = post?.route.body ?? .buffered(limit: limit)
                 return .choice(
                     MethodChoice(
                         candidates: candidates, body: body, place: post?.route.place ?? .loop,
@@ -305,6 +308,9 @@ public final class Router: Sendable {
         }
         return select(head.method, among: candidates, path: head.path)
     }
+
+    /// The bytes read for `_method` where no route at the path takes a body.
+    static let methodFieldLimit = 1024
 
     /// After a body that could carry `_method`: the route it (or its absence) picks.
     func finish(_ choice: MethodChoice, head: inout RequestHead, body: RequestBody) -> Resolution {
