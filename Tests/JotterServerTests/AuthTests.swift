@@ -603,6 +603,7 @@ struct LimitsAndCORSTests {
             #expect(response.header("Access-Control-Allow-Methods")?.contains("PUT") == true)
             #expect(response.header("Access-Control-Allow-Headers")?.contains("Authorization") == true)
             #expect(response.header("Access-Control-Allow-Credentials") == nil)
+            try app.addUser("ann")
             // What a tus or draft upload client and a merging client send, and read back.
             let allowed = Set((response.header("Access-Control-Allow-Headers") ?? "").lowercased().split(separator: ", ").map(String.init))
             for field in [
@@ -611,7 +612,14 @@ struct LimitsAndCORSTests {
             ] {
                 #expect(allowed.contains(field), "\(field) is not allowed cross-origin")
             }
-            try app.addUser("ann")
+            // And every header field the OpenAPI document declares a request may carry.
+            let document = try app.request("GET", "/openapi.json", token: try app.token("ann")).json()
+            let parameters = (document["paths"] as? [String: [String: Any]] ?? [:]).values.flatMap { operations in
+                operations.values.compactMap { $0 as? [String: Any] }.flatMap { $0["parameters"] as? [[String: Any]] ?? [] }
+            }
+            let declared = Set(parameters.filter { $0["in"] as? String == "header" }.compactMap { ($0["name"] as? String)?.lowercased() })
+            #expect(declared.count >= 5, "\(declared)")
+            #expect(declared.subtracting(allowed).isEmpty, "declared but not allowed cross-origin: \(declared.subtracting(allowed))")
             let created = try app.request(
                 "POST", "/uploads", token: try app.token("ann"),
                 headers: [("Origin", "https://app.example.com"), ("Tus-Resumable", "1.0.0"), ("Upload-Length", "3")])

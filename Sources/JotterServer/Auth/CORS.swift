@@ -11,7 +11,8 @@ struct CORSMiddleware: Middleware {
     /// and ranges, idempotency, merges, raw uploads' name, and both resumable-upload protocols
     /// (tus 1.0 and the IETF draft).
     static let allowedHeaders = [
-        "Authorization", "Content-Type", "If-Match", "If-None-Match", "If-Range", "Range", "Idempotency-Key", "Last-Event-ID",
+        "Authorization", "Content-Type", "If-Match", "If-None-Match", "If-Modified-Since", "If-Unmodified-Since", "If-Range", "Range",
+        "Idempotency-Key", "Last-Event-ID",
         "X-HTTP-Method-Override", "Base-Version", "Content-Disposition", "Tus-Resumable", "Upload-Offset", "Upload-Length",
         "Upload-Defer-Length", "Upload-Metadata", "Upload-Checksum", "Upload-Complete", "Upload-Incomplete",
         "Upload-Draft-Interop-Version", "Repr-Digest",
@@ -21,7 +22,7 @@ struct CORSMiddleware: Middleware {
         "ETag", "Location", "Retry-After", "RateLimit", "RateLimit-Policy", "X-Request-Id", "Idempotent-Replayed", "Content-Disposition",
         "Content-Range", "Accept-Ranges", "Tus-Resumable", "Tus-Version", "Tus-Extension", "Tus-Max-Size", "Tus-Checksum-Algorithm",
         "Upload-Offset", "Upload-Length", "Upload-Defer-Length", "Upload-Metadata", "Upload-Expires", "Upload-Limit", "Upload-Complete",
-        "Upload-Incomplete",
+        "Upload-Incomplete", "Upload-Draft-Interop-Version",
     ].joined(separator: ", ")
 
     init(origins: [String]) {
