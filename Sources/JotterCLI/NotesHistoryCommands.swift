@@ -120,6 +120,9 @@ struct NotesTrashCommand: AsyncCommand {
     static let options =
         [limitOption.option, allOption.option, afterOption.option, purgeOption.option, emptyOption.option]
         + ClientOptions.options
+    /// The first usage line is the listing; `otherUsages` give --purge and --empty.
+    static let usageShowsOperands = false
+    static let usageOptions = [limitOption.option, allOption.option, afterOption.option] + ClientOptions.options
 
     enum Action {
         case list(limit: Int?, after: String?)

@@ -114,6 +114,10 @@ package protocol Command: SendableMetatype {
     /// Other ways to call it, each after the command's path, with what it does then
     /// (`("- [options]", "the text from standard input")`); none by default.
     static var otherUsages: [(arguments: String, note: String)] { get }
+    /// What the first usage line shows, where `otherUsages` give the other forms: whether its
+    /// operands (true by default) and which options (all by default).
+    static var usageShowsOperands: Bool { get }
+    static var usageOptions: [Option] { get }
     /// The usage lines, after `USAGE: `, of the command at `path` (`jotter notes add`): from its
     /// operands and options (`jotter notes add TEXT… [options]`), wrapped at 92 columns.
     static func usage(_ path: String) -> String
@@ -134,12 +138,14 @@ extension Command {
     package static var subcommands: [any Command.Type] { [] }
     package static var options: [Option] { [] }
     package static var otherUsages: [(arguments: String, note: String)] { [] }
+    package static var usageShowsOperands: Bool { true }
+    package static var usageOptions: [Option] { options }
 
     /// The name of its first operand (`ID`, `FILE`, `bash|zsh|fish`); `nil` when it takes none.
     package static var firstOperand: String? { operands.first }
 
     package static func usage(_ path: String) -> String {
-        let words = [path] + (operands.usage.isEmpty ? [] : [operands.usage]) + Option.usage(options)
+        let words = [path] + (operands.usage.isEmpty || !usageShowsOperands ? [] : [operands.usage]) + Option.usage(usageOptions)
         // `USAGE: ` and the path, then the words wrapped below the first after the path.
         let indent = String(repeating: " ", count: path.count + 1)
         var lines = [words[0]]
