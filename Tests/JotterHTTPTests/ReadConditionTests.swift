@@ -32,6 +32,11 @@ struct ReadConditionTests {
         #expect(condition([("If-Modified-Since", same)]) == .notModified)
         #expect(condition([("If-Modified-Since", earlier)]) == .proceed)
         #expect(condition([("If-None-Match", #""other""#), ("If-Modified-Since", same)]) == .proceed)
+        // A list in several field lines is one list; an empty line adds nothing; two dates, none.
+        #expect(condition([("If-Match", #""other""#), ("If-Match", etag)]) == .proceed)
+        #expect(condition([("If-Match", ""), ("If-Match", #""other""#)]) != .proceed)
+        #expect(condition([("If-None-Match", #""other""#), ("If-None-Match", etag)]) == .notModified)
+        #expect(condition([("If-Modified-Since", same), ("If-Modified-Since", same)]) == .proceed)
         // Without a Last-Modified, the dates are not looked at.
         #expect(ReadCondition(HTTPHeaders([("If-Modified-Since", same)]), etag: etag) == .proceed)
     }

@@ -24,20 +24,30 @@ public enum ReadCondition: Sendable, Equatable {
     ///   - lastModified: its `Last-Modified`, in Unix seconds; nil when it sends none (the date
     ///     conditions are then ignored, as RFC 9110 says for a resource without one).
     public init(_ headers: HTTPHeaders, etag: String, lastModified: Int64? = nil) {
-        // An empty field value is an empty list (RFC 9110 §5.6.1): no condition, as if absent.
-        func field(_ name: String) -> String? { headers[name].flatMap { $0.trimmingASCIISpaces().isEmpty ? nil : $0 } }
-        if let header = field("If-Match") {
+        // A list field sent in several lines is one list (RFC 9110 §5.3); an empty list is no
+        // condition, as if absent (§5.6.1). A date sent more than once is ignored (§13.1.3).
+        func list(_ name: String) -> String? {
+            guard headers.contains(name) else { return nil }
+            let members = headers.values(name).map { $0.trimmingASCIISpaces() }.filter { !$0.isEmpty }
+            return members.isEmpty ? nil : members.joined(separator: ", ")
+        }
+        func date(_ name: String) -> String? {
+            guard headers.contains(name) else { return nil }
+            let values = headers.values(name)
+            return values.count == 1 ? values[0] : nil
+        }
+        if let header = list("If-Match") {
             guard EntityTagCondition(header).matches(etag, weak: false) else {
                 self = .failed("If-Match: \(header.trimmingASCIISpaces()) does not name the current ETag \(etag)")
                 return
             }
-        } else if let lastModified, let header = field("If-Unmodified-Since"), let date = HTTPDate.parse(header), lastModified > date {
+        } else if let lastModified, let header = date("If-Unmodified-Since"), let date = HTTPDate.parse(header), lastModified > date {
             self = .failed("it was modified after If-Unmodified-Since: \(header.trimmingASCIISpaces())")
             return
         }
-        if let header = field("If-None-Match") {
+        if let header = list("If-None-Match") {
             self = EntityTagCondition(header).matches(etag, weak: true) ? .notModified : .proceed
-        } else if let lastModified, let header = field("If-Modified-Since"), let date = HTTPDate.parse(header), lastModified <= date {
+        } else if let lastModified, let header = date("If-Modified-Since"), let date = HTTPDate.parse(header), lastModified <= date {
             self = .notModified
         } else {
             self = .proceed
