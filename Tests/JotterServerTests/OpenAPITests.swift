@@ -263,7 +263,10 @@ struct OpenAPITests {
                         }()),
                 ]
             ),
-            (ProblemDetails.FieldError.self, [ProblemDetails.FieldError(field: "limit", message: "must be a whole number from 1 to 1000")]),
+            (
+                ProblemDetails.FieldError.self,
+                [ProblemDetails.FieldError(field: "limit", message: "must be a whole number of at least 1 (over 1000 acts as 1000)")]
+            ),
             (
                 EchoResponse.self,
                 [

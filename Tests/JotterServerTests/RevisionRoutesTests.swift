@@ -76,7 +76,7 @@ struct RevisionRoutesTests {
             let errors = try app.request("GET", "/notes/\(id)/revisions?after=-1&limit=1001x").json()["errors"] as? [[String: String]]
             #expect(
                 errors == [
-                    ["field": "limit", "message": "must be a whole number from 1 to 1000"],
+                    ["field": "limit", "message": "must be a whole number of at least 1 (over 1000 acts as 1000)"],
                     ["field": "after", "message": "must be a version"],
                 ])
         }

@@ -212,7 +212,7 @@ struct TrashRoutesTests {
             let errors = try app.request("GET", "/notes/trash?after=x&limit=0&after=y").json()["errors"] as? [[String: String]]
             #expect(
                 errors == [
-                    ["field": "limit", "message": "must be a whole number from 1 to 1000"],
+                    ["field": "limit", "message": "must be a whole number of at least 1 (over 1000 acts as 1000)"],
                     ["field": "after", "message": "must be a note id"],
                 ])
         }

@@ -174,7 +174,7 @@ enum NoteInput {
     static func limit(_ description: String) -> InputField<Int> {
         InputField(
             "limit", schema: .integer(minimum: 1, description: "values over 1000 act as 1000"), description: description,
-            message: "must be a whole number from 1 to 1000"
+            message: "must be a whole number of at least 1 (over 1000 acts as 1000)"
         ) { text in
             let value = isDigits(text) ? (Int(text) ?? Int.max) : 0
             return value >= 1 ? min(value, 1000) : nil
