@@ -37,6 +37,22 @@ struct TrustedProxyTests {
         #expect(direct.count == 1 && direct[0].contains(" 127.0.0.3 \"") && !direct[0].contains("198.51.100"), "\(direct)")
     }
 
+    @Test("through nginx a resumable upload's Location names the host and port the client asked, as contrib/nginx passes Host on")
+    func locationThroughNginx() throws {
+        try TestApp.with(configure: { $0.trustedProxies = ["127.0.0.1"] }) { app in
+            let nginx = try NginxProcess(instances: [app.port])
+            defer { nginx.stop() }
+            let client = try RawHTTP(port: nginx.port, timeout: 10)
+            try client.send(
+                "POST /uploads HTTP/1.1\r\nHost: 127.0.0.1:\(nginx.port)\r\nTus-Resumable: 1.0.0\r\nUpload-Length: 3\r\n"
+                    + "Content-Length: 0\r\nConnection: close\r\n\r\n")
+            let created = try client.readResponse()
+            #expect(created.status == 201, "\(created.text)")
+            let location = try #require(created.header("Location"))
+            #expect(location.hasPrefix("http://127.0.0.1:\(nginx.port)/uploads/"), "\(location)")
+        }
+    }
+
     @Test("through nginx the per-address connection limit leaves nginx alone, and still holds for a direct client")
     func connectionLimitThroughNginx() throws {
         try TestApp.with(configure: { configuration in
