@@ -107,7 +107,7 @@ let package = Package(
             name: "JotterCLITests",
             dependencies: [
                 "JotterCLI", "JotterCLICore", "jotter", "jotter-server", "JotterAPI", "JotterClient", "JotterServer",
-                "JotterTestSupport", "JotterServerTestSupport",
+                "JotterTestSupport", "JotterServerTestSupport", "JotterPostgres",
             ]),
         .testTarget(name: "JotterAPITests", dependencies: ["JotterAPI"]),
         .testTarget(

@@ -117,6 +117,18 @@ enum DataFolder {
             options.removesOrphans = false  // a running server's uploads in flight are in tmp/
             configuration.database = .sqlite(options)
         }
+        if case .postgres(let url, _) = configuration.database, !creating {
+            // Opening migrates: a mistyped database that exists would get Jotter's tables.
+            let holds: Bool
+            do { holds = try PostgresStore.holdsJotterData(url: url) } catch {
+                throw CommandFailure("cannot open the database \(configuration.databaseDescription): \(error)")
+            }
+            guard holds else {
+                throw CommandFailure(
+                    "\(configuration.databaseDescription) holds no jotter data (no schema_version table): give the server's database with --database URL",
+                    status: ExitCode.notFound)
+            }
+        }
         do { return try openDataStore(configuration) } catch {
             throw CommandFailure("cannot open the database \(configuration.databaseDescription): \(error)")
         }
@@ -318,7 +330,7 @@ struct TokensCreateCommand: AsyncCommand {
         --user's; with --server, the signed-in user's. Give it to the CLI as JOTTER_TOKEN or to
         `Authorization: Bearer`.
         """
-    static let userOption = Option.text("--user", value: "NAME", help: "Whose token it is (the data folder only; required there).")
+    static let userOption = Option.text("--user", value: "NAME", help: "Whose token it is (with --data or --database; required there).")
     static let labelOption = Option.text("--name", value: "LABEL", help: "What it is for, shown by tokens list.")
     static let expiresOption = Option.value(
         "--expires", value: "DURATION", expected: "a duration from 1m to 10y such as 12h, 30d or 1y",
@@ -369,7 +381,7 @@ struct TokensListCommand: AsyncCommand {
     static let summary = "List API tokens."
     static let about =
         "Lists tokens, newest first: id, label, created, last used, expiry (UTC), revoked — --user's on the data folder, the signed-in user's with --server; --json as GET /auth/tokens gives them."
-    static let userOption = Option.text("--user", value: "NAME", help: "Whose tokens (the data folder only; required there).")
+    static let userOption = Option.text("--user", value: "NAME", help: "Whose tokens (with --data or --database; required there).")
     static let options = [userOption.option] + AccountPlace.listOptions
     let user: String?, place: AccountPlace
     let json: Bool

@@ -21,6 +21,8 @@ struct BackupCommand: AsyncCommand {
         Without --data it asks the server (--server URL) for the snapshot and fetches its files,
         a progress bar on a terminal. With --data it reads the data folder directly, whether or
         not a server is running on it. Restore with: jotter restore DEST --data DIR
+        A server on PostgreSQL refuses (501): back up its database (pg_dump) and its blob
+        store with their own tools (docs/deployment.md).
         """
     static let operands = Operands.single("DEST")
     static let dataOption = Option.text("--data", value: "DIR", help: "Back up this data folder directly instead of a server.")
@@ -101,7 +103,8 @@ struct RestoreCommand: BlockingCommand {
         SHA-256, a schema this jotter understands), then restores it into the data folder DIR:
         the database last, so an interrupted restore leaves no database behind. Start the
         server on DIR afterwards. DIR must be empty or missing unless --force, which replaces
-        its database and uploads. Refused while a server is running on DIR.
+        its database and uploads. Refused while a server is running on DIR. For a deployment
+        on PostgreSQL, restore its database (pg_restore) and its bucket instead.
         """
     static let operands = Operands.single("SRC")
     static let dataOption = Option.text("--data", value: "DIR", help: "The data folder to restore into (required).")

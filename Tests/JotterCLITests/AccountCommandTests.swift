@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import JotterPostgres
 import Testing
 import JotterServerTestSupport
 import JotterTestSupport
@@ -133,6 +134,15 @@ struct PostgresAccountCommandTests {
     @Test func usersAndTokensOnTheDatabase() throws {
         let backend = try SharedBackend()
         let database = ["--database", backend.databaseURL]
+        // A database with no jotter data yet (a mistyped name that exists): only users add
+        // makes the store there; the others say so and leave it untouched.
+        for command in [["users", "list"], ["tokens", "create", "--user", "ann"], ["users", "remove", "ann", "--yes"]] {
+            let answer = try AccountCommandTests.jotter(command + database)
+            #expect(answer.status == 3 && answer.err.contains("holds no jotter data"), "\(command): \(answer)")
+        }
+        let tables: Int64 = try PostgresConnection(url: backend.databaseURL).query(
+            "SELECT count(*) FROM pg_tables WHERE schemaname = current_schema()")[0].value(0)
+        #expect(tables == 0)
         #expect(try AccountCommandTests.jotter(["users", "add", "ann", "--admin"] + database, input: "ann's password\n").status == 0)
         let list = try AccountCommandTests.jotter(["users", "list"] + database)
         #expect(list.out.contains("ann   yes    "), "\(list)")

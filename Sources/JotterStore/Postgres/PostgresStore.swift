@@ -115,6 +115,18 @@ public final class PostgresStore: DataStore {
     /// Runs the work queued on the threads to its end — with the reads and writes it makes
     /// (a request's abort recording what it received) — and ends them; then refuses reads and
     /// writes (`StoreError.closed`) and closes every connection. Idempotent.
+    /// Whether the database at `url` holds Jotter's data (its `schema_version` table), read
+    /// without changing anything: for tools that must not turn a mistyped database into an
+    /// empty store, as opening one (which migrates it) would.
+    public static func holdsJotterData(url: String) throws(StoreError) -> Bool {
+        do {
+            let db = try PostgresConnection(url: url)
+            return try db.query("SELECT to_regclass('schema_version') IS NOT NULL")[0].value(0)
+        } catch {
+            throw .invalidArgument("cannot read the PostgreSQL database: \(error)")
+        }
+    }
+
     public func close() {
         guard !closing.exchange(true, ordering: .acquiringAndReleasing) else { return }
         sweeper.stop()
