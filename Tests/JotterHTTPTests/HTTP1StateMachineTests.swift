@@ -12,11 +12,11 @@ import JotterSystem
 struct HTTP1StateMachineTests {
     /// Every completed exchange, in the order the lifecycle reported them.
     final class Completions: Middleware {
-        let exchanges = Mutex<[(target: String, status: Int, outcome: CompletedExchange.Outcome)]>([])
+        let exchanges = Mutex<[(target: String, status: Int, outcome: CompletedExchange.Outcome, bytes: Int)]>([])
         func completed(_ exchange: CompletedExchange) {
-            exchanges.withLock { $0.append((exchange.target, exchange.status, exchange.outcome)) }
+            exchanges.withLock { $0.append((exchange.target, exchange.status, exchange.outcome, exchange.bytesSent)) }
         }
-        var all: [(target: String, status: Int, outcome: CompletedExchange.Outcome)] { exchanges.withLock { $0 } }
+        var all: [(target: String, status: Int, outcome: CompletedExchange.Outcome, bytes: Int)] { exchanges.withLock { $0 } }
     }
 
     /// Every completed exchange's durations, as the lifecycle reported them.
@@ -302,6 +302,8 @@ struct HTTP1StateMachineTests {
             connection.send(Array("GET /hello HTTP/1.1\r\nHost: a\r\n\r\n".utf8))
             #expect(setup.script.state.withLock { $0.finished })
             #expect(setup.completions.all.count == 8)
+            // The access log's body bytes: the big answer's, the file's range, the stream's.
+            #expect(setup.completions.all.suffix(4).map(\.bytes) == [10_000, 6, 7, 5], "\(setup.completions.all)")
             return (Self.answers(connection.output), connection.writes, connection.output.count, connection.violations)
         }
         let whole = exchange(writeSize: .max)

@@ -38,6 +38,10 @@ package struct HTTP1StateMachine: ConnectionMachine, ~Copyable {
         let status: Int
         var bodyBytes = 0
         let closeAfter: Bool
+        /// A streaming body's bytes handed out so far (0 for any other answer).
+        var streamed: Int { stream.map { Int($0.position) } ?? 0 }
+        /// The body bytes the access log counts once the answer is written: a stream's as it went.
+        var bodySent: Int { stream == nil ? bodyBytes : streamed }
     }
 
     /// A streaming body being sent.
@@ -964,7 +968,7 @@ package struct HTTP1StateMachine: ConnectionMachine, ~Copyable {
         // Moved out, not copied: usually the only answer queued.
         let finished = queue.count == 1 ? queue.removeLast() : queue.removeFirst()
         queuedBytes -= finished.head.count + finished.body.count
-        if let lifecycle = finished.lifecycle { complete(lifecycle, status: finished.status, bytes: finished.bodyBytes, outcome: .sent) }
+        if let lifecycle = finished.lifecycle { complete(lifecycle, status: finished.status, bytes: finished.bodySent, outcome: .sent) }
         if finished.closeAfter {
             phase = .shuttingDown
             return
@@ -993,7 +997,7 @@ package struct HTTP1StateMachine: ConnectionMachine, ~Copyable {
         for var outgoing in queued {
             if let file = outgoing.file { Glibc.close(file.fd) }
             if outgoing.stream != nil { Self.finishStream(&outgoing.stream!) }
-            if let lifecycle = outgoing.lifecycle { complete(lifecycle, status: outgoing.status, bytes: 0, outcome: outcome) }
+            if let lifecycle = outgoing.lifecycle { complete(lifecycle, status: outgoing.status, bytes: outgoing.streamed, outcome: outcome) }
         }
         phase = .closing
     }
