@@ -51,10 +51,4 @@ public struct BlobMultipartUpload: Sendable, Equatable {
     public let uploadID: String
     /// When it was begun, Unix seconds (nil where the store did not say).
     public let initiated: Int64?
-
-    public init(key: String, uploadID: String, initiated: Int64?) {
-        self.key = key
-        self.uploadID = uploadID
-        self.initiated = initiated
-    }
 }

@@ -303,12 +303,6 @@ public struct PostgresNotification: Sendable, Equatable {
     public let channel: String
     public let payload: String
     public let senderPID: Int
-
-    public init(channel: String, payload: String, senderPID: Int) {
-        self.channel = channel
-        self.payload = payload
-        self.senderPID = senderPID
-    }
 }
 
 /// Calls `body` with C copies of `strings` (no NULL after the last) that live for the call.

@@ -183,12 +183,6 @@ public struct NoteChange: Sendable, Hashable {
     public var event: NoteEvent
     /// How the body was merged, when `mergeNote` merged it.
     public var merge: NoteMerge?
-
-    public init(note: NoteRecord, event: NoteEvent, merge: NoteMerge? = nil) {
-        self.note = note
-        self.event = event
-        self.merge = merge
-    }
 }
 
 /// What a merged write did: the version it was made from and where both sides had changed the text.

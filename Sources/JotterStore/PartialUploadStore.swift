@@ -78,12 +78,6 @@ public struct PartialUploadUsage: Sendable, Equatable {
     public var bytes: Int64
     /// When the first of them expires (Unix seconds), unless appended to; nil when there are none.
     public var firstExpiry: Int64?
-
-    public init(count: Int, bytes: Int64, firstExpiry: Int64?) {
-        self.count = count
-        self.bytes = bytes
-        self.firstExpiry = firstExpiry
-    }
 }
 
 /// The rows of resumable uploads in progress, each scoped by its `Owner` like every upload.

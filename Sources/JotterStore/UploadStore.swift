@@ -116,11 +116,6 @@ public struct UploadsAdded: Sendable, Hashable {
     public var uploads: [UploadRecord]
     /// The note they were attached to, with its event.
     public var change: NoteChange?
-
-    public init(uploads: [UploadRecord], change: NoteChange?) {
-        self.uploads = uploads
-        self.change = change
-    }
 }
 
 /// What `UploadStore.deleteUpload` removed.
@@ -128,11 +123,6 @@ public struct UploadRemoved: Sendable, Hashable {
     public var upload: UploadRecord
     /// The note it was attached to, with its event.
     public var change: NoteChange?
-
-    public init(upload: UploadRecord, change: NoteChange?) {
-        self.upload = upload
-        self.change = change
-    }
 }
 
 /// What `UploadStore.attachUpload` changed.

@@ -184,6 +184,6 @@ struct PostgresConnectionTests {
         for _ in 0..<50 where received.isEmpty {
             received = try listener.notifications(timeoutMilliseconds: 100)
         }
-        #expect(received == [PostgresNotification(channel: channel, payload: "note 7", senderPID: sender.backendPID)])
+        #expect(received.map { [$0.channel, $0.payload, "\($0.senderPID)"] } == [[channel, "note 7", "\(sender.backendPID)"]])
     }
 }

@@ -9,12 +9,6 @@ public struct MultipartLimits: Sendable {
     public var fileBytes: Int64
     /// Parts in all.
     public var parts: Int
-
-    public init(fieldBytes: Int, fileBytes: Int64, parts: Int) {
-        self.fieldBytes = fieldBytes
-        self.fileBytes = fileBytes
-        self.parts = parts
-    }
 }
 
 /// Receives one multipart body as it streams in: plain fields into bounded memory, file parts

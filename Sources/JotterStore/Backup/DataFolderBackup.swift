@@ -17,14 +17,6 @@ public struct BackupContents: Sendable, Hashable {
     public var databaseSize: Int64
     /// Every upload the snapshot names; each has its file in `uploads/` beside the database.
     public var uploads: [UploadRecord]
-
-    public init(schemaVersion: Int64, notes: Int64, lastEventID: Int64, databaseSize: Int64, uploads: [UploadRecord]) {
-        self.schemaVersion = schemaVersion
-        self.notes = notes
-        self.lastEventID = lastEventID
-        self.databaseSize = databaseSize
-        self.uploads = uploads
-    }
 }
 
 /// Online backup and restore of a data folder: a consistent snapshot of the database (SQLite's

@@ -40,11 +40,6 @@ public enum TextMerge {
         /// diff it runs): the bound on its time.
         public var maxWork: Int
 
-        public init(maxBytes: Int, maxWork: Int) {
-            self.maxBytes = maxBytes
-            self.maxWork = maxWork
-        }
-
         /// 1 MiB per input, and a work cap that merges any 1 MiB note whose two sides each
         /// changed it in a few hundred places, well under a second.
         public static let `default` = Limits(maxBytes: 1 << 20, maxWork: 60_000_000)
