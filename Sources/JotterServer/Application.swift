@@ -187,7 +187,7 @@ public func buildApplication(_ configuration: ServerConfiguration) throws -> App
         metrics: metrics,
         check: HealthCheck(
             store: notes, dataDirectory: configuration.dataDirectory,
-            minimumFreeBytes: configuration.minimumFreeSpace))
+            minimumFreeBytes: configuration.minimumFreeSpace), log: log)
     health.register(in: &routes)
     // Limits: in memory with SQLite (one process), in a table every instance shares with PostgreSQL.
     let counters = notes.limitCounters

@@ -1,4 +1,5 @@
 import Foundation
+import Glibc
 import Testing
 import JotterServerTestSupport
 import JotterTestSupport
@@ -52,10 +53,37 @@ struct OperationsTests {
             try FileManager.default.removeItem(at: tmp)
             let response = try app.request("GET", "/healthz")
             #expect(response.status == 503)
-            #expect((try response.json()["detail"] as? String)?.contains("data_folder: cannot create a file") == true)
+            #expect(
+                (try response.json()["detail"] as? String)
+                    == "not ready: data_folder: cannot create a file in the data folder: No such file or directory")
+            // A public endpoint: no path of the server's in it.
+            #expect(!response.text.contains(app.dataDirectory.path), "\(response.text)")
             try FileManager.default.createDirectory(at: tmp, withIntermediateDirectories: false)
             #expect(try app.request("GET", "/healthz").status == 200)
         }
+    }
+
+    @Test("/healthz's failures are logged whole, once when they start and once when they end")
+    func failuresLoggedOnce() throws {
+        let server = try ServerProcess(["--quiet"])
+        let tmp = server.dataDirectory.appendingPathComponent("tmp")
+        try FileManager.default.removeItem(at: tmp)
+        for _ in 0..<3 {
+            #expect(try RawHTTP(port: server.port).request("GET", "/healthz", close: true).status == 503)
+        }
+        try FileManager.default.createDirectory(at: tmp, withIntermediateDirectories: false)
+        for _ in 0..<2 {
+            #expect(try RawHTTP(port: server.port).request("GET", "/healthz", close: true).status == 200)
+        }
+        #expect(server.signal(SIGTERM))
+        let (status, log) = server.finish()
+        #expect(status == 0)
+        let lines = log.split(separator: "\n").map(String.init).filter { $0.contains("/healthz") }
+        #expect(
+            lines.map { $0.drop(while: { $0 != " " }) } == [
+                " warning /healthz: not ready: data_folder: cannot create a file in \(tmp.path): No such file or directory",
+                " info /healthz: ready again",
+            ], "\(log)")
     }
 
     @Test("/metrics counts notes, uploads and their bytes, open event streams, and shows uptime and the build")

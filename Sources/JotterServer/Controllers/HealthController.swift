@@ -9,6 +9,7 @@ import JotterBlobs
 import JotterHTTP
 import JotterStore
 import JotterSystem
+import Synchronization
 
 /// `GET /healthz`: ready or not, with each check; `GET /metrics`: Prometheus text.
 ///
@@ -17,15 +18,22 @@ import JotterSystem
 /// a file can be created in the data folder and at least `minimumFreeBytes` are free there;
 /// otherwise `503` problem+json whose `detail` names what failed, with the same `checks` and
 /// `free_bytes` members.
+///
+/// `/healthz` needs no credentials, so its answer says which check failed but not the
+/// database's or the bucket's error text (it names hosts) nor the data folder's path: the log
+/// has those, one line when the checks start failing or fail otherwise, one when they pass again.
 struct HealthController {
     let metrics: Metrics
     let check: HealthCheck
+    let log: Logger
 
     func register(in routes: inout RouterBuilder) {
         let check = self.check
+        let changes = HealthChanges(log: log)
         // The checks ask the database: on a store thread when that is a round trip.
         routes.get("/healthz", runs: check.store.readPlace, operation: HealthOperations.health) { request, context -> Reply in
             let report = check.run()
+            changes.note(report)
             guard report.failures.isEmpty else {
                 return .now(HealthProblem(report: report, requestID: context.requestID).response())
             }
@@ -43,12 +51,52 @@ struct HealthController {
     }
 }
 
+/// Logs the health checks' failures when they change, so that a load balancer asking every
+/// few seconds gives one line per outage, not one per question.
+final class HealthChanges: Sendable {
+    private let log: Logger
+    private let last = Mutex<[String]>([])
+
+    init(log: Logger) { self.log = log }
+
+    func note(_ report: HealthCheck.Report) {
+        let failures = report.reasons
+        let before = last.withLock { last in
+            defer { last = failures }
+            return last
+        }
+        guard failures != before else { return }
+        if failures.isEmpty {
+            log.info("/healthz: ready again")
+        } else {
+            log.warning("/healthz: not ready: " + failures.joined(separator: "; "))
+        }
+    }
+}
+
 /// What `/healthz` checks, against the store and its data folder.
 struct HealthCheck: Sendable {
     struct Report {
+        /// Each check's state as the answer shows it: `ok`, or what failed without a host,
+        /// a path or a driver's message.
         var checks: [String: String] = [:]
+        /// Each failed check's whole reason, for the log.
+        var detailed: [String: String] = [:]
         var freeBytes: Int64?
-        var failures: [String] { checks.filter { $0.value != "ok" }.map { "\($0.key): \($0.value)" }.sorted() }
+        var failures: [String] { Self.failures(checks) }
+        var reasons: [String] { Self.failures(detailed) }
+
+        /// `name: reason` of each check that is not `ok`, sorted.
+        static func failures(_ checks: [String: String]) -> [String] {
+            checks.filter { $0.value != "ok" }.map { "\($0.key): \($0.value)" }.sorted()
+        }
+
+        /// Records one check: `reason` is `ok` or the whole reason; `shown` what the answer says
+        /// of a failure.
+        mutating func record(_ name: String, _ reason: String, shown: @autoclosure () -> String) {
+            detailed[name] = reason
+            checks[name] = reason == "ok" ? "ok" : shown()
+        }
     }
 
     let store: any DataStore
@@ -57,30 +105,36 @@ struct HealthCheck: Sendable {
 
     func run() -> Report {
         var report = Report()
-        report.checks = store.health()
+        for (name, reason) in store.health() {
+            report.record(name, reason, shown: "unavailable (the server's log says why)")
+        }
         // A blob store across the network (a bucket) says whether it can be reached.
-        if let reachable = store.blobs.reachability() { report.checks["blob_store"] = reachable }
-        report.checks["data_folder"] = Self.writable(store.temporaryDirectory)
+        if let reachable = store.blobs.reachability() {
+            report.record("blob_store", reachable, shown: "unreachable (the server's log says why)")
+        }
+        let writable = Self.writable(store.temporaryDirectory)
+        report.record(
+            "data_folder", writable.map { "cannot create a file in \(store.temporaryDirectory): \($0)" } ?? "ok",
+            shown: "cannot create a file in the data folder: \(writable ?? "")")
         report.freeBytes = Self.freeBytes(dataDirectory)
         if let free = report.freeBytes {
-            report.checks["free_space"] =
-                free >= minimumFreeBytes
-                ? "ok"
-                : "only \(free) bytes free in the data folder (at least \(minimumFreeBytes) wanted)"
+            let reason = free >= minimumFreeBytes ? "ok" : "only \(free) bytes free in the data folder (at least \(minimumFreeBytes) wanted)"
+            report.record("free_space", reason, shown: reason)
         } else {
-            report.checks["free_space"] = "cannot tell the free space of the data folder: \(String(cString: strerror(errno)))"
+            let reason = "cannot tell the free space of the data folder: \(String(cString: strerror(errno)))"
+            report.record("free_space", reason, shown: reason)
         }
         return report
     }
 
-    /// "ok" when a file can be created (and removed) in `folder`, else why not.
-    static func writable(_ folder: String) -> String {
+    /// Nil when a file can be created (and removed) in `folder`, else the system's reason.
+    static func writable(_ folder: String) -> String? {
         let path = folder + "/healthz-" + SystemRandom.hex(bytes: 6)
         let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { return "cannot create a file in \(folder): \(String(cString: strerror(errno)))" }
+        guard fd >= 0 else { return String(cString: strerror(errno)) }
         close(fd)
         unlink(path)
-        return "ok"
+        return nil
     }
 
     /// Bytes available to unprivileged writers on the file system of `folder`.
