@@ -73,6 +73,7 @@ public final class Application: Sendable {
             "jotter listening on \(url) with \(configuration.threads) engine thread(s), data in \(configuration.dataDirectory)"
                 + (configuration.store.usesPostgres
                     ? ", database \(configuration.store.databaseDescription), uploads in \(configuration.store.blobStoreDescription)" : ""))
+        if let migration = notes.migration { log.info(migration.description) }
         if configuration.effectiveAuth == .off && !AuthMode.isLoopback(configuration.host) {
             log.warning("--auth off on \(configuration.host): anyone who can reach this address can read and change every note")
         }

@@ -39,6 +39,9 @@ public protocol DataStore: NoteStore, UploadStore, PartialUploadStore, AccountSt
     /// The schema version this build writes and understands.
     var schemaVersion: Int64 { get }
 
+    /// What opening the store did to the schema: nil when it was already current.
+    var migration: SchemaMigration? { get }
+
     /// A folder for files of requests in flight (multipart parts before they are stored).
     var temporaryDirectory: String { get }
 
@@ -180,5 +183,18 @@ final class EventObserver: Sendable {
     func deliver(_ events: [NoteEvent], owner: Owner) {
         guard !events.isEmpty, let handler = handler.withLock({ $0 }) else { return }
         for event in events { handler.call(event, owner) }
+    }
+}
+
+/// A schema brought to the version this build writes, as opening a store did it.
+public struct SchemaMigration: Sendable, Hashable, CustomStringConvertible {
+    /// The version found: 0 for an empty database.
+    public var from: Int64
+    /// The version it was migrated to.
+    public var to: Int64
+
+    /// `created the database at schema version 12`, or `migrated the database from schema version 11 to 12`.
+    public var description: String {
+        from == 0 ? "created the database at schema version \(to)" : "migrated the database from schema version \(from) to \(to)"
     }
 }

@@ -66,6 +66,7 @@ public final class SQLiteStore: DataStore {
 
     /// The path of the database file.
     public let path: String
+    public let migration: SchemaMigration?
     private let writer: GroupCommitWriter
     let readers: ReaderPool
     let noteWriter: NoteWriter
@@ -109,7 +110,7 @@ public final class SQLiteStore: DataStore {
         let db = try SQLiteConnection(
             path: path, flags: SQLiteConnection.readWrite,
             busyTimeoutMilliseconds: options.busyTimeoutMilliseconds)
-        try SQLiteSchema.prepare(db, fileName: Self.fileName)
+        migration = try SQLiteSchema.prepare(db, fileName: Self.fileName)
         // After the schema check: never change anything in a database we refuse.
         try db.execute("PRAGMA synchronous = \(options.synchronous.rawValue)")
         try db.execute("PRAGMA journal_size_limit = 67108864")  // shrink the WAL back to 64 MiB after checkpoints

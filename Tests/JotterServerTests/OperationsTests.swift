@@ -63,6 +63,22 @@ struct OperationsTests {
         }
     }
 
+    @Test("the log says when a start created or migrated the database, and nothing when it was current")
+    func migrationLogged() throws {
+        let folder = try scratchFolder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        var logs: [String] = []
+        for _ in 0..<2 {
+            let server = try ServerProcess(["--quiet"], dataDirectory: folder)
+            #expect(server.signal(SIGTERM))
+            let (status, log) = server.finish()
+            #expect(status == 0)
+            logs.append(log)
+        }
+        #expect(logs[0].contains(" info created the database at schema version "), "\(logs[0])")
+        #expect(!logs[1].contains("schema version"), "\(logs[1])")
+    }
+
     @Test("/healthz's failures are logged whole, once when they start and once when they end")
     func failuresLoggedOnce() throws {
         let server = try ServerProcess(["--quiet"])

@@ -31,6 +31,7 @@ struct MigrationTests {
             """)
         let store = try fixture.reopen()
         defer { store.close() }
+        #expect(store.migration == SchemaMigration(from: 11, to: 12))
         #expect(try store.partialUpload(id: old.id, owner: .unclaimed) == old)
         let sent = record("filename YS5iaW4=,is_confidential")
         try store.createPartialUpload(sent, owner: .unclaimed)
@@ -48,6 +49,7 @@ struct MigrationTests {
 
     @Test func freshDatabaseGetsTheCurrentVersionInWALMode() throws {
         let fixture = try StoreFixture()
+        #expect(fixture.store.migration == SchemaMigration(from: 0, to: SQLiteSchema.current))
         #expect(FileManager.default.fileExists(atPath: fixture.directory.databasePath))
         #expect(try Self.schemaVersion(at: fixture.directory.databasePath) == SQLiteSchema.current)
         let db = try SQLiteConnection(path: fixture.directory.databasePath, flags: SQLiteConnection.readOnly)
@@ -73,6 +75,7 @@ struct MigrationTests {
         store.close()
         store = try SQLiteStore(dataDirectory: directory.path)
         defer { store.close() }
+        #expect(store.migration == nil)
         #expect(try store.note(id: note.id) == note)
         #expect(try Self.schemaVersion(at: store.path) == SQLiteSchema.current)
     }

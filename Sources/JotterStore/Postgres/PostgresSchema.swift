@@ -301,12 +301,12 @@ enum PostgresSchema {
 
     /// Brings the database to `current`, or refuses it (untouched) when it is newer, or when it
     /// has tables but no `schema_version`.
-    static func prepare(_ db: PostgresConnection, name: String) throws {
-        try db.transaction { db in
+    static func prepare(_ db: PostgresConnection, name: String) throws -> SchemaMigration? {
+        try db.transaction { db -> SchemaMigration? in
             try db.query("SELECT pg_advisory_xact_lock($1)", [migrationLock])
             let found = try storedVersion(db, name: name)
             guard found <= current else { throw StoreError.newerSchema(file: name, found: found, supported: current) }
-            guard found < current else { return }
+            guard found < current else { return nil }
             if found == 0 {
                 try db.execute("CREATE TABLE schema_version (version bigint NOT NULL); INSERT INTO schema_version VALUES (0)")
             }
@@ -314,6 +314,7 @@ enum PostgresSchema {
                 try db.execute(migrations[next])
             }
             try db.query("UPDATE schema_version SET version = $1", [current])
+            return SchemaMigration(from: found, to: current)
         }
     }
 

@@ -47,6 +47,7 @@ public final class PostgresStore: DataStore {
     let options: Options
     /// A folder for files of requests in flight (multipart parts before they are stored).
     public let temporaryDirectory: String
+    public let migration: SchemaMigration?
     let pool: PostgresPool
     /// Where writes run, and requests that read (`readThreads`).
     public let threads: StoreThreads
@@ -90,14 +91,14 @@ public final class PostgresStore: DataStore {
             throw .invalidArgument("not a PostgreSQL URL: \(error)")
         }
         let pool = pool
-        let position = try Self.mapped {
+        let (migration, position) = try Self.mapped {
             try Self.retrying(options.attempts) {
                 try pool.withConnection { db in
-                    try PostgresSchema.prepare(db, name: "the PostgreSQL database")
-                    return try PostgresNoteRows.lastEventID(on: db)
+                    (try PostgresSchema.prepare(db, name: "the PostgreSQL database"), try PostgresNoteRows.lastEventID(on: db))
                 }
             }
         }
+        self.migration = migration
         threads = try StoreThreads(count: max(2, 2 * pool.configuration.size))
         do {
             feed = try PostgresEventFeed(url: url, backlog: options.eventBacklog, position: position, presence: instance)

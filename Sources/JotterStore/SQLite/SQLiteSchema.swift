@@ -231,10 +231,10 @@ enum SQLiteSchema {
     /// The schema version this binary writes and understands.
     static var current: Int64 { Int64(migrations.count) }
 
-    /// Checks the version, switches to WAL and migrates to `current`.
+    /// Checks the version, switches to WAL and migrates to `current`; says what it migrated.
     ///
     /// - Throws: `StoreError.newerSchema` (database untouched) or `.notJotterDatabase`.
-    static func prepare(_ db: SQLiteConnection, fileName: String) throws(StoreError) {
+    static func prepare(_ db: SQLiteConnection, fileName: String) throws(StoreError) -> SchemaMigration? {
         // Look before touching: a read changes nothing in the file.
         let found = try storedVersion(db, fileName: fileName)
         guard found <= current else { throw .newerSchema(file: fileName, found: found, supported: current) }
@@ -243,13 +243,17 @@ enum SQLiteSchema {
         guard mode?.lowercased() == "wal" else {
             throw .sqlite(code: 1, message: "could not switch \(fileName) to WAL mode (got \(mode ?? "nothing"))")
         }
-        guard found < current else { return }
+        guard found < current else { return nil }
 
         try db.run("BEGIN IMMEDIATE")
         do throws(StoreError) {
             // Another process may have migrated between our look and the lock: look again.
             let version = try storedVersion(db, fileName: fileName)
             guard version <= current else { throw StoreError.newerSchema(file: fileName, found: version, supported: current) }
+            guard version < current else {
+                try db.run("COMMIT")
+                return nil
+            }
             if version == 0 {
                 try db.execute("CREATE TABLE schema_version (version INTEGER NOT NULL)")
                 try db.run("INSERT INTO schema_version (version) VALUES (0)")
@@ -259,6 +263,7 @@ enum SQLiteSchema {
             }
             try db.run("UPDATE schema_version SET version = ?", [.integer(current)])
             try db.run("COMMIT")
+            return SchemaMigration(from: version, to: current)
         } catch {
             if !db.isAutocommit { try? db.run("ROLLBACK") }
             throw error
