@@ -103,8 +103,10 @@ struct RestoreCommand: BlockingCommand {
         SHA-256, a schema this jotter understands), then restores it into the data folder DIR:
         the database last, so an interrupted restore leaves no database behind. Start the
         server on DIR afterwards. DIR must be empty or missing unless --force, which replaces
-        its database and uploads. Refused while a server is running on DIR. For a deployment
-        on PostgreSQL, restore its database (pg_restore) and its bucket instead.
+        its database and uploads. Refused while a server is running on DIR. The restored
+        database starts a new history: note and event ids go on past any issued before, and
+        every client walks the restored state once (docs/deployment.md). For a deployment on
+        PostgreSQL, restore its database (pg_restore) and its bucket instead.
         """
     static let operands = Operands.single("SRC")
     static let dataOption = Option.text("--data", value: "DIR", help: "The data folder to restore into (required).")

@@ -142,6 +142,38 @@ struct BackupTests {
         #expect(throws: StoreError.inUse) { try DataFolderBackup.restore(from: folder.path + "/b", into: target.path, replacing: true) }
     }
 
+    /// A restore from an older backup takes back what was made after it. Clients that synced
+    /// meanwhile hold cursors and note ids of that lost history: the restored server must walk
+    /// them through its state once, and never give a lost note's id to a new note.
+    @Test("a restore starts a new history: old cursors walk, old streams reload, no note or event id comes back")
+    func restoreStartsNewHistory() throws {
+        let fixture = try StoreFixture()
+        let store = fixture.sqlite!
+        let kept = try fixture.create("in the backup")
+        let folder = try TemporaryDirectory()
+        _ = try store.backup(into: folder.path + "/b")
+        let lost = try fixture.create("made after the backup")
+        _ = try store.perform(.update(id: lost.id, body: "changed after the backup", ifVersion: nil))
+        let oldCursor = try store.changes(NoteFeedQuery(since: 0), owner: .unclaimed).cursor(count: 2, more: false)
+        store.close()
+
+        _ = try DataFolderBackup.restore(from: folder.path + "/b", into: fixture.directory.path, replacing: true)
+        let restored = try SQLiteStore(dataDirectory: fixture.directory.path)
+        defer { restored.close() }
+        // New notes and events past the lost ones, however many: the lost note's id stays unknown.
+        let made = try #require(try restored.perform(.create(body: "made after the restore")).note)
+        #expect(made.id > lost.id)
+        #expect(try restored.note(id: lost.id, owner: .unclaimed) == nil)
+        // The lost history's cursor walks the complete state (what it does not name is gone)…
+        let walk = try restored.changes(NoteFeedQuery(since: oldCursor), owner: .unclaimed)
+        #expect(walk.walk)
+        #expect(walk.entries.map(\.noteID) == [kept.id, made.id])
+        // …and the walk's cursor then reads on as usual.
+        #expect(try restored.changes(NoteFeedQuery(since: walk.cursor(count: 2, more: false)), owner: .unclaimed).walk == false)
+        // A stream resumed from the lost history is told to reload.
+        #expect(try restored.events(after: oldCursor, limit: 10, owner: .unclaimed) == nil)
+    }
+
     @Test("a released folder lock is free at once, though a copy of its descriptor lives on (as in a child forked before its exec)")
     func releasedLockWithACopy() throws {
         let folder = try TemporaryDirectory()

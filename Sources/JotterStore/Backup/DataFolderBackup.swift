@@ -132,6 +132,10 @@ public enum DataFolderBackup {
     /// The database is written under a temporary name and renamed into place last, after the
     /// upload files: an interrupted restore leaves no database behind, only files the next
     /// start removes.
+    ///
+    /// The restored database starts a new history (`startNewHistory`): clients that synced
+    /// with the server after the backup was taken hold cursors and note ids the restored
+    /// database never saw, and must neither be answered from them nor find them again.
     public static func restore(from backup: String, into dataDirectory: String, replacing: Bool) throws(StoreError) -> BackupContents {
         let contents = try self.contents(ofBackup: backup)
         if access(dataDirectory, F_OK) != 0 {
@@ -139,8 +143,10 @@ public enum DataFolderBackup {
         }
         let lock = try DataFolderLock(dataDirectory, exclusive: true)
         defer { lock.unlock() }
+        var replaced: [String: Int64] = [:]
         if !FileTransfer.entries(of: dataDirectory).isEmpty {
             guard replacing else { throw .notEmpty("\(dataDirectory) is not empty") }
+            replaced = idsIssued(in: databasePath(in: dataDirectory))
             removeBackupFiles(in: dataDirectory)
             for name in FileTransfer.entries(of: dataDirectory + "/tmp") { unlink(dataDirectory + "/tmp/" + name) }
         }
@@ -155,6 +161,7 @@ public enum DataFolderBackup {
             let db = try openForReading(databasePath(in: backup))
             try db.run("VACUUM INTO ?", [.text(staging)])
             db.close()
+            try startNewHistory(at: staging, after: replaced)
             guard rename(staging, databasePath(in: dataDirectory)) == 0 else {
                 throw StoreError.system("cannot move the restored database into place: \(String(cString: strerror(errno)))")
             }
@@ -167,6 +174,52 @@ public enum DataFolderBackup {
             throw .corrupt("\(error)")
         }
         return contents
+    }
+
+    /// How far a restore moves note and event ids on past the highest issued: room for the
+    /// notes and events a lost server made after its backup, when the database it had is not
+    /// there to say how many (a restore onto a new machine).
+    static let restoreGap: Int64 = 1_000_000
+
+    /// The highest note and event ids the database at `path` has issued, when it can be read
+    /// (the database a restore replaces); none when it can't.
+    static func idsIssued(in path: String) -> [String: Int64] {
+        guard access(path, F_OK) == 0, let db = try? openForReading(path) else { return [:] }
+        defer { db.close() }
+        let rows = try? db.query("SELECT name, seq FROM sqlite_sequence WHERE name IN ('notes', 'events')") { ($0.string(0), $0.int64(1)) }
+        return Dictionary(rows ?? [], uniquingKeysWith: max)
+    }
+
+    /// Makes the restored database at `path` start a new history, so that what clients learned
+    /// from the server after the backup was taken cannot be mistaken for it:
+    /// - note and event ids go on `restoreGap` past the highest issued by the backup or by the
+    ///   database replaced (`replaced`), so no id is issued twice;
+    /// - the change feed holds no cursor from before (`feed_marks.pruned_through`): each client
+    ///   walks the complete state once, and drops what it held that the restore took back;
+    /// - the event backlog is emptied: a stream resumed with a `Last-Event-ID` from before is
+    ///   told to reload.
+    static func startNewHistory(at path: String, after replaced: [String: Int64]) throws(StoreError) {
+        let db = try SQLiteConnection(path: path, flags: SQLiteConnection.readWriteExisting)
+        defer { db.close() }
+        try db.run("BEGIN IMMEDIATE")
+        do throws(StoreError) {
+            for table in ["notes", "events"] {
+                let issued = try db.first("SELECT seq FROM sqlite_sequence WHERE name = ?", [.text(table)]) { $0.int64(0) } ?? 0
+                let next = max(issued, replaced[table] ?? 0) + restoreGap
+                try db.run("DELETE FROM sqlite_sequence WHERE name = ?", [.text(table)])
+                try db.run("INSERT INTO sqlite_sequence (name, seq) VALUES (?, ?)", [.text(table), .integer(next)])
+            }
+            try db.run("DELETE FROM events")
+            // A backup from before the feed (schema 9) gets its mark from the migration that
+            // makes it, from the events' ids as set here.
+            if try db.first("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'feed_marks'", row: { _ in true }) == true {
+                try db.run("UPDATE feed_marks SET pruned_through = (SELECT seq FROM sqlite_sequence WHERE name = 'events')")
+            }
+            try db.run("COMMIT")
+        } catch {
+            if !db.isAutocommit { try? db.run("ROLLBACK") }
+            throw error
+        }
     }
 
     // MARK: - Helpers
