@@ -18,16 +18,7 @@ struct NotesAddCommand: ClientCommand {
     let operands: [String]
 
     func run(console: Console) async throws -> Int32 {
-        let body: String
-        if operands == ["-"] {
-            guard let text = String(validating: console.readInput(), as: UTF8.self) else {
-                throw CommandFailure("standard input is not UTF-8 text")
-            }
-            // The one newline that ends what `echo` or a file sends, as `git commit -F -` drops it.
-            body = text.hasSuffix("\n") ? String(text.dropLast()) : text
-        } else {
-            body = operands.joined(separator: " ")
-        }
+        let body = try console.noteText(operands)
         let note = try await options.client().notes.create(body)
         console.out(options.json ? try ClientOptions.json(NoteEnvelope(note: note)) : "Added note \(note.id).\n")
         return ExitCode.success
@@ -62,5 +53,18 @@ struct NotesRemoveCommand: ClientCommand {
                     : try ClientOptions.json(["notes": deleted]))
         }
         return status
+    }
+}
+
+extension Console {
+    /// A note's text as given on the command line: its words joined by spaces, or standard
+    /// input for `-` alone, less one final newline (what `echo` or a file ends with, as
+    /// `git commit -F -` drops it).
+    func noteText(_ words: [String]) throws -> String {
+        guard words == ["-"] else { return words.joined(separator: " ") }
+        guard let text = String(validating: readInput(), as: UTF8.self) else {
+            throw CommandFailure("standard input is not UTF-8 text")
+        }
+        return text.hasSuffix("\n") ? String(text.dropLast()) : text
     }
 }

@@ -14,22 +14,23 @@ struct NotesEditCommand: AsyncCommand {
         nothing is overwritten, it says so and exits 4 (your text is kept in a file).
         """
     static let operands = Operands.single("ID", then: "TEXT")
+    static let otherUsages = [(arguments: "ID - [options]", note: "the text from standard input, less one final newline")]
     static let options = ClientOptions.options
 
     let options: ClientOptions
     let id: String
-    let text: String?
+    /// The words of the text, or `-`; none: the editor.
+    let words: [String]
     let environment: [String: String]
 
     init(parsing arguments: Arguments) throws {
         options = try ClientOptions(parsing: arguments)
         environment = arguments.environment
-        let (id, words) = try arguments[Self.operands]
-        self.id = id
-        text = words.isEmpty ? nil : words.joined(separator: " ")
+        (id, words) = try arguments[Self.operands]
     }
 
     func run(console: Console) async throws -> Int32 {
+        let text = words.isEmpty ? nil : try console.noteText(words)
         let client = options.client()
         let note = try await client.notes.get(id)
         let edited: String

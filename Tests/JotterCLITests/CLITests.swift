@@ -127,7 +127,11 @@ struct CLITests {
     func derivedUsage() throws {
         #expect(RestoreCommand.usage("jotter restore") == "jotter restore SRC --data DIR [--force] [--json]")
         #expect(NotesShowCommand.usage("jotter notes show") == "jotter notes show ID [options]")
-        #expect(NotesEditCommand.usage("jotter notes edit") == "jotter notes edit ID [TEXT…] [options]")
+        #expect(
+            NotesEditCommand.usage("jotter notes edit") == """
+                jotter notes edit ID [TEXT…] [options]
+                       jotter notes edit ID - [options]     (the text from standard input, less one final newline)
+                """)
         #expect(TokensRevokeCommand.usage("jotter tokens revoke") == "jotter tokens revoke ID [--data DIR | --database URL | --server URL] [options]")
         #expect(ServeCommand.usage("jotter serve") == "jotter serve [options]")
         #expect(NotesCommand.usage("jotter notes") == "jotter notes <subcommand> [options]")

@@ -65,6 +65,9 @@ struct ClientCommandTests {
             #expect(show.out.hasPrefix("note 1 · version 1 · created "))
             #expect(show.out.hasSuffix("\n\nBuy milk\n"))
             #expect(await jotter(["notes", "edit", "1", "Buy", "oat", "milk"], app: app).out == "Saved note 1 (version 2).\n")
+            // `-` alone reads standard input, as `notes add -` does.
+            #expect(await jotter(["notes", "edit", "2", "-"], app: app, input: "piped in\n").out == "Saved note 2 (version 2).\n")
+            #expect(await jotter(["notes", "show", "2", "--json"], app: app).out.contains(#""body": "piped in""#))
             #expect(await jotter(["notes", "rm", "1"], app: app).out == "Deleted note 1.\n")
             let gone = await jotter(["notes", "show", "1"], app: app)
             #expect(gone.status == ExitCode.notFound)
