@@ -5,8 +5,11 @@ import JotterClient
 /// `jotter uploads …`: the files stored on the server.
 struct UploadsCommand: CommandGroup {
     static let name = "uploads"
-    static let summary = "List, show and remove uploaded files."
-    static let subcommands: [any Command.Type] = [UploadsListCommand.self, UploadsShowCommand.self, UploadsRemoveCommand.self]
+    static let summary = "List, show, attach and remove uploaded files."
+    static let subcommands: [any Command.Type] = [
+        UploadsListCommand.self, UploadsShowCommand.self, UploadsAttachCommand.self, UploadsDetachCommand.self,
+        UploadsRemoveCommand.self,
+    ]
     static let about = """
         Each takes --server URL (JOTTER_SERVER) and --json; see jotter uploads <subcommand> --help.
         Upload files with jotter upload, fetch them with jotter download.
@@ -166,6 +169,57 @@ struct UploadsShowCommand: ClientCommand {
             content  \(upload.url)
 
             """)
+        return ExitCode.success
+    }
+}
+
+/// `jotter uploads attach ID NOTE`.
+struct UploadsAttachCommand: ClientCommand {
+    static let name = "attach"
+    static let summary = "Attach an upload to a note (moving it from the note it was on)."
+    static let about = """
+        Attaches the upload to note NOTE; the note it leaves, if any, and the note it joins get
+        new versions. ID may be a unique prefix (4 characters or more). A note in the trash is
+        not found (exit 3), and keeps its uploads until it is restored (exit 4).
+        """
+    static let operands = Operands.pair("ID", "NOTE")
+
+    let options: ClientOptions
+    /// The upload's id (or a unique prefix of it) and the note's.
+    let operands: (String, String)
+
+    func run(console: Console) async throws -> Int32 {
+        try await UploadsCommand.attach(operands.0, to: operands.1, options: options, console: console)
+    }
+}
+
+/// `jotter uploads detach ID`.
+struct UploadsDetachCommand: ClientCommand {
+    static let name = "detach"
+    static let summary = "Detach an upload from its note (the upload is kept)."
+    static let about = """
+        Detaches the upload from the note it is attached to, which gets a new version; the
+        upload stays, attached to no note. ID may be a unique prefix (4 characters or more). A
+        note in the trash keeps its uploads until it is restored (exit 4).
+        """
+    static let operands = Operands.single("ID")
+
+    let options: ClientOptions
+    /// The upload's id, or a unique prefix of it.
+    let operands: String
+
+    func run(console: Console) async throws -> Int32 {
+        try await UploadsCommand.attach(operands, to: nil, options: options, console: console)
+    }
+}
+
+extension UploadsCommand {
+    /// Attaches the upload `id` (or a unique prefix) to note `note`, or to none, and says where it is now.
+    static func attach(_ id: String, to note: String?, options: ClientOptions, console: Console) async throws -> Int32 {
+        let client = options.client()
+        let upload = try await client.uploads.attach(try await UploadID.resolve(id, client: client), toNote: note)
+        let name = console.outputIsTerminal ? TextFormat.visible(upload.filename) : upload.filename
+        console.out(options.json ? try ClientOptions.json(UploadEnvelope(upload: upload)) : "Upload \(upload.id) (\(name)) is \(place(upload)).\n")
         return ExitCode.success
     }
 }

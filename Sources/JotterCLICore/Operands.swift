@@ -63,6 +63,18 @@ extension Operands<(String, [String])> {
     }
 }
 
+extension Operands<(String, String)> {
+    /// Exactly two, in order (`ID NOTE`).
+    package static func pair(_ what: String, _ then: String) -> Operands<(String, String)> {
+        Operands(usage: "\(what) \(then)", first: what) { arguments throws(UsageError) in
+            let words = arguments.positionals()
+            guard words.count >= 2 else { throw UsageError("missing \(words.isEmpty ? what : then)") }
+            guard words.count == 2 else { throw UsageError("unexpected argument '\(words[2])'") }
+            return (words[0], words[1])
+        }
+    }
+}
+
 extension Arguments {
     /// The operands as `operands` declares them: `arguments[Self.operands]`.
     /// - Throws: `UsageError` when one is missing or there are too many.

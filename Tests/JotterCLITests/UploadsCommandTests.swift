@@ -63,6 +63,42 @@ struct UploadsCommandTests {
         }
     }
 
+    @Test("attach moves an upload to a note (by a prefix of its id), detach to none; a note in the trash is not found and keeps its own")
+    func attachAndDetach() async throws {
+        let folder = try scratchFolder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        try await withApp { app in
+            let client = JotterClient(baseURL: app.baseURL)
+            let first = try await client.notes.create("first")
+            let second = try await client.notes.create("second")
+            let id = try #require(try await uploadFiles(client, folder, count: 1, note: first.id).first)
+
+            let versions = (try await client.notes.get(first.id).version, try await client.notes.get(second.id).version)
+
+            let moved = await commands.jotter(["uploads", "attach", String(id.prefix(6)), second.id], app: app)
+            #expect(moved.out == "Upload \(id) (file0.txt) is note \(second.id).\n", "\(moved.err)")
+            #expect(try await client.uploads.get(id).noteID == second.id)
+            #expect(try await client.notes.get(first.id).version == versions.0 + 1, "the note it left changed")
+            #expect(try await client.notes.get(second.id).version == versions.1 + 1, "the note it joined changed")
+
+            let detached = await commands.jotter(["uploads", "detach", id, "--json"], app: app)
+            let upload = try JSONDecoder().decode(UploadEnvelope.self, from: Data(detached.out.utf8)).upload
+            #expect(upload.id == id && upload.noteID == nil)
+
+            // A note in the trash is not found, and keeps the uploads it had.
+            _ = try await client.notes.delete(first.id)
+            #expect(await commands.jotter(["uploads", "attach", id, first.id], app: app).status == ExitCode.notFound)
+            #expect(await commands.jotter(["uploads", "attach", id, second.id], app: app).status == 0)
+            _ = try await client.notes.delete(second.id)
+            let kept = await commands.jotter(["uploads", "detach", id], app: app)
+            #expect(kept.status == ExitCode.conflict, "\(kept.err)")
+            #expect(try await client.uploads.get(id).noteID == second.id, "nothing moved")
+
+            #expect(await commands.jotter(["uploads", "attach", id], app: app).err.hasPrefix("error: missing NOTE\n"))
+            #expect(await commands.jotter(["uploads", "attach", id, "1", "2"], app: app).status == ExitCode.usage)
+        }
+    }
+
     @Test("--all follows the pages past the server's page size")
     func allPages() async throws {
         let folder = try scratchFolder()
