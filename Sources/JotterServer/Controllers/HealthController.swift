@@ -51,25 +51,26 @@ struct HealthController {
     }
 }
 
-/// Logs the health checks' failures when they change, so that a load balancer asking every
-/// few seconds gives one line per outage, not one per question.
+/// Logs the health checks' failures when the checks that fail change, so that a load
+/// balancer asking every few seconds gives one line per outage, not one per question (nor one
+/// per byte while free space runs low).
 final class HealthChanges: Sendable {
     private let log: Logger
-    private let last = Mutex<[String]>([])
+    private let failing = Mutex<[String]>([])
 
     init(log: Logger) { self.log = log }
 
     func note(_ report: HealthCheck.Report) {
-        let failures = report.reasons
-        let before = last.withLock { last in
-            defer { last = failures }
-            return last
+        let now = report.checks.filter { $0.value != "ok" }.keys.sorted()
+        let before = failing.withLock { failing in
+            defer { failing = now }
+            return failing
         }
-        guard failures != before else { return }
-        if failures.isEmpty {
+        guard now != before else { return }
+        if now.isEmpty {
             log.info("/healthz: ready again")
         } else {
-            log.warning("/healthz: not ready: " + failures.joined(separator: "; "))
+            log.warning("/healthz: not ready: " + report.reasons.joined(separator: "; "))
         }
     }
 }
