@@ -137,11 +137,26 @@ package struct HTTP1StateMachine: ConnectionMachine, ~Copyable {
     /// Work decided while parsing, started (`ConnectionAction.start`) once the event is over:
     /// a later reply's, or the request's next step on its route's executor.
     private var toStart: WorkStart?
-    /// The answer was queued before the body was read: what follows is dropped, then the
-    /// connection closes.
-    private var discarding = false
-    /// The connection closes once the answers queued are written.
-    private var closeAfterAnswers = false
+    /// Whether the connection goes on after the answers queued: one value, as dropping the
+    /// input always means closing after them. It only ever moves down the list.
+    private enum Persistence {
+        /// Requests follow one another.
+        case keepAlive
+        /// The request being read (its body too) is the last: no later one is parsed, and the
+        /// connection closes once the answers queued are written.
+        case closeAfterAnswers
+        /// What the client sends is dropped (an answer came before the body's end, a head was
+        /// refused, a body timed out, the client shut its side); the connection closes once the
+        /// answers queued are written.
+        case discarding
+    }
+
+    private var persistence = Persistence.keepAlive
+    /// What follows is dropped, then the connection closes (`Persistence.discarding`).
+    private var discarding: Bool { persistence == .discarding }
+    /// The server stops (`quiesce`): the next answer closes the connection, and streaming
+    /// bodies end. Apart from `persistence`: a head in progress, a body, and requests
+    /// pipelined behind answers being written are still read and answered meanwhile.
     private var quiescing = false
 
     // MARK: - Output
@@ -311,8 +326,7 @@ package struct HTTP1StateMachine: ConnectionMachine, ~Copyable {
         } else {
             // Answers are still owed (a later reply, a response being written): the client may
             // have only shut its write side. Stop reading; the writes tell.
-            closeAfterAnswers = true
-            discarding = true
+            persistence = .discarding
             if queue.isEmpty, !waiting { finishClose() }
         }
         return next()
@@ -598,7 +612,7 @@ package struct HTTP1StateMachine: ConnectionMachine, ~Copyable {
     /// reads nothing would otherwise hold a descriptor per request, its answers' heads far
     /// below `outputHighWater`.
     private var mayParse: Bool {
-        !waiting && !discarding && !closeAfterAnswers && bodyPausedSince == nil && !isEnding && !isLingering
+        !waiting && persistence == .keepAlive && bodyPausedSince == nil && !isEnding && !isLingering
             && queue.first?.stream == nil && queuedBytes < Self.outputHighWater && !queue.contains { $0.file != nil }
     }
 
@@ -700,7 +714,7 @@ package struct HTTP1StateMachine: ConnectionMachine, ~Copyable {
         waitingForHeadSince = nil
         requestHTTP10 = http10
         // Known at the head: a request that ends there may be answered before its end is parsed.
-        if !parser.keepAlive { closeAfterAnswers = true }
+        if !parser.keepAlive { closeAfterAnswers() }
         let lifecycle = request!.lifecycle
         let action = lifecycle.headerComplete(
             RequestHead(
@@ -714,7 +728,7 @@ package struct HTTP1StateMachine: ConnectionMachine, ~Copyable {
     /// Carries out what the request's exchange asks next, in HTTP/1.1: an answer that comes
     /// before the body's end drops the rest of the connection's input.
     private mutating func act(_ next: consuming Exchange.Next) {
-        if request?.discarding == true { discarding = true }
+        if request?.discarding == true { persistence = .discarding }
         switch consume next {
         case .proceed: break
         case .sendContinue: queueRaw(ResponseHead.interim(.continue, headers: HTTPHeaders()))
@@ -735,7 +749,7 @@ package struct HTTP1StateMachine: ConnectionMachine, ~Copyable {
 
     private mutating func requestComplete() {
         guard request != nil, !discarding else { return }
-        if !parser.keepAlive { closeAfterAnswers = true }
+        if !parser.keepAlive { closeAfterAnswers() }
         // A consumer that asked to wait on the last piece: nothing more of this body is to be
         // read, so there is nothing to pause (its call back finds nothing to resume).
         bodyPausedSince = nil
@@ -756,7 +770,7 @@ package struct HTTP1StateMachine: ConnectionMachine, ~Copyable {
         }
         request!.refused()
         waitingForHeadSince = nil
-        discarding = true
+        persistence = .discarding
         toStart = nil
         let action = request!.lifecycle.malformed(error)
         takeInterims()
@@ -785,7 +799,7 @@ package struct HTTP1StateMachine: ConnectionMachine, ~Copyable {
         let requestIsHead = exchange.isHead
         interims.isOpen = false
         let closesAfter =
-            closeAfterAnswers || discarding || quiescing || server.isStopping
+            persistence != .keepAlive || quiescing || server.isStopping
             || response.headers["Connection"].map { HTTPHeaders.equal($0, "close") } == true
         let status = response.status.code
         let bodyAllowed = status >= 200 && status != 204 && status != 304
@@ -818,12 +832,18 @@ package struct HTTP1StateMachine: ConnectionMachine, ~Copyable {
                 stream = StreamState(body: body, chunked: chunked, blockSize: min(blockSize, Self.streamPiece))
             }
         }
-        if closes { closeAfterAnswers = true }
+        if closes { closeAfterAnswers() }
         queuedBytes += bytes.count + separate.count
         queue.append(
             Outgoing(
                 head: bytes, body: separate, file: file, stream: stream, lifecycle: lifecycle, status: status, bodyBytes: bodyBytes,
                 closeAfter: closes))
+    }
+
+    /// No request after the one being read: the connection closes once the answers queued are
+    /// written (unless it drops its input already).
+    private mutating func closeAfterAnswers() {
+        if persistence == .keepAlive { persistence = .closeAfterAnswers }
     }
 
     /// Bytes that are not an answer of their own (an interim response).
@@ -1017,8 +1037,7 @@ package struct HTTP1StateMachine: ConnectionMachine, ~Copyable {
             terminate(.timeout)
             return
         }
-        discarding = true
-        closeAfterAnswers = true
+        persistence = .discarding
         bodyPausedSince = nil
         answer(response)
     }
