@@ -163,9 +163,19 @@ package struct HTTP1StateMachine: ConnectionMachine, ~Copyable {
 
     private var queue: [Outgoing] = []
     private var queuedBytes = 0
-    /// The socket did not take all of the last write: wait until it is writable.
-    private var outputBlocked = false
-    private var writing: Writing?
+    /// Whether the front answer may be written now: one value, as a write is out only while
+    /// the socket is not known to be full.
+    private enum Output {
+        /// Nothing is out: the next write goes when there is one.
+        case ready
+        /// A write action was returned: what it was, to read its answer.
+        case writing(Writing)
+        /// The socket did not take all of the last write: wait until it is writable.
+        case blocked
+    }
+
+    private var output = Output.ready
+    private var outputBlocked: Bool { if case .blocked = output { true } else { false } }
 
     // MARK: - Time
 
@@ -253,7 +263,7 @@ package struct HTTP1StateMachine: ConnectionMachine, ~Copyable {
 
     /// The socket can be read (`read`) and/or written (`write`).
     package mutating func ready(read: Bool, write: Bool) -> Action {
-        if write { outputBlocked = false }
+        if write, outputBlocked { output = .ready }
         readiness.socketReady(read: read, write: write)
         return next()
     }
@@ -347,13 +357,13 @@ package struct HTTP1StateMachine: ConnectionMachine, ~Copyable {
     /// The last write action's socket took `count` bytes (0 from `sendFile`: the file ended early).
     package mutating func wrote(_ count: Int, now: UInt64) -> Action {
         self.now = now
-        guard let writing, !queue.isEmpty else { return next() }
-        self.writing = nil
+        guard case .writing(let writing) = output, !queue.isEmpty else { return next() }
+        output = .ready
         if count > 0 { lastActivity = now }
         switch writing {
         case .bytes:
             queue[0].sent += count
-            if queue[0].sent < queue[0].head.count + queue[0].body.count { outputBlocked = true }
+            if queue[0].sent < queue[0].head.count + queue[0].body.count { output = .blocked }
         case .file:
             guard count > 0 else {
                 terminate(.clientAbort)  // the file is shorter than announced
@@ -362,11 +372,11 @@ package struct HTTP1StateMachine: ConnectionMachine, ~Copyable {
             queue[0].file!.offset += count
             queue[0].file!.remaining -= count
         case .leftover:
-            if !queue[0].stream!.leftover.wrote(count) { outputBlocked = true }
+            if !queue[0].stream!.leftover.wrote(count) { output = .blocked }
         case .buffer(let start, let end):
             if start + count < end {
                 keepStreamBytes(from: start + count, to: end)
-                outputBlocked = true
+                output = .blocked
             }
         }
         return next()
@@ -374,15 +384,14 @@ package struct HTTP1StateMachine: ConnectionMachine, ~Copyable {
 
     /// The last write action's socket took nothing: wait until it is writable.
     package mutating func writeBlocked() -> Action {
-        if case .buffer(let start, let end) = writing { keepStreamBytes(from: start, to: end) }
-        writing = nil
-        outputBlocked = true
+        if case .writing(.buffer(let start, let end)) = output { keepStreamBytes(from: start, to: end) }
+        output = .blocked
         return next()
     }
 
     /// A write failed: the client is gone.
     package mutating func writeFailed() -> Action {
-        writing = nil
+        if case .writing = output { output = .ready }
         terminate(.clientAbort)
         return next()
     }
@@ -872,13 +881,13 @@ package struct HTTP1StateMachine: ConnectionMachine, ~Copyable {
         let sent = queue[0].sent
         let headCount = queue[0].head.count
         if sent < headCount + queue[0].body.count {
-            writing = .bytes
+            output = .writing(.bytes)
             if sent < headCount { return .act(.write(queue[0].head, from: sent, queue[0].body)) }
             return .act(.write(queue[0].body, from: sent - headCount, []))
         }
         if let file = queue[0].file {
             if file.remaining > 0 {
-                writing = .file
+                output = .writing(.file)
                 return .act(.sendFile(fd: file.fd, offset: file.offset, count: min(file.remaining, 1 << 20)))
             }
             Glibc.close(file.fd)
@@ -896,7 +905,7 @@ package struct HTTP1StateMachine: ConnectionMachine, ~Copyable {
             return .act(.start(.body(queue[0].stream!.body, waker, stream: 0)))
         }
         if !queue[0].stream!.leftover.isEmpty {
-            writing = .leftover
+            output = .writing(.leftover)
             return .act(queue[0].stream!.leftover.write)
         }
         let waker: ConnectionWaker
@@ -947,7 +956,7 @@ package struct HTTP1StateMachine: ConnectionMachine, ~Copyable {
             terminate(.clientAbort)
             return .again
         }
-        writing = .buffer(start, end)
+        output = .writing(.buffer(start, end))
         return .act(.writeBuffer(UnsafeRawBufferPointer(start: base + start, count: end - start)))
     }
 
