@@ -110,21 +110,37 @@ package struct HTTP1StateMachine: ConnectionMachine, ~Copyable {
 
     // MARK: - Input
 
-    /// Unparsed bytes kept between reads: a head in progress (from offset 0) or what followed
-    /// a request the connection must answer first.
+    /// What the stash holds, from its offset 0: one value, so that a head in progress with
+    /// unparsed bytes before it, or a read into the stash with no head in it, cannot be written.
+    private enum Kept {
+        /// Nothing: the stash is released (an idle connection holds no buffer).
+        case nothing
+        /// A head in progress, `0..<end`, whose spans point into it: the next read goes right
+        /// after it, into the stash.
+        case head(end: Int)
+        /// What followed a request the connection must answer first, `0..<end` (never empty):
+        /// parsed when the connection may go on.
+        case unparsed(end: Int)
+    }
+
+    /// Unparsed bytes kept between reads (`kept` says what they are).
     private var stash: UnsafeMutableRawPointer?
     private var stashCapacity = 0
-    private var stashStart = 0
-    private var stashEnd = 0
+    private var kept = Kept.nothing
+    /// Where the bytes kept end.
+    private var stashEnd: Int {
+        switch kept {
+        case .nothing: 0
+        case .head(let end), .unparsed(let end): end
+        }
+    }
     /// The stash holds a head in progress whose spans point into it.
-    private var stashHoldsHead = false
+    private var stashHoldsHead: Bool { if case .head = kept { true } else { false } }
     /// Nothing but the start of the HTTP/2 preface has been read: `PRI * HTTP/2.0…` makes this
     /// an HTTP/2 connection with prior knowledge (RFC 9113 §3.3).
     private var mayBeHTTP2 = true
     /// Whether the socket may be read now (`ReadReadiness`).
     private var readiness = ReadReadiness()
-    /// The pending read goes into the stash (a head in progress), not the loop's buffer.
-    private var readingIntoStash = false
 
     // MARK: - Requests
 
@@ -286,14 +302,16 @@ package struct HTTP1StateMachine: ConnectionMachine, ~Copyable {
             if budget - count <= 0 { finishClose() }
             return next()
         }
-        let room = readingIntoStash ? stashCapacity - stashEnd : readBuffer.count
+        // The read went into the stash, right after the head in progress, when it held one
+        // (`readAction`); nothing changes what it holds between a read and its answer.
+        let headEnd: Int? = if case .head(let end) = kept { end } else { nil }
+        let room = headEnd.map { stashCapacity - $0 } ?? readBuffer.count
         readiness.received(count, room: room, more: more)
         if discarding { return next() }
         if mayBeHTTP2 {
             let bytes =
-                readingIntoStash
-                ? UnsafeRawBufferPointer(start: stash!, count: stashEnd + count)
-                : UnsafeRawBufferPointer(start: readBuffer.baseAddress, count: count)
+                headEnd.map { UnsafeRawBufferPointer(start: stash!, count: $0 + count) }
+                ?? UnsafeRawBufferPointer(start: readBuffer.baseAddress, count: count)
             switch HTTP2StateMachine.preface(in: bytes) {
             case .begun:
                 phase = .finished
@@ -304,10 +322,9 @@ package struct HTTP1StateMachine: ConnectionMachine, ~Copyable {
                 mayBeHTTP2 = false
             }
         }
-        if readingIntoStash {
-            let from = stashEnd
-            stashEnd += count
-            process(UnsafeRawPointer(stash!), from: from, to: stashEnd, inStash: true)
+        if let from = headEnd {
+            kept = .head(end: from + count)
+            process(UnsafeRawPointer(stash!), from: from, to: from + count, inStash: true)
         } else {
             process(UnsafeRawPointer(readBuffer.baseAddress!), from: 0, to: count, inStash: false)
         }
@@ -559,9 +576,7 @@ package struct HTTP1StateMachine: ConnectionMachine, ~Copyable {
             }
             if case .shuttingDown = phase {
                 phase = .lingering(until: now + Self.lingerTime, budget: Self.lingerBytes)
-                stashStart = 0
-                stashEnd = 0
-                stashHoldsHead = false
+                kept = .nothing
                 releaseStashIfEmpty()
                 return .shutdownWrites
             }
@@ -576,7 +591,7 @@ package struct HTTP1StateMachine: ConnectionMachine, ~Copyable {
                 }
             }
             if mayParse || requestInBody {
-                if stashEnd > stashStart, !stashHoldsHead {
+                if case .unparsed = kept {
                     processStash()
                     continue
                 }
@@ -600,17 +615,15 @@ package struct HTTP1StateMachine: ConnectionMachine, ~Copyable {
     /// Where the next read goes: the stash, right after a head in progress, or the loop's buffer.
     /// nil when the head can grow no more (answered `431`).
     private mutating func readAction() -> Action? {
-        if stashHoldsHead {
+        if case .head(let end) = kept {
             ensureStash(capacity: Self.stashHeadCapacity)
-            let room = stashCapacity - stashEnd
+            let room = stashCapacity - end
             if room == 0 {
                 refuseMalformed(HTTPError(.requestHeaderFieldsTooLarge, detail: "the request's header section is too large", closesConnection: true))
                 return nil
             }
-            readingIntoStash = true
-            return .read(UnsafeMutableRawBufferPointer(start: stash! + stashEnd, count: room))
+            return .read(UnsafeMutableRawBufferPointer(start: stash! + end, count: room))
         }
-        readingIntoStash = false
         return .read(readBuffer)
     }
 
@@ -634,7 +647,7 @@ package struct HTTP1StateMachine: ConnectionMachine, ~Copyable {
     }
 
     private mutating func processStash() {
-        process(UnsafeRawPointer(stash!), from: stashStart, to: stashEnd, inStash: true)
+        process(UnsafeRawPointer(stash!), from: 0, to: stashEnd, inStash: true)
     }
 
     /// Parses `base[from..<to]`; keeps what could not be parsed yet.
@@ -662,9 +675,7 @@ package struct HTTP1StateMachine: ConnectionMachine, ~Copyable {
             if parser.inHead {
                 keep(base, from: parser.messageStart, to: to, inStash: inStash, head: true)
             } else {
-                stashStart = 0
-                stashEnd = 0
-                stashHoldsHead = false
+                kept = .nothing
                 releaseStashIfEmpty()
             }
         }
@@ -682,9 +693,7 @@ package struct HTTP1StateMachine: ConnectionMachine, ~Copyable {
             memcpy(stash!, base + from, count)
         }
         if head { parser.rebase(from) }
-        stashStart = 0
-        stashEnd = count
-        stashHoldsHead = head
+        kept = head ? .head(end: count) : count > 0 ? .unparsed(end: count) : .nothing
         releaseStashIfEmpty()
     }
 
@@ -692,7 +701,7 @@ package struct HTTP1StateMachine: ConnectionMachine, ~Copyable {
         guard stashCapacity < capacity else { return }
         let grown = UnsafeMutableRawPointer.allocate(byteCount: capacity, alignment: 16)
         if let stash {
-            if stashEnd > stashStart { memcpy(grown + stashStart, stash + stashStart, stashEnd - stashStart) }
+            if stashEnd > 0 { memcpy(grown, stash, stashEnd) }
             stash.deallocate()
         }
         stash = grown
@@ -701,7 +710,7 @@ package struct HTTP1StateMachine: ConnectionMachine, ~Copyable {
 
     /// An idle connection keeps no buffer.
     private mutating func releaseStashIfEmpty() {
-        if let stash, stashEnd == 0, !stashHoldsHead {
+        if let stash, case .nothing = kept {
             stash.deallocate()
             self.stash = nil
             stashCapacity = 0
