@@ -133,6 +133,31 @@ struct ReadReadiness {
     }
 }
 
+/// Whether a connection's output may be written now, the same on both protocols: one value, as
+/// a write is out only while the socket is not known to be full. `Writing` is what a machine's
+/// write action was, to read its answer.
+enum Output<Writing> {
+    /// Nothing is out: the next write goes when there is one.
+    case ready
+    /// A write action was returned: what it was, to read its answer.
+    case writing(Writing)
+    /// The socket did not take all of the last write: wait until it is writable.
+    case blocked
+
+    /// The socket did not take all of the last write.
+    var isBlocked: Bool { if case .blocked = self { true } else { false } }
+
+    /// The socket was reported writable (`writable`), or not: a blocked output may write again.
+    mutating func socketWritable(_ writable: Bool) {
+        if writable, isBlocked { self = .ready }
+    }
+
+    /// The write under way failed.
+    mutating func failed() {
+        if case .writing = self { self = .ready }
+    }
+}
+
 /// What a connection waits for from its socket.
 package struct ConnectionInterest: Equatable {
     package var read: Bool

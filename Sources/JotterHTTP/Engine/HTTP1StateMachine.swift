@@ -179,19 +179,9 @@ package struct HTTP1StateMachine: ConnectionMachine, ~Copyable {
 
     private var queue: [Outgoing] = []
     private var queuedBytes = 0
-    /// Whether the front answer may be written now: one value, as a write is out only while
-    /// the socket is not known to be full.
-    private enum Output {
-        /// Nothing is out: the next write goes when there is one.
-        case ready
-        /// A write action was returned: what it was, to read its answer.
-        case writing(Writing)
-        /// The socket did not take all of the last write: wait until it is writable.
-        case blocked
-    }
-
-    private var output = Output.ready
-    private var outputBlocked: Bool { if case .blocked = output { true } else { false } }
+    /// Whether the front answer may be written now (`Output`).
+    private var output = Output<Writing>.ready
+    private var outputBlocked: Bool { output.isBlocked }
 
     // MARK: - Time
 
@@ -279,7 +269,7 @@ package struct HTTP1StateMachine: ConnectionMachine, ~Copyable {
 
     /// The socket can be read (`read`) and/or written (`write`).
     package mutating func ready(read: Bool, write: Bool) -> Action {
-        if write, outputBlocked { output = .ready }
+        output.socketWritable(write)
         readiness.socketReady(read: read, write: write)
         return next()
     }
@@ -408,7 +398,7 @@ package struct HTTP1StateMachine: ConnectionMachine, ~Copyable {
 
     /// A write failed: the client is gone.
     package mutating func writeFailed() -> Action {
-        if case .writing = output { output = .ready }
+        output.failed()
         terminate(.clientAbort)
         return next()
     }

@@ -172,9 +172,9 @@ package struct HTTP2StateMachine: ConnectionMachine, ~Copyable {
     private var leftover = Leftover()
     /// Bytes of the loop's stream buffer filled by the `nghttp2_session_send` under way.
     private var filled = 0
-    private var writing: Writing?
-    /// The socket did not take all of the last write: wait until it is writable.
-    private var outputBlocked = false
+    /// Whether frames may be written now (`Output`).
+    private var output = Output<Writing>.ready
+    private var outputBlocked: Bool { output.isBlocked }
 
     // MARK: - Time
 
@@ -271,7 +271,7 @@ package struct HTTP2StateMachine: ConnectionMachine, ~Copyable {
     }
 
     package mutating func ready(read: Bool, write: Bool) -> ConnectionAction {
-        if write { outputBlocked = false }
+        output.socketWritable(write)
         readiness.socketReady(read: read, write: write)
         return next()
     }
@@ -311,30 +311,29 @@ package struct HTTP2StateMachine: ConnectionMachine, ~Copyable {
 
     package mutating func wrote(_ count: Int, now: UInt64) -> ConnectionAction {
         self.now = now
-        guard let writing else { return next() }
-        self.writing = nil
+        guard case .writing(let writing) = output else { return next() }
+        output = .ready
         if count > 0 { lastActivity = now }
         switch writing {
         case .leftover:
-            if !leftover.wrote(count) { outputBlocked = true }
+            if !leftover.wrote(count) { output = .blocked }
         case .buffer(let end):
             if count < end {
                 keepOutput(from: count, to: end)
-                outputBlocked = true
+                output = .blocked
             }
         }
         return next()
     }
 
     package mutating func writeBlocked() -> ConnectionAction {
-        if case .buffer(let end) = writing { keepOutput(from: 0, to: end) }
-        writing = nil
-        outputBlocked = true
+        if case .writing(.buffer(let end)) = output { keepOutput(from: 0, to: end) }
+        output = .blocked
         return next()
     }
 
     package mutating func writeFailed() -> ConnectionAction {
-        writing = nil
+        output.failed()
         terminate(.clientAbort)
         return next()
     }
@@ -507,13 +506,13 @@ package struct HTTP2StateMachine: ConnectionMachine, ~Copyable {
             if let work = nextStart() { return .start(work) }
             if !outputBlocked {
                 if !leftover.isEmpty {
-                    writing = .leftover
+                    output = .writing(.leftover)
                     return leftover.write
                 }
                 let count = makeFrames()
                 if closing { continue }
                 if count > 0 {
-                    writing = .buffer(count)
+                    output = .writing(.buffer(count))
                     return .writeBuffer(UnsafeRawBufferPointer(start: outputBuffer.baseAddress, count: count))
                 }
                 // Everything is written.
