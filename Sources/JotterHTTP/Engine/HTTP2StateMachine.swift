@@ -189,14 +189,36 @@ package struct HTTP2StateMachine: ConnectionMachine, ~Copyable {
 
     // MARK: - The end
 
+    /// The server stops (`quiesce`): GOAWAY went out, streaming bodies end, and the connection
+    /// closes once no stream is left. Apart from `phase`: the streams begun go on meanwhile,
+    /// read and answered, and a fatal error may still close it after its output.
     private var quiescing = false
-    /// Write what the socket takes now, then close, ending what is in flight with this outcome
-    /// (nghttp2's GOAWAY after a fatal error, or an idle connection's).
-    private var closeAfterOutput: CompletedExchange.Outcome?
-    /// The connection is to close: the next action is `close`.
-    private var closing = false
+
+    /// How far the connection is from its end: one value, as each step follows the one before.
+    private enum Phase {
+        /// Streams are read and answered.
+        case open
+        /// Write what the socket takes now, then close, ending what is in flight with this
+        /// outcome (nghttp2's GOAWAY after a fatal error, or an idle connection's). Nothing more
+        /// is read.
+        case closingAfterOutput(CompletedExchange.Outcome)
+        /// The connection is to close: the next action is `close`.
+        case closing
+        /// `close` was returned.
+        case finished
+    }
+
+    private var phase = Phase.open
+    private var isOpen: Bool { if case .open = phase { true } else { false } }
+    /// The connection closes at the next action, or did.
+    private var closing: Bool {
+        switch phase {
+        case .closing, .finished: true
+        case .open, .closingAfterOutput: false
+        }
+    }
     /// `close` was returned.
-    private(set) var isFinished = false
+    var isFinished: Bool { if case .finished = phase { true } else { false } }
 
     /// - Parameters:
     ///   - server: routes, limits, timeouts, and the counters the connection adds to.
@@ -221,7 +243,7 @@ package struct HTTP2StateMachine: ConnectionMachine, ~Copyable {
         server.counters.http2Connections.add(1, ordering: .relaxed)
         var session: OpaquePointer?
         guard nghttp2_session_server_new2(&session, HTTP2Callbacks.shared.callbacks, nil, HTTP2Callbacks.shared.option) == 0 else {
-            closing = true
+            phase = .closing
             return
         }
         var settings = [
@@ -350,7 +372,7 @@ package struct HTTP2StateMachine: ConnectionMachine, ~Copyable {
     /// whose body is slower than the minimum rate is answered `408` (then `RST_STREAM`
     /// `NO_ERROR`: the client may stop sending) while the connection serves on.
     package mutating func tick(now: UInt64, polledAt: UInt64, unread: Bool? = nil) -> ConnectionAction {
-        guard !closing, !isFinished, closeAfterOutput == nil else { return next() }
+        guard isOpen else { return next() }
         self.now = now
         let configuration = server.configuration
         let headerTimeout = UInt64(configuration.headerTimeout * 1_000_000)
@@ -358,7 +380,7 @@ package struct HTTP2StateMachine: ConnectionMachine, ~Copyable {
             switch Self.late(idleSince + headerTimeout, polledAt: polledAt, unread: unread) {
             case true?:
                 submitGoAway()
-                closeAfterOutput = .clientAbort
+                closeAfterOutput(.clientAbort)
                 return next()
             case nil: return .checkUnread
             case false?: break
@@ -377,7 +399,7 @@ package struct HTTP2StateMachine: ConnectionMachine, ~Copyable {
                 }
                 for stream in reading { bodyTimedOut(stream, "stopped arriving for \(configuration.idleTimeout) s") }
                 submitGoAway()
-                closeAfterOutput = .timeout
+                closeAfterOutput(.timeout)
                 return next()
             case nil: return .checkUnread
             case false?: break
@@ -407,7 +429,7 @@ package struct HTTP2StateMachine: ConnectionMachine, ~Copyable {
     /// carried out where the stream was (its head or its end); body bytes that arrived
     /// meanwhile are given to it, and reading goes on.
     package mutating func landed(stream id: Int32, _ lifecycle: RequestLifecycle, now: UInt64) -> ConnectionAction? {
-        guard !closing, !isFinished, let stream = streams[id], let landing = stream.exchange?.landed(lifecycle, now: now) else {
+        guard !closing, let stream = streams[id], let landing = stream.exchange?.landed(lifecycle, now: now) else {
             return nil
         }
         self.now = now
@@ -481,7 +503,7 @@ package struct HTTP2StateMachine: ConnectionMachine, ~Copyable {
     /// executor): they stream answers (event streams), read bodies, or wait for the client.
     /// At the connection limit such connections may be pushed out (`EventLoop`).
     var isLongLived: Bool {
-        !streams.isEmpty && !closing && !isFinished && !streams.values.contains { $0.waiting }
+        !streams.isEmpty && !closing && !streams.values.contains { $0.waiting }
     }
 
     /// Streams open now.
@@ -497,10 +519,12 @@ package struct HTTP2StateMachine: ConnectionMachine, ~Copyable {
     /// nghttp2 has to send, read, or wait.
     private mutating func next() -> ConnectionAction {
         while true {
-            if isFinished { return .close }
-            if closing {
+            switch phase {
+            case .finished: return .close
+            case .closing:
                 finish()
                 return .close
+            case .open, .closingAfterOutput: break
             }
             if !parked.isEmpty { unpark() }
             if let work = nextStart() { return .start(work) }
@@ -516,7 +540,7 @@ package struct HTTP2StateMachine: ConnectionMachine, ~Copyable {
                     return .writeBuffer(UnsafeRawBufferPointer(start: outputBuffer.baseAddress, count: count))
                 }
                 // Everything is written.
-                if let outcome = closeAfterOutput {
+                if case .closingAfterOutput(let outcome) = phase {
                     terminate(outcome)
                     continue
                 }
@@ -528,7 +552,7 @@ package struct HTTP2StateMachine: ConnectionMachine, ~Copyable {
                     terminate(.shutdown)
                     continue
                 }
-            } else if let outcome = closeAfterOutput {
+            } else if case .closingAfterOutput(let outcome) = phase {
                 terminate(outcome)  // the socket takes no more now: close anyway
                 continue
             }
@@ -538,7 +562,7 @@ package struct HTTP2StateMachine: ConnectionMachine, ~Copyable {
     }
 
     /// Whether bytes may be read and handed to nghttp2: not while a stream is paused.
-    private var mayRead: Bool { !closing && closeAfterOutput == nil && pausedStreams.isEmpty }
+    private var mayRead: Bool { isOpen && pausedStreams.isEmpty }
 
     /// What the socket should report.
     var interest: ConnectionInterest {
@@ -591,12 +615,12 @@ package struct HTTP2StateMachine: ConnectionMachine, ~Copyable {
         }
         if calmed {
             server.log.info("HTTP/2 connection from \(address) closed: more than \(Self.idleFrameLimit) frames carrying no progress")
-            closeAfterOutput = .error
+            closeAfterOutput(.error)
         } else if result < 0 {
             if result == Int(NGHTTP2_ERR_FLOODED.rawValue) || result == Int(NGHTTP2_ERR_BAD_CLIENT_MAGIC.rawValue) {
                 server.log.info("HTTP/2 connection from \(address) closed: \(String(cString: nghttp2_strerror(Int32(result))))")
             }
-            closeAfterOutput = .error
+            closeAfterOutput(.error)
         }
     }
 
@@ -856,7 +880,7 @@ package struct HTTP2StateMachine: ConnectionMachine, ~Copyable {
 
     /// Ends every stream with `outcome`; the connection closes.
     private mutating func terminate(_ outcome: CompletedExchange.Outcome) {
-        guard !closing, !isFinished else { return }
+        guard !closing else { return }
         for stream in streams.values {
             stream.closed = true
             complete(stream, outcome: outcome)
@@ -868,12 +892,18 @@ package struct HTTP2StateMachine: ConnectionMachine, ~Copyable {
         readingPausedSince = nil
         parked = []
         parkedBodyBytes = 0
-        closing = true
+        phase = .closing
+    }
+
+    /// What the socket takes now is written, then the connection closes, ending what is in
+    /// flight with `outcome` — unless it is closing already.
+    private mutating func closeAfterOutput(_ outcome: CompletedExchange.Outcome) {
+        if isOpen { phase = .closingAfterOutput(outcome) }
     }
 
     /// The connection is closed: the session goes.
     private mutating func finish() {
-        isFinished = true
+        phase = .finished
         leftover = Leftover()
         if let session {
             self.session = nil
