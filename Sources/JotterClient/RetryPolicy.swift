@@ -6,9 +6,10 @@ import JotterAPI
 
 /// When and how long the client waits before sending an idempotent request again.
 ///
-/// `GET`, `HEAD`, `PUT` and `DELETE` are retried when the connection fails and on `408 Request
-/// Timeout`, `429 Too Many Requests`, `502 Bad Gateway`, `503 Service Unavailable` and `504
-/// Gateway Timeout` (what a proxy answers when the instance it chose died); a `Retry-After`
+/// `GET`, `HEAD`, `PUT` and `DELETE` are retried when the connection fails (refused, lost, timed
+/// out, or closed with no answer at all) and on `408 Request Timeout`, `429 Too Many Requests`,
+/// `502 Bad Gateway`, `503 Service Unavailable` and `504 Gateway Timeout` (what a proxy answers
+/// when the instance it chose died); a `Retry-After`
 /// from the server is honoured (up to `maximumRetryAfter`), otherwise the wait doubles from
 /// `initialDelay` up to `maximumDelay`, with jitter. A `POST` is retried only with an
 /// `Idempotency-Key` (the SDK sends one on every POST, so the server answers a retry with the
@@ -43,8 +44,12 @@ public struct RetryPolicy: Sendable, Hashable {
 
     static let idempotentMethods: Set<String> = ["GET", "HEAD", "PUT", "DELETE", "OPTIONS"]
     static let retryableStatuses: Set<Int> = [408, 429, 502, 503, 504]
+    /// Connection failures. `badServerResponse` is how URLSession on Linux reports a connection
+    /// closed with no answer ("Empty reply from server", -1011): an instance that died, a proxy
+    /// that cut it; retried like a lost connection, and like it only for a request safe to repeat.
     static let retryableTransportCodes: Set<URLError.Code> = [
         .cannotConnectToHost, .networkConnectionLost, .timedOut, .cannotFindHost, .dnsLookupFailed, .notConnectedToInternet,
+        .badServerResponse,
     ]
 
     /// Seconds to wait before attempt `attempt + 1` after `error` ended attempt `attempt`

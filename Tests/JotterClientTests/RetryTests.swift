@@ -159,4 +159,29 @@ struct RetryTests {
             "a 409 without Retry-After is a conflict, not a wait")
         #expect(RetryPolicy.httpDate("Sunday, 06-Nov-94 08:49:37 GMT") == nil)
     }
+
+    @Test("a connection closed with no answer (Linux: URLError -1011) is retried for PUT, DELETE and a keyed POST, not for PATCH")
+    func emptyReplyRetried() async throws {
+        #expect(
+            RetryPolicy().delay(
+                after: JotterClientError(kind: .transport, urlErrorCode: .badServerResponse, message: ""), attempt: 1, method: "PATCH")
+                == nil)
+        try await TestApp.with { app in
+            let proxy = try FaultProxy(upstream: app.port)
+            defer { proxy.stop() }
+            var configuration = JotterClient.Configuration()
+            configuration.retry = RetryPolicy(maximumAttempts: 3, initialDelay: 0.05)
+            let client = JotterClient(baseURL: URL(string: "http://127.0.0.1:\(proxy.port)")!, configuration: configuration)
+            proxy.arm(FaultProxy.Fault(at: .arrived) {})
+            let note = try await client.notes.create("x")
+            #expect(proxy.disarm() != nil, "the first POST was cut")
+            proxy.arm(FaultProxy.Fault(at: .arrived) {})
+            #expect(try await client.notes.update(note.id, body: "y").body == "y")
+            #expect(proxy.disarm() != nil, "the first PUT was cut")
+            proxy.arm(FaultProxy.Fault(at: .arrived) {})
+            _ = try await client.notes.delete(note.id)
+            #expect(proxy.disarm() != nil, "the first DELETE was cut")
+            #expect(try await client.notes.allTrash().map(\.id) == [note.id])
+        }
+    }
 }
