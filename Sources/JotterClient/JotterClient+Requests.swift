@@ -122,15 +122,19 @@ extension JotterClient {
     /// Runs `attempt` until it succeeds, the policy gives up, or the task is cancelled.
     func withRetries<T>(_ request: URLRequest, _ attempt: () async throws(JotterClientError) -> T) async throws(JotterClientError) -> T {
         var count = 1
+        var neverReached = true
         while true {
             do {
                 return try await attempt()
             } catch {
+                neverReached = neverReached && error.isConnectionNotMade
                 guard
                     let delay = configuration.retry.delay(
                         after: error, attempt: count, method: request.httpMethod ?? "GET",
                         idempotencyKey: request.value(forHTTPHeaderField: "Idempotency-Key") != nil)
                 else {
+                    var error = error
+                    error.neverReachedServer = neverReached
                     throw error
                 }
                 try await Self.pause(delay)

@@ -62,6 +62,9 @@ public struct JotterClientError: Error, Sendable, CustomStringConvertible {
     public let retryAfter: Double?
     /// What happened, in one line.
     public let message: String
+    /// Every attempt of the request failed before a connection was made (refused, host
+    /// unknown, no network): the server certainly never saw it. Set by `withRetries`.
+    var neverReachedServer = false
 
     init(
         kind: Kind, status: Int? = nil, problem: ProblemDetails? = nil, urlErrorCode: URLError.Code? = nil,
@@ -98,6 +101,13 @@ public struct JotterClientError: Error, Sendable, CustomStringConvertible {
     public var isTLS: Bool { kind == .tls }
     /// The request was cancelled (the task was cancelled).
     public var isCancelled: Bool { kind == .cancelled }
+    /// A transport failure before any connection was made: nothing of the request left.
+    var isConnectionNotMade: Bool {
+        kind == .transport && urlErrorCode.map(Self.connectionNotMadeCodes.contains) == true
+    }
+
+    /// The `URLError` codes of a connection that was never made.
+    static let connectionNotMadeCodes: Set<URLError.Code> = [.cannotConnectToHost, .cannotFindHost, .dnsLookupFailed, .notConnectedToInternet]
 
     public var description: String { message }
 }

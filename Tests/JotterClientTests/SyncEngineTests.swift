@@ -403,4 +403,69 @@ struct SyncEngineTests {
         }
     }
 
+    @Test("a sync that could not connect leaves its edit foldable: the later edit replaces it, and the superseded text never comes back")
+    func refusedConnectionKeepsEditFoldable() async throws {
+        try await Self.withServer { client, _, folder in
+            let file = folder.appendingPathComponent("notes.sqlite")
+            let note = try await client.notes.create("Todo\ncall mum\n")
+            var engine: NotesSyncEngine? = try NotesSyncEngine(client: client, file: file)
+            try await engine!.sync()
+            engine = nil
+            let offline = try NotesSyncEngine(client: try Self.offlineClient(), file: file)
+            try await offline.edit(note.id, body: "Todo\ncall mum at\n")
+            await #expect(throws: JotterClientError.self) { try await offline.sync() }
+            try await offline.edit(note.id, body: "Todo\ncall mum at six pm sharp\n")
+            await #expect(throws: JotterClientError.self) { try await offline.sync() }
+            let pending = try await offline.pendingEdits()
+            #expect(pending.map(\.body) == ["Todo\ncall mum at six pm sharp\n"], "folded: the first send never left")
+            #expect(pending.map(\.attempts) == [0])
+
+            _ = try await client.notes.update(note.id, body: "Todo\ncall dad\n")  // another replica, meanwhile
+            let online = try NotesSyncEngine(client: client, file: file)
+            try await online.sync()
+            let body = try await client.notes.get(note.id).body
+            #expect(body.contains("call dad") && body.contains("call mum at six pm sharp"))
+            #expect(body.components(separatedBy: "call mum at").count == 2, "the superseded text once, inside the latest: \(body)")
+            #expect(try await online.note(note.id)?.body == body)
+        }
+    }
+
+    @Test("an edit queued behind one the server merged is rebased onto the merged text and sent from its version: nothing comes twice")
+    func laterEditRebasedOntoMerge() async throws {
+        try await Self.withServer { client, app, folder in
+            let file = folder.appendingPathComponent("notes.sqlite")
+            let note = try await client.notes.create("Todo\ncall mum\n")
+            var engine: NotesSyncEngine? = try NotesSyncEngine(client: client, file: file)
+            try await engine!.sync()
+            engine = nil
+            // The first edit is sent, its answer never comes (the sync is cancelled mid-send): it may be on the server.
+            var stuckConfiguration = JotterClient.Configuration()
+            stuckConfiguration.adaptRequest = { request in
+                if request.httpMethod == "PUT" { try await Task.sleep(nanoseconds: 60_000_000_000) }
+                return request
+            }
+            let stuck = try NotesSyncEngine(client: JotterClient(baseURL: app.baseURL, configuration: stuckConfiguration), file: file)
+            try await stuck.edit(note.id, body: "Todo\ncall mum at\n")
+            let sync = Task { try await stuck.sync() }
+            var sending = false
+            for _ in 0..<250 where !sending {
+                try await Task.sleep(nanoseconds: 20_000_000)
+                sending = try await stuck.pendingEdits().first?.attempts == 1
+            }
+            try #require(sending)
+            sync.cancel()
+            _ = await sync.result
+            try await stuck.edit(note.id, body: "Todo\ncall mum at six pm sharp\n")
+            #expect(try await stuck.pendingEdits().count == 2, "the first may be on the server: the second waits behind it")
+
+            _ = try await client.notes.update(note.id, body: "Todo\ncall dad\n")  // another replica, meanwhile
+            let online = try NotesSyncEngine(client: client, file: file)
+            try await online.sync()
+            let body = try await client.notes.get(note.id).body
+            #expect(body.contains("call dad") && body.contains("call mum at six pm sharp"), "\(body)")
+            #expect(body.components(separatedBy: "call mum at").count == 2, "the superseded text is not merged in twice: \(body)")
+            #expect(try await online.note(note.id)?.body == body)
+            #expect(try await online.state.pending == 0)
+        }
+    }
 }

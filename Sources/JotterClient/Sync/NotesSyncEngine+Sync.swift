@@ -5,19 +5,23 @@ import JotterAPI
 extension NotesSyncEngine {
     // MARK: Push
 
-    /// Sends the outbox in order until it is empty or a request fails for good (thrown, the
-    /// failed edit and those after it kept). Each request is retried by the client's policy
-    /// on transient failures first; each edit is marked as attempted in the file before it is
-    /// sent, so that after a kill its resend knows the server may have it already.
+    /// Sends the outbox in order until it is empty or a request fails (thrown, the failed edit
+    /// and those after it kept). Each request is retried by the client's policy on transient
+    /// failures first; each edit is marked as attempted in the file before it is sent, so that
+    /// after a kill its resend knows the server may have it already — unless no connection was
+    /// made (then the server certainly has nothing, and a later edit may still fold into it).
     func push() async throws(JotterClientError) {
-        while let edit = try db.rows("SELECT seq, note_id, kind, body, base_version, idempotency_key, attempts FROM outbox ORDER BY seq LIMIT 1")
-            .first.map(Self.pendingEdit)
-        {
+        while let edit = try db.rows("SELECT \(Self.outboxColumns) FROM outbox ORDER BY seq LIMIT 1").first.map(Self.pendingEdit) {
             try db.rows("UPDATE outbox SET attempts = attempts + 1 WHERE seq = ?", [.integer(edit.sequence)])
-            switch edit.kind {
-            case .create: try await pushCreate(edit)
-            case .update: try await pushUpdate(edit)
-            case .delete: try await pushDelete(edit)
+            do throws(JotterClientError) {
+                switch edit.kind {
+                case .create: try await pushCreate(edit)
+                case .update: try await pushUpdate(edit)
+                case .delete: try await pushDelete(edit)
+                }
+            } catch  where error.neverReachedServer {
+                try db.rows("UPDATE outbox SET attempts = attempts - 1 WHERE seq = ? AND attempts > 0", [.integer(edit.sequence)])
+                throw error
             }
         }
     }
@@ -80,17 +84,24 @@ extension NotesSyncEngine {
 
     /// The server's answer to an update: the replica takes the note unless more edits of it
     /// wait (their text is newer); a merge is recorded for the app.
+    ///
+    /// The edits queued after it were made from the text sent. Committed as sent, they descend
+    /// from the answer's version: that is their base. Merged with someone else's, each is moved
+    /// onto the merged text as the web app does (`TextRebase`) and sent from the answer's
+    /// version, so the server does not merge the text sent in a second time; where both changed
+    /// the same place, it keeps its base and the server merges it the same way (nothing lost).
     private func applied(_ edit: PendingEdit, _ answer: NoteEnvelope) throws(JotterClientError) {
         let note = answer.note
         try transaction { () throws(JotterClientError) in
             try db.rows("DELETE FROM outbox WHERE seq = ?", [.integer(edit.sequence)])
             let later = try db.scalar("SELECT count(*) FROM outbox WHERE note_id = ?", [.text(note.id)])?.integer ?? 0
-            // Committed as sent: the edits queued after it descend from this version. Merged with
-            // someone else's: they keep their base, so the server merges them the same way.
             let asSent = note.body == edit.body
             if asSent {
                 try db.rows(
-                    "UPDATE outbox SET base_version = ? WHERE note_id = ? AND kind = 'update'", [.integer(Int64(note.version)), .text(note.id)])
+                    "UPDATE outbox SET base_version = ? WHERE note_id = ? AND kind = 'update'",
+                    [.integer(Int64(note.version)), .text(note.id)])
+            } else if later > 0, let sent = edit.body {
+                try rebaseLater(of: note, sent: sent)
             }
             if later == 0 {
                 try store(note)
@@ -108,6 +119,26 @@ extension NotesSyncEngine {
             }
         }
         try changed([note.id])
+    }
+
+    /// The queued updates of `merged`'s note, made from `sent`, moved onto its merged text and
+    /// version, in order, as long as each rebases (the rest keep their base); the replica's
+    /// text follows the last one moved.
+    private func rebaseLater(of merged: Note, sent: String) throws(JotterClientError) {
+        var sent = sent, onto = merged.body
+        var moved: String?
+        for row in try db.rows("SELECT seq, body FROM outbox WHERE note_id = ? AND kind = 'update' ORDER BY seq", [.text(merged.id)]) {
+            let now = row[1].text ?? ""
+            guard let rebased = TextRebase.rebase(sent: sent, now: now, merged: onto) else { break }
+            try db.rows("UPDATE outbox SET body = ?, base_version = ? WHERE seq = ?", [.text(rebased), .integer(Int64(merged.version)), row[0]])
+            (sent, onto, moved) = (now, rebased, rebased)
+        }
+        guard let moved else { return }
+        // The replica shows the latest text: the last update's, now with the other edit in it.
+        let last = try db.scalar("SELECT body FROM outbox WHERE note_id = ? AND kind = 'update' ORDER BY seq DESC LIMIT 1", [.text(merged.id)])?.text
+        if last == moved {
+            try db.rows("UPDATE notes SET body = ?, version = ? WHERE id = ?", [.text(moved), .integer(Int64(merged.version)), .text(merged.id)])
+        }
     }
 
     /// The `409`s and `404` after which the server will never take this edit of this note.

@@ -114,7 +114,7 @@ public actor NotesSyncEngine {
 
     /// The outbox, in the order it will be sent.
     public func pendingEdits() throws(JotterClientError) -> [PendingEdit] {
-        try database.rows("SELECT seq, note_id, kind, body, base_version, idempotency_key, attempts FROM outbox ORDER BY seq").map(Self.pendingEdit)
+        try database.rows("SELECT \(Self.outboxColumns) FROM outbox ORDER BY seq").map(Self.pendingEdit)
     }
 
     /// The engine's updates from now on: first the current state, then every change of the
@@ -164,7 +164,8 @@ public actor NotesSyncEngine {
             if let last = try database.rows("SELECT seq, kind, attempts FROM outbox WHERE note_id = ? ORDER BY seq DESC LIMIT 1", [.text(id)]).first,
                 last[1].text != "delete", last[2].integer == 0
             {
-                try database.rows("UPDATE outbox SET body = ? WHERE seq = ?", [.text(body), last[0]])
+                try database.rows(
+                    "UPDATE outbox SET body = ? WHERE seq = ?", [.text(body), last[0]])
             } else {
                 // Made from the version the local text descends from; none yet while the creation is unanswered.
                 try database.rows(
@@ -389,6 +390,9 @@ public actor NotesSyncEngine {
             createdAt: Date(timeIntervalSince1970: row[3].real ?? 0), updatedAt: Date(timeIntervalSince1970: row[4].real ?? 0),
             hasPendingEdits: row[5].integer == 1)
     }
+
+    /// The columns `pendingEdit` reads, in its order.
+    static let outboxColumns = "seq, note_id, kind, body, base_version, idempotency_key, attempts"
 
     static func pendingEdit(_ row: [SQLValue]) -> PendingEdit {
         PendingEdit(

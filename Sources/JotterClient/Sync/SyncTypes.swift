@@ -130,6 +130,7 @@ public struct PendingEdit: Sendable, Hashable {
     /// Generated once and kept: a resend after a lost answer carries the same key.
     public var idempotencyKey: String
     /// How many times it was sent (or about to be) without an answer recorded: more than 0
-    /// means the server may have it already.
+    /// means the server may have it already. An attempt that never reached the server (no
+    /// connection made) does not count: later edits of the note still fold into it.
     public var attempts: Int
 }
