@@ -532,7 +532,8 @@ final class ConvergenceRun: @unchecked Sendable {
         for index in clients.indices {
             let engine = clients[index].engine
             let state = try await engine.state
-            conflicts += state.conflicts.count
+            // A deletion refused because the note was edited elsewhere copies nothing.
+            conflicts += state.conflicts.filter { $0.reason != .editedElsewhere }.count
             if state.pending != 0 { failures.append("c\(index): \(state.pending) edits still pending") }
             let local = try await engine.notes()
             for note in local {

@@ -468,4 +468,28 @@ struct SyncEngineTests {
             #expect(try await online.state.pending == 0)
         }
     }
+
+    @Test("a deletion queued here of a note edited elsewhere meanwhile is refused (If-Match): the note stays with the edit, a conflict says so")
+    func queuedDeleteKeepsConcurrentEdit() async throws {
+        try await Self.withServer { client, _, folder in
+            let engine = try NotesSyncEngine(client: client, file: folder.appendingPathComponent("notes.sqlite"))
+            try await engine.create("shopping: milk")
+            try await engine.create("other")
+            try await engine.sync()
+            let notes = try await Self.serverNotes(client)
+            try await engine.delete(notes[0].id)  // offline here
+            try await engine.delete(notes[1].id)
+            #expect(try await engine.pendingEdits().map(\.baseVersion) == [1, 1])
+            _ = try await client.notes.update(notes[0].id, body: "shopping: milk, eggs")  // another device
+            try await engine.sync()
+
+            #expect(try await client.notes.get(notes[0].id).body == "shopping: milk, eggs", "not deleted: the edit is not lost")
+            #expect(try await client.notes.allTrash().map(\.id) == [notes[1].id], "the unchanged note was deleted")
+            #expect(try await engine.note(notes[0].id)?.body == "shopping: milk, eggs")
+            #expect(try await engine.note(notes[0].id)?.hasPendingEdits == false)
+            let conflict = try #require(try await engine.state.conflicts.first)
+            #expect(conflict.reason == .editedElsewhere && conflict.noteID == notes[0].id && conflict.copyID == notes[0].id)
+            #expect(try await engine.state.pending == 0)
+        }
+    }
 }

@@ -50,7 +50,7 @@ extension NotesSyncEngine {
             // Edits queued on the new note were made from the text just created: its version is their base.
             try db.rows("UPDATE outbox SET note_id = ? WHERE note_id = ?", [.text(note.id), .text(local)])
             try db.rows(
-                "UPDATE outbox SET base_version = ? WHERE note_id = ? AND kind = 'update' AND base_version IS NULL",
+                "UPDATE outbox SET base_version = ? WHERE note_id = ? AND kind IN ('update', 'delete') AND base_version IS NULL",
                 [.integer(Int64(note.version)), .text(note.id)])
             try db.rows("UPDATE conflicts SET copy_id = ? WHERE copy_id = ?", [.text(note.id), .text(local)])
         }
@@ -98,7 +98,7 @@ extension NotesSyncEngine {
             let asSent = note.body == edit.body
             if asSent {
                 try db.rows(
-                    "UPDATE outbox SET base_version = ? WHERE note_id = ? AND kind = 'update'",
+                    "UPDATE outbox SET base_version = ? WHERE note_id = ? AND kind IN ('update', 'delete')",
                     [.integer(Int64(note.version)), .text(note.id)])
             } else if later > 0, let sent = edit.body {
                 try rebaseLater(of: note, sent: sent)
@@ -191,11 +191,17 @@ extension NotesSyncEngine {
         try changed([edit.noteID, copy])
     }
 
-    /// `DELETE` (to the server's trash); a note already gone is deleted all the same.
+    /// `DELETE` (to the server's trash) with `If-Match` naming the version deleted; a note
+    /// already gone is deleted all the same. One changed elsewhere since (`412`) is not: the
+    /// deletion leaves the outbox, the note comes back with the server's text, a conflict
+    /// (`.editedElsewhere`) says so.
     private func pushDelete(_ edit: PendingEdit) async throws(JotterClientError) {
         do throws(JotterClientError) {
-            _ = try await client.notes.delete(edit.noteID)
-        } catch  where error.isNotFound {}
+            _ = try await client.notes.delete(edit.noteID, ifMatch: edit.baseVersion.map { "\"\($0)\"" })
+        } catch  where error.isNotFound {
+        } catch  where error.isConflict {
+            return try await keptEdited(edit)
+        }
         try transaction { () throws(JotterClientError) in
             try db.rows("DELETE FROM outbox WHERE seq = ?", [.integer(edit.sequence)])
             if try db.scalar("SELECT 1 FROM outbox WHERE note_id = ?", [.text(edit.noteID)]) == nil {
@@ -206,13 +212,40 @@ extension NotesSyncEngine {
         try changed([edit.noteID])
     }
 
-    /// The server's state of a note into the replica.
+    /// A deletion the server refused (`412`): the note changed since the version deleted.
+    private func keptEdited(_ edit: PendingEdit) async throws(JotterClientError) {
+        let current: Note?
+        do throws(JotterClientError) {
+            current = try await client.notes.get(edit.noteID)
+        } catch  where error.isNotFound {
+            current = nil  // deleted meanwhile after all
+        }
+        try transaction { () throws(JotterClientError) in
+            try db.rows("DELETE FROM outbox WHERE seq = ?", [.integer(edit.sequence)])
+            guard try db.scalar("SELECT 1 FROM outbox WHERE note_id = ?", [.text(edit.noteID)]) == nil else { return }
+            if let current {
+                try store(current)
+                try db.rows(
+                    "INSERT INTO conflicts(note_id, copy_id, reason, at) VALUES (?, ?, ?, ?)",
+                    [
+                        .text(edit.noteID), .text(edit.noteID), .text(SyncConflict.Reason.editedElsewhere.rawValue),
+                        .real(Date().timeIntervalSince1970),
+                    ])
+            } else {
+                try db.rows("DELETE FROM notes WHERE id = ?", [.text(edit.noteID)])
+                try db.rows("DELETE FROM merges WHERE note_id = ?", [.text(edit.noteID)])
+            }
+        }
+        try changed([edit.noteID])
+    }
+
+    /// The server's state of a note into the replica (shown again if it was deleted here).
     private func store(_ note: Note) throws(JotterClientError) {
         try db.rows(
             """
             INSERT INTO notes(id, body, version, created_at, updated_at, deleted) VALUES (?, ?, ?, ?, ?, 0)
             ON CONFLICT(id) DO UPDATE SET body = excluded.body, version = excluded.version,
-                created_at = excluded.created_at, updated_at = excluded.updated_at
+                created_at = excluded.created_at, updated_at = excluded.updated_at, deleted = 0
             """,
             [
                 .text(note.id), .text(note.body), .integer(Int64(note.version)),

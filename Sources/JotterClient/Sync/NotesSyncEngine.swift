@@ -179,10 +179,15 @@ public actor NotesSyncEngine {
         return edited
     }
 
-    /// Deletes a note here (the server moves it to its trash on the next `sync()`).
+    /// Deletes a note here (the server moves it to its trash on the next `sync()`, if it is
+    /// still the version deleted here: `If-Match`). A note changed elsewhere meanwhile is not
+    /// deleted: it comes back with the other edit, recorded as a `SyncConflict` (`.editedElsewhere`).
+    /// A note whose creation the server never took just goes.
     public func delete(_ id: String) throws(JotterClientError) {
         try database.transaction { () throws(JotterClientError) in
-            guard try database.scalar("SELECT 1 FROM notes WHERE id = ? AND deleted = 0", [.text(id)]) != nil else { throw Self.noSuchNote(id) }
+            guard let version = try database.scalar("SELECT version FROM notes WHERE id = ? AND deleted = 0", [.text(id)])?.integer else {
+                throw Self.noSuchNote(id)
+            }
             // Unsent edits of a note being deleted need not go; a note the server never saw, nothing.
             try database.rows("DELETE FROM outbox WHERE note_id = ? AND attempts = 0 AND kind = 'update'", [.text(id)])
             let unsentCreation =
@@ -192,8 +197,10 @@ public actor NotesSyncEngine {
                 try database.rows("DELETE FROM notes WHERE id = ?", [.text(id)])
             } else {
                 try database.rows("UPDATE notes SET deleted = 1, updated_at = ? WHERE id = ?", [.real(Date().timeIntervalSince1970), .text(id)])
+                // The version deleted (none yet while the creation is unanswered: set by its answer).
                 try database.rows(
-                    "INSERT INTO outbox(note_id, kind, idempotency_key) VALUES (?, 'delete', ?)", [.text(id), .text(UUID().uuidString)])
+                    "INSERT INTO outbox(note_id, kind, base_version, idempotency_key) VALUES (?, 'delete', ?, ?)",
+                    [.text(id), version > 0 ? .integer(version) : .null, .text(UUID().uuidString)])
             }
         }
         localEdits?.yield()

@@ -50,13 +50,18 @@ public struct SyncConflict: Sendable, Hashable, Identifiable {
         case noteDeleted = "note-deleted"
         /// The note no longer exists on the server (`404`).
         case noteGone = "note-gone"
+        /// A deletion made here of a note changed elsewhere since the version deleted (`412`
+        /// to the delete's `If-Match`): the note was not deleted; it stays with the other
+        /// edit, back in the replica (`copyID` is the note itself: nothing was copied).
+        case editedElsewhere = "edited-elsewhere"
     }
 
     /// Identifies this record (for `NotesSyncEngine.dismissConflict`).
     public var id: Int64
     /// The note the edit was made to.
     public var noteID: String
-    /// The note that now holds the user's text (a local id until the server answers its creation).
+    /// The note that now holds the user's text (a local id until the server answers its
+    /// creation); for `.editedElsewhere`, the note itself.
     public var copyID: String
     /// Why.
     public var reason: Reason
