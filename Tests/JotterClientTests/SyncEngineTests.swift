@@ -469,6 +469,52 @@ struct SyncEngineTests {
         }
     }
 
+    @Test("a note the server refuses for good (413) waits in needsAttention, editable and deletable; the other notes sync meanwhile")
+    func refusedForGoodDoesNotWedge() async throws {
+        let folder = try scratchFolder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        try await TestApp.with(configure: { $0.maxBodySize = 4096 }) { app in
+            let client = JotterClient(baseURL: app.baseURL)
+            let engine = try NotesSyncEngine(client: client, file: folder.appendingPathComponent("notes.sqlite"))
+            let huge = try await engine.create(String(repeating: "long ", count: 2000))
+            let small = try await engine.create("small")
+            let remote = try await client.notes.create("from another device")
+            let error = await #expect(throws: JotterClientError.self) { try await engine.sync() }
+            #expect(error?.isTooLarge == true)
+            var state = try await engine.state
+            #expect(state.needsAttention?.isTooLarge == true && state.pending == 1 && state.lastSync != nil)
+            #expect(try await Self.serverNotes(client).map(\.body) == ["from another device", "small"], "the small note went")
+            #expect(try await engine.note(remote.id)?.body == "from another device", "the pull went")
+            let refused = try #require(try await engine.pendingEdits().first)
+            #expect(refused.noteID == huge.id && refused.refusedStatus == 413 && refused.attempts == 0)
+            #expect(try await engine.note(small.id) == nil, "the small note has the server's id")
+
+            // Shortened, it goes.
+            try await engine.edit(huge.id, body: "short now")
+            #expect(try await engine.pendingEdits().map(\.refusedStatus) == [nil])
+            try await engine.sync()
+            state = try await engine.state
+            #expect(state.needsAttention == nil && state.pending == 0)
+            #expect(Set(try await Self.serverNotes(client).map(\.body)) == ["from another device", "small", "short now"])
+
+            // An update refused for good, then deleted here: the deletion goes.
+            let id = try #require(try await engine.notes().first { $0.body == "short now" }?.id)
+            try await engine.edit(id, body: String(repeating: "longer ", count: 2000))
+            await #expect(throws: JotterClientError.self) { try await engine.sync() }
+            try await engine.delete(id)
+            try await engine.sync()
+            #expect(try await client.notes.allTrash().map(\.id) == [id])
+
+            // A creation refused, then deleted here: nothing is left to send.
+            let draft = try await engine.create(String(repeating: "draft ", count: 2000))
+            await #expect(throws: JotterClientError.self) { try await engine.sync() }
+            try await engine.delete(draft.id)
+            #expect(try await engine.state.pending == 0)
+            try await engine.sync()
+            #expect(try await engine.state.needsAttention == nil)
+        }
+    }
+
     @Test("a deletion queued here of a note edited elsewhere meanwhile is refused (If-Match): the note stays with the edit, a conflict says so")
     func queuedDeleteKeepsConcurrentEdit() async throws {
         try await Self.withServer { client, _, folder in

@@ -10,8 +10,17 @@ extension NotesSyncEngine {
     /// failures first; each edit is marked as attempted in the file before it is sent, so that
     /// after a kill its resend knows the server may have it already — unless no connection was
     /// made (then the server certainly has nothing, and a later edit may still fold into it).
+    /// An edit the server refuses for good (`refusedForGood`) is set aside with the edits of its
+    /// note behind it, and the others go on.
     func push() async throws(JotterClientError) {
-        while let edit = try db.rows("SELECT \(Self.outboxColumns) FROM outbox ORDER BY seq LIMIT 1").first.map(Self.pendingEdit) {
+        while let edit = try db.rows(
+            """
+            SELECT \(Self.outboxColumns) FROM outbox AS waiting WHERE refused_status IS NULL AND NOT EXISTS(
+                SELECT 1 FROM outbox AS refused WHERE refused.note_id = waiting.note_id AND refused.refused_status IS NOT NULL
+                AND refused.seq < waiting.seq)
+            ORDER BY seq LIMIT 1
+            """
+        ).first.map(Self.pendingEdit) {
             try db.rows("UPDATE outbox SET attempts = attempts + 1 WHERE seq = ?", [.integer(edit.sequence)])
             do throws(JotterClientError) {
                 switch edit.kind {
@@ -22,8 +31,46 @@ extension NotesSyncEngine {
             } catch  where error.neverReachedServer {
                 try db.rows("UPDATE outbox SET attempts = attempts - 1 WHERE seq = ? AND attempts > 0", [.integer(edit.sequence)])
                 throw error
+            } catch  where Self.refusedForGood(error) {
+                try refuse(edit, error)
             }
         }
+    }
+
+    /// An answer after which the server will never take this edit as it is, having stored
+    /// nothing: too large (`413`), malformed (`400`), invalid (`422`).
+    static func refusedForGood(_ error: JotterClientError) -> Bool {
+        [400, 413, 422].contains(error.status ?? 0)
+    }
+
+    /// Sets aside an edit the server refused for good. It was never applied: it becomes
+    /// unsent again (attempts 0, a new key), so `edit()` changes it and `delete()` drops it,
+    /// and takes the text of the note's later updates (made from it, none sent); a later
+    /// deletion makes it moot (a creation refused and deleted leaves nothing).
+    private func refuse(_ edit: PendingEdit, _ error: JotterClientError) throws(JotterClientError) {
+        try transaction { () throws(JotterClientError) in
+            let later = try db.rows(
+                "SELECT seq, kind, body FROM outbox WHERE note_id = ? AND seq > ? ORDER BY seq", [.text(edit.noteID), .integer(edit.sequence)])
+            if later.contains(where: { $0[1].text == "delete" }), edit.kind != .delete {
+                if edit.kind == .create {
+                    try db.rows("DELETE FROM outbox WHERE note_id = ?", [.text(edit.noteID)])
+                    try db.rows("DELETE FROM notes WHERE id = ?", [.text(edit.noteID)])
+                } else {
+                    try db.rows(
+                        "DELETE FROM outbox WHERE note_id = ? AND kind = 'update' AND seq >= ?", [.text(edit.noteID), .integer(edit.sequence)])
+                }
+                return
+            }
+            let body = later.last(where: { $0[1].text == "update" })?[2].text ?? edit.body
+            try db.rows("DELETE FROM outbox WHERE note_id = ? AND seq > ?", [.text(edit.noteID), .integer(edit.sequence)])
+            try db.rows(
+                "UPDATE outbox SET body = ?, attempts = 0, idempotency_key = ?, refused_status = ?, refused_message = ? WHERE seq = ?",
+                [
+                    body.map(SQLValue.text) ?? .null, .text(UUID().uuidString), .integer(Int64(error.status ?? 0)), .text(error.message),
+                    .integer(edit.sequence),
+                ])
+        }
+        try changed([edit.noteID])
     }
 
     /// `POST /notes` with the edit's own key: a resend of one whose answer was lost gets that

@@ -71,7 +71,8 @@ public actor NotesSyncEngine {
                 created_at REAL NOT NULL, updated_at REAL NOT NULL, deleted INTEGER NOT NULL DEFAULT 0);
             CREATE TABLE IF NOT EXISTS outbox(
                 seq INTEGER PRIMARY KEY AUTOINCREMENT, note_id TEXT NOT NULL, kind TEXT NOT NULL, body TEXT,
-                base_version INTEGER, idempotency_key TEXT NOT NULL, attempts INTEGER NOT NULL DEFAULT 0);
+                base_version INTEGER, idempotency_key TEXT NOT NULL, attempts INTEGER NOT NULL DEFAULT 0,
+                refused_status INTEGER, refused_message TEXT);
             CREATE INDEX IF NOT EXISTS outbox_note ON outbox(note_id);
             CREATE TABLE IF NOT EXISTS merges(
                 note_id TEXT PRIMARY KEY, version INTEGER NOT NULL, base INTEGER NOT NULL, result TEXT NOT NULL,
@@ -80,6 +81,10 @@ public actor NotesSyncEngine {
                 id INTEGER PRIMARY KEY AUTOINCREMENT, note_id TEXT NOT NULL, copy_id TEXT NOT NULL, reason TEXT NOT NULL, at REAL NOT NULL);
             CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
             """)
+        // A file made before edits could be refused for good: their columns added.
+        if try !database.rows("PRAGMA table_info(outbox)").contains(where: { $0[1].text == "refused_status" }) {
+            try database.execute("ALTER TABLE outbox ADD COLUMN refused_status INTEGER; ALTER TABLE outbox ADD COLUMN refused_message TEXT;")
+        }
         let state = try Self.readState(database, syncing: false, needsAttention: nil, lastError: nil)
         self.database = database
         broadcaster.setState(state)
@@ -151,6 +156,8 @@ public actor NotesSyncEngine {
     }
 
     /// Replaces a note's text here; sent by the next `sync()` with the version it was made from.
+    /// An edit of a note whose queued write the server refused for good (`PendingEdit.refusedStatus`:
+    /// too large, invalid) replaces that write's text: the next `sync()` sends it again.
     @discardableResult
     public func edit(_ id: String, body: String) throws(JotterClientError) -> LocalNote {
         try database.transaction { () throws(JotterClientError) in
@@ -159,13 +166,14 @@ public actor NotesSyncEngine {
             }
             try database.rows(
                 "UPDATE notes SET body = ?, updated_at = ? WHERE id = ?", [.text(body), .real(Date().timeIntervalSince1970), .text(id)])
-            // The note's last queued write, if it was never sent, carries the new text; one that
-            // may have reached the server stays as it was sent (a resend must be the same request).
+            // The note's last queued write, if it was never sent (or only refused for good, the
+            // server keeping nothing), carries the new text; one that may have reached the server
+            // stays as it was sent (a resend must be the same request).
             if let last = try database.rows("SELECT seq, kind, attempts FROM outbox WHERE note_id = ? ORDER BY seq DESC LIMIT 1", [.text(id)]).first,
                 last[1].text != "delete", last[2].integer == 0
             {
                 try database.rows(
-                    "UPDATE outbox SET body = ? WHERE seq = ?", [.text(body), last[0]])
+                    "UPDATE outbox SET body = ?, refused_status = NULL, refused_message = NULL WHERE seq = ?", [.text(body), last[0]])
             } else {
                 // Made from the version the local text descends from; none yet while the creation is unanswered.
                 try database.rows(
@@ -182,7 +190,7 @@ public actor NotesSyncEngine {
     /// Deletes a note here (the server moves it to its trash on the next `sync()`, if it is
     /// still the version deleted here: `If-Match`). A note changed elsewhere meanwhile is not
     /// deleted: it comes back with the other edit, recorded as a `SyncConflict` (`.editedElsewhere`).
-    /// A note whose creation the server never took just goes.
+    /// A note whose creation the server never took (not sent, or refused for good) just goes.
     public func delete(_ id: String) throws(JotterClientError) {
         try database.transaction { () throws(JotterClientError) in
             guard let version = try database.scalar("SELECT version FROM notes WHERE id = ? AND deleted = 0", [.text(id)])?.integer else {
@@ -324,9 +332,11 @@ public actor NotesSyncEngine {
         do throws(JotterClientError) {
             try await push()
             try await pull()
-            needsAttention = nil
             lastError = nil
             try database.rows("INSERT OR REPLACE INTO meta(key, value) VALUES ('last_sync', ?)", [.text(String(Date().timeIntervalSince1970))])
+            // Edits refused for good wait for the person; the rest went and came.
+            needsAttention = try refusal()
+            if let needsAttention { throw needsAttention }
         } catch {
             if Self.needsPerson(error) { needsAttention = error } else { lastError = error }
             throw error
@@ -337,6 +347,18 @@ public actor NotesSyncEngine {
     static func needsPerson(_ error: JotterClientError) -> Bool {
         guard let status = error.status else { return false }
         return [401, 403, 413, 422, 507].contains(status)
+    }
+
+    /// What a person must fix among the queued edits: the first one refused for good.
+    private func refusal() throws(JotterClientError) -> JotterClientError? {
+        guard
+            let row = try database.rows(
+                "SELECT note_id, refused_status, refused_message FROM outbox WHERE refused_status IS NOT NULL ORDER BY seq LIMIT 1"
+            ).first
+        else { return nil }
+        return JotterClientError(
+            kind: .httpStatus, status: row[1].integer.map { Int($0) },
+            message: "the edit of note \(row[0].text ?? "") was refused: \(row[2].text ?? "")")
     }
 
     // MARK: Internals shared by the sync
@@ -399,13 +421,13 @@ public actor NotesSyncEngine {
     }
 
     /// The columns `pendingEdit` reads, in its order.
-    static let outboxColumns = "seq, note_id, kind, body, base_version, idempotency_key, attempts"
+    static let outboxColumns = "seq, note_id, kind, body, base_version, idempotency_key, attempts, refused_status"
 
     static func pendingEdit(_ row: [SQLValue]) -> PendingEdit {
         PendingEdit(
             sequence: row[0].integer ?? 0, noteID: row[1].text ?? "", kind: PendingEdit.Kind(rawValue: row[2].text ?? "") ?? .update,
             body: row[3].text, baseVersion: row[4].integer.map(Int.init), idempotencyKey: row[5].text ?? "",
-            attempts: Int(row[6].integer ?? 0))
+            attempts: Int(row[6].integer ?? 0), refusedStatus: row[7].integer.map(Int.init))
     }
 
     static func noSuchNote(_ id: String) -> JotterClientError {

@@ -82,7 +82,9 @@ public struct SyncState: Sendable, Hashable {
     /// Edits kept as notes of their own, newest first, until dismissed.
     public var conflicts: [SyncConflict]
     /// Why the last sync stopped when a person must act: signed out (`401`/`403`), over the
-    /// quota (`507`), a note too large (`413`), a write refused (`422`). Cleared by a sync that completes.
+    /// quota (`507`); or what it could not send: a note too large (`413`), a write refused (`422`) — such an
+    /// edit waits (`PendingEdit.refusedStatus`) until edited or deleted, the others going on.
+    /// Cleared by a sync that completes with nothing refused.
     public var needsAttention: JotterClientError?
     /// Why the last sync stopped when trying again later is enough: offline, the server away
     /// after the retries. Cleared by a sync that completes.
@@ -138,4 +140,8 @@ public struct PendingEdit: Sendable, Hashable {
     /// means the server may have it already. An attempt that never reached the server (no
     /// connection made) does not count: later edits of the note still fold into it.
     public var attempts: Int
+    /// The status with which the server refused it for good, storing nothing (`413` too large,
+    /// `422` invalid): it waits, with the edits of its note behind it, until `edit` changes
+    /// its text (sent again) or `delete` drops it; `nil` otherwise.
+    public var refusedStatus: Int?
 }
