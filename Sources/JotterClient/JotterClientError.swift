@@ -25,6 +25,7 @@ public struct JotterClientError: Error, Sendable, CustomStringConvertible {
         private enum Base: String, Hashable, Sendable {
             case httpStatus = "HTTP status", transport, cancelled, invalidResponse = "invalid response", localFile = "local file"
             case destinationExists = "destination exists", invalidRequest = "invalid request", tls = "TLS"
+            case replicaOfAnotherUser = "replica of another user"
         }
         private let base: Base
 
@@ -46,6 +47,9 @@ public struct JotterClientError: Error, Sendable, CustomStringConvertible {
         public static let tls = Kind(base: .tls)
         /// The request can't be sent as asked (a body on `GET` or `HEAD`); nothing was sent.
         public static let invalidRequest = Kind(base: .invalidRequest)
+        /// A `NotesSyncEngine` replica file was synced by another user than the one the client
+        /// is signed in as: it is not synced (a replica file is per user). Nothing was sent.
+        public static let replicaOfAnotherUser = Kind(base: .replicaOfAnotherUser)
 
         public var description: String { base.rawValue }
     }
@@ -101,6 +105,10 @@ public struct JotterClientError: Error, Sendable, CustomStringConvertible {
     public var isTLS: Bool { kind == .tls }
     /// The request was cancelled (the task was cancelled).
     public var isCancelled: Bool { kind == .cancelled }
+    /// The sync engine's replica file belongs to another user than the one the client is
+    /// signed in as (`Kind.replicaOfAnotherUser`).
+    public var isReplicaOfAnotherUser: Bool { kind == .replicaOfAnotherUser }
+
     /// A transport failure before any connection was made: nothing of the request left.
     var isConnectionNotMade: Bool {
         kind == .transport && urlErrorCode.map(Self.connectionNotMadeCodes.contains) == true

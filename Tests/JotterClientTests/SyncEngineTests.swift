@@ -165,10 +165,10 @@ struct SyncEngineTests {
     func reopenedAfterDroppedMidSync() async throws {
         try await Self.withServer { client, app, folder in
             let file = folder.appendingPathComponent("notes.sqlite")
-            // A client whose requests never leave: the sync is stuck mid-send until cancelled.
+            // A client whose writes never leave: the sync is stuck mid-send until cancelled.
             var stuckConfiguration = JotterClient.Configuration()
             stuckConfiguration.adaptRequest = { request in
-                try await Task.sleep(nanoseconds: 60_000_000_000)
+                if request.httpMethod == "POST" { try await Task.sleep(nanoseconds: 60_000_000_000) }
                 return request
             }
             var stuck: NotesSyncEngine? = try NotesSyncEngine(
@@ -403,6 +403,14 @@ struct SyncEngineTests {
         }
     }
 
+    /// A client of `app` signed in as a new user `name`.
+    static func signedIn(_ name: String, on app: TestApp) async throws -> JotterClient {
+        try app.addUser(name, password: "\(name)'s password")
+        let client = JotterClient(baseURL: app.baseURL)
+        try await client.signIn(name: name, password: "\(name)'s password")
+        return client
+    }
+
     @Test("a sync that could not connect leaves its edit foldable: the later edit replaces it, and the superseded text never comes back")
     func refusedConnectionKeepsEditFoldable() async throws {
         try await Self.withServer { client, _, folder in
@@ -538,4 +546,37 @@ struct SyncEngineTests {
             #expect(try await engine.state.pending == 0)
         }
     }
+
+    @Test("a replica file is per user: opened by another user it is not synced, and the first user's edits stay queued for them")
+    func replicaOfAnotherUser() async throws {
+        let folder = try scratchFolder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        try await TestApp.with(configure: { $0.auth = .required }) { app in
+            let ann = try await Self.signedIn("ann", on: app)
+            let bob = try await Self.signedIn("bob", on: app)
+            let file = folder.appendingPathComponent("notes.sqlite")
+            var annEngine: NotesSyncEngine? = try NotesSyncEngine(client: ann, file: file)
+            try await annEngine!.create("ann's note")
+            try await annEngine!.sync()
+            try await annEngine!.create("ann's offline note")
+            annEngine = nil
+
+            let bobEngine = try NotesSyncEngine(client: bob, file: file)
+            let error = await #expect(throws: JotterClientError.self) { try await bobEngine.sync() }
+            #expect(error?.isReplicaOfAnotherUser == true)
+            #expect(try await bobEngine.state.needsAttention?.isReplicaOfAnotherUser == true)
+            #expect(try await Self.serverNotes(bob).isEmpty, "nothing of ann's went into bob's account")
+            #expect(try await bobEngine.state.pending == 1)
+
+            let signedOut = try NotesSyncEngine(client: JotterClient(baseURL: app.baseURL), file: file)
+            let signedOutError = await #expect(throws: JotterClientError.self) { try await signedOut.sync() }
+            #expect(signedOutError?.isUnauthorized == true, "no token: sign in, whoever it was")
+
+            let again = try NotesSyncEngine(client: ann, file: file)
+            try await again.sync()
+            #expect(try await Self.serverNotes(ann).map(\.body) == ["ann's note", "ann's offline note"])
+            #expect(try await again.state.needsAttention == nil)
+        }
+    }
+
 }

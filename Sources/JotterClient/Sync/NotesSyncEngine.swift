@@ -53,6 +53,10 @@ public actor NotesSyncEngine {
     private var lastError: JotterClientError?
     /// Wakes a running `follow()` after a local edit.
     private var localEdits: AsyncStream<Void>.Continuation?
+    /// The client token whose user `checkUser()` found to be the replica's (`.some(nil)`: no token).
+    private var checkedToken: String??
+    /// Whether that user was the anonymous one.
+    private var checkedAnonymous = false
 
     /// Opens the replica at `file`, creating it (and its tables) when it does not exist.
     ///
@@ -330,8 +334,10 @@ public actor NotesSyncEngine {
             try? publishState()
         }
         do throws(JotterClientError) {
+            let anonymous = try await checkUser()
             try await push()
             try await pull()
+            if anonymous { try database.rows("INSERT OR IGNORE INTO meta(key, value) VALUES ('user', '')") }
             lastError = nil
             try database.rows("INSERT OR REPLACE INTO meta(key, value) VALUES ('last_sync', ?)", [.text(String(Date().timeIntervalSince1970))])
             // Edits refused for good wait for the person; the rest went and came.
@@ -343,10 +349,43 @@ public actor NotesSyncEngine {
         }
     }
 
-    /// A failure a retry later won't fix: the user must sign in, free space, shorten a note.
+    /// A failure a retry later won't fix: the user must sign in, free space, shorten a note,
+    /// open the replica of the user signed in.
     static func needsPerson(_ error: JotterClientError) -> Bool {
+        if error.isReplicaOfAnotherUser { return true }
         guard let status = error.status else { return false }
         return [401, 403, 413, 422, 507].contains(status)
+    }
+
+    /// Whose replica this is, checked once per token of the client: the user `GET /auth/me`
+    /// names, recorded by the first sync; a file recorded for another user is not synced
+    /// (nothing sent, nothing pulled). Without a token, a `401` there is the server's
+    /// anonymous user (`--auth off`; recorded once a sync completes): whether it is one, the
+    /// push tells; for a file of a user it is that `401` (sign in). Returns whether the user is
+    /// that anonymous one.
+    private func checkUser() async throws(JotterClientError) -> Bool {
+        let token = client.token
+        if let checkedToken, checkedToken == token { return token == nil && checkedAnonymous }
+        let recorded = try database.scalar("SELECT value FROM meta WHERE key = 'user'")?.text
+        let user: String
+        do {
+            user = try await client.me().id
+        } catch  where error.isUnauthorized && token == nil && (recorded ?? "").isEmpty {
+            user = ""  // no one to sign in as: the anonymous user, or a 401 from the push
+        }
+        if let recorded, recorded != user {
+            throw JotterClientError(
+                kind: .replicaOfAnotherUser,
+                message:
+                    "the replica \(file.lastPathComponent) holds the notes of \(recorded.isEmpty ? "no user (a server without sign-in)" : "user \(recorded)"), not of \(user.isEmpty ? "no user" : "user \(user)"), whom the client is signed in as: open a replica file per user"
+            )
+        }
+        if recorded == nil, !user.isEmpty {
+            try database.rows("INSERT INTO meta(key, value) VALUES ('user', ?)", [.text(user)])
+        }
+        checkedToken = .some(token)
+        checkedAnonymous = user.isEmpty
+        return user.isEmpty
     }
 
     /// What a person must fix among the queued edits: the first one refused for good.

@@ -82,7 +82,8 @@ public struct SyncState: Sendable, Hashable {
     /// Edits kept as notes of their own, newest first, until dismissed.
     public var conflicts: [SyncConflict]
     /// Why the last sync stopped when a person must act: signed out (`401`/`403`), over the
-    /// quota (`507`); or what it could not send: a note too large (`413`), a write refused (`422`) — such an
+    /// quota (`507`), the replica of another user (`JotterClientError.isReplicaOfAnotherUser`);
+    /// or what it could not send: a note too large (`413`), a write refused (`422`) — such an
     /// edit waits (`PendingEdit.refusedStatus`) until edited or deleted, the others going on.
     /// Cleared by a sync that completes with nothing refused.
     public var needsAttention: JotterClientError?
