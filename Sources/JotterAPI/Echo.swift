@@ -43,7 +43,8 @@ public struct EchoResponse: Codable, Sendable, Hashable {
     @Nullable public var json: JSONValue?
     /// The raw body as text when it was neither form nor multipart.
     public var data: String
-    /// The request headers (repeated ones joined by commas).
+    /// The request headers (repeated ones joined by commas); credentials (`Authorization`,
+    /// `Cookie`, `Proxy-Authorization`) as `[redacted]`.
     public var headers: [String: String]
 
     enum CodingKeys: String, CodingKey { case method, url, args, form, files, json, data, headers }

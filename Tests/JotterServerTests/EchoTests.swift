@@ -2,6 +2,7 @@ import Foundation
 import Glibc
 import Testing
 import JotterServerTestSupport
+import JotterSystem
 import JotterTestSupport
 
 /// `/echo`: the request as JSON, shaped like httpbin's `/anything`.
@@ -50,6 +51,50 @@ struct EchoTests {
     static func send(_ sample: Sample, port: Int, pathPrefix: String = "") throws -> [String: Any] {
         let target = pathPrefix.isEmpty ? sample.target : sample.target.replacingOccurrences(of: "/echo", with: pathPrefix)
         return try RawHTTP(port: port).request(sample.method, target, headers: sample.headers, body: sample.body, close: true).json()
+    }
+
+    /// `/echo` needs no credentials: a file it received must hold no storage, however long the
+    /// request lasts (a body sent fast, then a byte now and then, would otherwise keep its file in
+    /// `tmp/` for days).
+    @Test("a file part is hashed as it streams and never written to tmp/, even while its request is open")
+    func filesHoldNoDisk() throws {
+        try TestApp.with { app in
+            let tmp = app.dataDirectory.appendingPathComponent("tmp").path
+            let content = [UInt8](repeating: 0x61, count: 3 << 20)
+            var multipart = MultipartBuilder()
+            multipart.file("big", filename: "big.bin", body: content)
+            let body = multipart.finished()
+            let connection = try RawHTTP(port: app.port, timeout: 30)
+            try connection.send(
+                "POST /echo HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: \(multipart.contentType)\r\n"
+                    + "Content-Length: \(body.count)\r\n\r\n")
+            // All but the closing boundary: sent only once the server has read most of it
+            // (the socket buffers hold far less than 3 MiB).
+            try connection.send(Array(body.dropLast(64)))
+            #expect(try FileManager.default.contentsOfDirectory(atPath: tmp).isEmpty, "a file in tmp/ for an open /echo request")
+            try connection.send(Array(body.suffix(64)))
+            let echo = try connection.readResponse().json()
+            let file = try #require((echo["files"] as? [String: Any])?["big"] as? [String: Any])
+            #expect(file["size"] as? Int == content.count)
+            var hash = SHA256()
+            content.withUnsafeBytes { hash.update($0) }
+            let digest = hash.finish()
+            #expect(file["sha256"] as? String == digest)
+        }
+    }
+
+    @Test("credentials are not echoed: Cookie and Proxy-Authorization are [redacted]")
+    func credentialsRedacted() throws {
+        try TestApp.with { app in
+            let echo = try RawHTTP(port: app.port).request(
+                "GET", "/echo", headers: [("Cookie", "jotter_session=secret; theme=dark"), ("Proxy-Authorization", "Basic c2VjcmV0")],
+                close: true
+            ).json()
+            let headers = try #require(echo["headers"] as? [String: String])
+            #expect(headers["Cookie"] == "[redacted]")
+            #expect(headers["Proxy-Authorization"] == "[redacted]")
+            #expect(headers["Accept"] == nil && headers["Host"] != nil, "other fields as sent")
+        }
     }
 
     @Test("fields are shaped as the contract says")

@@ -137,6 +137,31 @@ final class MultipartReceiver {
     }
 }
 
+/// One part's size and digest (`DigestOnlyStore`); its `location` is empty.
+final class DigestOnlyWriter: MultipartFileWriter {
+    var location: String { "" }
+    private var hash = SHA256()
+    private var size: Int64 = 0
+    private var utf8: UTF8Validator?
+    var isUTF8: Bool? { utf8?.isComplete }
+
+    init(checksUTF8: Bool) { utf8 = checksUTF8 ? UTF8Validator() : nil }
+
+    func write(_ bytes: UnsafeRawBufferPointer) throws(HTTPError) {
+        hash.update(bytes)
+        utf8?.update(bytes)
+        size += Int64(bytes.count)
+    }
+
+    func finish() throws(HTTPError) -> (size: Int64, sha256: String) {
+        var done = SHA256()
+        swap(&done, &hash)
+        return (size, done.finish())
+    }
+
+    func discard() {}
+}
+
 /// A temporary file that an upload streams into, with its SHA-256 computed on the way.
 final class FileSink: MultipartFileWriter {
     let path: String

@@ -143,6 +143,16 @@ extension MultipartFileWriter {
     public func mustWait(then ready: @escaping @Sendable () -> Void) -> Bool { false }
 }
 
+/// A `MultipartFileStore` that keeps nothing of a file part but its size and SHA-256, for a
+/// handler that only describes the files it receives (`/echo`): no byte reaches the disk, so a
+/// request, however large or slow, holds no storage.
+public struct DigestOnlyStore: MultipartFileStore {
+    public init() {}
+    public func open(field: String, filename: String, contentType: String, temporaryDirectory: String) throws(HTTPError) -> any MultipartFileWriter {
+        DigestOnlyWriter(checksUTF8: MediaType(contentType)?.essence.hasPrefix("text/") == true)
+    }
+}
+
 /// The default `MultipartFileStore`: a temporary file per part, hashed as it is written.
 public struct TemporaryFileStore: MultipartFileStore {
     public init() {}

@@ -8,17 +8,23 @@ import JotterHTTP
 
 /// `/echo` on any method: the request as JSON, shaped like httpbin's `/anything`, for testing
 /// clients. It accepts any content type. File parts are described (name, type, size, SHA-256),
-/// never held in memory. `POST /post` is an alias (the path of the recipe's WEBrick servlet,
-/// as `/echo_hello.php` is the PHP tutorial's for `/hello`).
+/// never held in memory nor written to disk: `/echo` needs no credentials, and a request that
+/// kept a file in `tmp/` while it trickled in would let anyone fill the disk. `POST /post` is
+/// an alias (the path of the recipe's WEBrick servlet, as `/echo_hello.php` is the PHP
+/// tutorial's for `/hello`).
 struct EchoController {
     static let methods: [HTTPMethod] = [.get, .post, .put, .patch, .delete, .options]
+    /// Header fields whose values are credentials: echoed as `[redacted]`, so that a script on
+    /// a page cannot read an `HttpOnly` session cookie back from `/echo`.
+    static let redacted: Set<String> = ["authorization", "cookie", "proxy-authorization"]
 
     func register(in routes: inout RouterBuilder) {
-        // Any body: files stream to temporary files (only the override header counts).
+        // Any body: files are hashed as they stream, and kept nowhere (only the override header counts).
+        let body = BodyPolicy.multipart(files: DigestOnlyStore())
         for method in Self.methods {
-            routes.on(method, "/echo", body: .multipart(), operation: EchoOperations.echo(method), handler: echo)
+            routes.on(method, "/echo", body: body, operation: EchoOperations.echo(method), handler: echo)
         }
-        routes.post("/post", body: .multipart(), operation: EchoOperations.postAlias, handler: echo)
+        routes.post("/post", body: body, operation: EchoOperations.postAlias, handler: echo)
     }
 
     @Sendable func echo(_ request: Request, _ context: RequestContext) throws -> JSON<EchoResponse> {
@@ -40,7 +46,8 @@ struct EchoController {
                     size: file.size, sha256: file.sha256))
         }
         for field in request.headers {
-            echo.headers[field.name] = echo.headers[field.name].map { "\($0),\(field.value)" } ?? field.value
+            let value = Self.redacted.contains(field.name.lowercased()) ? "[redacted]" : field.value
+            echo.headers[field.name] = echo.headers[field.name].map { "\($0),\(value)" } ?? value
         }
         return JSON(echo)
     }
