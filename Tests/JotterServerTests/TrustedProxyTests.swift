@@ -3,6 +3,7 @@ import Glibc
 import Testing
 import JotterServerTestSupport
 import JotterTestSupport
+@testable import JotterServer
 
 /// `--trusted-proxy`: through nginx the log shows the client's address and HTTPS from the
 /// proxy makes cookies `Secure` and adds HSTS; from any other peer the same headers change nothing.
@@ -116,6 +117,31 @@ struct TrustedProxyTests {
                 try signIn(app.port, from: "127.0.0.4", "name=bob&password=password%20of%20bob", headers: [("X-Forwarded-For", "198.51.100.99")])
                     == 429)
         }
+    }
+
+    @Test("the sign-in limiter counts an IPv6 client by its /64: a new address in the same block each time does not escape it")
+    func signInLimiterCountsIPv6Blocks() throws {
+        try TestApp.with(configure: { configuration in
+            configuration.trustedProxies = ["127.0.0.1"]
+            configuration.auth = .required
+            configuration.signInRefillSeconds = 600
+        }) { app in
+            try app.addUser("ann")
+            func signIn(for client: String, _ body: String) throws -> Int {
+                try RawHTTP(port: app.port, sourceAddress: "127.0.0.1").request(
+                    "POST", "/auth/sessions",
+                    headers: [("Content-Type", "application/x-www-form-urlencoded"), ("Forwarded", "for=\"[\(client)]\"")],
+                    body: Array(body.utf8), close: true
+                ).status
+            }
+            for n in 1...10 { #expect(try signIn(for: "2001:db8:0:7::\(n)", "name=ann&password=guess") == 401) }
+            #expect(try signIn(for: "2001:db8:0:7:ffff::1", "name=ann&password=password%20of%20ann") == 429)
+            // Another /64 has its own allowance.
+            #expect(try signIn(for: "2001:db8:0:8::1", "name=ann&password=password%20of%20ann") == 201)
+        }
+        #expect(SignInLimiter.limitKey("2001:db8:0:7:1:2:3:4") == "2001:db8:0:7::/64")
+        #expect(SignInLimiter.limitKey("::ffff:198.51.100.7") == "198.51.100.7")
+        #expect(SignInLimiter.limitKey("198.51.100.7") == "198.51.100.7")
     }
 
     @Test("HTTPS said by a trusted proxy: the session cookie is Secure and HSTS is sent; said by anyone else, neither")

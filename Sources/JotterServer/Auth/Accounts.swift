@@ -81,7 +81,7 @@ public final class Accounts: Sendable {
             entry = cached
         } else {
             // Guesses: a secret not known here counts against its address when it fails.
-            let guess = cached == nil ? address.flatMap { address in failedChecks.map { ($0, "failed " + address) } } : nil
+            let guess = cached == nil ? address.flatMap { address in failedChecks.map { ($0, "failed " + SignInLimiter.limitKey(address)) } } : nil
             if let (failures, key) = guess {
                 // Looks only (cost 0): a failure spends one below.
                 let wait: Double

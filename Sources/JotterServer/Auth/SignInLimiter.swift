@@ -1,3 +1,4 @@
+import Glibc
 import JotterHTTP
 import JotterStore
 
@@ -37,11 +38,26 @@ final class SignInLimiter: Sendable {
         self.counters = counters
     }
 
+    /// The part of a client address its limits count under: an IPv4 address whole (an
+    /// IPv4-mapped IPv6 address as IPv4); an IPv6 address by its /64, the block one subscriber
+    /// is given, so that a client cannot take a fresh allowance from each of its 2⁶⁴ addresses.
+    /// Text that is neither is its own key.
+    static func limitKey(_ address: String) -> String {
+        var bytes = [UInt8](repeating: 0, count: 16)
+        guard address.contains(":"), inet_pton(AF_INET6, address, &bytes) == 1 else { return address }
+        if bytes[0..<10].allSatisfy({ $0 == 0 }) && bytes[10] == 0xFF && bytes[11] == 0xFF {
+            return bytes[12..<16].map(String.init).joined(separator: ".")
+        }
+        let groups = stride(from: 0, to: 8, by: 2).map { String(UInt16(bytes[$0]) << 8 | UInt16(bytes[$0 + 1]), radix: 16) }
+        return groups.joined(separator: ":") + "::/64"
+    }
+
     private struct Keys {
         var address, pair, name, known: String
 
         init(address: String, name: String) {
             let name = name.lowercased()
+            let address = SignInLimiter.limitKey(address)
             self.address = "address " + address
             pair = "pair " + name + " " + address
             self.name = "name " + name
