@@ -1255,6 +1255,71 @@ class Offline(BrowserTest):
             driver.switch_to.window(tab)
 
 
+class OfflineSync(BrowserTest):
+    """What a trial of the offline sync found: no edit made offline is lost — two queued edits of
+    one note keep a change made elsewhere."""
+
+    NETWORK = {"latency": 0, "downloadThroughput": -1, "uploadThroughput": -1}
+
+    def go_offline(self):
+        driver.execute_cdp_cmd("Network.enable", {})
+        driver.execute_cdp_cmd("Network.emulateNetworkConditions", {"offline": True, **self.NETWORK})
+
+    def go_online(self):
+        driver.execute_cdp_cmd("Network.emulateNetworkConditions", {"offline": False, **self.NETWORK})
+        driver.execute_cdp_cmd("Network.disable", {})
+
+    def type_text(self, text):
+        driver.execute_script("""const area = document.getElementById('body');
+            area.value = arguments[0];
+            area.dispatchEvent(new Event('input'));""", text)
+
+    def queue_two_edits(self, note, first, second, elsewhere):
+        """Offline: `first`, autosaved, then `second` 1.5 s later; meanwhile `elsewhere` is saved."""
+        open_app(f"/#/notes/{note['id']}")
+        wait(driver, lambda d: body_text() == note["body"])
+        self.go_offline()
+        try:
+            self.type_text(first)
+            wait(driver, lambda d: css("#connection-text").text == "Offline · 1 change waiting", timeout=15,
+                 message=f"first edit waiting ({page_state()})")
+            time.sleep(1.5)
+            self.type_text(second)
+            wait(driver, lambda d: css("#connection-text").text == "Offline · 2 changes waiting", timeout=15,
+                 message=f"second edit waiting ({page_state()})")
+            outbox = kept("outbox")
+            self.assertEqual([(entry["kind"], entry["base"], entry["after"]) for entry in outbox],
+                             [("edit", 1, None), ("edit", None, outbox[0]["seq"])])
+            server.update(note["id"], elsewhere)  # another client, meanwhile
+        finally:
+            self.go_online()
+
+    def test_two_queued_edits_keep_a_change_made_elsewhere(self):
+        note = server.create("Plan C\nline A\nline B\nline C")
+        self.queue_two_edits(note, "Plan C\nline A\nline B, edited\nline C",
+                             "Plan C\nline A\nline B, edited\nline C, edited too", "Plan C, from the CLI\nline A\nline B\nline C")
+        expected = "Plan C, from the CLI\nline A\nline B, edited\nline C, edited too"
+        wait_until(lambda: kept("outbox") == [] and server.note(note["id"])["body"] == expected, timeout=30,
+                   message=f"both edits merged ({server.note(note['id'])}, {page_state()}, {css('#connection-text').text}, {kept('outbox')})")
+        wait(driver, lambda d: body_text() == expected, timeout=15, message=f"the editor shows it ({body_text()!r})")
+        wait(driver, lambda d: css("#connection-text").text == "Synced", timeout=15, message="synced")
+        self.assertEqual(css("#save-state").text, "Saved")
+        self.assertEqual({n["id"]: n["body"] for n in kept()}[note["id"]], expected)
+
+    def test_two_queued_edits_of_a_line_changed_elsewhere_keep_both(self):
+        note = server.create("Plan D\nline A\nline B\nline C")
+        self.queue_two_edits(note, "Plan D\nline A\nline B, edited\nline C",
+                             "Plan D\nline A\nline B, edited\nline C, mine", "Plan D\nline A\nline B\nline C, theirs")
+        wait_until(lambda: kept("outbox") == [], timeout=30, message=f"sent ({page_state()})")
+        saved = server.note(note["id"])["body"]
+        # Both changes of line C are kept (the server merges them), and line B's edit once.
+        for words in ("line B, edited", "mine", "theirs"):
+            self.assertIn(words, saved)
+        self.assertEqual(saved.count("line B, edited"), 1)
+        wait(driver, lambda d: body_text() == saved, timeout=15, message=f"the editor shows it ({body_text()!r})")
+        wait(driver, lambda d: css("#connection-text").text == "Synced", timeout=15, message="synced")
+
+
 class OpenFromAddress(BrowserTest):
     def test_a_note_opened_from_its_url_is_highlighted_in_the_list(self):
         """#/notes/{id} marks its note in the list from the first render, not after the next one."""

@@ -6,6 +6,8 @@
 // browser last signed in as (`USER` in localStorage), so that another user signing in here never
 // sees, nor sends as theirs, what the first one left waiting.
 
+import { rebase } from './merge.js';
+
 const VERSION = 1;
 /** localStorage: the name of the user whose copy this page uses. */
 export const USER = 'jotter-user';
@@ -135,7 +137,7 @@ export function enqueue(kind, { note = null, body = '', key = newKey() }) {
     const entry = { kind, note: id, key, body, base: null, after: null };
     if (kind !== 'create') {
       // Based on a waiting edit when the text came from it, else on a version the server gave.
-      // (One another tab has sent meanwhile left the version it made.)
+      // (One another tab has sent meanwhile left the version its text is based on.)
       if (note.pending && await promised(outbox.get(note.pending))) entry.after = note.pending;
       else entry.base = note.pending ? (await promised(meta.get(`made-${note.pending}`))) ?? note.version : note.version;
     }
@@ -151,6 +153,11 @@ export function enqueue(kind, { note = null, body = '', key = newKey() }) {
   });
 }
 
+/** The text the edits after `entry` were made from: its own, before it was moved onto a merge. */
+const madeFrom = (entry) => entry.made ?? entry.body;
+/** The version of the server's that `madeFrom(entry)` descends from. */
+const ancestor = (entry) => entry.from ?? entry.base;
+
 /** The waiting edits, oldest first. */
 export const outbox = () => transaction(['outbox'], 'readonly', ({ outbox: store }) => promised(store.getAll()));
 export const pendingCount = () => transaction(['outbox'], 'readonly', ({ outbox: store }) => promised(store.count()));
@@ -159,20 +166,39 @@ export const pendingCount = () => transaction(['outbox'], 'readonly', ({ outbox:
  * The server answered edit `seq` with `note` (null: nothing to keep, as for a delete): the edit
  * leaves the outbox, later edits of a note created here take its id, and edits based on this one
  * take the version it made. The note here becomes the server's, unless more edits of it wait.
+ *
+ * When the answer's text is not the text the later edits were made from (the server merged it
+ * with changes made elsewhere), a later edit is moved onto the merged text (`rebase`) and goes
+ * from the answer's version; where it can't be (both changed the same place) it goes from the
+ * version its text descends from, and the server merges it: the change made elsewhere is never
+ * written over. A delete made after it names that older version.
  */
 export function complete(seq, note) {
   return transaction(['notes', 'outbox', 'meta'], 'readwrite', async ({ notes, outbox: store, meta }) => {
     const entry = await promised(store.get(seq));
     if (!entry) return;
     store.delete(seq);
-    if (note) meta.put(note.version, `made-${seq}`);
+    const made = madeFrom(entry);
+    const same = !note || entry.kind === 'create' || note.body === made;
+    // The version an edit made from this one's text goes from (another tab's, see `enqueue`).
+    if (note) meta.put(same ? note.version : ancestor(entry) ?? note.version, `made-${seq}`);
     const rest = await promised(store.getAll());
     for (const later of rest) {
       let changed = false;
       if (note && later.note === entry.note && entry.note !== note.id) { later.note = note.id; changed = true; }
       if (later.after === seq) {
         later.after = null;
-        later.base = note?.version ?? null;
+        const moved = same || later.kind !== 'edit' ? null : rebase(made, later.body, note.body);
+        if (same) {
+          later.base = note?.version ?? null;
+        } else if (moved !== null) {
+          later.made = later.body;
+          later.from = ancestor(entry);
+          later.body = moved;
+          later.base = note.version;
+        } else {
+          later.base = ancestor(entry);
+        }
         changed = true;
       }
       if (changed) store.put(later);

@@ -54,7 +54,8 @@ export function createSync(handlers) {
   async function done(entry, note, merge = null) {
     await store.complete(entry.seq, note);
     synced = true;
-    const message = note ? { note, answer: { seq: entry.seq, sent: entry.body, merge } } : { deleted: entry.note };
+    // `sent`: the text as made here, which the editor has (the body sent may be it moved onto a merge).
+    const message = note ? { note, answer: { seq: entry.seq, sent: entry.made ?? entry.body, merge } } : { deleted: entry.note };
     if (note && note.id !== entry.note) message.renamed = entry.note;
     if (message.renamed) handlers.renamed(message.renamed, note);
     if (note) handlers.note(note, message.answer);
