@@ -1257,7 +1257,8 @@ class Offline(BrowserTest):
 
 class OfflineSync(BrowserTest):
     """What a trial of the offline sync found: no edit made offline is lost — two queued edits of
-    one note keep a change made elsewhere."""
+    one note keep a change made elsewhere, an edit the server refuses stays with the user, a
+    queued delete does not discard a change made elsewhere, and hiding the page saves the text."""
 
     NETWORK = {"latency": 0, "downloadThroughput": -1, "uploadThroughput": -1}
 
@@ -1318,6 +1319,41 @@ class OfflineSync(BrowserTest):
         self.assertEqual(saved.count("line B, edited"), 1)
         wait(driver, lambda d: body_text() == saved, timeout=15, message=f"the editor shows it ({body_text()!r})")
         wait(driver, lambda d: css("#connection-text").text == "Synced", timeout=15, message="synced")
+
+    def test_an_edit_refused_when_sent_stays_with_the_user(self):
+        note = server.create("Big one\nshort for now")
+        open_app(f"/#/notes/{note['id']}")
+        wait(driver, lambda d: body_text() == "Big one\nshort for now")
+        large = "Big one\n" + "x" * 1100000
+        self.go_offline()
+        try:
+            self.type_text(large)
+            wait(driver, lambda d: css("#connection-text").text == "Offline · 1 change waiting", timeout=15,
+                 message=f"waiting ({page_state()})")
+        finally:
+            self.go_online()
+        wait(driver, lambda d: css("#toast").is_displayed(), timeout=30, message=f"refused ({page_state()})")
+        self.assertIn("An edit made offline could not be saved: Notes can be at most 1 MiB.", css("#toast-text").text)
+        # Not "Synced": the text is kept, unsaved, and the editor says why.
+        wait(driver, lambda d: css("#connection-text").text == "1 change not saved", timeout=15, message="header")
+        self.assertEqual(len(body_text()), len(large))
+        self.assertEqual(css("#save-state").text, "Not saved")
+        self.assertIn("Notes can be at most 1 MiB", css("#editor-notice-text").text)
+        self.assertEqual(server.note(note["id"])["body"], "Big one\nshort for now")
+        # It survives a reload.
+        open_app(f"/#/notes/{note['id']}")
+        wait(driver, lambda d: len(body_text()) == len(large), timeout=15, message=f"kept after a reload ({page_state()})")
+        self.assertEqual(css("#connection-text").text, "1 change not saved")
+        self.assertTrue(css("#editor-notice").is_displayed())
+        self.assertEqual(len(kept("outbox")), 1)
+        # Shortened, it is saved.
+        self.type_text("Big one\n" + "x" * 1000)
+        wait_until(lambda: server.note(note["id"])["body"] == "Big one\n" + "x" * 1000, timeout=30,
+                   message=f"saved once shorter ({page_state()})")
+        wait(driver, lambda d: css("#save-state").text == "Saved", timeout=15, message="saved")
+        wait(driver, lambda d: css("#connection-text").text in ("Live", "Synced"), timeout=15, message="header")
+        self.assertFalse(css("#editor-notice").is_displayed())
+        self.assertEqual(kept("outbox"), [])
 
 
 class OpenFromAddress(BrowserTest):

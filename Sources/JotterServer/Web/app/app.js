@@ -268,9 +268,9 @@ const CONNECTION = {
   reconnecting: ['Reconnecting…', 'The server can’t be reached; changes will appear once it is back'],
   offline: ['Offline', 'This device is offline; changes will appear once it is back online'],
 };
-/** The event stream's state, and the outbox's: `{ pending, reachable, synced }`. */
+/** The event stream's state, and the outbox's: `{ pending, held, reachable, synced }`. */
 let liveState = 'connecting';
-let outbox = { pending: 0, reachable: true, synced: false };
+let outbox = { pending: 0, held: 0, reachable: true, synced: false };
 function showConnection(name = liveState) {
   liveState = name;
   let [text, title] = CONNECTION[name];
@@ -281,12 +281,18 @@ function showConnection(name = liveState) {
     [shown, text, title] = ['offline', `Offline · ${waiting}`, 'Saved on this device; sent to the server once it can be reached'];
   } else if (pending) {
     [shown, text, title] = ['syncing', `Syncing · ${waiting}`, 'Sending what was saved on this device'];
+  } else if (outbox.held) {
+    // Never "Synced" while the server refused an edit: its text waits for the user, unsaved.
+    const { held } = outbox;
+    text = `${held} ${held === 1 ? 'change' : 'changes'} not saved`;
+    title = 'The server refused an edit made on this device; its text is kept here: open the note and change it, and it is saved';
   } else if (outbox.synced && name === 'live') {
     [text, title] = ['Synced', 'Everything saved on this device is on the server'];
   }
   const element = byId('connection');
   element.dataset.state = shown;
   element.dataset.pending = String(pending);
+  element.dataset.held = String(outbox.held ?? 0);
   element.title = title;
   byId('connection-text').textContent = text;
 }
@@ -299,6 +305,10 @@ const sync = createSync({
     // refreshes a listed note (the list's pages keep their order; a re-list follows a break).
     if (answer.seq || notes.find(note.id)) notes.upsert(note);
     editor.synced(note, answer);
+  },
+  held(note) {
+    notes.upsert(note);
+    editor.held(note);
   },
   deleted(id) {
     notes.remove(id);

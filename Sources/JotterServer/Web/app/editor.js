@@ -112,8 +112,8 @@ export function createEditor({ notes, navigate, toast, clearError, sync }) {
     // Each fact in its own span, so a line breaks between facts, not inside one.
     byId('editor-meta').replaceChildren(...facts.flatMap((fact, index) => [index ? ' · ' : '', el('span', {}, fact)]));
     saveState.textContent = busy ? 'Saving…' : dirty ? (autosaveFailed ? 'Not saved yet' : 'Unsaved changes')
-      : base?.pending ? 'Saved on this device' : base ? 'Saved' : '';
-    saveState.dataset.state = busy ? 'busy' : dirty ? 'dirty' : 'saved';
+      : base?.held ? 'Not saved' : base?.pending ? 'Saved on this device' : base ? 'Saved' : '';
+    saveState.dataset.state = busy ? 'busy' : dirty || base?.held ? 'dirty' : 'saved';
     byId('delete').textContent = base || loading ? 'Delete' : 'Discard';
     byId('history').hidden = !base || isLocalID(base.id);
     form.setAttribute('aria-busy', String(busy || loading));
@@ -123,8 +123,9 @@ export function createEditor({ notes, navigate, toast, clearError, sync }) {
 
   function renderNotice() {
     const actions = byId('editor-notice-actions');
-    notice.hidden = !remote && !overlap;
-    notice.dataset.kind = remote ? 'warning' : 'info';
+    const held = !remote && !overlap && base?.held;
+    notice.hidden = !remote && !overlap && !held;
+    notice.dataset.kind = remote || held ? 'warning' : 'info';
     const button = (label, kind, action) => el('button', { type: 'button', class: `button small ${kind}`, onclick: action }, label);
     if (!remote && overlap) {
       const count = overlap.regions.length;
@@ -133,6 +134,13 @@ export function createEditor({ notes, navigate, toast, clearError, sync }) {
       actions.replaceChildren(
         button(count === 1 ? 'Show it' : 'Show next', 'subtle', () => showOverlap()),
         button('Dismiss', 'subtle', () => { overlap = null; render(); textarea.focus(); }));
+      return;
+    }
+    if (held) {
+      // An edit the server refused (too large…): its text is here, kept on this device, not saved.
+      byId('editor-notice-text').textContent = `This text could not be saved: ${base.held} `
+        + 'It is kept on this device: change it, and it is saved.';
+      actions.replaceChildren();
       return;
     }
     if (!remote) return;
@@ -231,6 +239,13 @@ export function createEditor({ notes, navigate, toast, clearError, sync }) {
     } else {
       incoming('note.updated', note);
     }
+  }
+
+  /** The server refused the waiting edit of `note` (`note.held` says why): its text stays, unsaved. */
+  function held(note) {
+    if (!isOpen() || !base || base.id !== note.id || base.pending !== note.pending) return;
+    base = { ...base, held: note.held };
+    render();
   }
 
   /** Note `localID`, created here, is on the server as `note`. */
@@ -617,7 +632,7 @@ export function createEditor({ notes, navigate, toast, clearError, sync }) {
   }
 
   return {
-    openNew, openNote, close, save, incoming, synced, renamed, canLeave, isDirty, isOpen,
+    openNew, openNote, close, save, incoming, synced, renamed, held, canLeave, isDirty, isOpen,
     /** The id of the open note, if it is saved. */
     get id() { return base?.id ?? null; },
     /** Re-reads the open note (after the event stream asked for a reload, or reconnected). */

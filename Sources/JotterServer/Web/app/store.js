@@ -127,18 +127,27 @@ export function keepOnly(ids) {
  * `edit` (`note`: the note as the text was based on it, `body`) or `delete` (`note`). An edit
  * made from text that is itself still waiting (`note.pending`) is based on that edit: its base
  * version is the one the server gives that edit. `key` is the Idempotency-Key (a new one unless
- * given: a write already tried with a key keeps it). Resolves to the note as it is here now.
+ * given: a write already tried with a key keeps it). An edit of text the server refused (`held`)
+ * takes that edit's place: its text now is this one. Resolves to the note as it is here now.
  */
 export function enqueue(kind, { note = null, body = '', key = newKey() }) {
   return transaction(['notes', 'outbox', 'meta'], 'readwrite', async ({ notes, outbox, meta }) => {
     const now = new Date().toISOString().replace('T', ' ').slice(0, 19);
     const id = note?.id ?? `local-${newKey()}`;
     const known = (await promised(notes.get(id))) ?? note;
-    const entry = { kind, note: id, key, body, base: null, after: null };
+    let entry = { kind, note: id, key, body, base: null, after: null };
     if (kind !== 'create') {
       // Based on a waiting edit when the text came from it, else on a version the server gave.
       // (One another tab has sent meanwhile left the version its text is based on.)
-      if (note.pending && await promised(outbox.get(note.pending))) entry.after = note.pending;
+      const waiting = note.pending ? await promised(outbox.get(note.pending)) : null;
+      if (waiting?.held) {
+        outbox.delete(waiting.seq);
+        entry = folded(waiting, entry);
+        if (!entry) {
+          notes.delete(id); // a note created here, refused, then deleted: it never was
+          return null;
+        }
+      } else if (waiting) entry.after = note.pending;
       else entry.base = note.pending ? (await promised(meta.get(`made-${note.pending}`))) ?? note.version : note.version;
     }
     const seq = await promised(outbox.add(entry));
@@ -146,7 +155,8 @@ export function enqueue(kind, { note = null, body = '', key = newKey() }) {
       notes.delete(id);
       return null;
     }
-    const local = { ...(known ?? {}), id, body, version: known?.version ?? 0, created_at: known?.created_at ?? now,
+    const { held, ...rest } = known ?? {};
+    const local = { ...rest, id, body, version: known?.version ?? 0, created_at: known?.created_at ?? now,
       updated_at: now, attachments: known?.attachments ?? [], pending: seq, changed: Date.now() };
     notes.put(local);
     return local;
@@ -157,6 +167,17 @@ export function enqueue(kind, { note = null, body = '', key = newKey() }) {
 const madeFrom = (entry) => entry.made ?? entry.body;
 /** The version of the server's that `madeFrom(entry)` descends from. */
 const ancestor = (entry) => entry.from ?? entry.base;
+
+/**
+ * `later`, made from the text of `entry` (the server refused it, so it goes no more), in its
+ * stead: the same base, and a create when `entry` created the note (nothing when `later`
+ * deletes what was never created).
+ */
+function folded(entry, later) {
+  const { made, from, held, ...rest } = later;
+  if (entry.kind === 'create') return later.kind === 'delete' ? null : { ...rest, kind: 'create', base: null, after: null };
+  return { ...rest, base: ancestor(entry), after: null };
+}
 
 /** The waiting edits, oldest first. */
 export const outbox = () => transaction(['outbox'], 'readonly', ({ outbox: store }) => promised(store.getAll()));
@@ -213,6 +234,35 @@ export function complete(seq, note) {
     } else if (!waiting) {
       notes.put({ ...note, changed: kept?.changed ?? Date.now() });
     }
+  });
+}
+
+/**
+ * The server refused edit `seq` as it is (too large, invalid: `message`), and would refuse it
+ * again: its text stays here, never dropped. An edit made from it goes in its stead (its text
+ * is the newer); else it stays in the outbox, `held` (not sent), and the note here keeps its text,
+ * marked `held`, until an edit of it (`enqueue`) takes its place. Resolves to the note when held.
+ */
+export function hold(seq, message) {
+  return transaction(['notes', 'outbox'], 'readwrite', async ({ notes, outbox: store }) => {
+    const entry = await promised(store.get(seq));
+    if (!entry) return null;
+    const later = (await promised(store.getAll())).find((other) => other.after === seq);
+    if (later) {
+      store.delete(seq);
+      const next = folded(entry, later);
+      if (next) store.put(next);
+      else store.delete(later.seq);
+      return null;
+    }
+    store.put({ ...entry, held: message });
+    const now = new Date().toISOString().replace('T', ' ').slice(0, 19);
+    // (A copy of an edit that could not be merged has no note here yet: it gets one, to be seen.)
+    const kept = (await promised(notes.get(entry.note)))
+      ?? { id: entry.note, body: madeFrom(entry), version: 0, created_at: now, updated_at: now, attachments: [] };
+    const note = { ...kept, held: message, pending: seq, changed: kept.changed ?? Date.now() };
+    notes.put(note);
+    return note;
   });
 }
 

@@ -17,8 +17,9 @@ const RETRY = 3000;
 /**
  * `handlers`: `note(note, { seq, sent, merge })` for a note the server has now (an edit of ours
  * it answered: `seq`, the text `sent` and its `merge`; or a change pulled from the feed),
- * `deleted(id)`, `renamed(localID, note)` (a note created here got its id), `failed(message)`
- * (in words: an edit that became a new note, one the server refused), and `state({ pending,
+ * `deleted(id)`, `renamed(localID, note)` (a note created here got its id), `held(note)` (an
+ * edit the server refused, its text kept here: `note.held` says why), `failed(message)` (in
+ * words: an edit that became a new note, one the server refused), and `state({ pending, held,
  * reachable, synced })` after every change of the outbox or of reachability. What one tab sent
  * reaches the handlers of every tab.
  */
@@ -32,9 +33,11 @@ export function createSync(handlers) {
   let pendingNow = 0; // as last counted
 
   async function report() {
-    const pending = await store.pendingCount().catch(() => 0);
+    const all = await store.outbox().catch(() => []);
+    const held = all.filter((entry) => entry.held).length;
+    const pending = all.length - held;
     pendingNow = pending;
-    handlers.state({ pending, reachable, synced: synced && pending === 0 });
+    handlers.state({ pending, held, reachable, synced: synced && pending === 0 && held === 0 });
     clearTimeout(retryTimer);
     if (pending && !reachable) retryTimer = setTimeout(() => sync(), RETRY);
   }
@@ -43,6 +46,7 @@ export function createSync(handlers) {
     if (data?.renamed) handlers.renamed(data.renamed, data.note);
     if (data?.note) handlers.note(data.note, data.answer);
     if (data?.deleted) handlers.deleted(data.deleted);
+    if (data?.held) handlers.held(data.held);
     if (data?.note || data?.deleted) synced = true;
     report();
   });
@@ -101,10 +105,20 @@ export function createSync(handlers) {
         handlers.failed(`Your edit of “${title}” could not be merged with the saved note; it is kept as a new note.`);
         return send(copy);
       }
-      // Refused as it is (too large, invalid): it can never go; said, and dropped.
-      await store.complete(entry.seq, null);
-      await changed();
-      handlers.failed(`An edit made offline could not be saved: ${error.message}`);
+      if (entry.kind === 'delete') {
+        // Refused (not the note's owner any more…): nothing of the text is lost; said, and dropped.
+        await store.complete(entry.seq, null);
+        await changed();
+        handlers.failed(`A note deleted offline could not be deleted: ${error.message}`);
+        return true;
+      }
+      // Refused as it is (too large, invalid): it can never go as it is, and its text is never
+      // dropped: it stays here, unsaved (held), until the user changes it; an edit made from it
+      // goes instead.
+      const note = await store.hold(entry.seq, error.message);
+      if (note) handlers.held(note);
+      await changed(note ? { held: note } : {});
+      handlers.failed(`An edit made offline could not be saved: ${error.message} Its text is kept on this device: change it, and it is saved.`);
       return true;
     }
   }
@@ -142,7 +156,8 @@ export function createSync(handlers) {
     if (!store.isCurrent()) return;
     try {
       for (;;) {
-        const [entry] = await store.outbox();
+        // (Not an edit the server refused: it waits for the user to change it.)
+        const entry = (await store.outbox()).find((waiting) => !waiting.held);
         if (!entry) break;
         if (!(await send(entry))) {
           reachable = false;
