@@ -1355,6 +1355,27 @@ class OfflineSync(BrowserTest):
         self.assertFalse(css("#editor-notice").is_displayed())
         self.assertEqual(kept("outbox"), [])
 
+    def test_a_queued_delete_keeps_a_note_changed_elsewhere(self):
+        note = server.create("Delete me offline\nfirst line")
+        open_app(f"/#/notes/{note['id']}")
+        wait(driver, lambda d: body_text() == "Delete me offline\nfirst line")
+        self.go_offline()
+        try:
+            css("#delete").click()
+            css('#confirm-actions [data-value="delete"]').click()
+            wait(driver, lambda d: "Note deleted on this device" in css("#toast-text").text, message=f"queued ({page_state()})")
+            self.assertEqual([(entry["kind"], entry["base"]) for entry in kept("outbox")], [("delete", 1)])
+            server.update(note["id"], "Delete me offline\nfirst line\nadded by the CLI")
+        finally:
+            self.go_online()
+        wait(driver, lambda d: "was changed elsewhere, so it was not deleted" in css("#toast-text").text, timeout=30,
+             message=f"said ({page_state()})")
+        self.assertEqual(css("#toast-text").text, "“Delete me offline” was changed elsewhere, so it was not deleted.")
+        self.assertEqual(server.note(note["id"])["body"], "Delete me offline\nfirst line\nadded by the CLI")
+        wait(driver, lambda d: all_css(f'.note-link[data-id="{note["id"]}"]'), timeout=15, message="listed again")
+        wait_until(lambda: kept("outbox") == [], message="outbox empty")
+        self.assertEqual({n["id"]: n["body"] for n in kept()}[note["id"]], "Delete me offline\nfirst line\nadded by the CLI")
+
 
 class OpenFromAddress(BrowserTest):
     def test_a_note_opened_from_its_url_is_highlighted_in_the_list(self):

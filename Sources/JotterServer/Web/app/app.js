@@ -301,9 +301,10 @@ function showConnection(name = liveState) {
 
 const sync = createSync({
   note(note, answer) {
-    // Our own edit, answered: listed as any write is. A change pulled from the feed only
-    // refreshes a listed note (the list's pages keep their order; a re-list follows a break).
-    if (answer.seq || notes.find(note.id)) notes.upsert(note);
+    // Our own edit, answered (or a note our delete left): listed as any write is. A change pulled
+    // from the feed only refreshes a listed note (the list's pages keep their order; a re-list
+    // follows a break).
+    if (answer.seq || answer.kept || notes.find(note.id)) notes.upsert(note);
     editor.synced(note, answer);
   },
   held(note) {

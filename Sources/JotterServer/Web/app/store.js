@@ -192,7 +192,8 @@ export const pendingCount = () => transaction(['outbox'], 'readonly', ({ outbox:
  * with changes made elsewhere), a later edit is moved onto the merged text (`rebase`) and goes
  * from the answer's version; where it can't be (both changed the same place) it goes from the
  * version its text descends from, and the server merges it: the change made elsewhere is never
- * written over. A delete made after it names that older version.
+ * written over. A delete made after it names that older version, so it is refused (`412`): the
+ * user never saw the change made elsewhere.
  */
 export function complete(seq, note) {
   return transaction(['notes', 'outbox', 'meta'], 'readwrite', async ({ notes, outbox: store, meta }) => {

@@ -6,6 +6,7 @@
 // One tab syncs at a time (a Web Lock); the others hear of it on a BroadcastChannel.
 
 import * as api from './api.js';
+import { etagOf } from './api.js';
 import { markedAsCopy, titleAndPreview } from './format.js';
 import * as store from './store.js';
 
@@ -16,12 +17,13 @@ const RETRY = 3000;
 
 /**
  * `handlers`: `note(note, { seq, sent, merge })` for a note the server has now (an edit of ours
- * it answered: `seq`, the text `sent` and its `merge`; or a change pulled from the feed),
- * `deleted(id)`, `renamed(localID, note)` (a note created here got its id), `held(note)` (an
- * edit the server refused, its text kept here: `note.held` says why), `failed(message)` (in
- * words: an edit that became a new note, one the server refused), and `state({ pending, held,
- * reachable, synced })` after every change of the outbox or of reachability. What one tab sent
- * reaches the handlers of every tab.
+ * it answered: `seq`, the text `sent` and its `merge`; `{ kept: true }` for one a delete of ours
+ * left, changed elsewhere; or a change pulled from the feed), `deleted(id)`, `renamed(localID,
+ * note)` (a note created here got its id), `held(note)` (an edit the server refused, its text
+ * kept here: `note.held` says why), `failed(message)` (in words: an edit that became a new note,
+ * one the server refused, a delete it did not do), and `state({ pending, held, reachable,
+ * synced })` after every change of the outbox or of reachability. What one tab sent reaches the
+ * handlers of every tab.
  */
 export function createSync(handlers) {
   const channel = 'BroadcastChannel' in window ? new BroadcastChannel('jotter-sync') : null;
@@ -78,8 +80,15 @@ export function createSync(handlers) {
         const answer = await api.updateNote(id, entry.body, { base: entry.base ?? 1, key: entry.key });
         await done(entry, answer.note, answer.merge ?? null);
       } else {
-        await api.deleteNote(id, null, { key: entry.key }).catch((error) => { if (error.status !== 404) throw error; });
-        await done(entry, null);
+        // Only the version it was made from: a note changed elsewhere since is not deleted (`412`).
+        const ifMatch = entry.base ? etagOf({ version: entry.base }) : null;
+        const refused = await api.deleteNote(id, ifMatch, { key: entry.key }).then(() => false, (error) => {
+          if (error.status === 412) return true;
+          if (error.status !== 404) throw error;
+          return false;
+        });
+        if (refused) await keep(entry);
+        else await done(entry, null);
       }
       return true;
     } catch (error) {
@@ -121,6 +130,29 @@ export function createSync(handlers) {
       handlers.failed(`An edit made offline could not be saved: ${error.message} Its text is kept on this device: change it, and it is saved.`);
       return true;
     }
+  }
+
+  /**
+   * Delete `entry` was refused: the note changed since the version it was made from. It stays,
+   * as the server has it now, and the user is told, as for a delete made online.
+   */
+  async function keep(entry) {
+    let note = null;
+    try {
+      note = await api.getNote(entry.note);
+    } catch (error) {
+      if (error.status !== 404) throw error; // away: the delete goes again later (and is refused again)
+    }
+    if (!note) {
+      await done(entry, null); // gone meanwhile
+      return;
+    }
+    await store.complete(entry.seq, null);
+    await store.putNotes([note]);
+    synced = true;
+    handlers.note(note, { kept: true });
+    await changed({ note, answer: { kept: true } });
+    handlers.failed(`“${titleAndPreview(note.body).title || 'Untitled note'}” was changed elsewhere, so it was not deleted.`);
   }
 
   /** Pulls every change since the stored cursor; a full walk (`reset`) drops what it didn't name. */
