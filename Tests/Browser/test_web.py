@@ -1376,6 +1376,21 @@ class OfflineSync(BrowserTest):
         wait_until(lambda: kept("outbox") == [], message="outbox empty")
         self.assertEqual({n["id"]: n["body"] for n in kept()}[note["id"]], "Delete me offline\nfirst line\nadded by the CLI")
 
+    def test_hiding_the_page_saves_the_text(self):
+        note = server.create("Swiped away")
+        open_app(f"/#/notes/{note['id']}", autosave=False)
+        wait(driver, lambda d: body_text() == "Swiped away")
+        css("#body").send_keys(", hidden")
+        driver.execute_script("""Object.defineProperty(document, 'visibilityState', { value: 'hidden', configurable: true });
+            document.dispatchEvent(new Event('visibilitychange'));""")
+        wait_until(lambda: server.note(note["id"])["body"] == "Swiped away, hidden", timeout=15,
+                   message=f"saved when hidden ({page_state()})")
+        driver.execute_script("delete document.visibilityState")
+        css("#body").send_keys(", then gone")
+        driver.execute_script("window.dispatchEvent(new PageTransitionEvent('pagehide', { persisted: false }))")
+        wait_until(lambda: server.note(note["id"])["body"] == "Swiped away, hidden, then gone", timeout=15,
+                   message=f"saved on pagehide ({page_state()})")
+
 
 class OpenFromAddress(BrowserTest):
     def test_a_note_opened_from_its_url_is_highlighted_in_the_list(self):

@@ -248,6 +248,17 @@ export function createEditor({ notes, navigate, toast, clearError, sync }) {
     render();
   }
 
+  /** The page is hidden or going (a phone's app switcher): the text typed is saved now. */
+  function flush() {
+    if (!isOpen() || loading || remote || !isDirty()) return;
+    if (!base && !textarea.value.trim()) return;
+    save({ auto: true });
+  }
+  document.addEventListener('visibilitychange', () => {
+    if (document.visibilityState === 'hidden') flush();
+  });
+  window.addEventListener('pagehide', flush);
+
   /** Note `localID`, created here, is on the server as `note`. */
   function renamed(localID, note) {
     if (base?.id !== localID) return;
