@@ -465,13 +465,20 @@ function start() {
 async function signingOut() {
   if (editor.isDirty()) await editor.save();
   await sync.sync();
-  const pending = await store.pendingCount().catch(() => 0);
+  const waiting = await store.outbox().catch(() => []);
+  const pending = waiting.length;
   if (!pending) return true;
   const changes = pending === 1 ? 'One change' : `${pending} changes`;
+  // (An edit the server refused waits for the user to change it, not for the server.)
+  const held = waiting.filter((entry) => entry.held).length;
+  const why = held === pending ? `the server refused ${pending === 1 ? 'it' : 'them'} as written`
+    : held ? `the server refused ${held} of them as written and can't be reached for the others`
+      : "it can't be reached";
   const choice = await confirmChoice({
     title: 'Sign out and delete unsent changes?',
-    text: `${changes} made on this device ${pending === 1 ? 'has' : 'have'} not reached the server yet: it can't be reached. `
-      + 'Signing out deletes them from this device. Stay signed in, and they are sent once the server is back.',
+    text: `${changes} made on this device ${pending === 1 ? 'has' : 'have'} not reached the server yet: ${why}. `
+      + `Signing out deletes ${pending === 1 ? 'it' : 'them'} from this device. Stay signed in, and `
+      + (held === pending ? 'your text stays here.' : 'they are sent once the server is back.'),
     actions: [{ label: 'Stay signed in', value: null },
       { label: pending === 1 ? 'Sign out and delete it' : 'Sign out and delete them', value: 'delete', kind: 'danger' }],
   });
