@@ -35,33 +35,36 @@ package struct HTTP2StateMachine: ConnectionMachine, ~Copyable {
         var headers = HTTPHeaders()
         var cookies: [String] = []
         var headerBytes = 0
-        /// The header section is complete (later HEADERS are trailers).
-        var headComplete = false
+        /// How far its request is: its head, parked, running, answered, over.
+        var stage = Stage.head
         /// The head said a body follows (END_STREAM did not end its HEADERS).
         var hasBody = false
-        /// Its request, once it began (`begin`): the lifecycle, the body's progress, what it awaits.
-        var exchange: Exchange?
         /// Body bytes that arrived while the head's step was away, given to the body once it is back.
         var held: [UInt8] = []
-        /// The client ended the stream (END_STREAM seen).
+        /// The client ended the stream (END_STREAM seen): the client's half, apart from `stage`.
         var ended = false
-        var answered = false
-        var completed = false
         /// nghttp2 closed the stream, or the connection ended: nothing more is submitted for it.
         var closed = false
         var source = Source.none
         var position = 0
         var status = 0
         var bodyLength = 0
-        /// Set when its head is complete but its request has not begun: the connection holds too
-        /// much of its answers already (`mustPark`). It begins when they have gone out, in arrival
-        /// order, and is given the body bytes kept here meanwhile. nil: not parked.
-        var parkedBody: [UInt8]?
 
         init(id: Int32) { self.id = id }
 
         /// A later reply, or a step on the route's executor, is awaited.
-        var waiting: Bool { exchange?.awaited != nil }
+        var waiting: Bool { stage.awaited != nil }
+
+        /// Changes the running request's exchange in place (`Stage.lent` meanwhile: the stage is
+        /// not held while its lifecycle runs, which may send an interim response); nil when none
+        /// runs. An answered request's exchange awaits nothing more (`answer` is never given one
+        /// that does).
+        func change<Result>(_ body: (inout Exchange) -> Result) -> Result? {
+            guard case .running(var exchange) = stage else { return nil }
+            stage = .lent
+            defer { stage = .running(exchange) }
+            return body(&exchange)
+        }
 
         /// Its streaming body's data provider returned `NGHTTP2_ERR_DEFERRED`: a wake resumes it.
         var deferred: Bool { if case .deferred = source { true } else { false } }
@@ -77,8 +80,61 @@ package struct HTTP2StateMachine: ConnectionMachine, ~Copyable {
         /// Its request's body is being read, from the client: not ended, not answered, no step
         /// of the server's awaited.
         var isReadingBody: Bool {
-            guard let exchange else { return false }
-            return hasBody && !ended && exchange.awaited == nil && !answered && !exchange.discarding && !closed
+            guard case .running(let exchange) = stage else { return false }
+            return hasBody && !ended && exchange.awaited == nil && !exchange.discarding && !closed
+        }
+    }
+
+    /// How far a stream's request is: one value, as each stage follows the one before.
+    enum Stage {
+        /// Its header section is arriving (HEADERS after it are trailers).
+        case head
+        /// Its head is complete but its request has not begun: the connection holds too much of
+        /// its answers already (`mustPark`). It begins when they have gone out, in arrival
+        /// order, and is given the body bytes kept here meanwhile.
+        case parked([UInt8])
+        /// Its request began (`begin`): the lifecycle, the body's progress, what it awaits.
+        case running(Exchange)
+        /// Its answer was submitted; its request is completed when the answer's last frame is made.
+        case answered(Exchange)
+        /// Its request was completed (the access log's line), or, parked, it closed before it began.
+        case over
+        /// Its running exchange is out being changed, within one call of the machine (`Stream.change`):
+        /// the request runs (its lifecycle may send an interim response meanwhile). Taken out so
+        /// that it is changed in place, not copied; nothing else reads it meanwhile.
+        case lent
+
+        /// Its header section is arriving.
+        var headArriving: Bool { if case .head = self { true } else { false } }
+
+        /// The request's exchange, running or answered.
+        var exchange: Exchange? {
+            switch self {
+            case .running(let exchange), .answered(let exchange): exchange
+            case .head, .parked, .over, .lent: nil
+            }
+        }
+
+        /// What the running request awaits from another thread.
+        var awaited: Exchange.Awaited? {
+            if case .running(let exchange) = self { exchange.awaited } else { nil }
+        }
+
+        /// Whether its answer was submitted, or its request is over.
+        var isAnswered: Bool {
+            switch self {
+            case .answered, .over: true
+            case .head, .parked, .running, .lent: false
+            }
+        }
+
+        /// Adds `bytes` to a parked stream's body in place; false when it is not parked.
+        mutating func park(_ bytes: UnsafeRawBufferPointer) -> Bool {
+            guard case .parked(var body) = self else { return false }
+            self = .lent
+            body.append(contentsOf: bytes)
+            self = .parked(body)
+            return true
         }
     }
 
@@ -109,7 +165,7 @@ package struct HTTP2StateMachine: ConnectionMachine, ~Copyable {
     /// Bytes of one stream's header list (names, values, 32 per field) before it is reset.
     static let maxHeaderList = 64 << 10
     /// Bytes of answers a connection may hold (made, not yet taken by the socket) and still begin
-    /// another stream's request: past it, new streams wait (`Stream.parkedBody`) until the client
+    /// another stream's request: past it, new streams wait (`Stage.parked`) until the client
     /// reads — answers are not made to be held, as HTTP/1.1 stops parsing past the same amount.
     static let heldBytesLimit = HTTP1StateMachine.outputHighWater
     /// Files a connection's answers may hold open and still begin another stream's request.
@@ -409,7 +465,7 @@ package struct HTTP2StateMachine: ConnectionMachine, ~Copyable {
         // pause off each stream's rate).
         if configuration.minimumBodyRate > 0, session != nil, pausedStreams.isEmpty {
             for stream in streams.values.sorted(by: { $0.id < $1.id }) where stream.isReadingBody {
-                if stream.exchange!.isTooSlow(now: now, grace: headerTimeout, rate: configuration.minimumBodyRate) {
+                if stream.stage.exchange!.isTooSlow(now: now, grace: headerTimeout, rate: configuration.minimumBodyRate) {
                     server.counters.slowBodies.add(1, ordering: .relaxed)
                     bodyTimedOut(stream, "arrives slower than \(configuration.minimumBodyRate) bytes a second")
                 }
@@ -419,7 +475,9 @@ package struct HTTP2StateMachine: ConnectionMachine, ~Copyable {
     }
 
     package mutating func resume(stream id: Int32, now: UInt64, _ render: () throws -> Response) -> ConnectionAction {
-        guard !closing, let stream = streams[id], let response = stream.exchange?.resume(render) else { return next() }
+        guard !closing, let stream = streams[id], let response = stream.change({ $0.resume(render) }) ?? nil else {
+            return next()
+        }
         self.now = now
         answer(stream, response)
         return next()
@@ -429,7 +487,7 @@ package struct HTTP2StateMachine: ConnectionMachine, ~Copyable {
     /// carried out where the stream was (its head or its end); body bytes that arrived
     /// meanwhile are given to it, and reading goes on.
     package mutating func landed(stream id: Int32, _ lifecycle: RequestLifecycle, now: UInt64) -> ConnectionAction? {
-        guard !closing, let stream = streams[id], let landing = stream.exchange?.landed(lifecycle, now: now) else {
+        guard !closing, let stream = streams[id], let landing = stream.change({ $0.landed(lifecycle, now: now) }) ?? nil else {
             return nil
         }
         self.now = now
@@ -582,7 +640,8 @@ package struct HTTP2StateMachine: ConnectionMachine, ~Copyable {
         if let since = readingPausedSince {
             readingPausedSince = nil
             let paused = now > since ? now - since : 0
-            for stream in streams.values where stream.isReadingBody { stream.exchange!.resumed(after: paused, now: now) }
+            let now = now
+            for stream in streams.values where stream.isReadingBody { stream.change { $0.resumed(after: paused, now: now) } }
         }
         readiness.begin()
     }
@@ -596,7 +655,7 @@ package struct HTTP2StateMachine: ConnectionMachine, ~Copyable {
             guard let stream = streams[work.stream] else { continue }
             switch work {
             case .later: if stream.waiting { return work }
-            case .away(let lifecycle, _): if stream.waiting, stream.exchange?.lifecycle === lifecycle { return work }
+            case .away(let lifecycle, _): if stream.waiting, stream.stage.exchange?.lifecycle === lifecycle { return work }
             case .body(_, let waker, _): if stream.waker === waker { return work }
             }
         }
@@ -675,7 +734,7 @@ package struct HTTP2StateMachine: ConnectionMachine, ~Copyable {
         guard let stream = streams[id] else { return true }
         stream.headerBytes += name.count + value.count + 32
         if stream.headerBytes > Self.maxHeaderList { return false }
-        if stream.headComplete { return true }  // trailers: not used
+        guard stream.stage.headArriving else { return true }  // trailers: not used
         let value = String(decoding: value, as: UTF8.self)
         if name.first == UInt8(ascii: ":") {
             switch String(decoding: name, as: UTF8.self) {
@@ -697,16 +756,15 @@ package struct HTTP2StateMachine: ConnectionMachine, ~Copyable {
 
     fileprivate mutating func headersReceived(_ id: Int32, endStream: Bool) {
         guard let stream = streams[id], session != nil else { return }
-        if stream.headComplete {
+        guard stream.stage.headArriving else {
             if endStream { bodyComplete(stream) }  // trailers end the body
             return
         }
-        stream.headComplete = true
         if !stream.cookies.isEmpty { stream.headers.add("cookie", stream.cookies.joined(separator: "; ")) }
         if stream.headers["Host"] == nil, !stream.authority.isEmpty { stream.headers.add("host", stream.authority) }
         stream.hasBody = !endStream
         if mustPark(queued: true) {
-            stream.parkedBody = []
+            stream.stage = .parked([])
             stream.ended = endStream
             parked.append(id)
             return
@@ -719,13 +777,14 @@ package struct HTTP2StateMachine: ConnectionMachine, ~Copyable {
     private mutating func begin(_ stream: Stream) {
         guard let session else { return }
         let interim = InterimSink(loop: handback.loop, connection: handback.token) { [weak stream] status, headers in
-            guard let stream, !stream.closed, !stream.answered else { return false }
+            guard let stream, !stream.closed, !stream.stage.isAnswered else { return false }
             return HeaderBlock(status: status.code, headers: headers).submit(session, stream.id, provider: nil, interim: true)
         }
-        stream.exchange = Exchange(
+        let exchange = Exchange(
             server: server, target: stream.path, address: address, clock: clock, now: now, interim: interim, stream: stream.id,
             isHead: stream.method == "HEAD", hasBody: stream.hasBody)
-        let lifecycle = stream.exchange!.lifecycle
+        let lifecycle = exchange.lifecycle
+        stream.stage = .running(exchange)
         headActed(
             stream,
             lifecycle.headerComplete(
@@ -735,14 +794,20 @@ package struct HTTP2StateMachine: ConnectionMachine, ~Copyable {
 
     /// Carries out the action of a stream's head.
     private mutating func headActed(_ stream: Stream, _ action: consuming RequestLifecycle.Action) {
-        guard stream.exchange != nil else { return }
-        act(stream, stream.exchange!.headActed(consume action, mayContinue: true))
+        guard case .running(var exchange) = stream.stage else { return }
+        stream.stage = .lent
+        let next = exchange.headActed(action, mayContinue: true)
+        stream.stage = .running(exchange)
+        act(stream, next)
     }
 
     /// Carries out the action of a stream's end.
     private mutating func bodyActed(_ stream: Stream, _ action: consuming RequestLifecycle.Action) {
-        guard stream.exchange != nil else { return }
-        act(stream, stream.exchange!.bodyActed(consume action))
+        guard case .running(var exchange) = stream.stage else { return }
+        stream.stage = .lent
+        let next = exchange.bodyActed(action)
+        stream.stage = .running(exchange)
+        act(stream, next)
     }
 
     /// Carries out what a stream's exchange asks next, in HTTP/2. A step away at its head
@@ -755,7 +820,7 @@ package struct HTTP2StateMachine: ConnectionMachine, ~Copyable {
             if let session { _ = HeaderBlock(status: 100, headers: HTTPHeaders()).submit(session, stream.id, provider: nil, interim: true) }
         case .answer(let response): answer(stream, response)
         case .start(let work):
-            if case .away(atHead: true)? = stream.exchange?.awaited, stream.hasBody { pauseReading(for: stream.id) }
+            if case .away(atHead: true)? = stream.stage.awaited, stream.hasBody { pauseReading(for: stream.id) }
             starts.append(work)
         case .fail: reset(stream)
         case .pause: pauseReading(for: stream.id)
@@ -763,22 +828,28 @@ package struct HTTP2StateMachine: ConnectionMachine, ~Copyable {
     }
 
     fileprivate mutating func data(_ id: Int32, _ bytes: UnsafeRawBufferPointer) {
-        if let stream = streams[id], stream.parkedBody != nil {
+        guard let stream = streams[id] else { return }
+        switch stream.stage {
+        case .parked:
             guard parkedBodyBytes + bytes.count <= Self.parkedBodyLimit, session != nil else {
                 if let session { nghttp2_submit_rst_stream(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), id, NGHTTP2_REFUSED_STREAM.rawValue) }
                 return
             }
-            stream.parkedBody!.append(contentsOf: bytes)
+            _ = stream.stage.park(bytes)
             parkedBodyBytes += bytes.count
-            return
+        case .running(var exchange):
+            guard !exchange.discarding else { return }
+            if case .away(atHead: true)? = exchange.awaited {
+                stream.held.append(contentsOf: bytes)
+                return
+            }
+            stream.stage = .lent
+            let handback = handback
+            let next = exchange.receive(bytes, then: handback.bodyReady(stream: id))
+            stream.stage = .running(exchange)
+            act(stream, next)
+        case .head, .answered, .over, .lent: return
         }
-        guard let stream = streams[id], let exchange = stream.exchange, !exchange.discarding, !stream.answered else { return }
-        if case .away(atHead: true)? = exchange.awaited {
-            stream.held.append(contentsOf: bytes)
-            return
-        }
-        let handback = handback
-        act(stream, stream.exchange!.receive(bytes, then: handback.bodyReady(stream: id)))
     }
 
     fileprivate mutating func bodyEnded(_ id: Int32) {
@@ -788,9 +859,11 @@ package struct HTTP2StateMachine: ConnectionMachine, ~Copyable {
 
     private mutating func bodyComplete(_ stream: Stream) {
         stream.ended = true
-        if stream.parkedBody != nil { return }
-        guard let exchange = stream.exchange, !exchange.discarding, !stream.answered, exchange.awaited == nil else { return }
-        act(stream, stream.exchange!.bodyComplete())
+        guard case .running(var exchange) = stream.stage, !exchange.discarding, exchange.awaited == nil else { return }
+        stream.stage = .lent
+        let next = exchange.bodyComplete()
+        stream.stage = .running(exchange)
+        act(stream, next)
     }
 
     /// The server gives up on a stream's body: `408` problem+json through the request's
@@ -798,7 +871,7 @@ package struct HTTP2StateMachine: ConnectionMachine, ~Copyable {
     /// `NO_ERROR` (`frameSent`) — never a bare reset, which a proxy in front turns into a `502`
     /// for a request it may not resend. A stream that cannot be answered so is reset (CANCEL).
     private mutating func bodyTimedOut(_ stream: Stream, _ why: String) {
-        guard case .answer(let response)? = stream.exchange?.bodyTimedOut(why, closesConnection: false) else {
+        guard case .answer(let response)? = stream.change({ $0.bodyTimedOut(why, closesConnection: false) }) else {
             if let session {
                 nghttp2_submit_rst_stream(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), stream.id, NGHTTP2_CANCEL.rawValue)
             }
@@ -815,10 +888,11 @@ package struct HTTP2StateMachine: ConnectionMachine, ~Copyable {
     /// A frame went out (into the output); the one that ends a stream's answer completes its request.
     fileprivate mutating func frameSent(_ id: Int32, type: UInt32, endStream: Bool) {
         if type == NGHTTP2_DATA.rawValue { idleFrames = max(0, idleFrames - 1) }  // the client may answer it with a WINDOW_UPDATE
-        guard endStream, let stream = streams[id], stream.answered else { return }
+        guard endStream, let stream = streams[id], case .answered(let exchange) = stream.stage else { return }
+        let discarding = exchange.discarding
         complete(stream, outcome: .sent)
         // Answered before its body ended (a refusal): the client may stop sending (RFC 9113 §8.1).
-        if stream.exchange?.discarding == true, let session {
+        if discarding, let session {
             nghttp2_submit_rst_stream(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), id, NGHTTP2_NO_ERROR.rawValue)
         }
     }
@@ -851,11 +925,17 @@ package struct HTTP2StateMachine: ConnectionMachine, ~Copyable {
     }
 
     private func complete(_ stream: Stream, outcome: CompletedExchange.Outcome) {
-        guard !stream.completed, let lifecycle = stream.exchange?.lifecycle else { return }
-        stream.completed = true
+        let lifecycle: RequestLifecycle
+        let answered: Bool
+        switch stream.stage {
+        case .running(let exchange): (lifecycle, answered) = (exchange.lifecycle, false)
+        case .answered(let exchange): (lifecycle, answered) = (exchange.lifecycle, true)
+        case .head, .parked, .over, .lent: return
+        }
+        stream.stage = .over
         let sent = outcome == .sent
         Exchange.complete(
-            lifecycle, status: sent || stream.answered ? stream.status : 0, bytes: sent ? stream.bodyLength : stream.position,
+            lifecycle, status: sent || answered ? stream.status : 0, bytes: sent ? stream.bodyLength : stream.position,
             outcome: outcome, server: server)
     }
 
@@ -870,9 +950,9 @@ package struct HTTP2StateMachine: ConnectionMachine, ~Copyable {
         case .none: break
         }
         let waker = stream.waker
-        if let body = stream.parkedBody {
+        if case .parked(let body) = stream.stage {
             parkedBodyBytes -= body.count
-            stream.parkedBody = nil
+            stream.stage = .over
         }
         stream.source = .none
         waker?.close()
@@ -943,14 +1023,14 @@ package struct HTTP2StateMachine: ConnectionMachine, ~Copyable {
     /// Begins the parked streams' requests, oldest first, while the connection may.
     private mutating func unpark() {
         while let id = parked.first, !closing {
-            guard let stream = streams[id], let body = stream.parkedBody else {
+            guard let stream = streams[id], case .parked(let body) = stream.stage else {
                 parked.removeFirst()
                 continue
             }
             if mustPark(queued: false) { return }
             parked.removeFirst()
             parkedBodyBytes -= body.count
-            stream.parkedBody = nil
+            stream.stage = .over  // until it begins
             begin(stream)
             if !body.isEmpty { body.withUnsafeBytes { data(id, $0) } }
             if stream.ended { bodyComplete(stream) }
@@ -958,15 +1038,15 @@ package struct HTTP2StateMachine: ConnectionMachine, ~Copyable {
     }
 
     private mutating func answer(_ stream: Stream, _ response: Response) {
-        guard let session, !stream.answered, !stream.closed else {
+        guard let session, !stream.closed, case .running(let exchange) = stream.stage else {
             response.payload.release()
             return
         }
-        stream.answered = true
+        stream.stage = .answered(exchange)
         let status = response.status.code
         stream.status = status
         let bodyAllowed = status >= 200 && status != 204 && status != 304
-        let isHead = stream.exchange?.isHead == true
+        let isHead = exchange.isHead
         var length: UInt64?
         switch response.payload {
         case .bytes:
