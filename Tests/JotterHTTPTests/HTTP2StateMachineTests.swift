@@ -125,6 +125,9 @@ struct HTTP2StateMachineTests {
             settle()
             #expect(setup.script.state.withLock { $0.finished })
             #expect(setup.completions.all.map(\.outcome) == [.sent, .sent, .sent])
+            // The access log's body bytes, as on HTTP/1.1: the big answer's, the file's range, the stream's.
+            let logged = Dictionary(uniqueKeysWithValues: setup.completions.all.map { ($0.target, $0.bytes) })
+            #expect(logged == ["/big": 10_000, "/file": 6, "/stream": 7], "\(setup.completions.all)")
             #expect(connection.machine.heldOutputBytes == 0)
             return (ids.map { client.answer($0) }, connection.writes - writesBefore, written, connection.violations)
         }

@@ -55,6 +55,16 @@ package struct HTTP2StateMachine: ConnectionMachine, ~Copyable {
         /// A later reply, or a step on the route's executor, is awaited.
         var waiting: Bool { stage.awaited != nil }
 
+        /// The body bytes the access log counts once the answer went out: a streaming body's as
+        /// they were handed out (as HTTP/1.1 counts them: its length may be unknown), any
+        /// other's length.
+        var bodySent: Int {
+            switch source {
+            case .stream, .deferred: position
+            case .none, .bytes, .file: bodyLength
+            }
+        }
+
         /// Changes the running request's exchange in place (`Stage.lent` meanwhile: the stage is
         /// not held while its lifecycle runs, which may send an interim response); nil when none
         /// runs. An answered request's exchange awaits nothing more (`answer` is never given one
@@ -935,7 +945,7 @@ package struct HTTP2StateMachine: ConnectionMachine, ~Copyable {
         stream.stage = .over
         let sent = outcome == .sent
         Exchange.complete(
-            lifecycle, status: sent || answered ? stream.status : 0, bytes: sent ? stream.bodyLength : stream.position,
+            lifecycle, status: sent || answered ? stream.status : 0, bytes: sent ? stream.bodySent : stream.position,
             outcome: outcome, server: server)
     }
 
