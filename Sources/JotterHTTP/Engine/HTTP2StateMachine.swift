@@ -70,10 +70,20 @@ package struct HTTP2StateMachine: ConnectionMachine, ~Copyable {
         /// runs. An answered request's exchange awaits nothing more (`answer` is never given one
         /// that does).
         func change<Result>(_ body: (inout Exchange) -> Result) -> Result? {
-            guard case .running(var exchange) = stage else { return nil }
-            stage = .lent
+            guard var exchange = takeExchange() else { return nil }
             defer { stage = .running(exchange) }
             return body(&exchange)
+        }
+
+        /// The running request's exchange, moved out of the stage (not copied: no retain of it
+        /// meanwhile) to be changed, the stage `lent` until `stage = .running(exchange)` puts
+        /// it back; nil, the stage untouched, when none runs.
+        func takeExchange() -> Exchange? {
+            guard case .running = stage else { return nil }
+            var taken = Stage.lent
+            swap(&taken, &stage)
+            guard case .running(let exchange) = consume taken else { return nil }
+            return exchange
         }
 
         /// Its streaming body's data provider returned `NGHTTP2_ERR_DEFERRED`: a wake resumes it.
@@ -128,6 +138,19 @@ package struct HTTP2StateMachine: ConnectionMachine, ~Copyable {
         /// What the running request awaits from another thread.
         var awaited: Exchange.Awaited? {
             if case .running(let exchange) = self { exchange.awaited } else { nil }
+        }
+
+        /// The request's lifecycle, running or answered.
+        var lifecycle: RequestLifecycle? {
+            switch self {
+            case .running(let exchange), .answered(let exchange): exchange.lifecycle
+            case .head, .parked, .over, .lent: nil
+            }
+        }
+
+        /// The answered request's answer came before its body ended: the rest is dropped.
+        var answeredEarly: Bool {
+            if case .answered(let exchange) = self { exchange.discarding } else { false }
         }
 
         /// Whether its answer was submitted, or its request is over.
@@ -665,7 +688,7 @@ package struct HTTP2StateMachine: ConnectionMachine, ~Copyable {
             guard let stream = streams[work.stream] else { continue }
             switch work {
             case .later: if stream.waiting { return work }
-            case .away(let lifecycle, _): if stream.waiting, stream.stage.exchange?.lifecycle === lifecycle { return work }
+            case .away(let lifecycle, _): if stream.waiting, stream.stage.lifecycle === lifecycle { return work }
             case .body(_, let waker, _): if stream.waker === waker { return work }
             }
         }
@@ -804,8 +827,7 @@ package struct HTTP2StateMachine: ConnectionMachine, ~Copyable {
 
     /// Carries out the action of a stream's head.
     private mutating func headActed(_ stream: Stream, _ action: consuming RequestLifecycle.Action) {
-        guard case .running(var exchange) = stream.stage else { return }
-        stream.stage = .lent
+        guard var exchange = stream.takeExchange() else { return }
         let next = exchange.headActed(action, mayContinue: true)
         stream.stage = .running(exchange)
         act(stream, next)
@@ -813,8 +835,7 @@ package struct HTTP2StateMachine: ConnectionMachine, ~Copyable {
 
     /// Carries out the action of a stream's end.
     private mutating func bodyActed(_ stream: Stream, _ action: consuming RequestLifecycle.Action) {
-        guard case .running(var exchange) = stream.stage else { return }
-        stream.stage = .lent
+        guard var exchange = stream.takeExchange() else { return }
         let next = exchange.bodyActed(action)
         stream.stage = .running(exchange)
         act(stream, next)
@@ -839,27 +860,29 @@ package struct HTTP2StateMachine: ConnectionMachine, ~Copyable {
 
     fileprivate mutating func data(_ id: Int32, _ bytes: UnsafeRawBufferPointer) {
         guard let stream = streams[id] else { return }
-        switch stream.stage {
-        case .parked:
+        if case .parked = stream.stage {
             guard parkedBodyBytes + bytes.count <= Self.parkedBodyLimit, session != nil else {
                 if let session { nghttp2_submit_rst_stream(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), id, NGHTTP2_REFUSED_STREAM.rawValue) }
                 return
             }
             _ = stream.stage.park(bytes)
             parkedBodyBytes += bytes.count
-        case .running(var exchange):
-            guard !exchange.discarding else { return }
-            if case .away(atHead: true)? = exchange.awaited {
-                stream.held.append(contentsOf: bytes)
-                return
-            }
-            stream.stage = .lent
-            let handback = handback
-            let next = exchange.receive(bytes, then: handback.bodyReady(stream: id))
-            stream.stage = .running(exchange)
-            act(stream, next)
-        case .head, .answered, .over, .lent: return
+            return
         }
+        guard var exchange = stream.takeExchange() else { return }
+        if exchange.discarding {
+            stream.stage = .running(exchange)
+            return
+        }
+        if case .away(atHead: true)? = exchange.awaited {
+            stream.stage = .running(exchange)
+            stream.held.append(contentsOf: bytes)
+            return
+        }
+        let handback = handback
+        let next = exchange.receive(bytes, then: handback.bodyReady(stream: id))
+        stream.stage = .running(exchange)
+        act(stream, next)
     }
 
     fileprivate mutating func bodyEnded(_ id: Int32) {
@@ -869,8 +892,11 @@ package struct HTTP2StateMachine: ConnectionMachine, ~Copyable {
 
     private mutating func bodyComplete(_ stream: Stream) {
         stream.ended = true
-        guard case .running(var exchange) = stream.stage, !exchange.discarding, exchange.awaited == nil else { return }
-        stream.stage = .lent
+        guard var exchange = stream.takeExchange() else { return }
+        guard !exchange.discarding, exchange.awaited == nil else {
+            stream.stage = .running(exchange)
+            return
+        }
         let next = exchange.bodyComplete()
         stream.stage = .running(exchange)
         act(stream, next)
@@ -898,8 +924,8 @@ package struct HTTP2StateMachine: ConnectionMachine, ~Copyable {
     /// A frame went out (into the output); the one that ends a stream's answer completes its request.
     fileprivate mutating func frameSent(_ id: Int32, type: UInt32, endStream: Bool) {
         if type == NGHTTP2_DATA.rawValue { idleFrames = max(0, idleFrames - 1) }  // the client may answer it with a WINDOW_UPDATE
-        guard endStream, let stream = streams[id], case .answered(let exchange) = stream.stage else { return }
-        let discarding = exchange.discarding
+        guard endStream, let stream = streams[id], case .answered = stream.stage else { return }
+        let discarding = stream.stage.answeredEarly
         complete(stream, outcome: .sent)
         // Answered before its body ended (a refusal): the client may stop sending (RFC 9113 §8.1).
         if discarding, let session {
@@ -935,14 +961,15 @@ package struct HTTP2StateMachine: ConnectionMachine, ~Copyable {
     }
 
     private func complete(_ stream: Stream, outcome: CompletedExchange.Outcome) {
-        let lifecycle: RequestLifecycle
         let answered: Bool
         switch stream.stage {
-        case .running(let exchange): (lifecycle, answered) = (exchange.lifecycle, false)
-        case .answered(let exchange): (lifecycle, answered) = (exchange.lifecycle, true)
+        case .running: answered = false
+        case .answered: answered = true
         case .head, .parked, .over, .lent: return
         }
-        stream.stage = .over
+        var taken = Stage.over
+        swap(&taken, &stream.stage)
+        guard let lifecycle = taken.lifecycle else { return }
         let sent = outcome == .sent
         Exchange.complete(
             lifecycle, status: sent || answered ? stream.status : 0, bytes: sent ? stream.bodySent : stream.position,
@@ -1048,15 +1075,15 @@ package struct HTTP2StateMachine: ConnectionMachine, ~Copyable {
     }
 
     private mutating func answer(_ stream: Stream, _ response: Response) {
-        guard let session, !stream.closed, case .running(let exchange) = stream.stage else {
+        guard let session, !stream.closed, let exchange = stream.takeExchange() else {
             response.payload.release()
             return
         }
+        let isHead = exchange.isHead
         stream.stage = .answered(exchange)
         let status = response.status.code
         stream.status = status
         let bodyAllowed = status >= 200 && status != 204 && status != 304
-        let isHead = exchange.isHead
         var length: UInt64?
         switch response.payload {
         case .bytes:
