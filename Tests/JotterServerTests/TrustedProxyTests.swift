@@ -84,14 +84,18 @@ struct TrustedProxyTests {
         }
     }
 
+    /// Accounts required, sign-in attempts refilled slowly (one per 10 minutes), and 127.0.0.1
+    /// trusted to name the client: the sign-in limiter's tests.
+    static func signInBehindLocalProxy(_ configuration: inout ServerConfiguration) {
+        configuration.trustedProxies = ["127.0.0.1"]
+        configuration.auth = .required
+        configuration.signInRefillSeconds = 600
+    }
+
     @Test(
         "through nginx the sign-in limiter counts each client's guesses, not nginx's; a spoofed X-Forwarded-For from another peer does not escape it")
     func signInLimiterThroughNginx() throws {
-        try TestApp.with(configure: { configuration in
-            configuration.trustedProxies = ["127.0.0.1"]
-            configuration.auth = .required
-            configuration.signInRefillSeconds = 600
-        }) { app in
+        try TestApp.with(configure: Self.signInBehindLocalProxy) { app in
             try app.addUser("ann")
             try app.addUser("bob")
             let nginx = try NginxProcess(instances: [app.port])
@@ -121,11 +125,7 @@ struct TrustedProxyTests {
 
     @Test("the sign-in limiter counts an IPv6 client by its /64: a new address in the same block each time does not escape it")
     func signInLimiterCountsIPv6Blocks() throws {
-        try TestApp.with(configure: { configuration in
-            configuration.trustedProxies = ["127.0.0.1"]
-            configuration.auth = .required
-            configuration.signInRefillSeconds = 600
-        }) { app in
+        try TestApp.with(configure: Self.signInBehindLocalProxy) { app in
             try app.addUser("ann")
             func signIn(for client: String, _ body: String) throws -> Int {
                 try RawHTTP(port: app.port, sourceAddress: "127.0.0.1").request(
