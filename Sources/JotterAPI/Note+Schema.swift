@@ -56,12 +56,10 @@ extension MergeReport.Region: SchemaDescribing {
     }
 }
 
-extension NoteList: SchemaDescribing {
-    public static var schema: JSONSchema {
-        .page(
-            "notes", .array(of: .ref(Note.self)), link: "it repeats `limit`, `order` and `q` and sets `after`",
-            example: "/notes?limit=100&after=17", description: "One page of notes.")
-    }
+extension Note: DescribedPageItem {
+    public static let pageSchema = PageSchema(
+        name: "NoteList", order: nil, link: "it repeats `limit`, `order` and `q` and sets `after`", example: "/notes?limit=100&after=17",
+        description: "One page of notes.")
 }
 
 extension Timestamp {

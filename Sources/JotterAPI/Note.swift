@@ -81,15 +81,3 @@ public struct MergeReport: Codable, Sendable, Hashable {
         self.regions = regions
     }
 }
-
-/// `{"notes":[…],"next":"/notes?limit=100&after=17"}`: one page of notes; `next` is `null` on
-/// the last page.
-public struct NoteList: Codable, Sendable, Hashable {
-    public var notes: [Note]
-    @Nullable public var next: String?
-
-    public init(notes: [Note], next: String?) {
-        self.notes = notes
-        self.next = next
-    }
-}

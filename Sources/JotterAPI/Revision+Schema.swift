@@ -8,13 +8,10 @@ extension RevisionInfo: SchemaDescribing {
     }
 }
 
-extension RevisionList: SchemaDescribing {
-    public static var schema: JSONSchema {
-        .page(
-            "revisions", .array(of: .ref(RevisionInfo.self), description: "newest first"),
-            link: "it repeats `limit` and sets `after` to this page's last version", example: "/notes/7/revisions?limit=100&after=12",
-            description: "One page of a note's revisions.")
-    }
+extension RevisionInfo: DescribedPageItem {
+    public static let pageSchema = PageSchema(
+        name: "RevisionList", order: "newest first", link: "it repeats `limit` and sets `after` to this page's last version",
+        example: "/notes/7/revisions?limit=100&after=12", description: "One page of a note's revisions.")
 }
 
 extension Revision: SchemaDescribing {

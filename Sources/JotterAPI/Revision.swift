@@ -29,18 +29,6 @@ public struct RevisionInfo: Codable, Sendable, Hashable {
     }
 }
 
-/// `{"revisions":[…],"next":"/notes/7/revisions?limit=100&after=12"}`: a page of a note's
-/// revisions, newest first; `next` is `null` on the last page.
-public struct RevisionList: Codable, Sendable, Hashable {
-    public var revisions: [RevisionInfo]
-    @Nullable public var next: String?
-
-    public init(revisions: [RevisionInfo], next: String?) {
-        self.revisions = revisions
-        self.next = next
-    }
-}
-
 /// One kept version of a note, with its body (`GET /notes/{id}/revisions/{version}`).
 public struct Revision: Codable, Sendable, Hashable {
     public var version: Int

@@ -15,11 +15,8 @@ extension DeletedNote: SchemaDescribing {
     }
 }
 
-extension TrashList: SchemaDescribing {
-    public static var schema: JSONSchema {
-        .page(
-            "notes", .array(of: .ref(DeletedNote.self), description: "most recently deleted first"),
-            link: "it repeats `limit` and sets `after` to this page's last id", example: "/notes/trash?limit=100&after=17",
-            description: "One page of the trash.")
-    }
+extension DeletedNote: DescribedPageItem {
+    public static let pageSchema = PageSchema(
+        name: "TrashList", order: "most recently deleted first", link: "it repeats `limit` and sets `after` to this page's last id",
+        example: "/notes/trash?limit=100&after=17", description: "One page of the trash.")
 }

@@ -35,15 +35,3 @@ public struct DeletedNote: Codable, Sendable, Hashable, Identifiable {
         try container.encodeTimestamp(deletedAt, forKey: .deletedAt)
     }
 }
-
-/// `{"notes":[…],"next":"/notes/trash?limit=100&after=17"}`: one page of the trash, most
-/// recently deleted first; `next` is `null` on the last page.
-public struct TrashList: Codable, Sendable, Hashable {
-    public var notes: [DeletedNote]
-    @Nullable public var next: String?
-
-    public init(notes: [DeletedNote], next: String?) {
-        self.notes = notes
-        self.next = next
-    }
-}

@@ -32,12 +32,10 @@ extension UploadList: SchemaDescribing {
     }
 }
 
-extension UploadPage: SchemaDescribing {
-    public static var schema: JSONSchema {
-        .page(
-            "uploads", .array(of: .ref(Upload.self), description: "newest first"), link: "it repeats `limit` and `note_id` and sets `after`",
-            example: "/uploads?limit=100&after=7c1a0e5b9d3f4a2e8b6c0d1f", description: "One page of uploads.")
-    }
+extension Upload: DescribedPageItem {
+    public static let pageSchema = PageSchema(
+        name: "UploadPage", order: "newest first", link: "it repeats `limit` and `note_id` and sets `after`",
+        example: "/uploads?limit=100&after=7c1a0e5b9d3f4a2e8b6c0d1f", description: "One page of uploads.")
 }
 
 extension UploadEnvelope: SchemaDescribing {

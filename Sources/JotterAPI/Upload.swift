@@ -48,17 +48,6 @@ public struct UploadList: Codable, Sendable, Hashable {
     public init(uploads: [Upload]) { self.uploads = uploads }
 }
 
-/// One page of `GET /uploads`: `{"uploads":[…],"next":"/uploads?…"}`; `next` is nil on the last page.
-public struct UploadPage: Codable, Sendable, Hashable {
-    public var uploads: [Upload]
-    /// The path-absolute URL of the next page, or nil.
-    @Nullable public var next: String?
-    public init(uploads: [Upload], next: String?) {
-        self.uploads = uploads
-        self.next = next
-    }
-}
-
 /// `{"upload":{…}}`.
 public struct UploadEnvelope: Codable, Sendable, Hashable {
     public var upload: Upload

@@ -14,14 +14,36 @@ public enum WireSchemas {
     }
 }
 
-extension JSONSchema {
-    /// One page of a listing: its `items` under `key`, and `next`, the path of the next page
-    /// (`link` says what it repeats and sets) or `null` on the last page.
-    static func page(_ key: String, _ items: JSONSchema, link: String, example: String, description: String) -> JSONSchema {
-        .object(
+/// What the OpenAPI document says of a listing's pages, beside its items' own schema.
+public struct PageSchema: Sendable {
+    /// The page's component name (`NoteList`).
+    public var name: String
+    /// The items' order (`newest first`), when the listing has one of its own.
+    public var order: String?
+    /// What the `next` link repeats and sets.
+    public var link: String
+    /// A `next` link.
+    public var example: String
+    public var description: String
+}
+
+/// A page item whose pages the OpenAPI document describes.
+public protocol DescribedPageItem: PageItem, SchemaDescribing {
+    static var pageSchema: PageSchema { get }
+}
+
+extension Page: SchemaDescribing where Item: DescribedPageItem {
+    public static var componentName: String { Item.pageSchema.name }
+
+    /// The items under `Item.pageKey`, and `next`, the path of the next page or `null` on the
+    /// last page.
+    public static var schema: JSONSchema {
+        let page = Item.pageSchema
+        return .object(
             [
-                key: items,
-                "next": JSONSchema.string(description: "the path of the next page (\(link)), or `null` on the last page", example: example).orNull,
-            ], additional: .forbidden, description: description)
+                Item.pageKey.description: .array(of: .ref(Item.self), description: page.order),
+                "next": JSONSchema.string(description: "the path of the next page (\(page.link)), or `null` on the last page", example: page.example)
+                    .orNull,
+            ], additional: .forbidden, description: page.description)
     }
 }

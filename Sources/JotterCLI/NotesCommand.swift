@@ -76,7 +76,7 @@ struct NotesListCommand: AsyncCommand {
             notes += page.notes
         }
         if options.json {
-            console.out(try ClientOptions.json(NoteList(notes: notes, next: page.next)))
+            console.out(try ClientOptions.json(NoteList(notes, next: page.next)))
             return ExitCode.success
         }
         if notes.isEmpty {

@@ -45,7 +45,7 @@ struct NotesHistoryCommand: AsyncCommand {
         }
         let revisions = try await notes.allRevisions(id, inTrash: inTrash)
         if options.json {
-            console.out(try ClientOptions.json(RevisionList(revisions: revisions, next: nil)))
+            console.out(try ClientOptions.json(RevisionList(revisions, next: nil)))
             return ExitCode.success
         }
         console.out(
@@ -169,7 +169,7 @@ struct NotesTrashCommand: AsyncCommand {
                 deleted += page.notes
             }
             if options.json {
-                console.out(try ClientOptions.json(TrashList(notes: deleted, next: page.next)))
+                console.out(try ClientOptions.json(TrashList(deleted, next: page.next)))
                 return ExitCode.success
             }
             if deleted.isEmpty {

@@ -68,7 +68,7 @@ struct UploadsListCommand: AsyncCommand {
             }
         }
         if options.json {
-            console.out(try ClientOptions.json(UploadPage(uploads: listed, next: page.next)))
+            console.out(try ClientOptions.json(UploadPage(listed, next: page.next)))
             return ExitCode.success
         }
         if listed.isEmpty {

@@ -31,18 +31,18 @@ extension JotterClient {
     }
 
     /// The page after `page` (following its `next` link), or nil after the last one.
-    func page<Page: LinkedPage>(after page: Page) async throws(JotterClientError) -> Page? {
+    func page<Item>(after page: Page<Item>) async throws(JotterClientError) -> Page<Item>? {
         guard let next = page.next else { return nil }
         guard let url = resolve(next) else { throw .invalidResponse("bad next link '\(next)'") }
-        return try await send(makeRequest("GET", url: url), decoding: Page.self).value
+        return try await send(makeRequest("GET", url: url), decoding: Page<Item>.self).value
     }
 
     /// The items of `first` and of every page after it, in order.
-    func everyPage<Page: LinkedPage, Item>(from first: Page, _ items: (Page) -> [Item]) async throws(JotterClientError) -> [Item] {
-        var all = items(first)
+    func everyPage<Item>(from first: Page<Item>) async throws(JotterClientError) -> [Item] {
+        var all = first.items
         var page = first
         while let next = try await self.page(after: page) {
-            all += items(next)
+            all += next.items
             page = next
         }
         return all
@@ -184,13 +184,3 @@ extension JotterClient {
         }
     }
 }
-
-/// A page of a listing that names the path of the next one (`next`, nil on the last).
-protocol LinkedPage: Decodable, Sendable {
-    var next: String? { get }
-}
-
-extension NoteList: LinkedPage {}
-extension UploadPage: LinkedPage {}
-extension TrashList: LinkedPage {}
-extension RevisionList: LinkedPage {}

@@ -26,7 +26,7 @@ extension JotterClient.Notes {
 
     /// Every kept version of the note (in the trash with `inTrash`), newest first (every page).
     public func allRevisions(_ id: String, inTrash: Bool = false) async throws(JotterClientError) -> [RevisionInfo] {
-        try await client.everyPage(from: try await revisions(id, inTrash: inTrash, limit: 1000)) { $0.revisions }
+        try await client.everyPage(from: try await revisions(id, inTrash: inTrash, limit: 1000))
     }
 
     /// `GET /notes/{id}/revisions/{version}`: that version, with its body (of a note in the

@@ -21,7 +21,7 @@ extension JotterClient.Notes {
 
     /// Every note in the trash, most recently deleted first (every page).
     public func allTrash() async throws(JotterClientError) -> [DeletedNote] {
-        try await client.everyPage(from: try await trash(limit: 1000)) { $0.notes }
+        try await client.everyPage(from: try await trash(limit: 1000))
     }
 
     /// `POST /notes/{id}/restore` without a version: brings a note back from the trash with its

@@ -45,7 +45,7 @@ extension JotterClient.Uploads {
 
     /// Every upload of a listing, newest first, fetched page by page.
     public func all(attachment: Attachment = .any, pageSize: Int = 1000) async throws(JotterClientError) -> [Upload] {
-        try await client.everyPage(from: try await page(limit: pageSize, attachment: attachment)) { $0.uploads }
+        try await client.everyPage(from: try await page(limit: pageSize, attachment: attachment))
     }
 
     /// `PATCH /uploads/{id}`: attaches the upload to note `noteID`, or to none when nil. The

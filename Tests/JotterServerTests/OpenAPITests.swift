@@ -167,7 +167,7 @@ struct OpenAPITests {
             ),
             (MergeReport.self, [merge, MergeReport(base: 1, result: "clean", regions: [])]),
             (MergeReport.Region.self, [MergeReport.Region(start: 0, end: 12)]),
-            (NoteList.self, [NoteList(notes: [note, empty], next: "/notes?limit=2&after=1"), NoteList(notes: [], next: nil)]),
+            (NoteList.self, [NoteList([note, empty], next: "/notes?limit=2&after=1"), NoteList([], next: nil)]),
             (
                 NoteChangeList.self,
                 [
@@ -180,9 +180,9 @@ struct OpenAPITests {
                 RevisionList.self,
                 [
                     RevisionList(
-                        revisions: [RevisionInfo(version: 3, createdAt: Timestamp.date("2026-11-30 14:35:41")!, size: 8, merged: false)],
+                        [RevisionInfo(version: 3, createdAt: Timestamp.date("2026-11-30 14:35:41")!, size: 8, merged: false)],
                         next: "/notes/42/revisions?limit=1&after=3"),
-                    RevisionList(revisions: [], next: nil),
+                    RevisionList([], next: nil),
                 ]
             ),
             (Revision.self, [Revision(version: 2, createdAt: Timestamp.date("2026-11-30 14:35:40")!, body: "Buy milk", merged: false)]),
@@ -201,8 +201,8 @@ struct OpenAPITests {
                 TrashList.self,
                 [
                     TrashList(
-                        notes: [DeletedNote(note: note, deletedAt: Timestamp.date("2026-12-01 09:30:00")!)], next: "/notes/trash?limit=1&after=42"),
-                    TrashList(notes: [], next: nil),
+                        [DeletedNote(note: note, deletedAt: Timestamp.date("2026-12-01 09:30:00")!)], next: "/notes/trash?limit=1&after=42"),
+                    TrashList([], next: nil),
                 ]
             ),
             (Upload.self, [upload, attached]),
@@ -210,8 +210,8 @@ struct OpenAPITests {
             (
                 UploadPage.self,
                 [
-                    UploadPage(uploads: [upload, attached], next: "/uploads?limit=2&after=7c1a0e5b9d3f4a2e8b6c0d1f"),
-                    UploadPage(uploads: [], next: nil),
+                    UploadPage([upload, attached], next: "/uploads?limit=2&after=7c1a0e5b9d3f4a2e8b6c0d1f"),
+                    UploadPage([], next: nil),
                 ]
             ),
             (UploadEnvelope.self, [UploadEnvelope(upload: attached)]),

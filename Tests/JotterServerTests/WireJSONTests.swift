@@ -31,9 +31,9 @@ struct WireJSONTests {
         let pairs = [
             try both(Self.upload), try both(note), try both(empty),
             try both(NoteEnvelope(note: note, message: "Note Created")), try both(NoteEnvelope(note: empty)),
-            try both(NoteList(notes: [note, empty], next: "/notes?limit=2&after=1")), try both(NoteList(notes: [], next: nil)),
+            try both(NoteList([note, empty], next: "/notes?limit=2&after=1")), try both(NoteList([], next: nil)),
             try both(UploadList(uploads: [Self.upload])), try both(UploadEnvelope(upload: attached)),
-            try both(UploadPage(uploads: [Self.upload, attached], next: "/uploads?limit=2&after=x")), try both(UploadPage(uploads: [], next: nil)),
+            try both(UploadPage([Self.upload, attached], next: "/uploads?limit=2&after=x")), try both(UploadPage([], next: nil)),
         ]
         for (ours, foundation) in pairs {
             #expect(ours == foundation)

@@ -174,7 +174,7 @@ struct NotesController {
         }
         let page = found.prefix(limit)
         let next = found.count > limit ? "\(Self.historyPath(id, inTrash: inTrash))?limit=\(limit)&after=\(page.last!.version)" : nil
-        return try JSON(RevisionList(revisions: page.map(RevisionInfo.init), next: next)).reply(for: request)
+        return try JSON(RevisionList(page.map(RevisionInfo.init), next: next)).reply(for: request)
     }
 
     private func revision(_ request: Request, _ context: RequestContext, inTrash: Bool) throws -> Reply {
@@ -240,7 +240,7 @@ struct NotesController {
         }
         let page = Array(found.prefix(limit))
         let next = found.count > limit ? "/notes/trash?limit=\(limit)&after=\(page.last!.note.id)" : nil
-        return try JSON(TrashList(notes: try NoteRendering.trashed(page, owner: context.owner, store: store), next: next)).reply(for: request)
+        return try JSON(TrashList(try NoteRendering.trashed(page, owner: context.owner, store: store), next: next)).reply(for: request)
     }
 
     /// `DELETE /notes/trash/{id}`: the note out of the trash for good, with its revisions and

@@ -136,7 +136,7 @@ struct UploadsController {
         let more = records.count > query.limit
         if more { records.removeLast() }
         let next = more ? records.last.map { UploadInput.next(query, last: $0.id) } : nil
-        return try JSON(UploadPage(uploads: records.map(Upload.init), next: next)).reply(for: request)
+        return try JSON(UploadPage(records.map(Upload.init), next: next)).reply(for: request)
     }
 
     /// `PATCH /uploads/{id}` with `note_id`: attaches the upload to that note (empty: to none).

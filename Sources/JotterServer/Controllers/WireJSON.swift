@@ -71,23 +71,17 @@ extension NoteEnvelope {
     public var estimatedJSONSize: Int { 64 + note.estimatedJSONSize + (merge.map { 64 + 32 * $0.regions.count } ?? 0) }
 }
 
-extension NoteList: JSONWritable {
-    public var estimatedJSONSize: Int { notes.reduce(64) { $0 + $1.estimatedJSONSize } }
+extension Page: JSONWritable where Item: JSONWritable {
+    public var estimatedJSONSize: Int { items.reduce(64) { $0 + $1.estimatedJSONSize } }
 
     public func write(to json: inout JSONWriter) {
-        json.page(next: next, "notes", notes)
+        json.page(next: next, Item.pageKey, items)
     }
 }
 
 extension UploadList: JSONWritable {
     public func write(to json: inout JSONWriter) {
         json.object { json in json.field("uploads") { $0.array(uploads) { json, upload in upload.write(to: &json) } } }
-    }
-}
-
-extension UploadPage: JSONWritable {
-    public func write(to json: inout JSONWriter) {
-        json.page(next: next, "uploads", uploads)
     }
 }
 
@@ -296,7 +290,7 @@ struct StoredNoteList: JSONWritable, Encodable {
     }
 
     func encode(to encoder: any Encoder) throws {
-        try NoteList(notes: (0..<count).map { Note(page.record(at: $0), attachments: page.attachments(at: $0)) }, next: next).encode(to: encoder)
+        try NoteList((0..<count).map { Note(page.record(at: $0), attachments: page.attachments(at: $0)) }, next: next).encode(to: encoder)
     }
 }
 
