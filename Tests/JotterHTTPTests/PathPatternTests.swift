@@ -40,4 +40,24 @@ struct PathPatternTests {
         #expect(pattern.match(try PathPattern.segments(of: "/notes/42")) == nil)
         #expect(pattern.match(try PathPattern.segments(of: "/uploads/42/content")) == nil)
     }
+
+    /// Empty segments are left out for every route alike: a static path with a trailing `/`
+    /// or a doubled one is the same route, as a path with parameters is.
+    @Test(arguments: [
+        ("/hello", "/hello"), ("/hello/", "/hello"), ("//hello", "/hello"), ("/a/b//", "/a/b"), ("/a//b", "/a/b"),
+        ("/notes/7/", "/notes/:id"), ("//notes//7", "/notes/:id"), ("/", "/"), ("//", "/"),
+    ])
+    func emptySegmentsAreLeftOutForEveryRoute(_ path: String, _ route: String) {
+        var routes = RouterBuilder()
+        for pattern in ["/", "/hello", "/a/b", "/notes/:id"] { routes.get(pattern) { _, _ in pattern } }
+        let router = routes.build()
+        var head = RequestHead(method: .get, target: path)
+        guard case .route(let found, _) = router.resolve(&head) else {
+            Issue.record("\(path) found no route")
+            return
+        }
+        #expect(found.pattern.text == route)
+        var other = RequestHead(method: .get, target: path + "x")
+        if case .route = router.resolve(&other), !route.contains(":"), route != "/" { Issue.record("\(path)x found a route") }
+    }
 }

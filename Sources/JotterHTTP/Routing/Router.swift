@@ -238,12 +238,14 @@ public final class Router: Sendable {
     }
 
     private func candidates(for bytes: UnsafeRawBufferPointer, path: Substring) throws(HTTPError) -> Candidates? {
-        if bytes.count < staticRoutes.count {
-            for entry in staticRoutes[bytes.count] where memcmp(entry.path, bytes.baseAddress!, bytes.count) == 0 {
-                return entry.candidates
-            }
-        }
+        if let found = staticCandidates(bytes) { return found }
         let (count, escaped) = PathPattern.segmentCount(bytes)
+        if !escaped, bytes.count > 1, bytes.last == UInt8(ascii: "/") || path.contains("//") {
+            // Empty segments (`//`, a trailing `/`) are left out here as for routes with
+            // parameters: `/hello/` is `/hello`, as `/notes/7/` is `/notes/7`.
+            let canonical = Array(("/" + path.split(separator: "/").joined(separator: "/")).utf8)
+            if let found = canonical.withUnsafeBytes({ staticCandidates($0) }) { return found }
+        }
         guard count < dynamicPatterns.count, !dynamicPatterns[count].isEmpty else {
             if escaped { _ = try PathPattern.segments(of: path) }  // a malformed escape is 400, not 404
             return nil
@@ -259,6 +261,15 @@ public final class Router: Sendable {
             found.groups.append((routes: patterns[index].routes, parameters: parameters))
         }
         return found
+    }
+
+    /// The routes of the static path `bytes` (compared byte by byte), or nil.
+    private func staticCandidates(_ bytes: UnsafeRawBufferPointer) -> Candidates? {
+        guard bytes.count < staticRoutes.count else { return nil }
+        for entry in staticRoutes[bytes.count] where memcmp(entry.path, bytes.baseAddress!, bytes.count) == 0 {
+            return entry.candidates
+        }
+        return nil
     }
 
     /// The router's answer for a method no route has (`404` for an unknown path, else `405`
