@@ -75,6 +75,8 @@ struct HelloTests {
             ("POST", "/hello", [], "name=%ff", 400, "invalid UTF-8 in the form body"),
             ("POST", "/hello", [("Content-Type", "application/json")], "{\"name\":", 400, "malformed JSON body"),
             ("POST", "/hello", [("Content-Type", "application/json")], "[1]", 400, "the JSON body must be an object"),
+            ("POST", "/hello", [("Content-Type", "application/json")], #"{"name":"Ann","name":"Bob"}"#, 400, #"the name "name" is repeated"#),
+            ("POST", "/hello", [("Content-Type", "application/json")], #"{"name":"Ann","n\u0061me":"Bob"}"#, 400, #"the name "name" is repeated"#),
             ("POST", "/hello", [("Content-Type", "application/json")], #"{"name":5}"#, 422, "invalid fields"),
             ("POST", "/hello", [("Content-Type", "application/json")], #"{"name":null}"#, 422, "invalid fields"),
             ("POST", "/hello", [("Content-Type", "text/csv")], "name,Bob", 415, "unsupported Content-Type 'text/csv'"),

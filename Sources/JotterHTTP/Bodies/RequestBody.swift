@@ -51,6 +51,10 @@ public enum RequestBody: Sendable {
         guard case .object(let object) = value else {
             throw HTTPError.badRequest("the JSON body must be an object")
         }
+        if let name = JSONNames.firstRepeated(in: bytes) {
+            let shown = name.count > 64 ? name.prefix(64) + "…" : name
+            throw HTTPError.badRequest("malformed JSON body: the name \"\(shown)\" is repeated in an object (names must be unique)")
+        }
         return object
     }
 
