@@ -276,7 +276,8 @@ struct UsersRemoveCommand: AsyncCommand {
     static let summary = "Remove a user with their notes and uploads."
     static let about = """
         Removes the user, their notes, uploads (the files too), tokens and sessions. Asks first on
-        a terminal; elsewhere --yes is needed.
+        a terminal; elsewhere --yes is needed. The last administrator is not removed: add another
+        administrator first.
         """
     static let operands = Operands.single("NAME")
     static let yesOption = Option.flag("--yes", help: "Do not ask.")
@@ -318,7 +319,12 @@ struct UsersRemoveCommand: AsyncCommand {
     }
 
     @inline(never) private static func remove(_ name: String, in data: StorePlace) throws {
-        _ = try DataFolder.with(data) { store in try store.perform(.removeUser(userID: try DataFolder.user(name, in: store).id)) }
+        try DataFolder.with(data) { store in
+            let user = try DataFolder.user(name, in: store)
+            if try store.perform(.removeUser(userID: user.id)) == .lastAdministrator {
+                throw CommandFailure(AccountWriteResult.lastAdministratorDetail(user.name), status: ExitCode.conflict)
+            }
+        }
     }
 }
 

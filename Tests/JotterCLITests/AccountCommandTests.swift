@@ -92,6 +92,9 @@ struct AccountCommandTests {
 
         #expect(try Self.jotter(["users", "remove", "bob"] + folder).status == 2)  // no terminal, no --yes
         #expect(try Self.jotter(["users", "remove", "bob", "--yes"] + folder).status == 0)
+        let lastAdministrator = "error: ann is the last administrator: add another administrator before removing them; nothing changed\n"
+        #expect(try Self.jotter(["users", "remove", "ann", "--yes"] + folder) == (4, "", lastAdministrator))
+        #expect(try Self.jotter(["users", "list"] + folder).out.contains("ann"))
         #expect(!(try Self.jotter(["users", "list"] + folder).out.contains("bob")))
         for help in [["users", "--help"], ["tokens", "--help"], ["users", "add", "--help"], ["tokens", "create", "--help"]] {
             #expect(try Self.jotter(help).status == 0, "\(help)")
@@ -154,6 +157,9 @@ struct PostgresAccountCommandTests {
         let connection = try RawHTTP(port: server.port)
         #expect(try connection.request("GET", "/notes", headers: [("Authorization", "Bearer \(token)")], close: true).status == 200)
         #expect(try RawHTTP(port: server.port).request("GET", "/notes", close: true).status == 401)
+        let lastAdministrator = "error: ann is the last administrator: add another administrator before removing them; nothing changed\n"
+        #expect(try AccountCommandTests.jotter(["users", "remove", "ann", "--yes"] + database) == (4, "", lastAdministrator))
+        #expect(try AccountCommandTests.jotter(["users", "add", "bob", "--admin"] + database, input: "bob's password\n").status == 0)
         #expect(try AccountCommandTests.jotter(["users", "remove", "ann", "--yes"] + database).status == 0)
         #expect(try AccountCommandTests.jotter(["users", "list"] + database).out.contains("ann") == false)
     }

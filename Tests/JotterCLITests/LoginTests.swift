@@ -90,6 +90,12 @@ struct LoginTests {
             #expect(try jotter(["tokens", "revoke", String(id)], token: ann).out == "Revoked token \(id) (script).\n")
             #expect(try app.request("GET", "/notes", token: created.out.trimmingCharacters(in: .whitespacesAndNewlines)).status == 401)
             #expect(try jotter(["users", "remove", "carl", "--yes"], token: admin).status == 0)
+            // The server's detail, as it said it.
+            #expect(
+                try jotter(["users", "remove", "root", "--yes"], token: admin) == (
+                    4, "", "error: root is the last administrator: add another administrator before removing them; nothing changed\n"
+                ))
+            #expect(try jotter(["users", "list"], token: admin).out.contains("root"))
             #expect(!(try jotter(["users", "list"], token: admin).out.contains("carl")))
         }
     }

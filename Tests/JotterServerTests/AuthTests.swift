@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import Testing
 import JotterServer
 import JotterStore
@@ -205,6 +206,47 @@ struct AuthTests {
                 let response = try app.request("POST", "/users", token: token, body: "name=x\(value)&password=xxxxxxxxxx&admin=\(value)")
                 #expect(response.status == 422, "'\(value)'")
             }
+        }
+    }
+
+    static var backends: [String] { SharedBackend.available ? ["sqlite", "postgres"] : ["sqlite"] }
+
+    @Test(
+        "DELETE /users/{me} by the last administrator is 409 problem+json, nothing changed; two administrators removing each other at once leave one",
+        arguments: backends)
+    func lastAdministrator(backend: String) throws {
+        let shared = backend == "postgres" ? try SharedBackend() : nil
+        try TestApp.with(configure: {
+            $0.auth = .required
+            if let shared { $0.database = .postgres(url: shared.databaseURL, poolSize: 4) }
+        }) { app in
+            try app.addUser("root", password: "root password", admin: true)
+            try app.addUser("ann")
+            let root = try app.token("root", password: "root password")
+            #expect(try app.request("POST", "/notes", token: root, body: "body=kept").status == 201)
+            let refused = try app.request("DELETE", "/users/root", token: root)
+            #expect(refused.status == 409)
+            #expect(refused.header("Content-Type") == "application/problem+json")
+            #expect(
+                try refused.json()["detail"] as? String
+                    == "root is the last administrator: add another administrator before removing them; nothing changed")
+            #expect(try app.request("GET", "/notes", token: root).text.contains("kept"))
+            #expect(try app.request("DELETE", "/users/ann", token: root).status == 204)
+
+            // Two administrators, each removing the other at once: one removal goes, the other is 409.
+            let added = try app.request("POST", "/users", token: root, body: "name=eve&password=eve%27s%20password&admin=true")
+            #expect(added.status == 201)
+            let eve = try app.token("eve", password: "eve's password")
+            let statuses = Mutex<[Int]>([])
+            DispatchQueue.concurrentPerform(iterations: 2) { side in
+                let (token, target) = side == 0 ? (root, "/users/eve") : (eve, "/users/root")
+                let status = (try? app.request("DELETE", target, token: token).status) ?? 0
+                statuses.withLock { $0.append(status) }
+            }
+            let sorted = statuses.withLock { $0.sorted() }
+            // The loser may also find its token's user gone already (401).
+            #expect(sorted == [204, 401] || sorted == [204, 409], "\(sorted)")
+            #expect(try app.app.accounts.store.users().filter(\.isAdmin).count == 1)
         }
     }
 

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import Testing
 @testable import JotterStore
 
@@ -147,6 +148,34 @@ struct AccountStoreTests {
         #expect(!FileManager.default.fileExists(atPath: fixture.contentPath(of: files[0].id)))
         #expect(try store.note(id: kept.id, owner: bob.owner) != nil)
         #expect(try store.perform(.removeUser(userID: ann.id)) == .notFound)
+        #expect(try fixture.integrityCheck() == "ok")
+    }
+
+    @Test("the last administrator is not removed, and two administrators removed at once leave one", arguments: Backend.all)
+    func lastAdministrator(backend: Backend) throws {
+        let fixture = try StoreFixture(backend)
+        let store = fixture.store
+        let ann = try addUser(store, "ann", admin: true), bob = try addUser(store, "bob")
+        _ = try store.perform(.create(body: "ann's"), owner: ann.owner)
+        #expect(try store.perform(.removeUser(userID: ann.id)) == .lastAdministrator)
+        #expect(try store.user(id: ann.id) == ann)
+        #expect(try store.notes(NoteQuery(), owner: ann.owner).map(\.body) == ["ann's"])
+        #expect(try store.perform(.removeUser(userID: bob.id)) == .done)  // not an administrator
+        // Each round, two administrators each removed at once: the store decides in the removal's
+        // transaction, so one goes and the other stays.
+        var survivor = ann.id
+        for round in 0..<5 {
+            let pair = [survivor, try addUser(store, "carl\(round)", admin: true).id]
+            let results = Mutex<[Int64: AccountWriteResult]>([:])
+            onThreads(2) { index in
+                let result = (try? store.perform(.removeUser(userID: pair[index]))) ?? .notFound
+                results.withLock { $0[pair[index]] = result }
+            }
+            let outcome = results.withLock { $0 }
+            #expect(outcome.values.sorted { "\($0)" < "\($1)" } == [.done, .lastAdministrator], "round \(round)")
+            survivor = outcome.first { $0.value == .lastAdministrator }?.key ?? survivor
+            #expect(try store.users().filter(\.isAdmin).map(\.id) == [survivor], "round \(round)")
+        }
         #expect(try fixture.integrityCheck() == "ok")
     }
 

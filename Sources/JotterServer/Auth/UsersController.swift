@@ -73,6 +73,10 @@ struct UsersController {
         let accounts = self.accounts
         return Reply.later { done in
             accounts.store.submit(.removeUser(userID: user.id)) { result in
+                if case .success(.lastAdministrator) = result {
+                    done { throw HTTPError(HTTPStatus(409), detail: AccountWriteResult.lastAdministratorDetail(user.name)) }
+                    return
+                }
                 accounts.forget(user: user.id)
                 done {
                     _ = try result.get()
@@ -130,5 +134,8 @@ enum UsersOperations {
     static let remove = OpenAPIOperation(
         operationID: "removeUser", summary: "Remove a user with their notes and uploads (administrators)", tags: ["users"],
         parameters: [name],
-        responses: [204: .empty("removed"), 401: AuthOperations.unauthorized, 403: forbidden, 404: .problem("no such user")])
+        responses: [
+            204: .empty("removed"), 401: AuthOperations.unauthorized, 403: forbidden, 404: .problem("no such user"),
+            409: .problem("the user is the last administrator; nothing changed"),
+        ])
 }

@@ -57,7 +57,8 @@ public enum AccountWrite: Sendable {
     /// takes over every unclaimed note, upload and event.
     case addUser(name: String, passwordHash: String, isAdmin: Bool)
     case setPassword(userID: Int64, passwordHash: String)
-    /// Removes the user with their notes, uploads (files too), events and credentials.
+    /// Removes the user with their notes, uploads (files too), events and credentials; never
+    /// the last administrator (`lastAdministrator`), checked in the same transaction.
     case removeUser(userID: Int64)
     /// Stores a credential by the SHA-256 of its secret (`Secret.digest`).
     case issue(userID: Int64, kind: CredentialKind, label: String, digest: [UInt8], expiresAt: Int64?)
@@ -77,6 +78,14 @@ public enum AccountWriteResult: Sendable, Hashable {
     case notFound
     /// `addUser` with a name already taken.
     case nameTaken
+    /// `removeUser` of the only administrator: nobody could administer the server after it.
+    /// Nothing changed.
+    case lastAdministrator
+
+    /// What the server and the CLI say when `name` is the last administrator.
+    public static func lastAdministratorDetail(_ name: String) -> String {
+        "\(name) is the last administrator: add another administrator before removing them; nothing changed"
+    }
 }
 
 /// Users and their credentials.

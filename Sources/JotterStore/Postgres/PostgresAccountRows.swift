@@ -80,8 +80,11 @@ enum PostgresAccountRows {
             return .done
 
         case .removeUser(let userID):
+            // Under the accounts lock: two removals can't both see the other administrator.
             try db.query("SELECT pg_advisory_xact_lock($1)", [accountsLock])
-            guard try user(id: userID, on: db) != nil else { return .notFound }
+            guard let record = try user(id: userID, on: db) else { return .notFound }
+            let others: Bool = try db.query("SELECT EXISTS (SELECT 1 FROM users WHERE is_admin AND id <> $1)", [userID])[0].value(0)
+            if record.isAdmin, !others { return .lastAdministrator }
             transaction.removedUploads += try db.query("DELETE FROM uploads WHERE owner = $1 RETURNING id", [userID]).map { try $0.value(0) }
             try db.query("DELETE FROM removed_uploads WHERE owner = $1", [userID])
             try db.query("DELETE FROM notes WHERE owner = $1", [userID])

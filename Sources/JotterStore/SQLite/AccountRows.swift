@@ -83,7 +83,10 @@ enum AccountRows {
             return .done
 
         case .removeUser(let userID):
-            guard try user(id: userID, on: db) != nil else { return .notFound }
+            guard let record = try user(id: userID, on: db) else { return .notFound }
+            // In the writer's transaction: two removals can't both see the other administrator.
+            let others = try db.first("SELECT count(*) FROM users WHERE is_admin <> 0 AND id <> ?", [.integer(userID)]) { $0.int64(0) }
+            if record.isAdmin, others == 0 { return .lastAdministrator }
             changes.removed += try db.query("DELETE FROM uploads WHERE owner = ? RETURNING id", [.integer(userID)]) { $0.string(0) }
             try db.run("DELETE FROM removed_uploads WHERE owner = ?", [.integer(userID)])
             try FullTextIndex.removeAll(owner: userID, on: db)
