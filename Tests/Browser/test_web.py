@@ -9,6 +9,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -1375,6 +1376,40 @@ class OfflineSync(BrowserTest):
         wait(driver, lambda d: all_css(f'.note-link[data-id="{note["id"]}"]'), timeout=15, message="listed again")
         wait_until(lambda: kept("outbox") == [], message="outbox empty")
         self.assertEqual({n["id"]: n["body"] for n in kept()}[note["id"]], "Delete me offline\nfirst line\nadded by the CLI")
+
+    def test_a_hung_server_is_given_up_on_and_the_edits_arrive_once_it_answers(self):
+        """A request the server never answers (its process stopped: the connection stays open and
+        silent) is given up after the request timeout, as if offline: the text is kept on this
+        device, the sync lock is let go, a second edit queues behind it, and both arrive once the
+        server answers again, within the timeout and a retry."""
+        note = server.create("Hung server\nfirst line")
+        open_app(f"/#/notes/{note['id']}")
+        wait(driver, lambda d: body_text() == "Hung server\nfirst line")
+        driver.execute_script("document.body.dataset.requestTimeout = '3000'")
+        server.process.send_signal(signal.SIGSTOP)
+        try:
+            self.type_text("Hung server\nfirst line\nsecond line")
+            wait(driver, lambda d: css("#connection-text").text == "Offline · 1 change waiting", timeout=15,
+                 message=f"given up on, kept here ({page_state()}, {css('#connection-text').text})")
+            self.assertEqual(css("#save-state").text, "Saved on this device")
+            time.sleep(1.5)
+            self.type_text("Hung server\nfirst line\nsecond line\nthird line")
+            wait(driver, lambda d: css("#connection-text").text == "Offline · 2 changes waiting", timeout=15,
+                 message=f"the second edit queued too ({page_state()}, {css('#connection-text').text})")
+            # Between tries nothing holds the sync lock (a hung request held it for good).
+            wait(driver, lambda d: d.execute_async_script(
+                "const done = arguments[arguments.length - 1];"
+                "navigator.locks.query().then((state) => done(state.held.every((lock) => lock.name !== 'jotter-sync')));"),
+                timeout=15, message="the sync lock let go")
+        finally:
+            server.process.send_signal(signal.SIGCONT)
+        expected = "Hung server\nfirst line\nsecond line\nthird line"
+        # Within the timeout (3 s) and a retry (3 s), with room for a busy machine.
+        wait_until(lambda: server.note(note["id"])["body"] == expected, timeout=3 + 3 + 6,
+                   message=f"both edits arrived ({server.note(note['id'])}, {page_state()}, {kept('outbox')})")
+        wait(driver, lambda d: css("#connection-text").text in ("Synced", "Live"), timeout=15,
+             message=f"synced ({css('#connection-text').text})")
+        self.assertEqual(kept("outbox"), [])
 
     def test_hiding_the_page_saves_the_text(self):
         note = server.create("Swiped away")

@@ -2,6 +2,13 @@
 // through XMLHttpRequest for their progress events, resumable (tus) across network drops.
 
 const UNREACHABLE = "Can't reach the server. Check your connection; your text is still here.";
+const TIMED_OUT = "The server didn't answer in time. Check your connection; your text is still here.";
+/**
+ * How long a request may take, its answer's body included (a `data-request-timeout` on <body>
+ * overrides it): past it, it is given up as if the network had dropped (status 0), so a server
+ * or connection that hangs never holds the sync (and its lock) for good.
+ */
+const REQUEST_TIMEOUT = 30000;
 
 /**
  * A failed request: `message` is the server's problem `detail`, in words; `type` the problem's
@@ -96,18 +103,23 @@ async function request(method, path, { json, ifMatch, key } = {}) {
   if (ifMatch) headers['If-Match'] = ifMatch;
   if (key) headers['Idempotency-Key'] = key;
   if (csrfToken && method !== 'GET') headers['X-CSRF-Token'] = csrfToken;
+  const timeout = Number(document.body?.dataset.requestTimeout) || REQUEST_TIMEOUT;
   let response;
+  let text;
   try {
     response = await fetch(path, {
       method,
       headers,
       body: json === undefined ? undefined : JSON.stringify(json),
       cache: 'no-store',
+      signal: AbortSignal.timeout(timeout),
     });
-  } catch {
-    throw new ApiError(UNREACHABLE);
+    // (A body cut off, by the network or the timeout, is no answer either: not an empty one.)
+    text = await response.text();
+  } catch (error) {
+    throw new ApiError(error?.name === 'TimeoutError' ? TIMED_OUT : UNREACHABLE);
   }
-  const data = parse(await response.text().catch(() => ''));
+  const data = parse(text);
   if (response.status === 401 && !path.startsWith('/auth/')) unauthorized();
   if (response.status === 403 && method !== 'GET' && !path.startsWith('/auth/')) {
     // The token is not the session's (it was renewed elsewhere): the next write asks for it.

@@ -41,7 +41,8 @@ export function createSync(handlers) {
     pendingNow = pending;
     handlers.state({ pending, held, reachable, synced: synced && pending === 0 && held === 0 });
     clearTimeout(retryTimer);
-    if (pending && !reachable) retryTimer = setTimeout(() => sync(), RETRY);
+    // (Not while a sync runs: the try under way sets the next when it ends, RETRY after it.)
+    if (pending && !reachable) retryTimer = setTimeout(() => running || sync(), RETRY);
   }
   channel?.addEventListener('message', ({ data }) => {
     // Another tab sent an edit (maybe one made here) or queued one: the same as if here.
@@ -208,7 +209,10 @@ export function createSync(handlers) {
     }
   }
 
-  /** Sends what waits, then pulls; one at a time across tabs; resolves when done. */
+  /**
+   * Sends what waits, then pulls; one at a time across tabs; resolves when done. (Every request
+   * has a timeout, api.js: a hung server or connection never holds the lock for good.)
+   */
   function sync() {
     if (running) {
       again = true;
