@@ -1411,6 +1411,44 @@ class OfflineSync(BrowserTest):
              message=f"synced ({css('#connection-text').text})")
         self.assertEqual(kept("outbox"), [])
 
+    def test_an_outbox_that_cannot_be_read_is_not_taken_as_empty(self):
+        """A sync that fails with no answer of the server's (here this device's storage: the outbox
+        can't be read for a while) is said in the console and tried again, and the edit still
+        counts as waiting: it reaches the server once the outbox can be read again. (Such a
+        failure was swallowed, and the unread outbox taken as empty, which ended the retries.)"""
+        note = server.create("Unreadable outbox\nfirst line")
+        open_app(f"/#/notes/{note['id']}")
+        wait(driver, lambda d: body_text() == "Unreadable outbox\nfirst line")
+        logged = [entry["message"] for entry in driver.get_log("browser")]
+        self.go_offline()
+        try:
+            self.type_text("Unreadable outbox\nfirst line, edited")
+            wait(driver, lambda d: css("#connection-text").text == "Offline · 1 change waiting", timeout=15,
+                 message=f"waiting ({page_state()})")
+            driver.execute_script("""const getAll = IDBObjectStore.prototype.getAll;
+                window.readableAgain = () => { IDBObjectStore.prototype.getAll = getAll; };
+                IDBObjectStore.prototype.getAll = function (...args) {
+                  if (this.name === 'outbox') throw new DOMException('the disk is failing', 'UnknownError');
+                  return getAll.apply(this, args);
+                };""")
+
+            def said(*words):
+                logged.extend(entry["message"] for entry in driver.get_log("browser"))
+                return all(any(word in message for message in logged) for word in words)
+            # The retry made meanwhile fails with no status: both the sync and the count say so.
+            wait(driver, lambda d: said("couldn't sync; trying again", "could not be read; trying again"), timeout=15,
+                 message=f"logged ({logged})")
+        finally:
+            self.go_online()
+        time.sleep(1)
+        self.assertEqual(css("#connection-text").text, "Offline · 1 change waiting")
+        driver.execute_script("window.readableAgain()")
+        wait_until(lambda: server.note(note["id"])["body"] == "Unreadable outbox\nfirst line, edited", timeout=15,
+                   message=f"sent once readable ({server.note(note['id'])}, {page_state()}, {css('#connection-text').text})")
+        wait(driver, lambda d: css("#connection-text").text == "Synced", timeout=15, message="synced")
+        said()
+        self.assertEqual([message for message in logged if "Uncaught" in message], [])
+
     def test_hiding_the_page_saves_the_text(self):
         note = server.create("Swiped away")
         open_app(f"/#/notes/{note['id']}", autosave=False)

@@ -33,16 +33,26 @@ export function createSync(handlers) {
   let again = false;
   let retryTimer = null;
   let pendingNow = 0; // as last counted
+  let stalled = false; // the last sync failed with no answer of the server's (this device's fault)
 
   async function report() {
-    const all = await store.outbox().catch(() => []);
+    let all;
+    try {
+      all = await store.outbox();
+    } catch (error) {
+      // Not "nothing waits": the count shown stands, and the sync is tried again.
+      console.error('Jotter: the edits waiting on this device could not be read; trying again.', error);
+      clearTimeout(retryTimer);
+      retryTimer = setTimeout(() => running || sync(), RETRY);
+      return;
+    }
     const held = all.filter((entry) => entry.held).length;
     const pending = all.length - held;
     pendingNow = pending;
     handlers.state({ pending, held, reachable, synced: synced && pending === 0 && held === 0 });
     clearTimeout(retryTimer);
     // (Not while a sync runs: the try under way sets the next when it ends, RETRY after it.)
-    if (pending && !reachable) retryTimer = setTimeout(() => running || sync(), RETRY);
+    if ((pending && !reachable) || stalled) retryTimer = setTimeout(() => running || sync(), RETRY);
   }
   channel?.addEventListener('message', ({ data }) => {
     // Another tab sent an edit (maybe one made here) or queued one: the same as if here.
@@ -200,12 +210,22 @@ export function createSync(handlers) {
       }
       await pull();
       reachable = true;
+      stalled = false;
       if (sent) synced = true;
     } catch (error) {
-      reachable = error.status !== 0 && reachable;
-      if (error.status && error.status !== 401) handlers.failed(`Couldn't sync: ${error.message}`);
+      if (error?.status === 0) {
+        reachable = false;
+      } else if (!error?.status) {
+        // No answer of the server's (this device's storage failed, or a bug): said in the
+        // console, and tried again, as when offline; what waits stays queued.
+        console.error("Jotter: couldn't sync; trying again.", error);
+        stalled = true;
+      } else if (error.status !== 401) {
+        handlers.failed(`Couldn't sync: ${error.message}`);
+      }
     } finally {
-      await report();
+      // (Never rejects: the lock is let go, and the next sync runs.)
+      await report().catch((error) => console.error('Jotter: the sync state could not be shown.', error));
     }
   }
 
