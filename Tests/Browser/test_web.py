@@ -1066,6 +1066,37 @@ class Restart(BrowserTest):
         wait(driver, lambda d: css("#save-state").text == "Saved", message="says saved")
 
 
+class SlowLink(BrowserTest):
+    """What a trial on a slow link (1.5 s a request) found: "New note" while a new note's first
+    save is on its way never writes over the note it creates."""
+
+    def test_new_note_while_the_first_save_is_on_its_way_keeps_both_notes(self):
+        before = {note["id"] for note in server.notes()}
+        open_app()
+        driver.set_network_conditions(offline=False, latency=1500, download_throughput=-1, upload_throughput=-1)
+        expected = []
+        try:
+            # Once with a second note typed, once with nothing typed in it (that emptied the first).
+            for index, second in enumerate(["Second note\nalso slow", ""]):
+                first = f"First note {index}\nwritten on a slow link"
+                css("#new-note").click()
+                wait(driver, lambda d: css("#editor-title").text == "New note" and body_text() == "", message="a new note")
+                css("#body").send_keys(first)
+                wait(driver, lambda d: css("#save-state").text == "Saving…", message=f"first save on its way ({page_state()})")
+                css("#new-note").click()
+                wait(driver, lambda d: d.execute_script("return location.hash") == "#/new" and body_text() == ""
+                     and css("#save-state").get_attribute("data-state") != "busy", timeout=15, message=f"new note ({page_state()})")
+                expected.append(first)
+                if second:
+                    css("#body").send_keys(second)
+                    wait(driver, lambda d: css("#save-state").text == "Saved", timeout=15, message=f"second saved ({page_state()})")
+                    expected.append(second)
+            wait_until(lambda: sorted(note["body"] for note in server.notes() if note["id"] not in before) == sorted(expected),
+                       timeout=20, message=f"both notes kept: {[n['body'] for n in server.notes() if n['id'] not in before]}")
+        finally:
+            driver.delete_network_conditions()
+
+
 def kept(what="allNotes", browser=None):
     """This browser's copy (store.js, in IndexedDB): `allNotes` or the `outbox`."""
     return (browser or driver).execute_async_script(

@@ -331,13 +331,18 @@ const trash = createTrash({ notes, navigate, toast, clearError });
 let shownHash = location.hash;
 
 /** Goes to `hash`; with `replace`, only records it (the editor already shows it). */
-function navigate(hash, { replace = false } = {}) {
+async function navigate(hash, { replace = false } = {}) {
   if (replace) {
     history.replaceState(null, '', hash || '#/');
     shownHash = location.hash;
     route(false);
   } else if (location.hash === hash) {
-    route(true);
+    // The address it has already ("New note" on a new note, whose first save may be on its way):
+    // the editor is left as for any other address, once its save is done (the address then
+    // names the note it created) and nothing unsaved is dropped.
+    if (editor.isOpen() && !(await editor.canLeave())) return;
+    if (location.hash === hash) route(true);
+    else location.hash = hash;
   } else {
     location.hash = hash;
   }

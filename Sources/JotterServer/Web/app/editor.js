@@ -362,6 +362,10 @@ export function createEditor({ notes, navigate, toast, clearError, sync }) {
   }
 
   async function write(body, auto) {
+    // The note this text is of: if another is opened before the answer comes (whatever the
+    // timing), the answer is listed, and nothing of it goes into the other note's editor.
+    const token = opened;
+    const here = () => token === opened;
     const failure = await run(async () => {
       // Behind edits still waiting, or when the server can't be reached: saved here, sent later.
       const keep = (work) => work.catch(async (error) => {
@@ -369,21 +373,37 @@ export function createEditor({ notes, navigate, toast, clearError, sync }) {
         sync.unreachable();
         return null;
       });
-      if (!base) {
+      const from = base;
+      if (!from) {
         const key = crypto.randomUUID(); // kept with the edit if it must wait: never created twice
         const note = sync.waiting() ? null : await keep(api.createNote(body, { key }));
+        const kept = note ? null : await sync.queue('create', { body, key });
+        if (!here()) {
+          notes.upsert(note ?? kept);
+          return;
+        }
         if (note) adopt(note);
-        else queued(await sync.queue('create', { body, key }));
+        else queued(kept);
         navigate(`#/notes/${base.id}`, { replace: true });
       } else {
-        const answer = base.pending || sync.waiting() ? null : await keep(api.updateNote(base.id, body, { base: base.version }));
+        const answer = from.pending || sync.waiting() ? null : await keep(api.updateNote(from.id, body, { base: from.version }));
+        const kept = answer ? null : await sync.queue('edit', { note: from, body });
+        if (!here()) {
+          if (answer?.note ?? kept) notes.upsert(answer?.note ?? kept);
+          return;
+        }
         if (answer) saved(body, answer, auto);
-        else queued(await sync.queue('edit', { note: base, body }));
+        else queued(kept);
       }
       autosaveFailed = false;
       clearError();
       if (!auto) announce('Note saved');
     });
+    if (!here()) {
+      // Another note is open now: this one's failure is said, with its title.
+      if (failure) toast(`Couldn't save “${titleAndPreview(body).title || 'Untitled note'}”: ${failure.message}`);
+      return;
+    }
     if (!failure) {
       clearTimeout(retryTimer);
       retries = 0;
