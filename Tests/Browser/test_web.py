@@ -1496,6 +1496,50 @@ class OfflineSync(BrowserTest):
                    message=f"saved on pagehide ({page_state()})")
 
 
+    def close_tab_after_typing(self, note, text, away):
+        """In a tab of its own: `note` open, the server made `away` (a callable), `text` typed at
+        its end and the tab closed at once. The server is back after."""
+        first = driver.current_window_handle
+        driver.switch_to.new_window("tab")
+        try:
+            driver.get(server.url + f"/#/notes/{note['id']}")
+            wait(driver, lambda d: body_text() == note["body"], message="the note open")
+            wait(driver, lambda d: css("#connection").get_attribute("data-state") == "live", message="live")
+            away()
+            css("#body").send_keys(Keys.CONTROL, Keys.END)
+            for part in text:
+                css("#body").send_keys(part)
+                if part != text[-1]:
+                    wait(driver, lambda d: css("#save-state").text == "Saving…", message=f"a save on its way ({page_state()})")
+            driver.close()
+        finally:
+            driver.switch_to.window(first)
+            if server.process.poll() is None:
+                server.process.send_signal(signal.SIGCONT)
+            else:
+                server.start()
+
+    def test_text_typed_just_before_closing_is_kept_when_the_server_cant_be_reached(self):
+        """The server away, a line typed and the tab closed at once (inside the autosave's delay,
+        or while a save hangs): the text was kept nowhere. It is kept on this device as the page
+        goes, and sent once the server is back."""
+        note = server.create("Closed offline")
+        leave_page()
+        self.close_tab_after_typing(note, [", typed as the tab closed"], server.stop)
+        open_app(f"/#/notes/{note['id']}")
+        wait_until(lambda: server.note(note["id"])["body"] == "Closed offline, typed as the tab closed", timeout=20,
+                   message=f"sent once the server is back ({server.note(note['id'])['body']!r}, {page_state()})")
+        wait(driver, lambda d: body_text() == "Closed offline, typed as the tab closed", message="shown")
+
+        # A server that stops answering (a dead link): the save hangs, and what is typed after it
+        # was kept nowhere.
+        note = server.create("Closed while hung")
+        leave_page()
+        self.close_tab_after_typing(note, [", first", ", second"], lambda: server.process.send_signal(signal.SIGSTOP))
+        open_app(f"/#/notes/{note['id']}")
+        wait_until(lambda: server.note(note["id"])["body"] == "Closed while hung, first, second", timeout=20,
+                   message=f"sent once the server answers ({server.note(note['id'])['body']!r}, {page_state()})")
+
 class OpenFromAddress(BrowserTest):
     def test_a_note_opened_from_its_url_is_highlighted_in_the_list(self):
         """#/notes/{id} marks its note in the list from the first render, not after the next one."""

@@ -454,8 +454,9 @@ function startLive() {
 let started = false;
 
 /** Shows the notes: the list, the note or files the address names, and the live updates. */
-function start() {
+async function start() {
   started = true;
+  await editor.recover(); // text a page kept as it closed goes first (its note opens with it)
   loadFirstPage();
   route(true);
   startLive();

@@ -49,6 +49,9 @@ export function createEditor({ notes, navigate, toast, clearError, sync }) {
   let autosaveFailed = false; // the last automatic save failed: say so instead of "Unsaved changes"
   let retryTimer = null; // the next try of an automatic save that failed
   let retries = 0;
+  let writes = 0; // writes started, so a save can tell whether it began after a draft was kept
+  let draft = null; // { key, after, token }: the text kept at once as the page went (flush), until a save covers it
+  let sending = null; // the text of the save in flight
 
   const isOpen = () => !form.hidden;
   const isDirty = () => isOpen() && textarea.value !== (base?.body ?? '');
@@ -149,7 +152,7 @@ export function createEditor({ notes, navigate, toast, clearError, sync }) {
       actions.replaceChildren(
         button('Save as a new note', 'primary', () => { base = null; remote = null; save(); }),
         button('Restore it', 'subtle', () => restoreDeleted()),
-        button('Discard', 'subtle', () => { const id = base?.id; load(null); if (id) notes.remove(id); navigate('#/'); }));
+        button('Discard', 'subtle', () => { const id = base?.id; forgetDraft(); load(null); if (id) notes.remove(id); navigate('#/'); }));
     } else {
       byId('editor-notice-text').textContent =
         `Your text could not be merged with the version saved elsewhere (${formatDateTime(remote.updated_at)}). It is kept here, not saved.`;
@@ -248,11 +251,77 @@ export function createEditor({ notes, navigate, toast, clearError, sync }) {
     render();
   }
 
-  /** The page is hidden or going (a phone's app switcher): the text typed is saved now. */
+  /**
+   * The page is hidden or going (a phone's app switcher): the text typed is kept on this device
+   * at once, before any request (a closing page may be gone before an answer, or before
+   * IndexedDB has written anything), then saved as usual. The next start saves what was kept
+   * (`recover`) unless a save made after it got through first. The draft's key is the save's
+   * Idempotency-Key, so a save that got through is not made twice.
+   */
   function flush() {
     if (!isOpen() || loading || remote || !isDirty()) return;
     if (!base && !textarea.value.trim()) return;
-    save({ auto: true });
+    if (draft?.token === opened) store.dropDraft(draft.key); // this text is newer
+    const key = crypto.randomUUID();
+    store.keepDraft({ key, note: base, body: textarea.value, sending: busy ? sending : null, at: Date.now() });
+    draft = { key, after: writes, token: opened };
+    save({ auto: true, key });
+  }
+
+  /** The text kept by `flush` is not wanted (discarded), or a later save has it. */
+  function forgetDraft() {
+    if (draft?.token !== opened) return;
+    store.dropDraft(draft.key);
+    draft = null;
+  }
+
+  /**
+   * Text a page kept on this device as it went (`flush`) that was not saved before it was
+   * gone: saved now, as it would have been then (sent with the draft's key, so a save that got
+   * through is answered, not made twice), or queued when the server can't be reached.
+   */
+  async function recover() {
+    if (!store.isCurrent()) return;
+    for (const kept of store.drafts()) {
+      try {
+        const refused = await recoverDraft(kept);
+        if (refused) toast(`Text kept as a page closed could not be saved: ${refused.message}`);
+        store.dropDraft(kept.key);
+      } catch {
+        // This browser's copy can't be written now: the draft stays for the next start.
+      }
+    }
+  }
+
+  /** Saves draft `kept` (see `recover`); resolves to the server's refusal, if it refused it. */
+  async function recoverDraft(kept) {
+    const { key, body } = kept;
+    let from = kept.note;
+    // This browser's copy has it already (saved, or queued in time): nothing to do.
+    if (from ? (await store.getNote(from.id).catch(() => null))?.body === body
+      : (await store.outbox()).some((entry) => entry.key === key)) return null;
+    if (!sync.waiting() && !(from && (from.pending || isLocalID(from.id)))) {
+      try {
+        if (!from) {
+          notes.upsert(await api.createNote(body, { key }));
+          return null;
+        }
+        const now = await api.getNote(from.id);
+        if (now.body === body) {
+          notes.upsert(now);
+          return null;
+        }
+        // A save was on its way as the page went, and got through: the text goes from it.
+        if (typeof kept.sending === 'string' && now.body === kept.sending) from = now;
+        notes.upsert((await api.updateNote(from.id, body, { base: from.version, key })).note);
+        return null;
+      } catch (error) {
+        // (A note gone, or an edit the server can't merge: the outbox keeps it as a new note.)
+        if (error.status !== 0 && !(from && [404, 409].includes(error.status))) return error;
+      }
+    }
+    await sync.queue(from ? 'edit' : 'create', { note: from, body, key });
+    return null;
   }
   document.addEventListener('visibilitychange', () => {
     if (document.visibilityState === 'hidden') flush();
@@ -350,22 +419,24 @@ export function createEditor({ notes, navigate, toast, clearError, sync }) {
   }
 
   /** Saves the text: creates the note, or writes over the version it is based on. */
-  function save({ auto = false } = {}) {
+  function save({ auto = false, key } = {}) {
     if (busy || loading || !isOpen() || remote?.deleted) return saving ?? Promise.resolve();
     if (base && !isDirty() && !remote) {
       if (!auto) announce('Already saved');
       return Promise.resolve();
     }
     clearTimeout(autosaveTimer);
-    saving = write(textarea.value, auto).finally(() => { saving = null; });
+    saving = write(textarea.value, auto, key).finally(() => { saving = null; });
     return saving;
   }
 
-  async function write(body, auto) {
+  async function write(body, auto, key = undefined) {
     // The note this text is of: if another is opened before the answer comes (whatever the
     // timing), the answer is listed, and nothing of it goes into the other note's editor.
     const token = opened;
     const here = () => token === opened;
+    const started = ++writes;
+    sending = body;
     const failure = await run(async () => {
       // Behind edits still waiting, or when the server can't be reached: saved here, sent later.
       const keep = (work) => work.catch(async (error) => {
@@ -375,7 +446,7 @@ export function createEditor({ notes, navigate, toast, clearError, sync }) {
       });
       const from = base;
       if (!from) {
-        const key = crypto.randomUUID(); // kept with the edit if it must wait: never created twice
+        key ??= crypto.randomUUID(); // kept with the edit if it must wait: never created twice
         const note = sync.waiting() ? null : await keep(api.createNote(body, { key }));
         const kept = note ? null : await sync.queue('create', { body, key });
         if (!here()) {
@@ -386,8 +457,8 @@ export function createEditor({ notes, navigate, toast, clearError, sync }) {
         else queued(kept);
         navigate(`#/notes/${base.id}`, { replace: true });
       } else {
-        const answer = from.pending || sync.waiting() ? null : await keep(api.updateNote(from.id, body, { base: from.version }));
-        const kept = answer ? null : await sync.queue('edit', { note: from, body });
+        const answer = from.pending || sync.waiting() ? null : await keep(api.updateNote(from.id, body, { base: from.version, key }));
+        const kept = answer ? null : await sync.queue('edit', { note: from, body, key });
         if (!here()) {
           if (answer?.note ?? kept) notes.upsert(answer?.note ?? kept);
           return;
@@ -399,6 +470,11 @@ export function createEditor({ notes, navigate, toast, clearError, sync }) {
       clearError();
       if (!auto) announce('Note saved');
     });
+    // The text kept as the page went is in this save, or in this browser's outbox now.
+    if (!failure && draft?.token === token && started > draft.after) {
+      store.dropDraft(draft.key);
+      draft = null;
+    }
     if (!here()) {
       // Another note is open now: this one's failure is said, with its title.
       if (failure) toast(`Couldn't save “${titleAndPreview(body).title || 'Untitled note'}”: ${failure.message}`);
@@ -507,6 +583,7 @@ export function createEditor({ notes, navigate, toast, clearError, sync }) {
     }
     const choice = await resolveConflict({ theirs, mine, why });
     if (choice === 'theirs') {
+      forgetDraft(); // the text kept as the page went is the one given up
       load(theirs);
       notes.upsert(theirs);
       announce('Loaded the saved version');
@@ -538,6 +615,7 @@ export function createEditor({ notes, navigate, toast, clearError, sync }) {
     if (busy || loading) return;
     if (!base) {
       if (isDirty() && !(await confirmDiscard())) return;
+      forgetDraft();
       load(null);
       navigate('#/');
       return;
@@ -659,11 +737,12 @@ export function createEditor({ notes, navigate, toast, clearError, sync }) {
       await save();
       return !isDirty();
     }
+    if (choice === 'discard') forgetDraft();
     return choice === 'discard';
   }
 
   return {
-    openNew, openNote, close, save, incoming, synced, renamed, held, canLeave, isDirty, isOpen,
+    openNew, openNote, close, save, recover, incoming, synced, renamed, held, canLeave, isDirty, isOpen,
     /** The id of the open note, if it is saved. */
     get id() { return base?.id ?? null; },
     /** Re-reads the open note (after the event stream asked for a reload, or reconnected). */

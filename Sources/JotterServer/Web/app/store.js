@@ -275,8 +275,54 @@ export function replace(seq, entry) {
 export const getMeta = (key) => transaction(['meta'], 'readonly', ({ meta }) => promised(meta.get(key)));
 export const setMeta = (key, value) => transaction(['meta'], 'readwrite', ({ meta }) => { meta.put(value, key); });
 
+/**
+ * localStorage: text a page kept as it was hidden or went (`jotter-draft:<key>`: `{ key, note,
+ * body, at, user }`, see the editor's `flush`). IndexedDB writes are asynchronous, and a page
+ * that is closing may be gone before one is done; localStorage is written at once.
+ */
+const DRAFT = 'jotter-draft:';
+
+/** Keeps `draft` at once, as the user's this page's copy is of. */
+export function keepDraft(draft) {
+  try {
+    localStorage.setItem(DRAFT + draft.key, JSON.stringify({ ...draft, user: currentUser() }));
+  } catch {
+    // Storage refused (full, a private window): the save that follows is all there is.
+  }
+}
+
+export function dropDraft(key) {
+  try {
+    localStorage.removeItem(DRAFT + key);
+  } catch {
+    // Nothing was kept.
+  }
+}
+
+/** The drafts of the user this page's copy is of, the oldest first. */
+export function drafts() {
+  const user = currentUser();
+  const found = [];
+  try {
+    for (let index = 0; index < localStorage.length; index += 1) {
+      const name = localStorage.key(index);
+      if (!name?.startsWith(DRAFT)) continue;
+      try {
+        const draft = JSON.parse(localStorage.getItem(name));
+        if (draft?.key && typeof draft.body === 'string' && (draft.user ?? null) === user) found.push(draft);
+      } catch {
+        localStorage.removeItem(name); // not one of ours
+      }
+    }
+  } catch {
+    return [];
+  }
+  return found.sort((a, b) => a.at - b.at);
+}
+
 /** Forgets everything kept here (signing out). */
 export function clear() {
+  for (const draft of drafts()) dropDraft(draft.key);
   return transaction(['notes', 'outbox', 'meta'], 'readwrite', (stores) => {
     for (const store of Object.values(stores)) store.clear();
   });
