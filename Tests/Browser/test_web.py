@@ -1708,16 +1708,31 @@ class Accounts(unittest.TestCase):
             token = {"Authorization": f"Bearer {self.token('ann')}"}
             self.assertEqual(self.server.request("GET", f"/notes/{note}", headers=token)[2]["note"]["body"], "Ann's note, edited offline")
 
-            # Away again: this time the user chooses to delete the change, and signs out.
+            # Away again: this time the user chooses to delete the change. But only the server can
+            # end the session (its cookie is HttpOnly): while it is away, this browser stays signed
+            # in, says so, and deletes nothing. The session still works, so the page must not say
+            # "signed out" (the next person at this browser would be signed in as ann).
+            session = browser.get_cookie("jotter_session")["value"]
             sign_out_with_an_edit_waiting(" twice")
             browser.find_element(By.CSS_SELECTOR, '#confirm-actions [data-value="delete"]').click()
+            wait(browser, lambda d: d.find_element(By.ID, "toast").is_displayed(), message="told")
+            self.assertIn("Couldn't sign out", browser.find_element(By.ID, "toast-text").text)
+            self.assertIn("still signed in", browser.find_element(By.ID, "toast-text").text)
+            self.assertFalse(browser.find_element(By.ID, "sign-in-dialog").is_displayed())
+            self.assertEqual(browser.find_element(By.ID, "account-name").text, "ann")
+            self.assertEqual(len(kept("outbox", browser)), 1)
+            # Back: the change goes, and signing out ends the session on the server.
+            self.server.start()
+            wait(browser, lambda d: d.find_element(By.ID, "connection-text").text == "Synced", timeout=20, message="sent once the server is back")
+            browser.find_element(By.ID, "sign-out").click()
             wait(browser, lambda d: d.find_element(By.ID, "sign-in-dialog").is_displayed(), message="signed out")
             self.assertEqual((kept("outbox", browser), kept("allNotes", browser)), ([], []))
+            self.assertEqual(self.server.request("GET", "/auth/me", headers={"Authorization": f"Bearer {session}"})[0], 401)
         finally:
             if self.server.process.poll() is not None:
                 self.server.start()
             quit_chrome(browser)
-        self.assertEqual(self.server.request("GET", f"/notes/{note}", headers=token)[2]["note"]["body"], "Ann's note, edited offline")
+        self.assertEqual(self.server.request("GET", f"/notes/{note}", headers=token)[2]["note"]["body"], "Ann's note, edited offline twice")
 
     def offline_edit(self, browser, note, text):
         """With the server stopped: `text` typed at the end of `note` and saved on this device."""

@@ -57,11 +57,12 @@ function stored(storage, key) {
 /**
  * Starts the account controls; `signedIn()` is called after each sign-in made here, and
  * `signingOut()` when "Sign out" is pressed: it resolves to false to stay signed in (the
- * changes saved on this device and not yet sent would go with this browser's copy). Resolves to
+ * changes saved on this device and not yet sent would go with this browser's copy);
+ * `failed(message)` says, in words, that signing out did not happen. Resolves to
  * true when the notes can be shown now (signed in, or the server needs no session), false when
  * the visitor must sign in first (the sign-in page is shown; `signedIn()` follows).
  */
-export async function setupAccount({ signedIn, signingOut = async () => true }) {
+export async function setupAccount({ signedIn, signingOut = async () => true, failed = () => {} }) {
   let asking = false;
   const required = document.body.dataset.auth !== 'off';
   const signedOut = stored(sessionStorage, SIGNED_OUT) !== null;
@@ -107,10 +108,18 @@ export async function setupAccount({ signedIn, signingOut = async () => true }) 
   byId('sign-in-button').addEventListener('click', () => ask('Sign in to see your notes.'));
   byId('sign-out').addEventListener('click', async () => {
     if (!(await signingOut())) return;
+    // Only the server can end the session: its cookie is HttpOnly, out of the page's reach.
+    // Until it has, this browser stays signed in, and says so: a page that said "signed out"
+    // then would leave the next person at this browser signed in as this user.
     try {
-      await api.signOut();
-    } catch {
-      // Signed out already (expired): nothing to revoke.
+      await revoke();
+    } catch (failure) {
+      if (failure.status !== 401) { // 401: ended already (expired), nothing to revoke
+        failed(failure.status === 0
+          ? "Couldn't sign out: the server can't be reached, so this browser is still signed in. Try again once it is back."
+          : `Couldn't sign out: ${failure.message}`);
+        return;
+      }
     }
     // This browser's copy of the notes goes with the session (what still waited to be sent,
     // too: `signingOut` sent it first, or the user chose to delete it).
@@ -119,6 +128,18 @@ export async function setupAccount({ signedIn, signingOut = async () => true }) 
     try { sessionStorage.setItem(SIGNED_OUT, '1'); } catch { /* the page just says "Sign in" */ }
     location.reload();
   });
+
+  /** Ends the session on the server (asking for its CSRF token first when the page doesn't know it). */
+  async function revoke() {
+    try {
+      await api.signOut();
+    } catch (failure) {
+      if (failure.status !== 403) throw failure;
+      // The page started with the server away: it has no CSRF token yet.
+      api.setSession((await api.me()).csrf_token ?? null);
+      await api.signOut();
+    }
+  }
 
   // Another tab signed in as someone else: this page shows that user's notes now.
   window.addEventListener('storage', (event) => {

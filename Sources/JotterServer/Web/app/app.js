@@ -503,6 +503,7 @@ if ('serviceWorker' in navigator) {
 byId('connection').hidden = true;
 setupAccount({
   signingOut,
+  failed: (message) => toast(message),
   signedIn() {
     if (!started) {
       start();
