@@ -1734,6 +1734,23 @@ class Accounts(unittest.TestCase):
             quit_chrome(browser)
         self.assertEqual(self.server.request("GET", f"/notes/{note}", headers=token)[2]["note"]["body"], "Ann's note, edited offline twice")
 
+    def test_a_session_ended_while_the_page_is_idle_asks_to_sign_in(self):
+        """The event stream's 401 (the session revoked while nobody writes) opens the sign-in
+        dialog, as a write's 401 does, instead of "Reconnecting…" for ever."""
+        browser = chrome(timezone=TIMEZONE)
+        try:
+            browser.get(self.server.url + "/")
+            self.sign_in(browser, "ann")
+            session = browser.get_cookie("jotter_session")["value"]
+            status, _, _ = self.server.request("DELETE", "/auth/sessions/current", headers={"Authorization": f"Bearer {session}"})
+            self.assertEqual(status, 204)
+            wait(browser, lambda d: d.find_element(By.ID, "sign-in-dialog").is_displayed(), timeout=30,
+                 message=f"asked to sign in ({browser.find_element(By.ID, 'connection-text').text})")
+            self.assertIn("ended", browser.find_element(By.ID, "sign-in-reason").text)
+            self.sign_in(browser, "ann")  # and live again
+        finally:
+            quit_chrome(browser)
+
     def offline_edit(self, browser, note, text):
         """With the server stopped: `text` typed at the end of `note` and saved on this device."""
         browser.get(self.server.url + f"/#/notes/{note}")

@@ -423,6 +423,9 @@ function startLive() {
   }
   live = connectLive({
     state: showConnection,
+    // The stream was refused: a request tells whether the session ended (its 401 opens the
+    // sign-in dialog, as a write's does), for the stream can't.
+    ended: () => api.listNotes('/notes?limit=1').then(() => false, (error) => error.status === 401),
     event(kind, note) {
       if (kind === 'note.deleted') {
         notes.remove(note.id);

@@ -8,7 +8,10 @@ const DELAYS = [1000, 2000, 5000, 10000];
  * Starts listening. `handlers.event(kind, note)` gets `note.created|updated|deleted`;
  * `handlers.reload()` when the list must be fetched again; `handlers.reconnected()` when the
  * stream is back after a break (the server can be reached again); `handlers.state(name)` with
- * `connecting`, `live`, `reconnecting` or `offline`.
+ * `connecting`, `live`, `reconnecting` or `offline`. `handlers.ended()`, when the server refused
+ * the stream, resolves to whether that was because the session ended (a 401, which an
+ * EventSource can't tell from other errors): then no new stream is opened until `reconnect()`
+ * (after signing in again).
  */
 export function connectLive(handlers) {
   let source = null;
@@ -33,13 +36,19 @@ export function connectLive(handlers) {
       report('live');
       if (back) handlers.reconnected?.();
     });
-    source.addEventListener('error', () => {
+    const stream = source;
+    stream.addEventListener('error', () => {
       broken = true;
-      if (source.readyState === EventSource.CLOSED) {
-        // It gave up (the server answered with an error): try again later with a new one.
+      if (stream.readyState === EventSource.CLOSED) {
+        // It gave up (the server answered with an error): try again later with a new one,
+        // unless the session ended (the sign-in dialog is open then, and signing in reconnects).
         const delay = DELAYS[Math.min(attempt, DELAYS.length - 1)];
         attempt += 1;
-        timer = setTimeout(open, delay);
+        Promise.resolve(handlers.ended?.()).catch(() => false).then((ended) => {
+          if (source !== stream) return; // opened again meanwhile, or the page went
+          if (ended) report('connecting');
+          else timer = setTimeout(open, delay);
+        });
       }
       report('reconnecting');
     });
