@@ -1096,6 +1096,23 @@ class SlowLink(BrowserTest):
         finally:
             driver.delete_network_conditions()
 
+    def test_a_note_clicked_while_a_new_note_saves_opens_once_it_is_saved(self):
+        other = server.create("Clicked while saving")
+        open_app()
+        driver.set_network_conditions(offline=False, latency=1500, download_throughput=-1, upload_throughput=-1)
+        try:
+            css("#new-note").click()
+            wait(driver, lambda d: css("#editor-title").text == "New note" and body_text() == "", message="a new note")
+            css("#body").send_keys("Written before the click")
+            wait(driver, lambda d: css("#save-state").text == "Saving…", message=f"first save on its way ({page_state()})")
+            link(other["id"]).click()
+            # The click is not dropped: once the new note is saved, the clicked one opens.
+            wait(driver, lambda d: body_text() == "Clicked while saving", timeout=15, message=f"the clicked note ({page_state()})")
+            self.assertEqual(driver.execute_script("return location.hash"), f"#/notes/{other['id']}")
+            self.assertIn("Written before the click", [note["body"] for note in server.notes()])
+        finally:
+            driver.delete_network_conditions()
+
 
 def kept(what="allNotes", browser=None):
     """This browser's copy (store.js, in IndexedDB): `allNotes` or the `outbox`."""

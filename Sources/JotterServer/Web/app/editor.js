@@ -435,6 +435,7 @@ export function createEditor({ notes, navigate, toast, clearError, sync }) {
     // timing), the answer is listed, and nothing of it goes into the other note's editor.
     const token = opened;
     const here = () => token === opened;
+    const address = location.hash; // a click elsewhere while it saves changes it: that click wins
     const started = ++writes;
     sending = body;
     const failure = await run(async () => {
@@ -455,7 +456,7 @@ export function createEditor({ notes, navigate, toast, clearError, sync }) {
         }
         if (note) adopt(note);
         else queued(kept);
-        navigate(`#/notes/${base.id}`, { replace: true });
+        if (location.hash === address) navigate(`#/notes/${base.id}`, { replace: true });
       } else {
         const answer = from.pending || sync.waiting() ? null : await keep(api.updateNote(from.id, body, { base: from.version, key }));
         const kept = answer ? null : await sync.queue('edit', { note: from, body, key });
