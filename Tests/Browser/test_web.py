@@ -1066,6 +1066,27 @@ class Restart(BrowserTest):
         wait(driver, lambda d: css("#save-state").text == "Saved", message="says saved")
 
 
+    def test_with_the_server_away_search_trash_and_files_say_so(self):
+        """Views the server must answer say that it can't, not something false: a search is not
+        every note, an unread trash is not "No recently deleted notes"."""
+        server.create("Listed before the server went away")
+        open_app()
+        server.stop()
+        try:
+            wait(driver, lambda d: css("#connection").get_attribute("data-state") == "reconnecting", message="reconnecting")
+            css("#search").send_keys("zzzz")
+            wait(driver, lambda d: "Couldn't load notes" in css("#list-message").text, message=f"search failed ({page_state()})")
+            self.assertEqual(titles(), [])
+            if TRASH:
+                driver.execute_script("location.hash = '#/trash'")
+                wait(driver, lambda d: css("#trash-message").text.startswith("Couldn't list the deleted notes"),
+                     message=f"trash: {css('#trash-message').text!r}")
+            driver.execute_script("location.hash = '#/files'")
+            wait(driver, lambda d: css("#files-message").text.startswith("Couldn't list the files"),
+                 message=f"files: {css('#files-message').text!r}")
+        finally:
+            server.start()
+
 class SlowLink(BrowserTest):
     """What a trial on a slow link (1.5 s a request) found: "New note" while a new note's first
     save is on its way never writes over the note it creates."""

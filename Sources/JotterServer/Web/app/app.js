@@ -107,6 +107,11 @@ async function loadFirstPage() {
       sync.unreachable();
     } else {
       state.error = error.message;
+      if (state.query) {
+        // The notes listed are not its matches: none is shown rather than every note.
+        state.notes = [];
+        state.next = null;
+      }
     }
   }
   state.loading = false;

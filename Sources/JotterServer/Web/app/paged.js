@@ -41,6 +41,7 @@ export function createPagedList({ ids, fetchPage, key, item, texts, toast, clear
   let next = null;
   let loading = false;
   let request = 0; // the current listing, so late answers to older ones are dropped
+  let failure = null; // why the last page could not be read: said instead of "empty"
 
   more.addEventListener('click', () => {
     if (next && !loading) load(next);
@@ -56,10 +57,12 @@ export function createPagedList({ ids, fetchPage, key, item, texts, toast, clear
       const known = new Set(entries.map((entry) => entry.id));
       entries.push(...page[key].filter((entry) => !known.has(entry.id)));
       next = page.next;
+      failure = null;
       clearError();
     } catch (error) {
       if (token !== request) return;
-      toast(`${texts.failed}: ${error.message}`);
+      failure = `${texts.failed}: ${error.message}`;
+      toast(failure);
     }
     loading = false;
     render();
@@ -70,7 +73,8 @@ export function createPagedList({ ids, fetchPage, key, item, texts, toast, clear
     list.setAttribute('aria-busy', String(loading));
     const message = byId(ids.message);
     message.hidden = entries.length > 0;
-    message.textContent = loading ? texts.loading : texts.empty;
+    // Not read is not empty: "No recently deleted notes" would be false with the server away.
+    message.textContent = loading ? texts.loading : failure ?? texts.empty;
     more.hidden = !next;
     more.disabled = loading;
     more.textContent = loading ? 'Loading…' : texts.more;
