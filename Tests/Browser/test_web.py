@@ -1195,6 +1195,29 @@ class Offline(BrowserTest):
         wait(driver, lambda d: d.execute_script("return navigator.serviceWorker.controller?.scriptURL ?? null"),
              message="service worker in control")
 
+    def test_a_hung_server_does_not_hold_the_page_from_opening(self):
+        """A server that stops answering (its process stopped: the connection stays open and
+        silent) counts as away when the page is loaded again: the service worker serves its copy
+        of the page after a few seconds, and the notes come from IndexedDB, instead of the page
+        waiting on the network for good."""
+        note = server.create("Hung reload")
+        open_app()
+        wait(driver, lambda d: d.execute_script("return navigator.serviceWorker.controller !== null"), message="service worker")
+        wait(driver, lambda d: note["id"] in {n["id"] for n in kept()}, message="note kept in IndexedDB")
+        leave_page()
+        server.process.send_signal(signal.SIGSTOP)
+        try:
+            driver.set_page_load_timeout(25)
+            started = time.monotonic()
+            driver.get(server.url + "/")
+            wait(driver, lambda d: "Hung reload" in titles(), timeout=15, message="notes from IndexedDB")
+            # The page (4 s) and then its files at once from the copy, with room for a busy machine.
+            self.assertLess(time.monotonic() - started, 15)
+        finally:
+            driver.set_page_load_timeout(300)
+            server.process.send_signal(signal.SIGCONT)
+        wait(driver, lambda d: css("#connection").get_attribute("data-state") == "live", timeout=45, message="live again")
+
     def test_an_offline_edit_merged_with_an_overlap_is_highlighted(self):
         """An edit queued offline is merged when it goes; where both sides changed the same text,
         the answer's `merge.regions` are shown as for a save made online."""

@@ -77,13 +77,26 @@ function listURL() {
   return `/notes?${query}`;
 }
 
+/** How long the first page may take before the notes this browser keeps are shown meanwhile. */
+const KEPT_NOTES_AFTER_MS = 2500;
+
 async function loadFirstPage() {
   const request = ++state.request;
   state.loading = true;
   state.error = null;
   renderList();
+  // A server that does not answer (a hung server or link) is only given up on after the request
+  // timeout: until then, the notes as this browser has them, still marked as loading.
+  const meanwhile = state.query ? null : setTimeout(async () => {
+    const kept = await store.allNotes().catch(() => null);
+    if (kept?.length && request === state.request && state.loading && !state.notes.length) {
+      state.notes = kept;
+      renderList();
+    }
+  }, KEPT_NOTES_AFTER_MS);
   try {
     const page = await api.listNotes(listURL());
+    clearTimeout(meanwhile);
     if (request !== state.request) return;
     state.notes = page.notes;
     state.next = page.next;
@@ -97,6 +110,7 @@ async function loadFirstPage() {
       }
     }
   } catch (error) {
+    clearTimeout(meanwhile);
     if (request !== state.request) return;
     const kept = error.status === 0 && !state.query ? await store.allNotes().catch(() => null) : null;
     if (kept) {

@@ -32,21 +32,37 @@ function shellPath(request) {
   return SHELL.files.includes(url.pathname) ? url.pathname : null;
 }
 
+/** How long the network may take for a page or script this worker holds a copy of. */
+const NETWORK_WAIT_MS = 4000;
+/** Until when the server counts as away (it did not answer in time): copies are served at once. */
+let awayUntil = 0;
+
 self.addEventListener('fetch', (event) => {
   const path = shellPath(event.request);
   if (!path) return;
   // The network first (the server revalidates with ETags: a 304 is cheap), so the app is always
-  // the server's; the cached copy only when the server can't be reached.
+  // the server's; the cached copy when the server can't be reached, or does not answer within
+  // NETWORK_WAIT_MS (a hung server or link keeps a request open for good, which would hold the
+  // page from opening). Once it did not, the other files come from the copy at once for 30 s.
   event.respondWith((async () => {
     const cache = await caches.open(CACHE);
-    try {
-      const response = await fetch(event.request);
+    const cached = await cache.match(path);
+    const network = fetch(event.request).then(async (response) => {
       if (response.ok) await cache.put(path, response.clone());
+      awayUntil = 0;
       return response;
-    } catch (error) {
-      const cached = await cache.match(path);
-      if (cached) return cached;
-      throw error;
+    });
+    if (!cached) return network;
+    network.catch(() => {});  // answered from the copy: a late failure is nobody's
+    if (Date.now() < awayUntil) return cached;
+    const late = new Promise((resolve) => { setTimeout(resolve, NETWORK_WAIT_MS, null); });
+    try {
+      const response = await Promise.race([network, late]);
+      if (response) return response;
+      awayUntil = Date.now() + 30000;
+    } catch {
+      // The server can't be reached.
     }
+    return cached;
   })());
 });
