@@ -1739,6 +1739,29 @@ class Accounts(unittest.TestCase):
         self.assertEqual(status, 201, answer)
         return answer["token"]
 
+    def test_signing_out_when_the_waiting_changes_cannot_be_read_asks_first(self):
+        """Signing out deletes this browser's copy: when this device's storage can't say what
+        waits (the outbox can't be read), it is not taken as empty — the user is asked, and
+        staying signed in keeps everything."""
+        browser = chrome(timezone=TIMEZONE)
+        try:
+            browser.get(self.server.url + "/")
+            self.sign_in(browser, "ann")
+            self.write(browser, "Ann's unreadable outbox")
+            browser.execute_script("""const getAll = IDBObjectStore.prototype.getAll;
+                IDBObjectStore.prototype.getAll = function (...args) {
+                  if (this.name === 'outbox') throw new DOMException('the disk is failing', 'UnknownError');
+                  return getAll.apply(this, args);
+                };""")
+            browser.find_element(By.ID, "sign-out").click()
+            wait(browser, lambda d: d.find_element(By.ID, "confirm-dialog").is_displayed(), timeout=15, message="asked first")
+            self.assertIn("could not be read", browser.find_element(By.ID, "confirm-text").text)
+            browser.find_element(By.CSS_SELECTOR, "#confirm-actions button").click()  # Stay signed in (the first, safe choice)
+            self.assertEqual(browser.find_element(By.ID, "account-name").text, "ann")
+            self.assertFalse(browser.find_element(By.ID, "sign-in-dialog").is_displayed())
+        finally:
+            quit_chrome(browser)
+
     def test_signing_out_with_changes_waiting_asks_before_deleting_them(self):
         """Signing out deletes this browser's copy: what waits is sent first, and what can't be
         sent (the server away) is deleted only if the user says so."""
@@ -1907,6 +1930,12 @@ class Accounts(unittest.TestCase):
 if __name__ == "__main__":
     started = time.monotonic()
     suite = unittest.defaultTestLoader.loadTestsFromModule(sys.modules[__name__])
+    # `test_web.py NAME…`: only the tests whose id (`Class.test_name`) holds one of the NAMEs.
+    if sys.argv[1:]:
+        def tests(suite):
+            for test in suite:
+                yield from tests(test) if isinstance(test, unittest.TestSuite) else [test]
+        suite = unittest.TestSuite(test for test in tests(suite) if any(name in test.id() for name in sys.argv[1:]))
     result = unittest.TextTestRunner(verbosity=2).run(suite)
     failed = len(result.failures) + len(result.errors)
     over = "HTTPS, HTTP/2" if harness.TLS else "HTTP/1.1"

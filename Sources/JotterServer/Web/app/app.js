@@ -493,7 +493,20 @@ async function start() {
 async function signingOut() {
   if (editor.isDirty()) await editor.save();
   await sync.sync();
-  const waiting = await store.outbox().catch(() => []);
+  let waiting;
+  try {
+    waiting = await store.outbox();
+  } catch (error) {
+    // Not known to be empty: what waits would be deleted unseen.
+    console.error('jotter: the changes waiting on this device could not be read', error);
+    const choice = await confirmChoice({
+      title: 'Sign out and delete this device’s copy?',
+      text: "This device's storage could not be read, so it can't tell whether changes made here are still "
+        + 'waiting to be sent. Signing out deletes them if they are. Stay signed in, and they are sent once it can.',
+      actions: [{ label: 'Stay signed in', value: null }, { label: 'Sign out anyway', value: 'delete', kind: 'danger' }],
+    });
+    return choice === 'delete';
+  }
   const pending = waiting.length;
   if (!pending) return true;
   const changes = pending === 1 ? 'One change' : `${pending} changes`;
