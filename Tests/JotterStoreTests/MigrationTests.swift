@@ -24,6 +24,16 @@ struct MigrationTests {
         let old = record(nil)
         try fixture.store.createPartialUpload(old, owner: .unclaimed)
         fixture.store.close()
+        if backend == .postgres {
+            // PostgreSQL's version 13 undone (the events' offset), so that it runs after 12.
+            try fixture.execute(
+                """
+                ALTER TABLE events DROP COLUMN id, DROP COLUMN xid_offset,
+                    ADD COLUMN id bigint GENERATED ALWAYS AS ((txid::text::bigint << 16) | seq) STORED PRIMARY KEY;
+                CREATE INDEX events_by_owner ON events (owner, id);
+                DROP FUNCTION jotter_xid_offset(); ALTER TABLE event_marks DROP COLUMN xid_offset;
+                """)
+        }
         try fixture.execute(
             """
             ALTER TABLE partial_uploads DROP COLUMN tus_metadata; ALTER TABLE uploads DROP COLUMN tus_metadata;
@@ -31,7 +41,7 @@ struct MigrationTests {
             """)
         let store = try fixture.reopen()
         defer { store.close() }
-        #expect(store.migration == SchemaMigration(from: 11, to: 12))
+        #expect(store.migration == SchemaMigration(from: 11, to: store.schemaVersion))
         #expect(try store.partialUpload(id: old.id, owner: .unclaimed) == old)
         let sent = record("filename YS5iaW4=,is_confidential")
         try store.createPartialUpload(sent, owner: .unclaimed)

@@ -356,8 +356,8 @@ enum PostgresNoteRows {
     // MARK: - Events
 
     /// `below`: event ids of transactions every snapshot now sees as ended (committed or not),
-    /// `(pg_snapshot_xmin << 16)`. Nothing can appear beneath it later.
-    static let horizon = "(pg_snapshot_xmin(pg_current_snapshot())::text::bigint << 16)"
+    /// `((pg_snapshot_xmin + xid_offset) << 16)`. Nothing can appear beneath it later.
+    static let horizon = "((pg_snapshot_xmin(pg_current_snapshot())::text::bigint + jotter_xid_offset()) << 16)"
 
     /// The last visible event id: the newest below the horizon, or the high-water mark of
     /// removed users' events once it is below the horizon too.

@@ -294,6 +294,20 @@ enum PostgresSchema {
         ALTER TABLE partial_uploads ADD COLUMN tus_metadata text;
         ALTER TABLE uploads ADD COLUMN tus_metadata text;
         """,
+        // 13: event ids that can always go on upward: `((txid + xid_offset) << 16) | seq`, the
+        // offset the database's own (`event_marks.xid_offset`, each event keeping the one it was
+        // made with). A database restored into another cluster, whose transaction ids start
+        // lower, raises it (`PostgresHistory`). Existing events keep their ids (offset 0).
+        """
+        ALTER TABLE event_marks ADD COLUMN xid_offset bigint NOT NULL DEFAULT 0;
+        CREATE FUNCTION jotter_xid_offset() RETURNS bigint
+            LANGUAGE sql STABLE PARALLEL SAFE
+            RETURN (SELECT xid_offset FROM event_marks);
+        ALTER TABLE events ADD COLUMN xid_offset bigint NOT NULL DEFAULT jotter_xid_offset();
+        ALTER TABLE events DROP COLUMN id,
+            ADD COLUMN id bigint GENERATED ALWAYS AS (((txid::text::bigint + xid_offset) << 16) | seq) STORED PRIMARY KEY;
+        CREATE INDEX events_by_owner ON events (owner, id);
+        """,
     ]
 
     /// The schema version this binary writes and understands.
