@@ -74,6 +74,7 @@ public final class Application: Sendable {
                 + (configuration.store.usesPostgres
                     ? ", database \(configuration.store.databaseDescription), uploads in \(configuration.store.blobStoreDescription)" : ""))
         if let migration = notes.migration { log.info(migration.description) }
+        if let newHistory = notes.newHistory { log.warning(newHistory) }
         if configuration.effectiveAuth == .off && !AuthMode.isLoopback(configuration.host) {
             log.warning("--auth off on \(configuration.host): anyone who can reach this address can read and change every note")
         }

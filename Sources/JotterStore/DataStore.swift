@@ -42,6 +42,10 @@ public protocol DataStore: NoteStore, UploadStore, PartialUploadStore, AccountSt
     /// What opening the store did to the schema: nil when it was already current.
     var migration: SchemaMigration? { get }
 
+    /// Why opening the store started a new history (a PostgreSQL database restored from
+    /// another cluster: `PostgresHistory`), for the log; nil when it did not.
+    var newHistory: String? { get }
+
     /// A folder for files of requests in flight (multipart parts before they are stored).
     var temporaryDirectory: String { get }
 

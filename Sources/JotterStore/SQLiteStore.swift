@@ -67,6 +67,8 @@ public final class SQLiteStore: DataStore {
     /// The path of the database file.
     public let path: String
     public let migration: SchemaMigration?
+    /// nil: a restore starts its new history (`DataFolderBackup.startNewHistory`).
+    public var newHistory: String? { nil }
     private let writer: GroupCommitWriter
     let readers: ReaderPool
     let noteWriter: NoteWriter

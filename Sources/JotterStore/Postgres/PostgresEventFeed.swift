@@ -27,6 +27,8 @@ import JotterSystem
 /// they go to the take-over handler as they arrive — which may be late (this thread reads the
 /// events too): the generation says which request the announcement was for.
 final class PostgresEventFeed: Sendable {
+    /// The `application_name` of its session (`PostgresHistory.runningInstances` counts them).
+    static let applicationName = "jotter events"
     /// The channel writers notify.
     static let channel = "jotter_events"
     /// The channel of resumable-upload take-overs (payload: `takeOverPayload`).
@@ -99,7 +101,7 @@ final class PostgresEventFeed: Sendable {
         while !stopped {
             do {
                 if listener == nil {
-                    let connection = try PostgresConnection(url: url, applicationName: "jotter events")
+                    let connection = try PostgresConnection(url: url, applicationName: Self.applicationName)
                     try connection.execute("LISTEN \(Self.channel); LISTEN \(Self.uploadsChannel)")
                     try connection.query("SELECT pg_advisory_lock($1)", [presence])
                     listener = connection

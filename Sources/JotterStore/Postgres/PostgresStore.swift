@@ -48,6 +48,8 @@ public final class PostgresStore: DataStore {
     /// A folder for files of requests in flight (multipart parts before they are stored).
     public let temporaryDirectory: String
     public let migration: SchemaMigration?
+    /// Why opening the database started a new history (`PostgresHistory`), when it did.
+    public let newHistory: String?
     let pool: PostgresPool
     /// Where writes run, and requests that read (`readThreads`).
     public let threads: StoreThreads
@@ -91,14 +93,18 @@ public final class PostgresStore: DataStore {
             throw .invalidArgument("not a PostgreSQL URL: \(error)")
         }
         let pool = pool
-        let (migration, position) = try Self.mapped {
+        let (migration, history, position) = try Self.mapped {
             try Self.retrying(options.attempts) {
                 try pool.withConnection { db in
-                    (try PostgresSchema.prepare(db, name: "the PostgreSQL database"), try PostgresNoteRows.lastEventID(on: db))
+                    (
+                        try PostgresSchema.prepare(db, name: "the PostgreSQL database"),
+                        try PostgresHistory.startIfRestoredFromAhead(on: db), try PostgresNoteRows.lastEventID(on: db)
+                    )
                 }
             }
         }
         self.migration = migration
+        newHistory = history?.restoredFromAheadDescription
         threads = try StoreThreads(count: max(2, 2 * pool.configuration.size))
         do {
             feed = try PostgresEventFeed(url: url, backlog: options.eventBacklog, position: position, presence: instance)
