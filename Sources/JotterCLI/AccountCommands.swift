@@ -119,18 +119,22 @@ enum DataFolder {
         }
         if case .postgres(let url, _) = configuration.database, !creating {
             // Opening migrates: a mistyped database that exists would get Jotter's tables.
-            let holds: Bool
-            do { holds = try PostgresStore.holdsJotterData(url: url) } catch {
-                throw CommandFailure("cannot open the database \(configuration.databaseDescription): \(error)")
-            }
-            guard holds else {
-                throw CommandFailure(
-                    "\(configuration.databaseDescription) holds no jotter data (no schema_version table): give the server's database with --database URL",
-                    status: ExitCode.notFound)
-            }
+            try requireJotterData(url, described: configuration.databaseDescription, else: "give the server's database with --database URL")
         }
         do { return try openDataStore(configuration) } catch {
             throw CommandFailure("cannot open the database \(configuration.databaseDescription): \(error)")
+        }
+    }
+
+    /// Checks that the PostgreSQL database at `url` holds Jotter's data, without changing
+    /// anything; the failure (not found) says `hint`.
+    static func requireJotterData(_ url: String, described description: String, else hint: String) throws {
+        let holds: Bool
+        do { holds = try PostgresStore.holdsJotterData(url: url) } catch {
+            throw CommandFailure("cannot open the database \(description): \(error)")
+        }
+        guard holds else {
+            throw CommandFailure("\(description) holds no jotter data (no schema_version table): \(hint)", status: ExitCode.notFound)
         }
     }
 

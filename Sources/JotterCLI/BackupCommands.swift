@@ -94,10 +94,11 @@ struct BackupCommand: AsyncCommand {
     }
 }
 
-/// `jotter restore SRC --data DIR [--force]`: a backup back into a data folder.
+/// `jotter restore SRC --data DIR [--force]`: a backup back into a data folder;
+/// `jotter restore --database URL`: a new history for a PostgreSQL database pg_restore put back.
 struct RestoreCommand: BlockingCommand {
     static let name = "restore"
-    static let summary = "Restore a backup into a data folder (refuses a non-empty one without --force)."
+    static let summary = "Restore a backup into a data folder, or start a new history after pg_restore."
     static let about = """
         Checks the backup folder SRC (SQLite's integrity_check, every upload file against its
         SHA-256, a schema this jotter understands), then restores it into the data folder DIR:
@@ -105,29 +106,63 @@ struct RestoreCommand: BlockingCommand {
         server on DIR afterwards. DIR must be empty or missing unless --force, which replaces
         its database and uploads. Refused while a server is running on DIR. The restored
         database starts a new history: note and event ids go on past any issued before, and
-        every client walks the restored state once (docs/deployment.md). For a deployment on
-        PostgreSQL, restore its database (pg_restore) and its bucket instead.
+        every client walks the restored state once (docs/deployment.md).
+
+        For a deployment on PostgreSQL, restore its database (pg_restore) and its bucket with
+        their own tools, then run jotter restore --database URL with every instance stopped
+        (refused while one runs): the database starts a new history the same way. A database
+        restored into another PostgreSQL cluster (a new machine) starts one by itself when an
+        instance opens it.
         """
-    static let operands = Operands.single("SRC")
-    static let dataOption = Option.text("--data", value: "DIR", help: "The data folder to restore into (required).")
+    static let operands = Operands.optional("SRC", shownRequired: true)
+    static let dataOption = Option.text("--data", value: "DIR", help: "The data folder to restore into (required with SRC).")
         .required(missing: "missing --data DIR (the data folder to restore into)")
     static let forceOption = Option.flag("--force", help: "Replace the database and uploads already in DIR.")
     static let jsonOption = Option.flag("--json", help: "Print what was restored as JSON.")
-    static let options = [dataOption.option, forceOption.option, jsonOption.option]
+    static let databaseOption = Option.text(
+        "--database", value: "URL",
+        help: "Without SRC: start a new history on this PostgreSQL database (postgres://…) after pg_restore.")
+    static let options = [dataOption.option, forceOption.option, jsonOption.option, databaseOption.option]
+    static let otherUsages = [(arguments: "--database URL", note: "after pg_restore: start a new history on PostgreSQL")]
+    static let usageOptions = [dataOption.option, forceOption.option, jsonOption.option]
 
-    let source: String
-    let data: String
-    let force: Bool
-    let json: Bool
+    enum Action {
+        case folder(source: String, data: String, force: Bool, json: Bool)
+        case database(String)
+    }
+
+    let action: Action
 
     init(parsing arguments: Arguments) throws {
-        data = try arguments[Self.dataOption]
-        force = try arguments[Self.forceOption]
-        json = try arguments[Self.jsonOption]
-        source = try arguments[Self.operands]
+        let source = try arguments[Self.operands]
+        let database = try arguments[Self.databaseOption]
+        switch (source, database) {
+        case (let source?, nil):
+            action = .folder(
+                source: source, data: try arguments[Self.dataOption], force: try arguments[Self.forceOption],
+                json: try arguments[Self.jsonOption])
+        case (nil, let database?):
+            guard (try? arguments[Self.dataOption]) == nil, !(try arguments[Self.forceOption]),
+                !(try arguments[Self.jsonOption])
+            else { throw UsageError("--database URL takes no --data, --force or --json") }
+            action = .database(database)
+        case (_?, _?):
+            throw UsageError("--database URL takes no SRC: restore the database with pg_restore first")
+        case (nil, nil):
+            throw UsageError("missing SRC (or --database URL)")
+        }
     }
 
     func run(console: Console) throws -> Int32 {
+        switch action {
+        case .folder(let source, let data, let force, let json):
+            return try restore(source, into: data, force: force, json: json, console: console)
+        case .database(let url):
+            return try startNewHistory(url, console: console)
+        }
+    }
+
+    private func restore(_ source: String, into data: String, force: Bool, json: Bool, console: Console) throws -> Int32 {
         try BackupFolder.verify(source, console: console)
         let contents: BackupContents
         do {
@@ -145,6 +180,24 @@ struct RestoreCommand: BlockingCommand {
                 "restored \(TextFormat.count(Int(contents.notes), "note")) and \(TextFormat.count(contents.uploads.count, "upload")) from \(source) into \(data)\n"
             )
         }
+        return ExitCode.success
+    }
+
+    private func startNewHistory(_ url: String, console: Console) throws -> Int32 {
+        var configuration = StoreConfiguration(dataDirectory: DataFolder.defaultData)
+        do { configuration.database = try .parse(url, poolSize: 1) } catch { throw UsageError(error.message) }
+        guard case .postgres(let url, _) = configuration.database else {
+            throw UsageError("--database takes a PostgreSQL URL (postgres://…); a data folder is restored from SRC with --data DIR")
+        }
+        try DataFolder.requireJotterData(url, described: configuration.databaseDescription, else: "restore it with pg_restore first")
+        let started: PostgresStore.NewHistory
+        do { started = try PostgresStore.startNewHistory(url: url) } catch {
+            throw CommandFailure("cannot start a new history on \(configuration.databaseDescription): \(error)")
+        }
+        if let migration = started.migration { console.out(migration.description + "\n") }
+        console.out(
+            "started a new history on \(configuration.databaseDescription): event ids go on after \(started.eventsFrom), "
+                + "note ids from \(started.nextNoteID); every client walks its notes once\n")
         return ExitCode.success
     }
 }

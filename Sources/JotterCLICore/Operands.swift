@@ -5,6 +5,7 @@
 /// ```swift
 /// static let operands = Operands.single("ID")  // exactly one: `missing ID`, `unexpected argument 'b'`
 /// static let operands = Operands.some("ID")    // one or more, in order: `missing ID`
+/// static let operands = Operands.optional("SRC")  // none or one: nil or the one
 ///
 /// let id = try arguments[Self.operands]
 /// ```
@@ -32,6 +33,18 @@ extension Operands<String> {
             guard let first = words.first else { throw UsageError(missing ?? "missing \(what)") }
             guard words.count == 1 else { throw UsageError("unexpected argument '\(words[1])'") }
             return first
+        }
+    }
+}
+
+extension Operands<String?> {
+    /// At most one, named `what`: nil when there is none. The usage line shows `[WHAT]`, or
+    /// `WHAT` when `required`: when the form without it is one of the command's `otherUsages`.
+    package static func optional(_ what: String, shownRequired required: Bool = false) -> Operands<String?> {
+        Operands(usage: required ? what : "[\(what)]", first: what) { arguments throws(UsageError) in
+            let words = arguments.positionals()
+            guard words.count <= 1 else { throw UsageError("unexpected argument '\(words[1])'") }
+            return words.first
         }
     }
 }

@@ -195,3 +195,39 @@ struct BackupCommandTests {
         #expect(usage.err.hasSuffix("\nSee 'jotter \(command) --help'.\n"), "\(usage.err)")
     }
 }
+
+/// `jotter restore --database URL`: a new history for a PostgreSQL database pg_restore put
+/// back (`PostgresStore.startNewHistory`), refused while an instance runs on it.
+@Suite("jotter restore --database", .serialized, .enabled(if: SharedBackend.available, Comment(rawValue: SharedBackend.skipMessage)))
+struct PostgresRestoreCommandTests {
+    @Test func startsANewHistoryOnceTheInstancesAreStopped() throws {
+        let backend = try SharedBackend()
+        let restore = ["restore", "--database", backend.databaseURL]
+        let empty = try AccountCommandTests.jotter(restore)
+        #expect(empty.status == 3 && empty.err.contains("holds no jotter data"), "\(empty)")
+        #expect(try AccountCommandTests.jotter(["restore", "x", "--database", backend.databaseURL]).err.contains("takes no SRC"))
+        #expect(try AccountCommandTests.jotter(["restore"]).err.hasPrefix("error: missing SRC (or --database URL)\n"))
+        #expect(try AccountCommandTests.jotter(restore + ["--force"]).status == 2)
+
+        let server = try ServerProcess(backend.arguments + ["--quiet"], environment: backend.processEnvironment)
+        let made = try RawHTTP(port: server.port).request(
+            "POST", "/notes", headers: [("Content-Type", "application/x-www-form-urlencoded")], body: Array("body=one".utf8), close: true)
+        #expect(made.status == 201, "\(made.text)")
+        let refused = try AccountCommandTests.jotter(restore)
+        #expect(refused.status == 1 && refused.err.contains("running on the database; stop them first"), "\(refused)")
+        server.signal(SIGTERM)
+        _ = server.finish()
+
+        var started = try AccountCommandTests.jotter(restore)
+        for _ in 0..<50 where started.status != 0 {  // the stopped instance's session may end a moment later
+            Thread.sleep(forTimeInterval: 0.1)
+            started = try AccountCommandTests.jotter(restore)
+        }
+        #expect(started.status == 0 && started.out.contains("started a new history"), "\(started)")
+        let restarted = try ServerProcess(backend.arguments + ["--quiet"], environment: backend.processEnvironment)
+        defer { restarted.signal(SIGTERM); _ = restarted.finish() }
+        let after = try RawHTTP(port: restarted.port).request(
+            "POST", "/notes", headers: [("Content-Type", "application/x-www-form-urlencoded")], body: Array("body=two".utf8), close: true)
+        #expect(after.status == 201 && after.text.contains("1000002"), "the first note's id, 1, and the gap: \(after.text)")
+    }
+}

@@ -125,7 +125,11 @@ struct CLITests {
 
     @Test("a usage line comes from the command's path, operands and options: alternatives, required ones, [options], wrapping")
     func derivedUsage() throws {
-        #expect(RestoreCommand.usage("jotter restore") == "jotter restore SRC --data DIR [--force] [--json]")
+        #expect(
+            RestoreCommand.usage("jotter restore") == """
+                jotter restore SRC --data DIR [--force] [--json]
+                       jotter restore --database URL     (after pg_restore: start a new history on PostgreSQL)
+                """)
         #expect(NotesShowCommand.usage("jotter notes show") == "jotter notes show ID [options]")
         #expect(
             NotesEditCommand.usage("jotter notes edit") == """
