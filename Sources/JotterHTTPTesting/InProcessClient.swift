@@ -94,7 +94,7 @@ public struct InProcessClient: Sendable {
     private static func settle(_ action: RequestLifecycle.Action, _ lifecycle: RequestLifecycle) -> RequestLifecycle.Action {
         guard case .elsewhere = action else { return action }
         let ready = DispatchSemaphore(value: 0)
-        lifecycle.goAway { ready.signal() }
+        lifecycle.goAway { _ in ready.signal() }
         ready.wait()
         return lifecycle.landed()
     }

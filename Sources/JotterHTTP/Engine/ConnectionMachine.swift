@@ -204,10 +204,10 @@ package protocol ConnectionMachine: ~Copyable {
     mutating func tick(now: UInt64, polledAt: UInt64, unread: Bool?) -> ConnectionAction
     /// A later reply of `stream` is ready: `render` makes its response.
     mutating func resume(stream: Int32, now: UInt64, _ render: () throws -> Response) -> ConnectionAction
-    /// The step `lifecycle` of `stream` ran on its route's executor is back. nil when the
-    /// connection no longer waits for it (the request ended meanwhile: the caller completes it,
-    /// `RequestLifecycle.finishAbandoned`).
-    mutating func landed(stream: Int32, _ lifecycle: RequestLifecycle, now: UInt64) -> ConnectionAction?
+    /// The step of `stream` that went away on `trip` to its route's executor is back. nil when
+    /// the connection no longer waits for it (the request ended meanwhile: the caller completes
+    /// it, `RequestLifecycle.Trip.finishAbandoned`).
+    mutating func landed(stream: Int32, _ trip: RequestLifecycle.Trip, now: UInt64) -> ConnectionAction?
     /// Interim responses were sent from elsewhere than a lifecycle call (a route's executor):
     /// they go out now.
     mutating func interimsQueued() -> ConnectionAction
@@ -284,8 +284,7 @@ package struct Handback: Sendable {
         case .later(let later, let stream):
             later.start { [self] render in post(.resume(token, stream: stream, render)) }
         case .away(let lifecycle, let stream):
-            let away = RequestLifecycle.Away(lifecycle)
-            lifecycle.goAway { [self] in post(.landed(token, stream: stream, away)) }
+            lifecycle.goAway { [self] trip in post(.landed(token, stream: stream, trip)) }
         case .body(let body, let waker, _):
             body.start(waker: waker)
         }

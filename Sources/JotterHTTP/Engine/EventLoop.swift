@@ -24,7 +24,7 @@ package final class EventLoop: @unchecked Sendable {
         case resume(UInt64, stream: Int32, @Sendable () throws -> Response)
         /// A request's step on its route's executor is done (`RequestLifecycle.goAway`): the
         /// connection carries out its action, or — gone — the request is completed as it ended.
-        case landed(UInt64, stream: Int32, RequestLifecycle.Away)
+        case landed(UInt64, stream: Int32, RequestLifecycle.Trip)
         /// An interim response sent off the loop (from a route's executor), in order.
         case interim(InterimSink, HTTPStatus, HTTPHeaders)
         /// A streaming body has bytes (or its end) for the connection's stream.

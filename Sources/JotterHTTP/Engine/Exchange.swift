@@ -167,11 +167,11 @@ struct Exchange {
         return lifecycle.resume(render)
     }
 
-    /// The step `lifecycle` ran on the route's executor is back at `now`; nil when this request
-    /// does not await it. Back at the head, the body's rate counts from now: the time away was
-    /// the server's.
-    mutating func landed(_ lifecycle: RequestLifecycle, now: UInt64) -> Landing? {
-        guard case .away(let atHead) = awaited, lifecycle === self.lifecycle else { return nil }
+    /// The step that went away on `trip` to the route's executor is back at `now`; nil when this
+    /// request does not await it. Back at the head, the body's rate counts from now: the time
+    /// away was the server's.
+    mutating func landed(_ trip: RequestLifecycle.Trip, now: UInt64) -> Landing? {
+        guard case .away(let atHead) = awaited, lifecycle.isAway(on: trip) else { return nil }
         awaited = nil
         if atHead { bodyStarted = now }
         return Landing(action: lifecycle.landed(), atHead: atHead)

@@ -467,11 +467,11 @@ package struct HTTP1StateMachine: ConnectionMachine, ~Copyable {
         return next()
     }
 
-    /// The step `lifecycle` ran on its route's executor is back: its action is carried out where
-    /// the request was (its head or its end), and reading goes on. nil when the connection no
-    /// longer waits for it (the request ended meanwhile: the caller completes it).
-    package mutating func landed(stream: Int32 = 0, _ lifecycle: RequestLifecycle, now: UInt64) -> Action? {
-        guard !isEnding, let landing = request?.landed(lifecycle, now: now) else { return nil }
+    /// The step that went away on `trip` to its route's executor is back: its action is carried
+    /// out where the request was (its head or its end), and reading goes on. nil when the
+    /// connection no longer waits for it (the request ended meanwhile: the caller completes it).
+    package mutating func landed(stream: Int32 = 0, _ trip: RequestLifecycle.Trip, now: UInt64) -> Action? {
+        guard !isEnding, let landing = request?.landed(trip, now: now) else { return nil }
         self.now = now
         takeInterims()
         if landing.atHead {

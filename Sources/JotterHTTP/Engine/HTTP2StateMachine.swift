@@ -516,11 +516,11 @@ package struct HTTP2StateMachine: ConnectionMachine, ~Copyable {
         return next()
     }
 
-    /// The step `lifecycle` of stream `id` ran on its route's executor is back: its action is
-    /// carried out where the stream was (its head or its end); body bytes that arrived
-    /// meanwhile are given to it, and reading goes on.
-    package mutating func landed(stream id: Int32, _ lifecycle: RequestLifecycle, now: UInt64) -> ConnectionAction? {
-        guard !closing, let stream = streams[id], let landing = stream.change({ $0.landed(lifecycle, now: now) }) ?? nil else {
+    /// The step of stream `id` that went away on `trip` to its route's executor is back: its
+    /// action is carried out where the stream was (its head or its end); body bytes that
+    /// arrived meanwhile are given to it, and reading goes on.
+    package mutating func landed(stream id: Int32, _ trip: RequestLifecycle.Trip, now: UInt64) -> ConnectionAction? {
+        guard !closing, let stream = streams[id], let landing = stream.change({ $0.landed(trip, now: now) }) ?? nil else {
             return nil
         }
         self.now = now

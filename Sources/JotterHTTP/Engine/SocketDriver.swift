@@ -48,9 +48,9 @@ package struct SocketDriver {
     package static func event<Machine: ConnectionMachine & ~Copyable>(_ task: EventLoop.Task, _ machine: inout Machine) -> ConnectionAction? {
         switch task {
         case .resume(_, let stream, let render): return machine.resume(stream: stream, now: machine.clock.now(), render)
-        case .landed(_, let stream, let away):
-            if let action = machine.landed(stream: stream, away.lifecycle, now: machine.clock.now()) { return action }
-            away.lifecycle.finishAbandoned()
+        case .landed(_, let stream, let trip):
+            if let action = machine.landed(stream: stream, trip, now: machine.clock.now()) { return action }
+            trip.finishAbandoned()
             return nil
         case .interim: return machine.interimsQueued()
         case .wake(_, let stream): return machine.streamWoken(stream: stream)
@@ -62,7 +62,7 @@ package struct SocketDriver {
 
     /// A task for a connection that has ended: a step that landed completes its request.
     package static func abandon(_ task: EventLoop.Task) {
-        if case .landed(_, _, let away) = task { away.lifecycle.finishAbandoned() }
+        if case .landed(_, _, let trip) = task { trip.finishAbandoned() }
     }
 
     /// Does what `machine` asks, starting with `first`, feeding each result back, until it

@@ -1,14 +1,21 @@
+import Synchronization
+
 /// Reads one request body the way its route's `BodyPolicy` says, within the server's limits.
-enum BodyReader {
+///
+/// `Sendable` by construction: a reader is made on the route's executor when the route runs
+/// there, fed on the engine's thread, and finished on the executor again (`RequestLifecycle`'s
+/// steps away), so what it changes as bytes arrive is behind a lock — taken once per piece of
+/// the body, never by a request without one.
+enum BodyReader: Sendable {
     case none
     /// Any bytes are refused: the route takes no body.
     case refusing(routeName: String)
     case buffered(Buffer)
-    case multipart(MultipartReceiver)
+    case multipart(Multipart)
     case stream(StreamReceiver)
 
-    final class Buffer {
-        var bytes: [UInt8] = []
+    final class Buffer: Sendable {
+        let bytes = Mutex<[UInt8]>([])
         let limit: Int
         /// Whether the limit is the route's own (else the server's `--max-body-size`).
         let isRouteLimit: Bool
@@ -18,17 +25,33 @@ enum BodyReader {
         }
     }
 
-    final class StreamReceiver {
+    /// A multipart body's receiver, behind its lock.
+    final class Multipart: Sendable {
+        let receiver: Mutex<MultipartReceiver>
+        init(_ receiver: sending MultipartReceiver) { self.receiver = Mutex(receiver) }
+    }
+
+    final class StreamReceiver: Sendable {
         let stream: any RequestBodyStream
         let limit: Int64
         /// The route's own limit, not the server's `--max-upload-size`.
         let isRouteLimit: Bool
-        var received: Int64 = 0
-        var open = true
+        /// The bytes received, and whether the stream is still open (neither finished nor aborted).
+        let progress = Mutex<(received: Int64, open: Bool)>((0, true))
         init(stream: any RequestBodyStream, limit: Int64, isRouteLimit: Bool) {
             self.stream = stream
             self.limit = limit
             self.isRouteLimit = isRouteLimit
+        }
+
+        var open: Bool { progress.withLock { $0.open } }
+
+        /// Closes the stream's side here; whether it was open.
+        func close() -> Bool {
+            progress.withLock { progress in
+                defer { progress.open = false }
+                return progress.open
+            }
         }
     }
 
@@ -72,9 +95,10 @@ enum BodyReader {
             }
             if store == nil, let declared, declared > Int64(memoryLimit) { throw Self.tooLarge(memoryLimit, isRouteLimit: isRouteLimit) }
             return .multipart(
-                try MultipartReceiver(
-                    contentType: head.headers["Content-Type"] ?? "", limits: multipartLimits,
-                    temporaryDirectory: limits.temporaryDirectory, store: store, routeName: routeName()))
+                Multipart(
+                    try MultipartReceiver(
+                        contentType: head.headers["Content-Type"] ?? "", limits: multipartLimits,
+                        temporaryDirectory: limits.temporaryDirectory, store: store, routeName: routeName())))
         }
         switch policy.kind {
         case .none, .choosing:
@@ -96,7 +120,7 @@ enum BodyReader {
     /// Whether the consumer is behind and wants no more bytes until it calls `ready`.
     func mustWait(then ready: @escaping @Sendable () -> Void) -> Bool {
         switch self {
-        case .multipart(let receiver): return receiver.mustWait(then: ready)
+        case .multipart(let multipart): return multipart.receiver.withLock { $0.mustWait(then: ready) }
         case .stream(let receiver): return receiver.open && receiver.stream.mustWait(then: ready)
         default: return false
         }
@@ -107,16 +131,27 @@ enum BodyReader {
         case .none: throw HTTPError(.contentTooLarge, detail: "this request takes no body", closesConnection: true)
         case .refusing(let routeName): throw HTTPError(.contentTooLarge, detail: "\(routeName) takes no request body", closesConnection: true)
         case .buffered(let buffer):
-            guard buffer.bytes.count + chunk.count <= buffer.limit else {
-                buffer.bytes = []
-                throw Self.tooLarge(buffer.limit, isRouteLimit: buffer.isRouteLimit)
+            let fits = buffer.bytes.withLock { bytes in
+                guard bytes.count + chunk.count <= buffer.limit else {
+                    bytes = []
+                    return false
+                }
+                bytes.append(contentsOf: chunk)
+                return true
             }
-            buffer.bytes.append(contentsOf: chunk)
-        case .multipart(let receiver):
-            try receiver.receive(chunk)
+            guard fits else { throw Self.tooLarge(buffer.limit, isRouteLimit: buffer.isRouteLimit) }
+        case .multipart(let multipart):
+            // The bytes cross into the lock as a span: borrowed, read there, not kept.
+            let bytes = chunk.bytes
+            try multipart.receiver.withLock { receiver throws(HTTPError) in
+                try bytes.withUnsafeBytes { chunk throws(HTTPError) in try receiver.receive(chunk) }
+            }
         case .stream(let receiver):
-            receiver.received += Int64(chunk.count)
-            guard receiver.received <= receiver.limit else {
+            let received = receiver.progress.withLock {
+                $0.received += Int64(chunk.count)
+                return $0.received
+            }
+            guard received <= receiver.limit else {
                 throw Self.tooLarge(receiver.limit, isRouteLimit: receiver.isRouteLimit, option: "--max-upload-size")
             }
             try receiver.stream.receive(chunk)
@@ -128,13 +163,20 @@ enum BodyReader {
         switch self {
         case .none, .refusing: return Request(head: head)
         case .buffered(let buffer):
-            defer { buffer.bytes = [] }
-            return Request(head: head, body: buffer.bytes)
-        case .multipart(let receiver):
-            try receiver.finish()
-            return Request(head: head, multipart: (receiver.fields, receiver.files))
+            return Request(
+                head: head,
+                body: buffer.bytes.withLock { bytes in
+                    defer { bytes = [] }
+                    return bytes
+                })
+        case .multipart(let multipart):
+            let parts = try multipart.receiver.withLock { receiver throws(HTTPError) in
+                try receiver.finish()
+                return (receiver.fields, receiver.files)
+            }
+            return Request(head: head, multipart: parts)
         case .stream(let receiver):
-            receiver.open = false
+            _ = receiver.close()
             try receiver.stream.finish()
             return Request(head: head, bodyStream: receiver.stream)
         }
@@ -144,9 +186,9 @@ enum BodyReader {
     /// moved away are already gone).
     func discard() {
         switch self {
-        case .multipart(let receiver): receiver.discard()
+        case .multipart(let multipart): multipart.receiver.withLock { $0.discard() }
         case .stream(let receiver):
-            if receiver.open { receiver.open = false; receiver.stream.abort() }
+            if receiver.close() { receiver.stream.abort() }
         default: break
         }
     }

@@ -1,4 +1,5 @@
 import Glibc
+import Synchronization
 
 /// One request's way through the server, as a small state machine: the engine reports what
 /// happened on the connection (header section complete, body bytes, body complete, a later
@@ -15,15 +16,19 @@ import Glibc
 /// head phase of the route's middleware runs and the route's `BodyPolicy` picks the body's
 /// reader — all before a byte of the body is accepted. A refusal there stores nothing.
 ///
+/// The request's state and the work on it are a value, `Core`, made only of `Sendable` parts.
 /// A route that runs on an executor (`WorkPlace`) has its work done there: the engine gets
-/// `.elsewhere`, calls `goAway(landed:)`, reads nothing more of the request meanwhile, and once
-/// `landed` was called (from the executor's thread) takes the step's action from `landed()` on
-/// its own thread. Between the two only the executor touches the lifecycle; a connection that
-/// ends meanwhile calls `completed` as always, which then waits for the landing
-/// (`finishAbandoned`).
+/// `.elsewhere` and calls `goAway(landed:)`, which moves the core out of the lifecycle into the
+/// executor's job; the engine reads nothing more of the request meanwhile. The job hands the
+/// core and the step's action to the trip's `Trip` and calls `landed` (on the executor's
+/// thread); the engine then takes the action from `landed()` on its own thread, which moves the
+/// core back. The lifecycle itself never leaves its engine's thread, and while its core is
+/// away it has none: no other thread can reach what the executor changes. A connection that
+/// ends meanwhile calls `completed` as always, which the trip keeps until the landing
+/// (`Trip.finishAbandoned`).
 package final class RequestLifecycle {
     /// What the engine does next.
-    package enum Action {
+    package enum Action: Sendable {
         /// Keep reading (the next call brings body bytes, or the end of the body).
         case proceed
         /// Send this response.
@@ -37,7 +42,7 @@ package final class RequestLifecycle {
         case close
     }
 
-    enum Phase {
+    enum Phase: Sendable {
         case head
         /// Reading the body.
         case body
@@ -62,42 +67,16 @@ package final class RequestLifecycle {
         }
     }
 
-    private let router: Router
-    private let limits: Limits
-    let target: String
-    let remoteAddress: String
-    let started: UInt64
-    /// The clock `started` was read from: its connection's (`MachineClock`), read again for
-    /// every duration of the request.
-    let clock: MachineClock
-    // The state below is unchecked for exclusive access (no runtime check per access: checked,
-    // a hello costs 619 instructions, +2.6 %, in 6 checks; docs/benchmarks.md, issue 34 item 3,
-    // which names the tests): one thread at a time calls a lifecycle — its engine thread, or
-    // its route's executor between `goAway` and the landing — one call at a time, and nothing a
-    // call runs (middleware, handlers, body readers) can reach the lifecycle itself.
-    @exclusivity(unchecked) private(set) var phase = Phase.head
-    @exclusivity(unchecked) private(set) var head: RequestHead?
-    @exclusivity(unchecked) private(set) var context = RequestContext()
-    /// The route that answers, once the router picked it, and its path parameters.
-    @exclusivity(unchecked) private var route: Route?
-    @exclusivity(unchecked) private var parameters = Parameters()
-    /// A POST whose body's `_method` picks the route (`route` is nil until it did).
-    @exclusivity(unchecked) private var choice: MethodChoice?
-    /// Whose `handle`/`completed` apply: the router's own until a route matched.
-    @exclusivity(unchecked) private var stack: MiddlewareStack
-    @exclusivity(unchecked) private var reader = BodyReader.none
-    /// Microseconds from the request line to the response handed to the engine.
-    @exclusivity(unchecked) private(set) var answeredAfter: Int?
-    /// `completed` was called.
-    @exclusivity(unchecked) private(set) var isCompleted = false
-    /// The step `.elsewhere` announced, until the executor `goAway` hands it to takes it.
-    @exclusivity(unchecked) private var awayStep: AwayStep?
-    /// The action of the step that ran elsewhere, until `landed()` takes it.
-    @exclusivity(unchecked) private var landing: Action?
-    /// Between `goAway` and `landed()`/`finishAbandoned()`: the executor has the lifecycle.
-    @exclusivity(unchecked) private(set) var isAway = false
-    /// How the request ended while it was away (`completed` waits for the landing).
-    @exclusivity(unchecked) private var abandoned: (status: Int, bytesSent: Int, outcome: CompletedExchange.Outcome)?
+    // The two fields below are unchecked for exclusive access (no runtime check per access:
+    // docs/benchmarks.md, issue 34 item 3, which names the tests): one thread calls a
+    // lifecycle — its engine thread — one call at a time, and nothing a call runs (middleware,
+    // handlers, body readers) can reach the lifecycle itself. The executor never does: it gets
+    // the core, not the lifecycle.
+    /// The request's state; nil while it is away on the route's executor.
+    @exclusivity(unchecked) private var core: Core?
+    /// The trip the core is on, from `goAway` until `landed()` (or for good, when the request
+    /// ended meanwhile: the landing finishes it).
+    @exclusivity(unchecked) private var trip: Trip?
 
     /// - Parameters:
     ///   - clock: the clock of the connection the request came on; its `now` when the request
@@ -107,218 +86,108 @@ package final class RequestLifecycle {
         router: Router, limits: Limits, target: String, remoteAddress: String, clock: MachineClock, started: UInt64? = nil,
         interim: InterimSink? = nil
     ) {
-        self.router = router
-        self.limits = limits
-        self.target = target
-        self.remoteAddress = remoteAddress
-        let started = started ?? clock.now()
-        self.started = started
-        self.clock = clock
-        context.started = started
-        context.clock = clock
-        context.interimSink = interim
-        stack = router.stack
+        core = Core(
+            router: router, limits: limits, target: target, remoteAddress: remoteAddress, clock: clock,
+            started: started ?? clock.now())
+        core?.prepareContext(interim: interim)
     }
 
-    // MARK: - Events
+    // MARK: - Events (on the engine's thread)
 
     /// The header section is complete; `folded` when a field was continued by obsolete line folding.
     /// - Parameter bodyFollows: whether a body follows, when the protocol says so (HTTP/2); nil
     ///   on HTTP/1.1, where the header fields say.
     package func headerComplete(method: String, version: String, headers: HTTPHeaders, folded: Bool = false, bodyFollows: Bool? = nil) -> Action {
-        headerComplete(
-            RequestHead(
-                method: HTTPMethod(method), target: target, version: version, headers: headers, remoteAddress: remoteAddress,
-                bodyFollows: bodyFollows), folded: folded)
+        core?.headerComplete(method: method, version: version, headers: headers, folded: folded, bodyFollows: bodyFollows) ?? .close
     }
 
     /// The header section is complete: `head` as the parser made it.
     func headerComplete(_ head: RequestHead, folded: Bool = false) -> Action {
-        var head = head
-        if let error = FramingCheck.check(
-            method: head.originalMethod.rawValue, target: target, version: head.version, headers: head.headers,
-            folded: folded)
-        {
-            self.head = head
-            return refuse(error, stack: router.stack, ranHeads: false, now: true, wins: true)
-        }
-        let resolution = router.resolve(&head)
-        self.head = head
-        let runsOnLoop: Bool
-        switch resolution {
-        case .route(let route, let parameters):
-            self.route = route
-            self.parameters = parameters
-            stack = route.stack
-            runsOnLoop = route.runsOnLoop
-        case .choice(let choice):
-            self.choice = choice
-            stack = choice.stack
-            runsOnLoop = choice.runsOnLoop
-        case .refused(let error):
-            return refuse(error, stack: router.stack, ranHeads: false, now: head.hasBody)
-        }
-        guard !runsOnLoop else { return headPhase() }
-        // A request that ends at its head makes one trip: its handler runs there too.
-        return elsewhere(.head)
-    }
-
-    /// How the body is read, and where the work runs: the route's, or while `_method` may still
-    /// choose, the POST route's.
-    private var bodyPolicy: BodyPolicy { route?.body ?? choice?.body ?? .noBody }
-    private var place: WorkPlace { route?.place ?? choice?.place ?? .loop }
-
-    /// The reader `policy` makes for the request. (`context` is passed in place: a stored
-    /// property passed by value would be copied first.)
-    private static func reader(_ policy: BodyPolicy, head: RequestHead, context: inout RequestContext, limits: Limits, route: Route?) throws
-        -> BodyReader
-    {
-        try BodyReader.make(
-            policy: policy, head: head, context: context, limits: limits,
-            routeName: "\(head.method) \(route?.pattern.text ?? String(head.path))")
-    }
-
-    /// The head phase of the route's middleware, then the body policy's reader.
-    private func headPhase() -> Action {
-        guard let head else { return .close }
-        if let index = stack.runHeads(head, context: &context) {
-            return answerRefusal(index, now: head.hasBody)
-        }
-        do {
-            reader = try Self.reader(bodyPolicy, head: head, context: &context, limits: limits, route: route)
-        } catch {
-            context.refusal = error
-            return answerRefusal(stack.middleware.count, now: head.hasBody)
-        }
-        phase = .body
-        return .proceed
+        core?.headerComplete(head, folded: folded) ?? .close
     }
 
     /// The head could not be parsed (a framing error, a limit): answered at once through the
     /// router's middleware, as any refusal before routing.
-    func malformed(_ error: HTTPError) -> Action {
-        if head == nil { router.stack.runUnparsed(context: &context) }
-        return refuse(error, stack: router.stack, ranHeads: true, now: true)
-    }
+    func malformed(_ error: HTTPError) -> Action { core?.malformed(error) ?? .close }
 
     /// Body bytes arrived.
-    package func receive(_ chunk: UnsafeRawBufferPointer) -> Action {
-        switch phase {
-        case .body:
-            do { try reader.receive(chunk) } catch {
-                reader.discard()
-                context.refusal = error
-                // Answered at once; the engine drops the rest of the body and closes after it.
-                guard case .respond(let response) = answerRefusal(through: stack.middleware.count) else { return .close }
-                return respond(response)
-            }
-            return .proceed
-        default:
-            return .proceed  // answered already: the engine discards the rest
-        }
-    }
+    package func receive(_ chunk: UnsafeRawBufferPointer) -> Action { core?.receive(chunk) ?? .proceed }
 
     /// The server gives up on a body that stopped arriving (too slow, or nothing for too
     /// long): the body's reader is discarded and `error` (a `408`) answered at once through the
     /// route's middleware, as a refusal mid-body is; the engine closes after it. `.close` when
     /// the request is past its body (it is answered otherwise).
-    func bodyTimedOut(_ error: HTTPError) -> Action {
-        guard case .body = phase else { return .close }
-        reader.discard()
-        context.refusal = error
-        guard case .respond(let response) = answerRefusal(through: stack.middleware.count) else { return .close }
-        return respond(response)
-    }
+    func bodyTimedOut(_ error: HTTPError) -> Action { core?.bodyTimedOut(error) ?? .close }
 
     /// Back-pressure, asked after each piece of the body: true when the body's consumer is
     /// behind; it calls `ready` (any thread) when the engine may read on.
-    func bodyMustWait(then ready: @escaping @Sendable () -> Void) -> Bool {
-        guard case .body = phase else { return false }
-        return reader.mustWait(then: ready)
-    }
+    func bodyMustWait(then ready: @escaping @Sendable () -> Void) -> Bool { core?.bodyMustWait(then: ready) ?? false }
 
     /// The body is complete (or there was none): the handler runs.
-    package func bodyComplete() -> Action { bodyComplete(leaving: true) }
+    package func bodyComplete() -> Action { core?.bodyComplete(leaving: true) ?? .proceed }
 
-    /// `leaving`: on the engine's thread, where a route that runs on an executor goes there.
-    private func bodyComplete(leaving: Bool) -> Action {
-        switch phase {
-        case .refused(let response):
-            return respond(response)
-        case .body:
-            break
-        default:
-            return .proceed
-        }
-        guard var head else { return .close }
-        if leaving, let route, !route.runsOnLoop {
-            return elsewhere(.end)
-        }
-        let request: Request
-        do {
-            request = try reader.finish(head: head)
-        } catch {
-            reader.discard()
-            context.refusal = error
-            return answerRefusal(stack.middleware.count, now: true)
-        }
-        if route == nil, let choice {
-            // A POST whose `_method` field picks the route.
-            switch router.finish(choice, head: &head, body: (try? request.body()) ?? .empty) {
-            case .route(let route, let parameters):
-                self.route = route
-                self.parameters = parameters
-                self.choice = nil
-                self.head = head
-                if leaving, !route.runsOnLoop {
-                    // `_method` picked a route that runs elsewhere: its head phase runs there too.
-                    return elsewhere(.handler(request))
-                }
-            case .refused(let error):
-                return refuse(error, stack: router.stack, ranHeads: true, now: true)
-            case .choice:
-                return .close
-            }
-        }
-        return handlerPhase(request)
+    /// A later reply's work is done: `render` makes its response (on the engine thread).
+    package func resume(_ render: () throws -> Response) -> Response {
+        core?.resume(render) ?? Self.lastResort(HTTPError(.internalServerError), context: RequestContext())
     }
 
-    /// `route`'s handler inside its middleware; `context` passed in place, not copied.
-    private static func respond(_ route: Route, _ request: Request, _ context: inout RequestContext) throws -> Reply {
-        try route.stack.respond(request, context, route: route)
+    /// The request is over: what was sent, and how it ended. Tells every middleware, exactly
+    /// once per request (checked in debug builds: the fuzzer's state-machine target relies on it).
+    /// While the request is away, its trip keeps how it ended until the landing (`Trip.finishAbandoned`).
+    package func completed(status: Int, bytesSent: Int, outcome: CompletedExchange.Outcome) {
+        if let trip {
+            trip.end((status, bytesSent, outcome))
+            return
+        }
+        core?.completed(status: status, bytesSent: bytesSent, outcome: outcome)
     }
 
-    /// The handler of the route (after the head phase of its middleware, when `_method` chose a
-    /// route under other middleware than the POST's).
-    private func handlerPhase(_ request: Request) -> Action {
-        guard let route, let head else { return .close }
-        if route.stack !== stack {
-            stack = route.stack
-            if let index = stack.runHeads(head, context: &context) { return answerRefusal(index, now: true) }
-        }
-        context.parameters = parameters
-        context.matchedRoute = route
-        var routed = request
-        routed.head = head
-        phase = .answered
-        do {
-            return handle(try Self.respond(route, routed, &context))
-        } catch {
-            return respond(Self.lastResort(error, context: context))
-        }
-    }
+    /// What the header section said; nil before it came, or while the request is away.
+    var head: RequestHead? { core?.head }
+
+    /// True while a later reply is awaited.
+    var isWaiting: Bool { core?.isWaiting ?? false }
+
+    /// True once the request was refused (its body, if any, is being dropped).
+    package var isRefused: Bool { core?.isRefused ?? false }
 
     // MARK: - Work elsewhere
 
-    /// The lifecycle on its way to and back from the executor: the executor's thread runs `work`
-    /// and writes `landing`; the engine's thread reads it after the landing was posted.
-    package final class Away: @unchecked Sendable {
-        let lifecycle: RequestLifecycle
-        init(_ lifecycle: RequestLifecycle) { self.lifecycle = lifecycle }
+    /// Moves the core to the route's executor, where the step `.elsewhere` announced runs, then
+    /// calls `landed` with the trip (on the executor's thread). A later reply's work is started
+    /// there, and its response rendered there, with every middleware's `map`, before `landed`
+    /// is called.
+    package func goAway(landed: @escaping @Sendable (Trip) -> Void) {
+        guard trip == nil, core?.awayStep != nil, let executor = core?.place.executor, let core = core.take() else { return }
+        let trip = Trip()
+        self.trip = trip
+        executor.execute {
+            let job = core
+            job.runAway(on: executor, trip, landed)
+        }
+    }
+
+    /// Whether `trip` is the one this lifecycle's core is on.
+    func isAway(on trip: Trip) -> Bool { self.trip === trip }
+
+    /// Back from the executor (on the engine's thread): the core moves back; what the step that
+    /// ran there decided.
+    package func landed() -> Action {
+        guard let landing = trip?.takeLanding() else { return .close }
+        trip = nil
+        core = landing.core
+        return landing.action
+    }
+
+    /// The answer for an error no middleware turned into a response.
+    static func lastResort(_ error: any Error, context: RequestContext) -> Response {
+        ((error as? HTTPError)
+            ?? HTTPError(.internalServerError, detail: "the server failed to handle this request (request id \(context.requestID))"))
+            .response(requestID: context.requestID)
     }
 
     /// A step of the route's work that runs on its executor.
-    enum AwayStep {
+    enum AwayStep: Sendable {
         /// The head phase and body reader; for a request without a body, its end too.
         case head
         /// The end of the body: the reader finished, the handler.
@@ -327,177 +196,421 @@ package final class RequestLifecycle {
         case handler(Request)
     }
 
-    private func elsewhere(_ step: AwayStep) -> Action {
-        awayStep = step
-        return .elsewhere
-    }
+    /// One trip of a request's core to its route's executor and back, and what the engine
+    /// matches the landing by: the executor leaves the core and the step's action here, the
+    /// engine takes them (`landed()`); if the request ended meanwhile, how it ended waits here
+    /// for the landing, which completes it (`finishAbandoned`). Only values cross: the lock
+    /// hands them over.
+    package final class Trip: Sendable {
+        typealias Ending = (status: Int, bytesSent: Int, outcome: CompletedExchange.Outcome)
+        struct Landing: Sendable {
+            let core: Core
+            let action: Action
+        }
+        private struct State: Sendable {
+            var landing: Landing?
+            var ending: Ending?
+        }
+        private let state = Mutex(State())
 
-    /// Runs the step `.elsewhere` announced on the route's executor, then calls `landed` (on
-    /// the executor's thread). A later reply's work is started there, and its response rendered
-    /// there, with every middleware's `map`, before `landed` is called.
-    package func goAway(landed: @escaping @Sendable () -> Void) {
-        guard awayStep != nil, !isAway, let executor = place.executor else { return }
-        isAway = true
-        let away = Away(self)
-        executor.execute { away.lifecycle.runAway(on: executor, landed) }
-    }
+        /// On the executor: the step is done.
+        fileprivate func land(_ core: Core, _ action: Action) {
+            state.withLock { $0.landing = Landing(core: core, action: action) }
+        }
 
-    /// On the executor: the step, then — for a later reply — its work, rendered there too.
-    private func runAway(on executor: any Executor, _ landed: @escaping @Sendable () -> Void) {
-        guard let step = awayStep else { return }
-        awayStep = nil
-        let action: Action
-        switch step {
-        case .head:
-            let headAction = headPhase()
-            if case .proceed = headAction, head?.hasBody == false {
-                action = bodyComplete(leaving: false)
-            } else {
-                action = headAction
+        fileprivate func takeLanding() -> Landing? { state.withLock { $0.landing.take() } }
+
+        /// The request ended while away (on the engine's thread).
+        fileprivate func end(_ ending: Ending) { state.withLock { $0.ending = ending } }
+
+        /// Back from the executor after the connection ended (on the engine's thread): the
+        /// request is completed as it ended, and what its answer held is let go.
+        package func finishAbandoned() {
+            let (landing, ending) = state.withLock { ($0.landing.take(), $0.ending.take()) }
+            guard let landing else { return }
+            if case .respond(let response) = landing.action { response.payload.release() }
+            var core = landing.core
+            let (status, bytes, outcome) = ending ?? (0, 0, .clientAbort)
+            core.completed(status: status, bytesSent: bytes, outcome: outcome)
+        }
+    }
+}
+
+extension RequestLifecycle {
+    /// The request's state and the work on it, on one thread at a time: the lifecycle's engine
+    /// thread, or the route's executor while a step runs there (moved there and back, never
+    /// shared). `Sendable` by construction: every part is.
+    struct Core: Sendable {
+        /// Where the request goes, and within which limits.
+        let router: Router, limits: Limits
+        /// The request-target as it came, and who sent it.
+        let target: String, remoteAddress: String
+        /// When the request line arrived, and the clock that was read from: its connection's
+        /// (`MachineClock`), read again for every duration of the request.
+        let started: UInt64, clock: MachineClock
+        private(set) var phase = Phase.head
+        private(set) var head: RequestHead?
+        private(set) var context = RequestContext()
+        /// The route that answers, once the router picked it, and its path parameters.
+        private var route: Route?
+        private var parameters = Parameters()
+        /// A POST whose body's `_method` picks the route (`route` is nil until it did).
+        private var choice: MethodChoice?
+        /// Whose `handle`/`completed` apply: the router's own until a route matched.
+        private var stack: MiddlewareStack
+        private var reader = BodyReader.none
+        /// Microseconds from the request line to the response handed to the engine.
+        private(set) var answeredAfter: Int?
+        /// `completed` was called.
+        private(set) var isCompleted = false
+        /// The step `.elsewhere` announced, until the executor `goAway` hands it to takes it.
+        private(set) var awayStep: AwayStep?
+
+        /// Sets no part of a field (the context's are set in place: `prepareContext`) and is not
+        /// inlined: either makes the optimizer copy the new core and destroy the original (a
+        /// retain and a release of each of its parts, ~1,000 instructions a request).
+        @inline(never)
+        init(
+            router: Router, limits: Limits, target: String, remoteAddress: String, clock: MachineClock, started: UInt64
+        ) {
+            self.router = router
+            self.limits = limits
+            self.target = target
+            self.remoteAddress = remoteAddress
+            self.started = started
+            self.clock = clock
+            stack = router.stack
+        }
+
+        /// The context's start, clock and interim responses, set where the core is stored.
+        mutating func prepareContext(interim: InterimSink?) {
+            context.started = started
+            context.clock = clock
+            context.interimSink = interim
+        }
+
+        // MARK: - Events
+
+        /// The header section is complete, as the lifecycle's `headerComplete(method:…)` says.
+        mutating func headerComplete(method: String, version: String, headers: HTTPHeaders, folded: Bool, bodyFollows: Bool?) -> Action {
+            headerComplete(
+                RequestHead(
+                    method: HTTPMethod(method), target: target, version: version, headers: headers, remoteAddress: remoteAddress,
+                    bodyFollows: bodyFollows), folded: folded)
+        }
+
+        /// The header section is complete: `head` as the parser made it.
+        mutating func headerComplete(_ head: RequestHead, folded: Bool = false) -> Action {
+            var head = head
+            if let error = FramingCheck.check(
+                method: head.originalMethod.rawValue, target: target, version: head.version, headers: head.headers,
+                folded: folded)
+            {
+                self.head = head
+                return refuse(error, stack: router.stack, ranHeads: false, now: true, wins: true)
             }
-        case .end: action = bodyComplete(leaving: false)
-        case .handler(let request): action = handlerPhase(request)
+            let resolution = router.resolve(&head)
+            self.head = head
+            let runsOnLoop: Bool
+            switch resolution {
+            case .route(let route, let parameters):
+                self.route = route
+                self.parameters = parameters
+                stack = route.stack
+                runsOnLoop = route.runsOnLoop
+            case .choice(let choice):
+                self.choice = choice
+                stack = choice.stack
+                runsOnLoop = choice.runsOnLoop
+            case .refused(let error):
+                return refuse(error, stack: router.stack, ranHeads: false, now: head.hasBody)
+            }
+            guard !runsOnLoop else { return headPhase() }
+            // A request that ends at its head makes one trip: its handler runs there too.
+            return elsewhere(.head)
         }
-        guard case .wait(let later) = action else {
-            landing = action
-            return landed()
+
+        /// How the body is read, and where the work runs: the route's, or while `_method` may still
+        /// choose, the POST route's.
+        private var bodyPolicy: BodyPolicy { route?.body ?? choice?.body ?? .noBody }
+
+        /// The reader `policy` makes for the request. (`context` is passed in place: a stored
+        /// property passed by value would be copied first.)
+        private static func reader(_ policy: BodyPolicy, head: RequestHead, context: inout RequestContext, limits: Limits, route: Route?) throws
+            -> BodyReader
+        {
+            try BodyReader.make(
+                policy: policy, head: head, context: context, limits: limits,
+                routeName: "\(head.method) \(route?.pattern.text ?? String(head.path))")
         }
-        let away = Away(self)
-        later.start { render in
-            executor.execute {
-                away.lifecycle.landing = .respond(away.lifecycle.resume(render))
-                landed()
+
+        /// The head phase of the route's middleware, then the body policy's reader.
+        private mutating func headPhase() -> Action {
+            guard let head else { return .close }
+            if let index = stack.runHeads(head, context: &context) {
+                return answerRefusal(index, now: head.hasBody)
+            }
+            do {
+                reader = try Self.reader(bodyPolicy, head: head, context: &context, limits: limits, route: route)
+            } catch {
+                context.refusal = error
+                return answerRefusal(stack.middleware.count, now: head.hasBody)
+            }
+            phase = .body
+            return .proceed
+        }
+
+        /// The head could not be parsed (a framing error, a limit): answered at once through the
+        /// router's middleware, as any refusal before routing.
+        mutating func malformed(_ error: HTTPError) -> Action {
+            if head == nil { router.stack.runUnparsed(context: &context) }
+            return refuse(error, stack: router.stack, ranHeads: true, now: true)
+        }
+
+        /// Body bytes arrived.
+        mutating func receive(_ chunk: UnsafeRawBufferPointer) -> Action {
+            switch phase {
+            case .body:
+                do { try reader.receive(chunk) } catch {
+                    reader.discard()
+                    context.refusal = error
+                    // Answered at once; the engine drops the rest of the body and closes after it.
+                    guard case .respond(let response) = answerRefusal(through: stack.middleware.count) else { return .close }
+                    return respond(response)
+                }
+                return .proceed
+            default:
+                return .proceed  // answered already: the engine discards the rest
             }
         }
-    }
 
-    /// Back from the executor (on the engine's thread): what the step that ran there decided.
-    package func landed() -> Action {
-        isAway = false
-        defer { landing = nil }
-        return landing ?? .close
-    }
-
-    /// Back from the executor after the connection ended (on the engine's thread): the request
-    /// is completed as it ended, and what its answer held is let go.
-    func finishAbandoned() {
-        isAway = false
-        if case .respond(let response) = landing { response.payload.release() }
-        landing = nil
-        let (status, bytes, outcome) = abandoned ?? (0, 0, .clientAbort)
-        abandoned = nil
-        completed(status: status, bytesSent: bytes, outcome: outcome)
-    }
-
-    /// A later reply's work is done: `render` makes its response (on the engine thread).
-    package func resume(_ render: () throws -> Response) -> Response {
-        guard case .waiting(let later) = phase else { return Self.lastResort(HTTPError(.internalServerError), context: context) }
-        phase = .answered
-        let response: Response
-        do { response = try later.complete(render) } catch { response = Self.lastResort(error, context: context) }
-        answeredAfter = clock.elapsed(since: started)
-        return response
-    }
-
-    /// The request is over: what was sent, and how it ended. Tells every middleware, exactly
-    /// once per request (checked in debug builds: the fuzzer's state-machine target relies on it).
-    /// While the request is away, this waits for its landing (`finishAbandoned`).
-    package func completed(status: Int, bytesSent: Int, outcome: CompletedExchange.Outcome) {
-        if isAway {
-            abandoned = (status, bytesSent, outcome)
-            return
+        /// The server gives up on a body that stopped arriving (too slow, or nothing for too
+        /// long): the body's reader is discarded and `error` (a `408`) answered at once through the
+        /// route's middleware, as a refusal mid-body is; the engine closes after it. `.close` when
+        /// the request is past its body (it is answered otherwise).
+        mutating func bodyTimedOut(_ error: HTTPError) -> Action {
+            guard case .body = phase else { return .close }
+            reader.discard()
+            context.refusal = error
+            guard case .respond(let response) = answerRefusal(through: stack.middleware.count) else { return .close }
+            return respond(response)
         }
-        assert(!isCompleted, "a request was completed twice")
-        isCompleted = true
-        // A step announced (`.elsewhere`) and never sent away — its connection or stream ended
-        // first — is dropped: it holds the lifecycle.
-        awayStep = nil
-        reader.discard()
-        // The head and the context move into the exchange: nothing reads them here any more.
-        var head: RequestHead?
-        swap(&head, &self.head)
-        var context = RequestContext()
-        swap(&context, &self.context)
-        let remote = head?.remoteAddress ?? remoteAddress
-        stack.completed(
-            CompletedExchange(
-                head: consume head, target: target, remoteAddress: remote, context: consume context, status: status,
-                bytesSent: bytesSent, microseconds: clock.elapsed(since: started),
-                responseMicroseconds: answeredAfter, outcome: outcome))
-    }
 
-    /// True while a later reply is awaited.
-    var isWaiting: Bool { if case .waiting = phase { true } else { false } }
-
-    /// True once the request was refused (its body, if any, is being dropped).
-    package var isRefused: Bool {
-        switch phase {
-        case .refused, .answered: true
-        default: false
+        /// Back-pressure, asked after each piece of the body: true when the body's consumer is
+        /// behind; it calls `ready` (any thread) when the engine may read on.
+        func bodyMustWait(then ready: @escaping @Sendable () -> Void) -> Bool {
+            guard case .body = phase else { return false }
+            return reader.mustWait(then: ready)
         }
-    }
 
-    // MARK: - Answers
+        var isWaiting: Bool { if case .waiting = phase { true } else { false } }
 
-    /// Answers `error` through `stack`'s middleware (running their head phase first when it
-    /// has not run): at once, or — for a request without a body — on the next call, where a
-    /// normal answer would come, so the connection stays open.
-    /// Refuses the request with `error` through `stack`, whose head phases run first (request id,
-    /// log) unless they ran already. A head phase that refuses in turn (a cross-site request, a
-    /// Host not served) answers instead — but not a framing error (`wins`): that one is answered,
-    /// through the middleware whose heads ran, and closes the connection, whatever the heads said;
-    /// otherwise the connection would stay open on a message whose length it could not tell.
-    private func refuse(_ error: HTTPError, stack: MiddlewareStack, ranHeads: Bool, now: Bool, wins: Bool = false) -> Action {
-        self.stack = stack
-        if !ranHeads, let head, let index = stack.runHeads(head, context: &context) {
-            if wins { context.refusal = error }
-            return answerRefusal(index, now: now)
+        var isRefused: Bool {
+            switch phase {
+            case .refused, .answered: true
+            default: false
+            }
         }
-        context.refusal = error
-        return answerRefusal(stack.middleware.count, now: now)
-    }
 
-    private func answerRefusal(_ index: Int, now: Bool) -> Action {
-        let action = answerRefusal(through: index)
-        guard !now, case .respond(let response) = action else { return action }
-        phase = .refused(response)
-        answeredAfter = nil
-        return .proceed
-    }
-
-    /// The refusal's answer through the `handle` of the first `count` middleware of the stack,
-    /// for the request as it is.
-    private func answerRefusal(through count: Int) -> Action {
-        phase = .answered
-        let request = Request(head: head ?? RequestHead(method: HTTPMethod("-"), target: target, remoteAddress: remoteAddress))
-        do { return handle(try Self.refuse(stack, request, &context, through: count)) } catch {
-            return respond(Self.lastResort(error, context: context))
+        /// The body is complete (or there was none): the handler runs. `leaving`: on the engine's
+        /// thread, where a route that runs on an executor goes there.
+        mutating func bodyComplete(leaving: Bool) -> Action {
+            switch phase {
+            case .refused(let response):
+                return respond(response)
+            case .body:
+                break
+            default:
+                return .proceed
+            }
+            guard var head else { return .close }
+            if leaving, let route, !route.runsOnLoop {
+                return elsewhere(.end)
+            }
+            let request: Request
+            do {
+                request = try reader.finish(head: head)
+            } catch {
+                reader.discard()
+                context.refusal = error
+                return answerRefusal(stack.middleware.count, now: true)
+            }
+            if route == nil, let choice {
+                // A POST whose `_method` field picks the route.
+                switch router.finish(choice, head: &head, body: (try? request.body()) ?? .empty) {
+                case .route(let route, let parameters):
+                    self.route = route
+                    self.parameters = parameters
+                    self.choice = nil
+                    self.head = head
+                    if leaving, !route.runsOnLoop {
+                        // `_method` picked a route that runs elsewhere: its head phase runs there too.
+                        return elsewhere(.handler(request))
+                    }
+                case .refused(let error):
+                    return refuse(error, stack: router.stack, ranHeads: true, now: true)
+                case .choice:
+                    return .close
+                }
+            }
+            return handlerPhase(request)
         }
-    }
 
-    private static func refuse(_ stack: MiddlewareStack, _ request: Request, _ context: inout RequestContext, through count: Int) throws -> Reply {
-        try stack.refuse(request, context, through: count)
-    }
-
-    private func handle(_ reply: Reply) -> Action {
-        switch reply.storage {
-        case .now(let response): return respond(response)
-        case .later(let later):
-            phase = .waiting(later)
-            return .wait(later)
+        /// `route`'s handler inside its middleware; `context` passed in place, not copied.
+        private static func respond(_ route: Route, _ request: Request, _ context: inout RequestContext) throws -> Reply {
+            try route.stack.respond(request, context, route: route)
         }
-    }
 
-    private func respond(_ response: Response) -> Action {
-        phase = .answered
-        answeredAfter = clock.elapsed(since: started)
-        return .respond(response)
-    }
+        /// The handler of the route (after the head phase of its middleware, when `_method` chose a
+        /// route under other middleware than the POST's).
+        private mutating func handlerPhase(_ request: Request) -> Action {
+            guard let route, let head else { return .close }
+            if route.stack !== stack {
+                stack = route.stack
+                if let index = stack.runHeads(head, context: &context) { return answerRefusal(index, now: true) }
+            }
+            context.parameters = parameters
+            context.matchedRoute = route
+            var routed = request
+            routed.head = head
+            phase = .answered
+            do {
+                return handle(try Self.respond(route, routed, &context))
+            } catch {
+                return respond(RequestLifecycle.lastResort(error, context: context))
+            }
+        }
 
-    /// The answer for an error no middleware turned into a response.
-    static func lastResort(_ error: any Error, context: RequestContext) -> Response {
-        ((error as? HTTPError)
-            ?? HTTPError(.internalServerError, detail: "the server failed to handle this request (request id \(context.requestID))"))
-            .response(requestID: context.requestID)
+        // MARK: - Work elsewhere
+
+        private mutating func elsewhere(_ step: AwayStep) -> Action {
+            awayStep = step
+            return .elsewhere
+        }
+
+        /// The route's executor, when the route (or the POST route `_method` may still choose) runs on one.
+        var place: WorkPlace { route?.place ?? choice?.place ?? .loop }
+
+        /// On the executor: the step, then — for a later reply — its work, rendered there too; the
+        /// core and the action land on `trip`, and `landed` says so.
+        consuming func runAway(on executor: any Executor, _ trip: Trip, _ landed: @escaping @Sendable (Trip) -> Void) {
+            guard let step = awayStep else { return }
+            awayStep = nil
+            let action: Action
+            switch step {
+            case .head:
+                let headAction = headPhase()
+                if case .proceed = headAction, head?.hasBody == false {
+                    action = bodyComplete(leaving: false)
+                } else {
+                    action = headAction
+                }
+            case .end: action = bodyComplete(leaving: false)
+            case .handler(let request): action = handlerPhase(request)
+            }
+            guard case .wait(let later) = action else {
+                trip.land(self, action)
+                return landed(trip)
+            }
+            let core = self
+            later.start { render in
+                executor.execute {
+                    var core = core
+                    let response = core.resume(render)
+                    trip.land(core, .respond(response))
+                    landed(trip)
+                }
+            }
+        }
+
+        /// A later reply's work is done: `render` makes its response.
+        mutating func resume(_ render: () throws -> Response) -> Response {
+            guard case .waiting(let later) = phase else { return RequestLifecycle.lastResort(HTTPError(.internalServerError), context: context) }
+            phase = .answered
+            let response: Response
+            do { response = try later.complete(render) } catch { response = RequestLifecycle.lastResort(error, context: context) }
+            answeredAfter = clock.elapsed(since: started)
+            return response
+        }
+
+        /// The request is over: what was sent, and how it ended. Tells every middleware, exactly
+        /// once per request (checked in debug builds: the fuzzer's state-machine target relies on it).
+        mutating func completed(status: Int, bytesSent: Int, outcome: CompletedExchange.Outcome) {
+            assert(!isCompleted, "a request was completed twice")
+            isCompleted = true
+            // A step announced (`.elsewhere`) and never sent away — its connection or stream ended
+            // first — is dropped.
+            awayStep = nil
+            reader.discard()
+            // The head and the context move into the exchange: nothing reads them here any more.
+            var head: RequestHead?
+            swap(&head, &self.head)
+            var context = RequestContext()
+            swap(&context, &self.context)
+            let remote = head?.remoteAddress ?? remoteAddress
+            stack.completed(
+                CompletedExchange(
+                    head: consume head, target: target, remoteAddress: remote, context: consume context, status: status,
+                    bytesSent: bytesSent, microseconds: clock.elapsed(since: started),
+                    responseMicroseconds: answeredAfter, outcome: outcome))
+        }
+
+        // MARK: - Answers
+
+        /// Answers `error` through `stack`'s middleware (running their head phase first when it
+        /// has not run): at once, or — for a request without a body — on the next call, where a
+        /// normal answer would come, so the connection stays open.
+        /// Refuses the request with `error` through `stack`, whose head phases run first (request id,
+        /// log) unless they ran already. A head phase that refuses in turn (a cross-site request, a
+        /// Host not served) answers instead — but not a framing error (`wins`): that one is answered,
+        /// through the middleware whose heads ran, and closes the connection, whatever the heads said;
+        /// otherwise the connection would stay open on a message whose length it could not tell.
+        private mutating func refuse(_ error: HTTPError, stack: MiddlewareStack, ranHeads: Bool, now: Bool, wins: Bool = false) -> Action {
+            self.stack = stack
+            if !ranHeads, let head, let index = stack.runHeads(head, context: &context) {
+                if wins { context.refusal = error }
+                return answerRefusal(index, now: now)
+            }
+            context.refusal = error
+            return answerRefusal(stack.middleware.count, now: now)
+        }
+
+        private mutating func answerRefusal(_ index: Int, now: Bool) -> Action {
+            let action = answerRefusal(through: index)
+            guard !now, case .respond(let response) = action else { return action }
+            phase = .refused(response)
+            answeredAfter = nil
+            return .proceed
+        }
+
+        /// The refusal's answer through the `handle` of the first `count` middleware of the stack,
+        /// for the request as it is.
+        private mutating func answerRefusal(through count: Int) -> Action {
+            phase = .answered
+            let request = Request(head: head ?? RequestHead(method: HTTPMethod("-"), target: target, remoteAddress: remoteAddress))
+            do { return handle(try Self.refuse(stack, request, &context, through: count)) } catch {
+                return respond(RequestLifecycle.lastResort(error, context: context))
+            }
+        }
+
+        private static func refuse(_ stack: MiddlewareStack, _ request: Request, _ context: inout RequestContext, through count: Int) throws -> Reply
+        {
+            try stack.refuse(request, context, through: count)
+        }
+
+        private mutating func handle(_ reply: Reply) -> Action {
+            switch reply.storage {
+            case .now(let response): return respond(response)
+            case .later(let later):
+                phase = .waiting(later)
+                return .wait(later)
+            }
+        }
+
+        private mutating func respond(_ response: Response) -> Action {
+            phase = .answered
+            answeredAfter = clock.elapsed(since: started)
+            return .respond(response)
+        }
     }
 }
