@@ -18,13 +18,13 @@ import Synchronization
 ///
 /// The request's state and the work on it are a value, `Core`, made only of `Sendable` parts.
 /// A route that runs on an executor (`WorkPlace`) has its work done there: the engine gets
-/// `.elsewhere` and calls `goAway(landed:)`, which moves the core out of the lifecycle into the
-/// executor's job; the engine reads nothing more of the request meanwhile. The job hands the
-/// core and the step's action to the trip's `Trip` and calls `landed` (on the executor's
-/// thread); the engine then takes the action from `landed()` on its own thread, which moves the
-/// core back. The lifecycle itself never leaves its engine's thread, and while its core is
-/// away it has none: no other thread can reach what the executor changes. A connection that
-/// ends meanwhile calls `completed` as always, which the trip keeps until the landing
+/// `.elsewhere` and calls `goAway(landed:)`, which moves the core out of the lifecycle onto a
+/// `Trip`; the engine reads nothing more of the request meanwhile. On the executor's thread the
+/// trip's job takes the core, runs the step, leaves the core and the step's action on the trip
+/// and calls `landed`; the engine then takes the action from `landed()` on its own thread, which
+/// moves the core back. The lifecycle itself never leaves its engine's thread, and while its
+/// core is away it has none: no other thread can reach what the executor changes. A connection
+/// that ends meanwhile calls `completed` as always, which the trip keeps until the landing
 /// (`Trip.finishAbandoned`).
 package final class RequestLifecycle {
     /// What the engine does next.
@@ -159,12 +159,10 @@ package final class RequestLifecycle {
     /// is called.
     package func goAway(landed: @escaping @Sendable (Trip) -> Void) {
         guard trip == nil, core?.awayStep != nil, let executor = core?.place.executor, let core = core.take() else { return }
-        let trip = Trip()
+        // `consume`: each copy of a core retains and releases every part of it.
+        let trip = Trip(consume core)
         self.trip = trip
-        executor.execute {
-            let job = core
-            job.runAway(on: executor, trip, landed)
-        }
+        executor.execute { trip.run(on: executor, landed) }
     }
 
     /// Whether `trip` is the one this lifecycle's core is on.
@@ -173,10 +171,10 @@ package final class RequestLifecycle {
     /// Back from the executor (on the engine's thread): the core moves back; what the step that
     /// ran there decided.
     package func landed() -> Action {
-        guard let landing = trip?.takeLanding() else { return .close }
+        guard case let (core, action)? = trip?.takeLanding() else { return .close }
         trip = nil
-        core = landing.core
-        return landing.action
+        self.core = consume core
+        return action
     }
 
     /// The answer for an error no middleware turned into a response.
@@ -197,28 +195,61 @@ package final class RequestLifecycle {
     }
 
     /// One trip of a request's core to its route's executor and back, and what the engine
-    /// matches the landing by: the executor leaves the core and the step's action here, the
-    /// engine takes them (`landed()`); if the request ended meanwhile, how it ended waits here
-    /// for the landing, which completes it (`finishAbandoned`). Only values cross: the lock
-    /// hands them over.
+    /// matches the landing by: the core waits here for the executor, which leaves it and the
+    /// step's action here again, and the engine takes them (`landed()`); if the request ended
+    /// meanwhile, how it ended waits here for the landing, which completes it
+    /// (`finishAbandoned`). Only values cross: the lock hands them over.
     package final class Trip: Sendable {
         typealias Ending = (status: Int, bytesSent: Int, outcome: CompletedExchange.Outcome)
-        struct Landing: Sendable {
-            let core: Core
-            let action: Action
-        }
         private struct State: Sendable {
-            var landing: Landing?
+            /// The core, moved in and out (never copied: each copy retains and releases every
+            /// part): here on its way to the executor, while a later reply's work runs, and once
+            /// it landed.
+            var core: Core?
+            /// The step's action, once it landed.
+            var action: Action?
             var ending: Ending?
         }
-        private let state = Mutex(State())
+        private let state: Mutex<State>
 
-        /// On the executor: the step is done.
-        fileprivate func land(_ core: Core, _ action: Action) {
-            state.withLock { $0.landing = Landing(core: core, action: action) }
+        /// A trip for `core`, which it holds until the executor takes it.
+        fileprivate init(_ core: consuming Core) { state = Mutex(State(core: core)) }
+
+        /// On the executor: the step `.elsewhere` announced, then — for a later reply — its
+        /// work, rendered there too; the core and the action land here, and `landed` says so.
+        fileprivate func run(on executor: any Executor, _ landed: @escaping @Sendable (Trip) -> Void) {
+            guard var core = state.withLock({ $0.core.take() }) else { return }
+            let action = core.runAway()
+            guard case .wait(let later) = action else { return land(consume core, action, landed) }
+            // The core waits here while the later reply's work runs.
+            var parked = Optional(consume core)
+            state.withLock { $0.core = parked.take() }
+            later.start { [self] render in
+                executor.execute { [self] in
+                    guard var core = state.withLock({ $0.core.take() }) else { return }
+                    let response = core.resume(render)
+                    land(consume core, .respond(response), landed)
+                }
+            }
         }
 
-        fileprivate func takeLanding() -> Landing? { state.withLock { $0.landing.take() } }
+        private func land(_ core: consuming Core, _ action: consuming Action, _ landed: @Sendable (Trip) -> Void) {
+            var landing = Optional((consume core, consume action))
+            state.withLock { state in
+                guard case let (core, action)? = landing.take() else { return }
+                state.core = consume core
+                state.action = consume action
+            }
+            landed(self)
+        }
+
+        /// The core and the step's action, once the step landed.
+        fileprivate func takeLanding() -> (Core, Action)? {
+            state.withLock { state in
+                guard let action = state.action.take(), let core = state.core.take() else { return nil }
+                return (consume core, consume action)
+            }
+        }
 
         /// The request ended while away (on the engine's thread).
         fileprivate func end(_ ending: Ending) { state.withLock { $0.ending = ending } }
@@ -226,12 +257,17 @@ package final class RequestLifecycle {
         /// Back from the executor after the connection ended (on the engine's thread): the
         /// request is completed as it ended, and what its answer held is let go.
         package func finishAbandoned() {
-            let (landing, ending) = state.withLock { ($0.landing.take(), $0.ending.take()) }
-            guard let landing else { return }
-            if case .respond(let response) = landing.action { response.payload.release() }
-            var core = landing.core
+            guard case var (core, action, ending)? = takeAll() else { return }
+            if case .respond(let response) = action { response.payload.release() }
             let (status, bytes, outcome) = ending ?? (0, 0, .clientAbort)
             core.completed(status: status, bytesSent: bytes, outcome: outcome)
+        }
+
+        private func takeAll() -> (Core, Action, Ending?)? {
+            state.withLock { state in
+                guard let action = state.action.take(), let core = state.core.take() else { return nil }
+                return (consume core, consume action, state.ending.take())
+            }
         }
     }
 }
@@ -491,35 +527,17 @@ extension RequestLifecycle {
         /// The route's executor, when the route (or the POST route `_method` may still choose) runs on one.
         var place: WorkPlace { route?.place ?? choice?.place ?? .loop }
 
-        /// On the executor: the step, then — for a later reply — its work, rendered there too; the
-        /// core and the action land on `trip`, and `landed` says so.
-        consuming func runAway(on executor: any Executor, _ trip: Trip, _ landed: @escaping @Sendable (Trip) -> Void) {
-            guard let step = awayStep else { return }
+        /// On the executor: the step `.elsewhere` announced (`Trip.run`).
+        mutating func runAway() -> Action {
+            guard let step = awayStep else { return .close }
             awayStep = nil
-            let action: Action
             switch step {
             case .head:
-                let headAction = headPhase()
-                if case .proceed = headAction, head?.hasBody == false {
-                    action = bodyComplete(leaving: false)
-                } else {
-                    action = headAction
-                }
-            case .end: action = bodyComplete(leaving: false)
-            case .handler(let request): action = handlerPhase(request)
-            }
-            guard case .wait(let later) = action else {
-                trip.land(self, action)
-                return landed(trip)
-            }
-            let core = self
-            later.start { render in
-                executor.execute {
-                    var core = core
-                    let response = core.resume(render)
-                    trip.land(core, .respond(response))
-                    landed(trip)
-                }
+                let action = headPhase()
+                guard case .proceed = action, head?.hasBody == false else { return action }
+                return bodyComplete(leaving: false)
+            case .end: return bodyComplete(leaving: false)
+            case .handler(let request): return handlerPhase(request)
             }
         }
 
