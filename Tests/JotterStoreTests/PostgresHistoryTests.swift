@@ -94,7 +94,8 @@ struct PostgresHistoryTests {
     func restoreInTheSameCluster() throws {
         let fixture = try StoreFixture(.postgres)
         let kept = try (1...2).map { try postgresCreate(fixture.postgres, "kept-\($0)") }
-        let backup = try Self.dump(fixture.url)
+        let backup = URL(fileURLWithPath: fixture.directory.path + "/backup.dump")
+        try Self.dump(fixture.url, to: backup)
         // After the backup: a client syncs, then the server makes a note the restore loses.
         let synced = try fixture.postgres.changes(NoteFeedQuery(since: 0, limit: 100), owner: .unclaimed)
         let clientCursor = synced.head
@@ -146,31 +147,19 @@ struct PostgresHistoryTests {
         return bin.flatMap { FileManager.default.isExecutableFile(atPath: $0) ? $0 : nil } ?? "/usr/bin/\(name)"
     }
 
-    static func dump(_ url: String) throws -> Data {
-        try run(pgTool("pg_dump"), ["-Fc", "-d", url])
+    static func dump(_ url: String, to file: URL) throws {
+        try run([pgTool("pg_dump"), "-Fc", "-d", url, "-f", file.path])
     }
 
-    static func restore(_ dump: Data, into url: String) throws {
-        _ = try run(pgTool("pg_restore"), ["--no-owner", "-d", url], input: dump)
+    static func restore(_ dump: URL, into url: String) throws {
+        try run([pgTool("pg_restore"), "--no-owner", "-d", url, dump.path])
     }
 
-    @discardableResult
-    static func run(_ tool: String, _ arguments: [String], input: Data? = nil) throws -> Data {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: tool)
-        process.arguments = arguments
-        let output = Pipe(), errors = Pipe(), feed = Pipe()
-        process.standardOutput = output
-        process.standardError = errors
-        process.standardInput = feed
-        try process.run()
-        if let input { feed.fileHandleForWriting.write(input) }
-        try feed.fileHandleForWriting.close()
-        let data = output.fileHandleForReading.readDataToEndOfFile()
-        let message = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else { throw FixtureError("\(tool) failed: \(message)") }
-        return data
+    /// Runs a PostgreSQL tool to its end (`runTool`: spawned and reaped as every program a
+    /// test starts); throws with what it wrote to standard error when it fails.
+    static func run(_ arguments: [String]) throws {
+        let (status, errors) = try runTool(arguments)
+        guard status == 0 else { throw FixtureError("\(arguments[0]) failed (\(status)): \(errors)") }
     }
 }
 
