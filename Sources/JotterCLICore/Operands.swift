@@ -3,11 +3,9 @@
 /// its usage line and completions show them as it names them.
 ///
 /// ```swift
-/// static let operands = Operands.single("ID")  // exactly one: `missing ID`, `unexpected argument 'b'`
-/// static let operands = Operands.some("ID")    // one or more, in order: `missing ID`
-/// static let operands = Operands.optional("SRC")  // none or one: nil or the one
-///
-/// let id = try arguments[Self.operands]
+/// @Operand(.single("ID")) var id: String  // exactly one: `missing ID`, `unexpected argument 'b'`
+/// @Operand(.some("ID")) var ids: [String]  // one or more, in order: `missing ID`
+/// @Operand(.optional("SRC")) var source: String?  // none or one: nil or the one
 /// ```
 package struct Operands<Value>: Sendable {
     /// How the usage line shows them: `ID`, `ID…`, `[ID…]`, `ID [TEXT…]`; empty for none.
@@ -16,6 +14,15 @@ package struct Operands<Value>: Sendable {
     /// `nil` for none.
     package let first: String?
     let read: @Sendable (Arguments) throws(UsageError) -> Value
+}
+
+extension Operands {
+    /// These operands with their value made into another by `transform`, which may refuse it
+    /// with a usage error (a token's id is a number).
+    package func map<Other>(_ transform: @escaping @Sendable (Value) throws(UsageError) -> Other) -> Operands<Other> {
+        let read = self.read
+        return Operands<Other>(usage: usage, first: first) { arguments throws(UsageError) in try transform(try read(arguments)) }
+    }
 }
 
 extension Operands<Void> {
@@ -89,7 +96,7 @@ extension Operands<(String, String)> {
 }
 
 extension Arguments {
-    /// The operands as `operands` declares them: `arguments[Self.operands]`.
+    /// The operands as `operands` declares them (what an `@Operand` is filled with).
     /// - Throws: `UsageError` when one is missing or there are too many.
     package subscript<Value>(operands: Operands<Value>) -> Value {
         get throws(UsageError) { try operands.read(self) }

@@ -3,12 +3,12 @@
 /// `--help`, the man page and the completions.
 ///
 /// ```swift
-/// static let limit = Option.integer("--limit", in: 1...1000, help: "At most N uploads.").defaulting(to: 100)
-/// static let all = Option.flag("--all", help: "Every upload.")
-/// static let options = [limit.option, all.option] + ClientOptions.options
-///
-/// let limit = try arguments[Self.limit]  // an Int from 1 to 1000, 100 when not given
+/// @Value(Option.integer("--limit", in: 1...1000, help: "At most N uploads.").defaulting(to: 100))
+/// var limit: Int  // from 1 to 1000, 100 when not given
+/// @Value(Option.flag("--all", help: "Every upload.")) var all: Bool
 /// ```
+///
+/// (or read directly: `try arguments[limit]`).
 ///
 /// A value it can't take is one usage error, exit 2: `--limit must be a whole number from 1 to
 /// 1000, not '5000'` (with `(from JOTTER_…)` when it came from the environment).
@@ -42,6 +42,20 @@ package struct TypedOption<Value>: Sendable {
             guard let value = try read(arguments) else { throw UsageError(missing) }
             return value
         }
+    }
+
+    /// This option with its value made into another by `transform`, which may refuse it
+    /// with a usage error (`-H` takes `'Name: value'`).
+    package func map<Other>(_ transform: @escaping @Sendable (Value) throws(UsageError) -> Other) -> TypedOption<Other> {
+        let read = self.read
+        return TypedOption<Other>(option) { arguments throws(UsageError) in try transform(try read(arguments)) }
+    }
+
+    /// This option shown within `[options]` in the usage lines: one every client command takes.
+    package func common() -> TypedOption {
+        var copy = self
+        copy.option.shown = .common
+        return copy
     }
 
     /// This option, shown in the usage line as the alternative to the one declared before it:
