@@ -30,31 +30,41 @@ struct TokensCommand: CommandGroup {
 
 /// Where an account command acts: on the server's store — the data folder, or its PostgreSQL
 /// database (`--database`) — or through a server (`--server`, or `JOTTER_SERVER` when neither
-/// `--data` nor `--database` is given) with a token.
-enum AccountPlace {
-    case folder(StorePlace)
-    case server(ClientOptions)
+/// `--data` nor `--database` is given) with a token: `@Group var place: AccountPlace` in the
+/// lists, which print JSON too (`--json`, as the API lists them), and `@Group(without:
+/// ClientOptions.jsonOption)` in the others, which print text only. The client options are read
+/// only when it goes through a server.
+struct AccountPlace: ParsableArguments {
+    enum Kind {
+        case folder(StorePlace)
+        case server(ClientOptions)
+    }
 
-    /// The account commands print text only: no `--json`.
-    static let options =
-        [DataFolder.data.option, DataFolder.database.option, ClientOptions.serverOption.alternative().option]
-        + ClientOptions.connection.filter { $0.key != ClientOptions.serverOption.option.key }
-    /// The lists' options: they print JSON too (`--json`), as the API lists them.
-    static let listOptions = options + [ClientOptions.jsonOption.option]
+    private(set) var kind = Kind.folder(StorePlace(data: DataFolder.defaultData))
+    private(set) var json = false
 
-    init(_ arguments: Arguments) throws {
+    init() {}
+
+    static func options(without excluded: Set<String>) -> [Option] {
+        ([DataFolder.data.option, DataFolder.database.option, ClientOptions.serverOption.alternative().option]
+            + ClientOptions.connection.filter { $0.key != ClientOptions.serverOption.option.key } + [ClientOptions.jsonOption.option])
+            .filter { !excluded.contains($0.key) }
+    }
+
+    init(group arguments: Arguments, without excluded: Set<String>) throws {
         let data = try arguments[DataFolder.data], database = try arguments[DataFolder.database]
         if data == nil, database == nil, try arguments[ClientOptions.serverOption] != nil {
-            self = .server(try ClientOptions(parsing: arguments))
+            kind = .server(try ClientOptions(group: arguments, without: [ClientOptions.jsonOption.option.key]))
         } else {
-            self = .folder(StorePlace(data: data ?? DataFolder.defaultData, database: database))
+            kind = .folder(StorePlace(data: data ?? DataFolder.defaultData, database: database))
         }
+        json = try arguments.declares(ClientOptions.jsonOption.option) && arguments[ClientOptions.jsonOption]
     }
 
     /// Checks the owner a `tokens` command names: `--user NAME` is required on the store (through a
     /// server, the tokens are the signed-in user's).
     func requireOwner(_ user: String?) throws(UsageError) {
-        if case .folder = self, user == nil { throw UsageError("--user NAME is required on the data folder") }
+        if case .folder = kind, user == nil { throw UsageError("--user NAME is required on the data folder") }
     }
 
     /// Does what an account command does where it acts: `remote` with the server's client, or
@@ -65,7 +75,7 @@ enum AccountPlace {
         _ remote: (JotterClient) async throws(JotterClientError) -> T,
         onStore local: (any DataStore) throws -> T, creating: Bool = false
     ) async throws -> T {
-        switch self {
+        switch kind {
         case .server(let options): try await Self.remote(options, remote)
         case .folder(let data): try DataFolder.with(data, creating: creating, local)
         }
@@ -174,7 +184,7 @@ extension Console {
     }
 }
 
-struct UsersAddCommand: AsyncCommand {
+struct UsersAddCommand: AsyncCommand, ParsableArguments {
     static let name = "add"
     static let summary = "Add a user."
     static let about = """
@@ -183,15 +193,11 @@ struct UsersAddCommand: AsyncCommand {
         the notes and uploads stored before there were users. With --server, an administrator's
         token is needed (jotter login, --token or JOTTER_TOKEN).
         """
-    static let operands = Operands.single("NAME")
-    static let adminOption = Option.flag("--admin", help: "The user may manage users.")
-    static let options = [adminOption.option] + AccountPlace.options
-    let name: String, admin: Bool, place: AccountPlace
+    @Operand(.single("NAME")) var name: String
+    @Value(Option.flag("--admin", help: "The user may manage users.")) var admin: Bool
+    @Group(without: ClientOptions.jsonOption) var place: AccountPlace
 
-    init(parsing arguments: Arguments) throws {
-        name = try arguments[Self.operands]
-        admin = try arguments[Self.adminOption]
-        place = try AccountPlace(arguments)
+    func validate(_ arguments: Arguments) throws {
         guard UserName.isValid(name) else { throw UsageError("a user name \(UserName.rule)") }
     }
 
@@ -216,25 +222,17 @@ struct UsersAddCommand: AsyncCommand {
     }
 }
 
-struct UsersListCommand: AsyncCommand {
+struct UsersListCommand: AsyncCommand, ParsableArguments {
     static let name = "list"
     static let summary = "List the users."
     static let about = "Lists the users: name, whether an administrator, when added (UTC); --json as GET /users gives them."
-    static let options = AccountPlace.listOptions
-    let place: AccountPlace
-    let json: Bool
-
-    init(parsing arguments: Arguments) throws {
-        place = try AccountPlace(arguments)
-        json = try arguments[ClientOptions.jsonOption]
-        try arguments.finish()
-    }
+    @Group var place: AccountPlace
 
     func run(console: Console) async throws -> Int32 {
         let users = try await place.perform(
             { client throws(JotterClientError) in try await client.users() },
             onStore: { store in try store.users().map(UserInfo.init) })
-        if json {
+        if place.json {
             console.out(try ClientOptions.json(UserList(users: users)))
         } else {
             console.out(
@@ -244,21 +242,15 @@ struct UsersListCommand: AsyncCommand {
     }
 }
 
-struct UsersPasswdCommand: AsyncCommand {
+struct UsersPasswdCommand: AsyncCommand, ParsableArguments {
     static let name = "passwd"
     static let summary = "Change a user's password."
     static let about = "Sets a new password (asked as for users add); the user's web sessions end, their API tokens stay."
-    static let operands = Operands.single("NAME")
-    static let options = AccountPlace.options
-    let name: String, place: AccountPlace
-
-    init(parsing arguments: Arguments) throws {
-        name = try arguments[Self.operands]
-        place = try AccountPlace(arguments)
-    }
+    @Operand(.single("NAME")) var name: String
+    @Group(without: ClientOptions.jsonOption) var place: AccountPlace
 
     func run(console: Console) async throws -> Int32 {
-        switch place {
+        switch place.kind {
         case .server(let options):
             let password = try DataFolder.password(for: name, console: console)
             try await AccountPlace.remote(options) { client throws(JotterClientError) in try await client.setPassword(user: name, password: password)
@@ -275,7 +267,7 @@ struct UsersPasswdCommand: AsyncCommand {
     }
 }
 
-struct UsersRemoveCommand: AsyncCommand {
+struct UsersRemoveCommand: AsyncCommand, ParsableArguments {
     static let name = "remove"
     static let summary = "Remove a user with their notes and uploads."
     static let about = """
@@ -283,20 +275,13 @@ struct UsersRemoveCommand: AsyncCommand {
         a terminal; elsewhere --yes is needed. The last administrator is not removed: add another
         administrator first.
         """
-    static let operands = Operands.single("NAME")
-    static let yesOption = Option.flag("--yes", help: "Do not ask.")
-    static let options = [yesOption.option] + AccountPlace.options
-    let name: String, yes: Bool, place: AccountPlace
-
-    init(parsing arguments: Arguments) throws {
-        name = try arguments[Self.operands]
-        yes = try arguments[Self.yesOption]
-        place = try AccountPlace(arguments)
-    }
+    @Operand(.single("NAME")) var name: String
+    @Value(Option.flag("--yes", help: "Do not ask.")) var yes: Bool
+    @Group(without: ClientOptions.jsonOption) var place: AccountPlace
 
     func run(console: Console) async throws -> Int32 {
         guard try confirmed(console) else { return ExitCode.failure }
-        switch place {
+        switch place.kind {
         case .server(let options): try await Self.remove(name, through: options)
         case .folder(let data): try Self.remove(name, in: data)
         }
@@ -332,7 +317,7 @@ struct UsersRemoveCommand: AsyncCommand {
     }
 }
 
-struct TokensCreateCommand: AsyncCommand {
+struct TokensCreateCommand: AsyncCommand, ParsableArguments {
     static let name = "create"
     static let summary = "Create an API token."
     static let about = """
@@ -340,26 +325,20 @@ struct TokensCreateCommand: AsyncCommand {
         --user's; with --server, the signed-in user's. Give it to the CLI as JOTTER_TOKEN or to
         `Authorization: Bearer`.
         """
-    static let userOption = Option.text("--user", value: "NAME", help: "Whose token it is (with --data or --database; required there).")
-    static let labelOption = Option.text("--name", value: "LABEL", help: "What it is for, shown by tokens list.")
-    static let expiresOption = Option.value(
-        "--expires", value: "DURATION", expected: "a duration from 1m to 10y such as 12h, 30d or 1y",
-        help: "Lifetime such as 12h, 30d or 1y (1m to 10y); no expiry when absent.", duration)
-    static let options = [userOption.option, labelOption.option, expiresOption.option] + AccountPlace.options
-    let user: String?, label: String, expires: Int64?, place: AccountPlace
+    @Value(Option.text("--user", value: "NAME", help: "Whose token it is (with --data or --database; required there).")) var user: String?
+    @Value(Option.text("--name", value: "LABEL", help: "What it is for, shown by tokens list.").map { $0 ?? "" }) var label: String
+    @Value(
+        Option.value(
+            "--expires", value: "DURATION", expected: "a duration from 1m to 10y such as 12h, 30d or 1y",
+            help: "Lifetime such as 12h, 30d or 1y (1m to 10y); no expiry when absent.", TokensCreateCommand.duration))
+    var expires: Int64?
+    @Group(without: ClientOptions.jsonOption) var place: AccountPlace
 
-    init(parsing arguments: Arguments) throws {
-        user = try arguments[Self.userOption]
-        label = try arguments[Self.labelOption] ?? ""
-        expires = try arguments[Self.expiresOption]
-        place = try AccountPlace(arguments)
-        try place.requireOwner(user)
-        try arguments.finish()
-    }
+    func validate(_ arguments: Arguments) throws { try place.requireOwner(user) }
 
     /// `90m`, `12h`, `30d`, `1y` (or plain seconds) as seconds, within the lifetimes the server
     /// takes (`AuthController.lifetimes`: a minute to ten years), on the data folder as through it.
-    static func duration(_ text: String) -> Int64? {
+    @Sendable static func duration(_ text: String) -> Int64? {
         let units: [Character: Int64] = ["s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400, "y": 365 * 86400]
         guard let last = text.last else { return nil }
         let (number, unit) = last.isNumber ? (text, Int64(1)) : (String(text.dropLast()), units[last] ?? 0)
@@ -386,23 +365,15 @@ struct TokensCreateCommand: AsyncCommand {
     }
 }
 
-struct TokensListCommand: AsyncCommand {
+struct TokensListCommand: AsyncCommand, ParsableArguments {
     static let name = "list"
     static let summary = "List API tokens."
     static let about =
         "Lists tokens, newest first: id, label, created, last used, expiry (UTC), revoked — --user's on the data folder, the signed-in user's with --server; --json as GET /auth/tokens gives them."
-    static let userOption = Option.text("--user", value: "NAME", help: "Whose tokens (with --data or --database; required there).")
-    static let options = [userOption.option] + AccountPlace.listOptions
-    let user: String?, place: AccountPlace
-    let json: Bool
+    @Value(Option.text("--user", value: "NAME", help: "Whose tokens (with --data or --database; required there).")) var user: String?
+    @Group var place: AccountPlace
 
-    init(parsing arguments: Arguments) throws {
-        user = try arguments[Self.userOption]
-        json = try arguments[ClientOptions.jsonOption]
-        place = try AccountPlace(arguments)
-        try place.requireOwner(user)
-        try arguments.finish()
-    }
+    func validate(_ arguments: Arguments) throws { try place.requireOwner(user) }
 
     func run(console: Console) async throws -> Int32 {
         let tokens = try await place.perform(
@@ -410,7 +381,7 @@ struct TokensListCommand: AsyncCommand {
             onStore: { store in
                 try store.credentials(userID: try DataFolder.user(user ?? "", in: store).id, kind: .token).map(TokenInfo.init)
             })
-        if json {
+        if place.json {
             console.out(try ClientOptions.json(TokenList(tokens: tokens)))
             return ExitCode.success
         }
@@ -427,23 +398,20 @@ struct TokensListCommand: AsyncCommand {
     }
 }
 
-struct TokensRevokeCommand: AsyncCommand {
+struct TokensRevokeCommand: AsyncCommand, ParsableArguments {
     static let name = "revoke"
     static let summary = "Revoke an API token."
     static let about = """
         Revokes the token with this id (from tokens list). Through --server it is refused from the
         next request on; on the data folder a running server refuses it within 10 s.
         """
-    static let operands = Operands.single("ID")
-    static let options = AccountPlace.options
-    let id: Int64, place: AccountPlace
-
-    init(parsing arguments: Arguments) throws {
-        let text = try arguments[Self.operands]
-        guard let id = Int64(text), id > 0 else { throw UsageError("ID is a token's number, from jotter tokens list") }
-        self.id = id
-        place = try AccountPlace(arguments)
-    }
+    @Operand(
+        Operands.single("ID").map { text throws(UsageError) in
+            guard let id = Int64(text), id > 0 else { throw UsageError("ID is a token's number, from jotter tokens list") }
+            return id
+        })
+    var id: Int64
+    @Group(without: ClientOptions.jsonOption) var place: AccountPlace
 
     func run(console: Console) async throws -> Int32 {
         let label = try await place.perform(

@@ -8,7 +8,7 @@ import JotterStore
 import JotterSystem
 
 /// `jotter backup DEST [--data DIR]`: an online backup into a new folder.
-struct BackupCommand: AsyncCommand {
+struct BackupCommand: AsyncCommand, ParsableArguments {
     static let name = "backup"
     static let summary = "Back up a running server (or a data folder) while it takes writes."
     static let about = """
@@ -24,19 +24,10 @@ struct BackupCommand: AsyncCommand {
         A server on PostgreSQL refuses (501): back up its database (pg_dump) and its blob
         store with their own tools (docs/deployment.md).
         """
-    static let operands = Operands.single("DEST")
-    static let dataOption = Option.text("--data", value: "DIR", help: "Back up this data folder directly instead of a server.")
-    static let options = [dataOption.option] + ClientOptions.options
 
-    let options: ClientOptions
-    let data: String?
-    let destination: String
-
-    init(parsing arguments: Arguments) throws {
-        options = try ClientOptions(parsing: arguments)
-        data = try arguments[Self.dataOption]
-        destination = try arguments[Self.operands]
-    }
+    @Group var options: ClientOptions
+    @Value(Option.text("--data", value: "DIR", help: "Back up this data folder directly instead of a server.")) var data: String?
+    @Operand(.single("DEST")) var destination: String
 
     func run(console: Console) async throws -> Int32 {
         let backup: Backup
@@ -96,6 +87,8 @@ struct BackupCommand: AsyncCommand {
 
 /// `jotter restore SRC --data DIR [--force]`: a backup back into a data folder;
 /// `jotter restore --database URL`: a new history for a PostgreSQL database pg_restore put back.
+/// Not `ParsableArguments`: each form reads only its own options (`--data` is required with SRC
+/// and refused with `--database`), so it declares them as statics and reads them itself.
 struct RestoreCommand: BlockingCommand {
     static let name = "restore"
     static let summary = "Restore a backup into a data folder, or start a new history after pg_restore."
@@ -125,6 +118,8 @@ struct RestoreCommand: BlockingCommand {
     static let options = [dataOption.option, forceOption.option, jsonOption.option, databaseOption.option]
     static let otherUsages = [(arguments: "--database URL", note: "after pg_restore: start a new history on PostgreSQL")]
     static let usageOptions = [dataOption.option, forceOption.option, jsonOption.option]
+    static let operandsUsage = operands.usage
+    static let firstOperand = operands.first
 
     enum Action {
         case folder(source: String, data: String, force: Bool, json: Bool)

@@ -2,10 +2,12 @@ import JotterCLICore
 import Foundation
 import JotterClient
 
-/// `--server URL` (or `JOTTER_SERVER`), `--token` and `--json`: what every client command reads.
-/// A command that prints JSON declares `options`; one that does not declares `connection`, so
-/// that `--json` is a usage error there rather than silently ignored.
-struct ClientOptions: Sendable {
+/// `--server URL` (or `JOTTER_SERVER`), `--token` and `--json`: what every client command reads,
+/// as `@Group var options: ClientOptions`, declared first so that a bad `--server` is the first
+/// error; its options are listed after the command's own. A command that prints no JSON leaves
+/// `--json` out (`@Group(without: ClientOptions.jsonOption)`), so that it is a usage error
+/// there rather than silently ignored.
+struct ClientOptions: ParsableArguments {
     static let defaultServer = "http://127.0.0.1:8080"
     /// `nil` when neither `--server` nor `JOTTER_SERVER` is given (`defaultServer` then).
     static let serverOption = Option.value(
@@ -16,32 +18,36 @@ struct ClientOptions: Sendable {
     static let tokenOption = Option.text(
         "--token", value: "TOKEN", environment: "JOTTER_TOKEN",
         help: "An API token (jot_…); default: the one jotter login kept for the server.")
-    static let cacertOption = Option.text(
-        "--cacert", value: "FILE", environment: "JOTTER_CACERT",
-        help: "For an https:// server: trust only the certificate authorities in this PEM file (a private CA).")
-    static let insecureOption = Option.flag(
-        "--insecure", environment: "JOTTER_INSECURE",
-        help: "For an https:// server: do not verify its certificate at all (a test server only).")
+
+    @Value(serverOption.defaulting(to: serverURL(defaultServer)!, shown: defaultServer).common()) var server: URL
+    @Value(jsonOption.common()) var json: Bool
+    @Value(tokenOption.common()) var givenToken: String?
+    @Value(
+        Option.text(
+            "--cacert", value: "FILE", environment: "JOTTER_CACERT",
+            help: "For an https:// server: trust only the certificate authorities in this PEM file (a private CA)."
+        ).common())
+    var cacert: String?
+    @Value(
+        Option.flag(
+            "--insecure", environment: "JOTTER_INSECURE",
+            help: "For an https:// server: do not verify its certificate at all (a test server only)."
+        ).common())
+    var insecure: Bool
+
     /// Shown as `[options]` in the usage lines.
-    static let options = [serverOption.option, jsonOption.option, tokenOption.option, cacertOption.option, insecureOption.option].map(\.common)
+    static let options = Self.options(without: [])
     /// `options` without `--json`.
-    static let connection = options.filter { $0.key != jsonOption.option.key }
+    static let connection = Self.options(without: [jsonOption.option.key])
 
-    var server: URL
-    var json: Bool
-    /// Sent as `Authorization: Bearer`.
-    var token: String?
+    /// Sent as `Authorization: Bearer`: `--token`, else the one `jotter login` kept.
+    private(set) var token: String?
     /// What an `https://` server's certificate is checked against.
-    var trust = JotterClient.ServerTrust.system
+    private(set) var trust = JotterClient.ServerTrust.system
 
-    init(parsing arguments: Arguments) throws {
-        server = try arguments[Self.serverOption] ?? Self.serverURL(Self.defaultServer)!
-        json = try arguments.declares(Self.jsonOption.option) && arguments[Self.jsonOption]
-        token =
-            try arguments[Self.tokenOption].flatMap { $0.isEmpty ? nil : $0 }
-            ?? StoredTokens(environment: arguments.environment).token(for: server)
-        let insecure = try arguments[Self.insecureOption]
-        if let file = try arguments[Self.cacertOption], !file.isEmpty {
+    mutating func validate(_ arguments: Arguments) throws {
+        token = givenToken.flatMap { $0.isEmpty ? nil : $0 } ?? StoredTokens(environment: arguments.environment).token(for: server)
+        if let file = cacert, !file.isEmpty {
             guard !insecure else { throw UsageError("--cacert and --insecure: give one (--insecure verifies nothing)") }
             guard FileManager.default.isReadableFile(atPath: file) else { throw UsageError("--cacert \(file): no such readable file") }
             trust = .certificateAuthorities(URL(fileURLWithPath: file))
@@ -54,11 +60,10 @@ struct ClientOptions: Sendable {
     static let defaultLimit = 100
 
     /// How many a listing shows (`--limit N | --all`): N, `defaultLimit` when neither is given,
-    /// `nil` for every one with `--all`.
-    static func count(_ arguments: Arguments, limit: TypedOption<Int?>, all: TypedOption<Bool>) throws -> Int? {
-        let count = try arguments[limit]
-        guard try arguments[all] else { return count ?? defaultLimit }
-        guard count == nil else { throw UsageError("choose --limit N or --all, not both") }
+    /// `nil` for every one with `--all`: `@Value(limitOption, allOption, ClientOptions.count)`.
+    @Sendable static func count(_ limit: Int?, all: Bool) throws(UsageError) -> Int? {
+        guard all else { return limit ?? defaultLimit }
+        guard limit == nil else { throw UsageError("choose --limit N or --all, not both") }
         return nil
     }
 
@@ -152,20 +157,6 @@ struct ClientOptions: Sendable {
             }
         }
         return String(decoding: out, as: UTF8.self)
-    }
-}
-
-/// A client command that reads nothing but the client options and its operands (`ID`,
-/// `ID…`, `FILE`): it declares `operands` and keeps both as they are read, in this order.
-protocol ClientCommand: AsyncCommand where Operand: Sendable {
-    init(options: ClientOptions, operands: Operand)
-}
-
-extension ClientCommand {
-    static var options: [Option] { ClientOptions.options }
-
-    init(parsing arguments: Arguments) throws {
-        self.init(options: try ClientOptions(parsing: arguments), operands: try arguments[Self.operands])
     }
 }
 

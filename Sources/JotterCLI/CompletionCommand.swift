@@ -424,7 +424,7 @@ extension String {
 
 /// `jotter completion bash|zsh|fish`: the shell completion script, from the commands' own
 /// declarations.
-struct CompletionCommand: BlockingCommand {
+struct CompletionCommand: BlockingCommand, ParsableArguments {
     static let name = "completion"
     static let summary = "Print the shell completion script for bash, zsh or fish."
     static let about = """
@@ -434,14 +434,10 @@ struct CompletionCommand: BlockingCommand {
         ~/.config/fish/completions/jotter.fish. The manual page: jotter help --man.
         """
 
-    static let operands = Operands.single("bash|zsh|fish", missing: "missing the shell: jotter completion bash, zsh or fish")
+    @Operand(.single("bash|zsh|fish", missing: "missing the shell: jotter completion bash, zsh or fish")) var shell: String
 
-    let shell: String
-
-    init(parsing arguments: Arguments) throws {
-        let shell = try arguments[Self.operands]
+    func validate(_ arguments: Arguments) throws {
         guard ["bash", "zsh", "fish"].contains(shell) else { throw UsageError("no completion for '\(shell)': bash, zsh or fish") }
-        self.shell = shell
     }
 
     func run(console: Console) throws -> Int32 {

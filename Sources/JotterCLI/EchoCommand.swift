@@ -3,7 +3,7 @@ import Foundation
 import JotterClient
 
 /// `jotter echo`: sends a request to `/echo` and prints what the server received.
-struct EchoCommand: AsyncCommand {
+struct EchoCommand: AsyncCommand, ParsableArguments {
     static let name = "echo"
     static let summary = "Send a request to /echo and show what the server received."
     static let about = """
@@ -13,42 +13,42 @@ struct EchoCommand: AsyncCommand {
         fields become parts of the multipart body; files are streamed from disk. GET and HEAD
         carry no body: use -q for their fields.
         """
-    static let requestOption = Option.text("-X", "--request", value: "METHOD", help: "The method (default GET, or POST when there is a body).")
-    static let headerOption = Option.list("-H", "--header", value: "'Name: value'", help: "A request header (repeatable).")
-    static let queryOption = Option.list("-q", "--query", value: "key=value", help: "A query parameter (repeatable).")
-    static let dataOption = Option.list(
-        "-d", "--data", value: "key=value|@file",
-        help: "A form field, sent form-urlencoded (repeatable); @file sends the file's bytes.")
-    static let formOption = Option.list(
-        "-F", "--form", value: "field=value|field=@path[;type=…]",
-        help: "A multipart field; field=@path sends the file, field=@path;type=image/png with its type (repeatable).")
-    static let jsonBodyOption = Option.text(
-        "--json-body", value: "'{…}'|@file", help: "A JSON body (application/json); @file reads it from the file.")
-    static let options =
-        [
-            requestOption.option, headerOption.option, queryOption.option, dataOption.option, formOption.option,
-            jsonBodyOption.option,
-        ] + ClientOptions.options
+    @Value(Option.text("-X", "--request", value: "METHOD", help: "The method (default GET, or POST when there is a body).")) var request: String?
+    @Value(Option.list("-H", "--header", value: "'Name: value'", help: "A request header (repeatable).").map(EchoCommand.headers)) var headers:
+        [String: String]
+    @Value(
+        Option.list("-q", "--query", value: "key=value", help: "A query parameter (repeatable).").map { FormURLEncodedBody($0.map(EchoCommand.pair)) }
+    )
+    var query: FormURLEncodedBody
+    @Value(
+        Option.list(
+            "-d", "--data", value: "key=value|@file",
+            help: "A form field, sent form-urlencoded (repeatable); @file sends the file's bytes."))
+    var data: [String]
+    @Value(
+        Option.list(
+            "-F", "--form", value: "field=value|field=@path[;type=…]",
+            help: "A multipart field; field=@path sends the file, field=@path;type=image/png with its type (repeatable)."))
+    var parts: [String]
+    @Value(Option.text("--json-body", value: "'{…}'|@file", help: "A JSON body (application/json); @file reads it from the file."))
+    var json: String?
+    @Group var server: ClientOptions
+    private(set) var method = "GET"
+    private(set) var body: JotterClient.EchoBody?
 
-    let server: ClientOptions
-    let method: String
-    let query: FormURLEncodedBody
-    let headers: [String: String]
-    let body: JotterClient.EchoBody?
-
-    init(parsing arguments: Arguments) throws {
-        query = FormURLEncodedBody(try arguments[Self.queryOption].map(Self.pair))
+    /// `-H` values: `Name: value` each.
+    @Sendable static func headers(_ values: [String]) throws(UsageError) -> [String: String] {
         var headers: [String: String] = [:]
-        for header in try arguments[Self.headerOption] {
+        for header in values {
             guard let colon = header.firstIndex(of: ":"), colon > header.startIndex else {
                 throw UsageError("-H takes 'Name: value', not '\(header)'")
             }
             headers[String(header[..<colon])] = String(header[header.index(after: colon)...]).trimmingCharacters(in: .whitespaces)
         }
-        let data = try arguments[Self.dataOption]
-        let parts = try arguments[Self.formOption]
-        let json = try arguments[Self.jsonBodyOption]
-        server = try ClientOptions(parsing: arguments)
+        return headers
+    }
+
+    mutating func validate(_ arguments: Arguments) throws {
         try arguments.finish()
         guard json == nil || (data.isEmpty && parts.isEmpty) else { throw UsageError("--json-body is the whole body: leave out -d and -F") }
         if let json {
@@ -96,18 +96,17 @@ struct EchoCommand: AsyncCommand {
         } else {
             body = nil
         }
-        method = (try arguments[Self.requestOption] ?? (body == nil ? "GET" : "POST")).uppercased()
+        method = (request ?? (body == nil ? "GET" : "POST")).uppercased()
         if body != nil, ["GET", "HEAD"].contains(method) {
             throw UsageError("a \(method) request carries no body: send the fields with -q key=value, or use -X POST")
         }
         if method == "HEAD" {
             throw UsageError("/echo answers HEAD with headers only, so there is nothing to show: use -X GET")
         }
-        self.headers = headers
     }
 
     /// `key=value` (a value may hold `=`; no `=` is an empty value).
-    static func pair(_ text: String) -> (String, String) {
+    @Sendable static func pair(_ text: String) -> (String, String) {
         guard let equals = text.firstIndex(of: "=") else { return (text, "") }
         return (String(text[..<equals]), String(text[text.index(after: equals)...]))
     }

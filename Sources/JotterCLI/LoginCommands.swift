@@ -52,7 +52,7 @@ struct StoredTokens {
 }
 
 /// `jotter login [--server URL] [--name NAME]`.
-struct LoginCommand: AsyncCommand {
+struct LoginCommand: AsyncCommand, ParsableArguments {
     static let name = "login"
     static let summary = "Sign in and keep a token for the server."
     static let about = """
@@ -61,19 +61,12 @@ struct LoginCommand: AsyncCommand {
         ~/.config/jotter/tokens (mode 0600), used by every command for that server.
         JOTTER_TOKEN or --token, when given, wins over it.
         """
-    static let nameOption = Option.text("--name", value: "NAME", help: "Your user name.")
-    static let options = [nameOption.option] + ClientOptions.connection
 
-    let options: ClientOptions
-    let name: String?
-    let stored: StoredTokens
+    @Group(without: ClientOptions.jsonOption) var options: ClientOptions
+    @Value(Option.text("--name", value: "NAME", help: "Your user name.")) var name: String?
+    private(set) var stored = StoredTokens(environment: [:])
 
-    init(parsing arguments: Arguments) throws {
-        options = try ClientOptions(parsing: arguments)
-        name = try arguments[Self.nameOption]
-        stored = StoredTokens(environment: arguments.environment)
-        try arguments.finish()
-    }
+    mutating func validate(_ arguments: Arguments) throws { stored = StoredTokens(environment: arguments.environment) }
 
     func run(console: Console) async throws -> Int32 {
         let terminal = isatty(0) == 1
@@ -110,20 +103,15 @@ struct LoginCommand: AsyncCommand {
 }
 
 /// `jotter logout [--server URL]`.
-struct LogoutCommand: AsyncCommand {
+struct LogoutCommand: AsyncCommand, ParsableArguments {
     static let name = "logout"
     static let summary = "Revoke and forget the token kept for the server."
     static let about = "Revokes the token `jotter login` kept for the server and removes it from ~/.config/jotter/tokens."
-    static let options = ClientOptions.connection
 
-    let options: ClientOptions
-    let stored: StoredTokens
+    @Group(without: ClientOptions.jsonOption) var options: ClientOptions
+    private(set) var stored = StoredTokens(environment: [:])
 
-    init(parsing arguments: Arguments) throws {
-        options = try ClientOptions(parsing: arguments)
-        stored = StoredTokens(environment: arguments.environment)
-        try arguments.finish()
-    }
+    mutating func validate(_ arguments: Arguments) throws { stored = StoredTokens(environment: arguments.environment) }
 
     func run(console: Console) async throws -> Int32 {
         guard let token = stored.token(for: options.server) else {

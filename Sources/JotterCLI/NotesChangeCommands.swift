@@ -3,7 +3,7 @@ import JotterAPI
 import JotterClient
 
 /// `jotter notes add TEXT` (or `-` for standard input).
-struct NotesAddCommand: ClientCommand {
+struct NotesAddCommand: AsyncCommand, ParsableArguments {
     static let name = "add"
     static let summary = "Add a note."
     static let about = """
@@ -11,11 +11,10 @@ struct NotesAddCommand: ClientCommand {
         Text that starts with - goes after --: jotter notes add -- --help
         """
     static let otherUsages = [(arguments: "- [options]", note: "the text from standard input, less one final newline")]
-    static let operands = Operands.some("TEXT", missing: "missing TEXT (or - to read it from standard input)")
 
-    let options: ClientOptions
+    @Group var options: ClientOptions
     /// The words of the text, or `-`.
-    let operands: [String]
+    @Operand(.some("TEXT", missing: "missing TEXT (or - to read it from standard input)")) var operands: [String]
 
     func run(console: Console) async throws -> Int32 {
         let body = try console.noteText(operands)
@@ -26,7 +25,7 @@ struct NotesAddCommand: ClientCommand {
 }
 
 /// `jotter notes rm ID…`.
-struct NotesRemoveCommand: ClientCommand {
+struct NotesRemoveCommand: AsyncCommand, ParsableArguments {
     static let name = "rm"
     static let summary = "Move notes, with their attachments, to the trash."
     static let about = """
@@ -35,11 +34,10 @@ struct NotesRemoveCommand: ClientCommand {
         can't be deleted is reported and the others are still deleted; the exit code is then
         that of the first failure.
         """
-    static let operands = Operands.some("ID")
 
-    let options: ClientOptions
+    @Group var options: ClientOptions
     /// The notes' ids.
-    let operands: [String]
+    @Operand(.some("ID")) var operands: [String]
 
     func run(console: Console) async throws -> Int32 {
         let notes = options.client().notes

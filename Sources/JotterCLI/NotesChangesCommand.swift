@@ -3,7 +3,7 @@ import JotterAPI
 import JotterClient
 
 /// `jotter notes changes [--since CURSOR] [--limit N]`.
-struct NotesChangesCommand: AsyncCommand {
+struct NotesChangesCommand: AsyncCommand, ParsableArguments {
     static let name = "changes"
     static let summary = "List the notes changed since a cursor (the change feed)."
     static let about = """
@@ -15,23 +15,16 @@ struct NotesChangesCommand: AsyncCommand {
         it did not list). --json prints the server's pages as one: {"changes", "cursor", "more",
         "reset"}.
         """
-    static let sinceOption = Option.integer(
-        "--since", value: "CURSOR", in: Int.min...Int.max, noun: "cursor (a whole number)",
-        help: "The cursor a previous run printed, or an event id (default: everything).")
-    static let limitOption = Option.integer(
-        "--limit", default: "all", help: "At most N changes (one page of them; the cursor goes on after them).")
-    static let options = [sinceOption.option, limitOption.option] + ClientOptions.options
 
-    let options: ClientOptions
-    let since: Int64?
-    let limit: Int?
-
-    init(parsing arguments: Arguments) throws {
-        options = try ClientOptions(parsing: arguments)
-        since = try arguments[Self.sinceOption].map(Int64.init)
-        limit = try arguments[Self.limitOption]
-        try arguments.finish()
-    }
+    @Group var options: ClientOptions
+    @Value(
+        Option.integer(
+            "--since", value: "CURSOR", in: Int.min...Int.max, noun: "cursor (a whole number)",
+            help: "The cursor a previous run printed, or an event id (default: everything)."
+        ).map { $0.map(Int64.init) })
+    var since: Int64?
+    @Value(Option.integer("--limit", default: "all", help: "At most N changes (one page of them; the cursor goes on after them)."))
+    var limit: Int?
 
     func run(console: Console) async throws -> Int32 {
         let notes = options.client().notes

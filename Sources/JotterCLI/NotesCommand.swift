@@ -26,7 +26,7 @@ struct NotesCommand: CommandGroup {
 }
 
 /// `jotter notes list [--search WORDS] [--limit N | --all] [--order newest|oldest|updated] [--after CURSOR]`.
-struct NotesListCommand: AsyncCommand {
+struct NotesListCommand: AsyncCommand, ParsableArguments {
     static let name = "list"
     static let summary = "List notes, newest first."
     static let about = """
@@ -35,34 +35,25 @@ struct NotesListCommand: AsyncCommand {
         it says how many on standard error and how to see them; with --json the server's `next`
         link is kept.
         """
-    static let searchOption = Option.text("--search", value: "WORDS", help: "Only notes matching these words (full-text search).")
-    static let limitOption = Option.integer("--limit", default: "\(ClientOptions.defaultLimit)", help: "At most N notes.")
-    static let allOption = Option.flag("--all", help: "Every note, however many (following the server's pages).").alternative()
-    static let orderOption = Option.choice(
-        "--order", choices: [("newest", JotterClient.Notes.Order.newestFirst), ("oldest", .oldestFirst), ("updated", .recentlyUpdated)],
-        help: "Which notes come first (updated: the last changed)."
-    ).defaulting(to: .newestFirst, shown: "newest")
-    static let afterOption = Option.text(
-        "--after", value: "CURSOR", help: "Start where a previous listing stopped (a note id; with --order updated, the cursor it printed).")
-    static let options =
-        [searchOption.option, limitOption.option, allOption.option, orderOption.option, afterOption.option]
-        + ClientOptions.options
 
-    let options: ClientOptions
-    let search: String?
+    @Group var options: ClientOptions
+    @Value(Option.text("--search", value: "WORDS", help: "Only notes matching these words (full-text search).")) var search: String?
     /// `nil` with `--all`.
-    let limit: Int?
-    let order: JotterClient.Notes.Order
-    let after: String?
-
-    init(parsing arguments: Arguments) throws {
-        options = try ClientOptions(parsing: arguments)
-        search = try arguments[Self.searchOption]
-        limit = try ClientOptions.count(arguments, limit: Self.limitOption, all: Self.allOption)
-        order = try arguments[Self.orderOption]
-        after = try arguments[Self.afterOption]
-        try arguments.finish()
-    }
+    @Value(
+        Option.integer("--limit", default: "\(ClientOptions.defaultLimit)", help: "At most N notes."),
+        Option.flag("--all", help: "Every note, however many (following the server's pages).").alternative(), ClientOptions.count)
+    var limit: Int?
+    @Value(
+        Option.choice(
+            "--order", choices: [("newest", JotterClient.Notes.Order.newestFirst), ("oldest", .oldestFirst), ("updated", .recentlyUpdated)],
+            help: "Which notes come first (updated: the last changed)."
+        ).defaulting(to: .newestFirst, shown: "newest"))
+    var order: JotterClient.Notes.Order
+    @Value(
+        Option.text(
+            "--after", value: "CURSOR",
+            help: "Start where a previous listing stopped (a note id; with --order updated, the cursor it printed)."))
+    var after: String?
 
     func run(console: Console) async throws -> Int32 {
         let client = options.client()
@@ -110,15 +101,14 @@ struct NotesListCommand: AsyncCommand {
 }
 
 /// `jotter notes show ID`.
-struct NotesShowCommand: ClientCommand {
+struct NotesShowCommand: AsyncCommand, ParsableArguments {
     static let name = "show"
     static let summary = "Show one note in full."
     static let about = "Prints the note's id, version, times and attachments, then its body."
-    static let operands = Operands.single("ID")
 
-    let options: ClientOptions
+    @Group var options: ClientOptions
     /// The note's id.
-    let operands: String
+    @Operand(.single("ID")) var operands: String
 
     func run(console: Console) async throws -> Int32 {
         let note = try await options.client().notes.get(operands)

@@ -5,7 +5,7 @@ import JotterClient
 
 /// `jotter notes edit ID [TEXT]`: replace the body, or edit it in `$EDITOR`; saved only if
 /// nobody changed the note meanwhile.
-struct NotesEditCommand: AsyncCommand {
+struct NotesEditCommand: AsyncCommand, ParsableArguments {
     static let name = "edit"
     static let summary = "Change a note's text (in $EDITOR when no TEXT is given)."
     static let about = """
@@ -13,21 +13,16 @@ struct NotesEditCommand: AsyncCommand {
         The change is saved with If-Match: when the note changed on the server meanwhile,
         nothing is overwritten, it says so and exits 4 (your text is kept in a file).
         """
-    static let operands = Operands.single("ID", then: "TEXT")
     static let otherUsages = [(arguments: "ID - [options]", note: "the text from standard input, less one final newline")]
-    static let options = ClientOptions.options
 
-    let options: ClientOptions
-    let id: String
-    /// The words of the text, or `-`; none: the editor.
-    let words: [String]
-    let environment: [String: String]
+    @Group var options: ClientOptions
+    /// The note's id, and the words of the text, or `-`; none: the editor.
+    @Operand(.single("ID", then: "TEXT")) var operands: (String, [String])
+    var id: String { operands.0 }
+    var words: [String] { operands.1 }
+    private(set) var environment: [String: String] = [:]
 
-    init(parsing arguments: Arguments) throws {
-        options = try ClientOptions(parsing: arguments)
-        environment = arguments.environment
-        (id, words) = try arguments[Self.operands]
-    }
+    mutating func validate(_ arguments: Arguments) throws { environment = arguments.environment }
 
     func run(console: Console) async throws -> Int32 {
         let text = words.isEmpty ? nil : try console.noteText(words)

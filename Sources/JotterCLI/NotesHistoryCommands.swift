@@ -3,7 +3,7 @@ import JotterAPI
 import JotterClient
 
 /// `jotter notes history ID [--version N]`.
-struct NotesHistoryCommand: AsyncCommand {
+struct NotesHistoryCommand: AsyncCommand, ParsableArguments {
     static let name = "history"
     static let summary = "List a note's kept versions, or show one."
     static let about = """
@@ -12,22 +12,11 @@ struct NotesHistoryCommand: AsyncCommand {
         --version N, prints that version's body. A deleted note keeps its history in the trash:
         --trash reads it there.
         """
-    static let operands = Operands.single("ID")
-    static let versionOption = Option.integer("--version", help: "Print this version's body instead of the list.")
-    static let trashOption = Option.flag("--trash", help: "The note is in the trash (see jotter notes trash).")
-    static let options = [versionOption.option, trashOption.option] + ClientOptions.options
 
-    let options: ClientOptions
-    let id: String
-    let version: Int?
-    let inTrash: Bool
-
-    init(parsing arguments: Arguments) throws {
-        options = try ClientOptions(parsing: arguments)
-        inTrash = try arguments[Self.trashOption]
-        version = try arguments[Self.versionOption]
-        id = try arguments[Self.operands]
-    }
+    @Group var options: ClientOptions
+    @Value(Option.integer("--version", help: "Print this version's body instead of the list.")) var version: Int?
+    @Value(Option.flag("--trash", help: "The note is in the trash (see jotter notes trash).")) var inTrash: Bool
+    @Operand(.single("ID")) var id: String
 
     func run(console: Console) async throws -> Int32 {
         let notes = options.client().notes
@@ -59,7 +48,7 @@ struct NotesHistoryCommand: AsyncCommand {
 }
 
 /// `jotter notes restore ID [--version N]`.
-struct NotesRestoreCommand: AsyncCommand {
+struct NotesRestoreCommand: AsyncCommand, ParsableArguments {
     static let name = "restore"
     static let summary = "Bring back a deleted note, or a note's earlier version."
     static let about = """
@@ -67,20 +56,11 @@ struct NotesRestoreCommand: AsyncCommand {
         its id, text and attachments. With --version N, saves version N's body (see jotter notes
         history ID) as the note's newest version; the versions in between stay in its history.
         """
-    static let operands = Operands.single("ID")
-    static let versionOption = Option.integer("--version", help: "The version to bring back (of a note that is not deleted).")
-    static let options = [versionOption.option] + ClientOptions.options
 
-    let options: ClientOptions
-    let id: String
+    @Group var options: ClientOptions
     /// nil: from the trash.
-    let version: Int?
-
-    init(parsing arguments: Arguments) throws {
-        options = try ClientOptions(parsing: arguments)
-        version = try arguments[Self.versionOption]
-        id = try arguments[Self.operands]
-    }
+    @Value(Option.integer("--version", help: "The version to bring back (of a note that is not deleted).")) var version: Int?
+    @Operand(.single("ID")) var id: String
 
     func run(console: Console) async throws -> Int32 {
         let notes = options.client().notes
@@ -98,7 +78,7 @@ struct NotesRestoreCommand: AsyncCommand {
 }
 
 /// `jotter notes trash [--limit N | --all] [--after ID]`, `--purge ID…`, `--empty`.
-struct NotesTrashCommand: AsyncCommand {
+struct NotesTrashCommand: AsyncCommand, ParsableArguments {
     static let name = "trash"
     static let summary = "List deleted notes; remove them for good."
     static let about = """
@@ -107,22 +87,13 @@ struct NotesTrashCommand: AsyncCommand {
         for good with its history and attachments; until then jotter notes restore ID brings it
         back. --purge and --empty remove notes at once, attachments included; this can't be undone.
         """
-    static let limitOption = Option.integer("--limit", default: "\(ClientOptions.defaultLimit)", help: "At most N notes.")
-    static let operands = Operands.any("ID")
-    static let allOption = Option.flag("--all", help: "Every deleted note, however many (following the server's pages).").alternative()
-    static let afterOption = Option.text("--after", value: "ID", help: "Start after this note id (where a previous listing stopped).")
-    static let purgeOption = Option.flag("--purge", help: "Remove the notes ID… from the trash for good.")
-    static let emptyOption = Option.flag("--empty", help: "Remove every note in the trash for good.").alternative()
     static let otherUsages = [
         (arguments: "--purge ID… [options]", note: "remove these notes from the trash for good"),
         (arguments: "--empty [options]", note: "remove every note in the trash for good"),
     ]
-    static let options =
-        [limitOption.option, allOption.option, afterOption.option, purgeOption.option, emptyOption.option]
-        + ClientOptions.options
     /// The first usage line is the listing; `otherUsages` give --purge and --empty.
     static let usageShowsOperands = false
-    static let usageOptions = [limitOption.option, allOption.option, afterOption.option] + ClientOptions.options
+    static let usageOptions = options.filter { !["--purge", "--empty"].contains($0.key) }
 
     enum Action {
         case list(limit: Int?, after: String?)
@@ -130,15 +101,16 @@ struct NotesTrashCommand: AsyncCommand {
         case empty
     }
 
-    let options: ClientOptions
-    let action: Action
+    @Group var options: ClientOptions
+    @Value(Option.integer("--limit", default: "\(ClientOptions.defaultLimit)", help: "At most N notes.")) var limit: Int?
+    @Value(Option.flag("--all", help: "Every deleted note, however many (following the server's pages).").alternative()) var all: Bool
+    @Value(Option.text("--after", value: "ID", help: "Start after this note id (where a previous listing stopped).")) var after: String?
+    @Value(Option.flag("--purge", help: "Remove the notes ID… from the trash for good.")) var purge: Bool
+    @Value(Option.flag("--empty", help: "Remove every note in the trash for good.").alternative()) var empty: Bool
+    @Operand(.any("ID")) var ids: [String]
+    private(set) var action = Action.empty
 
-    init(parsing arguments: Arguments) throws {
-        options = try ClientOptions(parsing: arguments)
-        let limit = try arguments[Self.limitOption]
-        let all = try arguments[Self.allOption], after = try arguments[Self.afterOption]
-        let purge = try arguments[Self.purgeOption], empty = try arguments[Self.emptyOption]
-        let ids = try arguments[Self.operands]
+    mutating func validate(_ arguments: Arguments) throws {
         let listing = limit != nil || all || after != nil
         switch (purge, empty) {
         case (true, true):
@@ -154,7 +126,7 @@ struct NotesTrashCommand: AsyncCommand {
             action = .empty
         case (false, false):
             guard ids.isEmpty else { throw UsageError("unexpected \(ids[0]): to remove notes from the trash, --purge ID…") }
-            action = .list(limit: try ClientOptions.count(arguments, limit: Self.limitOption, all: Self.allOption), after: after)
+            action = .list(limit: try ClientOptions.count(limit, all: all), after: after)
         }
     }
 

@@ -4,7 +4,7 @@ import JotterAPI
 import JotterClient
 
 /// `jotter notes watch`: live changes, one line each, until interrupted.
-struct NotesWatchCommand: AsyncCommand {
+struct NotesWatchCommand: AsyncCommand, ParsableArguments {
     static let name = "watch"
     static let summary = "Print changes to notes as they happen."
     static let about = """
@@ -13,10 +13,12 @@ struct NotesWatchCommand: AsyncCommand {
         by itself when the connection drops, without missing changes (saying so on standard
         error). With --json, one JSON object per line: {"id":…,"event":"note.created","note":{…}}.
         """
-    static let sinceOption = Option.integer(
-        "--since", value: "EVENT-ID", in: 0...Int.max, noun: "event id",
-        help: "Replay the changes after this event id first.")
-    static let options = [sinceOption.option] + ClientOptions.options
+
+    @Group var options: ClientOptions
+    @Value(
+        Option.integer("--since", value: "EVENT-ID", in: 0...Int.max, noun: "event id", help: "Replay the changes after this event id first.")
+            .map { $0.map(Int64.init) })
+    var since: Int64?
 
     /// One line of `--json` output.
     struct Line: Encodable {
@@ -37,15 +39,6 @@ struct NotesWatchCommand: AsyncCommand {
             try container.encodeIfPresent(note, forKey: .note)
             try container.encodeTimestampIfPresent(deletedAt, forKey: .deletedAt)
         }
-    }
-
-    let options: ClientOptions
-    let since: Int64?
-
-    init(parsing arguments: Arguments) throws {
-        options = try ClientOptions(parsing: arguments)
-        since = try arguments[Self.sinceOption].map(Int64.init)
-        try arguments.finish()
     }
 
     func run(console: Console) async throws -> Int32 {

@@ -5,7 +5,7 @@ import JotterClient
 import Synchronization
 
 /// `jotter upload PATH… [--note ID]`: stores files on the server, streamed from disk.
-struct UploadCommand: AsyncCommand {
+struct UploadCommand: AsyncCommand, ParsableArguments {
     static let name = "upload"
     static let summary = "Upload files, optionally attached to a note."
     static let about = """
@@ -19,24 +19,14 @@ struct UploadCommand: AsyncCommand {
         same command again after an interruption and only the rest is sent ("resumed at N bytes";
         the progress bar counts the bytes already on the server).
         """
-    static let operands = Operands.some("PATH")
-    static let noteOption = Option.text("--note", value: "ID", help: "Attach the files to this note.")
-    static let resumeOption = Option.flag("--resume", help: "Resumable: an interrupted upload goes on from where it stopped when run again.")
-    static let options = [noteOption.option, resumeOption.option] + ClientOptions.options
 
-    let options: ClientOptions
-    let note: String?
-    let resume: Bool
-    let environment: [String: String]
-    let paths: [String]
+    @Group var options: ClientOptions
+    @Value(Option.text("--note", value: "ID", help: "Attach the files to this note.")) var note: String?
+    @Value(Option.flag("--resume", help: "Resumable: an interrupted upload goes on from where it stopped when run again.")) var resume: Bool
+    @Operand(.some("PATH")) var paths: [String]
+    private(set) var environment: [String: String] = [:]
 
-    init(parsing arguments: Arguments) throws {
-        options = try ClientOptions(parsing: arguments)
-        note = try arguments[Self.noteOption]
-        resume = try arguments[Self.resumeOption]
-        environment = arguments.environment
-        paths = try arguments[Self.operands]
-    }
+    mutating func validate(_ arguments: Arguments) throws { environment = arguments.environment }
 
     /// Where `--resume` keeps the state of `path`'s upload.
     static func stateFile(for path: String, environment: [String: String]) throws -> URL {
@@ -125,7 +115,7 @@ extension UploadCommand {
 }
 
 /// `jotter download ID [-o PATH|-] [--force]`: fetches an upload, checked against its SHA-256.
-struct DownloadCommand: AsyncCommand {
+struct DownloadCommand: AsyncCommand, ParsableArguments {
     static let name = "download"
     static let summary = "Download an upload (resumes an interrupted download)."
     static let about = """
@@ -135,10 +125,11 @@ struct DownloadCommand: AsyncCommand {
         different file already at PATH is left untouched unless --force; one that already is
         this upload is not fetched again.
         """
-    static let operands = Operands.single("ID")
-    static let outputOption = Option.text("-o", "--output", value: "PATH|-", help: "Where to save it; - for standard output.")
-    static let forceOption = Option.flag("--force", help: "Replace a different file already at PATH.")
-    static let options = [outputOption.option, forceOption.option] + ClientOptions.options
+
+    @Group var options: ClientOptions
+    @Value(Option.text("-o", "--output", value: "PATH|-", help: "Where to save it; - for standard output.")) var output: String?
+    @Value(Option.flag("--force", help: "Replace a different file already at PATH.")) var force: Bool
+    @Operand(.single("ID")) var id: String
 
     /// The `--json` summary.
     struct Summary: Encodable {
@@ -150,18 +141,6 @@ struct DownloadCommand: AsyncCommand {
         enum CodingKeys: String, CodingKey {
             case path, size, resumedFrom = "resumed_from", alreadyComplete = "already_complete"
         }
-    }
-
-    let options: ClientOptions
-    let id: String
-    let output: String?
-    let force: Bool
-
-    init(parsing arguments: Arguments) throws {
-        options = try ClientOptions(parsing: arguments)
-        output = try arguments[Self.outputOption]
-        force = try arguments[Self.forceOption]
-        id = try arguments[Self.operands]
     }
 
     func run(console: Console) async throws -> Int32 {

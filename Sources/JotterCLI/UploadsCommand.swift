@@ -22,7 +22,7 @@ struct UploadsCommand: CommandGroup {
 }
 
 /// `jotter uploads list [--note ID | --unattached] [--limit N | --all] [--after ID]`.
-struct UploadsListCommand: AsyncCommand {
+struct UploadsListCommand: AsyncCommand, ParsableArguments {
     static let name = "list"
     static let summary = "List uploads, newest first."
     static let about = """
@@ -30,31 +30,23 @@ struct UploadsListCommand: AsyncCommand {
         it says so on standard error and how to see them; with --json the server's `next` link is
         kept.
         """
-    static let noteOption = Option.text("--note", value: "ID", help: "Only the files attached to this note.")
-    static let unattachedOption = Option.flag("--unattached", help: "Only the files attached to no note.").alternative()
-    static let limitOption = Option.integer(
-        "--limit", default: "\(ClientOptions.defaultLimit)", in: 1...1000, help: "At most N uploads (at most 1000).")
-    static let allOption = Option.flag("--all", help: "Every upload, however many (following the server's pages).").alternative()
-    static let afterOption = Option.text("--after", value: "ID", help: "Start after this upload id (where a previous listing stopped).")
-    static let options =
-        [noteOption.option, unattachedOption.option, limitOption.option, allOption.option, afterOption.option]
-        + ClientOptions.options
 
-    let options: ClientOptions
-    let attachment: JotterClient.Uploads.Attachment
+    @Group var options: ClientOptions
+    @Value(
+        Option.text("--note", value: "ID", help: "Only the files attached to this note."),
+        Option.flag("--unattached", help: "Only the files attached to no note.").alternative(), UploadsListCommand.attached)
+    var attachment: JotterClient.Uploads.Attachment
     /// `nil` with `--all`.
-    let limit: Int?
-    let after: String?
+    @Value(
+        Option.integer("--limit", default: "\(ClientOptions.defaultLimit)", in: 1...1000, help: "At most N uploads (at most 1000)."),
+        Option.flag("--all", help: "Every upload, however many (following the server's pages).").alternative(), ClientOptions.count)
+    var limit: Int?
+    @Value(Option.text("--after", value: "ID", help: "Start after this upload id (where a previous listing stopped).")) var after: String?
 
-    init(parsing arguments: Arguments) throws {
-        options = try ClientOptions(parsing: arguments)
-        let note = try arguments[Self.noteOption]
-        let unattached = try arguments[Self.unattachedOption]
+    /// Which uploads `--note ID` or `--unattached` lists.
+    @Sendable static func attached(note: String?, unattached: Bool) throws -> JotterClient.Uploads.Attachment {
         if note != nil && unattached { throw UsageError("choose --note ID or --unattached, not both") }
-        attachment = note.map { .note($0) } ?? (unattached ? .unattached : .any)
-        limit = try ClientOptions.count(arguments, limit: Self.limitOption, all: Self.allOption)
-        after = try arguments[Self.afterOption]
-        try arguments.finish()
+        return note.map { .note($0) } ?? (unattached ? .unattached : .any)
     }
 
     func run(console: Console) async throws -> Int32 {
@@ -138,16 +130,15 @@ enum UploadID {
     }
 }
 
-struct UploadsShowCommand: ClientCommand {
+struct UploadsShowCommand: AsyncCommand, ParsableArguments {
     static let name = "show"
     static let summary = "Show one upload's details."
     static let about =
         "Prints the upload's name, size, type, SHA-256, time, note and download path. ID may be a unique prefix (4 characters or more), as git takes commits."
-    static let operands = Operands.single("ID")
 
-    let options: ClientOptions
+    @Group var options: ClientOptions
     /// The upload's id, or a unique prefix of it.
-    let operands: String
+    @Operand(.single("ID")) var operands: String
 
     func run(console: Console) async throws -> Int32 {
         let client = options.client()
@@ -174,7 +165,7 @@ struct UploadsShowCommand: ClientCommand {
 }
 
 /// `jotter uploads attach ID NOTE`.
-struct UploadsAttachCommand: ClientCommand {
+struct UploadsAttachCommand: AsyncCommand, ParsableArguments {
     static let name = "attach"
     static let summary = "Attach an upload to a note (moving it from the note it was on)."
     static let about = """
@@ -182,11 +173,10 @@ struct UploadsAttachCommand: ClientCommand {
         new versions. ID may be a unique prefix (4 characters or more). A note in the trash is
         not found (exit 3), and keeps its uploads until it is restored (exit 4).
         """
-    static let operands = Operands.pair("ID", "NOTE")
 
-    let options: ClientOptions
+    @Group var options: ClientOptions
     /// The upload's id (or a unique prefix of it) and the note's.
-    let operands: (String, String)
+    @Operand(.pair("ID", "NOTE")) var operands: (String, String)
 
     func run(console: Console) async throws -> Int32 {
         try await UploadsCommand.attach(operands.0, to: operands.1, options: options, console: console)
@@ -194,7 +184,7 @@ struct UploadsAttachCommand: ClientCommand {
 }
 
 /// `jotter uploads detach ID`.
-struct UploadsDetachCommand: ClientCommand {
+struct UploadsDetachCommand: AsyncCommand, ParsableArguments {
     static let name = "detach"
     static let summary = "Detach an upload from its note (the upload is kept)."
     static let about = """
@@ -202,11 +192,10 @@ struct UploadsDetachCommand: ClientCommand {
         upload stays, attached to no note. ID may be a unique prefix (4 characters or more). A
         note in the trash keeps its uploads until it is restored (exit 4).
         """
-    static let operands = Operands.single("ID")
 
-    let options: ClientOptions
+    @Group var options: ClientOptions
     /// The upload's id, or a unique prefix of it.
-    let operands: String
+    @Operand(.single("ID")) var operands: String
 
     func run(console: Console) async throws -> Int32 {
         try await UploadsCommand.attach(operands, to: nil, options: options, console: console)
@@ -225,7 +214,7 @@ extension UploadsCommand {
 }
 
 /// `jotter uploads rm ID…`.
-struct UploadsRemoveCommand: ClientCommand {
+struct UploadsRemoveCommand: AsyncCommand, ParsableArguments {
     static let name = "rm"
     static let summary = "Delete uploads."
     static let about = """
@@ -233,11 +222,10 @@ struct UploadsRemoveCommand: ClientCommand {
         can't be deleted is reported and the others are still deleted; the exit code is then
         that of the first failure. An ID may be a unique prefix (4 characters or more).
         """
-    static let operands = Operands.some("ID")
 
-    let options: ClientOptions
+    @Group var options: ClientOptions
     /// The uploads' ids, or unique prefixes of them.
-    let operands: [String]
+    @Operand(.some("ID")) var operands: [String]
 
     func run(console: Console) async throws -> Int32 {
         let client = options.client()

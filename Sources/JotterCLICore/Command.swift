@@ -97,18 +97,19 @@ public enum ExitCode {
 
 /// A `jotter` command or command group: its help and how it reads its arguments.
 ///
-/// Its operands and options are declared once, in `operands` and `options`: the parser reads
-/// the arguments against them, and the usage line, `help`, the man page and the completions
-/// are made from them.
+/// Its operands and options are declared once, as its properties (`@Operand`, `@Value`,
+/// `@Group`: see `ParsableArguments`): the parser reads the arguments against them, and the
+/// usage line, `help`, the man page and the completions are made from them.
 package protocol Command: SendableMetatype {
-    /// What its positional arguments are read as: a `String` for `.single("ID")`.
-    associatedtype Operand = Void
     static var name: String { get }
     static var summary: String { get }
     /// What the command does, for its help.
     static var about: String { get }
-    /// Its positional arguments (`.single("ID")`, `.some("PATH")`); `.none` by default.
-    static var operands: Operands<Operand> { get }
+    /// How the usage line shows its positional arguments (`ID`, `PATH…`); none by default.
+    static var operandsUsage: String { get }
+    /// The name of its first operand (`ID`, `FILE`, `bash|zsh|fish`), what completion offers;
+    /// `nil` when it takes none.
+    static var firstOperand: String? { get }
     /// Its options (`-h, --help` is implied).
     static var options: [Option] { get }
     /// Other ways to call it, each after the command's path, with what it does then
@@ -130,22 +131,17 @@ package protocol Command: SendableMetatype {
     static func start(_ arguments: Arguments, console: Console) throws -> CommandInvocation
 }
 
-extension Command where Operand == Void {
-    package static var operands: Operands<Void> { .none }
-}
-
 extension Command {
     package static var subcommands: [any Command.Type] { [] }
     package static var options: [Option] { [] }
     package static var otherUsages: [(arguments: String, note: String)] { [] }
     package static var usageShowsOperands: Bool { true }
     package static var usageOptions: [Option] { options }
-
-    /// The name of its first operand (`ID`, `FILE`, `bash|zsh|fish`); `nil` when it takes none.
-    package static var firstOperand: String? { operands.first }
+    package static var operandsUsage: String { "" }
+    package static var firstOperand: String? { nil }
 
     package static func usage(_ path: String) -> String {
-        let words = [path] + (operands.usage.isEmpty || !usageShowsOperands ? [] : [operands.usage]) + Option.usage(usageOptions)
+        let words = [path] + (operandsUsage.isEmpty || !usageShowsOperands ? [] : [operandsUsage]) + Option.usage(usageOptions)
         // `USAGE: ` and the path, then the words wrapped below the first after the path.
         let indent = String(repeating: " ", count: path.count + 1)
         var lines = [words[0]]
@@ -178,6 +174,7 @@ package func commandList(_ commands: [any Command.Type]) -> String {
 /// A command that keeps the calling thread (`serve`: it blocks its stop signals there and
 /// waits for them in `sigwait`).
 package protocol BlockingCommand: Command {
+    /// Reads the arguments: the one `ParsableArguments` gives, from the declared properties.
     init(parsing arguments: Arguments) throws
     func run(console: Console) throws -> Int32
 }
@@ -190,6 +187,7 @@ extension BlockingCommand {
 
 /// A command that talks to a server through the SDK.
 package protocol AsyncCommand: Command, Sendable {
+    /// Reads the arguments: the one `ParsableArguments` gives, from the declared properties.
     init(parsing arguments: Arguments) throws
     func run(console: Console) async throws -> Int32
 }

@@ -19,6 +19,7 @@ import Synchronization
 ///   `@Operand`, a positional argument is then the usage error `unexpected argument`.
 /// - `options` lists the command's own options in declaration order, then its groups': the
 ///   options every client command takes come last in its help.
+/// - `operandsUsage` and `firstOperand` come from its `@Operand`.
 package protocol ParsableArguments: Sendable {
     /// Every declared property unread: what the parser fills, and what `options` is read from.
     init()
@@ -51,6 +52,12 @@ extension ParsableArguments {
         try Declared.fill(self, from: arguments, excluding: excluded)
         try validate(arguments)
     }
+}
+
+extension Command where Self: ParsableArguments {
+    package static var options: [Option] { options(without: []) }
+    package static var operandsUsage: String { Declared.operands(of: Self())?.usage ?? "" }
+    package static var firstOperand: String? { Declared.operands(of: Self())?.first }
 }
 
 /// A property the parser fills from the arguments.

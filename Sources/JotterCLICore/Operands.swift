@@ -25,13 +25,6 @@ extension Operands {
     }
 }
 
-extension Operands<Void> {
-    /// None: a positional argument is the usage error `unexpected argument`.
-    package static var none: Operands<Void> {
-        Operands(usage: "", first: nil) { arguments throws(UsageError) in try arguments.finish() }
-    }
-}
-
 extension Operands<String> {
     /// Exactly one, named `what` (and in the usage error `missing`, default `missing WHAT`).
     package static func single(_ what: String, missing: String? = nil) -> Operands<String> {

@@ -40,7 +40,11 @@ struct DeclaredArgumentsTests {
     func listing() {
         #expect(Sample.options(without: []).map(\.key) == ["--limit", "--all", "--name", "--loud"])
         #expect(Quiet.options(without: []).map(\.key) == ["--count", "--name"])
+        #expect(NotesHistoryCommand.options.map(\.key) == ["--version", "--trash", "--server", "--json", "--token", "--cacert", "--insecure"])
+        #expect(LoginCommand.options.map(\.key) == ["--name", "--server", "--token", "--cacert", "--insecure"])
+        #expect(UsersListCommand.options.map(\.key) == ["--data", "--database", "--server", "--token", "--cacert", "--insecure", "--json"])
         #expect(Sample.options(without: ["--loud"]).map(\.key) == ["--limit", "--all", "--name"])
+        #expect(NotesHistoryCommand.operandsUsage == "ID" && NotesListCommand.operandsUsage.isEmpty)
     }
 
     @Test("each declared property is filled from the arguments, a group's too, then validate")
@@ -69,5 +73,8 @@ struct DeclaredArgumentsTests {
         #expect(CLITests.message { try Self.parse(Quiet.self, ["--loud"]) } == "unknown option '--loud'")
         #expect(try !Self.parse(Quiet.self, [], environment: ["SAMPLE_LOUD": "1"]).group.loud)
         #expect(try Self.parse(Sample.self, ["x"], environment: ["SAMPLE_LOUD": "1"]).group.loud)
+        #expect(
+            CLITests.message { try LoginCommand(parsing: Arguments(["--json"], options: LoginCommand.options, environment: [:])) }
+                == "unknown option '--json'")
     }
 }

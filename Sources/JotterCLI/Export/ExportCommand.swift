@@ -6,7 +6,7 @@ import Glibc
 import JotterSystem
 
 /// `jotter export FILE`: every note, as JSON and Markdown, with its attachments, into one tar.
-struct ExportCommand: AsyncCommand {
+struct ExportCommand: AsyncCommand, ParsableArguments {
     static let name = "export"
     static let summary = "Export every note and file into one archive (JSON, Markdown, attachments)."
     static let about = """
@@ -22,20 +22,12 @@ struct ExportCommand: AsyncCommand {
         An export reads the notes page by page while the server goes on: for a snapshot of one
         moment use jotter backup.
         """
-    static let operands = Operands.single("FILE")
-    static let forceOption = Option.flag("--force", help: "Replace FILE if it exists.")
-    static let options = [forceOption.option] + ClientOptions.options
 
-    let options: ClientOptions
-    let force: Bool
-    let path: String
+    @Group var options: ClientOptions
+    @Value(Option.flag("--force", help: "Replace FILE if it exists.")) var force: Bool
+    @Operand(.single("FILE")) var path: String
 
-    init(parsing arguments: Arguments) throws {
-        options = try ClientOptions(parsing: arguments)
-        force = try arguments[Self.forceOption]
-        path = try arguments[Self.operands]
-        try TarWriter.checkName(path)
-    }
+    func validate(_ arguments: Arguments) throws { try TarWriter.checkName(path) }
 
     /// The manifest's entries of `members`: bytes are hashed here, uploads carry their SHA-256.
     static func entries(_ members: [(name: String, bytes: [UInt8]?, upload: Upload?)]) -> [ExportManifest.MemberEntry] {

@@ -6,7 +6,7 @@ import JotterClient
 import JotterSystem
 
 /// `jotter import FILE`: the notes and files of an export archive into a server, idempotently.
-struct ImportCommand: ClientCommand {
+struct ImportCommand: AsyncCommand, ParsableArguments {
     static let name = "import"
     static let summary = "Import an export archive; what is already there is skipped."
     static let about = """
@@ -22,11 +22,10 @@ struct ImportCommand: ClientCommand {
         creates nothing new. The server gives the notes new ids and times. On a terminal a
         progress bar shows the bytes.
         """
-    static let operands = Operands.single("FILE")
 
-    let options: ClientOptions
+    @Group var options: ClientOptions
     /// The archive's path.
-    let operands: String
+    @Operand(.single("FILE")) var operands: String
 
     /// What identifies an attachment across servers.
     struct FileKey: Hashable {
