@@ -176,6 +176,8 @@ class Notes(BrowserTest):
         self.assertIsNone(server.note(note["id"]))
         self.assertEqual(css("#toast-text").text, "Note deleted")
         self.assertEqual(css("#toast-action").text, "Undo")
+        # (It stays while the keyboard is on Undo: moved away, it goes a few seconds later.)
+        driver.execute_script("document.activeElement.blur()")
         wait(driver, lambda d: not css("#toast").is_displayed(), message="the Undo offer goes")
         self.assertEqual(server.note(note["id"]), None)
         self.assertNotIn("elsewhere", css("#toast-text").text)
@@ -195,6 +197,40 @@ class Notes(BrowserTest):
         self.assertTrue(driver.current_url.endswith(f"#/notes/{note['id']}"))
         wait(driver, lambda d: all_css(f'.note-link[data-id="{note["id"]}"]'), message="listed again")
         self.assertEqual(server.note(note["id"])["body"], "Undo me\nplease")  # same id, same text
+
+    def test_after_a_delete_the_keyboard_is_on_undo_then_on_the_next_note(self):
+        """The keyboard went to the page's body after a delete, so the 5 s Undo could not be
+        reached without a mouse. It goes to Undo (the message, an alert, is announced, and stays
+        while the keyboard is there); once the message goes, to the note listed after."""
+        needs_trash(self)
+        server.create("Listed after it")
+        note = server.create("Deleted with the keyboard")
+        server.create("Listed before it")
+        open_app(f"/#/notes/{note['id']}")
+        wait(driver, lambda d: body_text() == "Deleted with the keyboard")
+
+        def delete():
+            css("#delete").click()
+            css('#confirm-actions [data-value="delete"]').click()
+            wait(driver, lambda d: css("#toast").is_displayed() and css("#toast-text").text == "Note deleted",
+                 message=f"deleted ({page_state()})")
+
+        delete()
+        self.assertEqual(driver.switch_to.active_element.get_attribute("id"), "toast-action")
+        press(Keys.ENTER)  # Undo
+        wait(driver, lambda d: body_text() == "Deleted with the keyboard", message="restored and open again")
+        self.assertEqual(server.note(note["id"])["body"], "Deleted with the keyboard")
+        # (Restored, it is listed first now, above the note written last.)
+        listed = driver.execute_script("return [...document.querySelectorAll('.note-link')].map((e) => e.dataset.id)")
+        following = listed[listed.index(note["id"]) + 1]
+        delete()
+        self.assertEqual(driver.switch_to.active_element.get_attribute("id"), "toast-action")
+        time.sleep(6.5)  # past the 5 s the offer lasts
+        self.assertTrue(css("#toast").is_displayed(), "the offer stays while the keyboard is on it")
+        press(Keys.ESCAPE)
+        wait(driver, lambda d: not css("#toast").is_displayed(), message="dismissed")
+        wait(driver, lambda d: d.switch_to.active_element.get_attribute("data-id") == following,
+             message=f"the keyboard on the next note, {following}")
 
     def test_autosave(self):
         note = server.create("Autosaved")

@@ -64,6 +64,15 @@ const notes = {
     }
     renderList();
   },
+  /**
+   * Where the keyboard goes on from once note `id` is gone: a function giving the link of the
+   * note listed after it (before it, when it is the last), else the list.
+   */
+  neighbour(id) {
+    const index = state.notes.findIndex((note) => note.id === id);
+    const other = index < 0 ? null : state.notes[index + 1] ?? state.notes[index - 1];
+    return () => (other && listElement.querySelector(`.note-link[data-id="${CSS.escape(other.id)}"]`)) || listElement;
+  },
   remove(id) {
     const count = state.notes.length;
     state.notes = state.notes.filter((note) => note.id !== id);
@@ -251,29 +260,60 @@ listElement.addEventListener('keydown', (event) => {
 // MARK: - Messages
 
 let toastTimer = null;
+let toastTimeout = 0; // how long a notice stays once the keyboard is not on it
+let toastFocus = null; // where the keyboard goes when a message it was on goes
 
 /**
  * Shows `message`. An error (the default `kind`) stays until it is dismissed or a later success
  * makes it stale (`clearError`); a notice (`kind: 'info'`) goes after `timeout` ms. `action`
- * adds a button, `{ label, run }`, such as Undo.
+ * adds a button, `{ label, run }`, such as Undo. `focus`: the keyboard goes to the action at
+ * once (its view just went, as after a delete), and the message stays while it is there; when
+ * the message goes, the keyboard goes to `focus()` (an element) instead of the page's body.
  */
-function toast(message, { kind = 'error', action = null, timeout = 6000 } = {}) {
+function toast(message, { kind = 'error', action = null, timeout = 6000, focus = null } = {}) {
   const element = byId('toast');
   const button = byId('toast-action');
+  // A message in place of one the keyboard is on: the keyboard stays in it (on Dismiss, when
+  // this one has no action), and goes where the first would have sent it once it goes.
+  const keyboardHere = !element.hidden && element.contains(document.activeElement);
   byId('toast-text').textContent = message;
   button.hidden = !action;
   button.textContent = action?.label ?? '';
   button.onclick = action ? () => { hideToast(); action.run(); } : null;
   element.dataset.kind = kind;
   element.hidden = false;
+  toastFocus = focus ?? (keyboardHere ? toastFocus : null);
+  toastTimeout = kind === 'error' ? 0 : timeout;
   clearTimeout(toastTimer);
-  if (kind !== 'error') toastTimer = setTimeout(hideToast, timeout);
+  if (focus && action) button.focus();
+  else if (keyboardHere && !action) byId('toast-close').focus();
+  if (toastTimeout && !element.contains(document.activeElement)) toastTimer = setTimeout(hideToast, toastTimeout);
 }
 
 function hideToast() {
   clearTimeout(toastTimer);
-  byId('toast').hidden = true;
+  const element = byId('toast');
+  const focused = element.contains(document.activeElement);
+  element.hidden = true;
+  // Not the page's body: the keyboard goes on from where the message's view went.
+  if (focused) (toastFocus?.() ?? listElement).focus();
+  toastFocus = null;
 }
+
+// A notice does not go while the keyboard is on it (its action could not be reached in time
+// otherwise); it goes `timeout` after the keyboard left it. Esc dismisses it.
+byId('toast').addEventListener('focusin', () => clearTimeout(toastTimer));
+byId('toast').addEventListener('focusout', (event) => {
+  if (byId('toast').contains(event.relatedTarget) || byId('toast').hidden || !toastTimeout) return;
+  clearTimeout(toastTimer);
+  toastTimer = setTimeout(hideToast, toastTimeout);
+});
+byId('toast').addEventListener('keydown', (event) => {
+  if (event.key !== 'Escape') return;
+  event.preventDefault();
+  event.stopPropagation();
+  hideToast();
+});
 
 /** After a success, an error shown before it is no longer true: it goes. */
 function clearError() {

@@ -25,7 +25,7 @@ const RETRY_DELAYS = [2000, 5000, 10000, 30000];
 const NOTE_DELETED = '/problems/note-deleted';
 
 /**
- * `notes` is the list (`find`, `upsert`, `remove`); `navigate(hash, { replace })`
+ * `notes` is the list (`find`, `upsert`, `remove`, `neighbour`); `navigate(hash, { replace })`
  * changes the route; `toast(message, options)` shows a message in words (an error unless
  * `options.kind` says otherwise) and `clearError()` takes a stale error away after a success.
  * `sync` keeps what can't be sent now (`queue`): a write the server can't be reached for is
@@ -630,6 +630,9 @@ export function createEditor({ notes, navigate, toast, clearError, sync }) {
     if (choice !== 'delete' || !base) return;
     if (isDirty()) await save(); // what Undo brings back is the text as it is now
     const note = base;
+    // Where the keyboard goes on from: found now, for the note's own `note.deleted` event may
+    // take it out of the list before the delete's answer comes.
+    const focus = notes.neighbour(note.id);
     let later = false; // the server can't be reached: deleted here, the delete sent later
     const failure = await run(async () => {
       if (!note.pending && !sync.waiting()) {
@@ -659,10 +662,13 @@ export function createEditor({ notes, navigate, toast, clearError, sync }) {
       if (failure.status === 412) reread(note.id);
       return;
     }
+    // The keyboard goes to Undo (its message stays while it is there, and is announced); once
+    // the message goes, to the note listed after this one: never to the page's body.
     notes.remove(note.id);
     load(null);
     navigate('#/');
-    toast('Note deleted', { kind: 'info', timeout: UNDO_DELAY, action: { label: 'Undo', run: () => undoDelete(note) } });
+    toast('Note deleted', { kind: 'info', timeout: UNDO_DELAY, focus,
+      action: { label: 'Undo', run: () => undoDelete(note) } });
   }
 
   /** Undo: the note comes back from the trash and is opened again. */
