@@ -1087,6 +1087,28 @@ class Restart(BrowserTest):
         server.create("After the restart")
         wait(driver, lambda d: "After the restart" in titles(), message="live after restart")
 
+    def test_a_hung_server_is_noticed_by_its_missing_heartbeats(self):
+        """A server that stops answering (its process stopped: the connection stays open and
+        silent) sends no more heartbeats: after a few missed ones the header says
+        "Reconnecting…", not "Live", and the page connects again once the server answers. (The
+        heartbeats, `:` comments, were not watched: "Live" for ever.)"""
+        open_app()
+        # The server's heartbeat comes every 15 s: a stream silent for 20 s counts as lost here.
+        driver.execute_script("document.body.dataset.streamTimeout = '20000'")
+        time.sleep(25)
+        self.assertEqual(css("#connection").get_attribute("data-state"), "live", "the heartbeats keep it live")
+        server.process.send_signal(signal.SIGSTOP)
+        try:
+            wait(driver, lambda d: css("#connection").get_attribute("data-state") == "reconnecting", timeout=35,
+                 message=f"reconnecting ({css('#connection-text').text})")
+            self.assertEqual(css("#connection-text").text, "Reconnecting…")
+        finally:
+            server.process.send_signal(signal.SIGCONT)
+        wait(driver, lambda d: css("#connection").get_attribute("data-state") == "live", timeout=30, message="live again")
+        note = server.create("After the hang")
+        wait(driver, lambda d: "After the hang" in titles(), message="live after the hang")
+        server.delete(note["id"])
+
     def test_autosave_goes_through_once_the_server_is_back(self):
         note = server.create("Autosaved across a restart")
         open_app(f"/#/notes/{note['id']}")
