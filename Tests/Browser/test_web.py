@@ -276,9 +276,55 @@ class Notes(BrowserTest):
             area.dispatchEvent(new Event('input'));""")
         css("#save").click()
         wait(driver, lambda d: css("#toast").is_displayed(), timeout=15, message="an error")
-        self.assertEqual(css("#toast-text").text, "Couldn't save: Notes can be at most 1 MiB.")
-        self.assertEqual(css("#save-state").text, "Unsaved changes")
+        self.assertEqual(css("#toast-text").text, "This note is too large to save: Notes can be at most 1 MiB. "
+                         "It is kept on this device: shorten it, and it is saved.")
+        wait(driver, lambda d: css("#save-state").text == "Not saved", message=f"kept ({page_state()})")
         self.assertEqual(len(body_text()), 1100000)
+        # Shortened, it is saved (and nothing is left waiting for the tests after this one).
+        driver.execute_script("""
+            const area = document.getElementById('body');
+            area.value = 'Short enough now';
+            area.dispatchEvent(new Event('input'));""")
+        save()
+        wait_until(lambda: kept("outbox") == [], message="nothing left waiting")
+
+    def test_an_edit_over_the_limit_is_sent_once_and_kept_on_this_device(self):
+        """A `413` is final for that text: the automatic save was tried again and again (2 s,
+        5 s, 10 s, then every 30 s), each refused. It is sent once, kept on this device (held,
+        as an edit refused from the outbox), and the user is told how large a note may be."""
+        note = server.create("Growing\nshort for now")
+        open_app(f"/#/notes/{note['id']}")
+        wait(driver, lambda d: body_text() == "Growing\nshort for now")
+        driver.execute_script("""
+            window.__writes = 0;
+            const original = window.fetch;
+            window.fetch = (url, options = {}) => {
+              if (String(url).startsWith('/notes') && ['PUT', 'POST'].includes(options.method)) window.__writes += 1;
+              return original(url, options);
+            };
+            const area = document.getElementById('body');
+            area.value = 'Growing\\n' + 'x'.repeat(1100000);
+            area.dispatchEvent(new Event('input'));""")
+        wait(driver, lambda d: css("#toast").is_displayed(), timeout=15, message=f"refused ({page_state()})")
+        time.sleep(8)  # the old retries came after 2 s and 5 s more
+        self.assertEqual(driver.execute_script("return window.__writes"), 1)
+        self.assertEqual(css("#toast-text").text, "This note is too large to save: Notes can be at most 1 MiB. "
+                         "It is kept on this device: shorten it, and it is saved.")
+        self.assertEqual(len(body_text()), len("Growing\n") + 1100000)
+        self.assertEqual(css("#save-state").text, "Not saved")
+        self.assertIn("Notes can be at most 1 MiB", css("#editor-notice-text").text)
+        self.assertEqual(css("#connection-text").text, "1 change not saved")
+        self.assertEqual([(entry["kind"], bool(entry["held"])) for entry in kept("outbox")], [("edit", True)])
+        self.assertEqual(server.note(note["id"])["body"], "Growing\nshort for now")
+        # Shortened, it is saved.
+        driver.execute_script("""
+            const area = document.getElementById('body');
+            area.value = 'Growing\\nshorter again';
+            area.dispatchEvent(new Event('input'));""")
+        wait_until(lambda: server.note(note["id"])["body"] == "Growing\nshorter again", timeout=15,
+                   message=f"saved once shorter ({page_state()})")
+        wait(driver, lambda d: css("#save-state").text == "Saved", message="saved")
+        wait_until(lambda: kept("outbox") == [], message="nothing left waiting")
 
     def test_search(self):
         server.create("Quince jam recipe")

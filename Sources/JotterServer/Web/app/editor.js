@@ -487,6 +487,10 @@ export function createEditor({ notes, navigate, toast, clearError, sync }) {
       if (isDirty()) scheduleAutosave(); // typed on while it was saving
       return;
     }
+    if (failure.status === 413) {
+      await tooLarge(body, key, failure);
+      return;
+    }
     if (auto && ![404, 409, 412].includes(failure.status)) {
       // Said once, in the editor; tried again by itself a little later (and at once when the
       // live updates are back, or at the next keystroke).
@@ -501,6 +505,39 @@ export function createEditor({ notes, navigate, toast, clearError, sync }) {
       return;
     }
     await failed(failure, "Couldn't save");
+  }
+
+  /**
+   * The server refused `body` as too large (`413`): that is final for this text, sent again it
+   * is refused again. It is not tried again: it is kept on this device, as an edit refused from
+   * the outbox is (`held`: the note shows the text and why; the header counts it "not saved"),
+   * until it is changed; the user is told how large a note may be.
+   */
+  async function tooLarge(body, key, failure) {
+    clearTimeout(retryTimer);
+    retries = 0;
+    autosaveFailed = false;
+    const address = location.hash;
+    const token = opened;
+    let kept = null;
+    try {
+      kept = await sync.hold(base ? 'edit' : 'create', { note: base, body, key }, failure.message);
+    } catch (error) {
+      console.error("Jotter: a note too large to save could not be kept on this device.", error);
+    }
+    toast(`This note is too large to save: ${failure.message} It is kept on this device: shorten it, and it is saved.`);
+    if (!kept) {
+      render();
+      return;
+    }
+    if (token !== opened) {
+      notes.upsert(kept);
+      return;
+    }
+    const created = !base;
+    queued(kept);
+    if (created && location.hash === address) navigate(`#/notes/${kept.id}`, { replace: true });
+    render();
   }
 
   /**

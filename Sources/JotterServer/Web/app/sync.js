@@ -260,6 +260,17 @@ export function createSync(handlers) {
       sync();
       return note;
     },
+    /**
+     * Keeps an edit the server refused as it is (`message`: too large…), sent directly, as an
+     * edit refused from the outbox is kept (`held`): never sent again as it is, its text here
+     * until an edit made from it takes its place. Resolves to the note as it is here now.
+     */
+    async hold(kind, options, message) {
+      const queued = await store.enqueue(kind, options);
+      const note = queued ? await store.hold(queued.pending, message) : null;
+      await changed(note ? { held: note } : {});
+      return note;
+    },
     /** The server could not be reached (a request failed): say so until a sync gets through. */
     unreachable() {
       reachable = false;
