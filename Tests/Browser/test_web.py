@@ -788,6 +788,33 @@ class Trash(BrowserTest):
         self.assertNotIn(drop["id"], [n["id"] for n in trash])
         self.assertEqual(server.request("POST", f"/notes/{drop['id']}/restore", {})[0], 404)
 
+    def test_empty_recently_deleted_asks_then_deletes_what_it_listed(self):
+        """Recently Deleted had no "Empty": each note had to be deleted forever by itself. It asks
+        first (as "Delete forever" does), then deletes every note the trash held when asked, on
+        every page; a note deleted while the question is open stays."""
+        for number in range(3):
+            server.delete(server.create(f"Trashed number {number}")["id"])
+        open_app("/#/trash")
+        wait(driver, lambda d: len(self.trashed()) >= 3, message="listed")
+        total = len(server.request("GET", "/notes/trash?limit=1000")[2]["notes"])
+        css("#trash-empty").click()
+        wait(driver, lambda d: css("#confirm-dialog").is_displayed(), message="asked")
+        self.assertEqual(css("#confirm-title").text, "Empty Recently Deleted?")
+        self.assertIn(f"All {total} notes in Recently Deleted", css("#confirm-text").text)
+        self.assertIn("can't be undone", css("#confirm-text").text)
+        all_css("#confirm-actions button")[0].click()  # Cancel: nothing happens
+        self.assertEqual(len(server.request("GET", "/notes/trash?limit=1000")[2]["notes"]), total)
+        css("#trash-empty").click()
+        wait(driver, lambda d: css("#confirm-dialog").is_displayed(), message="asked again")
+        later = server.create("Deleted while the question is open")
+        server.delete(later["id"])
+        css('#confirm-actions [data-value="empty"]').click()
+        wait_until(lambda: [n["id"] for n in server.request("GET", "/notes/trash?limit=1000")[2]["notes"]] == [later["id"]],
+                   message="emptied, but for the note deleted meanwhile")
+        wait(driver, lambda d: self.trashed() == [later["id"]], message=f"the view shows it ({self.trashed()})")
+        self.assertEqual(server.request("POST", f"/notes/{later['id']}/restore", {})[0], 200)
+        wait(driver, lambda d: self.trashed() == [] and not css("#trash-empty").is_displayed(), message="nothing to empty")
+
     def test_deleted_elsewhere_joins_the_open_view(self):
         note = server.create("Deleted by the API")
         open_app("/#/trash")

@@ -32,9 +32,10 @@ export function createPagedView({ section: sectionId, title, firstPage, ...list 
 /**
  * `ids`: the element ids of the list, its "Load more" button and its message; `fetchPage(url)`
  * gives the listing's answer, its entries under `key`; `item(entry)` builds an entry's `<li>`;
- * `texts`: `loading`, `empty`, `more` and `failed` (shown with the error's message).
+ * `texts`: `loading`, `empty`, `more` and `failed` (shown with the error's message);
+ * `rendered(count)`, if given, after each change of what is listed.
  */
-export function createPagedList({ ids, fetchPage, key, item, texts, toast, clearError }) {
+export function createPagedList({ ids, fetchPage, key, item, texts, toast, clearError, rendered = () => {} }) {
   const list = byId(ids.list);
   const more = byId(ids.more);
   let entries = [];
@@ -78,6 +79,7 @@ export function createPagedList({ ids, fetchPage, key, item, texts, toast, clear
     more.hidden = !next;
     more.disabled = loading;
     more.textContent = loading ? 'Loading…' : texts.more;
+    rendered(entries.length);
   }
 
   return {

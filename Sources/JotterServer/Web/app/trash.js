@@ -2,18 +2,22 @@
 // for a while by the server; restore one (same id, text and attachments) or delete it for good.
 
 import * as api from './api.js';
-import { announce, el } from './dom.js';
+import { announce, byId, el } from './dom.js';
 import { confirmChoice } from './dialogs.js';
 import { createPagedView } from './paged.js';
 import { formatDateTime, titleAndPreview } from './format.js';
 
 const FIRST_PAGE = '/notes/trash?limit=50';
+/** The whole trash, a page at a time, as large as the API's pages go. */
+const ALL_PAGES = '/notes/trash?limit=1000';
 
 /**
  * `notes.upsert(note)` puts a restored note back in the list; `navigate(hash)` opens it;
  * `toast(message, options)` shows a message, `clearError()` takes a stale error away.
  */
 export function createTrash({ notes, navigate, toast, clearError }) {
+  const emptyButton = byId('trash-empty');
+  emptyButton.addEventListener('click', () => empty());
   const view = createPagedView({
     section: 'trash', title: 'trash-title', firstPage: FIRST_PAGE,
     ids: { list: 'trash-list', more: 'trash-more', message: 'trash-message' },
@@ -22,6 +26,7 @@ export function createTrash({ notes, navigate, toast, clearError }) {
     texts: { loading: 'Loading deleted notes…', empty: 'No recently deleted notes.', more: 'Load more deleted notes',
       failed: "Couldn't list the deleted notes" },
     toast, clearError,
+    rendered: (count) => { emptyButton.hidden = count === 0; },
   });
 
   const titleOf = (note) => titleAndPreview(note.body).title || 'Untitled note';
@@ -79,6 +84,60 @@ export function createTrash({ notes, navigate, toast, clearError }) {
     }
     drop(note.id);
     announce(`“${titleOf(note)}” deleted forever`);
+  }
+
+  /**
+   * Empties Recently Deleted after confirmation: the notes in it as it is read now, every page
+   * (a note deleted meanwhile, say in another tab, stays), each deleted for good in turn (the
+   * API deletes one at a time: `DELETE /notes/trash/{id}`).
+   */
+  async function empty() {
+    const all = [];
+    try {
+      for (let url = ALL_PAGES; url;) {
+        const page = await api.listTrash(url);
+        all.push(...page.notes);
+        url = page.next;
+      }
+    } catch (error) {
+      toast(`Couldn't list the deleted notes: ${error.message}`);
+      return;
+    }
+    if (!all.length) {
+      view.pages.reload(FIRST_PAGE);
+      announce('Recently Deleted is empty');
+      return;
+    }
+    const count = all.length;
+    const files = all.reduce((sum, note) => sum + (note.attachments?.length ?? 0), 0);
+    const choice = await confirmChoice({
+      title: 'Empty Recently Deleted?',
+      text: `${count === 1 ? 'The note' : `All ${count} notes`} in Recently Deleted`
+        + `${files ? ` and ${files === 1 ? 'its attachment' : `their ${files} attachments`}` : ''} will be deleted for good. `
+        + "This can't be undone.",
+      actions: [{ label: 'Cancel', value: null }, { label: 'Empty Recently Deleted', value: 'empty', kind: 'danger' }],
+    });
+    if (choice !== 'empty') return;
+    emptyButton.disabled = true;
+    let deleted = 0;
+    try {
+      for (const note of all) {
+        try {
+          await api.deleteForever(note.id);
+        } catch (error) {
+          if (error.status !== 404) throw error; // gone already (restored, or emptied elsewhere)
+        }
+        drop(note.id);
+        deleted += 1;
+      }
+    } catch (error) {
+      toast(`Couldn't empty Recently Deleted (${deleted} of ${count} deleted): ${error.message}`);
+      return;
+    } finally {
+      emptyButton.disabled = false;
+    }
+    clearError();
+    announce(count === 1 ? 'One note deleted forever' : `${count} notes deleted forever`);
   }
 
   const { open, close, isOpen } = view;
