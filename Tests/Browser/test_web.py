@@ -1759,6 +1759,36 @@ class Console(BrowserTest):
         self.assertEqual(errors, [])
 
 
+class FirstAccount(unittest.TestCase):
+    def test_with_no_user_yet_the_sign_in_page_says_how_the_first_is_made(self):
+        """Under `--auth required` with no user, the sign-in page only said "Sign in to see your
+        notes": nobody could, and nothing said why. The server's page says that no account
+        exists (and nothing more), and the app says how the first one is made."""
+        data = tempfile.mkdtemp(prefix="jotter-browser-first-")
+        first = Server(BINARY, data=data, arguments=["--auth", "required"])
+        browser = chrome(timezone=TIMEZONE)
+        try:
+            def sign_in_reason():
+                browser.get(first.url + "/")
+                wait(browser, lambda d: d.find_element(By.ID, "sign-in-dialog").is_displayed(), message="the sign-in page")
+                return browser.find_element(By.ID, "sign-in-reason").text
+
+            reason = sign_in_reason()
+            self.assertIn("No account exists on this server yet", reason)
+            self.assertIn("jotter users add NAME --admin", reason)
+            self.assertFalse(browser.find_element(By.ID, "sign-in-button").is_displayed())
+            self.assertFalse(browser.find_element(By.ID, "toast").is_displayed())
+            subprocess.run([BINARY, "users", "add", "ann", "--admin", "--data", data], input=b"ann's password\n",
+                           check=True, capture_output=True)
+            # (The server reads whether there is a user at most every 10 s.)
+            wait_until(lambda: sign_in_reason() == "Sign in to see your notes." or time.sleep(1), timeout=30,
+                       message="the usual sign-in page once there is a user")
+        finally:
+            quit_chrome(browser)
+            first.close()
+            shutil.rmtree(data, ignore_errors=True)
+
+
 class Accounts(unittest.TestCase):
     """Two people on a server that requires sign-in, each in a browser of their own (cookies
     ignore ports, so these browsers never visit the other tests' server)."""

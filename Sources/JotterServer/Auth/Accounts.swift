@@ -173,11 +173,10 @@ public final class Accounts: Sendable {
         return Principal(user: nil, owner: try firstUser().owner)
     }
 
-    /// Whether anyone could sign in: always under `--auth required`; under `--auth off` once
-    /// there is a user (read as the anonymous principal is, at most every `refreshInterval`).
+    /// Whether anyone could sign in: once there is a user, under either mode (read as the
+    /// anonymous principal is, at most every `refreshInterval`).
     public func hasUsers() throws(HTTPError) -> Bool {
-        if mode == .required { return true }
-        return try firstUser().user != nil
+        try firstUser().user != nil
     }
 
     /// The first user, whose the notes of requests without credentials are under `--auth off`.

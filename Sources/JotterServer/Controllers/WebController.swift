@@ -85,8 +85,9 @@ struct WebController {
     /// `auth`: the page says which mode the server runs in (`<body data-auth="off">`), so the
     /// app knows without asking whether a visitor without a session must sign in first (and
     /// under `--auth off` asks no `/auth/me` that can only be a 401). `canSignIn`, asked for
-    /// each page under `--auth off`: false while there is no user, and the page then says so
-    /// (`data-sign-in="none"`) and offers no "Sign in".
+    /// each page: false while there is no user, and the page then says so
+    /// (`data-sign-in="none"`): it offers no "Sign in" under `--auth off`, and under `--auth
+    /// required` its sign-in page says how the first account is made (nothing else is told).
     init(
         assets: [String: WebAsset] = WebAsset.all, auth: AuthMode = .required,
         canSignIn: (@Sendable () throws(HTTPError) -> Bool)? = nil, runs pagePlace: WorkPlace? = nil
@@ -103,11 +104,11 @@ struct WebController {
                     body: Array(text.utf8))
             }
             assets["index.html"] = variant("data-auth=\"\(auth.rawValue)\"", auth == .off ? "0" : "1")
-            if auth == .off { withoutSignIn = variant("data-auth=\"off\" data-sign-in=\"none\"", "00") }
+            withoutSignIn = variant("data-auth=\"\(auth.rawValue)\" data-sign-in=\"none\"", auth == .off ? "00" : "10")
         }
         files = assets
         pageWithoutSignIn = withoutSignIn
-        self.canSignIn = auth == .off ? canSignIn : nil
+        self.canSignIn = canSignIn
         self.pagePlace = pagePlace
     }
 

@@ -4,10 +4,11 @@
 // list and the live updates start again. Under `--auth off` the notes need no session: the page
 // asks `/auth/me` only when this browser signed in before (the cookie is HttpOnly, so a note in
 // localStorage says so), and a newcomer's console shows no failed request. While there is no user
-// at all (`<body data-sign-in="none">`) nobody can sign in, and no "Sign in" is offered.
+// at all (`<body data-sign-in="none">`) nobody can sign in: no "Sign in" is offered, and under
+// `--auth required` the sign-in page says how the first account is made.
 
 import * as api from './api.js';
-import { byId } from './dom.js';
+import { byId, el } from './dom.js';
 import * as store from './store.js';
 
 const dialog = byId('sign-in-dialog');
@@ -17,6 +18,13 @@ const error = byId('sign-in-error');
 const SIGNED_IN = 'jotter-signed-in';
 /** sessionStorage: the page was reloaded by "Sign out". */
 const SIGNED_OUT = 'jotter-signed-out';
+
+/**
+ * The sign-in page while the server has no user (`data-sign-in="none"`): no account can be made
+ * here (there is no sign-up), only on the server's machine (README, "Users and tokens").
+ */
+const NO_ACCOUNT = () => ['No account exists on this server yet. The first one is made on the server’s machine, with ',
+  el('code', {}, 'jotter users add NAME --admin'), ' (see the README); then sign in here.'];
 
 /** `user` signed in here (a session cookie is there), or (null) nobody is. */
 function remember(user) {
@@ -79,7 +87,7 @@ export async function setupAccount({ signedIn, signingOut = async () => true, fa
     asking = true;
     // A sign-in page hides the empty app behind the dialog; over a page in use, it stays.
     if (page) document.body.dataset.signedOut = '';
-    byId('sign-in-reason').textContent = reason;
+    byId('sign-in-reason').replaceChildren(...[reason].flat());
     error.hidden = true;
     dialog.showModal();
     byId('sign-in-name').focus();
@@ -177,7 +185,9 @@ export async function setupAccount({ signedIn, signingOut = async () => true, fa
     if (failure.status === 401) remember(null);
     show(null);
     if (!required) return true;
-    ask(signedOut ? 'You are signed out. Sign in to see your notes.' : 'Sign in to see your notes.', { page: true });
+    const nobody = document.body.dataset.signIn === 'none';
+    ask(nobody ? NO_ACCOUNT() : signedOut ? 'You are signed out. Sign in to see your notes.' : 'Sign in to see your notes.',
+      { page: true });
     if (failure.status !== 401) {
       error.textContent = failure.message;
       error.hidden = false;
