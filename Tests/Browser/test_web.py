@@ -893,6 +893,44 @@ class Attachments(BrowserTest):
         self.assertEqual(saved["attachments"][0]["size"], 10 * 1024 * 1024)
         self.assertEqual(saved["attachments"][0]["sha256"], expected)
 
+    def test_an_upload_the_server_stops_answering_is_given_up_and_resumed(self):
+        """A resumable upload's request the server never answers (its process stopped: the
+        connection stays open and silent) is given up after the request timeout with no byte
+        moving, as if the network had dropped: the page asks how far the server got and goes on
+        once it answers. (It waited on that request for good: "in progress" for ever.)"""
+        note = server.create("Hung upload")
+        open_app(f"/#/notes/{note['id']}")
+        wait(driver, lambda d: body_text() == "Hung upload")
+        (big,) = self.files(("hung.bin", 10 * 1024 * 1024))
+        with open(big, "rb") as file:
+            expected = hashlib.sha256(file.read()).hexdigest()
+        driver.execute_script("""
+            document.body.dataset.requestTimeout = '3000';
+            window.__sent = [];
+            const open = XMLHttpRequest.prototype.open;
+            XMLHttpRequest.prototype.open = function (method, ...rest) {
+              window.__sent.push(method);
+              return open.call(this, method, ...rest);
+            };""")
+        driver.set_network_conditions(offline=False, latency=0, download_throughput=-1, upload_throughput=4 * 1024 * 1024)
+        try:
+            css("#file-input").send_keys(big)
+            wait(driver, lambda d: d.execute_script("""
+                const bar = document.querySelector('#upload-list progress[aria-label="Uploading hung.bin"]');
+                return bar && bar.value > 10 ? bar.value : null;"""), message="part of it sent")
+            server.process.send_signal(signal.SIGSTOP)
+            try:
+                wait(driver, lambda d: "HEAD" in d.execute_script("return window.__sent"), timeout=15,
+                     message="the stalled request given up, and the server asked how far it got")
+            finally:
+                server.process.send_signal(signal.SIGCONT)
+            wait(driver, lambda d: self.attachment_names() == ["hung.bin"], timeout=60, message="attached once it answers")
+        finally:
+            driver.delete_network_conditions()
+        saved = server.note(note["id"])
+        self.assertEqual(saved["attachments"][0]["size"], 10 * 1024 * 1024)
+        self.assertEqual(saved["attachments"][0]["sha256"], expected)
+
     def test_upload_several_files_with_progress_then_download_and_delete(self):
         note = server.create("Trip photos")
         open_app(f"/#/notes/{note['id']}")

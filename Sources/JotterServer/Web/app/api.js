@@ -10,6 +10,8 @@ const TIMED_OUT = "The server didn't answer in time. Check your connection; your
  */
 const REQUEST_TIMEOUT = 30000;
 
+const requestTimeout = () => Number(document.body?.dataset.requestTimeout) || REQUEST_TIMEOUT;
+
 /**
  * A failed request: `message` is the server's problem `detail`, in words; `type` the problem's
  * `type` (`/problems/unknown-base`…) and `problem` its whole body (a `409` carries the note).
@@ -103,7 +105,7 @@ async function request(method, path, { json, ifMatch, key } = {}) {
   if (ifMatch) headers['If-Match'] = ifMatch;
   if (key) headers['Idempotency-Key'] = key;
   if (csrfToken && method !== 'GET') headers['X-CSRF-Token'] = csrfToken;
-  const timeout = Number(document.body?.dataset.requestTimeout) || REQUEST_TIMEOUT;
+  const timeout = requestTimeout();
   let response;
   let text;
   try {
@@ -191,12 +193,30 @@ const CHUNK = 4 * 1024 * 1024;
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 const base64 = (text) => btoa(Array.from(new TextEncoder().encode(text), (byte) => String.fromCharCode(byte)).join(''));
 
-/** One XMLHttpRequest (for its upload progress); resolves to it on any answer, rejects on a
- * network failure (`status` 0) or an abort. `state.xhr` is the request under way. */
+/**
+ * One XMLHttpRequest (for its upload progress); resolves to it on any answer, rejects on a
+ * network failure (`status` 0) or an abort. `state.xhr` is the request under way. A request
+ * that moves no byte either way for the request timeout (a hung server or link) is given up
+ * as a network failure, so a resumable upload asks how far it got and goes on: a request's
+ * whole time is no measure here (a chunk takes minutes on a slow link), its idle time is.
+ */
 function send(method, url, state, { headers = {}, body = null, onProgress } = {}) {
   return new Promise((resolve, reject) => {
     const xhr = new XMLHttpRequest();
     state.xhr = xhr;
+    let idle = null;
+    let timedOut = false;
+    const active = () => {
+      clearTimeout(idle);
+      idle = setTimeout(() => {
+        timedOut = true;
+        xhr.abort();
+      }, requestTimeout());
+    };
+    xhr.addEventListener('loadend', () => clearTimeout(idle));
+    xhr.upload.addEventListener('progress', active);
+    xhr.addEventListener('progress', active);
+    xhr.addEventListener('readystatechange', active);
     xhr.open(method, url);
     xhr.setRequestHeader('Accept', 'application/json');
     if (csrfToken) xhr.setRequestHeader('X-CSRF-Token', csrfToken);
@@ -208,8 +228,10 @@ function send(method, url, state, { headers = {}, body = null, onProgress } = {}
     });
     xhr.addEventListener('error', () => reject(new ApiError(
       "The upload didn't go through: the server closed the connection or can't be reached.")));
-    xhr.addEventListener('abort', () => reject(new ApiError('Upload cancelled.', { aborted: true })));
+    xhr.addEventListener('abort', () => reject(timedOut ? new ApiError(
+      "The upload stalled: the server didn't answer in time.") : new ApiError('Upload cancelled.', { aborted: true })));
     xhr.send(body);
+    active();
   });
 }
 
