@@ -1295,7 +1295,8 @@ class SlowLink(BrowserTest):
             wait(driver, lambda d: css("#editor-title").text == "New note" and body_text() == "", message="a new note")
             css("#body").send_keys("Written before the click")
             wait(driver, lambda d: css("#save-state").text == "Saving…", message=f"first save on its way ({page_state()})")
-            link(other["id"]).click()
+            # (Found again if the list is drawn anew between finding the link and clicking it.)
+            wait(driver, lambda d: link(other["id"]).click() or True, message="clicked")
             # The click is not dropped: once the new note is saved, the clicked one opens.
             wait(driver, lambda d: body_text() == "Clicked while saving", timeout=15, message=f"the clicked note ({page_state()})")
             self.assertEqual(driver.execute_script("return location.hash"), f"#/notes/{other['id']}")
