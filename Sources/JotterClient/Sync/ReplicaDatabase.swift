@@ -68,7 +68,14 @@ final class ReplicaDatabase {
             case .null: sqlite3_bind_null(statement, index)
             case .integer(let number): sqlite3_bind_int64(statement, index, number)
             case .real(let number): sqlite3_bind_double(statement, index, number)
-            case .text(let text): sqlite3_bind_text(statement, index, text, -1, Self.transient)
+            case .text(let text):
+                // The UTF-8 byte count, not -1: with -1 SQLite stops at the first U+0000, and a
+                // note with a NUL would be cut there (and the cut text pushed).
+                var utf8 = text.utf8CString
+                utf8.removeLast()  // its terminating NUL
+                utf8.withUnsafeBufferPointer { bytes in
+                    _ = sqlite3_bind_text(statement, index, bytes.baseAddress, Int32(bytes.count), Self.transient)
+                }
             }
         }
         var result: [[SQLValue]] = []
@@ -82,11 +89,18 @@ final class ReplicaDatabase {
                     case SQLITE_INTEGER: .integer(sqlite3_column_int64(statement, column))
                     case SQLITE_FLOAT: .real(sqlite3_column_double(statement, column))
                     case SQLITE_NULL: .null
-                    default: .text(sqlite3_column_text(statement, column).map { String(cString: $0) } ?? "")
+                    default: .text(Self.text(statement, column))
                     }
                 })
         }
         return result
+    }
+
+    /// A text column, all of its `sqlite3_column_bytes` (`String(cString:)` would stop at a NUL).
+    private static func text(_ statement: OpaquePointer, _ column: Int32) -> String {
+        guard let start = sqlite3_column_text(statement, column) else { return "" }
+        let count = Int(sqlite3_column_bytes(statement, column))
+        return String(decoding: UnsafeBufferPointer(start: start, count: count), as: UTF8.self)
     }
 
     /// The first column of the first row, if any.
