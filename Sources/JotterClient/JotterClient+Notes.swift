@@ -150,7 +150,8 @@ extension JotterClient {
         private func write(_ method: String, _ path: String, body: String, ifMatch etag: String?) async throws(JotterClientError) -> Note {
             var request = client.makeRequest(method, path)
             if let etag { request.setValue(etag, forHTTPHeaderField: "If-Match") }
-            FormURLEncodedBody([("body", body)]).apply(to: &request)
+            // JSON, not a form: an empty form field is "no body sent" (the note left as it was).
+            Self.jsonBody(body, to: &request)
             return try await client.send(request, decoding: NoteEnvelope.self).value.note
         }
     }

@@ -46,4 +46,24 @@ struct WriteFidelityTests {
             #expect(try await engine.notes().map(\.body).sorted() == server.map(\.body).sorted())
         }
     }
+
+    @Test("create, update, update(ifMatch:) and update(baseVersion:) store exactly the text: empty, NUL, form-hostile")
+    func everyWriteStoresTheText() async throws {
+        try await withClient { client, _ in
+            for text in ["", Self.withNUL, "a&b=c+d%20", "body=x", "😀 日本 /slash\\"] {
+                let created = try await client.notes.create(text)
+                #expect(created.body == text)
+                #expect(try await client.notes.get(created.id).body == text)
+                let filled = try await client.notes.update(created.id, body: "filled")
+                #expect(filled.body == "filled")
+                let updated = try await client.notes.update(created.id, body: text, ifMatch: filled.etag)
+                #expect(updated.body == text && updated.version == filled.version + 1, "update(ifMatch:) to \(text.debugDescription)")
+                #expect(try await client.notes.get(created.id).body == text)
+                _ = try await client.notes.update(created.id, body: "filled again")
+                #expect(try await client.notes.update(created.id, body: text).body == text, "update to \(text.debugDescription)")
+                let merged = try await client.notes.update(created.id, body: "x" + text, baseVersion: updated.version + 2)
+                #expect(merged.note.body == "x" + text)
+            }
+        }
+    }
 }
