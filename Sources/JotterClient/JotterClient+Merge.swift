@@ -43,9 +43,13 @@ extension JotterClient.Notes {
         return try await client.send(request, decoding: NoteEnvelope.self).value
     }
 
-    /// `{"body":"…"}` as JSON: an empty text empties the note (an empty form field is "no body sent").
+    /// `{"body":"…"}` as JSON: an empty text empties the note (an empty form field is "no body
+    /// sent"), and the body on the wire is the text's UTF-8 bytes plus little more (no `\/`
+    /// for `/`, no percent-encoding), so a note under the server's `--max-body-size` fits.
     static func jsonBody(_ body: String, to request: inout URLRequest) {
         request.setValue("application/json", forHTTPHeaderField: "Content-Type")
-        request.httpBody = try? JSONEncoder().encode(["body": body])
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = .withoutEscapingSlashes
+        request.httpBody = try? encoder.encode(["body": body])
     }
 }

@@ -63,11 +63,22 @@ extension NotesSyncEngine {
             }
             let body = later.last(where: { $0[1].text == "update" })?[2].text ?? edit.body
             try db.rows("DELETE FROM outbox WHERE note_id = ? AND seq > ?", [.text(edit.noteID), .integer(edit.sequence)])
+            // The server's problem, kept for `state.needsAttention`; a 413's detail also gives the size.
+            var problem =
+                error.problem
+                ?? ProblemDetails(title: error.title ?? "Refused", status: error.status ?? 0, detail: error.message)
+            if error.isTooLarge, let sent = edit.body {
+                problem.detail = (problem.detail.map { $0 + "; " } ?? "") + "this note's text is \(sent.utf8.count) bytes"
+            }
+            let problemJSON = (try? JSONEncoder().encode(problem)).map { String(decoding: $0, as: UTF8.self) }
             try db.rows(
-                "UPDATE outbox SET body = ?, attempts = 0, idempotency_key = ?, refused_status = ?, refused_message = ? WHERE seq = ?",
+                """
+                UPDATE outbox SET body = ?, attempts = 0, idempotency_key = ?, refused_status = ?, refused_message = ?,
+                    refused_problem = ? WHERE seq = ?
+                """,
                 [
                     body.map(SQLValue.text) ?? .null, .text(UUID().uuidString), .integer(Int64(error.status ?? 0)), .text(error.message),
-                    .integer(edit.sequence),
+                    problemJSON.map(SQLValue.text) ?? .null, .integer(edit.sequence),
                 ])
         }
         try changed([edit.noteID])

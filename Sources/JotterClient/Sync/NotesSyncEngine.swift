@@ -76,7 +76,7 @@ public actor NotesSyncEngine {
             CREATE TABLE IF NOT EXISTS outbox(
                 seq INTEGER PRIMARY KEY AUTOINCREMENT, note_id TEXT NOT NULL, kind TEXT NOT NULL, body TEXT,
                 base_version INTEGER, idempotency_key TEXT NOT NULL, attempts INTEGER NOT NULL DEFAULT 0,
-                refused_status INTEGER, refused_message TEXT);
+                refused_status INTEGER, refused_message TEXT, refused_problem TEXT);
             CREATE INDEX IF NOT EXISTS outbox_note ON outbox(note_id);
             CREATE TABLE IF NOT EXISTS merges(
                 note_id TEXT PRIMARY KEY, version INTEGER NOT NULL, base INTEGER NOT NULL, result TEXT NOT NULL,
@@ -88,6 +88,10 @@ public actor NotesSyncEngine {
         // A file made before edits could be refused for good: their columns added.
         if try !database.rows("PRAGMA table_info(outbox)").contains(where: { $0[1].text == "refused_status" }) {
             try database.execute("ALTER TABLE outbox ADD COLUMN refused_status INTEGER; ALTER TABLE outbox ADD COLUMN refused_message TEXT;")
+        }
+        // And before a refusal kept the server's problem details.
+        if try !database.rows("PRAGMA table_info(outbox)").contains(where: { $0[1].text == "refused_problem" }) {
+            try database.execute("ALTER TABLE outbox ADD COLUMN refused_problem TEXT;")
         }
         let state = try Self.readState(database, syncing: false, needsAttention: nil, lastError: nil)
         self.database = database
@@ -177,7 +181,8 @@ public actor NotesSyncEngine {
                 last[1].text != "delete", last[2].integer == 0
             {
                 try database.rows(
-                    "UPDATE outbox SET body = ?, refused_status = NULL, refused_message = NULL WHERE seq = ?", [.text(body), last[0]])
+                    "UPDATE outbox SET body = ?, refused_status = NULL, refused_message = NULL, refused_problem = NULL WHERE seq = ?",
+                    [.text(body), last[0]])
             } else {
                 // Made from the version the local text descends from; none yet while the creation is unanswered.
                 try database.rows(
@@ -388,15 +393,17 @@ public actor NotesSyncEngine {
         return user.isEmpty
     }
 
-    /// What a person must fix among the queued edits: the first one refused for good.
+    /// What a person must fix among the queued edits: the first one refused for good, with the
+    /// server's problem details (its `detail` says why: for a `413`, the limit and the note's size).
     private func refusal() throws(JotterClientError) -> JotterClientError? {
         guard
             let row = try database.rows(
-                "SELECT note_id, refused_status, refused_message FROM outbox WHERE refused_status IS NOT NULL ORDER BY seq LIMIT 1"
+                "SELECT note_id, refused_status, refused_message, refused_problem FROM outbox WHERE refused_status IS NOT NULL ORDER BY seq LIMIT 1"
             ).first
         else { return nil }
+        let problem = row[3].text.flatMap { try? JSONDecoder().decode(ProblemDetails.self, from: Data($0.utf8)) }
         return JotterClientError(
-            kind: .httpStatus, status: row[1].integer.map { Int($0) },
+            kind: .httpStatus, status: row[1].integer.map { Int($0) }, problem: problem,
             message: "the edit of note \(row[0].text ?? "") was refused: \(row[2].text ?? "")")
     }
 
