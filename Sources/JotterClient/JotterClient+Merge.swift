@@ -25,8 +25,10 @@ extension JotterClient.Notes {
     /// server's bounds `409` `/problems/merge-too-large`, a note in the trash `409`
     /// `/problems/note-deleted`; nothing changes then.
     ///
-    /// With an `idempotencyKey` kept with the edit, a resend after a lost answer gets the first
-    /// answer again (for 24 hours) instead of being merged a second time.
+    /// Every attempt carries one `Idempotency-Key`: the `idempotencyKey` given, or one made for
+    /// this call, so the client's own retry after a lost answer gets the first answer again
+    /// (for 24 hours) instead of being merged a second time. Keep a key with the edit to
+    /// resend it safely after the call itself failed (cancelled, offline).
     ///
     /// ```swift
     /// let answer = try await client.notes.update(note.id, body: text, baseVersion: note.version)
@@ -36,8 +38,7 @@ extension JotterClient.Notes {
         _ id: String, body: String, baseVersion: Int,
         idempotencyKey: String? = nil
     ) async throws(JotterClientError) -> NoteEnvelope {
-        var headers = ["Base-Version": String(baseVersion)]
-        if let idempotencyKey { headers["Idempotency-Key"] = idempotencyKey }
+        let headers = ["Base-Version": String(baseVersion), "Idempotency-Key": idempotencyKey ?? UUID().uuidString]
         var request = client.makeRequest("PUT", "/notes/" + JotterClient.segment(id), headers: headers)
         Self.jsonBody(body, to: &request)
         return try await client.send(request, decoding: NoteEnvelope.self).value

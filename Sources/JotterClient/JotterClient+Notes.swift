@@ -93,7 +93,13 @@ extension JotterClient {
             return try await client.send(client.makeRequest("GET", "/notes/changes", query: parameters), decoding: NoteChangeList.self).value
         }
 
-        /// `POST /notes`: creates a note. Never retried (a retry could create it twice).
+        /// `POST /notes`: creates a note. Retried as `RetryPolicy` says, every attempt with the
+        /// same `Idempotency-Key` (made for this call), so the retries create it once.
+        ///
+        /// A call that throws without an answer (cancelled, timed out, offline) may still have
+        /// created the note: its key is gone with the call, so calling again could create a
+        /// second one. When that matters, keep a key with the unsent text and use
+        /// `create(_:idempotencyKey:)`: a resend with that key gets the first answer again.
         ///
         /// ```swift
         /// let note = try await client.notes.create("Buy milk")     // note.id == "1", note.version == 1
@@ -124,27 +130,58 @@ extension JotterClient {
             return try JotterClient.decode(NoteEnvelope.self, from: data).note
         }
 
-        /// `PUT /notes/{id}`: replaces the body. With `ifMatch` (a note's `etag`) the server
-        /// refuses with `412` (`isConflict`) when the note changed since that version.
+        /// `PUT /notes/{id}`: replaces the body with exactly `body` (`""` empties the note). With
+        /// `ifMatch` (a note's `etag`) the server refuses with `412` (`isConflict`) when the note
+        /// changed since that version.
+        ///
+        /// A retry after a lost answer (by `RetryPolicy`, or by URLSession itself on a reused
+        /// connection) meets the first attempt's own write: on that `412` the note is read, and
+        /// when it holds exactly `body` the call returns it — the write succeeded. Every attempt
+        /// carries one `Idempotency-Key` (`idempotencyKey`, or one made for this call); pass a
+        /// key kept with the edit to resend it after the call itself failed (cancelled, offline).
         ///
         /// ```swift
         /// do {
         ///     note = try await client.notes.update(note.id, body: text, ifMatch: note.etag)
-        /// } catch let error where error.isConflict {
+        /// } catch {
+        ///     guard error.isConflict else { throw error }
         ///     note = try await client.notes.get(note.id)     // someone else saved first
         /// }
         /// ```
-        public func update(_ id: String, body: String, ifMatch etag: String? = nil) async throws(JotterClientError) -> Note {
-            try await write("PUT", "/notes/" + JotterClient.segment(id), body: body, ifMatch: etag)
+        public func update(
+            _ id: String, body: String, ifMatch etag: String? = nil, idempotencyKey: String? = nil
+        ) async throws(JotterClientError) -> Note {
+            var request = client.makeRequest(
+                "PUT", "/notes/" + JotterClient.segment(id), headers: ["Idempotency-Key": idempotencyKey ?? UUID().uuidString])
+            if let etag { request.setValue(etag, forHTTPHeaderField: "If-Match") }
+            Self.jsonBody(body, to: &request)
+            do {
+                return try await client.send(request, decoding: NoteEnvelope.self).value.note
+            } catch  where error.isConflict && etag != nil {
+                // The server checks If-Match before the key, so a retry whose first attempt
+                // committed is 412: if the note holds exactly this text, that write succeeded.
+                if let current = try? await get(id), current.body == body { return current }
+                throw error
+            }
         }
 
         /// `DELETE /notes/{id}`: moves the note, with its attachments, to the trash (`trash()`,
         /// `restore(_:)`) for the server's `--trash-days`; returns the note as it was. With
-        /// `ifMatch`, only if it is still that version.
+        /// `ifMatch`, only if it is still that version; a `404` or `412` then (a retry after a
+        /// lost answer meeting its first attempt's deletion) returns the note when the trash
+        /// holds it at exactly that version: it was deleted as asked.
         public func delete(_ id: String, ifMatch etag: String? = nil) async throws(JotterClientError) -> Note {
             var request = client.makeRequest("DELETE", "/notes/" + JotterClient.segment(id))
             if let etag { request.setValue(etag, forHTTPHeaderField: "If-Match") }
-            return try await client.send(request, decoding: NoteEnvelope.self).value.note
+            do {
+                return try await client.send(request, decoding: NoteEnvelope.self).value.note
+            } catch  where (error.isNotFound || error.isConflict) && etag != nil {
+                // Just deleted: near the top of the trash (most recently deleted first).
+                if let etag, let trashed = try? await trash(limit: 100).notes.first(where: { $0.id == id && $0.note.etag == etag }) {
+                    return trashed.note
+                }
+                throw error
+            }
         }
 
         private func write(_ method: String, _ path: String, body: String, ifMatch etag: String?) async throws(JotterClientError) -> Note {

@@ -26,7 +26,7 @@ extension JotterClient.Notes {
 
     /// `POST /notes/{id}/restore` without a version: brings a note back from the trash with its
     /// id, body and attachments, at its next version. A note not in the trash is `404`
-    /// (`isNotFound`); one that is not deleted is `422`.
+    /// (`isNotFound`); one that is not deleted is `409` (`status == 409`).
     ///
     /// ```swift
     /// let note = try await client.notes.restore("42")

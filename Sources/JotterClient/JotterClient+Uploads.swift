@@ -60,7 +60,8 @@ extension JotterClient {
         }
 
         /// `POST /uploads` with a body you built: every file part is stored; a `note_id` field
-        /// attaches them. Never retried.
+        /// attaches them. Retried as `RetryPolicy` says with the same `Idempotency-Key` (the
+        /// server stores the files once); `progress` starts from 0 again on a retry.
         public func upload(
             _ form: MultipartFormData,
             progress: (@Sendable (TransferProgress) -> Void)? = nil

@@ -95,6 +95,17 @@ public struct JotterClientError: Error, Sendable, CustomStringConvertible {
     public var isUnauthorized: Bool { status == 401 }
     /// `412`: `If-Match` named a version that is no longer current.
     public var isConflict: Bool { status == 412 }
+    /// `409` from a write with `Base-Version` the server can't merge: the base version is no
+    /// longer kept (`/problems/unknown-base`), the merge is past the server's bounds
+    /// (`/problems/merge-too-large`) or the note is in the trash (`/problems/note-deleted`).
+    /// Nothing changed; keep the user's text (as a new note, as `NotesSyncEngine` does).
+    public var isMergeConflict: Bool {
+        guard status == 409, let type = problem?.type else { return false }
+        return Self.mergeProblemTypes.contains { type.hasSuffix($0) }
+    }
+
+    /// The problem types of `isMergeConflict`.
+    static let mergeProblemTypes = ["/problems/unknown-base", "/problems/merge-too-large", "/problems/note-deleted"]
     /// `422`: a field is missing or invalid (`fieldErrors` says which).
     public var isValidation: Bool { status == 422 }
     /// `413`: the body or upload is over the server's limit.
@@ -103,7 +114,10 @@ public struct JotterClientError: Error, Sendable, CustomStringConvertible {
     public var isTransport: Bool { kind == .transport }
     /// The TLS handshake failed (see `Kind.tls`).
     public var isTLS: Bool { kind == .tls }
-    /// The request was cancelled (the task was cancelled).
+    /// The request was cancelled (the task was cancelled). A write already sent may still be
+    /// done by the server (the request finishes in the background): a cancelled
+    /// `notes.create(_:)` may have created the note. To try again without a duplicate, create
+    /// with a key the app keeps, `notes.create(_:idempotencyKey:)`, and resend with that key.
     public var isCancelled: Bool { kind == .cancelled }
     /// The sync engine's replica file belongs to another user than the one the client is
     /// signed in as (`Kind.replicaOfAnotherUser`).

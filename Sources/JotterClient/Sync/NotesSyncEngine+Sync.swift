@@ -202,7 +202,7 @@ extension NotesSyncEngine {
     /// The `409`s and `404` after which the server will never take this edit of this note.
     static func unmergeable(_ error: JotterClientError) -> SyncConflict.Reason? {
         if error.status == 404 { return .noteGone }
-        guard error.status == 409, let type = error.problem?.type else { return nil }
+        guard error.isMergeConflict, let type = error.problem?.type else { return nil }
         if type.hasSuffix("/problems/unknown-base") { return .unknownBase }
         if type.hasSuffix("/problems/merge-too-large") { return .mergeTooLarge }
         if type.hasSuffix("/problems/note-deleted") { return .noteDeleted }
