@@ -34,6 +34,7 @@ extension NotesSyncEngine {
             } catch  where Self.refusedForGood(error) {
                 try refuse(edit, error)
             }
+            progressed()
         }
     }
 
@@ -347,6 +348,7 @@ extension NotesSyncEngine {
                 if !reset { try storeCursor(page.cursor) }
             }
             since = page.cursor
+            progressed()
             try changed(touched)
             if !page.more { break }
         }

@@ -47,6 +47,10 @@ public actor NotesSyncEngine {
     private let broadcaster = Broadcaster()
     /// The notes per page of `GET /notes/changes`.
     let pageSize: Int
+    /// Seconds a sync pass (`sync()`) may go without progress before it gives up: see `init`.
+    public nonisolated let syncTimeout: Double
+    /// When the running pass last made progress (an answer: the user, an edit, a page).
+    private var lastProgress = ContinuousClock.now
     private var running: Task<Void, any Error>?
     private var syncing = false
     private var needsAttention: JotterClientError?
@@ -60,13 +64,25 @@ public actor NotesSyncEngine {
 
     /// Opens the replica at `file`, creating it (and its tables) when it does not exist.
     ///
+    /// `syncTimeout` bounds how long a sync pass may go without progress — no answer to the
+    /// user check, to an edit sent (retries included) or to a page of the pull — 30 s, as the
+    /// web app gives up a request: a server that accepts connections but never answers held
+    /// `sync()` for the client's `requestTimeout` times its retries (4 minutes by default).
+    /// Past it the pass stops as a timed-out transport failure (`lastError`, `isOffline`),
+    /// every edit not yet answered still queued; a long pull that keeps making progress is
+    /// not cut.
+    ///
     /// ```swift
     /// let engine = try NotesSyncEngine(client: client, file: folder.appendingPathComponent("notes.sqlite"))
     /// ```
-    public init(client: JotterClient, file: URL, pageSize: Int = 500) throws(JotterClientError) {
+    ///
+    /// One engine per file: two engines, in one process or two (an app and its extension), on
+    /// one file each push and pull on their own; keep one, or give each its own file.
+    public init(client: JotterClient, file: URL, pageSize: Int = 500, syncTimeout: Double = 30) throws(JotterClientError) {
         self.client = client
         self.file = file
         self.pageSize = pageSize
+        self.syncTimeout = syncTimeout
         let database = try ReplicaDatabase(path: file.path)
         try database.execute(
             """
@@ -339,9 +355,7 @@ public actor NotesSyncEngine {
             try? publishState()
         }
         do throws(JotterClientError) {
-            let anonymous = try await checkUser()
-            try await push()
-            try await pull()
+            let anonymous = try await bounded()
             if anonymous { try database.rows("INSERT OR IGNORE INTO meta(key, value) VALUES ('user', '')") }
             lastError = nil
             try database.rows("INSERT OR REPLACE INTO meta(key, value) VALUES ('last_sync', ?)", [.text(String(Date().timeIntervalSince1970))])
@@ -349,9 +363,54 @@ public actor NotesSyncEngine {
             needsAttention = try refusal()
             if let needsAttention { throw needsAttention }
         } catch {
-            if Self.needsPerson(error) { needsAttention = error } else { lastError = error }
+            // A cancelled sync (the app going to the background) is no failure to show.
+            if Self.needsPerson(error) { needsAttention = error } else if !error.isCancelled { lastError = error }
             throw error
         }
+    }
+
+    /// The pass itself — whose replica, push, pull — given up after `syncTimeout` with no
+    /// progress (cancelled: what was not answered stays queued); whether the user is the
+    /// anonymous one.
+    private func bounded() async throws(JotterClientError) -> Bool {
+        let seconds = syncTimeout
+        lastProgress = .now
+        do {
+            return try await withThrowingTaskGroup(of: Bool?.self) { group in
+                group.addTask {
+                    let anonymous = try await self.checkUser()
+                    await self.progressed()
+                    try await self.push()
+                    try await self.pull()
+                    return anonymous
+                }
+                group.addTask {
+                    // Wakes when the pass would be overdue, until it is.
+                    while true {
+                        let due = await self.lastProgress + .milliseconds(Int64(max(0, seconds) * 1000))
+                        if ContinuousClock.now >= due { return nil }
+                        try await Task.sleep(until: due, clock: .continuous)
+                    }
+                }
+                defer { group.cancelAll() }
+                guard let first = try await group.next(), let anonymous = first else {
+                    if Task.isCancelled { throw JotterClientError.cancelled }
+                    throw JotterClientError(
+                        kind: .transport, urlErrorCode: .timedOut,
+                        message:
+                            "the sync did not end within \(seconds == seconds.rounded() ? String(Int(seconds)) : String(seconds)) s (syncTimeout): the server is not answering; the edits stay queued"
+                    )
+                }
+                return anonymous
+            }
+        } catch {
+            throw JotterClientError.wrapping(error, url: nil)
+        }
+    }
+
+    /// The running pass got an answer: its `syncTimeout` starts again.
+    func progressed() {
+        lastProgress = .now
     }
 
     /// A failure a retry later won't fix: the user must sign in, free space, shorten a note,

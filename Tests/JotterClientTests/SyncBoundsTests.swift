@@ -1,0 +1,82 @@
+import Foundation
+import Glibc
+import Testing
+import JotterServerTestSupport
+import JotterTestSupport
+import JotterAPI
+@testable import JotterClient
+
+/// A sync pass is bounded, and what it stores never goes back in time.
+@Suite("JotterClient: the sync engine's bounds")
+struct SyncBoundsTests {
+    /// A loopback port that takes connections (the kernel's backlog) and never answers.
+    final class SilentServer {
+        let port: Int
+        private let fd: Int32
+
+        init() throws {
+            let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+            var address = FaultProxy.loopback(port: 0)
+            let bound = withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            }
+            guard fd >= 0, bound == 0, listen(fd, 64) == 0 else {
+                if fd >= 0 { close(fd) }
+                throw FaultProxy.ProxyError(message: "cannot listen")
+            }
+            var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+            withUnsafeMutablePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { _ = getsockname(fd, $0, &length) }
+            }
+            self.fd = fd
+            port = Int(UInt16(bigEndian: address.sin_port))
+        }
+
+        deinit { close(fd) }
+    }
+
+    @Test("a server that takes the connection and never answers: sync() gives up after syncTimeout, lastError set, the edit queued")
+    func silentServer() async throws {
+        let silent = try SilentServer()
+        let folder = try scratchFolder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let client = JotterClient(baseURL: URL(string: "http://127.0.0.1:\(silent.port)")!)  // 60 s idle timeout, 4 attempts
+        let engine = try NotesSyncEngine(client: client, file: folder.appendingPathComponent("notes.sqlite"), syncTimeout: 2)
+        #expect(engine.syncTimeout == 2)
+        try await engine.create("written while the server hangs")
+        let start = ContinuousClock.now
+        let sync = Task { try await engine.sync() }
+        let ended = Task {
+            try? await Task.sleep(nanoseconds: 50_000_000_000)
+            sync.cancel()
+        }
+        let result = await sync.result
+        ended.cancel()
+        let elapsed = ContinuousClock.now - start
+        #expect(elapsed < .seconds(30), "sync() took \(elapsed), its client 60 s × 4 attempts")
+        guard case .failure(let failure) = result, let error = failure as? JotterClientError else {
+            Issue.record("sync() did not throw a JotterClientError: \(result)")
+            return
+        }
+        #expect(error.isTransport && error.urlErrorCode == .timedOut && !error.isCancelled, "\(error)")
+        let state = try await engine.state
+        #expect(state.isOffline && !state.isSyncing && state.pending == 1 && state.lastError?.message == error.message)
+        #expect(try await engine.notes().map(\.body) == ["written while the server hangs"])
+        #expect(try await engine.pendingEdits().first?.kind == .create)
+    }
+
+    @Test("a cancelled sync (the app going to the background) leaves no lastError")
+    func cancelledIsNoError() async throws {
+        let silent = try SilentServer()
+        let folder = try scratchFolder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let client = JotterClient(baseURL: URL(string: "http://127.0.0.1:\(silent.port)")!)
+        let engine = try NotesSyncEngine(client: client, file: folder.appendingPathComponent("notes.sqlite"))
+        try await engine.create("queued")
+        let sync = Task { try await engine.sync() }
+        try await Task.sleep(nanoseconds: 300_000_000)
+        #expect(await sync.cancelAndEnds(within: 5))
+        let state = try await engine.state
+        #expect(state.lastError == nil && state.needsAttention == nil && state.pending == 1, "\(String(describing: state.lastError))")
+    }
+}
