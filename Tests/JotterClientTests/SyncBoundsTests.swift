@@ -79,4 +79,23 @@ struct SyncBoundsTests {
         let state = try await engine.state
         #expect(state.lastError == nil && state.needsAttention == nil && state.pending == 1, "\(String(describing: state.lastError))")
     }
+
+    @Test("an answer overtaken by a newer version in the replica (another engine's pull) does not put the older text back")
+    func olderNeverOverwritesNewer() async throws {
+        try await SyncEngineTests.withServer { client, _, folder in
+            let file = folder.appendingPathComponent("notes.sqlite")
+            let engine = try NotesSyncEngine(client: client, file: file)
+            let first = try await client.notes.create("version 1")
+            let second = try await client.notes.update(first.id, body: "version 2")
+            try await engine.sync()
+            #expect(try await engine.note(first.id)?.version == 2)
+            // A second engine on the same file (an app extension) gets the answer to an older write late.
+            let other = try NotesSyncEngine(client: client, file: file)
+            try await other.store(first)
+            #expect(try await engine.note(first.id)?.body == "version 2")
+            #expect(try await other.note(first.id)?.version == 2)
+            try await other.store(second)
+            #expect(try await engine.note(first.id)?.body == "version 2")
+        }
+    }
 }

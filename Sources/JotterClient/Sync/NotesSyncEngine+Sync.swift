@@ -298,13 +298,18 @@ extension NotesSyncEngine {
         try changed([edit.noteID])
     }
 
-    /// The server's state of a note into the replica (shown again if it was deleted here).
-    private func store(_ note: Note) throws(JotterClientError) {
+    /// The server's state of a note into the replica (shown again if it was deleted here) —
+    /// unless the replica holds a newer version of it already: an answer overtaken by a pull
+    /// (another engine on the file, in this process or another) never puts an older text back.
+    /// The pull's notes (`fromFeed`) always go in: the feed is the server's current state (a
+    /// restored backup may have put a note's version back).
+    func store(_ note: Note, fromFeed: Bool = false) throws(JotterClientError) {
         try db.rows(
             """
             INSERT INTO notes(id, body, version, created_at, updated_at, deleted) VALUES (?, ?, ?, ?, ?, 0)
             ON CONFLICT(id) DO UPDATE SET body = excluded.body, version = excluded.version,
                 created_at = excluded.created_at, updated_at = excluded.updated_at, deleted = 0
+            \(fromFeed ? "" : "WHERE excluded.version >= notes.version")
             """,
             [
                 .text(note.id), .text(note.body), .integer(Int64(note.version)),
@@ -338,7 +343,7 @@ extension NotesSyncEngine {
                     if try db.scalar("SELECT 1 FROM outbox WHERE note_id = ?", [.text(change.id)]) != nil { continue }
                     switch change {
                     case .note(let note):
-                        try store(note)
+                        try store(note, fromFeed: true)
                     case .deleted(let id, _):
                         try db.rows("DELETE FROM notes WHERE id = ?", [.text(id)])
                         try db.rows("DELETE FROM merges WHERE note_id = ?", [.text(id)])
