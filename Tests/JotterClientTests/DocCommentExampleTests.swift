@@ -96,6 +96,15 @@ struct DocCommentExampleTests {
         #expect(!examples.contains { $0.file.hasSuffix("EventStreamParser.swift") }, "an internal type's example is no app's")
     }
 
+    /// `catch let error where …` after a typed-throws call that assigns a `var` in both the `do`
+    /// and the `catch` crashes swiftc 6.3.1 (SILGenCleanup) in an app's own function, though not
+    /// in `compile()` below, where `note` is a parameter: the examples use `catch { guard … }`.
+    @Test("no example catches with `catch let error where`, the form that crashes swiftc 6.3 in an app")
+    func noCrashingCatch() throws {
+        let crashing = try Self.examples().filter { $0.code.contains("catch let error where") }
+        #expect(crashing.isEmpty, "\(crashing.map { "\($0.file):\($0.line)" })")
+    }
+
     @Test("every ```swift example in the SDK's public doc comments compiles with import JotterClient alone")
     func compile() throws {
         try #require(
