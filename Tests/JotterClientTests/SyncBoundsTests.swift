@@ -4,6 +4,7 @@ import Testing
 import JotterServerTestSupport
 import JotterTestSupport
 import JotterAPI
+import JotterHTTP
 @testable import JotterClient
 
 /// A sync pass is bounded, and what it stores never goes back in time.
@@ -63,6 +64,30 @@ struct SyncBoundsTests {
         #expect(state.isOffline && !state.isSyncing && state.pending == 1 && state.lastError?.message == error.message)
         #expect(try await engine.notes().map(\.body) == ["written while the server hangs"])
         #expect(try await engine.pendingEdits().first?.kind == .create)
+    }
+
+    /// Answers each page of `GET /notes/changes` 0.6 s late: a slow link.
+    final class SlowFeed: Middleware {
+        func handle(_ request: Request, context: RequestContext, next: Responder) throws -> Reply {
+            if request.path == "/notes/changes" { Thread.sleep(forTimeInterval: 0.6) }
+            return try next(request, context)
+        }
+    }
+
+    @Test("a pull that keeps getting pages is not cut by syncTimeout, however long it takes in all")
+    func progressingPullIsNotCut() async throws {
+        let folder = try scratchFolder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        try await withClient(configure: { $0.middleware = [SlowFeed()] }) { client, _ in
+            for number in 0..<4 { _ = try await client.notes.create("note \(number)") }
+            let engine = try NotesSyncEngine(
+                client: client, file: folder.appendingPathComponent("notes.sqlite"), pageSize: 1, syncTimeout: 1.5)
+            let start = ContinuousClock.now
+            try await engine.sync()
+            #expect(ContinuousClock.now - start > .seconds(2), "five pages, each 0.6 s late")
+            #expect(try await engine.notes().count == 4)
+            #expect(try await engine.state.lastError == nil)
+        }
     }
 
     @Test("a cancelled sync (the app going to the background) leaves no lastError")
