@@ -96,6 +96,36 @@ struct MergeRoutesTests {
         }
     }
 
+    @Test(
+        "a conditional edit sent again with its Idempotency-Key after a lost answer gets that answer, not 412",
+        arguments: ServerDatabase.all)
+    func resentConditionalEdit(database: ServerDatabase) throws {
+        try database.with { app in
+            let id = try RevisionRoutesTests.created(app, "one")
+            let edit: [(String, String)] = [("If-Match", "\"1\""), ("Idempotency-Key", "cond-1")]
+            let first = try app.request("PUT", "/notes/\(id)", headers: edit, body: "body=two")
+            #expect(first.status == 200, "\(first.text)")
+            // The answer is lost; the client sends the same request again: its If-Match no longer
+            // holds (the edit itself moved the note on), but the key says it is the same edit.
+            let again = try app.request("PUT", "/notes/\(id)", headers: edit, body: "body=two")
+            #expect(again.status == 200, "\(again.text)")
+            #expect(again.header("Idempotent-Replayed") == "true")
+            #expect(again.text == first.text)
+            #expect(again.header("ETag") == "\"2\"")
+            // Another text under that key is another request (422); a stale If-Match with a new
+            // key, or none, is still 412, and leaves the key free.
+            #expect(try app.request("PUT", "/notes/\(id)", headers: edit, body: "body=three").status == 422)
+            let stale: [(String, String)] = [("If-Match", "\"1\""), ("Idempotency-Key", "cond-2")]
+            #expect(try app.request("PUT", "/notes/\(id)", headers: stale, body: "body=three").status == 412)
+            #expect(try app.request("PUT", "/notes/\(id)", headers: [("If-Match", "\"1\"")], body: "body=three").status == 412)
+            let fresh: [(String, String)] = [("If-Match", "\"2\""), ("Idempotency-Key", "cond-2")]
+            let later = try app.request("PUT", "/notes/\(id)", headers: fresh, body: "body=three")
+            #expect(later.status == 200, "\(later.text)")
+            #expect(later.header("Idempotent-Replayed") == nil)
+            #expect(try Self.note(try app.request("GET", "/notes/\(id)"))["version"] as? Int == 3)
+        }
+    }
+
     @Test("base unknown is 409 with the current note; If-Match still 412; malformed bases refused", arguments: ServerDatabase.all)
     func refused(database: ServerDatabase) throws {
         try database.with { app in

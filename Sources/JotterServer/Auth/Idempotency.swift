@@ -54,8 +54,15 @@ final class IdempotencyMiddleware: Middleware {
             var keyed = context
             keyed[IdempotencyKeyed.self] = IdempotencyKeyClaim(key: slot, fingerprint: fingerprint, now: now)
             // No claim was made here: a failure before the handler's transaction leaves nothing to release.
-            return try next(request, keyed).then(on: StoreExecutor(threads: store.threads)) { outcome in
+            let reply: Reply
+            do { reply = try next(request, keyed) } catch let error as HTTPError where error.status == .preconditionFailed {
+                return .now(try Self.kept(slot, fingerprint: fingerprint, owner: owner, now: now, store: store) ?? { throw error }())
+            }
+            return reply.then(on: StoreExecutor(threads: store.threads)) { outcome in
                 if case .failure(let error as IdempotencyRefused) = outcome { return .now(try Self.refusal(error.claim)) }
+                if Self.failedPrecondition(outcome), let kept = try Self.kept(slot, fingerprint: fingerprint, owner: owner, now: now, store: store) {
+                    return .now(kept)
+                }
                 guard case .success(let response) = outcome, (200..<300).contains(response.status.code),
                     response.contentLength == UInt64(response.body.count)
                 else { return .now(try outcome.get()) }
@@ -96,6 +103,30 @@ final class IdempotencyMiddleware: Middleware {
                 release()
             }
             return .now(response)
+        }
+    }
+
+    /// A transactional write's precondition (`If-Match`) is checked before its transaction claims
+    /// the key, so the retry of an edit that was made (its answer lost: the edit itself moved the
+    /// note past `If-Match`) fails it. When the key holds that edit's answer, the answer is what
+    /// the retry gets (or `422`/`409`, as for any claim that is not free); when the key is free,
+    /// nil: it is released again and the `412` stands.
+    private static func kept(_ slot: String, fingerprint: [UInt8], owner: Owner, now: Int64, store: any DataStore) throws -> Response? {
+        let claim = try store.claimIdempotencyKey(slot, fingerprint: fingerprint, owner: owner, now: now)
+        guard claim != .claimed else {
+            store.releaseIdempotencyKey(slot, owner: owner) { _ in }
+            return nil
+        }
+        return try refusal(claim)
+    }
+
+    /// Whether a write ended in `412 Precondition Failed` (refused in its transaction: a thrown
+    /// error, or its rendered answer).
+    private static func failedPrecondition(_ outcome: Result<Response, any Error>) -> Bool {
+        switch outcome {
+        case .success(let response): response.status == .preconditionFailed
+        case .failure(let error as HTTPError): error.status == .preconditionFailed
+        case .failure: false
         }
     }
 
