@@ -51,6 +51,18 @@ package struct TypedOption<Value>: Sendable {
         return TypedOption<Other>(option) { arguments throws(UsageError) in try transform(try read(arguments)) }
     }
 
+    /// This repeatable option with each of its values checked by `accepts`: the first it refuses
+    /// is the usage error that the option must be `expected` (`(from JOTTER_…)` as for any value).
+    package func each(expected: String, _ accepts: @escaping @Sendable (String) -> Bool) -> TypedOption where Value == [String] {
+        let read = self.read
+        let option = option
+        return TypedOption(option) { arguments throws(UsageError) in
+            let values = try read(arguments)
+            if let refused = values.first(where: { !accepts($0) }) { throw arguments.invalid(option, refused, expected: expected) }
+            return values
+        }
+    }
+
     /// This option shown within `[options]` in the usage lines: one every client command takes.
     package func common() -> TypedOption {
         var copy = self
