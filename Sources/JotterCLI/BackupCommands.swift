@@ -87,9 +87,8 @@ struct BackupCommand: AsyncCommand, ParsableArguments {
 
 /// `jotter restore SRC --data DIR [--force]`: a backup back into a data folder;
 /// `jotter restore --database URL`: a new history for a PostgreSQL database pg_restore put back.
-/// Not `ParsableArguments`: each form reads only its own options (`--data` is required with SRC
-/// and refused with `--database`), so it declares them as statics and reads them itself.
-struct RestoreCommand: BlockingCommand {
+/// Each form takes only its own options: `validate(_:)` says which.
+struct RestoreCommand: BlockingCommand, ParsableArguments {
     static let name = "restore"
     static let summary = "Restore a backup into a data folder, or start a new history after pg_restore."
     static let about = """
@@ -107,40 +106,26 @@ struct RestoreCommand: BlockingCommand {
         restored into another PostgreSQL cluster (a new machine) starts one by itself when an
         instance opens it.
         """
-    static let operands = Operands.optional("SRC", shownRequired: true)
-    static let dataOption = Option.text("--data", value: "DIR", help: "The data folder to restore into (required with SRC).")
-        .required(missing: "missing --data DIR (the data folder to restore into)")
-    static let forceOption = Option.flag("--force", help: "Replace the database and uploads already in DIR.")
-    static let jsonOption = Option.flag("--json", help: "Print what was restored as JSON.")
-    static let databaseOption = Option.text(
-        "--database", value: "URL",
-        help: "Without SRC: start a new history on this PostgreSQL database (postgres://…) after pg_restore.")
-    static let options = [dataOption.option, forceOption.option, jsonOption.option, databaseOption.option]
     static let otherUsages = [(arguments: "--database URL", note: "after pg_restore: start a new history on PostgreSQL")]
-    static let usageOptions = [dataOption.option, forceOption.option, jsonOption.option]
-    static let operandsUsage = operands.usage
-    static let firstOperand = operands.first
+    static var usageOptions: [Option] { options(without: ["--database"]) }
 
-    enum Action {
-        case folder(source: String, data: String, force: Bool, json: Bool)
-        case database(String)
-    }
+    @Operand(.optional("SRC", shownRequired: true)) var source: String?
+    @Value(Option.text("--data", value: "DIR", help: "The data folder to restore into (required with SRC).").shownRequired())
+    var data: String?
+    @Value(Option.flag("--force", help: "Replace the database and uploads already in DIR.")) var force: Bool
+    @Value(Option.flag("--json", help: "Print what was restored as JSON.")) var json: Bool
+    @Value(
+        Option.text(
+            "--database", value: "URL", help: "Without SRC: start a new history on this PostgreSQL database (postgres://…) after pg_restore."))
+    var database: String?
 
-    let action: Action
-
-    init(parsing arguments: Arguments) throws {
-        let source = try arguments[Self.operands]
-        let database = try arguments[Self.databaseOption]
+    /// Which form it is: SRC with --data, or --database URL alone.
+    func validate(_ arguments: Arguments) throws {
         switch (source, database) {
-        case (let source?, nil):
-            action = .folder(
-                source: source, data: try arguments[Self.dataOption], force: try arguments[Self.forceOption],
-                json: try arguments[Self.jsonOption])
-        case (nil, let database?):
-            guard (try? arguments[Self.dataOption]) == nil, !(try arguments[Self.forceOption]),
-                !(try arguments[Self.jsonOption])
-            else { throw UsageError("--database URL takes no --data, --force or --json") }
-            action = .database(database)
+        case (_?, nil):
+            if data == nil { throw UsageError("missing --data DIR (the data folder to restore into)") }
+        case (nil, _?):
+            if data != nil || force || json { throw UsageError("--database URL takes no --data, --force or --json") }
         case (_?, _?):
             throw UsageError("--database URL takes no SRC: restore the database with pg_restore first")
         case (nil, nil):
@@ -149,15 +134,12 @@ struct RestoreCommand: BlockingCommand {
     }
 
     func run(console: Console) throws -> Int32 {
-        switch action {
-        case .folder(let source, let data, let force, let json):
-            return try restore(source, into: data, force: force, json: json, console: console)
-        case .database(let url):
-            return try startNewHistory(url, console: console)
-        }
+        // `validate(_:)` let through SRC with --data, or --database alone.
+        if let source, let data { return try restore(source, into: data, console: console) }
+        return try startNewHistory(database ?? "", console: console)
     }
 
-    private func restore(_ source: String, into data: String, force: Bool, json: Bool, console: Console) throws -> Int32 {
+    private func restore(_ source: String, into data: String, console: Console) throws -> Int32 {
         try BackupFolder.verify(source, console: console)
         let contents: BackupContents
         do {

@@ -63,6 +63,15 @@ package struct TypedOption<Value>: Sendable {
         }
     }
 
+    /// This option shown without brackets in the usage line (`--data DIR`), yet read as one that
+    /// may be missing: for a command whose forms need it in one and refuse it in another, which
+    /// its `validate(_:)` says.
+    package func shownRequired() -> TypedOption {
+        var copy = self
+        copy.option.shown = .required
+        return copy
+    }
+
     /// This option shown within `[options]` in the usage lines: one every client command takes.
     package func common() -> TypedOption {
         var copy = self
