@@ -3,7 +3,7 @@ import JotterWire
 extension RevisionInfo: SchemaDescribing {
     public static var schema: JSONSchema {
         .object(
-            Revision.versionProperties.merging(["size": .integer(minimum: 0, description: "the body's length in UTF-8 bytes")]) { $1 },
+            RevisionStamp.properties.merging(["size": .integer(minimum: 0, description: "the body's length in UTF-8 bytes")]) { $1 },
             additional: .forbidden, description: "A kept version of a note, without its body.")
     }
 }
@@ -17,12 +17,14 @@ extension RevisionInfo: DescribedPageItem {
 extension Revision: SchemaDescribing {
     public static var schema: JSONSchema {
         .object(
-            versionProperties.merging(["body": .string(description: "the note's text at this version")]) { $1 },
+            RevisionStamp.properties.merging(["body": .string(description: "the note's text at this version")]) { $1 },
             additional: .forbidden, description: "A kept version of a note.")
     }
+}
 
-    /// What a revision and its listing's entry (`RevisionInfo`) say alike of the version.
-    static var versionProperties: [String: JSONSchema] {
+extension RevisionStamp {
+    /// Its fields, which both forms' schemas list beside their own.
+    static var properties: [String: JSONSchema] {
         [
             "version": .integer(minimum: 1, description: "the note's version this revision is"),
             "created_at": Timestamp.schema(description: "when this version was committed"),

@@ -175,20 +175,26 @@ struct OpenAPITests {
                     NoteChangeList(changes: [], cursor: -17, more: true, reset: true),
                 ]
             ),
-            (RevisionInfo.self, [RevisionInfo(version: 3, createdAt: Timestamp.date("2026-11-30 14:35:41")!, size: 8, merged: true)]),
+            (RevisionInfo.self, [RevisionInfo(RevisionStamp(version: 3, createdAt: Timestamp.date("2026-11-30 14:35:41")!, merged: true), size: 8)]),
             (
                 RevisionList.self,
                 [
                     RevisionList(
-                        [RevisionInfo(version: 3, createdAt: Timestamp.date("2026-11-30 14:35:41")!, size: 8, merged: false)],
+                        [RevisionInfo(RevisionStamp(version: 3, createdAt: Timestamp.date("2026-11-30 14:35:41")!, merged: false), size: 8)],
                         next: "/notes/42/revisions?limit=1&after=3"),
                     RevisionList([], next: nil),
                 ]
             ),
-            (Revision.self, [Revision(version: 2, createdAt: Timestamp.date("2026-11-30 14:35:40")!, body: "Buy milk", merged: false)]),
+            (
+                Revision.self,
+                [Revision(RevisionStamp(version: 2, createdAt: Timestamp.date("2026-11-30 14:35:40")!, merged: false), body: "Buy milk")]
+            ),
             (
                 RevisionEnvelope.self,
-                [RevisionEnvelope(revision: Revision(version: 2, createdAt: Timestamp.date("2026-11-30 14:35:40")!, body: "", merged: true))]
+                [
+                    RevisionEnvelope(
+                        revision: Revision(RevisionStamp(version: 2, createdAt: Timestamp.date("2026-11-30 14:35:40")!, merged: true), body: ""))
+                ]
             ),
             (
                 DeletedNote.self,

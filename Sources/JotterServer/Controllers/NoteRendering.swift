@@ -23,22 +23,21 @@ extension Upload {
     }
 }
 
+extension RevisionStamp {
+    /// The wire form of what a stored revision says of its version.
+    init(_ revision: NoteRevision) {
+        self.init(version: Int(revision.version), createdAt: Timestamp.date(seconds: revision.createdAt), merged: revision.merged)
+    }
+}
+
 extension RevisionInfo {
     /// The wire form of a listed revision.
-    init(_ revision: NoteRevision) {
-        self.init(
-            version: Int(revision.version), createdAt: Timestamp.date(seconds: revision.createdAt), size: revision.size,
-            merged: revision.merged)
-    }
+    init(_ revision: NoteRevision) { self.init(RevisionStamp(revision), size: revision.size) }
 }
 
 extension Revision {
     /// The wire form of a revision read with its body.
-    init(_ revision: NoteRevision) {
-        self.init(
-            version: Int(revision.version), createdAt: Timestamp.date(seconds: revision.createdAt), body: revision.body ?? "",
-            merged: revision.merged)
-    }
+    init(_ revision: NoteRevision) { self.init(RevisionStamp(revision), body: revision.body ?? "") }
 }
 
 extension MergeReport {
