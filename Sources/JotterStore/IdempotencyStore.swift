@@ -61,6 +61,46 @@ public enum KeyedOutcome<Value: Sendable>: Sendable {
     case refused(IdempotencyClaim)
 }
 
+/// A store's `idempotency_keys` statements that a write under a claimed key runs, in the
+/// write's transaction; `keyed` is that write, the same on every store.
+protocol IdempotencyStatements {
+    associatedtype Connection
+    /// What names the instance holding a claim, so that another can take over a dead one's.
+    associatedtype Claimer
+    associatedtype Failure: Error
+
+    /// Claims `key` for `claimer`, or reads what holds it.
+    static func claim(
+        _ key: String, fingerprint: [UInt8], owner: Owner, now: Int64, claimer: Claimer, on db: Connection
+    ) throws(Failure) -> IdempotencyClaim
+    /// Inside the write a claimed key guards: records what it created (`location`) and keeps the
+    /// key for 24 h, still unanswered (`IdempotencyLimits.pending`).
+    static func keepPending(_ key: String, location: String, owner: Owner, now: Int64, on db: Connection) throws(Failure)
+    /// Forgets an unanswered claim — not one whose write committed (it has a location).
+    static func release(_ key: String, owner: Owner, on db: Connection) throws(Failure)
+}
+
+extension IdempotencyStatements {
+    /// A write under `claim`, in one transaction: the key claimed first (one answered, still
+    /// running or reused for other content refuses it: `.refused`, nothing written), then
+    /// `work`, which gives its result and where what it made is (`keepPending`), or no location
+    /// when it wrote nothing (the claim is released).
+    static func keyed<Value>(
+        _ claim: IdempotencyKeyClaim, owner: Owner, claimer: Claimer, on db: Connection,
+        _ work: () throws(Failure) -> (Value, location: String?)
+    ) throws(Failure) -> KeyedOutcome<Value> {
+        let found = try Self.claim(claim.key, fingerprint: claim.fingerprint, owner: owner, now: claim.now, claimer: claimer, on: db)
+        guard found == .claimed else { return .refused(found) }
+        let (value, location) = try work()
+        if let location {
+            try keepPending(claim.key, location: location, owner: owner, now: claim.now, on: db)
+        } else {
+            try release(claim.key, owner: owner, on: db)
+        }
+        return .done(value)
+    }
+}
+
 extension IdempotentAnswer {
     /// What a keyed write whose full answer never came replays: a reference to what it created
     /// (`303 See Other` to `location`).

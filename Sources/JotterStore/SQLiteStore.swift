@@ -268,7 +268,7 @@ public final class SQLiteStore: DataStore {
         let noteWriter = noteWriter, instance = instance
         submit(
             { db, effects throws(StoreError) in
-                try IdempotencyRows.keyed(claim, owner: owner, instance: instance, on: db) { () throws(StoreError) in
+                try IdempotencyRows.keyed(claim, owner: owner, claimer: instance, on: db) { () throws(StoreError) in
                     let change = try noteWriter.create(body: body, owner: owner, on: db, effects: effects)
                     return (change, "/notes/\(change.note.id)")
                 }
@@ -282,7 +282,7 @@ public final class SQLiteStore: DataStore {
         let noteWriter = noteWriter, instance = instance
         submit(
             { db, effects throws(StoreError) in
-                try IdempotencyRows.keyed(claim, owner: owner, instance: instance, on: db) { () throws(StoreError) in
+                try IdempotencyRows.keyed(claim, owner: owner, claimer: instance, on: db) { () throws(StoreError) in
                     let outcome =
                         if let base {
                             try noteWriter.merge(id: id, base: base, body: body, ifVersion: ifVersion, owner: owner, on: db, effects: effects)
@@ -411,7 +411,7 @@ public final class SQLiteStore: DataStore {
         let noteWriter = noteWriter, files = files, instance = instance
         submit(
             { db, effects throws(StoreError) in
-                try IdempotencyRows.keyed(claim, owner: owner, instance: instance, on: db) { () throws(StoreError) in
+                try IdempotencyRows.keyed(claim, owner: owner, claimer: instance, on: db) { () throws(StoreError) in
                     let added = try noteWriter.addUploads(uploads, noteID: noteID, owner: owner, on: db, effects: effects)
                     return (added, added == nil ? nil : "/uploads/\(uploads[0].id)")
                 }

@@ -9,7 +9,10 @@ import JotterPostgres
 /// instance lives. A claim that has neither an answer nor a committed write, and whose claimer's
 /// lock is no longer held — the instance died, or lost its session — is taken over at once by
 /// the next request with the key, instead of answering `409` until the lease ends.
-enum PostgresIdempotencyRows {
+enum PostgresIdempotencyRows: IdempotencyStatements {
+    /// `PostgresConnection` throws untyped errors, and so do the writes it runs.
+    typealias Failure = any Error
+
     static func claim(
         _ key: String, fingerprint: [UInt8], owner: Owner, now: Int64, claimer: Int64,
         on db: PostgresConnection
@@ -103,24 +106,6 @@ enum PostgresIdempotencyRows {
         SELECT key FROM (SELECT key, sum(bytes) OVER (ORDER BY claimed_at DESC, key DESC) AS total FROM idempotency_keys
                          WHERE owner = $1 AND status IS NOT NULL AND body IS \(bodies ? "NOT NULL" : "NULL")) AS kept WHERE total > $2
         """
-    }
-
-    /// A write under `claim`, in its transaction, as SQLite's `IdempotencyRows.keyed`: the key
-    /// claimed first (`.refused` when it can't be, nothing written), then `work`, which gives
-    /// its result and where what it made is, or no location when it wrote nothing (released).
-    static func keyed<Value>(
-        _ claim: IdempotencyKeyClaim, owner: Owner, claimer: Int64, on db: PostgresConnection,
-        _ work: () throws -> (Value, location: String?)
-    ) throws -> KeyedOutcome<Value> {
-        let found = try Self.claim(claim.key, fingerprint: claim.fingerprint, owner: owner, now: claim.now, claimer: claimer, on: db)
-        guard found == .claimed else { return .refused(found) }
-        let (value, location) = try work()
-        if let location {
-            try keepPending(claim.key, location: location, owner: owner, now: claim.now, on: db)
-        } else {
-            try release(claim.key, owner: owner, on: db)
-        }
-        return .done(value)
     }
 
     /// As `IdempotencyRows.keepPending`.

@@ -5,13 +5,13 @@ import Foundation
 #endif
 
 /// The `idempotency_keys` statements of the SQLite store, run by the writer.
-enum IdempotencyRows {
+enum IdempotencyRows: IdempotencyStatements {
     /// Sweeps expired keys (answers past 24 h, claims past their lease), then claims `key` or
     /// reads what holds it. A claim with neither an answer nor a committed write whose instance
     /// is gone (`SQLiteInstance.isAlive`) is taken over: `.claimed`. (Not in the claim's first
     /// `answerGrace` seconds, as on PostgreSQL.)
     static func claim(
-        _ key: String, fingerprint: [UInt8], owner: Owner, now: Int64, instance: SQLiteInstance,
+        _ key: String, fingerprint: [UInt8], owner: Owner, now: Int64, claimer instance: SQLiteInstance,
         on db: SQLiteConnection
     ) throws(StoreError) -> IdempotencyClaim {
         try db.run("DELETE FROM idempotency_keys WHERE expires_at <= ?", [.integer(now)])
@@ -95,25 +95,6 @@ enum IdempotencyRows {
         """
     }
 
-    /// A write under `claim`, in one transaction: the key claimed first (one answered, still
-    /// running or reused for other content refuses it: `.refused`, nothing written), then
-    /// `work`, which gives its result and where what it made is (`keepPending`), or no location
-    /// when it wrote nothing (the claim is released).
-    static func keyed<Value>(
-        _ claim: IdempotencyKeyClaim, owner: Owner, instance: SQLiteInstance, on db: SQLiteConnection,
-        _ work: () throws(StoreError) -> (Value, location: String?)
-    ) throws(StoreError) -> KeyedOutcome<Value> {
-        let found = try Self.claim(claim.key, fingerprint: claim.fingerprint, owner: owner, now: claim.now, instance: instance, on: db)
-        guard found == .claimed else { return .refused(found) }
-        let (value, location) = try work()
-        if let location {
-            try keepPending(claim.key, location: location, owner: owner, now: claim.now, on: db)
-        } else {
-            try release(claim.key, owner: owner, on: db)
-        }
-        return .done(value)
-    }
-
     /// Inside the write a claimed key guards: records what it created (`location`) and keeps the
     /// key for 24 h, still unanswered (`IdempotencyLimits.pending`).
     static func keepPending(_ key: String, location: String, owner: Owner, now: Int64, on db: SQLiteConnection) throws(StoreError) {
@@ -135,7 +116,7 @@ extension SQLiteStore {
         try StoreWait.wait { completion in
             submit(
                 { [instance] db, _ throws(StoreError) in
-                    try IdempotencyRows.claim(key, fingerprint: fingerprint, owner: owner, now: now, instance: instance, on: db)
+                    try IdempotencyRows.claim(key, fingerprint: fingerprint, owner: owner, now: now, claimer: instance, on: db)
                 },
                 owner: owner, completion: completion)
         }
