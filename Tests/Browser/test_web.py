@@ -788,6 +788,22 @@ class Trash(BrowserTest):
         self.assertNotIn(drop["id"], [n["id"] for n in trash])
         self.assertEqual(server.request("POST", f"/notes/{drop['id']}/restore", {})[0], 404)
 
+    def test_deleted_notes_are_listed_a_page_at_a_time(self):
+        """50 a page; "Load more deleted notes" (the button's own label, back after loading)
+        adds the next page to the list."""
+        for number in range(51):
+            server.delete(server.create(f"Page filler {number}")["id"])
+        open_app("/#/trash")
+        wait(driver, lambda d: css("#trash-more").is_displayed(), message="a second page offered")
+        self.assertEqual(len(self.trashed()), 50)
+        self.assertEqual(css("#trash-more").text, "Load more deleted notes")
+        css("#trash-more").click()
+        wait(driver, lambda d: len(self.trashed()) > 50, message="the second page listed")
+        wait(driver, lambda d: css("#trash-list").get_attribute("aria-busy") == "false")
+        if css("#trash-more").is_displayed():
+            self.assertEqual(css("#trash-more").text, "Load more deleted notes")
+        self.assertEqual(len(set(self.trashed())), len(self.trashed()))
+
     def test_empty_recently_deleted_asks_then_deletes_what_it_listed(self):
         """Recently Deleted had no "Empty": each note had to be deleted forever by itself. It asks
         first (as "Delete forever" does), then deletes every note the trash held when asked, on
@@ -1017,7 +1033,7 @@ class Files(BrowserTest):
             return json.loads(response.read())["uploads"][0]
 
     def names(self):
-        return driver.execute_script("return [...document.querySelectorAll('#file-list .file-name')].map((e) => e.textContent)")
+        return driver.execute_script("return [...document.querySelectorAll('#files-list .file-name')].map((e) => e.textContent)")
 
     def test_files_in_no_note_can_be_attached_or_deleted(self):
         note = server.create("Holiday plans")
@@ -1028,7 +1044,7 @@ class Files(BrowserTest):
         css("#files-link").click()
         wait(driver, lambda d: sorted(self.names()) == ["doomed.txt", "loose.txt"], message="files in no note")
         self.assertTrue(driver.current_url.endswith("#/files"))
-        row = css(f'#file-list li[data-id="{loose["id"]}"]')
+        row = css(f'#files-list li[data-id="{loose["id"]}"]')
         self.assertIn("text/plain; charset=utf-8", row.text)
         # Attach one to a note: it leaves this view and shows in the note.
         Select(css("select", row)).select_by_visible_text("Holiday plans")
@@ -1037,7 +1053,7 @@ class Files(BrowserTest):
         self.assertEqual(server.request("GET", f"/uploads/{loose['id']}")[2]["upload"]["note_id"], note["id"])
         wait(driver, lambda d: css(".note-files", link(note["id"])).text == "2 files", message="the note shows it")
         # Delete the other, after confirming.
-        css(f'#file-list li[data-id="{doomed["id"]}"] button[aria-label="Delete doomed.txt"]').click()
+        css(f'#files-list li[data-id="{doomed["id"]}"] button[aria-label="Delete doomed.txt"]').click()
         css('#confirm-actions [data-value="delete"]').click()
         wait(driver, lambda d: self.names() == [], message="deleted")
         self.assertEqual(server.request("GET", f"/uploads/{doomed['id']}")[0], 404)

@@ -15,12 +15,10 @@ const FIRST_PAGE = '/uploads?note_id=&limit=50';
  */
 export function createFiles({ notes, toast, clearError }) {
   const view = createPagedView({
-    section: 'files', title: 'files-title', firstPage: FIRST_PAGE,
-    ids: { list: 'file-list', more: 'files-more', message: 'files-message' },
+    section: 'files', firstPage: FIRST_PAGE,
     fetchPage: api.listUploads, key: 'uploads',
     item,
-    texts: { loading: 'Loading files…', empty: 'Every file is attached to a note.', more: 'Load more files',
-      failed: "Couldn't list the files" },
+    texts: { loading: 'Loading files…', empty: 'Every file is attached to a note.', failed: "Couldn't list the files" },
     toast, clearError,
   });
 

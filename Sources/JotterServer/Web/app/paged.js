@@ -5,13 +5,16 @@
 import { byId } from './dom.js';
 
 /**
- * A view that shows one such list: `section` and `title` are the ids of the view and of its
- * heading, `firstPage` the listing's first URL; the rest is `createPagedList`'s. Gives the
- * view's `open()`, `close()` and `isOpen()`, and its `pages`.
+ * A view that shows one such list: `section` is the id of the view, whose parts are named after
+ * it (`<section>-title`, its heading; `<section>-list`, `-more` and `-message`: the list, its
+ * "Load more" button and its message), `firstPage` the listing's first URL; the rest is
+ * `createPagedList`'s. Gives the view's `open()`, `close()` and `isOpen()`, and its `pages`.
  */
-export function createPagedView({ section: sectionId, title, firstPage, ...list }) {
+export function createPagedView({ section: sectionId, firstPage, ...list }) {
   const section = byId(sectionId);
-  const pages = createPagedList(list);
+  const title = `${sectionId}-title`;
+  const ids = { list: `${sectionId}-list`, more: `${sectionId}-more`, message: `${sectionId}-message` };
+  const pages = createPagedList({ ids, ...list });
   return {
     pages,
     /** Shows the view with a fresh first page. */
@@ -32,12 +35,14 @@ export function createPagedView({ section: sectionId, title, firstPage, ...list 
 /**
  * `ids`: the element ids of the list, its "Load more" button and its message; `fetchPage(url)`
  * gives the listing's answer, its entries under `key`; `item(entry)` builds an entry's `<li>`;
- * `texts`: `loading`, `empty`, `more` and `failed` (shown with the error's message);
+ * `texts`: `loading`, `empty` and `failed` (shown with the error's message); the button's own
+ * label is its text when it is not loading;
  * `rendered(count)`, if given, after each change of what is listed.
  */
 export function createPagedList({ ids, fetchPage, key, item, texts, toast, clearError, rendered = () => {} }) {
   const list = byId(ids.list);
   const more = byId(ids.more);
+  const moreLabel = more.textContent;
   let entries = [];
   let next = null;
   let loading = false;
@@ -78,7 +83,7 @@ export function createPagedList({ ids, fetchPage, key, item, texts, toast, clear
     message.textContent = loading ? texts.loading : failure ?? texts.empty;
     more.hidden = !next;
     more.disabled = loading;
-    more.textContent = loading ? 'Loading…' : texts.more;
+    more.textContent = loading ? 'Loading…' : moreLabel;
     rendered(entries.length);
   }
 

@@ -19,12 +19,10 @@ export function createTrash({ notes, navigate, toast, clearError }) {
   const emptyButton = byId('trash-empty');
   emptyButton.addEventListener('click', () => empty());
   const view = createPagedView({
-    section: 'trash', title: 'trash-title', firstPage: FIRST_PAGE,
-    ids: { list: 'trash-list', more: 'trash-more', message: 'trash-message' },
+    section: 'trash', firstPage: FIRST_PAGE,
     fetchPage: api.listTrash, key: 'notes',
     item,
-    texts: { loading: 'Loading deleted notes…', empty: 'No recently deleted notes.', more: 'Load more deleted notes',
-      failed: "Couldn't list the deleted notes" },
+    texts: { loading: 'Loading deleted notes…', empty: 'No recently deleted notes.', failed: "Couldn't list the deleted notes" },
     toast, clearError,
     rendered: (count) => { emptyButton.hidden = count === 0; },
   });
