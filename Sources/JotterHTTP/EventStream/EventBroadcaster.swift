@@ -159,10 +159,10 @@ public final class EventBroadcaster: Sendable {
 
 /// The broadcaster, held weakly by its heartbeat.
 private final class WeakBox: Sendable {
-    private let reference = Mutex(Weak())
-    struct Weak: @unchecked Sendable { weak var value: EventBroadcaster? }  // read only under the Mutex
+    private let reference = Mutex(Weak(value: nil))
+    struct Weak: Sendable { weak let value: EventBroadcaster? }
     var value: EventBroadcaster? {
         get { reference.withLock { $0.value } }
-        set { reference.withLock { $0.value = newValue } }
+        set { reference.withLock { $0 = Weak(value: newValue) } }
     }
 }

@@ -114,7 +114,7 @@ public struct RequestContext: Sendable {
     /// proves (an `any Sendable` read back with `as?` was a dynamic cast of ~570 instructions).
     /// Inlinable with the subscript: a module reading or setting a key does it specialized for
     /// the key's value type, with no metadata looked up at run time.
-    @usableFromInline var values: [(key: ObjectIdentifier, value: ContextValue)] = []
+    @usableFromInline var values: [(key: ObjectIdentifier, value: any ContextValue)] = []
 
     public init() {}
 
@@ -147,14 +147,14 @@ public struct RequestContext: Sendable {
     }
 }
 
-/// A value of the request context (`TypedContextValue` holds it).
+/// A value of the request context: always a `TypedContextValue`, read back with the downcast
+/// its key proves. `Sendable` is a marker with no witness table, so this is one reference, as a
+/// class would be, and the compiler checks what a context holds.
 @usableFromInline
-class ContextValue: @unchecked Sendable {
-    @usableFromInline init() {}
-}
+typealias ContextValue = AnyObject & Sendable
 
 @usableFromInline
-final class TypedContextValue<Value: Sendable>: ContextValue, @unchecked Sendable {
+final class TypedContextValue<Value: Sendable>: Sendable {
     @usableFromInline let value: Value
     @inlinable init(_ value: Value) { self.value = value }
 }
