@@ -660,6 +660,21 @@ struct HTTP1StateMachineTests {
         busy.resumeLater()
         #expect(Self.answers(busy.output) == [Self.ok("later", close: true)])
         #expect(busy.writesShut == true)
+        var answered = setup.connection()
+        answered.send(Array("GET /hello HTTP/1.1\r\nHost: a\r\n\r\n".utf8))
+        answered.quiesce()
+        #expect(Self.answers(answered.output) == [Self.ok("hello")])
+        #expect(answered.closed == true, "idle again after its request")
+    }
+
+    @Test("quiesce after the start of the HTTP/2 preface: closed at once, never handed over")
+    func quiesceInPreface() {
+        let setup = Setup()
+        var connection = setup.connection()
+        connection.send(Array("PR".utf8))  // four bytes of it hand the connection over
+        connection.quiesce()
+        #expect(connection.closed == true)
+        #expect(connection.handedOff == nil && connection.output.isEmpty && setup.completions.all.isEmpty)
     }
 
     // MARK: - Versions and methods

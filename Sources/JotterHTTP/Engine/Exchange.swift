@@ -52,6 +52,8 @@ struct Exchange {
     let isHead: Bool
     /// The head said a body follows.
     let hasBody: Bool
+    /// The request came in HTTP/1.0: no `100 Continue` nor other 1xx, no chunked answer.
+    let http10: Bool
     /// The answer was made before the body ended: the rest of the body is dropped.
     private(set) var discarding = false
     private(set) var awaited: Awaited?
@@ -64,9 +66,10 @@ struct Exchange {
     /// - Parameters:
     ///   - target: the request-target, or what stands for it in the access log.
     ///   - interim: where the request's interim responses go; nil when it may send none.
+    ///   - http10: the request came in HTTP/1.0.
     init(
         server: HTTPServer, target: String, address: String, clock: MachineClock, now: UInt64, interim: InterimSink?,
-        stream: Int32, isHead: Bool, hasBody: Bool
+        stream: Int32, isHead: Bool, hasBody: Bool, http10: Bool = false
     ) {
         lifecycle = RequestLifecycle(
             router: server.router, limits: server.limits, target: target, remoteAddress: address, clock: clock, started: now,
@@ -75,18 +78,19 @@ struct Exchange {
         self.stream = stream
         self.isHead = isHead
         self.hasBody = hasBody
+        self.http10 = http10
         bodyStarted = now
     }
 
     // MARK: - The lifecycle's actions
 
-    /// The action of the request's head (at once, or landed from the executor). `mayContinue`:
-    /// the protocol allows `100 Continue` (not HTTP/1.0). The action is consumed, so that an
-    /// answer moves into the `Next`: a copy would retain and release each of its buffers.
-    mutating func headActed(_ action: consuming RequestLifecycle.Action, mayContinue: Bool) -> Next {
+    /// The action of the request's head (at once, or landed from the executor). The action is
+    /// consumed, so that an answer moves into the `Next`: a copy would retain and release each
+    /// of its buffers.
+    mutating func headActed(_ action: consuming RequestLifecycle.Action) -> Next {
         switch consume action {
         case .proceed:
-            guard hasBody, mayContinue, !lifecycle.isRefused, let expect = lifecycle.head?.headers["Expect"],
+            guard hasBody, !http10, !lifecycle.isRefused, let expect = lifecycle.head?.headers["Expect"],
                 HTTPHeaders.equal(expect, "100-continue")
             else { return .proceed }
             return .sendContinue

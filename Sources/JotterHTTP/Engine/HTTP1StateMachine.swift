@@ -136,18 +136,14 @@ package struct HTTP1StateMachine: ConnectionMachine, ~Copyable {
     }
     /// The stash holds a head in progress whose spans point into it.
     private var stashHoldsHead: Bool { if case .head = kept { true } else { false } }
-    /// Nothing but the start of the HTTP/2 preface has been read: `PRI * HTTP/2.0…` makes this
-    /// an HTTP/2 connection with prior knowledge (RFC 9113 §3.3).
-    private var mayBeHTTP2 = true
     /// Whether the socket may be read now (`ReadReadiness`).
     private var readiness = ReadReadiness()
 
     // MARK: - Requests
 
-    /// The request being read or awaited, until its answer is queued.
+    /// The request being read or awaited, until its answer is queued (`Exchange.http10`: it
+    /// came in HTTP/1.0).
     private var request: Exchange?
-    /// `request` came in HTTP/1.0: no 1xx, no chunked answer.
-    private var requestHTTP10 = false
     /// A later reply, or the landing of a step on the route's executor, is awaited for `request`.
     private var waiting: Bool { request?.awaited != nil }
     /// Work decided while parsing, started (`ConnectionAction.start`) once the event is over:
@@ -170,10 +166,6 @@ package struct HTTP1StateMachine: ConnectionMachine, ~Copyable {
     private var persistence = Persistence.keepAlive
     /// What follows is dropped, then the connection closes (`Persistence.discarding`).
     private var discarding: Bool { persistence == .discarding }
-    /// The server stops (`quiesce`): the next answer closes the connection, and streaming
-    /// bodies end. Apart from `persistence`: a head in progress, a body, and requests
-    /// pipelined behind answers being written are still read and answered meanwhile.
-    private var quiescing = false
 
     // MARK: - Output
 
@@ -211,7 +203,7 @@ package struct HTTP1StateMachine: ConnectionMachine, ~Copyable {
     /// How far the connection is from its end.
     private enum Phase {
         /// Requests are read and answered.
-        case open
+        case open(Open)
         /// The last answer of a connection that closes went out: its write side is shut next.
         case shuttingDown
         /// The write side is shut: what the client still sends is dropped until it closes, `until`
@@ -223,7 +215,23 @@ package struct HTTP1StateMachine: ConnectionMachine, ~Copyable {
         case finished
     }
 
-    private var phase = Phase.open
+    /// What an open connection is: each case follows the one before.
+    private enum Open {
+        /// Nothing but the start of the HTTP/2 preface has been read, if anything: `PRI *
+        /// HTTP/2.0…` makes this an HTTP/2 connection with prior knowledge (RFC 9113 §3.3). No
+        /// request has begun.
+        case firstBytes
+        /// An HTTP/1.1 connection: requests follow one another as `persistence` says.
+        case http1
+        /// The server stops (`quiesce`): the next answer closes the connection, and streaming
+        /// bodies end. Apart from `persistence`: a head in progress, a body, and requests
+        /// pipelined behind answers being written are still read and answered meanwhile.
+        case quiescing
+    }
+
+    private var phase = Phase.open(.firstBytes)
+    /// The server stops (`Open.quiescing`).
+    private var quiescing: Bool { if case .open(.quiescing) = phase { true } else { false } }
 
     /// `close` or `handOff` was returned.
     var isFinished: Bool { if case .finished = phase { true } else { false } }
@@ -298,7 +306,7 @@ package struct HTTP1StateMachine: ConnectionMachine, ~Copyable {
         let room = headEnd.map { stashCapacity - $0 } ?? readBuffer.count
         readiness.received(count, room: room, more: more)
         if discarding { return next() }
-        if mayBeHTTP2 {
+        if case .open(.firstBytes) = phase {
             let bytes =
                 headEnd.map { UnsafeRawBufferPointer(start: stash!, count: $0 + count) }
                 ?? UnsafeRawBufferPointer(start: readBuffer.baseAddress, count: count)
@@ -309,7 +317,7 @@ package struct HTTP1StateMachine: ConnectionMachine, ~Copyable {
             case .undecided:
                 break  // too short to tell: kept as a head in progress, decided when more comes
             case .absent:
-                mayBeHTTP2 = false
+                phase = .open(.http1)
             }
         }
         if let from = headEnd {
@@ -481,7 +489,7 @@ package struct HTTP1StateMachine: ConnectionMachine, ~Copyable {
                 terminate(.clientAbort)  // the client went away before its body could be read
                 return next()
             }
-            act(request!.headActed(landing.action, mayContinue: !requestHTTP10))
+            act(request!.headActed(landing.action))
         } else {
             act(request!.bodyActed(landing.action))
         }
@@ -523,7 +531,14 @@ package struct HTTP1StateMachine: ConnectionMachine, ~Copyable {
     /// The server stops: a connection waiting for a request closes; streams end.
     package mutating func quiesce() -> Action {
         guard !isEnding else { return next() }
-        quiescing = true
+        switch phase {
+        case .open(.firstBytes):
+            // No request: at most the start of HTTP/2's preface, which would begin a connection.
+            terminate(.shutdown)
+            return next()
+        case .open: phase = .open(.quiescing)
+        case .shuttingDown, .lingering, .closing, .finished: break
+        }
         if request == nil, queue.isEmpty, !stashHoldsHead {
             terminate(.shutdown)
         } else if !queue.isEmpty, case .waiting(let waker)? = queue[0].stream?.progress {
@@ -710,7 +725,7 @@ package struct HTTP1StateMachine: ConnectionMachine, ~Copyable {
     // MARK: - Requests
 
     private mutating func headComplete(_ base: UnsafeRawPointer) {
-        mayBeHTTP2 = false
+        decidedHTTP1()
         let parsed = parser.head(base)
         let http10 = parsed.version == "HTTP/1.0"
         // RFC 9110 §15.2: no 1xx to an HTTP/1.0 client.
@@ -718,9 +733,8 @@ package struct HTTP1StateMachine: ConnectionMachine, ~Copyable {
         // Made in place, and the action moved on: a copy of either costs a value witness call.
         request = Exchange(
             server: server, target: parsed.target, address: address, clock: clock, now: now, interim: http10 ? nil : interims,
-            stream: 0, isHead: parsed.method == .head, hasBody: parser.hasBody)
+            stream: 0, isHead: parsed.method == .head, hasBody: parser.hasBody, http10: http10)
         waitingForHeadSince = nil
-        requestHTTP10 = http10
         // Known at the head: a request that ends there may be answered before its end is parsed.
         if !parser.keepAlive { closeAfterAnswers() }
         let lifecycle = request!.lifecycle
@@ -730,7 +744,12 @@ package struct HTTP1StateMachine: ConnectionMachine, ~Copyable {
                 headers: parsed.headers, remoteAddress: address, bodyFollows: nil,
                 framing: (parser.hasBody, parser.declaredLength)))
         takeInterims()
-        act(request!.headActed(consume action, mayContinue: !http10))
+        act(request!.headActed(consume action))
+    }
+
+    /// A request began, or one was refused: the connection is not HTTP/2's.
+    private mutating func decidedHTTP1() {
+        if case .open(.firstBytes) = phase { phase = .open(.http1) }
     }
 
     /// Carries out what the request's exchange asks next, in HTTP/1.1: an answer that comes
@@ -774,8 +793,8 @@ package struct HTTP1StateMachine: ConnectionMachine, ~Copyable {
             request = Exchange(
                 server: server, target: target, address: address, clock: clock, now: now, interim: nil, stream: 0, isHead: false,
                 hasBody: false)
-            requestHTTP10 = false
         }
+        decidedHTTP1()
         request!.refused()
         waitingForHeadSince = nil
         persistence = .discarding
@@ -805,6 +824,7 @@ package struct HTTP1StateMachine: ConnectionMachine, ~Copyable {
         request = nil
         let lifecycle = exchange.lifecycle
         let requestIsHead = exchange.isHead
+        let requestHTTP10 = exchange.http10
         interims.isOpen = false
         let closesAfter =
             persistence != .keepAlive || quiescing || server.isStopping

@@ -828,7 +828,7 @@ package struct HTTP2StateMachine: ConnectionMachine, ~Copyable {
     /// Carries out the action of a stream's head.
     private mutating func headActed(_ stream: Stream, _ action: consuming RequestLifecycle.Action) {
         guard var exchange = stream.takeExchange() else { return }
-        let next = exchange.headActed(action, mayContinue: true)
+        let next = exchange.headActed(action)
         stream.stage = .running(exchange)
         act(stream, next)
     }
