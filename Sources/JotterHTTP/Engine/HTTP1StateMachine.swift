@@ -729,7 +729,7 @@ package struct HTTP1StateMachine: ConnectionMachine, ~Copyable {
         let parsed = parser.head(base)
         let http10 = parsed.version == "HTTP/1.0"
         // RFC 9110 §15.2: no 1xx to an HTTP/1.0 client.
-        interims.isOpen = !http10
+        interims.setOpen(!http10)
         // Made in place, and the action moved on: a copy of either costs a value witness call.
         request = Exchange(
             server: server, target: parsed.target, address: address, clock: clock, now: now, interim: http10 ? nil : interims,
@@ -810,10 +810,7 @@ package struct HTTP1StateMachine: ConnectionMachine, ~Copyable {
 
     /// Interim responses the last lifecycle call sent go out before anything it answered.
     private mutating func takeInterims() {
-        guard !interims.queued.isEmpty else { return }
-        let taken = interims.queued
-        interims.queued = []
-        for bytes in taken { queueRaw(bytes) }
+        for interim in interims.take() { queueRaw(ResponseHead.interim(interim.status, headers: interim.headers)) }
     }
 
     // MARK: - Answers
@@ -825,7 +822,7 @@ package struct HTTP1StateMachine: ConnectionMachine, ~Copyable {
         let lifecycle = exchange.lifecycle
         let requestIsHead = exchange.isHead
         let requestHTTP10 = exchange.http10
-        interims.isOpen = false
+        interims.setOpen(false)
         let closesAfter =
             persistence != .keepAlive || quiescing || server.isStopping
             || response.headers["Connection"].map { HTTPHeaders.equal($0, "close") } == true
@@ -1033,7 +1030,7 @@ package struct HTTP1StateMachine: ConnectionMachine, ~Copyable {
     /// Ends every request in flight and queued answer with `outcome`; the connection closes.
     private mutating func terminate(_ outcome: CompletedExchange.Outcome) {
         guard !isEnding else { return }
-        interims.isOpen = false
+        interims.setOpen(false)
         toStart = nil
         if let request {
             self.request = nil

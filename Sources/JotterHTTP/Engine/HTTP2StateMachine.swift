@@ -45,6 +45,8 @@ package struct HTTP2StateMachine: ConnectionMachine, ~Copyable {
         var ended = false
         /// nghttp2 closed the stream, or the connection ended: nothing more is submitted for it.
         var closed = false
+        /// Its request's interim responses, queued until the machine submits them (from `begin`).
+        var interims: InterimSink?
         var source = Source.none
         var position = 0
         var status = 0
@@ -542,10 +544,23 @@ package struct HTTP2StateMachine: ConnectionMachine, ~Copyable {
         return next()
     }
 
-    /// HTTP/2 submits interim responses as they come; one posted from a route's executor was
-    /// submitted when the loop took it: it goes out now.
+    /// Interim responses were queued outside a call into a stream's lifecycle (sent from the
+    /// route's executor and posted to the loop): they are submitted now.
     package mutating func interimsQueued() -> ConnectionAction {
-        next()
+        guard !closing else { return next() }
+        for stream in streams.values { submitInterims(stream) }
+        return next()
+    }
+
+    /// Submits the interim responses the stream's request queued (a `1xx` HEADERS each), ahead
+    /// of whatever the call that sent them answered.
+    private func submitInterims(_ stream: Stream) {
+        guard let interims = stream.interims else { return }
+        let taken = interims.take()
+        guard !taken.isEmpty, let session, !stream.closed, !stream.stage.isAnswered else { return }
+        for interim in taken {
+            _ = HeaderBlock(status: interim.status.code, headers: interim.headers).submit(session, stream.id, provider: nil, interim: true)
+        }
     }
 
     package mutating func bodyReady(stream id: Int32, now: UInt64) -> ConnectionAction {
@@ -808,11 +823,10 @@ package struct HTTP2StateMachine: ConnectionMachine, ~Copyable {
 
     /// Begins a stream's request: its lifecycle, and the action of its head.
     private mutating func begin(_ stream: Stream) {
-        guard let session else { return }
-        let interim = InterimSink(loop: handback.loop, connection: handback.token) { [weak stream] status, headers in
-            guard let stream, !stream.closed, !stream.stage.isAnswered else { return false }
-            return HeaderBlock(status: status.code, headers: headers).submit(session, stream.id, provider: nil, interim: true)
-        }
+        guard session != nil else { return }
+        let interim = InterimSink(loop: handback.loop, connection: handback.token)
+        interim.setOpen(true)
+        stream.interims = interim
         let exchange = Exchange(
             server: server, target: stream.path, address: address, clock: clock, now: now, interim: interim, stream: stream.id,
             isHead: stream.method == "HEAD", hasBody: stream.hasBody)
@@ -845,6 +859,7 @@ package struct HTTP2StateMachine: ConnectionMachine, ~Copyable {
     /// pauses the connection's reading (as a paused body does); the stream's DATA read already
     /// is kept for it (`held`).
     private mutating func act(_ stream: Stream, _ next: consuming Exchange.Next) {
+        submitInterims(stream)
         switch consume next {
         case .proceed: break
         case .sendContinue:
@@ -961,6 +976,7 @@ package struct HTTP2StateMachine: ConnectionMachine, ~Copyable {
     }
 
     private func complete(_ stream: Stream, outcome: CompletedExchange.Outcome) {
+        stream.interims?.setOpen(false)
         let answered: Bool
         switch stream.stage {
         case .running: answered = false
@@ -1075,6 +1091,8 @@ package struct HTTP2StateMachine: ConnectionMachine, ~Copyable {
     }
 
     private mutating func answer(_ stream: Stream, _ response: Response) {
+        submitInterims(stream)
+        stream.interims?.setOpen(false)
         guard let session, !stream.closed, let exchange = stream.takeExchange() else {
             response.payload.release()
             return

@@ -1,3 +1,5 @@
+import Synchronization
+
 /// An HTTP request as handlers see it: its head, and its body as the route's `BodyPolicy` read it.
 ///
 /// Everything of the head is readable directly (`request.method`, `request.headers`, …).
@@ -177,55 +179,65 @@ public struct Parameters: Sendable {
     }
 }
 
-/// The connection's end of `RequestContext.sendInterim`. `send` runs only on the connection's
-/// own event loop, which is what makes the unchecked sendability sound: called on another thread
-/// (a route's executor), the response is posted to the loop, behind what that thread posted
-/// before, ahead of the request's landing.
-///
-/// HTTP/2 hands over a closure that submits HEADERS. HTTP/1.1 uses one sink per connection as
-/// a queue: while `isOpen` (a request is being read or served and not answered yet) interim
-/// responses are kept in `queued`, as bytes, and the connection takes them after each call
-/// into the request's lifecycle, ahead of whatever that call answered. One posted from another
-/// thread is submitted or queued when the loop takes it, and the connection (`connection`, its
-/// token) is told to write it (`LoopConnection.interimsQueued`).
-package final class InterimSink: @unchecked Sendable {
-    private let submit: ((HTTPStatus, HTTPHeaders) -> Bool)?
+/// The request's end of `RequestContext.sendInterim`: a queue of interim responses that its
+/// connection takes after each call into the request's lifecycle, ahead of whatever that call
+/// answered — one per HTTP/1.1 connection, one per HTTP/2 stream. While it is open (a request is
+/// being read or served and not answered yet) interim responses are queued; closed, they are
+/// refused. Sent from another thread (a route's executor), the response is posted to the loop,
+/// behind what that thread posted before and ahead of the request's landing; the loop queues
+/// it and tells the connection (`connection`, its token) to take it
+/// (`LoopConnection.interimsQueued`). What changes is behind a `Mutex` (about 20 instructions
+/// a lock, taken 3 times an HTTP/1.1 hello), so the sink is `Sendable` by construction.
+package final class InterimSink: Sendable {
+    /// An interim response queued.
+    struct Interim: Sendable {
+        let status: HTTPStatus
+        let headers: HTTPHeaders
+    }
+
+    private struct State {
+        var isOpen = false
+        var queued: [Interim] = []
+    }
+
     private let loop: EventLoop?
     /// The token of the connection to tell when an interim response posted to the loop was taken.
     let connection: UInt64?
-    // Checked for exclusive access (about 170 instructions an HTTP/1.1 request: docs/benchmarks.md,
-    // issue 34): one loop thread, and the connection looks at these only between the calls that
-    // may send.
-    /// HTTP/1.1: whether interim responses are taken now.
-    var isOpen = false
-    /// HTTP/1.1: interim responses taken and not yet handed to the connection's output.
-    var queued: [[UInt8]] = []
+    private let state = Mutex(State())
 
-    /// A sink that submits each interim response of one HTTP/2 stream of the connection
-    /// `connection` on `loop`.
-    init(loop: EventLoop? = nil, connection: UInt64? = nil, _ submit: @escaping (HTTPStatus, HTTPHeaders) -> Bool) {
-        self.loop = loop
-        self.submit = submit
-        self.connection = connection
-    }
-
-    /// A queue for the HTTP/1.1 connection `connection` on `loop` (neither: a connection driven
-    /// without a loop, on one thread).
+    /// A queue for the connection `connection` on `loop` (neither: a connection driven without
+    /// a loop, on one thread).
     init(loop: EventLoop? = nil, connection: UInt64? = nil) {
         self.loop = loop
         self.connection = connection
-        submit = nil
     }
 
-    /// On the loop: submits (HTTP/2) or queues (HTTP/1.1) now.
+    /// Opens the queue (a request began that may send interim responses) or closes it (it was
+    /// answered, or it ended).
+    func setOpen(_ open: Bool) {
+        state.withLock { $0.isOpen = open }
+    }
+
+    /// The interim responses queued, oldest first, taken off the queue.
+    func take() -> [Interim] {
+        state.withLock { state in
+            guard !state.queued.isEmpty else { return [] }
+            let taken = state.queued
+            state.queued = []
+            return taken
+        }
+    }
+
+    /// Queues now, when open: whether it was queued.
     func send(_ status: HTTPStatus, _ headers: HTTPHeaders) -> Bool {
-        if let submit { return submit(status, headers) }
-        guard isOpen else { return false }
-        queued.append(ResponseHead.interim(status, headers: headers))
-        return true
+        state.withLock { state in
+            guard state.isOpen else { return false }
+            state.queued.append(Interim(status: status, headers: headers))
+            return true
+        }
     }
 
-    /// Sends now on the loop; off it, posts (and says true: it is on its way).
+    /// Queues now on the loop; off it, posts (and says true: it is on its way).
     func callAsFunction(_ status: HTTPStatus, _ headers: HTTPHeaders) -> Bool {
         guard let loop, !loop.isCurrent else { return send(status, headers) }
         loop.post(.interim(self, status, headers))
