@@ -181,7 +181,10 @@ final class MiddlewareStack: Sendable {
     }
 }
 
-/// One middleware of a stack (`TypedLayer` holds it).
+/// One middleware of a stack (`TypedLayer` holds it). Unchecked: a non-final class cannot be
+/// `Sendable`, though `TypedLayer` is a final class of one `let` of a `Sendable` middleware. As a
+/// class-bound `Sendable` protocol each call went through a witness thunk: about 250
+/// instructions (1 %) of a hello (docs/benchmarks.md, issue 34 item 3, which names the tests).
 class Layer: @unchecked Sendable {
     func head(_ head: RequestHead, context: inout RequestContext) throws {}
     func unparsed(context: inout RequestContext) {}
