@@ -1787,6 +1787,36 @@ class OfflineSync(BrowserTest):
         wait_until(lambda: server.note(note["id"])["body"] == "Closed while hung, first, second", timeout=20,
                    message=f"sent once the server answers ({server.note(note['id'])['body']!r}, {page_state()})")
 
+    def test_text_kept_as_a_page_closed_that_the_server_refuses_stays_on_this_device(self):
+        """Text kept as the page closed (its save hung), over the server's limit: the next start
+        sent it, was refused (`413`), said "kept" and dropped it. It is kept on this device as an edit the
+        server refused, shown in its note, until it is shortened."""
+        note = server.create("Closed too large")
+        leave_page()
+        first = driver.current_window_handle
+        driver.switch_to.new_window("tab")
+        try:
+            driver.get(server.url + f"/#/notes/{note['id']}")
+            wait(driver, lambda d: body_text() == note["body"], message="the note open")
+            wait(driver, lambda d: css("#connection").get_attribute("data-state") == "live", message="live")
+            server.process.send_signal(signal.SIGSTOP)  # hung: the save as the page goes never answers
+            driver.execute_script("""
+                const area = document.getElementById('body');
+                area.value = 'Closed too large\\n' + 'x'.repeat(1100000);
+                area.dispatchEvent(new Event('input'));""")
+            driver.close()
+        finally:
+            driver.switch_to.window(first)
+            server.process.send_signal(signal.SIGCONT)
+        open_app(f"/#/notes/{note['id']}")
+        wait(driver, lambda d: css("#save-state").text == "Not saved", timeout=20, message=f"refused ({page_state()})")
+        self.assertEqual([(entry["kind"], bool(entry["held"])) for entry in kept("outbox")], [("edit", True)])
+        wait(driver, lambda d: len(body_text()) == len("Closed too large\n") + 1100000, message="its text shown")
+        self.assertIn("Notes can be at most 1 MiB", css("#editor-notice-text").text)
+        self.assertEqual(css("#connection-text").text, "1 change not saved")
+        self.assertEqual(server.note(note["id"])["body"], "Closed too large")
+
+
 class OpenFromAddress(BrowserTest):
     def test_a_note_opened_from_its_url_is_highlighted_in_the_list(self):
         """#/notes/{id} marks its note in the list from the first render, not after the next one."""

@@ -285,7 +285,10 @@ export function createEditor({ notes, navigate, toast, clearError, sync }) {
     for (const kept of store.drafts()) {
       try {
         const refused = await recoverDraft(kept);
-        if (refused) toast(`Text kept as a page closed could not be saved: ${refused.message}`);
+        if (refused) {
+          toast(`Text kept as a page closed could not be saved: ${refused.message} It is kept on this device: `
+            + 'open the note and change it, and it is saved.');
+        }
         store.dropDraft(kept.key);
       } catch {
         // This browser's copy can't be written now: the draft stays for the next start.
@@ -293,7 +296,11 @@ export function createEditor({ notes, navigate, toast, clearError, sync }) {
     }
   }
 
-  /** Saves draft `kept` (see `recover`); resolves to the server's refusal, if it refused it. */
+  /**
+   * Saves draft `kept` (see `recover`); resolves to the server's refusal, if it refused it: then
+   * the text is kept on this device as an edit the server refused is (`held`: too large…), not
+   * dropped with the draft.
+   */
   async function recoverDraft(kept) {
     const { key, body } = kept;
     let from = kept.note;
@@ -317,7 +324,11 @@ export function createEditor({ notes, navigate, toast, clearError, sync }) {
         return null;
       } catch (error) {
         // (A note gone, or an edit the server can't merge: the outbox keeps it as a new note.)
-        if (error.status !== 0 && !(from && [404, 409].includes(error.status))) return error;
+        if (error.status !== 0 && !(from && [404, 409].includes(error.status))) {
+          const held = await sync.hold(from ? 'edit' : 'create', { note: from, body, key }, error.message);
+          if (held) notes.upsert(held);
+          return error;
+        }
       }
     }
     await sync.queue(from ? 'edit' : 'create', { note: from, body, key });
