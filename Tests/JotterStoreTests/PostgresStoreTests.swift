@@ -131,6 +131,23 @@ struct PostgresStoreTests {
         #expect(try fixture.postgres.lastEventID() == events[5].id)
     }
 
+    @Test("events a trim had to leave are trimmed a moment later, with no new write")
+    func backlogIsTrimmedOnceFree() throws {
+        let fixture = try StoreFixture(.postgres, options: .init(eventBacklog: 3))
+        let db = try fixture.connect()
+        // Another instance trims meanwhile (it holds the trimming's lock; advisory locks are
+        // per database): this one's trim skips. (The same is true of events above the horizon,
+        // which a transaction open anywhere in the cluster holds back.)
+        let other = try fixture.connect()
+        _ = try other.query("SELECT pg_advisory_lock($1)", [PostgresNoteRows.trimLock])
+        let events = try (1...6).map { try create(fixture.postgres, "n\($0)").event }
+        Thread.sleep(forTimeInterval: 2.5)  // the feed's trim runs at most once a second
+        #expect(try db.query("SELECT count(*) FROM events")[0].value(0, as: Int64.self) == 6)
+        _ = try other.query("SELECT pg_advisory_unlock($1)", [PostgresNoteRows.trimLock])
+        #expect(try waitFor { try db.query("SELECT count(*) FROM events")[0].value(0, as: Int64.self) == 3 })
+        #expect(try fixture.postgres.events(after: events[1].id, limit: 10, owner: .unclaimed) == nil)
+    }
+
     @Test("writes commit with synchronous_commit on, whatever the server's default")
     func writesAreDurable() throws {
         let fixture = try StoreFixture(.postgres)

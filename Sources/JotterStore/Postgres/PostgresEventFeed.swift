@@ -96,7 +96,7 @@ final class PostgresEventFeed: Sendable {
     private func run() {
         var listener: PostgresConnection?
         var due = true  // read (and trim) on the next turn
-        var lastRead = MonotonicClock.seconds(), lastTrim = 0.0
+        var lastRead = MonotonicClock.seconds(), lastTrim = -Double.infinity
         var untrimmed = true  // events may have been added since the last trim
         while !stopped {
             do {
@@ -113,9 +113,10 @@ final class PostgresEventFeed: Sendable {
                 if due || now - lastRead >= 1 {
                     if let handler = state.withLock({ $0.handler }) { try deliver(on: db, to: handler) }
                     if untrimmed && now - lastTrim >= 1 {
-                        try PostgresNoteRows.trim(backlog: backlog, on: db)
+                        // Events the horizon kept (or another instance's trim) are tried again
+                        // in a second, not only after the next write.
+                        untrimmed = try PostgresNoteRows.trim(backlog: backlog, on: db)
                         lastTrim = now
-                        untrimmed = false
                     }
                     lastRead = now
                     due = false

@@ -483,7 +483,12 @@ enum PostgresNoteRows {
 
     /// Deletes the events beyond the newest `backlog` below the horizon, remembering the newest
     /// deleted id; one instance at a time (the others skip: it is not theirs to wait for).
-    static func trim(backlog: Int, on db: PostgresConnection) throws {
+    /// Whether events beyond the backlog are left: above the horizon (a transaction that began
+    /// before they committed is still open, in any database of the cluster), or another
+    /// instance held the trimming's lock. Then the caller tries again later, with or without
+    /// new events.
+    @discardableResult
+    static func trim(backlog: Int, on db: PostgresConnection) throws -> Bool {
         try db.query(
             """
             WITH lock AS MATERIALIZED (SELECT pg_try_advisory_xact_lock($2) AS got),
@@ -491,6 +496,7 @@ enum PostgresNoteRows {
             gone AS (DELETE FROM events WHERE id <= (SELECT id FROM cut))
             UPDATE event_marks SET trimmed_through = greatest(trimmed_through, (SELECT id FROM cut)) WHERE EXISTS (SELECT 1 FROM cut)
             """, [backlog, trimLock])
+        return try db.query("SELECT EXISTS (SELECT 1 FROM events ORDER BY id DESC OFFSET $1)", [backlog])[0].value(0, as: Bool.self)
     }
 
     /// The advisory lock the trimming holds.
