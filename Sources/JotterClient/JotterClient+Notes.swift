@@ -134,11 +134,11 @@ extension JotterClient {
         /// `ifMatch` (a note's `etag`) the server refuses with `412` (`isConflict`) when the note
         /// changed since that version.
         ///
-        /// A retry after a lost answer (by `RetryPolicy`, or by URLSession itself on a reused
-        /// connection) meets the first attempt's own write: on that `412` the note is read, and
-        /// when it holds exactly `body` the call returns it — the write succeeded. Every attempt
-        /// carries one `Idempotency-Key` (`idempotencyKey`, or one made for this call); pass a
-        /// key kept with the edit to resend it after the call itself failed (cancelled, offline).
+        /// Every attempt carries one `Idempotency-Key` (`idempotencyKey`, or one made for this
+        /// call): a retry after a lost answer (by `RetryPolicy`, or by URLSession itself on a
+        /// reused connection), which meets its first attempt's own write, gets that write's
+        /// answer again from the server, not `412`. Pass a key kept with the edit to resend it
+        /// after the call itself failed (cancelled, offline).
         ///
         /// ```swift
         /// do {
@@ -155,14 +155,7 @@ extension JotterClient {
                 "PUT", "/notes/" + JotterClient.segment(id), headers: ["Idempotency-Key": idempotencyKey ?? UUID().uuidString])
             if let etag { request.setValue(etag, forHTTPHeaderField: "If-Match") }
             Self.jsonBody(body, to: &request)
-            do {
-                return try await client.send(request, decoding: NoteEnvelope.self).value.note
-            } catch  where error.isConflict && etag != nil {
-                // The server checks If-Match before the key, so a retry whose first attempt
-                // committed is 412: if the note holds exactly this text, that write succeeded.
-                if let current = try? await get(id), current.body == body { return current }
-                throw error
-            }
+            return try await client.send(request, decoding: NoteEnvelope.self).value.note
         }
 
         /// `DELETE /notes/{id}`: moves the note, with its attachments, to the trash (`trash()`,
