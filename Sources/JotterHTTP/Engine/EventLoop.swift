@@ -3,10 +3,13 @@ import Glibc
 import Synchronization
 import JotterSystem
 
-/// One engine thread: an epoll set over the listening socket (shared by every loop, woken one
-/// at a time with `EPOLLEXCLUSIVE`) and the connections this loop accepted, which stay on it
-/// for their whole life. Other threads reach a connection only by posting a `Task` (a later
-/// reply ready, a stream with new bytes), which wakes the loop through an eventfd.
+/// One engine thread, as other threads hold it: an epoll set over the listening socket (shared
+/// by every loop, woken one at a time with `EPOLLEXCLUSIVE`) and the connections this loop
+/// accepted, which stay on it for their whole life. Other threads reach a connection only by
+/// posting a `Task` (a later reply ready, a stream with new bytes), which wakes the loop through
+/// an eventfd, and read what its last sweep saw (two atomics). `Sendable` by construction: the
+/// loop thread's own state — the connection table, tasks taken, flags, buffers — is a
+/// `LoopState`, made on that thread when it starts and reachable from no other.
 ///
 /// Time is checked every 250 ms by a sweep over the loop's connections: header deadline, idle
 /// timeout, minimum body rate, lingering closes. No other thread watches a socket.
@@ -16,7 +19,7 @@ import JotterSystem
 /// blocking. One event published to thousands of streams posts a wake for each of them: they
 /// are taken in turns, with the sockets polled between, so a new connection or request waits
 /// for one turn of writes, never for the whole fan-out.
-package final class EventLoop: @unchecked Sendable {
+package final class EventLoop: Sendable {
     /// What another thread asks of this loop.
     package enum Task: Sendable {
         /// A later reply's render closure for the connection with this token (and, on HTTP/2,
@@ -52,31 +55,12 @@ package final class EventLoop: @unchecked Sendable {
     /// The server's clock (`HTTPServer.clock`): the loop's polls, sweeps and evictions, and the
     /// machine of every connection on it.
     let clock: MachineClock
-    let epoll: Int32
+    /// The epoll set and the listening socket: the loop thread's (`LoopState`) to use.
+    fileprivate let epoll: Int32
     private let wakeFD: Int32
-    private let listener: Int32
+    fileprivate let listener: Int32
     private let inbox = Mutex<[Task]>([])
-    /// Tasks taken from the inbox and not yet run (loop thread), from `nextTask` on.
-    private var taken: [Task] = []
-    private var nextTask = 0
-    /// Loop-thread state from here on.
-    /// Checked for exclusive access (about 125 instructions a request: docs/benchmarks.md,
-    /// issue 34): the loop thread reads a connection out of it before it calls the connection,
-    /// which may then remove itself (`forget`), so no access overlaps another.
-    private var connections: [UInt64: any LoopConnection] = [:]
-    private var nextToken: UInt64 = 16
-    private var accepting = true
-    private var running = true
-    /// Bytes read from sockets land here first (a body straight into its reader from here).
-    let readBuffer: UnsafeMutableRawBufferPointer
-    /// A streaming body writes into this before the socket; only what the socket did not take
-    /// is copied to the connection.
-    let streamBuffer: UnsafeMutableRawBufferPointer
-    let date = DateField()
     private let thread = SystemThread()
-    private var lastSweep: UInt64 = 0
-    /// When epoll last returned: bytes that arrived before it have been read.
-    private(set) var polledAt: UInt64 = 0
     /// Since when this loop's connection that has waited longest for its head has waited (0:
     /// none waits), as of its last sweep: where another loop may send an eviction.
     let oldestHeadWait = Atomic<UInt64>(0)
@@ -101,8 +85,6 @@ package final class EventLoop: @unchecked Sendable {
         guard epoll >= 0, wakeFD >= 0 else {
             throw ServerStartError(description: "cannot create the engine's event loop: \(String(cString: strerror(errno)))")
         }
-        readBuffer = .allocate(byteCount: Self.readBufferSize, alignment: 16)
-        streamBuffer = .allocate(byteCount: 64 << 10 + 16, alignment: 16)
         jotter_epoll_add(epoll, listener, Epoll.input | Epoll.exclusive, Self.listenerToken)
         jotter_epoll_add(epoll, wakeFD, Epoll.input, Self.wakeToken)
     }
@@ -110,12 +92,11 @@ package final class EventLoop: @unchecked Sendable {
     deinit {
         close(epoll)
         close(wakeFD)
-        readBuffer.deallocate()
-        streamBuffer.deallocate()
     }
 
+    /// Starts the loop's thread, which makes its `LoopState` and runs it until `.stop`.
     func start() throws(SystemThread.StartError) {
-        try thread.start { [self] in run() }
+        try thread.start { [self] in LoopState(loop: self).run() }
     }
 
     func join() { thread.join() }
@@ -135,9 +116,67 @@ package final class EventLoop: @unchecked Sendable {
         }
     }
 
+    /// Swaps what was posted since the last take into `taken` (empty). Loop thread.
+    fileprivate func take(into taken: inout [Task]) {
+        inbox.withLock { swap(&$0, &taken) }
+    }
+
+    /// Reads the eventfd a post wrote. Loop thread.
+    fileprivate func clearWake() {
+        var value: UInt64 = 0
+        _ = read(wakeFD, &value, 8)
+    }
+}
+
+/// An event loop's own state and its turns (`EventLoop`): made on the loop's thread when it
+/// starts and used there only — by the loop, and by its connections and their machines, which
+/// reach it as `SocketDriver.loop`. Not `Sendable`: the compiler keeps it on that thread, as
+/// the one place other threads reach the loop is its `EventLoop`, the handle.
+final class LoopState {
+    /// What other threads hold of this loop: posting to it, its atomics.
+    let handle: EventLoop
+    unowned let server: HTTPServer
+    let clock: MachineClock
+    private let epoll: Int32
+    private let listener: Int32
+    /// Tasks taken from the inbox and not yet run, from `nextTask` on.
+    private var taken: [EventLoop.Task] = []
+    private var nextTask = 0
+    /// Checked for exclusive access (about 125 instructions a request: docs/benchmarks.md,
+    /// issue 34): the loop thread reads a connection out of it before it calls the connection,
+    /// which may then remove itself (`forget`), so no access overlaps another.
+    private var connections: [UInt64: any LoopConnection] = [:]
+    private var nextToken: UInt64 = 16
+    private var accepting = true
+    private var running = true
+    /// Bytes read from sockets land here first (a body straight into its reader from here).
+    let readBuffer: UnsafeMutableRawBufferPointer
+    /// A streaming body writes into this before the socket; only what the socket did not take
+    /// is copied to the connection.
+    let streamBuffer: UnsafeMutableRawBufferPointer
+    let date = DateField()
+    private var lastSweep: UInt64 = 0
+    /// When epoll last returned: bytes that arrived before it have been read.
+    private(set) var polledAt: UInt64 = 0
+
+    fileprivate init(loop: EventLoop) {
+        handle = loop
+        server = loop.server
+        clock = loop.clock
+        epoll = loop.epoll
+        listener = loop.listener
+        readBuffer = .allocate(byteCount: EventLoop.readBufferSize, alignment: 16)
+        streamBuffer = .allocate(byteCount: 64 << 10 + 16, alignment: 16)
+    }
+
+    deinit {
+        readBuffer.deallocate()
+        streamBuffer.deallocate()
+    }
+
     // MARK: - The loop
 
-    private func run() {
+    fileprivate func run() {
         let tokens = UnsafeMutablePointer<UInt64>.allocate(capacity: 256)
         let events = UnsafeMutablePointer<UInt32>.allocate(capacity: 256)
         defer { tokens.deallocate(); events.deallocate() }
@@ -151,10 +190,9 @@ package final class EventLoop: @unchecked Sendable {
             if count > 0 {
                 for index in 0..<Int(count) {
                     switch tokens[index] {
-                    case Self.listenerToken: acceptConnections()
-                    case Self.wakeToken:
-                        var value: UInt64 = 0
-                        _ = read(wakeFD, &value, 8)
+                    case EventLoop.listenerToken: acceptConnections()
+                    case EventLoop.wakeToken:
+                        handle.clearWake()
                         signalled = true
                     case let token:
                         connections[token]?.handle(events: events[index])
@@ -163,7 +201,7 @@ package final class EventLoop: @unchecked Sendable {
             }
             if signalled || nextTask < taken.count { runTasks() }
             let now = clock.now()
-            if now >= lastSweep + Self.sweepInterval {
+            if now >= lastSweep + EventLoop.sweepInterval {
                 lastSweep = now
                 sweep(now: now)
             }
@@ -177,7 +215,7 @@ package final class EventLoop: @unchecked Sendable {
     /// posted before the eventfd was read are never left waiting for a poll that blocks.
     private func runTasks() {
         var ran = 0
-        while ran < Self.taskBudget, running {
+        while ran < EventLoop.taskBudget, running {
             if nextTask == taken.count, !takeInbox() { break }
             let task = taken[nextTask]
             nextTask += 1
@@ -192,25 +230,25 @@ package final class EventLoop: @unchecked Sendable {
     private func takeInbox() -> Bool {
         taken.removeAll(keepingCapacity: true)
         nextTask = 0
-        inbox.withLock { swap(&$0, &taken) }
+        handle.take(into: &taken)
         return !taken.isEmpty
     }
 
-    private func run(_ task: Task) {
+    private func run(_ task: EventLoop.Task) {
         switch task {
         case .resume(let token, _, _), .landed(let token, _, _), .wake(let token, _), .read(let token), .bodyReady(let token, _):
             if let connection = connections[token] { connection.deliver(task) } else { SocketDriver.abandon(task) }
         case .interim(let sink, let status, let headers):
             if sink.send(status, headers), let token = sink.connection { connections[token]?.deliver(task) }
         case .evict:
-            if !evictOne() { oldestHeadWait.store(0, ordering: .relaxed) }
+            if !evictOne() { handle.oldestHeadWait.store(0, ordering: .relaxed) }
         case .evictLongLived(let heavierThan, let fallback):
             let chosen = longLivedCandidate()
             if let chosen, chosen.count > heavierThan {
                 evictLongLived(chosen.connection)
                 return
             }
-            heaviestLongLived.store(chosen?.count ?? 0, ordering: .relaxed)
+            handle.heaviestLongLived.store(chosen?.count ?? 0, ordering: .relaxed)
             fallback?.post(.evictLongLived(heavierThan: -1, fallback: nil))
         case .quiesce:
             if accepting {
@@ -229,8 +267,8 @@ package final class EventLoop: @unchecked Sendable {
             connection.check(now: now)
             if let since = connection.waitingForHeadSince, since < oldest { oldest = since }
         }
-        oldestHeadWait.store(oldest == .max ? 0 : oldest, ordering: .relaxed)
-        heaviestLongLived.store(longLivedCandidate(now: now)?.count ?? 0, ordering: .relaxed)
+        handle.oldestHeadWait.store(oldest == .max ? 0 : oldest, ordering: .relaxed)
+        handle.heaviestLongLived.store(longLivedCandidate(now: now)?.count ?? 0, ordering: .relaxed)
     }
 
     // MARK: - Connections
@@ -252,12 +290,12 @@ package final class EventLoop: @unchecked Sendable {
             // (the kernel may give one loop every connection of one client) — rather than every
             // newcomer refused.
             if server.connections.overLimit, !evictOne() {
-                if let other = server.loopToEvict(besides: self) {
+                if let other = server.loopToEvict(besides: handle) {
                     other.post(.evict)
                 } else {
                     let mine = longLivedCandidate()
-                    if let other = server.loopWithHeavierLongLived(than: mine?.count ?? 0, besides: self) {
-                        other.post(.evictLongLived(heavierThan: mine?.count ?? 0, fallback: mine == nil ? nil : self))
+                    if let other = server.loopWithHeavierLongLived(than: mine?.count ?? 0, besides: handle) {
+                        other.post(.evictLongLived(heavierThan: mine?.count ?? 0, fallback: mine == nil ? nil : handle))
                     } else if let mine {
                         evictLongLived(mine.connection)
                     } else {
@@ -283,7 +321,7 @@ package final class EventLoop: @unchecked Sendable {
             connections[token] = connection
             jotter_epoll_add(epoll, fd, Epoll.input, token)
             // It waits for its head from now: the oldest such, if none waited (the sweep keeps it exact).
-            if oldestHeadWait.load(ordering: .relaxed) == 0 { oldestHeadWait.store(connection.opened, ordering: .relaxed) }
+            if handle.oldestHeadWait.load(ordering: .relaxed) == 0 { handle.oldestHeadWait.store(connection.opened, ordering: .relaxed) }
         }
     }
 

@@ -28,7 +28,7 @@ final class HTTP1Connection: LoopConnection {
     /// The socket was closed or handed to an `HTTP2Connection`: nothing more is done here.
     @exclusivity(unchecked) private var finished = false
 
-    init(loop: EventLoop, fd: Int32, token: UInt64, address: String, tls: UnsafeMutableRawPointer? = nil) {
+    init(loop: LoopState, fd: Int32, token: UInt64, address: String, tls: UnsafeMutableRawPointer? = nil) {
         socket = SocketDriver(loop: loop, io: ConnectionIO(fd: fd, tls: tls), token: token)
         self.address = address
         handshaking = tls != nil

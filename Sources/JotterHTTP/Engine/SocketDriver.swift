@@ -6,7 +6,8 @@ import Glibc
 /// side, epoll interest — and its result fed back as the next event, until the machine waits or
 /// ends. What other threads hand back comes in as loop tasks (`event(_:_:)`). Loop thread only.
 package struct SocketDriver {
-    unowned let loop: EventLoop
+    /// The loop thread's own state (its buffers, table, last poll).
+    unowned let loop: LoopState
     var io: ConnectionIO
     /// The way back to this connection from other threads (its token on `loop`).
     let handback: Handback
@@ -23,10 +24,10 @@ package struct SocketDriver {
         case handOff(UnsafeRawBufferPointer)
     }
 
-    init(loop: EventLoop, io: ConnectionIO, token: UInt64) {
+    init(loop: LoopState, io: ConnectionIO, token: UInt64) {
         self.loop = loop
         self.io = io
-        handback = Handback(loop: loop, token: token)
+        handback = Handback(loop: loop.handle, token: token)
     }
 
     var token: UInt64 { handback.token }
@@ -104,7 +105,7 @@ package struct SocketDriver {
                 setInterest(wanted)
                 // epoll is level-triggered: bytes waiting in the socket are reported again; those
                 // OpenSSL already decrypted are not.
-                if wanted.read, io.holdsBytes { loop.post(.read(token)) }
+                if wanted.read, io.holdsBytes { loop.handle.post(.read(token)) }
                 return .waiting
             case .close:
                 return .closed
