@@ -136,9 +136,12 @@ extension JotterClient {
         ///
         /// Every attempt carries one `Idempotency-Key` (`idempotencyKey`, or one made for this
         /// call): a retry after a lost answer (by `RetryPolicy`, or by URLSession itself on a
-        /// reused connection), which meets its first attempt's own write, gets that write's
-        /// answer again from the server, not `412`. Pass a key kept with the edit to resend it
-        /// after the call itself failed (cancelled, offline).
+        /// reused connection), which meets its first attempt's own write, gets that answer again
+        /// from the server. Where the server kept only a reference to it (an answer over 64 KiB)
+        /// it answers `303` to the note, which URLSession follows as a `GET` with the same
+        /// `If-Match`: on that `412` the note is read, and when it holds exactly `body` the call
+        /// returns it — the write succeeded. Pass a key kept with the edit to resend it after the
+        /// call itself failed (cancelled, offline).
         ///
         /// ```swift
         /// do {
@@ -155,7 +158,16 @@ extension JotterClient {
                 "PUT", "/notes/" + JotterClient.segment(id), headers: ["Idempotency-Key": idempotencyKey ?? UUID().uuidString])
             if let etag { request.setValue(etag, forHTTPHeaderField: "If-Match") }
             Self.jsonBody(body, to: &request)
-            return try await client.send(request, decoding: NoteEnvelope.self).value.note
+            do {
+                return try await client.send(request, decoding: NoteEnvelope.self).value.note
+            } catch  where error.isConflict && etag != nil {
+                // A retry whose first attempt committed gets that answer again by its key, but
+                // one kept only as a reference (over 64 KiB) is a 303 to the note, which
+                // URLSession follows as a GET that keeps If-Match, and fails it: if the note
+                // holds exactly this text, that write succeeded.
+                if let current = try? await get(id), current.body == body { return current }
+                throw error
+            }
         }
 
         /// `DELETE /notes/{id}`: moves the note, with its attachments, to the trash (`trash()`,
