@@ -1815,6 +1815,14 @@ class OfflineSync(BrowserTest):
         self.assertIn("Notes can be at most 1 MiB", css("#editor-notice-text").text)
         self.assertEqual(css("#connection-text").text, "1 change not saved")
         self.assertEqual(server.note(note["id"])["body"], "Closed too large")
+        # Shortened, it is saved, and nothing is left waiting (for the tests after this one).
+        driver.execute_script("""
+            const area = document.getElementById('body');
+            area.value = 'Closed too large, shortened';
+            area.dispatchEvent(new Event('input'));""")
+        wait_until(lambda: server.note(note["id"])["body"] == "Closed too large, shortened", timeout=15,
+                   message=f"saved once shorter ({page_state()})")
+        wait_until(lambda: kept("outbox") == [], message="nothing left waiting")
 
 
 class OpenFromAddress(BrowserTest):

@@ -284,11 +284,7 @@ export function createEditor({ notes, navigate, toast, clearError, sync }) {
     if (!store.isCurrent()) return;
     for (const kept of store.drafts()) {
       try {
-        const refused = await recoverDraft(kept);
-        if (refused) {
-          toast(`Text kept as a page closed could not be saved: ${refused.message} It is kept on this device: `
-            + 'open the note and change it, and it is saved.');
-        }
+        await recoverDraft(kept);
         store.dropDraft(kept.key);
       } catch {
         // This browser's copy can't be written now: the draft stays for the next start.
@@ -297,42 +293,37 @@ export function createEditor({ notes, navigate, toast, clearError, sync }) {
   }
 
   /**
-   * Saves draft `kept` (see `recover`); resolves to the server's refusal, if it refused it: then
-   * the text is kept on this device as an edit the server refused is (`held`: too large…), not
-   * dropped with the draft.
+   * Saves draft `kept` (see `recover`), or queues it: a draft the server did not take now (away,
+   * signed out, busy, or refused as it is) goes to the outbox, whose rules decide — sent later,
+   * or kept on this device as an edit the server refused (`held`: too large…) — never dropped.
    */
   async function recoverDraft(kept) {
     const { key, body } = kept;
     let from = kept.note;
     // This browser's copy has it already (saved, or queued in time): nothing to do.
     if (from ? (await store.getNote(from.id).catch(() => null))?.body === body
-      : (await store.outbox()).some((entry) => entry.key === key)) return null;
+      : (await store.outbox()).some((entry) => entry.key === key)) return;
     if (!sync.waiting() && !(from && (from.pending || isLocalID(from.id)))) {
       try {
         if (!from) {
           notes.upsert(await api.createNote(body, { key }));
-          return null;
+          return;
         }
         const now = await api.getNote(from.id);
         if (now.body === body) {
           notes.upsert(now);
-          return null;
+          return;
         }
         // A save was on its way as the page went, and got through: the text goes from it.
         if (typeof kept.sending === 'string' && now.body === kept.sending) from = now;
         notes.upsert((await api.updateNote(from.id, body, { base: from.version, key })).note);
-        return null;
-      } catch (error) {
-        // (A note gone, or an edit the server can't merge: the outbox keeps it as a new note.)
-        if (error.status !== 0 && !(from && [404, 409].includes(error.status))) {
-          const held = await sync.hold(from ? 'edit' : 'create', { note: from, body, key }, error.message);
-          if (held) notes.upsert(held);
-          return error;
-        }
+        return;
+      } catch {
+        // Not taken now: queued below (a note gone, or an edit the server can't merge: the
+        // outbox keeps it as a new note; one refused as it is: held there).
       }
     }
     await sync.queue(from ? 'edit' : 'create', { note: from, body, key });
-    return null;
   }
   document.addEventListener('visibilitychange', () => {
     if (document.visibilityState === 'hidden') flush();
