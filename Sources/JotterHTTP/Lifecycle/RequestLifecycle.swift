@@ -257,7 +257,7 @@ package final class RequestLifecycle {
         /// Back from the executor after the connection ended (on the engine's thread): the
         /// request is completed as it ended, and what its answer held is let go.
         package func finishAbandoned() {
-            guard case var (core, action, ending)? = takeAll() else { return }
+            guard case (var core, let action, let ending)? = takeAll() else { return }
             if case .respond(let response) = action { response.payload.release() }
             let (status, bytes, outcome) = ending ?? (0, 0, .clientAbort)
             core.completed(status: status, bytesSent: bytes, outcome: outcome)
