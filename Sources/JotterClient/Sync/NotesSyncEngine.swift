@@ -387,7 +387,8 @@ public actor NotesSyncEngine {
                 group.addTask {
                     // Wakes when the pass would be overdue, until it is.
                     while true {
-                        let due = await self.lastProgress + .milliseconds(Int64(max(0, seconds) * 1000))
+                        // (An infinite or huge `syncTimeout` counts as a day: `Int64(.infinity)` would trap.)
+                        let due = await self.lastProgress + .milliseconds(Int64(min(max(0, seconds), 86_400) * 1000))
                         if ContinuousClock.now >= due { return nil }
                         try await Task.sleep(until: due, clock: .continuous)
                     }
