@@ -84,12 +84,18 @@ class Load:
         while not self.stop:
             try:
                 sock = socket.create_connection(("127.0.0.1", self.port), timeout=30)
-                sock.sendall(b"GET /notes/events HTTP/1.1\r\nHost: x\r\n\r\n")
+                sock.sendall(f"GET /notes/events HTTP/1.1\r\nHost: 127.0.0.1:{self.port}\r\n\r\n".encode())
                 until = time.monotonic() + 5
+                first = True
                 while time.monotonic() < until and not self.stop:
-                    if not sock.recv(65536):
+                    data = sock.recv(65536)
+                    if not data:
                         self.record("event stream closed by the server")
                         break
+                    if first and not data.startswith(b"HTTP/1.1 200 "):
+                        self.record("event stream refused: " + repr(data.split(b"\r\n", 1)[0]))
+                        break
+                    first = False
                 sock.close()
             except OSError as error:
                 self.record(f"events: {error!r}")
