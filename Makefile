@@ -41,7 +41,7 @@ run: release
 
 # Suites tagged `.timing` (wall-clock bounds, heavy load): run after the others, one test at a
 # time, so nothing competes with them for the 2 cores (swift test filters by name, not by tag).
-TIMING_TESTS = ScaleOutTests|FeedScaleOutTests|ConvergenceHAProxyTests|PostgresRestartTests|ClientEventTests|PostgresDownTests|PostgresLateCommitTests|PostgresStoreRestartTests|LargeBlobTests|RetryTests|URLSessionWorkaroundTests|SuspendTests|EngineTests|NoteEventsTests|NotesDurabilityTests|LargeUploadTests|LargeUploadClientTests|SlowClientTests|EventFanOutTests
+TIMING_TESTS = ScaleOutTests|SyncBoundsTests|FeedScaleOutTests|ConvergenceHAProxyTests|PostgresRestartTests|ClientEventTests|PostgresDownTests|PostgresLateCommitTests|PostgresStoreRestartTests|LargeBlobTests|RetryTests|URLSessionWorkaroundTests|SuspendTests|EngineTests|NoteEventsTests|NotesDurabilityTests|LargeUploadTests|LargeUploadClientTests|SlowClientTests|EventFanOutTests
 
 # Both passes run inside scripts/test-services: a throwaway PostgreSQL cluster and SeaweedFS (S3),
 # stopped and removed afterwards, their URLs and credentials in JOTTER_TEST_* variables.

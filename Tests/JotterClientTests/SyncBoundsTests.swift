@@ -8,7 +8,12 @@ import JotterHTTP
 @testable import JotterClient
 
 /// A sync pass is bounded, and what it stores never goes back in time.
-@Suite("JotterClient: the sync engine's bounds")
+///
+/// Its bounds are seconds of wall time: run alone (it is in the Makefile's TIMING_TESTS). In the
+/// parallel pass of a loaded 2-core CI run, a 2 s bound took 318 s and two passes with work to do
+/// were cut for want of progress: the rest of the run held the process's cooperative threads,
+/// which the bound's timer and the in-process server's answers wait for.
+@Suite("JotterClient: the sync engine's bounds", .tags(.timing))
 struct SyncBoundsTests {
     /// A loopback port that takes connections (the kernel's backlog) and never answers.
     final class SilentServer {
