@@ -85,7 +85,7 @@ extension JotterClient.Notes {
     public func events(
         lastEventID: Int64? = nil,
         onReconnect: (@Sendable (EventStreamInterruption) -> Void)? = nil
-    ) -> AsyncThrowingStream<NoteEvent, any Error> {
+    ) -> NoteEvents {
         let (stream, continuation) = AsyncThrowingStream.makeStream(of: NoteEvent.self)
         let client = self.client
         let task = Task {
@@ -97,8 +97,42 @@ extension JotterClient.Notes {
             }
         }
         continuation.onTermination = { _ in task.cancel() }
-        return stream
+        return NoteEvents(stream: stream)
     }
+}
+
+/// The live changes of `notes.events()`: an `AsyncSequence` whose errors are
+/// `JotterClientError`, so a `catch` has the error's kind, status and problem without a cast.
+/// It ends when the task iterating it is cancelled (without an error) or on an error that
+/// reconnecting can't mend; stopping the iteration closes the connection.
+public struct NoteEvents: AsyncSequence, Sendable {
+    public typealias Element = NoteEvent
+    public typealias Failure = JotterClientError
+
+    let stream: AsyncThrowingStream<NoteEvent, any Error>
+
+    /// The iterator: one per stream (a second iteration of the same `NoteEvents` gets nothing).
+    public struct AsyncIterator: AsyncIteratorProtocol {
+        public typealias Element = NoteEvent
+        public typealias Failure = JotterClientError
+
+        var base: AsyncThrowingStream<NoteEvent, any Error>.AsyncIterator
+
+        public mutating func next(isolation actor: isolated (any Actor)? = #isolation) async throws(JotterClientError) -> NoteEvent? {
+            do {
+                return try await base.next(isolation: actor)
+            } catch {
+                // The stream finishes only with a `JotterClientError`.
+                throw JotterClientError.wrapping(error, url: nil)
+            }
+        }
+
+        public mutating func next() async throws(JotterClientError) -> NoteEvent? {
+            try await next(isolation: nil)
+        }
+    }
+
+    public func makeAsyncIterator() -> AsyncIterator { AsyncIterator(base: stream.makeAsyncIterator()) }
 }
 
 /// The connect–read–reconnect loop behind `events()`.
