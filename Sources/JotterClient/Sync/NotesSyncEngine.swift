@@ -322,11 +322,10 @@ public actor NotesSyncEngine {
         let events = client.notes.events(lastEventID: try cursor)
         let ended: JotterClientError? = await withTaskGroup(of: JotterClientError?.self) { group in
             group.addTask {
-                do {
+                do throws(JotterClientError) {
                     for try await _ in events { try? await self.sync() }
                     return nil
                 } catch {
-                    let error = JotterClientError.wrapping(error, url: nil)
                     return error.isCancelled ? nil : error
                 }
             }
