@@ -47,7 +47,9 @@ extension JotterClient {
         ///   - filename: the name to record (default: the file's own name).
         ///   - contentType: default: guessed from the extension.
         ///   - progress: called as the body goes out, often and from a background thread: keep
-        ///     it quick and throttle what you draw.
+        ///     it quick and throttle what you draw. It counts the request's body — the file and
+        ///     its multipart framing, a few hundred bytes more than the file — so `total` is a
+        ///     little over the file's size and `fraction` reaches 1 as the last byte goes.
         public func upload(
             fileAt url: URL, noteID: String? = nil, filename: String? = nil, contentType: String? = nil,
             progress: (@Sendable (TransferProgress) -> Void)? = nil
