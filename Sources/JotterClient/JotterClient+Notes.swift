@@ -87,10 +87,19 @@ extension JotterClient {
         ///   - cursor: the `cursor` of an earlier page, or an event id; nil: everything.
         ///   - limit: changes per page (server default 100, at most 1000).
         public func changes(since cursor: Int64? = nil, limit: Int? = nil) async throws(JotterClientError) -> NoteChangeList {
+            try await client.send(changesRequest(since: cursor, limit: limit), decoding: NoteChangeList.self).value
+        }
+
+        /// `changes(since:limit:)`, each chunk of the page's body told to `received` as it arrives.
+        func changes(since cursor: Int64?, limit: Int?, received: @Sendable (Int) -> Void) async throws(JotterClientError) -> NoteChangeList {
+            try JotterClient.decode(NoteChangeList.self, from: await client.send(changesRequest(since: cursor, limit: limit), received: received).0)
+        }
+
+        private func changesRequest(since cursor: Int64?, limit: Int?) -> URLRequest {
             var parameters = FormURLEncodedBody()
             if let cursor { parameters.append("since", String(cursor)) }
             if let limit { parameters.append("limit", String(limit)) }
-            return try await client.send(client.makeRequest("GET", "/notes/changes", query: parameters), decoding: NoteChangeList.self).value
+            return client.makeRequest("GET", "/notes/changes", query: parameters)
         }
 
         /// `POST /notes`: creates a note. Retried as `RetryPolicy` says, every attempt with the

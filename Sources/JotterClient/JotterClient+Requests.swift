@@ -59,6 +59,22 @@ extension JotterClient {
         try await withRetries(request) { () async throws(JotterClientError) in try await exchange(request) }
     }
 
+    /// As `send(_:)`, the answer's body read as it arrives and the size of each chunk told to
+    /// `received`: the sync engine counts bytes arriving as progress, so a large page on a slow
+    /// link is not taken for a server that does not answer.
+    func send(_ request: URLRequest, received: @Sendable (Int) -> Void) async throws(JotterClientError) -> (Data, HTTPURLResponse) {
+        try await withRetries(request) { () async throws(JotterClientError) in
+            var head: HTTPURLResponse?
+            var body = Data()
+            try await stream(request, response: { head = $0 }) { chunk in
+                body.append(chunk)
+                received(chunk.count)
+            }
+            guard let head else { throw .invalidResponse("no response") }
+            return (body, head)
+        }
+    }
+
     /// One attempt: the answer, or the error it stands for.
     func exchange(_ request: URLRequest) async throws(JotterClientError) -> (Data, HTTPURLResponse) {
         let (data, response): (Data, URLResponse)

@@ -38,6 +38,8 @@ final class FaultProxy: @unchecked Sendable {
     let upstream: Int
     private let listener: Int32
     private let armed = Mutex<Fault?>(nil)
+    /// While set, answers reach the client `bytes` at a time, `seconds` apart: a slow link.
+    let throttle = Mutex<(bytes: Int, seconds: Double)?>(nil)
     /// What the last armed fault did, once it struck.
     private let struck = Mutex<String?>(nil)
     private let acceptor = DispatchGroup()
@@ -204,6 +206,13 @@ final class FaultProxy: @unchecked Sendable {
                 guard send(all: chunk, to: to) else { return }
                 usleep(useconds_t(fault.delay * 1_000_000))
                 strike(fault, request)
+                continue
+            }
+            if !requests, let (bytes, seconds) = throttle.withLock({ $0 }) {
+                for start in stride(from: 0, to: chunk.count, by: bytes) {
+                    guard send(all: Array(chunk[start..<min(start + bytes, chunk.count)]), to: to) else { return }
+                    usleep(useconds_t(seconds * 1_000_000))
+                }
                 continue
             }
             guard send(all: chunk, to: to) else { return }

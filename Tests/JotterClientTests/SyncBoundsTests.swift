@@ -95,6 +95,27 @@ struct SyncBoundsTests {
         }
     }
 
+    @Test("a page whose bytes keep arriving on a slow link is not cut by syncTimeout, however long it takes")
+    func slowPageIsNotCut() async throws {
+        let folder = try scratchFolder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        try await withClient { client, app in
+            let text = String(repeating: "a slow link's page ", count: 1000)  // 19 kB a note
+            for _ in 0..<2 { _ = try await client.notes.create(text) }
+            let proxy = try FaultProxy(upstream: app.port)
+            defer { proxy.stop() }
+            proxy.throttle.withLock { $0 = (bytes: 1000, seconds: 0.05) }  // 20 kB/s: the page takes 2 s
+            let engine = try NotesSyncEngine(
+                client: JotterClient(baseURL: URL(string: "http://127.0.0.1:\(proxy.port)")!),
+                file: folder.appendingPathComponent("notes.sqlite"), syncTimeout: 1)
+            let start = ContinuousClock.now
+            try await engine.sync()
+            #expect(ContinuousClock.now - start > .seconds(1.5), "one page of 38 kB at 20 kB/s")
+            #expect(try await engine.notes().map(\.body) == [text, text])
+            #expect(try await engine.state.lastError == nil)
+        }
+    }
+
     @Test("a cancelled sync (the app going to the background) leaves no lastError")
     func cancelledIsNoError() async throws {
         let silent = try SilentServer()

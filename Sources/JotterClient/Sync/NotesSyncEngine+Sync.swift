@@ -334,7 +334,9 @@ extension NotesSyncEngine {
         var reset = false
         var listed = Set<String>()
         while true {
-            let page = try await client.notes.changes(since: since, limit: pageSize)
+            // Bytes arriving are progress: a page of 4 MiB on a slow link may take longer than
+            // `syncTimeout` in all.
+            let page = try await client.notes.changes(since: since, limit: pageSize) { _ in progressed() }
             reset = reset || page.reset
             var touched = Set<String>()
             try transaction { () throws(JotterClientError) in

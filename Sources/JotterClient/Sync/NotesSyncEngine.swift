@@ -49,8 +49,9 @@ public actor NotesSyncEngine {
     let pageSize: Int
     /// Seconds a sync pass (`sync()`) may go without progress before it gives up: see `init`.
     public nonisolated let syncTimeout: Double
-    /// When the running pass last made progress (an answer: the user, an edit, a page).
-    private var lastProgress = ContinuousClock.now
+    /// When the running pass last made progress (an answer: the user, an edit; bytes of a page);
+    /// set from the transfer's thread as bytes arrive.
+    private nonisolated let lastProgress = Mutex(ContinuousClock.now)
     private var running: Task<Void, any Error>?
     private var syncing = false
     private var needsAttention: JotterClientError?
@@ -65,12 +66,12 @@ public actor NotesSyncEngine {
     /// Opens the replica at `file`, creating it (and its tables) when it does not exist.
     ///
     /// `syncTimeout` bounds how long a sync pass may go without progress — no answer to the
-    /// user check, to an edit sent (retries included) or to a page of the pull — 30 s, as the
-    /// web app gives up a request: a server that accepts connections but never answers held
+    /// user check or to an edit sent (retries included), no byte of the pull's page — 30 s, as
+    /// the web app gives up a request: a server that accepts connections but never answers held
     /// `sync()` for the client's `requestTimeout` times its retries (4 minutes by default).
     /// Past it the pass stops as a timed-out transport failure (`lastError`, `isOffline`),
-    /// every edit not yet answered still queued; a long pull that keeps making progress is
-    /// not cut.
+    /// every edit not yet answered still queued; a long pull that keeps making progress (pages
+    /// arriving, or a large page's bytes on a slow link) is not cut.
     ///
     /// ```swift
     /// let engine = try NotesSyncEngine(client: client, file: folder.appendingPathComponent("notes.sqlite"))
@@ -373,12 +374,12 @@ public actor NotesSyncEngine {
     /// anonymous one.
     private func bounded() async throws(JotterClientError) -> Bool {
         let seconds = syncTimeout
-        lastProgress = .now
+        progressed()
         do {
             return try await withThrowingTaskGroup(of: Bool?.self) { group in
                 group.addTask {
                     let anonymous = try await self.checkUser()
-                    await self.progressed()
+                    self.progressed()
                     try await self.push()
                     try await self.pull()
                     return anonymous
@@ -387,7 +388,7 @@ public actor NotesSyncEngine {
                     // Wakes when the pass would be overdue, until it is.
                     while true {
                         // (An infinite or huge `syncTimeout` counts as a day: `Int64(.infinity)` would trap.)
-                        let due = await self.lastProgress + .milliseconds(Int64(min(max(0, seconds), 86_400) * 1000))
+                        let due = self.lastProgress.withLock { $0 } + .milliseconds(Int64(min(max(0, seconds), 86_400) * 1000))
                         if ContinuousClock.now >= due { return nil }
                         try await Task.sleep(until: due, clock: .continuous)
                     }
@@ -408,9 +409,9 @@ public actor NotesSyncEngine {
         }
     }
 
-    /// The running pass got an answer: its `syncTimeout` starts again.
-    func progressed() {
-        lastProgress = .now
+    /// The running pass got an answer, or bytes of one: its `syncTimeout` starts again.
+    nonisolated func progressed() {
+        lastProgress.withLock { $0 = .now }
     }
 
     /// A failure a retry later won't fix: the user must sign in, free space, shorten a note,
