@@ -4,13 +4,42 @@
 const UNREACHABLE = "Can't reach the server. Check your connection; your text is still here.";
 const TIMED_OUT = "The server didn't answer in time. Check your connection; your text is still here.";
 /**
- * How long a request may take, its answer's body included (a `data-request-timeout` on <body>
+ * How long a request may go without a byte of its answer (a `data-request-timeout` on <body>
  * overrides it): past it, it is given up as if the network had dropped (status 0), so a server
- * or connection that hangs never holds the sync (and its lock) for good.
+ * or connection that hangs never holds the sync (and its lock) for good. Idle time, not the
+ * whole: a large page of changes on a slow link takes longer than this while its bytes come.
  */
 const REQUEST_TIMEOUT = 30000;
 
 const requestTimeout = () => Number(document.body?.dataset.requestTimeout) || REQUEST_TIMEOUT;
+
+/**
+ * Calls `onIdle` once the request timeout passes with no `active()` since; `stop()` ends it.
+ * Every request's timeout is this one timer, restarted by each sign of life of its transfer.
+ */
+function idleTimer(onIdle) {
+  let timer = null;
+  const active = () => {
+    clearTimeout(timer);
+    timer = setTimeout(onIdle, requestTimeout());
+  };
+  active();
+  return { active, stop: () => clearTimeout(timer) };
+}
+
+/** A response's body as text, `onBytes()` called as each chunk arrives. */
+async function readText(response, onBytes) {
+  if (!response.body) return response.text();
+  const reader = response.body.getReader();
+  const decoder = new TextDecoder();
+  let text = '';
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) return text + decoder.decode();
+    onBytes();
+    text += decoder.decode(value, { stream: true });
+  }
+}
 
 /**
  * A failed request: `message` is the server's problem `detail`, in words; `type` the problem's
@@ -105,7 +134,12 @@ async function request(method, path, { json, ifMatch, key } = {}) {
   if (ifMatch) headers['If-Match'] = ifMatch;
   if (key) headers['Idempotency-Key'] = key;
   if (csrfToken && method !== 'GET') headers['X-CSRF-Token'] = csrfToken;
-  const timeout = requestTimeout();
+  const controller = new AbortController();
+  let timedOut = false;
+  const idle = idleTimer(() => {
+    timedOut = true;
+    controller.abort();
+  });
   let response;
   let text;
   try {
@@ -114,12 +148,14 @@ async function request(method, path, { json, ifMatch, key } = {}) {
       headers,
       body: json === undefined ? undefined : JSON.stringify(json),
       cache: 'no-store',
-      signal: AbortSignal.timeout(timeout),
+      signal: controller.signal,
     });
     // (A body cut off, by the network or the timeout, is no answer either: not an empty one.)
-    text = await response.text();
-  } catch (error) {
-    throw new ApiError(error?.name === 'TimeoutError' ? TIMED_OUT : UNREACHABLE);
+    text = await readText(response, idle.active);
+  } catch {
+    throw new ApiError(timedOut ? TIMED_OUT : UNREACHABLE);
+  } finally {
+    idle.stop();
   }
   const data = parse(text);
   if (response.status === 401 && !path.startsWith('/auth/')) unauthorized();
@@ -204,19 +240,15 @@ function send(method, url, state, { headers = {}, body = null, onProgress } = {}
   return new Promise((resolve, reject) => {
     const xhr = new XMLHttpRequest();
     state.xhr = xhr;
-    let idle = null;
     let timedOut = false;
-    const active = () => {
-      clearTimeout(idle);
-      idle = setTimeout(() => {
-        timedOut = true;
-        xhr.abort();
-      }, requestTimeout());
-    };
-    xhr.addEventListener('loadend', () => clearTimeout(idle));
-    xhr.upload.addEventListener('progress', active);
-    xhr.addEventListener('progress', active);
-    xhr.addEventListener('readystatechange', active);
+    const idle = idleTimer(() => {
+      timedOut = true;
+      xhr.abort();
+    });
+    xhr.addEventListener('loadend', idle.stop);
+    xhr.upload.addEventListener('progress', idle.active);
+    xhr.addEventListener('progress', idle.active);
+    xhr.addEventListener('readystatechange', idle.active);
     xhr.open(method, url);
     xhr.setRequestHeader('Accept', 'application/json');
     if (csrfToken) xhr.setRequestHeader('X-CSRF-Token', csrfToken);
@@ -231,7 +263,7 @@ function send(method, url, state, { headers = {}, body = null, onProgress } = {}
     xhr.addEventListener('abort', () => reject(timedOut ? new ApiError(
       "The upload stalled: the server didn't answer in time.") : new ApiError('Upload cancelled.', { aborted: true })));
     xhr.send(body);
-    active();
+    idle.active();
   });
 }
 
