@@ -126,6 +126,34 @@ struct MergeRoutesTests {
         }
     }
 
+    @Test(
+        "a merge whose text would be past 1 MiB (both sides kept) is 409 merge-too-large; nothing changed",
+        arguments: ServerDatabase.all)
+    func mergedTextPastTheLimit(database: ServerDatabase) throws {
+        func text(_ letter: String) -> String { String(repeating: letter, count: 600_000) + "\n" }
+        func json(_ body: String, base: Int? = nil) throws -> String {
+            var fields: [String: Any] = ["body": body]
+            if let base { fields["base_version"] = base }
+            return String(decoding: try JSONSerialization.data(withJSONObject: fields), as: UTF8.self)
+        }
+        let jsonHeaders = [("Content-Type", "application/json")]
+        try database.with { app in
+            let created = try app.request("POST", "/notes", headers: jsonHeaders, body: try json("as it was\n"))
+            #expect(created.status == 201)
+            let id = try #require(try Self.note(created)["id"] as? String)
+            let current = text("a")
+            #expect(try app.request("PUT", "/notes/\(id)", headers: jsonHeaders, body: try json(current)).status == 200)
+            // Both sides replaced the text: merged, both kept, the note would be 1.2 MB, past what
+            // any edit may be, and no edit of it could be merged again.
+            let refused = try app.request("PUT", "/notes/\(id)", headers: jsonHeaders, body: try json(text("b"), base: 1))
+            #expect(refused.status == 409, "\(refused.text.prefix(300))")
+            #expect(try refused.json()["type"] as? String == "/problems/merge-too-large")
+            #expect(try Self.note(refused)["version"] as? Int == 2)
+            let shown = try Self.note(try app.request("GET", "/notes/\(id)"))
+            #expect(shown["version"] as? Int == 2 && shown["body"] as? String == current)
+        }
+    }
+
     @Test("base unknown is 409 with the current note; If-Match still 412; malformed bases refused", arguments: ServerDatabase.all)
     func refused(database: ServerDatabase) throws {
         try database.with { app in

@@ -383,6 +383,21 @@ struct TextMergeTests {
         #expect(TextMerge.merge(base: "a b c\n", current: "a B c\n", incoming: "a b C\n", limits: .init(maxBytes: 100, maxWork: 3)) == nil)
     }
 
+    @Test func aMergedTextPastMaxBytesIsRefused() {
+        // Both sides replaced the whole text: the overlap keeps both, 1.2 MB from two of 0.6 MB.
+        let base = "as it was\n", current = String(repeating: "a", count: 600_000) + "\n", incoming = String(repeating: "b", count: 600_000) + "\n"
+        let unbounded = TextMerge.merge(base: base, current: current, incoming: incoming, limits: .init(maxBytes: 1 << 22, maxWork: 60_000_000))
+        #expect(unbounded?.text.utf8.count == 1_200_002 && unbounded?.text == current + incoming, "both sides kept")
+        // (Its size, not the text, is what a failure prints.)
+        #expect(TextMerge.merge(base: base, current: current, incoming: incoming)?.text.utf8.count == nil)
+        // At the limit exactly, a merge stands.
+        let small = TextMerge.merge(base: "a\n", current: "b\n", incoming: "c\n")!
+        #expect(
+            TextMerge.merge(base: "a\n", current: "b\n", incoming: "c\n", limits: .init(maxBytes: small.text.utf8.count, maxWork: 1_000)) == small)
+        #expect(
+            TextMerge.merge(base: "a\n", current: "b\n", incoming: "c\n", limits: .init(maxBytes: small.text.utf8.count - 1, maxWork: 1_000)) == nil)
+    }
+
     private func text(_ lines: [String]) -> String { lines.map { $0 + "\n" }.joined() }
 }
 

@@ -28,9 +28,10 @@
 /// no randomness, no Unicode tables (word classes are decided on bytes). `merge(b, b, x) == x`,
 /// `merge(b, x, b) == x` and `merge(b, x, x) == x`, all clean.
 ///
-/// **Bounds.** Inputs past `Limits.maxBytes` and merges that would take more than
-/// `Limits.maxWork` steps (one step: one token compared, counted or copied) return `nil`;
-/// memory is linear in the inputs' size.
+/// **Bounds.** Inputs past `Limits.maxBytes`, merges whose text would be past it (both sides
+/// kept where they overlap) and merges that would take more than `Limits.maxWork` steps (one
+/// step: one token compared, counted or copied) return `nil`; memory is linear in the inputs'
+/// size.
 public enum TextMerge {
     /// Limits past which `merge` refuses (returns `nil`).
     public struct Limits: Sendable {
@@ -86,8 +87,8 @@ public enum TextMerge {
     ///   - current: The stored body, which changed since `base`.
     ///   - incoming: The client's body, made from `base`.
     ///   - limits: Past these, the merge is refused.
-    /// - Returns: The merged text, or `nil` if an input is larger than `limits.maxBytes` or the
-    ///   merge would take more than `limits.maxWork` steps.
+    /// - Returns: The merged text, or `nil` if an input or the merged text is larger than
+    ///   `limits.maxBytes` or the merge would take more than `limits.maxWork` steps.
     public static func merge(base: String, current: String, incoming: String, limits: Limits = .default) -> Outcome? {
         let o = Array(base.utf8), a = Array(current.utf8), b = Array(incoming.utf8)
         guard o.count <= limits.maxBytes, a.count <= limits.maxBytes, b.count <= limits.maxBytes else { return nil }
@@ -98,7 +99,10 @@ public enum TextMerge {
         do {
             var merger = Merger(meter: meter)
             try merger.mergeLines(o, a, b)
-            return merger.outcome()
+            let outcome = merger.outcome()
+            // The merged text is bounded as the inputs are: an overlap keeps both sides, and a
+            // note made twice as large as any edit may be could never be merged again.
+            return outcome.text.utf8.count <= limits.maxBytes ? outcome : nil
         } catch {
             return nil
         }
