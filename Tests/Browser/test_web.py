@@ -2020,6 +2020,37 @@ class Accounts(unittest.TestCase):
         self.assertEqual(status, 201, answer)
         return answer["token"]
 
+    def test_a_new_account_with_a_removed_ones_name_never_sees_its_notes(self):
+        """Carol's account is removed while this browser keeps her copy of the notes (a session that
+        ends on the server clears nothing here); a new account named carol signs in on it: the copy
+        is emptied, her notes are not shown, nor the edit she left waiting sent as the new one's."""
+        def users(*arguments, password=None):
+            subprocess.run([BINARY, "users", *arguments, "--data", self.data], input=password, check=True, capture_output=True)
+        users("add", "carol", password=b"carol's password\n")
+        browser = chrome(timezone=TIMEZONE)
+        try:
+            browser.get(self.server.url + "/")
+            self.sign_in(browser, "carol")
+            self.write(browser, "Carol's secret")
+            note = browser.current_url.rsplit("/", 1)[1]
+            self.server.stop()
+            self.offline_edit(browser, note, "\nher PIN")
+            users("remove", "carol", "--yes")
+            users("add", "carol", password=b"carol's password\n")
+            self.server.start()
+            browser.get(self.server.url + "/")
+            self.sign_in(browser, "carol")
+            wait(browser, lambda d: d.find_element(By.ID, "notes").get_attribute("aria-busy") == "false", message="the list")
+            self.assertFalse([t for t in self.titles(browser) if t.startswith("Carol")], self.titles(browser))
+            self.assertEqual(kept(browser=browser), [])
+            self.assertEqual(kept("outbox", browser), [])
+            carol = {"Authorization": f"Bearer {self.token('carol')}"}
+            self.assertEqual(self.server.request("GET", "/notes", headers=carol)[2]["notes"], [])
+        finally:
+            if self.server.process.poll() is not None:
+                self.server.start()
+            quit_chrome(browser)
+
     def test_signing_out_when_the_waiting_changes_cannot_be_read_asks_first(self):
         """Signing out deletes this browser's copy: when this device's storage can't say what
         waits (the outbox can't be read), it is not taken as empty — the user is asked, and

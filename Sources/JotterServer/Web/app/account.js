@@ -45,11 +45,12 @@ function remember(user) {
  * After `user` signed in: true when this page goes on with their copy of the notes; false when
  * it showed another user's (the session ended and someone else signed in), and reloads with
  * theirs: what the first user left waiting stays in the first user's copy, sent when they are
- * back.
+ * back. A copy of a removed account of the same name is emptied first (`store.claim`), and the
+ * page reloads without it.
  */
-function follow(user) {
+async function follow(user) {
   remember(user);
-  if (store.isFor(user.name)) return true;
+  if (store.isFor(user.name) && !(await store.claim(user.id).catch(() => false))) return true;
   location.reload();
   return false;
 }
@@ -99,7 +100,7 @@ export async function setupAccount({ signedIn, signingOut = async () => true, fa
     try {
       const session = await api.signIn(byId('sign-in-name').value, byId('sign-in-password').value);
       api.setSession(session.csrf_token);
-      if (!follow(session.user)) return;
+      if (!(await follow(session.user))) return;
       byId('sign-in-password').value = '';
       show(session.user);
       asking = false;
@@ -169,7 +170,7 @@ export async function setupAccount({ signedIn, signingOut = async () => true, fa
   try {
     const session = await api.me();
     api.setSession(session.csrf_token ?? null);
-    if (!follow(session.user)) return false;
+    if (!(await follow(session.user))) return false;
     show(session.user);
     return true;
   } catch (failure) {

@@ -4,7 +4,8 @@
 // has answered it) and the change feed's cursor. Shared by every tab of the app. Each user has a
 // copy of their own (`jotter:<name>`; `jotter` with nobody signed in): the one of the user this
 // browser last signed in as (`USER` in localStorage), so that another user signing in here never
-// sees, nor sends as theirs, what the first one left waiting.
+// sees, nor sends as theirs, what the first one left waiting. The copy records the account's id
+// (`claim`): a new account given a removed one's name starts from an empty copy.
 
 import { rebase } from './merge.js';
 
@@ -326,4 +327,23 @@ export function clear() {
   return transaction(['notes', 'outbox', 'meta'], 'readwrite', (stores) => {
     for (const store of Object.values(stores)) store.clear();
   });
+}
+
+/**
+ * Makes this copy that of the account `userId` (signed in under its name). A copy kept for
+ * another account of that name — removed since, the name given to someone else — is emptied
+ * first, its drafts too: its notes and waiting edits were that account's, no one else's to see
+ * or to send. A copy from before the account was recorded is taken as this one's. Resolves to
+ * whether it was emptied.
+ */
+export async function claim(userId) {
+  const emptied = await transaction(['notes', 'outbox', 'meta'], 'readwrite', async (stores) => {
+    const owner = await promised(stores.meta.get('user-id'));
+    if (owner === userId) return false;
+    if (owner !== undefined) for (const store of Object.values(stores)) store.clear();
+    stores.meta.put(userId, 'user-id');
+    return owner !== undefined;
+  });
+  if (emptied) for (const draft of drafts()) dropDraft(draft.key);
+  return emptied;
 }
