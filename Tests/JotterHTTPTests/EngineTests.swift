@@ -148,6 +148,11 @@ struct EngineTests {
         while fixture.server.requestsInFlight == 0 { usleep(1000) }
         let server = fixture.server
         let stopped = Task.detached { server.shutdown() }
+        while !server.isStopping { usleep(1000) }
+        // While the request in flight finishes, a new connection is refused: before, the
+        // kernel still took it into the listening socket's backlog, and reset it (its request
+        // sent) when the server exited — a 502 behind HAProxy on every rolling restart.
+        #expect(throws: (any Error).self, "a connection during the grace period") { try RawHTTP(port: port, timeout: 1) }
         let response = try slow.readResponse()
         #expect(response.text == "slow done")
         await stopped.value

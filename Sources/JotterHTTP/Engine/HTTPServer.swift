@@ -236,6 +236,12 @@ public final class HTTPServer: Sendable {
             defer { loops = [] }; return loops
         }
         guard !running.isEmpty else { return }
+        // Stop listening now, not after the grace period: a socket the loops no longer accept
+        // from still takes connections into its backlog, whose clients send their requests and
+        // are reset when it closes — a POST that may or may not have run, as far as they (or a
+        // load balancer, which then answers 502) can tell. Refused, they go elsewhere at once.
+        let listening = listener.load(ordering: .relaxed)
+        if listening >= 0 { Glibc.shutdown(listening, Int32(SHUT_RDWR)) }
         stopping.store(true, ordering: .relaxed)
         for loop in running { loop.post(.quiesce) }
         let deadline = clock.now() + UInt64(configuration.shutdownGracePeriod * 1_000_000)
