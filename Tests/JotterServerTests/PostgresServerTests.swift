@@ -172,6 +172,7 @@ struct PostgresDownTests {
                 #expect(refused.status == 503, "\(method) \(target): \(refused.text)")
                 #expect(refused.header("Retry-After") != nil, "\(method) \(target)")
                 #expect(refused.header("Content-Type") == "application/problem+json")
+                expectNoDatabaseAddress(refused, backend, "\(method) \(target)")
             }
             let health = try app.request("GET", "/healthz")
             #expect(health.status == 503)
@@ -197,6 +198,13 @@ struct PostgresDownTests {
         }
     }
 
+    /// libpq's error text names the database's host and port: the log has it (the answer's
+    /// cause), an answer never does — before, every `503` carried it, to anonymous clients too.
+    func expectNoDatabaseAddress(_ response: WireResponse, _ backend: SharedBackend, _ what: String) {
+        let port = URLComponents(string: backend.databaseURL)?.port.map { "port \($0)" } ?? "connection to server"
+        #expect(!response.text.contains(port) && !response.text.contains("connection to server"), "\(what): \(response.text)")
+    }
+
     /// Waits until the server reads PostgreSQL again (a bound for "never", not a timing claim).
     func waitForDatabase(_ app: TestApp) throws {
         let deadline = Date().addingTimeInterval(30)
@@ -219,11 +227,14 @@ struct PostgresDownTests {
             #expect(read.status == 503, "\(read.text)")
             #expect(read.header("Retry-After") != nil)
             #expect(read.header("WWW-Authenticate") == nil)
+            expectNoDatabaseAddress(read, backend, "GET /notes with a token")
+            expectNoDatabaseAddress(try app.request("GET", "/notes", token: "jot_unknown"), backend, "GET /notes with an unknown token")
             let signIn = try app.request(
                 "POST", "/auth/sessions", headers: [("Content-Type", "application/x-www-form-urlencoded")],
                 body: "name=ann&password=correct+horse&kind=token")
             #expect(signIn.status == 503, "\(signIn.text)")
             #expect(signIn.header("Retry-After") != nil)
+            expectNoDatabaseAddress(signIn, backend, "POST /auth/sessions")
             try PostgresRestart.run("start")
             restarted = true
             try waitForDatabase(app)

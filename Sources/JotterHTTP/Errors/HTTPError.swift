@@ -29,6 +29,9 @@ public struct HTTPError: Error, Sendable, CustomStringConvertible {
     public var integerMembers: [String: Int64]? = nil
     /// Other extension members the problem type defines (objects, strings, …).
     public var members: [String: JSONValue]? = nil
+    /// What failed underneath, for the server's log only (`ErrorMiddleware` writes it with the
+    /// request id): never sent, since a database's or a bucket's error text names its host.
+    public var cause: String? = nil
 
     public init(
         _ status: HTTPStatus, detail: String? = nil, errors: [FieldError] = [],

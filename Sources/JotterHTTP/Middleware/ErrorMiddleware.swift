@@ -3,7 +3,8 @@
 ///
 /// An `HTTPError` renders itself; so does any error `translate` turns into one (a store's
 /// "disk full" as `507`, say); anything else is a `500` that names the request id and is
-/// logged with its cause, which is never sent to the client.
+/// logged with its cause, which is never sent to the client. An `HTTPError` with a `cause`
+/// (a database out of reach behind a `503`) is logged with it too, as a warning.
 public struct ErrorMiddleware: Middleware {
     let log: Logger
     let translate: @Sendable (any Error) -> HTTPError?
@@ -17,16 +18,31 @@ public struct ErrorMiddleware: Middleware {
         let log = self.log, translate = self.translate
         do {
             let reply = try next(request, context)
-            guard reply.nowStatus == nil else { return reply }
+            guard reply.nowStatus == nil else {
+                // A refusal of the head phase (authentication), rendered inside: its cause too.
+                if let refusal = context.refusal as? HTTPError { Self.logCause(of: refusal, for: request, context: context, log: log) }
+                return reply
+            }
             return reply.recover { error in Self.render(translate(error) ?? error, for: request, context: context, log: log) }
         } catch {
             return .now(Self.render(translate(error) ?? error, for: request, context: context, log: log))
         }
     }
 
+    /// Logs what failed underneath an answered error, if it says (`HTTPError.cause`).
+    static func logCause(of error: HTTPError, for request: Request, context: RequestContext, log: Logger) {
+        guard let cause = error.cause else { return }
+        log.warning(
+            "request \(context.requestID) \(request.method) \(Logger.sanitize(String(request.path))) answered"
+                + " \(error.status.code): \(Logger.sanitize(cause))")
+    }
+
     /// The response for any error: an `HTTPError` renders itself, anything else is a logged 500.
     public static func render(_ error: any Error, for request: Request, context: RequestContext, log: Logger) -> Response {
-        if let error = error as? HTTPError { return error.response(requestID: context.requestID) }
+        if let error = error as? HTTPError {
+            logCause(of: error, for: request, context: context, log: log)
+            return error.response(requestID: context.requestID)
+        }
         log.error("request \(context.requestID) \(request.method) \(Logger.sanitize(String(request.path))) failed: \(String(reflecting: error))")
         return HTTPError(.internalServerError, detail: "the server failed to handle this request (request id \(context.requestID))")
             .response(requestID: context.requestID)

@@ -281,11 +281,7 @@ public final class Accounts: Sendable {
     /// `503` with `Retry-After` for a store that failed while authenticating: the request is
     /// neither refused as unauthenticated nor let through as someone else.
     static func unavailable(_ error: any Error) -> HTTPError {
-        var answer = StoreErrors.http(error) ?? HTTPError(.serviceUnavailable)
-        if answer.status != .serviceUnavailable { answer = HTTPError(.serviceUnavailable) }
-        answer.detail = "the accounts cannot be read now (\(error)); try again shortly"
-        answer.headers.set("Retry-After", StoreErrors.retryAfter)
-        return answer
+        StoreErrors.unavailable("the accounts", cause: "\(error)")
     }
 
     /// `401` with a `WWW-Authenticate` challenge (RFC 6750: `error="invalid_token"` when one was
