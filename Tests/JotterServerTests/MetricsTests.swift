@@ -38,6 +38,25 @@ struct MetricsTests {
         }
     }
 
+    /// A request its route's middleware refuses from the head (no credentials) is counted under
+    /// that route: it was counted as `unmatched`, with the 404s of unknown paths, so 401s per
+    /// route could not be told apart (operator trial, F4).
+    @Test("a request refused by its route's middleware is counted under the route, not as unmatched")
+    func refusalsCountedUnderTheirRoute() throws {
+        try TestApp.with(configure: { $0.auth = .required }) { app in
+            try app.addUser("ann", password: "correct horse", admin: true)
+            let token = try app.token("ann", password: "correct horse")
+            #expect(try app.request("GET", "/notes").status == 401)
+            #expect(try app.request("GET", "/notes/1").status == 401)
+            #expect(try app.request("GET", "/metrics").status == 401)
+            let text = try app.request("GET", "/metrics", token: token).text
+            #expect(text.contains(#"jotter_http_requests_total{method="GET",route="/notes",status="401"} 1"#), "\(text)")
+            #expect(text.contains(#"jotter_http_requests_total{method="GET",route="/notes/:id",status="401"} 1"#), "\(text)")
+            #expect(text.contains(#"jotter_http_requests_total{method="GET",route="/metrics",status="401"} 1"#), "\(text)")
+            #expect(!text.contains(#"jotter_http_requests_total{method="GET",route="unmatched""#), "\(text)")
+        }
+    }
+
     /// Sums of durations are whole microseconds written as decimals, so a scrape never shows
     /// binary floating-point noise (`0.00045400000000000003`).
     @Test("every sample's value is a plain decimal: at most six digits after the point")

@@ -352,6 +352,9 @@ extension RequestLifecycle {
             case .route(let route, let parameters):
                 self.route = route
                 self.parameters = parameters
+                // Known from here: a refusal of its middleware's head phase is the route's too
+                // (metrics, logs). A `_method` choice is known once its handler is chosen.
+                context.matchedRoute = route
                 stack = route.stack
                 runsOnLoop = route.runsOnLoop
             case .choice(let choice):

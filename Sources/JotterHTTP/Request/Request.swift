@@ -94,7 +94,8 @@ public struct RequestContext: Sendable {
     public var requestID = "-"
     /// The pattern of the route that answers (`/notes/:id`); nil when none matched.
     public var route: String? { matchedRoute?.pattern.text }
-    /// The route that answers, once its handler is reached.
+    /// The route that answers, once routing found it (a `_method` choice: once its handler is
+    /// chosen); its middleware's refusals are counted under it.
     var matchedRoute: Route?
     /// When the request line arrived (microseconds of `clock`).
     var started: UInt64 = 0
