@@ -509,7 +509,7 @@ extension RequestLifecycle {
                 if let index = stack.runHeads(head, context: &context) { return answerRefusal(index, now: true) }
             }
             context.parameters = parameters
-            context.matchedRoute = route
+            if context.matchedRoute !== route { context.matchedRoute = route }  // (set by routing, but for a `_method` choice)
             var routed = request
             routed.head = head
             phase = .answered
