@@ -53,6 +53,14 @@ public struct IdempotencyKeyClaim: Sendable, Equatable {
     }
 }
 
+/// What a store's `idempotency_keys` row holding a key says (`IdempotencyStatements`): the claim
+/// a request with the key gets, and for an unanswered claim with no committed write, past
+/// `IdempotencyLimits.answerGrace`, its claimer — whose claim is free once that one is gone.
+struct IdempotencyHold {
+    var claim: IdempotencyClaim
+    var orphan: Int64? = nil
+}
+
 /// A keyed write's outcome: done (the key is the caller's, to complete with the full answer),
 /// or refused because the key was not free.
 public enum KeyedOutcome<Value: Sendable>: Sendable {
@@ -73,6 +81,11 @@ protocol IdempotencyStatements {
     static func claim(
         _ key: String, fingerprint: [UInt8], owner: Owner, now: Int64, claimer: Claimer, on db: Connection
     ) throws(Failure) -> IdempotencyClaim
+    /// What holds `key`, read without writing anything: nil when the key is free (a claim would
+    /// get `.claimed`), otherwise what a claim would get.
+    static func lookup(
+        _ key: String, fingerprint: [UInt8], owner: Owner, now: Int64, claimer: Claimer, on db: Connection
+    ) throws(Failure) -> IdempotencyClaim?
     /// Inside the write a claimed key guards: records what it created (`location`) and keeps the
     /// key for 24 h, still unanswered (`IdempotencyLimits.pending`).
     static func keepPending(_ key: String, location: String, owner: Owner, now: Int64, on db: Connection) throws(Failure)
@@ -159,4 +172,10 @@ public protocol IdempotencyStore: Sendable {
 
     /// Forgets a claimed key that has no answer (the request failed): a retry runs again.
     func releaseIdempotencyKey(_ key: String, owner: Owner, completion: @escaping StoreCompletion<Void>)
+
+    /// What holds `key` for a request with `fingerprint`, read without claiming or writing
+    /// anything: nil when the key is free (`claimIdempotencyKey` would claim it), otherwise what
+    /// claiming it would answer (`.running`, `.mismatch`, `.replay`). Blocks; never from a
+    /// completion.
+    func lookUpIdempotencyKey(_ key: String, fingerprint: [UInt8], owner: Owner, now: Int64) throws(StoreError) -> IdempotencyClaim?
 }

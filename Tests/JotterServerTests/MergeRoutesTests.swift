@@ -1,9 +1,11 @@
 import Dispatch
 import Foundation
 import JotterServerTestSupport
+import JotterStore
 import JotterTestSupport
 import Synchronization
 import Testing
+@testable import JotterServer
 
 /// `Base-Version` / `base_version` on `PUT`, `PATCH` and `_method=PUT`: merged in the write,
 /// on both databases and across two instances. Assertions hold for any merge that keeps both
@@ -151,6 +153,47 @@ struct MergeRoutesTests {
             #expect(try Self.note(refused)["version"] as? Int == 2)
             let shown = try Self.note(try app.request("GET", "/notes/\(id)"))
             #expect(shown["version"] as? Int == 2 && shown["body"] as? String == current)
+        }
+    }
+
+    @Test(
+        "a stale conditional edit with a key claims nothing: its 412 writes nothing, the key stays free even where keys cannot be deleted; a running key is 409",
+        arguments: ServerDatabase.all)
+    func staleConditionalEditClaimsNothing(database: ServerDatabase) throws {
+        // The 412 path once claimed the key and released it again: two commits, and where the
+        // release failed the key stayed "running" for its 300 s lease, so the edit made right
+        // was refused 409. On PostgreSQL a trigger that refuses every deletion of a key makes
+        // such a release fail; SQLite's writer runs with triggers off, so there the count of its
+        // writes says that the 412 wrote nothing.
+        let backend = database == .postgres ? try SharedBackend() : nil
+        try TestApp.with(configure: { backend?.configure(&$0) }) { app in
+            let id = try RevisionRoutesTests.created(app, "one")
+            #expect(try app.request("PUT", "/notes/\(id)", headers: [("If-Match", "\"1\"")], body: "body=two").status == 200)
+            if let backend {
+                let refuse = """
+                    CREATE FUNCTION keys_kept() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'keys are kept'; END $$;
+                    CREATE TRIGGER keys_kept BEFORE DELETE ON idempotency_keys FOR EACH ROW EXECUTE FUNCTION keys_kept();
+                    """
+                let result = try runProgram(["psql", "-qtAX", "-v", "ON_ERROR_STOP=1", backend.databaseURL, "-c", refuse])
+                try #require(result.status == 0, "\(result.output)")
+            }
+            let sqlite = app.app.notes as? SQLiteStore
+            let writes = sqlite?.statistics.writes
+            let stale = try app.request("PUT", "/notes/\(id)", headers: [("If-Match", "\"1\""), ("Idempotency-Key", "late-1")], body: "body=three")
+            #expect(stale.status == 412, "\(stale.text)")
+            if let sqlite { #expect(sqlite.statistics.writes == writes, "the 412 wrote nothing") }
+            // A key another request holds, still running: 409, as for any claim that is not free.
+            let path = "/notes/\(id)"
+            let held = try app.app.notes.claimIdempotencyKey(
+                "\(path) late-2", fingerprint: Secret.digest("\(path)\nbody=four"), owner: .unclaimed, now: Int64(Date().timeIntervalSince1970))
+            #expect(held == .claimed)
+            let running = try app.request("PUT", path, headers: [("If-Match", "\"1\""), ("Idempotency-Key", "late-2")], body: "body=four")
+            #expect(running.status == 409, "\(running.text)")
+            #expect(running.header("Retry-After") == "1")
+            let right = try app.request("PUT", "/notes/\(id)", headers: [("If-Match", "\"2\""), ("Idempotency-Key", "late-1")], body: "body=three")
+            #expect(right.status == 200, "\(right.text)")
+            #expect(right.header("Idempotent-Replayed") == nil)
+            #expect(try Self.note(try app.request("GET", "/notes/\(id)"))["body"] as? String == "three")
         }
     }
 

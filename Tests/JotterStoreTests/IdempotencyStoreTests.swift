@@ -33,6 +33,29 @@ struct IdempotencyStoreTests {
     }
 
     @Test(
+        "a lookup says what a claim would, and claims nothing: free is nil, running, mismatch, replay; expired is free",
+        arguments: Backend.all)
+    func lookups(backend: Backend) throws {
+        let fixture = try StoreFixture(backend)
+        let store = fixture.store, ann = Owner(id: 1)
+        #expect(try store.lookUpIdempotencyKey("k", fingerprint: Self.print, owner: ann, now: 1000) == nil)
+        #expect(try store.lookUpIdempotencyKey("k", fingerprint: Self.print, owner: ann, now: 1000) == nil, "the lookup claimed nothing")
+        #expect(try store.claimIdempotencyKey("k", fingerprint: Self.print, owner: ann, now: 1000) == .claimed)
+        #expect(try store.lookUpIdempotencyKey("k", fingerprint: Self.print, owner: ann, now: 1001) == .running)
+        #expect(try store.lookUpIdempotencyKey("k", fingerprint: [2], owner: ann, now: 1001) == .mismatch)
+        #expect(try store.lookUpIdempotencyKey("k", fingerprint: Self.print, owner: Owner(id: 2), now: 1001) == nil)
+        #expect(try store.lookUpIdempotencyKey("k", fingerprint: Self.print, owner: ann, now: 1000 + IdempotencyLimits.lease) == nil)
+        try Self.complete(store, "k", Self.answer(10), owner: ann, now: 1002)
+        #expect(try store.lookUpIdempotencyKey("k", fingerprint: Self.print, owner: ann, now: 1003) == .replay(Self.answer(10)))
+        #expect(try store.lookUpIdempotencyKey("k", fingerprint: Self.print, owner: ann, now: 1002 + IdempotencyLimits.lifetime) == nil)
+        // A free key looked up is still free; a released one is free again.
+        #expect(try store.claimIdempotencyKey("free", fingerprint: Self.print, owner: ann, now: 1004) == .claimed)
+        try StoreWait.wait { store.releaseIdempotencyKey("free", owner: ann, completion: $0) }
+        #expect(try store.lookUpIdempotencyKey("free", fingerprint: Self.print, owner: ann, now: 1005) == nil)
+        #expect(try store.claimIdempotencyKey("free", fingerprint: [3], owner: ann, now: 1005) == .claimed)
+    }
+
+    @Test(
         "SQLite: an unanswered claim of a store that is gone — closed, or its process killed — is taken over after answerGrace; a living one's stays running"
     )
     func goneInstancesClaimsGiveWay() throws {
@@ -50,6 +73,8 @@ struct IdempotencyStoreTests {
         #expect(
             try survivor.claimIdempotencyKey(key, fingerprint: fingerprint, owner: ann, now: now + 1) == .running,
             "not within the claim's first answerGrace seconds")
+        #expect(try survivor.lookUpIdempotencyKey(key, fingerprint: fingerprint, owner: ann, now: now + 1) == .running)
+        #expect(try survivor.lookUpIdempotencyKey(key, fingerprint: fingerprint, owner: ann, now: now + 10) == nil, "a lookup finds it free")
         #expect(try survivor.claimIdempotencyKey(key, fingerprint: fingerprint, owner: ann, now: now + 10) == .claimed)
         #expect(
             try survivor.claimIdempotencyKey(key, fingerprint: fingerprint, owner: ann, now: now + 20) == .running,

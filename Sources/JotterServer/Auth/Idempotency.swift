@@ -110,14 +110,11 @@ final class IdempotencyMiddleware: Middleware {
     /// the key, so the retry of an edit that was made (its answer lost: the edit itself moved the
     /// note past `If-Match`) fails it. When the key holds that edit's answer, the answer is what
     /// the retry gets (or `422`/`409`, as for any claim that is not free); when the key is free,
-    /// nil: it is released again and the `412` stands.
+    /// nil: the `412` stands. A lookup, not a claim: it writes nothing, so its failure cannot
+    /// leave the key claimed.
     private static func kept(_ slot: String, fingerprint: [UInt8], owner: Owner, now: Int64, store: any DataStore) throws -> Response? {
-        let claim = try store.claimIdempotencyKey(slot, fingerprint: fingerprint, owner: owner, now: now)
-        guard claim != .claimed else {
-            store.releaseIdempotencyKey(slot, owner: owner) { _ in }
-            return nil
-        }
-        return try refusal(claim)
+        guard let held = try store.lookUpIdempotencyKey(slot, fingerprint: fingerprint, owner: owner, now: now) else { return nil }
+        return try refusal(held)
     }
 
     /// Whether a write ended in `412 Precondition Failed` (refused in its transaction: a thrown

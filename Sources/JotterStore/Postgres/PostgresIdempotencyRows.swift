@@ -24,29 +24,47 @@ enum PostgresIdempotencyRows: IdempotencyStatements {
             ON CONFLICT DO NOTHING RETURNING 1
             """, [owner.id, key, PostgresBytes(fingerprint), now, now + IdempotencyLimits.lease, claimer])
         if inserted.count == 1 { return .claimed }
+        guard let found = try held(key, fingerprint: fingerprint, owner: owner, now: now, on: db) else { return .running }
+        if let holder = found.orphan, holder != claimer, try !isAlive(holder, on: db) {
+            return try takeOver(key, from: holder, owner: owner, now: now, claimer: claimer, on: db)
+        }
+        return found.claim
+    }
+
+    /// As `IdempotencyRows.lookup`: one `SELECT` (and a look at `pg_locks` for an orphan).
+    static func lookup(
+        _ key: String, fingerprint: [UInt8], owner: Owner, now: Int64, claimer: Int64, on db: PostgresConnection
+    ) throws -> IdempotencyClaim? {
+        guard let found = try held(key, fingerprint: fingerprint, owner: owner, now: now, on: db) else { return nil }
+        if let holder = found.orphan, holder != claimer, try !isAlive(holder, on: db) { return nil }
+        return found.claim
+    }
+
+    /// As `IdempotencyRows.held`. (An orphan not in the claim's first `answerGrace` seconds: an
+    /// instance's session takes its lock a moment after the instance starts.)
+    static func held(_ key: String, fingerprint: [UInt8], owner: Owner, now: Int64, on db: PostgresConnection) throws -> IdempotencyHold? {
         guard
             let row = try db.query(
-                "SELECT fingerprint, status, head, body, location, claimed_at, claimer FROM idempotency_keys WHERE owner = $1 AND key = $2",
-                [owner.id, key]
+                """
+                SELECT fingerprint, status, head, body, location, claimed_at, claimer FROM idempotency_keys
+                WHERE owner = $1 AND key = $2 AND expires_at > $3
+                """, [owner.id, key, now]
             ).first
-        else { return .running }
-        guard try row.value(0, as: PostgresBytes.self).bytes == fingerprint else { return .mismatch }
+        else { return nil }
+        guard try row.value(0, as: PostgresBytes.self).bytes == fingerprint else { return IdempotencyHold(claim: .mismatch) }
         guard let status = try row.value(1, as: Int?.self) else {
             let location = try row.value(4, as: String?.self)
             let claimedAt = try row.value(5, as: Int64.self)
-            // (Not in the claim's first `answerGrace` seconds: an instance's session takes its
-            // lock a moment after the instance starts.)
-            if location == nil, claimedAt + IdempotencyLimits.answerGrace <= now, let holder = try row.value(6, as: Int64?.self),
-                holder != claimer, try !isAlive(holder, on: db)
-            {
-                return try takeOver(key, from: holder, owner: owner, now: now, claimer: claimer, on: db)
-            }
-            return IdempotencyLimits.pending(location: location, claimedAt: claimedAt, now: now)
+            let orphan = location == nil && claimedAt + IdempotencyLimits.answerGrace <= now
+            return IdempotencyHold(
+                claim: IdempotencyLimits.pending(location: location, claimedAt: claimedAt, now: now),
+                orphan: orphan ? try row.value(6, as: Int64?.self) : nil)
         }
-        return .replay(
-            IdempotentAnswer(
-                status: status, head: try row.value(2), body: try row.value(3, as: PostgresBytes?.self)?.bytes,
-                location: try row.value(4)))
+        return IdempotencyHold(
+            claim: .replay(
+                IdempotentAnswer(
+                    status: status, head: try row.value(2), body: try row.value(3, as: PostgresBytes?.self)?.bytes,
+                    location: try row.value(4))))
     }
 
     /// Whether the session of instance `claimer` is still open: it holds the advisory lock of
@@ -141,5 +159,9 @@ extension PostgresStore {
 
     public func releaseIdempotencyKey(_ key: String, owner: Owner, completion: @escaping StoreCompletion<Void>) {
         write({ write in try PostgresIdempotencyRows.release(key, owner: owner, on: write.db) }, completion: completion)
+    }
+
+    public func lookUpIdempotencyKey(_ key: String, fingerprint: [UInt8], owner: Owner, now: Int64) throws(StoreError) -> IdempotencyClaim? {
+        try read { db in try PostgresIdempotencyRows.lookup(key, fingerprint: fingerprint, owner: owner, now: now, claimer: instance, on: db) }
     }
 }

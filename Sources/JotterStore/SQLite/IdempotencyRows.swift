@@ -25,25 +25,8 @@ enum IdempotencyRows: IdempotencyStatements {
                 .integer(instance.number),
             ])
         if try db.first("SELECT changes()", row: { $0.int64(0) }) == 1 { return .claimed }
-        let found = try db.first(
-            "SELECT fingerprint, status, head, body, location, claimed_at, claimer FROM idempotency_keys WHERE owner = ? AND key = ?",
-            [.integer(owner.id), .text(key)]
-        ) { row -> (IdempotencyClaim, holder: Int64?) in
-            guard [UInt8](row.data(0)) == fingerprint else { return (.mismatch, nil) }
-            guard let status = row.optionalInt64(1) else {
-                let location = row.optionalString(4), claimedAt = row.int64(5)
-                let orphan = location == nil && claimedAt + IdempotencyLimits.answerGrace <= now
-                return (IdempotencyLimits.pending(location: location, claimedAt: claimedAt, now: now), orphan ? row.optionalInt64(6) : nil)
-            }
-            return (
-                .replay(
-                    IdempotentAnswer(
-                        status: Int(status), head: row.string(2), body: row.isNull(3) ? nil : [UInt8](row.data(3)),
-                        location: row.optionalString(4))), nil
-            )
-        }
-        guard let found else { return .running }
-        if let holder = found.holder, holder != instance.number, !instance.isAlive(holder) {
+        guard let found = try held(key, fingerprint: fingerprint, owner: owner, now: now, on: db) else { return .running }
+        if let holder = found.orphan, holder != instance.number, !instance.isAlive(holder) {
             // The writer is the only one: nothing can take it between the read and this.
             try db.run(
                 """
@@ -56,7 +39,45 @@ enum IdempotencyRows: IdempotencyStatements {
                 ])
             return .claimed
         }
-        return found.0
+        return found.claim
+    }
+
+    /// What holds `key`, read without writing (on a reader): nil when it is free — no key, an
+    /// expired one, or an unanswered claim whose instance is gone (a claim would take it over).
+    static func lookup(
+        _ key: String, fingerprint: [UInt8], owner: Owner, now: Int64, claimer instance: SQLiteInstance, on db: SQLiteConnection
+    ) throws(StoreError) -> IdempotencyClaim? {
+        guard let found = try held(key, fingerprint: fingerprint, owner: owner, now: now, on: db) else { return nil }
+        if let holder = found.orphan, holder != instance.number, !instance.isAlive(holder) { return nil }
+        return found.claim
+    }
+
+    /// What holds `key` unexpired, and the claimer of an unanswered claim with no committed write
+    /// past `answerGrace` (`orphan`: free if that instance is gone).
+    static func held(
+        _ key: String, fingerprint: [UInt8], owner: Owner, now: Int64, on db: SQLiteConnection
+    ) throws(StoreError) -> IdempotencyHold? {
+        try db.first(
+            """
+            SELECT fingerprint, status, head, body, location, claimed_at, claimer FROM idempotency_keys
+            WHERE owner = ? AND key = ? AND expires_at > ?
+            """,
+            [.integer(owner.id), .text(key), .integer(now)]
+        ) { row -> IdempotencyHold in
+            guard [UInt8](row.data(0)) == fingerprint else { return IdempotencyHold(claim: .mismatch) }
+            guard let status = row.optionalInt64(1) else {
+                let location = row.optionalString(4), claimedAt = row.int64(5)
+                let orphan = location == nil && claimedAt + IdempotencyLimits.answerGrace <= now
+                return IdempotencyHold(
+                    claim: IdempotencyLimits.pending(location: location, claimedAt: claimedAt, now: now),
+                    orphan: orphan ? row.optionalInt64(6) : nil)
+            }
+            return IdempotencyHold(
+                claim: .replay(
+                    IdempotentAnswer(
+                        status: Int(status), head: row.string(2), body: row.isNull(3) ? nil : [UInt8](row.data(3)),
+                        location: row.optionalString(4))))
+        }
     }
 
     /// Stores the answer, then keeps the owner's answers within their budget: the bodies kept
@@ -133,5 +154,11 @@ extension SQLiteStore {
 
     public func releaseIdempotencyKey(_ key: String, owner: Owner, completion: @escaping StoreCompletion<Void>) {
         submit({ db, _ throws(StoreError) in try IdempotencyRows.release(key, owner: owner, on: db) }, owner: owner, completion: completion)
+    }
+
+    public func lookUpIdempotencyKey(_ key: String, fingerprint: [UInt8], owner: Owner, now: Int64) throws(StoreError) -> IdempotencyClaim? {
+        try readers.withConnection { [instance] db throws(StoreError) in
+            try IdempotencyRows.lookup(key, fingerprint: fingerprint, owner: owner, now: now, claimer: instance, on: db)
+        }
     }
 }
