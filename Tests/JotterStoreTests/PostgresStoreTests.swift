@@ -143,9 +143,30 @@ struct PostgresStoreTests {
         let events = try (1...6).map { try create(fixture.postgres, "n\($0)").event }
         Thread.sleep(forTimeInterval: 2.5)  // the feed's trim runs at most once a second
         #expect(try db.query("SELECT count(*) FROM events")[0].value(0, as: Int64.self) == 6)
+        // Each trim that had to leave events waits twice as long before the next (TrimBackoff).
+        #expect(try waitFor { fixture.postgres.feed.trimInterval.load(ordering: .relaxed) >= 2 })
         _ = try other.query("SELECT pg_advisory_unlock($1)", [PostgresNoteRows.trimLock])
         #expect(try waitFor { try db.query("SELECT count(*) FROM events")[0].value(0, as: Int64.self) == 3 })
         #expect(try fixture.postgres.events(after: events[1].id, limit: 10, owner: .unclaimed) == nil)
+        #expect(try waitFor { fixture.postgres.feed.trimInterval.load(ordering: .relaxed) == TrimBackoff.shortest }, "a trim that finished")
+    }
+
+    @Test("the feed's trim backs off while trims leave events: 1 s, 2 s, 4 s … up to a minute; one that finishes resets it")
+    func trimBacksOff() {
+        var trims = TrimBackoff()
+        #expect(trims.isDue(at: 0))
+        var intervals: [Double] = []
+        var now = 0.0
+        for _ in 0..<9 {
+            #expect(trims.isDue(at: now))
+            trims.tried(at: now, finished: false)
+            intervals.append(trims.interval)
+            #expect(!trims.isDue(at: now + trims.interval - 0.5))
+            now += trims.interval
+        }
+        #expect(intervals == [1, 2, 4, 8, 16, 32, 60, 60, 60])
+        trims.tried(at: now, finished: true)
+        #expect(trims.interval == 1 && trims.isDue(at: now + 1) && !trims.isDue(at: now + 0.5))
     }
 
     @Test("writes commit with synchronous_commit on, whatever the server's default")

@@ -15,7 +15,8 @@ import JotterSystem
 /// and every second in case a notification was lost with a connection, it reads the events
 /// after its position below the horizon (`PostgresNoteRows.feed`) and hands them over. The
 /// table is the truth; a notification carries nothing but the wake-up. The same thread trims
-/// the backlog, at most once a second.
+/// the backlog, at most once a second — less often while a trim has to leave events beyond it
+/// (`TrimBackoff`): each try rescans up to `backlog` index entries.
 ///
 /// The connection is also the instance's presence: it holds the session advisory lock of the
 /// instance's number (`PostgresStore.instance`) from when it connects until the instance stops
@@ -61,6 +62,8 @@ final class PostgresEventFeed: Sendable {
     private let position: Atomic<Int64>
     /// The advisory lock the connection holds for the instance.
     private let presence: Int64
+    /// The seconds from one trim to the next, as `TrimBackoff` says (read by tests).
+    let trimInterval = Atomic<Double>(TrimBackoff.shortest)
 
     init(url: String, backlog: Int, position: Int64, presence: Int64) throws(StoreError) {
         self.url = url
@@ -96,7 +99,8 @@ final class PostgresEventFeed: Sendable {
     private func run() {
         var listener: PostgresConnection?
         var due = true  // read (and trim) on the next turn
-        var lastRead = MonotonicClock.seconds(), lastTrim = -Double.infinity
+        var lastRead = MonotonicClock.seconds()
+        var trims = TrimBackoff()
         var untrimmed = true  // events may have been added since the last trim
         while !stopped {
             do {
@@ -112,11 +116,12 @@ final class PostgresEventFeed: Sendable {
                 let now = MonotonicClock.seconds()
                 if due || now - lastRead >= 1 {
                     if let handler = state.withLock({ $0.handler }) { try deliver(on: db, to: handler) }
-                    if untrimmed && now - lastTrim >= 1 {
+                    if untrimmed && trims.isDue(at: now) {
                         // Events the horizon kept (or another instance's trim) are tried again
-                        // in a second, not only after the next write.
+                        // later, not only after the next write.
                         untrimmed = try PostgresNoteRows.trim(backlog: backlog, on: db)
-                        lastTrim = now
+                        trims.tried(at: now, finished: !untrimmed)
+                        trimInterval.store(trims.interval, ordering: .relaxed)
                     }
                     lastRead = now
                     due = false
@@ -147,6 +152,31 @@ final class PostgresEventFeed: Sendable {
             }
             if batch.count < 500 { return }
         }
+    }
+}
+
+/// When the event feed trims the backlog next. At most once a second; while trims have to
+/// leave events beyond the backlog (a long transaction holds the horizon back, or another
+/// instance is trimming), each try waits twice as long as the one before — 1 s, 2 s, 4 s … up
+/// to a minute —, since each rescans up to `backlog` index entries to find nothing it may
+/// delete. A trim that finishes (leaves nothing beyond the backlog) sets it back to a second.
+struct TrimBackoff: Sendable, Equatable {
+    static let shortest: Double = 1
+    static let longest: Double = 60
+
+    /// Seconds from the last try to the next.
+    private(set) var interval = Self.shortest
+    /// When the last try was (`MonotonicClock` seconds).
+    private(set) var last = -Double.infinity
+    /// Whether the last try left events beyond the backlog.
+    private var left = false
+
+    func isDue(at now: Double) -> Bool { now - last >= interval }
+
+    mutating func tried(at now: Double, finished: Bool) {
+        last = now
+        interval = finished || !left ? Self.shortest : min(interval * 2, Self.longest)
+        left = !finished
     }
 }
 
