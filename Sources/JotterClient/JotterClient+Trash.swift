@@ -37,8 +37,13 @@ extension JotterClient.Notes {
     }
 
     /// `DELETE /notes/trash/{id}`: removes a note from the trash for good, with its revisions
-    /// and attachments (their bytes too). A note not in the trash is `404` (`isNotFound`).
-    public func deleteFromTrash(_ id: String) async throws(JotterClientError) {
-        _ = try await client.send(client.makeRequest("DELETE", "/notes/trash/" + JotterClient.segment(id)))
+    /// and attachments (their bytes too). A note not in the trash is `404` (`isNotFound`). With
+    /// `ifMatch` (the `etag` of the note as `trash()` listed it), only if it is still that
+    /// version: one restored and deleted again since (on another device) is `412`
+    /// (`isConflict`), and stays.
+    public func deleteFromTrash(_ id: String, ifMatch etag: String? = nil) async throws(JotterClientError) {
+        var request = client.makeRequest("DELETE", "/notes/trash/" + JotterClient.segment(id))
+        if let etag { request.setValue(etag, forHTTPHeaderField: "If-Match") }
+        _ = try await client.send(request)
     }
 }

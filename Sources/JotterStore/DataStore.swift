@@ -96,9 +96,15 @@ extension NoteStore {
         try StoreWait.wait { restoreTrashedNote(id: id, owner: owner, completion: $0) }
     }
 
-    /// Blocks until `purgeTrashedNote` is durable. Never from a completion.
+    /// Blocks until `purgeTrashedNote` is durable (at any version); the note removed, nil when
+    /// it was not in the trash. Never from a completion.
     public func purgeTrashedNote(id: Int64, owner: Owner) throws(StoreError) -> TrashedNote? {
-        try StoreWait.wait { purgeTrashedNote(id: id, owner: owner, completion: $0) }
+        try purgeTrashedNote(id: id, ifVersion: nil, owner: owner).purged
+    }
+
+    /// Blocks until `purgeTrashedNote` is durable. Never from a completion.
+    public func purgeTrashedNote(id: Int64, ifVersion: Int64?, owner: Owner) throws(StoreError) -> TrashPurge {
+        try StoreWait.wait { purgeTrashedNote(id: id, ifVersion: ifVersion, owner: owner, completion: $0) }
     }
 
     /// Blocks until `emptyTrash` is durable. Never from a completion.

@@ -94,8 +94,9 @@ public protocol NoteStore: Sendable {
     func restoreTrashedNote(id: Int64, owner: Owner, completion: @escaping StoreCompletion<NoteWriteOutcome>)
 
     /// Removes note `id` from the trash for good, with its revisions and attachments (rows now,
-    /// bytes once this committed); nil when it is not in `owner`'s trash.
-    func purgeTrashedNote(id: Int64, owner: Owner, completion: @escaping StoreCompletion<TrashedNote?>)
+    /// bytes once this committed), if it is there at `ifVersion` (nil: at any version — a note
+    /// restored and deleted again is at a later one).
+    func purgeTrashedNote(id: Int64, ifVersion: Int64?, owner: Owner, completion: @escaping StoreCompletion<TrashPurge>)
 
     /// Removes every owner's notes deleted `keep` seconds or more before `now` (nil: the store's
     /// clock) from the trash for good, as `purgeTrashedNote`; how many.
@@ -132,6 +133,22 @@ public struct TrashedNote: Sendable, Hashable {
     public init(note: NoteRecord, deletedAt: Int64) {
         self.note = note
         self.deletedAt = deletedAt
+    }
+}
+
+/// What removing a note from the trash for good did.
+public enum TrashPurge: Sendable, Hashable {
+    /// Removed; the note as it was in the trash.
+    case purged(TrashedNote)
+    /// `owner` has no note with that id in the trash.
+    case notFound
+    /// It is in the trash at another version than the one asked for; nothing changed.
+    case versionMismatch(current: TrashedNote)
+
+    /// The note removed, when it was.
+    public var purged: TrashedNote? {
+        if case .purged(let note) = self { return note }
+        return nil
     }
 }
 

@@ -337,10 +337,12 @@ public final class SQLiteStore: DataStore {
             owner: owner, completion: completion)
     }
 
-    public func purgeTrashedNote(id: Int64, owner: Owner, completion: @escaping StoreCompletion<TrashedNote?>) {
+    public func purgeTrashedNote(id: Int64, ifVersion: Int64?, owner: Owner, completion: @escaping StoreCompletion<TrashPurge>) {
         let noteWriter = noteWriter
         submit(
-            { db, effects throws(StoreError) in try noteWriter.purgeTrashed(id: id, owner: owner, on: db, effects: effects) },
+            { db, effects throws(StoreError) in
+                try noteWriter.purgeTrashed(id: id, ifVersion: ifVersion, owner: owner, on: db, effects: effects)
+            },
             owner: owner, freesSpace: true, completion: completion)
     }
 

@@ -831,6 +831,30 @@ class Trash(BrowserTest):
         self.assertEqual(server.request("POST", f"/notes/{later['id']}/restore", {})[0], 200)
         wait(driver, lambda d: self.trashed() == [] and not css("#trash-empty").is_displayed(), message="nothing to empty")
 
+    def test_empty_recently_deleted_keeps_a_note_restored_and_deleted_again_meanwhile(self):
+        """"Empty Recently Deleted" deleted each note it listed by id alone: one restored and
+        deleted again meanwhile (on another device: a later version, maybe another text) went
+        too. Each goes only at the version listed (If-Match); that one stays, and the page says so."""
+        gone = server.create("Trashed for good")
+        again = server.create("Restored elsewhere")
+        for note in (gone, again):
+            server.delete(note["id"])
+        open_app("/#/trash")
+        wait(driver, lambda d: {gone["id"], again["id"]} <= set(self.trashed()), message="listed")
+        css("#trash-empty").click()
+        wait(driver, lambda d: css("#confirm-dialog").is_displayed(), message="asked")
+        # Another device brings it back, edits it and deletes it again while the question is open.
+        self.assertEqual(server.request("POST", f"/notes/{again['id']}/restore", {})[0], 200)
+        self.assertEqual(server.request("PUT", f"/notes/{again['id']}", {"body": "Restored elsewhere\nand kept"})[0], 200)
+        server.delete(again["id"])
+        css('#confirm-actions [data-value="empty"]').click()
+        wait(driver, lambda d: css("#toast").is_displayed() and "restored and deleted again" in css("#toast-text").text,
+             message="says one was kept")
+        self.assertIn("“Restored elsewhere” was restored", css("#toast-text").text)
+        trash = [n["id"] for n in server.request("GET", "/notes/trash?limit=1000")[2]["notes"]]
+        self.assertEqual(trash, [again["id"]], "only the note changed since it was listed stays")
+        wait(driver, lambda d: self.trashed() == [again["id"]], message=f"the view shows it ({self.trashed()})")
+
     def test_deleted_elsewhere_joins_the_open_view(self):
         note = server.create("Deleted by the API")
         open_app("/#/trash")

@@ -50,6 +50,24 @@ struct LostAnswerTests {
         }
     }
 
+    @Test("deleteFromTrash(_:ifMatch:) removes the note only at the version listed: one restored and deleted again since is 412, and stays")
+    func conditionalDeleteFromTrash() async throws {
+        try await withClient { client, _ in
+            let note = try await client.notes.create("listed")
+            _ = try await client.notes.delete(note.id)
+            let listed = try #require(try await client.notes.trash().notes.first { $0.id == note.id })
+            _ = try await client.notes.restore(note.id)
+            _ = try await client.notes.delete(note.id)
+            let stale = await #expect(throws: JotterClientError.self) {
+                try await client.notes.deleteFromTrash(note.id, ifMatch: listed.note.etag)
+            }
+            #expect(stale?.isConflict == true)
+            let current = try #require(try await client.notes.trash().notes.first { $0.id == note.id }, "it stays")
+            try await client.notes.deleteFromTrash(note.id, ifMatch: current.note.etag)
+            #expect(try await client.notes.allTrash().contains { $0.id == note.id } == false)
+        }
+    }
+
     @Test("update(baseVersion:) without a key, its answer lost, is answered once: the retry is not merged a second time")
     func mergedEditOnce() async throws {
         try await Self.withProxy { client, direct, proxy in

@@ -189,6 +189,32 @@ struct TrashRoutesTests {
         }
     }
 
+    @Test(
+        "DELETE /notes/trash/{id} with If-Match removes only the version listed: one restored and deleted again since is 412 and stays",
+        arguments: ServerDatabase.all)
+    func conditionalPurge(database: ServerDatabase) throws {
+        try database.with { app in
+            let id = try RevisionRoutesTests.created(app, "one")
+            #expect(try app.request("DELETE", "/notes/\(id)").status == 200)
+            let listed = try #require(try Self.trash(app).notes.first { $0["id"] as? String == id })
+            #expect(listed["version"] as? Int == 1)
+            // Another device restores it (version 2) and deletes it again.
+            #expect(try app.request("POST", "/notes/\(id)/restore").status == 200)
+            #expect(try app.request("DELETE", "/notes/\(id)").status == 200)
+            let stale = try app.request("DELETE", "/notes/trash/\(id)", headers: [("If-Match", "\"1\"")])
+            #expect(stale.status == 412, "\(stale.text)")
+            #expect(stale.header("ETag") == "\"2\"")
+            #expect(stale.header("Content-Type") == "application/problem+json")
+            #expect(try Self.trash(app).notes.contains { $0["id"] as? String == id && $0["version"] as? Int == 2 }, "it stays")
+            #expect(try app.request("DELETE", "/notes/trash/\(id)", headers: [("If-Match", "2")]).status == 400)
+            #expect(try app.request("DELETE", "/notes/trash/\(id)", headers: [("If-None-Match", "\"2\"")]).status == 412)
+            #expect(try app.request("DELETE", "/notes/trash/\(id)", headers: [("If-Match", "\"2\"")]).status == 204)
+            #expect(try Self.trash(app).notes.allSatisfy { $0["id"] as? String != id })
+            #expect(try app.request("DELETE", "/notes/trash/\(id)", headers: [("If-Match", "\"2\"")]).status == 404)
+            #expect(try app.request("DELETE", "/notes/trash/\(id)", headers: [("If-Match", "*")]).status == 404)
+        }
+    }
+
     @Test("the trash is paged, newest deletion first; a bad limit or after is 400")
     func paging() throws {
         try TestApp.with { app in

@@ -92,6 +92,23 @@ struct TrashTests {
         #expect(try fixture.integrityCheck() == "ok")
     }
 
+    @Test("a purge at a version removes the note only at that version: one restored and deleted again stays", arguments: Backend.all)
+    func purgeAtAVersion(backend: Backend) throws {
+        let fixture = try StoreFixture(backend)
+        let store = fixture.store
+        let note = try fixture.create("listed")
+        _ = try store.perform(.delete(id: note.id, ifVersion: nil))
+        _ = try store.restoreTrashedNote(id: note.id, owner: .unclaimed)
+        _ = try store.perform(.delete(id: note.id, ifVersion: nil))
+        let current = try #require(try store.trashedNote(id: note.id, owner: .unclaimed))
+        #expect(current.note.version == note.version + 1)
+        #expect(try store.purgeTrashedNote(id: note.id, ifVersion: note.version, owner: .unclaimed) == .versionMismatch(current: current))
+        #expect(try store.trashedNote(id: note.id, owner: .unclaimed) == current, "nothing changed")
+        #expect(try store.purgeTrashedNote(id: note.id + 100, ifVersion: 1, owner: .unclaimed) == .notFound)
+        #expect(try store.purgeTrashedNote(id: note.id, ifVersion: current.note.version, owner: .unclaimed) == .purged(current))
+        #expect(try store.trashedNote(id: note.id, owner: .unclaimed) == nil)
+    }
+
     @Test(arguments: Backend.all) func purgeRemovesRowsRevisionsAndBytes(backend: Backend) throws {
         let fixture = try StoreFixture(backend)
         let store = fixture.store

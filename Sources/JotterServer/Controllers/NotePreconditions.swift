@@ -32,6 +32,11 @@ enum NotePreconditions {
         return version
     }
 
+    /// Whether the request has a conditional header `check` reads (an empty one is none).
+    static func given(_ request: Request) -> Bool {
+        ["If-Match", "If-None-Match"].contains { request.headers[$0].map { !$0.trimmingASCIISpaces().isEmpty } ?? false }
+    }
+
     /// `412` for a write over another version than `current`.
     static func stale(_ current: Note) -> HTTPError {
         HTTPError(

@@ -240,11 +240,15 @@ enum NotesOperations {
     static let purge = OpenAPIOperation(
         operationID: "purgeNote", summary: "Remove a note from the trash for good",
         description:
-            "With its revisions and attachments: the rows at once, the attachments' bytes once that is durable. Answered once it is durable.",
+            "With its revisions and attachments: the rows at once, the attachments' bytes once that is durable. Answered once it is durable. `If-Match` and `If-None-Match` are checked against the version the note has in the trash (`ETag` of `GET /notes/trash`'s note): one restored and deleted again since is at a later version, and stays.",
         tags: ["notes"],
-        parameters: [id],
+        parameters: [id, ifMatch, ifNoneMatch],
         responses: [
             204: .empty("removed"),
+            400: .problem("`If-Match` or `If-None-Match` is not `*` or quoted ETags"),
             404: .problem("no note with this id is in the trash"),
+            412: .problem(
+                "`If-Match` names another version of the note in the trash, or `If-None-Match` this one; its `ETag` header is the current one",
+                headers: ["ETag": etag]),
         ])
 }

@@ -244,15 +244,28 @@ struct NotesController {
     }
 
     /// `DELETE /notes/trash/{id}`: the note out of the trash for good, with its revisions and
-    /// attachments (their bytes once that is durable); `204`.
+    /// attachments (their bytes once that is durable); `204`. `If-Match` (and `If-None-Match`)
+    /// as for the note's other writes, against the version it has in the trash: a note restored
+    /// and deleted again since the client read it (a later version) is `412`, and stays.
     @Sendable func purge(_ request: Request, _ context: RequestContext) throws -> Reply {
         let id = try NoteInput.id(context)
         let store = store, owner = context.owner
-        return Reply.later { done in
-            store.purgeTrashedNote(id: id, owner: owner) { result in
+        var version: Int64?
+        if NotePreconditions.given(request) {
+            guard let trashed = try store.trashedNote(id: id, owner: owner) else {
+                throw HTTPError(.notFound, detail: "note \(id) is not in the trash")
+            }
+            version = try checkIfMatch(request, current: Note(trashed.note, attachments: []))  // its ETag is what counts
+        }
+        return Reply.later { [version] done in
+            store.purgeTrashedNote(id: id, ifVersion: version, owner: owner) { result in
                 done {
-                    guard try result.get() != nil else { throw HTTPError(.notFound, detail: "note \(id) is not in the trash") }
-                    return Response(status: .noContent)
+                    switch try result.get() {
+                    case .purged: return Response(status: .noContent)
+                    case .notFound: throw HTTPError(.notFound, detail: "note \(id) is not in the trash")
+                    case .versionMismatch(let current):
+                        throw NotePreconditions.stale(Note(current.note, attachments: []))
+                    }
                 }
             }
         }

@@ -285,22 +285,29 @@ enum PostgresNoteRows {
         return try changed(row, .created)
     }
 
-    /// Out of the trash for good: the row, its revisions, its attachments (rows now, blobs once committed).
-    static func purgeTrashed(id: Int64, owner: Owner, in write: PostgresWrite) throws -> TrashedNote? {
+    /// Out of the trash for good, if it is there at `ifVersion` (nil: any): the row, its
+    /// revisions, its attachments (rows now, blobs once committed).
+    static func purgeTrashed(id: Int64, ifVersion: Int64? = nil, owner: Owner, in write: PostgresWrite) throws -> TrashPurge {
+        if let ifVersion {
+            // Locked: a restore waits for this transaction, so the version checked is the one removed.
+            let current = try write.db.query("SELECT \(trashedColumns) FROM trashed_notes WHERE id = $1 AND owner = $2 FOR UPDATE", [id, owner.id])
+            guard let found = try current.first.map(trashed) else { return .notFound }
+            guard found.note.version == ifVersion else { return .versionMismatch(current: found) }
+        }
         try keepTrashPlace(id: id, owner: owner, in: write)
         guard
             let row = try write.db.query(
                 "DELETE FROM trashed_notes WHERE id = $1 AND owner = $2 RETURNING \(trashedColumns)",
                 [id, owner.id]
             ).first
-        else { return nil }
+        else { return .notFound }
         try write.db.query("DELETE FROM note_revisions WHERE note_id = $1 AND owner = $2", [id, owner.id])
         try PostgresUploadRows.keepPlaces(where: "note_id = $1 AND owner = $2", [id, owner.id], in: write)
         write.removedUploads += try write.db.query(
             "DELETE FROM uploads WHERE note_id = $1 AND owner = $2 RETURNING id",
             [id, owner.id]
         ).map { try $0.value(0) }
-        return try trashed(row)
+        return .purged(try trashed(row))
     }
 
     private static func changed(_ row: PostgresRow, _ kind: NoteEventKind, mergeBase: Int64? = nil) throws -> (NoteRecord, NoteEvent) {

@@ -149,8 +149,8 @@ extension PostgresStore {
             }, completion: completion)
     }
 
-    public func purgeTrashedNote(id: Int64, owner: Owner, completion: @escaping StoreCompletion<TrashedNote?>) {
-        write({ write in try PostgresNoteRows.purgeTrashed(id: id, owner: owner, in: write) }, completion: completion)
+    public func purgeTrashedNote(id: Int64, ifVersion: Int64?, owner: Owner, completion: @escaping StoreCompletion<TrashPurge>) {
+        write({ write in try PostgresNoteRows.purgeTrashed(id: id, ifVersion: ifVersion, owner: owner, in: write) }, completion: completion)
     }
 
     /// Each due note is purged in the transaction of the sweep, one by one (rows locked by the
@@ -163,7 +163,7 @@ extension PostgresStore {
                 var purged = 0
                 for (id, owner) in due {
                     // Nil when another instance's sweep took it first.
-                    if try PostgresNoteRows.purgeTrashed(id: id, owner: owner, in: write) != nil { purged += 1 }
+                    if try PostgresNoteRows.purgeTrashed(id: id, owner: owner, in: write).purged != nil { purged += 1 }
                 }
                 return purged
             }, completion: completion)

@@ -151,9 +151,13 @@ struct NoteWriter: Sendable {
         return .done(NoteChange(note: note, event: try appendEvent(.created, note, owner: owner, on: db, effects: effects)))
     }
 
-    /// Out of the trash for good: the row, its revisions, its attachments (rows now, files once committed).
-    func purgeTrashed(id: Int64, owner: Owner, on db: SQLiteConnection, effects: WriteEffects) throws(StoreError) -> TrashedNote? {
-        guard let trashed = try TrashRows.note(id: id, owner: owner, on: db) else { return nil }
+    /// Out of the trash for good, if it is there at `ifVersion` (nil: any): the row, its
+    /// revisions, its attachments (rows now, files once committed).
+    func purgeTrashed(
+        id: Int64, ifVersion: Int64? = nil, owner: Owner, on db: SQLiteConnection, effects: WriteEffects
+    ) throws(StoreError) -> TrashPurge {
+        guard let trashed = try TrashRows.note(id: id, owner: owner, on: db) else { return .notFound }
+        if let ifVersion, trashed.note.version != ifVersion { return .versionMismatch(current: trashed) }
         let time = now()
         try TrashRows.leave(id: id, now: time, on: db)
         try RevisionRows.removeAll(noteID: id, owner: owner, on: db)
@@ -162,7 +166,7 @@ struct NoteWriter: Sendable {
             "DELETE FROM uploads WHERE note_id = ? AND owner = ? RETURNING id",
             [.integer(id), .integer(owner.id)]
         ) { $0.string(0) }
-        return trashed
+        return .purged(trashed)
     }
 
     /// Every note deleted `keep` seconds or more before `at` (nil: now), purged; how many.

@@ -212,8 +212,11 @@ export const listTrash = (url) => request('GET', url);
 /** Brings note `id` back from the trash (same id, text and attachments); the note. */
 export const restoreFromTrash = async (id) =>
   (await request('POST', `/notes/${encodeURIComponent(id)}/restore`, { json: {} })).note;
-/** Deletes note `id` from the trash, for good. */
-export const deleteForever = (id) => request('DELETE', `/notes/trash/${encodeURIComponent(id)}`);
+/**
+ * Deletes note `id` from the trash, for good, if it is still `ifMatch` there (`412` when it was
+ * restored and deleted again since: a later version).
+ */
+export const deleteForever = (id, ifMatch) => request('DELETE', `/notes/trash/${encodeURIComponent(id)}`, { ifMatch });
 
 export const deleteUpload = async (id) => (await request('DELETE', `/uploads/${encodeURIComponent(id)}`)).upload;
 

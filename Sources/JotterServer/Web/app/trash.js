@@ -73,8 +73,15 @@ export function createTrash({ notes, navigate, toast, clearError }) {
     });
     if (choice !== 'delete') return;
     try {
-      await api.deleteForever(note.id);
+      await api.deleteForever(note.id, api.etagOf(note));
     } catch (error) {
+      if (error.status === 412) {
+        // A notice, not an error: the list read again (which clears errors) shows it as it is now.
+        toast(`“${titleOf(note)}” was not deleted: it was restored and deleted again meanwhile (on another device). Look at it again first.`,
+          { kind: 'info', timeout: 15000 });
+        view.pages.reload(FIRST_PAGE);
+        return;
+      }
       if (error.status !== 404) {
         toast(`Couldn't delete “${titleOf(note)}”: ${error.message}`);
         return;
@@ -87,7 +94,9 @@ export function createTrash({ notes, navigate, toast, clearError }) {
   /**
    * Empties Recently Deleted after confirmation: the notes in it as it is read now, every page
    * (a note deleted meanwhile, say in another tab, stays), each deleted for good in turn (the
-   * API deletes one at a time: `DELETE /notes/trash/{id}`).
+   * API deletes one at a time: `DELETE /notes/trash/{id}`), each only at the version read
+   * (`If-Match`): one restored and deleted again meanwhile, on another device, stays (`412`),
+   * and the page says so.
    */
   async function empty() {
     const all = [];
@@ -118,11 +127,16 @@ export function createTrash({ notes, navigate, toast, clearError }) {
     if (choice !== 'empty') return;
     emptyButton.disabled = true;
     let deleted = 0;
+    const kept = [];
     try {
       for (const note of all) {
         try {
-          await api.deleteForever(note.id);
+          await api.deleteForever(note.id, api.etagOf(note));
         } catch (error) {
+          if (error.status === 412) { // restored and deleted again since: not the note confirmed
+            kept.push(note);
+            continue;
+          }
           if (error.status !== 404) throw error; // gone already (restored, or emptied elsewhere)
         }
         drop(note.id);
@@ -135,6 +149,13 @@ export function createTrash({ notes, navigate, toast, clearError }) {
       emptyButton.disabled = false;
     }
     clearError();
+    if (kept.length) {
+      const which = kept.length === 1 ? `“${titleOf(kept[0])}” was` : `${kept.length} notes were`;
+      toast(`${deleted === 1 ? 'One note' : `${deleted} notes`} deleted forever. ${which} restored and deleted again `
+        + 'meanwhile (on another device), so kept in Recently Deleted: look again before deleting.', { kind: 'info', timeout: 15000 });
+      view.pages.reload(FIRST_PAGE);
+      return;
+    }
     announce(count === 1 ? 'One note deleted forever' : `${count} notes deleted forever`);
   }
 
