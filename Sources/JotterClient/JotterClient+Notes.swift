@@ -190,10 +190,8 @@ extension JotterClient {
             do {
                 return try await client.send(request, decoding: NoteEnvelope.self).value.note
             } catch  where (error.isNotFound || error.isConflict) && etag != nil {
-                // Just deleted: near the top of the trash (most recently deleted first).
-                if let etag, let trashed = try? await trash(limit: 100).notes.first(where: { $0.id == id && $0.note.etag == etag }) {
-                    return trashed.note
-                }
+                // Read until it is found, however many notes were deleted since.
+                if let etag, let trashed = try? await trashed(id), trashed.note.etag == etag { return trashed.note }
                 throw error
             }
         }

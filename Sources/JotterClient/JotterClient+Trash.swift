@@ -46,4 +46,15 @@ extension JotterClient.Notes {
         if let etag { request.setValue(etag, forHTTPHeaderField: "If-Match") }
         _ = try await client.send(request)
     }
+
+    /// Note `id` as the trash holds it, nil when it is not there: the trash read a page after
+    /// another (1,000 at a time, by each page's `next`) until it is found.
+    func trashed(_ id: String) async throws(JotterClientError) -> DeletedNote? {
+        var page: TrashList? = try await trash(limit: 1000)
+        while let current = page {
+            if let found = current.notes.first(where: { $0.id == id }) { return found }
+            page = try await client.page(after: current)
+        }
+        return nil
+    }
 }

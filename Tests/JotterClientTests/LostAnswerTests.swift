@@ -50,6 +50,28 @@ struct LostAnswerTests {
         }
     }
 
+    @Test("delete(ifMatch:) whose deletion was done finds the note in the trash however many were deleted since: not only the first 100")
+    func deletedUnderAFullTrash() async throws {
+        try await withClient { client, app in
+            let note = try await client.notes.create("mine")
+            // The first attempt's deletion went through (its answer lost); 120 notes are deleted
+            // after it (another device emptying its list) before the retry is answered.
+            #expect(try app.request("DELETE", "/notes/\(note.id)").status == 200)
+            for number in 0..<120 {
+                let other = try await client.notes.create("other \(number)")
+                #expect(try app.request("DELETE", "/notes/\(other.id)").status == 200)
+            }
+            #expect(try await client.notes.trash(limit: 100).notes.contains { $0.id == note.id } == false, "past the first 100")
+            let deleted = try await client.notes.delete(note.id, ifMatch: note.etag)
+            #expect(deleted.id == note.id && deleted.version == note.version && deleted.body == "mine")
+            // Not at that version (restored and deleted again since): the failure stands.
+            _ = try await client.notes.restore(note.id)
+            #expect(try app.request("DELETE", "/notes/\(note.id)").status == 200)
+            let stale = await #expect(throws: JotterClientError.self) { try await client.notes.delete(note.id, ifMatch: note.etag) }
+            #expect(stale?.isNotFound == true)
+        }
+    }
+
     @Test("deleteFromTrash(_:ifMatch:) removes the note only at the version listed: one restored and deleted again since is 412, and stays")
     func conditionalDeleteFromTrash() async throws {
         try await withClient { client, _ in
