@@ -59,11 +59,16 @@ struct WorkPlaceTests {
         /// `/away/hold` signals `holding`, then waits for `gate`.
         let gate: DispatchSemaphore
         let holding: DispatchSemaphore
+        /// `/away/late-interim` answers, waits for `lateInterim`, sends a `104`, then signals `lateSent`.
+        let lateInterim: DispatchSemaphore, lateSent: DispatchSemaphore
 
         init() throws {
             let gate = DispatchSemaphore(value: 0), holding = DispatchSemaphore(value: 0)
             self.gate = gate
             self.holding = holding
+            let lateInterim = DispatchSemaphore(value: 0), lateSent = DispatchSemaphore(value: 0)
+            self.lateInterim = lateInterim
+            self.lateSent = lateSent
             var routes = RouterBuilder()
             routes.add(middleware: places)
             routes.add(middleware: ErrorMiddleware(log: Logger(accessLog: false)))
@@ -84,6 +89,17 @@ struct WorkPlaceTests {
                 away.get("/away/hints") { _, context in
                     let sent = context.sendInterim(103, headers: HTTPHeaders([("Link", "</a.css>; rel=preload")]))
                     return "hints \(sent)"
+                }
+                away.get("/away/late-interim") { [lateInterim, lateSent] request, context in
+                    Reply.later { done in
+                        DispatchQueue.global().async {
+                            done { try "answered".response(for: request) }
+                            // As a resumable upload's receiver may, once its request was answered.
+                            lateInterim.wait()
+                            _ = context.sendInterim(.uploadResumptionSupported, headers: HTTPHeaders([("Location", "/late")]))
+                            lateSent.signal()
+                        }
+                    }
                 }
                 away.get("/away/hold") { _, _ in
                     holding.signal()
@@ -193,6 +209,25 @@ struct WorkPlaceTests {
         #expect(interim.status == 103)
         #expect(interim.header("Link") == "</a.css>; rel=preload")
         #expect(try connection.readResponse().text == "hints true")
+    }
+
+    @Test("an interim response posted after its request was answered is dropped: it never lands on the next pipelined request")
+    func lateInterimIsDropped() throws {
+        let server = try Server()
+        let connection = try server.connect()
+        try connection.send(
+            "GET /away/late-interim HTTP/1.1\r\nHost: x\r\n\r\nGET /away/hold HTTP/1.1\r\nHost: x\r\n\r\n")
+        let first = try connection.readResponse()
+        #expect(first.status == 200 && first.text == "answered")
+        // The second request is being served (its exchange open) when the first one's 104 arrives.
+        #expect(server.holding.wait(timeout: .now() + 5) == .success)
+        server.lateInterim.signal()
+        #expect(server.lateSent.wait(timeout: .now() + 5) == .success)
+        usleep(100_000)  // the loop has taken the posted interim by now
+        server.gate.signal()
+        let second = try connection.readResponse()
+        #expect(second.status == 200, "a stray \(second.status) \(second.header("Location") ?? "") on the next request")
+        #expect(second.text == "released")
     }
 
     @Test("a client reset while its handler runs elsewhere: completed once, as client-abort, after the handler; the loop serves on")

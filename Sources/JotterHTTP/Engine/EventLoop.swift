@@ -28,8 +28,9 @@ package final class EventLoop: Sendable {
         /// A request's step on its route's executor is done (`RequestLifecycle.goAway`): the
         /// connection carries out its action, or — gone — the request is completed as it ended.
         case landed(UInt64, stream: Int32, RequestLifecycle.Trip)
-        /// An interim response sent off the loop (from a route's executor), in order.
-        case interim(InterimSink, HTTPStatus, HTTPHeaders)
+        /// An interim response sent off the loop (from a route's executor), in order, for the
+        /// exchange that sent it (`InterimSink.Ticket`).
+        case interim(InterimSink, UInt64, HTTPStatus, HTTPHeaders)
         /// A streaming body has bytes (or its end) for the connection's stream.
         case wake(UInt64, stream: Int32)
         /// A request body's consumer caught up: reading the body of `stream` (0 on HTTP/1.1) goes on.
@@ -238,8 +239,8 @@ final class LoopState {
         switch task {
         case .resume(let token, _, _), .landed(let token, _, _), .wake(let token, _), .read(let token), .bodyReady(let token, _):
             if let connection = connections[token] { connection.deliver(task) } else { SocketDriver.abandon(task) }
-        case .interim(let sink, let status, let headers):
-            if sink.send(status, headers), let token = sink.connection { connections[token]?.deliver(task) }
+        case .interim(let sink, let exchange, let status, let headers):
+            if sink.send(status, headers, exchange: exchange), let token = sink.connection { connections[token]?.deliver(task) }
         case .evict:
             if !evictOne() { handle.oldestHeadWait.store(0, ordering: .relaxed) }
         case .evictLongLived(let heavierThan, let fallback):

@@ -322,7 +322,7 @@ extension RequestLifecycle {
         mutating func prepareContext(interim: InterimSink?) {
             context.started = started
             context.clock = clock
-            context.interimSink = interim
+            context.interimSink = interim?.ticket
         }
 
         // MARK: - Events

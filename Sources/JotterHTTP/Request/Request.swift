@@ -101,8 +101,9 @@ public struct RequestContext: Sendable {
     var started: UInt64 = 0
     /// The clock of the request's connection: every duration of the request is read from it.
     var clock = MachineClock.system
-    /// Where interim responses go: the request's connection (nil where the engine can't send them).
-    var interimSink: InterimSink?
+    /// Where interim responses go: the request's exchange on its connection (nil where the
+    /// engine can't send them).
+    var interimSink: InterimSink.Ticket?
 
     /// Microseconds since the request line arrived.
     public var elapsedMicroseconds: Int { started == 0 ? 0 : clock.elapsed(since: started) }
@@ -184,11 +185,15 @@ public struct Parameters: Sendable {
 /// connection takes after each call into the request's lifecycle, ahead of whatever that call
 /// answered — one per HTTP/1.1 connection, one per HTTP/2 stream. While it is open (a request is
 /// being read or served and not answered yet) interim responses are queued; closed, they are
-/// refused. Sent from another thread (a route's executor), the response is posted to the loop,
-/// behind what that thread posted before and ahead of the request's landing; the loop queues
-/// it and tells the connection (`connection`, its token) to take it
-/// (`LoopConnection.interimsQueued`). What changes is behind a `Mutex` (about 20 instructions
-/// a lock, taken 3 times an HTTP/1.1 hello), so the sink is `Sendable` by construction.
+/// refused. Each opening begins an exchange of its own, and a request holds the one it began
+/// with (`Ticket`): what it sends is queued only while that exchange is open — on HTTP/1.1 an
+/// interim posted by a route's executor that reaches the loop after its request was answered is
+/// dropped, not sent ahead of the next request's answer. Sent from another thread (a route's
+/// executor), the response is posted to the loop, behind what that thread posted before and
+/// ahead of the request's landing; the loop queues it and tells the connection (`connection`,
+/// its token) to take it (`LoopConnection.interimsQueued`). What changes is behind a `Mutex`
+/// (about 20 instructions a lock, taken 4 times an HTTP/1.1 hello), so the sink is `Sendable`
+/// by construction.
 package final class InterimSink: Sendable {
     /// An interim response queued.
     struct Interim: Sendable {
@@ -198,7 +203,20 @@ package final class InterimSink: Sendable {
 
     private struct State {
         var isOpen = false
+        /// The exchange the last opening began (counted from 1).
+        var exchange: UInt64 = 0
         var queued: [Interim] = []
+    }
+
+    /// A request's hold on the sink: the exchange open when it began.
+    package struct Ticket: Sendable {
+        let sink: InterimSink
+        let exchange: UInt64
+
+        /// As `InterimSink.callAsFunction`, for this exchange only.
+        func callAsFunction(_ status: HTTPStatus, _ headers: HTTPHeaders) -> Bool {
+            sink(status, headers, exchange: exchange)
+        }
     }
 
     private let loop: EventLoop?
@@ -213,11 +231,17 @@ package final class InterimSink: Sendable {
         self.connection = connection
     }
 
-    /// Opens the queue (a request began that may send interim responses) or closes it (it was
-    /// answered, or it ended).
+    /// Opens the queue for a new exchange (a request began that may send interim responses) or
+    /// closes it (it was answered, or it ended).
     func setOpen(_ open: Bool) {
-        state.withLock { $0.isOpen = open }
+        state.withLock { state in
+            if open { state.exchange &+= 1 }
+            state.isOpen = open
+        }
     }
+
+    /// The hold of a request that begins now, on the exchange the last opening began.
+    var ticket: Ticket { Ticket(sink: self, exchange: state.withLock { $0.exchange }) }
 
     /// The interim responses queued, oldest first, taken off the queue.
     func take() -> [Interim] {
@@ -229,19 +253,20 @@ package final class InterimSink: Sendable {
         }
     }
 
-    /// Queues now, when open: whether it was queued.
-    func send(_ status: HTTPStatus, _ headers: HTTPHeaders) -> Bool {
+    /// Queues now, when `exchange` is the one open: whether it was queued.
+    func send(_ status: HTTPStatus, _ headers: HTTPHeaders, exchange: UInt64) -> Bool {
         state.withLock { state in
-            guard state.isOpen else { return false }
+            guard state.isOpen, state.exchange == exchange else { return false }
             state.queued.append(Interim(status: status, headers: headers))
             return true
         }
     }
 
-    /// Queues now on the loop; off it, posts (and says true: it is on its way).
-    func callAsFunction(_ status: HTTPStatus, _ headers: HTTPHeaders) -> Bool {
-        guard let loop, !loop.isCurrent else { return send(status, headers) }
-        loop.post(.interim(self, status, headers))
+    /// Queues now on the loop; off it, posts (and says true: it is on its way — and is dropped
+    /// there if `exchange` was answered meanwhile).
+    func callAsFunction(_ status: HTTPStatus, _ headers: HTTPHeaders, exchange: UInt64) -> Bool {
+        guard let loop, !loop.isCurrent else { return send(status, headers, exchange: exchange) }
+        loop.post(.interim(self, exchange, status, headers))
         return true
     }
 }
