@@ -56,15 +56,10 @@ package struct MemoryConnection<Machine: ConnectionMachine & ~Copyable>: ~Copyab
     private let readBuffer: UnsafeMutableRawBufferPointer
     private let streamBuffer: UnsafeMutableRawBufferPointer
 
-    /// A machine that `make` makes with the way back to it, the read and stream buffers a loop
-    /// would share, and the `Date` field.
-    package init(
-        now: UInt64, readBufferSize: Int,
-        make: (
-            Handback, _ readBuffer: UnsafeMutableRawBufferPointer, _ streamBuffer: UnsafeMutableRawBufferPointer, DateField,
-            MachineClock
-        ) -> Machine
-    ) {
+    /// A connection from `server`'s client, begun at `now`: its machine is made from the read
+    /// and stream buffers a loop would share, a `Date` field, the clock and the way back to it
+    /// (`mail`). An HTTP/2 machine then `begin`s.
+    package init(server: HTTPServer, now: UInt64 = 1_000_000_000, readBufferSize: Int = EventLoop.readBufferSize) {
         readBuffer = .allocate(byteCount: readBufferSize, alignment: 16)
         streamBuffer = .allocate(byteCount: 64 << 10 + 16, alignment: 16)
         let date = DateField()
@@ -73,7 +68,10 @@ package struct MemoryConnection<Machine: ConnectionMachine & ~Copyable>: ~Copyab
         self.clock = clock
         let mail = Mailbox()
         self.mail = mail
-        machine = make(mail.handback, readBuffer, streamBuffer, date, .manual(clock))
+        machine = Machine(
+            MachineParts(
+                server: server, address: "127.0.0.1", now: now, clock: .manual(clock), date: date, readBuffer: readBuffer,
+                streamBuffer: streamBuffer, handback: mail.handback))
     }
 
     deinit {
@@ -298,25 +296,10 @@ package final class Mailbox: Sendable {
     package var handback: Handback { Handback { [self] task in tasks.withLock { $0.append(task) } } }
 }
 
-extension MemoryConnection where Machine == HTTP1StateMachine {
-    package init(server: HTTPServer, now: UInt64 = 1_000_000_000, readBufferSize: Int = EventLoop.readBufferSize) {
-        self.init(now: now, readBufferSize: readBufferSize) { handback, readBuffer, streamBuffer, date, clock in
-            HTTP1StateMachine(
-                server: server, address: "127.0.0.1", now: now, clock: clock, date: date, readBuffer: readBuffer, streamBuffer: streamBuffer,
-                handback: handback)
-        }
-    }
-}
-
 extension MemoryConnection where Machine == HTTP2StateMachine {
-    /// An HTTP/2 connection from its start (as after TLS chose `h2`): the client's preface is
-    /// the first thing it reads; our SETTINGS are the first thing written.
-    package init(server: HTTPServer, now: UInt64 = 1_000_000_000, readBufferSize: Int = EventLoop.readBufferSize) {
-        self.init(now: now, readBufferSize: readBufferSize) { handback, readBuffer, streamBuffer, date, clock in
-            HTTP2StateMachine(
-                server: server, address: "127.0.0.1", now: now, clock: clock, date: date, readBuffer: readBuffer, outputBuffer: streamBuffer,
-                handback: handback)
-        }
+    /// The connection speaks HTTP/2 from its start (as after TLS chose `h2`): the client's
+    /// preface is the first thing it reads; our SETTINGS are the first thing written.
+    package mutating func begin() {
         run(machine.begin(with: UnsafeRawBufferPointer(start: nil, count: 0), now: now))
     }
 }

@@ -213,6 +213,7 @@ final class MachineFuzz: @unchecked Sendable {
     /// The `machine2` target: HTTP/2, the input's bytes after the client preface.
     func drive2(_ input: [UInt8]) {
         var connection = MemoryConnection<HTTP2StateMachine>(server: server, readBufferSize: 1 << 12)
+        connection.begin()
         exercise(&connection, input, prefix: HTTP2StateMachine.preface)
         let frames = Self.frames(connection.output)
         if frames.first != 4 { fatalError("the connection's first frame is not SETTINGS but type \(frames.first.map(String.init) ?? "none")") }

@@ -15,7 +15,9 @@ struct HTTP2StateMachineTests {
     static let start = HTTP1StateMachineTests.start
 
     static func connection(_ setup: Setup, now: UInt64 = start) -> MemoryConnection<HTTP2StateMachine> {
-        MemoryConnection(server: setup.server, now: now)
+        var connection = MemoryConnection<HTTP2StateMachine>(server: setup.server, now: now)
+        connection.begin()
+        return connection
     }
 
     /// Runs the exchange until neither side has anything more for the other: the client's

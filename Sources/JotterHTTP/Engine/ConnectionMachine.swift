@@ -176,6 +176,8 @@ package struct ConnectionInterest: Equatable {
 ///
 /// `stream` names a request on HTTP/2; HTTP/1.1 has one at a time and ignores it (0).
 package protocol ConnectionMachine: ~Copyable {
+    /// A machine for a connection that has just begun (accepted, or speaking HTTP/2 from now).
+    init(_ parts: MachineParts)
     /// The socket can be read (`read`) and/or written (`write`).
     mutating func ready(read: Bool, write: Bool) -> ConnectionAction
     /// The last `read` (or `drain`) put `count` (> 0) bytes into its buffer. `more`: the TLS
@@ -221,11 +223,59 @@ package protocol ConnectionMachine: ~Copyable {
     mutating func abort(_ outcome: CompletedExchange.Outcome) -> ConnectionAction
     /// Since when the connection has waited for a request's header section; nil while serving one.
     var waitingForHeadSince: UInt64? { get }
-    /// The clock its driver reads the `now` of every event from, and its requests read too.
-    var clock: MachineClock { get }
+    /// What it was made from.
+    var parts: MachineParts { get }
+}
+
+/// What a connection's machine is made from, the same for both protocols: the server, the
+/// client, the time and the clock, and what its driver shares — the loop's buffers, its `Date`
+/// field, the way back to the connection. `HTTP1Connection` and `HTTP2Connection` take them from
+/// their loop (`init(loop:address:handback:)`), `MemoryConnection` from memory.
+package struct MachineParts {
+    /// Routes, limits, timeouts, and the counters the connection adds to.
+    package let server: HTTPServer
+    /// The client's address.
+    package let address: String
+    /// When the connection began (accepted, or speaking HTTP/2 from now), read from `clock`.
+    package let now: UInt64
+    /// The connection's clock: its driver's, and its requests'.
+    package let clock: MachineClock
+    /// The `Date` field its answers carry (the loop's, made once a second).
+    package let date: DateField
+    /// The loop's read buffer, shared by its connections: bytes read land here.
+    package let readBuffer: UnsafeMutableRawBufferPointer
+    /// The loop's stream buffer, shared by its connections: a streaming body's piece or HTTP/2's
+    /// frames are made here and written from here.
+    package let streamBuffer: UnsafeMutableRawBufferPointer
+    /// The way back to the connection from other threads.
+    package let handback: Handback
+
+    package init(
+        server: HTTPServer, address: String, now: UInt64, clock: MachineClock, date: DateField,
+        readBuffer: UnsafeMutableRawBufferPointer, streamBuffer: UnsafeMutableRawBufferPointer, handback: Handback
+    ) {
+        self.server = server
+        self.address = address
+        self.now = now
+        self.clock = clock
+        self.date = date
+        self.readBuffer = readBuffer
+        self.streamBuffer = streamBuffer
+        self.handback = handback
+    }
+
+    /// The parts a connection on `loop` shares with the loop's others, now.
+    init(loop: LoopState, address: String, handback: Handback) {
+        self.init(
+            server: loop.server, address: address, now: loop.clock.now(), clock: loop.clock, date: loop.date,
+            readBuffer: loop.readBuffer, streamBuffer: loop.streamBuffer, handback: handback)
+    }
 }
 
 extension ConnectionMachine where Self: ~Copyable {
+    /// The clock its driver reads the `now` of every event from, and its requests read too.
+    package var clock: MachineClock { parts.clock }
+
     /// Whether the client is late for `deadline`: yes when the loop polled after it, or when no
     /// bytes wait unread; nil when that must be asked (`checkUnread`). A deadline that passed
     /// while the loop had not polled since and bytes wait unread is the loop's lateness, not

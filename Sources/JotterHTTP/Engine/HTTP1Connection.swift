@@ -32,11 +32,9 @@ final class HTTP1Connection: LoopConnection {
         socket = SocketDriver(loop: loop, io: ConnectionIO(fd: fd, tls: tls), token: token)
         self.address = address
         handshaking = tls != nil
-        let now = loop.clock.now()
-        opened = now
-        machine = HTTP1StateMachine(
-            server: loop.server, address: address, now: now, clock: loop.clock, date: loop.date, readBuffer: loop.readBuffer,
-            streamBuffer: loop.streamBuffer, handback: socket.handback)
+        let parts = MachineParts(loop: loop, address: address, handback: socket.handback)
+        opened = parts.now
+        machine = HTTP1StateMachine(parts)
     }
 
     var token: UInt64 { socket.token }

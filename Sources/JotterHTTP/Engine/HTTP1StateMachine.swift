@@ -92,18 +92,12 @@ package struct HTTP1StateMachine: ConnectionMachine, ~Copyable {
 
     // MARK: - Environment
 
-    private let server: HTTPServer
-    private let date: DateField
-    let address: String
-    /// The loop's read buffer: bytes are parsed where they land, and a body goes from here to its reader.
-    private let readBuffer: UnsafeMutableRawBufferPointer
-    /// The loop's stream buffer: a streaming body's piece is read here and written from here.
-    private let streamBuffer: UnsafeMutableRawBufferPointer
+    /// The server, the client, the clock, the loop's buffers (bytes are parsed where they land
+    /// in `readBuffer`, and a body goes from there to its reader; a streaming body's piece is
+    /// read into `streamBuffer` and written from there), the way back (`handback`).
+    package let parts: MachineParts
     /// Handed to a body's consumer that is behind; it calls it (any thread) when it can take more.
     private let bodyReady: @Sendable () -> Void
-    /// The way back to this connection from other threads: later replies, steps on a route's
-    /// executor, streaming bodies' wakes.
-    private let handback: Handback
     private let parser: RequestParser
     /// The connection's interim responses (`RequestContext.sendInterim`), taken after each lifecycle call.
     private let interims: InterimSink
@@ -177,8 +171,6 @@ package struct HTTP1StateMachine: ConnectionMachine, ~Copyable {
 
     // MARK: - Time
 
-    /// The clock the driver reads `now` from, and every request on the connection reads.
-    package let clock: MachineClock
     /// The latest time an event brought.
     private var now: UInt64
     private var lastActivity: UInt64
@@ -244,30 +236,14 @@ package struct HTTP1StateMachine: ConnectionMachine, ~Copyable {
     }
     private var isLingering: Bool { if case .lingering = phase { true } else { false } }
 
-    /// - Parameters:
-    ///   - server: routes, limits, timeouts, and the counters the connection adds to.
-    ///   - now: when the connection was accepted, read from `clock`.
-    ///   - clock: the connection's clock (`MachineClock`): its driver's, and its requests'.
-    ///   - readBuffer, streamBuffer: the event loop's buffers, shared by its connections.
-    ///   - handback: the way back to this connection from other threads — what a body's
-    ///     consumer that is behind calls when it can take more, streaming bodies' wakers, interim
-    ///     responses sent from a route's executor.
-    package init(
-        server: HTTPServer, address: String, now: UInt64, clock: MachineClock, date: DateField,
-        readBuffer: UnsafeMutableRawBufferPointer, streamBuffer: UnsafeMutableRawBufferPointer, handback: Handback
-    ) {
-        self.clock = clock
-        self.server = server
-        self.address = address
-        self.date = date
-        self.readBuffer = readBuffer
-        self.streamBuffer = streamBuffer
-        self.handback = handback
-        bodyReady = handback.bodyReady(stream: 0)
-        interims = InterimSink(loop: handback.loop, connection: handback.token)
-        self.now = now
-        lastActivity = now
-        waitingForHeadSince = now
+    /// A connection just accepted (`parts.now`), waiting for its first request.
+    package init(_ parts: MachineParts) {
+        self.parts = parts
+        bodyReady = parts.handback.bodyReady(stream: 0)
+        interims = InterimSink(loop: parts.handback.loop, connection: parts.handback.token)
+        now = parts.now
+        lastActivity = parts.now
+        waitingForHeadSince = parts.now
         parser = RequestParser(maxTarget: FramingCheck.maxTargetLength, maxHead: FramingCheck.maxParsedHead)
     }
 
@@ -303,13 +279,13 @@ package struct HTTP1StateMachine: ConnectionMachine, ~Copyable {
         // The read went into the stash, right after the head in progress, when it held one
         // (`readAction`); nothing changes what it holds between a read and its answer.
         let headEnd: Int? = if case .head(let end) = kept { end } else { nil }
-        let room = headEnd.map { stashCapacity - $0 } ?? readBuffer.count
+        let room = headEnd.map { stashCapacity - $0 } ?? parts.readBuffer.count
         readiness.received(count, room: room, more: more)
         if discarding { return next() }
         if case .open(.firstBytes) = phase {
             let bytes =
                 headEnd.map { UnsafeRawBufferPointer(start: stash!, count: $0 + count) }
-                ?? UnsafeRawBufferPointer(start: readBuffer.baseAddress, count: count)
+                ?? UnsafeRawBufferPointer(start: parts.readBuffer.baseAddress, count: count)
             switch HTTP2StateMachine.preface(in: bytes) {
             case .begun:
                 phase = .finished
@@ -324,7 +300,7 @@ package struct HTTP1StateMachine: ConnectionMachine, ~Copyable {
             kept = .head(end: from + count)
             process(UnsafeRawPointer(stash!), from: from, to: from + count, inStash: true)
         } else {
-            process(UnsafeRawPointer(readBuffer.baseAddress!), from: 0, to: count, inStash: false)
+            process(UnsafeRawPointer(parts.readBuffer.baseAddress!), from: 0, to: count, inStash: false)
         }
         return next()
     }
@@ -429,12 +405,12 @@ package struct HTTP1StateMachine: ConnectionMachine, ~Copyable {
             if now >= until { finishClose() }
             return next()
         }
-        let configuration = server.configuration
+        let configuration = parts.server.configuration
         let headerTimeout = UInt64(configuration.headerTimeout * 1_000_000)
         if let since = waitingForHeadSince, queue.isEmpty, now >= since + headerTimeout {
             switch Self.late(since + headerTimeout, polledAt: polledAt, unread: unread) {
             case true?:
-                server.counters.timedOut.add(1, ordering: .relaxed)
+                parts.server.counters.timedOut.add(1, ordering: .relaxed)
                 terminate(.timeout)
                 return next()
             case nil: return .checkUnread
@@ -445,7 +421,7 @@ package struct HTTP1StateMachine: ConnectionMachine, ~Copyable {
         if let request, request.awaited == nil, request.hasBody, configuration.minimumBodyRate > 0,
             request.isTooSlow(now: now, grace: headerTimeout, rate: configuration.minimumBodyRate)
         {
-            server.counters.slowBodies.add(1, ordering: .relaxed)
+            parts.server.counters.slowBodies.add(1, ordering: .relaxed)
             bodyTimedOut("arrives slower than \(configuration.minimumBodyRate) bytes a second")
             return next()
         }
@@ -586,7 +562,7 @@ package struct HTTP1StateMachine: ConnectionMachine, ~Copyable {
                 return .shutdownWrites
             }
             if isLingering {
-                return readiness.isReady ? .drain(readBuffer) : .wait(Interest(read: true, write: false))
+                return readiness.isReady ? .drain(parts.readBuffer) : .wait(Interest(read: true, write: false))
             }
             if !outputBlocked, !queue.isEmpty {
                 switch writeFront() {
@@ -629,7 +605,7 @@ package struct HTTP1StateMachine: ConnectionMachine, ~Copyable {
             }
             return .read(UnsafeMutableRawBufferPointer(start: stash! + end, count: room))
         }
-        return .read(readBuffer)
+        return .read(parts.readBuffer)
     }
 
     // MARK: - Parsing
@@ -670,7 +646,7 @@ package struct HTTP1StateMachine: ConnectionMachine, ~Copyable {
         switch outcome {
         case .failed(let error):
             if let line = parser.unknownMethod(base, to: to) {
-                refuseMalformed(server.router.refusal(method: line.method, target: line.target) ?? error, target: line.target)
+                refuseMalformed(parts.server.router.refusal(method: line.method, target: line.target) ?? error, target: line.target)
             } else {
                 refuseMalformed(error)
             }
@@ -732,7 +708,7 @@ package struct HTTP1StateMachine: ConnectionMachine, ~Copyable {
         interims.setOpen(!http10)
         // Made in place, and the action moved on: a copy of either costs a value witness call.
         request = Exchange(
-            server: server, target: parsed.target, address: address, clock: clock, now: now, interim: http10 ? nil : interims,
+            server: parts.server, target: parsed.target, address: parts.address, clock: parts.clock, now: now, interim: http10 ? nil : interims,
             stream: 0, isHead: parsed.method == .head, hasBody: parser.hasBody, http10: http10)
         waitingForHeadSince = nil
         // Known at the head: a request that ends there may be answered before its end is parsed.
@@ -741,7 +717,7 @@ package struct HTTP1StateMachine: ConnectionMachine, ~Copyable {
         let action = lifecycle.headerComplete(
             RequestHead(
                 method: parsed.method, target: parsed.target, version: parsed.version,
-                headers: parsed.headers, remoteAddress: address, bodyFollows: nil,
+                headers: parsed.headers, remoteAddress: parts.address, bodyFollows: nil,
                 framing: (parser.hasBody, parser.declaredLength)))
         takeInterims()
         act(request!.headActed(consume action))
@@ -791,7 +767,7 @@ package struct HTTP1StateMachine: ConnectionMachine, ~Copyable {
         if request == nil {
             // Nothing of the request before it applies (a HEAD's answer has no body; HTTP/1.0's…).
             request = Exchange(
-                server: server, target: target, address: address, clock: clock, now: now, interim: nil, stream: 0, isHead: false,
+                server: parts.server, target: target, address: parts.address, clock: parts.clock, now: now, interim: nil, stream: 0, isHead: false,
                 hasBody: false)
         }
         decidedHTTP1()
@@ -824,7 +800,7 @@ package struct HTTP1StateMachine: ConnectionMachine, ~Copyable {
         let requestHTTP10 = exchange.http10
         interims.setOpen(false)
         let closesAfter =
-            persistence != .keepAlive || quiescing || server.isStopping
+            persistence != .keepAlive || quiescing || parts.server.isStopping
             || response.headers["Connection"].map { HTTPHeaders.equal($0, "close") } == true
         let status = response.status.code
         let bodyAllowed = status >= 200 && status != 204 && status != 304
@@ -840,17 +816,18 @@ package struct HTTP1StateMachine: ConnectionMachine, ~Copyable {
             if bodyAllowed, !requestIsHead { bodyBytes = response.body.count }
             bytes = ResponseHead.head(
                 response, framing: bodyAllowed ? .length(UInt64(response.body.count)) : .none, keepAlive: !closesAfter,
-                http10: requestHTTP10, date: date, body: bodyBytes > 0 && bodyBytes <= 4096)
+                http10: requestHTTP10, date: parts.date, body: bodyBytes > 0 && bodyBytes <= 4096)
             if bodyBytes > 4096 { separate = response.body }
         case .file(let fileFD, let offset, let length):
-            bytes = ResponseHead.head(response, framing: .length(length), keepAlive: !closesAfter, http10: requestHTTP10, date: date, body: false)
+            bytes = ResponseHead.head(
+                response, framing: .length(length), keepAlive: !closesAfter, http10: requestHTTP10, date: parts.date, body: false)
             bodyBytes = Int(length)
             if requestIsHead || length == 0 { Glibc.close(fileFD) } else { file = (fileFD, Int(offset), Int(length)) }
         case .stream(let body, let length, let blockSize):
             let chunked = length == nil && !requestHTTP10
             closes = closesAfter || (length == nil && requestHTTP10)
             let framing: ResponseHead.Framing = !bodyAllowed ? .none : length.map { .length($0) } ?? (chunked ? .chunked : .closeDelimited)
-            bytes = ResponseHead.head(response, framing: framing, keepAlive: !closes, http10: requestHTTP10, date: date, body: false)
+            bytes = ResponseHead.head(response, framing: framing, keepAlive: !closes, http10: requestHTTP10, date: parts.date, body: false)
             if requestIsHead || !bodyAllowed {
                 body.finish()
             } else {
@@ -916,7 +893,7 @@ package struct HTTP1StateMachine: ConnectionMachine, ~Copyable {
 
     private mutating func writeStream() -> Step {
         if case .unstarted = queue[0].stream!.progress {
-            let waker = ConnectionWaker(handback, stream: 0)
+            let waker = ConnectionWaker(parts.handback, stream: 0)
             queue[0].stream!.progress = .reading(waker)
             return .act(.start(.body(queue[0].stream!.body, waker, stream: 0)))
         }
@@ -936,10 +913,10 @@ package struct HTTP1StateMachine: ConnectionMachine, ~Copyable {
         // Room in front of the data for a chunk's size line, and after it for its CRLF.
         let chunked = queue[0].stream!.chunked
         let prefix = chunked ? Self.chunkPrefix : 0
-        let room = min(queue[0].stream!.blockSize, streamBuffer.count - prefix - 7)
-        let base = streamBuffer.baseAddress!
+        let room = min(queue[0].stream!.blockSize, parts.streamBuffer.count - prefix - 7)
+        let base = parts.streamBuffer.baseAddress!
         let read: StreamRead =
-            quiescing || server.isStopping
+            quiescing || parts.server.isStopping
             ? .end
             : queue[0].stream!.body.read(into: UnsafeMutableRawBufferPointer(start: base + prefix, count: room), at: queue[0].stream!.position)
         var start = prefix
@@ -954,8 +931,8 @@ package struct HTTP1StateMachine: ConnectionMachine, ~Copyable {
             end = prefix + count
             if chunked {
                 start = Self.writeChunkSize(count, before: prefix, in: base)
-                streamBuffer[end] = 0x0D
-                streamBuffer[end + 1] = 0x0A
+                parts.streamBuffer[end] = 0x0D
+                parts.streamBuffer[end + 1] = 0x0A
                 end += 2
             }
         case .wait:
@@ -995,7 +972,7 @@ package struct HTTP1StateMachine: ConnectionMachine, ~Copyable {
     /// (the buffer is the loop's, shared by its connections).
     private mutating func keepStreamBytes(from start: Int, to end: Int) {
         guard !queue.isEmpty, queue[0].stream != nil else { return }
-        queue[0].stream!.leftover.keep(streamBuffer, from: start, to: end)
+        queue[0].stream!.leftover.keep(parts.streamBuffer, from: start, to: end)
     }
 
     private static func finishStream(_ stream: inout StreamState) {
@@ -1024,7 +1001,7 @@ package struct HTTP1StateMachine: ConnectionMachine, ~Copyable {
     // MARK: - The end
 
     private func complete(_ lifecycle: RequestLifecycle, status: Int, bytes: Int, outcome: CompletedExchange.Outcome) {
-        Exchange.complete(lifecycle, status: status, bytes: bytes, outcome: outcome, server: server)
+        Exchange.complete(lifecycle, status: status, bytes: bytes, outcome: outcome, server: parts.server)
     }
 
     /// Ends every request in flight and queued answer with `outcome`; the connection closes.

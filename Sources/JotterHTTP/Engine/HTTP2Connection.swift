@@ -23,10 +23,7 @@ final class HTTP2Connection: LoopConnection {
         self.socket = socket
         self.address = address
         self.opened = opened
-        let loop = socket.loop
-        machine = HTTP2StateMachine(
-            server: loop.server, address: address, now: loop.clock.now(), clock: loop.clock, date: loop.date,
-            readBuffer: loop.readBuffer, outputBuffer: loop.streamBuffer, handback: socket.handback)
+        machine = HTTP2StateMachine(MachineParts(loop: socket.loop, address: address, handback: socket.handback))
     }
 
     var token: UInt64 { socket.token }

@@ -215,15 +215,10 @@ package struct HTTP2StateMachine: ConnectionMachine, ~Copyable {
 
     // MARK: - Environment
 
-    private let server: HTTPServer
-    private let date: DateField
-    let address: String
-    /// The loop's read buffer: bytes are handed to nghttp2 from here.
-    private let readBuffer: UnsafeMutableRawBufferPointer
-    /// The loop's stream buffer: frames are made into it and written from it.
-    private let outputBuffer: UnsafeMutableRawBufferPointer
-    /// The way back to this connection from other threads.
-    private let handback: Handback
+    /// The server, the client, the clock, the loop's buffers (bytes are handed to nghttp2 from
+    /// `readBuffer`; frames are made into `streamBuffer` and written from it), the way back
+    /// (`handback`).
+    package let parts: MachineParts
 
     // MARK: - Streams
 
@@ -270,8 +265,6 @@ package struct HTTP2StateMachine: ConnectionMachine, ~Copyable {
     // MARK: - Time
 
     /// The latest time an event brought.
-    /// The clock the driver reads `now` from, and every stream's request reads.
-    package let clock: MachineClock
     private var now: UInt64
     private var lastActivity: UInt64
     /// When the last stream ended (or the connection began): an HTTP/2 connection with no
@@ -311,27 +304,13 @@ package struct HTTP2StateMachine: ConnectionMachine, ~Copyable {
     /// `close` was returned.
     var isFinished: Bool { if case .finished = phase { true } else { false } }
 
-    /// - Parameters:
-    ///   - server: routes, limits, timeouts, and the counters the connection adds to.
-    ///   - now: when the connection began speaking HTTP/2, read from `clock`.
-    ///   - clock: the connection's clock (`MachineClock`): its driver's, and its streams'.
-    ///   - readBuffer, outputBuffer: the event loop's read and stream buffers, shared by its connections.
-    ///   - handback: the way back to this connection from other threads.
-    package init(
-        server: HTTPServer, address: String, now: UInt64, clock: MachineClock, date: DateField,
-        readBuffer: UnsafeMutableRawBufferPointer, outputBuffer: UnsafeMutableRawBufferPointer, handback: Handback
-    ) {
-        self.clock = clock
-        self.server = server
-        self.address = address
-        self.date = date
-        self.readBuffer = readBuffer
-        self.outputBuffer = outputBuffer
-        self.handback = handback
-        self.now = now
-        lastActivity = now
-        idleSince = now
-        server.counters.http2Connections.add(1, ordering: .relaxed)
+    /// A connection that speaks HTTP/2 from `parts.now`; `begin(with:now:)` starts its session.
+    package init(_ parts: MachineParts) {
+        self.parts = parts
+        now = parts.now
+        lastActivity = parts.now
+        idleSince = parts.now
+        parts.server.counters.http2Connections.add(1, ordering: .relaxed)
         var session: OpaquePointer?
         guard nghttp2_session_server_new2(&session, HTTP2Callbacks.shared.callbacks, nil, HTTP2Callbacks.shared.option) == 0 else {
             phase = .closing
@@ -350,7 +329,7 @@ package struct HTTP2StateMachine: ConnectionMachine, ~Copyable {
     deinit {
         if !isFinished {
             if let session { nghttp2_session_del(session) }
-            server.counters.http2Connections.subtract(1, ordering: .relaxed)
+            parts.server.counters.http2Connections.subtract(1, ordering: .relaxed)
         }
     }
 
@@ -392,8 +371,8 @@ package struct HTTP2StateMachine: ConnectionMachine, ~Copyable {
     package mutating func received(_ count: Int, now: UInt64, more: Bool = false) -> ConnectionAction {
         self.now = now
         lastActivity = now
-        readiness.received(count, room: readBuffer.count, more: more)
-        if mayRead { feed(UnsafeRawBufferPointer(start: readBuffer.baseAddress, count: count)) }
+        readiness.received(count, room: parts.readBuffer.count, more: more)
+        if mayRead { feed(UnsafeRawBufferPointer(start: parts.readBuffer.baseAddress, count: count)) }
         return next()
     }
 
@@ -465,7 +444,7 @@ package struct HTTP2StateMachine: ConnectionMachine, ~Copyable {
     package mutating func tick(now: UInt64, polledAt: UInt64, unread: Bool? = nil) -> ConnectionAction {
         guard isOpen else { return next() }
         self.now = now
-        let configuration = server.configuration
+        let configuration = parts.server.configuration
         let headerTimeout = UInt64(configuration.headerTimeout * 1_000_000)
         if let idleSince, streams.isEmpty, now >= idleSince + headerTimeout {
             switch Self.late(idleSince + headerTimeout, polledAt: polledAt, unread: unread) {
@@ -482,7 +461,7 @@ package struct HTTP2StateMachine: ConnectionMachine, ~Copyable {
         if !streaming, now >= idleDeadline {
             switch Self.late(idleDeadline, polledAt: polledAt, unread: unread) {
             case true?:
-                server.counters.timedOut.add(1, ordering: .relaxed)
+                parts.server.counters.timedOut.add(1, ordering: .relaxed)
                 let reading = streams.values.filter(\.isReadingBody).sorted { $0.id < $1.id }
                 guard !reading.isEmpty else {
                     terminate(.timeout)
@@ -501,7 +480,7 @@ package struct HTTP2StateMachine: ConnectionMachine, ~Copyable {
         if configuration.minimumBodyRate > 0, session != nil, pausedStreams.isEmpty {
             for stream in streams.values.sorted(by: { $0.id < $1.id }) where stream.isReadingBody {
                 if stream.stage.exchange!.isTooSlow(now: now, grace: headerTimeout, rate: configuration.minimumBodyRate) {
-                    server.counters.slowBodies.add(1, ordering: .relaxed)
+                    parts.server.counters.slowBodies.add(1, ordering: .relaxed)
                     bodyTimedOut(stream, "arrives slower than \(configuration.minimumBodyRate) bytes a second")
                 }
             }
@@ -643,7 +622,7 @@ package struct HTTP2StateMachine: ConnectionMachine, ~Copyable {
                 if closing { continue }
                 if count > 0 {
                     output = .writing(.buffer(count))
-                    return .writeBuffer(UnsafeRawBufferPointer(start: outputBuffer.baseAddress, count: count))
+                    return .writeBuffer(UnsafeRawBufferPointer(start: parts.streamBuffer.baseAddress, count: count))
                 }
                 // Everything is written.
                 if case .closingAfterOutput(let outcome) = phase {
@@ -662,7 +641,7 @@ package struct HTTP2StateMachine: ConnectionMachine, ~Copyable {
                 terminate(outcome)  // the socket takes no more now: close anyway
                 continue
             }
-            if readiness.isReady, mayRead { return .read(readBuffer) }
+            if readiness.isReady, mayRead { return .read(parts.readBuffer) }
             return .wait(interest)
         }
     }
@@ -721,11 +700,11 @@ package struct HTTP2StateMachine: ConnectionMachine, ~Copyable {
             return nghttp2_session_mem_recv(session, bytes.baseAddress!.assumingMemoryBound(to: UInt8.self), bytes.count)
         }
         if calmed {
-            server.log.info("HTTP/2 connection from \(address) closed: more than \(Self.idleFrameLimit) frames carrying no progress")
+            parts.server.log.info("HTTP/2 connection from \(parts.address) closed: more than \(Self.idleFrameLimit) frames carrying no progress")
             closeAfterOutput(.error)
         } else if result < 0 {
             if result == Int(NGHTTP2_ERR_FLOODED.rawValue) || result == Int(NGHTTP2_ERR_BAD_CLIENT_MAGIC.rawValue) {
-                server.log.info("HTTP/2 connection from \(address) closed: \(String(cString: nghttp2_strerror(Int32(result))))")
+                parts.server.log.info("HTTP/2 connection from \(parts.address) closed: \(String(cString: nghttp2_strerror(Int32(result))))")
             }
             closeAfterOutput(.error)
         }
@@ -749,10 +728,10 @@ package struct HTTP2StateMachine: ConnectionMachine, ~Copyable {
     /// nghttp2's send callback: copies what fits of `length` bytes of frames into the loop's
     /// stream buffer (the rest of the frame is asked for again at the next send).
     fileprivate mutating func take(_ data: UnsafePointer<UInt8>, _ length: Int) -> Int {
-        let room = outputBuffer.count - filled
+        let room = parts.streamBuffer.count - filled
         guard room > 0 else { return Int(NGHTTP2_ERR_WOULDBLOCK.rawValue) }
         let count = min(room, length)
-        (outputBuffer.baseAddress! + filled).copyMemory(from: data, byteCount: count)
+        (parts.streamBuffer.baseAddress! + filled).copyMemory(from: data, byteCount: count)
         filled += count
         return count
     }
@@ -760,7 +739,7 @@ package struct HTTP2StateMachine: ConnectionMachine, ~Copyable {
     /// What the socket did not take of the stream buffer's `start..<end` is kept (the buffer is
     /// the loop's, shared by its connections).
     private mutating func keepOutput(from start: Int, to end: Int) {
-        leftover.keep(outputBuffer, from: start, to: end)
+        leftover.keep(parts.streamBuffer, from: start, to: end)
     }
 
     private func submitGoAway() {
@@ -824,11 +803,11 @@ package struct HTTP2StateMachine: ConnectionMachine, ~Copyable {
     /// Begins a stream's request: its lifecycle, and the action of its head.
     private mutating func begin(_ stream: Stream) {
         guard session != nil else { return }
-        let interim = InterimSink(loop: handback.loop, connection: handback.token)
+        let interim = InterimSink(loop: parts.handback.loop, connection: parts.handback.token)
         interim.setOpen(true)
         stream.interims = interim
         let exchange = Exchange(
-            server: server, target: stream.path, address: address, clock: clock, now: now, interim: interim, stream: stream.id,
+            server: parts.server, target: stream.path, address: parts.address, clock: parts.clock, now: now, interim: interim, stream: stream.id,
             isHead: stream.method == "HEAD", hasBody: stream.hasBody)
         let lifecycle = exchange.lifecycle
         stream.stage = .running(exchange)
@@ -894,7 +873,7 @@ package struct HTTP2StateMachine: ConnectionMachine, ~Copyable {
             stream.held.append(contentsOf: bytes)
             return
         }
-        let handback = handback
+        let handback = parts.handback
         let next = exchange.receive(bytes, then: handback.bodyReady(stream: id))
         stream.stage = .running(exchange)
         act(stream, next)
@@ -989,7 +968,7 @@ package struct HTTP2StateMachine: ConnectionMachine, ~Copyable {
         let sent = outcome == .sent
         Exchange.complete(
             lifecycle, status: sent || answered ? stream.status : 0, bytes: sent ? stream.bodySent : stream.position,
-            outcome: outcome, server: server)
+            outcome: outcome, server: parts.server)
     }
 
     /// What a stream still holds: a file, a streaming body, its waker.
@@ -1042,7 +1021,7 @@ package struct HTTP2StateMachine: ConnectionMachine, ~Copyable {
             self.session = nil
             nghttp2_session_del(session)
         }
-        server.counters.http2Connections.subtract(1, ordering: .relaxed)
+        parts.server.counters.http2Connections.subtract(1, ordering: .relaxed)
     }
 
     // MARK: - Answers
@@ -1051,7 +1030,7 @@ package struct HTTP2StateMachine: ConnectionMachine, ~Copyable {
     private mutating func hold(bytes: Int = 0, files: Int = 0) {
         heldBytes += bytes
         heldFiles += files
-        server.held.add(bytes: bytes, files: files)
+        parts.server.held.add(bytes: bytes, files: files)
     }
 
     private mutating func unhold(bytes: Int = 0, files: Int = 0) {
@@ -1070,7 +1049,7 @@ package struct HTTP2StateMachine: ConnectionMachine, ~Copyable {
         if queued, !parked.isEmpty { return true }
         let bytes = heldAnswerBytes
         guard bytes > 0 || heldFiles > 0 else { return false }
-        return bytes >= Self.heldBytesLimit || heldFiles >= Self.heldFilesLimit || server.held.exhausted
+        return bytes >= Self.heldBytesLimit || heldFiles >= Self.heldFilesLimit || parts.server.held.exhausted
     }
 
     /// Begins the parked streams' requests, oldest first, while the connection may.
@@ -1121,7 +1100,7 @@ package struct HTTP2StateMachine: ConnectionMachine, ~Copyable {
         case .stream(let body, let count, _):
             length = count
             if bodyAllowed, !isHead {
-                let waker = ConnectionWaker(handback, stream: stream.id)
+                let waker = ConnectionWaker(parts.handback, stream: stream.id)
                 stream.source = .stream(body, waker)
                 starts.append(.body(body, waker, stream: stream.id))
             } else {
@@ -1130,7 +1109,7 @@ package struct HTTP2StateMachine: ConnectionMachine, ~Copyable {
         }
         stream.bodyLength = Int(length ?? 0)
         var block = HeaderBlock(status: status, headers: response.headers)
-        block.append(Self.dateName, date.value.utf8)
+        block.append(Self.dateName, parts.date.value.utf8)
         block.append(Self.noSniffName, Self.noSniff)
         if bodyAllowed, let length {
             var digits: [UInt8] = []
@@ -1240,7 +1219,7 @@ package struct HTTP2StateMachine: ConnectionMachine, ~Copyable {
             if stream.position >= total { flags.pointee |= eof }
             return count
         case .stream(let body, let waker), .deferred(let body, let waker):
-            if quiescing || server.isStopping {
+            if quiescing || parts.server.isStopping {
                 flags.pointee |= eof
                 return 0
             }
