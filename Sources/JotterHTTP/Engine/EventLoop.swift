@@ -265,7 +265,7 @@ final class LoopState {
     private func sweep(now: UInt64) {
         var oldest = UInt64.max
         for connection in Array(connections.values) {
-            connection.check(now: now)
+            connection.check(now: now, polledAt: polledAt)
             if let since = connection.waitingForHeadSince, since < oldest { oldest = since }
         }
         handle.oldestHeadWait.store(oldest == .max ? 0 : oldest, ordering: .relaxed)
@@ -490,8 +490,62 @@ protocol LoopConnection: AnyObject {
     func deliver(_ task: EventLoop.Task)
     /// The server stops: finish what is in flight, take nothing new.
     func quiesce()
-    /// The sweep: deadlines.
-    func check(now: UInt64)
+    /// The sweep, at `now`; the loop last polled at `polledAt`: deadlines.
+    func check(now: UInt64, polledAt: UInt64)
     /// Ends everything now.
     func abort(_ outcome: CompletedExchange.Outcome)
+}
+
+/// A `LoopConnection` that is a `ConnectionMachine` driven by a `SocketDriver` until it
+/// finishes (its socket closed, or handed to another connection): each report of the loop
+/// becomes an event of the machine, given through `drive`, and each action it returns is done
+/// by the driver, until the machine waits. What differs — HTTP/1.1's TLS handshake and its hand
+/// off to HTTP/2 — stays in each connection. Loop thread only.
+protocol MachineConnection: LoopConnection {
+    /// Gives the machine `report` as its event (`LoopReport.event`) and does what it asks until
+    /// it waits or ends. false when the connection has finished: then nothing is given.
+    @discardableResult func drive(_ report: LoopReport) -> Bool
+}
+
+extension MachineConnection {
+    func handle(events: UInt32) { drive(.socket(events)) }
+
+    func deliver(_ task: EventLoop.Task) { forward(task) }
+
+    func quiesce() { drive(.quiesce) }
+
+    func check(now: UInt64, polledAt: UInt64) { drive(.sweep(now: now, polledAt: polledAt)) }
+
+    func abort(_ outcome: CompletedExchange.Outcome) { drive(.abort(outcome)) }
+
+    /// A task another thread posted, to the machine; once the connection has finished, a step
+    /// that landed completes its request (`SocketDriver.abandon`).
+    @inline(__always) func forward(_ task: EventLoop.Task) {
+        if !drive(.task(task)) { SocketDriver.abandon(task) }
+    }
+}
+
+/// What the loop reports to a `MachineConnection`, the same for both protocols.
+enum LoopReport {
+    /// epoll reported these events for the socket.
+    case socket(UInt32)
+    /// A task another thread posted for the connection.
+    case task(EventLoop.Task)
+    /// The server stops.
+    case quiesce
+    /// The sweep, at `now`; the loop last polled at `polledAt`.
+    case sweep(now: UInt64, polledAt: UInt64)
+    /// Ends everything now.
+    case abort(CompletedExchange.Outcome)
+
+    /// The report as `machine`'s event: its action, nil when there is nothing to do.
+    @inline(__always) func event<Machine: ConnectionMachine & ~Copyable>(_ machine: inout Machine) -> ConnectionAction? {
+        switch self {
+        case .socket(let events): SocketDriver.event(events, &machine)
+        case .task(let task): SocketDriver.event(task, &machine)
+        case .quiesce: machine.quiesce()
+        case .sweep(let now, let polledAt): machine.tick(now: now, polledAt: polledAt, unread: nil)
+        case .abort(let outcome): machine.abort(outcome)
+        }
+    }
 }

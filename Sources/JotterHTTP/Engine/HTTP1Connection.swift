@@ -12,7 +12,7 @@ import JotterSystem
 /// through the connection's OpenSSL session (`ConnectionIO`), and files are read into the
 /// loop's stream buffer and written through it, as TLS cannot `sendfile`. A connection that
 /// turns out to speak HTTP/2 hands its socket to an `HTTP2Connection`. Loop thread only.
-final class HTTP1Connection: LoopConnection {
+final class HTTP1Connection: MachineConnection {
     let address: String
     let opened: UInt64
     // The state below is unchecked for exclusive access (no runtime check per access: checked,
@@ -43,35 +43,22 @@ final class HTTP1Connection: LoopConnection {
 
     // MARK: - Events
 
+    /// Until the TLS handshake is done, the socket's readiness goes to it, not to the machine
+    /// (the sweep still reaches the machine: the handshake counts against the header deadline).
     func handle(events: UInt32) {
-        guard !finished else { return }
-        if handshaking, !SocketDriver.hungUp(events) {
-            continueHandshake()
-            return
-        }
-        run(SocketDriver.event(events, &machine))
+        if handshaking, !finished, !SocketDriver.hungUp(events) { return continueHandshake() }
+        drive(.socket(events))
     }
 
     func deliver(_ task: EventLoop.Task) {
-        guard !finished else { return SocketDriver.abandon(task) }
         if handshaking, case .read = task { return }  // the handshake reads for itself
-        if let action = SocketDriver.event(task, &machine) { run(action) }
+        forward(task)
     }
 
-    func quiesce() {
-        guard !finished else { return }
-        run(machine.quiesce())
-    }
-
-    /// The sweep: deadlines (the handshake counts against the header deadline).
-    func check(now: UInt64) {
-        guard !finished else { return }
-        run(machine.tick(now: now, polledAt: socket.loop.polledAt))
-    }
-
-    func abort(_ outcome: CompletedExchange.Outcome) {
-        guard !finished else { return }
-        run(machine.abort(outcome))
+    @discardableResult func drive(_ report: LoopReport) -> Bool {
+        guard !finished else { return false }
+        if let action = report.event(&machine) { run(action) }
+        return true
     }
 
     /// Does what the machine asks until it waits or ends.

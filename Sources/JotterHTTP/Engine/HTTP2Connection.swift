@@ -8,7 +8,7 @@ import JotterSystem
 /// It begins as an `HTTP1Connection` that hands over: after a TLS handshake that chose `h2` by
 /// ALPN, or when a plain connection starts with the client preface (prior knowledge; no
 /// `Upgrade: h2c`). It keeps the socket, the TLS session and the epoll interest. Loop thread only.
-final class HTTP2Connection: LoopConnection {
+final class HTTP2Connection: MachineConnection {
     let address: String
     let opened: UInt64
     // Unchecked for exclusive access, as `HTTP1Connection`'s (its comment has the measured
@@ -35,40 +35,18 @@ final class HTTP2Connection: LoopConnection {
         run(machine.begin(with: bytes, now: machine.clock.now()))
     }
 
-    // MARK: - Events
+    // MARK: - Events (the rest: `MachineConnection`)
 
-    func handle(events: UInt32) {
-        guard !finished else { return }
-        run(SocketDriver.event(events, &machine))
+    @discardableResult func drive(_ report: LoopReport) -> Bool {
+        guard !finished else { return false }
+        if let action = report.event(&machine) { run(action) }
+        return true
     }
 
-    func deliver(_ task: EventLoop.Task) {
-        guard !finished else { return SocketDriver.abandon(task) }
-        if let action = SocketDriver.event(task, &machine) { run(action) }
-    }
-
-    func quiesce() {
-        guard !finished else { return }
-        run(machine.quiesce())
-    }
-
-    func check(now: UInt64) {
-        guard !finished else { return }
-        run(machine.tick(now: now, polledAt: socket.loop.polledAt))
-    }
-
-    func abort(_ outcome: CompletedExchange.Outcome) {
-        guard !finished else { return }
-        run(machine.abort(outcome))
-    }
-
-    /// Does what the machine asks until it waits or ends.
+    /// Does what the machine asks until it waits or ends (an HTTP/2 machine never hands off).
     private func run(_ action: ConnectionAction) {
-        switch socket.run(&machine, action) {
-        case .waiting, .handOff: break
-        case .closed:
-            finished = true
-            socket.close(self)
-        }
+        guard case .closed = socket.run(&machine, action) else { return }
+        finished = true
+        socket.close(self)
     }
 }
