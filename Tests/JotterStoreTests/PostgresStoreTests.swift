@@ -159,14 +159,32 @@ struct PostgresStoreTests {
         var now = 0.0
         for _ in 0..<9 {
             #expect(trims.isDue(at: now))
-            trims.tried(at: now, finished: false)
+            trims.tried(at: now, progressed: false)
             intervals.append(trims.interval)
             #expect(!trims.isDue(at: now + trims.interval - 0.5))
             now += trims.interval
         }
         #expect(intervals == [1, 2, 4, 8, 16, 32, 60, 60, 60])
-        trims.tried(at: now, finished: true)
+        trims.tried(at: now, progressed: true)
         #expect(trims.interval == 1 && trims.isDue(at: now + 1) && !trims.isDue(at: now + 0.5))
+    }
+
+    @Test("a trim says whether it deleted events and whether any are left beyond the backlog")
+    func trimSaysWhatItDid() throws {
+        // A backlog the feed's own trims never reach: only these calls cut.
+        let fixture = try StoreFixture(.postgres, options: .init(eventBacklog: 1_000))
+        for number in 1...6 { _ = try create(fixture.postgres, "n\(number)") }
+        let db = try fixture.connect()
+        // (A busy server's trim cuts and still finds events beyond the backlog, which arrived
+        // after its cut: it made progress, and the feed does not back off.)
+        #expect(try PostgresNoteRows.trim(backlog: 3, on: db) == .init(cut: true, left: false))
+        #expect(try db.query("SELECT count(*) FROM events")[0].value(0, as: Int64.self) == 3)
+        #expect(try PostgresNoteRows.trim(backlog: 3, on: db) == .init(cut: false, left: false))
+        let other = try fixture.connect()
+        _ = try other.query("SELECT pg_advisory_lock($1)", [PostgresNoteRows.trimLock])
+        for number in 7...8 { _ = try create(fixture.postgres, "n\(number)") }
+        #expect(try PostgresNoteRows.trim(backlog: 3, on: db) == .init(cut: false, left: true), "another instance trims")
+        _ = try other.query("SELECT pg_advisory_unlock($1)", [PostgresNoteRows.trimLock])
     }
 
     @Test("writes commit with synchronous_commit on, whatever the server's default")

@@ -119,8 +119,9 @@ final class PostgresEventFeed: Sendable {
                     if untrimmed && trims.isDue(at: now) {
                         // Events the horizon kept (or another instance's trim) are tried again
                         // later, not only after the next write.
-                        untrimmed = try PostgresNoteRows.trim(backlog: backlog, on: db)
-                        trims.tried(at: now, finished: !untrimmed)
+                        let trim = try PostgresNoteRows.trim(backlog: backlog, on: db)
+                        untrimmed = trim.left
+                        trims.tried(at: now, progressed: trim.cut || !trim.left)
                         trimInterval.store(trims.interval, ordering: .relaxed)
                     }
                     lastRead = now
@@ -155,11 +156,12 @@ final class PostgresEventFeed: Sendable {
     }
 }
 
-/// When the event feed trims the backlog next. At most once a second; while trims have to
-/// leave events beyond the backlog (a long transaction holds the horizon back, or another
-/// instance is trimming), each try waits twice as long as the one before — 1 s, 2 s, 4 s … up
-/// to a minute —, since each rescans up to `backlog` index entries to find nothing it may
-/// delete. A trim that finishes (leaves nothing beyond the backlog) sets it back to a second.
+/// When the event feed trims the backlog next. At most once a second; while trims delete
+/// nothing yet leave events beyond the backlog (a long transaction holds the horizon back, or
+/// another instance is trimming), each try waits twice as long as the one before — 1 s, 2 s,
+/// 4 s … up to a minute —, since each rescans up to `backlog` index entries to find nothing it
+/// may delete. A trim that deletes events (on a busy server events arrive after every cut) or
+/// leaves none beyond the backlog sets it back to a second.
 struct TrimBackoff: Sendable, Equatable {
     static let shortest: Double = 1
     static let longest: Double = 60
@@ -168,15 +170,16 @@ struct TrimBackoff: Sendable, Equatable {
     private(set) var interval = Self.shortest
     /// When the last try was (`MonotonicClock` seconds).
     private(set) var last = -Double.infinity
-    /// Whether the last try left events beyond the backlog.
-    private var left = false
+    /// Whether the last try made no progress.
+    private var stuck = false
 
     func isDue(at now: Double) -> Bool { now - last >= interval }
 
-    mutating func tried(at now: Double, finished: Bool) {
+    /// A try at `now`; `progressed`: it deleted events, or left none beyond the backlog.
+    mutating func tried(at now: Double, progressed: Bool) {
         last = now
-        interval = finished || !left ? Self.shortest : min(interval * 2, Self.longest)
-        left = !finished
+        interval = progressed || !stuck ? Self.shortest : min(interval * 2, Self.longest)
+        stuck = !progressed
     }
 }
 

@@ -488,22 +488,31 @@ enum PostgresNoteRows {
         return Int(try row.int64(0))
     }
 
+    /// What a trim did: whether it deleted events (`cut`), and whether events beyond the
+    /// backlog are left after it (`left`).
+    struct Trim: Sendable, Equatable {
+        var cut: Bool
+        var left: Bool
+    }
+
     /// Deletes the events beyond the newest `backlog` below the horizon, remembering the newest
     /// deleted id; one instance at a time (the others skip: it is not theirs to wait for).
-    /// Whether events beyond the backlog are left: above the horizon (a transaction that began
-    /// before they committed is still open, in any database of the cluster), or another
-    /// instance held the trimming's lock. Then the caller tries again later, with or without
-    /// new events.
+    /// Events beyond the backlog are left when they are above the horizon (a transaction that
+    /// began before they committed is still open, in any database of the cluster), when another
+    /// instance held the trimming's lock, or when they arrived since the cut (a busy server):
+    /// then the caller tries again later, with or without new events.
     @discardableResult
-    static func trim(backlog: Int, on db: PostgresConnection) throws -> Bool {
-        try db.query(
+    static func trim(backlog: Int, on db: PostgresConnection) throws -> Trim {
+        let cut = try db.query(
             """
             WITH lock AS MATERIALIZED (SELECT pg_try_advisory_xact_lock($2) AS got),
             cut AS MATERIALIZED (SELECT id FROM events, lock WHERE lock.got AND id < \(horizon) ORDER BY id DESC OFFSET $1 LIMIT 1),
-            gone AS (DELETE FROM events WHERE id <= (SELECT id FROM cut))
-            UPDATE event_marks SET trimmed_through = greatest(trimmed_through, (SELECT id FROM cut)) WHERE EXISTS (SELECT 1 FROM cut)
-            """, [backlog, trimLock])
-        return try db.query("SELECT EXISTS (SELECT 1 FROM events ORDER BY id DESC OFFSET $1)", [backlog])[0].value(0, as: Bool.self)
+            gone AS (DELETE FROM events WHERE id <= (SELECT id FROM cut)),
+            mark AS (UPDATE event_marks SET trimmed_through = greatest(trimmed_through, (SELECT id FROM cut)) WHERE EXISTS (SELECT 1 FROM cut))
+            SELECT EXISTS (SELECT 1 FROM cut)
+            """, [backlog, trimLock])[0].value(0, as: Bool.self)
+        let left = try db.query("SELECT EXISTS (SELECT 1 FROM events ORDER BY id DESC OFFSET $1)", [backlog])[0].value(0, as: Bool.self)
+        return Trim(cut: cut, left: left)
     }
 
     /// The advisory lock the trimming holds.
