@@ -150,6 +150,7 @@ async function request(method, path, { json, ifMatch, key } = {}) {
       cache: 'no-store',
       signal: controller.signal,
     });
+    idle.active(); // the head came: a sign of life too
     // (A body cut off, by the network or the timeout, is no answer either: not an empty one.)
     text = await readText(response, idle.active);
   } catch {
@@ -244,14 +245,12 @@ function send(method, url, state, { headers = {}, body = null, onProgress } = {}
     const xhr = new XMLHttpRequest();
     state.xhr = xhr;
     let timedOut = false;
-    const idle = idleTimer(() => {
-      timedOut = true;
-      xhr.abort();
-    });
-    xhr.addEventListener('loadend', idle.stop);
-    xhr.upload.addEventListener('progress', idle.active);
-    xhr.addEventListener('progress', idle.active);
-    xhr.addEventListener('readystatechange', idle.active);
+    let idle = null; // from the send on
+    const active = () => idle?.active();
+    xhr.addEventListener('loadend', () => idle?.stop());
+    xhr.upload.addEventListener('progress', active);
+    xhr.addEventListener('progress', active);
+    xhr.addEventListener('readystatechange', active);
     xhr.open(method, url);
     xhr.setRequestHeader('Accept', 'application/json');
     if (csrfToken) xhr.setRequestHeader('X-CSRF-Token', csrfToken);
@@ -266,7 +265,10 @@ function send(method, url, state, { headers = {}, body = null, onProgress } = {}
     xhr.addEventListener('abort', () => reject(timedOut ? new ApiError(
       "The upload stalled: the server didn't answer in time.") : new ApiError('Upload cancelled.', { aborted: true })));
     xhr.send(body);
-    idle.active();
+    idle = idleTimer(() => {
+      timedOut = true;
+      xhr.abort();
+    });
   });
 }
 
