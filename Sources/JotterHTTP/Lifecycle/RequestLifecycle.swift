@@ -504,12 +504,14 @@ extension RequestLifecycle {
         /// route under other middleware than the POST's).
         private mutating func handlerPhase(_ request: Request) -> Action {
             guard let route, let head else { return .close }
+            // Set by routing, but for a `_method` choice: found here, before its middleware (whose
+            // refusals are counted under it).
+            if context.matchedRoute !== route { context.matchedRoute = route }
             if route.stack !== stack {
                 stack = route.stack
                 if let index = stack.runHeads(head, context: &context) { return answerRefusal(index, now: true) }
             }
             context.parameters = parameters
-            if context.matchedRoute !== route { context.matchedRoute = route }  // (set by routing, but for a `_method` choice)
             var routed = request
             routed.head = head
             phase = .answered
