@@ -64,7 +64,14 @@ struct AccountPlace: ParsableArguments {
     /// Checks the owner a `tokens` command names: `--user NAME` is required on the store (through a
     /// server, the tokens are the signed-in user's).
     func requireOwner(_ user: String?) throws(UsageError) {
-        if case .folder = kind, user == nil { throw UsageError("--user NAME is required on the data folder") }
+        switch kind {
+        case .folder: if user == nil { throw UsageError("--user NAME is required on the data folder") }
+        case .server:
+            // Not ignored: through the server it is always the signed-in user's.
+            if user != nil {
+                throw UsageError("--user works on the data folder (--data or --database); through the server it is the signed-in user's")
+            }
+        }
     }
 
     /// Does what an account command does where it acts: `remote` with the server's client, or
@@ -325,7 +332,8 @@ struct TokensCreateCommand: AsyncCommand, ParsableArguments {
         --user's; with --server, the signed-in user's. Give it to the CLI as JOTTER_TOKEN or to
         `Authorization: Bearer`.
         """
-    @Value(Option.text("--user", value: "NAME", help: "Whose token it is (with --data or --database; required there).")) var user: String?
+    @Value(Option.text("--user", value: "NAME", help: "Whose token it is (with --data or --database; required there, refused through the server)."))
+    var user: String?
     @Value(Option.text("--name", value: "LABEL", help: "What it is for, shown by tokens list.").map { $0 ?? "" }) var label: String
     @Value(
         Option.value(
@@ -370,7 +378,8 @@ struct TokensListCommand: AsyncCommand, ParsableArguments {
     static let summary = "List API tokens."
     static let about =
         "Lists tokens, newest first: id, label, created, last used, expiry (UTC), revoked — --user's on the data folder, the signed-in user's with --server; --json as GET /auth/tokens gives them."
-    @Value(Option.text("--user", value: "NAME", help: "Whose tokens (with --data or --database; required there).")) var user: String?
+    @Value(Option.text("--user", value: "NAME", help: "Whose tokens (with --data or --database; required there, refused through the server)."))
+    var user: String?
     @Group var place: AccountPlace
 
     func validate(_ arguments: Arguments) throws { try place.requireOwner(user) }

@@ -69,6 +69,11 @@ struct LoginTests {
             #expect(try jotter(["users", "passwd", "carl"], token: admin, input: "carl's new password\n").status == 0)
             #expect(try app.token("carl", password: "carl's new password").hasPrefix("jot_"))
 
+            // --user through the server is refused, not ignored (the token would be ann's).
+            for command in [["tokens", "create", "--user", "carl"], ["tokens", "list", "--user", "carl"]] {
+                let refused = try jotter(command, token: ann)
+                #expect(refused.status == 2 && refused.err.contains("--user works on the data folder"), "\(command): \(refused)")
+            }
             let created = try jotter(["tokens", "create", "--name", "script", "--expires", "1d"], token: ann)
             #expect(created.status == 0 && created.out.hasPrefix("jot_"))
             let listed = try jotter(["tokens", "list"], token: ann)
