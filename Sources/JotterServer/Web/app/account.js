@@ -45,8 +45,8 @@ function remember(user) {
  * After `user` signed in: true when this page goes on with their copy of the notes; false when
  * it showed another user's (the session ended and someone else signed in), and reloads with
  * theirs: what the first user left waiting stays in the first user's copy, sent when they are
- * back. A copy of a removed account of the same name is emptied first (`store.claim`), and the
- * page reloads without it.
+ * back. A copy of a removed account of the same name with nothing waiting is emptied first
+ * (`store.claim`), and the page reloads without it.
  */
 async function follow(user) {
   remember(user);

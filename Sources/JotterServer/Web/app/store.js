@@ -5,7 +5,7 @@
 // copy of their own (`jotter:<name>`; `jotter` with nobody signed in): the one of the user this
 // browser last signed in as (`USER` in localStorage), so that another user signing in here never
 // sees, nor sends as theirs, what the first one left waiting. The copy records the account's id
-// (`claim`): a new account given a removed one's name starts from an empty copy.
+// (`claim`): a new account given a removed one's name does not see the first one's notes.
 
 import { rebase } from './merge.js';
 
@@ -332,18 +332,20 @@ export function clear() {
 /**
  * Makes this copy that of the account `userId` (signed in under its name). A copy kept for
  * another account of that name — removed since, the name given to someone else — is emptied
- * first, its drafts too: its notes and waiting edits were that account's, no one else's to see
- * or to send. A copy from before the account was recorded is taken as this one's. Resolves to
- * whether it was emptied.
+ * when nothing in it waits to be sent: its notes were that account's, no one else's to see.
+ * One with waiting edits or drafts is kept, and they are sent as this account's: the browser
+ * can't tell a new person from the same one whose account was made again (after a restore of
+ * an older backup), and no edit is ever dropped. A copy from before the account was recorded is
+ * taken as this one's. Resolves to whether it was emptied.
  */
-export async function claim(userId) {
-  const emptied = await transaction(['notes', 'outbox', 'meta'], 'readwrite', async (stores) => {
+export function claim(userId) {
+  const drafted = drafts().length > 0;
+  return transaction(['notes', 'outbox', 'meta'], 'readwrite', async (stores) => {
     const owner = await promised(stores.meta.get('user-id'));
     if (owner === userId) return false;
-    if (owner !== undefined) for (const store of Object.values(stores)) store.clear();
+    const empty = owner !== undefined && !drafted && (await promised(stores.outbox.count())) === 0;
+    if (empty) for (const store of Object.values(stores)) store.clear();
     stores.meta.put(userId, 'user-id');
-    return owner !== undefined;
+    return empty;
   });
-  if (emptied) for (const draft of drafts()) dropDraft(draft.key);
-  return emptied;
 }
