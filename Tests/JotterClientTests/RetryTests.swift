@@ -171,17 +171,23 @@ struct RetryTests {
             defer { proxy.stop() }
             var configuration = JotterClient.Configuration()
             configuration.retry = RetryPolicy(maximumAttempts: 3, initialDelay: 0.05)
-            let client = JotterClient(baseURL: URL(string: "http://127.0.0.1:\(proxy.port)")!, configuration: configuration)
+            // A client (a URLSession) per write, whose first connection is the one cut: on Linux,
+            // a request with a body cut on a *reused* keep-alive connection is resent by libcurl
+            // itself, and swift-corelibs-foundation can't rewind the body for it — the resend's
+            // head goes without its body, and the server answers 408 after its 10 s body
+            // timeout (which then took one of these three attempts, and under load the test
+            // failed). That is another failure than this test's, left open for now.
+            func client() -> JotterClient { JotterClient(baseURL: URL(string: "http://127.0.0.1:\(proxy.port)")!, configuration: configuration) }
             proxy.arm(FaultProxy.Fault(at: .arrived) {})
-            let note = try await client.notes.create("x")
+            let note = try await client().notes.create("x")
             #expect(proxy.disarm() != nil, "the first POST was cut")
             proxy.arm(FaultProxy.Fault(at: .arrived) {})
-            #expect(try await client.notes.update(note.id, body: "y").body == "y")
+            #expect(try await client().notes.update(note.id, body: "y").body == "y")
             #expect(proxy.disarm() != nil, "the first PUT was cut")
             proxy.arm(FaultProxy.Fault(at: .arrived) {})
-            _ = try await client.notes.delete(note.id)
+            _ = try await client().notes.delete(note.id)
             #expect(proxy.disarm() != nil, "the first DELETE was cut")
-            #expect(try await client.notes.allTrash().map(\.id) == [note.id])
+            #expect(try await client().notes.allTrash().map(\.id) == [note.id])
         }
     }
 }
