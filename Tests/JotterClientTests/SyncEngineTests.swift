@@ -343,24 +343,22 @@ struct SyncEngineTests {
 
             let file = folder.appendingPathComponent("notes.sqlite")
             let count = 30
-            let process = Process()
-            process.executableURL = executable
-            process.arguments = [app.baseURL.absoluteString, file.path, String(count)]
-            process.standardOutput = FileHandle.nullDevice
-            try process.run()
-            defer {
-                if process.isRunning { Glibc.kill(process.processIdentifier, SIGKILL) }
-                process.waitUntilExit()
-            }
+            // Spawned as every test's program is (`spawnProgram`): a `Process` here once hung
+            // in `waitUntilExit()` after its child was killed, in a clean-clone run.
+            let pid = try spawnProgram(
+                [executable.path, app.baseURL.absoluteString, file.path, String(count)], output: .discard)
+            var reaped = false
+            defer { if !reaped { Glibc.kill(pid, SIGKILL); _ = waitForExit(pid) } }
             // Killed once some notes are on the server, while the rest are being sent.
             var sent = 0
             for _ in 0..<1000 where sent < 3 {
                 try await Task.sleep(nanoseconds: 10_000_000)
                 sent = try await Self.serverNotes(client).count
             }
-            Glibc.kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
-            #expect(process.terminationReason == .uncaughtSignal, "killed, not finished")
+            Glibc.kill(pid, SIGKILL)
+            let ended = waitForExit(pid)
+            reaped = true
+            #expect(ended & 0x7f == SIGKILL, "killed, not finished (wait status \(ended))")
             let onServer = try await Self.serverNotes(client).count
             #expect(onServer >= 3 && onServer < count, "killed mid-sync: \(onServer) of \(count) sent")
 
