@@ -13,20 +13,8 @@ struct AccountCommandTests {
     static func jotter(_ arguments: [String], input: String = "", environment: [String: String] = ["PATH": "/usr/bin:/bin"]) throws
         -> (status: Int32, out: String, err: String)
     {
-        let process = Process()
-        process.executableURL = ServerProcess.binary
-        process.arguments = arguments
-        process.environment = environment
-        let out = Pipe(), err = Pipe(), stdin = Pipe()
-        process.standardOutput = out
-        process.standardError = err
-        process.standardInput = stdin
-        try process.run()
-        stdin.fileHandleForWriting.write(Data(input.utf8))
-        try stdin.fileHandleForWriting.close()
-        let output = out.fileHandleForReading.readDataToEndOfFile(), errors = err.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return (process.terminationStatus, String(decoding: output, as: UTF8.self), String(decoding: errors, as: UTF8.self))
+        let run = try runProgram([ServerProcess.binary.path] + arguments, environment: environment, input: Array(input.utf8), separateErrors: true)
+        return (run.status, run.output, run.errors)
     }
 
     @Test("users add/list/passwd/remove and tokens create/list/revoke; a created token opens the server, a revoked one does not")
@@ -106,20 +94,17 @@ struct AccountCommandTests {
         func firstLines(_ arguments: [String]) throws -> String {
             let data = try scratchFolder()
             defer { try? FileManager.default.removeItem(at: data) }
-            let process = Process()
-            process.executableURL = ServerProcess.binary
-            process.arguments = ["serve", "--host", "0.0.0.0", "--port", "0", "--quiet", "--data", data.path] + arguments
-            let err = Pipe()
-            process.standardError = err
-            try process.run()
-            defer { process.terminate(); process.waitUntilExit() }
+            let log = data.appendingPathComponent("serve.log")
+            let process = try ChildProgram(
+                [ServerProcess.binary.path, "serve", "--host", "0.0.0.0", "--port", "0", "--quiet", "--data", data.path] + arguments,
+                output: .file(log))
+            defer { process.stop() }
             var text = ""
             let deadline = Date().addingTimeInterval(15)
             while !text.contains("listening") || (arguments.contains("off") && !text.contains("warning")) {
-                guard Date() < deadline else { break }
-                let chunk = err.fileHandleForReading.availableData
-                if chunk.isEmpty { break }
-                text += String(decoding: chunk, as: UTF8.self)
+                guard Date() < deadline, process.isRunning else { break }
+                usleep(20_000)
+                text = (try? String(contentsOf: log, encoding: .utf8)) ?? ""
             }
             return text
         }

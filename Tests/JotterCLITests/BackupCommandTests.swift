@@ -32,15 +32,7 @@ struct BackupCommandTests {
 
     /// Runs a program and returns what it printed on standard output.
     static func tool(_ arguments: [String]) throws -> String {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = arguments
-        let out = Pipe()
-        process.standardOutput = out
-        try process.run()
-        let data = out.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return String(decoding: data, as: UTF8.self)
+        try runProgram(arguments, separateErrors: true).output
     }
 
     static func sha256sum(_ path: String) throws -> String {

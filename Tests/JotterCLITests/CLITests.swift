@@ -291,18 +291,8 @@ struct BinaryTests {
 
     /// Runs the built `jotter` with `arguments`; its exit status and output.
     static func jotter(_ arguments: [String], environment: [String: String]) throws -> (status: Int32, out: String, err: String) {
-        let process = Process()
-        process.executableURL = ServerProcess.binary
-        process.arguments = arguments
-        process.environment = environment
-        let out = Pipe(), err = Pipe()
-        process.standardOutput = out
-        process.standardError = err
-        process.standardInput = FileHandle.nullDevice
-        try process.run()
-        let output = out.fileHandleForReading.readDataToEndOfFile(), errors = err.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return (process.terminationStatus, String(decoding: output, as: UTF8.self), String(decoding: errors, as: UTF8.self))
+        let run = try runProgram([ServerProcess.binary.path] + arguments, environment: environment, separateErrors: true)
+        return (run.status, run.output, run.errors)
     }
 
     @Test(
@@ -353,15 +343,9 @@ struct BinaryTests {
     func portInUse() throws {
         let server = try ServerProcess()
         defer { server.signal(SIGTERM); _ = server.finish() }
-        let second = Process()
-        second.executableURL = ServerProcess.binary
-        second.arguments = ["serve", "--port", String(server.port), "--data", server.dataDirectory.path]
-        let err = Pipe()
-        second.standardError = err
-        try second.run()
-        second.waitUntilExit()
-        let text = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        #expect(second.terminationStatus == 1)
-        #expect(text == "error: 127.0.0.1:\(server.port) is already in use (another server is listening there); choose another --port\n")
+        let second = try runProgram(
+            [ServerProcess.binary.path, "serve", "--port", String(server.port), "--data", server.dataDirectory.path], separateErrors: true)
+        #expect(second.status == 1)
+        #expect(second.errors == "error: 127.0.0.1:\(server.port) is already in use (another server is listening there); choose another --port\n")
     }
 }

@@ -10,30 +10,8 @@ import JotterTestSupport
 struct CompletionTests {
     /// Runs `program arguments`; its exit status, standard output and error.
     static func run(_ program: String, _ arguments: [String], input: String? = nil) throws -> (status: Int32, out: String, err: String) {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: program)
-        process.arguments = arguments
-        let folder = try scratchFolder()
-        defer { try? FileManager.default.removeItem(at: folder) }
-        // Files, not pipes: reading a pipe here can be interrupted (EINTR) and Foundation traps.
-        let out = folder.appendingPathComponent("out"), err = folder.appendingPathComponent("err")
-        _ = FileManager.default.createFile(atPath: out.path, contents: nil)
-        _ = FileManager.default.createFile(atPath: err.path, contents: nil)
-        let outHandle = try FileHandle(forWritingTo: out), errHandle = try FileHandle(forWritingTo: err)
-        process.standardOutput = outHandle
-        process.standardError = errHandle
-        if let input {
-            let file = folder.appendingPathComponent("in")
-            try Data(input.utf8).write(to: file)
-            process.standardInput = try FileHandle(forReadingFrom: file)
-        } else {
-            process.standardInput = FileHandle.nullDevice
-        }
-        try process.run()
-        process.waitUntilExit()
-        try outHandle.close()
-        try errHandle.close()
-        return (process.terminationStatus, try String(contentsOf: out, encoding: .utf8), try String(contentsOf: err, encoding: .utf8))
+        let run = try runProgram([program] + arguments, input: Array((input ?? "").utf8), separateErrors: true)
+        return (run.status, run.output, run.errors)
     }
 
     /// The script `jotter completion SHELL` prints, in a file.

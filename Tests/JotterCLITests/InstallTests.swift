@@ -14,17 +14,8 @@ struct InstallTests {
 
     /// Runs a program in the package root: its exit status and what it printed on each stream.
     static func run(_ arguments: [String]) throws -> (status: Int32, out: String, err: String) {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = arguments
-        process.currentDirectoryURL = root
-        let out = Pipe(), err = Pipe()
-        process.standardOutput = out
-        process.standardError = err
-        try process.run()
-        let output = out.fileHandleForReading.readDataToEndOfFile(), errors = err.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return (process.terminationStatus, String(decoding: output, as: UTF8.self), String(decoding: errors, as: UTF8.self))
+        let run = try runProgram(arguments, directory: root, separateErrors: true)
+        return (run.status, run.output, run.errors)
     }
 
     /// `make install-files` (what `make install` does after building) with these variables.

@@ -44,18 +44,10 @@ struct ReadmeCommandTests {
         let jotter = ServerProcess.binary.deletingLastPathComponent().appendingPathComponent("jotter")
         try TestApp.with { app in
             for line in lines {
-                let process = Process()
-                process.executableURL = jotter
-                process.arguments = Array(Self.words(line).dropFirst())
-                process.currentDirectoryURL = folder
-                process.environment = ["JOTTER_SERVER": "http://127.0.0.1:\(app.port)", "HOME": folder.path]
-                let err = Pipe()
-                process.standardError = err
-                process.standardOutput = FileHandle.nullDevice
-                try process.run()
-                let errors = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-                process.waitUntilExit()
-                #expect(process.terminationStatus == 0, "\(line): \(errors)")
+                let environment = ["JOTTER_SERVER": "http://127.0.0.1:\(app.port)", "HOME": folder.path]
+                let run = try runProgram(
+                    [jotter.path] + Self.words(line).dropFirst(), environment: environment, directory: folder, separateErrors: true)
+                #expect(run.status == 0, "\(line): \(run.errors)")
             }
         }
     }

@@ -116,7 +116,7 @@ struct DocCommentExampleTests {
         defer { try? FileManager.default.removeItem(at: folder) }
         let main = folder.appendingPathComponent("main.swift")
         try Data(Self.program(try Self.examples()).utf8).write(to: main)
-        let (status, errors) = try ReadmeExampleTests.swiftc(main, ["-emit-sil", "-o", "/dev/null", "-suppress-warnings"])
-        #expect(status == 0, "\(errors.prefix(6000))")
+        let compiled = try ReadmeExampleTests.swiftc(main, ["-emit-sil", "-o", "/dev/null", "-suppress-warnings"])
+        #expect(compiled.status == 0, "\(compiled.output.prefix(6000))")
     }
 }

@@ -37,8 +37,8 @@ struct ReadmeExampleTests {
         let manifest = "// swift-tools-version:6.0\nimport PackageDescription\n\nlet package = Package(\n    name: \"MyApp\",\n\(lines))\n"
         try Data(manifest.utf8).write(to: app.appendingPathComponent("Package.swift"))
         try Data("import JotterClient\n".utf8).write(to: app.appendingPathComponent("Sources/MyApp/main.swift"))
-        let (status, errors) = try runTool(["swift", "package", "--package-path", app.path, "resolve"])
-        #expect(status == 0, "\(manifest)\n\(errors.prefix(3000))")
+        let run = try runProgram(["swift", "package", "--package-path", app.path, "resolve"])
+        #expect(run.status == 0, "\(manifest)\n\(run.output.prefix(3000))")
     }
 
     @Test("the README's program compiles as main.swift with only import Foundation and import JotterClient")
@@ -55,8 +55,8 @@ struct ReadmeExampleTests {
             #expect(!program.contains("import JotterAPI"), "the example needs only import JotterClient")
             let main = folder.appendingPathComponent("main.swift")
             try Data(program.utf8).write(to: main)
-            let (status, output) = try Self.swiftc(main, ["-emit-sil", "-o", "/dev/null"])
-            #expect(status == 0, "\(output.prefix(3000))")
+            let compiled = try Self.swiftc(main, ["-emit-sil", "-o", "/dev/null"])
+            #expect(compiled.status == 0, "\(compiled.output.prefix(3000))")
         }
     }
 
@@ -76,29 +76,17 @@ struct ReadmeExampleTests {
             let main = folder.appendingPathComponent("main.swift")
             try Data(program.replacingOccurrences(of: address, with: "http://127.0.0.1:\(app.port)").utf8).write(to: main)
             let executable = folder.appendingPathComponent("readme-app")
-            let (status, errors) = try Self.buildApp(main, to: executable)
-            try #require(status == 0, "\(errors.prefix(3000))")
+            let built = try Self.buildApp(main, to: executable)
+            try #require(built.status == 0, "\(built.output.prefix(3000))")
 
             let photo = (0..<300_000).map { _ in UInt8.random(in: 0...255) }
             try Data(photo).write(to: folder.appendingPathComponent("photo.jpg"))
             let digest = sha256(photo)
 
             let outputURL = folder.appendingPathComponent("output.txt")
-            _ = FileManager.default.createFile(atPath: outputURL.path, contents: nil)
-            let outputFile = try FileHandle(forWritingTo: outputURL)
-            defer { try? outputFile.close() }
-            let process = Process()
             // Line-buffered, so what it printed can be read while it runs.
-            process.executableURL = URL(fileURLWithPath: "/usr/bin/stdbuf")
-            process.arguments = ["-oL", executable.path]
-            process.currentDirectoryURL = folder
-            process.standardOutput = outputFile
-            process.standardError = outputFile
-            try process.run()
-            defer {
-                if process.isRunning { Glibc.kill(process.processIdentifier, SIGKILL) }
-                process.waitUntilExit()
-            }
+            let process = try ChildProgram(["stdbuf", "-oL", executable.path], directory: folder, output: .file(outputURL))
+            defer { process.stop() }
             func output() -> String { (try? String(contentsOf: outputURL, encoding: .utf8)) ?? "" }
             /// Waits up to 60 s for `condition`, doing `meanwhile` every half second.
             func waitFor(_ condition: () -> Bool, meanwhile: () -> Void = {}) -> Bool {
@@ -125,8 +113,8 @@ struct ReadmeExampleTests {
     }
 
     /// `main` built into `executable`, linked with the objects of the JotterClient product's
-    /// targets as SwiftPM links them into an app; `swiftc`'s exit status and standard error.
-    static func buildApp(_ main: URL, to executable: URL) throws -> (status: Int32, errors: String) {
+    /// targets as SwiftPM links them into an app; how `swiftc` ended and what it printed.
+    static func buildApp(_ main: URL, to executable: URL) throws -> ProgramRun {
         let build = root.appendingPathComponent(".build/debug")
         let objects = try ["JotterClient", "JotterAPI", "JotterWire", "JotterSystem"].flatMap { target in
             let objectFolder = build.appendingPathComponent("\(target).build")
@@ -138,9 +126,9 @@ struct ReadmeExampleTests {
 
     /// `swiftc` on `main` as the module `ReadmeApp`, against this build's modules and the SDK's
     /// system libraries; its exit status and what it wrote to standard error.
-    static func swiftc(_ main: URL, _ arguments: [String]) throws -> (status: Int32, errors: String) {
+    static func swiftc(_ main: URL, _ arguments: [String]) throws -> ProgramRun {
         let modules = root.appendingPathComponent(".build/debug/Modules")
-        return try runTool(
+        return try runProgram(
             [
                 "swiftc", main.path, "-module-name", "ReadmeApp", "-I", modules.path,
                 // The SDK's system libraries on Linux, as SwiftPM hands them to an app that depends on it.

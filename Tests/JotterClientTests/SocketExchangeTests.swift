@@ -25,16 +25,10 @@ struct SocketExchangeTests {
         let folder = try scratchFolder()
         defer { try? FileManager.default.removeItem(at: folder) }
         let output = folder.appendingPathComponent("watch.txt")
-        let watcher = Process()
-        watcher.executableURL = ServerProcess.binary
-        watcher.arguments = ["notes", "watch", "--server", "127.0.0.1:\(server.port)"]
-        watcher.standardOutput = try FileHandle(
-            forWritingTo: {
-                _ = FileManager.default.createFile(atPath: output.path, contents: nil); return output
-            }())
-        watcher.standardError = FileHandle.nullDevice
-        try watcher.run()
-        defer { if watcher.isRunning { kill(watcher.processIdentifier, SIGKILL); watcher.waitUntilExit() } }
+        let watcher = try ChildProgram(
+            [ServerProcess.binary.path, "notes", "watch", "--server", "127.0.0.1:\(server.port)"], output: .file(output),
+            errors: .discard)
+        defer { watcher.stop() }
         // The stream is open once a change shows up.
         var seen = false
         for _ in 0..<500 where !seen {
@@ -43,9 +37,9 @@ struct SocketExchangeTests {
             seen = ((try? String(contentsOf: output, encoding: .utf8)) ?? "").contains("created note")
         }
         try #require(seen, "jotter notes watch printed no change")
-        let before = try Self.cpuTicks(watcher.processIdentifier)
+        let before = try Self.cpuTicks(watcher.pid)
         sleep(3)
-        let ticks = try Self.cpuTicks(watcher.processIdentifier) - before
+        let ticks = try Self.cpuTicks(watcher.pid) - before
         print("jotter notes watch on an idle stream: \(ticks) CPU ticks in 3 s (\(sysconf(Int32(_SC_CLK_TCK))) per second)")
         #expect(ticks < 30, "\(ticks) CPU ticks in 3 s while idle")
     }

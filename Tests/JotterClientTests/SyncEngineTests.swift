@@ -338,26 +338,21 @@ struct SyncEngineTests {
             let main = folder.appendingPathComponent("main.swift")
             try Data(Self.killedApp.utf8).write(to: main)
             let executable = folder.appendingPathComponent("killed-app")
-            let (status, errors) = try ReadmeExampleTests.buildApp(main, to: executable)
-            try #require(status == 0, "\(errors.prefix(3000))")
+            let built = try ReadmeExampleTests.buildApp(main, to: executable)
+            try #require(built.status == 0, "\(built.output.prefix(3000))")
 
             let file = folder.appendingPathComponent("notes.sqlite")
             let count = 30
-            // Spawned as every test's program is (`spawnProgram`): a `Process` here once hung
-            // in `waitUntilExit()` after its child was killed, in a clean-clone run.
-            let pid = try spawnProgram(
-                [executable.path, app.baseURL.absoluteString, file.path, String(count)], output: .discard)
-            var reaped = false
-            defer { if !reaped { Glibc.kill(pid, SIGKILL); _ = waitForExit(pid) } }
+            let child = try ChildProgram([executable.path, app.baseURL.absoluteString, file.path, String(count)], output: .discard)
+            defer { child.stop() }
             // Killed once some notes are on the server, while the rest are being sent.
             var sent = 0
             for _ in 0..<1000 where sent < 3 {
                 try await Task.sleep(nanoseconds: 10_000_000)
                 sent = try await Self.serverNotes(client).count
             }
-            Glibc.kill(pid, SIGKILL)
-            let ended = waitForExit(pid)
-            reaped = true
+            child.signal(SIGKILL)
+            let ended = child.waitUntilExit()
             #expect(ended & 0x7f == SIGKILL, "killed, not finished (wait status \(ended))")
             let onServer = try await Self.serverNotes(client).count
             #expect(onServer >= 3 && onServer < count, "killed mid-sync: \(onServer) of \(count) sent")

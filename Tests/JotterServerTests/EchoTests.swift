@@ -159,7 +159,7 @@ struct EchoTests {
 /// httpbin from `.venv-test` (made by `scripts/test-venv`, which `make test` runs), on a free port.
 final class HTTPBin: Sendable {
     let port: Int
-    let process: Process
+    let process: ChildProgram
 
     static let shared = Result { try HTTPBin() }
 
@@ -179,17 +179,13 @@ final class HTTPBin: Sendable {
         _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(probe, $0, &length) } }
         port = Int(UInt16(bigEndian: address.sin_port))
         close(probe)
-        process = Process()
-        process.executableURL = python
         // PR_SET_PDEATHSIG (1) with SIGKILL (9): httpbin ends with the test process.
-        process.arguments = [
-            "-c",
-            "import ctypes, logging; ctypes.CDLL(None).prctl(1, 9); logging.disable(logging.CRITICAL); "
-                + "from httpbin import app; app.run(host='127.0.0.1', port=\(port))",
-        ]
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        try process.run()
+        process = try ChildProgram(
+            [
+                python.path, "-c",
+                "import ctypes, logging; ctypes.CDLL(None).prctl(1, 9); logging.disable(logging.CRITICAL); "
+                    + "from httpbin import app; app.run(host='127.0.0.1', port=\(port))",
+            ], output: .discard)
         let deadline = Date().addingTimeInterval(20)
         while (try? RawHTTP(port: port, timeout: 1)) == nil {
             guard Date() < deadline, process.isRunning else { throw RawHTTP.Failure(message: "httpbin did not start") }

@@ -26,14 +26,8 @@ struct HTTP2Tests {
     static func run(_ name: String, port: Int, ready: (() -> Void)? = nil) throws -> String {
         try #require(FileManager.default.isExecutableFile(atPath: python.path), "run scripts/test-venv (make test does)")
         let output = FileManager.default.temporaryDirectory.appendingPathComponent("h2-\(UUID().uuidString).out")
-        _ = FileManager.default.createFile(atPath: output.path, contents: nil)
         defer { try? FileManager.default.removeItem(at: output) }
-        let process = Process()
-        process.executableURL = python
-        process.arguments = [script.path, String(port), name]
-        process.standardOutput = try FileHandle(forWritingTo: output)
-        process.standardError = process.standardOutput
-        try process.run()
+        let process = try ChildProgram([python.path, script.path, String(port), name], output: .file(output))
         if let ready {
             let deadline = Date().addingTimeInterval(20)
             while Date() < deadline, !((try? String(contentsOf: output, encoding: .utf8)) ?? "").contains("READY") { usleep(20_000) }
@@ -81,32 +75,23 @@ struct HTTP2Tests {
     }
 
     /// curl with `arguments`: status line, headers and body (the protocol curl spoke is on the
-    /// status line). Its output goes to a file in `folder`, not a pipe: reading a pipe here can be
-    /// interrupted (EINTR) and Foundation traps.
-    static func curl(_ arguments: [String], folder: URL) throws -> String {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/curl")
-        process.arguments = ["-s", "-i", "--max-time", "10"] + arguments
-        let output = folder.appendingPathComponent("curl-\(UUID().uuidString).out")
-        _ = FileManager.default.createFile(atPath: output.path, contents: nil)
-        let handle = try FileHandle(forWritingTo: output)
-        process.standardOutput = handle
-        try process.run()
-        process.waitUntilExit()
-        try handle.close()
-        return String(decoding: try Data(contentsOf: output), as: UTF8.self)
+    /// status line).
+    static func curl(_ arguments: [String]) throws -> String {
+        try runProgram(["curl", "-s", "-i", "--max-time", "10"] + arguments, separateErrors: true).output
     }
 
     /// The API's endpoints through curl with `transport` (prior knowledge, or TLS with ALPN).
-    static func endpoints(base: String, transport: [String], folder: URL) throws {
+    static func endpoints(base: String, transport: [String]) throws {
         func call(_ arguments: String..., expect status: Int, _ what: String) throws -> String {
-            let answer = try curl(transport + arguments, folder: folder)
+            let answer = try curl(transport + arguments)
             #expect(answer.hasPrefix("HTTP/2 \(status)"), "\(what): \(answer.prefix(200))")
             return answer
         }
         _ = try call(base + "/hello?name=Bob", expect: 200, "GET /hello")
         _ = try call("-d", "name=Bob", base + "/hello", expect: 200, "POST /hello")
         _ = try call("-d", "a=1&b=2", base + "/echo", expect: 200, "POST /echo form")
+        let folder = try scratchFolder()
+        defer { try? FileManager.default.removeItem(at: folder) }
         let file = folder.appendingPathComponent("photo.jpg")
         try Data((0..<200_000).map { UInt8(truncatingIfNeeded: $0 &* 31) }).write(to: file)
         _ = try call("-F", "file=@\(file.path)", base + "/echo", expect: 200, "POST /echo multipart")
@@ -139,12 +124,10 @@ struct HTTP2Tests {
 
     @Test("curl --http2-prior-knowledge: every endpoint of the API answers over HTTP/2")
     func priorKnowledge() throws {
-        let folder = try scratchFolder()
-        defer { try? FileManager.default.removeItem(at: folder) }
         try TestApp.with { app in
-            try Self.endpoints(base: "http://127.0.0.1:\(app.port)", transport: ["--http2-prior-knowledge"], folder: folder)
+            try Self.endpoints(base: "http://127.0.0.1:\(app.port)", transport: ["--http2-prior-knowledge"])
             // HTTP/1.1 on the same port still works.
-            #expect(try Self.curl(["--http1.1", "http://127.0.0.1:\(app.port)/hello?name=x"], folder: folder).hasPrefix("HTTP/1.1 200"))
+            #expect(try Self.curl(["--http1.1", "http://127.0.0.1:\(app.port)/hello?name=x"]).hasPrefix("HTTP/1.1 200"))
         }
     }
 
@@ -152,24 +135,20 @@ struct HTTP2Tests {
         "curl --http2-prior-knowledge on PostgreSQL + S3, where the routes run on the store's threads: every endpoint answers",
         .enabled(if: SharedBackend.available, Comment(rawValue: SharedBackend.skipMessage)))
     func priorKnowledgeOnPostgres() throws {
-        let folder = try scratchFolder()
-        defer { try? FileManager.default.removeItem(at: folder) }
         let backend = try SharedBackend()
         try TestApp.with(configure: backend.configure) { app in
-            try Self.endpoints(base: "http://127.0.0.1:\(app.port)", transport: ["--http2-prior-knowledge"], folder: folder)
+            try Self.endpoints(base: "http://127.0.0.1:\(app.port)", transport: ["--http2-prior-knowledge"])
         }
     }
 
     @Test("metrics count requests and open connections by protocol; the access log names HTTP/2.0")
     func protocolInMetricsAndLog() throws {
-        let folder = try scratchFolder()
-        defer { try? FileManager.default.removeItem(at: folder) }
         let server = try ServerProcess()
         defer { server.finish() }
         let base = "http://127.0.0.1:\(server.port)"
-        for _ in 0..<3 { _ = try Self.curl(["--http2-prior-knowledge", base + "/hello?name=h2"], folder: folder) }
-        _ = try Self.curl(["--http1.1", base + "/hello?name=h1"], folder: folder)
-        let metrics = try Self.curl(["--http2-prior-knowledge", base + "/metrics"], folder: folder)
+        for _ in 0..<3 { _ = try Self.curl(["--http2-prior-knowledge", base + "/hello?name=h2"]) }
+        _ = try Self.curl(["--http1.1", base + "/hello?name=h1"])
+        let metrics = try Self.curl(["--http2-prior-knowledge", base + "/metrics"])
         #expect(metrics.contains(#"jotter_http_requests_by_protocol_total{protocol="HTTP/2"} 3"#), "\(metrics.suffix(1500))")
         #expect(metrics.contains(#"jotter_http_requests_by_protocol_total{protocol="HTTP/1.1"} 1"#))
         // Once the server has seen curl's earlier connections close, the /metrics request's own
@@ -179,7 +158,7 @@ struct HTTP2Tests {
         let deadline = Date().addingTimeInterval(5)
         while !gauges.contains(settled), Date() < deadline {
             usleep(50_000)
-            gauges = try Self.curl(["--http2-prior-knowledge", base + "/metrics"], folder: folder)
+            gauges = try Self.curl(["--http2-prior-knowledge", base + "/metrics"])
         }
         #expect(gauges.contains(settled), "\(gauges.suffix(400))")
         server.signal(SIGKILL)
@@ -198,10 +177,10 @@ struct HTTP2Tests {
         }) { app in
             let base = "https://127.0.0.1:\(app.port)"
             let cacert = ["--cacert", certificate.path + "/cert.pem"]
-            try Self.endpoints(base: base, transport: cacert + ["--http2"], folder: certificate)
-            let plain = try Self.curl(cacert + ["--http1.1", base + "/hello?name=x"], folder: certificate)
+            try Self.endpoints(base: base, transport: cacert + ["--http2"])
+            let plain = try Self.curl(cacert + ["--http1.1", base + "/hello?name=x"])
             #expect(plain.hasPrefix("HTTP/1.1 200"))
-            let h2 = try Self.curl(cacert + ["--http2", base + "/hello?name=x"], folder: certificate)
+            let h2 = try Self.curl(cacert + ["--http2", base + "/hello?name=x"])
             #expect(h2.contains("strict-transport-security: max-age=31536000"))
         }
     }

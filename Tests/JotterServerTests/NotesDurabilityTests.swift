@@ -216,20 +216,11 @@ struct NotesDurabilityTests {
     /// Runs one statement with the sqlite3 tool on `<data>/jotter.sqlite`, read-only (so it
     /// neither recovers nor checkpoints anything into the file: the next server start does).
     static func sqlite(_ tool: URL, _ data: URL, json: Bool = false, _ sql: String) throws -> String {
-        let process = Process()
-        process.executableURL = tool
-        process.arguments = ["-readonly", "-bail"] + (json ? ["-json"] : []) + [data.appendingPathComponent("jotter.sqlite").path, sql]
-        let out = Pipe(), err = Pipe()
-        process.standardOutput = out
-        process.standardError = err
-        try process.run()
-        let output = out.fileHandleForReading.readDataToEndOfFile()
-        let errors = err.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else {
-            throw RawHTTP.Failure(message: "sqlite3 \(sql): exit \(process.terminationStatus): \(String(decoding: errors, as: UTF8.self))")
-        }
-        return String(decoding: output, as: UTF8.self)
+        let run = try runProgram(
+            [tool.path, "-readonly", "-bail"] + (json ? ["-json"] : []) + [data.appendingPathComponent("jotter.sqlite").path, sql],
+            separateErrors: true)
+        guard run.status == 0 else { throw RawHTTP.Failure(message: "sqlite3 \(sql): exit \(run.status): \(run.errors)") }
+        return run.output
     }
 
     /// Waits until the server's metrics count `atLeast` notes created since it started.

@@ -247,7 +247,7 @@ struct ResumableUploadTests {
     }
 
     func curlUpload(_ transport: CurlTransport, _ version: Int, backend: Backend) throws {
-        // A certificate for TLS; its folder holds curl's files either way.
+        // A certificate for TLS (made for every transport).
         let folder = try TLSTests.certificate()
         defer { try? FileManager.default.removeItem(at: folder) }
         try withApp(
@@ -270,7 +270,7 @@ struct ResumableUploadTests {
             func fields(_ pairs: (String, String)...) -> [String] { pairs.flatMap { ["-H", "\($0.0): \($0.1)"] } }
             /// curl's answers, interim ones first, each its status line and header fields (`-i`).
             func answers(_ arguments: [String]) throws -> [String] {
-                try HTTP2Tests.curl(options + arguments, folder: folder).components(separatedBy: "\r\n\r\n")
+                try HTTP2Tests.curl(options + arguments).components(separatedBy: "\r\n\r\n")
             }
             func field(_ name: String, in answer: String) -> String? {
                 answer.split(separator: "\r\n").first { $0.lowercased().hasPrefix(name.lowercased() + ": ") }
@@ -413,7 +413,7 @@ struct ResumableUploadTests {
     func reprDigest() throws {
         try withApp(.sqlite) { app in
             let file = Self.bytes(2000)
-            let right = ":" + Data(ToolDigest.bytes("sha256sum", file)).base64EncodedString() + ":"
+            let right = ":" + Data(try ToolDigest.bytes("sha256sum", file)).base64EncodedString() + ":"
             let wrong = ":" + Data(repeating: 0, count: 32).base64EncodedString() + ":"
             let refusedConnection = try RawHTTP(port: app.port, timeout: 5)
             try refusedConnection.send(
@@ -440,7 +440,7 @@ struct ResumableUploadTests {
     func reprDigestOnAppend() throws {
         try withApp(.sqlite) { app in
             let file = Self.bytes(3000)
-            let right = ":" + Data(ToolDigest.bytes("sha256sum", file)).base64EncodedString() + ":"
+            let right = ":" + Data(try ToolDigest.bytes("sha256sum", file)).base64EncodedString() + ":"
             let wrong = ":" + Data(repeating: 0, count: 32).base64EncodedString() + ":"
             for (digest, status) in [(wrong, 400), (right, 201)] {
                 let connection = try RawHTTP(port: app.port, timeout: 5)
@@ -996,7 +996,7 @@ struct ResumableUploadTests {
                 if override { headers.append(("X-HTTP-Method-Override", "PATCH")) }
                 return try RawHTTP(port: app.port).request(override ? "POST" : "PATCH", path, headers: headers, body: Array(file[range]), close: true)
             }
-            let sha1 = "sha1 " + Data(ToolDigest.bytes("sha1sum", Array(file[10_000..<20_000]))).base64EncodedString()
+            let sha1 = "sha1 " + Data(try ToolDigest.bytes("sha1sum", Array(file[10_000..<20_000]))).base64EncodedString()
             let bad = try patch(10_000..<20_000, checksum: "sha256 " + Data(repeating: 1, count: 32).base64EncodedString())
             #expect(bad.status == 460)
             #expect(try RawHTTP(port: app.port).request("HEAD", path, headers: tus, close: true).header("Upload-Offset") == "10000")
@@ -1005,7 +1005,7 @@ struct ResumableUploadTests {
             #expect(good.header("Upload-Offset") == "20000")
             let wrong = try patch(10_000..<20_000, checksum: nil)
             #expect(wrong.status == 409)
-            let sha256 = "sha256 " + Data(ToolDigest.bytes("sha256sum", Array(file[20_000...]))).base64EncodedString()
+            let sha256 = "sha256 " + Data(try ToolDigest.bytes("sha256sum", Array(file[20_000...]))).base64EncodedString()
             let last = try patch(20_000..<file.count, checksum: sha256)
             #expect(last.status == 204)
             #expect(last.header("Upload-Offset") == String(file.count))
@@ -1073,17 +1073,8 @@ struct ResumableUploadTests {
 
 /// Digests by the system's tools (not the server's code), as raw bytes.
 enum ToolDigest {
-    static func bytes(_ tool: String, _ data: [UInt8]) -> [UInt8] {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/" + tool)
-        let input = Pipe(), output = Pipe()
-        process.standardInput = input
-        process.standardOutput = output
-        try? process.run()
-        input.fileHandleForWriting.write(Data(data))
-        try? input.fileHandleForWriting.close()
-        process.waitUntilExit()
-        let hex = Array(String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self).split(separator: " ")[0].utf8)
+    static func bytes(_ tool: String, _ data: [UInt8]) throws -> [UInt8] {
+        let hex = Array(try runProgram([tool], input: data, separateErrors: true).output.split(separator: " ")[0].utf8)
         return stride(from: 0, to: hex.count, by: 2).map { UInt8(String(decoding: hex[$0..<$0 + 2], as: UTF8.self), radix: 16)! }
     }
 }
@@ -1104,28 +1095,24 @@ struct TusClientTests {
             let file = ResumableUploadTests.bytes(700_000, seed: 42)
             let path = app.dataDirectory.appendingPathComponent("tus-input.bin")
             try Data(file).write(to: path)
-            let process = Process()
-            process.executableURL = python
-            process.arguments = [
-                root.appendingPathComponent("Tests/Resumable/tus_upload.py").path, "http://127.0.0.1:\(app.port)/uploads",
-                path.path, String(100_000), "3",
-            ]
-            let output = Pipe(), errors = Pipe()
-            process.standardOutput = output
-            process.standardError = errors
-            try process.run()
-            // Bounded: once the resuming uploader got no answer and hung the whole run (cause not
-            // found yet); a hang is this test's failure, not the suite's.
+            let output = app.dataDirectory.appendingPathComponent("tus-output.txt")
+            let errors = app.dataDirectory.appendingPathComponent("tus-errors.txt")
+            let process = try ChildProgram(
+                [
+                    python.path, root.appendingPathComponent("Tests/Resumable/tus_upload.py").path,
+                    "http://127.0.0.1:\(app.port)/uploads", path.path, String(100_000), "3",
+                ], output: .file(output), errors: .file(errors))
+            // Bounded: a hang is this test's failure, not the suite's.
             let deadline = Date().addingTimeInterval(60)
             while process.isRunning, Date() < deadline { usleep(50_000) }
             if process.isRunning {
-                kill(process.processIdentifier, SIGKILL)  // SIGKILL: the child inherits a mask blocking SIGTERM
-                process.waitUntilExit()
+                process.stop()
                 Issue.record("tuspy got no answer within 60 s")
                 return
             }
-            let lines = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self).split(separator: "\n")
-            #expect(process.terminationStatus == 0, "\(String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self))")
+            func text(_ file: URL) -> String { (try? String(contentsOf: file, encoding: .utf8)) ?? "" }
+            let lines = text(output).split(separator: "\n")
+            #expect(exitStatus(process.waitUntilExit()) == 0, "\(text(errors))")
             let location = try #require(lines.first.map(String.init))
             #expect(lines.dropFirst().first == "300000")
             let id = try #require(location.split(separator: "/").last.map(String.init))

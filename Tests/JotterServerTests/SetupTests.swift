@@ -16,17 +16,10 @@ struct SetupTests {
         _ = try makeTool(folder, "dpkg-query", "exit 1")  // nothing is installed
         _ = try makeTool(folder, "apt-get", #"[ "$1" = install ] && echo "$@" >> "\#(log.path)"; exit 0"#)
         _ = try makeTool(folder, "sudo", #"exec "$@""#)
-        let process = Process()
-        process.executableURL = Self.root.appendingPathComponent("scripts/install-deps")
-        process.arguments = arguments
         var environment = ProcessInfo.processInfo.environment
         environment["PATH"] = folder.path + ":" + (environment["PATH"] ?? "/usr/bin:/bin")
-        process.environment = environment
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        process.waitUntilExit()
-        #expect(process.terminationStatus == 0)
+        let run = try runProgram([Self.root.appendingPathComponent("scripts/install-deps").path] + arguments, environment: environment)
+        #expect(run.status == 0, "\(run.output)")
         let text = (try? String(contentsOf: log, encoding: .utf8)) ?? ""
         return text.split(whereSeparator: \.isWhitespace).map(String.init).filter { !$0.hasPrefix("-") && $0 != "install" }
     }
@@ -40,20 +33,11 @@ struct SetupTests {
 
     /// The commands `make -n target` would run.
     func make(_ target: String) throws -> String {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["make", "-n", "-C", Self.root.path, target]
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        return text
+        try runProgram(["make", "-n", "-C", Self.root.path, target], separateErrors: true).output
     }
 
     @Test(
-        "serving installs the build libraries only; --test adds Chromium, its driver, Python, sqlite3, systemd, curl, PostgreSQL, nginx, HAProxy, zsh and fish"
+        "serving installs the build libraries only; --test adds Chromium, its driver, Python, sqlite3, systemd, curl, PostgreSQL, nginx, HAProxy, zsh, fish and gdb"
     )
     func runtimeAndTestPackagesApart() throws {
         let serving = try packages([])
@@ -67,7 +51,7 @@ struct SetupTests {
             Set(testing)
                 == Set(serving).union([
                     "sqlite3", "python3", "python3-venv", "chromium", "chromium-driver", "systemd", "curl", "postgresql", "nginx", "haproxy", "zsh",
-                    "fish",
+                    "fish", "gdb",
                 ]))
     }
 

@@ -18,22 +18,17 @@ struct TLSTests {
 
     /// Writes cert.pem and key.pem (a new key and a new self-signed certificate) into `folder`.
     static func makeCertificate(in folder: URL) throws {
-        let openssl = Process()
-        openssl.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
-        openssl.arguments = [
-            "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", folder.path + "/key.pem",
+        let openssl = try runProgram([
+            "openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", folder.path + "/key.pem",
             "-out", folder.path + "/cert.pem", "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1", "-days", "2",
-        ]
-        openssl.standardError = FileHandle.nullDevice
-        try openssl.run()
-        openssl.waitUntilExit()
-        try #require(openssl.terminationStatus == 0, "openssl could not make a certificate")
+        ])
+        try #require(openssl.status == 0, "openssl could not make a certificate: \(openssl.output)")
     }
 
     /// curl over HTTP/1.1, verifying the server against `certificate`: status line, headers and
     /// body. (HTTP/2, which curl would pick by ALPN, has HTTP2Tests.)
     static func curl(_ arguments: [String], certificate: URL) throws -> String {
-        try HTTP2Tests.curl(["--http1.1", "--cacert", certificate.path + "/cert.pem"] + arguments, folder: certificate)
+        try HTTP2Tests.curl(["--http1.1", "--cacert", certificate.path + "/cert.pem"] + arguments)
     }
 
     @Test("serves HTTPS with HSTS; the session cookie is Secure; uploads and the API work; plain HTTP gets nothing")
@@ -254,25 +249,38 @@ struct TLSTests {
 
 /// One TLS connection held open by `openssl s_client`: what is sent goes out on it, what
 /// comes back collects in a file.
-final class TLSClient: @unchecked Sendable {
-    private let process = Process()
-    private let input = Pipe()
+final class TLSClient: Sendable {
+    private let process: ChildProgram
+    /// The write end of its standard input's pipe.
+    private let input: Int32
     private let output: URL
 
     init(port: Int) throws {
         output = FileManager.default.temporaryDirectory.appendingPathComponent("tls-client-\(UUID().uuidString).out")
-        _ = FileManager.default.createFile(atPath: output.path, contents: nil)
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
-        // The certificate is checked by curl in the tests; s_client only holds the connection.
-        process.arguments = ["s_client", "-connect", "127.0.0.1:\(port)", "-quiet", "-alpn", "http/1.1"]
-        process.standardInput = input
-        process.standardOutput = try FileHandle(forWritingTo: output)
-        process.standardError = FileHandle.nullDevice
-        try process.run()
+        var ends: [Int32] = [0, 0]
+        guard pipe(&ends) == 0 else { throw RawHTTP.Failure(message: "pipe: \(String(cString: strerror(errno)))") }
+        defer { close(ends[0]) }
+        input = ends[1]
+        do {
+            // The certificate is checked by curl in the tests; s_client only holds the connection.
+            process = try ChildProgram(
+                ["openssl", "s_client", "-connect", "127.0.0.1:\(port)", "-quiet", "-alpn", "http/1.1"],
+                input: .descriptor(ends[0]), output: .file(output), errors: .discard)
+        } catch {
+            close(ends[1])
+            throw error
+        }
     }
 
     func send(_ text: String) {
-        input.fileHandleForWriting.write(Data(text.utf8))
+        let bytes = Array(text.utf8)
+        var sent = 0
+        while sent < bytes.count {
+            let count = bytes[sent...].withUnsafeBytes { write(input, $0.baseAddress, $0.count) }
+            if count < 0 && errno == EINTR { continue }
+            guard count > 0 else { return }
+            sent += count
+        }
     }
 
     /// What arrived so far once `done` says it is complete, or after 10 seconds.
@@ -288,9 +296,8 @@ final class TLSClient: @unchecked Sendable {
     }
 
     func stop() {
-        // SIGKILL: a child started from a test's thread inherits a mask that blocks SIGTERM.
-        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
-        process.waitUntilExit()
+        process.stop()
+        close(input)
         try? FileManager.default.removeItem(at: output)
     }
 }

@@ -158,8 +158,8 @@ struct PostgresHistoryTests {
     /// Runs a PostgreSQL tool to its end (`runTool`: spawned and reaped as every program a
     /// test starts); throws with what it wrote to standard error when it fails.
     static func run(_ arguments: [String]) throws {
-        let (status, errors) = try runTool(arguments)
-        guard status == 0 else { throw FixtureError("\(arguments[0]) failed (\(status)): \(errors)") }
+        let run = try runProgram(arguments, separateErrors: true)
+        guard run.status == 0 else { throw FixtureError("\(arguments[0]) failed (\(run.status)): \(run.errors)") }
     }
 }
 

@@ -1,21 +1,23 @@
 import Foundation
 import Glibc
+import Synchronization
 
-/// Where a spawned program's standard output or error goes.
-public enum ChildOutput: Sendable {
+/// Where a spawned program's standard input comes from, or its output or errors go.
+public enum ChildStream: Sendable {
     /// This process's own.
     case inherit
     /// /dev/null.
     case discard
-    /// The file, created or truncated.
+    /// The file: read as input; created or truncated as output.
     case file(URL)
-    /// This open descriptor (e.g. a pipe's write end).
+    /// This open descriptor (e.g. a pipe's end).
     case descriptor(Int32)
 }
 
 /// Starts `arguments[0]` (found on `PATH` unless a path) with the rest as its arguments and
-/// `environment` as its whole environment; standard input from /dev/null, `output` and `errors`
-/// (nil: where `output` goes). Its process id, for the caller to reap with `waitpid`.
+/// `environment` as its whole environment, in `directory` (nil: this process's); standard input
+/// from `input`, `output` and `errors` (nil: where `output` goes). Its process id, for the caller
+/// to reap with `waitForExit` (or `exitStatus`).
 ///
 /// Every test that starts a program goes through here, for two reasons:
 /// - The child gets **no descriptor of this process but 0, 1 and 2**. Tests run in parallel, and
@@ -26,23 +28,27 @@ public enum ChildOutput: Sendable {
 /// - No blocked signal and default handlers (the test runner's mask is not the program's).
 public func spawnProgram(
     _ arguments: [String], environment: [String: String] = ProcessInfo.processInfo.environment,
-    output: ChildOutput = .inherit, errors: ChildOutput? = nil
+    directory: URL? = nil, input: ChildStream = .discard, output: ChildStream = .inherit, errors: ChildStream? = nil
 ) throws -> pid_t {
     var actions = posix_spawn_file_actions_t()
     posix_spawn_file_actions_init(&actions)
     defer { posix_spawn_file_actions_destroy(&actions) }
-    posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-    func redirect(_ target: ChildOutput, to fd: Int32) {
-        switch target {
+    func redirect(_ stream: ChildStream, to fd: Int32) {
+        let flags = fd == 0 ? O_RDONLY : O_WRONLY
+        switch stream {
         case .inherit: break
-        case .discard: posix_spawn_file_actions_addopen(&actions, fd, "/dev/null", O_WRONLY, 0)
-        case .file(let url): posix_spawn_file_actions_addopen(&actions, fd, url.path, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+        case .discard: posix_spawn_file_actions_addopen(&actions, fd, "/dev/null", flags, 0)
+        case .file(let url): posix_spawn_file_actions_addopen(&actions, fd, url.path, fd == 0 ? flags : flags | O_CREAT | O_TRUNC, 0o600)
         case .descriptor(let source): posix_spawn_file_actions_adddup2(&actions, source, fd)
         }
     }
+    redirect(input, to: 0)
     redirect(output, to: 1)
     if let errors { redirect(errors, to: 2) } else if case .inherit = output {} else { posix_spawn_file_actions_adddup2(&actions, 1, 2) }
-    guard addCloseFrom(&actions, 3) == 0 else { throw RawHTTP.Failure(message: "posix_spawn_file_actions_addclosefrom_np failed") }
+    guard glibc.addCloseFrom(&actions, 3) == 0 else { throw RawHTTP.Failure(message: "posix_spawn_file_actions_addclosefrom_np failed") }
+    if let directory, glibc.addChangeDirectory(&actions, directory.path) != 0 {
+        throw RawHTTP.Failure(message: "posix_spawn_file_actions_addchdir_np failed")
+    }
 
     var attributes = posix_spawnattr_t()
     posix_spawnattr_init(&attributes)
@@ -63,17 +69,105 @@ public func spawnProgram(
     return pid
 }
 
-/// Runs a program to its end, standard output and error in one text; its exit status.
-/// `environment` is added to this process's.
-public func runProgram(_ arguments: [String], environment: [String: String] = [:]) throws -> (status: Int32, output: String) {
-    let output = FileManager.default.temporaryDirectory.appendingPathComponent("jotter-run-\(UUID().uuidString)")
-    defer { try? FileManager.default.removeItem(at: output) }
+/// A program started with `spawnProgram` and reaped exactly once, from whichever thread asks
+/// first: whether it runs, a signal to it, a wait for its end.
+///
+/// ```swift
+/// let watcher = try ChildProgram(["jotter", "notes", "watch"], output: .file(log))
+/// defer { watcher.stop() }
+/// ```
+public final class ChildProgram: Sendable {
+    /// Its process id.
+    public let pid: pid_t
+    /// Its wait status once reaped.
+    private let status = Mutex<Int32?>(nil)
+
+    /// Starts it as `spawnProgram` does, with the same parameters.
+    public init(
+        _ arguments: [String], environment: [String: String] = ProcessInfo.processInfo.environment,
+        directory: URL? = nil, input: ChildStream = .discard, output: ChildStream = .inherit, errors: ChildStream? = nil
+    ) throws {
+        pid = try spawnProgram(arguments, environment: environment, directory: directory, input: input, output: output, errors: errors)
+    }
+
+    /// Its wait status once it ended (reaping it then), nil while it runs.
+    public var waitStatus: Int32? {
+        status.withLock { status in
+            if status == nil {
+                var value: Int32 = 0
+                var result: pid_t
+                repeat { result = waitpid(pid, &value, WNOHANG) } while result == -1 && errno == EINTR
+                if result == pid { status = value }
+            }
+            return status
+        }
+    }
+
+    /// Whether it still runs.
+    public var isRunning: Bool { waitStatus == nil }
+
+    /// Waits for it to end; its wait status (`exitStatus` reads it).
+    @discardableResult
+    public func waitUntilExit() -> Int32 {
+        // Wait without reaping (nor holding the lock, so `signal` works meanwhile), then reap.
+        var info = siginfo_t()
+        while waitStatus == nil && waitid(P_PID, id_t(pid), &info, WEXITED | WNOWAIT) == -1 && errno == EINTR {}
+        return waitStatus ?? waitUntilExit()
+    }
+
+    /// Sends `signal` (`SIGTERM`, `SIGKILL`…); true if it reached a live process.
+    @discardableResult
+    public func signal(_ signal: Int32) -> Bool {
+        isRunning && kill(pid, signal) == 0
+    }
+
+    /// Ends it with `SIGKILL` unless it ended already, and waits for it. (`SIGKILL`: nothing a
+    /// test starts is owed a clean stop, and a blocked or ignored `SIGTERM` can't keep it.)
+    public func stop() {
+        signal(SIGKILL)
+        waitUntilExit()
+    }
+}
+
+/// What a program run to its end did.
+public struct ProgramRun: Sendable {
+    /// Its exit status, or 128 + the signal that ended it.
+    public let status: Int32
+    /// Its standard output, and its standard error too unless run with `separateErrors`.
+    public let output: String
+    /// Its standard error when run with `separateErrors`; empty otherwise.
+    public let errors: String
+}
+
+/// Runs a program to its end (`spawnProgram`, then `waitForExit`): `input` as its standard input,
+/// in `directory`, with `environment` as its whole environment.
+///
+/// ```swift
+/// let run = try runProgram(["sha256sum"], input: Array("abc".utf8))
+/// #expect(run.status == 0)
+/// ```
+public func runProgram(
+    _ arguments: [String], environment: [String: String] = ProcessInfo.processInfo.environment, directory: URL? = nil,
+    input: [UInt8] = [], separateErrors: Bool = false
+) throws -> ProgramRun {
+    let base = FileManager.default.temporaryDirectory.appendingPathComponent("jotter-run-\(UUID().uuidString)")
+    let (inputFile, outputFile, errorsFile) = (
+        base.appendingPathExtension("in"), base.appendingPathExtension("out"), base.appendingPathExtension("err")
+    )
+    defer { for file in [inputFile, outputFile, errorsFile] { try? FileManager.default.removeItem(at: file) } }
+    try Data(input).write(to: inputFile)
     let pid = try spawnProgram(
-        arguments, environment: ProcessInfo.processInfo.environment.merging(environment) { $1 },
-        output: .file(output))
-    let status = waitForExit(pid)
-    let text = (try? String(contentsOf: output, encoding: .utf8)) ?? ""
-    return ((status >> 8) & 0xFF, text)
+        arguments, environment: environment, directory: directory,
+        input: .file(inputFile), output: .file(outputFile), errors: separateErrors ? .file(errorsFile) : nil)
+    let status = exitStatus(waitForExit(pid))
+    func text(_ file: URL) -> String { (try? String(contentsOf: file, encoding: .utf8)) ?? "" }
+    return ProgramRun(status: status, output: text(outputFile), errors: separateErrors ? text(errorsFile) : "")
+}
+
+/// A wait status as a shell gives it: the exit status, or 128 + the signal that ended the program.
+public func exitStatus(_ waitStatus: Int32) -> Int32 {
+    let signal = waitStatus & 0x7F
+    return signal == 0 ? (waitStatus >> 8) & 0xFF : 128 + signal
 }
 
 /// Waits for the child `pid` to end and reaps it; its wait status.
@@ -83,11 +177,17 @@ public func waitForExit(_ pid: pid_t) -> Int32 {
     return status
 }
 
-/// glibc's `posix_spawn_file_actions_addclosefrom_np` (2.34), which its headers declare only
-/// for `_DEFAULT_SOURCE` builds and Swift's Glibc module doesn't see.
-private let addCloseFrom: @convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32 = {
-    guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "posix_spawn_file_actions_addclosefrom_np") else {
-        fatalError("glibc 2.34 or later is needed (posix_spawn_file_actions_addclosefrom_np)")
+/// glibc's `posix_spawn_file_actions_addclosefrom_np` (2.34) and `…_addchdir_np` (2.29), which
+/// its headers declare only for `_DEFAULT_SOURCE`/`_GNU_SOURCE` builds and Swift's Glibc module
+/// doesn't see.
+private enum glibc {
+    typealias CloseFrom = @convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32
+    typealias ChangeDirectory = @convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, UnsafePointer<CChar>) -> Int32
+    static let addCloseFrom: CloseFrom = symbol("posix_spawn_file_actions_addclosefrom_np")
+    static let addChangeDirectory: ChangeDirectory = symbol("posix_spawn_file_actions_addchdir_np")
+
+    static func symbol<T>(_ name: String) -> T {
+        guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), name) else { fatalError("glibc 2.34 or later is needed (\(name))") }
+        return unsafeBitCast(symbol, to: T.self)
     }
-    return unsafeBitCast(symbol, to: (@convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32).self)
-}()
+}

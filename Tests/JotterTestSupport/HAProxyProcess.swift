@@ -31,7 +31,7 @@ public final class HAProxyProcess: @unchecked Sendable {
 
     public let folder: URL
     public private(set) var port = 0
-    private var process: Process?
+    private var process: ChildProgram?
     /// HAProxy's name of each instance (`instance1`, …) → its address, as in the access log.
     private let addresses: [String: String]
 
@@ -71,16 +71,12 @@ public final class HAProxyProcess: @unchecked Sendable {
             else {
                 throw RawHTTP.Failure(message: "cannot create HAProxy's log files in \(folder.path)")
             }
-            let process = Process()
-            process.executableURL = URL(fileURLWithPath: haproxy)
             // -db: in the foreground, one process; the files in order, global first.
-            process.arguments = [
-                "-db", "-f", folder.appendingPathComponent("global.cfg").path,
-                "-f", folder.appendingPathComponent("jotter.cfg").path,
-            ]
-            process.standardOutput = try FileHandle(forWritingTo: logFile)
-            process.standardError = try FileHandle(forWritingTo: errorFile)
-            try process.run()
+            let process = try ChildProgram(
+                [
+                    haproxy, "-db", "-f", folder.appendingPathComponent("global.cfg").path,
+                    "-f", folder.appendingPathComponent("jotter.cfg").path,
+                ], output: .file(logFile), errors: .file(errorFile))
             self.process = process
             if ProxyProcess.accepts(port, while: process, timeout: startTimeout) {
                 self.port = port
@@ -100,7 +96,7 @@ public final class HAProxyProcess: @unchecked Sendable {
     private var errorFile: URL { folder.appendingPathComponent("error.log") }
 
     /// The process id (0 once stopped).
-    public var pid: Int32 { process?.processIdentifier ?? 0 }
+    public var pid: Int32 { process?.pid ?? 0 }
 
     /// Every request HAProxy has logged, once there are at least `count` lines (or `within`
     /// seconds have passed): a request is logged when it ends.
@@ -130,8 +126,7 @@ public final class HAProxyProcess: @unchecked Sendable {
         (try? String(contentsOf: errorFile, encoding: .utf8)) ?? ""
     }
 
-    /// Stops HAProxy (SIGKILL: it keeps no state; a test's children do not see SIGTERM) and
-    /// removes its folder. Idempotent.
+    /// Stops HAProxy (SIGKILL: it keeps no state) and removes its folder. Idempotent.
     public func stop() {
         stopProcess()
         try? FileManager.default.removeItem(at: folder)

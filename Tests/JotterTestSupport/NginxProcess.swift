@@ -36,7 +36,7 @@ public final class NginxProcess: @unchecked Sendable {
 
     public let folder: URL
     public private(set) var port = 0
-    private var process: Process?
+    private var process: ChildProgram?
 
     /// Writes the configuration for `instances` (ports on 127.0.0.1) and starts nginx on a free
     /// port; returns once it accepts connections.
@@ -63,15 +63,11 @@ public final class NginxProcess: @unchecked Sendable {
             let site = template.replacingOccurrences(of: Self.listenLine, with: "    listen 127.0.0.1:\(port);\n")
             try site.write(to: folder.appendingPathComponent("jotter.conf"), atomically: true, encoding: .utf8)
             try mainConfiguration().write(to: folder.appendingPathComponent("nginx.conf"), atomically: true, encoding: .utf8)
-            let process = Process()
-            process.executableURL = URL(fileURLWithPath: nginx)
-            process.arguments = [
-                "-p", folder.path + "/", "-c", folder.appendingPathComponent("nginx.conf").path,
-                "-e", folder.appendingPathComponent("error.log").path,
-            ]
-            process.standardOutput = FileHandle.nullDevice
-            process.standardError = FileHandle.nullDevice
-            try process.run()
+            let process = try ChildProgram(
+                [
+                    nginx, "-p", folder.path + "/", "-c", folder.appendingPathComponent("nginx.conf").path,
+                    "-e", folder.appendingPathComponent("error.log").path,
+                ], output: .discard)
             self.process = process
             if ProxyProcess.accepts(port, while: process, timeout: startTimeout) {
                 self.port = port
@@ -113,7 +109,7 @@ public final class NginxProcess: @unchecked Sendable {
     }
 
     /// The master's process id (0 once stopped).
-    public var pid: Int32 { process?.processIdentifier ?? 0 }
+    public var pid: Int32 { process?.pid ?? 0 }
 
     /// Every request nginx has logged, once there are at least `count` lines (or `within`
     /// seconds have passed): nginx writes a request's line after its last byte has gone, so a

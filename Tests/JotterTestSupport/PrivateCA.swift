@@ -37,13 +37,7 @@ public struct PrivateCA {
     public func remove() { try? FileManager.default.removeItem(at: folder) }
 
     private static func openssl(_ arguments: [String]) throws {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
-        process.arguments = arguments
-        process.standardError = FileHandle.nullDevice
-        process.standardOutput = FileHandle.nullDevice
-        try process.run()
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else { throw Failure(description: "openssl \(arguments.first ?? "") failed") }
+        let run = try runProgram(["openssl"] + arguments)
+        guard run.status == 0 else { throw Failure(description: "openssl \(arguments.first ?? "") failed: \(run.output)") }
     }
 }

@@ -7,7 +7,7 @@ import Glibc
 enum ProxyProcess {
     /// Waits until `port` accepts a connection: true then; false when the started `process`
     /// exits first or `timeout` seconds pass (the process is then left to the caller).
-    static func accepts(_ port: Int, while process: Process, timeout: Double) -> Bool {
+    static func accepts(_ port: Int, while process: ChildProgram, timeout: Double) -> Bool {
         let deadline = Date().addingTimeInterval(timeout)
         while process.isRunning && Date() < deadline {
             if (try? RawHTTP(port: port, timeout: 1)) != nil { return true }
@@ -29,13 +29,11 @@ enum ProxyProcess {
     }
 
     /// Ends `process`: `signal` first, SIGKILL if it still runs after `grace` seconds; waits for it.
-    static func stop(_ process: Process, signal: Int32, grace: Double) {
-        if process.isRunning {
-            kill(process.processIdentifier, signal)
+    static func stop(_ process: ChildProgram, signal: Int32, grace: Double) {
+        if process.signal(signal) {
             let deadline = Date().addingTimeInterval(grace)
             while process.isRunning && Date() < deadline { usleep(10_000) }
-            if process.isRunning { kill(process.processIdentifier, SIGKILL) }
         }
-        process.waitUntilExit()
+        process.stop()
     }
 }

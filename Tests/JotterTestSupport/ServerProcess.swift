@@ -25,8 +25,10 @@ public final class ServerProcess: @unchecked Sendable {
         return url.appendingPathComponent("jotter")
     }
 
-    /// The process id.
-    public let pid: pid_t
+    /// The process.
+    public let process: ChildProgram
+    /// Its id.
+    public var pid: pid_t { process.pid }
     /// The data folder given to `--data`.
     public let dataDirectory: URL
     /// The port it listens on (it was started with `--port 0`).
@@ -36,8 +38,6 @@ public final class ServerProcess: @unchecked Sendable {
     private let log = Mutex("")
     private let drained = DispatchSemaphore(value: 0)
     private let ownsDataDirectory: Bool
-    /// The wait status once reaped.
-    private let status = Mutex<Int32?>(nil)
 
     /// Starts `jotter serve --port 0 --data DIR` plus `arguments` and waits for the line that says
     /// where it listens.
@@ -65,7 +65,7 @@ public final class ServerProcess: @unchecked Sendable {
         guard pipe(&ends) == 0 else { throw RawHTTP.Failure(message: "pipe: \(String(cString: strerror(errno)))") }
         stderrFD = ends[0]
         do {
-            pid = try spawnProgram(
+            process = try ChildProgram(
                 [binary.path, "serve", "--port", "0", "--data", self.dataDirectory.path] + arguments,
                 environment: environment ?? ProcessInfo.processInfo.environment,
                 output: .discard, errors: .descriptor(ends[1]))
@@ -105,7 +105,7 @@ public final class ServerProcess: @unchecked Sendable {
         guard let range = text.range(of: #"https?://127\.0\.0\.1:(\d+)"#, options: .regularExpression),
             let port = Int(text[range].split(separator: ":").last!)
         else {
-            Glibc.kill(pid, SIGKILL)
+            process.signal(SIGKILL)
             let (_, log) = finish()
             throw RawHTTP.Failure(message: "jotter did not start listening within \(startTimeout) s; it wrote: \(log)")
         }
@@ -115,40 +115,30 @@ public final class ServerProcess: @unchecked Sendable {
     /// A server still running when its last reference goes (a test that threw) is killed, so
     /// no test leaves a process behind.
     deinit {
-        if isRunning {
-            Glibc.kill(pid, SIGKILL)
-            waitUntilExit()
-        }
+        process.stop()
     }
 
     /// Whether it still runs (reaps it once it ended).
-    public var isRunning: Bool { reap() == nil }
+    public var isRunning: Bool { process.isRunning }
 
     /// Waits for it to end and reaps it.
-    public func waitUntilExit() {
-        // Wait without reaping (nor holding the lock, so `signal` works meanwhile), then reap.
-        var info = siginfo_t()
-        while reap() == nil && waitid(P_PID, id_t(pid), &info, WEXITED | WNOWAIT) == -1 && errno == EINTR {}
-        _ = reap()
-    }
+    public func waitUntilExit() { process.waitUntilExit() }
 
     /// How it ended (after `waitUntilExit()` or `finish()`): by exiting or by a signal.
     public var terminationReason: Process.TerminationReason {
-        guard let status = reap() else { preconditionFailure("the server still runs") }
+        guard let status = process.waitStatus else { preconditionFailure("the server still runs") }
         return status & 0x7F == 0 ? .exit : .uncaughtSignal
     }
 
     /// Its exit status, or the signal that ended it (see `terminationReason`).
     public var terminationStatus: Int32 {
-        guard let status = reap() else { preconditionFailure("the server still runs") }
+        guard let status = process.waitStatus else { preconditionFailure("the server still runs") }
         return status & 0x7F == 0 ? (status >> 8) & 0xFF : status & 0x7F
     }
 
     /// Sends `signal` (e.g. `SIGTERM`, `SIGKILL`); true if it was delivered to a live process.
     @discardableResult
-    public func signal(_ signal: Int32) -> Bool {
-        isRunning && Glibc.kill(pid, signal) == 0
-    }
+    public func signal(_ signal: Int32) -> Bool { process.signal(signal) }
 
     /// Waits for the process to end; its exit status (or terminating signal, see
     /// `terminationReason`) and everything it wrote to standard error. Removes the data
@@ -161,20 +151,6 @@ public final class ServerProcess: @unchecked Sendable {
         drained.signal()
         if ownsDataDirectory { try? FileManager.default.removeItem(at: dataDirectory) }
         return (terminationStatus, log.withLock { $0 })
-    }
-
-    /// The wait status once it ended, or nil. (The one place that reaps, so a status is never
-    /// lost to a second `waitpid`.)
-    private func reap() -> Int32? {
-        status.withLock { status in
-            if status == nil {
-                var value: Int32 = 0
-                var result: pid_t
-                repeat { result = waitpid(pid, &value, WNOHANG) } while result == -1 && errno == EINTR
-                if result == pid { status = value }
-            }
-            return status
-        }
     }
 
     /// Everything written to standard error so far.
