@@ -66,13 +66,15 @@ lint:
 format:
 	$(SWIFT) format format --in-place --parallel --recursive $(FORMATTED)
 
-# The two `swift test` passes of `make test`, after its build; expects scripts/test-services around it.
+# The `swift test` passes of `make test`, after its build; expects scripts/test-services around it.
+# Each has a deadline (scripts/test-deadline) several times its usual length: a hung test fails
+# its pass with every thread's stack printed, in minutes.
 swift-tests:
-	$(SWIFT) test --skip-build --skip '$(TIMING_TESTS)'
+	scripts/test-deadline 1200 $(SWIFT) test --skip-build --skip '$(TIMING_TESTS)'
 	@# The engine's suites again, as on a machine booted a minute ago (a time namespace whose
 	@# monotonic clock reads 60 s): a time compared across two clocks fails here on any machine.
-	scripts/young-machine $(SWIFT) test --skip-build --filter JotterHTTPTests --skip '$(TIMING_TESTS)'
-	$(SWIFT) test --skip-build --no-parallel --filter '$(TIMING_TESTS)'
+	scripts/test-deadline 300 scripts/young-machine $(SWIFT) test --skip-build --filter JotterHTTPTests --skip '$(TIMING_TESTS)'
+	scripts/test-deadline 1200 $(SWIFT) test --skip-build --no-parallel --filter '$(TIMING_TESTS)'
 
 # The convergence harness (Tests/JotterClientTests/ConvergenceTests.swift, docs/architecture.md):
 # CLIENTS sync engines against one `jotter serve` on SQLite, then against two instances on
