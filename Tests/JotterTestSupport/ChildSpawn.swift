@@ -160,7 +160,8 @@ public func runProgram(
         arguments, environment: environment, directory: directory,
         input: .file(inputFile), output: .file(outputFile), errors: separateErrors ? .file(errorsFile) : nil)
     let status = exitStatus(waitForExit(pid))
-    func text(_ file: URL) -> String { (try? String(contentsOf: file, encoding: .utf8)) ?? "" }
+    /// (Decoded leniently: a program may print bytes that are not UTF-8.)
+    func text(_ file: URL) -> String { String(decoding: (try? Data(contentsOf: file)) ?? Data(), as: UTF8.self) }
     return ProgramRun(status: status, output: text(outputFile), errors: separateErrors ? text(errorsFile) : "")
 }
 
