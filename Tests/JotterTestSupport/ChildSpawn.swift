@@ -17,7 +17,7 @@ public enum ChildStream: Sendable {
 /// Starts `arguments[0]` (found on `PATH` unless a path) with the rest as its arguments and
 /// `environment` as its whole environment, in `directory` (nil: this process's); standard input
 /// from `input`, `output` and `errors` (nil: where `output` goes). Its process id, for the caller
-/// to reap with `waitForExit` (or `exitStatus`).
+/// to reap with `waitForExit` (a `ChildProgram` reaps its own).
 ///
 /// Every test that starts a program goes through here, for two reasons:
 /// - The child gets **no descriptor of this process but 0, 1 and 2**. Tests run in parallel, and
@@ -111,8 +111,13 @@ public final class ChildProgram: Sendable {
     public func waitUntilExit() -> Int32 {
         // Wait without reaping (nor holding the lock, so `signal` works meanwhile), then reap.
         var info = siginfo_t()
-        while waitStatus == nil && waitid(P_PID, id_t(pid), &info, WEXITED | WNOWAIT) == -1 && errno == EINTR {}
-        return waitStatus ?? waitUntilExit()
+        while true {
+            if let status = waitStatus { return status }
+            if waitid(P_PID, id_t(pid), &info, WEXITED | WNOWAIT) == -1 && errno != EINTR {
+                if let status = waitStatus { return status }  // reaped meanwhile by another thread here
+                preconditionFailure("process \(pid) was reaped outside its ChildProgram")
+            }
+        }
     }
 
     /// Sends `signal` (`SIGTERM`, `SIGKILL`…); true if it reached a live process.
