@@ -219,6 +219,13 @@ struct MergeRoutesTests {
             for digits in ["1234567890123456789", "00000000000000000001"] {
                 #expect(try app.request("PUT", "/notes/\(id)", headers: [("Base-Version", digits)], body: "body=mine").status == 400)
             }
+            // A version is written as the ETag writes it: no sign, no leading zero (`01` is not 1).
+            for text in ["01", "02", "+2", "-2", "2.0", "0x2", "2 2", "0", ""] {
+                let refused = try app.request("PUT", "/notes/\(id)", headers: [("Base-Version", text)], body: "body=mine")
+                #expect(refused.status == 400, "\(text): \(refused.text)")
+                #expect(refused.header("Content-Type") == "application/problem+json")
+                #expect((try? refused.json()["detail"] as? String)?.contains("Base-Version") == true, "\(refused.text)")
+            }
             #expect(try app.request("PUT", "/notes/\(id)", body: "body=mine&base_version=0").status == 422)
             // Past 2^53 - 1 (what a JSON number holds exactly): refused, in a form and in JSON, even
             // with nothing to merge; up to it, a version that names nothing kept (409).

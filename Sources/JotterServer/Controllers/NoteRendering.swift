@@ -330,20 +330,31 @@ enum NoteInput {
     }
 
     /// The version an update was made from: the header `Base-Version` (`400` when present and
-    /// not a version: digits, at most 18 of them, from 1) or the field `base_version` (`422` when not a version), the field's when
-    /// both are given; nil when neither.
+    /// not a version as `headerVersion` reads it) or the field `base_version` (`422` when not a
+    /// version), the field's when both are given; nil when neither.
     static func baseVersion(_ request: Request) throws(HTTPError) -> Int64? {
-        var header: Int64?
-        if let given = request.headers["Base-Version"] {
-            let text = String(given.trimmingASCIISpaces())
-            guard isDigits(text), text.utf8.count <= 18, let value = Int64(text), value >= 1 else {
-                throw HTTPError.badRequest(
-                    "Base-Version must be the version the edit was made from, a whole number from 1 (the digits of its ETag); got \(text.isEmpty ? "nothing" : text)"
-                )
-            }
-            header = value
-        }
+        let header = try headerVersion(request, "Base-Version")
         return try version(request, field: baseVersionField) ?? header
+    }
+
+    /// The version header `name` carries, blanks around: a version as the API writes it
+    /// (`versionNumber`) of at most 18 digits; nil when absent, `400` naming the header when it
+    /// is anything else (`01`, `+1`, `1.0`), so nothing is stored.
+    static func headerVersion(_ request: Request, _ name: String) throws(HTTPError) -> Int64? {
+        guard let given = request.headers[name] else { return nil }
+        let text = String(given.trimmingASCIISpaces())
+        guard text.utf8.count <= 18, let value = versionNumber(text) else {
+            throw HTTPError.badRequest(
+                "\(name) must be the version the edit was made from, a whole number from 1 without sign or leading zero (the digits of its ETag); got \(text.isEmpty ? "nothing" : text)"
+            )
+        }
+        return value
+    }
+
+    /// A version as the API writes it (the digits of an `ETag`, the path's `{version}`): decimal
+    /// digits from 1, no sign, no leading zero; else nil.
+    @Sendable static func versionNumber(_ text: String) -> Int64? {
+        noteID(text).flatMap { $0 >= 1 ? $0 : nil }
     }
 
     /// Whether the body has field `name`, whatever its value (a malformed body has none).

@@ -159,15 +159,13 @@ enum NotesOperations {
             400: .problem("`If-Match` or `If-None-Match` is not `*` or quoted ETags"), 404: missing, 412: stale,
         ])
 
-    /// 1 to 18 digits, leading zeros counted, not all zeros (`NoteInput.baseVersion`), blanks
-    /// around: one alternative for each number of leading zeros, as a pattern can't count them.
-    static let baseVersionPattern =
-        "^[ \\t]*(?:" + (0..<18).map { String(repeating: "0", count: $0) + "[1-9][0-9]{0,\(17 - $0)}" }.joined(separator: "|") + ")[ \\t]*$"
+    /// 1 to 18 digits, no leading zero (`NoteInput.headerVersion`), blanks around.
+    static let baseVersionPattern = "^[ \\t]*[1-9][0-9]{0,17}[ \\t]*$"
 
     static let baseVersion = OpenAPIParameter.header(
         "Base-Version", .string(pattern: baseVersionPattern),
         description:
-            "the version the edit was made from: the current one is a plain update, an older one is merged; not a whole number from 1 of at most 18 digits is `400`"
+            "the version the edit was made from: the current one is a plain update, an older one is merged; anything but a whole number from 1 of at most 18 digits, without sign or leading zero (the digits of the `ETag`), is `400`"
     )
 
     static let version = OpenAPIParameter.path(NoteInput.versionField)
