@@ -18,7 +18,7 @@ struct HTTP2Tests {
     static let cases = [
         "settings", "hello_and_methods", "form_post_and_expect", "body_too_large", "slow_stream_blocks_nothing",
         "flow_control_windows", "too_many_streams", "rapid_reset", "continuation_flood", "ping_flood",
-        "oversized_header_list", "malformed_requests", "bad_preface", "frame_size", "stream_states",
+        "oversized_header_list", "long_path", "malformed_requests", "bad_preface", "frame_size", "stream_states",
         "flow_control_errors", "hpack_errors", "settings_flood",
     ]
 

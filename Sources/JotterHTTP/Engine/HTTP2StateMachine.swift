@@ -35,6 +35,9 @@ package struct HTTP2StateMachine: ConnectionMachine, ~Copyable {
         var headers = HTTPHeaders()
         var cookies: [String] = []
         var headerBytes = 0
+        /// Its head is refused before it is read whole (a `:path` too long: `414`; a header list
+        /// past `maxHeaderList`: `431`): answered at `begin`, the rest of its fields dropped.
+        var refusal: HTTPError?
         /// How far its request is: its head, parked, running, answered, over.
         var stage = Stage.head
         /// The head said a body follows (END_STREAM did not end its HEADERS).
@@ -197,7 +200,8 @@ package struct HTTP2StateMachine: ConnectionMachine, ~Copyable {
     static let maxConcurrentStreams: UInt32 = 100
     static let initialWindow: UInt32 = 1 << 20
     static let connectionWindow: Int32 = 16 << 20
-    /// Bytes of one stream's header list (names, values, 32 per field) before it is reset.
+    /// Bytes of one stream's header list (names, values, 32 per field; RFC 9113 §6.5.2) it
+    /// reads: past it, the fields are dropped and the stream is answered `431` (§10.5.1).
     static let maxHeaderList = 64 << 10
     /// Bytes of answers a connection may hold (made, not yet taken by the socket) and still begin
     /// another stream's request: past it, new streams wait (`Stage.parked`) until the client
@@ -756,12 +760,25 @@ package struct HTTP2StateMachine: ConnectionMachine, ~Copyable {
         idleSince = nil
     }
 
-    /// One header field; false resets the stream (its header list is too large).
-    fileprivate func field(_ id: Int32, name: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer) -> Bool {
-        guard let stream = streams[id] else { return true }
+    /// One header field of a stream's head. nghttp2 decodes every field of a block (HPACK's
+    /// table goes on), so a head refused (`Stream.refusal`: a `:path` longer than HTTP/1.1's
+    /// request-target may be, `414`; a header list past `maxHeaderList`, `431`) reads on and
+    /// keeps nothing more: it is answered when it ends, and the connection lives on.
+    fileprivate func field(_ id: Int32, name: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer) {
+        guard let stream = streams[id], stream.stage.headArriving else { return }  // trailers: not used
         stream.headerBytes += name.count + value.count + 32
-        if stream.headerBytes > Self.maxHeaderList { return false }
-        guard stream.stage.headArriving else { return true }  // trailers: not used
+        if stream.headerBytes > Self.maxHeaderList, stream.refusal == nil {
+            stream.refusal = HTTPError(
+                .requestHeaderFieldsTooLarge,
+                detail: "the request's header list is too large (at most \(Self.maxHeaderList) bytes, counting 32 per field)")
+            stream.headers = HTTPHeaders()
+            stream.cookies = []
+        }
+        guard stream.refusal == nil else { return }
+        if name.count == 5, value.count > FramingCheck.maxTargetLength, name.elementsEqual(":path".utf8) {
+            stream.refusal = HTTPError(.uriTooLong, detail: "the request-target is longer than \(FramingCheck.maxTargetLength) bytes")
+            return
+        }
         let value = String(decoding: value, as: UTF8.self)
         if name.first == UInt8(ascii: ":") {
             switch String(decoding: name, as: UTF8.self) {
@@ -770,7 +787,7 @@ package struct HTTP2StateMachine: ConnectionMachine, ~Copyable {
             case ":authority": stream.authority = value
             default: break  // :scheme — checked by nghttp2
             }
-            return true
+            return
         }
         let name = String(decoding: name, as: UTF8.self)
         if name == "cookie" {
@@ -778,7 +795,6 @@ package struct HTTP2StateMachine: ConnectionMachine, ~Copyable {
         } else {
             stream.headers.add(name, value)
         }
-        return true
     }
 
     fileprivate mutating func headersReceived(_ id: Int32, endStream: Bool) {
@@ -811,6 +827,11 @@ package struct HTTP2StateMachine: ConnectionMachine, ~Copyable {
             isHead: stream.method == "HEAD", hasBody: stream.hasBody)
         let lifecycle = exchange.lifecycle
         stream.stage = .running(exchange)
+        if let refusal = stream.refusal {
+            // Its head was not read whole: answered as HTTP/1.1 answers a head it could not parse.
+            headActed(stream, lifecycle.malformed(refusal))
+            return
+        }
         headActed(
             stream,
             lifecycle.headerComplete(
@@ -1276,11 +1297,11 @@ final class HTTP2Callbacks: @unchecked Sendable {
             callbacks,
             { _, frame, name, nameLength, value, valueLength, _, user in
                 guard let frame, let user, frame.pointee.hd.type == UInt8(NGHTTP2_HEADERS.rawValue) else { return 0 }
-                let accepted = HTTP2StateMachine.from(user).pointee.field(
+                HTTP2StateMachine.from(user).pointee.field(
                     frame.pointee.hd.stream_id,
                     name: UnsafeRawBufferPointer(start: name, count: nameLength),
                     value: UnsafeRawBufferPointer(start: value, count: valueLength))
-                return accepted ? 0 : NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE.rawValue
+                return 0
             })
         nghttp2_session_callbacks_set_on_frame_recv_callback(
             callbacks,
