@@ -130,6 +130,31 @@ struct NotesTests {
         }
     }
 
+    @Test("the body limit is on the note: one just under it is taken form-urlencoded and multipart, one over it neither")
+    func limitAtTheBoundary() throws {
+        let limit = 1 << 20
+        try TestApp.with(configure: { $0.maxBodySize = limit }) { app in
+            func multipart(_ body: String) throws -> WireResponse {
+                let boundary = "jotter-note-boundary"
+                let text = "--\(boundary)\r\nContent-Disposition: form-data; name=\"body\"\r\n\r\n\(body)\r\n--\(boundary)--\r\n"
+                return try app.request(
+                    "POST", "/notes", headers: [("Content-Type", "multipart/form-data; boundary=\(boundary)")], body: text)
+            }
+            // Just under the limit as the form counts it ("body=" and the value).
+            let under = String(repeating: "a", count: limit - "body=".utf8.count)
+            let form = try send(app, "POST", "/notes", form: "body=" + under)
+            #expect(form.status == 201, "\(form.text.prefix(300))")
+            let parts = try multipart(under)
+            #expect(parts.status == 201, "\(parts.text.prefix(300))")
+            #expect((try? note(parts)["body"] as? String)?.utf8.count == under.utf8.count)
+            // Over it, in both encodings: 413, nothing stored.
+            let over = String(repeating: "b", count: limit + 1)
+            #expect(try send(app, "POST", "/notes", form: "body=" + over).status == 413)
+            #expect(try multipart(over).status == 413)
+            #expect((try send(app, "GET", "/notes").json()["notes"] as? [Any])?.count == 2)
+        }
+    }
+
     // MARK: - Show
 
     @Test("show: ETag, If-None-Match 304, unknown or non-numeric ids 404")

@@ -9,6 +9,13 @@ public struct MultipartLimits: Sendable {
     public var fileBytes: Int64
     /// Parts in all.
     public var parts: Int
+    /// Bytes of the body that are neither a field's value nor a file's — boundaries, part
+    /// headers, the preamble — so that a field as large as `fieldBytes` fits as it does in a
+    /// form-urlencoded body, and the whole body is still bounded (`totalBytes`).
+    public static let framingBytes = 64 << 10
+
+    /// The most bytes the whole body may have: its fields, its files and `framingBytes`.
+    var totalBytes: Int64 { Int64(fieldBytes) + fileBytes + Int64(Self.framingBytes) }
 }
 
 /// Receives one multipart body as it streams in: plain fields into bounded memory, file parts
@@ -28,6 +35,8 @@ final class MultipartReceiver {
     private var current: (headers: MultipartPartHeaders, field: [UInt8], sink: (any MultipartFileWriter)?)?
     private var fieldBytes = 0
     private var fileBytes: Int64 = 0
+    /// Bytes of the body received so far, framing and all.
+    private var bodyBytes: Int64 = 0
     private var parts = 0
     /// What to call the route in a refusal ("POST /notes").
     private let routeName: String
@@ -46,6 +55,14 @@ final class MultipartReceiver {
     /// The next chunk of the body.
     func receive(_ chunk: UnsafeRawBufferPointer) throws(HTTPError) {
         do throws(HTTPError) {
+            bodyBytes += Int64(chunk.count)
+            guard bodyBytes <= limits.totalBytes else {
+                throw HTTPError(
+                    .contentTooLarge,
+                    detail:
+                        "the multipart body is larger than its fields' and files' limits and \(MultipartLimits.framingBytes) bytes of framing",
+                    closesConnection: true)
+            }
             try parser.feed(chunk) { event throws(HTTPError) in try handle(event) }
         } catch {
             discard()

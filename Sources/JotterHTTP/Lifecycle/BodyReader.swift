@@ -88,12 +88,15 @@ enum BodyReader: Sendable {
         }
         func multipart(_ store: (any MultipartFileStore)?, fileLimit: Int64) throws(HTTPError) -> BodyReader {
             let multipartLimits = MultipartLimits(fieldBytes: memoryLimit, fileBytes: fileLimit, parts: limits.maxParts)
-            if store != nil, let declared, declared > fileLimit + Int64(memoryLimit) {
+            // The fields' limit is on their values: the framing has its own allowance.
+            if store != nil, let declared, declared > multipartLimits.totalBytes {
                 throw HTTPError(
                     .contentTooLarge, detail: "the request body is larger than the upload limit of \(fileLimit) bytes (--max-upload-size)",
                     closesConnection: true)
             }
-            if store == nil, let declared, declared > Int64(memoryLimit) { throw Self.tooLarge(memoryLimit, isRouteLimit: isRouteLimit) }
+            if store == nil, let declared, declared > multipartLimits.totalBytes {
+                throw Self.tooLarge(memoryLimit, isRouteLimit: isRouteLimit)
+            }
             return .multipart(
                 Multipart(
                     try MultipartReceiver(
