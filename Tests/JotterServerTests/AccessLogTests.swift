@@ -36,4 +36,39 @@ struct AccessLogTests {
         let notFound = try #require(try Self.line.wholeMatch(in: lines(server, containing: "/nowhere/at/all").first ?? ""))
         #expect(notFound.status == "404" && notFound.bytes == "\(missing.body.count)")
     }
+
+    @Test("a 413 is logged once more, with the limit it met: the status alone does not tell which")
+    func refusalReasons() throws {
+        let server = try ServerProcess(["--max-body-size", "1000"])
+        defer {
+            _ = server.signal(SIGTERM)
+            _ = server.finish()
+        }
+        let form = [("Content-Type", "application/x-www-form-urlencoded")]
+        let boundary = "log-boundary"
+        let multipart =
+            "--\(boundary)\r\nContent-Disposition: form-data; name=\"name\"\r\n\r\n\(String(repeating: "m", count: 1500))\r\n--\(boundary)--\r\n"
+        let cases: [(id: String, method: String, headers: [(String, String)], body: String, reason: String)] = [
+            (
+                "limit-body", "POST", form, "name=" + String(repeating: "a", count: 2000),
+                "the request body is larger than the limit of 1000 bytes (--max-body-size)"
+            ),
+            ("limit-none", "GET", form, "name=x", "GET /hello takes no request body"),
+            (
+                "limit-fields", "POST", [("Content-Type", "multipart/form-data; boundary=\(boundary)")], multipart,
+                "the form fields are larger than the limit of 1000 bytes (--max-body-size)"
+            ),
+        ]
+        for refused in cases {
+            let response = try RawHTTP(port: server.port).request(
+                refused.method, "/hello", headers: refused.headers + [("X-Request-Id", refused.id)], body: Array(refused.body.utf8), close: true)
+            #expect(response.status == 413, "\(refused.id): \(response.text)")
+            #expect((try? response.json()["detail"] as? String) == refused.reason, "\(response.text)")
+            let logged = lines(server, containing: "request \(refused.id) ")
+            #expect(logged.count == 1, "\(refused.id): \(logged)")
+            #expect(
+                logged.first?.contains(" warning request \(refused.id) \(refused.method) /hello answered 413: \(refused.reason)") == true, "\(logged)"
+            )
+        }
+    }
 }

@@ -4,7 +4,10 @@
 /// An `HTTPError` renders itself; so does any error `translate` turns into one (a store's
 /// "disk full" as `507`, say); anything else is a `500` that names the request id and is
 /// logged with its cause, which is never sent to the client. An `HTTPError` with a `cause`
-/// (a database out of reach behind a `503`) is logged with it too, as a warning.
+/// (a database out of reach behind a `503`) is logged with it too, as a warning; so is a `413`
+/// or a `507` with the reason the client got (its problem type, its detail), as the status
+/// alone does not tell an operator which limit it was (the body, the note, the user's uploads,
+/// a full disk).
 public struct ErrorMiddleware: Middleware {
     let log: Logger
     let translate: @Sendable (any Error) -> HTTPError?
@@ -29,12 +32,22 @@ public struct ErrorMiddleware: Middleware {
         }
     }
 
-    /// Logs what failed underneath an answered error, if it says (`HTTPError.cause`).
+    /// Logs what failed underneath an answered error, if it says (`HTTPError.cause`), or which
+    /// limit a `413` or `507` met (`reason`).
     static func logCause(of error: HTTPError, for request: Request, context: RequestContext, log: Logger) {
-        guard let cause = error.cause else { return }
+        guard let cause = error.cause ?? reason(of: error) else { return }
         log.warning(
             "request \(context.requestID) \(request.method) \(Logger.sanitize(String(request.path))) answered"
                 + " \(error.status.code): \(Logger.sanitize(cause))")
+    }
+
+    /// What a `413` or `507` told the client — its problem type unless `about:blank`, then its
+    /// detail — for the log; nil for any other status.
+    static func reason(of error: HTTPError) -> String? {
+        guard error.status == .contentTooLarge || error.status == .insufficientStorage else { return nil }
+        let type = error.type == "about:blank" ? nil : error.type
+        let said = [type, error.detail].compactMap { $0 }.joined(separator: ": ")
+        return said.isEmpty ? error.status.reasonPhrase : said
     }
 
     /// The response for any error: an `HTTPError` renders itself, anything else is a logged 500.
