@@ -158,4 +158,33 @@ struct EngineTests {
         await stopped.value
         #expect(throws: (any Error).self) { try RawHTTP(port: port) }
     }
+
+    @Test("connections queued in the listener's backlog at the stop are answered (Connection: close), not reset")
+    func backlogAtStop() async throws {
+        // One loop, held by /hold: what connects meanwhile waits in the kernel's queue, unaccepted.
+        let fixture = try EngineFixture { $0.threads = 1 }
+        let port = fixture.port
+        let holder = try fixture.connect()
+        try holder.send("GET /hold HTTP/1.1\r\nHost: x\r\n\r\n")
+        fixture.held.wait()
+        var queued: [RawHTTP] = []
+        for index in 0..<20 {
+            let client = try fixture.connect(timeout: 10)
+            try client.send("GET /hello?n=\(index) HTTP/1.1\r\nHost: x\r\n\r\n")
+            queued.append(client)
+        }
+        let server = fixture.server
+        let stopped = Task.detached { server.shutdown() }
+        while !server.isStopping { usleep(1000) }
+        // The listener is shut: a new connection is refused, not queued.
+        #expect(throws: (any Error).self, "a connection after the stop began") { try RawHTTP(port: port, timeout: 1) }
+        fixture.gate.signal()
+        #expect(try holder.readResponse().text == "released")
+        for (index, client) in queued.enumerated() {
+            let response = try client.readResponse()
+            #expect(response.status == 200 && response.text == "hello", "queued connection \(index): \(response.status)")
+            #expect(response.header("Connection")?.lowercased() == "close", "queued connection \(index)")
+        }
+        await stopped.value
+    }
 }

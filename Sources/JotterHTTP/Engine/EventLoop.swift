@@ -46,6 +46,10 @@ package final class EventLoop: Sendable {
         /// `heavierThan`; otherwise (this loop's sweep was stale) `fallback`, the loop that
         /// posted, closes its own.
         case evictLongLived(heavierThan: Int, fallback: EventLoop?)
+        /// A connection the stopping server took from the listener's queue
+        /// (`HTTPServer.stopLoops`): served as one this loop accepted, read at once (its request
+        /// was sent with it), then quiesced with the others.
+        case adopt(fd: Int32, address: String)
         /// Stop accepting; end streams; close connections waiting for a request.
         case quiesce
         /// Close everything and end the thread.
@@ -251,6 +255,9 @@ final class LoopState {
             }
             handle.heaviestLongLived.store(chosen?.count ?? 0, ordering: .relaxed)
             fallback?.post(.evictLongLived(heavierThan: -1, fallback: nil))
+        case .adopt(let fd, let address):
+            if let token = adopt(ListeningSocket.Accepted(fd: fd, address: address)) { connections[token]?.handle(events: Epoll.input) }
+            server.adopting.subtract(1, ordering: .releasing)
         case .quiesce:
             if accepting {
                 accepting = false
@@ -275,55 +282,61 @@ final class LoopState {
     // MARK: - Connections
 
     private func acceptConnections() {
-        var address = [CChar](repeating: 0, count: 64)
         for _ in 0..<64 {
-            let fd = jotter_accept(listener, &address, 64)
-            guard fd >= 0 else { return }
-            let text = String(decoding: address.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
-            guard server.connections.admit(text) else {
-                close(fd)
-                continue
-            }
-            // Past the limit a slow head makes room — on this loop, or on another whose last sweep
-            // saw one waiting long enough (the kernel may give one loop every slow connection).
-            // With none, the oldest long-lived connection of the address holding the most goes —
-            // on this loop, or on the one whose last sweep saw a heavier address among its own
-            // (the kernel may give one loop every connection of one client) — rather than every
-            // newcomer refused.
-            if server.connections.overLimit, !evictOne() {
-                if let other = server.loopToEvict(besides: handle) {
-                    other.post(.evict)
-                } else {
-                    let mine = longLivedCandidate()
-                    if let other = server.loopWithHeavierLongLived(than: mine?.count ?? 0, besides: handle) {
-                        other.post(.evictLongLived(heavierThan: mine?.count ?? 0, fallback: mine == nil ? nil : handle))
-                    } else if let mine {
-                        evictLongLived(mine.connection)
-                    } else {
-                        server.connections.release(text)
-                        server.counters.refused.add(1, ordering: .relaxed)
-                        close(fd)
-                        continue
-                    }
-                }
-            }
-            var session: UnsafeMutableRawPointer?
-            if let context = server.tlsContext {
-                session = context.session(fd: fd)
-                if session == nil {
-                    server.connections.release(text)
-                    close(fd)
-                    continue
-                }
-            }
-            let token = nextToken
-            nextToken += 1
-            let connection = HTTP1Connection(loop: self, fd: fd, token: token, address: text, tls: session)
-            connections[token] = connection
-            jotter_epoll_add(epoll, fd, Epoll.input, token)
-            // It waits for its head from now: the oldest such, if none waited (the sweep keeps it exact).
-            if handle.oldestHeadWait.load(ordering: .relaxed) == 0 { handle.oldestHeadWait.store(connection.opened, ordering: .relaxed) }
+            guard let accepted = ListeningSocket.accept(listener) else { return }
+            adopt(accepted)
         }
+    }
+
+    /// Serves a connection accepted from the listener, if the connection limits let it in; its
+    /// token, or nil when it was refused (closed).
+    @discardableResult
+    private func adopt(_ accepted: ListeningSocket.Accepted) -> UInt64? {
+        let fd = accepted.fd, text = accepted.address
+        guard server.connections.admit(text) else {
+            close(fd)
+            return nil
+        }
+        // Past the limit a slow head makes room — on this loop, or on another whose last sweep
+        // saw one waiting long enough (the kernel may give one loop every slow connection).
+        // With none, the oldest long-lived connection of the address holding the most goes —
+        // on this loop, or on the one whose last sweep saw a heavier address among its own
+        // (the kernel may give one loop every connection of one client) — rather than every
+        // newcomer refused.
+        if server.connections.overLimit, !evictOne() {
+            if let other = server.loopToEvict(besides: handle) {
+                other.post(.evict)
+            } else {
+                let mine = longLivedCandidate()
+                if let other = server.loopWithHeavierLongLived(than: mine?.count ?? 0, besides: handle) {
+                    other.post(.evictLongLived(heavierThan: mine?.count ?? 0, fallback: mine == nil ? nil : handle))
+                } else if let mine {
+                    evictLongLived(mine.connection)
+                } else {
+                    server.connections.release(text)
+                    server.counters.refused.add(1, ordering: .relaxed)
+                    close(fd)
+                    return nil
+                }
+            }
+        }
+        var session: UnsafeMutableRawPointer?
+        if let context = server.tlsContext {
+            session = context.session(fd: fd)
+            if session == nil {
+                server.connections.release(text)
+                close(fd)
+                return nil
+            }
+        }
+        let token = nextToken
+        nextToken += 1
+        let connection = HTTP1Connection(loop: self, fd: fd, token: token, address: text, tls: session)
+        connections[token] = connection
+        jotter_epoll_add(epoll, fd, Epoll.input, token)
+        // It waits for its head from now: the oldest such, if none waited (the sweep keeps it exact).
+        if handle.oldestHeadWait.load(ordering: .relaxed) == 0 { handle.oldestHeadWait.store(connection.opened, ordering: .relaxed) }
+        return token
     }
 
     /// Past the connection limit: closes the connection of this loop that has waited longest for

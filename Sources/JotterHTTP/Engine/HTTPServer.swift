@@ -79,6 +79,9 @@ public final class HTTPServer: Sendable {
     let log: Logger
     private let boundPort = Atomic<Int>(0)
     let inFlight = Atomic<Int>(0)
+    /// Connections taken from the listener's queue at the stop (`stopLoops`) that their loop
+    /// has not read yet: waited for as requests in flight are.
+    let adopting = Atomic<Int>(0)
     private let stopping = Atomic<Bool>(false)
     /// The limits every request's lifecycle works within.
     let limits: RequestLifecycle.Limits
@@ -240,12 +243,22 @@ public final class HTTPServer: Sendable {
         // from still takes connections into its backlog, whose clients send their requests and
         // are reset when it closes — a POST that may or may not have run, as far as they (or a
         // load balancer, which then answers 502) can tell. Refused, they go elsewhere at once.
+        // What the kernel queued and no loop accepted yet is taken first, once and without
+        // waiting: the shutdown resets those connections, whose clients connected and sent their
+        // requests. The loops serve them as their own (`.adopt`), answered with
+        // `Connection: close` as every open connection is at a stop.
         let listening = listener.load(ordering: .relaxed)
-        if listening >= 0 { Glibc.shutdown(listening, Int32(SHUT_RDWR)) }
+        var queued: [ListeningSocket.Accepted] = []
+        if listening >= 0 {
+            queued = ListeningSocket.acceptQueued(listening)
+            Glibc.shutdown(listening, Int32(SHUT_RDWR))
+        }
         stopping.store(true, ordering: .relaxed)
+        adopting.add(queued.count, ordering: .relaxed)
+        for (index, accepted) in queued.enumerated() { running[index % running.count].post(.adopt(fd: accepted.fd, address: accepted.address)) }
         for loop in running { loop.post(.quiesce) }
         let deadline = clock.now() + UInt64(configuration.shutdownGracePeriod * 1_000_000)
-        while inFlight.load(ordering: .acquiring) > 0, clock.now() < deadline {
+        while inFlight.load(ordering: .acquiring) > 0 || adopting.load(ordering: .acquiring) > 0, clock.now() < deadline {
             for loop in running { loop.post(.quiesce) }
             usleep(5_000)
         }

@@ -1,3 +1,4 @@
+import CEngine
 import Glibc
 
 /// Why the server could not start.
@@ -45,6 +46,32 @@ enum ListeningSocket {
             return fd
         }
         throw lastError
+    }
+
+    /// A connection taken from a listening socket: its socket and the peer's address.
+    struct Accepted: Sendable {
+        let fd: Int32
+        let address: String
+    }
+
+    /// Accepts a connection from `listener` without waiting; nil when none is queued.
+    static func accept(_ listener: Int32) -> Accepted? {
+        var address = [CChar](repeating: 0, count: 64)
+        while true {
+            let fd = jotter_accept(listener, &address, 64)
+            if fd >= 0 {
+                return Accepted(fd: fd, address: String(decoding: address.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self))
+            }
+            // A connection reset while queued is skipped; nothing queued (or a failure) ends it.
+            guard errno == ECONNABORTED || errno == EINTR else { return nil }
+        }
+    }
+
+    /// Every connection queued on `listener` now (at most `limit`), taken without waiting.
+    static func acceptQueued(_ listener: Int32, limit: Int = 4096) -> [Accepted] {
+        var taken: [Accepted] = []
+        while taken.count < limit, let accepted = accept(listener) { taken.append(accepted) }
+        return taken
     }
 
     /// The port a listening socket is bound to.

@@ -57,7 +57,7 @@ package struct SocketDriver {
         case .wake(_, let stream): return machine.streamWoken(stream: stream)
         case .bodyReady(_, let stream): return machine.bodyReady(stream: stream, now: machine.clock.now())
         case .read: return machine.ready(read: true, write: false)
-        case .evict, .evictLongLived, .quiesce, .stop: return nil
+        case .evict, .evictLongLived, .adopt, .quiesce, .stop: return nil
         }
     }
 
