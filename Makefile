@@ -41,9 +41,9 @@ run: release
 
 # Suites tagged `.timing` (wall-clock bounds, heavy load): run after the others, one test at a
 # time, so nothing competes with them for the 2 cores (swift test filters by name, not by tag).
-TIMING_TESTS = ScaleOutTests|SyncBoundsTests|FeedScaleOutTests|ConvergenceHAProxyTests|PostgresRestartTests|ClientEventTests|PostgresDownTests|PostgresLateCommitTests|PostgresStoreRestartTests|LargeBlobTests|RetryTests|URLSessionWorkaroundTests|SuspendTests|EngineTests|NoteEventsTests|NotesDurabilityTests|LargeUploadTests|LargeUploadClientTests|SlowClientTests|EventFanOutTests
+TIMING_TESTS = ScaleOutTests|SyncBoundsTests|FeedScaleOutTests|ConvergenceHAProxyTests|PostgresRestartTests|ClientEventTests|PostgresDownTests|PostgresLateCommitTests|PostgresStoreRestartTests|LargeBlobTests|RetryTests|URLSessionWorkaroundTests|SuspendTests|EngineTests|NoteEventsTests|NotesDurabilityTests|LargeUploadTests|LargeUploadClientTests|SlowClientTests|EventFanOutTests|SyncEngineTests
 # swift test matches --filter and --skip against "Module.Suite/test()": the names anchored, so
-# EngineTests is not SyncEngineTests.
+# that one is never another's part (EngineTests, SyncEngineTests).
 TIMING_FILTER = \.($(TIMING_TESTS))/
 
 # The swift test passes run inside scripts/test-services: a throwaway PostgreSQL cluster and SeaweedFS (S3),

@@ -24,7 +24,12 @@ final class ResetWalkFeed: Middleware {
 }
 
 /// The sync engine against a real server, its replica in a real SQLite file.
-@Suite("JotterClient: the notes sync engine")
+///
+/// `.timing`: its syncs run against the SDK's timeouts (30 s), and `killedMidSync` must kill its
+/// app (requests 200 ms apart) before that app's sync gives up; run beside the parallel pass's
+/// load, both were seen to fail (a sync timed out; the app ended by itself, SIGILL: its
+/// top-level error).
+@Suite("JotterClient: the notes sync engine", .tags(.timing))
 struct SyncEngineTests {
     /// A server (with `ResetWalkFeed` when `standInFeed`), a client for it, and a scratch folder.
     static func withServer<T>(standInFeed: Bool = false, _ body: (JotterClient, TestApp, URL) async throws -> T) async throws -> T {
