@@ -210,15 +210,19 @@ public struct NoteMerge: Sendable, Hashable {
     public var overlapped: Bool
     /// Where both sides changed the same text: UTF-16 offsets into the merged body, end exclusive.
     public var regions: [Range<Int>]
+    /// The steps the merge took (`TextMerge.counted`): what it cost, charged to the user's
+    /// budget of merge work by the server.
+    public var work: Int
 
     /// The merge of `body` made from `base` into `current`: `nil` past `TextMerge.Limits.default`.
     static func merge(base: Int64, ancestor: String, current: String, incoming: String) -> (text: String, merge: NoteMerge)? {
-        guard let outcome = TextMerge.merge(base: ancestor, current: current, incoming: incoming) else { return nil }
+        let (merged, work) = TextMerge.counted(base: ancestor, current: current, incoming: incoming)
+        guard let outcome = merged else { return nil }
         return (
             outcome.text,
             NoteMerge(
                 base: base, overlapped: outcome.result == .overlap,
-                regions: outcome.regions.map { $0.start..<max($0.start, $0.end) })
+                regions: outcome.regions.map { $0.start..<max($0.start, $0.end) }, work: work)
         )
     }
 }

@@ -90,11 +90,17 @@ public enum TextMerge {
     /// - Returns: The merged text, or `nil` if an input or the merged text is larger than
     ///   `limits.maxBytes` or the merge would take more than `limits.maxWork` steps.
     public static func merge(base: String, current: String, incoming: String, limits: Limits = .default) -> Outcome? {
+        counted(base: base, current: current, incoming: incoming, limits: limits).outcome
+    }
+
+    /// `merge`, with the steps it took: what it cost (at most `limits.maxWork` plus the last
+    /// count that passed it; 0 when one side is the base or an input is past `maxBytes`).
+    public static func counted(base: String, current: String, incoming: String, limits: Limits = .default) -> (outcome: Outcome?, work: Int) {
         let o = Array(base.utf8), a = Array(current.utf8), b = Array(incoming.utf8)
-        guard o.count <= limits.maxBytes, a.count <= limits.maxBytes, b.count <= limits.maxBytes else { return nil }
+        guard o.count <= limits.maxBytes, a.count <= limits.maxBytes, b.count <= limits.maxBytes else { return (nil, 0) }
         // What one side did not change is the other side's text, whatever its size.
-        if a == o { return Outcome(text: incoming, result: .clean, regions: []) }
-        if b == o || b == a { return Outcome(text: current, result: .clean, regions: []) }
+        if a == o { return (Outcome(text: incoming, result: .clean, regions: []), 0) }
+        if b == o || b == a { return (Outcome(text: current, result: .clean, regions: []), 0) }
         let meter = WorkMeter(limit: limits.maxWork)
         do {
             var merger = Merger(meter: meter)
@@ -102,9 +108,9 @@ public enum TextMerge {
             let outcome = merger.outcome()
             // The merged text is bounded as the inputs are: an overlap keeps both sides, and a
             // note made twice as large as any edit may be could never be merged again.
-            return outcome.text.utf8.count <= limits.maxBytes ? outcome : nil
+            return (outcome.text.utf8.count <= limits.maxBytes ? outcome : nil, meter.used)
         } catch {
-            return nil
+            return (nil, meter.used)
         }
     }
 
