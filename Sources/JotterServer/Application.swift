@@ -233,7 +233,11 @@ public func buildApplication(_ configuration: ServerConfiguration) throws -> App
                 }))
         NotesController(
             store: notes, events: events, replayLimit: configuration.eventBacklog,
-            streamsPerToken: configuration.eventStreamsPerToken, streamsPerUser: configuration.eventStreamsPerUser
+            streamsPerToken: configuration.eventStreamsPerToken, streamsPerUser: configuration.eventStreamsPerUser,
+            mergeBudget: configuration.mergeWorkBurst > 0 && configuration.mergeWorkPerSecond > 0
+                ? MergeBudget(
+                    capacity: configuration.mergeWorkBurst, perSecond: configuration.mergeWorkPerSecond,
+                    counters: MemoryLimitCounters(clock: configuration.mergeBudgetClock)) : nil
         ).register(in: &authenticated)
         UploadsController(store: notes, events: events, resumable: resumable).register(in: &authenticated)
         auth.register(in: &authenticated)

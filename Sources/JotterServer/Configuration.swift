@@ -5,6 +5,7 @@ import Foundation
 #endif
 import JotterHTTP
 import JotterStore
+import JotterSystem
 
 /// Everything `jotter serve` can be told, with the defaults of the contract.
 public struct ServerConfiguration: Sendable {
@@ -95,6 +96,17 @@ public struct ServerConfiguration: Sendable {
     /// Requests a minute that one user may make with all their tokens and sessions together;
     /// nil for as many as `requestsPerMinute`.
     public var requestsPerUserMinute: Int?
+    /// Each user's budget of merge work — an edit made from an older version is merged in its
+    /// write, on SQLite in the one writer thread — in the merge's own steps (`TextMerge`; its cap,
+    /// 60 million, takes 0.5–1 s of one core in a release build): a bucket of `mergeWorkBurst`
+    /// steps (three capped merges) refilled by `mergeWorkPerSecond` (a capped merge every 5 s:
+    /// 10–20 % of the writer). A merge takes the cap from it before it runs and gives back what
+    /// it did not use; with the bucket spent it is `429` (docs/API.md). Each instance keeps its
+    /// own buckets. 0: no budget.
+    public var mergeWorkBurst = 180_000_000
+    public var mergeWorkPerSecond = 12_000_000
+    /// The merge budget's clock (seconds, monotonic): tests pass their own.
+    var mergeBudgetClock: @Sendable () -> Double = MonotonicClock.seconds
     /// API tokens (unrevoked, unexpired) one user may hold: creating another is `409`; 0 for no limit.
     public var tokensPerUser = 100
     /// Credentials that are no good (malformed or unknown) one client address may send: a

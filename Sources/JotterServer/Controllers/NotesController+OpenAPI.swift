@@ -144,6 +144,9 @@ enum NotesOperations {
                 422: .problem(
                     "`body` is not a string, or a multipart body has too many parts, or the `Idempotency-Key` was used with another body or `Base-Version`"
                 ),
+                429: .problem(
+                    "a write with an older `Base-Version` while the user's budget of merge work is spent (`type` `/problems/merge-budget-spent`), refused before any merge work; nothing changed: send it again after `Retry-After` seconds",
+                    headers: ["Retry-After": OpenAPIHeader("seconds", schema: .string(pattern: "^[0-9]+$"))]),
             ])
     }
 

@@ -15,6 +15,8 @@ struct NotesController {
     /// Event streams one token, and one signed-in user, may hold open at once.
     var streamsPerToken = 32
     var streamsPerUser = 64
+    /// Each user's budget of merge work (nil: none).
+    var mergeBudget: MergeBudget?
 
     func register(in routes: inout RouterBuilder) {
         routes.get("/notes", operation: NotesOperations.list, handler: list)
@@ -120,16 +122,31 @@ struct NotesController {
             return try JSON(NoteEnvelope(note: current, message: "No Body Sent"), headers: HTTPHeaders([("ETag", current.etag)]))
                 .reply(for: request)
         }
+        // A merge to come (made from an older version) is paid for from the user's budget
+        // before it runs: `429` when it is spent. Once written, the budget is settled with what
+        // the merge cost (also one the note's version, moved on meanwhile, made without a
+        // reservation).
+        let owner = context.owner
+        let budget = base == nil ? nil : mergeBudget
+        let reserved = budget != nil && base! < Int64(current.version)
+        if reserved { try budget?.reserve(owner) }
         if let claim = context[IdempotencyKeyed.self] {
             // The key is claimed in the edit's own transaction (a merge is never made twice).
-            return keyedCommit(id, owner: context.owner, request: request, message: "Note Updated", base: base) { store, completion in
-                store.editNote(id: id, base: base, body: body, ifVersion: version, owner: context.owner, claiming: claim, completion: completion)
+            return keyedCommit(id, owner: owner, request: request, message: "Note Updated", base: base) { store, completion in
+                store.editNote(id: id, base: base, body: body, ifVersion: version, owner: owner, claiming: claim) { result in
+                    let written: NoteWriteOutcome? = if case .done(let outcome)? = try? result.get() { outcome } else { nil }
+                    budget?.settle(owner, reserved: reserved, after: written)
+                    completion(result)
+                }
             }
         }
         if let base {
             // Made from `base`: merged into what was committed since, inside the write.
-            return commit(id, owner: context.owner, request: request, message: "Note Updated", base: base) { store, completion in
-                store.mergeNote(id: id, base: base, body: body, ifVersion: version, owner: context.owner, completion: completion)
+            return commit(id, owner: owner, request: request, message: "Note Updated", base: base) { store, completion in
+                store.mergeNote(id: id, base: base, body: body, ifVersion: version, owner: owner) { result in
+                    budget?.settle(owner, reserved: reserved, after: try? result.get())
+                    completion(result)
+                }
             }
         }
         return commit(id, owner: context.owner, request: request, message: "Note Updated") { store, completion in
