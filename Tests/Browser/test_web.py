@@ -1463,6 +1463,52 @@ class Offline(BrowserTest):
         wait(driver, lambda d: css("#connection-text").text == "Synced", timeout=15, message="synced")
         self.assertEqual(css("#save-state").text, "Saved")
 
+    def test_an_edit_refused_429_stays_queued_and_goes_again_when_retry_after_says(self):
+        """An edit from the outbox answered `429` (the user's budget of merge work spent) is kept
+        and sent again only after its `Retry-After` (not at the next 3 s try), then merged."""
+        note = server.create("Budget\nfirst line\nsecond line")
+        open_app(f"/#/notes/{note['id']}", autosave=False)
+        wait(driver, lambda d: body_text() == "Budget\nfirst line\nsecond line")
+        network = {"latency": 0, "downloadThroughput": -1, "uploadThroughput": -1}
+        driver.execute_cdp_cmd("Network.enable", {})
+        try:
+            driver.execute_cdp_cmd("Network.emulateNetworkConditions", {"offline": True, **network})
+            driver.execute_script("""
+                const area = document.getElementById('body');
+                area.value = 'Budget\\nfirst line, edited here\\nsecond line';
+                area.dispatchEvent(new Event('input'));""")
+            css("#save").click()
+            wait(driver, lambda d: css("#save-state").text == "Saved on this device", message=f"queued ({page_state()})")
+            server.update(note["id"], "Budget\nfirst line\nsecond line, edited elsewhere")  # so the edit is merged
+            # From now on the page's first PUT (the outbox's) is answered 429 with Retry-After: 6;
+            # every PUT's time is kept.
+            driver.execute_script("""
+                const real = window.fetch;
+                let refuse = true;
+                window.budgetPuts = [];
+                window.fetch = (input, init) => {
+                  if (init?.method !== 'PUT') return real(input, init);
+                  window.budgetPuts.push(performance.now());
+                  if (!refuse) return real(input, init);
+                  refuse = false;
+                  const problem = { type: '/problems/merge-budget-spent', title: 'Too Many Requests', status: 429,
+                    detail: 'the merge work one user may have is spent for now' };
+                  return Promise.resolve(new Response(JSON.stringify(problem), {
+                    status: 429, headers: { 'Content-Type': 'application/problem+json', 'Retry-After': '6' } }));
+                };""")
+        finally:
+            driver.execute_cdp_cmd("Network.emulateNetworkConditions", {"offline": False, **network})
+            driver.execute_cdp_cmd("Network.disable", {})
+        wait(driver, lambda d: d.execute_script("return window.budgetPuts.length") >= 1, timeout=15, message="sent, refused")
+        self.assertEqual([(entry["kind"], entry["base"]) for entry in kept("outbox")], [("edit", 1)])
+        wait(driver, lambda d: "edited here" in server.note(note["id"])["body"], timeout=30, message=f"sent again ({page_state()})")
+        self.assertEqual(server.note(note["id"])["body"], "Budget\nfirst line, edited here\nsecond line, edited elsewhere")
+        puts = driver.execute_script("return window.budgetPuts")
+        self.assertEqual(len(puts), 2, puts)
+        self.assertGreaterEqual(puts[1] - puts[0], 5900, "not sent again before Retry-After")
+        wait(driver, lambda d: css("#connection-text").text == "Synced", timeout=15, message="synced")
+        self.assertEqual(kept("outbox"), [])
+
     def test_edits_made_offline_in_two_tabs_converge_when_the_server_is_back(self):
         first = server.create("Offline one\nfirst line")
         second = server.create("Offline two\nsecond line")

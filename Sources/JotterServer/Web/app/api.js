@@ -46,14 +46,24 @@ async function readText(response, onBytes) {
  * `type` (`/problems/unknown-base`…) and `problem` its whole body (a `409` carries the note).
  */
 export class ApiError extends Error {
-  constructor(message, { status = 0, etag = null, aborted = false, problem = null } = {}) {
+  constructor(message, { status = 0, etag = null, aborted = false, problem = null, retryAfter = null } = {}) {
     super(message);
     this.status = status;
     this.etag = etag;
     this.aborted = aborted;
     this.problem = problem;
     this.type = problem?.type ?? null;
+    /** Seconds the server asked to wait before sending it again (`Retry-After`), when it did. */
+    this.retryAfter = retryAfter;
   }
+}
+
+/** `Retry-After` in seconds: delay-seconds or an HTTP-date; null when absent or unreadable. */
+function retryAfter(value) {
+  if (!value) return null;
+  if (/^\s*\d+\s*$/.test(value)) return Number(value);
+  const at = Date.parse(value);
+  return Number.isNaN(at) ? null : Math.max(0, (at - Date.now()) / 1000);
 }
 
 /** The strong ETag of a note version, for `If-Match`. */
@@ -90,13 +100,13 @@ function tooLarge(data, what) {
 }
 
 /** The error for a non-2xx answer: the problem's detail plus any field errors. */
-function problem(status, statusText, data, etag, what = 'Notes') {
+function problem(status, statusText, data, etag, what = 'Notes', wait = null) {
   if (status === 413) return new ApiError(tooLarge(data, what), { status, etag });
   let message = data?.detail || data?.title || `The server answered ${status} ${statusText}`.trim();
   if (Array.isArray(data?.errors) && data.errors.length) {
     message += ` (${data.errors.map((e) => `${e.field} ${e.message}`).join('; ')})`;
   }
-  return new ApiError(message, { status, etag, problem: data });
+  return new ApiError(message, { status, etag, problem: data, retryAfter: retryAfter(wait) });
 }
 
 // The session's CSRF token (from sign-in or /auth/me), sent with every write.
@@ -165,7 +175,9 @@ async function request(method, path, { json, ifMatch, key } = {}) {
     csrfToken = null;
     sessionExpected = true;
   }
-  if (!response.ok) throw problem(response.status, response.statusText, data, response.headers.get('ETag'));
+  if (!response.ok) {
+    throw problem(response.status, response.statusText, data, response.headers.get('ETag'), 'Notes', response.headers.get('Retry-After'));
+  }
   return data;
 }
 

@@ -34,6 +34,7 @@ export function createSync(handlers) {
   let retryTimer = null;
   let pendingNow = 0; // as last counted
   let stalled = false; // the last sync failed with no answer of the server's (this device's fault)
+  let notBefore = 0; // when a 429's Retry-After lets the next sync go (ms since the epoch; 0: now)
 
   async function report() {
     let all;
@@ -51,8 +52,11 @@ export function createSync(handlers) {
     pendingNow = pending;
     handlers.state({ pending, held, reachable, synced: synced && pending === 0 && held === 0 });
     clearTimeout(retryTimer);
-    // (Not while a sync runs: the try under way sets the next when it ends, RETRY after it.)
-    if ((pending && !reachable) || stalled) retryTimer = setTimeout(() => running || sync(), RETRY);
+    // (Not while a sync runs: the try under way sets the next when it ends, RETRY after it, or
+    // as much later as the server asked.)
+    if ((pending && !reachable) || stalled || (pending && notBefore)) {
+      retryTimer = setTimeout(() => running || sync(), Math.max(RETRY, notBefore - Date.now()));
+    }
   }
   channel?.addEventListener('message', ({ data }) => {
     // Another tab sent an edit (maybe one made here) or queued one: the same as if here.
@@ -103,7 +107,12 @@ export function createSync(handlers) {
       }
       return true;
     } catch (error) {
-      if (error.status === 0 || error.status === 429 || error.status >= 500 || (error.status === 409 && !error.type)) {
+      if (error.status === 429) {
+        // Too many (a user's budget of merge work spent…): kept, and sent again when it says.
+        notBefore = Date.now() + Math.max(RETRY, (error.retryAfter ?? 0) * 1000);
+        return false;
+      }
+      if (error.status === 0 || error.status >= 500 || (error.status === 409 && !error.type)) {
         return false; // away, busy, or the same key still running: later, as it is
       }
       // The sign-in dialog is open, or (403) the session's CSRF token isn't known yet: sent after.
@@ -198,12 +207,16 @@ export function createSync(handlers) {
     // not (it reloads with theirs, see account.js); nothing of it is sent as theirs.
     if (!store.isCurrent()) return;
     try {
+      // The server asked to wait (a 429): the timer set then syncs, not before.
+      if (Date.now() < notBefore) return;
+      notBefore = 0;
       for (;;) {
         // (Not an edit the server refused: it waits for the user to change it.)
         const entry = (await store.outbox()).find((waiting) => !waiting.held);
         if (!entry) break;
         if (!(await send(entry))) {
-          reachable = false;
+          // (A 429 is an answer: the server is there, and said when to send it again.)
+          if (!notBefore) reachable = false;
           return;
         }
         sent += 1;
