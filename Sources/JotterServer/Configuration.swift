@@ -98,10 +98,11 @@ public struct ServerConfiguration: Sendable {
     public var requestsPerUserMinute: Int?
     /// Each user's budget of merge work — an edit made from an older version is merged in its
     /// write, on SQLite in the one writer thread — in the merge's own steps (`TextMerge`; its cap,
-    /// 60 million, takes 0.5–1 s of one core in a release build): a bucket of `mergeWorkBurst`
-    /// steps (three capped merges) refilled by `mergeWorkPerSecond` (a capped merge every 5 s:
-    /// 10–20 % of the writer). A merge takes the cap from it before it runs and gives back what
-    /// it did not use; with the bucket spent it is `429` (docs/API.md). Each instance keeps its
+    /// 60 million, takes 0.5–1 s of one core in a release build), or its CPU time at 60 million
+    /// a second if more: a bucket of `mergeWorkBurst` steps (three capped merges) refilled by
+    /// `mergeWorkPerSecond` (a capped merge every 5 s: 10–20 % of the writer). An edit sent with
+    /// a `Base-Version` takes the cap from it before it is queued and gives back what its merge
+    /// did not use; with the bucket spent it is `429` (docs/API.md). Each instance keeps its
     /// own buckets. 0: no budget.
     public var mergeWorkBurst = 180_000_000
     public var mergeWorkPerSecond = 12_000_000

@@ -1,3 +1,5 @@
+import JotterSystem
+
 /// Persistence for notes and their change events, scoped by `Owner`.
 ///
 /// Implemented by `SQLiteStore` and `PostgresStore`. Reads are synchronous and may run on any
@@ -210,13 +212,18 @@ public struct NoteMerge: Sendable, Hashable {
     public var overlapped: Bool
     /// Where both sides changed the same text: UTF-16 offsets into the merged body, end exclusive.
     public var regions: [Range<Int>]
-    /// The steps the merge took (`TextMerge.counted`): what it cost, charged to the user's
-    /// budget of merge work by the server.
+    /// What the merge cost, charged to the user's budget of merge work by the server: the steps
+    /// it took (`TextMerge.counted`), or its CPU time at the cap's rate if more (the cap, 60 M
+    /// steps, takes about 1 s of CPU; steps don't weigh every input alike — a long line's
+    /// tokens are cheap steps and dear CPU).
     public var work: Int
 
     /// The merge of `body` made from `base` into `current`: `nil` past `TextMerge.Limits.default`.
     static func merge(base: Int64, ancestor: String, current: String, incoming: String) -> (text: String, merge: NoteMerge)? {
-        let (merged, work) = TextMerge.counted(base: ancestor, current: current, incoming: incoming)
+        let started = ThreadCPUClock.microseconds()
+        let (merged, steps) = TextMerge.counted(base: ancestor, current: current, incoming: incoming)
+        let took = MonotonicClock.since(started, to: ThreadCPUClock.microseconds())
+        let work = max(steps, Int(min(took, 10_000_000)) * (TextMerge.Limits.default.maxWork / 1_000_000))
         guard let outcome = merged else { return nil }
         return (
             outcome.text,

@@ -48,3 +48,14 @@ public enum WallClock {
         return Int64(now.tv_sec)
     }
 }
+
+/// The CPU time the calling thread has used (`CLOCK_THREAD_CPUTIME_ID`): what a piece of work
+/// cost, read before and after it on the same thread.
+public enum ThreadCPUClock {
+    /// CPU microseconds this thread has used.
+    public static func microseconds() -> UInt64 {
+        var now = timespec()
+        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now)
+        return UInt64(now.tv_sec) &* 1_000_000 &+ UInt64(now.tv_nsec) / 1000
+    }
+}

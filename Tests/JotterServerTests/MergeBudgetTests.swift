@@ -102,6 +102,11 @@ struct MergeBudgetTests {
             let refusedSmall = try app.request(
                 "PUT", "/notes/\(hers)", token: ann, headers: Self.jsonHeaders, body: try Self.json(small.incoming, base: 1))
             #expect(refusedSmall.status == 429)
+            // So is an edit made from the note's current version: it may be merged all the same
+            // (the note can move on before it is written), and concurrent ones would be.
+            let fromCurrent = try app.request(
+                "PUT", "/notes/\(hers)", token: ann, headers: Self.jsonHeaders, body: try Self.json(small.incoming, base: 2))
+            #expect(fromCurrent.status == 429)
             #expect(try app.request("POST", "/notes", token: ann, body: "body=plain").status == 201)
 
             // Bob's budget is his own: his merges and writes go on meanwhile.

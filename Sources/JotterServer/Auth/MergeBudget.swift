@@ -9,13 +9,15 @@ import JotterStore
 /// stored, it could be sent again at once. The budget bounds what one user takes of it.
 ///
 /// A token bucket of `LimitCounters` (the buckets the request limits use), one per owner, in
-/// this process's memory: each instance budgets the merges it runs. Before a merge is started
-/// the most one merge can cost (the step cap) is taken from it — refused when it is spent, with
-/// `429`, `Retry-After` and problem `/problems/merge-budget-spent`, before any merge work and
-/// with nothing stored — and once the write is done what the merge did not use is given back:
-/// a merge that ran past the cap (`409 merge-too-large`) costs the cap, one that never ran
-/// (another answer) nothing. Taking the cap first bounds the merges one user has running at
-/// once (`capacity / cap` and one more) as well as their rate.
+/// this process's memory: each instance budgets the merges it runs. Every edit sent with a
+/// `Base-Version` (any of them may be merged: the note can move on before it is written) takes
+/// the most one merge can cost (the step cap) before it is queued — refused when the bucket is
+/// spent, with `429`, `Retry-After` and problem `/problems/merge-budget-spent`, before any merge
+/// work and with nothing stored — and once the write is done what the merge did not use is given
+/// back: a merge costs its `NoteMerge.work` (steps, or CPU time if more), one that ran past the
+/// cap (`409 merge-too-large`) the cap, an answer with no merge nothing, and a write that failed
+/// (its merge may have run before the failure) the cap. Taking the cap first bounds the merges
+/// one user has running at once (`capacity / cap` and one more) as well as their rate.
 final class MergeBudget: Sendable {
     /// Steps a bucket holds at most, and gains each second.
     let capacity: Double
@@ -56,20 +58,18 @@ final class MergeBudget: Sendable {
         }
     }
 
-    /// Settles `owner`'s budget with what the merge of a write cost (`outcome`; nil for a write
-    /// that failed or whose key was refused: no merge ran): gives back what was `reserved` and
-    /// not used — all of it when no merge ran, none when it ran past its bounds — or, when
-    /// nothing was reserved (the note's version moved on after it was read, so the store merged
-    /// a write sent as a plain update), takes what it cost.
-    func settle(_ owner: Owner, reserved: Bool, after outcome: NoteWriteOutcome?) {
+    /// Settles `owner`'s budget once the write `reserve` paid for is done: gives back what its
+    /// merge did not use (`outcome`; nil: nothing was written, a refused key) — all of it for an
+    /// answer that merged nothing, none for a merge past its bounds. A write that failed is not
+    /// settled: its merge may have run before the failure, and the reservation stays spent.
+    func settle(_ owner: Owner, after outcome: NoteWriteOutcome?) {
         let work: Double
         switch outcome {
         case .done(let change): work = min(mostPerMerge, Double(max(0, change.merge?.work ?? 0)))
         case .cannotMerge: work = mostPerMerge
         default: work = 0
         }
-        let cost = work - (reserved ? mostPerMerge : 0)
-        guard cost != 0 else { return }
-        _ = try? counters.take([Self.key(owner)], capacity: capacity, interval: interval, cost: cost)
+        guard work < mostPerMerge else { return }
+        _ = try? counters.take([Self.key(owner)], capacity: capacity, interval: interval, cost: work - mostPerMerge)
     }
 }

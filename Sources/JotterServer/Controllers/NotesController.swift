@@ -122,20 +122,21 @@ struct NotesController {
             return try JSON(NoteEnvelope(note: current, message: "No Body Sent"), headers: HTTPHeaders([("ETag", current.etag)]))
                 .reply(for: request)
         }
-        // A merge to come (made from an older version) is paid for from the user's budget
-        // before it runs: `429` when it is spent. Once written, the budget is settled with what
-        // the merge cost (also one the note's version, moved on meanwhile, made without a
-        // reservation).
+        // An edit sent with a `Base-Version` may be merged (the note can move on before it is
+        // written): it is paid for from the user's budget before it is queued, `429` when that
+        // is spent, and the budget is settled with what the merge cost once written.
         let owner = context.owner
         let budget = base == nil ? nil : mergeBudget
-        let reserved = budget != nil && base! < Int64(current.version)
-        if reserved { try budget?.reserve(owner) }
+        try budget?.reserve(owner)
         if let claim = context[IdempotencyKeyed.self] {
             // The key is claimed in the edit's own transaction (a merge is never made twice).
             return keyedCommit(id, owner: owner, request: request, message: "Note Updated", base: base) { store, completion in
                 store.editNote(id: id, base: base, body: body, ifVersion: version, owner: owner, claiming: claim) { result in
-                    let written: NoteWriteOutcome? = if case .done(let outcome)? = try? result.get() { outcome } else { nil }
-                    budget?.settle(owner, reserved: reserved, after: written)
+                    switch try? result.get() {
+                    case .done(let outcome)?: budget?.settle(owner, after: outcome)
+                    case .refused?: budget?.settle(owner, after: nil)
+                    case nil: break  // failed: the reservation stays spent (`MergeBudget.settle`)
+                    }
                     completion(result)
                 }
             }
@@ -144,7 +145,7 @@ struct NotesController {
             // Made from `base`: merged into what was committed since, inside the write.
             return commit(id, owner: owner, request: request, message: "Note Updated", base: base) { store, completion in
                 store.mergeNote(id: id, base: base, body: body, ifVersion: version, owner: owner) { result in
-                    budget?.settle(owner, reserved: reserved, after: try? result.get())
+                    if let outcome = try? result.get() { budget?.settle(owner, after: outcome) }
                     completion(result)
                 }
             }
