@@ -34,7 +34,7 @@ export function createSync(handlers) {
   let retryTimer = null;
   let pendingNow = 0; // as last counted
   let stalled = false; // the last sync failed with no answer of the server's (this device's fault)
-  let notBefore = 0; // when a 429's Retry-After lets the next sync go (ms since the epoch; 0: now)
+  let notBefore = 0; // when a 429's Retry-After lets the next sync go (performance.now() ms; 0: now)
 
   async function report() {
     let all;
@@ -55,7 +55,7 @@ export function createSync(handlers) {
     // (Not while a sync runs: the try under way sets the next when it ends, RETRY after it, or
     // as much later as the server asked.)
     if ((pending && !reachable) || stalled || (pending && notBefore)) {
-      retryTimer = setTimeout(() => running || sync(), Math.max(RETRY, notBefore - Date.now()));
+      retryTimer = setTimeout(() => running || sync(), Math.max(RETRY, notBefore - performance.now()));
     }
   }
   channel?.addEventListener('message', ({ data }) => {
@@ -109,7 +109,7 @@ export function createSync(handlers) {
     } catch (error) {
       if (error.status === 429) {
         // Too many (a user's budget of merge work spent…): kept, and sent again when it says.
-        notBefore = Date.now() + Math.max(RETRY, (error.retryAfter ?? 0) * 1000);
+        notBefore = performance.now() + Math.max(RETRY, (error.retryAfter ?? 0) * 1000);
         return false;
       }
       if (error.status === 0 || error.status >= 500 || (error.status === 409 && !error.type)) {
@@ -208,7 +208,7 @@ export function createSync(handlers) {
     if (!store.isCurrent()) return;
     try {
       // The server asked to wait (a 429): the timer set then syncs, not before.
-      if (Date.now() < notBefore) return;
+      if (performance.now() < notBefore) return;
       notBefore = 0;
       for (;;) {
         // (Not an edit the server refused: it waits for the user to change it.)
