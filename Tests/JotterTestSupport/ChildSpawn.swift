@@ -69,8 +69,12 @@ public func spawnProgram(
     return pid
 }
 
-/// A program started with `spawnProgram` and reaped exactly once, from whichever thread asks
-/// first: whether it runs, a signal to it, a wait for its end.
+/// A program started with `spawnProgram` and reaped the moment it ends, by a thread of its own:
+/// whether it runs, a signal to it, a wait for its end, from any thread.
+///
+/// Reaped at once, not when asked: the test runner's exit tests find their child's end with
+/// `waitid(P_ALL, WNOWAIT)`, which returns the same unreaped child of ours again and again while
+/// it waits — one zombie of ours left until its owner looks would hold every exit test meanwhile.
 ///
 /// ```swift
 /// let watcher = try ChildProgram(["jotter", "notes", "watch"], output: .file(log))
@@ -81,6 +85,8 @@ public final class ChildProgram: Sendable {
     public let pid: pid_t
     /// Its wait status once reaped.
     private let status = Mutex<Int32?>(nil)
+    /// Signalled once it is reaped (and again by each waiter, for the next).
+    private let ended = DispatchSemaphore(value: 0)
 
     /// Starts it as `spawnProgram` does, with the same parameters.
     public init(
@@ -88,20 +94,25 @@ public final class ChildProgram: Sendable {
         directory: URL? = nil, input: ChildStream = .discard, output: ChildStream = .inherit, errors: ChildStream? = nil
     ) throws {
         pid = try spawnProgram(arguments, environment: environment, directory: directory, input: input, output: output, errors: errors)
-    }
-
-    /// Its wait status once it ended (reaping it then), nil while it runs.
-    public var waitStatus: Int32? {
-        status.withLock { status in
-            if status == nil {
+        let reaper = Thread { [self] in
+            // Waits without reaping, then reaps under the lock `signal` takes: a signal never
+            // reaches a process that took a reaped one's id.
+            var info = siginfo_t()
+            while waitid(P_PID, id_t(pid), &info, WEXITED | WNOWAIT) == -1 && errno == EINTR {}
+            status.withLock { status in
                 var value: Int32 = 0
                 var result: pid_t
-                repeat { result = waitpid(pid, &value, WNOHANG) } while result == -1 && errno == EINTR
-                if result == pid { status = value }
+                repeat { result = waitpid(pid, &value, 0) } while result == -1 && errno == EINTR
+                status = result == pid ? value : 0x7F00  // (0x7F00, exit 127: reaped elsewhere, never here)
             }
-            return status
+            ended.signal()
         }
+        reaper.name = "reaper \(pid)"
+        reaper.start()
     }
+
+    /// Its wait status once it ended, nil while it runs.
+    public var waitStatus: Int32? { status.withLock { $0 } }
 
     /// Whether it still runs.
     public var isRunning: Bool { waitStatus == nil }
@@ -109,21 +120,16 @@ public final class ChildProgram: Sendable {
     /// Waits for it to end; its wait status (`exitStatus` reads it).
     @discardableResult
     public func waitUntilExit() -> Int32 {
-        // Wait without reaping (nor holding the lock, so `signal` works meanwhile), then reap.
-        var info = siginfo_t()
-        while true {
-            if let status = waitStatus { return status }
-            if waitid(P_PID, id_t(pid), &info, WEXITED | WNOWAIT) == -1 && errno != EINTR {
-                if let status = waitStatus { return status }  // reaped meanwhile by another thread here
-                preconditionFailure("process \(pid) was reaped outside its ChildProgram")
-            }
-        }
+        if let status = waitStatus { return status }
+        ended.wait()
+        ended.signal()
+        return waitStatus ?? 0x7F00
     }
 
     /// Sends `signal` (`SIGTERM`, `SIGKILL`…); true if it reached a live process.
     @discardableResult
     public func signal(_ signal: Int32) -> Bool {
-        isRunning && kill(pid, signal) == 0
+        status.withLock { $0 == nil && kill(pid, signal) == 0 }
     }
 
     /// Ends it with `SIGKILL` unless it ended already, and waits for it. (`SIGKILL`: nothing a
