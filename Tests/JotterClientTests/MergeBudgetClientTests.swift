@@ -10,16 +10,9 @@ import Testing
 /// (`429`, `/problems/merge-budget-spent`): the edit is kept and sent later.
 @Suite("JotterClient: an edit refused for the merge budget")
 struct MergeBudgetClientTests {
-    /// A monotonic clock that only moves when told.
-    final class TestClock: Sendable {
-        private let now = Mutex<Double>(1000)
-        var read: @Sendable () -> Double { { [self] in now.withLock { $0 } } }
-        func advance(_ seconds: Double) { now.withLock { $0 += seconds } }
-    }
-
     @Test("an edit refused with 429 stays queued, its text in the replica; once the budget refills, a sync merges it")
     func keptAcrossRefusal() async throws {
-        let clock = TestClock()
+        let clock = SteppedClock()
         let folder = try scratchFolder()
         defer { try? FileManager.default.removeItem(at: folder) }
         try await TestApp.with(configure: {

@@ -10,13 +10,6 @@ import Testing
 /// the test moves, so nothing here depends on how fast the machine merges.
 @Suite("Notes: each user's budget of merge work")
 struct MergeBudgetTests {
-    /// A monotonic clock that only moves when told.
-    final class TestClock: Sendable {
-        private let now = Mutex<Double>(1000)
-        var read: @Sendable () -> Double { { [self] in now.withLock { $0 } } }
-        func advance(_ seconds: Double) { now.withLock { $0 += seconds } }
-    }
-
     static func json(_ body: String, base: Int? = nil) throws -> String {
         var fields: [String: Any] = ["body": body]
         if let base { fields["base_version"] = base }
@@ -59,7 +52,7 @@ struct MergeBudgetTests {
         "merges past the bounds sent in a loop meet 429 with Retry-After once the budget is spent, storing nothing; another user's writes go on; after the wait a merge goes through",
         arguments: ServerDatabase.all)
     func spentBudget(database: ServerDatabase) throws {
-        let clock = TestClock()
+        let clock = SteppedClock()
         let cap = TextMerge.Limits.default.maxWork
         try database.with(configure: {
             $0.auth = .required
@@ -129,7 +122,7 @@ struct MergeBudgetTests {
         "small notes merged from an older version many times in a row never meet the budget, even with no time passing",
         arguments: ServerDatabase.all)
     func normalMerges(database: ServerDatabase) throws {
-        let clock = TestClock()
+        let clock = SteppedClock()
         // The default figures; the clock stands still, so nothing is refilled.
         try database.with(configure: { $0.mergeBudgetClock = clock.read }) { app in
             var total = 0
