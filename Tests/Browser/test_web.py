@@ -78,6 +78,27 @@ def body_text():
     return driver.execute_script("return document.getElementById('body').value")
 
 
+NETWORK = {"latency": 0, "downloadThroughput": -1, "uploadThroughput": -1}
+
+
+def go_offline():
+    """The page's network cut (DevTools' emulation): every request fails as with no network."""
+    driver.execute_cdp_cmd("Network.enable", {})
+    driver.execute_cdp_cmd("Network.emulateNetworkConditions", {"offline": True, **NETWORK})
+
+
+def go_online():
+    driver.execute_cdp_cmd("Network.emulateNetworkConditions", {"offline": False, **NETWORK})
+    driver.execute_cdp_cmd("Network.disable", {})
+
+
+def type_text(text):
+    """`text` as the note's whole text, as typing it would leave it (an `input` event)."""
+    driver.execute_script("""const area = document.getElementById('body');
+        area.value = arguments[0];
+        area.dispatchEvent(new Event('input'));""", text)
+
+
 def leave_page():
     """Unloads the page (answering a "leave the page?" left by the test before)."""
     driver.get("about:blank")
@@ -1434,22 +1455,16 @@ class Offline(BrowserTest):
         note = server.create("Shopping\nmilk\nbread")
         open_app(f"/#/notes/{note['id']}", autosave=False)
         wait(driver, lambda d: body_text() == "Shopping\nmilk\nbread")
-        network = {"latency": 0, "downloadThroughput": -1, "uploadThroughput": -1}
-        driver.execute_cdp_cmd("Network.enable", {})
+        go_offline()
         try:
-            driver.execute_cdp_cmd("Network.emulateNetworkConditions", {"offline": True, **network})
-            driver.execute_script("""
-                const area = document.getElementById('body');
-                area.value = 'Shopping\\nmilk and eggs\\nbread';
-                area.dispatchEvent(new Event('input'));""")
+            type_text("Shopping\nmilk and eggs\nbread")
             css("#save").click()
             wait(driver, lambda d: css("#save-state").text == "Saved on this device", message=f"queued ({page_state()})")
             wait(driver, lambda d: css("#connection-text").text == "Offline · 1 change waiting", message="waiting")
             self.assertEqual([(entry["kind"], entry["base"]) for entry in kept("outbox")], [("edit", 1)])
             server.update(note["id"], "Shopping\nmilk and honey\nbread")  # meanwhile, the same line elsewhere
         finally:
-            driver.execute_cdp_cmd("Network.emulateNetworkConditions", {"offline": False, **network})
-            driver.execute_cdp_cmd("Network.disable", {})
+            go_online()
         wait(driver, lambda d: css("#editor-notice").is_displayed(), timeout=15, message=f"overlap notice ({page_state()})")
         saved = server.note(note["id"])["body"]
         self.assertIn("milk and honey", saved)
@@ -1469,14 +1484,9 @@ class Offline(BrowserTest):
         note = server.create("Budget\nfirst line\nsecond line")
         open_app(f"/#/notes/{note['id']}", autosave=False)
         wait(driver, lambda d: body_text() == "Budget\nfirst line\nsecond line")
-        network = {"latency": 0, "downloadThroughput": -1, "uploadThroughput": -1}
-        driver.execute_cdp_cmd("Network.enable", {})
+        go_offline()
         try:
-            driver.execute_cdp_cmd("Network.emulateNetworkConditions", {"offline": True, **network})
-            driver.execute_script("""
-                const area = document.getElementById('body');
-                area.value = 'Budget\\nfirst line, edited here\\nsecond line';
-                area.dispatchEvent(new Event('input'));""")
+            type_text("Budget\nfirst line, edited here\nsecond line")
             css("#save").click()
             wait(driver, lambda d: css("#save-state").text == "Saved on this device", message=f"queued ({page_state()})")
             server.update(note["id"], "Budget\nfirst line\nsecond line, edited elsewhere")  # so the edit is merged
@@ -1497,8 +1507,7 @@ class Offline(BrowserTest):
                     status: 429, headers: { 'Content-Type': 'application/problem+json', 'Retry-After': '6' } }));
                 };""")
         finally:
-            driver.execute_cdp_cmd("Network.emulateNetworkConditions", {"offline": False, **network})
-            driver.execute_cdp_cmd("Network.disable", {})
+            go_online()
         wait(driver, lambda d: d.execute_script("return window.budgetPuts.length") >= 1, timeout=15, message="sent, refused")
         self.assertEqual([(entry["kind"], entry["base"]) for entry in kept("outbox")], [("edit", 1)])
         wait(driver, lambda d: "edited here" in server.note(note["id"])["body"], timeout=30, message=f"sent again ({page_state()})")
@@ -1609,32 +1618,18 @@ class OfflineSync(BrowserTest):
     one note keep a change made elsewhere, an edit the server refuses stays with the user, a
     queued delete does not discard a change made elsewhere, and hiding the page saves the text."""
 
-    NETWORK = {"latency": 0, "downloadThroughput": -1, "uploadThroughput": -1}
-
-    def go_offline(self):
-        driver.execute_cdp_cmd("Network.enable", {})
-        driver.execute_cdp_cmd("Network.emulateNetworkConditions", {"offline": True, **self.NETWORK})
-
-    def go_online(self):
-        driver.execute_cdp_cmd("Network.emulateNetworkConditions", {"offline": False, **self.NETWORK})
-        driver.execute_cdp_cmd("Network.disable", {})
-
-    def type_text(self, text):
-        driver.execute_script("""const area = document.getElementById('body');
-            area.value = arguments[0];
-            area.dispatchEvent(new Event('input'));""", text)
 
     def queue_two_edits(self, note, first, second, elsewhere):
         """Offline: `first`, autosaved, then `second` 1.5 s later; meanwhile `elsewhere` is saved."""
         open_app(f"/#/notes/{note['id']}")
         wait(driver, lambda d: body_text() == note["body"])
-        self.go_offline()
+        go_offline()
         try:
-            self.type_text(first)
+            type_text(first)
             wait(driver, lambda d: css("#connection-text").text == "Offline · 1 change waiting", timeout=15,
                  message=f"first edit waiting ({page_state()})")
             time.sleep(1.5)
-            self.type_text(second)
+            type_text(second)
             wait(driver, lambda d: css("#connection-text").text == "Offline · 2 changes waiting", timeout=15,
                  message=f"second edit waiting ({page_state()})")
             outbox = kept("outbox")
@@ -1642,7 +1637,7 @@ class OfflineSync(BrowserTest):
                              [("edit", 1, None), ("edit", None, outbox[0]["seq"])])
             server.update(note["id"], elsewhere)  # another client, meanwhile
         finally:
-            self.go_online()
+            go_online()
 
     def test_two_queued_edits_keep_a_change_made_elsewhere(self):
         note = server.create("Plan C\nline A\nline B\nline C")
@@ -1674,13 +1669,13 @@ class OfflineSync(BrowserTest):
         open_app(f"/#/notes/{note['id']}")
         wait(driver, lambda d: body_text() == "Big one\nshort for now")
         large = "Big one\n" + "x" * 1100000
-        self.go_offline()
+        go_offline()
         try:
-            self.type_text(large)
+            type_text(large)
             wait(driver, lambda d: css("#connection-text").text == "Offline · 1 change waiting", timeout=15,
                  message=f"waiting ({page_state()})")
         finally:
-            self.go_online()
+            go_online()
         wait(driver, lambda d: css("#toast").is_displayed(), timeout=30, message=f"refused ({page_state()})")
         self.assertIn("An edit made offline could not be saved: Notes can be at most 1 MiB.", css("#toast-text").text)
         # Not "Synced": the text is kept, unsaved, and the editor says why.
@@ -1696,7 +1691,7 @@ class OfflineSync(BrowserTest):
         self.assertTrue(css("#editor-notice").is_displayed())
         self.assertEqual(len(kept("outbox")), 1)
         # Shortened, it is saved.
-        self.type_text("Big one\n" + "x" * 1000)
+        type_text("Big one\n" + "x" * 1000)
         wait_until(lambda: server.note(note["id"])["body"] == "Big one\n" + "x" * 1000, timeout=30,
                    message=f"saved once shorter ({page_state()})")
         wait(driver, lambda d: css("#save-state").text == "Saved", timeout=15, message="saved")
@@ -1708,7 +1703,7 @@ class OfflineSync(BrowserTest):
         note = server.create("Delete me offline\nfirst line")
         open_app(f"/#/notes/{note['id']}")
         wait(driver, lambda d: body_text() == "Delete me offline\nfirst line")
-        self.go_offline()
+        go_offline()
         try:
             css("#delete").click()
             css('#confirm-actions [data-value="delete"]').click()
@@ -1716,7 +1711,7 @@ class OfflineSync(BrowserTest):
             self.assertEqual([(entry["kind"], entry["base"]) for entry in kept("outbox")], [("delete", 1)])
             server.update(note["id"], "Delete me offline\nfirst line\nadded by the CLI")
         finally:
-            self.go_online()
+            go_online()
         wait(driver, lambda d: "was changed elsewhere, so it was not deleted" in css("#toast-text").text, timeout=30,
              message=f"said ({page_state()})")
         self.assertEqual(css("#toast-text").text, "“Delete me offline” was changed elsewhere, so it was not deleted.")
@@ -1736,12 +1731,12 @@ class OfflineSync(BrowserTest):
         driver.execute_script("document.body.dataset.requestTimeout = '3000'")
         server.process.send_signal(signal.SIGSTOP)
         try:
-            self.type_text("Hung server\nfirst line\nsecond line")
+            type_text("Hung server\nfirst line\nsecond line")
             wait(driver, lambda d: css("#connection-text").text == "Offline · 1 change waiting", timeout=15,
                  message=f"given up on, kept here ({page_state()}, {css('#connection-text').text})")
             self.assertEqual(css("#save-state").text, "Saved on this device")
             time.sleep(1.5)
-            self.type_text("Hung server\nfirst line\nsecond line\nthird line")
+            type_text("Hung server\nfirst line\nsecond line\nthird line")
             wait(driver, lambda d: css("#connection-text").text == "Offline · 2 changes waiting", timeout=15,
                  message=f"the second edit queued too ({page_state()}, {css('#connection-text').text})")
             # Between tries nothing holds the sync lock (a hung request held it for good).
@@ -1795,9 +1790,9 @@ class OfflineSync(BrowserTest):
         open_app(f"/#/notes/{note['id']}")
         wait(driver, lambda d: body_text() == "Unreadable outbox\nfirst line")
         logged = [entry["message"] for entry in driver.get_log("browser")]
-        self.go_offline()
+        go_offline()
         try:
-            self.type_text("Unreadable outbox\nfirst line, edited")
+            type_text("Unreadable outbox\nfirst line, edited")
             wait(driver, lambda d: css("#connection-text").text == "Offline · 1 change waiting", timeout=15,
                  message=f"waiting ({page_state()})")
             driver.execute_script("""const getAll = IDBObjectStore.prototype.getAll;
@@ -1814,7 +1809,7 @@ class OfflineSync(BrowserTest):
             wait(driver, lambda d: said("couldn't sync; trying again", "could not be read; trying again"), timeout=15,
                  message=f"logged ({logged})")
         finally:
-            self.go_online()
+            go_online()
         time.sleep(1)
         self.assertEqual(css("#connection-text").text, "Offline · 1 change waiting")
         driver.execute_script("window.readableAgain()")
